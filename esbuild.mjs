@@ -1,0 +1,56 @@
+// Bundles the extension (Node, `vscode` external), the CLI (Node) and the webview (browser), and
+// ships the Python guest bootstrap next to them.
+import * as esbuild from 'esbuild';
+import { cpSync, existsSync, mkdirSync, chmodSync } from 'node:fs';
+
+const watch = process.argv.includes('--watch');
+const production = process.argv.includes('--production');
+
+const common = {
+  bundle: true,
+  sourcemap: production ? false : 'linked',
+  minify: production,
+  logLevel: 'warning',
+  legalComments: 'none',
+};
+
+const node = {
+  ...common,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  // Optional native helpers some dependencies probe for; never needed here.
+  external: ['vscode', 'bufferutil', 'utf-8-validate'],
+  // jsonc-parser's UMD build hides its requires from the bundler; its ESM build bundles cleanly.
+  mainFields: ['module', 'main'],
+};
+
+const builds = [
+  { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
+  { ...node, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  {
+    ...common,
+    entryPoints: { webview: 'src/webview/main.ts' },
+    outdir: 'dist',
+    platform: 'browser',
+    target: 'es2022',
+    format: 'iife',
+    loader: { '.css': 'css' },
+  },
+].filter((b) => Object.values(b.entryPoints).every((p) => existsSync(p)));
+
+function copyAssets() {
+  mkdirSync('dist/guest', { recursive: true });
+  cpSync('src/core/runtime/local/guest', 'dist/guest', { recursive: true });
+  if (existsSync('dist/cli.js')) chmodSync('dist/cli.js', 0o755);
+}
+
+if (watch) {
+  const contexts = await Promise.all(builds.map((b) => esbuild.context(b)));
+  await Promise.all(contexts.map((c) => c.watch()));
+  copyAssets();
+  console.log('[watch] build finished, watching for changes…');
+} else {
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+  copyAssets();
+}

@@ -1,0 +1,218 @@
+/**
+ * The one event vocabulary that every provider and every runtime is normalised into.
+ *
+ * Names follow the OpenAI Responses streaming events. The CLI prints exactly these objects with
+ * `--json`, the transcript store persists them, and the webview reduces them. This module is pure
+ * data: no Node, no `vscode`.
+ */
+
+export type RuntimeKind = 'local' | 'jupyter' | 'openai' | 'anthropic' | 'gemini';
+
+export type StreamName = 'stdout' | 'stderr';
+
+export interface LogsOutput {
+  type: 'logs';
+  logs: string;
+  /** Absent for stdout; `"stderr"` for stderr. */
+  stream?: 'stderr';
+}
+
+export interface ImageOutput {
+  type: 'image';
+  /** A data URL (`data:image/png;base64,…`) or a URL the provider gave. */
+  url: string;
+}
+
+export interface FileOutput {
+  type: 'file';
+  file_id?: string;
+  filename?: string;
+  container_id?: string;
+  path?: string;
+  mime_type?: string;
+  url?: string;
+  bytes?: number;
+}
+
+export type CodeOutput = LogsOutput | ImageOutput | FileOutput;
+
+export interface ExecutionError {
+  /** The exception type, for example `ZeroDivisionError`, or a host category such as `Timeout`. */
+  type: string;
+  message: string;
+  /** The formatted traceback, with the user's own line numbers, when there is one. */
+  traceback?: string;
+  /** The 1-based line of the user's code where the error was raised, when known. */
+  line?: number;
+}
+
+export type CodeCallStatus = 'in_progress' | 'interpreting' | 'completed' | 'failed' | 'incomplete';
+
+export interface SandboxInfo {
+  kind: 'bubblewrap' | 'none' | 'sandbox-exec';
+  network?: boolean;
+  limits?: Record<string, string | number>;
+}
+
+export interface CodeInterpreterCallItem {
+  type: 'code_interpreter_call';
+  id: string;
+  status: CodeCallStatus;
+  code: string;
+  runtime: RuntimeKind;
+  container_id?: string | null;
+  outputs: CodeOutput[];
+  exit_code?: number | null;
+  error?: ExecutionError | null;
+  /** The JSON value the code returned (local and Jupyter runtimes). */
+  value?: unknown;
+  duration_ms?: number;
+  sandbox?: SandboxInfo;
+  /** Provider sub-tool, for example Anthropic's `bash_code_execution`. */
+  tool?: string;
+  /** Set when stdout or stderr went over its cap. */
+  truncated?: boolean;
+}
+
+export interface TextEditorItem {
+  type: 'text_editor_call';
+  id: string;
+  status: 'completed' | 'failed';
+  runtime: RuntimeKind;
+  command: string;
+  path?: string;
+  input: Record<string, unknown>;
+  result?: unknown;
+  error?: { code: string; message?: string | null } | null;
+}
+
+export interface FunctionCallItem {
+  type: 'function_call';
+  id?: string;
+  call_id: string;
+  name: string;
+  arguments?: string;
+  status?: 'in_progress' | 'completed';
+}
+
+export interface FunctionCallOutputItem {
+  type: 'function_call_output';
+  call_id: string;
+  name?: string;
+  output: string;
+  is_error?: boolean;
+}
+
+export interface MessageItem {
+  type: 'message';
+  id: string;
+  role: 'assistant' | 'user';
+  text: string;
+  /** Thinking text the model produced; never shown as the answer. */
+  thinking?: boolean;
+  annotations?: unknown[];
+}
+
+export type OutputItem = CodeInterpreterCallItem | TextEditorItem | FunctionCallItem | FunctionCallOutputItem | MessageItem;
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens?: number;
+}
+
+export interface ToolCallRecord {
+  call_id: string;
+  name: string;
+  arguments: unknown;
+  ok: boolean;
+  output?: unknown;
+  error?: string;
+  duration_ms: number;
+  result_bytes: number;
+  started_at: number;
+  ended_at: number;
+}
+
+// ---- events ---------------------------------------------------------------------------------
+
+export interface OutputTextDelta { type: 'response.output_text.delta'; item_id: string; delta: string; thinking?: boolean }
+export interface OutputTextDone { type: 'response.output_text.done'; item_id: string; text: string; thinking?: boolean }
+
+export interface CodeCallInProgress { type: 'response.code_interpreter_call.in_progress'; item_id: string; runtime?: RuntimeKind }
+export interface CodeDelta { type: 'response.code_interpreter_call_code.delta'; item_id: string; delta: string }
+export interface CodeDone { type: 'response.code_interpreter_call_code.done'; item_id: string; code: string }
+export interface CodeInterpreting { type: 'response.code_interpreter_call.interpreting'; item_id: string }
+export interface CodeCompleted { type: 'response.code_interpreter_call.completed'; item_id: string }
+
+export interface OutputItemAdded { type: 'response.output_item.added'; item: OutputItem }
+export interface OutputItemDone { type: 'response.output_item.done'; item: OutputItem }
+
+export interface FunctionArgsDelta { type: 'response.function_call_arguments.delta'; item_id: string; call_id?: string; delta: string }
+export interface FunctionArgsDone { type: 'response.function_call_arguments.done'; item_id: string; call_id?: string; name?: string; arguments: string }
+
+export interface OutputDelta { type: 'codeact.output.delta'; item_id: string; stream: StreamName; delta: string }
+
+export interface ToolCallStarted { type: 'codeact.tool_call.started'; item_id: string; call_id: string; name: string; arguments: unknown }
+export interface ToolCallCompleted {
+  type: 'codeact.tool_call.completed';
+  item_id: string;
+  call_id: string;
+  name: string;
+  output?: unknown;
+  error?: string;
+  duration_ms: number;
+}
+
+export type ApprovalDecision = 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
+export interface ApprovalRequested {
+  type: 'codeact.approval.requested';
+  approval_id: string;
+  item_id?: string;
+  kind: 'tool' | 'code';
+  name?: string;
+  arguments?: unknown;
+  code?: string;
+}
+export interface ApprovalResolved {
+  type: 'codeact.approval.resolved';
+  approval_id: string;
+  decision: ApprovalDecision;
+  reason?: string;
+}
+
+export interface Retrying { type: 'codeact.retry'; attempt: number; delay_ms: number; status?: number; message: string }
+
+export interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
+export interface ErrorEvent { type: 'error'; message: string; code?: string }
+
+export type CodeActEvent =
+  | OutputTextDelta
+  | OutputTextDone
+  | CodeCallInProgress
+  | CodeDelta
+  | CodeDone
+  | CodeInterpreting
+  | CodeCompleted
+  | OutputItemAdded
+  | OutputItemDone
+  | FunctionArgsDelta
+  | FunctionArgsDone
+  | OutputDelta
+  | ToolCallStarted
+  | ToolCallCompleted
+  | ApprovalRequested
+  | ApprovalResolved
+  | Retrying
+  | ResponseCompleted
+  | ErrorEvent;
+
+export type CodeActEventType = CodeActEvent['type'];
+
+/** Stdout and stderr of a finished item, as `logs` outputs: stdout first, stderr apart. */
+export function logsOf(item: CodeInterpreterCallItem, stream: StreamName = 'stdout'): string {
+  return item.outputs
+    .filter((o): o is LogsOutput => o.type === 'logs' && (stream === 'stderr' ? o.stream === 'stderr' : o.stream !== 'stderr'))
+    .map((o) => o.logs)
+    .join('');
+}

@@ -1,0 +1,397 @@
+/**
+ * The typed message protocol between the extension host and the chat panel webview.
+ *
+ * Host -> webview: `HostToWebview`. Webview -> host: `WebviewToHost`. Both are plain JSON. The host must
+ * treat every incoming message as untrusted and check it with `parseWebviewMessage` before acting on it.
+ *
+ * Handshake and transcript delivery:
+ * 1. The page loads, renders what it kept in `getState()` at once, and posts `ready` with the conversation
+ *    id and the `seq` of the last `events` batch it has applied (0 when it has none).
+ * 2. The host answers with `init` (host state: providers, models, keys, tools, trust), then either replays
+ *    the `events` batches after that `seq` (see `EventBatcher.replaySince`) or, when it cannot, sends `reset`
+ *    with the conversation's whole event list.
+ * 3. While a turn runs, the host posts `events` batches: append-only, coalesced, at most one per animation
+ *    frame (`createEventBatcher`). `seq` grows by one per batch. A page that sees a gap posts `resync`,
+ *    and the host answers as for `ready`.
+ */
+import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName } from './events';
+import type { TranscriptEvent } from './transcript';
+
+export const PROTOCOL_VERSION = 1;
+
+// ---- host state -------------------------------------------------------------------------------------
+
+export interface ModelInfo {
+  id: string;
+  label?: string;
+  /** Short note shown next to the model in the picker, for example "hosted sandbox". */
+  detail?: string;
+}
+
+export interface ProviderInfo {
+  /** `openai`, `anthropic`, `gemini`, or an OpenAI-compatible endpoint id. */
+  id: string;
+  label: string;
+  models: ModelInfo[];
+  /** An API key is available (SecretStorage or environment). */
+  hasKey: boolean;
+}
+
+export interface ToolSummary {
+  name: string;
+  description?: string;
+  approval?: 'auto' | 'ask' | 'deny';
+  source?: 'command' | 'http' | 'mcp' | 'lmTool';
+}
+
+export interface ConversationSummary {
+  id: string;
+  title: string;
+  /** Epoch milliseconds. */
+  updatedAt: number;
+  turns: number;
+  provider?: string;
+  model?: string;
+}
+
+export interface HostState {
+  providers: ProviderInfo[];
+  provider?: string;
+  model?: string;
+  /** `local` | `jupyter` for client-side execution; a provider kind for its hosted sandbox. */
+  runtime?: RuntimeKind;
+  mode?: 'local' | 'hosted';
+  tools: ToolSummary[];
+  /** Workspace Trust: false disables execution and workspace-declared tools. */
+  trusted: boolean;
+  /** A turn runs (the host's view; the panel also derives it from the transcript). */
+  busy?: boolean;
+  conversationId?: string;
+  conversationTitle?: string;
+  /** Extension version, shown in the empty state. */
+  version?: string;
+}
+
+// ---- host -> webview ----------------------------------------------------------------------------
+
+/** Full host state; sent after `ready` and whenever something the panel shows changes. */
+export interface InitMessage {
+  type: 'init';
+  protocol: number;
+  state: HostState;
+}
+
+/** Part of the host state changed (picker selection, keys, tools, trust, busy). */
+export interface StateMessage {
+  type: 'state';
+  state: Partial<HostState>;
+}
+
+/** One batch of append-only transcript events for the current conversation. */
+export interface EventsMessage {
+  type: 'events';
+  conversationId?: string;
+  /** 1 for the first batch of a conversation, then +1 per batch. */
+  seq: number;
+  events: TranscriptEvent[];
+}
+
+/** Replace the transcript: a conversation was reopened or created, or the page asked to resync. */
+export interface ResetMessage {
+  type: 'reset';
+  conversationId?: string;
+  title?: string;
+  /** The seq of the last batch these events include; the next `events` message has seq + 1. */
+  seq: number;
+  events: TranscriptEvent[];
+}
+
+/** The conversation list for the history view. */
+export interface HistoryMessage {
+  type: 'history';
+  conversations: ConversationSummary[];
+}
+
+/** Put text into the input box (for example "Ask Agent with Tools…" with the selection). */
+export interface SetInputMessage {
+  type: 'setInput';
+  text: string;
+  /** Send it at once instead of leaving it for editing. */
+  send?: boolean;
+}
+
+export interface FocusInputMessage {
+  type: 'focusInput';
+}
+
+export type NoticeAction = { label: string; command: HostCommand };
+
+/** A message the host wants the user to see in the panel (for example "this workspace is not trusted"). */
+export interface NoticeMessage {
+  type: 'notice';
+  level: 'info' | 'warning' | 'error';
+  message: string;
+  actions?: NoticeAction[];
+}
+
+export type HostToWebview =
+  | InitMessage
+  | StateMessage
+  | EventsMessage
+  | ResetMessage
+  | HistoryMessage
+  | SetInputMessage
+  | FocusInputMessage
+  | NoticeMessage;
+
+// ---- webview -> host ----------------------------------------------------------------------------
+
+/**
+ * Host commands the panel may ask for. The host maps each to its own action; the panel never names
+ * arbitrary VS Code commands.
+ */
+export const HOST_COMMANDS = [
+  'setApiKey',
+  'selectModel',
+  'declareTools',
+  'openSettings',
+  'showLog',
+  'manageTrust',
+  'openWalkthrough',
+] as const;
+export type HostCommand = (typeof HOST_COMMANDS)[number];
+
+export interface ReadyMessage {
+  type: 'ready';
+  protocol: number;
+  conversationId?: string;
+  /** The seq of the last `events` batch the page has applied; 0 for none. */
+  seq: number;
+}
+
+/** The page saw a gap in `seq` (or could not apply a batch): send the transcript again. */
+export interface ResyncMessage {
+  type: 'resync';
+  conversationId?: string;
+  seq: number;
+}
+
+export interface SendMessage {
+  type: 'send';
+  text: string;
+}
+
+export interface StopMessage {
+  type: 'stop';
+}
+
+export interface SelectModelMessage {
+  type: 'selectModel';
+  provider: string;
+  model: string;
+}
+
+export interface CommandMessage {
+  type: 'command';
+  command: HostCommand;
+}
+
+/** A decision on a `codeact.approval.requested`. For `kind: "code"`, `code` carries the edited code (Edit, then Run). */
+export interface ApprovalReplyMessage {
+  type: 'approval';
+  approvalId: string;
+  decision: ApprovalDecision;
+  code?: string;
+}
+
+export interface CopyMessage {
+  type: 'copy';
+  text: string;
+}
+
+export interface InsertCodeMessage {
+  type: 'insertCode';
+  code: string;
+}
+
+/** "Run again with tools": run this code in the configured runtime with the managed tools. */
+export interface RunCodeMessage {
+  type: 'runCode';
+  code: string;
+  /** The execution it came from. */
+  itemId?: string;
+}
+
+/** Open an execution's full stdout/stderr in an editor (the panel only shows the tail). */
+export interface OpenFullOutputMessage {
+  type: 'openFullOutput';
+  itemId: string;
+  stream?: StreamName;
+}
+
+export interface OpenFileMessage {
+  type: 'openFile';
+  itemId: string;
+  file: FileOutput;
+}
+
+export interface OpenLinkMessage {
+  type: 'openLink';
+  href: string;
+}
+
+export interface NewConversationMessage {
+  type: 'newConversation';
+}
+
+export interface HistoryListMessage {
+  type: 'history.list';
+}
+
+export interface HistoryOpenMessage {
+  type: 'history.open';
+  conversationId: string;
+}
+
+export interface HistoryDeleteMessage {
+  type: 'history.delete';
+  conversationId: string;
+}
+
+export interface HistoryClearMessage {
+  type: 'history.clear';
+}
+
+/** Export a conversation (the current one when absent) as a Jupyter notebook; the host asks where to save. */
+export interface ExportNotebookMessage {
+  type: 'exportNotebook';
+  conversationId?: string;
+}
+
+/** An error inside the page, for the host's log. */
+export interface WebviewErrorMessage {
+  type: 'webviewError';
+  message: string;
+}
+
+export type WebviewToHost =
+  | ReadyMessage
+  | ResyncMessage
+  | SendMessage
+  | StopMessage
+  | SelectModelMessage
+  | CommandMessage
+  | ApprovalReplyMessage
+  | CopyMessage
+  | InsertCodeMessage
+  | RunCodeMessage
+  | OpenFullOutputMessage
+  | OpenFileMessage
+  | OpenLinkMessage
+  | NewConversationMessage
+  | HistoryListMessage
+  | HistoryOpenMessage
+  | HistoryDeleteMessage
+  | HistoryClearMessage
+  | ExportNotebookMessage
+  | WebviewErrorMessage;
+
+export type WebviewToHostType = WebviewToHost['type'];
+export type HostToWebviewType = HostToWebview['type'];
+
+// ---- validation ---------------------------------------------------------------------------------
+
+const DECISIONS: readonly string[] = ['allow_once', 'allow_session', 'allow_always', 'deny'];
+/** Limits on what the host accepts from the page. */
+export const MAX_PROMPT_CHARS = 200_000;
+export const MAX_CODE_CHARS = 1024 * 1024;
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isStr = (v: unknown, max = 4096): v is string => typeof v === 'string' && v.length <= max;
+const isId = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 512;
+const isOptStr = (v: unknown, max = 4096): boolean => v === undefined || isStr(v, max);
+const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/**
+ * Checks a message from the page. Returns the typed message, or undefined when it is malformed or unknown
+ * (the host logs and ignores those). Extra fields are dropped.
+ */
+export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
+  if (!isObj(raw) || typeof raw.type !== 'string') return undefined;
+  const m = raw;
+  switch (m.type) {
+    case 'ready':
+      if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
+      return { type: 'ready', protocol: typeof m.protocol === 'number' ? m.protocol : 0, seq: m.seq, conversationId: m.conversationId as string | undefined };
+    case 'resync':
+      if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
+      return { type: 'resync', seq: m.seq, conversationId: m.conversationId as string | undefined };
+    case 'send':
+      return isStr(m.text, MAX_PROMPT_CHARS) && m.text.trim() ? { type: 'send', text: m.text } : undefined;
+    case 'stop':
+    case 'newConversation':
+    case 'history.list':
+    case 'history.clear':
+      return { type: m.type };
+    case 'selectModel':
+      return isId(m.provider) && isId(m.model) ? { type: 'selectModel', provider: m.provider, model: m.model } : undefined;
+    case 'command':
+      return typeof m.command === 'string' && (HOST_COMMANDS as readonly string[]).includes(m.command)
+        ? { type: 'command', command: m.command as HostCommand }
+        : undefined;
+    case 'approval':
+      if (!isId(m.approvalId) || typeof m.decision !== 'string' || !DECISIONS.includes(m.decision)) return undefined;
+      if (!isOptStr(m.code, MAX_CODE_CHARS)) return undefined;
+      return { type: 'approval', approvalId: m.approvalId, decision: m.decision as ApprovalDecision, ...(m.code !== undefined ? { code: m.code as string } : {}) };
+    case 'copy':
+      return isStr(m.text, MAX_CODE_CHARS * 4) ? { type: 'copy', text: m.text } : undefined;
+    case 'insertCode':
+      return isStr(m.code, MAX_CODE_CHARS) ? { type: 'insertCode', code: m.code } : undefined;
+    case 'runCode':
+      return isStr(m.code, MAX_CODE_CHARS) && m.code.trim() && isOptStr(m.itemId, 512)
+        ? { type: 'runCode', code: m.code, ...(m.itemId !== undefined ? { itemId: m.itemId as string } : {}) }
+        : undefined;
+    case 'openFullOutput':
+      if (!isId(m.itemId) || (m.stream !== undefined && m.stream !== 'stdout' && m.stream !== 'stderr')) return undefined;
+      return { type: 'openFullOutput', itemId: m.itemId, ...(m.stream ? { stream: m.stream as StreamName } : {}) };
+    case 'openFile':
+      return isId(m.itemId) && isObj(m.file) && (m.file as { type?: unknown }).type === 'file'
+        ? { type: 'openFile', itemId: m.itemId, file: m.file as unknown as FileOutput }
+        : undefined;
+    case 'openLink':
+      return isStr(m.href, 8192) && /^(https?:|mailto:)/i.test(m.href) ? { type: 'openLink', href: m.href } : undefined;
+    case 'history.open':
+    case 'history.delete':
+      return isId(m.conversationId) ? { type: m.type, conversationId: m.conversationId } : undefined;
+    case 'exportNotebook':
+      return isOptStr(m.conversationId, 512) ? { type: 'exportNotebook', ...(m.conversationId ? { conversationId: m.conversationId as string } : {}) } : undefined;
+    case 'webviewError':
+      return { type: 'webviewError', message: typeof m.message === 'string' ? m.message.slice(0, 4000) : String(m.message) };
+    default:
+      return undefined;
+  }
+}
+
+const HOST_TYPES: readonly string[] = ['init', 'state', 'events', 'reset', 'history', 'setInput', 'focusInput', 'notice'];
+
+/** A cheap shape check the page runs on `message` events. */
+export function isHostMessage(raw: unknown): raw is HostToWebview {
+  if (!isObj(raw) || typeof raw.type !== 'string' || !HOST_TYPES.includes(raw.type)) return false;
+  switch (raw.type) {
+    case 'events':
+    case 'reset':
+      return isSeq(raw.seq) && Array.isArray(raw.events);
+    case 'init':
+      return isObj(raw.state);
+    case 'state':
+      return isObj(raw.state);
+    case 'history':
+      return Array.isArray(raw.conversations);
+    case 'setInput':
+      return typeof raw.text === 'string';
+    case 'notice':
+      return typeof raw.message === 'string';
+    default:
+      return true;
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Managed-tool declarations, as written in `codeact.tools` (settings.json). Pure types and
+ * constants shared by the engine, the extension and the webview.
+ */
+
+export type JsonSchema = Record<string, unknown> | boolean;
+
+export type ApprovalPolicy = 'auto' | 'ask' | 'deny';
+export type ToolExposure = 'code' | 'direct' | 'both';
+
+export interface CommandSource {
+  /** argv; the first element is the program. Run in the workspace folder. */
+  argv: string[];
+  /** Working directory relative to the workspace folder. */
+  cwd?: string;
+  /** Names of host environment variables passed through, on top of a minimal environment. */
+  env?: string[];
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+}
+
+export interface HttpSource {
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** URL template; `{param}` is replaced by the URL-encoded argument of that name. */
+  url: string;
+  allowedHosts: string[];
+  /** Header values may use `${env:NAME}`, resolved on the host, never sent to the guest. */
+  headers?: Record<string, string>;
+  /** `json` (the default for POST/PUT/PATCH) sends the remaining arguments as a JSON body. */
+  body?: 'json' | 'none';
+  timeoutMs?: number;
+  maxResponseBytes?: number;
+}
+
+export interface McpSource {
+  /** Server command (stdio) or URL (streamable HTTP). */
+  command?: string[];
+  url?: string;
+  tool: string;
+  env?: string[];
+}
+
+export interface ToolDeclaration {
+  name: string;
+  description?: string;
+  inputSchema?: JsonSchema;
+  outputSchema?: JsonSchema;
+  command?: CommandSource | string[];
+  http?: HttpSource;
+  mcp?: McpSource;
+  lmTool?: string;
+  approval?: ApprovalPolicy;
+  expose?: ToolExposure;
+}
+
+export const TOOL_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+export const TOOL_SOURCES = ['command', 'http', 'mcp', 'lmTool'] as const;

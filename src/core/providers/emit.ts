@@ -1,0 +1,330 @@
+/**
+ * Building blocks shared by the adapters: ids, ordered item slots, and per-item emitters that keep
+ * the event order of the vocabulary whatever the provider sends (or leaves out).
+ */
+import { randomBytes } from 'node:crypto';
+import type {
+  CodeCallStatus,
+  CodeInterpreterCallItem,
+  CodeOutput,
+  ExecutionError,
+  FileOutput,
+  FunctionCallItem,
+  MessageItem,
+  OutputItem,
+  RuntimeKind,
+} from '../../common/events';
+import type { ConversationItem, EmitFn, FunctionCallRequest, ProviderId, ReplayData } from './types';
+
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/** The item as it goes into events: without replay data. */
+export function publicItem(item: ConversationItem): OutputItem {
+  if (!('replay' in item)) return item;
+  const { replay: _replay, ...rest } = item;
+  return rest as OutputItem;
+}
+
+/** Items of one turn, kept in the order they started, whatever order they finish in. */
+export class TurnItems {
+  private readonly slots: (ConversationItem | undefined)[] = [];
+  readonly files: FileOutput[] = [];
+  readonly functionCalls: FunctionCallRequest[] = [];
+
+  constructor(readonly provider: ProviderId, readonly turn: string) {}
+
+  reserve(): number {
+    this.slots.push(undefined);
+    return this.slots.length - 1;
+  }
+
+  fill(slot: number, item: ConversationItem): void {
+    this.slots[slot] = item;
+  }
+
+  add(item: ConversationItem): void {
+    this.fill(this.reserve(), item);
+  }
+
+  get items(): ConversationItem[] {
+    return this.slots.filter((x): x is ConversationItem => x !== undefined);
+  }
+
+  replay(parts: { index: number; data: unknown }[]): ReplayData {
+    return { provider: this.provider, turn: this.turn, parts };
+  }
+
+  addFile(file: FileOutput): void {
+    const key = (f: FileOutput): string => `${f.container_id ?? ''}/${f.file_id ?? f.url ?? f.path ?? f.filename ?? ''}`;
+    const k = key(file);
+    const existing = this.files.find((f) => key(f) === k);
+    if (existing) {
+      for (const [name, v] of Object.entries(file)) {
+        if (v !== undefined && (existing as unknown as Record<string, unknown>)[name] === undefined) {
+          (existing as unknown as Record<string, unknown>)[name] = v;
+        }
+      }
+      return;
+    }
+    this.files.push({ ...file });
+  }
+}
+
+/** A streamed text (or thinking) message. */
+export class TextStream {
+  text = '';
+  private finished = false;
+
+  constructor(private readonly emit: EmitFn, readonly id: string, readonly thinking = false) {}
+
+  delta(delta: string): void {
+    if (!delta) return;
+    this.text += delta;
+    this.emit(this.thinking
+      ? { type: 'response.output_text.delta', item_id: this.id, delta, thinking: true }
+      : { type: 'response.output_text.delta', item_id: this.id, delta });
+  }
+
+  /** Emits `output_text.done` and `output_item.done {message}`; `finalText` wins when the provider sent it. */
+  finish(extra: { finalText?: string; annotations?: unknown[]; emitItem?: boolean } = {}): MessageItem {
+    const text = extra.finalText ?? this.text;
+    if (text.startsWith(this.text) && text.length > this.text.length) this.delta(text.slice(this.text.length));
+    this.text = text;
+    const item: MessageItem = { type: 'message', id: this.id, role: 'assistant', text };
+    if (this.thinking) item.thinking = true;
+    if (extra.annotations && extra.annotations.length > 0) item.annotations = extra.annotations;
+    if (!this.finished) {
+      this.finished = true;
+      this.emit(this.thinking
+        ? { type: 'response.output_text.done', item_id: this.id, text, thinking: true }
+        : { type: 'response.output_text.done', item_id: this.id, text });
+      if (extra.emitItem !== false) this.emit({ type: 'response.output_item.done', item: { ...item } });
+    }
+    return item;
+  }
+}
+
+/** A streamed model function call. */
+export class FunctionCallStream {
+  args = '';
+  private added = false;
+  private argsDone = false;
+
+  constructor(
+    private readonly emit: EmitFn,
+    readonly id: string,
+    readonly callId: string,
+    readonly name: string,
+  ) {}
+
+  start(): void {
+    if (this.added) return;
+    this.added = true;
+    this.emit({
+      type: 'response.output_item.added',
+      item: { type: 'function_call', id: this.id, call_id: this.callId, name: this.name, arguments: '', status: 'in_progress' },
+    });
+  }
+
+  delta(delta: string): void {
+    this.start();
+    if (!delta) return;
+    this.args += delta;
+    this.emit({ type: 'response.function_call_arguments.delta', item_id: this.id, call_id: this.callId, delta });
+  }
+
+  /** Emits `arguments.done` and `output_item.done`; empty arguments become `"{}"`. */
+  finish(finalArgs?: string): FunctionCallItem {
+    this.start();
+    let args = finalArgs ?? this.args;
+    if (args.startsWith(this.args) && args.length > this.args.length) this.delta(args.slice(this.args.length));
+    if (args.trim() === '') args = '{}';
+    this.args = args;
+    const item: FunctionCallItem = { type: 'function_call', id: this.id, call_id: this.callId, name: this.name, arguments: args, status: 'completed' };
+    if (!this.argsDone) {
+      this.argsDone = true;
+      this.emit({ type: 'response.function_call_arguments.done', item_id: this.id, call_id: this.callId, name: this.name, arguments: args });
+      this.emit({ type: 'response.output_item.done', item: { ...item } });
+    }
+    return item;
+  }
+
+  request(): FunctionCallRequest {
+    return { call_id: this.callId, name: this.name, arguments: this.args.trim() === '' ? '{}' : this.args, item_id: this.id };
+  }
+}
+
+type CodeStage = 'new' | 'in_progress' | 'code_done' | 'interpreting' | 'completed' | 'done';
+const STAGES: CodeStage[] = ['new', 'in_progress', 'code_done', 'interpreting', 'completed', 'done'];
+
+/**
+ * A hosted code execution item. Whatever subset of steps the provider streams, the events come out as
+ * in_progress -> code deltas -> code.done -> interpreting -> completed -> output_item.done, and the code
+ * deltas always concatenate to the final code.
+ */
+export class HostedCodeStream {
+  code = '';
+  private stage: CodeStage = 'new';
+
+  constructor(
+    private readonly emit: EmitFn,
+    readonly id: string,
+    readonly runtime: RuntimeKind,
+    readonly tool?: string,
+  ) {}
+
+  private at(s: CodeStage): boolean {
+    return STAGES.indexOf(this.stage) >= STAGES.indexOf(s);
+  }
+
+  get started(): boolean {
+    return this.stage !== 'new';
+  }
+
+  start(): void {
+    if (this.at('in_progress')) return;
+    this.stage = 'in_progress';
+    this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: this.id, runtime: this.runtime });
+  }
+
+  delta(delta: string): void {
+    this.start();
+    if (!delta || this.at('code_done')) return;
+    this.code += delta;
+    this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: this.id, delta });
+  }
+
+  codeDone(finalCode?: string): void {
+    this.start();
+    if (this.at('code_done')) return;
+    if (finalCode !== undefined && finalCode !== this.code) {
+      if (finalCode.startsWith(this.code)) this.delta(finalCode.slice(this.code.length));
+      this.code = finalCode;
+    }
+    this.stage = 'code_done';
+    this.emit({ type: 'response.code_interpreter_call_code.done', item_id: this.id, code: this.code });
+  }
+
+  interpreting(): void {
+    this.codeDone();
+    if (this.at('interpreting')) return;
+    this.stage = 'interpreting';
+    this.emit({ type: 'response.code_interpreter_call.interpreting', item_id: this.id });
+  }
+
+  completed(): void {
+    this.interpreting();
+    if (this.at('completed')) return;
+    this.stage = 'completed';
+    this.emit({ type: 'response.code_interpreter_call.completed', item_id: this.id });
+  }
+
+  finish(result: {
+    status: CodeCallStatus;
+    outputs: CodeOutput[];
+    container_id?: string | null;
+    exit_code?: number | null;
+    error?: ExecutionError | null;
+  }): CodeInterpreterCallItem {
+    this.completed();
+    const item: CodeInterpreterCallItem = {
+      type: 'code_interpreter_call',
+      id: this.id,
+      status: result.status,
+      code: this.code,
+      runtime: this.runtime,
+      container_id: result.container_id ?? null,
+      outputs: result.outputs,
+      exit_code: result.exit_code ?? null,
+      error: result.error ?? null,
+    };
+    if (this.tool) item.tool = this.tool;
+    if (this.stage !== 'done') {
+      this.stage = 'done';
+      this.emit({ type: 'response.output_item.done', item: structuredClone(item) });
+    }
+    return item;
+  }
+}
+
+/** Parses the last line of a Python traceback (`ZeroDivisionError: division by zero`). */
+export function errorFromTraceback(text: string): ExecutionError | null {
+  if (!text) return null;
+  const lines = text.replace(/\s+$/, '').split(/\r?\n/);
+  for (let i = lines.length - 1; i >= 0 && i >= lines.length - 5; i--) {
+    const m = /^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))(?::\s?(.*))?$/.exec(lines[i]);
+    if (m) {
+      const err: ExecutionError = { type: m[1].split('.').pop() as string, message: m[2] ?? '' };
+      if (/Traceback \(most recent call last\)/.test(text)) err.traceback = text;
+      const lineMatch = [...text.matchAll(/File "<[^>]*>", line (\d+)/g)].pop() ?? [...text.matchAll(/line (\d+)/g)].pop();
+      if (lineMatch) err.line = Number(lineMatch[1]);
+      return err;
+    }
+  }
+  return null;
+}
+
+/** A neutral text rendering of a hosted item another provider produced (for cross-provider history). */
+export function foreignItemText(item: OutputItem): string | undefined {
+  if (item.type === 'code_interpreter_call') {
+    const out = item.outputs
+      .map((o) => (o.type === 'logs' ? (o.stream === 'stderr' ? `[stderr]\n${o.logs}` : o.logs) : o.type === 'image' ? '[image]' : `[file ${o.filename ?? o.file_id ?? ''}]`))
+      .join('\n');
+    return `[Code I ran in the ${item.runtime} sandbox]\n\`\`\`\n${item.code}\n\`\`\`\n[Output${item.exit_code != null ? `, exit code ${item.exit_code}` : ''}]\n${out}`;
+  }
+  if (item.type === 'text_editor_call') {
+    const res = item.error ? `error ${item.error.code}${item.error.message ? `: ${item.error.message}` : ''}` : JSON.stringify(item.result ?? null);
+    return `[Text editor ${item.command} ${item.path ?? ''}] ${res}`;
+  }
+  return undefined;
+}
+
+/** True for code items run by our own runtimes: their result reaches the model as a function_call_output. */
+export function isLocalRuntimeItem(item: OutputItem): boolean {
+  return item.type === 'code_interpreter_call' && (item.runtime === 'local' || item.runtime === 'jupyter');
+}
+
+export type HistorySegment =
+  | { kind: 'replay'; turn: string; parts: unknown[] }
+  | { kind: 'item'; item: ConversationItem };
+
+/**
+ * Splits the history into segments: the replay parts of one response of `provider` (sorted by their
+ * index, in the position of the response's first item) and everything else item by item.
+ */
+export function segmentHistory(history: ConversationItem[], provider: ProviderId): HistorySegment[] {
+  const out: HistorySegment[] = [];
+  const byTurn = new Map<string, { kind: 'replay'; turn: string; parts: unknown[]; indexed: { index: number; data: unknown }[] }>();
+  for (const item of history) {
+    const r = item.replay;
+    if (r && r.provider === provider && Array.isArray(r.parts) && r.parts.length > 0) {
+      let seg = byTurn.get(r.turn);
+      if (!seg) {
+        seg = { kind: 'replay', turn: r.turn, parts: [], indexed: [] };
+        byTurn.set(r.turn, seg);
+        out.push(seg);
+      }
+      seg.indexed.push(...r.parts);
+      continue;
+    }
+    out.push({ kind: 'item', item });
+  }
+  for (const seg of byTurn.values()) {
+    const seen = new Set<number>();
+    seg.parts = seg.indexed
+      .slice()
+      .sort((a, b) => a.index - b.index)
+      .filter((p) => (seen.has(p.index) ? false : (seen.add(p.index), true)))
+      .map((p) => p.data);
+  }
+  return out.map((s) => (s.kind === 'replay' ? { kind: 'replay', turn: s.turn, parts: s.parts } : s));
+}
+
+/** Loosely typed JSON object access for SDK payloads. */
+export type Json = Record<string, any>;
+
+export function asString(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}

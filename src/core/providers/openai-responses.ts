@@ -1,0 +1,406 @@
+/**
+ * OpenAI Responses API adapter (`client.responses.create({stream: true})`): function tools, hosted
+ * `code_interpreter` (container `auto` with `memory_limit`/`file_ids`, or a reused container id),
+ * `include: ["code_interpreter_call.outputs"]`, logs/image outputs, `container_file_citation` files,
+ * reasoning summaries as thinking text. Container files are downloaded with
+ * `client.containers.files.content.retrieve`.
+ */
+import type OpenAI from 'openai';
+import type { CodeOutput, FileOutput, MessageItem } from '../../common/events';
+import {
+  FunctionCallStream,
+  HostedCodeStream,
+  TextStream,
+  TurnItems,
+  asString,
+  foreignItemText,
+  isLocalRuntimeItem,
+  newId,
+  segmentHistory,
+  type Json,
+} from './emit';
+import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
+import type {
+  DownloadedFile,
+  EmitFn,
+  Provider,
+  ProviderCapabilities,
+  StopReason,
+  TurnRequest,
+  TurnResult,
+} from './types';
+
+export class OpenAIResponsesProvider implements Provider {
+  readonly id = 'openai' as const;
+  readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'openai' };
+
+  constructor(readonly client: OpenAI, private readonly baseURL?: string) {}
+
+  buildRequest(req: TurnRequest): Json {
+    const tools: Json[] = req.tools.map((t) => ({
+      type: 'function',
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+      strict: false,
+    }));
+    const include: string[] = [];
+    if (req.hosted?.enabled) {
+      const h = req.hosted;
+      const container: string | Json = h.containerId
+        ? h.containerId
+        : {
+            type: 'auto',
+            ...(h.memoryLimit ? { memory_limit: h.memoryLimit } : {}),
+            ...(h.fileIds && h.fileIds.length > 0 ? { file_ids: h.fileIds } : {}),
+          };
+      tools.push({ type: 'code_interpreter', container });
+      include.push('code_interpreter_call.outputs');
+    }
+    const body: Json = { model: req.model, input: toResponsesInput(req), stream: true };
+    if (req.system) body.instructions = req.system;
+    if (tools.length > 0) {
+      body.tools = tools;
+      body.tool_choice = req.toolChoice ?? 'auto';
+      body.parallel_tool_calls = true;
+    }
+    if (include.length > 0) body.include = include;
+    if (req.maxOutputTokens) body.max_output_tokens = req.maxOutputTokens;
+    return body;
+  }
+
+  async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
+    const ctx: ErrorContext = { provider: 'openai', model: req.model, baseURL: this.baseURL, signal: req.signal };
+    const turn = new TurnItems('openai', newId('turn'));
+    const st = new ResponsesState(emit, turn);
+    try {
+      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'openai', message: 'Stopped: the request was cancelled.' });
+      const stream = (await this.client.responses.create(this.buildRequest(req) as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
+      ctx.streaming = true;
+      for await (const ev of stream) {
+        st.handle(ev, ctx);
+      }
+      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'openai', message: 'Stopped: the request was cancelled.' });
+      if (!st.finished) throw streamCut(ctx, undefined, 'The stream ended');
+    } catch (err) {
+      const pe = toProviderError(err, ctx);
+      pe.partial = { items: turn.items, responseId: st.responseId };
+      throw pe;
+    }
+    const responseId = st.responseId ?? newId('resp');
+    const stopReason: StopReason = turn.functionCalls.length > 0 ? 'tool_use' : st.stopReason;
+    emit({ type: 'response.completed', response: { id: responseId, usage: st.usage, container_id: st.containerId ?? null } });
+    return {
+      items: turn.items,
+      functionCalls: turn.functionCalls,
+      usage: st.usage,
+      responseId,
+      containerId: st.containerId ?? null,
+      stopReason,
+      rawStopReason: st.rawStop,
+      files: turn.files,
+      model: st.model,
+    };
+  }
+
+  async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
+    if (!file.file_id || !file.container_id) {
+      throw new ProviderError({ code: 'bad_request', provider: 'openai', message: 'This file has no container id and file id, so it cannot be downloaded from OpenAI.' });
+    }
+    try {
+      return await downloadOpenAIContainerFile(this.client, file.container_id, file.file_id, options.signal, file.filename);
+    } catch (err) {
+      throw toProviderError(err, { provider: 'openai', baseURL: this.baseURL, signal: options.signal });
+    }
+  }
+}
+
+/** Downloads a file from a code-interpreter container (`GET /containers/{id}/files/{file_id}/content`). */
+export async function downloadOpenAIContainerFile(
+  client: OpenAI,
+  containerId: string,
+  fileId: string,
+  signal?: AbortSignal,
+  filename?: string,
+): Promise<DownloadedFile> {
+  const res = await client.containers.files.content.retrieve(fileId, { container_id: containerId }, { signal });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const mime = res.headers.get('content-type') ?? undefined;
+  return { bytes, filename, mimeType: mime && mime !== 'application/octet-stream' && mime !== 'application/binary' ? mime : undefined };
+}
+
+interface SlotState {
+  kind: 'message' | 'reasoning' | 'function_call' | 'code' | 'other';
+  slot: number;
+  id: string;
+  text?: TextStream;
+  fc?: FunctionCallStream;
+  code?: HostedCodeStream;
+  summaryParts?: number;
+  annotations?: unknown[];
+}
+
+class ResponsesState {
+  responseId?: string;
+  model?: string;
+  usage?: { input_tokens: number; output_tokens: number; total_tokens?: number };
+  containerId?: string;
+  finished = false;
+  stopReason: StopReason = 'end_turn';
+  rawStop?: string;
+  private readonly byIndex = new Map<number, SlotState>();
+
+  constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
+
+  private state(ev: Json): SlotState | undefined {
+    if (typeof ev.output_index === 'number') {
+      const s = this.byIndex.get(ev.output_index);
+      if (s) return s;
+    }
+    if (typeof ev.item_id === 'string') {
+      for (const s of this.byIndex.values()) if (s.id === ev.item_id) return s;
+    }
+    return undefined;
+  }
+
+  handle(ev: Json, ctx: ErrorContext): void {
+    switch (ev.type) {
+      case 'response.created':
+      case 'response.in_progress':
+      case 'response.queued':
+        this.responseId = ev.response?.id ?? this.responseId;
+        this.model = ev.response?.model ?? this.model;
+        return;
+      case 'response.output_item.added':
+        this.added(ev.output_index, ev.item);
+        return;
+      case 'response.output_text.delta':
+      case 'response.refusal.delta': {
+        const s = this.state(ev);
+        if (s?.kind === 'message') s.text?.delta(String(ev.delta ?? ''));
+        return;
+      }
+      case 'response.output_text.annotation.added': {
+        const s = this.state(ev);
+        if (s) (s.annotations ??= []).push(ev.annotation);
+        if (ev.annotation) this.fileFromAnnotation(ev.annotation);
+        return;
+      }
+      case 'response.reasoning_summary_text.delta': {
+        const s = this.state(ev);
+        if (!s || s.kind !== 'reasoning') return;
+        s.text ??= new TextStream(this.emit, s.id, true);
+        s.text.delta(String(ev.delta ?? ''));
+        return;
+      }
+      case 'response.reasoning_summary_part.added': {
+        const s = this.state(ev);
+        if (!s || s.kind !== 'reasoning') return;
+        s.summaryParts = (s.summaryParts ?? 0) + 1;
+        if (s.summaryParts > 1 && s.text) s.text.delta('\n\n');
+        return;
+      }
+      case 'response.function_call_arguments.delta': {
+        const s = this.state(ev);
+        s?.fc?.delta(String(ev.delta ?? ''));
+        return;
+      }
+      case 'response.function_call_arguments.done': {
+        // Finished at output_item.done, with the final arguments.
+        return;
+      }
+      case 'response.code_interpreter_call.in_progress':
+        this.state(ev)?.code?.start();
+        return;
+      case 'response.code_interpreter_call_code.delta':
+        this.state(ev)?.code?.delta(String(ev.delta ?? ''));
+        return;
+      case 'response.code_interpreter_call_code.done':
+        this.state(ev)?.code?.codeDone(typeof ev.code === 'string' ? ev.code : undefined);
+        return;
+      case 'response.code_interpreter_call.interpreting':
+        this.state(ev)?.code?.interpreting();
+        return;
+      case 'response.code_interpreter_call.completed':
+        this.state(ev)?.code?.completed();
+        return;
+      case 'response.output_item.done':
+        this.done(ev.output_index, ev.item);
+        return;
+      case 'response.completed':
+      case 'response.incomplete':
+        this.completed(ev.response);
+        return;
+      case 'response.failed': {
+        const e = ev.response?.error ?? {};
+        throw toProviderError({ error: { type: e.code ?? 'server_error', message: e.message ?? 'The response failed.' } }, ctx);
+      }
+      case 'error':
+        throw toProviderError({ status: numericCode(ev.code), error: { type: ev.code ?? 'server_error', message: ev.message ?? 'Stream error.' } }, ctx);
+      default:
+        return;
+    }
+  }
+
+  private added(index: number, item: Json): void {
+    if (!item || typeof index !== 'number') return;
+    const slot = this.turn.reserve();
+    const id: string = item.id ?? newId(item.type === 'function_call' ? 'fc' : 'item');
+    const s: SlotState = { kind: 'other', slot, id };
+    switch (item.type) {
+      case 'message':
+        s.kind = 'message';
+        s.text = new TextStream(this.emit, id);
+        break;
+      case 'reasoning':
+        s.kind = 'reasoning';
+        break;
+      case 'function_call':
+        s.kind = 'function_call';
+        s.fc = new FunctionCallStream(this.emit, id, item.call_id ?? id, item.name ?? '');
+        s.fc.start();
+        if (item.arguments) s.fc.delta(String(item.arguments));
+        break;
+      case 'code_interpreter_call':
+        s.kind = 'code';
+        s.code = new HostedCodeStream(this.emit, id, 'openai');
+        if (item.container_id) this.containerId = item.container_id;
+        break;
+      default:
+        break;
+    }
+    this.byIndex.set(index, s);
+  }
+
+  private done(index: number, item: Json): void {
+    if (!item) return;
+    if (!this.byIndex.has(index)) this.added(index, item);
+    const s = this.byIndex.get(index) as SlotState;
+    const replay = this.turn.replay([{ index, data: item }]);
+    switch (s.kind) {
+      case 'message': {
+        const content: Json[] = Array.isArray(item.content) ? item.content : [];
+        const text = content.map((c) => (c.type === 'output_text' ? c.text ?? '' : c.type === 'refusal' ? c.refusal ?? '' : '')).join('');
+        const annotations = content.flatMap((c) => (Array.isArray(c.annotations) ? c.annotations : []));
+        for (const a of annotations) this.fileFromAnnotation(a);
+        const msg: MessageItem = (s.text as TextStream).finish({ finalText: text, annotations: annotations.length ? annotations : s.annotations });
+        this.turn.fill(s.slot, { ...msg, replay });
+        return;
+      }
+      case 'reasoning': {
+        const summary: Json[] = Array.isArray(item.summary) ? item.summary : [];
+        const text = summary.map((p) => p.text ?? '').join('\n\n');
+        let msg: MessageItem;
+        if (s.text || text) {
+          s.text ??= new TextStream(this.emit, s.id, true);
+          msg = s.text.finish({ finalText: text || s.text.text });
+        } else {
+          msg = { type: 'message', id: s.id, role: 'assistant', text: '', thinking: true };
+        }
+        this.turn.fill(s.slot, { ...msg, replay });
+        return;
+      }
+      case 'function_call': {
+        const fc = s.fc as FunctionCallStream;
+        const fcItem = fc.finish(typeof item.arguments === 'string' ? item.arguments : undefined);
+        this.turn.functionCalls.push(fc.request());
+        this.turn.fill(s.slot, { ...fcItem, replay });
+        return;
+      }
+      case 'code': {
+        const code = s.code as HostedCodeStream;
+        if (typeof item.code === 'string') code.codeDone(item.code);
+        const outputs: CodeOutput[] = [];
+        for (const o of (Array.isArray(item.outputs) ? item.outputs : []) as Json[]) {
+          if (o.type === 'logs') outputs.push({ type: 'logs', logs: String(o.logs ?? '') });
+          else if (o.type === 'image') outputs.push({ type: 'image', url: String(o.url ?? '') });
+          else if (o.type === 'files' && Array.isArray(o.files)) {
+            for (const f of o.files as Json[]) {
+              const file: FileOutput = { type: 'file', file_id: f.file_id, container_id: item.container_id ?? undefined, mime_type: f.mime_type ?? undefined };
+              outputs.push(file);
+              this.turn.addFile(file);
+            }
+          }
+        }
+        if (item.container_id) this.containerId = item.container_id;
+        const status = item.status === 'failed' ? 'failed' : item.status === 'incomplete' ? 'incomplete' : 'completed';
+        const ci = code.finish({ status, outputs, container_id: item.container_id ?? null, exit_code: null });
+        this.turn.fill(s.slot, { ...ci, replay });
+        return;
+      }
+      default:
+        // Other item types (web search, MCP…) are kept for replay only, as an empty assistant message.
+        this.turn.fill(s.slot, { type: 'message', id: s.id, role: 'assistant', text: '', thinking: true, replay });
+        return;
+    }
+  }
+
+  private fileFromAnnotation(a: Json): void {
+    if (a?.type !== 'container_file_citation' && a?.type !== 'file_citation' && a?.type !== 'file_path') return;
+    this.turn.addFile({
+      type: 'file',
+      file_id: asString(a.file_id),
+      filename: asString(a.filename),
+      container_id: asString(a.container_id),
+    });
+  }
+
+  private completed(response: Json | undefined): void {
+    this.finished = true;
+    if (!response) return;
+    this.responseId = response.id ?? this.responseId;
+    this.model = response.model ?? this.model;
+    const u = response.usage;
+    if (u) this.usage = { input_tokens: u.input_tokens ?? 0, output_tokens: u.output_tokens ?? 0, total_tokens: u.total_tokens ?? (u.input_tokens ?? 0) + (u.output_tokens ?? 0) };
+    if (response.status === 'incomplete') {
+      const reason = response.incomplete_details?.reason;
+      this.rawStop = reason ?? 'incomplete';
+      this.stopReason = reason === 'max_output_tokens' ? 'max_tokens' : reason === 'content_filter' ? 'content_filter' : 'other';
+    } else {
+      this.rawStop = response.status;
+    }
+  }
+}
+
+function numericCode(code: unknown): number | undefined {
+  if (code === 'rate_limit_exceeded') return 429;
+  if (code === 'server_error' || code === 'internal_error') return 500;
+  return undefined;
+}
+
+/** The history as Responses `input` items. */
+export function toResponsesInput(req: TurnRequest): Json[] {
+  const input: Json[] = [];
+  for (const seg of segmentHistory(req.history, 'openai')) {
+    if (seg.kind === 'replay') {
+      for (const raw of seg.parts) input.push(cleanReplayItem(raw as Json));
+      continue;
+    }
+    const item = seg.item;
+    switch (item.type) {
+      case 'message':
+        if (item.role === 'user') input.push({ role: 'user', content: item.text });
+        else if (!item.thinking && item.text) input.push({ role: 'assistant', content: item.text });
+        break;
+      case 'function_call':
+        input.push({ type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments ?? '{}' });
+        break;
+      case 'function_call_output':
+        input.push({ type: 'function_call_output', call_id: item.call_id, output: item.output });
+        break;
+      default: {
+        if (isLocalRuntimeItem(item)) break;
+        const text = foreignItemText(item);
+        if (text) input.push({ role: 'assistant', content: text });
+      }
+    }
+  }
+  return input;
+}
+
+/** Output items sent back as input: drop fields that are output-only. */
+function cleanReplayItem(raw: Json): Json {
+  const item: Json = { ...raw };
+  if (item.type === 'function_call' || item.type === 'reasoning') delete item.status;
+  return item;
+}

@@ -1,0 +1,125 @@
+/**
+ * Process-tree teardown for the hardened (non-namespaced) guest on Linux.
+ *
+ * With bubblewrap the guest lives in its own PID namespace and the kernel kills every process in it
+ * when the namespace's init exits; nothing here is needed. Without it, the guest makes itself a child
+ * subreaper, so orphans (after `setsid()` or a double fork) are re-parented to it and stay findable
+ * through /proc. This module freezes and kills that whole tree, and as a last net kills any process
+ * that still carries the run's marker in its environment.
+ *
+ * Other platforms: only the process group is killed; a process that calls setsid() there can outlive
+ * the run (documented in README).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+
+const isLinux = process.platform === 'linux';
+
+function parentMap(): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return children;
+  }
+  for (const name of entries) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(name);
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ppid = Number(fields[1]);
+    let list = children.get(ppid);
+    if (!list) children.set(ppid, (list = []));
+    list.push(pid);
+  }
+  return children;
+}
+
+export function descendantsOf(root: number): number[] {
+  if (!isLinux) return [];
+  const children = parentMap();
+  const out: number[] = [];
+  const stack = [root];
+  while (stack.length) {
+    for (const c of children.get(stack.pop()!) ?? []) {
+      out.push(c);
+      stack.push(c);
+    }
+  }
+  return out;
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {}
+}
+
+/** Freezes the tree under `root` (repeatedly, so forks in flight are caught), then kills it and its group. */
+export function killTree(root: number, includeRoot = true): number {
+  const frozen = new Set<number>();
+  if (isLinux) {
+    if (includeRoot) signal(root, 'SIGSTOP');
+    for (let round = 0; round < 50; round++) {
+      const fresh = descendantsOf(root).filter((p) => !frozen.has(p));
+      if (!fresh.length) break;
+      for (const pid of fresh) {
+        frozen.add(pid);
+        signal(pid, 'SIGSTOP');
+      }
+    }
+  }
+  signal(-root, 'SIGKILL');
+  if (includeRoot) signal(root, 'SIGKILL');
+  for (const pid of frozen) signal(pid, 'SIGKILL');
+  return frozen.size;
+}
+
+/** Kills every process whose environment holds `NAME=value`. Returns how many it found. */
+export function killByMarker(name: string, value: string): number {
+  if (!isLinux) return 0;
+  const needle = Buffer.from(`${name}=${value}\0`);
+  let found = 0;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const c = entry.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    try {
+      const env = readFileSync(`/proc/${pid}/environ`);
+      if (env.indexOf(needle) >= 0) {
+        found++;
+        signal(pid, 'SIGKILL');
+      }
+    } catch {}
+  }
+  return found;
+}
+
+/** PIDs of live processes whose command line contains `needle` (for tests and the soak script). */
+export function processesWithCmdline(needle: string): number[] {
+  if (!isLinux) return [];
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'latin1');
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      if (state !== 'Z' && cmd.includes(needle)) out.push(Number(entry));
+    } catch {}
+  }
+  return out;
+}

@@ -1,0 +1,79 @@
+/**
+ * The `Runtime` contract: something that executes Python code, streams what happens as events of the
+ * shared vocabulary, routes the code's `call_tool` requests to a host handler, and returns one
+ * finished `code_interpreter_call` item.
+ *
+ * The local Python guest and a remote Jupyter kernel both implement it. A runtime may keep state
+ * between executions of one session (a Jupyter kernel does; the local guest starts fresh each time).
+ */
+import type { CodeActEvent, CodeInterpreterCallItem, RuntimeKind } from '../../common/events';
+
+/** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
+export interface ToolCallRequest {
+  /** The execution item the call belongs to. */
+  itemId: string;
+  /** Unique per call within the execution. */
+  callId: string;
+  name: string;
+  arguments: unknown;
+}
+
+/**
+ * Handles one tool call. Resolves with the tool's JSON result, or rejects with an Error whose message
+ * becomes the `RuntimeError` raised in the guest. The signal fires when the run is stopped or times out.
+ */
+export type ToolCallHandler = (request: ToolCallRequest, signal: AbortSignal) => Promise<unknown>;
+
+export interface ExecuteRequest {
+  code: string;
+  /** The item id to use; generated when absent. */
+  itemId?: string;
+  /** Whole-run timeout, covering tool calls in flight. */
+  timeoutMs?: number;
+  /** Groups executions that may share state (a conversation). */
+  sessionId?: string;
+  /** When false, `call_tool` is not defined in the guest (plain `execute_code`). */
+  tools?: boolean;
+}
+
+export interface ExecuteOptions {
+  signal?: AbortSignal;
+  onEvent?: (event: CodeActEvent) => void;
+  onToolCall?: ToolCallHandler;
+}
+
+export interface Runtime {
+  readonly kind: RuntimeKind;
+  /**
+   * Runs the code to completion. Never rejects for failures of the code itself (those come back as
+   * an item with `status: "failed"` and an `error`); rejects only for misuse of the API.
+   */
+  execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem>;
+  /** Releases what a session holds (a kernel, for instance). */
+  closeSession?(sessionId: string): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** Limits shared by the runtimes, with the defaults of the engine. */
+export interface RuntimeLimits {
+  maxSourceBytes: number;
+  maxOutputBytes: number;
+  timeoutMs: number;
+  maxConcurrentToolCalls: number;
+}
+
+export const DEFAULT_LIMITS: RuntimeLimits = {
+  maxSourceBytes: 64 * 1024,
+  maxOutputBytes: 1024 * 1024,
+  timeoutMs: 120_000,
+  maxConcurrentToolCalls: 8,
+};
+
+export const TRUNCATION_MARKER = (stream: string, cap: number): string =>
+  `\n…[codeact: ${stream} truncated after ${formatBytes(cap)}; the rest was discarded]\n`;
+
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
+  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
+}

@@ -1,0 +1,113 @@
+/**
+ * `command` tools: argv run in the workspace folder, JSON arguments on stdin, one JSON value on stdout.
+ * A non-zero exit is an error carrying the stderr tail. Each call has a timeout, an output cap and a
+ * minimal environment plus the variables the declaration lists.
+ */
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import type { CommandSource } from '../../common/tools';
+import { killTree } from '../runtime/local/processTree';
+
+export const COMMAND_DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 4 * 1024 * 1024 };
+
+export interface CommandRunOptions {
+  workspace: string;
+  signal: AbortSignal;
+  hostEnv?: NodeJS.ProcessEnv;
+}
+
+export function commandEnv(names: string[] | undefined, hostEnv: NodeJS.ProcessEnv): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: hostEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    ...(hostEnv.HOME ? { HOME: hostEnv.HOME } : {}),
+    ...(hostEnv.SYSTEMROOT ? { SYSTEMROOT: hostEnv.SYSTEMROOT } : {}),
+  };
+  for (const name of names ?? []) {
+    const v = hostEnv[name];
+    if (v !== undefined) env[name] = v;
+  }
+  return env;
+}
+
+function tail(text: string, lines = 20, chars = 2000): string {
+  const t = text.trim().split('\n').slice(-lines).join('\n');
+  return t.length > chars ? '…' + t.slice(-chars) : t;
+}
+
+export function runCommandTool(toolName: string, source: CommandSource, args: unknown, options: CommandRunOptions): Promise<unknown> {
+  const timeoutMs = source.timeoutMs ?? COMMAND_DEFAULTS.timeoutMs;
+  const cap = source.maxOutputBytes ?? COMMAND_DEFAULTS.maxOutputBytes;
+  const cwd = source.cwd ? path.resolve(options.workspace, source.cwd) : options.workspace;
+  const [program, ...rest] = source.argv;
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, rest, {
+      cwd,
+      env: commandEnv(source.env, options.hostEnv ?? process.env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: process.platform !== 'win32',
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let outBytes = 0;
+    let errBytes = 0;
+    let settled = false;
+    let failure: string | undefined;
+    const stop = (reason: string) => {
+      failure ??= reason;
+      if (child.pid) killTree(child.pid);
+    };
+    const timer = setTimeout(() => stop(`timed out after ${timeoutMs / 1000} s (raise "timeoutMs" in its declaration if it needs longer)`), timeoutMs);
+    const onAbort = () => stop('was stopped');
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
+      fn();
+    };
+    child.stdout.on('data', (b: Buffer) => {
+      outBytes += b.length;
+      if (outBytes > cap) return stop(`wrote more than ${cap.toLocaleString('en-US')} bytes to stdout (its maxOutputBytes)`);
+      out.push(b);
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      errBytes += b.length;
+      if (errBytes <= 64 * 1024) err.push(b);
+    });
+    for (const s of [child.stdin, child.stdout, child.stderr]) s.on('error', () => {});
+    child.on('error', (e: NodeJS.ErrnoException) =>
+      settle(() =>
+        reject(new Error(`Tool "${toolName}" could not start ${JSON.stringify(program)}: ${e.code === 'ENOENT' ? 'command not found' : e.message}. Check its "command" in codeact.tools.`)),
+      ),
+    );
+    child.on('exit', (code, sig) => {
+      // Give the pipes a moment to drain, but never wait on a grandchild that holds them.
+      const finish = () =>
+        settle(() => {
+          const stderr = Buffer.concat(err).toString('utf8');
+          if (failure) return reject(new Error(`Tool "${toolName}" ${failure}.` + (stderr.trim() ? `\nstderr:\n${tail(stderr)}` : '')));
+          if (code !== 0) {
+            return reject(
+              new Error(`Tool "${toolName}" failed (${sig ? `killed by ${sig}` : `exit code ${code}`})` + (stderr.trim() ? `:\n${tail(stderr)}` : ' and wrote nothing to stderr.')),
+            );
+          }
+          const text = Buffer.concat(out).toString('utf8').trim();
+          if (!text) return resolve(null);
+          try {
+            resolve(JSON.parse(text));
+          } catch {
+            reject(new Error(`Tool "${toolName}" must print one JSON value on stdout, but printed: ${JSON.stringify(text.slice(0, 200))}${text.length > 200 ? '…' : ''}`));
+          }
+        });
+      if (child.stdout.readableEnded) return finish();
+      const t = setTimeout(finish, 200);
+      child.stdout.once('end', () => {
+        clearTimeout(t);
+        finish();
+      });
+    });
+    child.stdin.end(JSON.stringify(args ?? {}));
+  });
+}

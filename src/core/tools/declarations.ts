@@ -1,0 +1,127 @@
+/**
+ * Turns `codeact.tools` declarations into managed tools. Each invalid declaration is reported on its
+ * own, with its index and name; the valid ones still work.
+ */
+import { TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type ToolDeclaration } from '../../common/tools';
+import type { ManagedTool } from '../gateway/gateway';
+import { compileSchema } from '../gateway/schema';
+import { runCommandTool } from './command';
+import { runHttpTool } from './http';
+
+export interface DeclarationError {
+  index: number;
+  name?: string;
+  message: string;
+}
+
+export interface ToolSet {
+  tools: ManagedTool[];
+  errors: DeclarationError[];
+}
+
+export interface DeclarationContext {
+  /** The workspace folder: command tools run there. */
+  workspace: string;
+  hostEnv?: NodeJS.ProcessEnv;
+  /** Builds tools of the sources this layer cannot run by itself (mcp, lmTool). */
+  resolveExternal?: (decl: ToolDeclaration, source: 'mcp' | 'lmTool') => ManagedTool | string;
+}
+
+const DEFAULT_INPUT_SCHEMA = { type: 'object', additionalProperties: false, properties: {} };
+
+export function formatDeclarationError(e: DeclarationError): string {
+  return `codeact.tools[${e.index}]${e.name ? ` (${e.name})` : ''}: ${e.message}`;
+}
+
+export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
+  const errors: DeclarationError[] = [];
+  const tools: ManagedTool[] = [];
+  if (raw === undefined || raw === null) return { tools, errors };
+  if (!Array.isArray(raw)) {
+    return { tools, errors: [{ index: -1, message: 'codeact.tools must be an array of tool declarations.' }] };
+  }
+  const seen = new Map<string, number>();
+  raw.forEach((decl: unknown, index) => {
+    const problems: string[] = [];
+    if (!decl || typeof decl !== 'object' || Array.isArray(decl)) {
+      errors.push({ index, message: 'a declaration must be an object with "name", "description", "inputSchema" and one source.' });
+      return;
+    }
+    const d = decl as ToolDeclaration;
+    const name = typeof d.name === 'string' ? d.name : undefined;
+    if (!name) problems.push('"name" is required');
+    else if (!TOOL_NAME_PATTERN.test(name)) problems.push(`"name" must start with a letter and use only letters, digits, "_" and "-" (at most 64), not ${JSON.stringify(name)}`);
+    else if (seen.has(name)) problems.push(`duplicate name "${name}" (also declared at index ${seen.get(name)})`);
+    const sources = TOOL_SOURCES.filter((s) => (d as unknown as Record<string, unknown>)[s] !== undefined);
+    if (sources.length === 0) problems.push(`no source: give exactly one of ${TOOL_SOURCES.map((s) => `"${s}"`).join(', ')}`);
+    if (sources.length > 1) problems.push(`two sources (${sources.join(' and ')}): give exactly one`);
+    if (d.description !== undefined && typeof d.description !== 'string') problems.push('"description" must be a string');
+    for (const key of ['inputSchema', 'outputSchema'] as const) {
+      if (d[key] === undefined) continue;
+      try {
+        compileSchema(d[key]!);
+      } catch (e) {
+        problems.push(`"${key}": ${(e as Error).message}`);
+      }
+    }
+    if (d.approval !== undefined && !['auto', 'ask', 'deny'].includes(d.approval)) problems.push('"approval" must be "auto", "ask" or "deny"');
+    if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) problems.push('"expose" must be "code", "direct" or "both"');
+    let invoke: ManagedTool['invoke'] | undefined;
+    let external: ManagedTool | undefined;
+    if (sources.length === 1) {
+      const source = sources[0];
+      if (source === 'command') {
+        const cmd = normaliseCommand(d.command);
+        if (typeof cmd === 'string') problems.push(cmd);
+        else invoke = (args, c) => runCommandTool(name!, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv });
+      } else if (source === 'http') {
+        const h = d.http!;
+        if (!h || typeof h !== 'object') problems.push('"http" must be an object');
+        else {
+          if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) problems.push('"http.url" must be an http(s) URL template');
+          if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
+            problems.push('"http.allowedHosts" must list the hosts the tool may reach');
+          }
+          if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) problems.push('"http.method" must be GET, POST, PUT, PATCH or DELETE');
+          invoke = (args, c) => runHttpTool(name!, h, args, { signal: c.signal, hostEnv: ctx.hostEnv });
+        }
+      } else if (ctx.resolveExternal && problems.length === 0) {
+        const made = ctx.resolveExternal(d, source);
+        if (typeof made === 'string') problems.push(made);
+        else external = made;
+      } else if (!ctx.resolveExternal) {
+        problems.push(`"${source}" tools are not available here`);
+      }
+    }
+    if (problems.length) {
+      errors.push({ index, name, message: problems.join('; ') });
+      return;
+    }
+    seen.set(name!, index);
+    tools.push(
+      external ?? {
+        name: name!,
+        description: d.description ?? '',
+        inputSchema: d.inputSchema ?? DEFAULT_INPUT_SCHEMA,
+        outputSchema: d.outputSchema,
+        approval: d.approval ?? 'auto',
+        expose: d.expose ?? 'code',
+        source: sources[0],
+        invoke: invoke!,
+      },
+    );
+  });
+  return { tools, errors };
+}
+
+function normaliseCommand(raw: unknown): CommandSource | string {
+  const src = Array.isArray(raw) ? { argv: raw } : raw;
+  if (!src || typeof src !== 'object') return '"command" must be an argv array or an object with "argv"';
+  const c = src as CommandSource;
+  if (!Array.isArray(c.argv) || c.argv.length === 0 || !c.argv.every((a) => typeof a === 'string')) {
+    return '"command" needs a non-empty argv array of strings, for example ["python3", "tools/search.py"]';
+  }
+  if (c.env !== undefined && (!Array.isArray(c.env) || !c.env.every((e) => typeof e === 'string'))) return '"command.env" must list environment variable names';
+  if (c.timeoutMs !== undefined && !(typeof c.timeoutMs === 'number' && c.timeoutMs > 0)) return '"command.timeoutMs" must be a positive number';
+  return c;
+}

@@ -1,0 +1,139 @@
+/**
+ * `http` tools: a method, a URL template with encoded `{param}` substitution, an allowlist of hosts
+ * (also enforced on every redirect), headers that may reference `${env:NAME}` (resolved here on the
+ * host; the guest never sees them), a response size cap, and non-2xx as an error with a snippet.
+ */
+import type { HttpSource } from '../../common/tools';
+
+export const HTTP_DEFAULTS = { timeoutMs: 30_000, maxResponseBytes: 4 * 1024 * 1024, maxRedirects: 5 };
+
+export interface HttpRunOptions {
+  signal: AbortSignal;
+  hostEnv?: NodeJS.ProcessEnv;
+}
+
+/** Expands `{name}` from the arguments (URL-encoded); returns the URL and the arguments left over. */
+export function expandUrl(template: string, args: Record<string, unknown>): { url: string; rest: Record<string, unknown> } {
+  const rest = { ...args };
+  const url = template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+    if (!(name in args)) throw new Error(`the URL needs the argument "${name}"`);
+    const v = args[name];
+    delete rest[name];
+    return encodeURIComponent(typeof v === 'string' ? v : JSON.stringify(v));
+  });
+  return { url, rest };
+}
+
+export function resolveHeaders(headers: Record<string, string> | undefined, env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers ?? {})) {
+    out[k] = v.replace(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      const value = env[name];
+      if (value === undefined) throw new Error(`header "${k}" needs the environment variable ${name}, which is not set`);
+      return value;
+    });
+  }
+  return out;
+}
+
+export function hostAllowed(url: URL, allowed: string[]): boolean {
+  const host = url.hostname.toLowerCase();
+  const hostPort = url.port ? `${host}:${url.port}` : host;
+  return allowed.some((a) => {
+    const p = a.toLowerCase();
+    if (p.startsWith('*.')) return host.endsWith(p.slice(1)) && host !== p.slice(2);
+    return p === host || p === hostPort;
+  });
+}
+
+export async function runHttpTool(toolName: string, source: HttpSource, args: Record<string, unknown>, options: HttpRunOptions): Promise<unknown> {
+  const env = options.hostEnv ?? process.env;
+  const method = source.method ?? 'GET';
+  const fail = (msg: string) => new Error(`Tool "${toolName}": ${msg}`);
+  let expanded: { url: string; rest: Record<string, unknown> };
+  let headers: Record<string, string>;
+  try {
+    expanded = expandUrl(source.url, args);
+    headers = resolveHeaders(source.headers, env);
+  } catch (e) {
+    throw fail((e as Error).message);
+  }
+  let url: URL;
+  try {
+    url = new URL(expanded.url);
+  } catch {
+    throw fail(`"${expanded.url}" is not a valid URL`);
+  }
+  const sendsBody = (source.body ?? (method === 'GET' || method === 'DELETE' ? 'none' : 'json')) === 'json';
+  if (!sendsBody && method === 'GET') {
+    for (const [k, v] of Object.entries(expanded.rest)) url.searchParams.set(k, typeof v === 'string' ? v : JSON.stringify(v));
+  }
+  const timeout = AbortSignal.timeout(source.timeoutMs ?? HTTP_DEFAULTS.timeoutMs);
+  const signal = AbortSignal.any([options.signal, timeout]);
+  const cap = source.maxResponseBytes ?? HTTP_DEFAULTS.maxResponseBytes;
+  let currentMethod = method;
+  let body: string | undefined = sendsBody ? JSON.stringify(expanded.rest) : undefined;
+  for (let hop = 0; ; hop++) {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw fail(`only http and https URLs are allowed, not ${url.protocol}`);
+    if (!hostAllowed(url, source.allowedHosts)) {
+      throw fail(`${hop ? 'a redirect went' : 'the request goes'} to ${url.host}, which is not in allowedHosts (${source.allowedHosts.join(', ')})`);
+    }
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: currentMethod,
+        headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        body,
+        redirect: 'manual',
+        signal,
+      });
+    } catch (e) {
+      if (timeout.aborted) throw fail(`timed out after ${(source.timeoutMs ?? HTTP_DEFAULTS.timeoutMs) / 1000} s`);
+      if (options.signal.aborted) throw fail('was stopped');
+      throw fail(`request to ${url.host} failed: ${((e as Error).cause as Error | undefined)?.message ?? (e as Error).message}`);
+    }
+    if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
+      if (hop >= HTTP_DEFAULTS.maxRedirects) throw fail(`too many redirects (more than ${HTTP_DEFAULTS.maxRedirects})`);
+      url = new URL(res.headers.get('location')!, url);
+      if (res.status === 303 || ((res.status === 301 || res.status === 302) && currentMethod === 'POST')) {
+        currentMethod = 'GET';
+        body = undefined;
+      }
+      await res.body?.cancel();
+      continue;
+    }
+    const text = await readCapped(res, cap, () => fail(`the response is larger than ${cap.toLocaleString('en-US')} bytes (maxResponseBytes)`));
+    if (!res.ok) {
+      const snippet = text.trim().slice(0, 300);
+      throw fail(`HTTP ${res.status} ${res.statusText}${snippet ? `: ${snippet}` : ''}`);
+    }
+    if (!text.trim()) return null;
+    const type = res.headers.get('content-type') ?? '';
+    if (/json/.test(type) || /^[[{"]/.test(text.trim())) {
+      try {
+        return JSON.parse(text);
+      } catch {
+        if (/json/.test(type)) throw fail(`the response is not valid JSON: ${JSON.stringify(text.slice(0, 200))}`);
+      }
+    }
+    return text;
+  }
+}
+
+async function readCapped(res: Response, cap: number, tooBig: () => Error): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > cap) {
+      await reader.cancel();
+      throw tooBig();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

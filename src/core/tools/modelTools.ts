@@ -1,0 +1,77 @@
+/**
+ * The tools the model sees. `execute_tool_code` runs Python that may call the workspace's managed tools;
+ * `execute_code` runs plain Python with no bridge to the host.
+ */
+import type { JsonSchema } from '../../common/tools';
+import type { ManagedTool } from '../gateway/gateway';
+
+export interface ModelToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export const EXECUTE_TOOL_CODE = 'execute_tool_code';
+export const EXECUTE_CODE = 'execute_code';
+
+const CODE_PARAMETERS = {
+  type: 'object',
+  properties: {
+    code: { type: 'string', description: 'Python 3 source to run. Top-level await and return are allowed.' },
+  },
+  required: ['code'],
+  additionalProperties: false,
+};
+
+function schemaText(schema: JsonSchema | undefined): string {
+  return schema === undefined ? 'not declared' : JSON.stringify(schema);
+}
+
+export function executeToolCodeSpec(tools: ManagedTool[]): ModelToolSpec {
+  const sorted = [...tools].sort((a, b) => a.name.localeCompare(b.name));
+  const lines = [
+    'Run Python 3 in a fresh, isolated process and get back its printed output and its return value.',
+    '',
+    'Inside the code, the only way to reach the outside world is the async function',
+    '`await call_tool(name, **arguments)`. It calls one of the managed tools listed below on the host, which',
+    'checks the arguments against the tool\'s input schema before the tool runs, and returns the tool\'s JSON result',
+    '(dicts, lists, strings, numbers). If the tool is unknown, the arguments are invalid, the user denies the call, or',
+    'the tool fails, call_tool raises RuntimeError with the reason; catch it to recover or let it fail the run.',
+    'Independent calls run concurrently with `await asyncio.gather(call_tool(...), call_tool(...))` (up to 8 at a time).',
+    '',
+    'Conventions: top-level `await` and `return` work. `return` a JSON-serialisable value (dict, list, str, number,',
+    'bool, None) as the result; print() only what a person should read. Each run starts from scratch: no variables,',
+    'files or installs survive between runs. The working directory is an empty temporary folder; there may be no network.',
+    'Prefer one script that does the whole job (loops, filtering, aggregation) over many small runs.',
+    '',
+  ];
+  if (sorted.length === 0) {
+    lines.push('No managed tools are declared in this workspace, so call_tool will always fail.');
+  } else {
+    lines.push(`Managed tools (${sorted.length}):`);
+    for (const t of sorted) {
+      lines.push('', `- ${t.name}: ${t.description || '(no description)'}`);
+      lines.push(`  input schema: ${schemaText(t.inputSchema)}`);
+      lines.push(`  output schema: ${schemaText(t.outputSchema)}`);
+    }
+  }
+  return { name: EXECUTE_TOOL_CODE, description: lines.join('\n'), parameters: CODE_PARAMETERS };
+}
+
+export function executeCodeSpec(): ModelToolSpec {
+  return {
+    name: EXECUTE_CODE,
+    description:
+      'Run Python 3 in a fresh, isolated process and get back its printed output and its return value. ' +
+      'Top-level await and return work; return a JSON-serialisable value. There is no access to tools, and there may be no network. ' +
+      'Nothing survives between runs.',
+    parameters: CODE_PARAMETERS,
+  };
+}
+
+/** The function definition for a managed tool offered to the model directly (`expose: "direct"` or `"both"`). */
+export function directToolSpec(tool: ManagedTool): ModelToolSpec {
+  const params = typeof tool.inputSchema === 'object' ? { ...tool.inputSchema } : { type: 'object', properties: {} };
+  delete (params as Record<string, unknown>).$schema;
+  return { name: tool.name, description: tool.description || tool.name, parameters: params };
+}
