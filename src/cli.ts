@@ -63,9 +63,9 @@ export function parseTimeout(raw: string | undefined, settings: Record<string, u
   return Math.round(n * 1000);
 }
 
-function parse(config: ParseArgsConfig & { args: string[] }) {
+function parse<T extends ParseArgsConfig['options']>(config: { args: string[]; options: T }) {
   try {
-    return parseArgs({ ...config, allowPositionals: true, strict: true });
+    return parseArgs({ args: config.args, options: config.options, allowPositionals: true, strict: true });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }

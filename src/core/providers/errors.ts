@@ -234,7 +234,8 @@ function isContextOverflow(status: number | undefined, detail: string, type: str
 }
 
 function isToolsRejected(status: number | undefined, detail: string): boolean {
-  if (status === undefined || status >= 500) return false;
+  if (status === undefined) return false;
+  // llama.cpp answers 500 for "tools param requires --jinja flag".
   return /does not support tools|tools? (?:are|is) not supported|tool.?choice.*(?:requires|not supported)|enable-auto-tool-choice|tools param requires|--jinja|function calling is not (?:supported|enabled)|unrecognized.*tools|unsupported.*tools/i.test(detail);
 }
 

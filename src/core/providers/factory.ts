@@ -1,9 +1,14 @@
 /**
  * Creates a provider adapter. The SDK of the chosen provider is loaded lazily (`await import()`),
- * so that starting the extension or the CLI loads none of them. SDK retries are off (`maxRetries: 0`,
+ * so that starting the extension or the CLI loads none of them (the adapter modules import the SDKs
+ * for types only). SDK retries are off (`maxRetries: 0`,
  * no Gemini `retryOptions`): the agent loop retries.
  */
+import { AnthropicProvider } from './anthropic';
 import { API_KEY_ENV_VARS, missingKeyError } from './errors';
+import { GeminiProvider } from './gemini';
+import { OpenAICompatibleProvider } from './openai-chat';
+import { OpenAIResponsesProvider } from './openai-responses';
 import type { Provider, ProviderConfig, ProviderId } from './types';
 
 export const PROVIDER_IDS: readonly ProviderId[] = ['openai', 'openai-compatible', 'anthropic', 'gemini'];
@@ -27,7 +32,6 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
     case 'openai': {
       if (!apiKey) throw missingKeyError('openai');
       const { default: OpenAI } = await import('openai');
-      const { OpenAIResponsesProvider } = await import('./openai-responses');
       const client = new OpenAI({
         apiKey,
         baseURL: config.baseURL,
@@ -39,7 +43,6 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
     }
     case 'openai-compatible': {
       const { default: OpenAI } = await import('openai');
-      const { OpenAICompatibleProvider } = await import('./openai-chat');
       const baseURL = config.baseURL ?? 'http://127.0.0.1:11434/v1';
       const client = new OpenAI({
         // Local servers (Ollama, vLLM, llama.cpp, LM Studio) accept any key; the SDK insists on one.
@@ -60,7 +63,6 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
     case 'anthropic': {
       if (!apiKey) throw missingKeyError('anthropic');
       const { default: Anthropic } = await import('@anthropic-ai/sdk');
-      const { AnthropicProvider } = await import('./anthropic');
       const client = new Anthropic({
         apiKey,
         baseURL: config.baseURL,
@@ -73,7 +75,6 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
     case 'gemini': {
       if (!apiKey) throw missingKeyError('gemini');
       const { GoogleGenAI } = await import('@google/genai');
-      const { GeminiProvider } = await import('./gemini');
       const client = new GoogleGenAI({
         apiKey,
         httpOptions: {

@@ -314,10 +314,9 @@ class LocalRun {
       if (!handler || this.request.tools === false) {
         throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
       }
-      const value = await handler({ itemId: this.itemId, callId, name, arguments: args }, this.toolAbort.signal);
-      const json = JSON.stringify(value ?? null);
-      reply = { t: 'tool_result', id, ok: true, value: value ?? null };
-      event = { type: 'codeact.tool_call.completed', item_id: this.itemId, call_id: callId, name, output: JSON.parse(json), duration_ms: round(performance.now() - started) };
+      const value = (await handler({ itemId: this.itemId, callId, name, arguments: args }, this.toolAbort.signal)) ?? null;
+      reply = { t: 'tool_result', id, ok: true, value };
+      event = { type: 'codeact.tool_call.completed', item_id: this.itemId, call_id: callId, name, output: value, duration_ms: round(performance.now() - started) };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       reply = { t: 'tool_result', id, ok: false, error: message };
@@ -354,11 +353,16 @@ class LocalRun {
         try {
           process.kill(child.pid, 'SIGKILL');
         } catch {}
+      } else if (this.completion) {
+        // The guest (a child subreaper) killed its own descendants before it reported.
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {}
       } else {
+        // It did not get that far (a crash, a timeout, a Stop, os._exit): freeze and kill the tree,
+        // then anything that still carries the run's marker.
         killTree(child.pid);
-        // The guest kills its own descendants before it reports; when it did not get that far
-        // (a crash, a timeout, a Stop, os._exit), look for anything still carrying the run's marker.
-        if (!this.completion) killByMarker('CODEACT_RUN', this.marker);
+        killByMarker('CODEACT_RUN', this.marker);
       }
     }
     if (!child) return this.finish();

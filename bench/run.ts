@@ -1,0 +1,197 @@
+/**
+ * `npm run bench`: performance figures of the engine, printed as one JSON object.
+ * Floors from the same run sit next to the figures they bound, so ratios mean something on a noisy machine.
+ *
+ * Options: --only local|sandbox|jupyter|webview (repeatable), --runs N.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { ToolGateway, type ManagedTool } from '../src/core/gateway/gateway';
+import { LocalRuntime } from '../src/core/runtime/local/localRuntime';
+import { resolvePython } from '../src/core/runtime/local/python';
+import { probeBubblewrap } from '../src/core/runtime/local/sandbox';
+
+const argv = process.argv.slice(2);
+const only = argv.flatMap((a, i) => (a === '--only' ? [argv[i + 1]] : []));
+const want = (name: string) => only.length === 0 || only.includes(name);
+const runsArg = argv.indexOf('--runs');
+const RUNS = runsArg >= 0 ? Number(argv[runsArg + 1]) : 30;
+
+const p50 = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+};
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+function noopTool(name: string, invoke: ManagedTool['invoke']): ManagedTool {
+  return { name, description: '', inputSchema: { type: 'object' }, approval: 'auto', expose: 'code', source: 'bench', invoke };
+}
+
+async function pythonStartup(python: string, runs: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      const c = spawn(python, ['-I', '-c', 'pass'], { stdio: 'ignore', env: { PATH: '/usr/bin:/bin' } });
+      c.on('exit', () => resolve());
+      c.on('error', reject);
+    });
+    times.push(performance.now() - t0);
+  }
+  return p50(times);
+}
+
+/** A minimal Node <-> Python JSON echo over a pipe: the floor under any call_tool round trip. */
+async function pipeRtt(python: string, n: number): Promise<number> {
+  const child = spawn(python, ['-I', '-c', 'import sys, json\nfor line in sys.stdin:\n    sys.stdout.write(json.dumps(json.loads(line)) + "\\n"); sys.stdout.flush()'], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const times: number[] = [];
+  let buf = '';
+  let waiting: (() => void) | undefined;
+  child.stdout.on('data', (d: Buffer) => {
+    buf += d.toString();
+    if (buf.includes('\n')) {
+      const line = buf.slice(0, buf.indexOf('\n'));
+      buf = buf.slice(buf.indexOf('\n') + 1);
+      JSON.parse(line);
+      waiting?.();
+    }
+  });
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await new Promise<void>((resolve) => {
+      waiting = resolve;
+      child.stdin.write(JSON.stringify({ t: 'echo', id: i, args: {} }) + '\n');
+    });
+    times.push((performance.now() - t0) * 1000);
+  }
+  child.kill();
+  return p50(times.slice(Math.floor(n / 10)));
+}
+
+async function coldExec(rt: LocalRuntime, runs: number): Promise<number> {
+  await rt.execute({ code: 'return 1' }); // warm the interpreter probe and the page cache
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const item = await rt.execute({ code: 'return 1' });
+    if (item.value !== 1) throw new Error(`bench run failed: ${JSON.stringify(item.error)}`);
+    times.push(performance.now() - t0);
+  }
+  return p50(times);
+}
+
+async function local(out: Record<string, unknown>): Promise<void> {
+  const python = (await resolvePython('python3')).executable;
+  const rt = new LocalRuntime({ sandbox: { kind: 'none' }, limits: { maxOutputBytes: 64 * 1024 * 1024, timeoutMs: 300_000 } });
+  out.python = python;
+  out.python_startup_ms_p50 = r2(await pythonStartup(python, RUNS));
+  out.exec_cold_ms_p50 = r2(await coldExec(rt, RUNS));
+  out.pipe_rtt_us_p50 = r2(await pipeRtt(python, 5000));
+
+  // call_tool round trip, measured inside the guest: guest -> host gateway (schema check, record) -> guest.
+  const gw = new ToolGateway([noopTool('noop', async () => null), noopTool('sleep100', async () => (await new Promise((r) => setTimeout(r, 100)), null))]);
+  const N = 5000;
+  const rtt = await rt.execute(
+    {
+      code: [
+        'import time',
+        'times = []',
+        `t_all = time.perf_counter()`,
+        `for _ in range(${N}):`,
+        '    t0 = time.perf_counter_ns()',
+        '    await call_tool("noop")',
+        '    times.append(time.perf_counter_ns() - t0)',
+        'total = time.perf_counter() - t_all',
+        `times = sorted(times[${N / 10}:])`,
+        'return {"p50_us": times[len(times) // 2] / 1000, "per_s": ' + N + ' / total}',
+      ].join('\n'),
+    },
+    { onToolCall: gw.handler },
+  );
+  const v = rtt.value as { p50_us: number; per_s: number };
+  out.call_tool_rtt_us_p50 = r2(v.p50_us);
+  out.call_tool_per_s = Math.round(v.per_s);
+
+  const gather = await rt.execute(
+    {
+      code: [
+        'import asyncio, time',
+        't0 = time.perf_counter()',
+        'for _ in range(8):',
+        '    await call_tool("sleep100")',
+        'seq = time.perf_counter() - t0',
+        't0 = time.perf_counter()',
+        'await asyncio.gather(*(call_tool("sleep100") for _ in range(8)))',
+        'par = time.perf_counter() - t0',
+        'return seq / par',
+      ].join('\n'),
+    },
+    { onToolCall: gw.handler },
+  );
+  out.gather8_speedup = r2(gather.value as number);
+
+  // stdout throughput: 20 MB of 100-byte lines, first to last byte seen by the host.
+  let first = 0;
+  let last = 0;
+  let bytes = 0;
+  await rt.execute(
+    { code: 'import sys\nline = "y" * 99 + "\\n"\nw = sys.stdout.write\nfor _ in range(200_000):\n    w(line)\nreturn 0' },
+    {
+      onEvent: (e) => {
+        if (e.type !== 'codeact.output.delta') return;
+        const now = performance.now();
+        if (!first) first = now;
+        last = now;
+        bytes += e.delta.length;
+      },
+    },
+  );
+  out.stdout_mb_per_s = r2(bytes / 1e6 / ((last - first) / 1000));
+  out.ratio_exec_cold_to_python_startup = r2((out.exec_cold_ms_p50 as number) / (out.python_startup_ms_p50 as number));
+  out.ratio_call_tool_rtt_to_pipe_rtt = r2((out.call_tool_rtt_us_p50 as number) / (out.pipe_rtt_us_p50 as number));
+  await rt.dispose();
+}
+
+async function sandbox(out: Record<string, unknown>): Promise<void> {
+  const reason = await probeBubblewrap();
+  if (reason) {
+    out.exec_cold_sandbox_ms_p50 = null;
+    out.sandbox_skipped = reason;
+    return;
+  }
+  const rt = new LocalRuntime({ sandbox: { kind: 'bubblewrap' } });
+  out.exec_cold_sandbox_ms_p50 = r2(await coldExec(rt, RUNS));
+  if (typeof out.exec_cold_ms_p50 === 'number') out.ratio_exec_cold_sandbox_to_exec_cold = r2((out.exec_cold_sandbox_ms_p50 as number) / out.exec_cold_ms_p50);
+  await rt.dispose();
+}
+
+async function optional(out: Record<string, unknown>, name: string, file: string, fn: string): Promise<void> {
+  const full = path.join(__dirname, file);
+  if (!existsSync(full)) return;
+  try {
+    const mod = await import(full);
+    Object.assign(out, await mod[fn]());
+  } catch (e) {
+    out[`${name}_error`] = (e as Error).message;
+  }
+}
+
+async function main(): Promise<void> {
+  const out: Record<string, unknown> = { node: process.version, platform: `${process.platform}-${process.arch}`, runs: RUNS };
+  if (want('local')) await local(out);
+  if (want('sandbox')) await sandbox(out);
+  if (want('jupyter')) await optional(out, 'jupyter', 'jupyter.mjs', 'benchJupyter');
+  if (want('webview')) await optional(out, 'webview', 'webview.mjs', 'benchWebview');
+  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

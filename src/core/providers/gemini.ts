@@ -1,0 +1,388 @@
+/**
+ * Gemini adapter (`@google/genai` `models.generateContentStream`): `functionDeclarations` with
+ * `parametersJsonSchema`, `functionCall` -> `functionResponse` (echoing the model's parts, with their
+ * `thoughtSignature`s, verbatim), hosted `codeExecution` (`executableCode` + `codeExecutionResult`,
+ * `outcome` mapped to status/exit code, `inlineData` images after a result attached to it), `thought`
+ * parts as thinking text. A `finishReason` mid-stream does not end the turn: the end of the body does.
+ * Each model part arrives whole; code is emitted as one delta.
+ */
+import type { GoogleGenAI } from '@google/genai';
+import type { CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../common/events';
+import {
+  FunctionCallStream,
+  HostedCodeStream,
+  TextStream,
+  TurnItems,
+  errorFromTraceback,
+  foreignItemText,
+  isLocalRuntimeItem,
+  newId,
+  segmentHistory,
+  type Json,
+} from './emit';
+import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
+import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from './types';
+
+export class GeminiProvider implements Provider {
+  readonly id = 'gemini' as const;
+  readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'gemini' };
+
+  constructor(readonly client: GoogleGenAI, private readonly baseURL?: string) {}
+
+  buildRequest(req: TurnRequest): { model: string; contents: Json[]; config: Json } {
+    const tools: Json[] = [];
+    if (req.tools.length > 0) {
+      tools.push({ functionDeclarations: req.tools.map((t) => ({ name: t.name, description: t.description, parametersJsonSchema: t.parameters })) });
+    }
+    if (req.hosted?.enabled) tools.push({ codeExecution: {} });
+    const config: Json = {
+      automaticFunctionCalling: { disable: true },
+      automaticContinuation: false,
+    };
+    if (req.system) config.systemInstruction = req.system;
+    if (tools.length > 0) config.tools = tools;
+    if (req.tools.length > 0 && req.toolChoice && req.toolChoice !== 'auto') {
+      config.toolConfig = { functionCallingConfig: { mode: req.toolChoice === 'required' ? 'ANY' : 'NONE' } };
+    }
+    if (req.maxOutputTokens) config.maxOutputTokens = req.maxOutputTokens;
+    return { model: req.model, contents: toGeminiContents(req), config };
+  }
+
+  async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
+    const ctx: ErrorContext = { provider: 'gemini', model: req.model, baseURL: this.baseURL, signal: req.signal };
+    const turn = new TurnItems('gemini', newId('turn'));
+    const st = new GeminiState(emit, turn);
+    try {
+      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'gemini', message: 'Stopped: the request was cancelled.' });
+      const params = this.buildRequest(req);
+      params.config.abortSignal = req.signal;
+      const stream = (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
+      ctx.streaming = true;
+      for await (const chunk of stream) st.chunk(chunk);
+      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'gemini', message: 'Stopped: the request was cancelled.' });
+      if (st.chunks === 0) throw streamCut(ctx, undefined, 'The stream ended without any data');
+      st.end();
+    } catch (err) {
+      st.closeForError();
+      const pe = toProviderError(err, ctx);
+      pe.partial = { items: turn.items, responseId: st.responseId };
+      throw pe;
+    }
+    const responseId = st.responseId ?? newId('gemini');
+    emit({ type: 'response.completed', response: { id: responseId, usage: st.usage } });
+    const fr = st.finishReason;
+    const stopReason: StopReason =
+      turn.functionCalls.length > 0
+        ? 'tool_use'
+        : st.blocked
+          ? 'content_filter'
+          : fr === 'STOP' || fr === undefined
+            ? 'end_turn'
+            : fr === 'MAX_TOKENS'
+              ? 'max_tokens'
+              : /SAFETY|RECITATION|BLOCKLIST|PROHIBITED|SPII|IMAGE_SAFETY/.test(fr)
+                ? 'content_filter'
+                : 'other';
+    return {
+      items: turn.items,
+      functionCalls: turn.functionCalls,
+      usage: st.usage,
+      responseId,
+      containerId: null,
+      stopReason,
+      rawStopReason: fr ?? st.blocked,
+      files: turn.files,
+      model: st.model,
+    };
+  }
+}
+
+interface OpenText {
+  stream: TextStream;
+  slot: number;
+  thought: boolean;
+  parts: ReplayPart[];
+}
+
+interface OpenCode {
+  stream: HostedCodeStream;
+  slot: number;
+  parts: ReplayPart[];
+  outputs: CodeOutput[];
+  status: CodeCallStatus;
+  exit: number | null;
+  error: ExecutionError | null;
+  thought: boolean;
+  /** Set when this is a non-thought repeat of an earlier thought-phase execution: parts only, no events. */
+  duplicateOf?: ConversationItem;
+}
+
+class GeminiState {
+  responseId?: string;
+  model?: string;
+  usage?: { input_tokens: number; output_tokens: number; total_tokens: number };
+  finishReason?: string;
+  blocked?: string;
+  chunks = 0;
+  private seq = 0;
+  private text?: OpenText;
+  private code?: OpenCode;
+  /** The replay parts of the most recent item, for stray parts (an empty text with a thoughtSignature). */
+  private lastParts?: ReplayPart[];
+  /** Thought-phase executions (Gemini 2.5 repeats them without `thought`), by code. */
+  private readonly thoughtCode: { code: string; item: ConversationItem; claimed: boolean }[] = [];
+
+  constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
+
+  chunk(c: Json): void {
+    this.chunks++;
+    this.responseId ??= c.responseId;
+    this.model ??= c.modelVersion;
+    const u = c.usageMetadata;
+    if (u) {
+      const input = (u.promptTokenCount ?? 0) + (u.toolUsePromptTokenCount ?? 0);
+      const output = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
+      this.usage = { input_tokens: input, output_tokens: output, total_tokens: u.totalTokenCount ?? input + output };
+    }
+    if (c.promptFeedback?.blockReason) this.blocked = c.promptFeedback.blockReason;
+    const cand: Json | undefined = Array.isArray(c.candidates) ? c.candidates.find((x: Json) => (x.index ?? 0) === 0) : undefined;
+    if (!cand) return;
+    if (cand.finishReason) this.finishReason = cand.finishReason;
+    const parts: Json[] = Array.isArray(cand.content?.parts) ? cand.content.parts : [];
+    for (const part of parts) this.part(part);
+  }
+
+  private id(kind: string, index: number): string {
+    return `${this.responseId ?? 'gemini'}_${kind}${index}`;
+  }
+
+  private part(part: Json): void {
+    const index = this.seq++;
+    const rp: ReplayPart = { index, data: part };
+    if (typeof part.text === 'string' && !part.functionCall && !part.executableCode && !part.codeExecutionResult && !part.inlineData) {
+      if (part.text === '') {
+        if (part.thoughtSignature) this.stray(rp);
+        return;
+      }
+      const thought = part.thought === true;
+      this.closeCode();
+      if (this.text && this.text.thought !== thought) this.closeText();
+      if (!this.text) {
+        this.text = { stream: new TextStream(this.emit, this.id('t', index), thought), slot: this.turn.reserve(), thought, parts: [] };
+        this.lastParts = this.text.parts;
+      }
+      this.text.parts.push(rp);
+      this.text.stream.delta(part.text);
+      return;
+    }
+    if (part.functionCall) {
+      this.closeText();
+      this.closeCode();
+      const fc: Json = part.functionCall;
+      const id = typeof fc.id === 'string' && fc.id ? fc.id : newId('call');
+      const stream = new FunctionCallStream(this.emit, id, id, String(fc.name ?? ''));
+      stream.start();
+      stream.delta(JSON.stringify(fc.args ?? {}));
+      const item = stream.finish();
+      this.turn.functionCalls.push(stream.request());
+      const parts = [rp];
+      this.turn.add({ ...item, replay: this.turn.replay(parts) });
+      this.lastParts = parts;
+      return;
+    }
+    if (part.executableCode) {
+      this.closeText();
+      this.closeCode();
+      const ec: Json = part.executableCode;
+      const code = String(ec.code ?? '');
+      const thought = part.thought === true;
+      const parts = [rp];
+      this.lastParts = parts;
+      if (!thought) {
+        const prior = this.thoughtCode.find((t) => !t.claimed && t.code === code);
+        if (prior) {
+          prior.claimed = true;
+          this.code = { stream: undefined as unknown as HostedCodeStream, slot: -1, parts, outputs: [], status: 'completed', exit: null, error: null, thought, duplicateOf: prior.item };
+          return;
+        }
+      }
+      const id = typeof ec.id === 'string' && ec.id ? ec.id : newId('gcode');
+      const stream = new HostedCodeStream(this.emit, id, 'gemini', ec.language && ec.language !== 'PYTHON' ? String(ec.language).toLowerCase() : undefined);
+      stream.start();
+      stream.delta(code);
+      stream.codeDone(code);
+      stream.interpreting();
+      this.code = { stream, slot: this.turn.reserve(), parts, outputs: [], status: 'completed', exit: null, error: null, thought };
+      return;
+    }
+    if (part.codeExecutionResult) {
+      this.closeText();
+      const r: Json = part.codeExecutionResult;
+      if (!this.code) {
+        // A result without its code: an item of its own.
+        const id = typeof r.id === 'string' && r.id ? r.id : newId('gcode');
+        const stream = new HostedCodeStream(this.emit, id, 'gemini');
+        this.code = { stream, slot: this.turn.reserve(), parts: [], outputs: [], status: 'completed', exit: null, error: null, thought: part.thought === true };
+        this.lastParts = this.code.parts;
+      }
+      const c = this.code;
+      c.parts.push(rp);
+      const output = typeof r.output === 'string' ? r.output : '';
+      if (output) c.outputs.push({ type: 'logs', logs: output });
+      switch (r.outcome) {
+        case 'OUTCOME_OK':
+          if (c.exit === null) c.exit = 0;
+          break;
+        case 'OUTCOME_DEADLINE_EXCEEDED':
+          c.status = 'failed';
+          c.exit = null;
+          c.error = { type: 'Timeout', message: 'The code ran past the time limit of the Gemini sandbox.' };
+          break;
+        case 'OUTCOME_FAILED':
+        default:
+          c.status = 'failed';
+          c.exit = 1;
+          c.error = errorFromTraceback(output) ?? { type: 'ExecutionFailed', message: output.trim().split(/\r?\n/).pop() || `Code execution failed (${String(r.outcome ?? 'OUTCOME_UNSPECIFIED')}).` };
+          break;
+      }
+      return;
+    }
+    if (part.inlineData) {
+      this.closeText();
+      const d: Json = part.inlineData;
+      const mime = String(d.mimeType ?? 'application/octet-stream');
+      const url = `data:${mime};base64,${String(d.data ?? '')}`;
+      if (this.code) {
+        this.code.parts.push(rp);
+        this.code.outputs.push(mime.startsWith('image/') ? { type: 'image', url } : { type: 'file', mime_type: mime, url });
+        return;
+      }
+      this.stray(rp);
+      return;
+    }
+    // Anything else (toolCall/toolResponse of server-side tools, fileData…): kept for replay.
+    this.stray(rp);
+  }
+
+  /** A part that belongs to no item of its own: kept with the previous item's replay parts. */
+  private stray(rp: ReplayPart): void {
+    if (this.text) {
+      this.text.parts.push(rp);
+      return;
+    }
+    if (this.code) {
+      this.code.parts.push(rp);
+      return;
+    }
+    if (this.lastParts) {
+      this.lastParts.push(rp);
+      return;
+    }
+    const parts = [rp];
+    this.turn.add({ type: 'message', id: this.id('p', rp.index), role: 'assistant', text: '', thinking: true, replay: this.turn.replay(parts) });
+    this.lastParts = parts;
+  }
+
+  private closeText(): void {
+    const t = this.text;
+    if (!t) return;
+    this.text = undefined;
+    const msg = t.stream.finish();
+    this.turn.fill(t.slot, { ...msg, replay: this.turn.replay(t.parts) });
+  }
+
+  private closeCode(): void {
+    const c = this.code;
+    if (!c) return;
+    this.code = undefined;
+    if (c.duplicateOf) {
+      c.duplicateOf.replay?.parts.push(...c.parts);
+      return;
+    }
+    const item: CodeInterpreterCallItem = c.stream.finish({ status: c.status, outputs: c.outputs, exit_code: c.exit, error: c.error, container_id: null });
+    const conv: ConversationItem = { ...item, replay: this.turn.replay(c.parts) };
+    this.turn.fill(c.slot, conv);
+    if (c.thought) this.thoughtCode.push({ code: item.code, item: conv, claimed: false });
+  }
+
+  end(): void {
+    this.closeText();
+    this.closeCode();
+  }
+
+  /** On failure: finish the open text so what arrived is kept; an open code item stays unfinished. */
+  closeForError(): void {
+    this.closeText();
+  }
+}
+
+/** The history as Gemini `contents` (model parts echoed verbatim, function results as functionResponse). */
+export function toGeminiContents(req: TurnRequest): Json[] {
+  const contents: Json[] = [];
+  const push = (role: 'user' | 'model', parts: Json[]): void => {
+    if (parts.length === 0) return;
+    const last = contents[contents.length - 1];
+    if (last && last.role === role) last.parts.push(...parts);
+    else contents.push({ role, parts: [...parts] });
+  };
+  const calls = new Map<string, { name: string; id?: string }>();
+  for (const item of req.history) {
+    if (item.type !== 'function_call') continue;
+    let id: string | undefined;
+    if (item.replay?.provider === 'gemini') {
+      const raw = item.replay.parts.map((p) => p.data as Json).find((d) => d?.functionCall);
+      id = raw?.functionCall?.id;
+    }
+    calls.set(item.call_id, { name: item.name, id });
+  }
+  for (const seg of segmentHistory(req.history, 'gemini')) {
+    if (seg.kind === 'replay') {
+      push('model', mergeParts(seg.parts as Json[]));
+      continue;
+    }
+    const item = seg.item;
+    switch (item.type) {
+      case 'message':
+        if (item.role === 'user') push('user', [{ text: item.text }]);
+        else if (!item.thinking && item.text) push('model', [{ text: item.text }]);
+        break;
+      case 'function_call': {
+        let args: unknown = {};
+        try {
+          args = JSON.parse(item.arguments || '{}');
+        } catch {}
+        push('model', [{ functionCall: { name: item.name, args } }]);
+        break;
+      }
+      case 'function_call_output': {
+        const call = calls.get(item.call_id);
+        const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
+        if (call?.id) fr.id = call.id;
+        push('user', [{ functionResponse: fr }]);
+        break;
+      }
+      default: {
+        if (isLocalRuntimeItem(item)) break;
+        const t = foreignItemText(item);
+        if (t) push('model', [{ text: t }]);
+      }
+    }
+  }
+  return contents;
+}
+
+/** Merges neighbouring text parts (same `thought`, no signatures); drops thought summaries without signature. */
+function mergeParts(parts: Json[]): Json[] {
+  const out: Json[] = [];
+  for (const p of parts) {
+    const isText = typeof p.text === 'string' && Object.keys(p).every((k) => k === 'text' || k === 'thought' || k === 'thoughtSignature');
+    if (isText && p.thought === true && !p.thoughtSignature) continue;
+    const last = out[out.length - 1];
+    if (isText && !p.thoughtSignature && last && typeof last.text === 'string' && !last.thoughtSignature && (last.thought === true) === (p.thought === true) && Object.keys(last).every((k) => k === 'text' || k === 'thought')) {
+      out[out.length - 1] = { ...last, text: last.text + p.text };
+      continue;
+    }
+    out.push({ ...p });
+  }
+  return out;
+}

@@ -1,0 +1,261 @@
+/**
+ * Talking to a Jupyter server (Jupyter Server, Kernel Gateway or Enterprise Gateway): connection
+ * settings for `@jupyterlab/services` in Node, a REST client for the kernel API whose failures are
+ * classified into errors a user can act on, and a guard that keeps the library's console chatter off
+ * stdout (the CLI prints JSON lines there).
+ *
+ * The token travels in an `Authorization: token …` header, on REST calls and on the WebSocket
+ * upgrade alike, never in a URL (URLs end up in logs and error messages).
+ */
+import { ServerConnection, type Kernel, type KernelAPI } from '@jupyterlab/services';
+import WebSocket from 'ws';
+
+/** An error of the Jupyter runtime with a category that becomes `ExecutionError.type`. */
+export class JupyterError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = type;
+  }
+}
+
+/** What to tell the user about the token; the setting names live with the caller. */
+export const TOKEN_HINT =
+  'Set it with the "CodeAct: Set Jupyter Token" command (stored in VS Code\'s SecretStorage), or in the ' +
+  'CODEACT_JUPYTER_TOKEN environment variable for the CLI. The token is never read from settings.json.';
+
+export const URL_HINT = 'Check that the server is running and that codeact.jupyter.url (CLI: --jupyter-url) points to it.';
+
+/** Normalises a server URL to its base (`http(s)://host:port/base/`), or throws a JupyterError. */
+export function normaliseBaseUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new JupyterError('JupyterConfigError', `The Jupyter URL ${JSON.stringify(raw)} is not a URL. ${URL_HINT}`);
+  }
+  if (url.protocol === 'ws:' || url.protocol === 'wss:') url.protocol = url.protocol === 'ws:' ? 'http:' : 'https:';
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new JupyterError('JupyterConfigError', `The Jupyter URL must start with http:// or https:// (got ${url.protocol}). ${URL_HINT}`);
+  }
+  if (url.username || url.password) {
+    throw new JupyterError('JupyterConfigError', 'The Jupyter URL must not carry credentials; pass the token separately. ' + TOKEN_HINT);
+  }
+  if (url.searchParams.has('token')) {
+    throw new JupyterError('JupyterConfigError', 'The Jupyter URL must not carry ?token=...; pass the token separately. ' + TOKEN_HINT);
+  }
+  url.search = '';
+  url.hash = '';
+  // A URL copied from the browser may point at a page of the server rather than its base.
+  url.pathname = url.pathname.replace(/\/(lab|tree|notebooks|api)(\/.*)?$/, '/');
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url.toString();
+}
+
+export interface ConnectionConfig {
+  baseUrl: string;
+  token?: string;
+  /** Timeout of one REST request; kernel start-up on a gateway can take a while. */
+  requestTimeoutMs: number;
+}
+
+/** `@jupyterlab/services` settings for Node: `ws` as WebSocket, the token as a header. */
+export function makeServerSettings(config: ConnectionConfig): ServerConnection.ISettings {
+  const token = config.token ?? '';
+  const headers: Record<string, string> = token ? { Authorization: `token ${token}` } : {};
+  class AuthorizedWebSocket extends WebSocket {
+    constructor(address: string, protocols?: string | string[]) {
+      super(address, protocols, { headers, handshakeTimeout: Math.min(config.requestTimeoutMs, 60_000) });
+    }
+  }
+  return ServerConnection.makeSettings({
+    baseUrl: config.baseUrl,
+    wsUrl: config.baseUrl.replace(/^http/, 'ws'),
+    token,
+    appendToken: false,
+    WebSocket: AuthorizedWebSocket as unknown as typeof globalThis.WebSocket,
+    init: { cache: 'no-store' },
+  });
+}
+
+/**
+ * The kernel REST API (`/api/kernels`) with timeouts and classified errors. It is also handed to
+ * `KernelConnection` (as its `kernelAPIClient`) so restarts and interrupts take the same path.
+ */
+export class KernelRestClient implements Kernel.IKernelAPIClient {
+  constructor(
+    readonly serverSettings: ServerConnection.ISettings,
+    private readonly config: ConnectionConfig,
+  ) {}
+
+  get displayUrl(): string {
+    return this.config.baseUrl;
+  }
+
+  async listRunning(): Promise<KernelAPI.IModel[]> {
+    const res = await this.request('GET', 'api/kernels', 'listing the kernels', [200]);
+    return (await res.json()) as KernelAPI.IModel[];
+  }
+
+  async getModel(id: string, timeoutMs?: number): Promise<KernelAPI.IModel | undefined> {
+    const res = await this.request('GET', `api/kernels/${encodeURIComponent(id)}`, 'looking up the kernel', [200, 404], undefined, timeoutMs);
+    if (res.status === 404) return undefined;
+    return (await res.json()) as KernelAPI.IModel;
+  }
+
+  async startNew(options: KernelAPI.IKernelOptions = {}): Promise<KernelAPI.IModel> {
+    try {
+      const res = await this.request('POST', 'api/kernels', 'starting a kernel', [200, 201], options);
+      const model = (await res.json()) as KernelAPI.IModel;
+      if (!model || typeof model.id !== 'string') {
+        throw new JupyterError('JupyterServerError', `The server at ${this.displayUrl} answered the kernel start with no kernel id; is it a Jupyter server?`);
+      }
+      return model;
+    } catch (err) {
+      if (err instanceof JupyterError && err.status === 500 && /NoSuchKernel|No such kernel/i.test(err.message)) {
+        const names = await this.kernelSpecNames().catch(() => [] as string[]);
+        throw new JupyterError(
+          'JupyterKernelNotFound',
+          `The Jupyter server at ${this.displayUrl} has no kernel named "${options.name}"` +
+            (names.length ? ` (it has: ${names.join(', ')})` : '') +
+            '. Set codeact.jupyter.kernelName (CLI: --jupyter-kernel) to one of its kernels.',
+          500,
+        );
+      }
+      throw err;
+    }
+  }
+
+  async restart(id: string): Promise<void> {
+    await this.request('POST', `api/kernels/${encodeURIComponent(id)}/restart`, 'restarting the kernel', [200]);
+  }
+
+  async interrupt(id: string): Promise<void> {
+    await this.request('POST', `api/kernels/${encodeURIComponent(id)}/interrupt`, 'interrupting the kernel', [200, 204]);
+  }
+
+  async shutdown(id: string, timeoutMs?: number): Promise<void> {
+    await this.request('DELETE', `api/kernels/${encodeURIComponent(id)}`, 'shutting the kernel down', [200, 204, 404], undefined, timeoutMs);
+  }
+
+  async kernelSpecNames(): Promise<string[]> {
+    const res = await this.request('GET', 'api/kernelspecs', 'listing the kernel specs', [200]);
+    const body = (await res.json()) as { kernelspecs?: Record<string, unknown> };
+    return Object.keys(body.kernelspecs ?? {});
+  }
+
+  private async request(
+    method: string,
+    path: string,
+    what: string,
+    ok: number[],
+    body?: unknown,
+    timeoutMs = this.config.requestTimeoutMs,
+  ): Promise<Response> {
+    const url = new URL(path, this.config.baseUrl).toString();
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (this.config.token) headers.Authorization = `token ${this.config.token}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      throw networkError(err, this.displayUrl, what, timeoutMs);
+    }
+    if (ok.includes(res.status)) return res;
+    const detail = await errorDetail(res);
+    if (res.status === 401 || res.status === 403) {
+      throw new JupyterError(
+        'JupyterAuthError',
+        this.config.token
+          ? `The Jupyter server at ${this.displayUrl} refused the token (HTTP ${res.status}) while ${what}. ${TOKEN_HINT}`
+          : `The Jupyter server at ${this.displayUrl} requires a token (HTTP ${res.status}) and none is set. ${TOKEN_HINT}`,
+        res.status,
+      );
+    }
+    if (res.status >= 300 && res.status < 400) {
+      throw new JupyterError(
+        'JupyterNotFound',
+        `The server at ${this.displayUrl} redirected ${method} ${path} (HTTP ${res.status}) instead of answering: the URL is probably ` +
+          'a login page or missing a base path (for JupyterHub: https://HUB/user/NAME/).',
+        res.status,
+      );
+    }
+    if (res.status === 404) {
+      throw new JupyterError(
+        'JupyterNotFound',
+        `The server at ${this.displayUrl} answered 404 to ${method} /${path}: that is not the base URL of a Jupyter server, Kernel ` +
+          'Gateway or Enterprise Gateway. Include any base path (for JupyterHub: https://HUB/user/NAME/).',
+        404,
+      );
+    }
+    throw new JupyterError(
+      'JupyterServerError',
+      `The Jupyter server at ${this.displayUrl} answered HTTP ${res.status} while ${what}${detail ? `: ${detail}` : ''}.`,
+      res.status,
+    );
+  }
+}
+
+function networkError(err: unknown, url: string, what: string, timeoutMs: number): JupyterError {
+  const e = err as Error & { cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') {
+    return new JupyterError(
+      'JupyterTimeout',
+      `The Jupyter server at ${url} did not answer within ${Math.round(timeoutMs / 1000)} s while ${what}. ${URL_HINT}`,
+    );
+  }
+  const cause = e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
+  return new JupyterError('JupyterUnreachable', `Cannot reach the Jupyter server at ${url} (${cause}) while ${what}. ${URL_HINT}`);
+}
+
+async function errorDetail(res: Response): Promise<string> {
+  try {
+    const text = await res.text();
+    try {
+      const body = JSON.parse(text) as { message?: string; reason?: string; traceback?: string };
+      const tail = typeof body.traceback === 'string' ? body.traceback.trim().split('\n').pop() : undefined;
+      return [body.message, body.reason, tail].filter((s) => typeof s === 'string' && s && s !== 'Unhandled error').join(': ');
+    } catch {
+      return text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200);
+    }
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * `@jupyterlab/services` logs with console.debug/log/warn from inside KernelConnection (socket
+ * start, status changes, reconnects). In Node those go to stdout, where the CLI prints its JSON
+ * lines, so route them to `log` for the duration of the library's synchronous calls. Only the named
+ * instance members are wrapped; if a future version renames them, nothing breaks, the lines just
+ * come back.
+ */
+export function quietLibraryLogging(conn: object, log: (line: string) => void): void {
+  const target = conn as Record<string, unknown>;
+  for (const name of ['_createSocket', '_updateStatus', '_reconnect', '_updateConnectionStatus']) {
+    const original = target[name];
+    if (typeof original !== 'function') continue;
+    target[name] = (...args: unknown[]) => withQuietConsole(log, () => (original as (...a: unknown[]) => unknown).apply(conn, args));
+  }
+}
+
+export function withQuietConsole<T>(log: (line: string) => void, fn: () => T): T {
+  const saved = { debug: console.debug, log: console.log, warn: console.warn, info: console.info };
+  const sink = (...args: unknown[]) => log(args.map((a) => (typeof a === 'string' ? a : String(a))).join(' '));
+  console.debug = console.log = console.warn = console.info = sink;
+  try {
+    return fn();
+  } finally {
+    Object.assign(console, saved);
+  }
+}

@@ -1,0 +1,90 @@
+import * as assert from 'node:assert/strict';
+import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
+import { compileSchema, toJsonPath } from '../../src/core/gateway/schema';
+
+const base = (over: Partial<ManagedTool>): ManagedTool => ({
+  name: 't',
+  description: '',
+  inputSchema: { type: 'object' },
+  approval: 'auto',
+  expose: 'code',
+  source: 'test',
+  invoke: async () => 'ok',
+  ...over,
+});
+const call = (gw: ToolGateway, name: string, args: unknown) =>
+  gw.call({ itemId: 'i', callId: `c-${Math.random()}`, name, arguments: args }, new AbortController().signal);
+
+describe('schema validation', () => {
+  it('validates draft 2020-12 by default (prefixItems) and draft-07 when declared (items array)', () => {
+    const v2020 = compileSchema({ type: 'array', prefixItems: [{ type: 'string' }], items: false });
+    assert.deepEqual(v2020(['a']), []);
+    assert.match(v2020(['a', 1]).join(), /\$ must NOT have more than 1 items/);
+    const v7 = compileSchema({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'array', items: [{ type: 'string' }], additionalItems: false });
+    assert.deepEqual(v7(['a']), []);
+    assert.ok(v7(['a', 1]).length > 0);
+  });
+
+  it('points errors at the failing JSON path', () => {
+    const v = compileSchema({
+      type: 'object',
+      properties: { lines: { type: 'array', items: { type: 'object', properties: { qty: { type: 'integer', minimum: 1 } }, required: ['sku'] } } },
+      additionalProperties: false,
+    });
+    const errs = v({ lines: [{ sku: 'a', qty: 1 }, { qty: 0 }], extra: 1 });
+    assert.ok(errs.includes('$.lines[1].qty must be >= 1'), errs.join(' | '));
+    assert.ok(errs.includes('$.lines[1].sku is required'), errs.join(' | '));
+    assert.ok(errs.includes('$.extra is not an allowed property'), errs.join(' | '));
+    assert.equal(toJsonPath('/a b/0/~1x'), '$["a b"][0]["/x"]');
+  });
+
+  it('refuses external $ref, and accepts local ones', () => {
+    assert.throws(() => compileSchema({ $ref: 'https://example.com/schema.json' }), /external \$ref is not allowed.*#\/\$ref: "https:\/\/example.com\/schema.json"/);
+    assert.throws(() => compileSchema({ properties: { a: { $ref: 'other.json#/x' } } }), /#\/properties\/a\/\$ref/);
+    const v = compileSchema({ $defs: { pos: { type: 'integer', minimum: 0 } }, type: 'object', properties: { n: { $ref: '#/$defs/pos' } } });
+    assert.match(v({ n: -1 }).join(), /\$\.n must be >= 0/);
+  });
+
+  it('reports an invalid schema clearly', () => {
+    assert.throws(() => compileSchema({ type: 'nonsense' }), /invalid JSON Schema/);
+    assert.throws(() => compileSchema({ $schema: 'http://json-schema.org/draft-04/schema#' }), /not supported; use draft 2020-12 or draft-07/);
+  });
+});
+
+describe('tool gateway', () => {
+  it('rejects unknown tools, naming the tool and the allowed names', async () => {
+    const gw = new ToolGateway([base({ name: 'b' }), base({ name: 'a' })]);
+    await assert.rejects(call(gw, 'zzz', {}), /Unknown tool "zzz"\. Allowed tools: a, b\./);
+    assert.equal(gw.records[0].ok, false);
+  });
+
+  it('records name, arguments, duration, ok and result size of each call', async () => {
+    const gw = new ToolGateway([base({ name: 'echo', invoke: async (a) => a })]);
+    assert.deepEqual(await call(gw, 'echo', { x: 1 }), { x: 1 });
+    const r = gw.records[0];
+    assert.equal(r.name, 'echo');
+    assert.deepEqual(r.arguments, { x: 1 });
+    assert.equal(r.ok, true);
+    assert.equal(r.result_bytes, Buffer.byteLength('{"x":1}'));
+    assert.ok(r.duration_ms >= 0);
+  });
+
+  it('applies approval policies: deny always wins, ask needs an approver, auto runs', async () => {
+    let ran = 0;
+    const invoke = async () => ++ran;
+    const gw = new ToolGateway([base({ name: 'd', approval: 'deny', invoke }), base({ name: 'q', approval: 'ask', invoke })], { policyOverride: () => 'auto' });
+    await assert.rejects(call(gw, 'd', {}), /denied by its approval policy/);
+    assert.equal(await call(gw, 'q', {}), 1, 'the session override turned ask into auto for q');
+    const asked: string[] = [];
+    const gw2 = new ToolGateway([base({ name: 'q', approval: 'ask', invoke })], { approver: async (r) => (asked.push(r.tool.name), false) });
+    await assert.rejects(call(gw2, 'q', {}), /The user denied the call to "q"/);
+    assert.deepEqual(asked, ['q']);
+    const gw3 = new ToolGateway([base({ name: 'q', approval: 'ask', invoke })]);
+    await assert.rejects(call(gw3, 'q', {}), /needs approval, and nobody can approve it here/);
+  });
+
+  it('refuses arguments that are not an object', async () => {
+    const gw = new ToolGateway([base({ name: 'a' })]);
+    await assert.rejects(call(gw, 'a', [1, 2]), /\$ must be an object/);
+  });
+});
