@@ -349,6 +349,10 @@ def _compile(source, filename):
 # ---- running -------------------------------------------------------------------------------------
 
 def _format_error(exc, filename):
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
+        # The parser's own frames are noise; show the offending line and the caret only.
+        return {"type": type(exc).__name__, "message": str(exc.msg),
+                "traceback": "".join(traceback.format_exception_only(type(exc), exc)), "line": exc.lineno}
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     frames = list(te.stack)
     first = next((i for i, f in enumerate(frames) if f.filename == filename), None)
@@ -388,6 +392,12 @@ def _encode_value(value, implicit, limit):
             "line": None,
         }}
     return {"ok": True, "value": text}
+
+
+def _no_input(prompt="", *args, **kwargs):
+    raise EOFError(
+        "input() has no one to answer it: code run by CodeAct is not interactive. "
+        "Put the value in the code, or fetch it with call_tool.")
 
 
 def _cancel(task):
@@ -431,10 +441,15 @@ async def run(source_b64, run_id, tools, max_frame, max_value):
                 loop.call_soon_threadsafe(_cancel, task)
 
             previous = signal.signal(signal.SIGINT, on_sigint)
+            import builtins
+            import getpass
+            saved_input, saved_getpass = builtins.input, getpass.getpass
+            builtins.input = getpass.getpass = _no_input
             try:
                 value = (await fn()) if is_async else fn()
             finally:
                 signal.signal(signal.SIGINT, previous)
+                builtins.input, getpass.getpass = saved_input, saved_getpass
             result = _encode_value(value, implicit, int(max_value))
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, CancelledError too
         if isinstance(exc, SystemExit) and exc.code in (None, 0):

@@ -13,6 +13,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, SandboxInfo, StreamName } from '../../../common/events';
 import { DEFAULT_LIMITS, TRUNCATION_MARKER, formatBytes, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { resolvePython } from './python';
+import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
 import { killByMarker, killTree } from './processTree';
 import { planLaunch, type LaunchPlan, type SandboxOptions } from './sandbox';
 
@@ -89,6 +90,7 @@ class LocalRun {
   private readonly started = performance.now();
   private child?: ChildProcess;
   private plan?: LaunchPlan;
+  private cgroup?: RunCgroup;
   private proto?: Socket;
   private workdir?: string;
   private readonly marker = randomBytes(12).toString('hex');
@@ -176,14 +178,19 @@ class LocalRun {
       signal?.removeEventListener('abort', onAbort);
       clearTimeout(this.timer);
       this.toolAbort.abort();
+      this.cgroup?.remove();
       if (this.workdir) rmSync(this.workdir, { recursive: true, force: true, maxRetries: 3 });
     }
   }
 
   private launch(plan: LaunchPlan): void {
-    const child = spawn(plan.command, plan.args, {
+    // Whole-tree caps where cgroups can be made (root, or a delegated subtree): rlimits alone are per process.
+    this.cgroup = createRunCgroup(`run-${this.marker}`, { pidsMax: plan.treeLimits.pids, memoryBytes: plan.treeLimits.memoryBytes });
+    const { command, args } = wrapJoin(plan.command, plan.args, this.cgroup?.procsFiles ?? []);
+    if (this.cgroup) plan.info.limits = { ...plan.info.limits, scope: 'process tree (cgroup)' };
+    const child = spawn(command, args, {
       cwd: plan.cwd,
-      env: plan.env,
+      env: this.cgroup ? { ...plan.env, CODEACT_CGROUPS: this.cgroup.procsFiles.join(' ') } : plan.env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
@@ -420,7 +427,7 @@ class LocalRun {
       ...(sandbox ? { sandbox } : {}),
       ...(this.streams.stdout.truncated || this.streams.stderr.truncated ? { truncated: true } : {}),
     };
-    if (error) annotateLimit(item, this.plan);
+    if (error) annotateLimit(item, this.plan, this.cgroup);
     this.emit({ type: 'response.code_interpreter_call.completed', item_id: this.itemId });
     this.emit({ type: 'response.output_item.done', item });
     return item;
@@ -470,18 +477,18 @@ function signalName(n: number): NodeJS.Signals | undefined {
 }
 
 /** Names a resource limit that was hit, instead of a bare crash. */
-function annotateLimit(item: CodeInterpreterCallItem, plan?: LaunchPlan): void {
+function annotateLimit(item: CodeInterpreterCallItem, plan?: LaunchPlan, cgroup?: RunCgroup): void {
   const err = item.error;
   if (!err || !plan) return;
   const limits = plan.info.limits ?? {};
   const tb = `${err.message}\n${err.traceback ?? ''}`;
-  if (err.type === 'MemoryError') {
+  if (err.type === 'MemoryError' || (err.type === 'Crash' && cgroup?.memoryExceeded())) {
     err.message = `memory limit ${limits.memory} exceeded (MemoryError). Use less memory or raise codeact.sandbox.limits.memory.`;
   } else if (/Errno 27\]|File too large/.test(tb)) {
     err.message = `file size limit ${limits.fileSize} exceeded: ${err.message}. Write smaller files or raise codeact.sandbox.limits.fileSize.`;
   } else if (err.type === 'Crash' && /CPU time limit|SIGXCPU/.test(err.message)) {
     err.message = `CPU time limit ${limits.cpuSeconds} s exceeded. ${err.message}`;
-  } else if (/Errno 11\]|Resource temporarily unavailable/.test(tb) && /fork|spawn|Popen|thread/i.test(tb)) {
+  } else if ((/Errno 11\]|Resource temporarily unavailable/.test(tb) && /fork|spawn|Popen|thread/i.test(tb)) || cgroup?.pidsExceeded()) {
     err.message = `process limit reached (${limits.processes ?? 'the system limit'} processes): ${err.message}`;
   } else if (/Errno 24\]|Too many open files/.test(tb)) {
     err.message = `open file limit ${limits.openFiles} reached: ${err.message}`;

@@ -51,6 +51,8 @@ export interface LaunchPlan {
   pidNamespace: boolean;
   /** rlimits the guest applies to itself, in bytes / seconds / counts. */
   rlimits: Record<string, number>;
+  /** Limits for the whole process tree, applied through cgroups where they can be created. */
+  treeLimits: { pids: number; memoryBytes: number };
   /** One-time warning to show the user (sandbox unavailable, falling back). */
   warning?: string;
 }
@@ -91,7 +93,10 @@ export function probeBubblewrap(bwrapPath = 'bwrap'): Promise<string | null> {
   return bwrapProbe;
 }
 
-function limitsFor(limits: SandboxLimits | undefined, includeNproc: boolean): { rlimits: Record<string, number>; shown: Record<string, string | number> } {
+function limitsFor(
+  limits: SandboxLimits | undefined,
+  includeNproc: boolean,
+): { rlimits: Record<string, number>; shown: Record<string, string | number>; treeLimits: LaunchPlan['treeLimits'] } {
   const l = { ...DEFAULT_SANDBOX_LIMITS, ...(limits ?? {}) };
   const rlimits: Record<string, number> = {
     as: parseSize(l.memory, parseSize(DEFAULT_SANDBOX_LIMITS.memory, 0)),
@@ -105,7 +110,7 @@ function limitsFor(limits: SandboxLimits | undefined, includeNproc: boolean): { 
     rlimits.nproc = l.processes;
     shown.processes = l.processes;
   }
-  return { rlimits, shown };
+  return { rlimits, shown, treeLimits: { pids: l.processes, memoryBytes: rlimits.as } };
 }
 
 const GUEST_MOUNT = '/run/codeact/guest';
@@ -135,7 +140,7 @@ export async function planLaunch(
       `Code runs without a sandbox: ${reason}. It can read your files and use the network. ` +
       'Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) to isolate it, or set codeact.sandbox to "none" to silence this warning.';
   }
-  const { rlimits, shown } = limitsFor(options.limits, false);
+  const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
   const guest = path.join(guestDir, 'codeact_guest.py');
   return {
     command: python.executable,
@@ -145,6 +150,7 @@ export async function planLaunch(
     info: { kind: 'none', network: true, limits: shown },
     pidNamespace: false,
     rlimits,
+    treeLimits,
     warning,
   };
 }
@@ -168,7 +174,7 @@ function isUnder(child: string, parent: string): boolean {
 
 function bwrapPlan(python: PythonInfo, guestDir: string, workdir: string, options: SandboxOptions): LaunchPlan {
   const network = options.network === true;
-  const { rlimits, shown } = limitsFor(options.limits, true);
+  const { rlimits, shown, treeLimits } = limitsFor(options.limits, true);
   const args: string[] = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv'];
   if (network) args.push('--share-net');
   args.push('--ro-bind', '/usr', '/usr');
@@ -188,7 +194,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, workdir: string, option
     if ([...roots].some((q) => q !== p && isUnder(p, q))) continue;
     args.push('--ro-bind', p, p);
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev', '--size', String(rlimits.fsize), '--tmpfs', '/tmp');
   args.push('--ro-bind', guestDir, GUEST_MOUNT);
   args.push('--bind', workdir, workdir);
   const ws = options.mountWorkspace ?? 'none';
@@ -206,5 +212,6 @@ function bwrapPlan(python: PythonInfo, guestDir: string, workdir: string, option
     info: { kind: 'bubblewrap', network, limits: shown },
     pidNamespace: true,
     rlimits,
+    treeLimits,
   };
 }

@@ -164,6 +164,8 @@ class _ToolBridge:
                 fut.set_exception(RuntimeError(frame.get("error") or "call_tool failed"))
 
     async def call(self, name, args):
+        if os.getpid() != _MAIN_PID:
+            raise RuntimeError("call_tool is not available in a forked child process; call it from the main process")
         if self.loop is None:
             raise RuntimeError("call_tool must be awaited: write `await call_tool(...)`")
         if not isinstance(name, str) or not name:
@@ -304,6 +306,13 @@ def _apply_limits(limits):
             pass
 
 
+_MAIN_PID = os.getpid()
+
+
+def _in_forked_child():
+    return os.getpid() != _MAIN_PID
+
+
 def main():
     global json
     _close_inherited_fds()
@@ -362,6 +371,13 @@ def main():
                 value = fn()
             result = _encode_value(value)
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are reported too
+        if _in_forked_child():
+            # A child the code forked (os.fork, a fork bomb) unwound to here: it must never speak
+            # for the run. Its traceback goes to stderr like any other output.
+            if not isinstance(exc, SystemExit):
+                import traceback
+                traceback.print_exception(exc)
+            os._exit(exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1)
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             result = {"t": "complete", "ok": True, "value": None}
         else:
@@ -371,6 +387,8 @@ def main():
         sys.stderr.flush()
     except Exception:
         pass
+    if _in_forked_child():
+        os._exit(0)
     if frame.get("subreaper"):
         _kill_descendants()
     os.set_blocking(PROTO_FD, True)

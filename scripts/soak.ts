@@ -1,0 +1,68 @@
+/**
+ * Soak test (run by hand, not in CI): `npm run soak -- --runs 1000 [--sandbox auto|bubblewrap|none]`.
+ * Mixed runs against the local guest; reports orphans left, host file descriptors, memory growth and
+ * unexpected outcomes, as JSON.
+ */
+import { readdirSync } from 'node:fs';
+import { ToolGateway } from '../src/core/gateway/gateway';
+import { LocalRuntime } from '../src/core/runtime/local/localRuntime';
+import { processesWithCmdline } from '../src/core/runtime/local/processTree';
+import type { SandboxSetting } from '../src/core/runtime/local/sandbox';
+
+const argv = process.argv.slice(2);
+const arg = (name: string, fallback: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : fallback);
+const RUNS = Number(arg('--runs', '1000'));
+const SANDBOX = arg('--sandbox', 'auto') as SandboxSetting;
+const MARK = `codeact-soak-${process.pid}`;
+
+const cases: Array<{ name: string; code: string; timeoutMs?: number; expect: (v: { status: string; value: unknown; type?: string }) => boolean }> = [
+  { name: 'value', code: 'return sum(range(1000))', expect: (r) => r.value === 499500 },
+  { name: 'stdout', code: 'for i in range(1000):\n    print(i)\nreturn 1', expect: (r) => r.value === 1 },
+  { name: 'tools', code: 'import asyncio\nreturn sum(await asyncio.gather(*(call_tool("inc", n=i) for i in range(16))))', expect: (r) => r.value === 136 },
+  { name: 'error', code: 'raise ValueError("x")', expect: (r) => r.type === 'ValueError' },
+  { name: 'timeout', code: 'while True:\n    pass', timeoutMs: 300, expect: (r) => r.type === 'Timeout' },
+  { name: 'daemon', code: `import subprocess\nsubprocess.Popen(["sleep", "600", "${MARK}"], start_new_session=True)\nreturn 1`, expect: (r) => r.value === 1 },
+  { name: 'flood', code: 'import sys\nfor _ in range(64):\n    sys.stdout.write("q" * 65536)\nreturn 1', expect: (r) => r.value === 1 },
+  { name: 'crash', code: 'import os\nos._exit(3)', expect: (r) => r.type === 'Crash' },
+];
+
+async function main(): Promise<void> {
+  const rt = new LocalRuntime({ sandbox: { kind: SANDBOX } });
+  const gw = new ToolGateway([{ name: 'inc', description: '', inputSchema: { type: 'object' }, approval: 'auto', expose: 'code', source: 'soak', invoke: async (a) => (a.n as number) + 1 }]);
+  const fds = () => readdirSync('/proc/self/fd').length;
+  await rt.execute({ code: 'return 1' });
+  global.gc?.();
+  const start = { fds: fds(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
+  const errors: string[] = [];
+  const t0 = Date.now();
+  for (let i = 0; i < RUNS; i++) {
+    const c = cases[i % cases.length];
+    const item = await rt.execute({ code: c.code, timeoutMs: c.timeoutMs ?? 10_000 }, { onToolCall: gw.handler });
+    if (!c.expect({ status: item.status, value: item.value, type: item.error?.type })) errors.push(`run ${i} (${c.name}): ${item.status} ${JSON.stringify(item.error ?? item.value).slice(0, 200)}`);
+    if ((i + 1) % 100 === 0) process.stderr.write(`  ${i + 1}/${RUNS} runs, ${errors.length} errors\n`);
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  global.gc?.();
+  const end = { fds: fds(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
+  const orphans = processesWithCmdline(MARK);
+  const report = {
+    runs: RUNS,
+    sandbox: SANDBOX,
+    seconds: Math.round((Date.now() - t0) / 100) / 10,
+    orphans_left: orphans.length,
+    host_fds_start: start.fds,
+    host_fds_end: end.fds,
+    host_rss_growth_mb: Math.round(((end.rss - start.rss) / 1048576) * 10) / 10,
+    host_heap_growth_mb: Math.round(((end.heap - start.heap) / 1048576) * 10) / 10,
+    errors: errors.length,
+    first_errors: errors.slice(0, 5),
+  };
+  process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  await rt.dispose();
+  process.exit(orphans.length || errors.length ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

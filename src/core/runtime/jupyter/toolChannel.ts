@@ -1,0 +1,235 @@
+/**
+ * The host side of `call_tool` for Jupyter kernels.
+ *
+ * Why the stdin channel (input_request / input_reply) and not comms:
+ * - ipykernel (6.17 here, and 6.x generally) handles shell-channel messages one at a time, and
+ *   comm_msg is a shell message. While a cell runs, even one that is only awaiting, a comm message
+ *   waits until the cell has finished (verified: a comm_msg sent 0.5 s into a 2 s
+ *   `await asyncio.sleep(2)` cell was handled after the cell ended). A tool call that waits for a
+ *   comm reply would deadlock.
+ * - The stdin channel is serviced *during* the cell: the kernel sends an input_request and polls its
+ *   stdin socket for the reply (that is how `input()` works in notebooks). It passes through Jupyter
+ *   Server, Kernel Gateway and Enterprise Gateway unchanged.
+ *
+ * Robustness against the user's own `input()`:
+ * - Runs are executed with `allow_stdin: false`, so a plain `input()` or `getpass()` never reaches the
+ *   host: the bridge makes it raise EOFError with an explanation (no one is there to type).
+ * - The bridge sends tool frames through the kernel's internal `_input_request`, with a prompt that
+ *   starts with NUL + "codeact:" + a per-kernel random nonce. Any other input_request the host sees
+ *   (code that forces its way to the raw channel) is answered with EOF at once, so it can never hang
+ *   a run or be taken for a tool frame. Frames are untrusted input all the same: parsed strictly,
+ *   size-capped, and every call still goes through the host's gateway (allowlist, schemas, approval).
+ *
+ * Concurrency: the kernel blocks its event loop while it waits for an input_reply, so one frame is
+ * outstanding at a time. To still run `asyncio.gather(call_tool(...), ...)` concurrently, calls are
+ * batched: every call made before the kernel's event loop next turns leaves in one frame, the host
+ * starts them all at once (bounded by maxConcurrentToolCalls) and replies as soon as at least one
+ * result is ready, with every result ready by then. The kernel resumes the tasks whose calls
+ * finished, then sends the next frame with any new calls and waits again. So gathered calls overlap
+ * on the host, results arrive in completion order, and follow-up calls join the calls still running.
+ * The limit: while a frame waits, other asyncio tasks of the kernel that wait on sockets (not on
+ * tools) make no progress; tasks sleeping on timers do, because the kernel tells the host how long
+ * it may hold the reply (`hold_ms`, the time to its next timer) and the host answers early.
+ *
+ * Frames (JSON after the prompt prefix / in the reply value):
+ *   kernel -> host  {"run": id, "calls": [{"id": str, "name": str, "arguments": object}], "hold_ms": int|null}
+ *   host -> kernel  {"results": [{"id", "ok": true, "output"} | {"id", "ok": false, "error": str}], "lost"?: true}
+ *                   {"cancelled": true}   (the run is being stopped: pending calls raise CancelledError)
+ */
+import type { CodeActEvent } from '../../../common/events';
+import type { ToolCallHandler } from '../types';
+
+/** Largest tool frame accepted from a kernel. */
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+/** Most calls one frame may carry. */
+const MAX_CALLS_PER_FRAME = 4096;
+
+interface ToolResult {
+  id: string;
+  ok: boolean;
+  output?: unknown;
+  error?: string;
+}
+
+export interface ToolChannelOptions {
+  itemId: string;
+  /** Full prompt prefix (NUL, "codeact:", nonce, ":"). */
+  prefix: string;
+  runId: string;
+  handler?: ToolCallHandler;
+  toolsEnabled: boolean;
+  maxConcurrent: number;
+  maxFrameBytes: number;
+  emit: (event: CodeActEvent) => void;
+  /** Sends an input_reply for the input_request whose header is given. */
+  reply: (value: string, parentHeader: unknown) => void;
+  /** Called once when the kernel sent something that is not a valid frame. */
+  onViolation: (message: string) => void;
+}
+
+export class ToolChannel {
+  private readonly abort = new AbortController();
+  private pendingHeader: unknown = null;
+  private holdTimer?: NodeJS.Timeout;
+  private flushQueued = false;
+  private readonly ready: ToolResult[] = [];
+  private readonly outstanding = new Set<string>();
+  private readonly seen = new Set<string>();
+  private active = 0;
+  private readonly queue: Array<() => void> = [];
+  private nextCall = 0;
+  private closed = false;
+  private stopped = false;
+
+  constructor(private readonly o: ToolChannelOptions) {}
+
+  /** Tool calls currently running or queued on the host. */
+  get inFlight(): number {
+    return this.outstanding.size;
+  }
+
+  /** Handles one input_request of the run. */
+  onInputRequest(prompt: string, header: unknown): void {
+    if (this.closed || typeof prompt !== 'string' || !prompt.startsWith(this.o.prefix)) {
+      // Not a tool frame: the code reached the raw stdin channel. End-of-file, at once.
+      this.o.reply('\u0004', header);
+      return;
+    }
+    if (this.stopped) {
+      this.o.reply(JSON.stringify({ cancelled: true }), header);
+      return;
+    }
+    const body = prompt.slice(this.o.prefix.length);
+    if (Buffer.byteLength(body, 'utf8') > this.o.maxFrameBytes) {
+      this.o.reply(JSON.stringify({ cancelled: true }), header);
+      this.o.onViolation(`The kernel sent a tool frame over ${this.o.maxFrameBytes} bytes; the run was stopped.`);
+      return;
+    }
+    let frame: { run?: unknown; calls?: unknown; hold_ms?: unknown };
+    try {
+      frame = JSON.parse(body);
+    } catch {
+      frame = {};
+    }
+    if (!frame || typeof frame !== 'object' || frame.run !== this.o.runId || !Array.isArray(frame.calls) || frame.calls.length > MAX_CALLS_PER_FRAME) {
+      this.o.reply(JSON.stringify({ cancelled: true }), header);
+      this.o.onViolation('The kernel sent a malformed tool frame; the run was stopped.');
+      return;
+    }
+    if (this.pendingHeader !== null) {
+      // The kernel waits for one reply at a time; a second request means it gave up on the first.
+      this.sendReply();
+    }
+    this.pendingHeader = header;
+    for (const raw of frame.calls as unknown[]) this.accept(raw);
+    if (this.ready.length) {
+      this.queueFlush();
+    } else if (this.outstanding.size === 0) {
+      // Nothing to wait for: the kernel is waiting on calls the host does not know.
+      this.sendReply({ lost: true });
+    } else if (typeof frame.hold_ms === 'number' && Number.isFinite(frame.hold_ms) && frame.hold_ms >= 0) {
+      this.holdTimer = setTimeout(() => this.sendReply(), Math.min(frame.hold_ms, 2_147_000_000));
+    }
+  }
+
+  /** Stop: abort the handlers and release the kernel if it waits for a reply. */
+  cancel(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.abort.abort();
+    this.queue.length = 0;
+    if (this.pendingHeader !== null) this.sendReply({ cancelled: true });
+  }
+
+  /** The run is over: nothing more is replied; handlers still running are aborted. */
+  close(): void {
+    this.closed = true;
+    this.stopped = true;
+    this.abort.abort();
+    this.queue.length = 0;
+    clearTimeout(this.holdTimer);
+    this.pendingHeader = null;
+  }
+
+  private accept(raw: unknown): void {
+    const call = raw as { id?: unknown; name?: unknown; arguments?: unknown };
+    const id = typeof call?.id === 'string' ? call.id : undefined;
+    if (!id || this.seen.has(id)) return; // the kernel cannot be waiting on a call it did not name
+    this.seen.add(id);
+    const name = call.name;
+    const args = call.arguments === undefined ? {} : call.arguments;
+    if (typeof name !== 'string' || !name || args === null || typeof args !== 'object' || Array.isArray(args)) {
+      this.ready.push({ id, ok: false, error: 'call_tool: malformed call (the name must be a string and the arguments an object)' });
+      return;
+    }
+    this.outstanding.add(id);
+    const go = () => {
+      this.active++;
+      void this.runCall(id, name, args).finally(() => {
+        this.active--;
+        this.queue.shift()?.();
+      });
+    };
+    if (this.active < this.o.maxConcurrent) go();
+    else this.queue.push(go);
+  }
+
+  private async runCall(id: string, name: string, args: unknown): Promise<void> {
+    const callId = `${this.o.itemId}:${++this.nextCall}`;
+    const started = performance.now();
+    const { itemId } = this.o;
+    this.o.emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name, arguments: args });
+    let result: ToolResult;
+    let event: CodeActEvent;
+    try {
+      if (this.stopped) throw new Error('The run was stopped.');
+      const handler = this.o.handler;
+      if (!handler || !this.o.toolsEnabled) {
+        throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
+      }
+      const value = await handler({ itemId, callId, name, arguments: args }, this.abort.signal);
+      let json: string | undefined;
+      try {
+        json = JSON.stringify(value ?? null);
+      } catch (err) {
+        throw new Error(`The tool "${name}" returned a value that is not JSON (${(err as Error).message}).`);
+      }
+      const output = JSON.parse(json ?? 'null') as unknown;
+      result = { id, ok: true, output };
+      event = { type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, output, duration_ms: round(performance.now() - started) };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      result = { id, ok: false, error: message };
+      event = { type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, error: message, duration_ms: round(performance.now() - started) };
+    }
+    this.outstanding.delete(id);
+    this.o.emit(event);
+    if (this.closed || this.stopped) return;
+    this.ready.push(result);
+    this.queueFlush();
+  }
+
+  /** Replies with every result ready in this turn of the event loop (calls finishing together share a reply). */
+  private queueFlush(): void {
+    if (this.flushQueued || this.pendingHeader === null) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      if (this.ready.length && this.pendingHeader !== null) this.sendReply();
+    });
+  }
+
+  private sendReply(extra: Record<string, unknown> = {}): void {
+    const header = this.pendingHeader;
+    if (header === null || this.closed) return;
+    this.pendingHeader = null;
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    const payload = extra.cancelled ? { cancelled: true } : { results: this.ready.splice(0), ...extra };
+    this.o.reply(JSON.stringify(payload), header);
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
