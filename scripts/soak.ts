@@ -21,7 +21,7 @@ const cases: Array<{ name: string; code: string; timeoutMs?: number; expect: (v:
   { name: 'tools', code: 'import asyncio\nreturn sum(await asyncio.gather(*(call_tool("inc", n=i) for i in range(16))))', expect: (r) => r.value === 136 },
   { name: 'error', code: 'raise ValueError("x")', expect: (r) => r.type === 'ValueError' },
   { name: 'timeout', code: 'while True:\n    pass', timeoutMs: 300, expect: (r) => r.type === 'Timeout' },
-  { name: 'daemon', code: `import subprocess\nsubprocess.Popen(["sleep", "600", "${MARK}"], start_new_session=True)\nreturn 1`, expect: (r) => r.value === 1 },
+  { name: 'daemon', code: `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "${MARK}"], start_new_session=True)\nreturn 1`, expect: (r) => r.value === 1 },
   { name: 'flood', code: 'import sys\nfor _ in range(64):\n    sys.stdout.write("q" * 65536)\nreturn 1', expect: (r) => r.value === 1 },
   { name: 'crash', code: 'import os\nos._exit(3)', expect: (r) => r.type === 'Crash' },
 ];

@@ -208,22 +208,29 @@ for (const mode of modes) {
     it('leaves no process behind: start_new_session children, double forks and setsid() daemons', async () => {
       const marker = `codeact-orphan-${mode}-${Date.now()}`;
       const code = [
-        'import os, subprocess, time',
-        `subprocess.Popen(["sleep", "300", "${marker}"], start_new_session=True)`,
+        'import os, subprocess, sys, time',
+        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
         'if os.fork() == 0:',
         '    os.setsid()',
         '    if os.fork() == 0:',
-        `        os.execvp("sleep", ["sleep", "301", "${marker}"])`,
+        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
         '    os._exit(0)',
-        'time.sleep(0.3)',
-        'return "spawned"',
+        'time.sleep(0.5)',
+        'alive = 0',
+        'for pid in os.listdir("/proc"):',
+        '    try:',
+        `        alive += pid.isdigit() and b"${marker}" in open(f"/proc/{pid}/cmdline", "rb").read()`,
+        '    except OSError:',
+        '        pass',
+        'return alive',
       ].join('\n');
       const { item } = await run(rt, code);
-      assert.equal(item.value, 'spawned', JSON.stringify(item.error));
+      assert.equal(item.value, 2, `both daemons should be running before the run ends: ${JSON.stringify(item.error ?? logsOf(item, 'stderr'))}`);
       await sleep(100);
       assert.deepEqual(processesWithCmdline(marker), []);
 
-      const { item: timedOut } = await run(rt, code.replace('return "spawned"', 'time.sleep(60)'), { timeoutMs: 1500 });
+      const { item: timedOut } = await run(rt, code.replace('return alive', 'print(alive, flush=True)\ntime.sleep(60)'), { timeoutMs: 2500 });
+      assert.equal(logsOf(timedOut), '2\n');
       assert.equal(timedOut.error?.type, 'Timeout');
       await sleep(100);
       assert.deepEqual(processesWithCmdline(marker), []);

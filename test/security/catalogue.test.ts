@@ -122,18 +122,19 @@ for (const mode of ['bubblewrap', 'none'] as Mode[]) {
       const marker = `daemon-${mode}-${Date.now()}`;
       const item = await exec(
         [
-          'import os, subprocess, signal',
-          `subprocess.Popen(["sleep", "600", "${marker}"], start_new_session=True)`,
+          'import os, subprocess, signal, sys, time',
+          `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "${marker}"], start_new_session=True)`,
           'if os.fork() == 0:',
           '    os.setsid()',
           '    signal.signal(signal.SIGHUP, signal.SIG_IGN)',
           '    if os.fork() == 0:',
-          `        os.execvp("sleep", ["sleep", "601", "${marker}"])`,
+          `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(601)", "${marker}"])`,
           '    os._exit(0)',
-          'return "ok"',
+          'time.sleep(0.5)',
+          `return sum(1 for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline") and b"${marker}" in open(f"/proc/{p}/cmdline", "rb").read())`,
         ].join('\n'),
       );
-      assert.equal(item.value, 'ok');
+      assert.equal(item.value, 2, 'both daemons were running before the run ended');
       await sleep(200);
       assert.deepEqual(processesWithCmdline(marker), []);
     });

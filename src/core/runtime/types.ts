@@ -34,6 +34,11 @@ export interface ExecuteRequest {
   sessionId?: string;
   /** When false, `call_tool` is not defined in the guest (plain `execute_code`). */
   tools?: boolean;
+  /**
+   * The caller already emitted `response.code_interpreter_call.in_progress` and the code deltas for this
+   * item (the agent loop streams the code while the model writes it); the runtime starts at `code.done`.
+   */
+  announced?: boolean;
 }
 
 export interface ExecuteOptions {

@@ -251,8 +251,21 @@ export function quietLibraryLogging(conn: object, log: (line: string) => void): 
 
 export function withQuietConsole<T>(log: (line: string) => void, fn: () => T): T {
   const saved = { debug: console.debug, log: console.log, warn: console.warn, info: console.info };
-  const sink = (...args: unknown[]) => log(args.map((a) => (typeof a === 'string' ? a : String(a))).join(' '));
-  console.debug = console.log = console.warn = console.info = sink;
+  const quiet = () => {
+    console.debug = console.log = console.warn = console.info = sink;
+  };
+  const sink = (...args: unknown[]) => {
+    // The caller's log function may itself use the console: give it the real one meanwhile.
+    Object.assign(console, saved);
+    try {
+      log(args.map((a) => (typeof a === 'string' ? a : String(a))).join(' '));
+    } catch {
+      // Logging must never break the connection.
+    } finally {
+      quiet();
+    }
+  };
+  quiet();
   try {
     return fn();
   } finally {

@@ -135,8 +135,10 @@ class LocalRun {
 
   async start(): Promise<CodeInterpreterCallItem> {
     const { code } = this.request;
-    this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: this.itemId, runtime: 'local' });
-    this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: this.itemId, delta: code });
+    if (!this.request.announced) {
+      this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: this.itemId, runtime: 'local' });
+      this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: this.itemId, delta: code });
+    }
     this.emit({ type: 'response.code_interpreter_call_code.done', item_id: this.itemId, code });
 
     const size = Buffer.byteLength(code, 'utf8');

@@ -1,0 +1,336 @@
+/**
+ * The agent loop: a model turn, then the function calls it asked for (run in parallel through the
+ * runtime and the gateway), then their results back to the model, until a final answer or `maxTurns`.
+ *
+ * Everything that happens is emitted in the shared event vocabulary. For `execute_tool_code` and
+ * `execute_code` the code is streamed as plain text while the model writes it (the JSON arguments
+ * are unescaped on the fly), so a code card fills in before the code runs.
+ */
+import { randomBytes } from 'node:crypto';
+import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
+import type { ToolGateway } from '../gateway/gateway';
+import { ProviderError } from '../providers/errors';
+import { JsonStringFieldExtractor } from '../providers/partial-json';
+import type { ConversationItem, FunctionCallRequest, HostedOptions, ModelTool, Provider, TurnResult } from '../providers/types';
+import type { Runtime } from '../runtime/types';
+import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec } from '../tools/modelTools';
+
+export type AgentMode = 'toolCode' | 'hosted' | 'code';
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface AgentOptions {
+  provider: Provider;
+  model: string;
+  runtime: Runtime;
+  gateway: ToolGateway;
+  mode?: AgentMode;
+  /** Replaces the default system instruction. */
+  system?: string;
+  maxTurns?: number;
+  /** Hosted mode: container reuse, memory limit, files, Anthropic tool version. */
+  hosted?: Omit<HostedOptions, 'enabled'>;
+  /** Groups executions of one conversation (a Jupyter kernel keeps its state across them). */
+  sessionId?: string;
+  /** Whole-run timeout of each code execution. */
+  executionTimeoutMs?: number;
+  maxOutputTokens?: number;
+  retry?: Partial<RetryPolicy>;
+  signal?: AbortSignal;
+  onEvent?: (event: CodeActEvent) => void;
+  /** Injected for tests; defaults to a timer that the signal cancels. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+export type AgentStatus = 'completed' | 'failed' | 'cancelled' | 'max_turns';
+
+export interface AgentResult {
+  status: AgentStatus;
+  /** The final answer's text (the last assistant message of the last turn). */
+  text: string;
+  /** Items this run appended to the history (user message included), in order. */
+  items: ConversationItem[];
+  usage: { turns: Usage[]; total: Usage };
+  containerId?: string | null;
+  error?: { message: string; code: string };
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8000 };
+
+export function defaultSystemInstruction(mode: AgentMode, toolNames: string[]): string {
+  const lines = [
+    'You are CodeAct, a coding agent inside the user\'s editor. You act by writing Python code that runs for real.',
+  ];
+  if (mode === 'toolCode') {
+    lines.push(
+      `Use the ${EXECUTE_TOOL_CODE} function: write one Python script that does the whole job, calling the workspace's managed tools with ` +
+        '`await call_tool(name, **arguments)`, looping, filtering and aggregating in Python, and `return` a compact JSON result. ' +
+        'Run independent tool calls concurrently with asyncio.gather. Read each tool\'s input and output schema in the function description ' +
+        'and pass exactly the arguments it asks for.',
+      toolNames.length ? `Managed tools available: ${toolNames.join(', ')}.` : 'No managed tools are declared in this workspace.',
+    );
+  } else if (mode === 'code') {
+    lines.push(`Use the ${EXECUTE_CODE} function to compute, parse and check things in Python; \`return\` a compact JSON result.`);
+  } else {
+    lines.push('Use your code execution sandbox to compute, analyse data and produce files.');
+  }
+  lines.push(
+    'If a run fails, read the error and traceback, fix the code and try again; do not repeat a failing call unchanged.',
+    'Do not invent results: base your answer on what the code returned. When you are done, answer concisely in Markdown, ' +
+      'quoting the key numbers or names from the results.',
+  );
+  return lines.join('\n');
+}
+
+function addUsage(a: Usage, b: Usage | undefined): Usage {
+  if (!b) return a;
+  return {
+    input_tokens: a.input_tokens + (b.input_tokens ?? 0),
+    output_tokens: a.output_tokens + (b.output_tokens ?? 0),
+    total_tokens: (a.total_tokens ?? 0) + (b.total_tokens ?? (b.input_tokens ?? 0) + (b.output_tokens ?? 0)),
+  };
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+const MODEL_OUTPUT_CAP = 20_000;
+
+function capText(text: string, cap = MODEL_OUTPUT_CAP): string {
+  return text.length > cap ? text.slice(0, cap) + `\n…[${text.length - cap} more characters not shown]` : text;
+}
+
+/** What the model reads back from a code execution. */
+export function executionSummary(item: CodeInterpreterCallItem): string {
+  const stdout = item.outputs.filter((o) => o.type === 'logs' && o.stream !== 'stderr').map((o) => (o as { logs: string }).logs).join('');
+  const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
+  const summary: Record<string, unknown> = { status: item.status };
+  if (item.status === 'completed') summary.value = item.value ?? null;
+  if (stdout) summary.stdout = capText(stdout);
+  if (stderr) summary.stderr = capText(stderr, 8000);
+  if (item.error) summary.error = { type: item.error.type, message: item.error.message, ...(item.error.traceback ? { traceback: capText(item.error.traceback, 6000) } : {}) };
+  const images = item.outputs.filter((o) => o.type === 'image').length;
+  if (images) summary.images = images;
+  let text = JSON.stringify(summary);
+  if (text.length > 60_000) text = JSON.stringify({ ...summary, value: '[value too large to show; return something smaller]' });
+  return text;
+}
+
+export class AgentLoop {
+  private readonly mode: AgentMode;
+  private readonly retry: RetryPolicy;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+
+  constructor(private readonly options: AgentOptions) {
+    this.mode = options.mode ?? 'toolCode';
+    this.retry = { ...DEFAULT_RETRY, ...(options.retry ?? {}) };
+    this.sleep = options.sleep ?? defaultSleep;
+  }
+
+  private emit(event: CodeActEvent): void {
+    try {
+      this.options.onEvent?.(event);
+    } catch {}
+  }
+
+  modelTools(): ModelTool[] {
+    const tools: ModelTool[] = [];
+    const managed = this.options.gateway.tools();
+    if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed));
+    if (this.mode === 'code') tools.push(executeCodeSpec());
+    for (const t of managed) if (t.expose === 'direct' || t.expose === 'both') tools.push(directToolSpec(t));
+    return tools;
+  }
+
+  /** Runs one user prompt to a final answer. `history` holds the earlier items of the conversation. */
+  async run(history: ConversationItem[], prompt: string): Promise<AgentResult> {
+    const { provider, signal } = this.options;
+    const appended: ConversationItem[] = [];
+    const userItem: MessageItem = { type: 'message', id: `msg_user_${randomBytes(6).toString('hex')}`, role: 'user', text: prompt };
+    appended.push(userItem);
+    const turns: Usage[] = [];
+    let total: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+    let containerId = this.options.hosted?.containerId ?? null;
+    const done = (status: AgentStatus, text: string, error?: AgentResult['error']): AgentResult => ({ status, text, items: appended, usage: { turns, total }, containerId, ...(error ? { error } : {}) });
+
+    if (this.mode === 'hosted' && !provider.capabilities.hostedCode) {
+      const message = `The ${provider.id} provider has no hosted code sandbox. Use mode "toolCode" (code runs locally with your managed tools) or pick OpenAI, Anthropic or Gemini.`;
+      this.emit({ type: 'error', message, code: 'hosted_unsupported' });
+      return done('failed', '', { message, code: 'hosted_unsupported' });
+    }
+    const tools = this.modelTools();
+    const system = this.options.system ?? defaultSystemInstruction(this.mode, this.options.gateway.names());
+    const maxTurns = this.options.maxTurns ?? 12;
+    let lastText = '';
+
+    for (let turn = 1; turn <= maxTurns; turn++) {
+      if (signal?.aborted) return this.cancelled(done, lastText);
+      let result: TurnResult;
+      try {
+        result = await this.turnWithRetries({
+          model: this.options.model,
+          system,
+          history: [...history, ...appended],
+          tools,
+          hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId } : undefined,
+          signal,
+          maxOutputTokens: this.options.maxOutputTokens,
+        });
+      } catch (err) {
+        if (err instanceof ProviderError) {
+          // Everything received before the error is kept.
+          if (err.partial?.items.length) appended.push(...err.partial.items);
+          if (err.code === 'aborted' || signal?.aborted) return this.cancelled(done, lastText);
+          this.emit({ type: 'error', message: err.message, code: err.code });
+          return done('failed', lastText, { message: err.message, code: err.code });
+        }
+        if (signal?.aborted) return this.cancelled(done, lastText);
+        const message = `Unexpected error: ${(err as Error).message}`;
+        this.emit({ type: 'error', message, code: 'internal' });
+        return done('failed', lastText, { message, code: 'internal' });
+      }
+      appended.push(...result.items);
+      if (result.usage) {
+        turns.push(result.usage);
+        total = addUsage(total, result.usage);
+      }
+      if (result.containerId) containerId = result.containerId;
+      const text = result.items
+        .filter((i) => i.type === 'message' && i.role === 'assistant' && !i.thinking)
+        .map((i) => (i as MessageItem).text)
+        .join('');
+      if (text) lastText = text;
+
+      if (result.functionCalls.length === 0) {
+        if (result.stopReason === 'pause_turn') continue;
+        return done('completed', text || lastText);
+      }
+      const outputs = await Promise.all(result.functionCalls.map((call) => this.runFunctionCall(call)));
+      appended.push(...outputs);
+      if (signal?.aborted) return this.cancelled(done, lastText);
+    }
+    const message = `Stopped after ${maxTurns} model turns without a final answer. Raise the limit (CLI: --max-turns; settings: codeact.maxTurns) or simplify the request.`;
+    this.emit({ type: 'error', message, code: 'max_turns' });
+    return done('max_turns', lastText, { message, code: 'max_turns' });
+  }
+
+  private cancelled(done: (s: AgentStatus, t: string, e?: AgentResult['error']) => AgentResult, text: string): AgentResult {
+    const message = 'Stopped by the user.';
+    this.emit({ type: 'error', message, code: 'cancelled' });
+    return done('cancelled', text, { message, code: 'cancelled' });
+  }
+
+  private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0]): Promise<TurnResult> {
+    for (let attempt = 1; ; attempt++) {
+      this.codeStreams = new Map();
+      try {
+        return await this.options.provider.streamTurn(request, (e) => this.onProviderEvent(e));
+      } catch (err) {
+        const retryable = err instanceof ProviderError && err.retryable && !err.partial?.items.length;
+        if (!retryable || attempt >= this.retry.maxAttempts || request.signal?.aborted) throw err;
+        const pe = err as ProviderError;
+        const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+        const delay = Math.min(this.retry.maxDelayMs * 4, pe.retryAfterMs ?? backoff + Math.floor(Math.random() * backoff * 0.2));
+        this.emit({ type: 'codeact.retry', attempt, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${this.retry.maxAttempts}).` });
+        try {
+          await this.sleep(delay, request.signal);
+        } catch {
+          throw new ProviderError({ code: 'aborted', message: 'Stopped by the user.', provider: this.options.provider.id });
+        }
+      }
+    }
+  }
+
+  /** Code streams of the current turn, by function-call item id and by call id. */
+  private codeStreams = new Map<string, { extractor: JsonStringFieldExtractor; execId: string }>();
+
+  /** Passes provider events through, and turns code-tool argument deltas into plain code deltas. */
+  private onProviderEvent(e: CodeActEvent): void {
+    const streams = this.codeStreams;
+    this.emit(e);
+    if (this.mode === 'hosted') return;
+    if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)) {
+      const execId = execItemId(e.item.call_id);
+      streams.set(e.item.id ?? e.item.call_id, { extractor: new JsonStringFieldExtractor(['code']), execId });
+      streams.set(e.item.call_id, streams.get(e.item.id ?? e.item.call_id)!);
+      this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: execId, runtime: this.options.runtime.kind });
+    } else if (e.type === 'response.function_call_arguments.delta') {
+      const s = streams.get(e.item_id) ?? (e.call_id ? streams.get(e.call_id) : undefined);
+      if (!s) return;
+      const delta = s.extractor.push(e.delta);
+      if (delta) this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: s.execId, delta });
+    }
+  }
+
+  private async runFunctionCall(call: FunctionCallRequest): Promise<FunctionCallOutputItem> {
+    const { runtime, gateway, signal } = this.options;
+    let args: Record<string, unknown>;
+    const finish = (output: string, isError = false): FunctionCallOutputItem => {
+      const item: FunctionCallOutputItem = { type: 'function_call_output', call_id: call.call_id, name: call.name, output, ...(isError ? { is_error: true } : {}) };
+      this.emit({ type: 'response.output_item.done', item });
+      return item;
+    };
+    try {
+      args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
+      if (!args || typeof args !== 'object' || Array.isArray(args)) throw new Error('not an object');
+    } catch {
+      return finish(JSON.stringify({ error: `The arguments of ${call.name} were not a valid JSON object: ${call.arguments.slice(0, 200)}` }), true);
+    }
+    if (call.name === EXECUTE_TOOL_CODE || call.name === EXECUTE_CODE) {
+      const allowed = (call.name === EXECUTE_TOOL_CODE && this.mode === 'toolCode') || (call.name === EXECUTE_CODE && this.mode === 'code');
+      if (!allowed) return finish(JSON.stringify({ error: `${call.name} is not available in this mode.` }), true);
+      if (typeof args.code !== 'string') return finish(JSON.stringify({ error: `${call.name} needs a "code" string argument.` }), true);
+      const execId = execItemId(call.call_id);
+      const announced = this.codeStreams.has(call.call_id);
+      if (announced) {
+        // Make sure the streamed code equals the code that runs (a provider may send arguments whole).
+        const streamed = this.codeStreams.get(call.call_id)!.extractor.value;
+        if (args.code.startsWith(streamed) && args.code.length > streamed.length) {
+          this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: execId, delta: args.code.slice(streamed.length) });
+        }
+      }
+      const item = await runtime.execute(
+        { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: call.name === EXECUTE_TOOL_CODE, announced },
+        { signal, onEvent: (e) => this.emit(e), onToolCall: call.name === EXECUTE_TOOL_CODE ? gateway.handler : undefined },
+      );
+      return finish(executionSummary(item), item.status !== 'completed');
+    }
+    const tool = gateway.get(call.name);
+    if (!tool || (tool.expose !== 'direct' && tool.expose !== 'both')) {
+      return finish(JSON.stringify({ error: `Unknown function "${call.name}".` }), true);
+    }
+    const started = performance.now();
+    const itemId = call.item_id;
+    this.emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: call.call_id, name: call.name, arguments: args });
+    try {
+      const output = await gateway.call({ itemId, callId: call.call_id, name: call.name, arguments: args }, signal ?? new AbortController().signal);
+      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: call.call_id, name: call.name, output, duration_ms: Math.round(performance.now() - started) });
+      return finish(capText(JSON.stringify(output ?? null), 60_000));
+    } catch (err) {
+      const message = (err as Error).message;
+      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: call.call_id, name: call.name, error: message, duration_ms: Math.round(performance.now() - started) });
+      return finish(JSON.stringify({ error: message }), true);
+    }
+  }
+}
+
+/** The code-execution item that belongs to a model function call. */
+export function execItemId(callId: string): string {
+  return `exec_${callId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+}

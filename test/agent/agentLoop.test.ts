@@ -1,0 +1,225 @@
+/**
+ * End-to-end agent loop: real SDK clients against loopback wire servers, code running in the real
+ * local guest, managed tools through the real gateway.
+ */
+import * as assert from 'node:assert/strict';
+import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/events';
+import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
+import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
+import type { ProviderId } from '../../src/core/providers/types';
+import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
+import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
+import type { WireServer } from '../support/wire/server';
+import { fault, turn } from '../support/wire/turn';
+
+function inventoryTool(log: Array<{ start: number; end: number }> = []): ManagedTool {
+  return {
+    name: 'check_inventory',
+    description: 'Stock on hand for one SKU.',
+    inputSchema: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'], additionalProperties: false },
+    outputSchema: { type: 'object', properties: { on_hand: { type: 'integer' } }, required: ['on_hand'] },
+    approval: 'auto',
+    expose: 'code',
+    source: 'test',
+    invoke: async (args) => {
+      const start = Date.now();
+      await new Promise((r) => setTimeout(r, 150));
+      log.push({ start, end: Date.now() });
+      return { sku: args.sku, on_hand: String(args.sku).length };
+    },
+  };
+}
+
+/** The function results the SDK sent back on the second request, in the provider's own format. */
+function resultsInRequest(provider: ProviderId, body: any): string[] {
+  switch (provider) {
+    case 'openai':
+      return body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => i.output);
+    case 'openai-compatible':
+      return body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
+    case 'anthropic':
+      return body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).filter((b: any) => b.type === 'tool_result').map((b: any) => (typeof b.content === 'string' ? b.content : JSON.stringify(b.content)));
+    case 'gemini':
+      return body.contents
+        .flatMap((c: any) => c.parts ?? [])
+        .filter((p: any) => p.functionResponse)
+        .map((p: any) => (typeof p.functionResponse.response?.output === 'string' ? p.functionResponse.response.output : JSON.stringify(p.functionResponse.response)));
+  }
+}
+
+const providers: ProviderId[] = ['openai', 'openai-compatible', 'anthropic', 'gemini'];
+
+describe('agent loop end to end', function () {
+  this.timeout(60_000);
+  const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
+  after(() => runtime.dispose());
+
+  async function agentFor(provider: ProviderId, server: WireServer, extra: Partial<AgentOptions> = {}, tools: ManagedTool[] = [inventoryTool()]) {
+    const events: CodeActEvent[] = [];
+    const gateway = new ToolGateway(tools);
+    const agent = new AgentLoop({
+      provider: await providerFor(provider, server),
+      model: DEFAULT_MODELS[provider],
+      runtime,
+      gateway,
+      onEvent: (e) => events.push(e),
+      retry: { baseDelayMs: 10, maxDelayMs: 50 },
+      ...extra,
+    });
+    return { agent, events, gateway };
+  }
+
+  for (const provider of providers) {
+    describe(provider, () => {
+      let server: WireServer;
+      beforeEach(async () => (server = await startServerFor(provider)));
+      afterEach(() => server.close());
+
+      it('runs execute_tool_code in the local guest, sends the result back in the provider format, and streams the final answer', async () => {
+        const code = 'r = await call_tool("check_inventory", sku="ÄBC-1")\nprint("stock:", r["on_hand"])\nreturn r["on_hand"]';
+        server.push(turn().call('execute_tool_code', { code }, { chunkSize: 7 }).with({ usage: { input: 100, output: 20 } }));
+        server.push(turn().text('There are 5 units of ÄBC-1 in stock. ✓').with({ usage: { input: 150, output: 12 } }));
+        const { agent, events } = await agentFor(provider, server);
+        const result = await agent.run([], 'How many ÄBC-1 are in stock?');
+
+        assert.equal(result.status, 'completed', JSON.stringify(result.error));
+        assert.equal(result.text, 'There are 5 units of ÄBC-1 in stock. ✓');
+        // The code streamed in as plain text while the model wrote it, then ran once.
+        const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') as { item: CodeInterpreterCallItem };
+        assert.equal(done.item.status, 'completed');
+        assert.equal(done.item.value, 5);
+        const codeDeltas = events.filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === done.item.id).map((e) => (e as { delta: string }).delta).join('');
+        assert.equal(codeDeltas, code);
+        assert.equal(events.filter((e) => e.type === 'response.code_interpreter_call.in_progress' && e.item_id === done.item.id).length, 1);
+        assert.ok(events.some((e) => e.type === 'codeact.tool_call.completed' && e.name === 'check_inventory'));
+        // The second request carries the result in the provider's format.
+        assert.equal(server.turns.length, 2);
+        const sent = resultsInRequest(provider, server.turns[1].body);
+        assert.equal(sent.length, 1);
+        assert.match(sent[0], /"value":5/);
+        assert.match(sent[0], /stock: 5/);
+        // The final answer streamed as text deltas; usage per turn and in total.
+        const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta).join('');
+        assert.equal(text, 'There are 5 units of ÄBC-1 in stock. ✓');
+        assert.equal(result.usage.turns.length, 2);
+        assert.equal(result.usage.total.input_tokens, 250);
+        assert.equal(result.usage.total.output_tokens, 32);
+      });
+
+      it('runs several function calls of one turn in parallel', async () => {
+        const log: Array<{ start: number; end: number }> = [];
+        server.push(
+          turn()
+            .call('execute_tool_code', { code: 'return (await call_tool("check_inventory", sku="A"))["on_hand"]' }, { id: 'call_a' })
+            .call('execute_tool_code', { code: 'return (await call_tool("check_inventory", sku="BB"))["on_hand"]' }, { id: 'call_b' }),
+        );
+        server.push(turn().text('A has 1, BB has 2.'));
+        const { agent } = await agentFor(provider, server, {}, [inventoryTool(log)]);
+        const result = await agent.run([], 'Check A and BB.');
+        assert.equal(result.status, 'completed', JSON.stringify(result.error));
+        assert.equal(log.length, 2);
+        assert.ok(Math.max(log[0].start, log[1].start) < Math.min(log[0].end, log[1].end), 'the two executions did not overlap');
+        const sent = resultsInRequest(provider, server.turns[1].body);
+        assert.equal(sent.length, 2);
+      });
+    });
+  }
+
+  describe('faults', () => {
+    let server: WireServer;
+    afterEach(() => server?.close());
+
+    it('retries a 429 with backoff, surfaced as an event, then succeeds', async () => {
+      server = await startServerFor('openai');
+      server.push(fault.status(429, { message: 'Rate limit reached', retryAfter: 0 }), turn().text('ok'));
+      const { agent, events } = await agentFor('openai', server);
+      const result = await agent.run([], 'hi');
+      assert.equal(result.status, 'completed');
+      const retry = events.find((e) => e.type === 'codeact.retry') as { attempt: number; status?: number; message: string };
+      assert.equal(retry.attempt, 1);
+      assert.equal(retry.status, 429);
+      assert.match(retry.message, /Retrying in/);
+    });
+
+    it('gives up on repeated 500s with a clear error', async () => {
+      server = await startServerFor('anthropic');
+      server.push(fault.status(500), fault.status(500), fault.status(500));
+      const { agent, events } = await agentFor('anthropic', server, { retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 } });
+      const result = await agent.run([], 'hi');
+      assert.equal(result.status, 'failed');
+      assert.equal(result.error?.code, 'server');
+      assert.equal(events.filter((e) => e.type === 'codeact.retry').length, 2);
+      assert.ok(events.some((e) => e.type === 'error'));
+    });
+
+    it('explains a 401: which key, and where to set it', async () => {
+      server = await startServerFor('gemini');
+      server.push(fault.status(401));
+      const { agent } = await agentFor('gemini', server);
+      const result = await agent.run([], 'hi');
+      assert.equal(result.error?.code, 'auth');
+      assert.match(result.error!.message, /GEMINI_API_KEY|GOOGLE_API_KEY/);
+      assert.match(result.error!.message, /Set API Key/);
+    });
+
+    it('keeps what arrived before a stream is cut mid-way', async () => {
+      server = await startServerFor('openai');
+      server.push(fault.cut(turn().text('Partial answer that goes on and on').call('execute_tool_code', { code: 'return 1' }), 12));
+      const { agent, events } = await agentFor('openai', server, { retry: { maxAttempts: 1 } });
+      const result = await agent.run([], 'hi');
+      assert.equal(result.status, 'failed');
+      assert.equal(result.error?.code, 'stream_cut');
+      assert.ok(events.some((e) => e.type === 'response.output_text.delta'), 'text received before the cut was emitted');
+    });
+
+    it('says clearly that a provider has no hosted sandbox', async () => {
+      server = await startServerFor('openai-compatible');
+      const { agent } = await agentFor('openai-compatible', server, { mode: 'hosted' });
+      const result = await agent.run([], 'hi');
+      assert.equal(result.error?.code, 'hosted_unsupported');
+      assert.match(result.error!.message, /no hosted code sandbox/);
+      assert.equal(server.turns.length, 0);
+    });
+
+    it('stops at maxTurns with a clear error', async () => {
+      server = await startServerFor('openai');
+      server.push(turn().call('execute_tool_code', { code: 'return 1' }), turn().call('execute_tool_code', { code: 'return 2' }));
+      const { agent } = await agentFor('openai', server, { maxTurns: 2 });
+      const result = await agent.run([], 'loop');
+      assert.equal(result.status, 'max_turns');
+      assert.match(result.error!.message, /after 2 model turns/);
+    });
+
+    it('Stop mid-stream aborts the HTTP request', async () => {
+      server = await startServerFor('anthropic');
+      server.push(fault.endless(20));
+      const controller = new AbortController();
+      const { agent } = await agentFor('anthropic', server, { signal: controller.signal });
+      const running = agent.run([], 'talk forever');
+      await new Promise((r) => setTimeout(r, 300));
+      controller.abort();
+      const result = await running;
+      assert.equal(result.status, 'cancelled');
+      await server.turns[0].closed;
+      assert.equal(server.turns[0].closedEarly, true);
+    });
+
+    it('Stop during code execution ends the guest process', async () => {
+      server = await startServerFor('openai');
+      const marker = `stop-marker-${Date.now()}`;
+      server.push(turn().call('execute_tool_code', { code: `import subprocess, sys, time\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "${marker}"])\ntime.sleep(60)` }));
+      const controller = new AbortController();
+      const { agent, events } = await agentFor('openai', server, { signal: controller.signal });
+      const running = agent.run([], 'sleep');
+      while (!events.some((e) => e.type === 'response.code_interpreter_call.interpreting')) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(processesWithCmdline(marker).length, 1);
+      controller.abort();
+      const result = await running;
+      assert.equal(result.status, 'cancelled');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(processesWithCmdline(marker), []);
+    });
+  });
+});
