@@ -158,8 +158,19 @@ export async function chatCommand(argv: string[]): Promise<number> {
       print(e);
     },
   });
+  // Turn markers go to the transcript (so the panel can reopen CLI conversations), not to --json output.
+  const turnId = `turn_${Date.now().toString(36)}`;
+  const startedAt = Date.now();
+  convo.appendEvent({ type: 'codeact.turn.started', turn_id: turnId, prompt, source: 'cli', provider, model, runtime: runtime.kind, started_at: startedAt });
   try {
     const result = await agent.run(convo.history, prompt);
+    convo.appendEvent({
+      type: 'codeact.turn.ended',
+      turn_id: turnId,
+      status: result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'stopped' : 'failed',
+      duration_ms: Date.now() - startedAt,
+      ...(result.error ? { message: result.error.message } : {}),
+    });
     convo.appendItems(result.items);
     if (result.containerId !== undefined && result.containerId !== convo.meta.containerId) convo.update({ containerId: result.containerId });
     convo.flush();

@@ -7,7 +7,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { CodeActEvent } from '../../common/events';
+import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/types';
 
 export interface ConversationMeta {
@@ -26,7 +26,7 @@ export interface ConversationSummary extends ConversationMeta {
   turns: number;
 }
 
-type Line = { meta: ConversationMeta } | { t: number; event: CodeActEvent } | { t: number; item: ConversationItem } | { t: number; patch: Partial<ConversationMeta> };
+type Line = { meta: ConversationMeta } | { t: number; event: TranscriptEvent } | { t: number; item: ConversationItem } | { t: number; patch: Partial<ConversationMeta> };
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,80}$/;
 
@@ -54,7 +54,7 @@ export class TranscriptStore {
     const file = this.file(id);
     if (!existsSync(file)) throw new Error(`No conversation "${id}" in ${this.dir}. List them with "codeact chat --list".`);
     let meta: ConversationMeta | undefined;
-    const events: CodeActEvent[] = [];
+    const events: TranscriptEvent[] = [];
     const items: ConversationItem[] = [];
     for (const raw of readFileSync(file, 'utf8').split('\n')) {
       if (!raw.trim()) continue;
@@ -102,7 +102,7 @@ export class Conversation {
   constructor(
     readonly file: string,
     public meta: ConversationMeta,
-    readonly events: CodeActEvent[],
+    readonly events: TranscriptEvent[],
     readonly history: ConversationItem[],
   ) {}
 
@@ -110,7 +110,7 @@ export class Conversation {
     return this.meta.id;
   }
 
-  appendEvent(event: CodeActEvent): void {
+  appendEvent(event: TranscriptEvent): void {
     this.events.push(event);
     this.write({ t: Date.now(), event });
   }

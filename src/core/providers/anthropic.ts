@@ -100,10 +100,14 @@ export class AnthropicProvider implements Provider {
       st.finishPending();
     } catch (err) {
       const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.items, responseId: st.responseId };
+      pe.partial = { items: turn.partialItems(), responseId: st.responseId };
       throw pe;
     }
     const responseId = st.responseId ?? newId('msg');
+    // The container id arrives in message_delta, after the code items finished: fill it in the result.
+    for (const item of turn.items) {
+      if (item.type === 'code_interpreter_call' && !item.container_id && st.containerId) item.container_id = st.containerId;
+    }
     emit({ type: 'response.completed', response: { id: responseId, usage: st.usage(), container_id: st.containerId ?? null } });
     const raw = st.stopReason;
     const stopReason: StopReason =
@@ -220,8 +224,8 @@ class AnthropicState {
       this.result(index, block);
       return;
     }
-    const slot = this.turn.reserve();
-    let st: BlockState;
+    let st: BlockState | undefined;
+    const slot = this.turn.reserve(() => (st && (st.kind === 'text' || st.kind === 'thinking') ? st.text.snapshot() : undefined));
     switch (type) {
       case 'text': {
         st = { kind: 'text', slot, text: new TextStream(this.emit, this.itemId(index)), citations: [...(block.citations ?? [])] };

@@ -35,9 +35,23 @@ export class TurnItems {
 
   constructor(readonly provider: ProviderId, readonly turn: string) {}
 
-  reserve(): number {
+  private readonly snapshots = new Map<number, () => ConversationItem | undefined>();
+
+  /** A slot for an item that will finish later; `snapshot` gives its partial state if the turn fails first. */
+  reserve(snapshot?: () => ConversationItem | undefined): number {
     this.slots.push(undefined);
+    if (snapshot) this.snapshots.set(this.slots.length - 1, snapshot);
     return this.slots.length - 1;
+  }
+
+  /** Finished items plus the partial state of unfinished ones (text so far), for a failed turn. */
+  partialItems(): ConversationItem[] {
+    const out: ConversationItem[] = [];
+    this.slots.forEach((item, i) => {
+      const v = item ?? this.snapshots.get(i)?.();
+      if (v) out.push(v);
+    });
+    return out;
   }
 
   fill(slot: number, item: ConversationItem): void {
@@ -85,6 +99,14 @@ export class TextStream {
     this.emit(this.thinking
       ? { type: 'response.output_text.delta', item_id: this.id, delta, thinking: true }
       : { type: 'response.output_text.delta', item_id: this.id, delta });
+  }
+
+  /** The message so far, without emitting anything (the partial item of a failed turn). */
+  snapshot(): MessageItem | undefined {
+    if (!this.text) return undefined;
+    const item: MessageItem = { type: 'message', id: this.id, role: 'assistant', text: this.text };
+    if (this.thinking) item.thinking = true;
+    return item;
   }
 
   /** Emits `output_text.done` and `output_item.done {message}`; `finalText` wins when the provider sent it. */

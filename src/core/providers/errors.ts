@@ -96,11 +96,8 @@ export function keyHint(provider: ProviderId): string {
 
 /** The error for a missing key (configuration, before any request). */
 export function missingKeyError(provider: ProviderId): ProviderError {
-  return new ProviderError({
-    code: 'auth',
-    provider,
-    message: `No API key for ${PROVIDER_LABELS[provider] === PROVIDER_LABELS['openai-compatible'] ? 'the OpenAI-compatible server' : PROVIDER_LABELS[provider]}. ${keyHint(provider)}.`,
-  });
+  const who = provider === 'openai-compatible' ? 'the OpenAI-compatible server' : PROVIDER_LABELS[provider];
+  return new ProviderError({ code: 'auth', provider, message: `No API key for ${who}. ${keyHint(provider)}.` });
 }
 
 export interface ErrorContext {
@@ -138,10 +135,11 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
     });
   }
   const text = `${messageOf(err)} ${causeText(err)}`;
-  if (ctx.streaming || /terminated|other side closed|ECONNRESET|socket hang up|premature close|aborted|UND_ERR_SOCKET|ended without/i.test(text)) {
-    if (ctx.streaming || !/ECONNREFUSED/.test(text)) return streamCut(ctx, err);
+  if (/terminated|other side closed|ECONNRESET|EPIPE|socket hang up|premature close|aborted|UND_ERR_SOCKET|ended without|network error/i.test(text) && !/ECONNREFUSED/.test(text)) {
+    return streamCut(ctx, err);
   }
   if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed|Connection error|ETIMEDOUT|timed out|timeout/i.test(text)) {
+    if (ctx.streaming) return streamCut(ctx, err);
     const where = ctx.baseURL ? ` at ${ctx.baseURL}` : '';
     return new ProviderError({
       code: 'server',
@@ -174,13 +172,13 @@ export function streamCut(ctx: ErrorContext, cause?: unknown, what = 'The connec
 function fromStatus(status: number | undefined, detail: string, errType: string | undefined, err: unknown, ctx: ErrorContext): ProviderError {
   const p = ctx.provider;
   const label = PROVIDER_LABELS[p];
-  const d = detail ? `: ${short(detail)}` : '';
+  const d = detail ? `: ${short(detail).replace(/[.\s]+$/, '')}` : '';
   const http = status !== undefined ? ` (HTTP ${status})` : '';
   const base = { provider: p, status, detail, cause: err };
   const retryAfterMs = retryAfterOf(err, detail);
   const type = errType ?? '';
 
-  if (status === 401 || type === 'authentication_error' || type === 'UNAUTHENTICATED') {
+  if (status === 401 || type === 'authentication_error' || type === 'UNAUTHENTICATED' || type === 'invalid_api_key' || /API key not valid|API_KEY_INVALID/i.test(detail)) {
     const who = p === 'openai-compatible' ? `The server at ${ctx.baseURL ?? 'the base URL'}` : label;
     return new ProviderError({ ...base, code: 'auth', message: `${who} rejected the API key${http}${d}. ${keyHint(p)}, then try again.` });
   }

@@ -38,6 +38,8 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
         maxRetries: 0,
         timeout: config.timeoutMs,
         defaultHeaders: config.headers,
+        // Stream parse failures become ProviderErrors with the detail; no SDK console output.
+        logLevel: 'off',
       });
       return new OpenAIResponsesProvider(client, config.baseURL);
     }
@@ -51,6 +53,8 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
         maxRetries: 0,
         timeout: config.timeoutMs,
         defaultHeaders: config.headers,
+        // Stream parse failures become ProviderErrors with the detail; no SDK console output.
+        logLevel: 'off',
       });
       return new OpenAICompatibleProvider(client, {
         baseURL,
@@ -69,6 +73,8 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
         maxRetries: 0,
         timeout: config.timeoutMs,
         defaultHeaders: config.headers,
+        // Stream parse failures become ProviderErrors with the detail; no SDK console output.
+        logLevel: 'off',
       });
       return new AnthropicProvider(client, config.baseURL);
     }

@@ -63,9 +63,8 @@ export class GeminiProvider implements Provider {
       if (st.chunks === 0) throw streamCut(ctx, undefined, 'The stream ended without any data');
       st.end();
     } catch (err) {
-      st.closeForError();
       const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.items, responseId: st.responseId };
+      pe.partial = { items: turn.partialItems(), responseId: st.responseId };
       throw pe;
     }
     const responseId = st.responseId ?? newId('gemini');
@@ -168,7 +167,8 @@ class GeminiState {
       this.closeCode();
       if (this.text && this.text.thought !== thought) this.closeText();
       if (!this.text) {
-        this.text = { stream: new TextStream(this.emit, this.id('t', index), thought), slot: this.turn.reserve(), thought, parts: [] };
+        const stream = new TextStream(this.emit, this.id('t', index), thought);
+        this.text = { stream, slot: this.turn.reserve(() => stream.snapshot()), thought, parts: [] };
         this.lastParts = this.text.parts;
       }
       this.text.parts.push(rp);
@@ -308,11 +308,6 @@ class GeminiState {
   end(): void {
     this.closeText();
     this.closeCode();
-  }
-
-  /** On failure: finish the open text so what arrived is kept; an open code item stays unfinished. */
-  closeForError(): void {
-    this.closeText();
   }
 }
 

@@ -103,12 +103,18 @@ export class OpenAICompatibleProvider implements Provider {
         const delta: Json = choice.delta ?? {};
         const reasoning = delta.reasoning_content ?? delta.reasoning;
         if (typeof reasoning === 'string' && reasoning) {
-          if (!thinking) thinking = { s: new TextStream(emit, newId('rs'), true), slot: turn.reserve() };
+          if (!thinking) {
+            const s = new TextStream(emit, newId('rs'), true);
+            thinking = { s, slot: turn.reserve(() => s.snapshot()) };
+          }
           thinking.s.delta(reasoning);
         }
         if (typeof delta.content === 'string' && delta.content) {
           finishThinking();
-          if (!text) text = { s: new TextStream(emit, newId('msg')), slot: turn.reserve() };
+          if (!text) {
+            const s = new TextStream(emit, newId('msg'));
+            text = { s, slot: turn.reserve(() => s.snapshot()) };
+          }
           text.s.delta(delta.content);
         }
         if (Array.isArray(delta.tool_calls)) {
@@ -132,7 +138,7 @@ export class OpenAICompatibleProvider implements Provider {
       if (!finish) throw streamCut(ctx, undefined, 'The stream ended');
     } catch (err) {
       const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.items, responseId };
+      pe.partial = { items: turn.partialItems(), responseId };
       throw pe;
     }
 

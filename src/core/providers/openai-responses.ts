@@ -84,7 +84,7 @@ export class OpenAIResponsesProvider implements Provider {
       if (!st.finished) throw streamCut(ctx, undefined, 'The stream ended');
     } catch (err) {
       const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.items, responseId: st.responseId };
+      pe.partial = { items: turn.partialItems(), responseId: st.responseId };
       throw pe;
     }
     const responseId = st.responseId ?? newId('resp');
@@ -244,9 +244,9 @@ class ResponsesState {
 
   private added(index: number, item: Json): void {
     if (!item || typeof index !== 'number') return;
-    const slot = this.turn.reserve();
     const id: string = item.id ?? newId(item.type === 'function_call' ? 'fc' : 'item');
-    const s: SlotState = { kind: 'other', slot, id };
+    const s: SlotState = { kind: 'other', slot: -1, id };
+    s.slot = this.turn.reserve(() => s.text?.snapshot());
     switch (item.type) {
       case 'message':
         s.kind = 'message';

@@ -23,6 +23,8 @@ export interface DeclarationContext {
   /** The workspace folder: command tools run there. */
   workspace: string;
   hostEnv?: NodeJS.ProcessEnv;
+  /** Policy of tools that do not set `approval` (codeact.approval.default); default `auto`. */
+  defaultApproval?: 'auto' | 'ask' | 'deny';
   /** Builds tools of the sources this layer cannot run by itself (mcp, lmTool). */
   resolveExternal?: (decl: ToolDeclaration, source: 'mcp' | 'lmTool') => ManagedTool | string;
 }
@@ -104,7 +106,7 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
         description: d.description ?? '',
         inputSchema: d.inputSchema ?? DEFAULT_INPUT_SCHEMA,
         outputSchema: d.outputSchema,
-        approval: d.approval ?? 'auto',
+        approval: d.approval ?? ctx.defaultApproval ?? 'auto',
         expose: d.expose ?? 'code',
         source: sources[0],
         invoke: invoke!,

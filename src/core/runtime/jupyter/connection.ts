@@ -16,6 +16,8 @@ export class JupyterError extends Error {
     readonly type: string,
     message: string,
     readonly status?: number,
+    /** The low-level cause (ECONNREFUSED, ENOTFOUND…), for network errors. */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = type;
@@ -215,7 +217,7 @@ function networkError(err: unknown, url: string, what: string, timeoutMs: number
     );
   }
   const cause = e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
-  return new JupyterError('JupyterUnreachable', `Cannot reach the Jupyter server at ${url} (${cause}) while ${what}. ${URL_HINT}`);
+  return new JupyterError('JupyterUnreachable', `Cannot reach the Jupyter server at ${url} (${cause}) while ${what}. ${URL_HINT}`, undefined, cause);
 }
 
 async function errorDetail(res: Response): Promise<string> {

@@ -538,11 +538,23 @@ class JupyterRun {
       maxFrameBytes: s.maxFrameBytes * 4,
       emit: (e) => this.emit(e),
       reply: (value, header) => {
-        try {
-          if (!conn.isDisposed) conn.sendInputReply({ status: 'ok', value }, header as KernelMessage.IInputReplyMsg['parent_header']);
-        } catch (err) {
-          s.log(`[codeact] could not answer a tool frame: ${(err as Error).message}`);
-        }
+        const send = () => {
+          try {
+            if (!conn.isDisposed) conn.sendInputReply({ status: 'ok', value }, header as KernelMessage.IInputReplyMsg['parent_header']);
+          } catch (err) {
+            s.log(`[codeact] could not answer a tool frame: ${(err as Error).message}`);
+          }
+        };
+        if (conn.connectionStatus === 'connected') return send();
+        // While the WebSocket reconnects, the library would queue the reply behind its
+        // kernel_info_request, which a kernel blocked on this very reply cannot answer (it then
+        // waits for a 3 s fail-safe). Send it as soon as the socket is back instead.
+        const slot = (_: unknown, status: Kernel.ConnectionStatus) => {
+          if (status === 'connecting') return;
+          conn.connectionStatusChanged.disconnect(slot);
+          if (status === 'connected' && !this.finished) send();
+        };
+        conn.connectionStatusChanged.connect(slot);
       },
       onViolation: (message) => this.fail({ type: 'ProtocolError', message }),
     });
@@ -650,6 +662,11 @@ class JupyterRun {
         this.onDisplay(data);
         break;
       }
+      case 'status':
+        // The result frame and then "idle" mean the run is over, even if the execute_reply (shell
+        // channel) was lost to a WebSocket reconnect that did not get its buffered channels back.
+        if (content.execution_state === 'idle' && this.completion) this.finishNow();
+        break;
       case 'error':
         this.kernelError = {
           type: String(content.ename ?? 'Error'),
@@ -790,7 +807,13 @@ class JupyterRun {
     } catch (err) {
       if (this.finished) return;
       handle.lostReason ??= 'the server stopped answering';
-      this.fail(connectionLost(rest.displayUrl, (err as Error).message.replace(/ while looking up the kernel.*$/, '')));
+      const detail =
+        err instanceof JupyterError && err.type === 'JupyterUnreachable'
+          ? `the server no longer answers: ${err.detail}`
+          : err instanceof JupyterError && err.type === 'JupyterTimeout'
+            ? 'the server stopped answering'
+            : (err as Error).message;
+      this.fail(connectionLost(rest.displayUrl, detail));
     } finally {
       this.probing = false;
     }

@@ -1,0 +1,105 @@
+/**
+ * Composition root of the extension: builds the services and registers the contributions. Nothing else.
+ * The SDKs and the Jupyter client load lazily, when a conversation or a Jupyter run first needs them.
+ */
+import * as vscode from 'vscode';
+import { ChatPanels, exportNotebook } from './vscode/chatPanel';
+import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
+import { InlineResults } from './vscode/runWithTools';
+import { Secrets } from './vscode/secrets';
+import { CodeActService, PROVIDER_NAMES, UntrustedWorkspaceError } from './vscode/service';
+import { DEFAULT_MODELS } from './vscode/settings';
+import { showUntrusted } from './vscode/trust';
+import type { ProviderId } from './core/providers/types';
+
+export function activate(context: vscode.ExtensionContext): { activationMs: number } {
+  const t0 = performance.now();
+  const log = vscode.window.createOutputChannel('CodeAct', { log: true });
+  const secrets = new Secrets(context.secrets);
+  const service = new CodeActService(context, log, secrets);
+  const panels = new ChatPanels(context, service);
+  const inline = new InlineResults(service);
+  context.subscriptions.push(log, service, panels, inline, registerLanguageModelTool(service), registerChatParticipant(service, context));
+
+  const command = (id: string, fn: (...args: any[]) => unknown) =>
+    context.subscriptions.push(
+      vscode.commands.registerCommand(id, async (...args: any[]) => {
+        try {
+          return await fn(...args);
+        } catch (err) {
+          if (err instanceof UntrustedWorkspaceError) return showUntrusted('Running code');
+          log.error(`${id} failed: ${(err as Error).stack ?? err}`);
+          void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`, 'Show Log').then((a) => a && log.show());
+        }
+      }),
+    );
+
+  command('codeact.openChat', () => panels.reveal());
+  command('codeact.openChatInEditor', () => panels.openInEditor());
+  command('codeact.runWithTools', (uri?: vscode.Uri, line?: number) => inline.run(typeof line === 'number' ? line : undefined, uri instanceof vscode.Uri ? uri : undefined));
+  command('codeact.askWithTools', async () => {
+    const editor = vscode.window.activeTextEditor;
+    const selection = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : '';
+    const prompt = await vscode.window.showInputBox({
+      title: 'CodeAct: Ask Agent with Tools',
+      prompt: selection ? 'Ask about the selection; the agent can run Python with your managed tools.' : 'The agent answers by running Python with your managed tools.',
+      placeHolder: 'e.g. Which orders are late, and what do they add up to?',
+      ignoreFocusOut: true,
+    });
+    if (!prompt?.trim()) return;
+    const text = selection ? `${prompt}\n\n\`\`\`${editor!.document.languageId}\n${selection}\n\`\`\`` : prompt;
+    await panels.ask(text, true);
+  });
+  command('codeact.stop', () => service.stop());
+  command('codeact.setApiKey', async () => {
+    const provider = await secrets.promptForKey();
+    if (provider) void vscode.window.showInformationMessage(`CodeAct: the ${PROVIDER_NAMES[provider]} key is saved in VS Code's secret storage.`);
+  });
+  command('codeact.clearApiKey', () => secrets.clearKey());
+  command('codeact.setJupyterToken', () => secrets.promptForJupyterToken());
+  command('codeact.selectModel', async () => {
+    const current = service.settings;
+    const providers = (Object.keys(PROVIDER_NAMES) as ProviderId[]).map((id) => ({ label: PROVIDER_NAMES[id], description: id === current.provider ? 'current' : undefined, id }));
+    const p = await vscode.window.showQuickPick(providers, { title: 'CodeAct: Select Provider (1/2)', placeHolder: 'Which provider?' });
+    if (!p) return;
+    const items: (vscode.QuickPickItem & { custom?: boolean })[] = DEFAULT_MODELS[p.id].map((m) => ({ label: m, description: m === current.model ? 'current' : undefined }));
+    items.push({ label: 'Other model…', custom: true, alwaysShow: true });
+    const m = await vscode.window.showQuickPick(items, { title: 'CodeAct: Select Model (2/2)', placeHolder: `A ${PROVIDER_NAMES[p.id]} model` });
+    if (!m) return;
+    const model = m.custom ? await vscode.window.showInputBox({ title: 'Model id', prompt: `The exact model id ${p.id === 'openai-compatible' ? 'your server serves (ollama list)' : 'of the provider'}` }) : m.label;
+    if (!model) return;
+    const c = vscode.workspace.getConfiguration('codeact');
+    await c.update('provider', p.id, vscode.ConfigurationTarget.Global);
+    await c.update('model', model, vscode.ConfigurationTarget.Global);
+    if (p.id === 'openai-compatible' && !c.get<string>('baseUrl')) {
+      const url = await vscode.window.showInputBox({ title: 'Server URL', value: 'http://localhost:11434/v1', prompt: 'Base URL of the OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM: http://localhost:8000/v1)' });
+      if (url) await c.update('baseUrl', url, vscode.ConfigurationTarget.Global);
+    } else if (!(await secrets.hasKey(p.id))) {
+      const set = await vscode.window.showInformationMessage(`CodeAct: ${PROVIDER_NAMES[p.id]} needs an API key.`, 'Set API Key…');
+      if (set) await secrets.promptForKey(p.id);
+    }
+  });
+  command('codeact.showLog', () => log.show());
+  command('codeact.newConversation', () => service.newConversation());
+  command('codeact.exportNotebook', () => exportNotebook(service));
+  command('codeact.clearHistory', async () => {
+    const ok = await vscode.window.showWarningMessage('Delete every CodeAct conversation?', { modal: true }, 'Delete All');
+    if (ok) service.clearHistory();
+  });
+  command('codeact.showTools', async () => {
+    const { tools, errors } = service.toolSet();
+    if (!service.trusted) return showUntrusted('Using workspace tools');
+    const items: vscode.QuickPickItem[] = tools.map((t) => ({ label: t.name, description: `${t.source}${t.approval !== 'auto' ? ` · ${t.approval}` : ''}`, detail: t.description }));
+    for (const e of errors) items.push({ label: `$(warning) codeact.tools[${e.index}]${e.name ? ` ${e.name}` : ''}`, detail: e.message });
+    if (!items.length) items.push({ label: 'No managed tools declared', detail: 'Add codeact.tools to .vscode/settings.json' });
+    const pick = await vscode.window.showQuickPick(items, { title: 'CodeAct: Managed Tools' });
+    if (pick && !tools.some((t) => t.name === pick.label)) await vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile');
+  });
+
+  void vscode.commands.executeCommand('setContext', 'codeact.running', false);
+  const activationMs = Math.round((performance.now() - t0) * 100) / 100;
+  log.info(`CodeAct activated in ${activationMs} ms (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'NOT trusted: execution disabled'})`);
+  return { activationMs };
+}
+
+export function deactivate(): void {}

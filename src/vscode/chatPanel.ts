@@ -1,0 +1,318 @@
+/**
+ * The chat panel's host side: the activity-bar webview view `codeact.chat`, and the same page in an
+ * editor tab (`codeact.chatPanel`, restored after reload by a serializer). One controller per webview:
+ * a ready handshake, append-only event batches (at most one post per frame), and every incoming message
+ * checked by `parseWebviewMessage` before anything acts on it.
+ */
+import * as vscode from 'vscode';
+import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
+import { parseWebviewMessage, PROTOCOL_VERSION, type HostCommand, type HostToWebview, type WebviewToHost } from '../common/protocol';
+import { conversationToNotebook } from '../common/notebook';
+import type { ProviderId } from '../core/providers/types';
+import type { CodeActService } from './service';
+import { showUntrusted, untrustedMessage, MANAGE_TRUST } from './trust';
+import { buildWebviewHtml, createNonce } from './webviewHtml';
+
+export const VIEW_ID = 'codeact.chat';
+export const PANEL_TYPE = 'codeact.chatPanel';
+
+const COMMANDS: Record<HostCommand, () => Thenable<unknown>> = {
+  setApiKey: () => vscode.commands.executeCommand('codeact.setApiKey'),
+  selectModel: () => vscode.commands.executeCommand('codeact.selectModel'),
+  declareTools: () => vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile'),
+  openSettings: () => vscode.commands.executeCommand('workbench.action.openSettings', '@ext:codeact.codeact'),
+  showLog: () => vscode.commands.executeCommand('codeact.showLog'),
+  manageTrust: () => vscode.commands.executeCommand('workbench.trust.manage'),
+  openWalkthrough: () => vscode.commands.executeCommand('workbench.action.openWalkthrough', 'codeact.codeact#codeact.gettingStarted', false),
+};
+
+class PanelController implements vscode.Disposable {
+  private readonly batcher: EventBatcher;
+  private readonly disposables: vscode.Disposable[] = [];
+  private ready = false;
+  private pendingInput?: { text: string; send: boolean };
+
+  constructor(
+    private readonly webview: vscode.Webview,
+    private readonly extensionUri: vscode.Uri,
+    private readonly service: CodeActService,
+    readonly isVisible: () => boolean,
+  ) {
+    webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };
+    this.batcher = createEventBatcher((m) => this.post(m), timerScheduler(16), { conversationId: service.currentConversation?.id });
+    this.disposables.push(
+      webview.onDidReceiveMessage((raw) => this.onMessage(raw)),
+      service.onEvent((e) => {
+        if (this.batcher.conversationId !== service.currentConversation?.id) this.resetTranscript();
+        else this.batcher.push(e);
+      }),
+      service.onState(() => void this.pushState()),
+    );
+    void this.render();
+  }
+
+  private async render(): Promise<void> {
+    const nonce = createNonce();
+    const asUri = (...p: string[]) => this.webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, ...p)).toString();
+    this.webview.html = buildWebviewHtml({
+      cspSource: this.webview.cspSource,
+      nonce,
+      scriptUri: asUri('dist', 'webview.js'),
+      styleUri: asUri('dist', 'webview.css'),
+      title: 'CodeAct',
+      initialState: await this.service.hostState(),
+    });
+  }
+
+  private post(message: HostToWebview): void {
+    void this.webview.postMessage(message);
+  }
+
+  private async pushState(): Promise<void> {
+    if (!this.ready) return;
+    if (this.batcher.conversationId !== this.service.currentConversation?.id) this.resetTranscript();
+    this.post({ type: 'state', state: await this.service.hostState() });
+  }
+
+  private resetTranscript(): void {
+    const convo = this.service.currentConversation;
+    this.batcher.reset(convo?.id, 0);
+    this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [] });
+  }
+
+  private catchUp(seq: number, conversationId?: string): void {
+    const replay = this.batcher.replaySince(seq, conversationId);
+    if (replay && conversationId === this.service.currentConversation?.id) for (const m of replay) this.post(m);
+    else {
+      const convo = this.service.currentConversation;
+      this.batcher.flush();
+      this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: this.batcher.seq, events: convo ? [...convo.events] : [] });
+    }
+  }
+
+  private async onMessage(raw: unknown): Promise<void> {
+    const m = parseWebviewMessage(raw);
+    if (!m) {
+      this.service.log.warn(`panel: ignored a malformed message ${JSON.stringify(raw)?.slice(0, 200)}`);
+      return;
+    }
+    try {
+      await this.handle(m);
+    } catch (err) {
+      const message = (err as Error).message;
+      this.service.log.error(`panel: ${m.type} failed: ${message}`);
+      this.post({ type: 'notice', level: 'error', message });
+    }
+  }
+
+  private async handle(m: WebviewToHost): Promise<void> {
+    const s = this.service;
+    switch (m.type) {
+      case 'ready':
+        this.ready = true;
+        this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
+        this.catchUp(m.seq, m.conversationId);
+        if (!s.trusted) this.post({ type: 'notice', level: 'warning', message: untrustedMessage('Running code'), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
+        if (this.pendingInput) {
+          this.post({ type: 'setInput', ...this.pendingInput });
+          this.pendingInput = undefined;
+        }
+        return;
+      case 'resync':
+        this.catchUp(m.seq, m.conversationId);
+        return;
+      case 'send':
+        if (!s.trusted && s.settings.mode !== 'hosted') {
+          this.post({ type: 'notice', level: 'warning', message: untrustedMessage('Running code'), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
+          showUntrusted('Running code');
+          return;
+        }
+        await s.send(m.text, 'chat');
+        return;
+      case 'stop':
+        s.stop();
+        return;
+      case 'selectModel': {
+        const c = vscode.workspace.getConfiguration('codeact');
+        await c.update('provider', m.provider as ProviderId, vscode.ConfigurationTarget.Global);
+        await c.update('model', m.model, vscode.ConfigurationTarget.Global);
+        return;
+      }
+      case 'command':
+        await COMMANDS[m.command]();
+        return;
+      case 'approval':
+        s.resolveApproval(m.approvalId, m.decision, m.code);
+        return;
+      case 'copy':
+        await vscode.env.clipboard.writeText(m.text);
+        return;
+      case 'insertCode': {
+        const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+        if (!editor) {
+          const doc = await vscode.workspace.openTextDocument({ language: 'python', content: m.code });
+          await vscode.window.showTextDocument(doc);
+          return;
+        }
+        await editor.edit((b) => b.replace(editor.selection, m.code));
+        return;
+      }
+      case 'runCode':
+        if (!s.trusted) return showUntrusted('Running code with tools');
+        await s.runCode(m.code, 'Run again with tools', 'chat');
+        return;
+      case 'openFullOutput': {
+        const item = s.fullOutput(m.itemId);
+        if (!item) throw new Error('That output is no longer available.');
+        const text = item.outputs
+          .filter((o) => o.type === 'logs' && (m.stream === undefined || (m.stream === 'stderr') === (o.stream === 'stderr')))
+          .map((o) => (o as { logs: string }).logs)
+          .join('');
+        const doc = await vscode.workspace.openTextDocument({ content: text, language: 'log' });
+        await vscode.window.showTextDocument(doc, { preview: true });
+        return;
+      }
+      case 'openFile':
+        void vscode.window.showInformationMessage(`CodeAct: "${m.file.filename ?? m.file.file_id}" is in the provider's sandbox${m.file.container_id ? ` (container ${m.file.container_id})` : ''}; downloading it from the panel is not available yet.`);
+        return;
+      case 'openLink':
+        await vscode.env.openExternal(vscode.Uri.parse(m.href));
+        return;
+      case 'newConversation':
+        s.newConversation();
+        return;
+      case 'history.list':
+        this.post({ type: 'history', conversations: s.listConversations() });
+        return;
+      case 'history.open':
+        s.openConversation(m.conversationId);
+        return;
+      case 'history.delete':
+        s.deleteConversation(m.conversationId);
+        this.post({ type: 'history', conversations: s.listConversations() });
+        return;
+      case 'history.clear': {
+        const ok = await vscode.window.showWarningMessage('Delete every CodeAct conversation?', { modal: true }, 'Delete All');
+        if (ok) s.clearHistory();
+        this.post({ type: 'history', conversations: s.listConversations() });
+        return;
+      }
+      case 'exportNotebook':
+        await exportNotebook(s, m.conversationId);
+        return;
+      case 'webviewError':
+        s.log.error(`panel: ${m.message}`);
+        return;
+    }
+  }
+
+  setInput(text: string, send = false): void {
+    if (this.ready) this.post({ type: 'setInput', text, send });
+    else this.pendingInput = { text, send };
+  }
+
+  dispose(): void {
+    this.batcher.dispose();
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+export async function exportNotebook(service: CodeActService, conversationId?: string): Promise<void> {
+  const convo = conversationId && conversationId !== service.currentConversation?.id ? service.store.open(conversationId) : service.currentConversation;
+  if (!convo) {
+    void vscode.window.showInformationMessage('CodeAct: there is no conversation to export yet.');
+    return;
+  }
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const safe = convo.meta.title.replace(/[^\w -]+/g, '').trim().slice(0, 40) || 'conversation';
+  const target = await vscode.window.showSaveDialog({
+    defaultUri: folder ? vscode.Uri.joinPath(folder, `${safe}.ipynb`) : undefined,
+    filters: { 'Jupyter Notebook': ['ipynb'] },
+    title: 'Export Conversation as Notebook',
+  });
+  if (!target) return;
+  const nb = conversationToNotebook(convo.events, { title: convo.meta.title, provider: convo.meta.provider, model: convo.meta.model });
+  await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(nb, null, 1) + '\n'));
+  const open = await vscode.window.showInformationMessage(`CodeAct: exported to ${vscode.workspace.asRelativePath(target)}.`, 'Open');
+  if (open) await vscode.commands.executeCommand('vscode.openWith', target, 'jupyter-notebook').then(undefined, () => vscode.window.showTextDocument(target));
+}
+
+/** Registers the view, the editor-tab panel and its serializer; keeps track of which page is visible. */
+export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider, vscode.WebviewPanelSerializer {
+  private view?: { view: vscode.WebviewView; controller: PanelController };
+  private pendingAsk?: { text: string; send: boolean };
+  private panel?: { panel: vscode.WebviewPanel; controller: PanelController };
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly service: CodeActService,
+  ) {
+    this.disposables.push(
+      vscode.window.registerWebviewViewProvider(VIEW_ID, this, { webviewOptions: { retainContextWhenHidden: false } }),
+      vscode.window.registerWebviewPanelSerializer(PANEL_TYPE, this),
+    );
+    service.panelVisible = () => !!(this.view?.view.visible || this.panel?.panel.visible);
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view?.controller.dispose();
+    const controller = new PanelController(view.webview, this.context.extensionUri, this.service, () => view.visible);
+    this.view = { view, controller };
+    if (this.pendingAsk) {
+      controller.setInput(this.pendingAsk.text, this.pendingAsk.send);
+      this.pendingAsk = undefined;
+    }
+    view.onDidDispose(() => {
+      controller.dispose();
+      if (this.view?.view === view) this.view = undefined;
+    });
+  }
+
+  async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
+    this.adoptPanel(panel);
+  }
+
+  private adoptPanel(panel: vscode.WebviewPanel): void {
+    this.panel?.controller.dispose();
+    panel.iconPath = vscode.Uri.joinPath(this.context.extensionUri, 'media', 'codeact.svg');
+    const controller = new PanelController(panel.webview, this.context.extensionUri, this.service, () => panel.visible);
+    this.panel = { panel, controller };
+    panel.onDidDispose(() => {
+      controller.dispose();
+      if (this.panel?.panel === panel) this.panel = undefined;
+    });
+  }
+
+  async reveal(): Promise<void> {
+    if (this.panel) {
+      this.panel.panel.reveal();
+      return;
+    }
+    await vscode.commands.executeCommand(`${VIEW_ID}.focus`);
+  }
+
+  openInEditor(): void {
+    if (this.panel) return this.panel.panel.reveal();
+    const panel = vscode.window.createWebviewPanel(PANEL_TYPE, 'CodeAct', vscode.ViewColumn.Beside, {
+      enableScripts: true,
+      retainContextWhenHidden: false,
+      localResourceRoots: [vscode.Uri.joinPath(this.context.extensionUri, 'dist'), vscode.Uri.joinPath(this.context.extensionUri, 'media')],
+    });
+    this.adoptPanel(panel);
+  }
+
+  /** Puts text in the input box of the visible page (Ask Agent with Tools…). */
+  async ask(text: string, send: boolean): Promise<void> {
+    await this.reveal();
+    const target = this.panel?.controller ?? this.view?.controller;
+    if (target) target.setInput(text, send);
+    else this.pendingAsk = { text, send };
+  }
+
+  dispose(): void {
+    this.view?.controller.dispose();
+    this.panel?.controller.dispose();
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * VS Code's own agent: the `execute_tool_code` language-model tool (with a confirmation that shows the
+ * code) and the `@codeact` chat participant. Both run the same engine and stream the same events.
+ */
+import * as vscode from 'vscode';
+import type { CodeActEvent } from '../common/events';
+import { executionSummary } from '../core/agent/agent';
+import type { CodeActService } from './service';
+import { untrustedMessage } from './trust';
+
+interface ToolInput {
+  code: string;
+}
+
+export function registerLanguageModelTool(service: CodeActService): vscode.Disposable {
+  if (!vscode.lm?.registerTool) return new vscode.Disposable(() => {});
+  return vscode.lm.registerTool<ToolInput>('execute_tool_code', {
+    prepareInvocation(options) {
+      const code = String(options.input?.code ?? '');
+      const tools = service.toolSet().tools.map((t) => `\`${t.name}\``).join(', ') || 'none declared';
+      const md = new vscode.MarkdownString(`Run this Python with the workspace's managed tools (${tools})?\n\n`);
+      md.appendCodeblock(code.length > 6000 ? code.slice(0, 6000) + '\n# …' : code, 'python');
+      return {
+        invocationMessage: 'Running Python with managed tools',
+        confirmationMessages: { title: 'CodeAct: run Python with managed tools?', message: md },
+      };
+    },
+    async invoke(options, token) {
+      if (!service.trusted) throw new Error(untrustedMessage('Running code'));
+      const code = String(options.input?.code ?? '');
+      if (!code.trim()) throw new Error('execute_tool_code needs a non-empty "code" string.');
+      const item = await service.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
+      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(executionSummary(item))]);
+    },
+  });
+}
+
+export function registerChatParticipant(service: CodeActService, context: vscode.ExtensionContext): vscode.Disposable {
+  if (!vscode.chat?.createChatParticipant) return new vscode.Disposable(() => {});
+  const participant = vscode.chat.createChatParticipant('codeact.agent', async (request, _ctx, stream, token) => {
+    if (request.command === 'tools') {
+      const { tools, errors } = service.toolSet();
+      if (!service.trusted) stream.markdown(untrustedMessage('Using workspace tools') + '\n');
+      else if (!tools.length) stream.markdown('No managed tools are declared. Add `codeact.tools` to `.vscode/settings.json`.\n');
+      for (const t of tools) stream.markdown(`- **${t.name}** (${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}): ${t.description}\n`);
+      for (const e of errors) stream.markdown(`- ⚠️ codeact.tools[${e.index}]: ${e.message}\n`);
+      return {};
+    }
+    if (!service.trusted && service.settings.mode !== 'hosted') {
+      stream.markdown(untrustedMessage('Running code'));
+      stream.button({ command: 'workbench.trust.manage', title: 'Manage Workspace Trust' });
+      return {};
+    }
+    if (service.busy) {
+      stream.markdown('CodeAct is already running something. Stop it first with **CodeAct: Stop**.');
+      return {};
+    }
+    const render = participantRenderer(stream);
+    if (request.command === 'run') {
+      const editor = vscode.window.activeTextEditor;
+      const code = editor ? (editor.selection.isEmpty ? editor.document.getText() : editor.document.getText(editor.selection)) : request.prompt;
+      if (!code.trim()) {
+        stream.markdown('Select Python code in the editor (or type it after `/run`).');
+        return {};
+      }
+      stream.markdown('```python\n' + code.replace(/\n$/, '') + '\n```\n');
+      await service.runCode(code, '@codeact /run', 'participant', { token, onEvent: render });
+      return {};
+    }
+    const result = await service.send(request.prompt, 'participant', { token, onEvent: render });
+    if (result?.error && result.status !== 'cancelled') return { errorDetails: { message: result.error.message } };
+    return {};
+  });
+  participant.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'codeact.svg');
+  return participant;
+}
+
+/** Streams the event vocabulary into a chat response: answer text, code, output, tool calls. */
+function participantRenderer(stream: vscode.ChatResponseStream): (e: CodeActEvent) => void {
+  const code = new Map<string, string>();
+  return (e) => {
+    switch (e.type) {
+      case 'response.output_text.delta':
+        if (!e.thinking) stream.markdown(e.delta);
+        break;
+      case 'response.code_interpreter_call_code.delta':
+        code.set(e.item_id, (code.get(e.item_id) ?? '') + e.delta);
+        break;
+      case 'response.code_interpreter_call.interpreting':
+        stream.progress('Running the code…');
+        break;
+      case 'codeact.tool_call.started':
+        stream.progress(`Calling ${e.name}…`);
+        break;
+      case 'response.output_item.done': {
+        if (e.item.type !== 'code_interpreter_call') break;
+        const it = e.item;
+        const src = code.get(it.id) ?? it.code;
+        if (src && !code.has(`shown:${it.id}`)) stream.markdown('\n```python\n' + src.replace(/\n$/, '') + '\n```\n');
+        const out = it.outputs.filter((o) => o.type === 'logs').map((o) => (o as { logs: string }).logs).join('');
+        if (out.trim()) stream.markdown('```text\n' + (out.length > 4000 ? out.slice(0, 4000) + '\n…' : out.replace(/\n$/, '')) + '\n```\n');
+        if (it.status === 'completed') stream.markdown(`**Result:** \`${JSON.stringify(it.value ?? null).slice(0, 500)}\`\n\n`);
+        else stream.markdown(`**${it.error?.type ?? 'Error'}:** ${it.error?.message ?? ''}\n\n`);
+        break;
+      }
+      case 'codeact.retry':
+        stream.progress(e.message);
+        break;
+    }
+  };
+}

@@ -1,0 +1,210 @@
+/**
+ * "CodeAct: Run with Tools": runs the active Python file, the selection, or the `# %%` cell at the
+ * cursor in the configured runtime with the managed tools, and shows the result inline: an after-line
+ * decoration (value or ✓/✗, and the duration), a hover with stdout, value and traceback, a diagnostic
+ * on the failing line, and CodeLens "▶ Run with Tools" above each cell. The run also appears in the panel.
+ */
+import * as vscode from 'vscode';
+import { cellAt, codeOf, findCells } from '../common/cells';
+import type { CodeInterpreterCallItem } from '../common/events';
+import type { CodeActService } from './service';
+import { showUntrusted } from './trust';
+
+interface InlineResult {
+  line: number;
+  item: CodeInterpreterCallItem;
+  startLine: number;
+}
+
+function lines(doc: vscode.TextDocument): string[] {
+  return doc.getText().split(/\r?\n/);
+}
+
+/** What to run: the selection, the cell at the cursor, or the whole file. */
+export function targetOf(editor: vscode.TextEditor, atLine?: number): { code: string; startLine: number; endLine: number; label: string } {
+  const doc = editor.document;
+  const name = vscode.workspace.asRelativePath(doc.uri);
+  const sel = editor.selection;
+  if (atLine === undefined && !sel.isEmpty) {
+    const startLine = sel.start.line;
+    const endLine = sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line - 1 : sel.end.line;
+    const all = lines(doc);
+    const { code, lastLine } = codeOf(all, startLine, endLine);
+    return { code, startLine, endLine: lastLine, label: `${name}, lines ${startLine + 1}-${lastLine + 1}` };
+  }
+  const all = lines(doc);
+  const cell = cellAt(all, atLine ?? sel.active.line);
+  if (cell) {
+    const { code, lastLine } = codeOf(all, cell.codeStart, cell.end);
+    return { code, startLine: cell.codeStart, endLine: lastLine, label: `${name}, cell at line ${cell.start + 1}${cell.title ? ` (${cell.title})` : ''}` };
+  }
+  const { code, lastLine } = codeOf(all, 0, all.length - 1);
+  return { code, startLine: 0, endLine: lastLine, label: name };
+}
+
+function summary(item: CodeInterpreterCallItem): string {
+  const secs = item.duration_ms !== undefined ? ` · ${(item.duration_ms / 1000).toFixed(item.duration_ms < 10_000 ? 2 : 1)} s` : '';
+  if (item.status === 'completed') {
+    const v = item.value === null || item.value === undefined ? '✓' : `✓ ${JSON.stringify(item.value)}`;
+    return `${v.length > 80 ? v.slice(0, 79) + '…' : v}${secs}`;
+  }
+  const e = item.error;
+  return `✗ ${e?.type ?? 'Error'}: ${(e?.message ?? '').split('\n')[0].slice(0, 100)}${secs}`;
+}
+
+function hoverOf(item: CodeInterpreterCallItem): vscode.MarkdownString {
+  const md = new vscode.MarkdownString(undefined, true);
+  md.isTrusted = false;
+  md.supportHtml = false;
+  md.appendMarkdown(`**CodeAct** · ${item.status === 'completed' ? 'completed' : 'failed'} · ${item.runtime}${item.sandbox ? ` (${item.sandbox.kind})` : ''} · ${item.duration_ms ?? '?'} ms\n\n`);
+  const stdout = item.outputs.filter((o) => o.type === 'logs' && !o.stream).map((o) => (o as { logs: string }).logs).join('');
+  const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
+  const clip = (s: string) => (s.length > 4000 ? '…' + s.slice(-4000) : s);
+  if (stdout) md.appendMarkdown('stdout:').appendCodeblock(clip(stdout), 'text');
+  if (stderr) md.appendMarkdown('stderr:').appendCodeblock(clip(stderr), 'text');
+  if (item.status === 'completed') md.appendMarkdown('value:').appendCodeblock(clip(JSON.stringify(item.value ?? null, null, 2)), 'json');
+  if (item.error) md.appendMarkdown('error:').appendCodeblock(clip(item.error.traceback ?? `${item.error.type}: ${item.error.message}`), 'text');
+  md.appendMarkdown('\n[Open in CodeAct panel](command:codeact.openChat)');
+  md.isTrusted = { enabledCommands: ['codeact.openChat'] };
+  return md;
+}
+
+export class InlineResults implements vscode.Disposable, vscode.HoverProvider, vscode.CodeLensProvider {
+  private readonly ok = vscode.window.createTextEditorDecorationType({
+    after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' },
+    isWholeLine: false,
+  });
+  private readonly failed = vscode.window.createTextEditorDecorationType({
+    after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('errorForeground'), fontStyle: 'italic' },
+  });
+  private readonly running = vscode.window.createTextEditorDecorationType({
+    after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), contentText: '⟳ running with tools…' },
+  });
+  private readonly diagnostics = vscode.languages.createDiagnosticCollection('codeact');
+  private readonly results = new Map<string, InlineResult[]>();
+  private readonly lensChanged = new vscode.EventEmitter<void>();
+  readonly onDidChangeCodeLenses = this.lensChanged.event;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly service: CodeActService) {
+    this.disposables.push(
+      vscode.languages.registerHoverProvider({ language: 'python' }, this),
+      vscode.languages.registerCodeLensProvider({ language: 'python' }, this),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.refresh()),
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        // An edit makes the results stale: drop those at or after the first changed line.
+        const key = e.document.uri.toString();
+        const list = this.results.get(key);
+        if (!list || !e.contentChanges.length) return;
+        const first = Math.min(...e.contentChanges.map((c) => c.range.start.line));
+        const kept = list.filter((r) => r.line < first);
+        if (kept.length !== list.length) {
+          this.results.set(key, kept);
+          this.diagnostics.delete(e.document.uri);
+          this.refresh();
+        }
+      }),
+      vscode.workspace.onDidCloseTextDocument((d) => {
+        this.results.delete(d.uri.toString());
+        this.diagnostics.delete(d.uri);
+      }),
+      service.onState(() => this.lensChanged.fire()),
+    );
+  }
+
+  async run(atLine?: number, uri?: vscode.Uri): Promise<CodeInterpreterCallItem | undefined> {
+    let editor = vscode.window.activeTextEditor;
+    if (uri && editor?.document.uri.toString() !== uri.toString()) editor = await vscode.window.showTextDocument(uri);
+    if (!editor) {
+      void vscode.window.showInformationMessage('CodeAct: open a Python file to run it with tools.');
+      return undefined;
+    }
+    if (!this.service.trusted) {
+      showUntrusted('Running code with tools');
+      return undefined;
+    }
+    const target = targetOf(editor, atLine);
+    if (!target.code.trim()) {
+      void vscode.window.showInformationMessage('CodeAct: there is no code to run here.');
+      return undefined;
+    }
+    const doc = editor.document;
+    const key = doc.uri.toString();
+    const endRange = new vscode.Range(target.endLine, Number.MAX_SAFE_INTEGER, target.endLine, Number.MAX_SAFE_INTEGER);
+    editor.setDecorations(this.running, [endRange]);
+    this.diagnostics.delete(doc.uri);
+    let item: CodeInterpreterCallItem;
+    try {
+      item = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false },
+        () => this.service.runCode(target.code, target.label, 'run_with_tools'),
+      );
+    } catch (err) {
+      void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);
+      return undefined;
+    } finally {
+      for (const e of vscode.window.visibleTextEditors) if (e.document.uri.toString() === key) e.setDecorations(this.running, []);
+    }
+    const list = (this.results.get(key) ?? []).filter((r) => r.line !== target.endLine);
+    list.push({ line: target.endLine, item, startLine: target.startLine });
+    this.results.set(key, list);
+    if (item.error?.line && item.status === 'failed') {
+      const line = Math.min(doc.lineCount - 1, target.startLine + item.error.line - 1);
+      const text = doc.lineAt(line);
+      const d = new vscode.Diagnostic(
+        new vscode.Range(line, text.firstNonWhitespaceCharacterIndex, line, text.text.length),
+        `${item.error.type}: ${item.error.message}`,
+        vscode.DiagnosticSeverity.Error,
+      );
+      d.source = 'CodeAct';
+      this.diagnostics.set(doc.uri, [d]);
+    }
+    this.refresh();
+    return item;
+  }
+
+  private refresh(): void {
+    for (const editor of vscode.window.visibleTextEditors) {
+      const list = this.results.get(editor.document.uri.toString()) ?? [];
+      const deco = (ok: boolean) =>
+        list
+          .filter((r) => (r.item.status === 'completed') === ok && r.line < editor.document.lineCount)
+          .map((r) => ({
+            range: new vscode.Range(r.line, Number.MAX_SAFE_INTEGER, r.line, Number.MAX_SAFE_INTEGER),
+            renderOptions: { after: { contentText: summary(r.item) } },
+          }));
+      editor.setDecorations(this.ok, this.service.settings.inlineResults ? deco(true) : []);
+      editor.setDecorations(this.failed, this.service.settings.inlineResults ? deco(false) : []);
+    }
+  }
+
+  provideHover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
+    const r = (this.results.get(doc.uri.toString()) ?? []).find((x) => x.line === pos.line || (x.item.error?.line && x.startLine + x.item.error.line - 1 === pos.line));
+    return r ? new vscode.Hover(hoverOf(r.item)) : undefined;
+  }
+
+  provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
+    return findCells(lines(doc)).map((c) => {
+      const range = new vscode.Range(c.start, 0, c.start, 0);
+      return new vscode.CodeLens(
+        range,
+        this.service.busy
+          ? { title: '$(debug-stop) Stop', command: 'codeact.stop', tooltip: 'Stop the running code' }
+          : { title: '▶ Run with Tools', command: 'codeact.runWithTools', arguments: [doc.uri, c.codeStart], tooltip: 'Run this cell with the managed tools' },
+      );
+    });
+  }
+
+  /** The after-line texts currently shown for a document (for tests and the chat participant). */
+  summaries(uri: vscode.Uri): string[] {
+    return (this.results.get(uri.toString()) ?? []).map((r) => summary(r.item));
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    this.ok.dispose();
+    this.failed.dispose();
+    this.running.dispose();
+    this.diagnostics.dispose();
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * API keys and the Jupyter token: SecretStorage first, the environment as the fallback. Keys never go to
+ * settings, logs, the webview or the guest.
+ */
+import * as vscode from 'vscode';
+import { API_KEY_ENV_VARS, PROVIDER_LABELS } from '../core/providers/errors';
+import { apiKeyFromEnv } from '../core/providers/factory';
+import type { ProviderId } from '../core/providers/types';
+
+const keyName = (provider: ProviderId) => `codeact.apiKey.${provider}`;
+const JUPYTER_TOKEN = 'codeact.jupyterToken';
+
+export class Secrets {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChange = this.changed.event;
+
+  constructor(private readonly storage: vscode.SecretStorage) {
+    storage.onDidChange(() => this.changed.fire());
+  }
+
+  async apiKey(provider: ProviderId): Promise<string | undefined> {
+    return (await this.storage.get(keyName(provider))) || apiKeyFromEnv(provider);
+  }
+
+  async hasKey(provider: ProviderId): Promise<boolean> {
+    return provider === 'openai-compatible' || !!(await this.apiKey(provider));
+  }
+
+  async jupyterToken(): Promise<string | undefined> {
+    return (await this.storage.get(JUPYTER_TOKEN)) || process.env.CODEACT_JUPYTER_TOKEN || undefined;
+  }
+
+  /** "CodeAct: Set API Key…": pick a provider, type the key (masked). */
+  async promptForKey(preselect?: ProviderId): Promise<ProviderId | undefined> {
+    const providers = Object.keys(API_KEY_ENV_VARS) as ProviderId[];
+    const picked =
+      preselect ??
+      (
+        await vscode.window.showQuickPick(
+          await Promise.all(
+            providers.map(async (p) => ({
+              label: PROVIDER_LABELS[p],
+              description: (await this.storage.get(keyName(p))) ? 'key stored' : apiKeyFromEnv(p) ? `from ${API_KEY_ENV_VARS[p].join(' / ')}` : 'no key',
+              provider: p,
+            })),
+          ),
+          { title: 'CodeAct: Set API Key', placeHolder: 'Which provider is the key for?' },
+        )
+      )?.provider;
+    if (!picked) return undefined;
+    const key = await vscode.window.showInputBox({
+      title: `API key for ${PROVIDER_LABELS[picked]}`,
+      prompt: `Stored in VS Code's secret storage. Leave empty and press Enter to use ${API_KEY_ENV_VARS[picked].join(' or ') || 'no key'} instead.`,
+      password: true,
+      ignoreFocusOut: true,
+      validateInput: (v) => (/\s/.test(v.trim()) ? 'A key has no spaces.' : undefined),
+    });
+    if (key === undefined) return undefined;
+    if (key.trim()) await this.storage.store(keyName(picked), key.trim());
+    else await this.storage.delete(keyName(picked));
+    return picked;
+  }
+
+  async clearKey(): Promise<void> {
+    const providers = Object.keys(API_KEY_ENV_VARS) as ProviderId[];
+    const stored = (await Promise.all(providers.map(async (p) => ((await this.storage.get(keyName(p))) ? p : undefined)))).filter((p): p is ProviderId => !!p);
+    if (!stored.length) {
+      void vscode.window.showInformationMessage('CodeAct has no stored API keys.');
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(stored.map((p) => ({ label: PROVIDER_LABELS[p], provider: p })), { title: 'CodeAct: Clear API Key' });
+    if (picked) await this.storage.delete(keyName(picked.provider));
+  }
+
+  async promptForJupyterToken(): Promise<void> {
+    const token = await vscode.window.showInputBox({
+      title: 'Jupyter server token',
+      prompt: 'Stored in VS Code\'s secret storage (never in settings). Empty: use CODEACT_JUPYTER_TOKEN.',
+      password: true,
+      ignoreFocusOut: true,
+    });
+    if (token === undefined) return;
+    if (token.trim()) await this.storage.store(JUPYTER_TOKEN, token.trim());
+    else await this.storage.delete(JUPYTER_TOKEN);
+  }
+}

@@ -1,0 +1,476 @@
+/**
+ * The extension's engine service: one place that builds the runtime, the gateway (with approvals) and
+ * the agent loop from settings and secrets, owns the current conversation and its transcript, runs
+ * prompts and code, and stops them. The chat panel, Run with Tools, the LM tool and the chat
+ * participant all go through it, so they stream the same events.
+ */
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, RuntimeKind } from '../common/events';
+import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
+import type { TranscriptEvent, TurnSource } from '../common/transcript';
+import { AgentLoop, type AgentResult } from '../core/agent/agent';
+import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
+import { ToolGateway, type ApprovalRequest, type ManagedTool } from '../core/gateway/gateway';
+import { ProviderError } from '../core/providers/errors';
+import { createProvider } from '../core/providers/factory';
+import type { ProviderId } from '../core/providers/types';
+import { createRuntime } from '../core/runtime/factory';
+import { LocalRuntime } from '../core/runtime/local/localRuntime';
+import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
+import { formatDeclarationError, loadTools, type ToolSet } from '../core/tools/declarations';
+import { DEFAULT_MODELS, readSettings, workspaceFolder, type CodeActSettings } from './settings';
+import type { Secrets } from './secrets';
+
+export const PROVIDER_NAMES: Record<ProviderId, string> = {
+  openai: 'OpenAI',
+  anthropic: 'Anthropic',
+  gemini: 'Gemini',
+  'openai-compatible': 'OpenAI-compatible (Ollama, vLLM, llama.cpp)',
+};
+
+export class UntrustedWorkspaceError extends Error {
+  constructor(what: string) {
+    super(`${what} is disabled because this workspace is not trusted: its settings could declare tools that run commands. Trust the workspace to allow it.`);
+    this.name = 'UntrustedWorkspaceError';
+  }
+}
+
+interface PendingApproval {
+  resolve: (r: { decision: ApprovalDecision; code?: string }) => void;
+  tool?: string;
+}
+
+export class CodeActService implements vscode.Disposable {
+  readonly store: TranscriptStore;
+  private conversation?: Conversation;
+  private readonly listeners = new Set<(e: TranscriptEvent) => void>();
+  private readonly stateListeners = new Set<() => void>();
+  private running?: { controller: AbortController; label: string };
+  private runtime?: { key: string; runtime: Runtime };
+  private readonly sessionAllowed = new Set<string>();
+  private readonly approvals = new Map<string, PendingApproval>();
+  /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
+  private readonly outputs = new Map<string, CodeInterpreterCallItem>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private warnedDeclarations = '';
+  /** Set by the panel: can it show approval cards right now? */
+  panelVisible: () => boolean = () => false;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    readonly log: vscode.LogOutputChannel,
+    readonly secrets: Secrets,
+  ) {
+    this.store = new TranscriptStore(vscode.Uri.joinPath(context.globalStorageUri, 'conversations').fsPath);
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('codeact')) {
+          this.disposeRuntime();
+          this.fireState();
+        }
+      }),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.fireState()),
+      secrets.onDidChange(() => this.fireState()),
+    );
+  }
+
+  // ---- state ----------------------------------------------------------------------------------
+
+  get settings(): CodeActSettings {
+    return readSettings();
+  }
+
+  get trusted(): boolean {
+    return vscode.workspace.isTrusted;
+  }
+
+  get busy(): boolean {
+    return !!this.running;
+  }
+
+  get currentConversation(): Conversation | undefined {
+    return this.conversation;
+  }
+
+  onEvent(listener: (e: TranscriptEvent) => void): vscode.Disposable {
+    this.listeners.add(listener);
+    return new vscode.Disposable(() => this.listeners.delete(listener));
+  }
+
+  onState(listener: () => void): vscode.Disposable {
+    this.stateListeners.add(listener);
+    return new vscode.Disposable(() => this.stateListeners.delete(listener));
+  }
+
+  fireState(): void {
+    void vscode.commands.executeCommand('setContext', 'codeact.running', this.busy);
+    for (const l of this.stateListeners) l();
+  }
+
+  toolSet(): ToolSet {
+    const s = this.settings;
+    const ws = workspaceFolder();
+    // In an untrusted workspace VS Code already hides workspace values of restricted settings; without
+    // trust no tool runs at all.
+    if (!this.trusted || !ws) return { tools: [], errors: [] };
+    const set = loadTools(s.tools, { workspace: ws, defaultApproval: s.defaultApproval });
+    const key = JSON.stringify(set.errors);
+    if (set.errors.length && key !== this.warnedDeclarations) {
+      this.warnedDeclarations = key;
+      for (const e of set.errors) this.log.warn(formatDeclarationError(e));
+      void vscode.window
+        .showWarningMessage(`CodeAct: ${set.errors.length} tool declaration(s) in codeact.tools are invalid and unavailable: ${formatDeclarationError(set.errors[0])}`, 'Open Settings', 'Show Log')
+        .then((a) => {
+          if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile');
+          if (a === 'Show Log') this.log.show();
+        });
+    }
+    return set;
+  }
+
+  async hostState(): Promise<HostState> {
+    const s = this.settings;
+    const providers: ProviderInfo[] = await Promise.all(
+      (Object.keys(PROVIDER_NAMES) as ProviderId[]).map(async (id) => ({
+        id,
+        label: PROVIDER_NAMES[id],
+        hasKey: await this.secrets.hasKey(id),
+        models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...DEFAULT_MODELS[id]])].map((m) => ({ id: m })),
+      })),
+    );
+    const tools: ToolSummary[] = this.toolSet().tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
+    const runtime: RuntimeKind = s.mode === 'hosted' ? (s.provider === 'openai-compatible' ? 'local' : (s.provider as RuntimeKind)) : s.runtime;
+    return {
+      providers,
+      provider: s.provider,
+      model: s.model,
+      runtime,
+      mode: s.mode === 'hosted' ? 'hosted' : 'local',
+      tools,
+      trusted: this.trusted,
+      busy: this.busy,
+      conversationId: this.conversation?.id,
+      conversationTitle: this.conversation?.meta.title,
+      version: String(this.context.extension.packageJSON.version ?? ''),
+    };
+  }
+
+  // ---- conversations --------------------------------------------------------------------------
+
+  private emit(e: TranscriptEvent): void {
+    this.conversation?.appendEvent(e);
+    if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
+      this.outputs.set(e.item.id, e.item);
+      if (this.outputs.size > 200) this.outputs.delete(this.outputs.keys().next().value!);
+    }
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch (err) {
+        this.log.error(`event listener failed: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  private ensureConversation(title: string): Conversation {
+    if (!this.conversation) {
+      const s = this.settings;
+      this.conversation = this.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: workspaceFolder() });
+      this.fireState();
+    }
+    return this.conversation;
+  }
+
+  newConversation(): void {
+    this.conversation?.flush();
+    this.conversation = undefined;
+    this.fireState();
+  }
+
+  openConversation(id: string): Conversation {
+    this.conversation?.flush();
+    this.conversation = this.store.open(id);
+    this.fireState();
+    return this.conversation;
+  }
+
+  listConversations(): ConversationSummary[] {
+    return this.store.list().map((c) => ({ id: c.id, title: c.title, updatedAt: c.updatedAt, turns: c.turns, provider: c.provider, model: c.model }));
+  }
+
+  deleteConversation(id: string): void {
+    if (this.conversation?.id === id) this.conversation = undefined;
+    this.store.delete(id);
+    this.fireState();
+  }
+
+  clearHistory(): void {
+    this.conversation = undefined;
+    this.store.clear();
+    this.fireState();
+  }
+
+  fullOutput(itemId: string): CodeInterpreterCallItem | undefined {
+    return this.outputs.get(itemId) ?? (this.conversation?.events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId) as { item: CodeInterpreterCallItem } | undefined)?.item;
+  }
+
+  // ---- runtime, gateway, approvals --------------------------------------------------------------
+
+  private async getRuntime(): Promise<Runtime> {
+    const s = this.settings;
+    const token = s.runtime === 'jupyter' ? await this.secrets.jupyterToken() : undefined;
+    const key = JSON.stringify([s.runtime, s.python, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, !!token]);
+    if (this.runtime?.key === key) return this.runtime.runtime;
+    this.disposeRuntime();
+    const runtime = await createRuntime({
+      runtime: s.runtime,
+      local: {
+        python: s.python,
+        sandbox: { kind: s.sandbox, network: s.sandboxNetwork, mountWorkspace: s.mountWorkspace, limits: s.limits, workspace: workspaceFolder() },
+        onWarning: (m) => {
+          this.log.warn(m);
+          void vscode.window.showWarningMessage(`CodeAct: ${m}`);
+        },
+      },
+      jupyter: { url: s.jupyterUrl, token, kernelName: s.jupyterKernel, sessionPolicy: s.jupyterSessionPolicy, log: (l) => this.log.debug(`jupyter: ${l}`) },
+    });
+    this.runtime = { key, runtime };
+    return runtime;
+  }
+
+  private disposeRuntime(): void {
+    const r = this.runtime?.runtime;
+    this.runtime = undefined;
+    void r?.dispose();
+  }
+
+  gateway(): ToolGateway {
+    const s = this.settings;
+    return new ToolGateway(this.toolSet().tools, {
+      approver: (req) => this.approveTool(req),
+      policyOverride: (tool: ManagedTool) => (s.alwaysAllow.includes(tool.name) || this.sessionAllowed.has(tool.name) ? 'auto' : undefined),
+      log: (line) => this.log.info(line),
+    });
+  }
+
+  private async approveTool(req: ApprovalRequest): Promise<boolean> {
+    const { decision } = await this.requestApproval({ kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId }, req.signal);
+    if (decision === 'allow_session') this.sessionAllowed.add(req.tool.name);
+    if (decision === 'allow_always') {
+      const c = vscode.workspace.getConfiguration('codeact');
+      const list = c.get<string[]>('approval.alwaysAllow', []);
+      if (!list.includes(req.tool.name)) await c.update('approval.alwaysAllow', [...list, req.tool.name], vscode.ConfigurationTarget.Global);
+    }
+    return decision !== 'deny';
+  }
+
+  /** Asks the user: a card in the panel when it is visible, a modal dialog otherwise. Every decision is logged. */
+  private async requestApproval(
+    what: { kind: 'tool' | 'code'; name?: string; arguments?: unknown; code?: string; itemId?: string },
+    signal?: AbortSignal,
+  ): Promise<{ decision: ApprovalDecision; code?: string }> {
+    const approvalId = `appr_${randomBytes(6).toString('hex')}`;
+    this.emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
+    let result: { decision: ApprovalDecision; code?: string };
+    if (this.panelVisible()) {
+      result = await new Promise((resolve) => {
+        this.approvals.set(approvalId, { resolve, tool: what.name });
+        signal?.addEventListener('abort', () => resolve({ decision: 'deny' }), { once: true });
+      });
+      this.approvals.delete(approvalId);
+    } else {
+      result = await this.modalApproval(what);
+    }
+    this.emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision });
+    this.log.info(`approval ${approvalId}: ${what.kind === 'tool' ? `tool ${what.name}` : 'code review'} -> ${result.decision}`);
+    return result;
+  }
+
+  private async modalApproval(what: { kind: 'tool' | 'code'; name?: string; arguments?: unknown; code?: string }): Promise<{ decision: ApprovalDecision; code?: string }> {
+    if (what.kind === 'code') {
+      const pick = await vscode.window.showWarningMessage('CodeAct: run this code?', { modal: true, detail: (what.code ?? '').slice(0, 2000) }, 'Run');
+      return { decision: pick === 'Run' ? 'allow_once' : 'deny' };
+    }
+    const args = JSON.stringify(what.arguments ?? {}, null, 2);
+    const pick = await vscode.window.showWarningMessage(
+      `CodeAct: allow the tool "${what.name}"?`,
+      { modal: true, detail: `Arguments:\n${args.length > 1500 ? args.slice(0, 1500) + '…' : args}` },
+      'Allow Once',
+      'Allow for This Session',
+      'Always Allow',
+    );
+    return { decision: pick === 'Allow Once' ? 'allow_once' : pick === 'Allow for This Session' ? 'allow_session' : pick === 'Always Allow' ? 'allow_always' : 'deny' };
+  }
+
+  /** The panel answered an approval card. */
+  resolveApproval(approvalId: string, decision: ApprovalDecision, code?: string): void {
+    this.approvals.get(approvalId)?.resolve({ decision, code });
+  }
+
+  /** Wraps the runtime so that, with codeact.approval.reviewCode, the user sees the code first (Run, Edit, Deny). */
+  private reviewing(runtime: Runtime): Runtime {
+    if (!this.settings.reviewCode) return runtime;
+    return {
+      kind: runtime.kind,
+      dispose: () => runtime.dispose(),
+      closeSession: runtime.closeSession?.bind(runtime),
+      execute: async (request: ExecuteRequest, options?: ExecuteOptions) => {
+        const r = await this.requestApproval({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
+        if (r.decision === 'deny') {
+          const item: CodeInterpreterCallItem = {
+            type: 'code_interpreter_call',
+            id: request.itemId ?? `exec_${randomBytes(6).toString('hex')}`,
+            status: 'failed',
+            code: request.code,
+            runtime: runtime.kind,
+            outputs: [],
+            exit_code: null,
+            error: { type: 'Denied', message: 'The user declined to run this code.' },
+          };
+          options?.onEvent?.({ type: 'response.code_interpreter_call.completed', item_id: item.id });
+          options?.onEvent?.({ type: 'response.output_item.done', item });
+          return item;
+        }
+        return runtime.execute({ ...request, code: r.code ?? request.code }, options);
+      },
+    };
+  }
+
+  // ---- running ----------------------------------------------------------------------------------
+
+  private begin(label: string): AbortController {
+    if (this.running) throw new Error(`CodeAct is already running "${this.running.label}". Stop it first (CodeAct: Stop).`);
+    const controller = new AbortController();
+    this.running = { controller, label };
+    this.fireState();
+    return controller;
+  }
+
+  private end(): void {
+    this.running = undefined;
+    this.conversation?.flush();
+    this.fireState();
+  }
+
+  stop(): void {
+    if (!this.running) return;
+    this.log.info(`stop requested: ${this.running.label}`);
+    this.running.controller.abort();
+    for (const [, p] of this.approvals) p.resolve({ decision: 'deny' });
+  }
+
+  requireTrust(what: string): void {
+    if (!this.trusted) throw new UntrustedWorkspaceError(what);
+  }
+
+  /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
+  async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: vscode.CancellationToken }): Promise<AgentResult | undefined> {
+    const s = this.settings;
+    if (s.mode !== 'hosted') this.requireTrust('Running code');
+    const controller = this.begin(titleFrom(prompt));
+    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const convo = this.ensureConversation(prompt);
+    const turnId = `turn_${randomBytes(6).toString('hex')}`;
+    const started = Date.now();
+    const runtimeKind: RuntimeKind = s.mode === 'hosted' ? (s.provider as RuntimeKind) : s.runtime;
+    this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt, source, provider: s.provider, model: s.model, runtime: runtimeKind, started_at: started });
+    let result: AgentResult | undefined;
+    try {
+      const apiKey = await this.secrets.apiKey(s.provider);
+      const provider = await createProvider({
+        provider: s.provider,
+        apiKey,
+        baseURL: s.baseUrl,
+        supportsTools: s.compatibleSupportsTools,
+        contextWindow: s.compatibleContextWindow,
+      });
+      // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
+      const runtime = s.mode === 'hosted' ? new LocalRuntime() : this.reviewing(await this.getRuntime());
+      const agent = new AgentLoop({
+        provider,
+        model: s.model,
+        runtime,
+        gateway: this.gateway(),
+        mode: s.mode,
+        maxTurns: s.maxTurns,
+        sessionId: convo.id,
+        executionTimeoutMs: s.timeoutMs,
+        hosted: { containerId: convo.meta.containerId ?? null, memoryLimit: s.hostedMemoryLimit, toolVersion: s.anthropicToolVersion },
+        signal: controller.signal,
+        onEvent: (e) => {
+          this.emit(e);
+          extra?.onEvent?.(e);
+        },
+      });
+      result = await agent.run(convo.history, prompt);
+      convo.appendItems(result.items);
+      if (result.containerId !== undefined && result.containerId !== convo.meta.containerId) convo.update({ containerId: result.containerId });
+      this.emit({
+        type: 'codeact.turn.ended',
+        turn_id: turnId,
+        status: result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'stopped' : 'failed',
+        duration_ms: Date.now() - started,
+        ...(result.error ? { message: result.error.message } : {}),
+      });
+      if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
+      return result;
+    } catch (err) {
+      const message = err instanceof ProviderError || err instanceof Error ? err.message : String(err);
+      this.log.error(`turn failed: ${message}`);
+      this.emit({ type: 'error', message, code: err instanceof ProviderError ? err.code : 'internal' });
+      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status: 'failed', duration_ms: Date.now() - started, message });
+      if (err instanceof ProviderError && err.code === 'auth') {
+        void vscode.window.showErrorMessage(`CodeAct: ${message}`, 'Set API Key…').then((a) => a && vscode.commands.executeCommand('codeact.setApiKey'));
+      }
+      return undefined;
+    } finally {
+      cancel?.dispose();
+      this.end();
+    }
+  }
+
+  /** Runs code in the configured runtime with the managed tools (Run with Tools, Run again, the LM tool). */
+  async runCode(
+    code: string,
+    label: string,
+    source: TurnSource = 'run_with_tools',
+    extra?: { token?: vscode.CancellationToken; onEvent?: (e: CodeActEvent) => void },
+  ): Promise<CodeInterpreterCallItem> {
+    this.requireTrust('Running code');
+    const controller = this.begin(label);
+    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const convo = this.ensureConversation(label);
+    const s = this.settings;
+    const turnId = `turn_${randomBytes(6).toString('hex')}`;
+    const started = Date.now();
+    try {
+      const runtime = this.reviewing(await this.getRuntime());
+      this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
+      const item = await runtime.execute(
+        { code, timeoutMs: s.timeoutMs, sessionId: convo.id },
+        {
+          signal: controller.signal,
+          onToolCall: this.gateway().handler,
+          onEvent: (e) => {
+            this.emit(e);
+            extra?.onEvent?.(e);
+          },
+        },
+      );
+      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status: item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed', duration_ms: Date.now() - started });
+      this.log.info(`run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`);
+      return item;
+    } finally {
+      cancel?.dispose();
+      this.end();
+    }
+  }
+
+  dispose(): void {
+    this.stop();
+    this.conversation?.flush();
+    this.disposeRuntime();
+    for (const d of this.disposables) d.dispose();
+  }
+}

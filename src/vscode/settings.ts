@@ -1,0 +1,78 @@
+/**
+ * CodeAct settings read through VS Code's configuration (so Workspace Trust's restricted settings
+ * apply), turned into the engine's options.
+ */
+import * as vscode from 'vscode';
+import type { AgentMode } from '../core/agent/agent';
+import type { ProviderId } from '../core/providers/types';
+import type { SandboxLimits, SandboxSetting, WorkspaceMount } from '../core/runtime/local/sandbox';
+
+export interface CodeActSettings {
+  provider: ProviderId;
+  model: string;
+  baseUrl?: string;
+  mode: AgentMode;
+  runtime: 'local' | 'jupyter';
+  python: string;
+  timeoutMs: number;
+  maxTurns: number;
+  defaultApproval: 'auto' | 'ask' | 'deny';
+  reviewCode: boolean;
+  alwaysAllow: string[];
+  sandbox: SandboxSetting;
+  sandboxNetwork: boolean;
+  mountWorkspace: WorkspaceMount;
+  limits: SandboxLimits;
+  jupyterUrl?: string;
+  jupyterKernel: string;
+  jupyterSessionPolicy: 'conversation' | 'execution';
+  compatibleSupportsTools: boolean;
+  compatibleContextWindow: number;
+  hostedMemoryLimit: '1g' | '4g' | '16g' | '64g';
+  anthropicToolVersion: string;
+  inlineResults: boolean;
+  tools: unknown;
+}
+
+export const DEFAULT_MODELS: Record<ProviderId, string[]> = {
+  openai: ['gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-4.1'],
+  anthropic: ['claude-sonnet-4-6', 'claude-opus-4-1', 'claude-haiku-4-5'],
+  gemini: ['gemini-3-flash-preview', 'gemini-3-pro-preview', 'gemini-2.5-pro', 'gemini-2.5-flash'],
+  'openai-compatible': ['qwen2.5-coder:7b', 'llama3.1:8b', 'gpt-oss:20b'],
+};
+
+export function readSettings(scope?: vscode.ConfigurationScope): CodeActSettings {
+  const c = vscode.workspace.getConfiguration('codeact', scope);
+  const provider = c.get<ProviderId>('provider', 'openai');
+  return {
+    provider,
+    model: c.get<string>('model', '') || DEFAULT_MODELS[provider]?.[0] || '',
+    baseUrl: c.get<string>('baseUrl', '') || undefined,
+    mode: c.get<AgentMode>('mode', 'toolCode'),
+    runtime: c.get<'local' | 'jupyter'>('runtime', 'local'),
+    python: c.get<string>('python', 'python3') || 'python3',
+    timeoutMs: Math.max(1, c.get<number>('timeoutSeconds', 120)) * 1000,
+    maxTurns: c.get<number>('maxTurns', 12),
+    defaultApproval: c.get<'auto' | 'ask' | 'deny'>('approval.default', 'auto'),
+    reviewCode: c.get<boolean>('approval.reviewCode', false),
+    alwaysAllow: c.get<string[]>('approval.alwaysAllow', []),
+    sandbox: c.get<SandboxSetting>('sandbox', 'auto'),
+    sandboxNetwork: c.get<boolean>('sandbox.network', false),
+    mountWorkspace: c.get<WorkspaceMount>('sandbox.mountWorkspace', 'none'),
+    limits: c.get<SandboxLimits>('sandbox.limits', {}),
+    jupyterUrl: c.get<string>('jupyter.url', '') || undefined,
+    jupyterKernel: c.get<string>('jupyter.kernelName', 'python3'),
+    jupyterSessionPolicy: c.get<'conversation' | 'execution'>('jupyter.sessionPolicy', 'conversation'),
+    compatibleSupportsTools: c.get<boolean>('openaiCompatible.supportsTools', true),
+    compatibleContextWindow: c.get<number>('openaiCompatible.contextWindow', 32768),
+    hostedMemoryLimit: c.get<'1g' | '4g' | '16g' | '64g'>('hosted.memoryLimit', '1g'),
+    anthropicToolVersion: c.get<string>('hosted.anthropicToolVersion', 'code_execution_20250825'),
+    inlineResults: c.get<boolean>('inlineResults', true),
+    tools: c.get<unknown>('tools', []),
+  };
+}
+
+/** The folder command tools run in: the first workspace folder. */
+export function workspaceFolder(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
