@@ -54,8 +54,9 @@ describe('codeact chat', function () {
     for (const e of events) assert.ok(allowed.has(e.type), `unknown event type ${e.type}`);
     const exec = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
     assert.ok(exec && exec.type === 'response.output_item.done' && exec.item.type === 'code_interpreter_call');
-    assert.equal(exec.item.value, 85);
-    const order = events.filter((e) => 'item_id' in e && e.item_id === exec.item.id && e.type.startsWith('response.code_interpreter_call')).map((e) => e.type);
+    const execItem = exec.item;
+    assert.equal(execItem.value, 85);
+    const order = events.filter((e) => 'item_id' in e && e.item_id === execItem.id && e.type.startsWith('response.code_interpreter_call')).map((e) => e.type);
     assert.deepEqual([...new Set(order)], [
       'response.code_interpreter_call.in_progress',
       'response.code_interpreter_call_code.delta',

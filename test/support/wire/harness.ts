@@ -1,0 +1,123 @@
+/**
+ * Test helpers around the wire servers: start a server for a provider, create the real provider
+ * adapter (real SDK client) pointed at it, collect the events, and check the per-item event order.
+ */
+import assert from 'node:assert/strict';
+import type { CodeActEvent, CodeInterpreterCallItem } from '../../../src/common/events';
+import { ProviderError } from '../../../src/core/providers/errors';
+import { createProvider } from '../../../src/core/providers/factory';
+import type { ConversationItem, Provider, ProviderConfig, ProviderId, TurnRequest, TurnResult } from '../../../src/core/providers/types';
+import { startAnthropicServer } from './anthropic';
+import { startGeminiServer } from './gemini';
+import { startOpenAIChatServer, type ChatPersonality } from './openai-chat';
+import { startOpenAIResponsesServer } from './openai-responses';
+import type { WireServer } from './server';
+
+export async function startServerFor(provider: ProviderId, personality: ChatPersonality = 'openai'): Promise<WireServer> {
+  switch (provider) {
+    case 'openai':
+      return startOpenAIResponsesServer();
+    case 'openai-compatible':
+      return startOpenAIChatServer(personality);
+    case 'anthropic':
+      return startAnthropicServer();
+    case 'gemini':
+      return startGeminiServer();
+  }
+}
+
+/** The real adapter (and SDK), pointed at the server exactly as `--base-url` would. */
+export async function providerFor(provider: ProviderId, server: WireServer, extra: Partial<ProviderConfig> = {}): Promise<Provider> {
+  return createProvider({ provider, apiKey: 'test-key-wire', baseURL: server.url, env: {}, ...extra });
+}
+
+export const DEFAULT_MODELS: Record<ProviderId, string> = {
+  openai: 'gpt-5',
+  'openai-compatible': 'qwen2.5-coder:7b',
+  anthropic: 'claude-sonnet-4-6',
+  gemini: 'gemini-3-flash-preview',
+};
+
+export function userMessage(text: string, id = 'user_1'): ConversationItem {
+  return { type: 'message', id, role: 'user', text };
+}
+
+export const EXECUTE_TOOL_CODE = {
+  name: 'execute_tool_code',
+  description: 'Run Python code that may call the managed tools with `await call_tool(name, **args)`.',
+  parameters: { type: 'object', properties: { code: { type: 'string' } }, required: ['code'] },
+};
+
+export class Recorder {
+  readonly events: CodeActEvent[] = [];
+  readonly emit = (e: CodeActEvent): void => {
+    // Events must be plain JSON (the CLI prints them, the transcript stores them).
+    assert.deepEqual(JSON.parse(JSON.stringify(e)), e);
+    this.events.push(e);
+  };
+
+  ofType<T extends CodeActEvent['type']>(type: T): Extract<CodeActEvent, { type: T }>[] {
+    return this.events.filter((e) => e.type === type) as Extract<CodeActEvent, { type: T }>[];
+  }
+
+  /** Events that concern one item. */
+  forItem(id: string): CodeActEvent[] {
+    return this.events.filter((e) => ('item_id' in e && e.item_id === id) || ((e.type === 'response.output_item.done' || e.type === 'response.output_item.added') && 'id' in e.item && e.item.id === id));
+  }
+
+  text(opts: { thinking?: boolean } = {}): string {
+    return this.ofType('response.output_text.delta')
+      .filter((e) => Boolean(e.thinking) === Boolean(opts.thinking))
+      .map((e) => e.delta)
+      .join('');
+  }
+
+  codeItems(): CodeInterpreterCallItem[] {
+    return this.ofType('response.output_item.done')
+      .map((e) => e.item)
+      .filter((i): i is CodeInterpreterCallItem => i.type === 'code_interpreter_call');
+  }
+}
+
+/**
+ * Asserts the order of a hosted code item: in_progress, code deltas, code.done, interpreting,
+ * completed, output_item.done; and that the deltas concatenate to the code. Returns the code.
+ */
+export function assertCodeItemOrder(rec: Recorder, id: string): string {
+  const evs = rec.forItem(id);
+  const kinds = evs.map((e) => e.type);
+  const compact = kinds.filter((k, i) => !(k === 'response.code_interpreter_call_code.delta' && kinds[i - 1] === k));
+  assert.deepEqual(compact, [
+    'response.code_interpreter_call.in_progress',
+    ...(kinds.includes('response.code_interpreter_call_code.delta') ? ['response.code_interpreter_call_code.delta'] : []),
+    'response.code_interpreter_call_code.done',
+    'response.code_interpreter_call.interpreting',
+    'response.code_interpreter_call.completed',
+    'response.output_item.done',
+  ], `event order of ${id}: ${kinds.join(', ')}`);
+  const deltas = evs.filter((e) => e.type === 'response.code_interpreter_call_code.delta').map((e) => (e as { delta: string }).delta).join('');
+  const done = evs.find((e) => e.type === 'response.code_interpreter_call_code.done') as { code: string };
+  assert.equal(deltas, done.code, 'code deltas concatenate to the code');
+  const item = (evs[evs.length - 1] as { item: CodeInterpreterCallItem }).item;
+  assert.equal(item.code, done.code);
+  return done.code;
+}
+
+/** One turn against a server: returns the result and the recorder. */
+export async function runTurn(provider: Provider, req: Partial<TurnRequest> & { history: ConversationItem[] }, model?: string): Promise<{ result: TurnResult; rec: Recorder }> {
+  const rec = new Recorder();
+  const result = await provider.streamTurn({ model: model ?? DEFAULT_MODELS[provider.id], tools: [], ...req }, rec.emit);
+  return { result, rec };
+}
+
+/** Runs a turn that must fail; returns the error and the events emitted before it. */
+export async function runFailingTurn(provider: Provider, req: Partial<TurnRequest> & { history: ConversationItem[] }, model?: string): Promise<{ error: ProviderError; rec: Recorder }> {
+  const rec = new Recorder();
+  try {
+    await provider.streamTurn({ model: model ?? DEFAULT_MODELS[provider.id], tools: [], ...req }, rec.emit);
+  } catch (error) {
+    assert.ok(error instanceof ProviderError, `expected a ProviderError, got ${String(error)}`);
+    return { error, rec };
+  }
+  assert.fail('the turn should have failed');
+}
