@@ -4,6 +4,8 @@
  * unexpected outcomes, as JSON.
  */
 import { readdirSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { ToolGateway } from '../src/core/gateway/gateway';
 import { LocalRuntime } from '../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../src/core/runtime/local/processTree';
@@ -26,12 +28,15 @@ const cases: Array<{ name: string; code: string; timeoutMs?: number; expect: (v:
   { name: 'crash', code: 'import os\nos._exit(3)', expect: (r) => r.type === 'Crash' },
 ];
 
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
 async function main(): Promise<void> {
   const rt = new LocalRuntime({ sandbox: { kind: SANDBOX } });
   const gw = new ToolGateway([{ name: 'inc', description: '', inputSchema: { type: 'object' }, approval: 'auto', expose: 'code', source: 'soak', invoke: async (a) => (a.n as number) + 1 }]);
   const fds = () => readdirSync('/proc/self/fd').length;
   await rt.execute({ code: 'return 1' });
-  global.gc?.();
+  gc();
   const start = { fds: fds(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
   const errors: string[] = [];
   const t0 = Date.now();
@@ -42,7 +47,7 @@ async function main(): Promise<void> {
     if ((i + 1) % 100 === 0) process.stderr.write(`  ${i + 1}/${RUNS} runs, ${errors.length} errors\n`);
   }
   await new Promise((r) => setTimeout(r, 500));
-  global.gc?.();
+  gc();
   const end = { fds: fds(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
   const orphans = processesWithCmdline(MARK);
   const report = {

@@ -222,4 +222,41 @@ describe('agent loop end to end', function () {
       assert.deepEqual(processesWithCmdline(marker), []);
     });
   });
+
+  describe('modes and direct tools', () => {
+    let server: WireServer;
+    afterEach(() => server?.close());
+
+    it('code mode offers only execute_code, which runs without the tool bridge', async () => {
+      server = await startServerFor('openai');
+      server.push(turn().call('execute_code', { code: 'try:\n    call_tool\nexcept NameError:\n    return "no bridge"' }), turn().text('done'));
+      const { agent, events } = await agentFor('openai', server, { mode: 'code' });
+      const result = await agent.run([], 'compute');
+      assert.equal(result.status, 'completed');
+      assert.deepEqual(server.turns[0].body.tools.map((t: { name: string }) => t.name), ['execute_code']);
+      const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') as { item: CodeInterpreterCallItem };
+      assert.equal(done.item.value, 'no bridge');
+    });
+
+    it('offers a tool with expose "direct" as a function and runs it through the gateway', async () => {
+      server = await startServerFor('anthropic');
+      const direct: ManagedTool = { ...inventoryTool(), name: 'lookup', expose: 'direct' };
+      server.push(turn().call('lookup', { sku: 'XYZ' }), turn().text('XYZ has 3.'));
+      const { agent, gateway } = await agentFor('anthropic', server, {}, [direct]);
+      const result = await agent.run([], 'stock of XYZ?');
+      assert.equal(result.status, 'completed', JSON.stringify(result.error));
+      assert.deepEqual(server.turns[0].body.tools.map((t: { name: string }) => t.name), ['execute_tool_code', 'lookup']);
+      assert.equal(gateway.records[0].name, 'lookup');
+      assert.match(resultsInRequest('anthropic', server.turns[1].body)[0], /"on_hand":3/);
+    });
+
+    it('refuses a direct call of a tool that is only exposed to code', async () => {
+      server = await startServerFor('openai');
+      server.push(turn().call('check_inventory', { sku: 'A' }), turn().text('ok'));
+      const { agent, gateway } = await agentFor('openai', server);
+      await agent.run([], 'x');
+      assert.equal(gateway.records.length, 0);
+      assert.match(resultsInRequest('openai', server.turns[1].body)[0], /Unknown function \\"check_inventory\\"/);
+    });
+  });
 });
