@@ -1,0 +1,102 @@
+/** Tiny DOM helpers for the panel (no framework: each transcript item owns its nodes). */
+
+type Attrs = Record<string, string | number | boolean | undefined | null | ((ev: Event) => void)>;
+type Child = Node | string | null | undefined | false;
+
+/** Creates an element. `on*` function attributes become listeners; `class`/`text` are shortcuts. */
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: (Child | Child[])[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (typeof v === 'function') {
+        el.addEventListener(k.slice(2).toLowerCase(), v as EventListener);
+      } else if (k === 'class') {
+        el.className = String(v);
+      } else if (k === 'text') {
+        el.textContent = String(v);
+      } else if (v === true) {
+        el.setAttribute(k, '');
+      } else {
+        el.setAttribute(k, String(v));
+      }
+    }
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(typeof c === 'string' ? document.createTextNode(c) : c);
+  }
+  return el;
+}
+
+/** Sets text only when it changed (avoids needless layout work). */
+export function setText(el: Element, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
+}
+
+export function toggle(el: Element, cls: string, on: boolean): void {
+  if (el.classList.contains(cls) !== on) el.classList.toggle(cls, on);
+}
+
+export function formatDuration(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const m = Math.floor(ms / 60_000);
+  const s = Math.round((ms % 60_000) / 1000);
+  return `${m} min ${s} s`;
+}
+
+/** 12345 -> "12,345" (toLocaleString is slow enough to show up in profiles). */
+export function formatCount(n: number): string {
+  const s = String(Math.trunc(Math.abs(n)));
+  let out = '';
+  for (let i = s.length; i > 0; i -= 3) out = s.slice(Math.max(0, i - 3), i) + (out ? ',' + out : '');
+  return (n < 0 ? '-' : '') + out;
+}
+
+export function formatTokens(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 100_000) return `${(n / 1000).toFixed(1)}k`;
+  return `${Math.round(n / 1000)}k`;
+}
+
+export function relativeTime(ms: number, now = Date.now()): string {
+  const d = Math.max(0, now - ms);
+  if (d < 60_000) return 'just now';
+  if (d < 3_600_000) return `${Math.floor(d / 60_000)} min ago`;
+  if (d < 86_400_000) return `${Math.floor(d / 3_600_000)} h ago`;
+  const days = Math.floor(d / 86_400_000);
+  if (days < 7) return `${days} d ago`;
+  return new Date(ms).toLocaleDateString();
+}
+
+/** A short one-line preview of a JSON-ish value. */
+export function preview(value: unknown, max = 80): string {
+  let s: string;
+  if (value === undefined) return '';
+  if (typeof value === 'string') s = JSON.stringify(value);
+  else {
+    try {
+      s = JSON.stringify(value) ?? String(value);
+    } catch {
+      s = String(value);
+    }
+  }
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** Python-style keyword arguments for a tool call preview: `order_id="A-1", qty=2`. */
+export function argsPreview(args: unknown, max = 90): string {
+  if (args && typeof args === 'object' && !Array.isArray(args)) {
+    const parts = Object.entries(args as Record<string, unknown>).map(([k, v]) => `${k}=${preview(v, 40)}`);
+    const s = parts.join(', ');
+    return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+  }
+  return preview(args, max);
+}
+
+let idCounter = 0;
+export function uid(prefix = 'ca'): string {
+  return `${prefix}-${++idCounter}`;
+}
