@@ -179,12 +179,29 @@ async function optional(out: Record<string, unknown>, name: string, file: string
   }
 }
 
+/** Runs a bench script that prints one JSON object on its last stdout line, and merges it. */
+async function subprocessJson(out: Record<string, unknown>, name: string, file: string): Promise<void> {
+  const full = path.join(__dirname, file);
+  if (!existsSync(full)) return;
+  const stdout = await new Promise<string>((resolve) => {
+    const child = spawn(process.execPath, [full], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    child.on('close', () => resolve(text));
+  });
+  try {
+    Object.assign(out, JSON.parse(stdout.trim().split('\n').pop() ?? ''));
+  } catch {
+    out[`${name}_error`] = `no JSON from ${file}: ${stdout.slice(-300)}`;
+  }
+}
+
 async function main(): Promise<void> {
   const out: Record<string, unknown> = { node: process.version, platform: `${process.platform}-${process.arch}`, runs: RUNS };
   if (want('local')) await local(out);
   if (want('sandbox')) await sandbox(out);
   if (want('jupyter')) await optional(out, 'jupyter', 'jupyter.mjs', 'benchJupyter');
-  if (want('webview')) await optional(out, 'webview', 'webview.mjs', 'benchWebview');
+  if (want('webview')) await subprocessJson(out, 'webview', 'webview.mjs');
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
 }
 
