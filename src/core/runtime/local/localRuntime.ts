@@ -28,6 +28,8 @@ export interface LocalRuntimeOptions {
   maxFrameBytes?: number;
   /** Receives one-time warnings, such as "running without a sandbox". */
   onWarning?: (message: string) => void;
+  /** Whole-tree cgroup limits where they can be created (default true). */
+  cgroups?: boolean;
 }
 
 const DEFAULT_MAX_FRAME = 16 * 1024 * 1024;
@@ -67,6 +69,10 @@ export class LocalRuntime implements Runtime {
       this.options.onWarning?.(plan.warning);
     }
     return plan;
+  }
+
+  get useCgroups(): boolean {
+    return this.options.cgroups !== false;
   }
 
   get maxFrameBytes(): number {
@@ -186,8 +192,11 @@ class LocalRun {
   }
 
   private launch(plan: LaunchPlan): void {
-    // Whole-tree caps where cgroups can be made (root, or a delegated subtree): rlimits alone are per process.
-    this.cgroup = createRunCgroup(`run-${this.marker}`, { pidsMax: plan.treeLimits.pids, memoryBytes: plan.treeLimits.memoryBytes });
+    // Sandboxed runs get a pids cgroup where one can be made (root, or a delegated subtree): RLIMIT_NPROC
+    // does not bind root, so without it a fork bomb would run until the timeout. Joining a cgroup costs a
+    // migration (~15 ms on cgroup v1), so only the process count, which rlimits cannot cap for root, is
+    // capped this way; memory stays a per-process RLIMIT_AS.
+    this.cgroup = this.runtime.useCgroups && plan.pidNamespace ? createRunCgroup(`run-${this.marker}`, { pidsMax: plan.treeLimits.pids }) : undefined;
     const { command, args } = wrapJoin(plan.command, plan.args, this.cgroup?.procsFiles ?? []);
     if (this.cgroup) plan.info.limits = { ...plan.info.limits, scope: 'process tree (cgroup)' };
     const child = spawn(command, args, {
