@@ -19,6 +19,7 @@ import { createRuntime } from '../core/runtime/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
 import { formatDeclarationError, loadTools, type ToolSet } from '../core/tools/declarations';
+import type { ToolDeclaration } from '../common/tools';
 import { DEFAULT_MODELS, readSettings, workspaceFolder, type CodeActSettings } from './settings';
 import type { Secrets } from './secrets';
 
@@ -28,6 +29,40 @@ export const PROVIDER_NAMES: Record<ProviderId, string> = {
   gemini: 'Gemini',
   'openai-compatible': 'OpenAI-compatible (Ollama, vLLM, llama.cpp)',
 };
+
+/** A managed tool backed by a language-model tool another extension registered (`vscode.lm.tools`). */
+function lmToolSource(decl: ToolDeclaration, defaultApproval: 'auto' | 'ask' | 'deny'): ManagedTool | string {
+  const name = decl.lmTool!;
+  const info = vscode.lm?.tools?.find((t) => t.name === name);
+  if (!info) {
+    const known = (vscode.lm?.tools ?? []).map((t) => t.name).sort();
+    return `no language-model tool named "${name}" is registered${known.length ? ` (registered: ${known.slice(0, 20).join(', ')})` : ''}`;
+  }
+  return {
+    name: decl.name,
+    description: decl.description ?? info.description,
+    inputSchema: (decl.inputSchema ?? info.inputSchema ?? { type: 'object' }) as ManagedTool['inputSchema'],
+    outputSchema: decl.outputSchema,
+    approval: decl.approval ?? defaultApproval,
+    expose: decl.expose ?? 'code',
+    source: 'lmTool',
+    invoke: async (args, ctx) => {
+      const cts = new vscode.CancellationTokenSource();
+      ctx.signal.addEventListener('abort', () => cts.cancel(), { once: true });
+      try {
+        const result = await vscode.lm.invokeTool(name, { input: args, toolInvocationToken: undefined }, cts.token);
+        const text = result.content.map((p) => (p instanceof vscode.LanguageModelTextPart ? p.value : '')).join('');
+        try {
+          return JSON.parse(text);
+        } catch {
+          return text;
+        }
+      } finally {
+        cts.dispose();
+      }
+    },
+  };
+}
 
 export class UntrustedWorkspaceError extends Error {
   constructor(what: string) {
@@ -114,7 +149,7 @@ export class CodeActService implements vscode.Disposable {
     // In an untrusted workspace VS Code already hides workspace values of restricted settings; without
     // trust no tool runs at all.
     if (!this.trusted || !ws) return { tools: [], errors: [] };
-    const set = loadTools(s.tools, { workspace: ws, defaultApproval: s.defaultApproval });
+    const set = loadTools(s.tools, { workspace: ws, defaultApproval: s.defaultApproval, resolveExternal: (decl, source) => (source === 'lmTool' ? lmToolSource(decl, s.defaultApproval) : `"${source}" tools are not available here`) });
     const key = JSON.stringify(set.errors);
     if (set.errors.length && key !== this.warnedDeclarations) {
       this.warnedDeclarations = key;
