@@ -50,7 +50,7 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
 }
 
 export function sandboxFrom(values: { sandbox?: string }, settings: Record<string, unknown>): SandboxSetting {
-  const s = values.sandbox ?? codeactSetting<string>(settings, 'sandbox') ?? 'auto';
+  const s = values.sandbox ?? codeactSetting<string>(settings, 'sandbox.kind') ?? 'auto';
   if (!['auto', 'bubblewrap', 'none', 'sandbox-exec'].includes(s)) throw new UsageError(`--sandbox must be auto, bubblewrap or none, not "${s}".`);
   return s as SandboxSetting;
 }

@@ -510,6 +510,8 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       break;
     }
     case 'error': {
+      // Stopping is not an error: the turn's end marker shows it as stopped.
+      if (event.code === 'cancelled') break;
       const turn = ctx.turnForNewItem();
       const view: ErrorView = { kind: 'error', key: `e:${++model.serial}`, turnId: turn.id, message: event.message, code: event.code, rev: 1 };
       ctx.addItem(turn, view);
@@ -782,8 +784,9 @@ class Ctx {
     exec.exitCode = item.exit_code;
     if (item.duration_ms !== undefined) exec.durationMs = item.duration_ms;
     if (item.truncated) exec.truncated = true;
-    if (item.error) exec.error = item.error;
-    if (item.value !== undefined) {
+    // A stopped run (status "incomplete") is shown as stopped, not as an error with a null result.
+    if (item.error && item.status !== 'incomplete') exec.error = item.error;
+    if (item.value !== undefined && item.status === 'completed') {
       exec.hasValue = true;
       exec.value = item.value;
     }

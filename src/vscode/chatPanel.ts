@@ -112,7 +112,7 @@ class PanelController implements vscode.Disposable {
         this.ready = true;
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
         this.catchUp(m.seq, m.conversationId);
-        if (!s.trusted) this.post({ type: 'notice', level: 'warning', message: untrustedMessage('Running code'), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
+        // (An untrusted workspace is shown by the page's own empty state, from HostState.trusted.)
         if (this.pendingInput) {
           this.post({ type: 'setInput', ...this.pendingInput });
           this.pendingInput = undefined;
@@ -124,7 +124,6 @@ class PanelController implements vscode.Disposable {
       case 'send':
         if (!s.trusted && s.settings.mode !== 'hosted') {
           this.post({ type: 'notice', level: 'warning', message: untrustedMessage('Running code'), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
-          showUntrusted('Running code');
           return;
         }
         await s.send(m.text, 'chat');

@@ -10,6 +10,12 @@ import type { CodeInterpreterCallItem } from '../common/events';
 import type { CodeActService } from './service';
 import { showUntrusted } from './trust';
 
+const PYTHON_DOCS: vscode.DocumentSelector = [
+  { language: 'python', scheme: 'file' },
+  { language: 'python', scheme: 'untitled' },
+  { language: 'python', scheme: 'vscode-remote' },
+];
+
 interface InlineResult {
   line: number;
   item: CodeInterpreterCallItem;
@@ -88,8 +94,8 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
 
   constructor(private readonly service: CodeActService) {
     this.disposables.push(
-      vscode.languages.registerHoverProvider({ language: 'python' }, this),
-      vscode.languages.registerCodeLensProvider({ language: 'python' }, this),
+      vscode.languages.registerHoverProvider(PYTHON_DOCS, this),
+      vscode.languages.registerCodeLensProvider(PYTHON_DOCS, this),
       vscode.window.onDidChangeVisibleTextEditors(() => this.refresh()),
       vscode.workspace.onDidChangeTextDocument((e) => {
         // An edit makes the results stale: drop those at or after the first changed line.

@@ -27,7 +27,7 @@ export const PROVIDER_NAMES: Record<ProviderId, string> = {
   openai: 'OpenAI',
   anthropic: 'Anthropic',
   gemini: 'Gemini',
-  'openai-compatible': 'OpenAI-compatible (Ollama, vLLM, llama.cpp)',
+  'openai-compatible': 'OpenAI-compatible',
 };
 
 /** A managed tool backed by a language-model tool another extension registered (`vscode.lm.tools`). */

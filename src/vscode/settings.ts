@@ -42,7 +42,8 @@ export const DEFAULT_MODELS: Record<ProviderId, string[]> = {
 };
 
 export function readSettings(scope?: vscode.ConfigurationScope): CodeActSettings {
-  const c = vscode.workspace.getConfiguration('codeact', scope);
+  // codeact.tools is resource-scoped: read it for the folder the tools run in.
+  const c = vscode.workspace.getConfiguration('codeact', scope ?? vscode.workspace.workspaceFolders?.[0]?.uri);
   const provider = c.get<ProviderId>('provider', 'openai');
   return {
     provider,
@@ -56,7 +57,7 @@ export function readSettings(scope?: vscode.ConfigurationScope): CodeActSettings
     defaultApproval: c.get<'auto' | 'ask' | 'deny'>('approval.default', 'auto'),
     reviewCode: c.get<boolean>('approval.reviewCode', false),
     alwaysAllow: c.get<string[]>('approval.alwaysAllow', []),
-    sandbox: c.get<SandboxSetting>('sandbox', 'auto'),
+    sandbox: c.get<SandboxSetting>('sandbox.kind', 'auto'),
     sandboxNetwork: c.get<boolean>('sandbox.network', false),
     mountWorkspace: c.get<WorkspaceMount>('sandbox.mountWorkspace', 'none'),
     limits: c.get<SandboxLimits>('sandbox.limits', {}),

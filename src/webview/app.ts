@@ -482,6 +482,7 @@ export class App {
     const host = this.host;
     const provider = host?.providers.find((p) => p.id === host.provider) ?? host?.providers[0];
     const hasKey = Boolean(provider?.hasKey);
+    const localServer = provider?.id === 'openai-compatible';
     const hasModel = Boolean(host?.model);
     const tools = host?.tools ?? [];
     const trusted = host?.trusted !== false;
@@ -503,8 +504,12 @@ export class App {
       step(
         hasKey,
         'key',
-        hasKey ? `API key for ${provider?.label ?? 'the provider'} is set` : `Set an API key${provider ? ` for ${provider.label}` : ''}`,
-        hasKey ? 'Stored in VS Code SecretStorage; never written to settings or logs.' : 'Keys go to VS Code SecretStorage. An environment variable works too.',
+        localServer ? 'No API key needed' : hasKey ? `API key for ${provider?.label ?? 'the provider'} is set` : `Set an API key${provider ? ` for ${provider.label}` : ''}`,
+        localServer
+          ? 'OpenAI-compatible servers such as Ollama, vLLM and llama.cpp usually need none; set one with Set API Key… if yours does.'
+          : hasKey
+            ? 'Kept in VS Code SecretStorage (or read from the environment); never written to settings or logs.'
+            : 'Keys go to VS Code SecretStorage. An environment variable works too.',
         hasKey ? null : button('Set API Key…', 'key', cmd('setApiKey'), 'button primary'),
       ),
       step(
@@ -596,6 +601,10 @@ export class App {
   }
 
   private showNotice(msg: NoticeMessage): void {
+    // The same message twice is shown once.
+    for (const el of Array.from(this.noticeArea.children)) {
+      if (el.querySelector('.notice-text')?.textContent === msg.message) el.remove();
+    }
     const actions = (msg.actions ?? []).map((a) => button(a.label, null, () => this.post({ type: 'command', command: a.command })));
     const note = h(
       'div',
@@ -704,7 +713,8 @@ export class App {
 
   private jumpToLatest(): void {
     this.stick = true;
-    this.scroller.scrollTop = this.scroller.scrollHeight;
+    // An empty conversation shows the empty state from its top.
+    this.scroller.scrollTop = this.model.turns.length ? this.scroller.scrollHeight : 0;
     this.jumpButton.hidden = true;
   }
 

@@ -203,6 +203,7 @@ for (const mode of modes) {
       setTimeout(() => controller.abort(), 500);
       const { item } = await started;
       assert.equal(item.error?.type, 'Cancelled');
+      assert.equal(item.status, 'incomplete', 'a stopped run is incomplete, not failed');
     });
 
     it('leaves no process behind: start_new_session children, double forks and setsid() daemons', async () => {

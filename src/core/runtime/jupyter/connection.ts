@@ -108,7 +108,7 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
     return (await res.json()) as KernelAPI.IModel;
   }
 
-  async startNew(options: KernelAPI.IKernelOptions = {}): Promise<KernelAPI.IModel> {
+  async startNew(options: KernelAPI.IKernelOptions & { env?: Record<string, string> } = {}): Promise<KernelAPI.IModel> {
     try {
       const res = await this.request('POST', 'api/kernels', 'starting a kernel', [200, 201], options);
       const model = (await res.json()) as KernelAPI.IModel;

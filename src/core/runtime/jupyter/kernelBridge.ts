@@ -38,6 +38,7 @@ import json
 import linecache
 import signal
 import sys
+import time
 import traceback
 
 RESULT_MIME = "application/vnd.codeact.result+json"
@@ -58,7 +59,7 @@ def install(config):
     from IPython import get_ipython
     ip = get_ipython()
     kernel = getattr(ip, "kernel", None)
-    if kernel is None or not hasattr(kernel, "_input_request"):
+    if kernel is None or not all(hasattr(kernel, a) for a in ("stdin_socket", "session", "_parent_ident")):
         raise RuntimeError("this kernel is not an ipykernel kernel with a stdin channel")
     _ip, _kernel, _config = ip, kernel, config
     _prefix = "\x00codeact:" + config["nonce"] + ":"
@@ -78,6 +79,7 @@ class _Run:
         self.new = []          # encoded calls not yet sent
         self.waiting = {}      # call id -> future
         self.scheduled = False
+        self.seq = 0
 
 
 async def call_tool(name, _arguments=None, /, **kwargs):
@@ -136,13 +138,59 @@ def _hold_budget(loop):
     return None
 
 
-def _request(prompt):
+_RESEND_S = 3.0
+
+
+def _request(prompt, seq):
+    """Sends one tool frame as an input_request and waits for the host's input_reply.
+
+    Like ipykernel's own _input_request (which input() uses), but built for a channel that can
+    lose messages when the WebSocket between host and server drops: a reply whose "seq" is not
+    this frame's is a stale duplicate and is ignored, and the request is sent again every few
+    seconds until a reply comes (the host answers a repeated frame without running its calls
+    twice).
+    """
+    import zmq
     k = _kernel
     ident = k._parent_ident
     if isinstance(ident, dict):
         ident = ident["shell"]
     parent = k.get_parent("shell") if hasattr(k, "get_parent") else k._parent_header
-    return k._input_request(prompt, ident, parent, password=False)
+    sock = k.stdin_socket
+    while True:  # drop stale replies
+        try:
+            sock.recv_multipart(zmq.NOBLOCK)
+        except zmq.ZMQError as exc:
+            if exc.errno == zmq.EAGAIN:
+                break
+            raise
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    content = {"prompt": prompt, "password": False}
+    k.session.send(sock, "input_request", content, parent, ident=ident)
+    sent = time.monotonic()
+    while True:
+        rlist, _, xlist = zmq.select([sock], [], [sock], 0.5)
+        if rlist or xlist:
+            _, msg = k.session.recv(sock)
+            if not msg:
+                continue
+            value = (msg.get("content") or {}).get("value", "")
+            if value == "\x04":
+                raise EOFError("the host closed the tool channel")
+            try:
+                data = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and (data.get("cancelled") or data.get("seq") == seq):
+                return data
+            continue
+        if time.monotonic() - sent >= _RESEND_S:
+            k.session.send(sock, "input_request", content, parent, ident=ident)
+            sent = time.monotonic()
 
 
 def _flush(run, loop):
@@ -151,11 +199,11 @@ def _flush(run, loop):
         return
     calls, run.new = run.new, []
     hold = _hold_budget(loop)
-    frame = '{"run":%s,"calls":[%s],"hold_ms":%s}' % (json.dumps(run.id), ",".join(calls), "null" if hold is None else hold)
+    run.seq += 1
+    frame = '{"run":%s,"seq":%d,"calls":[%s],"hold_ms":%s}' % (
+        json.dumps(run.id), run.seq, ",".join(calls), "null" if hold is None else hold)
     try:
-        data = json.loads(_request(_prefix + frame))
-        if not isinstance(data, dict):
-            raise ValueError("the reply is not an object")
+        data = _request(_prefix + frame, run.seq)
     except BaseException as exc:  # noqa: BLE001 - never let KeyboardInterrupt escape into the event loop
         for fut in list(run.waiting.values()):
             if fut.done():

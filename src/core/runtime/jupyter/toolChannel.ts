@@ -14,8 +14,9 @@
  * Robustness against the user's own `input()`:
  * - Runs are executed with `allow_stdin: false`, so a plain `input()` or `getpass()` never reaches the
  *   host: the bridge makes it raise EOFError with an explanation (no one is there to type).
- * - The bridge sends tool frames through the kernel's internal `_input_request`, with a prompt that
- *   starts with NUL + "codeact:" + a per-kernel random nonce. Any other input_request the host sees
+ * - The bridge sends tool frames as input_requests on the kernel's stdin socket itself (bypassing
+ *   that guard, as ipykernel's own `_input_request` does), with a prompt that starts with
+ *   NUL + "codeact:" + a per-kernel random nonce. Any other input_request the host sees
  *   (code that forces its way to the raw channel) is answered with EOF at once, so it can never hang
  *   a run or be taken for a tool frame. Frames are untrusted input all the same: parsed strictly,
  *   size-capped, and every call still goes through the host's gateway (allowlist, schemas, approval).
@@ -31,10 +32,17 @@
  * tools) make no progress; tasks sleeping on timers do, because the kernel tells the host how long
  * it may hold the reply (`hold_ms`, the time to its next timer) and the host answers early.
  *
+ * Lost messages: when the WebSocket between host and server drops, Jupyter Server buffers what the
+ * kernel sends and replays it, but a reply the host wrote into the dying socket is gone. So every
+ * frame carries a sequence number, echoed by its reply. The kernel ignores replies for another
+ * number and repeats its request every few seconds until the right reply comes; the host answers a
+ * repeated frame with the reply it already gave (calls never run twice), ignores replayed copies of
+ * a request it has seen, and re-sends its last reply when the WebSocket comes back.
+ *
  * Frames (JSON after the prompt prefix / in the reply value):
- *   kernel -> host  {"run": id, "calls": [{"id": str, "name": str, "arguments": object}], "hold_ms": int|null}
- *   host -> kernel  {"results": [{"id", "ok": true, "output"} | {"id", "ok": false, "error": str}], "lost"?: true}
- *                   {"cancelled": true}   (the run is being stopped: pending calls raise CancelledError)
+ *   kernel -> host  {"run": id, "seq": n, "calls": [{"id": str, "name": str, "arguments": object}], "hold_ms": int|null}
+ *   host -> kernel  {"seq": n, "results": [{"id", "ok": true, "output"} | {"id", "ok": false, "error": str}], "lost"?: true}
+ *                   {"seq": n, "cancelled": true}   (the run is being stopped: pending calls raise CancelledError)
  */
 import type { CodeActEvent } from '../../../common/events';
 import type { ToolCallHandler } from '../types';
@@ -69,7 +77,12 @@ export interface ToolChannelOptions {
 
 export class ToolChannel {
   private readonly abort = new AbortController();
-  private pendingHeader: unknown = null;
+  /** The request the kernel is waiting on, not answered yet. */
+  private pending: { header: unknown; seq: number } | null = null;
+  /** The last reply sent, until the kernel shows it arrived (by asking with a higher seq). */
+  private lastReply: { header: unknown; seq: number; payload: string } | null = null;
+  private lastSeq = 0;
+  private readonly seenRequests = new Set<string>();
   private holdTimer?: NodeJS.Timeout;
   private flushQueued = false;
   private readonly ready: ToolResult[] = [];
@@ -90,13 +103,15 @@ export class ToolChannel {
 
   /** Handles one input_request of the run. */
   onInputRequest(prompt: string, header: unknown): void {
+    const msgId = (header as { msg_id?: unknown } | null)?.msg_id;
+    if (typeof msgId === 'string') {
+      // Jupyter Server may replay a request the host already got before a reconnect.
+      if (this.seenRequests.has(msgId)) return;
+      this.seenRequests.add(msgId);
+    }
     if (this.closed || typeof prompt !== 'string' || !prompt.startsWith(this.o.prefix)) {
       // Not a tool frame: the code reached the raw stdin channel. End-of-file, at once.
       this.o.reply('\u0004', header);
-      return;
-    }
-    if (this.stopped) {
-      this.o.reply(JSON.stringify({ cancelled: true }), header);
       return;
     }
     const body = prompt.slice(this.o.prefix.length);
@@ -105,22 +120,41 @@ export class ToolChannel {
       this.o.onViolation(`The kernel sent a tool frame over ${this.o.maxFrameBytes} bytes; the run was stopped.`);
       return;
     }
-    let frame: { run?: unknown; calls?: unknown; hold_ms?: unknown };
+    let frame: { run?: unknown; seq?: unknown; calls?: unknown; hold_ms?: unknown };
     try {
       frame = JSON.parse(body);
     } catch {
       frame = {};
     }
-    if (!frame || typeof frame !== 'object' || frame.run !== this.o.runId || !Array.isArray(frame.calls) || frame.calls.length > MAX_CALLS_PER_FRAME) {
+    const seq = frame?.seq;
+    if (
+      !frame || typeof frame !== 'object' || frame.run !== this.o.runId || !Number.isSafeInteger(seq) || (seq as number) < 1 ||
+      !Array.isArray(frame.calls) || frame.calls.length > MAX_CALLS_PER_FRAME
+    ) {
       this.o.reply(JSON.stringify({ cancelled: true }), header);
       this.o.onViolation('The kernel sent a malformed tool frame; the run was stopped.');
       return;
     }
-    if (this.pendingHeader !== null) {
-      // The kernel waits for one reply at a time; a second request means it gave up on the first.
-      this.sendReply();
+    const n = seq as number;
+    if (this.stopped) {
+      this.answer(header, n, JSON.stringify({ seq: n, cancelled: true }));
+      return;
     }
-    this.pendingHeader = header;
+    if (n < this.lastSeq) return; // an old frame; the kernel has moved on
+    if (this.lastReply && n === this.lastReply.seq) {
+      // The kernel asks again: the reply was lost (or is still on its way; it ignores duplicates).
+      this.answer(header, n, this.lastReply.payload);
+      return;
+    }
+    if (this.pending && n === this.pending.seq) {
+      this.pending.header = header; // the same frame again while its calls run: answer the latest copy
+      return;
+    }
+    // A new frame.
+    this.lastSeq = n;
+    this.lastReply = null;
+    this.pending = { header, seq: n };
+    clearTimeout(this.holdTimer);
     for (const raw of frame.calls as unknown[]) this.accept(raw);
     if (this.ready.length) {
       this.queueFlush();
@@ -132,13 +166,19 @@ export class ToolChannel {
     }
   }
 
+  /** The WebSocket is back: the last reply may have been lost with the old one, so send it again. */
+  onReconnected(): void {
+    if (this.closed || !this.lastReply) return;
+    this.o.reply(this.lastReply.payload, this.lastReply.header);
+  }
+
   /** Stop: abort the handlers and release the kernel if it waits for a reply. */
   cancel(): void {
     if (this.stopped) return;
     this.stopped = true;
     this.abort.abort();
     this.queue.length = 0;
-    if (this.pendingHeader !== null) this.sendReply({ cancelled: true });
+    if (this.pending) this.sendReply({ cancelled: true });
   }
 
   /** The run is over: nothing more is replied; handlers still running are aborted. */
@@ -148,7 +188,13 @@ export class ToolChannel {
     this.abort.abort();
     this.queue.length = 0;
     clearTimeout(this.holdTimer);
-    this.pendingHeader = null;
+    this.pending = null;
+    this.lastReply = null;
+  }
+
+  private answer(header: unknown, seq: number, payload: string): void {
+    this.lastReply = { header, seq, payload };
+    this.o.reply(payload, header);
   }
 
   private accept(raw: unknown): void {
@@ -211,22 +257,24 @@ export class ToolChannel {
 
   /** Replies with every result ready in this turn of the event loop (calls finishing together share a reply). */
   private queueFlush(): void {
-    if (this.flushQueued || this.pendingHeader === null) return;
+    if (this.flushQueued || this.pending === null) return;
     this.flushQueued = true;
     setImmediate(() => {
       this.flushQueued = false;
-      if (this.ready.length && this.pendingHeader !== null) this.sendReply();
+      if (this.ready.length && this.pending !== null) this.sendReply();
     });
   }
 
   private sendReply(extra: Record<string, unknown> = {}): void {
-    const header = this.pendingHeader;
-    if (header === null || this.closed) return;
-    this.pendingHeader = null;
+    const pending = this.pending;
+    if (pending === null || this.closed) return;
+    this.pending = null;
     clearTimeout(this.holdTimer);
     this.holdTimer = undefined;
-    const payload = extra.cancelled ? { cancelled: true } : { results: this.ready.splice(0), ...extra };
-    this.o.reply(JSON.stringify(payload), header);
+    const payload = extra.cancelled
+      ? { seq: pending.seq, cancelled: true }
+      : { seq: pending.seq, results: this.ready.splice(0), ...extra };
+    this.answer(pending.header, pending.seq, JSON.stringify(payload));
   }
 }
 

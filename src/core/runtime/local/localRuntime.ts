@@ -426,7 +426,7 @@ class LocalRun {
     const item: CodeInterpreterCallItem = {
       type: 'code_interpreter_call',
       id: this.itemId,
-      status: ok ? 'completed' : 'failed',
+      status: ok ? 'completed' : error?.type === 'Cancelled' ? 'incomplete' : 'failed',
       code: this.request.code,
       runtime: 'local',
       container_id: null,

@@ -125,20 +125,20 @@ export async function planLaunch(
   const kind = options.kind ?? 'auto';
   let warning: string | undefined;
   if (kind === 'sandbox-exec') {
-    throw new SandboxUnavailableError('codeact.sandbox "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
+    throw new SandboxUnavailableError('codeact.sandbox.kind "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
   }
   if (kind === 'auto' || kind === 'bubblewrap') {
     const reason = await probeBubblewrap(options.bwrapPath);
     if (!reason) return bwrapPlan(python, guestDir, workdir, options);
     if (kind === 'bubblewrap') {
       throw new SandboxUnavailableError(
-        `codeact.sandbox is "bubblewrap" but ${reason}. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), ` +
-          'or set codeact.sandbox to "auto" to fall back to an unsandboxed process.',
+        `codeact.sandbox.kind is "bubblewrap" but ${reason}. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), ` +
+          'or set codeact.sandbox.kind to "auto" to fall back to an unsandboxed process.',
       );
     }
     warning =
       `Code runs without a sandbox: ${reason}. It can read your files and use the network. ` +
-      'Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) to isolate it, or set codeact.sandbox to "none" to silence this warning.';
+      'Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) to isolate it, or set codeact.sandbox.kind to "none" to silence this warning.';
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
   const guest = path.join(guestDir, 'codeact_guest.py');

@@ -1,0 +1,232 @@
+/**
+ * One kernel on the server, as the Jupyter runtime holds it: its connection, the bridge install,
+ * a lock so the runs of a conversation take turns, restart, idle timer and shutdown.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Kernel, KernelMessage } from '@jupyterlab/services';
+import { JupyterError, withQuietConsole } from './connection';
+import type { JupyterRun } from './jupyterRun';
+import type { JupyterRuntime } from './jupyterRuntime';
+import { bootstrapCell, toolPromptPrefix } from './kernelBridge';
+import { formatDuration, raceAbort, withTimeout } from './timing';
+
+export class KernelHandle {
+  readonly nonce = randomBytes(16).toString('hex');
+  bootstrapped = false;
+  restarted = false;
+  closed = false;
+  lostReason?: string;
+  current?: JupyterRun;
+  busy = 0;
+  private lock: Promise<void> = Promise.resolve();
+  private idleTimer?: NodeJS.Timeout;
+  private shutdownPromise?: Promise<void>;
+
+  constructor(
+    readonly runtime: JupyterRuntime,
+    readonly id: string,
+    readonly conn: Kernel.IKernelConnection,
+    readonly sessionId: string | undefined,
+  ) {
+    conn.statusChanged.connect((_sender, status) => {
+      if (status === 'autorestarting' || status === 'restarting' || status === 'starting') {
+        this.bootstrapped = false;
+        this.restarted = true;
+      }
+      if (status === 'dead') this.lostReason ??= 'the kernel died';
+    });
+    // A tool frame of a run that has already ended (for instance one that failed on a lost
+    // connection while the kernel waited for a reply): answer end-of-file so the kernel is not
+    // left waiting, and the next run can start.
+    conn.unhandledMessage.connect((_sender, msg) => {
+      if (msg.header.msg_type !== 'input_request' || conn.isDisposed) return;
+      try {
+        conn.sendInputReply({ status: 'ok', value: '\u0004' }, msg.header as KernelMessage.IInputReplyMsg['parent_header']);
+      } catch {
+        // The connection is going away.
+      }
+    });
+  }
+
+  get prefix(): string {
+    return toolPromptPrefix(this.nonce);
+  }
+
+  /** Runs fn with this kernel to itself (runs of one conversation queue up). */
+  async withLock<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    this.busy++;
+    clearTimeout(this.idleTimer);
+    const previous = this.lock;
+    let release!: () => void;
+    this.lock = new Promise<void>((r) => (release = r));
+    try {
+      await raceAbort(previous, signal);
+      return await fn();
+    } finally {
+      // A run abandoned while queued releases only once its turn has come.
+      void previous.then(release);
+      this.busy--;
+    }
+  }
+
+  armIdleTimer(ms: number, onIdle: () => void): void {
+    clearTimeout(this.idleTimer);
+    if (ms <= 0 || this.closed) return;
+    this.idleTimer = setTimeout(() => {
+      if (!this.busy) onIdle();
+    }, ms);
+    this.idleTimer.unref?.();
+  }
+
+  /** True when the kernel can take a run now (waits briefly for a WebSocket that is reconnecting). */
+  async ready(): Promise<boolean> {
+    if (this.closed || this.conn.isDisposed) return false;
+    if (this.conn.status === 'dead') {
+      this.lostReason ??= 'the kernel died';
+      return false;
+    }
+    if (this.conn.connectionStatus === 'connected') return true;
+    const ok = await waitConnected(this.conn, this.runtime.settings.reconnectGraceMs);
+    if (!ok) this.lostReason ??= 'the WebSocket connection to the server was lost';
+    return ok;
+  }
+
+  /**
+   * After a restart, IOPub messages can be lost until the server's subscription to the new kernel
+   * is live (the shell replies get through, so a run would complete without its output). Execute
+   * nothing until an IOPub status for it arrives, as Jupyter Server's own "nudge" does.
+   */
+  async nudge(): Promise<void> {
+    const deadline = Date.now() + Math.min(this.runtime.settings.startTimeoutMs, 30_000);
+    while (Date.now() < deadline && !this.closed) {
+      const future = this.conn.requestExecute({ code: '', silent: false, store_history: false, allow_stdin: false, stop_on_error: false });
+      const heard = await new Promise<boolean>((resolve) => {
+        const t = setTimeout(() => resolve(false), 1000);
+        future.onIOPub = () => {
+          clearTimeout(t);
+          resolve(true);
+        };
+        future.done.catch(() => {
+          clearTimeout(t);
+          resolve(false);
+        });
+      });
+      if (!future.isDisposed) future.dispose();
+      if (heard) {
+        this.restarted = false;
+        return;
+      }
+    }
+  }
+
+  async bootstrap(): Promise<void> {
+    const s = this.runtime.settings;
+    if (this.restarted) await this.nudge();
+    const future = this.conn.requestExecute({ code: bootstrapCell(this.nonce), silent: true, store_history: false, allow_stdin: false, stop_on_error: false });
+    let reply: KernelMessage.IExecuteReplyMsg;
+    try {
+      // The execute_reply is enough: waiting for the "idle" status too (future.done) can hang when a
+      // freshly (re)started kernel's IOPub messages are lost while the server reconnects to it.
+      reply = await withTimeout(replyOf(future), s.startTimeoutMs, () =>
+        new JupyterError('JupyterTimeout', `The "${s.kernelName}" kernel did not finish CodeAct's set-up within ${formatDuration(s.startTimeoutMs)}.`),
+      );
+    } catch (err) {
+      if (!future.isDisposed) future.dispose();
+      if (err instanceof JupyterError) throw err;
+      throw new JupyterError('KernelDied', `The "${s.kernelName}" kernel went away during CodeAct's set-up (${(err as Error).message}).`);
+    }
+    if (!future.isDisposed) future.dispose(); // its "idle" status is not needed
+    const content = reply.content as { status: string; ename?: string; evalue?: string };
+    if (content.status !== 'ok') {
+      throw new JupyterError(
+        'JupyterBootstrapError',
+        `Could not install call_tool in the "${s.kernelName}" kernel (${content.ename ?? content.status}: ${content.evalue ?? ''}). ` +
+          'The Jupyter runtime needs a Python kernel running ipykernel 6 or later; set codeact.jupyter.kernelName to one.',
+      );
+    }
+    this.bootstrapped = true;
+  }
+
+  /** Restarts the kernel (state lost) and installs the bridge again. */
+  async restart(): Promise<void> {
+    const s = this.runtime.settings;
+    this.bootstrapped = false;
+    await withTimeout(this.conn.restart(), s.startTimeoutMs, () =>
+      new JupyterError('JupyterTimeout', `The kernel did not restart within ${formatDuration(s.startTimeoutMs)}.`),
+    );
+    await waitForKernel(this.conn, s.startTimeoutMs, this.runtime.rest!.displayUrl);
+    await this.bootstrap();
+  }
+
+  shutdown(why: string): Promise<void> {
+    this.shutdownPromise ??= (async () => {
+      this.closed = true;
+      this.lostReason ??= `it was shut down (${why})`;
+      clearTimeout(this.idleTimer);
+      try {
+        await this.runtime.rest!.shutdown(this.id, 15_000);
+      } catch (err) {
+        this.runtime.settings.log(`[codeact] could not shut down Jupyter kernel ${this.id}: ${(err as Error).message}`);
+      }
+      try {
+        if (!this.conn.isDisposed) withQuietConsole(this.runtime.settings.log, () => this.conn.dispose());
+      } catch {
+        // Already gone.
+      }
+    })();
+    return this.shutdownPromise;
+  }
+}
+
+/** Resolves with a request's reply (shell channel), without waiting for its "idle" status. */
+export function replyOf<T extends KernelMessage.IShellMessage>(future: Kernel.IShellFuture<KernelMessage.IShellMessage, T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    future.onReply = (msg) => resolve(msg);
+    future.done.then((msg) => resolve(msg as T), reject);
+  });
+}
+
+export function waitConnected(conn: Kernel.IKernelConnection, ms: number): Promise<boolean> {
+  if (conn.connectionStatus === 'connected') return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(t);
+      conn.connectionStatusChanged.disconnect(slot);
+      resolve(ok);
+    };
+    const slot = (_: unknown, status: Kernel.ConnectionStatus) => {
+      if (status === 'connected') done(true);
+      else if (status === 'disconnected') done(false);
+    };
+    const t = setTimeout(() => done(false), ms);
+    conn.connectionStatusChanged.connect(slot);
+  });
+}
+
+/** Waits for the first kernel_info_reply on a new or restarted connection, failing fast on death. */
+export async function waitForKernel(conn: Kernel.IKernelConnection, ms: number, url: string): Promise<void> {
+  let slot: ((_: unknown, s: Kernel.Status) => void) | undefined;
+  let cslot: ((_: unknown, s: Kernel.ConnectionStatus) => void) | undefined;
+  try {
+    await withTimeout(
+      new Promise<void>((resolve, reject) => {
+        slot = (_, s) => {
+          if (s === 'dead') reject(new JupyterError('KernelDied', `The kernel died while starting on the Jupyter server at ${url}.`));
+        };
+        cslot = (_, s) => {
+          if (s === 'disconnected') {
+            reject(new JupyterError('JupyterConnectionLost', `Could not open a WebSocket to the kernel on the Jupyter server at ${url}. A proxy in between must allow WebSockets.`));
+          }
+        };
+        conn.statusChanged.connect(slot);
+        conn.connectionStatusChanged.connect(cslot);
+        conn.info.then(() => resolve(), reject);
+      }),
+      ms,
+      () => new JupyterError('JupyterTimeout', `The kernel on the Jupyter server at ${url} did not become ready within ${formatDuration(ms)}.`),
+    );
+  } finally {
+    if (slot) conn.statusChanged.disconnect(slot);
+    if (cslot) conn.connectionStatusChanged.disconnect(cslot);
+  }
+}

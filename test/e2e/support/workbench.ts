@@ -1,0 +1,204 @@
+/**
+ * Page object of the VS Code workbench served by code-server (GitLens style: the tests say what a
+ * user does, this file knows the DOM): the command palette, Quick Open, notifications, the Workspace
+ * Trust dialog, and screenshots.
+ */
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import { CHROMIUM, artifactPath } from './env';
+
+export async function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+  });
+}
+
+export interface Notification {
+  message: string;
+  buttons: string[];
+}
+
+export class Workbench {
+  private constructor(readonly page: Page) {}
+
+  /** Opens `url` in a fresh browser context and waits for the workbench and its extension host. */
+  static async open(browser: Browser, url: string): Promise<Workbench> {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+    // The web workbench reads and writes the clipboard; let it.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(url).origin });
+    // tsx compiles this suite with esbuild's keepNames, so functions passed to `evaluate` may call a
+    // `__name` helper; give every frame (the webviews' too) a no-op one.
+    await context.addInitScript({ content: 'globalThis.__name = globalThis.__name || ((f) => f);' });
+    const page = await context.newPage();
+    const wb = new Workbench(page);
+    await page.goto(url);
+    await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+    await page.waitForSelector('.part.statusbar', { timeout: 60_000 });
+    return wb;
+  }
+
+  async close(): Promise<void> {
+    await this.page.context().close();
+  }
+
+  // ---- Workspace Trust ------------------------------------------------------------------------
+
+  /** The "Do you trust the authors…" dialog, if it shows within `timeoutMs`. */
+  async trustDialog(timeoutMs = 15_000): Promise<Locator | undefined> {
+    const dialog = this.page.locator('.monaco-dialog-box').filter({ hasText: 'trust the authors' });
+    try {
+      await dialog.waitFor({ state: 'visible', timeout: timeoutMs });
+      return dialog;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Answers the trust dialog with "Yes, I trust the authors" (a user who trusts this folder). */
+  async trustFolder(): Promise<void> {
+    const dialog = await this.trustDialog();
+    if (!dialog) throw new Error('the Workspace Trust dialog did not show');
+    await dialog.getByRole('button', { name: 'Yes, I trust the authors' }).click();
+    await dialog.waitFor({ state: 'hidden', timeout: 10_000 });
+  }
+
+  /** Whether the status bar shows "Restricted Mode". */
+  async inRestrictedMode(): Promise<boolean> {
+    return (await this.page.locator('.part.statusbar').innerText()).includes('Restricted Mode');
+  }
+
+  // ---- commands -------------------------------------------------------------------------------
+
+  private get quickInput(): Locator {
+    return this.page.locator('.quick-input-widget');
+  }
+
+  /** Runs a command from the palette like a user: F1, type the title, pick the row, Enter. */
+  async runCommand(title: string): Promise<void> {
+    await this.dismissQuickInput();
+    await this.page.locator('.monaco-workbench').focus().catch(() => undefined);
+    await this.page.keyboard.press('F1');
+    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    const input = this.quickInput.locator('input.input');
+    await input.fill(`>${title}`);
+    const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: title });
+    await rows.first().waitFor({ state: 'visible', timeout: 15_000 });
+    // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group").
+    const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
+    const exact = labels.indexOf(title);
+    await rows.nth(exact >= 0 ? exact : 0).click();
+    await this.quickInput.waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+  }
+
+  /** Whether the palette lists a command with this title (e.g. to see an extension's commands arrive). */
+  async hasCommand(title: string, timeoutMs = 15_000): Promise<boolean> {
+    await this.dismissQuickInput();
+    await this.page.keyboard.press('F1');
+    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    await this.quickInput.locator('input.input').fill(`>${title}`);
+    const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: title }).first();
+    const found = await row.waitFor({ state: 'visible', timeout: timeoutMs }).then(
+      () => true,
+      () => false,
+    );
+    await this.dismissQuickInput();
+    return found;
+  }
+
+  async dismissQuickInput(): Promise<void> {
+    if (await this.quickInput.isVisible().catch(() => false)) {
+      await this.page.keyboard.press('Escape');
+      await this.quickInput.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+    }
+  }
+
+  /** Opens a workspace file with Quick Open (Ctrl+P), and waits for its editor tab. */
+  async openFile(relativePath: string): Promise<void> {
+    await this.dismissQuickInput();
+    const name = relativePath.split('/').pop()!;
+    await this.page.keyboard.press('F1');
+    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    await this.quickInput.locator('input.input').fill(relativePath);
+    const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: name }).first();
+    await row.waitFor({ state: 'visible', timeout: 20_000 });
+    await row.click();
+    await this.page.locator(`.tabs-container .tab[aria-label^="${name}"], .tabs-container .tab:has-text("${name}")`).first().waitFor({ timeout: 15_000 });
+    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
+  }
+
+  // ---- notifications ----------------------------------------------------------------------------
+
+  private get toasts(): Locator {
+    return this.page.locator('.notifications-toasts .notification-toast');
+  }
+
+  /** The notification toasts on screen: message and button labels. */
+  async notifications(): Promise<Notification[]> {
+    const out: Notification[] = [];
+    for (const t of await this.toasts.all()) {
+      const message = (await t.locator('.notification-list-item-message').innerText().catch(() => '')).trim();
+      const buttons = (await t.locator('.notification-list-item-buttons-container .monaco-button').allInnerTexts()).map((s) => s.trim()).filter(Boolean);
+      out.push({ message, buttons });
+    }
+    return out;
+  }
+
+  /** Waits for a toast whose message matches `re`; returns its locator. */
+  async waitForNotification(re: RegExp, timeoutMs = 20_000): Promise<Locator> {
+    const toast = this.toasts.filter({ has: this.page.locator('.notification-list-item-message', { hasText: re }) }).first();
+    await toast.waitFor({ state: 'visible', timeout: timeoutMs });
+    // Let the fade-in finish so screenshots show it fully.
+    await this.page
+      .locator('.notifications-toasts .notification-toast-container.notification-fade-in-done, .notifications-toasts .notification-toast.notification-fade-in-done')
+      .first()
+      .waitFor({ timeout: 2000 })
+      .catch(() => undefined);
+    await this.page.waitForTimeout(300);
+    return toast;
+  }
+
+  async clearNotifications(): Promise<void> {
+    for (const t of await this.toasts.all()) {
+      await t.hover().catch(() => undefined);
+      await t.locator('.codicon-notifications-clear, .codicon-close').first().click({ timeout: 2000 }).catch(() => undefined);
+    }
+  }
+
+  // ---- output panel -------------------------------------------------------------------------------
+
+  /** The text shown in the editor's visible lines (for output channels, in the panel). */
+  async panelText(): Promise<string> {
+    return (await this.page.locator('.part.panel').innerText()).replace(/\u00a0/g, ' ');
+  }
+
+  /** Closes the active editor tab (Ctrl+W goes to the browser, so through the palette). */
+  async closeActiveEditor(): Promise<void> {
+    await this.runCommand('View: Close Editor');
+  }
+
+  /**
+   * VS Code's own activation time of an extension, from "Developer: Show Running Extensions"
+   * (loading the bundle plus `activate`), in ms; undefined when the editor does not list it.
+   */
+  async activationTime(displayName: string, timeoutMs = 15_000): Promise<number | undefined> {
+    await this.runCommand('Developer: Show Running Extensions');
+    const editor = this.page.locator('.runtime-extensions-editor').first();
+    const re = new RegExp(`(?:^|\\n)${displayName}\\n[^\\n]*\\n[^\\n]*\\n(?:Startup )?Activation: (\\d+)ms`);
+    const deadline = Date.now() + timeoutMs;
+    let ms: number | undefined;
+    while (Date.now() < deadline && ms === undefined) {
+      const m = re.exec(await editor.innerText().catch(() => ''));
+      if (m) ms = Number(m[1]);
+      else await this.page.waitForTimeout(250);
+    }
+    await this.screenshot('01c-running-extensions').catch(() => undefined);
+    await this.closeActiveEditor();
+    return ms;
+  }
+
+  async screenshot(name: string): Promise<string> {
+    const path = artifactPath(name);
+    await this.page.screenshot({ path });
+    return path;
+  }
+}
