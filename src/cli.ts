@@ -11,7 +11,8 @@ import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { CodeActEvent, CodeInterpreterCallItem } from './common/events';
 import { ToolGateway } from './core/gateway/gateway';
-import { LocalRuntime } from './core/runtime/local/localRuntime';
+import { createRuntime, RuntimeConfigError, type RuntimeSetting } from './core/runtime/factory';
+import type { Runtime } from './core/runtime/types';
 import type { SandboxSetting } from './core/runtime/local/sandbox';
 import { formatDeclarationError, loadTools, type ToolSet } from './core/tools/declarations';
 import { codeactSetting, readWorkspaceSettings, SettingsError } from './core/tools/settingsFile';
@@ -20,7 +21,8 @@ import { chatCommand } from './cliChat';
 export class UsageError extends Error {}
 
 const USAGE = `Usage:
-  codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH] [--json]
+  codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]
+              [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--json]
   codeact tools [--workspace DIR] [--json]
   codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M [options]
   codeact --help | --version
@@ -116,12 +118,19 @@ async function runCommand(argv: string[]): Promise<number> {
       timeout: { type: 'string', short: 't' },
       sandbox: { type: 'string' },
       python: { type: 'string' },
+      runtime: { type: 'string' },
+      'jupyter-url': { type: 'string' },
+      'jupyter-kernel': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH] [--json]\n');
+    process.stdout.write(
+      'Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
+        '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--json]\n' +
+        'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.\n',
+    );
     return 0;
   }
   if (positionals.length !== 1) throw new UsageError('codeact run needs exactly one file (or - for stdin).');
@@ -135,17 +144,7 @@ async function runCommand(argv: string[]): Promise<number> {
   const ws = openWorkspace(values.workspace);
   reportDeclarationErrors(ws.toolSet);
   const timeoutMs = parseTimeout(values.timeout, ws.settings);
-  const runtime = new LocalRuntime({
-    python: values.python ?? codeactSetting<string>(ws.settings, 'python'),
-    sandbox: {
-      kind: sandboxFrom(values, ws.settings),
-      network: codeactSetting<boolean>(ws.settings, 'sandbox.network'),
-      mountWorkspace: codeactSetting(ws.settings, 'sandbox.mountWorkspace'),
-      limits: codeactSetting(ws.settings, 'sandbox.limits'),
-      workspace: ws.dir,
-    },
-    onWarning: (m) => process.stderr.write(`${red('warning:')} ${m}\n`),
-  });
+  const runtime = await runtimeFrom(values, ws);
   const gateway = new ToolGateway(ws.toolSet.tools);
   const controller = new AbortController();
   const onSignal = () => controller.abort();
@@ -155,11 +154,48 @@ async function runCommand(argv: string[]): Promise<number> {
   try {
     const item = await runtime.execute({ code, timeoutMs }, { onEvent, onToolCall: gateway.handler, signal: controller.signal });
     if (!values.json) printItemResult(item);
+    if (item.status !== 'completed' && CONFIG_ERRORS.has(item.error?.type ?? '')) return 2;
     return item.status === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await runtime.dispose();
+  }
+}
+
+/** Errors that mean the setup is wrong, not the code: exit 2. */
+const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound']);
+
+/** The runtime the options and settings ask for: the local guest (default) or a Jupyter kernel. */
+export async function runtimeFrom(
+  values: { runtime?: string; sandbox?: string; python?: string; 'jupyter-url'?: string; 'jupyter-kernel'?: string },
+  ws: Workspace,
+): Promise<Runtime> {
+  const kind = (values.runtime ?? codeactSetting<string>(ws.settings, 'runtime') ?? 'local') as RuntimeSetting;
+  if (kind !== 'local' && kind !== 'jupyter') throw new UsageError(`--runtime must be local or jupyter, not "${kind}".`);
+  try {
+    return await createRuntime({
+      runtime: kind,
+      local: {
+        python: values.python ?? codeactSetting<string>(ws.settings, 'python'),
+        sandbox: {
+          kind: sandboxFrom(values, ws.settings),
+          network: codeactSetting<boolean>(ws.settings, 'sandbox.network'),
+          mountWorkspace: codeactSetting(ws.settings, 'sandbox.mountWorkspace'),
+          limits: codeactSetting(ws.settings, 'sandbox.limits'),
+          workspace: ws.dir,
+        },
+        onWarning: (m) => process.stderr.write(`${red('warning:')} ${m}\n`),
+      },
+      jupyter: {
+        url: values['jupyter-url'] ?? codeactSetting<string>(ws.settings, 'jupyter.url'),
+        token: process.env.CODEACT_JUPYTER_TOKEN,
+        kernelName: values['jupyter-kernel'] ?? codeactSetting<string>(ws.settings, 'jupyter.kernelName'),
+      },
+    });
+  } catch (e) {
+    if (e instanceof RuntimeConfigError) throw new UsageError(e.message);
+    throw e;
   }
 }
 

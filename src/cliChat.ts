@@ -15,9 +15,9 @@ import { ToolGateway } from './core/gateway/gateway';
 import { ProviderError } from './core/providers/errors';
 import { createProvider } from './core/providers/factory';
 import type { ProviderId } from './core/providers/types';
-import { createRuntime, RuntimeConfigError, type RuntimeSetting } from './core/runtime/factory';
 import { codeactSetting } from './core/tools/settingsFile';
-import { humanPrinter, openWorkspace, parseTimeout, reportDeclarationErrors, sandboxFrom, UsageError } from './cli';
+import type { RuntimeSetting } from './core/runtime/factory';
+import { humanPrinter, openWorkspace, parseTimeout, reportDeclarationErrors, runtimeFrom, UsageError } from './cli';
 
 const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
          [--base-url URL] [--mode toolCode|hosted|code] [--workspace DIR] [--max-turns N]
@@ -54,6 +54,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
         continue: { type: 'string', short: 'c' },
         runtime: { type: 'string' },
         'jupyter-url': { type: 'string' },
+        'jupyter-kernel': { type: 'string' },
         timeout: { type: 'string', short: 't' },
         sandbox: { type: 'string' },
         storage: { type: 'string' },
@@ -109,30 +110,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     }
     throw e;
   }
-  let runtime;
-  try {
-    runtime = await createRuntime({
-      runtime: runtimeKind,
-      local: {
-        python: codeactSetting<string>(ws.settings, 'python'),
-        sandbox: {
-          kind: sandboxFrom(values, ws.settings),
-          network: codeactSetting<boolean>(ws.settings, 'sandbox.network'),
-          mountWorkspace: codeactSetting(ws.settings, 'sandbox.mountWorkspace'),
-          limits: codeactSetting(ws.settings, 'sandbox.limits'),
-          workspace: ws.dir,
-        },
-        onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
-      },
-      jupyter: { url: values['jupyter-url'] ?? codeactSetting<string>(ws.settings, 'jupyter.url'), token: process.env.CODEACT_JUPYTER_TOKEN, kernelName: codeactSetting<string>(ws.settings, 'jupyter.kernelName') },
-    });
-  } catch (e) {
-    if (e instanceof RuntimeConfigError) {
-      process.stderr.write(`codeact: ${e.message}\n`);
-      return 2;
-    }
-    throw e;
-  }
+  const runtime = await runtimeFrom(values, ws);
 
   conversation ??= store.create({ title: titleFrom(prompt), provider, model, mode, workspace: ws.dir });
   const convo = conversation;

@@ -1,0 +1,83 @@
+/**
+ * The CLI on the remote runtime: `codeact run --runtime jupyter` and `codeact chat --runtime jupyter`
+ * against a real jupyter-server, with the token from CODEACT_JUPYTER_TOKEN.
+ */
+import * as assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { findJupyterServer, SKIP_MESSAGE, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
+import { startServerFor } from '../support/wire/harness';
+import { turn } from '../support/wire/turn';
+
+const root = path.resolve(__dirname, '../..');
+const cli = path.join(root, 'dist', 'cli.js');
+
+function codeact(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+describe('CLI on the Jupyter runtime', function () {
+  this.timeout(180_000);
+  let jupyter: JupyterServer | undefined;
+  before(async function () {
+    if (!findJupyterServer()) {
+      console.log(`      ${SKIP_MESSAGE}`);
+      this.skip();
+    }
+    jupyter = await startJupyterServer();
+  });
+  after(async () => jupyter?.stop());
+
+  it('codeact run --runtime jupyter runs the file in a kernel with the managed tools, and leaves no kernel behind', async () => {
+    const r = await codeact(['run', 'examples/orders/order_desk.py', '--workspace', 'examples/orders', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url], { CODEACT_JUPYTER_TOKEN: jupyter!.token });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /→ create_quote\(/);
+    assert.match(r.stdout, /Quote Q-\d{6} for Acme Robotics: 1771\.00 EUR/);
+    assert.deepEqual(await jupyter!.kernelIds(), []);
+  });
+
+  it('says what to do about a wrong token, with exit 2', async () => {
+    const r = await codeact(['run', '-', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url], { CODEACT_JUPYTER_TOKEN: 'wrong-token' }, 'return 1');
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    assert.match(r.stderr, /CODEACT_JUPYTER_TOKEN/);
+    assert.doesNotMatch(r.stderr + r.stdout, /wrong-token/);
+  });
+
+  it('exits 2 when --runtime jupyter has no URL', async () => {
+    const r = await codeact(['run', '-', '--runtime', 'jupyter'], {}, 'return 1');
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /codeact\.jupyter\.url|--jupyter-url/);
+  });
+
+  it('codeact chat --runtime jupyter keeps one kernel per conversation, so later code builds on earlier state', async () => {
+    const wire = await startServerFor('openai');
+    const storage = mkdtempSync(path.join(tmpdir(), 'codeact-chat-j-'));
+    try {
+      wire.push(turn().call('execute_tool_code', { code: 'stock = await call_tool("check_inventory", sku="LMP-LED-010")\nreturn stock["on_hand"]' }));
+      wire.push(turn().call('execute_tool_code', { code: 'return stock["on_hand"] * 2' }));
+      wire.push(turn().text('Twice the stock is 170.'));
+      const r = await codeact(
+        ['chat', 'Double the lamp stock', '--provider', 'openai', '--model', 'gpt-5', '--base-url', wire.url, '-w', 'examples/orders', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url, '--storage', storage, '--json'],
+        { OPENAI_API_KEY: 'sk-test', CODEACT_JUPYTER_TOKEN: jupyter!.token },
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const items = r.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').map((e) => e.item);
+      assert.deepEqual(items.map((i) => [i.runtime, i.status, i.value]), [['jupyter', 'completed', 85], ['jupyter', 'completed', 170]]);
+      assert.equal(items[0].container_id, items[1].container_id, 'both runs used the same kernel');
+      assert.deepEqual(await jupyter!.kernelIds(), [], 'the kernel was shut down when the CLI finished');
+    } finally {
+      await wire.close();
+      rmSync(storage, { recursive: true, force: true });
+    }
+  });
+});
