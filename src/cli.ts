@@ -15,6 +15,7 @@ import { createRuntime, RuntimeConfigError, type RuntimeSetting } from './core/r
 import type { Runtime } from './core/runtime/types';
 import type { SandboxSetting } from './core/runtime/local/sandbox';
 import { formatDeclarationError, loadTools, type ToolSet } from './core/tools/declarations';
+import { disposeDefaultMcpPool, resolveMcpTools } from './core/tools/mcp';
 import { codeactSetting, readWorkspaceSettings, SettingsError } from './core/tools/settingsFile';
 import { chatCommand } from './cliChat';
 
@@ -160,6 +161,7 @@ async function runCommand(argv: string[]): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await runtime.dispose();
+    await disposeDefaultMcpPool();
   }
 }
 
@@ -210,7 +212,14 @@ async function toolsCommand(argv: string[]): Promise<number> {
   }
   if (positionals.length) throw new UsageError(`codeact tools takes no arguments (got ${positionals.join(' ')}).`);
   const ws = openWorkspace(values.workspace);
-  const { tools, errors } = ws.toolSet;
+  // MCP tools: ask their servers for descriptions and schemas, and report servers that fail.
+  let toolSet = ws.toolSet;
+  try {
+    toolSet = await resolveMcpTools(ws.toolSet);
+  } finally {
+    await disposeDefaultMcpPool();
+  }
+  const { tools, errors } = toolSet;
   const sorted = [...tools].sort((a, b) => a.name.localeCompare(b.name));
   if (values.json) {
     process.stdout.write(

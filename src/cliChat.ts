@@ -16,6 +16,7 @@ import { ProviderError } from './core/providers/errors';
 import { createProvider } from './core/providers/factory';
 import type { ProviderId } from './core/providers/types';
 import { codeactSetting } from './core/tools/settingsFile';
+import { disposeDefaultMcpPool } from './core/tools/mcp';
 import type { RuntimeSetting } from './core/runtime/factory';
 import { humanPrinter, openWorkspace, parseTimeout, reportDeclarationErrors, runtimeFrom, UsageError } from './cli';
 
@@ -164,6 +165,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     process.off('SIGTERM', onSignal);
     if (runtimeKind === 'jupyter') await runtime.closeSession?.(convo.id);
     await runtime.dispose();
+    await disposeDefaultMcpPool();
   }
 }
 

@@ -19,6 +19,7 @@ import { createRuntime } from '../core/runtime/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
 import { formatDeclarationError, loadTools, type ToolSet } from '../core/tools/declarations';
+import { disposeDefaultMcpPool } from '../core/tools/mcp';
 import type { ToolDeclaration } from '../common/tools';
 import { DEFAULT_MODELS, readSettings, workspaceFolder, type CodeActSettings } from './settings';
 import type { Secrets } from './secrets';
@@ -102,6 +103,7 @@ export class CodeActService implements vscode.Disposable {
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('codeact')) {
           this.disposeRuntime();
+          if (e.affectsConfiguration('codeact.tools')) void disposeDefaultMcpPool();
           this.fireState();
         }
       }),
@@ -506,6 +508,7 @@ export class CodeActService implements vscode.Disposable {
     this.stop();
     this.conversation?.flush();
     this.disposeRuntime();
+    void disposeDefaultMcpPool();
     for (const d of this.disposables) d.dispose();
   }
 }

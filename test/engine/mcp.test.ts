@@ -14,7 +14,10 @@ import { McpClientPool, mcpResultValue, MCP_PERMISSIVE_INPUT_SCHEMA } from '../.
 
 const root = path.resolve(__dirname, '../..');
 const fixture = path.join(root, 'test/fixtures/mcp/server.mjs');
-const server = (...flags: string[]) => [process.execPath, fixture, ...flags];
+// Every server of this run carries the tag, so the process scans ignore other runs of these tests.
+const tag = `--tag=codeact-mcp-test-${process.pid}-${Date.now()}`;
+const server = (...flags: string[]) => [process.execPath, fixture, tag, ...flags];
+const ours = () => processesWithCmdline(tag);
 
 function call(gw: ToolGateway, name: string, args: Record<string, unknown>, signal = new AbortController().signal) {
   return gw.call({ itemId: 'item_1', callId: `call_${name}`, name, arguments: args }, signal);
@@ -41,7 +44,7 @@ describe('mcp tools', function () {
     rmSync(ws, { recursive: true, force: true });
   });
   after(() => {
-    assert.deepEqual(processesWithCmdline(fixture), [], 'a test left an MCP server running');
+    assert.deepEqual(ours(), [], 'a test left an MCP server running');
   });
 
   describe('declarations', () => {
@@ -180,10 +183,22 @@ describe('mcp tools', function () {
     await assert.rejects(
       new ToolGateway(tools).call({ itemId: 'i', callId: 'c', name: 'broken', arguments: {} }, new AbortController().signal),
       (e: Error) => {
-        assert.match(e.message, /^Tool "broken" could not start the MCP server ".*server\.mjs --crash": it exited during startup \(exit code 3\)\.\nstderr:\nloading config\.\.\.\nfatal: missing setting INVENTORY_URL/);
+        assert.match(e.message, /^Tool "broken" could not start the MCP server ".*server\.mjs --tag=[^ ]+ --crash": it exited during startup \(exit code 3\)\.\nstderr:\nloading config\.\.\.\nfatal: missing setting INVENTORY_URL/);
         return true;
       },
     );
+  });
+
+  it('gives up on a server that never completes the handshake, and kills it', async () => {
+    const quick = new McpClientPool({ connectTimeoutMs: 500 });
+    try {
+      const silent = [process.execPath, '-e', 'setInterval(() => {}, 1000)', '--', tag];
+      const { tools } = noErrors(loadTools([{ name: 'mute', mcp: { command: silent, tool: 'x' } }], { workspace: ws, mcpPool: quick }));
+      await assert.rejects(call(new ToolGateway(tools), 'mute', {}), /Tool "mute" could not start the MCP server ".*": it did not complete the MCP handshake within 0\.5 s\. Check that the command starts an MCP server on stdio/);
+      assert.deepEqual(ours(), []);
+    } finally {
+      await quick.dispose();
+    }
   });
 
   it('reports a missing server command and an unknown tool when called', async () => {
@@ -200,14 +215,14 @@ describe('mcp tools', function () {
     const gw = new ToolGateway(tools);
     const first = (await call(gw, 'where', {})) as { pid: number };
     // The server and the grandchild it started.
-    assert.equal(processesWithCmdline(fixture).length, 2);
+    assert.equal(ours().length, 2);
     await pool.dispose();
-    assert.deepEqual(processesWithCmdline(fixture), []);
+    assert.deepEqual(ours(), []);
     assert.equal(pool.size, 0);
     const second = (await call(gw, 'where', {})) as { pid: number };
     assert.notEqual(second.pid, first.pid);
     await pool.dispose();
-    assert.deepEqual(processesWithCmdline(fixture), []);
+    assert.deepEqual(ours(), []);
   });
 
   it('reconnects after the server died', async () => {
@@ -328,7 +343,7 @@ describe('mcp tools', function () {
     assert.equal(r.status, 0, r.stderr + r.stdout);
     const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { item: { value: unknown } };
     assert.equal(last.item.value, 3);
-    assert.deepEqual(processesWithCmdline(fixture), []);
+    assert.deepEqual(ours(), []);
   });
 });
 

@@ -7,6 +7,7 @@ import type { ManagedTool } from '../gateway/gateway';
 import { compileSchema } from '../gateway/schema';
 import { runCommandTool } from './command';
 import { runHttpTool } from './http';
+import { createMcpTool, defaultMcpPool, resolveMcpTools, validateMcpSource, type McpClientPool } from './mcp';
 
 export interface DeclarationError {
   index: number;
@@ -25,8 +26,16 @@ export interface DeclarationContext {
   hostEnv?: NodeJS.ProcessEnv;
   /** Policy of tools that do not set `approval` (codeact.approval.default); default `auto`. */
   defaultApproval?: 'auto' | 'ask' | 'deny';
-  /** Builds tools of the sources this layer cannot run by itself (mcp, lmTool). */
+  /**
+   * Builds tools of the sources this layer cannot run by itself (`lmTool`). `mcp` tools are built
+   * here (see `mcpPool`); the hook is no longer asked for them.
+   */
   resolveExternal?: (decl: ToolDeclaration, source: 'mcp' | 'lmTool') => ManagedTool | string;
+  /**
+   * Connections of `mcp` tools. Default: the process-wide `defaultMcpPool()` from ./mcp; whoever owns
+   * the process disposes it at the end (`await disposeDefaultMcpPool()`).
+   */
+  mcpPool?: McpClientPool;
 }
 
 const DEFAULT_INPUT_SCHEMA = { type: 'object', additionalProperties: false, properties: {} };
@@ -87,6 +96,12 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
           if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) problems.push('"http.method" must be GET, POST, PUT, PATCH or DELETE');
           invoke = (args, c) => runHttpTool(name!, h, args, { signal: c.signal, hostEnv: ctx.hostEnv });
         }
+      } else if (source === 'mcp') {
+        const problem = validateMcpSource(d.mcp);
+        if (problem) problems.push(problem);
+        else if (problems.length === 0) {
+          external = createMcpTool(d, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, defaultApproval: ctx.defaultApproval, index });
+        }
       } else if (ctx.resolveExternal && problems.length === 0) {
         const made = ctx.resolveExternal(d, source);
         if (typeof made === 'string') problems.push(made);
@@ -114,6 +129,15 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     );
   });
   return { tools, errors };
+}
+
+/**
+ * `loadTools`, then `resolveMcpTools`: `mcp` declarations that leave out `description`,
+ * `inputSchema` or `outputSchema` get the server's, and tools whose server does not start or lacks
+ * the tool move to `errors`. This starts the servers it needs (in `ctx.mcpPool`, or the default pool).
+ */
+export async function loadToolsAsync(raw: unknown, ctx: DeclarationContext & { signal?: AbortSignal }): Promise<ToolSet> {
+  return resolveMcpTools(loadTools(raw, ctx), { signal: ctx.signal });
 }
 
 function normaliseCommand(raw: unknown): CommandSource | string {
