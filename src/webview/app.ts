@@ -535,7 +535,8 @@ export class App {
       steps,
     );
     if (!trusted) {
-      this.emptyEl.append(
+      // First thing under the title: nothing else on this page works until the workspace is trusted.
+      this.emptyEl.insertBefore(
         h(
           'div',
           { class: 'trust-warning', role: 'note' },
@@ -543,6 +544,7 @@ export class App {
           h('div', null, h('strong', { text: 'Restricted mode. ' }), h('span', { text: 'This workspace is not trusted, so code execution and workspace-declared tools are off.' })),
           button('Manage Workspace Trust', null, cmd('manageTrust')),
         ),
+        steps,
       );
     }
     const examples = ['What can you do with my tools?', 'Summarise the open orders and flag any that are late', 'Plot revenue per day for the last two weeks'];
