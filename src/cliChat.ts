@@ -103,7 +103,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
 
   let llm;
   try {
-    llm = await createProvider({ provider, model, baseURL: values['base-url'] ?? codeactSetting<string>(ws.settings, 'baseUrl') } as Parameters<typeof createProvider>[0]);
+    llm = await createProvider({ provider, baseURL: baseUrlFor(provider, values['base-url'], ws.settings) });
   } catch (e) {
     if (e instanceof ProviderError) {
       process.stderr.write(`codeact: ${e.message}\n`);
@@ -167,6 +167,20 @@ export async function chatCommand(argv: string[]): Promise<number> {
     await runtime.dispose();
     await disposeDefaultMcpPool();
   }
+}
+
+/**
+ * The base URL: --base-url, or the workspace's codeact.baseUrl for an OpenAI-compatible server only. A
+ * repository's settings must not redirect a first-party provider (and its API key) to a server it chose.
+ */
+function baseUrlFor(provider: ProviderId, flag: string | undefined, settings: Record<string, unknown>): string | undefined {
+  if (flag) return flag;
+  const fromSettings = codeactSetting<string>(settings, 'baseUrl') || undefined;
+  if (fromSettings && provider !== 'openai-compatible') {
+    process.stderr.write(`warning: ignoring codeact.baseUrl from the workspace settings for ${provider} (it would receive your API key); pass --base-url to use it.\n`);
+    return undefined;
+  }
+  return fromSettings;
 }
 
 function chatPrinter(): (e: CodeActEvent) => void {

@@ -17,6 +17,7 @@ export function activate(context: vscode.ExtensionContext): { activationMs: numb
   const log = vscode.window.createOutputChannel('CodeAct', { log: true });
   const secrets = new Secrets(context.secrets);
   const service = new CodeActService(context, log, secrets);
+  active = service;
   const panels = new ChatPanels(context, service);
   const inline = new InlineResults(service);
   context.subscriptions.push(log, service, panels, inline, registerLanguageModelTool(service), registerChatParticipant(service, context));
@@ -102,4 +103,9 @@ export function activate(context: vscode.ExtensionContext): { activationMs: numb
   return { activationMs };
 }
 
-export function deactivate(): void {}
+let active: CodeActService | undefined;
+
+/** Awaited by VS Code: kernels and MCP servers are shut down, not left behind. */
+export function deactivate(): Promise<void> | undefined {
+  return active?.shutdown();
+}

@@ -4,7 +4,7 @@
  * prompts and code, and stops them. The chat panel, Run with Tools, the LM tool and the chat
  * participant all go through it, so they stream the same events.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, RuntimeKind } from '../common/events';
 import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
@@ -102,8 +102,9 @@ export class CodeActService implements vscode.Disposable {
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('codeact')) {
-          this.disposeRuntime();
-          if (e.affectsConfiguration('codeact.tools')) void disposeDefaultMcpPool();
+          // The runtime is rebuilt lazily when its own settings changed (getRuntime compares a key), and never
+          // under a running turn: saving "Always allow" or picking a model must not kill the code that asked.
+          if (e.affectsConfiguration('codeact.tools') && !this.busy) void disposeDefaultMcpPool();
           this.fireState();
         }
       }),
@@ -219,14 +220,23 @@ export class CodeActService implements vscode.Disposable {
     return this.conversation;
   }
 
+  /** A running turn writes into its conversation; switching under it would send its events elsewhere. */
+  private leaveConversation(): void {
+    if (this.running) throw new Error('Stop the running turn before switching conversations (CodeAct: Stop).');
+    const old = this.conversation;
+    old?.flush();
+    // A conversation's Jupyter kernel goes when the conversation is left.
+    if (old) void this.runtime?.runtime.closeSession?.(old.id);
+  }
+
   newConversation(): void {
-    this.conversation?.flush();
+    this.leaveConversation();
     this.conversation = undefined;
     this.fireState();
   }
 
   openConversation(id: string): Conversation {
-    this.conversation?.flush();
+    this.leaveConversation();
     this.conversation = this.store.open(id);
     this.fireState();
     return this.conversation;
@@ -237,12 +247,16 @@ export class CodeActService implements vscode.Disposable {
   }
 
   deleteConversation(id: string): void {
-    if (this.conversation?.id === id) this.conversation = undefined;
+    if (this.conversation?.id === id) {
+      this.leaveConversation();
+      this.conversation = undefined;
+    }
     this.store.delete(id);
     this.fireState();
   }
 
   clearHistory(): void {
+    this.leaveConversation();
     this.conversation = undefined;
     this.store.clear();
     this.fireState();
@@ -257,9 +271,11 @@ export class CodeActService implements vscode.Disposable {
   private async getRuntime(): Promise<Runtime> {
     const s = this.settings;
     const token = s.runtime === 'jupyter' ? await this.secrets.jupyterToken() : undefined;
-    const key = JSON.stringify([s.runtime, s.python, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, !!token]);
+    // The token is part of the key (hashed), so a new token takes effect on the next run.
+    const tokenHash = token ? createHash('sha256').update(token).digest('hex').slice(0, 16) : '';
+    const key = JSON.stringify([s.runtime, s.python, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, tokenHash]);
     if (this.runtime?.key === key) return this.runtime.runtime;
-    this.disposeRuntime();
+    void this.disposeRuntime();
     const runtime = await createRuntime({
       runtime: s.runtime,
       local: {
@@ -276,10 +292,10 @@ export class CodeActService implements vscode.Disposable {
     return runtime;
   }
 
-  private disposeRuntime(): void {
+  private async disposeRuntime(): Promise<void> {
     const r = this.runtime?.runtime;
     this.runtime = undefined;
-    void r?.dispose();
+    await r?.dispose();
   }
 
   gateway(): ToolGateway {
@@ -504,11 +520,15 @@ export class CodeActService implements vscode.Disposable {
     }
   }
 
-  dispose(): void {
+  /** Stops what runs, saves the transcript, and shuts kernels and MCP servers down (awaited by deactivate). */
+  async shutdown(): Promise<void> {
     this.stop();
     this.conversation?.flush();
-    this.disposeRuntime();
-    void disposeDefaultMcpPool();
+    await Promise.allSettled([this.disposeRuntime(), disposeDefaultMcpPool()]);
+  }
+
+  dispose(): void {
+    void this.shutdown();
     for (const d of this.disposables) d.dispose();
   }
 }

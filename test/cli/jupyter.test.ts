@@ -71,7 +71,14 @@ describe('CLI on the Jupyter runtime', function () {
         { OPENAI_API_KEY: 'sk-test', CODEACT_JUPYTER_TOKEN: jupyter!.token },
       );
       assert.equal(r.code, 0, r.stderr);
-      const items = r.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').map((e) => e.item);
+      const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const items = events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').map((e) => e.item);
+      for (const it of items) {
+        // The code streamed while the model wrote it; the kernel run must not announce it a second time.
+        assert.equal(events.filter((e) => e.type === 'response.code_interpreter_call.in_progress' && e.item_id === it.id).length, 1);
+        const code = events.filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === it.id).map((e) => e.delta).join('');
+        assert.equal(code, it.code);
+      }
       assert.deepEqual(items.map((i) => [i.runtime, i.status, i.value]), [['jupyter', 'completed', 85], ['jupyter', 'completed', 170]]);
       assert.equal(items[0].container_id, items[1].container_id, 'both runs used the same kernel');
       assert.deepEqual(await jupyter!.kernelIds(), [], 'the kernel was shut down when the CLI finished');

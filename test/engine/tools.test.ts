@@ -165,6 +165,16 @@ describe('http tools', () => {
     assert.deepEqual(p.body, { sku: 'X', qty: 2 });
   });
 
+  it('refuses "." and ".." as URL parameters, so a template path cannot be climbed out of', async () => {
+    const tool = make({ url: `http://127.0.0.1:${port}/api/tickets/{id}/comments`, headers: { authorization: 'Bearer secret' } });
+    const before = seen.length;
+    await assert.rejects(tool.invoke({ id: '..' }, { signal: signal(), callId: '1' }), /the argument "id" may not be "\.\." in the URL/);
+    await assert.rejects(tool.invoke({ id: '.' }, { signal: signal(), callId: '1' }), /may not be "\."/);
+    assert.equal(seen.length, before, 'no request was sent');
+    const ok = (await tool.invoke({ id: 'a/../b' }, { signal: signal(), callId: '1' })) as { url: string };
+    assert.equal(ok.url, '/api/tickets/a%2F..%2Fb/comments');
+  });
+
   it('enforces allowedHosts on the request and on every redirect', async () => {
     await assert.rejects(make({ url: 'http://localhost:1/x' }).invoke({}, { signal: signal(), callId: '1' }), /goes to localhost:1, which is not in allowedHosts \(127\.0\.0\.1\)/);
     await assert.rejects(make({ url: `http://127.0.0.1:${port}/redirect-out` }).invoke({}, { signal: signal(), callId: '1' }), /a redirect went to evil\.localtest:1/);

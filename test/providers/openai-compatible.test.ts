@@ -138,8 +138,13 @@ describe('providers: OpenAI-compatible Chat Completions', () => {
     server.push(turn().text('ok'), turn().text('ok'));
     const keyless = await createProvider({ provider: 'openai-compatible', baseURL: server.url, env: {} });
     await runTurn(keyless, { history: [userMessage('hi')] });
-    const keyed = await createProvider({ provider: 'openai-compatible', baseURL: server.url, env: { OPENAI_API_KEY: 'sk-local' } });
+    const keyed = await createProvider({ provider: 'openai-compatible', baseURL: server.url, env: { OPENAI_COMPATIBLE_API_KEY: 'sk-local', OPENAI_API_KEY: 'sk-openai-secret' } });
     await runTurn(keyed, { history: [userMessage('hi')] });
     assert.equal(server.turns[1].headers.authorization, 'Bearer sk-local');
+    // The user's OpenAI key never goes to an OpenAI-compatible server.
+    server.push(turn().text('ok'));
+    const openaiOnly = await createProvider({ provider: 'openai-compatible', baseURL: server.url, env: { OPENAI_API_KEY: 'sk-openai-secret' } });
+    await runTurn(openaiOnly, { history: [userMessage('hi')] });
+    assert.notEqual(server.turns[2].headers.authorization, 'Bearer sk-openai-secret');
   });
 });

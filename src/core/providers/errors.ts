@@ -81,7 +81,8 @@ export const PROVIDER_LABELS: Record<ProviderId, string> = {
 /** Environment variables each provider's key is read from, in order. */
 export const API_KEY_ENV_VARS: Record<ProviderId, string[]> = {
   openai: ['OPENAI_API_KEY'],
-  'openai-compatible': ['OPENAI_API_KEY'],
+  // Never OPENAI_API_KEY: a local or third-party server must not receive the user's OpenAI key.
+  'openai-compatible': ['OPENAI_COMPATIBLE_API_KEY'],
   anthropic: ['ANTHROPIC_API_KEY'],
   gemini: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
 };

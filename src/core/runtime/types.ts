@@ -6,7 +6,7 @@
  * The local Python guest and a remote Jupyter kernel both implement it. A runtime may keep state
  * between executions of one session (a Jupyter kernel does; the local guest starts fresh each time).
  */
-import type { CodeActEvent, CodeInterpreterCallItem, RuntimeKind } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind } from '../../common/events';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
 export interface ToolCallRequest {
@@ -81,4 +81,35 @@ export function formatBytes(n: number): string {
   if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
   if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
   return `${n} bytes`;
+}
+
+/**
+ * The opening of every execution, shared by the runtimes: `in_progress` and the code (unless the caller
+ * already streamed it), `code.done`, then the checks that refuse a run before anything starts. Returns the
+ * error that refuses it, if any; otherwise emits `interpreting`.
+ */
+export function openExecution(
+  emit: (event: CodeActEvent) => void,
+  request: ExecuteRequest,
+  itemId: string,
+  runtime: RuntimeKind,
+  limits: RuntimeLimits,
+  signal?: AbortSignal,
+): ExecutionError | undefined {
+  const { code } = request;
+  if (!request.announced) {
+    emit({ type: 'response.code_interpreter_call.in_progress', item_id: itemId, runtime });
+    emit({ type: 'response.code_interpreter_call_code.delta', item_id: itemId, delta: code });
+  }
+  emit({ type: 'response.code_interpreter_call_code.done', item_id: itemId, code });
+  const size = Buffer.byteLength(code, 'utf8');
+  if (size > limits.maxSourceBytes) {
+    return {
+      type: 'SourceTooLarge',
+      message: `The code is ${size.toLocaleString('en-US')} bytes; the limit is ${formatBytes(limits.maxSourceBytes)}. Split the work into smaller steps.`,
+    };
+  }
+  if (signal?.aborted) return { type: 'Cancelled', message: 'The run was stopped before it started.' };
+  emit({ type: 'response.code_interpreter_call.interpreting', item_id: itemId });
+  return undefined;
 }

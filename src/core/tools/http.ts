@@ -19,7 +19,10 @@ export function expandUrl(template: string, args: Record<string, unknown>): { ur
     if (!(name in args)) throw new Error(`the URL needs the argument "${name}"`);
     const v = args[name];
     delete rest[name];
-    return encodeURIComponent(typeof v === 'string' ? v : JSON.stringify(v));
+    const text = typeof v === 'string' ? v : JSON.stringify(v);
+    // encodeURIComponent leaves "." alone: "{id}" = ".." would climb out of the template's path.
+    if (text === '' || text === '.' || text === '..') throw new Error(`the argument "${name}" may not be ${JSON.stringify(text)} in the URL`);
+    return encodeURIComponent(text);
   });
   return { url, rest };
 }
@@ -65,7 +68,7 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
     throw fail(`"${expanded.url}" is not a valid URL`);
   }
   const sendsBody = (source.body ?? (method === 'GET' || method === 'DELETE' ? 'none' : 'json')) === 'json';
-  if (!sendsBody && method === 'GET') {
+  if (!sendsBody) {
     for (const [k, v] of Object.entries(expanded.rest)) url.searchParams.set(k, typeof v === 'string' ? v : JSON.stringify(v));
   }
   const timeout = AbortSignal.timeout(source.timeoutMs ?? HTTP_DEFAULTS.timeoutMs);

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, StreamName } from '../../../common/events';
-import { TRUNCATION_MARKER, formatBytes, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
+import { TRUNCATION_MARKER, formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
 import type { JupyterRuntime } from './jupyterRuntime';
 import { RESULT_MIME, runCell } from './kernelBridge';
@@ -76,23 +76,9 @@ export class JupyterRun {
   }
 
   async start(): Promise<CodeInterpreterCallItem> {
-    const { code } = this.request;
-    this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: this.itemId, runtime: 'jupyter' });
-    this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: this.itemId, delta: code });
-    this.emit({ type: 'response.code_interpreter_call_code.done', item_id: this.itemId, code });
-
-    const size = Buffer.byteLength(code, 'utf8');
-    if (size > this.limits.maxSourceBytes) {
-      return this.result({
-        type: 'SourceTooLarge',
-        message:
-          `The code is ${size.toLocaleString('en-US')} bytes; the limit is ${formatBytes(this.limits.maxSourceBytes)}. ` +
-          'Split the work into smaller steps or raise codeact.limits.maxSourceBytes.',
-      });
-    }
     const signal = this.options.signal;
-    if (signal?.aborted) return this.result({ type: 'Cancelled', message: 'The run was stopped before it started.' });
-    this.emit({ type: 'response.code_interpreter_call.interpreting', item_id: this.itemId });
+    const refused = openExecution((e) => this.emit(e), this.request, this.itemId, 'jupyter', this.limits, signal);
+    if (refused) return this.result(refused);
 
     const onAbort = () => this.stop('cancel');
     signal?.addEventListener('abort', onAbort, { once: true });

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import type { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, SandboxInfo, StreamName } from '../../../common/events';
-import { DEFAULT_LIMITS, TRUNCATION_MARKER, formatBytes, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { DEFAULT_LIMITS, TRUNCATION_MARKER, formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { resolvePython } from './python';
 import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
 import { killByMarker, killTree } from './processTree';
@@ -140,25 +140,9 @@ class LocalRun {
   };
 
   async start(): Promise<CodeInterpreterCallItem> {
-    const { code } = this.request;
-    if (!this.request.announced) {
-      this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: this.itemId, runtime: 'local' });
-      this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: this.itemId, delta: code });
-    }
-    this.emit({ type: 'response.code_interpreter_call_code.done', item_id: this.itemId, code });
-
-    const size = Buffer.byteLength(code, 'utf8');
-    if (size > this.limits.maxSourceBytes) {
-      return this.result({
-        type: 'SourceTooLarge',
-        message: `The code is ${size.toLocaleString('en-US')} bytes; the limit is ${formatBytes(this.limits.maxSourceBytes)}. ` +
-          'Split the work into smaller steps or raise codeact.limits.maxSourceBytes.',
-      });
-    }
     const signal = this.options.signal;
-    if (signal?.aborted) return this.result({ type: 'Cancelled', message: 'The run was stopped before it started.' });
-
-    this.emit({ type: 'response.code_interpreter_call.interpreting', item_id: this.itemId });
+    const refused = openExecution((e) => this.emit(e), this.request, this.itemId, 'local', this.limits, signal);
+    if (refused) return this.result(refused);
     const onAbort = () => this.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
