@@ -166,7 +166,7 @@ async function runCommand(argv: string[]): Promise<number> {
 }
 
 /** Errors that mean the setup is wrong, not the code: exit 2. */
-const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound']);
+const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound', 'JupyterConfigError', 'JupyterNotFound']);
 
 /** The runtime the options and settings ask for: the local guest (default) or a Jupyter kernel. */
 export async function runtimeFrom(

@@ -16,14 +16,14 @@ import { ProviderError } from './core/providers/errors';
 import { createProvider } from './core/providers/factory';
 import type { ProviderId } from './core/providers/types';
 import { codeactSetting } from './core/tools/settingsFile';
-import { disposeDefaultMcpPool } from './core/tools/mcp';
+import { disposeDefaultMcpPool, resolveMcpTools } from './core/tools/mcp';
 import type { RuntimeSetting } from './core/runtime/factory';
 import { humanPrinter, openWorkspace, parseTimeout, reportDeclarationErrors, runtimeFrom, UsageError } from './cli';
 
 const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
          [--base-url URL] [--mode toolCode|hosted|code] [--workspace DIR] [--max-turns N]
          [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
-         [--sandbox auto|bubblewrap|none] [--storage DIR] [--json]
+         [--sandbox auto|bubblewrap|none] [--python PATH] [--storage DIR] [--json]
        codeact chat --list [--storage DIR]
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
@@ -58,6 +58,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
         'jupyter-kernel': { type: 'string' },
         timeout: { type: 'string', short: 't' },
         sandbox: { type: 'string' },
+        python: { type: 'string' },
         storage: { type: 'string' },
         list: { type: 'boolean' },
         json: { type: 'boolean' },
@@ -99,6 +100,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
   if (maxTurns !== undefined && !(Number.isInteger(maxTurns) && maxTurns > 0)) throw new UsageError(`--max-turns must be a positive integer, not "${values['max-turns']}".`);
   const runtimeKind = (values.runtime ?? codeactSetting<string>(ws.settings, 'runtime') ?? 'local') as RuntimeSetting;
   if (runtimeKind !== 'local' && runtimeKind !== 'jupyter') throw new UsageError(`--runtime must be local or jupyter, not "${runtimeKind}".`);
+  // MCP tools without a declared description or schema get them from their servers, so the model sees them.
+  ws.toolSet = await resolveMcpTools(ws.toolSet);
   reportDeclarationErrors(ws.toolSet);
 
   let llm;

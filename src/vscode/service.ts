@@ -19,7 +19,7 @@ import { createRuntime } from '../core/runtime/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
 import { formatDeclarationError, loadTools, type ToolSet } from '../core/tools/declarations';
-import { disposeDefaultMcpPool } from '../core/tools/mcp';
+import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
 import type { ToolDeclaration } from '../common/tools';
 import { DEFAULT_MODELS, readSettings, workspaceFolder, type CodeActSettings } from './settings';
 import type { Secrets } from './secrets';
@@ -298,9 +298,19 @@ export class CodeActService implements vscode.Disposable {
     await r?.dispose();
   }
 
-  gateway(): ToolGateway {
+  /** The managed tools with MCP servers' descriptions and schemas filled in (cached per codeact.tools value). */
+  private async resolvedTools(): Promise<ToolSet> {
+    const set = this.toolSet();
+    if (!set.tools.some((t) => t.source === 'mcp')) return set;
+    const key = JSON.stringify(this.settings.tools);
+    if (this.mcpResolved?.key !== key) this.mcpResolved = { key, set: resolveMcpTools(set) };
+    return this.mcpResolved.set;
+  }
+  private mcpResolved?: { key: string; set: Promise<ToolSet> };
+
+  async gateway(): Promise<ToolGateway> {
     const s = this.settings;
-    return new ToolGateway(this.toolSet().tools, {
+    return new ToolGateway((await this.resolvedTools()).tools, {
       approver: (req) => this.approveTool(req),
       policyOverride: (tool: ManagedTool) => (s.alwaysAllow.includes(tool.name) || this.sessionAllowed.has(tool.name) ? 'auto' : undefined),
       log: (line) => this.log.info(line),
@@ -444,7 +454,7 @@ export class CodeActService implements vscode.Disposable {
         provider,
         model: s.model,
         runtime,
-        gateway: this.gateway(),
+        gateway: await this.gateway(),
         mode: s.mode,
         maxTurns: s.maxTurns,
         sessionId: convo.id,
@@ -504,7 +514,7 @@ export class CodeActService implements vscode.Disposable {
         { code, timeoutMs: s.timeoutMs, sessionId: convo.id },
         {
           signal: controller.signal,
-          onToolCall: this.gateway().handler,
+          onToolCall: (await this.gateway()).handler,
           onEvent: (e) => {
             this.emit(e);
             extra?.onEvent?.(e);

@@ -173,6 +173,21 @@ describe('agent loop end to end', function () {
       assert.ok(events.some((e) => e.type === 'response.output_text.delta'), 'text received before the cut was emitted');
     });
 
+    it('closes a streamed code card whose arguments turn out broken, instead of leaving it "writing"', async () => {
+      server = await startServerFor('openai-compatible');
+      server.push(turn().call('execute_tool_code', '{"code": "print(1)\\nreturn 2"', { chunkSize: 5 }), turn().text('sorry'));
+      const { agent, events } = await agentFor('openai-compatible', server);
+      const result = await agent.run([], 'x');
+      assert.equal(result.status, 'completed');
+      const opened = events.filter((e) => e.type === 'response.code_interpreter_call.in_progress').map((e) => (e as { item_id: string }).item_id);
+      assert.equal(opened.length, 1);
+      const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === opened[0]) as { item: CodeInterpreterCallItem };
+      assert.ok(done, 'the card was closed');
+      assert.equal(done.item.status, 'failed');
+      assert.equal(done.item.error?.type, 'NotRun');
+      assert.match(done.item.error!.message, /not a valid JSON object/);
+    });
+
     it('says clearly that a provider has no hosted sandbox', async () => {
       server = await startServerFor('openai-compatible');
       const { agent } = await agentFor('openai-compatible', server, { mode: 'hosted' });

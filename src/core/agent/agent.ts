@@ -38,6 +38,8 @@ export interface AgentOptions {
   sessionId?: string;
   /** Whole-run timeout of each code execution. */
   executionTimeoutMs?: number;
+  /** The runtime's bound on concurrent tool calls, as the model is told (default 8). */
+  maxConcurrentToolCalls?: number;
   maxOutputTokens?: number;
   retry?: Partial<RetryPolicy>;
   signal?: AbortSignal;
@@ -152,8 +154,9 @@ export class AgentLoop {
   modelTools(): ModelTool[] {
     const tools: ModelTool[] = [];
     const managed = this.options.gateway.tools();
-    if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed));
-    if (this.mode === 'code') tools.push(executeCodeSpec());
+    const ctx = { runtime: this.options.runtime.kind, maxConcurrency: this.options.maxConcurrentToolCalls };
+    if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed, ctx));
+    if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
     for (const t of managed) if (t.expose === 'direct' || t.expose === 'both') tools.push(directToolSpec(t));
     return tools;
   }
@@ -243,6 +246,11 @@ export class AgentLoop {
         return await this.options.provider.streamTurn(request, (e) => this.onProviderEvent(e));
       } catch (err) {
         const retryable = err instanceof ProviderError && err.retryable && !err.partial?.items.length;
+        // Code cards opened while the failed response streamed will never run: close them.
+        this.abandonCodeStreams(
+          err instanceof ProviderError && err.code === 'aborted' ? 'Cancelled' : 'NotRun',
+          err instanceof ProviderError && err.code === 'aborted' ? 'The run was stopped.' : `The model's response broke off before this code could run (${(err as Error).message.split('\n')[0]}).`,
+        );
         if (!retryable || attempt >= this.retry.maxAttempts || request.signal?.aborted) throw err;
         const pe = err as ProviderError;
         const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
@@ -258,7 +266,32 @@ export class AgentLoop {
   }
 
   /** Code streams of the current turn, by function-call item id and by call id. */
-  private codeStreams = new Map<string, { extractor: JsonStringFieldExtractor; execId: string }>();
+  private codeStreams = new Map<string, { extractor: JsonStringFieldExtractor; execId: string; settled?: boolean }>();
+
+  /** Closes a code card whose code will not run, so it never stays "writing". */
+  private abandonCode(execId: string, code: string, type: string, message: string): void {
+    const item: CodeInterpreterCallItem = {
+      type: 'code_interpreter_call',
+      id: execId,
+      status: type === 'Cancelled' ? 'incomplete' : 'failed',
+      code,
+      runtime: this.options.runtime.kind,
+      outputs: [],
+      exit_code: null,
+      error: { type, message },
+    };
+    this.emit({ type: 'response.code_interpreter_call_code.done', item_id: execId, code });
+    this.emit({ type: 'response.code_interpreter_call.completed', item_id: execId });
+    this.emit({ type: 'response.output_item.done', item });
+  }
+
+  private abandonCodeStreams(type: string, message: string): void {
+    for (const s of new Set(this.codeStreams.values())) {
+      if (s.settled) continue;
+      s.settled = true;
+      this.abandonCode(s.execId, s.extractor.value, type, message);
+    }
+  }
 
   /** Passes provider events through, and turns code-tool argument deltas into plain code deltas. */
   private onProviderEvent(e: CodeActEvent): void {
@@ -281,7 +314,13 @@ export class AgentLoop {
   private async runFunctionCall(call: FunctionCallRequest): Promise<FunctionCallOutputItem> {
     const { runtime, gateway, signal } = this.options;
     let args: Record<string, unknown>;
+    const stream = this.codeStreams.get(call.call_id);
     const finish = (output: string, isError = false): FunctionCallOutputItem => {
+      if (stream && !stream.settled) {
+        // The code was shown while the model wrote it, but it will not run.
+        stream.settled = true;
+        this.abandonCode(stream.execId, stream.extractor.value, 'NotRun', (JSON.parse(output) as { error?: string }).error ?? 'The code was not run.');
+      }
       const item: FunctionCallOutputItem = { type: 'function_call_output', call_id: call.call_id, name: call.name, output, ...(isError ? { is_error: true } : {}) };
       this.emit({ type: 'response.output_item.done', item });
       return item;
@@ -297,10 +336,11 @@ export class AgentLoop {
       if (!allowed) return finish(JSON.stringify({ error: `${call.name} is not available in this mode.` }), true);
       if (typeof args.code !== 'string') return finish(JSON.stringify({ error: `${call.name} needs a "code" string argument.` }), true);
       const execId = execItemId(call.call_id);
-      const announced = this.codeStreams.has(call.call_id);
+      const announced = !!stream;
+      if (stream) stream.settled = true;
       if (announced) {
         // Make sure the streamed code equals the code that runs (a provider may send arguments whole).
-        const streamed = this.codeStreams.get(call.call_id)!.extractor.value;
+        const streamed = stream!.extractor.value;
         if (args.code.startsWith(streamed) && args.code.length > streamed.length) {
           this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: execId, delta: args.code.slice(streamed.length) });
         }

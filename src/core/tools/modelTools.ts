@@ -27,21 +27,33 @@ function schemaText(schema: JsonSchema | undefined): string {
   return schema === undefined ? 'not declared' : JSON.stringify(schema);
 }
 
-export function executeToolCodeSpec(tools: ManagedTool[]): ModelToolSpec {
+export interface CodeToolContext {
+  /** `jupyter` keeps state between runs of a conversation; `local` starts fresh each time. */
+  runtime?: 'local' | 'jupyter' | string;
+  maxConcurrency?: number;
+}
+
+function stateSentence(ctx: CodeToolContext): string {
+  return ctx.runtime === 'jupyter'
+    ? 'Runs share one Jupyter kernel per conversation: variables, imports and functions from earlier runs are still defined.'
+    : 'Each run starts from scratch: no variables, files or installs survive between runs.';
+}
+
+export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext = {}): ModelToolSpec {
   const sorted = [...tools].sort((a, b) => a.name.localeCompare(b.name));
   const lines = [
-    'Run Python 3 in a fresh, isolated process and get back its printed output and its return value.',
+    `Run Python 3 ${ctx.runtime === 'jupyter' ? 'in a Jupyter kernel' : 'in a fresh, isolated process'} and get back its printed output and its return value.`,
     '',
     'Inside the code, the only way to reach the outside world is the async function',
     '`await call_tool(name, **arguments)`. It calls one of the managed tools listed below on the host, which',
     'checks the arguments against the tool\'s input schema before the tool runs, and returns the tool\'s JSON result',
     '(dicts, lists, strings, numbers). If the tool is unknown, the arguments are invalid, the user denies the call, or',
     'the tool fails, call_tool raises RuntimeError with the reason; catch it to recover or let it fail the run.',
-    'Independent calls run concurrently with `await asyncio.gather(call_tool(...), call_tool(...))` (up to 8 at a time).',
+    `Independent calls run concurrently with \`await asyncio.gather(call_tool(...), call_tool(...))\` (up to ${ctx.maxConcurrency ?? 8} at a time).`,
     '',
     'Conventions: top-level `await` and `return` work. `return` a JSON-serialisable value (dict, list, str, number,',
-    'bool, None) as the result; print() only what a person should read. Each run starts from scratch: no variables,',
-    'files or installs survive between runs. The working directory is an empty temporary folder; there may be no network.',
+    'bool, None) as the result; print() only what a person should read. ' + stateSentence(ctx),
+    ctx.runtime === 'jupyter' ? 'The kernel may have no network access.' : 'The working directory is an empty temporary folder; there may be no network.',
     'Prefer one script that does the whole job (loops, filtering, aggregation) over many small runs.',
     '',
   ];
@@ -58,13 +70,13 @@ export function executeToolCodeSpec(tools: ManagedTool[]): ModelToolSpec {
   return { name: EXECUTE_TOOL_CODE, description: lines.join('\n'), parameters: CODE_PARAMETERS };
 }
 
-export function executeCodeSpec(): ModelToolSpec {
+export function executeCodeSpec(ctx: CodeToolContext = {}): ModelToolSpec {
   return {
     name: EXECUTE_CODE,
     description:
-      'Run Python 3 in a fresh, isolated process and get back its printed output and its return value. ' +
+      `Run Python 3 ${ctx.runtime === 'jupyter' ? 'in a Jupyter kernel' : 'in a fresh, isolated process'} and get back its printed output and its return value. ` +
       'Top-level await and return work; return a JSON-serialisable value. There is no access to tools, and there may be no network. ' +
-      'Nothing survives between runs.',
+      stateSentence(ctx),
     parameters: CODE_PARAMETERS,
   };
 }

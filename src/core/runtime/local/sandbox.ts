@@ -81,7 +81,9 @@ export function probeBubblewrap(bwrapPath = 'bwrap'): Promise<string | null> {
   bwrapProbe ??= new Promise((resolve) => {
     execFile(
       bwrapPath,
-      ['--unshare-all', '--unshare-user', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '/usr/bin/true'],
+      // The same options the real launch uses (bwrap before 0.8 lacks --disable-userns and --size), so a
+      // bwrap that passes here does not fail every run later.
+      ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '--size', '1048576', '--tmpfs', '/tmp', '/usr/bin/true'],
       { timeout: 5000 },
       (err, _stdout, stderr) => {
         if (!err) return resolve(null);
