@@ -46,9 +46,9 @@ class PanelController implements vscode.Disposable {
         if (this.batcher.conversationId !== service.currentConversation?.id) this.resetTranscript();
         else this.batcher.push(e);
       }),
-      service.onState(() => void this.pushState()),
+      service.onState(() => this.pushState().catch((e) => service.log.error(`panel: state update failed: ${(e as Error).message}`))),
     );
-    void this.render();
+    this.render().catch((e) => service.log.error(`panel: could not render: ${(e as Error).message}`));
   }
 
   private async render(): Promise<void> {

@@ -208,6 +208,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
 
   dispose(): void {
     for (const d of this.disposables) d.dispose();
+    this.lensChanged.dispose();
     this.ok.dispose();
     this.failed.dispose();
     this.running.dispose();

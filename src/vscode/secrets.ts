@@ -10,12 +10,18 @@ import type { ProviderId } from '../core/providers/types';
 const keyName = (provider: ProviderId) => `codeact.apiKey.${provider}`;
 const JUPYTER_TOKEN = 'codeact.jupyterToken';
 
-export class Secrets {
+export class Secrets implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
+  private readonly subscription: vscode.Disposable;
 
   constructor(private readonly storage: vscode.SecretStorage) {
-    storage.onDidChange(() => this.changed.fire());
+    this.subscription = storage.onDidChange(() => this.changed.fire());
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this.changed.dispose();
   }
 
   async apiKey(provider: ProviderId): Promise<string | undefined> {

@@ -49,7 +49,8 @@ function lmToolSource(decl: ToolDeclaration, defaultApproval: 'auto' | 'ask' | '
     source: 'lmTool',
     invoke: async (args, ctx) => {
       const cts = new vscode.CancellationTokenSource();
-      ctx.signal.addEventListener('abort', () => cts.cancel(), { once: true });
+      const onAbort = () => cts.cancel();
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
       try {
         const result = await vscode.lm.invokeTool(name, { input: args, toolInvocationToken: undefined }, cts.token);
         const text = result.content.map((p) => (p instanceof vscode.LanguageModelTextPart ? p.value : '')).join('');
@@ -59,6 +60,7 @@ function lmToolSource(decl: ToolDeclaration, defaultApproval: 'auto' | 'ask' | '
           return text;
         }
       } finally {
+        ctx.signal.removeEventListener('abort', onAbort);
         cts.dispose();
       }
     },
@@ -110,6 +112,7 @@ export class CodeActService implements vscode.Disposable {
       }),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.fireState()),
       secrets.onDidChange(() => this.fireState()),
+      secrets,
     );
   }
 
@@ -337,10 +340,10 @@ export class CodeActService implements vscode.Disposable {
     this.emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
     let result: { decision: ApprovalDecision; code?: string };
     if (this.panelVisible()) {
-      result = await new Promise((resolve) => {
-        this.approvals.set(approvalId, { resolve, tool: what.name });
-        signal?.addEventListener('abort', () => resolve({ decision: 'deny' }), { once: true });
-      });
+      const onAbort = () => this.approvals.get(approvalId)?.resolve({ decision: 'deny' });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      result = signal?.aborted ? { decision: 'deny' } : await new Promise((resolve) => this.approvals.set(approvalId, { resolve, tool: what.name }));
+      signal?.removeEventListener('abort', onAbort);
       this.approvals.delete(approvalId);
     } else {
       result = await this.modalApproval(what);

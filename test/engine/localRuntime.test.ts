@@ -296,6 +296,9 @@ for (const mode of modes) {
       const { item } = await run(small, 'try:\n    await call_tool("sink", data="x" * 100_000)\nexcept ValueError as e:\n    return str(e)', { onToolCall: gw.handler });
       assert.match(String(item.value), /the limit is 65,536 bytes/);
       assert.equal(gw.records.length, 0);
+      const big = await run(small, 'return "x" * 100_000');
+      assert.equal(big.item.error?.type, 'ReturnValueError');
+      assert.match(big.item.error!.message, /The return value is 100,002 bytes of JSON; the limit is 65,536\. Return a summary/);
     });
   });
 }

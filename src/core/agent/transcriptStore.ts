@@ -73,14 +73,25 @@ export class TranscriptStore {
     return new Conversation(file, meta, events, items);
   }
 
+  /** The conversations, newest first. Reads each file's meta line and counts its user turns without parsing the rest. */
   list(): ConversationSummary[] {
     if (!existsSync(this.dir)) return [];
     const out: ConversationSummary[] = [];
     for (const name of readdirSync(this.dir)) {
-      if (!name.endsWith('.jsonl')) continue;
+      if (!name.endsWith('.jsonl') || !ID_PATTERN.test(name.slice(0, -6))) continue;
       try {
-        const c = this.open(name.slice(0, -6));
-        out.push({ ...c.meta, updatedAt: statSync(c.file).mtimeMs, turns: c.history.filter((i) => i.type === 'message' && i.role === 'user').length });
+        const file = path.join(this.dir, name);
+        const text = readFileSync(file, 'utf8');
+        const first = JSON.parse(text.slice(0, text.indexOf('\n') >>> 0)) as { meta?: ConversationMeta };
+        if (!first.meta) continue;
+        let meta = first.meta;
+        for (const m of text.matchAll(/^\{"t":\d+,"patch":(.*)\}$/gm)) {
+          try {
+            meta = { ...meta, ...(JSON.parse(m[1]) as Partial<ConversationMeta>) };
+          } catch {}
+        }
+        const turns = (text.match(/"item":\{"type":"message","id":"[^"]*","role":"user"/g) ?? []).length;
+        out.push({ ...meta, updatedAt: statSync(file).mtimeMs, turns });
       } catch {}
     }
     return out.sort((a, b) => b.updatedAt - a.updatedAt);
@@ -91,7 +102,8 @@ export class TranscriptStore {
   }
 
   clear(): void {
-    for (const c of this.list()) this.delete(c.id);
+    if (!existsSync(this.dir)) return;
+    for (const name of readdirSync(this.dir)) if (name.endsWith('.jsonl') && ID_PATTERN.test(name.slice(0, -6))) this.delete(name.slice(0, -6));
   }
 }
 

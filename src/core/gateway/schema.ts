@@ -47,15 +47,35 @@ export function externalRefs(schema: unknown, at = '#'): string[] {
 
 export type Validator = (value: unknown) => string[];
 
+/**
+ * Compiled validators by schema text. Ajv caches by object identity and never forgets, and settings
+ * arrive as fresh objects on every read; keyed by content, each distinct schema compiles once.
+ */
+const compiled = new Map<string, Validator>();
+
 /** Compiles a schema; throws an Error naming the problem when it is invalid or refers outside itself. */
 export function compileSchema(schema: JsonSchema): Validator {
+  const key = JSON.stringify(schema);
+  let v = compiled.get(key);
+  if (!v) {
+    v = compileUncached(schema);
+    if (compiled.size >= 1000) compiled.delete(compiled.keys().next().value!);
+    compiled.set(key, v);
+  }
+  return v;
+}
+
+function compileUncached(schema: JsonSchema): Validator {
   const refs = externalRefs(schema);
   if (refs.length) {
     throw new Error(`external $ref is not allowed (schemas must be self-contained; use "#/$defs/…"): ${refs.join(', ')}`);
   }
   let validate: ValidateFunction;
   try {
-    validate = engine(schema).compile(schema as object);
+    const ajv = engine(schema);
+    validate = ajv.compile(schema as object);
+    // The validator keeps what it needs; let ajv forget the schema object (settings re-read make new ones).
+    ajv.removeSchema(schema as object);
   } catch (err) {
     throw new Error(`invalid JSON Schema: ${(err as Error).message}`);
   }

@@ -369,7 +369,7 @@ def main():
                         pass
             else:
                 value = fn()
-            result = _encode_value(value)
+            result = _encode_value(value, int(frame.get("max_frame") or (16 << 20)))
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are reported too
         if _in_forked_child():
             # A child the code forked (os.fork, a fork bomb) unwound to here: it must never speak
@@ -399,9 +399,9 @@ def main():
     return 0
 
 
-def _encode_value(value):
+def _encode_value(value, max_bytes=16 << 20):
     try:
-        json.dumps(value, ensure_ascii=False, allow_nan=False)
+        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass"))
     except (TypeError, ValueError) as exc:
         kind = type(value).__name__
         return {"t": "complete", "ok": False, "error": {
@@ -409,6 +409,14 @@ def _encode_value(value):
             "message": (f"The code returned a {kind} value that is not JSON-serialisable ({exc}). "
                         "Return only dict, list, str, int, float (finite), bool or None; convert the value first, "
                         "for example with list(...), str(...) or .tolist()."),
+            "traceback": "",
+            "line": None,
+        }}
+    if size > max_bytes - 1024:
+        return {"t": "complete", "ok": False, "error": {
+            "type": "ReturnValueError",
+            "message": (f"The return value is {size:,} bytes of JSON; the limit is {max_bytes:,}. "
+                        "Return a summary (counts, the first rows, a file path) instead of the whole data."),
             "traceback": "",
             "line": None,
         }}
