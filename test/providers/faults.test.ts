@@ -16,7 +16,7 @@ import { fault, turn } from '../support/wire/turn';
 const PROVIDERS: ProviderId[] = ['openai', 'openai-compatible', 'anthropic', 'gemini'];
 const KEY_VARS: Record<ProviderId, RegExp> = {
   openai: /OPENAI_API_KEY/,
-  'openai-compatible': /OPENAI_API_KEY/,
+  'openai-compatible': /OPENAI_COMPATIBLE_API_KEY/,
   anthropic: /ANTHROPIC_API_KEY/,
   gemini: /GEMINI_API_KEY or GOOGLE_API_KEY/,
 };
