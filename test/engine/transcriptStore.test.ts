@@ -26,6 +26,16 @@ describe('transcript store', () => {
     assert.deepEqual(store.list(), []);
   });
 
+  it('does not write live output deltas (the finished item holds the output)', () => {
+    const store = new TranscriptStore(dir);
+    const c = store.create({ title: 't' });
+    c.appendEvent({ type: 'codeact.output.delta', item_id: 'x', stream: 'stdout', delta: 'hello\n' });
+    c.appendEvent({ type: 'response.output_text.delta', item_id: 'm', delta: 'hi' });
+    assert.equal(c.events.length, 2, 'kept in memory for the panel');
+    c.flush();
+    assert.deepEqual(store.open(c.id).events.map((e) => e.type), ['response.output_text.delta']);
+  });
+
   it('survives a torn last line after a crash', () => {
     const store = new TranscriptStore(dir);
     const c = store.create({ title: 't' });

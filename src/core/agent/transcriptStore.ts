@@ -124,6 +124,9 @@ export class Conversation {
 
   appendEvent(event: TranscriptEvent): void {
     this.events.push(event);
+    // Live output is kept in memory for the panel, but not written: the finished item carries the same
+    // (capped) stdout and stderr, so the file would hold every output twice.
+    if (event.type === 'codeact.output.delta') return;
     this.write({ t: Date.now(), event });
   }
 
