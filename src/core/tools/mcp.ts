@@ -11,6 +11,7 @@
  * server's `tools/list` through {@link resolveMcpTools} (or `loadToolsAsync`), which also reports
  * servers that do not start and tools the server does not have.
  */
+import { raceAbort } from '../util/abort';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -756,22 +757,7 @@ function describeFetchError(e: Error | undefined): string {
 }
 
 function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(new McpError(ErrorCode.RequestTimeout, 'aborted'));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new McpError(ErrorCode.RequestTimeout, 'aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
+  return raceAbort(p, signal, () => new McpError(ErrorCode.RequestTimeout, 'aborted'));
 }
 
 function isAlive(pid: number): boolean {

@@ -1,0 +1,27 @@
+/** Promise helpers shared by the engine's modules. */
+
+function abortError(): Error {
+  const e = new Error('The run was stopped.');
+  e.name = 'AbortError';
+  return e;
+}
+
+/** Settles like `promise`, or rejects with `makeError()` as soon as `signal` aborts; the listener is always removed. */
+export function raceAbort<T>(promise: Promise<T>, signal?: AbortSignal, makeError: () => Error = abortError): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(makeError());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(makeError());
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
