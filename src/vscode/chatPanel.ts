@@ -171,9 +171,18 @@ class PanelController implements vscode.Disposable {
         await vscode.window.showTextDocument(doc, { preview: true });
         return;
       }
-      case 'openFile':
-        void vscode.window.showInformationMessage(`CodeAct: "${m.file.filename ?? m.file.file_id}" is in the provider's sandbox${m.file.container_id ? ` (container ${m.file.container_id})` : ''}; downloading it from the panel is not available yet.`);
+      case 'openFile': {
+        const { bytes, filename } = await vscode.window.withProgress(
+          { location: vscode.ProgressLocation.Notification, title: `CodeAct: downloading ${m.file.filename ?? m.file.file_id ?? 'the file'}…` },
+          () => s.downloadHostedFile(m.file),
+        );
+        const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+        const target = await vscode.window.showSaveDialog({ defaultUri: folder ? vscode.Uri.joinPath(folder, filename) : undefined, title: 'Save the file from the sandbox' });
+        if (!target) return;
+        await vscode.workspace.fs.writeFile(target, bytes);
+        await vscode.commands.executeCommand('vscode.open', target);
         return;
+      }
       case 'openLink':
         await vscode.env.openExternal(vscode.Uri.parse(m.href));
         return;

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, RuntimeKind } from '../common/events';
+import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind } from '../common/events';
 import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import { AgentLoop, type AgentResult } from '../core/agent/agent';
@@ -267,6 +267,16 @@ export class CodeActService implements vscode.Disposable {
 
   fullOutput(itemId: string): CodeInterpreterCallItem | undefined {
     return this.outputs.get(itemId) ?? (this.conversation?.events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId) as { item: CodeInterpreterCallItem } | undefined)?.item;
+  }
+
+  /** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */
+  async downloadHostedFile(file: FileOutput): Promise<{ bytes: Uint8Array; filename: string }> {
+    const s = this.settings;
+    const provider = await createProvider({ provider: s.provider, apiKey: await this.secrets.apiKey(s.provider), baseURL: s.baseUrl });
+    if (!provider.downloadFile) throw new Error(`${PROVIDER_NAMES[s.provider]} has no downloadable sandbox files; switch to the provider that made this file.`);
+    const got = await provider.downloadFile(file);
+    const filename = (got.filename ?? file.filename ?? file.file_id ?? 'download').split(/[\\/]/).pop()!;
+    return { bytes: got.bytes, filename };
   }
 
   // ---- runtime, gateway, approvals --------------------------------------------------------------
