@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, StreamName } from '../../../common/events';
-import { TRUNCATION_MARKER, formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
+import { announceDone, executionItem, OutputCapture } from '../execution';
+import { formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
 import type { JupyterRuntime } from './jupyterRuntime';
 import { RESULT_MIME, runCell } from './kernelBridge';
@@ -17,12 +18,6 @@ export function newItemId(prefix = 'exec'): string {
   return `${prefix}_${randomBytes(8).toString('hex')}`;
 }
 
-interface StreamState {
-  bytes: number;
-  text: string[];
-  truncated: boolean;
-}
-
 type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
 
 export class JupyterRun {
@@ -30,10 +25,7 @@ export class JupyterRun {
   private readonly started = performance.now();
   private readonly limits: RuntimeLimits;
   private readonly runId = randomBytes(8).toString('hex');
-  private readonly streams: Record<StreamName, StreamState> = {
-    stdout: { bytes: 0, text: [], truncated: false },
-    stderr: { bytes: 0, text: [], truncated: false },
-  };
+  private readonly output: OutputCapture;
   private readonly images: CodeOutput[] = [];
   private imageBytes = 0;
   private imagesDropped = false;
@@ -65,6 +57,7 @@ export class JupyterRun {
   ) {
     this.itemId = request.itemId ?? newItemId();
     this.limits = runtime.settings.limits;
+    this.output = new OutputCapture(this.limits.maxOutputBytes);
   }
 
   private emit(event: CodeActEvent): void {
@@ -349,21 +342,8 @@ export class JupyterRun {
   }
 
   private onText(stream: StreamName, text: string): void {
-    const s = this.streams[stream];
-    if (s.truncated || !text) return;
-    const bytes = Buffer.byteLength(text, 'utf8');
-    const room = this.limits.maxOutputBytes - s.bytes;
-    let part = text;
-    if (bytes > room) {
-      part = Buffer.from(text, 'utf8').subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
-      s.truncated = true;
-      part += TRUNCATION_MARKER(stream, this.limits.maxOutputBytes);
-      s.bytes = this.limits.maxOutputBytes;
-    } else {
-      s.bytes += bytes;
-    }
-    s.text.push(part);
-    this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: part });
+    const part = this.output.pushText(stream, text);
+    if (part) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: part });
   }
 
   private onKernelStatus(status: Kernel.Status): void {
@@ -531,30 +511,18 @@ export class JupyterRun {
   }
 
   private result(error?: ExecutionError): CodeInterpreterCallItem {
-    const outputs: CodeOutput[] = [];
-    const stdout = this.streams.stdout.text.join('');
-    const stderr = this.streams.stderr.text.join('');
-    if (stdout) outputs.push({ type: 'logs', logs: stdout });
-    if (stderr) outputs.push({ type: 'logs', logs: stderr, stream: 'stderr' });
-    outputs.push(...this.images);
-    const ok = !error;
-    const item: CodeInterpreterCallItem = {
-      type: 'code_interpreter_call',
-      id: this.itemId,
-      status: ok ? 'completed' : error?.type === 'Cancelled' ? 'incomplete' : 'failed',
+    const item = executionItem({
+      itemId: this.itemId,
       code: this.request.code,
       runtime: 'jupyter',
-      container_id: this.handle?.id ?? null,
-      outputs,
-      exit_code: ok ? 0 : 1,
-      error: error ?? null,
-      value: ok && this.completion?.ok ? this.completion.value : null,
-      duration_ms: Math.round((performance.now() - this.started) * 100) / 100,
-      ...(this.streams.stdout.truncated || this.streams.stderr.truncated || this.imagesDropped || this.serverDropped ? { truncated: true } : {}),
-    };
-    this.emit({ type: 'response.code_interpreter_call.completed', item_id: this.itemId });
-    this.emit({ type: 'response.output_item.done', item });
-    return item;
+      containerId: this.handle?.id ?? null,
+      outputs: [...this.output.outputs(), ...this.images],
+      error,
+      value: this.completion?.ok ? this.completion.value : null,
+      startedAt: this.started,
+      truncated: this.output.truncated || this.imagesDropped || this.serverDropped,
+    });
+    return announceDone((e) => this.emit(e), item);
   }
 }
 

@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Socket } from 'node:net';
-import { StringDecoder } from 'node:string_decoder';
-import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, SandboxInfo, StreamName } from '../../../common/events';
-import { DEFAULT_LIMITS, TRUNCATION_MARKER, formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, StreamName } from '../../../common/events';
+import { DEFAULT_LIMITS, formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { resolvePython } from './python';
+import { announceDone, executionItem, OutputCapture } from '../execution';
 import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
 import { killByMarker, killTree } from './processTree';
 import { planLaunch, type LaunchPlan, type SandboxOptions } from './sandbox';
@@ -84,13 +84,6 @@ export class LocalRuntime implements Runtime {
   }
 }
 
-interface StreamState {
-  decoder: StringDecoder;
-  bytes: number;
-  text: string[];
-  truncated: boolean;
-}
-
 class LocalRun {
   readonly itemId: string;
   private readonly started = performance.now();
@@ -100,10 +93,7 @@ class LocalRun {
   private proto?: Socket;
   private workdir?: string;
   private readonly marker = randomBytes(12).toString('hex');
-  private readonly streams: Record<StreamName, StreamState> = {
-    stdout: { decoder: new StringDecoder('utf8'), bytes: 0, text: [], truncated: false },
-    stderr: { decoder: new StringDecoder('utf8'), bytes: 0, text: [], truncated: false },
-  };
+  private readonly output: OutputCapture;
   private frameBuf: Buffer[] = [];
   private frameLen = 0;
   private completion?: { ok: true; value: unknown } | { ok: false; error: ExecutionError };
@@ -125,6 +115,7 @@ class LocalRun {
     private readonly limits: RuntimeLimits,
   ) {
     this.itemId = request.itemId ?? newItemId();
+    this.output = new OutputCapture(limits.maxOutputBytes);
   }
 
   private emit(event: CodeActEvent): void {
@@ -221,21 +212,8 @@ class LocalRun {
   }
 
   private onOutput(stream: StreamName, chunk: Buffer): void {
-    const s = this.streams[stream];
-    if (s.truncated) return;
-    const room = this.limits.maxOutputBytes - s.bytes;
-    let part = chunk;
-    if (chunk.length > room) {
-      part = chunk.subarray(0, room);
-      s.truncated = true;
-    }
-    s.bytes += part.length;
-    let text = s.decoder.write(part);
-    if (s.truncated) text += s.decoder.end() + TRUNCATION_MARKER(stream, this.limits.maxOutputBytes);
-    if (text) {
-      s.text.push(text);
-      this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
-    }
+    const text = this.output.pushBytes(stream, chunk);
+    if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
   }
 
   private onProtocolData(chunk: Buffer): void {
@@ -337,7 +315,7 @@ class LocalRun {
 
   private onExit(code: number | null, sig: NodeJS.Signals | null): void {
     if (!this.completion && !this.failure) {
-      this.failure = crashError(code, sig, this.streams.stderr.text.join(''));
+      this.failure = crashError(code, sig, this.output.text('stderr'));
     }
     this.teardown(code ?? undefined);
   }
@@ -380,14 +358,8 @@ class LocalRun {
       clearTimeout(grace);
       this.proto?.destroy();
       for (const name of ['stdout', 'stderr'] as const) {
-        const s = this.streams[name];
-        if (!s.truncated) {
-          const tail = s.decoder.end();
-          if (tail) {
-            s.text.push(tail);
-            this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream: name, delta: tail });
-          }
-        }
+        const tail = this.output.end(name);
+        if (tail) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream: name, delta: tail });
       }
       this.finish();
     };
@@ -400,32 +372,19 @@ class LocalRun {
   }
 
   private result(error?: ExecutionError): CodeInterpreterCallItem {
-    const outputs: CodeOutput[] = [];
-    const stdout = this.streams.stdout.text.join('');
-    const stderr = this.streams.stderr.text.join('');
-    if (stdout) outputs.push({ type: 'logs', logs: stdout });
-    if (stderr) outputs.push({ type: 'logs', logs: stderr, stream: 'stderr' });
-    const ok = !error;
-    const sandbox: SandboxInfo | undefined = this.plan?.info;
-    const item: CodeInterpreterCallItem = {
-      type: 'code_interpreter_call',
-      id: this.itemId,
-      status: ok ? 'completed' : error?.type === 'Cancelled' ? 'incomplete' : 'failed',
+    const item = executionItem({
+      itemId: this.itemId,
       code: this.request.code,
       runtime: 'local',
-      container_id: null,
-      outputs,
-      exit_code: ok ? 0 : 1,
-      error: error ?? null,
-      value: ok && this.completion?.ok ? this.completion.value : null,
-      duration_ms: round(performance.now() - this.started),
-      ...(sandbox ? { sandbox } : {}),
-      ...(this.streams.stdout.truncated || this.streams.stderr.truncated ? { truncated: true } : {}),
-    };
+      outputs: this.output.outputs(),
+      error,
+      value: this.completion?.ok ? this.completion.value : null,
+      startedAt: this.started,
+      truncated: this.output.truncated,
+      sandbox: this.plan?.info,
+    });
     if (error) annotateLimit(item, this.plan, this.cgroup);
-    this.emit({ type: 'response.code_interpreter_call.completed', item_id: this.itemId });
-    this.emit({ type: 'response.output_item.done', item });
-    return item;
+    return announceDone((e) => this.emit(e), item);
   }
 }
 

@@ -1,0 +1,126 @@
+/**
+ * The parts of an execution that every runtime shares: capturing stdout and stderr under a byte cap
+ * (with the visible truncation marker), and building and announcing the finished item.
+ */
+import { StringDecoder } from 'node:string_decoder';
+import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
+import { TRUNCATION_MARKER } from './types';
+
+interface StreamState {
+  decoder: StringDecoder;
+  bytes: number;
+  text: string[];
+  truncated: boolean;
+}
+
+/** Stdout and stderr of one run, each kept up to `cap` bytes; what comes after is counted out and dropped. */
+export class OutputCapture {
+  private readonly streams: Record<StreamName, StreamState> = {
+    stdout: { decoder: new StringDecoder('utf8'), bytes: 0, text: [], truncated: false },
+    stderr: { decoder: new StringDecoder('utf8'), bytes: 0, text: [], truncated: false },
+  };
+
+  constructor(private readonly cap: number) {}
+
+  /** Raw bytes from a pipe (UTF-8 split anywhere). Returns the text to show now ('' when nothing). */
+  pushBytes(stream: StreamName, chunk: Buffer): string {
+    const s = this.streams[stream];
+    if (s.truncated) return '';
+    const room = this.cap - s.bytes;
+    let part = chunk;
+    if (chunk.length > room) {
+      part = chunk.subarray(0, room);
+      s.truncated = true;
+    }
+    s.bytes += part.length;
+    let text = s.decoder.write(part);
+    if (s.truncated) text += s.decoder.end() + TRUNCATION_MARKER(stream, this.cap);
+    if (text) s.text.push(text);
+    return text;
+  }
+
+  /** Text that arrived already decoded (kernel messages). Returns the text to show now. */
+  pushText(stream: StreamName, text: string): string {
+    const s = this.streams[stream];
+    if (s.truncated || !text) return '';
+    const bytes = Buffer.byteLength(text, 'utf8');
+    let part = text;
+    if (bytes > this.cap - s.bytes) {
+      part = Buffer.from(text, 'utf8').subarray(0, this.cap - s.bytes).toString('utf8').replace(/\uFFFD$/, '') + TRUNCATION_MARKER(stream, this.cap);
+      s.truncated = true;
+      s.bytes = this.cap;
+    } else {
+      s.bytes += bytes;
+    }
+    s.text.push(part);
+    return part;
+  }
+
+  /** Flushes a partial UTF-8 sequence left at the end of a byte stream. */
+  end(stream: StreamName): string {
+    const s = this.streams[stream];
+    if (s.truncated) return '';
+    const tail = s.decoder.end();
+    if (tail) s.text.push(tail);
+    return tail;
+  }
+
+  text(stream: StreamName): string {
+    return this.streams[stream].text.join('');
+  }
+
+  get truncated(): boolean {
+    return this.streams.stdout.truncated || this.streams.stderr.truncated;
+  }
+
+  /** `logs` outputs: stdout, then stderr apart. */
+  outputs(): CodeOutput[] {
+    const out: CodeOutput[] = [];
+    const stdout = this.text('stdout');
+    const stderr = this.text('stderr');
+    if (stdout) out.push({ type: 'logs', logs: stdout });
+    if (stderr) out.push({ type: 'logs', logs: stderr, stream: 'stderr' });
+    return out;
+  }
+}
+
+export interface FinishedExecution {
+  itemId: string;
+  code: string;
+  runtime: RuntimeKind;
+  containerId?: string | null;
+  outputs: CodeOutput[];
+  error?: ExecutionError;
+  /** The returned value, used only when there is no error. */
+  value?: unknown;
+  startedAt: number;
+  truncated?: boolean;
+  sandbox?: SandboxInfo;
+}
+
+/** Builds the finished `code_interpreter_call` item. A stopped run is `incomplete`, not `failed`. */
+export function executionItem(f: FinishedExecution): CodeInterpreterCallItem {
+  const ok = !f.error;
+  return {
+    type: 'code_interpreter_call',
+    id: f.itemId,
+    status: ok ? 'completed' : f.error?.type === 'Cancelled' ? 'incomplete' : 'failed',
+    code: f.code,
+    runtime: f.runtime,
+    container_id: f.containerId ?? null,
+    outputs: f.outputs,
+    exit_code: ok ? 0 : 1,
+    error: f.error ?? null,
+    value: ok ? (f.value ?? null) : null,
+    duration_ms: Math.round((performance.now() - f.startedAt) * 100) / 100,
+    ...(f.sandbox ? { sandbox: f.sandbox } : {}),
+    ...(f.truncated ? { truncated: true } : {}),
+  };
+}
+
+/** Announces the end of an execution: `completed`, then `output_item.done` with the item. */
+export function announceDone(emit: (e: CodeActEvent) => void, item: CodeInterpreterCallItem): CodeInterpreterCallItem {
+  emit({ type: 'response.code_interpreter_call.completed', item_id: item.id });
+  emit({ type: 'response.output_item.done', item });
+  return item;
+}
