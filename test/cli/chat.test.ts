@@ -3,28 +3,16 @@
  * --base-url, exactly as a user would point it at a local Ollama or vLLM.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
+import { runCli } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 
-const root = path.resolve(__dirname, '../..');
-const cli = path.join(root, 'dist', 'cli.js');
-
-function codeact(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const codeact = runCli;
 
 describe('codeact chat', function () {
   this.timeout(60_000);

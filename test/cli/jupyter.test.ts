@@ -3,28 +3,15 @@
  * against a real jupyter-server, with the token from CODEACT_JUPYTER_TOKEN.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { findJupyterServer, SKIP_MESSAGE, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
+import { runCli } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import { turn } from '../support/wire/turn';
 
-const root = path.resolve(__dirname, '../..');
-const cli = path.join(root, 'dist', 'cli.js');
-
-function codeact(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input ?? '');
-  });
-}
+const codeact = runCli;
 
 describe('CLI on the Jupyter runtime', function () {
   this.timeout(180_000);
