@@ -46,6 +46,7 @@
  */
 import type { CodeActEvent } from '../../../common/events';
 import type { ToolCallHandler } from '../types';
+import { ToolDispatcher } from '../execution';
 
 /** Largest tool frame accepted from a kernel. */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
@@ -88,13 +89,20 @@ export class ToolChannel {
   private readonly ready: ToolResult[] = [];
   private readonly outstanding = new Set<string>();
   private readonly seen = new Set<string>();
-  private active = 0;
-  private readonly queue: Array<() => void> = [];
-  private nextCall = 0;
   private closed = false;
   private stopped = false;
+  private readonly dispatcher: ToolDispatcher;
 
-  constructor(private readonly o: ToolChannelOptions) {}
+  constructor(private readonly o: ToolChannelOptions) {
+    this.dispatcher = new ToolDispatcher({
+      itemId: o.itemId,
+      emit: o.emit,
+      handler: o.handler,
+      enabled: o.toolsEnabled,
+      maxConcurrent: o.maxConcurrent,
+      signal: this.abort.signal,
+    });
+  }
 
   /** Tool calls currently running or queued on the host. */
   get inFlight(): number {
@@ -177,7 +185,6 @@ export class ToolChannel {
     if (this.stopped) return;
     this.stopped = true;
     this.abort.abort();
-    this.queue.length = 0;
     if (this.pending) this.sendReply({ cancelled: true });
   }
 
@@ -186,7 +193,6 @@ export class ToolChannel {
     this.closed = true;
     this.stopped = true;
     this.abort.abort();
-    this.queue.length = 0;
     clearTimeout(this.holdTimer);
     this.pending = null;
     this.lastReply = null;
@@ -209,50 +215,12 @@ export class ToolChannel {
       return;
     }
     this.outstanding.add(id);
-    const go = () => {
-      this.active++;
-      void this.runCall(id, name, args).finally(() => {
-        this.active--;
-        this.queue.shift()?.();
-      });
-    };
-    if (this.active < this.o.maxConcurrent) go();
-    else this.queue.push(go);
-  }
-
-  private async runCall(id: string, name: string, args: unknown): Promise<void> {
-    const callId = `${this.o.itemId}:${++this.nextCall}`;
-    const started = performance.now();
-    const { itemId } = this.o;
-    this.o.emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name, arguments: args });
-    let result: ToolResult;
-    let event: CodeActEvent;
-    try {
-      if (this.stopped) throw new Error('The run was stopped.');
-      const handler = this.o.handler;
-      if (!handler || !this.o.toolsEnabled) {
-        throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
-      }
-      const value = await handler({ itemId, callId, name, arguments: args }, this.abort.signal);
-      let json: string | undefined;
-      try {
-        json = JSON.stringify(value ?? null);
-      } catch (err) {
-        throw new Error(`The tool "${name}" returned a value that is not JSON (${(err as Error).message}).`);
-      }
-      const output = JSON.parse(json ?? 'null') as unknown;
-      result = { id, ok: true, output };
-      event = { type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, output, duration_ms: round(performance.now() - started) };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      result = { id, ok: false, error: message };
-      event = { type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, error: message, duration_ms: round(performance.now() - started) };
-    }
-    this.outstanding.delete(id);
-    this.o.emit(event);
-    if (this.closed || this.stopped) return;
-    this.ready.push(result);
-    this.queueFlush();
+    void this.dispatcher.dispatch(name, args).then((r) => {
+      this.outstanding.delete(id);
+      if (this.closed || this.stopped) return;
+      this.ready.push(r.ok ? { id, ok: true, output: r.value } : { id, ok: false, error: r.error });
+      this.queueFlush();
+    });
   }
 
   /** Replies with every result ready in this turn of the event loop (calls finishing together share a reply). */
@@ -276,8 +244,4 @@ export class ToolChannel {
       : { seq: pending.seq, results: this.ready.splice(0), ...extra };
     this.answer(pending.header, pending.seq, JSON.stringify(payload));
   }
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }

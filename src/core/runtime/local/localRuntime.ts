@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, StreamName } from '../../../common/events';
 import { DEFAULT_LIMITS, formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { resolvePython } from './python';
-import { announceDone, executionItem, OutputCapture } from '../execution';
+import { announceDone, executionItem, OutputCapture, ToolDispatcher } from '../execution';
 import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
 import { killByMarker, killTree } from './processTree';
 import { planLaunch, type LaunchPlan, type SandboxOptions } from './sandbox';
@@ -99,10 +99,8 @@ class LocalRun {
   private completion?: { ok: true; value: unknown } | { ok: false; error: ExecutionError };
   private failure?: ExecutionError;
   private readonly toolAbort = new AbortController();
-  private readonly pendingCalls = new Set<number>();
   private lastCallId = 0;
-  private activeCalls = 0;
-  private readonly callQueue: Array<() => void> = [];
+  private readonly tools: ToolDispatcher;
   private finished = false;
   private finish!: () => void;
   private readonly done = new Promise<void>((r) => (this.finish = r));
@@ -116,6 +114,14 @@ class LocalRun {
   ) {
     this.itemId = request.itemId ?? newItemId();
     this.output = new OutputCapture(limits.maxOutputBytes);
+    this.tools = new ToolDispatcher({
+      itemId: this.itemId,
+      emit: (e) => this.emit(e),
+      handler: options.onToolCall,
+      enabled: request.tools !== false,
+      maxConcurrent: limits.maxConcurrentToolCalls,
+      signal: this.toolAbort.signal,
+    });
   }
 
   private emit(event: CodeActEvent): void {
@@ -151,7 +157,7 @@ class LocalRun {
         this.fail({
           type: 'Timeout',
           message: `The code ran longer than the ${formatSeconds(timeoutMs)} timeout and was stopped` +
-            (this.pendingCalls.size ? `, with ${this.pendingCalls.size} tool call(s) still in flight` : '') +
+            (this.tools.inFlight ? `, with ${this.tools.inFlight} tool call(s) still in flight` : '') +
             '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
         });
       }, timeoutMs);
@@ -263,48 +269,10 @@ class LocalRun {
       if (!Number.isSafeInteger(id) || id <= this.lastCallId || typeof frame.name !== 'string') return this.violation('a malformed tool call');
       this.lastCallId = id;
       const args = frame.args === undefined ? {} : frame.args;
-      this.pendingCalls.add(id);
-      this.withCallSlot(() => this.runToolCall(id, frame.name, args));
+      void this.tools.dispatch(frame.name, args).then((r) => this.send(r.ok ? { t: 'tool_result', id, ok: true, value: r.value } : { t: 'tool_result', id, ok: false, error: r.error }));
       return;
     }
     this.violation(`an unknown frame type ${JSON.stringify(String(frame.t)).slice(0, 40)}`);
-  }
-
-  private withCallSlot(task: () => Promise<void>): void {
-    const go = () => {
-      this.activeCalls++;
-      task().finally(() => {
-        this.activeCalls--;
-        this.callQueue.shift()?.();
-      });
-    };
-    if (this.activeCalls < this.limits.maxConcurrentToolCalls) go();
-    else this.callQueue.push(go);
-  }
-
-  private async runToolCall(id: number, name: string, args: unknown): Promise<void> {
-    const callId = `${this.itemId}:${id}`;
-    const started = performance.now();
-    this.emit({ type: 'codeact.tool_call.started', item_id: this.itemId, call_id: callId, name, arguments: args });
-    let reply: Record<string, unknown>;
-    let event: CodeActEvent;
-    try {
-      if (this.finished) throw new Error('The run has ended.');
-      const handler = this.options.onToolCall;
-      if (!handler || this.request.tools === false) {
-        throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
-      }
-      const value = (await handler({ itemId: this.itemId, callId, name, arguments: args }, this.toolAbort.signal)) ?? null;
-      reply = { t: 'tool_result', id, ok: true, value };
-      event = { type: 'codeact.tool_call.completed', item_id: this.itemId, call_id: callId, name, output: value, duration_ms: round(performance.now() - started) };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      reply = { t: 'tool_result', id, ok: false, error: message };
-      event = { type: 'codeact.tool_call.completed', item_id: this.itemId, call_id: callId, name, error: message, duration_ms: round(performance.now() - started) };
-    }
-    this.pendingCalls.delete(id);
-    this.emit(event);
-    this.send(reply);
   }
 
   private fail(error: ExecutionError): void {
@@ -447,10 +415,6 @@ function annotateLimit(item: CodeInterpreterCallItem, plan?: LaunchPlan, cgroup?
   } else if (/Errno 24\]|Too many open files/.test(tb)) {
     err.message = `open file limit ${limits.openFiles} reached: ${err.message}`;
   }
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }
 
 function formatSeconds(ms: number): string {
