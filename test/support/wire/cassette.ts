@@ -195,20 +195,9 @@ function parseDoubleQuoted(text: string, start: number): { value: string; endLin
       let end = out.length;
       while (end > protectedLen && (out[end - 1] === ' ' || out[end - 1] === '\t')) end--;
       out = out.slice(0, end);
-      i++;
-      let empty = 0;
-      for (;;) {
-        let j = i;
-        while (text[j] === ' ' || text[j] === '\t') j++;
-        if (text[j] === '\n') {
-          empty++;
-          i = j + 1;
-          continue;
-        }
-        i = j;
-        break;
-      }
-      out += empty > 0 ? '\n'.repeat(empty) : ' ';
+      const folded = foldBreak(text, i);
+      i = folded.next;
+      out += folded.text;
       continue;
     }
     out += c;
@@ -216,6 +205,22 @@ function parseDoubleQuoted(text: string, start: number): { value: string; endLin
   }
   const endLine = text.slice(0, i).split('\n').length - 1;
   return { value: out, endLine };
+}
+
+/**
+ * YAML line folding inside a flow scalar, at the line break `text[at]`: the leading white space of the
+ * next lines goes, one break becomes a space, and n empty lines become n breaks.
+ */
+function foldBreak(text: string, at: number): { next: number; text: string } {
+  let i = at + 1;
+  let empty = 0;
+  for (;;) {
+    let j = i;
+    while (text[j] === ' ' || text[j] === '\t') j++;
+    if (text[j] !== '\n') return { next: j, text: empty > 0 ? '\n'.repeat(empty) : ' ' };
+    empty++;
+    i = j + 1;
+  }
 }
 
 function parseSingleQuoted(text: string, start: number): { value: string; endLine: number } {
@@ -234,20 +239,9 @@ function parseSingleQuoted(text: string, start: number): { value: string; endLin
     }
     if (c === '\n') {
       out = out.replace(/[ \t]+$/, '');
-      i++;
-      let empty = 0;
-      for (;;) {
-        let j = i;
-        while (text[j] === ' ' || text[j] === '\t') j++;
-        if (text[j] === '\n') {
-          empty++;
-          i = j + 1;
-          continue;
-        }
-        i = j;
-        break;
-      }
-      out += empty > 0 ? '\n'.repeat(empty) : ' ';
+      const folded = foldBreak(text, i);
+      i = folded.next;
+      out += folded.text;
       continue;
     }
     out += c;
