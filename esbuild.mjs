@@ -1,7 +1,7 @@
-// Bundles the extension (Node, `vscode` external), the CLI (Node) and the webview (browser), and
-// ships the Python guest bootstrap next to them.
+// Bundles the extension (Node, `vscode` external), the CLI (Node) and the webview (browser). The Python
+// guest library (src/core/runtime/guest/*.py) is embedded as text.
 import * as esbuild from 'esbuild';
-import { cpSync, existsSync, mkdirSync, chmodSync } from 'node:fs';
+import { existsSync, chmodSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
@@ -23,6 +23,7 @@ const node = {
   external: ['vscode', 'bufferutil', 'utf-8-validate'],
   // jsonc-parser's UMD build hides its requires from the bundler; its ESM build bundles cleanly.
   mainFields: ['module', 'main'],
+  loader: { '.py': 'text' },
 };
 
 const builds = [
@@ -40,8 +41,6 @@ const builds = [
 ].filter((b) => Object.values(b.entryPoints).every((p) => existsSync(p)));
 
 function copyAssets() {
-  mkdirSync('dist/guest', { recursive: true });
-  cpSync('src/core/runtime/local/guest', 'dist/guest', { recursive: true });
   if (existsSync('dist/cli.js')) chmodSync('dist/cli.js', 0o755);
 }
 

@@ -54,6 +54,31 @@ export interface SandboxInfo {
   limits?: Record<string, string | number>;
 }
 
+/** The session an execution ran in (local sessions keep their globals from one execution to the next). */
+export interface SessionInfo {
+  id: string;
+  /** The how-many-th execution of the session this was (1 = a fresh session). */
+  execution: number;
+  /** The session ended during this execution: its variables are gone. */
+  state_lost?: boolean;
+}
+
+/** One variable of a session, as the variables view shows it (read without running user code). */
+export interface VariableInfo {
+  name: string;
+  type: string;
+  /** A short repr of builtin values, a module's name, a function's parameters, an array's shape and dtype. */
+  summary?: string;
+  shape?: number[];
+  len?: number;
+}
+
+export interface VariablesSummary {
+  variables: VariableInfo[];
+  /** How many there are in all (the list is capped). */
+  total: number;
+}
+
 export interface CodeInterpreterCallItem {
   type: 'code_interpreter_call';
   id: string;
@@ -72,6 +97,7 @@ export interface CodeInterpreterCallItem {
   tool?: string;
   /** Set when stdout or stderr went over its cap. */
   truncated?: boolean;
+  session?: SessionInfo;
 }
 
 export interface TextEditorItem {
@@ -183,6 +209,15 @@ export interface ApprovalResolved {
 
 export interface Retrying { type: 'codeact.retry'; attempt: number; delay_ms: number; status?: number; message: string }
 
+/** A session of the local runtime started fresh or ended (idle, evicted, restarted, crashed, closed). */
+export interface SessionChanged {
+  type: 'codeact.session';
+  session_id: string;
+  state: 'started' | 'ended';
+  reason?: 'idle' | 'evicted' | 'restarted' | 'crashed' | 'closed' | 'interrupt';
+  message: string;
+}
+
 export interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
 export interface ErrorEvent { type: 'error'; message: string; code?: string }
 
@@ -204,6 +239,7 @@ export type CodeActEvent =
   | ApprovalRequested
   | ApprovalResolved
   | Retrying
+  | SessionChanged
   | ResponseCompleted
   | ErrorEvent;
 

@@ -244,13 +244,13 @@ describe('agent loop end to end', function () {
 
     it('code mode offers only execute_code, which runs without the tool bridge', async () => {
       server = await startServerFor('openai');
-      server.push(turn().call('execute_code', { code: 'try:\n    call_tool\nexcept NameError:\n    return "no bridge"' }), turn().text('done'));
+      server.push(turn().call('execute_code', { code: 'try:\n    await call_tool("anything")\nexcept RuntimeError as e:\n    return str(e)' }), turn().text('done'));
       const { agent, events } = await agentFor('openai', server, { mode: 'code' });
       const result = await agent.run([], 'compute');
       assert.equal(result.status, 'completed');
       assert.deepEqual(server.turns[0].body.tools.map((t: { name: string }) => t.name), ['execute_code']);
       const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') as { item: CodeInterpreterCallItem };
-      assert.equal(done.item.value, 'no bridge');
+      assert.equal(done.item.value, 'No managed tools are available in this run, so "anything" cannot be called.');
     });
 
     it('offers a tool with expose "direct" as a function and runs it through the gateway', async () => {

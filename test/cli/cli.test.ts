@@ -48,7 +48,7 @@ describe('codeact CLI', function () {
   it('exits 1 with the traceback when the code fails, and --json carries type, message and traceback', () => {
     const human = codeact(['run', '-'], 'x = 1\nraise KeyError("missing")\n');
     assert.equal(human.code, 1);
-    assert.match(human.stderr, /File "<code>", line 2, in <module>\n    raise KeyError\("missing"\)\nKeyError: 'missing'/);
+    assert.match(human.stderr, /File "<cell-1>", line 2, in <module>\n    raise KeyError\("missing"\)\nKeyError: 'missing'/);
     const json = codeact(['run', '-', '--json'], 'x = 1\nraise KeyError("missing")\n');
     const item = JSON.parse(json.stdout.trim().split('\n').at(-1)!).item;
     assert.equal(item.status, 'failed');

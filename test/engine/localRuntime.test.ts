@@ -155,8 +155,8 @@ for (const mode of modes) {
       assert.equal(item.status, 'failed');
       assert.equal(item.error?.type, 'ZeroDivisionError');
       assert.equal(item.error?.line, 4);
-      assert.match(item.error!.traceback!, /File "<code>", line 6, in <module>/);
-      assert.match(item.error!.traceback!, /File "<code>", line 4, in f\n\s+return v \/ 0/);
+      assert.match(item.error!.traceback!, /File "<cell-1>", line 6, in <module>/);
+      assert.match(item.error!.traceback!, /File "<cell-1>", line 4, in f\n\s+return v \/ 0/);
       assert.doesNotMatch(item.error!.traceback!, /codeact_guest/);
     });
 
@@ -298,7 +298,7 @@ for (const mode of modes) {
       assert.equal(gw.records.length, 0);
       const big = await run(small, 'return "x" * 100_000');
       assert.equal(big.item.error?.type, 'ReturnValueError');
-      assert.match(big.item.error!.message, /The return value is 100,002 bytes of JSON; the limit is 65,536\. Return a summary/);
+      assert.match(big.item.error!.message, /The return value is 100,002 bytes of JSON; the limit is 64,512\. Return a summary/);
     });
   });
 }

@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { CLI } from '../support/cli';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -334,7 +335,7 @@ describe('mcp tools', function () {
   it('works in the CLI: `codeact run` calls an mcp tool declared in settings, and leaves no server behind', function () {
     mkdirSync(path.join(ws, '.vscode'));
     writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [decl('add', 'add', { inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } })] }));
-    const r = spawnSync(process.execPath, [require.resolve('tsx/cli'), path.join(root, 'src/cli.ts'), 'run', '-', '--json', '--sandbox', 'none', '--workspace', ws], {
+    const r = spawnSync(process.execPath, [CLI, 'run', '-', '--json', '--sandbox', 'none', '--workspace', ws], {
       cwd: root,
       input: 'r = await call_tool("add", a=1, b=2)\nreturn r["sum"]\n',
       encoding: 'utf8',

@@ -65,6 +65,8 @@ export interface RuntimeLimits {
   maxOutputBytes: number;
   timeoutMs: number;
   maxConcurrentToolCalls: number;
+  /** Largest returned value, as JSON (the local guest also keeps it under its frame limit). */
+  maxValueBytes: number;
 }
 
 export const DEFAULT_LIMITS: RuntimeLimits = {
@@ -72,6 +74,7 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxOutputBytes: 1024 * 1024,
   timeoutMs: 120_000,
   maxConcurrentToolCalls: 8,
+  maxValueBytes: 4 * 1024 * 1024,
 };
 
 export const TRUNCATION_MARKER = (stream: string, cap: number): string =>

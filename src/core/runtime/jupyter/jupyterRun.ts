@@ -192,7 +192,7 @@ export class JupyterRun {
           runId: this.runId,
           tools: this.request.tools !== false,
           maxFrameBytes: this.runtime.settings.maxFrameBytes,
-          maxValueChars: this.limits.maxOutputBytes,
+          maxValueBytes: this.limits.maxValueBytes,
         }),
         silent: false,
         store_history: false,

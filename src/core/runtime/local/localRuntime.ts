@@ -1,27 +1,32 @@
 /**
- * The local Python guest runtime: one fresh process per execution, protocol on a private pipe (fd 3),
- * stdout/stderr streamed live and capped, tool calls routed concurrently to the host, and the whole
- * process tree gone when the run ends.
+ * The local Python runtime: guests on this machine, in their sandbox.
+ *
+ * - Sessions (`session: "conversation"`, the default): executions with the same `sessionId` share one
+ *   guest process, so variables, imports and functions live on from one to the next, as in a notebook.
+ *   Sessions end when closed, after `idleMs` without a run, when more than `maxAlive` are alive (the
+ *   least recently used goes), or when their process dies; each ending is announced, and the next run
+ *   of that session says that earlier variables are gone.
+ * - Without a `sessionId`, or with `session: "run"`, every execution gets a fresh guest that ends with it.
+ * - With `zygote: true` guests are forked from a warm process that imported `preload` once (zygote.ts);
+ *   when it is unavailable, guests start cold (logged once). With `prestart: true` the next guest is
+ *   started ahead of need, so a new session does not wait for Python to start.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
-import type { Socket } from 'node:net';
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, StreamName } from '../../../common/events';
-import { DEFAULT_LIMITS, formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, SessionChanged, VariablesSummary } from '../../../common/events';
+import { guestDir } from '../guest/sources';
+import { announceDone, executionItem } from '../execution';
+import { DEFAULT_LIMITS, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { ColdGuest, makeHostWorkdir, newMarker, removeWorkdir, type GuestHandle } from './guestProcess';
+import { GuestSession } from './guestSession';
 import { resolvePython } from './python';
-import { announceDone, executionItem, OutputCapture, ToolDispatcher } from '../execution';
-import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
-import { killByMarker, killTree } from './processTree';
-import { planLaunch, type LaunchPlan, type SandboxOptions } from './sandbox';
+import { planLaunch, type SandboxOptions } from './sandbox';
+import { Zygote, ZygoteGuest } from './zygote';
+
+export type SessionPolicy = 'conversation' | 'run';
 
 export interface LocalRuntimeOptions {
   /** Interpreter command or path; default `python3`. */
   python?: string;
-  /** Folder holding codeact_guest.py; defaults to the one shipped next to this module. */
-  guestDir?: string;
   limits?: Partial<RuntimeLimits>;
   sandbox?: SandboxOptions;
   /** Largest protocol frame the guest may send (a call_tool's arguments); default 16 MiB. */
@@ -30,6 +35,24 @@ export interface LocalRuntimeOptions {
   onWarning?: (message: string) => void;
   /** Whole-tree cgroup limits where they can be created (default true). */
   cgroups?: boolean;
+  /** `conversation` (default): one guest per `sessionId`; `run`: a fresh guest for every execution. */
+  session?: SessionPolicy;
+  /** A session ends after this long without a run; default 30 min; 0 = never. */
+  idleMs?: number;
+  /** At most this many sessions stay alive; default 4. */
+  maxAlive?: number;
+  /** How long Stop or a timeout may take to interrupt a session's code before it is killed; default 3 s. */
+  interruptGraceMs?: number;
+  /** Fork guests from a warm zygote (default false). */
+  zygote?: boolean;
+  /** Modules the zygote imports once (implies `zygote`). */
+  preload?: string[];
+  /** Keep the next guest started ahead of need (default false). */
+  prestart?: boolean;
+  /** Sessions that start fresh or end (idle, evicted, restarted, crashed). */
+  onSessionEvent?: (event: SessionChanged) => void;
+  /** Diagnostics (zygote start, fallbacks). */
+  log?: (line: string) => void;
 }
 
 const DEFAULT_MAX_FRAME = 16 * 1024 * 1024;
@@ -38,385 +61,314 @@ export function newItemId(prefix = 'exec'): string {
   return `${prefix}_${randomBytes(8).toString('hex')}`;
 }
 
+interface Entry {
+  id: string;
+  session: GuestSession;
+  idleTimer?: NodeJS.Timeout;
+}
+
 export class LocalRuntime implements Runtime {
   readonly kind = 'local' as const;
   private readonly limits: RuntimeLimits;
-  private readonly guestDir: string;
+  private readonly maxFrameBytes: number;
   private warned = false;
-  private readonly live = new Set<() => void>();
+  private readonly oneShots = new Set<GuestSession>();
+  private readonly sessions = new Map<string, Entry>();
+  private readonly creating = new Map<string, Promise<Entry>>();
+  private readonly notices = new Map<string, string>();
+  private readonly listeners = new Set<(e: SessionChanged) => void>();
+  private zygote?: Promise<Zygote | undefined>;
+  private zygoteStarts = 0;
+  private zygoteWarned = false;
+  private spare?: Promise<GuestHandle>;
+  private disposed = false;
 
   constructor(private readonly options: LocalRuntimeOptions = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
-    this.guestDir = options.guestDir ?? path.join(__dirname, 'guest');
+    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME;
+    if (options.onSessionEvent) this.listeners.add(options.onSessionEvent);
+  }
+
+  get policy(): SessionPolicy {
+    return this.options.session ?? 'conversation';
+  }
+
+  private get useZygote(): boolean {
+    return this.options.zygote === true || (this.options.preload?.length ?? 0) > 0;
+  }
+
+  /** Listens to sessions starting fresh and ending. */
+  onSession(listener: (e: SessionChanged) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   async execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
-    const run = new LocalRun(this, request, options, this.limits);
-    this.live.add(run.abort);
+    const itemId = request.itemId ?? newItemId();
+    const started = performance.now();
+    const emit = (e: CodeActEvent) => {
+      try {
+        options.onEvent?.(e);
+      } catch {}
+    };
+    const refused = openExecution(emit, request, itemId, 'local', this.limits, options.signal);
+    if (refused) return announceDone(emit, executionItem({ itemId, code: request.code, runtime: 'local', outputs: [], error: refused, startedAt: started }));
+    const sessionId = this.policy === 'conversation' ? request.sessionId : undefined;
+    let session: GuestSession;
     try {
-      return await run.start();
+      session = sessionId ? (await this.sessionFor(sessionId)).session : await this.oneShot();
+    } catch (err) {
+      const error: ExecutionError = { type: (err as Error).name || 'LaunchError', message: (err as Error).message };
+      return announceDone(emit, executionItem({ itemId, code: request.code, runtime: 'local', outputs: [], error, startedAt: started }));
+    }
+    const notice = sessionId ? this.notices.get(sessionId) : undefined;
+    if (sessionId) this.notices.delete(sessionId);
+    try {
+      return await session.execute(request, options, itemId, notice);
     } finally {
-      this.live.delete(run.abort);
+      if (!sessionId) {
+        this.oneShots.delete(session);
+        if (session.alive) session.kill('the run is over');
+        session.guest.release();
+      } else {
+        this.armIdle(sessionId);
+      }
     }
   }
 
-  /** Builds the launch plan for a run (exposed for the run itself and for diagnostics). */
-  async plan(workdir: string, marker: string): Promise<LaunchPlan> {
-    const python = await resolvePython(this.options.python ?? 'python3');
-    const plan = await planLaunch(python, this.guestDir, workdir, marker, this.options.sandbox);
-    if (plan.warning && !this.warned) {
-      this.warned = true;
-      this.options.onWarning?.(plan.warning);
-    }
-    return plan;
+  /** True while the session has a live guest. */
+  hasSession(sessionId: string): boolean {
+    return this.sessions.get(sessionId)?.session.alive === true;
   }
 
-  get useCgroups(): boolean {
-    return this.options.cgroups !== false;
+  /** The session's variables (null when it has none, or while it runs). */
+  async variables(sessionId: string): Promise<VariablesSummary | null> {
+    const entry = this.sessions.get(sessionId);
+    return entry ? entry.session.variables() : null;
   }
 
-  get maxFrameBytes(): number {
-    return this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME;
+  /** Ends a session (its process tree is killed); the next run of it starts fresh. */
+  async closeSession(sessionId: string): Promise<void> {
+    this.notices.delete(sessionId);
+    this.end(sessionId, 'closed', 'The Python session was closed.', false);
+  }
+
+  /** Kills the session's process tree and announces it; the next run starts a new session. */
+  async restartSession(sessionId: string): Promise<boolean> {
+    const had = this.sessions.has(sessionId);
+    this.end(sessionId, 'restarted', 'The Python session was restarted: variables from earlier runs are gone.', true);
+    return had;
   }
 
   async dispose(): Promise<void> {
-    for (const abort of [...this.live]) abort();
-  }
-}
-
-class LocalRun {
-  readonly itemId: string;
-  private readonly started = performance.now();
-  private child?: ChildProcess;
-  private plan?: LaunchPlan;
-  private cgroup?: RunCgroup;
-  private proto?: Socket;
-  private workdir?: string;
-  private readonly marker = randomBytes(12).toString('hex');
-  private readonly output: OutputCapture;
-  private frameBuf: Buffer[] = [];
-  private frameLen = 0;
-  private completion?: { ok: true; value: unknown } | { ok: false; error: ExecutionError };
-  private failure?: ExecutionError;
-  private readonly toolAbort = new AbortController();
-  private lastCallId = 0;
-  private readonly tools: ToolDispatcher;
-  private finished = false;
-  private finish!: () => void;
-  private readonly done = new Promise<void>((r) => (this.finish = r));
-  private timer?: NodeJS.Timeout;
-
-  constructor(
-    private readonly runtime: LocalRuntime,
-    private readonly request: ExecuteRequest,
-    private readonly options: ExecuteOptions,
-    private readonly limits: RuntimeLimits,
-  ) {
-    this.itemId = request.itemId ?? newItemId();
-    this.output = new OutputCapture(limits.maxOutputBytes);
-    this.tools = new ToolDispatcher({
-      itemId: this.itemId,
-      emit: (e) => this.emit(e),
-      handler: options.onToolCall,
-      enabled: request.tools !== false,
-      maxConcurrent: limits.maxConcurrentToolCalls,
-      signal: this.toolAbort.signal,
-    });
+    this.disposed = true;
+    for (const id of [...this.sessions.keys()]) this.end(id, 'closed', 'CodeAct is shutting down.', false);
+    for (const s of this.oneShots) s.kill('CodeAct is shutting down');
+    const spare = this.spare;
+    this.spare = undefined;
+    void spare?.then((g) => (g.kill(false), g.release())).catch(() => {});
+    const z = this.zygote;
+    this.zygote = undefined;
+    (await z?.catch(() => undefined))?.dispose();
   }
 
-  private emit(event: CodeActEvent): void {
-    try {
-      this.options.onEvent?.(event);
-    } catch {
-      // A consumer's bug must not break the run.
+  // ---- sessions -----------------------------------------------------------------------------------
+
+  private async sessionFor(id: string): Promise<Entry> {
+    const live = this.sessions.get(id);
+    if (live?.session.alive) {
+      clearTimeout(live.idleTimer);
+      return live;
     }
-  }
-
-  readonly abort = (): void => {
-    this.fail({ type: 'Cancelled', message: 'The run was stopped.' });
-  };
-
-  async start(): Promise<CodeInterpreterCallItem> {
-    const signal = this.options.signal;
-    const refused = openExecution((e) => this.emit(e), this.request, this.itemId, 'local', this.limits, signal);
-    if (refused) return this.result(refused);
-    const onAbort = () => this.abort();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const pending = this.creating.get(id);
+    if (pending) return pending;
+    const making = this.createSession(id);
+    this.creating.set(id, making);
     try {
-      this.workdir = mkdtempSync(path.join(tmpdir(), 'codeact-run-'));
-      try {
-        this.plan = await this.runtime.plan(this.workdir, this.marker);
-      } catch (err) {
-        this.failure = { type: (err as Error).name || 'LaunchError', message: (err as Error).message };
-        return this.result(this.failure);
-      }
-      if (this.failure) return this.result(this.failure);
-      this.launch(this.plan);
-      const timeoutMs = this.request.timeoutMs ?? this.limits.timeoutMs;
-      this.timer = setTimeout(() => {
-        this.fail({
-          type: 'Timeout',
-          message: `The code ran longer than the ${formatSeconds(timeoutMs)} timeout and was stopped` +
-            (this.tools.inFlight ? `, with ${this.tools.inFlight} tool call(s) still in flight` : '') +
-            '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
-        });
-      }, timeoutMs);
-      await this.done;
-      return this.result(this.failure ?? (this.completion && !this.completion.ok ? this.completion.error : undefined));
+      return await making;
     } finally {
-      signal?.removeEventListener('abort', onAbort);
-      clearTimeout(this.timer);
-      this.toolAbort.abort();
-      this.cgroup?.remove();
-      if (this.workdir) rmSync(this.workdir, { recursive: true, force: true, maxRetries: 3 });
+      this.creating.delete(id);
     }
   }
 
-  private launch(plan: LaunchPlan): void {
-    // Sandboxed runs get a pids cgroup where one can be made (root, or a delegated subtree): RLIMIT_NPROC
-    // does not bind root, so without it a fork bomb would run until the timeout. Joining a cgroup costs a
-    // migration (~15 ms on cgroup v1), so only the process count, which rlimits cannot cap for root, is
-    // capped this way; memory stays a per-process RLIMIT_AS.
-    this.cgroup = this.runtime.useCgroups && plan.pidNamespace ? createRunCgroup(`run-${this.marker}`, { pidsMax: plan.treeLimits.pids }) : undefined;
-    const { command, args } = wrapJoin(plan.command, plan.args, this.cgroup?.procsFiles ?? []);
-    if (this.cgroup) plan.info.limits = { ...plan.info.limits, scope: 'process tree (cgroup)' };
-    const child = spawn(command, args, {
-      cwd: plan.cwd,
-      env: this.cgroup ? { ...plan.env, CODEACT_CGROUPS: this.cgroup.procsFiles.join(' ') } : plan.env,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      detached: true,
+  private async createSession(id: string): Promise<Entry> {
+    this.evictFor(id);
+    const guest = await this.takeGuest();
+    const session = new GuestSession(guest, this.sessionOptions(true, id));
+    const entry: Entry = { id, session };
+    session.onDeath((reason) => {
+      if (this.sessions.get(id) !== entry) return;
+      this.sessions.delete(id);
+      clearTimeout(entry.idleTimer);
+      guest.release();
+      if (this.disposed) return;
+      const message = `The Python session ended (${reason}): variables from earlier runs are gone. The next run starts a new session.`;
+      this.notices.set(id, `[codeact] ${message}\n`);
+      this.announce({ type: 'codeact.session', session_id: id, state: 'ended', reason: /interrupt/.test(reason) ? 'interrupt' : 'crashed', message });
     });
-    this.child = child;
-    child.on('error', (err) => {
-      this.failure ??= { type: 'LaunchError', message: `Could not start the Python guest: ${err.message}` };
-      this.teardown();
-    });
-    child.stdout!.on('data', (b: Buffer) => this.onOutput('stdout', b));
-    child.stderr!.on('data', (b: Buffer) => this.onOutput('stderr', b));
-    child.stdout!.on('error', () => {});
-    child.stderr!.on('error', () => {});
-    const proto = child.stdio[3] as Socket;
-    this.proto = proto;
-    proto.on('data', (b: Buffer) => this.onProtocolData(b));
-    proto.on('error', () => {});
-    child.on('exit', (code, sig) => this.onExit(code, sig));
-    this.send({
-      t: 'run',
-      code: this.request.code,
-      tools: this.request.tools !== false,
-      max_concurrency: this.limits.maxConcurrentToolCalls,
-      max_frame: this.runtime.maxFrameBytes,
-      subreaper: !plan.pidNamespace,
-      limits: plan.rlimits,
-    });
+    await session.start(guest.plan.rlimits, this.subreaper(guest));
+    this.sessions.set(id, entry);
+    this.announce({ type: 'codeact.session', session_id: id, state: 'started', message: 'A new Python session started.' });
+    return entry;
   }
 
-  private send(frame: unknown): void {
-    const proto = this.proto;
-    if (!proto || proto.destroyed || !proto.writable) return;
-    proto.write(JSON.stringify(frame) + '\n');
-  }
-
-  private onOutput(stream: StreamName, chunk: Buffer): void {
-    const text = this.output.pushBytes(stream, chunk);
-    if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
-  }
-
-  private onProtocolData(chunk: Buffer): void {
-    let start = 0;
-    for (;;) {
-      const nl = chunk.indexOf(10, start);
-      if (nl < 0) break;
-      const piece = chunk.subarray(start, nl);
-      if (this.frameLen + piece.length > this.runtime.maxFrameBytes) return this.violation('a protocol frame over the size limit');
-      this.frameBuf.push(piece);
-      const line = Buffer.concat(this.frameBuf).toString('utf8');
-      this.frameBuf = [];
-      this.frameLen = 0;
-      this.onFrame(line);
-      start = nl + 1;
+  private end(id: string, reason: NonNullable<SessionChanged['reason']>, message: string, notice: boolean): void {
+    const entry = this.sessions.get(id);
+    if (!entry) {
+      if (notice) this.notices.set(id, `[codeact] ${message}\n`);
+      return;
     }
-    const rest = chunk.subarray(start);
-    if (rest.length) {
-      this.frameLen += rest.length;
-      if (this.frameLen > this.runtime.maxFrameBytes) {
-        return this.violation(`a protocol frame over ${formatBytes(this.runtime.maxFrameBytes)} (a call_tool argument that large is refused)`);
+    this.sessions.delete(id);
+    clearTimeout(entry.idleTimer);
+    entry.session.kill(reason === 'idle' ? 'it was idle' : reason === 'evicted' ? 'too many sessions were alive' : `it was ${reason}`);
+    entry.session.guest.release();
+    if (notice) this.notices.set(id, `[codeact] ${message}\n`);
+    this.announce({ type: 'codeact.session', session_id: id, state: 'ended', reason, message });
+  }
+
+  private armIdle(id: string): void {
+    const entry = this.sessions.get(id);
+    const ms = this.options.idleMs ?? 30 * 60_000;
+    if (!entry || ms <= 0) return;
+    clearTimeout(entry.idleTimer);
+    entry.idleTimer = setTimeout(() => {
+      if (entry.session.busy) return this.armIdle(id);
+      this.end(id, 'idle', `The Python session ended after ${formatMinutes(ms)} without a run: variables from earlier runs are gone.`, true);
+    }, ms);
+    entry.idleTimer.unref?.();
+  }
+
+  /** Makes room for one more session: the least recently used idle one goes. */
+  private evictFor(id: string): void {
+    const max = Math.max(1, this.options.maxAlive ?? 4);
+    const alive = [...this.sessions.values()].filter((e) => e.id !== id && e.session.alive);
+    let excess = alive.length + 1 - max;
+    for (const e of alive.filter((x) => !x.session.busy).sort((a, b) => a.session.lastUsed - b.session.lastUsed)) {
+      if (excess <= 0) break;
+      this.end(e.id, 'evicted', `The Python session was closed to keep at most ${max} sessions alive (codeact.session.maxAlive): variables from earlier runs are gone.`, true);
+      excess--;
+    }
+  }
+
+  private announce(e: SessionChanged): void {
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch {}
+    }
+  }
+
+  // ---- guests -------------------------------------------------------------------------------------
+
+  private async oneShot(): Promise<GuestSession> {
+    const guest = await this.takeGuest();
+    const session = new GuestSession(guest, this.sessionOptions(false));
+    this.oneShots.add(session);
+    void session.start(guest.plan.rlimits, this.subreaper(guest));
+    return session;
+  }
+
+  private sessionOptions(session: boolean, sessionId?: string) {
+    return { session, limits: this.limits, maxFrameBytes: this.maxFrameBytes, interruptGraceMs: this.options.interruptGraceMs ?? 3000, sessionId };
+  }
+
+  private subreaper(guest: GuestHandle): boolean {
+    if (guest instanceof ZygoteGuest) return !guest.ownNamespace;
+    return !guest.plan.pidNamespace;
+  }
+
+  /** A started guest waiting for its init frame: the one started ahead of need, or a new one. */
+  private async takeGuest(): Promise<GuestHandle> {
+    const spare = this.spare;
+    this.spare = undefined;
+    let guest: GuestHandle | undefined;
+    if (spare) guest = await spare.catch(() => undefined);
+    if (!guest || !guest.alive) guest = await this.newGuest();
+    if (this.options.prestart && !this.disposed) {
+      const next = this.newGuest();
+      next.catch(() => {});
+      this.spare = next;
+    }
+    return guest;
+  }
+
+  private async newGuest(): Promise<GuestHandle> {
+    if (this.useZygote) {
+      const z = await this.getZygote();
+      if (z) {
+        try {
+          return await z.fork();
+        } catch (err) {
+          this.logOnce(`${(err as Error).message}; code starts cold instead.`);
+        }
       }
-      this.frameBuf.push(Buffer.from(rest));
     }
+    return this.coldGuest();
   }
 
-  private violation(what: string): void {
-    this.fail({ type: 'ProtocolError', message: `The guest sent ${what}; the run was stopped.` });
-  }
-
-  private onFrame(line: string): void {
-    if (this.finished || this.completion) return this.violation('a frame after its result');
-    let frame: any;
+  private async coldGuest(): Promise<GuestHandle> {
+    const python = await resolvePython(this.options.python ?? 'python3');
+    const marker = newMarker();
+    const hostWorkdir = makeHostWorkdir();
+    let plan;
     try {
-      frame = JSON.parse(line);
-    } catch {
-      return this.violation('a malformed frame');
+      plan = await planLaunch(python, guestDir(), { role: 'guest', marker, workdir: hostWorkdir }, this.options.sandbox);
+    } catch (err) {
+      removeWorkdir(hostWorkdir);
+      throw err;
     }
-    if (frame === null || typeof frame !== 'object') return this.violation('a malformed frame');
-    if (frame.t === 'complete') {
-      if (frame.ok === true) this.completion = { ok: true, value: frame.value ?? null };
-      else this.completion = { ok: false, error: normaliseError(frame.error) };
-      return;
-    }
-    if (frame.t === 'tool_call') {
-      const id = frame.id;
-      if (!Number.isSafeInteger(id) || id <= this.lastCallId || typeof frame.name !== 'string') return this.violation('a malformed tool call');
-      this.lastCallId = id;
-      const args = frame.args === undefined ? {} : frame.args;
-      void this.tools.dispatch(frame.name, args).then((r) => this.send(r.ok ? { t: 'tool_result', id, ok: true, value: r.value } : { t: 'tool_result', id, ok: false, error: r.error }));
-      return;
-    }
-    this.violation(`an unknown frame type ${JSON.stringify(String(frame.t)).slice(0, 40)}`);
+    this.warnOnce(plan.warning);
+    return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir, useCgroups: this.options.cgroups !== false });
   }
 
-  private fail(error: ExecutionError): void {
-    if (this.finished) return;
-    this.failure ??= error;
-    this.teardown();
-  }
-
-  private onExit(code: number | null, sig: NodeJS.Signals | null): void {
-    if (!this.completion && !this.failure) {
-      this.failure = crashError(code, sig, this.output.text('stderr'));
-    }
-    this.teardown(code ?? undefined);
-  }
-
-  private teardown(_exitCode?: number): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.toolAbort.abort();
-    const child = this.child;
-    if (child?.pid) {
-      if (this.plan?.pidNamespace) {
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {}
-        try {
-          process.kill(child.pid, 'SIGKILL');
-        } catch {}
-      } else if (this.completion) {
-        // The guest (a child subreaper) killed its own descendants before it reported.
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {}
-      } else {
-        // It did not get that far (a crash, a timeout, a Stop, os._exit): freeze and kill the tree,
-        // then anything that still carries the run's marker.
-        killTree(child.pid);
-        killByMarker('CODEACT_RUN', this.marker);
-      }
-    }
-    if (!child) return this.finish();
-    // Wait for the output pipes to drain (they close once every process holding them is gone), but
-    // never hang on a straggler: destroy them after a short grace.
-    const pipes = [child.stdout, child.stderr].filter((p) => p && !p.destroyed && !p.readableEnded);
-    let open = pipes.length;
-    const grace = setTimeout(() => {
-      for (const p of pipes) p!.destroy();
-      done();
-    }, 1000);
-    const done = () => {
-      clearTimeout(grace);
-      this.proto?.destroy();
-      for (const name of ['stdout', 'stderr'] as const) {
-        const tail = this.output.end(name);
-        if (tail) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream: name, delta: tail });
-      }
-      this.finish();
-    };
-    if (!open) return done();
-    for (const p of pipes) {
-      p!.once('close', () => {
-        if (--open === 0) done();
+  private getZygote(): Promise<Zygote | undefined> {
+    const current = this.zygote;
+    if (current) {
+      return current.then((z) => {
+        if (z?.alive) return z;
+        if (this.zygote === current && this.zygoteStarts < 3 && !this.disposed) this.zygote = undefined;
+        return this.zygote ? undefined : this.getZygote();
       });
     }
-  }
-
-  private result(error?: ExecutionError): CodeInterpreterCallItem {
-    const item = executionItem({
-      itemId: this.itemId,
-      code: this.request.code,
-      runtime: 'local',
-      outputs: this.output.outputs(),
-      error,
-      value: this.completion?.ok ? this.completion.value : null,
-      startedAt: this.started,
-      truncated: this.output.truncated,
-      sandbox: this.plan?.info,
+    if (this.zygoteStarts >= 3 || this.disposed) return Promise.resolve(undefined);
+    this.zygoteStarts++;
+    const starting = (async () => {
+      const python = await resolvePython(this.options.python ?? 'python3');
+      const z = await Zygote.start({
+        python,
+        guestDir: guestDir(),
+        sandbox: this.options.sandbox,
+        preload: this.options.preload ?? [],
+        useCgroups: this.options.cgroups !== false,
+        maxGuests: (this.options.maxAlive ?? 4) + 2,
+        onWarning: (m) => this.options.onWarning?.(m),
+      });
+      this.warnOnce(z.plan?.warning);
+      this.options.log?.(`warm Python process ready${this.options.preload?.length ? ` (preloaded ${this.options.preload.join(', ')})` : ''}`);
+      return z;
+    })().catch((err) => {
+      this.logOnce(`The warm Python process could not start (${(err as Error).message}); code starts cold instead.`);
+      return undefined;
     });
-    if (error) annotateLimit(item, this.plan, this.cgroup);
-    return announceDone((e) => this.emit(e), item);
+    this.zygote = starting;
+    return starting;
+  }
+
+  private warnOnce(warning?: string): void {
+    if (warning && !this.warned) {
+      this.warned = true;
+      this.options.onWarning?.(warning);
+    }
+  }
+
+  private logOnce(line: string): void {
+    if (this.zygoteWarned) return;
+    this.zygoteWarned = true;
+    this.options.log?.(line);
   }
 }
 
-function normaliseError(raw: any): ExecutionError {
-  if (!raw || typeof raw !== 'object') return { type: 'Error', message: 'The code failed.' };
-  return {
-    type: typeof raw.type === 'string' ? raw.type : 'Error',
-    message: typeof raw.message === 'string' ? raw.message : String(raw.message ?? ''),
-    ...(typeof raw.traceback === 'string' && raw.traceback ? { traceback: raw.traceback } : {}),
-    ...(Number.isSafeInteger(raw.line) ? { line: raw.line } : {}),
-  };
-}
-
-const SIGNAL_TEXT: Partial<Record<NodeJS.Signals, string>> = {
-  SIGSEGV: 'a segmentation fault (often a C stack overflow from very deep recursion)',
-  SIGABRT: 'an abort',
-  SIGKILL: 'SIGKILL',
-  SIGXCPU: 'the CPU time limit',
-  SIGBUS: 'a bus error',
-};
-
-function crashError(code: number | null, sig: NodeJS.Signals | null, stderr: string): ExecutionError {
-  const tail = stderr.trim().split('\n').slice(-5).join('\n');
-  if (sig) {
-    return {
-      type: 'Crash',
-      message: `The Python process died from ${SIGNAL_TEXT[sig] ?? sig} before returning a result.` + (tail ? `\n${tail}` : ''),
-    };
-  }
-  // bubblewrap reports its child's death by signal as 128 + n.
-  if (code !== null && code > 128 && code < 160) {
-    const name = signalName(code - 128);
-    return { type: 'Crash', message: `The Python process died from ${(name && SIGNAL_TEXT[name]) ?? name ?? `signal ${code - 128}`} before returning a result.` + (tail ? `\n${tail}` : '') };
-  }
-  return {
-    type: 'Crash',
-    message: `The Python process exited with code ${code} before returning a result (the code may have called os._exit or closed the host pipe).` + (tail ? `\n${tail}` : ''),
-  };
-}
-
-function signalName(n: number): NodeJS.Signals | undefined {
-  const table: Record<number, NodeJS.Signals> = { 6: 'SIGABRT', 7: 'SIGBUS', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM', 24: 'SIGXCPU', 25: 'SIGXFSZ' };
-  return table[n];
-}
-
-/** Names a resource limit that was hit, instead of a bare crash. */
-function annotateLimit(item: CodeInterpreterCallItem, plan?: LaunchPlan, cgroup?: RunCgroup): void {
-  const err = item.error;
-  if (!err || !plan) return;
-  const limits = plan.info.limits ?? {};
-  const tb = `${err.message}\n${err.traceback ?? ''}`;
-  if (err.type === 'MemoryError' || (err.type === 'Crash' && cgroup?.memoryExceeded())) {
-    err.message = `memory limit ${limits.memory} exceeded (MemoryError). Use less memory or raise codeact.sandbox.limits.memory.`;
-  } else if (/Errno 27\]|File too large/.test(tb)) {
-    err.message = `file size limit ${limits.fileSize} exceeded: ${err.message}. Write smaller files or raise codeact.sandbox.limits.fileSize.`;
-  } else if (err.type === 'Crash' && /CPU time limit|SIGXCPU/.test(err.message)) {
-    err.message = `CPU time limit ${limits.cpuSeconds} s exceeded. ${err.message}`;
-  } else if ((/Errno 11\]|Resource temporarily unavailable/.test(tb) && /fork|spawn|Popen|thread/i.test(tb)) || cgroup?.pidsExceeded()) {
-    err.message = `process limit reached (${limits.processes ?? 'the system limit'} processes): ${err.message}`;
-  } else if (/Errno 24\]|Too many open files/.test(tb)) {
-    err.message = `open file limit ${limits.openFiles} reached: ${err.message}`;
-  }
-}
-
-function formatSeconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+function formatMinutes(ms: number): string {
+  const min = ms / 60_000;
+  return min >= 1 && Number.isInteger(min) ? `${min} minute${min === 1 ? '' : 's'}` : `${Math.round(ms / 1000)} s`;
 }

@@ -123,3 +123,20 @@ export function processesWithCmdline(needle: string): number[] {
   }
   return out;
 }
+
+/**
+ * The host PID of a process under `root` whose PID in its own namespace is `nsPid` (the Python guest
+ * inside bubblewrap reports its namespace PID; signals from the host need the host's).
+ */
+export function hostPidOf(root: number, nsPid: number): number | undefined {
+  if (!isLinux) return undefined;
+  for (const pid of descendantsOf(root)) {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'latin1');
+      const line = status.split('\n').find((l) => l.startsWith('NSpid:'));
+      const ids = line?.slice(6).trim().split(/\s+/).map(Number) ?? [];
+      if (ids.length > 1 && ids[ids.length - 1] === nsPid) return pid;
+    } catch {}
+  }
+  return undefined;
+}

@@ -55,6 +55,10 @@ export interface LaunchPlan {
   treeLimits: { pids: number; memoryBytes: number };
   /** One-time warning to show the user (sandbox unavailable, falling back). */
   warning?: string;
+  /** The code's working directory, as the guest sees it. */
+  workdir: string;
+  /** Zygote: the socket path as the guests see it. */
+  socketPath?: string;
 }
 
 export class SandboxUnavailableError extends Error {
@@ -116,14 +120,30 @@ function limitsFor(
 }
 
 const GUEST_MOUNT = '/run/codeact/guest';
+const HOST_MOUNT = '/run/codeact/host';
+/** The working directory inside the sandbox: a size-capped tmpfs, private to the run or session. */
+export const SANDBOX_WORKDIR = '/run/codeact/work';
 
-export async function planLaunch(
-  python: PythonInfo,
-  guestDir: string,
-  workdir: string,
-  marker: string,
-  options: SandboxOptions = {},
-): Promise<LaunchPlan> {
+export type LaunchRole = 'guest' | 'zygote';
+
+export interface LaunchRequest {
+  /** A guest runs user code; a zygote preloads modules and forks guests (it never runs user code). */
+  role: LaunchRole;
+  /** Marker put in the environment, to find stray processes of this launch without a PID namespace. */
+  marker: string;
+  /** Without a sandbox: the host folder to work in (made by the caller). */
+  workdir: string;
+  /** Zygote only: the host folder holding the socket its guests connect back to. */
+  socketDir?: string;
+}
+
+/** The interpreter command line: the guest library from its private folder, never a file on sys.path. */
+function guestArgs(dir: string): string[] {
+  const boot = `import sys;sys.path[:]=[p for p in sys.path if p not in ("", ".")];sys.path.insert(0,${JSON.stringify(dir)});import codeact_guest;codeact_guest.run()`;
+  return ['-I', '-c', boot];
+}
+
+export async function planLaunch(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions = {}): Promise<LaunchPlan> {
   const kind = options.kind ?? 'auto';
   let warning: string | undefined;
   if (kind === 'sandbox-exec') {
@@ -131,7 +151,7 @@ export async function planLaunch(
   }
   if (kind === 'auto' || kind === 'bubblewrap') {
     const reason = await probeBubblewrap(options.bwrapPath);
-    if (!reason) return bwrapPlan(python, guestDir, workdir, options);
+    if (!reason) return bwrapPlan(python, guestDir, request, options);
     if (kind === 'bubblewrap') {
       throw new SandboxUnavailableError(
         `codeact.sandbox.kind is "bubblewrap" but ${reason}. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), ` +
@@ -143,17 +163,18 @@ export async function planLaunch(
       'Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) to isolate it, or set codeact.sandbox.kind to "none" to silence this warning.';
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
-  const guest = path.join(guestDir, 'codeact_guest.py');
   return {
     command: python.executable,
-    args: ['-I', guest],
-    env: minimalEnv(workdir, { CODEACT_RUN: marker }),
-    cwd: workdir,
+    args: guestArgs(guestDir),
+    env: minimalEnv(request.workdir, { CODEACT_RUN: request.marker }),
+    cwd: request.workdir,
     info: { kind: 'none', network: true, limits: shown },
     pidNamespace: false,
     rlimits,
     treeLimits,
     warning,
+    workdir: request.workdir,
+    socketPath: request.socketDir ? path.join(request.socketDir, SOCKET_NAME) : undefined,
   };
 }
 
@@ -174,11 +195,14 @@ function isUnder(child: string, parent: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
-function bwrapPlan(python: PythonInfo, guestDir: string, workdir: string, options: SandboxOptions): LaunchPlan {
+function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions): LaunchPlan {
   const network = options.network === true;
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, true);
   const args: string[] = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv'];
   if (network) args.push('--share-net');
+  // A zygote gives each guest it forks a PID and mount namespace of its own (then the guest drops every
+  // capability before user code runs); that needs CAP_SYS_ADMIN inside the sandbox's user namespace.
+  if (request.role === 'zygote') args.push('--cap-add', 'CAP_SYS_ADMIN');
   args.push('--ro-bind', '/usr', '/usr');
   for (const [link, target] of [['/bin', 'usr/bin'], ['/sbin', 'usr/sbin'], ['/lib', 'usr/lib'], ['/lib64', 'usr/lib64'], ['/lib32', 'usr/lib32']]) {
     if (existsSync(link)) args.push('--symlink', target, link);
@@ -198,22 +222,28 @@ function bwrapPlan(python: PythonInfo, guestDir: string, workdir: string, option
   }
   args.push('--proc', '/proc', '--dev', '/dev', '--size', String(rlimits.fsize), '--tmpfs', '/tmp');
   args.push('--ro-bind', guestDir, GUEST_MOUNT);
-  args.push('--bind', workdir, workdir);
+  args.push('--size', String(rlimits.fsize), '--tmpfs', SANDBOX_WORKDIR);
+  if (request.role === 'zygote' && request.socketDir) args.push('--ro-bind', request.socketDir, HOST_MOUNT);
   const ws = options.mountWorkspace ?? 'none';
   if (ws !== 'none' && options.workspace && existsSync(options.workspace) && statSync(options.workspace).isDirectory()) {
     args.push(ws === 'readwrite' ? '--bind' : '--ro-bind', options.workspace, options.workspace);
   }
-  args.push('--chdir', workdir);
-  for (const [k, v] of Object.entries(minimalEnv(workdir))) args.push('--setenv', k, v);
-  args.push('--', python.executable, '-I', `${GUEST_MOUNT}/codeact_guest.py`);
+  args.push('--chdir', SANDBOX_WORKDIR);
+  for (const [k, v] of Object.entries(minimalEnv(SANDBOX_WORKDIR))) args.push('--setenv', k, v);
+  args.push('--', python.executable, ...guestArgs(GUEST_MOUNT));
   return {
     command: options.bwrapPath ?? 'bwrap',
     args,
     env: {},
-    cwd: workdir,
+    cwd: request.workdir,
     info: { kind: 'bubblewrap', network, limits: shown },
     pidNamespace: true,
     rlimits,
     treeLimits,
+    workdir: SANDBOX_WORKDIR,
+    socketPath: request.socketDir ? `${HOST_MOUNT}/${SOCKET_NAME}` : undefined,
   };
 }
+
+/** The name of the socket a zygote's guests connect back to, in the socket folder. */
+export const SOCKET_NAME = 'guest.sock';

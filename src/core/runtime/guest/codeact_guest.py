@@ -1,0 +1,494 @@
+"""CodeAct local guest: runs user code for the host and talks to it over a private channel (fd 3).
+
+The host starts this file as a process of its own (a cold start), or a warm zygote started from this
+same file forks it (see `zygote`). Either way the guest then serves one of two ways:
+
+- run mode: one execution, then the process ends (every process the code started ends with it);
+- session mode: executions one after another in one namespace, so variables, imports, functions
+  and open files live on from one to the next, until the host closes the session.
+
+Protocol: newline-delimited JSON frames on fd 3 (never stdout). The user's stdin is /dev/null; stdout
+and stderr are plain text the host captures live. Frames (field "t" is the type):
+
+  host -> guest   {"t":"init","session":bool,"subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int}
+                  {"t":"run","run":int,"code":str,"tools":bool,"end":str}
+                  {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str}
+                  {"t":"vars"}                       (between runs: the variables view)
+  guest -> host   {"t":"ready","pid":int}            (after init)
+                  {"t":"tool_call","run":int,"id":int,"name":str,"args":object}
+                  {"t":"complete","run":int,"ok":true,"value":json-text|null,"end":[bool,bool]}
+                  {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool]}
+                  {"t":"vars","variables":[...],"total":int}
+
+After each run the guest writes the run's `end` token to stdout and to stderr (flushed first), so the
+host knows that all the run's output has arrived before it reports the result; `end` in "complete"
+says which of the two it could write.
+
+The compile step, execution, tracebacks, values and call_tool checks are in codeact_lib.py, shared
+with the Jupyter runtime. Start-up cost matters for a cold run: only cheap modules load up front.
+"""
+import os
+import sys
+
+PROTO_FD = 3
+_MAIN_PID = os.getpid()
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+import codeact_lib as lib  # noqa: E402
+
+lib.own_file(__file__)
+lib.own_file(os.path.abspath(__file__))
+json = None  # loaded after the first frame (it is needed then anyway)
+
+
+def _close_inherited_fds(keep):
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        os.closerange(max(keep) + 1, 1024)
+        return
+    for name in names:
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class Channel:
+    """Frames on the protocol fd: blocking reads between runs, event-loop reads during a run."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = bytearray()
+        self.scanned = 0
+
+    def pop(self):
+        nl = self.buf.find(b"\n", self.scanned)
+        if nl < 0:
+            self.scanned = len(self.buf)
+            return None
+        line = bytes(self.buf[:nl])
+        del self.buf[:nl + 1]
+        self.scanned = 0
+        return line
+
+    def read_blocking(self):
+        """The next frame, or None at end of file."""
+        while True:
+            line = self.pop()
+            if line is not None:
+                return json.loads(line)
+            try:
+                chunk = os.read(self.fd, 65536)
+            except InterruptedError:
+                continue
+            if not chunk:
+                return None
+            self.buf += chunk
+
+    def write(self, data):
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+                view = view[n:]
+            except BlockingIOError:
+                import select
+                select.select([], [self.fd], [], 1.0)
+            except InterruptedError:
+                continue
+
+    def send(self, frame):
+        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        self.write((text + "\n").encode("utf-8", "surrogatepass"))
+
+    def send_result(self, result):
+        """A "complete" frame; an ok value is already JSON text and goes in as it is."""
+        value = result.pop("value", None) if result.get("ok") else None
+        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if value is not None:
+            text = text[:-1] + ',"value":' + value + "}"
+        self.write((text + "\n").encode("utf-8", "surrogatepass"))
+
+
+class ToolBridge:
+    """call_tool: each call gets an id and a future; results come back in any order, so calls under
+    asyncio.gather really run concurrently on the host (bounded by max_concurrency)."""
+
+    def __init__(self, chan, max_concurrency, max_frame):
+        self.chan = chan
+        self.max_concurrency = max_concurrency
+        self.max_frame = max_frame
+        self.next_id = 0
+        self.pending = {}
+        self.loop = None
+        self.sem = None
+        self.run_id = None
+        self.enabled = True
+
+    def attach(self, loop):
+        if self.loop is loop:
+            return
+        self.detach()
+        import asyncio
+        os.set_blocking(self.chan.fd, False)
+        loop.add_reader(self.chan.fd, self._on_readable)
+        self.loop = loop
+        self.sem = asyncio.Semaphore(self.max_concurrency)
+
+    def detach(self):
+        loop, self.loop = self.loop, None
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.remove_reader(self.chan.fd)
+            except Exception:  # noqa: BLE001
+                pass
+        os.set_blocking(self.chan.fd, True)
+
+    def end_run(self):
+        self.run_id = None
+        for fut in self.pending.values():
+            if not fut.done():
+                fut.cancel()
+        self.pending.clear()
+        self.detach()
+
+    def _on_readable(self):
+        try:
+            chunk = os.read(self.chan.fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        if not chunk:
+            self.detach()
+            for fut in self.pending.values():
+                if not fut.done():
+                    fut.set_exception(RuntimeError("call_tool: the host closed the connection"))
+            self.pending.clear()
+            return
+        self.chan.buf += chunk
+        for _ in range(10_000):
+            line = self.chan.pop()
+            if line is None:
+                break
+            frame = json.loads(line)
+            if frame.get("t") != "tool_result":
+                continue
+            fut = self.pending.pop(frame.get("id"), None)
+            if fut is None or fut.done():
+                continue
+            if frame.get("ok"):
+                fut.set_result(frame.get("value"))
+            else:
+                fut.set_exception(RuntimeError(frame.get("error") or "call_tool failed"))
+
+    async def call(self, name, arguments, kwargs):
+        if os.getpid() != _MAIN_PID:
+            raise RuntimeError("call_tool is not available in a forked child process; call it from the main process")
+        name, _args, encoded = lib.prepare_call(name, arguments, kwargs, self.max_frame, self.enabled)
+        run_id = self.run_id
+        if run_id is None:
+            raise RuntimeError("call_tool only works while CodeAct is running code (not from a task left over from an earlier run)")
+        import asyncio
+        loop = asyncio.get_running_loop()
+        self.attach(loop)
+        async with self.sem:
+            if self.run_id != run_id:
+                raise RuntimeError("call_tool: the run this call belongs to has ended")
+            self.next_id += 1
+            call_id = self.next_id
+            fut = loop.create_future()
+            self.pending[call_id] = fut
+            head = '{"t":"tool_call","run":%d,"id":%d,"name":%s,"args":' % (run_id, call_id, json.dumps(name, ensure_ascii=False))
+            self.chan.write((head + encoded + "}\n").encode("utf-8", "surrogatepass"))
+            try:
+                return await fut
+            finally:
+                self.pending.pop(call_id, None)
+
+
+class Guest:
+    def __init__(self, chan, init):
+        self.chan = chan
+        self.session = bool(init.get("session"))
+        self.max_frame = int(init.get("max_frame") or (16 << 20))
+        self.max_value = int(init.get("max_value") or (self.max_frame - 1024))
+        self.bridge = ToolBridge(chan, int(init.get("max_concurrency") or 8), self.max_frame)
+        self.interrupt = lib.Interrupt()
+        self.cells = 0
+        self.loop = None
+        self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        bridge = self.bridge
+
+        async def call_tool(name, _arguments=None, /, **kwargs):
+            """Calls a managed tool on the host: `result = await call_tool("name", arg=value)`.
+
+            The host checks the allowlist, the argument and result schemas and the approval policy;
+            a refusal or a tool failure raises RuntimeError with the host's message."""
+            return await bridge.call(name, _arguments, kwargs)
+
+        self.namespace["call_tool"] = call_tool
+        self.hidden = {"call_tool"}
+
+    def serve(self):
+        import signal
+        signal.signal(signal.SIGINT, self.interrupt.handler)
+        while True:
+            frame = self.chan.read_blocking()
+            if frame is None:
+                return
+            kind = frame.get("t")
+            if kind == "run":
+                self.chan.send_result(self.run(frame))
+                if not self.session:
+                    return
+            elif kind == "vars":
+                summary = lib.variables(self.namespace, self.hidden)
+                self.chan.send({"t": "vars", **summary})
+
+    def run(self, frame):
+        run_id = int(frame.get("run") or 0)
+        self.cells += 1
+        filename = f"{lib.CELL_PREFIX}{self.cells}>"
+        self.bridge.enabled = frame.get("tools", True) is not False
+        result = None
+        display = None
+        try:
+            try:
+                compiled = lib.compile_cell(frame.get("code") or "", filename)
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                error = lib.format_error(exc, filename, compiling=True)
+                if not isinstance(exc, SyntaxError):
+                    error["type"] = "SyntaxError"
+                result = {"ok": False, "error": error}
+            else:
+                fn = lib.exec_cell(compiled, self.namespace)
+                self.bridge.run_id = run_id
+                with lib.no_input():
+                    if compiled.is_async:
+                        value = lib.run_in_loop(fn, self._loop(), self.interrupt)
+                    else:
+                        value = lib.run_sync(fn, self.interrupt)
+                kind, payload = lib.encode_value(value, compiled.implicit, self.max_value)
+                if kind == "ok":
+                    result = {"ok": True, "value": payload}
+                elif kind == "display":
+                    display = payload
+                    result = {"ok": True, "value": None}
+                else:
+                    result = {"ok": False, "error": payload}
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and CancelledError are reported too
+            if os.getpid() != _MAIN_PID:
+                _forked_child_exit(exc)
+            if isinstance(exc, SystemExit) and lib.exit_result(exc):
+                result = {"ok": True, "value": None}
+            else:
+                result = {"ok": False, "error": lib.format_error(exc, filename)}
+        finally:
+            self.bridge.end_run()
+        if os.getpid() != _MAIN_PID:
+            # A child the code forked returned through here: it never speaks for the run.
+            _forked_child_exit(None)
+        if display is not None:
+            try:
+                print(lib.display_text(display))
+            except Exception:  # noqa: BLE001
+                pass
+        if not self.session and _SUBREAPER:
+            _kill_descendants()
+        result["t"] = "complete"
+        result["run"] = run_id
+        result["end"] = _write_end(frame.get("end"))
+        return result
+
+    def _loop(self):
+        if self.loop is None or self.loop.is_closed():
+            import asyncio
+            self.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self.loop)
+        return self.loop
+
+
+def _forked_child_exit(exc):
+    try:
+        if exc is not None and not isinstance(exc, SystemExit):
+            import traceback
+            traceback.print_exception(exc)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001
+        pass
+    code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else (1 if exc is not None else 0)
+    os._exit(code)
+
+
+def _write_end(token):
+    """Flushes the run's output, then writes the end token to stdout and stderr."""
+    wrote = [False, False]
+    for i, stream in enumerate((sys.__stdout__, sys.__stderr__)):
+        try:
+            if sys.stdout is not None and i == 0:
+                sys.stdout.flush()
+            if sys.stderr is not None and i == 1:
+                sys.stderr.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        if token:
+            try:
+                data = ("\x00codeact-end:" + token + "\x00").encode("ascii")
+                n = 0
+                while n < len(data):
+                    n += os.write(1 + i, data[n:])
+                wrote[i] = True
+            except OSError:
+                pass
+    return wrote
+
+
+_SUBREAPER = False
+
+
+def _kill_descendants():
+    """Without a PID namespace this process is a child subreaper: every orphan the code left (after
+    setsid() or a double fork) was re-parented here. Stop them all, then kill them."""
+    import signal
+    me = os.getpid()
+    seen = set()
+    for _ in range(50):
+        children = {}
+        try:
+            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    stat = f.read()
+                ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(pid)
+        tree = []
+        stack = [me]
+        while stack:
+            for c in children.get(stack.pop(), ()):
+                tree.append(c)
+                stack.append(c)
+        new = [p for p in tree if p not in seen]
+        if not new:
+            break
+        for pid in new:
+            seen.add(pid)
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+    for pid in seen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for pid in seen:
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+
+def _libc():
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _set_subreaper():
+    global _SUBREAPER
+    try:
+        libc = _libc()
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: die with the host
+        _SUBREAPER = True
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _apply_limits(limits):
+    if not limits:
+        return
+    import resource
+    table = {
+        "as": resource.RLIMIT_AS,
+        "cpu": resource.RLIMIT_CPU,
+        "fsize": resource.RLIMIT_FSIZE,
+        "nofile": resource.RLIMIT_NOFILE,
+        "nproc": resource.RLIMIT_NPROC,
+        "core": resource.RLIMIT_CORE,
+    }
+    for key, value in limits.items():
+        which = table.get(key)
+        if which is None:
+            continue
+        try:
+            if key == "cpu":
+                resource.setrlimit(which, (int(value), int(value) + 1))
+            else:
+                resource.setrlimit(which, (int(value), int(value)))
+        except (ValueError, OSError):
+            pass
+
+
+def _configure_output():
+    # UTF-8 output that never fails on lone surrogates or odd bytes, shown live line by line.
+    sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+
+
+def serve(chan, first=None):
+    """Runs a guest on an open channel: init, then runs until the host is done with it."""
+    global json
+    if json is None:
+        import json as _json
+        json = _json
+    init = first if first is not None else chan.read_blocking()
+    if init is None:
+        return 0
+    if init.get("t") == "zygote":
+        import codeact_zygote
+        return codeact_zygote.main(chan, init, sys.modules[__name__])
+    if init.get("subreaper"):
+        _set_subreaper()
+    _apply_limits(init.get("limits"))
+    _configure_output()
+    guest = Guest(chan, init)
+    if guest.session:
+        chan.send({"t": "ready", "pid": os.getpid()})
+    guest.serve()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    if _SUBREAPER:
+        _kill_descendants()
+    return 0
+
+
+def main():
+    _close_inherited_fds({PROTO_FD})
+    os.set_inheritable(PROTO_FD, False)
+    return serve(Channel(PROTO_FD))
+
+
+def run():
+    """The entry point of a guest process (see the host's launch plan)."""
+    code = 1
+    try:
+        code = main()
+    finally:
+        # Skip interpreter finalisation: the result is sent and the output flushed.
+        os._exit(code)

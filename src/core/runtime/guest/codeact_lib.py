@@ -1,0 +1,555 @@
+"""CodeAct guest library: the one place where user code is compiled, run and reported.
+
+Both runtimes use it. The local guest (codeact_guest.py) imports it from its private folder; the
+Jupyter runtime sends its source to each kernel once (codeact_kernel.py installs it). What lives here:
+
+- compile_cell: the code becomes the body of a function named <module>, so top-level `await` and
+  `return` work and every line number is the user's own. Every name the code binds at top level is
+  declared global, so variables, imports, functions and classes live on in the namespace from one
+  execution to the next (a session), as in a notebook. `from __future__` imports stay first; a
+  top-level `yield` is the SyntaxError Python gives; `from m import *` works.
+- run_compiled: runs it (with an event loop when it awaits), `input()` raising a clear EOFError, and
+  an interrupt (SIGINT) that stops the user's code without killing the process that runs it.
+- format_error: the exception type, message, the user's line and a traceback without frames of ours
+  and without host paths.
+- encode_value: the JSON value, a display for a last expression that is not JSON (as a notebook
+  shows it), or a ReturnValueError that says how to fix it.
+- prepare_call: the checks on call_tool's name and arguments, before anything leaves the process.
+- variables: a summary of the namespace (name, type, short repr or shape) that never runs user code.
+
+Start-up cost matters for a cold run, so the imports are the cheap ones; asyncio and traceback load
+only when they are needed.
+"""
+import ast
+import sys
+
+CELL_PREFIX = "<cell-"
+_OWN_FILES = {sys._getframe().f_code.co_filename}
+
+NOT_INTERACTIVE = ("input() has no one to answer it: code run by CodeAct is not interactive. "
+                   "Put the value in the code, or fetch it with call_tool.")
+
+
+def own_file(filename):
+    """Registers a file of ours: its frames never show in a user's traceback."""
+    _OWN_FILES.add(filename)
+
+
+# ---- compiling ---------------------------------------------------------------------------------
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _outer_parts(node):
+    """Parts of a nested scope that still run in the enclosing (top-level) scope."""
+    if isinstance(node, ast.ClassDef):
+        return list(node.decorator_list) + list(node.bases) + [k.value for k in node.keywords]
+    if isinstance(node, ast.Lambda):
+        return list(node.args.defaults) + [d for d in node.args.kw_defaults if d is not None]
+    return (list(node.decorator_list) + list(node.args.defaults)
+            + [d for d in node.args.kw_defaults if d is not None])
+
+
+def _top_level(body):
+    """Every node that runs in the top-level scope (not inside nested functions or classes)."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _SCOPES):
+            stack.extend(_outer_parts(node))
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _bound_names(body):
+    """Names the top-level code binds; they are declared global so they outlive the execution."""
+    names = set()
+    for node in _top_level(body):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None):
+            names.add(node.name)
+        elif type(node).__name__ == "MatchMapping" and getattr(node, "rest", None):
+            names.add(node.rest)
+    # Comprehension variables are local to the comprehension, but := inside one binds outside it.
+    for node in _top_level(body):
+        if isinstance(node, _COMPREHENSIONS):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                    names.add(sub.target.id)
+    return names
+
+
+class _TopLevelRewriter(ast.NodeTransformer):
+    """Makes module-level statements legal inside the wrapper function."""
+
+    def __init__(self, filename, lines=()):
+        self.filename = filename
+        self.lines = lines
+
+    def generic_visit(self, node):
+        if isinstance(node, _SCOPES):
+            # Their bodies are already function or class bodies; only the parts that run at top
+            # level (decorators, defaults, bases) are checked for a stray yield.
+            for part in _outer_parts(node):
+                self.visit(part)
+            return node
+        return super().generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        # "x: int = 1" cannot be combined with "global x"; the annotation only matters to type checkers.
+        if isinstance(node.target, ast.Name):
+            if node.value is None:
+                return ast.copy_location(ast.Pass(), node)
+            return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+        return self.generic_visit(node)
+
+    def visit_Global(self, node):
+        # A no-op at module level; the wrapper already declares every bound name global.
+        return ast.copy_location(ast.Pass(), node)
+
+    def visit_ImportFrom(self, node):
+        if any(a.name == "*" for a in node.names):
+            # "import *" is only legal at module level; do what it does, into the code's globals.
+            lib = ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()),
+                           args=[ast.Constant(value=__name__)], keywords=[])
+            call = ast.Call(
+                func=ast.Attribute(value=lib, attr="star_import", ctx=ast.Load()),
+                args=[ast.Constant(value=node.module or ""), ast.Constant(value=node.level),
+                      ast.Call(func=ast.Name(id="globals", ctx=ast.Load()), args=[], keywords=[])],
+                keywords=[])
+            return ast.copy_location(ast.Expr(value=call), node)
+        return node
+
+    def _no_yield(self, node):
+        text = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else None
+        raise SyntaxError("'yield' outside function", (self.filename, node.lineno, node.col_offset + 1, text))
+
+    visit_Yield = _no_yield
+    visit_YieldFrom = _no_yield
+
+
+def star_import(module, level, namespace):
+    if level:
+        raise ImportError("attempted relative import with no known parent package")
+    import importlib
+    mod = importlib.import_module(module)
+    names = getattr(mod, "__all__", None)
+    if names is None:
+        names = [n for n in vars(mod) if not n.startswith("_")]
+    for n in names:
+        namespace[n] = getattr(mod, n)
+
+
+def _is_async(body):
+    for node in _top_level(body):
+        if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            return True
+        if isinstance(node, ast.comprehension) and node.is_async:
+            return True
+    return False
+
+
+class Compiled:
+    __slots__ = ("code", "is_async", "implicit", "filename", "source")
+
+    def __init__(self, code, is_async, implicit, filename, source):
+        self.code = code
+        self.is_async = is_async
+        self.implicit = implicit
+        self.filename = filename
+        self.source = source
+
+
+def compile_cell(source, filename, transform=None):
+    """Compiles user code (see the module docstring). Raises SyntaxError with the user's line."""
+    text = transform(source) if transform else source
+    tree = ast.parse(text, filename, "exec")
+    body = tree.body
+    future = []
+    while body and isinstance(body[0], ast.ImportFrom) and body[0].module == "__future__":
+        future.append(body.pop(0))
+    if not body and not future:
+        body = [ast.Pass(lineno=1, col_offset=0)]
+    rewriter = _TopLevelRewriter(filename, text.splitlines())
+    body = [rewriter.visit(n) for n in body] or [ast.Pass(lineno=1, col_offset=0)]
+    has_return = any(isinstance(n, ast.Return) for n in _top_level(body))
+    implicit = False
+    last = body[-1]
+    if not has_return and isinstance(last, ast.Expr):
+        body[-1] = ast.copy_location(ast.Return(value=last.value), last)
+        implicit = True
+    is_async = _is_async(body)
+    names = sorted(_bound_names(body))
+    if names:
+        body.insert(0, ast.Global(names=names, lineno=1, col_offset=0, end_lineno=1, end_col_offset=0))
+    args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    cls = ast.AsyncFunctionDef if is_async else ast.FunctionDef
+    fields = dict(name="<module>", args=args, body=body, decorator_list=[], returns=None, type_comment=None)
+    if "type_params" in cls._fields:
+        fields["type_params"] = []
+    fn = cls(**fields, lineno=1, col_offset=0)
+    module = ast.Module(body=future + [fn], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec", dont_inherit=True)
+    import linecache
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return Compiled(code, is_async, implicit, filename, source)
+
+
+# ---- running -----------------------------------------------------------------------------------
+
+class Interrupt:
+    """SIGINT while user code runs: KeyboardInterrupt inside the user's code (it stops CPU-bound
+    loops too); anywhere else (the event loop waiting on a tool, our own bookkeeping) the running
+    task is cancelled instead, because a KeyboardInterrupt there would break the process that has
+    to report the result."""
+
+    def __init__(self):
+        self.task = None
+        self.loop = None
+        self.active = False
+        self.requested = False
+
+    def handler(self, signum, frame):
+        if not self.active:
+            return
+        self.requested = True
+        f = frame
+        depth = 0
+        while f is not None and depth < 1000:
+            if f.f_code.co_filename.startswith(CELL_PREFIX):
+                raise KeyboardInterrupt
+            f = f.f_back
+            depth += 1
+        if self.task is not None and self.loop is not None:
+            self.loop.call_soon_threadsafe(_cancel, self.task)
+        else:
+            raise KeyboardInterrupt
+
+
+def _cancel(task):
+    if not task.done():
+        task.cancel()
+
+
+def _no_input(prompt="", *args, **kwargs):
+    raise EOFError(NOT_INTERACTIVE)
+
+
+class _NoInput:
+    """input() and getpass() raise a clear EOFError while user code runs."""
+
+    def __enter__(self):
+        import builtins
+        self.saved = builtins.input
+        builtins.input = _no_input
+        gp = sys.modules.get("getpass")
+        self.saved_gp = gp.getpass if gp is not None else None
+        if gp is not None:
+            gp.getpass = _no_input
+        return self
+
+    def __exit__(self, *exc):
+        import builtins
+        builtins.input = self.saved
+        gp = sys.modules.get("getpass")
+        if gp is not None and self.saved_gp is not None:
+            gp.getpass = self.saved_gp
+        return False
+
+
+def no_input():
+    return _NoInput()
+
+
+def exec_cell(compiled, namespace):
+    """Defines the wrapper function in the namespace and returns it."""
+    exec(compiled.code, namespace)
+    return namespace.pop("<module>")
+
+
+def run_sync(fn, interrupt):
+    interrupt.task = None
+    interrupt.loop = None
+    interrupt.active = True
+    try:
+        return fn()
+    finally:
+        interrupt.active = False
+
+
+def run_in_loop(fn, loop, interrupt):
+    """Runs an async wrapper to completion on a loop that is not running (the local guest)."""
+    task = loop.create_task(fn())
+    interrupt.task = task
+    interrupt.loop = loop
+    interrupt.active = True
+    try:
+        return loop.run_until_complete(task)
+    finally:
+        interrupt.active = False
+        interrupt.task = None
+
+
+# ---- reporting ---------------------------------------------------------------------------------
+
+def _short_path(filename):
+    """Paths of the interpreter's own libraries, without the host's folders."""
+    if not filename or filename.startswith("<"):
+        return filename
+    import os
+    import sysconfig
+    for key, label in (("purelib", "<site-packages>"), ("platlib", "<site-packages>"), ("stdlib", "<stdlib>"), ("platstdlib", "<stdlib>")):
+        try:
+            root = sysconfig.get_paths()[key]
+        except Exception:
+            continue
+        if root and filename.startswith(root.rstrip(os.sep) + os.sep):
+            return label + filename[len(root.rstrip(os.sep)):]
+    for root in sys.path:
+        if root and root.endswith(("site-packages", "dist-packages")) and filename.startswith(root + os.sep):
+            return "<site-packages>" + filename[len(root):]
+    return filename
+
+
+def _clean(te, filename, trim):
+    import traceback
+    frames = list(te.stack)
+    if trim:
+        first = next((i for i, f in enumerate(frames) if f.filename.startswith(CELL_PREFIX)), None)
+        if first is not None:
+            frames = frames[first:]
+    kept = []
+    for f in frames:
+        if f.filename in _OWN_FILES:
+            continue
+        short = _short_path(f.filename)
+        if short != f.filename:
+            f = traceback.FrameSummary(short, f.lineno, f.name, line=f.line)
+        kept.append(f)
+    te.stack = traceback.StackSummary.from_list(kept)
+    seen = 0
+    for attr in ("__cause__", "__context__"):
+        sub = getattr(te, attr, None)
+        if sub is not None and seen < 20:
+            seen += 1
+            _clean(sub, filename, False)
+
+
+def format_error(exc, filename, compiling=False):
+    """{type, message, traceback, line} of an exception raised by (or while compiling) user code."""
+    import traceback
+    name = type(exc).__name__
+    if compiling and isinstance(exc, SyntaxError):
+        # The parser's own frames are noise: the offending line and the caret only.
+        text = "".join(traceback.format_exception_only(type(exc), exc))
+        return {"type": name, "message": str(exc.msg), "traceback": text,
+                "line": exc.lineno if exc.filename == filename else None}
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__, capture_locals=False)
+    _clean(te, filename, True)
+    line = None
+    for f in te.stack:
+        if f.filename == filename:
+            line = f.lineno
+    if line is None and isinstance(exc, SyntaxError) and exc.filename == filename:
+        line = exc.lineno
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not lose the report
+        message = f"<{name}: its message could not be shown>"
+    return {"type": name, "message": message, "traceback": "".join(te.format()), "line": line}
+
+
+def exit_result(exc):
+    """SystemExit: exit() and exit(0) end the code successfully with no value."""
+    return exc.code in (None, 0)
+
+
+def encode_value(value, implicit, max_bytes):
+    """("ok", json_text) | ("display", value) | ("error", error_dict).
+
+    A last expression (implicit) that is not JSON is shown, as a notebook shows it, and the value is
+    null; an explicit `return` of such a value is an error that says how to fix it."""
+    import json
+    if value is None:
+        return "ok", "null"
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        if implicit:
+            return "display", value
+        kind = type(value).__name__
+        return "error", {
+            "type": "ReturnValueError",
+            "message": (f"The code returned a {kind} value that is not JSON-serialisable ({exc}). "
+                        "Return only dict, list, str, int, float (finite), bool or None; convert the value first, "
+                        "for example with list(...), str(...) or .tolist()."),
+            "traceback": "",
+            "line": None,
+        }
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        return "error", {
+            "type": "ReturnValueError",
+            "message": (f"The return value is {size:,} bytes of JSON; the limit is {max_bytes:,}. "
+                        "Return a summary (counts, the first rows, a file path) instead of the whole data."),
+            "traceback": "",
+            "line": None,
+        }
+    return "ok", text
+
+
+def display_text(value, limit=100_000):
+    """The text a notebook would show for a value: its repr, bounded."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001
+        text = f"<{type(value).__name__} object: repr() failed: {exc}>"
+    if len(text) > limit:
+        text = text[:limit] + f"… [{len(text) - limit:,} more characters]"
+    return text
+
+
+def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
+    """Checks a call_tool call and returns (name, args, args_json); raises what the code should see."""
+    if not tools_enabled:
+        raise RuntimeError(f'No managed tools are available in this run, so "{name}" cannot be called.')
+    if not isinstance(name, str) or not name:
+        raise TypeError("call_tool(name, **arguments): name must be a non-empty string")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise TypeError(f"call_tool({name!r}): pass the arguments as keywords or one dict, not a {type(arguments).__name__}")
+    args = dict(arguments or {})
+    args.update(kwargs)
+    import json
+    try:
+        encoded = json.dumps(args, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(f"call_tool({name!r}): the arguments are not JSON-serialisable: {exc}") from None
+    size = len(encoded.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise ValueError(
+            f"call_tool({name!r}): the arguments are {size:,} bytes; the limit is {max_bytes:,} bytes. "
+            "Pass a smaller payload (for example a file path or an id) instead.")
+    return name, args, encoded
+
+
+# ---- the variables view --------------------------------------------------------------------------
+
+_SCALARS = (bool, int, float, complex, type(None))
+
+
+def _safe_repr(value, budget):
+    """A short repr built only from builtin types; anything else shows as <TypeName>, so no user
+    __repr__ ever runs."""
+    t = type(value)
+    if t in _SCALARS:
+        if t is int and value.bit_length() > 200:
+            return f"<int, {value.bit_length():,} bits>"
+        return repr(value)
+    if t is str:
+        return repr(value if len(value) <= budget else value[:budget] + "…")
+    if t in (bytes, bytearray):
+        return f"<{t.__name__}, {len(value):,} bytes>"
+    if t in (list, tuple, set, frozenset) and budget > 8:
+        open_, close = {list: "[]", tuple: "()", set: "{}", frozenset: "{}"}[t]
+        parts = []
+        used = 2
+        for i, v in enumerate(value):
+            if i >= 8 or used > budget:
+                parts.append("…")
+                break
+            r = _safe_repr(v, max(8, (budget - used) // 2))
+            parts.append(r)
+            used += len(r) + 2
+        return open_ + ", ".join(parts) + close
+    if t is dict and budget > 8:
+        parts = []
+        used = 2
+        for i, (k, v) in enumerate(value.items()):
+            if i >= 6 or used > budget:
+                parts.append("…")
+                break
+            r = f"{_safe_repr(k, 24)}: {_safe_repr(v, max(8, (budget - used) // 2))}"
+            parts.append(r)
+            used += len(r) + 2
+        return "{" + ", ".join(parts) + "}"
+    return f"<{t.__name__}>"
+
+
+def _type_name(t):
+    mod = getattr(t, "__module__", "") or ""
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", "?")
+    return name if mod in ("builtins", "__main__") else f"{mod}.{name}"
+
+
+def _shape(value):
+    """The shape of numpy arrays and pandas objects, read through the libraries' own attributes."""
+    mod = type(value).__module__ or ""
+    if not (mod.startswith("numpy") or mod.startswith("pandas")):
+        return None
+    try:
+        shape = value.shape
+    except Exception:  # noqa: BLE001
+        return None
+    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+        return list(shape)
+    return None
+
+
+def variables(namespace, hidden=(), limit=500):
+    """The user's variables: [{name, type, summary, shape?}], sorted by name, at most `limit`."""
+    import types
+    out = []
+    names = sorted(n for n in list(namespace.keys()) if isinstance(n, str) and not n.startswith("_") and n not in hidden)
+    for name in names[:limit]:
+        value = namespace.get(name)
+        t = type(value)
+        entry = {"name": name, "type": _type_name(t)}
+        if isinstance(value, types.ModuleType):
+            entry["type"] = "module"
+            entry["summary"] = getattr(value, "__name__", name)
+        elif isinstance(value, type):
+            entry["type"] = "class"
+            entry["summary"] = _type_name(value)
+        elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+            entry["type"] = "function"
+            code = getattr(value, "__code__", None)
+            if code is not None:
+                params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+                entry["summary"] = f"{getattr(value, '__name__', name)}({', '.join(params)})"
+        else:
+            shape = _shape(value)
+            if shape is not None:
+                entry["shape"] = shape
+                dtype = None
+                try:
+                    dtype = str(value.dtype) if type(value).__name__ != "DataFrame" else None
+                except Exception:  # noqa: BLE001
+                    dtype = None
+                entry["summary"] = " × ".join(str(n) for n in shape) + (f" {dtype}" if dtype else "")
+                if type(value).__name__ == "DataFrame":
+                    try:
+                        cols = [str(c) for c in list(value.columns[:8])]
+                        entry["summary"] += " — " + ", ".join(cols) + (", …" if shape[1] > 8 else "")
+                    except Exception:  # noqa: BLE001
+                        pass
+            else:
+                try:
+                    entry["summary"] = _safe_repr(value, 80)
+                except Exception:  # noqa: BLE001
+                    entry["summary"] = f"<{t.__name__}>"
+                if t in (list, tuple, set, frozenset, dict, str, bytes, bytearray):
+                    entry["len"] = len(value)
+        out.append(entry)
+    return {"variables": out, "total": len(names)}

@@ -1,0 +1,367 @@
+"""CodeAct warm zygote: imports the preload modules once, inside the sandbox, then forks a clean guest
+for each new session or run, so neither pays Python's start-up nor the imports again.
+
+The zygote never runs user code. It speaks to the host on fd 3 (frames as in codeact_guest.py):
+
+  host -> zygote  {"t":"fork","token":str,"socket":path,"ns":bool,"workdir":str,"tmp_size":int,"env":{...}}
+                  {"t":"signal","pid":int,"sig":int}      (only to a child of ours: SIGINT interrupts a run)
+                  {"t":"kill","pid":int}                  (a child and everything it started)
+  zygote -> host  {"t":"ready","pid":int,"failed":[{module,error}],"threads":int}
+                  {"t":"forked","token":str,"pid":int,"ns":bool} | {"t":"fork_failed","token":str,"error":str}
+                  {"t":"exited","pid":int,"status":int}
+
+A forked guest connects back to the host's socket three times (protocol, stdout, stderr), each
+connection opening with {"token":…, "stream":…}; from then on it is an ordinary guest.
+
+Fork safety: the zygote refuses to fork while it runs a Python thread other than its own; each child
+re-seeds `random` (Python does it at fork) and numpy's global generator, closes every descriptor it
+inherited, and is used once. Where the zygote may (CAP_SYS_ADMIN inside the sandbox's user
+namespace), each guest also gets its own PID namespace (it is PID 1 there: when it dies, everything
+it started dies with it), its own mount namespace with a private /tmp and working directory, and then
+drops every capability and sets no_new_privs before any user code runs.
+"""
+import os
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+MS_NOSUID = 2
+MS_NODEV = 4
+
+
+def _libc():
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def main(chan, init, guest):
+    import json
+    import signal
+    import socket  # noqa: F401 - loaded here, once, for every child
+    failed = []
+    for name in list(init.get("preload") or [])[:64]:
+        if not isinstance(name, str) or not name:
+            continue
+        try:
+            __import__(name)
+        except BaseException as exc:  # noqa: BLE001 - a module that fails to import is reported, not fatal
+            failed.append({"module": name, "error": f"{type(exc).__name__}: {exc}"[:500]})
+    threads = 1
+    if "threading" in sys.modules:
+        threads = sys.modules["threading"].active_count()
+    try:
+        _libc().prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of dead guests come here
+        _libc().prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the host
+    except Exception:  # noqa: BLE001
+        pass
+    chan.send({"t": "ready", "pid": os.getpid(), "failed": failed, "threads": threads})
+
+    rfd, wfd = os.pipe()
+    os.set_blocking(rfd, False)
+    os.set_blocking(wfd, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wfd)
+    children = set()
+    import select
+    while True:
+        _reap(chan, children)
+        try:
+            ready, _, _ = select.select([chan.fd, rfd], [], [], 5.0)
+        except InterruptedError:
+            continue
+        if rfd in ready:
+            try:
+                while os.read(rfd, 512):
+                    pass
+            except (BlockingIOError, InterruptedError):
+                pass
+        if chan.fd not in ready:
+            continue
+        try:
+            chunk = os.read(chan.fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            continue
+        if not chunk:
+            break
+        chan.buf += chunk
+        for _ in range(1000):
+            line = chan.pop()
+            if line is None:
+                break
+            frame = json.loads(line)
+            kind = frame.get("t")
+            if kind == "fork":
+                _fork(chan, frame, children, guest, (rfd, wfd))
+            elif kind == "signal":
+                pid = frame.get("pid")
+                if pid in children:
+                    try:
+                        os.kill(pid, int(frame.get("sig") or signal.SIGINT))
+                    except OSError:
+                        pass
+            elif kind == "kill":
+                pid = frame.get("pid")
+                if pid in children:
+                    _kill_tree(pid)
+    for pid in list(children):
+        _kill_tree(pid)
+    return 0
+
+
+def _reap(chan, children):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+        if pid in children:
+            children.discard(pid)
+            chan.send({"t": "exited", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+            # Whatever that guest left behind (re-parented here after it died) goes too.
+            _kill_orphans(children)
+
+
+def _kill_orphans(children):
+    import signal
+    me = os.getpid()
+    for pid in _children_of(me):
+        if pid not in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _children_of(parent):
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            if int(stat[stat.rfind(b")") + 2:].split()[1]) == parent:
+                out.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _kill_tree(root):
+    """Freezes the tree under root (again and again, to catch forks in flight), then kills it."""
+    import signal
+    seen = {root}
+    try:
+        os.kill(root, signal.SIGSTOP)
+    except OSError:
+        pass
+    for _ in range(50):
+        fresh = []
+        stack = [root]
+        while stack:
+            for c in _children_of(stack.pop()):
+                if c not in seen:
+                    seen.add(c)
+                    fresh.append(c)
+                stack.append(c)
+        if not fresh:
+            break
+        for pid in fresh:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+    for pid in seen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _fork(chan, req, children, guest, wake):
+    import threading
+    token = str(req.get("token") or "")
+    if threading.active_count() > 1:
+        chan.send({"t": "fork_failed", "token": token, "error": f"the zygote runs {threading.active_count()} threads; forking would copy them half-way"})
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(r)
+        os.close(w)
+        chan.send({"t": "fork_failed", "token": token, "error": f"fork failed: {exc}"})
+        return
+    if pid == 0:
+        code = 70
+        try:
+            os.close(r)
+            _stage1(req, w, guest, wake)
+        except BaseException as exc:  # noqa: BLE001
+            try:
+                os.write(2, f"codeact: the guest could not start: {type(exc).__name__}: {exc}\n".encode())
+            except OSError:
+                pass
+        os._exit(code)
+    os.close(w)
+    data = b""
+    try:
+        while True:
+            chunk = os.read(r, 64)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(r)
+    parts = data.decode("ascii", "replace").split()
+    if len(parts) == 2 and parts[0].isdigit():
+        guest_pid = int(parts[0])
+        children.add(guest_pid)
+        chan.send({"t": "forked", "token": token, "pid": guest_pid, "ns": parts[1] == "ns"})
+    else:
+        chan.send({"t": "fork_failed", "token": token, "error": "the guest did not start"})
+    if not (len(parts) == 2 and parts[0] == str(pid)):
+        # The first stage forked the guest into a PID namespace of its own and exited: reap it.
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _stage1(req, w, guest, wake):
+    """In the first child: a PID and mount namespace of its own for the guest, where allowed."""
+    for fd in wake:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    import signal
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    ns = False
+    if req.get("ns"):
+        libc = _libc()
+        if libc.unshare(CLONE_NEWPID | CLONE_NEWNS) == 0:
+            ns = True
+    if ns:
+        pid = os.fork()
+        if pid > 0:
+            os.write(w, f"{pid} ns".encode())
+            os._exit(0)
+        _stage2(req, w, guest, True)
+    else:
+        os.write(w, f"{os.getpid()} plain".encode())
+        _stage2(req, w, guest, False)
+
+
+def _stage2(req, w, guest, ns):
+    os.close(w)
+    libc = _libc()
+    import ctypes
+    workdir = req.get("workdir") or "/tmp"
+    if ns:
+        libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+        # A /proc that shows only this guest's processes (refused to root on some kernels: then the
+        # sandbox's /proc stays, where the other guests' processes are visible but not reachable).
+        libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV, None)
+        size = int(req.get("tmp_size") or (256 << 20))
+        opts = f"size={size},mode=1777".encode()
+        libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
+        os.makedirs(workdir, exist_ok=True)
+        libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
+    else:
+        os.makedirs(workdir, mode=0o700, exist_ok=True)
+    _drop_privileges(libc, ctypes)
+    os.setsid()
+    if not ns:
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: its orphans stay in its tree
+    libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG
+    os.environ.clear()
+    for k, v in (req.get("env") or {}).items():
+        os.environ[str(k)] = str(v)
+    os.chdir(workdir)
+    _reseed()
+    sock_path = req["socket"]
+    token = str(req.get("token") or "")
+    import json
+    import socket
+    conns = []
+    for stream in ("proto", "stdout", "stderr"):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path)
+        s.sendall((json.dumps({"token": token, "stream": stream}) + "\n").encode())
+        conns.append(s)
+    os.dup2(conns[0].fileno(), 3)
+    os.dup2(conns[1].fileno(), 1)
+    os.dup2(conns[2].fileno(), 2)
+    for s in conns:
+        s.close()
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    guest._close_inherited_fds({3})
+    os.set_inheritable(3, False)
+    guest._MAIN_PID = os.getpid()
+    guest.json = json
+    signal_default()
+    code = 0
+    try:
+        code = guest.serve(guest.Channel(3))
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+        os._exit(code or 0)
+
+
+def signal_default():
+    import signal
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
+        try:
+            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGPIPE else signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
+
+
+def _drop_privileges(libc, ctypes):
+    """No capability and no way to gain one before user code runs."""
+    for cap in range(64):
+        libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header = Header(0x20080522, 0)
+    data = (Data * 2)()
+    libc.capset(ctypes.byref(header), ctypes.byref(data))
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+
+
+def _reseed():
+    import random
+    random.seed()
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        try:
+            np_random.seed()
+        except Exception:  # noqa: BLE001
+            pass

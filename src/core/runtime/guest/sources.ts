@@ -1,0 +1,50 @@
+/**
+ * The one Python guest library, embedded in the bundle (esbuild's text loader; tests load the same
+ * files through test/support/pyText.cjs). The local runtime writes the files once per host process into
+ * a private folder and runs codeact_guest.py from there; the Jupyter runtime sends codeact_lib.py and
+ * codeact_kernel.py to each kernel once.
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import guestSource from './codeact_guest.py';
+import kernelSource from './codeact_kernel.py';
+import libSource from './codeact_lib.py';
+import zygoteSource from './codeact_zygote.py';
+
+export const GUEST_FILES: Readonly<Record<string, string>> = {
+  'codeact_lib.py': libSource,
+  'codeact_guest.py': guestSource,
+  'codeact_zygote.py': zygoteSource,
+};
+
+export const LIB_SOURCE = libSource;
+export const KERNEL_SOURCE = kernelSource;
+
+/** A short hash of the library, so a kernel holding an older copy is set up again. */
+export const LIB_VERSION = createHash('sha256').update(libSource).update(kernelSource).digest('hex').slice(0, 12);
+
+let dir: string | undefined;
+
+/**
+ * The folder holding the local guest's files: private to this user (0700), written once per host
+ * process, removed when it exits. Neither the workspace nor the code's working directory can shadow it.
+ */
+export function guestDir(): string {
+  if (dir) return dir;
+  const made = mkdtempSync(path.join(tmpdir(), 'codeact-guest-'));
+  chmodSync(made, 0o700);
+  for (const [name, text] of Object.entries(GUEST_FILES)) writeFileSync(path.join(made, name), text, { mode: 0o600 });
+  chmodSync(made, 0o500);
+  dir = made;
+  process.once('exit', () => {
+    try {
+      chmodSync(made, 0o700);
+      rmSync(made, { recursive: true, force: true });
+    } catch {
+      // Best effort at exit.
+    }
+  });
+  return made;
+}

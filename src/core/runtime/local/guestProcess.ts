@@ -1,0 +1,183 @@
+/**
+ * One local guest process, however it was started: a cold start (a new Python process, in its
+ * sandbox) or a child forked by the warm zygote. The session logic talks to either through the same
+ * three streams (the protocol channel, stdout, stderr) and the same controls: interrupt (SIGINT to the
+ * Python process: KeyboardInterrupt in the user's code) and kill (the whole process tree).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Duplex, Readable } from 'node:stream';
+import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
+import { hostPidOf, killByMarker, killTree } from './processTree';
+import type { LaunchPlan, LaunchRole } from './sandbox';
+
+export interface GuestExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface GuestHandle {
+  readonly origin: 'cold' | 'zygote';
+  readonly proto: Duplex;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  readonly plan: LaunchPlan;
+  readonly cgroup?: RunCgroup;
+  /** Settles when the guest process is gone. */
+  readonly exited: Promise<GuestExit>;
+  readonly alive: boolean;
+  /** The PID the guest reported for itself (in its own PID namespace when sandboxed). */
+  setReportedPid(pid: number): void;
+  /** SIGINT to the Python process: KeyboardInterrupt in the user's code, the process lives on. */
+  interrupt(): void;
+  /**
+   * Kills the guest and every process it started. `clean`: the guest has already killed its own
+   * descendants (a one-shot run that reported its result), so only its process group is left.
+   */
+  kill(clean?: boolean): void;
+  /** Frees what the launch holds on the host (working folder, cgroup). Call after kill(). */
+  release(): void;
+}
+
+export interface ColdLaunch {
+  plan: LaunchPlan;
+  role: LaunchRole;
+  marker: string;
+  /** The host folder the guest works in without a sandbox (removed on release). */
+  hostWorkdir?: string;
+  useCgroups: boolean;
+  /** Extra processes the cgroup allows (a zygote holds several guests). */
+  pidsMax?: number;
+}
+
+/** A host folder for a guest without a sandbox: empty, private, removed with the guest. */
+export function makeHostWorkdir(): string {
+  return mkdtempSync(path.join(tmpdir(), 'codeact-run-'));
+}
+
+export function newMarker(): string {
+  return randomBytes(12).toString('hex');
+}
+
+/** A guest (or zygote) started as a new process. */
+export class ColdGuest implements GuestHandle {
+  readonly origin = 'cold' as const;
+  readonly proto: Duplex;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  readonly cgroup?: RunCgroup;
+  readonly exited: Promise<GuestExit>;
+  private readonly child: ChildProcess;
+  private gone = false;
+  private reportedPid?: number;
+  private hostPid?: number;
+  private released = false;
+
+  constructor(private readonly launch: ColdLaunch) {
+    const { plan } = launch;
+    // Sandboxed guests get a pids cgroup where one can be made (root, or a delegated subtree): RLIMIT_NPROC
+    // does not bind root, so without it a fork bomb would run until the timeout. Joining a cgroup costs a
+    // migration (~15 ms on cgroup v1), so only the process count, which rlimits cannot cap for root, is
+    // capped this way; memory stays a per-process RLIMIT_AS.
+    this.cgroup = launch.useCgroups && plan.pidNamespace ? createRunCgroup(`${launch.role}-${launch.marker}`, { pidsMax: launch.pidsMax ?? plan.treeLimits.pids }) : undefined;
+    const { command, args } = wrapJoin(plan.command, plan.args, this.cgroup?.procsFiles ?? []);
+    if (this.cgroup) plan.info.limits = { ...plan.info.limits, scope: 'process tree (cgroup)' };
+    const child = spawn(command, args, {
+      cwd: plan.cwd,
+      env: this.cgroup ? { ...plan.env, CODEACT_CGROUPS: this.cgroup.procsFiles.join(' ') } : plan.env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    this.child = child;
+    this.proto = child.stdio[3] as Duplex;
+    this.stdout = child.stdout!;
+    this.stderr = child.stderr!;
+    for (const s of [this.proto, this.stdout, this.stderr]) s.on('error', () => {});
+    this.exited = new Promise<GuestExit>((resolve) => {
+      child.on('exit', (code, signal) => {
+        this.gone = true;
+        resolve({ code, signal });
+      });
+      child.on('error', (err) => {
+        this.gone = true;
+        this.launchError = err;
+        resolve({ code: null, signal: null });
+      });
+    });
+  }
+
+  launchError?: Error;
+
+  get plan(): LaunchPlan {
+    return this.launch.plan;
+  }
+
+  get alive(): boolean {
+    return !this.gone;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  setReportedPid(pid: number): void {
+    this.reportedPid = pid;
+  }
+
+  interrupt(): void {
+    const pid = this.child.pid;
+    if (!pid || this.gone) return;
+    let target: number | undefined = pid;
+    if (this.launch.plan.pidNamespace) {
+      // Inside bubblewrap the Python process is a grandchild with a PID of its own namespace.
+      this.hostPid ??= this.reportedPid ? hostPidOf(pid, this.reportedPid) : undefined;
+      target = this.hostPid;
+    }
+    if (!target) return;
+    try {
+      process.kill(target, 'SIGINT');
+    } catch {}
+  }
+
+  kill(clean = false): void {
+    const pid = this.child.pid;
+    if (!pid) return;
+    if (this.launch.plan.pidNamespace) {
+      // The kernel tears the PID namespace down with bubblewrap's init.
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    } else if (clean && this.gone) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+    } else {
+      // Freeze and kill the tree (the guest is a child subreaper, so orphans are in it), then anything
+      // that still carries the launch's marker in its environment.
+      killTree(pid);
+      killByMarker('CODEACT_RUN', this.launch.marker);
+    }
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.cgroup?.remove();
+    if (this.launch.hostWorkdir) removeWorkdir(this.launch.hostWorkdir);
+  }
+}
+
+/** Removes a working folder however hostile its contents; never throws. */
+export function removeWorkdir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  } catch {
+    // A later issue hardens this (paths past PATH_MAX, odd permissions); a failure must never lose a result.
+  }
+}

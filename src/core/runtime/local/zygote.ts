@@ -1,0 +1,373 @@
+/**
+ * The warm zygote on the host side: one Python process, started in the sandbox like any guest, that
+ * imports `codeact.python.preload` once and then forks a clean guest for each new session or run
+ * (codeact_zygote.py explains the fork safety and the per-guest namespaces).
+ *
+ * A forked guest cannot inherit pipes the host made for it, so it connects back to a Unix socket the
+ * host listens on, in a private folder (0700) that is mounted read-only into the sandbox: three
+ * connections (protocol, stdout, stderr), each opened with a one-time token the host made for that
+ * fork. Connections with an unknown or reused token are closed at once.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { Duplex, Readable } from 'node:stream';
+import { ColdGuest, makeHostWorkdir, newMarker, removeWorkdir, type GuestExit, type GuestHandle } from './guestProcess';
+import { killByMarker, killTree } from './processTree';
+import { minimalEnv, planLaunch, SANDBOX_WORKDIR, type LaunchPlan, type SandboxOptions } from './sandbox';
+import type { PythonInfo } from './python';
+
+export interface ZygoteOptions {
+  python: PythonInfo;
+  guestDir: string;
+  sandbox?: SandboxOptions;
+  preload: string[];
+  useCgroups: boolean;
+  /** How many guests may live at once (sizes the sandbox's pids cgroup). */
+  maxGuests: number;
+  /** How long the preload imports may take. */
+  startTimeoutMs?: number;
+  onWarning?: (message: string) => void;
+}
+
+interface PendingFork {
+  token: string;
+  streams: Partial<Record<'proto' | 'stdout' | 'stderr', Socket>>;
+  pid?: number;
+  ns?: boolean;
+  marker: string;
+  hostWorkdir?: string;
+  resolve: (g: ZygoteGuest) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class ZygoteError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ZygoteError';
+  }
+}
+
+export class Zygote {
+  private readonly socketDir: string;
+  private readonly server: Server;
+  private readonly pending = new Map<string, PendingFork>();
+  private readonly children = new Map<number, ZygoteGuest>();
+  private proc?: ColdGuest;
+  private frameBuf = '';
+  private readyWaiter?: { resolve: () => void; reject: (e: Error) => void };
+  private deadReason?: string;
+  private stderrTail = '';
+  plan?: LaunchPlan;
+
+  private constructor(private readonly o: ZygoteOptions) {
+    this.socketDir = mkdtempSync(path.join(tmpdir(), 'codeact-zygote-'));
+    chmodSync(this.socketDir, 0o700);
+    this.server = createServer((socket) => this.onConnection(socket));
+    this.server.on('error', () => {});
+  }
+
+  /** Starts a zygote and waits until its preload imports are done. */
+  static async start(o: ZygoteOptions): Promise<Zygote> {
+    const z = new Zygote(o);
+    try {
+      await z.boot();
+      return z;
+    } catch (err) {
+      z.dispose();
+      throw err;
+    }
+  }
+
+  get alive(): boolean {
+    return !this.deadReason && !!this.proc?.alive;
+  }
+
+  private async boot(): Promise<void> {
+    const o = this.o;
+    const socketPath = path.join(this.socketDir, 'guest.sock');
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(socketPath, () => resolve());
+    });
+    const marker = newMarker();
+    const hostWorkdir = makeHostWorkdir();
+    const plan = await planLaunch(o.python, o.guestDir, { role: 'zygote', marker, workdir: hostWorkdir, socketDir: this.socketDir }, o.sandbox);
+    this.plan = plan;
+    const proc = new ColdGuest({ plan, role: 'zygote', marker, hostWorkdir, useCgroups: o.useCgroups, pidsMax: plan.treeLimits.pids * Math.max(1, o.maxGuests + 1) });
+    this.proc = proc;
+    proc.stdout.on('data', () => {});
+    proc.stderr.on('data', (b: Buffer) => (this.stderrTail = (this.stderrTail + b.toString('utf8')).slice(-2000)));
+    proc.proto.on('data', (b: Buffer) => this.onData(b));
+    void proc.exited.then((exit) => this.onExit(exit));
+    const ready = new Promise<void>((resolve, reject) => (this.readyWaiter = { resolve, reject }));
+    proc.proto.write(JSON.stringify({ t: 'zygote', preload: o.preload }) + '\n');
+    const timeoutMs = o.startTimeoutMs ?? 120_000;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        ready,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new ZygoteError(`the warm Python process did not finish its preload imports within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Forks a fresh guest: it is connected and waits for its init frame. */
+  fork(timeoutMs = 30_000): Promise<ZygoteGuest> {
+    if (!this.alive || !this.plan) return Promise.reject(new ZygoteError(`the warm Python process is gone (${this.deadReason ?? 'not started'})`));
+    const plan = this.plan;
+    const token = randomBytes(18).toString('hex');
+    const marker = newMarker();
+    const sandboxed = plan.pidNamespace;
+    const hostWorkdir = sandboxed ? undefined : makeHostWorkdir();
+    const workdir = hostWorkdir ?? SANDBOX_WORKDIR;
+    return new Promise<ZygoteGuest>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(token);
+        if (hostWorkdir) removeWorkdir(hostWorkdir);
+        reject(new ZygoteError(`a forked guest did not connect within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      this.pending.set(token, { token, streams: {}, marker, hostWorkdir, resolve, reject, timer });
+      this.send({
+        t: 'fork',
+        token,
+        socket: plan.socketPath,
+        ns: sandboxed,
+        workdir,
+        tmp_size: plan.rlimits.fsize,
+        env: minimalEnv(workdir, sandboxed ? {} : { CODEACT_RUN: marker }),
+      });
+    });
+  }
+
+  signal(pid: number, sig: number): void {
+    this.send({ t: 'signal', pid, sig });
+  }
+
+  killChild(pid: number): void {
+    this.send({ t: 'kill', pid });
+  }
+
+  dispose(): void {
+    this.markDead('it was shut down');
+    this.proc?.kill(false);
+    this.proc?.release();
+    this.server.close();
+    try {
+      rmSync(this.socketDir, { recursive: true, force: true });
+    } catch {}
+  }
+
+  private send(frame: unknown): void {
+    const proto = this.proc?.proto;
+    if (!proto || proto.destroyed || !proto.writable) return;
+    proto.write(JSON.stringify(frame) + '\n');
+  }
+
+  private onData(chunk: Buffer): void {
+    this.frameBuf += chunk.toString('utf8');
+    if (this.frameBuf.length > 1 << 20) return this.fail('it sent an oversized frame');
+    let nl: number;
+    while ((nl = this.frameBuf.indexOf('\n')) >= 0) {
+      const line = this.frameBuf.slice(0, nl);
+      this.frameBuf = this.frameBuf.slice(nl + 1);
+      let frame: any;
+      try {
+        frame = JSON.parse(line);
+      } catch {
+        return this.fail('it sent a malformed frame');
+      }
+      this.onFrame(frame);
+    }
+  }
+
+  private onFrame(frame: any): void {
+    switch (frame?.t) {
+      case 'ready': {
+        const failed = Array.isArray(frame.failed) ? frame.failed : [];
+        if (failed.length) {
+          this.o.onWarning?.(
+            `codeact.python.preload: ${failed.map((f: any) => `"${String(f.module)}" could not be imported (${String(f.error).slice(0, 200)})`).join('; ')}. ` +
+              'Install it in the interpreter CodeAct uses (codeact.python), or remove it from the list.',
+          );
+        }
+        if (Number(frame.threads) > 1) {
+          this.o.onWarning?.(`codeact.python.preload: importing these modules started ${frame.threads} threads, so guests cannot be forked safely; code starts cold instead.`);
+          this.readyWaiter?.reject(new ZygoteError('the preload started threads'));
+        } else {
+          this.readyWaiter?.resolve();
+        }
+        this.readyWaiter = undefined;
+        return;
+      }
+      case 'forked': {
+        const p = this.pending.get(String(frame.token));
+        if (!p || !Number.isSafeInteger(frame.pid)) return;
+        p.pid = frame.pid;
+        p.ns = frame.ns === true;
+        this.maybeComplete(p);
+        return;
+      }
+      case 'fork_failed': {
+        const p = this.pending.get(String(frame.token));
+        if (!p) return;
+        this.pending.delete(p.token);
+        clearTimeout(p.timer);
+        if (p.hostWorkdir) removeWorkdir(p.hostWorkdir);
+        p.reject(new ZygoteError(`the warm Python process could not fork a guest: ${String(frame.error).slice(0, 300)}`));
+        return;
+      }
+      case 'exited': {
+        const child = this.children.get(frame.pid);
+        if (!child) return;
+        this.children.delete(frame.pid);
+        const status = Number(frame.status);
+        child.onExited(status < 0 ? { code: null, signal: signalName(-status) } : { code: status, signal: null });
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private onConnection(socket: Socket): void {
+    socket.on('error', () => {});
+    let head = Buffer.alloc(0);
+    const timer = setTimeout(() => socket.destroy(), 5000);
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const nl = head.indexOf(10);
+      if (nl < 0) {
+        if (head.length > 512) socket.destroy();
+        return;
+      }
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.pause();
+      let hello: any;
+      try {
+        hello = JSON.parse(head.subarray(0, nl).toString('utf8'));
+      } catch {
+        return socket.destroy();
+      }
+      const p = this.pending.get(String(hello?.token));
+      const stream = hello?.stream;
+      if (!p || !['proto', 'stdout', 'stderr'].includes(stream) || p.streams[stream as 'proto']) return socket.destroy();
+      const rest = head.subarray(nl + 1);
+      if (rest.length) socket.unshift(rest);
+      p.streams[stream as 'proto'] = socket;
+      this.maybeComplete(p);
+    };
+    socket.on('data', onData);
+  }
+
+  private maybeComplete(p: PendingFork): void {
+    const { proto, stdout, stderr } = p.streams;
+    if (!proto || !stdout || !stderr || p.pid === undefined || !this.plan) return;
+    this.pending.delete(p.token);
+    clearTimeout(p.timer);
+    const plan: LaunchPlan = { ...this.plan, pidNamespace: this.plan.pidNamespace, workdir: p.hostWorkdir ?? SANDBOX_WORKDIR, info: { ...this.plan.info } };
+    const guest = new ZygoteGuest(this, p.pid, p.ns === true, proto, stdout, stderr, plan, p.marker, p.hostWorkdir);
+    this.children.set(p.pid, guest);
+    p.resolve(guest);
+  }
+
+  private onExit(exit: GuestExit): void {
+    const detail = this.stderrTail.trim().split('\n').slice(-3).join(' ');
+    this.markDead(`it exited (${exit.signal ?? `code ${exit.code}`})${detail ? `: ${detail}` : ''}`);
+  }
+
+  private fail(reason: string): void {
+    this.markDead(reason);
+    this.proc?.kill(false);
+  }
+
+  private markDead(reason: string): void {
+    if (this.deadReason) return;
+    this.deadReason = reason;
+    this.readyWaiter?.reject(new ZygoteError(`the warm Python process did not start: ${reason}`));
+    this.readyWaiter = undefined;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      if (p.hostWorkdir) removeWorkdir(p.hostWorkdir);
+      p.reject(new ZygoteError(`the warm Python process is gone: ${reason}`));
+    }
+    this.pending.clear();
+    // In the sandbox every guest dies with the zygote's PID namespace; without one, kill them here.
+    for (const child of this.children.values()) {
+      child.kill(false);
+      child.onExited({ code: null, signal: 'SIGKILL' });
+    }
+    this.children.clear();
+  }
+}
+
+/** A guest forked by the zygote. */
+export class ZygoteGuest implements GuestHandle {
+  readonly origin = 'zygote' as const;
+  readonly exited: Promise<GuestExit>;
+  private resolveExit!: (e: GuestExit) => void;
+  private gone = false;
+  private released = false;
+
+  constructor(
+    private readonly zygote: Zygote,
+    readonly pid: number,
+    /** The guest has a PID namespace of its own: everything it starts dies with it. */
+    readonly ownNamespace: boolean,
+    readonly proto: Duplex,
+    readonly stdout: Readable,
+    readonly stderr: Readable,
+    readonly plan: LaunchPlan,
+    private readonly marker: string,
+    private readonly hostWorkdir?: string,
+  ) {
+    this.exited = new Promise<GuestExit>((r) => (this.resolveExit = r));
+  }
+
+  get alive(): boolean {
+    return !this.gone;
+  }
+
+  onExited(exit: GuestExit): void {
+    if (this.gone) return;
+    this.gone = true;
+    // Sockets end when every process holding them is gone; the session waits for that with a grace.
+    this.resolveExit(exit);
+  }
+
+  setReportedPid(): void {}
+
+  interrupt(): void {
+    if (!this.gone) this.zygote.signal(this.pid, 2);
+  }
+
+  kill(clean = false): void {
+    this.zygote.killChild(this.pid);
+    if (!this.plan.pidNamespace && !(clean && this.gone)) {
+      // Without a sandbox the PID is the host's: freeze and kill the tree from here too, then anything
+      // that carries the guest's marker.
+      killTree(this.pid);
+      killByMarker('CODEACT_RUN', this.marker);
+    }
+    for (const s of [this.proto]) s.destroy();
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    if (this.hostWorkdir) removeWorkdir(this.hostWorkdir);
+  }
+}
+
+function signalName(n: number): NodeJS.Signals | null {
+  const table: Record<number, NodeJS.Signals> = { 2: 'SIGINT', 6: 'SIGABRT', 7: 'SIGBUS', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM', 24: 'SIGXCPU', 25: 'SIGXFSZ' };
+  return table[n] ?? null;
+}
