@@ -177,8 +177,10 @@ def compile_cell(source, filename, transform=None):
     tree = ast.parse(text, filename, "exec")
     body = tree.body
     future = []
-    while body and isinstance(body[0], ast.ImportFrom) and body[0].module == "__future__":
-        future.append(body.pop(0))
+    # `from __future__` imports must open the module (after its docstring, if any): keep them there.
+    first = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else 0
+    while len(body) > first and isinstance(body[first], ast.ImportFrom) and body[first].module == "__future__":
+        future.append(body.pop(first))
     if not body and not future:
         body = [ast.Pass(lineno=1, col_offset=0)]
     rewriter = _TopLevelRewriter(filename, text.splitlines())
