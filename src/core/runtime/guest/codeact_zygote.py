@@ -290,7 +290,9 @@ def _stage2(req, w, guest, ns):
     os.setsid()
     if not ns:
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: its orphans stay in its tree
-    libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with the zygote, its parent
+    # In a namespace of its own the guest's parent is the first stage, which exits at once (a death
+    # signal would fire then); it dies with the sandbox's PID namespace instead.
     os.environ.clear()
     for k, v in (req.get("env") or {}).items():
         os.environ[str(k)] = str(v)

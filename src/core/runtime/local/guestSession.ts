@@ -136,6 +136,9 @@ class Execution {
   }
 }
 
+let uses = 0;
+const nextUse = () => ++uses;
+
 export class GuestSession {
   private runs = 0;
   private current?: Execution;
@@ -148,7 +151,8 @@ export class GuestSession {
   private deathReason?: string;
   private readonly deathListeners = new Set<(reason: string) => void>();
   busy = false;
-  lastUsed = Date.now();
+  /** Order of last use (a counter, not a clock: two runs can end in the same millisecond). */
+  lastUsed = nextUse();
 
   constructor(
     readonly guest: GuestHandle,
@@ -213,14 +217,14 @@ export class GuestSession {
         return this.result(exec, { type: 'SessionEnded', message: `The Python session has ended (${this.deathReason ?? 'its process exited'}); run the code again to start a new one.` });
       }
       this.busy = true;
-      this.lastUsed = Date.now();
+      this.lastUsed = nextUse();
       this.current = exec;
       if (notice) exec.onOutput('stderr', Buffer.from(notice));
       return await this.runNow(exec);
     } finally {
       if (this.current === exec) this.current = undefined;
       this.busy = false;
-      this.lastUsed = Date.now();
+      this.lastUsed = nextUse();
       release();
     }
   }

@@ -226,7 +226,18 @@ export class Zygote {
       }
       case 'exited': {
         const child = this.children.get(frame.pid);
-        if (!child) return;
+        if (!child) {
+          // A guest that died before it connected: fail its fork now rather than at the timeout.
+          for (const p of this.pending.values()) {
+            if (p.pid !== frame.pid) continue;
+            this.pending.delete(p.token);
+            clearTimeout(p.timer);
+            for (const s of Object.values(p.streams)) s?.destroy();
+            if (p.hostWorkdir) removeWorkdir(p.hostWorkdir);
+            p.reject(new ZygoteError(`a forked guest exited before it connected (status ${frame.status})${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-2).join(' ')}` : ''}`));
+          }
+          return;
+        }
         this.children.delete(frame.pid);
         const status = Number(frame.status);
         child.onExited(status < 0 ? { code: null, signal: signalName(-status) } : { code: status, signal: null });
