@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { CodeActEvent, CodeInterpreterCallItem } from './common/events';
 import { ToolGateway } from './core/gateway/gateway';
+import type { LocalRuntimeOptions } from './core/runtime/local/localRuntime';
 import { createRuntime, RuntimeConfigError, type RuntimeSetting } from './core/runtime/factory';
 import type { Runtime } from './core/runtime/types';
 import type { SandboxSetting } from './core/runtime/local/sandbox';
@@ -165,6 +166,12 @@ async function runCommand(argv: string[]): Promise<number> {
   }
 }
 
+/** codeact.python.path, or the older codeact.python. */
+function pythonSetting(settings: Record<string, unknown>): string | undefined {
+  const p = codeactSetting<unknown>(settings, 'python.path') ?? codeactSetting<unknown>(settings, 'python');
+  return typeof p === 'string' && p ? p : undefined;
+}
+
 /** Errors that mean the setup is wrong, not the code: exit 2. */
 const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound', 'JupyterConfigError', 'JupyterNotFound']);
 
@@ -172,6 +179,7 @@ const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError',
 export async function runtimeFrom(
   values: { runtime?: string; sandbox?: string; python?: string; 'jupyter-url'?: string; 'jupyter-kernel'?: string },
   ws: Workspace,
+  local: Partial<LocalRuntimeOptions> = {},
 ): Promise<Runtime> {
   const kind = (values.runtime ?? codeactSetting<string>(ws.settings, 'runtime') ?? 'local') as RuntimeSetting;
   if (kind !== 'local' && kind !== 'jupyter') throw new UsageError(`--runtime must be local or jupyter, not "${kind}".`);
@@ -179,7 +187,7 @@ export async function runtimeFrom(
     return await createRuntime({
       runtime: kind,
       local: {
-        python: values.python ?? codeactSetting<string>(ws.settings, 'python'),
+        python: values.python ?? pythonSetting(ws.settings),
         sandbox: {
           kind: sandboxFrom(values, ws.settings),
           network: codeactSetting<boolean>(ws.settings, 'sandbox.network'),
@@ -188,6 +196,7 @@ export async function runtimeFrom(
           workspace: ws.dir,
         },
         onWarning: (m) => process.stderr.write(`${red('warning:')} ${m}\n`),
+        ...local,
       },
       jupyter: {
         url: values['jupyter-url'] ?? codeactSetting<string>(ws.settings, 'jupyter.url'),

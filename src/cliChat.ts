@@ -23,7 +23,8 @@ import { humanPrinter, openWorkspace, parseTimeout, reportDeclarationErrors, run
 const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
          [--base-url URL] [--mode toolCode|hosted|code] [--workspace DIR] [--max-turns N]
          [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
-         [--sandbox auto|bubblewrap|none] [--python PATH] [--storage DIR] [--json]
+         [--sandbox auto|bubblewrap|none] [--python PATH] [--session conversation|run]
+         [--storage DIR] [--json]
        codeact chat --list [--storage DIR]
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
@@ -59,6 +60,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
         timeout: { type: 'string', short: 't' },
         sandbox: { type: 'string' },
         python: { type: 'string' },
+        session: { type: 'string' },
         storage: { type: 'string' },
         list: { type: 'boolean' },
         json: { type: 'boolean' },
@@ -114,7 +116,20 @@ export async function chatCommand(argv: string[]): Promise<number> {
     }
     throw e;
   }
-  const runtime = await runtimeFrom(values, ws);
+  const sessionPolicy = values.session ?? codeactSetting<string>(ws.settings, 'session.policy') ?? 'conversation';
+  if (sessionPolicy !== 'conversation' && sessionPolicy !== 'run') throw new UsageError(`--session must be conversation or run, not "${sessionPolicy}".`);
+  const preload = codeactSetting<unknown[]>(ws.settings, 'python.preload');
+  // One Python session for the conversation (variables survive between its runs), forked from a warm
+  // zygote when modules are preloaded; --session run gives every run a fresh process.
+  const runtime = await runtimeFrom(values, ws, {
+    session: sessionPolicy,
+    preload: Array.isArray(preload) ? preload.filter((m): m is string => typeof m === 'string').slice(0, 64) : [],
+    log: () => {},
+  });
+  const continued = !!conversation && runtime.statePersists && conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
+  if (continued && !values.json) {
+    process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
+  }
 
   conversation ??= store.create({ title: titleFrom(prompt), provider, model, mode, workspace: ws.dir });
   const convo = conversation;
@@ -132,6 +147,9 @@ export async function chatCommand(argv: string[]): Promise<number> {
     mode,
     maxTurns,
     sessionId: convo.id,
+    ...(continued
+      ? { sessionNote: 'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.' }
+      : {}),
     executionTimeoutMs: parseTimeout(values.timeout, ws.settings),
     hosted: { containerId: convo.meta.containerId ?? null },
     signal: controller.signal,
@@ -166,7 +184,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    if (runtimeKind === 'jupyter') await runtime.closeSession?.(convo.id);
+    await runtime.closeSession?.(convo.id);
     await runtime.dispose();
     await disposeDefaultMcpPool();
   }

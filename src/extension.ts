@@ -52,6 +52,22 @@ export function activate(context: vscode.ExtensionContext): { activationMs: numb
     await panels.ask(text, true);
   });
   command('codeact.stop', () => service.stop());
+  command('codeact.restartSession', async (sessionId?: unknown) => {
+    let id = typeof sessionId === 'string' ? sessionId : undefined;
+    if (!id) {
+      const live = service.liveSessions();
+      if (live.length > 1) {
+        const pick = await vscode.window.showQuickPick(
+          live.map((l) => ({ label: l.label, id: l.id })),
+          { title: 'CodeAct: Restart Session', placeHolder: 'Which Python session? Its variables are lost.' },
+        );
+        if (!pick) return;
+        id = pick.id;
+      } else id = live[0]?.id;
+    }
+    const had = await service.restartSession(id);
+    void vscode.window.showInformationMessage(had ? 'CodeAct: the Python session was restarted; its variables are gone.' : 'CodeAct: there was no live session; the next run starts a new one.');
+  });
   command('codeact.setApiKey', async () => {
     const provider = await secrets.promptForKey();
     if (provider) void vscode.window.showInformationMessage(`CodeAct: the ${PROVIDER_NAMES[provider]} key is saved in VS Code's secret storage.`);

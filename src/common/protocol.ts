@@ -14,7 +14,7 @@
  *    frame (`createEventBatcher`). `seq` grows by one per batch. A page that sees a gap posts `resync`,
  *    and the host answers as for `ready`.
  */
-import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName } from './events';
+import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
 import type { TranscriptEvent } from './transcript';
 
 export const PROTOCOL_VERSION = 1;
@@ -134,7 +134,21 @@ export interface NoticeMessage {
   actions?: NoticeAction[];
 }
 
+/** The variables view: the session of the latest run (the conversation's, or a Run with Tools document's). */
+export interface VariablesMessage {
+  type: 'variables';
+  sessionId?: string;
+  /** "This conversation" or the document's name. */
+  label?: string;
+  variables: VariableInfo[];
+  /** How many the session has in all (the list is capped). */
+  total: number;
+  /** Why the list is empty (no session yet, runs start fresh, busy). */
+  note?: string;
+}
+
 export type HostToWebview =
+  | VariablesMessage
   | InitMessage
   | StateMessage
   | EventsMessage
@@ -268,6 +282,17 @@ export interface ExportNotebookMessage {
   conversationId?: string;
 }
 
+/** Restart a session (the one the variables view shows, or the conversation's when absent). */
+export interface RestartSessionMessage {
+  type: 'restartSession';
+  sessionId?: string;
+}
+
+/** Read the variables view again. */
+export interface VariablesRefreshMessage {
+  type: 'variables.refresh';
+}
+
 /** An error inside the page, for the host's log. */
 export interface WebviewErrorMessage {
   type: 'webviewError';
@@ -294,6 +319,8 @@ export type WebviewToHost =
   | HistoryDeleteMessage
   | HistoryClearMessage
   | ExportNotebookMessage
+  | RestartSessionMessage
+  | VariablesRefreshMessage
   | WebviewErrorMessage;
 
 export type WebviewToHostType = WebviewToHost['type'];
@@ -332,7 +359,10 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'newConversation':
     case 'history.list':
     case 'history.clear':
+    case 'variables.refresh':
       return { type: m.type };
+    case 'restartSession':
+      return isOptStr(m.sessionId, 4096) ? { type: 'restartSession', ...(m.sessionId ? { sessionId: m.sessionId as string } : {}) } : undefined;
     case 'selectModel':
       return isId(m.provider) && isId(m.model) ? { type: 'selectModel', provider: m.provider, model: m.model } : undefined;
     case 'command':
@@ -372,7 +402,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
   }
 }
 
-const HOST_TYPES: readonly string[] = ['init', 'state', 'events', 'reset', 'history', 'setInput', 'focusInput', 'notice'];
+const HOST_TYPES: readonly string[] = ['init', 'state', 'events', 'reset', 'history', 'setInput', 'focusInput', 'notice', 'variables'];
 
 /** A cheap shape check the page runs on `message` events. */
 export function isHostMessage(raw: unknown): raw is HostToWebview {
@@ -391,6 +421,8 @@ export function isHostMessage(raw: unknown): raw is HostToWebview {
       return typeof raw.text === 'string';
     case 'notice':
       return typeof raw.message === 'string';
+    case 'variables':
+      return Array.isArray(raw.variables);
     default:
       return true;
   }

@@ -484,6 +484,15 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       ctx.addItem(turn, view);
       break;
     }
+    case 'codeact.session': {
+      // A session that ended (idle, evicted, restarted, crashed) or a reopened conversation: said where
+      // the conversation is, not as a turn of its own.
+      if (event.state !== 'ended') break;
+      const turn = currentTurn(model) ?? model.turns[model.turns.length - 1] ?? ctx.turnForNewItem();
+      const view: NoticeView = { kind: 'notice', key: `n:${++model.serial}`, turnId: turn.id, level: 'warning', text: event.message, rev: 1 };
+      ctx.addItem(turn, view);
+      break;
+    }
     case 'response.completed': {
       const turn = ctx.turnForNewItem();
       turn.responses++;

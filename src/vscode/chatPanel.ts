@@ -47,6 +47,9 @@ class PanelController implements vscode.Disposable {
         else this.batcher.push(e);
       }),
       service.onState(() => this.pushState().catch((e) => service.log.error(`panel: state update failed: ${(e as Error).message}`))),
+      service.onVariables((v) => {
+        if (this.ready) this.post({ type: 'variables', ...(v.sessionId ? { sessionId: v.sessionId } : {}), ...(v.label ? { label: v.label } : {}), variables: v.summary?.variables ?? [], total: v.summary?.total ?? 0, ...(v.note ? { note: v.note } : {}) });
+      }),
     );
     this.render().catch((e) => service.log.error(`panel: could not render: ${(e as Error).message}`));
   }
@@ -112,6 +115,7 @@ class PanelController implements vscode.Disposable {
         this.ready = true;
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
         this.catchUp(m.seq, m.conversationId);
+        void s.refreshVariables();
         // (An untrusted workspace is shown by the page's own empty state, from HostState.trusted.)
         if (this.pendingInput) {
           this.post({ type: 'setInput', ...this.pendingInput });
@@ -192,8 +196,18 @@ class PanelController implements vscode.Disposable {
       case 'history.list':
         this.post({ type: 'history', conversations: s.listConversations() });
         return;
-      case 'history.open':
-        s.openConversation(m.conversationId);
+      case 'history.open': {
+        const { notice } = s.openConversation(m.conversationId);
+        if (notice) this.post({ type: 'notice', level: 'info', message: notice });
+        return;
+      }
+      case 'restartSession': {
+        const had = await s.restartSession(m.sessionId);
+        if (!had) this.post({ type: 'notice', level: 'info', message: 'There was no live session to restart: the next run starts a new one.' });
+        return;
+      }
+      case 'variables.refresh':
+        await s.refreshVariables();
         return;
       case 'history.delete':
         s.deleteConversation(m.conversationId);

@@ -143,7 +143,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     try {
       item = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false },
-        () => this.service.runCode(target.code, target.label, 'run_with_tools'),
+        () => this.service.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri) } }),
       );
     } catch (err) {
       void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);

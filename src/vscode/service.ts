@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind } from '../common/events';
+import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged, VariablesSummary } from '../common/events';
 import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import { AgentLoop, type AgentResult } from '../core/agent/agent';
@@ -67,6 +67,21 @@ function lmToolSource(decl: ToolDeclaration, defaultApproval: 'auto' | 'ask' | '
   };
 }
 
+/** What the panel's variables view shows. */
+export interface SessionVariables {
+  sessionId?: string;
+  /** "This conversation" or the document's name. */
+  label?: string;
+  summary: VariablesSummary | null;
+  /** Why there is nothing to show. */
+  note?: string;
+}
+
+/** The session of a Run with Tools document: its own, apart from the chat's. */
+export function documentSessionId(uri: string): string {
+  return `doc:${uri}`;
+}
+
 export class UntrustedWorkspaceError extends Error {
   constructor(what: string) {
     super(`${what} is disabled because this workspace is not trusted: its settings could declare tools that run commands. Trust the workspace to allow it.`);
@@ -84,6 +99,11 @@ export class CodeActService implements vscode.Disposable {
   private conversation?: Conversation;
   private readonly listeners = new Set<(e: TranscriptEvent) => void>();
   private readonly stateListeners = new Set<() => void>();
+  private readonly variablesListeners = new Set<(v: SessionVariables) => void>();
+  /** The session the variables view shows: the one of the latest run. */
+  private variablesSession?: { id: string; label: string };
+  /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
+  private staleSession?: string;
   private running?: { controller: AbortController; label: string };
   private runtime?: { key: string; runtime: Runtime };
   private readonly sessionAllowed = new Set<string>();
@@ -137,6 +157,62 @@ export class CodeActService implements vscode.Disposable {
   onEvent(listener: (e: TranscriptEvent) => void): vscode.Disposable {
     this.listeners.add(listener);
     return new vscode.Disposable(() => this.listeners.delete(listener));
+  }
+
+  onVariables(listener: (v: SessionVariables) => void): vscode.Disposable {
+    this.variablesListeners.add(listener);
+    return new vscode.Disposable(() => this.variablesListeners.delete(listener));
+  }
+
+  /** Reads the variables of the session the view shows, and tells the listeners. */
+  async refreshVariables(): Promise<SessionVariables> {
+    const target = this.variablesSession ?? (this.conversation ? { id: this.conversation.id, label: 'This conversation' } : undefined);
+    const runtime = this.runtime?.runtime;
+    let result: SessionVariables;
+    if (!target) result = { summary: null, note: 'No session yet: variables appear after code runs.' };
+    else if (!runtime?.variables || !runtime.statePersists) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
+    else {
+      const summary = await runtime.variables(target.id).catch(() => null);
+      result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.hasSession?.(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
+    }
+    for (const l of this.variablesListeners) {
+      try {
+        l(result);
+      } catch {}
+    }
+    return result;
+  }
+
+  /** Restarts a session: the conversation's (default) or a document's. Returns whether one was alive. */
+  async restartSession(sessionId?: string): Promise<boolean> {
+    const id = sessionId ?? this.conversation?.id;
+    const runtime = this.runtime?.runtime;
+    if (!id || !runtime?.restartSession) return false;
+    if (this.running) this.stop();
+    const had = (await runtime.restartSession(id)) !== false;
+    this.log.info(`session ${id} restarted`);
+    void this.refreshVariables();
+    return had;
+  }
+
+  /** The live session ids the Restart command can offer: the conversation's and the documents'. */
+  liveSessions(): Array<{ id: string; label: string }> {
+    const runtime = this.runtime?.runtime;
+    const out: Array<{ id: string; label: string }> = [];
+    if (!runtime?.hasSession) return out;
+    if (this.conversation && runtime.hasSession(this.conversation.id)) out.push({ id: this.conversation.id, label: `Chat: ${this.conversation.meta.title}` });
+    for (const [id, label] of this.documentSessions) if (runtime.hasSession(id)) out.push({ id, label });
+    return out;
+  }
+  private readonly documentSessions = new Map<string, string>();
+
+  /** A session started fresh or ended: said in the conversation it belongs to (the open one), and logged. */
+  private onSessionEvent(e: SessionChanged): void {
+    this.log.info(`session ${e.session_id}: ${e.state}${e.reason ? ` (${e.reason})` : ''} ${e.message}`);
+    if (e.state === 'ended' && (e.session_id === this.conversation?.id || this.documentSessions.has(e.session_id))) {
+      this.emit(e);
+    }
+    if (e.session_id === this.variablesSession?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
   }
 
   onState(listener: () => void): vscode.Disposable {
@@ -230,6 +306,8 @@ export class CodeActService implements vscode.Disposable {
     old?.flush();
     // A conversation's Jupyter kernel goes when the conversation is left.
     if (old) void this.runtime?.runtime.closeSession?.(old.id);
+    this.variablesSession = undefined;
+    this.staleSession = undefined;
   }
 
   newConversation(): void {
@@ -238,11 +316,25 @@ export class CodeActService implements vscode.Disposable {
     this.fireState();
   }
 
-  openConversation(id: string): Conversation {
+  /**
+   * Opens a conversation from history. A conversation whose code ran in a session that is gone says so
+   * (the returned `notice`), and the model is told on the next turn, so neither relies on variables that
+   * no longer exist.
+   */
+  openConversation(id: string): { conversation: Conversation; notice?: string } {
     this.leaveConversation();
-    this.conversation = this.store.open(id);
+    const conversation = this.store.open(id);
+    this.conversation = conversation;
+    this.variablesSession = undefined;
+    const ranCode = conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.item.runtime === 'local' || e.item.runtime === 'jupyter'));
+    let notice: string | undefined;
+    if (ranCode && !this.runtime?.runtime.hasSession?.(id)) {
+      this.staleSession = id;
+      notice = 'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
+    }
     this.fireState();
-    return this.conversation;
+    void this.refreshVariables();
+    return { conversation, notice };
   }
 
   listConversations(): ConversationSummary[] {
@@ -286,7 +378,7 @@ export class CodeActService implements vscode.Disposable {
     const token = s.runtime === 'jupyter' ? await this.secrets.jupyterToken() : undefined;
     // The token is part of the key (hashed), so a new token takes effect on the next run.
     const tokenHash = token ? createHash('sha256').update(token).digest('hex').slice(0, 16) : '';
-    const key = JSON.stringify([s.runtime, s.python, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, tokenHash]);
+    const key = JSON.stringify([s.runtime, s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, tokenHash]);
     if (this.runtime?.key === key) return this.runtime.runtime;
     void this.disposeRuntime();
     const runtime = await createRuntime({
@@ -294,6 +386,15 @@ export class CodeActService implements vscode.Disposable {
       local: {
         python: s.python,
         sandbox: { kind: s.sandbox, network: s.sandboxNetwork, mountWorkspace: s.mountWorkspace, limits: s.limits, workspace: workspaceFolder() },
+        session: s.sessionPolicy,
+        idleMs: s.sessionIdleMs,
+        maxAlive: s.sessionMaxAlive,
+        preload: s.preload,
+        // A warm zygote forks each session's guest, and the next one is started ahead of need.
+        zygote: true,
+        prestart: true,
+        onSessionEvent: (e) => this.onSessionEvent(e),
+        log: (l) => this.log.info(l),
         onWarning: (m) => {
           this.log.warn(m);
           void vscode.window.showWarningMessage(`CodeAct: ${m}`);
@@ -389,8 +490,12 @@ export class CodeActService implements vscode.Disposable {
     if (!this.settings.reviewCode) return runtime;
     return {
       kind: runtime.kind,
+      statePersists: runtime.statePersists,
       dispose: () => runtime.dispose(),
       closeSession: runtime.closeSession?.bind(runtime),
+      restartSession: runtime.restartSession?.bind(runtime),
+      variables: runtime.variables?.bind(runtime),
+      hasSession: runtime.hasSession?.bind(runtime),
       execute: async (request: ExecuteRequest, options?: ExecuteOptions) => {
         const r = await this.requestApproval({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
         if (r.decision === 'deny') {
@@ -427,6 +532,7 @@ export class CodeActService implements vscode.Disposable {
     this.running = undefined;
     this.conversation?.flush();
     this.fireState();
+    void this.refreshVariables();
   }
 
   stop(): void {
@@ -471,6 +577,9 @@ export class CodeActService implements vscode.Disposable {
         mode: s.mode,
         maxTurns: s.maxTurns,
         sessionId: convo.id,
+        ...(this.staleSession === convo.id
+          ? { sessionNote: 'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.' }
+          : {}),
         executionTimeoutMs: s.timeoutMs,
         hosted: { containerId: convo.meta.containerId ?? null, memoryLimit: s.hostedMemoryLimit, toolVersion: s.anthropicToolVersion },
         signal: controller.signal,
@@ -480,6 +589,8 @@ export class CodeActService implements vscode.Disposable {
         },
       });
       result = await agent.run(convo.history, prompt);
+      if (this.staleSession === convo.id) this.staleSession = undefined;
+      this.variablesSession = { id: convo.id, label: 'This conversation' };
       convo.appendItems(result.items);
       if (result.containerId !== undefined && result.containerId !== convo.meta.containerId) convo.update({ containerId: result.containerId });
       this.emit({
@@ -511,7 +622,7 @@ export class CodeActService implements vscode.Disposable {
     code: string,
     label: string,
     source: TurnSource = 'run_with_tools',
-    extra?: { token?: vscode.CancellationToken; onEvent?: (e: CodeActEvent) => void },
+    extra?: { token?: vscode.CancellationToken; onEvent?: (e: CodeActEvent) => void; document?: { uri: string; name: string } },
   ): Promise<CodeInterpreterCallItem> {
     this.requireTrust('Running code');
     const controller = this.begin(label);
@@ -520,11 +631,15 @@ export class CodeActService implements vscode.Disposable {
     const s = this.settings;
     const turnId = `turn_${randomBytes(6).toString('hex')}`;
     const started = Date.now();
+    // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
+    const sessionId = extra?.document ? documentSessionId(extra.document.uri) : convo.id;
+    if (extra?.document) this.documentSessions.set(sessionId, extra.document.name);
+    this.variablesSession = { id: sessionId, label: extra?.document ? extra.document.name : 'This conversation' };
     try {
       const runtime = this.reviewing(await this.getRuntime());
       this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
       const item = await runtime.execute(
-        { code, timeoutMs: s.timeoutMs, sessionId: convo.id },
+        { code, timeoutMs: s.timeoutMs, sessionId },
         {
           signal: controller.signal,
           onToolCall: (await this.gateway()).handler,

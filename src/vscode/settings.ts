@@ -14,6 +14,10 @@ export interface CodeActSettings {
   mode: AgentMode;
   runtime: 'local' | 'jupyter';
   python: string;
+  preload: string[];
+  sessionPolicy: 'conversation' | 'run';
+  sessionIdleMs: number;
+  sessionMaxAlive: number;
   timeoutMs: number;
   maxTurns: number;
   defaultApproval: 'auto' | 'ask' | 'deny';
@@ -51,7 +55,11 @@ export function readSettings(scope?: vscode.ConfigurationScope): CodeActSettings
     baseUrl: c.get<string>('baseUrl', '') || undefined,
     mode: c.get<AgentMode>('mode', 'toolCode'),
     runtime: c.get<'local' | 'jupyter'>('runtime', 'local'),
-    python: c.get<string>('python', 'python3') || 'python3',
+    python: pythonPath(c),
+    preload: (c.get<unknown[]>('python.preload', []) ?? []).filter((m): m is string => typeof m === 'string' && /^[A-Za-z_][\w.]*$/.test(m)).slice(0, 64),
+    sessionPolicy: c.get<string>('session.policy', 'conversation') === 'run' ? 'run' : 'conversation',
+    sessionIdleMs: Math.max(0, Number(c.get<number>('session.idleMinutes', 30)) || 0) * 60_000,
+    sessionMaxAlive: Math.min(64, Math.max(1, Math.floor(Number(c.get<number>('session.maxAlive', 4)) || 4))),
     timeoutMs: Math.max(1, c.get<number>('timeoutSeconds', 120)) * 1000,
     maxTurns: c.get<number>('maxTurns', 12),
     defaultApproval: c.get<'auto' | 'ask' | 'deny'>('approval.default', 'auto'),
@@ -71,6 +79,15 @@ export function readSettings(scope?: vscode.ConfigurationScope): CodeActSettings
     inlineResults: c.get<boolean>('inlineResults', true),
     tools: c.get<unknown>('tools', []),
   };
+}
+
+/** codeact.python.path, or the older codeact.python when only that is set. */
+function pythonPath(c: vscode.WorkspaceConfiguration): string {
+  const i = c.inspect<string>('python.path');
+  const set = i?.workspaceFolderValue ?? i?.workspaceValue ?? i?.globalValue;
+  if (set) return set;
+  const legacy = c.get<unknown>('python');
+  return typeof legacy === 'string' && legacy ? legacy : 'python3';
 }
 
 /** The folder command tools run in: the first workspace folder. */

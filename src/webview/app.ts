@@ -26,6 +26,7 @@ import {
 import { h, relativeTime, setText, toggle } from './dom';
 import { icon, type IconName } from './icons';
 import { TranscriptView, type ViewContext } from './transcriptView';
+import { VariablesView } from './variablesView';
 import type { HostApi } from './vscodeApi';
 
 export interface PanelState {
@@ -93,6 +94,7 @@ export class App {
   private readonly historyPanel: HTMLElement;
   private readonly historyList: HTMLElement;
   private readonly historyButton: HTMLButtonElement;
+  private readonly variables: VariablesView;
   private readonly exportButton: HTMLButtonElement;
   private lastStatus = '';
 
@@ -115,6 +117,7 @@ export class App {
     const ctx: ViewContext = { post: (m) => this.post(m), announce: (t) => this.announce(t), afterFrame: (fn) => this.afterFrame.push(fn) };
 
     // header
+    this.variables = new VariablesView((m) => this.post(m));
     this.titleEl = h('span', { class: 'conv-title' });
     this.historyButton = toolbarButton('history', 'Conversation history', () => this.openHistory());
     this.exportButton = toolbarButton('notebook', 'Export as notebook (.ipynb)', () => this.post({ type: 'exportNotebook', ...(this.conversationId ? { conversationId: this.conversationId } : {}) }));
@@ -127,6 +130,7 @@ export class App {
       h(
         'div',
         { class: 'header-actions', role: 'toolbar', 'aria-label': 'Conversation' },
+        this.variables.toggle,
         toolbarButton('add', 'New conversation', () => this.post({ type: 'newConversation' })),
         this.historyButton,
         this.exportButton,
@@ -198,7 +202,7 @@ export class App {
 
     root.textContent = '';
     root.removeAttribute('aria-busy');
-    root.append(header, this.noticeArea, this.scroller, this.jumpButton, composer, this.historyPanel, this.liveRegion);
+    root.append(header, this.variables.el, this.noticeArea, this.scroller, this.jumpButton, composer, this.historyPanel, this.liveRegion);
 
     window.addEventListener('message', (e: MessageEvent) => this.onMessage(e.data));
     document.addEventListener('visibilitychange', () => {
@@ -270,6 +274,9 @@ export class App {
         break;
       case 'notice':
         this.showNotice(msg);
+        break;
+      case 'variables':
+        this.variables.update(msg);
         break;
     }
   }

@@ -36,6 +36,8 @@ export interface AgentOptions {
   hosted?: Omit<HostedOptions, 'enabled'>;
   /** Groups executions of one conversation (a Jupyter kernel keeps its state across them). */
   sessionId?: string;
+  /** Said to the model after the system instruction, e.g. that a reopened conversation's variables are gone. */
+  sessionNote?: string;
   /** Whole-run timeout of each code execution. */
   executionTimeoutMs?: number;
   /** The runtime's bound on concurrent tool calls, as the model is told (default 8). */
@@ -154,7 +156,7 @@ export class AgentLoop {
   modelTools(): ModelTool[] {
     const tools: ModelTool[] = [];
     const managed = this.options.gateway.tools();
-    const ctx = { runtime: this.options.runtime.kind, maxConcurrency: this.options.maxConcurrentToolCalls };
+    const ctx = { runtime: this.options.runtime.kind, persistent: !!this.options.runtime.statePersists && !!this.options.sessionId, maxConcurrency: this.options.maxConcurrentToolCalls };
     if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed, ctx));
     if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
     for (const t of managed) if (t.expose === 'direct' || t.expose === 'both') tools.push(directToolSpec(t));
@@ -178,7 +180,8 @@ export class AgentLoop {
       return done('failed', '', { message, code: 'hosted_unsupported' });
     }
     const tools = this.modelTools();
-    const system = this.options.system ?? defaultSystemInstruction(this.mode, this.options.gateway.names());
+    let system = this.options.system ?? defaultSystemInstruction(this.mode, this.options.gateway.names());
+    if (this.options.sessionNote) system += `\n${this.options.sessionNote}`;
     const maxTurns = this.options.maxTurns ?? 12;
     let lastText = '';
 

@@ -3,10 +3,10 @@
  * shared vocabulary, routes the code's `call_tool` requests to a host handler, and returns one
  * finished `code_interpreter_call` item.
  *
- * The local Python guest and a remote Jupyter kernel both implement it. A runtime may keep state
- * between executions of one session (a Jupyter kernel does; the local guest starts fresh each time).
+ * The local Python guest and a remote Jupyter kernel both implement it. Both keep state between the
+ * executions of one session (`sessionId`) unless configured to start fresh each time.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind, VariablesSummary } from '../../common/events';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
 export interface ToolCallRequest {
@@ -49,6 +49,8 @@ export interface ExecuteOptions {
 
 export interface Runtime {
   readonly kind: RuntimeKind;
+  /** Executions with the same sessionId share state (a local session, a Jupyter kernel per conversation). */
+  readonly statePersists?: boolean;
   /**
    * Runs the code to completion. Never rejects for failures of the code itself (those come back as
    * an item with `status: "failed"` and an `error`); rejects only for misuse of the API.
@@ -56,6 +58,12 @@ export interface Runtime {
   execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem>;
   /** Releases what a session holds (a kernel, for instance). */
   closeSession?(sessionId: string): Promise<void>;
+  /** Drops the session's state now (its process tree or kernel restarts); the next run starts fresh. */
+  restartSession?(sessionId: string): Promise<unknown>;
+  /** The session's variables, read without running user code (null when it has none, or while it runs). */
+  variables?(sessionId: string): Promise<VariablesSummary | null>;
+  /** True while the session holds live state. */
+  hasSession?(sessionId: string): boolean;
   dispose(): Promise<void>;
 }
 

@@ -28,21 +28,29 @@ function schemaText(schema: JsonSchema | undefined): string {
 }
 
 export interface CodeToolContext {
-  /** `jupyter` keeps state between runs of a conversation; `local` starts fresh each time. */
   runtime?: 'local' | 'jupyter' | string;
+  /** Runs of this conversation share one session (a local Python session or a Jupyter kernel). */
+  persistent?: boolean;
   maxConcurrency?: number;
 }
 
 function stateSentence(ctx: CodeToolContext): string {
+  if (!ctx.persistent) return 'Each run starts from scratch: no variables, files or installs survive between runs.';
   return ctx.runtime === 'jupyter'
     ? 'Runs share one Jupyter kernel per conversation: variables, imports and functions from earlier runs are still defined.'
-    : 'Each run starts from scratch: no variables, files or installs survive between runs.';
+    : 'Runs of this conversation share one Python session: variables, imports, functions and files in the working directory from earlier runs are still there. ' +
+        'If the session was restarted, the run\'s stderr starts with a [codeact] note saying that earlier variables are gone.';
+}
+
+function where(ctx: CodeToolContext): string {
+  if (ctx.runtime === 'jupyter') return 'in a Jupyter kernel';
+  return ctx.persistent ? "in this conversation's isolated Python session" : 'in a fresh, isolated process';
 }
 
 export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext = {}): ModelToolSpec {
   const sorted = [...tools].sort((a, b) => a.name.localeCompare(b.name));
   const lines = [
-    `Run Python 3 ${ctx.runtime === 'jupyter' ? 'in a Jupyter kernel' : 'in a fresh, isolated process'} and get back its printed output and its return value.`,
+    `Run Python 3 ${where(ctx)} and get back its printed output and its return value.`,
     '',
     'Inside the code, the only way to reach the outside world is the async function',
     '`await call_tool(name, **arguments)`. It calls one of the managed tools listed below on the host, which',
@@ -53,7 +61,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     '',
     'Conventions: top-level `await` and `return` work. `return` a JSON-serialisable value (dict, list, str, number,',
     'bool, None) as the result; print() only what a person should read. ' + stateSentence(ctx),
-    ctx.runtime === 'jupyter' ? 'The kernel may have no network access.' : 'The working directory is an empty temporary folder; there may be no network.',
+    ctx.runtime === 'jupyter' ? 'The kernel may have no network access.' : `The working directory ${ctx.persistent ? 'is a private folder of the session' : 'is an empty temporary folder'}; there may be no network.`,
     'Prefer one script that does the whole job (loops, filtering, aggregation) over many small runs.',
     '',
   ];
@@ -74,7 +82,7 @@ export function executeCodeSpec(ctx: CodeToolContext = {}): ModelToolSpec {
   return {
     name: EXECUTE_CODE,
     description:
-      `Run Python 3 ${ctx.runtime === 'jupyter' ? 'in a Jupyter kernel' : 'in a fresh, isolated process'} and get back its printed output and its return value. ` +
+      `Run Python 3 ${where(ctx)} and get back its printed output and its return value. ` +
       'Top-level await and return work; return a JSON-serialisable value. There is no access to tools, and there may be no network. ' +
       stateSentence(ctx),
     parameters: CODE_PARAMETERS,

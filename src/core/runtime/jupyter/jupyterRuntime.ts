@@ -82,6 +82,10 @@ export interface JupyterSettings {
 
 export class JupyterRuntime implements Runtime {
   readonly kind = 'jupyter' as const;
+
+  get statePersists(): boolean {
+    return this.settings.sessionPolicy === 'conversation';
+  }
   /** Resolved settings (exposed for the runs of this module). */
   readonly settings: JupyterSettings;
   readonly rest?: KernelRestClient;

@@ -89,6 +89,10 @@ export class LocalRuntime implements Runtime {
     if (options.onSessionEvent) this.listeners.add(options.onSessionEvent);
   }
 
+  get statePersists(): boolean {
+    return this.policy === 'conversation';
+  }
+
   get policy(): SessionPolicy {
     return this.options.session ?? 'conversation';
   }
