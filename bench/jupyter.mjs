@@ -1,5 +1,8 @@
 // Jupyter runtime figures, against a real jupyter-server this script starts and stops itself:
 //   jupyter_exec_ms_p50          `1+1` on a warm kernel, host-side end to end (execute() call to item)
+//   jupyter_raw_exec_ms_p50      `1+1` through a plain `@jupyterlab/services` KernelConnection (stock `ws`,
+//                                no CodeAct code in the path) on the same server and kernel, in the same run:
+//                                what any client gets from this server, Nagle stalls included
 //   jupyter_call_tool_rtt_us_p50 one `await call_tool("noop")` measured inside the kernel, sequential
 // Run directly (`node bench/jupyter.mjs`) it prints the JSON; the bench runner imports benchJupyter().
 // The TypeScript sources are loaded through tsx, so no build is needed.
@@ -19,7 +22,7 @@ export async function benchJupyter() {
   const support = await tsImport('../test/support/jupyterServer.ts', import.meta.url);
   if (!support.findJupyterServer()) {
     process.stderr.write('bench/jupyter: jupyter-server is not installed (apt-get install jupyter-server python3-ipykernel); no Jupyter figures\n');
-    return { jupyter_exec_ms_p50: null, jupyter_call_tool_rtt_us_p50: null };
+    return { jupyter_exec_ms_p50: null, jupyter_raw_exec_ms_p50: null, jupyter_call_tool_rtt_us_p50: null };
   }
   const { JupyterRuntime } = await tsImport('../src/core/runtime/jupyter/jupyterRuntime.ts', import.meta.url);
   const server = await support.startJupyterServer();
@@ -29,7 +32,7 @@ export async function benchJupyter() {
       if (item.status !== 'completed') throw new Error(`bench run failed: ${JSON.stringify(item.error)}`);
       return item;
     };
-    check(await rt.execute({ code: '1 + 1', sessionId: 'bench' })); // starts the kernel
+    const first = check(await rt.execute({ code: '1 + 1', sessionId: 'bench' })); // starts the kernel
     for (let i = 0; i < 5; i++) check(await rt.execute({ code: '1 + 1', sessionId: 'bench' }));
     const exec = [];
     for (let i = 0; i < EXEC_RUNS; i++) {
@@ -37,6 +40,7 @@ export async function benchJupyter() {
       check(await rt.execute({ code: '1 + 1', sessionId: 'bench' }));
       exec.push(performance.now() - t0);
     }
+    const raw = await rawExec(server, first.container_id, EXEC_RUNS);
     const code = [
       'import time',
       'for _ in range(20):',
@@ -51,11 +55,57 @@ export async function benchJupyter() {
     const item = check(await rt.execute({ code, sessionId: 'bench' }, { onToolCall: async () => null }));
     return {
       jupyter_exec_ms_p50: Math.round(median(exec) * 100) / 100,
+      jupyter_raw_exec_ms_p50: Math.round(median(raw) * 100) / 100,
       jupyter_call_tool_rtt_us_p50: Math.round(median(item.value)),
     };
   } finally {
     await rt.dispose();
     await server.stop();
+  }
+}
+
+/**
+ * `1+1` through a second, plain KernelConnection to the same kernel: `ws` with only the token header
+ * added, as any Node client of `@jupyterlab/services` would do it. Times requestExecute to its `done`.
+ */
+async function rawExec(server, kernelId, runs) {
+  const { KernelConnection, ServerConnection } = await import('@jupyterlab/services');
+  const { default: WebSocket } = await import('ws');
+  const headers = { Authorization: `token ${server.token}` };
+  class StockWebSocket extends WebSocket {
+    constructor(address, protocols) {
+      super(address, protocols, { headers });
+    }
+  }
+  const serverSettings = ServerConnection.makeSettings({
+    baseUrl: server.url,
+    wsUrl: server.url.replace(/^http/, 'ws'),
+    token: server.token,
+    appendToken: false,
+    WebSocket: StockWebSocket,
+  });
+  // The library logs its socket life on the console; keep stdout for the JSON.
+  const saved = { debug: console.debug, log: console.log, info: console.info };
+  console.debug = console.log = console.info = () => {};
+  const conn = new KernelConnection({ model: { id: kernelId, name: 'python3' }, serverSettings, handleComms: false });
+  try {
+    await conn.info;
+    const once = async () => {
+      const future = conn.requestExecute({ code: '1+1', silent: false, store_history: false });
+      const reply = await future.done;
+      if (reply.content.status !== 'ok') throw new Error(`raw bench run failed: ${JSON.stringify(reply.content)}`);
+    };
+    for (let i = 0; i < 5; i++) await once();
+    const times = [];
+    for (let i = 0; i < runs; i++) {
+      const t0 = performance.now();
+      await once();
+      times.push(performance.now() - t0);
+    }
+    return times;
+  } finally {
+    conn.dispose(); // closes this socket only; the kernel stays with the runtime
+    Object.assign(console, saved);
   }
 }
 
