@@ -469,6 +469,8 @@ export class CodeActService implements vscode.Disposable {
         runtime,
         gateway: await this.gateway(),
         mode: s.mode,
+        protocol: s.protocol,
+        inlineToolLimit: s.toolsInlineLimit,
         maxTurns: s.maxTurns,
         sessionId: convo.id,
         executionTimeoutMs: s.timeoutMs,
