@@ -126,7 +126,7 @@ export class TextProtocol {
       message:
         `"${this.o.model}" does not accept tools (function calling)${detail}. Continuing without tools: the model writes its code in a \`\`\`python block ` +
         'and CodeAct runs it (the text protocol). This is remembered for this model until CodeAct restarts; set codeact.agent.protocol to "text" ' +
-        '(or codeact.openaiCompatible.supportsTools to false) to skip the first attempt',
+        '(or codeact.openaiCompatible.supportsTools to false) to skip the first attempt.',
     });
     return true;
   }
