@@ -44,12 +44,19 @@ export const DEFAULT_INLINE_LIMIT = 20;
  */
 export const INLINE_TOKEN_BUDGET = 6000;
 
+/**
+ * Token budget of the short listing (names and one-line descriptions): descriptions are cut to the
+ * widest length that fits, down to 24 characters, then left out (names only).
+ */
+export const COMPACT_TOKEN_BUDGET = 4500;
+
 /** Rough token estimate of a text (about 4 characters a token, as the OpenAI-compatible context check). */
 export function estimateTextTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 
-function inlineToolLines(sorted: ManagedTool[]): string[] {
+/** Every tool with its description and schemas, as listed at or under the inline limit. */
+export function inlineToolLines(sorted: ManagedTool[]): string[] {
   const lines = [`Managed tools (${sorted.length}):`];
   for (const t of sorted) {
     lines.push('', `- ${t.name}: ${t.description || '(no description)'}`);
@@ -67,7 +74,7 @@ export function listsSchemasInline(tools: readonly ManagedTool[], limit = DEFAUL
 
 /**
  * Names and one-line descriptions grouped by source (an MCP server, command tools…), within
- * INLINE_TOKEN_BUDGET: descriptions get shorter as the set grows, down to names alone.
+ * COMPACT_TOKEN_BUDGET: descriptions get shorter as the set grows, down to names alone.
  */
 export function compactToolLines(sorted: readonly ManagedTool[]): string[] {
   const groups = new Map<string, ManagedTool[]>();
@@ -85,11 +92,18 @@ export function compactToolLines(sorted: readonly ManagedTool[]): string[] {
     }
     return lines;
   };
-  for (const width of [100, 72, 48, 32]) {
-    const lines = render(width);
-    if (estimateTextTokens(lines.join('\n')) <= INLINE_TOKEN_BUDGET) return lines;
+  const fits = (width: number): boolean => estimateTextTokens(render(width).join('\n')) <= COMPACT_TOKEN_BUDGET;
+  if (fits(100)) return render(100);
+  if (!fits(24)) return render(0);
+  // The widest description that fits (a bisection: at most 7 renders).
+  let lo = 24;
+  let hi = 100;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
   }
-  return render(0);
+  return render(lo);
 }
 
 function discoveryLines(count: number): string[] {

@@ -48,8 +48,9 @@ export const CATALOG_FORMAT = 1;
 /** Default bound of the serialised catalogue. */
 export const DEFAULT_CATALOG_MAX_BYTES = 256 * 1024;
 
+/** Python's keywords (`keyword.kwlist`); soft keywords such as `type` and `match` are valid names. */
 const PY_KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield match case type _'.split(' '),
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '),
 );
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -70,7 +71,7 @@ export function oneLine(description: string | undefined, max = 100): string {
   let line = end >= 0 ? text.slice(0, end + 1) : text;
   if (line.length > max) {
     const cut = line.slice(0, Math.max(0, max - 1));
-    const space = cut.lastIndexOf(' ');
+    const space = line[cut.length] === ' ' ? cut.length : cut.lastIndexOf(' ');
     line = `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:.]+$/, '')}…`;
   }
   return max <= 1 ? '' : line;
@@ -223,8 +224,9 @@ export interface CatalogOptions {
 
 /**
  * The signature catalogue for the guest, at most `maxBytes` serialised. Over the bound it drops detail in
- * steps: parameter descriptions, then result summaries, then shortens descriptions, then replaces the
- * parameter lists of the largest entries by null (those functions take `**arguments`).
+ * steps: parameter descriptions, then result summaries, then shortens descriptions, then enums, then
+ * replaces the parameter lists of the largest entries by null (those functions take `**arguments`), then
+ * empties descriptions, and only then leaves tools out (they stay callable with `call_tool`).
  */
 export function buildToolCatalog(tools: readonly ManagedTool[], options: CatalogOptions): ToolCatalog {
   const max = options.maxBytes ?? DEFAULT_CATALOG_MAX_BYTES;
@@ -263,6 +265,12 @@ export function buildToolCatalog(tools: readonly ManagedTool[], options: Catalog
     entries[i].params = null;
     entries[i].extra = true;
     total -= before - JSON.stringify(entries[i]).length;
+  }
+  for (const e of entries) {
+    if (total <= max) break;
+    const before = JSON.stringify(e).length;
+    e.description = '';
+    total -= before - JSON.stringify(e).length;
   }
   // Last resort: leave the last entries out (their tools stay callable with call_tool).
   total = size();
