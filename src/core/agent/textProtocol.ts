@@ -21,7 +21,7 @@ import { ProviderError } from '../providers/errors';
 import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { CodeFenceScanner, type FenceSegment } from './codeFence';
-import { codeBlockText, toTextHistory } from './textHistory';
+import { toTextHistory } from './textHistory';
 
 export type AgentProtocol = 'tools' | 'text';
 export const AGENT_PROTOCOLS: readonly AgentProtocol[] = ['tools', 'text'];
@@ -333,4 +333,3 @@ function stripReplay(item: ConversationItem): ConversationItem {
   return rest as ConversationItem;
 }
 
-export { codeBlockText };
