@@ -74,7 +74,7 @@ describe('guest_discovery.py (plain python3)', function () {
   function run(catalog: unknown): any {
     const file = path.join(dir, 'catalog.json');
     writeFileSync(file, JSON.stringify(catalog));
-    const r = spawnSync('python3', ['-I', '-c', DRIVER, GUEST, file], { encoding: 'utf8' });
+    const r = spawnSync('python3', ['-I', '-B', '-c', DRIVER, GUEST, file], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     return JSON.parse(r.stdout);
   }
