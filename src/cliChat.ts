@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { CodeActEvent } from './common/events';
 import { AgentLoop, type AgentMode } from './core/agent/agent';
+import { AGENT_PROTOCOLS, type AgentProtocol } from './core/agent/textProtocol';
 import { TranscriptStore, titleFrom, type Conversation } from './core/agent/transcriptStore';
 import { ToolGateway } from './core/gateway/gateway';
 import { ProviderError } from './core/providers/errors';
@@ -21,14 +22,15 @@ import type { RuntimeSetting } from './core/runtime/factory';
 import { humanPrinter, openWorkspace, parseTimeout, reportDeclarationErrors, runtimeFrom, UsageError } from './cli';
 
 const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
-         [--base-url URL] [--mode toolCode|hosted|code] [--workspace DIR] [--max-turns N]
+         [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR] [--max-turns N]
          [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
          [--sandbox auto|bubblewrap|none] [--python PATH] [--session conversation|run]
          [--storage DIR] [--json]
        codeact chat --list [--storage DIR]
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
-(OpenAI-compatible servers usually need none). The Jupyter token comes from CODEACT_JUPYTER_TOKEN.`;
+(OpenAI-compatible servers usually need none). The Jupyter token comes from CODEACT_JUPYTER_TOKEN.
+--protocol text: the model writes \`\`\`python blocks instead of calling functions (models without function calling).`;
 
 export function defaultStorage(): string {
   if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
@@ -51,6 +53,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
         model: { type: 'string', short: 'm' },
         'base-url': { type: 'string' },
         mode: { type: 'string' },
+        protocol: { type: 'string' },
         workspace: { type: 'string', short: 'w' },
         'max-turns': { type: 'string' },
         continue: { type: 'string', short: 'c' },
@@ -98,6 +101,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
   if (!model) throw new UsageError('--model is required (for example gpt-5, claude-sonnet-4-6, gemini-3-flash-preview, or a local model name).');
   const mode = (values.mode ?? conversation?.meta.mode ?? codeactSetting<string>(ws.settings, 'mode') ?? 'toolCode') as AgentMode;
   if (!MODES.includes(mode)) throw new UsageError(`--mode must be toolCode, hosted or code, not "${mode}".`);
+  const protocol = (values.protocol ?? codeactSetting<string>(ws.settings, 'agent.protocol') ?? 'tools') as AgentProtocol;
+  if (!AGENT_PROTOCOLS.includes(protocol)) throw new UsageError(`--protocol must be tools or text, not "${protocol}".`);
   const maxTurns = values['max-turns'] === undefined ? codeactSetting<number>(ws.settings, 'maxTurns') : Number(values['max-turns']);
   if (maxTurns !== undefined && !(Number.isInteger(maxTurns) && maxTurns > 0)) throw new UsageError(`--max-turns must be a positive integer, not "${values['max-turns']}".`);
   const runtimeKind = (values.runtime ?? codeactSetting<string>(ws.settings, 'runtime') ?? 'local') as RuntimeSetting;
@@ -145,6 +150,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
     runtime,
     gateway,
     mode,
+    protocol,
+    inlineToolLimit: codeactSetting<number>(ws.settings, 'toolDiscovery.inlineLimit'),
     maxTurns,
     sessionId: convo.id,
     ...(continued

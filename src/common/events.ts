@@ -179,7 +179,12 @@ export interface FunctionArgsDone { type: 'response.function_call_arguments.done
 
 export interface OutputDelta { type: 'codeact.output.delta'; item_id: string; stream: StreamName; delta: string }
 
-export interface ToolCallStarted { type: 'codeact.tool_call.started'; item_id: string; call_id: string; name: string; arguments: unknown }
+/**
+ * `kind: "discovery"` marks the guest's tool-discovery calls (`search_tools`, `describe_tool`, under the
+ * reserved names `codeact.*`): they read the tool list, run no tool, and can be shown quietly.
+ */
+export type ToolCallKind = 'discovery';
+export interface ToolCallStarted { type: 'codeact.tool_call.started'; item_id: string; call_id: string; name: string; arguments: unknown; kind?: ToolCallKind }
 export interface ToolCallCompleted {
   type: 'codeact.tool_call.completed';
   item_id: string;
@@ -188,6 +193,7 @@ export interface ToolCallCompleted {
   output?: unknown;
   error?: string;
   duration_ms: number;
+  kind?: ToolCallKind;
 }
 
 export type ApprovalDecision = 'allow_once' | 'allow_session' | 'allow_always' | 'deny';

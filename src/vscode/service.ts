@@ -575,6 +575,8 @@ export class CodeActService implements vscode.Disposable {
         runtime,
         gateway: await this.gateway(),
         mode: s.mode,
+        protocol: s.protocol,
+        inlineToolLimit: s.toolsInlineLimit,
         maxTurns: s.maxTurns,
         sessionId: convo.id,
         ...(this.staleSession === convo.id

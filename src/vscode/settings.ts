@@ -4,6 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { AgentMode } from '../core/agent/agent';
+import type { AgentProtocol } from '../core/agent/textProtocol';
 import type { ProviderId } from '../core/providers/types';
 import type { SandboxLimits, SandboxSetting, WorkspaceMount } from '../core/runtime/local/sandbox';
 
@@ -12,6 +13,10 @@ export interface CodeActSettings {
   model: string;
   baseUrl?: string;
   mode: AgentMode;
+  /** codeact.agent.protocol: function calling, or ```python blocks in the text. */
+  protocol: AgentProtocol;
+  /** codeact.toolDiscovery.inlineLimit: most tools listed with their schemas. */
+  toolsInlineLimit: number;
   runtime: 'local' | 'jupyter';
   python: string;
   preload: string[];
@@ -54,6 +59,8 @@ export function readSettings(scope?: vscode.ConfigurationScope): CodeActSettings
     model: c.get<string>('model', '') || DEFAULT_MODELS[provider]?.[0] || '',
     baseUrl: c.get<string>('baseUrl', '') || undefined,
     mode: c.get<AgentMode>('mode', 'toolCode'),
+    protocol: c.get<AgentProtocol>('agent.protocol', 'tools') === 'text' ? 'text' : 'tools',
+    toolsInlineLimit: Math.max(0, c.get<number>('toolDiscovery.inlineLimit', 20)),
     runtime: c.get<'local' | 'jupyter'>('runtime', 'local'),
     python: pythonPath(c),
     preload: (c.get<unknown[]>('python.preload', []) ?? []).filter((m): m is string => typeof m === 'string' && /^[A-Za-z_][\w.]*$/.test(m)).slice(0, 64),

@@ -366,7 +366,7 @@ describe('seccomp filter inside bubblewrap (python3 via ctypes)', function () {
   /** The product's bwrap launch, with probe.py as the command and the program (if any) on fd 4. */
   async function sandboxed(program: Buffer | undefined, extraArgv: string[] = []): Promise<any> {
     const python = await resolvePython();
-    const plan = await planLaunch(python, dir, workdir, 'seccomp-test', { kind: 'bubblewrap' });
+    const plan = await planLaunch(python, dir, { role: 'guest', marker: 'seccomp-test', workdir }, { kind: 'bubblewrap' });
     const sep = plan.args.indexOf('--');
     assert.ok(sep > 0, 'the launch plan separates bwrap options from the command with --');
     const args = [

@@ -5,6 +5,9 @@
  * Everything that happens is emitted in the shared event vocabulary. For `execute_tool_code` and
  * `execute_code` the code is streamed as plain text while the model writes it (the JSON arguments
  * are unescaped on the fly), so a code card fills in before the code runs.
+ *
+ * A model without function calling gets the text protocol instead (./textProtocol): it writes
+ * ```python blocks, which run through the same path as an `execute_tool_code` call.
  */
 import { randomBytes } from 'node:crypto';
 import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
@@ -13,7 +16,9 @@ import { ProviderError } from '../providers/errors';
 import { JsonStringFieldExtractor } from '../providers/partial-json';
 import type { ConversationItem, FunctionCallRequest, HostedOptions, ModelTool, Provider, TurnResult } from '../providers/types';
 import type { Runtime } from '../runtime/types';
-import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec } from '../tools/modelTools';
+import { tagDiscoveryEvent } from '../tools/discovery';
+import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
+import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
 
 export type AgentMode = 'toolCode' | 'hosted' | 'code';
 
@@ -42,6 +47,13 @@ export interface AgentOptions {
   executionTimeoutMs?: number;
   /** The runtime's bound on concurrent tool calls, as the model is told (default 8). */
   maxConcurrentToolCalls?: number;
+  /**
+   * `tools` (default): the model calls `execute_tool_code`. `text`: it writes ```python blocks instead
+   * (models without function calling). A model whose server rejects `tools` switches to `text` by itself.
+   */
+  protocol?: AgentProtocol;
+  /** Above this many managed tools, `execute_tool_code` lists names only (codeact.toolDiscovery.inlineLimit). */
+  inlineToolLimit?: number;
   maxOutputTokens?: number;
   retry?: Partial<RetryPolicy>;
   signal?: AbortSignal;
@@ -65,7 +77,7 @@ export interface AgentResult {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8000 };
 
-export function defaultSystemInstruction(mode: AgentMode, toolNames: string[]): string {
+export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], schemasInline = true): string {
   const lines = [
     'You are CodeAct, a coding agent inside the user\'s editor. You act by writing Python code that runs for real.',
   ];
@@ -73,9 +85,15 @@ export function defaultSystemInstruction(mode: AgentMode, toolNames: string[]): 
     lines.push(
       `Use the ${EXECUTE_TOOL_CODE} function: write one Python script that does the whole job, calling the workspace's managed tools with ` +
         '`await call_tool(name, **arguments)`, looping, filtering and aggregating in Python, and `return` a compact JSON result. ' +
-        'Run independent tool calls concurrently with asyncio.gather. Read each tool\'s input and output schema in the function description ' +
-        'and pass exactly the arguments it asks for.',
-      toolNames.length ? `Managed tools available: ${toolNames.join(', ')}.` : 'No managed tools are declared in this workspace.',
+        'Run independent tool calls concurrently with asyncio.gather. ' +
+        (schemasInline
+          ? 'Read each tool\'s input and output schema in the function description and pass exactly the arguments it asks for.'
+          : 'Look tools up with search_tools and describe_tool (see the function description) and pass exactly the arguments they ask for.'),
+      !toolNames.length
+        ? 'No managed tools are declared in this workspace.'
+        : schemasInline
+          ? `Managed tools available: ${toolNames.join(', ')}.`
+          : `${toolNames.length} managed tools are available; the ${EXECUTE_TOOL_CODE} description lists them by source.`,
     );
   } else if (mode === 'code') {
     lines.push(`Use the ${EXECUTE_CODE} function to compute, parse and check things in Python; \`return\` a compact JSON result.`);
@@ -149,14 +167,19 @@ export class AgentLoop {
 
   private emit(event: CodeActEvent): void {
     try {
-      this.options.onEvent?.(event);
+      this.options.onEvent?.(tagDiscoveryEvent(event));
     } catch {}
   }
 
   modelTools(): ModelTool[] {
     const tools: ModelTool[] = [];
     const managed = this.options.gateway.tools();
-    const ctx = { runtime: this.options.runtime.kind, persistent: !!this.options.runtime.statePersists && !!this.options.sessionId, maxConcurrency: this.options.maxConcurrentToolCalls };
+    const ctx = {
+      runtime: this.options.runtime.kind,
+      persistent: !!this.options.runtime.statePersists && !!this.options.sessionId,
+      maxConcurrency: this.options.maxConcurrentToolCalls,
+      inlineLimit: this.options.inlineToolLimit,
+    };
     if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed, ctx));
     if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
     for (const t of managed) if (t.expose === 'direct' || t.expose === 'both') tools.push(directToolSpec(t));
@@ -180,8 +203,12 @@ export class AgentLoop {
       return done('failed', '', { message, code: 'hosted_unsupported' });
     }
     const tools = this.modelTools();
-    let system = this.options.system ?? defaultSystemInstruction(this.mode, this.options.gateway.names());
+    let system = this.options.system ?? defaultSystemInstruction(this.mode, this.options.gateway.names(), listsSchemasInline(this.options.gateway.tools(), this.options.inlineToolLimit));
     if (this.options.sessionNote) system += `\n${this.options.sessionNote}`;
+    const proto = (this.text = this.mode === 'hosted' ? undefined : new TextProtocol({
+      provider, model: this.options.model, protocol: this.options.protocol, runtime: this.options.runtime.kind, system: this.options.system,
+      codeTool: tools.find((t) => t.name === EXECUTE_TOOL_CODE || t.name === EXECUTE_CODE), emit: (e) => this.emit(e),
+    }));
     const maxTurns = this.options.maxTurns ?? 12;
     let lastText = '';
 
@@ -189,7 +216,7 @@ export class AgentLoop {
       if (signal?.aborted) return this.cancelled(done, lastText);
       let result: TurnResult;
       try {
-        result = await this.turnWithRetries({
+        const request = {
           model: this.options.model,
           system,
           history: [...history, ...appended],
@@ -197,11 +224,17 @@ export class AgentLoop {
           hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId } : undefined,
           signal,
           maxOutputTokens: this.options.maxOutputTokens,
-        });
+        };
+        result = await this.turnWithRetries(proto?.active ? proto.request(request) : request);
       } catch (err) {
+        // A server that rejects `tools`: the same turn again, in text form.
+        if (proto?.switchOnRejection(err)) {
+          turn--;
+          continue;
+        }
         if (err instanceof ProviderError) {
           // Everything received before the error is kept.
-          if (err.partial?.items.length) appended.push(...err.partial.items);
+          if (err.partial?.items.length) appended.push(...(this.textTurn ? this.textTurn.partial(err.partial.items) : err.partial.items));
           if (err.code === 'aborted' || signal?.aborted) return this.cancelled(done, lastText);
           this.emit({ type: 'error', message: err.message, code: err.code });
           return done('failed', lastText, { message: err.message, code: err.code });
@@ -210,6 +243,12 @@ export class AgentLoop {
         const message = `Unexpected error: ${(err as Error).message}`;
         this.emit({ type: 'error', message, code: 'internal' });
         return done('failed', lastText, { message, code: 'internal' });
+      }
+      let again = false;
+      if (this.textTurn) {
+        const step = this.textTurn.finish(result);
+        result = { ...result, items: step.items, functionCalls: step.calls };
+        again = step.again;
       }
       appended.push(...result.items);
       if (result.usage) {
@@ -224,7 +263,7 @@ export class AgentLoop {
       if (text) lastText = text;
 
       if (result.functionCalls.length === 0) {
-        if (result.stopReason === 'pause_turn') continue;
+        if (result.stopReason === 'pause_turn' || again) continue;
         return done('completed', text || lastText);
       }
       const outputs = await Promise.all(result.functionCalls.map((call) => this.runFunctionCall(call)));
@@ -245,6 +284,7 @@ export class AgentLoop {
   private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0]): Promise<TurnResult> {
     for (let attempt = 1; ; attempt++) {
       this.codeStreams = new Map();
+      this.textTurn = this.text?.active ? this.text.turn((callId, entry) => this.codeStreams.set(callId, entry)) : undefined;
       try {
         return await this.options.provider.streamTurn(request, (e) => this.onProviderEvent(e));
       } catch (err) {
@@ -269,7 +309,10 @@ export class AgentLoop {
   }
 
   /** Code streams of the current turn, by function-call item id and by call id. */
-  private codeStreams = new Map<string, { extractor: JsonStringFieldExtractor; execId: string; settled?: boolean }>();
+  private codeStreams = new Map<string, CodeStreamEntry>();
+  /** The text protocol of the current run, and its state for the current response. */
+  private text?: TextProtocol;
+  private textTurn?: TextTurn;
 
   /** Closes a code card whose code will not run, so it never stays "writing". */
   private abandonCode(execId: string, code: string, type: string, message: string): void {
@@ -299,6 +342,7 @@ export class AgentLoop {
   /** Passes provider events through, and turns code-tool argument deltas into plain code deltas. */
   private onProviderEvent(e: CodeActEvent): void {
     const streams = this.codeStreams;
+    if (this.textTurn?.handle(e)) return;
     this.emit(e);
     if (this.mode === 'hosted') return;
     if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)) {
@@ -309,7 +353,7 @@ export class AgentLoop {
     } else if (e.type === 'response.function_call_arguments.delta') {
       const s = streams.get(e.item_id) ?? (e.call_id ? streams.get(e.call_id) : undefined);
       if (!s) return;
-      const delta = s.extractor.push(e.delta);
+      const delta = (s.extractor as JsonStringFieldExtractor).push(e.delta);
       if (delta) this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: s.execId, delta });
     }
   }

@@ -6,6 +6,8 @@
 import type { ToolCallRecord } from '../../common/events';
 import type { ApprovalPolicy, JsonSchema, ToolExposure } from '../../common/tools';
 import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
+import { isDiscoveryCall, ToolDiscovery } from '../tools/discovery';
+import type { ToolCatalog } from '../tools/toolCatalog';
 import { compileSchema, type Validator } from './schema';
 
 export interface ToolInvokeContext {
@@ -85,8 +87,31 @@ export class ToolGateway {
     return this.entries.get(name)?.tool;
   }
 
-  /** Pass this as the runtime's `onToolCall`. */
-  readonly handler: ToolCallHandler = (request, signal) => this.call(request, signal);
+  /**
+   * Pass this as the runtime's `onToolCall`. Reserved discovery names (`codeact.search_tools`,
+   * `codeact.describe_tool`, `codeact.tool_catalog`) are answered from the tool list (see ../tools/discovery);
+   * every other name is a managed-tool call.
+   */
+  readonly handler: ToolCallHandler = (request, signal) => (isDiscoveryCall(request.name) ? this.discover(request) : this.call(request, signal));
+
+  private discovery?: ToolDiscovery;
+
+  /** Answers a discovery call: no approval, no tool runs, not recorded as a tool call; bounded answers. */
+  async discover(request: ToolCallRequest): Promise<unknown> {
+    this.discovery ??= new ToolDiscovery(this.tools());
+    const started = performance.now();
+    try {
+      return this.discovery.handle(String(request.name), request.arguments);
+    } finally {
+      this.options.log?.(`discovery ${request.name} in ${Math.round((performance.now() - started) * 100) / 100} ms`);
+    }
+  }
+
+  /** The signature catalogue of the tools, for the guest's `tools` module (also served as `codeact.tool_catalog`). */
+  catalog(): ToolCatalog {
+    this.discovery ??= new ToolDiscovery(this.tools());
+    return this.discovery.catalog();
+  }
 
   async call(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
     const startedAt = Date.now();

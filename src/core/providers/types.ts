@@ -162,6 +162,8 @@ export interface Provider {
   readonly id: ProviderId;
   readonly capabilities: ProviderCapabilities;
   streamTurn(request: TurnRequest, emit: EmitFn): Promise<TurnResult>;
+  /** Whether `model` takes function tools; absent means it does (OpenAI-compatible models can be configured otherwise). */
+  supportsTools?(model: string): boolean;
   /**
    * Downloads a file the hosted code produced (OpenAI container files, Anthropic Files API files).
    * Absent for providers without downloadable files.

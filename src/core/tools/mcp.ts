@@ -130,6 +130,12 @@ interface McpBinding {
 
 const bindings = new WeakMap<ManagedTool, McpBinding>();
 
+/** The label of the MCP server an `mcp` tool comes from (to group tool listings), or undefined. */
+export function mcpToolServer(tool: ManagedTool): string | undefined {
+  const b = bindings.get(tool);
+  return b ? mcpServerLabel(b.spec) : undefined;
+}
+
 export interface McpToolContext {
   pool: McpClientPool;
   workspace: string;

@@ -4,6 +4,7 @@
  */
 import type { JsonSchema } from '../../common/tools';
 import type { ManagedTool } from '../gateway/gateway';
+import { oneLine, toolGroup } from './toolCatalog';
 
 export interface ModelToolSpec {
   name: string;
@@ -32,6 +33,89 @@ export interface CodeToolContext {
   /** Runs of this conversation share one session (a local Python session or a Jupyter kernel). */
   persistent?: boolean;
   maxConcurrency?: number;
+  /** Most tools listed with their schemas (codeact.toolDiscovery.inlineLimit); default DEFAULT_INLINE_LIMIT. */
+  inlineLimit?: number;
+}
+
+/** Default of codeact.toolDiscovery.inlineLimit. */
+export const DEFAULT_INLINE_LIMIT = 20;
+/**
+ * Token budget of the tool listing: above it the schemas are left out even under the inline limit, and
+ * the short listing shortens its descriptions to stay within it.
+ */
+export const INLINE_TOKEN_BUDGET = 6000;
+
+/**
+ * Token budget of the short listing (names and one-line descriptions): descriptions are cut to the
+ * widest length that fits, down to 24 characters, then left out (names only).
+ */
+export const COMPACT_TOKEN_BUDGET = 4500;
+
+/** Rough token estimate of a text (about 4 characters a token, as the OpenAI-compatible context check). */
+export function estimateTextTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+/** Every tool with its description and schemas, as listed at or under the inline limit. */
+export function inlineToolLines(sorted: ManagedTool[]): string[] {
+  const lines = [`Managed tools (${sorted.length}):`];
+  for (const t of sorted) {
+    lines.push('', `- ${t.name}: ${t.description || '(no description)'}`);
+    lines.push(`  input schema: ${schemaText(t.inputSchema)}`);
+    lines.push(`  output schema: ${schemaText(t.outputSchema)}`);
+  }
+  return lines;
+}
+
+/** True when every tool is listed with its schemas: at most `limit` tools and within INLINE_TOKEN_BUDGET. */
+export function listsSchemasInline(tools: readonly ManagedTool[], limit = DEFAULT_INLINE_LIMIT): boolean {
+  if (tools.length > limit) return false;
+  return estimateTextTokens(inlineToolLines([...tools]).join('\n')) <= INLINE_TOKEN_BUDGET;
+}
+
+/**
+ * Names and one-line descriptions grouped by source (an MCP server, command tools…), within
+ * COMPACT_TOKEN_BUDGET: descriptions get shorter as the set grows, down to names alone.
+ */
+export function compactToolLines(sorted: readonly ManagedTool[]): string[] {
+  const groups = new Map<string, ManagedTool[]>();
+  for (const t of sorted) {
+    const g = toolGroup(t);
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g)!.push(t);
+  }
+  const render = (width: number): string[] => {
+    const lines: string[] = [];
+    for (const [group, tools] of [...groups].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+      lines.push('', `${group} (${tools.length}):`);
+      if (width === 0) lines.push(tools.map((t) => t.name).join(', '));
+      else for (const t of tools) lines.push(`- ${t.name}${t.description ? `: ${oneLine(t.description, width)}` : ''}`);
+    }
+    return lines;
+  };
+  const fits = (width: number): boolean => estimateTextTokens(render(width).join('\n')) <= COMPACT_TOKEN_BUDGET;
+  if (fits(100)) return render(100);
+  if (!fits(24)) return render(0);
+  // The widest description that fits (a bisection: at most 7 renders).
+  let lo = 24;
+  let hi = 100;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return render(lo);
+}
+
+function discoveryLines(count: number): string[] {
+  return [
+    `Managed tools: ${count}, too many to describe here, so only their names and one-line descriptions are listed, grouped by source.`,
+    'Look a tool up before you call it:',
+    '- `await search_tools("what you need", limit=10)` returns the best matches: name, description, Python signature and a summary of the result;',
+    '- `await describe_tool("name")` returns one tool\'s full input and output JSON schemas;',
+    '- `from tools import name` gives an async function with the tool\'s real signature (keyword arguments only): `await name(arg=value)`.',
+    '  A wrong or missing keyword raises TypeError before anything is sent. `await call_tool("name", **arguments)` works as well.',
+  ];
 }
 
 function stateSentence(ctx: CodeToolContext): string {
@@ -67,13 +151,10 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
   ];
   if (sorted.length === 0) {
     lines.push('No managed tools are declared in this workspace, so call_tool will always fail.');
+  } else if (listsSchemasInline(sorted, ctx.inlineLimit)) {
+    lines.push(...inlineToolLines(sorted));
   } else {
-    lines.push(`Managed tools (${sorted.length}):`);
-    for (const t of sorted) {
-      lines.push('', `- ${t.name}: ${t.description || '(no description)'}`);
-      lines.push(`  input schema: ${schemaText(t.inputSchema)}`);
-      lines.push(`  output schema: ${schemaText(t.outputSchema)}`);
-    }
+    lines.push(...discoveryLines(sorted.length), ...compactToolLines(sorted));
   }
   return { name: EXECUTE_TOOL_CODE, description: lines.join('\n'), parameters: CODE_PARAMETERS };
 }

@@ -1,0 +1,109 @@
+/**
+ * The conversation in text form, for a model that answers with fenced Python blocks instead of
+ * function calls (./textProtocol). The history is stored exactly as with function calling (a
+ * `function_call` of `execute_tool_code` with the code, then its `function_call_output`); only the
+ * request is rewritten: the call becomes the assistant's ```python block, the output an
+ * "Observation:" user message. Thinking items and provider replay data are left out (replayed
+ * blocks could carry tool calls the request no longer declares).
+ */
+import type { MessageItem } from '../../common/events';
+import { foreignItemText, isLocalRuntimeItem } from '../providers/emit';
+import type { ConversationItem } from '../providers/types';
+import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
+
+/** Largest observation sent back to the model, in characters. */
+export const OBSERVATION_MAX_CHARS = 12_000;
+
+const CODE_TOOLS = new Set([EXECUTE_TOOL_CODE, EXECUTE_CODE]);
+
+function cap(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}\n…[${text.length - max} more characters not shown]` : text;
+}
+
+/** The fenced block the model wrote (or would have written) for a code call. */
+export function codeBlockText(code: string): string {
+  // A longer fence when the code itself contains a line of three backticks.
+  const fence = /^ {0,3}```/m.test(code) ? '````' : '```';
+  return `${fence}python\n${code.replace(/\n+$/, '')}\n${fence}`;
+}
+
+function callText(name: string, args: string | undefined): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(args ?? '{}');
+  } catch {
+    parsed = undefined;
+  }
+  const code = (parsed as { code?: unknown } | undefined)?.code;
+  if (CODE_TOOLS.has(name) && typeof code === 'string') return codeBlockText(code);
+  return `[I called ${name} with ${cap(args ?? '{}', 2000)}]`;
+}
+
+interface Summary {
+  status?: string;
+  value?: unknown;
+  stdout?: string;
+  stderr?: string;
+  error?: string | { type?: string; message?: string; traceback?: string };
+  images?: number;
+}
+
+/**
+ * The observation message for a code run, from its `function_call_output` (the JSON summary the agent
+ * loop stores, see `executionSummary`). Bounded to OBSERVATION_MAX_CHARS.
+ */
+export function observationText(output: string, name = EXECUTE_TOOL_CODE): string {
+  let s: Summary | undefined;
+  try {
+    const parsed = JSON.parse(output);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) s = parsed as Summary;
+  } catch {}
+  if (!CODE_TOOLS.has(name) || !s) return cap(`Observation${CODE_TOOLS.has(name) ? '' : ` (${name})`}:\n${output}`, OBSERVATION_MAX_CHARS);
+  const lines: string[] = [];
+  const err = typeof s.error === 'string' ? { type: 'Error', message: s.error } : s.error;
+  if (err) lines.push(`Observation: the code failed with ${err.type ?? 'Error'}: ${cap(err.message ?? '', 2000)}`);
+  else lines.push(`Observation: the code ran (${s.status ?? 'completed'}).`);
+  if (s.stdout) lines.push('Printed output:', cap(s.stdout, 5000));
+  if (s.stderr) lines.push('Printed to stderr:', cap(s.stderr, 2000));
+  if (!err && 'value' in s) lines.push(`Returned value: ${cap(JSON.stringify(s.value ?? null), 4000)}`);
+  if (s.images) lines.push(`(${s.images} image${s.images === 1 ? '' : 's'} shown to the user.)`);
+  if (err?.traceback) lines.push('Traceback:', cap(err.traceback, 3000));
+  if (err) lines.push('Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.');
+  else if (!s.stdout && s.value === null) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
+  return cap(lines.join('\n'), OBSERVATION_MAX_CHARS);
+}
+
+/**
+ * The history as plain user/assistant messages: code calls as ```python blocks, their outputs as
+ * observations, consecutive messages of one role merged.
+ */
+export function toTextHistory(history: ConversationItem[]): ConversationItem[] {
+  const out: MessageItem[] = [];
+  const names = new Map<string, string>();
+  const push = (role: 'user' | 'assistant', text: string, id: string): void => {
+    if (!text.trim()) return;
+    const last = out[out.length - 1];
+    if (last && last.role === role) last.text += `\n\n${text}`;
+    else out.push({ type: 'message', id, role, text });
+  };
+  for (const item of history) {
+    switch (item.type) {
+      case 'message':
+        if (!item.thinking) push(item.role, item.text, item.id);
+        break;
+      case 'function_call':
+        names.set(item.call_id, item.name);
+        push('assistant', callText(item.name, item.arguments), item.id ?? item.call_id);
+        break;
+      case 'function_call_output':
+        push('user', observationText(item.output, item.name ?? names.get(item.call_id) ?? EXECUTE_TOOL_CODE), `obs_${item.call_id}`);
+        break;
+      default: {
+        if (isLocalRuntimeItem(item)) break;
+        const t = foreignItemText(item);
+        if (t) push('assistant', t, item.id);
+      }
+    }
+  }
+  return out;
+}
