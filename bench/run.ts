@@ -2,7 +2,7 @@
  * `npm run bench`: performance figures of the engine, printed as one JSON object.
  * Floors from the same run sit next to the figures they bound, so ratios mean something on a noisy machine.
  *
- * Options: --only local|sandbox|jupyter|webview|tools (repeatable), --runs N.
+ * Options: --only local|sandbox|sessions|jupyter|webview|tools (repeatable), --runs N.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -168,6 +168,65 @@ async function sandbox(out: Record<string, unknown>): Promise<void> {
   await rt.dispose();
 }
 
+/** The interpreter for the pandas figures: the one `python3` resolves to when it has pandas, else Debian's. */
+async function pandasPython(): Promise<string | undefined> {
+  const candidates = [(await resolvePython('python3').catch(() => undefined))?.executable, '/usr/bin/python3'].filter((p): p is string => !!p);
+  for (const p of candidates) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const c = spawn(p, ['-I', '-c', 'import pandas'], { stdio: 'ignore' });
+      c.on('exit', (code) => resolve(code === 0));
+      c.on('error', () => resolve(false));
+    });
+    if (ok) return p;
+  }
+  return undefined;
+}
+
+async function timed(rt: LocalRuntime, code: string, runs: number, request: { sessionId?: string } = {}, between?: () => Promise<void>): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    await between?.();
+    const t0 = performance.now();
+    const item = await rt.execute({ code, ...request });
+    if (item.status !== 'completed') throw new Error(`bench run failed: ${JSON.stringify(item.error)}`);
+    times.push(performance.now() - t0);
+  }
+  return p50(times);
+}
+
+/** Sessions and the warm zygote (issue 9): a warm session, a forked child with pandas preloaded, the same cold. */
+async function sessions(out: Record<string, unknown>): Promise<void> {
+  const kind = (await probeBubblewrap()) ? 'none' : 'bubblewrap';
+  out.sessions_sandbox = kind;
+  const warm = new LocalRuntime({ sandbox: { kind } });
+  await warm.execute({ code: 'return 1', sessionId: 'bench' });
+  out.exec_session_ms_p50 = r2(await timed(warm, 'return 1', Math.max(RUNS, 100), { sessionId: 'bench' }));
+  await warm.dispose();
+
+  const python = await pandasPython();
+  if (!python) {
+    out.pandas_skipped = 'no interpreter with pandas (Debian: apt-get install python3-pandas)';
+    return;
+  }
+  out.python_pandas = python;
+  const code = 'import pandas as pd\nreturn pd.DataFrame({"a": [1, 2]}).shape';
+  // As in the extension: the next guest is forked ahead of need, so a run takes a fresh child that is ready.
+  const zygote = new LocalRuntime({ python, sandbox: { kind }, preload: ['pandas'], prestart: true });
+  await zygote.execute({ code }); // starts the zygote (the preload import is paid once, here)
+  // Each run takes the fresh child forked for it in the background; the refill is timed apart.
+  out.exec_zygote_pandas_ms_p50 = r2(await timed(zygote, code, RUNS, {}, () => zygote.warm()));
+  await zygote.dispose();
+  const refill = new LocalRuntime({ python, sandbox: { kind }, preload: ['pandas'] });
+  await refill.execute({ code });
+  out.zygote_fork_and_run_pandas_ms_p50 = r2(await timed(refill, code, RUNS));
+  await refill.dispose();
+  const cold = new LocalRuntime({ python, sandbox: { kind } });
+  await cold.execute({ code });
+  out.exec_cold_pandas_ms_p50 = r2(await timed(cold, code, Math.min(RUNS, 15)));
+  await cold.dispose();
+  out.ratio_cold_to_zygote_pandas = r2((out.exec_cold_pandas_ms_p50 as number) / (out.exec_zygote_pandas_ms_p50 as number));
+}
+
 async function optional(out: Record<string, unknown>, name: string, file: string, fn: string): Promise<void> {
   const full = path.join(__dirname, file);
   if (!existsSync(full)) return;
@@ -200,6 +259,7 @@ async function main(): Promise<void> {
   const out: Record<string, unknown> = { node: process.version, platform: `${process.platform}-${process.arch}`, runs: RUNS };
   if (want('local')) await local(out);
   if (want('sandbox')) await sandbox(out);
+  if (want('sessions')) await sessions(out);
   if (want('jupyter')) await optional(out, 'jupyter', 'jupyter.mjs', 'benchJupyter');
   if (want('webview')) await subprocessJson(out, 'webview', 'webview.mjs');
   if (want('tools')) await optional(out, 'tools', 'tools.ts', 'benchTools');

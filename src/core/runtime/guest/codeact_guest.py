@@ -3,18 +3,22 @@
 The host starts this file as a process of its own (a cold start), or a warm zygote started from this
 same file forks it (see `zygote`). Either way the guest then serves one of two ways:
 
-- run mode: one execution, then the process ends (every process the code started ends with it);
-- session mode: executions one after another in one namespace, so variables, imports, functions
-  and open files live on from one to the next, until the host closes the session.
+- one-shot: one execution (its run frame says "last"), then the process ends, and every process the
+  code started ends with it;
+- session: executions one after another in one namespace, so variables, imports, functions and open
+  files live on from one to the next, until the host closes the session.
+
+A guest is started ahead of need: it applies its limits when the init frame comes and says it is
+ready, then waits for its first run.
 
 Protocol: newline-delimited JSON frames on fd 3 (never stdout). The user's stdin is /dev/null; stdout
 and stderr are plain text the host captures live. Frames (field "t" is the type):
 
-  host -> guest   {"t":"init","session":bool,"subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int}
-                  {"t":"run","run":int,"code":str,"tools":bool,"end":str}
+  host -> guest   {"t":"init","subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int}
+                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool}
                   {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str}
                   {"t":"vars"}                       (between runs: the variables view)
-  guest -> host   {"t":"ready","pid":int}            (after init)
+  guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}
                   {"t":"complete","run":int,"ok":true,"value":json-text|null,"end":[bool,bool]}
                   {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool]}
@@ -212,7 +216,7 @@ class ToolBridge:
 class Guest:
     def __init__(self, chan, init):
         self.chan = chan
-        self.session = bool(init.get("session"))
+        self.last = False
         self.max_frame = int(init.get("max_frame") or (16 << 20))
         self.max_value = int(init.get("max_value") or (self.max_frame - 1024))
         self.bridge = ToolBridge(chan, int(init.get("max_concurrency") or 8), self.max_frame)
@@ -241,8 +245,9 @@ class Guest:
                 return
             kind = frame.get("t")
             if kind == "run":
+                self.last = frame.get("last") is True
                 self.chan.send_result(self.run(frame))
-                if not self.session:
+                if self.last:
                     return
             elif kind == "vars":
                 summary = lib.variables(self.namespace, self.hidden)
@@ -296,7 +301,7 @@ class Guest:
                 print(lib.display_text(display))
             except Exception:  # noqa: BLE001
                 pass
-        if not self.session and _SUBREAPER:
+        if self.last and _SUBREAPER:
             _kill_descendants()
         result["t"] = "complete"
         result["run"] = run_id
@@ -465,8 +470,7 @@ def serve(chan, first=None):
     _apply_limits(init.get("limits"))
     _configure_output()
     guest = Guest(chan, init)
-    if guest.session:
-        chan.send({"t": "ready", "pid": os.getpid()})
+    chan.send({"t": "ready", "pid": os.getpid()})
     guest.serve()
     try:
         sys.stdout.flush()

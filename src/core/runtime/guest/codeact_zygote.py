@@ -8,6 +8,7 @@ The zygote never runs user code. It speaks to the host on fd 3 (frames as in cod
                   {"t":"kill","pid":int}                  (a child and everything it started)
   zygote -> host  {"t":"ready","pid":int,"failed":[{module,error}],"threads":int}
                   {"t":"forked","token":str,"pid":int,"ns":bool} | {"t":"fork_failed","token":str,"error":str}
+                  (with namespaces the guest is PID 1 of its own)
                   {"t":"exited","pid":int,"status":int}
 
 A forked guest connects back to the host's socket three times (protocol, stdout, stderr), each
@@ -270,6 +271,7 @@ def _stage1(req, w, guest, wake):
 
 
 def _stage2(req, w, guest, ns):
+    """In the guest: its own mounts, no privileges, its three connections to the host."""
     os.close(w)
     libc = _libc()
     import ctypes
@@ -285,17 +287,22 @@ def _stage2(req, w, guest, ns):
         os.makedirs(workdir, exist_ok=True)
         libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
     else:
+        if req.get("ns"):
+            # Namespaces were wanted but are refused here: a private folder of its own in the shared one.
+            workdir = os.path.join(workdir, str(req.get("token") or os.getpid()))
         os.makedirs(workdir, mode=0o700, exist_ok=True)
     _drop_privileges(libc, ctypes)
     os.setsid()
     if not ns:
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: its orphans stay in its tree
         libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with the zygote, its parent
-    # In a namespace of its own the guest's parent is the first stage, which exits at once (a death
-    # signal would fire then); it dies with the sandbox's PID namespace instead.
+    # With a namespace of its own, the guest's parent is the first stage, which exits at once (a death
+    # signal would fire then): it dies with the sandbox's PID namespace instead. (The first stage cannot
+    # be skipped: setns back to the zygote's own PID namespace is refused inside the sandbox.)
     os.environ.clear()
     for k, v in (req.get("env") or {}).items():
         os.environ[str(k)] = str(v)
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
     os.chdir(workdir)
     _reseed()
     sock_path = req["socket"]

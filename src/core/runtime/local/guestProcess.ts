@@ -153,7 +153,8 @@ export class ColdGuest implements GuestHandle {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {}
-    } else if (clean && this.gone) {
+    } else if (clean) {
+      // The guest killed its descendants before it reported: only its own process group is left.
       try {
         process.kill(-pid, 'SIGKILL');
       } catch {}

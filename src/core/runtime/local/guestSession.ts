@@ -15,14 +15,10 @@ import type { GuestHandle } from './guestProcess';
 import { annotateLimit, crashError, formatSeconds } from './guestErrors';
 
 export interface GuestSessionOptions {
-  /** Keep the guest for more executions (true), or end it after one. */
-  session: boolean;
   limits: RuntimeLimits;
   maxFrameBytes: number;
   /** How long an interrupt may take before the guest is killed (sessions only). */
   interruptGraceMs: number;
-  /** Shown on the item: which session, the how-many-th execution. */
-  sessionId?: string;
 }
 
 type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
@@ -109,8 +105,14 @@ class Execution {
       const text = this.output.pushBytes(stream, data);
       if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
     }
-    if (seen) this.ended[stream] = true;
+    if (seen) {
+      this.ended[stream] = true;
+      this.onEnded?.();
+    }
   }
+
+  /** Called when an end token arrives (set once the result is in). */
+  onEnded?: () => void;
 
   /** The streams are over (the token arrived, or the pipes closed): emit what is left. */
   endOutput(): void {
@@ -151,6 +153,8 @@ export class GuestSession {
   private deathReason?: string;
   private readonly deathListeners = new Set<(reason: string) => void>();
   busy = false;
+  /** Settles when the guest is ready for its first run (set by whoever calls start()). */
+  started: Promise<void> = Promise.resolve();
   /** Order of last use (a counter, not a clock: two runs can end in the same millisecond). */
   lastUsed = nextUse();
 
@@ -180,18 +184,31 @@ export class GuestSession {
     return () => this.deathListeners.delete(listener);
   }
 
-  /** Starts the guest: sends init; a session waits until the guest says it is ready. */
+  /** The session this guest serves (it keeps its globals); undefined: one run, then the guest ends. */
+  private sessionId?: string;
+
+  private get persistent(): boolean {
+    return this.sessionId !== undefined;
+  }
+
+  /** Makes the guest a session's (before its first run). */
+  bind(sessionId: string): void {
+    this.sessionId = sessionId;
+  }
+
+  /**
+   * Sends init (limits, frame sizes); resolves when the guest is ready for its first run. A guest started
+   * ahead of need has done this before anyone asks for it.
+   */
   start(limits: Record<string, number>, subreaper: boolean): Promise<void> {
     this.send({
       t: 'init',
-      session: this.o.session,
       subreaper,
       limits,
       max_frame: this.o.maxFrameBytes,
       max_value: Math.min(this.o.limits.maxValueBytes, this.o.maxFrameBytes - 1024),
       max_concurrency: this.o.limits.maxConcurrentToolCalls,
     });
-    if (!this.o.session) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       if (this.dead) return reject(new Error(this.deathReason ?? 'the guest exited'));
       this.ready = { resolve, reject };
@@ -245,7 +262,7 @@ export class GuestSession {
       });
     }, timeoutMs);
     try {
-      this.send({ t: 'run', run: exec.runId, code: request.code, tools: request.tools !== false, end: exec.endToken });
+      this.send({ t: 'run', run: exec.runId, code: request.code, tools: request.tools !== false, end: exec.endToken, last: !this.persistent });
       await exec.done;
       const error = exec.failure ?? (exec.completion && !exec.completion.ok ? exec.completion.error : undefined);
       return this.result(exec, error);
@@ -260,7 +277,7 @@ export class GuestSession {
     if (exec.finished || exec.failure) return;
     exec.failure = error;
     exec.toolAbort.abort();
-    if (!this.o.session) return this.kill('the run was stopped');
+    if (!this.persistent) return this.kill('the run was stopped');
     this.guest.interrupt();
     const grace = setTimeout(() => {
       if (exec.finished) return;
@@ -279,7 +296,7 @@ export class GuestSession {
 
   /** The variables view of an idle session (null while it runs or when it is gone). */
   variables(timeoutMs = 5000): Promise<VariablesSummary | null> {
-    if (!this.alive || this.busy || !this.o.session) return Promise.resolve(null);
+    if (!this.alive || this.busy || !this.persistent) return Promise.resolve(null);
     if (this.varsWaiter) return Promise.resolve(null);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -290,6 +307,16 @@ export class GuestSession {
       this.send({ t: 'vars' });
     });
   }
+
+  /** Ends a one-shot session after its run: a clean end needs no search for stray processes. */
+  end(): void {
+    if (this.dead) return;
+    const clean = !this.persistent && this.lastCompleted;
+    this.markDead('the run is over');
+    this.guest.kill(clean);
+  }
+
+  private lastCompleted = false;
 
   /** Kills the guest's whole process tree; the session is over. */
   kill(reason: string): void {
@@ -326,6 +353,7 @@ export class GuestSession {
 
   private finishExec(exec: Execution): void {
     if (exec.finished) return;
+    this.lastCompleted = !!exec.completion && !exec.failure;
     exec.endOutput();
     exec.finish();
   }
@@ -352,12 +380,12 @@ export class GuestSession {
     const exec = this.current;
     if (exec && !exec.completion && !exec.failure) {
       exec.failure = crashError(code, sig, exec.output.text('stderr'));
-      exec.stateLost = this.o.session;
+      exec.stateLost = this.persistent;
     }
     const launchError = (this.guest as { launchError?: Error }).launchError;
     if (exec && launchError && !exec.completion) exec.failure = { type: 'LaunchError', message: `Could not start the Python guest: ${launchError.message}` };
     this.markDead(launchError ? `it could not start: ${launchError.message}` : 'its process exited');
-    this.guest.kill(!!exec?.completion && !this.o.session);
+    this.guest.kill(!!exec?.completion && !this.persistent);
     this.afterKill();
   }
 
@@ -394,7 +422,7 @@ export class GuestSession {
     const exec = this.current;
     if (exec && !exec.finished) {
       exec.failure = { type: 'ProtocolError', message: `The guest sent ${what}; the run was stopped.` };
-      exec.stateLost = this.o.session;
+      exec.stateLost = this.persistent;
     }
     this.kill(`it sent ${what}`);
   }
@@ -426,13 +454,9 @@ export class GuestSession {
       case 'complete': {
         if (!exec || exec.completion || frame.run !== exec.runId) return this.violation('a result for no running code');
         exec.completion = frame.ok === true ? { ok: true, value: frame.value ?? null } : { ok: false, error: normaliseError(frame.error) };
+        // The run is over once its end token has come through stdout and stderr (a one-shot guest has
+        // also killed what it started by now; the host kills the guest itself right after).
         const end = Array.isArray(frame.end) ? frame.end : [];
-        if (end[0] !== true) exec.ended.stdout = exec.ended.stdout || !this.o.session;
-        if (end[1] !== true) exec.ended.stderr = exec.ended.stderr || !this.o.session;
-        if (!this.o.session) {
-          // One-shot: the guest exits now; the output ends when its pipes close.
-          return;
-        }
         this.whenOutputEnded(exec, end[0] === true, end[1] === true);
         return;
       }
@@ -453,23 +477,22 @@ export class GuestSession {
     }
   }
 
-  /** A session's run is over when its end token has come through stdout and stderr (or could not be written). */
+  /** A run is over when its end token has come through stdout and stderr (or could not be written). */
   private whenOutputEnded(exec: Execution, stdoutToken: boolean, stderrToken: boolean): void {
     const check = () => (!stdoutToken || exec.ended.stdout) && (!stderrToken || exec.ended.stderr);
     if (check()) return this.finishExec(exec);
-    const started = Date.now();
-    const poll = setInterval(() => {
-      if (exec.finished) return clearInterval(poll);
-      if (check() || Date.now() - started > 1000) {
-        clearInterval(poll);
-        this.finishExec(exec);
-      }
-    }, 2);
+    // Checked again as each token arrives; a guest whose fd 1 or 2 no longer reaches us gets a second.
+    const grace = setTimeout(() => this.finishExec(exec), 1000);
+    exec.onEnded = () => {
+      if (!check()) return;
+      clearTimeout(grace);
+      this.finishExec(exec);
+    };
   }
 
   private result(exec: Execution, error?: ExecutionError): CodeInterpreterCallItem {
     if (!exec.finished) exec.finish();
-    const session: SessionInfo | undefined = this.o.session && this.o.sessionId ? { id: this.o.sessionId, execution: exec.runId, ...(exec.stateLost ? { state_lost: true } : {}) } : undefined;
+    const session: SessionInfo | undefined = this.sessionId ? { id: this.sessionId, execution: exec.runId, ...(exec.stateLost ? { state_lost: true } : {}) } : undefined;
     const item = executionItem({
       itemId: exec.itemId,
       code: exec.request.code,

@@ -80,7 +80,7 @@ export class LocalRuntime implements Runtime {
   private zygote?: Promise<Zygote | undefined>;
   private zygoteStarts = 0;
   private zygoteWarned = false;
-  private spare?: Promise<GuestHandle>;
+  private spare?: Promise<GuestSession>;
   private disposed = false;
 
   constructor(private readonly options: LocalRuntimeOptions = {}) {
@@ -132,7 +132,7 @@ export class LocalRuntime implements Runtime {
     } finally {
       if (!sessionId) {
         this.oneShots.delete(session);
-        if (session.alive) session.kill('the run is over');
+        session.end();
         session.guest.release();
       } else {
         this.armIdle(sessionId);
@@ -164,13 +164,18 @@ export class LocalRuntime implements Runtime {
     return had;
   }
 
+  /** Resolves once the guest started ahead of need (with prestart) is ready. For benchmarks and tests. */
+  async warm(): Promise<void> {
+    await this.spare?.catch(() => undefined);
+  }
+
   async dispose(): Promise<void> {
     this.disposed = true;
     for (const id of [...this.sessions.keys()]) this.end(id, 'closed', 'CodeAct is shutting down.', false);
     for (const s of this.oneShots) s.kill('CodeAct is shutting down');
     const spare = this.spare;
     this.spare = undefined;
-    void spare?.then((g) => (g.kill(false), g.release())).catch(() => {});
+    void spare?.then((g) => (g.kill('CodeAct is shutting down'), g.guest.release())).catch(() => {});
     const z = this.zygote;
     this.zygote = undefined;
     (await z?.catch(() => undefined))?.dispose();
@@ -197,8 +202,9 @@ export class LocalRuntime implements Runtime {
 
   private async createSession(id: string): Promise<Entry> {
     this.evictFor(id);
-    const guest = await this.takeGuest();
-    const session = new GuestSession(guest, this.sessionOptions(true, id));
+    const session = await this.fresh(true);
+    session.bind(id);
+    const guest = session.guest;
     const entry: Entry = { id, session };
     session.onDeath((reason) => {
       if (this.sessions.get(id) !== entry) return;
@@ -210,7 +216,7 @@ export class LocalRuntime implements Runtime {
       this.notices.set(id, `[codeact] ${message}\n`);
       this.announce({ type: 'codeact.session', session_id: id, state: 'ended', reason: /interrupt/.test(reason) ? 'interrupt' : 'crashed', message });
     });
-    await session.start(guest.plan.rlimits, this.subreaper(guest));
+    if (!session.alive) throw new Error('The Python guest exited as it started; see the log.');
     this.sessions.set(id, entry);
     this.announce({ type: 'codeact.session', session_id: id, state: 'started', message: 'A new Python session started.' });
     return entry;
@@ -265,15 +271,13 @@ export class LocalRuntime implements Runtime {
   // ---- guests -------------------------------------------------------------------------------------
 
   private async oneShot(): Promise<GuestSession> {
-    const guest = await this.takeGuest();
-    const session = new GuestSession(guest, this.sessionOptions(false));
+    const session = await this.fresh(false);
     this.oneShots.add(session);
-    void session.start(guest.plan.rlimits, this.subreaper(guest));
     return session;
   }
 
-  private sessionOptions(session: boolean, sessionId?: string) {
-    return { session, limits: this.limits, maxFrameBytes: this.maxFrameBytes, interruptGraceMs: this.options.interruptGraceMs ?? 3000, sessionId };
+  private sessionOptions() {
+    return { limits: this.limits, maxFrameBytes: this.maxFrameBytes, interruptGraceMs: this.options.interruptGraceMs ?? 3000 };
   }
 
   private subreaper(guest: GuestHandle): boolean {
@@ -281,19 +285,34 @@ export class LocalRuntime implements Runtime {
     return !guest.plan.pidNamespace;
   }
 
-  /** A started guest waiting for its init frame: the one started ahead of need, or a new one. */
-  private async takeGuest(): Promise<GuestHandle> {
+  /**
+   * A started guest that has run nothing yet: the one started ahead of need (its limits applied, ready),
+   * or a new one. `waitReady`: a session waits for it; a one-shot run sends its code right behind init.
+   */
+  private async fresh(waitReady: boolean): Promise<GuestSession> {
     const spare = this.spare;
     this.spare = undefined;
-    let guest: GuestHandle | undefined;
-    if (spare) guest = await spare.catch(() => undefined);
-    if (!guest || !guest.alive) guest = await this.newGuest();
+    let session: GuestSession | undefined;
+    if (spare) session = await spare.catch(() => undefined);
+    if (!session?.alive) {
+      session = await this.startSession();
+      if (waitReady) await session.started;
+    }
     if (this.options.prestart && !this.disposed) {
-      const next = this.newGuest();
+      const next = this.startSession().then(async (s) => (await s.started, s));
       next.catch(() => {});
       this.spare = next;
     }
-    return guest;
+    return session;
+  }
+
+  private async startSession(): Promise<GuestSession> {
+    const guest = await this.newGuest();
+    const session = new GuestSession(guest, this.sessionOptions());
+    session.onDeath(() => guest.release());
+    session.started = session.start(guest.plan.rlimits, this.subreaper(guest));
+    session.started.catch(() => {});
+    return session;
   }
 
   private async newGuest(): Promise<GuestHandle> {

@@ -361,8 +361,11 @@ export class ZygoteGuest implements GuestHandle {
   }
 
   kill(clean = false): void {
-    this.zygote.killChild(this.pid);
-    if (!this.plan.pidNamespace && !(clean && this.gone)) {
+    // A guest with a PID namespace of its own takes everything it started with it; so does a one-shot
+    // guest that reported (it killed its descendants first). Otherwise the zygote kills the whole tree.
+    if (clean || this.ownNamespace) this.zygote.signal(this.pid, 9);
+    else this.zygote.killChild(this.pid);
+    if (!this.plan.pidNamespace && !clean) {
       // Without a sandbox the PID is the host's: freeze and kill the tree from here too, then anything
       // that carries the guest's marker.
       killTree(this.pid);
