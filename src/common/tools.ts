@@ -55,3 +55,17 @@ export interface ToolDeclaration {
 
 export const TOOL_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const TOOL_SOURCES = ['command', 'http', 'mcp', 'lmTool'] as const;
+
+/**
+ * Reserved call names for tool discovery from inside the code (see core/tools/discovery.ts). They all
+ * start with `codeact.`, which no declared tool name can.
+ */
+export const SEARCH_TOOLS = 'codeact.search_tools';
+export const DESCRIBE_TOOL = 'codeact.describe_tool';
+export const TOOL_CATALOG = 'codeact.tool_catalog';
+export const RESERVED_CALLS = { search: SEARCH_TOOLS, describe: DESCRIBE_TOOL, catalog: TOOL_CATALOG } as const;
+
+/** True for a reserved discovery name (never a managed tool). */
+export function isDiscoveryCall(name: unknown): boolean {
+  return typeof name === 'string' && name.startsWith('codeact.');
+}

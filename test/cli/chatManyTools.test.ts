@@ -2,11 +2,10 @@
  * `codeact chat` in a workspace that declares 300 tools of a real stdio MCP server (schemas from its
  * tools/list): the first request lists names only, within budget; the code (in the real local guest)
  * finds a tool, imports it from the generated `tools` module, trips over a wrong keyword without a round
- * trip, and calls the tool on the MCP server. guest_discovery.py is installed by the code itself until the
- * guest library ships it.
+ * trip, and calls the tool on the MCP server. The guest library installs discovery when the code names it.
  */
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/events';
@@ -17,11 +16,7 @@ import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 
-const GUEST_SRC = readFileSync(path.join(ROOT, 'src/core/tools/guest_discovery.py'), 'utf8');
 const CODE = [
-  '_ns = {}',
-  `exec(compile(${JSON.stringify(GUEST_SRC)}, "guest_discovery.py", "exec"), _ns)`,
-  '_ns["install"](globals(), call_tool, await call_tool("codeact.tool_catalog"))',
   'hits = await search_tools("roll back a deployment to the previous revision", limit=3)',
   'from tools import k8s_rollback_deployment',
   'try:',
@@ -66,7 +61,6 @@ describe('codeact chat with 300 MCP tools', function () {
     assert.deepEqual(value.done, { ok: true, message: 'k8s_rollback_deployment done' });
     const calls = events.filter((e) => e.type === 'codeact.tool_call.completed') as Extract<CodeActEvent, { type: 'codeact.tool_call.completed' }>[];
     assert.deepEqual(calls.map((e) => [e.name, e.kind ?? 'tool', e.error ?? null]), [
-      ['codeact.tool_catalog', 'discovery', null],
       ['codeact.search_tools', 'discovery', null],
       ['k8s_rollback_deployment', 'tool', null],
     ]);

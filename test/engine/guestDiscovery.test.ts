@@ -1,5 +1,5 @@
 /**
- * src/core/tools/guest_discovery.py with plain python3: `install(namespace, call_tool, catalog)` with
+ * src/core/runtime/guest/codeact_discovery.py with plain python3: `install(namespace, call_tool, catalog)` with
  * the catalogue the host builds for 300 tools, and a fake async `call_tool` that records its calls.
  */
 import * as assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { buildToolCatalog, signatureText } from '../../src/core/tools/toolCatalo
 import { loadTools } from '../../src/core/tools/declarations';
 import { manyManagedTools } from '../support/manyTools';
 
-const GUEST = path.resolve(__dirname, '../../src/core/tools/guest_discovery.py');
+const GUEST = path.resolve(__dirname, '../../src/core/runtime/guest/codeact_discovery.py');
 
 const DRIVER = String.raw`
 import asyncio, importlib.util, inspect, json, sys

@@ -4,6 +4,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
+import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
 import { TRUNCATION_MARKER, type ToolCallHandler } from './types';
 
 interface StreamState {
@@ -172,7 +173,11 @@ export class ToolDispatcher {
   }
 
   private async run(name: string, args: unknown): Promise<ToolOutcome> {
-    const { itemId, emit } = this.o;
+    const { itemId } = this.o;
+    // Discovery calls are shown quietly (kind "discovery"); the catalogue the guest fetches to build its
+    // `tools` module is plumbing and not shown at all.
+    const discovery = isDiscoveryCall(name);
+    const emit = name === TOOL_CATALOG ? () => {} : discovery ? (e: CodeActEvent) => this.o.emit({ ...e, kind: 'discovery' } as CodeActEvent) : this.o.emit;
     const callId = `${itemId}:${++this.next}`;
     const started = performance.now();
     const ms = () => Math.round((performance.now() - started) * 100) / 100;

@@ -19,19 +19,12 @@ import type { ManagedTool } from '../gateway/gateway';
 import { buildToolCatalog, oneLine, pythonName, returnsSummary, signatureText, toolGroup, toolParams, type ToolCatalog } from './toolCatalog';
 import { MAX_QUERY_CHARS, MAX_RESULTS, ToolSearchIndex } from './toolSearch';
 
-export const SEARCH_TOOLS = 'codeact.search_tools';
-export const DESCRIBE_TOOL = 'codeact.describe_tool';
-export const TOOL_CATALOG = 'codeact.tool_catalog';
-export const RESERVED_CALLS = { search: SEARCH_TOOLS, describe: DESCRIBE_TOOL, catalog: TOOL_CATALOG } as const;
-const RESERVED_PREFIX = 'codeact.';
+import { DESCRIBE_TOOL, isDiscoveryCall, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../common/tools';
+
+export { DESCRIBE_TOOL, isDiscoveryCall, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../common/tools';
 
 /** Largest schema returned by describe_tool, serialised. */
 export const MAX_DESCRIBED_SCHEMA_BYTES = 64 * 1024;
-
-/** True for a reserved discovery name (never a managed tool). */
-export function isDiscoveryCall(name: unknown): boolean {
-  return typeof name === 'string' && name.startsWith(RESERVED_PREFIX);
-}
 
 /** Adds `kind: "discovery"` to the tool-call events of discovery calls. */
 export function tagDiscoveryEvent(e: CodeActEvent): CodeActEvent {

@@ -269,8 +269,10 @@ class Guest:
                     error["type"] = "SyntaxError"
                 result = {"ok": False, "error": error}
             else:
-                fn = lib.exec_cell(compiled, self.namespace)
                 self.bridge.run_id = run_id
+                if self.bridge.enabled and lib.may_use_discovery(compiled.source):
+                    self._install_discovery(compiled.source)
+                fn = lib.exec_cell(compiled, self.namespace)
                 with lib.no_input():
                     if compiled.is_async:
                         value = lib.run_in_loop(fn, self._loop(), self.interrupt)
@@ -307,6 +309,18 @@ class Guest:
         result["run"] = run_id
         result["end"] = _write_end(frame.get("end"))
         return result
+
+    def _install_discovery(self, source):
+        """search_tools, describe_tool and the `tools` module, from the host's catalogue (fetched per
+        run that names them, so a changed tool set is seen at once)."""
+        import codeact_discovery
+        if not codeact_discovery.wants_discovery(source):
+            return
+        call_tool = self.namespace.get("call_tool")
+        if call_tool is None:
+            return
+        lib.run_in_loop(lambda: codeact_discovery.fetch_and_install(self.namespace, call_tool), self._loop(), self.interrupt)
+        self.hidden.update(lib.DISCOVERY_NAMES)
 
     def _loop(self):
         if self.loop is None or self.loop.is_closed():

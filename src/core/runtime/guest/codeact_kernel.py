@@ -216,7 +216,7 @@ def _transform_magics(source):
 
 def variables():
     """The variables view, published like a result."""
-    hidden = set(getattr(_ip, "user_ns_hidden", {}) or {}) | {"In", "Out", "exit", "quit", "get_ipython", "call_tool"}
+    hidden = set(getattr(_ip, "user_ns_hidden", {}) or {}) | {"In", "Out", "exit", "quit", "get_ipython", "call_tool", *lib.DISCOVERY_NAMES}
     from IPython.display import publish_display_data
     publish_display_data({RESULT_MIME: {"vars": lib.variables(_ip.user_ns, hidden), "nonce": _config["nonce"]}}, metadata={})
 
@@ -241,6 +241,14 @@ async def run(source_b64, run_id, tools, max_frame, max_value):
                 error["type"] = "SyntaxError"
             result = {"ok": False, "error": error}
         else:
+            if current.tools and lib.may_use_discovery(compiled.source):
+                import codeact_discovery
+                if codeact_discovery.wants_discovery(compiled.source) and await codeact_discovery.fetch_and_install(_ip.user_ns, call_tool):
+                    for name in lib.DISCOVERY_NAMES:
+                        try:
+                            _ip.user_ns_hidden[name] = _ip.user_ns[name]
+                        except Exception:  # noqa: BLE001
+                            pass
             fn = lib.exec_cell(compiled, _ip.user_ns)
             interrupt.task = asyncio.current_task()
             interrupt.loop = asyncio.get_running_loop()

@@ -446,6 +446,17 @@ def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
     return name, args, encoded
 
 
+# ---- tool discovery -------------------------------------------------------------------------------
+
+def may_use_discovery(source):
+    """A cheap first check: could the code use `tools`, `search_tools` or `describe_tool`? (Then the
+    discovery module, which is costlier to load, checks exactly.)"""
+    return "tools" in source or "describe_tool" in source
+
+
+DISCOVERY_NAMES = ("search_tools", "describe_tool")
+
+
 # ---- the variables view --------------------------------------------------------------------------
 
 _SCALARS = (bool, int, float, complex, type(None))

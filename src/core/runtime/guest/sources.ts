@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import discoverySource from './codeact_discovery.py';
 import guestSource from './codeact_guest.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
@@ -17,13 +18,15 @@ export const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_lib.py': libSource,
   'codeact_guest.py': guestSource,
   'codeact_zygote.py': zygoteSource,
+  'codeact_discovery.py': discoverySource,
 };
 
 export const LIB_SOURCE = libSource;
 export const KERNEL_SOURCE = kernelSource;
+export const DISCOVERY_SOURCE = discoverySource;
 
 /** A short hash of the library, so a kernel holding an older copy is set up again. */
-export const LIB_VERSION = createHash('sha256').update(libSource).update(kernelSource).digest('hex').slice(0, 12);
+export const LIB_VERSION = createHash('sha256').update(libSource).update(kernelSource).update(discoverySource).digest('hex').slice(0, 12);
 
 let dir: string | undefined;
 

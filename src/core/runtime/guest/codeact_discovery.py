@@ -1,7 +1,10 @@
 """Tool discovery inside the guest: `search_tools`, `describe_tool` and a generated `tools` module.
 
-Standalone (standard library only, Python 3.8+); the lead moves it into the guest library. Entry point:
+Part of the guest library (standard library only, Python 3.8+), used by the local guest and the Jupyter
+kernel alike. When the code mentions `tools`, `search_tools` or `describe_tool`, the guest fetches the
+catalogue from the host (the reserved call `codeact.tool_catalog`) and installs it before the code runs:
 
+    await fetch_and_install(namespace, call_tool)
     install(namespace, call_tool, catalog) -> the `tools` module
 
 - `namespace`: the dict the user's code runs in (its globals). `search_tools` and `describe_tool` are
@@ -40,6 +43,12 @@ import json
 import keyword
 import sys
 import types
+
+try:  # in the guest library, its frames are ours and never shown in a user's traceback
+    import codeact_lib as _lib
+    _lib.own_file(sys._getframe().f_code.co_filename)
+except ImportError:
+    pass
 
 CATALOG_FORMAT = 1
 DEFAULT_RESERVED = {"search": "codeact.search_tools", "describe": "codeact.describe_tool", "catalog": "codeact.tool_catalog"}
@@ -233,3 +242,25 @@ def install(namespace, call_tool, catalog):
     namespace["search_tools"] = search_tools
     namespace["describe_tool"] = describe_tool
     return module
+
+
+WANTS = None
+
+
+def wants_discovery(source):
+    """True when the code may use discovery (it names `tools`, `search_tools` or `describe_tool`)."""
+    global WANTS
+    if WANTS is None:
+        import re
+        WANTS = re.compile(r"\b(tools|search_tools|describe_tool)\b")
+    return WANTS.search(source) is not None
+
+
+async def fetch_and_install(namespace, call_tool):
+    """Fetches the host's catalogue and installs discovery; returns False when the host has none."""
+    try:
+        catalog = await call_tool(DEFAULT_RESERVED["catalog"])
+    except RuntimeError:
+        return False
+    install(namespace, call_tool, catalog)
+    return True
