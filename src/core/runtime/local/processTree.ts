@@ -123,3 +123,88 @@ export function processesWithCmdline(needle: string): number[] {
   }
   return out;
 }
+
+/** Live (not zombie) processes whose environment holds `NAME=value`. */
+function markedPids(needle: Buffer, skip: Set<number>): number[] {
+  const out: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const entry of entries) {
+    const c = entry.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(entry);
+    if (pid === process.pid || skip.has(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/environ`).indexOf(needle) >= 0) out.push(pid);
+    } catch {}
+  }
+  return out;
+}
+
+/**
+ * Kills every process whose environment holds `NAME=value`, and their descendants, however they got
+ * away (a background child, `setsid`, a double fork): freezes them in rounds until no new one appears
+ * (at most 20 rounds, so a fork bomb cannot keep it going), then kills them all. Returns their PIDs.
+ * A process that cleared its environment and left the tree before the first round is not found.
+ * Linux only; elsewhere it finds nothing.
+ */
+export function killMarked(name: string, value: string): number[] {
+  if (!isLinux) return [];
+  const needle = Buffer.from(`${name}=${value}\0`);
+  const frozen = new Set<number>();
+  for (let round = 0; round < 20; round++) {
+    const fresh = markedPids(needle, frozen);
+    for (const pid of fresh) {
+      frozen.add(pid);
+      signal(pid, 'SIGSTOP');
+    }
+    // Their descendants too (one /proc pass per round), in case one cleared its environment.
+    const tree = parentMap();
+    const stack = [...frozen];
+    let added = 0;
+    while (stack.length) {
+      for (const child of tree.get(stack.pop()!) ?? []) {
+        if (frozen.has(child)) continue;
+        frozen.add(child);
+        signal(child, 'SIGSTOP');
+        stack.push(child);
+        added++;
+      }
+    }
+    if (!fresh.length && !added) break;
+  }
+  for (const pid of frozen) signal(pid, 'SIGKILL');
+  return [...frozen];
+}
+
+/** Whether `pid` is a live process (a zombie counts as gone). */
+export function isAlive(pid: number): boolean {
+  if (isLinux) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once none of `pids` is alive, or after `maxMs`. SIGKILL is asynchronous: this makes "after close, nothing runs" hold. */
+export async function waitGone(pids: number[], maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let left = pids.filter(isAlive);
+  while (left.length && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 10));
+    left = left.filter(isAlive);
+  }
+}
