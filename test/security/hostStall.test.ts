@@ -9,8 +9,13 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
 import { compileSchema, MAX_ERRORS } from '../../src/core/gateway/schema';
-import { loadTools } from '../../src/core/tools/declarations';
+import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
+import { McpClientPool, type McpServerSpec } from '../../src/core/tools/mcp';
 import { LAG_BOUND_MS, withLag } from './lag';
+
+const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');
+const tag = `--tag=codeact-stall-test-${process.pid}-${Date.now()}`;
 
 let n = 0;
 const call = (gw: ToolGateway, name: string, args: unknown) =>
@@ -158,6 +163,65 @@ describe('security: the host cannot be stalled (issue 11, point 1)', function ()
       assert.equal(failed.ok, false);
       assert.equal(failed.code, 'unknown_tool');
       assert.match(failed.error!, /Unknown tool "nope"/);
+    });
+  });
+
+  describe('an MCP server cannot stall the host', () => {
+    let pool: McpClientPool;
+    beforeEach(() => (pool = new McpClientPool({ connectTimeoutMs: 20_000 })));
+    afterEach(async () => {
+      await pool.dispose();
+      assert.deepEqual(processesWithCmdline(tag), [], 'a hostile server is still running');
+    });
+    const spec = (...flags: string[]): McpServerSpec => ({ kind: 'stdio', argv: [process.execPath, hostile, tag, ...flags], cwd: ws, env: { PATH: process.env.PATH ?? '' } });
+
+    it('a server that paginates forever: listing stops at the page limit', async () => {
+      const r = await withLag('tools/list paginating forever', () => pool.listTools(spec('--paginate-forever')));
+      assert.match(String(r.error), /has more than 50 pages of tools \(tools\/list kept returning a nextCursor\); CodeAct stops listing there/);
+      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+    });
+
+    it('a slow server that paginates forever: listing stops at its deadline', async () => {
+      const slow = new McpClientPool({ listLimits: { timeoutMs: 1_000, maxPages: 10_000 } });
+      try {
+        const t0 = Date.now();
+        await assert.rejects(slow.listTools(spec('--paginate-forever', '--page-delay=50')), /listing the tools of the MCP server .* took longer than 1 s, the deadline for all its pages/);
+        assert.ok(Date.now() - t0 < 10_000);
+      } finally {
+        await slow.dispose();
+      }
+    });
+
+    it('a server that lists a million tools in one page: refused, and the host keeps running', async () => {
+      const r = await withLag('one page of 1,000,000 tools', () => pool.listTools(spec('--tools=1000000')));
+      assert.match(String(r.error), /the connection to the MCP server .* was dropped: it sent a message over CodeAct's limits: a message (has more than 50,000 objects and arrays|is longer than 4 MiB)/);
+      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+    });
+
+    it('a server that lists 20,000 tools in one page, under the message caps: refused before any tool is parsed', async () => {
+      const r = await withLag('one page of 20,000 tools (about 1 MB)', () => pool.listTools(spec('--tools=20000')));
+      assert.match(String(r.error), /lists more than 1,000 tools, CodeAct's limit for one server/);
+      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+    });
+
+    it('a server whose pages add up to too many tools: refused at the tool limit', async () => {
+      await assert.rejects(pool.listTools(spec('--pages=5', '--page-size=400')), /lists more than 1,000 tools/);
+    });
+
+    it("an MCP server's evil patterns, in inputSchema and outputSchema, run in linear time", async () => {
+      const set = await loadToolsAsync([{ name: 'evil', mcp: { command: spec('--evil-schema').kind === 'stdio' ? [process.execPath, hostile, tag, '--evil-schema'] : [], tool: 'evil' } }], {
+        workspace: ws,
+        mcpPool: pool,
+      });
+      assert.deepEqual(set.errors, []);
+      const gw = new ToolGateway(set.tools);
+      const r1 = await withLag("the server's inputSchema against 20,000 \"a\" and \"!\"", () => call(gw, 'evil', { s: 'a'.repeat(20_000) + '!' }));
+      assert.match(String(r1.error), /\$\.s must match pattern "\^\(a\+\)\+\$"/);
+      assert.ok(r1.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r1.lagMs} ms`);
+      // The server answers with structuredContent that the SDK checks against the evil outputSchema.
+      const r2 = await withLag('the server\'s outputSchema against its own 50,000 "a" and "!"', () => call(gw, 'evil', {}));
+      assert.match(String(r2.error), /Tool "evil" failed: .*(output schema|too costly|validation budget)/);
+      assert.ok(r2.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r2.lagMs} ms`);
     });
   });
 });

@@ -16,7 +16,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type JSONRPCMessage, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchema, McpSource, ToolDeclaration } from '../../common/tools';
@@ -25,7 +25,7 @@ import { compileSchema } from '../gateway/schema';
 import { descendantsOf, killMarked, killTree, waitGone } from '../runtime/local/processTree';
 import { commandEnv } from './command';
 import type { DeclarationError, ToolSet } from './declarations';
-import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, MCP_MAX_MESSAGE_BYTES, McpListLimitError, type McpListLimits } from './mcpList';
+import { boundedSchemaValidator, cappedFetch, LineBuffer, listAllTools, listTimeout, MCP_LIST_LIMITS, MCP_MAX_MESSAGE_BYTES, McpListLimitError, type McpListLimits } from './mcpList';
 
 /** The environment variable that marks a stdio server and everything it starts (value: one per server process). */
 export const MCP_SERVER_MARKER = 'CODEACT_MCP_SERVER';
@@ -330,7 +330,7 @@ class StdioServerTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcessWithoutNullStreams;
-  private readonly buffer = new ReadBuffer({ maxBufferSize: MCP_MAX_MESSAGE_BYTES });
+  private readonly lines = new LineBuffer(MCP_MAX_MESSAGE_BYTES);
   /** In the server's environment, so its daemons (setsid, double fork) can be found and killed. */
   private readonly marker = randomBytes(9).toString('hex');
   private stderrText = '';
@@ -373,24 +373,24 @@ class StdioServerTransport implements Transport {
         else this.onerror?.(e);
       });
       child.stdout.on('data', (chunk: Buffer) => {
+        let lines: string[];
         try {
-          this.buffer.append(chunk);
+          lines = this.lines.push(chunk);
         } catch (e) {
           // A message too large to buffer: the stream cannot be resynchronised, so drop the connection.
-          this.fatal = `it sent a message larger than the client accepts (${(e as Error).message})`;
+          this.fatal = `it sent a message over CodeAct's limits: ${(e as Error).message}`;
           this.onerror?.(e as Error);
           void this.close();
           return;
         }
-        for (;;) {
-          let message: JSONRPCMessage | null;
+        for (const line of lines) {
+          let message: JSONRPCMessage;
           try {
-            message = this.buffer.readMessage();
+            message = deserializeMessage(line);
           } catch (e) {
             this.onerror?.(new Error(`the server wrote a line on stdout that is not an MCP message (${(e as Error).message.split('\n')[0]}); servers must log to stderr`));
             continue;
           }
-          if (!message) break;
           if ('id' in message && ('result' in message || 'error' in message) && this.pending.delete(message.id as string | number)) this.updateRef();
           this.onmessage?.(message);
         }
@@ -652,10 +652,10 @@ export class McpClientPool {
 
   private toolsOf(conn: Connection, options: McpCallOptions): Promise<Tool[]> {
     if (!conn.tools) {
-      const p = listAllTools(conn.client, conn.label, this.listLimits, this.lifetime.signal).catch((e) => {
+      const p = listAllTools(conn.client, conn.label, this.listLimits).catch((e) => {
         if (e instanceof McpListLimitError) throw e;
         // The request of a page got the time left until the listing's deadline.
-        if (e instanceof McpError && e.code === ErrorCode.RequestTimeout && !this.lifetime.signal.aborted) throw listTimeout(conn.label, this.listLimits);
+        if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) throw listTimeout(conn.label, this.listLimits);
         throw e;
       });
       conn.tools = p;

@@ -4,7 +4,8 @@
  * - `tools/list` stops after {@link MCP_LIST_LIMITS} pages and tools and has one deadline for all its
  *   pages; a page is checked by hand (cheaply) before any tool in it is parsed, so a page of a million
  *   tools costs no more than its JSON text.
- * - Messages are capped at {@link MCP_MAX_MESSAGE_BYTES}, on stdio and over HTTP alike.
+ * - Messages are capped at {@link MCP_MAX_MESSAGE_BYTES} and {@link MCP_MAX_MESSAGE_NESTS} objects and
+ *   arrays before they are parsed, on stdio and over HTTP alike.
  * - The SDK's own check of `structuredContent` against a tool's `outputSchema` goes through the
  *   gateway's schema engine (linear-time patterns, a work budget), compiled only for tools called.
  */
@@ -27,8 +28,27 @@ export interface McpListLimits {
 
 export const MCP_LIST_LIMITS: McpListLimits = { maxPages: 50, maxTools: 1_000, timeoutMs: 30_000 };
 
-/** Largest message accepted from a server (a line on stdio, a response body over HTTP). */
-export const MCP_MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
+/**
+ * Largest message accepted from a server (a line on stdio, a response body over HTTP): the same as a
+ * command tool's output and an HTTP tool's response. Parsing one takes tens of milliseconds.
+ */
+export const MCP_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Most `{` and `[` in one message, strings included (JSON text inside a text block is parsed too): what
+ * JSON.parse costs is mostly the objects it builds, about 0.3 µs each, so 50,000 cost about 15 ms.
+ */
+export const MCP_MAX_MESSAGE_NESTS = 50_000;
+
+/** How many `{` and `[` bytes `chunk` holds. */
+function countNests(chunk: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < chunk.length; i++) {
+    const c = chunk[i];
+    if (c === 0x7b || c === 0x5b) n++;
+  }
+  return n;
+}
 
 /** Thrown when a listing passes a limit; the message is a sentence that follows "failed: ". */
 export class McpListLimitError extends Error {}
@@ -112,15 +132,64 @@ export function cappedFetch(maxBytes = MCP_MAX_MESSAGE_BYTES): FetchLike {
     const res = await fetch(url, init);
     if (!res.body) return res;
     let total = 0;
+    let nests = 0;
     const capped = res.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
           total += chunk.byteLength;
+          nests += countNests(chunk);
           if (total > maxBytes) controller.error(new Error(`the server sent a response larger than ${formatBytes(maxBytes)}, CodeAct's limit for one MCP message`));
-          else controller.enqueue(chunk);
+          else if (nests > MCP_MAX_MESSAGE_NESTS) {
+            controller.error(new Error(`the server sent a response with more than ${MCP_MAX_MESSAGE_NESTS.toLocaleString('en-US')} objects and arrays, CodeAct's limit for one MCP message`));
+          } else controller.enqueue(chunk);
         },
       }),
     );
     return new Response(capped, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
+}
+
+/**
+ * Splits a stdio stream into lines, each at most `maxBytes`. Linear in the input: each chunk is scanned
+ * once and a line is joined once (the SDK's ReadBuffer re-joins and re-scans everything buffered on
+ * every chunk, which is quadratic in a long line).
+ */
+export class LineBuffer {
+  private parts: Buffer[] = [];
+  private size = 0;
+  private nests = 0;
+
+  constructor(private readonly maxBytes = MCP_MAX_MESSAGE_BYTES) {}
+
+  /** The complete lines `chunk` ends; throws when a line passes the cap (the stream cannot be resynchronised then). */
+  push(chunk: Buffer): string[] {
+    const lines: string[] = [];
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
+      this.add(chunk.subarray(start, nl));
+      const line = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size);
+      lines.push(line.toString('utf8').replace(/\r$/, ''));
+      this.parts = [];
+      this.size = this.nests = 0;
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.add(chunk.subarray(start));
+    return lines;
+  }
+
+  private add(piece: Buffer): void {
+    this.nests += countNests(piece);
+    if (this.size + piece.length > this.maxBytes || this.nests > MCP_MAX_MESSAGE_NESTS) {
+      const nests = this.nests > MCP_MAX_MESSAGE_NESTS;
+      this.parts = [];
+      this.size = this.nests = 0;
+      throw new Error(
+        nests
+          ? `a message has more than ${MCP_MAX_MESSAGE_NESTS.toLocaleString('en-US')} objects and arrays (CodeAct's limit for one MCP message)`
+          : `a message is longer than ${formatBytes(this.maxBytes)} (CodeAct's limit for one MCP message)`,
+      );
+    }
+    this.parts.push(piece);
+    this.size += piece.length;
+  }
 }
