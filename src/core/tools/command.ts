@@ -23,7 +23,7 @@ export async function reapToolProcesses(pid: number | undefined, marker: string,
     killTree(pid, !rootExited);
     if (!rootExited) doomed.push(pid);
   }
-  doomed.push(...killMarked(TOOL_MARKER, marker));
+  doomed.push(...(await killMarked(TOOL_MARKER, marker)));
   await waitGone(doomed, 2000);
 }
 
@@ -81,13 +81,15 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
     const timer = setTimeout(() => stop(`timed out after ${timeoutMs / 1000} s (raise "timeoutMs" in its declaration if it needs longer)`), timeoutMs);
     const onAbort = () => stop('was stopped');
     options.signal.addEventListener('abort', onAbort, { once: true });
+    let reaping: Promise<void> | undefined;
+    const reap = () => (reaping ??= reapToolProcesses(child.pid, marker, exited));
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       options.signal.removeEventListener('abort', onAbort);
       // The call has ended: whatever it left running goes with it before the caller hears back.
-      void reapToolProcesses(child.pid, marker, exited).finally(fn);
+      void reap().finally(fn);
     };
     child.stdout.on('data', (b: Buffer) => {
       outBytes += b.length;
@@ -107,7 +109,7 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
     child.on('exit', (code, sig) => {
       exited = true;
       // Background children holding the pipes die now; what the program wrote is already in them.
-      void reapToolProcesses(child.pid, marker, true);
+      void reap();
       // Give the pipes a moment to drain, but never wait on a grandchild that holds them.
       const finish = () =>
         settle(() => {

@@ -22,7 +22,7 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type JSONRPCMes
 import type { JsonSchema, McpSource, ToolDeclaration } from '../../common/tools';
 import type { ManagedTool } from '../gateway/gateway';
 import { compileSchema } from '../gateway/schema';
-import { descendantsOf, killMarked, killTree, waitGone } from '../runtime/local/processTree';
+import { descendantsOf, killMarked, killMarkedNow, killTree, waitGone } from '../runtime/local/processTree';
 import { commandEnv } from './command';
 import type { DeclarationError, ToolSet } from './declarations';
 import { boundedSchemaValidator, cappedFetch, LineBuffer, listAllTools, listTimeout, MCP_LIST_LIMITS, MCP_MAX_MESSAGE_BYTES, McpListLimitError, type McpListLimits } from './mcpList';
@@ -458,7 +458,7 @@ class StdioServerTransport implements Transport {
           } catch {}
         }
         // Daemons that left the tree (setsid, double fork) still carry the marker.
-        doomed.push(...killMarked(MCP_SERVER_MARKER, this.marker));
+        doomed.push(...(await killMarked(MCP_SERVER_MARKER, this.marker)));
         // SIGKILL is asynchronous: resolve once they are really gone, so "after dispose() nothing runs" holds.
         await waitGone(doomed, 2000);
       }
@@ -470,7 +470,7 @@ class StdioServerTransport implements Transport {
   /** Synchronous teardown, for `process.on('exit')`. */
   killNow(): void {
     if (this.child?.pid && !this.exit) killTree(this.child.pid);
-    if (this.child) killMarked(MCP_SERVER_MARKER, this.marker);
+    if (this.child) killMarkedNow(MCP_SERVER_MARKER, this.marker);
   }
 
   /** An idle server must not keep a finished CLI alive; a pending request must keep it waiting. */

@@ -11,6 +11,7 @@
  * the run (documented in README).
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 
 const isLinux = process.platform === 'linux';
 
@@ -124,61 +125,91 @@ export function processesWithCmdline(needle: string): number[] {
   return out;
 }
 
-/** Live (not zombie) processes whose environment holds `NAME=value`. */
-function markedPids(needle: Buffer, skip: Set<number>): number[] {
-  const out: number[] = [];
+/** One pass over /proc without blocking: parent -> children, and the processes whose environment holds `needle`. */
+async function scanProc(needle: Buffer): Promise<{ children: Map<number, number[]>; marked: number[] }> {
+  const children = new Map<number, number[]>();
+  const marked: number[] = [];
   let entries: string[];
   try {
-    entries = readdirSync('/proc');
+    entries = await readdir('/proc');
   } catch {
-    return out;
+    return { children, marked };
   }
-  for (const entry of entries) {
-    const c = entry.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    const pid = Number(entry);
-    if (pid === process.pid || skip.has(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/environ`).indexOf(needle) >= 0) out.push(pid);
-    } catch {}
+  const pids = entries.filter((e) => e.charCodeAt(0) >= 48 && e.charCodeAt(0) <= 57).map(Number);
+  // In slices, so a machine with thousands of processes does not open thousands of files at once.
+  for (let i = 0; i < pids.length; i += 64) {
+    await Promise.all(
+      pids.slice(i, i + 64).map(async (pid) => {
+        try {
+          const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
+          const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+          let list = children.get(ppid);
+          if (!list) children.set(ppid, (list = []));
+          list.push(pid);
+          if (pid !== process.pid && (await readFile(`/proc/${pid}/environ`)).indexOf(needle) >= 0) marked.push(pid);
+        } catch {}
+      }),
+    );
   }
-  return out;
+  return { children, marked };
 }
 
 /**
  * Kills every process whose environment holds `NAME=value`, and their descendants, however they got
  * away (a background child, `setsid`, a double fork): freezes them in rounds until no new one appears
- * (at most 20 rounds, so a fork bomb cannot keep it going), then kills them all. Returns their PIDs.
- * A process that cleared its environment and left the tree before the first round is not found.
- * Linux only; elsewhere it finds nothing.
+ * (at most 20 rounds, so a fork bomb cannot keep it going), then kills them all. Reads /proc without
+ * blocking the event loop. Resolves to their PIDs. A process that cleared its environment and left
+ * the tree before the first round is not found. Linux only; elsewhere it finds nothing.
  */
-export function killMarked(name: string, value: string): number[] {
+export async function killMarked(name: string, value: string): Promise<number[]> {
   if (!isLinux) return [];
   const needle = Buffer.from(`${name}=${value}\0`);
   const frozen = new Set<number>();
   for (let round = 0; round < 20; round++) {
-    const fresh = markedPids(needle, frozen);
-    for (const pid of fresh) {
+    const { children, marked } = await scanProc(needle);
+    let added = 0;
+    const stack: number[] = [];
+    const stop = (pid: number) => {
+      if (frozen.has(pid)) return;
       frozen.add(pid);
       signal(pid, 'SIGSTOP');
-    }
-    // Their descendants too (one /proc pass per round), in case one cleared its environment.
-    const tree = parentMap();
-    const stack = [...frozen];
-    let added = 0;
-    while (stack.length) {
-      for (const child of tree.get(stack.pop()!) ?? []) {
-        if (frozen.has(child)) continue;
-        frozen.add(child);
-        signal(child, 'SIGSTOP');
-        stack.push(child);
-        added++;
-      }
-    }
-    if (!fresh.length && !added) break;
+      stack.push(pid);
+      added++;
+    };
+    marked.forEach(stop);
+    // Their descendants too, in case one cleared its environment.
+    stack.push(...frozen);
+    while (stack.length) for (const child of children.get(stack.pop()!) ?? []) stop(child);
+    if (!added) break;
   }
   for (const pid of frozen) signal(pid, 'SIGKILL');
   return [...frozen];
+}
+
+/** {@link killMarked} for `process.on('exit')`, where nothing asynchronous runs: one blocking pass, no rounds. */
+export function killMarkedNow(name: string, value: string): void {
+  if (!isLinux) return;
+  const needle = Buffer.from(`${name}=${value}\0`);
+  const tree = parentMap();
+  const doomed = new Set<number>();
+  for (const pids of tree.values()) {
+    for (const pid of pids) {
+      if (pid === process.pid) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/environ`).indexOf(needle) >= 0) doomed.add(pid);
+      } catch {}
+    }
+  }
+  const stack = [...doomed];
+  while (stack.length) {
+    for (const child of tree.get(stack.pop()!) ?? []) {
+      if (!doomed.has(child)) {
+        doomed.add(child);
+        stack.push(child);
+      }
+    }
+  }
+  for (const pid of doomed) signal(pid, 'SIGKILL');
 }
 
 /** Whether `pid` is a live process (a zombie counts as gone). */
