@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { CodeActEvent, CodeInterpreterCallItem } from './common/events';
+import { sanitizeTerminal, TerminalSanitizer } from './common/terminal';
 import { ToolGateway } from './core/gateway/gateway';
 import type { LocalRuntimeOptions } from './core/runtime/local/localRuntime';
 import { createRuntime, RuntimeConfigError, type RuntimeSetting } from './core/runtime/factory';
@@ -50,7 +51,7 @@ export function openWorkspace(dir: string | undefined): Workspace {
 }
 
 export function reportDeclarationErrors(toolSet: ToolSet): void {
-  for (const e of toolSet.errors) process.stderr.write(`${red('warning:')} ${formatDeclarationError(e)} (this tool is unavailable)\n`);
+  for (const e of toolSet.errors) process.stderr.write(`${red('warning:')} ${sanitizeTerminal(formatDeclarationError(e))} (this tool is unavailable)\n`);
 }
 
 export function sandboxFrom(values: { sandbox?: string }, settings: Record<string, unknown>): SandboxSetting {
@@ -75,19 +76,20 @@ function parse<T extends ParseArgsConfig['options']>(config: { args: string[]; o
   }
 }
 
-/** Human rendering of the event stream: the code's output as it comes, a line per tool call. */
+/** Human rendering of the event stream: the code's output as it comes, a line per tool call. Colours pass, other control sequences do not. */
 export function humanPrinter(): (e: CodeActEvent) => void {
+  const clean = { stdout: new TerminalSanitizer(), stderr: new TerminalSanitizer() };
   return (e) => {
     switch (e.type) {
       case 'codeact.output.delta':
-        (e.stream === 'stderr' ? process.stderr : process.stdout).write(e.delta);
+        (e.stream === 'stderr' ? process.stderr : process.stdout).write(clean[e.stream === 'stderr' ? 'stderr' : 'stdout'].write(e.delta));
         break;
       case 'codeact.tool_call.completed': {
         const args = JSON.stringify(lastArgs.get(e.call_id) ?? {});
         lastArgs.delete(e.call_id);
         const mark = e.error === undefined ? green('✓') : red('✗');
-        const detail = e.error === undefined ? '' : ` ${red(e.error.split('\n')[0])}`;
-        process.stdout.write(`${dim('→')} ${e.name}(${truncate(args, 160)}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`);
+        const detail = e.error === undefined ? '' : ` ${red(sanitizeTerminal(e.error.split('\n')[0]))}`;
+        process.stdout.write(`${dim('→')} ${sanitizeTerminal(e.name)}(${sanitizeTerminal(truncate(args, 160))}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`);
         break;
       }
       case 'codeact.tool_call.started':
@@ -104,11 +106,11 @@ function truncate(s: string, n: number): string {
 
 export function printItemResult(item: CodeInterpreterCallItem): void {
   if (item.status === 'completed') {
-    process.stdout.write(`${green('⇒')} ${JSON.stringify(item.value ?? null, null, 2)}\n`);
+    process.stdout.write(`${green('⇒')} ${sanitizeTerminal(JSON.stringify(item.value ?? null, null, 2))}\n`);
   } else if (item.error) {
     const e = item.error;
-    if (e.traceback) process.stderr.write(red(e.traceback.endsWith('\n') ? e.traceback : e.traceback + '\n'));
-    else process.stderr.write(red(`${e.type}: ${e.message}\n`));
+    if (e.traceback) process.stderr.write(red(sanitizeTerminal(e.traceback.endsWith('\n') ? e.traceback : e.traceback + '\n')));
+    else process.stderr.write(red(sanitizeTerminal(`${e.type}: ${e.message}\n`)));
   }
 }
 
@@ -240,8 +242,8 @@ async function toolsCommand(argv: string[]): Promise<number> {
     );
   } else {
     if (!sorted.length && !errors.length) process.stdout.write(`No managed tools declared in ${path.join(ws.dir, '.vscode', 'settings.json')} (codeact.tools).\n`);
-    for (const t of sorted) process.stdout.write(`${t.name}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${t.description}\n`);
-    for (const e of errors) process.stdout.write(`${red('error:')} ${formatDeclarationError(e)}\n`);
+    for (const t of sorted) process.stdout.write(`${t.name}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${sanitizeTerminal(t.description)}\n`);
+    for (const e of errors) process.stdout.write(`${red('error:')} ${sanitizeTerminal(formatDeclarationError(e))}\n`);
   }
   return errors.length ? 2 : 0;
 }

@@ -9,6 +9,7 @@ import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { CodeActEvent } from './common/events';
+import { sanitizeTerminal, TerminalSanitizer } from './common/terminal';
 import { AgentLoop, type AgentMode } from './core/agent/agent';
 import { AGENT_PROTOCOLS, type AgentProtocol } from './core/agent/textProtocol';
 import { TranscriptStore, titleFrom, type Conversation } from './core/agent/transcriptStore';
@@ -216,17 +217,19 @@ function chatPrinter(): (e: CodeActEvent) => void {
   const tty = process.stdout.isTTY && !process.env.NO_COLOR;
   const dim = (s: string) => (tty ? `\x1b[2m${s}\x1b[22m` : s);
   let inCode = false;
+  const text = new TerminalSanitizer();
+  const code = new TerminalSanitizer();
   return (e) => {
     switch (e.type) {
       case 'response.output_text.delta':
-        if (!e.thinking) process.stdout.write(e.delta);
+        if (!e.thinking) process.stdout.write(text.write(e.delta));
         break;
       case 'response.code_interpreter_call.in_progress':
         process.stdout.write(dim('\n```python\n'));
         inCode = true;
         break;
       case 'response.code_interpreter_call_code.delta':
-        if (inCode) process.stdout.write(dim(e.delta));
+        if (inCode) process.stdout.write(dim(code.write(e.delta)));
         break;
       case 'response.code_interpreter_call_code.done':
         if (inCode) process.stdout.write(dim(e.code.endsWith('\n') ? '```\n' : '\n```\n'));
@@ -236,9 +239,9 @@ function chatPrinter(): (e: CodeActEvent) => void {
         if (e.item.type === 'code_interpreter_call') {
           const it = e.item;
           if (it.runtime !== 'local' && it.runtime !== 'jupyter') {
-            for (const o of it.outputs) if (o.type === 'logs') (o.stream === 'stderr' ? process.stderr : process.stdout).write(o.logs.endsWith('\n') ? o.logs : o.logs + '\n');
+            for (const o of it.outputs) if (o.type === 'logs') (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n'));
           }
-          process.stdout.write(it.status === 'completed' ? dim(`⇒ ${JSON.stringify(it.value ?? null).slice(0, 300)}\n\n`) : `✗ ${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}\n\n`);
+          process.stdout.write(sanitizeTerminal(it.status === 'completed' ? dim(`⇒ ${JSON.stringify(it.value ?? null).slice(0, 300)}\n\n`) : `✗ ${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}\n\n`));
         }
         break;
       case 'codeact.retry':

@@ -58,15 +58,34 @@ describe('tool gateway', () => {
     assert.equal(gw.records[0].ok, false);
   });
 
-  it('records name, arguments, duration, ok and result size of each call', async () => {
+  it('records name, argument preview and size, duration, ok and result size of each call', async () => {
     const gw = new ToolGateway([base({ name: 'echo', invoke: async (a) => a })]);
     assert.deepEqual(await call(gw, 'echo', { x: 1 }), { x: 1 });
     const r = gw.records[0];
     assert.equal(r.name, 'echo');
-    assert.deepEqual(r.arguments, { x: 1 });
+    assert.equal(r.arguments_preview, '{"x":1}');
+    assert.equal(r.output_preview, '{"x":1}');
+    assert.ok(r.argument_bytes > 0);
     assert.equal(r.ok, true);
     assert.equal(r.result_bytes, Buffer.byteLength('{"x":1}'));
     assert.ok(r.duration_ms >= 0);
+  });
+
+  it('keeps two different patterns apart (compiled patterns are shared by their text)', () => {
+    const v = compileSchema({ type: 'object', properties: { a: { type: 'string', pattern: '^a+$' }, b: { type: 'string', pattern: '^b+$' } } });
+    assert.deepEqual(v({ a: 'aaa', b: 'bbb' }), []);
+    assert.deepEqual(v({ a: 'bbb', b: 'aaa' }), ['$.a must match pattern "^a+$"', '$.b must match pattern "^b+$"']);
+  });
+
+  it('refuses a pattern the linear-time engine cannot run, saying what to change', () => {
+    assert.throws(() => compileSchema({ type: 'string', pattern: '^(?=a)a$' }), /pattern "\^\(\?=a\)a\$" cannot be used.*lookahead, lookbehind and backreferences are not available/);
+  });
+
+  it('checks enum and uniqueItems by value, whatever the key order', () => {
+    const v = compileSchema({ type: 'array', uniqueItems: true, items: { enum: [{ a: 1, b: [1, 2] }, 'x', 2] } });
+    assert.deepEqual(v([{ b: [1, 2], a: 1 }, 'x', 2.0]), []);
+    assert.match(v([{ a: 1, b: [1, 2] }, { b: [1, 2], a: 1 }]).join(), /must NOT have duplicate items \(items ## 0 and 1 are identical\)/);
+    assert.match(v(['y']).join(), /\$\[0\] must be one of \[\{"a":1,"b":\[1,2\]\},"x",2\]/);
   });
 
   it('applies approval policies: deny always wins, ask needs an approver, auto runs', async () => {

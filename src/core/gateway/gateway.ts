@@ -1,14 +1,47 @@
 /**
  * The tool gateway: the trust boundary between guest code and the host. Only allowlisted tools run;
- * arguments are validated before a tool is invoked and results after; the approval policy applies;
- * every call is recorded. Guest input is untrusted: names and arguments are checked, never trusted.
+ * arguments are capped in size, depth and key count, then validated before a tool is invoked, and
+ * results after; the approval policy applies; every call is recorded as a short summary. Guest input
+ * is untrusted: names and arguments are checked, never trusted.
  */
-import type { ToolCallRecord } from '../../common/events';
 import type { ApprovalPolicy, JsonSchema, ToolExposure } from '../../common/tools';
 import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
 import { isDiscoveryCall, ToolDiscovery } from '../tools/discovery';
 import type { ToolCatalog } from '../tools/toolCatalog';
-import { compileSchema, type Validator } from './schema';
+import { ARGUMENT_LIMITS, measureShape, preview, type ShapeLimits } from './limits';
+import { BudgetExceeded, compileSchema, type Validator } from './schema';
+
+/**
+ * What the gateway keeps of one call: a bounded summary, never the whole arguments or result, so
+ * memory stays flat however many calls a session makes and however large they are.
+ */
+export interface ToolCallSummary {
+  call_id: string;
+  name: string;
+  ok: boolean;
+  /** The error message, cut to {@link SUMMARY_TEXT} characters. */
+  error?: string;
+  code?: ToolError['code'];
+  /** About the size of the arguments as JSON (a lower bound when a cap refused them). */
+  argument_bytes: number;
+  /** Size of the result as JSON; 0 when there is none. */
+  result_bytes: number;
+  /** The start of the arguments as JSON, at most {@link SUMMARY_TEXT} characters. */
+  arguments_preview: string;
+  /** The start of the result as JSON, at most {@link SUMMARY_TEXT} characters. */
+  output_preview?: string;
+  duration_ms: number;
+  started_at: number;
+  ended_at: number;
+}
+
+/** Longest text kept in a summary. */
+export const SUMMARY_TEXT = 200;
+/** Summaries kept by default (the newest). */
+export const MAX_RECORDS = 200;
+
+/** Caps on a tool's result, checked before it is serialised or validated (its size: `maxResultBytes`). */
+const RESULT_SHAPE = { maxDepth: 128, maxKeys: 250_000 };
 
 export interface ToolInvokeContext {
   signal: AbortSignal;
@@ -43,9 +76,13 @@ export interface GatewayOptions {
   /** Overrides per tool (for example "Allow for this session"); `deny` always wins over everything. */
   policyOverride?: (tool: ManagedTool) => ApprovalPolicy | undefined;
   log?: (line: string) => void;
-  onRecord?: (record: ToolCallRecord) => void;
+  onRecord?: (record: ToolCallSummary) => void;
   /** Largest result accepted from a tool, serialised; default 16 MiB. */
   maxResultBytes?: number;
+  /** Caps on arguments, checked before validation; defaults in {@link ARGUMENT_LIMITS}. */
+  argumentLimits?: Partial<ShapeLimits>;
+  /** How many call summaries {@link ToolGateway.records} keeps (the newest); default {@link MAX_RECORDS}. */
+  maxRecords?: number;
 }
 
 export class ToolError extends Error {
@@ -63,9 +100,12 @@ interface Entry {
 
 export class ToolGateway {
   private readonly entries = new Map<string, Entry>();
-  readonly records: ToolCallRecord[] = [];
+  /** Summaries of the latest calls, oldest first (at most `maxRecords`). */
+  readonly records: ToolCallSummary[] = [];
+  private readonly argumentLimits: ShapeLimits;
 
   constructor(tools: ManagedTool[], private readonly options: GatewayOptions = {}) {
+    this.argumentLimits = { ...ARGUMENT_LIMITS, ...options.argumentLimits };
     for (const tool of tools) {
       this.entries.set(tool.name, {
         tool,
@@ -116,35 +156,40 @@ export class ToolGateway {
   async call(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
     const startedAt = Date.now();
     const t0 = performance.now();
-    const record = (ok: boolean, output: unknown, error?: string): void => {
-      const json = ok ? JSON.stringify(output ?? null) : '';
-      const rec: ToolCallRecord = {
-        call_id: request.callId,
-        name: request.name,
-        arguments: request.arguments,
+    const facts = { argumentBytes: 0, resultBytes: 0 };
+    const record = (ok: boolean, output: unknown, error?: ToolError): void => {
+      const name = String(request.name).slice(0, SUMMARY_TEXT);
+      const rec: ToolCallSummary = {
+        call_id: String(request.callId).slice(0, SUMMARY_TEXT),
+        name,
         ok,
-        ...(ok ? { output } : { error }),
+        ...(error ? { error: clip(error.message), code: error.code } : {}),
+        argument_bytes: facts.argumentBytes,
+        result_bytes: facts.resultBytes,
+        arguments_preview: preview(request.arguments, SUMMARY_TEXT),
+        ...(ok ? { output_preview: preview(output ?? null, SUMMARY_TEXT) } : {}),
         duration_ms: Math.round((performance.now() - t0) * 100) / 100,
-        result_bytes: Buffer.byteLength(json),
         started_at: startedAt,
         ended_at: Date.now(),
       };
+      const max = Math.max(1, this.options.maxRecords ?? MAX_RECORDS);
       this.records.push(rec);
+      if (this.records.length > max) this.records.splice(0, this.records.length - max);
       this.options.onRecord?.(rec);
-      this.options.log?.(`tool ${request.name} ${ok ? 'ok' : 'error'} in ${rec.duration_ms} ms${ok ? '' : `: ${error}`}`);
+      this.options.log?.(`tool ${name} ${ok ? 'ok' : 'error'} in ${rec.duration_ms} ms${error ? `: ${rec.error}` : ''}`);
     };
     try {
-      const output = await this.run(request, signal);
+      const output = await this.run(request, signal, facts);
       record(true, output);
       return output;
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      record(false, undefined, message);
-      throw err instanceof ToolError ? err : new ToolError(message, 'failed');
+      const error = err instanceof ToolError ? err : new ToolError(err instanceof Error ? err.message : String(err), 'failed');
+      record(false, undefined, error);
+      throw error;
     }
   }
 
-  private async run(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
+  private async run(request: ToolCallRequest, signal: AbortSignal, facts: { argumentBytes: number; resultBytes: number }): Promise<unknown> {
     const name = typeof request.name === 'string' ? request.name : String(request.name);
     const entry = this.entries.get(name);
     if (!entry) {
@@ -158,7 +203,15 @@ export class ToolGateway {
     if (!args || typeof args !== 'object' || Array.isArray(args)) {
       throw new ToolError(`Invalid arguments for "${name}": $ must be an object of keyword arguments.`, 'invalid_arguments');
     }
-    const problems = entry.input(args);
+    const shape = measureShape(args, this.argumentLimits);
+    facts.argumentBytes = shape.bytes;
+    if (shape.problem) {
+      throw new ToolError(
+        `Arguments for "${name}" are refused before validation: ${shape.problem}. Pass less data in one call (split it across several calls), or flatten it.`,
+        'invalid_arguments',
+      );
+    }
+    const problems = validate(entry.input, args, `The arguments for "${name}" are too costly to check against its input schema`);
     if (problems.length) throw new ToolError(`Invalid arguments for "${name}": ${problems.join('; ')}.`, 'invalid_arguments');
 
     const { tool } = entry;
@@ -180,12 +233,29 @@ export class ToolGateway {
     const output = await tool.invoke(args as Record<string, unknown>, { signal, callId: request.callId });
     if (output === undefined) return null;
     const max = this.options.maxResultBytes ?? 16 * 1024 * 1024;
+    const resultShape = measureShape(output, { ...RESULT_SHAPE, maxBytes: max });
+    if (resultShape.problem) throw new ToolError(`The result of "${name}" is refused: ${resultShape.problem}.`, 'invalid_result');
     const size = Buffer.byteLength(JSON.stringify(output));
+    facts.resultBytes = size;
     if (size > max) throw new ToolError(`The tool "${name}" returned ${size.toLocaleString('en-US')} bytes; the limit is ${max.toLocaleString('en-US')}.`, 'invalid_result');
     if (entry.output) {
-      const bad = entry.output(output);
+      const bad = validate(entry.output, output, `The result of "${name}" is too costly to check against its output schema`, 'invalid_result');
       if (bad.length) throw new ToolError(`The tool "${name}" returned an invalid result: ${bad.join('; ')}.`, 'invalid_result');
     }
     return output;
+  }
+}
+
+function clip(text: string): string {
+  return text.length > SUMMARY_TEXT ? text.slice(0, SUMMARY_TEXT - 1) + '…' : text;
+}
+
+/** Runs a validator; a value that would exceed the validation budget is refused with `what`. */
+function validate(validator: Validator, value: unknown, what: string, code: ToolError['code'] = 'invalid_arguments'): string[] {
+  try {
+    return validator(value);
+  } catch (err) {
+    if (err instanceof BudgetExceeded) throw new ToolError(`${what}: ${err.message}. Send smaller or simpler data.`, code);
+    throw err;
   }
 }

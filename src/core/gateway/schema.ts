@@ -1,33 +1,46 @@
 /**
  * JSON Schema validation for managed tools: draft 2020-12 (the default) and draft-07, chosen by the
  * schema's `$schema`. References must stay inside the schema (`#…`): nothing is ever fetched.
+ *
+ * Schemas and values are untrusted and this runs on the host's event loop, so nothing here can take
+ * long: a schema's shape is capped before it compiles, patterns run on a linear-time engine, and each
+ * validation has a work budget (see budget.ts). A value that fails is checked once more to list its
+ * errors, under the same budget, and at most {@link MAX_ERRORS} of them are reported.
  */
 import Ajv2020 from 'ajv/dist/2020';
 import AjvDraft7 from 'ajv';
-import addFormats from 'ajv-formats';
-import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ErrorObject, Options, ValidateFunction } from 'ajv';
 import type { JsonSchema } from '../../common/tools';
+import { BudgetExceeded, linearRegExp, markSubschemas, meter, metered, PatternError, VALIDATION_BUDGET, VALIDATION_DEADLINE_MS } from './budget';
+import { measureShape, SCHEMA_LIMITS, SCHEMA_MAX_PATTERNS } from './limits';
 
-let ajv2020: Ajv2020 | undefined;
-let ajv7: AjvDraft7 | undefined;
+/** Most error lines reported for one value. */
+export const MAX_ERRORS = 8;
 
-function engine(schema: JsonSchema): Ajv2020 | AjvDraft7 {
+interface Engines {
+  first: Ajv2020 | AjvDraft7;
+  all: Ajv2020 | AjvDraft7;
+}
+
+let ajv2020: Engines | undefined;
+let ajv7: Engines | undefined;
+
+function make<T extends Ajv2020 | AjvDraft7>(Ctor: new (o: Options) => T): Engines {
+  const engines = [false, true].map((allErrors) => {
+    const ajv = new Ctor({ allErrors, strict: false, validateFormats: true, addUsedSchema: false, code: { regExp: linearRegExp, optimize: false } });
+    meter(ajv);
+    return ajv;
+  });
+  return { first: engines[0], all: engines[1] };
+}
+
+function engine(schema: JsonSchema): Engines {
   const draft = typeof schema === 'object' && typeof schema.$schema === 'string' ? schema.$schema : '';
-  if (/draft-0[67]/.test(draft)) {
-    if (!ajv7) {
-      ajv7 = new AjvDraft7({ allErrors: true, strict: false, validateFormats: true, addUsedSchema: false });
-      addFormats(ajv7);
-    }
-    return ajv7;
-  }
+  if (/draft-0[67]/.test(draft)) return (ajv7 ??= make(AjvDraft7));
   if (draft && !/2020-12/.test(draft)) {
     throw new Error(`$schema "${draft}" is not supported; use draft 2020-12 or draft-07.`);
   }
-  if (!ajv2020) {
-    ajv2020 = new Ajv2020({ allErrors: true, strict: false, validateFormats: true, addUsedSchema: false });
-    addFormats(ajv2020);
-  }
-  return ajv2020;
+  return (ajv2020 ??= make(Ajv2020));
 }
 
 /** Every `$ref`/`$dynamicRef` that points outside the schema, with its location. */
@@ -45,7 +58,13 @@ export function externalRefs(schema: unknown, at = '#'): string[] {
   return found;
 }
 
+/**
+ * Checks a value; returns its problems (at most {@link MAX_ERRORS} lines, empty when it is valid).
+ * Throws {@link BudgetExceeded} when even the first error cannot be found within the budget.
+ */
 export type Validator = (value: unknown) => string[];
+
+export { BudgetExceeded };
 
 /**
  * Compiled validators by schema text. Ajv caches by object identity and never forgets, and settings
@@ -66,20 +85,45 @@ export function compileSchema(schema: JsonSchema): Validator {
 }
 
 function compileUncached(schema: JsonSchema): Validator {
+  const shape = measureShape(schema, SCHEMA_LIMITS);
+  if (shape.problem) throw new Error(`the schema is refused before compiling: ${shape.problem}. Simplify it`);
   const refs = externalRefs(schema);
   if (refs.length) {
     throw new Error(`external $ref is not allowed (schemas must be self-contained; use "#/$defs/…"): ${refs.join(', ')}`);
   }
-  let validate: ValidateFunction;
-  try {
-    const ajv = engine(schema);
-    validate = ajv.compile(schema as object);
-    // The validator keeps what it needs; let ajv forget the schema object (settings re-read make new ones).
-    ajv.removeSchema(schema as object);
-  } catch (err) {
-    throw new Error(`invalid JSON Schema: ${(err as Error).message}`);
+  const engines = engine(schema);
+  const stats = { patterns: 0 };
+  const marked = markSubschemas(schema, stats) as object | boolean;
+  if (stats.patterns > SCHEMA_MAX_PATTERNS) {
+    throw new Error(`the schema is refused before compiling: more than ${SCHEMA_MAX_PATTERNS} patterns (it has ${stats.patterns}). Simplify it`);
   }
-  return (value) => (validate(value) ? [] : formatErrors(validate.errors ?? []));
+  const compile = (ajv: Ajv2020 | AjvDraft7): ValidateFunction => {
+    try {
+      const fn = ajv.compile(marked);
+      // The validator keeps what it needs; let ajv forget the schema object (settings re-read make new ones).
+      if (typeof marked === 'object') ajv.removeSchema(marked);
+      return fn;
+    } catch (err) {
+      if (err instanceof PatternError) throw new Error(err.message);
+      throw new Error(`invalid JSON Schema: ${(err as Error).message}`);
+    }
+  };
+  const first = compile(engines.first);
+  let all: ValidateFunction | undefined;
+  return (value) => {
+    if (metered(VALIDATION_BUDGET, VALIDATION_DEADLINE_MS, () => first(value))) return [];
+    const firstErrors = formatErrors(first.errors ?? []);
+    // The first error is known; list the others under a quarter of the budget and time, and keep the first if that runs out.
+    try {
+      all ??= compile(engines.all);
+      const fn = all;
+      const lines = metered(VALIDATION_BUDGET / 4, VALIDATION_DEADLINE_MS / 4, () => (fn(value) ? [] : formatErrors(fn.errors ?? [])));
+      return lines.length ? lines : firstErrors;
+    } catch (err) {
+      if (err instanceof BudgetExceeded) return [...firstErrors, '(further errors were not looked for: the value is too costly to check in full)'];
+      throw err;
+    }
+  };
 }
 
 /** `/items/0/qty` -> `$.items[0].qty` */
@@ -97,8 +141,13 @@ export function toJsonPath(pointer: string): string {
 }
 
 function formatErrors(errors: ErrorObject[]): string[] {
-  const out: string[] = [];
-  for (const e of errors) {
+  const out = new Set<string>();
+  for (let i = 0; i < errors.length; i++) {
+    if (out.size >= MAX_ERRORS) {
+      out.add(`(${(errors.length - i).toLocaleString('en-US')} more errors not shown)`);
+      break;
+    }
+    const e = errors[i];
     let where = toJsonPath(e.instancePath);
     let message = e.message ?? 'is invalid';
     if (e.keyword === 'required') {
@@ -112,8 +161,7 @@ function formatErrors(errors: ErrorObject[]): string[] {
     } else if (e.keyword === 'enum') {
       message = `must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
     }
-    const line = `${where} ${message}`;
-    if (!out.includes(line)) out.push(line);
+    out.add(`${where} ${message}`);
   }
-  return out;
+  return [...out];
 }

@@ -2,11 +2,30 @@
  * `command` tools: argv run in the workspace folder, JSON arguments on stdin, one JSON value on stdout.
  * A non-zero exit is an error carrying the stderr tail. Each call has a timeout, an output cap and a
  * minimal environment plus the variables the declaration lists.
+ *
+ * Nothing a call starts outlives it: the program runs in its own process group with a marker in its
+ * environment ({@link TOOL_MARKER}), and when it exits (or times out, or is stopped) its group and every
+ * process still carrying the marker are killed, background children, `setsid` and double forks included.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import type { CommandSource } from '../../common/tools';
-import { killTree } from '../runtime/local/processTree';
+import { killMarked, killTree, waitGone } from '../runtime/local/processTree';
+
+/** The environment variable that marks every process a tool call starts (value: one per call). */
+export const TOOL_MARKER = 'CODEACT_TOOL_CALL';
+
+/** Kills the tree of a tool process that was started with `marker`, and waits (up to 2 s) until it is gone. */
+export async function reapToolProcesses(pid: number | undefined, marker: string, rootExited: boolean): Promise<void> {
+  const doomed: number[] = [];
+  if (pid) {
+    killTree(pid, !rootExited);
+    if (!rootExited) doomed.push(pid);
+  }
+  doomed.push(...(await killMarked(TOOL_MARKER, marker)));
+  await waitGone(doomed, 2000);
+}
 
 export const COMMAND_DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 4 * 1024 * 1024 };
 
@@ -40,10 +59,11 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
   const cap = source.maxOutputBytes ?? COMMAND_DEFAULTS.maxOutputBytes;
   const cwd = source.cwd ? path.resolve(options.workspace, source.cwd) : options.workspace;
   const [program, ...rest] = source.argv;
+  const marker = randomBytes(9).toString('hex');
   return new Promise((resolve, reject) => {
     const child = spawn(program, rest, {
       cwd,
-      env: commandEnv(source.env, options.hostEnv ?? process.env),
+      env: { ...commandEnv(source.env, options.hostEnv ?? process.env), [TOOL_MARKER]: marker },
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: process.platform !== 'win32',
     });
@@ -52,20 +72,24 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
     let outBytes = 0;
     let errBytes = 0;
     let settled = false;
+    let exited = false;
     let failure: string | undefined;
     const stop = (reason: string) => {
       failure ??= reason;
-      if (child.pid) killTree(child.pid);
+      if (child.pid && !exited) killTree(child.pid);
     };
     const timer = setTimeout(() => stop(`timed out after ${timeoutMs / 1000} s (raise "timeoutMs" in its declaration if it needs longer)`), timeoutMs);
     const onAbort = () => stop('was stopped');
     options.signal.addEventListener('abort', onAbort, { once: true });
+    let reaping: Promise<void> | undefined;
+    const reap = () => (reaping ??= reapToolProcesses(child.pid, marker, exited));
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       options.signal.removeEventListener('abort', onAbort);
-      fn();
+      // The call has ended: whatever it left running goes with it before the caller hears back.
+      void reap().finally(fn);
     };
     child.stdout.on('data', (b: Buffer) => {
       outBytes += b.length;
@@ -83,6 +107,9 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
       ),
     );
     child.on('exit', (code, sig) => {
+      exited = true;
+      // Background children holding the pipes die now; what the program wrote is already in them.
+      void reap();
       // Give the pipes a moment to drain, but never wait on a grandchild that holds them.
       const finish = () =>
         settle(() => {

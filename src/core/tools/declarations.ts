@@ -6,7 +6,7 @@ import { TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type ToolDeclarati
 import type { ManagedTool } from '../gateway/gateway';
 import { compileSchema } from '../gateway/schema';
 import { runCommandTool } from './command';
-import { runHttpTool } from './http';
+import { parseHostRule, runHttpTool } from './http';
 import { createMcpTool, defaultMcpPool, resolveMcpTools, validateMcpSource, type McpClientPool } from './mcp';
 
 export interface DeclarationError {
@@ -92,6 +92,9 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
           if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) problems.push('"http.url" must be an http(s) URL template');
           if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
             problems.push('"http.allowedHosts" must list the hosts the tool may reach');
+          } else {
+            const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
+            if (bad.length) problems.push(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
           }
           if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) problems.push('"http.method" must be GET, POST, PUT, PATCH or DELETE');
           invoke = (args, c) => runHttpTool(name!, h, args, { signal: c.signal, hostEnv: ctx.hostEnv });

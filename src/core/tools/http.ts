@@ -2,6 +2,10 @@
  * `http` tools: a method, a URL template with encoded `{param}` substitution, an allowlist of hosts
  * (also enforced on every redirect), headers that may reference `${env:NAME}` (resolved here on the
  * host; the guest never sees them), a response size cap, and non-2xx as an error with a snippet.
+ *
+ * Credentials stay where they were meant to go: `Authorization`, `Cookie`, `Proxy-Authorization` and
+ * every header built from `${env:…}` are dropped once a redirect leaves the URL's origin, as browsers
+ * and curl do. Query parameters fixed in the URL template cannot be overridden by arguments.
  */
 import type { HttpSource } from '../../common/tools';
 
@@ -27,6 +31,18 @@ export function expandUrl(template: string, args: Record<string, unknown>): { ur
   return { url, rest };
 }
 
+/** Headers that carry credentials whatever their value. */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
+
+/** The headers that must not follow a redirect to another origin: credentials, and anything built from `${env:…}`. */
+export function sensitiveHeaders(headers: Record<string, string> | undefined): Set<string> {
+  const out = new Set<string>();
+  for (const [k, v] of Object.entries(headers ?? {})) {
+    if (CREDENTIAL_HEADERS.has(k.toLowerCase()) || /\$\{env:/.test(v)) out.add(k);
+  }
+  return out;
+}
+
 export function resolveHeaders(headers: Record<string, string> | undefined, env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers ?? {})) {
@@ -39,13 +55,36 @@ export function resolveHeaders(headers: Record<string, string> | undefined, env:
   return out;
 }
 
+export interface HostRule {
+  /** `http:` or `https:` when the entry names one; then only that scheme matches. */
+  scheme?: string;
+  /** A host name, an IP address (IPv6 in brackets), or `*.suffix` for any subdomain. */
+  host: string;
+  /** The port when the entry names one; then only that port matches (the scheme's default counts). */
+  port?: string;
+}
+
+/** Reads an `allowedHosts` entry: `[scheme://]host[:port]`, host possibly `*.example.com`. Undefined when it is not one. */
+export function parseHostRule(entry: string): HostRule | undefined {
+  const m = /^(?:(https?):\/\/)?(\*\.[a-z0-9.-]+|\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?\/?$/i.exec(entry.trim());
+  if (!m) return undefined;
+  const port = m[3] === undefined ? undefined : String(Number(m[3]));
+  if (port !== undefined && Number(port) > 65535) return undefined;
+  return { scheme: m[1] ? `${m[1].toLowerCase()}:` : undefined, host: m[2].toLowerCase(), port };
+}
+
+const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' };
+
 export function hostAllowed(url: URL, allowed: string[]): boolean {
   const host = url.hostname.toLowerCase();
-  const hostPort = url.port ? `${host}:${url.port}` : host;
-  return allowed.some((a) => {
-    const p = a.toLowerCase();
-    if (p.startsWith('*.')) return host.endsWith(p.slice(1)) && host !== p.slice(2);
-    return p === host || p === hostPort;
+  const port = url.port || DEFAULT_PORTS[url.protocol] || '';
+  return allowed.some((entry) => {
+    const rule = parseHostRule(entry);
+    if (!rule) return false;
+    if (rule.scheme && rule.scheme !== url.protocol) return false;
+    if (rule.port !== undefined && rule.port !== port) return false;
+    if (rule.host.startsWith('*.')) return host.endsWith(rule.host.slice(1)) && host !== rule.host.slice(2);
+    return rule.host === host;
   });
 }
 
@@ -55,6 +94,7 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
   const fail = (msg: string) => new Error(`Tool "${toolName}": ${msg}`);
   let expanded: { url: string; rest: Record<string, unknown> };
   let headers: Record<string, string>;
+  const sensitive = sensitiveHeaders(source.headers);
   try {
     expanded = expandUrl(source.url, args);
     headers = resolveHeaders(source.headers, env);
@@ -69,14 +109,27 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
   }
   const sendsBody = (source.body ?? (method === 'GET' || method === 'DELETE' ? 'none' : 'json')) === 'json';
   if (!sendsBody) {
-    for (const [k, v] of Object.entries(expanded.rest)) url.searchParams.set(k, typeof v === 'string' ? v : JSON.stringify(v));
+    const fixed = new Set(url.searchParams.keys());
+    for (const [k, v] of Object.entries(expanded.rest)) {
+      // The template's own query parameters (an API key, a version) are the declaration's, not the code's.
+      if (fixed.has(k)) throw fail(`the argument "${k}" would override the query parameter "${k}" fixed in the URL template; it cannot be set by arguments`);
+      url.searchParams.append(k, typeof v === 'string' ? v : JSON.stringify(v));
+    }
   }
-  const timeout = AbortSignal.timeout(source.timeoutMs ?? HTTP_DEFAULTS.timeoutMs);
+  const timeoutMs = source.timeoutMs ?? HTTP_DEFAULTS.timeoutMs;
+  const timedOut = (phase: string) => fail(`timed out after ${timeoutMs / 1000} s ${phase} (its timeoutMs is ${timeoutMs}; raise it in the declaration if the endpoint needs longer)`);
+  const timeout = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([options.signal, timeout]);
   const cap = source.maxResponseBytes ?? HTTP_DEFAULTS.maxResponseBytes;
   let currentMethod = method;
   let body: string | undefined = sendsBody ? JSON.stringify(expanded.rest) : undefined;
+  const origin = url.origin;
   for (let hop = 0; ; hop++) {
+    if (url.origin !== origin && sensitive.size) {
+      // Left the origin: credentials stay behind, for this hop and every later one.
+      for (const k of sensitive) delete headers[k];
+      sensitive.clear();
+    }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw fail(`only http and https URLs are allowed, not ${url.protocol}`);
     if (!hostAllowed(url, source.allowedHosts)) {
       throw fail(`${hop ? 'a redirect went' : 'the request goes'} to ${url.host}, which is not in allowedHosts (${source.allowedHosts.join(', ')})`);
@@ -91,7 +144,7 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
         signal,
       });
     } catch (e) {
-      if (timeout.aborted) throw fail(`timed out after ${(source.timeoutMs ?? HTTP_DEFAULTS.timeoutMs) / 1000} s`);
+      if (timeout.aborted) throw timedOut(`waiting for ${url.host}`);
       if (options.signal.aborted) throw fail('was stopped');
       throw fail(`request to ${url.host} failed: ${((e as Error).cause as Error | undefined)?.message ?? (e as Error).message}`);
     }
@@ -105,7 +158,15 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
       await res.body?.cancel();
       continue;
     }
-    const text = await readCapped(res, cap, () => fail(`the response is larger than ${cap.toLocaleString('en-US')} bytes (maxResponseBytes)`));
+    let text: string;
+    try {
+      text = await readCapped(res, cap, () => fail(`the response is larger than ${cap.toLocaleString('en-US')} bytes (maxResponseBytes)`));
+    } catch (e) {
+      if (timeout.aborted) throw timedOut(`reading the response from ${url.host}`);
+      if (options.signal.aborted) throw fail('was stopped');
+      if ((e as Error).message.startsWith(`Tool "${toolName}"`)) throw e;
+      throw fail(`reading the response from ${url.host} failed: ${((e as Error).cause as Error | undefined)?.message ?? (e as Error).message}`);
+    }
     if (!res.ok) {
       const snippet = text.trim().slice(0, 300);
       throw fail(`HTTP ${res.status} ${res.statusText}${snippet ? `: ${snippet}` : ''}`);

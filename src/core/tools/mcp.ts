@@ -13,18 +13,22 @@
  */
 import { raceAbort } from '../util/abort';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type JSONRPCMessage, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchema, McpSource, ToolDeclaration } from '../../common/tools';
 import type { ManagedTool } from '../gateway/gateway';
 import { compileSchema } from '../gateway/schema';
-import { descendantsOf, killTree } from '../runtime/local/processTree';
+import { descendantsOf, killMarked, killMarkedNow, killTree, waitGone } from '../runtime/local/processTree';
 import { commandEnv } from './command';
 import type { DeclarationError, ToolSet } from './declarations';
+import { boundedSchemaValidator, cappedFetch, LineBuffer, listAllTools, listTimeout, MCP_LIST_LIMITS, MCP_MAX_MESSAGE_BYTES, McpListLimitError, type McpListLimits } from './mcpList';
+
+/** The environment variable that marks a stdio server and everything it starts (value: one per server process). */
+export const MCP_SERVER_MARKER = 'CODEACT_MCP_SERVER';
 
 export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
 
@@ -42,6 +46,8 @@ export interface McpPoolOptions {
   callTimeoutMs?: number;
   /** How long a stdio server gets to exit after its stdin closes, before it is killed; default 1 s. */
   closeGraceMs?: number;
+  /** Bounds of `tools/list`: pages, tools and one deadline; defaults in {@link MCP_LIST_LIMITS}. */
+  listLimits?: Partial<McpListLimits>;
   log?: (line: string) => void;
 }
 
@@ -330,7 +336,9 @@ class StdioServerTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcessWithoutNullStreams;
-  private readonly buffer = new ReadBuffer();
+  private readonly lines = new LineBuffer(MCP_MAX_MESSAGE_BYTES);
+  /** In the server's environment, so its daemons (setsid, double fork) can be found and killed. */
+  private readonly marker = randomBytes(9).toString('hex');
   private stderrText = '';
   private closing?: Promise<void>;
   private notified = false;
@@ -355,7 +363,7 @@ class StdioServerTransport implements Transport {
       let spawned = false;
       const child = spawn(program, args, {
         cwd: this.spec.cwd,
-        env: this.spec.env,
+        env: { ...this.spec.env, [MCP_SERVER_MARKER]: this.marker },
         stdio: ['pipe', 'pipe', 'pipe'],
         detached: process.platform !== 'win32',
         windowsHide: true,
@@ -371,24 +379,24 @@ class StdioServerTransport implements Transport {
         else this.onerror?.(e);
       });
       child.stdout.on('data', (chunk: Buffer) => {
+        let lines: string[];
         try {
-          this.buffer.append(chunk);
+          lines = this.lines.push(chunk);
         } catch (e) {
           // A message too large to buffer: the stream cannot be resynchronised, so drop the connection.
-          this.fatal = `it sent a message larger than the client accepts (${(e as Error).message})`;
+          this.fatal = `it sent a message over CodeAct's limits: ${(e as Error).message}`;
           this.onerror?.(e as Error);
           void this.close();
           return;
         }
-        for (;;) {
-          let message: JSONRPCMessage | null;
+        for (const line of lines) {
+          let message: JSONRPCMessage;
           try {
-            message = this.buffer.readMessage();
+            message = deserializeMessage(line);
           } catch (e) {
             this.onerror?.(new Error(`the server wrote a line on stdout that is not an MCP message (${(e as Error).message.split('\n')[0]}); servers must log to stderr`));
             continue;
           }
-          if (!message) break;
           if ('id' in message && ('result' in message || 'error' in message) && this.pending.delete(message.id as string | number)) this.updateRef();
           this.onmessage?.(message);
         }
@@ -455,6 +463,8 @@ class StdioServerTransport implements Transport {
             process.kill(p, 'SIGKILL');
           } catch {}
         }
+        // Daemons that left the tree (setsid, double fork) still carry the marker.
+        doomed.push(...(await killMarked(MCP_SERVER_MARKER, this.marker)));
         // SIGKILL is asynchronous: resolve once they are really gone, so "after dispose() nothing runs" holds.
         await waitGone(doomed, 2000);
       }
@@ -466,6 +476,7 @@ class StdioServerTransport implements Transport {
   /** Synchronous teardown, for `process.on('exit')`. */
   killNow(): void {
     if (this.child?.pid && !this.exit) killTree(this.child.pid);
+    if (this.child) killMarkedNow(MCP_SERVER_MARKER, this.marker);
   }
 
   /** An idle server must not keep a finished CLI alive; a pending request must keep it waiting. */
@@ -523,11 +534,13 @@ export class McpClientPool {
   readonly connectTimeoutMs: number;
   readonly callTimeoutMs: number;
   private readonly closeGraceMs: number;
+  private readonly listLimits: McpListLimits;
 
   constructor(private readonly options: McpPoolOptions = {}) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? MCP_DEFAULTS.connectTimeoutMs;
     this.callTimeoutMs = options.callTimeoutMs ?? MCP_DEFAULTS.callTimeoutMs;
     this.closeGraceMs = options.closeGraceMs ?? MCP_DEFAULTS.closeGraceMs;
+    this.listLimits = { ...MCP_LIST_LIMITS, ...options.listLimits };
   }
 
   /** Servers with an open (or opening) connection. */
@@ -535,7 +548,7 @@ export class McpClientPool {
     return this.entries.size;
   }
 
-  /** The server's tools (`tools/list`, every page), cached per connection until the server says they changed. */
+  /** The server's tools (`tools/list`, every page, within the list limits), cached per connection until the server says they changed. */
   async listTools(spec: McpServerSpec, options: McpCallOptions = {}): Promise<Tool[]> {
     const conn = await this.connection(spec, options.signal);
     return this.toolsOf(conn, options);
@@ -599,7 +612,7 @@ export class McpClientPool {
   private async open(spec: McpServerSpec, key: string, entry: Entry): Promise<Connection> {
     const label = mcpServerLabel(spec);
     const lifetime = this.lifetime.signal;
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: boundedSchemaValidator });
     const conn: Connection = { key, spec, label, client, closed: false };
     let transport: Transport;
     if (spec.kind === 'stdio') {
@@ -608,7 +621,7 @@ export class McpClientPool {
       this.processes.add(conn.stdio);
       this.updateExitHook();
     } else {
-      conn.http = new StreamableHTTPClientTransport(new URL(spec.url));
+      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch: cappedFetch() });
       transport = conn.http;
     }
     client.onerror = (e) => this.options.log?.(`${label}: ${e.message}`);
@@ -645,23 +658,20 @@ export class McpClientPool {
 
   private toolsOf(conn: Connection, options: McpCallOptions): Promise<Tool[]> {
     if (!conn.tools) {
-      const p = (async () => {
-        const all: Tool[] = [];
-        let cursor: string | undefined;
-        do {
-          const page = await conn.client.listTools(cursor ? { cursor } : undefined, { timeout: this.connectTimeoutMs });
-          all.push(...page.tools);
-          cursor = page.nextCursor;
-        } while (cursor);
-        return all;
-      })();
+      const p = listAllTools(conn.client, conn.label, this.listLimits).catch((e) => {
+        if (e instanceof McpListLimitError) throw e;
+        // The request of a page got the time left until the listing's deadline.
+        if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) throw listTimeout(conn.label, this.listLimits);
+        throw e;
+      });
       conn.tools = p;
       p.catch(() => {
         if (conn.tools === p) conn.tools = undefined;
       });
     }
     return abortable(conn.tools, options.signal).catch((e) => {
-      throw this.callError(conn, 'tools/list', e, options.signal, this.connectTimeoutMs, true);
+      if (e instanceof McpListLimitError && !options.signal?.aborted) throw new Error(`failed: ${e.message}`);
+      throw this.callError(conn, 'tools/list', e, options.signal, this.listLimits.timeoutMs, true);
     });
   }
 
@@ -764,32 +774,6 @@ function describeFetchError(e: Error | undefined): string {
 
 function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   return raceAbort(p, signal, () => new McpError(ErrorCode.RequestTimeout, 'aborted'));
-}
-
-function isAlive(pid: number): boolean {
-  if (process.platform === 'linux') {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      return stat[stat.lastIndexOf(')') + 2] !== 'Z';
-    } catch {
-      return false;
-    }
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitGone(pids: number[], maxMs: number): Promise<void> {
-  const deadline = Date.now() + maxMs;
-  let left = pids.filter(isAlive);
-  while (left.length && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 10));
-    left = left.filter(isAlive);
-  }
 }
 
 function withTimeout(p: Promise<unknown>, ms: number): Promise<unknown> {

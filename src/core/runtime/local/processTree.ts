@@ -11,6 +11,7 @@
  * the run (documented in README).
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 
 const isLinux = process.platform === 'linux';
 
@@ -139,4 +140,119 @@ export function hostPidOf(root: number, nsPid: number): number | undefined {
     } catch {}
   }
   return undefined;
+}
+
+/** One pass over /proc without blocking: parent -> children, and the processes whose environment holds `needle`. */
+async function scanProc(needle: Buffer): Promise<{ children: Map<number, number[]>; marked: number[] }> {
+  const children = new Map<number, number[]>();
+  const marked: number[] = [];
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return { children, marked };
+  }
+  const pids = entries.filter((e) => e.charCodeAt(0) >= 48 && e.charCodeAt(0) <= 57).map(Number);
+  // In slices, so a machine with thousands of processes does not open thousands of files at once.
+  for (let i = 0; i < pids.length; i += 64) {
+    await Promise.all(
+      pids.slice(i, i + 64).map(async (pid) => {
+        try {
+          const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
+          const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+          let list = children.get(ppid);
+          if (!list) children.set(ppid, (list = []));
+          list.push(pid);
+          if (pid !== process.pid && (await readFile(`/proc/${pid}/environ`)).indexOf(needle) >= 0) marked.push(pid);
+        } catch {}
+      }),
+    );
+  }
+  return { children, marked };
+}
+
+/**
+ * Kills every process whose environment holds `NAME=value`, and their descendants, however they got
+ * away (a background child, `setsid`, a double fork): freezes them in rounds until no new one appears
+ * (at most 20 rounds, so a fork bomb cannot keep it going), then kills them all. Reads /proc without
+ * blocking the event loop. Resolves to their PIDs. A process that cleared its environment and left
+ * the tree before the first round is not found. Linux only; elsewhere it finds nothing.
+ */
+export async function killMarked(name: string, value: string): Promise<number[]> {
+  if (!isLinux) return [];
+  const needle = Buffer.from(`${name}=${value}\0`);
+  const frozen = new Set<number>();
+  for (let round = 0; round < 20; round++) {
+    const { children, marked } = await scanProc(needle);
+    let added = 0;
+    const stack: number[] = [];
+    const stop = (pid: number) => {
+      if (frozen.has(pid)) return;
+      frozen.add(pid);
+      signal(pid, 'SIGSTOP');
+      stack.push(pid);
+      added++;
+    };
+    marked.forEach(stop);
+    // Their descendants too, in case one cleared its environment.
+    stack.push(...frozen);
+    while (stack.length) for (const child of children.get(stack.pop()!) ?? []) stop(child);
+    if (!added) break;
+  }
+  for (const pid of frozen) signal(pid, 'SIGKILL');
+  return [...frozen];
+}
+
+/** {@link killMarked} for `process.on('exit')`, where nothing asynchronous runs: one blocking pass, no rounds. */
+export function killMarkedNow(name: string, value: string): void {
+  if (!isLinux) return;
+  const needle = Buffer.from(`${name}=${value}\0`);
+  const tree = parentMap();
+  const doomed = new Set<number>();
+  for (const pids of tree.values()) {
+    for (const pid of pids) {
+      if (pid === process.pid) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/environ`).indexOf(needle) >= 0) doomed.add(pid);
+      } catch {}
+    }
+  }
+  const stack = [...doomed];
+  while (stack.length) {
+    for (const child of tree.get(stack.pop()!) ?? []) {
+      if (!doomed.has(child)) {
+        doomed.add(child);
+        stack.push(child);
+      }
+    }
+  }
+  for (const pid of doomed) signal(pid, 'SIGKILL');
+}
+
+/** Whether `pid` is a live process (a zombie counts as gone). */
+export function isAlive(pid: number): boolean {
+  if (isLinux) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once none of `pids` is alive, or after `maxMs`. SIGKILL is asynchronous: this makes "after close, nothing runs" hold. */
+export async function waitGone(pids: number[], maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let left = pids.filter(isAlive);
+  while (left.length && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 10));
+    left = left.filter(isAlive);
+  }
 }

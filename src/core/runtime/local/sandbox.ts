@@ -159,8 +159,8 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
       );
     }
     warning =
-      `Code runs without a sandbox: ${reason}. It can read your files and use the network. ` +
-      'Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) to isolate it, or set codeact.sandbox.kind to "none" to silence this warning.';
+      `Code runs without a sandbox: ${reason}. It can read your files, use the network, and read this process's environment through /proc, API keys included. ` +
+      'Install bubblewrap to isolate it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap), or set codeact.sandbox.kind to "none" to silence this warning.';
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
   return {

@@ -1,0 +1,115 @@
+/**
+ * Issue 11, point 6: every process dies with its owner. A command tool's background children and an
+ * MCP stdio server's daemons (setsid and double fork included) are killed when the call ends or the
+ * server is closed. Real processes: python3 forks them, /proc tells whether they still run.
+ */
+import * as assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { isAlive } from '../../src/core/runtime/local/processTree';
+import { runCommandTool } from '../../src/core/tools/command';
+import { McpClientPool, type McpServerSpec } from '../../src/core/tools/mcp';
+
+const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Python that starts a background child, a setsid child and a setsid double-forked daemon, writes their pids, prints {}. */
+const ESCAPER = `
+import json, os, subprocess, sys, time
+d = sys.argv[1]
+def note(name, pid):
+    with open(os.path.join(d, name), 'w') as f:
+        f.write(str(pid))
+note('background', subprocess.Popen(['sleep', '600']).pid)
+note('session', subprocess.Popen(['sleep', '600'], start_new_session=True).pid)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        note('daemon', os.getpid())
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+while not os.path.exists(os.path.join(d, 'daemon')):
+    time.sleep(0.01)
+if len(sys.argv) > 2:
+    time.sleep(600)
+print(json.dumps({"ok": True}))
+`;
+
+async function pidsIn(dir: string, names: string[]): Promise<number[]> {
+  const deadline = Date.now() + 10_000;
+  while (!names.every((n) => existsSync(path.join(dir, n)) && readFileSync(path.join(dir, n), 'utf8').trim())) {
+    if (Date.now() > deadline) throw new Error(`the fixture did not write ${names.join(', ')}`);
+    await sleep(20);
+  }
+  return names.map((n) => Number(readFileSync(path.join(dir, n), 'utf8')));
+}
+
+describe('security: tool processes die with their owner (issue 11, point 6)', function () {
+  this.timeout(60_000);
+  if (process.platform !== 'linux') {
+    it('skipped: finding escaped processes needs /proc (Linux)', function () {
+      this.skip();
+    });
+    return;
+  }
+  let dir: string;
+  let started: number[] = [];
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'codeact-procs-'));
+    started = [];
+  });
+  afterEach(() => {
+    for (const pid of started) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a command tool's background child, setsid child and double-forked daemon are killed when the call returns", async () => {
+    const result = await runCommandTool('escaper', { argv: ['python3', '-c', ESCAPER, dir] }, {}, { workspace: dir, signal: new AbortController().signal });
+    assert.deepEqual(result, { ok: true });
+    started = await pidsIn(dir, ['background', 'session', 'daemon']);
+    const alive = started.filter(isAlive);
+    assert.deepEqual(alive, [], `still running after the call returned: ${alive.join(', ')}`);
+  });
+
+  it('the same when the call times out', async () => {
+    await assert.rejects(
+      runCommandTool('escaper', { argv: ['python3', '-c', ESCAPER, dir, 'hang'], timeoutMs: 1500 }, {}, { workspace: dir, signal: new AbortController().signal }),
+      /Tool "escaper" timed out after 1.5 s/,
+    );
+    started = await pidsIn(dir, ['background', 'session', 'daemon']);
+    assert.deepEqual(started.filter(isAlive), []);
+  });
+
+  it('the same when the call is stopped', async () => {
+    const stop = new AbortController();
+    const call = runCommandTool('escaper', { argv: ['python3', '-c', ESCAPER, dir, 'hang'] }, {}, { workspace: dir, signal: stop.signal });
+    started = await pidsIn(dir, ['background', 'session', 'daemon']);
+    stop.abort();
+    await assert.rejects(call, /Tool "escaper" was stopped/);
+    assert.deepEqual(started.filter(isAlive), []);
+  });
+
+  it("an MCP stdio server's daemons (setsid, double fork) and background children are killed when the server is closed", async () => {
+    const pool = new McpClientPool();
+    const spec: McpServerSpec = {
+      kind: 'stdio',
+      argv: [process.execPath, hostile, `--tag=codeact-procs-${process.pid}`, `--daemon=${path.join(dir, 'daemon')}`, `--background=${path.join(dir, 'background')}`],
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '' },
+    };
+    try {
+      assert.equal((await pool.listTools(spec)).length, 1);
+      started = await pidsIn(dir, ['daemon', 'background']);
+      assert.deepEqual(started.filter(isAlive), started, 'the fixture did not start its processes');
+    } finally {
+      await pool.dispose();
+    }
+    assert.deepEqual(started.filter(isAlive), [], 'a process of the MCP server outlived dispose()');
+  });
+});
