@@ -167,7 +167,9 @@ export class GuestSession {
     guest.stderr.on('data', (b: Buffer) => this.current?.onOutput('stderr', b));
     // Streams handed over by the zygote's socket server arrive paused.
     for (const s of [guest.proto, guest.stdout, guest.stderr]) s.resume();
-    void guest.exited.then((exit) => this.onExit(exit.code, exit.signal));
+    // The exit is noticed on another channel than the guest's last frames (a signal, or the zygote's
+    // socket): read what the protocol channel still holds before deciding the guest died mid-run.
+    void guest.exited.then((exit) => this.whenDrained(guest.proto, () => this.onExit(exit.code, exit.signal)));
   }
 
   get alive(): boolean {
@@ -374,6 +376,20 @@ export class GuestSession {
         l(reason);
       } catch {}
     }
+  }
+
+  private whenDrained(stream: NodeJS.ReadableStream & { destroyed?: boolean; readableEnded?: boolean }, then: () => void): void {
+    if (stream.destroyed || stream.readableEnded) return then();
+    let done = false;
+    const once = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      then();
+    };
+    const timer = setTimeout(once, 500);
+    stream.once('end', once);
+    stream.once('close', once);
   }
 
   private onExit(code: number | null, sig: NodeJS.Signals | null): void {
