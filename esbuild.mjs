@@ -1,10 +1,12 @@
 // Bundles the extension (Node, `vscode` external), the CLI (Node) and the webview (browser). The Python
 // guest library (src/core/runtime/guest/*.py) is embedded as text.
 import * as esbuild from 'esbuild';
-import { existsSync, chmodSync } from 'node:fs';
+import { existsSync, chmodSync, readFileSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
+
+const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 
 const common = {
   bundle: true,
@@ -24,11 +26,13 @@ const node = {
   // jsonc-parser's UMD build hides its requires from the bundler; its ESM build bundles cleanly.
   mainFields: ['module', 'main'],
   loader: { '.py': 'text' },
+  // --version and the MCP client's version come from package.json.
+  define: { __CODEACT_VERSION__: JSON.stringify(pkg.version) },
 };
 
 const builds = [
   { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
-  { ...node, entryPoints: { cli: 'src/cli.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
   {
     ...common,
     entryPoints: { webview: 'src/webview/main.ts' },

@@ -38,10 +38,10 @@ const layerRules = [
     },
   },
   {
-    files: ['src/cli.ts'],
+    files: ['src/cli/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
-        patterns: [{ group: ['vscode', './vscode/*'], message: 'The CLI runs without VS Code.' }],
+        patterns: [{ group: ['vscode', '**/vscode/**', '../vscode/*'], message: 'The CLI runs without VS Code.' }],
       }],
     },
   },

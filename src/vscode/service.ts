@@ -9,20 +9,25 @@ import * as vscode from 'vscode';
 import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged, VariablesSummary } from '../common/events';
 import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
-import { AgentLoop, type AgentResult } from '../core/agent/agent';
+import type { AgentResult } from '../core/agent/agent';
+import { providerConfigFrom, runtimeConfigFrom, toolSetFrom } from '../core/config/engine';
+import { describeIgnored } from '../core/config/resolve';
+import { runChatTurn } from '../core/session/chatTurn';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ToolGateway, type ApprovalRequest, type ManagedTool } from '../core/gateway/gateway';
-import { ProviderError } from '../core/providers/errors';
 import { createProvider } from '../core/providers/factory';
 import type { ProviderId } from '../core/providers/types';
 import { createRuntime } from '../core/runtime/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
-import { formatDeclarationError, loadTools, type ToolSet } from '../core/tools/declarations';
+import { formatDeclarationError, type ToolSet } from '../core/tools/declarations';
 import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
 import type { ToolDeclaration } from '../common/tools';
-import { DEFAULT_MODELS, readSettings, workspaceFolder, type CodeActSettings } from './settings';
+import { DEFAULT_MODELS, resolveSettings, workspaceFolder, type CodeActSettings } from './settings';
 import type { Secrets } from './secrets';
+
+const REOPENED_NOTE =
+  'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
 
 export const PROVIDER_NAMES: Record<ProviderId, string> = {
   openai: 'OpenAI',
@@ -139,8 +144,17 @@ export class CodeActService implements vscode.Disposable {
   // ---- state ----------------------------------------------------------------------------------
 
   get settings(): CodeActSettings {
-    return readSettings();
+    const resolved = resolveSettings();
+    const key = JSON.stringify(resolved.ignored);
+    if (key !== this.loggedIgnored) {
+      this.loggedIgnored = key;
+      for (const line of describeIgnored(resolved.ignored)) this.log.warn(line);
+    }
+    const s = resolved.config;
+    if (!s.model) s.model = DEFAULT_MODELS[s.provider]?.[0] ?? '';
+    return s;
   }
+  private loggedIgnored = '[]';
 
   get trusted(): boolean {
     return vscode.workspace.isTrusted;
@@ -231,7 +245,7 @@ export class CodeActService implements vscode.Disposable {
     // In an untrusted workspace VS Code already hides workspace values of restricted settings; without
     // trust no tool runs at all.
     if (!this.trusted || !ws) return { tools: [], errors: [] };
-    const set = loadTools(s.tools, { workspace: ws, defaultApproval: s.defaultApproval, resolveExternal: (decl, source) => (source === 'lmTool' ? lmToolSource(decl, s.defaultApproval) : `"${source}" tools are not available here`) });
+    const set = toolSetFrom(s, ws, { resolveExternal: (decl, source) => (source === 'lmTool' ? lmToolSource(decl, s.defaultApproval) : `"${source}" tools are not available here`) });
     const key = JSON.stringify(set.errors);
     if (set.errors.length && key !== this.warnedDeclarations) {
       this.warnedDeclarations = key;
@@ -275,8 +289,14 @@ export class CodeActService implements vscode.Disposable {
 
   // ---- conversations --------------------------------------------------------------------------
 
+  /** Saves an event in the open conversation and tells the listeners. */
   private emit(e: TranscriptEvent): void {
     this.conversation?.appendEvent(e);
+    this.notify(e);
+  }
+
+  /** Tells the listeners (the panel, the participant) about an event already saved. */
+  private notify(e: TranscriptEvent): void {
     if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
       this.outputs.set(e.item.id, e.item);
       if (this.outputs.size > 200) this.outputs.delete(this.outputs.keys().next().value!);
@@ -381,27 +401,20 @@ export class CodeActService implements vscode.Disposable {
     const key = JSON.stringify([s.runtime, s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, tokenHash]);
     if (this.runtime?.key === key) return this.runtime.runtime;
     void this.disposeRuntime();
-    const runtime = await createRuntime({
-      runtime: s.runtime,
-      local: {
-        python: s.python,
-        sandbox: { kind: s.sandbox, network: s.sandboxNetwork, mountWorkspace: s.mountWorkspace, limits: s.limits, workspace: workspaceFolder() },
-        session: s.sessionPolicy,
-        idleMs: s.sessionIdleMs,
-        maxAlive: s.sessionMaxAlive,
-        preload: s.preload,
-        // A warm zygote forks each session's guest, and the next one is started ahead of need.
-        zygote: true,
-        prestart: true,
+    // A warm zygote forks each session's guest, and the next one is started ahead of need.
+    const runtime = await createRuntime(
+      runtimeConfigFrom(s, {
+        workspace: workspaceFolder(),
+        jupyterToken: token,
+        longLived: true,
         onSessionEvent: (e) => this.onSessionEvent(e),
         log: (l) => this.log.info(l),
         onWarning: (m) => {
           this.log.warn(m);
           void vscode.window.showWarningMessage(`CodeAct: ${m}`);
         },
-      },
-      jupyter: { url: s.jupyterUrl, token, kernelName: s.jupyterKernel, sessionPolicy: s.jupyterSessionPolicy, log: (l) => this.log.debug(`jupyter: ${l}`) },
-    });
+      }),
+    );
     this.runtime = { key, runtime };
     return runtime;
   }
@@ -553,66 +566,35 @@ export class CodeActService implements vscode.Disposable {
     const controller = this.begin(titleFrom(prompt));
     const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
     const convo = this.ensureConversation(prompt);
-    const turnId = `turn_${randomBytes(6).toString('hex')}`;
-    const started = Date.now();
-    const runtimeKind: RuntimeKind = s.mode === 'hosted' ? (s.provider as RuntimeKind) : s.runtime;
-    this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt, source, provider: s.provider, model: s.model, runtime: runtimeKind, started_at: started });
-    let result: AgentResult | undefined;
     try {
-      const apiKey = await this.secrets.apiKey(s.provider);
-      const provider = await createProvider({
-        provider: s.provider,
-        apiKey,
-        baseURL: s.baseUrl,
-        supportsTools: s.compatibleSupportsTools,
-        contextWindow: s.compatibleContextWindow,
-      });
-      // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
-      const runtime = s.mode === 'hosted' ? new LocalRuntime() : this.reviewing(await this.getRuntime());
-      const agent = new AgentLoop({
-        provider,
-        model: s.model,
-        runtime,
+      const turn = await runChatTurn({
+        conversation: convo,
+        prompt,
+        source,
+        config: s,
+        provider: async () => createProvider(providerConfigFrom(s, await this.secrets.apiKey(s.provider))),
+        // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
+        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.reviewing(await this.getRuntime())),
         gateway: await this.gateway(),
-        mode: s.mode,
-        protocol: s.protocol,
-        inlineToolLimit: s.toolsInlineLimit,
-        maxTurns: s.maxTurns,
-        sessionId: convo.id,
-        ...(this.staleSession === convo.id
-          ? { sessionNote: 'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.' }
-          : {}),
-        executionTimeoutMs: s.timeoutMs,
-        hosted: { containerId: convo.meta.containerId ?? null, memoryLimit: s.hostedMemoryLimit, toolVersion: s.anthropicToolVersion },
+        ...(this.staleSession === convo.id ? { sessionNote: REOPENED_NOTE } : {}),
         signal: controller.signal,
         onEvent: (e) => {
-          this.emit(e);
-          extra?.onEvent?.(e);
+          this.notify(e);
+          if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') extra?.onEvent?.(e);
         },
       });
-      result = await agent.run(convo.history, prompt);
-      if (this.staleSession === convo.id) this.staleSession = undefined;
-      this.variablesSession = { id: convo.id, label: 'This conversation' };
-      convo.appendItems(result.items);
-      if (result.containerId !== undefined && result.containerId !== convo.meta.containerId) convo.update({ containerId: result.containerId });
-      this.emit({
-        type: 'codeact.turn.ended',
-        turn_id: turnId,
-        status: result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'stopped' : 'failed',
-        duration_ms: Date.now() - started,
-        ...(result.error ? { message: result.error.message } : {}),
-      });
-      if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
-      return result;
-    } catch (err) {
-      const message = err instanceof ProviderError || err instanceof Error ? err.message : String(err);
-      this.log.error(`turn failed: ${message}`);
-      this.emit({ type: 'error', message, code: err instanceof ProviderError ? err.code : 'internal' });
-      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status: 'failed', duration_ms: Date.now() - started, message });
-      if (err instanceof ProviderError && err.code === 'auth') {
-        void vscode.window.showErrorMessage(`CodeAct: ${message}`, 'Set API Key…').then((a) => a && vscode.commands.executeCommand('codeact.setApiKey'));
+      const result = turn.result;
+      if (result) {
+        if (this.staleSession === convo.id) this.staleSession = undefined;
+        this.variablesSession = { id: convo.id, label: 'This conversation' };
+        if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
+      } else if (turn.error) {
+        this.log.error(`turn failed: ${turn.error.message}`);
+        if (turn.error.code === 'auth') {
+          void vscode.window.showErrorMessage(`CodeAct: ${turn.error.message}`, 'Set API Key…').then((a) => a && vscode.commands.executeCommand('codeact.setApiKey'));
+        }
       }
-      return undefined;
+      return result;
     } finally {
       cancel?.dispose();
       this.end();

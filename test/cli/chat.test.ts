@@ -92,6 +92,6 @@ describe('codeact chat', function () {
   it('exits 2 for usage errors', async () => {
     assert.equal((await codeact(['chat', '--storage', storage])).code, 2);
     assert.match((await codeact(['chat', 'hi', '--provider', 'nope', '--model', 'x', '--storage', storage])).stderr, /--provider must be one of/);
-    assert.match((await codeact(['chat', 'hi', '--provider', 'openai', '--model', 'x', '--mode', 'turbo', '--storage', storage])).stderr, /--mode must be toolCode, hosted or code/);
+    assert.match((await codeact(['chat', 'hi', '--provider', 'openai', '--model', 'x', '--mode', 'turbo', '--storage', storage])).stderr, /--mode must be one of "toolCode", "hosted", "code", not "turbo"/);
   });
 });

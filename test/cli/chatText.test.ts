@@ -96,6 +96,6 @@ describe('codeact chat: text protocol', function () {
     assert.ok(r.stdout.includes(RECOVER_CODE), r.stdout);
     assert.match(r.stdout, /→ search_catalog\(\{"query":"LED lamp"\}\) ✓/);
     assert.ok(r.stdout.includes(ANSWER));
-    assert.match((await runCli(['chat', 'hi', ...base, '--protocol', 'morse', '--storage', storage])).stderr, /--protocol must be tools or text, not "morse"/);
+    assert.match((await runCli(['chat', 'hi', ...base, '--protocol', 'morse', '--storage', storage])).stderr, /--protocol must be one of "tools", "text", not "morse"/);
   });
 });

@@ -335,7 +335,7 @@ describe('mcp tools', function () {
   it('works in the CLI: `codeact run` calls an mcp tool declared in settings, and leaves no server behind', function () {
     mkdirSync(path.join(ws, '.vscode'));
     writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [decl('add', 'add', { inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } })] }));
-    const r = spawnSync(process.execPath, [CLI, 'run', '-', '--json', '--sandbox', 'none', '--workspace', ws], {
+    const r = spawnSync(process.execPath, [CLI, 'run', '-', '--json', '--sandbox', 'none', '--trust-workspace', '--workspace', ws], {
       cwd: root,
       input: 'r = await call_tool("add", a=1, b=2)\nreturn r["sum"]\n',
       encoding: 'utf8',

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { loadTools } from '../../src/core/tools/declarations';
-import { readWorkspaceSettings, codeactSetting } from '../../src/core/tools/settingsFile';
+import { readWorkspaceSettings, codeactSetting } from '../../src/core/config/workspaceFile';
 import { executeToolCodeSpec } from '../../src/core/tools/modelTools';
 
 const signal = () => new AbortController().signal;

@@ -11,6 +11,7 @@
  * server's `tools/list` through {@link resolveMcpTools} (or `loadToolsAsync`), which also reports
  * servers that do not start and tools the server does not have.
  */
+import { CODEACT_VERSION } from '../util/version';
 import { raceAbort } from '../util/abort';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -514,7 +515,7 @@ interface Entry {
   conn?: Connection;
 }
 
-const CLIENT_INFO = { name: 'codeact', version: '0.1.0' };
+const CLIENT_INFO = { name: 'codeact', version: CODEACT_VERSION };
 
 /**
  * MCP client connections, one per server, opened on first use. Shared by every tool that names the

@@ -1,8 +1,11 @@
 /**
- * Reads CodeAct settings from a workspace's `.vscode/settings.json` (JSONC, as VS Code writes it),
- * for the CLI. The extension reads the same keys through VS Code's configuration instead.
+ * The CLI's settings files, read as VS Code reads them (JSONC): the folder's `.vscode/settings.json`
+ * and the user's own `settings.json` in CodeAct's config folder (the CLI's counterpart of VS Code's
+ * user settings). Their layers go to the one resolver (resolve.ts), with the command-line flags on top.
+ * The extension reads the same keys through VS Code's configuration instead.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
 
@@ -19,7 +22,20 @@ export function settingsPath(workspace: string): string {
 
 /** Returns the flat settings object (`{"codeact.tools": [...], ...}`), or `{}` when there is no file. */
 export function readWorkspaceSettings(workspace: string): Record<string, unknown> {
-  const file = settingsPath(workspace);
+  return readSettingsFile(settingsPath(workspace));
+}
+
+/** The user's CLI settings: `$CODEACT_HOME/settings.json`, or `$XDG_CONFIG_HOME/codeact/settings.json` (`~/.config/codeact/…`). */
+export function userSettingsPath(): string {
+  const dir = process.env.CODEACT_HOME || path.join(process.env.XDG_CONFIG_HOME || path.join(homedir(), '.config'), 'codeact');
+  return path.join(dir, 'settings.json');
+}
+
+export function readUserSettings(): Record<string, unknown> {
+  return readSettingsFile(userSettingsPath());
+}
+
+export function readSettingsFile(file: string): Record<string, unknown> {
   if (!existsSync(file)) return {};
   const text = readFileSync(file, 'utf8');
   const errors: ParseError[] = [];
@@ -40,4 +56,9 @@ export function codeactSetting<T = unknown>(settings: Record<string, unknown>, k
   if (`codeact.${key}` in settings) return settings[`codeact.${key}`] as T;
   const nested = settings.codeact as Record<string, unknown> | undefined;
   return nested && typeof nested === 'object' ? (nested[key] as T | undefined) : undefined;
+}
+
+/** A reader for the resolver: flags, then the folder's settings, then the user's. */
+export function cliSettingsReader(flags: Record<string, unknown>, folder: Record<string, unknown>, user: Record<string, unknown>): (key: string) => { flag?: unknown; folder?: unknown; user?: unknown } {
+  return (key) => ({ flag: flags[key], folder: codeactSetting(folder, key), user: codeactSetting(user, key) });
 }

@@ -1,0 +1,152 @@
+/**
+ * `codeact chat "<prompt>" --provider … --model M [options]`: the agent loop headless, through the same
+ * chat-turn use case as the extension's panel (core/session/chatTurn.ts). The model writes code, it runs
+ * in the conversation's Python session (or a Jupyter kernel, or the provider's sandbox with --mode
+ * hosted), and the answer streams to the terminal. Conversations are saved as JSON lines and can be
+ * continued with --continue.
+ */
+import { homedir } from 'node:os';
+import * as path from 'node:path';
+import type { TranscriptEvent } from '../common/transcript';
+import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
+import { providerConfigFrom } from '../core/config/engine';
+import { ToolGateway } from '../core/gateway/gateway';
+import { ProviderError } from '../core/providers/errors';
+import { createProvider } from '../core/providers/factory';
+import { runChatTurn } from '../core/session/chatTurn';
+import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
+import { chatPrinter } from './print';
+import { openWorkspace, parse, reportDeclarationErrors, runtimeFrom, UsageError } from './workspace';
+
+export const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
+         [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR] [--max-turns N]
+         [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
+         [--sandbox auto|bubblewrap|none] [--python PATH] [--session conversation|run]
+         [--storage DIR] [--trust-workspace] [--json]
+       codeact chat --list [--storage DIR]
+
+Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
+(OpenAI-compatible servers usually need none). The Jupyter token comes from CODEACT_JUPYTER_TOKEN.
+--protocol text: the model writes \`\`\`python blocks instead of calling functions (models without function calling).`;
+
+export function defaultStorage(): string {
+  if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
+  const base = process.env.XDG_DATA_HOME || path.join(homedir(), '.local', 'share');
+  return path.join(base, 'codeact', 'conversations');
+}
+
+const CONTINUED_NOTE = 'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
+
+export async function chatCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse({
+    args: argv,
+    options: {
+      provider: { type: 'string', short: 'p' },
+      model: { type: 'string', short: 'm' },
+      'base-url': { type: 'string' },
+      mode: { type: 'string' },
+      protocol: { type: 'string' },
+      workspace: { type: 'string', short: 'w' },
+      'max-turns': { type: 'string' },
+      continue: { type: 'string', short: 'c' },
+      runtime: { type: 'string' },
+      'jupyter-url': { type: 'string' },
+      'jupyter-kernel': { type: 'string' },
+      timeout: { type: 'string', short: 't' },
+      sandbox: { type: 'string' },
+      python: { type: 'string' },
+      session: { type: 'string' },
+      storage: { type: 'string' },
+      'trust-workspace': { type: 'boolean' },
+      list: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(CHAT_USAGE + '\n');
+    return 0;
+  }
+  const store = new TranscriptStore(values.storage ?? defaultStorage());
+  if (values.list) {
+    const list = store.list();
+    if (values.json) process.stdout.write(JSON.stringify(list) + '\n');
+    else if (!list.length) process.stdout.write(`No conversations in ${store.dir}.\n`);
+    else for (const c of list) process.stdout.write(`${c.id}  ${new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')}  ${c.provider ?? ''}/${c.model ?? ''}  ${c.title}\n`);
+    return 0;
+  }
+  if (positionals.length !== 1 || !positionals[0].trim()) throw new UsageError('codeact chat needs one prompt (quote it).\n\n' + CHAT_USAGE);
+  const prompt = positionals[0];
+
+  let conversation: Conversation | undefined;
+  if (values.continue) {
+    if (!store.exists(values.continue)) throw new UsageError(`No conversation "${values.continue}" in ${store.dir} (see codeact chat --list).`);
+    conversation = store.open(values.continue);
+  }
+  const meta = conversation?.meta;
+  const ws = openWorkspace(values.workspace ?? meta?.workspace, {
+    flags: values,
+    // A continued conversation keeps its provider, model and mode unless a flag says otherwise.
+    fallback: { provider: meta?.provider, model: meta?.model, mode: meta?.mode },
+    trustOverride: values['trust-workspace'],
+  });
+  const config = ws.config;
+  if (!config.model) throw new UsageError('--model is required (for example gpt-5, claude-sonnet-4-6, gemini-3-flash-preview, or a local model name).');
+  // MCP tools without a declared description or schema get them from their servers, so the model sees them.
+  ws.toolSet = await resolveMcpTools(ws.toolSet);
+  reportDeclarationErrors(ws.toolSet);
+  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0 });
+  const continued = !!conversation && !!runtime.statePersists && conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
+  if (continued && !values.json) process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
+
+  const convo = conversation ?? store.create({ title: titleFrom(prompt), provider: config.provider, model: config.model, mode: config.mode, workspace: ws.dir });
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  // --json prints the event vocabulary; the turn markers go to the transcript only.
+  const print: (e: TranscriptEvent) => void = values.json
+    ? (e) => {
+        if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') process.stdout.write(JSON.stringify(e) + '\n');
+      }
+    : chatPrinter();
+  try {
+    const turn = await runChatTurn({
+      conversation: convo,
+      prompt,
+      source: 'cli',
+      config,
+      provider: () => createProvider(providerConfigFrom(config, undefined)),
+      runtime,
+      gateway: new ToolGateway(ws.toolSet.tools),
+      ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
+      signal: controller.signal,
+      onEvent: print,
+    });
+    const result = turn.result;
+    if (!result) {
+      // The provider could not be built (no key, a bad URL) or failed outright: a configuration error.
+      process.stderr.write(`codeact: ${turn.error?.message}\n`);
+      return turn.error?.code === 'internal' ? 1 : 2;
+    }
+    if (!values.json) {
+      if (result.text && !result.text.endsWith('\n')) process.stdout.write('\n');
+      const u = result.usage.total;
+      process.stderr.write(`\n[${convo.id}] ${result.status}; tokens in ${u.input_tokens}, out ${u.output_tokens}. Continue with: codeact chat --continue ${convo.id} "<prompt>"\n`);
+      if (result.error && result.status !== 'completed') process.stderr.write(`codeact: ${result.error.message}\n`);
+    }
+    return result.status === 'completed' ? 0 : 1;
+  } catch (e) {
+    if (e instanceof ProviderError) {
+      process.stderr.write(`codeact: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await runtime.closeSession?.(convo.id);
+    await runtime.dispose();
+    await disposeDefaultMcpPool();
+  }
+}

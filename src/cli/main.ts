@@ -1,0 +1,80 @@
+/**
+ * The `codeact` CLI: the same engine as the extension, headless.
+ *
+ *   codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--json]
+ *   codeact tools [--workspace DIR] [--json]
+ *   codeact chat "<prompt>" --provider P --model M [options]
+ *   codeact trust [DIR] | --revoke [DIR] | --list
+ *
+ * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
+ */
+import { SettingsError } from '../core/config/workspaceFile';
+import { CODEACT_VERSION } from '../core/util/version';
+import { chatCommand } from './chat';
+import { runCommand } from './run';
+import { toolsCommand } from './tools';
+import { trustCommand } from './trust';
+import { UsageError } from './workspace';
+
+const USAGE = `Usage:
+  codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]
+              [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--trust-workspace] [--json]
+  codeact tools [--workspace DIR] [--trust-workspace] [--json]
+  codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M [options]
+  codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list
+  codeact --help | --version
+
+A folder's .vscode/settings.json is obeyed in full only once the folder is trusted (codeact trust);
+--trust-workspace or CODEACT_TRUST_WORKSPACE=1 trusts it for one command (CI).
+Run "codeact <command> --help" for a command's options.`;
+
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'run':
+        return await runCommand(rest);
+      case 'tools':
+        return await toolsCommand(rest);
+      case 'chat':
+        return await chatCommand(rest);
+      case 'trust':
+        return await trustCommand(rest);
+      case '--version':
+      case '-v':
+        process.stdout.write(`${CODEACT_VERSION}\n`);
+        return 0;
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        process.stdout.write(USAGE + '\n');
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(`Unknown command "${command}".`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`codeact: ${e.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    if (e instanceof SettingsError || (e as Error).name === 'SettingsError' || (e as Error).name === 'PythonNotFoundError' || (e as Error).name === 'SandboxUnavailableError') {
+      process.stderr.write(`codeact: ${(e as Error).message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      process.stderr.write(`codeact: unexpected error: ${(err as Error).stack ?? err}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

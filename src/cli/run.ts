@@ -1,0 +1,64 @@
+/** `codeact run <file.py|->`: runs a file (or stdin) once, in a fresh guest, with the folder's managed tools. */
+import { readFileSync } from 'node:fs';
+import type { CodeActEvent } from '../common/events';
+import { ToolGateway } from '../core/gateway/gateway';
+import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
+import { humanPrinter, printItemResult } from './print';
+import { CONFIG_ERRORS, openWorkspace, parse, reportDeclarationErrors, runtimeFrom, UsageError } from './workspace';
+
+export const RUN_USAGE =
+  'Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
+  '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--trust-workspace] [--json]\n' +
+  'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.';
+
+export async function runCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse({
+    args: argv,
+    options: {
+      workspace: { type: 'string', short: 'w' },
+      timeout: { type: 'string', short: 't' },
+      sandbox: { type: 'string' },
+      python: { type: 'string' },
+      runtime: { type: 'string' },
+      'jupyter-url': { type: 'string' },
+      'jupyter-kernel': { type: 'string' },
+      'trust-workspace': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(RUN_USAGE + '\n');
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError('codeact run needs exactly one file (or - for stdin).');
+  const file = positionals[0];
+  let code: string;
+  try {
+    code = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`Cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}.`);
+  }
+  const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'] });
+  const runtime = await runtimeFrom(ws, { longLived: false });
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const onEvent = values.json ? (e: CodeActEvent) => process.stdout.write(JSON.stringify(e) + '\n') : humanPrinter();
+  try {
+    // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
+    ws.toolSet = await resolveMcpTools(ws.toolSet);
+    reportDeclarationErrors(ws.toolSet);
+    const gateway = new ToolGateway(ws.toolSet.tools);
+    const item = await runtime.execute({ code, timeoutMs: ws.config.timeoutMs }, { onEvent, onToolCall: gateway.handler, signal: controller.signal });
+    if (!values.json) printItemResult(item);
+    if (item.status !== 'completed' && CONFIG_ERRORS.has(item.error?.type ?? '')) return 2;
+    return item.status === 'completed' ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await runtime.dispose();
+    await disposeDefaultMcpPool();
+  }
+}

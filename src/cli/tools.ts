@@ -1,0 +1,44 @@
+/** `codeact tools`: the folder's managed tools (MCP ones with their servers' schemas) and every declaration error. */
+import { sanitizeTerminal } from '../common/terminal';
+import { settingsPath } from '../core/config/workspaceFile';
+import { formatDeclarationError } from '../core/tools/declarations';
+import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
+import { dim, red } from './print';
+import { openWorkspace, parse, UsageError } from './workspace';
+
+export async function toolsCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse({
+    args: argv,
+    options: { workspace: { type: 'string', short: 'w' }, 'trust-workspace': { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: codeact tools [--workspace DIR] [--trust-workspace] [--json]\n');
+    return 0;
+  }
+  if (positionals.length) throw new UsageError(`codeact tools takes no arguments (got ${positionals.join(' ')}).`);
+  const ws = openWorkspace(values.workspace, { trustOverride: values['trust-workspace'] });
+  // MCP tools: ask their servers for descriptions and schemas, and report servers that fail.
+  let toolSet = ws.toolSet;
+  try {
+    toolSet = await resolveMcpTools(ws.toolSet);
+  } finally {
+    await disposeDefaultMcpPool();
+  }
+  const { tools, errors } = toolSet;
+  const sorted = [...tools].sort((a, b) => a.name.localeCompare(b.name));
+  if (values.json) {
+    process.stdout.write(
+      JSON.stringify({
+        workspace: ws.dir,
+        trusted: ws.trust.trusted,
+        tools: sorted.map((t) => ({ name: t.name, description: t.description, source: t.source, approval: t.approval, expose: t.expose, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null })),
+        errors,
+      }) + '\n',
+    );
+  } else {
+    if (!sorted.length && !errors.length) process.stdout.write(`No managed tools${ws.trust.trusted ? ` declared in ${settingsPath(ws.dir)} (codeact.tools)` : ' (the folder is not trusted)'}.\n`);
+    for (const t of sorted) process.stdout.write(`${t.name}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${sanitizeTerminal(t.description)}\n`);
+    for (const e of errors) process.stdout.write(`${red('error:')} ${sanitizeTerminal(formatDeclarationError(e))}\n`);
+  }
+  return errors.length ? 2 : 0;
+}

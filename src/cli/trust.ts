@@ -1,0 +1,47 @@
+/**
+ * `codeact trust [DIR]`, `codeact trust --revoke [DIR]`, `codeact trust --list`: which folders' settings
+ * the CLI obeys (core/config/folderTrust.ts explains the model).
+ */
+import * as path from 'node:path';
+import { listTrusted, revokeFolder, settingsHash, trustFolder } from '../core/config/folderTrust';
+import { restrictedKeys } from '../core/config/keys';
+import { codeactSetting, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
+import { parse, UsageError } from './workspace';
+
+export const TRUST_USAGE = `Usage: codeact trust [DIR]            trust DIR (default: the current folder) with its settings as they are now
+       codeact trust --revoke [DIR]   stop trusting DIR
+       codeact trust --list           the trusted folders`;
+
+export async function trustCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse({
+    args: argv,
+    options: { revoke: { type: 'boolean' }, list: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    process.stdout.write(TRUST_USAGE + '\n');
+    return 0;
+  }
+  if (positionals.length > 1) throw new UsageError('codeact trust takes at most one folder.');
+  if (values.list) {
+    const entries = listTrusted().map((e) => ({ ...e, current: settingsHash(e.folder) === e.sha256 }));
+    if (values.json) process.stdout.write(JSON.stringify(entries) + '\n');
+    else if (!entries.length) process.stdout.write('No trusted folders.\n');
+    else for (const e of entries) process.stdout.write(`${e.folder}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`);
+    return 0;
+  }
+  const dir = path.resolve(positionals[0] ?? process.cwd());
+  if (values.revoke) {
+    const had = revokeFolder(dir);
+    process.stdout.write(had ? `No longer trusted: ${dir}\n` : `${dir} was not trusted.\n`);
+    return 0;
+  }
+  const settings = readWorkspaceSettings(dir);
+  const entry = trustFolder(dir);
+  const obeyed = restrictedKeys().filter((k) => codeactSetting(settings, k.slice('codeact.'.length)) !== undefined).sort();
+  process.stdout.write(
+    `Trusted: ${entry.folder}` +
+      (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${settingsPath(dir)}).` : '') +
+      '\nIf the settings file changes, the CLI ignores those settings again until you trust the folder again.\n',
+  );
+  return 0;
+}

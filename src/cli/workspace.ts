@@ -1,0 +1,132 @@
+/**
+ * The folder a CLI command works in: its settings resolved through the one policy both hosts share
+ * (core/config/resolve.ts), with the user's CLI settings and the command's flags on top, and the folder's
+ * trust (core/config/folderTrust.ts). An untrusted folder's restricted settings (its tools, interpreter,
+ * sandbox, server URLs) are ignored, and the CLI says so once, with the command that trusts the folder.
+ */
+import * as path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { runtimeConfigFrom, toolSetFrom } from '../core/config/engine';
+import { folderTrust, type TrustState } from '../core/config/folderTrust';
+import { describeIgnored, resolveEngineConfig, type EngineConfig, type Ignored } from '../core/config/resolve';
+import { cliSettingsReader, readUserSettings, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
+import { createRuntime, RuntimeConfigError } from '../core/runtime/factory';
+import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
+import type { Runtime } from '../core/runtime/types';
+import { formatDeclarationError, type ToolSet } from '../core/tools/declarations';
+import { red, warn } from './print';
+
+export class UsageError extends Error {}
+
+export interface Workspace {
+  dir: string;
+  config: EngineConfig;
+  ignored: Ignored[];
+  trust: TrustState;
+  toolSet: ToolSet;
+}
+
+/** Flags that set a setting: flag name -> setting key and how to read its value. */
+const FLAG_SETTINGS: Record<string, { key: string; kind: 'string' | 'number' }> = {
+  provider: { key: 'provider', kind: 'string' },
+  model: { key: 'model', kind: 'string' },
+  'base-url': { key: 'baseUrl', kind: 'string' },
+  mode: { key: 'mode', kind: 'string' },
+  protocol: { key: 'agent.protocol', kind: 'string' },
+  'max-turns': { key: 'maxTurns', kind: 'number' },
+  runtime: { key: 'runtime', kind: 'string' },
+  'jupyter-url': { key: 'jupyter.url', kind: 'string' },
+  'jupyter-kernel': { key: 'jupyter.kernelName', kind: 'string' },
+  timeout: { key: 'timeoutSeconds', kind: 'number' },
+  sandbox: { key: 'sandbox.kind', kind: 'string' },
+  python: { key: 'python.path', kind: 'string' },
+  session: { key: 'session.policy', kind: 'string' },
+};
+
+export function parse<T extends ParseArgsConfig['options']>(config: { args: string[]; options: T }) {
+  try {
+    return parseArgs({ args: config.args, options: config.options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+export interface OpenOptions {
+  /** Flag values (as parsed) that set settings. */
+  flags?: Record<string, unknown>;
+  /** Settings that stand in for missing ones (a continued conversation's provider and model). */
+  fallback?: Record<string, unknown>;
+  /** --trust-workspace, or CODEACT_TRUST_WORKSPACE=1. */
+  trustOverride?: boolean;
+  /** Print what an untrusted folder's settings would have done (default true). */
+  quiet?: boolean;
+}
+
+export function openWorkspace(dir: string | undefined, o: OpenOptions = {}): Workspace {
+  const ws = path.resolve(dir ?? process.cwd());
+  const folder = readWorkspaceSettings(ws);
+  const user = readUserSettings();
+  const flags: Record<string, unknown> = {};
+  for (const [flag, raw] of Object.entries(o.flags ?? {})) {
+    const spec = FLAG_SETTINGS[flag];
+    if (!spec || raw === undefined) continue;
+    if (spec.kind === 'number' && !(typeof raw === 'string' && raw.trim() && Number.isFinite(Number(raw)))) throw new UsageError(`--${flag} must be a number, not ${JSON.stringify(raw)}.`);
+    flags[spec.key] = spec.kind === 'number' ? Number(raw) : raw;
+  }
+  const override = o.trustOverride || process.env.CODEACT_TRUST_WORKSPACE === '1';
+  const trust = folderTrust(ws, override);
+  const reader = cliSettingsReader(flags, folder, user);
+  const withFallback = (key: string) => {
+    const layers = reader(key);
+    const fb = o.fallback?.[key];
+    return fb === undefined || layers.flag !== undefined ? layers : { ...layers, flag: fb };
+  };
+  const { config, ignored } = resolveEngineConfig(withFallback, { trusted: trust.trusted });
+  const bad = ignored.find((i) => i.origin === 'flag');
+  if (bad) {
+    const flag = Object.entries(FLAG_SETTINGS).find(([, s]) => `codeact.${s.key}` === bad.key)?.[0];
+    throw new UsageError(`${flag ? `--${flag}` : bad.key} ${bad.reason}.`);
+  }
+  if (!o.quiet) reportIgnored(ws, trust, ignored);
+  const toolSet = toolSetFrom(config, ws);
+  return { dir: ws, config, ignored, trust, toolSet };
+}
+
+/** Once, on stderr: what the folder's settings asked for that is not done, and how to change that. */
+function reportIgnored(dir: string, trust: TrustState, ignored: Ignored[]): void {
+  const untrusted = ignored.filter((i) => i.reason === 'the folder is not trusted');
+  const other = ignored.filter((i) => i.reason !== 'the folder is not trusted');
+  for (const line of describeIgnored(other)) warn(line);
+  if (!untrusted.length || trust.trusted) return;
+  const keys = [...new Set(untrusted.map((i) => i.key))].sort().join(', ');
+  const why = !trust.trusted && trust.why === 'changed' ? `its settings changed since you trusted it (${settingsPath(dir)})` : 'it is not trusted';
+  warn(
+    `ignoring ${keys} from ${settingsPath(dir)}: ${why}. A folder's settings can run commands, pick the interpreter and turn the sandbox off, ` +
+      `so the CLI obeys them only in folders you trust. Code still runs, with the safe defaults. To trust this folder: codeact trust ${JSON.stringify(dir)}`,
+  );
+}
+
+export function reportDeclarationErrors(toolSet: ToolSet): void {
+  for (const e of toolSet.errors) warn(`${formatDeclarationError(e)} (this tool is unavailable)`);
+}
+
+/** The runtime the configuration asks for: the local guest (default) or a Jupyter kernel. */
+export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, extra: Partial<LocalRuntimeOptions> = {}): Promise<Runtime> {
+  const cfg = runtimeConfigFrom(ws.config, {
+    workspace: ws.dir,
+    jupyterToken: process.env.CODEACT_JUPYTER_TOKEN,
+    longLived: host.longLived,
+    onWarning: (m) => process.stderr.write(`${red('warning:')} ${m}\n`),
+    log: () => {},
+  });
+  cfg.local = { ...cfg.local, ...extra };
+  try {
+    return await createRuntime(cfg);
+  } catch (e) {
+    if (e instanceof RuntimeConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+}
+
+/** Errors that mean the setup is wrong, not the code: exit 2. */
+export const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound', 'JupyterConfigError', 'JupyterNotFound']);

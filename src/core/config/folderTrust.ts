@@ -1,0 +1,91 @@
+/**
+ * Folder trust for the CLI, the way direnv's `direnv allow` works. A folder's `.vscode/settings.json` can
+ * declare tools that run commands, pick the interpreter, turn the sandbox off or point at servers; the
+ * CLI obeys those settings only for a folder the user trusted, and only for the exact settings file they
+ * trusted: trust is bound to a SHA-256 of the file's content, so a changed file needs trust again.
+ *
+ * The list lives in the user's config folder (`$CODEACT_HOME/trusted-folders.json`, or
+ * `$XDG_CONFIG_HOME/codeact/…`, `~/.config/codeact/…`), written 0600. `--trust-workspace` or
+ * `CODEACT_TRUST_WORKSPACE=1` trusts the folder for one invocation (for CI).
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import * as path from 'node:path';
+import { settingsPath } from './workspaceFile';
+
+export interface TrustEntry {
+  folder: string;
+  /** SHA-256 of the settings file when it was trusted ("none" when the folder had none). */
+  sha256: string;
+  trustedAt: string;
+}
+
+export type TrustState = { trusted: true; how: 'stored' | 'override' } | { trusted: false; why: 'never' | 'changed' };
+
+export function configDir(): string {
+  if (process.env.CODEACT_HOME) return process.env.CODEACT_HOME;
+  return path.join(process.env.XDG_CONFIG_HOME || path.join(homedir(), '.config'), 'codeact');
+}
+
+function storePath(): string {
+  return path.join(configDir(), 'trusted-folders.json');
+}
+
+function canonical(folder: string): string {
+  try {
+    return realpathSync(folder);
+  } catch {
+    return path.resolve(folder);
+  }
+}
+
+/** The hash trust is bound to: the settings file's bytes, or "none". */
+export function settingsHash(folder: string): string {
+  const file = settingsPath(folder);
+  if (!existsSync(file)) return 'none';
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
+
+export function listTrusted(): TrustEntry[] {
+  try {
+    const data = JSON.parse(readFileSync(storePath(), 'utf8')) as { folders?: TrustEntry[] };
+    return Array.isArray(data.folders) ? data.folders.filter((e) => e && typeof e.folder === 'string' && typeof e.sha256 === 'string').slice(0, 10_000) : [];
+  } catch {
+    return [];
+  }
+}
+
+function save(entries: TrustEntry[]): void {
+  const dir = configDir();
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${storePath()}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify({ folders: entries }, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, storePath());
+}
+
+export function trustFolder(folder: string): TrustEntry {
+  const f = canonical(folder);
+  const entry: TrustEntry = { folder: f, sha256: settingsHash(f), trustedAt: new Date().toISOString() };
+  save([...listTrusted().filter((e) => e.folder !== f), entry]);
+  return entry;
+}
+
+export function revokeFolder(folder: string): boolean {
+  const f = canonical(folder);
+  const entries = listTrusted();
+  const kept = entries.filter((e) => e.folder !== f);
+  if (kept.length === entries.length) return false;
+  save(kept);
+  return true;
+}
+
+/** Is this folder trusted, with its settings file as it is now? */
+export function folderTrust(folder: string, override = false): TrustState {
+  if (override) return { trusted: true, how: 'override' };
+  const f = canonical(folder);
+  const entry = listTrusted().find((e) => e.folder === f);
+  if (!entry) return { trusted: false, why: 'never' };
+  return entry.sha256 === settingsHash(f) ? { trusted: true, how: 'stored' } : { trusted: false, why: 'changed' };
+}

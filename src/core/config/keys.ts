@@ -1,0 +1,77 @@
+/**
+ * Every CodeAct setting: its key (after `codeact.`), type, default and allowed values, in one place.
+ * package.json's `contributes.configuration` must say the same (a test checks it), and both hosts read
+ * settings through resolve.ts, which applies one policy to them.
+ *
+ * `trust`: what a workspace (or folder) value of the setting may do.
+ * - `any`: a workspace may set it;
+ * - `trusted`: it can run, redirect or expose something (tools that run commands, the interpreter, a
+ *   server URL, the sandbox): a workspace value counts only in a trusted workspace (VS Code's Workspace
+ *   Trust; the CLI's `codeact trust`). These are VS Code's `restrictedConfigurations`.
+ * - `user`: only the user's own settings (or a command-line flag) may set it, trusted or not.
+ */
+
+export type SettingType = 'string' | 'number' | 'boolean' | 'array' | 'object';
+export type SettingTrust = 'any' | 'trusted' | 'user';
+
+export interface SettingKey {
+  type: SettingType;
+  default: unknown;
+  enum?: readonly string[];
+  minimum?: number;
+  maximum?: number;
+  trust: SettingTrust;
+}
+
+export const SETTINGS = {
+  tools: { type: 'array', default: [], trust: 'trusted' },
+  provider: { type: 'string', default: 'openai', enum: ['openai', 'anthropic', 'gemini', 'openai-compatible'], trust: 'any' },
+  model: { type: 'string', default: '', trust: 'any' },
+  // A first-party provider's base URL only from user settings or a flag (see resolve.ts).
+  baseUrl: { type: 'string', default: '', trust: 'trusted' },
+  mode: { type: 'string', default: 'toolCode', enum: ['toolCode', 'hosted', 'code'], trust: 'any' },
+  runtime: { type: 'string', default: 'local', enum: ['local', 'jupyter'], trust: 'trusted' },
+  'python.path': { type: 'string', default: 'python3', trust: 'trusted' },
+  'python.preload': { type: 'array', default: [], trust: 'trusted' },
+  'session.policy': { type: 'string', default: 'conversation', enum: ['conversation', 'run'], trust: 'any' },
+  'session.idleMinutes': { type: 'number', default: 30, minimum: 0, trust: 'any' },
+  'session.maxAlive': { type: 'number', default: 4, minimum: 1, maximum: 64, trust: 'any' },
+  timeoutSeconds: { type: 'number', default: 120, minimum: 1, trust: 'any' },
+  'agent.protocol': { type: 'string', default: 'tools', enum: ['tools', 'text'], trust: 'any' },
+  'toolDiscovery.inlineLimit': { type: 'number', default: 20, minimum: 0, trust: 'any' },
+  maxTurns: { type: 'number', default: 12, minimum: 1, trust: 'any' },
+  // A workspace may make approvals stricter, never looser (see resolve.ts).
+  'approval.default': { type: 'string', default: 'auto', enum: ['auto', 'ask', 'deny'], trust: 'any' },
+  'approval.reviewCode': { type: 'boolean', default: false, trust: 'any' },
+  'approval.alwaysAllow': { type: 'array', default: [], trust: 'user' },
+  'sandbox.kind': { type: 'string', default: 'auto', enum: ['auto', 'bubblewrap', 'none'], trust: 'trusted' },
+  'sandbox.network': { type: 'boolean', default: false, trust: 'trusted' },
+  'sandbox.mountWorkspace': { type: 'string', default: 'none', enum: ['none', 'readonly', 'readwrite'], trust: 'trusted' },
+  'sandbox.limits': { type: 'object', default: { memory: '2g', cpuSeconds: 300, processes: 256, fileSize: '256m', openFiles: 1024 }, trust: 'trusted' },
+  'jupyter.url': { type: 'string', default: '', trust: 'trusted' },
+  'jupyter.kernelName': { type: 'string', default: 'python3', trust: 'trusted' },
+  'jupyter.sessionPolicy': { type: 'string', default: 'conversation', enum: ['conversation', 'execution'], trust: 'any' },
+  'openaiCompatible.supportsTools': { type: 'boolean', default: true, trust: 'any' },
+  'openaiCompatible.contextWindow': { type: 'number', default: 32768, minimum: 1, trust: 'any' },
+  'hosted.memoryLimit': { type: 'string', default: '1g', enum: ['1g', '4g', '16g', '64g'], trust: 'any' },
+  'hosted.anthropicToolVersion': {
+    type: 'string',
+    default: 'code_execution_20250825',
+    enum: ['code_execution_20250522', 'code_execution_20250825', 'code_execution_20260120'],
+    trust: 'any',
+  },
+  inlineResults: { type: 'boolean', default: true, trust: 'any' },
+} as const satisfies Record<string, SettingKey>;
+
+export type SettingName = keyof typeof SETTINGS;
+
+/** Older keys still read (the value moved): old -> new. */
+export const LEGACY_KEYS: Readonly<Record<string, SettingName>> = {
+  python: 'python.path',
+};
+
+/** Settings a workspace value of which counts only when the folder is trusted (VS Code's restrictedConfigurations). */
+export function restrictedKeys(): string[] {
+  const keys = (Object.keys(SETTINGS) as SettingName[]).filter((k) => SETTINGS[k].trust !== 'any' && SETTINGS[k].trust !== 'user').map((k) => `codeact.${k}`);
+  return [...keys, ...Object.keys(LEGACY_KEYS).map((k) => `codeact.${k}`)];
+}

@@ -1,0 +1,184 @@
+/**
+ * One configuration resolver for both hosts. The extension reads VS Code's settings layers, the CLI
+ * reads its user settings file, the folder's `.vscode/settings.json` and its flags; both hand the
+ * layers of each key to `resolveEngineConfig`, which applies one policy and returns the engine's
+ * configuration, what it ignored and why.
+ *
+ * The policy:
+ * - A workspace (or folder) value of a `trusted` setting (keys.ts) counts only when the folder is
+ *   trusted. Untrusted, the user's value (or the default) applies, and the workspace value is listed
+ *   as ignored.
+ * - A first-party provider's base URL (OpenAI, Anthropic, Gemini) comes only from the user's settings or
+ *   a flag, trusted or not: a repository must not send the user's API key to a server it chose. An
+ *   OpenAI-compatible server's URL may come from a trusted workspace.
+ * - Approvals: a workspace may make them stricter (`approval.default` ask/deny, `reviewCode` on), never
+ *   looser than the user's own setting; `approval.alwaysAllow` is the user's alone.
+ * - A value of the wrong type or outside its allowed values is ignored (and listed), never half-used.
+ */
+import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName } from './keys';
+
+export type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';
+
+/** The values one key has in each place it can be set (undefined: not set there). */
+export interface SettingLayers {
+  flag?: unknown;
+  folder?: unknown;
+  workspace?: unknown;
+  user?: unknown;
+}
+
+/** How a host reads the layers of `codeact.<key>`. */
+export type SettingsReader = (key: string) => SettingLayers | undefined;
+
+export interface Ignored {
+  key: string;
+  origin: Origin;
+  reason: string;
+}
+
+export type ProviderName = 'openai' | 'anthropic' | 'gemini' | 'openai-compatible';
+
+export interface EngineConfig {
+  provider: ProviderName;
+  model: string;
+  baseUrl?: string;
+  mode: 'toolCode' | 'hosted' | 'code';
+  protocol: 'tools' | 'text';
+  toolsInlineLimit: number;
+  runtime: 'local' | 'jupyter';
+  python: string;
+  preload: string[];
+  sessionPolicy: 'conversation' | 'run';
+  sessionIdleMs: number;
+  sessionMaxAlive: number;
+  timeoutMs: number;
+  maxTurns: number;
+  defaultApproval: 'auto' | 'ask' | 'deny';
+  reviewCode: boolean;
+  alwaysAllow: string[];
+  sandbox: 'auto' | 'bubblewrap' | 'none';
+  sandboxNetwork: boolean;
+  mountWorkspace: 'none' | 'readonly' | 'readwrite';
+  limits: { memory?: string; cpuSeconds?: number; processes?: number; fileSize?: string; openFiles?: number };
+  jupyterUrl?: string;
+  jupyterKernel: string;
+  jupyterSessionPolicy: 'conversation' | 'execution';
+  compatibleSupportsTools: boolean;
+  compatibleContextWindow: number;
+  hostedMemoryLimit: '1g' | '4g' | '16g' | '64g';
+  anthropicToolVersion: string;
+  inlineResults: boolean;
+  /** The raw `codeact.tools` declarations (loadTools checks them one by one). */
+  tools: unknown;
+}
+
+export interface ResolvedConfig {
+  config: EngineConfig;
+  /** Where each setting's value came from. */
+  origins: Record<SettingName, Origin>;
+  /** Values that were set but not used, with the reason. */
+  ignored: Ignored[];
+}
+
+export interface ResolveOptions {
+  /** The folder is trusted (VS Code's Workspace Trust; `codeact trust` for the CLI). */
+  trusted: boolean;
+}
+
+const FIRST_PARTY: readonly string[] = ['openai', 'anthropic', 'gemini'];
+const APPROVAL_ORDER = ['auto', 'ask', 'deny'];
+const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+function typeError(key: SettingKey, value: unknown): string | undefined {
+  const t = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+  if (t !== key.type) return `must be ${key.type === 'array' ? 'an array' : key.type === 'object' ? 'an object' : `a ${key.type}`}, not ${t === 'object' ? 'an object' : t}`;
+  if (key.enum && !key.enum.includes(value as string)) return `must be one of ${key.enum.map((e) => JSON.stringify(e)).join(', ')}, not ${JSON.stringify(value)}`;
+  if (key.type === 'number' && !Number.isFinite(value as number)) return 'must be a finite number';
+  if (key.minimum !== undefined && (value as number) < key.minimum) return `must be at least ${key.minimum}`;
+  if (key.maximum !== undefined && (value as number) > key.maximum) return `must be at most ${key.maximum}`;
+  return undefined;
+}
+
+export function resolveEngineConfig(read: SettingsReader, options: ResolveOptions): ResolvedConfig {
+  const ignored: Ignored[] = [];
+  const origins = {} as Record<SettingName, Origin>;
+
+  /** The value of one key under the policy; `allow` may refuse a layer for a reason of its own. */
+  const pick = <T>(name: SettingName, allow?: (origin: Origin, value: unknown) => string | undefined): T => {
+    const spec: SettingKey = SETTINGS[name];
+    let layers = read(name) ?? {};
+    for (const [old, now] of Object.entries(LEGACY_KEYS)) {
+      if (now !== name) continue;
+      const legacy = read(old);
+      if (legacy) layers = { flag: layers.flag ?? legacy.flag, folder: layers.folder ?? legacy.folder, workspace: layers.workspace ?? legacy.workspace, user: layers.user ?? legacy.user };
+    }
+    for (const origin of ['flag', 'folder', 'workspace', 'user'] as const) {
+      const value = layers[origin];
+      if (value === undefined) continue;
+      const fromWorkspace = origin === 'folder' || origin === 'workspace';
+      let reason: string | undefined;
+      if (fromWorkspace && spec.trust === 'user') reason = 'only your user settings may set it';
+      else if (fromWorkspace && spec.trust === 'trusted' && !options.trusted) reason = 'the folder is not trusted';
+      else reason = typeError(spec, value) ?? allow?.(origin, value);
+      if (reason) {
+        ignored.push({ key: `codeact.${name}`, origin, reason });
+        continue;
+      }
+      origins[name] = origin;
+      return value as T;
+    }
+    origins[name] = 'default';
+    return spec.default as T;
+  };
+
+  const provider = pick<ProviderName>('provider');
+  const baseUrl = pick<string>('baseUrl', (origin) =>
+    (origin === 'folder' || origin === 'workspace') && FIRST_PARTY.includes(provider)
+      ? `a workspace cannot send your ${provider} API key to a server of its choosing; set it in your user settings or pass --base-url`
+      : undefined,
+  );
+  const userApproval = read('approval.default')?.user;
+  const userReview = read('approval.reviewCode')?.user;
+  const looser = (origin: Origin, value: unknown, user: unknown, order: (v: unknown) => number) =>
+    (origin === 'folder' || origin === 'workspace') && user !== undefined && order(value) < order(user) ? 'a workspace may make approvals stricter than your own setting, never looser' : undefined;
+  const limitsRaw = pick<Record<string, unknown>>('sandbox.limits');
+  const preloadRaw = pick<unknown[]>('python.preload', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string' && MODULE_NAME.test(m)) ? undefined : 'must list module names such as "numpy" or "pandas"'));
+  const config: EngineConfig = {
+    provider,
+    model: pick<string>('model'),
+    baseUrl: baseUrl || undefined,
+    mode: pick('mode'),
+    protocol: pick('agent.protocol'),
+    toolsInlineLimit: pick<number>('toolDiscovery.inlineLimit'),
+    runtime: pick('runtime'),
+    python: pick<string>('python.path') || 'python3',
+    preload: preloadRaw.slice(0, 64) as string[],
+    sessionPolicy: pick('session.policy'),
+    sessionIdleMs: pick<number>('session.idleMinutes') * 60_000,
+    sessionMaxAlive: Math.floor(pick<number>('session.maxAlive')),
+    timeoutMs: Math.round(pick<number>('timeoutSeconds') * 1000),
+    maxTurns: Math.floor(pick<number>('maxTurns')),
+    defaultApproval: pick('approval.default', (o, v) => looser(o, v, userApproval, (x) => APPROVAL_ORDER.indexOf(x as string))),
+    reviewCode: pick('approval.reviewCode', (o, v) => looser(o, v, userReview, (x) => (x ? 1 : 0))),
+    alwaysAllow: pick<unknown[]>('approval.alwaysAllow').filter((n): n is string => typeof n === 'string'),
+    sandbox: pick('sandbox.kind'),
+    sandboxNetwork: pick('sandbox.network'),
+    mountWorkspace: pick('sandbox.mountWorkspace'),
+    limits: limitsRaw as EngineConfig['limits'],
+    jupyterUrl: pick<string>('jupyter.url') || undefined,
+    jupyterKernel: pick<string>('jupyter.kernelName') || 'python3',
+    jupyterSessionPolicy: pick('jupyter.sessionPolicy'),
+    compatibleSupportsTools: pick('openaiCompatible.supportsTools'),
+    compatibleContextWindow: pick('openaiCompatible.contextWindow'),
+    hostedMemoryLimit: pick('hosted.memoryLimit'),
+    anthropicToolVersion: pick('hosted.anthropicToolVersion'),
+    inlineResults: pick('inlineResults'),
+    tools: pick('tools'),
+  };
+  return { config, origins, ignored };
+}
+
+/** One line per ignored value, for the log or stderr. */
+export function describeIgnored(ignored: readonly Ignored[]): string[] {
+  return ignored.map((i) => `${i.key} from the ${i.origin === 'flag' ? 'command line' : `${i.origin} settings`} is ignored: ${i.reason}.`);
+}

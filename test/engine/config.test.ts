@@ -1,0 +1,130 @@
+/**
+ * The one configuration resolver: keys.ts says what package.json says; the extension's reader and the
+ * CLI's give the same resolved configuration for the same settings; and the policy (trust, a first-party
+ * base URL only from the user, approvals only stricter from a workspace, bad values ignored) holds.
+ */
+import * as assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { restrictedKeys, SETTINGS } from '../../src/core/config/keys';
+import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
+import { cliSettingsReader, readSettingsFile } from '../../src/core/config/workspaceFile';
+import { vscodeReader } from '../../src/vscode/settingsReader';
+
+const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
+const contributed: Record<string, any> = pkg.contributes.configuration.properties;
+
+/** A stand-in for vscode.WorkspaceConfiguration.inspect over plain layers. */
+function fakeConfiguration(user: Record<string, unknown>, workspace: Record<string, unknown>, folder: Record<string, unknown> = {}) {
+  return {
+    inspect: (key: string) => ({ key, globalValue: user[`codeact.${key}`], workspaceValue: workspace[`codeact.${key}`], workspaceFolderValue: folder[`codeact.${key}`] }) as any,
+  };
+}
+
+describe('configuration: keys.ts and package.json', () => {
+  it('declare the same settings, types, defaults and allowed values', () => {
+    const fromKeys = Object.keys(SETTINGS).map((k) => `codeact.${k}`).sort();
+    assert.deepEqual(Object.keys(contributed).sort(), fromKeys);
+    for (const [key, spec] of Object.entries(SETTINGS)) {
+      const c = contributed[`codeact.${key}`];
+      assert.equal(c.type, spec.type, `codeact.${key}: type`);
+      assert.deepEqual(c.default, spec.default, `codeact.${key}: default`);
+      assert.deepEqual(c.enum, 'enum' in spec ? spec.enum : undefined, `codeact.${key}: enum`);
+    }
+  });
+
+  it('restrict in untrusted workspaces exactly the settings the policy guards', () => {
+    assert.deepEqual([...pkg.capabilities.untrustedWorkspaces.restrictedConfigurations].sort(), restrictedKeys().sort());
+  });
+});
+
+describe('configuration: one resolver for both hosts', () => {
+  let dir: string;
+  before(() => (dir = mkdtempSync(path.join(tmpdir(), 'codeact-config-'))));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const cases: Array<{ name: string; user: Record<string, unknown>; workspace: Record<string, unknown>; trusted: boolean }> = [
+    {
+      name: 'a trusted workspace',
+      user: { 'codeact.provider': 'anthropic', 'codeact.approval.default': 'ask', 'codeact.baseUrl': 'https://proxy.example/v1' },
+      workspace: { 'codeact.model': 'claude-x', 'codeact.sandbox.kind': 'none', 'codeact.tools': [{ name: 'a', command: { argv: ['true'] } }], 'codeact.approval.default': 'auto', 'codeact.baseUrl': 'http://evil.example' },
+      trusted: true,
+    },
+    {
+      name: 'an untrusted workspace',
+      user: { 'codeact.provider': 'openai-compatible', 'codeact.timeoutSeconds': 30 },
+      workspace: { 'codeact.baseUrl': 'http://127.0.0.1:1/v1', 'codeact.python.path': '/tmp/evil', 'codeact.session.maxAlive': 2, 'codeact.runtime': 'jupyter', 'codeact.mode': 'bogus' },
+      trusted: false,
+    },
+    {
+      name: 'the old codeact.python key',
+      user: { 'codeact.python': '/usr/bin/python3' },
+      workspace: { 'codeact.approval.reviewCode': true },
+      trusted: true,
+    },
+  ];
+
+  for (const c of cases) {
+    it(`gives the extension and the CLI the same configuration: ${c.name}`, () => {
+      const fromVscode = resolveEngineConfig(vscodeReader(fakeConfiguration(c.user, c.workspace)), { trusted: c.trusted });
+      mkdirSync(path.join(dir, c.name), { recursive: true });
+      const userFile = path.join(dir, c.name, 'user.json');
+      const wsFile = path.join(dir, c.name, 'settings.json');
+      writeFileSync(userFile, `// the user's CLI settings\n${JSON.stringify(c.user, null, 2)}\n`);
+      writeFileSync(wsFile, `{\n  // JSONC, as VS Code writes it\n${JSON.stringify(c.workspace, null, 2).slice(1)}`);
+      const cliReader = cliSettingsReader({}, readSettingsFile(wsFile), readSettingsFile(userFile));
+      // The CLI sees the folder's file as the "folder" layer; VS Code as "workspace": same policy for both.
+      const fromCli = resolveEngineConfig(cliReader, { trusted: c.trusted });
+      assert.deepEqual(fromCli.config, fromVscode.config);
+      assert.deepEqual(
+        fromCli.ignored.map((i) => [i.key, i.reason]),
+        fromVscode.ignored.map((i) => [i.key, i.reason]),
+      );
+    });
+  }
+
+  const resolve = (layers: Record<string, SettingLayers>, trusted = true) => resolveEngineConfig((k) => layers[k], { trusted });
+
+  it('takes a first-party base URL only from the user or a flag, trusted or not', () => {
+    const r = resolve({ provider: { user: 'openai' }, baseUrl: { workspace: 'http://attacker.example/v1' } });
+    assert.equal(r.config.baseUrl, undefined);
+    assert.match(r.ignored[0].reason, /cannot send your openai API key to a server of its choosing/);
+    assert.equal(resolve({ provider: { user: 'gemini' }, baseUrl: { user: 'https://mine.example' } }).config.baseUrl, 'https://mine.example');
+    assert.equal(resolve({ provider: { flag: 'anthropic' }, baseUrl: { flag: 'http://127.0.0.1:9/', workspace: 'http://x' } }).config.baseUrl, 'http://127.0.0.1:9/');
+    // An OpenAI-compatible server's URL may come from a trusted workspace, not an untrusted one.
+    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseUrl, 'http://127.0.0.1:11434/v1');
+    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseUrl, undefined);
+  });
+
+  it('lets a workspace make approvals stricter, never looser, and keeps alwaysAllow the user\'s', () => {
+    assert.equal(resolve({ 'approval.default': { workspace: 'deny' } }).config.defaultApproval, 'deny');
+    const looser = resolve({ 'approval.default': { user: 'ask', workspace: 'auto' } });
+    assert.equal(looser.config.defaultApproval, 'ask');
+    assert.match(looser.ignored[0].reason, /stricter than your own setting, never looser/);
+    assert.equal(resolve({ 'approval.reviewCode': { user: true, workspace: false } }).config.reviewCode, true);
+    assert.deepEqual(resolve({ 'approval.alwaysAllow': { workspace: ['rm_rf'], user: ['search'] } }).config.alwaysAllow, ['search']);
+  });
+
+  it('ignores an untrusted workspace\'s restricted settings and keeps the rest', () => {
+    const r = resolve({ 'sandbox.kind': { workspace: 'none', user: 'bubblewrap' }, tools: { workspace: [{ name: 'x' }] }, model: { workspace: 'm' } }, false);
+    assert.equal(r.config.sandbox, 'bubblewrap');
+    assert.deepEqual(r.config.tools, []);
+    assert.equal(r.config.model, 'm');
+    assert.deepEqual(r.ignored.map((i) => `${i.key}: ${i.reason}`).sort(), ['codeact.sandbox.kind: the folder is not trusted', 'codeact.tools: the folder is not trusted']);
+  });
+
+  it('ignores a value of the wrong type or out of range, naming the rule', () => {
+    const r = resolve({ mode: { workspace: 'turbo' }, 'session.maxAlive': { user: 0 }, timeoutSeconds: { user: '30' }, 'python.preload': { user: ['numpy', 'os; rm -rf /'] } });
+    assert.equal(r.config.mode, 'toolCode');
+    assert.equal(r.config.sessionMaxAlive, 4);
+    assert.equal(r.config.timeoutMs, 120_000);
+    assert.deepEqual(r.config.preload, []);
+    assert.deepEqual(r.ignored.map((i) => `${i.key}: ${i.reason}`).sort(), [
+      'codeact.mode: must be one of "toolCode", "hosted", "code", not "turbo"',
+      'codeact.python.preload: must list module names such as "numpy" or "pandas"',
+      'codeact.session.maxAlive: must be at least 1',
+      'codeact.timeoutSeconds: must be a number, not string',
+    ]);
+  });
+});
