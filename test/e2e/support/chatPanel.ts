@@ -188,6 +188,62 @@ export class ChatPanel {
     await card.getByRole('button', { name: label, exact: true }).click();
   }
 
+  // ---- session variables ---------------------------------------------------------------------------
+
+  /** The header's "Session variables" toggle (braces icon, with a count badge). */
+  async variablesToggle(): Promise<Locator> {
+    return (await this.frame()).locator('button.variables-toggle');
+  }
+
+  /** The count badge on the toggle ('' when it shows none). */
+  async variablesBadge(): Promise<string> {
+    return ((await (await this.variablesToggle()).locator('.badge-count').textContent()) ?? '').trim();
+  }
+
+  /** Opens the variables section with the header toggle (when closed); returns the section. */
+  async openVariables(timeoutMs = 60_000): Promise<Locator> {
+    const toggle = await this.variablesToggle();
+    await toggle.waitFor({ state: 'visible', timeout: timeoutMs });
+    if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
+    const section = (await this.frame()).locator('section.variables-panel');
+    await section.waitFor({ state: 'visible', timeout: timeoutMs });
+    return section;
+  }
+
+  /** The rows of the variables section: name, type, summary. */
+  async variables(): Promise<{ name: string; type: string; summary: string }[]> {
+    const f = await this.frame();
+    return f.evaluate(() =>
+      Array.from(document.querySelectorAll<HTMLElement>('section.variables-panel tr[data-name]')).map((tr) => ({
+        name: tr.dataset.name ?? '',
+        type: tr.querySelector('.var-type')?.textContent ?? '',
+        summary: tr.querySelector('.var-summary')?.textContent ?? '',
+      })),
+    );
+  }
+
+  /** The text of the variables section (its label, the empty note). */
+  async variablesText(): Promise<string> {
+    return (await this.frame()).locator('section.variables-panel').innerText();
+  }
+
+  /** Waits until the variables rows satisfy `check`; returns them. */
+  async waitForVariables(check: (rows: { name: string; type: string; summary: string }[]) => boolean, what: string, timeoutMs = 60_000): Promise<{ name: string; type: string; summary: string }[]> {
+    const deadline = Date.now() + timeoutMs;
+    let rows: { name: string; type: string; summary: string }[] = [];
+    for (;;) {
+      rows = await this.variables().catch(() => rows);
+      if (check(rows)) return rows;
+      if (Date.now() > deadline) throw new Error(`the variables view never showed ${what} within ${timeoutMs} ms; rows: ${JSON.stringify(rows)}; text: ${await this.variablesText().catch(() => '?')}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** Clicks the section's restart button ("Restart session"). */
+  async clickRestartSession(): Promise<void> {
+    await (await this.frame()).locator('section.variables-panel').getByRole('button', { name: 'Restart session' }).click();
+  }
+
   // ---- layout -------------------------------------------------------------------------------------
 
   /**

@@ -105,6 +105,75 @@ export class Workbench {
     return found;
   }
 
+  /**
+   * When a quick pick titled `title` is open (a command asking which item), picks the row that contains
+   * `row`; returns whether one was open. Waits up to `timeoutMs` for it to show.
+   */
+  async answerQuickPick(title: string | RegExp, row: string, timeoutMs = 3000): Promise<boolean> {
+    const titleEl = this.quickInput.locator('.quick-input-title', { hasText: title });
+    const shown = await titleEl.waitFor({ state: 'visible', timeout: timeoutMs }).then(
+      () => true,
+      () => false,
+    );
+    if (!shown) return false;
+    await this.quickInput.locator('.monaco-list-row', { hasText: row }).first().click();
+    await this.quickInput.waitFor({ state: 'hidden', timeout: 60_000 });
+    return true;
+  }
+
+  /**
+   * Applies a colour theme through "Preferences: Color Theme" like a user, and waits until the workbench
+   * shows it (`vs` light, `vs-dark` dark, `hc-black`/`hc-light` high contrast, on .monaco-workbench).
+   */
+  async setColorTheme(label: string, kind: 'vs' | 'vs-dark' | 'hc-black' | 'hc-light', timeoutMs = 60_000): Promise<void> {
+    await this.runCommand('Preferences: Color Theme');
+    await this.quickInput.waitFor({ state: 'visible', timeout: timeoutMs });
+    const input = this.quickInput.locator('input.input');
+    await input.fill(label);
+    const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: label });
+    await rows.first().waitFor({ state: 'visible', timeout: timeoutMs });
+    const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
+    const exact = labels.indexOf(label);
+    await rows.nth(exact >= 0 ? exact : 0).click();
+    await this.quickInput.waitFor({ state: 'hidden', timeout: timeoutMs }).catch(() => undefined);
+    await this.page.locator(`.monaco-workbench.${kind}`).first().waitFor({ timeout: timeoutMs });
+  }
+
+  // ---- layout ---------------------------------------------------------------------------------
+
+  /** The primary sidebar's width in CSS pixels. */
+  async sidebarWidth(): Promise<number> {
+    return this.page.locator('.part.sidebar').evaluate((el) => Math.round(el.getBoundingClientRect().width));
+  }
+
+  /**
+   * Drags the sash on the sidebar's right edge like a user, until the sidebar is `width` px wide (VS Code
+   * keeps it within its own limits, 170 px and up); returns the width it got.
+   */
+  async setSidebarWidth(width: number): Promise<number> {
+    const sidebar = await this.page.locator('.part.sidebar').boundingBox();
+    if (!sidebar) throw new Error('the primary sidebar is not visible');
+    const edge = sidebar.x + sidebar.width;
+    const sash = await this.page.locator('.monaco-sash.vertical').evaluateAll(
+      (els, x) => {
+        for (const el of els) {
+          const r = el.getBoundingClientRect();
+          if (r.width > 0 && r.height > 200 && Math.abs(r.left + r.width / 2 - x) <= 4) return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+        }
+        return undefined;
+      },
+      edge,
+    );
+    if (!sash) throw new Error(`no vertical sash at the sidebar's right edge (x = ${edge})`);
+    const mouse = this.page.mouse;
+    await mouse.move(sash.x, sash.y);
+    await mouse.down();
+    await mouse.move((sash.x + sidebar.x + width) / 2, sash.y, { steps: 5 });
+    await mouse.move(sidebar.x + width, sash.y, { steps: 5 });
+    await mouse.up();
+    return this.sidebarWidth();
+  }
+
   async dismissQuickInput(): Promise<void> {
     if (await this.quickInput.isVisible().catch(() => false)) {
       await this.page.keyboard.press('Escape');
