@@ -20,6 +20,7 @@ export class ChatPanel {
 
   /** The frame of the chat page, once its app has rendered (waits up to `timeoutMs`). */
   async frame(timeoutMs = 30_000): Promise<Frame> {
+    timeoutMs = this.wb.wait(timeoutMs);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       for (const f of this.page.frames()) {
@@ -44,6 +45,7 @@ export class ChatPanel {
 
   /** Waits until the page's text matches `re`; returns the text. */
   async waitForText(re: RegExp, timeoutMs = 30_000): Promise<string> {
+    timeoutMs = this.wb.wait(timeoutMs);
     const deadline = Date.now() + timeoutMs;
     let last = '';
     for (;;) {
@@ -225,6 +227,19 @@ export class ChatPanel {
   /** The text of the variables section (its label, the empty note). */
   async variablesText(): Promise<string> {
     return (await this.frame()).locator('section.variables-panel').innerText();
+  }
+
+  /** The section's header: its title, the session's name beside it, and its buttons' labels. */
+  async variablesHeader(): Promise<{ title: string; source: string; buttons: string[] }> {
+    const f = await this.frame();
+    return f.evaluate(() => {
+      const head = document.querySelector('section.variables-panel .variables-head');
+      return {
+        title: (head?.querySelector('.variables-title')?.textContent ?? '').trim(),
+        source: (head?.querySelector('.variables-source')?.textContent ?? '').trim(),
+        buttons: Array.from(head?.querySelectorAll('button') ?? []).map((b) => b.getAttribute('aria-label') ?? b.textContent?.trim() ?? ''),
+      };
+    });
   }
 
   /** Waits until the variables rows satisfy `check`; returns them. */

@@ -30,7 +30,7 @@ export class Editor {
     await this.focus();
     await this.wb.page.keyboard.press('Control+G');
     const input = this.wb.page.locator('.quick-input-widget input.input');
-    await input.waitFor({ state: 'visible', timeout: 5000 });
+    await input.waitFor({ state: 'visible', timeout: this.wb.wait(5000) });
     await input.fill(`:${line}`);
     await this.wb.page.keyboard.press('Enter');
   }
@@ -90,6 +90,7 @@ export class Editor {
 
   /** Waits for an after-line decoration whose text matches `re`. */
   async waitForDecoration(re: RegExp, timeoutMs = 60_000): Promise<LineDecoration> {
+    timeoutMs = this.wb.wait(timeoutMs);
     const deadline = Date.now() + timeoutMs;
     let seen: LineDecoration[] = [];
     for (;;) {
@@ -182,7 +183,7 @@ export class Editor {
     const spans = el.locator('span span');
     await spans.last().hover();
     const hover = this.wb.page.locator('.monaco-hover:not(.hidden) .monaco-hover-content').first();
-    await hover.waitFor({ state: 'visible', timeout: 10_000 });
+    await hover.waitFor({ state: 'visible', timeout: this.wb.wait(10_000) });
     return hover.innerText();
   }
 }

@@ -19,7 +19,18 @@ export interface Notification {
 }
 
 export class Workbench {
+  /**
+   * The shortest wait for a UI condition, in ms: the helpers here and in Editor and ChatPanel wait at least
+   * this long (0 keeps their own timeouts). A suite on a small shared machine raises it.
+   */
+  minWaitMs = 0;
+
   private constructor(readonly page: Page) {}
+
+  /** `ms`, raised to `minWaitMs`. */
+  wait(ms: number): number {
+    return Math.max(ms, this.minWaitMs);
+  }
 
   /** Opens `url` in a fresh browser context and waits for the workbench and its extension host. */
   static async open(browser: Browser, url: string): Promise<Workbench> {
@@ -56,10 +67,10 @@ export class Workbench {
 
   /** Answers the trust dialog with "Yes, I trust the authors" (a user who trusts this folder). */
   async trustFolder(): Promise<void> {
-    const dialog = await this.trustDialog();
+    const dialog = await this.trustDialog(this.wait(15_000));
     if (!dialog) throw new Error('the Workspace Trust dialog did not show');
     await dialog.getByRole('button', { name: 'Yes, I trust the authors' }).click();
-    await dialog.waitFor({ state: 'hidden', timeout: 10_000 });
+    await dialog.waitFor({ state: 'hidden', timeout: this.wait(10_000) });
   }
 
   /** Whether the status bar shows "Restricted Mode". */
@@ -78,16 +89,31 @@ export class Workbench {
     await this.dismissQuickInput();
     await this.page.locator('.monaco-workbench').focus().catch(() => undefined);
     await this.page.keyboard.press('F1');
-    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
     const input = this.quickInput.locator('input.input');
     await input.fill(`>${title}`);
     const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: title });
-    await rows.first().waitFor({ state: 'visible', timeout: 15_000 });
+    await rows.first().waitFor({ state: 'visible', timeout: this.wait(15_000) });
     // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group").
     const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
     const exact = labels.indexOf(title);
     await rows.nth(exact >= 0 ? exact : 0).click();
-    await this.quickInput.waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+    // The palette closes, or the command opens a quick pick of its own in the same widget (its input no
+    // longer holds ">title").
+    await this.page
+      .waitForFunction(
+        (typed) => {
+          const widget = document.querySelector<HTMLElement>('.quick-input-widget');
+          const input = widget?.querySelector<HTMLInputElement>('input.input');
+          if (!widget) return true;
+          const r = widget.getBoundingClientRect();
+          const hidden = r.width === 0 || r.height === 0 || getComputedStyle(widget).visibility === 'hidden';
+          return hidden || input?.value !== typed;
+        },
+        `>${title}`,
+        { timeout: this.wait(10_000), polling: 100 },
+      )
+      .catch(() => undefined);
   }
 
   /** Whether the palette lists a command with this title (e.g. to see an extension's commands arrive). */
@@ -107,15 +133,11 @@ export class Workbench {
 
   /**
    * When a quick pick titled `title` is open (a command asking which item), picks the row that contains
-   * `row`; returns whether one was open. Waits up to `timeoutMs` for it to show.
+   * `row` and returns true; returns false at once when none is open.
    */
-  async answerQuickPick(title: string | RegExp, row: string, timeoutMs = 3000): Promise<boolean> {
+  async answerQuickPick(title: string | RegExp, row: string): Promise<boolean> {
     const titleEl = this.quickInput.locator('.quick-input-title', { hasText: title });
-    const shown = await titleEl.waitFor({ state: 'visible', timeout: timeoutMs }).then(
-      () => true,
-      () => false,
-    );
-    if (!shown) return false;
+    if (!(await titleEl.isVisible().catch(() => false))) return false;
     await this.quickInput.locator('.monaco-list-row', { hasText: row }).first().click();
     await this.quickInput.waitFor({ state: 'hidden', timeout: 60_000 });
     return true;
@@ -177,7 +199,7 @@ export class Workbench {
   async dismissQuickInput(): Promise<void> {
     if (await this.quickInput.isVisible().catch(() => false)) {
       await this.page.keyboard.press('Escape');
-      await this.quickInput.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+      await this.quickInput.waitFor({ state: 'hidden', timeout: this.wait(5000) }).catch(() => undefined);
     }
   }
 
@@ -186,13 +208,13 @@ export class Workbench {
     await this.dismissQuickInput();
     const name = relativePath.split('/').pop()!;
     await this.page.keyboard.press('F1');
-    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
     await this.quickInput.locator('input.input').fill(relativePath);
     const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: name }).first();
-    await row.waitFor({ state: 'visible', timeout: 20_000 });
+    await row.waitFor({ state: 'visible', timeout: this.wait(20_000) });
     await row.click();
-    await this.page.locator(`.tabs-container .tab[aria-label^="${name}"], .tabs-container .tab:has-text("${name}")`).first().waitFor({ timeout: 15_000 });
-    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
+    await this.page.locator(`.tabs-container .tab[aria-label^="${name}"], .tabs-container .tab:has-text("${name}")`).first().waitFor({ timeout: this.wait(15_000) });
+    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: this.wait(15_000) });
   }
 
   // ---- notifications ----------------------------------------------------------------------------
@@ -215,7 +237,7 @@ export class Workbench {
   /** Waits for a toast whose message matches `re`; returns its locator. */
   async waitForNotification(re: RegExp, timeoutMs = 20_000): Promise<Locator> {
     const toast = this.toasts.filter({ has: this.page.locator('.notification-list-item-message', { hasText: re }) }).first();
-    await toast.waitFor({ state: 'visible', timeout: timeoutMs });
+    await toast.waitFor({ state: 'visible', timeout: this.wait(timeoutMs) });
     // Let the fade-in finish so screenshots show it fully.
     await this.page
       .locator('.notifications-toasts .notification-toast-container.notification-fade-in-done, .notifications-toasts .notification-toast.notification-fade-in-done')
