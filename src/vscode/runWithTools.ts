@@ -49,7 +49,9 @@ export function targetOf(editor: vscode.TextEditor, atLine?: number): { code: st
 }
 
 function summary(item: CodeInterpreterCallItem): string {
-  const secs = item.duration_ms !== undefined ? ` · ${(item.duration_ms / 1000).toFixed(item.duration_ms < 10_000 ? 2 : 1)} s` : '';
+  // As the panel shows durations: a warm session runs a cell in a few ms, which "0.00 s" would hide.
+  const ms = item.duration_ms;
+  const secs = ms === undefined ? '' : ms < 1000 ? ` · ${Math.round(ms)} ms` : ` · ${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
   if (item.status === 'completed') {
     const v = item.value === null || item.value === undefined ? '✓' : `✓ ${JSON.stringify(item.value)}`;
     return `${v.length > 80 ? v.slice(0, 79) + '…' : v}${secs}`;
@@ -114,9 +116,17 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
         this.results.delete(d.uri.toString());
         this.diagnostics.delete(d.uri);
       }),
-      service.onState(() => this.lensChanged.fire()),
+      service.onState(() => {
+        this.lensChanged.fire();
+        // VS Code drops a scheduled CodeLens refresh when the editor loses focus (its scheduler is cancelled on
+        // blur), which can leave "Stop" above the cells after a run: ask once more when the state has settled.
+        clearTimeout(this.settle);
+        this.settle = setTimeout(() => this.lensChanged.fire(), 1500);
+      }),
+      { dispose: () => clearTimeout(this.settle) },
     );
   }
+  private settle?: ReturnType<typeof setTimeout>;
 
   async run(atLine?: number, uri?: vscode.Uri): Promise<CodeInterpreterCallItem | undefined> {
     let editor = vscode.window.activeTextEditor;

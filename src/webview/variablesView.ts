@@ -24,18 +24,21 @@ export class VariablesView {
       icon('braces'),
       this.countEl,
     );
-    this.labelEl = h('span', { class: 'variables-label', text: 'Session' });
+    // The session's name (a document's file name) is a description beside the title, not upper-cased with it.
+    this.labelEl = h('span', { class: 'variables-source', text: '' });
     this.body = h('div', { class: 'variables-body' });
+    // Restart loses state, so it says so in words; refresh (harmless) is the icon.
     const restart = h(
       'button',
-      { class: 'icon-button', type: 'button', title: 'Restart the session (its variables are lost)', 'aria-label': 'Restart session', onclick: () => this.post({ type: 'restartSession', ...(this.last?.sessionId ? { sessionId: this.last.sessionId } : {}) }) },
+      { class: 'chip-button variables-restart', type: 'button', title: 'Restart the session (its variables are lost)', 'aria-label': 'Restart session', onclick: () => this.post({ type: 'restartSession', ...(this.last?.sessionId ? { sessionId: this.last.sessionId } : {}) }) },
       icon('debugRerun'),
+      h('span', { text: 'Restart' }),
     );
-    const refresh = h('button', { class: 'icon-button', type: 'button', title: 'Refresh', 'aria-label': 'Refresh variables', onclick: () => this.post({ type: 'variables.refresh' }) }, icon('history'));
+    const refresh = h('button', { class: 'icon-button', type: 'button', title: 'Refresh', 'aria-label': 'Refresh variables', onclick: () => this.post({ type: 'variables.refresh' }) }, icon('refresh'));
     this.el = h(
       'section',
       { class: 'variables-panel', hidden: true, 'aria-label': 'Session variables' },
-      h('header', { class: 'variables-head' }, icon('braces'), this.labelEl, h('span', { class: 'spacer' }), refresh, restart),
+      h('header', { class: 'variables-head' }, icon('braces'), h('span', { class: 'variables-label' }, h('span', { class: 'variables-title', text: 'Variables' }), this.labelEl), h('span', { class: 'spacer' }), refresh, restart),
       this.body,
     );
   }
@@ -53,13 +56,20 @@ export class VariablesView {
     const n = msg.variables.length;
     setText(this.countEl, n ? String(msg.total > n ? `${n}+` : n) : '');
     this.toggle.title = n ? `Session variables: ${msg.total} in ${msg.label ?? 'the session'}` : 'Session variables';
-    setText(this.labelEl, msg.label ? `Variables · ${msg.label}` : 'Variables');
+    setText(this.labelEl, msg.label ?? '');
+    this.labelEl.title = msg.label ?? '';
     this.body.textContent = '';
     if (!n) {
       this.body.append(h('p', { class: 'variables-empty', text: msg.note ?? 'No variables yet.' }));
       return;
     }
     const table = h('table', { class: 'variables-table' });
+    // The name and type columns fit their longest entry (in the table's monospace ch), within caps that
+    // leave the value room; a long one ends in an ellipsis with the whole in its tooltip.
+    const longest = (xs: string[], min: number, max: number) => Math.min(max, Math.max(min, ...xs.map((x) => x.length)));
+    table.style.setProperty('--name-ch', String(longest(msg.variables.map((v) => v.name), 4, 24)));
+    table.style.setProperty('--type-ch', String(longest(msg.variables.map((v) => shortType(v.type)), 4, 14)));
+    table.append(h('colgroup', null, h('col', { class: 'col-name' }), h('col', { class: 'col-type' }), h('col', { class: 'col-value' })));
     table.append(h('thead', null, h('tr', null, h('th', { text: 'Name', scope: 'col' }), h('th', { text: 'Type', scope: 'col' }), h('th', { text: 'Value', scope: 'col' }))));
     const tbody = h('tbody');
     for (const v of msg.variables) {
@@ -69,7 +79,8 @@ export class VariablesView {
           'tr',
           { 'data-name': v.name },
           h('td', { class: 'var-name', text: v.name, title: v.name }),
-          h('td', { class: 'var-type', text: v.type, title: v.type }),
+          // "pandas.core.frame.DataFrame" shows as "DataFrame" (the full name in the tooltip), as in Jupyter's viewer.
+          h('td', { class: 'var-type', text: shortType(v.type), title: v.type }),
           h('td', { class: 'var-summary', text: summary, title: summary }),
         ),
       );
@@ -78,4 +89,9 @@ export class VariablesView {
     this.body.append(table);
     if (msg.total > n) this.body.append(h('p', { class: 'variables-empty', text: `${msg.total - n} more not shown.` }));
   }
+}
+
+/** "pandas.core.frame.DataFrame" -> "DataFrame" (the view shows the full name in the tooltip). */
+function shortType(type: string): string {
+  return type.split('.').pop() || type;
 }

@@ -20,6 +20,7 @@ export class ChatPanel {
 
   /** The frame of the chat page, once its app has rendered (waits up to `timeoutMs`). */
   async frame(timeoutMs = 30_000): Promise<Frame> {
+    timeoutMs = this.wb.wait(timeoutMs);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       for (const f of this.page.frames()) {
@@ -44,6 +45,7 @@ export class ChatPanel {
 
   /** Waits until the page's text matches `re`; returns the text. */
   async waitForText(re: RegExp, timeoutMs = 30_000): Promise<string> {
+    timeoutMs = this.wb.wait(timeoutMs);
     const deadline = Date.now() + timeoutMs;
     let last = '';
     for (;;) {
@@ -186,6 +188,75 @@ export class ChatPanel {
   async decide(label: 'Allow once' | 'Allow for this session' | 'Always allow' | 'Deny'): Promise<void> {
     const card = await this.waitForApproval();
     await card.getByRole('button', { name: label, exact: true }).click();
+  }
+
+  // ---- session variables ---------------------------------------------------------------------------
+
+  /** The header's "Session variables" toggle (braces icon, with a count badge). */
+  async variablesToggle(): Promise<Locator> {
+    return (await this.frame()).locator('button.variables-toggle');
+  }
+
+  /** The count badge on the toggle ('' when it shows none). */
+  async variablesBadge(): Promise<string> {
+    return ((await (await this.variablesToggle()).locator('.badge-count').textContent()) ?? '').trim();
+  }
+
+  /** Opens the variables section with the header toggle (when closed); returns the section. */
+  async openVariables(timeoutMs = 60_000): Promise<Locator> {
+    const toggle = await this.variablesToggle();
+    await toggle.waitFor({ state: 'visible', timeout: timeoutMs });
+    if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
+    const section = (await this.frame()).locator('section.variables-panel');
+    await section.waitFor({ state: 'visible', timeout: timeoutMs });
+    return section;
+  }
+
+  /** The rows of the variables section: name, type, summary. */
+  async variables(): Promise<{ name: string; type: string; summary: string }[]> {
+    const f = await this.frame();
+    return f.evaluate(() =>
+      Array.from(document.querySelectorAll<HTMLElement>('section.variables-panel tr[data-name]')).map((tr) => ({
+        name: tr.dataset.name ?? '',
+        type: tr.querySelector('.var-type')?.textContent ?? '',
+        summary: tr.querySelector('.var-summary')?.textContent ?? '',
+      })),
+    );
+  }
+
+  /** The text of the variables section (its label, the empty note). */
+  async variablesText(): Promise<string> {
+    return (await this.frame()).locator('section.variables-panel').innerText();
+  }
+
+  /** The section's header: its title, the session's name beside it, and its buttons' labels. */
+  async variablesHeader(): Promise<{ title: string; source: string; buttons: string[] }> {
+    const f = await this.frame();
+    return f.evaluate(() => {
+      const head = document.querySelector('section.variables-panel .variables-head');
+      return {
+        title: (head?.querySelector('.variables-title')?.textContent ?? '').trim(),
+        source: (head?.querySelector('.variables-source')?.textContent ?? '').trim(),
+        buttons: Array.from(head?.querySelectorAll('button') ?? []).map((b) => b.getAttribute('aria-label') ?? b.textContent?.trim() ?? ''),
+      };
+    });
+  }
+
+  /** Waits until the variables rows satisfy `check`; returns them. */
+  async waitForVariables(check: (rows: { name: string; type: string; summary: string }[]) => boolean, what: string, timeoutMs = 60_000): Promise<{ name: string; type: string; summary: string }[]> {
+    const deadline = Date.now() + timeoutMs;
+    let rows: { name: string; type: string; summary: string }[] = [];
+    for (;;) {
+      rows = await this.variables().catch(() => rows);
+      if (check(rows)) return rows;
+      if (Date.now() > deadline) throw new Error(`the variables view never showed ${what} within ${timeoutMs} ms; rows: ${JSON.stringify(rows)}; text: ${await this.variablesText().catch(() => '?')}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** Clicks the section's restart button ("Restart session"). */
+  async clickRestartSession(): Promise<void> {
+    await (await this.frame()).locator('section.variables-panel').getByRole('button', { name: 'Restart session' }).click();
   }
 
   // ---- layout -------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ export class Editor {
     await this.focus();
     await this.wb.page.keyboard.press('Control+G');
     const input = this.wb.page.locator('.quick-input-widget input.input');
-    await input.waitFor({ state: 'visible', timeout: 5000 });
+    await input.waitFor({ state: 'visible', timeout: this.wb.wait(5000) });
     await input.fill(`:${line}`);
     await this.wb.page.keyboard.press('Enter');
   }
@@ -90,6 +90,7 @@ export class Editor {
 
   /** Waits for an after-line decoration whose text matches `re`. */
   async waitForDecoration(re: RegExp, timeoutMs = 60_000): Promise<LineDecoration> {
+    timeoutMs = this.wb.wait(timeoutMs);
     const deadline = Date.now() + timeoutMs;
     let seen: LineDecoration[] = [];
     for (;;) {
@@ -99,6 +100,66 @@ export class Editor {
       if (Date.now() > deadline) throw new Error(`no editor decoration matched ${re} within ${timeoutMs} ms; decorations: ${JSON.stringify(seen)}`);
       await new Promise((r) => setTimeout(r, 200));
     }
+  }
+
+  /**
+   * The CodeLens links on screen, top to bottom: their title and the 1-based line they sit above (the
+   * first rendered line below the lens).
+   */
+  async codeLenses(): Promise<{ title: string; line: number }[]> {
+    return this.root.evaluate((ed) => {
+      const numbers = Array.from(ed.querySelectorAll<HTMLElement>('.margin-view-overlays .line-numbers'))
+        .map((ln) => ({ top: ln.getBoundingClientRect().top, n: parseInt(ln.textContent ?? '', 10) }))
+        .filter((x) => !Number.isNaN(x.n))
+        .sort((a, b) => a.top - b.top);
+      return Array.from(ed.querySelectorAll<HTMLElement>('.codelens-decoration a'))
+        .map((a) => {
+          const r = a.getBoundingClientRect();
+          const below = numbers.find((x) => x.top >= r.bottom - 2);
+          return { title: (a.textContent ?? '').trim(), line: below?.n ?? 0, top: r.top };
+        })
+        .sort((a, b) => a.top - b.top)
+        .map(({ title, line }) => ({ title, line }));
+    });
+  }
+
+  /** Waits for the CodeLens `title` above `line` (1-based) and clicks it. */
+  async clickCodeLens(line: number, title: string, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let seen: { title: string; line: number }[] = [];
+    for (;;) {
+      seen = await this.codeLenses().catch(() => seen);
+      const index = seen.findIndex((l) => l.line === line && l.title === title);
+      if (index >= 0) {
+        // The links in DOM order may differ from their order on screen: find this one by its box.
+        const links = this.root.locator('.codelens-decoration a', { hasText: title });
+        const boxes = await links.evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
+        const sameTitle = seen.filter((l) => l.title === title);
+        const rank = sameTitle.findIndex((l) => l.line === line);
+        const order = boxes.map((top, i) => ({ top, i })).sort((a, b) => a.top - b.top);
+        await links.nth(order[rank].i).click();
+        return;
+      }
+      if (Date.now() > deadline) throw new Error(`no CodeLens "${title}" above line ${line} within ${timeoutMs} ms; lenses: ${JSON.stringify(seen)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** Lines (1-based) that carry an error squiggle (a diagnostic of severity Error). */
+  async errorSquiggleLines(): Promise<number[]> {
+    return this.root.evaluate((ed) => {
+      const numbers = Array.from(ed.querySelectorAll<HTMLElement>('.margin-view-overlays .line-numbers'))
+        .map((ln) => ({ top: ln.getBoundingClientRect().top, n: parseInt(ln.textContent ?? '', 10) }))
+        .filter((x) => !Number.isNaN(x.n));
+      const lines = new Set<number>();
+      for (const sq of Array.from(ed.querySelectorAll<HTMLElement>('.view-overlays .squiggly-error'))) {
+        const top = sq.getBoundingClientRect().top;
+        let best = { d: Infinity, n: 0 };
+        for (const x of numbers) if (Math.abs(x.top - top) < best.d) best = { d: Math.abs(x.top - top), n: x.n };
+        if (best.n) lines.add(best.n);
+      }
+      return Array.from(lines).sort((a, b) => a - b);
+    });
   }
 
   /** Scrolls so that `line` is visible (Ctrl+G moves the cursor there). */
@@ -122,7 +183,7 @@ export class Editor {
     const spans = el.locator('span span');
     await spans.last().hover();
     const hover = this.wb.page.locator('.monaco-hover:not(.hidden) .monaco-hover-content').first();
-    await hover.waitFor({ state: 'visible', timeout: 10_000 });
+    await hover.waitFor({ state: 'visible', timeout: this.wb.wait(10_000) });
     return hover.innerText();
   }
 }

@@ -19,7 +19,18 @@ export interface Notification {
 }
 
 export class Workbench {
+  /**
+   * The shortest wait for a UI condition, in ms: the helpers here and in Editor and ChatPanel wait at least
+   * this long (0 keeps their own timeouts). A suite on a small shared machine raises it.
+   */
+  minWaitMs = 0;
+
   private constructor(readonly page: Page) {}
+
+  /** `ms`, raised to `minWaitMs`. */
+  wait(ms: number): number {
+    return Math.max(ms, this.minWaitMs);
+  }
 
   /** Opens `url` in a fresh browser context and waits for the workbench and its extension host. */
   static async open(browser: Browser, url: string): Promise<Workbench> {
@@ -56,10 +67,10 @@ export class Workbench {
 
   /** Answers the trust dialog with "Yes, I trust the authors" (a user who trusts this folder). */
   async trustFolder(): Promise<void> {
-    const dialog = await this.trustDialog();
+    const dialog = await this.trustDialog(this.wait(15_000));
     if (!dialog) throw new Error('the Workspace Trust dialog did not show');
     await dialog.getByRole('button', { name: 'Yes, I trust the authors' }).click();
-    await dialog.waitFor({ state: 'hidden', timeout: 10_000 });
+    await dialog.waitFor({ state: 'hidden', timeout: this.wait(10_000) });
   }
 
   /** Whether the status bar shows "Restricted Mode". */
@@ -78,16 +89,31 @@ export class Workbench {
     await this.dismissQuickInput();
     await this.page.locator('.monaco-workbench').focus().catch(() => undefined);
     await this.page.keyboard.press('F1');
-    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
     const input = this.quickInput.locator('input.input');
     await input.fill(`>${title}`);
     const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: title });
-    await rows.first().waitFor({ state: 'visible', timeout: 15_000 });
+    await rows.first().waitFor({ state: 'visible', timeout: this.wait(15_000) });
     // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group").
     const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
     const exact = labels.indexOf(title);
     await rows.nth(exact >= 0 ? exact : 0).click();
-    await this.quickInput.waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+    // The palette closes, or the command opens a quick pick of its own in the same widget (its input no
+    // longer holds ">title").
+    await this.page
+      .waitForFunction(
+        (typed) => {
+          const widget = document.querySelector<HTMLElement>('.quick-input-widget');
+          const input = widget?.querySelector<HTMLInputElement>('input.input');
+          if (!widget) return true;
+          const r = widget.getBoundingClientRect();
+          const hidden = r.width === 0 || r.height === 0 || getComputedStyle(widget).visibility === 'hidden';
+          return hidden || input?.value !== typed;
+        },
+        `>${title}`,
+        { timeout: this.wait(10_000), polling: 100 },
+      )
+      .catch(() => undefined);
   }
 
   /** Whether the palette lists a command with this title (e.g. to see an extension's commands arrive). */
@@ -105,10 +131,75 @@ export class Workbench {
     return found;
   }
 
+  /**
+   * When a quick pick titled `title` is open (a command asking which item), picks the row that contains
+   * `row` and returns true; returns false at once when none is open.
+   */
+  async answerQuickPick(title: string | RegExp, row: string): Promise<boolean> {
+    const titleEl = this.quickInput.locator('.quick-input-title', { hasText: title });
+    if (!(await titleEl.isVisible().catch(() => false))) return false;
+    await this.quickInput.locator('.monaco-list-row', { hasText: row }).first().click();
+    await this.quickInput.waitFor({ state: 'hidden', timeout: 60_000 });
+    return true;
+  }
+
+  /**
+   * Applies a colour theme through "Preferences: Color Theme" like a user, and waits until the workbench
+   * shows it (`vs` light, `vs-dark` dark, `hc-black`/`hc-light` high contrast, on .monaco-workbench).
+   */
+  async setColorTheme(label: string, kind: 'vs' | 'vs-dark' | 'hc-black' | 'hc-light', timeoutMs = 60_000): Promise<void> {
+    await this.runCommand('Preferences: Color Theme');
+    await this.quickInput.waitFor({ state: 'visible', timeout: timeoutMs });
+    const input = this.quickInput.locator('input.input');
+    await input.fill(label);
+    const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: label });
+    await rows.first().waitFor({ state: 'visible', timeout: timeoutMs });
+    const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
+    const exact = labels.indexOf(label);
+    await rows.nth(exact >= 0 ? exact : 0).click();
+    await this.quickInput.waitFor({ state: 'hidden', timeout: timeoutMs }).catch(() => undefined);
+    await this.page.locator(`.monaco-workbench.${kind}`).first().waitFor({ timeout: timeoutMs });
+  }
+
+  // ---- layout ---------------------------------------------------------------------------------
+
+  /** The primary sidebar's width in CSS pixels. */
+  async sidebarWidth(): Promise<number> {
+    return this.page.locator('.part.sidebar').evaluate((el) => Math.round(el.getBoundingClientRect().width));
+  }
+
+  /**
+   * Drags the sash on the sidebar's right edge like a user, until the sidebar is `width` px wide (VS Code
+   * keeps it within its own limits, 170 px and up); returns the width it got.
+   */
+  async setSidebarWidth(width: number): Promise<number> {
+    const sidebar = await this.page.locator('.part.sidebar').boundingBox();
+    if (!sidebar) throw new Error('the primary sidebar is not visible');
+    const edge = sidebar.x + sidebar.width;
+    const sash = await this.page.locator('.monaco-sash.vertical').evaluateAll(
+      (els, x) => {
+        for (const el of els) {
+          const r = el.getBoundingClientRect();
+          if (r.width > 0 && r.height > 200 && Math.abs(r.left + r.width / 2 - x) <= 4) return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+        }
+        return undefined;
+      },
+      edge,
+    );
+    if (!sash) throw new Error(`no vertical sash at the sidebar's right edge (x = ${edge})`);
+    const mouse = this.page.mouse;
+    await mouse.move(sash.x, sash.y);
+    await mouse.down();
+    await mouse.move((sash.x + sidebar.x + width) / 2, sash.y, { steps: 5 });
+    await mouse.move(sidebar.x + width, sash.y, { steps: 5 });
+    await mouse.up();
+    return this.sidebarWidth();
+  }
+
   async dismissQuickInput(): Promise<void> {
     if (await this.quickInput.isVisible().catch(() => false)) {
       await this.page.keyboard.press('Escape');
-      await this.quickInput.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+      await this.quickInput.waitFor({ state: 'hidden', timeout: this.wait(5000) }).catch(() => undefined);
     }
   }
 
@@ -117,13 +208,13 @@ export class Workbench {
     await this.dismissQuickInput();
     const name = relativePath.split('/').pop()!;
     await this.page.keyboard.press('F1');
-    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
     await this.quickInput.locator('input.input').fill(relativePath);
     const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: name }).first();
-    await row.waitFor({ state: 'visible', timeout: 20_000 });
+    await row.waitFor({ state: 'visible', timeout: this.wait(20_000) });
     await row.click();
-    await this.page.locator(`.tabs-container .tab[aria-label^="${name}"], .tabs-container .tab:has-text("${name}")`).first().waitFor({ timeout: 15_000 });
-    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
+    await this.page.locator(`.tabs-container .tab[aria-label^="${name}"], .tabs-container .tab:has-text("${name}")`).first().waitFor({ timeout: this.wait(15_000) });
+    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: this.wait(15_000) });
   }
 
   // ---- notifications ----------------------------------------------------------------------------
@@ -146,7 +237,7 @@ export class Workbench {
   /** Waits for a toast whose message matches `re`; returns its locator. */
   async waitForNotification(re: RegExp, timeoutMs = 20_000): Promise<Locator> {
     const toast = this.toasts.filter({ has: this.page.locator('.notification-list-item-message', { hasText: re }) }).first();
-    await toast.waitFor({ state: 'visible', timeout: timeoutMs });
+    await toast.waitFor({ state: 'visible', timeout: this.wait(timeoutMs) });
     // Let the fade-in finish so screenshots show it fully.
     await this.page
       .locator('.notifications-toasts .notification-toast-container.notification-fade-in-done, .notifications-toasts .notification-toast.notification-fade-in-done')
