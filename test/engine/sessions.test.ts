@@ -87,16 +87,31 @@ for (const { kind, zygote } of variants) {
       assert.deepEqual(items[2].value, { count: 3, mean: 20 });
     });
 
-    it('Stop interrupts the code and keeps the state', async () => {
+    it('Stop interrupts the code and keeps the state, and the processes the run started die (setsid and double fork included)', async () => {
       const rt = runtime();
       await run(rt, 'kept = "still here"', 's');
+      const marker = `codeact-stopped-${kind}-${zygote}-${Date.now()}`;
       const controller = new AbortController();
-      const stopped = run(rt, 'import time\nprint("working", flush=True)\nwhile True:\n    time.sleep(0.05)', 's', { signal: controller.signal });
-      setTimeout(() => controller.abort(), 700);
+      const code = [
+        'import os, subprocess, sys, time',
+        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
+        'if os.fork() == 0:',
+        '    os.setsid()',
+        '    if os.fork() == 0:',
+        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
+        '    os._exit(0)',
+        'print("working", flush=True)',
+        'while True:',
+        '    time.sleep(0.05)',
+      ].join('\n');
+      const stopped = run(rt, code, 's', { signal: controller.signal });
+      await until('the run to start its processes', () => processesWithCmdline(marker).length === 2);
+      controller.abort();
       const item = await stopped;
       assert.equal(item.error?.type, 'Cancelled');
       assert.equal(item.status, 'incomplete');
       assert.equal(item.session?.state_lost, undefined);
+      await until('the stopped run\'s processes to die', () => processesWithCmdline(marker).length === 0);
       assert.equal((await run(rt, 'kept', 's')).value, 'still here');
     });
 

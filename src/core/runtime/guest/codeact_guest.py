@@ -246,6 +246,9 @@ class Guest:
             kind = frame.get("t")
             if kind == "run":
                 self.last = frame.get("last") is True
+                if not self.last and not _SUBREAPER_SET:
+                    # A session: Stop kills what a stopped run started, orphans included.
+                    _set_subreaper(_SUBREAPER)
                 self.chan.send_result(self.run(frame))
                 if self.last:
                     return
@@ -303,8 +306,11 @@ class Guest:
                 print(lib.display_text(display))
             except Exception:  # noqa: BLE001
                 pass
-        if self.last and _SUBREAPER:
+        if (self.last and _SUBREAPER) or self.interrupt.requested:
+            # A one-shot run ends with everything it started; so does a run that was stopped (Stop, the
+            # timeout), whose session keeps its variables but not the processes the code started.
             _kill_descendants()
+            self.interrupt.requested = False
         result["t"] = "complete"
         result["run"] = run_id
         result["end"] = _write_end(frame.get("end"))
@@ -425,13 +431,18 @@ def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _set_subreaper():
-    global _SUBREAPER
+_SUBREAPER_SET = False
+
+
+def _set_subreaper(kill_at_end):
+    global _SUBREAPER, _SUBREAPER_SET
+    _SUBREAPER_SET = True
     try:
         libc = _libc()
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: die with the host
-        _SUBREAPER = True
+        if kill_at_end:
+            libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: die with the host
+        _SUBREAPER = kill_at_end
     except Exception:  # noqa: BLE001
         pass
 
@@ -480,7 +491,9 @@ def serve(chan, first=None):
         import codeact_zygote
         return codeact_zygote.main(chan, init, sys.modules[__name__])
     if init.get("subreaper"):
-        _set_subreaper()
+        # No PID namespace: the code's orphans (after setsid() or a double fork) must stay in this tree,
+        # where they are killed at the end of a one-shot run.
+        _set_subreaper(True)
     _apply_limits(init.get("limits"))
     _configure_output()
     guest = Guest(chan, init)
