@@ -52,12 +52,13 @@ export function timerScheduler(ms = 16): FrameScheduler {
 
 type Delta = Extract<
   TranscriptEvent,
-  { type: 'response.output_text.delta' | 'response.code_interpreter_call_code.delta' | 'codeact.output.delta' | 'response.function_call_arguments.delta' }
+  { type: 'response.output_text.delta' | 'response.reasoning_text.delta' | 'response.code_interpreter_call_code.delta' | 'codeact.output.delta' | 'response.function_call_arguments.delta' }
 >;
 
 function isDelta(e: TranscriptEvent): e is Delta {
   return (
     e.type === 'response.output_text.delta' ||
+    e.type === 'response.reasoning_text.delta' ||
     e.type === 'response.code_interpreter_call_code.delta' ||
     e.type === 'codeact.output.delta' ||
     e.type === 'response.function_call_arguments.delta'
@@ -93,7 +94,7 @@ export function coalesceEvents(events: readonly TranscriptEvent[]): TranscriptEv
 function approxChars(e: TranscriptEvent): number {
   if (isDelta(e)) return e.delta.length + 64;
   if (e.type === 'response.code_interpreter_call_code.done') return e.code.length + 64;
-  if (e.type === 'response.output_text.done') return e.text.length + 64;
+  if (e.type === 'response.output_text.done' || e.type === 'response.reasoning_text.done') return e.text.length + 64;
   if (e.type === 'response.output_item.done' || e.type === 'response.output_item.added') {
     try {
       return JSON.stringify(e).length;

@@ -139,7 +139,14 @@ export interface MessageItem {
   annotations?: unknown[];
 }
 
-export type OutputItem = CodeInterpreterCallItem | TextEditorItem | FunctionCallItem | FunctionCallOutputItem | MessageItem;
+/** The model's reasoning (Anthropic thinking, Gemini thought parts, `reasoning_content` of local servers). Never the answer. */
+export interface ReasoningItem {
+  type: 'reasoning';
+  id: string;
+  text: string;
+}
+
+export type OutputItem = CodeInterpreterCallItem | TextEditorItem | FunctionCallItem | FunctionCallOutputItem | MessageItem | ReasoningItem;
 
 export interface Usage {
   input_tokens: number;
@@ -162,8 +169,16 @@ export interface ToolCallRecord {
 
 // ---- events ---------------------------------------------------------------------------------
 
+/**
+ * The answer's text. (`thinking` marked reasoning in transcripts saved before reasoning had events of its
+ * own; readers still accept it. Nothing emits it any more.)
+ */
 export interface OutputTextDelta { type: 'response.output_text.delta'; item_id: string; delta: string; thinking?: boolean }
 export interface OutputTextDone { type: 'response.output_text.done'; item_id: string; text: string; thinking?: boolean }
+
+/** The model's reasoning, on an item of type `reasoning`: a consumer that reads only `output_text` sees the answer alone. */
+export interface ReasoningTextDelta { type: 'response.reasoning_text.delta'; item_id: string; delta: string }
+export interface ReasoningTextDone { type: 'response.reasoning_text.done'; item_id: string; text: string }
 
 export interface CodeCallInProgress { type: 'response.code_interpreter_call.in_progress'; item_id: string; runtime?: RuntimeKind }
 export interface CodeDelta { type: 'response.code_interpreter_call_code.delta'; item_id: string; delta: string }
@@ -230,6 +245,8 @@ export interface ErrorEvent { type: 'error'; message: string; code?: string }
 export type CodeActEvent =
   | OutputTextDelta
   | OutputTextDone
+  | ReasoningTextDelta
+  | ReasoningTextDone
   | CodeCallInProgress
   | CodeDelta
   | CodeDone

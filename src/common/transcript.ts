@@ -329,14 +329,17 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       ctx.turnChanged(turn);
       break;
     }
-    case 'response.output_text.delta': {
-      const msg = ctx.message(event.item_id, event.thinking === true);
+    case 'response.output_text.delta':
+    case 'response.reasoning_text.delta': {
+      // (`thinking` on output_text: reasoning in transcripts saved before it had events of its own.)
+      const msg = ctx.message(event.item_id, event.type === 'response.reasoning_text.delta' || event.thinking === true);
       msg.text += event.delta;
       ctx.itemChanged(msg);
       break;
     }
-    case 'response.output_text.done': {
-      const msg = ctx.message(event.item_id, event.thinking === true);
+    case 'response.output_text.done':
+    case 'response.reasoning_text.done': {
+      const msg = ctx.message(event.item_id, event.type === 'response.reasoning_text.done' || event.thinking === true);
       msg.text = event.text;
       msg.done = true;
       ctx.itemChanged(msg);
@@ -751,6 +754,9 @@ class Ctx {
     switch (item.type) {
       case 'message':
         this.messageItem(item, done);
+        break;
+      case 'reasoning':
+        this.messageItem({ type: 'message', id: item.id, role: 'assistant', text: item.text, thinking: true }, done);
         break;
       case 'code_interpreter_call':
         this.codeItem(item, done);

@@ -38,6 +38,7 @@ describe('providers: Anthropic', () => {
     assert.equal(t1.result.stopReason, 'tool_use');
     assert.equal(t1.rec.text(), 'Sure.');
     assert.equal(t1.rec.text({ thinking: true }), 'Use the tool.');
+    t1.rec.assertNoReasoningInOutputText();
 
     const req0 = server.turns[0];
     // The installed SDK sends the key as a bearer token (older ones used x-api-key) and its API version.

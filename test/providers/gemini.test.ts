@@ -94,7 +94,8 @@ describe('providers: Gemini', () => {
     const { rec, result } = await runTurn(provider, { history: [userMessage('answer?')] });
     assert.equal(rec.text(), '42');
     assert.equal(rec.text({ thinking: true }), 'Let me think about it.');
-    assert.ok(rec.ofType('response.output_text.done').some((e) => e.thinking === true && e.text === 'Let me think about it.'));
+    assert.ok(rec.ofType('response.reasoning_text.done').some((e) => e.text === 'Let me think about it.'));
+    rec.assertNoReasoningInOutputText();
     assert.deepEqual(result.items.map((i) => i.type === 'message' && i.thinking === true), [true, false]);
     // Replay: thought summaries are not sent back; signed text is.
     server.push(turn().text('ok'));

@@ -78,6 +78,7 @@ describe('providers: OpenAI-compatible Chat Completions', () => {
       const { rec, result } = await runTurn(provider, { history: [userMessage('2+2?')] });
       assert.equal(rec.text(), '4');
       assert.equal(rec.text({ thinking: true }), 'Hmm, 2+2.');
+      rec.assertNoReasoningInOutputText();
       assert.deepEqual(result.items.map((i) => [i.type, i.type === 'message' && i.thinking === true]), [['message', true], ['message', false]]);
     });
   }

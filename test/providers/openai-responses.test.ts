@@ -122,7 +122,8 @@ describe('providers: OpenAI Responses', () => {
     const { rec, result } = await runTurn(provider, { history: [userMessage('q')] });
     assert.equal(rec.text(), 'The answer.');
     assert.equal(rec.text({ thinking: true }), 'First I think.');
-    assert.ok(rec.ofType('response.output_text.done').some((e) => e.thinking && e.text === 'First I think.'));
+    assert.ok(rec.ofType('response.reasoning_text.done').some((e) => e.text === 'First I think.'));
+    rec.assertNoReasoningInOutputText();
     const thinkingItem = result.items.find((i) => i.type === 'message' && i.thinking);
     assert.equal(thinkingItem?.replay?.parts[0] && (thinkingItem.replay.parts[0].data as Json).type, 'reasoning');
   });

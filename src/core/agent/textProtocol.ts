@@ -183,16 +183,22 @@ export class TextTurn {
   handle(e: CodeActEvent): boolean {
     const emit = this.o.emit;
     switch (e.type) {
+      case 'response.reasoning_text.delta':
+      case 'response.reasoning_text.done':
+        emit({ ...e, item_id: this.ours(e.item_id) });
+        return true;
       case 'response.output_text.delta':
-        if (e.thinking) emit({ ...e, item_id: this.ours(e.item_id) });
-        else this.text(this.ours(e.item_id), e.delta);
+        this.text(this.ours(e.item_id), e.delta);
         return true;
       case 'response.output_text.done':
-        if (e.thinking) emit({ ...e, item_id: this.ours(e.item_id) });
-        else this.textDone(this.ours(e.item_id));
+        this.textDone(this.ours(e.item_id));
         return true;
       case 'response.output_item.added':
       case 'response.output_item.done': {
+        if (e.item.type === 'reasoning') {
+          emit({ ...e, item: { ...e.item, id: this.ours(e.item.id) } });
+          return true;
+        }
         if (e.item.type !== 'message') return false;
         const id = this.ours(e.item.id);
         if (e.item.thinking) emit({ ...e, item: { ...e.item, id } });

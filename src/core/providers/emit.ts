@@ -86,7 +86,7 @@ export class TurnItems {
   }
 }
 
-/** A streamed text (or thinking) message. */
+/** A streamed text message, or the model's reasoning (`thinking`). */
 export class TextStream {
   text = '';
   private finished = false;
@@ -96,9 +96,7 @@ export class TextStream {
   delta(delta: string): void {
     if (!delta) return;
     this.text += delta;
-    this.emit(this.thinking
-      ? { type: 'response.output_text.delta', item_id: this.id, delta, thinking: true }
-      : { type: 'response.output_text.delta', item_id: this.id, delta });
+    this.emit(this.thinking ? { type: 'response.reasoning_text.delta', item_id: this.id, delta } : { type: 'response.output_text.delta', item_id: this.id, delta });
   }
 
   /** The message so far, without emitting anything (the partial item of a failed turn). */
@@ -119,10 +117,10 @@ export class TextStream {
     if (extra.annotations && extra.annotations.length > 0) item.annotations = extra.annotations;
     if (!this.finished) {
       this.finished = true;
-      this.emit(this.thinking
-        ? { type: 'response.output_text.done', item_id: this.id, text, thinking: true }
-        : { type: 'response.output_text.done', item_id: this.id, text });
-      if (extra.emitItem !== false) this.emit({ type: 'response.output_item.done', item: { ...item } });
+      // Reasoning has events of its own, on an item of type `reasoning` (the history keeps the message with its
+      // `thinking` flag and replay data, which the provider needs to send it back).
+      this.emit(this.thinking ? { type: 'response.reasoning_text.done', item_id: this.id, text } : { type: 'response.output_text.done', item_id: this.id, text });
+      if (extra.emitItem !== false) this.emit({ type: 'response.output_item.done', item: this.thinking ? { type: 'reasoning', id: this.id, text } : { ...item } });
     }
     return item;
   }

@@ -7,7 +7,7 @@
  *   const result = await provider.streamTurn({ model, system, history, tools, hosted, signal }, emit);
  *
  * - `emit` receives the shared event vocabulary (`src/common/events.ts`) while the stream arrives:
- *   text (`response.output_text.delta|done`, `thinking: true` for thinking text, never the answer),
+ *   text (`response.output_text.delta|done`), reasoning apart (`response.reasoning_text.delta|done` on a `reasoning` item),
  *   model function calls (`response.output_item.added {item: function_call}` ->
  *   `response.function_call_arguments.delta|done` -> `response.output_item.done`), hosted code
  *   (`response.code_interpreter_call.in_progress` -> `..._code.delta` (plain code text) -> `..._code.done`

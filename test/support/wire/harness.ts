@@ -65,11 +65,22 @@ export class Recorder {
     return this.events.filter((e) => ('item_id' in e && e.item_id === id) || ((e.type === 'response.output_item.done' || e.type === 'response.output_item.added') && 'id' in e.item && e.item.id === id));
   }
 
+  /** The answer's text, or with `thinking` the reasoning (which never travels as output_text). */
   text(opts: { thinking?: boolean } = {}): string {
-    return this.ofType('response.output_text.delta')
-      .filter((e) => Boolean(e.thinking) === Boolean(opts.thinking))
-      .map((e) => e.delta)
-      .join('');
+    if (opts.thinking) return this.ofType('response.reasoning_text.delta').map((e) => e.delta).join('');
+    return this.ofType('response.output_text.delta').map((e) => e.delta).join('');
+  }
+
+  /** Reasoning never appears as answer text: no output_text event carries it or names a reasoning item. */
+  assertNoReasoningInOutputText(): void {
+    const reasoningIds = new Set([...this.ofType('response.reasoning_text.delta'), ...this.ofType('response.reasoning_text.done')].map((e) => e.item_id));
+    for (const e of [...this.ofType('response.output_text.delta'), ...this.ofType('response.output_text.done')]) {
+      assert.equal(e.thinking, undefined, 'output_text with a thinking flag');
+      assert.ok(!reasoningIds.has(e.item_id), `output_text on reasoning item ${e.item_id}`);
+    }
+    for (const e of this.ofType('response.output_item.done')) {
+      if (e.item.type === 'message') assert.notEqual(e.item.thinking, true, 'a message item carrying reasoning');
+    }
   }
 
   codeItems(): CodeInterpreterCallItem[] {
