@@ -10,7 +10,7 @@ import { Secrets } from './vscode/secrets';
 import { CodeActService, PROVIDER_NAMES, UntrustedWorkspaceError } from './vscode/service';
 import { DEFAULT_MODELS } from './vscode/settings';
 import { showUntrusted } from './vscode/trust';
-import type { ProviderId } from './core/providers/types';
+import { PROVIDERS } from './core/providers/registry';
 
 export function activate(context: vscode.ExtensionContext): { activationMs: number } {
   const t0 = performance.now();
@@ -76,7 +76,7 @@ export function activate(context: vscode.ExtensionContext): { activationMs: numb
   command('codeact.setJupyterToken', () => secrets.promptForJupyterToken());
   command('codeact.selectModel', async () => {
     const current = service.settings;
-    const providers = (Object.keys(PROVIDER_NAMES) as ProviderId[]).map((id) => ({ label: PROVIDER_NAMES[id], description: id === current.provider ? 'current' : undefined, id }));
+    const providers = PROVIDERS.map((p) => ({ label: p.label, description: p.id === current.provider ? 'current' : undefined, id: p.id }));
     const p = await vscode.window.showQuickPick(providers, { title: 'CodeAct: Select Provider (1/2)', placeHolder: 'Which provider?' });
     if (!p) return;
     const items: (vscode.QuickPickItem & { custom?: boolean })[] = DEFAULT_MODELS[p.id].map((m) => ({ label: m, description: m === current.model ? 'current' : undefined }));

@@ -16,6 +16,7 @@ import { runChatTurn } from '../core/session/chatTurn';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ToolGateway, type ApprovalRequest, type ManagedTool } from '../core/gateway/gateway';
 import { createProvider } from '../core/providers/factory';
+import { PROVIDERS } from '../core/providers/registry';
 import type { ProviderId } from '../core/providers/types';
 import { createRuntime } from '../core/runtime/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
@@ -29,12 +30,8 @@ import type { Secrets } from './secrets';
 const REOPENED_NOTE =
   'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
 
-export const PROVIDER_NAMES: Record<ProviderId, string> = {
-  openai: 'OpenAI',
-  anthropic: 'Anthropic',
-  gemini: 'Gemini',
-  'openai-compatible': 'OpenAI-compatible',
-};
+/** Each provider's label, for pickers and messages (the registry's). */
+export const PROVIDER_NAMES: Record<ProviderId, string> = Object.fromEntries(PROVIDERS.map((p) => [p.id, p.label])) as Record<ProviderId, string>;
 
 /** A managed tool backed by a language-model tool another extension registered (`vscode.lm.tools`). */
 function lmToolSource(decl: ToolDeclaration, defaultApproval: 'auto' | 'ask' | 'deny'): ManagedTool | string {
@@ -263,7 +260,7 @@ export class CodeActService implements vscode.Disposable {
   async hostState(): Promise<HostState> {
     const s = this.settings;
     const providers: ProviderInfo[] = await Promise.all(
-      (Object.keys(PROVIDER_NAMES) as ProviderId[]).map(async (id) => ({
+      PROVIDERS.map((p) => p.id).map(async (id) => ({
         id,
         label: PROVIDER_NAMES[id],
         hasKey: await this.secrets.hasKey(id),

@@ -11,6 +11,7 @@ import { restrictedKeys, SETTINGS } from '../../src/core/config/keys';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { cliSettingsReader, readSettingsFile } from '../../src/core/config/workspaceFile';
 import { vscodeReader } from '../../src/vscode/settingsReader';
+import { PROVIDER_IDS } from '../../src/core/providers/registry';
 
 const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
 const contributed: Record<string, any> = pkg.contributes.configuration.properties;
@@ -126,5 +127,11 @@ describe('configuration: one resolver for both hosts', () => {
       'codeact.session.maxAlive: must be at least 1',
       'codeact.timeoutSeconds: must be a number, not string',
     ]);
+  });
+});
+
+describe('configuration: the provider registry is the one list', () => {
+  it('codeact.provider allows exactly the registered providers', () => {
+    assert.deepEqual([...SETTINGS.provider.enum].sort(), [...PROVIDER_IDS].sort());
   });
 });

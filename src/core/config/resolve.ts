@@ -15,6 +15,7 @@
  *   looser than the user's own setting; `approval.alwaysAllow` is the user's alone.
  * - A value of the wrong type or outside its allowed values is ignored (and listed), never half-used.
  */
+import { PROVIDER_CATALOG as PROVIDERS } from '../providers/catalog';
 import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName } from './keys';
 
 export type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';
@@ -85,7 +86,7 @@ export interface ResolveOptions {
   trusted: boolean;
 }
 
-const FIRST_PARTY: readonly string[] = ['openai', 'anthropic', 'gemini'];
+const FIRST_PARTY: readonly string[] = PROVIDERS.filter((p) => p.firstParty).map((p) => p.id);
 const APPROVAL_ORDER = ['auto', 'ask', 'deny'];
 const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 

@@ -3,6 +3,7 @@
  * failure and abort becomes a `ProviderError` with a `code`, a `retryable` flag and a message that says
  * what happened and what to do.
  */
+import { PROVIDER_CATALOG } from './catalog';
 import type { ConversationItem, ProviderId } from './types';
 
 export type ProviderErrorCode =
@@ -71,21 +72,11 @@ const DEFAULT_RETRYABLE: Record<ProviderErrorCode, boolean> = {
   aborted: false,
 };
 
-export const PROVIDER_LABELS: Record<ProviderId, string> = {
-  openai: 'OpenAI',
-  'openai-compatible': 'The OpenAI-compatible server',
-  anthropic: 'Anthropic',
-  gemini: 'Gemini',
-};
+/** How messages name each provider. */
+export const PROVIDER_LABELS: Record<ProviderId, string> = Object.fromEntries(PROVIDER_CATALOG.map((p) => [p.id, p.id === 'openai-compatible' ? 'The OpenAI-compatible server' : p.label])) as Record<ProviderId, string>;
 
 /** Environment variables each provider's key is read from, in order. */
-export const API_KEY_ENV_VARS: Record<ProviderId, string[]> = {
-  openai: ['OPENAI_API_KEY'],
-  // Never OPENAI_API_KEY: a local or third-party server must not receive the user's OpenAI key.
-  'openai-compatible': ['OPENAI_COMPATIBLE_API_KEY'],
-  anthropic: ['ANTHROPIC_API_KEY'],
-  gemini: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
-};
+export const API_KEY_ENV_VARS: Record<ProviderId, readonly string[]> = Object.fromEntries(PROVIDER_CATALOG.map((p) => [p.id, p.keyEnv])) as Record<ProviderId, readonly string[]>;
 
 const SET_KEY_COMMAND = 'CodeAct: Set API Key…';
 

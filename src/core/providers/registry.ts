@@ -1,0 +1,58 @@
+/**
+ * The provider registry: the catalogue (./catalog: ids, labels, keys, default models) and how to build
+ * each adapter. The SDK is loaded lazily, so starting the extension or the CLI loads none of them; SDK
+ * retries are off (the agent loop retries); stream parse failures become ProviderErrors with the detail,
+ * never SDK console output.
+ */
+import { AnthropicProvider } from './anthropic';
+import { PROVIDER_CATALOG, PROVIDER_IDS, providerInfo, type ProviderInfo } from './catalog';
+import { GeminiProvider } from './gemini';
+import { OpenAICompatibleProvider } from './openai-chat';
+import { OpenAIResponsesProvider } from './openai-responses';
+import type { Provider, ProviderConfig, ProviderId } from './types';
+
+export { PROVIDER_IDS };
+
+export interface ProviderEntry extends ProviderInfo {
+  create(config: ProviderConfig, apiKey: string | undefined): Promise<Provider>;
+}
+
+const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
+  openai: async (config, apiKey) => {
+    const { default: OpenAI } = await import('openai');
+    const client = new OpenAI({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off' });
+    return new OpenAIResponsesProvider(client, config.baseURL);
+  },
+  anthropic: async (config, apiKey) => {
+    const { default: Anthropic } = await import('@anthropic-ai/sdk');
+    const client = new Anthropic({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off' });
+    return new AnthropicProvider(client, config.baseURL);
+  },
+  gemini: async (config, apiKey) => {
+    const { GoogleGenAI } = await import('@google/genai');
+    const client = new GoogleGenAI({
+      apiKey,
+      httpOptions: { ...(config.baseURL ? { baseUrl: config.baseURL } : {}), ...(config.headers ? { headers: config.headers } : {}), ...(config.timeoutMs ? { timeout: config.timeoutMs } : {}) },
+    });
+    return new GeminiProvider(client, config.baseURL);
+  },
+  'openai-compatible': async (config, apiKey) => {
+    const { default: OpenAI } = await import('openai');
+    const baseURL = config.baseURL ?? 'http://127.0.0.1:11434/v1';
+    // Local servers (Ollama, vLLM, llama.cpp, LM Studio) accept any key; the SDK insists on one.
+    const client = new OpenAI({ apiKey: apiKey ?? 'not-needed', baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off' });
+    return new OpenAICompatibleProvider(client, {
+      baseURL,
+      supportsTools: config.supportsTools ?? true,
+      contextWindow: config.contextWindow,
+      models: config.models ?? {},
+      streamUsage: config.streamUsage ?? true,
+    });
+  },
+};
+
+export const PROVIDERS: readonly ProviderEntry[] = PROVIDER_CATALOG.map((p) => ({ ...p, create: FACTORIES[p.id] }));
+
+export function providerEntry(id: ProviderId): ProviderEntry {
+  return { ...providerInfo(id), create: FACTORIES[id] };
+}
