@@ -26,7 +26,8 @@ import {
   segmentHistory,
   type Json,
 } from './emit';
-import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
+import { ProviderError, toProviderError, type ErrorContext } from './errors';
+import { runStream } from './runStream';
 import { JsonStringFieldExtractor } from './partial-json';
 import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from './types';
 
@@ -87,43 +88,39 @@ export class AnthropicProvider implements Provider {
     const ctx: ErrorContext = { provider: 'anthropic', model: req.model, baseURL: this.baseURL, signal: req.signal };
     const turn = new TurnItems('anthropic', newId('turn'));
     const st = new AnthropicState(emit, turn);
-    try {
-      const { body, betas, beta } = this.buildRequest(req);
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'anthropic', message: 'Stopped: the request was cancelled.' });
-      const stream = (beta
-        ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal: req.signal })
-        : await this.client.messages.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-      ctx.streaming = true;
-      for await (const ev of stream) st.handle(ev);
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'anthropic', message: 'Stopped: the request was cancelled.' });
-      if (!st.finished) throw streamCut(ctx, undefined, 'The stream ended');
-      st.finishPending();
-    } catch (err) {
-      const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.partialItems(), responseId: st.responseId };
-      throw pe;
-    }
-    const responseId = st.responseId ?? newId('msg');
-    // The container id arrives in message_delta, after the code items finished: fill it in the result.
-    for (const item of turn.items) {
-      if (item.type === 'code_interpreter_call' && !item.container_id && st.containerId) item.container_id = st.containerId;
-    }
-    emit({ type: 'response.completed', response: { id: responseId, usage: st.usage(), container_id: st.containerId ?? null } });
-    const raw = st.stopReason;
-    const stopReason: StopReason =
-      raw === 'pause_turn' ? 'pause_turn' : turn.functionCalls.length > 0 ? 'tool_use' : raw === 'end_turn' || raw === 'stop_sequence' ? 'end_turn' : raw === 'max_tokens' ? 'max_tokens' : raw === 'refusal' ? 'refusal' : raw === 'tool_use' ? 'tool_use' : 'other';
-    return {
-      items: turn.items,
-      functionCalls: turn.functionCalls,
-      usage: st.usage(),
-      responseId,
-      containerId: st.containerId ?? null,
-      stopReason,
-      rawStopReason: raw,
-      files: turn.files,
-      model: st.model,
-    };
+    return runStream<Json>({
+      req,
+      ctx,
+      turn,
+      emit,
+      idPrefix: 'msg',
+      open: async () => {
+        const { body, betas, beta } = this.buildRequest(req);
+        return (beta
+          ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal: req.signal })
+          : await this.client.messages.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
+      },
+      machine: {
+        onEvent: (ev) => st.handle(ev),
+        cutReason: () => (st.finished ? undefined : 'The stream ended'),
+        finish: () => st.finishPending(),
+        get responseId() {
+          return st.responseId;
+        },
+        outcome: () => {
+          // The container id arrives in message_delta, after the code items finished: fill it in the result.
+          for (const item of turn.items) {
+            if (item.type === 'code_interpreter_call' && !item.container_id && st.containerId) item.container_id = st.containerId;
+          }
+          const raw = st.stopReason;
+          const stopReason: StopReason =
+            raw === 'pause_turn' ? 'pause_turn' : raw === 'end_turn' || raw === 'stop_sequence' ? 'end_turn' : raw === 'max_tokens' ? 'max_tokens' : raw === 'refusal' ? 'refusal' : raw === 'tool_use' ? 'tool_use' : 'other';
+          return { stopReason, rawStopReason: raw, usage: st.usage(), containerId: st.containerId ?? null, model: st.model };
+        },
+      },
+    });
   }
+
 
   /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */
   async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {

@@ -20,7 +20,8 @@ import {
   segmentHistory,
   type Json,
 } from './emit';
-import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
+import type { ErrorContext } from './errors';
+import { runStream } from './runStream';
 import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from './types';
 
 export class GeminiProvider implements Provider {
@@ -52,48 +53,42 @@ export class GeminiProvider implements Provider {
     const ctx: ErrorContext = { provider: 'gemini', model: req.model, baseURL: this.baseURL, signal: req.signal };
     const turn = new TurnItems('gemini', newId('turn'));
     const st = new GeminiState(emit, turn);
-    try {
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'gemini', message: 'Stopped: the request was cancelled.' });
-      const params = this.buildRequest(req);
-      params.config.abortSignal = req.signal;
-      const stream = (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
-      ctx.streaming = true;
-      for await (const chunk of stream) st.chunk(chunk);
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'gemini', message: 'Stopped: the request was cancelled.' });
-      if (st.chunks === 0) throw streamCut(ctx, undefined, 'The stream ended without any data');
-      st.end();
-    } catch (err) {
-      const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.partialItems(), responseId: st.responseId };
-      throw pe;
-    }
-    const responseId = st.responseId ?? newId('gemini');
-    emit({ type: 'response.completed', response: { id: responseId, usage: st.usage } });
-    const fr = st.finishReason;
-    const stopReason: StopReason =
-      turn.functionCalls.length > 0
-        ? 'tool_use'
-        : st.blocked
-          ? 'content_filter'
-          : fr === 'STOP' || fr === undefined
-            ? 'end_turn'
-            : fr === 'MAX_TOKENS'
-              ? 'max_tokens'
-              : /SAFETY|RECITATION|BLOCKLIST|PROHIBITED|SPII|IMAGE_SAFETY/.test(fr)
-                ? 'content_filter'
-                : 'other';
-    return {
-      items: turn.items,
-      functionCalls: turn.functionCalls,
-      usage: st.usage,
-      responseId,
-      containerId: null,
-      stopReason,
-      rawStopReason: fr ?? st.blocked,
-      files: turn.files,
-      model: st.model,
-    };
+    return runStream<Json>({
+      req,
+      ctx,
+      turn,
+      emit,
+      idPrefix: 'gemini',
+      open: async () => {
+        const params = this.buildRequest(req);
+        params.config.abortSignal = req.signal;
+        return (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
+      },
+      machine: {
+        onEvent: (chunk) => st.chunk(chunk),
+        // A finishReason mid-stream does not end the turn (the end of the body does); no chunk at all is a cut.
+        cutReason: () => (st.chunks === 0 ? 'The stream ended without any data' : undefined),
+        finish: () => st.end(),
+        get responseId() {
+          return st.responseId;
+        },
+        outcome: () => {
+          const fr = st.finishReason;
+          const stopReason: StopReason = st.blocked
+            ? 'content_filter'
+            : fr === 'STOP' || fr === undefined
+              ? 'end_turn'
+              : fr === 'MAX_TOKENS'
+                ? 'max_tokens'
+                : /SAFETY|RECITATION|BLOCKLIST|PROHIBITED|SPII|IMAGE_SAFETY/.test(fr)
+                  ? 'content_filter'
+                  : 'other';
+          return { stopReason, rawStopReason: fr ?? st.blocked, usage: st.usage, model: st.model };
+        },
+      },
+    });
   }
+
 }
 
 interface OpenText {

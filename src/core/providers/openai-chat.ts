@@ -7,7 +7,8 @@
  */
 import type OpenAI from 'openai';
 import { FunctionCallStream, TextStream, TurnItems, foreignItemText, isLocalRuntimeItem, newId, type Json } from './emit';
-import { ProviderError, streamCut, toProviderError, toolsUnsupportedError, type ErrorContext } from './errors';
+import { ProviderError, toolsUnsupportedError, type ErrorContext } from './errors';
+import { runStream, type StreamMachine } from './runStream';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from './types';
 
 export interface CompatibleOptions {
@@ -74,86 +75,101 @@ export class OpenAICompatibleProvider implements Provider {
     }
 
     const turn = new TurnItems('openai-compatible', newId('turn'));
-    let responseId: string | undefined;
-    let model: string | undefined;
-    let usage: TurnResult['usage'];
-    let finish: string | undefined;
-    let thinking: { s: TextStream; slot: number } | undefined;
-    let text: { s: TextStream; slot: number } | undefined;
-    const calls = new Map<number, { fc: FunctionCallStream; slot: number }>();
+    const st = new ChatState(emit, turn);
+    return runStream<Json>({
+      req,
+      ctx,
+      turn,
+      emit,
+      idPrefix: 'chatcmpl',
+      open: async () => (await this.client.chat.completions.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>,
+      machine: st,
+    });
+  }
+}
 
-    const finishThinking = (): void => {
-      if (!thinking) return;
-      turn.fill(thinking.slot, thinking.s.finish());
-    };
+/** The stream state machine of one Chat Completions turn: reasoning, text and tool calls by index. */
+class ChatState implements StreamMachine<Json> {
+  responseId: string | undefined;
+  private model: string | undefined;
+  private usage: TurnResult['usage'];
+  private finishReason: string | undefined;
+  private thinking: { s: TextStream; slot: number } | undefined;
+  private text: { s: TextStream; slot: number } | undefined;
+  private readonly calls = new Map<number, { fc: FunctionCallStream; slot: number }>();
 
-    try {
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: this.id, message: 'Stopped: the request was cancelled.' });
-      const stream = (await this.client.chat.completions.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-      ctx.streaming = true;
-      for await (const chunk of stream) {
-        responseId ??= chunk.id || undefined;
-        model ??= chunk.model || undefined;
-        if (chunk.usage) {
-          const u = chunk.usage;
-          usage = { input_tokens: u.prompt_tokens ?? 0, output_tokens: u.completion_tokens ?? 0, total_tokens: u.total_tokens ?? (u.prompt_tokens ?? 0) + (u.completion_tokens ?? 0) };
-        }
-        const choice: Json | undefined = Array.isArray(chunk.choices) ? chunk.choices.find((c: Json) => (c.index ?? 0) === 0) : undefined;
-        if (!choice) continue;
-        const delta: Json = choice.delta ?? {};
-        const reasoning = delta.reasoning_content ?? delta.reasoning;
-        if (typeof reasoning === 'string' && reasoning) {
-          if (!thinking) {
-            const s = new TextStream(emit, newId('rs'), true);
-            thinking = { s, slot: turn.reserve(() => s.snapshot()) };
-          }
-          thinking.s.delta(reasoning);
-        }
-        if (typeof delta.content === 'string' && delta.content) {
-          finishThinking();
-          if (!text) {
-            const s = new TextStream(emit, newId('msg'));
-            text = { s, slot: turn.reserve(() => s.snapshot()) };
-          }
-          text.s.delta(delta.content);
-        }
-        if (Array.isArray(delta.tool_calls)) {
-          finishThinking();
-          delta.tool_calls.forEach((tc: Json, pos: number) => {
-            const idx = typeof tc.index === 'number' ? tc.index : pos;
-            let c = calls.get(idx);
-            if (!c) {
-              const callId = typeof tc.id === 'string' && tc.id ? tc.id : newId('call');
-              c = { fc: new FunctionCallStream(emit, callId, callId, tc.function?.name ?? ''), slot: turn.reserve() };
-              calls.set(idx, c);
-              c.fc.start();
-            }
-            const args = tc.function?.arguments;
-            if (typeof args === 'string' && args) c.fc.delta(args);
-          });
-        }
-        if (choice.finish_reason) finish = choice.finish_reason;
+  constructor(
+    private readonly emit: EmitFn,
+    private readonly turn: TurnItems,
+  ) {}
+
+  private finishThinking(): void {
+    if (this.thinking) this.turn.fill(this.thinking.slot, this.thinking.s.finish());
+  }
+
+  onEvent(chunk: Json): void {
+    const { emit, turn } = this;
+    this.responseId ??= chunk.id || undefined;
+    this.model ??= chunk.model || undefined;
+    if (chunk.usage) {
+      const u = chunk.usage;
+      this.usage = { input_tokens: u.prompt_tokens ?? 0, output_tokens: u.completion_tokens ?? 0, total_tokens: u.total_tokens ?? (u.prompt_tokens ?? 0) + (u.completion_tokens ?? 0) };
+    }
+    const choice: Json | undefined = Array.isArray(chunk.choices) ? chunk.choices.find((c: Json) => (c.index ?? 0) === 0) : undefined;
+    if (!choice) return;
+    const delta: Json = choice.delta ?? {};
+    const reasoning = delta.reasoning_content ?? delta.reasoning;
+    if (typeof reasoning === 'string' && reasoning) {
+      if (!this.thinking) {
+        const s = new TextStream(emit, newId('rs'), true);
+        this.thinking = { s, slot: turn.reserve(() => s.snapshot()) };
       }
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: this.id, message: 'Stopped: the request was cancelled.' });
-      if (!finish) throw streamCut(ctx, undefined, 'The stream ended');
-    } catch (err) {
-      const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.partialItems(), responseId };
-      throw pe;
+      this.thinking.s.delta(reasoning);
     }
+    if (typeof delta.content === 'string' && delta.content) {
+      this.finishThinking();
+      if (!this.text) {
+        const s = new TextStream(emit, newId('msg'));
+        this.text = { s, slot: turn.reserve(() => s.snapshot()) };
+      }
+      this.text.s.delta(delta.content);
+    }
+    if (Array.isArray(delta.tool_calls)) {
+      this.finishThinking();
+      delta.tool_calls.forEach((tc: Json, pos: number) => {
+        const idx = typeof tc.index === 'number' ? tc.index : pos;
+        let c = this.calls.get(idx);
+        if (!c) {
+          const callId = typeof tc.id === 'string' && tc.id ? tc.id : newId('call');
+          c = { fc: new FunctionCallStream(emit, callId, callId, tc.function?.name ?? ''), slot: turn.reserve() };
+          this.calls.set(idx, c);
+          c.fc.start();
+        }
+        const args = tc.function?.arguments;
+        if (typeof args === 'string' && args) c.fc.delta(args);
+      });
+    }
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+  }
 
-    finishThinking();
-    if (text) turn.fill(text.slot, text.s.finish());
-    for (const idx of [...calls.keys()].sort((a, b) => a - b)) {
-      const c = calls.get(idx) as { fc: FunctionCallStream; slot: number };
-      turn.fill(c.slot, c.fc.finish());
-      turn.functionCalls.push(c.fc.request());
+  cutReason(): string | undefined {
+    return this.finishReason ? undefined : 'The stream ended';
+  }
+
+  finish(): void {
+    this.finishThinking();
+    if (this.text) this.turn.fill(this.text.slot, this.text.s.finish());
+    for (const idx of [...this.calls.keys()].sort((a, b) => a - b)) {
+      const c = this.calls.get(idx) as { fc: FunctionCallStream; slot: number };
+      this.turn.fill(c.slot, c.fc.finish());
+      this.turn.functionCalls.push(c.fc.request());
     }
-    const id = responseId ?? newId('chatcmpl');
-    emit({ type: 'response.completed', response: { id, usage } });
-    const stopReason: StopReason =
-      turn.functionCalls.length > 0 ? 'tool_use' : finish === 'length' ? 'max_tokens' : finish === 'content_filter' ? 'content_filter' : finish === 'stop' ? 'end_turn' : 'other';
-    return { items: turn.items, functionCalls: turn.functionCalls, usage, responseId: id, containerId: null, stopReason, rawStopReason: finish, files: [], model };
+  }
+
+  outcome() {
+    const f = this.finishReason;
+    const stopReason: StopReason = f === 'length' ? 'max_tokens' : f === 'content_filter' ? 'content_filter' : f === 'stop' ? 'end_turn' : 'other';
+    return { stopReason, rawStopReason: f, usage: this.usage, model: this.model };
   }
 }
 

@@ -19,7 +19,8 @@ import {
   segmentHistory,
   type Json,
 } from './emit';
-import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
+import { ProviderError, toProviderError, type ErrorContext } from './errors';
+import { runStream } from './runStream';
 import type {
   DownloadedFile,
   EmitFn,
@@ -73,34 +74,22 @@ export class OpenAIResponsesProvider implements Provider {
     const ctx: ErrorContext = { provider: 'openai', model: req.model, baseURL: this.baseURL, signal: req.signal };
     const turn = new TurnItems('openai', newId('turn'));
     const st = new ResponsesState(emit, turn);
-    try {
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'openai', message: 'Stopped: the request was cancelled.' });
-      const stream = (await this.client.responses.create(this.buildRequest(req) as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-      ctx.streaming = true;
-      for await (const ev of stream) {
-        st.handle(ev, ctx);
-      }
-      if (req.signal?.aborted) throw new ProviderError({ code: 'aborted', provider: 'openai', message: 'Stopped: the request was cancelled.' });
-      if (!st.finished) throw streamCut(ctx, undefined, 'The stream ended');
-    } catch (err) {
-      const pe = toProviderError(err, ctx);
-      pe.partial = { items: turn.partialItems(), responseId: st.responseId };
-      throw pe;
-    }
-    const responseId = st.responseId ?? newId('resp');
-    const stopReason: StopReason = turn.functionCalls.length > 0 ? 'tool_use' : st.stopReason;
-    emit({ type: 'response.completed', response: { id: responseId, usage: st.usage, container_id: st.containerId ?? null } });
-    return {
-      items: turn.items,
-      functionCalls: turn.functionCalls,
-      usage: st.usage,
-      responseId,
-      containerId: st.containerId ?? null,
-      stopReason,
-      rawStopReason: st.rawStop,
-      files: turn.files,
-      model: st.model,
-    };
+    return runStream<Json>({
+      req,
+      ctx,
+      turn,
+      emit,
+      idPrefix: 'resp',
+      open: async () => (await this.client.responses.create(this.buildRequest(req) as any, { signal: req.signal })) as unknown as AsyncIterable<Json>,
+      machine: {
+        onEvent: (ev) => st.handle(ev, ctx),
+        cutReason: () => (st.finished ? undefined : 'The stream ended'),
+        get responseId() {
+          return st.responseId;
+        },
+        outcome: () => ({ stopReason: st.stopReason, rawStopReason: st.rawStop, usage: st.usage, containerId: st.containerId ?? null, model: st.model }),
+      },
+    });
   }
 
   async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
