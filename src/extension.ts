@@ -8,11 +8,20 @@ import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmT
 import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
 import { CodeActService, PROVIDER_NAMES, UntrustedWorkspaceError } from './vscode/service';
-import { DEFAULT_MODELS } from './vscode/settings';
+import { DEFAULT_MODELS, type CodeActSettings } from './vscode/settings';
 import { showUntrusted } from './vscode/trust';
 import { PROVIDERS } from './core/providers/registry';
 
-export function activate(context: vscode.ExtensionContext): { activationMs: number } {
+/** What the extension returns from activate(): its start-up time, and read-only views for the in-VS-Code tests. */
+export interface CodeActApi {
+  activationMs: number;
+  /** The configuration the engine uses now (resolved by the one policy both hosts share). */
+  settings(): CodeActSettings;
+  /** The chat panel (the view or the editor tab) is visible. */
+  chatVisible(): boolean;
+}
+
+export function activate(context: vscode.ExtensionContext): CodeActApi {
   const t0 = performance.now();
   const log = vscode.window.createOutputChannel('CodeAct', { log: true });
   const secrets = new Secrets(context.secrets);
@@ -116,7 +125,7 @@ export function activate(context: vscode.ExtensionContext): { activationMs: numb
   void vscode.commands.executeCommand('setContext', 'codeact.running', false);
   const activationMs = Math.round((performance.now() - t0) * 100) / 100;
   log.info(`CodeAct activated in ${activationMs} ms (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'NOT trusted: execution disabled'})`);
-  return { activationMs };
+  return { activationMs, settings: () => service.settings, chatVisible: () => service.panelVisible() };
 }
 
 let active: CodeActService | undefined;

@@ -107,19 +107,36 @@ describe('agent loop end to end', function () {
         assert.equal(result.usage.total.output_tokens, 32);
       });
 
-      it('runs several function calls of one turn in parallel', async () => {
-        const log: Array<{ start: number; end: number }> = [];
+      it('runs several function calls of one turn in parallel (a barrier: each waits for the other to start)', async () => {
+        // Each execution's tool call waits until the other execution's has started: run one after the
+        // other, the first would wait forever (and fail after the generous limit). No clock is compared.
+        let arrived = 0;
+        let release!: () => void;
+        const both = new Promise<void>((r) => (release = r));
+        const tool = inventoryTool();
+        const invoke = tool.invoke;
+        tool.invoke = async (args, ctx) => {
+          if (++arrived === 2) release();
+          let timer: NodeJS.Timeout | undefined;
+          try {
+            await Promise.race([both, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the other execution never started: the calls ran one after the other')), 30_000)))]);
+          } finally {
+            clearTimeout(timer);
+          }
+          return invoke(args, ctx);
+        };
         server.push(
           turn()
             .call('execute_tool_code', { code: 'return (await call_tool("check_inventory", sku="A"))["on_hand"]' }, { id: 'call_a' })
             .call('execute_tool_code', { code: 'return (await call_tool("check_inventory", sku="BB"))["on_hand"]' }, { id: 'call_b' }),
         );
         server.push(turn().text('A has 1, BB has 2.'));
-        const { agent } = await agentFor(provider, server, {}, [inventoryTool(log)]);
+        const { agent, events } = await agentFor(provider, server, {}, [tool]);
         const result = await agent.run([], 'Check A and BB.');
         assert.equal(result.status, 'completed', JSON.stringify(result.error));
-        assert.equal(log.length, 2);
-        assert.ok(Math.max(log[0].start, log[1].start) < Math.min(log[0].end, log[1].end), 'the two executions did not overlap');
+        const values = events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').map((e) => (e as { item: CodeInterpreterCallItem }).item.value);
+        assert.deepEqual(values.sort(), [1, 2]);
+        assert.equal(arrived, 2);
         const sent = resultsInRequest(provider, server.turns[1].body);
         assert.equal(sent.length, 2);
       });

@@ -40,21 +40,53 @@ describe('CodeAct inside VS Code', function () {
     assert.ok(Array.isArray(tools) && tools.some((t) => t.name === 'search_catalog'), JSON.stringify(tools));
   });
 
-  it('honours every codeact.sandbox.* setting (kind, network) side by side', async () => {
+  it('honours every codeact.sandbox.* setting side by side: they reach the runtime that runs the code', async () => {
     const cfg = () => vscode.workspace.getConfiguration('codeact');
-    await cfg().update('sandbox.kind', 'bubblewrap', vscode.ConfigurationTarget.Global);
     await cfg().update('sandbox.network', true, vscode.ConfigurationTarget.Global);
+    await cfg().update('sandbox.limits', { memory: '1g', cpuSeconds: 60 }, vscode.ConfigurationTarget.Global);
     try {
-      assert.equal(cfg().get('sandbox.kind'), 'bubblewrap');
-      assert.equal(cfg().get('sandbox.network'), true, 'codeact.sandbox.network set to true in the user settings reads back as true');
+      const doc = await vscode.workspace.openTextDocument({ language: 'python', content: 'return 6 * 7\n' });
+      await vscode.window.showTextDocument(doc);
+      const item = await vscode.commands.executeCommand('codeact.runWithTools');
+      assert.equal(item.status, 'completed', JSON.stringify(item.error));
+      assert.equal(item.value, 42);
+      assert.equal(item.sandbox.limits.memory, '1g', JSON.stringify(item.sandbox));
+      assert.equal(item.sandbox.limits.cpuSeconds, 60);
+      // Without bubblewrap there is no network namespace to open; with it, the setting opens it.
+      if (item.sandbox.kind === 'bubblewrap') assert.equal(item.sandbox.network, true, JSON.stringify(item.sandbox));
     } finally {
       await cfg().update('sandbox.network', undefined, vscode.ConfigurationTarget.Global);
-      await cfg().update('sandbox.kind', undefined, vscode.ConfigurationTarget.Global);
+      await cfg().update('sandbox.limits', undefined, vscode.ConfigurationTarget.Global);
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    }
+  });
+
+  it('never takes a first-party provider\'s base URL from the workspace: only from the user', async () => {
+    const api = await ext.activate();
+    const cfg = () => vscode.workspace.getConfiguration('codeact');
+    await cfg().update('provider', 'openai', vscode.ConfigurationTarget.Global);
+    await cfg().update('baseUrl', 'http://attacker.invalid/v1', vscode.ConfigurationTarget.Workspace);
+    try {
+      assert.equal(api.settings().provider, 'openai');
+      assert.equal(api.settings().baseUrl, undefined, 'the workspace\'s base URL would receive the OpenAI key');
+      await cfg().update('baseUrl', 'https://proxy.example/v1', vscode.ConfigurationTarget.Global);
+      assert.equal(api.settings().baseUrl, 'https://proxy.example/v1', 'the user\'s own base URL is used');
+      // An OpenAI-compatible server's URL may come from a trusted workspace.
+      await cfg().update('provider', 'openai-compatible', vscode.ConfigurationTarget.Global);
+      assert.equal(api.settings().baseUrl, 'http://attacker.invalid/v1');
+    } finally {
+      await cfg().update('baseUrl', undefined, vscode.ConfigurationTarget.Workspace);
+      await cfg().update('baseUrl', undefined, vscode.ConfigurationTarget.Global);
+      await cfg().update('provider', undefined, vscode.ConfigurationTarget.Global);
     }
   });
 
   it('opens the chat view', async () => {
+    const api = await ext.activate();
     await vscode.commands.executeCommand('codeact.openChat');
+    const deadline = Date.now() + 60000;
+    while (!api.chatVisible() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(api.chatVisible(), true, 'the chat view is visible after CodeAct: Open Chat');
   });
 
   it('"Run with Tools" runs order_desk.py with the managed tools and returns the quote', async () => {

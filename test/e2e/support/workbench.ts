@@ -21,9 +21,10 @@ export interface Notification {
 export class Workbench {
   /**
    * The shortest wait for a UI condition, in ms: the helpers here and in Editor and ChatPanel wait at least
-   * this long (0 keeps their own timeouts). A suite on a small shared machine raises it.
+   * this long. CI machines are small and shared (a busy one once took 15 s to show the command palette),
+   * so a condition gets a minute before it counts as failed; waits that expect nothing pass their own time.
    */
-  minWaitMs = 0;
+  minWaitMs = 60_000;
 
   private constructor(readonly page: Page) {}
 
@@ -120,7 +121,7 @@ export class Workbench {
   async hasCommand(title: string, timeoutMs = 15_000): Promise<boolean> {
     await this.dismissQuickInput();
     await this.page.keyboard.press('F1');
-    await this.quickInput.waitFor({ state: 'visible', timeout: 10_000 });
+    await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
     await this.quickInput.locator('input.input').fill(`>${title}`);
     const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: title }).first();
     const found = await row.waitFor({ state: 'visible', timeout: timeoutMs }).then(
