@@ -104,7 +104,7 @@ describe('mcp tools', function () {
       assert.deepEqual(set.tools.map((t) => t.name), ['calc']);
       assert.equal(set.errors.length, 1);
       assert.equal(set.errors[0].index, 1);
-      assert.match(set.errors[0].message, /has no tool "multiply"\. Its tools: add, echo_text, fail, json_text, multi_text, picture, slow, stats, whereami\. Fix "mcp\.tool"/);
+      assert.match(set.errors[0].message, /has no tool "multiply"\. Its tools: add, big, echo_text, fail, json_text, multi_text, picture, slow, stats, whereami\. Fix "mcp\.tool"/);
     });
 
     it('reports a server command that does not exist, naming it', async () => {
@@ -208,7 +208,7 @@ describe('mcp tools', function () {
     );
     const gw = new ToolGateway(tools);
     await assert.rejects(call(gw, 'ghost', {}), /Tool "ghost" could not start the MCP server "codeact-no-such-mcp-server": command not found.*Check "mcp\.command" in codeact\.tools/);
-    await assert.rejects(call(gw, 'typo', {}), /Tool "typo" failed: the MCP server ".*" has no tool "ad"\. Its tools: add, echo_text, fail, /);
+    await assert.rejects(call(gw, 'typo', {}), /Tool "typo" failed: the MCP server ".*" has no tool "ad"\. Its tools: add, big, echo_text, fail, /);
   });
 
   it('dispose() closes the connections and kills the servers\' process trees; the pool reconnects on demand', async () => {
@@ -330,6 +330,21 @@ describe('mcp tools', function () {
       text: 'hi',
     });
     assert.throws(() => mcpResultValue({ isError: true, content: [] }), /reported an error without a message/);
+  });
+
+  it('delivers a 12 MiB result from a stdio server (up to the gateway\'s 16 MiB cap), to the gateway and into the guest', async () => {
+    const { tools } = noErrors(loadTools([decl('big', 'big')], { workspace: ws, mcpPool: pool }));
+    const gw = new ToolGateway(tools);
+    const value = (await call(gw, 'big', { mib: 12 })) as { rows: string[] };
+    assert.equal(value.rows.length, 12 * 1024);
+    assert.ok(JSON.stringify(value).length > 12 * 1024 * 1024);
+    const rt = new LocalRuntime({ sandbox: { kind: 'none' } });
+    try {
+      const item = await rt.execute({ code: 'r = await call_tool("big", mib=12)\nreturn len(r["rows"])', timeoutMs: 60_000 }, { onToolCall: gw.handler });
+      assert.equal(item.value, 12 * 1024, JSON.stringify(item.error));
+    } finally {
+      await rt.dispose();
+    }
   });
 
   it('works in the CLI: `codeact run` calls an mcp tool declared in settings, and leaves no server behind', function () {

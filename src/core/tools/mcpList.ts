@@ -29,10 +29,11 @@ export interface McpListLimits {
 export const MCP_LIST_LIMITS: McpListLimits = { maxPages: 50, maxTools: 1_000, timeoutMs: 30_000 };
 
 /**
- * Largest message accepted from a server (a line on stdio, a response body over HTTP): the same as a
- * command tool's output and an HTTP tool's response. Parsing one takes tens of milliseconds.
+ * Largest message accepted from a server (a line on stdio, a response body over HTTP): room for a result
+ * up to the gateway's cap (16 MiB) even as escaped JSON text inside a text block. With the object cap
+ * below, parsing the largest message takes a few tens of milliseconds.
  */
-export const MCP_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+export const MCP_MAX_MESSAGE_BYTES = 24 * 1024 * 1024;
 
 /**
  * Most `{` and `[` in one message, strings included (JSON text inside a text block is parsed too): what
