@@ -33,6 +33,8 @@ const node = {
 const builds = [
   { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  // The engine as it ships, for `npm run bench` (not packaged).
+  { ...node, entryPoints: { 'bench-engine': 'bench/engine.ts' }, outdir: 'dist', sourcemap: false },
   {
     ...common,
     entryPoints: { webview: 'src/webview/main.ts' },

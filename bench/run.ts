@@ -7,10 +7,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { ToolGateway, type ManagedTool } from '../src/core/gateway/gateway';
-import { LocalRuntime } from '../src/core/runtime/local/localRuntime';
-import { resolvePython } from '../src/core/runtime/local/python';
-import { probeBubblewrap } from '../src/core/runtime/local/sandbox';
+import type { ManagedTool } from '../src/core/gateway/gateway';
+import type * as Engine from './engine';
+
+// The built engine (dist/bench-engine.js, made by `npm run bench`'s build step): the figures are the shipped code's.
+const { ToolGateway, LocalRuntime, resolvePython, probeBubblewrap } = require(path.join(__dirname, '../dist/bench-engine.js')) as typeof Engine;
+type LocalRuntime = InstanceType<typeof Engine.LocalRuntime>;
 
 const argv = process.argv.slice(2);
 const only = argv.flatMap((a, i) => (a === '--only' ? [argv[i + 1]] : []));

@@ -46,6 +46,11 @@ lib.own_file(os.path.abspath(__file__))
 json = None  # loaded after the first frame (it is needed then anyway)
 
 
+def _get_running_loop():
+    import asyncio
+    return asyncio.get_running_loop()
+
+
 def _close_inherited_fds(keep):
     try:
         names = os.listdir("/proc/self/fd")
@@ -94,7 +99,13 @@ class Channel:
             self.buf += chunk
 
     def write(self, data):
-        view = memoryview(data)
+        try:
+            n = os.write(self.fd, data)
+        except (BlockingIOError, InterruptedError):
+            n = 0
+        if n == len(data):
+            return
+        view = memoryview(data)[n:]
         while view:
             try:
                 n = os.write(self.fd, view)
@@ -106,13 +117,12 @@ class Channel:
                 continue
 
     def send(self, frame):
-        text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        self.write((text + "\n").encode("utf-8", "surrogatepass"))
+        self.write((lib.compact_json(frame) + "\n").encode("utf-8", "surrogatepass"))
 
     def send_result(self, result):
         """A "complete" frame; an ok value is already JSON text and goes in as it is."""
         value = result.pop("value", None) if result.get("ok") else None
-        text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = lib.compact_json(result)
         if value is not None:
             text = text[:-1] + ',"value":' + value + "}"
         self.write((text + "\n").encode("utf-8", "surrogatepass"))
@@ -195,22 +205,29 @@ class ToolBridge:
         run_id = self.run_id
         if run_id is None:
             raise RuntimeError("call_tool only works while CodeAct is running code (not from a task left over from an earlier run)")
-        import asyncio
-        loop = asyncio.get_running_loop()
-        self.attach(loop)
+        loop = _get_running_loop()
+        if self.loop is not loop:
+            self.attach(loop)
+        if len(self.pending) < self.max_concurrency and not self.sem.locked():
+            # The common case: a free slot, no waiting (the semaphore's bookkeeping costs more than the call).
+            return await self._send(loop, run_id, name, encoded)
         async with self.sem:
-            if self.run_id != run_id:
-                raise RuntimeError("call_tool: the run this call belongs to has ended")
-            self.next_id += 1
-            call_id = self.next_id
-            fut = loop.create_future()
-            self.pending[call_id] = fut
-            head = '{"t":"tool_call","run":%d,"id":%d,"name":%s,"args":' % (run_id, call_id, json.dumps(name, ensure_ascii=False))
-            self.chan.write((head + encoded + "}\n").encode("utf-8", "surrogatepass"))
-            try:
-                return await fut
-            finally:
-                self.pending.pop(call_id, None)
+            return await self._send(loop, run_id, name, encoded)
+
+    async def _send(self, loop, run_id, name, encoded):
+        # What the code printed before the call comes before the call.
+        flush_output()
+        if self.run_id != run_id:
+            raise RuntimeError("call_tool: the run this call belongs to has ended")
+        self.next_id += 1
+        call_id = self.next_id
+        fut = loop.create_future()
+        self.pending[call_id] = fut
+        self.chan.write(('{"t":"tool_call","run":%d,"id":%d,"name":%s,"args":%s}\n' % (run_id, call_id, lib.compact_json(name), encoded)).encode("utf-8", "surrogatepass"))
+        try:
+            return await fut
+        finally:
+            self.pending.pop(call_id, None)
 
 
 class Guest:
@@ -258,6 +275,8 @@ class Guest:
 
     def run(self, frame):
         run_id = int(frame.get("run") or 0)
+        if _OUTPUT is not None:
+            _OUTPUT.new_run()
         self.cells += 1
         filename = f"{lib.CELL_PREFIX}{self.cells}>"
         self.bridge.enabled = frame.get("tools", True) is not False
@@ -351,40 +370,55 @@ def _forked_child_exit(exc):
 
 def _write_end(token):
     """Flushes the run's output, then writes the end token to stdout and stderr."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # noqa: BLE001 - a stream the code replaced or closed
+            pass
+    flush_output()
     wrote = [False, False]
-    for i, stream in enumerate((sys.__stdout__, sys.__stderr__)):
+    if not token:
+        return wrote
+    data = ("\x00codeact-end:" + token + "\x00").encode("ascii")
+    for i in (0, 1):
         try:
-            if sys.stdout is not None and i == 0:
-                sys.stdout.flush()
-            if sys.stderr is not None and i == 1:
-                sys.stderr.flush()
-        except BaseException:  # noqa: BLE001
+            n = 0
+            while n < len(data):
+                n += os.write(1 + i, data[n:])
+            wrote[i] = True
+        except OSError:
             pass
-        try:
-            stream.flush()
-        except BaseException:  # noqa: BLE001
-            pass
-        if token:
-            try:
-                data = ("\x00codeact-end:" + token + "\x00").encode("ascii")
-                n = 0
-                while n < len(data):
-                    n += os.write(1 + i, data[n:])
-                wrote[i] = True
-            except OSError:
-                pass
     return wrote
 
 
 _SUBREAPER = False
 
 
+def _own_pid_in(proc_pid):
+    """A process's PID in this process's own namespace, from /proc's (which may be an outer namespace's,
+    when the kernel refused a private /proc): the last NSpid field."""
+    try:
+        with open(f"/proc/{proc_pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return proc_pid
+
+
 def _kill_descendants():
-    """Without a PID namespace this process is a child subreaper: every orphan the code left (after
-    setsid() or a double fork) was re-parented here. Stop them all, then kill them."""
+    """Every process the code started (orphans of setsid() or a double fork were re-parented here: this
+    process is a child subreaper, or PID 1 of its namespace). Stop them all, then kill them."""
     import signal
-    me = os.getpid()
-    seen = set()
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            me = int(f.read().split()[0])  # this process as /proc numbers it
+    except (OSError, ValueError, IndexError):
+        me = os.getpid()
+    translate = me != os.getpid()
+    seen = {}
     for _ in range(50):
         children = {}
         try:
@@ -409,19 +443,20 @@ def _kill_descendants():
         if not new:
             break
         for pid in new:
-            seen.add(pid)
+            own = _own_pid_in(pid) if translate else pid
+            seen[pid] = own
             try:
-                os.kill(pid, signal.SIGSTOP)
+                os.kill(own, signal.SIGSTOP)
             except OSError:
                 pass
-    for pid in seen:
+    for own in seen.values():
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(own, signal.SIGKILL)
         except OSError:
             pass
-    for pid in seen:
+    for own in seen.values():
         try:
-            os.waitpid(pid, 0)
+            os.waitpid(own, 0)
         except OSError:
             pass
 
@@ -472,10 +507,140 @@ def _apply_limits(limits):
             pass
 
 
-def _configure_output():
-    # UTF-8 output that never fails on lone surrogates or odd bytes, shown live line by line.
-    sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
-    sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+class _CappedRaw:
+    """fd 1 or 2 under the output buffer: past the run's cap (plus a little, so the host sees the
+    overflow and marks the truncation) nothing more is written, only counted."""
+
+    def __init__(self, fd, cap):
+        self.fd = fd
+        self.cap = cap + 1024
+        self.count = 0
+
+    def write(self, b):
+        n = len(b)
+        room = self.cap - self.count
+        self.count += n
+        if room <= 0:
+            return n
+        view = memoryview(b)
+        if n > room:
+            view = view[:room]
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        return n
+
+
+_OUTPUT = None
+
+
+class _Output:
+    """stdout and stderr as the code sees them. stdout is block-buffered (64 KiB) and flushed at least
+    every 10 ms by a thread, before each tool call and at the end of a run, so output is live without a
+    write per line; stderr is written through, after flushing stdout, so the two interleave as printed."""
+
+    def __init__(self, cap):
+        import io
+        import threading
+        self.raw = [_CappedRaw(1, cap), _CappedRaw(2, cap)]
+        self.stdout = io.TextIOWrapper(io.BufferedWriter(_RawAdapter(self.raw[0]), 65536), encoding="utf-8", errors="backslashreplace", line_buffering=False)
+        self.stderr = _Stderr(io.TextIOWrapper(io.BufferedWriter(_RawAdapter(self.raw[1]), 8192), encoding="utf-8", errors="backslashreplace", write_through=True), self.stdout)
+        sys.stdout = self.stdout
+        sys.stderr = self.stderr
+        t = threading.Thread(target=self._flush_loop, name="codeact-output", daemon=True)
+        t.start()
+
+    def _flush_loop(self):
+        import time
+        while True:
+            time.sleep(0.01)
+            try:
+                self.stdout.flush()
+            except Exception:  # noqa: BLE001 - a closed or replaced stream: nothing to flush
+                pass
+
+    def new_run(self):
+        for r in self.raw:
+            r.count = 0
+
+    def flush(self):
+        for s in (self.stdout, self.stderr):
+            try:
+                s.flush()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _raw_adapter():
+    import io
+
+    class RawAdapter(io.RawIOBase):
+        def __init__(self, capped):
+            self.capped = capped
+
+        def writable(self):
+            return True
+
+        def fileno(self):
+            return self.capped.fd
+
+        def write(self, b):
+            return self.capped.write(b)
+
+    return RawAdapter
+
+
+def _RawAdapter(capped):
+    global _RAW_ADAPTER
+    if _RAW_ADAPTER is None:
+        _RAW_ADAPTER = _raw_adapter()
+    return _RAW_ADAPTER(capped)
+
+
+_RAW_ADAPTER = None
+
+
+class _Stderr:
+    """stderr that flushes stdout first (a TextIOWrapper cannot be subclassed from C cheaply)."""
+
+    def __init__(self, stream, stdout):
+        self._stream = stream
+        self._stdout = stdout
+
+    def write(self, text):
+        try:
+            self._stdout.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+_CHILD_EVENTS = frozenset(("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork", "os.forkpty", "pty.spawn"))
+
+
+def _flush_before_children(event, _args):
+    if event in _CHILD_EVENTS:
+        flush_output()
+
+
+def flush_output():
+    if _OUTPUT is not None:
+        _OUTPUT.flush()
+
+
+def _configure_output(cap):
+    global _OUTPUT
+    _OUTPUT = _Output(cap)
+    # A child process writes straight to fd 1 and 2: flush what the code printed before it starts, so the
+    # order on screen is the order of the code (subprocess, os.system, os.exec*, os.spawn*, os.fork).
+    sys.addaudithook(_flush_before_children)
 
 
 def serve(chan, first=None):
@@ -495,7 +660,7 @@ def serve(chan, first=None):
         # where they are killed at the end of a one-shot run.
         _set_subreaper(True)
     _apply_limits(init.get("limits"))
-    _configure_output()
+    _configure_output(int(init.get("max_output") or (1 << 20)))
     guest = Guest(chan, init)
     chan.send({"t": "ready", "pid": os.getpid()})
     guest.serve()

@@ -423,6 +423,22 @@ def display_text(value, limit=100_000):
     return text
 
 
+_ENCODER = None
+
+
+def _compact_encoder():
+    """One JSON encoder for call arguments (json.dumps with options builds a new encoder every call)."""
+    global _ENCODER
+    if _ENCODER is None:
+        import json
+        _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER
+
+
+def compact_json(value):
+    return _compact_encoder().encode(value)
+
+
 def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
     """Checks a call_tool call and returns (name, args, args_json); raises what the code should see."""
     if not tools_enabled:
@@ -431,14 +447,15 @@ def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
         raise TypeError("call_tool(name, **arguments): name must be a non-empty string")
     if arguments is not None and not isinstance(arguments, dict):
         raise TypeError(f"call_tool({name!r}): pass the arguments as keywords or one dict, not a {type(arguments).__name__}")
+    if arguments is None and not kwargs:
+        return name, {}, "{}"
     args = dict(arguments or {})
     args.update(kwargs)
-    import json
     try:
-        encoded = json.dumps(args, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        encoded = _compact_encoder().encode(args)
     except (TypeError, ValueError, RecursionError) as exc:
         raise TypeError(f"call_tool({name!r}): the arguments are not JSON-serialisable: {exc}") from None
-    size = len(encoded.encode("utf-8", "surrogatepass"))
+    size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
         raise ValueError(
             f"call_tool({name!r}): the arguments are {size:,} bytes; the limit is {max_bytes:,} bytes. "

@@ -210,6 +210,7 @@ export class GuestSession {
       max_frame: this.o.maxFrameBytes,
       max_value: Math.min(this.o.limits.maxValueBytes, this.o.maxFrameBytes - 1024),
       max_concurrency: this.o.limits.maxConcurrentToolCalls,
+      max_output: this.o.limits.maxOutputBytes,
     });
     return new Promise<void>((resolve, reject) => {
       if (this.dead) return reject(new Error(this.deathReason ?? 'the guest exited'));
