@@ -21,6 +21,14 @@ export interface RunCgroup {
   memoryExceeded(): boolean;
   /** True when the pids controller refused a fork. */
   pidsExceeded(): boolean;
+  /** The controllers it has: `pids`, and `memory` where a memory cgroup could be made. */
+  controllers: string[];
+  /** Host PIDs of the processes in it. */
+  memberPids(): number[];
+  /** A cgroup inside this one (cgroup v1), for one of the processes in it; undefined when none can be made. */
+  child(name: string, limits: CgroupLimits): RunCgroup | undefined;
+  /** Moves a process (by host PID) into this cgroup. Throws when it cannot. */
+  adopt(pid: number): void;
   remove(): void;
 }
 
@@ -94,38 +102,54 @@ function rmdirLater(dir: string, attempt = 0): void {
 export function createRunCgroup(name: string, limits: CgroupLimits): RunCgroup | undefined {
   if (!cgroupsAvailable() || !layout) return undefined;
   const l = layout;
-  const dirs: string[] = [];
+  const bases = l.kind === 'v1' ? { pids: l.pids, memory: l.memory } : undefined;
+  return makeCgroup(l, bases, l.kind === 'v1' ? name : `codeact-${name}`, limits);
+}
+
+interface Dirs {
+  pids?: string;
+  memory?: string;
+  /** v2: the one folder. */
+  both?: string;
+}
+
+function makeCgroup(l: Layout, bases: { pids?: string; memory?: string } | undefined, name: string, limits: CgroupLimits): RunCgroup | undefined {
+  const dirs: Dirs = {};
+  const made: string[] = [];
   try {
     if (l.kind === 'v1') {
-      if (l.pids) {
-        const d = path.join(l.pids, name);
+      if (bases?.pids) {
+        const d = path.join(bases.pids, name);
         mkdirSync(d);
-        dirs.push(d);
+        made.push((dirs.pids = d));
         if (limits.pidsMax) writeFileSync(path.join(d, 'pids.max'), String(limits.pidsMax));
       }
-      if (l.memory && limits.memoryBytes) {
-        const d = path.join(l.memory, name);
+      if (bases?.memory && limits.memoryBytes) {
+        const d = path.join(bases.memory, name);
         mkdirSync(d);
-        dirs.push(d);
+        made.push((dirs.memory = d));
         writeFileSync(path.join(d, 'memory.limit_in_bytes'), String(limits.memoryBytes));
         try {
+          // No swap beyond the limit, where swap is accounted.
           writeFileSync(path.join(d, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
         } catch {}
       }
     } else {
-      const d = path.join(l.parent!, `codeact-${name}`);
+      const d = path.join(l.parent!, name);
       mkdirSync(d);
-      dirs.push(d);
+      made.push((dirs.both = d));
       if (limits.pidsMax) writeFileSync(path.join(d, 'pids.max'), String(limits.pidsMax));
       if (limits.memoryBytes) {
         try {
           writeFileSync(path.join(d, 'memory.max'), String(limits.memoryBytes));
           writeFileSync(path.join(d, 'memory.swap.max'), '0');
+          dirs.memory = d;
         } catch {}
       }
+      dirs.pids = d;
     }
   } catch {
-    for (const d of dirs.reverse()) rmdirLater(d);
+    for (const d of made.reverse()) rmdirLater(d);
     return undefined;
   }
   const read = (file: string): string => {
@@ -135,21 +159,35 @@ export function createRunCgroup(name: string, limits: CgroupLimits): RunCgroup |
       return '';
     }
   };
-  return {
-    procsFiles: dirs.map((d) => path.join(d, 'cgroup.procs')),
+  const procsFiles = made.map((d) => path.join(d, 'cgroup.procs'));
+  const cgroup: RunCgroup = {
+    procsFiles,
+    controllers: l.kind === 'v1' ? [...(dirs.pids ? ['pids'] : []), ...(dirs.memory ? ['memory'] : [])] : ['pids', ...(dirs.memory ? ['memory'] : [])],
     memoryExceeded: () => {
+      if (!dirs.memory) return false;
       if (l.kind === 'v1') {
-        const mem = dirs.find((d) => d.includes('/memory/'));
-        return !!mem && Number(read(path.join(mem, 'memory.failcnt')) || 0) > 0;
+        // oom_kill counts the kills (kernel 4.13+); failcnt counts every time the limit was reached.
+        const oom = /\boom_kill (\d+)/.exec(read(path.join(dirs.memory, 'memory.oom_control')));
+        return oom ? Number(oom[1]) > 0 : Number(read(path.join(dirs.memory, 'memory.failcnt')) || 0) > 0;
       }
-      return /\boom_kill [1-9]/.test(read(path.join(dirs[0], 'memory.events')));
+      return /\boom_kill [1-9]/.test(read(path.join(dirs.memory, 'memory.events')));
     },
-    pidsExceeded: () => {
-      const d = l.kind === 'v1' ? dirs.find((x) => x.includes('/pids/')) : dirs[0];
-      return !!d && /\bmax [1-9]/.test(read(path.join(d, 'pids.events')));
+    pidsExceeded: () => !!dirs.pids && /\bmax [1-9]/.test(read(path.join(dirs.pids, 'pids.events'))),
+    memberPids: () => {
+      const out = new Set<number>();
+      for (const f of procsFiles) for (const p of read(f).split('\n')) if (p) out.add(Number(p));
+      return [...out];
+    },
+    child: (childName, childLimits) => {
+      // cgroup v2 allows no processes in a cgroup whose children have controllers: children are v1 only.
+      if (l.kind !== 'v1') return undefined;
+      return makeCgroup(l, { pids: dirs.pids, memory: dirs.memory }, childName, childLimits);
+    },
+    adopt: (pid) => {
+      for (const f of procsFiles) writeFileSync(f, String(pid));
     },
     remove: () => {
-      for (const d of dirs) {
+      for (const d of made) {
         // Anything still inside (it should all be dead) is killed before the cgroup goes.
         for (const pid of read(path.join(d, 'cgroup.procs')).split('\n').filter(Boolean)) {
           try {
@@ -160,6 +198,7 @@ export function createRunCgroup(name: string, limits: CgroupLimits): RunCgroup |
       }
     },
   };
+  return cgroup;
 }
 
 /** Wraps a command so that it joins the given cgroups before it execs. */
