@@ -88,6 +88,17 @@ export function cgroupsAvailable(): boolean {
   return layout !== null;
 }
 
+/** True when runs get a memory cgroup (tmpfs pages then count against the memory limit). */
+export function memoryCgroupAvailable(): boolean {
+  if (!cgroupsAvailable() || !layout) return false;
+  if (layout.kind === 'v1') return !!layout.memory;
+  try {
+    return /\bmemory\b/.test(readFileSync(path.join(layout.parent!, 'cgroup.subtree_control'), 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 function rmdirLater(dir: string, attempt = 0): void {
   try {
     rmdirSync(dir);
