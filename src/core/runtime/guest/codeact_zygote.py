@@ -3,7 +3,8 @@ for each new session or run, so neither pays Python's start-up nor the imports a
 
 The zygote never runs user code. It speaks to the host on fd 3 (frames as in codeact_guest.py):
 
-  host -> zygote  {"t":"fork","token":str,"socket":path,"ns":bool,"workdir":str,"tmp_size":int,"seccomp":base64|null,"env":{...}}
+  host -> zygote  {"t":"fork","token":str,"socket":path,"ns":bool,"workdir":str,"tmp_size":int,"seccomp":base64|null,
+                   "keep":[path],"env":{...}}          (keep: mounts under /tmp to carry over the guest's own /tmp)
                   {"t":"signal","pid":int,"sig":int}      (only to a child of ours: SIGINT interrupts a run)
                   {"t":"kill","pid":int}                  (a child and everything it started)
   zygote -> host  {"t":"ready","pid":int,"failed":[{module,error}],"threads":int}
@@ -282,8 +283,16 @@ def _stage2(req, w, guest, ns):
         # sandbox's /proc stays, where the other guests' processes are visible but not reachable).
         libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV, None)
         size = int(req.get("tmp_size") or (256 << 20))
-        for target, mode in ((b"/tmp", "1777"), (b"/dev/shm", "1777"), (workdir.encode(), "0700")):
-            _mount(libc, b"tmpfs", target, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}".encode())
+        # Mounts the host asked to keep (a workspace under /tmp) are carried over the private tmpfs.
+        keep = [k.rstrip("/") for k in (req.get("keep") or []) if isinstance(k, str) and k.startswith("/")]
+        for target, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), (workdir, "0700")):
+            if target in keep:
+                continue  # the workspace is this very folder: it stays as the sandbox shows it
+            inner = [(k, _clone_mount(libc, k)) for k in keep if k.startswith(target + "/")]
+            _mount(libc, b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}".encode())
+            for path, fd in inner:
+                os.makedirs(path, exist_ok=True)
+                _move_mount(libc, fd, path)
     else:
         os.makedirs(workdir, mode=0o700, exist_ok=True)
     _drop_privileges(libc, ctypes)
@@ -366,6 +375,36 @@ def _mount(libc, source, target, fstype, flags, data):
     if libc.mount(source, target, fstype, flags, data) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {target.decode()}: {os.strerror(err)}")
+
+
+SYS_OPEN_TREE = 428  # the same number on x86_64 and aarch64
+SYS_MOVE_MOUNT = 429
+OPEN_TREE_CLONE = 1
+AT_RECURSIVE = 0x8000
+AT_FDCWD = -100
+MOVE_MOUNT_F_EMPTY_PATH = 4
+
+
+def _clone_mount(libc, path):
+    """A detached copy of the mount tree at path (read-only parts stay read-only)."""
+    import ctypes
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(ctypes.c_long(SYS_OPEN_TREE), ctypes.c_long(AT_FDCWD), ctypes.c_char_p(path.encode()),
+                      ctypes.c_ulong(OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"open_tree {path}: {os.strerror(err)}")
+    return fd
+
+
+def _move_mount(libc, fd, path):
+    import ctypes
+    r = libc.syscall(ctypes.c_long(SYS_MOVE_MOUNT), ctypes.c_long(fd), ctypes.c_char_p(b""), ctypes.c_long(AT_FDCWD),
+                     ctypes.c_char_p(path.encode()), ctypes.c_ulong(MOVE_MOUNT_F_EMPTY_PATH))
+    os.close(fd)
+    if r != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"move_mount {path}: {os.strerror(err)}")
 
 
 def _install_seccomp(libc, ctypes, program):

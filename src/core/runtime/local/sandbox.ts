@@ -75,6 +75,8 @@ export interface LaunchPlan {
   guestSeccomp?: Buffer;
   /** Placeholder folders the launch holds in the workspace (given back on release). */
   placeholders?: string[];
+  /** Where the workspace is mounted in the sandbox, when it is. */
+  workspacePath?: string;
 }
 
 export class SandboxUnavailableError extends Error {
@@ -299,6 +301,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     placeholders = view.placeholders.length ? view.placeholders : undefined;
     workspace = view.mode;
   }
+  const workspacePath = workspace === 'none' ? undefined : options.workspace;
   // bwrap's own root and /dev are tmpfs the code could fill: read-only once everything is mounted.
   args.push('--remount-ro', '/dev', '--remount-ro', '/');
   args.push('--chdir', SANDBOX_WORKDIR);
@@ -320,6 +323,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     seccomp,
     guestSeccomp,
     placeholders,
+    workspacePath,
   };
 }
 
