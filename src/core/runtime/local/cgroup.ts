@@ -171,10 +171,12 @@ function makeCgroup(l: Layout, bases: { pids?: string; memory?: string } | undef
     }
   };
   const procsFiles = made.map((d) => path.join(d, 'cgroup.procs'));
+  let final: { memory: boolean; pids: boolean } | undefined;
   const cgroup: RunCgroup = {
     procsFiles,
     controllers: l.kind === 'v1' ? [...(dirs.pids ? ['pids'] : []), ...(dirs.memory ? ['memory'] : [])] : ['pids', ...(dirs.memory ? ['memory'] : [])],
     memoryExceeded: () => {
+      if (final) return final.memory;
       if (!dirs.memory) return false;
       if (l.kind === 'v1') {
         // oom_kill counts the kills (kernel 4.13+); failcnt counts every time the limit was reached.
@@ -183,7 +185,7 @@ function makeCgroup(l: Layout, bases: { pids?: string; memory?: string } | undef
       }
       return /\boom_kill [1-9]/.test(read(path.join(dirs.memory, 'memory.events')));
     },
-    pidsExceeded: () => !!dirs.pids && /\bmax [1-9]/.test(read(path.join(dirs.pids, 'pids.events'))),
+    pidsExceeded: () => (final ? final.pids : !!dirs.pids && /\bmax [1-9]/.test(read(path.join(dirs.pids, 'pids.events')))),
     memberPids: () => {
       const out = new Set<number>();
       for (const f of procsFiles) for (const p of read(f).split('\n')) if (p) out.add(Number(p));
@@ -198,6 +200,10 @@ function makeCgroup(l: Layout, bases: { pids?: string; memory?: string } | undef
       for (const f of procsFiles) writeFileSync(f, String(pid));
     },
     remove: () => {
+      if (final) return;
+      // What the limits recorded stays answerable after the cgroup is gone (a session's death is
+      // handled before its last result is written).
+      final = { memory: cgroup.memoryExceeded(), pids: cgroup.pidsExceeded() };
       for (const d of made) {
         // Anything still inside (it should all be dead) is killed before the cgroup goes.
         for (const pid of read(path.join(d, 'cgroup.procs')).split('\n').filter(Boolean)) {
