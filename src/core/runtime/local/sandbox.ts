@@ -10,7 +10,7 @@ import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
-import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram } from './seccomp';
+import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
 import { planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
 
 export type { WorkspaceMount } from './workspaceMount';
@@ -250,6 +250,16 @@ function isUnder(child: string, parent: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
+const filters = new Map<string, Buffer>();
+
+/** The seccomp program for a guest (strict) or a zygote (lets unshare and mount through), built once. */
+function filterFor(arch: SeccompArch, zygote: boolean): Buffer {
+  const key = `${arch}:${zygote}`;
+  let program = filters.get(key);
+  if (!program) filters.set(key, (program = buildSeccompFilter({ arch, allowNamespaces: zygote, allowMounts: zygote })));
+  return program;
+}
+
 function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions, seccompUnavailable: string | null): LaunchPlan {
   const network = options.network === true;
   const zygote = request.role === 'zygote';
@@ -259,8 +269,8 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   const useSeccomp = options.seccomp !== false && !seccompUnavailable && !!arch;
   // The zygote creates a PID and mount namespace for each guest, so its own filter lets unshare and mount
   // through; each guest stacks the strict filter on itself before user code runs (codeact_zygote.py).
-  const seccomp = useSeccomp ? buildSeccompFilter({ arch, allowNamespaces: zygote, allowMounts: zygote }) : undefined;
-  const guestSeccomp = useSeccomp && zygote ? buildSeccompFilter({ arch }) : undefined;
+  const seccomp = useSeccomp ? filterFor(arch, zygote) : undefined;
+  const guestSeccomp = useSeccomp && zygote ? filterFor(arch, false) : undefined;
   const args: string[] = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv'];
   if (network) args.push('--share-net');
   // No capability inside: bwrap started by root keeps them all otherwise (CAP_FSETID, CAP_SETFCAP, CAP_DAC_OVERRIDE
