@@ -332,11 +332,9 @@ export class Zygote {
     const hostPid = hostPidIn(tree.memberPids(), nsPid);
     if (!hostPid) throw new Error(`no process ${nsPid} in the sandbox's cgroup`);
     const child = tree.child(`guest-${marker}`, { pidsMax: this.plan.treeLimits.pids, memoryBytes: this.plan.treeLimits.memoryBytes });
-    if (!child) {
-      // cgroup v2 allows no child cgroups here: the zygote's tree limits still hold.
-      if (tree.controllers.includes('memory')) throw new Error('a child cgroup could not be created');
-      return undefined;
-    }
+    // cgroup v2 allows no child cgroups in a cgroup that holds processes: there the guests share the
+    // zygote's tree limits (the limits times the guests it may hold).
+    if (!child) return undefined;
     try {
       child.adopt(hostPid);
     } catch (err) {
