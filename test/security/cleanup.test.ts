@@ -13,15 +13,13 @@
  * With bubblewrap the working directory is a tmpfs inside the sandbox; nothing is left on the host.
  */
 import * as assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-
-const REPO = path.resolve(__dirname, '..', '..');
-const TESTER = { name: 'tester', uid: 1001, gid: 1001 };
+import { cannotSwitchUser, runInChild, TESTER } from './support/asUser';
 
 /** Python that makes its working folder hostile to delete; returns the folder's host path. */
 const hostile = (canary: string) => String.raw`
@@ -74,61 +72,10 @@ function assertCanary(canary: string): void {
   assert.equal(readFileSync(path.join(canary, 'sub', 'keep2.txt'), 'utf8'), 'KEEP2', 'a file outside the folder was touched');
 }
 
-/** The run, as the real runtime reports it, plus what is on disk after it and after dispose. */
-const SCRIPT = String.raw`
-import { existsSync } from 'node:fs';
-import { LocalRuntime } from '${REPO}/src/core/runtime/local/localRuntime';
-(async () => {
-  const [code, zygote] = [process.argv[2], process.argv[3] === 'zygote'];
-  const warnings: string[] = [];
-  const rt = new LocalRuntime({ sandbox: { kind: 'none' }, zygote, onWarning: (m) => warnings.push(m) });
-  let ticks = 0;
-  let counting = false;
-  const tick = () => { if (counting) { ticks++; setImmediate(tick); } };
-  const item = await rt.execute({ code, timeoutMs: 120_000 }, {
-    onEvent: (e) => { if (e.type === 'response.output_item.done') { counting = true; setImmediate(tick); } },
-  });
-  counting = false;
-  const root = (item.value as { root?: string } | null)?.root ?? '';
-  const afterRun = root ? existsSync(root) : null;
-  await rt.dispose();
-  console.log(JSON.stringify({ value: item.value, error: item.error ?? null, afterRun, afterDispose: root ? existsSync(root) : null, ticks, warnings }));
-})();
-`;
-
-interface Outcome {
-  value: { root: string; depth: number } | null;
-  error: unknown;
-  afterRun: boolean | null;
-  afterDispose: boolean | null;
-  ticks: number;
-  warnings: string[];
-}
-
-/** Runs the hostile code through the real runtime in a child process (as `user`, when given). */
-async function runIn(code: string, zygote: boolean, user?: { uid: number; gid: number }): Promise<Outcome> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-cleanup-script-'));
-  const script = path.join(dir, 'run.ts');
-  writeFileSync(script, SCRIPT);
-  chmodSync(dir, 0o755);
-  chmodSync(script, 0o644);
-  try {
-    const child = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), script, code, zygote ? 'zygote' : 'cold'], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(user ?? {}),
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d));
-    child.stderr.on('data', (d: Buffer) => (err += d));
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    assert.equal(status, 0, `the runner failed:\n${err}${out}`);
-    return JSON.parse(out.trim().split('\n').pop()!) as Outcome;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+/** The hostile run through the real runtime, in a child process (as `user` when given). */
+async function runIn(code: string, zygote: boolean, user?: { uid: number; gid: number }) {
+  const o = await runInChild(code, { sandbox: { kind: 'none' }, zygote }, user);
+  return { ...o, value: o.item.value as { root: string; depth: number } | null, error: o.item.error ?? null };
 }
 
 const isRoot = process.getuid?.() === 0;
@@ -154,15 +101,9 @@ describe('cleanup of a hostile working folder (sandbox: none)', function () {
   }
 
   it('as an unprivileged user (permissions bind): the same folder is removed and nothing outside is touched', async function () {
-    if (!isRoot) {
-      // The suite itself then runs unprivileged: the test above is this test.
-      console.log('      not run: needs root to switch to the unprivileged user; the tests above ran unprivileged');
-      return this.skip();
-    }
-    try {
-      execFileSync('id', [TESTER.name]);
-    } catch {
-      console.log(`      not run: there is no user "${TESTER.name}" to run as`);
+    const why = cannotSwitchUser();
+    if (why) {
+      console.log(`      not run: ${why}`);
       return this.skip();
     }
     const canary = makeCanary(TESTER);

@@ -9,12 +9,13 @@
  * cold guest and in a guest forked by the zygote; without a sandbox the same writes succeed (documented).
  */
 import * as assert from 'node:assert/strict';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeInterpreterCallItem } from '../../src/common/events';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
+import { cannotSwitchUser, runInChild, TESTER } from './support/asUser';
 
 const ATTACK = String.raw`
 import os, shutil, stat
@@ -230,6 +231,45 @@ return out`,
     }
   });
 }
+
+describe('readwrite workspace in the sandbox, as an unprivileged user', function () {
+  this.timeout(180_000);
+  for (const zygote of [false, true]) {
+    it(`${zygote ? 'forked' : 'cold'}: the configuration stays read-only and no setuid file can be made (the user owns every file)`, async function () {
+      const why = cannotSwitchUser() ?? (await probeBubblewrap());
+      if (why) {
+        console.log(`      not run: ${why}`);
+        return this.skip();
+      }
+      const ws = makeWorkspace();
+      try {
+        const own = (p: string) => {
+          chownSync(p, TESTER.uid, TESTER.gid);
+          if (statSync(p).isDirectory()) for (const n of readdirSync(p)) own(path.join(p, n));
+        };
+        own(ws);
+        const options = { sandbox: { kind: 'bubblewrap' as const, mountWorkspace: 'readwrite' as const, workspace: ws }, zygote };
+        const attack = await runInChild(`WS = ${JSON.stringify(ws)}\n${ATTACK}`, options, TESTER);
+        const v = attack.item.value as Record<string, unknown>;
+        assert.equal(attack.item.status, 'completed', JSON.stringify(attack.item.error));
+        assert.equal(v.write_git_config, EROFS);
+        assert.equal(v.write_vscode_settings, EROFS);
+        assert.notEqual(v.create_codeact, 'ok');
+        assert.equal(v.ordinary_file, 'ok');
+        assert.equal(readFileSync(path.join(ws, '.git', 'config'), 'utf8'), '[core]\n\tbare = false\n');
+        assert.ok(!existsSync(path.join(ws, '.codeact')));
+        const setuid = await runInChild(`WS = ${JSON.stringify(ws)}\n${SETUID}`, options, TESTER);
+        assert.equal(setuid.item.status, 'completed', JSON.stringify(setuid.item.error));
+        const s = setuid.item.value as Record<string, unknown>;
+        for (const k of ['chmod_setuid', 'chmod_setgid', 'fchmod_setuid', 'open_creat_setuid', 'mknod_setuid']) assert.equal(s[k], EPERM, k);
+        assert.equal(s.chmod_plain, 'ok');
+        assert.deepEqual(setidFiles(ws), []);
+      } finally {
+        rmSync(ws, { recursive: true, force: true });
+      }
+    });
+  }
+});
 
 describe('workspace without a sandbox', function () {
   this.timeout(60_000);
