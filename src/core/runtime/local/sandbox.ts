@@ -1,7 +1,9 @@
 /**
  * How the local guest is launched: inside bubblewrap (Linux: own PID, network, IPC and mount namespaces,
- * a read-only minimal view of the system, a writable empty work dir) or as a hardened plain process
- * (minimal environment, own process group, rlimits, subreaper-based teardown).
+ * no capabilities, the seccomp deny-list of seccomp.ts, a read-only minimal view of the system, and a
+ * working directory, /tmp and /dev/shm that are each a tmpfs of `fileSize`; see workspaceMount.ts for
+ * the workspace) or as a hardened plain process (minimal environment, own process group, rlimits,
+ * subreaper-based teardown).
  *
  * `auto` picks bubblewrap when it works on this machine, otherwise the hardened process with a warning.
  */
