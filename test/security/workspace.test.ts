@@ -139,7 +139,7 @@ for (const zygote of [false, true]) {
       assert.notEqual(v.hardlink_out_of_git, 'ok');
       assert.equal(v.ordinary_file, 'ok');
       assert.equal(v.ordinary_dir, 'ok');
-      assert.deepEqual(v.codeact_listing, []);
+      assert.deepEqual(v.codeact_listing, ['README.codeact'], 'the placeholder holds only its note');
       assert.equal(item.sandbox?.workspace, 'readwrite');
       // On the host: the configuration is as it was, and the code's own files are there.
       assert.equal(readFileSync(path.join(ws, '.git', 'config'), 'utf8'), '[core]\n\tbare = false\n');
@@ -149,8 +149,10 @@ for (const zygote of [false, true]) {
       assert.equal(readFileSync(path.join(ws, 'result.csv'), 'utf8'), 'a,b\n1,2\n');
       assert.ok(existsSync(path.join(ws, 'out', 'deep', 'x.txt')));
       if (zygote) {
-        // The zygote's sandbox holds the placeholder while it lives: an empty folder, nothing the code wrote.
-        assert.deepEqual(readdirSync(path.join(ws, '.codeact')), []);
+        // The zygote's sandbox holds the placeholder while it lives: its note, nothing the code wrote, and
+        // read-only, so cleaning the workspace on the host (git clean -fdx) cannot pull it from under the sandbox.
+        assert.deepEqual(readdirSync(path.join(ws, '.codeact')), ['README.codeact']);
+        assert.equal(statSync(path.join(ws, '.codeact')).mode & 0o777, 0o555);
         await rt.dispose();
       }
       assert.ok(!existsSync(path.join(ws, '.codeact')), 'the placeholder for .codeact is gone once no sandbox uses it');

@@ -6,10 +6,10 @@
  * inside the workspace), `.vscode` and `.codeact`. Code in the sandbox must not reconfigure CodeAct or
  * plant git hooks and config (`core.fsmonitor`, `core.hooksPath`) that run on the host later.
  *
- * - A name that does not exist yet gets an empty placeholder folder on the host for as long as a
- *   sandbox uses it, bound read-only, so the code cannot create it: a mount point cannot be removed
- *   or renamed from inside the mount namespace that holds the mount. The host removes the placeholder
- *   (when it is still the empty folder it made) after the last sandbox using it ends.
+ * - A name that does not exist yet gets a placeholder folder on the host (read-only, holding a note)
+ *   for as long as a sandbox uses it, bound read-only, so the code cannot create it: a mount point
+ *   cannot be removed or renamed from inside the mount namespace that holds the mount. The host
+ *   removes the placeholder (when it is still as it made it) after the last sandbox using it ends.
  * - A name that is a symbolic link cannot be protected this way (a mount follows the link, and the
  *   link itself stays replaceable), so then the whole workspace is mounted read-only, with a warning.
  * - Without the seccomp filter (which refuses setuid and setgid modes) a writable workspace could
@@ -18,7 +18,7 @@
  * Not covered: nested repositories' `.git` folders below the top level, and other files that tools
  * run later (Makefile, package.json scripts, .devcontainer): review the code's changes before you run them.
  */
-import { lstatSync, mkdirSync, readFileSync, realpathSync, rmdirSync, type Stats } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 
 export type WorkspaceMount = 'none' | 'readonly' | 'readwrite';
@@ -60,7 +60,17 @@ function isUnder(child: string, parent: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
-/** An empty folder at `p` for as long as a sandbox needs it; false when the host may not create it. */
+const PLACEHOLDER_NOTE = 'README.codeact';
+const PLACEHOLDER_TEXT =
+  'CodeAct keeps this folder read-only inside its sandbox while code runs with mountWorkspace "readwrite", so that the code\n' +
+  'cannot create it. CodeAct removes it when the sandbox ends. If CodeAct is not running, you can delete it.\n';
+
+/**
+ * A placeholder folder at `p` for as long as a sandbox needs it; false when the host may not create it.
+ * It holds a note and is made read-only (0555), so that cleaning the workspace on the host (`git clean
+ * -fdx`, moving it to the trash) cannot remove it under a running sandbox: removing a mount point on the
+ * host detaches the sandbox's read-only mount, and the code could then create the name.
+ */
 function holdPlaceholder(p: string): boolean {
   const held = placeholders.get(p);
   if (held) {
@@ -76,12 +86,14 @@ function holdPlaceholder(p: string): boolean {
     if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return false;
     throw e;
   }
+  writeFileSync(path.join(p, PLACEHOLDER_NOTE), PLACEHOLDER_TEXT, { mode: 0o444 });
+  chmodSync(p, 0o555);
   const st = lstatSync(p);
   placeholders.set(p, { users: 1, dev: st.dev, ino: st.ino });
   return true;
 }
 
-/** Gives back the placeholders of a view; the last user removes each one that is still the empty folder it made. */
+/** Gives back the placeholders of a view; the last user removes each one that is still as it made it. */
 export function releasePlaceholders(paths: string[]): void {
   for (const p of paths) {
     const held = placeholders.get(p);
@@ -89,9 +101,13 @@ export function releasePlaceholders(paths: string[]): void {
     placeholders.delete(p);
     try {
       const st = lstatSync(p);
-      if (st.isDirectory() && st.dev === held.dev && st.ino === held.ino) rmdirSync(p);
+      if (!st.isDirectory() || st.dev !== held.dev || st.ino !== held.ino) continue;
+      if (readdirSync(p).some((n) => n !== PLACEHOLDER_NOTE)) continue;
+      chmodSync(p, 0o755);
+      rmSync(path.join(p, PLACEHOLDER_NOTE), { force: true });
+      rmdirSync(p);
     } catch {
-      // Not empty any more (someone on the host put files there) or gone: it is not ours to remove.
+      // Someone on the host put files there, or it is gone: it is not ours to remove.
     }
   }
 }
