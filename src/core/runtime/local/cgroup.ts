@@ -29,7 +29,8 @@ export interface RunCgroup {
   child(name: string, limits: CgroupLimits): RunCgroup | undefined;
   /** Moves a process (by host PID) into this cgroup. Throws when it cannot. */
   adopt(pid: number): void;
-  remove(): void;
+  /** Kills what is left inside, then removes it (its child cgroups first); settles when it is gone. */
+  remove(): Promise<void>;
 }
 
 interface Layout {
@@ -99,14 +100,32 @@ export function memoryCgroupAvailable(): boolean {
   }
 }
 
-function rmdirLater(dir: string, attempt = 0): void {
-  try {
-    rmdirSync(dir);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    // Killed tasks take a moment to leave (EBUSY); try again shortly, off the hot path.
-    if (code !== 'ENOENT' && attempt < 100) setTimeout(() => rmdirLater(dir, attempt + 1), 20).unref();
-  }
+/** Removals in progress (a cgroup can only go once its killed tasks have left it). */
+const removals = new Set<Promise<void>>();
+
+/** Removes an empty cgroup folder, retrying while its killed tasks leave (EBUSY), for up to 2 s. */
+function rmdirLater(dir: string): Promise<void> {
+  const job = new Promise<void>((resolve) => {
+    const attempt = (n: number) => {
+      try {
+        rmdirSync(dir);
+        resolve();
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || n >= 100) return resolve();
+        setTimeout(() => attempt(n + 1), 20).unref();
+      }
+    };
+    attempt(0);
+  });
+  removals.add(job);
+  void job.then(() => removals.delete(job));
+  return job;
+}
+
+/** Waits until the cgroups being removed are gone (dispose calls it, so that none is left behind). */
+export async function settleCgroups(): Promise<void> {
+  while (removals.size) await Promise.all([...removals]);
 }
 
 /** Creates the run's cgroups, or returns undefined when none can be made here. */
@@ -160,7 +179,7 @@ function makeCgroup(l: Layout, bases: { pids?: string; memory?: string } | undef
       dirs.pids = d;
     }
   } catch {
-    for (const d of made.reverse()) rmdirLater(d);
+    for (const d of made.reverse()) void rmdirLater(d);
     return undefined;
   }
   const read = (file: string): string => {
@@ -172,6 +191,8 @@ function makeCgroup(l: Layout, bases: { pids?: string; memory?: string } | undef
   };
   const procsFiles = made.map((d) => path.join(d, 'cgroup.procs'));
   let final: { memory: boolean; pids: boolean } | undefined;
+  let removing: Promise<void> | undefined;
+  const children: RunCgroup[] = [];
   const cgroup: RunCgroup = {
     procsFiles,
     controllers: l.kind === 'v1' ? [...(dirs.pids ? ['pids'] : []), ...(dirs.memory ? ['memory'] : [])] : ['pids', ...(dirs.memory ? ['memory'] : [])],
@@ -194,25 +215,34 @@ function makeCgroup(l: Layout, bases: { pids?: string; memory?: string } | undef
     child: (childName, childLimits) => {
       // cgroup v2 allows no processes in a cgroup whose children have controllers: children are v1 only.
       if (l.kind !== 'v1') return undefined;
-      return makeCgroup(l, { pids: dirs.pids, memory: dirs.memory }, childName, childLimits);
+      const child = makeCgroup(l, { pids: dirs.pids, memory: dirs.memory }, childName, childLimits);
+      if (child) children.push(child);
+      return child;
     },
     adopt: (pid) => {
       for (const f of procsFiles) writeFileSync(f, String(pid));
     },
     remove: () => {
-      if (final) return;
+      if (removing) return removing;
       // What the limits recorded stays answerable after the cgroup is gone (a session's death is
       // handled before its last result is written).
       final = { memory: cgroup.memoryExceeded(), pids: cgroup.pidsExceeded() };
-      for (const d of made) {
-        // Anything still inside (it should all be dead) is killed before the cgroup goes.
-        for (const pid of read(path.join(d, 'cgroup.procs')).split('\n').filter(Boolean)) {
-          try {
-            process.kill(Number(pid), 'SIGKILL');
-          } catch {}
-        }
-        rmdirLater(d);
-      }
+      removing = (async () => {
+        // A cgroup with child cgroups cannot be removed: they go first.
+        await Promise.all(children.map((c) => c.remove()));
+        await Promise.all(
+          made.map((d) => {
+            // Anything still inside (it should all be dead) is killed before the cgroup goes.
+            for (const pid of read(path.join(d, 'cgroup.procs')).split('\n').filter(Boolean)) {
+              try {
+                process.kill(Number(pid), 'SIGKILL');
+              } catch {}
+            }
+            return rmdirLater(d);
+          }),
+        );
+      })();
+      return removing;
     },
   };
   return cgroup;

@@ -183,7 +183,7 @@ export class ColdGuest implements GuestHandle {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    this.cgroup?.remove();
+    void this.cgroup?.remove();
     if (this.launch.plan.placeholders) releasePlaceholders(this.launch.plan.placeholders);
     if (this.launch.hostWorkdir) await this.launch.cleaner.remove(this.launch.hostWorkdir);
   }

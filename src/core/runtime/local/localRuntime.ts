@@ -16,6 +16,7 @@ import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, SessionChan
 import { guestDir } from '../guest/sources';
 import { announceDone, executionItem } from '../execution';
 import { DEFAULT_LIMITS, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { settleCgroups } from './cgroup';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestHandle } from './guestProcess';
 import { GuestSession } from './guestSession';
 import { resolvePython } from './python';
@@ -185,6 +186,7 @@ export class LocalRuntime implements Runtime {
     this.zygote = undefined;
     (await z?.catch(() => undefined))?.dispose();
     await this.settleCleanup();
+    await settleCgroups();
   }
 
   /** Waits for working folders being removed, retries the ones that would not go, and names what is left. */

@@ -338,7 +338,7 @@ export class Zygote {
     try {
       child.adopt(hostPid);
     } catch (err) {
-      child.remove();
+      void child.remove();
       throw err;
     }
     return child;
@@ -430,7 +430,7 @@ export class ZygoteGuest implements GuestHandle {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    this.cgroup?.remove();
+    void this.cgroup?.remove();
     if (this.hostWorkdir) await this.cleaner.remove(this.hostWorkdir);
   }
 }
