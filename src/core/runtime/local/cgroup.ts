@@ -113,7 +113,8 @@ function rmdirLater(dir: string): Promise<void> {
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || n >= 100) return resolve();
-        setTimeout(() => attempt(n + 1), 20).unref();
+        // Not unref'd: dispose waits for this, and an unref'd timer would let the process end mid-dispose.
+        setTimeout(() => attempt(n + 1), 20);
       }
     };
     attempt(0);
