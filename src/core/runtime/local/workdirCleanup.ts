@@ -14,7 +14,8 @@
  * A folder that cannot be removed (a mount inside it, an immutable file) is never dropped silently:
  * the cleaner reports it with the reason and what to do, keeps it, and tries again on dispose.
  */
-import { promises as fsp, type Dirent } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { promises as fsp, type Dir } from 'node:fs';
 import * as path from 'node:path';
 
 /** Past this length a folder is moved up before it is emptied (PATH_MAX is 4096, a name up to 255). */
@@ -57,13 +58,65 @@ async function unlinkIn(dir: string, file: string): Promise<void> {
   }
 }
 
-async function readEntries(dir: string): Promise<Dirent[]> {
+async function openDir(dir: string): Promise<Dir> {
   try {
-    return await fsp.readdir(dir, { withFileTypes: true });
+    return await fsp.opendir(dir, { bufferSize: 64 });
   } catch (e) {
-    if (code(e) === 'EACCES' && (await openUp(dir))) return fsp.readdir(dir, { withFileTypes: true });
+    if (code(e) === 'EACCES' && (await openUp(dir))) return fsp.opendir(dir, { bufferSize: 64 });
     throw e;
   }
+}
+
+interface Walk {
+  root: string;
+  fail: (what: string, e: unknown) => void;
+}
+
+/**
+ * Unlinks everything in `dir` but its folders, reading it a few entries at a time (a folder of a
+ * million entries is never listed in one go), and returns its folders (moved up when too deep).
+ */
+async function emptyDir(dir: string, walk: Walk): Promise<string[]> {
+  const handle = await openDir(dir);
+  // The folder must be writable for its entries to go (it may be readable but read-only).
+  await openUp(dir);
+  const subdirs: string[] = [];
+  let batch: string[] = [];
+  const flush = async () => {
+    const files = batch;
+    batch = [];
+    await Promise.all(files.map((f) => unlinkIn(dir, f).catch((e) => walk.fail(f, e))));
+  };
+  for await (const entry of handle) {
+    let child = path.join(dir, entry.name);
+    let isDir = entry.isDirectory();
+    if (!isDir && !entry.isFile() && !entry.isSymbolicLink() && !entry.isFIFO() && !entry.isSocket() && !entry.isBlockDevice() && !entry.isCharacterDevice()) {
+      // The file system did not say what it is: ask, without following it.
+      try {
+        isDir = (await fsp.lstat(child)).isDirectory();
+      } catch {}
+    }
+    if (!isDir) {
+      batch.push(child);
+      if (batch.length >= BATCH) await flush();
+      continue;
+    }
+    if (child.length > MAX_DIR_PATH) {
+      // Too deep to address much further: move it up under a short name nobody could have guessed, and
+      // empty it from there (a rename only needs the old path to fit in PATH_MAX).
+      const moved = path.join(walk.root, `${RESCUE_PREFIX}${randomBytes(8).toString('hex')}`);
+      try {
+        await fsp.rename(child, moved);
+        child = moved;
+      } catch (e) {
+        walk.fail(`${child.slice(0, 120)}…`, e);
+        continue;
+      }
+    }
+    subdirs.push(child);
+  }
+  await flush();
+  return subdirs;
 }
 
 /**
@@ -83,75 +136,48 @@ export async function removeTree(root: string): Promise<void> {
     return;
   }
   const failures: string[] = [];
-  const fail = (what: string, e: unknown) => {
-    if (failures.length < 5) failures.push(`${what}: ${code(e) ?? (e as Error).message}`);
-    else if (failures.length === 5) failures.push('…');
+  const walk: Walk = {
+    root,
+    fail: (what, e) => {
+      if (failures.length < 5) failures.push(`${what}: ${code(e) ?? (e as Error).message}`);
+      else if (failures.length === 5) failures.push('…');
+    },
   };
-  let rescued = 0;
-  // Folders in the order they were first seen; removed in reverse, so children go before parents.
-  const dirs: string[] = [root];
-  for (let i = 0; i < dirs.length; i++) {
-    const dir = dirs[i];
-    let entries: Dirent[];
-    try {
-      entries = await readEntries(dir);
-    } catch (e) {
-      if (code(e) !== 'ENOENT') fail(dir, e);
+  // Depth first: a folder is removed once everything under it is (children sit above it on the stack).
+  const stack: Array<{ dir: string; emptied: boolean; again: boolean }> = [{ dir: root, emptied: false, again: false }];
+  while (stack.length) {
+    const top = stack[stack.length - 1];
+    if (!top.emptied) {
+      top.emptied = true;
+      try {
+        for (const sub of await emptyDir(top.dir, walk)) stack.push({ dir: sub, emptied: false, again: false });
+      } catch (e) {
+        if (code(e) !== 'ENOENT') walk.fail(top.dir, e);
+      }
       continue;
     }
-    // The folder must be writable for its entries to go (it may be readable but read-only).
-    if (entries.length) await openUp(dir);
-    const files: string[] = [];
-    for (const entry of entries) {
-      let child = path.join(dir, entry.name);
-      let isDir = entry.isDirectory();
-      if (!isDir && !entry.isFile() && !entry.isSymbolicLink() && !entry.isFIFO() && !entry.isSocket() && !entry.isBlockDevice() && !entry.isCharacterDevice()) {
-        // The file system did not say what it is: ask, without following it.
-        try {
-          isDir = (await fsp.lstat(child)).isDirectory();
-        } catch {}
-      }
-      if (!isDir) {
-        files.push(child);
-        continue;
-      }
-      if (child.length > MAX_DIR_PATH) {
-        // Too deep to address much further: move it up under a short name, and empty it from there.
-        const moved = path.join(root, `${RESCUE_PREFIX}${++rescued}`);
-        try {
-          await fsp.rename(child, moved);
-          child = moved;
-        } catch (e) {
-          fail(child.slice(0, 120) + '…', e);
-          continue;
-        }
-      }
-      dirs.push(child);
-    }
-    for (let j = 0; j < files.length; j += BATCH) {
-      await Promise.all(files.slice(j, j + BATCH).map((f) => unlinkIn(dir, f).catch((e) => fail(f, e))));
-    }
-  }
-  for (let i = dirs.length - 1; i >= 0; i--) {
+    stack.pop();
     try {
-      await fsp.rmdir(dirs[i]);
+      await fsp.rmdir(top.dir);
     } catch (e) {
       const c = code(e);
       if (c === 'ENOENT') continue;
-      if (c === 'EACCES' || c === 'EPERM') {
-        const parent = path.dirname(dirs[i]);
-        if (parent !== dirs[i] && (await openUp(parent))) {
-          try {
-            await fsp.rmdir(dirs[i]);
-            continue;
-          } catch (e2) {
-            fail(dirs[i], e2);
-            continue;
-          }
+      if ((c === 'EACCES' || c === 'EPERM') && path.dirname(top.dir) !== top.dir && (await openUp(path.dirname(top.dir)))) {
+        try {
+          await fsp.rmdir(top.dir);
+          continue;
+        } catch (e2) {
+          walk.fail(top.dir, e2);
+          continue;
         }
       }
+      if (c === 'ENOTEMPTY' && !top.again && !failures.length) {
+        // Something was not listed the first time (entries added while it was read): once more.
+        stack.push({ dir: top.dir, emptied: false, again: true });
+        continue;
+      }
       // A parent of a folder that failed fails too (ENOTEMPTY): the first cause is the one to report.
-      if (c !== 'ENOTEMPTY' || !failures.length) fail(dirs[i], e);
+      if (c !== 'ENOTEMPTY' || !failures.length) walk.fail(top.dir, e);
     }
   }
   if (failures.length) throw new Error(failures.join('; '));
