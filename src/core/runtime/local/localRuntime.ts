@@ -337,16 +337,10 @@ export class LocalRuntime implements Runtime {
   private async coldGuest(): Promise<GuestHandle> {
     const python = await resolvePython(this.options.python ?? 'python3');
     const marker = newMarker();
-    const hostWorkdir = makeHostWorkdir();
-    let plan;
-    try {
-      plan = await planLaunch(python, guestDir(), { role: 'guest', marker, workdir: hostWorkdir }, this.options.sandbox);
-    } catch (err) {
-      void this.cleaner.remove(hostWorkdir);
-      throw err;
-    }
+    // The host folder is made only for a launch without a sandbox.
+    const plan = await planLaunch(python, guestDir(), { role: 'guest', marker, workdir: makeHostWorkdir }, this.options.sandbox);
     this.warnOnce(plan.warning);
-    return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir, useCgroups: this.options.cgroups !== false, cleaner: this.cleaner });
+    return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir: plan.hostWorkdir, useCgroups: this.options.cgroups !== false, cleaner: this.cleaner });
   }
 
   private getZygote(): Promise<Zygote | undefined> {

@@ -9,6 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
@@ -79,6 +80,8 @@ export interface LaunchPlan {
   placeholders?: string[];
   /** Where the workspace is mounted in the sandbox, when it is. */
   workspacePath?: string;
+  /** The host folder the launch made for itself through `LaunchRequest.workdir` (removed on release). */
+  hostWorkdir?: string;
 }
 
 export class SandboxUnavailableError extends Error {
@@ -187,8 +190,11 @@ export interface LaunchRequest {
   role: LaunchRole;
   /** Marker put in the environment, to find stray processes of this launch without a PID namespace. */
   marker: string;
-  /** Without a sandbox: the host folder to work in (made by the caller). */
-  workdir: string;
+  /**
+   * Without a sandbox: the host folder to work in, or a function that makes it (called only when the
+   * launch has no sandbox; the sandbox's working directory is a tmpfs, and needs no host folder).
+   */
+  workdir: string | (() => string);
   /** Zygote only: the host folder holding the socket its guests connect back to. */
   socketDir?: string;
 }
@@ -220,17 +226,19 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
       'Install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap) to isolate it, or set codeact.sandbox.kind to "none" to silence this warning.';
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
+  const workdir = typeof request.workdir === 'function' ? request.workdir() : request.workdir;
   return {
     command: python.executable,
     args: guestArgs(guestDir),
-    env: minimalEnv(request.workdir, { CODEACT_RUN: request.marker }),
-    cwd: request.workdir,
+    env: minimalEnv(workdir, { CODEACT_RUN: request.marker }),
+    cwd: workdir,
     info: { kind: 'none', network: true, limits: shown },
     pidNamespace: false,
     rlimits,
     treeLimits,
     warning,
-    workdir: request.workdir,
+    workdir,
+    hostWorkdir: typeof request.workdir === 'function' ? workdir : undefined,
     socketPath: request.socketDir ? path.join(request.socketDir, SOCKET_NAME) : undefined,
   };
 }
@@ -324,7 +332,8 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     command: options.bwrapPath ?? 'bwrap',
     args,
     env: {},
-    cwd: request.workdir,
+    // bwrap's own working directory on the host does not matter (the guest starts in SANDBOX_WORKDIR).
+    cwd: typeof request.workdir === 'string' ? request.workdir : tmpdir(),
     info: { kind: 'bubblewrap', network, limits: shown, seccomp: !!seccomp, workspace },
     pidNamespace: true,
     rlimits,

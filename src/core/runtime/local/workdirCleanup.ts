@@ -124,6 +124,13 @@ async function emptyDir(dir: string, walk: Walk): Promise<string[]> {
  * lists the first few entries that would not go.
  */
 export async function removeTree(root: string): Promise<void> {
+  try {
+    // The common case: the code left nothing behind.
+    await fsp.rmdir(root);
+    return;
+  } catch (e) {
+    if (code(e) === 'ENOENT') return;
+  }
   let st;
   try {
     st = await fsp.lstat(root);

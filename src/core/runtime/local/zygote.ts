@@ -98,8 +98,8 @@ export class Zygote {
       this.server.listen(socketPath, () => resolve());
     });
     const marker = newMarker();
-    const hostWorkdir = makeHostWorkdir();
-    const plan = await planLaunch(o.python, o.guestDir, { role: 'zygote', marker, workdir: hostWorkdir, socketDir: this.socketDir }, o.sandbox);
+    const plan = await planLaunch(o.python, o.guestDir, { role: 'zygote', marker, workdir: makeHostWorkdir, socketDir: this.socketDir }, o.sandbox);
+    const hostWorkdir = plan.hostWorkdir;
     this.plan = plan;
     // The whole tree is capped at the limits times the guests it may hold; each guest gets its own cgroup with
     // the limits themselves (adoptGuest).
