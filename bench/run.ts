@@ -11,6 +11,7 @@ import type { ManagedTool } from '../src/core/gateway/gateway';
 import type * as Engine from './engine';
 
 // The built engine (dist/bench-engine.js, made by `npm run bench`'s build step): the figures are the shipped code's.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a built file, loaded at run time
 const { ToolGateway, LocalRuntime, resolvePython, probeBubblewrap } = require(path.join(__dirname, '../dist/bench-engine.js')) as typeof Engine;
 type LocalRuntime = InstanceType<typeof Engine.LocalRuntime>;
 

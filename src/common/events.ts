@@ -52,6 +52,10 @@ export interface SandboxInfo {
   kind: 'bubblewrap' | 'none' | 'sandbox-exec';
   network?: boolean;
   limits?: Record<string, string | number>;
+  /** bubblewrap: the seccomp deny-list is installed (false where this architecture has none). */
+  seccomp?: boolean;
+  /** bubblewrap: how the workspace is mounted (`readwrite` can fall back to `readonly`, with a warning). */
+  workspace?: 'none' | 'readonly' | 'readwrite';
 }
 
 /** The session an execution ran in (local sessions keep their globals from one execution to the next). */

@@ -239,6 +239,61 @@ for (const arch of ['x86_64', 'aarch64'] as SeccompArch[]) {
       assert.equal(verdict(NR(arch, 272, 97)!, [], mounts), EPERM, 'unshare is a separate option');
     });
 
+    it('refuses setuid and setgid modes in chmod, open(O_CREAT) and mknod; plain modes pass (arguments read per syscall)', () => {
+      const S_ISUID = 0o4000;
+      const S_ISGID = 0o2000;
+      const O_CREAT = 0o100;
+      const O_TMPFILE = 0o20000000 | (arch === 'x86_64' ? 0o200000 : 0o40000);
+      // [name, x86_64, aarch64, the arguments before the mode]: the mode sits at a different index per syscall.
+      const chmods: Array<[string, number | null, number | null, number[]]> = [
+        ['chmod', 90, null, [0]],
+        ['fchmod', 91, 52, [3]],
+        ['fchmodat', 268, 53, [-100, 0]],
+        ['fchmodat2', 452, 452, [-100, 0]],
+      ];
+      for (const [name, x, a, before] of chmods) {
+        const nr = NR(arch, x, a);
+        if (nr === null) continue;
+        for (const mode of [0o4755, 0o2755, 0o6777, S_ISUID, S_ISGID]) assert.equal(verdict(nr, [...before, mode, 0]), EPERM, `${name}(0${mode.toString(8)})`);
+        for (const mode of [0o755, 0o644, 0o1777, 0o777]) assert.equal(verdict(nr, [...before, mode, 0]), ALLOW, `${name}(0${mode.toString(8)})`);
+        // Only the low word is the mode: a high bit elsewhere must not hide S_ISUID.
+        assert.equal(verdict(nr, [...before, BigInt(0o4755) | (1n << 40n)]), EPERM, `${name} with high bits set`);
+      }
+      // open family: [name, x86_64, aarch64, index of flags, index of mode]
+      const opens: Array<[string, number | null, number | null, number, number]> = [
+        ['open', 2, null, 1, 2],
+        ['openat', 257, 56, 2, 3],
+      ];
+      for (const [name, x, a, fi, mi] of opens) {
+        const nr = NR(arch, x, a);
+        if (nr === null) continue;
+        const at = (flags: number, mode: number) => {
+          const v = [0, 0, 0, 0];
+          v[fi] = flags;
+          v[mi] = mode;
+          return v;
+        };
+        assert.equal(verdict(nr, at(O_CREAT | 1, 0o4755)), EPERM, `${name}(O_CREAT, 04755)`);
+        assert.equal(verdict(nr, at(O_CREAT | 0o1000, 0o2755)), EPERM, `${name}(O_CREAT|O_TRUNC, 02755)`);
+        assert.equal(verdict(nr, at(O_TMPFILE | 2, 0o4700)), EPERM, `${name}(O_TMPFILE, 04700)`);
+        assert.equal(verdict(nr, at(O_CREAT | 1, 0o644)), ALLOW, `${name}(O_CREAT, 0644)`);
+        assert.equal(verdict(nr, at(0, 0o4755)), ALLOW, `${name} without O_CREAT ignores the mode register`);
+        assert.equal(verdict(nr, at(0o2000000 /* O_CLOEXEC */, 0xffffffff)), ALLOW, `${name}(O_RDONLY|O_CLOEXEC) with garbage in the mode register`);
+      }
+      if (arch === 'x86_64') {
+        assert.equal(verdict(85, [0, 0o4755]), EPERM, 'creat(04755)');
+        assert.equal(verdict(85, [0, 0o644]), ALLOW, 'creat(0644)');
+        assert.equal(verdict(133, [0, 0o100000 | 0o4755, 0]), EPERM, 'mknod(S_IFREG|04755)');
+        assert.equal(verdict(133, [0, 0o010000 | 0o644, 0]), ALLOW, 'mknod(S_IFIFO|0644)');
+      }
+      const mknodat = NR(arch, 259, 33)!;
+      assert.equal(verdict(mknodat, [-100, 0, 0o100000 | 0o2755, 0]), EPERM, 'mknodat(S_IFREG|02755)');
+      assert.equal(verdict(mknodat, [-100, 0, 0o100000 | 0o644, 0]), ALLOW, 'mknodat(S_IFREG|0644)');
+      assert.equal(verdict(437, [-100, 0, 0, 24]), ENOSYS, 'openat2: its mode is in memory, so it is refused as if the kernel lacked it');
+      // The lenient supervisor filter keeps the rule.
+      assert.equal(verdict(NR(arch, 91, 52)!, [3, 0o4755], program({ allowNamespaces: true, allowMounts: true })), EPERM);
+    });
+
     it('with denyPtrace refuses ptrace and process_vm_*', () => {
       const p = program({ denyPtrace: true });
       for (const nr of [NR(arch, 101, 117)!, NR(arch, 310, 270)!, NR(arch, 311, 271)!]) assert.equal(verdict(nr, [], p), EPERM);
@@ -366,7 +421,8 @@ describe('seccomp filter inside bubblewrap (python3 via ctypes)', function () {
   /** The product's bwrap launch, with probe.py as the command and the program (if any) on fd 4. */
   async function sandboxed(program: Buffer | undefined, extraArgv: string[] = []): Promise<any> {
     const python = await resolvePython();
-    const plan = await planLaunch(python, dir, { role: 'guest', marker: 'seccomp-test', workdir }, { kind: 'bubblewrap' });
+    // The launch's own filter is left out, so that this test controls what is installed.
+    const plan = await planLaunch(python, dir, { role: 'guest', marker: 'seccomp-test', workdir }, { kind: 'bubblewrap', seccomp: false });
     const sep = plan.args.indexOf('--');
     assert.ok(sep > 0, 'the launch plan separates bwrap options from the command with --');
     const args = [

@@ -3,7 +3,8 @@ for each new session or run, so neither pays Python's start-up nor the imports a
 
 The zygote never runs user code. It speaks to the host on fd 3 (frames as in codeact_guest.py):
 
-  host -> zygote  {"t":"fork","token":str,"socket":path,"ns":bool,"workdir":str,"tmp_size":int,"env":{...}}
+  host -> zygote  {"t":"fork","token":str,"socket":path,"ns":bool,"workdir":str,"tmp_size":int,"seccomp":base64|null,
+                   "keep":[path],"env":{...}}          (keep: mounts under /tmp to carry over the guest's own /tmp)
                   {"t":"signal","pid":int,"sig":int}      (only to a child of ours: SIGINT interrupts a run)
                   {"t":"kill","pid":int}                  (a child and everything it started)
   zygote -> host  {"t":"ready","pid":int,"failed":[{module,error}],"threads":int}
@@ -18,8 +19,10 @@ Fork safety: the zygote refuses to fork while it runs a Python thread other than
 re-seeds `random` (Python does it at fork) and numpy's global generator, closes every descriptor it
 inherited, and is used once. Where the zygote may (CAP_SYS_ADMIN inside the sandbox's user
 namespace), each guest also gets its own PID namespace (it is PID 1 there: when it dies, everything
-it started dies with it), its own mount namespace with a private /tmp and working directory, and then
-drops every capability and sets no_new_privs before any user code runs.
+it started dies with it), its own mount namespace with a private /proc, /tmp, /dev/shm and working
+directory (each a size-capped tmpfs), and then drops every capability, sets no_new_privs and installs
+the strict seccomp filter the host sent (the zygote's own filter lets unshare and mount through) before
+any user code runs. A guest that cannot do all of that exits instead of running code.
 """
 import os
 import sys
@@ -277,21 +280,30 @@ def _stage2(req, w, guest, ns):
     import ctypes
     workdir = req.get("workdir") or "/tmp"
     if ns:
-        libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+        _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE, None)
         # A /proc that shows only this guest's processes (refused to root on some kernels: then the
         # sandbox's /proc stays, where the other guests' processes are visible but not reachable).
         libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV, None)
         size = int(req.get("tmp_size") or (256 << 20))
-        opts = f"size={size},mode=1777".encode()
-        libc.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, opts)
-        os.makedirs(workdir, exist_ok=True)
-        libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0700".encode())
+        # Mounts the host asked to keep (a workspace under /tmp) are carried over the private tmpfs.
+        keep = [k.rstrip("/") for k in (req.get("keep") or []) if isinstance(k, str) and k.startswith("/")]
+        for target, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), (workdir, "0700")):
+            if target in keep:
+                continue  # the workspace is this very folder: it stays as the sandbox shows it
+            inner = [(k, _clone_mount(libc, k)) for k in keep if k.startswith(target + "/")]
+            _mount(libc, b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}".encode())
+            for path, fd in inner:
+                os.makedirs(path, exist_ok=True)
+                _move_mount(libc, fd, path)
     else:
         if req.get("ns"):
             # Namespaces were wanted but are refused here: a private folder of its own in the shared one.
             workdir = os.path.join(workdir, str(req.get("token") or os.getpid()))
         os.makedirs(workdir, mode=0o700, exist_ok=True)
     _drop_privileges(libc, ctypes)
+    if req.get("seccomp"):
+        import base64
+        _install_seccomp(libc, ctypes, base64.b64decode(req["seccomp"]))
     os.setsid()
     if not ns:
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: its orphans stay in its tree
@@ -363,6 +375,61 @@ def _drop_privileges(libc, ctypes):
     data = (Data * 2)()
     libc.capset(ctypes.byref(header), ctypes.byref(data))
     libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+
+
+def _mount(libc, source, target, fstype, flags, data):
+    import ctypes
+    if libc.mount(source, target, fstype, flags, data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target.decode()}: {os.strerror(err)}")
+
+
+SYS_OPEN_TREE = 428  # the same number on x86_64 and aarch64
+SYS_MOVE_MOUNT = 429
+OPEN_TREE_CLONE = 1
+AT_RECURSIVE = 0x8000
+AT_FDCWD = -100
+MOVE_MOUNT_F_EMPTY_PATH = 4
+
+
+def _clone_mount(libc, path):
+    """A detached copy of the mount tree at path (read-only parts stay read-only)."""
+    import ctypes
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(ctypes.c_long(SYS_OPEN_TREE), ctypes.c_long(AT_FDCWD), ctypes.c_char_p(path.encode()),
+                      ctypes.c_ulong(OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"open_tree {path}: {os.strerror(err)}")
+    return fd
+
+
+def _move_mount(libc, fd, path):
+    import ctypes
+    r = libc.syscall(ctypes.c_long(SYS_MOVE_MOUNT), ctypes.c_long(fd), ctypes.c_char_p(b""), ctypes.c_long(AT_FDCWD),
+                     ctypes.c_char_p(path.encode()), ctypes.c_ulong(MOVE_MOUNT_F_EMPTY_PATH))
+    os.close(fd)
+    if r != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"move_mount {path}: {os.strerror(err)}")
+
+
+def _install_seccomp(libc, ctypes, program):
+    """Stacks the strict filter on this process (and everything it starts); no_new_privs is set already."""
+    if not program or len(program) % 8:
+        raise OSError(22, "the seccomp program from the host is malformed")
+    buf = ctypes.create_string_buffer(program, len(program))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = Fprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p).value)
+    ul = ctypes.c_ulong
+    if libc.prctl(38, ul(1), ul(0), ul(0), ul(0)) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if libc.prctl(22, ul(2), ctypes.byref(fprog), ul(0), ul(0)) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        err = ctypes.get_errno()
+        raise OSError(err, f"the seccomp filter could not be installed: {os.strerror(err)}")
 
 
 def _reseed():

@@ -44,8 +44,15 @@ export function annotateLimit(item: CodeInterpreterCallItem, plan?: LaunchPlan, 
   if (!err || !plan) return;
   const limits = plan.info.limits ?? {};
   const tb = `${err.message}\n${err.traceback ?? ''}`;
-  if (err.type === 'MemoryError' || (err.type === 'Crash' && cgroup?.memoryExceeded())) {
-    err.message = `memory limit ${limits.memory} exceeded (MemoryError). Use less memory or raise codeact.sandbox.limits.memory.`;
+  const sandboxed = plan.info.kind === 'bubblewrap';
+  if (err.type === 'MemoryError' || (err.type === 'Crash' && cgroup?.memoryExceeded()) || (/Errno 12\]|Cannot allocate memory/.test(tb) && cgroup?.memoryExceeded())) {
+    const what = err.type === 'MemoryError' ? 'MemoryError' : 'the process tree, files in the working directory, /tmp and /dev/shm included';
+    err.message = `memory limit ${limits.memory} exceeded (${what}). Use less memory or raise codeact.sandbox.limits.memory.`;
+  } else if (sandboxed && /Errno 28\]|No space left on device/.test(tb)) {
+    // The working directory, /tmp and /dev/shm are tmpfs of fileSize each; the rest of the file system is read-only.
+    err.message =
+      `disk limit ${limits.fileSize} exceeded (No space left on device): ${err.message}. ` +
+      'The working directory, /tmp and /dev/shm each hold at most codeact.sandbox.limits.fileSize: write less, or raise it.';
   } else if (/Errno 27\]|File too large/.test(tb)) {
     err.message = `file size limit ${limits.fileSize} exceeded: ${err.message}. Write smaller files or raise codeact.sandbox.limits.fileSize.`;
   } else if (err.type === 'Crash' && /CPU time limit|SIGXCPU/.test(err.message)) {

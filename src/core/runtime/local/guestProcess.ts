@@ -6,13 +6,16 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
 import { hostPidOf, killByMarker, killTree } from './processTree';
-import type { LaunchPlan, LaunchRole } from './sandbox';
+import { SECCOMP_FD, type LaunchPlan, type LaunchRole } from './sandbox';
+import { sendSeccompProgram } from './seccomp';
+import type { WorkdirCleaner } from './workdirCleanup';
+import { releasePlaceholders } from './workspaceMount';
 
 export interface GuestExit {
   code: number | null;
@@ -38,8 +41,11 @@ export interface GuestHandle {
    * descendants (a one-shot run that reported its result), so only its process group is left.
    */
   kill(clean?: boolean): void;
-  /** Frees what the launch holds on the host (working folder, cgroup). Call after kill(). */
-  release(): void;
+  /**
+   * Frees what the launch holds on the host (working folder, cgroup, workspace placeholders). Call
+   * after kill(). Settles when the working folder is gone, or reported as left behind; never rejects.
+   */
+  release(): Promise<void>;
 }
 
 export interface ColdLaunch {
@@ -51,6 +57,10 @@ export interface ColdLaunch {
   useCgroups: boolean;
   /** Extra processes the cgroup allows (a zygote holds several guests). */
   pidsMax?: number;
+  /** The memory the cgroup allows the whole tree (default: the memory limit). */
+  memoryMax?: number;
+  /** Removes the host working folder on release. */
+  cleaner: WorkdirCleaner;
 }
 
 /** A host folder for a guest without a sandbox: empty, private, removed with the guest. */
@@ -74,23 +84,27 @@ export class ColdGuest implements GuestHandle {
   private gone = false;
   private reportedPid?: number;
   private hostPid?: number;
-  private released = false;
 
   constructor(private readonly launch: ColdLaunch) {
     const { plan } = launch;
-    // Sandboxed guests get a pids cgroup where one can be made (root, or a delegated subtree): RLIMIT_NPROC
-    // does not bind root, so without it a fork bomb would run until the timeout. Joining a cgroup costs a
-    // migration (~15 ms on cgroup v1), so only the process count, which rlimits cannot cap for root, is
-    // capped this way; memory stays a per-process RLIMIT_AS.
-    this.cgroup = launch.useCgroups && plan.pidNamespace ? createRunCgroup(`${launch.role}-${launch.marker}`, { pidsMax: launch.pidsMax ?? plan.treeLimits.pids }) : undefined;
+    // Sandboxed guests get cgroups where they can be made (root, or a delegated subtree): a pids cgroup,
+    // because RLIMIT_NPROC does not bind root, and a memory cgroup, because RLIMIT_AS is per process and
+    // does not count tmpfs pages (the working directory, /tmp and /dev/shm live in memory).
+    this.cgroup = launch.useCgroups && plan.pidNamespace
+      ? createRunCgroup(`${launch.role}-${launch.marker}`, { pidsMax: launch.pidsMax ?? plan.treeLimits.pids, memoryBytes: launch.memoryMax ?? plan.treeLimits.memoryBytes })
+      : undefined;
     const { command, args } = wrapJoin(plan.command, plan.args, this.cgroup?.procsFiles ?? []);
-    if (this.cgroup) plan.info.limits = { ...plan.info.limits, scope: 'process tree (cgroup)' };
+    if (this.cgroup) plan.info.limits = { ...plan.info.limits, scope: `process tree (cgroup: ${this.cgroup.controllers.join(', ')})` };
+    const stdio: Array<'ignore' | 'pipe'> = ['ignore', 'pipe', 'pipe', 'pipe'];
+    if (plan.seccomp) stdio[SECCOMP_FD] = 'pipe';
     const child = spawn(command, args, {
       cwd: plan.cwd,
       env: this.cgroup ? { ...plan.env, CODEACT_CGROUPS: this.cgroup.procsFiles.join(' ') } : plan.env,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      stdio,
       detached: true,
     });
+    // bwrap reads the seccomp program to its end before it sets up the sandbox.
+    if (plan.seccomp) sendSeccompProgram(child, SECCOMP_FD, plan.seccomp);
     this.child = child;
     this.proto = child.stdio[3] as Duplex;
     this.stdout = child.stdout!;
@@ -166,19 +180,14 @@ export class ColdGuest implements GuestHandle {
     }
   }
 
-  release(): void {
-    if (this.released) return;
-    this.released = true;
-    this.cgroup?.remove();
-    if (this.launch.hostWorkdir) removeWorkdir(this.launch.hostWorkdir);
+  /** Idempotent: every call waits for the one removal. */
+  release(): Promise<void> {
+    this.releasing ??= (async () => {
+      void this.cgroup?.remove();
+      if (this.launch.plan.placeholders) releasePlaceholders(this.launch.plan.placeholders);
+      if (this.launch.hostWorkdir) await this.launch.cleaner.remove(this.launch.hostWorkdir);
+    })();
+    return this.releasing;
   }
-}
-
-/** Removes a working folder however hostile its contents; never throws. */
-export function removeWorkdir(dir: string): void {
-  try {
-    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-  } catch {
-    // A later issue hardens this (paths past PATH_MAX, odd permissions); a failure must never lose a result.
-  }
+  private releasing?: Promise<void>;
 }

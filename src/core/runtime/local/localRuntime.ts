@@ -16,10 +16,12 @@ import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, SessionChan
 import { guestDir } from '../guest/sources';
 import { announceDone, executionItem } from '../execution';
 import { DEFAULT_LIMITS, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
-import { ColdGuest, makeHostWorkdir, newMarker, removeWorkdir, type GuestHandle } from './guestProcess';
+import { settleCgroups } from './cgroup';
+import { ColdGuest, makeHostWorkdir, newMarker, type GuestHandle } from './guestProcess';
 import { GuestSession } from './guestSession';
 import { resolvePython } from './python';
 import { planLaunch, type SandboxOptions } from './sandbox';
+import { WorkdirCleaner } from './workdirCleanup';
 import { Zygote, ZygoteGuest } from './zygote';
 
 export type SessionPolicy = 'conversation' | 'run';
@@ -82,8 +84,14 @@ export class LocalRuntime implements Runtime {
   private zygoteWarned = false;
   private spare?: Promise<GuestSession>;
   private disposed = false;
+  /** Removes host working folders in the background; one that will not go is reported and retried on dispose. */
+  private readonly cleaner: WorkdirCleaner;
 
   constructor(private readonly options: LocalRuntimeOptions = {}) {
+    this.cleaner = new WorkdirCleaner((m) => {
+      options.log?.(m);
+      options.onWarning?.(m);
+    });
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME;
     if (options.onSessionEvent) this.listeners.add(options.onSessionEvent);
@@ -133,7 +141,11 @@ export class LocalRuntime implements Runtime {
       if (!sessionId) {
         this.oneShots.delete(session);
         session.end();
-        session.guest.release();
+        // The result is announced already; this waits (without blocking the event loop) until the guest
+        // is gone and the run's folder with it (or reported as left behind), so a run that returns leaves
+        // nothing unaccounted for.
+        await session.guest.exited;
+        await session.guest.release();
       } else {
         this.armIdle(sessionId);
       }
@@ -176,9 +188,23 @@ export class LocalRuntime implements Runtime {
     const spare = this.spare;
     this.spare = undefined;
     void spare?.then((g) => (g.kill('CodeAct is shutting down'), g.guest.release())).catch(() => {});
+    await spare?.catch(() => undefined);
     const z = this.zygote;
     this.zygote = undefined;
     (await z?.catch(() => undefined))?.dispose();
+    await this.settleCleanup();
+    await settleCgroups();
+  }
+
+  /** Waits for working folders being removed, retries the ones that would not go, and names what is left. */
+  private async settleCleanup(): Promise<void> {
+    const left = await this.cleaner.settle();
+    if (!left.length) return;
+    const m =
+      `${left.length} working folder(s) could not be removed and are left on disk: ${left.map((d) => `${d} (${this.cleaner.leftovers.get(d)})`).join('; ')}. ` +
+      'Remove them by hand (umount anything mounted inside first).';
+    this.options.log?.(m);
+    this.options.onWarning?.(m);
   }
 
   // ---- sessions -----------------------------------------------------------------------------------
@@ -210,7 +236,7 @@ export class LocalRuntime implements Runtime {
       if (this.sessions.get(id) !== entry) return;
       this.sessions.delete(id);
       clearTimeout(entry.idleTimer);
-      guest.release();
+      void guest.release();
       if (this.disposed) return;
       const message = `The Python session ended (${reason}): variables from earlier runs are gone. The next run starts a new session.`;
       this.notices.set(id, `[codeact] ${message}\n`);
@@ -231,7 +257,7 @@ export class LocalRuntime implements Runtime {
     this.sessions.delete(id);
     clearTimeout(entry.idleTimer);
     entry.session.kill(reason === 'idle' ? 'it was idle' : reason === 'evicted' ? 'too many sessions were alive' : `it was ${reason}`);
-    entry.session.guest.release();
+    void entry.session.guest.release();
     if (notice) this.notices.set(id, `[codeact] ${message}\n`);
     this.announce({ type: 'codeact.session', session_id: id, state: 'ended', reason, message });
   }
@@ -309,7 +335,7 @@ export class LocalRuntime implements Runtime {
   private async startSession(): Promise<GuestSession> {
     const guest = await this.newGuest();
     const session = new GuestSession(guest, this.sessionOptions());
-    session.onDeath(() => guest.release());
+    session.onDeath(() => void guest.exited.then(() => guest.release()));
     session.started = session.start(guest.plan.rlimits, this.subreaper(guest));
     session.started.catch(() => {});
     return session;
@@ -332,16 +358,10 @@ export class LocalRuntime implements Runtime {
   private async coldGuest(): Promise<GuestHandle> {
     const python = await resolvePython(this.options.python ?? 'python3');
     const marker = newMarker();
-    const hostWorkdir = makeHostWorkdir();
-    let plan;
-    try {
-      plan = await planLaunch(python, guestDir(), { role: 'guest', marker, workdir: hostWorkdir }, this.options.sandbox);
-    } catch (err) {
-      removeWorkdir(hostWorkdir);
-      throw err;
-    }
+    // The host folder is made only for a launch without a sandbox.
+    const plan = await planLaunch(python, guestDir(), { role: 'guest', marker, workdir: makeHostWorkdir }, this.options.sandbox);
     this.warnOnce(plan.warning);
-    return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir, useCgroups: this.options.cgroups !== false });
+    return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir: plan.hostWorkdir, useCgroups: this.options.cgroups !== false, cleaner: this.cleaner });
   }
 
   private getZygote(): Promise<Zygote | undefined> {
@@ -365,6 +385,7 @@ export class LocalRuntime implements Runtime {
         useCgroups: this.options.cgroups !== false,
         maxGuests: (this.options.maxAlive ?? 4) + 2,
         onWarning: (m) => this.options.onWarning?.(m),
+        cleaner: this.cleaner,
       });
       this.warnOnce(z.plan?.warning);
       this.options.log?.(`warm Python process ready${this.options.preload?.length ? ` (preloaded ${this.options.preload.join(', ')})` : ''}`);

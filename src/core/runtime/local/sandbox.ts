@@ -1,18 +1,26 @@
 /**
  * How the local guest is launched: inside bubblewrap (Linux: own PID, network, IPC and mount namespaces,
- * a read-only minimal view of the system, a writable empty work dir) or as a hardened plain process
- * (minimal environment, own process group, rlimits, subreaper-based teardown).
+ * no capabilities, the seccomp deny-list of seccomp.ts, a read-only minimal view of the system, and a
+ * working directory, /tmp and /dev/shm that are each a tmpfs of `fileSize`; see workspaceMount.ts for
+ * the workspace) or as a hardened plain process (minimal environment, own process group, rlimits,
+ * subreaper-based teardown).
  *
  * `auto` picks bubblewrap when it works on this machine, otherwise the hardened process with a warning.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
+import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
+import { planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
+
+export type { WorkspaceMount } from './workspaceMount';
+/** The descriptor bwrap reads the seccomp program from (stdio index 4 of the launch). */
+export const SECCOMP_FD = 4;
 
 export type SandboxSetting = 'auto' | 'bubblewrap' | 'none' | 'sandbox-exec';
-export type WorkspaceMount = 'none' | 'readonly' | 'readwrite';
 
 export interface SandboxLimits {
   /** Address-space cap, like the OpenAI container's memory_limit: "512m", "1g", "2g". */
@@ -31,6 +39,11 @@ export interface SandboxOptions {
   workspace?: string;
   limits?: SandboxLimits;
   bwrapPath?: string;
+  /**
+   * The seccomp deny-list (default true, where the architecture has one). false runs without it: for
+   * diagnostics and for tests that show what it closes; the sandbox info then says so.
+   */
+  seccomp?: boolean;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
@@ -59,6 +72,16 @@ export interface LaunchPlan {
   workdir: string;
   /** Zygote: the socket path as the guests see it. */
   socketPath?: string;
+  /** The seccomp program bwrap installs (written on fd SECCOMP_FD), when there is one. */
+  seccomp?: Buffer;
+  /** Zygote: the strict program each forked guest installs on itself before user code runs. */
+  guestSeccomp?: Buffer;
+  /** Placeholder folders the launch holds in the workspace (given back on release). */
+  placeholders?: string[];
+  /** Where the workspace is mounted in the sandbox, when it is. */
+  workspacePath?: string;
+  /** The host folder the launch made for itself through `LaunchRequest.workdir` (removed on release). */
+  hostWorkdir?: string;
 }
 
 export class SandboxUnavailableError extends Error {
@@ -77,26 +100,62 @@ export function parseSize(value: string | number | undefined, fallback: number):
   return Math.floor(Number(m[1]) * mult);
 }
 
-let bwrapProbe: Promise<string | null> | undefined;
+interface ProbeResult {
+  /** Why bubblewrap cannot be used here, or null. */
+  bwrap: string | null;
+  /** Why bubblewrap cannot install the seccomp filter here, or null. */
+  seccomp: string | null;
+}
+
+let sandboxProbe: Promise<ProbeResult> | undefined;
+
+/** The options every launch uses (bwrap before 0.8 lacks --disable-userns and --size). */
+const PROBE_ARGS = [
+  '--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv', '--cap-drop', 'ALL',
+  '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64',
+  '--proc', '/proc', '--dev', '/dev', '--size', '1048576', '--tmpfs', '/dev/shm', '--size', '1048576', '--tmpfs', '/tmp',
+  '--remount-ro', '/dev', '--remount-ro', '/',
+];
+
+function tryBwrap(bwrapPath: string, program?: Buffer): Promise<string | null> {
+  return new Promise((resolve) => {
+    const args = [...PROBE_ARGS, ...(program ? seccompBwrapArgs(SECCOMP_FD) : []), '/usr/bin/true'];
+    let stderr = '';
+    const child = spawn(bwrapPath, args, { stdio: ['ignore', 'ignore', 'pipe', 'ignore', program ? 'pipe' : 'ignore'] });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      resolve(err.code === 'ENOENT' ? 'bubblewrap (bwrap) is not installed' : `bwrap failed: ${err.message}`);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve(code === 0 ? null : `bwrap failed: ${stderr.trim() || (signal ? `killed by ${signal}` : `exit code ${code}`)}`);
+    });
+    if (program) sendSeccompProgram(child, SECCOMP_FD, program);
+  });
+}
+
+/** Whether bubblewrap works here, and whether it can install the seccomp filter (probed once per process). */
+export function probeSandbox(bwrapPath = 'bwrap'): Promise<ProbeResult> {
+  if (process.platform !== 'linux') return Promise.resolve({ bwrap: 'bubblewrap is Linux-only', seccomp: 'bubblewrap is Linux-only' });
+  sandboxProbe ??= (async (): Promise<ProbeResult> => {
+    const arch = hostSeccompArch();
+    if (!arch) {
+      const bwrap = await tryBwrap(bwrapPath);
+      return { bwrap, seccomp: `the seccomp filter is built for x86_64 and aarch64, not ${process.arch}` };
+    }
+    const withFilter = await tryBwrap(bwrapPath, buildSeccompFilter({ arch }));
+    if (!withFilter) return { bwrap: null, seccomp: null };
+    const bwrap = await tryBwrap(bwrapPath);
+    return { bwrap, seccomp: bwrap ? withFilter : `bubblewrap could not install the seccomp filter (${withFilter})` };
+  })();
+  return sandboxProbe;
+}
 
 /** Resolves to null when bubblewrap works here, else the reason it does not. */
-export function probeBubblewrap(bwrapPath = 'bwrap'): Promise<string | null> {
-  if (process.platform !== 'linux') return Promise.resolve('bubblewrap is Linux-only');
-  bwrapProbe ??= new Promise((resolve) => {
-    execFile(
-      bwrapPath,
-      // The same options the real launch uses (bwrap before 0.8 lacks --disable-userns and --size), so a
-      // bwrap that passes here does not fail every run later.
-      ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '--size', '1048576', '--tmpfs', '/tmp', '/usr/bin/true'],
-      { timeout: 5000 },
-      (err, _stdout, stderr) => {
-        if (!err) return resolve(null);
-        const e = err as NodeJS.ErrnoException;
-        resolve(e.code === 'ENOENT' ? 'bubblewrap (bwrap) is not installed' : `bwrap failed: ${stderr.trim() || e.message}`);
-      },
-    );
-  });
-  return bwrapProbe;
+export async function probeBubblewrap(bwrapPath = 'bwrap'): Promise<string | null> {
+  return (await probeSandbox(bwrapPath)).bwrap;
 }
 
 function limitsFor(
@@ -131,8 +190,11 @@ export interface LaunchRequest {
   role: LaunchRole;
   /** Marker put in the environment, to find stray processes of this launch without a PID namespace. */
   marker: string;
-  /** Without a sandbox: the host folder to work in (made by the caller). */
-  workdir: string;
+  /**
+   * Without a sandbox: the host folder to work in, or a function that makes it (called only when the
+   * launch has no sandbox; the sandbox's working directory is a tmpfs, and needs no host folder).
+   */
+  workdir: string | (() => string);
   /** Zygote only: the host folder holding the socket its guests connect back to. */
   socketDir?: string;
 }
@@ -150,8 +212,9 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
     throw new SandboxUnavailableError('codeact.sandbox.kind "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
   }
   if (kind === 'auto' || kind === 'bubblewrap') {
-    const reason = await probeBubblewrap(options.bwrapPath);
-    if (!reason) return bwrapPlan(python, guestDir, request, options);
+    const probe = await probeSandbox(options.bwrapPath);
+    const reason = probe.bwrap;
+    if (!reason) return bwrapPlan(python, guestDir, request, options, probe.seccomp);
     if (kind === 'bubblewrap') {
       throw new SandboxUnavailableError(
         `codeact.sandbox.kind is "bubblewrap" but ${reason}. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), ` +
@@ -163,17 +226,19 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
       'Install bubblewrap to isolate it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap), or set codeact.sandbox.kind to "none" to silence this warning.';
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
+  const workdir = typeof request.workdir === 'function' ? request.workdir() : request.workdir;
   return {
     command: python.executable,
     args: guestArgs(guestDir),
-    env: minimalEnv(request.workdir, { CODEACT_RUN: request.marker }),
-    cwd: request.workdir,
+    env: minimalEnv(workdir, { CODEACT_RUN: request.marker }),
+    cwd: workdir,
     info: { kind: 'none', network: true, limits: shown },
     pidNamespace: false,
     rlimits,
     treeLimits,
     warning,
-    workdir: request.workdir,
+    workdir,
+    hostWorkdir: typeof request.workdir === 'function' ? workdir : undefined,
     socketPath: request.socketDir ? path.join(request.socketDir, SOCKET_NAME) : undefined,
   };
 }
@@ -195,14 +260,34 @@ function isUnder(child: string, parent: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
-function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions): LaunchPlan {
+const filters = new Map<string, Buffer>();
+
+/** The seccomp program for a guest (strict) or a zygote (lets unshare and mount through), built once. */
+function filterFor(arch: SeccompArch, zygote: boolean): Buffer {
+  const key = `${arch}:${zygote}`;
+  let program = filters.get(key);
+  if (!program) filters.set(key, (program = buildSeccompFilter({ arch, allowNamespaces: zygote, allowMounts: zygote })));
+  return program;
+}
+
+function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions, seccompUnavailable: string | null): LaunchPlan {
   const network = options.network === true;
+  const zygote = request.role === 'zygote';
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, true);
+  const size = String(rlimits.fsize);
+  const arch = hostSeccompArch();
+  const useSeccomp = options.seccomp !== false && !seccompUnavailable && !!arch;
+  // The zygote creates a PID and mount namespace for each guest, so its own filter lets unshare and mount
+  // through; each guest stacks the strict filter on itself before user code runs (codeact_zygote.py).
+  const seccomp = useSeccomp ? filterFor(arch, zygote) : undefined;
+  const guestSeccomp = useSeccomp && zygote ? filterFor(arch, false) : undefined;
   const args: string[] = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv'];
   if (network) args.push('--share-net');
-  // A zygote gives each guest it forks a PID and mount namespace of its own (then the guest drops every
-  // capability before user code runs); that needs CAP_SYS_ADMIN inside the sandbox's user namespace.
-  if (request.role === 'zygote') args.push('--cap-add', 'CAP_SYS_ADMIN');
+  // No capability inside: bwrap started by root keeps them all otherwise (CAP_FSETID, CAP_SETFCAP, CAP_DAC_OVERRIDE
+  // over the host's root-owned files in a writable workspace). The zygote keeps CAP_SYS_ADMIN to give each guest
+  // a PID and mount namespace of its own; guests drop it before user code runs.
+  args.push('--cap-drop', 'ALL');
+  if (zygote) args.push('--cap-add', 'CAP_SYS_ADMIN');
   args.push('--ro-bind', '/usr', '/usr');
   for (const [link, target] of [['/bin', 'usr/bin'], ['/sbin', 'usr/sbin'], ['/lib', 'usr/lib'], ['/lib64', 'usr/lib64'], ['/lib32', 'usr/lib32']]) {
     if (existsSync(link)) args.push('--symlink', target, link);
@@ -220,28 +305,46 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     if ([...roots].some((q) => q !== p && isUnder(p, q))) continue;
     args.push('--ro-bind', p, p);
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--size', String(rlimits.fsize), '--tmpfs', '/tmp');
+  // Storage: the working directory, /tmp and /dev/shm are each a tmpfs of fileSize; everything else is read-only.
+  args.push('--proc', '/proc', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--size', size, '--tmpfs', '/tmp');
   args.push('--ro-bind', guestDir, GUEST_MOUNT);
-  args.push('--size', String(rlimits.fsize), '--tmpfs', SANDBOX_WORKDIR);
-  if (request.role === 'zygote' && request.socketDir) args.push('--ro-bind', request.socketDir, HOST_MOUNT);
+  args.push('--size', size, '--tmpfs', SANDBOX_WORKDIR);
+  if (zygote && request.socketDir) args.push('--ro-bind', request.socketDir, HOST_MOUNT);
+  let warning: string | undefined;
+  let placeholders: string[] | undefined;
+  let workspace: WorkspaceMount = 'none';
   const ws = options.mountWorkspace ?? 'none';
   if (ws !== 'none' && options.workspace && existsSync(options.workspace) && statSync(options.workspace).isDirectory()) {
-    args.push(ws === 'readwrite' ? '--bind' : '--ro-bind', options.workspace, options.workspace);
+    const view = planWorkspaceMount(options.workspace, ws, !!seccomp);
+    args.push(...view.args);
+    warning = view.warning;
+    placeholders = view.placeholders.length ? view.placeholders : undefined;
+    workspace = view.mode;
   }
+  const workspacePath = workspace === 'none' ? undefined : options.workspace;
+  // bwrap's own root and /dev are tmpfs the code could fill: read-only once everything is mounted.
+  args.push('--remount-ro', '/dev', '--remount-ro', '/');
   args.push('--chdir', SANDBOX_WORKDIR);
   for (const [k, v] of Object.entries(minimalEnv(SANDBOX_WORKDIR))) args.push('--setenv', k, v);
+  if (seccomp) args.push(...seccompBwrapArgs(SECCOMP_FD));
   args.push('--', python.executable, ...guestArgs(GUEST_MOUNT));
   return {
     command: options.bwrapPath ?? 'bwrap',
     args,
     env: {},
-    cwd: request.workdir,
-    info: { kind: 'bubblewrap', network, limits: shown },
+    // bwrap's own working directory on the host does not matter (the guest starts in SANDBOX_WORKDIR).
+    cwd: typeof request.workdir === 'string' ? request.workdir : tmpdir(),
+    info: { kind: 'bubblewrap', network, limits: shown, seccomp: !!seccomp, workspace },
     pidNamespace: true,
     rlimits,
     treeLimits,
+    warning,
     workdir: SANDBOX_WORKDIR,
     socketPath: request.socketDir ? `${HOST_MOUNT}/${SOCKET_NAME}` : undefined,
+    seccomp,
+    guestSeccomp,
+    placeholders,
+    workspacePath,
   };
 }
 

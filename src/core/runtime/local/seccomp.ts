@@ -38,6 +38,11 @@
  *   ISDN and CAIF, and any family beyond AF_MCTP (45);
  * - syscalls newer than the tables below (number 471 and up): ENOSYS, as on an older kernel, so
  *   libraries use their fallbacks. Docker's allow-list refuses those too.
+ * - setuid and setgid bits: chmod, fchmod, fchmodat and fchmodat2 with S_ISUID or S_ISGID in the mode,
+ *   and open, openat, creat, mknod and mknodat creating a file with either bit, get EPERM (a file the
+ *   code writes into a writable workspace must never become a setuid program on the host; nosuid
+ *   mounts only stop the bits at exec, not their creation); openat2, whose mode sits in memory a filter
+ *   cannot read, gets ENOSYS (glibc and Python never use it; others fall back to openat).
  * Docker allows ptrace, process_vm_readv and process_vm_writev on kernels from 4.8; so does this filter
  * unless `denyPtrace` is set. chroot needs CAP_SYS_CHROOT, which the sandbox does not have; vm86,
  * vm86old and stime exist only in the i386 ABI, which the architecture check refuses.
@@ -160,6 +165,17 @@ const SYSCALLS: Record<string, { x86_64?: number; aarch64?: number }> = {
   set_mempolicy_home_node: { x86_64: 450, aarch64: 450 },
   migrate_pages: { x86_64: 256, aarch64: 238 },
   move_pages: { x86_64: 279, aarch64: 239 },
+  // file modes, checked on their arguments (the mode's low word: the kernel reads it as a umode_t)
+  chmod: { x86_64: 90 },
+  fchmod: { x86_64: 91, aarch64: 52 },
+  fchmodat: { x86_64: 268, aarch64: 53 },
+  fchmodat2: { x86_64: 452, aarch64: 452 },
+  open: { x86_64: 2 },
+  openat: { x86_64: 257, aarch64: 56 },
+  creat: { x86_64: 85 },
+  mknod: { x86_64: 133 },
+  mknodat: { x86_64: 259, aarch64: 33 },
+  openat2: { x86_64: 437, aarch64: 437 },
   // ptrace (only with denyPtrace)
   ptrace: { x86_64: 101, aarch64: 117 },
   process_vm_readv: { x86_64: 310, aarch64: 270 },
@@ -175,9 +191,28 @@ export const FIRST_UNKNOWN_SYSCALL = 471;
 const NAMESPACE_SYSCALLS = ['unshare', 'setns', 'listns'];
 const MOUNT_SYSCALLS = ['mount', 'umount2', 'pivot_root', 'open_tree', 'open_tree_attr', 'move_mount', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr'];
 const PTRACE_SYSCALLS = ['ptrace', 'process_vm_readv', 'process_vm_writev'];
+/**
+ * Syscalls that can give a file the setuid or setgid bit, with the argument holding the mode and, for
+ * the open family, the argument holding the flags (the mode only counts with O_CREAT or O_TMPFILE).
+ */
+export const MODE_SYSCALLS: Record<string, { mode: number; flags?: number }> = {
+  chmod: { mode: 1 },
+  fchmod: { mode: 1 },
+  creat: { mode: 1 },
+  mknod: { mode: 1 },
+  fchmodat: { mode: 2 },
+  fchmodat2: { mode: 2 },
+  mknodat: { mode: 2 },
+  open: { flags: 1, mode: 2 },
+  openat: { flags: 2, mode: 3 },
+};
+/** S_ISUID | S_ISGID. */
+export const SETID_BITS = 0o6000;
+/** O_CREAT | __O_TMPFILE (the same on x86_64 and aarch64). */
+export const CREATE_FLAGS = 0o100 | 0o20000000;
 /** Refused outright, whatever the options. */
 const ALWAYS_DENIED = Object.keys(SYSCALLS).filter(
-  (n) => ![...NAMESPACE_SYSCALLS, ...MOUNT_SYSCALLS, ...PTRACE_SYSCALLS, 'clone', 'clone3', 'personality', 'socket'].includes(n),
+  (n) => ![...NAMESPACE_SYSCALLS, ...MOUNT_SYSCALLS, ...PTRACE_SYSCALLS, ...Object.keys(MODE_SYSCALLS), 'openat2', 'clone', 'clone3', 'personality', 'socket'].includes(n),
 );
 
 /** CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET. */
@@ -211,6 +246,8 @@ const OFF_NR = 0;
 const OFF_ARCH = 4;
 /** Low 32 bits of args[0]: clone's flags, personality's persona and socket's family are all read there. */
 const OFF_ARG0_LO = 16;
+/** Low 32 bits of args[i] (modes and open flags are 32-bit values). */
+const argLo = (i: number) => OFF_ARG0_LO + 8 * i;
 
 /** The architecture of this process, if the filter supports it. */
 export function hostSeccompArch(arch: string = process.arch): SeccompArch | undefined {
@@ -230,6 +267,8 @@ export function seccompPolicy(options: SeccompOptions = {}): Map<string, { nr: n
   if (!options.allowMounts) for (const n of MOUNT_SYSCALLS) add(n, 'EPERM');
   if (options.denyPtrace) for (const n of PTRACE_SYSCALLS) add(n, 'EPERM');
   add('clone3', 'ENOSYS');
+  add('openat2', 'ENOSYS');
+  for (const n of Object.keys(MODE_SYSCALLS)) add(n, 'args');
   if (!options.allowNamespaces) add('clone', 'args');
   add('personality', 'args');
   add('socket', 'args');
@@ -322,6 +361,9 @@ export function buildSeccompFilter(options: SeccompOptions = {}): Buffer {
   p.jump(BPF_JEQ_K, nr('personality'), 'personality');
   p.jump(BPF_JEQ_K, nr('socket'), 'socket');
   p.jump(BPF_JEQ_K, nr('clone3'), 'enosys');
+  p.jump(BPF_JEQ_K, nr('openat2'), 'enosys');
+  const modeSyscalls = Object.entries(MODE_SYSCALLS).filter(([name]) => policy.has(name));
+  for (const [name, where] of modeSyscalls) p.jump(BPF_JEQ_K, nr(name), where.flags === undefined ? `mode${where.mode}` : `create${where.flags}`);
   const denied = [...policy.values()].filter((e) => e.action === 'EPERM').map((e) => e.nr);
   for (const n of [...new Set(denied)].sort((a, b) => a - b)) p.jump(BPF_JEQ_K, n, 'eperm');
   p.ret(SECCOMP_RET_ALLOW);
@@ -336,6 +378,12 @@ export function buildSeccompFilter(options: SeccompOptions = {}): Buffer {
   p.label('socket').load(OFF_ARG0_LO);
   for (const family of DENIED_SOCKET_FAMILIES) p.jump(BPF_JEQ_K, family, 'eperm');
   p.jump(BPF_JGE_K, FIRST_UNKNOWN_SOCKET_FAMILY, 'eperm', 'allow');
+
+  // open(at): only a call that creates a file passes its mode; then the mode decides.
+  for (const flags of new Set(modeSyscalls.map(([, w]) => w.flags).filter((f): f is number => f !== undefined))) {
+    p.label(`create${flags}`).load(argLo(flags)).jump(BPF_JSET_K, CREATE_FLAGS, `mode${flags + 1}`, 'allow');
+  }
+  for (const mode of new Set(modeSyscalls.map(([, w]) => w.mode))) p.label(`mode${mode}`).load(argLo(mode)).jump(BPF_JSET_K, SETID_BITS, 'eperm', 'allow');
 
   p.label('allow').ret(SECCOMP_RET_ALLOW);
   p.label('eperm').ret(SECCOMP_RET_ERRNO | EPERM);

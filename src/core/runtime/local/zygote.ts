@@ -9,15 +9,17 @@
  * fork. Connections with an unknown or reused token are closed at once.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
-import { ColdGuest, makeHostWorkdir, newMarker, removeWorkdir, type GuestExit, type GuestHandle } from './guestProcess';
+import type { RunCgroup } from './cgroup';
+import { ColdGuest, makeHostWorkdir, newMarker, type GuestExit, type GuestHandle } from './guestProcess';
 import { killByMarker, killTree } from './processTree';
 import { minimalEnv, planLaunch, SANDBOX_WORKDIR, type LaunchPlan, type SandboxOptions } from './sandbox';
 import type { PythonInfo } from './python';
+import type { WorkdirCleaner } from './workdirCleanup';
 
 export interface ZygoteOptions {
   python: PythonInfo;
@@ -30,6 +32,8 @@ export interface ZygoteOptions {
   /** How long the preload imports may take. */
   startTimeoutMs?: number;
   onWarning?: (message: string) => void;
+  /** Removes host working folders (without a sandbox). */
+  cleaner: WorkdirCleaner;
 }
 
 interface PendingFork {
@@ -94,10 +98,22 @@ export class Zygote {
       this.server.listen(socketPath, () => resolve());
     });
     const marker = newMarker();
-    const hostWorkdir = makeHostWorkdir();
-    const plan = await planLaunch(o.python, o.guestDir, { role: 'zygote', marker, workdir: hostWorkdir, socketDir: this.socketDir }, o.sandbox);
+    const plan = await planLaunch(o.python, o.guestDir, { role: 'zygote', marker, workdir: makeHostWorkdir, socketDir: this.socketDir }, o.sandbox);
+    const hostWorkdir = plan.hostWorkdir;
     this.plan = plan;
-    const proc = new ColdGuest({ plan, role: 'zygote', marker, hostWorkdir, useCgroups: o.useCgroups, pidsMax: plan.treeLimits.pids * Math.max(1, o.maxGuests + 1) });
+    // The whole tree is capped at the limits times the guests it may hold; each guest gets its own cgroup with
+    // the limits themselves (adoptGuest).
+    const share = Math.max(1, o.maxGuests + 1);
+    const proc = new ColdGuest({
+      plan,
+      role: 'zygote',
+      marker,
+      hostWorkdir,
+      useCgroups: o.useCgroups,
+      pidsMax: plan.treeLimits.pids * share,
+      memoryMax: plan.treeLimits.memoryBytes * share,
+      cleaner: o.cleaner,
+    });
     this.proc = proc;
     proc.stdout.on('data', () => {});
     proc.stderr.on('data', (b: Buffer) => (this.stderrTail = (this.stderrTail + b.toString('utf8')).slice(-2000)));
@@ -131,7 +147,7 @@ export class Zygote {
     return new Promise<ZygoteGuest>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(token);
-        if (hostWorkdir) removeWorkdir(hostWorkdir);
+        if (hostWorkdir) void this.o.cleaner.remove(hostWorkdir);
         reject(new ZygoteError(`a forked guest did not connect within ${Math.round(timeoutMs / 1000)} s`));
       }, timeoutMs);
       this.pending.set(token, { token, streams: {}, marker, hostWorkdir, resolve, reject, timer });
@@ -142,6 +158,10 @@ export class Zygote {
         ns: sandboxed,
         workdir,
         tmp_size: plan.rlimits.fsize,
+        // The strict seccomp filter the guest stacks on itself before user code runs.
+        seccomp: plan.guestSeccomp ? plan.guestSeccomp.toString('base64') : undefined,
+        // A workspace under /tmp or /dev/shm would vanish under the guest's private tmpfs: it is carried over.
+        keep: plan.workspacePath ? [plan.workspacePath] : [],
         env: minimalEnv(workdir, sandboxed ? {} : { CODEACT_RUN: marker }),
       });
     });
@@ -158,7 +178,7 @@ export class Zygote {
   dispose(): void {
     this.markDead('it was shut down');
     this.proc?.kill(false);
-    this.proc?.release();
+    void this.proc?.release();
     this.server.close();
     try {
       rmSync(this.socketDir, { recursive: true, force: true });
@@ -220,7 +240,7 @@ export class Zygote {
         if (!p) return;
         this.pending.delete(p.token);
         clearTimeout(p.timer);
-        if (p.hostWorkdir) removeWorkdir(p.hostWorkdir);
+        if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
         p.reject(new ZygoteError(`the warm Python process could not fork a guest: ${String(frame.error).slice(0, 300)}`));
         return;
       }
@@ -233,7 +253,7 @@ export class Zygote {
             this.pending.delete(p.token);
             clearTimeout(p.timer);
             for (const s of Object.values(p.streams)) s?.destroy();
-            if (p.hostWorkdir) removeWorkdir(p.hostWorkdir);
+            if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
             p.reject(new ZygoteError(`a forked guest exited before it connected (status ${frame.status})${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-2).join(' ')}` : ''}`));
           }
           return;
@@ -284,10 +304,44 @@ export class Zygote {
     if (!proto || !stdout || !stderr || p.pid === undefined || !this.plan) return;
     this.pending.delete(p.token);
     clearTimeout(p.timer);
+    let cgroup: RunCgroup | undefined;
+    try {
+      cgroup = this.adoptGuest(p.pid, p.marker);
+    } catch (err) {
+      for (const s of [proto, stdout, stderr]) s.destroy();
+      this.killChild(p.pid);
+      if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
+      p.reject(new ZygoteError(`a forked guest could not be given its own cgroup (${(err as Error).message})`));
+      return;
+    }
     const plan: LaunchPlan = { ...this.plan, pidNamespace: this.plan.pidNamespace, workdir: p.hostWorkdir ?? SANDBOX_WORKDIR, info: { ...this.plan.info } };
-    const guest = new ZygoteGuest(this, p.pid, p.ns === true, proto, stdout, stderr, plan, p.marker, p.hostWorkdir);
+    if (cgroup) plan.info.limits = { ...plan.info.limits, scope: `process tree (cgroup: ${cgroup.controllers.join(', ')})` };
+    const guest = new ZygoteGuest(this, p.pid, p.ns === true, proto, stdout, stderr, plan, p.marker, this.o.cleaner, p.hostWorkdir, cgroup);
     this.children.set(p.pid, guest);
     p.resolve(guest);
+  }
+
+  /**
+   * Moves a forked guest (it waits for its init frame, no user code has run) into a cgroup of its own
+   * inside the zygote's, with the sandbox's limits: one session's memory or fork bomb (tmpfs pages
+   * included) then hits its own limit, not its neighbours' or the zygote's.
+   */
+  private adoptGuest(nsPid: number, marker: string): RunCgroup | undefined {
+    const tree = this.proc?.cgroup;
+    if (!tree || !this.plan) return undefined;
+    const hostPid = hostPidIn(tree.memberPids(), nsPid);
+    if (!hostPid) throw new Error(`no process ${nsPid} in the sandbox's cgroup`);
+    const child = tree.child(`guest-${marker}`, { pidsMax: this.plan.treeLimits.pids, memoryBytes: this.plan.treeLimits.memoryBytes });
+    // cgroup v2 allows no child cgroups in a cgroup that holds processes: there the guests share the
+    // zygote's tree limits (the limits times the guests it may hold).
+    if (!child) return undefined;
+    try {
+      child.adopt(hostPid);
+    } catch (err) {
+      void child.remove();
+      throw err;
+    }
+    return child;
   }
 
   private onExit(exit: GuestExit): void {
@@ -307,7 +361,7 @@ export class Zygote {
     this.readyWaiter = undefined;
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
-      if (p.hostWorkdir) removeWorkdir(p.hostWorkdir);
+      if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
       p.reject(new ZygoteError(`the warm Python process is gone: ${reason}`));
     }
     this.pending.clear();
@@ -326,7 +380,6 @@ export class ZygoteGuest implements GuestHandle {
   readonly exited: Promise<GuestExit>;
   private resolveExit!: (e: GuestExit) => void;
   private gone = false;
-  private released = false;
 
   constructor(
     private readonly zygote: Zygote,
@@ -338,7 +391,9 @@ export class ZygoteGuest implements GuestHandle {
     readonly stderr: Readable,
     readonly plan: LaunchPlan,
     private readonly marker: string,
+    private readonly cleaner: WorkdirCleaner,
     private readonly hostWorkdir?: string,
+    readonly cgroup?: RunCgroup,
   ) {
     this.exited = new Promise<GuestExit>((r) => (this.resolveExit = r));
   }
@@ -374,11 +429,29 @@ export class ZygoteGuest implements GuestHandle {
     for (const s of [this.proto]) s.destroy();
   }
 
-  release(): void {
-    if (this.released) return;
-    this.released = true;
-    if (this.hostWorkdir) removeWorkdir(this.hostWorkdir);
+  /** Idempotent: every call waits for the one removal. */
+  release(): Promise<void> {
+    this.releasing ??= (async () => {
+      void this.cgroup?.remove();
+      if (this.hostWorkdir) await this.cleaner.remove(this.hostWorkdir);
+    })();
+    return this.releasing;
   }
+  private releasing?: Promise<void>;
+}
+
+/** The host PID of the process, among `pids`, whose PID in the sandbox's namespace is `nsPid`. */
+function hostPidIn(pids: number[], nsPid: number): number | undefined {
+  for (const pid of pids) {
+    try {
+      const line = readFileSync(`/proc/${pid}/status`, 'latin1')
+        .split('\n')
+        .find((l) => l.startsWith('NSpid:'));
+      const ids = line?.slice(6).trim().split(/\s+/).map(Number) ?? [];
+      if (ids.length >= 2 && ids[1] === nsPid) return pid;
+    } catch {}
+  }
+  return undefined;
 }
 
 function signalName(n: number): NodeJS.Signals | null {
