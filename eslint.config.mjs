@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
 
 /** Layers point one way: common <- core <- vscode / cli, and webview <- common. */
 const layerRules = [
@@ -68,4 +69,11 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   ...layerRules,
+  // No import cycles anywhere in src (type-only imports included: a cycle of types is a knot in the design too).
+  {
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver': { node: { extensions: ['.ts', '.js', '.py'] } }, 'import-x/extensions': ['.ts'] },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+  },
 );

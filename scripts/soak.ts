@@ -13,7 +13,7 @@ import { ToolGateway } from '../src/core/gateway/gateway';
 import { loadTools } from '../src/core/tools/declarations';
 import { disposeDefaultMcpPool } from '../src/core/tools/mcp';
 import { LocalRuntime } from '../src/core/runtime/local/localRuntime';
-import { processesWithCmdline } from '../src/core/runtime/local/processTree';
+import { processesWithCmdline } from '../src/core/util/processTree';
 import type { SandboxSetting } from '../src/core/runtime/local/sandbox';
 
 const argv = process.argv.slice(2);

@@ -8,7 +8,7 @@
  *
  * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
  */
-import { SettingsError } from '../core/config/workspaceFile';
+import { errorCategory } from '../core/util/errors';
 import { CODEACT_VERSION } from '../core/util/version';
 import { chatCommand } from './chat';
 import { runCommand } from './run';
@@ -59,7 +59,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`codeact: ${e.message}\n\n${USAGE}\n`);
       return 2;
     }
-    if (e instanceof SettingsError || (e as Error).name === 'SettingsError' || (e as Error).name === 'PythonNotFoundError' || (e as Error).name === 'SandboxUnavailableError') {
+    const category = errorCategory(e);
+    if (category === 'config' || category === 'environment') {
       process.stderr.write(`codeact: ${(e as Error).message}\n`);
       return 2;
     }

@@ -15,8 +15,11 @@ import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/tools/declarations';
 import { red, warn } from './print';
+import { CodeActError } from '../core/util/errors';
 
-export class UsageError extends Error {}
+export class UsageError extends CodeActError {
+  readonly category = 'usage' as const;
+}
 
 export interface Workspace {
   dir: string;

@@ -4,7 +4,7 @@
  * prompts and code, and stops them. The chat panel, Run with Tools, the LM tool and the chat
  * participant all go through it, so they stream the same events.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged, VariablesSummary } from '../common/events';
 import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
@@ -26,6 +26,8 @@ import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
 import type { ToolDeclaration } from '../common/tools';
 import { DEFAULT_MODELS, resolveSettings, workspaceFolder, type CodeActSettings } from './settings';
 import type { Secrets } from './secrets';
+import { newId } from '../core/util/ids';
+import { CodeActError } from '../core/util/errors';
 
 const REOPENED_NOTE =
   'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
@@ -84,7 +86,8 @@ export function documentSessionId(uri: string): string {
   return `doc:${uri}`;
 }
 
-export class UntrustedWorkspaceError extends Error {
+export class UntrustedWorkspaceError extends CodeActError {
+  readonly category = 'config' as const;
   constructor(what: string) {
     super(`${what} is disabled because this workspace is not trusted: its settings could declare tools that run commands. Trust the workspace to allow it.`);
     this.name = 'UntrustedWorkspaceError';
@@ -457,7 +460,7 @@ export class CodeActService implements vscode.Disposable {
     what: { kind: 'tool' | 'code'; name?: string; arguments?: unknown; code?: string; itemId?: string },
     signal?: AbortSignal,
   ): Promise<{ decision: ApprovalDecision; code?: string }> {
-    const approvalId = `appr_${randomBytes(6).toString('hex')}`;
+    const approvalId = newId('appr');
     this.emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
     let result: { decision: ApprovalDecision; code?: string };
     if (this.panelVisible()) {
@@ -511,7 +514,7 @@ export class CodeActService implements vscode.Disposable {
         if (r.decision === 'deny') {
           const item: CodeInterpreterCallItem = {
             type: 'code_interpreter_call',
-            id: request.itemId ?? `exec_${randomBytes(6).toString('hex')}`,
+            id: request.itemId ?? newId('exec'),
             status: 'failed',
             code: request.code,
             runtime: runtime.kind,
@@ -610,7 +613,7 @@ export class CodeActService implements vscode.Disposable {
     const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
     const convo = this.ensureConversation(label);
     const s = this.settings;
-    const turnId = `turn_${randomBytes(6).toString('hex')}`;
+    const turnId = newId('turn');
     const started = Date.now();
     // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
     const sessionId = extra?.document ? documentSessionId(extra.document.uri) : convo.id;

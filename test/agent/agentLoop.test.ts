@@ -8,7 +8,7 @@ import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
 import type { ProviderId } from '../../src/core/providers/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { processesWithCmdline } from '../../src/core/util/processTree';
 import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';

@@ -5,7 +5,7 @@ import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/eve
 import { logsOf } from '../../src/common/events';
 import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import type { ExecuteOptions } from '../../src/core/runtime/types';
 

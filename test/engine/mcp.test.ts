@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ToolGateway, type ToolError } from '../../src/core/gateway/gateway';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { processesWithCmdline } from '../../src/core/util/processTree';
 import { loadTools, loadToolsAsync, type ToolSet } from '../../src/core/tools/declarations';
 import { McpClientPool, mcpResultValue, MCP_PERMISSIVE_INPUT_SCHEMA } from '../../src/core/tools/mcp';
 

@@ -10,7 +10,7 @@ import type { CodeInterpreterCallItem, SessionChanged } from '../../src/common/e
 import { logsOf } from '../../src/common/events';
 import { codeOf, findCells } from '../../src/common/cells';
 import { LocalRuntime, type LocalRuntimeOptions } from '../../src/core/runtime/local/localRuntime';
-import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -16,7 +16,7 @@ import { logsOf } from '../../src/common/events';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { cgroupsAvailable } from '../../src/core/runtime/local/cgroup';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 
 type Mode = 'bubblewrap' | 'none';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
 import { compileSchema, MAX_ERRORS } from '../../src/core/gateway/schema';
-import { processesWithCmdline } from '../../src/core/runtime/local/processTree';
+import { processesWithCmdline } from '../../src/core/util/processTree';
 import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/mcp';
 import { LAG_BOUND_MS, withLag } from './lag';

@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { isAlive } from '../../src/core/runtime/local/processTree';
+import { isAlive } from '../../src/core/util/processTree';
 import { runCommandTool } from '../../src/core/tools/command';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/mcp';
 

@@ -9,7 +9,6 @@
  * A model without function calling gets the text protocol instead (./textProtocol): it writes
  * ```python blocks, which run through the same path as an `execute_tool_code` call.
  */
-import { randomBytes } from 'node:crypto';
 import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/errors';
@@ -19,6 +18,7 @@ import type { Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../tools/discovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
+import { newId } from '../util/ids';
 
 export type AgentMode = 'toolCode' | 'hosted' | 'code';
 
@@ -190,7 +190,7 @@ export class AgentLoop {
   async run(history: ConversationItem[], prompt: string): Promise<AgentResult> {
     const { provider, signal } = this.options;
     const appended: ConversationItem[] = [];
-    const userItem: MessageItem = { type: 'message', id: `msg_user_${randomBytes(6).toString('hex')}`, role: 'user', text: prompt };
+    const userItem: MessageItem = { type: 'message', id: newId('msg_user'), role: 'user', text: prompt };
     appended.push(userItem);
     const turns: Usage[] = [];
     let total: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };

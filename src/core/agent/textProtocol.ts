@@ -15,13 +15,13 @@
  * `function_call` of the code tool with the code, its `function_call_output`. Events are the same too,
  * with ids minted here (providers and local servers repeat theirs).
  */
-import { randomBytes } from 'node:crypto';
 import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallItem, FunctionCallOutputItem, MessageItem, RuntimeKind } from '../../common/events';
 import { ProviderError } from '../providers/errors';
 import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { CodeFenceScanner, type FenceSegment } from './codeFence';
 import { toTextHistory } from './textHistory';
+import { randomToken } from '../util/ids';
 
 export type AgentProtocol = 'tools' | 'text';
 export const AGENT_PROTOCOLS: readonly AgentProtocol[] = ['tools', 'text'];
@@ -138,7 +138,7 @@ export class TextProtocol {
 }
 
 function hex(): string {
-  return randomBytes(8).toString('hex');
+  return randomToken(8);
 }
 
 /** One streamed response in text form: rewrites its events and, at the end, its items. */

@@ -6,9 +6,9 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/types';
+import { randomToken } from '../util/ids';
 
 export interface ConversationMeta {
   id: string;
@@ -40,7 +40,7 @@ export class TranscriptStore {
 
   create(meta: Omit<ConversationMeta, 'id' | 'createdAt'> & { id?: string }): Conversation {
     mkdirSync(this.dir, { recursive: true });
-    const id = meta.id ?? `c_${new Date().toISOString().slice(0, 10).replace(/-/g, '')}_${randomBytes(5).toString('hex')}`;
+    const id = meta.id ?? `c_${new Date().toISOString().slice(0, 10).replace(/-/g, '')}_${randomToken(5)}`;
     const full: ConversationMeta = { ...meta, id, createdAt: Date.now() };
     writeFileSync(this.file(id), JSON.stringify({ meta: full }) + '\n', { flag: 'wx' });
     return new Conversation(this.file(id), full, [], []);

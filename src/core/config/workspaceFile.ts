@@ -8,8 +8,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { CodeActError } from '../util/errors';
 
-export class SettingsError extends Error {
+export class SettingsError extends CodeActError {
+  readonly category = 'config' as const;
   constructor(message: string) {
     super(message);
     this.name = 'SettingsError';

@@ -10,6 +10,7 @@ import { isDiscoveryCall, ToolDiscovery } from '../tools/discovery';
 import type { ToolCatalog } from '../tools/toolCatalog';
 import { ARGUMENT_LIMITS, measureShape, preview, type ShapeLimits } from './limits';
 import { BudgetExceeded, compileSchema, type Validator } from './schema';
+import { CodeActError } from '../util/errors';
 
 /**
  * What the gateway keeps of one call: a bounded summary, never the whole arguments or result, so
@@ -85,7 +86,8 @@ export interface GatewayOptions {
   maxRecords?: number;
 }
 
-export class ToolError extends Error {
+export class ToolError extends CodeActError {
+  readonly category = 'tool' as const;
   constructor(message: string, readonly code: 'unknown_tool' | 'invalid_arguments' | 'invalid_result' | 'denied' | 'failed') {
     super(message);
     this.name = 'ToolError';

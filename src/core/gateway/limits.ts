@@ -3,7 +3,7 @@
  * anything else looks at it, and short previews for the gateway's records. Every walk here is
  * iterative and stops as soon as a cap is passed, so its cost is bounded by the caps, not the input.
  */
-import { formatBytes } from '../runtime/types';
+import { formatBytes } from '../../common/format';
 
 export interface ShapeLimits {
   /** Largest size as JSON, in bytes (strings counted by UTF-16 code units). */

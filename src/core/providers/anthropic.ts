@@ -21,7 +21,6 @@ import {
   errorFromTraceback,
   foreignItemText,
   isLocalRuntimeItem,
-  newId,
   publicItem,
   segmentHistory,
   type Json,
@@ -30,6 +29,7 @@ import { ProviderError, toProviderError, type ErrorContext } from './errors';
 import { runStream } from './runStream';
 import { JsonStringFieldExtractor } from './partial-json';
 import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from './types';
+import { newId } from '../util/ids';
 
 export const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;

@@ -2,7 +2,6 @@
  * Building blocks shared by the adapters: ids, ordered item slots, and per-item emitters that keep
  * the event order of the vocabulary whatever the provider sends (or leaves out).
  */
-import { randomBytes } from 'node:crypto';
 import type {
   CodeCallStatus,
   CodeInterpreterCallItem,
@@ -15,10 +14,6 @@ import type {
   RuntimeKind,
 } from '../../common/events';
 import type { ConversationItem, EmitFn, FunctionCallRequest, ProviderId, ReplayData } from './types';
-
-export function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
-}
 
 /** The item as it goes into events: without replay data. */
 export function publicItem(item: ConversationItem): OutputItem {

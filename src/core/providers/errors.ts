@@ -5,6 +5,7 @@
  */
 import { PROVIDER_CATALOG } from './catalog';
 import type { ConversationItem, ProviderId } from './types';
+import { CodeActError, isCancellation } from '../util/errors';
 
 export type ProviderErrorCode =
   | 'auth'
@@ -36,7 +37,8 @@ export interface ProviderErrorInit {
   cause?: unknown;
 }
 
-export class ProviderError extends Error {
+export class ProviderError extends CodeActError {
+  readonly category = 'provider' as const;
   readonly code: ProviderErrorCode;
   readonly provider: ProviderId;
   readonly status?: number;
@@ -105,7 +107,7 @@ export interface ErrorContext {
 export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError {
   if (err instanceof ProviderError) return err;
   const label = PROVIDER_LABELS[ctx.provider];
-  if (ctx.signal?.aborted || isAbort(err)) {
+  if (ctx.signal?.aborted || isCancellation(err)) {
     return new ProviderError({ code: 'aborted', provider: ctx.provider, message: 'Stopped: the request was cancelled.', cause: err, retryable: false });
   }
   const status = statusOf(err);
@@ -229,12 +231,6 @@ function isToolsRejected(status: number | undefined, detail: string): boolean {
   return /does not support tools|tools? (?:are|is) not supported|tool.?choice.*(?:requires|not supported)|enable-auto-tool-choice|tools param requires|--jinja|function calling is not (?:supported|enabled)|unrecognized.*tools|unsupported.*tools/i.test(detail);
 }
 
-function isAbort(err: unknown): boolean {
-  if (!err || typeof err !== 'object') return false;
-  const name = (err as { name?: string }).name ?? '';
-  const ctor = (err as object).constructor?.name ?? '';
-  return name === 'AbortError' || ctor === 'APIUserAbortError' || name === 'APIUserAbortError';
-}
 
 function statusOf(err: unknown): number | undefined {
   if (!err || typeof err !== 'object') return undefined;

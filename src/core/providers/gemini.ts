@@ -16,13 +16,13 @@ import {
   errorFromTraceback,
   foreignItemText,
   isLocalRuntimeItem,
-  newId,
   segmentHistory,
   type Json,
 } from './emit';
 import type { ErrorContext } from './errors';
 import { runStream } from './runStream';
 import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from './types';
+import { newId } from '../util/ids';
 
 export class GeminiProvider implements Provider {
   readonly id = 'gemini' as const;

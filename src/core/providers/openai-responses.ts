@@ -15,7 +15,6 @@ import {
   asString,
   foreignItemText,
   isLocalRuntimeItem,
-  newId,
   segmentHistory,
   type Json,
 } from './emit';
@@ -30,6 +29,7 @@ import type {
   TurnRequest,
   TurnResult,
 } from './types';
+import { newId } from '../util/ids';
 
 export class OpenAIResponsesProvider implements Provider {
   readonly id = 'openai' as const;

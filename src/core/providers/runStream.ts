@@ -4,9 +4,10 @@
  * to a ProviderError that keeps what arrived before it, announce `response.completed`, and build the
  * TurnResult. An adapter keeps only its request building and its stream state machine.
  */
-import { newId, type TurnItems } from './emit';
+import { type TurnItems } from './emit';
 import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
 import type { EmitFn, StopReason, TurnRequest, TurnResult } from './types';
+import { newId } from '../util/ids';
 
 export interface StreamMachine<E> {
   /** Handles one event of the stream. */

@@ -5,6 +5,7 @@
 import type { LocalRuntimeOptions } from './local/localRuntime';
 import { LocalRuntime } from './local/localRuntime';
 import type { Runtime, RuntimeLimits } from './types';
+import { CodeActError } from '../util/errors';
 
 export type RuntimeSetting = 'local' | 'jupyter';
 
@@ -15,7 +16,8 @@ export interface RuntimeConfig {
   limits?: Partial<RuntimeLimits>;
 }
 
-export class RuntimeConfigError extends Error {
+export class RuntimeConfigError extends CodeActError {
+  readonly category = 'config' as const;
   constructor(message: string) {
     super(message);
     this.name = 'RuntimeConfigError';

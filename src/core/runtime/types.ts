@@ -7,6 +7,7 @@
  * executions of one session (`sessionId`) unless configured to start fresh each time.
  */
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind, VariablesSummary } from '../../common/events';
+import { formatBytes } from '../../common/format';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
 export interface ToolCallRequest {
@@ -88,11 +89,6 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
 export const TRUNCATION_MARKER = (stream: string, cap: number): string =>
   `\n…[codeact: ${stream} truncated after ${formatBytes(cap)}; the rest was discarded]\n`;
 
-export function formatBytes(n: number): string {
-  if (n >= 1024 * 1024 && n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
-  if (n >= 1024 && n % 1024 === 0) return `${n / 1024} KiB`;
-  return `${n} bytes`;
-}
 
 /**
  * The opening of every execution, shared by the runtimes: `in_progress` and the code (unless the caller

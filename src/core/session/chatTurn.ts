@@ -3,7 +3,6 @@
  * turn, run the agent loop on the conversation's history, save every event and the new items, keep the
  * hosted container id, and end the turn with its status, also when the provider cannot even be built.
  */
-import { randomBytes } from 'node:crypto';
 import type { RuntimeKind } from '../../common/events';
 import type { TranscriptEvent, TurnSource } from '../../common/transcript';
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
@@ -14,6 +13,7 @@ import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/errors';
 import type { Provider } from '../providers/types';
 import type { Runtime } from '../runtime/types';
+import { newId } from '../util/ids';
 
 export interface ChatTurnOptions {
   conversation: Conversation;
@@ -41,10 +41,6 @@ export interface ChatTurnResult {
   error?: { message: string; code: string };
 }
 
-export function newTurnId(): string {
-  return `turn_${randomBytes(6).toString('hex')}`;
-}
-
 export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
   const { conversation: convo, config } = o;
   const emit = (e: TranscriptEvent) => {
@@ -55,7 +51,7 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       // A listener's bug must not break the turn.
     }
   };
-  const turnId = newTurnId();
+  const turnId = newId('turn');
   const started = Date.now();
   const runtimeKind: RuntimeKind = config.mode === 'hosted' ? (config.provider === 'openai-compatible' ? 'local' : config.provider) : config.runtime;
   emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: o.prompt, source: o.source, provider: config.provider, model: config.model, runtime: runtimeKind, started_at: started });

@@ -8,10 +8,10 @@
  * process still carrying the marker are killed, background children, `setsid` and double forks included.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import type { CommandSource } from '../../common/tools';
-import { killMarked, killTree, waitGone } from '../runtime/local/processTree';
+import { killMarked, killTree, waitGone } from '../util/processTree';
+import { randomToken } from '../util/ids';
 
 /** The environment variable that marks every process a tool call starts (value: one per call). */
 export const TOOL_MARKER = 'CODEACT_TOOL_CALL';
@@ -59,7 +59,7 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
   const cap = source.maxOutputBytes ?? COMMAND_DEFAULTS.maxOutputBytes;
   const cwd = source.cwd ? path.resolve(options.workspace, source.cwd) : options.workspace;
   const [program, ...rest] = source.argv;
-  const marker = randomBytes(9).toString('hex');
+  const marker = randomToken(9);
   return new Promise((resolve, reject) => {
     const child = spawn(program, rest, {
       cwd,

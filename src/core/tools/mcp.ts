@@ -14,7 +14,6 @@
 import { CODEACT_VERSION } from '../util/version';
 import { raceAbort } from '../util/abort';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
@@ -23,10 +22,11 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type JSONRPCMes
 import type { JsonSchema, McpSource, ToolDeclaration } from '../../common/tools';
 import type { ManagedTool } from '../gateway/gateway';
 import { compileSchema } from '../gateway/schema';
-import { descendantsOf, killMarked, killMarkedNow, killTree, waitGone } from '../runtime/local/processTree';
+import { descendantsOf, killMarked, killMarkedNow, killTree, waitGone } from '../util/processTree';
 import { commandEnv } from './command';
 import type { DeclarationError, ToolSet } from './declarations';
 import { boundedSchemaValidator, cappedFetch, LineBuffer, listAllTools, listTimeout, MCP_LIST_LIMITS, MCP_MAX_MESSAGE_BYTES, McpListLimitError, type McpListLimits } from './mcpList';
+import { randomToken } from '../util/ids';
 
 /** The environment variable that marks a stdio server and everything it starts (value: one per server process). */
 export const MCP_SERVER_MARKER = 'CODEACT_MCP_SERVER';
@@ -339,7 +339,7 @@ class StdioServerTransport implements Transport {
   private child?: ChildProcessWithoutNullStreams;
   private readonly lines = new LineBuffer(MCP_MAX_MESSAGE_BYTES);
   /** In the server's environment, so its daemons (setsid, double fork) can be found and killed. */
-  private readonly marker = randomBytes(9).toString('hex');
+  private readonly marker = randomToken(9);
   private stderrText = '';
   private closing?: Promise<void>;
   private notified = false;

@@ -15,7 +15,7 @@ import { ResultSchema, ToolSchema, type Tool } from '@modelcontextprotocol/sdk/t
 import type { jsonSchemaValidator, JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { JsonSchema } from '../../common/tools';
 import { compileSchema, type Validator } from '../gateway/schema';
-import { formatBytes } from '../runtime/types';
+import { formatBytes } from '../../common/format';
 
 export interface McpListLimits {
   /** Most pages of one listing. */

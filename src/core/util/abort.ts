@@ -1,9 +1,9 @@
 /** Promise helpers shared by the engine's modules. */
 
+import { CancelledError } from './errors';
+
 function abortError(): Error {
-  const e = new Error('The run was stopped.');
-  e.name = 'AbortError';
-  return e;
+  return new CancelledError();
 }
 
 /** Settles like `promise`, or rejects with `makeError()` as soon as `signal` aborts; the listener is always removed. */

@@ -9,9 +9,11 @@
  */
 import { ServerConnection, type Kernel, type KernelAPI } from '@jupyterlab/services';
 import WebSocket from 'ws';
+import { CodeActError, errorCategory } from '../../util/errors';
 
 /** An error of the Jupyter runtime with a category that becomes `ExecutionError.type`. */
-export class JupyterError extends Error {
+export class JupyterError extends CodeActError {
+  readonly category = 'runtime' as const;
   constructor(
     readonly type: string,
     message: string,
@@ -251,7 +253,8 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
 
 function networkError(err: unknown, url: string, what: string, timeoutMs: number): JupyterError {
   const e = err as Error & { cause?: { code?: string; message?: string } };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') {
+  const category = errorCategory(err);
+  if (category === 'timeout' || category === 'cancelled') {
     return new JupyterError(
       'JupyterTimeout',
       `The Jupyter server at ${url} did not answer within ${Math.round(timeoutMs / 1000)} s while ${what}. ${URL_HINT}`,

@@ -2,21 +2,19 @@
  * One execution on a Jupyter kernel: the events of the vocabulary, output caps, the tool channel,
  * Stop and timeout (interrupt, then restart), and the failures of the connection and the kernel.
  */
-import { randomBytes } from 'node:crypto';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, StreamName } from '../../../common/events';
 import { announceDone, executionItem, OutputCapture } from '../execution';
-import { formatBytes, openExecution, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
+import { openExecution, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
 import type { JupyterRuntime } from './jupyterRuntime';
 import { RESULT_MIME, runCell } from './kernelBridge';
 import type { KernelHandle } from './kernelHandle';
-import { formatDuration, raceAbort } from './timing';
+import { formatBytes, formatDuration } from '../../../common/format';
+import { raceAbort } from '../../util/abort';
+import { isCancellation } from '../../util/errors';
 import { ToolChannel } from './toolChannel';
-
-export function newItemId(prefix = 'exec'): string {
-  return `${prefix}_${randomBytes(8).toString('hex')}`;
-}
+import { newId, randomToken } from '../../util/ids';
 
 type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
 
@@ -24,7 +22,7 @@ export class JupyterRun {
   readonly itemId: string;
   private readonly started = performance.now();
   private readonly limits: RuntimeLimits;
-  private readonly runId = randomBytes(8).toString('hex');
+  private readonly runId = randomToken(8);
   private readonly output: OutputCapture;
   private readonly images: CodeOutput[] = [];
   private imageBytes = 0;
@@ -55,7 +53,7 @@ export class JupyterRun {
     private readonly request: ExecuteRequest,
     private readonly options: ExecuteOptions,
   ) {
-    this.itemId = request.itemId ?? newItemId();
+    this.itemId = request.itemId ?? newId('exec');
     this.limits = runtime.settings.limits;
     this.output = new OutputCapture(this.limits.maxOutputBytes);
   }
@@ -531,7 +529,7 @@ export class JupyterRun {
 function toExecutionError(err: unknown): ExecutionError {
   if (err instanceof JupyterError) return { type: err.type, message: err.message };
   const e = err as Error;
-  if (e?.name === 'AbortError') return { type: 'Cancelled', message: 'The run was stopped.' };
+  if (isCancellation(err)) return { type: 'Cancelled', message: 'The run was stopped.' };
   return { type: 'JupyterError', message: e?.message ?? String(err) };
 }
 

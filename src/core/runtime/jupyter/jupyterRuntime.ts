@@ -28,7 +28,7 @@ import {
 } from './connection';
 import { JupyterRun } from './jupyterRun';
 import { KernelHandle, waitForKernel } from './kernelHandle';
-import { formatDuration } from './timing';
+import { formatDuration } from '../../../common/format';
 import { DEFAULT_MAX_FRAME_BYTES } from './toolChannel';
 
 export type JupyterSessionPolicy = 'conversation' | 'execution';

@@ -2,16 +2,18 @@
  * One kernel on the server, as the Jupyter runtime holds it: its connection, the bridge install,
  * a lock so the runs of a conversation take turns, restart, idle timer and shutdown.
  */
-import { randomBytes } from 'node:crypto';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JupyterError, withQuietConsole } from './connection';
 import type { JupyterRun } from './jupyterRun';
 import type { JupyterRuntime } from './jupyterRuntime';
 import { bootstrapCell, toolPromptPrefix } from './kernelBridge';
-import { formatDuration, raceAbort, withTimeout } from './timing';
+import { formatDuration } from '../../../common/format';
+import { raceAbort } from '../../util/abort';
+import { withTimeout } from '../../util/timeout';
+import { randomToken } from '../../util/ids';
 
 export class KernelHandle {
-  readonly nonce = randomBytes(16).toString('hex');
+  readonly nonce = randomToken(16);
   bootstrapped = false;
   restarted = false;
   closed = false;

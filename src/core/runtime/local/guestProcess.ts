@@ -5,17 +5,17 @@
  * Python process: KeyboardInterrupt in the user's code) and kill (the whole process tree).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
-import { hostPidOf, killByMarker, killTree } from './processTree';
+import { hostPidOf, killByMarker, killTree } from '../../util/processTree';
 import { SECCOMP_FD, type LaunchPlan, type LaunchRole } from './sandbox';
 import { sendSeccompProgram } from './seccomp';
 import type { WorkdirCleaner } from './workdirCleanup';
 import { releasePlaceholders } from './workspaceMount';
+import { randomToken } from '../../util/ids';
 
 export interface GuestExit {
   code: number | null;
@@ -69,7 +69,7 @@ export function makeHostWorkdir(): string {
 }
 
 export function newMarker(): string {
-  return randomBytes(12).toString('hex');
+  return randomToken(12);
 }
 
 /** A guest (or zygote) started as a new process. */

@@ -7,12 +7,13 @@
  * interrupt the code (KeyboardInterrupt) and keep the state; only when the interrupt does not take
  * within the grace period is the guest killed, and the run says that the state is gone.
  */
-import { randomBytes } from 'node:crypto';
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, SessionInfo, StreamName, VariablesSummary } from '../../../common/events';
 import { announceDone, executionItem, OutputCapture, ToolDispatcher } from '../execution';
-import { formatBytes, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
+import { formatBytes } from '../../../common/format';
+import { type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
 import type { GuestHandle } from './guestProcess';
 import { annotateLimit, crashError, formatSeconds } from './guestErrors';
+import { randomToken } from '../../util/ids';
 
 export interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -58,7 +59,7 @@ class Execution {
   readonly output: OutputCapture;
   readonly tools: ToolDispatcher;
   readonly toolAbort = new AbortController();
-  readonly endToken = randomBytes(12).toString('hex');
+  readonly endToken = randomToken(12);
   readonly scanners: Record<StreamName, EndScanner>;
   readonly ended: Record<StreamName, boolean> = { stdout: false, stderr: false };
   completion?: Completion;

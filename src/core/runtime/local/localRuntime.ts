@@ -11,7 +11,6 @@
  *   when it is unavailable, guests start cold (logged once). With `prestart: true` the next guest is
  *   started ahead of need, so a new session does not wait for Python to start.
  */
-import { randomBytes } from 'node:crypto';
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, SessionChanged, VariablesSummary } from '../../../common/events';
 import { guestDir } from '../guest/sources';
 import { announceDone, executionItem } from '../execution';
@@ -23,6 +22,7 @@ import { resolvePython } from './python';
 import { planLaunch, type SandboxOptions } from './sandbox';
 import { WorkdirCleaner } from './workdirCleanup';
 import { Zygote, ZygoteGuest } from './zygote';
+import { newId } from '../../util/ids';
 
 export type SessionPolicy = 'conversation' | 'run';
 
@@ -58,10 +58,6 @@ export interface LocalRuntimeOptions {
 }
 
 const DEFAULT_MAX_FRAME = 16 * 1024 * 1024;
-
-export function newItemId(prefix = 'exec'): string {
-  return `${prefix}_${randomBytes(8).toString('hex')}`;
-}
 
 interface Entry {
   id: string;
@@ -116,7 +112,7 @@ export class LocalRuntime implements Runtime {
   }
 
   async execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
-    const itemId = request.itemId ?? newItemId();
+    const itemId = request.itemId ?? newId('exec');
     const started = performance.now();
     const emit = (e: CodeActEvent) => {
       try {

@@ -3,6 +3,7 @@
  * learns where its standard library and site-packages live, so a sandbox can mount them read-only.
  */
 import { execFile } from 'node:child_process';
+import { CodeActError } from '../../util/errors';
 
 export interface PythonInfo {
   /** Absolute path of the real interpreter binary. */
@@ -22,7 +23,8 @@ const PROBE = [
   '  "prefix": sys.prefix, "basePrefix": sys.base_prefix, "path": [p for p in sys.path if p and os.path.isdir(p)]}))',
 ].join('\n');
 
-export class PythonNotFoundError extends Error {
+export class PythonNotFoundError extends CodeActError {
+  readonly category = 'environment' as const;
   constructor(command: string, detail: string) {
     super(
       `Python was not found: "${command}" could not be started (${detail}). ` +

@@ -15,6 +15,7 @@ import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
 import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
 import { planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
+import { CodeActError } from '../../util/errors';
 
 export type { WorkspaceMount } from './workspaceMount';
 /** The descriptor bwrap reads the seccomp program from (stdio index 4 of the launch). */
@@ -84,7 +85,8 @@ export interface LaunchPlan {
   hostWorkdir?: string;
 }
 
-export class SandboxUnavailableError extends Error {
+export class SandboxUnavailableError extends CodeActError {
+  readonly category = 'environment' as const;
   constructor(message: string) {
     super(message);
     this.name = 'SandboxUnavailableError';

@@ -14,9 +14,9 @@
  * A folder that cannot be removed (a mount inside it, an immutable file) is never dropped silently:
  * the cleaner reports it with the reason and what to do, keeps it, and tries again on dispose.
  */
-import { randomBytes } from 'node:crypto';
 import { promises as fsp, type Dir } from 'node:fs';
 import * as path from 'node:path';
+import { randomToken } from '../../util/ids';
 
 /** Past this length a folder is moved up before it is emptied (PATH_MAX is 4096, a name up to 255). */
 const MAX_DIR_PATH = 2048;
@@ -104,7 +104,7 @@ async function emptyDir(dir: string, walk: Walk): Promise<string[]> {
     if (child.length > MAX_DIR_PATH) {
       // Too deep to address much further: move it up under a short name nobody could have guessed, and
       // empty it from there (a rename only needs the old path to fit in PATH_MAX).
-      const moved = path.join(walk.root, `${RESCUE_PREFIX}${randomBytes(8).toString('hex')}`);
+      const moved = path.join(walk.root, `${RESCUE_PREFIX}${randomToken(8)}`);
       try {
         await fsp.rename(child, moved);
         child = moved;

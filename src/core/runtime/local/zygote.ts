@@ -8,7 +8,6 @@
  * connections (protocol, stdout, stderr), each opened with a one-time token the host made for that
  * fork. Connections with an unknown or reused token are closed at once.
  */
-import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,10 +15,12 @@ import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestExit, type GuestHandle } from './guestProcess';
-import { killByMarker, killTree } from './processTree';
+import { killByMarker, killTree } from '../../util/processTree';
 import { minimalEnv, planLaunch, SANDBOX_WORKDIR, type LaunchPlan, type SandboxOptions } from './sandbox';
 import type { PythonInfo } from './python';
 import type { WorkdirCleaner } from './workdirCleanup';
+import { randomToken } from '../../util/ids';
+import { CodeActError } from '../../util/errors';
 
 export interface ZygoteOptions {
   python: PythonInfo;
@@ -48,7 +49,8 @@ interface PendingFork {
   timer: NodeJS.Timeout;
 }
 
-export class ZygoteError extends Error {
+export class ZygoteError extends CodeActError {
+  readonly category = 'runtime' as const;
   constructor(message: string) {
     super(message);
     this.name = 'ZygoteError';
@@ -139,7 +141,7 @@ export class Zygote {
   fork(timeoutMs = 30_000): Promise<ZygoteGuest> {
     if (!this.alive || !this.plan) return Promise.reject(new ZygoteError(`the warm Python process is gone (${this.deadReason ?? 'not started'})`));
     const plan = this.plan;
-    const token = randomBytes(18).toString('hex');
+    const token = randomToken(18);
     const marker = newMarker();
     const sandboxed = plan.pidNamespace;
     const hostWorkdir = sandboxed ? undefined : makeHostWorkdir();
