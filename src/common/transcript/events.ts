@@ -1,0 +1,36 @@
+/** Turn markers: the two events the hosts add around one turn of the shared vocabulary. */
+import type { CodeActEvent, RuntimeKind } from '../events';
+
+// ---- turn markers ---------------------------------------------------------------------------------
+
+/** Where a turn came from. */
+export type TurnSource = 'chat' | 'run_with_tools' | 'lm_tool' | 'participant' | 'cli';
+
+/** Starts a turn: the user's prompt (or what was run) and the model it goes to. */
+export interface TurnStarted {
+  type: 'codeact.turn.started';
+  turn_id: string;
+  /** The user's prompt; for Run with Tools a short description such as `orders.py, lines 3-20`. */
+  prompt: string;
+  source?: TurnSource;
+  provider?: string;
+  model?: string;
+  runtime?: RuntimeKind;
+  /** Epoch milliseconds. */
+  started_at?: number;
+}
+
+export type TurnEndStatus = 'completed' | 'stopped' | 'failed';
+
+/** Ends a turn. Anything still running in it is shown as stopped. */
+export interface TurnEnded {
+  type: 'codeact.turn.ended';
+  turn_id: string;
+  status: TurnEndStatus;
+  duration_ms?: number;
+  /** Optional one-line explanation, for example why it failed. */
+  message?: string;
+}
+
+/** What the transcript store persists and the panel reduces: the event vocabulary plus turn markers. */
+export type TranscriptEvent = CodeActEvent | TurnStarted | TurnEnded;

@@ -1,0 +1,237 @@
+/**
+ * The view model the chat panel renders (turns, messages, execution cards, tool-call timelines,
+ * approvals, usage): a plain, JSON-serialisable object that the reducer updates in place.
+ */
+import type { ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
+import type { TurnSource } from './events';
+
+// ---- view model -----------------------------------------------------------------------------------
+
+export type TurnStatus = 'running' | 'completed' | 'stopped' | 'failed';
+
+export interface TurnView {
+  id: string;
+  /** True when the turn was opened by an event that arrived without a `codeact.turn.started`. */
+  implicit: boolean;
+  prompt?: string;
+  source?: TurnSource;
+  provider?: string;
+  model?: string;
+  runtime?: RuntimeKind;
+  status: TurnStatus;
+  startedAt?: number;
+  durationMs?: number;
+  message?: string;
+  /** Keys into `TranscriptModel.items`, in order of appearance. */
+  itemKeys: string[];
+  /** Sum over the model responses of the turn. */
+  usage?: Usage;
+  responses: number;
+  rev: number;
+}
+
+export interface MessageView {
+  kind: 'message';
+  key: string;
+  turnId: string;
+  id: string;
+  role: 'assistant' | 'user';
+  text: string;
+  thinking: boolean;
+  done: boolean;
+  rev: number;
+}
+
+export type ExecStatus = 'writing' | 'running' | 'done' | 'failed' | 'stopped';
+
+export interface OutputChunk {
+  stream: StreamName;
+  text: string;
+  /** Newlines in `text`. */
+  lines: number;
+}
+
+/** The visible tail of an execution's stdout and stderr, in arrival order. */
+export interface OutputTail {
+  chunks: OutputChunk[];
+  /** Characters and newlines currently held in `chunks`. */
+  chars: number;
+  lines: number;
+  /** Everything ever appended, including what was dropped from the front. */
+  totalChars: number;
+  totalLines: number;
+}
+
+export type ToolCallStatus = 'running' | 'ok' | 'error' | 'stopped';
+
+export interface ToolCallView {
+  callId: string;
+  name: string;
+  arguments: unknown;
+  status: ToolCallStatus;
+  output?: unknown;
+  error?: string;
+  durationMs?: number;
+  rev: number;
+}
+
+export interface ExecView {
+  kind: 'exec';
+  key: string;
+  turnId: string;
+  id: string;
+  status: ExecStatus;
+  runtime?: RuntimeKind;
+  sandbox?: SandboxInfo;
+  /** Provider sub-tool, for example Anthropic's `bash_code_execution`. */
+  tool?: string;
+  containerId?: string | null;
+  code: string;
+  codeDone: boolean;
+  output: OutputTail;
+  /** True once live `codeact.output.delta` events arrived; the final item's logs are then not added again. */
+  liveOutput: boolean;
+  images: string[];
+  files: FileOutput[];
+  hasValue: boolean;
+  value?: unknown;
+  error?: ExecutionError;
+  exitCode?: number | null;
+  durationMs?: number;
+  /** The runtime cut stdout or stderr at its cap. */
+  truncated: boolean;
+  tools: ToolCallView[];
+  /** Pending approvals that refer to this execution. */
+  awaiting: number;
+  rev: number;
+}
+
+export interface FunctionView {
+  kind: 'function';
+  key: string;
+  turnId: string;
+  callId: string;
+  name: string;
+  arguments: string;
+  status: 'in_progress' | 'completed';
+  output?: string;
+  isError?: boolean;
+  rev: number;
+}
+
+export interface EditorView {
+  kind: 'editor';
+  key: string;
+  turnId: string;
+  id: string;
+  item: TextEditorItem;
+  rev: number;
+}
+
+export type ApprovalStatus = 'pending' | 'resolved' | 'expired';
+
+export interface ApprovalView {
+  kind: 'approval';
+  key: string;
+  turnId: string;
+  id: string;
+  approvalKind: 'tool' | 'code';
+  itemId?: string;
+  name?: string;
+  arguments?: unknown;
+  code?: string;
+  status: ApprovalStatus;
+  decision?: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
+  reason?: string;
+  rev: number;
+}
+
+export interface ErrorView {
+  kind: 'error';
+  key: string;
+  turnId: string;
+  message: string;
+  code?: string;
+  rev: number;
+}
+
+export interface NoticeView {
+  kind: 'notice';
+  key: string;
+  turnId: string;
+  level: 'info' | 'warning';
+  text: string;
+  rev: number;
+}
+
+export type ItemView = MessageView | ExecView | FunctionView | EditorView | ApprovalView | ErrorView | NoticeView;
+
+export interface TranscriptModel {
+  turns: TurnView[];
+  items: Record<string, ItemView>;
+  /** Other ids an item is known by (a function call's item id -> its key). */
+  aliases: Record<string, string>;
+  /** Events applied so far. */
+  events: number;
+  /** Counter for generated ids (implicit turns, errors, notices). */
+  serial: number;
+}
+
+export type TranscriptChange =
+  | { kind: 'turn'; id: string; added: boolean }
+  | { kind: 'item'; key: string; turnId: string; added: boolean };
+
+/** Caps of the visible output tail (per execution). The full output stays with the host. */
+export const OUTPUT_TAIL_MAX_LINES = 2000;
+export const OUTPUT_TAIL_MAX_CHARS = 256 * 1024;
+
+/** Names of the model-facing tools whose calls are shown as execution cards, not as function calls. */
+export const CODE_TOOL_NAMES: readonly string[] = ['execute_tool_code', 'execute_code'];
+
+export function createTranscript(): TranscriptModel {
+  return { turns: [], items: {}, aliases: {}, events: 0, serial: 0 };
+}
+
+export function messageKey(itemId: string): string {
+  return `m:${itemId}`;
+}
+export function execKey(itemId: string): string {
+  return `x:${itemId}`;
+}
+export function functionKey(callId: string): string {
+  return `f:${callId}`;
+}
+export function approvalKey(approvalId: string): string {
+  return `a:${approvalId}`;
+}
+
+/** The running turn (the last one, if it still runs). */
+export function currentTurn(model: TranscriptModel): TurnView | undefined {
+  const last = model.turns[model.turns.length - 1];
+  return last && last.status === 'running' ? last : undefined;
+}
+
+export function isBusy(model: TranscriptModel): boolean {
+  return model.turns.some((t) => t.status === 'running' && !t.implicit);
+}
+
+export function findTurn(model: TranscriptModel, id: string): TurnView | undefined {
+  for (let i = model.turns.length - 1; i >= 0; i--) if (model.turns[i].id === id) return model.turns[i];
+  return undefined;
+}
+
+/** Turns, messages and executions as plain text, for "copy conversation" and tests. */
+export function summarize(model: TranscriptModel): string {
+  const out: string[] = [];
+  for (const turn of model.turns) {
+    if (turn.prompt) out.push(`> ${turn.prompt}`);
+    for (const key of turn.itemKeys) {
+      const item = model.items[key];
+      if (!item) continue;
+      if (item.kind === 'message') out.push(item.text);
+      else if (item.kind === 'exec') out.push('```python\n' + item.code + '\n```');
+      else if (item.kind === 'error') out.push(`Error: ${item.message}`);
+    }
+  }
+  return out.join('\n\n');
+}

@@ -1,0 +1,282 @@
+/**
+ * The transcript reducer: events of the shared vocabulary (plus two turn markers) -> the view model the
+ * chat panel renders (turns, messages, execution cards, tool-call timelines, approvals, usage).
+ *
+ * Pure and DOM-free. For speed the model is a plain, JSON-serialisable object that `applyEvent` updates in
+ * place; it returns which turns and items changed so a renderer can update only those (the webview never
+ * re-renders the whole transcript). Output panes keep only a bounded tail; the host keeps the full text.
+ */
+import type { TranscriptEvent } from './events';
+import { approvalKey, createTranscript, currentTurn, execKey, findTurn, type ApprovalView, type ErrorView, type ExecView, type NoticeView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
+import { appendOutput } from './outputTail';
+import { Ctx } from './reducerContext';
+
+/** Reduces a whole event list into a fresh model. */
+export function buildTranscript(events: readonly TranscriptEvent[]): TranscriptModel {
+  const model = createTranscript();
+  for (const event of events) applyEvent(model, event);
+  return model;
+}
+
+// ---- the reducer ----------------------------------------------------------------------------------
+
+/**
+ * Applies one event to the model, in place, and returns what changed. Unknown event types are ignored,
+ * so newer hosts can talk to older panels.
+ */
+export function applyEvent(model: TranscriptModel, event: TranscriptEvent): TranscriptChange[] {
+  const ctx = new Ctx(model);
+  model.events++;
+  switch (event.type) {
+    case 'codeact.turn.started': {
+      const existing = findTurn(model, event.turn_id);
+      if (existing) {
+        existing.status = 'running';
+        ctx.turnChanged(existing);
+        break;
+      }
+      // A turn left open by an implicit start is closed when a real one begins.
+      const open = currentTurn(model);
+      if (open && open.implicit) {
+        open.status = 'completed';
+        ctx.turnChanged(open);
+      }
+      const turn: TurnView = {
+        id: event.turn_id,
+        implicit: false,
+        prompt: event.prompt,
+        source: event.source,
+        provider: event.provider,
+        model: event.model,
+        runtime: event.runtime,
+        status: 'running',
+        startedAt: event.started_at,
+        itemKeys: [],
+        responses: 0,
+        rev: 1,
+      };
+      model.turns.push(turn);
+      ctx.changes.push({ kind: 'turn', id: turn.id, added: true });
+      break;
+    }
+    case 'codeact.turn.ended': {
+      const turn = findTurn(model, event.turn_id);
+      if (!turn) break;
+      turn.status = event.status;
+      if (event.duration_ms !== undefined) turn.durationMs = event.duration_ms;
+      if (event.message) turn.message = event.message;
+      ctx.settleTurn(turn, event.status === 'completed' ? 'completed' : 'stopped');
+      ctx.turnChanged(turn);
+      break;
+    }
+    case 'response.output_text.delta':
+    case 'response.reasoning_text.delta': {
+      // (`thinking` on output_text: reasoning in transcripts saved before it had events of its own.)
+      const msg = ctx.message(event.item_id, event.type === 'response.reasoning_text.delta' || event.thinking === true);
+      msg.text += event.delta;
+      ctx.itemChanged(msg);
+      break;
+    }
+    case 'response.output_text.done':
+    case 'response.reasoning_text.done': {
+      const msg = ctx.message(event.item_id, event.type === 'response.reasoning_text.done' || event.thinking === true);
+      msg.text = event.text;
+      msg.done = true;
+      ctx.itemChanged(msg);
+      break;
+    }
+    case 'response.code_interpreter_call.in_progress': {
+      const exec = ctx.exec(event.item_id);
+      if (event.runtime) exec.runtime = event.runtime;
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'response.code_interpreter_call_code.delta': {
+      const exec = ctx.exec(event.item_id);
+      exec.code += event.delta;
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'response.code_interpreter_call_code.done': {
+      const exec = ctx.exec(event.item_id);
+      exec.code = event.code;
+      exec.codeDone = true;
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'response.code_interpreter_call.interpreting': {
+      const exec = ctx.exec(event.item_id);
+      exec.codeDone = true;
+      if (exec.status === 'writing') exec.status = 'running';
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'response.code_interpreter_call.completed': {
+      const exec = ctx.exec(event.item_id);
+      exec.codeDone = true;
+      if (exec.status === 'writing' || exec.status === 'running') exec.status = exec.error ? 'failed' : 'done';
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'codeact.output.delta': {
+      const exec = ctx.exec(event.item_id);
+      exec.liveOutput = true;
+      exec.codeDone = true;
+      if (exec.status === 'writing') exec.status = 'running';
+      appendOutput(exec.output, event.stream, event.delta);
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'codeact.tool_call.started': {
+      const exec = ctx.exec(event.item_id);
+      if (exec.status === 'writing') exec.status = 'running';
+      exec.codeDone = true;
+      let call = exec.tools.find((c) => c.callId === event.call_id);
+      if (!call) {
+        call = { callId: event.call_id, name: event.name, arguments: event.arguments, status: 'running', rev: 0 };
+        exec.tools.push(call);
+      }
+      call.rev++;
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'codeact.tool_call.completed': {
+      const exec = ctx.exec(event.item_id);
+      let call = exec.tools.find((c) => c.callId === event.call_id);
+      if (!call) {
+        call = { callId: event.call_id, name: event.name, arguments: undefined, status: 'running', rev: 0 };
+        exec.tools.push(call);
+      }
+      call.status = event.error !== undefined ? 'error' : 'ok';
+      call.error = event.error;
+      call.output = event.output;
+      call.durationMs = event.duration_ms;
+      call.rev++;
+      ctx.itemChanged(exec);
+      break;
+    }
+    case 'response.output_item.added':
+    case 'response.output_item.done':
+      ctx.outputItem(event.item, event.type === 'response.output_item.done');
+      break;
+    case 'response.function_call_arguments.delta': {
+      const fn = ctx.functionCall(event.call_id ?? event.item_id, event.item_id);
+      if (fn) {
+        fn.arguments += event.delta;
+        ctx.itemChanged(fn);
+      }
+      break;
+    }
+    case 'response.function_call_arguments.done': {
+      const fn = ctx.functionCall(event.call_id ?? event.item_id, event.item_id, event.name);
+      if (fn) {
+        fn.arguments = event.arguments;
+        if (event.name) fn.name = event.name;
+        ctx.itemChanged(fn);
+      }
+      break;
+    }
+    case 'codeact.approval.requested': {
+      const turn = ctx.turnForNewItem();
+      const key = approvalKey(event.approval_id);
+      if (model.items[key]) break;
+      const view: ApprovalView = {
+        kind: 'approval',
+        key,
+        turnId: turn.id,
+        id: event.approval_id,
+        approvalKind: event.kind,
+        itemId: event.item_id,
+        name: event.name,
+        arguments: event.arguments,
+        code: event.code,
+        status: 'pending',
+        rev: 1,
+      };
+      ctx.addItem(turn, view);
+      const exec = event.item_id ? (model.items[execKey(event.item_id)] as ExecView | undefined) : undefined;
+      if (exec && exec.kind === 'exec') {
+        exec.awaiting++;
+        ctx.itemChanged(exec);
+      }
+      break;
+    }
+    case 'codeact.approval.resolved': {
+      const view = model.items[approvalKey(event.approval_id)];
+      if (!view || view.kind !== 'approval') break;
+      const wasPending = view.status === 'pending';
+      view.status = 'resolved';
+      view.decision = event.decision;
+      view.reason = event.reason;
+      ctx.itemChanged(view);
+      if (wasPending) ctx.releaseApproval(view);
+      break;
+    }
+    case 'codeact.retry': {
+      const turn = ctx.turnForNewItem();
+      const seconds = Math.max(1, Math.round(event.delay_ms / 1000));
+      const status = event.status ? ` (HTTP ${event.status})` : '';
+      const view: NoticeView = {
+        kind: 'notice',
+        key: `n:${++model.serial}`,
+        turnId: turn.id,
+        level: 'warning',
+        text: `${event.message}${status}. Retrying in ${seconds} s (attempt ${event.attempt}).`,
+        rev: 1,
+      };
+      ctx.addItem(turn, view);
+      break;
+    }
+    case 'codeact.session': {
+      // A session that ended (idle, evicted, restarted, crashed) or a reopened conversation: said where
+      // the conversation is, not as a turn of its own.
+      if (event.state !== 'ended') break;
+      const turn = currentTurn(model) ?? model.turns[model.turns.length - 1] ?? ctx.turnForNewItem();
+      const view: NoticeView = { kind: 'notice', key: `n:${++model.serial}`, turnId: turn.id, level: 'warning', text: event.message, rev: 1 };
+      ctx.addItem(turn, view);
+      break;
+    }
+    case 'response.completed': {
+      const turn = ctx.turnForNewItem();
+      turn.responses++;
+      const usage = event.response.usage;
+      if (usage) {
+        const sum = turn.usage ?? { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+        sum.input_tokens += usage.input_tokens || 0;
+        sum.output_tokens += usage.output_tokens || 0;
+        sum.total_tokens = (sum.total_tokens ?? 0) + (usage.total_tokens ?? (usage.input_tokens || 0) + (usage.output_tokens || 0));
+        turn.usage = sum;
+      }
+      for (const key of turn.itemKeys) {
+        const item = model.items[key];
+        if (item && item.kind === 'message' && !item.done) {
+          item.done = true;
+          ctx.itemChanged(item);
+        }
+      }
+      if (turn.implicit) {
+        turn.status = 'completed';
+        ctx.settleTurn(turn, 'completed');
+      }
+      ctx.turnChanged(turn);
+      break;
+    }
+    case 'error': {
+      // Stopping is not an error: the turn's end marker shows it as stopped.
+      if (event.code === 'cancelled') break;
+      const turn = ctx.turnForNewItem();
+      const view: ErrorView = { kind: 'error', key: `e:${++model.serial}`, turnId: turn.id, message: event.message, code: event.code, rev: 1 };
+      ctx.addItem(turn, view);
+      if (turn.implicit) {
+        turn.status = 'failed';
+        ctx.settleTurn(turn, 'stopped');
+        ctx.turnChanged(turn);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return ctx.changes;
+}
+

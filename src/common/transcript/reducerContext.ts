@@ -1,0 +1,274 @@
+/** The reducer's working context for one event: it creates and finds items, and records what changed. */
+import type { CodeInterpreterCallItem, FileOutput, FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputItem, TextEditorItem } from '../events';
+import { CODE_TOOL_NAMES, execKey, functionKey, messageKey, type ApprovalView, type ExecView, type FunctionView, type ItemView, type MessageView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
+import { appendOutput, emptyTail } from './outputTail';
+
+export class Ctx {
+  readonly changes: TranscriptChange[] = [];
+  constructor(private readonly model: TranscriptModel) {}
+
+  turnChanged(turn: TurnView): void {
+    turn.rev++;
+    if (!this.changes.some((c) => c.kind === 'turn' && c.id === turn.id)) this.changes.push({ kind: 'turn', id: turn.id, added: false });
+  }
+
+  itemChanged(item: ItemView): void {
+    item.rev++;
+    if (!this.changes.some((c) => c.kind === 'item' && c.key === item.key))
+      this.changes.push({ kind: 'item', key: item.key, turnId: item.turnId, added: false });
+  }
+
+  addItem(turn: TurnView, item: ItemView): void {
+    this.model.items[item.key] = item;
+    turn.itemKeys.push(item.key);
+    this.changes.push({ kind: 'item', key: item.key, turnId: turn.id, added: true });
+  }
+
+  /** The turn new items go to: the running turn, else an implicit one (reopened if it was the last). */
+  turnForNewItem(): TurnView {
+    const model = this.model;
+    const last = model.turns[model.turns.length - 1];
+    if (last && last.status === 'running') return last;
+    if (last && last.implicit) {
+      last.status = 'running';
+      this.turnChanged(last);
+      return last;
+    }
+    const turn: TurnView = { id: `t:${++model.serial}`, implicit: true, status: 'running', itemKeys: [], responses: 0, rev: 1 };
+    model.turns.push(turn);
+    this.changes.push({ kind: 'turn', id: turn.id, added: true });
+    return turn;
+  }
+
+  message(itemId: string, thinking: boolean): MessageView {
+    const key = messageKey(itemId);
+    const existing = this.model.items[key];
+    if (existing && existing.kind === 'message') return existing;
+    const turn = this.turnForNewItem();
+    const view: MessageView = { kind: 'message', key, turnId: turn.id, id: itemId, role: 'assistant', text: '', thinking, done: false, rev: 0 };
+    this.addItem(turn, view);
+    return view;
+  }
+
+  exec(itemId: string): ExecView {
+    const key = execKey(itemId);
+    const existing = this.model.items[key];
+    if (existing && existing.kind === 'exec') return existing;
+    const turn = this.turnForNewItem();
+    const view: ExecView = {
+      kind: 'exec',
+      key,
+      turnId: turn.id,
+      id: itemId,
+      status: 'writing',
+      runtime: turn.runtime,
+      code: '',
+      codeDone: false,
+      output: emptyTail(),
+      liveOutput: false,
+      images: [],
+      files: [],
+      hasValue: false,
+      truncated: false,
+      tools: [],
+      awaiting: 0,
+      rev: 0,
+    };
+    this.addItem(turn, view);
+    return view;
+  }
+
+  /** The function-call view for a call id (or item id); undefined for the code tools, shown as cards. */
+  functionCall(callId: string, itemId?: string, name?: string): FunctionView | undefined {
+    const items = this.model.items;
+    const direct = items[functionKey(callId)];
+    if (direct && direct.kind === 'function') return direct;
+    if (itemId) {
+      const byItem = items[functionKey(itemId)];
+      if (byItem && byItem.kind === 'function') return byItem;
+      const aliasKey = this.model.aliases[itemId];
+      const alias = aliasKey ? items[aliasKey] : undefined;
+      if (alias && alias.kind === 'function') return alias;
+    }
+    if (name && CODE_TOOL_NAMES.includes(name)) return undefined;
+    if (!name) return undefined;
+    return this.addFunction({ type: 'function_call', call_id: callId, id: itemId, name, status: 'in_progress' });
+  }
+
+  addFunction(item: FunctionCallItem): FunctionView | undefined {
+    if (CODE_TOOL_NAMES.includes(item.name)) return undefined;
+    const turn = this.turnForNewItem();
+    const view: FunctionView = {
+      kind: 'function',
+      key: functionKey(item.call_id),
+      turnId: turn.id,
+      callId: item.call_id,
+      name: item.name,
+      arguments: item.arguments ?? '',
+      status: item.status === 'completed' ? 'completed' : 'in_progress',
+      rev: 1,
+    };
+    this.addItem(turn, view);
+    // Argument deltas name the item id, not the call id: remember the alias.
+    if (item.id && item.id !== item.call_id) this.model.aliases[item.id] = view.key;
+    return view;
+  }
+
+  outputItem(item: OutputItem, done: boolean): void {
+    switch (item.type) {
+      case 'message':
+        this.messageItem(item, done);
+        break;
+      case 'reasoning':
+        this.messageItem({ type: 'message', id: item.id, role: 'assistant', text: item.text, thinking: true }, done);
+        break;
+      case 'code_interpreter_call':
+        this.codeItem(item, done);
+        break;
+      case 'function_call':
+        this.functionItem(item, done);
+        break;
+      case 'function_call_output':
+        this.functionOutput(item);
+        break;
+      case 'text_editor_call':
+        this.editorItem(item);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private messageItem(item: MessageItem, done: boolean): void {
+    const msg = this.message(item.id, item.thinking === true);
+    msg.role = item.role;
+    if (done || item.text) msg.text = item.text;
+    if (done) msg.done = true;
+    this.itemChanged(msg);
+  }
+
+  private codeItem(item: CodeInterpreterCallItem, done: boolean): void {
+    const exec = this.exec(item.id);
+    exec.runtime = item.runtime ?? exec.runtime;
+    if (item.sandbox) exec.sandbox = item.sandbox;
+    if (item.tool) exec.tool = item.tool;
+    if (item.container_id !== undefined) exec.containerId = item.container_id;
+    if (item.code && (done || item.code.length >= exec.code.length)) exec.code = item.code;
+    if (!done) {
+      if (item.status === 'interpreting') exec.status = 'running';
+      this.itemChanged(exec);
+      return;
+    }
+    exec.codeDone = true;
+    exec.exitCode = item.exit_code;
+    if (item.duration_ms !== undefined) exec.durationMs = item.duration_ms;
+    if (item.truncated) exec.truncated = true;
+    // A stopped run (status "incomplete") is shown as stopped, not as an error with a null result.
+    if (item.error && item.status !== 'incomplete') exec.error = item.error;
+    if (item.value !== undefined && item.status === 'completed') {
+      exec.hasValue = true;
+      exec.value = item.value;
+    }
+    for (const out of item.outputs ?? []) {
+      if (out.type === 'logs') {
+        if (!exec.liveOutput) appendOutput(exec.output, out.stream === 'stderr' ? 'stderr' : 'stdout', out.logs);
+      } else if (out.type === 'image') {
+        if (!exec.images.includes(out.url)) exec.images.push(out.url);
+      } else if (out.type === 'file') {
+        if (!exec.files.some((f) => sameFile(f, out))) exec.files.push(out);
+      }
+    }
+    exec.status = item.status === 'incomplete' ? 'stopped' : item.status === 'failed' || item.error ? 'failed' : 'done';
+    for (const call of exec.tools) {
+      if (call.status === 'running') {
+        call.status = 'stopped';
+        call.rev++;
+      }
+    }
+    this.itemChanged(exec);
+  }
+
+  private functionItem(item: FunctionCallItem, done: boolean): void {
+    let fn = this.functionCall(item.call_id, item.id);
+    if (!fn) fn = this.addFunction(item);
+    if (!fn) return;
+    if (item.arguments !== undefined && (done || item.arguments.length >= fn.arguments.length)) fn.arguments = item.arguments;
+    if (done || item.status === 'completed') fn.status = 'completed';
+    this.itemChanged(fn);
+  }
+
+  private functionOutput(item: FunctionCallOutputItem): void {
+    const fn = this.functionCall(item.call_id);
+    if (!fn) return;
+    fn.output = item.output;
+    fn.isError = item.is_error;
+    fn.status = 'completed';
+    this.itemChanged(fn);
+  }
+
+  private editorItem(item: TextEditorItem): void {
+    const key = `t:${item.id}`;
+    const existing = this.model.items[key];
+    if (existing && existing.kind === 'editor') {
+      existing.item = item;
+      this.itemChanged(existing);
+      return;
+    }
+    const turn = this.turnForNewItem();
+    this.addItem(turn, { kind: 'editor', key, turnId: turn.id, id: item.id, item, rev: 1 });
+  }
+
+  releaseApproval(view: ApprovalView): void {
+    if (!view.itemId) return;
+    const exec = this.model.items[execKey(view.itemId)];
+    if (exec && exec.kind === 'exec' && exec.awaiting > 0) {
+      exec.awaiting--;
+      this.itemChanged(exec);
+    }
+  }
+
+  /** Marks what still runs in a finished turn as stopped, and pending approvals as expired. */
+  settleTurn(turn: TurnView, how: 'completed' | 'stopped'): void {
+    for (const key of turn.itemKeys) {
+      const item = this.model.items[key];
+      if (!item) continue;
+      if (item.kind === 'exec') {
+        let changed = false;
+        if (item.status === 'writing' || item.status === 'running') {
+          // A turn that completed normally with an execution still "running" lost its final item: call it done.
+          item.status = how === 'completed' && item.status === 'running' && !item.error ? 'done' : 'stopped';
+          changed = true;
+        }
+        for (const call of item.tools) {
+          if (call.status === 'running') {
+            call.status = 'stopped';
+            call.rev++;
+            changed = true;
+          }
+        }
+        if (item.awaiting) {
+          item.awaiting = 0;
+          changed = true;
+        }
+        if (changed) this.itemChanged(item);
+      } else if (item.kind === 'message' && !item.done) {
+        item.done = true;
+        this.itemChanged(item);
+      } else if (item.kind === 'approval' && item.status === 'pending') {
+        item.status = 'expired';
+        this.itemChanged(item);
+      } else if (item.kind === 'function' && item.status === 'in_progress') {
+        item.status = 'completed';
+        this.itemChanged(item);
+      }
+    }
+  }
+}
+
+function sameFile(a: FileOutput, b: FileOutput): boolean {
+  return (
+    (a.file_id !== undefined && a.file_id === b.file_id) ||
+    (a.path !== undefined && a.path === b.path && a.container_id === b.container_id) ||
+    (a.url !== undefined && a.url === b.url)
+  );
+}
