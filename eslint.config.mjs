@@ -48,6 +48,36 @@ const layerRules = [
   },
 ];
 
+/**
+ * Zones inside src/core (see docs/architecture.md, "Zones"). Each zone lists what it may import from the
+ * rest of core; `common` is always allowed except in util. Every folder of core must be a zone:
+ * test/structure.test.ts checks that no file sits outside one.
+ */
+export const CORE_ZONES = {
+  util: [],
+  providers: ['util'],
+  runtime: ['util'],
+  gateway: ['util', 'runtime/types.ts'],
+  tools: ['util', 'gateway', 'runtime/types.ts'],
+  config: ['util', 'providers', 'runtime', 'gateway', 'tools'],
+  agent: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config'],
+  session: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent'],
+};
+
+function coreZones() {
+  const zones = [];
+  for (const [zone, allowed] of Object.entries(CORE_ZONES)) {
+    const message = `core/${zone} may import only ${allowed.length ? allowed.map((a) => 'core/' + a).join(', ') + (zone === 'util' ? '' : ' and common') : 'Node and SDKs'} (zones: docs/architecture.md).`;
+    for (const other of Object.keys(CORE_ZONES)) {
+      if (other === zone || allowed.includes(other)) continue;
+      const except = allowed.filter((a) => a.startsWith(other + '/')).map((a) => './' + a.slice(other.length + 1));
+      zones.push({ target: `./src/core/${zone}`, from: `./src/core/${other}`, except, message });
+    }
+    if (zone === 'util') zones.push({ target: './src/core/util', from: './src/common', message });
+  }
+  return zones;
+}
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'out/**', '.vscode-test/**', 'test-artifacts/**', 'coverage/**', 'examples/**', 'test/fixtures/**', 'media/**'] },
   js.configs.recommended,
@@ -69,11 +99,15 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   ...layerRules,
-  // No import cycles anywhere in src (type-only imports included: a cycle of types is a knot in the design too).
+  // No import cycles anywhere in src (test/structure.test.ts also counts type-only imports), and the zones inside core.
   {
     files: ['src/**/*.ts'],
     plugins: { 'import-x': importX },
     settings: { 'import-x/resolver': { node: { extensions: ['.ts', '.js', '.py'] } }, 'import-x/extensions': ['.ts'] },
-    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: coreZones() }],
+    },
   },
 );
+

@@ -40,9 +40,12 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 import codeact_lib as lib  # noqa: E402
+import codeact_output as output  # noqa: E402
+import codeact_proc as proc  # noqa: E402
 
-lib.own_file(__file__)
-lib.own_file(os.path.abspath(__file__))
+for _f in (__file__, output.__file__, proc.__file__):
+    lib.own_file(_f)
+    lib.own_file(os.path.abspath(_f))
 json = None  # loaded after the first frame (it is needed then anyway)
 
 
@@ -216,7 +219,7 @@ class ToolBridge:
 
     async def _send(self, loop, run_id, name, encoded):
         # What the code printed before the call comes before the call.
-        flush_output()
+        output.flush_output()
         if self.run_id != run_id:
             raise RuntimeError("call_tool: the run this call belongs to has ended")
         self.next_id += 1
@@ -263,9 +266,9 @@ class Guest:
             kind = frame.get("t")
             if kind == "run":
                 self.last = frame.get("last") is True
-                if not self.last and not _SUBREAPER_SET:
+                if not self.last and not proc.SUBREAPER_SET:
                     # A session: Stop kills what a stopped run started, orphans included.
-                    _set_subreaper(_SUBREAPER)
+                    proc.set_subreaper(proc.SUBREAPER)
                 self.chan.send_result(self.run(frame))
                 if self.last:
                     return
@@ -275,8 +278,8 @@ class Guest:
 
     def run(self, frame):
         run_id = int(frame.get("run") or 0)
-        if _OUTPUT is not None:
-            _OUTPUT.new_run()
+        if output.OUTPUT is not None:
+            output.OUTPUT.new_run()
         self.cells += 1
         filename = f"{lib.CELL_PREFIX}{self.cells}>"
         self.bridge.enabled = frame.get("tools", True) is not False
@@ -325,14 +328,14 @@ class Guest:
                 print(lib.display_text(display))
             except Exception:  # noqa: BLE001
                 pass
-        if (self.last and _SUBREAPER) or self.interrupt.requested:
+        if (self.last and proc.SUBREAPER) or self.interrupt.requested:
             # A one-shot run ends with everything it started; so does a run that was stopped (Stop, the
             # timeout), whose session keeps its variables but not the processes the code started.
-            _kill_descendants()
+            proc.kill_descendants()
             self.interrupt.requested = False
         result["t"] = "complete"
         result["run"] = run_id
-        result["end"] = _write_end(frame.get("end"))
+        result["end"] = output.write_end(frame.get("end"))
         return result
 
     def _install_discovery(self, source):
@@ -368,281 +371,6 @@ def _forked_child_exit(exc):
     os._exit(code)
 
 
-def _write_end(token):
-    """Flushes the run's output, then writes the end token to stdout and stderr."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except BaseException:  # noqa: BLE001 - a stream the code replaced or closed
-            pass
-    flush_output()
-    wrote = [False, False]
-    if not token:
-        return wrote
-    data = ("\x00codeact-end:" + token + "\x00").encode("ascii")
-    for i in (0, 1):
-        try:
-            n = 0
-            while n < len(data):
-                n += os.write(1 + i, data[n:])
-            wrote[i] = True
-        except OSError:
-            pass
-    return wrote
-
-
-_SUBREAPER = False
-
-
-def _own_pid_in(proc_pid):
-    """A process's PID in this process's own namespace, from /proc's (which may be an outer namespace's,
-    when the kernel refused a private /proc): the last NSpid field."""
-    try:
-        with open(f"/proc/{proc_pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return proc_pid
-
-
-def _kill_descendants():
-    """Every process the code started (orphans of setsid() or a double fork were re-parented here: this
-    process is a child subreaper, or PID 1 of its namespace). Stop them all, then kill them."""
-    import signal
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            me = int(f.read().split()[0])  # this process as /proc numbers it
-    except (OSError, ValueError, IndexError):
-        me = os.getpid()
-    translate = me != os.getpid()
-    seen = {}
-    for _ in range(50):
-        children = {}
-        try:
-            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-        except OSError:
-            return
-        for pid in pids:
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    stat = f.read()
-                ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(pid)
-        tree = []
-        stack = [me]
-        while stack:
-            for c in children.get(stack.pop(), ()):
-                tree.append(c)
-                stack.append(c)
-        new = [p for p in tree if p not in seen]
-        if not new:
-            break
-        for pid in new:
-            own = _own_pid_in(pid) if translate else pid
-            seen[pid] = own
-            try:
-                os.kill(own, signal.SIGSTOP)
-            except OSError:
-                pass
-    for own in seen.values():
-        try:
-            os.kill(own, signal.SIGKILL)
-        except OSError:
-            pass
-    for own in seen.values():
-        try:
-            os.waitpid(own, 0)
-        except OSError:
-            pass
-
-
-def _libc():
-    import ctypes
-    return ctypes.CDLL(None, use_errno=True)
-
-
-_SUBREAPER_SET = False
-
-
-def _set_subreaper(kill_at_end):
-    global _SUBREAPER, _SUBREAPER_SET
-    _SUBREAPER_SET = True
-    try:
-        libc = _libc()
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-        if kill_at_end:
-            libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: die with the host
-        _SUBREAPER = kill_at_end
-    except Exception:  # noqa: BLE001
-        pass
-
-
-def _apply_limits(limits):
-    if not limits:
-        return
-    import resource
-    table = {
-        "as": resource.RLIMIT_AS,
-        "cpu": resource.RLIMIT_CPU,
-        "fsize": resource.RLIMIT_FSIZE,
-        "nofile": resource.RLIMIT_NOFILE,
-        "nproc": resource.RLIMIT_NPROC,
-        "core": resource.RLIMIT_CORE,
-    }
-    for key, value in limits.items():
-        which = table.get(key)
-        if which is None:
-            continue
-        try:
-            if key == "cpu":
-                resource.setrlimit(which, (int(value), int(value) + 1))
-            else:
-                resource.setrlimit(which, (int(value), int(value)))
-        except (ValueError, OSError):
-            pass
-
-
-class _CappedRaw:
-    """fd 1 or 2 under the output buffer: past the run's cap (plus a little, so the host sees the
-    overflow and marks the truncation) nothing more is written, only counted."""
-
-    def __init__(self, fd, cap):
-        self.fd = fd
-        self.cap = cap + 1024
-        self.count = 0
-
-    def write(self, b):
-        n = len(b)
-        room = self.cap - self.count
-        self.count += n
-        if room <= 0:
-            return n
-        view = memoryview(b)
-        if n > room:
-            view = view[:room]
-        while view:
-            try:
-                view = view[os.write(self.fd, view):]
-            except InterruptedError:
-                continue
-            except OSError:
-                break
-        return n
-
-
-_OUTPUT = None
-
-
-class _Output:
-    """stdout and stderr as the code sees them. stdout is block-buffered (64 KiB) and flushed at least
-    every 10 ms by a thread, before each tool call and at the end of a run, so output is live without a
-    write per line; stderr is written through, after flushing stdout, so the two interleave as printed."""
-
-    def __init__(self, cap):
-        import io
-        import threading
-        self.raw = [_CappedRaw(1, cap), _CappedRaw(2, cap)]
-        self.stdout = io.TextIOWrapper(io.BufferedWriter(_RawAdapter(self.raw[0]), 65536), encoding="utf-8", errors="backslashreplace", line_buffering=False)
-        self.stderr = _Stderr(io.TextIOWrapper(io.BufferedWriter(_RawAdapter(self.raw[1]), 8192), encoding="utf-8", errors="backslashreplace", write_through=True), self.stdout)
-        sys.stdout = self.stdout
-        sys.stderr = self.stderr
-        t = threading.Thread(target=self._flush_loop, name="codeact-output", daemon=True)
-        t.start()
-
-    def _flush_loop(self):
-        import time
-        while True:
-            time.sleep(0.01)
-            try:
-                self.stdout.flush()
-            except Exception:  # noqa: BLE001 - a closed or replaced stream: nothing to flush
-                pass
-
-    def new_run(self):
-        for r in self.raw:
-            r.count = 0
-
-    def flush(self):
-        for s in (self.stdout, self.stderr):
-            try:
-                s.flush()
-            except Exception:  # noqa: BLE001
-                pass
-
-
-def _raw_adapter():
-    import io
-
-    class RawAdapter(io.RawIOBase):
-        def __init__(self, capped):
-            self.capped = capped
-
-        def writable(self):
-            return True
-
-        def fileno(self):
-            return self.capped.fd
-
-        def write(self, b):
-            return self.capped.write(b)
-
-    return RawAdapter
-
-
-def _RawAdapter(capped):
-    global _RAW_ADAPTER
-    if _RAW_ADAPTER is None:
-        _RAW_ADAPTER = _raw_adapter()
-    return _RAW_ADAPTER(capped)
-
-
-_RAW_ADAPTER = None
-
-
-class _Stderr:
-    """stderr that flushes stdout first (a TextIOWrapper cannot be subclassed from C cheaply)."""
-
-    def __init__(self, stream, stdout):
-        self._stream = stream
-        self._stdout = stdout
-
-    def write(self, text):
-        try:
-            self._stdout.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        return self._stream.write(text)
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
-_CHILD_EVENTS = frozenset(("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork", "os.forkpty", "pty.spawn"))
-
-
-def _flush_before_children(event, _args):
-    if event in _CHILD_EVENTS:
-        flush_output()
-
-
-def flush_output():
-    if _OUTPUT is not None:
-        _OUTPUT.flush()
-
-
-def _configure_output(cap):
-    global _OUTPUT
-    _OUTPUT = _Output(cap)
-    # A child process writes straight to fd 1 and 2: flush what the code printed before it starts, so the
-    # order on screen is the order of the code (subprocess, os.system, os.exec*, os.spawn*, os.fork).
-    sys.addaudithook(_flush_before_children)
-
-
 def serve(chan, first=None):
     """Runs a guest on an open channel: init, then runs until the host is done with it."""
     global json
@@ -658,9 +386,9 @@ def serve(chan, first=None):
     if init.get("subreaper"):
         # No PID namespace: the code's orphans (after setsid() or a double fork) must stay in this tree,
         # where they are killed at the end of a one-shot run.
-        _set_subreaper(True)
-    _apply_limits(init.get("limits"))
-    _configure_output(int(init.get("max_output") or (1 << 20)))
+        proc.set_subreaper(True)
+    proc.apply_limits(init.get("limits"))
+    output.configure_output(int(init.get("max_output") or (1 << 20)))
     guest = Guest(chan, init)
     chan.send({"t": "ready", "pid": os.getpid()})
     guest.serve()
@@ -669,8 +397,8 @@ def serve(chan, first=None):
         sys.stderr.flush()
     except Exception:  # noqa: BLE001
         pass
-    if _SUBREAPER:
-        _kill_descendants()
+    if proc.SUBREAPER:
+        proc.kill_descendants()
     return 0
 
 

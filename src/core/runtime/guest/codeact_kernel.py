@@ -1,6 +1,6 @@
 """CodeAct inside a Jupyter kernel: the glue between an ipykernel and the guest library.
 
-The host sends codeact_lib.py and this file to each kernel once (silently), as the modules
+The host sends the library (codeact_values.py, codeact_lib.py), discovery and this file to each kernel once (silently), as the modules
 `codeact_lib` and `__codeact__`. Each user run is then one cell, `await __import__("__codeact__").run(…)`,
 carrying the code base64-encoded. Compiling, running, tracebacks, values and the call_tool checks are
 the library's, exactly as in the local guest; this file adds what only a kernel has:

@@ -17,6 +17,8 @@ Jupyter runtime sends its source to each kernel once (codeact_kernel.py installs
 - prepare_call: the checks on call_tool's name and arguments, before anything leaves the process.
 - variables: a summary of the namespace (name, type, short repr or shape) that never runs user code.
 
+The last three live in codeact_values.py and are part of this module's surface.
+
 Start-up cost matters for a cold run, so the imports are the cheap ones; asyncio and traceback load
 only when they are needed.
 """
@@ -33,6 +35,13 @@ NOT_INTERACTIVE = ("input() has no one to answer it: code run by CodeAct is not 
 def own_file(filename):
     """Registers a file of ours: its frames never show in a user's traceback."""
     _OWN_FILES.add(filename)
+
+
+# Values that leave the process live in their own module (part of this library's surface).
+from codeact_values import compact_json, display_text, encode_value, prepare_call, variables  # noqa: E402,F401
+import codeact_values as _values  # noqa: E402
+
+own_file(_values.prepare_call.__code__.co_filename)
 
 
 # ---- compiling ---------------------------------------------------------------------------------
@@ -378,91 +387,6 @@ def exit_result(exc):
     return exc.code in (None, 0)
 
 
-def encode_value(value, implicit, max_bytes):
-    """("ok", json_text) | ("display", value) | ("error", error_dict).
-
-    A last expression (implicit) that is not JSON is shown, as a notebook shows it, and the value is
-    null; an explicit `return` of such a value is an error that says how to fix it."""
-    import json
-    if value is None:
-        return "ok", "null"
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        if implicit:
-            return "display", value
-        kind = type(value).__name__
-        return "error", {
-            "type": "ReturnValueError",
-            "message": (f"The code returned a {kind} value that is not JSON-serialisable ({exc}). "
-                        "Return only dict, list, str, int, float (finite), bool or None; convert the value first, "
-                        "for example with list(...), str(...) or .tolist()."),
-            "traceback": "",
-            "line": None,
-        }
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > max_bytes:
-        return "error", {
-            "type": "ReturnValueError",
-            "message": (f"The return value is {size:,} bytes of JSON; the limit is {max_bytes:,}. "
-                        "Return a summary (counts, the first rows, a file path) instead of the whole data."),
-            "traceback": "",
-            "line": None,
-        }
-    return "ok", text
-
-
-def display_text(value, limit=100_000):
-    """The text a notebook would show for a value: its repr, bounded."""
-    try:
-        text = repr(value)
-    except Exception as exc:  # noqa: BLE001
-        text = f"<{type(value).__name__} object: repr() failed: {exc}>"
-    if len(text) > limit:
-        text = text[:limit] + f"… [{len(text) - limit:,} more characters]"
-    return text
-
-
-_ENCODER = None
-
-
-def _compact_encoder():
-    """One JSON encoder for call arguments (json.dumps with options builds a new encoder every call)."""
-    global _ENCODER
-    if _ENCODER is None:
-        import json
-        _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _ENCODER
-
-
-def compact_json(value):
-    return _compact_encoder().encode(value)
-
-
-def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
-    """Checks a call_tool call and returns (name, args, args_json); raises what the code should see."""
-    if not tools_enabled:
-        raise RuntimeError(f'No managed tools are available in this run, so "{name}" cannot be called.')
-    if not isinstance(name, str) or not name:
-        raise TypeError("call_tool(name, **arguments): name must be a non-empty string")
-    if arguments is not None and not isinstance(arguments, dict):
-        raise TypeError(f"call_tool({name!r}): pass the arguments as keywords or one dict, not a {type(arguments).__name__}")
-    if arguments is None and not kwargs:
-        return name, {}, "{}"
-    args = dict(arguments or {})
-    args.update(kwargs)
-    try:
-        encoded = _compact_encoder().encode(args)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise TypeError(f"call_tool({name!r}): the arguments are not JSON-serialisable: {exc}") from None
-    size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8", "surrogatepass"))
-    if size > max_bytes:
-        raise ValueError(
-            f"call_tool({name!r}): the arguments are {size:,} bytes; the limit is {max_bytes:,} bytes. "
-            "Pass a smaller payload (for example a file path or an id) instead.")
-    return name, args, encoded
-
-
 # ---- tool discovery -------------------------------------------------------------------------------
 
 def may_use_discovery(source):
@@ -477,109 +401,3 @@ DISCOVERY_NAMES = ("search_tools", "describe_tool")
 # ---- the variables view --------------------------------------------------------------------------
 
 _SCALARS = (bool, int, float, complex, type(None))
-
-
-def _safe_repr(value, budget):
-    """A short repr built only from builtin types; anything else shows as <TypeName>, so no user
-    __repr__ ever runs."""
-    t = type(value)
-    if t in _SCALARS:
-        if t is int and value.bit_length() > 200:
-            return f"<int, {value.bit_length():,} bits>"
-        return repr(value)
-    if t is str:
-        return repr(value if len(value) <= budget else value[:budget] + "…")
-    if t in (bytes, bytearray):
-        return f"<{t.__name__}, {len(value):,} bytes>"
-    if t in (list, tuple, set, frozenset) and budget > 8:
-        open_, close = {list: "[]", tuple: "()", set: "{}", frozenset: "{}"}[t]
-        parts = []
-        used = 2
-        for i, v in enumerate(value):
-            if i >= 8 or used > budget:
-                parts.append("…")
-                break
-            r = _safe_repr(v, max(8, (budget - used) // 2))
-            parts.append(r)
-            used += len(r) + 2
-        return open_ + ", ".join(parts) + close
-    if t is dict and budget > 8:
-        parts = []
-        used = 2
-        for i, (k, v) in enumerate(value.items()):
-            if i >= 6 or used > budget:
-                parts.append("…")
-                break
-            r = f"{_safe_repr(k, 24)}: {_safe_repr(v, max(8, (budget - used) // 2))}"
-            parts.append(r)
-            used += len(r) + 2
-        return "{" + ", ".join(parts) + "}"
-    return f"<{t.__name__}>"
-
-
-def _type_name(t):
-    mod = getattr(t, "__module__", "") or ""
-    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", "?")
-    return name if mod in ("builtins", "__main__") else f"{mod}.{name}"
-
-
-def _shape(value):
-    """The shape of numpy arrays and pandas objects, read through the libraries' own attributes."""
-    mod = type(value).__module__ or ""
-    if not (mod.startswith("numpy") or mod.startswith("pandas")):
-        return None
-    try:
-        shape = value.shape
-    except Exception:  # noqa: BLE001
-        return None
-    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-        return list(shape)
-    return None
-
-
-def variables(namespace, hidden=(), limit=500):
-    """The user's variables: [{name, type, summary, shape?}], sorted by name, at most `limit`."""
-    import types
-    out = []
-    names = sorted(n for n in list(namespace.keys()) if isinstance(n, str) and not n.startswith("_") and n not in hidden)
-    for name in names[:limit]:
-        value = namespace.get(name)
-        t = type(value)
-        entry = {"name": name, "type": _type_name(t)}
-        if isinstance(value, types.ModuleType):
-            entry["type"] = "module"
-            entry["summary"] = getattr(value, "__name__", name)
-        elif isinstance(value, type):
-            entry["type"] = "class"
-            entry["summary"] = _type_name(value)
-        elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
-            entry["type"] = "function"
-            code = getattr(value, "__code__", None)
-            if code is not None:
-                params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-                entry["summary"] = f"{getattr(value, '__name__', name)}({', '.join(params)})"
-        else:
-            shape = _shape(value)
-            if shape is not None:
-                entry["shape"] = shape
-                dtype = None
-                try:
-                    dtype = str(value.dtype) if type(value).__name__ != "DataFrame" else None
-                except Exception:  # noqa: BLE001
-                    dtype = None
-                entry["summary"] = " × ".join(str(n) for n in shape) + (f" {dtype}" if dtype else "")
-                if type(value).__name__ == "DataFrame":
-                    try:
-                        cols = [str(c) for c in list(value.columns[:8])]
-                        entry["summary"] += " — " + ", ".join(cols) + (", …" if shape[1] > 8 else "")
-                    except Exception:  # noqa: BLE001
-                        pass
-            else:
-                try:
-                    entry["summary"] = _safe_repr(value, 80)
-                except Exception:  # noqa: BLE001
-                    entry["summary"] = f"<{t.__name__}>"
-                if t in (list, tuple, set, frozenset, dict, str, bytes, bytearray):
-                    entry["len"] = len(value)
-        out.append(entry)
-    return {"variables": out, "total": len(names)}

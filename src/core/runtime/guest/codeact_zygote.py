@@ -27,17 +27,14 @@ any user code runs. A guest that cannot do all of that exits instead of running 
 import os
 import sys
 
+from codeact_proc import load_libc
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 MS_NOSUID = 2
 MS_NODEV = 4
-
-
-def _libc():
-    import ctypes
-    return ctypes.CDLL(None, use_errno=True)
 
 
 def main(chan, init, guest):
@@ -56,8 +53,8 @@ def main(chan, init, guest):
     if "threading" in sys.modules:
         threads = sys.modules["threading"].active_count()
     try:
-        _libc().prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of dead guests come here
-        _libc().prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the host
+        load_libc().prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of dead guests come here
+        load_libc().prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the host
     except Exception:  # noqa: BLE001
         pass
     chan.send({"t": "ready", "pid": os.getpid(), "failed": failed, "threads": threads})
@@ -259,7 +256,7 @@ def _stage1(req, w, guest, wake):
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     ns = False
     if req.get("ns"):
-        libc = _libc()
+        libc = load_libc()
         if libc.unshare(CLONE_NEWPID | CLONE_NEWNS) == 0:
             ns = True
     if ns:
@@ -276,7 +273,7 @@ def _stage1(req, w, guest, wake):
 def _stage2(req, w, guest, ns):
     """In the guest: its own mounts, no privileges, its three connections to the host."""
     os.close(w)
-    libc = _libc()
+    libc = load_libc()
     import ctypes
     workdir = req.get("workdir") or "/tmp"
     if ns:

@@ -1,8 +1,8 @@
 /**
  * The one Python guest library, embedded in the bundle (esbuild's text loader; tests load the same
  * files through test/support/pyText.cjs). The local runtime writes the files once per host process into
- * a private folder and runs codeact_guest.py from there; the Jupyter runtime sends codeact_lib.py and
- * codeact_kernel.py to each kernel once.
+ * a private folder and runs codeact_guest.py from there; the Jupyter runtime sends the library,
+ * discovery and codeact_kernel.py to each kernel once (KERNEL_MODULES).
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,21 +12,34 @@ import discoverySource from './codeact_discovery.py';
 import guestSource from './codeact_guest.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
+import outputSource from './codeact_output.py';
+import procSource from './codeact_proc.py';
+import valuesSource from './codeact_values.py';
 import zygoteSource from './codeact_zygote.py';
 
 export const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_lib.py': libSource,
+  'codeact_values.py': valuesSource,
   'codeact_guest.py': guestSource,
+  'codeact_output.py': outputSource,
+  'codeact_proc.py': procSource,
   'codeact_zygote.py': zygoteSource,
   'codeact_discovery.py': discoverySource,
 };
 
-export const LIB_SOURCE = libSource;
-export const KERNEL_SOURCE = kernelSource;
-export const DISCOVERY_SOURCE = discoverySource;
+/**
+ * What a Jupyter kernel gets, in import order: module name, the file name its tracebacks show, source.
+ * The library first (values, then lib), then discovery, then the kernel glue as `__codeact__`.
+ */
+export const KERNEL_MODULES: ReadonlyArray<readonly [name: string, filename: string, source: string]> = [
+  ['codeact_values', '<codeact_values>', valuesSource],
+  ['codeact_lib', '<codeact_lib>', libSource],
+  ['codeact_discovery', '<codeact_discovery>', discoverySource],
+  ['__codeact__', '<codeact_kernel>', kernelSource],
+];
 
-/** A short hash of the library, so a kernel holding an older copy is set up again. */
-export const LIB_VERSION = createHash('sha256').update(libSource).update(kernelSource).update(discoverySource).digest('hex').slice(0, 12);
+/** A short hash of what a kernel gets, so a kernel holding an older copy is set up again. */
+export const LIB_VERSION = KERNEL_MODULES.reduce((h, [, , source]) => h.update(source), createHash('sha256')).digest('hex').slice(0, 12);
 
 let dir: string | undefined;
 

@@ -8,7 +8,7 @@
  * {@link RESULT_MIME}; stdout, stderr and rich displays are ordinary IOPub messages. Tool calls use the
  * stdin channel (toolChannel.ts documents the frames).
  */
-import { DISCOVERY_SOURCE, KERNEL_SOURCE, LIB_SOURCE, LIB_VERSION } from '../guest/sources';
+import { KERNEL_MODULES, LIB_VERSION } from '../guest/sources';
 
 /** MIME type of the one display_data message that carries a run's result. */
 export const RESULT_MIME = 'application/vnd.codeact.result+json';
@@ -28,7 +28,7 @@ export function bootstrapCell(nonce: string): string {
   return [
     'def __codeact_install():',
     '    import base64, json, sys, types',
-    '    for name, filename, source in (("codeact_lib", "<codeact_lib>", "' + b64(LIB_SOURCE) + '"), ("codeact_discovery", "<codeact_discovery>", "' + b64(DISCOVERY_SOURCE) + '"), ("__codeact__", "<codeact_kernel>", "' + b64(KERNEL_SOURCE) + '")):',
+    '    for name, filename, source in (' + KERNEL_MODULES.map(([name, filename, source]) => `("${name}", "${filename}", "${b64(source)}")`).join(', ') + '):',
     '        module = types.ModuleType(name)',
     '        module.__file__ = filename',
     '        sys.modules[name] = module',

@@ -1,0 +1,168 @@
+"""CodeAct guest: stdout and stderr as the user's code sees them.
+
+stdout is block-buffered and flushed by a thread, before tool calls, before child processes start and
+at the end of a run; stderr is written through after stdout; nothing is written past a run's cap. After
+each run the end token follows the output on both streams (see codeact_guest.py).
+"""
+import os
+import sys
+
+class _CappedRaw:
+    """fd 1 or 2 under the output buffer: past the run's cap (plus a little, so the host sees the
+    overflow and marks the truncation) nothing more is written, only counted."""
+
+    def __init__(self, fd, cap):
+        self.fd = fd
+        self.cap = cap + 1024
+        self.count = 0
+
+    def write(self, b):
+        n = len(b)
+        room = self.cap - self.count
+        self.count += n
+        if room <= 0:
+            return n
+        view = memoryview(b)
+        if n > room:
+            view = view[:room]
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        return n
+
+
+OUTPUT = None
+
+
+class _Output:
+    """stdout and stderr as the code sees them. stdout is block-buffered (64 KiB) and flushed at least
+    every 10 ms by a thread, before each tool call and at the end of a run, so output is live without a
+    write per line; stderr is written through, after flushing stdout, so the two interleave as printed."""
+
+    def __init__(self, cap):
+        import io
+        import threading
+        self.raw = [_CappedRaw(1, cap), _CappedRaw(2, cap)]
+        self.stdout = io.TextIOWrapper(io.BufferedWriter(_RawAdapter(self.raw[0]), 65536), encoding="utf-8", errors="backslashreplace", line_buffering=False)
+        self.stderr = _Stderr(io.TextIOWrapper(io.BufferedWriter(_RawAdapter(self.raw[1]), 8192), encoding="utf-8", errors="backslashreplace", write_through=True), self.stdout)
+        sys.stdout = self.stdout
+        sys.stderr = self.stderr
+        t = threading.Thread(target=self._flush_loop, name="codeact-output", daemon=True)
+        t.start()
+
+    def _flush_loop(self):
+        import time
+        while True:
+            time.sleep(0.01)
+            try:
+                self.stdout.flush()
+            except Exception:  # noqa: BLE001 - a closed or replaced stream: nothing to flush
+                pass
+
+    def new_run(self):
+        for r in self.raw:
+            r.count = 0
+
+    def flush(self):
+        for s in (self.stdout, self.stderr):
+            try:
+                s.flush()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _raw_adapter():
+    import io
+
+    class RawAdapter(io.RawIOBase):
+        def __init__(self, capped):
+            self.capped = capped
+
+        def writable(self):
+            return True
+
+        def fileno(self):
+            return self.capped.fd
+
+        def write(self, b):
+            return self.capped.write(b)
+
+    return RawAdapter
+
+
+def _RawAdapter(capped):
+    global _RAW_ADAPTER
+    if _RAW_ADAPTER is None:
+        _RAW_ADAPTER = _raw_adapter()
+    return _RAW_ADAPTER(capped)
+
+
+_RAW_ADAPTER = None
+
+
+class _Stderr:
+    """stderr that flushes stdout first (a TextIOWrapper cannot be subclassed from C cheaply)."""
+
+    def __init__(self, stream, stdout):
+        self._stream = stream
+        self._stdout = stdout
+
+    def write(self, text):
+        try:
+            self._stdout.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+_CHILD_EVENTS = frozenset(("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork", "os.forkpty", "pty.spawn"))
+
+
+def _flush_before_children(event, _args):
+    if event in _CHILD_EVENTS:
+        flush_output()
+
+
+def flush_output():
+    if OUTPUT is not None:
+        OUTPUT.flush()
+
+
+def configure_output(cap):
+    global OUTPUT
+    OUTPUT = _Output(cap)
+    # A child process writes straight to fd 1 and 2: flush what the code printed before it starts, so the
+    # order on screen is the order of the code (subprocess, os.system, os.exec*, os.spawn*, os.fork).
+    sys.addaudithook(_flush_before_children)
+
+
+
+def write_end(token):
+    """Flushes the run's output, then writes the end token to stdout and stderr."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # noqa: BLE001 - a stream the code replaced or closed
+            pass
+    flush_output()
+    wrote = [False, False]
+    if not token:
+        return wrote
+    data = ("\x00codeact-end:" + token + "\x00").encode("ascii")
+    for i in (0, 1):
+        try:
+            n = 0
+            while n < len(data):
+                n += os.write(1 + i, data[n:])
+            wrote[i] = True
+        except OSError:
+            pass
+    return wrote
