@@ -16,7 +16,7 @@ import { createProvider } from '../core/providers/factory';
 import { runChatTurn } from '../core/session/chatTurn';
 import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
 import { chatPrinter } from './print';
-import { openWorkspace, parse, reportDeclarationErrors, runtimeFrom, UsageError } from './workspace';
+import { openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
          [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR] [--max-turns N]
@@ -46,21 +46,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
       'base-url': { type: 'string' },
       mode: { type: 'string' },
       protocol: { type: 'string' },
-      workspace: { type: 'string', short: 'w' },
       'max-turns': { type: 'string' },
       continue: { type: 'string', short: 'c' },
-      runtime: { type: 'string' },
-      'jupyter-url': { type: 'string' },
-      'jupyter-kernel': { type: 'string' },
-      timeout: { type: 'string', short: 't' },
-      sandbox: { type: 'string' },
-      python: { type: 'string' },
       session: { type: 'string' },
       storage: { type: 'string' },
-      'trust-workspace': { type: 'boolean' },
       list: { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
+      ...RUNTIME_FLAGS,
     },
   });
   if (values.help) {

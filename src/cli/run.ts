@@ -4,7 +4,7 @@ import type { CodeActEvent } from '../common/events';
 import { ToolGateway } from '../core/gateway/gateway';
 import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
 import { humanPrinter, printItemResult } from './print';
-import { CONFIG_ERRORS, openWorkspace, parse, reportDeclarationErrors, runtimeFrom, UsageError } from './workspace';
+import { CONFIG_ERRORS, openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const RUN_USAGE =
   'Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
@@ -14,18 +14,7 @@ export const RUN_USAGE =
 export async function runCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({
     args: argv,
-    options: {
-      workspace: { type: 'string', short: 'w' },
-      timeout: { type: 'string', short: 't' },
-      sandbox: { type: 'string' },
-      python: { type: 'string' },
-      runtime: { type: 'string' },
-      'jupyter-url': { type: 'string' },
-      'jupyter-kernel': { type: 'string' },
-      'trust-workspace': { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: RUNTIME_FLAGS,
   });
   if (values.help) {
     process.stdout.write(RUN_USAGE + '\n');

@@ -46,6 +46,20 @@ const FLAG_SETTINGS: Record<string, { key: string; kind: 'string' | 'number' }> 
   session: { key: 'session.policy', kind: 'string' },
 };
 
+/** The flags `codeact run` and `codeact chat` share: where the code runs, and the output format. */
+export const RUNTIME_FLAGS = {
+  workspace: { type: 'string', short: 'w' },
+  timeout: { type: 'string', short: 't' },
+  sandbox: { type: 'string' },
+  python: { type: 'string' },
+  runtime: { type: 'string' },
+  'jupyter-url': { type: 'string' },
+  'jupyter-kernel': { type: 'string' },
+  'trust-workspace': { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export function parse<T extends ParseArgsConfig['options']>(config: { args: string[]; options: T }) {
   try {
     return parseArgs({ args: config.args, options: config.options, allowPositionals: true, strict: true });

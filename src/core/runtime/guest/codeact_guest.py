@@ -286,12 +286,8 @@ class Guest:
         result = None
         display = None
         try:
-            try:
-                compiled = lib.compile_cell(frame.get("code") or "", filename)
-            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-                error = lib.format_error(exc, filename, compiling=True)
-                if not isinstance(exc, SyntaxError):
-                    error["type"] = "SyntaxError"
+            compiled, error = lib.compile_checked(frame.get("code") or "", filename)
+            if error is not None:
                 result = {"ok": False, "error": error}
             else:
                 self.bridge.run_id = run_id

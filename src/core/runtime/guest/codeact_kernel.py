@@ -128,11 +128,7 @@ def _request(prompt, seq):
             if exc.errno == zmq.EAGAIN:
                 break
             raise
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
+    lib.flush_std()
     content = {"prompt": prompt, "password": False}
     k.session.send(sock, "input_request", content, parent, ident=ident)
     sent = time.monotonic()
@@ -233,12 +229,8 @@ async def run(source_b64, run_id, tools, max_frame, max_value):
     display = None
     interrupt = lib.Interrupt()
     try:
-        try:
-            compiled = lib.compile_cell(source, filename, _transform_magics)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            error = lib.format_error(exc, filename, compiling=True)
-            if not isinstance(exc, SyntaxError):
-                error["type"] = "SyntaxError"
+        compiled, error = lib.compile_checked(source, filename, _transform_magics)
+        if error is not None:
             result = {"ok": False, "error": error}
         else:
             if current.tools and lib.may_use_discovery(compiled.source):

@@ -220,6 +220,28 @@ def compile_cell(source, filename, transform=None):
 
 # ---- running -----------------------------------------------------------------------------------
 
+def compile_checked(source, filename, transform=None):
+    """(compiled, None), or (None, error) for code that does not compile: reported as a SyntaxError even
+    when the compiler ran out of memory or recursion on it."""
+    try:
+        return compile_cell(source, filename, transform), None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        error = format_error(exc, filename, compiling=True)
+        if not isinstance(exc, SyntaxError):
+            error["type"] = "SyntaxError"
+        return None, error
+
+
+def flush_std():
+    """Flushes sys.stdout and sys.stderr, whatever the code made of them (replaced, closed, None)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:  # noqa: BLE001 - a stream the code replaced or closed
+            pass
+
+
 class Interrupt:
     """SIGINT while user code runs: KeyboardInterrupt inside the user's code (it stops CPU-bound
     loops too); anywhere else (the event loop waiting on a tool, our own bookkeeping) the running

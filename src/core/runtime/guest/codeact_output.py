@@ -146,12 +146,8 @@ def configure_output(cap):
 
 def write_end(token):
     """Flushes the run's output, then writes the end token to stdout and stderr."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except BaseException:  # noqa: BLE001 - a stream the code replaced or closed
-            pass
+    import codeact_lib
+    codeact_lib.flush_std()
     flush_output()
     wrote = [False, False]
     if not token:

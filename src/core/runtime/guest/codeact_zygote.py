@@ -195,11 +195,7 @@ def _fork(chan, req, children, guest, wake):
     if threading.active_count() > 1:
         chan.send({"t": "fork_failed", "token": token, "error": f"the zygote runs {threading.active_count()} threads; forking would copy them half-way"})
         return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
+    guest.lib.flush_std()
     r, w = os.pipe()
     try:
         pid = os.fork()
