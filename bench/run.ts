@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import type { ManagedTool } from '../src/core/gateway/gateway';
+import type { ManagedTool } from '../src/core/gateway/toolSet';
 import type * as Engine from './engine';
 
 // The built engine (dist/bench-engine.js, made by `npm run bench`'s build step): the figures are the shipped code's.

@@ -17,9 +17,10 @@ import * as path from 'node:path';
 import { defaultSystemInstruction } from '../src/core/agent/agent';
 import { ToolGateway } from '../src/core/gateway/gateway';
 import { loadTools } from '../src/core/tools/declarations';
-import { defaultMcpPool, disposeDefaultMcpPool, mcpServerSpec, resolveMcpTools } from '../src/core/tools/mcp';
+import { defaultMcpPool, disposeDefaultMcpPool } from '../src/core/tools/sources/mcp/pool';
+import { mcpServerSpec, resolveMcpTools } from '../src/core/tools/sources/mcp/source';
 import { estimateTextTokens, executeToolCodeSpec, inlineToolLines, listsSchemasInline } from '../src/core/tools/modelTools';
-import { ToolDiscovery } from '../src/core/tools/discovery';
+import { ToolDiscovery } from '../src/core/gateway/discovery/toolDiscovery';
 
 const ROOT = path.resolve(__dirname, '..');
 const TARGET = 300;

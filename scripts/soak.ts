@@ -11,7 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ToolGateway } from '../src/core/gateway/gateway';
 import { loadTools } from '../src/core/tools/declarations';
-import { disposeDefaultMcpPool } from '../src/core/tools/mcp';
+import { disposeDefaultMcpPool } from '../src/core/tools/sources/mcp/pool';
 import { LocalRuntime } from '../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../src/core/util/processTree';
 import type { SandboxSetting } from '../src/core/runtime/local/sandbox';

@@ -14,7 +14,8 @@ import { ToolGateway } from '../core/gateway/gateway';
 import { ProviderError } from '../core/providers/errors';
 import { createProvider } from '../core/providers/factory';
 import { runChatTurn } from '../core/session/chatTurn';
-import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
+import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
+import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { chatPrinter } from './print';
 import { openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 

@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import type { CodeActEvent } from '../common/events';
 import { ToolGateway } from '../core/gateway/gateway';
-import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
+import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
+import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { humanPrinter, printItemResult } from './print';
 import { CONFIG_ERRORS, openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 

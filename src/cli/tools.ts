@@ -1,8 +1,9 @@
 /** `codeact tools`: the folder's managed tools (MCP ones with their servers' schemas) and every declaration error. */
 import { sanitizeTerminal } from '../common/terminal';
 import { settingsPath } from '../core/config/workspaceFile';
-import { formatDeclarationError } from '../core/tools/declarations';
-import { disposeDefaultMcpPool, resolveMcpTools } from '../core/tools/mcp';
+import { formatDeclarationError } from '../core/gateway/toolSet';
+import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
+import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { dim, red } from './print';
 import { openWorkspace, parse, UsageError } from './workspace';
 

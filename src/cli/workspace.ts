@@ -13,7 +13,7 @@ import { cliSettingsReader, readUserSettings, readWorkspaceSettings, settingsPat
 import { createRuntime, RuntimeConfigError } from '../core/runtime/factory';
 import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
 import type { Runtime } from '../core/runtime/types';
-import { formatDeclarationError, type ToolSet } from '../core/tools/declarations';
+import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { red, warn } from './print';
 import { CodeActError } from '../core/util/errors';
 

@@ -57,7 +57,7 @@ export const TOOL_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const TOOL_SOURCES = ['command', 'http', 'mcp', 'lmTool'] as const;
 
 /**
- * Reserved call names for tool discovery from inside the code (see core/tools/discovery.ts). They all
+ * Reserved call names for tool discovery from inside the code (see core/gateway/discovery/toolDiscovery.ts). They all
  * start with `codeact.`, which no declared tool name can.
  */
 export const SEARCH_TOOLS = 'codeact.search_tools';

@@ -5,7 +5,8 @@
 import * as assert from 'node:assert/strict';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/events';
 import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
-import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
+import { ToolGateway } from '../../src/core/gateway/gateway';
+import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import type { ProviderId } from '../../src/core/providers/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';

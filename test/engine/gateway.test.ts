@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
-import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
+import { ToolGateway } from '../../src/core/gateway/gateway';
+import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { compileSchema, toJsonPath } from '../../src/core/gateway/schema';
 
 const base = (over: Partial<ManagedTool>): ManagedTool => ({

@@ -7,8 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { DESCRIBE_TOOL, SEARCH_TOOLS, TOOL_CATALOG } from '../../src/core/tools/discovery';
-import { buildToolCatalog, signatureText } from '../../src/core/tools/toolCatalog';
+import { DESCRIBE_TOOL, SEARCH_TOOLS, TOOL_CATALOG } from '../../src/common/tools';
+import { buildToolCatalog, signatureText } from '../../src/core/gateway/discovery/toolCatalog';
 import { loadTools } from '../../src/core/tools/declarations';
 import { manyManagedTools } from '../support/manyTools';
 

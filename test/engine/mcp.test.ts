@@ -10,8 +10,11 @@ import { pathToFileURL } from 'node:url';
 import { ToolGateway, type ToolError } from '../../src/core/gateway/gateway';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
-import { loadTools, loadToolsAsync, type ToolSet } from '../../src/core/tools/declarations';
-import { McpClientPool, mcpResultValue, MCP_PERMISSIVE_INPUT_SCHEMA } from '../../src/core/tools/mcp';
+import type { ToolSet } from '../../src/core/gateway/toolSet';
+import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
+import { McpClientPool } from '../../src/core/tools/sources/mcp/pool';
+import { mcpResultValue } from '../../src/core/tools/sources/mcp/result';
+import { MCP_PERMISSIVE_INPUT_SCHEMA } from '../../src/core/tools/sources/mcp/source';
 
 const root = path.resolve(__dirname, '../..');
 const fixture = path.join(root, 'test/fixtures/mcp/server.mjs');

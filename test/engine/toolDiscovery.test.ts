@@ -4,12 +4,14 @@
  * `execute_tool_code` above the inline limit.
  */
 import * as assert from 'node:assert/strict';
-import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
+import { ToolGateway } from '../../src/core/gateway/gateway';
+import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { loadTools } from '../../src/core/tools/declarations';
-import { DESCRIBE_TOOL, isDiscoveryCall, SEARCH_TOOLS, tagDiscoveryEvent, TOOL_CATALOG, ToolDiscovery } from '../../src/core/tools/discovery';
+import { DESCRIBE_TOOL, isDiscoveryCall, SEARCH_TOOLS, TOOL_CATALOG } from '../../src/common/tools';
+import { tagDiscoveryEvent, ToolDiscovery } from '../../src/core/gateway/discovery/toolDiscovery';
 import { COMPACT_TOKEN_BUDGET, estimateTextTokens, executeToolCodeSpec, inlineToolLines, listsSchemasInline } from '../../src/core/tools/modelTools';
-import { buildToolCatalog, oneLine, signatureText, toolParams } from '../../src/core/tools/toolCatalog';
-import { splitWords, stem, tokenize, ToolSearchIndex } from '../../src/core/tools/toolSearch';
+import { buildToolCatalog, oneLine, signatureText, toolParams } from '../../src/core/gateway/discovery/toolCatalog';
+import { splitWords, stem, tokenize, ToolSearchIndex } from '../../src/core/gateway/discovery/toolSearch';
 import { manyManagedTools, SEARCH_CASES } from '../support/manyTools';
 
 const RESERVED = { search: SEARCH_TOOLS, describe: DESCRIBE_TOOL, catalog: TOOL_CATALOG };

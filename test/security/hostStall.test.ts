@@ -7,11 +7,12 @@ import * as assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
+import { ToolGateway } from '../../src/core/gateway/gateway';
+import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { compileSchema, MAX_ERRORS } from '../../src/core/gateway/schema';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
-import { McpClientPool, type McpServerSpec } from '../../src/core/tools/mcp';
+import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
 import { LAG_BOUND_MS, withLag } from './lag';
 
 const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');

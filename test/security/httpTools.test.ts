@@ -4,9 +4,9 @@
 import * as assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ManagedTool } from '../../src/core/gateway/gateway';
+import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { loadTools } from '../../src/core/tools/declarations';
-import { hostAllowed } from '../../src/core/tools/http';
+import { hostAllowed } from '../../src/core/tools/sources/http';
 
 interface Seen {
   url: string;

@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { isAlive } from '../../src/core/util/processTree';
-import { runCommandTool } from '../../src/core/tools/command';
-import { McpClientPool, type McpServerSpec } from '../../src/core/tools/mcp';
+import { runCommandTool } from '../../src/core/tools/sources/command';
+import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
 
 const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

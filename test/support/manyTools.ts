@@ -1,5 +1,5 @@
 /** The generated 300-tool catalogue (test/fixtures/mcp/manyToolsCatalog.mjs) as in-process managed tools. */
-import type { ManagedTool } from '../../src/core/gateway/gateway';
+import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { manyTools } from '../fixtures/mcp/manyToolsCatalog.mjs';
 
 /** A result that matches the tool's output schema (as the stdio server answers). */

@@ -3,7 +3,7 @@
  * (its tools, its system prompt, its messages as plain role/text pairs), and a small order desk of
  * managed tools that run in-process.
  */
-import type { ManagedTool } from '../../src/core/gateway/gateway';
+import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import type { ProviderId } from '../../src/core/providers/types';
 
 type Json = Record<string, any>;

@@ -15,7 +15,7 @@ import { ProviderError } from '../providers/errors';
 import { JsonStringFieldExtractor } from '../providers/partial-json';
 import type { ConversationItem, FunctionCallRequest, HostedOptions, ModelTool, Provider, TurnResult } from '../providers/types';
 import type { Runtime } from '../runtime/types';
-import { tagDiscoveryEvent } from '../tools/discovery';
+import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
 import { newId } from '../util/ids';

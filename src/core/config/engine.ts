@@ -6,7 +6,8 @@
 import type { SessionChanged } from '../../common/events';
 import type { ProviderConfig } from '../providers/types';
 import type { RuntimeConfig } from '../runtime/factory';
-import { loadTools, type DeclarationContext, type ToolSet } from '../tools/declarations';
+import type { ToolSet } from '../gateway/toolSet';
+import { loadTools, type DeclarationContext } from '../tools/declarations';
 import type { EngineConfig } from './resolve';
 
 export interface RuntimeHost {

@@ -4,12 +4,13 @@
  * results after; the approval policy applies; every call is recorded as a short summary. Guest input
  * is untrusted: names and arguments are checked, never trusted.
  */
-import type { ApprovalPolicy, JsonSchema, ToolExposure } from '../../common/tools';
+import { isDiscoveryCall, type ApprovalPolicy } from '../../common/tools';
 import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
-import { isDiscoveryCall, ToolDiscovery } from '../tools/discovery';
-import type { ToolCatalog } from '../tools/toolCatalog';
+import type { ToolCatalog } from './discovery/toolCatalog';
+import { ToolDiscovery } from './discovery/toolDiscovery';
 import { ARGUMENT_LIMITS, measureShape, preview, type ShapeLimits } from './limits';
 import { BudgetExceeded, compileSchema, type Validator } from './schema';
+import type { ManagedTool } from './toolSet';
 import { CodeActError } from '../util/errors';
 
 /**
@@ -43,23 +44,6 @@ export const MAX_RECORDS = 200;
 
 /** Caps on a tool's result, checked before it is serialised or validated (its size: `maxResultBytes`). */
 const RESULT_SHAPE = { maxDepth: 128, maxKeys: 250_000 };
-
-export interface ToolInvokeContext {
-  signal: AbortSignal;
-  callId: string;
-}
-
-export interface ManagedTool {
-  name: string;
-  description: string;
-  inputSchema: JsonSchema;
-  outputSchema?: JsonSchema;
-  approval: ApprovalPolicy;
-  expose: ToolExposure;
-  /** Where the tool comes from: `command`, `http`, `mcp`, `lmTool`, or a host's own. */
-  source: string;
-  invoke(args: Record<string, unknown>, context: ToolInvokeContext): Promise<unknown>;
-}
 
 export interface ApprovalRequest {
   tool: ManagedTool;
@@ -131,7 +115,7 @@ export class ToolGateway {
 
   /**
    * Pass this as the runtime's `onToolCall`. Reserved discovery names (`codeact.search_tools`,
-   * `codeact.describe_tool`, `codeact.tool_catalog`) are answered from the tool list (see ../tools/discovery);
+   * `codeact.describe_tool`, `codeact.tool_catalog`) are answered from the tool list (see ./discovery/toolDiscovery);
    * every other name is a managed-tool call.
    */
   readonly handler: ToolCallHandler = (request, signal) => (isDiscoveryCall(request.name) ? this.discover(request) : this.call(request, signal));

@@ -3,22 +3,12 @@
  * own, with its index and name; the valid ones still work.
  */
 import { TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type ToolDeclaration } from '../../common/tools';
-import type { ManagedTool } from '../gateway/gateway';
 import { compileSchema } from '../gateway/schema';
-import { runCommandTool } from './command';
-import { parseHostRule, runHttpTool } from './http';
-import { createMcpTool, defaultMcpPool, resolveMcpTools, validateMcpSource, type McpClientPool } from './mcp';
-
-export interface DeclarationError {
-  index: number;
-  name?: string;
-  message: string;
-}
-
-export interface ToolSet {
-  tools: ManagedTool[];
-  errors: DeclarationError[];
-}
+import type { DeclarationError, ManagedTool, ToolSet } from '../gateway/toolSet';
+import { runCommandTool } from './sources/command';
+import { parseHostRule, runHttpTool } from './sources/http';
+import { defaultMcpPool, type McpClientPool } from './sources/mcp/pool';
+import { createMcpTool, resolveMcpTools, validateMcpSource } from './sources/mcp/source';
 
 export interface DeclarationContext {
   /** The workspace folder: command tools run there. */
@@ -32,17 +22,13 @@ export interface DeclarationContext {
    */
   resolveExternal?: (decl: ToolDeclaration, source: 'mcp' | 'lmTool') => ManagedTool | string;
   /**
-   * Connections of `mcp` tools. Default: the process-wide `defaultMcpPool()` from ./mcp; whoever owns
+   * Connections of `mcp` tools. Default: the process-wide `defaultMcpPool()` from ./sources/mcp/pool; whoever owns
    * the process disposes it at the end (`await disposeDefaultMcpPool()`).
    */
   mcpPool?: McpClientPool;
 }
 
 const DEFAULT_INPUT_SCHEMA = { type: 'object', additionalProperties: false, properties: {} };
-
-export function formatDeclarationError(e: DeclarationError): string {
-  return `codeact.tools[${e.index}]${e.name ? ` (${e.name})` : ''}: ${e.message}`;
-}
 
 export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
   const errors: DeclarationError[] = [];

@@ -3,8 +3,8 @@
  * `execute_code` runs plain Python with no bridge to the host.
  */
 import type { JsonSchema } from '../../common/tools';
-import type { ManagedTool } from '../gateway/gateway';
-import { oneLine, toolGroup } from './toolCatalog';
+import { oneLine, toolGroup } from '../gateway/discovery/toolCatalog';
+import type { ManagedTool } from '../gateway/toolSet';
 
 export interface ModelToolSpec {
   name: string;

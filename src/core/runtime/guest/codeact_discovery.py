@@ -22,7 +22,7 @@ catalogue from the host (the reserved call `codeact.tool_catalog`) and installs 
                   "extra": false,        # true: the function also takes **arguments (for parameter names that are
                                          # not Python identifiers, or any name when "params" is null)
                   "returns": "array of {sku: string, price: number}"}]}
-  (built by src/core/tools/toolCatalog.ts `buildToolCatalog`; the host also serves it as the reserved call
+  (built by src/core/gateway/discovery/toolCatalog.ts `buildToolCatalog`; the host also serves it as the reserved call
   `codeact.tool_catalog`).
 
 What the code gets:

@@ -14,14 +14,11 @@
  * only the tool list: no approval, no tool runs, every answer bounded. Their `codeact.tool_call.*`
  * events carry `kind: "discovery"` so the panel can show them quietly.
  */
-import type { CodeActEvent } from '../../common/events';
-import type { ManagedTool } from '../gateway/gateway';
+import type { CodeActEvent } from '../../../common/events';
+import { DESCRIBE_TOOL, isDiscoveryCall, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../../common/tools';
+import type { ManagedTool } from '../toolSet';
 import { buildToolCatalog, oneLine, pythonName, returnsSummary, signatureText, toolGroup, toolParams, type ToolCatalog } from './toolCatalog';
 import { MAX_QUERY_CHARS, MAX_RESULTS, ToolSearchIndex } from './toolSearch';
-
-import { DESCRIBE_TOOL, isDiscoveryCall, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../common/tools';
-
-export { DESCRIBE_TOOL, isDiscoveryCall, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../common/tools';
 
 /** Largest schema returned by describe_tool, serialised. */
 export const MAX_DESCRIBED_SCHEMA_BYTES = 64 * 1024;

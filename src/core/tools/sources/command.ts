@@ -9,23 +9,13 @@
  */
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
-import type { CommandSource } from '../../common/tools';
-import { killMarked, killTree, waitGone } from '../util/processTree';
-import { randomToken } from '../util/ids';
+import type { CommandSource } from '../../../common/tools';
+import { killTree } from '../../util/processTree';
+import { randomToken } from '../../util/ids';
+import { commandEnv, reapProcesses, tail } from './processes';
 
 /** The environment variable that marks every process a tool call starts (value: one per call). */
 export const TOOL_MARKER = 'CODEACT_TOOL_CALL';
-
-/** Kills the tree of a tool process that was started with `marker`, and waits (up to 2 s) until it is gone. */
-export async function reapToolProcesses(pid: number | undefined, marker: string, rootExited: boolean): Promise<void> {
-  const doomed: number[] = [];
-  if (pid) {
-    killTree(pid, !rootExited);
-    if (!rootExited) doomed.push(pid);
-  }
-  doomed.push(...(await killMarked(TOOL_MARKER, marker)));
-  await waitGone(doomed, 2000);
-}
 
 export const COMMAND_DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 4 * 1024 * 1024 };
 
@@ -33,25 +23,6 @@ export interface CommandRunOptions {
   workspace: string;
   signal: AbortSignal;
   hostEnv?: NodeJS.ProcessEnv;
-}
-
-export function commandEnv(names: string[] | undefined, hostEnv: NodeJS.ProcessEnv): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: hostEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    LANG: 'C.UTF-8',
-    ...(hostEnv.HOME ? { HOME: hostEnv.HOME } : {}),
-    ...(hostEnv.SYSTEMROOT ? { SYSTEMROOT: hostEnv.SYSTEMROOT } : {}),
-  };
-  for (const name of names ?? []) {
-    const v = hostEnv[name];
-    if (v !== undefined) env[name] = v;
-  }
-  return env;
-}
-
-function tail(text: string, lines = 20, chars = 2000): string {
-  const t = text.trim().split('\n').slice(-lines).join('\n');
-  return t.length > chars ? '…' + t.slice(-chars) : t;
 }
 
 export function runCommandTool(toolName: string, source: CommandSource, args: unknown, options: CommandRunOptions): Promise<unknown> {
@@ -82,7 +53,7 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
     const onAbort = () => stop('was stopped');
     options.signal.addEventListener('abort', onAbort, { once: true });
     let reaping: Promise<void> | undefined;
-    const reap = () => (reaping ??= reapToolProcesses(child.pid, marker, exited));
+    const reap = () => (reaping ??= reapProcesses(child.pid, exited, TOOL_MARKER, marker));
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;

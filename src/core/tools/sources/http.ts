@@ -7,7 +7,7 @@
  * every header built from `${env:…}` are dropped once a redirect leaves the URL's origin, as browsers
  * and curl do. Query parameters fixed in the URL template cannot be overridden by arguments.
  */
-import type { HttpSource } from '../../common/tools';
+import type { HttpSource } from '../../../common/tools';
 
 export const HTTP_DEFAULTS = { timeoutMs: 30_000, maxResponseBytes: 4 * 1024 * 1024, maxRedirects: 5 };
 

@@ -13,9 +13,9 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ResultSchema, ToolSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator, JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import type { JsonSchema } from '../../common/tools';
-import { compileSchema, type Validator } from '../gateway/schema';
-import { formatBytes } from '../../common/format';
+import type { JsonSchema } from '../../../../common/tools';
+import { compileSchema, type Validator } from '../../../gateway/schema';
+import { formatBytes } from '../../../../common/format';
 
 export interface McpListLimits {
   /** Most pages of one listing. */

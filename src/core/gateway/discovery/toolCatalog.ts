@@ -7,9 +7,8 @@
  *   max_results: int = ...)`), for search results and descriptions;
  * - `oneLine`, `toolGroup`: the short listing `execute_tool_code` shows above the inline limit.
  */
-import type { JsonSchema } from '../../common/tools';
-import type { ManagedTool } from '../gateway/gateway';
-import { mcpToolServer } from './mcp';
+import type { JsonSchema } from '../../../common/tools';
+import type { ManagedTool } from '../toolSet';
 
 export interface CatalogParam {
   name: string;
@@ -38,7 +37,7 @@ export interface CatalogTool {
 export interface ToolCatalog {
   version: 1;
   tools: CatalogTool[];
-  /** Reserved call names the guest uses for discovery (see ./discovery). */
+  /** Reserved call names the guest uses for discovery (see ./toolDiscovery). */
   reserved: { search: string; describe: string; catalog: string };
   /** True when the size bound removed detail (parameter descriptions, result summaries, or parameter lists). */
   truncated: boolean;
@@ -77,9 +76,10 @@ export function oneLine(description: string | undefined, max = 100): string {
   return max <= 1 ? '' : line;
 }
 
-/** Where a tool comes from, as a group heading: its MCP server, or its kind of source. */
+/** Where a tool comes from, as a group heading: its group (an MCP tool's server), or its kind of source. */
 export function toolGroup(tool: ManagedTool): string {
-  if (tool.source === 'mcp') return mcpToolServer(tool) ?? 'MCP tools';
+  if (tool.group) return tool.group;
+  if (tool.source === 'mcp') return 'MCP tools';
   return ({ command: 'command tools', http: 'HTTP tools', lmTool: 'VS Code language-model tools' } as Record<string, string>)[tool.source] ?? `${tool.source} tools`;
 }
 

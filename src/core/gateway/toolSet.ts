@@ -1,0 +1,39 @@
+/**
+ * The contract between tool sources and the gateway: what a managed tool is, and what loading a set of
+ * tool declarations gives. Tool sources (core/tools) import this, never the gateway itself.
+ */
+import type { ApprovalPolicy, JsonSchema, ToolExposure } from '../../common/tools';
+
+export interface ToolInvokeContext {
+  signal: AbortSignal;
+  callId: string;
+}
+
+export interface ManagedTool {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+  outputSchema?: JsonSchema;
+  approval: ApprovalPolicy;
+  expose: ToolExposure;
+  /** Where the tool comes from: `command`, `http`, `mcp`, `lmTool`, or a host's own. */
+  source: string;
+  /** The server or group a tool belongs to, for listings (an `mcp` tool: its server's label). */
+  group?: string;
+  invoke(args: Record<string, unknown>, context: ToolInvokeContext): Promise<unknown>;
+}
+
+export interface DeclarationError {
+  index: number;
+  name?: string;
+  message: string;
+}
+
+export interface ToolSet {
+  tools: ManagedTool[];
+  errors: DeclarationError[];
+}
+
+export function formatDeclarationError(e: DeclarationError): string {
+  return `codeact.tools[${e.index}]${e.name ? ` (${e.name})` : ''}: ${e.message}`;
+}

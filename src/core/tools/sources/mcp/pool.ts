@@ -1,0 +1,363 @@
+/**
+ * Connections to MCP servers (stdio or streamable HTTP). An {@link McpClientPool} holds one client
+ * connection per server, opened lazily on the first call and shared by every declaration that names the
+ * same server. Stdio servers run in the workspace folder with a minimal environment plus the variables
+ * the declaration lists, in their own process group; `dispose()` closes every connection and kills the
+ * stdio servers' whole process trees.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { raceAbort } from '../../../util/abort';
+import { CODEACT_VERSION } from '../../../util/version';
+import { tail } from '../processes';
+import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
+import type { McpCallResult } from './result';
+import { StdioServerTransport, type StdioServerSpec } from './stdioTransport';
+
+export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
+
+export type McpServerSpec = StdioServerSpec | { kind: 'http'; url: string };
+
+export interface McpPoolOptions {
+  /** Spawn + `initialize` handshake; default 30 s. */
+  connectTimeoutMs?: number;
+  /** One `tools/call`; default 60 s. */
+  callTimeoutMs?: number;
+  /** How long a stdio server gets to exit after its stdin closes, before it is killed; default 1 s. */
+  closeGraceMs?: number;
+  /** Bounds of `tools/list`: pages, tools and one deadline; defaults in {@link MCP_LIST_LIMITS}. */
+  listLimits?: Partial<McpListLimits>;
+  log?: (line: string) => void;
+}
+
+export interface McpCallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** A short human name of the server, safe to show (no environment, no URL query). */
+export function mcpServerLabel(spec: McpServerSpec): string {
+  if (spec.kind === 'http') {
+    try {
+      const u = new URL(spec.url);
+      return `MCP server at ${u.origin}${u.pathname}`;
+    } catch {
+      return 'MCP server at an invalid URL';
+    }
+  }
+  const cmd = spec.argv.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
+  return `MCP server "${cmd.length > 120 ? cmd.slice(0, 119) + '…' : cmd}"`;
+}
+
+export function serverKey(spec: McpServerSpec): string {
+  return spec.kind === 'http'
+    ? JSON.stringify(['http', spec.url])
+    : JSON.stringify(['stdio', spec.argv, spec.cwd, Object.entries(spec.env).sort(([a], [b]) => (a < b ? -1 : 1))]);
+}
+
+/** The error of a tool the server does not have: it lists the tools the server has. */
+export function missingToolMessage(spec: McpServerSpec, tool: string, tools: Tool[]): string {
+  const names = tools.map((t) => t.name).sort();
+  return (
+    `the ${mcpServerLabel(spec)} has no tool "${tool}". ` +
+    (names.length ? `Its tools: ${names.join(', ')}.` : 'It lists no tools.') +
+    ' Fix "mcp.tool" in codeact.tools.'
+  );
+}
+
+interface Connection {
+  key: string;
+  spec: McpServerSpec;
+  label: string;
+  client: Client;
+  stdio?: StdioServerTransport;
+  http?: StreamableHTTPClientTransport;
+  tools?: Promise<Tool[]>;
+  closed: boolean;
+}
+
+interface Entry {
+  promise: Promise<Connection>;
+  conn?: Connection;
+}
+
+const CLIENT_INFO = { name: 'codeact', version: CODEACT_VERSION };
+
+/**
+ * MCP client connections, one per server, opened on first use. Shared by every tool that names the
+ * same server (same argv, working directory and environment, or same URL). A connection that drops
+ * (the server exits, the HTTP endpoint fails) is reopened on the next call. `dispose()` closes them
+ * all and kills the stdio servers' process trees; the pool stays usable and reconnects on demand.
+ * As a last net, stdio servers still running when the Node process exits are killed then.
+ */
+export class McpClientPool {
+  private readonly entries = new Map<string, Entry>();
+  private readonly processes = new Set<StdioServerTransport>();
+  private lifetime = new AbortController();
+  private readonly onProcessExit = () => {
+    for (const p of this.processes) p.killNow();
+  };
+  private exitHookInstalled = false;
+  readonly connectTimeoutMs: number;
+  readonly callTimeoutMs: number;
+  private readonly closeGraceMs: number;
+  private readonly listLimits: McpListLimits;
+
+  constructor(private readonly options: McpPoolOptions = {}) {
+    this.connectTimeoutMs = options.connectTimeoutMs ?? MCP_DEFAULTS.connectTimeoutMs;
+    this.callTimeoutMs = options.callTimeoutMs ?? MCP_DEFAULTS.callTimeoutMs;
+    this.closeGraceMs = options.closeGraceMs ?? MCP_DEFAULTS.closeGraceMs;
+    this.listLimits = { ...MCP_LIST_LIMITS, ...options.listLimits };
+  }
+
+  /** Servers with an open (or opening) connection. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The server's tools (`tools/list`, every page, within the list limits), cached per connection until the server says they changed. */
+  async listTools(spec: McpServerSpec, options: McpCallOptions = {}): Promise<Tool[]> {
+    const conn = await this.connection(spec, options.signal);
+    return this.toolsOf(conn, options);
+  }
+
+  /**
+   * Calls `tool` with `args` and returns the raw result. Checks first that the server has the tool
+   * (listing its tools when it does not). Errors are sentences that start lower-case after the
+   * tool's name: "timed out after 60 s ...", "was stopped.", "could not start the MCP server ...".
+   */
+  async callTool(spec: McpServerSpec, tool: string, args: Record<string, unknown>, options: McpCallOptions = {}): Promise<McpCallResult> {
+    const signal = options.signal;
+    const timeoutMs = options.timeoutMs ?? this.callTimeoutMs;
+    const conn = await this.connection(spec, signal);
+    const tools = await this.toolsOf(conn, options);
+    if (!tools.some((t) => t.name === tool)) throw new Error(`failed: ${missingToolMessage(spec, tool, tools)}`);
+    try {
+      return (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
+    } catch (e) {
+      throw this.callError(conn, tool, e, signal, timeoutMs);
+    }
+  }
+
+  /** Closes every connection and kills every stdio server with its process tree. */
+  async dispose(): Promise<void> {
+    this.lifetime.abort(new Error('the MCP connections were closed'));
+    this.lifetime = new AbortController();
+    const entries = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.allSettled(
+      entries.map(async (e) => {
+        const conn = await e.promise;
+        await this.closeConnection(conn);
+      }),
+    );
+    await Promise.allSettled([...this.processes].map((p) => p.close()));
+    this.processes.clear();
+    this.updateExitHook();
+  }
+
+  // -- internals ------------------------------------------------------------------------------
+
+  private connection(spec: McpServerSpec, signal?: AbortSignal): Promise<Connection> {
+    const key = serverKey(spec);
+    let entry = this.entries.get(key);
+    if (!entry || entry.conn?.closed) {
+      const e: Entry = { promise: undefined as unknown as Promise<Connection> };
+      e.promise = this.open(spec, key, e);
+      e.promise.catch(() => {
+        if (this.entries.get(key) === e) this.entries.delete(key);
+      });
+      this.entries.set(key, e);
+      entry = e;
+    }
+    return abortable(entry.promise, signal).catch((e) => {
+      if (signal?.aborted) throw new Error(`was stopped while the ${mcpServerLabel(spec)} started.`);
+      throw e;
+    });
+  }
+
+  private async open(spec: McpServerSpec, key: string, entry: Entry): Promise<Connection> {
+    const label = mcpServerLabel(spec);
+    const lifetime = this.lifetime.signal;
+    const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: boundedSchemaValidator });
+    const conn: Connection = { key, spec, label, client, closed: false };
+    let transport: Transport;
+    if (spec.kind === 'stdio') {
+      conn.stdio = new StdioServerTransport(spec, this.closeGraceMs);
+      transport = conn.stdio;
+      this.processes.add(conn.stdio);
+      this.updateExitHook();
+    } else {
+      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch: cappedFetch() });
+      transport = conn.http;
+    }
+    client.onerror = (e) => this.options.log?.(`${label}: ${e.message}`);
+    client.onclose = () => {
+      conn.closed = true;
+      if (this.entries.get(key) === entry) this.entries.delete(key);
+      if (conn.stdio) {
+        // The server went away on its own: take whatever it left behind with it.
+        void conn.stdio.close().finally(() => {
+          this.processes.delete(conn.stdio!);
+          this.updateExitHook();
+        });
+      }
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      conn.tools = undefined;
+    });
+    this.options.log?.(`starting ${label}`);
+    try {
+      await client.connect(transport, { timeout: this.connectTimeoutMs, signal: lifetime });
+    } catch (e) {
+      const error = this.startError(conn, e, lifetime);
+      await this.closeConnection(conn);
+      throw error;
+    }
+    if (lifetime.aborted) {
+      await this.closeConnection(conn);
+      throw new Error(`could not use the ${label}: the MCP connections were closed while it started.`);
+    }
+    entry.conn = conn;
+    this.options.log?.(`connected to ${label}`);
+    return conn;
+  }
+
+  private toolsOf(conn: Connection, options: McpCallOptions): Promise<Tool[]> {
+    if (!conn.tools) {
+      const p = listAllTools(conn.client, conn.label, this.listLimits).catch((e) => {
+        if (e instanceof McpListLimitError) throw e;
+        // The request of a page got the time left until the listing's deadline.
+        if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) throw listTimeout(conn.label, this.listLimits);
+        throw e;
+      });
+      conn.tools = p;
+      p.catch(() => {
+        if (conn.tools === p) conn.tools = undefined;
+      });
+    }
+    return abortable(conn.tools, options.signal).catch((e) => {
+      if (e instanceof McpListLimitError && !options.signal?.aborted) throw new Error(`failed: ${e.message}`);
+      throw this.callError(conn, 'tools/list', e, options.signal, this.listLimits.timeoutMs, true);
+    });
+  }
+
+  private async closeConnection(conn: Connection): Promise<void> {
+    conn.closed = true;
+    if (conn.http) {
+      await waitAtMost(conn.http.terminateSession().catch(() => {}), 2000);
+    }
+    await waitAtMost(conn.client.close().catch(() => {}), this.closeGraceMs + 2000);
+    if (conn.stdio) {
+      await conn.stdio.close();
+      this.processes.delete(conn.stdio);
+      this.updateExitHook();
+    }
+  }
+
+  private updateExitHook(): void {
+    const want = this.processes.size > 0;
+    if (want && !this.exitHookInstalled) process.on('exit', this.onProcessExit);
+    if (!want && this.exitHookInstalled) process.off('exit', this.onProcessExit);
+    this.exitHookInstalled = want;
+  }
+
+  private stderrPart(conn: Connection): string {
+    const text = conn.stdio?.stderr ?? '';
+    return text.trim() ? `\nstderr:\n${tail(text)}` : '';
+  }
+
+  private startError(conn: Connection, e: unknown, lifetime: AbortSignal): Error {
+    const err = e as NodeJS.ErrnoException;
+    const { label, spec } = conn;
+    if (lifetime.aborted) return new Error(`could not use the ${label}: the MCP connections were closed while it started.`);
+    if (spec.kind === 'stdio' && err?.code === 'ENOENT') {
+      return new Error(`could not start the ${label}: command not found (${JSON.stringify(spec.argv[0])} is not on PATH or does not exist). Check "mcp.command" in codeact.tools.`);
+    }
+    if (spec.kind === 'stdio' && err?.code === 'EACCES') return new Error(`could not start the ${label}: permission denied. Check "mcp.command" in codeact.tools.`);
+    if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
+      return new Error(
+        `could not start the ${label}: it did not complete the MCP handshake within ${this.connectTimeoutMs / 1000} s. ` +
+          (spec.kind === 'stdio' ? 'Check that the command starts an MCP server on stdio (not HTTP), and that it logs to stderr only.' : 'Check that the URL is a streamable HTTP MCP endpoint.') +
+          this.stderrPart(conn),
+      );
+    }
+    const exit = conn.stdio?.exit;
+    if (exit) {
+      const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
+      return new Error(
+        `could not start the ${label}: it exited during startup (${how}).` +
+          (this.stderrPart(conn) || ' It wrote nothing to stderr. Check that the command starts an MCP server on stdio.'),
+      );
+    }
+    if (spec.kind === 'http') return new Error(`could not reach the ${label}: ${describeFetchError(err)}. Check "mcp.url" in codeact.tools and that the server is running.`);
+    return new Error(`could not start the ${label}: ${err?.message ?? String(e)}.${this.stderrPart(conn)}`);
+  }
+
+  private callError(conn: Connection, what: string, e: unknown, signal: AbortSignal | undefined, timeoutMs: number, isList = false): Error {
+    const step = isList ? `listing the tools of the ${conn.label}` : `(MCP tool "${what}" on the ${conn.label})`;
+    if (signal?.aborted) return new Error(isList ? `was stopped while ${step}.` : `was stopped ${step}.`);
+    if (conn.stdio?.fatal) return new Error(`failed: the connection to the ${conn.label} was dropped: ${conn.stdio.fatal}.`);
+    const exit = conn.stdio?.exit;
+    if (exit || (e instanceof McpError && e.code === ErrorCode.ConnectionClosed)) {
+      const how = exit ? (exit.signal ? ` (killed by ${exit.signal})` : ` (exit code ${exit.code})`) : '';
+      return new Error(`failed: the ${conn.label} closed the connection${how} while ${isList ? 'listing its tools' : `running "${what}"`}.${this.stderrPart(conn)}`);
+    }
+    if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
+      return new Error(`timed out after ${timeoutMs / 1000} s ${isList ? `while ${step}` : step}.`);
+    }
+    if (!(e instanceof McpError) && !isTransportFailure(e)) {
+      // For example a result that does not parse as a tools/call result.
+      return new Error(`failed: the ${conn.label} sent an invalid answer to ${isList ? 'tools/list' : `"${what}"`}: ${(e as Error)?.message ?? String(e)}`);
+    }
+    if (!(e instanceof McpError)) {
+      // A transport failure: drop the connection so the next call reconnects.
+      conn.closed = true;
+      if (this.entries.get(conn.key)?.conn === conn) this.entries.delete(conn.key);
+      void this.closeConnection(conn);
+      const msg = conn.spec.kind === 'http' ? describeFetchError(e as Error) : ((e as Error)?.message ?? String(e));
+      return new Error(`failed: ${isList ? `could not list the tools of the ${conn.label}` : `could not reach the ${conn.label}`}: ${msg}.`);
+    }
+    return new Error(`failed: the ${conn.label} answered ${isList ? 'tools/list' : `"${what}"`} with an error: ${e.message.replace(/^MCP error -?\d+: /, '')}`);
+  }
+}
+
+function isTransportFailure(e: unknown): boolean {
+  const err = e as Error | undefined;
+  return (
+    e instanceof StreamableHTTPError ||
+    (err instanceof TypeError && /fetch/i.test(err.message)) ||
+    (err as NodeJS.ErrnoException | undefined)?.code !== undefined ||
+    err?.message === 'the server is not running' ||
+    err?.message === 'Not connected'
+  );
+}
+
+function describeFetchError(e: Error | undefined): string {
+  const cause = (e as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
+  return e?.message ?? 'unknown error';
+}
+
+function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  return raceAbort(p, signal, () => new McpError(ErrorCode.RequestTimeout, 'aborted'));
+}
+
+/** Waits for `p` (which must not reject), but at most `ms`. */
+function waitAtMost(p: Promise<unknown>, ms: number): Promise<unknown> {
+  return Promise.race([p, new Promise((r) => setTimeout(r, ms).unref())]);
+}
+
+let defaultPool: McpClientPool | undefined;
+
+/** The pool `loadTools` uses when its context names none: one per process (the CLI, the extension host). */
+export function defaultMcpPool(): McpClientPool {
+  return (defaultPool ??= new McpClientPool());
+}
+
+/** Closes the default pool's connections and kills its stdio servers. Call it when the process is done with tools. */
+export async function disposeDefaultMcpPool(): Promise<void> {
+  await defaultPool?.dispose();
+}
