@@ -141,7 +141,7 @@ describe('vscode session (fake seams)', () => {
       assert.equal(h.approvals.dialogs.length, 1);
     });
 
-    it('Stop aborts the run and answers the open approval card "deny"', async () => {
+    it('Stop aborts the run and answers the open approval card "deny" (also when the tool call\'s own signal has not fired yet)', async () => {
       h = harness({ tools: [lmToolDecl('search', 'ask')] });
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.session.panelVisible = () => true;
@@ -149,7 +149,8 @@ describe('vscode session (fake seams)', () => {
       h.runtimes.setup = (r) =>
         (r.script = async (req, o, rt) => {
           signal = o?.signal;
-          return callTool('search')(req, o, rt);
+          // The tool call gets a signal of its own that Stop does not reach (a runtime that aborts its calls later).
+          return callTool('search')(req, { ...o, signal: new AbortController().signal }, rt);
         });
       const run = h.session.runCode('search()', 'one');
       for (let i = 0; i < 20 && !h.session.currentConversation?.events.some((e) => e.type === 'codeact.approval.requested'); i++) await tick();
