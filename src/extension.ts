@@ -7,8 +7,10 @@ import { ChatPanels, exportNotebook } from './vscode/chatPanel';
 import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
 import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
-import { CodeActService, PROVIDER_NAMES, UntrustedWorkspaceError } from './vscode/service';
-import { DEFAULT_MODELS, type CodeActSettings } from './vscode/settings';
+import { DEFAULT_MODELS, PROVIDER_NAMES } from './vscode/providers';
+import { CodeActService } from './vscode/service';
+import { UntrustedWorkspaceError } from './vscode/session';
+import type { CodeActSettings } from './vscode/settings';
 import { showUntrusted } from './vscode/trust';
 import { PROVIDERS } from './core/providers/registry';
 

@@ -6,14 +6,9 @@
 import * as vscode from 'vscode';
 import { resolveEngineConfig, type EngineConfig, type ResolvedConfig } from '../core/config/resolve';
 import { vscodeReader } from './settingsReader';
-import { PROVIDER_CATALOG as PROVIDERS } from '../core/providers/catalog';
-import type { ProviderId } from '../core/providers/types';
 
 /** The engine's configuration, resolved by the one policy both hosts share (core/config/resolve.ts). */
 export type CodeActSettings = EngineConfig;
-
-/** Each provider's suggested models (the registry's). */
-export const DEFAULT_MODELS: Record<ProviderId, readonly string[]> = Object.fromEntries(PROVIDERS.map((p) => [p.id, p.defaultModels])) as Record<ProviderId, readonly string[]>;
 
 export function resolveSettings(scope?: vscode.ConfigurationScope): ResolvedConfig {
   // codeact.tools is resource-scoped: read it for the folder the tools run in.

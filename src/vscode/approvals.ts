@@ -1,0 +1,147 @@
+/**
+ * Approvals: a tool marked `ask` (and, with codeact.approval.reviewCode, the code itself) waits for the
+ * user, on a card in the chat panel when it is visible, in a modal dialog otherwise. "Allow for This
+ * Session" is remembered here; "Always Allow" is saved to the user's settings. VS Code is reached through
+ * ./approvals.apis.
+ */
+import type { ApprovalDecision, CodeInterpreterCallItem } from '../common/events';
+import type { TranscriptEvent } from '../common/transcript';
+import type { ApprovalRequest } from '../core/gateway/gateway';
+import type { ManagedTool } from '../core/gateway/toolSet';
+import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
+import { newId } from '../core/util/ids';
+import type { ApprovalsApis } from './approvals.apis';
+import type { Log } from './session.apis';
+
+/** What is asked: a tool call, or code to review. */
+export interface ApprovalSubject {
+  kind: 'tool' | 'code';
+  name?: string;
+  arguments?: unknown;
+  code?: string;
+  itemId?: string;
+}
+
+export interface ApprovalAnswer {
+  decision: ApprovalDecision;
+  /** The code as the user edited it (a code review's "Edit"). */
+  code?: string;
+}
+
+export interface ApprovalsDeps {
+  apis: ApprovalsApis;
+  /** Saves an event in the open conversation and tells the listeners (the request and the decision). */
+  emit(e: TranscriptEvent): void;
+  log: Log;
+  /** Can the panel show approval cards right now? */
+  panelVisible(): boolean;
+}
+
+interface PendingApproval {
+  resolve: (r: ApprovalAnswer) => void;
+  tool?: string;
+}
+
+export class Approvals {
+  private readonly sessionAllowed = new Set<string>();
+  private readonly pending = new Map<string, PendingApproval>();
+
+  constructor(private readonly deps: ApprovalsDeps) {}
+
+  /** The gateway's approver of `ask` tools. */
+  async approveTool(req: ApprovalRequest): Promise<boolean> {
+    const { decision } = await this.request({ kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId }, req.signal);
+    if (decision === 'allow_session') this.sessionAllowed.add(req.tool.name);
+    if (decision === 'allow_always') {
+      const list = this.deps.apis.alwaysAllowed();
+      if (!list.includes(req.tool.name)) await this.deps.apis.saveAlwaysAllowed([...list, req.tool.name]);
+    }
+    return decision !== 'deny';
+  }
+
+  /**
+   * The gateway's policy override: a tool on `alwaysAllow` (the settings' list when the gateway is built) or
+   * allowed for this session runs without asking (the gateway still lets `deny` win).
+   */
+  policyOverride(alwaysAllow: readonly string[]): (tool: ManagedTool) => 'auto' | undefined {
+    return (tool) => (alwaysAllow.includes(tool.name) || this.sessionAllowed.has(tool.name) ? 'auto' : undefined);
+  }
+
+  /** Asks the user: a card in the panel when it is visible, a modal dialog otherwise. Every decision is logged. */
+  async request(what: ApprovalSubject, signal?: AbortSignal): Promise<ApprovalAnswer> {
+    const approvalId = newId('appr');
+    this.deps.emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
+    let result: ApprovalAnswer;
+    if (this.deps.panelVisible()) {
+      const onAbort = () => this.pending.get(approvalId)?.resolve({ decision: 'deny' });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      result = signal?.aborted ? { decision: 'deny' } : await new Promise((resolve) => this.pending.set(approvalId, { resolve, tool: what.name }));
+      signal?.removeEventListener('abort', onAbort);
+      this.pending.delete(approvalId);
+    } else {
+      result = await this.modal(what);
+    }
+    this.deps.emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision });
+    this.deps.log.info(`approval ${approvalId}: ${what.kind === 'tool' ? `tool ${what.name}` : 'code review'} -> ${result.decision}`);
+    return result;
+  }
+
+  private async modal(what: ApprovalSubject): Promise<ApprovalAnswer> {
+    if (what.kind === 'code') {
+      const pick = await this.deps.apis.showWarningMessage('CodeAct: run this code?', { modal: true, detail: (what.code ?? '').slice(0, 2000) }, 'Run');
+      return { decision: pick === 'Run' ? 'allow_once' : 'deny' };
+    }
+    const args = JSON.stringify(what.arguments ?? {}, null, 2);
+    const pick = await this.deps.apis.showWarningMessage(
+      `CodeAct: allow the tool "${what.name}"?`,
+      { modal: true, detail: `Arguments:\n${args.length > 1500 ? args.slice(0, 1500) + '…' : args}` },
+      'Allow Once',
+      'Allow for This Session',
+      'Always Allow',
+    );
+    return { decision: pick === 'Allow Once' ? 'allow_once' : pick === 'Allow for This Session' ? 'allow_session' : pick === 'Always Allow' ? 'allow_always' : 'deny' };
+  }
+
+  /** The panel answered an approval card. */
+  resolve(approvalId: string, decision: ApprovalDecision, code?: string): void {
+    this.pending.get(approvalId)?.resolve({ decision, code });
+  }
+
+  /** Stop: every open card is answered "deny". */
+  denyPending(): void {
+    for (const [, p] of this.pending) p.resolve({ decision: 'deny' });
+  }
+
+  /** Wraps the runtime so that, with codeact.approval.reviewCode, the user sees the code first (Run, Edit, Deny). */
+  reviewing(runtime: Runtime, reviewCode: boolean): Runtime {
+    if (!reviewCode) return runtime;
+    return {
+      kind: runtime.kind,
+      statePersists: runtime.statePersists,
+      dispose: () => runtime.dispose(),
+      closeSession: runtime.closeSession?.bind(runtime),
+      restartSession: runtime.restartSession?.bind(runtime),
+      variables: runtime.variables?.bind(runtime),
+      hasSession: runtime.hasSession?.bind(runtime),
+      execute: async (request: ExecuteRequest, options?: ExecuteOptions) => {
+        const r = await this.request({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
+        if (r.decision === 'deny') {
+          const item: CodeInterpreterCallItem = {
+            type: 'code_interpreter_call',
+            id: request.itemId ?? newId('exec'),
+            status: 'failed',
+            code: request.code,
+            runtime: runtime.kind,
+            outputs: [],
+            exit_code: null,
+            error: { type: 'Denied', message: 'The user declined to run this code.' },
+          };
+          options?.onEvent?.({ type: 'response.code_interpreter_call.completed', item_id: item.id });
+          options?.onEvent?.({ type: 'response.output_item.done', item });
+          return item;
+        }
+        return runtime.execute({ ...request, code: r.code ?? request.code }, options);
+      },
+    };
+  }
+}

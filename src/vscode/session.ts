@@ -1,0 +1,475 @@
+/**
+ * The extension's session: the current conversation and its transcript, switching conversations, the
+ * variables view, and the turns (prompts through core's chat turn, code straight into the runtime), with
+ * stop. Its parts: the runtime cache (./runtimeCache), the approvals (./approvals) and the workspace's tools
+ * (./workspaceTools). VS Code is reached only through the `*.apis.ts` seams, so this runs in plain Node tests.
+ */
+import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged, VariablesSummary } from '../common/events';
+import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
+import type { TranscriptEvent, TurnSource } from '../common/transcript';
+import type { AgentResult } from '../core/agent/agent';
+import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
+import { providerConfigFrom } from '../core/config/engine';
+import { describeIgnored } from '../core/config/resolve';
+import { createProvider } from '../core/providers/factory';
+import { PROVIDERS } from '../core/providers/registry';
+import { LocalRuntime } from '../core/runtime/local/localRuntime';
+import type { ToolSet } from '../core/gateway/toolSet';
+import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
+import { CodeActError } from '../core/util/errors';
+import { newId } from '../core/util/ids';
+import { runChatTurn } from '../core/session/chatTurn';
+import { Approvals } from './approvals';
+import type { ApprovalsApis } from './approvals.apis';
+import type { LmToolApis } from './lmToolSource.apis';
+import { DEFAULT_MODELS, PROVIDER_NAMES } from './providers';
+import { RuntimeCache, documentSessionId } from './runtimeCache';
+import type { RuntimeCacheApis } from './runtimeCache.apis';
+import type { Secrets } from './secrets';
+import type { CancellationToken, Log, SessionApis } from './session.apis';
+import type { CodeActSettings } from './settings';
+import { WorkspaceTools } from './workspaceTools';
+
+const REOPENED_NOTE =
+  'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
+
+/** What the panel's variables view shows. */
+export interface SessionVariables {
+  sessionId?: string;
+  /** "This conversation" or the document's name. */
+  label?: string;
+  summary: VariablesSummary | null;
+  /** Why there is nothing to show. */
+  note?: string;
+}
+
+export class UntrustedWorkspaceError extends CodeActError {
+  readonly category = 'config' as const;
+  constructor(what: string) {
+    super(`${what} is disabled because this workspace is not trusted: its settings could declare tools that run commands. Trust the workspace to allow it.`);
+    this.name = 'UntrustedWorkspaceError';
+  }
+}
+
+/** Everything the session is built from: where it saves, and its seams to VS Code (real ones in ./service, fakes in tests). */
+export interface SessionDeps {
+  /** The folder conversations are saved in. */
+  storeDir: string;
+  /** The extension's version, for the panel. */
+  version: string;
+  log: Log;
+  secrets: Pick<Secrets, 'apiKey' | 'hasKey' | 'jupyterToken'>;
+  apis: SessionApis;
+  approvalsApis: ApprovalsApis;
+  runtimeApis: RuntimeCacheApis;
+  lmTools: LmToolApis;
+}
+
+interface Disposable {
+  dispose(): void;
+}
+
+export class CodeActSession {
+  readonly store: TranscriptStore;
+  readonly log: Log;
+  private conversation?: Conversation;
+  private readonly listeners = new Set<(e: TranscriptEvent) => void>();
+  private readonly stateListeners = new Set<() => void>();
+  private readonly variablesListeners = new Set<(v: SessionVariables) => void>();
+  /** The session the variables view shows: the one of the latest run. */
+  private variablesSession?: { id: string; label: string };
+  /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
+  private staleSession?: string;
+  private running?: { controller: AbortController; label: string };
+  /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
+  private readonly outputs = new Map<string, CodeInterpreterCallItem>();
+  private loggedIgnored = '[]';
+  private readonly apis: SessionApis;
+  private readonly secrets: SessionDeps['secrets'];
+  private readonly runtimes: RuntimeCache;
+  private readonly approvals: Approvals;
+  private readonly tools: WorkspaceTools;
+  /** Set by the panel: can it show approval cards right now? */
+  panelVisible: () => boolean = () => false;
+
+  constructor(private readonly deps: SessionDeps) {
+    this.store = new TranscriptStore(deps.storeDir);
+    this.log = deps.log;
+    this.apis = deps.apis;
+    this.secrets = deps.secrets;
+    this.runtimes = new RuntimeCache({
+      apis: deps.runtimeApis,
+      settings: () => this.settings,
+      jupyterToken: () => this.secrets.jupyterToken(),
+      workspaceFolder: () => this.apis.workspaceFolder(),
+      log: this.log,
+      onSessionEvent: (e) => this.onSessionEvent(e),
+    });
+    this.approvals = new Approvals({ apis: deps.approvalsApis, emit: (e) => this.emit(e), log: this.log, panelVisible: () => this.panelVisible() });
+    this.tools = new WorkspaceTools({
+      apis: this.apis,
+      lmTools: deps.lmTools,
+      settings: () => this.settings,
+      trusted: () => this.trusted,
+      workspaceFolder: () => this.apis.workspaceFolder(),
+      approvals: this.approvals,
+      log: this.log,
+    });
+  }
+
+  // ---- state ----------------------------------------------------------------------------------
+
+  get settings(): CodeActSettings {
+    const resolved = this.apis.resolveSettings();
+    const key = JSON.stringify(resolved.ignored);
+    if (key !== this.loggedIgnored) {
+      this.loggedIgnored = key;
+      for (const line of describeIgnored(resolved.ignored)) this.log.warn(line);
+    }
+    const s = resolved.config;
+    if (!s.model) s.model = DEFAULT_MODELS[s.provider]?.[0] ?? '';
+    return s;
+  }
+
+  get trusted(): boolean {
+    return this.apis.isTrusted();
+  }
+
+  get busy(): boolean {
+    return !!this.running;
+  }
+
+  get currentConversation(): Conversation | undefined {
+    return this.conversation;
+  }
+
+  onEvent(listener: (e: TranscriptEvent) => void): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => void this.listeners.delete(listener) };
+  }
+
+  onVariables(listener: (v: SessionVariables) => void): Disposable {
+    this.variablesListeners.add(listener);
+    return { dispose: () => void this.variablesListeners.delete(listener) };
+  }
+
+  /** Reads the variables of the session the view shows, and tells the listeners. */
+  async refreshVariables(): Promise<SessionVariables> {
+    const target = this.variablesSession ?? (this.conversation ? { id: this.conversation.id, label: 'This conversation' } : undefined);
+    const runtime = this.runtimes.current;
+    let result: SessionVariables;
+    if (!target) result = { summary: null, note: 'No session yet: variables appear after code runs.' };
+    else if (!runtime?.variables || !runtime.statePersists) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
+    else {
+      const summary = await runtime.variables(target.id).catch(() => null);
+      result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.hasSession?.(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
+    }
+    for (const l of this.variablesListeners) {
+      try {
+        l(result);
+      } catch {}
+    }
+    return result;
+  }
+
+  /** Restarts a session: the conversation's (default) or a document's. Returns whether one was alive. */
+  async restartSession(sessionId?: string): Promise<boolean> {
+    const id = sessionId ?? this.conversation?.id;
+    const runtime = this.runtimes.current;
+    if (!id || !runtime?.restartSession) return false;
+    if (this.running) this.stop();
+    const had = (await runtime.restartSession(id)) !== false;
+    this.log.info(`session ${id} restarted`);
+    void this.refreshVariables();
+    return had;
+  }
+
+  /** The live session ids the Restart command can offer: the conversation's and the documents'. */
+  liveSessions(): Array<{ id: string; label: string }> {
+    const runtime = this.runtimes.current;
+    const out: Array<{ id: string; label: string }> = [];
+    if (!runtime?.hasSession) return out;
+    if (this.conversation && runtime.hasSession(this.conversation.id)) out.push({ id: this.conversation.id, label: `Chat: ${this.conversation.meta.title}` });
+    for (const [id, label] of this.runtimes.documentSessions) if (runtime.hasSession(id)) out.push({ id, label });
+    return out;
+  }
+
+  /** A session started fresh or ended: said in the conversation it belongs to (the open one), and logged. */
+  private onSessionEvent(e: SessionChanged): void {
+    this.log.info(`session ${e.session_id}: ${e.state}${e.reason ? ` (${e.reason})` : ''} ${e.message}`);
+    if (e.state === 'ended' && (e.session_id === this.conversation?.id || this.runtimes.documentSessions.has(e.session_id))) {
+      this.emit(e);
+    }
+    if (e.session_id === this.variablesSession?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
+  }
+
+  onState(listener: () => void): Disposable {
+    this.stateListeners.add(listener);
+    return { dispose: () => void this.stateListeners.delete(listener) };
+  }
+
+  fireState(): void {
+    void this.apis.executeCommand('setContext', 'codeact.running', this.busy);
+    for (const l of this.stateListeners) l();
+  }
+
+  toolSet(): ToolSet {
+    return this.tools.toolSet();
+  }
+
+  async hostState(): Promise<HostState> {
+    const s = this.settings;
+    const providers: ProviderInfo[] = await Promise.all(
+      PROVIDERS.map((p) => p.id).map(async (id) => ({
+        id,
+        label: PROVIDER_NAMES[id],
+        hasKey: await this.secrets.hasKey(id),
+        models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...DEFAULT_MODELS[id]])].map((m) => ({ id: m })),
+      })),
+    );
+    const tools: ToolSummary[] = this.toolSet().tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
+    const runtime: RuntimeKind = s.mode === 'hosted' ? (s.provider === 'openai-compatible' ? 'local' : (s.provider as RuntimeKind)) : s.runtime;
+    return {
+      providers,
+      provider: s.provider,
+      model: s.model,
+      runtime,
+      mode: s.mode === 'hosted' ? 'hosted' : 'local',
+      tools,
+      trusted: this.trusted,
+      busy: this.busy,
+      conversationId: this.conversation?.id,
+      conversationTitle: this.conversation?.meta.title,
+      version: this.deps.version,
+    };
+  }
+
+  // ---- conversations --------------------------------------------------------------------------
+
+  /** Saves an event in the open conversation and tells the listeners. */
+  private emit(e: TranscriptEvent): void {
+    this.conversation?.appendEvent(e);
+    this.notify(e);
+  }
+
+  /** Tells the listeners (the panel, the participant) about an event already saved. */
+  private notify(e: TranscriptEvent): void {
+    if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
+      this.outputs.set(e.item.id, e.item);
+      if (this.outputs.size > 200) this.outputs.delete(this.outputs.keys().next().value!);
+    }
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch (err) {
+        this.log.error(`event listener failed: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  private ensureConversation(title: string): Conversation {
+    if (!this.conversation) {
+      const s = this.settings;
+      this.conversation = this.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: this.apis.workspaceFolder() });
+      this.fireState();
+    }
+    return this.conversation;
+  }
+
+  /** A running turn writes into its conversation; switching under it would send its events elsewhere. */
+  private leaveConversation(): void {
+    if (this.running) throw new Error('Stop the running turn before switching conversations (CodeAct: Stop).');
+    const old = this.conversation;
+    old?.flush();
+    // A conversation's Jupyter kernel goes when the conversation is left.
+    if (old) void this.runtimes.current?.closeSession?.(old.id);
+    this.variablesSession = undefined;
+    this.staleSession = undefined;
+  }
+
+  newConversation(): void {
+    this.leaveConversation();
+    this.conversation = undefined;
+    this.fireState();
+  }
+
+  /**
+   * Opens a conversation from history. A conversation whose code ran in a session that is gone says so
+   * (the returned `notice`), and the model is told on the next turn, so neither relies on variables that
+   * no longer exist.
+   */
+  openConversation(id: string): { conversation: Conversation; notice?: string } {
+    this.leaveConversation();
+    const conversation = this.store.open(id);
+    this.conversation = conversation;
+    this.variablesSession = undefined;
+    const ranCode = conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.item.runtime === 'local' || e.item.runtime === 'jupyter'));
+    let notice: string | undefined;
+    if (ranCode && !this.runtimes.current?.hasSession?.(id)) {
+      this.staleSession = id;
+      notice = 'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
+    }
+    this.fireState();
+    void this.refreshVariables();
+    return { conversation, notice };
+  }
+
+  listConversations(): ConversationSummary[] {
+    return this.store.list().map((c) => ({ id: c.id, title: c.title, updatedAt: c.updatedAt, turns: c.turns, provider: c.provider, model: c.model }));
+  }
+
+  deleteConversation(id: string): void {
+    if (this.conversation?.id === id) {
+      this.leaveConversation();
+      this.conversation = undefined;
+    }
+    this.store.delete(id);
+    this.fireState();
+  }
+
+  clearHistory(): void {
+    this.leaveConversation();
+    this.conversation = undefined;
+    this.store.clear();
+    this.fireState();
+  }
+
+  fullOutput(itemId: string): CodeInterpreterCallItem | undefined {
+    return this.outputs.get(itemId) ?? (this.conversation?.events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId) as { item: CodeInterpreterCallItem } | undefined)?.item;
+  }
+
+  /** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */
+  async downloadHostedFile(file: FileOutput): Promise<{ bytes: Uint8Array; filename: string }> {
+    const s = this.settings;
+    const provider = await createProvider({ provider: s.provider, apiKey: await this.secrets.apiKey(s.provider), baseURL: s.baseUrl });
+    if (!provider.downloadFile) throw new Error(`${PROVIDER_NAMES[s.provider]} has no downloadable sandbox files; switch to the provider that made this file.`);
+    const got = await provider.downloadFile(file);
+    const filename = (got.filename ?? file.filename ?? file.file_id ?? 'download').split(/[\\/]/).pop()!;
+    return { bytes: got.bytes, filename };
+  }
+
+  // ---- approvals --------------------------------------------------------------------------------
+
+  /** The panel answered an approval card. */
+  resolveApproval(approvalId: string, decision: ApprovalDecision, code?: string): void {
+    this.approvals.resolve(approvalId, decision, code);
+  }
+
+  // ---- running ----------------------------------------------------------------------------------
+
+  private begin(label: string): AbortController {
+    if (this.running) throw new Error(`CodeAct is already running "${this.running.label}". Stop it first (CodeAct: Stop).`);
+    const controller = new AbortController();
+    this.running = { controller, label };
+    this.fireState();
+    return controller;
+  }
+
+  private end(): void {
+    this.running = undefined;
+    this.conversation?.flush();
+    this.fireState();
+    void this.refreshVariables();
+  }
+
+  stop(): void {
+    if (!this.running) return;
+    this.log.info(`stop requested: ${this.running.label}`);
+    this.running.controller.abort();
+    this.approvals.denyPending();
+  }
+
+  requireTrust(what: string): void {
+    if (!this.trusted) throw new UntrustedWorkspaceError(what);
+  }
+
+  /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
+  async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken }): Promise<AgentResult | undefined> {
+    const s = this.settings;
+    if (s.mode !== 'hosted') this.requireTrust('Running code');
+    const controller = this.begin(titleFrom(prompt));
+    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const convo = this.ensureConversation(prompt);
+    try {
+      const turn = await runChatTurn({
+        conversation: convo,
+        prompt,
+        source,
+        config: s,
+        provider: async () => createProvider(providerConfigFrom(s, await this.secrets.apiKey(s.provider))),
+        // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
+        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing(await this.runtimes.get(), this.settings.reviewCode)),
+        gateway: await this.tools.gateway(),
+        ...(this.staleSession === convo.id ? { sessionNote: REOPENED_NOTE } : {}),
+        signal: controller.signal,
+        onEvent: (e) => {
+          this.notify(e);
+          if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') extra?.onEvent?.(e);
+        },
+      });
+      const result = turn.result;
+      if (result) {
+        if (this.staleSession === convo.id) this.staleSession = undefined;
+        this.variablesSession = { id: convo.id, label: 'This conversation' };
+        if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
+      } else if (turn.error) {
+        this.log.error(`turn failed: ${turn.error.message}`);
+        if (turn.error.code === 'auth') {
+          void this.apis.showErrorMessage(`CodeAct: ${turn.error.message}`, 'Set API Key…').then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
+        }
+      }
+      return result;
+    } finally {
+      cancel?.dispose();
+      this.end();
+    }
+  }
+
+  /** Runs code in the configured runtime with the managed tools (Run with Tools, Run again, the LM tool). */
+  async runCode(
+    code: string,
+    label: string,
+    source: TurnSource = 'run_with_tools',
+    extra?: { token?: CancellationToken; onEvent?: (e: CodeActEvent) => void; document?: { uri: string; name: string } },
+  ): Promise<CodeInterpreterCallItem> {
+    this.requireTrust('Running code');
+    const controller = this.begin(label);
+    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const convo = this.ensureConversation(label);
+    const s = this.settings;
+    const turnId = newId('turn');
+    const started = Date.now();
+    // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
+    const sessionId = extra?.document ? documentSessionId(extra.document.uri) : convo.id;
+    if (extra?.document) this.runtimes.documentSessions.set(sessionId, extra.document.name);
+    this.variablesSession = { id: sessionId, label: extra?.document ? extra.document.name : 'This conversation' };
+    try {
+      const runtime = this.approvals.reviewing(await this.runtimes.get(), this.settings.reviewCode);
+      this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
+      const item = await runtime.execute(
+        { code, timeoutMs: s.timeoutMs, sessionId },
+        {
+          signal: controller.signal,
+          onToolCall: (await this.tools.gateway()).handler,
+          onEvent: (e) => {
+            this.emit(e);
+            extra?.onEvent?.(e);
+          },
+        },
+      );
+      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status: item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed', duration_ms: Date.now() - started });
+      this.log.info(`run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`);
+      return item;
+    } finally {
+      cancel?.dispose();
+      this.end();
+    }
+  }
+
+  /** Stops what runs, saves the transcript, and shuts kernels and MCP servers down (awaited by deactivate). */
+  async shutdown(): Promise<void> {
+    this.stop();
+    this.conversation?.flush();
+    await Promise.allSettled([this.runtimes.dispose(), disposeDefaultMcpPool()]);
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The workspace's managed tools: the `codeact.tools` declarations (none without Workspace Trust), invalid
+ * ones warned about once, `lmTool` ones backed by VS Code's language-model tools, MCP ones filled in from
+ * their servers, and the gateway that runs them with the user's approvals.
+ */
+import { toolSetFrom } from '../core/config/engine';
+import { ToolGateway } from '../core/gateway/gateway';
+import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
+import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import type { Approvals } from './approvals';
+import { lmToolSource } from './lmToolSource';
+import type { LmToolApis } from './lmToolSource.apis';
+import type { Log, SessionApis } from './session.apis';
+import type { CodeActSettings } from './settings';
+
+export interface WorkspaceToolsDeps {
+  apis: Pick<SessionApis, 'showWarningMessage' | 'executeCommand'>;
+  lmTools: LmToolApis;
+  settings(): CodeActSettings;
+  trusted(): boolean;
+  workspaceFolder(): string | undefined;
+  approvals: Approvals;
+  log: Log;
+}
+
+export class WorkspaceTools {
+  private warnedDeclarations = '';
+  private mcpResolved?: { key: string; set: Promise<ToolSet> };
+
+  constructor(private readonly deps: WorkspaceToolsDeps) {}
+
+  toolSet(): ToolSet {
+    const s = this.deps.settings();
+    const ws = this.deps.workspaceFolder();
+    // In an untrusted workspace VS Code already hides workspace values of restricted settings; without
+    // trust no tool runs at all.
+    if (!this.deps.trusted() || !ws) return { tools: [], errors: [] };
+    const set = toolSetFrom(s, ws, {
+      resolveExternal: (decl, source) => (source === 'lmTool' ? lmToolSource(decl, s.defaultApproval, this.deps.lmTools) : `"${source}" tools are not available here`),
+    });
+    const key = JSON.stringify(set.errors);
+    if (set.errors.length && key !== this.warnedDeclarations) {
+      this.warnedDeclarations = key;
+      for (const e of set.errors) this.deps.log.warn(formatDeclarationError(e));
+      void this.deps.apis
+        .showWarningMessage(`CodeAct: ${set.errors.length} tool declaration(s) in codeact.tools are invalid and unavailable: ${formatDeclarationError(set.errors[0])}`, 'Open Settings', 'Show Log')
+        .then((a) => {
+          if (a === 'Open Settings') void this.deps.apis.executeCommand('workbench.action.openWorkspaceSettingsFile');
+          if (a === 'Show Log') this.deps.log.show();
+        });
+    }
+    return set;
+  }
+
+  /** The managed tools with MCP servers' descriptions and schemas filled in (cached per codeact.tools value). */
+  private async resolvedTools(): Promise<ToolSet> {
+    const set = this.toolSet();
+    if (!set.tools.some((t) => t.source === 'mcp')) return set;
+    const key = JSON.stringify(this.deps.settings().tools);
+    if (this.mcpResolved?.key !== key) this.mcpResolved = { key, set: resolveMcpTools(set) };
+    return this.mcpResolved.set;
+  }
+
+  /** A gateway over the tools, asking the user where a tool's policy says so (and "deny" always winning). */
+  async gateway(): Promise<ToolGateway> {
+    const s = this.deps.settings();
+    return new ToolGateway((await this.resolvedTools()).tools, {
+      approver: (req) => this.deps.approvals.approveTool(req),
+      policyOverride: this.deps.approvals.policyOverride(s.alwaysAllow),
+      log: (line) => this.deps.log.info(line),
+    });
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * Fakes of the `*.apis.ts` seams of src/vscode, so the session, the approvals and the runtime cache run in
+ * plain Node (no VS Code): settings from a plain object through the real resolver, toasts and dialogs
+ * answered by script and recorded, a runtime that runs a test's function instead of Python.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CodeInterpreterCallItem, VariablesSummary } from '../../src/common/events';
+import { resolveEngineConfig, type ResolvedConfig } from '../../src/core/config/resolve';
+import type { RuntimeConfig } from '../../src/core/runtime/factory';
+import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/runtime/types';
+import type { ApprovalsApis } from '../../src/vscode/approvals.apis';
+import type { LmToolApis, LmToolInfo } from '../../src/vscode/lmToolSource.apis';
+import type { RuntimeCacheApis } from '../../src/vscode/runtimeCache.apis';
+import { CodeActSession } from '../../src/vscode/session';
+import type { Log, SessionApis } from '../../src/vscode/session.apis';
+
+/** `codeact.<key>` values as the user set them, resolved by the one policy. */
+export function resolved(values: Record<string, unknown>, trusted: boolean): ResolvedConfig {
+  return resolveEngineConfig((key) => (key in values ? { user: values[key] } : undefined), { trusted });
+}
+
+export class FakeLog implements Log {
+  readonly lines: string[] = [];
+  shown = 0;
+  info(m: string): void {
+    this.lines.push(`info ${m}`);
+  }
+  warn(m: string): void {
+    this.lines.push(`warn ${m}`);
+  }
+  error(m: string): void {
+    this.lines.push(`error ${m}`);
+  }
+  show(): void {
+    this.shown++;
+  }
+}
+
+/** A toast's answer: the button to press, or a function of the message. */
+type Answer = string | undefined | ((message: string, items: string[]) => string | undefined);
+const answer = (a: Answer, message: string, items: string[]) => (typeof a === 'function' ? a(message, items) : a);
+
+export class FakeSessionApis implements SessionApis {
+  values: Record<string, unknown> = {};
+  trusted = true;
+  folder: string | undefined;
+  readonly warnings: Array<{ message: string; items: string[] }> = [];
+  readonly errors: Array<{ message: string; items: string[] }> = [];
+  readonly commands: unknown[][] = [];
+  warningAnswer: Answer;
+  errorAnswer: Answer;
+
+  constructor(folder: string) {
+    this.folder = folder;
+  }
+  resolveSettings(): ResolvedConfig {
+    return resolved(this.values, this.trusted);
+  }
+  isTrusted(): boolean {
+    return this.trusted;
+  }
+  workspaceFolder(): string | undefined {
+    return this.folder;
+  }
+  async showWarningMessage(message: string, ...items: string[]): Promise<string | undefined> {
+    this.warnings.push({ message, items });
+    return answer(this.warningAnswer, message, items);
+  }
+  async showErrorMessage(message: string, ...items: string[]): Promise<string | undefined> {
+    this.errors.push({ message, items });
+    return answer(this.errorAnswer, message, items);
+  }
+  async executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    this.commands.push([command, ...args]);
+    return undefined;
+  }
+  /** The commands run other than `setContext`. */
+  get ranCommands(): string[] {
+    return this.commands.filter((c) => c[0] !== 'setContext').map((c) => String(c[0]));
+  }
+}
+
+export class FakeApprovalsApis implements ApprovalsApis {
+  /** The dialog's answers, in order (undefined: dismissed). */
+  answers: Array<string | undefined> = [];
+  readonly dialogs: Array<{ message: string; detail?: string; items: string[] }> = [];
+  /** What VS Code merges for `codeact.approval.alwaysAllow`. */
+  always: string[] = [];
+  readonly saved: string[][] = [];
+
+  async showWarningMessage(message: string, options: { modal: boolean; detail?: string }, ...items: string[]): Promise<string | undefined> {
+    this.dialogs.push({ message, detail: options.detail, items });
+    return this.answers.shift();
+  }
+  alwaysAllowed(): string[] {
+    return [...this.always];
+  }
+  async saveAlwaysAllowed(names: string[]): Promise<void> {
+    this.saved.push(names);
+    this.always = names;
+  }
+}
+
+/** What a fake run does: the code's "Python", given the request and the runtime's options. */
+export type Script = (request: ExecuteRequest, options: ExecuteOptions | undefined, runtime: FakeRuntime) => Promise<Partial<CodeInterpreterCallItem>>;
+
+export class FakeRuntime implements Runtime {
+  readonly kind = 'local' as const;
+  readonly statePersists = true;
+  readonly sessions = new Set<string>();
+  readonly executed: ExecuteRequest[] = [];
+  readonly closed: string[] = [];
+  readonly restarted: string[] = [];
+  disposed = 0;
+  script: Script = async () => ({ value: null });
+
+  constructor(readonly config: RuntimeConfig) {}
+
+  async execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem> {
+    this.executed.push(request);
+    if (request.sessionId) this.sessions.add(request.sessionId);
+    const id = request.itemId ?? `exec_${this.executed.length}`;
+    options?.onEvent?.({ type: 'response.code_interpreter_call.in_progress', item_id: id });
+    let item: CodeInterpreterCallItem;
+    try {
+      const got = await this.script(request, options, this);
+      item = { type: 'code_interpreter_call', id, status: 'completed', code: request.code, runtime: 'local', outputs: [], exit_code: 0, duration_ms: 1, ...got };
+    } catch (err) {
+      item = { type: 'code_interpreter_call', id, status: 'failed', code: request.code, runtime: 'local', outputs: [], exit_code: 1, duration_ms: 1, error: { type: 'RuntimeError', message: (err as Error).message } };
+    }
+    options?.onEvent?.({ type: 'response.output_item.done', item });
+    return item;
+  }
+  async closeSession(id: string): Promise<void> {
+    this.closed.push(id);
+    this.sessions.delete(id);
+  }
+  async restartSession(id: string): Promise<boolean> {
+    this.restarted.push(id);
+    return this.sessions.delete(id);
+  }
+  async variables(id: string): Promise<VariablesSummary | null> {
+    return this.sessions.has(id) ? { variables: [], total: 0 } : null;
+  }
+  hasSession(id: string): boolean {
+    return this.sessions.has(id);
+  }
+  async dispose(): Promise<void> {
+    this.disposed++;
+  }
+}
+
+export class FakeRuntimeApis implements RuntimeCacheApis {
+  readonly built: FakeRuntime[] = [];
+  readonly toasts: string[] = [];
+  /** Applied to each runtime built (its script, say). */
+  setup: (r: FakeRuntime) => void = () => {};
+
+  async createRuntime(config: RuntimeConfig): Promise<Runtime> {
+    const r = new FakeRuntime(config);
+    this.setup(r);
+    this.built.push(r);
+    return r;
+  }
+  showWarningMessage(message: string): void {
+    this.toasts.push(message);
+  }
+  get last(): FakeRuntime | undefined {
+    return this.built.at(-1);
+  }
+}
+
+export class FakeLmTools implements LmToolApis {
+  registered: LmToolInfo[] = [];
+  readonly calls: Array<{ name: string; input: Record<string, unknown>; signal: AbortSignal }> = [];
+  reply: (name: string, input: Record<string, unknown>) => string = () => '{"ok":true}';
+
+  tools(): readonly LmToolInfo[] {
+    return this.registered;
+  }
+  async invokeTool(name: string, input: Record<string, unknown>, signal: AbortSignal): Promise<string> {
+    this.calls.push({ name, input, signal });
+    return this.reply(name, input);
+  }
+}
+
+export interface Harness {
+  session: CodeActSession;
+  apis: FakeSessionApis;
+  approvals: FakeApprovalsApis;
+  runtimes: FakeRuntimeApis;
+  lm: FakeLmTools;
+  log: FakeLog;
+  secrets: { keys: Record<string, string>; jupyterToken?: string };
+  dir: string;
+  cleanup(): void;
+}
+
+/** A session over fakes, with its conversations in a temporary folder. */
+export function harness(values: Record<string, unknown> = {}): Harness {
+  const dir = mkdtempSync(join(tmpdir(), 'codeact-vscode-test-'));
+  const apis = new FakeSessionApis(join(dir, 'workspace'));
+  apis.values = values;
+  const approvals = new FakeApprovalsApis();
+  const runtimes = new FakeRuntimeApis();
+  const lm = new FakeLmTools();
+  const log = new FakeLog();
+  const secrets: Harness['secrets'] = { keys: {} };
+  const session = new CodeActSession({
+    storeDir: join(dir, 'conversations'),
+    version: '9.9.9',
+    log,
+    secrets: {
+      apiKey: async (p) => secrets.keys[p],
+      hasKey: async (p) => !!secrets.keys[p],
+      jupyterToken: async () => secrets.jupyterToken,
+    },
+    apis,
+    approvalsApis: approvals,
+    runtimeApis: runtimes,
+    lmTools: lm,
+  });
+  return { session, apis, approvals, runtimes, lm, log, secrets, dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A `codeact.tools` declaration of an `lmTool` with the given approval. */
+export function lmToolDecl(name: string, approval?: 'auto' | 'ask' | 'deny'): Record<string, unknown> {
+  return { name, lmTool: `vendor_${name}`, description: `the ${name} tool`, inputSchema: { type: 'object' }, ...(approval ? { approval } : {}) };
+}
+
+/** A script that calls a tool through the runtime's handler and returns (or throws) what it gets. */
+export function callTool(name: string, args: Record<string, unknown> = {}): Script {
+  return async (request, options) => {
+    const value = await options!.onToolCall!({ itemId: request.itemId ?? 'x', callId: `call_${name}`, name, arguments: args }, options?.signal ?? new AbortController().signal);
+    return { value };
+  };
+}

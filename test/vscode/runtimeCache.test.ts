@@ -1,0 +1,111 @@
+import * as assert from 'node:assert/strict';
+import type { SessionChanged } from '../../src/common/events';
+import { RuntimeCache, documentSessionId } from '../../src/vscode/runtimeCache';
+import { FakeLog, FakeRuntimeApis, resolved } from './fakes';
+
+function setup(values: Record<string, unknown> = {}) {
+  const apis = new FakeRuntimeApis();
+  const log = new FakeLog();
+  const state = { values, token: undefined as string | undefined, folder: '/ws' as string | undefined, tokenReads: 0 };
+  const sessionEvents: SessionChanged[] = [];
+  const cache = new RuntimeCache({
+    apis,
+    settings: () => resolved(state.values, true).config,
+    jupyterToken: async () => {
+      state.tokenReads++;
+      return state.token;
+    },
+    workspaceFolder: () => state.folder,
+    log,
+    onSessionEvent: (e) => sessionEvents.push(e),
+  });
+  return { apis, log, state, cache, sessionEvents };
+}
+
+describe('vscode runtime cache (fake seams)', () => {
+  it('builds nothing until asked, then one long-lived runtime for the workspace, reused while its settings stay', async () => {
+    const { apis, cache, state } = setup({ 'python.path': '/usr/bin/python3' });
+    assert.equal(cache.current, undefined);
+    assert.equal(apis.built.length, 0);
+    const a = await cache.get();
+    assert.equal(cache.current, a);
+    const cfg = apis.last!.config;
+    assert.equal(cfg.runtime, 'local');
+    assert.equal(cfg.local?.python, '/usr/bin/python3');
+    assert.equal(cfg.local?.sandbox?.workspace, '/ws');
+    assert.equal(cfg.local?.zygote, true, 'a warm zygote (long-lived host)');
+    assert.equal(cfg.local?.prestart, true);
+    assert.equal(await cache.get(), a);
+    // Settings the runtime is not made of (the model, approvals, the tools) do not rebuild it.
+    state.values = { ...state.values, model: 'gpt-5-mini', 'approval.default': 'ask', 'approval.alwaysAllow': ['x'], tools: [] };
+    assert.equal(await cache.get(), a);
+    assert.equal(apis.built.length, 1);
+    assert.equal(state.tokenReads, 0, 'the Jupyter token is read only for the Jupyter runtime');
+  });
+
+  for (const [key, value] of [
+    ['python.path', '/opt/python'],
+    ['python.preload', ['numpy']],
+    ['session.policy', 'run'],
+    ['session.idleMinutes', 3],
+    ['sandbox.kind', 'none'],
+    ['sandbox.network', true],
+    ['sandbox.mountWorkspace', 'readwrite'],
+    ['sandbox.limits', { memory: '1g' }],
+  ] as const) {
+    it(`rebuilds (and disposes the old one) when codeact.${key} changes`, async () => {
+      const { apis, cache, state } = setup();
+      const a = await cache.get();
+      state.values = { [key]: value };
+      const b = await cache.get();
+      assert.notEqual(b, a);
+      assert.equal(apis.built.length, 2);
+      assert.equal(apis.built[0].disposed, 1);
+      assert.equal(apis.built[1].disposed, 0);
+      assert.equal(await cache.get(), b);
+    });
+  }
+
+  it('a Jupyter runtime is keyed by its URL, kernel and token (a new token takes effect on the next run)', async () => {
+    const { apis, cache, state } = setup({ runtime: 'jupyter', 'jupyter.url': 'http://127.0.0.1:8888' });
+    state.token = 'one';
+    const a = await cache.get();
+    assert.equal(apis.last!.config.jupyter?.token, 'one');
+    assert.equal(apis.last!.config.jupyter?.url, 'http://127.0.0.1:8888');
+    assert.equal(await cache.get(), a);
+    state.token = 'two';
+    const b = await cache.get();
+    assert.notEqual(b, a);
+    assert.equal(apis.last!.config.jupyter?.token, 'two');
+    state.values = { ...state.values, 'jupyter.kernelName': 'julia' };
+    assert.notEqual(await cache.get(), b);
+    assert.equal(apis.built.length, 3);
+    assert.ok(state.tokenReads >= 3);
+  });
+
+  it('passes warnings to the log and a toast, and session events to the session', async () => {
+    const { apis, cache, log, sessionEvents } = setup();
+    await cache.get();
+    const local = apis.last!.config.local!;
+    local.onWarning!('no sandbox here');
+    local.log!('a line');
+    local.onSessionEvent!({ type: 'codeact.session', session_id: 's', state: 'ended', message: 'bye' });
+    assert.deepEqual(apis.toasts, ['CodeAct: no sandbox here']);
+    assert.ok(log.lines.includes('warn no sandbox here'));
+    assert.ok(log.lines.includes('info a line'));
+    assert.equal(sessionEvents.length, 1);
+  });
+
+  it('dispose drops the runtime; the next get builds a new one', async () => {
+    const { apis, cache } = setup();
+    const a = await cache.get();
+    await cache.dispose();
+    assert.equal(cache.current, undefined);
+    assert.equal(apis.built[0].disposed, 1);
+    assert.notEqual(await cache.get(), a);
+  });
+
+  it('a document\'s session id is its own', () => {
+    assert.equal(documentSessionId('file:///w/a.py'), 'doc:file:///w/a.py');
+  });
+});
