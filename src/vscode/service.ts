@@ -17,7 +17,7 @@ import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/tra
 import { ToolGateway, type ApprovalRequest, type ManagedTool } from '../core/gateway/gateway';
 import { createProvider } from '../core/providers/factory';
 import { PROVIDERS } from '../core/providers/registry';
-import type { ProviderId } from '../core/providers/types';
+import type { ProviderId } from '../core/providers/shared/types';
 import { createRuntime } from '../core/runtime/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';

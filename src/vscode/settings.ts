@@ -6,8 +6,8 @@
 import * as vscode from 'vscode';
 import { resolveEngineConfig, type EngineConfig, type ResolvedConfig } from '../core/config/resolve';
 import { vscodeReader } from './settingsReader';
-import { PROVIDER_CATALOG as PROVIDERS } from '../core/providers/catalog';
-import type { ProviderId } from '../core/providers/types';
+import { PROVIDER_CATALOG as PROVIDERS } from '../core/providers/shared/catalog';
+import type { ProviderId } from '../core/providers/shared/types';
 
 /** The engine's configuration, resolved by the one policy both hosts share (core/config/resolve.ts). */
 export type CodeActSettings = EngineConfig;

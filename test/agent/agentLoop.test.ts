@@ -6,7 +6,7 @@ import * as assert from 'node:assert/strict';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/events';
 import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { ToolGateway, type ManagedTool } from '../../src/core/gateway/gateway';
-import type { ProviderId } from '../../src/core/providers/types';
+import type { ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';

@@ -4,7 +4,7 @@
  * and the API key come from, how warnings are shown) is passed in.
  */
 import type { SessionChanged } from '../../common/events';
-import type { ProviderConfig } from '../providers/types';
+import type { ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
 import { loadTools, type DeclarationContext, type ToolSet } from '../tools/declarations';
 import type { EngineConfig } from './resolve';

@@ -6,11 +6,11 @@
  * early with `context_overflow`). There is no hosted sandbox.
  */
 import type OpenAI from 'openai';
-import { FunctionCallStream, TextStream, TurnItems, foreignItemText, isLocalRuntimeItem, type Json } from './emit';
-import { ProviderError, toolsUnsupportedError, type ErrorContext } from './errors';
-import { runStream, type StreamMachine } from './runStream';
-import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
+import { FunctionCallStream, TextStream, TurnItems, foreignItemText, isLocalRuntimeItem, type Json } from '../shared/emit';
+import { ProviderError, toolsUnsupportedError, type ErrorContext } from '../shared/errors';
+import { runStream, type StreamMachine } from '../shared/runStream';
+import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import { newId } from '../../util/ids';
 
 export interface CompatibleOptions {
   baseURL: string;

@@ -12,7 +12,7 @@ import type {
   MessageItem,
   OutputItem,
   RuntimeKind,
-} from '../../common/events';
+} from '../../../common/events';
 import type { ConversationItem, EmitFn, FunctionCallRequest, ProviderId, ReplayData } from './types';
 
 /** The item as it goes into events: without replay data. */

@@ -7,7 +7,7 @@
  * Each model part arrives whole; code is emitted as one delta.
  */
 import type { GoogleGenAI } from '@google/genai';
-import type { CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../common/events';
+import type { CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
@@ -18,11 +18,11 @@ import {
   isLocalRuntimeItem,
   segmentHistory,
   type Json,
-} from './emit';
-import type { ErrorContext } from './errors';
-import { runStream } from './runStream';
-import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
+} from '../shared/emit';
+import type { ErrorContext } from '../shared/errors';
+import { runStream } from '../shared/runStream';
+import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import { newId } from '../../util/ids';
 
 export class GeminiProvider implements Provider {
   readonly id = 'gemini' as const;

@@ -12,7 +12,7 @@
  * operations become `text_editor_call` items (with errors); the container id is surfaced and reused.
  */
 import type Anthropic from '@anthropic-ai/sdk';
-import type { CodeOutput, ExecutionError, FileOutput, TextEditorItem } from '../../common/events';
+import type { CodeOutput, ExecutionError, FileOutput, TextEditorItem } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
@@ -24,12 +24,12 @@ import {
   publicItem,
   segmentHistory,
   type Json,
-} from './emit';
-import { ProviderError, toProviderError, type ErrorContext } from './errors';
-import { runStream } from './runStream';
-import { JsonStringFieldExtractor } from './partial-json';
-import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
+} from '../shared/emit';
+import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
+import { runStream } from '../shared/runStream';
+import { JsonStringFieldExtractor } from '../shared/partialJson';
+import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import { newId } from '../../util/ids';
 
 export const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;

@@ -6,7 +6,7 @@
  * `client.containers.files.content.retrieve`.
  */
 import type OpenAI from 'openai';
-import type { CodeOutput, FileOutput, MessageItem } from '../../common/events';
+import type { CodeOutput, FileOutput, MessageItem } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
@@ -17,9 +17,9 @@ import {
   isLocalRuntimeItem,
   segmentHistory,
   type Json,
-} from './emit';
-import { ProviderError, toProviderError, type ErrorContext } from './errors';
-import { runStream } from './runStream';
+} from '../shared/emit';
+import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
+import { runStream } from '../shared/runStream';
 import type {
   DownloadedFile,
   EmitFn,
@@ -28,8 +28,8 @@ import type {
   StopReason,
   TurnRequest,
   TurnResult,
-} from './types';
-import { newId } from '../util/ids';
+} from '../shared/types';
+import { newId } from '../../util/ids';
 
 export class OpenAIResponsesProvider implements Provider {
   readonly id = 'openai' as const;

@@ -7,7 +7,7 @@
 import { type TurnItems } from './emit';
 import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
 import type { EmitFn, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
+import { newId } from '../../util/ids';
 
 export interface StreamMachine<E> {
   /** Handles one event of the stream. */
