@@ -7,7 +7,7 @@
  * blocks could carry tool calls the request no longer declares).
  */
 import type { MessageItem } from '../../common/events';
-import { foreignItemText, isLocalRuntimeItem } from '../providers/shared/emit';
+import { foreignItemText, isLocalRuntimeItem } from '../providers/shared/history';
 import type { ConversationItem } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 
