@@ -1,11 +1,93 @@
 /**
- * The parts of an execution that every runtime shares: capturing stdout and stderr under a byte cap
- * (with the visible truncation marker), and building and announcing the finished item.
+ * The parts of an execution that every runtime shares: the opening (events and the checks that refuse a
+ * run), capturing stdout and stderr under a byte cap (with the visible truncation marker), the errors a run
+ * reports alike (Stop, timeout, the code's own), and building and announcing the finished item.
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
+import { formatBytes, formatDuration } from '../../common/format';
 import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
-import { TRUNCATION_MARKER, type ToolCallHandler } from './types';
+import type { ExecuteRequest, RuntimeLimits, ToolCallHandler } from './types';
+
+/**
+ * The opening of every execution, shared by the runtimes: `in_progress` and the code (unless the caller
+ * already streamed it), `code.done`, then the checks that refuse a run before anything starts. Returns the
+ * error that refuses it, if any; otherwise emits `interpreting`.
+ */
+export function openExecution(
+  emit: (event: CodeActEvent) => void,
+  request: ExecuteRequest,
+  itemId: string,
+  runtime: RuntimeKind,
+  limits: RuntimeLimits,
+  signal?: AbortSignal,
+): ExecutionError | undefined {
+  const { code } = request;
+  if (!request.announced) {
+    emit({ type: 'response.code_interpreter_call.in_progress', item_id: itemId, runtime });
+    emit({ type: 'response.code_interpreter_call_code.delta', item_id: itemId, delta: code });
+  }
+  emit({ type: 'response.code_interpreter_call_code.done', item_id: itemId, code });
+  const size = Buffer.byteLength(code, 'utf8');
+  if (size > limits.maxSourceBytes) {
+    return {
+      type: 'SourceTooLarge',
+      message: `The code is ${size.toLocaleString('en-US')} bytes; the limit is ${formatBytes(limits.maxSourceBytes)}. Split the work into smaller steps.`,
+    };
+  }
+  if (signal?.aborted) return cancelledError(true);
+  emit({ type: 'response.code_interpreter_call.interpreting', item_id: itemId });
+  return undefined;
+}
+
+/** The events of a run go to the caller's listener; a consumer's bug must not break the run. */
+export function safeEmit(onEvent?: (event: CodeActEvent) => void): (event: CodeActEvent) => void {
+  return (event) => {
+    try {
+      onEvent?.(event);
+    } catch {
+      // A consumer's bug must not break the run.
+    }
+  };
+}
+
+/** How the code ended, as its guest or kernel reported it. */
+export type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
+
+/** The code's own error, when it reported one. */
+export function completionError(completion?: Completion): ExecutionError | undefined {
+  return completion && !completion.ok ? completion.error : undefined;
+}
+
+/** A run stopped by the user (or before it could start). */
+export function cancelledError(beforeStart = false): ExecutionError {
+  return { type: 'Cancelled', message: beforeStart ? 'The run was stopped before it started.' : 'The run was stopped.' };
+}
+
+/** A run stopped at its timeout, with the tool calls it left in flight. */
+export function timeoutError(timeoutMs: number, inFlight: number, format: (ms: number) => string = formatDuration): ExecutionError {
+  return {
+    type: 'Timeout',
+    message:
+      `The code ran longer than the ${format(timeoutMs)} timeout and was stopped` +
+      (inFlight ? `, with ${inFlight} tool call(s) still in flight` : '') +
+      '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
+  };
+}
+
+/** The code's own error as the guest or kernel sent it, checked field by field (it is untrusted input). */
+export function normaliseError(raw: unknown, cleanTraceback: (text: string) => string = (text) => text): ExecutionError {
+  const r = raw as { type?: unknown; message?: unknown; traceback?: unknown; line?: unknown } | null;
+  if (!r || typeof r !== 'object') return { type: 'Error', message: 'The code failed.' };
+  return {
+    type: typeof r.type === 'string' ? r.type : 'Error',
+    message: typeof r.message === 'string' ? r.message : String(r.message ?? ''),
+    ...(typeof r.traceback === 'string' && r.traceback ? { traceback: cleanTraceback(r.traceback) } : {}),
+    ...(Number.isSafeInteger(r.line) ? { line: r.line as number } : {}),
+  };
+}
+
+const TRUNCATION_MARKER = (stream: string, cap: number): string => `\n…[codeact: ${stream} truncated after ${formatBytes(cap)}; the rest was discarded]\n`;
 
 interface StreamState {
   decoder: StringDecoder;
@@ -92,8 +174,8 @@ export interface FinishedExecution {
   containerId?: string | null;
   outputs: CodeOutput[];
   error?: ExecutionError;
-  /** The returned value, used only when there is no error. */
-  value?: unknown;
+  /** How the code ended; its value is used only when there is no error. */
+  completion?: Completion;
   startedAt: number;
   truncated?: boolean;
   sandbox?: SandboxInfo;
@@ -112,7 +194,7 @@ export function executionItem(f: FinishedExecution): CodeInterpreterCallItem {
     outputs: f.outputs,
     exit_code: ok ? 0 : 1,
     error: f.error ?? null,
-    value: ok ? (f.value ?? null) : null,
+    value: ok && f.completion?.ok ? (f.completion.value ?? null) : null,
     duration_ms: Math.round((performance.now() - f.startedAt) * 100) / 100,
     ...(f.sandbox ? { sandbox: f.sandbox } : {}),
     ...(f.truncated ? { truncated: true } : {}),
