@@ -77,6 +77,9 @@ export interface RuntimeLimits {
   maxValueBytes: number;
 }
 
+/** Largest protocol frame a guest or kernel may send the host (a call_tool's arguments), unless configured. */
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
 export const DEFAULT_LIMITS: RuntimeLimits = {
   maxSourceBytes: 64 * 1024,
   maxOutputBytes: 1024 * 1024,

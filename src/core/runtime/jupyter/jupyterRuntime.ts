@@ -16,7 +16,7 @@
  */
 import { KernelConnection } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem } from '../../../common/events';
-import { DEFAULT_LIMITS, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import {
   JupyterError,
   KernelRestClient,
@@ -30,7 +30,6 @@ import { JupyterRun } from './jupyterRun';
 import { KernelHandle, waitForKernel } from './kernelHandle';
 import type { JupyterSessionPolicy, JupyterSettings, KernelPool } from './kernelPool';
 import { formatDuration } from '../../../common/format';
-import { DEFAULT_MAX_FRAME_BYTES } from './toolChannel';
 
 export interface JupyterRuntimeOptions {
   /** Base URL of the server, e.g. `http://127.0.0.1:8888/` (any base path included). */

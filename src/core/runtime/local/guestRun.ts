@@ -80,10 +80,7 @@ export class GuestRun {
   onOutput(stream: StreamName, chunk: Buffer): void {
     if (this.ended[stream]) return;
     const [data, seen] = this.scanners[stream].push(chunk);
-    if (data.length) {
-      const text = this.output.pushBytes(stream, data);
-      if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
-    }
+    if (data.length) this.show(stream, this.output.pushBytes(stream, data));
     if (seen) {
       this.ended[stream] = true;
       this.onEnded?.();
@@ -98,15 +95,16 @@ export class GuestRun {
     for (const stream of ['stdout', 'stderr'] as const) {
       if (!this.ended[stream]) {
         const rest = this.scanners[stream].flush();
-        if (rest.length) {
-          const text = this.output.pushBytes(stream, rest);
-          if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
-        }
+        if (rest.length) this.show(stream, this.output.pushBytes(stream, rest));
         this.ended[stream] = true;
       }
-      const tail = this.output.end(stream);
-      if (tail) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: tail });
+      this.show(stream, this.output.end(stream));
     }
+  }
+
+  /** Streams text that the capture kept. */
+  private show(stream: StreamName, text: string): void {
+    if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
   }
 
   finish(): void {

@@ -14,7 +14,7 @@
 import type { CodeInterpreterCallItem, ExecutionError, SessionChanged, VariablesSummary } from '../../../common/events';
 import { guestDir } from '../guest/sources';
 import { announceDone, executionItem, openExecution, safeEmit } from '../execution';
-import { DEFAULT_LIMITS, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { settleCgroups } from './cgroup';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestHandle } from './guestProcess';
 import { GuestSession } from './guestSession';
@@ -57,8 +57,6 @@ export interface LocalRuntimeOptions {
   log?: (line: string) => void;
 }
 
-const DEFAULT_MAX_FRAME = 16 * 1024 * 1024;
-
 interface Entry {
   id: string;
   session: GuestSession;
@@ -89,7 +87,7 @@ export class LocalRuntime implements Runtime {
       options.onWarning?.(m);
     });
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
-    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME;
+    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     if (options.onSessionEvent) this.listeners.add(options.onSessionEvent);
   }
 
