@@ -46,7 +46,7 @@
  */
 import type { CodeActEvent } from '../../../common/events';
 import type { ToolCallHandler } from '../types';
-import { ToolDispatcher } from '../execution';
+import { ToolDispatcher } from '../toolDispatcher';
 
 /** Most calls one frame may carry. */
 const MAX_CALLS_PER_FRAME = 4096;

@@ -3,7 +3,8 @@
  * token on stdout and stderr), its tool calls, its result or failure, and when it is over.
  */
 import type { CodeActEvent, ExecutionError, StreamName } from '../../../common/events';
-import { OutputCapture, safeEmit, ToolDispatcher, type Completion } from '../execution';
+import { OutputCapture, safeEmit, type Completion } from '../execution';
+import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { randomToken } from '../../util/ids';
 
