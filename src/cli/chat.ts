@@ -11,7 +11,7 @@ import type { TranscriptEvent } from '../common/transcript';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
-import { ProviderError } from '../core/providers/errors';
+import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
 import { runChatTurn } from '../core/session/chatTurn';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';

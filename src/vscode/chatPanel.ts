@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
 import { parseWebviewMessage, PROTOCOL_VERSION, type HostCommand, type HostToWebview, type WebviewToHost } from '../common/protocol';
 import { conversationToNotebook } from '../common/notebook';
-import type { ProviderId } from '../core/providers/types';
+import type { ProviderId } from '../core/providers/shared/types';
 import type { CodeActService } from './service';
 import { showUntrusted, untrustedMessage, MANAGE_TRUST } from './trust';
 import { buildWebviewHtml, createNonce } from './webviewHtml';

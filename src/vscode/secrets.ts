@@ -3,9 +3,9 @@
  * settings, logs, the webview or the guest.
  */
 import * as vscode from 'vscode';
-import { API_KEY_ENV_VARS, PROVIDER_LABELS } from '../core/providers/errors';
+import { API_KEY_ENV_VARS, PROVIDER_LABELS } from '../core/providers/shared/errors';
 import { apiKeyFromEnv } from '../core/providers/factory';
-import type { ProviderId } from '../core/providers/types';
+import type { ProviderId } from '../core/providers/shared/types';
 
 const keyName = (provider: ProviderId) => `codeact.apiKey.${provider}`;
 const JUPYTER_TOKEN = 'codeact.jupyterToken';

@@ -7,7 +7,7 @@ import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/eve
 import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
-import type { ProviderId } from '../../src/core/providers/types';
+import type { ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';

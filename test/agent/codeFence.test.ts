@@ -4,7 +4,7 @@
 import * as assert from 'node:assert/strict';
 import { CodeFenceScanner, HOLD_LIMIT, type FenceSegment } from '../../src/core/agent/codeFence';
 import { observationText, OBSERVATION_MAX_CHARS, toTextHistory } from '../../src/core/agent/textHistory';
-import type { ConversationItem } from '../../src/core/providers/types';
+import type { ConversationItem } from '../../src/core/providers/shared/types';
 
 /** Feeds `text` in pieces of `size` characters; returns the segments, merged by kind, and the scanner. */
 function scan(text: string, size = 1): { prose: string; code: string; kinds: string[]; s: CodeFenceScanner } {

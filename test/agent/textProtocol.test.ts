@@ -8,7 +8,7 @@ import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem } fr
 import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { forgetToolRejections } from '../../src/core/agent/textProtocol';
 import { ToolGateway } from '../../src/core/gateway/gateway';
-import type { ConversationItem, ProviderConfig, ProviderId } from '../../src/core/providers/types';
+import type { ConversationItem, ProviderConfig, ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { logsOf, type FunctionCallOutputItem } from '../../src/common/events';
-import type { ConversationItem } from '../../src/core/providers/types';
+import type { ConversationItem } from '../../src/core/providers/shared/types';
 import { cassetteResponse, fixturesDir, loadCassette, parseSse } from '../support/wire/cassette';
 import { assertCodeItemOrder, providerFor, runTurn, startServerFor, userMessage } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';

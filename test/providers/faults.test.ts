@@ -6,9 +6,9 @@
  * stay emitted.
  */
 import assert from 'node:assert/strict';
-import { ProviderError } from '../../src/core/providers/errors';
+import { ProviderError } from '../../src/core/providers/shared/errors';
 import { createProvider } from '../../src/core/providers/factory';
-import type { ProviderId } from '../../src/core/providers/types';
+import type { ProviderId } from '../../src/core/providers/shared/types';
 import { DEFAULT_MODELS, Recorder, providerFor, runFailingTurn, runTurn, startServerFor, userMessage } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';

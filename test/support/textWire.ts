@@ -4,7 +4,7 @@
  * managed tools that run in-process.
  */
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
-import type { ProviderId } from '../../src/core/providers/types';
+import type { ProviderId } from '../../src/core/providers/shared/types';
 
 type Json = Record<string, any>;
 

@@ -11,9 +11,9 @@
  */
 import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
 import type { ToolGateway } from '../gateway/gateway';
-import { ProviderError } from '../providers/errors';
-import { JsonStringFieldExtractor } from '../providers/partial-json';
-import type { ConversationItem, FunctionCallRequest, HostedOptions, ModelTool, Provider, TurnResult } from '../providers/types';
+import { ProviderError } from '../providers/shared/errors';
+import { JsonStringFieldExtractor } from '../providers/shared/partialJson';
+import type { ConversationItem, FunctionCallRequest, HostedOptions, ModelTool, Provider, TurnResult } from '../providers/shared/types';
 import type { Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';

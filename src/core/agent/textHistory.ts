@@ -7,8 +7,8 @@
  * blocks could carry tool calls the request no longer declares).
  */
 import type { MessageItem } from '../../common/events';
-import { foreignItemText, isLocalRuntimeItem } from '../providers/emit';
-import type { ConversationItem } from '../providers/types';
+import { foreignItemText, isLocalRuntimeItem } from '../providers/shared/history';
+import type { ConversationItem } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 
 /** Largest observation sent back to the model, in characters. */

@@ -16,8 +16,8 @@
  * with ids minted here (providers and local servers repeat theirs).
  */
 import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallItem, FunctionCallOutputItem, MessageItem, RuntimeKind } from '../../common/events';
-import { ProviderError } from '../providers/errors';
-import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/types';
+import { ProviderError } from '../providers/shared/errors';
+import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { CodeFenceScanner, type FenceSegment } from './codeFence';
 import { toTextHistory } from './textHistory';

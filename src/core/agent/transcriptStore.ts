@@ -7,7 +7,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { TranscriptEvent } from '../../common/transcript';
-import type { ConversationItem } from '../providers/types';
+import type { ConversationItem } from '../providers/shared/types';
 import { randomToken } from '../util/ids';
 
 export interface ConversationMeta {

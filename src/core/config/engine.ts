@@ -4,7 +4,7 @@
  * and the API key come from, how warnings are shown) is passed in.
  */
 import type { SessionChanged } from '../../common/events';
-import type { ProviderConfig } from '../providers/types';
+import type { ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools, type DeclarationContext } from '../tools/declarations';

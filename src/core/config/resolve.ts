@@ -15,7 +15,7 @@
  *   looser than the user's own setting; `approval.alwaysAllow` is the user's alone.
  * - A value of the wrong type or outside its allowed values is ignored (and listed), never half-used.
  */
-import { PROVIDER_CATALOG as PROVIDERS } from '../providers/catalog';
+import { PROVIDER_CATALOG as PROVIDERS } from '../providers/shared/catalog';
 import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName } from './keys';
 
 export type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';

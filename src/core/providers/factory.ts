@@ -3,9 +3,9 @@
  * environment. A missing key for a provider that needs one is a `ProviderError` with code `auth`, before any
  * request.
  */
-import { missingKeyError } from './errors';
+import { missingKeyError } from './shared/errors';
 import { PROVIDER_IDS, providerEntry } from './registry';
-import type { Provider, ProviderConfig, ProviderId } from './types';
+import type { Provider, ProviderConfig, ProviderId } from './shared/types';
 
 export { PROVIDER_IDS };
 

@@ -4,12 +4,12 @@
  * retries are off (the agent loop retries); stream parse failures become ProviderErrors with the detail,
  * never SDK console output.
  */
-import { AnthropicProvider } from './anthropic';
-import { PROVIDER_CATALOG, PROVIDER_IDS, providerInfo, type ProviderInfo } from './catalog';
-import { GeminiProvider } from './gemini';
-import { OpenAICompatibleProvider } from './openai-chat';
-import { OpenAIResponsesProvider } from './openai-responses';
-import type { Provider, ProviderConfig, ProviderId } from './types';
+import { AnthropicProvider } from './anthropic/anthropic';
+import { PROVIDER_CATALOG, PROVIDER_IDS, providerInfo, type ProviderInfo } from './shared/catalog';
+import { GeminiProvider } from './gemini/gemini';
+import { OpenAICompatibleProvider } from './openai/openaiChat';
+import { OpenAIResponsesProvider } from './openai/openaiResponses';
+import type { Provider, ProviderConfig, ProviderId } from './shared/types';
 
 export { PROVIDER_IDS };
 

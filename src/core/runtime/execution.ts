@@ -1,11 +1,92 @@
 /**
- * The parts of an execution that every runtime shares: capturing stdout and stderr under a byte cap
- * (with the visible truncation marker), and building and announcing the finished item.
+ * The parts of an execution that every runtime shares: the opening (events and the checks that refuse a
+ * run), capturing stdout and stderr under a byte cap (with the visible truncation marker), the errors a run
+ * reports alike (Stop, timeout, the code's own), and building and announcing the finished item.
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
-import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
-import { TRUNCATION_MARKER, type ToolCallHandler } from './types';
+import { formatBytes, formatDuration } from '../../common/format';
+import type { ExecuteRequest, RuntimeLimits } from './types';
+
+/**
+ * The opening of every execution, shared by the runtimes: `in_progress` and the code (unless the caller
+ * already streamed it), `code.done`, then the checks that refuse a run before anything starts. Returns the
+ * error that refuses it, if any; otherwise emits `interpreting`.
+ */
+export function openExecution(
+  emit: (event: CodeActEvent) => void,
+  request: ExecuteRequest,
+  itemId: string,
+  runtime: RuntimeKind,
+  limits: RuntimeLimits,
+  signal?: AbortSignal,
+): ExecutionError | undefined {
+  const { code } = request;
+  if (!request.announced) {
+    emit({ type: 'response.code_interpreter_call.in_progress', item_id: itemId, runtime });
+    emit({ type: 'response.code_interpreter_call_code.delta', item_id: itemId, delta: code });
+  }
+  emit({ type: 'response.code_interpreter_call_code.done', item_id: itemId, code });
+  const size = Buffer.byteLength(code, 'utf8');
+  if (size > limits.maxSourceBytes) {
+    return {
+      type: 'SourceTooLarge',
+      message: `The code is ${size.toLocaleString('en-US')} bytes; the limit is ${formatBytes(limits.maxSourceBytes)}. Split the work into smaller steps.`,
+    };
+  }
+  if (signal?.aborted) return cancelledError(true);
+  emit({ type: 'response.code_interpreter_call.interpreting', item_id: itemId });
+  return undefined;
+}
+
+/** The events of a run go to the caller's listener; a consumer's bug must not break the run. */
+export function safeEmit(onEvent?: (event: CodeActEvent) => void): (event: CodeActEvent) => void {
+  return (event) => {
+    try {
+      onEvent?.(event);
+    } catch {
+      // A consumer's bug must not break the run.
+    }
+  };
+}
+
+/** How the code ended, as its guest or kernel reported it. */
+export type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
+
+/** The code's own error, when it reported one. */
+export function completionError(completion?: Completion): ExecutionError | undefined {
+  return completion && !completion.ok ? completion.error : undefined;
+}
+
+/** A run stopped by the user (or before it could start). */
+export function cancelledError(beforeStart = false): ExecutionError {
+  return { type: 'Cancelled', message: beforeStart ? 'The run was stopped before it started.' : 'The run was stopped.' };
+}
+
+/** A run stopped at its timeout, with the tool calls it left in flight. */
+export function timeoutError(timeoutMs: number, inFlight: number, format: (ms: number) => string = formatDuration): ExecutionError {
+  return {
+    type: 'Timeout',
+    message:
+      `The code ran longer than the ${format(timeoutMs)} timeout and was stopped` +
+      (inFlight ? `, with ${inFlight} tool call(s) still in flight` : '') +
+      '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
+  };
+}
+
+/** The code's own error as the guest or kernel sent it, checked field by field (it is untrusted input). */
+export function normaliseError(raw: unknown, cleanTraceback: (text: string) => string = (text) => text): ExecutionError {
+  const r = raw as { type?: unknown; message?: unknown; traceback?: unknown; line?: unknown } | null;
+  if (!r || typeof r !== 'object') return { type: 'Error', message: 'The code failed.' };
+  return {
+    type: typeof r.type === 'string' ? r.type : 'Error',
+    message: typeof r.message === 'string' ? r.message : String(r.message ?? ''),
+    ...(typeof r.traceback === 'string' && r.traceback ? { traceback: cleanTraceback(r.traceback) } : {}),
+    ...(Number.isSafeInteger(r.line) ? { line: r.line as number } : {}),
+  };
+}
+
+const TRUNCATION_MARKER = (stream: string, cap: number): string => `\n…[codeact: ${stream} truncated after ${formatBytes(cap)}; the rest was discarded]\n`;
 
 interface StreamState {
   decoder: StringDecoder;
@@ -92,8 +173,8 @@ export interface FinishedExecution {
   containerId?: string | null;
   outputs: CodeOutput[];
   error?: ExecutionError;
-  /** The returned value, used only when there is no error. */
-  value?: unknown;
+  /** How the code ended; its value is used only when there is no error. */
+  completion?: Completion;
   startedAt: number;
   truncated?: boolean;
   sandbox?: SandboxInfo;
@@ -112,7 +193,7 @@ export function executionItem(f: FinishedExecution): CodeInterpreterCallItem {
     outputs: f.outputs,
     exit_code: ok ? 0 : 1,
     error: f.error ?? null,
-    value: ok ? (f.value ?? null) : null,
+    value: ok && f.completion?.ok ? (f.completion.value ?? null) : null,
     duration_ms: Math.round((performance.now() - f.startedAt) * 100) / 100,
     ...(f.sandbox ? { sandbox: f.sandbox } : {}),
     ...(f.truncated ? { truncated: true } : {}),
@@ -124,79 +205,4 @@ export function announceDone(emit: (e: CodeActEvent) => void, item: CodeInterpre
   emit({ type: 'response.code_interpreter_call.completed', item_id: item.id });
   emit({ type: 'response.output_item.done', item });
   return item;
-}
-
-export type ToolOutcome = { ok: true; value: unknown } | { ok: false; error: string };
-
-export interface ToolDispatcherOptions {
-  itemId: string;
-  emit: (e: CodeActEvent) => void;
-  handler?: ToolCallHandler;
-  /** False for plain `execute_code`: every call is refused. */
-  enabled: boolean;
-  maxConcurrent: number;
-  /** Fires when the run ends: calls still queued or running are told to stop. */
-  signal: AbortSignal;
-}
-
-/**
- * Runs the code's `call_tool` requests on the host for one execution: at most `maxConcurrent` at once (the
- * rest queue), each announced by `codeact.tool_call.started` and `.completed`, each resolving to an outcome
- * (never rejecting) that the runtime sends back to the code.
- */
-export class ToolDispatcher {
-  private active = 0;
-  private queued = 0;
-  private next = 0;
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(private readonly o: ToolDispatcherOptions) {}
-
-  /** Calls started or waiting for a slot. */
-  get inFlight(): number {
-    return this.active + this.queued;
-  }
-
-  async dispatch(name: string, args: unknown): Promise<ToolOutcome> {
-    if (this.active >= this.o.maxConcurrent) {
-      this.queued++;
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-      this.queued--;
-    }
-    this.active++;
-    try {
-      return await this.run(name, args);
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
-
-  private async run(name: string, args: unknown): Promise<ToolOutcome> {
-    const { itemId } = this.o;
-    // Discovery calls are shown quietly (kind "discovery"); the catalogue the guest fetches to build its
-    // `tools` module is plumbing and not shown at all.
-    const discovery = isDiscoveryCall(name);
-    const emit = name === TOOL_CATALOG ? () => {} : discovery ? (e: CodeActEvent) => this.o.emit({ ...e, kind: 'discovery' } as CodeActEvent) : this.o.emit;
-    const callId = `${itemId}:${++this.next}`;
-    const started = performance.now();
-    const ms = () => Math.round((performance.now() - started) * 100) / 100;
-    emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name, arguments: args });
-    try {
-      if (this.o.signal.aborted) throw new Error('The run has ended.');
-      if (!this.o.handler || !this.o.enabled) throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
-      const value = (await this.o.handler({ itemId, callId, name, arguments: args }, this.o.signal)) ?? null;
-      try {
-        JSON.stringify(value);
-      } catch (err) {
-        throw new Error(`The tool "${name}" returned a value that is not JSON (${(err as Error).message}).`);
-      }
-      emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, output: value, duration_ms: ms() });
-      return { ok: true, value };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, error: message, duration_ms: ms() });
-      return { ok: false, error: message };
-    }
-  }
 }

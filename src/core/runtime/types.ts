@@ -6,8 +6,7 @@
  * The local Python guest and a remote Jupyter kernel both implement it. Both keep state between the
  * executions of one session (`sessionId`) unless configured to start fresh each time.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind, VariablesSummary } from '../../common/events';
-import { formatBytes } from '../../common/format';
+import type { CodeActEvent, CodeInterpreterCallItem, RuntimeKind, VariablesSummary } from '../../common/events';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
 export interface ToolCallRequest {
@@ -78,6 +77,9 @@ export interface RuntimeLimits {
   maxValueBytes: number;
 }
 
+/** Largest protocol frame a guest or kernel may send the host (a call_tool's arguments), unless configured. */
+export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
 export const DEFAULT_LIMITS: RuntimeLimits = {
   maxSourceBytes: 64 * 1024,
   maxOutputBytes: 1024 * 1024,
@@ -85,38 +87,3 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxConcurrentToolCalls: 8,
   maxValueBytes: 4 * 1024 * 1024,
 };
-
-export const TRUNCATION_MARKER = (stream: string, cap: number): string =>
-  `\n…[codeact: ${stream} truncated after ${formatBytes(cap)}; the rest was discarded]\n`;
-
-
-/**
- * The opening of every execution, shared by the runtimes: `in_progress` and the code (unless the caller
- * already streamed it), `code.done`, then the checks that refuse a run before anything starts. Returns the
- * error that refuses it, if any; otherwise emits `interpreting`.
- */
-export function openExecution(
-  emit: (event: CodeActEvent) => void,
-  request: ExecuteRequest,
-  itemId: string,
-  runtime: RuntimeKind,
-  limits: RuntimeLimits,
-  signal?: AbortSignal,
-): ExecutionError | undefined {
-  const { code } = request;
-  if (!request.announced) {
-    emit({ type: 'response.code_interpreter_call.in_progress', item_id: itemId, runtime });
-    emit({ type: 'response.code_interpreter_call_code.delta', item_id: itemId, delta: code });
-  }
-  emit({ type: 'response.code_interpreter_call_code.done', item_id: itemId, code });
-  const size = Buffer.byteLength(code, 'utf8');
-  if (size > limits.maxSourceBytes) {
-    return {
-      type: 'SourceTooLarge',
-      message: `The code is ${size.toLocaleString('en-US')} bytes; the limit is ${formatBytes(limits.maxSourceBytes)}. Split the work into smaller steps.`,
-    };
-  }
-  if (signal?.aborted) return { type: 'Cancelled', message: 'The run was stopped before it started.' };
-  emit({ type: 'response.code_interpreter_call.interpreting', item_id: itemId });
-  return undefined;
-}

@@ -10,8 +10,8 @@ import type { Conversation } from '../agent/transcriptStore';
 import { hostedOptionsFrom } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
 import type { ToolGateway } from '../gateway/gateway';
-import { ProviderError } from '../providers/errors';
-import type { Provider } from '../providers/types';
+import { ProviderError } from '../providers/shared/errors';
+import type { Provider } from '../providers/shared/types';
 import type { Runtime } from '../runtime/types';
 import { newId } from '../util/ids';
 

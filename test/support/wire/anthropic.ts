@@ -9,7 +9,7 @@
  */
 import type { Dialect, RecordedRequest, Rendered, WireServer } from './server';
 import { faultHeaders, startWireServer } from './server';
-import { serveFile } from './openai-responses';
+import { serveFile } from './openaiResponses';
 import { fakeId, piecesOf, splitText, type ScriptTurn, type StatusFault } from './turn';
 
 type Json = Record<string, any>;

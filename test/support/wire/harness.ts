@@ -4,13 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../../src/common/events';
-import { ProviderError } from '../../../src/core/providers/errors';
+import { ProviderError } from '../../../src/core/providers/shared/errors';
 import { createProvider } from '../../../src/core/providers/factory';
-import type { ConversationItem, Provider, ProviderConfig, ProviderId, TurnRequest, TurnResult } from '../../../src/core/providers/types';
+import type { ConversationItem, Provider, ProviderConfig, ProviderId, TurnRequest, TurnResult } from '../../../src/core/providers/shared/types';
 import { startAnthropicServer } from './anthropic';
 import { startGeminiServer } from './gemini';
-import { startOpenAIChatServer, type ChatPersonality } from './openai-chat';
-import { startOpenAIResponsesServer } from './openai-responses';
+import { startOpenAIChatServer, type ChatPersonality } from './openaiChat';
+import { startOpenAIResponsesServer } from './openaiResponses';
 import type { WireServer } from './server';
 
 export async function startServerFor(provider: ProviderId, personality: ChatPersonality = 'openai'): Promise<WireServer> {

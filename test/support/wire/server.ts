@@ -3,7 +3,7 @@
  * format. It serves queued steps in order (scripted turns, faults, recorded bodies), records every
  * request (method, path, query, headers, body) and notices when a client closes a connection early.
  *
- * The per-provider formats live in the dialect modules (openai-responses.ts, openai-chat.ts,
+ * The per-provider formats live in the dialect modules (openaiResponses.ts, openaiChat.ts,
  * anthropic.ts, gemini.ts); `startWireServer(dialect)` is the entry point used by tests.
  */
 import http from 'node:http';

@@ -3,31 +3,27 @@
  * Stop and timeout (interrupt, then restart), and the failures of the connection and the kernel.
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
-import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, StreamName } from '../../../common/events';
-import { announceDone, executionItem, OutputCapture } from '../execution';
-import { openExecution, type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError } from '../../../common/events';
+import { announceDone, cancelledError, completionError, executionItem, normaliseError, openExecution, safeEmit, timeoutError, type Completion } from '../execution';
+import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
-import type { JupyterRuntime } from './jupyterRuntime';
 import { RESULT_MIME, runCell } from './kernelBridge';
 import type { KernelHandle } from './kernelHandle';
-import { formatBytes, formatDuration } from '../../../common/format';
+import type { KernelPool } from './kernelPool';
+import { RunOutput } from './runOutput';
+import { connectionLost, kernelDied, lostError, stripAnsi, toExecutionError } from './runErrors';
+import { formatDuration } from '../../../common/format';
 import { raceAbort } from '../../util/abort';
-import { isCancellation } from '../../util/errors';
 import { ToolChannel } from './toolChannel';
 import { newId, randomToken } from '../../util/ids';
-
-type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
 
 export class JupyterRun {
   readonly itemId: string;
   private readonly started = performance.now();
   private readonly limits: RuntimeLimits;
   private readonly runId = randomToken(8);
-  private readonly output: OutputCapture;
-  private readonly images: CodeOutput[] = [];
-  private imageBytes = 0;
-  private imagesDropped = false;
-  private serverDropped = false;
+  private readonly emit: (event: CodeActEvent) => void;
+  private readonly output: RunOutput;
   private handle?: KernelHandle;
   private future?: Kernel.IShellFuture<KernelMessage.IExecuteRequestMsg, KernelMessage.IExecuteReplyMsg>;
   private tools?: ToolChannel;
@@ -49,26 +45,19 @@ export class JupyterRun {
   private probing = false;
 
   constructor(
-    private readonly runtime: JupyterRuntime,
+    private readonly runtime: KernelPool<KernelHandle>,
     private readonly request: ExecuteRequest,
     private readonly options: ExecuteOptions,
   ) {
     this.itemId = request.itemId ?? newId('exec');
     this.limits = runtime.settings.limits;
-    this.output = new OutputCapture(this.limits.maxOutputBytes);
-  }
-
-  private emit(event: CodeActEvent): void {
-    try {
-      this.options.onEvent?.(event);
-    } catch {
-      // A consumer's bug must not break the run.
-    }
+    this.emit = safeEmit(options.onEvent);
+    this.output = new RunOutput(this.itemId, this.limits.maxOutputBytes, this.emit);
   }
 
   async start(): Promise<CodeInterpreterCallItem> {
     const signal = this.options.signal;
-    const refused = openExecution((e) => this.emit(e), this.request, this.itemId, 'jupyter', this.limits, signal);
+    const refused = openExecution(this.emit, this.request, this.itemId, 'jupyter', this.limits, signal);
     if (refused) return this.result(refused);
 
     const onAbort = () => this.stop('cancel');
@@ -89,7 +78,7 @@ export class JupyterRun {
         throw err;
       }
       handle = got.handle;
-      if (got.notice) this.onText('stderr', got.notice);
+      if (got.notice) this.output.onText('stderr', got.notice);
       await handle.withLock(async () => {
         this.handle = handle;
         handle!.current = this;
@@ -136,7 +125,7 @@ export class JupyterRun {
       toolsEnabled: this.request.tools !== false,
       maxConcurrent: Math.max(1, this.limits.maxConcurrentToolCalls),
       maxFrameBytes: s.maxFrameBytes * 4,
-      emit: (e) => this.emit(e),
+      emit: this.emit,
       reply: (value, header) => {
         const send = () => {
           try {
@@ -261,19 +250,15 @@ export class JupyterRun {
     const type = msg.header.msg_type;
     const content = msg.content as Record<string, any>;
     switch (type) {
-      case 'stream': {
-        const text = String(content.text ?? '');
-        // Jupyter Server drops output over its IOPub rate limits and says so in a stream message.
-        if (/^IOPub (data|message) rate exceeded\./.test(text)) this.serverDropped = true;
-        this.onText(content.name === 'stderr' ? 'stderr' : 'stdout', text);
+      case 'stream':
+        this.output.onStream(content.name, String(content.text ?? ''));
         break;
-      }
       case 'display_data':
       case 'execute_result':
       case 'update_display_data': {
         const data = (content.data ?? {}) as Record<string, unknown>;
         if (RESULT_MIME in data) return this.onResult(data[RESULT_MIME]);
-        this.onDisplay(data);
+        this.output.onDisplay(data);
         break;
       }
       case 'status':
@@ -305,43 +290,9 @@ export class JupyterRun {
       }
       this.completion = { ok: true, value };
     } else {
-      this.completion = { ok: false, error: normaliseError(r.error) };
+      this.completion = { ok: false, error: normaliseError(r.error, stripAnsi) };
     }
     if (this.replied) this.finishNow();
-  }
-
-  private onDisplay(data: Record<string, unknown>): void {
-    const image = pickImage(data);
-    if (image) {
-      if (this.imageBytes + image.length > this.limits.maxOutputBytes) {
-        if (!this.imagesDropped) {
-          this.imagesDropped = true;
-          this.onText('stderr', `\n[codeact: image output dropped after ${formatBytes(this.limits.maxOutputBytes)} of images]\n`);
-        }
-        return;
-      }
-      this.imageBytes += image.length;
-      this.images.push({ type: 'image', url: image });
-      return;
-    }
-    if ('application/json' in data) {
-      let text: string;
-      try {
-        text = JSON.stringify(data['application/json'], null, 2);
-      } catch {
-        text = String(data['application/json']);
-      }
-      this.onText('stdout', text + '\n');
-      return;
-    }
-    const plain = data['text/plain'];
-    if (typeof plain === 'string') this.onText('stdout', plain.endsWith('\n') ? plain : plain + '\n');
-    else if (Array.isArray(plain)) this.onText('stdout', plain.join('') + '\n');
-  }
-
-  private onText(stream: StreamName, text: string): void {
-    const part = this.output.pushText(stream, text);
-    if (part) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: part });
   }
 
   private onKernelStatus(status: Kernel.Status): void {
@@ -353,19 +304,9 @@ export class JupyterRun {
         return;
       }
       this.handle!.lostReason ??= 'the kernel died';
-      this.fail({
-        type: 'KernelDied',
-        message:
-          'The Jupyter kernel died while running the code (its process exited or was killed, for example after running out of memory). ' +
-          'A new kernel will be started for the next run; variables from earlier runs are gone.',
-      });
+      this.fail(kernelDied(false));
     } else if (status === 'autorestarting' || (status === 'restarting' && !this.stopping)) {
-      this.fail({
-        type: 'KernelDied',
-        message:
-          'The Jupyter kernel died while running the code (its process exited or was killed, for example after running out of memory). ' +
-          'The server restarted it, so variables from earlier runs are gone.',
-      });
+      this.fail(kernelDied(true));
     }
   }
 
@@ -426,16 +367,7 @@ export class JupyterRun {
   stop(kind: 'cancel' | 'timeout', timeoutMs?: number): void {
     if (this.finished || this.stopping) return;
     const inFlight = this.tools?.inFlight ?? 0;
-    this.stopping =
-      kind === 'timeout'
-        ? {
-            type: 'Timeout',
-            message:
-              `The code ran longer than the ${formatDuration(timeoutMs ?? 0)} timeout and was stopped` +
-              (inFlight ? `, with ${inFlight} tool call(s) still in flight` : '') +
-              '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
-          }
-        : { type: 'Cancelled', message: 'The run was stopped.' };
+    this.stopping = kind === 'timeout' ? timeoutError(timeoutMs ?? 0, inFlight) : cancelledError();
     this.tools?.cancel();
     if (!this.future || this.onStopBeforeStart) {
       this.onStopBeforeStart?.();
@@ -493,7 +425,7 @@ export class JupyterRun {
 
   private finalError(): ExecutionError | undefined {
     if (this.stopping) {
-      const seen = this.completion && !this.completion.ok ? this.completion.error : undefined;
+      const seen = completionError(this.completion);
       return {
         ...this.stopping,
         message: this.stopping.message + this.stopNote,
@@ -503,9 +435,8 @@ export class JupyterRun {
       };
     }
     if (this.failure) return this.failure;
-    if (this.completion && !this.completion.ok) return this.completion.error;
     if (!this.completion) return { type: 'ProtocolError', message: 'The run ended without a result.' };
-    return undefined;
+    return completionError(this.completion);
   }
 
   private result(error?: ExecutionError): CodeInterpreterCallItem {
@@ -514,67 +445,12 @@ export class JupyterRun {
       code: this.request.code,
       runtime: 'jupyter',
       containerId: this.handle?.id ?? null,
-      outputs: [...this.output.outputs(), ...this.images],
+      outputs: this.output.outputs(),
       error,
-      value: this.completion?.ok ? this.completion.value : null,
+      completion: this.completion,
       startedAt: this.started,
-      truncated: this.output.truncated || this.imagesDropped || this.serverDropped,
+      truncated: this.output.truncated,
     });
-    return announceDone((e) => this.emit(e), item);
+    return announceDone(this.emit, item);
   }
-}
-
-// ---- helpers -------------------------------------------------------------------------------------
-
-function toExecutionError(err: unknown): ExecutionError {
-  if (err instanceof JupyterError) return { type: err.type, message: err.message };
-  const e = err as Error;
-  if (isCancellation(err)) return { type: 'Cancelled', message: 'The run was stopped.' };
-  return { type: 'JupyterError', message: e?.message ?? String(err) };
-}
-
-function lostError(reason: string): ExecutionError {
-  return {
-    type: 'KernelDied',
-    message: `The Jupyter kernel was lost while running the code (${reason}). The output that arrived is kept; the next run starts a new kernel.`,
-  };
-}
-
-function connectionLost(url: string, detail: string): ExecutionError {
-  return {
-    type: 'JupyterConnectionLost',
-    message:
-      `Lost the connection to the Jupyter server at ${url} while the code was running (${detail}). ` +
-      'The output that arrived is kept. Check that the server is still running; the next run reconnects or starts a new kernel.',
-  };
-}
-
-function normaliseError(raw: unknown): ExecutionError {
-  const r = raw as { type?: unknown; message?: unknown; traceback?: unknown; line?: unknown } | null;
-  if (!r || typeof r !== 'object') return { type: 'Error', message: 'The code failed.' };
-  return {
-    type: typeof r.type === 'string' ? r.type : 'Error',
-    message: typeof r.message === 'string' ? r.message : String(r.message ?? ''),
-    ...(typeof r.traceback === 'string' && r.traceback ? { traceback: stripAnsi(r.traceback) } : {}),
-    ...(Number.isSafeInteger(r.line) ? { line: r.line as number } : {}),
-  };
-}
-
-const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
-
-function pickImage(data: Record<string, unknown>): string | undefined {
-  for (const mime of IMAGE_TYPES) {
-    const v = data[mime];
-    if (typeof v === 'string' && v) return `data:${mime};base64,${v.replace(/\s+/g, '')}`;
-  }
-  const svg = data['image/svg+xml'];
-  const text = typeof svg === 'string' ? svg : Array.isArray(svg) ? svg.join('') : undefined;
-  if (text) return `data:image/svg+xml;base64,${Buffer.from(text, 'utf8').toString('base64')}`;
-  return undefined;
-}
-
-const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007]*\u0007/g;
-
-export function stripAnsi(text: string): string {
-  return text.replace(ANSI, '');
 }

@@ -16,7 +16,7 @@
  */
 import { KernelConnection } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem } from '../../../common/events';
-import { DEFAULT_LIMITS, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import {
   JupyterError,
   KernelRestClient,
@@ -28,10 +28,8 @@ import {
 } from './connection';
 import { JupyterRun } from './jupyterRun';
 import { KernelHandle, waitForKernel } from './kernelHandle';
+import type { JupyterSessionPolicy, JupyterSettings, KernelPool } from './kernelPool';
 import { formatDuration } from '../../../common/format';
-import { DEFAULT_MAX_FRAME_BYTES } from './toolChannel';
-
-export type JupyterSessionPolicy = 'conversation' | 'execution';
 
 export interface JupyterRuntimeOptions {
   /** Base URL of the server, e.g. `http://127.0.0.1:8888/` (any base path included). */
@@ -67,20 +65,7 @@ export interface JupyterRuntimeOptions {
   log?: (line: string) => void;
 }
 
-export interface JupyterSettings {
-  kernelName: string;
-  kernelEnv?: Record<string, string>;
-  sessionPolicy: JupyterSessionPolicy;
-  limits: RuntimeLimits;
-  idleShutdownMs: number;
-  interruptGraceMs: number;
-  startTimeoutMs: number;
-  reconnectGraceMs: number;
-  maxFrameBytes: number;
-  log: (line: string) => void;
-}
-
-export class JupyterRuntime implements Runtime {
+export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
   readonly kind = 'jupyter' as const;
 
   get statePersists(): boolean {
@@ -255,7 +240,6 @@ export class JupyterRuntime implements Runtime {
     return handle;
   }
 
-  /** After a run: per-execution kernels go away, conversation kernels start their idle clock. */
   async afterRun(handle: KernelHandle): Promise<void> {
     if (!handle.sessionId || this.settings.sessionPolicy === 'execution') {
       await this.shutdownHandle(handle, 'its run is over');

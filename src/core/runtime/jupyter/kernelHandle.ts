@@ -4,9 +4,8 @@
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JupyterError, withQuietConsole } from './connection';
-import type { JupyterRun } from './jupyterRun';
-import type { JupyterRuntime } from './jupyterRuntime';
 import { bootstrapCell, toolPromptPrefix } from './kernelBridge';
+import type { KernelHost, KernelRun } from './kernelPool';
 import { formatDuration } from '../../../common/format';
 import { raceAbort } from '../../util/abort';
 import { withTimeout } from '../../util/timeout';
@@ -18,14 +17,14 @@ export class KernelHandle {
   restarted = false;
   closed = false;
   lostReason?: string;
-  current?: JupyterRun;
+  current?: KernelRun;
   busy = 0;
   private lock: Promise<void> = Promise.resolve();
   private idleTimer?: NodeJS.Timeout;
   private shutdownPromise?: Promise<void>;
 
   constructor(
-    readonly runtime: JupyterRuntime,
+    readonly host: KernelHost,
     readonly id: string,
     readonly conn: Kernel.IKernelConnection,
     readonly sessionId: string | undefined,
@@ -88,7 +87,7 @@ export class KernelHandle {
       return false;
     }
     if (this.conn.connectionStatus === 'connected') return true;
-    const ok = await waitConnected(this.conn, this.runtime.settings.reconnectGraceMs);
+    const ok = await waitConnected(this.conn, this.host.settings.reconnectGraceMs);
     if (!ok) this.lostReason ??= 'the WebSocket connection to the server was lost';
     return ok;
   }
@@ -99,7 +98,7 @@ export class KernelHandle {
    * nothing until an IOPub status for it arrives, as Jupyter Server's own "nudge" does.
    */
   async nudge(): Promise<void> {
-    const deadline = Date.now() + Math.min(this.runtime.settings.startTimeoutMs, 30_000);
+    const deadline = Date.now() + Math.min(this.host.settings.startTimeoutMs, 30_000);
     while (Date.now() < deadline && !this.closed) {
       const future = this.conn.requestExecute({ code: '', silent: false, store_history: false, allow_stdin: false, stop_on_error: false });
       const heard = await new Promise<boolean>((resolve) => {
@@ -122,7 +121,7 @@ export class KernelHandle {
   }
 
   async bootstrap(): Promise<void> {
-    const s = this.runtime.settings;
+    const s = this.host.settings;
     if (this.restarted) await this.nudge();
     const future = this.conn.requestExecute({ code: bootstrapCell(this.nonce), silent: true, store_history: false, allow_stdin: false, stop_on_error: false });
     let reply: KernelMessage.IExecuteReplyMsg;
@@ -151,12 +150,12 @@ export class KernelHandle {
 
   /** Restarts the kernel (state lost) and installs the bridge again. */
   async restart(): Promise<void> {
-    const s = this.runtime.settings;
+    const s = this.host.settings;
     this.bootstrapped = false;
     await withTimeout(this.conn.restart(), s.startTimeoutMs, () =>
       new JupyterError('JupyterTimeout', `The kernel did not restart within ${formatDuration(s.startTimeoutMs)}.`),
     );
-    await waitForKernel(this.conn, s.startTimeoutMs, this.runtime.rest!.displayUrl);
+    await waitForKernel(this.conn, s.startTimeoutMs, this.host.rest!.displayUrl);
     await this.bootstrap();
   }
 
@@ -166,12 +165,12 @@ export class KernelHandle {
       this.lostReason ??= `it was shut down (${why})`;
       clearTimeout(this.idleTimer);
       try {
-        await this.runtime.rest!.shutdown(this.id, 15_000);
+        await this.host.rest!.shutdown(this.id, 15_000);
       } catch (err) {
-        this.runtime.settings.log(`[codeact] could not shut down Jupyter kernel ${this.id}: ${(err as Error).message}`);
+        this.host.settings.log(`[codeact] could not shut down Jupyter kernel ${this.id}: ${(err as Error).message}`);
       }
       try {
-        if (!this.conn.isDisposed) withQuietConsole(this.runtime.settings.log, () => this.conn.dispose());
+        if (!this.conn.isDisposed) withQuietConsole(this.host.settings.log, () => this.conn.dispose());
       } catch {
         // Already gone.
       }

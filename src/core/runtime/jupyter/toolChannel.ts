@@ -46,10 +46,8 @@
  */
 import type { CodeActEvent } from '../../../common/events';
 import type { ToolCallHandler } from '../types';
-import { ToolDispatcher } from '../execution';
+import { ToolDispatcher } from '../toolDispatcher';
 
-/** Largest tool frame accepted from a kernel. */
-export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 /** Most calls one frame may carry. */
 const MAX_CALLS_PER_FRAME = 4096;
 

@@ -7,13 +7,13 @@
  * interrupt the code (KeyboardInterrupt) and keep the state; only when the interrupt does not take
  * within the grace period is the guest killed, and the run says that the state is gone.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, SessionInfo, StreamName, VariablesSummary } from '../../../common/events';
-import { announceDone, executionItem, OutputCapture, ToolDispatcher } from '../execution';
-import { formatBytes } from '../../../common/format';
-import { type ExecuteOptions, type ExecuteRequest, type RuntimeLimits } from '../types';
+import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
+import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError } from '../execution';
+import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
+import { FrameReader, normaliseVariables, sendFrame } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
+import { GuestRun } from './guestRun';
 import { annotateLimit, crashError, formatSeconds } from './guestErrors';
-import { randomToken } from '../../util/ids';
 
 export interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -22,132 +22,14 @@ export interface GuestSessionOptions {
   interruptGraceMs: number;
 }
 
-type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
-
-const END_PREFIX = Buffer.from('\u0000codeact-end:');
-
-/** Finds the run's end token in a byte stream, holding back only what could be its beginning. */
-class EndScanner {
-  private carry: Buffer = Buffer.alloc(0);
-  constructor(private readonly token: Buffer) {}
-
-  /** Returns [bytes of the run, whether the token was seen]. */
-  push(chunk: Buffer): [Buffer, boolean] {
-    const data = this.carry.length ? Buffer.concat([this.carry, chunk]) : chunk;
-    this.carry = Buffer.alloc(0);
-    const at = data.indexOf(this.token);
-    if (at >= 0) return [data.subarray(0, at), true];
-    // Hold back a tail that may be the start of the token (it always starts with NUL).
-    const nul = data.lastIndexOf(0, data.length - 1);
-    if (nul >= 0 && data.length - nul < this.token.length && this.token.subarray(0, data.length - nul).equals(data.subarray(nul))) {
-      this.carry = Buffer.from(data.subarray(nul));
-      return [data.subarray(0, nul), false];
-    }
-    return [data, false];
-  }
-
-  flush(): Buffer {
-    const c = this.carry;
-    this.carry = Buffer.alloc(0);
-    return c;
-  }
-}
-
-class Execution {
-  readonly itemId: string;
-  readonly started = performance.now();
-  readonly output: OutputCapture;
-  readonly tools: ToolDispatcher;
-  readonly toolAbort = new AbortController();
-  readonly endToken = randomToken(12);
-  readonly scanners: Record<StreamName, EndScanner>;
-  readonly ended: Record<StreamName, boolean> = { stdout: false, stderr: false };
-  completion?: Completion;
-  failure?: ExecutionError;
-  lastCallId = 0;
-  finished = false;
-  stateLost = false;
-  private resolveDone!: () => void;
-  readonly done = new Promise<void>((r) => (this.resolveDone = r));
-
-  constructor(
-    readonly runId: number,
-    readonly request: ExecuteRequest,
-    readonly options: ExecuteOptions,
-    limits: RuntimeLimits,
-    itemId: string,
-  ) {
-    this.itemId = itemId;
-    this.output = new OutputCapture(limits.maxOutputBytes);
-    const token = Buffer.concat([END_PREFIX, Buffer.from(`${this.endToken}\u0000`)]);
-    this.scanners = { stdout: new EndScanner(token), stderr: new EndScanner(token) };
-    this.tools = new ToolDispatcher({
-      itemId,
-      emit: (e) => this.emit(e),
-      handler: options.onToolCall,
-      enabled: request.tools !== false,
-      maxConcurrent: limits.maxConcurrentToolCalls,
-      signal: this.toolAbort.signal,
-    });
-  }
-
-  emit(event: CodeActEvent): void {
-    try {
-      this.options.onEvent?.(event);
-    } catch {
-      // A consumer's bug must not break the run.
-    }
-  }
-
-  onOutput(stream: StreamName, chunk: Buffer): void {
-    if (this.ended[stream]) return;
-    const [data, seen] = this.scanners[stream].push(chunk);
-    if (data.length) {
-      const text = this.output.pushBytes(stream, data);
-      if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
-    }
-    if (seen) {
-      this.ended[stream] = true;
-      this.onEnded?.();
-    }
-  }
-
-  /** Called when an end token arrives (set once the result is in). */
-  onEnded?: () => void;
-
-  /** The streams are over (the token arrived, or the pipes closed): emit what is left. */
-  endOutput(): void {
-    for (const stream of ['stdout', 'stderr'] as const) {
-      if (!this.ended[stream]) {
-        const rest = this.scanners[stream].flush();
-        if (rest.length) {
-          const text = this.output.pushBytes(stream, rest);
-          if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
-        }
-        this.ended[stream] = true;
-      }
-      const tail = this.output.end(stream);
-      if (tail) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: tail });
-    }
-  }
-
-  finish(): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.toolAbort.abort();
-    this.resolveDone();
-  }
-}
-
 let uses = 0;
 const nextUse = () => ++uses;
 
 export class GuestSession {
   private runs = 0;
-  private current?: Execution;
+  private current?: GuestRun;
   private queue: Promise<void> = Promise.resolve();
-  private frameBuf: Buffer[] = [];
-  private frameLen = 0;
+  private readonly frames: FrameReader;
   private ready?: { resolve: () => void; reject: (e: Error) => void };
   private varsWaiter?: { resolve: (v: VariablesSummary) => void; timer: NodeJS.Timeout };
   private dead = false;
@@ -163,7 +45,8 @@ export class GuestSession {
     readonly guest: GuestHandle,
     private readonly o: GuestSessionOptions,
   ) {
-    guest.proto.on('data', (b: Buffer) => this.onProtocolData(b));
+    this.frames = new FrameReader(o.maxFrameBytes, { frame: (line) => this.onFrame(line), violation: (what) => this.violation(what), stopped: () => this.dead });
+    guest.proto.on('data', (b: Buffer) => this.frames.push(b));
     guest.stdout.on('data', (b: Buffer) => this.current?.onOutput('stdout', b));
     guest.stderr.on('data', (b: Buffer) => this.current?.onOutput('stderr', b));
     // Streams handed over by the zygote's socket server arrive paused.
@@ -225,15 +108,15 @@ export class GuestSession {
    */
   async execute(request: ExecuteRequest, options: ExecuteOptions, itemId: string, notice?: string): Promise<CodeInterpreterCallItem> {
     const limits = this.o.limits;
-    const exec = new Execution(++this.runs, request, options, limits, itemId);
+    const exec = new GuestRun(++this.runs, request, options, limits, itemId);
     const previous = this.queue;
     let release!: () => void;
     this.queue = new Promise<void>((r) => (release = r));
     const signal = options.signal;
     try {
-      if (signal?.aborted) return this.result(exec, { type: 'Cancelled', message: 'The run was stopped before it started.' });
+      if (signal?.aborted) return this.result(exec, cancelledError(true));
       await waitOrAbort(previous, signal);
-      if (signal?.aborted) return this.result(exec, { type: 'Cancelled', message: 'The run was stopped before it started.' });
+      if (signal?.aborted) return this.result(exec, cancelledError(true));
       if (!this.alive) {
         return this.result(exec, { type: 'SessionEnded', message: `The Python session has ended (${this.deathReason ?? 'its process exited'}); run the code again to start a new one.` });
       }
@@ -250,25 +133,17 @@ export class GuestSession {
     }
   }
 
-  private async runNow(exec: Execution): Promise<CodeInterpreterCallItem> {
+  private async runNow(exec: GuestRun): Promise<CodeInterpreterCallItem> {
     const { request, options } = exec;
     const signal = options.signal;
-    const onAbort = () => this.stopRun(exec, { type: 'Cancelled', message: 'The run was stopped.' });
+    const onAbort = () => this.stopRun(exec, cancelledError());
     signal?.addEventListener('abort', onAbort, { once: true });
     const timeoutMs = request.timeoutMs ?? this.o.limits.timeoutMs;
-    const timer = setTimeout(() => {
-      this.stopRun(exec, {
-        type: 'Timeout',
-        message:
-          `The code ran longer than the ${formatSeconds(timeoutMs)} timeout and was stopped` +
-          (exec.tools.inFlight ? `, with ${exec.tools.inFlight} tool call(s) still in flight` : '') +
-          '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
-      });
-    }, timeoutMs);
+    const timer = setTimeout(() => this.stopRun(exec, timeoutError(timeoutMs, exec.tools.inFlight, formatSeconds)), timeoutMs);
     try {
       this.send({ t: 'run', run: exec.runId, code: request.code, tools: request.tools !== false, end: exec.endToken, last: !this.persistent });
       await exec.done;
-      const error = exec.failure ?? (exec.completion && !exec.completion.ok ? exec.completion.error : undefined);
+      const error = exec.failure ?? completionError(exec.completion);
       return this.result(exec, error);
     } finally {
       clearTimeout(timer);
@@ -277,7 +152,7 @@ export class GuestSession {
   }
 
   /** Stop or timeout. A session interrupts and keeps its state if it can; a one-shot run is killed. */
-  private stopRun(exec: Execution, error: ExecutionError): void {
+  private stopRun(exec: GuestRun, error: ExecutionError): void {
     if (exec.finished || exec.failure) return;
     exec.failure = error;
     exec.toolAbort.abort();
@@ -355,7 +230,7 @@ export class GuestSession {
     });
   }
 
-  private finishExec(exec: Execution): void {
+  private finishExec(exec: GuestRun): void {
     if (exec.finished) return;
     this.lastCompleted = !!exec.completion && !exec.failure;
     exec.endOutput();
@@ -408,32 +283,7 @@ export class GuestSession {
   }
 
   private send(frame: unknown): void {
-    const proto = this.guest.proto;
-    if (proto.destroyed || !proto.writable) return;
-    proto.write(JSON.stringify(frame) + '\n');
-  }
-
-  private onProtocolData(chunk: Buffer): void {
-    let start = 0;
-    const max = this.o.maxFrameBytes;
-    for (;;) {
-      const nl = chunk.indexOf(10, start);
-      if (nl < 0) break;
-      const piece = chunk.subarray(start, nl);
-      if (this.frameLen + piece.length > max) return this.violation(`a protocol frame over ${formatBytes(max)} (a call_tool argument that large is refused)`);
-      const line = this.frameBuf.length ? Buffer.concat([...this.frameBuf, piece]).toString('utf8') : piece.toString('utf8');
-      this.frameBuf = [];
-      this.frameLen = 0;
-      this.onFrame(line);
-      if (this.dead) return;
-      start = nl + 1;
-    }
-    const rest = chunk.subarray(start);
-    if (rest.length) {
-      this.frameLen += rest.length;
-      if (this.frameLen > max) return this.violation(`a protocol frame over ${formatBytes(max)} (a call_tool argument that large is refused)`);
-      this.frameBuf.push(Buffer.from(rest));
-    }
+    sendFrame(this.guest.proto, frame);
   }
 
   private violation(what: string): void {
@@ -496,7 +346,7 @@ export class GuestSession {
   }
 
   /** A run is over when its end token has come through stdout and stderr (or could not be written). */
-  private whenOutputEnded(exec: Execution, stdoutToken: boolean, stderrToken: boolean): void {
+  private whenOutputEnded(exec: GuestRun, stdoutToken: boolean, stderrToken: boolean): void {
     const check = () => (!stdoutToken || exec.ended.stdout) && (!stderrToken || exec.ended.stderr);
     if (check()) return this.finishExec(exec);
     // Checked again as each token arrives; a guest whose fd 1 or 2 no longer reaches us gets a second.
@@ -508,7 +358,7 @@ export class GuestSession {
     };
   }
 
-  private result(exec: Execution, error?: ExecutionError): CodeInterpreterCallItem {
+  private result(exec: GuestRun, error?: ExecutionError): CodeInterpreterCallItem {
     if (!exec.finished) exec.finish();
     const session: SessionInfo | undefined = this.sessionId ? { id: this.sessionId, execution: exec.runId, ...(exec.stateLost ? { state_lost: true } : {}) } : undefined;
     const item = executionItem({
@@ -517,14 +367,14 @@ export class GuestSession {
       runtime: 'local',
       outputs: exec.output.outputs(),
       error,
-      value: exec.completion?.ok ? exec.completion.value : null,
+      completion: exec.completion,
       startedAt: exec.started,
       truncated: exec.output.truncated,
       sandbox: this.guest.plan.info,
     });
     if (session) item.session = session;
     if (error) annotateLimit(item, this.guest.plan, this.guest.cgroup);
-    return announceDone((e) => exec.emit(e), item);
+    return announceDone(exec.emit, item);
   }
 }
 
@@ -538,32 +388,4 @@ function waitOrAbort(p: Promise<void>, signal?: AbortSignal): Promise<void> {
     signal.addEventListener('abort', done, { once: true });
     void p.then(done);
   });
-}
-
-export function normaliseError(raw: any): ExecutionError {
-  if (!raw || typeof raw !== 'object') return { type: 'Error', message: 'The code failed.' };
-  return {
-    type: typeof raw.type === 'string' ? raw.type : 'Error',
-    message: typeof raw.message === 'string' ? raw.message : String(raw.message ?? ''),
-    ...(typeof raw.traceback === 'string' && raw.traceback ? { traceback: raw.traceback } : {}),
-    ...(Number.isSafeInteger(raw.line) ? { line: raw.line } : {}),
-  };
-}
-
-/** The guest's variables frame, checked field by field (it is untrusted input). */
-export function normaliseVariables(raw: any): VariablesSummary {
-  const list = Array.isArray(raw?.variables) ? raw.variables.slice(0, 500) : [];
-  const str = (v: unknown, n: number) => (typeof v === 'string' ? v.slice(0, n) : undefined);
-  return {
-    total: Number.isSafeInteger(raw?.total) ? raw.total : list.length,
-    variables: list
-      .filter((v: any) => v && typeof v.name === 'string')
-      .map((v: any) => ({
-        name: v.name.slice(0, 200),
-        type: str(v.type, 200) ?? '',
-        ...(str(v.summary, 300) !== undefined ? { summary: str(v.summary, 300) } : {}),
-        ...(Array.isArray(v.shape) && v.shape.every((n: unknown) => Number.isSafeInteger(n)) ? { shape: v.shape.slice(0, 8) } : {}),
-        ...(Number.isSafeInteger(v.len) ? { len: v.len } : {}),
-      })),
-  };
 }

@@ -11,10 +11,10 @@
  *   when it is unavailable, guests start cold (logged once). With `prestart: true` the next guest is
  *   started ahead of need, so a new session does not wait for Python to start.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, SessionChanged, VariablesSummary } from '../../../common/events';
+import type { CodeInterpreterCallItem, ExecutionError, SessionChanged, VariablesSummary } from '../../../common/events';
 import { guestDir } from '../guest/sources';
-import { announceDone, executionItem } from '../execution';
-import { DEFAULT_LIMITS, openExecution, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { announceDone, executionItem, openExecution, safeEmit } from '../execution';
+import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { settleCgroups } from './cgroup';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestHandle } from './guestProcess';
 import { GuestSession } from './guestSession';
@@ -57,8 +57,6 @@ export interface LocalRuntimeOptions {
   log?: (line: string) => void;
 }
 
-const DEFAULT_MAX_FRAME = 16 * 1024 * 1024;
-
 interface Entry {
   id: string;
   session: GuestSession;
@@ -89,7 +87,7 @@ export class LocalRuntime implements Runtime {
       options.onWarning?.(m);
     });
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
-    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME;
+    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     if (options.onSessionEvent) this.listeners.add(options.onSessionEvent);
   }
 
@@ -114,20 +112,17 @@ export class LocalRuntime implements Runtime {
   async execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
     const itemId = request.itemId ?? newId('exec');
     const started = performance.now();
-    const emit = (e: CodeActEvent) => {
-      try {
-        options.onEvent?.(e);
-      } catch {}
-    };
+    const emit = safeEmit(options.onEvent);
+    // A run that ends before it reaches a guest.
+    const refuse = (error: ExecutionError) => announceDone(emit, executionItem({ itemId, code: request.code, runtime: 'local', outputs: [], error, startedAt: started }));
     const refused = openExecution(emit, request, itemId, 'local', this.limits, options.signal);
-    if (refused) return announceDone(emit, executionItem({ itemId, code: request.code, runtime: 'local', outputs: [], error: refused, startedAt: started }));
+    if (refused) return refuse(refused);
     const sessionId = this.policy === 'conversation' ? request.sessionId : undefined;
     let session: GuestSession;
     try {
       session = sessionId ? (await this.sessionFor(sessionId)).session : await this.oneShot();
     } catch (err) {
-      const error: ExecutionError = { type: (err as Error).name || 'LaunchError', message: (err as Error).message };
-      return announceDone(emit, executionItem({ itemId, code: request.code, runtime: 'local', outputs: [], error, startedAt: started }));
+      return refuse({ type: (err as Error).name || 'LaunchError', message: (err as Error).message });
     }
     const notice = sessionId ? this.notices.get(sessionId) : undefined;
     if (sessionId) this.notices.delete(sessionId);

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
 import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
-import { planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
+import { isUnder, planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
 import { CodeActError } from '../../util/errors';
 
 export type { WorkspaceMount } from './workspaceMount';
@@ -255,11 +255,6 @@ export function minimalEnv(home: string, extra: Record<string, string> = {}): Re
     PYTHONIOENCODING: 'utf-8',
     ...extra,
   };
-}
-
-function isUnder(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 const filters = new Map<string, Buffer>();

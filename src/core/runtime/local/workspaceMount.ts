@@ -55,7 +55,8 @@ function lstatOrUndefined(p: string): Stats | undefined {
   }
 }
 
-function isUnder(child: string, parent: string): boolean {
+/** True when `child` is `parent` or inside it. */
+export function isUnder(child: string, parent: string): boolean {
   const rel = path.relative(parent, child);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
+import { sendFrame } from './guestFrames';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestExit, type GuestHandle } from './guestProcess';
 import { killByMarker, killTree } from '../../util/processTree';
 import { minimalEnv, planLaunch, SANDBOX_WORKDIR, type LaunchPlan, type SandboxOptions } from './sandbox';
@@ -189,8 +190,7 @@ export class Zygote {
 
   private send(frame: unknown): void {
     const proto = this.proc?.proto;
-    if (!proto || proto.destroyed || !proto.writable) return;
-    proto.write(JSON.stringify(frame) + '\n');
+    if (proto) sendFrame(proto, frame);
   }
 
   private onData(chunk: Buffer): void {

@@ -12,7 +12,8 @@ import type {
   MessageItem,
   OutputItem,
   RuntimeKind,
-} from '../../common/events';
+  Usage,
+} from '../../../common/events';
 import type { ConversationItem, EmitFn, FunctionCallRequest, ProviderId, ReplayData } from './types';
 
 /** The item as it goes into events: without replay data. */
@@ -281,60 +282,14 @@ export function errorFromTraceback(text: string): ExecutionError | null {
   return null;
 }
 
-/** A neutral text rendering of a hosted item another provider produced (for cross-provider history). */
-export function foreignItemText(item: OutputItem): string | undefined {
-  if (item.type === 'code_interpreter_call') {
-    const out = item.outputs
-      .map((o) => (o.type === 'logs' ? (o.stream === 'stderr' ? `[stderr]\n${o.logs}` : o.logs) : o.type === 'image' ? '[image]' : `[file ${o.filename ?? o.file_id ?? ''}]`))
-      .join('\n');
-    return `[Code I ran in the ${item.runtime} sandbox]\n\`\`\`\n${item.code}\n\`\`\`\n[Output${item.exit_code != null ? `, exit code ${item.exit_code}` : ''}]\n${out}`;
-  }
-  if (item.type === 'text_editor_call') {
-    const res = item.error ? `error ${item.error.code}${item.error.message ? `: ${item.error.message}` : ''}` : JSON.stringify(item.result ?? null);
-    return `[Text editor ${item.command} ${item.path ?? ''}] ${res}`;
-  }
-  return undefined;
+/** An item kept only so that its raw parts are sent back (an empty thinking message). */
+export function replayOnlyItem(id: string, replay: ReplayData): ConversationItem {
+  return { type: 'message', id, role: 'assistant', text: '', thinking: true, replay };
 }
 
-/** True for code items run by our own runtimes: their result reaches the model as a function_call_output. */
-export function isLocalRuntimeItem(item: OutputItem): boolean {
-  return item.type === 'code_interpreter_call' && (item.runtime === 'local' || item.runtime === 'jupyter');
-}
-
-export type HistorySegment =
-  | { kind: 'replay'; turn: string; parts: unknown[] }
-  | { kind: 'item'; item: ConversationItem };
-
-/**
- * Splits the history into segments: the replay parts of one response of `provider` (sorted by their
- * index, in the position of the response's first item) and everything else item by item.
- */
-export function segmentHistory(history: ConversationItem[], provider: ProviderId): HistorySegment[] {
-  const out: HistorySegment[] = [];
-  const byTurn = new Map<string, { kind: 'replay'; turn: string; parts: unknown[]; indexed: { index: number; data: unknown }[] }>();
-  for (const item of history) {
-    const r = item.replay;
-    if (r && r.provider === provider && Array.isArray(r.parts) && r.parts.length > 0) {
-      let seg = byTurn.get(r.turn);
-      if (!seg) {
-        seg = { kind: 'replay', turn: r.turn, parts: [], indexed: [] };
-        byTurn.set(r.turn, seg);
-        out.push(seg);
-      }
-      seg.indexed.push(...r.parts);
-      continue;
-    }
-    out.push({ kind: 'item', item });
-  }
-  for (const seg of byTurn.values()) {
-    const seen = new Set<number>();
-    seg.parts = seg.indexed
-      .slice()
-      .sort((a, b) => a.index - b.index)
-      .filter((p) => (seen.has(p.index) ? false : (seen.add(p.index), true)))
-      .map((p) => p.data);
-  }
-  return out.map((s) => (s.kind === 'replay' ? { kind: 'replay', turn: s.turn, parts: s.parts } : s));
+/** Token usage; the total is the provider's when it sent one. */
+export function tokenUsage(input: number, output: number, total?: number): Usage {
+  return { input_tokens: input, output_tokens: output, total_tokens: total ?? input + output };
 }
 
 /** Loosely typed JSON object access for SDK payloads. */

@@ -6,30 +6,22 @@
  * `client.containers.files.content.retrieve`.
  */
 import type OpenAI from 'openai';
-import type { CodeOutput, FileOutput, MessageItem } from '../../common/events';
+import type { CodeOutput, FileOutput, MessageItem } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
   TextStream,
-  TurnItems,
   asString,
-  foreignItemText,
-  isLocalRuntimeItem,
-  segmentHistory,
+  replayOnlyItem,
+  tokenUsage,
   type Json,
-} from './emit';
-import { ProviderError, toProviderError, type ErrorContext } from './errors';
-import { runStream } from './runStream';
-import type {
-  DownloadedFile,
-  EmitFn,
-  Provider,
-  ProviderCapabilities,
-  StopReason,
-  TurnRequest,
-  TurnResult,
-} from './types';
-import { newId } from '../util/ids';
+  type TurnItems,
+} from '../shared/emit';
+import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
+import { writeHistory } from '../shared/history';
+import { runStream, type StreamMachine } from '../shared/runStream';
+import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import { newId } from '../../util/ids';
 
 export class OpenAIResponsesProvider implements Provider {
   readonly id = 'openai' as const;
@@ -71,24 +63,14 @@ export class OpenAIResponsesProvider implements Provider {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const ctx: ErrorContext = { provider: 'openai', model: req.model, baseURL: this.baseURL, signal: req.signal };
-    const turn = new TurnItems('openai', newId('turn'));
-    const st = new ResponsesState(emit, turn);
     return runStream<Json>({
+      provider: 'openai',
+      baseURL: this.baseURL,
       req,
-      ctx,
-      turn,
       emit,
       idPrefix: 'resp',
       open: async () => (await this.client.responses.create(this.buildRequest(req) as any, { signal: req.signal })) as unknown as AsyncIterable<Json>,
-      machine: {
-        onEvent: (ev) => st.handle(ev, ctx),
-        cutReason: () => (st.finished ? undefined : 'The stream ended'),
-        get responseId() {
-          return st.responseId;
-        },
-        outcome: () => ({ stopReason: st.stopReason, rawStopReason: st.rawStop, usage: st.usage, containerId: st.containerId ?? null, model: st.model }),
-      },
+      machine: (turn, ctx) => new ResponsesState(emit, turn, ctx),
     });
   }
 
@@ -129,17 +111,26 @@ interface SlotState {
   annotations?: unknown[];
 }
 
-class ResponsesState {
-  responseId?: string;
-  model?: string;
-  usage?: { input_tokens: number; output_tokens: number; total_tokens?: number };
-  containerId?: string;
-  finished = false;
-  stopReason: StopReason = 'end_turn';
-  rawStop?: string;
+/** The stream state machine of one Responses turn: output items by index, hosted code, the final response. */
+class ResponsesState implements StreamMachine<Json> {
+  responseId: string | undefined;
+  private model?: string;
+  private usage?: TurnResult['usage'];
+  private containerId?: string;
+  complete = false;
+  private stopReason: StopReason = 'end_turn';
+  private rawStop?: string;
   private readonly byIndex = new Map<number, SlotState>();
 
-  constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
+  constructor(
+    private readonly emit: EmitFn,
+    private readonly turn: TurnItems,
+    private readonly ctx: ErrorContext,
+  ) {}
+
+  outcome() {
+    return { stopReason: this.stopReason, rawStopReason: this.rawStop, usage: this.usage, containerId: this.containerId ?? null, model: this.model };
+  }
 
   private state(ev: Json): SlotState | undefined {
     if (typeof ev.output_index === 'number') {
@@ -152,7 +143,8 @@ class ResponsesState {
     return undefined;
   }
 
-  handle(ev: Json, ctx: ErrorContext): void {
+  onEvent(ev: Json): void {
+    const ctx = this.ctx;
     switch (ev.type) {
       case 'response.created':
       case 'response.in_progress':
@@ -279,14 +271,12 @@ class ResponsesState {
       case 'reasoning': {
         const summary: Json[] = Array.isArray(item.summary) ? item.summary : [];
         const text = summary.map((p) => p.text ?? '').join('\n\n');
-        let msg: MessageItem;
-        if (s.text || text) {
-          s.text ??= new TextStream(this.emit, s.id, true);
-          msg = s.text.finish({ finalText: text || s.text.text });
-        } else {
-          msg = { type: 'message', id: s.id, role: 'assistant', text: '', thinking: true };
+        if (!s.text && !text) {
+          this.turn.fill(s.slot, replayOnlyItem(s.id, replay));
+          return;
         }
-        this.turn.fill(s.slot, { ...msg, replay });
+        s.text ??= new TextStream(this.emit, s.id, true);
+        this.turn.fill(s.slot, { ...s.text.finish({ finalText: text || s.text.text }), replay });
         return;
       }
       case 'function_call': {
@@ -319,7 +309,7 @@ class ResponsesState {
       }
       default:
         // Other item types (web search, MCP…) are kept for replay only, as an empty assistant message.
-        this.turn.fill(s.slot, { type: 'message', id: s.id, role: 'assistant', text: '', thinking: true, replay });
+        this.turn.fill(s.slot, replayOnlyItem(s.id, replay));
         return;
     }
   }
@@ -335,12 +325,12 @@ class ResponsesState {
   }
 
   private completed(response: Json | undefined): void {
-    this.finished = true;
+    this.complete = true;
     if (!response) return;
     this.responseId = response.id ?? this.responseId;
     this.model = response.model ?? this.model;
     const u = response.usage;
-    if (u) this.usage = { input_tokens: u.input_tokens ?? 0, output_tokens: u.output_tokens ?? 0, total_tokens: u.total_tokens ?? (u.input_tokens ?? 0) + (u.output_tokens ?? 0) };
+    if (u) this.usage = tokenUsage(u.input_tokens ?? 0, u.output_tokens ?? 0, u.total_tokens);
     if (response.status === 'incomplete') {
       const reason = response.incomplete_details?.reason;
       this.rawStop = reason ?? 'incomplete';
@@ -360,30 +350,13 @@ function numericCode(code: unknown): number | undefined {
 /** The history as Responses `input` items. */
 export function toResponsesInput(req: TurnRequest): Json[] {
   const input: Json[] = [];
-  for (const seg of segmentHistory(req.history, 'openai')) {
-    if (seg.kind === 'replay') {
-      for (const raw of seg.parts) input.push(cleanReplayItem(raw as Json));
-      continue;
-    }
-    const item = seg.item;
-    switch (item.type) {
-      case 'message':
-        if (item.role === 'user') input.push({ role: 'user', content: item.text });
-        else if (!item.thinking && item.text) input.push({ role: 'assistant', content: item.text });
-        break;
-      case 'function_call':
-        input.push({ type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments ?? '{}' });
-        break;
-      case 'function_call_output':
-        input.push({ type: 'function_call_output', call_id: item.call_id, output: item.output });
-        break;
-      default: {
-        if (isLocalRuntimeItem(item)) break;
-        const text = foreignItemText(item);
-        if (text) input.push({ role: 'assistant', content: text });
-      }
-    }
-  }
+  writeHistory(req.history, {
+    replay: { provider: 'openai', write: (parts) => parts.forEach((raw) => input.push(cleanReplayItem(raw as Json))) },
+    user: (text) => input.push({ role: 'user', content: text }),
+    assistant: (text) => input.push({ role: 'assistant', content: text }),
+    call: (item) => input.push({ type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments ?? '{}' }),
+    output: (item) => input.push({ type: 'function_call_output', call_id: item.call_id, output: item.output }),
+  });
   return input;
 }
 

@@ -1,147 +1,28 @@
 /**
- * Anthropic Messages adapter (`client.messages.create` / `client.beta.messages.create`, streamed):
- * client tools with `input_json_delta`, thinking blocks (thinking text, signature kept for replay),
- * and hosted code execution in every tool version:
- *   - `code_execution_20250522` (beta `code-execution-2025-05-22`): `server_tool_use` `code_execution`
- *     with input `{code}`, result `code_execution_tool_result`;
- *   - `code_execution_20250825` (beta `code-execution-2025-08-25`), `code_execution_20260120` and
- *     `code_execution_20260521` (no beta header): `bash_code_execution` with `{command}` and
- *     `text_editor_code_execution` with `{command, path, …}`.
- * Code deltas are plain code text, unescaped from the partial JSON as it streams. stdout, stderr and
- * `return_code` stay apart (`exit_code` on the item); output `file_id`s become file outputs; text-editor
- * operations become `text_editor_call` items (with errors); the container id is surfaced and reused.
+ * The stream state machine of an Anthropic Messages turn: text with citations, thinking blocks (signature
+ * kept for replay), client `tool_use` with `input_json_delta`, and `server_tool_use` blocks of the code
+ * execution tools with their `*_tool_result` blocks. Code deltas are plain code text, unescaped from the
+ * partial JSON as it streams. stdout, stderr and `return_code` stay apart (`exit_code` on the item); output
+ * `file_id`s become file outputs; text-editor operations become `text_editor_call` items (with errors); the
+ * container id is surfaced and reused.
  */
-import type Anthropic from '@anthropic-ai/sdk';
-import type { CodeOutput, ExecutionError, FileOutput, TextEditorItem } from '../../common/events';
+import type { CodeOutput, ExecutionError, FileOutput, TextEditorItem } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
   TextStream,
-  TurnItems,
   errorFromTraceback,
-  foreignItemText,
-  isLocalRuntimeItem,
   publicItem,
-  segmentHistory,
+  replayOnlyItem,
+  tokenUsage,
   type Json,
-} from './emit';
-import { ProviderError, toProviderError, type ErrorContext } from './errors';
-import { runStream } from './runStream';
-import { JsonStringFieldExtractor } from './partial-json';
-import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
-
-export const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
-export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
-const FILES_BETA = 'files-api-2025-04-14';
-
-/** The `anthropic-beta` value each code execution tool version needs (none for the newer ones). */
-export const ANTHROPIC_CODE_TOOL_BETAS: Record<string, string | undefined> = {
-  code_execution_20250522: 'code-execution-2025-05-22',
-  code_execution_20250825: 'code-execution-2025-08-25',
-  code_execution_20260120: undefined,
-  code_execution_20260521: undefined,
-};
-
-export class AnthropicProvider implements Provider {
-  readonly id = 'anthropic' as const;
-  readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'anthropic' };
-
-  constructor(readonly client: Anthropic, private readonly baseURL?: string) {}
-
-  /** The request body and the betas it needs (`beta` true: sent to `/v1/messages?beta=true`). */
-  buildRequest(req: TurnRequest): { body: Json; betas: string[]; beta: boolean } {
-    const tools: Json[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters }));
-    const betas: string[] = [];
-    let beta = false;
-    if (req.hosted?.enabled) {
-      const version = req.hosted.toolVersion ?? DEFAULT_ANTHROPIC_CODE_TOOL;
-      if (!/^code_execution_\d{8}$/.test(version)) {
-        throw new ProviderError({
-          code: 'bad_request',
-          provider: 'anthropic',
-          message: `Unknown Anthropic code execution tool version "${version}". Use one of: ${Object.keys(ANTHROPIC_CODE_TOOL_BETAS).join(', ')}.`,
-        });
-      }
-      tools.push({ type: version, name: 'code_execution' });
-      const b = ANTHROPIC_CODE_TOOL_BETAS[version];
-      if (b) betas.push(b);
-      if (req.hosted.fileIds && req.hosted.fileIds.length > 0) betas.push(FILES_BETA);
-      beta = true;
-    }
-    const messages = toAnthropicMessages(req);
-    if (!beta && messages.some((m) => Array.isArray(m.content) && m.content.some((b: Json) => b.type === 'server_tool_use' || b.type === 'container_upload'))) {
-      beta = true;
-    }
-    const body: Json = { model: req.model, max_tokens: req.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS, messages, stream: true };
-    if (req.system) body.system = req.system;
-    if (tools.length > 0) {
-      body.tools = tools;
-      const choice = req.toolChoice ?? 'auto';
-      body.tool_choice = { type: choice === 'required' ? 'any' : choice };
-    }
-    if (req.hosted?.enabled && req.hosted.containerId) body.container = req.hosted.containerId;
-    return { body, betas, beta };
-  }
-
-  async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const ctx: ErrorContext = { provider: 'anthropic', model: req.model, baseURL: this.baseURL, signal: req.signal };
-    const turn = new TurnItems('anthropic', newId('turn'));
-    const st = new AnthropicState(emit, turn);
-    return runStream<Json>({
-      req,
-      ctx,
-      turn,
-      emit,
-      idPrefix: 'msg',
-      open: async () => {
-        const { body, betas, beta } = this.buildRequest(req);
-        return (beta
-          ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal: req.signal })
-          : await this.client.messages.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-      },
-      machine: {
-        onEvent: (ev) => st.handle(ev),
-        cutReason: () => (st.finished ? undefined : 'The stream ended'),
-        finish: () => st.finishPending(),
-        get responseId() {
-          return st.responseId;
-        },
-        outcome: () => {
-          // The container id arrives in message_delta, after the code items finished: fill it in the result.
-          for (const item of turn.items) {
-            if (item.type === 'code_interpreter_call' && !item.container_id && st.containerId) item.container_id = st.containerId;
-          }
-          const raw = st.stopReason;
-          const stopReason: StopReason =
-            raw === 'pause_turn' ? 'pause_turn' : raw === 'end_turn' || raw === 'stop_sequence' ? 'end_turn' : raw === 'max_tokens' ? 'max_tokens' : raw === 'refusal' ? 'refusal' : raw === 'tool_use' ? 'tool_use' : 'other';
-          return { stopReason, rawStopReason: raw, usage: st.usage(), containerId: st.containerId ?? null, model: st.model };
-        },
-      },
-    });
-  }
-
-
-  /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */
-  async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
-    if (!file.file_id) throw new ProviderError({ code: 'bad_request', provider: 'anthropic', message: 'This file has no file id, so it cannot be downloaded from Anthropic.' });
-    try {
-      let filename = file.filename;
-      let mimeType = file.mime_type;
-      try {
-        const meta = (await this.client.beta.files.retrieveMetadata(file.file_id, { betas: [FILES_BETA] } as any, { signal: options.signal })) as unknown as Json;
-        filename ??= meta.filename;
-        mimeType ??= meta.mime_type;
-      } catch (err) {
-        if (options.signal?.aborted) throw err;
-      }
-      const res = (await this.client.beta.files.download(file.file_id, { betas: [FILES_BETA] } as any, { signal: options.signal })) as unknown as Response;
-      return { bytes: new Uint8Array(await res.arrayBuffer()), filename, mimeType };
-    } catch (err) {
-      throw toProviderError(err, { provider: 'anthropic', baseURL: this.baseURL, signal: options.signal });
-    }
-  }
-}
+  type TurnItems,
+} from '../shared/emit';
+import { JsonStringFieldExtractor } from '../shared/partialJson';
+import type { StreamMachine } from '../shared/runStream';
+import type { EmitFn, StopReason } from '../shared/types';
+import { parseObject } from './anthropicRequest';
+import { newId } from '../../util/ids';
 
 type BlockState =
   | { kind: 'text'; slot: number; text: TextStream; citations: unknown[] }
@@ -152,12 +33,12 @@ type BlockState =
   | { kind: 'server_other'; slot: number; json: string; block: Json; input?: Json }
   | { kind: 'other'; slot: number; block: Json };
 
-class AnthropicState {
-  responseId?: string;
-  model?: string;
-  containerId?: string;
-  stopReason?: string;
-  finished = false;
+export class AnthropicState implements StreamMachine<Json> {
+  responseId: string | undefined;
+  private model?: string;
+  private containerId?: string;
+  private stopReason?: string;
+  complete = false;
   private inputTokens = 0;
   private outputTokens = 0;
   private readonly blocks = new Map<number, BlockState>();
@@ -166,15 +47,22 @@ class AnthropicState {
 
   constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
 
-  usage(): { input_tokens: number; output_tokens: number; total_tokens: number } {
-    return { input_tokens: this.inputTokens, output_tokens: this.outputTokens, total_tokens: this.inputTokens + this.outputTokens };
+  outcome() {
+    // The container id arrives in message_delta, after the code items finished: fill it in the result.
+    for (const item of this.turn.items) {
+      if (item.type === 'code_interpreter_call' && !item.container_id && this.containerId) item.container_id = this.containerId;
+    }
+    const raw = this.stopReason;
+    const stopReason: StopReason =
+      raw === 'pause_turn' ? 'pause_turn' : raw === 'end_turn' || raw === 'stop_sequence' ? 'end_turn' : raw === 'max_tokens' ? 'max_tokens' : raw === 'refusal' ? 'refusal' : raw === 'tool_use' ? 'tool_use' : 'other';
+    return { stopReason, rawStopReason: raw, usage: tokenUsage(this.inputTokens, this.outputTokens), containerId: this.containerId ?? null, model: this.model };
   }
 
   private itemId(index: number): string {
     return `${this.responseId ?? 'msg'}_${index}`;
   }
 
-  handle(ev: Json): void {
+  onEvent(ev: Json): void {
     switch (ev.type) {
       case 'message_start': {
         const m = ev.message ?? {};
@@ -201,7 +89,7 @@ class AnthropicState {
         return;
       }
       case 'message_stop':
-        this.finished = true;
+        this.complete = true;
         return;
       default:
         return;
@@ -339,14 +227,7 @@ class AnthropicState {
         return;
       case 'other':
         // Blocks this adapter does not interpret (redacted thinking, web search results…): replay only.
-        this.turn.fill(st.slot, {
-          type: 'message',
-          id: this.itemId(index),
-          role: 'assistant',
-          text: '',
-          thinking: true,
-          replay: this.turn.replay([{ index, data: st.block }]),
-        });
+        this.turn.fill(st.slot, replayOnlyItem(this.itemId(index), this.turn.replay([{ index, data: st.block }])));
         return;
     }
   }
@@ -370,7 +251,7 @@ class AnthropicState {
         const item = code.finish({ ...this.codeResult(content), container_id: this.containerId });
         this.turn.add({ ...item, replay: this.turn.replay([{ index, data: block }]) });
       } else {
-        this.turn.add({ type: 'message', id: this.itemId(index), role: 'assistant', text: '', thinking: true, replay: this.turn.replay([{ index, data: block }]) });
+        this.turn.add(replayOnlyItem(this.itemId(index), this.turn.replay([{ index, data: block }])));
       }
       return;
     }
@@ -384,7 +265,7 @@ class AnthropicState {
       this.emit({ type: 'response.output_item.done', item: publicItem(item) });
       this.turn.fill(st.slot, { ...item, replay });
     } else {
-      this.turn.fill(st.slot, { type: 'message', id: block.tool_use_id, role: 'assistant', text: '', thinking: true, replay });
+      this.turn.fill(st.slot, replayOnlyItem(block.tool_use_id, replay));
     }
   }
 
@@ -438,7 +319,7 @@ class AnthropicState {
   }
 
   /** Server tool calls left without a result (the response paused or ended): finished as incomplete. */
-  finishPending(): void {
+  finish(): void {
     for (const [id, p] of this.pending) {
       const st = p.state;
       const replay = this.turn.replay([this.useBlock(p.index, st)]);
@@ -446,7 +327,7 @@ class AnthropicState {
         const item = st.code.finish({ status: 'incomplete', outputs: [], container_id: this.containerId, exit_code: null });
         this.turn.fill(st.slot, { ...item, replay });
       } else {
-        this.turn.fill(st.slot, { type: 'message', id, role: 'assistant', text: '', thinking: true, replay });
+        this.turn.fill(st.slot, replayOnlyItem(id, replay));
       }
     }
     this.pending.clear();
@@ -474,66 +355,4 @@ function describeToolError(code: string): string {
     default:
       return code;
   }
-}
-
-function parseObject(json: string): Json {
-  try {
-    const v = JSON.parse(json);
-    return v && typeof v === 'object' && !Array.isArray(v) ? v : { value: v };
-  } catch {
-    return {};
-  }
-}
-
-/** The history as Anthropic messages (same-role neighbours merged, tool results in user turns). */
-export function toAnthropicMessages(req: TurnRequest): Json[] {
-  const messages: Json[] = [];
-  const push = (role: 'user' | 'assistant', all: Json[]): void => {
-    // The API rejects empty text blocks.
-    const blocks = all.filter((b) => !(b.type === 'text' && !b.text));
-    if (blocks.length === 0) return;
-    const last = messages[messages.length - 1];
-    if (last && last.role === role) last.content.push(...blocks);
-    else messages.push({ role, content: [...blocks] });
-  };
-  for (const seg of segmentHistory(req.history, 'anthropic')) {
-    if (seg.kind === 'replay') {
-      push('assistant', seg.parts as Json[]);
-      continue;
-    }
-    const item = seg.item;
-    switch (item.type) {
-      case 'message':
-        if (item.role === 'user') push('user', [{ type: 'text', text: item.text }]);
-        else if (!item.thinking && item.text) push('assistant', [{ type: 'text', text: item.text }]);
-        break;
-      case 'function_call':
-        push('assistant', [{ type: 'tool_use', id: item.call_id, name: item.name, input: parseObject(item.arguments ?? '{}') }]);
-        break;
-      case 'function_call_output': {
-        const block: Json = { type: 'tool_result', tool_use_id: item.call_id, content: item.output };
-        if (item.is_error) block.is_error = true;
-        push('user', [block]);
-        break;
-      }
-      default: {
-        if (isLocalRuntimeItem(item)) break;
-        const t = foreignItemText(item);
-        if (t) push('assistant', [{ type: 'text', text: t }]);
-      }
-    }
-  }
-  // Tool results first in a user turn, as the API requires.
-  for (const m of messages) {
-    if (m.role === 'user') m.content.sort((a: Json, b: Json) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
-  }
-  const fileIds = req.hosted?.enabled ? req.hosted.fileIds ?? [] : [];
-  if (fileIds.length > 0) {
-    const firstUser = messages.find((m) => m.role === 'user');
-    if (firstUser) {
-      const present = new Set(firstUser.content.filter((b: Json) => b.type === 'container_upload').map((b: Json) => b.file_id));
-      for (const id of fileIds) if (!present.has(id)) firstUser.content.push({ type: 'container_upload', file_id: id });
-    }
-  }
-  return messages;
 }

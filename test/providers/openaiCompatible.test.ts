@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { createProvider } from '../../src/core/providers/factory';
-import type { ConversationItem } from '../../src/core/providers/types';
+import type { ConversationItem } from '../../src/core/providers/shared/types';
 import { EXECUTE_TOOL_CODE, providerFor, runFailingTurn, runTurn, startServerFor, userMessage } from '../support/wire/harness';
-import type { ChatPersonality } from '../support/wire/openai-chat';
+import type { ChatPersonality } from '../support/wire/openaiChat';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 

@@ -3,7 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { logsOf } from '../../src/common/events';
-import type { ConversationItem } from '../../src/core/providers/types';
+import type { ConversationItem } from '../../src/core/providers/shared/types';
 import { EXECUTE_TOOL_CODE, assertCodeItemOrder, providerFor, runTurn, startServerFor, userMessage } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';

@@ -33,7 +33,7 @@
  * SDK clients are created with their own retries turned off: retries are the agent loop's job
  * (`ProviderError.retryable`, `retryAfterMs`).
  */
-import type { CodeActEvent, FileOutput, OutputItem, RuntimeKind, Usage } from '../../common/events';
+import type { CodeActEvent, FileOutput, OutputItem, RuntimeKind, Usage } from '../../../common/events';
 
 export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
 

@@ -7,22 +7,21 @@
  * Each model part arrives whole; code is emitted as one delta.
  */
 import type { GoogleGenAI } from '@google/genai';
-import type { CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../common/events';
+import type { CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
   TextStream,
-  TurnItems,
   errorFromTraceback,
-  foreignItemText,
-  isLocalRuntimeItem,
-  segmentHistory,
+  replayOnlyItem,
+  tokenUsage,
   type Json,
-} from './emit';
-import type { ErrorContext } from './errors';
-import { runStream } from './runStream';
-import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
+  type TurnItems,
+} from '../shared/emit';
+import { writeHistory } from '../shared/history';
+import { runStream, type StreamMachine } from '../shared/runStream';
+import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import { newId } from '../../util/ids';
 
 export class GeminiProvider implements Provider {
   readonly id = 'gemini' as const;
@@ -50,13 +49,10 @@ export class GeminiProvider implements Provider {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const ctx: ErrorContext = { provider: 'gemini', model: req.model, baseURL: this.baseURL, signal: req.signal };
-    const turn = new TurnItems('gemini', newId('turn'));
-    const st = new GeminiState(emit, turn);
     return runStream<Json>({
+      provider: 'gemini',
+      baseURL: this.baseURL,
       req,
-      ctx,
-      turn,
       emit,
       idPrefix: 'gemini',
       open: async () => {
@@ -64,31 +60,9 @@ export class GeminiProvider implements Provider {
         params.config.abortSignal = req.signal;
         return (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
       },
-      machine: {
-        onEvent: (chunk) => st.chunk(chunk),
-        // A finishReason mid-stream does not end the turn (the end of the body does); no chunk at all is a cut.
-        cutReason: () => (st.chunks === 0 ? 'The stream ended without any data' : undefined),
-        finish: () => st.end(),
-        get responseId() {
-          return st.responseId;
-        },
-        outcome: () => {
-          const fr = st.finishReason;
-          const stopReason: StopReason = st.blocked
-            ? 'content_filter'
-            : fr === 'STOP' || fr === undefined
-              ? 'end_turn'
-              : fr === 'MAX_TOKENS'
-                ? 'max_tokens'
-                : /SAFETY|RECITATION|BLOCKLIST|PROHIBITED|SPII|IMAGE_SAFETY/.test(fr)
-                  ? 'content_filter'
-                  : 'other';
-          return { stopReason, rawStopReason: fr ?? st.blocked, usage: st.usage, model: st.model };
-        },
-      },
+      machine: (turn) => new GeminiState(emit, turn),
     });
   }
-
 }
 
 interface OpenText {
@@ -111,13 +85,14 @@ interface OpenCode {
   duplicateOf?: ConversationItem;
 }
 
-class GeminiState {
-  responseId?: string;
-  model?: string;
-  usage?: { input_tokens: number; output_tokens: number; total_tokens: number };
-  finishReason?: string;
-  blocked?: string;
-  chunks = 0;
+/** The stream state machine of one Gemini turn: parts, each arriving whole, grouped into items. */
+class GeminiState implements StreamMachine<Json> {
+  responseId: string | undefined;
+  private model?: string;
+  private usage?: TurnResult['usage'];
+  private finishReason?: string;
+  private blocked?: string;
+  private chunks = 0;
   private seq = 0;
   private text?: OpenText;
   private code?: OpenCode;
@@ -128,7 +103,28 @@ class GeminiState {
 
   constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
 
-  chunk(c: Json): void {
+  // A finishReason mid-stream does not end the turn (the end of the body does); no chunk at all is a cut.
+  get complete(): boolean {
+    return this.chunks > 0;
+  }
+
+  readonly cutWhat = 'The stream ended without any data';
+
+  outcome() {
+    const fr = this.finishReason;
+    const stopReason: StopReason = this.blocked
+      ? 'content_filter'
+      : fr === 'STOP' || fr === undefined
+        ? 'end_turn'
+        : fr === 'MAX_TOKENS'
+          ? 'max_tokens'
+          : /SAFETY|RECITATION|BLOCKLIST|PROHIBITED|SPII|IMAGE_SAFETY/.test(fr)
+            ? 'content_filter'
+            : 'other';
+    return { stopReason, rawStopReason: fr ?? this.blocked, usage: this.usage, model: this.model };
+  }
+
+  onEvent(c: Json): void {
     this.chunks++;
     this.responseId ??= c.responseId;
     this.model ??= c.modelVersion;
@@ -136,7 +132,7 @@ class GeminiState {
     if (u) {
       const input = (u.promptTokenCount ?? 0) + (u.toolUsePromptTokenCount ?? 0);
       const output = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
-      this.usage = { input_tokens: input, output_tokens: output, total_tokens: u.totalTokenCount ?? input + output };
+      this.usage = tokenUsage(input, output, u.totalTokenCount);
     }
     if (c.promptFeedback?.blockReason) this.blocked = c.promptFeedback.blockReason;
     const cand: Json | undefined = Array.isArray(c.candidates) ? c.candidates.find((x: Json) => (x.index ?? 0) === 0) : undefined;
@@ -274,7 +270,7 @@ class GeminiState {
       return;
     }
     const parts = [rp];
-    this.turn.add({ type: 'message', id: this.id('p', rp.index), role: 'assistant', text: '', thinking: true, replay: this.turn.replay(parts) });
+    this.turn.add(replayOnlyItem(this.id('p', rp.index), this.turn.replay(parts)));
     this.lastParts = parts;
   }
 
@@ -300,7 +296,7 @@ class GeminiState {
     if (c.thought) this.thoughtCode.push({ code: item.code, item: conv, claimed: false });
   }
 
-  end(): void {
+  finish(): void {
     this.closeText();
     this.closeCode();
   }
@@ -325,39 +321,24 @@ export function toGeminiContents(req: TurnRequest): Json[] {
     }
     calls.set(item.call_id, { name: item.name, id });
   }
-  for (const seg of segmentHistory(req.history, 'gemini')) {
-    if (seg.kind === 'replay') {
-      push('model', mergeParts(seg.parts as Json[]));
-      continue;
-    }
-    const item = seg.item;
-    switch (item.type) {
-      case 'message':
-        if (item.role === 'user') push('user', [{ text: item.text }]);
-        else if (!item.thinking && item.text) push('model', [{ text: item.text }]);
-        break;
-      case 'function_call': {
-        let args: unknown = {};
-        try {
-          args = JSON.parse(item.arguments || '{}');
-        } catch {}
-        push('model', [{ functionCall: { name: item.name, args } }]);
-        break;
-      }
-      case 'function_call_output': {
-        const call = calls.get(item.call_id);
-        const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
-        if (call?.id) fr.id = call.id;
-        push('user', [{ functionResponse: fr }]);
-        break;
-      }
-      default: {
-        if (isLocalRuntimeItem(item)) break;
-        const t = foreignItemText(item);
-        if (t) push('model', [{ text: t }]);
-      }
-    }
-  }
+  writeHistory(req.history, {
+    replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(parts as Json[])) },
+    user: (text) => push('user', [{ text }]),
+    assistant: (text) => push('model', [{ text }]),
+    call: (item) => {
+      let args: unknown = {};
+      try {
+        args = JSON.parse(item.arguments || '{}');
+      } catch {}
+      push('model', [{ functionCall: { name: item.name, args } }]);
+    },
+    output: (item) => {
+      const call = calls.get(item.call_id);
+      const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
+      if (call?.id) fr.id = call.id;
+      push('user', [{ functionResponse: fr }]);
+    },
+  });
   return contents;
 }
 

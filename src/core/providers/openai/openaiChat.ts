@@ -6,11 +6,12 @@
  * early with `context_overflow`). There is no hosted sandbox.
  */
 import type OpenAI from 'openai';
-import { FunctionCallStream, TextStream, TurnItems, foreignItemText, isLocalRuntimeItem, type Json } from './emit';
-import { ProviderError, toolsUnsupportedError, type ErrorContext } from './errors';
-import { runStream, type StreamMachine } from './runStream';
-import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
+import { FunctionCallStream, TextStream, tokenUsage, type Json, type TurnItems } from '../shared/emit';
+import { ProviderError, toolsUnsupportedError } from '../shared/errors';
+import { writeHistory } from '../shared/history';
+import { runStream, turnContext, type StreamMachine } from '../shared/runStream';
+import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import { newId } from '../../util/ids';
 
 export interface CompatibleOptions {
   baseURL: string;
@@ -51,7 +52,6 @@ export class OpenAICompatibleProvider implements Provider {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const ctx: ErrorContext = { provider: 'openai-compatible', model: req.model, baseURL: this.options.baseURL, signal: req.signal };
     if (req.hosted?.enabled) {
       throw new ProviderError({
         code: 'bad_request',
@@ -60,7 +60,7 @@ export class OpenAICompatibleProvider implements Provider {
       });
     }
     if (req.tools.length > 0 && !this.supportsTools(req.model)) {
-      throw toolsUnsupportedError(ctx, `the model is configured with supportsTools: false`);
+      throw toolsUnsupportedError(turnContext('openai-compatible', req, this.options.baseURL), `the model is configured with supportsTools: false`);
     }
     const body = this.buildRequest(req);
     const window = this.contextWindow(req.model);
@@ -75,16 +75,14 @@ export class OpenAICompatibleProvider implements Provider {
       }
     }
 
-    const turn = new TurnItems('openai-compatible', newId('turn'));
-    const st = new ChatState(emit, turn);
     return runStream<Json>({
+      provider: 'openai-compatible',
+      baseURL: this.options.baseURL,
       req,
-      ctx,
-      turn,
       emit,
       idPrefix: 'chatcmpl',
       open: async () => (await this.client.chat.completions.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>,
-      machine: st,
+      machine: (turn) => new ChatState(emit, turn),
     });
   }
 }
@@ -114,7 +112,7 @@ class ChatState implements StreamMachine<Json> {
     this.model ??= chunk.model || undefined;
     if (chunk.usage) {
       const u = chunk.usage;
-      this.usage = { input_tokens: u.prompt_tokens ?? 0, output_tokens: u.completion_tokens ?? 0, total_tokens: u.total_tokens ?? (u.prompt_tokens ?? 0) + (u.completion_tokens ?? 0) };
+      this.usage = tokenUsage(u.prompt_tokens ?? 0, u.completion_tokens ?? 0, u.total_tokens);
     }
     const choice: Json | undefined = Array.isArray(chunk.choices) ? chunk.choices.find((c: Json) => (c.index ?? 0) === 0) : undefined;
     if (!choice) return;
@@ -153,8 +151,8 @@ class ChatState implements StreamMachine<Json> {
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
   }
 
-  cutReason(): string | undefined {
-    return this.finishReason ? undefined : 'The stream ended';
+  get complete(): boolean {
+    return !!this.finishReason;
   }
 
   finish(): void {
@@ -187,39 +185,30 @@ export function toChatMessages(req: TurnRequest): Json[] {
     assistant = undefined;
   };
   const open = (): { content: string; tool_calls: Json[] } => (assistant ??= { content: '', tool_calls: [] });
-  for (const item of req.history) {
-    switch (item.type) {
-      case 'message':
-        if (item.role === 'user') {
-          flush();
-          messages.push({ role: 'user', content: item.text });
-        } else if (!item.thinking && item.text) {
-          const a = open();
-          if (a.tool_calls.length > 0) {
-            flush();
-            open().content = item.text;
-          } else {
-            a.content += item.text;
-          }
-        }
-        break;
-      case 'function_call':
-        open().tool_calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '{}' } });
-        break;
-      case 'function_call_output':
+  writeHistory(req.history, {
+    user: (text) => {
+      flush();
+      messages.push({ role: 'user', content: text });
+    },
+    assistant: (text) => {
+      const a = open();
+      if (a.tool_calls.length > 0) {
         flush();
-        messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
-        break;
-      default: {
-        if (isLocalRuntimeItem(item)) break;
-        const t = foreignItemText(item);
-        if (t) {
-          const a = open();
-          a.content += (a.content ? '\n\n' : '') + t;
-        }
+        open().content = text;
+      } else {
+        a.content += text;
       }
-    }
-  }
+    },
+    foreign: (text) => {
+      const a = open();
+      a.content += (a.content ? '\n\n' : '') + text;
+    },
+    call: (item) => open().tool_calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '{}' } }),
+    output: (item) => {
+      flush();
+      messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
+    },
+  });
   flush();
   return messages;
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { JsonStringFieldExtractor } from '../../src/core/providers/partial-json';
+import { JsonStringFieldExtractor } from '../../src/core/providers/shared/partialJson';
 
 /** Feeds `fragments` and returns what came out, fragment by fragment. */
 function feed(fields: string[], fragments: string[]): { outs: string[]; ex: JsonStringFieldExtractor } {

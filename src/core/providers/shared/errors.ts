@@ -5,7 +5,7 @@
  */
 import { PROVIDER_CATALOG } from './catalog';
 import type { ConversationItem, ProviderId } from './types';
-import { CodeActError, isCancellation } from '../util/errors';
+import { CodeActError, isCancellation } from '../../util/errors';
 
 export type ProviderErrorCode =
   | 'auth'

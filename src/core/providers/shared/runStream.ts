@@ -1,24 +1,27 @@
 /**
- * The one skeleton of a streamed model turn, shared by every adapter: check for Stop, open the stream,
- * hand each event to the adapter's state machine, tell a cut stream from a finished one, map any failure
- * to a ProviderError that keeps what arrived before it, announce `response.completed`, and build the
- * TurnResult. An adapter keeps only its request building and its stream state machine.
+ * The one skeleton of a streamed model turn, shared by every adapter: set up the error context and the
+ * turn's items, check for Stop, open the stream, hand each event to the adapter's state machine, tell a
+ * cut stream from a finished one, map any failure to a ProviderError that keeps what arrived before it,
+ * announce `response.completed`, and build the TurnResult. An adapter keeps only its request building and
+ * its stream state machine.
  */
-import { type TurnItems } from './emit';
+import { TurnItems } from './emit';
 import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
-import type { EmitFn, StopReason, TurnRequest, TurnResult } from './types';
-import { newId } from '../util/ids';
+import type { EmitFn, ProviderId, StopReason, TurnRequest, TurnResult } from './types';
+import { newId } from '../../util/ids';
 
 export interface StreamMachine<E> {
   /** Handles one event of the stream. */
   onEvent(ev: E): void;
-  /** After the last event: undefined when the stream ended as it should, else what is missing. */
-  cutReason(): string | undefined;
+  /** After the last event: whether the stream ended as it should (else it was cut). */
+  readonly complete: boolean;
+  /** What a cut stream is said to lack; default "The stream ended". */
+  readonly cutWhat?: string;
   /** After a complete stream: finish the items still open. */
   finish?(): void;
   readonly responseId: string | undefined;
   /** The turn's outcome, once the stream is complete. */
-  outcome(turn: TurnItems): {
+  outcome(): {
     stopReason: StopReason;
     rawStopReason?: string;
     usage?: TurnResult['usage'];
@@ -29,15 +32,22 @@ export interface StreamMachine<E> {
 }
 
 export interface RunStreamOptions<E> {
+  provider: ProviderId;
+  /** The base URL the client was given, for error messages. */
+  baseURL?: string;
   req: TurnRequest;
-  ctx: ErrorContext;
-  turn: TurnItems;
   emit: EmitFn;
   /** Opens the stream (the SDK call). */
   open: () => Promise<AsyncIterable<E>>;
-  machine: StreamMachine<E>;
+  /** The adapter's state machine for this turn. */
+  machine: (turn: TurnItems, ctx: ErrorContext) => StreamMachine<E>;
   /** Prefix of a generated response id, when the provider sent none. */
   idPrefix: string;
+}
+
+/** The error context of a turn (also for the checks an adapter makes before it streams). */
+export function turnContext(provider: ProviderId, req: TurnRequest, baseURL?: string): ErrorContext {
+  return { provider, model: req.model, baseURL, signal: req.signal };
 }
 
 function stopped(ctx: ErrorContext): ProviderError {
@@ -45,15 +55,17 @@ function stopped(ctx: ErrorContext): ProviderError {
 }
 
 export async function runStream<E>(o: RunStreamOptions<E>): Promise<TurnResult> {
-  const { req, ctx, turn, machine } = o;
+  const { req } = o;
+  const ctx = turnContext(o.provider, req, o.baseURL);
+  const turn = new TurnItems(o.provider, newId('turn'));
+  const machine = o.machine(turn, ctx);
   try {
     if (req.signal?.aborted) throw stopped(ctx);
     const stream = await o.open();
     ctx.streaming = true;
     for await (const ev of stream) machine.onEvent(ev);
     if (req.signal?.aborted) throw stopped(ctx);
-    const cut = machine.cutReason();
-    if (cut) throw streamCut(ctx, undefined, cut);
+    if (!machine.complete) throw streamCut(ctx, undefined, machine.cutWhat ?? 'The stream ended');
     machine.finish?.();
   } catch (err) {
     const pe = toProviderError(err, ctx);
@@ -61,7 +73,7 @@ export async function runStream<E>(o: RunStreamOptions<E>): Promise<TurnResult> 
     throw pe;
   }
   const responseId = machine.responseId ?? newId(o.idPrefix);
-  const out = machine.outcome(turn);
+  const out = machine.outcome();
   o.emit({ type: 'response.completed', response: { id: responseId, usage: out.usage, ...(out.containerId !== undefined ? { container_id: out.containerId } : {}) } });
   return {
     items: turn.items,

@@ -1,0 +1,63 @@
+/**
+ * Anthropic Messages adapter (`client.messages.create` / `client.beta.messages.create`, streamed):
+ * client tools with `input_json_delta`, thinking blocks (thinking text, signature kept for replay),
+ * and hosted code execution in every tool version:
+ *   - `code_execution_20250522` (beta `code-execution-2025-05-22`): `server_tool_use` `code_execution`
+ *     with input `{code}`, result `code_execution_tool_result`;
+ *   - `code_execution_20250825` (beta `code-execution-2025-08-25`), `code_execution_20260120` and
+ *     `code_execution_20260521` (no beta header): `bash_code_execution` with `{command}` and
+ *     `text_editor_code_execution` with `{command, path, …}`.
+ * The request is built in ./anthropicRequest, the stream is read by ./anthropicStream.
+ */
+import type Anthropic from '@anthropic-ai/sdk';
+import type { FileOutput } from '../../../common/events';
+import type { Json } from '../shared/emit';
+import { ProviderError, toProviderError } from '../shared/errors';
+import { runStream } from '../shared/runStream';
+import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from '../shared/types';
+import { buildAnthropicRequest, FILES_BETA } from './anthropicRequest';
+import { AnthropicState } from './anthropicStream';
+
+export class AnthropicProvider implements Provider {
+  readonly id = 'anthropic' as const;
+  readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'anthropic' };
+
+  constructor(readonly client: Anthropic, private readonly baseURL?: string) {}
+
+  async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
+    return runStream<Json>({
+      provider: 'anthropic',
+      baseURL: this.baseURL,
+      req,
+      emit,
+      idPrefix: 'msg',
+      open: async () => {
+        const { body, betas, beta } = buildAnthropicRequest(req);
+        return (beta
+          ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal: req.signal })
+          : await this.client.messages.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
+      },
+      machine: (turn) => new AnthropicState(emit, turn),
+    });
+  }
+
+  /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */
+  async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
+    if (!file.file_id) throw new ProviderError({ code: 'bad_request', provider: 'anthropic', message: 'This file has no file id, so it cannot be downloaded from Anthropic.' });
+    try {
+      let filename = file.filename;
+      let mimeType = file.mime_type;
+      try {
+        const meta = (await this.client.beta.files.retrieveMetadata(file.file_id, { betas: [FILES_BETA] } as any, { signal: options.signal })) as unknown as Json;
+        filename ??= meta.filename;
+        mimeType ??= meta.mime_type;
+      } catch (err) {
+        if (options.signal?.aborted) throw err;
+      }
+      const res = (await this.client.beta.files.download(file.file_id, { betas: [FILES_BETA] } as any, { signal: options.signal })) as unknown as Response;
+      return { bytes: new Uint8Array(await res.arrayBuffer()), filename, mimeType };
+    } catch (err) {
+      throw toProviderError(err, { provider: 'anthropic', baseURL: this.baseURL, signal: options.signal });
+    }
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The request of an Anthropic Messages turn: client tools, the hosted code execution tool of the version
+ * asked for (with the `anthropic-beta` it needs), and the history as Anthropic messages.
+ */
+import { ProviderError } from '../shared/errors';
+import type { Json } from '../shared/emit';
+import { writeHistory } from '../shared/history';
+import type { TurnRequest } from '../shared/types';
+
+export const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
+export const FILES_BETA = 'files-api-2025-04-14';
+
+/** The `anthropic-beta` value each code execution tool version needs (none for the newer ones). */
+export const ANTHROPIC_CODE_TOOL_BETAS: Record<string, string | undefined> = {
+  code_execution_20250522: 'code-execution-2025-05-22',
+  code_execution_20250825: 'code-execution-2025-08-25',
+  code_execution_20260120: undefined,
+  code_execution_20260521: undefined,
+};
+
+/** The request body and the betas it needs (`beta` true: sent to `/v1/messages?beta=true`). */
+export function buildAnthropicRequest(req: TurnRequest): { body: Json; betas: string[]; beta: boolean } {
+  const tools: Json[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters }));
+  const betas: string[] = [];
+  let beta = false;
+  if (req.hosted?.enabled) {
+    const version = req.hosted.toolVersion ?? DEFAULT_ANTHROPIC_CODE_TOOL;
+    if (!/^code_execution_\d{8}$/.test(version)) {
+      throw new ProviderError({
+        code: 'bad_request',
+        provider: 'anthropic',
+        message: `Unknown Anthropic code execution tool version "${version}". Use one of: ${Object.keys(ANTHROPIC_CODE_TOOL_BETAS).join(', ')}.`,
+      });
+    }
+    tools.push({ type: version, name: 'code_execution' });
+    const b = ANTHROPIC_CODE_TOOL_BETAS[version];
+    if (b) betas.push(b);
+    if (req.hosted.fileIds && req.hosted.fileIds.length > 0) betas.push(FILES_BETA);
+    beta = true;
+  }
+  const messages = toAnthropicMessages(req);
+  if (!beta && messages.some((m) => Array.isArray(m.content) && m.content.some((b: Json) => b.type === 'server_tool_use' || b.type === 'container_upload'))) {
+    beta = true;
+  }
+  const body: Json = { model: req.model, max_tokens: req.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS, messages, stream: true };
+  if (req.system) body.system = req.system;
+  if (tools.length > 0) {
+    body.tools = tools;
+    const choice = req.toolChoice ?? 'auto';
+    body.tool_choice = { type: choice === 'required' ? 'any' : choice };
+  }
+  if (req.hosted?.enabled && req.hosted.containerId) body.container = req.hosted.containerId;
+  return { body, betas, beta };
+}
+
+/** The object a JSON text holds (`{value}` for another JSON value, `{}` for broken JSON). */
+export function parseObject(json: string): Json {
+  try {
+    const v = JSON.parse(json);
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : { value: v };
+  } catch {
+    return {};
+  }
+}
+
+/** The history as Anthropic messages (same-role neighbours merged, tool results in user turns). */
+export function toAnthropicMessages(req: TurnRequest): Json[] {
+  const messages: Json[] = [];
+  const push = (role: 'user' | 'assistant', all: Json[]): void => {
+    // The API rejects empty text blocks.
+    const blocks = all.filter((b) => !(b.type === 'text' && !b.text));
+    if (blocks.length === 0) return;
+    const last = messages[messages.length - 1];
+    if (last && last.role === role) last.content.push(...blocks);
+    else messages.push({ role, content: [...blocks] });
+  };
+  writeHistory(req.history, {
+    replay: { provider: 'anthropic', write: (parts) => push('assistant', parts as Json[]) },
+    user: (text) => push('user', [{ type: 'text', text }]),
+    assistant: (text) => push('assistant', [{ type: 'text', text }]),
+    call: (item) => push('assistant', [{ type: 'tool_use', id: item.call_id, name: item.name, input: parseObject(item.arguments ?? '{}') }]),
+    output: (item) => {
+      const block: Json = { type: 'tool_result', tool_use_id: item.call_id, content: item.output };
+      if (item.is_error) block.is_error = true;
+      push('user', [block]);
+    },
+  });
+  // Tool results first in a user turn, as the API requires.
+  for (const m of messages) {
+    if (m.role === 'user') m.content.sort((a: Json, b: Json) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
+  }
+  const fileIds = req.hosted?.enabled ? req.hosted.fileIds ?? [] : [];
+  if (fileIds.length > 0) {
+    const firstUser = messages.find((m) => m.role === 'user');
+    if (firstUser) {
+      const present = new Set(firstUser.content.filter((b: Json) => b.type === 'container_upload').map((b: Json) => b.file_id));
+      for (const id of fileIds) if (!present.has(id)) firstUser.content.push({ type: 'container_upload', file_id: id });
+    }
+  }
+  return messages;
+}
