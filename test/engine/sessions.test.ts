@@ -76,6 +76,34 @@ for (const { kind, zygote } of variants) {
       assert.equal((await run(rt, "'rows' in globals()", 'other')).value, false);
     });
 
+    it('summarises the session\'s variables without running their code: builtin values, functions, classes, modules', async () => {
+      const rt = runtime();
+      const code = [
+        'import math',
+        'readings = [10, 20, 30]',
+        'name = "pump"',
+        'limits = {"low": 1, "high": 9}',
+        'def mean(xs):',
+        '    return sum(xs) / len(xs)',
+        'class Loud:',
+        '    def __repr__(self):',
+        '        raise RuntimeError("a repr that must never run")',
+        'loud = Loud()',
+      ].join('\n');
+      assert.equal((await run(rt, code, 's')).status, 'completed');
+      const summary = await rt.variables('s');
+      assert.ok(summary);
+      const byName = Object.fromEntries(summary.variables.map((v) => [v.name, v]));
+      assert.deepEqual(byName.readings, { name: 'readings', type: 'list', summary: '[10, 20, 30]', len: 3 });
+      assert.equal(byName.name.summary, "'pump'");
+      assert.equal(byName.limits.summary, "{'low': 1, 'high': 9}");
+      assert.equal(byName.math.type, 'module');
+      assert.equal(byName.mean.type, 'function');
+      assert.equal(byName.loud.type, 'Loud');
+      assert.equal(byName.loud.summary, '<Loud>');
+      assert.equal(await rt.variables('nobody'), null);
+    });
+
     it('runs # %% cells of one document so that each builds on the one before', async () => {
       const rt = runtime();
       const lines = readFileSync(path.join(__dirname, '../fixtures/cells/analysis.py'), 'utf8').split('\n');

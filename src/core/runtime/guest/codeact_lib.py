@@ -418,8 +418,3 @@ def may_use_discovery(source):
 
 
 DISCOVERY_NAMES = ("search_tools", "describe_tool")
-
-
-# ---- the variables view --------------------------------------------------------------------------
-
-_SCALARS = (bool, int, float, complex, type(None))

@@ -93,6 +93,11 @@ def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
     return name, args, encoded
 
 
+# ---- the variables view --------------------------------------------------------------------------
+
+_SCALARS = (bool, int, float, complex, type(None))
+
+
 def _safe_repr(value, budget):
     """A short repr built only from builtin types; anything else shows as <TypeName>, so no user
     __repr__ ever runs."""
