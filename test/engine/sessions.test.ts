@@ -104,6 +104,32 @@ for (const { kind, zygote } of variants) {
       assert.equal(await rt.variables('nobody'), null);
     });
 
+    it('a run stopped while it waits for its turn does not let the next one in early', async () => {
+      const rt = runtime();
+      await run(rt, 'import os, time', 's');
+      // A waits on a tool call the test answers (a barrier, not a clock); C reports whether A had finished.
+      let lift!: () => void;
+      const gate = new Promise<void>((r) => (lift = r));
+      const first = rt.execute(
+        { code: 'await call_tool("gate")\nopen("a_done", "w").close()\n"a"', sessionId: 's', tools: true },
+        { onToolCall: async () => (await gate, 'open') },
+      );
+      const controller = new AbortController();
+      const second = run(rt, '"b"', 's', { signal: controller.signal });
+      const third = run(rt, 'os.path.exists("a_done")', 's');
+      controller.abort();
+      const b = await second;
+      assert.equal(b.status, 'incomplete');
+      assert.equal(b.error?.type, 'Cancelled');
+      // The barrier is lifted only after B was stopped: with the bug, C had already started beside A.
+      lift();
+      const [a, c] = await Promise.all([first, third]);
+      assert.equal(a.status, 'completed', JSON.stringify(a.error));
+      assert.equal(a.value, 'a');
+      assert.equal(c.status, 'completed', JSON.stringify(c.error));
+      assert.equal(c.value, true, 'C ran only after A had finished');
+    });
+
     it('runs # %% cells of one document so that each builds on the one before', async () => {
       const rt = runtime();
       const lines = readFileSync(path.join(__dirname, '../fixtures/cells/analysis.py'), 'utf8').split('\n');

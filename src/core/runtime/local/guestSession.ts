@@ -113,9 +113,11 @@ export class GuestSession {
     let release!: () => void;
     this.queue = new Promise<void>((r) => (release = r));
     const signal = options.signal;
+    let myTurn = false;
     try {
       if (signal?.aborted) return this.result(exec, cancelledError(true));
       await waitOrAbort(previous, signal);
+      myTurn = true;
       if (signal?.aborted) return this.result(exec, cancelledError(true));
       if (!this.alive) {
         return this.result(exec, { type: 'SessionEnded', message: `The Python session has ended (${this.deathReason ?? 'its process exited'}); run the code again to start a new one.` });
@@ -126,10 +128,16 @@ export class GuestSession {
       if (notice) exec.onOutput('stderr', Buffer.from(notice));
       return await this.runNow(exec);
     } finally {
-      if (this.current === exec) this.current = undefined;
-      this.busy = false;
-      this.lastUsed = nextUse();
-      release();
+      if (myTurn) {
+        if (this.current === exec) this.current = undefined;
+        this.busy = false;
+        this.lastUsed = nextUse();
+        release();
+      } else {
+        // Stopped while waiting: the run before this one may still be going. The next run's turn comes
+        // when that one ends, never earlier.
+        void previous.then(release);
+      }
     }
   }
 
