@@ -15,7 +15,7 @@
 // of WEBVIEW_BENCH_RUNS runs (3 by default); every run is logged on stderr. WEBVIEW_BENCH_ONLY=lines|messages|reopen
 // runs one scenario.
 import * as esbuild from 'esbuild';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -55,7 +55,7 @@ try {
     target: 'es2022',
     format: 'iife',
     loader: { '.css': 'css' },
-    minify: true,
+    minify: !process.env.WEBVIEW_BENCH_NOMINIFY,
     logLevel: 'warning',
     legalComments: 'none',
   });
@@ -107,6 +107,22 @@ try {
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
+
+  /** The renderer main thread's tasks in a trace: wall and thread CPU time, in total and the longest. */
+  function mainThreadTasks(buffer) {
+    const events = JSON.parse(buffer.toString()).traceEvents ?? [];
+    const main = new Set(events.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
+    const out = { tasks: 0, wallMs: 0, cpuMs: 0, longestWallMs: 0, longestCpuMs: 0 };
+    for (const e of events) {
+      if (e.ph !== 'X' || (e.name !== 'ThreadControllerImpl::RunTask' && e.name !== 'RunTask') || !main.has(`${e.pid}:${e.tid}`)) continue;
+      out.tasks++;
+      out.wallMs += e.dur / 1000;
+      out.cpuMs += (e.tdur ?? e.dur) / 1000;
+      out.longestWallMs = Math.max(out.longestWallMs, e.dur / 1000);
+      out.longestCpuMs = Math.max(out.longestCpuMs, (e.tdur ?? e.dur) / 1000);
+    }
+    return out;
+  }
 
   /** Batches as the host would post them: the real batcher, flushed every `perFrame` raw events. */
   function batches(events, perFrame) {
@@ -173,14 +189,30 @@ try {
       await page.evaluate('new Promise((r) => setTimeout(r, 200))');
       const cdp = await page.context().newCDPSession(page);
       await cdp.send('Performance.enable');
-      const busy = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration').value * 1000;
-      const before = await busy();
+      const metrics = async () => Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+      const m0 = await metrics();
+      if (process.env.WEBVIEW_BENCH_PROFILE) await cdp.send('Profiler.enable').then(() => cdp.send('Profiler.start'));
+      // A light trace of the page's tasks gives their thread CPU time too (robust when other processes
+      // share the cores); WEBVIEW_BENCH_TRACE=prefix keeps a full timeline trace for a closer look.
+      const full = process.env.WEBVIEW_BENCH_TRACE;
+      await browser.startTracing(page, { categories: full ? ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'cc'] : ['toplevel'] });
       const r = await page.evaluate(DELIVER);
-      const busyMs = (await busy()) - before;
+      const m1 = await metrics();
+      const trace = await browser.stopTracing();
+      if (full) writeFileSync(`${full}-${name}-${run + 1}.json`, trace);
+      if (process.env.WEBVIEW_BENCH_PROFILE) {
+        const { profile } = await cdp.send('Profiler.stop');
+        writeFileSync(`${process.env.WEBVIEW_BENCH_PROFILE}-${name}-${run + 1}.cpuprofile`, JSON.stringify(profile));
+      }
+      const cpu = mainThreadTasks(trace);
+      const d = (k) => ((m1[k] ?? 0) - (m0[k] ?? 0)) * 1000;
+      const busyMs = d('TaskDuration');
+      log(`${name} run ${run + 1}: main thread CPU ${cpu.cpuMs.toFixed(1)} ms (wall ${cpu.wallMs.toFixed(1)} ms) in ${cpu.tasks} tasks, longest ${cpu.longestWallMs.toFixed(1)} ms wall / ${cpu.longestCpuMs.toFixed(1)} ms CPU`);
+      log(`${name} run ${run + 1}: script ${d('ScriptDuration').toFixed(0)} ms, style ${d('RecalcStyleDuration').toFixed(0)} ms, layout ${d('LayoutDuration').toFixed(0)} ms`);
       const check = await page.evaluate(CHECK);
       await page.close();
       const longest = r.longTasks.length ? Math.max(...r.longTasks) : 0;
-      runs.push({ busyMs, longest });
+      runs.push({ busyMs, longest, cpuMs: cpu.cpuMs });
       log(
         `${name} run ${run + 1}: busy ${busyMs.toFixed(1)} ms, longest task ${longest.toFixed(0)} ms (${r.longTasks.length} over 50 ms), wall ${r.wallMs.toFixed(0)} ms`,
         JSON.stringify(check),
@@ -188,7 +220,7 @@ try {
     }
     const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const r1 = (x) => Math.round(x * 10) / 10;
-    return { total: r1(median(runs.map((x) => x.busyMs))), longest: r1(median(runs.map((x) => x.longest))) };
+    return { total: r1(median(runs.map((x) => x.busyMs))), longest: r1(median(runs.map((x) => x.longest))), cpu: r1(median(runs.map((x) => x.cpuMs))) };
   }
 
   // 1) 100k log lines from one execution, 1,000 lines per frame, some with ANSI colours and on stderr.
@@ -216,7 +248,8 @@ try {
     (i % 5 === 0 ? '```python\nresult = await call_tool("get_order", order_id="A-' + i + '")\nprint(result["total"])\n```\n\n' : '') +
     `| field | value |\n|---|---:|\n| days late | ${i % 4} |\n| refunds | ${i % 3} |\n\nLet me know if you want me to [open the runbook](https://example.com/r/${i}).\n`;
   const msgEvents = [];
-  for (let i = 0; i < 500; i++) {
+  const TURNS = Number(process.env.WEBVIEW_BENCH_TURNS ?? 500);
+  for (let i = 0; i < TURNS; i++) {
     const text = answer(i);
     msgEvents.push({ type: 'codeact.turn.started', turn_id: `t${i}`, prompt: `What is the status of order A-${i}?` });
     const step = Math.ceil(text.length / 12);
@@ -247,6 +280,7 @@ try {
     const r = await measure(s.key, build[s.key]());
     out[s.total] = r.total;
     out[s.longest] = r.longest;
+    out[s.total.replace(/_ms$/, '_cpu_ms')] = r.cpu;
     longestAll = Math.max(longestAll, r.longest);
     log(`${s.key}: ${s.total} = ${r.total}, ${s.longest} = ${r.longest}`);
   }

@@ -1,288 +1,339 @@
 /**
- * Live stdout/stderr of an execution, with ANSI colours (anser), carriage-return progress lines, and a
- * bounded number of visible lines: new text is appended as nodes, old nodes are dropped from the front.
- * The pane pulls from the model's output tail and renders only what it has not shown yet.
+ * Live stdout/stderr of an execution, virtualised. The text (ANSI colours, carriage-return progress lines)
+ * lives in `OutputLines`, in blocks of 64 lines; the pane's DOM holds one element per block, and only the
+ * blocks in or near view hold their text. The others are empty placeholders with the height they had (or
+ * their line count times the line height). What is near view comes from an IntersectionObserver; while the
+ * pane follows its bottom (`StickToBottom`), the last lines are shown without asking. Nothing here
+ * reads layout on the frame path.
+ *
+ * Text stays selectable and copyable: the blocks holding the ends of a selection are kept, and copying a
+ * selection inside one pane (or Ctrl+A in the focused pane, then copy) gives the text of every line in
+ * between, shown or not. The model keeps the tail of the output; the whole of it is behind "Open full output".
  */
-import Anser from 'anser';
 import type { StreamName } from '../common/events';
-import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, countNewlines, tailSlice, type OutputTail } from '../common/transcript';
+import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, tailSlice, type OutputTail } from '../common/transcript';
+import { OutputLines, type Block } from './ansiLines';
+import { StickToBottom } from './scrollAnchor';
 
-interface AnsiStyle {
-  fg: string | null;
-  bg: string | null;
-  fg_truecolor: string | null;
-  bg_truecolor: string | null;
-  decorations: string[];
-}
+export { paletteColor } from './ansiLines';
 
-interface StreamState {
-  anser: Anser;
-  /** A partial escape sequence cut at the end of the last chunk. */
-  pending: string;
-  style: AnsiStyle;
-}
-
-interface Segment {
+interface BlockView {
+  block: Block;
   el: HTMLElement;
-  chars: number;
-  lines: number;
+  rendered: boolean;
+  rev: number;
+  /** Complete lines in the DOM. */
+  doneShown: number;
+  /** Nodes of the open (unfinished) line in the DOM. */
+  openNodes: Node[];
+  visible: boolean;
+  pinned: boolean;
+  placeholderLines: number;
+  measured?: { height: number; rev: number };
 }
 
-interface Piece {
-  node: Node;
-  seg: Segment;
-  chars: number;
-  lines: number;
-}
+const paneOf = new WeakMap<Element, OutputPane>();
 
-const NO_STYLE: AnsiStyle = { fg: null, bg: null, fg_truecolor: null, bg_truecolor: null, decorations: [] };
-const PARTIAL_ESC = /\x1b(\[[0-9;?]*)?$/;
-const ANSI_BASE = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white'];
+/** Rows a pane shows at most (styles.css sets its max-height to this many line heights). */
+export const OUTPUT_ROWS = 16;
 
-/** CSS colour for an xterm 256-colour palette index, using the theme's terminal colours for 0-15. */
-export function paletteColor(n: number): string {
-  if (n < 16) {
-    const base = ANSI_BASE[n % 8];
-    const name = n >= 8 ? `Bright${base[0].toUpperCase()}${base.slice(1)}` : `${base[0].toUpperCase()}${base.slice(1)}`;
-    return `var(--vscode-terminal-ansi${name})`;
-  }
-  if (n < 232) {
-    const i = n - 16;
-    const c = (v: number) => (v === 0 ? 0 : 55 + v * 40);
-    return `rgb(${c(Math.floor(i / 36))}, ${c(Math.floor(i / 6) % 6)}, ${c(i % 6)})`;
-  }
-  const g = 8 + (n - 232) * 10;
-  return `rgb(${g}, ${g}, ${g})`;
-}
-
-/**
- * Text goes into block segments (one per write, continuing the last one while its line is open), so the
- * browser lays out only the new segment, not everything shown so far; trimming drops whole segments.
- */
 export class OutputPane {
   readonly el: HTMLElement;
   readonly pre: HTMLElement;
-  private readonly streams: Partial<Record<StreamName, StreamState>> = {};
-  private segments: Segment[] = [];
-  private head = 0; // index of the first live segment
-  private open: Segment | undefined; // the last segment, while its last line has no newline yet
-  private currentLine: Piece[] = [];
-  private visibleChars = 0;
-  private visibleLines = 0;
+  private readonly lines: OutputLines;
+  private readonly views = new WeakMap<Block, BlockView>();
+  private readonly byEl = new WeakMap<Element, BlockView>();
+  private readonly stick: StickToBottom;
+  private readonly io: IntersectionObserver;
+  private readonly ro: ResizeObserver;
+  private pins: BlockView[] = [];
   private rendered = 0;
-  private stick = true;
   /** Lines the model holds in total, including those no longer shown. */
   totalLines = 0;
 
-  constructor(
-    private readonly maxLines = OUTPUT_TAIL_MAX_LINES,
-    private readonly maxChars = OUTPUT_TAIL_MAX_CHARS,
-    /** Runs DOM reads/scrolls after the frame's writes (avoids forced layouts mid-frame). */
-    private readonly afterWrite: (fn: () => void) => void = (fn) => fn(),
-  ) {
+  constructor(maxLines = OUTPUT_TAIL_MAX_LINES, maxChars = OUTPUT_TAIL_MAX_CHARS) {
     this.el = document.createElement('div');
     this.el.className = 'output-pane';
     this.pre = document.createElement('pre');
     this.pre.className = 'output';
     this.pre.setAttribute('tabindex', '0');
-    this.pre.addEventListener(
-      'scroll',
-      () => {
-        const p = this.pre;
-        this.stick = p.scrollHeight - p.scrollTop - p.clientHeight < 24;
-      },
-      { passive: true },
-    );
     this.el.append(this.pre);
+    paneOf.set(this.pre, this);
+    installDocumentHandlers();
+    this.lines = new OutputLines(maxLines, maxChars, (b) => this.dropped(b));
+    this.stick = new StickToBottom(this.pre, { slack: 8, onChange: () => this.render() });
+    this.io = new IntersectionObserver((entries) => this.onVisibility(entries), { root: this.pre, rootMargin: '50% 0px', threshold: 0 });
+    this.ro = new ResizeObserver((entries) => {
+      for (const e of entries) {
+        const v = this.byEl.get(e.target);
+        const size = e.borderBoxSize?.[0];
+        if (v?.rendered && size && size.blockSize > 0) v.measured = { height: size.blockSize, rev: v.block.rev };
+      }
+    });
+    this.pre.addEventListener('keydown', (e) => {
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'a') {
+        e.preventDefault();
+        document.getSelection()?.selectAllChildren(this.pre);
+      }
+    });
   }
 
-  get shownLines(): number {
-    return this.visibleLines;
-  }
-
-  /** Lines received but no longer shown. */
+  /** Lines received but no longer held (only "Open full output" has them). */
   get hiddenLines(): number {
-    return Math.max(0, this.totalLines - this.visibleLines);
+    return Math.max(0, this.totalLines - this.lines.lines);
   }
 
   get isEmpty(): boolean {
     return this.rendered === 0;
   }
 
-  /** Renders what the tail holds beyond what was already shown. Returns true when something changed. */
+  /** Elements holding text right now (the rest are placeholders). */
+  get shownBlocks(): number {
+    let n = 0;
+    for (const b of this.lines.blocks) if (this.views.get(b)?.rendered) n++;
+    return n;
+  }
+
+  /** Takes what the tail holds beyond what was already taken. Returns true when something changed. */
   sync(tail: OutputTail): boolean {
     const fresh = tail.totalChars - this.rendered;
     if (fresh === 0) return false;
     if (fresh < 0 || fresh > tail.chars) {
-      // The model dropped text we never showed, or started over: rebuild from the tail.
-      this.clear();
-      for (const c of tail.chunks) this.write(c.stream, c.text);
+      // The model dropped text we never took, or started over: rebuild from the tail.
+      this.lines.clear();
+      for (const c of tail.chunks) this.lines.write(c.stream, c.text);
     } else {
-      for (const c of tailSlice(tail, fresh)) this.write(c.stream, c.text);
+      for (const c of tailSlice(tail, fresh)) this.lines.write(c.stream, c.text);
     }
     this.rendered = tail.totalChars;
     this.totalLines = tail.totalLines;
-    this.trim();
-    if (this.stick) this.afterWrite(() => (this.pre.scrollTop = this.pre.scrollHeight));
+    this.lines.trim();
+    this.render();
     return true;
   }
 
-  clear(): void {
-    this.pre.textContent = '';
-    this.segments = [];
-    this.head = 0;
-    this.open = undefined;
-    this.currentLine = [];
-    this.visibleChars = 0;
-    this.visibleLines = 0;
-    this.rendered = 0;
-    for (const k of Object.keys(this.streams) as StreamName[]) delete this.streams[k];
+  /** Appends raw text of one stream and shows it (a pane not fed from the model: the traceback). */
+  write(stream: StreamName, raw: string): void {
+    this.lines.write(stream, raw);
+    this.rendered += raw.length;
+    this.lines.trim();
+    this.render();
   }
 
-  private stream(name: StreamName): StreamState {
-    let s = this.streams[name];
-    if (!s) {
-      s = { anser: new Anser(), pending: '', style: NO_STYLE };
-      this.streams[name] = s;
-    }
-    return s;
+  /** The plain text of every line the pane holds (shown or not). */
+  text(): string {
+    return this.lines.text();
   }
 
-  /** Appends raw text of one stream (ANSI escapes and carriage returns included). */
-  write(streamName: StreamName, raw: string): void {
-    const st = this.stream(streamName);
-    let text = st.pending + raw;
-    st.pending = '';
-    const partial = PARTIAL_ESC.exec(text);
-    if (partial && partial[0].length < 32) {
-      st.pending = partial[0];
-      text = text.slice(0, partial.index);
+  /** The plain text between two DOM points of this pane (a selection), with the lines not shown in between. */
+  textBetween(startNode: Node, startOffset: number, endNode: Node, endOffset: number): string {
+    const a = this.position(startNode, startOffset);
+    const b = this.position(endNode, endOffset);
+    const blocks = this.lines.blocks;
+    if (a.i > b.i || (a.i === b.i && a.o >= b.o)) return '';
+    let out = '';
+    for (let i = a.i; i <= b.i && i < blocks.length; i++) {
+      const t = OutputLines.blockText(blocks[i]);
+      out += t.slice(i === a.i ? a.o : 0, i === b.i ? b.o : t.length);
     }
-    if (!text) return;
-    if (text.length > this.maxChars * 2) text = keepTail(text, this.maxLines, this.maxChars);
-    if (text.includes('\r')) text = text.replace(/\r\n/g, '\n');
-    let seg = this.open;
-    if (!seg) {
-      seg = { el: document.createElement('div'), chars: 0, lines: 0 };
-      seg.el.className = 'seg';
-      this.segments.push(seg);
+    return out;
+  }
+
+  /** Keeps the blocks holding these nodes (the ends of a selection) in the DOM. */
+  pinNodes(nodes: Node[]): void {
+    const next: BlockView[] = [];
+    for (const n of nodes) {
+      const el = (n.nodeType === Node.ELEMENT_NODE ? (n as Element) : n.parentElement)?.closest('.out-blk');
+      const v = el ? this.byEl.get(el) : undefined;
+      if (v && !next.includes(v)) next.push(v);
     }
-    const frag = document.createDocumentFragment();
-    const parts = text.includes('\r') ? text.split('\r') : [text];
-    for (let i = 0; i < parts.length; i++) {
-      if (i > 0) this.clearCurrentLine();
-      const part = parts[i];
-      if (!part) continue;
-      if (!part.includes('\x1b') && st.style === NO_STYLE) {
-        this.appendText(frag, seg, part, streamName === 'stderr' ? ['stderr'] : null);
-      } else {
-        this.appendAnsi(frag, seg, st, part, streamName);
+    if (next.length === this.pins.length && next.every((v) => this.pins.includes(v))) return;
+    for (const v of this.pins) v.pinned = false;
+    for (const v of next) v.pinned = true;
+    this.pins = next;
+    this.render();
+  }
+
+  /** Brings the DOM in line with the text: shows the blocks that should be shown, empties the others. */
+  private render(): void {
+    const blocks = this.lines.blocks;
+    const n = blocks.length;
+    const stuck = this.stick.stuck;
+    for (let i = 0; i < n; i++) {
+      const b = blocks[i];
+      let v = this.views.get(b);
+      if (!v) v = this.create(b);
+      // At the bottom, the last block and, when it has fewer lines than the pane has rows, the one before.
+      const tail = i === n - 1 || (i === n - 2 && blocks[n - 1].lines.length < OUTPUT_ROWS + 1);
+      const want = v.visible || v.pinned || (stuck && tail);
+      if (want) {
+        if (!v.rendered || v.rev !== b.rev) this.paint(v);
+      } else if (v.rendered) {
+        this.evict(v);
+      } else if (v.placeholderLines !== b.lines.length) {
+        v.placeholderLines = b.lines.length;
+        v.el.style.height = `calc(${b.lines.length} * 1lh)`;
       }
     }
-    seg.el.append(frag);
-    if (!seg.el.parentNode) this.pre.append(seg.el);
-    this.open = this.currentLine.length ? seg : undefined;
   }
 
-  private appendAnsi(frag: DocumentFragment, seg: Segment, st: StreamState, text: string, streamName: StreamName): void {
-    const entries = st.anser.ansiToJson(text, { json: true, use_classes: true, remove_empty: false });
-    for (let i = 0; i < entries.length; i++) {
-      const e = entries[i];
-      if (!e.content) continue;
-      const style: AnsiStyle = i === 0 ? st.style : { fg: e.fg, bg: e.bg, fg_truecolor: e.fg_truecolor, bg_truecolor: e.bg_truecolor, decorations: e.decorations };
-      this.appendText(frag, seg, e.content, streamName === 'stderr' ? ['stderr'] : null, style);
+  private create(b: Block): BlockView {
+    const el = document.createElement('div');
+    el.className = 'out-blk';
+    const v: BlockView = { block: b, el, rendered: false, rev: -1, doneShown: 0, openNodes: [], visible: false, pinned: false, placeholderLines: -1 };
+    this.views.set(b, v);
+    this.byEl.set(el, v);
+    this.pre.insertBefore(el, this.stick.sentinel);
+    this.io.observe(el);
+    return v;
+  }
+
+  /** Adds what the block gained since it was last painted (complete lines are never painted twice). */
+  private paint(v: BlockView): void {
+    const b = v.block;
+    if (!v.rendered) {
+      v.el.textContent = '';
+      v.el.style.height = '';
+      v.doneShown = 0;
+      v.openNodes = [];
+      v.rendered = true;
+      v.placeholderLines = -1;
+      this.ro.observe(v.el);
     }
-    // Carry the colour state into the next chunk (anser resets it for text before the first escape).
-    const a = st.anser as unknown as AnsiStyle;
-    const carried: AnsiStyle = { fg: a.fg, bg: a.bg, fg_truecolor: a.fg_truecolor, bg_truecolor: a.bg_truecolor, decorations: [...(a.decorations ?? [])] };
-    st.style = carried.fg || carried.bg || carried.fg_truecolor || carried.bg_truecolor || carried.decorations.length ? carried : NO_STYLE;
-  }
-
-  private appendText(frag: DocumentFragment, seg: Segment, text: string, classes: string[] | null, style?: AnsiStyle): void {
-    const nl = text.lastIndexOf('\n');
-    if (nl >= 0 && nl < text.length - 1) {
-      this.appendNode(frag, seg, text.slice(0, nl + 1), classes, style);
-      this.appendNode(frag, seg, text.slice(nl + 1), classes, style);
+    for (const node of v.openNodes) node.parentNode?.removeChild(node);
+    const out = new NodeBuilder();
+    for (let i = v.doneShown; i < b.done; i++) out.line(b.lines[i], true);
+    v.el.append(out.take());
+    v.doneShown = b.done;
+    if (b.lines.length > b.done) {
+      out.line(b.lines[b.lines.length - 1], false);
+      const frag = out.take();
+      v.openNodes = Array.from(frag.childNodes);
+      v.el.append(frag);
     } else {
-      this.appendNode(frag, seg, text, classes, style);
+      v.openNodes = [];
     }
+    v.rev = b.rev;
   }
 
-  private appendNode(frag: DocumentFragment, seg: Segment, text: string, classes: string[] | null, style?: AnsiStyle): void {
-    let node: Node;
-    const styled = style && style !== NO_STYLE;
-    if (!classes && !styled) {
-      node = document.createTextNode(text);
-    } else {
-      const span = document.createElement('span');
-      if (classes) span.className = classes.join(' ');
-      if (styled) applyStyle(span, style!);
-      span.textContent = text;
-      node = span;
-    }
-    const lines = countNewlines(text);
-    const piece: Piece = { node, seg, chars: text.length, lines };
-    seg.chars += piece.chars;
-    seg.lines += lines;
-    this.visibleChars += piece.chars;
-    this.visibleLines += lines;
-    frag.append(node);
-    if (text.endsWith('\n')) this.currentLine = [];
-    else this.currentLine.push(piece);
+  private evict(v: BlockView): void {
+    const b = v.block;
+    this.ro.unobserve(v.el);
+    v.rendered = false;
+    v.openNodes = [];
+    v.el.textContent = '';
+    v.placeholderLines = b.lines.length;
+    v.el.style.height = v.measured && v.measured.rev === b.rev ? `${v.measured.height}px` : `calc(${b.lines.length} * 1lh)`;
   }
 
-  /** A bare carriage return: the current line is overwritten by what follows. */
-  private clearCurrentLine(): void {
-    for (const p of this.currentLine) {
-      p.node.parentNode?.removeChild(p.node);
-      p.seg.chars -= p.chars;
-      this.visibleChars -= p.chars;
-      p.chars = 0;
-    }
-    this.currentLine = [];
-  }
-
-  private trim(): void {
-    while (this.segments.length - this.head > 1 && (this.visibleLines > this.maxLines || this.visibleChars > this.maxChars)) {
-      const s = this.segments[this.head++];
-      s.el.remove();
-      this.visibleChars -= s.chars;
-      this.visibleLines -= s.lines;
-    }
-    if (this.head > 256 && this.head * 2 > this.segments.length) {
-      this.segments = this.segments.slice(this.head);
-      this.head = 0;
-    }
-  }
-
-  /** Plain text of what is shown (for tests and copy). */
-  text(): string {
-    return this.pre.textContent ?? '';
-  }
-}
-
-function keepTail(text: string, maxLines: number, maxChars: number): string {
-  let start = Math.max(0, text.length - maxChars);
-  let lines = 0;
-  for (let i = text.length - 1; i >= start; i--) {
-    if (text.charCodeAt(i) === 10 && ++lines > maxLines) {
-      start = i + 1;
-      break;
-    }
-  }
-  return text.slice(start);
-}
-
-function applyStyle(span: HTMLElement, s: AnsiStyle): void {
-  const cls: string[] = [];
-  const color = (v: string | null, tc: string | null, prop: 'color' | 'backgroundColor', suffix: 'fg' | 'bg') => {
+  private dropped(b: Block): void {
+    const v = this.views.get(b);
     if (!v) return;
-    if (v === 'ansi-truecolor' && tc) span.style[prop] = `rgb(${tc})`;
-    else if (v.startsWith('ansi-palette-')) span.style[prop] = paletteColor(Number(v.slice(13)));
-    else cls.push(`${v}-${suffix}`);
-  };
-  color(s.fg, s.fg_truecolor, 'color', 'fg');
-  color(s.bg, s.bg_truecolor, 'backgroundColor', 'bg');
-  for (const d of s.decorations) cls.push(`ansi-${d}`);
-  if (cls.length) span.classList.add(...cls);
+    this.io.unobserve(v.el);
+    this.ro.unobserve(v.el);
+    v.el.remove();
+    if (v.pinned) this.pins = this.pins.filter((x) => x !== v);
+    this.views.delete(b);
+  }
+
+  private onVisibility(entries: IntersectionObserverEntry[]): void {
+    for (const e of entries) {
+      const v = this.byEl.get(e.target);
+      if (v) v.visible = e.isIntersecting;
+    }
+    this.render();
+  }
+
+  /** A DOM point of this pane as (block index, character offset in the block's text). */
+  private position(node: Node, offset: number): { i: number; o: number } {
+    const blocks = this.lines.blocks;
+    const end = { i: blocks.length - 1, o: blocks.length ? OutputLines.blockText(blocks[blocks.length - 1]).length : 0 };
+    if (node === this.pre) {
+      const child = this.pre.childNodes[offset];
+      const v = child ? this.byEl.get(child as Element) : undefined;
+      return v ? { i: blocks.indexOf(v.block), o: 0 } : end;
+    }
+    const el = (node.nodeType === Node.ELEMENT_NODE ? (node as Element) : node.parentElement)?.closest('.out-blk');
+    const v = el ? this.byEl.get(el) : undefined;
+    if (!el || !v) return end;
+    const i = blocks.indexOf(v.block);
+    if (i < 0) return { i: 0, o: 0 };
+    const r = document.createRange();
+    r.setStart(el, 0);
+    r.setEnd(node, offset);
+    return { i, o: r.toString().length };
+  }
+}
+
+/** Builds the nodes of lines: plain text merged into text nodes, one span per styled run. */
+class NodeBuilder {
+  private frag = document.createDocumentFragment();
+  private buf = '';
+
+  line(line: { runs: { text: string; cls?: string; css?: { color?: string; background?: string } }[] }, complete: boolean): void {
+    for (const r of line.runs) {
+      if (r.cls === undefined) {
+        this.buf += r.text;
+        continue;
+      }
+      this.flush();
+      const span = document.createElement('span');
+      if (r.cls) span.className = r.cls;
+      if (r.css?.color) span.style.color = r.css.color;
+      if (r.css?.background) span.style.backgroundColor = r.css.background;
+      span.textContent = r.text;
+      this.frag.append(span);
+    }
+    if (complete) this.buf += '\n';
+  }
+
+  take(): DocumentFragment {
+    this.flush();
+    const f = this.frag;
+    this.frag = document.createDocumentFragment();
+    return f;
+  }
+
+  private flush(): void {
+    if (!this.buf) return;
+    this.frag.append(document.createTextNode(this.buf));
+    this.buf = '';
+  }
+}
+
+function paneAt(node: Node | null): OutputPane | undefined {
+  const el = node ? (node.nodeType === Node.ELEMENT_NODE ? (node as Element) : node.parentElement) : null;
+  const pre = el?.closest('pre.output');
+  return pre ? paneOf.get(pre) : undefined;
+}
+
+let installed = false;
+let pinnedPanes: OutputPane[] = [];
+
+/** One listener per page: keep the blocks a selection ends in, and copy whole lines between them. */
+function installDocumentHandlers(): void {
+  if (installed) return;
+  installed = true;
+  document.addEventListener('selectionchange', () => {
+    const sel = document.getSelection();
+    const next: OutputPane[] = [];
+    if (sel && sel.rangeCount > 0 && !sel.isCollapsed) {
+      for (const node of [sel.anchorNode, sel.focusNode]) {
+        const p = paneAt(node);
+        if (p && !next.includes(p)) next.push(p);
+      }
+    }
+    for (const p of pinnedPanes) if (!next.includes(p)) p.pinNodes([]);
+    for (const p of next) p.pinNodes([sel!.anchorNode, sel!.focusNode].filter((n): n is Node => n !== null && paneAt(n) === p));
+    pinnedPanes = next;
+  });
+  document.addEventListener('copy', (e) => {
+    const sel = document.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
+    const r = sel.getRangeAt(0);
+    const p = paneAt(r.startContainer);
+    if (!p || p !== paneAt(r.endContainer)) return;
+    e.clipboardData?.setData('text/plain', p.textBetween(r.startContainer, r.startOffset, r.endContainer, r.endOffset));
+    e.preventDefault();
+  });
 }
