@@ -113,8 +113,14 @@ try {
     const events = JSON.parse(buffer.toString()).traceEvents ?? [];
     const main = new Set(events.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
     const out = { tasks: 0, wallMs: 0, cpuMs: 0, longestWallMs: 0, longestCpuMs: 0 };
-    for (const e of events) {
-      if (e.ph !== 'X' || (e.name !== 'ThreadControllerImpl::RunTask' && e.name !== 'RunTask') || !main.has(`${e.pid}:${e.tid}`)) continue;
+    // Top-level tasks only (a RunTask can sit inside another on the same thread).
+    const tasks = events
+      .filter((e) => e.ph === 'X' && (e.name === 'ThreadControllerImpl::RunTask' || e.name === 'RunTask') && main.has(`${e.pid}:${e.tid}`))
+      .sort((a, b) => a.ts - b.ts || b.dur - a.dur);
+    let end = -Infinity;
+    for (const e of tasks) {
+      if (e.ts < end) continue;
+      end = e.ts + e.dur;
       out.tasks++;
       out.wallMs += e.dur / 1000;
       out.cpuMs += (e.tdur ?? e.dur) / 1000;

@@ -1,12 +1,13 @@
 /**
  * The text model behind an output pane: raw stdout/stderr (ANSI colours via anser, carriage returns,
- * escapes cut between chunks) turned into lines of styled runs, kept in blocks of `BLOCK_LINES` lines so
- * a view can render, drop and trim whole blocks. No DOM here.
+ * escapes cut between chunks) kept in blocks of `BLOCK_LINES` lines, so a view can render, drop and trim
+ * whole blocks. A block is one string (what its DOM shows, newlines included) plus the styled ranges in it:
+ * no object per line. No DOM here.
  */
 import Anser from 'anser';
 import type { StreamName } from '../common/events';
 
-export const BLOCK_LINES = 64;
+export const BLOCK_LINES = 32;
 
 /** Inline colours that have no class (256-colour palette and truecolor). */
 export interface RunCss {
@@ -14,27 +15,29 @@ export interface RunCss {
   background?: string;
 }
 
-/** A piece of one line with one style. `cls` is undefined for plain stdout text. */
-export interface Run {
-  text: string;
-  cls?: string;
+/** A styled range of a block's text: stderr, or ANSI colours and decorations. Plain stdout has none. */
+export interface Span {
+  start: number;
+  end: number;
+  cls: string;
   css?: RunCss;
 }
 
-export interface Line {
-  runs: Run[];
-  chars: number;
-}
-
 export interface Block {
-  /** Complete lines, then at most one open line (no newline yet) when this is the last block. */
-  lines: Line[];
-  /** Lines of this block that ended with a newline. */
+  /** The block's text: complete lines, each ending with a newline, then maybe an open line. */
+  text: string;
+  /** Where the open (unfinished) line starts: just after the last newline. */
+  open: number;
+  /** Complete lines (newlines) in `text`. */
   done: number;
-  /** Characters shown by this block, newlines included. */
-  chars: number;
+  spans: Span[];
   /** Bumped on every change (views compare it). */
   rev: number;
+}
+
+/** Lines a block takes on screen at least (its complete lines, and the open one if it has text). */
+export function blockLines(b: Block): number {
+  return b.done + (b.text.length > b.open ? 1 : 0);
 }
 
 interface AnsiStyle {
@@ -129,25 +132,15 @@ export class OutputLines {
     while (this.blocks.length - n > 1 && (this.lines > this.maxLines || this.chars > this.maxChars)) {
       const b = this.blocks[n++];
       this.lines -= b.done;
-      this.chars -= b.chars;
+      this.chars -= b.text.length;
       this.onDrop(b);
     }
     if (n) this.blocks = this.blocks.slice(n);
   }
 
-  /** The plain text of a block (what its DOM shows). */
-  static blockText(b: Block): string {
-    let s = '';
-    for (let i = 0; i < b.lines.length; i++) {
-      for (const r of b.lines[i].runs) s += r.text;
-      if (i < b.done) s += '\n';
-    }
-    return s;
-  }
-
   text(): string {
     let s = '';
-    for (const b of this.blocks) s += OutputLines.blockText(b);
+    for (const b of this.blocks) s += b.text;
     return s;
   }
 
@@ -178,58 +171,53 @@ export class OutputLines {
     st.style = carried.fg || carried.bg || carried.fg_truecolor || carried.bg_truecolor || carried.decorations.length ? carried : NO_STYLE;
   }
 
-  /** Appends text of one style, splitting it into lines and blocks. */
+  /** Appends text of one style, splitting it into blocks of `BLOCK_LINES` lines. */
   private append(text: string, cls: string | undefined, css?: RunCss): void {
     let pos = 0;
     while (pos < text.length) {
-      const nl = text.indexOf('\n', pos);
-      const end = nl < 0 ? text.length : nl;
-      const line = this.openLine();
-      if (end > pos) {
-        const piece = text.slice(pos, end);
-        const runs = line.runs;
-        const prev = runs[runs.length - 1];
-        // Plain text (stdout or stderr) continues the previous run of the same stream; coloured runs stay
-        // apart (one span per escape sequence, as written).
-        if (prev && prev.cls === cls && !css && !prev.css && (cls === undefined || cls === 'stderr')) prev.text += piece;
-        else runs.push(css ? { text: piece, cls, css } : { text: piece, cls });
-        line.chars += piece.length;
-        this.chars += piece.length;
-        this.last!.chars += piece.length;
+      let b = this.last;
+      if (!b || b.done >= BLOCK_LINES) {
+        b = { text: '', open: 0, done: 0, spans: [], rev: 0 };
+        this.blocks.push(b);
       }
-      this.last!.rev++;
-      if (nl < 0) break;
-      const b = this.last!;
-      b.done++;
-      b.chars++;
-      this.chars++;
-      this.lines++;
-      pos = nl + 1;
+      // Take text up to the newline that fills the block, or all of it.
+      const room = BLOCK_LINES - b.done;
+      let nl = 0;
+      let end = text.length;
+      for (let i = text.indexOf('\n', pos); i >= 0; i = text.indexOf('\n', i + 1)) {
+        if (++nl === room) {
+          end = i + 1;
+          break;
+        }
+      }
+      const piece = pos === 0 && end === text.length ? text : text.slice(pos, end);
+      const start = b.text.length;
+      b.text += piece;
+      if (cls !== undefined) {
+        const prev = b.spans[b.spans.length - 1];
+        // stderr continues its previous range; coloured ranges stay apart (one span per escape sequence).
+        if (prev && prev.end === start && cls === 'stderr' && prev.cls === cls && !css && !prev.css) prev.end = b.text.length;
+        else b.spans.push(css ? { start, end: b.text.length, cls, css } : { start, end: b.text.length, cls });
+      }
+      if (nl) {
+        b.done += nl;
+        this.lines += nl;
+        b.open = b.text.lastIndexOf('\n') + 1;
+      }
+      this.chars += piece.length;
+      b.rev++;
+      pos = end;
     }
-  }
-
-  /** The line text goes to: the open line of the last block, or a new one. */
-  private openLine(): Line {
-    let b = this.last;
-    if (b && b.lines.length > b.done) return b.lines[b.lines.length - 1];
-    if (!b || b.done >= BLOCK_LINES) {
-      b = { lines: [], done: 0, chars: 0, rev: 0 };
-      this.blocks.push(b);
-    }
-    const line: Line = { runs: [], chars: 0 };
-    b.lines.push(line);
-    return line;
   }
 
   /** A bare carriage return: the open line is overwritten by what follows. */
   private clearOpenLine(): void {
     const b = this.last;
-    if (!b || b.lines.length === b.done) return;
-    const line = b.lines[b.lines.length - 1];
-    b.chars -= line.chars;
-    this.chars -= line.chars;
-    line.runs = [];
-    line.chars = 0;
+    if (!b || b.text.length === b.open) return;
+    this.chars -= b.text.length - b.open;
+    b.text = b.text.slice(0, b.open);
+    b.spans = b.spans.filter((sp) => sp.start < b.open);
+    for (const sp of b.spans) if (sp.end > b.open) sp.end = b.open;
     b.rev++;
   }
 }

@@ -69,7 +69,12 @@ export function stablePrefixLength(text: string, from = 0): number {
   let prevBlank = false;
   while (pos < text.length) {
     const nl = text.indexOf('\n', pos);
-    if (nl < 0) break; // the last line is not complete
+    if (nl < 0) {
+      // The last line is not complete; after a blank line, its first character can already say that a new
+      // block starts (anything but indentation or what could become a list marker).
+      if (!fence && prevBlank && /^[^\s\-*+\d]/.test(text.slice(pos, pos + 1))) stable = pos;
+      break;
+    }
     const line = text.slice(pos, nl);
     const trimmed = line.replace(/^ {0,3}/, '');
     const fm = /^(`{3,}|~{3,})/.exec(trimmed);

@@ -1,41 +1,43 @@
 /**
  * Live stdout/stderr of an execution, virtualised. The text (ANSI colours, carriage-return progress lines)
- * lives in `OutputLines`, in blocks of 64 lines; the pane's DOM holds one element per block, and only the
- * blocks in or near view hold their text. The others are empty placeholders with the height they had (or
- * their line count times the line height). What is near view comes from an IntersectionObserver; while the
- * pane follows its bottom (`StickToBottom`), the last lines are shown without asking. Nothing here
- * reads layout on the frame path.
+ * lives in `OutputLines`, in blocks of 32 lines. Only the blocks in or near view hold their text in the DOM;
+ * the others are empty placeholders with the height they had (or their line count times the line height).
+ * What is near view comes from an IntersectionObserver. While the pane follows its bottom (`StickToBottom`)
+ * the last lines are shown without asking, and the blocks above them are not even elements: one spacer
+ * stands for them, so a program printing thousands of lines a frame costs a few elements a frame. Nothing
+ * here reads layout on the frame path.
  *
  * Text stays selectable and copyable: the blocks holding the ends of a selection are kept, and copying a
  * selection inside one pane (or Ctrl+A in the focused pane, then copy) gives the text of every line in
- * between, shown or not. The model keeps the tail of the output; the whole of it is behind "Open full output".
+ * between, shown or not; "Copy output" copies all of it. The model keeps the tail of the output; the whole
+ * of it is behind "Open full output".
  */
 import type { StreamName } from '../common/events';
 import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, tailSlice, type OutputTail } from '../common/transcript';
-import { OutputLines, type Block } from './ansiLines';
+import { OutputLines, blockLines, type Block } from './ansiLines';
 import { StickToBottom } from './scrollAnchor';
 
 export { paletteColor } from './ansiLines';
+
+/** Rows a pane shows at most (styles.css sets its max-height to this many line heights). */
+export const OUTPUT_ROWS = 16;
 
 interface BlockView {
   block: Block;
   el: HTMLElement;
   rendered: boolean;
   rev: number;
-  /** Complete lines in the DOM. */
-  doneShown: number;
+  /** Characters of complete lines in the DOM. */
+  shown: number;
   /** Nodes of the open (unfinished) line in the DOM. */
   openNodes: Node[];
   visible: boolean;
   pinned: boolean;
-  placeholderLines: number;
-  measured?: { height: number; rev: number };
+  /** The placeholder height last set. */
+  height: string;
 }
 
 const paneOf = new WeakMap<Element, OutputPane>();
-
-/** Rows a pane shows at most (styles.css sets its max-height to this many line heights). */
-export const OUTPUT_ROWS = 16;
 
 export class OutputPane {
   readonly el: HTMLElement;
@@ -43,11 +45,18 @@ export class OutputPane {
   private readonly lines: OutputLines;
   private readonly views = new WeakMap<Block, BlockView>();
   private readonly byEl = new WeakMap<Element, BlockView>();
+  /** Heights of blocks as last laid out with their text (ResizeObserver), for placeholders. */
+  private readonly measured = new WeakMap<Block, { px: number; rev: number }>();
   private readonly stick: StickToBottom;
   private readonly io: IntersectionObserver;
   private readonly ro: ResizeObserver;
+  /** Stands for the first `front` blocks, which have no element. */
+  private readonly spacer: HTMLElement;
+  private front = 0;
+  private spacerHeight = '';
   private pins: BlockView[] = [];
-  private rendered = 0;
+  private taken = 0;
+  private full = false;
   /** Lines the model holds in total, including those no longer shown. */
   totalLines = 0;
 
@@ -57,6 +66,9 @@ export class OutputPane {
     this.pre = document.createElement('pre');
     this.pre.className = 'output';
     this.pre.setAttribute('tabindex', '0');
+    this.spacer = document.createElement('div');
+    this.spacer.className = 'out-spacer';
+    this.pre.append(this.spacer);
     this.el.append(this.pre);
     paneOf.set(this.pre, this);
     installDocumentHandlers();
@@ -67,7 +79,7 @@ export class OutputPane {
       for (const e of entries) {
         const v = this.byEl.get(e.target);
         const size = e.borderBoxSize?.[0];
-        if (v?.rendered && size && size.blockSize > 0) v.measured = { height: size.blockSize, rev: v.block.rev };
+        if (v?.rendered && size && size.blockSize > 0) this.measured.set(v.block, { px: size.blockSize, rev: v.block.rev });
       }
     });
     this.pre.addEventListener('keydown', (e) => {
@@ -84,19 +96,12 @@ export class OutputPane {
   }
 
   get isEmpty(): boolean {
-    return this.rendered === 0;
-  }
-
-  /** Elements holding text right now (the rest are placeholders). */
-  get shownBlocks(): number {
-    let n = 0;
-    for (const b of this.lines.blocks) if (this.views.get(b)?.rendered) n++;
-    return n;
+    return this.taken === 0;
   }
 
   /** Takes what the tail holds beyond what was already taken. Returns true when something changed. */
   sync(tail: OutputTail): boolean {
-    const fresh = tail.totalChars - this.rendered;
+    const fresh = tail.totalChars - this.taken;
     if (fresh === 0) return false;
     if (fresh < 0 || fresh > tail.chars) {
       // The model dropped text we never took, or started over: rebuild from the tail.
@@ -105,7 +110,7 @@ export class OutputPane {
     } else {
       for (const c of tailSlice(tail, fresh)) this.lines.write(c.stream, c.text);
     }
-    this.rendered = tail.totalChars;
+    this.taken = tail.totalChars;
     this.totalLines = tail.totalLines;
     this.lines.trim();
     this.render();
@@ -115,7 +120,7 @@ export class OutputPane {
   /** Appends raw text of one stream and shows it (a pane not fed from the model: the traceback). */
   write(stream: StreamName, raw: string): void {
     this.lines.write(stream, raw);
-    this.rendered += raw.length;
+    this.taken += raw.length;
     this.lines.trim();
     this.render();
   }
@@ -132,8 +137,8 @@ export class OutputPane {
     const blocks = this.lines.blocks;
     if (a.i > b.i || (a.i === b.i && a.o >= b.o)) return '';
     let out = '';
-    for (let i = a.i; i <= b.i && i < blocks.length; i++) {
-      const t = OutputLines.blockText(blocks[i]);
+    for (let i = Math.max(0, a.i); i <= b.i && i < blocks.length; i++) {
+      const t = blocks[i].text;
       out += t.slice(i === a.i ? a.o : 0, i === b.i ? b.o : t.length);
     }
     return out;
@@ -143,8 +148,7 @@ export class OutputPane {
   pinNodes(nodes: Node[]): void {
     const next: BlockView[] = [];
     for (const n of nodes) {
-      const el = (n.nodeType === Node.ELEMENT_NODE ? (n as Element) : n.parentElement)?.closest('.out-blk');
-      const v = el ? this.byEl.get(el) : undefined;
+      const v = this.viewAt(n);
       if (v && !next.includes(v)) next.push(v);
     }
     if (next.length === this.pins.length && next.every((v) => this.pins.includes(v))) return;
@@ -158,32 +162,72 @@ export class OutputPane {
   private render(): void {
     const blocks = this.lines.blocks;
     const n = blocks.length;
+    // With at least as many lines as rows the pane is at its full height whatever the text: a fixed size
+    // lets the browser lay out and paint the pane on its own, not the card and the transcript around it.
+    if (!this.full && this.lines.lines >= OUTPUT_ROWS) {
+      this.full = true;
+      this.pre.classList.add('full');
+    }
     const stuck = this.stick.stuck;
-    for (let i = 0; i < n; i++) {
+    // At the bottom: the last block and, when it has fewer lines than the pane has rows, the one before.
+    const tailFrom = n >= 2 && blockLines(blocks[n - 1]) < OUTPUT_ROWS + 1 ? n - 2 : n - 1;
+    // Blocks before `front` live in the spacer: at the bottom, all but the tail and the pinned ones;
+    // scrolled up, none (each block needs its own element for the observer to say what is in view).
+    let front = 0;
+    if (stuck) {
+      front = Math.max(0, tailFrom);
+      for (const v of this.pins) front = Math.min(front, blocks.indexOf(v.block));
+      front = Math.max(0, front);
+    }
+    this.setFront(front);
+    for (let i = this.front; i < n; i++) {
       const b = blocks[i];
-      let v = this.views.get(b);
-      if (!v) v = this.create(b);
-      // At the bottom, the last block and, when it has fewer lines than the pane has rows, the one before.
-      const tail = i === n - 1 || (i === n - 2 && blocks[n - 1].lines.length < OUTPUT_ROWS + 1);
-      const want = v.visible || v.pinned || (stuck && tail);
+      const v = this.views.get(b) ?? this.create(b);
+      const want = v.visible || v.pinned || (stuck && i >= tailFrom);
       if (want) {
         if (!v.rendered || v.rev !== b.rev) this.paint(v);
       } else if (v.rendered) {
         this.evict(v);
-      } else if (v.placeholderLines !== b.lines.length) {
-        v.placeholderLines = b.lines.length;
-        v.el.style.height = `calc(${b.lines.length} * 1lh)`;
+      } else {
+        this.setHeight(v);
       }
     }
   }
 
-  private create(b: Block): BlockView {
+  /** Moves blocks between the spacer and elements of their own. */
+  private setFront(front: number): void {
+    const blocks = this.lines.blocks;
+    if (front < this.front) {
+      // Give blocks back their elements, in order, right after the spacer.
+      const els: HTMLElement[] = [];
+      for (let i = front; i < this.front; i++) els.push(this.create(blocks[i], false).el);
+      this.spacer.after(...els);
+    } else {
+      for (let i = this.front; i < front; i++) this.removeView(blocks[i]);
+    }
+    this.front = front;
+    let px = 0;
+    let rows = 0;
+    for (let i = 0; i < front; i++) {
+      const m = this.measured.get(blocks[i]);
+      if (m && m.rev === blocks[i].rev) px += m.px;
+      else rows += blockLines(blocks[i]);
+    }
+    const height = px || rows ? `calc(${px}px + ${rows} * 1lh)` : '';
+    if (height !== this.spacerHeight) {
+      this.spacerHeight = height;
+      this.spacer.style.height = height;
+    }
+  }
+
+  private create(b: Block, append = true): BlockView {
     const el = document.createElement('div');
     el.className = 'out-blk';
-    const v: BlockView = { block: b, el, rendered: false, rev: -1, doneShown: 0, openNodes: [], visible: false, pinned: false, placeholderLines: -1 };
+    const v: BlockView = { block: b, el, rendered: false, rev: -1, shown: 0, openNodes: [], visible: false, pinned: false, height: '' };
     this.views.set(b, v);
     this.byEl.set(el, v);
-    this.pre.insertBefore(el, this.stick.sentinel);
+    this.setHeight(v);
+    if (append) this.pre.insertBefore(el, this.stick.sentinel);
     this.io.observe(el);
     return v;
   }
@@ -194,20 +238,19 @@ export class OutputPane {
     if (!v.rendered) {
       v.el.textContent = '';
       v.el.style.height = '';
-      v.doneShown = 0;
+      v.height = '';
+      v.shown = 0;
       v.openNodes = [];
       v.rendered = true;
-      v.placeholderLines = -1;
       this.ro.observe(v.el);
     }
     for (const node of v.openNodes) node.parentNode?.removeChild(node);
-    const out = new NodeBuilder();
-    for (let i = v.doneShown; i < b.done; i++) out.line(b.lines[i], true);
-    v.el.append(out.take());
-    v.doneShown = b.done;
-    if (b.lines.length > b.done) {
-      out.line(b.lines[b.lines.length - 1], false);
-      const frag = out.take();
+    if (v.shown < b.open) {
+      v.el.append(nodes(b, v.shown, b.open));
+      v.shown = b.open;
+    }
+    if (b.text.length > b.open) {
+      const frag = nodes(b, b.open, b.text.length);
       v.openNodes = Array.from(frag.childNodes);
       v.el.append(frag);
     } else {
@@ -217,16 +260,24 @@ export class OutputPane {
   }
 
   private evict(v: BlockView): void {
-    const b = v.block;
     this.ro.unobserve(v.el);
     v.rendered = false;
     v.openNodes = [];
     v.el.textContent = '';
-    v.placeholderLines = b.lines.length;
-    v.el.style.height = v.measured && v.measured.rev === b.rev ? `${v.measured.height}px` : `calc(${b.lines.length} * 1lh)`;
+    this.setHeight(v);
   }
 
-  private dropped(b: Block): void {
+  /** A placeholder's height: as measured with its text, or its line count times the line height. */
+  private setHeight(v: BlockView): void {
+    const m = this.measured.get(v.block);
+    const height = m && m.rev === v.block.rev ? `${m.px}px` : `calc(${blockLines(v.block)} * 1lh)`;
+    if (height !== v.height) {
+      v.height = height;
+      v.el.style.height = height;
+    }
+  }
+
+  private removeView(b: Block): void {
     const v = this.views.get(b);
     if (!v) return;
     this.io.unobserve(v.el);
@@ -234,6 +285,12 @@ export class OutputPane {
     v.el.remove();
     if (v.pinned) this.pins = this.pins.filter((x) => x !== v);
     this.views.delete(b);
+  }
+
+  /** A block trimmed from the front: its element goes, or it leaves the spacer. */
+  private dropped(b: Block): void {
+    if (this.views.has(b)) this.removeView(b);
+    else if (this.front > 0) this.front--;
   }
 
   private onVisibility(entries: IntersectionObserverEntry[]): void {
@@ -244,61 +301,53 @@ export class OutputPane {
     this.render();
   }
 
+  private viewAt(node: Node): BlockView | undefined {
+    const el = (node.nodeType === Node.ELEMENT_NODE ? (node as Element) : node.parentElement)?.closest('.out-blk');
+    return el ? this.byEl.get(el) : undefined;
+  }
+
   /** A DOM point of this pane as (block index, character offset in the block's text). */
   private position(node: Node, offset: number): { i: number; o: number } {
     const blocks = this.lines.blocks;
-    const end = { i: blocks.length - 1, o: blocks.length ? OutputLines.blockText(blocks[blocks.length - 1]).length : 0 };
+    const last = blocks.length - 1;
+    const end = { i: last, o: last >= 0 ? blocks[last].text.length : 0 };
     if (node === this.pre) {
       const child = this.pre.childNodes[offset];
+      if (child === this.spacer) return { i: 0, o: 0 };
       const v = child ? this.byEl.get(child as Element) : undefined;
       return v ? { i: blocks.indexOf(v.block), o: 0 } : end;
     }
-    const el = (node.nodeType === Node.ELEMENT_NODE ? (node as Element) : node.parentElement)?.closest('.out-blk');
-    const v = el ? this.byEl.get(el) : undefined;
-    if (!el || !v) return end;
+    if (node === this.spacer) return { i: 0, o: 0 };
+    const v = this.viewAt(node);
+    if (!v) return end;
     const i = blocks.indexOf(v.block);
     if (i < 0) return { i: 0, o: 0 };
     const r = document.createRange();
-    r.setStart(el, 0);
+    r.setStart(v.el, 0);
     r.setEnd(node, offset);
     return { i, o: r.toString().length };
   }
 }
 
-/** Builds the nodes of lines: plain text merged into text nodes, one span per styled run. */
-class NodeBuilder {
-  private frag = document.createDocumentFragment();
-  private buf = '';
-
-  line(line: { runs: { text: string; cls?: string; css?: { color?: string; background?: string } }[] }, complete: boolean): void {
-    for (const r of line.runs) {
-      if (r.cls === undefined) {
-        this.buf += r.text;
-        continue;
-      }
-      this.flush();
-      const span = document.createElement('span');
-      if (r.cls) span.className = r.cls;
-      if (r.css?.color) span.style.color = r.css.color;
-      if (r.css?.background) span.style.backgroundColor = r.css.background;
-      span.textContent = r.text;
-      this.frag.append(span);
-    }
-    if (complete) this.buf += '\n';
+/** The nodes of `b.text` from `from` to `to`: plain text as text nodes, one span per styled range. */
+function nodes(b: Block, from: number, to: number): DocumentFragment {
+  const frag = document.createDocumentFragment();
+  let pos = from;
+  for (const sp of b.spans) {
+    if (sp.end <= pos) continue;
+    if (sp.start >= to) break;
+    if (sp.start > pos) frag.append(document.createTextNode(b.text.slice(pos, sp.start)));
+    const end = Math.min(sp.end, to);
+    const span = document.createElement('span');
+    if (sp.cls) span.className = sp.cls;
+    if (sp.css?.color) span.style.color = sp.css.color;
+    if (sp.css?.background) span.style.backgroundColor = sp.css.background;
+    span.textContent = b.text.slice(Math.max(sp.start, pos), end);
+    frag.append(span);
+    pos = end;
   }
-
-  take(): DocumentFragment {
-    this.flush();
-    const f = this.frag;
-    this.frag = document.createDocumentFragment();
-    return f;
-  }
-
-  private flush(): void {
-    if (!this.buf) return;
-    this.frag.append(document.createTextNode(this.buf));
-    this.buf = '';
-  }
+  if (pos < to) frag.append(document.createTextNode(b.text.slice(pos, to)));
+  return frag;
 }
 
 function paneAt(node: Node | null): OutputPane | undefined {
@@ -316,15 +365,14 @@ function installDocumentHandlers(): void {
   installed = true;
   document.addEventListener('selectionchange', () => {
     const sel = document.getSelection();
+    const ends = sel && sel.rangeCount > 0 && !sel.isCollapsed ? [sel.anchorNode, sel.focusNode].filter((n): n is Node => n !== null) : [];
     const next: OutputPane[] = [];
-    if (sel && sel.rangeCount > 0 && !sel.isCollapsed) {
-      for (const node of [sel.anchorNode, sel.focusNode]) {
-        const p = paneAt(node);
-        if (p && !next.includes(p)) next.push(p);
-      }
+    for (const node of ends) {
+      const p = paneAt(node);
+      if (p && !next.includes(p)) next.push(p);
     }
     for (const p of pinnedPanes) if (!next.includes(p)) p.pinNodes([]);
-    for (const p of next) p.pinNodes([sel!.anchorNode, sel!.focusNode].filter((n): n is Node => n !== null && paneAt(n) === p));
+    for (const p of next) p.pinNodes(ends.filter((n) => paneAt(n) === p));
     pinnedPanes = next;
   });
   document.addEventListener('copy', (e) => {

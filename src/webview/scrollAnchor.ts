@@ -6,8 +6,8 @@
  * every other child out of scroll anchoring (`overflow-anchor: none`): the sentinel is then the browser's
  * scroll anchor, so content that grows above it keeps the view at the bottom during layout, in the same
  * frame, with no script at all. When the sentinel still leaves the view without the user scrolling (the
- * browser does not anchor at scroll offset 0, or the scroller got shorter), the observer's callback, which
- * runs after layout, puts the view back at the bottom. When the user scrolls (wheel, keys, scrollbar, touch,
+ * browser does not anchor at scroll offset 0), the observer's callback, which runs after layout, puts the
+ * view back at the bottom; so does a ResizeObserver when the scroller is first laid out or changes size. When the user scrolls (wheel, keys, scrollbar, touch,
  * selection drag) and the sentinel leaves the view, the scroller is no longer stuck: it keeps its position
  * (ordinary scroll anchoring) until the user comes back to the bottom.
  */
@@ -34,6 +34,7 @@ export class StickToBottom {
   private intentUntil = 0;
   private pointerDown = false;
   private readonly io: IntersectionObserver;
+  private readonly ro: ResizeObserver;
   private readonly onChange?: (stuck: boolean) => void;
   private readonly cleanup: (() => void)[] = [];
 
@@ -55,6 +56,12 @@ export class StickToBottom {
       threshold: 0,
     });
     this.io.observe(this.sentinel);
+    // The scroller got its first layout (it was hidden, or in an offscreen turn) or changed size: back to
+    // the bottom before it is painted. Layout is fresh in a ResizeObserver callback.
+    this.ro = new ResizeObserver(() => {
+      if (this.active && this.stuckNow) this.scroller.scrollTop = BOTTOM;
+    });
+    this.ro.observe(scroller);
 
     const intent = () => {
       this.intentUntil = performance.now() + INTENT_MS;
@@ -105,6 +112,7 @@ export class StickToBottom {
 
   dispose(): void {
     this.io.disconnect();
+    this.ro.disconnect();
     for (const fn of this.cleanup) fn();
     this.cleanup.length = 0;
   }

@@ -7,7 +7,7 @@
  * A whole model (a reopened conversation, a reload) is rendered latest first: the newest turns at once,
  * within a small time budget, the older ones in idle-time slices inserted above them (scroll anchoring keeps
  * the view still meanwhile), so a 500-turn conversation never blocks the page for long. Offscreen turns cost
- * no style, layout or paint (`content-visibility: auto`).
+ * no style, layout or paint (`content-visibility: auto` on their bodies).
  */
 import type { ItemView, TranscriptModel, TurnView } from '../common/transcript';
 import { formatCount, formatDuration, formatTokens, h, setText } from './dom';
@@ -33,6 +33,8 @@ class TurnRenderer {
 
   constructor(turn: TurnView, index: number) {
     this.el = h('article', { class: 'turn', 'data-turn-id': turn.id, 'aria-label': `Turn ${index + 1}` });
+    const body = h('div', { class: 'turn-body' });
+    this.el.append(body);
     if (turn.prompt !== undefined) {
       const label = turn.source === 'run_with_tools' ? 'Run with Tools' : 'You';
       const bubble = h(
@@ -41,14 +43,14 @@ class TurnRenderer {
         h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(turn.source === 'run_with_tools' ? 'play' : 'person')),
         h('div', { class: 'user-body' }, h('div', { class: 'who', text: label }), h('div', { class: 'user-text', text: turn.prompt })),
       );
-      this.el.append(bubble);
+      body.append(bubble);
     }
     this.items = h('div', { class: 'turn-items' });
     this.statusEl = h('span', { class: 'turn-status' });
     this.usageEl = h('span', { class: 'turn-usage' });
     this.metaEl = h('span', { class: 'turn-meta' });
     this.footer = h('footer', { class: 'turn-footer' }, this.statusEl, this.usageEl, h('span', { class: 'spacer' }), this.metaEl);
-    this.el.append(this.items, this.footer);
+    body.append(this.items, this.footer);
   }
 
   sync(turn: TurnView): void {
