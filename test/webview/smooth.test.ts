@@ -203,6 +203,10 @@ describe('a panel that never stutters (headless Chromium)', function () {
       'every frame ends at the bottom',
     );
     assert.ok(await p.page.locator('.jump-latest').isHidden());
+    // Delivered back to back, one batch per frame (new turns arrive while the last frame's scroll is pending).
+    await p.deliverPerFrame(p.batches(conversation(60, 100), 3));
+    assert.ok(((await p.page.evaluate(`(() => { ${GAP} })()`)) as number) <= 1, 'still at the bottom');
+    assert.ok(await p.page.locator('.jump-latest').isHidden());
 
     // The user scrolls up with the wheel: new turns no longer move the view.
     await p.page.mouse.move(260, 300);
