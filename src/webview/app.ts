@@ -13,6 +13,7 @@ import { FrameLoop, IdleQueue } from './frameLoop';
 import { HistoryPanel } from './historyPanel';
 import { icon } from './icons';
 import { statusText } from './panelStatus';
+import { WARM_UP_STEPS } from './markdown';
 import { validState, type PanelState, type ScrollPosition } from './persistence';
 import { StickToBottom } from './scrollAnchor';
 import { TranscriptView } from './transcriptView';
@@ -134,6 +135,11 @@ export class App {
     this.renderChrome();
     this.composer.autosize();
     requestAnimationFrame(() => (this.restoring ? this.restorePosition() : this.jumpToLatest()));
+    let step = 0;
+    this.idle.add(() => {
+      WARM_UP_STEPS[step++]?.();
+      return step < WARM_UP_STEPS.length;
+    });
     this.post({ type: 'ready', protocol: PROTOCOL_VERSION, seq: this.seq, ...(this.conversationId ? { conversationId: this.conversationId } : {}) });
   }
 

@@ -47,6 +47,16 @@ export function renderMarkdownFragment(text: string): DocumentFragment {
   return DOMPurify.sanitize(md.render(text)) as unknown as DocumentFragment;
 }
 
+/**
+ * Steps that make the first real render cheap (the highlighter compiles its grammars, markdown-it and
+ * DOMPurify set themselves up on first use): run one at a time in idle time after the panel opens.
+ */
+export const WARM_UP_STEPS: readonly (() => void)[] = [
+  () => void highlight('def f(x):\n    return {"a": [1, 2.5, None, "s"]}  # c\n', 'python'),
+  () => void md.render('# t\n\n**b** _i_ `c` [l](https://example.com)\n\n- a\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n'),
+  () => void DOMPurify.sanitize('<p><strong>b</strong> <a href="https://example.com">l</a></p><table><tr><td class="align-right">1</td></tr></table>'),
+];
+
 /** Sanitised HTML for a markdown string. */
 export function renderMarkdown(text: string): string {
   const div = document.createElement('div');
