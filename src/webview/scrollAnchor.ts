@@ -18,6 +18,16 @@ const BOTTOM = Number.MAX_SAFE_INTEGER;
 const INTENT_MS = 800;
 const NAV_KEYS = new Set(['PageUp', 'PageDown', 'ArrowUp', 'ArrowDown', 'Home', 'End', ' ', 'Tab']);
 
+/** When a pointer was last released anywhere (one listener for the page, not one per scroller). */
+let lastPointerUp = 0;
+let pointerUpListening = false;
+function listenPointerUp(): void {
+  if (pointerUpListening) return;
+  pointerUpListening = true;
+  window.addEventListener('pointerup', () => (lastPointerUp = performance.now()), { passive: true, capture: true });
+  window.addEventListener('pointercancel', () => (lastPointerUp = performance.now()), { passive: true, capture: true });
+}
+
 export interface StickOptions {
   /** Distance from the bottom, in px, that still counts as "at the bottom". */
   slack?: number;
@@ -32,7 +42,8 @@ export class StickToBottom {
   private stuckNow: boolean;
   private active = true;
   private intentUntil = 0;
-  private pointerDown = false;
+  /** When a pointer went down in this scroller (a scrollbar drag, a selection that scrolls it). */
+  private pointerDownAt = -1;
   private readonly io: IntersectionObserver;
   private readonly ro: ResizeObserver;
   private readonly onChange?: (stuck: boolean) => void;
@@ -74,13 +85,10 @@ export class StickToBottom {
     listen(scroller, 'touchstart', intent);
     listen(scroller, 'touchmove', intent);
     listen(scroller, 'focusin', intent);
+    listenPointerUp();
     listen(scroller, 'pointerdown', () => {
-      this.pointerDown = true;
+      this.pointerDownAt = performance.now();
       intent();
-    });
-    listen(window, 'pointerup', () => {
-      if (this.pointerDown) intent();
-      this.pointerDown = false;
     });
     listen(scroller, 'keydown', (e) => {
       if (NAV_KEYS.has((e as KeyboardEvent).key)) intent();
@@ -118,7 +126,11 @@ export class StickToBottom {
   }
 
   private userScrolling(): boolean {
-    return this.pointerDown || performance.now() < this.intentUntil;
+    const now = performance.now();
+    if (now < this.intentUntil) return true;
+    if (this.pointerDownAt < 0) return false;
+    // Still pressed, or released a moment ago.
+    return this.pointerDownAt > lastPointerUp || now - lastPointerUp < INTENT_MS;
   }
 
   private onIntersect(entry: IntersectionObserverEntry | undefined): void {
