@@ -305,6 +305,7 @@ export class App {
   /** The user scrolled: remember where to, once scrolling stops (a reload comes back there). */
   private onScroll(): void {
     if (this.stick.stuck || this.restoring) return;
+    this.position = undefined; // measured again when scrolling stops, or when saving before that
     if (this.positionTimer) clearTimeout(this.positionTimer);
     this.positionTimer = setTimeout(() => {
       this.positionTimer = undefined;

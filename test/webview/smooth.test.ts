@@ -283,7 +283,16 @@ describe('a panel that never stutters (headless Chromium)', function () {
     await p.page.mouse.move(260, 300);
     for (let i = 0; i < 6; i++) await p.page.mouse.wheel(0, -1000);
     await p.page.locator('.jump-latest').waitFor({ state: 'visible' });
-    await p.page.waitForTimeout(300);
+    // Wheel scrolling is animated: wait until the view has settled.
+    await p.page.evaluate(`new Promise((resolve) => {
+      const s = document.querySelector('.scroller');
+      let last = -1, since = performance.now();
+      const check = () => {
+        if (s.scrollTop !== last) { last = s.scrollTop; since = performance.now(); }
+        if (performance.now() - since > 300) resolve(); else requestAnimationFrame(check);
+      };
+      check();
+    })`);
     const where = `(() => { const s = document.querySelector('.scroller'); const r = s.getBoundingClientRect();
       const t = document.elementFromPoint(r.left + 40, r.top + 2)?.closest('.turn');
       return [t ? t.dataset.turnId : '', t ? Math.round(t.getBoundingClientRect().top - r.top) : 0]; })()`;
