@@ -29,6 +29,19 @@ function conversation(n: number, from = 0): TranscriptEvent[] {
   return events;
 }
 
+/** Wheel scrolling is animated: waits until the scroller has not moved for 300 ms. */
+async function settled(p: PanelPage, selector: string): Promise<void> {
+  await p.page.evaluate(`new Promise((resolve) => {
+    const s = document.querySelector(${JSON.stringify(selector)});
+    let last = -1, since = performance.now();
+    const check = () => {
+      if (s.scrollTop !== last) { last = s.scrollTop; since = performance.now(); }
+      if (performance.now() - since > 300) resolve(); else requestAnimationFrame(check);
+    };
+    check();
+  })`);
+}
+
 /** How far the transcript's view is from its bottom, in px (run in the page). */
 const GAP = `const s = document.querySelector('.scroller'); return Math.round(s.scrollHeight - s.scrollTop - s.clientHeight);`;
 
@@ -164,7 +177,7 @@ describe('a panel that never stutters (headless Chromium)', function () {
       const pre = document.querySelector('pre.output')!;
       return pre.scrollHeight - pre.scrollTop - pre.clientHeight > 100;
     });
-    await p.settle();
+    await settled(p, 'pre.output');
     const scrollTop = `return Math.round(document.querySelector('pre.output').scrollTop);`;
     const before = (await p.page.evaluate(`(() => { ${scrollTop} })()`)) as number;
     const shown = await pane.evaluate((pre) => pre.textContent!.match(/line \d+/)![0]);
@@ -212,7 +225,7 @@ describe('a panel that never stutters (headless Chromium)', function () {
     await p.page.mouse.move(260, 300);
     await p.page.mouse.wheel(0, -900);
     await p.page.locator('.jump-latest').waitFor({ state: 'visible' });
-    await p.settle();
+    await settled(p, '.scroller');
     const where = `const s = document.querySelector('.scroller'); const r = s.getBoundingClientRect();
       const t = document.elementFromPoint(r.left + 40, r.top + 30)?.closest('.turn');
       return [Math.round(s.scrollTop), t ? t.dataset.turnId : '', t ? Math.round(t.getBoundingClientRect().top) : 0];`;
@@ -283,16 +296,7 @@ describe('a panel that never stutters (headless Chromium)', function () {
     await p.page.mouse.move(260, 300);
     for (let i = 0; i < 6; i++) await p.page.mouse.wheel(0, -1000);
     await p.page.locator('.jump-latest').waitFor({ state: 'visible' });
-    // Wheel scrolling is animated: wait until the view has settled.
-    await p.page.evaluate(`new Promise((resolve) => {
-      const s = document.querySelector('.scroller');
-      let last = -1, since = performance.now();
-      const check = () => {
-        if (s.scrollTop !== last) { last = s.scrollTop; since = performance.now(); }
-        if (performance.now() - since > 300) resolve(); else requestAnimationFrame(check);
-      };
-      check();
-    })`);
+    await settled(p, '.scroller');
     const where = `(() => { const s = document.querySelector('.scroller'); const r = s.getBoundingClientRect();
       const t = document.elementFromPoint(r.left + 40, r.top + 2)?.closest('.turn');
       return [t ? t.dataset.turnId : '', t ? Math.round(t.getBoundingClientRect().top - r.top) : 0]; })()`;
