@@ -32,6 +32,8 @@ interface BlockView {
   /** Nodes of the open (unfinished) line in the DOM. */
   openNodes: Node[];
   visible: boolean;
+  /** Watched by the observers (only while the pane is scrolled up: at the bottom, the tail is shown anyway). */
+  observed: boolean;
   pinned: boolean;
   /** The placeholder height last set. */
   height: string;
@@ -183,6 +185,7 @@ export class OutputPane {
     for (let i = this.front; i < n; i++) {
       const b = blocks[i];
       const v = this.views.get(b) ?? this.create(b);
+      if (!stuck && !v.observed) this.observe(v);
       const want = v.visible || v.pinned || (stuck && i >= tailFrom);
       if (want) {
         if (!v.rendered || v.rev !== b.rev) this.paint(v);
@@ -223,13 +226,19 @@ export class OutputPane {
   private create(b: Block, append = true): BlockView {
     const el = document.createElement('div');
     el.className = 'out-blk';
-    const v: BlockView = { block: b, el, rendered: false, rev: -1, shown: 0, openNodes: [], visible: false, pinned: false, height: '' };
+    const v: BlockView = { block: b, el, rendered: false, rev: -1, shown: 0, openNodes: [], visible: false, observed: false, pinned: false, height: '' };
     this.views.set(b, v);
     this.byEl.set(el, v);
     this.setHeight(v);
     if (append) this.pre.insertBefore(el, this.stick.sentinel);
-    this.io.observe(el);
     return v;
+  }
+
+  /** What is in view (IntersectionObserver) and how tall shown blocks are (ResizeObserver, for placeholders). */
+  private observe(v: BlockView): void {
+    v.observed = true;
+    this.io.observe(v.el);
+    if (v.rendered) this.ro.observe(v.el);
   }
 
   /** Adds what the block gained since it was last painted (complete lines are never painted twice). */
@@ -242,7 +251,7 @@ export class OutputPane {
       v.shown = 0;
       v.openNodes = [];
       v.rendered = true;
-      this.ro.observe(v.el);
+      if (v.observed) this.ro.observe(v.el);
     }
     for (const node of v.openNodes) node.parentNode?.removeChild(node);
     if (v.shown < b.open) {

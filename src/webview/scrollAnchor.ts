@@ -7,9 +7,10 @@
  * scroll anchor, so content that grows above it keeps the view at the bottom during layout, in the same
  * frame, with no script at all. When the sentinel still leaves the view without the user scrolling (the
  * browser does not anchor at scroll offset 0), the observer's callback, which runs after layout, puts the
- * view back at the bottom; so does a ResizeObserver when the scroller is first laid out or changes size. When the user scrolls (wheel, keys, scrollbar, touch,
- * selection drag) and the sentinel leaves the view, the scroller is no longer stuck: it keeps its position
- * (ordinary scroll anchoring) until the user comes back to the bottom.
+ * view back at the bottom; so does a ResizeObserver when the scroller is first laid out or changes size.
+ * When the user scrolls (wheel, keys, scrollbar, touch, selection drag) and the sentinel leaves the view,
+ * the scroller is no longer stuck: it keeps its position (ordinary scroll anchoring) until the user comes
+ * back to the bottom.
  */
 
 /** Past the end: browsers clamp scroll offsets, so this reaches the bottom without reading scrollHeight. */
