@@ -6,14 +6,20 @@
 //     webview_render_100k_lines_ms, webview_render_500_messages_ms, webview_reopen_500_turns_ms
 //       main-thread busy time of the page (CDP Performance.getMetrics TaskDuration: script, style, layout,
 //       paint) from the first batch until everything is on screen;
+//     the same names with _cpu_ms instead of _ms
+//       the thread CPU time of those tasks (from a trace): what the page did, whatever else the cores ran;
 //     webview_longest_task_<scenario>_ms and webview_longest_task_ms (the max of the three)
 //       the longest task the page ran meanwhile, from PerformanceObserver `longtask` entries (these exist
-//       only for tasks over 50 ms, so 0 means "no task over 50 ms").
+//       only for tasks over 50 ms, so 0 means "no task over 50 ms"). Wall time: on a busy machine a task
+//       that ran for 10 ms of CPU can take 100 ms; stderr gives each run's longest task in wall and CPU time.
 //
 // The host's batches (made by the real event batcher) reach the page as `message` events, one per animation
 // frame, as the extension host posts them; the page renders with its own frame loop. Each figure is the median
-// of WEBVIEW_BENCH_RUNS runs (3 by default); every run is logged on stderr. WEBVIEW_BENCH_ONLY=lines|messages|reopen
-// runs one scenario.
+// of WEBVIEW_BENCH_RUNS runs (3 by default); every run is logged on stderr.
+//
+// Knobs for a closer look: WEBVIEW_BENCH_ONLY=lines|messages|reopen runs one scenario; WEBVIEW_BENCH_TURNS=N
+// shortens the 500-turn scenarios; WEBVIEW_BENCH_NOMINIFY=1 keeps function names; WEBVIEW_BENCH_PROFILE=prefix
+// writes a CPU profile and WEBVIEW_BENCH_TRACE=prefix a timeline trace of each run.
 import * as esbuild from 'esbuild';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
