@@ -196,7 +196,8 @@ try {
       const page = await browser.newPage({ viewport: { width: 560, height: 900 } });
       await page.addInitScript('window.acquireVsCodeApi = () => ({ postMessage() {}, getState() { return undefined; }, setState() {} });');
       await page.goto(`${origin}/`);
-      await page.waitForFunction('window.codeact && window.codeact.app');
+      // A function, not a string: a string predicate is evaluated with eval, which the page's CSP refuses.
+      await page.waitForFunction(() => Boolean(window.codeact && window.codeact.app));
       await page.evaluate((msgs) => void (window.__benchMessages = msgs), messages);
       await page.evaluate('new Promise((r) => setTimeout(r, 200))');
       const cdp = await page.context().newCDPSession(page);
