@@ -190,14 +190,32 @@ try {
     })(),
   })`;
 
+  /** A fresh page with the panel started (a page that does not start is logged and opened again, once). */
+  async function openPanel(retry = true) {
+    const page = await browser.newPage({ viewport: { width: 560, height: 900 } });
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+    page.on('requestfailed', (r) => problems.push(`${r.url()}: ${r.failure()?.errorText}`));
+    await page.addInitScript('window.acquireVsCodeApi = () => ({ postMessage() {}, getState() { return undefined; }, setState() {} });');
+    await page.goto(`${origin}/`);
+    try {
+      // A function, not a string: a string predicate is evaluated with eval, which the page's CSP refuses.
+      await page.waitForFunction(() => Boolean(window.codeact && window.codeact.app), null, { timeout: 10_000 });
+      return page;
+    } catch (e) {
+      const state = await page.evaluate(() => ({ ready: document.readyState, scripts: document.scripts.length, app: Boolean(window.codeact) })).catch((x) => String(x));
+      log(`the panel did not start: ${e.message.split('\n')[0]}; page ${JSON.stringify(state)}; ${problems.join(' | ') || 'no errors'}`);
+      await page.close();
+      if (!retry) throw e;
+      return openPanel(false);
+    }
+  }
+
   async function measure(name, messages) {
     const runs = [];
     for (let run = 0; run < RUNS; run++) {
-      const page = await browser.newPage({ viewport: { width: 560, height: 900 } });
-      await page.addInitScript('window.acquireVsCodeApi = () => ({ postMessage() {}, getState() { return undefined; }, setState() {} });');
-      await page.goto(`${origin}/`);
-      // A function, not a string: a string predicate is evaluated with eval, which the page's CSP refuses.
-      await page.waitForFunction(() => Boolean(window.codeact && window.codeact.app));
+      const page = await openPanel();
       await page.evaluate((msgs) => void (window.__benchMessages = msgs), messages);
       await page.evaluate('new Promise((r) => setTimeout(r, 200))');
       const cdp = await page.context().newCDPSession(page);
