@@ -1,7 +1,7 @@
 /**
  * Markdown answers: markdown-it (no raw HTML), highlighted fences, everything sanitised with DOMPurify
- * before it reaches the DOM. `StreamingMarkdown` renders a growing answer incrementally: blocks that can no
- * longer change are rendered once and frozen; only the last block is rendered again per frame.
+ * before it reaches the DOM as HTML. `StreamingMarkdown` renders a growing answer incrementally: each block
+ * is rendered and sanitised once, when it is complete; the unfinished last block is shown as plain text.
  */
 import MarkdownIt from 'markdown-it';
 import DOMPurify from 'dompurify';
@@ -47,6 +47,16 @@ export function renderMarkdownFragment(text: string): DocumentFragment {
   return DOMPurify.sanitize(md.render(text)) as unknown as DocumentFragment;
 }
 
+/**
+ * Steps that make the first real render cheap (the highlighter compiles its grammars, markdown-it and
+ * DOMPurify set themselves up on first use): run one at a time in idle time after the panel opens.
+ */
+export const WARM_UP_STEPS: readonly (() => void)[] = [
+  () => void highlight('def f(x):\n    return {"a": [1, 2.5, None, "s"]}  # c\n', 'python'),
+  () => void md.render('# t\n\n**b** _i_ `c` [l](https://example.com)\n\n- a\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n'),
+  () => void DOMPurify.sanitize('<p><strong>b</strong> <a href="https://example.com">l</a></p><table><tr><td class="align-right">1</td></tr></table>'),
+];
+
 /** Sanitised HTML for a markdown string. */
 export function renderMarkdown(text: string): string {
   const div = document.createElement('div');
@@ -69,7 +79,12 @@ export function stablePrefixLength(text: string, from = 0): number {
   let prevBlank = false;
   while (pos < text.length) {
     const nl = text.indexOf('\n', pos);
-    if (nl < 0) break; // the last line is not complete
+    if (nl < 0) {
+      // The last line is not complete; after a blank line, its first character can already say that a new
+      // block starts (anything but indentation or what could become a list marker).
+      if (!fence && prevBlank && /^[^\s\-*+\d]/.test(text.slice(pos, pos + 1))) stable = pos;
+      break;
+    }
     const line = text.slice(pos, nl);
     const trimmed = line.replace(/^ {0,3}/, '');
     const fm = /^(`{3,}|~{3,})/.exec(trimmed);
@@ -91,12 +106,21 @@ export function stablePrefixLength(text: string, from = 0): number {
   return stable;
 }
 
-/** A markdown message that grows at the end. */
+/** Where the live (unfinished) block starts an open code fence: its info string and the code so far. */
+const OPEN_FENCE = /^ {0,3}(`{3,}|~{3,})([^\n]*)\n?([\s\S]*)$/;
+
+/**
+ * A markdown message that grows at the end. Blocks that can no longer change are rendered (markdown-it, then
+ * DOMPurify) once, when they are complete, and frozen. The last, unfinished block is shown as plain text
+ * (an open code fence as plain code) until it is complete: cheap, and safe without sanitising on every
+ * frame. `finish` renders what is left, once.
+ */
 export class StreamingMarkdown {
   private readonly frozen: HTMLElement;
   private readonly live: HTMLElement;
   private text = '';
   private frozenLen = 0;
+  private liveText = '';
 
   constructor(
     readonly root: HTMLElement,
@@ -127,26 +151,84 @@ export class StreamingMarkdown {
       this.frozen.append(frag);
       this.frozenLen = stable;
     }
-    const live = renderMarkdownFragment(next.slice(this.frozenLen));
-    this.decorate(live);
-    this.live.replaceChildren(live);
+    this.showLive(next.slice(this.frozenLen));
   }
 
   /**
    * The message is complete. Blocks split at stable boundaries render as the whole would, so only the tail
-   * is brought up to date; a message with link reference definitions is rendered again as one document.
+   * is rendered; a message with link reference definitions is rendered again as one document.
    */
   finish(finalText?: string): void {
     const text = finalText ?? this.text;
-    if (this.frozenLen > 0 && LINK_REFERENCE.test(text)) {
+    if (this.frozenLen > 0 && (LINK_REFERENCE.test(text) || !text.startsWith(this.text.slice(0, this.frozenLen)))) {
       this.text = text;
       const all = renderMarkdownFragment(text);
       this.decorate(all);
       this.frozen.replaceChildren(all);
-      this.live.textContent = '';
+      this.clearLive();
       this.frozenLen = text.length;
       return;
     }
-    this.update(text);
+    this.text = text;
+    const rest = text.slice(this.frozenLen);
+    if (rest) {
+      const frag = renderMarkdownFragment(rest);
+      this.decorate(frag);
+      this.frozen.append(frag);
+    }
+    this.frozenLen = text.length;
+    this.clearLive();
   }
+
+  private clearLive(): void {
+    this.liveText = '';
+    this.live.textContent = '';
+  }
+
+  /** The unfinished block as text nodes: appended to when it only grew, which is the usual case. */
+  private showLive(tail: string): void {
+    if (tail === this.liveText) return;
+    const fence = OPEN_FENCE.exec(tail);
+    const wasFence = this.live.firstElementChild?.classList.contains('md-live-code') ?? false;
+    if (fence) {
+      const code = fence[3];
+      let codeEl = wasFence ? this.live.querySelector('code') : null;
+      if (!codeEl) {
+        const pre = document.createElement('pre');
+        pre.className = 'md-pre';
+        codeEl = document.createElement('code');
+        const lang = fence[2].trim().split(/\s+/)[0];
+        if (lang) codeEl.setAttribute('data-lang', lang);
+        pre.append(codeEl);
+        const wrap = document.createElement('div');
+        wrap.className = 'md-code md-live-code';
+        wrap.append(pre);
+        this.live.replaceChildren(wrap);
+      }
+      setGrowingText(codeEl, code);
+    } else {
+      let p = wasFence ? null : this.live.querySelector('.md-live-text');
+      if (!p) {
+        p = document.createElement('p');
+        p.className = 'md-live-text';
+        this.live.replaceChildren(p);
+      }
+      setGrowingText(p, tail);
+    }
+    this.liveText = tail;
+  }
+}
+
+/** Sets an element's text; when the new text only extends the old one, its one text node grows in place. */
+function setGrowingText(el: Element, text: string): void {
+  const node = el.firstChild;
+  if (node instanceof Text && el.childNodes.length === 1) {
+    const old = node.data;
+    if (text === old) return;
+    if (text.startsWith(old)) {
+      node.appendData(text.slice(old.length));
+      return;
+    }
+  }
+  el.textContent = text;
 }

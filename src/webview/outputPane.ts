@@ -1,288 +1,396 @@
 /**
- * Live stdout/stderr of an execution, with ANSI colours (anser), carriage-return progress lines, and a
- * bounded number of visible lines: new text is appended as nodes, old nodes are dropped from the front.
- * The pane pulls from the model's output tail and renders only what it has not shown yet.
+ * Live stdout/stderr of an execution, virtualised. The text (ANSI colours, carriage-return progress lines)
+ * lives in `OutputLines`, in blocks of 32 lines. Only the blocks in or near view hold their text in the DOM;
+ * the others are empty placeholders with the height they had (or their line count times the line height).
+ * What is near view comes from an IntersectionObserver. While the pane follows its bottom (`StickToBottom`)
+ * the last lines are shown without asking, and the blocks above them are not even elements: one spacer
+ * stands for them, so a program printing thousands of lines a frame costs a few elements a frame. Nothing
+ * here reads layout on the frame path.
+ *
+ * Text stays selectable and copyable: the blocks holding the ends of a selection are kept, and copying a
+ * selection inside one pane (or Ctrl+A in the focused pane, then copy) gives the text of every line in
+ * between, shown or not; "Copy output" copies all of it. The model keeps the tail of the output; the whole
+ * of it is behind "Open full output".
  */
-import Anser from 'anser';
 import type { StreamName } from '../common/events';
-import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, countNewlines, tailSlice, type OutputTail } from '../common/transcript';
+import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, tailSlice, type OutputTail } from '../common/transcript';
+import { OutputLines, blockLines, type Block } from './ansiLines';
+import { StickToBottom } from './scrollAnchor';
 
-interface AnsiStyle {
-  fg: string | null;
-  bg: string | null;
-  fg_truecolor: string | null;
-  bg_truecolor: string | null;
-  decorations: string[];
-}
+export { paletteColor } from './ansiLines';
 
-interface StreamState {
-  anser: Anser;
-  /** A partial escape sequence cut at the end of the last chunk. */
-  pending: string;
-  style: AnsiStyle;
-}
+/** Rows a pane shows at most (styles.css sets its max-height to this many line heights). */
+export const OUTPUT_ROWS = 16;
 
-interface Segment {
+interface BlockView {
+  block: Block;
   el: HTMLElement;
-  chars: number;
-  lines: number;
+  rendered: boolean;
+  rev: number;
+  /** Characters of complete lines in the DOM. */
+  shown: number;
+  /** Nodes of the open (unfinished) line in the DOM. */
+  openNodes: Node[];
+  visible: boolean;
+  /** Watched by the observers (only while the pane is scrolled up: at the bottom, the tail is shown anyway). */
+  observed: boolean;
+  pinned: boolean;
+  /** The placeholder height last set. */
+  height: string;
 }
 
-interface Piece {
-  node: Node;
-  seg: Segment;
-  chars: number;
-  lines: number;
-}
+const paneOf = new WeakMap<Element, OutputPane>();
 
-const NO_STYLE: AnsiStyle = { fg: null, bg: null, fg_truecolor: null, bg_truecolor: null, decorations: [] };
-const PARTIAL_ESC = /\x1b(\[[0-9;?]*)?$/;
-const ANSI_BASE = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white'];
-
-/** CSS colour for an xterm 256-colour palette index, using the theme's terminal colours for 0-15. */
-export function paletteColor(n: number): string {
-  if (n < 16) {
-    const base = ANSI_BASE[n % 8];
-    const name = n >= 8 ? `Bright${base[0].toUpperCase()}${base.slice(1)}` : `${base[0].toUpperCase()}${base.slice(1)}`;
-    return `var(--vscode-terminal-ansi${name})`;
-  }
-  if (n < 232) {
-    const i = n - 16;
-    const c = (v: number) => (v === 0 ? 0 : 55 + v * 40);
-    return `rgb(${c(Math.floor(i / 36))}, ${c(Math.floor(i / 6) % 6)}, ${c(i % 6)})`;
-  }
-  const g = 8 + (n - 232) * 10;
-  return `rgb(${g}, ${g}, ${g})`;
-}
-
-/**
- * Text goes into block segments (one per write, continuing the last one while its line is open), so the
- * browser lays out only the new segment, not everything shown so far; trimming drops whole segments.
- */
 export class OutputPane {
   readonly el: HTMLElement;
   readonly pre: HTMLElement;
-  private readonly streams: Partial<Record<StreamName, StreamState>> = {};
-  private segments: Segment[] = [];
-  private head = 0; // index of the first live segment
-  private open: Segment | undefined; // the last segment, while its last line has no newline yet
-  private currentLine: Piece[] = [];
-  private visibleChars = 0;
-  private visibleLines = 0;
-  private rendered = 0;
-  private stick = true;
+  private readonly lines: OutputLines;
+  private readonly views = new WeakMap<Block, BlockView>();
+  private readonly byEl = new WeakMap<Element, BlockView>();
+  /** Heights of blocks as last laid out with their text (ResizeObserver), for placeholders. */
+  private readonly measured = new WeakMap<Block, { px: number; rev: number }>();
+  private readonly stick: StickToBottom;
+  private readonly io: IntersectionObserver;
+  private readonly ro: ResizeObserver;
+  /** Stands for the first `front` blocks, which have no element. */
+  private readonly spacer: HTMLElement;
+  private front = 0;
+  private spacerHeight = '';
+  private pins: BlockView[] = [];
+  private taken = 0;
+  private full = false;
   /** Lines the model holds in total, including those no longer shown. */
   totalLines = 0;
 
-  constructor(
-    private readonly maxLines = OUTPUT_TAIL_MAX_LINES,
-    private readonly maxChars = OUTPUT_TAIL_MAX_CHARS,
-    /** Runs DOM reads/scrolls after the frame's writes (avoids forced layouts mid-frame). */
-    private readonly afterWrite: (fn: () => void) => void = (fn) => fn(),
-  ) {
+  constructor(maxLines = OUTPUT_TAIL_MAX_LINES, maxChars = OUTPUT_TAIL_MAX_CHARS) {
     this.el = document.createElement('div');
     this.el.className = 'output-pane';
     this.pre = document.createElement('pre');
     this.pre.className = 'output';
     this.pre.setAttribute('tabindex', '0');
-    this.pre.addEventListener(
-      'scroll',
-      () => {
-        const p = this.pre;
-        this.stick = p.scrollHeight - p.scrollTop - p.clientHeight < 24;
-      },
-      { passive: true },
-    );
+    this.spacer = document.createElement('div');
+    this.spacer.className = 'out-spacer';
+    this.pre.append(this.spacer);
     this.el.append(this.pre);
+    paneOf.set(this.pre, this);
+    installDocumentHandlers();
+    this.lines = new OutputLines(maxLines, maxChars, (b) => this.dropped(b));
+    this.stick = new StickToBottom(this.pre, { slack: 8, onChange: () => this.render() });
+    this.io = new IntersectionObserver((entries) => this.onVisibility(entries), { root: this.pre, rootMargin: '50% 0px', threshold: 0 });
+    this.ro = new ResizeObserver((entries) => {
+      for (const e of entries) {
+        const v = this.byEl.get(e.target);
+        const size = e.borderBoxSize?.[0];
+        if (v?.rendered && size && size.blockSize > 0) this.measured.set(v.block, { px: size.blockSize, rev: v.block.rev });
+      }
+    });
+    this.pre.addEventListener('keydown', (e) => {
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'a') {
+        e.preventDefault();
+        document.getSelection()?.selectAllChildren(this.pre);
+      }
+    });
   }
 
-  get shownLines(): number {
-    return this.visibleLines;
-  }
-
-  /** Lines received but no longer shown. */
+  /** Lines received but no longer held (only "Open full output" has them). */
   get hiddenLines(): number {
-    return Math.max(0, this.totalLines - this.visibleLines);
+    return Math.max(0, this.totalLines - this.lines.lines);
   }
 
   get isEmpty(): boolean {
-    return this.rendered === 0;
+    return this.taken === 0;
   }
 
-  /** Renders what the tail holds beyond what was already shown. Returns true when something changed. */
+  /** Takes what the tail holds beyond what was already taken. Returns true when something changed. */
   sync(tail: OutputTail): boolean {
-    const fresh = tail.totalChars - this.rendered;
+    const fresh = tail.totalChars - this.taken;
     if (fresh === 0) return false;
     if (fresh < 0 || fresh > tail.chars) {
-      // The model dropped text we never showed, or started over: rebuild from the tail.
-      this.clear();
-      for (const c of tail.chunks) this.write(c.stream, c.text);
+      // The model dropped text we never took, or started over: rebuild from the tail.
+      this.lines.clear();
+      for (const c of tail.chunks) this.lines.write(c.stream, c.text);
     } else {
-      for (const c of tailSlice(tail, fresh)) this.write(c.stream, c.text);
+      for (const c of tailSlice(tail, fresh)) this.lines.write(c.stream, c.text);
     }
-    this.rendered = tail.totalChars;
+    this.taken = tail.totalChars;
     this.totalLines = tail.totalLines;
-    this.trim();
-    if (this.stick) this.afterWrite(() => (this.pre.scrollTop = this.pre.scrollHeight));
+    this.lines.trim();
+    this.render();
     return true;
   }
 
-  clear(): void {
-    this.pre.textContent = '';
-    this.segments = [];
-    this.head = 0;
-    this.open = undefined;
-    this.currentLine = [];
-    this.visibleChars = 0;
-    this.visibleLines = 0;
-    this.rendered = 0;
-    for (const k of Object.keys(this.streams) as StreamName[]) delete this.streams[k];
+  /** Appends raw text of one stream and shows it (a pane not fed from the model: the traceback). */
+  write(stream: StreamName, raw: string): void {
+    this.lines.write(stream, raw);
+    this.taken += raw.length;
+    this.lines.trim();
+    this.render();
   }
 
-  private stream(name: StreamName): StreamState {
-    let s = this.streams[name];
-    if (!s) {
-      s = { anser: new Anser(), pending: '', style: NO_STYLE };
-      this.streams[name] = s;
-    }
-    return s;
+  /** The plain text of every line the pane holds (shown or not). */
+  text(): string {
+    return this.lines.text();
   }
 
-  /** Appends raw text of one stream (ANSI escapes and carriage returns included). */
-  write(streamName: StreamName, raw: string): void {
-    const st = this.stream(streamName);
-    let text = st.pending + raw;
-    st.pending = '';
-    const partial = PARTIAL_ESC.exec(text);
-    if (partial && partial[0].length < 32) {
-      st.pending = partial[0];
-      text = text.slice(0, partial.index);
+  /** The plain text between two DOM points of this pane (a selection), with the lines not shown in between. */
+  textBetween(startNode: Node, startOffset: number, endNode: Node, endOffset: number): string {
+    const a = this.position(startNode, startOffset);
+    const b = this.position(endNode, endOffset);
+    const blocks = this.lines.blocks;
+    if (a.i > b.i || (a.i === b.i && a.o >= b.o)) return '';
+    let out = '';
+    for (let i = Math.max(0, a.i); i <= b.i && i < blocks.length; i++) {
+      const t = blocks[i].text;
+      out += t.slice(i === a.i ? a.o : 0, i === b.i ? b.o : t.length);
     }
-    if (!text) return;
-    if (text.length > this.maxChars * 2) text = keepTail(text, this.maxLines, this.maxChars);
-    if (text.includes('\r')) text = text.replace(/\r\n/g, '\n');
-    let seg = this.open;
-    if (!seg) {
-      seg = { el: document.createElement('div'), chars: 0, lines: 0 };
-      seg.el.className = 'seg';
-      this.segments.push(seg);
+    return out;
+  }
+
+  /** Keeps the blocks holding these nodes (the ends of a selection) in the DOM. */
+  pinNodes(nodes: Node[]): void {
+    const next: BlockView[] = [];
+    for (const n of nodes) {
+      const v = this.viewAt(n);
+      if (v && !next.includes(v)) next.push(v);
     }
-    const frag = document.createDocumentFragment();
-    const parts = text.includes('\r') ? text.split('\r') : [text];
-    for (let i = 0; i < parts.length; i++) {
-      if (i > 0) this.clearCurrentLine();
-      const part = parts[i];
-      if (!part) continue;
-      if (!part.includes('\x1b') && st.style === NO_STYLE) {
-        this.appendText(frag, seg, part, streamName === 'stderr' ? ['stderr'] : null);
+    if (next.length === this.pins.length && next.every((v) => this.pins.includes(v))) return;
+    for (const v of this.pins) v.pinned = false;
+    for (const v of next) v.pinned = true;
+    this.pins = next;
+    this.render();
+  }
+
+  /** Brings the DOM in line with the text: shows the blocks that should be shown, empties the others. */
+  private render(): void {
+    const blocks = this.lines.blocks;
+    const n = blocks.length;
+    // With at least as many lines as rows the pane is at its full height whatever the text: a fixed size
+    // lets the browser lay out and paint the pane on its own, not the card and the transcript around it.
+    if (!this.full && this.lines.lines >= OUTPUT_ROWS) {
+      this.full = true;
+      this.pre.classList.add('full');
+    }
+    const stuck = this.stick.stuck;
+    // At the bottom: the last block and, when it has fewer lines than the pane has rows, the one before.
+    const tailFrom = n >= 2 && blockLines(blocks[n - 1]) < OUTPUT_ROWS + 1 ? n - 2 : n - 1;
+    // Blocks before `front` live in the spacer: at the bottom, all but the tail and the pinned ones;
+    // scrolled up, none (each block needs its own element for the observer to say what is in view).
+    let front = 0;
+    if (stuck) {
+      front = Math.max(0, tailFrom);
+      for (const v of this.pins) front = Math.min(front, blocks.indexOf(v.block));
+      front = Math.max(0, front);
+    }
+    this.setFront(front);
+    for (let i = this.front; i < n; i++) {
+      const b = blocks[i];
+      const v = this.views.get(b) ?? this.create(b);
+      if (!stuck && !v.observed) this.observe(v);
+      const want = v.visible || v.pinned || (stuck && i >= tailFrom);
+      if (want) {
+        if (!v.rendered || v.rev !== b.rev) this.paint(v);
+      } else if (v.rendered) {
+        this.evict(v);
       } else {
-        this.appendAnsi(frag, seg, st, part, streamName);
+        this.setHeight(v);
       }
     }
-    seg.el.append(frag);
-    if (!seg.el.parentNode) this.pre.append(seg.el);
-    this.open = this.currentLine.length ? seg : undefined;
   }
 
-  private appendAnsi(frag: DocumentFragment, seg: Segment, st: StreamState, text: string, streamName: StreamName): void {
-    const entries = st.anser.ansiToJson(text, { json: true, use_classes: true, remove_empty: false });
-    for (let i = 0; i < entries.length; i++) {
-      const e = entries[i];
-      if (!e.content) continue;
-      const style: AnsiStyle = i === 0 ? st.style : { fg: e.fg, bg: e.bg, fg_truecolor: e.fg_truecolor, bg_truecolor: e.bg_truecolor, decorations: e.decorations };
-      this.appendText(frag, seg, e.content, streamName === 'stderr' ? ['stderr'] : null, style);
-    }
-    // Carry the colour state into the next chunk (anser resets it for text before the first escape).
-    const a = st.anser as unknown as AnsiStyle;
-    const carried: AnsiStyle = { fg: a.fg, bg: a.bg, fg_truecolor: a.fg_truecolor, bg_truecolor: a.bg_truecolor, decorations: [...(a.decorations ?? [])] };
-    st.style = carried.fg || carried.bg || carried.fg_truecolor || carried.bg_truecolor || carried.decorations.length ? carried : NO_STYLE;
-  }
-
-  private appendText(frag: DocumentFragment, seg: Segment, text: string, classes: string[] | null, style?: AnsiStyle): void {
-    const nl = text.lastIndexOf('\n');
-    if (nl >= 0 && nl < text.length - 1) {
-      this.appendNode(frag, seg, text.slice(0, nl + 1), classes, style);
-      this.appendNode(frag, seg, text.slice(nl + 1), classes, style);
+  /** Moves blocks between the spacer and elements of their own. */
+  private setFront(front: number): void {
+    const blocks = this.lines.blocks;
+    if (front < this.front) {
+      // Give blocks back their elements, in order, right after the spacer.
+      const els: HTMLElement[] = [];
+      for (let i = front; i < this.front; i++) els.push(this.create(blocks[i], false).el);
+      this.spacer.after(...els);
     } else {
-      this.appendNode(frag, seg, text, classes, style);
+      for (let i = this.front; i < front; i++) this.removeView(blocks[i]);
+    }
+    this.front = front;
+    let px = 0;
+    let rows = 0;
+    for (let i = 0; i < front; i++) {
+      const m = this.measured.get(blocks[i]);
+      if (m && m.rev === blocks[i].rev) px += m.px;
+      else rows += blockLines(blocks[i]);
+    }
+    const height = px || rows ? `calc(${px}px + ${rows} * 1lh)` : '';
+    if (height !== this.spacerHeight) {
+      this.spacerHeight = height;
+      this.spacer.style.height = height;
     }
   }
 
-  private appendNode(frag: DocumentFragment, seg: Segment, text: string, classes: string[] | null, style?: AnsiStyle): void {
-    let node: Node;
-    const styled = style && style !== NO_STYLE;
-    if (!classes && !styled) {
-      node = document.createTextNode(text);
+  private create(b: Block, append = true): BlockView {
+    const el = document.createElement('div');
+    el.className = 'out-blk';
+    const v: BlockView = { block: b, el, rendered: false, rev: -1, shown: 0, openNodes: [], visible: false, observed: false, pinned: false, height: '' };
+    this.views.set(b, v);
+    this.byEl.set(el, v);
+    this.setHeight(v);
+    if (append) this.pre.insertBefore(el, this.stick.sentinel);
+    return v;
+  }
+
+  /** What is in view (IntersectionObserver) and how tall shown blocks are (ResizeObserver, for placeholders). */
+  private observe(v: BlockView): void {
+    v.observed = true;
+    this.io.observe(v.el);
+    if (v.rendered) this.ro.observe(v.el);
+  }
+
+  /** Adds what the block gained since it was last painted (complete lines are never painted twice). */
+  private paint(v: BlockView): void {
+    const b = v.block;
+    if (!v.rendered) {
+      v.el.textContent = '';
+      v.el.style.height = '';
+      v.height = '';
+      v.shown = 0;
+      v.openNodes = [];
+      v.rendered = true;
+      if (v.observed) this.ro.observe(v.el);
+    }
+    for (const node of v.openNodes) node.parentNode?.removeChild(node);
+    if (v.shown < b.open) {
+      v.el.append(nodes(b, v.shown, b.open));
+      v.shown = b.open;
+    }
+    if (b.text.length > b.open) {
+      const frag = nodes(b, b.open, b.text.length);
+      v.openNodes = Array.from(frag.childNodes);
+      v.el.append(frag);
     } else {
-      const span = document.createElement('span');
-      if (classes) span.className = classes.join(' ');
-      if (styled) applyStyle(span, style!);
-      span.textContent = text;
-      node = span;
+      v.openNodes = [];
     }
-    const lines = countNewlines(text);
-    const piece: Piece = { node, seg, chars: text.length, lines };
-    seg.chars += piece.chars;
-    seg.lines += lines;
-    this.visibleChars += piece.chars;
-    this.visibleLines += lines;
-    frag.append(node);
-    if (text.endsWith('\n')) this.currentLine = [];
-    else this.currentLine.push(piece);
+    v.rev = b.rev;
   }
 
-  /** A bare carriage return: the current line is overwritten by what follows. */
-  private clearCurrentLine(): void {
-    for (const p of this.currentLine) {
-      p.node.parentNode?.removeChild(p.node);
-      p.seg.chars -= p.chars;
-      this.visibleChars -= p.chars;
-      p.chars = 0;
-    }
-    this.currentLine = [];
+  private evict(v: BlockView): void {
+    this.ro.unobserve(v.el);
+    v.rendered = false;
+    v.openNodes = [];
+    v.el.textContent = '';
+    this.setHeight(v);
   }
 
-  private trim(): void {
-    while (this.segments.length - this.head > 1 && (this.visibleLines > this.maxLines || this.visibleChars > this.maxChars)) {
-      const s = this.segments[this.head++];
-      s.el.remove();
-      this.visibleChars -= s.chars;
-      this.visibleLines -= s.lines;
-    }
-    if (this.head > 256 && this.head * 2 > this.segments.length) {
-      this.segments = this.segments.slice(this.head);
-      this.head = 0;
+  /** A placeholder's height: as measured with its text, or its line count times the line height. */
+  private setHeight(v: BlockView): void {
+    const m = this.measured.get(v.block);
+    const height = m && m.rev === v.block.rev ? `${m.px}px` : `calc(${blockLines(v.block)} * 1lh)`;
+    if (height !== v.height) {
+      v.height = height;
+      v.el.style.height = height;
     }
   }
 
-  /** Plain text of what is shown (for tests and copy). */
-  text(): string {
-    return this.pre.textContent ?? '';
-  }
-}
-
-function keepTail(text: string, maxLines: number, maxChars: number): string {
-  let start = Math.max(0, text.length - maxChars);
-  let lines = 0;
-  for (let i = text.length - 1; i >= start; i--) {
-    if (text.charCodeAt(i) === 10 && ++lines > maxLines) {
-      start = i + 1;
-      break;
-    }
-  }
-  return text.slice(start);
-}
-
-function applyStyle(span: HTMLElement, s: AnsiStyle): void {
-  const cls: string[] = [];
-  const color = (v: string | null, tc: string | null, prop: 'color' | 'backgroundColor', suffix: 'fg' | 'bg') => {
+  private removeView(b: Block): void {
+    const v = this.views.get(b);
     if (!v) return;
-    if (v === 'ansi-truecolor' && tc) span.style[prop] = `rgb(${tc})`;
-    else if (v.startsWith('ansi-palette-')) span.style[prop] = paletteColor(Number(v.slice(13)));
-    else cls.push(`${v}-${suffix}`);
-  };
-  color(s.fg, s.fg_truecolor, 'color', 'fg');
-  color(s.bg, s.bg_truecolor, 'backgroundColor', 'bg');
-  for (const d of s.decorations) cls.push(`ansi-${d}`);
-  if (cls.length) span.classList.add(...cls);
+    this.io.unobserve(v.el);
+    this.ro.unobserve(v.el);
+    v.el.remove();
+    if (v.pinned) this.pins = this.pins.filter((x) => x !== v);
+    this.views.delete(b);
+  }
+
+  /** A block trimmed from the front: its element goes, or it leaves the spacer. */
+  private dropped(b: Block): void {
+    if (this.views.has(b)) this.removeView(b);
+    else if (this.front > 0) this.front--;
+  }
+
+  private onVisibility(entries: IntersectionObserverEntry[]): void {
+    for (const e of entries) {
+      const v = this.byEl.get(e.target);
+      if (v) v.visible = e.isIntersecting;
+    }
+    this.render();
+  }
+
+  private viewAt(node: Node): BlockView | undefined {
+    const el = (node.nodeType === Node.ELEMENT_NODE ? (node as Element) : node.parentElement)?.closest('.out-blk');
+    return el ? this.byEl.get(el) : undefined;
+  }
+
+  /** A DOM point of this pane as (block index, character offset in the block's text). */
+  private position(node: Node, offset: number): { i: number; o: number } {
+    const blocks = this.lines.blocks;
+    const last = blocks.length - 1;
+    const end = { i: last, o: last >= 0 ? blocks[last].text.length : 0 };
+    if (node === this.pre) {
+      const child = this.pre.childNodes[offset];
+      if (child === this.spacer) return { i: 0, o: 0 };
+      const v = child ? this.byEl.get(child as Element) : undefined;
+      return v ? { i: blocks.indexOf(v.block), o: 0 } : end;
+    }
+    if (node === this.spacer) return { i: 0, o: 0 };
+    const v = this.viewAt(node);
+    if (!v) return end;
+    const i = blocks.indexOf(v.block);
+    if (i < 0) return { i: 0, o: 0 };
+    const r = document.createRange();
+    r.setStart(v.el, 0);
+    r.setEnd(node, offset);
+    return { i, o: r.toString().length };
+  }
+}
+
+/** The nodes of `b.text` from `from` to `to`: plain text as text nodes, one span per styled range. */
+function nodes(b: Block, from: number, to: number): DocumentFragment {
+  const frag = document.createDocumentFragment();
+  let pos = from;
+  for (const sp of b.spans) {
+    if (sp.end <= pos) continue;
+    if (sp.start >= to) break;
+    if (sp.start > pos) frag.append(document.createTextNode(b.text.slice(pos, sp.start)));
+    const end = Math.min(sp.end, to);
+    const span = document.createElement('span');
+    if (sp.cls) span.className = sp.cls;
+    if (sp.css?.color) span.style.color = sp.css.color;
+    if (sp.css?.background) span.style.backgroundColor = sp.css.background;
+    span.textContent = b.text.slice(Math.max(sp.start, pos), end);
+    frag.append(span);
+    pos = end;
+  }
+  if (pos < to) frag.append(document.createTextNode(b.text.slice(pos, to)));
+  return frag;
+}
+
+function paneAt(node: Node | null): OutputPane | undefined {
+  const el = node ? (node.nodeType === Node.ELEMENT_NODE ? (node as Element) : node.parentElement) : null;
+  const pre = el?.closest('pre.output');
+  return pre ? paneOf.get(pre) : undefined;
+}
+
+let installed = false;
+let pinnedPanes: OutputPane[] = [];
+
+/** One listener per page: keep the blocks a selection ends in, and copy whole lines between them. */
+function installDocumentHandlers(): void {
+  if (installed) return;
+  installed = true;
+  document.addEventListener('selectionchange', () => {
+    const sel = document.getSelection();
+    const ends = sel && sel.rangeCount > 0 && !sel.isCollapsed ? [sel.anchorNode, sel.focusNode].filter((n): n is Node => n !== null) : [];
+    const next: OutputPane[] = [];
+    for (const node of ends) {
+      const p = paneAt(node);
+      if (p && !next.includes(p)) next.push(p);
+    }
+    for (const p of pinnedPanes) if (!next.includes(p)) p.pinNodes([]);
+    for (const p of next) p.pinNodes(ends.filter((n) => paneAt(n) === p));
+    pinnedPanes = next;
+  });
+  document.addEventListener('copy', (e) => {
+    const sel = document.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
+    const r = sel.getRangeAt(0);
+    const p = paneAt(r.startContainer);
+    if (!p || p !== paneAt(r.endContainer)) return;
+    e.clipboardData?.setData('text/plain', p.textBetween(r.startContainer, r.startOffset, r.endContainer, r.endOffset));
+    e.preventDefault();
+  });
 }

@@ -3,7 +3,7 @@
  * HTTP server serves the page made by `buildWebviewHtml` (the real CSP) plus the Dark Modern theme
  * variables; a stub `acquireVsCodeApi` records what the page posts and keeps its state across reloads.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,10 +22,33 @@ export function chromiumAvailable(): boolean {
   return existsSync(CHROMIUM);
 }
 
+export interface BundleOptions {
+  /**
+   * Counts DOMPurify.sanitize calls: the bundle's `dompurify` is a wrapper that pushes the length of each
+   * input to `window.__sanitized` (an instrumented build; the shipped bundle has no such hook).
+   */
+  countSanitize?: boolean;
+}
+
 /** Builds src/webview/main.ts like esbuild.mjs does, into a temporary folder. */
-export async function buildBundle(): Promise<string> {
+export async function buildBundle(options: BundleOptions = {}): Promise<string> {
   const outdir = mkdtempSync(join(tmpdir(), 'codeact-webview-'));
+  if (options.countSanitize) {
+    const real = join(ROOT, 'node_modules/dompurify/dist/purify.es.mjs');
+    writeFileSync(
+      join(outdir, 'countingPurify.mjs'),
+      `import DOMPurify from ${JSON.stringify(real)};
+const sanitize = DOMPurify.sanitize.bind(DOMPurify);
+DOMPurify.sanitize = (dirty, cfg) => {
+  (window.__sanitized ??= []).push(String(dirty).length);
+  return cfg === undefined ? sanitize(dirty) : sanitize(dirty, cfg);
+};
+export default DOMPurify;
+`,
+    );
+  }
   await esbuild.build({
+    ...(options.countSanitize ? { alias: { dompurify: join(outdir, 'countingPurify.mjs') } } : {}),
     entryPoints: { webview: join(ROOT, 'src/webview/main.ts') },
     outdir,
     bundle: true,
@@ -45,7 +68,12 @@ export interface PanelServer {
   close(): Promise<void>;
 }
 
-export async function startServer(bundleDir: string, theme = join(ROOT, 'test/webview/fixtures/dark-modern.css')): Promise<PanelServer> {
+export const THEMES = {
+  dark: { css: join(ROOT, 'test/webview/fixtures/dark-modern.css'), kind: 'vscode-dark' },
+  light: { css: join(ROOT, 'test/webview/fixtures/light-modern.css'), kind: 'vscode-light' },
+} as const;
+
+export async function startServer(bundleDir: string, theme: string = THEMES.dark.css, themeKind = 'vscode-dark'): Promise<PanelServer> {
   const files: Record<string, [string, string]> = {
     '/dist/webview.js': [join(bundleDir, 'webview.js'), 'text/javascript'],
     '/dist/webview.js.map': [join(bundleDir, 'webview.js.map'), 'application/json'],
@@ -61,7 +89,7 @@ export async function startServer(bundleDir: string, theme = join(ROOT, 'test/we
       // What VS Code adds around the page: the theme variables and the theme-kind class on <body>.
       html = html
         .replace('</head>', `  <link rel="stylesheet" href="${origin}/theme.css" nonce="${nonce}" />\n  </head>`)
-        .replace('<body>', '<body class="vscode-dark" data-vscode-theme-kind="vscode-dark">');
+        .replace('<body>', `<body class="${themeKind}" data-vscode-theme-kind="${themeKind}">`);
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
       res.end(html);
       return;
@@ -121,8 +149,8 @@ export class PanelPage {
     });
   }
 
-  static async open(browser: Browser, url: string, viewport = { width: 520, height: 900 }): Promise<PanelPage> {
-    const page = await browser.newPage({ viewport, deviceScaleFactor: 1, colorScheme: 'dark' });
+  static async open(browser: Browser, url: string, viewport = { width: 520, height: 900 }, colorScheme: 'dark' | 'light' = 'dark'): Promise<PanelPage> {
+    const page = await browser.newPage({ viewport, deviceScaleFactor: 1, colorScheme });
     await page.addInitScript(INIT_SCRIPT);
     const panel = new PanelPage(page);
     await page.goto(url);
@@ -165,6 +193,50 @@ export class PanelPage {
     this.seq = batcher.seq;
     await this.send(...batches);
     return batches;
+  }
+
+  /** The batches the host would post for these events (the real batcher, one batch per `perFrame` events). */
+  batches(events: TranscriptEvent[], perFrame = 8, conversationId = 'conv-1'): EventsMessage[] {
+    const batches: EventsMessage[] = [];
+    let flush: (() => void) | undefined;
+    const batcher = createEventBatcher((m) => batches.push(m), (f) => void (flush = f), { conversationId, startSeq: this.seq });
+    events.forEach((e, i) => {
+      batcher.push(e);
+      if ((i + 1) % perFrame === 0) flush?.();
+    });
+    batcher.flush();
+    this.seq = batcher.seq;
+    return batches;
+  }
+
+  /**
+   * Delivers host messages as the extension host does: one per animation frame, as `message` events, letting
+   * the page render with its own frame loop in between. `probe` (a function body run in the page once each
+   * message is rendered and laid out) collects one value per message.
+   */
+  async deliverPerFrame<T = unknown>(messages: HostToWebview[], probe?: string): Promise<T[]> {
+    return this.page.evaluate(
+      `(async (msgs) => {
+        const probe = ${probe ? `() => { ${probe} }` : 'null'};
+        const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+        const out = [];
+        for (const m of msgs) {
+          await frame();
+          window.postMessage(m, '*');
+          if (probe) { await new Promise((r) => setTimeout(r, 0)); await frame(); await frame(); out.push(probe()); }
+        }
+        await new Promise((r) => setTimeout(r, 0));
+        await frame();
+        await frame();
+        return out;
+      })(${JSON.stringify(messages)})`,
+    ) as Promise<T[]>;
+  }
+
+  /** Waits until the page has put everything on screen, including work it left for idle time. */
+  async whenIdle(): Promise<void> {
+    await this.page.evaluate('window.codeact.app.whenIdle ? window.codeact.app.whenIdle() : undefined');
+    await this.page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())))');
   }
 
   setSeq(seq: number): void {

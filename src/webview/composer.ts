@@ -1,0 +1,239 @@
+/**
+ * The composer at the bottom of the panel: the status line, the prompt (Enter sends, Shift+Enter adds a
+ * line, Up/Down recall earlier prompts, Escape stops a running turn), the provider and model picker, the
+ * managed-tools chip, Send and Stop.
+ */
+import type { HostState, WebviewToHost } from '../common/protocol';
+import { h, toggle } from './dom';
+import { icon } from './icons';
+
+const MAX_INPUT_HISTORY = 100;
+
+export interface ComposerHost {
+  post(message: WebviewToHost): void;
+  host(): HostState | undefined;
+  busy(): boolean;
+  /** A prompt was sent. */
+  sent(): void;
+  /** The draft changed (save it). */
+  draftChanged(): void;
+  /** The provider or model changed. */
+  pickerChanged(): void;
+}
+
+export class Composer {
+  readonly el: HTMLElement;
+  readonly statusEl: HTMLElement;
+  readonly input: HTMLTextAreaElement;
+  readonly inputHistory: string[];
+  private readonly providerSelect: HTMLSelectElement;
+  private readonly modelSelect: HTMLSelectElement;
+  private readonly toolsButton: HTMLButtonElement;
+  private readonly sendButton: HTMLButtonElement;
+  private readonly stopButton: HTMLButtonElement;
+  private historyIndex = -1;
+  private historyDraft = '';
+  private lastStatus = '';
+
+  constructor(
+    private readonly ctx: ComposerHost,
+    draft: string,
+    inputHistory: string[],
+  ) {
+    this.inputHistory = inputHistory;
+    this.statusEl = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
+    this.input = h('textarea', {
+      class: 'prompt-input',
+      rows: '1',
+      placeholder: 'Ask CodeAct to do something with your tools…',
+      'aria-label': 'Message CodeAct. Enter sends, Shift+Enter adds a line, Up and Down recall earlier messages.',
+      spellcheck: 'true',
+    });
+    this.input.value = draft;
+    this.input.addEventListener('keydown', (e) => this.onKeyDown(e));
+    this.input.addEventListener('input', () => {
+      this.autosize();
+      this.historyIndex = -1;
+      this.ctx.draftChanged();
+    });
+    this.providerSelect = h('select', { class: 'select', 'aria-label': 'Provider' });
+    this.modelSelect = h('select', { class: 'select model', 'aria-label': 'Model' });
+    this.providerSelect.addEventListener('change', () => this.onProviderChange());
+    this.modelSelect.addEventListener('change', () => this.onModelChange());
+    this.toolsButton = h('button', { class: 'chip-button', type: 'button', onclick: () => this.ctx.post({ type: 'command', command: 'declareTools' }) });
+    this.sendButton = h('button', { class: 'send-button', type: 'button', title: 'Send (Enter)', 'aria-label': 'Send', onclick: () => this.send() }, icon('send'));
+    this.stopButton = h('button', { class: 'stop-button', type: 'button', title: 'Stop', 'aria-label': 'Stop the running turn', hidden: true, onclick: () => this.stop() }, icon('stop'), h('span', { text: 'Stop' }));
+    this.el = h(
+      'footer',
+      { class: 'composer' },
+      this.statusEl,
+      h(
+        'div',
+        { class: 'input-box' },
+        this.input,
+        h('div', { class: 'input-row' }, this.providerSelect, this.modelSelect, this.toolsButton, h('span', { class: 'spacer' }), this.stopButton, this.sendButton),
+      ),
+    );
+  }
+
+  get draft(): string {
+    return this.input.value;
+  }
+
+  setBusy(busy: boolean): void {
+    this.stopButton.hidden = !busy;
+    this.sendButton.hidden = busy;
+  }
+
+  setStatus(text: string): void {
+    if (text === this.lastStatus) return;
+    this.lastStatus = text;
+    this.statusEl.textContent = text;
+    toggle(this.statusEl, 'visible', Boolean(text));
+  }
+
+  setInput(text: string, send: boolean): void {
+    this.input.value = text;
+    this.autosize();
+    if (send) this.send();
+    else this.focus();
+  }
+
+  focus(): void {
+    this.input.focus();
+    const n = this.input.value.length;
+    this.input.setSelectionRange(n, n);
+  }
+
+  /** Grows the input with its text (on input events only, never on the frame path). */
+  autosize(): void {
+    this.input.style.height = 'auto';
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 240)}px`;
+  }
+
+  renderPicker(): void {
+    const host = this.ctx.host();
+    const providers = host?.providers ?? [];
+    this.providerSelect.textContent = '';
+    this.modelSelect.textContent = '';
+    if (!providers.length) {
+      this.providerSelect.append(h('option', { value: '', text: 'No provider' }));
+      this.modelSelect.append(h('option', { value: '', text: 'No model' }));
+      this.providerSelect.disabled = true;
+      this.modelSelect.disabled = true;
+    } else {
+      this.providerSelect.disabled = false;
+      this.modelSelect.disabled = false;
+      for (const p of providers) this.providerSelect.append(h('option', { value: p.id, text: p.hasKey ? p.label : `${p.label} (no key)` }));
+      const current = providers.find((p) => p.id === host?.provider) ?? providers[0];
+      this.providerSelect.value = current.id;
+      for (const m of current.models) this.modelSelect.append(h('option', { value: m.id, text: m.label ?? m.id, title: m.detail ?? '' }));
+      if (host?.model && !current.models.some((m) => m.id === host.model)) this.modelSelect.append(h('option', { value: host.model, text: host.model }));
+      if (host?.model) this.modelSelect.value = host.model;
+      if (!current.models.length && !host?.model) {
+        this.modelSelect.append(h('option', { value: '', text: 'No model' }));
+        this.modelSelect.disabled = true;
+      }
+    }
+    const tools = host?.tools ?? [];
+    this.toolsButton.textContent = '';
+    this.toolsButton.append(icon('tools'), h('span', { text: String(tools.length) }));
+    const names = tools.map((t) => t.name).join(', ');
+    this.toolsButton.title = tools.length ? `Managed tools: ${names}. Click to edit codeact.tools.` : 'No managed tools declared. Click to declare tools in codeact.tools.';
+    this.toolsButton.setAttribute('aria-label', tools.length ? `${tools.length} managed tools declared: ${names}. Edit tools.` : 'No managed tools declared. Declare tools.');
+    toggle(this.toolsButton, 'warn', tools.length === 0);
+  }
+
+  private onProviderChange(): void {
+    const host = this.ctx.host();
+    const p = host?.providers.find((x) => x.id === this.providerSelect.value);
+    if (!p) return;
+    const model = p.models.find((m) => m.id === host?.model)?.id ?? p.models[0]?.id;
+    if (host) {
+      host.provider = p.id;
+      host.model = model;
+    }
+    this.renderPicker();
+    this.ctx.pickerChanged();
+    if (model) this.ctx.post({ type: 'selectModel', provider: p.id, model });
+    else this.ctx.post({ type: 'command', command: 'selectModel' });
+  }
+
+  private onModelChange(): void {
+    const provider = this.providerSelect.value;
+    const model = this.modelSelect.value;
+    if (!provider || !model) return;
+    const host = this.ctx.host();
+    if (host) host.model = model;
+    this.ctx.pickerChanged();
+    this.ctx.post({ type: 'selectModel', provider, model });
+  }
+
+  private send(): void {
+    const text = this.input.value.trim();
+    if (!text) return;
+    if (this.ctx.busy()) {
+      this.setStatus('A turn is still running: wait for it or press Stop.');
+      return;
+    }
+    this.ctx.post({ type: 'send', text });
+    if (this.inputHistory[this.inputHistory.length - 1] !== text) this.inputHistory.push(text);
+    if (this.inputHistory.length > MAX_INPUT_HISTORY) this.inputHistory.splice(0, this.inputHistory.length - MAX_INPUT_HISTORY);
+    this.historyIndex = -1;
+    this.input.value = '';
+    this.autosize();
+    this.ctx.sent();
+  }
+
+  private stop(): void {
+    this.ctx.post({ type: 'stop' });
+    this.setStatus('Stopping…');
+  }
+
+  private onKeyDown(e: KeyboardEvent): void {
+    if (e.isComposing) return;
+    if (e.key === 'Enter' && !e.shiftKey && !e.altKey) {
+      e.preventDefault();
+      this.send();
+      return;
+    }
+    if (e.key === 'Escape' && this.ctx.busy()) {
+      e.preventDefault();
+      this.stop();
+      return;
+    }
+    if ((e.key === 'ArrowUp' || e.key === 'ArrowDown') && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
+      const el = this.input;
+      const before = el.value.slice(0, el.selectionStart);
+      const after = el.value.slice(el.selectionEnd);
+      if (e.key === 'ArrowUp' && !before.includes('\n')) {
+        if (!this.inputHistory.length) return;
+        if (this.historyIndex === -1) {
+          this.historyDraft = el.value;
+          this.historyIndex = this.inputHistory.length;
+        }
+        if (this.historyIndex > 0) {
+          e.preventDefault();
+          this.historyIndex--;
+          this.setInputFromHistory(this.inputHistory[this.historyIndex]);
+        }
+      } else if (e.key === 'ArrowDown' && !after.includes('\n') && this.historyIndex !== -1) {
+        e.preventDefault();
+        this.historyIndex++;
+        if (this.historyIndex >= this.inputHistory.length) {
+          this.historyIndex = -1;
+          this.setInputFromHistory(this.historyDraft);
+        } else {
+          this.setInputFromHistory(this.inputHistory[this.historyIndex]);
+        }
+      }
+    }
+  }
+
+  private setInputFromHistory(text: string): void {
+    this.input.value = text;
+    this.autosize();
+    const n = text.length;
+    this.input.setSelectionRange(n, n);
+  }
+}

@@ -1,0 +1,363 @@
+/**
+ * The execution card: status, runtime badges, the code as it streams (highlighted incrementally, following
+ * its bottom while the model writes), the managed-tool timeline, live output (a virtualised pane), images,
+ * files, the returned value and the error with its traceback.
+ */
+import type { ExecView, ItemView, ToolCallView } from '../common/transcript';
+import { countNewlines } from '../common/transcript';
+import { argsPreview, formatCount, formatDuration, h, setText, toggle, uid } from './dom';
+import { IncrementalHighlighter } from './highlight';
+import { icon, spinner, type IconName } from './icons';
+import { renderJson } from './jsonTree';
+import { OutputPane } from './outputPane';
+import { StickToBottom } from './scrollAnchor';
+import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
+
+const RUNTIME_LABEL: Record<string, string> = {
+  local: 'Local Python',
+  jupyter: 'Jupyter',
+  openai: 'OpenAI sandbox',
+  anthropic: 'Anthropic sandbox',
+  gemini: 'Gemini sandbox',
+};
+
+const RUNTIME_ICON: Record<string, IconName> = { local: 'terminal', jupyter: 'notebook', openai: 'cloud', anthropic: 'cloud', gemini: 'cloud' };
+
+const STATUS_TEXT: Record<string, string> = { writing: 'Writing code', running: 'Running', done: 'Done', failed: 'Failed', stopped: 'Stopped' };
+
+class ToolCallRow {
+  readonly el: HTMLLIElement;
+  private readonly details: HTMLDetailsElement;
+  private readonly statusIcon: HTMLElement;
+  private readonly duration: HTMLElement;
+  private readonly body: HTMLElement;
+  private lastRev = -1;
+  private bodyRev = -1;
+  private call: ToolCallView;
+
+  constructor(call: ToolCallView) {
+    this.call = call;
+    this.statusIcon = h('span', { class: 'tool-status' });
+    this.duration = h('span', { class: 'tool-duration' });
+    this.body = h('div', { class: 'tool-body' });
+    this.details = h(
+      'details',
+      { class: 'tool-details' },
+      h(
+        'summary',
+        null,
+        h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
+        this.statusIcon,
+        h('span', { class: 'tool-name', text: call.name }),
+        h('span', { class: 'tool-args', text: `(${argsPreview(call.arguments)})` }),
+        h('span', { class: 'spacer' }),
+        this.duration,
+      ),
+      this.body,
+    );
+    this.details.addEventListener('toggle', () => {
+      if (this.details.open) this.renderBody();
+    });
+    this.el = h('li', { class: 'tool-call' }, this.details);
+  }
+
+  sync(call: ToolCallView): void {
+    this.call = call;
+    if (call.rev === this.lastRev) return;
+    this.lastRev = call.rev;
+    this.el.dataset.status = call.status;
+    this.statusIcon.textContent = '';
+    const label = call.status === 'running' ? 'running' : call.status === 'ok' ? 'succeeded' : call.status === 'error' ? 'failed' : 'stopped';
+    this.statusIcon.append(call.status === 'running' ? spinner(label) : icon(call.status === 'ok' ? 'pass' : call.status === 'error' ? 'error' : 'stop', label));
+    setText(this.duration, call.durationMs !== undefined ? formatDuration(call.durationMs) : '');
+    if (this.details.open) this.renderBody();
+  }
+
+  private renderBody(): void {
+    if (this.bodyRev === this.call.rev) return;
+    this.bodyRev = this.call.rev;
+    const c = this.call;
+    this.body.textContent = '';
+    this.body.append(h('div', { class: 'kv-label', text: 'Arguments' }), renderJson(c.arguments ?? null, { expandDepth: 2 }));
+    if (c.status === 'error') {
+      this.body.append(h('div', { class: 'kv-label error', text: 'Error' }), h('pre', { class: 'tool-error', text: c.error ?? 'Unknown error' }));
+    } else if (c.status === 'ok') {
+      this.body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(c.output ?? null, { expandDepth: 2 }));
+    } else if (c.status === 'running') {
+      this.body.append(h('div', { class: 'kv-label muted', text: 'Waiting for the result…' }));
+    } else {
+      this.body.append(h('div', { class: 'kv-label muted', text: 'Stopped before it returned.' }));
+    }
+  }
+}
+
+export class ExecRenderer implements ItemRenderer {
+  readonly el: HTMLElement;
+  private readonly statusChip: HTMLElement;
+  private readonly badges: HTMLElement;
+  private readonly durationEl: HTMLElement;
+  private readonly codeWrap: HTMLElement;
+  private readonly codeStick: StickToBottom;
+  private readonly gutter: HTMLElement;
+  private readonly codePre: HTMLElement;
+  private readonly code: IncrementalHighlighter;
+  private readonly toolsSection: HTMLElement;
+  private readonly toolsLabel: HTMLElement;
+  private readonly toolsList: HTMLOListElement;
+  private readonly toolRows = new Map<string, ToolCallRow>();
+  private readonly outputSection: HTMLElement;
+  private readonly outputBanner: HTMLElement;
+  private bannerText: HTMLElement | undefined;
+  private readonly output: OutputPane;
+  private readonly extras: HTMLElement;
+  private lastRev = -1;
+  private lineCount = 0;
+  private codeFinished = false;
+  private statusKey = '';
+  private badgeKey = '';
+  private images = 0;
+  private files = 0;
+  private valueShown = false;
+  private errorShown = false;
+  private truncShown = false;
+  private item: ExecView;
+
+  constructor(item: ExecView, private readonly ctx: ViewContext) {
+    this.item = item;
+    const titleId = uid('exec');
+    this.statusChip = h('span', { class: 'status-chip', id: titleId });
+    this.badges = h('span', { class: 'badges' });
+    this.durationEl = h('span', { class: 'duration' });
+    const actions = h(
+      'div',
+      { class: 'card-actions', role: 'toolbar', 'aria-label': 'Code actions' },
+      iconButton('copy', 'Copy code', () => this.ctx.post({ type: 'copy', text: this.item.code })),
+      iconButton('insert', 'Insert into editor', () => this.ctx.post({ type: 'insertCode', code: this.item.code })),
+      iconButton('debugRerun', 'Run again with tools', () => this.ctx.post({ type: 'runCode', code: this.item.code, itemId: this.item.id })),
+    );
+    const head = h('header', { class: 'card-head' }, h('span', { class: 'card-icon', 'aria-hidden': 'true' }, icon('code')), this.statusChip, this.badges, h('span', { class: 'spacer' }), this.durationEl, actions);
+
+    this.gutter = h('div', { class: 'gutter', 'aria-hidden': 'true' });
+    const codeEl = h('code', { class: 'hljs language-python' });
+    this.codePre = h('pre', { class: 'code', tabindex: '0', 'aria-label': 'Python code' }, codeEl);
+    this.code = new IncrementalHighlighter(codeEl);
+    this.codeWrap = h('div', { class: 'code-block' }, h('div', { class: 'code-rows' }, this.gutter, this.codePre));
+    // Follows the code's last line while the model writes it; a finished card shows its code from the top.
+    this.codeStick = new StickToBottom(this.codeWrap, { slack: 12 });
+    if (item.status !== 'writing') this.codeStick.setActive(false);
+
+    this.toolsLabel = h('span', { text: 'Tool calls' });
+    this.toolsList = h('ol', { class: 'tool-list', 'aria-label': 'Tool calls made by the code' });
+    this.toolsSection = h('div', { class: 'section tools-section', hidden: true }, h('div', { class: 'section-label' }, icon('tools'), this.toolsLabel), this.toolsList);
+
+    this.output = new OutputPane();
+    this.output.pre.setAttribute('aria-label', 'Output');
+    this.outputBanner = h('div', { class: 'output-banner', hidden: true });
+    this.outputSection = h(
+      'div',
+      { class: 'section output-section', hidden: true },
+      h(
+        'div',
+        { class: 'section-label' },
+        icon('terminal'),
+        h('span', { text: 'Output' }),
+        h('span', { class: 'spacer' }),
+        iconButton('copy', 'Copy output', () => this.ctx.post({ type: 'copy', text: this.output.text() }), 'section-action'),
+      ),
+      this.outputBanner,
+      this.output.el,
+    );
+    this.extras = h('div', { class: 'extras' });
+    this.el = h('section', { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId }, head, this.codeWrap, this.toolsSection, this.outputSection, this.extras);
+  }
+
+  sync(raw: ItemView): void {
+    const x = raw as ExecView;
+    this.item = x;
+    if (x.rev === this.lastRev) return;
+    this.lastRev = x.rev;
+    this.syncHead(x);
+    this.syncCode(x);
+    this.syncTools(x);
+    this.syncOutput(x);
+    this.syncExtras(x);
+  }
+
+  private syncHead(x: ExecView): void {
+    const key = `${x.status}|${x.awaiting}`;
+    if (key !== this.statusKey) {
+      this.statusKey = key;
+      const waiting = x.awaiting > 0 && (x.status === 'writing' || x.status === 'running');
+      const status = waiting ? 'waiting' : x.status;
+      this.el.dataset.status = status;
+      this.statusChip.className = `status-chip status-${status}`;
+      this.statusChip.textContent = '';
+      const running = x.status === 'writing' || x.status === 'running';
+      this.statusChip.append(
+        waiting ? icon('shield') : running ? spinner() : icon(x.status === 'done' ? 'pass' : x.status === 'failed' ? 'error' : 'stop'),
+        h('span', { text: waiting ? 'Waiting for approval' : STATUS_TEXT[x.status] }),
+      );
+      if (x.status === 'done' || x.status === 'failed') this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${x.error.type}` : ''}`);
+    }
+    const badgeKey = `${x.runtime}|${x.sandbox?.kind}|${x.sandbox?.network}|${x.tool}|${x.containerId}`;
+    if (badgeKey !== this.badgeKey) {
+      this.badgeKey = badgeKey;
+      this.badges.textContent = '';
+      if (x.runtime) {
+        const b = h('span', { class: `badge runtime runtime-${x.runtime}`, title: `Runtime: ${RUNTIME_LABEL[x.runtime] ?? x.runtime}` }, icon(RUNTIME_ICON[x.runtime] ?? 'terminal'), h('span', { text: x.runtime }));
+        this.badges.append(b);
+      }
+      if (x.sandbox) {
+        const sb = x.sandbox;
+        const title = `Sandbox: ${sb.kind}${sb.network === false ? ', no network' : sb.network ? ', network allowed' : ''}`;
+        this.badges.append(h('span', { class: `badge sandbox sandbox-${sb.kind}`, title }, icon(sb.kind === 'none' ? 'warning' : 'box'), h('span', { text: sb.kind === 'none' ? 'no sandbox' : sb.kind })));
+      }
+      if (x.tool) this.badges.append(h('span', { class: 'badge subtool', title: 'Provider tool', text: x.tool }));
+      if (x.containerId) this.badges.append(h('span', { class: 'badge container', title: `Container ${x.containerId}`, text: shortId(x.containerId) }));
+    }
+    setText(this.durationEl, x.durationMs !== undefined ? formatDuration(x.durationMs) : '');
+  }
+
+  private syncCode(x: ExecView): void {
+    toggle(this.codeWrap, 'empty', !x.code);
+    const grew = x.code !== this.code.value;
+    if (grew) {
+      this.code.update(x.code);
+      this.codeFinished = false;
+    }
+    if (x.codeDone && !this.codeFinished) {
+      this.code.finish();
+      this.codeFinished = true;
+    }
+    const lines = Math.max(1, countNewlines(x.code) + (x.code.endsWith('\n') ? 0 : 1));
+    if (lines !== this.lineCount) {
+      if (lines < this.lineCount) {
+        this.gutter.textContent = '';
+        this.lineCount = 0;
+      }
+      const frag = document.createDocumentFragment();
+      for (let i = this.lineCount + 1; i <= lines; i++) frag.append(h('span', { text: String(i) }));
+      this.gutter.append(frag);
+      this.lineCount = lines;
+    }
+    if (x.status !== 'writing') this.codeStick.setActive(false);
+    if (x.error?.line && !this.errorShown) {
+      const ln = this.gutter.children[x.error.line - 1];
+      if (ln) {
+        ln.classList.add('error-line');
+        ln.setAttribute('title', `${x.error.type} raised here`);
+      }
+    }
+  }
+
+  private syncTools(x: ExecView): void {
+    if (!x.tools.length) return;
+    this.toolsSection.hidden = false;
+    for (const call of x.tools) {
+      let row = this.toolRows.get(call.callId);
+      if (!row) {
+        row = new ToolCallRow(call);
+        this.toolRows.set(call.callId, row);
+        this.toolsList.append(row.el);
+      }
+      row.sync(call);
+    }
+    const failed = x.tools.filter((c) => c.status === 'error').length;
+    setText(this.toolsLabel, `Tool calls · ${x.tools.length}${failed ? ` · ${failed} failed` : ''}`);
+  }
+
+  private syncOutput(x: ExecView): void {
+    if (x.output.totalChars === 0 && this.output.isEmpty) return;
+    this.outputSection.hidden = false;
+    this.output.sync(x.output);
+    const hidden = this.output.hiddenLines;
+    const showBanner = hidden > 0 || x.truncated;
+    this.outputBanner.hidden = !showBanner;
+    if (showBanner) {
+      const msg = x.truncated
+        ? 'The runtime cut this output at its size limit.'
+        : `${formatCount(hidden)} earlier ${hidden === 1 ? 'line' : 'lines'} not shown.`;
+      if (!this.bannerText) {
+        this.bannerText = h('span');
+        const open = h('button', { class: 'link-button', type: 'button', onclick: () => this.ctx.post({ type: 'openFullOutput', itemId: this.item.id }) }, icon('external'), h('span', { text: 'Open full output' }));
+        this.outputBanner.append(icon('info'), this.bannerText, open);
+      }
+      setText(this.bannerText, msg);
+    }
+    this.output.el.dataset.totalLines = String(x.output.totalLines);
+  }
+
+  private syncExtras(x: ExecView): void {
+    if (x.images.length > this.images) {
+      for (let i = this.images; i < x.images.length; i++) {
+        const url = x.images[i];
+        const img = h('img', { src: safeImageUrl(url), alt: `Image ${i + 1} produced by the code`, loading: 'lazy' });
+        this.extras.append(h('figure', { class: 'exec-image' }, img));
+      }
+      this.images = x.images.length;
+    }
+    if (x.files.length > this.files) {
+      for (let i = this.files; i < x.files.length; i++) {
+        const f = x.files[i];
+        const name = f.filename ?? f.path ?? f.file_id ?? 'file';
+        const row = h(
+          'button',
+          { class: 'file-chip', type: 'button', title: `Open ${name}`, onclick: () => this.ctx.post({ type: 'openFile', itemId: this.item.id, file: f }) },
+          icon('file'),
+          h('span', { text: name }),
+          f.bytes !== undefined ? h('span', { class: 'muted', text: ` ${formatBytes(f.bytes)}` }) : null,
+        );
+        this.extras.append(row);
+      }
+      this.files = x.files.length;
+    }
+    if (x.hasValue && !this.valueShown) {
+      this.valueShown = true;
+      this.extras.append(
+        h('div', { class: 'section result-section' }, h('div', { class: 'section-label' }, icon('braces'), h('span', { text: 'Result' })), renderJson(x.value, { expandDepth: 1 })),
+      );
+    }
+    if (x.error && !this.errorShown) {
+      this.errorShown = true;
+      const e = x.error;
+      const box = h(
+        'div',
+        { class: 'exec-error', role: 'group', 'aria-label': 'Error' },
+        h('div', { class: 'error-title' }, icon('error'), h('span', null, h('span', { class: 'error-type', text: e.type }), h('span', { class: 'error-message', text: e.message ? `: ${e.message}` : '' }))),
+      );
+      if (e.line) box.append(h('div', { class: 'error-line-ref', text: `at line ${e.line} of the code` }));
+      if (e.traceback) {
+        const tb = new OutputPane(400, 64 * 1024);
+        tb.el.classList.add('traceback');
+        tb.write('stdout', e.traceback);
+        box.append(h('details', { class: 'traceback-details', open: true }, h('summary', null, h('span', { text: 'Traceback' })), tb.el));
+      }
+      this.extras.append(box);
+      if (e.line) {
+        const ln = this.gutter.children[e.line - 1];
+        ln?.classList.add('error-line');
+      }
+    }
+    if (x.truncated && !this.truncShown && x.output.totalChars === 0) {
+      this.truncShown = true;
+    }
+  }
+}
+
+function shortId(id: string): string {
+  return id.length > 14 ? `${id.slice(0, 12)}…` : id;
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** Images may only be data URLs of raster types or local resources; anything else shows nothing. */
+function safeImageUrl(url: string): string {
+  if (/^data:image\/(png|jpe?g|gif|webp|bmp);base64,/i.test(url)) return url;
+  if (/^(https:\/\/file\+\.vscode-resource\.|vscode-webview-resource:|vscode-resource:)/i.test(url)) return url;
+  return 'data:image/gif;base64,R0lGODlhAQABAAAAACH5BAEKAAEALAAAAAABAAEAAAICTAEAOw==';
+}
+

@@ -1,0 +1,276 @@
+/** The transcript's other items: markdown messages, approvals, direct function calls, editor calls, errors, notices. */
+import type { ApprovalView, EditorView, ErrorView, FunctionView, ItemView, MessageView, NoticeView } from '../common/transcript';
+import { argsPreview, h, setText, toggle, uid } from './dom';
+import { highlight } from './highlight';
+import { icon, spinner } from './icons';
+import { renderJson } from './jsonTree';
+import { StreamingMarkdown } from './markdown';
+import { textButton, type ItemRenderer, type ViewContext } from './viewKit';
+
+/** Adds copy / insert buttons to fenced code blocks of rendered markdown. */
+export function decorateMarkdown(container: ParentNode): void {
+  for (const pre of Array.from(container.querySelectorAll('pre.md-pre'))) {
+    if (pre.parentElement?.classList.contains('md-code')) continue;
+    const wrap = h('div', { class: 'md-code' });
+    pre.replaceWith(wrap);
+    const lang = /language-([\w-]+)/.exec(pre.querySelector('code')?.className ?? '')?.[1];
+    const bar = h('div', { class: 'md-code-bar' }, h('span', { class: 'md-code-lang', text: lang ?? '' }));
+    const copy = h('button', { class: 'icon-button', type: 'button', title: 'Copy code', 'aria-label': 'Copy code', 'data-md-action': 'copy' });
+    copy.append(icon('copy'));
+    const insert = h('button', { class: 'icon-button', type: 'button', title: 'Insert into editor', 'aria-label': 'Insert into editor', 'data-md-action': 'insert' });
+    insert.append(icon('insert'));
+    bar.append(h('span', { class: 'spacer' }), copy, insert);
+    wrap.append(bar, pre);
+  }
+}
+
+// ---- messages -------------------------------------------------------------------------------------
+
+export class MessageRenderer implements ItemRenderer {
+  readonly el: HTMLElement;
+  private readonly md: StreamingMarkdown;
+  private finished = false;
+  private lastRev = -1;
+
+  constructor(item: MessageView) {
+    const body = h('div', { class: 'md' });
+    this.md = new StreamingMarkdown(body, decorateMarkdown);
+    if (item.thinking) {
+      const details = h('details', { class: 'thinking' }, h('summary', null, icon('sparkle'), h('span', { text: 'Thinking' })), body);
+      this.el = h('section', { class: 'msg thinking-msg', 'aria-label': 'Model reasoning' }, details);
+    } else if (item.role === 'user') {
+      this.el = h('section', { class: 'msg user-note', 'aria-label': 'User message' }, body);
+    } else {
+      this.el = h('section', { class: 'msg assistant', 'aria-label': 'Answer' }, body);
+    }
+  }
+
+  sync(item: ItemView): void {
+    const m = item as MessageView;
+    if (m.rev === this.lastRev) return;
+    this.lastRev = m.rev;
+    if (m.done) {
+      if (!this.finished || m.text !== this.md.value) this.md.finish(m.text);
+      this.finished = true;
+      this.el.removeAttribute('aria-busy');
+      toggle(this.el, 'streaming', false);
+    } else {
+      this.md.update(m.text);
+      this.el.setAttribute('aria-busy', 'true');
+      toggle(this.el, 'streaming', true);
+    }
+  }
+}
+
+// ---- approvals ------------------------------------------------------------------------------------
+
+const DECISION_TEXT: Record<string, string> = {
+  allow_once: 'Allowed once',
+  allow_session: 'Allowed for this session',
+  allow_always: 'Always allowed (saved to your settings)',
+  deny: 'Denied',
+};
+
+export class ApprovalRenderer implements ItemRenderer {
+  readonly el: HTMLElement;
+  private readonly actions: HTMLElement;
+  private readonly outcome: HTMLElement;
+  private readonly editor?: HTMLTextAreaElement;
+  private readonly codeView?: HTMLElement;
+  private lastRev = -1;
+  private sent = false;
+  private editing = false;
+
+  constructor(private readonly item: ApprovalView, private readonly ctx: ViewContext) {
+    const titleId = uid('appr');
+    const isCode = item.approvalKind === 'code';
+    const title = h('span', { class: 'approval-title', id: titleId });
+    if (isCode) title.append('Review the code before it runs');
+    else title.append('Allow ', h('code', { text: item.name ?? 'tool' }), ' to run?');
+    const head = h('header', { class: 'card-head' }, h('span', { class: 'card-icon shield', 'aria-hidden': 'true' }, icon('shield')), title, h('span', { class: 'spacer' }), h('span', { class: 'badge attention', text: 'Approval needed' }));
+    const body = h('div', { class: 'approval-body' });
+    if (isCode) {
+      body.append(h('p', { class: 'desc', text: 'The model wants to run this code. Run it, edit it first, or deny it.' }));
+      const codeEl = h('code', { class: 'hljs language-python' });
+      codeEl.innerHTML = highlight(item.code ?? '', 'python');
+      this.codeView = h('pre', { class: 'code approval-code', tabindex: '0', 'aria-label': 'Code to review' }, codeEl);
+      this.editor = h('textarea', { class: 'code-editor', 'aria-label': 'Edit the code before it runs', spellcheck: 'false', hidden: true });
+      this.editor.value = item.code ?? '';
+      this.editor.rows = Math.min(24, Math.max(4, (item.code ?? '').split('\n').length + 1));
+      body.append(this.codeView, this.editor);
+    } else {
+      body.append(h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', { text: item.name ?? '' }), ' with these arguments:'));
+      body.append(renderJson(item.arguments ?? null, { expandDepth: 3 }));
+    }
+    this.actions = h('div', { class: 'approval-actions', role: 'group', 'aria-label': 'Decision' });
+    if (isCode) {
+      this.actions.append(
+        textButton('Run', () => this.decide('allow_once'), 'primary', 'play'),
+        textButton('Edit', () => this.toggleEdit(), 'secondary', 'edit'),
+        textButton('Deny', () => this.decide('deny'), 'danger', 'close'),
+      );
+    } else {
+      this.actions.append(
+        textButton('Allow once', () => this.decide('allow_once'), 'primary'),
+        textButton('Allow for this session', () => this.decide('allow_session')),
+        textButton('Always allow', () => this.decide('allow_always')),
+        textButton('Deny', () => this.decide('deny'), 'danger'),
+      );
+    }
+    this.outcome = h('div', { class: 'approval-outcome', role: 'status', hidden: true });
+    this.el = h('section', { class: 'card approval', 'aria-labelledby': titleId, 'data-approval-id': item.id }, head, body, this.actions, this.outcome);
+    if (item.status === 'pending') ctx.announce(isCode ? 'Approval needed: review the code before it runs' : `Approval needed: allow the tool ${item.name ?? ''}`);
+  }
+
+  private toggleEdit(): void {
+    if (!this.editor || !this.codeView || this.sent) return;
+    this.editing = !this.editing;
+    this.editor.hidden = !this.editing;
+    this.codeView.hidden = this.editing;
+    const editBtn = this.actions.children[1] as HTMLButtonElement;
+    editBtn.querySelector('span')!.textContent = this.editing ? 'Cancel edit' : 'Edit';
+    if (this.editing) this.editor.focus();
+    else this.editor.value = this.item.code ?? '';
+  }
+
+  private decide(decision: 'allow_once' | 'allow_session' | 'allow_always' | 'deny'): void {
+    if (this.sent) return;
+    this.sent = true;
+    const edited = this.editing && this.editor && this.editor.value !== (this.item.code ?? '') ? this.editor.value : undefined;
+    this.ctx.post({ type: 'approval', approvalId: this.item.id, decision, ...(edited !== undefined && decision !== 'deny' ? { code: edited } : {}) });
+    for (const b of Array.from(this.actions.querySelectorAll('button'))) b.disabled = true;
+    if (this.editor) this.editor.readOnly = true;
+    this.showOutcome(decision === 'deny' ? 'Denying…' : 'Allowing…', 'pending');
+  }
+
+  private showOutcome(text: string, kind: string): void {
+    this.outcome.hidden = false;
+    this.outcome.dataset.kind = kind;
+    this.outcome.textContent = '';
+    this.outcome.append(icon(kind === 'deny' ? 'close' : kind === 'expired' ? 'clock' : kind === 'pending' ? 'clock' : 'check'), h('span', { text }));
+  }
+
+  sync(raw: ItemView): void {
+    const a = raw as ApprovalView;
+    if (a.rev === this.lastRev) return;
+    this.lastRev = a.rev;
+    this.el.dataset.status = a.status;
+    if (a.status === 'pending') return;
+    this.actions.hidden = true;
+    if (this.editor && this.codeView) {
+      // Show what was decided on, highlighted, instead of the editor.
+      const code = this.editing ? this.editor.value : this.item.code ?? '';
+      const codeEl = this.codeView.querySelector('code');
+      if (codeEl && this.editing) codeEl.innerHTML = highlight(code, 'python');
+      this.editor.hidden = true;
+      this.codeView.hidden = false;
+      if (this.editing) this.codeView.setAttribute('aria-label', 'Code as edited before it ran');
+    }
+    const badge = this.el.querySelector('.badge.attention');
+    if (a.status === 'expired') {
+      badge?.remove();
+      this.showOutcome('No longer needed: the turn ended before a decision.', 'expired');
+    } else {
+      badge?.remove();
+      const edited = this.editing && this.editor !== undefined && this.editor.value !== (this.item.code ?? '') && a.decision !== 'deny';
+      const text = `${DECISION_TEXT[a.decision ?? ''] ?? a.decision ?? 'Resolved'}${edited ? ', with your edits' : ''}${a.reason ? ` — ${a.reason}` : ''}`;
+      this.showOutcome(text, a.decision === 'deny' ? 'deny' : 'allow');
+    }
+  }
+}
+
+// ---- small items ----------------------------------------------------------------------------------
+
+export class FunctionRenderer implements ItemRenderer {
+  readonly el: HTMLElement;
+  private readonly statusEl: HTMLElement;
+  private readonly args: HTMLElement;
+  private readonly body: HTMLElement;
+  private lastRev = -1;
+
+  constructor(item: FunctionView) {
+    this.statusEl = h('span', { class: 'tool-status' });
+    this.args = h('span', { class: 'tool-args' });
+    this.body = h('div', { class: 'tool-body' });
+    this.el = h(
+      'section',
+      { class: 'card function-call', 'aria-label': `Function call ${item.name}` },
+      h('details', { class: 'tool-details' }, h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), this.statusEl, icon('tools'), h('span', { class: 'tool-name', text: item.name }), this.args), this.body),
+    );
+  }
+
+  sync(raw: ItemView): void {
+    const f = raw as FunctionView;
+    if (f.rev === this.lastRev) return;
+    this.lastRev = f.rev;
+    this.statusEl.textContent = '';
+    this.statusEl.append(f.status === 'in_progress' ? spinner('running') : icon(f.isError ? 'error' : 'pass', f.isError ? 'failed' : 'done'));
+    let parsed: unknown = f.arguments;
+    try {
+      parsed = f.arguments ? JSON.parse(f.arguments) : {};
+    } catch {
+      // still streaming
+    }
+    setText(this.args, `(${typeof parsed === 'string' ? parsed.slice(0, 80) : argsPreview(parsed)})`);
+    this.body.textContent = '';
+    this.body.append(h('div', { class: 'kv-label', text: 'Arguments' }), typeof parsed === 'string' ? h('pre', { class: 'plain', text: parsed }) : renderJson(parsed, { expandDepth: 2 }));
+    if (f.output !== undefined) {
+      let out: unknown = f.output;
+      try {
+        out = JSON.parse(f.output);
+      } catch {
+        // plain text
+      }
+      this.body.append(h('div', { class: `kv-label${f.isError ? ' error' : ''}`, text: f.isError ? 'Error' : 'Result' }), typeof out === 'string' ? h('pre', { class: 'plain', text: out }) : renderJson(out, { expandDepth: 2 }));
+    }
+  }
+}
+
+export class EditorRenderer implements ItemRenderer {
+  readonly el: HTMLElement;
+  private lastRev = -1;
+  constructor(_item: EditorView) {
+    this.el = h('section', { class: 'card function-call editor-call' });
+  }
+  sync(raw: ItemView): void {
+    const e = raw as EditorView;
+    if (e.rev === this.lastRev) return;
+    this.lastRev = e.rev;
+    const it = e.item;
+    this.el.textContent = '';
+    const summary = h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), icon(it.status === 'failed' ? 'error' : 'edit'), h('span', { class: 'tool-name', text: it.command }), h('span', { class: 'tool-args', text: it.path ?? '' }));
+    const body = h('div', { class: 'tool-body' }, h('div', { class: 'kv-label', text: 'Input' }), renderJson(it.input, { expandDepth: 1 }));
+    if (it.error) body.append(h('div', { class: 'kv-label error', text: 'Error' }), h('pre', { class: 'tool-error', text: `${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}` }));
+    else if (it.result !== undefined) body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(it.result, { expandDepth: 1 }));
+    this.el.append(h('details', { class: 'tool-details' }, summary, body));
+  }
+}
+
+export class ErrorRenderer implements ItemRenderer {
+  readonly el: HTMLElement;
+  constructor(item: ErrorView, ctx: ViewContext) {
+    const actions = h('div', { class: 'error-actions' });
+    const lower = `${item.code ?? ''} ${item.message}`.toLowerCase();
+    if (/api[ _-]?key|auth|401|unauthori[sz]ed|credential/.test(lower)) actions.append(textButton('Set API Key…', () => ctx.post({ type: 'command', command: 'setApiKey' }), 'secondary', 'key'));
+    if (/model/.test(lower) && /not found|unknown|unsupported|404/.test(lower)) actions.append(textButton('Select Model…', () => ctx.post({ type: 'command', command: 'selectModel' }), 'secondary', 'sparkle'));
+    if (/trust/.test(lower)) actions.append(textButton('Manage Workspace Trust', () => ctx.post({ type: 'command', command: 'manageTrust' }), 'secondary', 'lock'));
+    actions.append(textButton('Show Log', () => ctx.post({ type: 'command', command: 'showLog' }), 'secondary', 'terminal'));
+    this.el = h(
+      'section',
+      { class: 'card error-card', role: 'alert' },
+      h('div', { class: 'error-title' }, icon('error'), h('span', { class: 'error-message', text: item.message })),
+      item.code ? h('div', { class: 'error-code', text: item.code }) : null,
+      actions,
+    );
+  }
+  sync(): void {}
+}
+
+export class NoticeRenderer implements ItemRenderer {
+  readonly el: HTMLElement;
+  constructor(item: NoticeView) {
+    this.el = h('div', { class: `notice-line ${item.level}`, role: 'status' }, icon(item.level === 'warning' ? 'warning' : 'info'), h('span', { text: item.text }));
+  }
+  sync(): void {}
+}
+

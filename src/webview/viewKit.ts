@@ -1,0 +1,43 @@
+/** What item views share: the context they post through, their contract, small button helpers. */
+import type { WebviewToHost } from '../common/protocol';
+import type { ItemView } from '../common/transcript';
+import { h } from './dom';
+import { icon, type IconName } from './icons';
+
+export interface ViewContext {
+  post(message: WebviewToHost): void;
+  announce(text: string): void;
+}
+
+export interface ItemRenderer {
+  readonly el: HTMLElement;
+  sync(item: ItemView): void;
+}
+
+export function iconButton(name: IconName, label: string, onClick: () => void, extra = ''): HTMLButtonElement {
+  const b = h('button', { class: `icon-button ${extra}`.trim(), type: 'button', title: label, 'aria-label': label, onclick: () => onClick() });
+  b.append(icon(name));
+  return b;
+}
+
+export function textButton(label: string, onClick: () => void, kind: 'primary' | 'secondary' | 'danger' = 'secondary', iconName?: IconName): HTMLButtonElement {
+  const b = h('button', { class: `button ${kind}`, type: 'button', onclick: () => onClick() });
+  if (iconName) b.append(icon(iconName));
+  b.append(h('span', { text: label }));
+  return b;
+}
+
+
+/** A text button of the panel chrome (empty state, notices, history). */
+export function button(label: string, iconName: IconName | null, onClick: () => void, cls = 'button secondary', title?: string): HTMLButtonElement {
+  const b = h('button', { class: cls, type: 'button', title: title ?? label, onclick: () => onClick() });
+  if (iconName) b.append(icon(iconName));
+  b.append(h('span', { text: label }));
+  return b;
+}
+
+export function toolbarButton(iconName: IconName, label: string, onClick: () => void): HTMLButtonElement {
+  const b = h('button', { class: 'icon-button', type: 'button', title: label, 'aria-label': label, onclick: () => onClick() });
+  b.append(icon(iconName));
+  return b;
+}
