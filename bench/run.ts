@@ -153,6 +153,28 @@ async function local(out: Record<string, unknown>): Promise<void> {
     },
   );
   out.stdout_mb_per_s = r2(bytes / 1e6 / ((last - first) / 1000));
+
+  // stdout latency: a short print, then a pause (no flood that would fill the buffer): from the guest's
+  // clock at print() to the host's clock when the line arrives (both wall clocks of this machine).
+  const latencies: number[] = [];
+  let pending = '';
+  await rt.execute(
+    { code: 'import time\nfor _ in range(40):\n    print(f"t={time.time() * 1000:.3f}")\n    time.sleep(0.03)\nreturn 0' },
+    {
+      onEvent: (e) => {
+        if (e.type !== 'codeact.output.delta' || e.stream !== 'stdout') return;
+        const now = performance.timeOrigin + performance.now();
+        pending += e.delta;
+        let nl: number;
+        while ((nl = pending.indexOf('\n')) >= 0) {
+          const m = /^t=([\d.]+)$/.exec(pending.slice(0, nl));
+          pending = pending.slice(nl + 1);
+          if (m) latencies.push(now - Number(m[1]));
+        }
+      },
+    },
+  );
+  out.stdout_latency_ms_p50 = r2(p50(latencies.slice(5)));
   out.ratio_exec_cold_to_python_startup = r2((out.exec_cold_ms_p50 as number) / (out.python_startup_ms_p50 as number));
   out.ratio_call_tool_rtt_to_pipe_rtt = r2((out.call_tool_rtt_us_p50 as number) / (out.pipe_rtt_us_p50 as number));
   await rt.dispose();

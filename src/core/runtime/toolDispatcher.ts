@@ -6,7 +6,8 @@ import type { CodeActEvent } from '../../common/events';
 import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
 import type { ToolCallHandler } from './types';
 
-export type ToolOutcome = { ok: true; value: unknown } | { ok: false; error: string };
+/** A call's outcome; `json` is the value already serialised (once), for a runtime to send as it is. */
+export type ToolOutcome = { ok: true; value: unknown; json: string } | { ok: false; error: string };
 
 export interface ToolDispatcherOptions {
   itemId: string;
@@ -66,13 +67,14 @@ export class ToolDispatcher {
       if (this.o.signal.aborted) throw new Error('The run has ended.');
       if (!this.o.handler || !this.o.enabled) throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
       const value = (await this.o.handler({ itemId, callId, name, arguments: args }, this.o.signal)) ?? null;
+      let json: string;
       try {
-        JSON.stringify(value);
+        json = JSON.stringify(value);
       } catch (err) {
         throw new Error(`The tool "${name}" returned a value that is not JSON (${(err as Error).message}).`);
       }
       emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, output: value, duration_ms: ms() });
-      return { ok: true, value };
+      return { ok: true, value, json };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name, error: message, duration_ms: ms() });

@@ -8,8 +8,13 @@ import { formatBytes } from '../../../common/format';
 
 /** Writes one frame, unless the channel is gone. */
 export function sendFrame(proto: Writable, frame: unknown): void {
+  sendLine(proto, JSON.stringify(frame));
+}
+
+/** A frame already serialised (one line of JSON, without its newline). */
+export function sendLine(proto: Writable, line: string): void {
   if (proto.destroyed || !proto.writable) return;
-  proto.write(JSON.stringify(frame) + '\n');
+  proto.write(line + '\n');
 }
 
 export interface FrameHandlers {

@@ -10,7 +10,7 @@
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
 import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
-import { FrameReader, normaliseVariables, sendFrame } from './guestFrames';
+import { FrameReader, normaliseVariables, sendFrame, sendLine } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
 import { annotateLimit, crashError, formatSeconds } from './guestErrors';
@@ -344,7 +344,9 @@ export class GuestSession {
         const args = frame.args === undefined ? {} : frame.args;
         void exec.tools.dispatch(frame.name, args).then((r) => {
           if (exec.finished || this.current !== exec) return;
-          this.send(r.ok ? { t: 'tool_result', id, ok: true, value: r.value } : { t: 'tool_result', id, ok: false, error: r.error });
+          // The value is serialised once, by the dispatcher.
+          if (r.ok) sendLine(this.guest.proto, `{"t":"tool_result","id":${id},"ok":true,"value":${r.json}}`);
+          else this.send({ t: 'tool_result', id, ok: false, error: r.error });
         });
         return;
       }
