@@ -12,6 +12,7 @@ import sql from 'highlight.js/lib/languages/sql';
 import yaml from 'highlight.js/lib/languages/yaml';
 import plaintext from 'highlight.js/lib/languages/plaintext';
 import pythonRepl from 'highlight.js/lib/languages/python-repl';
+import { GrowingText } from './growingText';
 
 hljs.registerLanguage('python', python);
 hljs.registerLanguage('python-repl', pythonRepl);
@@ -60,36 +61,22 @@ function highlightChunk(code: string, language: string): { html: string; clean: 
  * is back at top level after them (so a triple-quoted string spanning lines stays correct); only the
  * unfinished tail is highlighted again on each update. Cost per update is O(tail), not O(code).
  */
-export class IncrementalHighlighter {
-  readonly frozen: HTMLElement;
-  readonly live: HTMLElement;
-  private text = '';
-  private frozenLen = 0;
+export class IncrementalHighlighter extends GrowingText {
   private lastFreezeTry = 0;
 
   constructor(
-    readonly root: HTMLElement,
+    root: HTMLElement,
     private readonly language = 'python',
     private readonly freezeEvery = 512,
   ) {
-    this.frozen = document.createElement('span');
-    this.live = document.createElement('span');
-    root.append(this.frozen, this.live);
+    super(root, document.createElement('span'), document.createElement('span'));
   }
 
-  get value(): string {
-    return this.text;
+  protected override restarted(): void {
+    this.lastFreezeTry = 0;
   }
 
-  /** Shows `next`; appends when it extends what is shown, else starts over. */
-  update(next: string): void {
-    if (next === this.text) return;
-    if (!next.startsWith(this.text.slice(0, this.frozenLen))) {
-      this.frozen.textContent = '';
-      this.frozenLen = 0;
-      this.lastFreezeTry = 0;
-    }
-    this.text = next;
+  protected grow(next: string): void {
     let tail = next.slice(this.frozenLen);
     if (tail.length - this.lastFreezeTry >= this.freezeEvery) {
       this.lastFreezeTry = tail.length;

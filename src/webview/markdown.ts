@@ -5,6 +5,8 @@
  */
 import MarkdownIt from 'markdown-it';
 import DOMPurify from 'dompurify';
+import { h } from './dom';
+import { GrowingText } from './growingText';
 import { highlight, escapeHtml } from './highlight';
 
 const md: MarkdownIt = new MarkdownIt({
@@ -115,35 +117,17 @@ const OPEN_FENCE = /^ {0,3}(`{3,}|~{3,})([^\n]*)\n?([\s\S]*)$/;
  * (an open code fence as plain code) until it is complete: cheap, and safe without sanitising on every
  * frame. `finish` renders what is left, once.
  */
-export class StreamingMarkdown {
-  private readonly frozen: HTMLElement;
-  private readonly live: HTMLElement;
-  private text = '';
-  private frozenLen = 0;
+export class StreamingMarkdown extends GrowingText {
   private liveText = '';
 
   constructor(
-    readonly root: HTMLElement,
+    root: HTMLElement,
     private readonly decorate: (container: ParentNode) => void = () => {},
   ) {
-    this.frozen = document.createElement('div');
-    this.frozen.className = 'md-frozen';
-    this.live = document.createElement('div');
-    this.live.className = 'md-live';
-    root.append(this.frozen, this.live);
+    super(root, h('div', { class: 'md-frozen' }), h('div', { class: 'md-live' }));
   }
 
-  get value(): string {
-    return this.text;
-  }
-
-  update(next: string): void {
-    if (next === this.text) return;
-    if (!next.startsWith(this.text.slice(0, this.frozenLen))) {
-      this.frozen.textContent = '';
-      this.frozenLen = 0;
-    }
-    this.text = next;
+  protected grow(next: string): void {
     const stable = stablePrefixLength(next, this.frozenLen);
     if (stable > this.frozenLen) {
       const frag = renderMarkdownFragment(next.slice(this.frozenLen, stable));

@@ -25,20 +25,13 @@ export class AnthropicProvider implements Provider {
   constructor(readonly client: Anthropic, private readonly baseURL?: string) {}
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    return runStream<Json>({
-      provider: 'anthropic',
-      baseURL: this.baseURL,
-      req,
-      emit,
-      idPrefix: 'msg',
-      open: async () => {
-        const { body, betas, beta } = buildAnthropicRequest(req);
-        return (beta
-          ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal: req.signal })
-          : await this.client.messages.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-      },
-      machine: (turn) => new AnthropicState(emit, turn),
-    });
+    const open = async () => {
+      const { body, betas, beta } = buildAnthropicRequest(req);
+      return (beta
+        ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal: req.signal })
+        : await this.client.messages.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
+    };
+    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'msg' }, req, emit, open, (turn) => new AnthropicState(emit, turn));
   }
 
   /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */

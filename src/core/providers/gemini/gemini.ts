@@ -49,19 +49,12 @@ export class GeminiProvider implements Provider {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    return runStream<Json>({
-      provider: 'gemini',
-      baseURL: this.baseURL,
-      req,
-      emit,
-      idPrefix: 'gemini',
-      open: async () => {
-        const params = this.buildRequest(req);
-        params.config.abortSignal = req.signal;
-        return (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
-      },
-      machine: (turn) => new GeminiState(emit, turn),
-    });
+    const open = async () => {
+      const params = this.buildRequest(req);
+      params.config.abortSignal = req.signal;
+      return (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
+    };
+    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'gemini' }, req, emit, open, (turn) => new GeminiState(emit, turn));
   }
 }
 

@@ -75,15 +75,8 @@ export class OpenAICompatibleProvider implements Provider {
       }
     }
 
-    return runStream<Json>({
-      provider: 'openai-compatible',
-      baseURL: this.options.baseURL,
-      req,
-      emit,
-      idPrefix: 'chatcmpl',
-      open: async () => (await this.client.chat.completions.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>,
-      machine: (turn) => new ChatState(emit, turn),
-    });
+    const open = async () => (await this.client.chat.completions.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
+    return runStream({ provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl' }, req, emit, open, (turn) => new ChatState(emit, turn));
   }
 }
 

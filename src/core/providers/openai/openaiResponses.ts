@@ -63,15 +63,8 @@ export class OpenAIResponsesProvider implements Provider {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    return runStream<Json>({
-      provider: 'openai',
-      baseURL: this.baseURL,
-      req,
-      emit,
-      idPrefix: 'resp',
-      open: async () => (await this.client.responses.create(this.buildRequest(req) as any, { signal: req.signal })) as unknown as AsyncIterable<Json>,
-      machine: (turn, ctx) => new ResponsesState(emit, turn, ctx),
-    });
+    const open = async () => (await this.client.responses.create(this.buildRequest(req) as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
+    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'resp' }, req, emit, open, (turn, ctx) => new ResponsesState(emit, turn, ctx));
   }
 
   async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {

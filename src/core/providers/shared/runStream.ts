@@ -31,17 +31,10 @@ export interface StreamMachine<E> {
   };
 }
 
-export interface RunStreamOptions<E> {
+/** Who streams: the provider, the base URL its client was given (for error messages), and the prefix of a generated response id when the provider sent none. */
+export interface StreamSource {
   provider: ProviderId;
-  /** The base URL the client was given, for error messages. */
   baseURL?: string;
-  req: TurnRequest;
-  emit: EmitFn;
-  /** Opens the stream (the SDK call). */
-  open: () => Promise<AsyncIterable<E>>;
-  /** The adapter's state machine for this turn. */
-  machine: (turn: TurnItems, ctx: ErrorContext) => StreamMachine<E>;
-  /** Prefix of a generated response id, when the provider sent none. */
   idPrefix: string;
 }
 
@@ -54,14 +47,25 @@ function stopped(ctx: ErrorContext): ProviderError {
   return new ProviderError({ code: 'aborted', provider: ctx.provider, message: 'Stopped: the request was cancelled.' });
 }
 
-export async function runStream<E>(o: RunStreamOptions<E>): Promise<TurnResult> {
-  const { req } = o;
+/**
+ * One streamed turn: `open` makes the SDK call, `machine` (the adapter's state machine) turns each
+ * event into ours; this skeleton owns the error context, abort checks, the finished check, error
+ * mapping and the TurnResult.
+ */
+export async function runStream<E>(
+  source: StreamSource,
+  req: TurnRequest,
+  emit: EmitFn,
+  open: () => Promise<AsyncIterable<E>>,
+  machineFor: (turn: TurnItems, ctx: ErrorContext) => StreamMachine<E>,
+): Promise<TurnResult> {
+  const o = { ...source, emit };
   const ctx = turnContext(o.provider, req, o.baseURL);
   const turn = new TurnItems(o.provider, newId('turn'));
-  const machine = o.machine(turn, ctx);
+  const machine = machineFor(turn, ctx);
   try {
     if (req.signal?.aborted) throw stopped(ctx);
-    const stream = await o.open();
+    const stream = await open();
     ctx.streaming = true;
     for await (const ev of stream) machine.onEvent(ev);
     if (req.signal?.aborted) throw stopped(ctx);

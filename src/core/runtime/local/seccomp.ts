@@ -79,111 +79,121 @@ export interface SeccompOptions {
 /** AUDIT_ARCH_* values of `seccomp_data.arch` (include/uapi/linux/audit.h). */
 export const AUDIT_ARCH: Record<SeccompArch, number> = { x86_64: 0xc000003e, aarch64: 0xc00000b7 };
 
-/** Syscall numbers, only of the syscalls this filter names. `undefined`: not on that architecture. */
-const SYSCALLS: Record<string, { x86_64?: number; aarch64?: number }> = {
-  // keyring
-  add_key: { x86_64: 248, aarch64: 217 },
-  request_key: { x86_64: 249, aarch64: 218 },
-  keyctl: { x86_64: 250, aarch64: 219 },
-  // namespaces
-  clone: { x86_64: 56, aarch64: 220 },
-  clone3: { x86_64: 435, aarch64: 435 },
-  unshare: { x86_64: 272, aarch64: 97 },
-  setns: { x86_64: 308, aarch64: 268 },
-  listns: { x86_64: 470, aarch64: 470 },
-  // mounts
-  mount: { x86_64: 165, aarch64: 40 },
-  umount2: { x86_64: 166, aarch64: 39 },
-  pivot_root: { x86_64: 155, aarch64: 41 },
-  open_tree: { x86_64: 428, aarch64: 428 },
-  move_mount: { x86_64: 429, aarch64: 429 },
-  fsopen: { x86_64: 430, aarch64: 430 },
-  fsconfig: { x86_64: 431, aarch64: 431 },
-  fsmount: { x86_64: 432, aarch64: 432 },
-  fspick: { x86_64: 433, aarch64: 433 },
-  mount_setattr: { x86_64: 442, aarch64: 442 },
-  open_tree_attr: { x86_64: 467, aarch64: 467 },
-  // modules, kexec
-  init_module: { x86_64: 175, aarch64: 105 },
-  finit_module: { x86_64: 313, aarch64: 273 },
-  delete_module: { x86_64: 176, aarch64: 106 },
-  create_module: { x86_64: 174 },
-  get_kernel_syms: { x86_64: 177 },
-  query_module: { x86_64: 178 },
-  kexec_load: { x86_64: 246, aarch64: 104 },
-  kexec_file_load: { x86_64: 320, aarch64: 294 },
-  // kernel attack surface
-  bpf: { x86_64: 321, aarch64: 280 },
-  perf_event_open: { x86_64: 298, aarch64: 241 },
-  userfaultfd: { x86_64: 323, aarch64: 282 },
-  io_uring_setup: { x86_64: 425, aarch64: 425 },
-  io_uring_enter: { x86_64: 426, aarch64: 426 },
-  io_uring_register: { x86_64: 427, aarch64: 427 },
-  fanotify_init: { x86_64: 300, aarch64: 262 },
-  lookup_dcookie: { x86_64: 212, aarch64: 18 },
-  lsm_get_self_attr: { x86_64: 459, aarch64: 459 },
-  lsm_set_self_attr: { x86_64: 460, aarch64: 460 },
-  lsm_list_modules: { x86_64: 461, aarch64: 461 },
-  file_getattr: { x86_64: 468, aarch64: 468 },
-  file_setattr: { x86_64: 469, aarch64: 469 },
-  // file handles
-  name_to_handle_at: { x86_64: 303, aarch64: 264 },
-  open_by_handle_at: { x86_64: 304, aarch64: 265 },
-  // the machine
-  reboot: { x86_64: 169, aarch64: 142 },
-  swapon: { x86_64: 167, aarch64: 224 },
-  swapoff: { x86_64: 168, aarch64: 225 },
-  acct: { x86_64: 163, aarch64: 89 },
-  settimeofday: { x86_64: 164, aarch64: 170 },
-  clock_settime: { x86_64: 227, aarch64: 112 },
-  sethostname: { x86_64: 170, aarch64: 161 },
-  setdomainname: { x86_64: 171, aarch64: 162 },
-  syslog: { x86_64: 103, aarch64: 116 },
-  vhangup: { x86_64: 153, aarch64: 58 },
-  quotactl: { x86_64: 179, aarch64: 60 },
-  quotactl_fd: { x86_64: 443, aarch64: 443 },
-  nfsservctl: { x86_64: 180, aarch64: 42 },
-  uselib: { x86_64: 134 },
-  ustat: { x86_64: 136 },
-  sysfs: { x86_64: 139 },
-  _sysctl: { x86_64: 156 },
-  iopl: { x86_64: 172 },
-  ioperm: { x86_64: 173 },
-  getpmsg: { x86_64: 181 },
-  putpmsg: { x86_64: 182 },
-  afs_syscall: { x86_64: 183 },
-  tuxcall: { x86_64: 184 },
-  security: { x86_64: 185 },
-  vserver: { x86_64: 236 },
-  // other processes, NUMA
-  kcmp: { x86_64: 312, aarch64: 272 },
-  pidfd_getfd: { x86_64: 438, aarch64: 438 },
-  process_madvise: { x86_64: 440, aarch64: 440 },
-  mbind: { x86_64: 237, aarch64: 235 },
-  set_mempolicy: { x86_64: 238, aarch64: 237 },
-  get_mempolicy: { x86_64: 239, aarch64: 236 },
-  set_mempolicy_home_node: { x86_64: 450, aarch64: 450 },
-  migrate_pages: { x86_64: 256, aarch64: 238 },
-  move_pages: { x86_64: 279, aarch64: 239 },
-  // file modes, checked on their arguments (the mode's low word: the kernel reads it as a umode_t)
-  chmod: { x86_64: 90 },
-  fchmod: { x86_64: 91, aarch64: 52 },
-  fchmodat: { x86_64: 268, aarch64: 53 },
-  fchmodat2: { x86_64: 452, aarch64: 452 },
-  open: { x86_64: 2 },
-  openat: { x86_64: 257, aarch64: 56 },
-  creat: { x86_64: 85 },
-  mknod: { x86_64: 133 },
-  mknodat: { x86_64: 259, aarch64: 33 },
-  openat2: { x86_64: 437, aarch64: 437 },
-  // ptrace (only with denyPtrace)
-  ptrace: { x86_64: 101, aarch64: 117 },
-  process_vm_readv: { x86_64: 310, aarch64: 270 },
-  process_vm_writev: { x86_64: 311, aarch64: 271 },
-  // checked on their arguments
-  personality: { x86_64: 135, aarch64: 92 },
-  socket: { x86_64: 41, aarch64: 198 },
-};
+/**
+ * Syscall numbers, only of the syscalls this filter names: name, x86_64, aarch64 (`-`: not on that
+ * architecture). `#` starts a comment line.
+ */
+const SYSCALL_TABLE = `
+  # keyring
+  add_key                 248 217
+  request_key             249 218
+  keyctl                  250 219
+  # namespaces
+  clone                    56 220
+  clone3                  435 435
+  unshare                 272  97
+  setns                   308 268
+  listns                  470 470
+  # mounts
+  mount                   165  40
+  umount2                 166  39
+  pivot_root              155  41
+  open_tree               428 428
+  move_mount              429 429
+  fsopen                  430 430
+  fsconfig                431 431
+  fsmount                 432 432
+  fspick                  433 433
+  mount_setattr           442 442
+  open_tree_attr          467 467
+  # modules, kexec
+  init_module             175 105
+  finit_module            313 273
+  delete_module           176 106
+  create_module           174   -
+  get_kernel_syms         177   -
+  query_module            178   -
+  kexec_load              246 104
+  kexec_file_load         320 294
+  # kernel attack surface
+  bpf                     321 280
+  perf_event_open         298 241
+  userfaultfd             323 282
+  io_uring_setup          425 425
+  io_uring_enter          426 426
+  io_uring_register       427 427
+  fanotify_init           300 262
+  lookup_dcookie          212  18
+  lsm_get_self_attr       459 459
+  lsm_set_self_attr       460 460
+  lsm_list_modules        461 461
+  file_getattr            468 468
+  file_setattr            469 469
+  # file handles
+  name_to_handle_at       303 264
+  open_by_handle_at       304 265
+  # the machine
+  reboot                  169 142
+  swapon                  167 224
+  swapoff                 168 225
+  acct                    163  89
+  settimeofday            164 170
+  clock_settime           227 112
+  sethostname             170 161
+  setdomainname           171 162
+  syslog                  103 116
+  vhangup                 153  58
+  quotactl                179  60
+  quotactl_fd             443 443
+  nfsservctl              180  42
+  uselib                  134   -
+  ustat                   136   -
+  sysfs                   139   -
+  _sysctl                 156   -
+  iopl                    172   -
+  ioperm                  173   -
+  getpmsg                 181   -
+  putpmsg                 182   -
+  afs_syscall             183   -
+  tuxcall                 184   -
+  security                185   -
+  vserver                 236   -
+  # other processes, NUMA
+  kcmp                    312 272
+  pidfd_getfd             438 438
+  process_madvise         440 440
+  mbind                   237 235
+  set_mempolicy           238 237
+  get_mempolicy           239 236
+  set_mempolicy_home_node 450 450
+  migrate_pages           256 238
+  move_pages              279 239
+  # file modes, checked on their arguments (the mode's low word: the kernel reads it as a umode_t)
+  chmod                    90   -
+  fchmod                   91  52
+  fchmodat                268  53
+  fchmodat2               452 452
+  open                      2   -
+  openat                  257  56
+  creat                    85   -
+  mknod                   133   -
+  mknodat                 259  33
+  openat2                 437 437
+  # ptrace (only with denyPtrace)
+  ptrace                  101 117
+  process_vm_readv        310 270
+  process_vm_writev       311 271
+  # checked on their arguments
+  personality             135  92
+  socket                   41 198
+`;
+
+const SYSCALLS: Record<string, { x86_64?: number; aarch64?: number }> = Object.fromEntries(
+  SYSCALL_TABLE.split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([name]) => name && !name.startsWith('#'))
+    .map(([name, x86, arm]) => [name, { ...(x86 !== '-' ? { x86_64: Number(x86) } : {}), ...(arm !== '-' ? { aarch64: Number(arm) } : {}) }]),
+);
 
 /** The first syscall number past the tables above (listns, 470, is the last one known). */
 export const FIRST_UNKNOWN_SYSCALL = 471;
