@@ -64,11 +64,11 @@ export function cancelledError(beforeStart = false): ExecutionError {
 }
 
 /** A run stopped at its timeout, with the tool calls it left in flight. */
-export function timeoutError(timeoutMs: number, inFlight: number, format: (ms: number) => string = formatDuration): ExecutionError {
+export function timeoutError(timeoutMs: number, inFlight: number): ExecutionError {
   return {
     type: 'Timeout',
     message:
-      `The code ran longer than the ${format(timeoutMs)} timeout and was stopped` +
+      `The code ran longer than the ${formatDuration(timeoutMs)} timeout and was stopped` +
       (inFlight ? `, with ${inFlight} tool call(s) still in flight` : '') +
       '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
   };

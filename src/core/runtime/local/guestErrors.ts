@@ -63,7 +63,3 @@ export function annotateLimit(item: CodeInterpreterCallItem, plan?: LaunchPlan, 
     err.message = `open file limit ${limits.openFiles} reached: ${err.message}`;
   }
 }
-
-export function formatSeconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
-}

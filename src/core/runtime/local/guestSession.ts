@@ -13,7 +13,8 @@ import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { FrameReader, normaliseVariables, sendFrame, sendLine } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
-import { annotateLimit, crashError, formatSeconds } from './guestErrors';
+import { annotateLimit, crashError } from './guestErrors';
+import { formatDuration } from '../../../common/format';
 
 export interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -147,7 +148,7 @@ export class GuestSession {
     const onAbort = () => this.stopRun(exec, cancelledError());
     signal?.addEventListener('abort', onAbort, { once: true });
     const timeoutMs = request.timeoutMs ?? this.o.limits.timeoutMs;
-    const timer = setTimeout(() => this.stopRun(exec, timeoutError(timeoutMs, exec.tools.inFlight, formatSeconds)), timeoutMs);
+    const timer = setTimeout(() => this.stopRun(exec, timeoutError(timeoutMs, exec.tools.inFlight)), timeoutMs);
     try {
       this.send({ t: 'run', run: exec.runId, code: request.code, tools: request.tools !== false, end: exec.endToken, last: !this.persistent });
       await exec.done;
@@ -169,7 +170,7 @@ export class GuestSession {
     const grace = setTimeout(() => {
       if (exec.finished) return;
       exec.stateLost = true;
-      const seconds = formatSeconds(this.o.interruptGraceMs);
+      const seconds = formatDuration(this.o.interruptGraceMs);
       exec.failure = {
         ...error,
         message:

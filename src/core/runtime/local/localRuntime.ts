@@ -23,6 +23,7 @@ import { planLaunch, type SandboxOptions } from './sandbox';
 import { WorkdirCleaner } from './workdirCleanup';
 import { Zygote, ZygoteGuest } from './zygote';
 import { newId } from '../../util/ids';
+import { formatDuration } from '../../../common/format';
 
 export type SessionPolicy = 'conversation' | 'run';
 
@@ -260,7 +261,7 @@ export class LocalRuntime implements Runtime {
     clearTimeout(entry.idleTimer);
     entry.idleTimer = setTimeout(() => {
       if (entry.session.busy) return this.armIdle(id);
-      this.end(id, 'idle', `The Python session ended after ${formatMinutes(ms)} without a run: variables from earlier runs are gone.`, true);
+      this.end(id, 'idle', `The Python session ended after ${formatDuration(ms)} without a run: variables from earlier runs are gone.`, true);
     }, ms);
     entry.idleTimer.unref?.();
   }
@@ -401,9 +402,4 @@ export class LocalRuntime implements Runtime {
     this.zygoteWarned = true;
     this.options.log?.(line);
   }
-}
-
-function formatMinutes(ms: number): string {
-  const min = ms / 60_000;
-  return min >= 1 && Number.isInteger(min) ? `${min} minute${min === 1 ? '' : 's'}` : `${Math.round(ms / 1000)} s`;
 }
