@@ -49,6 +49,11 @@ def main(chan, init, guest):
             __import__(name)
         except BaseException as exc:  # noqa: BLE001 - a module that fails to import is reported, not fatal
             failed.append({"module": name, "error": f"{type(exc).__name__}: {exc}"[:500]})
+    # Everything imported so far moves to the permanent generation: a child's garbage collections then
+    # never touch (and so never copy) the pages the preloaded modules share with the zygote.
+    import gc
+    gc.collect()
+    gc.freeze()
     threads = 1
     if "threading" in sys.modules:
         threads = sys.modules["threading"].active_count()
