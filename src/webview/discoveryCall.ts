@@ -13,11 +13,14 @@ export interface DiscoveryText {
   action: string;
   /** What it was done with: the query, the tool's name. */
   subject: string;
-  /** What came back, once it did: "→ 3 found: a, b, …", or '' while it runs or when it failed. */
+  /** What came back, once it did: "→ best_match +2", or '' while it runs or when it failed. */
   outcome: string;
+  /** The outcome in full, for the row's tooltip (a search's matches). */
+  title?: string;
 }
 
-const SHOWN_NAMES = 3;
+/** Names listed in a search row's tooltip. */
+const SHOWN_NAMES = 10;
 
 function arg(args: unknown, key: string): unknown {
   return args && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>)[key] : undefined;
@@ -34,11 +37,12 @@ export function discoveryText(call: ToolCallView): DiscoveryText {
     case SEARCH_TOOLS: {
       const query = arg(call.arguments, 'query');
       const found = names(call.output);
-      const listed = found.slice(0, SHOWN_NAMES).join(', ') + (found.length > SHOWN_NAMES ? ', …' : '');
+      // The best match first, so a narrow row still shows what the search found.
       return {
         action: 'searched tools',
         subject: typeof query === 'string' ? preview(query, 64) : '',
-        outcome: !ok ? '' : found.length ? `→ ${found.length} found: ${listed}` : '→ nothing found',
+        outcome: !ok ? '' : found.length ? `→ ${found[0]}${found.length > 1 ? ` +${found.length - 1}` : ''}` : '→ nothing found',
+        ...(ok && found.length > 1 ? { title: `Found: ${found.slice(0, SHOWN_NAMES).join(', ')}${found.length > SHOWN_NAMES ? ', …' : ''}` } : {}),
       };
     }
     case DESCRIBE_TOOL: {

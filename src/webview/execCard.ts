@@ -77,7 +77,11 @@ class ToolCallRow {
     // A finished lookup gets a magnifier, not the green tick of a tool that ran.
     const done = this.discovery ? 'search' : 'pass';
     this.statusIcon.append(call.status === 'running' ? spinner(label) : icon(call.status === 'ok' ? done : call.status === 'error' ? 'error' : 'stop', label));
-    if (this.outcome) setText(this.outcome, discoveryText(call).outcome);
+    if (this.outcome) {
+      const t = discoveryText(call);
+      setText(this.outcome, t.outcome);
+      if (t.title) this.outcome.title = t.title;
+    }
     setText(this.duration, call.durationMs !== undefined ? formatDuration(call.durationMs) : '');
     if (this.details.open) this.renderBody();
   }

@@ -145,7 +145,8 @@ describe('chat panel: tool-discovery calls in the execution card (headless Chrom
       ],
     );
     const [search, describe, failedCall, call, unknown] = got;
-    assert.equal(search.text, 'searched tools: "roll back a deployment to the previous revision" → 3 found: k8s_rollback_deployment, k8s_get_deployment, k8s_update_deployment 4 ms');
+    assert.equal(search.text, 'searched tools: "roll back a deployment to the previous revision" → k8s_rollback_deployment +2 4 ms');
+    assert.equal(await card.locator('li.tool-call.discovery .discovery-outcome').first().getAttribute('title'), 'Found: k8s_rollback_deployment, k8s_get_deployment, k8s_update_deployment');
     assert.equal(describe.text, `looked up: k8s_rollback_deployment → ${SIGNATURE.slice('k8s_rollback_deployment'.length)} 2 ms`);
     assert.equal(unknown.text, 'looked up: k8s_rollback 1 ms', 'a failed lookup names what it looked for; its error is in the row body');
     assert.equal(call.text, 'k8s_rollback_deployment (deployment="web") 212 ms');

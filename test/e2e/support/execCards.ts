@@ -20,6 +20,7 @@ export interface ExecCardView {
   code: string;
   toolsLabel: string;
   tools: ToolRow[];
+  /** The text of the output pane (without its label). */
   output: string;
 }
 
@@ -40,7 +41,7 @@ export async function execCards(panel: ChatPanel, index = -1): Promise<ExecCardV
         status: li.dataset.status ?? '',
         text: ((li.querySelector(':scope > details > summary') as HTMLElement | null)?.innerText ?? '').replace(/\s+/g, ' ').trim(),
       })),
-      output: (card.querySelector('.output-section') as HTMLElement | null)?.innerText ?? '',
+      output: (card.querySelector('.output-section .output-pane') as HTMLElement | null)?.innerText ?? '',
     }));
   }, index);
 }
@@ -57,24 +58,24 @@ export async function noticeLines(panel: ChatPanel, index = -1): Promise<string[
 
 /**
  * Scrolls the chat view with the mouse wheel, as a user does, until element `nth` (-1: the last) matching
- * `selector` in the last turn sits near the top of the view. (A programmatic scroll would be undone: the transcript
+ * `selector` in turn `turn` (-1: the last) sits near the top of the view. (A programmatic scroll would be undone: the transcript
  * sticks to its bottom until the user scrolls.)
  */
-export async function wheelTo(panel: ChatPanel, selector: string, nth = 0): Promise<void> {
+export async function wheelTo(panel: ChatPanel, selector: string, nth = 0, turn = -1): Promise<void> {
   const box = await panel.sidebar.boundingBox();
   if (!box) throw new Error('the sidebar is not visible');
   await panel.wb.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   for (let i = 0; i < 60; i++) {
     const f = await panel.frame();
     const top = await f.evaluate(
-      ([sel, n]) => {
+      ([sel, n, t]) => {
         const turns = document.querySelectorAll('article.turn');
-        const all = Array.from(turns[turns.length - 1]?.querySelectorAll(sel) ?? []);
+        const all = Array.from(turns[t < 0 ? turns.length + t : t]?.querySelectorAll(sel) ?? []);
         return (n < 0 ? all[all.length + n] : all[n])?.getBoundingClientRect().top ?? null;
       },
-      [selector, nth] as const,
+      [selector, nth, turn] as const,
     );
-    if (top === null) throw new Error(`no ${selector} (${nth}) in the last turn`);
+    if (top === null) throw new Error(`no ${selector} (${nth}) in turn ${turn}`);
     const delta = top - 48;
     if (Math.abs(delta) < 24) return;
     await panel.wb.page.mouse.wheel(0, Math.max(-600, Math.min(600, delta)));
