@@ -5,6 +5,8 @@
  */
 import type { ExecView, ItemView, ToolCallView } from '../common/transcript';
 import { countNewlines } from '../common/transcript';
+import { isDiscoveryCall } from '../common/tools';
+import { discoveryText, toolsSectionLabel } from './discoveryCall';
 import { argsPreview, formatCount, formatDuration, h, setText, toggle, uid } from './dom';
 import { IncrementalHighlighter } from './highlight';
 import { icon, spinner, type IconName } from './icons';
@@ -35,30 +37,34 @@ class ToolCallRow {
   private bodyRev = -1;
   private call: ToolCallView;
 
+  /** A discovery call (search_tools, describe_tool): a quieter row that never looks like a tool that ran. */
+  private readonly discovery: boolean;
+  private readonly outcome: HTMLElement | undefined;
+
   constructor(call: ToolCallView) {
     this.call = call;
+    this.discovery = isDiscoveryCall(call.name);
     this.statusIcon = h('span', { class: 'tool-status' });
     this.duration = h('span', { class: 'tool-duration' });
     this.body = h('div', { class: 'tool-body' });
+    let what: HTMLElement[];
+    if (this.discovery) {
+      const t = discoveryText(call);
+      this.outcome = h('span', { class: 'discovery-outcome' });
+      what = [h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }), h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject', text: t.subject }), this.outcome)];
+    } else {
+      what = [h('span', { class: 'tool-name', text: call.name }), h('span', { class: 'tool-args', text: `(${argsPreview(call.arguments)})` })];
+    }
     this.details = h(
       'details',
       { class: 'tool-details' },
-      h(
-        'summary',
-        null,
-        h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
-        this.statusIcon,
-        h('span', { class: 'tool-name', text: call.name }),
-        h('span', { class: 'tool-args', text: `(${argsPreview(call.arguments)})` }),
-        h('span', { class: 'spacer' }),
-        this.duration,
-      ),
+      h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), this.statusIcon, ...what, h('span', { class: 'spacer' }), this.duration),
       this.body,
     );
     this.details.addEventListener('toggle', () => {
       if (this.details.open) this.renderBody();
     });
-    this.el = h('li', { class: 'tool-call' }, this.details);
+    this.el = h('li', { class: this.discovery ? 'tool-call discovery' : 'tool-call', 'data-name': call.name }, this.details);
   }
 
   sync(call: ToolCallView): void {
@@ -67,8 +73,15 @@ class ToolCallRow {
     this.lastRev = call.rev;
     this.el.dataset.status = call.status;
     this.statusIcon.textContent = '';
-    const label = call.status === 'running' ? 'running' : call.status === 'ok' ? 'succeeded' : call.status === 'error' ? 'failed' : 'stopped';
-    this.statusIcon.append(call.status === 'running' ? spinner(label) : icon(call.status === 'ok' ? 'pass' : call.status === 'error' ? 'error' : 'stop', label));
+    const label = call.status === 'running' ? 'running' : call.status === 'ok' ? (this.discovery ? 'done' : 'succeeded') : call.status === 'error' ? 'failed' : 'stopped';
+    // A finished lookup gets a magnifier, not the green tick of a tool that ran.
+    const done = this.discovery ? 'search' : 'pass';
+    this.statusIcon.append(call.status === 'running' ? spinner(label) : icon(call.status === 'ok' ? done : call.status === 'error' ? 'error' : 'stop', label));
+    if (this.outcome) {
+      const t = discoveryText(call);
+      setText(this.outcome, t.outcome);
+      if (t.title) this.outcome.title = t.title;
+    }
     setText(this.duration, call.durationMs !== undefined ? formatDuration(call.durationMs) : '');
     if (this.details.open) this.renderBody();
   }
@@ -262,8 +275,7 @@ export class ExecRenderer implements ItemRenderer {
       }
       row.sync(call);
     }
-    const failed = x.tools.filter((c) => c.status === 'error').length;
-    setText(this.toolsLabel, `Tool calls · ${x.tools.length}${failed ? ` · ${failed} failed` : ''}`);
+    setText(this.toolsLabel, toolsSectionLabel(x.tools));
   }
 
   private syncOutput(x: ExecView): void {

@@ -1,5 +1,6 @@
 /** The one-line status under the transcript: what the running turn is doing right now. */
 import { currentTurn, type ExecView, type TranscriptModel } from '../common/transcript';
+import { callingText } from './discoveryCall';
 
 export function statusText(model: TranscriptModel, hostBusy: boolean): string {
   const turn = currentTurn(model);
@@ -22,7 +23,7 @@ function execStatus(x: ExecView): string | undefined {
   if (x.status === 'writing') return 'Writing code…';
   if (x.status === 'running') {
     const running = x.tools.filter((c) => c.status === 'running');
-    if (running.length === 1) return `Running code · calling ${running[0].name}…`;
+    if (running.length === 1) return `Running code · ${callingText(running[0])}…`;
     if (running.length > 1) return `Running code · ${running.length} tool calls in flight…`;
     return 'Running code…';
   }

@@ -221,7 +221,8 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         key: `n:${++model.serial}`,
         turnId: turn.id,
         level: 'warning',
-        text: `${event.message}${status}. Retrying in ${seconds} s (attempt ${event.attempt}).`,
+        // No delay: not a retry but a change of course announced once (a model without tools goes on with the text protocol).
+        text: event.delay_ms > 0 ? `${event.message}${status}. Retrying in ${seconds} s (attempt ${event.attempt}).` : event.message,
         rev: 1,
       };
       ctx.addItem(turn, view);
