@@ -236,10 +236,16 @@ export interface ApprovalRequested {
   arguments?: unknown;
   code?: string;
 }
+/**
+ * How an approval ended: the person's decision, or `expired` when nobody answered before the run ended (Stop,
+ * the conversation closed); `reason` then says what happened. An unanswered approval is never a `deny`.
+ */
+export type ApprovalResolution = ApprovalDecision | 'expired';
 export interface ApprovalResolved {
   type: 'codeact.approval.resolved';
   approval_id: string;
-  decision: ApprovalDecision;
+  decision: ApprovalResolution;
+  /** Why: for `expired`, what ended the wait ("no answer: the run was stopped"). */
   reason?: string;
 }
 

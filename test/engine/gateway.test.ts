@@ -96,7 +96,7 @@ describe('tool gateway', () => {
     await assert.rejects(call(gw, 'd', {}), /denied by its approval policy/);
     assert.equal(await call(gw, 'q', {}), 1, 'the session override turned ask into auto for q');
     const asked: string[] = [];
-    const gw2 = new ToolGateway([base({ name: 'q', approval: 'ask', invoke })], { approver: async (r) => (asked.push(r.tool.name), false) });
+    const gw2 = new ToolGateway([base({ name: 'q', approval: 'ask', invoke })], { approver: async (r) => (asked.push(r.tool.name), 'denied') });
     await assert.rejects(call(gw2, 'q', {}), /The user denied the call to "q"/);
     assert.deepEqual(asked, ['q']);
     const gw3 = new ToolGateway([base({ name: 'q', approval: 'ask', invoke })]);

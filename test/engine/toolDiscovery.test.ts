@@ -130,7 +130,7 @@ describe('reserved discovery calls behind the gateway', () => {
   it('routes codeact.* names to discovery: no approval, no tool runs, no call record', async () => {
     const invoked: string[] = [];
     const approvals: string[] = [];
-    const gw = new ToolGateway([askTool(invoked)], { approver: async (r) => (approvals.push(r.tool.name), false) });
+    const gw = new ToolGateway([askTool(invoked)], { approver: async (r) => (approvals.push(r.tool.name), 'denied') });
     const signal = new AbortController().signal;
     const hits = (await gw.handler({ itemId: 'x', callId: '1', name: SEARCH_TOOLS, arguments: { query: 'send money' } }, signal)) as { name: string }[];
     assert.equal(hits[0].name, 'wire_money');

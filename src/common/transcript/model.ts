@@ -140,6 +140,7 @@ export interface ApprovalView {
   name?: string;
   arguments?: unknown;
   code?: string;
+  /** `expired`: nobody answered before the run or turn ended (`reason` says what happened, when known). */
   status: ApprovalStatus;
   decision?: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
   reason?: string;

@@ -205,8 +205,14 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       const view = model.items[approvalKey(event.approval_id)];
       if (!view || view.kind !== 'approval') break;
       const wasPending = view.status === 'pending';
-      view.status = 'resolved';
-      view.decision = event.decision;
+      if (event.decision === 'expired') {
+        // Nobody answered before the run ended: not the person's "deny".
+        view.status = 'expired';
+        view.decision = undefined;
+      } else {
+        view.status = 'resolved';
+        view.decision = event.decision;
+      }
       view.reason = event.reason;
       ctx.itemChanged(view);
       if (wasPending) ctx.releaseApproval(view);

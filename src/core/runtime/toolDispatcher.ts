@@ -17,6 +17,8 @@ export interface ToolDispatcherOptions {
   maxConcurrent: number;
   /** Fires when the run ends: calls still queued or running are told to stop. */
   signal: AbortSignal;
+  /** Stops the run's clock until the returned function is called (see ToolCallRequest.pause). */
+  pauseClock?: () => () => void;
 }
 
 /**
@@ -60,12 +62,25 @@ export class ToolDispatcher {
     const emit = name === TOOL_CATALOG ? () => {} : discovery ? (e: CodeActEvent) => this.o.emit({ ...e, kind: 'discovery' } as CodeActEvent) : this.o.emit;
     const callId = `${itemId}:${++this.next}`;
     const started = performance.now();
-    const ms = () => Math.round((performance.now() - started) * 100) / 100;
+    // Time spent waiting for the person (an approval) counts neither against the run's timeout nor in the call's duration.
+    let waited = 0;
+    const pause = (): (() => void) => {
+      const resumeRun = this.o.pauseClock?.();
+      const at = performance.now();
+      let resumed = false;
+      return () => {
+        if (resumed) return;
+        resumed = true;
+        waited += performance.now() - at;
+        resumeRun?.();
+      };
+    };
+    const ms = () => Math.round((performance.now() - started - waited) * 100) / 100;
     emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name, arguments: args });
     try {
       if (this.o.signal.aborted) throw new Error('The run has ended.');
       if (!this.o.handler || !this.o.enabled) throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
-      const value = (await this.o.handler({ itemId, callId, name, arguments: args }, this.o.signal)) ?? null;
+      const value = (await this.o.handler({ itemId, callId, name, arguments: args, pause }, this.o.signal)) ?? null;
       try {
         JSON.stringify(value);
       } catch (err) {
