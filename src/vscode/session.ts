@@ -5,7 +5,7 @@
  * (./workspaceTools). VS Code is reached only through the `*.apis.ts` seams, so this runs in plain Node tests.
  */
 import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged, VariablesSummary } from '../common/events';
-import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
+import type { BrokenToolSummary, ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
@@ -228,7 +228,9 @@ export class CodeActSession {
         models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...DEFAULT_MODELS[id]])].map((m) => ({ id: m })),
       })),
     );
-    const tools: ToolSummary[] = this.toolSet().tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
+    const set = this.toolSet();
+    const tools: ToolSummary[] = set.tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
+    const brokenTools: BrokenToolSummary[] = set.errors.map((e) => ({ index: e.index, name: e.name, message: e.message, ...(e.problems ? { problems: e.problems } : {}) }));
     const runtime: RuntimeKind = s.mode === 'hosted' ? (s.provider === 'openai-compatible' ? 'local' : (s.provider as RuntimeKind)) : s.runtime;
     return {
       providers,
@@ -237,6 +239,7 @@ export class CodeActSession {
       runtime,
       mode: s.mode === 'hosted' ? 'hosted' : 'local',
       tools,
+      brokenTools,
       trusted: this.trusted,
       busy: this.busy,
       conversationId: this.conversation?.id,

@@ -40,15 +40,15 @@ describe('schema validation', () => {
   });
 
   it('refuses external $ref, and accepts local ones', () => {
-    assert.throws(() => compileSchema({ $ref: 'https://example.com/schema.json' }), /external \$ref is not allowed.*#\/\$ref: "https:\/\/example.com\/schema.json"/);
-    assert.throws(() => compileSchema({ properties: { a: { $ref: 'other.json#/x' } } }), /#\/properties\/a\/\$ref/);
+    assert.throws(() => compileSchema({ $ref: 'https://example.com/schema.json' }), /"\$ref": "https:\/\/example.com\/schema.json" is an external \$ref, which is not allowed/);
+    assert.throws(() => compileSchema({ properties: { a: { $ref: 'other.json#/x' } } }), /In properties\.a, "\$ref": "other\.json#\/x" is an external \$ref/);
     const v = compileSchema({ $defs: { pos: { type: 'integer', minimum: 0 } }, type: 'object', properties: { n: { $ref: '#/$defs/pos' } } });
     assert.match(v({ n: -1 }).join(), /\$\.n must be >= 0/);
   });
 
   it('reports an invalid schema clearly', () => {
-    assert.throws(() => compileSchema({ type: 'nonsense' }), /invalid JSON Schema/);
-    assert.throws(() => compileSchema({ $schema: 'http://json-schema.org/draft-04/schema#' }), /not supported; use draft 2020-12 or draft-07/);
+    assert.throws(() => compileSchema({ type: 'nonsense' }), /"type": "nonsense" is not a JSON Schema type/);
+    assert.throws(() => compileSchema({ $schema: 'http://json-schema.org/draft-04/schema#' }), /version CodeAct does not support\. Fix: use draft 2020-12 .* or draft-07/);
   });
 });
 

@@ -150,7 +150,7 @@ describe('reserved discovery calls behind the gateway', () => {
   it('no declared tool can take a reserved name', () => {
     const set = loadTools([{ name: 'codeact.search_tools', command: ['true'] }], { workspace: '/tmp' });
     assert.equal(set.tools.length, 0);
-    assert.match(set.errors[0].message, /"name" must start with a letter and use only letters, digits, "_" and "-"/);
+    assert.match(set.errors[0].message, /"name": "codeact\.search_tools" is not a valid tool name\. Fix: start with a letter and use only letters, digits, "_" and "-"/);
     assert.equal(isDiscoveryCall('search_tools'), false);
     assert.equal(isDiscoveryCall(SEARCH_TOOLS), true);
   });

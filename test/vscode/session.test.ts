@@ -346,11 +346,17 @@ describe('vscode session (fake seams)', () => {
       assert.equal(set.errors.length, 2);
       h.session.toolSet();
       assert.equal(h.apis.warnings.length, 1, 'the same errors are shown once');
-      assert.match(h.apis.warnings[0].message, /^CodeAct: 2 tool declaration\(s\) in codeact.tools are invalid and unavailable: codeact.tools\[0\] \(bad\)/);
+      assert.match(h.apis.warnings[0].message, /^CodeAct: 2 tools in codeact\.tools are broken and unavailable\. codeact\.tools\[0\] \(bad\): The declaration has no source\. Fix: give exactly one of "command"/);
+      // The panel's state carries them, with their messages ("0 tools ready, 2 broken").
+      const state = await h.session.hostState();
+      assert.deepEqual(state.tools, []);
+      assert.deepEqual(state.brokenTools?.map((b) => [b.index, b.name]), [[0, 'bad'], [1, 'missing']]);
+      assert.match(state.brokenTools![0].message, /no source/);
+      assert.deepEqual(state.brokenTools![0].problems, [{ reason: 'The declaration has no source', fix: 'give exactly one of "command", "http", "mcp", "lmTool"' }]);
       assert.deepEqual(h.apis.warnings[0].items, ['Open Settings', 'Show Log']);
       await tick();
       assert.deepEqual(h.apis.ranCommands, ['workbench.action.openWorkspaceSettingsFile']);
-      assert.ok(h.log.lines.some((l) => l.startsWith('warn codeact.tools[1] (missing): no language-model tool named "vendor_missing"')), h.log.lines.join('\n'));
+      assert.ok(h.log.lines.some((l) => l.startsWith('warn codeact.tools[1] (missing): No language-model tool named "vendor_missing"')), h.log.lines.join('\n'));
     });
 
     it('ignored settings are logged once', () => {
