@@ -63,7 +63,7 @@ export function packageExtension(): Promise<string> {
     const stage = await buildExtensionCopy();
     const out = join(stage, 'codeact.vsix');
     const vsce = join(ROOT, 'node_modules', '@vscode', 'vsce', 'vsce');
-    run(process.execPath, [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '-o', out], stage, 'vsce package');
+    run(process.execPath, [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links', '--skip-license', '-o', out], stage, 'vsce package');
     return out;
   });
   return packaged;
