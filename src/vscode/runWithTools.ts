@@ -155,6 +155,12 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     const endRange = new vscode.Range(target.endLine, Number.MAX_SAFE_INTEGER, target.endLine, Number.MAX_SAFE_INTEGER);
     const cell = cellAt(lines(doc), target.startLine);
     this.current = { key, range: endRange, cellLine: cell?.start };
+    // The result of an earlier run of the same code is stale now: the status of this run takes its place.
+    const earlier = this.results.get(key);
+    if (earlier?.some((r) => r.line === target.endLine)) {
+      this.results.set(key, earlier.filter((r) => r.line !== target.endLine));
+      this.refresh();
+    }
     this.showRunning();
     this.diagnostics.delete(doc.uri);
     let item: CodeInterpreterCallItem;
@@ -193,7 +199,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     const cur = this.current;
     if (!cur) return;
     const waiting = this.service.pendingApprovals()[0];
-    const text = waiting ? `⏸ waiting for your approval${waiting.name ? ` of "${waiting.name}"` : ' of the code'} — CodeAct: Show Pending Approval` : '⟳ running with tools…';
+    const text = waiting ? `⚑ waiting for your approval${waiting.name ? ` of "${waiting.name}"` : ' of the code'} — CodeAct: Show Pending Approval` : '⟳ running with tools…';
     cur.progress?.report({ message: waiting ? 'waiting for your approval' : undefined });
     for (const e of vscode.window.visibleTextEditors) {
       if (e.document.uri.toString() === cur.key) e.setDecorations(this.running, [{ range: cur.range, renderOptions: { after: { contentText: text } } }]);
