@@ -10,7 +10,7 @@ import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import type { Runtime } from '../../src/core/runtime/types';
-import { RunClock } from '../../src/core/util/timeout';
+import { pausedTime, RunClock } from '../../src/core/util/timeout';
 import { findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,6 +69,37 @@ describe('RunClock: a timeout that stops counting while paused', () => {
     paused.stop();
     await sleep(60);
     assert.equal(early, false, 'stopped');
+  });
+});
+
+describe('pausedTime: what a step spent waiting', () => {
+  it('counts the paused time once, and pauses the run\'s clock with it', async () => {
+    let runPaused = 0;
+    const { pause, pausedMs } = pausedTime(() => {
+      runPaused++;
+      return () => runPaused--;
+    });
+    const resume = pause();
+    assert.equal(runPaused, 1);
+    await sleep(120);
+    resume();
+    resume();
+    assert.equal(runPaused, 0);
+    assert.ok(pausedMs() >= 100 && pausedMs() < 1000, `${pausedMs()} ms`);
+  });
+});
+
+describe('an unanswered approval is not a deny', () => {
+  it('the call fails saying nobody answered, and the record says no_answer, not denied', async () => {
+    const gateway = new ToolGateway([noteTool()], { approver: async () => ({ unanswered: 'no answer: the run was stopped' }) });
+    await assert.rejects(
+      gateway.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal),
+      /The call to "send_note" did not run \(no answer: the run was stopped\)\./,
+    );
+    assert.equal(gateway.records[0].code, 'no_answer');
+    const denied = new ToolGateway([noteTool()], { approver: async () => 'denied' });
+    await assert.rejects(denied.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal), /The user denied the call to "send_note"/);
+    assert.equal(denied.records[0].code, 'denied');
   });
 });
 

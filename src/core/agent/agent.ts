@@ -19,6 +19,7 @@ import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
 import { newId } from '../util/ids';
+import { pausedTime } from '../util/timeout';
 
 export type AgentMode = 'toolCode' | 'hosted' | 'code';
 
@@ -414,14 +415,17 @@ export class AgentLoop {
     const itemId = call.item_id;
     // Ours, as inside an execution (`<item id>:<n>`): the provider's call id is not unique.
     const callId = `${itemId}:1`;
+    // The person's time deciding an approval is not the call's.
+    const { pause, pausedMs } = pausedTime();
+    const took = () => Math.round(performance.now() - started - pausedMs());
     this.emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name: call.name, arguments: args });
     try {
-      const output = await gateway.call({ itemId, callId, name: call.name, arguments: args }, signal ?? new AbortController().signal);
-      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, output, duration_ms: Math.round(performance.now() - started) });
+      const output = await gateway.call({ itemId, callId, name: call.name, arguments: args, pause }, signal ?? new AbortController().signal);
+      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, output, duration_ms: took() });
       return finish(capText(JSON.stringify(output ?? null), 60_000));
     } catch (err) {
       const message = (err as Error).message;
-      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, error: message, duration_ms: Math.round(performance.now() - started) });
+      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, error: message, duration_ms: took() });
       return finish(JSON.stringify({ error: message }), true);
     }
   }

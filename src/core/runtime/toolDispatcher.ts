@@ -5,6 +5,7 @@
 import type { CodeActEvent } from '../../common/events';
 import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
 import type { ToolCallHandler } from './types';
+import { pausedTime } from '../util/timeout';
 
 export type ToolOutcome = { ok: true; value: unknown } | { ok: false; error: string };
 
@@ -63,19 +64,8 @@ export class ToolDispatcher {
     const callId = `${itemId}:${++this.next}`;
     const started = performance.now();
     // Time spent waiting for the person (an approval) counts neither against the run's timeout nor in the call's duration.
-    let waited = 0;
-    const pause = (): (() => void) => {
-      const resumeRun = this.o.pauseClock?.();
-      const at = performance.now();
-      let resumed = false;
-      return () => {
-        if (resumed) return;
-        resumed = true;
-        waited += performance.now() - at;
-        resumeRun?.();
-      };
-    };
-    const ms = () => Math.round((performance.now() - started - waited) * 100) / 100;
+    const { pause, pausedMs } = pausedTime(this.o.pauseClock);
+    const ms = () => Math.round((performance.now() - started - pausedMs()) * 100) / 100;
     emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name, arguments: args });
     try {
       if (this.o.signal.aborted) throw new Error('The run has ended.');

@@ -70,3 +70,26 @@ export class RunClock {
     }, Math.max(0, this.remaining));
   }
 }
+
+/**
+ * The time one step spent paused (waiting for the person), so that its duration can leave it out: `pause()`
+ * stops counting until the function it returns is called (resuming twice is harmless), and also pauses
+ * `also` (the run's clock) meanwhile.
+ */
+export function pausedTime(also?: () => () => void): { pause: () => () => void; pausedMs: () => number } {
+  let total = 0;
+  return {
+    pause: () => {
+      const resumeAlso = also?.();
+      const at = performance.now();
+      let resumed = false;
+      return () => {
+        if (resumed) return;
+        resumed = true;
+        total += performance.now() - at;
+        resumeAlso?.();
+      };
+    },
+    pausedMs: () => total,
+  };
+}
