@@ -3,6 +3,7 @@
  * The SDKs and the Jupyter client load lazily, when a conversation or a Jupyter run first needs them.
  */
 import * as vscode from 'vscode';
+import { ApprovalStatus } from './vscode/approvalStatus';
 import { ChatPanels, exportNotebook } from './vscode/chatPanel';
 import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
 import { InlineResults } from './vscode/runWithTools';
@@ -31,7 +32,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   active = service;
   const panels = new ChatPanels(context, service);
   const inline = new InlineResults(service);
-  context.subscriptions.push(log, service, panels, inline, registerLanguageModelTool(service), registerChatParticipant(service, context));
+  context.subscriptions.push(log, service, panels, inline, new ApprovalStatus(service), registerLanguageModelTool(service), registerChatParticipant(service, context));
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
     context.subscriptions.push(
@@ -63,6 +64,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
     await panels.ask(text, true);
   });
   command('codeact.stop', () => service.stop());
+  command('codeact.showApproval', () => service.showPendingApproval());
   command('codeact.restartSession', async (sessionId?: unknown) => {
     let id = typeof sessionId === 'string' ? sessionId : undefined;
     if (!id) {

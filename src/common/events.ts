@@ -116,8 +116,14 @@ export interface TextEditorItem {
   error?: { code: string; message?: string | null } | null;
 }
 
+/**
+ * A model function call. `id` is ours (minted for every call); `call_id` is the provider's, kept to answer
+ * the call on the wire and never used as a key: OpenAI-compatible and scripted servers reuse ids such as
+ * `call_0` from one turn to the next, and even within one response.
+ */
 export interface FunctionCallItem {
   type: 'function_call';
+  /** Our id (absent only in transcripts saved before ids were ours). */
   id?: string;
   call_id: string;
   name: string;
@@ -127,6 +133,11 @@ export interface FunctionCallItem {
 
 export interface FunctionCallOutputItem {
   type: 'function_call_output';
+  /** Our id of this output. */
+  id?: string;
+  /** Our id (`FunctionCallItem.id`) of the call this answers; absent in transcripts saved before ids were ours. */
+  item_id?: string;
+  /** The provider's id of the call, for the wire. */
   call_id: string;
   name?: string;
   output: string;
@@ -225,10 +236,16 @@ export interface ApprovalRequested {
   arguments?: unknown;
   code?: string;
 }
+/**
+ * How an approval ended: the person's decision, or `expired` when nobody answered before the run ended (Stop,
+ * the conversation closed); `reason` then says what happened. An unanswered approval is never a `deny`.
+ */
+export type ApprovalResolution = ApprovalDecision | 'expired';
 export interface ApprovalResolved {
   type: 'codeact.approval.resolved';
   approval_id: string;
-  decision: ApprovalDecision;
+  decision: ApprovalResolution;
+  /** Why: for `expired`, what ended the wait ("no answer: the run was stopped"). */
   reason?: string;
 }
 

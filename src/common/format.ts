@@ -1,6 +1,6 @@
 /**
- * Byte and duration formatting for messages about limits ("truncated after 4 MiB", "timed out after
- * 5 min"), shared by the engine, both hosts and the panel.
+ * Byte and duration formatting: limits in messages ("truncated after 4 MiB", "timed out after 5 min") and
+ * measured durations ("7 ms", "1.23 s"), shared by the engine, both hosts and the panel.
  */
 
 /** 4194304 -> "4 MiB", 2048 -> "2 KiB", 1000 -> "1000 bytes": exact, because a limit must read exactly. */
@@ -14,4 +14,17 @@ export function formatBytes(n: number): string {
 export function formatDuration(ms: number): string {
   if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
   return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/**
+ * 7.4 -> "7 ms", 1234 -> "1.23 s", 12345 -> "12.3 s", 75000 -> "1 min 15 s": a measured duration, as the panel,
+ * the inline result and its hover show it (a warm session runs a cell in a few ms, which "0.00 s" would hide).
+ */
+export function formatElapsed(ms: number): string {
+  if (!Number.isFinite(ms)) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const m = Math.floor(ms / 60_000);
+  const s = Math.round((ms % 60_000) / 1000);
+  return `${m} min ${s} s`;
 }

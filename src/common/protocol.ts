@@ -15,6 +15,7 @@
  *    and the host answers as for `ready`.
  */
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
+import type { DeclarationProblem } from './tools';
 import type { TranscriptEvent } from './transcript';
 
 export const PROTOCOL_VERSION = 1;
@@ -44,6 +45,17 @@ export interface ToolSummary {
   source?: 'command' | 'http' | 'mcp' | 'lmTool';
 }
 
+/** A `codeact.tools` declaration that is broken and unavailable, and why (the panel can say "3 tools ready, 1 broken"). */
+export interface BrokenToolSummary {
+  /** Its position in codeact.tools (-1: codeact.tools itself is not a list). */
+  index: number;
+  name?: string;
+  /** Everything wrong with it, as sentences: the field, the bad value, why, and the fix. */
+  message: string;
+  /** The same, field by field (absent where a source said it in one sentence). */
+  problems?: DeclarationProblem[];
+}
+
 export interface ConversationSummary {
   id: string;
   title: string;
@@ -62,6 +74,8 @@ export interface HostState {
   runtime?: RuntimeKind;
   mode?: 'local' | 'hosted';
   tools: ToolSummary[];
+  /** Declarations of codeact.tools that are broken, with what to fix (absent or empty: none). */
+  brokenTools?: BrokenToolSummary[];
   /** Workspace Trust: false disables execution and workspace-declared tools. */
   trusted: boolean;
   /** A turn runs (the host's view; the panel also derives it from the transcript). */

@@ -69,3 +69,28 @@ export const RESERVED_CALLS = { search: SEARCH_TOOLS, describe: DESCRIBE_TOOL, c
 export function isDiscoveryCall(name: unknown): boolean {
   return typeof name === 'string' && name.startsWith('codeact.');
 }
+
+/**
+ * One thing wrong with a `codeact.tools` declaration, said so that a person can fix it: where (`field`, a
+ * path in the declaration such as `inputSchema.properties.query.type`), the bad value as written (JSON), why
+ * in plain words, and what to write instead. A problem without a field is one sentence of its own.
+ */
+export interface DeclarationProblem {
+  field?: string;
+  /** The value as written, as JSON (`"objekt"`); absent when the field is missing. */
+  value?: string;
+  reason: string;
+  fix?: string;
+}
+
+/** `In inputSchema, "type": "objekt" is not a JSON Schema type. Fix: write "object" (…).` */
+export function formatDeclarationProblem(p: DeclarationProblem): string {
+  const end = (s: string) => (/[.!?]$/.test(s) ? s : `${s}.`);
+  const fix = p.fix ? ` Fix: ${end(p.fix)}` : '';
+  if (!p.field) return `${end(p.reason.charAt(0).toUpperCase() + p.reason.slice(1))}${fix}`;
+  const at = p.field.lastIndexOf('.');
+  const key = p.field.slice(at + 1);
+  const parent = at > 0 ? p.field.slice(0, at) : '';
+  const subject = p.value !== undefined ? `${JSON.stringify(key)}: ${p.value}` : JSON.stringify(key);
+  return `${parent ? `In ${parent}, ` : ''}${subject} ${end(p.reason)}${fix}`;
+}

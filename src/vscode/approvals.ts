@@ -3,10 +3,14 @@
  * user, on a card in the chat panel when it is visible, in a modal dialog otherwise. "Allow for This
  * Session" is remembered here; "Always Allow" is saved to the user's settings. VS Code is reached through
  * ./approvals.apis.
+ *
+ * An approval nobody answered before the run ended (Stop, the conversation closed) is recorded as what it
+ * is, `expired` with the reason ("no answer: the run was stopped"), never as the person's "deny". While an
+ * approval waits, the run's clock is paused (see the gateway), and the host says so (`changed`).
  */
-import type { ApprovalDecision, CodeInterpreterCallItem } from '../common/events';
+import type { ApprovalDecision, ApprovalResolution, CodeInterpreterCallItem } from '../common/events';
 import type { TranscriptEvent } from '../common/transcript';
-import type { ApprovalRequest } from '../core/gateway/gateway';
+import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
@@ -23,10 +27,20 @@ export interface ApprovalSubject {
 }
 
 export interface ApprovalAnswer {
-  decision: ApprovalDecision;
+  /** The person's decision, or `expired` when nobody answered before the run ended. */
+  decision: ApprovalResolution;
+  /** For `expired`: what happened ("no answer: the run was stopped"). */
+  reason?: string;
   /** The code as the user edited it (a code review's "Edit"). */
   code?: string;
 }
+
+/** Why an approval went unanswered. */
+export const NO_ANSWER = {
+  stopped: 'no answer: the run was stopped',
+  closed: 'no answer: the conversation was closed',
+  ended: 'no answer: the run ended',
+} as const;
 
 export interface ApprovalsDeps {
   apis: ApprovalsApis;
@@ -35,11 +49,23 @@ export interface ApprovalsDeps {
   log: Log;
   /** Can the panel show approval cards right now? */
   panelVisible(): boolean;
+  /** The set of pending approvals changed (the host's status bar and inline status say when one waits). */
+  changed?(): void;
+}
+
+/** A pending approval, as the host's status shows it. */
+export interface PendingApprovalInfo {
+  id: string;
+  kind: 'tool' | 'code';
+  name?: string;
+  itemId?: string;
 }
 
 interface PendingApproval {
   resolve: (r: ApprovalAnswer) => void;
-  tool?: string;
+  subject: ApprovalSubject;
+  /** A modal dialog asks it now (one at a time per approval). */
+  modal?: boolean;
 }
 
 export class Approvals {
@@ -49,14 +75,15 @@ export class Approvals {
   constructor(private readonly deps: ApprovalsDeps) {}
 
   /** The gateway's approver of `ask` tools. */
-  async approveTool(req: ApprovalRequest): Promise<boolean> {
-    const { decision } = await this.request({ kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId }, req.signal);
+  async approveTool(req: ApprovalRequest): Promise<ApprovalOutcome> {
+    const { decision, reason } = await this.request({ kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId }, req.signal);
+    if (decision === 'expired') return { unanswered: reason ?? NO_ANSWER.ended };
     if (decision === 'allow_session') this.sessionAllowed.add(req.tool.name);
     if (decision === 'allow_always') {
       const list = this.deps.apis.alwaysAllowed();
       if (!list.includes(req.tool.name)) await this.deps.apis.saveAlwaysAllowed([...list, req.tool.name]);
     }
-    return decision !== 'deny';
+    return decision === 'deny' ? 'denied' : 'allowed';
   }
 
   /**
@@ -67,23 +94,43 @@ export class Approvals {
     return (tool) => (alwaysAllow.includes(tool.name) || this.sessionAllowed.has(tool.name) ? 'auto' : undefined);
   }
 
-  /** Asks the user: a card in the panel when it is visible, a modal dialog otherwise. Every decision is logged. */
+  /**
+   * Asks the user: a card in the panel when it is visible, a modal dialog otherwise. The run ending first
+   * (`signal`) leaves it unanswered (`expired`). Every outcome is logged.
+   */
   async request(what: ApprovalSubject, signal?: AbortSignal): Promise<ApprovalAnswer> {
     const approvalId = newId('appr');
     this.deps.emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
-    let result: ApprovalAnswer;
-    if (this.deps.panelVisible()) {
-      const onAbort = () => this.pending.get(approvalId)?.resolve({ decision: 'deny' });
-      signal?.addEventListener('abort', onAbort, { once: true });
-      result = signal?.aborted ? { decision: 'deny' } : await new Promise((resolve) => this.pending.set(approvalId, { resolve, tool: what.name }));
-      signal?.removeEventListener('abort', onAbort);
-      this.pending.delete(approvalId);
-    } else {
-      result = await this.modal(what);
-    }
-    this.deps.emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision });
-    this.deps.log.info(`approval ${approvalId}: ${what.kind === 'tool' ? `tool ${what.name}` : 'code review'} -> ${result.decision}`);
+    const answered = new Promise<ApprovalAnswer>((resolve) => this.pending.set(approvalId, { resolve, subject: what }));
+    const onAbort = () => this.pending.get(approvalId)?.resolve({ decision: 'expired', reason: NO_ANSWER.ended });
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    this.deps.changed?.();
+    if (!this.deps.panelVisible()) this.askInModal(approvalId);
+    const result = await answered;
+    signal?.removeEventListener('abort', onAbort);
+    this.pending.delete(approvalId);
+    this.deps.changed?.();
+    this.deps.emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision, ...(result.reason ? { reason: result.reason } : {}) });
+    const subject = what.kind === 'tool' ? `tool ${what.name}` : 'code review';
+    this.deps.log.info(`approval ${approvalId}: ${subject} -> ${result.decision === 'expired' ? result.reason ?? NO_ANSWER.ended : result.decision}`);
     return result;
+  }
+
+  /** The approvals waiting for an answer, oldest first. */
+  pendingList(): PendingApprovalInfo[] {
+    return [...this.pending].map(([id, p]) => ({ id, kind: p.subject.kind, name: p.subject.name, itemId: p.subject.itemId }));
+  }
+
+  /** Asks a pending approval in a modal dialog (the panel is hidden); whichever answers first, card or dialog, counts. */
+  askInModal(approvalId: string): void {
+    const p = this.pending.get(approvalId);
+    if (!p || p.modal) return;
+    p.modal = true;
+    void this.modal(p.subject).then(
+      (answer) => p.resolve(answer),
+      () => undefined,
+    );
   }
 
   private async modal(what: ApprovalSubject): Promise<ApprovalAnswer> {
@@ -107,9 +154,9 @@ export class Approvals {
     this.pending.get(approvalId)?.resolve({ decision, code });
   }
 
-  /** Stop: every open card is answered "deny". */
-  denyPending(): void {
-    for (const [, p] of this.pending) p.resolve({ decision: 'deny' });
+  /** The run ends (Stop, the conversation closed) with approvals unanswered: each is recorded as expired, with why. */
+  expirePending(reason: string): void {
+    for (const [, p] of this.pending) p.resolve({ decision: 'expired', reason });
   }
 
   /** Wraps the runtime so that, with codeact.approval.reviewCode, the user sees the code first (Run, Edit, Deny). */
@@ -125,16 +172,19 @@ export class Approvals {
       hasSession: runtime.hasSession?.bind(runtime),
       execute: async (request: ExecuteRequest, options?: ExecuteOptions) => {
         const r = await this.request({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
-        if (r.decision === 'deny') {
+        if (r.decision === 'deny' || r.decision === 'expired') {
           const item: CodeInterpreterCallItem = {
             type: 'code_interpreter_call',
             id: request.itemId ?? newId('exec'),
-            status: 'failed',
+            status: r.decision === 'deny' ? 'failed' : 'incomplete',
             code: request.code,
             runtime: runtime.kind,
             outputs: [],
             exit_code: null,
-            error: { type: 'Denied', message: 'The user declined to run this code.' },
+            error:
+              r.decision === 'deny'
+                ? { type: 'Denied', message: 'The user declined to run this code.' }
+                : { type: 'Cancelled', message: `The code did not run (${r.reason ?? NO_ANSWER.ended}).` },
           };
           options?.onEvent?.({ type: 'response.code_interpreter_call.completed', item_id: item.id });
           options?.onEvent?.({ type: 'response.output_item.done', item });

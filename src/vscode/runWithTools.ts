@@ -3,10 +3,12 @@
  * cursor in the configured runtime with the managed tools, and shows the result inline: an after-line
  * decoration (value or ✓/✗, and the duration), a hover with stdout, value and traceback, a diagnostic
  * on the failing line, and CodeLens "▶ Run with Tools" above each cell. The run also appears in the panel.
+ * While the run waits for an approval, the inline status says so and the cell's CodeLens offers to open it.
  */
 import * as vscode from 'vscode';
 import { cellAt, codeOf, findCells } from '../common/cells';
 import type { CodeInterpreterCallItem } from '../common/events';
+import { formatElapsed } from '../common/format';
 import type { CodeActService } from './service';
 import { showUntrusted } from './trust';
 
@@ -49,9 +51,8 @@ export function targetOf(editor: vscode.TextEditor, atLine?: number): { code: st
 }
 
 function summary(item: CodeInterpreterCallItem): string {
-  // As the panel shows durations: a warm session runs a cell in a few ms, which "0.00 s" would hide.
-  const ms = item.duration_ms;
-  const secs = ms === undefined ? '' : ms < 1000 ? ` · ${Math.round(ms)} ms` : ` · ${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  // The one format of measured durations, as the hover and the panel show them.
+  const secs = item.duration_ms === undefined ? '' : ` · ${formatElapsed(item.duration_ms)}`;
   if (item.status === 'completed') {
     const v = item.value === null || item.value === undefined ? '✓' : `✓ ${JSON.stringify(item.value)}`;
     return `${v.length > 80 ? v.slice(0, 79) + '…' : v}${secs}`;
@@ -64,7 +65,8 @@ function hoverOf(item: CodeInterpreterCallItem): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.isTrusted = false;
   md.supportHtml = false;
-  md.appendMarkdown(`**CodeAct** · ${item.status === 'completed' ? 'completed' : 'failed'} · ${item.runtime}${item.sandbox ? ` (${item.sandbox.kind})` : ''} · ${item.duration_ms ?? '?'} ms\n\n`);
+  const took = item.duration_ms === undefined ? '' : ` · ${formatElapsed(item.duration_ms)}`;
+  md.appendMarkdown(`**CodeAct** · ${item.status === 'completed' ? 'completed' : 'failed'} · ${item.runtime}${item.sandbox ? ` (${item.sandbox.kind})` : ''}${took}\n\n`);
   const stdout = item.outputs.filter((o) => o.type === 'logs' && !o.stream).map((o) => (o as { logs: string }).logs).join('');
   const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
   const clip = (s: string) => (s.length > 4000 ? '…' + s.slice(-4000) : s);
@@ -85,9 +87,12 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
   private readonly failed = vscode.window.createTextEditorDecorationType({
     after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('errorForeground'), fontStyle: 'italic' },
   });
+  /** The status at the end of the running code: running, or waiting for an approval (the text is per range). */
   private readonly running = vscode.window.createTextEditorDecorationType({
-    after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), contentText: '⟳ running with tools…' },
+    after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground') },
   });
+  /** The code that runs now, where its status shows. */
+  private current?: { key: string; range: vscode.Range; cellLine?: number; progress?: vscode.Progress<{ message?: string }> };
   private readonly diagnostics = vscode.languages.createDiagnosticCollection('codeact');
   private readonly results = new Map<string, InlineResult[]>();
   private readonly lensChanged = new vscode.EventEmitter<void>();
@@ -117,6 +122,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
         this.diagnostics.delete(d.uri);
       }),
       service.onState(() => {
+        this.showRunning();
         this.lensChanged.fire();
         // VS Code drops a scheduled CodeLens refresh when the editor loses focus (its scheduler is cancelled on
         // blur), which can leave "Stop" above the cells after a run: ask once more when the state has settled.
@@ -147,18 +153,27 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     const doc = editor.document;
     const key = doc.uri.toString();
     const endRange = new vscode.Range(target.endLine, Number.MAX_SAFE_INTEGER, target.endLine, Number.MAX_SAFE_INTEGER);
-    editor.setDecorations(this.running, [endRange]);
+    const cell = cellAt(lines(doc), target.startLine);
+    this.current = { key, range: endRange, cellLine: cell?.start };
+    // The result of an earlier run of the same code is stale now: the status of this run takes its place.
+    const earlier = this.results.get(key);
+    if (earlier?.some((r) => r.line === target.endLine)) {
+      this.results.set(key, earlier.filter((r) => r.line !== target.endLine));
+      this.refresh();
+    }
+    this.showRunning();
     this.diagnostics.delete(doc.uri);
     let item: CodeInterpreterCallItem;
     try {
-      item = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false },
-        () => this.service.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri) } }),
-      );
+      item = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false }, (progress) => {
+        if (this.current?.key === key) this.current.progress = progress;
+        return this.service.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri) } });
+      });
     } catch (err) {
       void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);
       return undefined;
     } finally {
+      this.current = undefined;
       for (const e of vscode.window.visibleTextEditors) if (e.document.uri.toString() === key) e.setDecorations(this.running, []);
     }
     const list = (this.results.get(key) ?? []).filter((r) => r.line !== target.endLine);
@@ -177,6 +192,18 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     }
     this.refresh();
     return item;
+  }
+
+  /** The running code's status: "running", or waiting for the person's approval (and of what). */
+  private showRunning(): void {
+    const cur = this.current;
+    if (!cur) return;
+    const waiting = this.service.pendingApprovals()[0];
+    const text = waiting ? `⚑ waiting for your approval${waiting.name ? ` of "${waiting.name}"` : ' of the code'} — CodeAct: Show Pending Approval` : '⟳ running with tools…';
+    cur.progress?.report({ message: waiting ? 'waiting for your approval' : undefined });
+    for (const e of vscode.window.visibleTextEditors) {
+      if (e.document.uri.toString() === cur.key) e.setDecorations(this.running, [{ range: cur.range, renderOptions: { after: { contentText: text } } }]);
+    }
   }
 
   private refresh(): void {
@@ -200,14 +227,19 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
   }
 
   provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
-    return findCells(lines(doc)).map((c) => {
+    const waiting = this.service.busy ? this.service.pendingApprovals()[0] : undefined;
+    const here = this.current?.key === doc.uri.toString() ? this.current.cellLine : undefined;
+    return findCells(lines(doc)).flatMap((c) => {
       const range = new vscode.Range(c.start, 0, c.start, 0);
-      return new vscode.CodeLens(
+      const lens = new vscode.CodeLens(
         range,
         this.service.busy
           ? { title: '$(debug-stop) Stop', command: 'codeact.stop', tooltip: 'Stop the running code' }
           : { title: '▶ Run with Tools', command: 'codeact.runWithTools', arguments: [doc.uri, c.codeStart], tooltip: 'Run this cell with the managed tools' },
       );
+      if (!waiting || here !== c.start) return [lens];
+      const what = waiting.name ? `"${waiting.name}"` : 'the code';
+      return [new vscode.CodeLens(range, { title: `$(shield) Approve ${what}…`, command: 'codeact.showApproval', tooltip: `This run waits for you to allow or deny ${what}` }), lens];
     });
   }
 

@@ -5,7 +5,7 @@
  * (./workspaceTools). VS Code is reached only through the `*.apis.ts` seams, so this runs in plain Node tests.
  */
 import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged, VariablesSummary } from '../common/events';
-import type { ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
+import type { BrokenToolSummary, ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
@@ -19,7 +19,7 @@ import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { CodeActError } from '../core/util/errors';
 import { newId } from '../core/util/ids';
 import { runChatTurn } from '../core/session/chatTurn';
-import { Approvals } from './approvals';
+import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import type { ApprovalsApis } from './approvals.apis';
 import type { LmToolApis } from './lmToolSource.apis';
 import { DEFAULT_MODELS, PROVIDER_NAMES } from './providers';
@@ -105,7 +105,7 @@ export class CodeActSession {
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
     });
-    this.approvals = new Approvals({ apis: deps.approvalsApis, emit: (e) => this.emit(e), log: this.log, panelVisible: () => this.panelVisible() });
+    this.approvals = new Approvals({ apis: deps.approvalsApis, emit: (e) => this.emit(e), log: this.log, panelVisible: () => this.panelVisible(), changed: () => this.fireState() });
     this.tools = new WorkspaceTools({
       apis: this.apis,
       lmTools: deps.lmTools,
@@ -210,6 +210,7 @@ export class CodeActSession {
 
   fireState(): void {
     void this.apis.executeCommand('setContext', 'codeact.running', this.busy);
+    void this.apis.executeCommand('setContext', 'codeact.awaitingApproval', this.pendingApprovals().length > 0);
     for (const l of this.stateListeners) l();
   }
 
@@ -227,7 +228,9 @@ export class CodeActSession {
         models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...DEFAULT_MODELS[id]])].map((m) => ({ id: m })),
       })),
     );
-    const tools: ToolSummary[] = this.toolSet().tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
+    const set = this.toolSet();
+    const tools: ToolSummary[] = set.tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
+    const brokenTools: BrokenToolSummary[] = set.errors.map((e) => ({ index: e.index, name: e.name, message: e.message, ...(e.problems ? { problems: e.problems } : {}) }));
     const runtime: RuntimeKind = s.mode === 'hosted' ? (s.provider === 'openai-compatible' ? 'local' : (s.provider as RuntimeKind)) : s.runtime;
     return {
       providers,
@@ -236,6 +239,7 @@ export class CodeActSession {
       runtime,
       mode: s.mode === 'hosted' ? 'hosted' : 'local',
       tools,
+      brokenTools,
       trusted: this.trusted,
       busy: this.busy,
       conversationId: this.conversation?.id,
@@ -355,6 +359,19 @@ export class CodeActSession {
     this.approvals.resolve(approvalId, decision, code);
   }
 
+  /** The approvals waiting for the person, oldest first (Run with Tools and the status bar say so). */
+  pendingApprovals(): PendingApprovalInfo[] {
+    return this.approvals.pendingList();
+  }
+
+  /** "Show Pending Approval": its card in the panel, or a modal dialog when the panel is hidden. */
+  showPendingApproval(): void {
+    const first = this.pendingApprovals()[0];
+    if (!first) return;
+    if (this.panelVisible()) void this.apis.executeCommand('codeact.openChat');
+    else this.approvals.askInModal(first.id);
+  }
+
   // ---- running ----------------------------------------------------------------------------------
 
   private begin(label: string): AbortController {
@@ -375,8 +392,9 @@ export class CodeActSession {
   stop(): void {
     if (!this.running) return;
     this.log.info(`stop requested: ${this.running.label}`);
+    // Before the abort reaches them: an approval left open was not answered, and says why.
+    this.approvals.expirePending(NO_ANSWER.stopped);
     this.running.controller.abort();
-    this.approvals.denyPending();
   }
 
   requireTrust(what: string): void {
@@ -468,6 +486,7 @@ export class CodeActSession {
 
   /** Stops what runs, saves the transcript, and shuts kernels and MCP servers down (awaited by deactivate). */
   async shutdown(): Promise<void> {
+    this.approvals.expirePending(NO_ANSWER.closed);
     this.stop();
     this.conversation?.flush();
     await Promise.allSettled([this.runtimes.dispose(), disposeDefaultMcpPool()]);

@@ -42,8 +42,10 @@ export class WorkspaceTools {
     if (set.errors.length && key !== this.warnedDeclarations) {
       this.warnedDeclarations = key;
       for (const e of set.errors) this.deps.log.warn(formatDeclarationError(e));
+      const ready = set.tools.length ? ` (${set.tools.length} ready)` : '';
+      const what = set.errors.length === 1 ? 'A tool in codeact.tools is broken' : `${set.errors.length} tools in codeact.tools are broken`;
       void this.deps.apis
-        .showWarningMessage(`CodeAct: ${set.errors.length} tool declaration(s) in codeact.tools are invalid and unavailable: ${formatDeclarationError(set.errors[0])}`, 'Open Settings', 'Show Log')
+        .showWarningMessage(`CodeAct: ${what} and unavailable${ready}. ${formatDeclarationError(set.errors[0])}`, 'Open Settings', 'Show Log')
         .then((a) => {
           if (a === 'Open Settings') void this.deps.apis.executeCommand('workbench.action.openWorkspaceSettingsFile');
           if (a === 'Show Log') this.deps.log.show();

@@ -169,7 +169,7 @@ export class ApprovalRenderer implements ItemRenderer {
     const badge = this.el.querySelector('.badge.attention');
     if (a.status === 'expired') {
       badge?.remove();
-      this.showOutcome('No longer needed: the turn ended before a decision.', 'expired');
+      this.showOutcome(a.reason ? `${a.reason[0].toUpperCase()}${a.reason.slice(1)}.` : 'No longer needed: the turn ended before a decision.', 'expired');
     } else {
       badge?.remove();
       const edited = this.editing && this.editor !== undefined && this.editor.value !== (this.item.code ?? '') && a.decision !== 'deny';

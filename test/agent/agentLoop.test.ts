@@ -10,7 +10,7 @@ import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import type { ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
-import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
+import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 
@@ -30,23 +30,6 @@ function inventoryTool(log: Array<{ start: number; end: number }> = []): Managed
       return { sku: args.sku, on_hand: String(args.sku).length };
     },
   };
-}
-
-/** The function results the SDK sent back on the second request, in the provider's own format. */
-function resultsInRequest(provider: ProviderId, body: any): string[] {
-  switch (provider) {
-    case 'openai':
-      return body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => i.output);
-    case 'openai-compatible':
-      return body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
-    case 'anthropic':
-      return body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).filter((b: any) => b.type === 'tool_result').map((b: any) => (typeof b.content === 'string' ? b.content : JSON.stringify(b.content)));
-    case 'gemini':
-      return body.contents
-        .flatMap((c: any) => c.parts ?? [])
-        .filter((p: any) => p.functionResponse)
-        .map((p: any) => (typeof p.functionResponse.response?.output === 'string' ? p.functionResponse.response.output : JSON.stringify(p.functionResponse.response)));
-  }
 }
 
 const providers: ProviderId[] = ['openai', 'openai-compatible', 'anthropic', 'gemini'];

@@ -96,8 +96,8 @@ describe('codeact CLI', function () {
       const r = codeact(['tools', '--workspace', ws]);
       assert.equal(r.code, 2);
       assert.match(r.stdout, /^good /m);
-      assert.match(r.stdout, /codeact\.tools\[1\] \(bad name\): "name" must start/);
-      assert.match(r.stdout, /codeact\.tools\[2\] \(x\): no source/);
+      assert.match(r.stdout, /codeact\.tools\[1\] \(bad name\): "name": "bad name" is not a valid tool name\. Fix: start with a letter/);
+      assert.match(r.stdout, /codeact\.tools\[2\] \(x\): The declaration has no source\. Fix: give exactly one of/);
     } finally {
       rmSync(ws, { recursive: true, force: true });
     }

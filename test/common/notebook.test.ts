@@ -22,7 +22,10 @@ describe('notebook export', () => {
     ];
     const nb = conversationToNotebook(events, { title: 'Lamps' }) as { nbformat: number; cells: any[] };
     assert.equal(nb.nbformat, 4);
-    assert.deepEqual(nb.cells.map((c) => c.cell_type), ['markdown', 'markdown', 'code', 'code', 'markdown']);
+    // Title, what the cells need outside CodeAct (a `return`) and the cell that provides it, the prompt, the cells, the answer.
+    assert.deepEqual(nb.cells.map((c) => c.cell_type), ['markdown', 'markdown', 'code', 'markdown', 'code', 'code', 'markdown']);
+    assert.deepEqual([nb.cells[1].metadata.codeact.role, nb.cells[2].metadata.codeact.role], ['setup', 'setup']);
+    nb.cells.splice(1, 2);
     const code = nb.cells[2];
     assert.deepEqual(code.source, ['print("hi")\n', 'return 85']);
     assert.deepEqual(code.outputs.map((o: any) => o.output_type), ['stream', 'stream', 'display_data', 'execute_result']);

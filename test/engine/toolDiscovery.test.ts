@@ -130,7 +130,7 @@ describe('reserved discovery calls behind the gateway', () => {
   it('routes codeact.* names to discovery: no approval, no tool runs, no call record', async () => {
     const invoked: string[] = [];
     const approvals: string[] = [];
-    const gw = new ToolGateway([askTool(invoked)], { approver: async (r) => (approvals.push(r.tool.name), false) });
+    const gw = new ToolGateway([askTool(invoked)], { approver: async (r) => (approvals.push(r.tool.name), 'denied') });
     const signal = new AbortController().signal;
     const hits = (await gw.handler({ itemId: 'x', callId: '1', name: SEARCH_TOOLS, arguments: { query: 'send money' } }, signal)) as { name: string }[];
     assert.equal(hits[0].name, 'wire_money');
@@ -150,7 +150,7 @@ describe('reserved discovery calls behind the gateway', () => {
   it('no declared tool can take a reserved name', () => {
     const set = loadTools([{ name: 'codeact.search_tools', command: ['true'] }], { workspace: '/tmp' });
     assert.equal(set.tools.length, 0);
-    assert.match(set.errors[0].message, /"name" must start with a letter and use only letters, digits, "_" and "-"/);
+    assert.match(set.errors[0].message, /"name": "codeact\.search_tools" is not a valid tool name\. Fix: start with a letter and use only letters, digits, "_" and "-"/);
     assert.equal(isDiscoveryCall('search_tools'), false);
     assert.equal(isDiscoveryCall(SEARCH_TOOLS), true);
   });

@@ -32,15 +32,15 @@ describe('managed tool declarations', () => {
     assert.deepEqual(tools.map((t) => t.name), ['ok', 'fine2']);
     const byIndex = new Map(errors.map((e) => [e.index, e.message]));
     assert.deepEqual([...byIndex.keys()], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    assert.match(byIndex.get(1)!, /duplicate name "ok" \(also declared at index 0\)/);
-    assert.match(byIndex.get(2)!, /"name" must start with a letter/);
+    assert.match(byIndex.get(1)!, /"name": "ok" is declared twice \(also at codeact\.tools\[0\]\)/);
+    assert.match(byIndex.get(2)!, /"name": "9bad name" is not a valid tool name\. Fix: start with a letter/);
     assert.match(byIndex.get(3)!, /no source/);
     assert.match(byIndex.get(4)!, /two sources \(command and http\)/);
-    assert.match(byIndex.get(5)!, /"inputSchema": invalid JSON Schema/);
+    assert.match(byIndex.get(5)!, /In inputSchema, "type": "wat" is not a JSON Schema type/);
     assert.match(byIndex.get(6)!, /external \$ref/);
     assert.match(byIndex.get(7)!, /http\.url.*http\.allowedHosts/s);
-    assert.match(byIndex.get(8)!, /must be an object/);
-    assert.match(byIndex.get(9)!, /"name" is required/);
+    assert.match(byIndex.get(8)!, /"not an object" is not an object/);
+    assert.match(byIndex.get(9)!, /"name" is missing\. Fix: give the tool a name/);
     assert.match(byIndex.get(10)!, /non-empty argv/);
   });
 

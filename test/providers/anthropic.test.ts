@@ -75,7 +75,8 @@ describe('providers: Anthropic', () => {
     server.push(turn().code({ code, stdout: 'h\u00e9 \ud83d\ude00\n', chunks, id: 'srvtoolu_01X' }).text('Done.'));
     const provider = await providerFor('anthropic', server);
     const { rec, result } = await runTurn(provider, { history: [userMessage('run')], hosted: { enabled: true, toolVersion: 'code_execution_20250522' } });
-    assert.equal(assertCodeItemOrder(rec, 'srvtoolu_01X'), code);
+    assert.equal(assertCodeItemOrder(rec, rec.codeItems()[0].id), code);
+    assert.notEqual(rec.codeItems()[0].id, 'srvtoolu_01X', 'the item id is ours; the provider\'s stays in the replay data');
     const deltas = rec.ofType('response.code_interpreter_call_code.delta').map((d) => d.delta);
     assert.ok(deltas.length > 10, 'the code streams in many deltas');
     for (const d of deltas) {
@@ -106,7 +107,7 @@ describe('providers: Anthropic', () => {
     assert.equal(server.turns[0].headers['anthropic-beta'], 'code-execution-2025-08-25');
     assert.deepEqual(server.turns[0].body.tools, [{ type: 'code_execution_20250825', name: 'code_execution' }]);
     const item = t1.rec.codeItems()[0];
-    assert.equal(assertCodeItemOrder(t1.rec, 'srvtoolu_01B'), 'python3 -c "import sys; print(1); sys.exit(\'boom\')"');
+    assert.equal(assertCodeItemOrder(t1.rec, item.id), 'python3 -c "import sys; print(1); sys.exit(\'boom\')"');
     assert.equal(item.tool, 'bash_code_execution');
     assert.equal(logsOf(item), '1\n');
     assert.equal(logsOf(item, 'stderr'), 'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nSystemExit: boom\n');
@@ -140,11 +141,17 @@ describe('providers: Anthropic', () => {
     const provider = await providerFor('anthropic', server);
     const { rec, result } = await runTurn(provider, { history: [userMessage('edit')], hosted: { enabled: true, toolVersion: 'code_execution_20260120' } });
     const items = rec.ofType('response.output_item.done').map((e) => e.item).filter((i): i is TextEditorItem => i.type === 'text_editor_call');
-    assert.deepEqual(items.map((i) => [i.id, i.command, i.path, i.status, i.error?.code ?? null]), [
-      ['srvtoolu_E1', 'create', '/tmp/a.py', 'completed', null],
-      ['srvtoolu_E2', 'str_replace', '/tmp/a.py', 'failed', 'string_not_found'],
-      ['srvtoolu_E3', 'view', '/tmp/a.py', 'completed', null],
+    assert.deepEqual(items.map((i) => [i.command, i.path, i.status, i.error?.code ?? null]), [
+      ['create', '/tmp/a.py', 'completed', null],
+      ['str_replace', '/tmp/a.py', 'failed', 'string_not_found'],
+      ['view', '/tmp/a.py', 'completed', null],
     ]);
+    // Our ids; the provider's (srvtoolu_E1…) stay in the replay data, for the wire.
+    assert.ok(items.every((i) => /^edit_/.test(i.id)) && new Set(items.map((i) => i.id)).size === 3);
+    assert.deepEqual(
+      result.items.filter((i) => i.type === 'text_editor_call').map((i) => (i.replay!.parts[0].data as Json).id),
+      ['srvtoolu_E1', 'srvtoolu_E2', 'srvtoolu_E3'],
+    );
     assert.equal(items[0].input.file_text, 'print(1)\n');
     assert.equal(items[1].error?.message, 'old_str not found');
     assert.equal((items[2].result as Json).content, 'print(1)\n');

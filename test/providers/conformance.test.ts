@@ -67,10 +67,11 @@ describe('providers: conformance with recorded streams', function () {
     const provider = await providerFor('openai', server);
     const { result, rec: got } = await runTurn(provider, { history: [userMessage('Plot y = x^2')], hosted: { enabled: true }, toolChoice: 'required' });
 
-    for (const expected of codeItems) {
-      const code = assertCodeItemOrder(got, expected.id);
+    for (const [k, expected] of codeItems.entries()) {
+      // In the recorded order (the item ids are ours; the provider's stay in the replay data).
+      const item = got.codeItems()[k];
+      const code = assertCodeItemOrder(got, item.id);
       assert.equal(code, expected.code);
-      const item = got.codeItems().find((i) => i.id === expected.id)!;
       assert.equal(item.runtime, 'openai');
       assert.equal(item.container_id, expected.container_id);
       assert.equal(item.status, 'completed');
@@ -118,7 +119,9 @@ describe('providers: conformance with recorded streams', function () {
     assert.deepEqual(t1.result.functionCalls.map(({ call_id, name, arguments: a }) => ({ call_id, name, arguments: a })), [{ call_id: fcItem.call_id, name: 'get_capital', arguments: fcItem.arguments }]);
     assert.equal(t1.result.stopReason, 'tool_use');
     const added = t1.rec.ofType('response.output_item.added');
-    assert.deepEqual(added.map((e) => e.item), [{ type: 'function_call', id: fcItem.id, call_id: fcItem.call_id, name: 'get_capital', arguments: '', status: 'in_progress' }]);
+    const ourId = t1.result.functionCalls[0].item_id;
+    assert.notEqual(ourId, fcItem.id, 'the item id is ours; the provider\'s stays in the replay data');
+    assert.deepEqual(added.map((e) => e.item), [{ type: 'function_call', id: ourId, call_id: fcItem.call_id, name: 'get_capital', arguments: '', status: 'in_progress' }]);
     assert.equal(t1.rec.ofType('response.function_call_arguments.delta').map((e) => e.delta).join(''), fcItem.arguments);
     assert.equal(t1.rec.ofType('response.function_call_arguments.done')[0].arguments, fcItem.arguments);
 
@@ -182,11 +185,13 @@ describe('providers: conformance with recorded streams', function () {
     const provider = await providerFor('anthropic', server);
     const { result: res, rec: got } = await runTurn(provider, { history: [userMessage('what is 65465-6544 * 65464-6+1.02255')], hosted: { enabled: true, toolVersion: 'code_execution_20260120' } });
 
-    const code = assertCodeItemOrder(got, useStart.content_block.id);
+    const code = assertCodeItemOrder(got, got.codeItems()[0].id);
     assert.equal(code, command);
     assert.ok(!got.ofType('response.code_interpreter_call_code.delta').some((d) => d.delta.includes('{"command')), 'code deltas are plain text, not JSON fragments');
     const item = got.codeItems()[0];
-    assert.equal(item.id, useStart.content_block.id);
+    // Our id; the provider's server_tool_use id goes back in the replay data.
+    assert.notEqual(item.id, useStart.content_block.id);
+    assert.equal((res.items.find((i) => i.type === 'code_interpreter_call')!.replay!.parts[0].data as Json).id, useStart.content_block.id);
     assert.equal(item.tool, 'bash_code_execution');
     assert.equal(logsOf(item), result.stdout);
     assert.equal(logsOf(item, 'stderr'), result.stderr);
@@ -240,7 +245,7 @@ describe('providers: conformance with recorded streams', function () {
     server.push(cassetteResponse(i0, { chunkBytes: 71 }));
     const provider = await providerFor('gemini', server);
     const { result, rec: got } = await runTurn(provider, { history: [userMessage('what is 65465-6544 * 65464-6+1.02255')], hosted: { enabled: true } });
-    const code = assertCodeItemOrder(got, ec.id);
+    const code = assertCodeItemOrder(got, got.codeItems()[0].id);
     assert.equal(code, ec.code);
     const item = got.codeItems()[0];
     assert.equal(item.runtime, 'gemini');

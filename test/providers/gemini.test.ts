@@ -31,7 +31,7 @@ describe('providers: Gemini', () => {
     const t1 = await runTurn(provider, { history, tools: [EXECUTE_TOOL_CODE], system: 'be brief' });
     assert.deepEqual(t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments)]), [['oqeiriep', 'execute_tool_code', { code }]]);
     assert.equal(t1.result.stopReason, 'tool_use');
-    assert.deepEqual(t1.rec.forItem('oqeiriep').map((e) => e.type), [
+    assert.deepEqual(t1.rec.forItem(t1.result.functionCalls[0].item_id).map((e) => e.type), [
       'response.output_item.added',
       'response.function_call_arguments.delta',
       'response.function_call_arguments.done',

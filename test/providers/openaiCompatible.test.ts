@@ -36,7 +36,7 @@ describe('providers: OpenAI-compatible Chat Completions', () => {
       assert.deepEqual(t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments).code]), [['call_A', 'execute_tool_code', codeA], ['call_B', 'execute_tool_code', codeB]]);
       assert.equal(t1.result.stopReason, 'tool_use');
       assert.equal(t1.rec.text(), 'Running two things.');
-      for (const id of ['call_A', 'call_B']) {
+      for (const { item_id: id } of t1.result.functionCalls) {
         const kinds = t1.rec.forItem(id).map((e) => e.type);
         assert.equal(kinds[0], 'response.output_item.added');
         assert.deepEqual(kinds.slice(-2), ['response.function_call_arguments.done', 'response.output_item.done']);

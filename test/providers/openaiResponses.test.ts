@@ -51,7 +51,10 @@ describe('providers: OpenAI Responses', () => {
     assert.deepEqual(t2.result.functionCalls, []);
     const input: Json[] = server.turns[1].body.input;
     assert.deepEqual(input.map((x) => x.type ?? x.role), ['user', 'message', 'function_call', 'function_call_output']);
-    assert.deepEqual(input[2], { id: fcId, type: 'function_call', arguments: JSON.stringify({ code }), call_id: 'call_abc', name: 'execute_tool_code' });
+    // The provider's own item goes back (its fc_ id, not ours).
+    const rawId = (t1.result.items.find((i) => i.type === 'function_call')!.replay!.parts[0].data as Json).id;
+    assert.ok(rawId !== fcId && /^fc_/.test(rawId));
+    assert.deepEqual(input[2], { id: rawId, type: 'function_call', arguments: JSON.stringify({ code }), call_id: 'call_abc', name: 'execute_tool_code' });
     assert.deepEqual(input[3], { type: 'function_call_output', call_id: 'call_abc', output: '{"value": 3}' });
     // Usage per turn, from response.completed.
     assert.deepEqual(t2.result.usage, { input_tokens: 100, output_tokens: 20, total_tokens: 120 });
@@ -84,7 +87,7 @@ describe('providers: OpenAI Responses', () => {
 
     const [item] = t1.rec.codeItems();
     assert.equal(assertCodeItemOrder(t1.rec, item.id), code);
-    assert.ok(item.id.startsWith('ci_'));
+    assert.ok(item.id.startsWith('exec_'), 'our id; the provider\'s ci_ id stays in the replay data');
     assert.equal(item.runtime, 'openai');
     assert.equal(item.container_id, 'cntr_abc123');
     assert.equal(logsOf(item), 'saved\n');
@@ -102,7 +105,7 @@ describe('providers: OpenAI Responses', () => {
     assert.equal(t2.rec.codeItems()[0].container_id, 'cntr_abc123');
     // The hosted item from turn 1 goes back as the provider's own item.
     const replayed = server.turns[1].body.input.find((x: Json) => x.type === 'code_interpreter_call');
-    assert.equal(replayed.id, item.id);
+    assert.ok(/^ci_/.test(replayed.id));
     assert.equal(replayed.code, code);
   });
 

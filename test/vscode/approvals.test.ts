@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import type { TranscriptEvent } from '../../src/common/transcript';
 import type { ApprovalRequest } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
-import { Approvals } from '../../src/vscode/approvals';
+import { Approvals, NO_ANSWER } from '../../src/vscode/approvals';
 import { FakeApprovalsApis, FakeLog, FakeRuntime } from './fakes';
 
 function tool(name: string): ManagedTool {
@@ -31,9 +31,9 @@ describe('vscode approvals (fake seams)', () => {
     it('"Allow Once" runs the call and asks again next time', async () => {
       const { apis, approvals } = setup();
       apis.answers = ['Allow Once', 'Allow Once'];
-      assert.equal(await approvals.approveTool(request('lookup')), true);
+      assert.equal(await approvals.approveTool(request('lookup')), 'allowed');
       assert.equal(approvals.policyOverride([])(tool('lookup')), undefined);
-      assert.equal(await approvals.approveTool(request('lookup')), true);
+      assert.equal(await approvals.approveTool(request('lookup')), 'allowed');
       assert.equal(apis.dialogs.length, 2);
       assert.equal(apis.dialogs[0].message, 'CodeAct: allow the tool "lookup"?');
       assert.deepEqual(apis.dialogs[0].items, ['Allow Once', 'Allow for This Session', 'Always Allow']);
@@ -44,7 +44,7 @@ describe('vscode approvals (fake seams)', () => {
     it('"Allow for This Session" lets that tool (only) run without asking from then on', async () => {
       const { apis, approvals } = setup();
       apis.answers = ['Allow for This Session'];
-      assert.equal(await approvals.approveTool(request('lookup')), true);
+      assert.equal(await approvals.approveTool(request('lookup')), 'allowed');
       const override = approvals.policyOverride([]);
       assert.equal(override(tool('lookup')), 'auto');
       assert.equal(override(tool('other')), undefined);
@@ -55,8 +55,8 @@ describe('vscode approvals (fake seams)', () => {
       const { apis, approvals } = setup();
       apis.always = ['first'];
       apis.answers = ['Always Allow', 'Always Allow'];
-      assert.equal(await approvals.approveTool(request('lookup')), true);
-      assert.equal(await approvals.approveTool(request('lookup')), true);
+      assert.equal(await approvals.approveTool(request('lookup')), 'allowed');
+      assert.equal(await approvals.approveTool(request('lookup')), 'allowed');
       assert.deepEqual(apis.saved, [['first', 'lookup']]);
       assert.equal(approvals.policyOverride(['lookup'])(tool('lookup')), 'auto');
       assert.equal(approvals.policyOverride([])(tool('lookup')), undefined, 'the gateway reads alwaysAllow from the settings it was built with');
@@ -65,7 +65,7 @@ describe('vscode approvals (fake seams)', () => {
     it('a dismissed dialog denies', async () => {
       const { apis, approvals, events, log } = setup();
       apis.answers = [undefined];
-      assert.equal(await approvals.approveTool(request('lookup')), false);
+      assert.equal(await approvals.approveTool(request('lookup')), 'denied');
       assert.equal(approvals.policyOverride([])(tool('lookup')), undefined);
       const resolved = events.find((e) => e.type === 'codeact.approval.resolved') as { decision: string };
       assert.equal(resolved.decision, 'deny');
@@ -91,7 +91,7 @@ describe('vscode approvals (fake seams)', () => {
       const requested = events[0] as { type: string; kind: string; name: string; item_id: string; arguments: unknown };
       assert.deepEqual([requested.type, requested.kind, requested.name, requested.item_id, requested.arguments], ['codeact.approval.requested', 'tool', 'lookup', 'exec_1', { q: 1 }]);
       approvals.resolve(lastId(), 'allow_session');
-      assert.equal(await pending, true);
+      assert.equal(await pending, 'allowed');
       assert.equal(apis.dialogs.length, 0, 'no modal while the panel shows cards');
       assert.deepEqual(
         events.map((e) => e.type),
@@ -106,26 +106,49 @@ describe('vscode approvals (fake seams)', () => {
       await tick();
       approvals.resolve('appr_nope', 'allow_once');
       approvals.resolve(lastId(), 'deny');
-      assert.equal(await pending, false);
+      assert.equal(await pending, 'denied');
     });
 
-    it('Stop (denyPending) and an aborted run answer open cards "deny"', async () => {
-      const { approvals } = setup(true);
+    it('Stop and an ended run leave open cards unanswered: "expired" with why, never the person\'s "deny"', async () => {
+      const { approvals, events, log } = setup(true);
       const a = approvals.approveTool(request('one'));
       const b = approvals.approveTool(request('two'));
       await tick();
-      approvals.denyPending();
-      assert.deepEqual(await Promise.all([a, b]), [false, false]);
+      assert.deepEqual(approvals.pendingList().map((p) => p.name), ['one', 'two']);
+      approvals.expirePending(NO_ANSWER.stopped);
+      assert.deepEqual(await Promise.all([a, b]), [{ unanswered: 'no answer: the run was stopped' }, { unanswered: 'no answer: the run was stopped' }]);
+      assert.deepEqual(approvals.pendingList(), []);
+      const resolved = events.filter((e) => e.type === 'codeact.approval.resolved') as { decision: string; reason?: string }[];
+      assert.deepEqual(resolved.map((r) => [r.decision, r.reason]), [['expired', 'no answer: the run was stopped'], ['expired', 'no answer: the run was stopped']]);
+      assert.ok(log.lines.some((l) => /approval appr_\w+: tool one -> no answer: the run was stopped/.test(l)), log.lines.join('\n'));
+      assert.ok(!log.lines.some((l) => /-> deny/.test(l)));
 
       const ac = new AbortController();
       const c = approvals.approveTool(request('three', ac.signal));
       await tick();
       ac.abort();
-      assert.equal(await c, false);
+      assert.deepEqual(await c, { unanswered: 'no answer: the run ended' });
 
       const done = new AbortController();
       done.abort();
-      assert.equal(await approvals.approveTool(request('four', done.signal)), false, 'an already-aborted run is denied at once');
+      assert.deepEqual(await approvals.approveTool(request('four', done.signal)), { unanswered: 'no answer: the run ended' }, 'an already-ended run is not asked');
+    });
+
+    it('says when approvals wait (changed), and "Show Pending Approval" with the panel hidden asks in a modal dialog', async () => {
+      const { apis, state } = setup(true);
+      let changes = 0;
+      const watched = new Approvals({ apis, emit: () => undefined, log: new FakeLog(), panelVisible: () => state.panel, changed: () => changes++ });
+      const pending = watched.approveTool(request('lookup'));
+      await tick();
+      assert.equal(changes, 1);
+      assert.equal(apis.dialogs.length, 0);
+      // The panel was closed since: the dialog asks the same approval.
+      apis.answers = ['Allow Once'];
+      watched.askInModal(watched.pendingList()[0].id);
+      watched.askInModal(watched.pendingList()[0].id);
+      assert.equal(await pending, 'allowed');
+      assert.equal(apis.dialogs.length, 1, 'one dialog per approval');
+      assert.equal(changes, 2);
     });
 
     it('a code review card may send edited code', async () => {

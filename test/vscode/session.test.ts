@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import type { TranscriptEvent } from '../../src/common/transcript';
+import { buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
 import { UntrustedWorkspaceError } from '../../src/vscode/session';
 import { callTool, harness, lmToolDecl, type Harness } from './fakes';
 
@@ -141,7 +141,7 @@ describe('vscode session (fake seams)', () => {
       assert.equal(h.approvals.dialogs.length, 1);
     });
 
-    it('Stop aborts the run and answers the open approval card "deny" (also when the tool call\'s own signal has not fired yet)', async () => {
+    it('Stop aborts the run and leaves the open approval card unanswered, "no answer: the run was stopped", never "deny" (also when the tool call\'s own signal has not fired yet)', async () => {
       h = harness({ tools: [lmToolDecl('search', 'ask')] });
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.session.panelVisible = () => true;
@@ -163,8 +163,13 @@ describe('vscode session (fake seams)', () => {
       assert.equal(signal?.aborted, true);
       assert.equal(h.lm.calls.length, 0);
       assert.equal(h.approvals.dialogs.length, 0, 'a card, not a dialog, while the panel is visible');
-      const resolved = h.session.currentConversation!.events.find((e) => e.type === 'codeact.approval.resolved') as { decision: string };
-      assert.equal(resolved.decision, 'deny');
+      const resolved = h.session.currentConversation!.events.find((e) => e.type === 'codeact.approval.resolved') as { decision: string; reason?: string };
+      assert.deepEqual([resolved.decision, resolved.reason], ['expired', 'no answer: the run was stopped']);
+      // The card says so, and the log.
+      const card = Object.values(buildTranscript(h.session.currentConversation!.events).items).find((v) => v.kind === 'approval') as ApprovalView;
+      assert.deepEqual([card.status, card.decision, card.reason], ['expired', undefined, 'no answer: the run was stopped']);
+      assert.ok(h.log.lines.some((l) => /approval appr_\w+: tool search -> no answer: the run was stopped/.test(l)), h.log.lines.join('\n'));
+      assert.deepEqual(h.session.pendingApprovals(), []);
       assert.equal(h.session.busy, false);
     });
 
@@ -341,11 +346,17 @@ describe('vscode session (fake seams)', () => {
       assert.equal(set.errors.length, 2);
       h.session.toolSet();
       assert.equal(h.apis.warnings.length, 1, 'the same errors are shown once');
-      assert.match(h.apis.warnings[0].message, /^CodeAct: 2 tool declaration\(s\) in codeact.tools are invalid and unavailable: codeact.tools\[0\] \(bad\)/);
+      assert.match(h.apis.warnings[0].message, /^CodeAct: 2 tools in codeact\.tools are broken and unavailable\. codeact\.tools\[0\] \(bad\): The declaration has no source\. Fix: give exactly one of "command"/);
+      // The panel's state carries them, with their messages ("0 tools ready, 2 broken").
+      const state = await h.session.hostState();
+      assert.deepEqual(state.tools, []);
+      assert.deepEqual(state.brokenTools?.map((b) => [b.index, b.name]), [[0, 'bad'], [1, 'missing']]);
+      assert.match(state.brokenTools![0].message, /no source/);
+      assert.deepEqual(state.brokenTools![0].problems, [{ reason: 'The declaration has no source', fix: 'give exactly one of "command", "http", "mcp", "lmTool"' }]);
       assert.deepEqual(h.apis.warnings[0].items, ['Open Settings', 'Show Log']);
       await tick();
       assert.deepEqual(h.apis.ranCommands, ['workbench.action.openWorkspaceSettingsFile']);
-      assert.ok(h.log.lines.some((l) => l.startsWith('warn codeact.tools[1] (missing): no language-model tool named "vendor_missing"')), h.log.lines.join('\n'));
+      assert.ok(h.log.lines.some((l) => l.startsWith('warn codeact.tools[1] (missing): No language-model tool named "vendor_missing"')), h.log.lines.join('\n'));
     });
 
     it('ignored settings are logged once', () => {

@@ -159,14 +159,15 @@ describe('transcript reducer', () => {
     applyEvent(m, { type: 'response.function_call_arguments.delta', item_id: 'fc_1', delta: '{"city":' });
     applyEvent(m, { type: 'response.function_call_arguments.delta', item_id: 'fc_1', delta: '"Oslo"}' });
     applyEvent(m, { type: 'response.output_item.done', item: { type: 'function_call_output', call_id: 'call_9', output: '{"temp":3}' } });
-    const f = m.items['f:call_9'] as FunctionView;
+    // Keyed by our item id; this output (saved before outputs named it) finds its call by the provider's call id.
+    const f = m.items['f:fc_1'] as FunctionView;
     assert.equal(f.arguments, '{"city":"Oslo"}');
     assert.equal(f.output, '{"temp":3}');
     assert.equal(f.status, 'completed');
     applyEvent(m, { type: 'response.output_item.added', item: { type: 'function_call', id: 'fc_2', call_id: 'call_10', name: 'execute_tool_code' } });
     applyEvent(m, { type: 'response.function_call_arguments.delta', item_id: 'fc_2', delta: '{"code":"' });
-    assert.equal(m.items['f:call_10'], undefined);
-    assert.deepEqual(m.turns[0].itemKeys, ['f:call_9']);
+    assert.equal(m.items['f:fc_2'], undefined);
+    assert.deepEqual(m.turns[0].itemKeys, ['f:fc_1']);
   });
 
   it('records errors and retries as items; an error ends an implicit turn', () => {

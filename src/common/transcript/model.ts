@@ -140,6 +140,7 @@ export interface ApprovalView {
   name?: string;
   arguments?: unknown;
   code?: string;
+  /** `expired`: nobody answered before the run or turn ended (`reason` says what happened, when known). */
   status: ApprovalStatus;
   decision?: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
   reason?: string;
@@ -169,7 +170,10 @@ export type ItemView = MessageView | ExecView | FunctionView | EditorView | Appr
 export interface TranscriptModel {
   turns: TurnView[];
   items: Record<string, ItemView>;
-  /** Other ids an item is known by (a function call's item id -> its key). */
+  /**
+   * Redirects: an item key that a later turn reused (transcripts saved before ids were ours) -> that turn's
+   * view; `c:<provider call id>` -> the latest function call with that call id (for outputs saved without our id).
+   */
   aliases: Record<string, string>;
   /** Events applied so far. */
   events: number;
@@ -198,8 +202,13 @@ export function messageKey(itemId: string): string {
 export function execKey(itemId: string): string {
   return `x:${itemId}`;
 }
-export function functionKey(callId: string): string {
-  return `f:${callId}`;
+/** A function call's key, by our item id. */
+export function functionKey(itemId: string): string {
+  return `f:${itemId}`;
+}
+/** The alias of the latest function call with a provider's call id (outputs saved before ids were ours). */
+export function callAliasKey(callId: string): string {
+  return `c:${callId}`;
 }
 export function approvalKey(approvalId: string): string {
   return `a:${approvalId}`;

@@ -160,7 +160,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       ctx.outputItem(event.item, event.type === 'response.output_item.done');
       break;
     case 'response.function_call_arguments.delta': {
-      const fn = ctx.functionCall(event.call_id ?? event.item_id, event.item_id);
+      const fn = ctx.functionCall(event.item_id);
       if (fn) {
         fn.arguments += event.delta;
         ctx.itemChanged(fn);
@@ -168,7 +168,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       break;
     }
     case 'response.function_call_arguments.done': {
-      const fn = ctx.functionCall(event.call_id ?? event.item_id, event.item_id, event.name);
+      const fn = ctx.functionCall(event.item_id, event.name, event.call_id);
       if (fn) {
         fn.arguments = event.arguments;
         if (event.name) fn.name = event.name;
@@ -194,7 +194,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         rev: 1,
       };
       ctx.addItem(turn, view);
-      const exec = event.item_id ? (model.items[execKey(event.item_id)] as ExecView | undefined) : undefined;
+      const exec = event.item_id ? (ctx.lookup(execKey(event.item_id)) as ExecView | undefined) : undefined;
       if (exec && exec.kind === 'exec') {
         exec.awaiting++;
         ctx.itemChanged(exec);
@@ -205,8 +205,14 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       const view = model.items[approvalKey(event.approval_id)];
       if (!view || view.kind !== 'approval') break;
       const wasPending = view.status === 'pending';
-      view.status = 'resolved';
-      view.decision = event.decision;
+      if (event.decision === 'expired') {
+        // Nobody answered before the run ended: not the person's "deny".
+        view.status = 'expired';
+        view.decision = undefined;
+      } else {
+        view.status = 'resolved';
+        view.decision = event.decision;
+      }
       view.reason = event.reason;
       ctx.itemChanged(view);
       if (wasPending) ctx.releaseApproval(view);

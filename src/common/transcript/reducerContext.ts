@@ -1,6 +1,6 @@
 /** The reducer's working context for one event: it creates and finds items, and records what changed. */
 import type { CodeInterpreterCallItem, FileOutput, FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputItem, TextEditorItem } from '../events';
-import { CODE_TOOL_NAMES, execKey, functionKey, messageKey, type ApprovalView, type ExecView, type FunctionView, type ItemView, type MessageView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
+import { CODE_TOOL_NAMES, callAliasKey, execKey, functionKey, messageKey, type ApprovalView, type ExecView, type FunctionView, type ItemView, type MessageView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
 import { appendOutput, emptyTail } from './outputTail';
 
 export class Ctx {
@@ -40,21 +40,50 @@ export class Ctx {
     return turn;
   }
 
+  /**
+   * The view an item key names now: in transcripts saved before our ids were minted, a later turn may reuse a
+   * provider's id (`exec_call_0` in turn 1 and in turn 2); its item then got a key of its own, which
+   * `aliases` points the old key at.
+   */
+  lookup(key: string): ItemView | undefined {
+    return this.model.items[this.model.aliases[key] ?? key];
+  }
+
+  /**
+   * The view for `key`, unless it belongs to an earlier turn while a later one runs: the id was then reused
+   * (old transcripts), and the running turn gets a view of its own instead of overwriting the earlier one.
+   */
+  private current(key: string): ItemView | undefined {
+    const view = this.lookup(key);
+    if (!view) return undefined;
+    const last = this.model.turns[this.model.turns.length - 1];
+    if (last && !last.implicit && last.status === 'running' && view.turnId !== last.id) return undefined;
+    return view;
+  }
+
+  /** The key of a new view: `key`, or, when an earlier turn holds `key`, a fresh key that `key` now points at. */
+  private freshKey(key: string): string {
+    if (!this.model.items[key] && !this.model.aliases[key]) return key;
+    const fresh = `${key}#${++this.model.serial}`;
+    this.model.aliases[key] = fresh;
+    return fresh;
+  }
+
   message(itemId: string, thinking: boolean): MessageView {
-    const key = messageKey(itemId);
-    const existing = this.model.items[key];
+    const existing = this.current(messageKey(itemId));
     if (existing && existing.kind === 'message') return existing;
     const turn = this.turnForNewItem();
+    const key = this.freshKey(messageKey(itemId));
     const view: MessageView = { kind: 'message', key, turnId: turn.id, id: itemId, role: 'assistant', text: '', thinking, done: false, rev: 0 };
     this.addItem(turn, view);
     return view;
   }
 
   exec(itemId: string): ExecView {
-    const key = execKey(itemId);
-    const existing = this.model.items[key];
+    const existing = this.current(execKey(itemId));
     if (existing && existing.kind === 'exec') return existing;
     const turn = this.turnForNewItem();
+    const key = this.freshKey(execKey(itemId));
     const view: ExecView = {
       kind: 'exec',
       key,
@@ -78,21 +107,15 @@ export class Ctx {
     return view;
   }
 
-  /** The function-call view for a call id (or item id); undefined for the code tools, shown as cards. */
-  functionCall(callId: string, itemId?: string, name?: string): FunctionView | undefined {
-    const items = this.model.items;
-    const direct = items[functionKey(callId)];
-    if (direct && direct.kind === 'function') return direct;
-    if (itemId) {
-      const byItem = items[functionKey(itemId)];
-      if (byItem && byItem.kind === 'function') return byItem;
-      const aliasKey = this.model.aliases[itemId];
-      const alias = aliasKey ? items[aliasKey] : undefined;
-      if (alias && alias.kind === 'function') return alias;
-    }
-    if (name && CODE_TOOL_NAMES.includes(name)) return undefined;
-    if (!name) return undefined;
-    return this.addFunction({ type: 'function_call', call_id: callId, id: itemId, name, status: 'in_progress' });
+  /**
+   * The function-call view of our item id (made, with `name`, if there is none yet); undefined for the code
+   * tools, which are shown as cards. Never found by the provider's call id: servers reuse those.
+   */
+  functionCall(itemId: string, name?: string, callId?: string): FunctionView | undefined {
+    const view = this.current(functionKey(itemId));
+    if (view && view.kind === 'function') return view;
+    if (!name || CODE_TOOL_NAMES.includes(name)) return undefined;
+    return this.addFunction({ type: 'function_call', id: itemId, call_id: callId ?? itemId, name, status: 'in_progress' });
   }
 
   addFunction(item: FunctionCallItem): FunctionView | undefined {
@@ -100,7 +123,7 @@ export class Ctx {
     const turn = this.turnForNewItem();
     const view: FunctionView = {
       kind: 'function',
-      key: functionKey(item.call_id),
+      key: this.freshKey(functionKey(item.id ?? item.call_id)),
       turnId: turn.id,
       callId: item.call_id,
       name: item.name,
@@ -109,8 +132,8 @@ export class Ctx {
       rev: 1,
     };
     this.addItem(turn, view);
-    // Argument deltas name the item id, not the call id: remember the alias.
-    if (item.id && item.id !== item.call_id) this.model.aliases[item.id] = view.key;
+    // Outputs saved before ids were ours name only the provider's call id: they answer the latest call with it.
+    this.model.aliases[callAliasKey(item.call_id)] = view.key;
     return view;
   }
 
@@ -189,7 +212,7 @@ export class Ctx {
   }
 
   private functionItem(item: FunctionCallItem, done: boolean): void {
-    let fn = this.functionCall(item.call_id, item.id);
+    let fn = this.functionCall(item.id ?? item.call_id);
     if (!fn) fn = this.addFunction(item);
     if (!fn) return;
     if (item.arguments !== undefined && (done || item.arguments.length >= fn.arguments.length)) fn.arguments = item.arguments;
@@ -198,8 +221,8 @@ export class Ctx {
   }
 
   private functionOutput(item: FunctionCallOutputItem): void {
-    const fn = this.functionCall(item.call_id);
-    if (!fn) return;
+    const fn = this.lookup(item.item_id ? functionKey(item.item_id) : callAliasKey(item.call_id));
+    if (!fn || fn.kind !== 'function') return;
     fn.output = item.output;
     fn.isError = item.is_error;
     fn.status = 'completed';
@@ -220,7 +243,7 @@ export class Ctx {
 
   releaseApproval(view: ApprovalView): void {
     if (!view.itemId) return;
-    const exec = this.model.items[execKey(view.itemId)];
+    const exec = this.lookup(execKey(view.itemId));
     if (exec && exec.kind === 'exec' && exec.awaiting > 0) {
       exec.awaiting--;
       this.itemChanged(exec);

@@ -19,6 +19,7 @@ import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
 import { newId } from '../util/ids';
+import { pausedTime } from '../util/timeout';
 
 export type AgentMode = 'toolCode' | 'hosted' | 'code';
 
@@ -284,7 +285,7 @@ export class AgentLoop {
   private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0]): Promise<TurnResult> {
     for (let attempt = 1; ; attempt++) {
       this.codeStreams = new Map();
-      this.textTurn = this.text?.active ? this.text.turn((callId, entry) => this.codeStreams.set(callId, entry)) : undefined;
+      this.textTurn = this.text?.active ? this.text.turn((itemId, entry) => this.codeStreams.set(itemId, entry)) : undefined;
       try {
         return await this.options.provider.streamTurn(request, (e) => this.onProviderEvent(e));
       } catch (err) {
@@ -308,7 +309,7 @@ export class AgentLoop {
     }
   }
 
-  /** Code streams of the current turn, by function-call item id and by call id. */
+  /** Code streams of the current turn, by our function-call item id (never the provider's call id: servers repeat those). */
   private codeStreams = new Map<string, CodeStreamEntry>();
   /** The text protocol of the current run, and its state for the current response. */
   private text?: TextProtocol;
@@ -345,13 +346,13 @@ export class AgentLoop {
     if (this.textTurn?.handle(e)) return;
     this.emit(e);
     if (this.mode === 'hosted') return;
-    if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)) {
-      const execId = execItemId(e.item.call_id);
-      streams.set(e.item.id ?? e.item.call_id, { extractor: new JsonStringFieldExtractor(['code']), execId });
-      streams.set(e.item.call_id, streams.get(e.item.id ?? e.item.call_id)!);
+    if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && e.item.id && (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)) {
+      // The code card of this call: an execution item of its own, with an id of ours.
+      const execId = newId('exec');
+      streams.set(e.item.id, { extractor: new JsonStringFieldExtractor(['code']), execId });
       this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: execId, runtime: this.options.runtime.kind });
     } else if (e.type === 'response.function_call_arguments.delta') {
-      const s = streams.get(e.item_id) ?? (e.call_id ? streams.get(e.call_id) : undefined);
+      const s = streams.get(e.item_id);
       if (!s) return;
       const delta = (s.extractor as JsonStringFieldExtractor).push(e.delta);
       if (delta) this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: s.execId, delta });
@@ -361,14 +362,22 @@ export class AgentLoop {
   private async runFunctionCall(call: FunctionCallRequest): Promise<FunctionCallOutputItem> {
     const { runtime, gateway, signal } = this.options;
     let args: Record<string, unknown>;
-    const stream = this.codeStreams.get(call.call_id);
+    const stream = this.codeStreams.get(call.item_id);
     const finish = (output: string, isError = false): FunctionCallOutputItem => {
       if (stream && !stream.settled) {
         // The code was shown while the model wrote it, but it will not run.
         stream.settled = true;
         this.abandonCode(stream.execId, stream.extractor.value, 'NotRun', (JSON.parse(output) as { error?: string }).error ?? 'The code was not run.');
       }
-      const item: FunctionCallOutputItem = { type: 'function_call_output', call_id: call.call_id, name: call.name, output, ...(isError ? { is_error: true } : {}) };
+      const item: FunctionCallOutputItem = {
+        type: 'function_call_output',
+        id: newId('out'),
+        item_id: call.item_id,
+        call_id: call.call_id,
+        name: call.name,
+        output,
+        ...(isError ? { is_error: true } : {}),
+      };
       this.emit({ type: 'response.output_item.done', item });
       return item;
     };
@@ -382,7 +391,7 @@ export class AgentLoop {
       const allowed = (call.name === EXECUTE_TOOL_CODE && this.mode === 'toolCode') || (call.name === EXECUTE_CODE && this.mode === 'code');
       if (!allowed) return finish(JSON.stringify({ error: `${call.name} is not available in this mode.` }), true);
       if (typeof args.code !== 'string') return finish(JSON.stringify({ error: `${call.name} needs a "code" string argument.` }), true);
-      const execId = execItemId(call.call_id);
+      const execId = stream?.execId ?? newId('exec');
       const announced = !!stream;
       if (stream) stream.settled = true;
       if (announced) {
@@ -404,20 +413,21 @@ export class AgentLoop {
     }
     const started = performance.now();
     const itemId = call.item_id;
-    this.emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: call.call_id, name: call.name, arguments: args });
+    // Ours, as inside an execution (`<item id>:<n>`): the provider's call id is not unique.
+    const callId = `${itemId}:1`;
+    // The person's time deciding an approval is not the call's.
+    const { pause, pausedMs } = pausedTime();
+    const took = () => Math.round(performance.now() - started - pausedMs());
+    this.emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name: call.name, arguments: args });
     try {
-      const output = await gateway.call({ itemId, callId: call.call_id, name: call.name, arguments: args }, signal ?? new AbortController().signal);
-      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: call.call_id, name: call.name, output, duration_ms: Math.round(performance.now() - started) });
+      const output = await gateway.call({ itemId, callId, name: call.name, arguments: args, pause }, signal ?? new AbortController().signal);
+      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, output, duration_ms: took() });
       return finish(capText(JSON.stringify(output ?? null), 60_000));
     } catch (err) {
       const message = (err as Error).message;
-      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: call.call_id, name: call.name, error: message, duration_ms: Math.round(performance.now() - started) });
+      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, error: message, duration_ms: took() });
       return finish(JSON.stringify({ error: message }), true);
     }
   }
 }
 
-/** The code-execution item that belongs to a model function call. */
-export function execItemId(callId: string): string {
-  return `exec_${callId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
-}

@@ -92,11 +92,11 @@ export function toTextHistory(history: ConversationItem[]): ConversationItem[] {
         if (!item.thinking) push(item.role, item.text, item.id);
         break;
       case 'function_call':
-        names.set(item.call_id, item.name);
+        names.set(item.id ?? item.call_id, item.name);
         push('assistant', callText(item.name, item.arguments), item.id ?? item.call_id);
         break;
       case 'function_call_output':
-        push('user', observationText(item.output, item.name ?? names.get(item.call_id) ?? EXECUTE_TOOL_CODE), `obs_${item.call_id}`);
+        push('user', observationText(item.output, item.name ?? names.get(item.item_id ?? item.call_id) ?? EXECUTE_TOOL_CODE), item.id ?? `obs_${item.call_id}`);
         break;
       default: {
         if (isLocalRuntimeItem(item)) break;

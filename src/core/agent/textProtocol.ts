@@ -131,8 +131,8 @@ export class TextProtocol {
     return true;
   }
 
-  /** State of one streamed response (a new one for every attempt). */
-  turn(register: (callId: string, entry: CodeStreamEntry) => void): TextTurn {
+  /** State of one streamed response (a new one for every attempt). `register` keys the code card by its function-call item id. */
+  turn(register: (itemId: string, entry: CodeStreamEntry) => void): TextTurn {
     return new TextTurn(this.o, register);
   }
 }
@@ -153,15 +153,14 @@ export class TextTurn {
   private blockItem?: string;
   private readonly callId = `call_${hex()}`;
   private readonly fcId = `fc_${hex()}`;
-  readonly execId: string;
+  readonly execId = `exec_${hex()}`;
   private readonly entry: CodeStreamEntry;
   private callDone = false;
 
-  constructor(private readonly o: TextProtocolOptions, register: (callId: string, entry: CodeStreamEntry) => void) {
-    this.execId = `exec_${this.callId}`;
+  constructor(private readonly o: TextProtocolOptions, register: (itemId: string, entry: CodeStreamEntry) => void) {
     const scanner = this.scanner;
     this.entry = { extractor: { get value() { return scanner.code; } }, execId: this.execId };
-    this.register = () => register(this.callId, this.entry);
+    this.register = () => register(this.fcId, this.entry);
   }
 
   private readonly register: () => void;
@@ -318,7 +317,15 @@ export class TextTurn {
     if (this.scanner.closed || result.stopReason !== 'max_tokens') return { items, calls: [call], again: false };
     const message = 'The code block was cut off by the output token limit before its closing ```, so it did not run. Write shorter code.';
     this.notRun(message);
-    const output: FunctionCallOutputItem = { type: 'function_call_output', call_id: this.callId, name: this.toolName, output: JSON.stringify({ error: message }), is_error: true };
+    const output: FunctionCallOutputItem = {
+      type: 'function_call_output',
+      id: `out_${hex()}`,
+      item_id: this.fcId,
+      call_id: this.callId,
+      name: this.toolName,
+      output: JSON.stringify({ error: message }),
+      is_error: true,
+    };
     this.o.emit({ type: 'response.output_item.done', item: output });
     return { items: [...items, output], calls: [], again: true };
   }

@@ -53,8 +53,18 @@ export interface ApprovalRequest {
   signal: AbortSignal;
 }
 
-/** Decides an `ask` call. Resolves true to run it. Implemented by the extension (a card or a modal). */
-export type Approver = (request: ApprovalRequest) => Promise<boolean>;
+/**
+ * What came of asking: allowed, denied by the person, or no answer at all (the run ended while the question was
+ * open: Stop, the conversation closed), with what happened ("no answer: the run was stopped"). No answer is
+ * never recorded as the person's "deny".
+ */
+export type ApprovalOutcome = 'allowed' | 'denied' | { unanswered: string };
+
+/**
+ * Decides an `ask` call. Implemented by the extension (a card or a modal). While it waits, the run's clock is
+ * paused: the wait counts neither against the run's timeout nor in the call's duration.
+ */
+export type Approver = (request: ApprovalRequest) => Promise<ApprovalOutcome>;
 
 export interface GatewayOptions {
   approver?: Approver;
@@ -72,7 +82,7 @@ export interface GatewayOptions {
 
 export class ToolError extends CodeActError {
   readonly category = 'tool' as const;
-  constructor(message: string, readonly code: 'unknown_tool' | 'invalid_arguments' | 'invalid_result' | 'denied' | 'failed') {
+  constructor(message: string, readonly code: 'unknown_tool' | 'invalid_arguments' | 'invalid_result' | 'denied' | 'no_answer' | 'failed') {
     super(message);
     this.name = 'ToolError';
   }
@@ -142,7 +152,7 @@ export class ToolGateway {
   async call(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
     const startedAt = Date.now();
     const t0 = performance.now();
-    const facts = { argumentBytes: 0, resultBytes: 0 };
+    const facts = { argumentBytes: 0, resultBytes: 0, waitedMs: 0 };
     const record = (ok: boolean, output: unknown, error?: ToolError): void => {
       const name = String(request.name).slice(0, SUMMARY_TEXT);
       const rec: ToolCallSummary = {
@@ -154,7 +164,7 @@ export class ToolGateway {
         result_bytes: facts.resultBytes,
         arguments_preview: preview(request.arguments, SUMMARY_TEXT),
         ...(ok ? { output_preview: preview(output ?? null, SUMMARY_TEXT) } : {}),
-        duration_ms: Math.round((performance.now() - t0) * 100) / 100,
+        duration_ms: Math.round((performance.now() - t0 - facts.waitedMs) * 100) / 100,
         started_at: startedAt,
         ended_at: Date.now(),
       };
@@ -175,7 +185,7 @@ export class ToolGateway {
     }
   }
 
-  private async run(request: ToolCallRequest, signal: AbortSignal, facts: { argumentBytes: number; resultBytes: number }): Promise<unknown> {
+  private async run(request: ToolCallRequest, signal: AbortSignal, facts: { argumentBytes: number; resultBytes: number; waitedMs: number }): Promise<unknown> {
     const name = typeof request.name === 'string' ? request.name : String(request.name);
     const entry = this.entries.get(name);
     if (!entry) {
@@ -211,9 +221,22 @@ export class ToolGateway {
       if (!this.options.approver) {
         throw new ToolError(`The tool "${name}" needs approval, and nobody can approve it here. Run it in VS Code, or set its "approval" to "auto".`, 'denied');
       }
-      const allowed = await this.options.approver({ tool, arguments: args as Record<string, unknown>, itemId: request.itemId, callId: request.callId, signal });
-      this.options.log?.(`approval: ${name} ${allowed ? 'allowed' : 'denied'} by the user`);
-      if (!allowed) throw new ToolError(`The user denied the call to "${name}".`, 'denied');
+      // The person's time is not the code's: the run's clock and this call's duration stop while they decide.
+      const resume = request.pause?.();
+      const asked = performance.now();
+      let answer: ApprovalOutcome;
+      try {
+        answer = await this.options.approver({ tool, arguments: args as Record<string, unknown>, itemId: request.itemId, callId: request.callId, signal });
+      } finally {
+        facts.waitedMs += performance.now() - asked;
+        resume?.();
+      }
+      if (typeof answer === 'object') {
+        this.options.log?.(`approval: ${name}: ${answer.unanswered}`);
+        throw new ToolError(`The call to "${name}" did not run (${answer.unanswered}).`, 'no_answer');
+      }
+      this.options.log?.(`approval: ${name} ${answer} by the user`);
+      if (answer === 'denied') throw new ToolError(`The user denied the call to "${name}".`, 'denied');
     }
     if (signal.aborted) throw new ToolError('The run was stopped.', 'failed');
     const output = await tool.invoke(args as Record<string, unknown>, { signal, callId: request.callId });

@@ -13,6 +13,9 @@ import type { ErrorObject, Options, ValidateFunction } from 'ajv';
 import type { JsonSchema } from '../../common/tools';
 import { BudgetExceeded, linearRegExp, markSubschemas, meter, metered, PatternError, VALIDATION_BUDGET, VALIDATION_DEADLINE_MS } from './budget';
 import { measureShape, SCHEMA_LIMITS, SCHEMA_MAX_PATTERNS } from './limits';
+import { refFields, SchemaError, schemaProblems } from './schemaProblems';
+
+export { SchemaError };
 
 /** Most error lines reported for one value. */
 export const MAX_ERRORS = 8;
@@ -38,23 +41,30 @@ function engine(schema: JsonSchema): Engines {
   const draft = typeof schema === 'object' && typeof schema.$schema === 'string' ? schema.$schema : '';
   if (/draft-0[67]/.test(draft)) return (ajv7 ??= make(AjvDraft7));
   if (draft && !/2020-12/.test(draft)) {
-    throw new Error(`$schema "${draft}" is not supported; use draft 2020-12 or draft-07.`);
+    throw new SchemaError([
+      {
+        field: '$schema',
+        value: JSON.stringify(draft),
+        reason: 'is a JSON Schema version CodeAct does not support',
+        fix: 'use draft 2020-12 ("https://json-schema.org/draft/2020-12/schema") or draft-07 ("http://json-schema.org/draft-07/schema#"), or leave "$schema" out',
+      },
+    ]);
   }
   return (ajv2020 ??= make(Ajv2020));
 }
 
-/** Every `$ref`/`$dynamicRef` that points outside the schema, with its location. */
-export function externalRefs(schema: unknown, at = '#'): string[] {
-  const found: string[] = [];
-  const walk = (node: unknown, where: string) => {
-    if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${where}/${i}`));
+/** Every `$ref`/`$dynamicRef` that points outside the schema: where (a dotted path) and the reference. */
+export function externalRefs(schema: unknown): { field: string; ref: string }[] {
+  const found: { field: string; ref: string }[] = [];
+  const walk = (node: unknown, path: string[]) => {
+    if (Array.isArray(node)) return node.forEach((n, i) => walk(n, [...path, String(i)]));
     if (!node || typeof node !== 'object') return;
     for (const [k, v] of Object.entries(node)) {
-      if ((k === '$ref' || k === '$dynamicRef') && typeof v === 'string' && !v.startsWith('#')) found.push(`${where}/${k}: "${v}"`);
-      else if (k !== 'const' && k !== 'enum' && k !== 'default' && k !== 'examples') walk(v, `${where}/${k}`);
+      if ((k === '$ref' || k === '$dynamicRef') && typeof v === 'string' && !v.startsWith('#')) found.push({ field: [...path, k].join('.'), ref: v });
+      else if (k !== 'const' && k !== 'enum' && k !== 'default' && k !== 'examples') walk(v, [...path, k]);
     }
   };
-  walk(schema, at);
+  walk(schema, []);
   return found;
 }
 
@@ -72,7 +82,10 @@ export { BudgetExceeded };
  */
 const compiled = new Map<string, Validator>();
 
-/** Compiles a schema; throws an Error naming the problem when it is invalid or refers outside itself. */
+/**
+ * Compiles a schema; throws a {@link SchemaError} saying, in plain words, where it is wrong, why, and what to
+ * write instead when it is invalid or refers outside itself.
+ */
 export function compileSchema(schema: JsonSchema): Validator {
   const key = JSON.stringify(schema);
   let v = compiled.get(key);
@@ -86,16 +99,23 @@ export function compileSchema(schema: JsonSchema): Validator {
 
 function compileUncached(schema: JsonSchema): Validator {
   const shape = measureShape(schema, SCHEMA_LIMITS);
-  if (shape.problem) throw new Error(`the schema is refused before compiling: ${shape.problem}. Simplify it`);
+  if (shape.problem) throw new SchemaError([{ field: '', reason: `is refused before compiling: ${shape.problem}`, fix: 'simplify it' }]);
   const refs = externalRefs(schema);
   if (refs.length) {
-    throw new Error(`external $ref is not allowed (schemas must be self-contained; use "#/$defs/…"): ${refs.join(', ')}`);
+    throw new SchemaError(
+      refs.map((r) => ({
+        field: r.field,
+        value: JSON.stringify(r.ref),
+        reason: 'is an external $ref, which is not allowed: nothing is ever fetched',
+        fix: 'make the schema self-contained: put the definition under "$defs" and refer to it as "#/$defs/…"',
+      })),
+    );
   }
   const engines = engine(schema);
   const stats = { patterns: 0 };
   const marked = markSubschemas(schema, stats) as object | boolean;
   if (stats.patterns > SCHEMA_MAX_PATTERNS) {
-    throw new Error(`the schema is refused before compiling: more than ${SCHEMA_MAX_PATTERNS} patterns (it has ${stats.patterns}). Simplify it`);
+    throw new SchemaError([{ field: '', reason: `is refused before compiling: it has ${stats.patterns} patterns, more than ${SCHEMA_MAX_PATTERNS}`, fix: 'simplify it' }]);
   }
   const compile = (ajv: Ajv2020 | AjvDraft7): ValidateFunction => {
     try {
@@ -105,7 +125,7 @@ function compileUncached(schema: JsonSchema): Validator {
       return fn;
     } catch (err) {
       if (err instanceof PatternError) throw new Error(err.message);
-      throw new Error(`invalid JSON Schema: ${(err as Error).message}`);
+      throw explain(engines.all, schema, err as Error);
     }
   };
   const first = compile(engines.first);
@@ -124,6 +144,24 @@ function compileUncached(schema: JsonSchema): Validator {
       throw err;
     }
   };
+}
+
+/** Why a schema did not compile, in plain words (never the validator's own wording). */
+function explain(ajv: Ajv2020 | AjvDraft7, schema: JsonSchema, err: Error): SchemaError {
+  if (!ajv.validateSchema(schema)) return new SchemaError(schemaProblems(ajv.errors ?? [], schema));
+  const ref = /can't resolve reference (\S+)/.exec(err.message)?.[1];
+  if (ref) {
+    const fields = refFields(schema, ref);
+    return new SchemaError(
+      (fields.length ? fields : ['$ref']).map((field) => ({
+        field,
+        value: JSON.stringify(ref),
+        reason: 'points at nothing in this schema',
+        fix: 'define it under "$defs" (for example "$defs": {"item": {"type": "string"}}) or correct the reference',
+      })),
+    );
+  }
+  return new SchemaError([{ field: '', reason: 'could not be compiled', fix: 'check it against the JSON Schema reference (json-schema.org)' }]);
 }
 
 /** `/items/0/qty` -> `$.items[0].qty` */

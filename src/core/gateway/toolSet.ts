@@ -2,7 +2,7 @@
  * The contract between tool sources and the gateway: what a managed tool is, and what loading a set of
  * tool declarations gives. Tool sources (core/tools) import this, never the gateway itself.
  */
-import type { ApprovalPolicy, JsonSchema, ToolExposure } from '../../common/tools';
+import type { ApprovalPolicy, DeclarationProblem, JsonSchema, ToolExposure } from '../../common/tools';
 
 export interface ToolInvokeContext {
   signal: AbortSignal;
@@ -26,7 +26,10 @@ export interface ManagedTool {
 export interface DeclarationError {
   index: number;
   name?: string;
+  /** Everything wrong with it, as sentences a person can act on (the problems, written out). */
   message: string;
+  /** The same, field by field: where, the bad value, why, the fix (absent where a source said it in one sentence). */
+  problems?: DeclarationProblem[];
 }
 
 export interface ToolSet {

@@ -5,6 +5,7 @@
 import type { CodeActEvent } from '../../common/events';
 import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
 import type { ToolCallHandler } from './types';
+import { pausedTime } from '../util/timeout';
 
 /** A call's outcome; `json` is the value already serialised (once), for a runtime to send as it is. */
 export type ToolOutcome = { ok: true; value: unknown; json: string } | { ok: false; error: string };
@@ -18,6 +19,8 @@ export interface ToolDispatcherOptions {
   maxConcurrent: number;
   /** Fires when the run ends: calls still queued or running are told to stop. */
   signal: AbortSignal;
+  /** Stops the run's clock until the returned function is called (see ToolCallRequest.pause). */
+  pauseClock?: () => () => void;
 }
 
 /**
@@ -61,12 +64,14 @@ export class ToolDispatcher {
     const emit = name === TOOL_CATALOG ? () => {} : discovery ? (e: CodeActEvent) => this.o.emit({ ...e, kind: 'discovery' } as CodeActEvent) : this.o.emit;
     const callId = `${itemId}:${++this.next}`;
     const started = performance.now();
-    const ms = () => Math.round((performance.now() - started) * 100) / 100;
+    // Time spent waiting for the person (an approval) counts neither against the run's timeout nor in the call's duration.
+    const { pause, pausedMs } = pausedTime(this.o.pauseClock);
+    const ms = () => Math.round((performance.now() - started - pausedMs()) * 100) / 100;
     emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name, arguments: args });
     try {
       if (this.o.signal.aborted) throw new Error('The run has ended.');
       if (!this.o.handler || !this.o.enabled) throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
-      const value = (await this.o.handler({ itemId, callId, name, arguments: args }, this.o.signal)) ?? null;
+      const value = (await this.o.handler({ itemId, callId, name, arguments: args, pause }, this.o.signal)) ?? null;
       let json: string;
       try {
         json = JSON.stringify(value);

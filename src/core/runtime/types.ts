@@ -16,6 +16,11 @@ export interface ToolCallRequest {
   callId: string;
   name: string;
   arguments: unknown;
+  /**
+   * Stops the run's clock (its timeout) and this call's duration until the returned function is called. The
+   * gateway calls it while the person decides an approval: a person's time is not the code's.
+   */
+  pause?: () => () => void;
 }
 
 /**

@@ -2,8 +2,8 @@
  * Turns `codeact.tools` declarations into managed tools. Each invalid declaration is reported on its
  * own, with its index and name; the valid ones still work.
  */
-import { TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type ToolDeclaration } from '../../common/tools';
-import { compileSchema } from '../gateway/schema';
+import { formatDeclarationProblem, TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type DeclarationProblem, type ToolDeclaration } from '../../common/tools';
+import { compileSchema, SchemaError } from '../gateway/schema';
 import type { DeclarationError, ManagedTool, ToolSet } from '../gateway/toolSet';
 import { runCommandTool } from './sources/command';
 import { parseHostRule, runHttpTool } from './sources/http';
@@ -35,72 +35,85 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
   const tools: ManagedTool[] = [];
   if (raw === undefined || raw === null) return { tools, errors };
   if (!Array.isArray(raw)) {
-    return { tools, errors: [{ index: -1, message: 'codeact.tools must be an array of tool declarations.' }] };
+    return { tools, errors: [{ index: -1, message: 'codeact.tools must be a list (a JSON array) of tool declarations.' }] };
   }
   const seen = new Map<string, number>();
   raw.forEach((decl: unknown, index) => {
-    const problems: string[] = [];
+    const problems: DeclarationProblem[] = [];
+    const say = (reason: string) => problems.push({ reason });
     if (!decl || typeof decl !== 'object' || Array.isArray(decl)) {
-      errors.push({ index, message: 'a declaration must be an object with "name", "description", "inputSchema" and one source.' });
+      const reason = `The declaration ${clip(JSON.stringify(decl) ?? String(decl))} is not an object`;
+      const fix = 'write an object with "name", "description", "inputSchema" and one source, for example {"name": "search", "command": ["python3", "tools/search.py"]}';
+      errors.push({ index, message: formatDeclarationProblem({ reason, fix }), problems: [{ reason, fix }] });
       return;
     }
     const d = decl as ToolDeclaration;
     const name = typeof d.name === 'string' ? d.name : undefined;
-    if (!name) problems.push('"name" is required');
-    else if (!TOOL_NAME_PATTERN.test(name)) problems.push(`"name" must start with a letter and use only letters, digits, "_" and "-" (at most 64), not ${JSON.stringify(name)}`);
-    else if (seen.has(name)) problems.push(`duplicate name "${name}" (also declared at index ${seen.get(name)})`);
+    if (d.name === undefined) problems.push({ field: 'name', reason: 'is missing', fix: 'give the tool a name, for example "name": "search_orders"' });
+    else if (!name || !TOOL_NAME_PATTERN.test(name)) {
+      const fix = 'start with a letter and use only letters, digits, "_" and "-" (at most 64 characters), for example "search_orders"';
+      problems.push({ field: 'name', value: clip(JSON.stringify(d.name)), reason: 'is not a valid tool name', fix });
+    } else if (seen.has(name)) problems.push({ field: 'name', value: JSON.stringify(name), reason: `is declared twice (also at codeact.tools[${seen.get(name)}])`, fix: 'rename one of them' });
     const sources = TOOL_SOURCES.filter((s) => (d as unknown as Record<string, unknown>)[s] !== undefined);
-    if (sources.length === 0) problems.push(`no source: give exactly one of ${TOOL_SOURCES.map((s) => `"${s}"`).join(', ')}`);
-    if (sources.length > 1) problems.push(`two sources (${sources.join(' and ')}): give exactly one`);
-    if (d.description !== undefined && typeof d.description !== 'string') problems.push('"description" must be a string');
+    const oneOf = TOOL_SOURCES.map((s) => `"${s}"`).join(', ');
+    if (sources.length === 0) problems.push({ reason: 'The declaration has no source', fix: `give exactly one of ${oneOf}` });
+    if (sources.length > 1) problems.push({ reason: `The declaration has two sources (${sources.join(' and ')})`, fix: 'keep exactly one' });
+    if (d.description !== undefined && typeof d.description !== 'string') {
+      problems.push({ field: 'description', value: clip(JSON.stringify(d.description)), reason: 'is not text', fix: 'write the description as a string' });
+    }
     for (const key of ['inputSchema', 'outputSchema'] as const) {
       if (d[key] === undefined) continue;
       try {
         compileSchema(d[key]!);
       } catch (e) {
-        problems.push(`"${key}": ${(e as Error).message}`);
+        if (e instanceof SchemaError) problems.push(...e.problems.map((p) => ({ ...p, field: p.field ? `${key}.${p.field}` : key })));
+        else problems.push({ field: key, reason: (e as Error).message });
       }
     }
-    if (d.approval !== undefined && !['auto', 'ask', 'deny'].includes(d.approval)) problems.push('"approval" must be "auto", "ask" or "deny"');
-    if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) problems.push('"expose" must be "code", "direct" or "both"');
+    if (d.approval !== undefined && !['auto', 'ask', 'deny'].includes(d.approval)) {
+      problems.push({ field: 'approval', value: clip(JSON.stringify(d.approval)), reason: 'is not an approval policy', fix: 'use "auto", "ask" or "deny"' });
+    }
+    if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) {
+      problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose)), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
+    }
     let invoke: ManagedTool['invoke'] | undefined;
     let external: ManagedTool | undefined;
     if (sources.length === 1) {
       const source = sources[0];
       if (source === 'command') {
         const cmd = normaliseCommand(d.command);
-        if (typeof cmd === 'string') problems.push(cmd);
+        if (typeof cmd === 'string') say(cmd);
         else invoke = (args, c) => runCommandTool(name!, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv });
       } else if (source === 'http') {
         const h = d.http!;
-        if (!h || typeof h !== 'object') problems.push('"http" must be an object');
+        if (!h || typeof h !== 'object') say('"http" must be an object');
         else {
-          if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) problems.push('"http.url" must be an http(s) URL template');
+          if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
           if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
-            problems.push('"http.allowedHosts" must list the hosts the tool may reach');
+            say('"http.allowedHosts" must list the hosts the tool may reach');
           } else {
             const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
-            if (bad.length) problems.push(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
+            if (bad.length) say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
           }
-          if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) problems.push('"http.method" must be GET, POST, PUT, PATCH or DELETE');
+          if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
           invoke = (args, c) => runHttpTool(name!, h, args, { signal: c.signal, hostEnv: ctx.hostEnv });
         }
       } else if (source === 'mcp') {
         const problem = validateMcpSource(d.mcp);
-        if (problem) problems.push(problem);
+        if (problem) say(problem);
         else if (problems.length === 0) {
           external = createMcpTool(d, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, defaultApproval: ctx.defaultApproval, index });
         }
       } else if (ctx.resolveExternal && problems.length === 0) {
         const made = ctx.resolveExternal(d, source);
-        if (typeof made === 'string') problems.push(made);
+        if (typeof made === 'string') say(made);
         else external = made;
       } else if (!ctx.resolveExternal) {
-        problems.push(`"${source}" tools are not available here`);
+        say(`"${source}" tools are not available here`);
       }
     }
     if (problems.length) {
-      errors.push({ index, name, message: problems.join('; ') });
+      errors.push({ index, name, message: problems.map(formatDeclarationProblem).join(' '), problems });
       return;
     }
     seen.set(name!, index);
@@ -127,6 +140,10 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
  */
 export async function loadToolsAsync(raw: unknown, ctx: DeclarationContext & { signal?: AbortSignal }): Promise<ToolSet> {
   return resolveMcpTools(loadTools(raw, ctx), { signal: ctx.signal });
+}
+
+function clip(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 function normaliseCommand(raw: unknown): CommandSource | string {

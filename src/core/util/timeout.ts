@@ -17,3 +17,79 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, makeError: () =>
     );
   });
 }
+
+/**
+ * A run's timeout that can stop counting: time the run spends paused (while the person decides an approval)
+ * does not count. `start(ms, onTimeout)` arms it; `pause()` stops the clock until the function it returns is
+ * called (pauses may overlap, and resuming twice is harmless); `stop()` disarms it for good. `onTimeout` runs
+ * at most once, when the running time reaches `ms`.
+ */
+export class RunClock {
+  private timer?: ReturnType<typeof setTimeout>;
+  private remaining = 0;
+  private since = 0;
+  private paused = 0;
+  private onTimeout?: () => void;
+  private state: 'idle' | 'armed' | 'over' = 'idle';
+
+  start(ms: number, onTimeout: () => void): void {
+    if (this.state !== 'idle') return;
+    this.state = 'armed';
+    this.remaining = ms;
+    this.onTimeout = onTimeout;
+    if (!this.paused) this.arm();
+  }
+
+  pause(): () => void {
+    if (this.paused++ === 0 && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.remaining -= performance.now() - this.since;
+    }
+    let resumed = false;
+    return () => {
+      if (resumed) return;
+      resumed = true;
+      if (--this.paused === 0 && this.state === 'armed') this.arm();
+    };
+  }
+
+  stop(): void {
+    this.state = 'over';
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(): void {
+    this.since = performance.now();
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.state !== 'armed') return;
+      this.state = 'over';
+      this.onTimeout?.();
+    }, Math.max(0, this.remaining));
+  }
+}
+
+/**
+ * The time one step spent paused (waiting for the person), so that its duration can leave it out: `pause()`
+ * stops counting until the function it returns is called (resuming twice is harmless), and also pauses
+ * `also` (the run's clock) meanwhile.
+ */
+export function pausedTime(also?: () => () => void): { pause: () => () => void; pausedMs: () => number } {
+  let total = 0;
+  return {
+    pause: () => {
+      const resumeAlso = also?.();
+      const at = performance.now();
+      let resumed = false;
+      return () => {
+        if (resumed) return;
+        resumed = true;
+        total += performance.now() - at;
+        resumeAlso?.();
+      };
+    },
+    pausedMs: () => total,
+  };
+}

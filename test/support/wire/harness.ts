@@ -132,3 +132,20 @@ export async function runFailingTurn(provider: Provider, req: Partial<TurnReques
   }
   assert.fail('the turn should have failed');
 }
+
+/** The function results an SDK sent back in a request, in the provider's own format. */
+export function resultsInRequest(provider: ProviderId, body: any): string[] {
+  switch (provider) {
+    case 'openai':
+      return body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => i.output);
+    case 'openai-compatible':
+      return body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
+    case 'anthropic':
+      return body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).filter((b: any) => b.type === 'tool_result').map((b: any) => (typeof b.content === 'string' ? b.content : JSON.stringify(b.content)));
+    case 'gemini':
+      return body.contents
+        .flatMap((c: any) => c.parts ?? [])
+        .filter((p: any) => p.functionResponse)
+        .map((p: any) => (typeof p.functionResponse.response?.output === 'string' ? p.functionResponse.response.output : JSON.stringify(p.functionResponse.response)));
+  }
+}

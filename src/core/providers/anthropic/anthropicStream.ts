@@ -58,10 +58,6 @@ export class AnthropicState implements StreamMachine<Json> {
     return { stopReason, rawStopReason: raw, usage: tokenUsage(this.inputTokens, this.outputTokens), containerId: this.containerId ?? null, model: this.model };
   }
 
-  private itemId(index: number): string {
-    return `${this.responseId ?? 'msg'}_${index}`;
-  }
-
   onEvent(ev: Json): void {
     switch (ev.type) {
       case 'message_start': {
@@ -113,18 +109,18 @@ export class AnthropicState implements StreamMachine<Json> {
     const slot = this.turn.reserve(() => (st && (st.kind === 'text' || st.kind === 'thinking') ? st.text.snapshot() : undefined));
     switch (type) {
       case 'text': {
-        st = { kind: 'text', slot, text: new TextStream(this.emit, this.itemId(index)), citations: [...(block.citations ?? [])] };
+        st = { kind: 'text', slot, text: new TextStream(this.emit), citations: [...(block.citations ?? [])] };
         if (block.text) st.text.delta(block.text);
         break;
       }
       case 'thinking': {
-        st = { kind: 'thinking', slot, text: new TextStream(this.emit, this.itemId(index), true), signature: block.signature ?? '' };
+        st = { kind: 'thinking', slot, text: new TextStream(this.emit, true), signature: block.signature ?? '' };
         if (block.thinking) st.text.delta(block.thinking);
         break;
       }
       case 'tool_use': {
         const id = block.id ?? newId('toolu');
-        st = { kind: 'tool_use', slot, fc: new FunctionCallStream(this.emit, id, id, block.name ?? ''), json: '', block };
+        st = { kind: 'tool_use', slot, fc: new FunctionCallStream(this.emit, id, block.name ?? ''), json: '', block };
         st.fc.start();
         break;
       }
@@ -134,7 +130,7 @@ export class AnthropicState implements StreamMachine<Json> {
         const hasInput = block.input && typeof block.input === 'object' && Object.keys(block.input).length > 0;
         if (name === 'code_execution' || name === 'bash_code_execution') {
           const field = name === 'code_execution' ? 'code' : 'command';
-          st = { kind: 'code', slot, code: new HostedCodeStream(this.emit, id, 'anthropic', name), json: '', extractor: new JsonStringFieldExtractor([field, 'code', 'command']), block };
+          st = { kind: 'code', slot, code: new HostedCodeStream(this.emit, 'anthropic', name), json: '', extractor: new JsonStringFieldExtractor([field, 'code', 'command']), block };
           st.code.start();
           if (hasInput) {
             st.input = block.input;
@@ -208,7 +204,7 @@ export class AnthropicState implements StreamMachine<Json> {
       }
       case 'tool_use': {
         const item = st.fc.finish(st.json || (st.block.input && Object.keys(st.block.input).length > 0 ? JSON.stringify(st.block.input) : '{}'));
-        const block: Json = { type: 'tool_use', id: st.fc.id, name: st.fc.name, input: parseObject(item.arguments ?? '{}') };
+        const block: Json = { type: 'tool_use', id: st.fc.callId, name: st.fc.name, input: parseObject(item.arguments ?? '{}') };
         if (st.block.caller) block.caller = st.block.caller;
         this.turn.functionCalls.push(st.fc.request());
         this.turn.fill(st.slot, { ...item, replay: this.turn.replay([{ index, data: block }]) });
@@ -227,7 +223,7 @@ export class AnthropicState implements StreamMachine<Json> {
         return;
       case 'other':
         // Blocks this adapter does not interpret (redacted thinking, web search results…): replay only.
-        this.turn.fill(st.slot, replayOnlyItem(this.itemId(index), this.turn.replay([{ index, data: st.block }])));
+        this.turn.fill(st.slot, replayOnlyItem(this.turn.replay([{ index, data: st.block }])));
         return;
     }
   }
@@ -247,11 +243,11 @@ export class AnthropicState implements StreamMachine<Json> {
     if (!p) {
       // A result whose call came in an earlier response (after pause_turn).
       if (/code_execution/.test(block.type)) {
-        const code = new HostedCodeStream(this.emit, block.tool_use_id, 'anthropic', block.type.replace(/_tool_result$/, ''));
+        const code = new HostedCodeStream(this.emit, 'anthropic', block.type.replace(/_tool_result$/, ''));
         const item = code.finish({ ...this.codeResult(content), container_id: this.containerId });
         this.turn.add({ ...item, replay: this.turn.replay([{ index, data: block }]) });
       } else {
-        this.turn.add(replayOnlyItem(this.itemId(index), this.turn.replay([{ index, data: block }])));
+        this.turn.add(replayOnlyItem(this.turn.replay([{ index, data: block }])));
       }
       return;
     }
@@ -261,11 +257,11 @@ export class AnthropicState implements StreamMachine<Json> {
       const item = st.code.finish({ ...this.codeResult(content), container_id: this.containerId });
       this.turn.fill(st.slot, { ...item, replay });
     } else if (st.kind === 'editor') {
-      const item = this.editorItem(block.tool_use_id, st.input ?? {}, content);
+      const item = this.editorItem(st.input ?? {}, content);
       this.emit({ type: 'response.output_item.done', item: publicItem(item) });
       this.turn.fill(st.slot, { ...item, replay });
     } else {
-      this.turn.fill(st.slot, replayOnlyItem(block.tool_use_id, replay));
+      this.turn.fill(st.slot, replayOnlyItem(replay));
     }
   }
 
@@ -297,11 +293,11 @@ export class AnthropicState implements StreamMachine<Json> {
     return { status: failed ? 'failed' : 'completed', outputs, exit_code: rc, error };
   }
 
-  private editorItem(id: string, input: Json, c: Json): TextEditorItem {
+  private editorItem(input: Json, c: Json): TextEditorItem {
     const type: string = c.type ?? '';
     const item: TextEditorItem = {
       type: 'text_editor_call',
-      id,
+      id: newId('edit'),
       status: 'completed',
       runtime: 'anthropic',
       command: String(input.command ?? ''),
@@ -320,14 +316,14 @@ export class AnthropicState implements StreamMachine<Json> {
 
   /** Server tool calls left without a result (the response paused or ended): finished as incomplete. */
   finish(): void {
-    for (const [id, p] of this.pending) {
+    for (const p of this.pending.values()) {
       const st = p.state;
       const replay = this.turn.replay([this.useBlock(p.index, st)]);
       if (st.kind === 'code') {
         const item = st.code.finish({ status: 'incomplete', outputs: [], container_id: this.containerId, exit_code: null });
         this.turn.fill(st.slot, { ...item, replay });
       } else {
-        this.turn.fill(st.slot, replayOnlyItem(id, replay));
+        this.turn.fill(st.slot, replayOnlyItem(replay));
       }
     }
     this.pending.clear();

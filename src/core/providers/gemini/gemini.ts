@@ -135,10 +135,6 @@ class GeminiState implements StreamMachine<Json> {
     for (const part of parts) this.part(part);
   }
 
-  private id(kind: string, index: number): string {
-    return `${this.responseId ?? 'gemini'}_${kind}${index}`;
-  }
-
   private part(part: Json): void {
     const index = this.seq++;
     const rp: ReplayPart = { index, data: part };
@@ -151,7 +147,7 @@ class GeminiState implements StreamMachine<Json> {
       this.closeCode();
       if (this.text && this.text.thought !== thought) this.closeText();
       if (!this.text) {
-        const stream = new TextStream(this.emit, this.id('t', index), thought);
+        const stream = new TextStream(this.emit, thought);
         this.text = { stream, slot: this.turn.reserve(() => stream.snapshot()), thought, parts: [] };
         this.lastParts = this.text.parts;
       }
@@ -164,7 +160,7 @@ class GeminiState implements StreamMachine<Json> {
       this.closeCode();
       const fc: Json = part.functionCall;
       const id = typeof fc.id === 'string' && fc.id ? fc.id : newId('call');
-      const stream = new FunctionCallStream(this.emit, id, id, String(fc.name ?? ''));
+      const stream = new FunctionCallStream(this.emit, id, String(fc.name ?? ''));
       stream.start();
       stream.delta(JSON.stringify(fc.args ?? {}));
       const item = stream.finish();
@@ -190,8 +186,7 @@ class GeminiState implements StreamMachine<Json> {
           return;
         }
       }
-      const id = typeof ec.id === 'string' && ec.id ? ec.id : newId('gcode');
-      const stream = new HostedCodeStream(this.emit, id, 'gemini', ec.language && ec.language !== 'PYTHON' ? String(ec.language).toLowerCase() : undefined);
+      const stream = new HostedCodeStream(this.emit, 'gemini', ec.language && ec.language !== 'PYTHON' ? String(ec.language).toLowerCase() : undefined);
       stream.start();
       stream.delta(code);
       stream.codeDone(code);
@@ -204,8 +199,7 @@ class GeminiState implements StreamMachine<Json> {
       const r: Json = part.codeExecutionResult;
       if (!this.code) {
         // A result without its code: an item of its own.
-        const id = typeof r.id === 'string' && r.id ? r.id : newId('gcode');
-        const stream = new HostedCodeStream(this.emit, id, 'gemini');
+        const stream = new HostedCodeStream(this.emit, 'gemini');
         this.code = { stream, slot: this.turn.reserve(), parts: [], outputs: [], status: 'completed', exit: null, error: null, thought: part.thought === true };
         this.lastParts = this.code.parts;
       }
@@ -263,7 +257,7 @@ class GeminiState implements StreamMachine<Json> {
       return;
     }
     const parts = [rp];
-    this.turn.add(replayOnlyItem(this.id('p', rp.index), this.turn.replay(parts)));
+    this.turn.add(replayOnlyItem(this.turn.replay(parts)));
     this.lastParts = parts;
   }
 
@@ -304,6 +298,7 @@ export function toGeminiContents(req: TurnRequest): Json[] {
     if (last && last.role === role) last.parts.push(...parts);
     else contents.push({ role, parts: [...parts] });
   };
+  // By our item id (provider call ids repeat); by call id too, for outputs saved before ids were ours.
   const calls = new Map<string, { name: string; id?: string }>();
   for (const item of req.history) {
     if (item.type !== 'function_call') continue;
@@ -313,6 +308,7 @@ export function toGeminiContents(req: TurnRequest): Json[] {
       id = raw?.functionCall?.id;
     }
     calls.set(item.call_id, { name: item.name, id });
+    if (item.id) calls.set(item.id, { name: item.name, id });
   }
   writeHistory(req.history, {
     replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(parts as Json[])) },
@@ -326,7 +322,7 @@ export function toGeminiContents(req: TurnRequest): Json[] {
       push('model', [{ functionCall: { name: item.name, args } }]);
     },
     output: (item) => {
-      const call = calls.get(item.call_id);
+      const call = (item.item_id ? calls.get(item.item_id) : undefined) ?? calls.get(item.call_id);
       const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
       if (call?.id) fr.id = call.id;
       push('user', [{ functionResponse: fr }]);

@@ -113,7 +113,7 @@ class ChatState implements StreamMachine<Json> {
     const reasoning = delta.reasoning_content ?? delta.reasoning;
     if (typeof reasoning === 'string' && reasoning) {
       if (!this.thinking) {
-        const s = new TextStream(emit, newId('rs'), true);
+        const s = new TextStream(emit, true);
         this.thinking = { s, slot: turn.reserve(() => s.snapshot()) };
       }
       this.thinking.s.delta(reasoning);
@@ -121,7 +121,7 @@ class ChatState implements StreamMachine<Json> {
     if (typeof delta.content === 'string' && delta.content) {
       this.finishThinking();
       if (!this.text) {
-        const s = new TextStream(emit, newId('msg'));
+        const s = new TextStream(emit);
         this.text = { s, slot: turn.reserve(() => s.snapshot()) };
       }
       this.text.s.delta(delta.content);
@@ -133,7 +133,7 @@ class ChatState implements StreamMachine<Json> {
         let c = this.calls.get(idx);
         if (!c) {
           const callId = typeof tc.id === 'string' && tc.id ? tc.id : newId('call');
-          c = { fc: new FunctionCallStream(emit, callId, callId, tc.function?.name ?? ''), slot: turn.reserve() };
+          c = { fc: new FunctionCallStream(emit, callId, tc.function?.name ?? ''), slot: turn.reserve() };
           this.calls.set(idx, c);
           c.fc.start();
         }

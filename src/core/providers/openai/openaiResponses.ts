@@ -96,7 +96,8 @@ export async function downloadOpenAIContainerFile(
 interface SlotState {
   kind: 'message' | 'reasoning' | 'function_call' | 'code' | 'other';
   slot: number;
-  id: string;
+  /** The provider's item id, which its events name (our item ids are minted by the emitters). */
+  providerId: string | undefined;
   text?: TextStream;
   fc?: FunctionCallStream;
   code?: HostedCodeStream;
@@ -131,7 +132,7 @@ class ResponsesState implements StreamMachine<Json> {
       if (s) return s;
     }
     if (typeof ev.item_id === 'string') {
-      for (const s of this.byIndex.values()) if (s.id === ev.item_id) return s;
+      for (const s of this.byIndex.values()) if (s.providerId === ev.item_id) return s;
     }
     return undefined;
   }
@@ -163,7 +164,7 @@ class ResponsesState implements StreamMachine<Json> {
       case 'response.reasoning_summary_text.delta': {
         const s = this.state(ev);
         if (!s || s.kind !== 'reasoning') return;
-        s.text ??= new TextStream(this.emit, s.id, true);
+        s.text ??= new TextStream(this.emit, true);
         s.text.delta(String(ev.delta ?? ''));
         return;
       }
@@ -218,26 +219,25 @@ class ResponsesState implements StreamMachine<Json> {
 
   private added(index: number, item: Json): void {
     if (!item || typeof index !== 'number') return;
-    const id: string = item.id ?? newId(item.type === 'function_call' ? 'fc' : 'item');
-    const s: SlotState = { kind: 'other', slot: -1, id };
+    const s: SlotState = { kind: 'other', slot: -1, providerId: typeof item.id === 'string' ? item.id : undefined };
     s.slot = this.turn.reserve(() => s.text?.snapshot());
     switch (item.type) {
       case 'message':
         s.kind = 'message';
-        s.text = new TextStream(this.emit, id);
+        s.text = new TextStream(this.emit);
         break;
       case 'reasoning':
         s.kind = 'reasoning';
         break;
       case 'function_call':
         s.kind = 'function_call';
-        s.fc = new FunctionCallStream(this.emit, id, item.call_id ?? id, item.name ?? '');
+        s.fc = new FunctionCallStream(this.emit, item.call_id ?? item.id ?? newId('call'), item.name ?? '');
         s.fc.start();
         if (item.arguments) s.fc.delta(String(item.arguments));
         break;
       case 'code_interpreter_call':
         s.kind = 'code';
-        s.code = new HostedCodeStream(this.emit, id, 'openai');
+        s.code = new HostedCodeStream(this.emit, 'openai');
         if (item.container_id) this.containerId = item.container_id;
         break;
       default:
@@ -265,10 +265,10 @@ class ResponsesState implements StreamMachine<Json> {
         const summary: Json[] = Array.isArray(item.summary) ? item.summary : [];
         const text = summary.map((p) => p.text ?? '').join('\n\n');
         if (!s.text && !text) {
-          this.turn.fill(s.slot, replayOnlyItem(s.id, replay));
+          this.turn.fill(s.slot, replayOnlyItem(replay));
           return;
         }
-        s.text ??= new TextStream(this.emit, s.id, true);
+        s.text ??= new TextStream(this.emit, true);
         this.turn.fill(s.slot, { ...s.text.finish({ finalText: text || s.text.text }), replay });
         return;
       }
@@ -302,7 +302,7 @@ class ResponsesState implements StreamMachine<Json> {
       }
       default:
         // Other item types (web search, MCP…) are kept for replay only, as an empty assistant message.
-        this.turn.fill(s.slot, replayOnlyItem(s.id, replay));
+        this.turn.fill(s.slot, replayOnlyItem(replay));
         return;
     }
   }

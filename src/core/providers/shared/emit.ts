@@ -1,6 +1,11 @@
 /**
  * Building blocks shared by the adapters: ids, ordered item slots, and per-item emitters that keep
  * the event order of the vocabulary whatever the provider sends (or leaves out).
+ *
+ * Every emitter mints the id of its item itself: the ids of the events, the history and the panel are
+ * ours. The provider's own ids (`call_0`, `toolu_…`, `msg_…`) stay in `call_id` and in the replay data,
+ * for the wire, and are never keys: OpenAI-compatible and scripted servers reuse them across turns and
+ * even within one response.
  */
 import type {
   CodeCallStatus,
@@ -15,6 +20,7 @@ import type {
   Usage,
 } from '../../../common/events';
 import type { ConversationItem, EmitFn, FunctionCallRequest, ProviderId, ReplayData } from './types';
+import { newId } from '../../util/ids';
 
 /** The item as it goes into events: without replay data. */
 export function publicItem(item: ConversationItem): OutputItem {
@@ -86,8 +92,12 @@ export class TurnItems {
 export class TextStream {
   text = '';
   private finished = false;
+  /** Our id of the message (or reasoning) item. */
+  readonly id: string;
 
-  constructor(private readonly emit: EmitFn, readonly id: string, readonly thinking = false) {}
+  constructor(private readonly emit: EmitFn, readonly thinking = false) {
+    this.id = newId(thinking ? 'rs' : 'msg');
+  }
 
   delta(delta: string): void {
     if (!delta) return;
@@ -127,10 +137,11 @@ export class FunctionCallStream {
   args = '';
   private added = false;
   private argsDone = false;
+  /** Our id of the function_call item (`callId` is the provider's). */
+  readonly id = newId('fc');
 
   constructor(
     private readonly emit: EmitFn,
-    readonly id: string,
     readonly callId: string,
     readonly name: string,
   ) {}
@@ -183,10 +194,11 @@ const STAGES: CodeStage[] = ['new', 'in_progress', 'code_done', 'interpreting', 
 export class HostedCodeStream {
   code = '';
   private stage: CodeStage = 'new';
+  /** Our id of the code item (the provider's is in the replay data). */
+  readonly id = newId('exec');
 
   constructor(
     private readonly emit: EmitFn,
-    readonly id: string,
     readonly runtime: RuntimeKind,
     readonly tool?: string,
   ) {}
@@ -283,8 +295,8 @@ export function errorFromTraceback(text: string): ExecutionError | null {
 }
 
 /** An item kept only so that its raw parts are sent back (an empty thinking message). */
-export function replayOnlyItem(id: string, replay: ReplayData): ConversationItem {
-  return { type: 'message', id, role: 'assistant', text: '', thinking: true, replay };
+export function replayOnlyItem(replay: ReplayData): ConversationItem {
+  return { type: 'message', id: newId('item'), role: 'assistant', text: '', thinking: true, replay };
 }
 
 /** Token usage; the total is the provider's when it sent one. */

@@ -16,6 +16,7 @@ import { formatDuration } from '../../../common/format';
 import { raceAbort } from '../../util/abort';
 import { ToolChannel } from './toolChannel';
 import { newId, randomToken } from '../../util/ids';
+import { RunClock } from '../../util/timeout';
 
 export class JupyterRun {
   readonly itemId: string;
@@ -37,7 +38,8 @@ export class JupyterRun {
   private finished = false;
   private finish!: () => void;
   private readonly done = new Promise<void>((r) => (this.finish = r));
-  private timer?: NodeJS.Timeout;
+  /** The run's timeout; it stops counting while the person decides an approval. */
+  private readonly clock = new RunClock();
   private graceTimer?: NodeJS.Timeout;
   private reconnectTimer?: NodeJS.Timeout;
   private resultTimer?: NodeJS.Timeout;
@@ -125,6 +127,7 @@ export class JupyterRun {
       toolsEnabled: this.request.tools !== false,
       maxConcurrent: Math.max(1, this.limits.maxConcurrentToolCalls),
       maxFrameBytes: s.maxFrameBytes * 4,
+      pauseClock: () => this.clock.pause(),
       emit: this.emit,
       reply: (value, header) => {
         const send = () => {
@@ -155,7 +158,7 @@ export class JupyterRun {
     try {
       this.send(conn);
       const timeoutMs = this.request.timeoutMs ?? this.limits.timeoutMs;
-      this.timer = setTimeout(() => this.stop('timeout', timeoutMs), timeoutMs);
+      this.clock.start(timeoutMs, () => this.stop('timeout', timeoutMs));
       if (conn.connectionStatus !== 'connected') this.onConnection(conn.connectionStatus);
       await this.done;
     } finally {
@@ -415,7 +418,7 @@ export class JupyterRun {
 
   private cleanup(): void {
     this.finished = true;
-    clearTimeout(this.timer);
+    this.clock.stop();
     clearTimeout(this.graceTimer);
     clearTimeout(this.reconnectTimer);
     clearTimeout(this.resultTimer);

@@ -67,6 +67,8 @@ export interface ToolChannelOptions {
   toolsEnabled: boolean;
   maxConcurrent: number;
   maxFrameBytes: number;
+  /** Stops the run's clock while the person decides an approval (see ToolCallRequest.pause). */
+  pauseClock?: () => () => void;
   emit: (event: CodeActEvent) => void;
   /** Sends an input_reply for the input_request whose header is given. */
   reply: (value: string, parentHeader: unknown) => void;
@@ -99,6 +101,7 @@ export class ToolChannel {
       enabled: o.toolsEnabled,
       maxConcurrent: o.maxConcurrent,
       signal: this.abort.signal,
+      pauseClock: o.pauseClock,
     });
   }
 

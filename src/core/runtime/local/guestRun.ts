@@ -7,6 +7,7 @@ import { OutputCapture, safeEmit, type Completion } from '../execution';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { randomToken } from '../../util/ids';
+import { RunClock } from '../../util/timeout';
 
 const END_PREFIX = Buffer.from('\u0000codeact-end:');
 
@@ -45,6 +46,8 @@ export class GuestRun {
   readonly output: OutputCapture;
   readonly tools: ToolDispatcher;
   readonly toolAbort = new AbortController();
+  /** The run's timeout; it stops counting while the person decides an approval. */
+  readonly clock = new RunClock();
   readonly endToken = randomToken(12);
   readonly scanners: Record<StreamName, EndScanner>;
   readonly ended: Record<StreamName, boolean> = { stdout: false, stderr: false };
@@ -75,6 +78,7 @@ export class GuestRun {
       enabled: request.tools !== false,
       maxConcurrent: limits.maxConcurrentToolCalls,
       signal: this.toolAbort.signal,
+      pauseClock: () => this.clock.pause(),
     });
   }
 

@@ -148,14 +148,14 @@ export class GuestSession {
     const onAbort = () => this.stopRun(exec, cancelledError());
     signal?.addEventListener('abort', onAbort, { once: true });
     const timeoutMs = request.timeoutMs ?? this.o.limits.timeoutMs;
-    const timer = setTimeout(() => this.stopRun(exec, timeoutError(timeoutMs, exec.tools.inFlight)), timeoutMs);
+    exec.clock.start(timeoutMs, () => this.stopRun(exec, timeoutError(timeoutMs, exec.tools.inFlight)));
     try {
       this.send({ t: 'run', run: exec.runId, code: request.code, tools: request.tools !== false, end: exec.endToken, last: !this.persistent });
       await exec.done;
       const error = exec.failure ?? completionError(exec.completion);
       return this.result(exec, error);
     } finally {
-      clearTimeout(timer);
+      exec.clock.stop();
       signal?.removeEventListener('abort', onAbort);
     }
   }
