@@ -44,6 +44,15 @@ export interface ToolSummary {
   source?: 'command' | 'http' | 'mcp' | 'lmTool';
 }
 
+/** A `codeact.tools` declaration that is broken and unavailable, and why (the panel can say "3 tools ready, 1 broken"). */
+export interface BrokenToolSummary {
+  /** Its position in codeact.tools (-1: codeact.tools itself is not a list). */
+  index: number;
+  name?: string;
+  /** Everything wrong with it, as sentences: the field, the bad value, why, and the fix. */
+  message: string;
+}
+
 export interface ConversationSummary {
   id: string;
   title: string;
@@ -62,6 +71,8 @@ export interface HostState {
   runtime?: RuntimeKind;
   mode?: 'local' | 'hosted';
   tools: ToolSummary[];
+  /** Declarations of codeact.tools that are broken, with what to fix (absent or empty: none). */
+  brokenTools?: BrokenToolSummary[];
   /** Workspace Trust: false disables execution and workspace-declared tools. */
   trusted: boolean;
   /** A turn runs (the host's view; the panel also derives it from the transcript). */
@@ -208,7 +219,12 @@ export interface SelectModelMessage {
 export interface CommandMessage {
   type: 'command';
   command: HostCommand;
+  /** For `openSettings`: the setting to open the Settings editor at (a `codeact.*` id). */
+  setting?: string;
 }
+
+/** Settings the panel may open the Settings editor at: CodeAct's own. */
+export const SETTING_ID = /^codeact\.[A-Za-z][A-Za-z0-9.]{0,80}$/;
 
 /** A decision on a `codeact.approval.requested`. For `kind: "code"`, `code` carries the edited code (Edit, then Run). */
 export interface ApprovalReplyMessage {
@@ -366,9 +382,9 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'selectModel':
       return isId(m.provider) && isId(m.model) ? { type: 'selectModel', provider: m.provider, model: m.model } : undefined;
     case 'command':
-      return typeof m.command === 'string' && (HOST_COMMANDS as readonly string[]).includes(m.command)
-        ? { type: 'command', command: m.command as HostCommand }
-        : undefined;
+      if (typeof m.command !== 'string' || !(HOST_COMMANDS as readonly string[]).includes(m.command)) return undefined;
+      if (m.setting !== undefined && (typeof m.setting !== 'string' || !SETTING_ID.test(m.setting))) return undefined;
+      return { type: 'command', command: m.command as HostCommand, ...(m.setting !== undefined ? { setting: m.setting as string } : {}) };
     case 'approval':
       if (!isId(m.approvalId) || typeof m.decision !== 'string' || !DECISIONS.includes(m.decision)) return undefined;
       if (!isOptStr(m.code, MAX_CODE_CHARS)) return undefined;
