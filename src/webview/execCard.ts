@@ -48,7 +48,7 @@ class ToolCallRow {
         null,
         h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
         this.statusIcon,
-        h('span', { class: 'tool-name', text: call.name }),
+        h('span', { class: 'tool-name', text: call.name, title: call.name }),
         h('span', { class: 'tool-args', text: `(${argsPreview(call.arguments)})` }),
         h('span', { class: 'spacer' }),
         this.duration,
