@@ -222,7 +222,12 @@ export interface SelectModelMessage {
 export interface CommandMessage {
   type: 'command';
   command: HostCommand;
+  /** For `openSettings`: the setting to open the Settings editor at (a `codeact.*` id). */
+  setting?: string;
 }
+
+/** Settings the panel may open the Settings editor at: CodeAct's own. */
+export const SETTING_ID = /^codeact\.[A-Za-z][A-Za-z0-9.]{0,80}$/;
 
 /** A decision on a `codeact.approval.requested`. For `kind: "code"`, `code` carries the edited code (Edit, then Run). */
 export interface ApprovalReplyMessage {
@@ -380,9 +385,9 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'selectModel':
       return isId(m.provider) && isId(m.model) ? { type: 'selectModel', provider: m.provider, model: m.model } : undefined;
     case 'command':
-      return typeof m.command === 'string' && (HOST_COMMANDS as readonly string[]).includes(m.command)
-        ? { type: 'command', command: m.command as HostCommand }
-        : undefined;
+      if (typeof m.command !== 'string' || !(HOST_COMMANDS as readonly string[]).includes(m.command)) return undefined;
+      if (m.setting !== undefined && (typeof m.setting !== 'string' || !SETTING_ID.test(m.setting))) return undefined;
+      return { type: 'command', command: m.command as HostCommand, ...(m.setting !== undefined ? { setting: m.setting as string } : {}) };
     case 'approval':
       if (!isId(m.approvalId) || typeof m.decision !== 'string' || !DECISIONS.includes(m.decision)) return undefined;
       if (!isOptStr(m.code, MAX_CODE_CHARS)) return undefined;

@@ -16,11 +16,12 @@ import { buildWebviewHtml, createNonce } from './webviewHtml';
 export const VIEW_ID = 'codeact.chat';
 export const PANEL_TYPE = 'codeact.chatPanel';
 
-const COMMANDS: Record<HostCommand, () => Thenable<unknown>> = {
+const COMMANDS: Record<HostCommand, (setting?: string) => Thenable<unknown>> = {
   setApiKey: () => vscode.commands.executeCommand('codeact.setApiKey'),
   selectModel: () => vscode.commands.executeCommand('codeact.selectModel'),
   declareTools: () => vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile'),
-  openSettings: () => vscode.commands.executeCommand('workbench.action.openSettings', '@ext:codeact.codeact'),
+  // At the setting a failure names (codeact.baseUrl, codeact.model…), or all of CodeAct's.
+  openSettings: (setting) => vscode.commands.executeCommand('workbench.action.openSettings', setting ?? '@ext:codeact.codeact'),
   showLog: () => vscode.commands.executeCommand('codeact.showLog'),
   manageTrust: () => vscode.commands.executeCommand('workbench.trust.manage'),
   openWalkthrough: () => vscode.commands.executeCommand('workbench.action.openWalkthrough', 'codeact.codeact#codeact.gettingStarted', false),
@@ -111,17 +112,21 @@ class PanelController implements vscode.Disposable {
   private async handle(m: WebviewToHost): Promise<void> {
     const s = this.service;
     switch (m.type) {
-      case 'ready':
+      case 'ready': {
         this.ready = true;
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
         this.catchUp(m.seq, m.conversationId);
         void s.refreshVariables();
+        // A reload brought the conversation back, but not its Python session: said once.
+        const restored = s.takeRestoreNotice();
+        if (restored) this.post({ type: 'notice', level: 'info', message: restored });
         // (An untrusted workspace is shown by the page's own empty state, from HostState.trusted.)
         if (this.pendingInput) {
           this.post({ type: 'setInput', ...this.pendingInput });
           this.pendingInput = undefined;
         }
         return;
+      }
       case 'resync':
         this.catchUp(m.seq, m.conversationId);
         return;
@@ -142,7 +147,7 @@ class PanelController implements vscode.Disposable {
         return;
       }
       case 'command':
-        await COMMANDS[m.command]();
+        await COMMANDS[m.command](m.setting);
         return;
       case 'approval':
         s.resolveApproval(m.approvalId, m.decision, m.code);

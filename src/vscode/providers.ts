@@ -3,6 +3,7 @@
  * so the session's logic (./session) can use them in plain Node tests too.
  */
 import { PROVIDER_CATALOG } from '../core/providers/shared/catalog';
+import { API_KEY_ENV_VARS, ProviderError } from '../core/providers/shared/errors';
 import { PROVIDERS } from '../core/providers/registry';
 import type { ProviderId } from '../core/providers/shared/types';
 
@@ -11,3 +12,18 @@ export const PROVIDER_NAMES: Record<ProviderId, string> = Object.fromEntries(PRO
 
 /** Each provider's suggested models (the registry's). */
 export const DEFAULT_MODELS: Record<ProviderId, readonly string[]> = Object.fromEntries(PROVIDER_CATALOG.map((p) => [p.id, p.defaultModels])) as Record<ProviderId, readonly string[]>;
+
+/** Whether the provider needs an API key (an OpenAI-compatible server usually does not). */
+export function needsKey(provider: ProviderId): boolean {
+  return PROVIDER_CATALOG.find((p) => p.id === provider)?.needsKey ?? true;
+}
+
+/** The missing-key error as VS Code says it: the button that fixes it first, the environment second. */
+export function noKeyError(provider: ProviderId): ProviderError {
+  const vars = API_KEY_ENV_VARS[provider].join(' or ');
+  return new ProviderError({
+    code: 'auth',
+    provider,
+    message: `No API key for ${PROVIDER_NAMES[provider]} yet. Choose Set API Key… to store one in VS Code's secret storage${vars ? ` (or start VS Code with ${vars} in its environment)` : ''}.`,
+  });
+}

@@ -26,6 +26,7 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
       approvalsApis: vscodeApprovalsApis,
       runtimeApis: vscodeRuntimeCacheApis,
       lmTools: vscodeLmToolApis,
+      workspaceState: context.workspaceState,
     });
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -40,6 +41,13 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
       secrets.onDidChange(() => this.fireState()),
       secrets,
     );
+    this.fireState();
+  }
+
+  /** Also the context keys of the walkthrough: its "Declare managed tools" step completes once tools exist. */
+  override fireState(): void {
+    super.fireState();
+    void vscode.commands.executeCommand('setContext', 'codeact.hasTools', this.toolSet().tools.length > 0);
   }
 
   dispose(): void {

@@ -20,6 +20,12 @@ export interface CancellationToken {
   onCancellationRequested(listener: () => void): { dispose(): void };
 }
 
+/** A key-value store that outlives the window: the workspace's state (`ExtensionContext.workspaceState`). */
+export interface Memento {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): PromiseLike<void>;
+}
+
 export interface SessionApis {
   /** The `codeact.*` settings through VS Code's layers, resolved by the one policy (./settings). */
   resolveSettings(): ResolvedConfig;

@@ -4,7 +4,7 @@
  * stop. Its parts: the runtime cache (./runtimeCache), the approvals (./approvals) and the workspace's tools
  * (./workspaceTools). VS Code is reached only through the `*.apis.ts` seams, so this runs in plain Node tests.
  */
-import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged, VariablesSummary } from '../common/events';
+import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged } from '../common/events';
 import type { BrokenToolSummary, ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
@@ -22,26 +22,15 @@ import { runChatTurn } from '../core/session/chatTurn';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import type { ApprovalsApis } from './approvals.apis';
 import type { LmToolApis } from './lmToolSource.apis';
-import { DEFAULT_MODELS, PROVIDER_NAMES } from './providers';
+import { DEFAULT_MODELS, PROVIDER_NAMES, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
 import type { Secrets } from './secrets';
-import type { CancellationToken, Log, SessionApis } from './session.apis';
+import { ConversationMemory, INTERRUPTED_MESSAGE, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
+import type { CancellationToken, Log, Memento, SessionApis } from './session.apis';
 import type { CodeActSettings } from './settings';
+import { VariablesTracker, type SessionVariables } from './sessionVariables';
 import { WorkspaceTools } from './workspaceTools';
-
-const REOPENED_NOTE =
-  'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
-
-/** What the panel's variables view shows. */
-export interface SessionVariables {
-  sessionId?: string;
-  /** "This conversation" or the document's name. */
-  label?: string;
-  summary: VariablesSummary | null;
-  /** Why there is nothing to show. */
-  note?: string;
-}
 
 export class UntrustedWorkspaceError extends CodeActError {
   readonly category = 'config' as const;
@@ -63,6 +52,8 @@ export interface SessionDeps {
   approvalsApis: ApprovalsApis;
   runtimeApis: RuntimeCacheApis;
   lmTools: LmToolApis;
+  /** Where the open conversation is remembered across reloads (the workspace's state); none: not remembered. */
+  workspaceState?: Memento;
 }
 
 interface Disposable {
@@ -75,12 +66,13 @@ export class CodeActSession {
   private conversation?: Conversation;
   private readonly listeners = new Set<(e: TranscriptEvent) => void>();
   private readonly stateListeners = new Set<() => void>();
-  private readonly variablesListeners = new Set<(v: SessionVariables) => void>();
-  /** The session the variables view shows: the one of the latest run. */
-  private variablesSession?: { id: string; label: string };
+  private readonly variables: VariablesTracker;
   /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
   private staleSession?: string;
-  private running?: { controller: AbortController; label: string };
+  private running?: { controller: AbortController; label: string; done: Promise<void>; finish(): void };
+  /** VS Code is closing or reloading: a turn stopped now was interrupted, not stopped by the user. */
+  private closing = false;
+  private readonly memory: ConversationMemory;
   /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
   private readonly outputs = new Map<string, CodeInterpreterCallItem>();
   private loggedIgnored = '[]';
@@ -115,6 +107,22 @@ export class CodeActSession {
       approvals: this.approvals,
       log: this.log,
     });
+    this.variables = new VariablesTracker(this.runtimes, () => this.conversation);
+    this.memory = new ConversationMemory(this.store, deps.workspaceState);
+    // The conversation open before a reload or a restart comes back (its variables do not).
+    this.conversation = this.memory.restoreOpen();
+    if (this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
+  }
+
+  /** Once, after a reload brought back a conversation whose Python session is gone: the panel's notice. */
+  takeRestoreNotice(): string | undefined {
+    return this.memory.takeNotice();
+  }
+
+  /** The open conversation changes: remembered across reloads. */
+  private setConversation(conversation: Conversation | undefined): void {
+    this.conversation = conversation;
+    this.memory.rememberOpen(conversation?.id);
   }
 
   // ---- state ----------------------------------------------------------------------------------
@@ -149,27 +157,12 @@ export class CodeActSession {
   }
 
   onVariables(listener: (v: SessionVariables) => void): Disposable {
-    this.variablesListeners.add(listener);
-    return { dispose: () => void this.variablesListeners.delete(listener) };
+    return this.variables.onVariables(listener);
   }
 
   /** Reads the variables of the session the view shows, and tells the listeners. */
-  async refreshVariables(): Promise<SessionVariables> {
-    const target = this.variablesSession ?? (this.conversation ? { id: this.conversation.id, label: 'This conversation' } : undefined);
-    const runtime = this.runtimes.current;
-    let result: SessionVariables;
-    if (!target) result = { summary: null, note: 'No session yet: variables appear after code runs.' };
-    else if (!runtime?.variables || !runtime.statePersists) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
-    else {
-      const summary = await runtime.variables(target.id).catch(() => null);
-      result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.hasSession?.(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
-    }
-    for (const l of this.variablesListeners) {
-      try {
-        l(result);
-      } catch {}
-    }
-    return result;
+  refreshVariables(): Promise<SessionVariables> {
+    return this.variables.refresh();
   }
 
   /** Restarts a session: the conversation's (default) or a document's. Returns whether one was alive. */
@@ -186,12 +179,7 @@ export class CodeActSession {
 
   /** The live session ids the Restart command can offer: the conversation's and the documents'. */
   liveSessions(): Array<{ id: string; label: string }> {
-    const runtime = this.runtimes.current;
-    const out: Array<{ id: string; label: string }> = [];
-    if (!runtime?.hasSession) return out;
-    if (this.conversation && runtime.hasSession(this.conversation.id)) out.push({ id: this.conversation.id, label: `Chat: ${this.conversation.meta.title}` });
-    for (const [id, label] of this.runtimes.documentSessions) if (runtime.hasSession(id)) out.push({ id, label });
-    return out;
+    return this.variables.liveSessions();
   }
 
   /** A session started fresh or ended: said in the conversation it belongs to (the open one), and logged. */
@@ -200,7 +188,7 @@ export class CodeActSession {
     if (e.state === 'ended' && (e.session_id === this.conversation?.id || this.runtimes.documentSessions.has(e.session_id))) {
       this.emit(e);
     }
-    if (e.session_id === this.variablesSession?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
+    if (e.session_id === this.variables.shown?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
   }
 
   onState(listener: () => void): Disposable {
@@ -272,29 +260,45 @@ export class CodeActSession {
   }
 
   private ensureConversation(title: string): Conversation {
-    if (!this.conversation) {
-      const s = this.settings;
-      this.conversation = this.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: this.apis.workspaceFolder() });
-      this.fireState();
-    }
-    return this.conversation;
+    return this.conversation ?? this.switchTo(this.createConversation(title));
   }
 
-  /** A running turn writes into its conversation; switching under it would send its events elsewhere. */
-  private leaveConversation(): void {
+  private createConversation(title: string): Conversation {
+    const s = this.settings;
+    return this.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: this.apis.workspaceFolder() });
+  }
+
+  private switchTo(conversation: Conversation): Conversation {
+    this.setConversation(conversation);
+    this.fireState();
+    return conversation;
+  }
+
+  /** A running turn writes into its conversation: no switching under it. A document's run keeps the chat's session. */
+  private leaveConversation(keepSession = false): void {
     if (this.running) throw new Error('Stop the running turn before switching conversations (CodeAct: Stop).');
     const old = this.conversation;
     old?.flush();
     // A conversation's Jupyter kernel goes when the conversation is left.
-    if (old) void this.runtimes.current?.closeSession?.(old.id);
-    this.variablesSession = undefined;
+    if (old && !keepSession) void this.runtimes.current?.closeSession?.(old.id);
+    this.variables.shown = undefined;
     this.staleSession = undefined;
   }
 
   newConversation(): void {
     this.leaveConversation();
-    this.conversation = undefined;
+    this.setConversation(undefined);
     this.fireState();
+  }
+
+  /** A Run with Tools document's conversation, named after it (never whichever chat is open), opened for the panel. */
+  private documentConversation(doc: { uri: string; name: string }): Conversation {
+    const known = this.memory.documentConversation(doc.uri);
+    if (known && known === this.conversation?.id) return this.conversation;
+    this.leaveConversation(true);
+    const convo = known ? this.store.open(known) : this.createConversation(doc.name);
+    this.memory.rememberDocument(doc.uri, convo.id);
+    return this.switchTo(convo);
   }
 
   /**
@@ -305,13 +309,12 @@ export class CodeActSession {
   openConversation(id: string): { conversation: Conversation; notice?: string } {
     this.leaveConversation();
     const conversation = this.store.open(id);
-    this.conversation = conversation;
-    this.variablesSession = undefined;
-    const ranCode = conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.item.runtime === 'local' || e.item.runtime === 'jupyter'));
+    this.setConversation(conversation);
+    this.variables.shown = undefined;
     let notice: string | undefined;
-    if (ranCode && !this.runtimes.current?.hasSession?.(id)) {
+    if (ranLocalCode(conversation) && !this.runtimes.current?.hasSession?.(id)) {
       this.staleSession = id;
-      notice = 'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
+      notice = SESSION_GONE_NOTICE;
     }
     this.fireState();
     void this.refreshVariables();
@@ -325,7 +328,7 @@ export class CodeActSession {
   deleteConversation(id: string): void {
     if (this.conversation?.id === id) {
       this.leaveConversation();
-      this.conversation = undefined;
+      this.setConversation(undefined);
     }
     this.store.delete(id);
     this.fireState();
@@ -333,7 +336,7 @@ export class CodeActSession {
 
   clearHistory(): void {
     this.leaveConversation();
-    this.conversation = undefined;
+    this.setConversation(undefined);
     this.store.clear();
     this.fireState();
   }
@@ -377,12 +380,15 @@ export class CodeActSession {
   private begin(label: string): AbortController {
     if (this.running) throw new Error(`CodeAct is already running "${this.running.label}". Stop it first (CodeAct: Stop).`);
     const controller = new AbortController();
-    this.running = { controller, label };
+    let finish = () => {};
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    this.running = { controller, label, done, finish };
     this.fireState();
     return controller;
   }
 
   private end(): void {
+    this.running?.finish();
     this.running = undefined;
     this.conversation?.flush();
     this.fireState();
@@ -414,7 +420,12 @@ export class CodeActSession {
         prompt,
         source,
         config: s,
-        provider: async () => createProvider(providerConfigFrom(s, await this.secrets.apiKey(s.provider))),
+        provider: async () => {
+          const key = await this.secrets.apiKey(s.provider);
+          if (!key && needsKey(s.provider)) throw noKeyError(s.provider);
+          return createProvider(providerConfigFrom(s, key));
+        },
+        interrupted: () => this.closing,
         // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
         runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing(await this.runtimes.get(), this.settings.reviewCode)),
         gateway: await this.tools.gateway(),
@@ -428,11 +439,13 @@ export class CodeActSession {
       const result = turn.result;
       if (result) {
         if (this.staleSession === convo.id) this.staleSession = undefined;
-        this.variablesSession = { id: convo.id, label: 'This conversation' };
+        this.variables.shown = { id: convo.id, label: 'This conversation' };
         if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
       } else if (turn.error) {
         this.log.error(`turn failed: ${turn.error.message}`);
-        if (turn.error.code === 'auth') {
+        // The panel's error card says it, with its button, once; a toast only where no card shows it (VS Code
+        // cannot take a toast back once the key is set).
+        if (turn.error.code === 'auth' && (source !== 'chat' || !this.panelVisible())) {
           void this.apis.showErrorMessage(`CodeAct: ${turn.error.message}`, 'Set API Key…').then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
         }
       }
@@ -451,16 +464,18 @@ export class CodeActSession {
     extra?: { token?: CancellationToken; onEvent?: (e: CodeActEvent) => void; document?: { uri: string; name: string } },
   ): Promise<CodeInterpreterCallItem> {
     this.requireTrust('Running code');
+    // A document's runs go to its own conversation (switched to before the run starts: never under a running one).
+    const docConvo = extra?.document && !this.running ? this.documentConversation(extra.document) : undefined;
     const controller = this.begin(label);
     const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
-    const convo = this.ensureConversation(label);
+    const convo = docConvo ?? this.ensureConversation(label);
     const s = this.settings;
     const turnId = newId('turn');
     const started = Date.now();
     // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
     const sessionId = extra?.document ? documentSessionId(extra.document.uri) : convo.id;
     if (extra?.document) this.runtimes.documentSessions.set(sessionId, extra.document.name);
-    this.variablesSession = { id: sessionId, label: extra?.document ? extra.document.name : 'This conversation' };
+    this.variables.shown = { id: sessionId, label: extra?.document ? extra.document.name : 'This conversation' };
     try {
       const runtime = this.approvals.reviewing(await this.runtimes.get(), this.settings.reviewCode);
       this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
@@ -475,7 +490,9 @@ export class CodeActSession {
           },
         },
       );
-      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status: item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed', duration_ms: Date.now() - started });
+      const status = item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed';
+      const cutOff = status !== 'completed' && this.closing ? { interrupted: true, message: INTERRUPTED_MESSAGE } : {};
+      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status, duration_ms: Date.now() - started, ...cutOff });
       this.log.info(`run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`);
       return item;
     } finally {
@@ -487,7 +504,11 @@ export class CodeActSession {
   /** Stops what runs, saves the transcript, and shuts kernels and MCP servers down (awaited by deactivate). */
   async shutdown(): Promise<void> {
     this.approvals.expirePending(NO_ANSWER.closed);
+    this.closing = true;
+    const running = this.running?.done;
     this.stop();
+    // The stopped turn saves its end (as interrupted) first; VS Code gives deactivate a few seconds in all.
+    if (running) await Promise.race([running, new Promise<void>((resolve) => setTimeout(resolve, 1500).unref())]);
     this.conversation?.flush();
     await Promise.allSettled([this.runtimes.dispose(), disposeDefaultMcpPool()]);
   }

@@ -246,19 +246,22 @@ export class App {
   }
 
   private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string): void {
+    // The same conversation again (the host came back after a reload): the reader keeps their place.
+    const same = conversationId !== undefined && conversationId === this.conversationId && !this.stick.stuck;
+    const keep = same ? (this.restoring ?? (this.position ??= this.measurePosition())) : undefined;
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
     this.conversationId = conversationId;
     this.title = title;
     this.dirtyItems.clear();
     this.dirtyTurns.clear();
-    this.restoring = undefined;
+    this.restoring = keep?.turnId && this.model.turns.some((t) => t.id === keep.turnId) ? keep : undefined;
     this.position = undefined;
-    this.view.renderAll(this.model);
+    this.view.renderAll(this.model, { around: this.restoring?.turnId });
     this.renderChrome();
     // Saved a moment later: serialising a long conversation is work this task does not need to do.
     this.scheduleSave();
-    requestAnimationFrame(() => this.jumpToLatest());
+    requestAnimationFrame(() => (this.restoring ? this.restorePosition() : this.jumpToLatest()));
   }
 
   // ---- frame loop -------------------------------------------------------------------------------

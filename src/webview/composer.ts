@@ -28,6 +28,9 @@ export class Composer {
   readonly inputHistory: string[];
   private readonly providerSelect: HTMLSelectElement;
   private readonly modelSelect: HTMLSelectElement;
+  /** The provider and model in one compact control, for a narrow panel (CSS shows one or the other). */
+  private readonly pickerButton: HTMLButtonElement;
+  private readonly pickerLabel: HTMLElement;
   private readonly toolsButton: HTMLButtonElement;
   private readonly sendButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;
@@ -60,7 +63,9 @@ export class Composer {
     this.modelSelect = h('select', { class: 'select model', 'aria-label': 'Model' });
     this.providerSelect.addEventListener('change', () => this.onProviderChange());
     this.modelSelect.addEventListener('change', () => this.onModelChange());
-    this.toolsButton = h('button', { class: 'chip-button', type: 'button', onclick: () => this.ctx.post({ type: 'command', command: 'declareTools' }) });
+    this.pickerLabel = h('span', { class: 'picker-label' });
+    this.pickerButton = h('button', { class: 'chip-button picker-compact', type: 'button', onclick: () => this.ctx.post({ type: 'command', command: 'selectModel' }) }, icon('sparkle'), this.pickerLabel);
+    this.toolsButton = h('button', { class: 'chip-button tools-chip', type: 'button', onclick: () => this.ctx.post({ type: 'command', command: 'declareTools' }) });
     this.sendButton = h('button', { class: 'send-button', type: 'button', title: 'Send (Enter)', 'aria-label': 'Send', onclick: () => this.send() }, icon('send'));
     this.stopButton = h('button', { class: 'stop-button', type: 'button', title: 'Stop', 'aria-label': 'Stop the running turn', hidden: true, onclick: () => this.stop() }, icon('stop'), h('span', { text: 'Stop' }));
     this.el = h(
@@ -71,7 +76,7 @@ export class Composer {
         'div',
         { class: 'input-box' },
         this.input,
-        h('div', { class: 'input-row' }, this.providerSelect, this.modelSelect, this.toolsButton, h('span', { class: 'spacer' }), this.stopButton, this.sendButton),
+        h('div', { class: 'input-row' }, this.providerSelect, this.modelSelect, this.pickerButton, this.toolsButton, h('span', { class: 'spacer' }), this.stopButton, this.sendButton),
       ),
     );
   }
@@ -135,13 +140,35 @@ export class Composer {
         this.modelSelect.disabled = true;
       }
     }
+    this.renderCompactPicker(host);
+    this.renderToolsChip(host);
+  }
+
+  /** The compact picker: the model's name (none at the narrowest), the full provider and model in its tooltip. */
+  private renderCompactPicker(host: HostState | undefined): void {
+    const provider = host?.providers.find((p) => p.id === host.provider) ?? host?.providers[0];
+    const model = host?.model ?? '';
+    const full = provider ? `${provider.label}${provider.hasKey ? '' : ' (no key)'} · ${model || 'no model'}` : 'No provider';
+    this.pickerLabel.textContent = model || 'Model';
+    this.pickerButton.title = `${full}. Click to change the provider and model.`;
+    this.pickerButton.setAttribute('aria-label', `Provider and model: ${full}. Change`);
+    this.providerSelect.title = provider ? `Provider: ${provider.label}` : '';
+    this.modelSelect.title = model ? `Model: ${model}` : '';
+  }
+
+  /** "4 tools" with a warning for broken declarations; names and problems in the tooltip. */
+  private renderToolsChip(host: HostState | undefined): void {
     const tools = host?.tools ?? [];
+    const broken = host?.brokenTools ?? [];
     this.toolsButton.textContent = '';
     this.toolsButton.append(icon('tools'), h('span', { text: String(tools.length) }));
+    if (broken.length) this.toolsButton.append(icon('warning'), h('span', { class: 'broken-count', text: String(broken.length) }));
     const names = tools.map((t) => t.name).join(', ');
-    this.toolsButton.title = tools.length ? `Managed tools: ${names}. Click to edit codeact.tools.` : 'No managed tools declared. Click to declare tools in codeact.tools.';
-    this.toolsButton.setAttribute('aria-label', tools.length ? `${tools.length} managed tools declared: ${names}. Edit tools.` : 'No managed tools declared. Declare tools.');
-    toggle(this.toolsButton, 'warn', tools.length === 0);
+    const ready = tools.length ? `${tools.length} ${tools.length === 1 ? 'tool' : 'tools'} ready: ${names}` : 'No managed tools ready';
+    const wrong = broken.map((b) => `${b.name ?? `codeact.tools[${b.index}]`} is broken: ${b.message}`).join('\n');
+    this.toolsButton.title = `${ready}.${broken.length ? `\n${wrong}` : ''}\nClick to edit codeact.tools.`;
+    this.toolsButton.setAttribute('aria-label', `${ready}${broken.length ? `, ${broken.length} broken` : ''}. Edit tools.`);
+    toggle(this.toolsButton, 'warn', tools.length === 0 || broken.length > 0);
   }
 
   private onProviderChange(): void {

@@ -1,5 +1,5 @@
 /** The empty state: what the panel needs before the first turn (key, model, tools, trust), and example prompts. */
-import type { HostCommand, HostState } from '../common/protocol';
+import type { BrokenToolSummary, HostCommand, HostState, ToolSummary } from '../common/protocol';
 import { h } from './dom';
 import { icon, type IconName } from './icons';
 import { button } from './viewKit';
@@ -16,6 +16,7 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
   const localServer = provider?.id === 'openai-compatible';
   const hasModel = Boolean(host?.model);
   const tools = host?.tools ?? [];
+  const broken = host?.brokenTools ?? [];
   const trusted = host?.trusted !== false;
   const cmd = (command: HostCommand) => () => actions.command(command);
 
@@ -50,13 +51,7 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
       hasModel ? `${provider?.label ?? ''} — change it any time in the picker below.` : 'Pick one in the picker below or from the list of models.',
       hasModel ? null : button('Select Model…', 'sparkle', cmd('selectModel'), hasKey ? 'button primary' : 'button secondary'),
     ),
-    step(
-      tools.length > 0,
-      'tools',
-      tools.length ? `${tools.length} managed ${tools.length === 1 ? 'tool' : 'tools'} declared` : 'Declare the tools the code may call',
-      tools.length ? tools.slice(0, 6).map((t) => t.name).join(', ') + (tools.length > 6 ? ', …' : '') : 'Add entries to codeact.tools in .vscode/settings.json: a command, an HTTP endpoint or an MCP tool.',
-      button(tools.length ? 'Edit Tools' : 'Declare Tools…', 'gear', cmd('declareTools'), tools.length || !hasKey || !hasModel ? 'button secondary' : 'button primary'),
-    ),
+    toolsStep(tools, broken, actions, step, !hasKey || !hasModel),
   );
   el.textContent = '';
   el.append(
@@ -78,16 +73,57 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
       steps,
     );
   }
-  const examples = ['What can you do with my tools?', 'Summarise the open orders and flag any that are late', 'Plot revenue per day for the last two weeks'];
   const ex = h('div', { class: 'examples', role: 'group', 'aria-label': 'Example prompts' });
-  for (const e of examples)
+  for (const e of examplePrompts(trusted ? tools : []))
     ex.append(
       h('button', {
         class: 'example',
         type: 'button',
-        text: e,
-        onclick: () => actions.example(e),
+        text: e.text,
+        title: e.title,
+        onclick: () => actions.example(e.text),
       }),
     );
   el.append(h('div', { class: 'examples-label', text: 'Try' }), ex, h('p', { class: 'hint', text: 'Enter sends · Shift+Enter new line · ↑ ↓ earlier prompts' }));
+}
+
+type StepFn = (done: boolean, iconName: IconName, title: string, detail: string, action: HTMLElement | null) => HTMLLIElement;
+
+/** "3 tools ready, 1 broken": the broken ones are named, with why and where to fix them. */
+function toolsStep(tools: ToolSummary[], broken: BrokenToolSummary[], actions: EmptyStateActions, step: StepFn, later: boolean): HTMLLIElement {
+  const declare = () => actions.command('declareTools');
+  if (!tools.length && !broken.length) {
+    return step(false, 'tools', 'Declare the tools the code may call', 'Add entries to codeact.tools in .vscode/settings.json: a command, an HTTP endpoint or an MCP tool.', button('Declare Tools…', 'gear', declare, later ? 'button secondary' : 'button primary'));
+  }
+  const names = tools.slice(0, 6).map((t) => t.name).join(', ') + (tools.length > 6 ? ', …' : '');
+  const title = `${tools.length} ${tools.length === 1 ? 'tool' : 'tools'} ready${broken.length ? `, ${broken.length} broken` : ''}`;
+  if (!broken.length) return step(true, 'tools', title, names, button('Edit Tools', 'gear', declare));
+  const li = step(false, 'warning', title, names || 'None of the declared tools can be used.', button('Fix in settings.json', 'edit', declare, 'button primary', 'Open .vscode/settings.json at codeact.tools'));
+  li.classList.add('broken');
+  const why = h('details', { class: 'broken-tools' }, h('summary', { text: broken.length === 1 ? `Why is ${label(broken[0])} broken?` : `Why are ${broken.length} tools broken?` }));
+  const list = h('ul');
+  for (const b of broken) list.append(h('li', null, h('code', { text: label(b) }), h('span', { text: ` ${b.message}` })));
+  why.append(list);
+  li.querySelector('.step-text')?.append(why);
+  return li;
+}
+
+function label(b: BrokenToolSummary): string {
+  return b.name ?? (b.index >= 0 ? `codeact.tools[${b.index}]` : 'codeact.tools');
+}
+
+/** Example prompts about the workspace's own tools (or about plain Python when it has none). */
+export function examplePrompts(tools: ToolSummary[]): { text: string; title?: string }[] {
+  if (!tools.length) return [{ text: 'What could managed tools do in this workspace?' }, { text: 'Write Python that lists the 10 largest files here' }];
+  const names = tools.map((t) => t.name);
+  const list = names.length <= 4 ? joinAnd(names) : `${names.slice(0, 3).join(', ')} and the other ${names.length - 3}`;
+  const out: { text: string; title?: string }[] = [{ text: `What can you do with ${list}?` }];
+  const [first, second] = tools;
+  out.push({ text: `Call ${first.name} once and explain what it returns`, title: first.description });
+  if (second) out.push({ text: `Use ${first.name} and ${second.name} together to answer a real question`, title: [first, second].map((t) => `${t.name}: ${t.description ?? ''}`).join('\n') });
+  return out;
+}
+
+function joinAnd(xs: string[]): string {
+  return xs.length < 2 ? xs.join('') : `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}`;
 }

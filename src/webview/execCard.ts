@@ -53,7 +53,7 @@ class ToolCallRow {
       this.outcome = h('span', { class: 'discovery-outcome' });
       what = [h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }), h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject', text: t.subject }), this.outcome)];
     } else {
-      what = [h('span', { class: 'tool-name', text: call.name }), h('span', { class: 'tool-args', text: `(${argsPreview(call.arguments)})` })];
+      what = [h('span', { class: 'tool-name', text: call.name, title: call.name }), h('span', { class: 'tool-args', text: `(${argsPreview(call.arguments)})` })];
     }
     this.details = h(
       'details',

@@ -1,10 +1,11 @@
 /** The transcript's other items: markdown messages, approvals, direct function calls, editor calls, errors, notices. */
-import type { ApprovalView, EditorView, ErrorView, FunctionView, ItemView, MessageView, NoticeView } from '../common/transcript';
+import type { ApprovalView, EditorView, ErrorView, FunctionView, ItemView, MessageView, NoticeView, TurnView } from '../common/transcript';
 import { argsPreview, h, setText, toggle, uid } from './dom';
 import { highlight } from './highlight';
 import { icon, spinner } from './icons';
 import { renderJson } from './jsonTree';
 import { StreamingMarkdown } from './markdown';
+import { errorActions } from './errorActions';
 import { textButton, type ItemRenderer, type ViewContext } from './viewKit';
 
 /** Adds copy / insert buttons to fenced code blocks of rendered markdown. */
@@ -248,19 +249,13 @@ export class EditorRenderer implements ItemRenderer {
 
 export class ErrorRenderer implements ItemRenderer {
   readonly el: HTMLElement;
-  constructor(item: ErrorView, ctx: ViewContext) {
-    const actions = h('div', { class: 'error-actions' });
-    const lower = `${item.code ?? ''} ${item.message}`.toLowerCase();
-    if (/api[ _-]?key|auth|401|unauthori[sz]ed|credential/.test(lower)) actions.append(textButton('Set API Key…', () => ctx.post({ type: 'command', command: 'setApiKey' }), 'secondary', 'key'));
-    if (/model/.test(lower) && /not found|unknown|unsupported|404/.test(lower)) actions.append(textButton('Select Model…', () => ctx.post({ type: 'command', command: 'selectModel' }), 'secondary', 'sparkle'));
-    if (/trust/.test(lower)) actions.append(textButton('Manage Workspace Trust', () => ctx.post({ type: 'command', command: 'manageTrust' }), 'secondary', 'lock'));
-    actions.append(textButton('Show Log', () => ctx.post({ type: 'command', command: 'showLog' }), 'secondary', 'terminal'));
+  constructor(item: ErrorView, ctx: ViewContext, turn?: TurnView) {
+    // The message once, here (the turn's footer only says "Failed"), with the buttons that fit the failure.
     this.el = h(
       'section',
-      { class: 'card error-card', role: 'alert' },
+      { class: 'card error-card', role: 'alert', 'data-code': item.code ?? '' },
       h('div', { class: 'error-title' }, icon('error'), h('span', { class: 'error-message', text: item.message })),
-      item.code ? h('div', { class: 'error-code', text: item.code }) : null,
-      actions,
+      h('div', { class: 'error-actions' }, ...errorActions(item, turn, ctx)),
     );
   }
   sync(): void {}
@@ -268,9 +263,16 @@ export class ErrorRenderer implements ItemRenderer {
 
 export class NoticeRenderer implements ItemRenderer {
   readonly el: HTMLElement;
+  private readonly text: HTMLElement;
   constructor(item: NoticeView) {
-    this.el = h('div', { class: `notice-line ${item.level}`, role: 'status' }, icon(item.level === 'warning' ? 'warning' : 'info'), h('span', { text: item.text }));
+    this.text = h('span', { class: 'notice-text', text: item.text });
+    this.el = h('div', { class: `notice-line ${item.level}${item.retry ? ' retry' : ''}`, role: 'status' }, icon(item.level === 'warning' ? 'warning' : 'info'), this.text);
+    this.el.hidden = !!item.done;
   }
-  sync(): void {}
+  sync(raw: ItemView): void {
+    // A retry notice counts the attempts in place, and goes once the retries are over.
+    const n = raw as NoticeView;
+    setText(this.text, n.text);
+    this.el.hidden = !!n.done;
+  }
 }
-

@@ -18,7 +18,8 @@ function primitive(value: unknown): HTMLElement {
   if (value === null) return h('span', { class: 'json-null', text: 'null' });
   switch (typeof value) {
     case 'string':
-      return h('span', { class: 'json-string', text: JSON.stringify(value) });
+      // A string without spaces is one word: it never breaks (a SKU, an id, a path); one with spaces wraps at them.
+      return h('span', { class: /\s/.test(value) ? 'json-string' : 'json-string json-word', text: JSON.stringify(value) });
     case 'number':
     case 'bigint':
       return h('span', { class: 'json-number', text: String(value) });
@@ -33,7 +34,9 @@ function primitive(value: unknown): HTMLElement {
 
 function keyLabel(key: string | number | undefined): HTMLElement | null {
   if (key === undefined) return null;
-  return h('span', { class: typeof key === 'number' ? 'json-index' : 'json-key', text: typeof key === 'number' ? `${key}` : JSON.stringify(key) }, h('span', { class: 'json-colon', text: ': ' }));
+  // The space after the colon is outside the key, so a narrow tree may break the line there (between tokens).
+  const label = h('span', { class: typeof key === 'number' ? 'json-index' : 'json-key', text: typeof key === 'number' ? `${key}` : JSON.stringify(key) }, h('span', { class: 'json-colon', text: ':' }));
+  return h('span', { class: 'json-label' }, label, ' ');
 }
 
 function summaryText(value: object): string {

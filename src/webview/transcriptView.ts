@@ -61,9 +61,13 @@ class TurnRenderer {
       this.statusEl.textContent = '';
       this.el.dataset.status = turn.status;
       if (turn.status === 'running') this.statusEl.append(spinner(), h('span', { text: 'Working…' }));
+      // The reason is said once, in the turn's error card; the footer names the outcome.
+      else if (turn.interrupted) this.statusEl.append(icon('warning'), h('span', { text: 'Interrupted by a reload' }));
       else if (turn.status === 'stopped') this.statusEl.append(icon('stop'), h('span', { text: 'Stopped' }));
-      else if (turn.status === 'failed') this.statusEl.append(icon('error'), h('span', { text: turn.message ? `Failed: ${turn.message}` : 'Failed' }));
+      else if (turn.status === 'failed') this.statusEl.append(icon('error'), h('span', { text: 'Failed' }));
       else this.statusEl.append(icon('check'), h('span', { text: 'Done' }));
+      this.statusEl.title = turn.message ?? '';
+      if (turn.interrupted) this.el.dataset.interrupted = 'true';
     }
     const u = turn.usage;
     if (u) {
@@ -71,8 +75,12 @@ class TurnRenderer {
       this.usageEl.title = `Input tokens: ${formatCount(u.input_tokens)}\nOutput tokens: ${formatCount(u.output_tokens)}${turn.responses > 1 ? `\nModel calls: ${turn.responses}` : ''}`;
       this.usageEl.setAttribute('aria-label', `Usage: ${formatCount(u.input_tokens)} input tokens, ${formatCount(u.output_tokens)} output tokens`);
     }
-    const meta = [turn.model, turn.durationMs !== undefined ? formatDuration(turn.durationMs) : ''].filter(Boolean).join(' · ');
-    setText(this.metaEl, meta);
+    // The model and the duration are words of their own: a narrow footer wraps between them, never inside one.
+    const meta = [turn.model, turn.durationMs !== undefined ? formatDuration(turn.durationMs) : ''].filter((x): x is string => !!x);
+    if (meta.join('') !== this.metaEl.textContent) {
+      this.metaEl.textContent = '';
+      for (const m of meta) this.metaEl.append(h('span', { class: 'meta-part', text: m }));
+    }
   }
 }
 
@@ -142,7 +150,7 @@ export class TranscriptView {
       this.addTurn(model, t);
       turn = this.turns.get(item.turnId)!;
     }
-    const r = this.createRenderer(item);
+    const r = this.createRenderer(item, model);
     this.items.set(key, r);
     turn.items.append(r.el);
   }
@@ -216,7 +224,7 @@ export class TranscriptView {
     for (const key of turn.itemKeys) {
       const item = model.items[key];
       if (!item || this.items.has(key)) continue;
-      const ir = this.createRenderer(item);
+      const ir = this.createRenderer(item, model);
       this.items.set(key, ir);
       r.items.append(ir.el);
       ir.sync(item);
@@ -225,7 +233,7 @@ export class TranscriptView {
     return r.el;
   }
 
-  private createRenderer(item: ItemView): ItemRenderer {
+  private createRenderer(item: ItemView, model: TranscriptModel): ItemRenderer {
     switch (item.kind) {
       case 'message':
         return new MessageRenderer(item);
@@ -238,7 +246,7 @@ export class TranscriptView {
       case 'editor':
         return new EditorRenderer(item);
       case 'error':
-        return new ErrorRenderer(item, this.ctx);
+        return new ErrorRenderer(item, this.ctx, model.turns.find((t) => t.id === item.turnId));
       case 'notice':
         return new NoticeRenderer(item);
     }

@@ -99,7 +99,7 @@ describe('e2e: CodeAct in code-server + headless Chromium', function () {
     const text = await empty.innerText();
     assert.match(text, /Put your tools to work/);
     assert.match(text, new RegExp(`Model: ${MODEL.replace(/[.:]/g, '\\$&')}`));
-    assert.match(text, /4 managed tools declared/, 'the three tools of examples/orders plus send_note');
+    assert.match(text, /4 tools ready/, 'the three tools of examples/orders plus send_note');
     assert.match(text, /search_catalog, check_inventory, create_quote, send_note/);
     assert.doesNotMatch(text, /not trusted/);
     await wb.screenshot('01-chat-empty-state');

@@ -63,7 +63,7 @@ describe('chat panel in headless Chromium', function () {
     // Ready state: everything set.
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     assert.match(await empty.innerText(), /API key for OpenAI is set/);
-    assert.match(await empty.innerText(), /3 managed tools declared/);
+    assert.match(await empty.innerText(), /3 tools ready/);
     await p.page.screenshot({ path: join(ARTIFACTS, 'webview-empty-dark.png') });
     assert.deepEqual(p.errors, []);
     assert.deepEqual(await p.cspViolations(), []);

@@ -30,6 +30,8 @@ export interface TurnEnded {
   duration_ms?: number;
   /** Optional one-line explanation, for example why it failed. */
   message?: string;
+  /** VS Code reloaded or closed while the turn ran: it was cut off, not stopped by the user. */
+  interrupted?: boolean;
 }
 
 /** What the transcript store persists and the panel reduces: the event vocabulary plus turn markers. */

@@ -22,6 +22,8 @@ export interface TurnView {
   startedAt?: number;
   durationMs?: number;
   message?: string;
+  /** Cut off by a reload or by VS Code closing (see `TurnEnded.interrupted`). */
+  interrupted?: boolean;
   /** Keys into `TranscriptModel.items`, in order of appearance. */
   itemKeys: string[];
   /** Sum over the model responses of the turn. */
@@ -162,6 +164,10 @@ export interface NoticeView {
   turnId: string;
   level: 'info' | 'warning';
   text: string;
+  /** A retry notice: one per turn, updated by each retry, gone once a response arrives or the turn ends. */
+  retry?: boolean;
+  /** No longer shown. */
+  done?: boolean;
   rev: number;
 }
 

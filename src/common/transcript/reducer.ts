@@ -65,7 +65,9 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       turn.status = event.status;
       if (event.duration_ms !== undefined) turn.durationMs = event.duration_ms;
       if (event.message) turn.message = event.message;
+      if (event.interrupted) turn.interrupted = true;
       ctx.settleTurn(turn, event.status === 'completed' ? 'completed' : 'stopped');
+      endRetries(ctx, model, turn);
       ctx.turnChanged(turn);
       break;
     }
@@ -219,18 +221,17 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       break;
     }
     case 'codeact.retry': {
+      // One notice per turn, updated by each retry: its text carries the one counter ("attempt 2 of 4").
       const turn = ctx.turnForNewItem();
-      const seconds = Math.max(1, Math.round(event.delay_ms / 1000));
-      const status = event.status ? ` (HTTP ${event.status})` : '';
-      const view: NoticeView = {
-        kind: 'notice',
-        key: `n:${++model.serial}`,
-        turnId: turn.id,
-        level: 'warning',
-        // No delay: not a retry but a change of course announced once (a model without tools goes on with the text protocol).
-        text: event.delay_ms > 0 ? `${event.message}${status}. Retrying in ${seconds} s (attempt ${event.attempt}).` : event.message,
-        rev: 1,
-      };
+      const retry = event.delay_ms > 0;
+      const open = !retry ? undefined : turn.itemKeys.map((k) => model.items[k]).find((i): i is NoticeView => i?.kind === 'notice' && !!i.retry && !i.done);
+      if (open) {
+        open.text = event.message;
+        open.rev++;
+        ctx.itemChanged(open);
+        break;
+      }
+      const view: NoticeView = { kind: 'notice', key: `n:${++model.serial}`, turnId: turn.id, level: 'warning', text: event.message, ...(retry ? { retry: true } : {}), rev: 1 };
       ctx.addItem(turn, view);
       break;
     }
@@ -265,6 +266,8 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         turn.status = 'completed';
         ctx.settleTurn(turn, 'completed');
       }
+      // A response arrived: the retries worked.
+      endRetries(ctx, model, turn);
       ctx.turnChanged(turn);
       break;
     }
@@ -287,3 +290,14 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
   return ctx.changes;
 }
 
+/** Retry notices go once the retries are over (a response arrived, or the turn ended). */
+function endRetries(ctx: Ctx, model: TranscriptModel, turn: TurnView): void {
+  for (const key of turn.itemKeys) {
+    const item = model.items[key];
+    if (item?.kind === 'notice' && item.retry && !item.done) {
+      item.done = true;
+      item.rev++;
+      ctx.itemChanged(item);
+    }
+  }
+}

@@ -73,7 +73,7 @@ export class TranscriptStore {
     return new Conversation(file, meta, events, items);
   }
 
-  /** The conversations, newest first. Reads each file's meta line and counts its user turns without parsing the rest. */
+  /** The conversations, newest first. Reads each file's meta line and counts its turns without parsing the rest. */
   list(): ConversationSummary[] {
     if (!existsSync(this.dir)) return [];
     const out: ConversationSummary[] = [];
@@ -90,7 +90,9 @@ export class TranscriptStore {
             meta = { ...meta, ...(JSON.parse(m[1]) as Partial<ConversationMeta>) };
           } catch {}
         }
-        const turns = (text.match(/"item":\{"type":"message","id":"[^"]*","role":"user"/g) ?? []).length;
+        // Every turn has a start marker (chat, Run with Tools, failed or stopped ones too); older files only their prompts.
+        const started = (text.match(/"event":\{"type":"codeact\.turn\.started"/g) ?? []).length;
+        const turns = started || (text.match(/"item":\{"type":"message","id":"[^"]*","role":"user"/g) ?? []).length;
         out.push({ ...meta, updatedAt: statSync(file).mtimeMs, turns });
       } catch {}
     }

@@ -28,6 +28,8 @@ export interface ChatTurnOptions {
   /** Said to the model after the system instruction (a reopened conversation's session is gone). */
   sessionNote?: string;
   signal?: AbortSignal;
+  /** True when the host is going away (VS Code reloading or closing): a turn stopped now ends as interrupted. */
+  interrupted?: () => boolean;
   /** Every event of the turn, turn markers included, after it is saved. */
   onEvent?: (e: TranscriptEvent) => void;
   /** Test seams (retry sleep) and other agent options the hosts do not vary. */
@@ -78,19 +80,21 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
     const result = await agent.run(convo.history, o.prompt);
     convo.appendItems(result.items);
     if (result.containerId !== undefined && result.containerId !== convo.meta.containerId) convo.update({ containerId: result.containerId });
+    const cutOff = result.status !== 'completed' && o.interrupted?.();
     emit({
       type: 'codeact.turn.ended',
       turn_id: turnId,
       status: result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'stopped' : 'failed',
       duration_ms: Date.now() - started,
       ...(result.error ? { message: result.error.message } : {}),
+      ...(cutOff ? { interrupted: true } : {}),
     });
     return { turnId, result, ...(result.error && result.status !== 'completed' ? { error: result.error } : {}) };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     const code = err instanceof ProviderError ? err.code : 'internal';
     emit({ type: 'error', message, code });
-    emit({ type: 'codeact.turn.ended', turn_id: turnId, status: 'failed', duration_ms: Date.now() - started, message });
+    emit({ type: 'codeact.turn.ended', turn_id: turnId, status: 'failed', duration_ms: Date.now() - started, message, ...(o.interrupted?.() ? { interrupted: true } : {}) });
     return { turnId, error: { message, code } };
   } finally {
     convo.flush();

@@ -262,6 +262,25 @@ export class ChatPanel {
   // ---- layout -------------------------------------------------------------------------------------
 
   /**
+   * Scrolls the transcript to the first (or last) element matching `selector` as a user does: the wheel
+   * first, so the view stops following the bottom instead of going back there.
+   */
+  async scrollTo(selector: string, which: 'first' | 'last' = 'first'): Promise<void> {
+    const f = await this.frame();
+    await f.evaluate(
+      ([sel, w]) => {
+        const all = document.querySelectorAll(sel);
+        const el = w === 'last' ? all[all.length - 1] : all[0];
+        if (!el) throw new Error(`nothing matches ${sel}`);
+        document.querySelector('.scroller')?.dispatchEvent(new WheelEvent('wheel', { deltaY: -120, bubbles: true }));
+        el.scrollIntoView({ block: 'start' });
+      },
+      [selector, which] as const,
+    );
+    await f.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  }
+
+  /**
    * Controls and cards that do not fit: sticking out of the page's width, or out of the box that holds
    * them (composer, notice, card). Each entry names the element and by how many pixels it overflows.
    */
@@ -287,6 +306,27 @@ export class ChatPanel {
       }
       return out;
     });
+  }
+
+  // ---- history ------------------------------------------------------------------------------------
+
+  /** Opens the history dialog (header button) and returns its entries once listed: title and "1 turn · …" line. */
+  async history(timeoutMs = 60_000): Promise<{ title: string; meta: string; current: boolean }[]> {
+    const f = await this.frame();
+    if (await f.locator('aside.history-panel').isHidden()) await f.getByRole('button', { name: 'Conversation history' }).click();
+    await f.locator('aside.history-panel li.history-item').first().waitFor({ state: 'visible', timeout: timeoutMs });
+    return f.evaluate(() =>
+      Array.from(document.querySelectorAll('aside.history-panel li.history-item')).map((li) => ({
+        title: li.querySelector('.history-name')?.textContent ?? '',
+        meta: li.querySelector('.history-meta')?.textContent ?? '',
+        current: li.classList.contains('current'),
+      })),
+    );
+  }
+
+  async closeHistory(): Promise<void> {
+    const f = await this.frame();
+    if (await f.locator('aside.history-panel').isVisible()) await f.getByRole('button', { name: 'Close history' }).click();
   }
 
   // ---- notices ------------------------------------------------------------------------------------

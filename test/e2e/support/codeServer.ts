@@ -198,6 +198,7 @@ export class CodeServer {
     return join(this.dir, 'user-data');
   }
 
+
   get extensionsDir(): string {
     return join(this.dir, 'extensions');
   }

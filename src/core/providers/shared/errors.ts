@@ -181,7 +181,7 @@ function fromStatus(status: number | undefined, detail: string, errType: string 
   }
   if (status === 429 || type === 'rate_limit_error' || type === 'RESOURCE_EXHAUSTED' || type === 'rate_limit_exceeded') {
     const when = retryAfterMs !== undefined ? ` The provider asks to wait ${Math.ceil(retryAfterMs / 1000)} s.` : '';
-    return new ProviderError({ ...base, code: 'rate_limit', retryAfterMs, message: `${label} is rate-limiting requests${http}${d}.${when} CodeAct retries with backoff; if it persists, wait a minute or check your plan's limits and quota.` });
+    return new ProviderError({ ...base, code: 'rate_limit', retryAfterMs, message: `${label} is rate-limiting requests${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.` });
   }
   if (isContextOverflow(status, detail, type)) {
     return new ProviderError({ ...base, code: 'context_overflow', message: `The conversation is too long for ${ctx.model ? `"${ctx.model}"` : 'the model'}'s context window${http}${d}. Start a new conversation, or shorten the prompt or the tool outputs.` });
@@ -196,7 +196,7 @@ function fromStatus(status: number | undefined, detail: string, errType: string 
     return new ProviderError({ ...base, code: 'unknown_model', message: `${label} does not know the model ${ctx.model ? `"${ctx.model}"` : ''}${http}${d}.${hint}` });
   }
   if (status !== undefined && (status >= 500 || status === 408 || status === 409) || type === 'overloaded_error' || type === 'api_error' || type === 'server_error' || type === 'UNAVAILABLE' || type === 'INTERNAL') {
-    return new ProviderError({ ...base, code: 'server', retryAfterMs, message: `${label} had a server error${http}${d}. This is usually temporary; CodeAct retries, or try again shortly.` });
+    return new ProviderError({ ...base, code: 'server', retryAfterMs, message: `${label} had a server error${http}${d}. This is usually temporary: try again shortly.` });
   }
   if (status === undefined && /stream|ended|terminated/i.test(detail)) {
     return streamCut(ctx, err);

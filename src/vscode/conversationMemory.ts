@@ -1,0 +1,97 @@
+/**
+ * What the extension remembers about conversations in the workspace's state (VS Code's `workspaceState`),
+ * so a reload, or closing and reopening VS Code, brings the panel back where it was: the conversation that
+ * was open, and the conversation each Run with Tools document writes into. A turn the reload cut off is
+ * closed as interrupted, so the transcript says so instead of showing it running forever.
+ */
+import type { TranscriptEvent } from '../common/transcript';
+import type { Conversation, TranscriptStore } from '../core/agent/transcriptStore';
+import type { Memento } from './session.apis';
+
+const OPEN_KEY = 'codeact.openConversation';
+const DOCUMENTS_KEY = 'codeact.documentConversations';
+/** Documents remembered at most (the least recently run go first). */
+const MAX_DOCUMENTS = 50;
+
+export const INTERRUPTED_MESSAGE = 'Interrupted: VS Code reloaded or closed while this turn ran.';
+
+/** Told to the model on the next turn of a conversation whose Python session is gone. */
+export const REOPENED_NOTE =
+  'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
+
+/** Told to the person, in the panel, for the same. */
+export const SESSION_GONE_NOTICE = 'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
+
+/** Whether code of the conversation ran in a session of ours (local or Jupyter), whose variables a restart loses. */
+export function ranLocalCode(conversation: Conversation): boolean {
+  return conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.item.runtime === 'local' || e.item.runtime === 'jupyter'));
+}
+
+export class ConversationMemory {
+  /** Said once in the panel after a restored conversation's Python session turned out to be gone. */
+  private notice?: string;
+
+  constructor(
+    private readonly store: TranscriptStore,
+    private readonly state: Memento | undefined,
+  ) {}
+
+  /** Remembers the open conversation (undefined: none, the panel shows its empty state). */
+  rememberOpen(id: string | undefined): void {
+    if (this.state?.get<string>(OPEN_KEY) !== id) void this.state?.update(OPEN_KEY, id);
+  }
+
+  /**
+   * The conversation that was open when VS Code last closed or reloaded, if it still exists; a turn left
+   * running (no end marker) is ended as interrupted and saved.
+   */
+  restoreOpen(): Conversation | undefined {
+    const id = this.state?.get<string>(OPEN_KEY);
+    if (!id || !this.store.exists(id)) return undefined;
+    try {
+      const convo = this.store.open(id);
+      for (const e of unfinishedTurns(convo.events)) convo.appendEvent(e);
+      convo.flush();
+      if (ranLocalCode(convo)) this.notice = SESSION_GONE_NOTICE;
+      return convo;
+    } catch {
+      return undefined;
+    }
+  }
+
+  takeNotice(): string | undefined {
+    const n = this.notice;
+    this.notice = undefined;
+    return n;
+  }
+
+  /** The conversation of a Run with Tools document, if it still exists. */
+  documentConversation(uri: string): string | undefined {
+    const id = this.documents()[uri];
+    return id && this.store.exists(id) ? id : undefined;
+  }
+
+  rememberDocument(uri: string, id: string): void {
+    const docs = this.documents();
+    delete docs[uri];
+    docs[uri] = id;
+    const keys = Object.keys(docs);
+    for (const k of keys.slice(0, Math.max(0, keys.length - MAX_DOCUMENTS))) delete docs[k];
+    void this.state?.update(DOCUMENTS_KEY, docs);
+  }
+
+  private documents(): Record<string, string> {
+    const v = this.state?.get<Record<string, string>>(DOCUMENTS_KEY);
+    return v && typeof v === 'object' ? { ...v } : {};
+  }
+}
+
+/** End markers for the turns of a transcript that started and never ended (the host went away under them). */
+export function unfinishedTurns(events: readonly TranscriptEvent[]): TranscriptEvent[] {
+  const open = new Set<string>();
+  for (const e of events) {
+    if (e.type === 'codeact.turn.started') open.add(e.turn_id);
+    else if (e.type === 'codeact.turn.ended') open.delete(e.turn_id);
+  }
+  return [...open].map((turnId) => ({ type: 'codeact.turn.ended', turn_id: turnId, status: 'stopped', interrupted: true, message: INTERRUPTED_MESSAGE }));
+}

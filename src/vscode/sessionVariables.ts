@@ -1,0 +1,65 @@
+/**
+ * The variables view's side of the session: which Python session the view shows (the latest run's: the
+ * conversation's or a Run with Tools document's), reading its variables, and the live sessions "Restart
+ * Session" can offer.
+ */
+import type { VariablesSummary } from '../common/events';
+import type { Conversation } from '../core/agent/transcriptStore';
+import type { RuntimeCache } from './runtimeCache';
+
+/** What the panel's variables view shows. */
+export interface SessionVariables {
+  sessionId?: string;
+  /** "This conversation" or the document's name. */
+  label?: string;
+  summary: VariablesSummary | null;
+  /** Why there is nothing to show. */
+  note?: string;
+}
+
+export class VariablesTracker {
+  /** The session the view shows: the one of the latest run (none: the open conversation's). */
+  shown?: { id: string; label: string };
+  private readonly listeners = new Set<(v: SessionVariables) => void>();
+
+  constructor(
+    private readonly runtimes: RuntimeCache,
+    private readonly conversation: () => Conversation | undefined,
+  ) {}
+
+  onVariables(listener: (v: SessionVariables) => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => void this.listeners.delete(listener) };
+  }
+
+  /** Reads the variables of the session the view shows, and tells the listeners. */
+  async refresh(): Promise<SessionVariables> {
+    const convo = this.conversation();
+    const target = this.shown ?? (convo ? { id: convo.id, label: 'This conversation' } : undefined);
+    const runtime = this.runtimes.current;
+    let result: SessionVariables;
+    if (!target) result = { summary: null, note: 'No session yet: variables appear after code runs.' };
+    else if (!runtime?.variables || !runtime.statePersists) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
+    else {
+      const summary = await runtime.variables(target.id).catch(() => null);
+      result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.hasSession?.(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
+    }
+    for (const l of this.listeners) {
+      try {
+        l(result);
+      } catch {}
+    }
+    return result;
+  }
+
+  /** The live session ids the Restart command can offer: the conversation's and the documents'. */
+  liveSessions(): Array<{ id: string; label: string }> {
+    const runtime = this.runtimes.current;
+    const convo = this.conversation();
+    const out: Array<{ id: string; label: string }> = [];
+    if (!runtime?.hasSession) return out;
+    if (convo && runtime.hasSession(convo.id)) out.push({ id: convo.id, label: `Chat: ${convo.meta.title}` });
+    for (const [id, label] of this.runtimes.documentSessions) if (runtime.hasSession(id)) out.push({ id, label });
+    return out;
+  }
+}
