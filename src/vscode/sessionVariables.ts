@@ -20,6 +20,8 @@ export interface SessionVariables {
 export class VariablesTracker {
   /** The session the view shows: the one of the latest run (none: the open conversation's). */
   shown?: { id: string; label: string };
+  /** The conversations whose code ran in a session (by id): a document's runs switch the open one away, not their sessions. */
+  private readonly chats = new Map<string, Conversation>();
   private readonly listeners = new Set<(v: SessionVariables) => void>();
 
   constructor(
@@ -52,13 +54,22 @@ export class VariablesTracker {
     return result;
   }
 
+  /** A chat's code ran in the conversation's session: shown in the view and offered by Restart Session. */
+  ranChat(convo: Conversation): void {
+    this.chats.delete(convo.id);
+    this.chats.set(convo.id, convo);
+    this.shown = { id: convo.id, label: 'This conversation' };
+  }
+
   /** The live session ids the Restart command can offer: the conversation's and the documents'. */
   liveSessions(): Array<{ id: string; label: string }> {
     const runtime = this.runtimes.current;
     const convo = this.conversation();
     const out: Array<{ id: string; label: string }> = [];
     if (!runtime?.hasSession) return out;
-    if (convo && runtime.hasSession(convo.id)) out.push({ id: convo.id, label: `Chat: ${convo.meta.title}` });
+    const chats = new Map(this.chats);
+    if (convo) chats.set(convo.id, convo);
+    for (const [id, c] of chats) if (runtime.hasSession(id)) out.push({ id, label: `Chat: ${c.meta.title}` });
     for (const [id, label] of this.runtimes.documentSessions) if (runtime.hasSession(id)) out.push({ id, label });
     return out;
   }

@@ -135,10 +135,10 @@ describe('security: the host cannot be stalled (issue 11, point 1)', function ()
     it('a schema too large to compile quickly is refused before compiling', () => {
       const props: Record<string, unknown> = {};
       for (let i = 0; i < 2_000; i++) props[`p${i}`] = { type: 'string' };
-      assert.throws(() => compileSchema({ type: 'object', properties: props }), /the schema is refused before compiling: more than 1,500 keys/);
+      assert.throws(() => compileSchema({ type: 'object', properties: props }), /the schema is refused before compiling: more than 1,500 keys/i);
       const patterns: Record<string, unknown> = {};
       for (let i = 0; i < 100; i++) patterns[`p${i}`] = { type: 'string', pattern: `^x${i}$` };
-      assert.throws(() => compileSchema({ type: 'object', properties: patterns }), /more than 64 patterns \(it has 100\)/);
+      assert.throws(() => compileSchema({ type: 'object', properties: patterns }), /it has 100 patterns, more than 64/);
     });
   });
 

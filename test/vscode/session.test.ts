@@ -301,7 +301,8 @@ describe('vscode session (fake seams)', () => {
         h.session.liveSessions().map((s) => s.id),
         [convo.id],
       );
-      assert.equal(await h.session.restartSession(), true, 'the conversation\'s by default');
+      h.session.openConversation(convo.id);
+      assert.equal(await h.session.restartSession(), true, 'the open conversation\'s by default');
       assert.deepEqual(h.session.liveSessions(), []);
     });
 
