@@ -196,12 +196,16 @@ export class GuestSession {
     });
   }
 
-  /** Ends a one-shot session after its run: a clean end needs no search for stray processes. */
-  end(): void {
-    if (this.dead) return;
+  /**
+   * Ends a one-shot session after its run: a clean end needs no search for stray processes. True when
+   * it was clean (the run completed, and the guest killed what it started before reporting).
+   */
+  end(): boolean {
+    if (this.dead) return false;
     const clean = !this.persistent && this.lastCompleted;
     this.markDead('the run is over');
     this.guest.kill(clean);
+    return clean;
   }
 
   private lastCompleted = false;

@@ -132,12 +132,16 @@ export class LocalRuntime implements Runtime {
     } finally {
       if (!sessionId) {
         this.oneShots.delete(session);
-        session.end();
-        // The result is announced already; this waits (without blocking the event loop) until the guest
-        // is gone and the run's folder with it (or reported as left behind), so a run that returns leaves
-        // nothing unaccounted for.
-        await session.guest.exited;
-        await session.guest.release();
+        const clean = session.end();
+        const guest = session.guest;
+        const teardown = guest.exited.then(() => guest.release());
+        // The result is announced already. A guest alone in its own PID namespace that ended cleanly is
+        // past recall once SIGKILL is sent (the kernel takes everything in the namespace with it), so the
+        // run returns now and its teardown (the namespace's, milliseconds; the folder's) finishes behind
+        // it, awaited by dispose. Otherwise this waits, without blocking the event loop, until the guest
+        // is gone and the run's folder with it (or reported as left behind).
+        if (clean && guest instanceof ZygoteGuest && guest.ownNamespace) this.track(teardown);
+        else await teardown;
       } else {
         this.armIdle(sessionId);
       }
@@ -173,10 +177,19 @@ export class LocalRuntime implements Runtime {
     await this.spare?.catch(() => undefined);
   }
 
+  /** Teardowns of ended one-shot guests still finishing (awaited by dispose). */
+  private readonly teardowns = new Set<Promise<void>>();
+
+  private track(teardown: Promise<void>): void {
+    const t = teardown.catch(() => {}).finally(() => this.teardowns.delete(t));
+    this.teardowns.add(t);
+  }
+
   async dispose(): Promise<void> {
     this.disposed = true;
     for (const id of [...this.sessions.keys()]) this.end(id, 'closed', 'CodeAct is shutting down.', false);
     for (const s of this.oneShots) s.kill('CodeAct is shutting down');
+    await Promise.all(this.teardowns);
     const spare = this.spare;
     this.spare = undefined;
     void spare?.then((g) => (g.kill('CodeAct is shutting down'), g.guest.release())).catch(() => {});
