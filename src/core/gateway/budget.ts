@@ -49,19 +49,34 @@ export class BudgetExceeded extends Error {
 
 let remaining = Infinity;
 let current = Infinity;
+/** The CPU-time deadline, NaN until the first clock check of the validation computes it. */
 let deadline = Infinity;
+let deadlineMs = Infinity;
+let wallStart = 0;
 let calls = 0;
 
-/** Runs `fn` (synchronous) with a fresh budget and a deadline of `deadlineMs` of CPU time; a step past either throws {@link BudgetExceeded}. */
-export function metered<T>(budget: number, deadlineMs: number, fn: () => T): T {
-  const saved = [remaining, current, deadline];
+/** Runs `fn` (synchronous) with a fresh budget and a deadline of `ms` of CPU time; a step past either throws {@link BudgetExceeded}. */
+export function metered<T>(budget: number, ms: number, fn: () => T): T {
+  const saved = [remaining, current, deadline, deadlineMs, wallStart];
   remaining = current = budget;
-  deadline = cpuMs() + deadlineMs;
+  // Reading the CPU clock is a system call (microseconds) and most validations finish before their
+  // first check, so the deadline is computed at that check: the CPU time used before it is taken as the
+  // wall time since the start (this thread cannot have used more), but at most half the deadline, so
+  // that a thread descheduled before its first check (a busy machine) still gets half its time.
+  deadline = NaN;
+  deadlineMs = ms;
+  wallStart = performance.now();
   try {
     return fn();
   } finally {
-    [remaining, current, deadline] = saved;
+    [remaining, current, deadline, deadlineMs, wallStart] = saved;
   }
+}
+
+function pastDeadline(): boolean {
+  const now = cpuMs();
+  if (Number.isNaN(deadline)) deadline = now - Math.min(performance.now() - wallStart, deadlineMs / 2) + deadlineMs;
+  return now > deadline;
 }
 
 /**
@@ -71,7 +86,7 @@ export function metered<T>(budget: number, deadlineMs: number, fn: () => T): T {
 export function charge(units: number, worst = units): void {
   if (worst > current) throw new BudgetExceeded(current);
   remaining -= units;
-  if (remaining < 0 || ((units > 10_000 || (++calls & 127) === 0) && cpuMs() > deadline)) throw new BudgetExceeded(current);
+  if (remaining < 0 || ((units > 10_000 || (++calls & 127) === 0) && pastDeadline())) throw new BudgetExceeded(current);
 }
 
 // ---- linear-time patterns ---------------------------------------------------------------------

@@ -150,42 +150,45 @@ export class ToolGateway {
   }
 
   async call(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
-    const startedAt = Date.now();
-    const t0 = performance.now();
-    const facts = { argumentBytes: 0, resultBytes: 0, waitedMs: 0 };
-    const record = (ok: boolean, output: unknown, error?: ToolError): void => {
-      const name = String(request.name).slice(0, SUMMARY_TEXT);
-      const rec: ToolCallSummary = {
-        call_id: String(request.callId).slice(0, SUMMARY_TEXT),
-        name,
-        ok,
-        ...(error ? { error: clip(error.message), code: error.code } : {}),
-        argument_bytes: facts.argumentBytes,
-        result_bytes: facts.resultBytes,
-        arguments_preview: preview(request.arguments, SUMMARY_TEXT),
-        ...(ok ? { output_preview: preview(output ?? null, SUMMARY_TEXT) } : {}),
-        duration_ms: Math.round((performance.now() - t0 - facts.waitedMs) * 100) / 100,
-        started_at: startedAt,
-        ended_at: Date.now(),
-      };
-      const max = Math.max(1, this.options.maxRecords ?? MAX_RECORDS);
-      this.records.push(rec);
-      if (this.records.length > max) this.records.splice(0, this.records.length - max);
-      this.options.onRecord?.(rec);
-      this.options.log?.(`tool ${name} ${ok ? 'ok' : 'error'} in ${rec.duration_ms} ms${error ? `: ${rec.error}` : ''}`);
-    };
+    const facts: CallFacts = { startedAt: Date.now(), t0: performance.now(), argumentBytes: -1, resultBytes: 0, waitedMs: 0 };
     try {
       const output = await this.run(request, signal, facts);
-      record(true, output);
+      this.record(request, facts, true, output);
       return output;
     } catch (err) {
       const error = err instanceof ToolError ? err : new ToolError(err instanceof Error ? err.message : String(err), 'failed');
-      record(false, undefined, error);
+      this.record(request, facts, false, undefined, error);
       throw error;
     }
   }
 
-  private async run(request: ToolCallRequest, signal: AbortSignal, facts: { argumentBytes: number; resultBytes: number; waitedMs: number }): Promise<unknown> {
+  private record(request: ToolCallRequest, facts: CallFacts, ok: boolean, output: unknown, error?: ToolError): void {
+    const name = String(request.name).slice(0, SUMMARY_TEXT);
+    const rec: ToolCallSummary = {
+      call_id: String(request.callId).slice(0, SUMMARY_TEXT),
+      name,
+      ok,
+      argument_bytes: Math.max(0, facts.argumentBytes),
+      result_bytes: facts.resultBytes,
+      arguments_preview: preview(request.arguments, SUMMARY_TEXT, facts.argumentBytes < 0 ? undefined : facts.argumentBytes),
+      duration_ms: Math.round((performance.now() - facts.t0 - facts.waitedMs) * 100) / 100,
+      started_at: facts.startedAt,
+      ended_at: Date.now(),
+    };
+    // Assigned, not spread: this runs once per call, and spreading is the costliest part of it.
+    if (error) {
+      rec.error = clip(error.message);
+      rec.code = error.code;
+    }
+    if (ok) rec.output_preview = preview(output ?? null, SUMMARY_TEXT, facts.resultBytes);
+    const max = Math.max(1, this.options.maxRecords ?? MAX_RECORDS);
+    this.records.push(rec);
+    if (this.records.length > max) this.records.splice(0, this.records.length - max);
+    this.options.onRecord?.(rec);
+    this.options.log?.(`tool ${name} ${ok ? 'ok' : 'error'} in ${rec.duration_ms} ms${error ? `: ${rec.error}` : ''}`);
+  }
+
+  private async run(request: ToolCallRequest, signal: AbortSignal, facts: CallFacts): Promise<unknown> {
     const name = typeof request.name === 'string' ? request.name : String(request.name);
     const entry = this.entries.get(name);
     if (!entry) {
@@ -253,6 +256,15 @@ export class ToolGateway {
     }
     return output;
   }
+}
+
+/** What a call's record needs to know. `argumentBytes` is -1 until the arguments were measured. */
+interface CallFacts {
+  startedAt: number;
+  t0: number;
+  argumentBytes: number;
+  resultBytes: number;
+  waitedMs: number;
 }
 
 function clip(text: string): string {

@@ -71,7 +71,13 @@ export function measureShape(value: unknown, limits: ShapeLimits): ShapeReport {
  * At most `max` characters of `value` as JSON, built without serialising more than that (a huge
  * value costs as much as a small one). Ends with "…" when cut.
  */
-export function preview(value: unknown, max = 200): string {
+export function preview(value: unknown, max = 200, measuredBytes?: number): string {
+  // Small values (their size measured already by measureShape) are serialised whole: escapes make the
+  // JSON at most six times the measure, so this stays bounded, and it is the common case of a call.
+  if (measuredBytes !== undefined && measuredBytes <= max / 8) {
+    const json = JSON.stringify(value) ?? 'null';
+    return json.length > max ? json.slice(0, max - 1) + '…' : json;
+  }
   let out = '';
   const full = () => out.length >= max;
   const emit = (s: string) => {
