@@ -8,7 +8,7 @@
  */
 import type { TranscriptEvent } from './events';
 import { approvalKey, createTranscript, currentTurn, execKey, findTurn, type ApprovalView, type ErrorView, type ExecView, type NoticeView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
-import { appendOutput } from './outputTail';
+import { applyExecEvent } from './execEvents';
 import { Ctx } from './reducerContext';
 
 /** Reduces a whole event list into a fresh model. */
@@ -87,76 +87,16 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       ctx.itemChanged(msg);
       break;
     }
-    case 'response.code_interpreter_call.in_progress': {
-      const exec = ctx.exec(event.item_id);
-      if (event.runtime) exec.runtime = event.runtime;
-      ctx.itemChanged(exec);
+    case 'response.code_interpreter_call.in_progress':
+    case 'response.code_interpreter_call_code.delta':
+    case 'response.code_interpreter_call_code.done':
+    case 'response.code_interpreter_call.interpreting':
+    case 'response.code_interpreter_call.completed':
+    case 'codeact.output.delta':
+    case 'codeact.tool_call.started':
+    case 'codeact.tool_call.completed':
+      applyExecEvent(ctx, event);
       break;
-    }
-    case 'response.code_interpreter_call_code.delta': {
-      const exec = ctx.exec(event.item_id);
-      exec.code += event.delta;
-      ctx.itemChanged(exec);
-      break;
-    }
-    case 'response.code_interpreter_call_code.done': {
-      const exec = ctx.exec(event.item_id);
-      exec.code = event.code;
-      exec.codeDone = true;
-      ctx.itemChanged(exec);
-      break;
-    }
-    case 'response.code_interpreter_call.interpreting': {
-      const exec = ctx.exec(event.item_id);
-      exec.codeDone = true;
-      if (exec.status === 'writing') exec.status = 'running';
-      ctx.itemChanged(exec);
-      break;
-    }
-    case 'response.code_interpreter_call.completed': {
-      const exec = ctx.exec(event.item_id);
-      exec.codeDone = true;
-      if (exec.status === 'writing' || exec.status === 'running') exec.status = exec.error ? 'failed' : 'done';
-      ctx.itemChanged(exec);
-      break;
-    }
-    case 'codeact.output.delta': {
-      const exec = ctx.exec(event.item_id);
-      exec.liveOutput = true;
-      exec.codeDone = true;
-      if (exec.status === 'writing') exec.status = 'running';
-      appendOutput(exec.output, event.stream, event.delta);
-      ctx.itemChanged(exec);
-      break;
-    }
-    case 'codeact.tool_call.started': {
-      const exec = ctx.exec(event.item_id);
-      if (exec.status === 'writing') exec.status = 'running';
-      exec.codeDone = true;
-      let call = exec.tools.find((c) => c.callId === event.call_id);
-      if (!call) {
-        call = { callId: event.call_id, name: event.name, arguments: event.arguments, status: 'running', rev: 0 };
-        exec.tools.push(call);
-      }
-      call.rev++;
-      ctx.itemChanged(exec);
-      break;
-    }
-    case 'codeact.tool_call.completed': {
-      const exec = ctx.exec(event.item_id);
-      let call = exec.tools.find((c) => c.callId === event.call_id);
-      if (!call) {
-        call = { callId: event.call_id, name: event.name, arguments: undefined, status: 'running', rev: 0 };
-        exec.tools.push(call);
-      }
-      call.status = event.error !== undefined ? 'error' : 'ok';
-      call.error = event.error;
-      call.output = event.output;
-      call.durationMs = event.duration_ms;
-      call.rev++;
-      ctx.itemChanged(exec);
-      break;
-    }
     case 'response.output_item.added':
     case 'response.output_item.done':
       ctx.outputItem(event.item, event.type === 'response.output_item.done');

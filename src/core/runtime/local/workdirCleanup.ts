@@ -28,6 +28,16 @@ function code(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException)?.code;
 }
 
+/** Runs `op`; a path already gone (ENOENT) is no failure here: undefined. */
+async function unlessGone<T>(op: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await op();
+  } catch (e) {
+    if (code(e) === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
 /** Makes a folder we own readable, searchable and writable; false when that is not possible. */
 async function openUp(dir: string): Promise<boolean> {
   try {
@@ -45,15 +55,7 @@ async function unlinkIn(dir: string, file: string): Promise<void> {
     const c = code(e);
     if (c === 'ENOENT') return;
     // The folder has no write or search permission (EACCES), or carries the sticky bit (EPERM).
-    if ((c === 'EACCES' || c === 'EPERM') && (await openUp(dir))) {
-      try {
-        await fsp.unlink(file);
-        return;
-      } catch (e2) {
-        if (code(e2) === 'ENOENT') return;
-        throw e2;
-      }
-    }
+    if ((c === 'EACCES' || c === 'EPERM') && (await openUp(dir))) return void (await unlessGone(() => fsp.unlink(file)));
     throw e;
   }
 }
@@ -131,13 +133,8 @@ export async function removeTree(root: string): Promise<void> {
   } catch (e) {
     if (code(e) === 'ENOENT') return;
   }
-  let st;
-  try {
-    st = await fsp.lstat(root);
-  } catch (e) {
-    if (code(e) === 'ENOENT') return;
-    throw e;
-  }
+  const st = await unlessGone(() => fsp.lstat(root));
+  if (!st) return;
   if (!st.isDirectory()) {
     await unlinkIn(path.dirname(root), root);
     return;

@@ -1,0 +1,78 @@
+/** The events about one execution card: its code streaming in, its status, its live output and its tool calls. */
+import type { TranscriptEvent } from './events';
+import type { ExecView, ToolCallView } from './model';
+import { appendOutput } from './outputTail';
+import type { Ctx } from './reducerContext';
+
+type ExecEvent = Extract<
+  TranscriptEvent,
+  {
+    type:
+      | 'response.code_interpreter_call.in_progress'
+      | 'response.code_interpreter_call_code.delta'
+      | 'response.code_interpreter_call_code.done'
+      | 'response.code_interpreter_call.interpreting'
+      | 'response.code_interpreter_call.completed'
+      | 'codeact.output.delta'
+      | 'codeact.tool_call.started'
+      | 'codeact.tool_call.completed';
+  }
+>;
+
+/** Finds (or makes) the card once, applies the event, and reports the card changed once. */
+export function applyExecEvent(ctx: Ctx, event: ExecEvent): void {
+  const exec = ctx.exec(event.item_id);
+  switch (event.type) {
+    case 'response.code_interpreter_call.in_progress':
+      if (event.runtime) exec.runtime = event.runtime;
+      break;
+    case 'response.code_interpreter_call_code.delta':
+      exec.code += event.delta;
+      break;
+    case 'response.code_interpreter_call_code.done':
+      exec.code = event.code;
+      exec.codeDone = true;
+      break;
+    case 'response.code_interpreter_call.interpreting':
+      running(exec);
+      break;
+    case 'response.code_interpreter_call.completed':
+      exec.codeDone = true;
+      if (exec.status === 'writing' || exec.status === 'running') exec.status = exec.error ? 'failed' : 'done';
+      break;
+    case 'codeact.output.delta':
+      exec.liveOutput = true;
+      running(exec);
+      appendOutput(exec.output, event.stream, event.delta);
+      break;
+    case 'codeact.tool_call.started':
+      running(exec);
+      toolCall(exec, event.call_id, event.name, event.arguments).rev++;
+      break;
+    case 'codeact.tool_call.completed': {
+      const call = toolCall(exec, event.call_id, event.name, undefined);
+      call.status = event.error !== undefined ? 'error' : 'ok';
+      call.error = event.error;
+      call.output = event.output;
+      call.durationMs = event.duration_ms;
+      call.rev++;
+      break;
+    }
+  }
+  ctx.itemChanged(exec);
+}
+
+/** Code that runs (or makes output, or calls a tool) is written in full. */
+function running(exec: ExecView): void {
+  exec.codeDone = true;
+  if (exec.status === 'writing') exec.status = 'running';
+}
+
+function toolCall(exec: ExecView, callId: string, name: string, args: unknown): ToolCallView {
+  let call = exec.tools.find((c) => c.callId === callId);
+  if (!call) {
+    call = { callId, name, arguments: args, status: 'running', rev: 0 };
+    exec.tools.push(call);
+  }
+  return call;
+}
