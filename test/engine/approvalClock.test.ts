@@ -38,37 +38,67 @@ function slowYes(ms: number): Approver {
   };
 }
 
+/** A clock whose time moves only when the test says so: no real waiting, nothing a busy machine can shift. */
+function manualClock() {
+  let t = 0;
+  let next = 0;
+  const timers = new Map<number, { at: number; fn: () => void }>();
+  return {
+    now: () => t,
+    setTimeout: (fn: () => void, ms: number) => (timers.set(++next, { at: t + ms, fn }), next),
+    clearTimeout: (h: unknown) => void timers.delete(h as number),
+    /** Moves the time on by `ms`, firing the timers that fall due, in order. */
+    advance(ms: number) {
+      const end = t + ms;
+      for (;;) {
+        const due = [...timers].filter(([, x]) => x.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
+        if (!due) break;
+        timers.delete(due[0]);
+        t = due[1].at;
+        due[1].fn();
+      }
+      t = end;
+    },
+  };
+}
+
 describe('RunClock: a timeout that stops counting while paused', () => {
-  it('fires after the running time, not the wall time; pauses overlap; resuming twice is harmless; stop disarms', async () => {
+  it('fires after the running time, not the wall time; pauses overlap; resuming twice is harmless; stop disarms', () => {
+    const time = manualClock();
     const fired: number[] = [];
-    const t0 = performance.now();
-    const clock = new RunClock();
-    clock.start(150, () => fired.push(performance.now() - t0));
-    await sleep(50);
+    const clock = new RunClock(time);
+    clock.start(150, () => fired.push(time.now()));
+    time.advance(50);
     const a = clock.pause();
     const b = clock.pause();
-    await sleep(200);
+    time.advance(200);
     a();
     a();
-    await sleep(100);
+    time.advance(100);
     assert.deepEqual(fired, [], 'still paused by the second pause');
     b();
-    await sleep(60);
+    time.advance(60);
     assert.deepEqual(fired, [], '50 + 60 ms of running time: not yet');
-    await sleep(120);
-    assert.equal(fired.length, 1);
-    assert.ok(fired[0] >= 450, `fired at ${fired[0]} ms of wall time (150 ms of running time)`);
+    time.advance(120);
+    assert.deepEqual(fired, [450], 'fired at 150 ms of running time: 450 ms of wall time, once');
+    time.advance(1000);
+    assert.equal(fired.length, 1, 'at most once');
 
-    const paused = new RunClock();
+    const paused = new RunClock(time);
     const resume = paused.pause();
     let early = false;
     paused.start(30, () => (early = true));
-    await sleep(80);
+    time.advance(80);
     assert.equal(early, false, 'paused before it started: it waits for the resume');
     resume();
     paused.stop();
-    await sleep(60);
+    time.advance(60);
     assert.equal(early, false, 'stopped');
+  });
+
+  it('runs on the real timers by default', async () => {
+    const clock = new RunClock();
+    await new Promise<void>((resolve) => clock.start(5, resolve));
   });
 });
 
@@ -85,7 +115,7 @@ describe('pausedTime: what a step spent waiting', () => {
     resume();
     resume();
     assert.equal(runPaused, 0);
-    assert.ok(pausedMs() >= 100 && pausedMs() < 1000, `${pausedMs()} ms`);
+    assert.ok(pausedMs() >= 100, `${pausedMs()} ms: at least the 120 ms paused (timers never fire early by more than a millisecond)`);
   });
 });
 

@@ -24,8 +24,23 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, makeError: () =>
  * called (pauses may overlap, and resuming twice is harmless); `stop()` disarms it for good. `onTimeout` runs
  * at most once, when the running time reaches `ms`.
  */
+/** The time and the timers a clock reads (replaced in tests, so that they need no real waiting). */
+export interface ClockSource {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const REAL_CLOCK: ClockSource = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
+
 export class RunClock {
-  private timer?: ReturnType<typeof setTimeout>;
+  constructor(private readonly clock: ClockSource = REAL_CLOCK) {}
+
+  private timer?: unknown;
   private remaining = 0;
   private since = 0;
   private paused = 0;
@@ -42,9 +57,9 @@ export class RunClock {
 
   pause(): () => void {
     if (this.paused++ === 0 && this.timer) {
-      clearTimeout(this.timer);
+      this.clock.clearTimeout(this.timer);
       this.timer = undefined;
-      this.remaining -= performance.now() - this.since;
+      this.remaining -= this.clock.now() - this.since;
     }
     let resumed = false;
     return () => {
@@ -56,13 +71,13 @@ export class RunClock {
 
   stop(): void {
     this.state = 'over';
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
   private arm(): void {
-    this.since = performance.now();
-    this.timer = setTimeout(() => {
+    this.since = this.clock.now();
+    this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
       if (this.state !== 'armed') return;
       this.state = 'over';
