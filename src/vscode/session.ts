@@ -4,15 +4,14 @@
  * stop. Its parts: the runtime cache (./runtimeCache), the approvals (./approvals) and the workspace's tools
  * (./workspaceTools). VS Code is reached only through the `*.apis.ts` seams, so this runs in plain Node tests.
  */
-import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, RuntimeKind, SessionChanged } from '../common/events';
-import type { BrokenToolSummary, ConversationSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
+import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
+import type { ConversationSummary, HostState } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
 import { describeIgnored } from '../core/config/resolve';
 import { createProvider } from '../core/providers/factory';
-import { PROVIDERS } from '../core/providers/registry';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
@@ -22,6 +21,7 @@ import { runChatTurn } from '../core/session/chatTurn';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import type { ApprovalsApis } from './approvals.apis';
 import type { LmToolApis } from './lmToolSource.apis';
+import { hostStateOf } from './hostState';
 import { DEFAULT_MODELS, PROVIDER_NAMES, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
@@ -206,34 +206,16 @@ export class CodeActSession {
     return this.tools.toolSet();
   }
 
-  async hostState(): Promise<HostState> {
-    const s = this.settings;
-    const providers: ProviderInfo[] = await Promise.all(
-      PROVIDERS.map((p) => p.id).map(async (id) => ({
-        id,
-        label: PROVIDER_NAMES[id],
-        hasKey: await this.secrets.hasKey(id),
-        models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...DEFAULT_MODELS[id]])].map((m) => ({ id: m })),
-      })),
-    );
-    const set = this.toolSet();
-    const tools: ToolSummary[] = set.tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
-    const brokenTools: BrokenToolSummary[] = set.errors.map((e) => ({ index: e.index, name: e.name, message: e.message, ...(e.problems ? { problems: e.problems } : {}) }));
-    const runtime: RuntimeKind = s.mode === 'hosted' ? (s.provider === 'openai-compatible' ? 'local' : (s.provider as RuntimeKind)) : s.runtime;
-    return {
-      providers,
-      provider: s.provider,
-      model: s.model,
-      runtime,
-      mode: s.mode === 'hosted' ? 'hosted' : 'local',
-      tools,
-      brokenTools,
+  hostState(): Promise<HostState> {
+    return hostStateOf({
+      settings: this.settings,
+      hasKey: (id) => this.secrets.hasKey(id),
+      toolSet: this.toolSet(),
       trusted: this.trusted,
       busy: this.busy,
-      conversationId: this.conversation?.id,
-      conversationTitle: this.conversation?.meta.title,
+      conversation: this.conversation,
       version: this.deps.version,
-    };
+    });
   }
 
   // ---- conversations --------------------------------------------------------------------------

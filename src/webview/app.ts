@@ -43,6 +43,9 @@ export class App {
   private positionTimer: ReturnType<typeof setTimeout> | undefined;
   /** A saved position still to be applied once its turn is laid out. */
   private restoring: ScrollPosition | undefined;
+  private settlePending = false;
+  /** The scroll position last saved (a settled scroll saves again only when it moved). */
+  private savedScroll: ScrollPosition | undefined;
 
   // layout
   private readonly titleEl: HTMLElement;
@@ -137,7 +140,7 @@ export class App {
     this.restoring = savedPosition;
     this.renderChrome();
     this.composer.autosize();
-    requestAnimationFrame(() => (this.restoring ? this.restorePosition() : this.jumpToLatest()));
+    this.settleScrollSoon();
     let step = 0;
     this.idle.add(() => {
       WARM_UP_STEPS[step++]?.();
@@ -261,7 +264,8 @@ export class App {
     this.renderChrome();
     // Saved a moment later: serialising a long conversation is work this task does not need to do.
     this.scheduleSave();
-    requestAnimationFrame(() => (this.restoring ? this.restorePosition() : this.jumpToLatest()));
+    if (!this.restoring) this.stick.toBottom();
+    this.settleScrollSoon();
   }
 
   // ---- frame loop -------------------------------------------------------------------------------
@@ -305,6 +309,21 @@ export class App {
     this.jumpButton.hidden = this.stick.stuck || this.model.turns.length === 0;
   }
 
+  /**
+   * Once the transcript is laid out: back to the saved position, or to the latest message while the view
+   * follows the bottom. One frame does it however many renders asked (the page's saved state and the host's
+   * replay after a reload both do): a second request must not throw away the position the first restored.
+   */
+  private settleScrollSoon(): void {
+    if (this.settlePending) return;
+    this.settlePending = true;
+    requestAnimationFrame(() => {
+      this.settlePending = false;
+      if (this.restoring) this.restorePosition();
+      else if (this.stick.stuck || !this.model.turns.length) this.jumpToLatest();
+    });
+  }
+
   private jumpToLatest(): void {
     // An empty conversation shows the empty state from its top.
     if (this.model.turns.length) this.stick.toBottom();
@@ -318,7 +337,11 @@ export class App {
     if (this.positionTimer) clearTimeout(this.positionTimer);
     this.positionTimer = setTimeout(() => {
       this.positionTimer = undefined;
-      if (!this.stick.stuck) this.position = this.measurePosition();
+      if (this.stick.stuck) return;
+      const was = this.savedScroll;
+      this.position = this.measurePosition();
+      // Saved now rather than with the next change: a reload can come any moment.
+      if (was?.turnId !== this.position.turnId || was?.offset !== this.position.offset) this.saveNow();
     }, 200);
   }
 
@@ -359,6 +382,7 @@ export class App {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
     const scroll = this.restoring ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= this.measurePosition()));
+    this.savedScroll = scroll;
     try {
       this.api.setState({
         v: 1,

@@ -172,12 +172,12 @@ describe('transcript reducer', () => {
 
   it('records errors and retries as items; an error ends an implicit turn', () => {
     const m = createTranscript();
-    applyEvent(m, { type: 'codeact.retry', attempt: 2, delay_ms: 2000, status: 429, message: 'Rate limited' });
+    applyEvent(m, { type: 'codeact.retry', attempt: 1, delay_ms: 2000, status: 429, message: 'Rate limited (HTTP 429). Retrying in 2.0 s (attempt 2 of 4).' });
     applyEvent(m, ev.error('Invalid API key for OpenAI. Run "CodeAct: Set API Key…".', 'auth'));
     assert.equal(m.turns.length, 1);
     const [n, e] = m.turns[0].itemKeys.map((k) => m.items[k]);
     assert.equal(n.kind, 'notice');
-    assert.match((n as { text: string }).text, /Rate limited \(HTTP 429\)\. Retrying in 2 s \(attempt 2\)/);
+    assert.match((n as { text: string }).text, /Rate limited \(HTTP 429\)\. Retrying in 2\.0 s \(attempt 2 of 4\)/);
     assert.equal(e.kind, 'error');
     assert.equal(m.turns[0].status, 'failed');
     assert.equal(isBusy(m), false);
