@@ -72,7 +72,7 @@ export class CodeActSession {
   private running?: { controller: AbortController; label: string; done: Promise<void>; finish(): void };
   /** VS Code is closing or reloading: a turn stopped now was interrupted, not stopped by the user. */
   private closing = false;
-  private readonly memory: ConversationMemory;
+  readonly memory: ConversationMemory;
   /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
   private readonly outputs = new Map<string, CodeInterpreterCallItem>();
   private loggedIgnored = '[]';

@@ -183,7 +183,7 @@ export class App {
         this.applyBatch(msg.events, msg.seq, msg.conversationId);
         break;
       case 'reset':
-        this.reset(msg.events, msg.seq, msg.conversationId, msg.title);
+        this.reset(msg.events, msg.seq, msg.conversationId, msg.title, msg.scroll);
         break;
       case 'history':
         this.conversations = msg.conversations;
@@ -248,10 +248,11 @@ export class App {
     this.scheduleSave();
   }
 
-  private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string): void {
-    // The same conversation again (the host came back after a reload): the reader keeps their place.
+  private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string, hostScroll?: ScrollPosition): void {
+    // The same conversation again (the host came back after a reload): the reader keeps their place, the
+    // page's own or, when the page kept nothing (a new window, a view reset), the one the host remembers.
     const same = conversationId !== undefined && conversationId === this.conversationId && !this.stick.stuck;
-    const keep = same ? (this.restoring ?? (this.position ??= this.measurePosition())) : undefined;
+    const keep = same ? (this.restoring ?? (this.position ??= this.measurePosition())) : hostScroll?.stuck === false ? hostScroll : undefined;
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
     this.conversationId = conversationId;
@@ -301,7 +302,10 @@ export class App {
 
   private onStickChange(stuck: boolean): void {
     this.updateJump();
-    if (stuck) this.position = undefined;
+    if (!stuck) return;
+    this.position = undefined;
+    // Back at the bottom: a reload follows the latest again (the host forgets the old place).
+    if (this.conversationId) this.post({ type: 'scrolled', conversationId: this.conversationId, scroll: { stuck: true } });
   }
 
   /** "Latest" is offered while the view does not follow the bottom of a conversation. */
@@ -340,8 +344,11 @@ export class App {
       if (this.stick.stuck) return;
       const was = this.savedScroll;
       this.position = this.measurePosition();
-      // Saved now rather than with the next change: a reload can come any moment.
-      if (was?.turnId !== this.position.turnId || was?.offset !== this.position.offset) this.saveNow();
+      // Saved now rather than with the next change: a reload can come any moment. The host keeps it too.
+      if (was?.turnId !== this.position.turnId || was?.offset !== this.position.offset) {
+        this.saveNow();
+        if (this.conversationId) this.post({ type: 'scrolled', conversationId: this.conversationId, scroll: this.position });
+      }
     }, 200);
   }
 

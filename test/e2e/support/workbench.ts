@@ -5,6 +5,7 @@
  */
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { CHROMIUM, artifactPath } from './env';
+import { waitUntil } from './procs';
 
 export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
@@ -95,10 +96,23 @@ export class Workbench {
     await input.fill(`>${title}`);
     const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: title });
     await rows.first().waitFor({ state: 'visible', timeout: this.wait(15_000) });
-    // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group").
-    const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
-    const exact = labels.indexOf(title);
-    await rows.nth(exact >= 0 ? exact : 0).click();
+    // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group"). The list
+    // may still be filtering as the rows are read (a row found then is gone or hidden a moment later): read
+    // them again until the click lands.
+    await waitUntil(
+      async () => {
+        const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
+        const exact = labels.indexOf(title);
+        return rows
+          .nth(exact >= 0 ? exact : 0)
+          .click({ timeout: 2_000 })
+          .then(() => true)
+          .catch(() => false);
+      },
+      this.wait(30_000),
+      () => `could not pick "${title}" in the command palette`,
+      250,
+    );
     // The palette closes, or the command opens a quick pick of its own in the same widget (its input no
     // longer holds ">title").
     await this.page
