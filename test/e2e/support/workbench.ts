@@ -277,8 +277,22 @@ export class Workbench {
     return (await this.page.locator('.part.panel').innerText()).replace(/\u00a0/g, ' ');
   }
 
-  /** Closes the active editor tab (Ctrl+W goes to the browser, so through the palette). */
+  /**
+   * Closes the active editor tab as a user does, with its close button (Ctrl+W goes to the browser); through
+   * the palette when the tab shows none.
+   */
   async closeActiveEditor(): Promise<void> {
+    await this.dismissQuickInput();
+    const tab = this.page.locator('.part.editor .tabs-container .tab.active').first();
+    const close = tab.locator('.tab-actions .action-label').first();
+    if ((await tab.count()) && (await close.count())) {
+      const label = (await tab.getAttribute('aria-label')) ?? '';
+      await tab.hover().catch(() => undefined);
+      await close.click({ timeout: this.wait(10_000) });
+      const same = this.page.locator('.part.editor .tabs-container .tab').filter({ has: this.page.locator(`xpath=self::*[@aria-label=${JSON.stringify(label)}]`) });
+      await waitUntil(async () => (await same.count()) === 0, this.wait(10_000), () => `the editor "${label}" did not close`, 200);
+      return;
+    }
     await this.runCommand('View: Close Editor');
   }
 
