@@ -46,6 +46,8 @@ export class App {
   private settlePending = false;
   /** The scroll position last saved (a settled scroll saves again only when it moved). */
   private savedScroll: ScrollPosition | undefined;
+  /** The scroll position last told to the host. */
+  private toldHost: ScrollPosition | undefined;
 
   // layout
   private readonly titleEl: HTMLElement;
@@ -302,10 +304,12 @@ export class App {
 
   private onStickChange(stuck: boolean): void {
     this.updateJump();
-    if (!stuck) return;
+    // Let go by the user: the scroll that did it may have been handled while still following, so the
+    // place is measured (and saved) once it settles, as for any scroll.
+    if (!stuck) return this.measureWhenSettled();
     this.position = undefined;
     // Back at the bottom: a reload follows the latest again (the host forgets the old place).
-    if (this.conversationId) this.post({ type: 'scrolled', conversationId: this.conversationId, scroll: { stuck: true } });
+    if (this.toldHost && !this.toldHost.stuck) this.tellHost({ stuck: true });
   }
 
   /** "Latest" is offered while the view does not follow the bottom of a conversation. */
@@ -337,19 +341,27 @@ export class App {
   /** The user scrolled: remember where to, once scrolling stops (a reload comes back there). */
   private onScroll(): void {
     if (this.stick.stuck || this.restoring) return;
+    this.measureWhenSettled();
+  }
+
+  private measureWhenSettled(): void {
     this.position = undefined; // measured again when scrolling stops, or when saving before that
     if (this.positionTimer) clearTimeout(this.positionTimer);
     this.positionTimer = setTimeout(() => {
       this.positionTimer = undefined;
       if (this.stick.stuck) return;
-      const was = this.savedScroll;
-      this.position = this.measurePosition();
+      const pos = (this.position = this.measurePosition());
+      const moved = (was: ScrollPosition | undefined) => was?.turnId !== pos.turnId || was?.offset !== pos.offset;
       // Saved now rather than with the next change: a reload can come any moment. The host keeps it too.
-      if (was?.turnId !== this.position.turnId || was?.offset !== this.position.offset) {
-        this.saveNow();
-        if (this.conversationId) this.post({ type: 'scrolled', conversationId: this.conversationId, scroll: this.position });
-      }
+      if (moved(this.savedScroll)) this.saveNow();
+      if (this.conversationId && moved(this.toldHost)) this.tellHost(pos);
     }, 200);
+  }
+
+  private tellHost(scroll: ScrollPosition): void {
+    if (!this.conversationId) return;
+    this.toldHost = scroll;
+    this.post({ type: 'scrolled', conversationId: this.conversationId, scroll });
   }
 
   /** The turn at the top of the view and how far it is scrolled past (layout reads: off the frame path). */
