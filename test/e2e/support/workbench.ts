@@ -153,8 +153,11 @@ export class Workbench {
   async answerQuickPick(title: string | RegExp, row: string): Promise<boolean> {
     const titleEl = this.quickInput.locator('.quick-input-title', { hasText: title });
     if (!(await titleEl.isVisible().catch(() => false))) return false;
-    await this.quickInput.locator('.monaco-list-row', { hasText: row }).first().click();
-    await this.quickInput.waitFor({ state: 'hidden', timeout: 60_000 });
+    const rows = this.quickInput.locator('.monaco-list-row:visible', { hasText: row });
+    await rows.first().click();
+    // The pick is answered when its rows go: the widget hides, or the command's next step (an input box)
+    // reuses it at once, too quickly to be seen hidden.
+    await waitUntil(async () => !(await this.quickInput.isVisible().catch(() => false)) || (await rows.count()) === 0, 60_000, () => `the quick pick "${String(title)}" stayed open after picking ${row}`, 100);
     return true;
   }
 
