@@ -118,6 +118,15 @@ export interface ResetMessage {
   /** The seq of the last batch these events include; the next `events` message has seq + 1. */
   seq: number;
   events: TranscriptEvent[];
+  /** Where the page last said it was scrolled in this conversation (a reload comes back there). */
+  scroll?: TranscriptScroll;
+}
+
+/** A transcript's scroll position: following the bottom, or a turn at the top of the view and how far into it. */
+export interface TranscriptScroll {
+  stuck: boolean;
+  turnId?: string;
+  offset?: number;
 }
 
 /** The conversation list for the history view. */
@@ -312,6 +321,13 @@ export interface VariablesRefreshMessage {
   type: 'variables.refresh';
 }
 
+/** The transcript stopped scrolling here (the host remembers it for a reload that loses the page's state). */
+export interface ScrolledMessage {
+  type: 'scrolled';
+  conversationId: string;
+  scroll: TranscriptScroll;
+}
+
 /** An error inside the page, for the host's log. */
 export interface WebviewErrorMessage {
   type: 'webviewError';
@@ -340,6 +356,7 @@ export type WebviewToHost =
   | ExportNotebookMessage
   | RestartSessionMessage
   | VariablesRefreshMessage
+  | ScrolledMessage
   | WebviewErrorMessage;
 
 export type WebviewToHostType = WebviewToHost['type'];
@@ -369,6 +386,12 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'ready':
       if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
       return { type: 'ready', protocol: typeof m.protocol === 'number' ? m.protocol : 0, seq: m.seq, conversationId: m.conversationId as string | undefined };
+    case 'scrolled': {
+      const sc = m.scroll;
+      if (!isId(m.conversationId) || !isObj(sc) || typeof sc.stuck !== 'boolean' || !isOptStr(sc.turnId, 512)) return undefined;
+      const offset = typeof sc.offset === 'number' && Number.isFinite(sc.offset) ? Math.round(sc.offset) : undefined;
+      return { type: 'scrolled', conversationId: m.conversationId, scroll: { stuck: sc.stuck, ...(sc.turnId ? { turnId: sc.turnId as string } : {}), ...(offset !== undefined ? { offset } : {}) } };
+    }
     case 'resync':
       if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
       return { type: 'resync', seq: m.seq, conversationId: m.conversationId as string | undefined };

@@ -6,7 +6,7 @@
  */
 import * as vscode from 'vscode';
 import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
-import { parseWebviewMessage, PROTOCOL_VERSION, type HostCommand, type HostToWebview, type WebviewToHost } from '../common/protocol';
+import { parseWebviewMessage, PROTOCOL_VERSION, type HostCommand, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { conversationToNotebook } from '../common/notebook';
 import type { ProviderId } from '../core/providers/shared/types';
 import type { CodeActService } from './service';
@@ -81,7 +81,7 @@ class PanelController implements vscode.Disposable {
   private resetTranscript(): void {
     const convo = this.service.currentConversation;
     this.batcher.reset(convo?.id, 0);
-    this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [] });
+    this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [], ...this.scrollOf(convo?.id) });
   }
 
   private catchUp(seq: number, conversationId?: string): void {
@@ -90,8 +90,13 @@ class PanelController implements vscode.Disposable {
     else {
       const convo = this.service.currentConversation;
       this.batcher.flush();
-      this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: this.batcher.seq, events: convo ? [...convo.events] : [] });
+      this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: this.batcher.seq, events: convo ? [...convo.events] : [], ...this.scrollOf(convo?.id) });
     }
+  }
+
+  private scrollOf(id: string | undefined): { scroll?: TranscriptScroll } {
+    const scroll = this.service.memory.scrollOf(id);
+    return scroll ? { scroll } : {};
   }
 
   private async onMessage(raw: unknown): Promise<void> {
@@ -129,6 +134,9 @@ class PanelController implements vscode.Disposable {
       }
       case 'resync':
         this.catchUp(m.seq, m.conversationId);
+        return;
+      case 'scrolled':
+        s.memory.rememberScroll(m.conversationId, m.scroll);
         return;
       case 'send':
         if (!s.trusted && s.settings.mode !== 'hosted') {

@@ -4,12 +4,14 @@
  * was open, and the conversation each Run with Tools document writes into. A turn the reload cut off is
  * closed as interrupted, so the transcript says so instead of showing it running forever.
  */
+import type { TranscriptScroll } from '../common/protocol';
 import type { TranscriptEvent } from '../common/transcript';
 import type { Conversation, TranscriptStore } from '../core/agent/transcriptStore';
 import type { Memento } from './session.apis';
 
 const OPEN_KEY = 'codeact.openConversation';
 const DOCUMENTS_KEY = 'codeact.documentConversations';
+const SCROLL_KEY = 'codeact.openConversationScroll';
 /** Documents remembered at most (the least recently run go first). */
 const MAX_DOCUMENTS = 50;
 
@@ -57,6 +59,16 @@ export class ConversationMemory {
     } catch {
       return undefined;
     }
+  }
+
+  /** Where the panel was scrolled in a conversation (one remembered: the open one's). */
+  rememberScroll(id: string, scroll: TranscriptScroll): void {
+    void this.state?.update(SCROLL_KEY, { id, scroll });
+  }
+
+  scrollOf(id: string | undefined): TranscriptScroll | undefined {
+    const v = this.state?.get<{ id?: string; scroll?: TranscriptScroll }>(SCROLL_KEY);
+    return id && v?.id === id && v.scroll && typeof v.scroll.stuck === 'boolean' ? v.scroll : undefined;
   }
 
   takeNotice(): string | undefined {

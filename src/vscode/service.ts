@@ -15,6 +15,9 @@ import { vscodeSessionApis } from './session.apis';
 
 export class CodeActService extends CodeActSession implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
+  /** The walkthrough step "Declare managed tools" (`<extension id>#<walkthrough>#<step>`), marked done once per window. */
+  private readonly toolsStepId: string;
+  private toolsStepMarked = false;
 
   constructor(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, secrets: Secrets) {
     super({
@@ -28,6 +31,7 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
       lmTools: vscodeLmToolApis,
       workspaceState: context.workspaceState,
     });
+    this.toolsStepId = `${context.extension.id}#codeact.gettingStarted#declareTools`;
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('codeact')) {
@@ -44,10 +48,20 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
     this.fireState();
   }
 
-  /** Also the context keys of the walkthrough: its "Declare managed tools" step completes once tools exist. */
+  /**
+   * Also the walkthrough: its "Declare managed tools" step completes once tools exist. The step's
+   * `onContext:codeact.hasTools` completion event only counts a change of the key seen after the walkthrough
+   * was registered (a key that is already true then is never counted), so the step is also marked done directly.
+   */
   override fireState(): void {
     super.fireState();
-    void vscode.commands.executeCommand('setContext', 'codeact.hasTools', this.toolSet().tools.length > 0);
+    const hasTools = this.toolSet().tools.length > 0;
+    void vscode.commands.executeCommand('setContext', 'codeact.hasTools', hasTools);
+    // (Undefined only while the base class's constructor runs.)
+    if (hasTools && !this.toolsStepMarked && this.toolsStepId !== undefined) {
+      this.toolsStepMarked = true;
+      void Promise.resolve(vscode.commands.executeCommand('welcome.markStepComplete', this.toolsStepId)).catch(() => undefined);
+    }
   }
 
   dispose(): void {

@@ -21,7 +21,7 @@ import { runChatTurn } from '../core/session/chatTurn';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import type { ApprovalsApis } from './approvals.apis';
 import type { LmToolApis } from './lmToolSource.apis';
-import { buildHostState } from './hostState';
+import { hostStateOf } from './hostState';
 import { DEFAULT_MODELS, PROVIDER_NAMES, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
@@ -72,7 +72,7 @@ export class CodeActSession {
   private running?: { controller: AbortController; label: string; done: Promise<void>; finish(): void };
   /** VS Code is closing or reloading: a turn stopped now was interrupted, not stopped by the user. */
   private closing = false;
-  private readonly memory: ConversationMemory;
+  readonly memory: ConversationMemory;
   /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
   private readonly outputs = new Map<string, CodeInterpreterCallItem>();
   private loggedIgnored = '[]';
@@ -207,9 +207,15 @@ export class CodeActSession {
   }
 
   hostState(): Promise<HostState> {
-    const c = this.conversation;
-    const conversation = c ? { id: c.id, title: c.meta.title } : undefined;
-    return buildHostState({ settings: this.settings, secrets: this.secrets, toolSet: this.toolSet(), trusted: this.trusted, busy: this.busy, conversation, version: this.deps.version });
+    return hostStateOf({
+      settings: this.settings,
+      hasKey: (id) => this.secrets.hasKey(id),
+      toolSet: this.toolSet(),
+      trusted: this.trusted,
+      busy: this.busy,
+      conversation: this.conversation,
+      version: this.deps.version,
+    });
   }
 
   // ---- conversations --------------------------------------------------------------------------

@@ -43,6 +43,11 @@ export class App {
   private positionTimer: ReturnType<typeof setTimeout> | undefined;
   /** A saved position still to be applied once its turn is laid out. */
   private restoring: ScrollPosition | undefined;
+  private settlePending = false;
+  /** The scroll position last saved (a settled scroll saves again only when it moved). */
+  private savedScroll: ScrollPosition | undefined;
+  /** The scroll position last told to the host. */
+  private toldHost: ScrollPosition | undefined;
 
   // layout
   private readonly titleEl: HTMLElement;
@@ -137,7 +142,7 @@ export class App {
     this.restoring = savedPosition;
     this.renderChrome();
     this.composer.autosize();
-    requestAnimationFrame(() => (this.restoring ? this.restorePosition() : this.jumpToLatest()));
+    this.settleScrollSoon();
     let step = 0;
     this.idle.add(() => {
       WARM_UP_STEPS[step++]?.();
@@ -180,7 +185,7 @@ export class App {
         this.applyBatch(msg.events, msg.seq, msg.conversationId);
         break;
       case 'reset':
-        this.reset(msg.events, msg.seq, msg.conversationId, msg.title);
+        this.reset(msg.events, msg.seq, msg.conversationId, msg.title, msg.scroll);
         break;
       case 'history':
         this.conversations = msg.conversations;
@@ -245,10 +250,11 @@ export class App {
     this.scheduleSave();
   }
 
-  private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string): void {
-    // The same conversation again (the host came back after a reload): the reader keeps their place.
+  private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string, hostScroll?: ScrollPosition): void {
+    // The same conversation again (the host came back after a reload): the reader keeps their place, the
+    // page's own or, when the page kept nothing (a new window, a view reset), the one the host remembers.
     const same = conversationId !== undefined && conversationId === this.conversationId && !this.stick.stuck;
-    const keep = same ? (this.restoring ?? (this.position ??= this.measurePosition())) : undefined;
+    const keep = same ? (this.restoring ?? (this.position ??= this.measurePosition())) : hostScroll?.stuck === false ? hostScroll : undefined;
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
     this.conversationId = conversationId;
@@ -261,7 +267,8 @@ export class App {
     this.renderChrome();
     // Saved a moment later: serialising a long conversation is work this task does not need to do.
     this.scheduleSave();
-    requestAnimationFrame(() => (this.restoring ? this.restorePosition() : this.jumpToLatest()));
+    if (!this.restoring) this.stick.toBottom();
+    this.settleScrollSoon();
   }
 
   // ---- frame loop -------------------------------------------------------------------------------
@@ -297,12 +304,32 @@ export class App {
 
   private onStickChange(stuck: boolean): void {
     this.updateJump();
-    if (stuck) this.position = undefined;
+    // Let go by the user: the scroll that did it may have been handled while still following, so the
+    // place is measured (and saved) once it settles, as for any scroll.
+    if (!stuck) return this.measureWhenSettled();
+    this.position = undefined;
+    // Back at the bottom: a reload follows the latest again (the host forgets the old place).
+    if (this.toldHost && !this.toldHost.stuck) this.tellHost({ stuck: true });
   }
 
   /** "Latest" is offered while the view does not follow the bottom of a conversation. */
   private updateJump(): void {
     this.jumpButton.hidden = this.stick.stuck || this.model.turns.length === 0;
+  }
+
+  /**
+   * Once the transcript is laid out: back to the saved position, or to the latest message while the view
+   * follows the bottom. One frame does it however many renders asked (the page's saved state and the host's
+   * replay after a reload both do): a second request must not throw away the position the first restored.
+   */
+  private settleScrollSoon(): void {
+    if (this.settlePending) return;
+    this.settlePending = true;
+    requestAnimationFrame(() => {
+      this.settlePending = false;
+      if (this.restoring) this.restorePosition();
+      else if (this.stick.stuck || !this.model.turns.length) this.jumpToLatest();
+    });
   }
 
   private jumpToLatest(): void {
@@ -314,12 +341,27 @@ export class App {
   /** The user scrolled: remember where to, once scrolling stops (a reload comes back there). */
   private onScroll(): void {
     if (this.stick.stuck || this.restoring) return;
+    this.measureWhenSettled();
+  }
+
+  private measureWhenSettled(): void {
     this.position = undefined; // measured again when scrolling stops, or when saving before that
     if (this.positionTimer) clearTimeout(this.positionTimer);
     this.positionTimer = setTimeout(() => {
       this.positionTimer = undefined;
-      if (!this.stick.stuck) this.position = this.measurePosition();
+      if (this.stick.stuck) return;
+      const pos = (this.position = this.measurePosition());
+      const moved = (was: ScrollPosition | undefined) => was?.turnId !== pos.turnId || was?.offset !== pos.offset;
+      // Saved now rather than with the next change: a reload can come any moment. The host keeps it too.
+      if (moved(this.savedScroll)) this.saveNow();
+      if (this.conversationId && moved(this.toldHost)) this.tellHost(pos);
     }, 200);
+  }
+
+  private tellHost(scroll: ScrollPosition): void {
+    if (!this.conversationId) return;
+    this.toldHost = scroll;
+    this.post({ type: 'scrolled', conversationId: this.conversationId, scroll });
   }
 
   /** The turn at the top of the view and how far it is scrolled past (layout reads: off the frame path). */
@@ -359,6 +401,7 @@ export class App {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
     const scroll = this.restoring ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= this.measurePosition()));
+    this.savedScroll = scroll;
     try {
       this.api.setState({
         v: 1,

@@ -74,7 +74,7 @@ describe('e2e: a broken codeact.tools entry says what to fix', function () {
     assert.doesNotMatch(toast.message, RAW);
     assert.deepEqual(toast.buttons, ['Open Settings', 'Show Log']);
     // The other four tools are ready.
-    assert.match(await panel.text(), /4 managed tools declared/);
+    assert.match(await panel.text(), /4 tools ready, 1 broken/);
     await wb.screenshot('50-broken-tool-notification');
     await wb.clearNotifications();
   });

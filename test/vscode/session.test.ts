@@ -290,11 +290,13 @@ describe('vscode session (fake seams)', () => {
       await h.session.runCode('b = 1', 'cell', 'run_with_tools', { document: { uri: 'file:///w/a.py', name: 'a.py' } });
       const rt = h.runtimes.last!;
       assert.equal(rt.executed[1].sessionId, 'doc:file:///w/a.py');
+      assert.equal(h.session.currentConversation!.meta.title, 'a.py', 'the run went to the document\'s own conversation');
+      assert.equal((await h.session.refreshVariables()).label, 'a.py', 'the variables view shows the latest run\'s session');
+      // The chat's session lives on, offered beside the document's, whichever conversation is open.
       assert.deepEqual(h.session.liveSessions(), [
         { id: convo.id, label: `Chat: ${convo.meta.title}` },
         { id: 'doc:file:///w/a.py', label: 'a.py' },
       ]);
-      assert.equal((await h.session.refreshVariables()).label, 'a.py', 'the variables view shows the latest run\'s session');
       assert.equal(await h.session.restartSession('doc:file:///w/a.py'), true);
       assert.deepEqual(rt.restarted, ['doc:file:///w/a.py']);
       assert.deepEqual(

@@ -5,6 +5,7 @@
  */
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { CHROMIUM, artifactPath } from './env';
+import { waitUntil } from './procs';
 
 export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
@@ -95,10 +96,23 @@ export class Workbench {
     await input.fill(`>${title}`);
     const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: title });
     await rows.first().waitFor({ state: 'visible', timeout: this.wait(15_000) });
-    // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group").
-    const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
-    const exact = labels.indexOf(title);
-    await rows.nth(exact >= 0 ? exact : 0).click();
+    // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group"). The list
+    // may still be filtering as the rows are read (a row found then is gone or hidden a moment later): read
+    // them again until the click lands.
+    await waitUntil(
+      async () => {
+        const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
+        const exact = labels.indexOf(title);
+        return rows
+          .nth(exact >= 0 ? exact : 0)
+          .click({ timeout: 2_000 })
+          .then(() => true)
+          .catch(() => false);
+      },
+      this.wait(30_000),
+      () => `could not pick "${title}" in the command palette`,
+      250,
+    );
     // The palette closes, or the command opens a quick pick of its own in the same widget (its input no
     // longer holds ">title").
     await this.page
@@ -139,8 +153,11 @@ export class Workbench {
   async answerQuickPick(title: string | RegExp, row: string): Promise<boolean> {
     const titleEl = this.quickInput.locator('.quick-input-title', { hasText: title });
     if (!(await titleEl.isVisible().catch(() => false))) return false;
-    await this.quickInput.locator('.monaco-list-row', { hasText: row }).first().click();
-    await this.quickInput.waitFor({ state: 'hidden', timeout: 60_000 });
+    const rows = this.quickInput.locator('.monaco-list-row:visible', { hasText: row });
+    await rows.first().click();
+    // The pick is answered when its rows go: the widget hides, or the command's next step (an input box)
+    // reuses it at once, too quickly to be seen hidden.
+    await waitUntil(async () => !(await this.quickInput.isVisible().catch(() => false)) || (await rows.count()) === 0, 60_000, () => `the quick pick "${String(title)}" stayed open after picking ${row}`, 100);
     return true;
   }
 
@@ -263,8 +280,22 @@ export class Workbench {
     return (await this.page.locator('.part.panel').innerText()).replace(/\u00a0/g, ' ');
   }
 
-  /** Closes the active editor tab (Ctrl+W goes to the browser, so through the palette). */
+  /**
+   * Closes the active editor tab as a user does, with its close button (Ctrl+W goes to the browser); through
+   * the palette when the tab shows none.
+   */
   async closeActiveEditor(): Promise<void> {
+    await this.dismissQuickInput();
+    const tab = this.page.locator('.part.editor .tabs-container .tab.active').first();
+    const close = tab.locator('.tab-actions .action-label').first();
+    if ((await tab.count()) && (await close.count())) {
+      const label = (await tab.getAttribute('aria-label')) ?? '';
+      await tab.hover().catch(() => undefined);
+      await close.click({ timeout: this.wait(10_000) });
+      const same = this.page.locator('.part.editor .tabs-container .tab').filter({ has: this.page.locator(`xpath=self::*[@aria-label=${JSON.stringify(label)}]`) });
+      await waitUntil(async () => (await same.count()) === 0, this.wait(10_000), () => `the editor "${label}" did not close`, 200);
+      return;
+    }
     await this.runCommand('View: Close Editor');
   }
 
