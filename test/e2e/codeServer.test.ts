@@ -233,7 +233,6 @@ time.sleep(300)
   });
 
   it('"CodeAct: Run with Tools" on order_desk.py shows the result inline and in the panel', async () => {
-    const turnsBefore = await panel.turnCount();
     await wb.openFile('order_desk.py');
     await editor.focus();
     await wb.runCommand('CodeAct: Run with Tools');
@@ -246,10 +245,11 @@ time.sleep(300)
     assert.ok(last >= 0, `"return quote" is on screen: ${JSON.stringify(lines)}`);
     await wb.screenshot('08-run-with-tools-inline');
 
-    // The run also shows in the panel, as a "Run with Tools" turn with its tool calls.
-    await panel.waitForTurn(turnsBefore, ['completed'], 60_000);
+    // The run also shows in the panel, as the first "Run with Tools" turn of the file's own conversation, with its tool calls.
     const f = await panel.frame();
-    const t = f.locator('article.turn').nth(turnsBefore);
+    await waitUntil(async () => (await f.locator('.conv-title').innerText()) === 'order_desk.py', 60_000, () => 'the panel did not switch to the "order_desk.py" conversation');
+    await panel.waitForTurn(0, ['completed'], 60_000);
+    const t = f.locator('article.turn').nth(0);
     assert.equal(await t.getAttribute('data-status'), 'completed');
     assert.match(await t.locator('.user-msg').innerText(), /Run with Tools[\s\S]*order_desk\.py/);
     const calls = await panel.lastToolCalls();

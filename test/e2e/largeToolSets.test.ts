@@ -159,7 +159,7 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
     await wb.runCommand('CodeAct: Open Chat');
     const empty = await panel.emptyState();
     await empty.waitFor({ state: 'visible', timeout: UI });
-    assert.match(await empty.innerText(), /300 managed tools declared/);
+    assert.match(await empty.innerText(), /300 tools ready/);
   });
 
   it('Run with Tools: a # %% cell ranks the right tool first for 10 queries; the next imports one from tools, trips over a wrong keyword and calls it', async () => {
