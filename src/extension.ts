@@ -101,9 +101,10 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
     const c = vscode.workspace.getConfiguration('codeact');
     await c.update('provider', p.id, vscode.ConfigurationTarget.Global);
     await c.update('model', model, vscode.ConfigurationTarget.Global);
-    if (p.id === 'openai-compatible' && !c.get<string>('baseUrl')) {
+    // codeact.baseUrl is the setting's older name, still read (core/config/keys.ts).
+    if (p.id === 'openai-compatible' && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
       const url = await vscode.window.showInputBox({ title: 'Server URL', value: 'http://localhost:11434/v1', prompt: 'Base URL of the OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM: http://localhost:8000/v1)' });
-      if (url) await c.update('baseUrl', url, vscode.ConfigurationTarget.Global);
+      if (url) await c.update('baseURL', url, vscode.ConfigurationTarget.Global);
     } else if (!(await secrets.hasKey(p.id))) {
       const set = await vscode.window.showInformationMessage(`CodeAct: ${PROVIDER_NAMES[p.id]} needs an API key.`, 'Set API Key…');
       if (set) await secrets.promptForKey(p.id);

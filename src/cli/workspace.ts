@@ -33,7 +33,7 @@ export interface Workspace {
 const FLAG_SETTINGS: Record<string, { key: string; kind: 'string' | 'number' }> = {
   provider: { key: 'provider', kind: 'string' },
   model: { key: 'model', kind: 'string' },
-  'base-url': { key: 'baseUrl', kind: 'string' },
+  'base-url': { key: 'baseURL', kind: 'string' },
   mode: { key: 'mode', kind: 'string' },
   protocol: { key: 'agent.protocol', kind: 'string' },
   'max-turns': { key: 'maxTurns', kind: 'number' },

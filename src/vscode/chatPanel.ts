@@ -20,7 +20,7 @@ const COMMANDS: Record<HostCommand, (setting?: string) => Thenable<unknown>> = {
   setApiKey: () => vscode.commands.executeCommand('codeact.setApiKey'),
   selectModel: () => vscode.commands.executeCommand('codeact.selectModel'),
   declareTools: () => vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile'),
-  // At the setting a failure names (codeact.baseUrl, codeact.model…), or all of CodeAct's.
+  // At the setting a failure names (codeact.baseURL, codeact.model…), or all of CodeAct's.
   openSettings: (setting) => vscode.commands.executeCommand('workbench.action.openSettings', setting ?? '@ext:codeact.codeact'),
   showLog: () => vscode.commands.executeCommand('codeact.showLog'),
   manageTrust: () => vscode.commands.executeCommand('workbench.trust.manage'),

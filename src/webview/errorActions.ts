@@ -26,12 +26,12 @@ export function errorActions(item: ErrorView, turn: TurnView | undefined, ctx: V
 
   const actions: (Action | undefined)[] = [];
   if (code === 'auth') actions.push(command('Set API Key…', 'key', 'setApiKey'), retry);
-  else if (code === 'unknown_model') actions.push(command('Select Model…', 'sparkle', 'selectModel'), setting('Model', 'codeact.model'), local ? setting('Base URL', 'codeact.baseUrl') : undefined);
+  else if (code === 'unknown_model') actions.push(command('Select Model…', 'sparkle', 'selectModel'), setting('Model', 'codeact.model'), local ? setting('Base URL', 'codeact.baseURL') : undefined);
   else if (code === 'context_overflow') actions.push({ label: 'New Conversation', icon: 'add', run: () => ctx.post({ type: 'newConversation' }) });
   else if (code === 'tools_unsupported') actions.push(setting('Protocol', 'codeact.agent.protocol'), retry);
   else if (code === 'max_turns') actions.push(retry, setting('Max Turns', 'codeact.maxTurns'));
   else if (code === 'hosted_unsupported') actions.push(setting('Mode', 'codeact.mode'));
-  else if (TRANSIENT.has(code) || !code) actions.push(retry, code === 'server' && local ? setting('Base URL', 'codeact.baseUrl') : undefined);
+  else if (TRANSIENT.has(code) || !code) actions.push(retry, code === 'server' && local ? setting('Base URL', 'codeact.baseURL') : undefined);
   actions.push({ label: 'Show Log', icon: 'terminal', run: () => ctx.post({ type: 'command', command: 'showLog' }) });
   return actions.filter((a): a is Action => !!a).map((a, i) => textButton(a.label, a.run, i === 0 && a.label !== 'Show Log' ? 'primary' : 'secondary', a.icon));
 }

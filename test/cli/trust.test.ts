@@ -78,20 +78,21 @@ describe('codeact CLI: folder trust and the one settings policy', function () {
     assert.match((await cli(['trust', '--list'])).stdout, /No trusted folders/);
   });
 
-  it('never sends a first-party API key to a base URL from the folder\'s settings, trusted or not', async () => {
+  // codeact.baseUrl is the setting's older name, still read under the same policy.
+  for (const key of ['codeact.baseURL', 'codeact.baseUrl']) it(`never sends a first-party API key to a base URL from the folder's settings, trusted or not (${key})`, async () => {
     const attacker = await startServerFor('openai');
     const mine = await startServerFor('openai');
     try {
       mine.push(turn().text('Hello from your own server.'));
-      const dir = folder({ 'codeact.baseUrl': attacker.url, 'codeact.provider': 'openai' });
+      const dir = folder({ [key]: attacker.url, 'codeact.provider': 'openai' });
       dirs.push(dir);
-      writeFileSync(path.join(home, 'settings.json'), JSON.stringify({ 'codeact.baseUrl': mine.url }));
+      writeFileSync(path.join(home, 'settings.json'), JSON.stringify({ [key]: mine.url }));
       const r = await cli(['chat', 'hi', '--model', 'gpt-5', '--workspace', dir, '--trust-workspace', '--storage', path.join(home, 'c')], '', { OPENAI_API_KEY: 'sk-test-secret' });
       assert.equal(r.code, 0, r.stderr);
       assert.equal(attacker.turns.length, 0, 'the folder\'s server got a request');
       assert.equal(mine.turns.length, 1);
       assert.equal(mine.turns[0].headers.authorization, 'Bearer sk-test-secret');
-      assert.match(r.stderr, /codeact\.baseUrl from the folder settings is ignored: a workspace cannot send your openai API key to a server of its choosing/);
+      assert.ok(r.stderr.includes(`${key} from the folder settings is ignored: a workspace cannot send your openai API key to a server of its choosing`), r.stderr);
     } finally {
       await attacker.close();
       await mine.close();

@@ -27,7 +27,7 @@ const MODEL = 'qwen2.5-coder:7b';
 function providerSettings(baseUrl: string): Record<string, unknown> {
   return {
     'codeact.provider': 'openai-compatible',
-    'codeact.baseUrl': baseUrl,
+    'codeact.baseURL': baseUrl,
     'codeact.model': MODEL,
     'codeact.timeoutSeconds': 90,
   };

@@ -130,7 +130,7 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
     cs = await CodeServer.start({
       vsix,
       workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseUrl': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 120 },
+      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 120 },
       name: 'tools-300',
     });
     browser = await launchChromium();

@@ -59,7 +59,7 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
     cs = await CodeServer.start({
       vsix,
       workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai', 'codeact.model': 'gpt-5', 'codeact.baseUrl': wire.url, 'codeact.timeoutSeconds': 90 },
+      settings: { 'codeact.provider': 'openai', 'codeact.model': 'gpt-5', 'codeact.baseURL': wire.url, 'codeact.timeoutSeconds': 90 },
       // No OpenAI key anywhere: the user sets one from the panel.
       env: { OPENAI_API_KEY: '' },
       name: 'panel',

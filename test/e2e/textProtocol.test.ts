@@ -60,7 +60,7 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
     cs = await CodeServer.start({
       vsix,
       workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseUrl': slow.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
+      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': slow.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
       name: 'text-protocol',
     });
     browser = await launchChromium();

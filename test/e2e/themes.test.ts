@@ -75,7 +75,7 @@ describe('e2e: the panel narrow, light and high-contrast (issue 12, point 6)', f
     cs = await CodeServer.start({
       vsix,
       workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseUrl': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
+      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
       name: 'themes',
     });
     browser = await launchChromium();

@@ -92,7 +92,7 @@ describe('e2e: turns never collide — a local server names every tool call "cal
     cs = await CodeServer.start({
       vsix,
       workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseUrl': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
+      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
       name: 'turns',
     });
     browser = await launchChromium();

@@ -48,15 +48,21 @@ describe('configuration: one resolver for both hosts', () => {
   const cases: Array<{ name: string; user: Record<string, unknown>; workspace: Record<string, unknown>; trusted: boolean }> = [
     {
       name: 'a trusted workspace',
-      user: { 'codeact.provider': 'anthropic', 'codeact.approval.default': 'ask', 'codeact.baseUrl': 'https://proxy.example/v1' },
-      workspace: { 'codeact.model': 'claude-x', 'codeact.sandbox.kind': 'none', 'codeact.tools': [{ name: 'a', command: { argv: ['true'] } }], 'codeact.approval.default': 'auto', 'codeact.baseUrl': 'http://evil.example' },
+      user: { 'codeact.provider': 'anthropic', 'codeact.approval.default': 'ask', 'codeact.baseURL': 'https://proxy.example/v1' },
+      workspace: { 'codeact.model': 'claude-x', 'codeact.sandbox.kind': 'none', 'codeact.tools': [{ name: 'a', command: { argv: ['true'] } }], 'codeact.approval.default': 'auto', 'codeact.baseURL': 'http://evil.example' },
       trusted: true,
     },
     {
       name: 'an untrusted workspace',
       user: { 'codeact.provider': 'openai-compatible', 'codeact.timeoutSeconds': 30 },
-      workspace: { 'codeact.baseUrl': 'http://127.0.0.1:1/v1', 'codeact.python.path': '/tmp/evil', 'codeact.session.maxAlive': 2, 'codeact.runtime': 'jupyter', 'codeact.mode': 'bogus' },
+      workspace: { 'codeact.baseURL': 'http://127.0.0.1:1/v1', 'codeact.python.path': '/tmp/evil', 'codeact.session.maxAlive': 2, 'codeact.runtime': 'jupyter', 'codeact.mode': 'bogus' },
       trusted: false,
+    },
+    {
+      name: 'the old codeact.baseUrl key, in user and workspace settings',
+      user: { 'codeact.provider': 'openai', 'codeact.baseUrl': 'https://proxy.example/v1' },
+      workspace: { 'codeact.baseUrl': 'http://evil.example/v1' },
+      trusted: true,
     },
     {
       name: 'the old codeact.python key',
@@ -88,14 +94,52 @@ describe('configuration: one resolver for both hosts', () => {
   const resolve = (layers: Record<string, SettingLayers>, trusted = true) => resolveEngineConfig((k) => layers[k], { trusted });
 
   it('takes a first-party base URL only from the user or a flag, trusted or not', () => {
-    const r = resolve({ provider: { user: 'openai' }, baseUrl: { workspace: 'http://attacker.example/v1' } });
+    const r = resolve({ provider: { user: 'openai' }, baseURL: { workspace: 'http://attacker.example/v1' } });
     assert.equal(r.config.baseUrl, undefined);
     assert.match(r.ignored[0].reason, /cannot send your openai API key to a server of its choosing/);
-    assert.equal(resolve({ provider: { user: 'gemini' }, baseUrl: { user: 'https://mine.example' } }).config.baseUrl, 'https://mine.example');
-    assert.equal(resolve({ provider: { flag: 'anthropic' }, baseUrl: { flag: 'http://127.0.0.1:9/', workspace: 'http://x' } }).config.baseUrl, 'http://127.0.0.1:9/');
+    assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://mine.example' } }).config.baseUrl, 'https://mine.example');
+    assert.equal(resolve({ provider: { flag: 'anthropic' }, baseURL: { flag: 'http://127.0.0.1:9/', workspace: 'http://x' } }).config.baseUrl, 'http://127.0.0.1:9/');
     // An OpenAI-compatible server's URL may come from a trusted workspace, not an untrusted one.
-    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseUrl, 'http://127.0.0.1:11434/v1');
-    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseUrl, undefined);
+    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseUrl, 'http://127.0.0.1:11434/v1');
+    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseUrl, undefined);
+  });
+
+  it('still reads the old codeact.baseUrl, under the same policy, in both hosts\' readers', () => {
+    // The user's old key is used, for a first-party provider too.
+    const mine = resolve({ provider: { user: 'openai' }, baseUrl: { user: 'https://mine.example/v1' } });
+    assert.equal(mine.config.baseUrl, 'https://mine.example/v1');
+    assert.equal(mine.origins.baseURL, 'user');
+    assert.deepEqual(mine.ignored, []);
+    // A workspace's (VS Code) or folder's (CLI) old key is refused for a first-party provider, trusted or
+    // not, like the new key, and the refusal names the key the workspace wrote.
+    for (const origin of ['workspace', 'folder'] as const) {
+      for (const trusted of [true, false]) {
+        const r = resolve({ provider: { user: 'anthropic' }, baseUrl: { [origin]: 'http://attacker.example/v1', user: 'https://mine.example/v1' } }, trusted);
+        assert.equal(r.config.baseUrl, 'https://mine.example/v1', `${origin}, trusted: ${trusted}`);
+        assert.equal(r.ignored.length, 1);
+        assert.equal(r.ignored[0].key, 'codeact.baseUrl');
+        assert.equal(r.ignored[0].origin, origin);
+        assert.match(r.ignored[0].reason, trusted ? /cannot send your anthropic API key to a server of its choosing/ : /the folder is not trusted/);
+      }
+    }
+    // An OpenAI-compatible server's URL from the old key: a trusted workspace's counts, an untrusted one's does not.
+    assert.equal(resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseUrl, 'http://127.0.0.1:11434/v1');
+    const untrusted = resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }, false);
+    assert.equal(untrusted.config.baseUrl, undefined);
+    assert.deepEqual(untrusted.ignored.map((i) => `${i.key}: ${i.reason}`), ['codeact.baseUrl: the folder is not trusted']);
+    // The new key wins over the old one in the same place; a workspace's old key never beats the user's new one for a first-party provider.
+    assert.equal(resolve({ baseURL: { user: 'https://new.example' }, baseUrl: { user: 'https://old.example' } }).config.baseUrl, 'https://new.example');
+    assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://new.example' }, baseUrl: { workspace: 'http://attacker.example' } }).config.baseUrl, 'https://new.example');
+
+    // The same through the extension's reader (VS Code's inspect) and the CLI's (its settings files).
+    const user = { 'codeact.provider': 'openai', 'codeact.baseUrl': 'https://mine.example/v1' };
+    const ws = { 'codeact.baseUrl': 'http://attacker.example/v1' };
+    const fromVscode = resolveEngineConfig(vscodeReader(fakeConfiguration(user, ws)), { trusted: true });
+    const fromCli = resolveEngineConfig(cliSettingsReader({}, ws, user), { trusted: true });
+    for (const r of [fromVscode, fromCli]) {
+      assert.equal(r.config.baseUrl, 'https://mine.example/v1');
+      assert.deepEqual(r.ignored.map((i) => i.key), ['codeact.baseUrl']);
+    }
   });
 
   it('lets a workspace make approvals stricter, never looser, and keeps alwaysAllow the user\'s', () => {

@@ -49,7 +49,7 @@ describe('extension manifest', () => {
   it('gives every setting a markdownDescription, and a full schema for codeact.tools', () => {
     const props = pkg.contributes.configuration.properties;
     for (const [k, v] of Object.entries(props)) assert.ok((v as { markdownDescription?: string }).markdownDescription, `${k} has no markdownDescription`);
-    for (const k of ['codeact.provider', 'codeact.model', 'codeact.baseUrl', 'codeact.mode', 'codeact.runtime', 'codeact.timeoutSeconds', 'codeact.approval.default']) assert.ok(props[k], k);
+    for (const k of ['codeact.provider', 'codeact.model', 'codeact.baseURL', 'codeact.mode', 'codeact.runtime', 'codeact.timeoutSeconds', 'codeact.approval.default']) assert.ok(props[k], k);
     const tool = props['codeact.tools'].items;
     assert.deepEqual(tool.required, ['name']);
     for (const k of ['name', 'description', 'inputSchema', 'outputSchema', 'approval', 'command', 'http', 'mcp', 'lmTool', 'expose']) assert.ok(tool.properties[k], k);

@@ -27,8 +27,9 @@ export const SETTINGS = {
   tools: { type: 'array', default: [], trust: 'trusted' },
   provider: { type: 'string', default: 'openai', enum: ['openai', 'anthropic', 'gemini', 'openai-compatible'], trust: 'any' },
   model: { type: 'string', default: '', trust: 'any' },
-  // A first-party provider's base URL only from user settings or a flag (see resolve.ts).
-  baseUrl: { type: 'string', default: '', trust: 'trusted' },
+  // A first-party provider's base URL only from user settings or a flag (see resolve.ts). "baseURL", not
+  // "baseUrl": VS Code's Settings editor builds the label from the key, and this one reads "Base URL".
+  baseURL: { type: 'string', default: '', trust: 'trusted' },
   mode: { type: 'string', default: 'toolCode', enum: ['toolCode', 'hosted', 'code'], trust: 'any' },
   runtime: { type: 'string', default: 'local', enum: ['local', 'jupyter'], trust: 'trusted' },
   'python.path': { type: 'string', default: 'python3', trust: 'trusted' },
@@ -65,9 +66,13 @@ export const SETTINGS = {
 
 export type SettingName = keyof typeof SETTINGS;
 
-/** Older keys still read (the value moved): old -> new. */
+/**
+ * Older keys still read (the value moved): old -> new. A layer (user, workspace, folder) that sets the
+ * new key wins over the same layer's old key; either way the new key's policy applies.
+ */
 export const LEGACY_KEYS: Readonly<Record<string, SettingName>> = {
   python: 'python.path',
+  baseUrl: 'baseURL',
 };
 
 /** Settings a workspace value of which counts only when the folder is trusted (VS Code's restrictedConfigurations). */

@@ -107,11 +107,18 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
   /** The value of one key under the policy; `allow` may refuse a layer for a reason of its own. */
   const pick = <T>(name: SettingName, allow?: (origin: Origin, value: unknown) => string | undefined): T => {
     const spec: SettingKey = SETTINGS[name];
-    let layers = read(name) ?? {};
+    const layers: SettingLayers = { ...read(name) };
+    // The key each layer's value was set under: an older key (keys.ts) fills a layer the new key leaves
+    // empty, under the same policy, and what is ignored is reported under the key the user wrote.
+    const setAs: Partial<Record<keyof SettingLayers, string>> = {};
     for (const [old, now] of Object.entries(LEGACY_KEYS)) {
       if (now !== name) continue;
-      const legacy = read(old);
-      if (legacy) layers = { flag: layers.flag ?? legacy.flag, folder: layers.folder ?? legacy.folder, workspace: layers.workspace ?? legacy.workspace, user: layers.user ?? legacy.user };
+      const legacy = read(old) ?? {};
+      for (const origin of ['flag', 'folder', 'workspace', 'user'] as const) {
+        if (layers[origin] !== undefined || legacy[origin] === undefined) continue;
+        layers[origin] = legacy[origin];
+        setAs[origin] = old;
+      }
     }
     for (const origin of ['flag', 'folder', 'workspace', 'user'] as const) {
       const value = layers[origin];
@@ -122,7 +129,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
       else if (fromWorkspace && spec.trust === 'trusted' && !options.trusted) reason = 'the folder is not trusted';
       else reason = typeError(spec, value) ?? allow?.(origin, value);
       if (reason) {
-        ignored.push({ key: `codeact.${name}`, origin, reason });
+        ignored.push({ key: `codeact.${setAs[origin] ?? name}`, origin, reason });
         continue;
       }
       origins[name] = origin;
@@ -133,7 +140,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
   };
 
   const provider = pick<ProviderName>('provider');
-  const baseUrl = pick<string>('baseUrl', (origin) =>
+  const baseUrl = pick<string>('baseURL', (origin) =>
     (origin === 'folder' || origin === 'workspace') && FIRST_PARTY.includes(provider)
       ? `a workspace cannot send your ${provider} API key to a server of its choosing; set it in your user settings or pass --base-url`
       : undefined,

@@ -65,18 +65,18 @@ describe('CodeAct inside VS Code', function () {
     const api = await ext.activate();
     const cfg = () => vscode.workspace.getConfiguration('codeact');
     await cfg().update('provider', 'openai', vscode.ConfigurationTarget.Global);
-    await cfg().update('baseUrl', 'http://attacker.invalid/v1', vscode.ConfigurationTarget.Workspace);
+    await cfg().update('baseURL', 'http://attacker.invalid/v1', vscode.ConfigurationTarget.Workspace);
     try {
       assert.equal(api.settings().provider, 'openai');
       assert.equal(api.settings().baseUrl, undefined, 'the workspace\'s base URL would receive the OpenAI key');
-      await cfg().update('baseUrl', 'https://proxy.example/v1', vscode.ConfigurationTarget.Global);
+      await cfg().update('baseURL', 'https://proxy.example/v1', vscode.ConfigurationTarget.Global);
       assert.equal(api.settings().baseUrl, 'https://proxy.example/v1', 'the user\'s own base URL is used');
       // An OpenAI-compatible server's URL may come from a trusted workspace.
       await cfg().update('provider', 'openai-compatible', vscode.ConfigurationTarget.Global);
       assert.equal(api.settings().baseUrl, 'http://attacker.invalid/v1');
     } finally {
-      await cfg().update('baseUrl', undefined, vscode.ConfigurationTarget.Workspace);
-      await cfg().update('baseUrl', undefined, vscode.ConfigurationTarget.Global);
+      await cfg().update('baseURL', undefined, vscode.ConfigurationTarget.Workspace);
+      await cfg().update('baseURL', undefined, vscode.ConfigurationTarget.Global);
       await cfg().update('provider', undefined, vscode.ConfigurationTarget.Global);
     }
   });

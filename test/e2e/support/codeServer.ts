@@ -3,7 +3,7 @@
  * workbench), started on 127.0.0.1 with a temporary user-data and extensions folder.
  *
  *   const vsix = await packageExtension();              // esbuild --production + vsce, in a copy of the repo
- *   const cs = await CodeServer.start({ vsix, workspace, settings: { 'codeact.baseUrl': wire.url } });
+ *   const cs = await CodeServer.start({ vsix, workspace, settings: { 'codeact.baseURL': wire.url } });
  *   ...  page.goto(cs.folderUrl)
  *   await cs.stop();                                    // kills the whole process group
  */
