@@ -91,6 +91,7 @@ describe('structure of src (issue 10)', function () {
   });
 
   it('the cycle check finds a cycle when there is one', () => {
+    fs.mkdirSync(path.join(root, 'test-artifacts'), { recursive: true });
     const dir = fs.mkdtempSync(path.join(root, 'test-artifacts', 'cycle-'));
     try {
       fs.writeFileSync(path.join(dir, 'a.ts'), "import type { B } from './b';\nexport type A = B[];\n");
