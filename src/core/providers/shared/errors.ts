@@ -192,7 +192,7 @@ function fromStatus(status: number | undefined, detail: string, errType: string 
   if (status === 404 || type === 'not_found_error' || type === 'NOT_FOUND' || type === 'model_not_found') {
     const hint = p === 'openai-compatible'
       ? ` Check the model name (the server lists its models at ${ctx.baseURL ?? '<base URL>'}/models) and that the base URL ends with /v1.`
-      : ' Check the model name (--model, or the codeact model setting).';
+      : ' Check the model name: the codeact.model setting (--model on the command line).';
     return new ProviderError({ ...base, code: 'unknown_model', message: `${label} does not know the model ${ctx.model ? `"${ctx.model}"` : ''}${http}${d}.${hint}` });
   }
   if (status !== undefined && (status >= 500 || status === 408 || status === 409) || type === 'overloaded_error' || type === 'api_error' || type === 'server_error' || type === 'UNAVAILABLE' || type === 'INTERNAL') {
