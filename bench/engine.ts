@@ -4,6 +4,7 @@
  * wraps every function it defines in a naming helper that costs microseconds on hot paths).
  */
 export { ToolGateway } from '../src/core/gateway/gateway';
+export { JupyterRuntime } from '../src/core/runtime/jupyter/jupyterRuntime';
 export { LocalRuntime } from '../src/core/runtime/local/localRuntime';
 export { resolvePython } from '../src/core/runtime/local/python';
 export { probeBubblewrap } from '../src/core/runtime/local/sandbox';

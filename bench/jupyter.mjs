@@ -5,9 +5,13 @@
 //                                what any client gets from this server, Nagle stalls included
 //   jupyter_call_tool_rtt_us_p50 one `await call_tool("noop")` measured inside the kernel, sequential
 // Run directly (`node bench/jupyter.mjs`) it prints the JSON; the bench runner imports benchJupyter().
-// The TypeScript sources are loaded through tsx, so no build is needed.
+// The runtime is the built engine (dist/bench-engine.js, made by `npm run bench`'s build step), as the
+// other figures; the test support that starts the server is loaded through tsx.
+import { createRequire } from 'node:module';
 import { tsImport } from 'tsx/esm/api';
 import { pathToFileURL } from 'node:url';
+
+const require = createRequire(import.meta.url);
 
 const EXEC_RUNS = 40;
 const CALLS = 300;
@@ -24,7 +28,7 @@ export async function benchJupyter() {
     process.stderr.write('bench/jupyter: jupyter-server is not installed (apt-get install jupyter-server python3-ipykernel); no Jupyter figures\n');
     return { jupyter_exec_ms_p50: null, jupyter_raw_exec_ms_p50: null, jupyter_call_tool_rtt_us_p50: null };
   }
-  const { JupyterRuntime } = await tsImport('../src/core/runtime/jupyter/jupyterRuntime.ts', import.meta.url);
+  const { JupyterRuntime } = require('../dist/bench-engine.js');
   const server = await support.startJupyterServer();
   const rt = new JupyterRuntime({ url: server.url, token: server.token });
   try {

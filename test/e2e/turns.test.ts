@@ -5,9 +5,14 @@
  * turn, as local servers do. Turn 1's card keeps its code, tool calls, output and result after turn 2, and
  * again when the conversation is reopened from the history.
  *
+ * Exported as a notebook from the panel, the conversation opens and runs in a plain Jupyter kernel (point 8).
+ *
  * Screenshots go to test-artifacts/e2e/ (30-…). Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
@@ -20,6 +25,9 @@ import { Workbench, launchChromium } from './support/workbench';
 import { makeWorkspace, type Workspace } from './support/workspace';
 
 const UI = 60_000;
+/** Runs a notebook in a plain Jupyter kernel (Debian's nbclient + ipykernel), as `jupyter nbconvert --execute` does. */
+const EXECUTE = 'import sys, json, nbformat, nbclient\nnb = nbformat.read(sys.argv[1], as_version=4)\nnbclient.NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True).execute()\nprint(json.dumps(nb))';
+const JUPYTER_PYTHON = '/usr/bin/python3';
 const RUN = 120_000;
 const MODEL = 'qwen2.5-coder:7b';
 
@@ -162,5 +170,38 @@ describe('e2e: turns never collide — a local server names every tool call "cal
     assertTurnTwo(cards, 'reopened from the history');
     await (await panel.frame()).locator('article.turn').first().scrollIntoViewIfNeeded();
     await wb.screenshot('31-turns-reopened-from-history');
+  });
+
+  it('exported as a notebook, the conversation runs in a plain Jupyter kernel with the recorded tool results', async function () {
+    if (spawnSync(JUPYTER_PYTHON, ['-c', 'import nbclient, ipykernel'], { encoding: 'utf8' }).status !== 0) {
+      console.log('      nbclient/ipykernel missing (apt-get install python3-nbclient python3-ipykernel): skipping the notebook run');
+      this.skip();
+    }
+    const notebooks = () => readdirSync(ws!.folder).filter((f) => f.endsWith('.ipynb'));
+    assert.deepEqual(notebooks(), []);
+    await wb.runCommand('CodeAct: Export Conversation as Notebook');
+    // VS Code's own save dialog (in the browser, a path in the quick input): accept the name it proposes.
+    const input = wb.page.locator('.quick-input-widget input.input');
+    await input.waitFor({ state: 'visible', timeout: UI });
+    await waitUntil(async () => /\.ipynb$/.test(await input.inputValue()), UI, () => 'the save dialog proposes no .ipynb name', 250);
+    await input.press('Enter');
+    await wb.waitForNotification(/exported to .*\.ipynb/, UI);
+    await wb.screenshot('32-turns-exported-notebook');
+    await waitUntil(async () => notebooks().length === 1, UI, () => `no notebook in the workspace: ${readdirSync(ws!.folder).join(', ')}`, 250);
+    const file = join(ws!.folder, notebooks()[0]);
+    assert.ok(existsSync(file));
+    const run = spawnSync(JUPYTER_PYTHON, ['-c', EXECUTE, file], { encoding: 'utf8', timeout: 180_000, cwd: ws!.folder });
+    assert.equal(run.status, 0, `the notebook did not run in a plain kernel: ${run.stderr.slice(-2000)}`);
+    const nb = JSON.parse(run.stdout) as { cells: { cell_type: string; source: string | string[]; outputs?: { output_type: string; text?: string | string[]; data?: Record<string, unknown>; ename?: string; evalue?: string }[] }[] };
+    const text = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join('') : (v ?? ''));
+    const code = nb.cells.filter((c) => c.cell_type === 'code');
+    const errors = code.flatMap((c) => c.outputs ?? []).filter((o) => o.output_type === 'error');
+    assert.deepEqual(errors.map((e) => `${e.ename}: ${e.evalue}`), [], 'no cell fails in a plain kernel');
+    const shown = code.flatMap((c) => c.outputs ?? []).map((o) => text(o.text) + text(o.data?.['text/plain'] as string | string[] | undefined)).join('\n');
+    assert.match(shown, /turn one checked CHR-ERG-100/, 'turn 1 prints with the recorded check_inventory result');
+    assert.match(shown, /alpha-result-12/, 'turn 1\'s return gives its value');
+    assert.match(shown, /turn two found \d/, 'turn 2 runs with the recorded search_catalog result');
+    assert.match(shown, /beta-result-\d/);
+    assert.ok(nb.cells.some((c) => c.cell_type === 'markdown' && /call_tool/.test(text(c.source))), 'a Markdown cell says what the cells need');
   });
 });

@@ -12,7 +12,7 @@
  *   started ahead of need, so a new session does not wait for Python to start.
  */
 import type { CodeInterpreterCallItem, ExecutionError, SessionChanged, VariablesSummary } from '../../../common/events';
-import { guestDir } from '../guest/sources';
+import { guestDirFor } from '../guest/sources';
 import { announceDone, executionItem, openExecution, safeEmit } from '../execution';
 import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { settleCgroups } from './cgroup';
@@ -364,7 +364,7 @@ export class LocalRuntime implements Runtime {
     const python = await resolvePython(this.options.python ?? 'python3');
     const marker = newMarker();
     // The host folder is made only for a launch without a sandbox.
-    const plan = await planLaunch(python, guestDir(), { role: 'guest', marker, workdir: makeHostWorkdir }, this.options.sandbox);
+    const plan = await planLaunch(python, guestDirFor(python.executable), { role: 'guest', marker, workdir: makeHostWorkdir }, this.options.sandbox);
     this.warnOnce(plan.warning);
     return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir: plan.hostWorkdir, useCgroups: this.options.cgroups !== false, cleaner: this.cleaner });
   }
@@ -384,7 +384,7 @@ export class LocalRuntime implements Runtime {
       const python = await resolvePython(this.options.python ?? 'python3');
       const z = await Zygote.start({
         python,
-        guestDir: guestDir(),
+        guestDir: guestDirFor(python.executable),
         sandbox: this.options.sandbox,
         preload: this.options.preload ?? [],
         useCgroups: this.options.cgroups !== false,
