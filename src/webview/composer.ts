@@ -6,6 +6,7 @@
 import type { HostState, WebviewToHost } from '../common/protocol';
 import { h, toggle } from './dom';
 import { icon } from './icons';
+import { PromptHistory } from './promptHistory';
 
 const MAX_INPUT_HISTORY = 100;
 
@@ -25,7 +26,6 @@ export class Composer {
   readonly el: HTMLElement;
   readonly statusEl: HTMLElement;
   readonly input: HTMLTextAreaElement;
-  readonly inputHistory: string[];
   private readonly providerSelect: HTMLSelectElement;
   private readonly modelSelect: HTMLSelectElement;
   /** The provider and model in one compact control, for a narrow panel (CSS shows one or the other). */
@@ -34,16 +34,20 @@ export class Composer {
   private readonly toolsButton: HTMLButtonElement;
   private readonly sendButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;
-  private historyIndex = -1;
-  private historyDraft = '';
+  private readonly history: PromptHistory;
   private lastStatus = '';
+
+  /** The prompts sent, oldest first (saved with the panel's state). */
+  get inputHistory(): string[] {
+    return this.history.items;
+  }
 
   constructor(
     private readonly ctx: ComposerHost,
     draft: string,
     inputHistory: string[],
   ) {
-    this.inputHistory = inputHistory;
+    this.history = new PromptHistory(inputHistory, MAX_INPUT_HISTORY);
     this.statusEl = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
     this.input = h('textarea', {
       class: 'prompt-input',
@@ -56,7 +60,7 @@ export class Composer {
     this.input.addEventListener('keydown', (e) => this.onKeyDown(e));
     this.input.addEventListener('input', () => {
       this.autosize();
-      this.historyIndex = -1;
+      this.history.reset();
       this.ctx.draftChanged();
     });
     this.providerSelect = h('select', { class: 'select', 'aria-label': 'Provider' });
@@ -204,9 +208,7 @@ export class Composer {
       return;
     }
     this.ctx.post({ type: 'send', text });
-    if (this.inputHistory[this.inputHistory.length - 1] !== text) this.inputHistory.push(text);
-    if (this.inputHistory.length > MAX_INPUT_HISTORY) this.inputHistory.splice(0, this.inputHistory.length - MAX_INPUT_HISTORY);
-    this.historyIndex = -1;
+    this.history.add(text);
     this.input.value = '';
     this.autosize();
     this.ctx.sent();
@@ -233,26 +235,10 @@ export class Composer {
       const el = this.input;
       const before = el.value.slice(0, el.selectionStart);
       const after = el.value.slice(el.selectionEnd);
-      if (e.key === 'ArrowUp' && !before.includes('\n')) {
-        if (!this.inputHistory.length) return;
-        if (this.historyIndex === -1) {
-          this.historyDraft = el.value;
-          this.historyIndex = this.inputHistory.length;
-        }
-        if (this.historyIndex > 0) {
-          e.preventDefault();
-          this.historyIndex--;
-          this.setInputFromHistory(this.inputHistory[this.historyIndex]);
-        }
-      } else if (e.key === 'ArrowDown' && !after.includes('\n') && this.historyIndex !== -1) {
+      const text = e.key === 'ArrowUp' ? (before.includes('\n') ? undefined : this.history.older(el.value)) : after.includes('\n') ? undefined : this.history.newer();
+      if (text !== undefined) {
         e.preventDefault();
-        this.historyIndex++;
-        if (this.historyIndex >= this.inputHistory.length) {
-          this.historyIndex = -1;
-          this.setInputFromHistory(this.historyDraft);
-        } else {
-          this.setInputFromHistory(this.inputHistory[this.historyIndex]);
-        }
+        this.setInputFromHistory(text);
       }
     }
   }

@@ -140,25 +140,17 @@ export class Ctx {
   outputItem(item: OutputItem, done: boolean): void {
     switch (item.type) {
       case 'message':
-        this.messageItem(item, done);
-        break;
+        return this.messageItem(item, done);
       case 'reasoning':
-        this.messageItem({ type: 'message', id: item.id, role: 'assistant', text: item.text, thinking: true }, done);
-        break;
+        return this.messageItem({ type: 'message', id: item.id, role: 'assistant', text: item.text, thinking: true }, done);
       case 'code_interpreter_call':
-        this.codeItem(item, done);
-        break;
+        return this.codeItem(item, done);
       case 'function_call':
-        this.functionItem(item, done);
-        break;
+        return this.functionItem(item, done);
       case 'function_call_output':
-        this.functionOutput(item);
-        break;
+        return this.functionOutput(item);
       case 'text_editor_call':
-        this.editorItem(item);
-        break;
-      default:
-        break;
+        return this.editorItem(item);
     }
   }
 
