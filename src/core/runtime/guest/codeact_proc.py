@@ -24,10 +24,26 @@ def _own_pid_in(proc_pid):
     return proc_pid
 
 
+def _has_children():
+    """Whether this process has a child: orphans of the code are re-parented here, so none means no
+    descendants at all. None when the kernel cannot say (no /proc/PID/task/TID/children)."""
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children", "rb") as f:
+                if f.read().strip():
+                    return True
+        return False
+    except OSError:
+        return None
+
+
 def kill_descendants():
     """Every process the code started (orphans of setsid() or a double fork were re-parented here: this
     process is a child subreaper, or PID 1 of its namespace). Stop them all, then kill them."""
     import signal
+    if _has_children() is False:
+        # The common case, known without reading every process on the machine (hundreds on a desktop).
+        return
     try:
         with open("/proc/self/stat", "rb") as f:
             me = int(f.read().split()[0])  # this process as /proc numbers it

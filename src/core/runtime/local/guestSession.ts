@@ -203,12 +203,15 @@ export class GuestSession {
   end(): boolean {
     if (this.dead) return false;
     const clean = !this.persistent && this.lastCompleted;
+    this.endedClean = clean;
     this.markDead('the run is over');
     this.guest.kill(clean);
     return clean;
   }
 
   private lastCompleted = false;
+  /** Ended by end() after a clean run: nothing is left to look for when the process exits. */
+  private endedClean = false;
 
   /** Kills the guest's whole process tree; the session is over. */
   kill(reason: string): void {
@@ -291,7 +294,9 @@ export class GuestSession {
     const launchError = (this.guest as { launchError?: Error }).launchError;
     if (exec && launchError && !exec.completion) exec.failure = { type: 'LaunchError', message: `Could not start the Python guest: ${launchError.message}` };
     this.markDead(launchError ? `it could not start: ${launchError.message}` : 'its process exited');
-    this.guest.kill(!!exec?.completion && !this.persistent);
+    // After a clean end the tree was known empty and is killed already; otherwise look for what is left
+    // (a search of every process: milliseconds, worth it only when something may remain).
+    if (!this.endedClean) this.guest.kill(!!exec?.completion && !this.persistent);
     this.afterKill();
   }
 
