@@ -189,7 +189,9 @@ export class LocalRuntime implements Runtime {
     this.disposed = true;
     for (const id of [...this.sessions.keys()]) this.end(id, 'closed', 'CodeAct is shutting down.', false);
     for (const s of this.oneShots) s.kill('CodeAct is shutting down');
-    await Promise.all(this.teardowns);
+    // Ended guests report their exit through the zygote within milliseconds; a zygote that no longer
+    // answers is disposed below, which ends them all, so the wait is bounded.
+    await Promise.race([Promise.all(this.teardowns), new Promise<void>((resolve) => setTimeout(resolve, 3000).unref())]);
     const spare = this.spare;
     this.spare = undefined;
     void spare?.then((g) => (g.kill('CodeAct is shutting down'), g.guest.release())).catch(() => {});
