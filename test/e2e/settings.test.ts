@@ -15,16 +15,10 @@
  * Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import type { Browser, Locator } from 'playwright-core';
-import { startServerFor } from '../support/wire/harness';
-import type { WireServer } from '../support/wire/server';
+import type { Locator } from 'playwright-core';
 import { fault, turn } from '../support/wire/turn';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { skipUnlessE2E } from './support/env';
 import { waitUntil } from './support/procs';
-import { Workbench, launchChromium } from './support/workbench';
-import { makeWorkspace, type Workspace } from './support/workspace';
+import { useCodeServer } from './support/suite';
 
 /** UI conditions get a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -32,45 +26,12 @@ const MODEL = 'qwen2.5-coder:7b';
 
 describe('e2e: the Settings editor reads "Base URL" (issue 12, point 8)', function () {
   this.timeout(900_000);
-  let ws: Workspace | undefined;
-  let wire: WireServer | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace();
-    wire = await startServerFor('openai-compatible', 'openai');
-    cs = await CodeServer.start({
-      vsix,
-      workspace: ws.folder,
-      // The setting's old name only, as a user who set it before the rename has it.
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseUrl': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
-      name: 'settings',
-    });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-  });
-
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    await wire?.close();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-settings-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
+  // The setting's old name only, as a user who set it before the rename has it.
+  const e2e = useCodeServer({
+    name: 'settings',
+    wire: ['openai-compatible', 'openai'],
+    settings: (url) => ({ 'codeact.provider': 'openai-compatible', 'codeact.baseUrl': url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 }),
+    minWaitMs: UI,
   });
 
   /** The rendered category ("Codeact: ", or nothing) and label of a setting's row in the Settings editor. */
@@ -80,44 +41,44 @@ describe('e2e: the Settings editor reads "Base URL" (issue 12, point 8)', functi
   }
 
   it('a user\'s old codeact.baseUrl is still read: the turn goes to its server', async () => {
-    wire!.push(turn().text('Hello from the server your old setting names.'));
-    await wb.runCommand('CodeAct: Open Chat');
-    await panel.send('Say hello');
-    assert.equal(await panel.waitForTurn(0, ['completed'], UI), 'completed');
-    assert.equal(wire!.turns.length, 1, 'the server named by codeact.baseUrl got the turn');
-    assert.match(await panel.lastAnswer(), /Hello from the server your old setting names/);
+    e2e.wire.push(turn().text('Hello from the server your old setting names.'));
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.send('Say hello');
+    assert.equal(await e2e.panel.waitForTurn(0, ['completed'], UI), 'completed');
+    assert.equal(e2e.wire.turns.length, 1, 'the server named by codeact.baseUrl got the turn');
+    assert.match(await e2e.panel.lastAnswer(), /Hello from the server your old setting names/);
   });
 
   it('"Open Settings: Base URL" opens the Settings editor at codeact.baseURL, labelled "Base URL"', async () => {
-    wire!.push(fault.status(404, { message: `The model \`${MODEL}\` does not exist.`, code: 'model_not_found' }));
-    await panel.send('Summarise the quote');
-    assert.equal(await panel.waitForTurn(1, ['failed'], UI), 'failed');
-    const card = (await panel.frame()).locator('section.error-card').last();
+    e2e.wire.push(fault.status(404, { message: `The model \`${MODEL}\` does not exist.`, code: 'model_not_found' }));
+    await e2e.panel.send('Summarise the quote');
+    assert.equal(await e2e.panel.waitForTurn(1, ['failed'], UI), 'failed');
+    const card = (await e2e.panel.frame()).locator('section.error-card').last();
     await card.getByRole('button', { name: 'Open Settings: Base URL' }).click();
 
-    const row = wb.page.locator('.settings-editor .settings-tree-container [data-key="codeact.baseURL"]').first();
+    const row = e2e.wb.page.locator('.settings-editor .settings-tree-container [data-key="codeact.baseURL"]').first();
     await row.waitFor({ state: 'visible', timeout: UI });
-    const query = await wb.page.locator('.settings-editor .suggest-input-container .view-lines').innerText();
+    const query = await e2e.wb.page.locator('.settings-editor .suggest-input-container .view-lines').innerText();
     assert.match(query.replace(/\u00a0/g, ' '), /codeact\.baseURL/);
     // The old key is not a declared setting, so the search finds the one row.
-    assert.equal(await wb.page.locator('.settings-editor .settings-tree-container [data-key="codeact.baseUrl"]').count(), 0);
+    assert.equal(await e2e.wb.page.locator('.settings-editor .settings-tree-container [data-key="codeact.baseUrl"]').count(), 0);
     const { category, label } = await labelOf(row);
     assert.equal(label, 'Base URL');
     // A search result carries the category VS Code derives from the key's prefix: "codeact" -> "Codeact".
     assert.match(category, /^codeact:$/i);
-    await wb.screenshot('36b-settings-base-url-search');
+    await e2e.wb.screenshot('36b-settings-base-url-search');
   });
 
   it('browsing the tree: the section heading is "CodeAct" and the setting reads "Base URL"', async () => {
-    if (!(await wb.page.locator('.settings-editor').first().isVisible())) await wb.runCommand('Preferences: Open Settings (UI)');
+    if (!(await e2e.wb.page.locator('.settings-editor').first().isVisible())) await e2e.wb.runCommand('Preferences: Open Settings (UI)');
     // Clear the search: the tree shows every setting, grouped under its table of contents.
-    const search = wb.page.locator('.settings-editor .suggest-input-container .monaco-editor').first();
+    const search = e2e.wb.page.locator('.settings-editor .suggest-input-container .monaco-editor').first();
     await search.click();
-    await wb.page.keyboard.press('ControlOrMeta+A');
-    await wb.page.keyboard.press('Backspace');
-    const toc = wb.page.locator('.settings-editor .settings-toc-container');
+    await e2e.wb.page.keyboard.press('ControlOrMeta+A');
+    await e2e.wb.page.keyboard.press('Backspace');
+    const toc = e2e.wb.page.locator('.settings-editor .settings-toc-container');
     await toc.waitFor({ state: 'visible', timeout: UI });
-    const tocRow = (name: string) => toc.locator('.monaco-list-row').filter({ has: wb.page.getByText(name, { exact: true }) }).first();
+    const tocRow = (name: string) => toc.locator('.monaco-list-row').filter({ has: e2e.wb.page.getByText(name, { exact: true }) }).first();
     // The whole table of contents is back (not the search's "Extensions (1)").
     await tocRow('Commonly Used').waitFor({ state: 'visible', timeout: UI });
     await waitUntil(
@@ -132,7 +93,7 @@ describe('e2e: the Settings editor reads "Base URL" (issue 12, point 8)', functi
     );
     await tocRow('CodeAct').click();
 
-    const tree = wb.page.locator('.settings-editor .settings-tree-container');
+    const tree = e2e.wb.page.locator('.settings-editor .settings-tree-container');
     const heading = tree.locator('.settings-group-title-label').filter({ hasText: /^CodeAct$/ }).first();
     await heading.waitFor({ state: 'visible', timeout: UI });
     const row = tree.locator('[data-key="codeact.baseURL"]').first();
@@ -142,7 +103,7 @@ describe('e2e: the Settings editor reads "Base URL" (issue 12, point 8)', functi
     assert.equal(label, 'Base URL');
     assert.equal(category, '', 'under the "CodeAct" heading the tree drops the category');
     await row.hover();
-    await wb.screenshot('36-settings-base-url');
-    await wb.closeActiveEditor();
+    await e2e.wb.screenshot('36-settings-base-url');
+    await e2e.wb.closeActiveEditor();
   });
 });

@@ -13,16 +13,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { startServerFor } from '../support/wire/harness';
-import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { skipUnlessE2E } from './support/env';
+import type { ChatPanel } from './support/chatPanel';
 import { waitUntil } from './support/procs';
-import { Workbench, launchChromium } from './support/workbench';
-import { makeWorkspace, type Workspace } from './support/workspace';
+import { useCodeServer } from './support/suite';
 
 const UI = 60_000;
 /** Runs a notebook in a plain Jupyter kernel (Debian's nbclient + ipykernel), as `jupyter nbconvert --execute` does. */
@@ -84,92 +78,59 @@ function assertTurnTwo(cards: Card[][], when: string): void {
 
 describe('e2e: turns never collide — a local server names every tool call "call_0"', function () {
   this.timeout(600_000);
-  let ws: Workspace | undefined;
-  let wire: WireServer | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace();
-    wire = await startServerFor('openai-compatible', 'ollama');
-    cs = await CodeServer.start({
-      vsix,
-      workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
-      name: 'turns',
-    });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-  });
-
-  after(async function () {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    await wire?.close();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-turns-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
+  const e2e = useCodeServer({
+    name: 'turns',
+    wire: ['openai-compatible', 'ollama'],
+    settings: (url) => ({ 'codeact.provider': 'openai-compatible', 'codeact.baseURL': url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 }),
+    minWaitMs: UI,
   });
 
   it('turn 1\'s card keeps its code, tool call, output and result after turn 2 reuses "call_0"', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
-    await panel.frame(UI);
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
     // Every response has the same id too, and every call is call_0: nothing of the provider's is unique.
-    wire!.push(
+    e2e.wire.push(
       turn().call('execute_tool_code', { code: CODE1 }, { id: 'call_0', chunkSize: 16 }).with({ id: 'chatcmpl-0' }),
       turn().text('Turn one: 12 ErgoFlex chairs on hand.').with({ id: 'chatcmpl-0' }),
     );
-    await panel.send('How many ErgoFlex chairs are on hand?');
-    assert.equal(await panel.waitForTurn(0, ['completed'], RUN), 'completed', await panel.text());
-    assertTurnOne(await cardsByTurn(panel), 'after turn 1');
+    await e2e.panel.send('How many ErgoFlex chairs are on hand?');
+    assert.equal(await e2e.panel.waitForTurn(0, ['completed'], RUN), 'completed', await e2e.panel.text());
+    assertTurnOne(await cardsByTurn(e2e.panel), 'after turn 1');
 
-    wire!.push(
+    e2e.wire.push(
       turn().call('execute_tool_code', { code: CODE2 }, { id: 'call_0', chunkSize: 16 }).with({ id: 'chatcmpl-0' }),
       turn().text('Turn two: standing desks found.').with({ id: 'chatcmpl-0' }),
     );
-    await panel.send('And standing desks under 900 EUR?');
-    assert.equal(await panel.waitForTurn(1, ['completed'], RUN), 'completed', await panel.text());
-    const cards = await cardsByTurn(panel);
+    await e2e.panel.send('And standing desks under 900 EUR?');
+    assert.equal(await e2e.panel.waitForTurn(1, ['completed'], RUN), 'completed', await e2e.panel.text());
+    const cards = await cardsByTurn(e2e.panel);
     assertTurnOne(cards, 'after turn 2');
     assertTurnTwo(cards, 'after turn 2');
     // Both calls went to the model as call_0, each answered with its own result.
-    const tool = (wire!.turns.at(-1)!.body.messages as { role: string; tool_call_id?: string; content?: string }[]).filter((m) => m.role === 'tool');
+    const tool = (e2e.wire.turns.at(-1)!.body.messages as { role: string; tool_call_id?: string; content?: string }[]).filter((m) => m.role === 'tool');
     assert.deepEqual(tool.map((m) => m.tool_call_id), ['call_0', 'call_0']);
     assert.match(tool[0].content!, /alpha-result-12/);
     assert.match(tool[1].content!, /beta-result-/);
-    const f = await panel.frame();
+    const f = await e2e.panel.frame();
     await f.locator('article.turn').first().scrollIntoViewIfNeeded();
-    await wb.screenshot('30-turns-call0-twice');
+    await e2e.wb.screenshot('30-turns-call0-twice');
   });
 
   it('reopened from the history, each turn still has its own card', async () => {
-    await wb.runCommand('CodeAct: New Conversation');
-    await waitUntil(async () => (await panel.turnCount().catch(() => -1)) === 0, UI, () => 'the new conversation did not start empty', 250);
-    const f = await panel.frame();
+    await e2e.wb.runCommand('CodeAct: New Conversation');
+    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => -1)) === 0, UI, () => 'the new conversation did not start empty', 250);
+    const f = await e2e.panel.frame();
     await f.getByRole('button', { name: 'Conversation history' }).click();
     const entry = f.locator('button.history-open', { hasText: 'How many ErgoFlex chairs' }).first();
     await entry.waitFor({ state: 'visible', timeout: UI });
     await entry.click();
-    await waitUntil(async () => (await panel.turnCount().catch(() => 0)) === 2, UI, () => 'the reopened conversation did not show its two turns', 250);
-    await waitUntil(async () => (await cardsByTurn(panel)).every((t) => t.length > 0), UI, () => 'the reopened turns have no cards', 250);
-    const cards = await cardsByTurn(panel);
+    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => 0)) === 2, UI, () => 'the reopened conversation did not show its two turns', 250);
+    await waitUntil(async () => (await cardsByTurn(e2e.panel)).every((t) => t.length > 0), UI, () => 'the reopened turns have no cards', 250);
+    const cards = await cardsByTurn(e2e.panel);
     assertTurnOne(cards, 'reopened from the history');
     assertTurnTwo(cards, 'reopened from the history');
-    await (await panel.frame()).locator('article.turn').first().scrollIntoViewIfNeeded();
-    await wb.screenshot('31-turns-reopened-from-history');
+    await (await e2e.panel.frame()).locator('article.turn').first().scrollIntoViewIfNeeded();
+    await e2e.wb.screenshot('31-turns-reopened-from-history');
   });
 
   it('exported as a notebook, the conversation runs in a plain Jupyter kernel with the recorded tool results', async function () {
@@ -177,20 +138,20 @@ describe('e2e: turns never collide — a local server names every tool call "cal
       console.log('      nbclient/ipykernel missing (apt-get install python3-nbclient python3-ipykernel): skipping the notebook run');
       this.skip();
     }
-    const notebooks = () => readdirSync(ws!.folder).filter((f) => f.endsWith('.ipynb'));
+    const notebooks = () => readdirSync(e2e.ws.folder).filter((f) => f.endsWith('.ipynb'));
     assert.deepEqual(notebooks(), []);
-    await wb.runCommand('CodeAct: Export Conversation as Notebook');
+    await e2e.wb.runCommand('CodeAct: Export Conversation as Notebook');
     // VS Code's own save dialog (in the browser, a path in the quick input): accept the name it proposes.
-    const input = wb.page.locator('.quick-input-widget input.input');
+    const input = e2e.wb.page.locator('.quick-input-widget input.input');
     await input.waitFor({ state: 'visible', timeout: UI });
     await waitUntil(async () => /\.ipynb$/.test(await input.inputValue()), UI, () => 'the save dialog proposes no .ipynb name', 250);
     await input.press('Enter');
-    await wb.waitForNotification(/exported to .*\.ipynb/, UI);
-    await wb.screenshot('32-turns-exported-notebook');
-    await waitUntil(async () => notebooks().length === 1, UI, () => `no notebook in the workspace: ${readdirSync(ws!.folder).join(', ')}`, 250);
-    const file = join(ws!.folder, notebooks()[0]);
+    await e2e.wb.waitForNotification(/exported to .*\.ipynb/, UI);
+    await e2e.wb.screenshot('32-turns-exported-notebook');
+    await waitUntil(async () => notebooks().length === 1, UI, () => `no notebook in the workspace: ${readdirSync(e2e.ws.folder).join(', ')}`, 250);
+    const file = join(e2e.ws.folder, notebooks()[0]);
     assert.ok(existsSync(file));
-    const run = spawnSync(JUPYTER_PYTHON, ['-c', EXECUTE, file], { encoding: 'utf8', timeout: 180_000, cwd: ws!.folder });
+    const run = spawnSync(JUPYTER_PYTHON, ['-c', EXECUTE, file], { encoding: 'utf8', timeout: 180_000, cwd: e2e.ws.folder });
     assert.equal(run.status, 0, `the notebook did not run in a plain kernel: ${run.stderr.slice(-2000)}`);
     const nb = JSON.parse(run.stdout) as { cells: { cell_type: string; source: string | string[]; outputs?: { output_type: string; text?: string | string[]; data?: Record<string, unknown>; ename?: string; evalue?: string }[] }[] };
     const text = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join('') : (v ?? ''));
