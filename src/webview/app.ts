@@ -4,21 +4,22 @@
  * changes to the DOM. The frame path only writes: following the bottom is left to `StickToBottom` (a
  * sentinel, an IntersectionObserver and the browser's scroll anchoring).
  */
-import { PROTOCOL_VERSION, isHostMessage, type ConversationSummary, type HostState, type HostToWebview, type NoticeMessage, type WebviewToHost } from '../common/protocol';
+import { PROTOCOL_VERSION, isHostMessage, type ConversationSummary, type HostState, type HostToWebview, type WebviewToHost } from '../common/protocol';
 import { applyEvent, buildTranscript, createTranscript, findTurn, isBusy, type TranscriptEvent, type TranscriptModel } from '../common/transcript';
 import { Composer } from './composer';
 import { h, setText, toggle } from './dom';
 import { renderEmptyState } from './emptyState';
 import { FrameLoop, IdleQueue } from './frameLoop';
 import { HistoryPanel } from './historyPanel';
+import { showNotice } from './notices';
 import { icon } from './icons';
 import { statusText } from './panelStatus';
 import { WARM_UP_STEPS } from './markdown';
-import { validState, type PanelState, type ScrollPosition } from './persistence';
+import { measurePosition, validState, type PanelState, type ScrollPosition } from './persistence';
 import { StickToBottom } from './scrollAnchor';
 import { TranscriptView } from './transcriptView';
 import { VariablesView } from './variablesView';
-import { button, toolbarButton, type ViewContext } from './viewKit';
+import { toolbarButton, type ViewContext } from './viewKit';
 import type { HostApi } from './vscodeApi';
 
 export type { PanelState } from './persistence';
@@ -33,6 +34,8 @@ export class App {
 
   private readonly view: TranscriptView;
   private readonly frames: FrameLoop;
+  /** The items the last run of `frame` drew, and the animation frame it ran in (see `frame`). */
+  private drawnIn: { frame: number | undefined; keys: Set<string> } = { frame: undefined, keys: new Set() };
   private readonly idle = new IdleQueue();
   private readonly stick: StickToBottom;
   private readonly dirtyItems = new Set<string>();
@@ -103,7 +106,7 @@ export class App {
     const savedPosition = saved?.scroll && !saved.scroll.stuck && saved.scroll.turnId && this.model.turns.some((t) => t.id === saved.scroll!.turnId) ? saved.scroll : undefined;
     this.stick = new StickToBottom(this.scroller, { slack: 48, stuck: !savedPosition, onChange: (stuck) => this.onStickChange(stuck) });
     this.view = new TranscriptView(this.transcriptEl, ctx, this.idle);
-    this.frames = new FrameLoop(() => this.frame());
+    this.frames = new FrameLoop((frame) => this.frame(frame));
 
     // composer and history
     this.liveRegion = h('div', { class: 'sr-only', 'aria-live': 'assertive', role: 'alert' });
@@ -199,7 +202,7 @@ export class App {
         this.composer.focus();
         break;
       case 'notice':
-        this.showNotice(msg);
+        showNotice(this.noticeArea, msg, (command) => this.post({ type: 'command', command }));
         break;
       case 'variables':
         this.variables.update(msg);
@@ -254,7 +257,7 @@ export class App {
     // The same conversation again (the host came back after a reload): the reader keeps their place, the
     // page's own or, when the page kept nothing (a new window, a view reset), the one the host remembers.
     const same = conversationId !== undefined && conversationId === this.conversationId && !this.stick.stuck;
-    const keep = same ? (this.restoring ?? (this.position ??= this.measurePosition())) : hostScroll?.stuck === false ? hostScroll : undefined;
+    const keep = same ? (this.restoring ?? (this.position ??= measurePosition(this.scroller, this.transcriptEl))) : hostScroll?.stuck === false ? hostScroll : undefined;
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
     this.conversationId = conversationId;
@@ -273,13 +276,30 @@ export class App {
 
   // ---- frame loop -------------------------------------------------------------------------------
 
-  /** Applies what changed since the last frame. Writes only: no layout is read here. */
-  private frame(): void {
+  /**
+   * Applies what changed since the last frame. Writes only: no layout is read here.
+   *
+   * A running execution drawn by the animation frame just before, and changed again (output pouring in),
+   * waits for the next one: a flood of output is drawn every other frame, which halves what the page spends
+   * on it (style, layout, paint) and leaves the cores to the host and the program. A single print, a status
+   * change and the end of the run are drawn by the next frame as always.
+   */
+  private frame(frame: number | undefined): void {
+    const drawn = new Set<string>();
+    const holding = frame !== undefined && this.drawnIn.frame === frame - 1;
+    let held = false;
     for (const key of this.dirtyItems) {
       const item = this.model.items[key];
-      if (item) this.view.syncItem(item);
+      if (holding && item?.kind === 'exec' && item.status === 'running' && this.drawnIn.keys.has(key)) {
+        held = true;
+        continue;
+      }
+      this.dirtyItems.delete(key);
+      if (!item) continue;
+      this.view.syncItem(item);
+      drawn.add(key);
     }
-    this.dirtyItems.clear();
+    this.drawnIn = { frame, keys: drawn };
     for (const id of this.dirtyTurns) {
       const turn = findTurn(this.model, id);
       if (turn) this.view.syncTurn(turn);
@@ -287,6 +307,7 @@ export class App {
     this.dirtyTurns.clear();
     this.updateBusy();
     this.composer.setStatus(statusText(this.model, Boolean(this.host?.busy)));
+    if (held) this.frames.schedule();
   }
 
   /** Puts everything received so far into the DOM now (tests and the benchmark). */
@@ -297,7 +318,8 @@ export class App {
   /** Resolves when everything received is on screen, including turns left for idle time (tests, benchmark). */
   async whenIdle(): Promise<void> {
     await this.idle.whenIdle();
-    if (this.frames.pending) await new Promise<void>((resolve) => requestAnimationFrame(() => resolve()));
+    // A frame may hold a streaming execution for the next one (`frame`): at most two frames.
+    for (let i = 0; i < 3 && this.frames.pending; i++) await new Promise<void>((resolve) => requestAnimationFrame(() => resolve()));
   }
 
   // ---- scrolling --------------------------------------------------------------------------------
@@ -350,7 +372,7 @@ export class App {
     this.positionTimer = setTimeout(() => {
       this.positionTimer = undefined;
       if (this.stick.stuck) return;
-      const pos = (this.position = this.measurePosition());
+      const pos = (this.position = measurePosition(this.scroller, this.transcriptEl));
       const moved = (was: ScrollPosition | undefined) => was?.turnId !== pos.turnId || was?.offset !== pos.offset;
       // Saved now rather than with the next change: a reload can come any moment. The host keeps it too.
       if (moved(this.savedScroll)) this.saveNow();
@@ -362,22 +384,6 @@ export class App {
     if (!this.conversationId) return;
     this.toldHost = scroll;
     this.post({ type: 'scrolled', conversationId: this.conversationId, scroll });
-  }
-
-  /** The turn at the top of the view and how far it is scrolled past (layout reads: off the frame path). */
-  private measurePosition(): ScrollPosition {
-    const top = this.scroller.getBoundingClientRect().top;
-    const turns = this.transcriptEl.children;
-    let lo = 0;
-    let hi = turns.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (turns[mid].getBoundingClientRect().bottom > top) hi = mid;
-      else lo = mid + 1;
-    }
-    const el = turns[lo] as HTMLElement | undefined;
-    if (!el?.dataset.turnId) return { stuck: true };
-    return { stuck: false, turnId: el.dataset.turnId, offset: Math.round(top - el.getBoundingClientRect().top) };
   }
 
   private restorePosition(): void {
@@ -400,7 +406,7 @@ export class App {
   private saveNow(): void {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
-    const scroll = this.restoring ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= this.measurePosition()));
+    const scroll = this.restoring ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= measurePosition(this.scroller, this.transcriptEl)));
     this.savedScroll = scroll;
     try {
       this.api.setState({
@@ -458,24 +464,6 @@ export class App {
 
   private announce(text: string): void {
     this.liveRegion.textContent = text;
-  }
-
-  private showNotice(msg: NoticeMessage): void {
-    // The same message twice is shown once.
-    for (const el of Array.from(this.noticeArea.children)) {
-      if (el.querySelector('.notice-text')?.textContent === msg.message) el.remove();
-    }
-    const actions = (msg.actions ?? []).map((a) => button(a.label, null, () => this.post({ type: 'command', command: a.command })));
-    const note = h(
-      'div',
-      { class: `notice ${msg.level}`, role: msg.level === 'error' ? 'alert' : 'status' },
-      icon(msg.level === 'error' ? 'error' : msg.level === 'warning' ? 'warning' : 'info'),
-      h('span', { class: 'notice-text', text: msg.message }),
-      ...actions,
-    );
-    note.append(toolbarButton('close', 'Dismiss', () => note.remove()));
-    this.noticeArea.append(note);
-    while (this.noticeArea.children.length > 3) this.noticeArea.firstElementChild?.remove();
   }
 
   // ---- transcript interactions --------------------------------------------------------------------

@@ -2,37 +2,64 @@
  * One render per animation frame, and background work in idle time.
  *
  * `FrameLoop` runs its callback at the next animation frame after `schedule()` (hidden pages get no
- * frames, so a timer makes sure the DOM does not fall far behind). `IdleQueue` runs jobs in small slices
+ * frames, so a timer makes sure the DOM does not fall far behind), and numbers the animation frames it runs
+ * in, so that the callback can tell a run in the frame right after the last one (a flood) from one after a
+ * pause. `IdleQueue` runs jobs in small slices
  * when the page is idle, so a big job (a reopened 500-turn conversation) never becomes one long task.
  */
 
 export class FrameLoop {
   private handle = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private wanted = false;
+  /** Animation frames seen since the loop was made (only while it asks for them; see `onFrame`). */
+  private frameNo = 0;
 
   constructor(
-    private readonly run: () => void,
+    /**
+     * `frame`: the number of the animation frame running it (consecutive frames have consecutive numbers);
+     * undefined when the fallback timer or `flush` runs it.
+     */
+    private readonly run: (frame: number | undefined) => void,
     /** Upper bound on the wait when no frame comes (hidden page). */
     private readonly fallbackMs = 250,
   ) {}
 
   get pending(): boolean {
-    return this.handle !== 0 || this.timer !== undefined;
+    return this.wanted;
   }
 
   schedule(): void {
-    if (this.pending) return;
-    this.handle = requestAnimationFrame(() => this.flush());
-    this.timer = setTimeout(() => this.flush(), this.fallbackMs);
+    if (this.wanted) return;
+    this.wanted = true;
+    if (!this.handle) this.handle = requestAnimationFrame(() => this.onFrame());
+    this.timer = setTimeout(() => this.fire(undefined), this.fallbackMs);
   }
 
   /** Runs now what the next frame would run. */
   flush(): void {
-    if (this.handle) cancelAnimationFrame(this.handle);
+    this.fire(undefined);
+  }
+
+  /** Forgets the scheduled run. */
+  cancel(): void {
+    this.wanted = false;
     if (this.timer) clearTimeout(this.timer);
-    this.handle = 0;
     this.timer = undefined;
-    this.run();
+  }
+
+  private onFrame(): void {
+    this.handle = 0;
+    this.frameNo++;
+    if (!this.wanted) return;
+    this.fire(this.frameNo);
+    // Asks for the frame after a run too, so that a run there (or none) is numbered right.
+    if (!this.handle) this.handle = requestAnimationFrame(() => this.onFrame());
+  }
+
+  private fire(frame: number | undefined): void {
+    this.cancel();
+    this.run(frame);
   }
 }
 

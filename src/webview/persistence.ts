@@ -32,3 +32,19 @@ export function validState(saved: PanelState | undefined): PanelState | undefine
   if (!saved.model.aliases) saved.model.aliases = {};
   return saved;
 }
+
+/** The turn at the top of `scroller`'s view and how far it is scrolled past (layout reads: off the frame path). */
+export function measurePosition(scroller: HTMLElement, transcript: HTMLElement): ScrollPosition {
+  const top = scroller.getBoundingClientRect().top;
+  const turns = transcript.children;
+  let lo = 0;
+  let hi = turns.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (turns[mid].getBoundingClientRect().bottom > top) hi = mid;
+    else lo = mid + 1;
+  }
+  const el = turns[lo] as HTMLElement | undefined;
+  if (!el?.dataset.turnId) return { stuck: true };
+  return { stuck: false, turnId: el.dataset.turnId, offset: Math.round(top - el.getBoundingClientRect().top) };
+}

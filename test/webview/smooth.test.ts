@@ -206,6 +206,64 @@ describe('a panel that never stutters (headless Chromium)', function () {
     await p.page.close();
   });
 
+  it('draws a flood of output every other frame; a single print, and the end of the run, in the very next frame', async () => {
+    const p = await open({ width: 560, height: 900 });
+    await p.send({ type: 'init', protocol: 1, state: hostState() });
+    await p.sendEvents([ev.turn('t', 'count'), ev.codeStart('c', 'local'), ev.codeDone('c', 'count()'), ev.interpreting('c'), ev.out('c', 'start\n')]);
+    const chunk = (from: number, n: number) => Array.from({ length: n }, (_, k) => ev.out('c', `line ${from + k}\n`));
+    const flood = p.batches(chunk(0, 600), 20);
+    const single = p.batches([ev.out('c', 'one more line\n')], 1);
+    const end = p.batches([...chunk(600, 20), ev.completed('c')], 100);
+    // In the page: which animation frames changed the pane's text (document.timeline.currentTime is the frame's
+    // time in its callbacks and the microtasks after them), and, for one message, whether the first frame
+    // after it was handled shows it.
+    const r = await p.page.evaluate(
+      `(async ([flood, single, end]) => {
+        const pre = document.querySelector('pre.output');
+        const frames = [];
+        const drawn = new Set();
+        let on = true;
+        const tick = () => { frames.push(document.timeline.currentTime); if (on) requestAnimationFrame(tick); };
+        requestAnimationFrame(tick);
+        const mo = new MutationObserver(() => drawn.add(document.timeline.currentTime));
+        mo.observe(pre, { childList: true, subtree: true, characterData: true });
+        const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+        const handled = (m) => new Promise((r) => {
+          const f = (e) => { if (e.data && e.data.seq === m.seq) { window.removeEventListener('message', f); r(); } };
+          window.addEventListener('message', f);
+          window.postMessage(m, '*');
+        });
+        /** Posts one message and says what the first frame after it shows (the panel's frame runs first). */
+        const nextFrameShows = async (m, text) => { await handled(m); await frame(); return pre.textContent.includes(text); };
+        for (const m of flood) { await frame(); window.postMessage(m, '*'); }
+        for (let i = 0; i < 6; i++) await frame();
+        const floodFrames = frames.slice();
+        const singleShown = await nextFrameShows(single[0], 'one more line');
+        for (let i = 0; i < 3; i++) await frame();
+        await frame();
+        window.postMessage(end[0], '*');
+        await frame();
+        const lastShown = await nextFrameShows(end[end.length - 1], 'line 619');
+        on = false;
+        mo.disconnect();
+        const status = document.querySelector('.card.exec').dataset.status;
+        return { frames: floodFrames, drawn: floodFrames.map((t) => drawn.has(t)), singleShown, lastShown, status };
+      })(${JSON.stringify([flood, single, end])})`,
+    );
+    const res = r as { frames: number[]; drawn: boolean[]; singleShown: boolean; lastShown: boolean; status: string };
+    const draws = res.drawn.filter(Boolean).length;
+    const twice = res.drawn.findIndex((d, i) => d && res.drawn[i + 1]);
+    assert.equal(flood.length, 30);
+    assert.ok(draws >= 8, `the pane moved in ${draws} of ${res.frames.length} frames while 30 batches came, one per frame`);
+    assert.equal(twice, -1, `two frames in a row drew the flood (frames ${twice} and ${twice + 1} of ${res.drawn.map(Number).join('')})`);
+    assert.ok(res.singleShown, 'a single print after a pause is on screen in the first frame after it arrived');
+    assert.ok(res.lastShown, 'the end of the run is on screen in the first frame after it arrived');
+    assert.equal(res.status, 'done');
+    assert.match(await p.page.locator('pre.output').innerText(), /line 619\n?$/);
+    assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
   it('follows the bottom of the transcript while turns stream in, and stays put while the user reads further up', async () => {
     const p = await open({ width: 520, height: 700 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });
