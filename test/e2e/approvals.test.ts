@@ -13,14 +13,10 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Locator } from 'playwright-core';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { Editor } from './support/editor';
-import { skipUnlessE2E } from './support/env';
+import type { Locator } from 'playwright-core';
 import { waitUntil } from './support/procs';
-import { Workbench, launchChromium } from './support/workbench';
-import { makeWorkspace, type Workspace } from './support/workspace';
+import { useCodeServer } from './support/suite';
+import { makeWorkspace } from './support/workspace';
 
 const UI = 60_000;
 const RUN = 120_000;
@@ -53,79 +49,55 @@ const DURATION = / · (\d+ ms|\d+\.\d\d? s)$/;
 
 describe('e2e: an approval waits for the person', function () {
   this.timeout(900_000);
-  let ws: Workspace | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-  let editor: Editor;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace();
-    writeFileSync(join(ws.folder, FILE), CELLS);
-    cs = await CodeServer.start({ vsix, workspace: ws.folder, settings: { 'codeact.timeoutSeconds': TIMEOUT_S }, name: 'approvals' });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-    editor = new Editor(wb);
-  });
-
-  after(async function () {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-approvals-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
+  const e2e = useCodeServer({
+    name: 'approvals',
+    workspace: () => {
+      const ws = makeWorkspace();
+      writeFileSync(join(ws.folder, FILE), CELLS);
+      return ws;
+    },
+    settings: { 'codeact.timeoutSeconds': TIMEOUT_S },
+    minWaitMs: UI,
   });
 
   /** The status bar entry that says an approval waits. */
   function statusItem(): Locator {
-    return wb.page.locator('.part.statusbar .statusbar-item', { hasText: 'CodeAct: approve' }).first();
+    return e2e.wb.page.locator('.part.statusbar .statusbar-item', { hasText: 'CodeAct: approve' }).first();
   }
 
   it('Run with Tools: the editor and the status bar say it waits; answered after the timeout, the run completes and the call is timed without the wait', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
-    await panel.frame(UI);
-    await wb.openFile(FILE);
-    await editor.focus();
-    await editor.clickCodeLens(CELL1, '▶ Run with Tools', UI);
-    const card = await panel.waitForApproval(RUN);
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    await e2e.wb.openFile(FILE);
+    await e2e.editor.focus();
+    await e2e.editor.clickCodeLens(CELL1, '▶ Run with Tools', UI);
+    const card = await e2e.panel.waitForApproval(RUN);
     const asked = Date.now();
     assert.match(await card.innerText(), /send_note[\s\S]*ACME-42/);
 
     // The editor says what the run waits for, and where to answer.
-    const waiting = await editor.waitForDecoration(/waiting for your approval/, UI);
+    const waiting = await e2e.editor.waitForDecoration(/waiting for your approval/, UI);
     assert.match(waiting.text, /^⚑ waiting for your approval of "send_note"/);
     assert.equal(waiting.line, CELL1_LAST, 'at the end of the running cell');
-    await waitUntil(async () => (await editor.codeLenses()).some((l) => l.title.includes('Approve "send_note"…') && l.line === CELL1), UI, () => 'no "Approve" CodeLens above the cell', 250);
+    await waitUntil(async () => (await e2e.editor.codeLenses()).some((l) => l.title.includes('Approve "send_note"…') && l.line === CELL1), UI, () => 'no "Approve" CodeLens above the cell', 250);
     await statusItem().waitFor({ state: 'visible', timeout: UI });
     assert.match(await statusItem().innerText(), /CodeAct: approve "send_note"\?/);
-    await wb.screenshot('40-approval-waiting-inline-and-status-bar');
+    await e2e.wb.screenshot('40-approval-waiting-inline-and-status-bar');
 
     // The person takes longer than the run's timeout to decide.
     await new Promise((r) => setTimeout(r, Math.max(0, TIMEOUT_S * 1000 + 2500 - (Date.now() - asked))));
     assert.equal(await card.getAttribute('data-status'), 'pending', 'the card still waits');
-    assert.ok(!(await editor.decorations()).some((d) => /^[✓✗]/.test(d.text)), 'the run did not end (no timeout while the person decides)');
+    assert.ok(!(await e2e.editor.decorations()).some((d) => /^[✓✗]/.test(d.text)), 'the run did not end (no timeout while the person decides)');
 
     // The status bar opens the approval (the panel is visible: its card), and the person allows it.
     await statusItem().click();
-    await panel.decide('Allow once');
-    const done = await editor.waitForDecoration(/^[✓✗] /, RUN);
+    await e2e.panel.decide('Allow once');
+    const done = await e2e.editor.waitForDecoration(/^[✓✗] /, RUN);
     assert.equal(done.text.replace(DURATION, ''), '✓ "NOTE-ACME-42-20"', `the run completed: ${done.text}`);
     assert.equal(done.line, CELL1_LAST);
     await statusItem().waitFor({ state: 'hidden', timeout: UI });
     // The tool call's duration leaves the person's time out.
-    const f = await panel.frame();
+    const f = await e2e.panel.frame();
     const row = f.locator('section.card.exec').last().locator('li.tool-call').first();
     // (The panel shows the call's end a moment after the editor: its events come in batches.)
     let took = '';
@@ -134,67 +106,67 @@ describe('e2e: an approval waits for the person', function () {
     assert.ok(ms < TIMEOUT_S * 1000, `the send_note call took ${took}, without the ${TIMEOUT_S}+ s the person took`);
     assert.equal(await row.getAttribute('data-status'), 'ok');
     await row.scrollIntoViewIfNeeded();
-    await wb.screenshot('41-approval-answered-after-the-timeout');
+    await e2e.wb.screenshot('41-approval-answered-after-the-timeout');
   });
 
   it('the hover says the same duration as the inline result (point 8)', async () => {
-    await editor.clickCodeLens(CELL3, '▶ Run with Tools', UI);
-    const inline = await editor.waitForDecoration(/^✓ 55 · /, RUN);
+    await e2e.editor.clickCodeLens(CELL3, '▶ Run with Tools', UI);
+    const inline = await e2e.editor.waitForDecoration(/^✓ 55 · /, RUN);
     assert.equal(inline.line, CELL3_LAST);
     const duration = DURATION.exec(inline.text)![1];
     assert.match(duration, /^1\.\d\d s$/, 'a run of more than a second, in seconds');
-    const hover = await editor.hoverLine(CELL3_LAST);
+    const hover = await e2e.editor.hoverLine(CELL3_LAST);
     assert.match(hover, new RegExp(`CodeAct · completed · local[^\\n]* · ${duration.replace('.', '\\.')}\\b`), `the hover shows ${duration} as the inline result does:\n${hover}`);
-    await wb.screenshot('42-hover-same-duration-as-inline');
-    await wb.page.keyboard.press('Escape');
+    await e2e.wb.screenshot('42-hover-same-duration-as-inline');
+    await e2e.wb.page.keyboard.press('Escape');
   });
 
   it('Stop during a pending approval: the card and the log say "no answer: the run was stopped", not "Denied"', async () => {
-    await editor.clickCodeLens(CELL2, '▶ Run with Tools', UI);
-    const pending = await panel.waitForApproval(RUN);
+    await e2e.editor.clickCodeLens(CELL2, '▶ Run with Tools', UI);
+    const pending = await e2e.panel.waitForApproval(RUN);
     // The card by its id: once answered it is no longer the pending one.
-    const card = (await panel.frame()).locator(`section.card.approval[data-approval-id="${await pending.getAttribute('data-approval-id')}"]`);
-    await editor.waitForDecoration(/waiting for your approval/, UI);
-    await editor.clickCodeLens(CELL2, 'Stop', UI);
+    const card = (await e2e.panel.frame()).locator(`section.card.approval[data-approval-id="${await pending.getAttribute('data-approval-id')}"]`);
+    await e2e.editor.waitForDecoration(/waiting for your approval/, UI);
+    await e2e.editor.clickCodeLens(CELL2, 'Stop', UI);
     let status = '';
     await waitUntil(async () => (status = (await card.getAttribute('data-status')) ?? '') === 'expired', UI, () => `the card never expired (status ${status})`, 250);
     const outcome = (await card.locator('.approval-outcome').innerText()).trim();
     assert.equal(outcome, 'No answer: the run was stopped.');
     assert.doesNotMatch(await card.innerText(), /Denied/);
-    const stopped = await editor.waitForDecoration(/^✗ /, RUN);
+    const stopped = await e2e.editor.waitForDecoration(/^✗ /, RUN);
     assert.equal(stopped.line, CELL2_LAST);
     await card.scrollIntoViewIfNeeded();
-    await wb.screenshot('43-approval-no-answer-stopped');
+    await e2e.wb.screenshot('43-approval-no-answer-stopped');
 
-    await wb.runCommand('CodeAct: Show Log');
+    await e2e.wb.runCommand('CodeAct: Show Log');
     let log = '';
     await waitUntil(
-      async () => /approval appr_\w+: tool send_note -> no answer: the run was stopped/.test((log = await wb.panelText().catch(() => ''))),
+      async () => /approval appr_\w+: tool send_note -> no answer: the run was stopped/.test((log = await e2e.wb.panelText().catch(() => ''))),
       UI,
       () => `the log never said "no answer: the run was stopped":\n${log.slice(-1500)}`,
       250,
     );
     assert.doesNotMatch(log, /send_note -> deny/);
-    await wb.screenshot('44-log-no-answer');
-    await wb.runCommand('View: Hide Panel');
+    await e2e.wb.screenshot('44-log-no-answer');
+    await e2e.wb.runCommand('View: Hide Panel');
   });
 
   it('with the panel hidden, the question comes as a modal dialog, and the status bar still says it waits', async () => {
-    await wb.runCommand('View: Close Primary Side Bar');
-    await wb.openFile(FILE);
-    await editor.focus();
-    await editor.clickCodeLens(CELL2, '▶ Run with Tools', UI);
-    const dialog = wb.page.locator('.monaco-dialog-box').filter({ hasText: 'allow the tool "send_note"' });
+    await e2e.wb.runCommand('View: Close Primary Side Bar');
+    await e2e.wb.openFile(FILE);
+    await e2e.editor.focus();
+    await e2e.editor.clickCodeLens(CELL2, '▶ Run with Tools', UI);
+    const dialog = e2e.wb.page.locator('.monaco-dialog-box').filter({ hasText: 'allow the tool "send_note"' });
     await dialog.waitFor({ state: 'visible', timeout: RUN });
     await statusItem().waitFor({ state: 'visible', timeout: UI });
     // The editor says so too, in place of the earlier run's stale result.
-    const waiting = await editor.waitForDecoration(/waiting for your approval/, UI);
+    const waiting = await e2e.editor.waitForDecoration(/waiting for your approval/, UI);
     assert.equal(waiting.line, CELL2_LAST);
-    assert.ok(!(await editor.decorations()).some((d) => d.line === CELL2_LAST && /^✗/.test(d.text)), 'the stopped run\'s result is gone while this one runs');
-    await wb.screenshot('45-approval-modal-panel-hidden');
+    assert.ok(!(await e2e.editor.decorations()).some((d) => d.line === CELL2_LAST && /^✗/.test(d.text)), 'the stopped run\'s result is gone while this one runs');
+    await e2e.wb.screenshot('45-approval-modal-panel-hidden');
     await new Promise((r) => setTimeout(r, TIMEOUT_S * 1000 + 1000));
     await dialog.getByRole('button', { name: 'Allow Once' }).click();
-    const done = await editor.waitForDecoration(/^✓ "NOTE-ACME-7-12"/, RUN);
+    const done = await e2e.editor.waitForDecoration(/^✓ "NOTE-ACME-7-12"/, RUN);
     assert.equal(done.line, CELL2_LAST);
   });
 });
