@@ -7,13 +7,9 @@
  * Screenshots go to test-artifacts/e2e/ (50-…). Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { skipUnlessE2E } from './support/env';
 import { waitUntil } from './support/procs';
-import { Workbench, launchChromium } from './support/workbench';
-import { makeWorkspace, SEND_NOTE_TOOL, type Workspace } from './support/workspace';
+import { useCodeServer } from './support/suite';
+import { makeWorkspace, SEND_NOTE_TOOL } from './support/workspace';
 
 const UI = 60_000;
 
@@ -32,69 +28,39 @@ const RAW = /data\/type|must be equal to one of the allowed values|must match a 
 
 describe('e2e: a broken codeact.tools entry says what to fix', function () {
   this.timeout(600_000);
-  let ws: Workspace | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace([SEND_NOTE_TOOL, BROKEN_TOOL]);
-    cs = await CodeServer.start({ vsix, workspace: ws.folder, name: 'declarations' });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-  });
-
-  after(async function () {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-declarations-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
-  });
+  const e2e = useCodeServer({ name: 'declarations', workspace: () => makeWorkspace([SEND_NOTE_TOOL, BROKEN_TOOL]), minWaitMs: UI });
 
   it('the notification names the tool, the field, the bad value, why and the fix, and how many tools are ready', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
-    await panel.frame(UI);
-    await wb.waitForNotification(/codeact\.tools/, UI);
-    const toast = (await wb.notifications()).find((n) => /codeact\.tools/.test(n.message))!;
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    await e2e.wb.waitForNotification(/codeact\.tools/, UI);
+    const toast = (await e2e.wb.notifications()).find((n) => /codeact\.tools/.test(n.message))!;
     assert.match(toast.message, /^CodeAct: A tool in codeact\.tools is broken and unavailable \(4 ready\)\./);
     assert.match(toast.message, EXPLAINED);
     assert.doesNotMatch(toast.message, RAW);
     assert.deepEqual(toast.buttons, ['Open Settings', 'Show Log']);
     // The other four tools are ready.
-    assert.match(await panel.text(), /4 tools ready, 1 broken/);
-    await wb.screenshot('50-broken-tool-notification');
-    await wb.clearNotifications();
+    assert.match(await e2e.panel.text(), /4 tools ready, 1 broken/);
+    await e2e.wb.screenshot('50-broken-tool-notification');
+    await e2e.wb.clearNotifications();
   });
 
   it('"CodeAct: Show Managed Tools" lists the broken entry with the same explanation; so does the log', async () => {
-    await wb.runCommand('CodeAct: Show Managed Tools');
-    const widget = wb.page.locator('.quick-input-widget');
+    await e2e.wb.runCommand('CodeAct: Show Managed Tools');
+    const widget = e2e.wb.page.locator('.quick-input-widget');
     const row = widget.locator('.monaco-list-row', { hasText: 'codeact.tools[4]' }).first();
     await row.waitFor({ state: 'visible', timeout: UI });
     const text = (await row.innerText()).replace(/\s+/g, ' ');
     assert.match(text, /search_orders/);
     assert.match(text, /"type": "objekt" is not a JSON Schema type/);
     assert.doesNotMatch(text, RAW);
-    await wb.screenshot('51-broken-tool-in-managed-tools');
-    await wb.dismissQuickInput();
+    await e2e.wb.screenshot('51-broken-tool-in-managed-tools');
+    await e2e.wb.dismissQuickInput();
 
-    await wb.runCommand('CodeAct: Show Log');
+    await e2e.wb.runCommand('CodeAct: Show Log');
     let log = '';
-    await waitUntil(async () => EXPLAINED.test((log = (await wb.panelText().catch(() => '')).replace(/\s+/g, ' '))), UI, () => `the log never explained the broken tool:\n${log.slice(-1500)}`, 250);
+    await waitUntil(async () => EXPLAINED.test((log = (await e2e.wb.panelText().catch(() => '')).replace(/\s+/g, ' '))), UI, () => `the log never explained the broken tool:\n${log.slice(-1500)}`, 250);
     assert.doesNotMatch(log, RAW);
-    await wb.screenshot('52-broken-tool-in-log');
+    await e2e.wb.screenshot('52-broken-tool-in-log');
   });
 });

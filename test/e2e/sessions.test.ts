@@ -10,14 +10,11 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { Editor } from './support/editor';
-import { artifactPath, skipUnlessE2E } from './support/env';
+import type { ChatPanel } from './support/chatPanel';
+import { artifactPath } from './support/env';
 import { waitUntil } from './support/procs';
-import { Workbench, launchChromium } from './support/workbench';
-import { makeWorkspace, type Workspace } from './support/workspace';
+import { useCodeServer } from './support/suite';
+import { makeWorkspace } from './support/workspace';
 
 /** UI conditions get at least a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -52,86 +49,62 @@ const DURATION = / · (\d+ ms|\d+\.\d\d? s)$/;
 
 describe('e2e: sessions — # %% cells build on one another; the variables view; Restart Session', function () {
   this.timeout(900_000);
-  let ws: Workspace | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-  let editor: Editor;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace();
-    writeFileSync(join(ws.folder, FILE), CELLS);
+  const e2e = useCodeServer({
+    name: 'sessions',
+    workspace: () => {
+      const ws = makeWorkspace();
+      writeFileSync(join(ws.folder, FILE), CELLS);
+      return ws;
+    },
     // No model is needed: Run with Tools runs the code itself.
-    cs = await CodeServer.start({ vsix, workspace: ws.folder, settings: { 'codeact.timeoutSeconds': 90 }, name: 'sessions' });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-    editor = new Editor(wb);
-  });
-
-  after(async function () {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-sessions-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
+    settings: { 'codeact.timeoutSeconds': 90 },
+    minWaitMs: UI,
   });
 
   it('runs cell 1, then cell 2 uses its variables and shows the value inline', async () => {
-    await wb.openFile(FILE);
-    await editor.focus();
+    await e2e.wb.openFile(FILE);
+    await e2e.editor.focus();
     // A "▶ Run with Tools" lens above each cell.
     await waitUntil(
-      async () => (await editor.codeLenses().catch(() => [])).filter((l) => l.title === '▶ Run with Tools').length === 2,
+      async () => (await e2e.editor.codeLenses().catch(() => [])).filter((l) => l.title === '▶ Run with Tools').length === 2,
       UI,
       () => 'the two "▶ Run with Tools" CodeLenses never showed',
       250,
     );
     assert.deepEqual(
-      (await editor.codeLenses()).filter((l) => l.title === '▶ Run with Tools').map((l) => l.line),
+      (await e2e.editor.codeLenses()).filter((l) => l.title === '▶ Run with Tools').map((l) => l.line),
       [CELL1_MARKER, CELL2_MARKER],
       'one lens above each # %% marker',
     );
 
     // Cell 1 with its CodeLens.
-    await editor.clickCodeLens(CELL1_MARKER, '▶ Run with Tools', UI);
-    const first = await editor.waitForDecoration(/^[✓✗]/, RUN);
+    await e2e.editor.clickCodeLens(CELL1_MARKER, '▶ Run with Tools', UI);
+    const first = await e2e.editor.waitForDecoration(/^[✓✗]/, RUN);
     assert.match(first.text, new RegExp(`^✓${DURATION.source}$`), `cell 1 ran (no value: its last statement is a print): ${first.text}`);
     assert.equal(first.line, CELL1_LAST, 'the result sits at the end of cell 1');
 
     // Cell 2 with its CodeLens (while a run is on, the lenses say "Stop"; this waits for "▶ Run with Tools").
-    await editor.clickCodeLens(CELL2_MARKER, '▶ Run with Tools', UI);
-    const second = await editor.waitForDecoration(/^✓ "total=/, RUN);
+    await e2e.editor.clickCodeLens(CELL2_MARKER, '▶ Run with Tools', UI);
+    const second = await e2e.editor.waitForDecoration(/^✓ "total=/, RUN);
     assert.match(second.text, new RegExp(`${DURATION.source}$`), 'the duration follows the value');
     assert.equal(second.text.replace(DURATION, ''), `✓ ${CELL2_VALUE}`, `cell 2 computed from cell 1's total, readings and mean: ${second.text}`);
     assert.equal(second.line, CELL2_LAST, 'the value sits at the end of cell 2');
-    assert.deepEqual(await editor.errorSquiggleLines(), [], 'no diagnostic');
-    await wb.screenshot('20-cells-inline-results');
+    assert.deepEqual(await e2e.editor.errorSquiggleLines(), [], 'no diagnostic');
+    await e2e.wb.screenshot('20-cells-inline-results');
 
-    const hover = await editor.hoverLine(CELL2_LAST);
+    const hover = await e2e.editor.hoverLine(CELL2_LAST);
     assert.match(hover, /completed/);
     assert.match(hover, /total=60, doubled=120, mean=20\.0/);
-    await wb.page.keyboard.press('Escape');
+    await e2e.wb.page.keyboard.press('Escape');
   });
 
   it('the chat panel\'s variables view lists the cell\'s variables with their types and summaries', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
-    await panel.frame(UI);
-    await waitUntil(async () => (await panel.variablesBadge().catch(() => '')) !== '', UI, () => 'the variables toggle never showed a count', 250);
-    const badge = await panel.variablesBadge();
-    await panel.openVariables(UI);
-    const rows = await panel.waitForVariables((r) => ['readings', 'total'].every((n) => r.some((v) => v.name === n)), 'readings and total', UI);
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    await waitUntil(async () => (await e2e.panel.variablesBadge().catch(() => '')) !== '', UI, () => 'the variables toggle never showed a count', 250);
+    const badge = await e2e.panel.variablesBadge();
+    await e2e.panel.openVariables(UI);
+    const rows = await e2e.panel.waitForVariables((r) => ['readings', 'total'].every((n) => r.some((v) => v.name === n)), 'readings and total', UI);
     const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
     assert.deepEqual(byName.readings, { name: 'readings', type: 'list', summary: '[10, 20, 30]' });
     assert.deepEqual(byName.total, { name: 'total', type: 'int', summary: '60' });
@@ -143,83 +116,83 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
       'the user\'s variables, sorted, and nothing of the guest\'s own',
     );
     assert.equal(badge, String(rows.length), 'the badge counts the variables');
-    const head = await panel.variablesHeader();
+    const head = await e2e.panel.variablesHeader();
     assert.deepEqual(head, { title: 'Variables', source: FILE, buttons: ['Refresh variables', 'Restart session'] }, 'the section names the document\'s session');
-    await (await panel.frame()).locator('section.variables-panel').scrollIntoViewIfNeeded();
-    await wb.screenshot('21-variables-view-dark');
-    await panel.sidebar.screenshot({ path: artifactPath('21b-variables-view-dark-sidebar') });
-    assert.deepEqual(await variablesLayoutProblems(panel), [], 'layout of the variables view at the default sidebar width');
+    await (await e2e.panel.frame()).locator('section.variables-panel').scrollIntoViewIfNeeded();
+    await e2e.wb.screenshot('21-variables-view-dark');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('21b-variables-view-dark-sidebar') });
+    assert.deepEqual(await variablesLayoutProblems(e2e.panel), [], 'layout of the variables view at the default sidebar width');
   });
 
   it('fits a narrow sidebar (300 px, and 240 px) and a light theme', async () => {
-    const before = await wb.sidebarWidth();
-    const narrow = await wb.setSidebarWidth(300);
+    const before = await e2e.wb.sidebarWidth();
+    const narrow = await e2e.wb.setSidebarWidth(300);
     assert.ok(Math.abs(narrow - 300) <= 12, `the sidebar is about 300 px wide (${narrow})`);
-    await panel.waitForVariables((r) => r.length === 4, 'its 4 rows at 300 px', UI);
-    await wb.screenshot('22-variables-view-300px');
-    assert.deepEqual(await variablesLayoutProblems(panel), [], 'layout of the variables view at 300 px');
+    await e2e.panel.waitForVariables((r) => r.length === 4, 'its 4 rows at 300 px', UI);
+    await e2e.wb.screenshot('22-variables-view-300px');
+    assert.deepEqual(await variablesLayoutProblems(e2e.panel), [], 'layout of the variables view at 300 px');
     // Narrower than VS Code's default for this window, where a user squeezes the sidebar.
-    const narrower = await wb.setSidebarWidth(240);
+    const narrower = await e2e.wb.setSidebarWidth(240);
     console.log(`      sidebar: ${before} px by default, then ${narrow} px and ${narrower} px by dragging its sash`);
     assert.ok(Math.abs(narrower - 240) <= 12, `the sidebar is about 240 px wide (${narrower})`);
-    await panel.waitForVariables((r) => r.length === 4, 'its 4 rows at 240 px', UI);
-    await wb.screenshot('22b-variables-view-240px');
-    assert.deepEqual(await variablesLayoutProblems(panel), [], 'layout of the variables view at 240 px');
-    await wb.setSidebarWidth(before);
+    await e2e.panel.waitForVariables((r) => r.length === 4, 'its 4 rows at 240 px', UI);
+    await e2e.wb.screenshot('22b-variables-view-240px');
+    assert.deepEqual(await variablesLayoutProblems(e2e.panel), [], 'layout of the variables view at 240 px');
+    await e2e.wb.setSidebarWidth(before);
 
-    await wb.setColorTheme('Light Modern', 'vs', UI);
-    const f = await panel.frame(UI);
+    await e2e.wb.setColorTheme('Light Modern', 'vs', UI);
+    const f = await e2e.panel.frame(UI);
     await waitUntil(() => f.evaluate(() => document.body.classList.contains('vscode-light')).catch(() => false), UI, () => 'the chat webview never switched to the light theme', 250);
-    await panel.waitForVariables((r) => r.length === 4, 'its 4 rows in the light theme', UI);
-    await wb.screenshot('23-variables-view-light');
-    await panel.sidebar.screenshot({ path: artifactPath('23b-variables-view-light-sidebar') });
-    await wb.setColorTheme('Dark Modern', 'vs-dark', UI);
+    await e2e.panel.waitForVariables((r) => r.length === 4, 'its 4 rows in the light theme', UI);
+    await e2e.wb.screenshot('23-variables-view-light');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('23b-variables-view-light-sidebar') });
+    await e2e.wb.setColorTheme('Dark Modern', 'vs-dark', UI);
   });
 
   it('"CodeAct: Restart Session" ends the session: cell 2 then fails with a NameError, inline', async () => {
-    await wb.clearNotifications();
-    await wb.runCommand('CodeAct: Restart Session');
+    await e2e.wb.clearNotifications();
+    await e2e.wb.runCommand('CodeAct: Restart Session');
     // With more than one live session the command asks which (this file's); with one it restarts it. Either
     // way it ends with a notification saying a live session was restarted.
     let asked = false;
     await waitUntil(
       async () => {
-        if (await wb.answerQuickPick('CodeAct: Restart Session', FILE)) asked = true;
-        return (await wb.notifications()).some((n) => /CodeAct: /.test(n.message) && /session/.test(n.message));
+        if (await e2e.wb.answerQuickPick('CodeAct: Restart Session', FILE)) asked = true;
+        return (await e2e.wb.notifications()).some((n) => /CodeAct: /.test(n.message) && /session/.test(n.message));
       },
       UI,
       () => 'Restart Session neither asked which session nor said what it did',
       250,
     );
-    const said = (await wb.notifications()).find((n) => /session/.test(n.message))!.message;
+    const said = (await e2e.wb.notifications()).find((n) => /session/.test(n.message))!.message;
     assert.match(said, /the Python session was restarted; its variables are gone/, `a live session was restarted${asked ? ' (picked from the list)' : ''}`);
     // The view follows: no variables, no count.
-    await panel.waitForVariables((r) => r.length === 0, 'no rows after the restart', UI);
-    await waitUntil(async () => (await panel.variablesBadge()) === '', UI, () => 'the count badge stayed after the restart', 250);
-    assert.match(await panel.variablesText(), /No live session|No variables/i);
-    await wb.screenshot('24-after-restart');
-    await wb.clearNotifications();
+    await e2e.panel.waitForVariables((r) => r.length === 0, 'no rows after the restart', UI);
+    await waitUntil(async () => (await e2e.panel.variablesBadge()) === '', UI, () => 'the count badge stayed after the restart', 250);
+    assert.match(await e2e.panel.variablesText(), /No live session|No variables/i);
+    await e2e.wb.screenshot('24-after-restart');
+    await e2e.wb.clearNotifications();
 
     // Cell 2 again, this time with the command and the cursor in the cell.
-    await wb.openFile(FILE);
-    await editor.goToLine(CELL2_USES_TOTAL);
-    await wb.runCommand('CodeAct: Run with Tools');
-    const failed = await editor.waitForDecoration(/^✗ /, RUN);
+    await e2e.wb.openFile(FILE);
+    await e2e.editor.goToLine(CELL2_USES_TOTAL);
+    await e2e.wb.runCommand('CodeAct: Run with Tools');
+    const failed = await e2e.editor.waitForDecoration(/^✗ /, RUN);
     assert.equal(failed.text.replace(DURATION, ''), "✗ NameError: name 'total' is not defined");
     assert.equal(failed.line, CELL2_LAST, 'the ✗ sits at the end of cell 2');
     // The diagnostic is on the line that uses `total`, not at the end of the cell.
-    await waitUntil(async () => (await editor.errorSquiggleLines()).includes(CELL2_USES_TOTAL), UI, () => 'no error squiggle on the line that uses total', 250);
-    const decos = await editor.decorations();
+    await waitUntil(async () => (await e2e.editor.errorSquiggleLines()).includes(CELL2_USES_TOTAL), UI, () => 'no error squiggle on the line that uses total', 250);
+    const decos = await e2e.editor.decorations();
     assert.ok(!decos.some((d) => d.text.includes('total=60')), `the old value is gone: ${JSON.stringify(decos)}`);
-    await wb.screenshot('25-nameerror-after-restart');
+    await e2e.wb.screenshot('25-nameerror-after-restart');
 
-    const hover = await editor.hoverLine(CELL2_LAST);
+    const hover = await e2e.editor.hoverLine(CELL2_LAST);
     assert.match(hover, /NameError: name 'total' is not defined/);
     assert.doesNotMatch(hover, /codeact_lib|codeact_guest|\/tmp\//, 'the traceback shows no frame of ours and no host path');
-    await wb.page.keyboard.press('Escape');
+    await e2e.wb.page.keyboard.press('Escape');
 
     // The fresh session holds none of the old names.
-    await panel.waitForVariables((r) => !r.some((v) => ['readings', 'total', 'mean'].includes(v.name)), 'none of the old variables', UI);
+    await e2e.panel.waitForVariables((r) => !r.some((v) => ['readings', 'total', 'mean'].includes(v.name)), 'none of the old variables', UI);
   });
 });
 

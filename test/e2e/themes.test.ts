@@ -9,19 +9,13 @@
  * Screenshots: test-artifacts/e2e/60-…. Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
-import { startServerFor } from '../support/wire/harness';
-import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
 import { textContrast, type ContrastSample } from './support/contrast';
-import { artifactPath, skipUnlessE2E } from './support/env';
+import { artifactPath } from './support/env';
 import { narrowLayoutProblems } from './support/layout';
 import { waitUntil } from './support/procs';
+import { useCodeServer } from './support/suite';
 import { THEMES, applyTheme } from './support/themes';
-import { Workbench, launchChromium } from './support/workbench';
-import { makeWorkspace, type Workspace } from './support/workspace';
 
 /** UI conditions get a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -59,49 +53,16 @@ return note
 
 describe('e2e: the panel narrow, light and high-contrast (issue 12, point 6)', function () {
   this.timeout(900_000);
-  let ws: Workspace | undefined;
-  let wire: WireServer | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace();
-    wire = await startServerFor('openai-compatible', 'openai');
-    cs = await CodeServer.start({
-      vsix,
-      workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
-      name: 'themes',
-    });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-  });
-
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    await wire?.close();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-themes-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
+  const e2e = useCodeServer({
+    name: 'themes',
+    wire: ['openai-compatible', 'openai'],
+    settings: (url) => ({ 'codeact.provider': 'openai-compatible', 'codeact.baseURL': url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 }),
+    minWaitMs: UI,
   });
 
   /** The texts below WCAG AA in the current theme. */
   async function lowContrast(): Promise<ContrastSample[]> {
-    const samples = await (await panel.frame()).evaluate(textContrast);
+    const samples = await (await e2e.panel.frame()).evaluate(textContrast);
     assert.ok(samples.length > 10, `the contrast scan found text to measure (${samples.length})`);
     return samples.filter((s) => s.ratio < s.needed);
   }
@@ -109,32 +70,32 @@ describe('e2e: the panel narrow, light and high-contrast (issue 12, point 6)', f
   const report = (bad: ContrastSample[]) => bad.map((s) => `${s.what}: ${s.ratio}:1 (${s.fg} on ${s.bg}, needs ${s.needed}:1)`).join('\n');
 
   it('the empty state: every text meets WCAG AA contrast in Dark Modern, Light Modern and both High Contrast themes', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
-    await (await panel.emptyState()).waitFor({ state: 'visible', timeout: UI });
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await (await e2e.panel.emptyState()).waitFor({ state: 'visible', timeout: UI });
     const failures: string[] = [];
     for (const theme of THEMES) {
-      await applyTheme(panel, theme);
+      await applyTheme(e2e.panel, theme);
       const bad = await lowContrast();
       if (bad.length) failures.push(`${theme.label}:\n${report(bad)}`);
-      await panel.sidebar.screenshot({ path: artifactPath(`60-empty-state-${theme.slug}`) });
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`60-empty-state-${theme.slug}`) });
     }
-    await applyTheme(panel, THEMES[0]);
+    await applyTheme(e2e.panel, THEMES[0]);
     assert.deepEqual(failures, [], `texts below WCAG AA contrast:\n${failures.join('\n\n')}`);
   });
 
   it('a conversation (code, tool calls, output, result, answer, approval, error): every text and badge meets WCAG AA in the four themes; code lines have no grey band', async () => {
-    wire!.push(turn().call('execute_tool_code', { code: SEARCH_CODE }), turn().text(ANSWER).with({ usage: { input: 1812, output: 164 } }));
-    await panel.send('Which ergonomic office chair under 600 EUR is in stock?');
-    assert.equal(await panel.waitForTurn(-1, ['completed'], 120_000), 'completed', await panel.text());
-    wire!.push(turn().call('execute_tool_code', { code: NOTE_CODE }), turn().text('Done: the note went to ACME-42.'));
-    await panel.send('Tell ACME-42 their quote is ready.');
-    await panel.decide('Allow once');
-    assert.equal(await panel.waitForTurn(-1, ['completed'], 120_000), 'completed', await panel.text());
-    wire!.push(fault.status(404));
-    await panel.send('And with the model I do not have?');
-    assert.equal(await panel.waitForTurn(-1, ['failed'], 120_000), 'failed', await panel.text());
-    await panel.openVariables(UI);
-    const f = await panel.frame();
+    e2e.wire.push(turn().call('execute_tool_code', { code: SEARCH_CODE }), turn().text(ANSWER).with({ usage: { input: 1812, output: 164 } }));
+    await e2e.panel.send('Which ergonomic office chair under 600 EUR is in stock?');
+    assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], 120_000), 'completed', await e2e.panel.text());
+    e2e.wire.push(turn().call('execute_tool_code', { code: NOTE_CODE }), turn().text('Done: the note went to ACME-42.'));
+    await e2e.panel.send('Tell ACME-42 their quote is ready.');
+    await e2e.panel.decide('Allow once');
+    assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], 120_000), 'completed', await e2e.panel.text());
+    e2e.wire.push(fault.status(404));
+    await e2e.panel.send('And with the model I do not have?');
+    assert.equal(await e2e.panel.waitForTurn(-1, ['failed'], 120_000), 'failed', await e2e.panel.text());
+    await e2e.panel.openVariables(UI);
+    const f = await e2e.panel.frame();
     // The first card's tool calls open, to measure their arguments and results too.
     await f.locator('section.card.exec').first().locator('li.tool-call summary').first().click();
 
@@ -148,37 +109,37 @@ describe('e2e: the panel narrow, light and high-contrast (issue 12, point 6)', f
 
     const failures: string[] = [];
     for (const theme of THEMES) {
-      await applyTheme(panel, theme);
+      await applyTheme(e2e.panel, theme);
       const bad = await lowContrast();
       if (bad.length) failures.push(`${theme.label}:\n${report(bad)}`);
-      await panel.scrollTo('section.card.exec');
-      await panel.sidebar.screenshot({ path: artifactPath(`61-conversation-${theme.slug}`) });
-      await panel.scrollTo('section.error-card', 'last');
-      await panel.sidebar.screenshot({ path: artifactPath(`61b-conversation-end-${theme.slug}`) });
+      await e2e.panel.scrollTo('section.card.exec');
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`61-conversation-${theme.slug}`) });
+      await e2e.panel.scrollTo('section.error-card', 'last');
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`61b-conversation-end-${theme.slug}`) });
     }
-    await applyTheme(panel, THEMES[0]);
+    await applyTheme(e2e.panel, THEMES[0]);
     assert.deepEqual(failures, [], `texts below WCAG AA contrast:\n${failures.join('\n\n')}`);
   });
 
   it('at 240 px and at VS Code\'s narrowest 170 px: nothing clipped sideways, one compact model control, durations in view, JSON whole tokens', async () => {
     // The variables section has its own narrow-width test (sessions.test.ts); here, the transcript.
-    await (await panel.variablesToggle()).click();
-    const before = await wb.sidebarWidth();
+    await (await e2e.panel.variablesToggle()).click();
+    const before = await e2e.wb.sidebarWidth();
     const problems: string[] = [];
     for (const want of [240, 170]) {
-      const got = await wb.setSidebarWidth(want);
+      const got = await e2e.wb.setSidebarWidth(want);
       assert.ok(Math.abs(got - want) <= 12, `the sidebar is about ${want} px wide (${got})`);
-      const f = await panel.frame();
+      const f = await e2e.panel.frame();
       await waitUntil(async () => (await f.evaluate(() => document.documentElement.clientWidth)) <= want, UI, () => `the webview never got ${want} px wide`, 200);
-      await panel.scrollTo('section.card.exec');
+      await e2e.panel.scrollTo('section.card.exec');
       for (const p of await f.evaluate(narrowLayoutProblems)) problems.push(`${want} px: ${p}`);
-      await panel.sidebar.screenshot({ path: artifactPath(`62-narrow-${want}px`) });
-      await panel.scrollTo('section.card.exec .result-section');
-      await panel.sidebar.screenshot({ path: artifactPath(`62b-narrow-${want}px-result`) });
-      await panel.scrollTo('section.error-card', 'last');
-      await panel.sidebar.screenshot({ path: artifactPath(`62c-narrow-${want}px-end`) });
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`62-narrow-${want}px`) });
+      await e2e.panel.scrollTo('section.card.exec .result-section');
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`62b-narrow-${want}px-result`) });
+      await e2e.panel.scrollTo('section.error-card', 'last');
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`62c-narrow-${want}px-end`) });
     }
-    await wb.setSidebarWidth(before);
+    await e2e.wb.setSidebarWidth(before);
     assert.deepEqual(problems, [], 'layout problems of the narrow panel');
   });
 });
