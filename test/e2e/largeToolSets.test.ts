@@ -17,20 +17,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import { COMPACT_TOKEN_BUDGET, estimateTextTokens } from '../../src/core/tools/modelTools';
 import { manyTools } from '../fixtures/mcp/manyToolsCatalog.mjs';
 import { SEARCH_CASES } from '../support/manyTools';
-import { startServerFor } from '../support/wire/harness';
-import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { Editor } from './support/editor';
-import { ROOT, artifactPath, skipUnlessE2E } from './support/env';
+import { ROOT, artifactPath } from './support/env';
 import { execCards, wheelTo, type ExecCardView } from './support/execCards';
 import { waitUntil } from './support/procs';
-import { Workbench, launchChromium } from './support/workbench';
+import { useCodeServer } from './support/suite';
 
 /** UI conditions get at least a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -113,112 +107,79 @@ const EXPECTED_RANKING = CASES.map(([q, want]) => `ok ${q} -> ${want}`);
 
 describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel', function () {
   this.timeout(900_000);
-  let ws: ToolsWorkspace | undefined;
-  let wire: WireServer | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-  let editor: Editor;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeToolsWorkspace();
-    wire = await startServerFor('openai-compatible', 'openai');
-    cs = await CodeServer.start({
-      vsix,
-      workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': wire.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 120 },
-      name: 'tools-300',
-    });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-    editor = new Editor(wb);
-  });
-
-  after(async function () {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    await wire?.close();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-300-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
+  const e2e = useCodeServer({
+    name: 'tools-300',
+    failureName: '300',
+    workspace: makeToolsWorkspace,
+    wire: ['openai-compatible', 'openai'],
+    settings: (url) => ({ 'codeact.provider': 'openai-compatible', 'codeact.baseURL': url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 120 }),
+    minWaitMs: UI,
   });
 
   it('the chat view counts the 300 declared tools', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
-    const empty = await panel.emptyState();
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    const empty = await e2e.panel.emptyState();
     await empty.waitFor({ state: 'visible', timeout: UI });
     assert.match(await empty.innerText(), /300 tools ready/);
   });
 
   it('Run with Tools: a # %% cell ranks the right tool first for 10 queries; the next imports one from tools, trips over a wrong keyword and calls it', async () => {
-    await wb.openFile(FILE);
-    await editor.focus();
+    await e2e.wb.openFile(FILE);
+    await e2e.editor.focus();
     await waitUntil(
-      async () => (await editor.codeLenses().catch(() => [])).filter((l) => l.title === '▶ Run with Tools').length === 2,
+      async () => (await e2e.editor.codeLenses().catch(() => [])).filter((l) => l.title === '▶ Run with Tools').length === 2,
       UI,
       () => 'the two "▶ Run with Tools" CodeLenses never showed',
       250,
     );
-    const turns = await panel.turnCount();
+    const turns = await e2e.panel.turnCount();
 
-    await editor.clickCodeLens(CELL1_MARKER, '▶ Run with Tools', UI);
-    const first = await editor.waitForDecoration(/^[✓✗]/, RUN);
+    await e2e.editor.clickCodeLens(CELL1_MARKER, '▶ Run with Tools', UI);
+    const first = await e2e.editor.waitForDecoration(/^[✓✗]/, RUN);
     assert.equal(first.text.replace(DURATION, ''), '✓ "10 of 10 ranked first"', `cell 1: ${first.text}`);
     assert.equal(first.line, CELL1_LAST);
-    await panel.waitForTurn(turns, ['completed'], RUN);
-    const [searchCard] = await execCards(panel, turns);
+    await e2e.panel.waitForTurn(turns, ['completed'], RUN);
+    const [searchCard] = await execCards(e2e.panel, turns);
     assert.deepEqual(rankedLines(searchCard.output), EXPECTED_RANKING);
     assertLookups(searchCard, CASES.length, 0, []);
     assert.equal(searchCard.toolsLabel.toLowerCase(), 'tool lookups · 10', 'ten lookups and no tool call');
-    await wb.screenshot('50-run-with-tools-search-cell');
+    await e2e.wb.screenshot('50-run-with-tools-search-cell');
 
-    await editor.clickCodeLens(CELL2_MARKER, '▶ Run with Tools', UI);
-    const second = await editor.waitForDecoration(/^[✓✗] \{/, RUN);
+    await e2e.editor.clickCodeLens(CELL2_MARKER, '▶ Run with Tools', UI);
+    const second = await e2e.editor.waitForDecoration(/^[✓✗] \{/, RUN);
     assert.equal(second.text.replace(DURATION, ''), '✓ {"ok":true,"message":"k8s_scale_deployment done"}', `cell 2: ${second.text}`);
     assert.equal(second.line, CELL2_LAST);
-    await panel.waitForTurn(turns + 1, ['completed'], RUN);
-    const [callCard] = await execCards(panel, turns + 1);
+    await e2e.panel.waitForTurn(turns + 1, ['completed'], RUN);
+    const [callCard] = await execCards(e2e.panel, turns + 1);
     const lines = callCard.output.split('\n').map((l) => l.trim()).filter(Boolean);
     assert.deepEqual(lines, [SCALE_SIGNATURE, `TypeError: ${SCALE_TYPE_ERROR}`], 'describe_tool, then the TypeError of the wrong keyword');
     // The wrong keyword never reached the host: one lookup and one real call, which succeeded.
     assertLookups(callCard, 1, 1, [['k8s_scale_deployment', 'tool', 'ok']]);
     assert.equal(callCard.toolsLabel.toLowerCase(), 'tool calls · 1 · 1 lookup');
 
-    const hover = await editor.hoverLine(CELL2_LAST);
+    const hover = await e2e.editor.hoverLine(CELL2_LAST);
     assert.match(hover, /did you mean 'replicas'/);
-    await wb.page.keyboard.press('Escape');
-    await wb.screenshot('51-run-with-tools-import-and-call');
+    await e2e.wb.page.keyboard.press('Escape');
+    await e2e.wb.screenshot('51-run-with-tools-import-and-call');
     // From here on a wider sidebar, so the screenshots show the cards' rows.
-    await wb.setSidebarWidth(560);
+    await e2e.wb.setSidebarWidth(560);
     // The first cell's run in the panel: ten quiet lookups; then the second's, with its one real call.
-    await wheelTo(panel, '.tools-section', 0, turns);
-    await panel.sidebar.screenshot({ path: artifactPath('52-run-with-tools-panel-lookups') });
-    await wheelTo(panel, '.tools-section', 0, turns + 1);
-    await panel.sidebar.screenshot({ path: artifactPath('52b-run-with-tools-panel-lookup-and-call') });
+    await wheelTo(e2e.panel, '.tools-section', 0, turns);
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('52-run-with-tools-panel-lookups') });
+    await wheelTo(e2e.panel, '.tools-section', 0, turns + 1);
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('52b-run-with-tools-panel-lookup-and-call') });
   });
 
   it('the panel: names only within the budget on the first request; the model\'s code searches, imports, trips over a keyword and calls the tool', async () => {
-    const before = wire!.turns.length;
-    wire!.push(turn().call('execute_tool_code', { code: PANEL_CODE }, { chunkSize: 80 }), turn().text('Rolled **web** back to its previous revision.'));
-    const turns = await panel.turnCount();
-    await panel.send('Roll the web deployment back to its previous revision.');
-    assert.equal(await panel.waitForTurn(turns, ['completed'], RUN), 'completed', await panel.text());
-    assert.equal(wire!.turns.length - before, 2);
+    const before = e2e.wire.turns.length;
+    e2e.wire.push(turn().call('execute_tool_code', { code: PANEL_CODE }, { chunkSize: 80 }), turn().text('Rolled **web** back to its previous revision.'));
+    const turns = await e2e.panel.turnCount();
+    await e2e.panel.send('Roll the web deployment back to its previous revision.');
+    assert.equal(await e2e.panel.waitForTurn(turns, ['completed'], RUN), 'completed', await e2e.panel.text());
+    assert.equal(e2e.wire.turns.length - before, 2);
 
     // The first request: execute_tool_code lists names and short descriptions, no schema, within budget.
-    const first = wire!.turns[before].body;
+    const first = e2e.wire.turns[before].body;
     assert.deepEqual(first.tools.map((t: { function: { name: string } }) => t.function.name), ['execute_tool_code']);
     const description: string = first.tools[0].function.description;
     const tokens = estimateTextTokens(description);
@@ -231,7 +192,7 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
     assert.ok(JSON.stringify(first).length < 40_000, `the whole first request is small: ${JSON.stringify(first).length} characters`);
 
     // What the code returned, as the model read it on the second request.
-    const tool = wire!.turns[before + 1].body.messages.find((m: { role: string }) => m.role === 'tool');
+    const tool = e2e.wire.turns[before + 1].body.messages.find((m: { role: string }) => m.role === 'tool');
     const summary = JSON.parse(tool.content) as { status: string; value: { misses: unknown[]; err: string; done: unknown }; stdout: string };
     assert.equal(summary.status, 'completed', tool.content);
     assert.deepEqual(summary.value.misses, [], 'search_tools ranked the right tool first for every query');
@@ -240,15 +201,15 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
     assert.deepEqual(rankedLines(summary.stdout), EXPECTED_RANKING);
 
     // The panel: ten quiet lookups, then the one real call; the answer.
-    const [card] = await execCards(panel, turns);
+    const [card] = await execCards(e2e.panel, turns);
     assert.equal(card.status, 'done');
     assert.deepEqual(rankedLines(card.output), EXPECTED_RANKING);
     assertLookups(card, CASES.length, 1, [['k8s_rollback_deployment', 'tool', 'ok']]);
     assert.equal(card.toolsLabel.toLowerCase(), 'tool calls · 1 · 10 lookups');
-    assert.match(await panel.lastAnswer(), /Rolled web back to its previous revision\./);
-    await wb.screenshot('53-panel-300-tools-answer');
-    await wheelTo(panel, '.tools-section', 0);
-    await panel.sidebar.screenshot({ path: artifactPath('54-panel-300-tools-lookups') });
+    assert.match(await e2e.panel.lastAnswer(), /Rolled web back to its previous revision\./);
+    await e2e.wb.screenshot('53-panel-300-tools-answer');
+    await wheelTo(e2e.panel, '.tools-section', 0);
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('54-panel-300-tools-lookups') });
   });
 });
 

@@ -14,17 +14,12 @@
  * Screenshots: test-artifacts/e2e/3x-, 4x-, 5x-…. Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import type { Browser, Frame } from 'playwright-core';
-import { startServerFor } from '../support/wire/harness';
-import type { WireServer } from '../support/wire/server';
+import type { Frame } from 'playwright-core';
 import { fault, turn } from '../support/wire/turn';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { Editor } from './support/editor';
-import { artifactPath, skipUnlessE2E } from './support/env';
+import { artifactPath } from './support/env';
 import { waitUntil } from './support/procs';
-import { Workbench, launchChromium } from './support/workbench';
-import { SEND_NOTE_TOOL, makeWorkspace, type Workspace } from './support/workspace';
+import { useCodeServer } from './support/suite';
+import { SEND_NOTE_TOOL, makeWorkspace } from './support/workspace';
 
 /** UI conditions get a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -39,74 +34,42 @@ time.sleep(240)
 
 describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 7, 8)', function () {
   this.timeout(900_000);
-  let ws: Workspace | undefined;
-  let wire: WireServer | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-  let editor: Editor;
-  /** Turns sent to the chat conversation so far (the history must count each). */
-  let chatTurns = 0;
-  let chatTitle = '';
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace([SEND_NOTE_TOOL, BROKEN_TOOL]);
-    wire = await startServerFor('openai');
-    cs = await CodeServer.start({
-      vsix,
-      workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai', 'codeact.model': 'gpt-5', 'codeact.baseURL': wire.url, 'codeact.timeoutSeconds': 90 },
-      // No OpenAI key anywhere: the user sets one from the panel.
-      env: { OPENAI_API_KEY: '' },
-      name: 'panel',
-    });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
-    editor = new Editor(wb);
-  });
-
-  after(async () => {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    await wire?.close();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-panel-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-      // DIAG
+  const e2e = useCodeServer({
+    name: 'panel',
+    workspace: () => makeWorkspace([SEND_NOTE_TOOL, BROKEN_TOOL]),
+    wire: ['openai'],
+    settings: (url) => ({ 'codeact.provider': 'openai', 'codeact.model': 'gpt-5', 'codeact.baseURL': url, 'codeact.timeoutSeconds': 90 }),
+    // No OpenAI key anywhere: the user sets one from the panel.
+    env: { OPENAI_API_KEY: '' },
+    minWaitMs: UI,
+    // DIAG
+    onFailure: async ({ cs, panel }) => {
       const { readdirSync, readFileSync } = await import('node:fs');
-      const dir = `${cs!.userDataDir}/User/globalStorage/codeact.codeact/conversations`;
+      const dir = `${cs.userDataDir}/User/globalStorage/codeact.codeact/conversations`;
       for (const file of (await import('node:fs')).existsSync(dir) ? readdirSync(dir) : []) {
         const lines = readFileSync(`${dir}/${file}`, 'utf8').split('\n');
         console.log('DIAG', file, lines[0].slice(0, 120), lines.filter((l) => /turn\.(started|ended)/.test(l)).map((l) => l.slice(0, 160)));
       }
       console.log('DIAG page', await (await panel.frame()).evaluate(() => { const a = (window as any).codeact.app; return JSON.stringify({ turns: a.model.turns.map((t: any) => [t.prompt, t.status, t.interrupted]), conv: a.conversationId, seq: a.seq, dom: document.querySelectorAll('article.turn').length }); }).catch((e) => String(e)));
-    }
+    },
   });
+  /** Turns sent to the chat conversation so far (the history must count each). */
+  let chatTurns = 0;
+  let chatTitle = '';
 
   /** Waits until the panel shows `n` turns (after a reload: the conversation came back). */
   async function waitForTurns(n: number): Promise<void> {
     let shown = 0;
-    await waitUntil(async () => (shown = await panel.turnCount().catch(() => 0)) === n, UI, () => `the panel shows ${shown} turns, not the conversation's ${n}`, 250);
+    await waitUntil(async () => (shown = await e2e.panel.turnCount().catch(() => 0)) === n, UI, () => `the panel shows ${shown} turns, not the conversation's ${n}`, 250);
   }
 
   const buttonsOf = async (card: ReturnType<Frame['locator']>) => (await card.locator('button').allInnerTexts()).map((b) => b.trim());
 
   it('point 8 and 5: the empty state counts "4 tools ready, 1 broken" and says why; examples use the workspace\'s tools; the walkthrough\'s tools step is done; one "new conversation" button', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
-    const empty = await panel.emptyState();
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    const empty = await e2e.panel.emptyState();
     await empty.waitFor({ state: 'visible', timeout: UI });
-    const f = await panel.frame();
+    const f = await e2e.panel.frame();
     const text = await empty.innerText();
     assert.match(text, /4 tools ready, 1 broken/);
     assert.doesNotMatch(text, /managed tools declared/);
@@ -121,64 +84,64 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
     assert.ok(!examples.some((e) => /revenue|late/.test(e)), 'no examples about tools this workspace does not have');
 
     const inPage = await f.getByRole('button', { name: /^new conversation$/i }).count();
-    const inTitle = await wb.page.locator('.part.sidebar [aria-label^="New Conversation"]').count();
+    const inTitle = await e2e.wb.page.locator('.part.sidebar [aria-label^="New Conversation"]').count();
     assert.equal(inPage + inTitle, 1, `one "new conversation" button (panel: ${inPage}, view title: ${inTitle})`);
-    await panel.sidebar.screenshot({ path: artifactPath('30-empty-state-broken-tool') });
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('30-empty-state-broken-tool') });
 
-    await wb.runCommand('Welcome: Open Walkthrough...');
-    const walkthrough = wb.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Get started with CodeAct' });
+    await e2e.wb.runCommand('Welcome: Open Walkthrough...');
+    const walkthrough = e2e.wb.page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Get started with CodeAct' });
     await walkthrough.waitFor({ state: 'visible', timeout: UI });
     await walkthrough.click();
-    const step = wb.page.locator('button.getting-started-step[data-step-id$="declareTools"]');
+    const step = e2e.wb.page.locator('button.getting-started-step[data-step-id$="declareTools"]');
     await step.waitFor({ state: 'visible', timeout: UI });
     await waitUntil(async () => (await step.getAttribute('aria-checked')) === 'true', UI, () => 'the walkthrough\'s "Declare managed tools" step is not done although the workspace declares tools');
-    await wb.screenshot('31-walkthrough-tools-step-done');
-    await wb.closeActiveEditor();
+    await e2e.wb.screenshot('31-walkthrough-tools-step-done');
+    await e2e.wb.closeActiveEditor();
   });
 
   it('point 4: no key — the card says it in VS Code\'s words, once, with Set API Key… and Retry; no toast is left once the key is saved', async () => {
-    await wb.runCommand('CodeAct: Open Chat');
+    await e2e.wb.runCommand('CodeAct: Open Chat');
     chatTitle = 'Which chairs are in stock?';
-    await panel.send(chatTitle);
+    await e2e.panel.send(chatTitle);
     chatTurns++;
-    assert.equal(await panel.waitForTurn(-1, ['failed'], UI), 'failed');
-    const f = await panel.frame();
+    assert.equal(await e2e.panel.waitForTurn(-1, ['failed'], UI), 'failed');
+    const f = await e2e.panel.frame();
     const card = f.locator('section.error-card').last();
     const message = await card.locator('.error-message').innerText();
     assert.match(message, /No API key for OpenAI/);
     assert.match(message, /Set API Key…/, 'the message names the button that fixes it');
     assert.doesNotMatch(message, /\(CLI\)/, 'no CLI advice in VS Code');
     assert.deepEqual(await buttonsOf(card), ['Set API Key…', 'Retry', 'Show Log']);
-    const all = await panel.text();
+    const all = await e2e.panel.text();
     assert.equal(all.split('No API key for OpenAI').length - 1, 1, 'the message is said once in the panel');
     assert.equal((await f.locator('article.turn').last().locator('.turn-status').innerText()).trim(), 'Failed', 'the footer names the outcome, not the message again');
-    assert.deepEqual((await wb.notifications()).filter((n) => /API key/.test(n.message)), [], 'no toast repeats the card');
-    await panel.sidebar.screenshot({ path: artifactPath('32-no-key-card') });
+    assert.deepEqual((await e2e.wb.notifications()).filter((n) => /API key/.test(n.message)), [], 'no toast repeats the card');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('32-no-key-card') });
 
     await card.getByRole('button', { name: 'Set API Key…' }).click();
-    await waitUntil(() => wb.answerQuickPick('CodeAct: Set API Key', 'OpenAI'), UI, () => 'Set API Key… did not ask which provider', 250);
-    const input = wb.page.locator('.quick-input-widget input.input');
+    await waitUntil(() => e2e.wb.answerQuickPick('CodeAct: Set API Key', 'OpenAI'), UI, () => 'Set API Key… did not ask which provider', 250);
+    const input = e2e.wb.page.locator('.quick-input-widget input.input');
     await input.waitFor({ state: 'visible', timeout: UI });
     await input.fill('sk-e2e-typed-by-the-user');
     await input.press('Enter');
-    await wb.waitForNotification(/OpenAI key is saved/, UI);
-    assert.deepEqual((await wb.notifications()).filter((n) => /No API key/.test(n.message)), [], 'no "no key" toast is left once the key is saved');
-    await wb.clearNotifications();
+    await e2e.wb.waitForNotification(/OpenAI key is saved/, UI);
+    assert.deepEqual((await e2e.wb.notifications()).filter((n) => /No API key/.test(n.message)), [], 'no "no key" toast is left once the key is saved');
+    await e2e.wb.clearNotifications();
 
-    wire!.push(turn().text('Two chairs are in stock: the ErgoFlex and the ErgoFlex Pro.'));
-    const before = wire!.turns.length;
+    e2e.wire.push(turn().text('Two chairs are in stock: the ErgoFlex and the ErgoFlex Pro.'));
+    const before = e2e.wire.turns.length;
     await card.getByRole('button', { name: 'Retry' }).click();
     chatTurns++;
-    assert.equal(await panel.waitForTurn(-1, ['completed'], UI), 'completed', await panel.text());
-    assert.equal(wire!.turns.length, before + 1);
-    assert.equal(wire!.turns.at(-1)!.headers.authorization, 'Bearer sk-e2e-typed-by-the-user');
+    assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], UI), 'completed', await e2e.panel.text());
+    assert.equal(e2e.wire.turns.length, before + 1);
+    assert.equal(e2e.wire.turns.at(-1)!.headers.authorization, 'Bearer sk-e2e-typed-by-the-user');
   });
 
   it('point 4: retries carry one counter and go away; the last error no longer promises retries and offers Retry; the footer keeps the model whole', async () => {
-    for (let i = 0; i < 4; i++) wire!.push(fault.status(429, { retryAfter: 1 }));
-    await panel.send('Quote two ErgoFlex chairs for ACME-42');
+    for (let i = 0; i < 4; i++) e2e.wire.push(fault.status(429, { retryAfter: 1 }));
+    await e2e.panel.send('Quote two ErgoFlex chairs for ACME-42');
     chatTurns++;
-    const f = await panel.frame();
+    const f = await e2e.panel.frame();
     const retry = f.locator('.notice-line:visible', { hasText: /attempt/ });
     let seen = '';
     await waitUntil(
@@ -193,9 +156,9 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
     );
     assert.equal(seen.match(/attempt/g)?.length, 1, `one counter: ${seen}`);
     assert.match(seen, /Retrying in \d+(\.\d)? s/);
-    await panel.sidebar.screenshot({ path: artifactPath('33-retrying') });
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('33-retrying') });
 
-    assert.equal(await panel.waitForTurn(-1, ['failed'], UI), 'failed');
+    assert.equal(await e2e.panel.waitForTurn(-1, ['failed'], UI), 'failed');
     assert.equal(await retry.count(), 0, 'the retry notice went away when the turn ended');
     const card = f.locator('section.error-card').last();
     const message = await card.locator('.error-message').innerText();
@@ -206,43 +169,43 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
     assert.equal((await footer.locator('.turn-status').innerText()).trim(), 'Failed');
     const modelLines = await footer.locator('.turn-meta').evaluate((el) => new Set(Array.from(el.firstElementChild?.getClientRects() ?? [], (r) => Math.round(r.top))).size);
     assert.equal(modelLines, 1, 'the model name is on one line');
-    await panel.sidebar.screenshot({ path: artifactPath('34-rate-limited-card') });
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('34-rate-limited-card') });
 
-    wire!.push(turn().text('Quote Q-1001 is ready: 2 × ErgoFlex, 578.00 EUR.'));
+    e2e.wire.push(turn().text('Quote Q-1001 is ready: 2 × ErgoFlex, 578.00 EUR.'));
     await card.getByRole('button', { name: 'Retry' }).click();
     chatTurns++;
-    assert.equal(await panel.waitForTurn(-1, ['completed'], UI), 'completed');
+    assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], UI), 'completed');
   });
 
   it('point 4: an unknown model offers Select Model… and "Open Settings: Model", which opens the Settings editor at codeact.model', async () => {
-    wire!.push(fault.status(404, { message: 'The model `gpt-5` does not exist or you do not have access to it.', code: 'model_not_found' }));
-    await panel.send('Summarise the quote');
+    e2e.wire.push(fault.status(404, { message: 'The model `gpt-5` does not exist or you do not have access to it.', code: 'model_not_found' }));
+    await e2e.panel.send('Summarise the quote');
     chatTurns++;
-    assert.equal(await panel.waitForTurn(-1, ['failed'], UI), 'failed');
-    const card = (await panel.frame()).locator('section.error-card').last();
+    assert.equal(await e2e.panel.waitForTurn(-1, ['failed'], UI), 'failed');
+    const card = (await e2e.panel.frame()).locator('section.error-card').last();
     assert.deepEqual(await buttonsOf(card), ['Select Model…', 'Open Settings: Model', 'Show Log']);
     await card.getByRole('button', { name: 'Open Settings: Model' }).click();
-    const row = wb.page.locator('.settings-editor [data-key="codeact.model"]').first();
+    const row = e2e.wb.page.locator('.settings-editor [data-key="codeact.model"]').first();
     await row.waitFor({ state: 'visible', timeout: UI });
-    const query = await wb.page.locator('.settings-editor .suggest-input-container .view-lines').innerText();
+    const query = await e2e.wb.page.locator('.settings-editor .suggest-input-container .view-lines').innerText();
     assert.match(query.replace(/\u00a0/g, ' '), /codeact\.model/);
-    await wb.screenshot('35-open-settings-at-model');
-    await wb.closeActiveEditor();
+    await e2e.wb.screenshot('35-open-settings-at-model');
+    await e2e.wb.closeActiveEditor();
   });
 
   it('point 7: Run with Tools writes into a conversation named after the file, the panel follows the new card, and the history counts every turn', async () => {
-    await wb.openFile('order_desk.py');
-    await editor.focus();
-    await wb.runCommand('CodeAct: Run with Tools');
-    assert.match((await editor.waitForDecoration(/✓|✗/, 120_000)).text, /^✓ /);
-    const f = await panel.frame();
+    await e2e.wb.openFile('order_desk.py');
+    await e2e.editor.focus();
+    await e2e.wb.runCommand('CodeAct: Run with Tools');
+    assert.match((await e2e.editor.waitForDecoration(/✓|✗/, 120_000)).text, /^✓ /);
+    const f = await e2e.panel.frame();
     await waitUntil(async () => (await f.locator('.conv-title').innerText()) === 'order_desk.py', UI, () => 'the panel did not switch to the "order_desk.py" conversation');
-    assert.equal(await panel.turnCount(), 1, 'the run is the only turn of its conversation');
+    assert.equal(await e2e.panel.turnCount(), 1, 'the run is the only turn of its conversation');
     assert.match(await f.locator('article.turn .user-msg').innerText(), /Run with Tools[\s\S]*order_desk\.py/);
 
     // Again, from the bottom of the conversation: the panel follows the new card.
-    await wb.runCommand('CodeAct: Run with Tools');
-    await panel.waitForTurn(1, ['completed'], 120_000);
+    await e2e.wb.runCommand('CodeAct: Run with Tools');
+    await e2e.panel.waitForTurn(1, ['completed'], 120_000);
     await waitUntil(
       () =>
         f.evaluate(() => {
@@ -255,9 +218,9 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
       () => 'the new card of the second run is not in view',
       200,
     );
-    await panel.sidebar.screenshot({ path: artifactPath('40-run-with-tools-conversation') });
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('40-run-with-tools-conversation') });
 
-    const entries = await panel.history();
+    const entries = await e2e.panel.history();
     const runs = entries.filter((e) => e.title === 'order_desk.py');
     assert.equal(runs.length, 1, `one conversation for the file: ${JSON.stringify(entries)}`);
     assert.match(runs[0].meta, /\b2 turns\b/);
@@ -265,24 +228,24 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
     const chat = entries.find((e) => e.title === chatTitle);
     assert.ok(chat, `the chat conversation is in the history: ${JSON.stringify(entries)}`);
     assert.match(chat.meta, new RegExp(`\\b${chatTurns} turns\\b`), `every turn of the chat counts (failed ones too): ${chat.meta}`);
-    await panel.sidebar.screenshot({ path: artifactPath('41-history-counts') });
-    await panel.closeHistory();
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('41-history-counts') });
+    await e2e.panel.closeHistory();
   });
 
   it('point 2: a reload keeps the open conversation, scrolled where it was, and shows the run it cut off as interrupted', async () => {
     // Back to the chat, and a slow run.
-    await panel.history();
-    await (await panel.frame()).locator('aside.history-panel .history-open', { hasText: chatTitle }).click();
-    await waitUntil(async () => (await panel.turnCount()) === chatTurns, UI, () => 'the chat conversation did not reopen');
-    wire!.push(turn().call('execute_tool_code', { code: SLOW_CODE }));
-    await panel.send('Run the slow report');
+    await e2e.panel.history();
+    await (await e2e.panel.frame()).locator('aside.history-panel .history-open', { hasText: chatTitle }).click();
+    await waitUntil(async () => (await e2e.panel.turnCount()) === chatTurns, UI, () => 'the chat conversation did not reopen');
+    e2e.wire.push(turn().call('execute_tool_code', { code: SLOW_CODE }));
+    await e2e.panel.send('Run the slow report');
     chatTurns++;
-    await panel.waitForText(/slow report started/, UI);
+    await e2e.panel.waitForText(/slow report started/, UI);
     // The user scrolls up to read the second turn.
-    await panel.scrollTo('article.turn:nth-of-type(2)');
+    await e2e.panel.scrollTo('article.turn:nth-of-type(2)');
     await new Promise((r) => setTimeout(r, 800));
     const top = async () =>
-      (await panel.frame()).evaluate(() => {
+      (await e2e.panel.frame()).evaluate(() => {
         const view = document.querySelector('.scroller')!.getBoundingClientRect();
         const first = Array.from(document.querySelectorAll<HTMLElement>('article.turn')).find((t) => t.getBoundingClientRect().bottom > view.top + 1);
         return first?.getAttribute('aria-label') ?? '';
@@ -290,11 +253,11 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
     const before = await top();
     assert.equal(before, 'Turn 2');
 
-    await wb.page.reload();
-    await wb.page.waitForSelector('.monaco-workbench', { timeout: UI });
-    if (!(await panel.sidebar.isVisible())) await wb.runCommand('CodeAct: Open Chat');
+    await e2e.wb.page.reload();
+    await e2e.wb.page.waitForSelector('.monaco-workbench', { timeout: UI });
+    if (!(await e2e.panel.sidebar.isVisible())) await e2e.wb.runCommand('CodeAct: Open Chat');
     await waitForTurns(chatTurns);
-    const f = await panel.frame();
+    const f = await e2e.panel.frame();
     assert.equal(await f.locator('.conv-title').innerText(), chatTitle);
     const last = f.locator('article.turn').last();
     await waitUntil(async () => (await last.getAttribute('data-interrupted')) === 'true', UI, () => 'the run the reload cut off is not shown as interrupted');
@@ -302,23 +265,23 @@ describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 
     assert.notEqual(await last.getAttribute('data-status'), 'running');
     let after = '';
     await waitUntil(async () => (after = await top()) === before, UI, () => `the view came back at ${after}, not at ${before}`);
-    await panel.sidebar.screenshot({ path: artifactPath('50-reload-keeps-conversation') });
-    await panel.scrollTo('article.turn:last-of-type');
-    await panel.sidebar.screenshot({ path: artifactPath('51-reload-interrupted-turn') });
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('50-reload-keeps-conversation') });
+    await e2e.panel.scrollTo('article.turn:last-of-type');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('51-reload-interrupted-turn') });
   });
 
   it('point 2: without the page\'s saved state (a new window, a reset view), the host still brings the conversation back', async () => {
-    await (await panel.frame()).evaluate(() => {
+    await (await e2e.panel.frame()).evaluate(() => {
       // The page's own memory goes: what VS Code keeps for the view is emptied and no longer written.
       const app = (window as unknown as { codeact: { app: { api: { setState(s: unknown): void } } } }).codeact.app;
       app.api.setState(undefined);
       app.api.setState = () => {};
     });
-    await wb.page.reload();
-    await wb.page.waitForSelector('.monaco-workbench', { timeout: UI });
-    if (!(await panel.sidebar.isVisible())) await wb.runCommand('CodeAct: Open Chat');
+    await e2e.wb.page.reload();
+    await e2e.wb.page.waitForSelector('.monaco-workbench', { timeout: UI });
+    if (!(await e2e.panel.sidebar.isVisible())) await e2e.wb.runCommand('CodeAct: Open Chat');
     await waitForTurns(chatTurns);
-    assert.equal(await (await panel.frame()).locator('.conv-title').innerText(), chatTitle);
-    await panel.sidebar.screenshot({ path: artifactPath('52-reload-without-page-state') });
+    assert.equal(await (await e2e.panel.frame()).locator('.conv-title').innerText(), chatTitle);
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('52-reload-without-page-state') });
   });
 });
