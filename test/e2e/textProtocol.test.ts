@@ -9,18 +9,13 @@
  * Screenshots go to test-artifacts/e2e/ (40-…). Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import type { Browser } from 'playwright-core';
-import { startServerFor } from '../support/wire/harness';
-import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { messagesOf, systemOf, toolsOf } from '../support/textWire';
-import { ChatPanel } from './support/chatPanel';
-import { CodeServer, packageExtension } from './support/codeServer';
-import { artifactPath, skipUnlessE2E } from './support/env';
+import { artifactPath } from './support/env';
 import { execCards, noticeLines, wheelTo } from './support/execCards';
-import { throttle, type Throttle } from './support/throttle';
-import { Workbench, launchChromium } from './support/workbench';
-import { makeWorkspace, type Workspace } from './support/workspace';
+import { useCodeServer } from './support/suite';
+import { throttle } from './support/throttle';
+import { makeWorkspace } from './support/workspace';
 
 /** UI conditions get at least a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -41,67 +36,36 @@ const ANSWER = 'There are **85** LED desk lamps on hand (SKU LMP-LED-010).';
 
 describe('e2e: text protocol — a model whose server rejects tools, in the chat panel', function () {
   this.timeout(600_000);
-  let ws: Workspace | undefined;
-  let wire: WireServer | undefined;
-  let slow: Throttle | undefined;
-  let cs: CodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench;
-  let panel: ChatPanel;
-
-  before(async function () {
-    skipUnlessE2E(this);
-    this.timeout(300_000);
-    const vsix = await packageExtension();
-    ws = makeWorkspace(undefined, 'codeact-e2e-text-');
-    wire = await startServerFor('openai-compatible', 'ollama');
+  const e2e = useCodeServer({
+    name: 'text-protocol',
+    failureName: 'text',
+    workspace: () => makeWorkspace(undefined, 'codeact-e2e-text-'),
+    wire: ['openai-compatible', 'ollama'],
     // Events reach the extension 30 ms apart, so the blocks visibly stream into their cards.
-    slow = await throttle(wire, 30);
-    cs = await CodeServer.start({
-      vsix,
-      workspace: ws.folder,
-      settings: { 'codeact.provider': 'openai-compatible', 'codeact.baseURL': slow.url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 },
-      name: 'text-protocol',
-    });
-    browser = await launchChromium();
-    wb = await Workbench.open(browser, cs.folderUrl);
-    wb.minWaitMs = UI;
-    await wb.trustFolder();
-    panel = new ChatPanel(wb);
+    proxy: (wire) => throttle(wire, 30),
+    settings: (url) => ({ 'codeact.provider': 'openai-compatible', 'codeact.baseURL': url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 }),
+    minWaitMs: UI,
     // A wider sidebar than the default, so the screenshots show the cards' code and tool rows.
-    await wb.setSidebarWidth(520);
-  });
-
-  after(async function () {
-    await browser?.close().catch(() => undefined);
-    await cs?.stop();
-    await slow?.close();
-    await wire?.close();
-    ws?.dispose();
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state === 'failed' && wb) {
-      const path = await wb.screenshot(`failed-text-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
-      console.log(`      screenshot of the failure: ${path}`);
-    }
+    setup: async ({ wb }) => {
+      await wb.setSidebarWidth(520);
+    },
   });
 
   it('says once that the model takes no tools, runs two ```python blocks (one fails, one recovers with two tools) and answers; no tools after the rejection', async () => {
-    wire!.push(
+    e2e.wire.push(
       fault.status(400, { message: REJECTION }),
       turn().text(`I will look the lamp up in the inventory.\n\n\`\`\`python\n${FAIL_CODE}\n\`\`\`\n`, { chunkSize: 6 }),
       turn().text(`That was not a SKU. I will search the catalog first.\n\`\`\`python\n${RECOVER_CODE}\n\`\`\``, { chunkSize: 6 }),
       turn().text(ANSWER, { chunkSize: 5 }),
     );
-    await wb.runCommand('CodeAct: Open Chat');
-    await panel.frame(UI);
-    await panel.send('How many LED desk lamps are on hand?');
-    const status = await panel.waitForTurn(-1, ['completed'], TURN);
-    assert.equal(status, 'completed', await panel.text());
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    await e2e.panel.send('How many LED desk lamps are on hand?');
+    const status = await e2e.panel.waitForTurn(-1, ['completed'], TURN);
+    assert.equal(status, 'completed', await e2e.panel.text());
 
     // The requests the server received: tools once (rejected), then none, the text system prompt and the observations.
-    const requests = wire!.turns;
+    const requests = e2e.wire.turns;
     assert.equal(requests.length, 4, `four requests: ${requests.map((r) => r.path).join(', ')}`);
     assert.ok(toolsOf('openai-compatible', requests[0].body), 'the first request offered execute_tool_code');
     assert.equal(requests[0].body.tools[0].function.name, 'execute_tool_code');
@@ -119,11 +83,11 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
     assert.match(fourth.at(-1)!.text, /Returned value: 85/);
 
     // The panel: one notice, two code cards (failed, then done) with their tool calls, and the answer.
-    const notices = await noticeLines(panel);
+    const notices = await noticeLines(e2e.panel);
     assert.equal(notices.length, 1, JSON.stringify(notices));
     assert.match(notices[0], new RegExp(`"${MODEL.replace(/[.:]/g, '\\$&')}" does not accept tools \\(function calling\\): ${REJECTION}. Continuing without tools`));
     assert.doesNotMatch(notices[0], /Retrying in/, 'a change of course, not a retry');
-    const cards = await execCards(panel);
+    const cards = await execCards(e2e.panel);
     assert.deepEqual(cards.map((c) => c.status), ['failed', 'done']);
     assert.deepEqual(cards.map((c) => normalise(c.code)), [FAIL_CODE, RECOVER_CODE]);
     assert.deepEqual(cards[0].tools.map((t) => [t.name, t.kind, t.status]), [['check_inventory', 'tool', 'error']]);
@@ -134,30 +98,30 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
     assert.equal(cards[1].toolsLabel.toLowerCase(), 'tool calls · 2');
     assert.match(cards[1].output, /LMP-LED-010 Arc LED Desk Lamp Lyon/);
     // The prose before each block, then the answer, as messages; no raw fence left in them (the blocks became cards).
-    const messages = (await panel.lastAnswer()).split('\n').filter(Boolean);
+    const messages = (await e2e.panel.lastAnswer()).split('\n').filter(Boolean);
     assert.deepEqual(messages, ['I will look the lamp up in the inventory.', 'That was not a SKU. I will search the catalog first.', 'There are 85 LED desk lamps on hand (SKU LMP-LED-010).']);
 
-    await wb.screenshot('40-text-protocol-answer');
+    await e2e.wb.screenshot('40-text-protocol-answer');
     // The notice and the failed run, from the top of the turn; then the run that recovered.
-    await wheelTo(panel, '.notice-line');
-    await panel.sidebar.screenshot({ path: artifactPath('41-text-protocol-notice-and-failed-run') });
-    await wheelTo(panel, 'section.card.exec', -1);
-    await panel.sidebar.screenshot({ path: artifactPath('42-text-protocol-recovered-run') });
+    await wheelTo(e2e.panel, '.notice-line');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('41-text-protocol-notice-and-failed-run') });
+    await wheelTo(e2e.panel, 'section.card.exec', -1);
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('42-text-protocol-recovered-run') });
   });
 
   it('the next turn starts without tools: the rejection is remembered for this model', async () => {
-    const before = wire!.turns.length;
-    const turns = await panel.turnCount();
-    wire!.push(turn().text('Yes: 85 on hand, in the inventory a moment ago.'));
-    await panel.send('Sure?');
-    assert.equal(await panel.waitForTurn(turns, ['completed'], TURN), 'completed', await panel.text());
-    assert.equal(wire!.turns.length - before, 1, 'one request, no second try with tools');
-    assert.equal(toolsOf('openai-compatible', wire!.turns.at(-1)!.body), undefined);
-    const history = messagesOf('openai-compatible', wire!.turns.at(-1)!.body);
+    const before = e2e.wire.turns.length;
+    const turns = await e2e.panel.turnCount();
+    e2e.wire.push(turn().text('Yes: 85 on hand, in the inventory a moment ago.'));
+    await e2e.panel.send('Sure?');
+    assert.equal(await e2e.panel.waitForTurn(turns, ['completed'], TURN), 'completed', await e2e.panel.text());
+    assert.equal(e2e.wire.turns.length - before, 1, 'one request, no second try with tools');
+    assert.equal(toolsOf('openai-compatible', e2e.wire.turns.at(-1)!.body), undefined);
+    const history = messagesOf('openai-compatible', e2e.wire.turns.at(-1)!.body);
     assert.deepEqual(history.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
     assert.match(history[1].text, /```python\nstock = await call_tool\("check_inventory"/, 'the earlier code goes back as a ```python block');
-    assert.deepEqual(await noticeLines(panel), [], 'no second notice');
-    assert.match(await panel.lastAnswer(), /Yes: 85 on hand/);
+    assert.deepEqual(await noticeLines(e2e.panel), [], 'no second notice');
+    assert.match(await e2e.panel.lastAnswer(), /Yes: 85 on hand/);
   });
 });
 
