@@ -79,7 +79,12 @@ describe('e2e: an approval waits for the person', function () {
     const waiting = await e2e.editor.waitForDecoration(/waiting for your approval/, UI);
     assert.match(waiting.text, /^⚑ waiting for your approval of "send_note"/);
     assert.equal(waiting.line, CELL1_LAST, 'at the end of the running cell');
-    await waitUntil(async () => (await e2e.editor.codeLenses()).some((l) => l.title.includes('Approve "send_note"…') && l.line === CELL1), UI, () => 'no "Approve" CodeLens above the cell', 250);
+    await waitUntil(
+      async () => (await e2e.editor.codeLenses()).some((l) => l.title.includes('Approve "send_note"…') && l.line === CELL1),
+      UI,
+      () => 'no "Approve" CodeLens above the cell',
+      250,
+    );
     await statusItem().waitFor({ state: 'visible', timeout: UI });
     assert.match(await statusItem().innerText(), /CodeAct: approve "send_note"\?/);
     await e2e.wb.screenshot('40-approval-waiting-inline-and-status-bar');

@@ -59,7 +59,12 @@ describe('e2e: a broken codeact.tools entry says what to fix', function () {
 
     await e2e.wb.runCommand('CodeAct: Show Log');
     let log = '';
-    await waitUntil(async () => EXPLAINED.test((log = (await e2e.wb.panelText().catch(() => '')).replace(/\s+/g, ' '))), UI, () => `the log never explained the broken tool:\n${log.slice(-1500)}`, 250);
+    await waitUntil(
+      async () => EXPLAINED.test((log = (await e2e.wb.panelText().catch(() => '')).replace(/\s+/g, ' '))),
+      UI,
+      () => `the log never explained the broken tool:\n${log.slice(-1500)}`,
+      250,
+    );
     assert.doesNotMatch(log, RAW);
     await e2e.wb.screenshot('52-broken-tool-in-log');
   });
