@@ -55,6 +55,7 @@ export interface CodeServerSuiteOptions {
 
 /** A suite without a model server: the user settings, if any, are fixed. */
 export interface NoModelSuiteOptions extends CodeServerSuiteOptions {
+  /** The user settings (on top of code-server's base settings); none by default. */
   settings?: Record<string, unknown>;
 }
 
