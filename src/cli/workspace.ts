@@ -38,7 +38,7 @@ const FLAG_SETTINGS: Record<string, { key: string; kind: 'string' | 'number' }> 
   protocol: { key: 'agent.protocol', kind: 'string' },
   'max-turns': { key: 'maxTurns', kind: 'number' },
   runtime: { key: 'runtime', kind: 'string' },
-  'jupyter-url': { key: 'jupyter.url', kind: 'string' },
+  'jupyter-url': { key: 'jupyter.serverURL', kind: 'string' },
   'jupyter-kernel': { key: 'jupyter.kernelName', kind: 'string' },
   timeout: { key: 'timeoutSeconds', kind: 'number' },
   sandbox: { key: 'sandbox.kind', kind: 'string' },

@@ -106,4 +106,21 @@ describe('e2e: the Settings editor reads "Base URL" (issue 12, point 8)', functi
     await e2e.wb.screenshot('36-settings-base-url');
     await e2e.wb.closeActiveEditor();
   });
+
+  it('the Jupyter server setting reads "Server URL" (codeact.jupyter.serverURL; the old key read "Url")', async () => {
+    await e2e.wb.runCommand('Preferences: Open Settings (UI)');
+    const search = e2e.wb.page.locator('.settings-editor .suggest-input-container .monaco-editor').first();
+    await search.waitFor({ state: 'visible', timeout: UI });
+    await search.click();
+    await e2e.wb.page.keyboard.press('ControlOrMeta+A');
+    await e2e.wb.page.keyboard.type('codeact.jupyter.serverURL');
+    const row = e2e.wb.page.locator('.settings-editor .settings-tree-container [data-key="codeact.jupyter.serverURL"]').first();
+    await row.waitFor({ state: 'visible', timeout: UI });
+    const { category, label } = await labelOf(row);
+    assert.equal(label, 'Server URL');
+    assert.match(category, /jupyter/i);
+    await row.hover();
+    await e2e.wb.screenshot('36c-settings-jupyter-server-url');
+    await e2e.wb.closeActiveEditor();
+  });
 });

@@ -65,6 +65,12 @@ describe('configuration: one resolver for both hosts', () => {
       trusted: true,
     },
     {
+      name: 'the old codeact.jupyter.url key: the user\'s counts, an untrusted workspace\'s does not',
+      user: { 'codeact.runtime': 'jupyter', 'codeact.jupyter.url': 'http://127.0.0.1:8888/' },
+      workspace: { 'codeact.jupyter.url': 'http://attacker.example:8888/' },
+      trusted: false,
+    },
+    {
       name: 'the old codeact.python key',
       user: { 'codeact.python': '/usr/bin/python3' },
       workspace: { 'codeact.approval.reviewCode': true },
@@ -102,6 +108,16 @@ describe('configuration: one resolver for both hosts', () => {
     // An OpenAI-compatible server's URL may come from a trusted workspace, not an untrusted one.
     assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseUrl, 'http://127.0.0.1:11434/v1');
     assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseUrl, undefined);
+  });
+
+  it('still reads the old codeact.jupyter.url, under the same policy; the new key wins where both are set', () => {
+    const old = resolve({ runtime: { user: 'jupyter' }, 'jupyter.url': { user: 'http://127.0.0.1:8888/' } });
+    assert.equal(old.config.jupyterUrl, 'http://127.0.0.1:8888/');
+    assert.equal(old.origins['jupyter.serverURL'], 'user');
+    const untrusted = resolve({ 'jupyter.url': { workspace: 'http://attacker.example/' } }, false);
+    assert.equal(untrusted.config.jupyterUrl, undefined);
+    assert.deepEqual(untrusted.ignored.map((i) => `${i.key}: ${i.reason}`), ['codeact.jupyter.url: the folder is not trusted']);
+    assert.equal(resolve({ 'jupyter.serverURL': { workspace: 'http://new.example/' }, 'jupyter.url': { workspace: 'http://old.example/' } }).config.jupyterUrl, 'http://new.example/');
   });
 
   it('still reads the old codeact.baseUrl, under the same policy, in both hosts\' readers', () => {

@@ -43,7 +43,7 @@ describe('extension manifest', () => {
   it('supports untrusted workspaces only in a limited way, restricting tools, runtime and interpreter settings', () => {
     const u = pkg.capabilities.untrustedWorkspaces;
     assert.equal(u.supported, 'limited');
-    for (const key of ['codeact.tools', 'codeact.runtime', 'codeact.python', 'codeact.jupyter.url', 'codeact.sandbox.kind']) assert.ok(u.restrictedConfigurations.includes(key), key);
+    for (const key of ['codeact.tools', 'codeact.runtime', 'codeact.python', 'codeact.jupyter.serverURL', 'codeact.jupyter.url', 'codeact.sandbox.kind']) assert.ok(u.restrictedConfigurations.includes(key), key);
   });
 
   it('gives every setting a markdownDescription, and a full schema for codeact.tools', () => {

@@ -67,7 +67,7 @@ describe('vscode runtime cache (fake seams)', () => {
   }
 
   it('a Jupyter runtime is keyed by its URL, kernel and token (a new token takes effect on the next run)', async () => {
-    const { apis, cache, state } = setup({ runtime: 'jupyter', 'jupyter.url': 'http://127.0.0.1:8888' });
+    const { apis, cache, state } = setup({ runtime: 'jupyter', 'jupyter.serverURL': 'http://127.0.0.1:8888' });
     state.token = 'one';
     const a = await cache.get();
     assert.equal(apis.last!.config.jupyter?.token, 'one');

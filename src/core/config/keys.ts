@@ -49,7 +49,8 @@ export const SETTINGS = {
   'sandbox.network': { type: 'boolean', default: false, trust: 'trusted' },
   'sandbox.mountWorkspace': { type: 'string', default: 'none', enum: ['none', 'readonly', 'readwrite'], trust: 'trusted' },
   'sandbox.limits': { type: 'object', default: { memory: '2g', cpuSeconds: 300, processes: 256, fileSize: '256m', openFiles: 1024 }, trust: 'trusted' },
-  'jupyter.url': { type: 'string', default: '', trust: 'trusted' },
+  // "serverURL": the Settings editor reads it "Jupyter: Server URL" (the older "jupyter.url" read "Jupyter: Url").
+  'jupyter.serverURL': { type: 'string', default: '', trust: 'trusted' },
   'jupyter.kernelName': { type: 'string', default: 'python3', trust: 'trusted' },
   'jupyter.sessionPolicy': { type: 'string', default: 'conversation', enum: ['conversation', 'execution'], trust: 'any' },
   'openaiCompatible.supportsTools': { type: 'boolean', default: true, trust: 'any' },
@@ -73,6 +74,7 @@ export type SettingName = keyof typeof SETTINGS;
 export const LEGACY_KEYS: Readonly<Record<string, SettingName>> = {
   python: 'python.path',
   baseUrl: 'baseURL',
+  'jupyter.url': 'jupyter.serverURL',
 };
 
 /** Settings a workspace value of which counts only when the folder is trusted (VS Code's restrictedConfigurations). */

@@ -173,7 +173,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     sandboxNetwork: pick('sandbox.network'),
     mountWorkspace: pick('sandbox.mountWorkspace'),
     limits: limitsRaw as EngineConfig['limits'],
-    jupyterUrl: pick<string>('jupyter.url') || undefined,
+    jupyterUrl: pick<string>('jupyter.serverURL') || undefined,
     jupyterKernel: pick<string>('jupyter.kernelName') || 'python3',
     jupyterSessionPolicy: pick('jupyter.sessionPolicy'),
     compatibleSupportsTools: pick('openaiCompatible.supportsTools'),

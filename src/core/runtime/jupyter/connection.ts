@@ -31,7 +31,7 @@ export const TOKEN_HINT =
   'Set it with the "CodeAct: Set Jupyter Token" command (stored in VS Code\'s SecretStorage), or in the ' +
   'CODEACT_JUPYTER_TOKEN environment variable for the CLI. The token is never read from settings.json.';
 
-export const URL_HINT = 'Check that the server is running and that codeact.jupyter.url (CLI: --jupyter-url) points to it.';
+export const URL_HINT = 'Check that the server is running and that codeact.jupyter.serverURL (CLI: --jupyter-url) points to it.';
 
 /** Normalises a server URL to its base (`http(s)://host:port/base/`), or throws a JupyterError. */
 export function normaliseBaseUrl(raw: string): string {
