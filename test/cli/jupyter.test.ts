@@ -43,7 +43,7 @@ describe('CLI on the Jupyter runtime', function () {
   it('exits 2 when --runtime jupyter has no URL', async () => {
     const r = await codeact(['run', '-', '--runtime', 'jupyter'], {}, 'return 1');
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /codeact\.jupyter\.url|--jupyter-url/);
+    assert.match(r.stderr, /codeact\.jupyter\.serverURL|--jupyter-url/);
   });
 
   it('codeact chat --runtime jupyter keeps one kernel per conversation, so later code builds on earlier state', async () => {

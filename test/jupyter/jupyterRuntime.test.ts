@@ -522,7 +522,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       const item = await rt.execute({ code: '1' });
       assert.equal(item.error?.type, 'JupyterUnreachable');
       assert.match(item.error?.message ?? '', /Cannot reach the Jupyter server at http:\/\/127\.0\.0\.1:\d+\/ \(ECONNREFUSED\)/);
-      assert.match(item.error?.message ?? '', /codeact\.jupyter\.url/);
+      assert.match(item.error?.message ?? '', /codeact\.jupyter\.serverURL/);
     });
 
     it('an unknown kernel name lists the kernels the server has', async () => {
