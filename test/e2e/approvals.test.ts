@@ -11,12 +11,10 @@
  * Screenshots go to test-artifacts/e2e/ (40-…). Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Locator } from 'playwright-core';
 import { waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
-import { makeWorkspace } from './support/workspace';
+import { makeWorkspaceWith } from './support/workspace';
 
 const UI = 60_000;
 const RUN = 120_000;
@@ -51,11 +49,7 @@ describe('e2e: an approval waits for the person', function () {
   this.timeout(900_000);
   const e2e = useCodeServer({
     name: 'approvals',
-    workspace: () => {
-      const ws = makeWorkspace();
-      writeFileSync(join(ws.folder, FILE), CELLS);
-      return ws;
-    },
+    workspace: () => makeWorkspaceWith({ [FILE]: CELLS }),
     settings: { 'codeact.timeoutSeconds': TIMEOUT_S },
     minWaitMs: UI,
   });

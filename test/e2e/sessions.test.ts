@@ -8,13 +8,11 @@
  * Screenshots go to test-artifacts/e2e/ (20-…). Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ChatPanel } from './support/chatPanel';
 import { artifactPath } from './support/env';
 import { waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
-import { makeWorkspace } from './support/workspace';
+import { makeWorkspaceWith } from './support/workspace';
 
 /** UI conditions get at least a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -51,11 +49,7 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
   this.timeout(900_000);
   const e2e = useCodeServer({
     name: 'sessions',
-    workspace: () => {
-      const ws = makeWorkspace();
-      writeFileSync(join(ws.folder, FILE), CELLS);
-      return ws;
-    },
+    workspace: () => makeWorkspaceWith({ [FILE]: CELLS }),
     // No model is needed: Run with Tools runs the code itself.
     settings: { 'codeact.timeoutSeconds': 90 },
     minWaitMs: UI,

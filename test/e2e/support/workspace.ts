@@ -62,3 +62,10 @@ export function makeWorkspace(extraTools: object[] = [SEND_NOTE_TOOL], prefix = 
   writeFileSync(settingsPath, text);
   return { folder, dispose: () => rmSync(parent, { recursive: true, force: true }) };
 }
+
+/** `makeWorkspace()` with more files in the folder (name relative to it -> text): a test's own script or cells. */
+export function makeWorkspaceWith(files: Record<string, string>): Workspace {
+  const ws = makeWorkspace();
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(ws.folder, name), text);
+  return ws;
+}
