@@ -17,10 +17,36 @@ export interface LogsOutput {
   stream?: 'stderr';
 }
 
+/** An image a hosted sandbox (OpenAI, Anthropic, Gemini) produced. Our own runtimes send `display` outputs. */
 export interface ImageOutput {
   type: 'image';
   /** A data URL (`data:image/png;base64,…`) or a URL the provider gave. */
   url: string;
+}
+
+/**
+ * A rich output of our own runtimes (the local guest and Jupyter): one display of the IPython display
+ * protocol, as Jupyter's `display_data` and `execute_result` messages carry it: `display()`, a plot, the
+ * last expression of the code when it is not JSON. `data` maps MIME types to their content: text types
+ * (`text/plain`, `text/html`, `text/markdown`, `text/latex`, `image/svg+xml`) as strings, binary types
+ * (`image/png`, `image/jpeg`, `image/gif`, `image/webp`) as base64 without a `data:` prefix, JSON types
+ * (`application/json`, `*+json`) as JSON values. Readers pick the richest type they can show safely
+ * (src/common/displays.ts).
+ */
+export interface DisplayOutput {
+  type: 'display';
+  data: Record<string, unknown>;
+  /** Jupyter's metadata of the display, for example `{"image/png": {"width": 640, "height": 480}}`. */
+  metadata?: Record<string, unknown>;
+  /** The last expression of the code (Jupyter's `execute_result`); absent for `display()` and plots. */
+  result?: boolean;
+  /** IPython's display id: a later display with the same id and `update` replaces this one. */
+  display_id?: string;
+  /**
+   * Compact text for the model where the bundle's own text would not do: a table's shape, columns and head
+   * as markdown (never its HTML).
+   */
+  summary?: string;
 }
 
 export interface FileOutput {
@@ -34,7 +60,7 @@ export interface FileOutput {
   bytes?: number;
 }
 
-export type CodeOutput = LogsOutput | ImageOutput | FileOutput;
+export type CodeOutput = LogsOutput | DisplayOutput | ImageOutput | FileOutput;
 
 export interface ExecutionError {
   /** The exception type, for example `ZeroDivisionError`, or a host category such as `Timeout`. */
@@ -142,6 +168,24 @@ export interface FunctionCallOutputItem {
   name?: string;
   output: string;
   is_error?: boolean;
+  /**
+   * Images the execution showed, for a model that can see them. Each adapter sends them in its provider's
+   * own shape with the result; which ones go in a request (and which become a short text stand-in) is
+   * decided per request (src/core/providers/shared/history.ts).
+   */
+  images?: AttachedImage[];
+}
+
+/** An image an execution showed, kept with the function call's output for the model. */
+export interface AttachedImage {
+  /** `image/png`, `image/jpeg`, `image/gif` or `image/webp`. */
+  mime_type: string;
+  /** Base64, without a `data:` prefix. */
+  data: string;
+  width?: number;
+  height?: number;
+  /** Where it came from, for the stand-in once it is no longer attached: "execution 3". */
+  source: string;
 }
 
 export interface MessageItem {
@@ -208,6 +252,13 @@ export interface FunctionArgsDelta { type: 'response.function_call_arguments.del
 export interface FunctionArgsDone { type: 'response.function_call_arguments.done'; item_id: string; call_id?: string; name?: string; arguments: string }
 
 export interface OutputDelta { type: 'codeact.output.delta'; item_id: string; stream: StreamName; delta: string }
+
+/**
+ * A rich output of a running local or Jupyter execution, in order with its `codeact.output.delta` text
+ * (print, plot, print arrive in that order). `update`: it replaces the earlier display of the execution with
+ * the same `display_id` (IPython's `update_display_data`), where it stands.
+ */
+export interface OutputDisplay { type: 'codeact.output.display'; item_id: string; output: DisplayOutput; update?: boolean }
 
 /**
  * `kind: "discovery"` marks the guest's tool-discovery calls (`search_tools`, `describe_tool`, under the
@@ -278,6 +329,7 @@ export type CodeActEvent =
   | FunctionArgsDelta
   | FunctionArgsDone
   | OutputDelta
+  | OutputDisplay
   | ToolCallStarted
   | ToolCallCompleted
   | ApprovalRequested

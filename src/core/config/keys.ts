@@ -55,6 +55,15 @@ export const SETTINGS = {
   'jupyter.sessionPolicy': { type: 'string', default: 'conversation', enum: ['conversation', 'execution'], trust: 'any' },
   'openaiCompatible.supportsTools': { type: 'boolean', default: true, trust: 'any' },
   'openaiCompatible.contextWindow': { type: 'number', default: 32768, minimum: 1, trust: 'any' },
+  // Models of the OpenAI-compatible server that take images (off by default: most local models do not).
+  'openaiCompatible.visionModels': { type: 'array', default: [], trust: 'any' },
+  // Rich outputs (display(), plots, tables): caps per display and per execution, in MB of the bundle.
+  'outputs.maxDisplayMB': { type: 'number', default: 2, minimum: 0.01, maximum: 12, trust: 'any' },
+  'outputs.maxExecutionMB': { type: 'number', default: 12, minimum: 0.01, maximum: 256, trust: 'any' },
+  'plots.highDPI': { type: 'boolean', default: false, trust: 'any' },
+  // What reaches a vision model in one request: the newest images up to these caps.
+  'vision.maxImages': { type: 'number', default: 6, minimum: 0, maximum: 100, trust: 'any' },
+  'vision.maxMB': { type: 'number', default: 8, minimum: 0, maximum: 64, trust: 'any' },
   'hosted.memoryLimit': { type: 'string', default: '1g', enum: ['1g', '4g', '16g', '64g'], trust: 'any' },
   'hosted.anthropicToolVersion': {
     type: 'string',

@@ -66,6 +66,16 @@ export interface EngineConfig {
   jupyterSessionPolicy: 'conversation' | 'execution';
   compatibleSupportsTools: boolean;
   compatibleContextWindow: number;
+  /** OpenAI-compatible models that take images ("*" for all). */
+  compatibleVisionModels: string[];
+  /** Rich outputs: the cap of one display, and of all displays of one execution, in bytes. */
+  maxDisplayBytes: number;
+  maxExecutionDisplayBytes: number;
+  /** Plots at twice the pixel density. */
+  plotsHighDPI: boolean;
+  /** At most this many images, and bytes of images, in one request to a vision model. */
+  visionMaxImages: number;
+  visionMaxBytes: number;
   hostedMemoryLimit: '1g' | '4g' | '16g' | '64g';
   anthropicToolVersion: string;
   inlineResults: boolean;
@@ -88,6 +98,7 @@ export interface ResolveOptions {
 
 const FIRST_PARTY: readonly string[] = PROVIDERS.filter((p) => p.firstParty).map((p) => p.id);
 const APPROVAL_ORDER = ['auto', 'ask', 'deny'];
+const MB = 1024 * 1024;
 const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 function typeError(key: SettingKey, value: unknown): string | undefined {
@@ -178,6 +189,12 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     jupyterSessionPolicy: pick('jupyter.sessionPolicy'),
     compatibleSupportsTools: pick('openaiCompatible.supportsTools'),
     compatibleContextWindow: pick('openaiCompatible.contextWindow'),
+    compatibleVisionModels: pick<unknown[]>('openaiCompatible.visionModels', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names')).slice(0, 200) as string[],
+    maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
+    maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
+    plotsHighDPI: pick('plots.highDPI'),
+    visionMaxImages: Math.floor(pick<number>('vision.maxImages')),
+    visionMaxBytes: Math.round(pick<number>('vision.maxMB') * MB),
     hostedMemoryLimit: pick('hosted.memoryLimit'),
     anthropicToolVersion: pick('hosted.anthropicToolVersion'),
     inlineResults: pick('inlineResults'),

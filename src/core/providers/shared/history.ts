@@ -5,6 +5,7 @@
  */
 import type { FunctionCallItem, FunctionCallOutputItem, OutputItem } from '../../../common/events';
 import type { ConversationItem, ProviderId } from './types';
+import { displayModelText } from '../../../common/displays';
 
 /**
  * A neutral text rendering of a hosted item another provider produced (for cross-provider history).
@@ -14,7 +15,9 @@ export function foreignItemText(item: OutputItem): string | undefined {
   if (isLocalRuntimeItem(item)) return undefined;
   if (item.type === 'code_interpreter_call') {
     const out = item.outputs
-      .map((o) => (o.type === 'logs' ? (o.stream === 'stderr' ? `[stderr]\n${o.logs}` : o.logs) : o.type === 'image' ? '[image]' : `[file ${o.filename ?? o.file_id ?? ''}]`))
+      .map((o) =>
+        o.type === 'logs' ? (o.stream === 'stderr' ? `[stderr]\n${o.logs}` : o.logs) : o.type === 'image' ? '[image]' : o.type === 'display' ? displayModelText(o) : `[file ${o.filename ?? o.file_id ?? ''}]`,
+      )
       .join('\n');
     return `[Code I ran in the ${item.runtime} sandbox]\n\`\`\`\n${item.code}\n\`\`\`\n[Output${item.exit_code != null ? `, exit code ${item.exit_code}` : ''}]\n${out}`;
   }

@@ -1,0 +1,179 @@
+/**
+ * Reading rich outputs (`DisplayOutput`, the IPython display protocol's MIME bundles) the same way
+ * everywhere: which MIME type to show, the raster image of a display, its pixel size, and the compact text
+ * the model reads for it. Pure functions over plain data: no Node, no DOM (the panel, the CLI, the notebook
+ * export and the providers' history builders all use them).
+ */
+import type { CodeInterpreterCallItem, CodeOutput, DisplayOutput } from './events';
+
+/** Raster image types a browser and the vision models take. */
+export const RASTER_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+
+/** What the panel can draw, richest first (Jupyter's order, less what it cannot draw safely). */
+export const PANEL_MIME_ORDER = [
+  'text/html',
+  'text/markdown',
+  'image/svg+xml',
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp',
+  'text/latex',
+  'application/json',
+  'text/plain',
+] as const;
+
+export function isDisplay(o: CodeOutput): o is DisplayOutput {
+  return o.type === 'display';
+}
+
+/** The text of a MIME value: a string, or Jupyter's list of lines. */
+export function mimeText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join('');
+  return undefined;
+}
+
+/** The first type of `order` the bundle has a usable value for. */
+export function preferredMime(data: Record<string, unknown>, order: readonly string[] = PANEL_MIME_ORDER): string | undefined {
+  for (const mime of order) {
+    if (!(mime in data)) continue;
+    const v = data[mime];
+    if (mime === 'application/json' || mime.endsWith('+json')) {
+      if (v !== undefined) return mime;
+    } else if (mimeText(v) !== undefined) return mime;
+  }
+  return undefined;
+}
+
+export interface RasterImage {
+  mime: (typeof RASTER_MIMES)[number];
+  /** Base64, no whitespace. */
+  data: string;
+}
+
+/** The raster image of a display (PNG first), if it has one. */
+export function rasterImage(d: DisplayOutput): RasterImage | undefined {
+  for (const mime of RASTER_MIMES) {
+    const v = mimeText(d.data[mime]);
+    if (v) return { mime, data: v.replace(/\s+/g, '') };
+  }
+  return undefined;
+}
+
+/** A data URL for the image of a display: raster, else SVG (shown as an image, never as inline SVG). */
+export function displayImageUrl(d: DisplayOutput): string | undefined {
+  const raster = rasterImage(d);
+  if (raster) return `data:${raster.mime};base64,${raster.data}`;
+  const svg = mimeText(d.data['image/svg+xml']);
+  if (svg) return `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
+  return undefined;
+}
+
+/** Bytes a base64 string decodes to. */
+export function base64Bytes(b64: string): number {
+  const n = b64.length;
+  const pad = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((n * 3) / 4) - pad);
+}
+
+function decodeHead(b64: string, bytes: number): Uint8Array {
+  const chars = Math.min(b64.length, Math.ceil(bytes / 3) * 4);
+  let bin: string;
+  try {
+    bin = atob(b64.slice(0, chars - (chars % 4)));
+  } catch {
+    return new Uint8Array(0);
+  }
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** Width and height of a PNG, GIF or JPEG from its first bytes (no full decode); undefined if unknown. */
+export function imageSize(mime: string, b64: string): { width: number; height: number } | undefined {
+  if (mime === 'image/png') {
+    const b = decodeHead(b64, 24);
+    if (b.length < 24 || b[12] !== 0x49 || b[13] !== 0x48 || b[14] !== 0x44 || b[15] !== 0x52) return undefined;
+    const width = ((b[16] << 24) | (b[17] << 16) | (b[18] << 8) | b[19]) >>> 0;
+    const height = ((b[20] << 24) | (b[21] << 16) | (b[22] << 8) | b[23]) >>> 0;
+    return { width, height };
+  }
+  if (mime === 'image/gif') {
+    const b = decodeHead(b64, 10);
+    if (b.length < 10) return undefined;
+    return { width: b[6] | (b[7] << 8), height: b[8] | (b[9] << 8) };
+  }
+  if (mime === 'image/jpeg') {
+    // Walk the segments to the first start-of-frame marker (bounded: the head of the file only).
+    const b = decodeHead(b64, 65536);
+    let i = 2;
+    for (let steps = 0; i + 9 < b.length && steps < 512; steps++) {
+      if (b[i] !== 0xff) return undefined;
+      const marker = b[i + 1];
+      const len = (b[i + 2] << 8) | b[i + 3];
+      if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+        return { height: (b[i + 5] << 8) | b[i + 6], width: (b[i + 7] << 8) | b[i + 8] };
+      }
+      i += 2 + len;
+    }
+  }
+  return undefined;
+}
+
+/** "640×480" when the size is known. */
+export function sizeLabel(size: { width?: number; height?: number } | undefined): string {
+  return size?.width && size?.height ? `${size.width}×${size.height}` : '';
+}
+
+const MODEL_TEXT_CAP = 4000;
+
+function capped(text: string, cap: number): string {
+  return text.length > cap ? `${text.slice(0, cap)}\n…[${(text.length - cap).toLocaleString('en-US')} more characters not shown]` : text;
+}
+
+/**
+ * What the model reads for a display, as text: the compact summary (a table's shape, columns and head), else
+ * markdown, plain text or LaTeX; an image or HTML without text says what the user was shown. Never HTML.
+ */
+export function displayModelText(d: DisplayOutput, cap = MODEL_TEXT_CAP): string {
+  if (typeof d.summary === 'string' && d.summary) return capped(d.summary, cap);
+  const raster = rasterImage(d);
+  if (raster) {
+    const size = sizeLabel(imageSize(raster.mime, raster.data));
+    return `[image${size ? ` ${size}` : ''}, ${raster.mime.slice(6).toUpperCase()}]`;
+  }
+  if (mimeText(d.data['image/svg+xml']) !== undefined) return '[SVG image]';
+  for (const mime of ['text/markdown', 'text/plain', 'text/latex']) {
+    const t = mimeText(d.data[mime]);
+    if (t !== undefined) return capped(t, cap);
+  }
+  const json = d.data['application/json'];
+  if (json !== undefined) {
+    let text: string;
+    try {
+      text = JSON.stringify(json);
+    } catch {
+      text = String(json);
+    }
+    return capped(text ?? 'null', cap);
+  }
+  if (mimeText(d.data['text/html']) !== undefined) return '[HTML output shown to the user]';
+  const types = Object.keys(d.data).slice(0, 5);
+  return `[a display of ${types.length ? types.join(', ') : 'no data'}]`;
+}
+
+/** The displays of an execution, in order. */
+export function displaysOf(item: CodeInterpreterCallItem): DisplayOutput[] {
+  return (item.outputs ?? []).filter(isDisplay);
+}
+
+/** How many images an execution showed: raster and SVG displays, and hosted sandboxes' images. */
+export function imageCount(item: CodeInterpreterCallItem): number {
+  let n = 0;
+  for (const o of item.outputs ?? []) {
+    if (o.type === 'image') n++;
+    else if (o.type === 'display' && (rasterImage(o) || mimeText(o.data['image/svg+xml']) !== undefined)) n++;
+  }
+  return n;
+}
