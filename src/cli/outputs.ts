@@ -106,7 +106,9 @@ export class OutputSaver {
     try {
       mkdirSync(dir, { recursive: true });
     } catch (e) {
-      throw new UsageError(`--outputs ${dir}: cannot create the folder (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}).`);
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' || code === 'ENOTDIR') throw new UsageError(`--outputs ${dir} is not a folder.`);
+      throw new UsageError(`--outputs ${dir}: cannot create the folder (${code ?? (e as Error).message}).`);
     }
     if (!statSync(dir).isDirectory()) throw new UsageError(`--outputs ${dir} is not a folder.`);
     this.execution = firstExecution;
@@ -149,7 +151,7 @@ export class OutputSaver {
     for (const f of filesOf(item)) {
       files++;
       const inline = f.url ? parseDataUrl(f.url) : undefined;
-      const name = f.filename || f.path ? fileName(f) : `file-${files}${inline ? (FILE_EXTENSIONS[inline.mime] ?? EXTENSIONS[inline.mime] ?? '.bin') : ''}`;
+      const name = f.filename || f.path || (f.file_id && !inline) ? fileName(f) : `file-${files}${inline ? (FILE_EXTENSIONS[inline.mime] ?? EXTENSIONS[inline.mime] ?? '.bin') : ''}`;
       const why = inline ? undefined : notCopyable(f, hostPaths);
       if (why) report.unsaved.push({ kind: 'file', name, reason: why });
       else if (full()) report.unsaved.push({ kind: 'file', name, reason: `over ${MAX_SAVED_PER_EXECUTION} outputs in one execution` });

@@ -30,9 +30,9 @@ export function outputCountsLabel(item: CodeInterpreterCallItem): string {
   return [images ? plural(images, 'image') : '', files ? plural(files, 'file') : ''].filter(Boolean).join(', ');
 }
 
-/** The name a file output goes by: its file name, else the last part of its path, else "file". */
+/** The name a file output goes by: its file name, else the last part of its path, else its provider id, else "file". */
 export function fileName(f: FileOutput): string {
-  const raw = f.filename || f.path || '';
+  const raw = f.filename || f.path || f.file_id || '';
   const last = raw.split(/[\\/]/).filter(Boolean).pop();
   return last || 'file';
 }
