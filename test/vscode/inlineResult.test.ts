@@ -68,7 +68,7 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
     const parts = hoverParts(exec([huge, plot(10, 10)]));
     const text = markdown(parts);
     assert.ok(text.length < 200_000, `the hover stays small (${text.length} characters)`);
-    assert.match(text, /\*image 1, 8×8 \(1\.\d MB\) is too large for the hover: it is in the CodeAct panel\*/);
+    assert.match(text, /\*image 1, 8×8 \(\d+(\.\d)? [KM]B\) is too large for the hover: it is in the CodeAct panel\*/);
     assert.deepEqual(images(parts).map((i) => i[0]), ['image 2, 10×10'], 'the next image that fits is drawn');
   });
 
