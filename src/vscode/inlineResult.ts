@@ -1,8 +1,8 @@
 /**
  * What "Run with Tools" shows of a finished execution in the editor, as plain data (no `vscode` here, so it is
- * tested in plain mocha): the after-line text ("✓ 42 · 1 image · 12 ms") and the hover's parts: stdout,
- * stderr, the images the code showed (data-URL markdown images, sized down, within a byte budget), the files
- * it wrote, the value and the error. Untrusted text only ever goes in code blocks; an image goes in only as
+ * tested in plain mocha): the after-line text ("✓ 42 · 1 image · 12 ms") and the hover's parts: the images
+ * the code showed (data-URL markdown images, sized down to 320×200 px, within a byte budget), stdout, stderr,
+ * the files it wrote, the value and the error. Untrusted text only ever goes in code blocks; an image goes in only as
  * base64 we checked, so nothing from the code can add a link, HTML or a command to the hover.
  */
 import { parseDataUrl, textToBase64 } from '../common/dataUrl';
@@ -13,6 +13,8 @@ import { approxBytes, fileLabel, fileNote, filesOf, outputCountsLabel } from '..
 
 /** Widest an image is drawn in the hover, in CSS pixels (VS Code's hover is ~500 px wide). */
 export const HOVER_IMAGE_WIDTH = 320;
+/** Tallest, so that a plot and the hover's first line fit in its 250 px without scrolling. */
+export const HOVER_IMAGE_HEIGHT = 200;
 /** Most images drawn in one hover. */
 export const HOVER_MAX_IMAGES = 3;
 /** Most characters of data URLs in one hover (the hover's markdown crosses to the renderer and is parsed there). */
@@ -54,6 +56,7 @@ function imagesOf(item: CodeInterpreterCallItem): Array<HoverImage | { label: st
     let mime: string | undefined;
     let base64: string | undefined;
     let width: number | undefined;
+    let height: number | undefined;
     if (o.type === 'display') {
       const raster = rasterImage(o);
       const svg = raster ? undefined : mimeText(o.data['image/svg+xml']);
@@ -61,8 +64,9 @@ function imagesOf(item: CodeInterpreterCallItem): Array<HoverImage | { label: st
       else if (svg !== undefined) [mime, base64] = ['image/svg+xml', textToBase64(svg)];
       else continue;
       // The display's own width (a HiDPI plot says half its pixel width), else the image's.
-      const meta = (o.metadata?.[mime] ?? {}) as { width?: unknown };
+      const meta = (o.metadata?.[mime] ?? {}) as { width?: unknown; height?: unknown };
       if (typeof meta.width === 'number' && meta.width > 0) width = meta.width;
+      if (typeof meta.height === 'number' && meta.height > 0) height = meta.height;
     } else if (o.type === 'image') {
       const url = parseDataUrl(o.url);
       n++;
@@ -79,7 +83,11 @@ function imagesOf(item: CodeInterpreterCallItem): Array<HoverImage | { label: st
       out.push({ label, note: 'not a valid image' });
       continue;
     }
-    width = Math.max(1, Math.round(Math.min(HOVER_IMAGE_WIDTH, width ?? size?.width ?? HOVER_IMAGE_WIDTH)));
+    // Only a width is given (the height follows the image's own ratio): no wider than 320 px, no taller than 200.
+    const w = width ?? size?.width;
+    const h = width ? height : size?.height;
+    const fit = w && h ? (HOVER_IMAGE_HEIGHT * w) / h : HOVER_IMAGE_WIDTH;
+    width = Math.max(1, Math.round(Math.min(HOVER_IMAGE_WIDTH, w ?? HOVER_IMAGE_WIDTH, fit)));
     out.push({ url: `data:${mime};base64,${base64}`, width, label });
   }
   return out;
@@ -124,6 +132,9 @@ export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
   const stdout = item.outputs.filter((o) => o.type === 'logs' && !o.stream).map((o) => (o as { logs: string }).logs).join('');
   const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
   const clip = (s: string) => (s.length > CLIP ? '…' + s.slice(-CLIP) : s);
+  // The images first: what the person hovers for, in view without scrolling.
+  const images = imageMarkdown(item);
+  if (images) md(`${images}\n\n`);
   if (stdout) {
     md('stdout:');
     code(clip(stdout));
@@ -132,8 +143,6 @@ export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
     md('stderr:');
     code(clip(stderr));
   }
-  const images = imageMarkdown(item);
-  if (images) md(`\n\n${images}\n\n`);
   const files = filesOf(item);
   if (files.length) {
     const shown = files.slice(0, 20).map((f) => {

@@ -27,16 +27,17 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
     assert.equal(inlineSummary(exec([{ type: 'display', data: { 'text/plain': '3' } }])), '✓ · 12 ms', 'a text display is not an image');
   });
 
-  it('the hover draws the image as a data-URL markdown image, sized down to 320 px (a small one at its own size)', () => {
+  it('the hover draws the images first, as data-URL markdown images sized down to 320×200 px (a small one at its own size)', () => {
     const parts = hoverParts(exec([{ type: 'logs', logs: 'drawing\n' }, plot(640, 480), plot(100, 50)]));
     assert.match(markdown(parts), /^\*\*CodeAct\*\* · completed · local · 12 ms · 2 images/);
     assert.deepEqual(images(parts), [
-      ['image 1, 640×480', `data:image/png;base64,${pngBase64(640, 480)}`, 320],
+      ['image 1, 640×480', `data:image/png;base64,${pngBase64(640, 480)}`, 267],
       ['image 2, 100×50', `data:image/png;base64,${pngBase64(100, 50)}`, 100],
     ]);
-    // The order of the hover: stdout, the images, the value.
+    assert.deepEqual(images(hoverParts(exec([plot(1000, 100)])))[0][2], 320, 'a wide one at 320 px');
+    // The order of the hover: the images (in view without scrolling), stdout, the value.
     const kinds = parts.map((p) => (p.kind === 'code' ? `code:${p.language}` : p.text.includes('![') ? 'images' : p.text.trim()));
-    assert.deepEqual(kinds.slice(1), ['stdout:', 'code:text', 'images', 'value:', 'code:json']);
+    assert.deepEqual(kinds.slice(1), ['images', 'stdout:', 'code:text', 'value:', 'code:json']);
   });
 
   it("a HiDPI plot is drawn at the width its display says; SVG and a hosted sandbox's image are drawn too", () => {
