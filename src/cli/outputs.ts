@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { parseDataUrl } from '../common/dataUrl';
 import { mimeText, rasterImage } from '../common/displays';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
-import { fileName, fileNote, filesOf } from '../common/outputLabels';
+import { fileName, filesOf } from '../common/outputLabels';
 import { sanitizeTerminal } from '../common/terminal';
 import { UsageError } from './workspace';
 
@@ -71,13 +71,18 @@ export interface SaveReport {
 }
 
 /**
- * A file name made safe from an untrusted one: its last path part, letters, digits, `.`, `_` and `-` only
- * (anything else becomes `_`), no leading dot or dash, at most `max` characters with the extension kept.
+ * A file name made safe from an untrusted one (a path relative to the code's folder, or worse): its path
+ * parts joined with `_` (`sub/out.csv` -> `sub_out.csv`; `.` and `..` dropped), letters, digits, `.`, `_`
+ * and `-` only (anything else becomes `_`), no leading dot or dash, at most `max` characters with the
+ * extension kept.
  */
 export function safeFileName(name: string, max = 80): string {
-  const last = String(name).split(/[\\/]/).filter(Boolean).pop() ?? '';
-  let clean = last
+  const joined = String(name)
     .slice(0, 1000)
+    .split(/[\\/]/)
+    .filter((p) => p && p !== '.' && p !== '..')
+    .join('_');
+  let clean = joined
     .replace(/[^\p{L}\p{N}._-]/gu, '_')
     .replace(/_+/g, '_')
     .replace(/\.{2,}/g, '.')
@@ -226,7 +231,7 @@ export class OutputSaver {
 
 /** Why a file output cannot be copied: the runtime's note, or where it is when there is no host path. */
 function notCopyable(f: FileOutput, hostPaths: boolean): string | undefined {
-  const note = fileNote(f);
+  const note = f.note;
   if (note) return note;
   if (f.path && hostPaths) return undefined;
   if (f.file_id || f.container_id) return "it is in the provider's container (not downloaded)";

@@ -7,7 +7,7 @@
 import { parseDataUrl } from '../common/dataUrl';
 import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
 import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, ImageOutput } from '../common/events';
-import { fileLabel, fileNote, filesOf } from '../common/outputLabels';
+import { fileLabel, filesOf } from '../common/outputLabels';
 import { sanitizeTerminal, TerminalSanitizer } from '../common/terminal';
 import type { TranscriptEvent } from '../common/transcript';
 
@@ -93,7 +93,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
           atLineStart = true;
         }
         for (const f of filesOf(it)) {
-          const note = fileNote(f);
+          const note = f.note;
           line(dim(sanitizeTerminal(`[file ${fileLabel(f)}${note ? `: ${note}` : ''}]`)));
         }
         break;

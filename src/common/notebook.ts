@@ -12,7 +12,7 @@
 import { base64ToText, parseDataUrl } from './dataUrl';
 import { mimeText } from './displays';
 import type { CodeInterpreterCallItem } from './events';
-import { fileLabel, fileNote } from './outputLabels';
+import { fileLabel } from './outputLabels';
 import { setupCode, setupMarkdown, type RecordedCall } from './notebookSetup';
 import type { TranscriptEvent } from './transcript';
 
@@ -87,7 +87,7 @@ function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number):
     } else if (o.type === 'image') {
       outputs.push({ output_type: 'display_data', data: imageData(o.url), metadata: {} });
     } else if (o.type === 'file') {
-      const note = fileNote(o);
+      const note = o.note;
       outputs.push({ output_type: 'display_data', data: { 'text/plain': [`[file ${fileLabel(o)}${note ? `: ${note}` : ''}]`] }, metadata: {} });
     }
   }

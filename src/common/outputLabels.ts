@@ -30,21 +30,20 @@ export function outputCountsLabel(item: CodeInterpreterCallItem): string {
   return [images ? plural(images, 'image') : '', files ? plural(files, 'file') : ''].filter(Boolean).join(', ');
 }
 
-/** The name a file output goes by: its file name, else the last part of its path, else its provider id, else "file". */
+/** Longest file name shown. */
+const MAX_NAME = 200;
+
+/**
+ * The name a file output goes by: its file name (a path relative to the code's working directory, as
+ * `sub/out.csv`), else the last part of its host path, else its provider id, else "file".
+ */
 export function fileName(f: FileOutput): string {
-  const raw = f.filename || f.path || f.file_id || '';
-  const last = raw.split(/[\\/]/).filter(Boolean).pop();
-  return last || 'file';
+  const name = (typeof f.filename === 'string' && f.filename) || (typeof f.path === 'string' && f.path.split(/[\\/]/).filter(Boolean).pop()) || f.file_id || 'file';
+  return name.length > MAX_NAME ? `${name.slice(0, MAX_NAME - 1)}…` : name;
 }
 
 /** "out.csv, 1.2 KB" (the size when known). */
 export function fileLabel(f: FileOutput): string {
   const size = typeof f.bytes === 'number' ? approxBytes(f.bytes) : '';
   return size ? `${fileName(f)}, ${size}` : fileName(f);
-}
-
-/** Why a file the code wrote could not be copied out (`FileOutput.note`), if the runtime said. */
-export function fileNote(f: FileOutput): string | undefined {
-  const note = (f as { note?: unknown }).note;
-  return typeof note === 'string' && note ? note : undefined;
 }

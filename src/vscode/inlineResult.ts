@@ -9,7 +9,7 @@ import { parseDataUrl, textToBase64 } from '../common/dataUrl';
 import { imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
 import type { CodeInterpreterCallItem } from '../common/events';
 import { formatElapsed } from '../common/format';
-import { approxBytes, fileLabel, fileNote, filesOf, outputCountsLabel } from '../common/outputLabels';
+import { approxBytes, fileLabel, filesOf, outputCountsLabel } from '../common/outputLabels';
 
 /** Widest an image is drawn in the hover, in CSS pixels (VS Code's hover is ~500 px wide). */
 export const HOVER_IMAGE_WIDTH = 320;
@@ -146,7 +146,7 @@ export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
   const files = filesOf(item);
   if (files.length) {
     const shown = files.slice(0, 20).map((f) => {
-      const note = fileNote(f);
+      const note = f.note;
       return `${fileLabel(f)}${note ? ` (${note})` : ''}`;
     });
     md('files:');

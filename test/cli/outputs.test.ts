@@ -49,10 +49,11 @@ describe('codeact --outputs: saving images and files', () => {
     rmSync(src, { recursive: true, force: true });
   });
 
-  it('safeFileName keeps the last path part, letters, digits, . _ -, no leading dot, a bounded length with the extension', () => {
-    assert.equal(safeFileName('../../etc/passwd'), 'passwd');
-    assert.equal(safeFileName('/abs/dir/out.csv'), 'out.csv');
-    assert.equal(safeFileName('C:\\Users\\x\\report.xlsx'), 'report.xlsx');
+  it('safeFileName joins the path parts, keeps letters, digits, . _ -, no leading dot, a bounded length with the extension', () => {
+    assert.equal(safeFileName('../../etc/passwd'), 'etc_passwd');
+    assert.equal(safeFileName('sub/out.csv'), 'sub_out.csv');
+    assert.equal(safeFileName('/abs/./dir/out.csv'), 'abs_dir_out.csv');
+    assert.equal(safeFileName('C:\\Users\\x\\report.xlsx'), 'C_Users_x_report.xlsx');
     assert.equal(safeFileName('a\u0000b\nc.csv'), 'a_b_c.csv');
     assert.equal(safeFileName('..'), 'file');
     assert.equal(safeFileName('.bashrc'), 'bashrc');
@@ -80,24 +81,25 @@ describe('codeact --outputs: saving images and files', () => {
       { type: 'image', url: 'https://example.com/chart.png' },
       { type: 'file', filename: 'out.csv', path: path.join(src, 'out.csv'), mime_type: 'text/csv', bytes: 8 },
       { type: 'file', filename: '../../../etc/cron.d/evil', path: path.join(src, 'evil'), bytes: 1 },
+      { type: 'file', filename: 'sub/out.csv', path: path.join(src, 'out.csv'), bytes: 8 },
       { type: 'file', filename: 'big.bin', bytes: 50_000_000, note: 'over the 10 MB cap for one file' } as FileOutput,
       { type: 'file', filename: 'gone.txt' },
     ]);
     const saver = new OutputSaver(dir, 2);
     const report = saver.save(item);
-    assert.deepEqual(report.saved.map((s) => s.name), ['exec-2-image-1.png', 'exec-2-image-2.svg', 'exec-2-image-3.jpg', 'exec-2-out.csv', 'exec-2-evil']);
+    assert.deepEqual(report.saved.map((s) => s.name), ['exec-2-image-1.png', 'exec-2-image-2.svg', 'exec-2-image-3.jpg', 'exec-2-out.csv', 'exec-2-etc_cron.d_evil', 'exec-2-sub_out.csv']);
     assert.deepEqual(readFileSync(path.join(dir, 'exec-2-image-1.png')), pngBytes(640, 480));
     assert.equal(readFileSync(path.join(dir, 'exec-2-image-2.svg'), 'utf8'), SVG);
     assert.deepEqual(readFileSync(path.join(dir, 'exec-2-image-3.jpg')), jpeg);
     assert.equal(readFileSync(path.join(dir, 'exec-2-out.csv'), 'utf8'), 'a,b\n1,2\n');
-    assert.deepEqual(readdirSync(dir).sort(), ['exec-2-evil', 'exec-2-image-1.png', 'exec-2-image-2.svg', 'exec-2-image-3.jpg', 'exec-2-out.csv']);
+    assert.deepEqual(readdirSync(dir).sort(), ['exec-2-etc_cron.d_evil', 'exec-2-image-1.png', 'exec-2-image-2.svg', 'exec-2-image-3.jpg', 'exec-2-out.csv', 'exec-2-sub_out.csv']);
     assert.deepEqual(report.unsaved, [
       { kind: 'image', name: 'image 4', reason: 'a remote URL, not downloaded' },
       { kind: 'file', name: 'big.bin', reason: 'over the 10 MB cap for one file' },
       { kind: 'file', name: 'gone.txt', reason: 'no copy on this machine' },
     ]);
     assert.deepEqual(saveReportLines(report, 'out'), [
-      'saved 3 images and 2 files to out: exec-2-image-1.png, exec-2-image-2.svg, exec-2-image-3.jpg, exec-2-out.csv, exec-2-evil',
+      'saved 3 images and 3 files to out: exec-2-image-1.png, exec-2-image-2.svg, exec-2-image-3.jpg, exec-2-out.csv, exec-2-etc_cron.d_evil, exec-2-sub_out.csv',
       'not saved: image 4 (a remote URL, not downloaded)',
       'not saved: big.bin (over the 10 MB cap for one file)',
       'not saved: gone.txt (no copy on this machine)',
