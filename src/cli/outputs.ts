@@ -24,7 +24,7 @@ export const OUTPUTS_HELP = `--outputs DIR: save the images the code showed (exe
   "update"?} (binary types in base64, in order with the codeact.output.delta text); the finished item's
   outputs hold the same {"type":"display",…} outputs and {"type":"file","filename","path","mime_type","bytes",
   "note"?} for the files the code wrote ({"type":"image","url"} for a hosted sandbox's images).
-  With --outputs, where they were saved goes to stderr.`;
+  With --json and --outputs, the lines that say where they were saved go to stderr.`;
 
 /** Most outputs saved for one execution; the rest are listed as not saved. */
 export const MAX_SAVED_PER_EXECUTION = 1000;
