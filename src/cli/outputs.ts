@@ -22,9 +22,10 @@ export const OUTPUTS_HELP = `--outputs DIR: save the images the code showed (exe
 --json: one event a line, as they happen. Rich outputs are {"type":"codeact.output.display","item_id",
   "output":{"type":"display","data":{MIME type: content},"metadata"?,"result"?,"display_id"?,"summary"?},
   "update"?} (binary types in base64, in order with the codeact.output.delta text); the finished item's
-  outputs hold the same {"type":"display",…} outputs and {"type":"file","filename","path","mime_type","bytes",
-  "note"?} for the files the code wrote ({"type":"image","url"} for a hosted sandbox's images).
-  With --json and --outputs, the lines that say where they were saved go to stderr.`;
+  outputs hold the same {"type":"display",…} outputs and {"type":"file","filename","path"?,"mime_type","bytes",
+  "note"?} for the files the code wrote ("path": a copy that lasts as long as the command; "note": why there
+  is none), and {"type":"image","url"} for a hosted sandbox's images. With --json and --outputs, the lines
+  that say where they were saved go to stderr.`;
 
 /** Most outputs saved for one execution; the rest are listed as not saved. */
 export const MAX_SAVED_PER_EXECUTION = 1000;
