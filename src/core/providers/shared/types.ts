@@ -33,7 +33,6 @@
  * SDK clients are created with their own retries turned off: retries are the agent loop's job
  * (`ProviderError.retryable`, `retryAfterMs`).
  */
-import { SETTINGS } from '../../config/keys';
 import type { AttachedImage, CodeActEvent, FileOutput, OutputItem, RuntimeKind, Usage } from '../../../common/events';
 
 export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
@@ -81,11 +80,8 @@ export interface ImageBudget {
   maxBytes: number;
 }
 
-/** The settings' defaults (src/core/config/keys.ts). */
-export const DEFAULT_IMAGE_BUDGET: ImageBudget = {
-  maxImages: SETTINGS['vision.maxImages'].default,
-  maxBytes: SETTINGS['vision.maxMB'].default * 1024 * 1024,
-};
+/** The defaults of codeact.vision.maxImages and maxMB (src/core/config/keys.ts; a test checks they agree). */
+export const DEFAULT_IMAGE_BUDGET: ImageBudget = { maxImages: 6, maxBytes: 8 * 1024 * 1024 };
 
 /** Hosted code execution in the provider's own sandbox. */
 export interface HostedOptions {
