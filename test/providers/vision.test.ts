@@ -205,9 +205,19 @@ describe('providers: images in tool results (vision)', () => {
     assert.deepEqual(toolResults('anthropic', none).map((r) => r.images.length), [0, 0, 0, 0]);
     assert.match(toolResults('anthropic', none)[3].text, /\[image 18×7 from execution 4, no longer attached\]$/);
     await server.close();
-    const [call, out] = executionTurn(1, [{ mime_type: 'image/svg+xml', data: '<svg/>', source: 'execution 1' }, { mime_type: 'image/png', data: '', source: 'x' }, null as unknown as AttachedImage, attached(DATA[0], 11, 7, 1)]);
+    const [call, out] = executionTurn(1, [{ mime_type: 'image/svg+xml', data: '<svg/>', source: 'execution 1' }, { mime_type: 'image/png', data: '', source: 'x' }, { mime_type: 'image/png', data: '"},{"evil":1', source: 'x' }, null as unknown as AttachedImage, attached(DATA[0], 11, 7, 1)]);
     const body = await send('anthropic', [userMessage('plot'), call, out], { maxImages: 6, maxBytes: 1e7 });
     assert.deepEqual(toolResults('anthropic', body), [{ text: OUTPUT(1), images: [DATA[0]] }]);
+  });
+
+  it('anthropic: an image over the API\'s 5 MB is never attached (the request would fail), and older images still go', async () => {
+    const huge = attached('A'.repeat(5 * 1024 * 1024 + 4), 4000, 3000, 2);
+    const history = [userMessage('plot'), ...executionTurn(1, [attached(DATA[0], 11, 7, 1)]), ...executionTurn(2, [huge])];
+    const body = await send('anthropic', history, { maxImages: 6, maxBytes: 64 * 1024 * 1024 });
+    assert.deepEqual(toolResults('anthropic', body), [
+      { text: OUTPUT(1), images: [DATA[0]] },
+      { text: `${OUTPUT(2)}\n[image 4000×3000 from execution 2, too large to attach for this provider]`, images: [] },
+    ]);
   });
 });
 

@@ -18,11 +18,23 @@ export interface ProviderInfo {
   /** A first-party provider: its base URL only from the user's settings or a flag. */
   firstParty: boolean;
   defaultModels: readonly string[];
+  /** The largest image its API takes, in base64 characters (larger ones are never attached: the request would fail). */
+  maxImageBase64?: number;
 }
 
 export const PROVIDER_CATALOG: readonly ProviderInfo[] = [
   { id: 'openai', label: 'OpenAI', who: 'OpenAI', keyEnv: ['OPENAI_API_KEY'], needsKey: true, firstParty: true, defaultModels: ['gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-4.1'] },
-  { id: 'anthropic', label: 'Anthropic', who: 'Anthropic', keyEnv: ['ANTHROPIC_API_KEY'], needsKey: true, firstParty: true, defaultModels: ['claude-sonnet-4-6', 'claude-opus-4-1', 'claude-haiku-4-5'] },
+  {
+    id: 'anthropic',
+    label: 'Anthropic',
+    who: 'Anthropic',
+    keyEnv: ['ANTHROPIC_API_KEY'],
+    needsKey: true,
+    firstParty: true,
+    defaultModels: ['claude-sonnet-4-6', 'claude-opus-4-1', 'claude-haiku-4-5'],
+    // "image exceeds 5 MB maximum": the API counts the base64 text.
+    maxImageBase64: 5 * 1024 * 1024,
+  },
   {
     id: 'gemini',
     label: 'Gemini',

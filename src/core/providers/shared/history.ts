@@ -4,7 +4,7 @@
  * how to write each piece in its wire format; the walk is the same for all.
  */
 import type { AttachedImage, FunctionCallItem, FunctionCallOutputItem, OutputItem } from '../../../common/events';
-import { modelSeesImages } from './catalog';
+import { modelSeesImages, providerInfo } from './catalog';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type ProviderId, type TurnRequest } from './types';
 import { RASTER_MIMES, base64Bytes, displayModelText, sizeLabel } from '../../../common/displays';
 
@@ -82,6 +82,8 @@ export interface HistoryImages {
   seesImages: boolean;
   /** Default DEFAULT_IMAGE_BUDGET. */
   budget?: ImageBudget;
+  /** The largest image the provider takes, in base64 characters: a larger one is never attached. */
+  maxImageBase64?: number;
 }
 
 interface ImagePlan {
@@ -90,15 +92,28 @@ interface ImagePlan {
   notes: string[];
 }
 
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** An image a provider will take: a raster type and base64 data (a saved transcript may hold anything). */
 function validImage(img: unknown): img is AttachedImage {
   const i = img as AttachedImage | undefined;
-  return !!i && typeof i.data === 'string' && i.data.length > 0 && (RASTER_MIMES as readonly string[]).includes(i.mime_type);
+  return !!i && typeof i.data === 'string' && i.data.length > 0 && (RASTER_MIMES as readonly string[]).includes(i.mime_type) && BASE64.test(i.data);
+}
+
+/** "640×480 " when the image says its size in whole pixels, else "". */
+function sizeOf(img: AttachedImage): string {
+  const ok = (n: unknown) => Number.isInteger(n) && (n as number) > 0;
+  return ok(img.width) && ok(img.height) ? `${sizeLabel(img)} ` : '';
+}
+
+/** Where an image came from, for its stand-in ("execution 3"). */
+function sourceOf(img: AttachedImage): string {
+  return typeof img.source === 'string' && img.source ? img.source.slice(0, 80) : 'an earlier execution';
 }
 
 /** "640×480 PNG" (or "PNG" when the size is unknown). */
 function imageLabel(img: AttachedImage): string {
-  const size = sizeLabel(img);
-  return `${size ? `${size} ` : ''}${img.mime_type.slice(6).toUpperCase()}`;
+  return `${sizeOf(img)}${img.mime_type.slice(6).toUpperCase()}`;
 }
 
 function imagesOf(item: ConversationItem): AttachedImage[] {
@@ -106,10 +121,12 @@ function imagesOf(item: ConversationItem): AttachedImage[] {
   return item.images.slice(0, MAX_ITEM_IMAGES).filter(validImage);
 }
 
-function standIns(images: AttachedImage[]): string[] {
-  const lines = images.slice(0, MAX_NOTE_LINES).map((img) => `[image ${sizeLabel(img) ? `${sizeLabel(img)} ` : ''}from ${img.source || 'an earlier execution'}, no longer attached]`);
+function standIns(images: AttachedImage[], tooLarge: Set<AttachedImage>): string[] {
+  const lines = images
+    .slice(0, MAX_NOTE_LINES)
+    .map((img) => `[image ${sizeOf(img)}from ${sourceOf(img)}, ${tooLarge.has(img) ? 'too large to attach for this provider' : 'no longer attached'}]`);
   const more = images.length - lines.length;
-  if (more > 0) lines.push(`[${more} more image${more === 1 ? '' : 's'} from earlier executions, no longer attached]`);
+  if (more > 0) lines.push(`[${more} more image${more === 1 ? '' : 's'} from ${sourceOf(images[lines.length])}, not attached]`);
   return lines;
 }
 
@@ -131,6 +148,7 @@ export function planImages(history: ConversationItem[], o: HistoryImages): Map<C
   let count = 0;
   let bytes = 0;
   let open = o.seesImages && budget.maxImages > 0;
+  const tooLarge = new Set<AttachedImage>();
   for (let i = history.length - 1; i >= 0; i--) {
     const item = history[i];
     const images = imagesOf(item);
@@ -144,6 +162,12 @@ export function planImages(history: ConversationItem[], o: HistoryImages): Map<C
     for (let j = images.length - 1; j >= 0; j--) {
       const img = images[j];
       const size = base64Bytes(img.data);
+      if (o.maxImageBase64 !== undefined && img.data.length > o.maxImageBase64) {
+        // Over what the provider takes at all: left out, without closing the budget to older images.
+        tooLarge.add(img);
+        dropped.unshift(img);
+        continue;
+      }
       if (open && count < budget.maxImages && bytes + size <= budget.maxBytes) {
         attached.unshift(img);
         count++;
@@ -154,14 +178,14 @@ export function planImages(history: ConversationItem[], o: HistoryImages): Map<C
         dropped.unshift(img);
       }
     }
-    plans.set(item, { attached, notes: standIns(dropped) });
+    plans.set(item, { attached, notes: standIns(dropped, tooLarge) });
   }
   return plans;
 }
 
 /** The image options of a request to `provider`: whether its model sees images (./catalog), and the budget. */
 export function requestImages(req: TurnRequest, provider: ProviderId, compatibleVisionModels?: readonly string[]): HistoryImages {
-  return { seesImages: modelSeesImages(provider, req.model, compatibleVisionModels), budget: req.images };
+  return { seesImages: modelSeesImages(provider, req.model, compatibleVisionModels), budget: req.images, maxImageBase64: providerInfo(provider).maxImageBase64 };
 }
 
 /** `data:image/png;base64,…` */
