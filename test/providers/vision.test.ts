@@ -5,6 +5,8 @@
  * cannot see images is told in text what the user was shown.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { base64Bytes } from '../../src/common/displays';
 import type { AttachedImage } from '../../src/common/events';
 import { modelSeesImages } from '../../src/core/providers/shared/catalog';
@@ -13,7 +15,8 @@ import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type Pro
 import { SETTINGS } from '../../src/core/config/keys';
 import { EXECUTE_TOOL_CODE, providerFor, runTurn, startServerFor, userMessage } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
-import { turn } from '../support/wire/turn';
+import { replay, turn, type RawResponse } from '../support/wire/turn';
+import { cassetteResponse, fixturesDir, loadCassette, parseSse } from '../support/wire/cassette';
 import { attached, executionTurn, makeImages } from '../support/images';
 
 type Json = Record<string, any>;
@@ -218,6 +221,68 @@ describe('providers: images in tool results (vision)', () => {
       { text: OUTPUT(1), images: [DATA[0]] },
       { text: `${OUTPUT(2)}\n[image 4000×3000 from execution 2, too large to attach for this provider]`, images: [] },
     ]);
+  });
+});
+
+describe('providers: images after a recorded model turn (../shared/fixtures/providers)', () => {
+  let server: WireServer | undefined;
+  before(function () {
+    if (!fs.existsSync(fixturesDir())) {
+      if (process.env.CI) throw new Error(`${fixturesDir()} is missing: CI must run the recorded round trips.`);
+      this.skip();
+    }
+    DATA = DATA.length ? DATA : makeImages(SIZES);
+  });
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  /** The recorded first turn, then our result with an image, then the recorded (or scripted) second turn. */
+  async function roundTrip(provider: ProviderId, first: RawResponse, second: RawResponse | ReturnType<typeof turn>, model: string, tools: Json[], extra: Json = {}): Promise<Json> {
+    server = await startServerFor(provider);
+    server.push(first, second);
+    const p = await providerFor(provider, server, extra);
+    const history: ConversationItem[] = [userMessage('Call the tool, then plot.')];
+    const t1 = await runTurn(p, { history, tools: tools as any }, model);
+    assert.equal(t1.result.functionCalls.length, 1);
+    const call = t1.result.functionCalls[0];
+    const output: ConversationItem = { type: 'function_call_output', item_id: call.item_id, call_id: call.call_id, name: call.name, output: OUTPUT(1), images: [attached(DATA[0], 11, 7, 1)] };
+    await runTurn(p, { history: [...history, ...t1.result.items, output], tools: tools as any, images: { maxImages: 6, maxBytes: 1e7 } }, model);
+    return server.turns[1].body;
+  }
+  const cassette = (name: string) => loadCassette(path.join(fixturesDir(), name));
+  const tool = (name: string) => [{ name, description: 'A tool', parameters: { type: 'object', properties: {} } }];
+
+  it('03 OpenAI Responses (gpt-5.5 recorded): the replayed items, then function_call_output with input_image', async () => {
+    const [i0, i1] = cassette('03-openai-responses--function_call_roundtrip_stream.pydantic-ai.yaml');
+    const body = await roundTrip('openai', cassetteResponse(i0), cassetteResponse(i1), 'gpt-5.5', tool('get_capital'));
+    assert.ok(body.input.some((x: Json) => x.type === 'reasoning' && x.encrypted_content), 'the recorded reasoning goes back');
+    assert.deepEqual(body.input.at(-1).output, [{ type: 'input_text', text: OUTPUT(1) }, { type: 'input_image', image_url: `data:image/png;base64,${DATA[0]}`, detail: 'auto' }]);
+  });
+
+  it('04 Chat Completions (gpt-4o-mini recorded, marked as seeing images): the tool message, then a user message with image_url', async () => {
+    const [i0, i1] = cassette('04-openai-chat-completions--tool_calls_roundtrip_stream.pydantic-ai.yaml');
+    const name = parseSse(i0.response.body).map((e) => (e.data === '[DONE]' ? {} : JSON.parse(e.data))).find((c: Json) => c.choices?.[0]?.delta?.tool_calls)!.choices[0].delta.tool_calls[0].function.name;
+    const body = await roundTrip('openai-compatible', cassetteResponse(i0), cassetteResponse(i1), 'gpt-4o-mini', tool(name), { visionModels: ['gpt-4o-mini'] });
+    assert.deepEqual(body.messages.slice(-2).map((m: Json) => m.role), ['tool', 'user']);
+    assert.equal(body.messages.at(-1).content[1].image_url.url, `data:image/png;base64,${DATA[0]}`);
+  });
+
+  it('09 Anthropic client tool_use (recorded): tool_result with the image block, after the replayed tool_use', async () => {
+    const raw = fs.readFileSync(path.join(fixturesDir(), '09-anthropic--client_tool_use_input_json_delta.anthropic-sdk-ts.sse.txt'), 'utf8');
+    const name = parseSse(raw).map((e) => JSON.parse(e.data)).find((e: Json) => e.type === 'content_block_start' && e.content_block.type === 'tool_use')!.content_block.name;
+    const body = await roundTrip('anthropic', replay(raw, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } }), turn().text('Sunny.'), 'claude-sonnet-4-6', tool(name));
+    assert.equal(body.messages[1].content.at(-1).type, 'tool_use');
+    assert.deepEqual(body.messages[2].content[0].content, [{ type: 'text', text: OUTPUT(1) }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: DATA[0] } }]);
+  });
+
+  it('12 Gemini 3 (recorded, thoughtSignature): the functionCall part echoed, the functionResponse with inline data parts', async () => {
+    const [i0, i1] = cassette('12-gemini--functionCall_roundtrip_stream.pydantic-ai.yaml');
+    const call = parseSse(i0.response.body).map((e) => JSON.parse(e.data)).flatMap((c: Json) => c.candidates?.[0]?.content?.parts ?? []).find((q: Json) => q.functionCall);
+    const body = await roundTrip('gemini', cassetteResponse(i0), cassetteResponse(i1), 'gemini-3-pro-preview', tool(call.functionCall.name));
+    assert.deepEqual(body.contents[1].parts.find((q: Json) => q.functionCall), call);
+    assert.deepEqual(body.contents[2].parts[0].functionResponse.parts, [{ inlineData: { mimeType: 'image/png', data: DATA[0] } }]);
   });
 });
 
