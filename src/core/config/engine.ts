@@ -6,6 +6,7 @@
 import type { SessionChanged } from '../../common/events';
 import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
+import type { RuntimeLimits } from '../runtime/types';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools, type DeclarationContext } from '../tools/declarations';
 import type { EngineConfig } from './resolve';
@@ -39,7 +40,13 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
       onSessionEvent: host.onSessionEvent,
     },
     jupyter: { url: config.jupyterUrl, token: host.jupyterToken, kernelName: config.jupyterKernel, sessionPolicy: config.jupyterSessionPolicy, log: host.log },
+    limits: runtimeLimitsFrom(config),
   };
+}
+
+/** The runtime limits the settings set (rich outputs), the same on every runtime. */
+export function runtimeLimitsFrom(config: EngineConfig): Partial<RuntimeLimits> {
+  return { maxDisplayBytes: config.maxDisplayBytes, maxDisplayTotalBytes: config.maxExecutionDisplayBytes, hidpi: config.plotsHighDPI };
 }
 
 export function providerConfigFrom(config: EngineConfig, apiKey: string | undefined): ProviderConfig {
