@@ -64,7 +64,7 @@ describe('agent: what the model reads and sees of an execution', function () {
         svgDisplay(),
         { type: 'display', data: { 'text/markdown': '**done**' } },
         { type: 'file', filename: 'out.csv', path: '/tmp/s/out.csv', mime_type: 'text/csv', bytes: 1234 },
-        { type: 'file', path: '/tmp/s/big.bin', bytes: 99_000_000, note: 'over the 16 MB cap: not copied out' } as CodeOutput,
+        { type: 'file', filename: 'big.bin', bytes: 99_000_000, note: 'over the 16 MB cap: not copied out' },
       ]);
       const s = JSON.parse(executionSummary(item, { execution: 3 }));
       assert.deepEqual(s, {

@@ -46,8 +46,7 @@ function fileName(f: FileOutput): string {
 /** Files the code wrote, as `{name, bytes, note?}` (bounded). */
 function fileEntries(files: FileOutput[]): unknown[] {
   const out: unknown[] = files.slice(0, MAX_FILES).map((f) => {
-    const note = (f as { note?: unknown }).note;
-    return { name: fileName(f), ...(typeof f.bytes === 'number' ? { bytes: f.bytes } : {}), ...(typeof note === 'string' && note ? { note: capText(note, 500) } : {}) };
+    return { name: fileName(f), ...(typeof f.bytes === 'number' ? { bytes: f.bytes } : {}), ...(f.note ? { note: capText(f.note, 500) } : {}) };
   });
   if (files.length > MAX_FILES) out.push(`[${files.length - MAX_FILES} more files]`);
   return out;
