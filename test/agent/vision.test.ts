@@ -212,6 +212,8 @@ describe('agent: what the model reads and sees of an execution', function () {
       await plain.agent.run([], 'plot');
       const text = server.turns[1].body.messages.at(-1).content;
       assert.equal(typeof text, 'string');
+      assert.match(text, /Shown to the user \(execution 1\):\n- \[image 32×24, PNG\]\n- \[image 20×10, PNG\]/);
+      assert.ok(!text.includes('Nothing was printed'), 'a run that only showed plots did show something');
       assert.match(text, /\[2 images were shown to the user: 32×24 PNG, 20×10 PNG; this model cannot see images\]$/);
     });
   });

@@ -93,7 +93,7 @@ export function observationText(output: string, name = EXECUTE_TOOL_CODE): strin
   if (s.images) lines.push(`(${s.images} image${s.images === 1 ? '' : 's'} shown to the user.)`);
   if (err?.traceback) lines.push('Traceback:', cap(err.traceback, 3000));
   if (err) lines.push('Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.');
-  else if (!s.stdout && s.value === null) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
+  else if (!s.stdout && s.value === null && !s.displays?.length) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
   return cap(lines.join('\n'), OBSERVATION_MAX_CHARS);
 }
 
