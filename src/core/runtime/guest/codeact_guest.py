@@ -40,10 +40,12 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 import codeact_lib as lib  # noqa: E402
+import codeact_display as display  # noqa: E402
+import codeact_files as files  # noqa: E402
 import codeact_output as output  # noqa: E402
 import codeact_proc as proc  # noqa: E402
 
-for _f in (__file__, output.__file__, proc.__file__):
+for _f in (__file__, output.__file__, proc.__file__, files.__file__):
     lib.own_file(_f)
     lib.own_file(os.path.abspath(_f))
 json = None  # loaded after the first frame (it is needed then anyway)
@@ -92,9 +94,12 @@ class Channel:
     """Frames on the protocol fd: blocking reads between runs, event-loop reads during a run."""
 
     def __init__(self, fd):
+        import _thread
         self.fd = fd
         self.buf = bytearray()
         self.scanned = 0
+        # Displays may come from other threads than the run's: one frame at a time on the channel.
+        self.lock = _thread.allocate_lock()
 
     def pop(self):
         nl = self.buf.find(b"\n", self.scanned)
@@ -121,6 +126,10 @@ class Channel:
             self.buf += chunk
 
     def write(self, data):
+        with self.lock:
+            self._write(data)
+
+    def _write(self, data):
         try:
             n = os.write(self.fd, data)
         except (BlockingIOError, InterruptedError):
@@ -294,6 +303,10 @@ class Guest:
         self.interrupt = lib.Interrupt()
         self.cells = 0
         self.loop = None
+        self.root = os.getcwd()
+        self.run_id = None
+        self.end_token = None
+        self.seq = 0
         self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         bridge = self.bridge
 
@@ -305,7 +318,9 @@ class Guest:
             return await bridge.call(name, _arguments, kwargs)
 
         self.namespace["call_tool"] = call_tool
-        self.hidden = {"call_tool"}
+        self.namespace["display"] = display.display
+        self.hidden = {"call_tool", "display"}
+        display.configure(self._send_display, _note, _print_text, frame_limit=self.max_frame - 4096)
 
     def serve(self):
         import signal
@@ -334,8 +349,12 @@ class Guest:
         self.cells += 1
         filename = f"{lib.CELL_PREFIX}{self.cells}>"
         self.bridge.enabled = frame.get("tools", True) is not False
+        self.run_id, self.end_token, self.seq = run_id, frame.get("end"), 0
+        display.begin_run(frame.get("display"))
+        file_caps = files.caps(frame.get("files"))
+        before = files.snapshot(self.root)
         result = None
-        display = None
+        shown = None
         try:
             compiled, error = lib.compile_checked(frame.get("code") or "", filename)
             if error is not None:
@@ -354,7 +373,7 @@ class Guest:
                 if kind == "ok":
                     result = {"ok": True, "value": payload}
                 elif kind == "display":
-                    display = payload
+                    shown = payload
                     result = {"ok": True, "value": None}
                 else:
                     result = {"ok": False, "error": payload}
@@ -370,20 +389,95 @@ class Guest:
         if os.getpid() != _MAIN_PID:
             # A child the code forked returned through here: it never speaks for the run.
             _forked_child_exit(None)
-        if display is not None:
-            try:
-                print(lib.display_text(display))
-            except Exception:  # noqa: BLE001
-                pass
+        self._end_displays(shown)
         if (self.last and proc.SUBREAPER) or self.interrupt.requested:
             # A one-shot run ends with everything it started; so does a run that was stopped (Stop, the
             # timeout), whose session keeps its variables but not the processes the code started.
             proc.kill_descendants()
             self.interrupt.requested = False
+        result["files"] = self._send_files(run_id, before, file_caps)
+        self.run_id = None
         result["t"] = "complete"
         result["run"] = run_id
         result["end"] = output.write_end(frame.get("end"))
         return result
+
+    def _end_displays(self, value):
+        """The last expression (as an execute_result), the figures left open, the note on the caps;
+        Stop still works while a slow figure renders."""
+        def finish():
+            try:
+                display.show_result(value)
+            finally:
+                display.end_run()
+        try:
+            lib.run_sync(finish, self.interrupt)
+        except BaseException as exc:  # noqa: BLE001
+            _note(f"[codeact: showing the outputs stopped ({type(exc).__name__})]\n")
+            display.STATE.active = False
+
+    def _send_display(self, data, metadata, data_json, meta_json, extra):
+        """A display, in order with the output: the run's marker on stdout and stderr, then its frame.
+        A forked child never sends one (its text goes to stdout instead)."""
+        if os.getpid() != _MAIN_PID or self.run_id is None:
+            return False
+        import signal
+        # SIGINT waits until the marker and the frame are both out (never a marker without its frame).
+        masked = _block_sigint(signal)
+        try:
+            with self.chan.lock:
+                self.seq += 1
+                marks = output.write_display_marker(self.end_token, self.seq)
+                text = '{"t":"display","run":%d,"seq":%d,"marks":[%s,%s],"data":%s,"metadata":%s' % (
+                    self.run_id, self.seq, "true" if marks[0] else "false", "true" if marks[1] else "false", data_json, meta_json)
+                for key in ("result", "display_id", "update", "summary"):
+                    if key in extra:
+                        text += ',"%s":%s' % (key, lib.compact_json(extra[key]))
+                self.chan._write((text + "}\n").encode("utf-8", "surrogatepass"))
+        finally:
+            if masked:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+        return True
+
+    def _send_files(self, run_id, before, caps):
+        """A "file" frame for each file the run made or changed in the working directory (up to the caps);
+        returns how many were sent."""
+        import binascii
+        try:
+            paths = files.changed(before, files.snapshot(self.root))
+        except Exception:  # noqa: BLE001
+            return 0
+        room = (self.max_frame - 8192) * 3 // 4
+        sent = 0
+        total = 0
+        for rel in paths[:caps["max_count"]]:
+            if len(rel) > 4096:
+                continue
+            limit = min(caps["max_bytes"], room)
+            got = files.read_file(self.root, rel, limit)
+            if got is None:
+                continue
+            size, data, why = got
+            note = None
+            if why == "too large":
+                note = f"too large to copy out: {display.size_text(size)}; the limit is {display.size_text(limit)}"
+            elif why == "changing":
+                note = "not copied out: it was still being written"
+            elif total + size > caps["max_total"]:
+                data = None
+                note = f"not copied out: the files of this execution passed {display.size_text(caps['max_total'])} in all"
+            else:
+                total += size
+            frame = {"t": "file", "run": run_id, "path": rel, "size": size,
+                     "data": binascii.b2a_base64(data, newline=False).decode("ascii") if data is not None else None}
+            if note:
+                frame["note"] = note
+            self.chan.send(frame)
+            sent += 1
+        more = len(paths) - caps["max_count"]
+        if more > 0:
+            _note(f"[codeact: {more:,} more changed file{'s were' if more != 1 else ' was'} not listed; the cap is {caps['max_count']:,} per execution]\n")
+        return sent
 
     def _install_discovery(self, source):
         """search_tools, describe_tool and the `tools` module, from the host's catalogue (fetched per
@@ -403,6 +497,35 @@ class Guest:
             self.loop = asyncio.new_event_loop()
             asyncio.set_event_loop(self.loop)
         return self.loop
+
+
+def _block_sigint(signal):
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+        return True
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _note(text):
+    """A note of ours on the run's stderr (not the code's sys.stderr, which it may have replaced)."""
+    lib.flush_std()
+    stream = output.OUTPUT.stderr if output.OUTPUT is not None else sys.__stderr__
+    try:
+        stream.write(text)
+        stream.flush()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _print_text(text):
+    """A display that cannot be sent (a forked child's): its text on stdout."""
+    stream = output.OUTPUT.stdout if output.OUTPUT is not None else sys.__stdout__
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _forked_child_exit(exc):
@@ -427,6 +550,8 @@ def serve(chan, first=None):
     init = first if first is not None else chan.read_blocking()
     if init is None:
         return 0
+    # matplotlib's backend and IPython.display are set up when they load (the zygote's preloads too).
+    display.install_hooks()
     if init.get("t") == "zygote":
         import codeact_zygote
         return codeact_zygote.main(chan, init, sys.modules[__name__])
