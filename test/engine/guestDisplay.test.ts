@@ -180,34 +180,11 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
   it('without Pillow, replaces an image over the cap by a note; for a figure it says how to save it to a file', async () => {
     // A guest of its own: Pillow is blocked for the rest of its life.
     const alone = await startGuest();
-    after(() => alone.close());
-    const r = await alone.run(
-      [
-        'import base64, sys, numpy as np',
-        'import matplotlib.pyplot as plt',
-        'from PIL import Image',
-        'raw = Image.fromarray(np.random.default_rng(2).integers(0, 255, (300, 400, 3), dtype=np.uint8))',
-        'import io; buf = io.BytesIO(); raw.save(buf, "PNG"); png = buf.getvalue()',
-        'sys.modules["PIL"] = None  # Pillow is not there any more',
-        'class Pic:',
-        '    def _repr_png_(self): return png',
-        '    def __repr__(self): return "Pic()"',
-        'display(Pic())',
-        'fig, ax = plt.subplots()',
-        'ax.imshow(np.random.default_rng(3).random((300, 400)))',
-        'plt.show()',
-        'print("after")',
-      ].join('\n'),
-      { display: { max_bytes: 100_000 } },
-    );
-    assert.equal(r.complete.ok, true, JSON.stringify(r.complete.error));
-    assert.deepEqual(r.displays.map((d) => Object.keys(d.data)), [['text/plain'], ['text/plain']]);
-    assert.equal(r.displays[1].data['text/plain'], '<Figure size 640x480 with 1 Axes>');
-    const notes = plain(r.stderr).trim().split('\n');
-    assert.equal(notes.length, 2);
-    assert.match(notes[0], /^\[codeact: a 400×300 PNG image \(35\d\.\d KB\) was not shown: it is over the 97\.7 KB limit per display, and Pillow is not installed to make it smaller; showing its text instead\]$/);
-    assert.match(notes[1], /^\[codeact: a \d+×\d+ PNG image \(.+\) was not shown: .*Pillow is not installed to make it smaller; fig\.savefig\("name\.png"\) writes it to a file you get; showing its text instead\]$/);
-    assert.equal(plain(r.stdout), 'after\n');
+    try {
+      await pillowAbsent(alone);
+    } finally {
+      await alone.close();
+    }
   });
 
   it('never sends a frame over the channel limit: the display limit shrinks to it', async () => {
@@ -270,3 +247,33 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     assert.deepEqual(r.displays.slice(5, 8).map((d) => [d.display_id, d.update ?? false]), [['abc', false], ['abc', true], ['abc', true]]);
   });
 });
+
+async function pillowAbsent(g: GuestHarness): Promise<void> {
+  const r = await g.run(
+    [
+      'import base64, sys, numpy as np',
+      'import matplotlib.pyplot as plt',
+      'from PIL import Image',
+      'raw = Image.fromarray(np.random.default_rng(2).integers(0, 255, (300, 400, 3), dtype=np.uint8))',
+      'import io; buf = io.BytesIO(); raw.save(buf, "PNG"); png = buf.getvalue()',
+      'sys.modules["PIL"] = None  # Pillow is not there any more',
+      'class Pic:',
+      '    def _repr_png_(self): return png',
+      '    def __repr__(self): return "Pic()"',
+      'display(Pic())',
+      'fig, ax = plt.subplots()',
+      'ax.imshow(np.random.default_rng(3).random((300, 400)))',
+      'plt.show()',
+      'print("after")',
+    ].join('\n'),
+    { display: { max_bytes: 100_000 } },
+  );
+  assert.equal(r.complete.ok, true, JSON.stringify(r.complete.error));
+  assert.deepEqual(r.displays.map((d) => Object.keys(d.data)), [['text/plain'], ['text/plain']]);
+  assert.equal(r.displays[1].data['text/plain'], '<Figure size 640x480 with 1 Axes>');
+  const notes = plain(r.stderr).trim().split('\n');
+  assert.equal(notes.length, 2);
+  assert.match(notes[0], /^\[codeact: a 400×300 PNG image \(35\d\.\d KB\) was not shown: it is over the 97\.7 KB limit per display, and Pillow is not installed to make it smaller; showing its text instead\]$/);
+  assert.match(notes[1], /^\[codeact: a \d+×\d+ PNG image \(.+\) was not shown: .*Pillow is not installed to make it smaller; fig\.savefig\("name\.png"\) writes it to a file you get; showing its text instead\]$/);
+  assert.equal(plain(r.stdout), 'after\n');
+}

@@ -101,12 +101,9 @@ export class GuestHarness {
   }
 
   private onProto(b: Buffer): void {
-    this.buf += b.toString('utf8');
-    let nl: number;
-    while ((nl = this.buf.indexOf('\n')) >= 0) {
-      this.frames.push(JSON.parse(this.buf.slice(0, nl)));
-      this.buf = this.buf.slice(nl + 1);
-    }
+    const lines = (this.buf + b.toString('utf8')).split('\n');
+    this.buf = lines.pop()!;
+    for (const line of lines) this.frames.push(JSON.parse(line));
     this.wake();
   }
 
