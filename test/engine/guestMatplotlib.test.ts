@@ -13,9 +13,9 @@ import { imageSize } from '../../src/common/displays';
 import { logsOf } from '../../src/common/events';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
-import { DEBIAN_PYTHON, plain, startGuest, timeline, type GuestHarness } from '../support/guestHarness';
+import { DEBIAN_PYTHON, plain, startGuest, timeline, type GuestFrame, type GuestHarness } from '../support/guestHarness';
 
-const size = (d: { data: Record<string, string> }) => imageSize('image/png', d.data['image/png'])!;
+const size = (d: GuestFrame) => imageSize('image/png', d.data['image/png'])!;
 
 (existsSync(DEBIAN_PYTHON) ? describe : describe.skip)('guest matplotlib', function () {
   this.timeout(120_000);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { imageSize } from '../../src/common/displays';
-import { DEBIAN_PYTHON, plain, startGuest, type GuestHarness } from '../support/guestHarness';
+import { DEBIAN_PYTHON, plain, startGuest, type GuestFrame, type GuestHarness } from '../support/guestHarness';
 
 (existsSync(DEBIAN_PYTHON) ? describe : describe.skip)('guest displays: tables and images', function () {
   this.timeout(120_000);
@@ -121,7 +121,7 @@ import { DEBIAN_PYTHON, plain, startGuest, type GuestHarness } from '../support/
     }
     assert.deepEqual(imageSize('image/png', r.displays[0].data['image/png']), { width: 64, height: 32 });
     // PNG colour type (byte 25 of the file): 2 = RGB, 6 = RGBA.
-    const colour = (d: { data: Record<string, string> }) => Buffer.from(d.data['image/png'], 'base64')[25];
+    const colour = (d: GuestFrame) => Buffer.from(d.data['image/png'], 'base64')[25];
     assert.deepEqual(r.displays.map(colour), [2, 6, 2, 2, 2, 2, 2, 6, 2, 6]);
   });
 });

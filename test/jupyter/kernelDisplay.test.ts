@@ -5,6 +5,7 @@
  * figures left open shown inside run() before the result; the files the run wrote, listed.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { imageSize } from '../../src/common/displays';
@@ -14,7 +15,7 @@ import { KernelHarness, type KernelMessage } from '../support/kernelHarness';
 let available = existsSync(DEBIAN_PYTHON);
 if (available) {
   try {
-    require('node:child_process').execFileSync(DEBIAN_PYTHON, ['-c', 'import ipykernel, jupyter_client'], { stdio: 'ignore' });
+    execFileSync(DEBIAN_PYTHON, ['-c', 'import ipykernel, jupyter_client'], { stdio: 'ignore' });
   } catch {
     available = false;
     console.log('  python3-ipykernel is not installed: skipping the kernel display tests');

@@ -48,8 +48,8 @@ def snapshot(root):
 
 
 def changed(before, after):
-    """The paths of after that are new or differ from before, sorted."""
-    return sorted(p for p, v in after.items() if before.get(p) != v)
+    """The paths of after that are new or differ from before: the top folder first, then by name."""
+    return sorted((p for p, v in after.items() if before.get(p) != v), key=lambda p: (p.count("/"), p))
 
 
 def _open_beneath(root, rel):

@@ -15,18 +15,42 @@ Protocol: newline-delimited JSON frames on fd 3 (never stdout). The user's stdin
 and stderr are plain text the host captures live. Frames (field "t" is the type):
 
   host -> guest   {"t":"init","subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int}
-                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool}
+                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,
+                   "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
+                   "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str}
                   {"t":"vars"}                       (between runs: the variables view)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}
-                  {"t":"complete","run":int,"ok":true,"value":json-text|null,"end":[bool,bool]}
-                  {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool]}
+                  {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},
+                   "result"?:true,"display_id"?:str,"update"?:true,"summary"?:str}
+                  {"t":"file","run":int,"path":str,"size":int,"data":base64|null,"note"?:str}
+                  {"t":"complete","run":int,"ok":true,"value":json-text|null,"end":[bool,bool],"files":int}
+                  {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool],"files":int}
                   {"t":"vars","variables":[...],"total":int}
 
 After each run the guest writes the run's `end` token to stdout and to stderr (flushed first), so the
 host knows that all the run's output has arrived before it reports the result; `end` in "complete"
 says which of the two it could write.
+
+Rich outputs (codeact_display, codeact_frames):
+- "display" caps in the run frame default to 2 MiB per display (the JSON size of its data), 12 MiB and
+  200 displays per execution, hidpi false; "files" to 10 MiB per file, 20 MiB and 50 files.
+- A display goes out in order with the output: the user's stdout and stderr are flushed, then
+  `\x00codeact-display:<end>:<seq>\x00` is written straight to fd 1 and fd 2 (past the output cap, as the
+  end token), then the "display" frame; `marks` says which of the two markers were written; seq is 1,
+  2, … per run. The host cuts each stream at the marker and puts the display there. `data` is a Jupyter
+  MIME bundle (binary types base64, JSON types any JSON value, text types strings); `result`: the last
+  expression of the code (a notebook's execute_result); `display_id`/`update`: a display made with
+  display_id, and a later update of it; `summary`: what the model reads for a table. A display the
+  caps refuse sends no frame and no marker (a note on stderr says what was left out; one note at the
+  end of the run counts what the count and total caps refused). A forked child never sends frames (its
+  displays print their text); another thread's are sent as they come.
+- Files out: the working directory the guest started in is listed before each run (regular files,
+  no link followed, 4 folders deep, at most 2,000 entries visited, hidden entries and __pycache__
+  skipped); after the code and the figures left open, each new or changed file (up to max_count, the
+  top folder first) is a "file" frame, sent before "complete", whose `data` is null with a `note` when
+  it is over max_bytes or the run's max_total; "complete" says how many file frames were sent.
 
 The compile step, execution, tracebacks, values and call_tool checks are in codeact_lib.py, shared
 with the Jupyter runtime. Start-up cost matters for a cold run: only cheap modules load up front.
@@ -41,11 +65,11 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 import codeact_lib as lib  # noqa: E402
 import codeact_display as display  # noqa: E402
-import codeact_files as files  # noqa: E402
+import codeact_frames as frames  # noqa: E402
 import codeact_output as output  # noqa: E402
 import codeact_proc as proc  # noqa: E402
 
-for _f in (__file__, output.__file__, proc.__file__, files.__file__):
+for _f in (__file__, output.__file__, proc.__file__, frames.__file__, frames.files.__file__):
     lib.own_file(_f)
     lib.own_file(os.path.abspath(_f))
 json = None  # loaded after the first frame (it is needed then anyway)
@@ -303,10 +327,7 @@ class Guest:
         self.interrupt = lib.Interrupt()
         self.cells = 0
         self.loop = None
-        self.root = os.getcwd()
-        self.run_id = None
-        self.end_token = None
-        self.seq = 0
+        self.rich = frames.RichOutputs(chan, os.getcwd(), self.max_frame, lambda: os.getpid() == _MAIN_PID)
         self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         bridge = self.bridge
 
@@ -320,7 +341,6 @@ class Guest:
         self.namespace["call_tool"] = call_tool
         self.namespace["display"] = display.display
         self.hidden = {"call_tool", "display"}
-        display.configure(self._send_display, _note, _print_text, frame_limit=self.max_frame - 4096)
 
     def serve(self):
         import signal
@@ -349,10 +369,7 @@ class Guest:
         self.cells += 1
         filename = f"{lib.CELL_PREFIX}{self.cells}>"
         self.bridge.enabled = frame.get("tools", True) is not False
-        self.run_id, self.end_token, self.seq = run_id, frame.get("end"), 0
-        display.begin_run(frame.get("display"))
-        file_caps = files.caps(frame.get("files"))
-        before = files.snapshot(self.root)
+        self.rich.begin(run_id, frame)
         result = None
         shown = None
         try:
@@ -389,95 +406,17 @@ class Guest:
         if os.getpid() != _MAIN_PID:
             # A child the code forked returned through here: it never speaks for the run.
             _forked_child_exit(None)
-        self._end_displays(shown)
+        self.rich.finish(shown, self.interrupt)
         if (self.last and proc.SUBREAPER) or self.interrupt.requested:
             # A one-shot run ends with everything it started; so does a run that was stopped (Stop, the
             # timeout), whose session keeps its variables but not the processes the code started.
             proc.kill_descendants()
             self.interrupt.requested = False
-        result["files"] = self._send_files(run_id, before, file_caps)
-        self.run_id = None
+        result["files"] = self.rich.send_files()
         result["t"] = "complete"
         result["run"] = run_id
         result["end"] = output.write_end(frame.get("end"))
         return result
-
-    def _end_displays(self, value):
-        """The last expression (as an execute_result), the figures left open, the note on the caps;
-        Stop still works while a slow figure renders."""
-        def finish():
-            try:
-                display.show_result(value)
-            finally:
-                display.end_run()
-        try:
-            lib.run_sync(finish, self.interrupt)
-        except BaseException as exc:  # noqa: BLE001
-            _note(f"[codeact: showing the outputs stopped ({type(exc).__name__})]\n")
-            display.STATE.active = False
-
-    def _send_display(self, data, metadata, data_json, meta_json, extra):
-        """A display, in order with the output: the run's marker on stdout and stderr, then its frame.
-        A forked child never sends one (its text goes to stdout instead)."""
-        if os.getpid() != _MAIN_PID or self.run_id is None:
-            return False
-        import signal
-        # SIGINT waits until the marker and the frame are both out (never a marker without its frame).
-        masked = _block_sigint(signal)
-        try:
-            with self.chan.lock:
-                self.seq += 1
-                marks = output.write_display_marker(self.end_token, self.seq)
-                text = '{"t":"display","run":%d,"seq":%d,"marks":[%s,%s],"data":%s,"metadata":%s' % (
-                    self.run_id, self.seq, "true" if marks[0] else "false", "true" if marks[1] else "false", data_json, meta_json)
-                for key in ("result", "display_id", "update", "summary"):
-                    if key in extra:
-                        text += ',"%s":%s' % (key, lib.compact_json(extra[key]))
-                self.chan._write((text + "}\n").encode("utf-8", "surrogatepass"))
-        finally:
-            if masked:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
-        return True
-
-    def _send_files(self, run_id, before, caps):
-        """A "file" frame for each file the run made or changed in the working directory (up to the caps);
-        returns how many were sent."""
-        import binascii
-        try:
-            paths = files.changed(before, files.snapshot(self.root))
-        except Exception:  # noqa: BLE001
-            return 0
-        room = (self.max_frame - 8192) * 3 // 4
-        sent = 0
-        total = 0
-        for rel in paths[:caps["max_count"]]:
-            if len(rel) > 4096:
-                continue
-            limit = min(caps["max_bytes"], room)
-            got = files.read_file(self.root, rel, limit)
-            if got is None:
-                continue
-            size, data, why = got
-            note = None
-            if why == "too large":
-                note = f"too large to copy out: {display.size_text(size)}; the limit is {display.size_text(limit)}"
-            elif why == "changing":
-                note = "not copied out: it was still being written"
-            elif total + size > caps["max_total"]:
-                data = None
-                note = f"not copied out: the files of this execution passed {display.size_text(caps['max_total'])} in all"
-            else:
-                total += size
-            frame = {"t": "file", "run": run_id, "path": rel, "size": size,
-                     "data": binascii.b2a_base64(data, newline=False).decode("ascii") if data is not None else None}
-            if note:
-                frame["note"] = note
-            self.chan.send(frame)
-            sent += 1
-        more = len(paths) - caps["max_count"]
-        if more > 0:
-            _note(f"[codeact: {more:,} more changed file{'s were' if more != 1 else ' was'} not listed; the cap is {caps['max_count']:,} per execution]\n")
-        return sent
 
     def _install_discovery(self, source):
         """search_tools, describe_tool and the `tools` module, from the host's catalogue (fetched per
@@ -497,35 +436,6 @@ class Guest:
             self.loop = asyncio.new_event_loop()
             asyncio.set_event_loop(self.loop)
         return self.loop
-
-
-def _block_sigint(signal):
-    try:
-        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
-        return True
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
-def _note(text):
-    """A note of ours on the run's stderr (not the code's sys.stderr, which it may have replaced)."""
-    lib.flush_std()
-    stream = output.OUTPUT.stderr if output.OUTPUT is not None else sys.__stderr__
-    try:
-        stream.write(text)
-        stream.flush()
-    except Exception:  # noqa: BLE001
-        pass
-
-
-def _print_text(text):
-    """A display that cannot be sent (a forked child's): its text on stdout."""
-    stream = output.OUTPUT.stdout if output.OUTPUT is not None else sys.__stdout__
-    try:
-        stream.write(text + "\n")
-        stream.flush()
-    except Exception:  # noqa: BLE001
-        pass
 
 
 def _forked_child_exit(exc):

@@ -13,7 +13,9 @@ import discoverySource from './codeact_discovery.py';
 import displaySource from './codeact_display.py';
 import filesSource from './codeact_files.py';
 import formatsSource from './codeact_formats.py';
+import framesSource from './codeact_frames.py';
 import guestSource from './codeact_guest.py';
+import hooksSource from './codeact_hooks.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
 import mplSource from './codeact_mpl.py';
@@ -32,8 +34,10 @@ export const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_discovery.py': discoverySource,
   'codeact_formats.py': formatsSource,
   'codeact_display.py': displaySource,
+  'codeact_hooks.py': hooksSource,
   'codeact_mpl.py': mplSource,
   'codeact_files.py': filesSource,
+  'codeact_frames.py': framesSource,
 };
 
 /**
@@ -47,6 +51,7 @@ export const KERNEL_MODULES: ReadonlyArray<readonly [name: string, filename: str
   ['codeact_lib', '<codeact_lib>', libSource],
   ['codeact_formats', '<codeact_formats>', formatsSource],
   ['codeact_display', '<codeact_display>', displaySource],
+  ['codeact_hooks', '<codeact_hooks>', hooksSource],
   ['codeact_mpl', '<codeact_mpl>', mplSource],
   ['codeact_files', '<codeact_files>', filesSource],
   ['codeact_discovery', '<codeact_discovery>', discoverySource],
