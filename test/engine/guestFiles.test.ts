@@ -47,7 +47,7 @@ describe('guest files out (frames of the real guest)', function () {
     assert.equal((await g.run('x = 1')).complete.files, 0);
   });
 
-  it('never follows a link out of the folder, skips a FIFO without blocking, and leaves hidden files alone', async () => {
+  it('never follows a link out of the folder, skips a FIFO without blocking, leaves hidden files and names that are not UTF-8 alone', async () => {
     const outside = mkdtempSync(path.join(tmpdir(), 'codeact-outside-'));
     try {
       writeFileSync(path.join(outside, 'secret.txt'), 'secret');
@@ -59,6 +59,7 @@ describe('guest files out (frames of the real guest)', function () {
           'os.mkfifo("pipe")',
           'open(".hidden", "w").write("h")',
           'os.makedirs("__pycache__"); open("__pycache__/m.pyc", "w").write("c")',
+          'open(b"not utf-8 \\xff.txt", "w").write("?")',
           'open("real.txt", "w").write("ok")',
         ].join('\n'),
       );

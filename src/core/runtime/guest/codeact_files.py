@@ -48,8 +48,17 @@ def snapshot(root):
 
 
 def changed(before, after):
-    """The paths of after that are new or differ from before: the top folder first, then by name."""
-    return sorted((p for p, v in after.items() if before.get(p) != v), key=lambda p: (p.count("/"), p))
+    """The paths of after that are new or differ from before: the top folder first, then by name (a
+    name that is not UTF-8 is left out: it could not be named to the host)."""
+    return sorted((p for p, v in after.items() if before.get(p) != v and _utf8(p)), key=lambda p: (p.count("/"), p))
+
+
+def _utf8(path):
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _open_beneath(root, rel):

@@ -78,15 +78,19 @@ class RichOutputs:
     def send_files(self):
         """A "file" frame for each file the run made or changed in the working directory (up to the caps);
         returns how many were sent. The run is over for displays after this."""
-        import binascii
-        run_id, before, caps = self.run_id, self.before, self.file_caps
-        self.run_id = None
+        run_id, self.run_id = self.run_id, None
+        sent = [0]
         try:
-            paths = files.changed(before, files.snapshot(self.root))
-        except Exception:  # noqa: BLE001
-            return 0
+            self._send_files(run_id, sent)
+        except Exception as exc:  # noqa: BLE001 - never loses the run's result
+            note(f"[codeact: the files of this execution could not all be listed ({type(exc).__name__}: {exc})]\n")
+        return sent[0]
+
+    def _send_files(self, run_id, sent):
+        import binascii
+        before, caps = self.before, self.file_caps
+        paths = files.changed(before, files.snapshot(self.root))
         room = (self.max_frame - 8192) * 3 // 4
-        sent = 0
         total = 0
         for rel in paths[:caps["max_count"]]:
             if len(rel) > 4096:
@@ -96,26 +100,25 @@ class RichOutputs:
             if got is None:
                 continue
             size, data, why = got
-            note = None
+            why_not = None
             if why == "too large":
-                note = f"too large to copy out: {display.size_text(size)}; the limit is {display.size_text(limit)}"
+                why_not = f"too large to copy out: {display.size_text(size)}; the limit is {display.size_text(limit)}"
             elif why == "changing":
-                note = "not copied out: it was still being written"
+                why_not = "not copied out: it was still being written"
             elif total + size > caps["max_total"]:
                 data = None
-                note = f"not copied out: the files of this execution passed {display.size_text(caps['max_total'])} in all"
+                why_not = f"not copied out: the files of this execution passed {display.size_text(caps['max_total'])} in all"
             else:
                 total += size
             frame = {"t": "file", "run": run_id, "path": rel, "size": size,
                      "data": binascii.b2a_base64(data, newline=False).decode("ascii") if data is not None else None}
-            if note:
-                frame["note"] = note
+            if why_not:
+                frame["note"] = why_not
             self.chan.send(frame)
-            sent += 1
+            sent[0] += 1
         more = len(paths) - caps["max_count"]
         if more > 0:
             note(f"[codeact: {more:,} more changed file{'s were' if more != 1 else ' was'} not listed; the cap is {caps['max_count']:,} per execution]\n")
-        return sent
 
 
 def _block_sigint(signal):
