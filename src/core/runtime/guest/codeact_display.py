@@ -19,12 +19,24 @@ IPython itself: only what the code already imported (sys.modules says so).
 import os
 import sys
 
-import codeact_formats as formats
 import codeact_lib as _lib
 from codeact_values import compact_json
 
 _lib.own_file(sys._getframe().f_code.co_filename)
-_lib.own_file(formats.plain_text.__code__.co_filename)
+
+
+class _LazyFormats:
+    """codeact_formats, loaded at the first display (a cold start that shows nothing never pays for it)."""
+
+    def __getattr__(self, name):
+        global formats
+        import codeact_formats
+        _lib.own_file(codeact_formats.plain_text.__code__.co_filename)
+        formats = codeact_formats
+        return getattr(codeact_formats, name)
+
+
+formats = _LazyFormats()
 
 DISPLAY_DEFAULTS = {"max_bytes": 2 << 20, "max_total": 12 << 20, "max_count": 200, "hidpi": False}
 MAX_METADATA = 64 << 10
