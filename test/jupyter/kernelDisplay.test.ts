@@ -80,6 +80,18 @@ const shape = (m: KernelMessage) =>
     assert.deepEqual(after.messages.map(shape), ['stdout:[]\n']);
   });
 
+  it('switches a kernel whose pyplot already runs the inline backend to ours at install time', async () => {
+    const used = new KernelHarness();
+    try {
+      await used.start('import matplotlib.pyplot as plt\nplt.figure()\nprint(plt.get_backend())');
+      const r = await used.run('print(plt.get_backend())\nplt.plot([1])');
+      assert.deepEqual(r.messages.map(shape).slice(0, 1), ['stdout:module://codeact_mpl\n']);
+      assert.deepEqual(r.messages.filter((m) => m.type === 'display_data').map((m) => Object.keys(m.content.data).sort().join(',')), ['text/plain', 'image/png,text/plain']);
+    } finally {
+      await used.close();
+    }
+  });
+
   it('applies the caps of the run options: one note for the displays past the count', async () => {
     const r = await k.run('for i in range(5):\n    display(i)', { display: { max_count: 2 } });
     assert.deepEqual(r.messages.map(shape), [

@@ -70,8 +70,10 @@ export class KernelHarness {
     return new Promise((resolve) => this.pending.push(resolve));
   }
 
-  async start(): Promise<void> {
+  /** Starts the kernel; `before` runs in it ahead of the bootstrap cell (a kernel the user has used already). */
+  async start(before?: string): Promise<void> {
     await this.next();
+    if (before) await this.exec(before);
     const r = await this.exec(bootstrapCell(this.nonce));
     if (r.status !== 'ok') throw new Error(`bootstrap failed: ${JSON.stringify(r.messages)} ${this.log}`);
   }
