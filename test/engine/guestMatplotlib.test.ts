@@ -108,6 +108,30 @@ const size = (d: GuestFrame) => imageSize('image/png', d.data['image/png'])!;
     assert.deepEqual(d.metadata, { 'image/png': { width: Math.floor(hi.width / 2), height: Math.floor(hi.height / 2) } });
   });
 
+  it('lets Stop end a slow figure at the end of an execution: a note, the result, and the session lives on', async () => {
+    const started = await g.start(
+      [
+        'import sys, time',
+        'from matplotlib.artist import Artist',
+        'class Slow(Artist):',
+        '    def draw(self, renderer):',
+        '        print("drawing"); sys.stdout.flush()',
+        '        time.sleep(120)',
+        'slow = plt.figure()',
+        'slow.add_artist(Slow())',
+        '"the value"',
+      ].join('\n'),
+    );
+    await g.stdoutHas('drawing');
+    g.interrupt();
+    const r = await started.done;
+    assert.equal(r.complete.ok, true, JSON.stringify(r.complete.error));
+    assert.equal(r.complete.value, 'the value');
+    assert.equal(plain(r.stderr), '[codeact: showing the outputs stopped (KeyboardInterrupt)]\n');
+    const next = await g.run('print(plt.get_fignums())\n1 + 1');
+    assert.deepEqual([next.complete.value, plain(next.stdout)], [2, '[]\n']);
+  });
+
   it('keeps the backend the user chose (MPLBACKEND, or matplotlib.use)', async () => {
     const agg = await startGuest({ env: { MPLBACKEND: 'agg' } });
     try {

@@ -140,9 +140,28 @@ export class GuestHarness {
     return this.until(() => this.frames.find((f) => f.t === 'ready'), timeoutMs, 'ready');
   }
 
+  /** Resolves once stdout holds `text` (a barrier the code under test sets). */
+  async stdoutHas(text: string, timeoutMs = 60_000): Promise<void> {
+    await this.until(() => (this.out.toString('utf8').includes(text) ? true : undefined), timeoutMs, JSON.stringify(text));
+  }
+
+  /** SIGINT to the guest (Stop). */
+  interrupt(): void {
+    this.child.kill('SIGINT');
+  }
+
   /** One run: its frames, and its stdout and stderr up to its end token (markers kept). */
-  async run(code: string, o: RunOptions = {}): Promise<RunOutcome & { end: string }> {
+  run(code: string, o: RunOptions = {}): Promise<RunOutcome & { end: string }> {
+    return this.start(code, o).then((started) => started.done);
+  }
+
+  /** Sends a run; `done` settles with it (meanwhile the test can interrupt it). */
+  async start(code: string, o: RunOptions = {}): Promise<{ done: Promise<RunOutcome & { end: string }> }> {
     await this.ready();
+    return { done: this.collect(code, o) };
+  }
+
+  private async collect(code: string, o: RunOptions): Promise<RunOutcome & { end: string }> {
     const run = ++this.runs;
     const end = `E${run}x${Math.random().toString(36).slice(2, 10)}`;
     const token = `\u0000codeact-end:${end}\u0000`;

@@ -125,6 +125,19 @@ def end_run():
     st.figures = None
 
 
+def finish_run(value):
+    """The end of an execution: its last expression (as an execute_result), then end_run(). Never raises:
+    Stop while a slow figure renders ends the showing with a note, and the run's result still goes out."""
+    try:
+        try:
+            show_result(value)
+        finally:
+            end_run()
+    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, SystemExit from a repr
+        STATE.active = False
+        _note(f"showing the outputs stopped ({type(exc).__name__})")
+
+
 def _note(text):
     note = STATE.note
     if note is not None:

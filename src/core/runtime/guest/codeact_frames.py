@@ -39,17 +39,11 @@ class RichOutputs:
             self.before = {}
 
     def finish(self, value, interrupt):
-        """The last expression (as an execute_result), the figures left open, the note on the caps;
-        Stop still works while a slow figure renders."""
-        def finish():
-            try:
-                display.show_result(value)
-            finally:
-                display.end_run()
+        """The last expression, the figures left open, the note on the caps (codeact_display.finish_run),
+        with Stop still working while a slow figure renders."""
         try:
-            lib.run_sync(finish, interrupt)
-        except BaseException as exc:  # noqa: BLE001
-            note(f"[codeact: showing the outputs stopped ({type(exc).__name__})]\n")
+            lib.run_sync(lambda: display.finish_run(value), interrupt)
+        except BaseException:  # noqa: BLE001 - a SIGINT just after it finished: nothing left to stop
             display.STATE.active = False
 
     def send_display(self, data, metadata, data_json, meta_json, extra):

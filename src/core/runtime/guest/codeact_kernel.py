@@ -325,12 +325,7 @@ async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
         _run = None
     # The last expression of a notebook-style cell, shown as a notebook shows it (the value is null),
     # then the figures left open, before the result: nothing of the run comes after it.
-    try:
-        display.show_result(shown)
-    except Exception as exc:  # noqa: BLE001
-        _note(f"[codeact: the value could not be shown ({type(exc).__name__})]\n")
-    finally:
-        display.end_run()
+    display.finish_run(shown)
     if before is not None:
         result["files"] = _changed_files(root, before, file_caps["max_count"])
         result["cwd"] = root
