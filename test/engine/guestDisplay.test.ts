@@ -192,7 +192,7 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     try {
       const r = await small.run('display({"text/html": "x" * 400_000, "text/plain": "big"}, raw=True)\nprint("alive")');
       assert.deepEqual(r.displays.map((d) => d.data), [{ 'text/plain': 'big' }]);
-      assert.match(plain(r.stderr), /^\[codeact: display\(raw=True\)\['text\/html'\] returned 390\.6 KB, over the 252 KB limit per display; showing its text instead\]\n$/);
+      assert.match(plain(r.stderr), /^\[codeact: display\(raw=True\)\['text\/html'\] returned 390\.6 KB, over the 96 KB limit per display; showing its text instead\]\n$/);
       assert.equal(plain(r.stdout), 'alive\n');
     } finally {
       await small.close();

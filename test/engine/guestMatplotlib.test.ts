@@ -132,7 +132,7 @@ const size = (d: GuestFrame) => imageSize('image/png', d.data['image/png'])!;
     assert.deepEqual([next.complete.value, plain(next.stdout)], [2, '[]\n']);
   });
 
-  it('keeps the backend the user chose (MPLBACKEND, or matplotlib.use)', async () => {
+  it('keeps the backend the user chose (MPLBACKEND, matplotlib.use, a matplotlibrc of their own)', async () => {
     const agg = await startGuest({ env: { MPLBACKEND: 'agg' } });
     try {
       const r = await agg.run('import matplotlib.pyplot as plt\nplt.plot([1])\nplt.show()\nprint(plt.get_backend())');
@@ -146,6 +146,19 @@ const size = (d: GuestFrame) => imageSize('image/png', d.data['image/png'])!;
       assert.deepEqual([plain(r.stdout), r.displays.length], ['agg\n', 0]);
     } finally {
       await use.close();
+    }
+    // A matplotlibrc in the working directory that names a backend; one that does not leaves ours.
+    for (const [rc, expected] of [['backend : svg  # mine\n', 'svg'], ['# backend: svg\nlines.linewidth: 3\n', 'module://codeact_mpl']]) {
+      const dir = mkdtempSync(path.join(tmpdir(), 'codeact-mplrc-'));
+      writeFileSync(path.join(dir, 'matplotlibrc'), rc);
+      const own = await startGuest({ cwd: dir });
+      try {
+        const r = await own.run('import matplotlib.pyplot as plt\nprint(plt.get_backend())');
+        assert.equal(plain(r.stdout), `${expected}\n`);
+      } finally {
+        await own.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
   });
 

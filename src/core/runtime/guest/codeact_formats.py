@@ -219,6 +219,8 @@ def format_object(obj, include=None, exclude=None, hidpi=False):
         b.notes.append(f"showing a {type_name(obj)} failed ({_exc_text(exc)})")
         b.data.clear()
         b.raw.clear()
+        b.metadata.clear()
+        b.summary = b.figure = None
         done = False
     if not done:
         _rich(obj, b, include, exclude)

@@ -26,7 +26,8 @@ class RichOutputs:
         self.seq = 0
         self.before = {}
         self.file_caps = files.caps(None)
-        display.configure(self.send_display, note, print_text, frame_limit=max_frame - 4096)
+        # The channel carries a display's data, metadata (at most 64 KiB) and summary (20,000 characters).
+        display.configure(self.send_display, note, print_text, frame_limit=max(1024, max_frame - (160 << 10)))
 
     def begin(self, run_id, frame):
         """A run starts: its caps, its end token (the markers carry it), the listing of the folder."""

@@ -128,9 +128,14 @@ def _prepare_mpl():
             with open(os.path.join(src, name), "rb") as f:
                 data = f.read(64 << 20)
             tmp = f"{target}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, target)
+            except OSError:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
     except OSError:
         pass
 
@@ -142,10 +147,9 @@ def _rc_sets_backend(path):
     except OSError:
         return False
     for line in text.splitlines():
-        if line.split("#", 1)[0].strip().startswith("backend") and ":" in line:
-            key = line.split(":", 1)[0].strip()
-            if key == "backend":
-                return True
+        key, sep, _ = line.split("#", 1)[0].partition(":")
+        if sep and key.strip() == "backend":
+            return True
     return False
 
 
