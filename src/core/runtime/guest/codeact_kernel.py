@@ -270,11 +270,11 @@ async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
     options = options if isinstance(options, dict) else {}
     display.begin_run(options.get("display"))
     file_caps = files.caps(options.get("files"))
-    root = os.getcwd()
     try:
+        root = os.getcwd()
         before = files.snapshot(root)
-    except Exception:  # noqa: BLE001
-        before = None
+    except Exception:  # noqa: BLE001 - a working directory that is gone: no files to list
+        root, before = None, None
     filename = f"{lib.CELL_PREFIX}{next(_cells)}>"
     current = _Run(run_id, bool(tools), int(max_frame))
     _run = current
