@@ -35,13 +35,14 @@ describe('CLI on the Jupyter runtime', function () {
 
   it('codeact run --runtime jupyter --outputs DIR saves a real plot; the terminal shows it in order with the text, --json as a display event', async () => {
     const out = mkdtempSync(path.join(tmpdir(), 'codeact-out-j-'));
-    const code = 'import matplotlib.pyplot as plt\nprint("before")\nplt.plot([1, 3, 2])\nplt.show()\nprint("after")\nimport pandas as pd\npd.DataFrame({"month": ["Jan"], "revenue": [10]})\n';
+    const code = 'import matplotlib.pyplot as plt\nprint("before")\nplt.plot([1, 3, 2])\nplt.show()\nprint("after")\nimport pandas as pd\ndf = pd.DataFrame({"month": ["Jan"], "revenue": [10]})\ndf.to_csv("jan.csv", index=False)\ndf\n';
     const env = { CODEACT_JUPYTER_TOKEN: jupyter!.token };
     try {
       const r = await codeact(['run', '-', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url, '--outputs', out], env, code);
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stdout, /^before\n\[image \d+×\d+, PNG\]\nafter\n[\s\S]*month\s+revenue\n0\s+Jan\s+10\n/);
-      assert.ok(r.stdout.includes(`saved 1 image to ${out}: exec-1-image-1.png\n`), r.stdout);
+      assert.match(r.stdout, /^before\n\[image \d+×\d+, PNG\]\nafter\n[^[]*1 rows? × 2 columns[\s\S]*\| 0 \| Jan \| 10 \|\n\[file jan\.csv, 21 bytes\]\n/, `text, plot, text, the table by its summary, the file:\n${r.stdout}`);
+      assert.ok(r.stdout.includes(`saved 1 image and 1 file to ${out}: exec-1-image-1.png, exec-1-jan.csv\n`), r.stdout);
+      assert.equal(readFileSync(path.join(out, 'exec-1-jan.csv'), 'utf8'), 'month,revenue\nJan,10\n', 'copied out through the contents API');
       assert.doesNotMatch(r.stdout, /iVBOR|<table/, 'no base64 and no HTML on the terminal');
       const png = readFileSync(path.join(out, 'exec-1-image-1.png'));
       assert.equal(png.subarray(1, 4).toString(), 'PNG');
@@ -55,10 +56,11 @@ describe('CLI on the Jupyter runtime', function () {
       assert.equal(shown.length, 2);
       assert.match(shown[0].output.data['image/png'], /^iVBOR/);
       assert.match(shown[1].output.data['text/html'], /<table/);
+      assert.equal(shown[1].output.result, true, 'the last expression');
       const item = events.at(-1).item;
-      assert.deepEqual(item.outputs.map((o: { type: string }) => o.type), ['logs', 'display', 'logs', 'display']);
-      assert.ok(json.stderr.includes(`saved 1 image to ${out}: exec-1-image-1-2.png`), json.stderr);
-      assert.deepEqual(readdirSync(out).sort(), ['exec-1-image-1-2.png', 'exec-1-image-1.png'], 'the second run did not overwrite the first');
+      assert.deepEqual(item.outputs.map((o: { type: string }) => o.type), ['logs', 'display', 'logs', 'display', 'file']);
+      assert.ok(json.stderr.includes(`saved 1 image and 1 file to ${out}: exec-1-image-1-2.png, exec-1-jan-2.csv`), json.stderr);
+      assert.deepEqual(readdirSync(out).sort(), ['exec-1-image-1-2.png', 'exec-1-image-1.png', 'exec-1-jan-2.csv', 'exec-1-jan.csv'], 'the second run did not overwrite the first');
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

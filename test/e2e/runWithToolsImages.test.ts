@@ -1,10 +1,11 @@
 /**
  * "Run with Tools" on `# %%` cells that plot, in a real VS Code (code-server = VS Code 1.100) driven in
- * headless Chromium, on the Jupyter runtime (a real jupyter-server; its kernel's inline backend draws the
- * plots): the inline result says "1 image" / "2 images", and its hover draws the plot first (a data-URL image
- * of VS Code's hover markdown, sized down to fit 320×200 px, with supportHtml off and no command but the panel's).
+ * headless Chromium, on the Jupyter runtime (a real jupyter-server) and on the local guest (bubblewrap,
+ * Debian's python3 with matplotlib and pandas): the inline result says "1 image" / "2 images" / "1 image,
+ * 2 files", and its hover draws the plot first (a data-URL image of VS Code's hover markdown, sized down to
+ * fit 320×200 px, with supportHtml off and no command but the panel's) and lists the files.
  *
- * Screenshots go to test-artifacts/e2e/ (50-…). Skips with one line when code-server, Chromium or
+ * Screenshots go to test-artifacts/e2e/ (50-, 51-, 53-…). Skips with one line when code-server, Chromium or
  * jupyter-server is missing.
  */
 import assert from 'node:assert/strict';
@@ -95,6 +96,42 @@ describe('e2e: Run with Tools shows the plots of # %% cells inline and in the ho
     await imgs.nth(1).waitFor({ state: 'visible', timeout: e2e.wb.wait(10_000) });
     assert.equal(await imgs.count(), 2);
     await e2e.wb.screenshot('51-run-with-tools-two-plots-hover');
+    await e2e.wb.page.keyboard.press('Escape');
+  });
+});
+
+describe('e2e: Run with Tools on the local guest (the default runtime) shows its plot and its files', function () {
+  this.timeout(900_000);
+  const LOCAL = `# %% Plot and save
+import matplotlib.pyplot as plt
+import pandas as pd
+df = pd.DataFrame({"month": ["Jan", "Feb", "Mar"], "revenue": [10, 12, 9]})
+df.plot(x="month", y="revenue")
+plt.show()
+df.to_csv("revenue.csv", index=False)
+df.to_json("revenue.json")
+`;
+  const e2e = useCodeServer({
+    name: 'run-with-tools-local-images',
+    workspace: () => makeWorkspaceWith({ 'local_plot.py': LOCAL }),
+    // Debian's python3 has matplotlib and pandas (the one on PATH may not).
+    settings: { 'codeact.python.path': '/usr/bin/python3', 'codeact.timeoutSeconds': 120 },
+    minWaitMs: UI,
+  });
+
+  it('says "1 image, 2 files", and the hover draws the plot and lists the files', async () => {
+    await e2e.wb.openFile('local_plot.py');
+    await e2e.editor.focus();
+    await e2e.editor.clickCodeLens(1, '▶ Run with Tools', UI);
+    const mark = await e2e.editor.waitForDecoration(/^[✓✗]/, RUN);
+    assert.match(mark.text, /^✓ 1 image, 2 files · /, mark.text);
+    const text = await e2e.editor.hoverLine(mark.line);
+    assert.match(text, /completed · local/);
+    assert.match(text, /revenue\.csv, \d+ bytes\s+revenue\.json, \d+ bytes/);
+    const img = e2e.wb.page.locator('.monaco-hover:not(.hidden) .monaco-hover-content img').first();
+    await img.waitFor({ state: 'visible', timeout: e2e.wb.wait(10_000) });
+    assert.ok((await img.evaluate((el: HTMLImageElement) => el.naturalWidth)) > 320, 'the plot decoded');
+    await e2e.wb.screenshot('53-run-with-tools-local-plot-files-hover');
     await e2e.wb.page.keyboard.press('Escape');
   });
 });
