@@ -159,6 +159,11 @@ export class TranscriptView {
     this.turns.get(turn.id)?.sync(turn);
   }
 
+  /** The renderer of an item, when it is in the DOM. */
+  renderer(key: string): ItemRenderer | undefined {
+    return this.items.get(key);
+  }
+
   syncItem(item: ItemView): void {
     this.items.get(item.key)?.sync(item);
   }

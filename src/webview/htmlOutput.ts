@@ -1,0 +1,114 @@
+/**
+ * HTML outputs (a DataFrame's table, `_repr_html_`, a pandas Styler) under a strict DOMPurify profile: only
+ * table, structure and text elements, no attributes but `colspan`/`rowspan`/`span`/`title`, no `style`
+ * (a `text-align` becomes one of our own classes), no `class` or `id` of the page's, no links, images, forms,
+ * frames, scripts or styles, nothing that loads anything. It runs on its own DOMPurify instance (the
+ * markdown pipeline's is configured differently). Bounded: at most `HTML_ROW_CAP` body rows per table ("N more
+ * rows" under it) and `HTML_ELEMENT_CAP` elements in all; the parse happens in an inert document, and the
+ * rows and elements past the caps are dropped before anything walks them.
+ */
+import DOMPurify from 'dompurify';
+import { formatCount, h } from './dom';
+
+/** Body rows rendered per table. */
+export const HTML_ROW_CAP = 200;
+/** Elements rendered per output. */
+export const HTML_ELEMENT_CAP = 20_000;
+/** Characters of HTML parsed at most (the host caps a display at a few MB already). */
+export const HTML_CHAR_CAP = 4 * 1024 * 1024;
+
+const TAGS = [
+  'table', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td', 'caption', 'colgroup', 'col',
+  'p', 'div', 'span', 'br', 'b', 'i', 'strong', 'em', 'code', 'pre', 'small', 'sub', 'sup',
+  'ul', 'ol', 'li', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6',
+];
+const ATTRS = ['colspan', 'rowspan', 'span', 'title'];
+
+const purify = DOMPurify(window);
+purify.setConfig({
+  ALLOWED_TAGS: TAGS,
+  ALLOWED_ATTR: ATTRS,
+  ALLOW_DATA_ATTR: false,
+  ALLOW_ARIA_ATTR: false,
+  ALLOW_UNKNOWN_PROTOCOLS: false,
+  KEEP_CONTENT: true,
+  // The fragment of the inert document DOMPurify parsed into: the nodes its hooks saw (see `rowsCut`).
+  RETURN_DOM_FRAGMENT: true,
+});
+
+/** What one sanitize call counted (the hooks run synchronously inside it). */
+interface Run {
+  elements: number;
+  cut: boolean;
+  /** Body rows kept and dropped per table. */
+  rows: Map<Element, { kept: number; dropped: number }>;
+  align: WeakMap<Element, string>;
+}
+let run: Run | undefined;
+
+const ALIGN = /(?:^|;)\s*text-align\s*:\s*(left|right|center)\s*(?:!important\s*)?(?:;|$)/i;
+
+purify.addHook('uponSanitizeElement', (node, data) => {
+  if (!run || node.nodeType !== 1) return;
+  const el = node as Element;
+  if (++run.elements > HTML_ELEMENT_CAP) {
+    run.cut = true;
+    el.remove();
+    return;
+  }
+  if (data.tagName !== 'tr') return;
+  const table = el.closest('table');
+  if (!table || el.parentElement?.tagName === 'THEAD') return;
+  let count = run.rows.get(table);
+  if (!count) run.rows.set(table, (count = { kept: 0, dropped: 0 }));
+  if (count.kept >= HTML_ROW_CAP) {
+    count.dropped++;
+    run.elements--;
+    // Detached: its cells are never walked.
+    el.remove();
+  } else count.kept++;
+});
+
+purify.addHook('uponSanitizeAttribute', (node, data) => {
+  if (!run) return;
+  if (data.attrName === 'style' || data.attrName === 'align') {
+    const value = data.attrValue.slice(0, 2000);
+    const m = data.attrName === 'align' ? /^\s*(left|right|center)\s*$/i.exec(value) : ALIGN.exec(value);
+    if (m) run.align.set(node as Element, m[1].toLowerCase());
+    data.keepAttr = false;
+  }
+});
+
+purify.addHook('afterSanitizeAttributes', (node) => {
+  const align = run?.align.get(node as Element);
+  // Our class only, after every attribute of the input (its own `class` included) was dropped.
+  if (align) (node as Element).setAttribute('class', `ca-align-${align}`);
+});
+
+/** Sanitised DOM for untrusted HTML, with the row notes; `cut` when the element cap dropped the rest. */
+export function sanitizeHtml(html: string): { fragment: DocumentFragment; cut: boolean; rowsDropped: number } {
+  const r: Run = { elements: 0, cut: false, rows: new Map(), align: new WeakMap() };
+  run = r;
+  let fragment: DocumentFragment;
+  try {
+    fragment = purify.sanitize(html.length > HTML_CHAR_CAP ? html.slice(0, HTML_CHAR_CAP) : html) as unknown as DocumentFragment;
+  } finally {
+    run = undefined;
+  }
+  let rowsDropped = 0;
+  for (const [table, count] of r.rows) {
+    if (!count.dropped || !fragment.contains(table)) continue;
+    rowsDropped += count.dropped;
+    table.after(h('div', { class: 'html-more', text: `${formatCount(count.dropped)} more ${count.dropped === 1 ? 'row' : 'rows'} not shown` }));
+  }
+  return { fragment, cut: r.cut || html.length > HTML_CHAR_CAP, rowsDropped };
+}
+
+/** An HTML output in its own box: it scrolls sideways (and down, past a height), headers stick. */
+export function renderHtmlOutput(html: string): HTMLElement {
+  const { fragment, cut } = sanitizeHtml(html);
+  const box = h('div', { class: 'html-output', tabindex: '0', role: 'group', 'aria-label': 'HTML output' });
+  box.append(fragment);
+  if (cut) box.append(h('div', { class: 'html-more', text: 'The rest of this output is not shown (it is too large).' }));
+  return box;
+}
