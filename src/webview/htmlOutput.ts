@@ -32,6 +32,7 @@ purify.setConfig({
   ALLOW_ARIA_ATTR: false,
   ALLOW_UNKNOWN_PROTOCOLS: false,
   KEEP_CONTENT: true,
+  ADD_FORBID_CONTENTS: ['ca-style'],
   // The fragment of the inert document DOMPurify parsed into: the nodes its hooks saw (see `rowsCut`).
   RETURN_DOM_FRAGMENT: true,
 });
@@ -71,7 +72,7 @@ purify.addHook('uponSanitizeElement', (node, data) => {
 
 purify.addHook('uponSanitizeAttribute', (node, data) => {
   if (!run) return;
-  if (data.attrName === 'style' || data.attrName === 'align') {
+  if (data.attrName === STYLE_ATTR || data.attrName === 'style' || data.attrName === 'align') {
     const value = data.attrValue.slice(0, 2000);
     const m = data.attrName === 'align' ? /^\s*(left|right|center)\s*$/i.exec(value) : ALIGN.exec(value);
     if (m) run.align.set(node as Element, m[1].toLowerCase());
@@ -85,13 +86,69 @@ purify.addHook('afterSanitizeAttributes', (node) => {
   if (align) (node as Element).setAttribute('class', `ca-align-${align}`);
 });
 
+const STYLE_ATTR = 'data-ca-style';
+
+/**
+ * The HTML with its `style` and `on*` attributes renamed (`data-ca-…`) and `<style>` elements renamed
+ * (`<ca-style>`), in one linear pass over the start and end tags. Not a sanitiser (DOMPurify is): the page's
+ * Content Security Policy also applies to the inert document DOMPurify parses into, and without this every
+ * DataFrame (`<tr style="text-align: right;">`) would log a blocked inline style.
+ */
+export function neutraliseInline(html: string): string {
+  const n = html.length;
+  const parts: string[] = [];
+  let copied = 0;
+  const isSpace = (c: string) => c === ' ' || c === '\n' || c === '\t' || c === '\f' || c === '\r';
+  const rename = (from: number, to: number, name: string) => {
+    parts.push(html.slice(copied, from), name);
+    copied = to;
+  };
+  let i = html.indexOf('<');
+  while (i >= 0 && i < n) {
+    let j = i + 1;
+    const end = html[j] === '/';
+    if (end) j++;
+    if (!/[A-Za-z]/.test(html[j] ?? '')) {
+      i = html.indexOf('<', i + 1);
+      continue;
+    }
+    const nameStart = j;
+    while (j < n && !isSpace(html[j]) && html[j] !== '/' && html[j] !== '>') j++;
+    if (html.slice(nameStart, j).toLowerCase() === 'style') rename(nameStart, j, 'ca-style');
+    // Attributes, up to the end of the tag.
+    while (j < n && html[j] !== '>') {
+      if (isSpace(html[j]) || html[j] === '/') {
+        j++;
+        continue;
+      }
+      const a = j;
+      while (j < n && !isSpace(html[j]) && html[j] !== '/' && html[j] !== '>' && (html[j] !== '=' || j === a)) j++;
+      const attr = html.slice(a, j).toLowerCase();
+      if (!end && (attr === 'style' || attr.startsWith('on'))) rename(a, j, attr === 'style' ? STYLE_ATTR : `data-ca-${attr}`);
+      while (j < n && isSpace(html[j])) j++;
+      if (html[j] !== '=') continue;
+      j++;
+      while (j < n && isSpace(html[j])) j++;
+      const q = html[j];
+      if (q === '"' || q === "'") {
+        const close = html.indexOf(q, j + 1);
+        j = close < 0 ? n : close + 1;
+      } else while (j < n && !isSpace(html[j]) && html[j] !== '>') j++;
+    }
+    i = j < n ? html.indexOf('<', j + 1) : -1;
+  }
+  if (!parts.length) return html;
+  parts.push(html.slice(copied));
+  return parts.join('');
+}
+
 /** Sanitised DOM for untrusted HTML, with the row notes; `cut` when the element cap dropped the rest. */
 export function sanitizeHtml(html: string): { fragment: DocumentFragment; cut: boolean; rowsDropped: number } {
   const r: Run = { elements: 0, cut: false, rows: new Map(), align: new WeakMap() };
   run = r;
   let fragment: DocumentFragment;
   try {
-    fragment = purify.sanitize(html.length > HTML_CHAR_CAP ? html.slice(0, HTML_CHAR_CAP) : html) as unknown as DocumentFragment;
+    fragment = purify.sanitize(neutraliseInline(html.length > HTML_CHAR_CAP ? html.slice(0, HTML_CHAR_CAP) : html)) as unknown as DocumentFragment;
   } finally {
     run = undefined;
   }
