@@ -15,6 +15,7 @@
  *    and the host answers as for `ready`.
  */
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
+import { parseOutputMessage, type FileMissingMessage, type ImageMessage, type LocalFileMessage } from './outputMessages';
 import type { DeclarationProblem } from './tools';
 import type { TranscriptEvent } from './transcript';
 
@@ -170,14 +171,6 @@ export interface VariablesMessage {
   note?: string;
 }
 
-/** A file of an execution is gone (its session ended): its chip says so. */
-export interface FileMissingMessage {
-  type: 'file.missing';
-  itemId: string;
-  path: string;
-  message: string;
-}
-
 export type HostToWebview =
   | VariablesMessage
   | FileMissingMessage
@@ -286,34 +279,6 @@ export interface OpenFileMessage {
   file: FileOutput;
 }
 
-/** Image types an image message may carry (raster as base64, SVG as its text). */
-export const IMAGE_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'] as const;
-export type ImageMime = (typeof IMAGE_MIMES)[number];
-/** Characters of image data a message may carry (a display is capped at a few MB by the host). */
-export const MAX_IMAGE_CHARS = 48 * 1024 * 1024;
-/** A default file name the page may suggest: `plot-3.png`. */
-export const IMAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
-
-/** An image output: open it full size in an editor tab (`image.open`) or save it where the user says (`image.save`). */
-export interface ImageMessage {
-  type: 'image.open' | 'image.save';
-  mime: ImageMime;
-  /** Base64 for raster types, the SVG text for SVG. */
-  data: string;
-  /** The default file name, for example `plot-3.png`. */
-  name: string;
-}
-
-/**
- * A file the code wrote, listed on an execution with a host path: open it, save a copy where the user says
- * (the workspace folder by default), or copy its path. The host acts only on files the execution lists.
- */
-export interface LocalFileMessage {
-  type: 'file.open' | 'file.save' | 'file.copyPath';
-  itemId: string;
-  path: string;
-}
-
 export interface OpenLinkMessage {
   type: 'openLink';
   href: string;
@@ -412,7 +377,6 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 const isStr = (v: unknown, max = 4096): v is string => typeof v === 'string' && v.length <= max;
 const isId = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 512;
 const isOptStr = (v: unknown, max = 4096): boolean => v === undefined || isStr(v, max);
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
 /**
@@ -471,16 +435,11 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
         ? { type: 'openFile', itemId: m.itemId, file: m.file as unknown as FileOutput }
         : undefined;
     case 'image.open':
-    case 'image.save': {
-      if (typeof m.mime !== 'string' || !(IMAGE_MIMES as readonly string[]).includes(m.mime) || !isStr(m.data, MAX_IMAGE_CHARS) || !m.data) return undefined;
-      if (m.mime !== 'image/svg+xml' && !BASE64.test(m.data)) return undefined;
-      const name = typeof m.name === 'string' && IMAGE_NAME.test(m.name) ? m.name : `image.${m.mime === 'image/svg+xml' ? 'svg' : m.mime.slice(6)}`;
-      return { type: m.type, mime: m.mime as ImageMime, data: m.data, name };
-    }
+    case 'image.save':
     case 'file.open':
     case 'file.save':
     case 'file.copyPath':
-      return isId(m.itemId) && isStr(m.path, 4096) && m.path ? { type: m.type, itemId: m.itemId, path: m.path } : undefined;
+      return parseOutputMessage(m);
     case 'openLink':
       return isStr(m.href, 8192) && /^(https?:|mailto:)/i.test(m.href) ? { type: 'openLink', href: m.href } : undefined;
     case 'history.open':

@@ -22,7 +22,6 @@ export interface PanelOutputsApis {
   writeClipboard(text: string): PromiseLike<void>;
   /** The first workspace folder, where saving suggests to put things. */
   workspaceFolder(): string | undefined;
-  showInformationMessage(message: string): void;
 }
 
 export const vscodePanelOutputsApis: PanelOutputsApis = {
@@ -37,5 +36,4 @@ export const vscodePanelOutputsApis: PanelOutputsApis = {
   },
   writeClipboard: (text) => vscode.env.clipboard.writeText(text),
   workspaceFolder,
-  showInformationMessage: (message) => void vscode.window.showInformationMessage(message),
 };

@@ -10,7 +10,7 @@ import { copyFile, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
-import type { ImageMessage, LocalFileMessage } from '../common/protocol';
+import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
@@ -58,7 +58,7 @@ export class PanelOutputs {
     if (!buf.length) throw new Error('The image is empty.');
     if (buf.length > MAX_IMAGE_BYTES) throw new Error(`The image is over ${MAX_IMAGE_BYTES / 1024 / 1024} MB.`);
     if (m.mime === 'image/svg+xml' ? !/<svg[\s>]/i.test(buf.subarray(0, 65536).toString('utf8')) : !magicMatches(m.mime, buf)) {
-      throw new Error(`That is not a ${m.mime.slice(6).toUpperCase()} image.`);
+      throw new Error(`That is not a ${m.mime === 'image/svg+xml' ? 'SVG' : m.mime.slice(6).toUpperCase()} image.`);
     }
     return buf;
   }

@@ -6,7 +6,8 @@
  */
 import type { DisplayOutput } from '../common/events';
 import { displayImageUrl, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
-import type { ImageMime, WebviewToHost } from '../common/protocol';
+import type { ImageMime } from '../common/outputMessages';
+import type { WebviewToHost } from '../common/protocol';
 import { h } from './dom';
 import { icon } from './icons';
 import { iconButton } from './viewKit';
