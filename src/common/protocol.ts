@@ -206,6 +206,8 @@ export interface ReadyMessage {
   conversationId?: string;
   /** The seq of the last `events` batch the page has applied; 0 for none. */
   seq: number;
+  /** The page kept a partial transcript (its saved state left out large displays): send it all (`reset`). */
+  full?: boolean;
 }
 
 /** The page saw a gap in `seq` (or could not apply a batch): send the transcript again. */
@@ -389,7 +391,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
   switch (m.type) {
     case 'ready':
       if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
-      return { type: 'ready', protocol: typeof m.protocol === 'number' ? m.protocol : 0, seq: m.seq, conversationId: m.conversationId as string | undefined };
+      return { type: 'ready', protocol: typeof m.protocol === 'number' ? m.protocol : 0, seq: m.seq, conversationId: m.conversationId as string | undefined, ...(m.full === true ? { full: true } : {}) };
     case 'scrolled': {
       const sc = m.scroll;
       if (!isId(m.conversationId) || !isObj(sc) || typeof sc.stuck !== 'boolean' || !isOptStr(sc.turnId, 512)) return undefined;

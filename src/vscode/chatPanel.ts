@@ -87,8 +87,9 @@ class PanelController implements vscode.Disposable {
     this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [], ...this.scrollOf(convo?.id) });
   }
 
-  private catchUp(seq: number, conversationId?: string): void {
-    const replay = this.batcher.replaySince(seq, conversationId);
+  /** The batches the page missed, or the whole transcript (`reset`) when they are gone or the page asks for it all. */
+  private catchUp(seq: number, conversationId?: string, full = false): void {
+    const replay = full ? undefined : this.batcher.replaySince(seq, conversationId);
     if (replay && conversationId === this.service.currentConversation?.id) for (const m of replay) this.post(m);
     else {
       const convo = this.service.currentConversation;
@@ -123,7 +124,7 @@ class PanelController implements vscode.Disposable {
       case 'ready': {
         this.ready = true;
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
-        this.catchUp(m.seq, m.conversationId);
+        this.catchUp(m.seq, m.conversationId, m.full === true);
         void s.refreshVariables();
         // A reload brought the conversation back, but not its Python session: said once.
         const restored = s.takeRestoreNotice();

@@ -113,6 +113,34 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     await p.page.close();
   });
 
+  it('saves large displays out of the page state (plain text only) and asks the host for the whole transcript after a reload', async () => {
+    const p = await open();
+    const rows = (n: number) => `<table><tbody>${'<tr><td>a cell of the big table</td><td>12345.678</td></tr>'.repeat(n)}</tbody></table>`;
+    const events = [...run('big', 'display(df) x3'), ...[1, 2, 3].map((i) => ev.display('big', { data: { 'text/html': rows(15_000), 'text/plain': `table ${i}` } })), ev.display('big', { data: { 'text/plain': 'small stays' } }), ...end('big')];
+    await p.sendEvents(events);
+    await p.whenIdle();
+    await p.page.evaluate('new Promise((r) => setTimeout(r, 1200))'); // the page saves a second after a change
+    const saved = await p.page.evaluate(() => JSON.parse(sessionStorage.getItem('__state') ?? '{}'));
+    const x = saved.model.items['x:big'];
+    assert.equal(saved.partial, true);
+    assert.deepEqual(
+      x.displays.map((d: { output: { data: Record<string, string> } }) => Object.keys(d.output.data).join('+')),
+      ['text/plain', 'text/plain', 'text/plain', 'text/plain'],
+    );
+    assert.ok(JSON.stringify(saved).length < 100_000, `the saved state is small (${JSON.stringify(saved).length} characters)`);
+
+    await p.page.reload();
+    await p.page.waitForSelector('.card.exec');
+    const ready = (await p.posted()).find((m) => m.type === 'ready');
+    assert.deepEqual({ ...ready, seq: undefined }, { type: 'ready', protocol: 1, seq: undefined, conversationId: 'conv-1', full: true }, 'the page asks for everything');
+    assert.deepEqual(await flow(p, 'big'), ['display:text/plain', 'display:text/plain', 'display:text/plain', 'display:text/plain']);
+    await p.send({ type: 'reset', conversationId: 'conv-1', seq: 7, events });
+    await p.whenIdle();
+    assert.deepEqual(await flow(p, 'big'), ['display:text/html', 'display:text/html', 'display:text/html', 'display:text/plain']);
+    assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
   it('update_display_data replaces the display where it stands', async () => {
     const p = await open();
     await p.sendEvents([...run('u', 'h = display(..., display_id=True)'), ev.display('u', { data: { 'text/plain': 'progress 0%' }, display_id: 'bar' }), ev.out('u', 'working\n')]);
