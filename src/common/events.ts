@@ -58,6 +58,8 @@ export interface FileOutput {
   mime_type?: string;
   url?: string;
   bytes?: number;
+  /** Why the file could not be copied out of the code's working directory (then there is no `path`). */
+  note?: string;
 }
 
 export type CodeOutput = LogsOutput | DisplayOutput | ImageOutput | FileOutput;

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
-import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput } from '../../src/common/events';
+import { rasterImage } from '../../src/common/displays';
 import { logsOf } from '../../src/common/events';
 import { JupyterRuntime, type JupyterRuntimeOptions } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import type { ToolCallHandler } from '../../src/core/runtime/types';
@@ -172,12 +173,15 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       assert.match(item.error?.message ?? '', /not JSON-serialisable/);
     });
 
-    it('turns images into image outputs', async () => {
+    it('keeps an image display whole: its PNG and its text, as a display output', async () => {
       const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
       const code = `import base64\nfrom IPython.display import Image, display\ndisplay(Image(data=base64.b64decode("${png}")))`;
       const item = await rt.execute({ code, sessionId: 'basic' });
       assert.equal(item.status, 'completed', JSON.stringify(item.error));
-      assert.deepEqual(item.outputs.filter((o) => o.type === 'image'), [{ type: 'image', url: `data:image/png;base64,${png}` }]);
+      const displays = item.outputs.filter((o) => o.type === 'display');
+      assert.equal(displays.length, 1, JSON.stringify(item.outputs));
+      assert.deepEqual(rasterImage(displays[0] as DisplayOutput), { mime: 'image/png', data: png });
+      assert.match(String((displays[0] as DisplayOutput).data['text/plain']), /IPython\.core\.display\.Image object/);
     });
 
     it('gives input() a clear error instead of hanging or being taken for a tool frame', async () => {

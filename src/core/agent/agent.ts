@@ -9,17 +9,20 @@
  * A model without function calling gets the text protocol instead (./textProtocol): it writes
  * ```python blocks, which run through the same path as an `execute_tool_code` call.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
+import type { AttachedImage, CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
 import { JsonStringFieldExtractor } from '../providers/shared/partialJson';
-import type { ConversationItem, FunctionCallRequest, HostedOptions, ModelTool, Provider, TurnResult } from '../providers/shared/types';
+import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type FunctionCallRequest, type HostedOptions, type ImageBudget, type ModelTool, type Provider, type TurnResult } from '../providers/shared/types';
 import type { Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
+import { capText, countExecutions, executionImages, executionSummary } from './executionResult';
 import { newId } from '../util/ids';
 import { pausedTime } from '../util/timeout';
+
+export { executionSummary };
 
 export type AgentMode = 'toolCode' | 'hosted' | 'code';
 
@@ -56,6 +59,11 @@ export interface AgentOptions {
   /** Above this many managed tools, `execute_tool_code` lists names only (codeact.toolDiscovery.inlineLimit). */
   inlineToolLimit?: number;
   maxOutputTokens?: number;
+  /**
+   * Images in one request to a model that sees them (codeact.vision.maxImages / maxMB); also bounds the
+   * images kept with each execution's result. Default DEFAULT_IMAGE_BUDGET.
+   */
+  images?: ImageBudget;
   retry?: Partial<RetryPolicy>;
   signal?: AbortSignal;
   onEvent?: (event: CodeActEvent) => void;
@@ -133,28 +141,6 @@ function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-const MODEL_OUTPUT_CAP = 20_000;
-
-function capText(text: string, cap = MODEL_OUTPUT_CAP): string {
-  return text.length > cap ? text.slice(0, cap) + `\n…[${text.length - cap} more characters not shown]` : text;
-}
-
-/** What the model reads back from a code execution. */
-export function executionSummary(item: CodeInterpreterCallItem): string {
-  const stdout = item.outputs.filter((o) => o.type === 'logs' && o.stream !== 'stderr').map((o) => (o as { logs: string }).logs).join('');
-  const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
-  const summary: Record<string, unknown> = { status: item.status };
-  if (item.status === 'completed') summary.value = item.value ?? null;
-  if (stdout) summary.stdout = capText(stdout);
-  if (stderr) summary.stderr = capText(stderr, 8000);
-  if (item.error) summary.error = { type: item.error.type, message: item.error.message, ...(item.error.traceback ? { traceback: capText(item.error.traceback, 6000) } : {}) };
-  const images = item.outputs.filter((o) => o.type === 'image').length;
-  if (images) summary.images = images;
-  let text = JSON.stringify(summary);
-  if (text.length > 60_000) text = JSON.stringify({ ...summary, value: '[value too large to show; return something smaller]' });
-  return text;
-}
-
 export class AgentLoop {
   private readonly mode: AgentMode;
   private readonly retry: RetryPolicy;
@@ -180,6 +166,7 @@ export class AgentLoop {
       persistent: !!this.options.runtime.statePersists && !!this.options.sessionId,
       maxConcurrency: this.options.maxConcurrentToolCalls,
       inlineLimit: this.options.inlineToolLimit,
+      seesImages: this.seesImages(),
     };
     if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed, ctx));
     if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
@@ -187,9 +174,23 @@ export class AgentLoop {
     return tools;
   }
 
+  /** The image budget of this run's requests. */
+  private get images(): ImageBudget {
+    return this.options.images ?? DEFAULT_IMAGE_BUDGET;
+  }
+
+  /** Whether the model sees the images the code shows (the provider catalogue says, within a budget that allows any). */
+  private seesImages(): boolean {
+    return this.images.maxImages > 0 && this.images.maxBytes > 0 && this.options.provider.seesImages?.(this.options.model) === true;
+  }
+
+  /** Code executions of the conversation so far: numbers each one ("execution 3"), in the order the calls were made. */
+  private executions = 0;
+
   /** Runs one user prompt to a final answer. `history` holds the earlier items of the conversation. */
   async run(history: ConversationItem[], prompt: string): Promise<AgentResult> {
     const { provider, signal } = this.options;
+    this.executions = countExecutions(history);
     const appended: ConversationItem[] = [];
     const userItem: MessageItem = { type: 'message', id: newId('msg_user'), role: 'user', text: prompt };
     appended.push(userItem);
@@ -225,6 +226,7 @@ export class AgentLoop {
           hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId } : undefined,
           signal,
           maxOutputTokens: this.options.maxOutputTokens,
+          images: this.images,
         };
         result = await this.turnWithRetries(proto?.active ? proto.request(request) : request);
       } catch (err) {
@@ -363,7 +365,7 @@ export class AgentLoop {
     const { runtime, gateway, signal } = this.options;
     let args: Record<string, unknown>;
     const stream = this.codeStreams.get(call.item_id);
-    const finish = (output: string, isError = false): FunctionCallOutputItem => {
+    const finish = (output: string, isError = false, images?: AttachedImage[]): FunctionCallOutputItem => {
       if (stream && !stream.settled) {
         // The code was shown while the model wrote it, but it will not run.
         stream.settled = true;
@@ -378,8 +380,10 @@ export class AgentLoop {
         output,
         ...(isError ? { is_error: true } : {}),
       };
+      // The event leaves the images out: the execution's own item carries its displays (the transcript keeps
+      // both), and the history item below is the one that keeps them for the model.
       this.emit({ type: 'response.output_item.done', item });
-      return item;
+      return images?.length ? { ...item, images } : item;
     };
     try {
       args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
@@ -401,11 +405,13 @@ export class AgentLoop {
           this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: execId, delta: args.code.slice(streamed.length) });
         }
       }
+      // Numbered before the first await, so parallel calls are numbered in the order the model made them.
+      const execution = ++this.executions;
       const item = await runtime.execute(
         { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: call.name === EXECUTE_TOOL_CODE, announced },
         { signal, onEvent: (e) => this.emit(e), onToolCall: call.name === EXECUTE_TOOL_CODE ? gateway.handler : undefined },
       );
-      return finish(executionSummary(item), item.status !== 'completed');
+      return finish(executionSummary(item, { execution }), item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
     }
     const tool = gateway.get(call.name);
     if (!tool || (tool.expose !== 'direct' && tool.expose !== 'both')) {

@@ -6,7 +6,7 @@
  * "Observation:" user message. Thinking items and provider replay data are left out (replayed
  * blocks could carry tool calls the request no longer declares).
  */
-import type { MessageItem } from '../../common/events';
+import type { AttachedImage, MessageItem } from '../../common/events';
 import { foreignItemText, isLocalRuntimeItem } from '../providers/shared/history';
 import type { ConversationItem } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
@@ -46,6 +46,29 @@ interface Summary {
   stderr?: string;
   error?: string | { type?: string; message?: string; traceback?: string };
   images?: number;
+  execution?: number;
+  displays?: unknown[];
+  files?: unknown[];
+}
+
+/** The displays and files of a summary, as observation lines (bounded by the summary's own caps). */
+function outputLines(s: Summary): string[] {
+  const lines: string[] = [];
+  const displays = Array.isArray(s.displays) ? s.displays.filter((d): d is string => typeof d === 'string') : [];
+  if (displays.length) {
+    lines.push(`Shown to the user${typeof s.execution === 'number' ? ` (execution ${s.execution})` : ''}:`);
+    for (const d of displays) lines.push(`- ${cap(d, 3000).replace(/\n/g, '\n  ')}`);
+  }
+  const files = Array.isArray(s.files) ? s.files : [];
+  if (files.length) {
+    const named = files.map((f) => {
+      if (typeof f === 'string') return f;
+      const { name, bytes, note } = (f ?? {}) as { name?: unknown; bytes?: unknown; note?: unknown };
+      return `${String(name ?? 'file')}${typeof bytes === 'number' ? ` (${bytes.toLocaleString('en-US')} bytes)` : ''}${typeof note === 'string' ? ` [${note}]` : ''}`;
+    });
+    lines.push(`Files given to the user: ${named.join(', ')}`);
+  }
+  return lines;
 }
 
 /**
@@ -66,25 +89,30 @@ export function observationText(output: string, name = EXECUTE_TOOL_CODE): strin
   if (s.stdout) lines.push('Printed output:', cap(s.stdout, 5000));
   if (s.stderr) lines.push('Printed to stderr:', cap(s.stderr, 2000));
   if (!err && 'value' in s) lines.push(`Returned value: ${cap(JSON.stringify(s.value ?? null), 4000)}`);
+  lines.push(...outputLines(s));
   if (s.images) lines.push(`(${s.images} image${s.images === 1 ? '' : 's'} shown to the user.)`);
   if (err?.traceback) lines.push('Traceback:', cap(err.traceback, 3000));
   if (err) lines.push('Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.');
-  else if (!s.stdout && s.value === null) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
+  else if (!s.stdout && s.value === null && !s.displays?.length) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
   return cap(lines.join('\n'), OBSERVATION_MAX_CHARS);
 }
 
 /**
  * The history as plain user/assistant messages: code calls as ```python blocks, their outputs as
- * observations, consecutive messages of one role merged.
+ * observations (with the images of the execution, which the provider sends to a model that sees them),
+ * consecutive messages of one role merged.
  */
 export function toTextHistory(history: ConversationItem[]): ConversationItem[] {
-  const out: MessageItem[] = [];
+  const out: (MessageItem & { images?: AttachedImage[] })[] = [];
   const names = new Map<string, string>();
-  const push = (role: 'user' | 'assistant', text: string, id: string): void => {
+  const push = (role: 'user' | 'assistant', text: string, id: string, images?: AttachedImage[]): void => {
     if (!text.trim()) return;
     const last = out[out.length - 1];
-    if (last && last.role === role) last.text += `\n\n${text}`;
-    else out.push({ type: 'message', id, role, text });
+    const more = images?.length ? images : undefined;
+    if (last && last.role === role) {
+      last.text += `\n\n${text}`;
+      if (more) last.images = [...(last.images ?? []), ...more];
+    } else out.push({ type: 'message', id, role, text, ...(more ? { images: more } : {}) });
   };
   for (const item of history) {
     switch (item.type) {
@@ -96,7 +124,7 @@ export function toTextHistory(history: ConversationItem[]): ConversationItem[] {
         push('assistant', callText(item.name, item.arguments), item.id ?? item.call_id);
         break;
       case 'function_call_output':
-        push('user', observationText(item.output, item.name ?? names.get(item.item_id ?? item.call_id) ?? EXECUTE_TOOL_CODE), item.id ?? `obs_${item.call_id}`);
+        push('user', observationText(item.output, item.name ?? names.get(item.item_id ?? item.call_id) ?? EXECUTE_TOOL_CODE), item.id ?? `obs_${item.call_id}`, item.images);
         break;
       default: {
         if (isLocalRuntimeItem(item)) break;

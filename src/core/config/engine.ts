@@ -4,8 +4,9 @@
  * and the API key come from, how warnings are shown) is passed in.
  */
 import type { SessionChanged } from '../../common/events';
-import type { ProviderConfig } from '../providers/shared/types';
+import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
+import type { RuntimeLimits } from '../runtime/types';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools, type DeclarationContext } from '../tools/declarations';
 import type { EngineConfig } from './resolve';
@@ -39,7 +40,13 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
       onSessionEvent: host.onSessionEvent,
     },
     jupyter: { url: config.jupyterUrl, token: host.jupyterToken, kernelName: config.jupyterKernel, sessionPolicy: config.jupyterSessionPolicy, log: host.log },
+    limits: runtimeLimitsFrom(config),
   };
+}
+
+/** The runtime limits the settings set (rich outputs), the same on every runtime. */
+export function runtimeLimitsFrom(config: EngineConfig): Partial<RuntimeLimits> {
+  return { maxDisplayBytes: config.maxDisplayBytes, maxDisplayTotalBytes: config.maxExecutionDisplayBytes, hidpi: config.plotsHighDPI };
 }
 
 export function providerConfigFrom(config: EngineConfig, apiKey: string | undefined): ProviderConfig {
@@ -49,12 +56,18 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
     baseURL: config.baseUrl,
     supportsTools: config.compatibleSupportsTools,
     contextWindow: config.compatibleContextWindow,
+    visionModels: config.compatibleVisionModels,
   };
 }
 
 /** The managed tools the configuration declares, with the approval default it sets. */
 export function toolSetFrom(config: EngineConfig, workspace: string, extra: Omit<DeclarationContext, 'workspace' | 'defaultApproval'> = {}): ToolSet {
   return loadTools(config.tools, { ...extra, workspace, defaultApproval: config.defaultApproval });
+}
+
+/** The images a request to a model that sees them may carry (codeact.vision.maxImages / maxMB). */
+export function imageBudgetFrom(config: EngineConfig): ImageBudget {
+  return { maxImages: config.visionMaxImages, maxBytes: config.visionMaxBytes };
 }
 
 /** The hosted-sandbox options of a turn. */

@@ -47,6 +47,7 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
       contextWindow: config.contextWindow,
       models: config.models ?? {},
       streamUsage: config.streamUsage ?? true,
+      visionModels: config.visionModels ?? [],
     });
   },
 };

@@ -4,7 +4,7 @@
  * reports alike (Stop, timeout, the code's own), and building and announcing the finished item.
  */
 import { StringDecoder } from 'node:string_decoder';
-import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, ExecutionError, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
 import { formatBytes, formatDuration } from '../../common/format';
 import type { ExecuteRequest, RuntimeLimits } from './types';
 
@@ -155,13 +155,62 @@ export class OutputCapture {
     return this.streams.stdout.truncated || this.streams.stderr.truncated;
   }
 
-  /** `logs` outputs: stdout, then stderr apart. */
+  /** Displays in the order they came, each where the text stood when it came. */
+  private readonly cuts: { stdout: number; stderr: number; display: DisplayOutput }[] = [];
+  private readonly files: FileOutput[] = [];
+
+  /**
+   * A display after the text so far. With `update`, it replaces the earlier display with the same
+   * `display_id` where that one stands (IPython's update_display_data); true when it found one.
+   */
+  pushDisplay(display: DisplayOutput, update = false): boolean {
+    if (update && display.display_id !== undefined) {
+      const at = this.cuts.find((c) => c.display.display_id === display.display_id);
+      if (at) {
+        at.display = display;
+        return true;
+      }
+      return false;
+    }
+    this.cuts.push({ stdout: this.streams.stdout.text.length, stderr: this.streams.stderr.text.length, display });
+    return true;
+  }
+
+  pushFile(file: FileOutput): void {
+    this.files.push(file);
+  }
+
+  /** A place for a file whose copy is still being written (files keep the order they came in). */
+  reserveFile(): number {
+    this.files.push({ type: 'file' });
+    return this.files.length - 1;
+  }
+
+  setFile(index: number, file: FileOutput): void {
+    this.files[index] = file;
+  }
+
+  /**
+   * The outputs in order: the text up to each display (stdout, then stderr apart, as one `logs` output each),
+   * the display, the text after the last one, then the files the code wrote.
+   */
   outputs(): CodeOutput[] {
     const out: CodeOutput[] = [];
-    const stdout = this.text('stdout');
-    const stderr = this.text('stderr');
-    if (stdout) out.push({ type: 'logs', logs: stdout });
-    if (stderr) out.push({ type: 'logs', logs: stderr, stream: 'stderr' });
+    const from = { stdout: 0, stderr: 0 };
+    const text = (stream: StreamName, to: number) => {
+      const parts = this.streams[stream].text;
+      const t = parts.slice(from[stream], to).join('');
+      from[stream] = to;
+      if (t) out.push(stream === 'stderr' ? { type: 'logs', logs: t, stream: 'stderr' } : { type: 'logs', logs: t });
+    };
+    for (const cut of this.cuts) {
+      text('stdout', cut.stdout);
+      text('stderr', cut.stderr);
+      out.push(cut.display);
+    }
+    text('stdout', this.streams.stdout.text.length);
+    text('stderr', this.streams.stderr.text.length);
+    for (const f of this.files) if (f.filename || f.path || f.file_id) out.push(f);
     return out;
   }
 }

@@ -80,6 +80,16 @@ export interface RuntimeLimits {
   maxConcurrentToolCalls: number;
   /** Largest returned value, as JSON (the local guest also keeps it under its frame limit). */
   maxValueBytes: number;
+  /** Rich outputs: the largest display (bytes of its bundle), all displays of one execution, and how many. */
+  maxDisplayBytes: number;
+  maxDisplayTotalBytes: number;
+  maxDisplays: number;
+  /** Files the code wrote, copied out after each execution: the largest, all of one execution, and how many. */
+  maxFileBytes: number;
+  maxFilesTotalBytes: number;
+  maxFiles: number;
+  /** Plots at twice the pixel density (shown at the same size). */
+  hidpi: boolean;
 }
 
 /** Largest protocol frame a guest or kernel may send the host (a call_tool's arguments), unless configured. */
@@ -91,4 +101,11 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   timeoutMs: 120_000,
   maxConcurrentToolCalls: 8,
   maxValueBytes: 4 * 1024 * 1024,
+  maxDisplayBytes: 2 * 1024 * 1024,
+  maxDisplayTotalBytes: 12 * 1024 * 1024,
+  maxDisplays: 200,
+  maxFileBytes: 10 * 1024 * 1024,
+  maxFilesTotalBytes: 20 * 1024 * 1024,
+  maxFiles: 50,
+  hidpi: false,
 };

@@ -7,7 +7,7 @@ import type { RuntimeKind } from '../../common/events';
 import type { TranscriptEvent, TurnSource } from '../../common/transcript';
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
-import { hostedOptionsFrom } from '../config/engine';
+import { hostedOptionsFrom, imageBudgetFrom } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
@@ -73,6 +73,7 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       ...(o.sessionNote ? { sessionNote: o.sessionNote } : {}),
       executionTimeoutMs: config.timeoutMs,
       hosted: hostedOptionsFrom(config, convo.meta.containerId),
+      images: imageBudgetFrom(config),
       signal: o.signal,
       onEvent: emit,
       ...(o.agent ?? {}),

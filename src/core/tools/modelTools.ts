@@ -35,6 +35,8 @@ export interface CodeToolContext {
   maxConcurrency?: number;
   /** Most tools listed with their schemas (codeact.toolDiscovery.inlineLimit); default DEFAULT_INLINE_LIMIT. */
   inlineLimit?: number;
+  /** The model sees the images the code shows (they are attached to the result). */
+  seesImages?: boolean;
 }
 
 /** Default of codeact.toolDiscovery.inlineLimit. */
@@ -126,6 +128,20 @@ function stateSentence(ctx: CodeToolContext): string {
         'If the session was restarted, the run\'s stderr starts with a [codeact] note saying that earlier variables are gone.';
 }
 
+/** What reaches the user (and the model) besides the printed output and the value. */
+function outputsSentence(ctx: CodeToolContext): string {
+  return (
+    'The user sees rich output: `display(obj)` (defined without an import), matplotlib figures (`plt.show()`, and any figure still ' +
+    'open when the code ends) and a last bare expression that is not a JSON value (a DataFrame, an image) are shown to the user as ' +
+    'plots, images, tables, HTML or Markdown. The result lists each display as text: a table\'s shape, columns and first rows, ' +
+    '"[image 640×480, PNG]" for an image' +
+    (ctx.seesImages
+      ? '; the images themselves are attached to the result, so you can look at a plot and improve it.'
+      : '. You cannot see the images yourself: print or return the numbers you need to check.') +
+    ' Files the code writes in the working directory are given to the user; the result lists them under "files" with their size.'
+  );
+}
+
 function where(ctx: CodeToolContext): string {
   if (ctx.runtime === 'jupyter') return 'in a Jupyter kernel';
   return ctx.persistent ? "in this conversation's isolated Python session" : 'in a fresh, isolated process';
@@ -146,6 +162,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     'Conventions: top-level `await` and `return` work. `return` a JSON-serialisable value (dict, list, str, number,',
     'bool, None) as the result; print() only what a person should read. ' + stateSentence(ctx),
     ctx.runtime === 'jupyter' ? 'The kernel may have no network access.' : `The working directory ${ctx.persistent ? 'is a private folder of the session' : 'is an empty temporary folder'}; there may be no network.`,
+    outputsSentence(ctx),
     'Prefer one script that does the whole job (loops, filtering, aggregation) over many small runs.',
     '',
   ];
@@ -165,7 +182,9 @@ export function executeCodeSpec(ctx: CodeToolContext = {}): ModelToolSpec {
     description:
       `Run Python 3 ${where(ctx)} and get back its printed output and its return value. ` +
       'Top-level await and return work; return a JSON-serialisable value. There is no access to tools, and there may be no network. ' +
-      stateSentence(ctx),
+      stateSentence(ctx) +
+      ' ' +
+      outputsSentence(ctx),
     parameters: CODE_PARAMETERS,
   };
 }

@@ -137,11 +137,14 @@ export async function runFailingTurn(provider: Provider, req: Partial<TurnReques
 export function resultsInRequest(provider: ProviderId, body: any): string[] {
   switch (provider) {
     case 'openai':
-      return body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => i.output);
+      // With images the output is a list of parts: its text parts.
+      return body.input
+        .filter((i: any) => i.type === 'function_call_output')
+        .map((i: any) => (typeof i.output === 'string' ? i.output : i.output.filter((p: any) => p.type === 'input_text').map((p: any) => p.text).join('')));
     case 'openai-compatible':
       return body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
     case 'anthropic':
-      return body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).filter((b: any) => b.type === 'tool_result').map((b: any) => (typeof b.content === 'string' ? b.content : JSON.stringify(b.content)));
+      return body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).filter((b: any) => b.type === 'tool_result').map((b: any) => (typeof b.content === 'string' ? b.content : b.content.filter((c: any) => c.type === 'text').map((c: any) => c.text).join('')));
     case 'gemini':
       return body.contents
         .flatMap((c: any) => c.parts ?? [])

@@ -13,6 +13,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { FileOutput } from '../../../common/events';
 import type { Json } from '../shared/emit';
 import { ProviderError, toProviderError } from '../shared/errors';
+import { modelSeesImages } from '../shared/catalog';
 import { runStream } from '../shared/runStream';
 import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from '../shared/types';
 import { buildAnthropicRequest, FILES_BETA } from './anthropicRequest';
@@ -23,6 +24,10 @@ export class AnthropicProvider implements Provider {
   readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'anthropic' };
 
   constructor(readonly client: Anthropic, private readonly baseURL?: string) {}
+
+  seesImages(model: string): boolean {
+    return modelSeesImages(this.id, model);
+  }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
     const open = async () => {

@@ -4,7 +4,8 @@
  */
 import { ProviderError } from '../shared/errors';
 import type { Json } from '../shared/emit';
-import { writeHistory } from '../shared/history';
+import { requestImages, writeHistory } from '../shared/history';
+import type { AttachedImage } from '../../../common/events';
 import type { TurnRequest } from '../shared/types';
 
 export const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
@@ -64,6 +65,11 @@ export function parseObject(json: string): Json {
   }
 }
 
+/** Anthropic image blocks (base64 sources). */
+function imageBlocks(images: AttachedImage[] | undefined): Json[] {
+  return (images ?? []).map((img) => ({ type: 'image', source: { type: 'base64', media_type: img.mime_type, data: img.data } }));
+}
+
 /** The history as Anthropic messages (same-role neighbours merged, tool results in user turns). */
 export function toAnthropicMessages(req: TurnRequest): Json[] {
   const messages: Json[] = [];
@@ -77,15 +83,17 @@ export function toAnthropicMessages(req: TurnRequest): Json[] {
   };
   writeHistory(req.history, {
     replay: { provider: 'anthropic', write: (parts) => push('assistant', parts as Json[]) },
-    user: (text) => push('user', [{ type: 'text', text }]),
+    user: (text, images) => push('user', [{ type: 'text', text }, ...imageBlocks(images)]),
     assistant: (text) => push('assistant', [{ type: 'text', text }]),
     call: (item) => push('assistant', [{ type: 'tool_use', id: item.call_id, name: item.name, input: parseObject(item.arguments ?? '{}') }]),
     output: (item) => {
-      const block: Json = { type: 'tool_result', tool_use_id: item.call_id, content: item.output };
+      // With images, the content is a list: the text, then the image blocks.
+      const content = item.images?.length ? [{ type: 'text', text: item.output }, ...imageBlocks(item.images)].filter((b) => b.type !== 'text' || b.text) : item.output;
+      const block: Json = { type: 'tool_result', tool_use_id: item.call_id, content };
       if (item.is_error) block.is_error = true;
       push('user', [block]);
     },
-  });
+  }, requestImages(req, 'anthropic'));
   // Tool results first in a user turn, as the API requires.
   for (const m of messages) {
     if (m.role === 'user') m.content.sort((a: Json, b: Json) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));

@@ -7,7 +7,7 @@
  * Each model part arrives whole; code is emitted as one delta.
  */
 import type { GoogleGenAI } from '@google/genai';
-import type { CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../../common/events';
+import type { AttachedImage, CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
@@ -18,7 +18,8 @@ import {
   type Json,
   type TurnItems,
 } from '../shared/emit';
-import { writeHistory } from '../shared/history';
+import { modelSeesImages } from '../shared/catalog';
+import { requestImages, writeHistory } from '../shared/history';
 import { runStream, type StreamMachine } from '../shared/runStream';
 import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
@@ -28,6 +29,10 @@ export class GeminiProvider implements Provider {
   readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'gemini' };
 
   constructor(readonly client: GoogleGenAI, private readonly baseURL?: string) {}
+
+  seesImages(model: string): boolean {
+    return modelSeesImages(this.id, model);
+  }
 
   buildRequest(req: TurnRequest): { model: string; contents: Json[]; config: Json } {
     const tools: Json[] = [];
@@ -310,9 +315,10 @@ export function toGeminiContents(req: TurnRequest): Json[] {
     calls.set(item.call_id, { name: item.name, id });
     if (item.id) calls.set(item.id, { name: item.name, id });
   }
+  const inResponse = functionResponseTakesParts(req.model);
   writeHistory(req.history, {
     replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(parts as Json[])) },
-    user: (text) => push('user', [{ text }]),
+    user: (text, images) => push('user', [{ text }, ...inlineParts(images)]),
     assistant: (text) => push('model', [{ text }]),
     call: (item) => {
       let args: unknown = {};
@@ -325,10 +331,31 @@ export function toGeminiContents(req: TurnRequest): Json[] {
       const call = (item.item_id ? calls.get(item.item_id) : undefined) ?? calls.get(item.call_id);
       const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
       if (call?.id) fr.id = call.id;
-      push('user', [{ functionResponse: fr }]);
+      if (item.images?.length && inResponse) fr.parts = inlineParts(item.images);
+      // Older models: the images as inline parts of the same user turn, after its function responses.
+      push('user', [{ functionResponse: fr }, ...(inResponse ? [] : inlineParts(item.images))]);
     },
-  });
+  }, requestImages(req, 'gemini'));
+  if (!inResponse) {
+    for (const c of contents) {
+      if (c.role === 'user' && c.parts.some((p: Json) => p.functionResponse)) c.parts.sort((a: Json, b: Json) => Number(!!b.functionResponse) - Number(!!a.functionResponse));
+    }
+  }
   return contents;
+}
+
+/** Inline-data parts of images (`{inlineData: {mimeType, data}}`, the shape of Part and FunctionResponsePart alike). */
+function inlineParts(images: AttachedImage[] | undefined): Json[] {
+  return (images ?? []).map((img) => ({ inlineData: { mimeType: img.mime_type, data: img.data } }));
+}
+
+/**
+ * Gemini 3 and later take images inside a function response (`functionResponse.parts`, "multimodal function
+ * responses"); earlier models get them as inline parts of the user turn that carries the responses.
+ */
+export function functionResponseTakesParts(model: string): boolean {
+  const m = /gemini-(\d+)/.exec(model.toLowerCase());
+  return !!m && Number(m[1]) >= 3;
 }
 
 /** Merges neighbouring text parts (same `thought`, no signatures); drops thought summaries without signature. */

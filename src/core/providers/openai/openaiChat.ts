@@ -6,9 +6,11 @@
  * early with `context_overflow`). There is no hosted sandbox.
  */
 import type OpenAI from 'openai';
+import type { AttachedImage } from '../../../common/events';
 import { FunctionCallStream, TextStream, tokenUsage, type Json, type TurnItems } from '../shared/emit';
 import { ProviderError, toolsUnsupportedError } from '../shared/errors';
-import { writeHistory } from '../shared/history';
+import { modelSeesImages } from '../shared/catalog';
+import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, turnContext, type StreamMachine } from '../shared/runStream';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
@@ -19,11 +21,18 @@ export interface CompatibleOptions {
   contextWindow?: number;
   models: Record<string, CompatibleModelSettings>;
   streamUsage: boolean;
+  /** Models that can see images (`"*"`: all); none by default. */
+  visionModels?: readonly string[];
 }
 
-/** Rough token estimate of a request (about 4 characters a token), for the context-window check. */
+/** What an image is counted as in the context-window estimate, in tokens (a data URL's length says nothing). */
+export const IMAGE_TOKEN_ESTIMATE = 1000;
+
+/** Rough token estimate of a request (about 4 characters a token, an image IMAGE_TOKEN_ESTIMATE), for the context-window check. */
 export function estimateTokens(value: unknown): number {
-  return Math.ceil(JSON.stringify(value).length / 4);
+  let images = 0;
+  const text = JSON.stringify(value, (_k, v) => (typeof v === 'string' && v.startsWith('data:image/') ? (images++, '') : v));
+  return Math.ceil(text.length / 4) + images * IMAGE_TOKEN_ESTIMATE;
 }
 
 export class OpenAICompatibleProvider implements Provider {
@@ -36,12 +45,16 @@ export class OpenAICompatibleProvider implements Provider {
     return this.options.models[model]?.supportsTools ?? this.options.supportsTools;
   }
 
+  seesImages(model: string): boolean {
+    return modelSeesImages(this.id, model, this.options.visionModels);
+  }
+
   contextWindow(model: string): number | undefined {
     return this.options.models[model]?.contextWindow ?? this.options.contextWindow;
   }
 
   buildRequest(req: TurnRequest): Json {
-    const body: Json = { model: req.model, messages: toChatMessages(req), stream: true };
+    const body: Json = { model: req.model, messages: toChatMessages(req, this.options.visionModels), stream: true };
     if (req.tools.length > 0) {
       body.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
       if (req.toolChoice && req.toolChoice !== 'auto') body.tool_choice = req.toolChoice;
@@ -165,23 +178,40 @@ class ChatState implements StreamMachine<Json> {
   }
 }
 
-/** The history as Chat Completions messages (assistant text and tool calls merged per turn). */
-export function toChatMessages(req: TurnRequest): Json[] {
+/**
+ * The history as Chat Completions messages (assistant text and tool calls merged per turn). A `role:"tool"`
+ * message holds text only, so the images of tool results (for a model marked as seeing images) follow the
+ * run of tool messages as one `role:"user"` message of `image_url` parts.
+ */
+export function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Json[] {
   const messages: Json[] = [];
   if (req.system) messages.push({ role: 'system', content: req.system });
   let assistant: { content: string; tool_calls: Json[] } | undefined;
-  const flush = (): void => {
+  let toolImages: Json[] = [];
+  const flushImages = (): void => {
+    if (!toolImages.length) return;
+    messages.push({ role: 'user', content: toolImages });
+    toolImages = [];
+  };
+  const flushAssistant = (): void => {
     if (!assistant) return;
     const m: Json = { role: 'assistant', content: assistant.content || null };
     if (assistant.tool_calls.length > 0) m.tool_calls = assistant.tool_calls;
     messages.push(m);
     assistant = undefined;
   };
-  const open = (): { content: string; tool_calls: Json[] } => (assistant ??= { content: '', tool_calls: [] });
+  const flush = (): void => {
+    flushImages();
+    flushAssistant();
+  };
+  const open = (): { content: string; tool_calls: Json[] } => {
+    flushImages();
+    return (assistant ??= { content: '', tool_calls: [] });
+  };
   writeHistory(req.history, {
-    user: (text) => {
+    user: (text, images) => {
       flush();
-      messages.push({ role: 'user', content: text });
+      messages.push({ role: 'user', content: images?.length ? [{ type: 'text', text }, ...imageUrlParts(images)] : text });
     },
     assistant: (text) => {
       const a = open();
@@ -198,10 +228,19 @@ export function toChatMessages(req: TurnRequest): Json[] {
     },
     call: (item) => open().tool_calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '{}' } }),
     output: (item) => {
-      flush();
+      // Images wait until the run of tool messages ends: nothing may come between the tool results of one turn.
+      flushAssistant();
       messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
+      if (item.images?.length) {
+        const from = item.images[0].source || 'the code';
+        toolImages.push({ type: 'text', text: `The image${item.images.length === 1 ? '' : 's'} ${from} showed (the result of tool call ${item.call_id}):` }, ...imageUrlParts(item.images));
+      }
     },
-  });
+  }, requestImages(req, 'openai-compatible', visionModels));
   flush();
   return messages;
+}
+
+function imageUrlParts(images: AttachedImage[]): Json[] {
+  return images.map((img) => ({ type: 'image_url', image_url: { url: imageDataUrl(img) } }));
 }

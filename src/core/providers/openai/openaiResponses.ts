@@ -6,7 +6,7 @@
  * `client.containers.files.content.retrieve`.
  */
 import type OpenAI from 'openai';
-import type { CodeOutput, FileOutput, MessageItem } from '../../../common/events';
+import type { AttachedImage, CodeOutput, FileOutput, MessageItem } from '../../../common/events';
 import {
   FunctionCallStream,
   HostedCodeStream,
@@ -18,7 +18,8 @@ import {
   type TurnItems,
 } from '../shared/emit';
 import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
-import { writeHistory } from '../shared/history';
+import { modelSeesImages } from '../shared/catalog';
+import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, type StreamMachine } from '../shared/runStream';
 import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
@@ -28,6 +29,10 @@ export class OpenAIResponsesProvider implements Provider {
   readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'openai' };
 
   constructor(readonly client: OpenAI, private readonly baseURL?: string) {}
+
+  seesImages(model: string): boolean {
+    return modelSeesImages(this.id, model);
+  }
 
   buildRequest(req: TurnRequest): Json {
     const tools: Json[] = req.tools.map((t) => ({
@@ -345,12 +350,19 @@ export function toResponsesInput(req: TurnRequest): Json[] {
   const input: Json[] = [];
   writeHistory(req.history, {
     replay: { provider: 'openai', write: (parts) => parts.forEach((raw) => input.push(cleanReplayItem(raw as Json))) },
-    user: (text) => input.push({ role: 'user', content: text }),
+    user: (text, images) => input.push({ role: 'user', content: images?.length ? [{ type: 'input_text', text }, ...inputImages(images)] : text }),
     assistant: (text) => input.push({ role: 'assistant', content: text }),
     call: (item) => input.push({ type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments ?? '{}' }),
-    output: (item) => input.push({ type: 'function_call_output', call_id: item.call_id, output: item.output }),
-  });
+    // With images, the output is a list of input parts: the text, then the images (ResponseFunctionCallOutputItemList).
+    output: (item) =>
+      input.push({ type: 'function_call_output', call_id: item.call_id, output: item.images?.length ? [{ type: 'input_text', text: item.output }, ...inputImages(item.images)] : item.output }),
+  }, requestImages(req, 'openai'));
   return input;
+}
+
+/** Responses `input_image` parts, as data URLs. */
+function inputImages(images: AttachedImage[]): Json[] {
+  return images.map((img) => ({ type: 'input_image', image_url: imageDataUrl(img), detail: 'auto' }));
 }
 
 /** Output items sent back as input: drop fields that are output-only. */

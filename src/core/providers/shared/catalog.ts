@@ -18,11 +18,23 @@ export interface ProviderInfo {
   /** A first-party provider: its base URL only from the user's settings or a flag. */
   firstParty: boolean;
   defaultModels: readonly string[];
+  /** The largest image its API takes, in base64 characters (larger ones are never attached: the request would fail). */
+  maxImageBase64?: number;
 }
 
 export const PROVIDER_CATALOG: readonly ProviderInfo[] = [
   { id: 'openai', label: 'OpenAI', who: 'OpenAI', keyEnv: ['OPENAI_API_KEY'], needsKey: true, firstParty: true, defaultModels: ['gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-4.1'] },
-  { id: 'anthropic', label: 'Anthropic', who: 'Anthropic', keyEnv: ['ANTHROPIC_API_KEY'], needsKey: true, firstParty: true, defaultModels: ['claude-sonnet-4-6', 'claude-opus-4-1', 'claude-haiku-4-5'] },
+  {
+    id: 'anthropic',
+    label: 'Anthropic',
+    who: 'Anthropic',
+    keyEnv: ['ANTHROPIC_API_KEY'],
+    needsKey: true,
+    firstParty: true,
+    defaultModels: ['claude-sonnet-4-6', 'claude-opus-4-1', 'claude-haiku-4-5'],
+    // "image exceeds 5 MB maximum": the API counts the base64 text.
+    maxImageBase64: 5 * 1024 * 1024,
+  },
   {
     id: 'gemini',
     label: 'Gemini',
@@ -37,6 +49,44 @@ export const PROVIDER_CATALOG: readonly ProviderInfo[] = [
 ];
 
 export const PROVIDER_IDS: readonly ProviderId[] = PROVIDER_CATALOG.map((p) => p.id);
+
+// ---- which models see images ----------------------------------------------------------------------
+
+/** OpenAI models that take image input (ids as the API names them; fine-tunes by their base model). */
+const OPENAI_VISION = /^(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-4-turbo|gpt-4-vision|gpt-[5-9]|o1|o3|o4|computer-use)/;
+/** OpenAI models of those families that are text-only, or not chat models at all. */
+const OPENAI_TEXT_ONLY = /^(o1-mini|o1-preview|o3-mini)|-(audio|realtime|transcribe|tts|search)(-|$)|^gpt-4-turbo-preview|^gpt-4-\d{4}-preview/;
+/** Claude models before Claude 3 are text-only; every Claude 3 and later sees images. */
+const ANTHROPIC_TEXT_ONLY = /^claude-(2|instant)/;
+/** Gemini models that are text-only (embeddings, the attributed-QA model, Gemini 1.0 Pro). */
+const GEMINI_TEXT_ONLY = /embedding|^aqa$|^gemini-(1\.0-)?pro(-\d+)?$|^gemini-1\.0-pro-(\d+|latest)$/;
+
+/** Normalised model id: lower case, without `models/` (Gemini) or a fine-tune's `ft:` prefix and suffix. */
+function baseModel(model: string): string {
+  let m = model.trim().toLowerCase().replace(/^models\//, '');
+  if (m.startsWith('ft:')) m = m.slice(3).split(':')[0];
+  return m;
+}
+
+/**
+ * Whether `model` of `provider` can see images, the one place this is decided: first-party models by
+ * family (OpenAI gpt-4o, 4.1, 4.5, 5 and later, o1, o3, o4; every Claude 3 and later; every Gemini), less
+ * the known text-only ones; a model of an OpenAI-compatible server only when the setting lists it
+ * (`codeact.openaiCompatible.visionModels`; `"*"` for all; none by default).
+ */
+export function modelSeesImages(provider: ProviderId, model: string, compatibleVisionModels: readonly string[] = []): boolean {
+  const m = baseModel(model);
+  switch (provider) {
+    case 'openai':
+      return OPENAI_VISION.test(m) && !OPENAI_TEXT_ONLY.test(m);
+    case 'anthropic':
+      return m.startsWith('claude-') && !ANTHROPIC_TEXT_ONLY.test(m);
+    case 'gemini':
+      return !GEMINI_TEXT_ONLY.test(m);
+    case 'openai-compatible':
+      return compatibleVisionModels.some((v) => v === '*' || v === model || v.trim().toLowerCase() === model.trim().toLowerCase());
+  }
+}
 
 export function providerInfo(id: ProviderId): ProviderInfo {
   const p = PROVIDER_CATALOG.find((c) => c.id === id);

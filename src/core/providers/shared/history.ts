@@ -3,9 +3,10 @@
  * (verbatim, in their original order), everything else item by item in a neutral form. Each adapter says
  * how to write each piece in its wire format; the walk is the same for all.
  */
-import type { FunctionCallItem, FunctionCallOutputItem, OutputItem } from '../../../common/events';
-import type { ConversationItem, ProviderId } from './types';
-import { displayModelText } from '../../../common/displays';
+import type { AttachedImage, FunctionCallItem, FunctionCallOutputItem, OutputItem } from '../../../common/events';
+import { modelSeesImages, providerInfo } from './catalog';
+import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type ProviderId, type TurnRequest } from './types';
+import { RASTER_MIMES, base64Bytes, displayModelText, sizeLabel } from '../../../common/displays';
 
 /**
  * A neutral text rendering of a hosted item another provider produced (for cross-provider history).
@@ -69,21 +70,157 @@ function segmentHistory(history: ConversationItem[], provider: ProviderId): Hist
   return out.map((s) => (s.kind === 'replay' ? { kind: 'replay', turn: s.turn, parts: s.parts } : s));
 }
 
+// ---- images: which ones a request carries ---------------------------------------------------------
+
+/** Stand-in lines one item gets at most; the rest are counted in one line. */
+const MAX_NOTE_LINES = 8;
+/** Images of one item looked at, at most (a transcript is read from disk: bound it). */
+const MAX_ITEM_IMAGES = 200;
+
+export interface HistoryImages {
+  /** The model sees images (Provider.seesImages): the newest go with the request, older ones become text. */
+  seesImages: boolean;
+  /** Default DEFAULT_IMAGE_BUDGET. */
+  budget?: ImageBudget;
+  /** The largest image the provider takes, in base64 characters: a larger one is never attached. */
+  maxImageBase64?: number;
+}
+
+interface ImagePlan {
+  attached: AttachedImage[];
+  /** Text for the images that do not go: appended to the item's text. */
+  notes: string[];
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** An image a provider will take: a raster type and base64 data (a saved transcript may hold anything). */
+function validImage(img: unknown): img is AttachedImage {
+  const i = img as AttachedImage | undefined;
+  return !!i && typeof i.data === 'string' && i.data.length > 0 && (RASTER_MIMES as readonly string[]).includes(i.mime_type) && BASE64.test(i.data);
+}
+
+/** "640×480 " when the image says its size in whole pixels, else "". */
+function sizeOf(img: AttachedImage): string {
+  const ok = (n: unknown) => Number.isInteger(n) && (n as number) > 0;
+  return ok(img.width) && ok(img.height) ? `${sizeLabel(img)} ` : '';
+}
+
+/** Where an image came from, for its stand-in ("execution 3"). */
+function sourceOf(img: AttachedImage): string {
+  return typeof img.source === 'string' && img.source ? img.source.slice(0, 80) : 'an earlier execution';
+}
+
+/** "640×480 PNG" (or "PNG" when the size is unknown). */
+function imageLabel(img: AttachedImage): string {
+  return `${sizeOf(img)}${img.mime_type.slice(6).toUpperCase()}`;
+}
+
+function imagesOf(item: ConversationItem): AttachedImage[] {
+  if (!(item.type === 'function_call_output' || (item.type === 'message' && item.role === 'user')) || !Array.isArray(item.images)) return [];
+  return item.images.slice(0, MAX_ITEM_IMAGES).filter(validImage);
+}
+
+function standIns(images: AttachedImage[], tooLarge: Set<AttachedImage>): string[] {
+  const lines = images
+    .slice(0, MAX_NOTE_LINES)
+    .map((img) => `[image ${sizeOf(img)}from ${sourceOf(img)}, ${tooLarge.has(img) ? 'too large to attach for this provider' : 'no longer attached'}]`);
+  const more = images.length - lines.length;
+  if (more > 0) lines.push(`[${more} more image${more === 1 ? '' : 's'} from ${sourceOf(images[lines.length])}, not attached]`);
+  return lines;
+}
+
+function notSeen(images: AttachedImage[]): string {
+  const n = images.length;
+  const labels = images.slice(0, MAX_NOTE_LINES).map(imageLabel).join(', ') + (n > MAX_NOTE_LINES ? ', …' : '');
+  return `[${n} image${n === 1 ? ' was' : 's were'} shown to the user: ${labels}; this model cannot see images]`;
+}
+
+/**
+ * Decides, once per request, which images go with it: for a model that sees images, the newest ones, as
+ * long as both the count and the bytes (decoded) stay within the budget; every older one becomes a stand-in
+ * text ("[image 640×480 from execution 3, no longer attached]"). A model that cannot see images gets one line
+ * per item saying what the user was shown.
+ */
+export function planImages(history: ConversationItem[], o: HistoryImages): Map<ConversationItem, ImagePlan> {
+  const plans = new Map<ConversationItem, ImagePlan>();
+  const budget = o.budget ?? DEFAULT_IMAGE_BUDGET;
+  let count = 0;
+  let bytes = 0;
+  let open = o.seesImages && budget.maxImages > 0;
+  const tooLarge = new Set<AttachedImage>();
+  for (let i = history.length - 1; i >= 0; i--) {
+    const item = history[i];
+    const images = imagesOf(item);
+    if (!images.length) continue;
+    if (!o.seesImages) {
+      plans.set(item, { attached: [], notes: [notSeen(images)] });
+      continue;
+    }
+    const attached: AttachedImage[] = [];
+    const dropped: AttachedImage[] = [];
+    for (let j = images.length - 1; j >= 0; j--) {
+      const img = images[j];
+      const size = base64Bytes(img.data);
+      if (o.maxImageBase64 !== undefined && img.data.length > o.maxImageBase64) {
+        // Over what the provider takes at all: left out, without closing the budget to older images.
+        tooLarge.add(img);
+        dropped.unshift(img);
+        continue;
+      }
+      if (open && count < budget.maxImages && bytes + size <= budget.maxBytes) {
+        attached.unshift(img);
+        count++;
+        bytes += size;
+      } else {
+        // The newest images that fit: once one does not, every older one stays out too.
+        open = false;
+        dropped.unshift(img);
+      }
+    }
+    plans.set(item, { attached, notes: standIns(dropped, tooLarge) });
+  }
+  return plans;
+}
+
+/** The image options of a request to `provider`: whether its model sees images (./catalog), and the budget. */
+export function requestImages(req: TurnRequest, provider: ProviderId, compatibleVisionModels?: readonly string[]): HistoryImages {
+  return { seesImages: modelSeesImages(provider, req.model, compatibleVisionModels), budget: req.images, maxImageBase64: providerInfo(provider).maxImageBase64 };
+}
+
+/** `data:image/png;base64,…` */
+export function imageDataUrl(img: AttachedImage): string {
+  return `data:${img.mime_type};base64,${img.data}`;
+}
+
+function withNotes(text: string, notes: string[]): string {
+  return notes.length ? `${text}${text ? '\n' : ''}${notes.join('\n')}` : text;
+}
+
 /** How an adapter writes each piece of the history. */
 export interface HistoryWriter {
   /** The raw parts of one earlier response of `provider`, to send back verbatim (absent: no replay). */
   replay?: { provider: ProviderId; write(parts: unknown[]): void };
-  user(text: string): void;
+  /** A user message; `images` (the text protocol's observations) only for a model that sees them, within the budget. */
+  user(text: string, images?: AttachedImage[]): void;
   /** The text of an earlier assistant message (thinking left out). */
   assistant(text: string): void;
   /** The neutral text of another provider's hosted item; default: as assistant text. */
   foreign?(text: string): void;
   call(item: FunctionCallItem): void;
+  /**
+   * A function result. Its `images` are the ones this request carries (absent: none), to send in the
+   * provider's own shape; `output` already says in text what happened to the others.
+   */
   output(item: FunctionCallOutputItem): void;
 }
 
-/** Walks the history in order, handing each piece to the adapter's writer. */
-export function writeHistory(history: ConversationItem[], w: HistoryWriter): void {
+/**
+ * Walks the history in order, handing each piece to the adapter's writer. The images of the history are
+ * planned first, for the whole request (planImages): absent `images`, the model is taken not to see them.
+ */
+export function writeHistory(history: ConversationItem[], w: HistoryWriter, images: HistoryImages = { seesImages: false }): void {
+  const plans = planImages(history, images);
   const segments: HistorySegment[] = w.replay ? segmentHistory(history, w.replay.provider) : history.map((item) => ({ kind: 'item', item }));
   for (const seg of segments) {
     if (seg.kind === 'replay') {
@@ -93,15 +230,21 @@ export function writeHistory(history: ConversationItem[], w: HistoryWriter): voi
     const item = seg.item;
     switch (item.type) {
       case 'message':
-        if (item.role === 'user') w.user(item.text);
-        else if (!item.thinking && item.text) w.assistant(item.text);
+        if (item.role === 'user') {
+          const plan = plans.get(item);
+          if (plan) w.user(withNotes(item.text, plan.notes), plan.attached.length ? plan.attached : undefined);
+          else w.user(item.text);
+        } else if (!item.thinking && item.text) w.assistant(item.text);
         break;
       case 'function_call':
         w.call(item);
         break;
-      case 'function_call_output':
-        w.output(item);
+      case 'function_call_output': {
+        const plan = plans.get(item);
+        const { images: _all, replay: _replay, ...rest } = item;
+        w.output(plan ? { ...rest, output: withNotes(item.output, plan.notes), ...(plan.attached.length ? { images: plan.attached } : {}) } : rest);
         break;
+      }
       default: {
         const t = foreignItemText(item);
         if (t) (w.foreign ?? w.assistant)(t);

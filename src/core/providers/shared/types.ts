@@ -33,7 +33,7 @@
  * SDK clients are created with their own retries turned off: retries are the agent loop's job
  * (`ProviderError.retryable`, `retryAfterMs`).
  */
-import type { CodeActEvent, FileOutput, OutputItem, RuntimeKind, Usage } from '../../../common/events';
+import type { AttachedImage, CodeActEvent, FileOutput, OutputItem, RuntimeKind, Usage } from '../../../common/events';
 
 export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
 
@@ -67,8 +67,21 @@ export interface ReplayPart {
   data: unknown;
 }
 
-/** An item of a conversation: a shared-vocabulary item, plus optional provider replay data. */
-export type ConversationItem = OutputItem & { replay?: ReplayData };
+/**
+ * An item of a conversation: a shared-vocabulary item, plus optional provider replay data. `images` is set
+ * on a `function_call_output` (the images its execution showed) and, in the text protocol's rewritten
+ * history, on the "Observation:" user message that stands for it.
+ */
+export type ConversationItem = OutputItem & { replay?: ReplayData; images?: AttachedImage[] };
+
+/** At most this many images, and bytes of images (decoded), in one request (codeact.vision.maxImages / maxMB). */
+export interface ImageBudget {
+  maxImages: number;
+  maxBytes: number;
+}
+
+/** The defaults of codeact.vision.maxImages and maxMB (src/core/config/keys.ts; a test checks they agree). */
+export const DEFAULT_IMAGE_BUDGET: ImageBudget = { maxImages: 6, maxBytes: 8 * 1024 * 1024 };
 
 /** Hosted code execution in the provider's own sandbox. */
 export interface HostedOptions {
@@ -103,6 +116,11 @@ export interface TurnRequest {
   signal?: AbortSignal;
   maxOutputTokens?: number;
   toolChoice?: ToolChoice;
+  /**
+   * The images a model that sees them gets in this request: the newest ones within the budget, the older
+   * ones replaced by a short text (src/core/providers/shared/history.ts). Default DEFAULT_IMAGE_BUDGET.
+   */
+  images?: ImageBudget;
 }
 
 /** A function call the model asked for, to be run by the agent loop. */
@@ -164,6 +182,8 @@ export interface Provider {
   streamTurn(request: TurnRequest, emit: EmitFn): Promise<TurnResult>;
   /** Whether `model` takes function tools; absent means it does (OpenAI-compatible models can be configured otherwise). */
   supportsTools?(model: string): boolean;
+  /** Whether `model` can see images (./catalog `modelSeesImages`); absent means it cannot. */
+  seesImages?(model: string): boolean;
   /**
    * Downloads a file the hosted code produced (OpenAI container files, Anthropic Files API files).
    * Absent for providers without downloadable files.
@@ -199,4 +219,6 @@ export interface ProviderConfig {
   models?: Record<string, CompatibleModelSettings>;
   /** OpenAI-compatible: ask for a usage chunk (`stream_options.include_usage`). Default true. */
   streamUsage?: boolean;
+  /** OpenAI-compatible: the models that can see images (`"*"`: all). Default none (codeact.openaiCompatible.visionModels). */
+  visionModels?: string[];
 }

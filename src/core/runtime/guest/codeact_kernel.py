@@ -217,7 +217,7 @@ def variables():
     publish_display_data({RESULT_MIME: {"vars": lib.variables(_ip.user_ns, hidden), "nonce": _config["nonce"]}}, metadata={})
 
 
-async def run(source_b64, run_id, tools, max_frame, max_value):
+async def run(source_b64, run_id, tools, max_frame, max_value, display=None, files=None):
     """Runs one piece of user code. Returns None (so the cell displays nothing) and publishes the
     result as a display_data of RESULT_MIME."""
     global _run

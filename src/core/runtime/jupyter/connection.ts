@@ -186,6 +186,24 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
     await this.request('DELETE', `api/kernels/${encodeURIComponent(id)}`, 'shutting the kernel down', [200, 204, 404], undefined, timeoutMs);
   }
 
+  /**
+   * A file's model from the contents API (`/api/contents/PATH`): metadata only, or with its content as
+   * base64. Undefined when the server has no such file (404) — or no contents API at all (a gateway).
+   */
+  async fileModel(path: string, content: boolean, timeoutMs?: number): Promise<{ size?: number; content?: unknown; format?: string; type?: string } | undefined> {
+    const enc = path.split('/').map(encodeURIComponent).join('/');
+    const query = content ? '?type=file&format=base64&content=1' : '?content=0';
+    let res: Response;
+    try {
+      res = await this.request('GET', `api/contents/${enc}${query}`, 'reading a file the code wrote', [200, 404, 400], undefined, timeoutMs);
+    } catch (err) {
+      if (err instanceof JupyterError && (err.status === 404 || err.status === 405)) return undefined;
+      throw err;
+    }
+    if (res.status !== 200) return undefined;
+    return (await res.json()) as { size?: number; content?: unknown; format?: string };
+  }
+
   async kernelSpecNames(): Promise<string[]> {
     const res = await this.request('GET', 'api/kernelspecs', 'listing the kernel specs', [200]);
     const body = (await res.json()) as { kernelspecs?: Record<string, unknown> };

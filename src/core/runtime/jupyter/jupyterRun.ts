@@ -11,6 +11,10 @@ import { RESULT_MIME, runCell } from './kernelBridge';
 import type { KernelHandle } from './kernelHandle';
 import type { KernelPool } from './kernelPool';
 import { RunOutput } from './runOutput';
+import { collectKernelFiles, reportedFiles, type ReportedFiles } from './kernelFiles';
+
+/** How long a finished run waits for the kernel's "idle" after its result and reply. */
+const IDLE_GRACE_MS = 2000;
 import { connectionLost, kernelDied, lostError, stripAnsi, toExecutionError } from './runErrors';
 import { formatDuration } from '../../../common/format';
 import { raceAbort } from '../../util/abort';
@@ -44,6 +48,10 @@ export class JupyterRun {
   private reconnectTimer?: NodeJS.Timeout;
   private resultTimer?: NodeJS.Timeout;
   private replied = false;
+  /** The kernel said "idle" for this request: every IOPub message of the run has arrived. */
+  private idle = false;
+  private idleTimer?: NodeJS.Timeout;
+  private reported?: ReportedFiles;
   private probing = false;
 
   constructor(
@@ -54,7 +62,7 @@ export class JupyterRun {
     this.itemId = request.itemId ?? newId('exec');
     this.limits = runtime.settings.limits;
     this.emit = safeEmit(options.onEvent);
-    this.output = new RunOutput(this.itemId, this.limits.maxOutputBytes, this.emit);
+    this.output = new RunOutput(this.itemId, this.limits, this.emit);
   }
 
   async start(): Promise<CodeInterpreterCallItem> {
@@ -90,6 +98,7 @@ export class JupyterRun {
           if (this.stopping) return;
           this.onStopBeforeStart = undefined;
           await this.runOn(handle!);
+          await this.collectFiles(handle!);
         } finally {
           handle!.current = undefined;
           if (this.needsRestart) {
@@ -111,6 +120,19 @@ export class JupyterRun {
     const item = this.result(this.finalError());
     if (handle) await this.runtime.afterRun(handle).catch(() => {});
     return item;
+  }
+
+  /** The files the run wrote, copied through the contents API (while the kernel is still this run's). */
+  private async collectFiles(handle: KernelHandle): Promise<void> {
+    this.output.close();
+    const report = this.reported;
+    const rest = this.runtime.rest;
+    if (!report || !rest || this.stopping) return;
+    try {
+      for (const f of await collectKernelFiles(rest, handle.id, report, this.limits, this.runtime.artifacts, this.itemId)) this.output.addFile(f);
+    } catch (err) {
+      this.runtime.settings.log(`[codeact] copying the files of ${this.itemId} failed: ${(err as Error).message}`);
+    }
   }
 
   /** Set while the run has not sent its code yet: a Stop then just abandons the wait. */
@@ -183,6 +205,7 @@ export class JupyterRun {
           tools: this.request.tools !== false,
           maxFrameBytes: this.runtime.settings.maxFrameBytes,
           maxValueBytes: this.limits.maxValueBytes,
+          limits: this.limits,
         }),
         silent: false,
         store_history: false,
@@ -216,7 +239,7 @@ export class JupyterRun {
     const content = reply.content as { status: string; ename?: string; evalue?: string; traceback?: string[] };
     if (content.status === 'ok') {
       this.replied = true;
-      if (this.completion) return this.finishNow();
+      if (this.completion) return this.finishWhenIdle();
       // The result travels on IOPub, which may arrive after the reply on the shell channel.
       this.resultTimer = setTimeout(() => {
         this.failure ??= {
@@ -260,14 +283,17 @@ export class JupyterRun {
       case 'execute_result':
       case 'update_display_data': {
         const data = (content.data ?? {}) as Record<string, unknown>;
-        if (RESULT_MIME in data) return this.onResult(data[RESULT_MIME]);
-        this.output.onDisplay(data);
+        if (data && typeof data === 'object' && RESULT_MIME in data) return this.onResult(data[RESULT_MIME]);
+        this.output.onDisplay(type, content);
         break;
       }
       case 'status':
         // The result frame and then "idle" mean the run is over, even if the execute_reply (shell
         // channel) was lost to a WebSocket reconnect that did not get its buffered channels back.
-        if (content.execution_state === 'idle' && this.completion) this.finishNow();
+        if (content.execution_state === 'idle') {
+          this.idle = true;
+          if (this.completion) this.finishNow();
+        }
         break;
       case 'error':
         this.kernelError = {
@@ -295,7 +321,19 @@ export class JupyterRun {
     } else {
       this.completion = { ok: false, error: normaliseError(r.error, stripAnsi) };
     }
-    if (this.replied) this.finishNow();
+    this.reported = reportedFiles(r as { cwd?: unknown; files?: unknown }, this.limits.maxFiles);
+    if (this.idle) this.finishNow();
+    else if (this.replied) this.finishWhenIdle();
+  }
+
+  /**
+   * The result and the reply are in; the run is over when the kernel says "idle" for this request (displays
+   * can still follow the result on IOPub). A lost "idle" (a WebSocket reconnect) ends it after a grace.
+   */
+  private finishWhenIdle(): void {
+    if (this.idle) return this.finishNow();
+    if (this.idleTimer) return;
+    this.idleTimer = setTimeout(() => this.finishNow(), IDLE_GRACE_MS);
   }
 
   private onKernelStatus(status: Kernel.Status): void {
@@ -422,6 +460,7 @@ export class JupyterRun {
     clearTimeout(this.graceTimer);
     clearTimeout(this.reconnectTimer);
     clearTimeout(this.resultTimer);
+    clearTimeout(this.idleTimer);
     this.tools?.close();
     this.finish();
   }
@@ -443,6 +482,7 @@ export class JupyterRun {
   }
 
   private result(error?: ExecutionError): CodeInterpreterCallItem {
+    this.output.close();
     const item = executionItem({
       itemId: this.itemId,
       code: this.request.code,

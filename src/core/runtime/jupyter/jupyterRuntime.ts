@@ -14,6 +14,7 @@
  * - A wrong URL or token, a dead kernel, a kernel dying mid-run and a lost WebSocket end the run with
  *   a clear error and keep whatever output had arrived.
  */
+import { ArtifactStore } from '../artifacts';
 import { KernelConnection } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem } from '../../../common/events';
 import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
@@ -83,6 +84,7 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
   private readonly runs = new Set<JupyterRun>();
   private readonly starting = new Set<Promise<KernelHandle>>();
   private disposed = false;
+  readonly artifacts = new ArtifactStore();
 
   constructor(options: JupyterRuntimeOptions) {
     this.settings = {
@@ -159,6 +161,7 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
       return;
     }
     this.disposed = true;
+    this.artifacts.dispose();
     for (const run of this.runs) run.stop('cancel');
     const sessionIds = [...this.sessions.keys()];
     await Promise.allSettled(sessionIds.map((id) => this.closeSession(id)));

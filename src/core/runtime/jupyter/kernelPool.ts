@@ -6,6 +6,7 @@
  */
 import type { RuntimeLimits } from '../types';
 import type { KernelRestClient } from './connection';
+import type { ArtifactStore } from '../artifacts';
 
 export type JupyterSessionPolicy = 'conversation' | 'execution';
 
@@ -39,6 +40,8 @@ export interface KernelRun {
  * on neither side.
  */
 export interface KernelPool<H> extends KernelHost {
+  /** Where the files a run wrote are copied to. */
+  readonly artifacts: ArtifactStore;
   acquire(sessionId: string | undefined): Promise<{ handle: H; notice?: string }>;
   /** After a run: per-execution kernels go away, conversation kernels start their idle clock. */
   afterRun(handle: H): Promise<void>;

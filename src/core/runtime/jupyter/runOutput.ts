@@ -1,25 +1,27 @@
 /**
- * What a Jupyter run shows: stdout and stderr under the output cap, images under the same cap in bytes,
- * JSON and plain-text displays as stdout, and whether anything was dropped (here, or by the server's
+ * What a Jupyter run shows: stdout and stderr under the output cap, and every display (display_data,
+ * execute_result, update_display_data) with all its MIME types, in the order the kernel sent them, under
+ * the same display caps as the local guest; and whether anything was dropped (here, or by the server's
  * IOPub rate limits).
  */
-import type { CodeActEvent, CodeOutput, StreamName } from '../../../common/events';
-import { formatBytes } from '../../../common/format';
+import type { CodeActEvent, CodeOutput, FileOutput, StreamName } from '../../../common/events';
+import { DisplayBudget } from '../displays';
 import { OutputCapture } from '../execution';
+import type { RuntimeLimits } from '../types';
 
 export class RunOutput {
   private readonly output: OutputCapture;
-  private readonly images: CodeOutput[] = [];
-  private imageBytes = 0;
-  private imagesDropped = false;
+  private readonly budget: DisplayBudget;
   private serverDropped = false;
+  private closed = false;
 
   constructor(
     private readonly itemId: string,
-    private readonly maxOutputBytes: number,
+    limits: RuntimeLimits,
     private readonly emit: (event: CodeActEvent) => void,
   ) {
-    this.output = new OutputCapture(maxOutputBytes);
+    this.output = new OutputCapture(limits.maxOutputBytes);
+    this.budget = new DisplayBudget(limits);
   }
 
   /** A `stream` message of the kernel. */
@@ -29,33 +31,20 @@ export class RunOutput {
     this.onText(name === 'stderr' ? 'stderr' : 'stdout', text);
   }
 
-  onDisplay(data: Record<string, unknown>): void {
-    const image = pickImage(data);
-    if (image) {
-      if (this.imageBytes + image.length > this.maxOutputBytes) {
-        if (!this.imagesDropped) {
-          this.imagesDropped = true;
-          this.onText('stderr', `\n[codeact: image output dropped after ${formatBytes(this.maxOutputBytes)} of images]\n`);
-        }
-        return;
-      }
-      this.imageBytes += image.length;
-      this.images.push({ type: 'image', url: image });
+  /** A display_data, execute_result or update_display_data message's content. */
+  onDisplay(kind: 'display_data' | 'execute_result' | 'update_display_data', content: Record<string, unknown>): void {
+    const update = kind === 'update_display_data';
+    const transient = content.transient as { display_id?: unknown } | undefined;
+    const taken = this.budget.take({ data: content.data, metadata: content.metadata, display_id: transient?.display_id, ...(kind === 'execute_result' ? { result: true } : {}) }, update);
+    if (!taken.ok) {
+      if (taken.note) this.onText('stderr', taken.note);
       return;
     }
-    if ('application/json' in data) {
-      let text: string;
-      try {
-        text = JSON.stringify(data['application/json'], null, 2);
-      } catch {
-        text = String(data['application/json']);
-      }
-      this.onText('stdout', text + '\n');
-      return;
-    }
-    const plain = data['text/plain'];
-    if (typeof plain === 'string') this.onText('stdout', plain.endsWith('\n') ? plain : plain + '\n');
-    else if (Array.isArray(plain)) this.onText('stdout', plain.join('') + '\n');
+    const d = taken.display;
+    // An update of a display this run did not show (an earlier cell's) is shown where the run stands.
+    const replaced = this.output.pushDisplay(d, update);
+    if (!replaced) this.output.pushDisplay(d);
+    this.emit({ type: 'codeact.output.display', item_id: this.itemId, output: d, ...(update && replaced ? { update: true } : {}) });
   }
 
   onText(stream: StreamName, text: string): void {
@@ -63,24 +52,23 @@ export class RunOutput {
     if (part) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: part });
   }
 
+  addFile(file: FileOutput): void {
+    this.output.pushFile(file);
+  }
+
+  /** The closing note of the caps, once. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const note = this.budget.summary();
+    if (note) this.onText('stderr', note);
+  }
+
   outputs(): CodeOutput[] {
-    return [...this.output.outputs(), ...this.images];
+    return this.output.outputs();
   }
 
   get truncated(): boolean {
-    return this.output.truncated || this.imagesDropped || this.serverDropped;
+    return this.output.truncated || this.serverDropped;
   }
-}
-
-const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
-
-function pickImage(data: Record<string, unknown>): string | undefined {
-  for (const mime of IMAGE_TYPES) {
-    const v = data[mime];
-    if (typeof v === 'string' && v) return `data:${mime};base64,${v.replace(/\s+/g, '')}`;
-  }
-  const svg = data['image/svg+xml'];
-  const text = typeof svg === 'string' ? svg : Array.isArray(svg) ? svg.join('') : undefined;
-  if (text) return `data:image/svg+xml;base64,${Buffer.from(text, 'utf8').toString('base64')}`;
-  return undefined;
 }

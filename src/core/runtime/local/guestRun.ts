@@ -2,33 +2,83 @@
  * The state of one execution on a local guest: its output as it streams (capped, and cut at the run's end
  * token on stdout and stderr), its tool calls, its result or failure, and when it is over.
  */
-import type { CodeActEvent, ExecutionError, StreamName } from '../../../common/events';
+import type { CodeActEvent, DisplayOutput, ExecutionError, StreamName } from '../../../common/events';
+import { DisplayBudget } from '../displays';
 import { OutputCapture, safeEmit, type Completion } from '../execution';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { randomToken } from '../../util/ids';
 import { RunClock } from '../../util/timeout';
 
-const END_PREFIX = Buffer.from('\u0000codeact-end:');
+const MARKER_PREFIX = Buffer.from('\u0000codeact-');
+/** Digits of a display marker's sequence number, at most. */
+const MAX_SEQ_DIGITS = 9;
 
-/** Finds the run's end token in a byte stream, holding back only what could be its beginning. */
-class EndScanner {
+/** What a stream carries: text of the run, a display marker (its sequence number), or the run's end. */
+export type Piece = Buffer | { seq: number } | 'end';
+
+/**
+ * Finds the run's markers in a byte stream: the end token (`\0codeact-end:TOKEN\0`) and each display's place
+ * (`\0codeact-display:TOKEN:SEQ\0`), holding back only what could be the beginning of one. A NUL that starts
+ * no marker of this run is text.
+ */
+export class MarkerScanner {
   private carry: Buffer = Buffer.alloc(0);
-  constructor(private readonly token: Buffer) {}
+  /** The end token was seen: nothing after it is the run's. */
+  private done = false;
+  private readonly end: Buffer;
+  private readonly display: Buffer;
 
-  /** Returns [bytes of the run, whether the token was seen]. */
-  push(chunk: Buffer): [Buffer, boolean] {
+  constructor(token: string) {
+    this.end = Buffer.concat([MARKER_PREFIX, Buffer.from(`end:${token}\u0000`)]);
+    this.display = Buffer.concat([MARKER_PREFIX, Buffer.from(`display:${token}:`)]);
+  }
+
+  push(chunk: Buffer): Piece[] {
+    if (this.done) return [];
     const data = this.carry.length ? Buffer.concat([this.carry, chunk]) : chunk;
     this.carry = Buffer.alloc(0);
-    const at = data.indexOf(this.token);
-    if (at >= 0) return [data.subarray(0, at), true];
-    // Hold back a tail that may be the start of the token (it always starts with NUL).
-    const nul = data.lastIndexOf(0, data.length - 1);
-    if (nul >= 0 && data.length - nul < this.token.length && this.token.subarray(0, data.length - nul).equals(data.subarray(nul))) {
-      this.carry = Buffer.from(data.subarray(nul));
-      return [data.subarray(0, nul), false];
+    const out: Piece[] = [];
+    let from = 0;
+    let at = data.indexOf(0, from);
+    while (at >= 0) {
+      const m = this.match(data, at);
+      if (m === 'partial') {
+        if (at > from) out.push(data.subarray(from, at));
+        this.carry = Buffer.from(data.subarray(at));
+        return out;
+      }
+      if (m) {
+        if (at > from) out.push(data.subarray(from, at));
+        out.push(m.piece);
+        if (m.piece === 'end') {
+          this.done = true; // nothing of the run comes after its end
+          return out;
+        }
+        from = at + m.length;
+      }
+      at = data.indexOf(0, m ? from : at + 1);
     }
-    return [data, false];
+    if (from < data.length) out.push(data.subarray(from));
+    return out;
+  }
+
+  /** A marker at `at`, 'partial' when the data ends inside what may still become one, or null. */
+  private match(data: Buffer, at: number): { piece: Piece; length: number } | 'partial' | null {
+    const rest = data.length - at;
+    const end = this.end;
+    if (rest < end.length) {
+      if (end.subarray(0, rest).equals(data.subarray(at))) return 'partial';
+    } else if (data.subarray(at, at + end.length).equals(end)) return { piece: 'end', length: end.length };
+    const d = this.display;
+    if (rest <= d.length) return d.subarray(0, rest).equals(data.subarray(at)) ? 'partial' : null;
+    if (!data.subarray(at, at + d.length).equals(d)) return null;
+    let i = at + d.length;
+    let seq = 0;
+    while (i < data.length && i - at - d.length < MAX_SEQ_DIGITS && data[i] >= 0x30 && data[i] <= 0x39) seq = seq * 10 + (data[i++] - 0x30);
+    if (i === data.length) return 'partial';
+    if (data[i] !== 0 || i === at + d.length) return null;
+    return { piece: { seq }, length: i + 1 - at };
   }
 
   flush(): Buffer {
@@ -37,6 +87,27 @@ class EndScanner {
     return c;
   }
 }
+
+/** A display frame, waiting for its place in the streams. */
+interface PendingDisplay {
+  /** null: the host's caps refused it (its place is still passed). */
+  display: DisplayOutput | null;
+  update: boolean;
+  /** The streams the guest wrote its marker to. */
+  marks: Record<StreamName, boolean>;
+}
+
+interface StreamState {
+  scanner: MarkerScanner;
+  /** Pieces not yet taken: the stream waits at a display marker whose frame has not come. */
+  queue: Piece[];
+  queued: number;
+  /** The last display marker this stream passed. */
+  reached: number;
+}
+
+/** Bytes a stream may hold back while it waits for a display frame; past it, the order gives way. */
+const MAX_HELD_BYTES = 4 * 1024 * 1024;
 
 /** One execution on a guest: its output (up to the end token of each stream), tool calls, result and failure. */
 export class GuestRun {
@@ -49,8 +120,21 @@ export class GuestRun {
   /** The run's timeout; it stops counting while the person decides an approval. */
   readonly clock = new RunClock();
   readonly endToken = randomToken(12);
-  readonly scanners: Record<StreamName, EndScanner>;
+  private readonly streams: Record<StreamName, StreamState>;
   readonly ended: Record<StreamName, boolean> = { stdout: false, stderr: false };
+  /** Display frames by sequence number, until their place in both streams is reached. */
+  private readonly pending = new Map<number, PendingDisplay>();
+  /** The last display placed (or given up on). */
+  private released = 0;
+  /** The highest display sequence number a frame carried. */
+  lastDisplaySeq = 0;
+  private forced = false;
+  readonly displays: DisplayBudget;
+  /** File frames still being written out (the item waits for them). */
+  readonly fileWrites: Promise<unknown>[] = [];
+  /** File frames that came (at most the limit). */
+  filesSeen = 0;
+  fileBytes = 0;
   completion?: Completion;
   failure?: ExecutionError;
   lastCallId = 0;
@@ -69,8 +153,9 @@ export class GuestRun {
     this.itemId = itemId;
     this.emit = safeEmit(options.onEvent);
     this.output = new OutputCapture(limits.maxOutputBytes);
-    const token = Buffer.concat([END_PREFIX, Buffer.from(`${this.endToken}\u0000`)]);
-    this.scanners = { stdout: new EndScanner(token), stderr: new EndScanner(token) };
+    this.displays = new DisplayBudget(limits);
+    const stream = (): StreamState => ({ scanner: new MarkerScanner(this.endToken), queue: [], queued: 0, reached: 0 });
+    this.streams = { stdout: stream(), stderr: stream() };
     this.tools = new ToolDispatcher({
       itemId,
       emit: (e) => this.emit(e),
@@ -84,27 +169,108 @@ export class GuestRun {
 
   onOutput(stream: StreamName, chunk: Buffer): void {
     if (this.ended[stream]) return;
-    const [data, seen] = this.scanners[stream].push(chunk);
-    if (data.length) this.show(stream, this.output.pushBytes(stream, data));
-    if (seen) {
-      this.ended[stream] = true;
-      this.onEnded?.();
+    const st = this.streams[stream];
+    for (const p of st.scanner.push(chunk)) {
+      st.queue.push(p);
+      if (Buffer.isBuffer(p)) st.queued += p.length;
     }
+    if (st.queued > MAX_HELD_BYTES) this.forced = true;
+    this.pump();
+  }
+
+  /**
+   * A display frame: it is placed once both streams it marked have reached its marker (the text before it
+   * is out, the text after it waits), in order of the sequence numbers. `display` null: refused by the
+   * caps, but its place is passed all the same.
+   */
+  onDisplay(seq: number, display: DisplayOutput | null, marks: Record<StreamName, boolean>, update: boolean): void {
+    this.lastDisplaySeq = seq;
+    if (seq <= this.released) {
+      // Its place was given up on (a stream held too much, or the output ended): shown where we are now.
+      this.place({ display, marks, update });
+      return;
+    }
+    this.pending.set(seq, { display, marks, update });
+    this.pump();
+  }
+
+  /** A note of the host's own (a cap, a refused display), on stderr where the run's output stands. */
+  note(text: string): void {
+    this.show('stderr', this.output.pushText('stderr', text));
+  }
+
+  /** Takes what the streams hold and places displays whose turn it is, until nothing moves. */
+  private pump(): void {
+    for (let guard = 0; guard < 100_000; guard++) {
+      this.drain('stdout');
+      this.drain('stderr');
+      const next = this.released + 1;
+      const frame = this.pending.get(next);
+      const at = (s: StreamName) => this.streams[s].reached >= next || this.ended[s];
+      if (frame && (this.forced || ((!frame.marks.stdout || at('stdout')) && (!frame.marks.stderr || at('stderr'))))) {
+        this.pending.delete(next);
+        this.released = next;
+        this.place(frame);
+        continue;
+      }
+      if (!frame && this.forced && (this.streams.stdout.reached >= next || this.streams.stderr.reached >= next)) {
+        this.released = next; // a marker whose frame never came
+        continue;
+      }
+      return;
+    }
+  }
+
+  /** Takes a stream's pieces until it reaches a display marker that is not placed yet. */
+  private drain(stream: StreamName): void {
+    const st = this.streams[stream];
+    while (st.queue.length && !this.ended[stream]) {
+      if (st.reached > this.released) return;
+      const p = st.queue.shift()!;
+      if (p === 'end') {
+        this.ended[stream] = true;
+        st.queue.length = 0;
+        this.onEnded?.();
+      } else if (Buffer.isBuffer(p)) {
+        st.queued -= p.length;
+        this.show(stream, this.output.pushBytes(stream, p));
+      } else if (p.seq > st.reached) st.reached = p.seq;
+    }
+  }
+
+  private place(frame: PendingDisplay): void {
+    if (!frame.display) return;
+    if (!this.output.pushDisplay(frame.display, frame.update) && frame.update) this.output.pushDisplay(frame.display);
+    this.emit({ type: 'codeact.output.display', item_id: this.itemId, output: frame.display, ...(frame.update ? { update: true } : {}) });
   }
 
   /** Called when an end token arrives (set once the result is in). */
   onEnded?: () => void;
 
-  /** The streams are over (the token arrived, or the pipes closed): emit what is left. */
+  /** The streams are over (the tokens arrived, or the pipes closed): place what is left, emit the rest. */
   endOutput(): void {
+    this.forced = true;
     for (const stream of ['stdout', 'stderr'] as const) {
-      if (!this.ended[stream]) {
-        const rest = this.scanners[stream].flush();
-        if (rest.length) this.show(stream, this.output.pushBytes(stream, rest));
-        this.ended[stream] = true;
-      }
+      const st = this.streams[stream];
+      const rest = st.scanner.flush();
+      if (rest.length) st.queue.push(rest);
+    }
+    this.pump();
+    // Frames whose markers never came, in order.
+    for (const seq of [...this.pending.keys()].sort((a, b) => a - b)) {
+      this.place(this.pending.get(seq)!);
+      this.pending.delete(seq);
+      this.released = Math.max(this.released, seq);
+    }
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const st = this.streams[stream];
+      for (const p of st.queue) if (Buffer.isBuffer(p)) this.show(stream, this.output.pushBytes(stream, p));
+      st.queue.length = 0;
+      this.ended[stream] = true;
       this.show(stream, this.output.end(stream));
     }
+    const closing = this.displays.summary();
+    if (closing) this.note(closing);
   }
 
   /** Streams text that the capture kept. */

@@ -14,10 +14,14 @@ import { FrameReader, normaliseVariables, sendFrame, sendLine } from './guestFra
 import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
-import { formatDuration } from '../../../common/format';
+import { formatBytes, formatDuration } from '../../../common/format';
+import { ArtifactStore, safeRelativePath } from '../artifacts';
+import { displayOptions, fileOptions } from '../displays';
 
 export interface GuestSessionOptions {
   limits: RuntimeLimits;
+  /** Where the files the code writes are copied out to. */
+  artifacts?: ArtifactStore;
   maxFrameBytes: number;
   /** How long an interrupt may take before the guest is killed (sessions only). */
   interruptGraceMs: number;
@@ -150,8 +154,19 @@ export class GuestSession {
     const timeoutMs = request.timeoutMs ?? this.o.limits.timeoutMs;
     exec.clock.start(timeoutMs, () => this.stopRun(exec, timeoutError(timeoutMs, exec.tools.inFlight)));
     try {
-      this.send({ t: 'run', run: exec.runId, code: request.code, tools: request.tools !== false, end: exec.endToken, last: !this.persistent });
+      const l = this.o.limits;
+      this.send({
+        t: 'run',
+        run: exec.runId,
+        code: request.code,
+        tools: request.tools !== false,
+        end: exec.endToken,
+        last: !this.persistent,
+        display: displayOptions(l),
+        files: fileOptions(l, !!this.o.artifacts),
+      });
       await exec.done;
+      await Promise.allSettled(exec.fileWrites);
       const error = exec.failure ?? completionError(exec.completion);
       return this.result(exec, error);
     } finally {
@@ -346,6 +361,23 @@ export class GuestSession {
         this.whenOutputEnded(exec, end[0] === true, end[1] === true);
         return;
       }
+      case 'display': {
+        // A display from a thread the code left running after its run ended is dropped, not an error.
+        if (!exec || exec.completion || frame.run !== exec.runId) return;
+        const seq = frame.seq;
+        if (!Number.isSafeInteger(seq) || seq <= exec.lastDisplaySeq || seq > 1e9) return this.violation('a malformed display frame');
+        const marks = Array.isArray(frame.marks) ? frame.marks : [];
+        const update = frame.update === true;
+        const taken = exec.displays.take(frame, update);
+        if (!taken.ok && taken.note) exec.note(taken.note);
+        exec.onDisplay(seq, taken.ok ? taken.display : null, { stdout: marks[0] === true, stderr: marks[1] === true }, update);
+        return;
+      }
+      case 'file': {
+        if (!exec || exec.completion || frame.run !== exec.runId) return;
+        this.onFile(exec, frame);
+        return;
+      }
       case 'tool_call': {
         const id = frame.id;
         if (!exec || exec.completion || frame.run !== exec.runId) return this.violation('a tool call for no running code');
@@ -363,6 +395,37 @@ export class GuestSession {
       default:
         return this.violation(`an unknown frame type ${JSON.stringify(String(frame.t)).slice(0, 40)}`);
     }
+  }
+
+  /** A file the code wrote, copied to the host (within the caps), listed on the execution. */
+  private onFile(exec: GuestRun, frame: { path?: unknown; size?: unknown; data?: unknown; note?: unknown }): void {
+    const l = this.o.limits;
+    const store = this.o.artifacts;
+    const rel = safeRelativePath(frame.path);
+    if (!store || !rel || exec.filesSeen >= l.maxFiles) return;
+    exec.filesSeen++;
+    const size = Number.isSafeInteger(frame.size) && (frame.size as number) >= 0 ? (frame.size as number) : 0;
+    let note = typeof frame.note === 'string' && frame.note ? frame.note.slice(0, 300) : undefined;
+    let data: Buffer | undefined;
+    if (typeof frame.data === 'string') {
+      data = Buffer.from(frame.data, 'base64');
+      if (data.length > l.maxFileBytes || exec.fileBytes + data.length > l.maxFilesTotalBytes) {
+        note = `too large to copy out (${formatBytes(data.length)}; the limit is ${formatBytes(l.maxFileBytes)} a file and ${formatBytes(l.maxFilesTotalBytes)} an execution)`;
+        data = undefined;
+      } else exec.fileBytes += data.length;
+    }
+    const index = exec.output.reserveFile();
+    if (!data) {
+      exec.output.setFile(index, ArtifactStore.output(rel, size, undefined, note ?? 'its contents were not sent'));
+      return;
+    }
+    const bytes = data;
+    exec.fileWrites.push(
+      store.write(exec.itemId, rel, bytes).then(
+        (hostPath) => exec.output.setFile(index, ArtifactStore.output(rel, bytes.length, hostPath)),
+        (err: Error) => exec.output.setFile(index, ArtifactStore.output(rel, bytes.length, undefined, `it could not be copied out: ${err.message}`)),
+      ),
+    );
   }
 
   /** A run is over when its end token has come through stdout and stderr (or could not be written). */

@@ -11,6 +11,7 @@
  *   when it is unavailable, guests start cold (logged once). With `prestart: true` the next guest is
  *   started ahead of need, so a new session does not wait for Python to start.
  */
+import { ArtifactStore } from '../artifacts';
 import type { CodeInterpreterCallItem, ExecutionError, SessionChanged, VariablesSummary } from '../../../common/events';
 import { guestDirFor } from '../guest/sources';
 import { announceDone, executionItem, openExecution, safeEmit } from '../execution';
@@ -81,6 +82,8 @@ export class LocalRuntime implements Runtime {
   private disposed = false;
   /** Removes host working folders in the background; one that will not go is reported and retried on dispose. */
   private readonly cleaner: WorkdirCleaner;
+  /** Copies of the files the code wrote, for the user (removed when the runtime is disposed). */
+  readonly artifacts = new ArtifactStore();
 
   constructor(private readonly options: LocalRuntimeOptions = {}) {
     this.cleaner = new WorkdirCleaner((m) => {
@@ -201,6 +204,7 @@ export class LocalRuntime implements Runtime {
     (await z?.catch(() => undefined))?.dispose();
     await this.settleCleanup();
     await settleCgroups();
+    this.artifacts.dispose();
   }
 
   /** Waits for working folders being removed, retries the ones that would not go, and names what is left. */
@@ -310,7 +314,7 @@ export class LocalRuntime implements Runtime {
   }
 
   private sessionOptions() {
-    return { limits: this.limits, maxFrameBytes: this.maxFrameBytes, interruptGraceMs: this.options.interruptGraceMs ?? 3000 };
+    return { limits: this.limits, maxFrameBytes: this.maxFrameBytes, interruptGraceMs: this.options.interruptGraceMs ?? 3000, artifacts: this.artifacts };
   }
 
   private subreaper(guest: GuestHandle): boolean {

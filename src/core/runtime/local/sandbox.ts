@@ -15,6 +15,7 @@ import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
 import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
 import { isUnder, planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
+import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCache';
 import { CodeActError } from '../../util/errors';
 
 export type { WorkspaceMount } from './workspaceMount';
@@ -40,6 +41,8 @@ export interface SandboxOptions {
   workspace?: string;
   limits?: SandboxLimits;
   bwrapPath?: string;
+  /** matplotlib's font cache of the interpreter (default: mplCache.ts; null: none). */
+  mplCache?: string | null;
   /**
    * The seccomp deny-list (default true, where the architecture has one). false runs without it: for
    * diagnostics and for tests that show what it closes; the sandbox info then says so.
@@ -181,6 +184,8 @@ function limitsFor(
 }
 
 const GUEST_MOUNT = '/run/codeact/guest';
+/** matplotlib's font cache of the interpreter, read-only (the guest copies it into its own MPLCONFIGDIR). */
+const MPL_CACHE_MOUNT = '/run/codeact/mplcache';
 const HOST_MOUNT = '/run/codeact/host';
 /** The working directory inside the sandbox: a size-capped tmpfs, private to the run or session. */
 export const SANDBOX_WORKDIR = '/run/codeact/work';
@@ -209,6 +214,11 @@ function guestArgs(dir: string): string[] {
 
 export async function planLaunch(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions = {}): Promise<LaunchPlan> {
   const kind = options.kind ?? 'auto';
+  if (options.mplCache === undefined) {
+    const dir = matplotlibCacheDir(python);
+    if (dir) void prebuildMatplotlibCache(python, dir);
+    options = { ...options, mplCache: dir ?? null };
+  }
   let warning: string | undefined;
   if (kind === 'sandbox-exec') {
     throw new SandboxUnavailableError('codeact.sandbox.kind "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
@@ -232,7 +242,7 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
   return {
     command: python.executable,
     args: guestArgs(guestDir),
-    env: minimalEnv(workdir, { CODEACT_RUN: request.marker }),
+    env: minimalEnv(workdir, { CODEACT_RUN: request.marker, ...(options.mplCache ? { MPLCONFIGDIR: options.mplCache } : {}) }),
     cwd: workdir,
     info: { kind: 'none', network: true, limits: shown },
     pidNamespace: false,
@@ -292,6 +302,9 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   const etc = ['/etc/alternatives', '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/localtime', '/etc/mime.types', '/etc/matplotlibrc', '/etc/python3'];
   if (network) etc.push('/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/pki');
   for (const p of etc) args.push('--ro-bind-try', p, p);
+  // fontconfig's configuration and cache (matplotlib and Pillow find fonts through them; without them every
+  // plot prints "Fontconfig error: Cannot load default config file").
+  for (const p of FONT_PATHS) args.push('--ro-bind', p, p);
   // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside /usr).
   const roots = new Set<string>();
   for (const p of [path.dirname(path.dirname(python.executable)), python.prefix, python.basePrefix, ...python.path]) {
@@ -306,6 +319,11 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   args.push('--proc', '/proc', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--size', size, '--tmpfs', '/tmp');
   args.push('--ro-bind', guestDir, GUEST_MOUNT);
   args.push('--size', size, '--tmpfs', SANDBOX_WORKDIR);
+  const mplEnv: Record<string, string> = { MPLCONFIGDIR: '/tmp/matplotlib' };
+  if (options.mplCache) {
+    args.push('--ro-bind', options.mplCache, MPL_CACHE_MOUNT);
+    mplEnv.CODEACT_MPL_CACHE = MPL_CACHE_MOUNT;
+  }
   if (zygote && request.socketDir) args.push('--ro-bind', request.socketDir, HOST_MOUNT);
   let warning: string | undefined;
   let placeholders: string[] | undefined;
@@ -322,7 +340,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // bwrap's own root and /dev are tmpfs the code could fill: read-only once everything is mounted.
   args.push('--remount-ro', '/dev', '--remount-ro', '/');
   args.push('--chdir', SANDBOX_WORKDIR);
-  for (const [k, v] of Object.entries(minimalEnv(SANDBOX_WORKDIR))) args.push('--setenv', k, v);
+  for (const [k, v] of Object.entries(minimalEnv(SANDBOX_WORKDIR, mplEnv))) args.push('--setenv', k, v);
   if (seccomp) args.push(...seccompBwrapArgs(SECCOMP_FD));
   args.push('--', python.executable, ...guestArgs(GUEST_MOUNT));
   return {
