@@ -9,9 +9,6 @@ import type { WebviewToHost } from '../common/protocol';
 import { h, setText } from './dom';
 import { icon } from './icons';
 
-/** `FileOutput` with the `note` the local runtimes give when they could not copy a file out. */
-type NotedFile = FileOutput & { note?: unknown };
-
 export interface FileEnv {
   post(message: WebviewToHost): void;
   itemId(): string;
@@ -64,7 +61,7 @@ function actionButton(label: string, iconName: 'external' | 'save' | 'copy', onC
 }
 
 /** One chip. */
-function renderChip(f: NotedFile, env: FileEnv): HTMLElement {
+function renderChip(f: FileOutput, env: FileEnv): HTMLElement {
   const name = fileName(f);
   const note = typeof f.note === 'string' && f.note ? f.note.slice(0, 500) : undefined;
   const details = [f.bytes !== undefined ? formatSize(f.bytes) : '', fileType(f)].filter(Boolean).join(' · ');

@@ -49,7 +49,8 @@ let run: Run | undefined;
 
 const ALIGN = /(?:^|;)\s*text-align\s*:\s*(left|right|center)\s*(?:!important\s*)?(?:;|$)/i;
 
-purify.addHook('uponSanitizeElement', (node, data) => {
+// "before" hooks only: DOMPurify copies its allowlists for every node when "upon" hooks exist.
+purify.addHook('beforeSanitizeElements', (node) => {
   if (!run || node.nodeType !== 1) return;
   const el = node as Element;
   if (++run.elements > HTML_ELEMENT_CAP) {
@@ -57,9 +58,9 @@ purify.addHook('uponSanitizeElement', (node, data) => {
     el.remove();
     return;
   }
-  if (data.tagName !== 'tr') return;
+  if (el.nodeName !== 'TR') return;
   const table = el.closest('table');
-  if (!table || el.parentElement?.tagName === 'THEAD') return;
+  if (!table || el.parentElement?.nodeName === 'THEAD') return;
   let count = run.rows.get(table);
   if (!count) run.rows.set(table, (count = { kept: 0, dropped: 0 }));
   if (count.kept >= HTML_ROW_CAP) {
@@ -70,14 +71,14 @@ purify.addHook('uponSanitizeElement', (node, data) => {
   } else count.kept++;
 });
 
-purify.addHook('uponSanitizeAttribute', (node, data) => {
-  if (!run) return;
-  if (data.attrName === STYLE_ATTR || data.attrName === 'style' || data.attrName === 'align') {
-    const value = data.attrValue.slice(0, 2000);
-    const m = data.attrName === 'align' ? /^\s*(left|right|center)\s*$/i.exec(value) : ALIGN.exec(value);
-    if (m) run.align.set(node as Element, m[1].toLowerCase());
-    data.keepAttr = false;
-  }
+/** `text-align` of a `style` (renamed by `neutraliseInline`) or an `align`, remembered before attributes go. */
+purify.addHook('beforeSanitizeAttributes', (node) => {
+  if (!run || node.nodeType !== 1) return;
+  const el = node as Element;
+  const style = el.getAttribute(STYLE_ATTR) ?? el.getAttribute('style');
+  const align = el.getAttribute('align');
+  const m = align !== null ? /^\s*(left|right|center)\s*$/i.exec(align.slice(0, 100)) : style !== null ? ALIGN.exec(style.slice(0, 2000)) : null;
+  if (m) run.align.set(el, m[1].toLowerCase());
 });
 
 purify.addHook('afterSanitizeAttributes', (node) => {

@@ -45,7 +45,7 @@ function richTurn(id = 'x1'): TranscriptEvent[] {
         { type: 'logs', logs: 'plotted\n' },
         { type: 'file', filename: 'revenue.csv', path: '/tmp/codeact-session-1/revenue.csv', mime_type: 'text/csv', bytes: 1234 },
         { type: 'file', filename: 'a-rather-long-file-name-for-the-quarterly-report.xlsx', path: '/tmp/codeact-session-1/a-rather-long-file-name-for-the-quarterly-report.xlsx', bytes: 2_500_000 },
-        { type: 'file', filename: 'huge.bin', bytes: 900_000_000, note: 'Not copied out: 858 MB is over the 64 MB cap for files. It stays in the session folder.' } as never,
+        { type: 'file', filename: 'huge.bin', bytes: 900_000_000, note: 'Not copied out: 858 MB is over the 64 MB cap for files. It stays in the session folder.' },
         { type: 'file', filename: 'report.pdf', file_id: 'cfile_1', container_id: 'cntr_1', mime_type: 'application/pdf', bytes: 20480 },
       ],
     }),
