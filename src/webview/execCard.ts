@@ -316,7 +316,8 @@ export class ExecRenderer implements ItemRenderer {
       this.images = x.images.length;
     }
     this.files.sync(x.files);
-    if (x.hasValue && !this.valueShown) {
+    // A returned None says nothing (a notebook shows nothing for it either); the model still gets it.
+    if (x.hasValue && x.value !== null && !this.valueShown) {
       this.valueShown = true;
       this.extras.append(
         h('div', { class: 'section result-section' }, h('div', { class: 'section-label' }, icon('braces'), h('span', { text: 'Result' })), renderJson(x.value, { expandDepth: 1 })),
