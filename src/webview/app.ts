@@ -5,11 +5,10 @@
  * sentinel, an IntersectionObserver and the browser's scroll anchoring).
  */
 import { PROTOCOL_VERSION, isHostMessage, type ConversationSummary, type HostState, type HostToWebview, type WebviewToHost } from '../common/protocol';
-import { applyEvent, buildTranscript, createTranscript, execKey, findTurn, isBusy, type TranscriptEvent, type TranscriptModel } from '../common/transcript';
+import { applyEvent, buildTranscript, createTranscript, findTurn, isBusy, type TranscriptEvent, type TranscriptModel } from '../common/transcript';
 import { Composer } from './composer';
 import { h, setText, toggle } from './dom';
 import { renderEmptyState } from './emptyState';
-import { ExecRenderer } from './execCard';
 import { FrameLoop, IdleQueue } from './frameLoop';
 import { HistoryPanel } from './historyPanel';
 import { showNotice } from './notices';
@@ -211,12 +210,9 @@ export class App {
       case 'variables':
         this.variables.update(msg);
         break;
-      case 'file.missing': {
-        const key = execKey(msg.itemId);
-        const r = this.view.renderer(this.model.aliases[key] ?? key);
-        if (r instanceof ExecRenderer) r.fileMissing(msg.path, msg.message);
+      case 'file.missing':
+        this.view.fileMissing(this.model, msg.itemId, msg.path, msg.message);
         break;
-      }
     }
   }
 
