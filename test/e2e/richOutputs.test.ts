@@ -145,7 +145,7 @@ describe('e2e: rich outputs in the panel (issue 19, points 6 and 3)', function (
     assert.deepEqual(problems, [], 'layout problems of the narrow panel');
   });
 
-  it('the plot opens full size in an editor tab (VS Code\'s image preview) and saves to the workspace as plot-1.png', async () => {
+  it('the plot and the SVG open full size in an editor tab (VS Code\'s image preview); the plot copies as PNG and saves to the workspace as plot-1.png', async () => {
     const f = await e2e.panel.frame();
     await e2e.panel.scrollTo('section.card.exec .output-flow');
     await f.locator('.display[data-mime="image/png"] button.image-open').click();
@@ -157,7 +157,21 @@ describe('e2e: rich outputs in the panel (issue 19, points 6 and 3)', function (
     await e2e.wb.screenshot('93-plot-opened');
     await e2e.wb.closeActiveEditor();
 
+    // SVG too, in the image preview (VS Code would open an .svg as its XML text).
+    await (await e2e.panel.frame()).locator('.display[data-mime="image/svg+xml"] button.image-open').click();
+    await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'plot-2.svg' }).first().waitFor({ timeout: UI });
+    await waitUntil(async () => /\b240x120\b/.test((status = await e2e.wb.page.locator('.part.statusbar').innerText())), UI, () => `the SVG did not open in the image preview: ${status}`, 250);
+    await e2e.wb.closeActiveEditor();
+
+    // Copy Image: the webview's own clipboard, as PNG, readable by the workbench.
     const png = (await e2e.panel.frame()).locator('.display[data-mime="image/png"] figure');
+    await png.hover();
+    await png.getByRole('button', { name: 'Copy image' }).click();
+    await waitUntil(async () => (await png.locator('[data-flash]').getAttribute('data-flash').catch(() => null)) !== null, UI, () => 'Copy image said nothing', 100);
+    assert.equal(await png.locator('[data-flash]').getAttribute('data-flash'), 'ok', 'the image was copied');
+    const types = await e2e.wb.page.evaluate(async () => (await navigator.clipboard.read()).flatMap((i) => i.types));
+    assert.ok(types.includes('image/png'), `the clipboard holds a PNG (${types.join(', ')})`);
+
     await png.hover();
     await png.getByRole('button', { name: 'Save image…' }).click();
     await acceptSaveDialog(/plot-1\.png$/);
