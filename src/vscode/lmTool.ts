@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import type { CodeActEvent } from '../common/events';
 import { executionSummary } from '../core/agent/agent';
+import { displayModelText, displaysOf } from '../common/displays';
 import type { CodeActService } from './service';
 import { untrustedMessage } from './trust';
 
@@ -99,6 +100,9 @@ function participantRenderer(stream: vscode.ChatResponseStream): (e: CodeActEven
         if (src && !code.has(`shown:${it.id}`)) stream.markdown('\n```python\n' + src.replace(/\n$/, '') + '\n```\n');
         const out = it.outputs.filter((o) => o.type === 'logs').map((o) => (o as { logs: string }).logs).join('');
         if (out.trim()) stream.markdown('```text\n' + (out.length > 4000 ? out.slice(0, 4000) + '\n…' : out.replace(/\n$/, '')) + '\n```\n');
+        // Rich outputs as their text (a table's summary, "[image 640×480, PNG]"): the panel draws them.
+        const shown = displaysOf(it).slice(0, 20).map((d) => displayModelText(d, 1500));
+        if (shown.length) stream.markdown(shown.map((t) => (t.startsWith('[') ? `_${t}_ (open the CodeAct panel to see it)` : '```text\n' + t + '\n```')).join('\n\n') + '\n\n');
         if (it.status === 'completed') stream.markdown(`**Result:** \`${JSON.stringify(it.value ?? null).slice(0, 500)}\`\n\n`);
         else stream.markdown(`**${it.error?.type ?? 'Error'}:** ${it.error?.message ?? ''}\n\n`);
         break;

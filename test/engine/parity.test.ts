@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { CodeInterpreterCallItem } from '../../src/common/events';
 import { logsOf } from '../../src/common/events';
+import { imageSize, rasterImage } from '../../src/common/displays';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
@@ -25,6 +26,8 @@ interface Expect {
   line?: number;
   stdout?: string;
   stderr?: RegExp | string;
+  /** The outputs in order, as `trace()` writes them (only for snippets that show displays or write files). */
+  outputs?: Array<string | RegExp>;
 }
 
 interface Snippet {
@@ -74,9 +77,44 @@ export const SNIPPETS: Snippet[] = [
   S('the recursion limit', 'def f(n):\n    return f(n + 1)\nf(0)', { error: 'RecursionError', message: /maximum recursion depth exceeded/, line: 2 }),
   // values that are not JSON
   S('an explicit non-JSON return', 'return {1, 2, 3}', { error: 'ReturnValueError', message: /returned a set value that is not JSON-serialisable/ }),
-  S('a non-JSON last expression is shown', '{1, 2, 3}', { value: null, stdout: '{1, 2, 3}\n' }),
+  S('a non-JSON last expression is shown', '{1, 2, 3}', { value: null, stdout: '', outputs: ['result text/plain {1, 2, 3}'] }),
   S('NaN is not JSON', 'return float("nan")', { error: 'ReturnValueError', message: /returned a float value/ }),
   S('a value over the limit', 'return "x" * 2000', { error: 'ReturnValueError', message: 'The return value is 2,002 bytes of JSON; the limit is 1,000. Return a summary (counts, the first rows, a file path) instead of the whole data.' }),
+  // rich outputs: the same displays, in the same order, on every runtime
+  S('print, display, print keep their order', 'class Md:\n    def _repr_markdown_(self):\n        return "**bold**"\nprint("a")\ndisplay(Md())\nprint("b")', {
+    outputs: ['out a\n', 'display text/markdown,text/plain **bold**', 'out b\n'],
+  }),
+  S('_repr_html_, _repr_svg_, _repr_json_ and _repr_latex_', [
+    'class R:',
+    '    def _repr_html_(self): return "<b>h</b>"',
+    '    def _repr_svg_(self): return "<svg xmlns=\'http://www.w3.org/2000/svg\'/>"',
+    '    def _repr_json_(self): return {"k": 1}',
+    '    def _repr_latex_(self): return "$x^2$"',
+    '    def __repr__(self): return "R()"',
+    'display(R())',
+  ].join('\n'), { outputs: ['display application/json,image/svg+xml,text/html,text/latex,text/plain <b>h</b>'] }),
+  S('a _repr_mimebundle_ and a repr that raises', [
+    'class B:',
+    '    def _repr_mimebundle_(self, include=None, exclude=None): return {"text/plain": "B!", "text/markdown": "*B*"}',
+    'class Bad:',
+    '    def _repr_html_(self): raise ValueError("no html")',
+    '    def __repr__(self): return "Bad()"',
+    'display(B())',
+    'display(Bad())',
+  ].join('\n'), { stderr: /Bad\._repr_html_ raised ValueError/, outputs: ['display text/markdown,text/plain *B*', /^err \[codeact: Bad\._repr_html_ raised ValueError/, 'display text/plain Bad()'] }),
+  S('a display updated by its id', 'h = display("v1", display_id=True)\nprint("between")\nh.update("v2")', { outputs: ["display text/plain 'v2'", 'out between\n'] }),
+  S('a DataFrame as the last expression: a table, and a summary for the model', 'import pandas as pd\npd.DataFrame({"a": [1, 2], "b": ["x", "y"]})', {
+    value: null,
+    outputs: [/^result text\/html,text\/plain +a +b\n0 +1 +x\n1 +2 +y summary: DataFrame: 2 rows × 2 columns/],
+  }),
+  S('plt.show() shows the figure as PNG; print after it comes after', 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\nprint("after")', {
+    outputs: [/^display image\/png,text\/plain png \d+×\d+$/, 'out after\n'],
+  }),
+  S('a figure left open is shown at the end of the run', 'import matplotlib.pyplot as plt\nprint("before")\nfig, ax = plt.subplots()\nax.bar(["a", "b"], [3, 5])', {
+    // As in a notebook: the last expression's value (a BarContainer), then the figure.
+    outputs: ['out before\n', 'result text/plain <BarContainer object of 2 artists>', /^display image\/png,text\/plain png \d+×\d+$/],
+  }),
+  S('a file the code writes is listed with its size', 'with open("parity_out.csv", "w") as f:\n    f.write("a,b\\n1,2\\n")', { value: null, outputs: ['file parity_out.csv 8'] }),
   // sys.exit and input
   S('sys.exit()', 'import sys\nprint("bye")\nsys.exit()', { value: null, stdout: 'bye\n' }),
   S('sys.exit(0)', 'import sys\nsys.exit(0)', { value: null }),
@@ -121,14 +159,32 @@ export interface Observed {
   line?: number;
   stdout: string;
   stderr: string;
+  outputs?: string[];
+}
+
+/** An execution's outputs in order, one line each: text, displays (their types and text), files. */
+function trace(item: CodeInterpreterCallItem): string[] {
+  return item.outputs.map((o) => {
+    if (o.type === 'logs') return `${o.stream === 'stderr' ? 'err' : 'out'} ${o.logs}`;
+    if (o.type === 'file') return `file ${o.filename} ${o.bytes}${o.note ? ` (${o.note})` : ''}`;
+    if (o.type === 'image') return 'image';
+    const types = Object.keys(o.data).sort().join(',');
+    const raster = rasterImage(o);
+    const size = raster ? imageSize(raster.mime, raster.data) : undefined;
+    const text = raster ? `png ${size?.width}×${size?.height}` : String(o.data['text/markdown'] ?? o.data['text/html'] ?? o.data['text/plain'] ?? '');
+    const plain = o.data['text/html'] && !raster ? String(o.data['text/plain'] ?? '') : text;
+    return `${o.result ? 'result' : 'display'} ${types} ${types.includes('text/html') && o.summary ? `${plain} summary: ${o.summary}` : text}`;
+  });
 }
 
 function observe(item: CodeInterpreterCallItem): Observed {
+  const rich = item.outputs.some((o) => o.type !== 'logs');
   return {
     value: item.error ? null : item.value ?? null,
     ...(item.error ? { error: item.error.type, message: item.error.message, line: item.error.line } : {}),
     stdout: logsOf(item),
     stderr: logsOf(item, 'stderr'),
+    ...(rich ? { outputs: trace(item) } : {}),
   };
 }
 
@@ -143,6 +199,10 @@ function checkExpect(name: string, o: Observed, e: Expect): void {
   if (e.stdout !== undefined) assert.equal(o.stdout, e.stdout, where);
   if (e.stderr instanceof RegExp) assert.match(o.stderr, e.stderr, where);
   else if (e.stderr !== undefined) assert.equal(o.stderr, e.stderr, where);
+  if (e.outputs) {
+    assert.equal(o.outputs?.length, e.outputs.length, where);
+    e.outputs.forEach((want, i) => (want instanceof RegExp ? assert.match(o.outputs![i], want, where) : assert.equal(o.outputs![i], want, where)));
+  }
 }
 
 /** The same interpreter for every runtime: the one the kernel runs (python3-ipykernel is Debian's). */

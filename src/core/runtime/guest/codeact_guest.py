@@ -15,18 +15,42 @@ Protocol: newline-delimited JSON frames on fd 3 (never stdout). The user's stdin
 and stderr are plain text the host captures live. Frames (field "t" is the type):
 
   host -> guest   {"t":"init","subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int}
-                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool}
+                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,
+                   "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
+                   "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str}
                   {"t":"vars"}                       (between runs: the variables view)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}
-                  {"t":"complete","run":int,"ok":true,"value":json-text|null,"end":[bool,bool]}
-                  {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool]}
+                  {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},
+                   "result"?:true,"display_id"?:str,"update"?:true,"summary"?:str}
+                  {"t":"file","run":int,"path":str,"size":int,"data":base64|null,"note"?:str}
+                  {"t":"complete","run":int,"ok":true,"value":json-text|null,"end":[bool,bool],"files":int}
+                  {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool],"files":int}
                   {"t":"vars","variables":[...],"total":int}
 
 After each run the guest writes the run's `end` token to stdout and to stderr (flushed first), so the
 host knows that all the run's output has arrived before it reports the result; `end` in "complete"
 says which of the two it could write.
+
+Rich outputs (codeact_display, codeact_frames):
+- "display" caps in the run frame default to 2 MiB per display (the JSON size of its data), 12 MiB and
+  200 displays per execution, hidpi false; "files" to 10 MiB per file, 20 MiB and 50 files.
+- A display goes out in order with the output: the user's stdout and stderr are flushed, then
+  `\x00codeact-display:<end>:<seq>\x00` is written straight to fd 1 and fd 2 (past the output cap, as the
+  end token), then the "display" frame; `marks` says which of the two markers were written; seq is 1,
+  2, … per run. The host cuts each stream at the marker and puts the display there. `data` is a Jupyter
+  MIME bundle (binary types base64, JSON types any JSON value, text types strings); `result`: the last
+  expression of the code (a notebook's execute_result); `display_id`/`update`: a display made with
+  display_id, and a later update of it; `summary`: what the model reads for a table. A display the
+  caps refuse sends no frame and no marker (a note on stderr says what was left out; one note at the
+  end of the run counts what the count and total caps refused). A forked child never sends frames (its
+  displays print their text); another thread's are sent as they come.
+- Files out: the working directory the guest started in is listed before each run (regular files,
+  no link followed, 4 folders deep, at most 2,000 entries visited, hidden entries and __pycache__
+  skipped); after the code and the figures left open, each new or changed file (up to max_count, the
+  top folder first) is a "file" frame, sent before "complete", whose `data` is null with a `note` when
+  it is over max_bytes or the run's max_total; "complete" says how many file frames were sent.
 
 The compile step, execution, tracebacks, values and call_tool checks are in codeact_lib.py, shared
 with the Jupyter runtime. Start-up cost matters for a cold run: only cheap modules load up front.
@@ -40,10 +64,12 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 import codeact_lib as lib  # noqa: E402
+import codeact_display as display  # noqa: E402
+import codeact_frames as frames  # noqa: E402
 import codeact_output as output  # noqa: E402
 import codeact_proc as proc  # noqa: E402
 
-for _f in (__file__, output.__file__, proc.__file__):
+for _f in (__file__, output.__file__, proc.__file__, frames.__file__, frames.files.__file__):
     lib.own_file(_f)
     lib.own_file(os.path.abspath(_f))
 json = None  # loaded after the first frame (it is needed then anyway)
@@ -92,9 +118,12 @@ class Channel:
     """Frames on the protocol fd: blocking reads between runs, event-loop reads during a run."""
 
     def __init__(self, fd):
+        import _thread
         self.fd = fd
         self.buf = bytearray()
         self.scanned = 0
+        # Displays may come from other threads than the run's: one frame at a time on the channel.
+        self.lock = _thread.allocate_lock()
 
     def pop(self):
         nl = self.buf.find(b"\n", self.scanned)
@@ -121,6 +150,10 @@ class Channel:
             self.buf += chunk
 
     def write(self, data):
+        with self.lock:
+            self._write(data)
+
+    def _write(self, data):
         try:
             n = os.write(self.fd, data)
         except (BlockingIOError, InterruptedError):
@@ -294,6 +327,7 @@ class Guest:
         self.interrupt = lib.Interrupt()
         self.cells = 0
         self.loop = None
+        self.rich = frames.RichOutputs(chan, os.getcwd(), self.max_frame, lambda: os.getpid() == _MAIN_PID)
         self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         bridge = self.bridge
 
@@ -305,7 +339,8 @@ class Guest:
             return await bridge.call(name, _arguments, kwargs)
 
         self.namespace["call_tool"] = call_tool
-        self.hidden = {"call_tool"}
+        self.namespace["display"] = display.display
+        self.hidden = {"call_tool", "display"}
 
     def serve(self):
         import signal
@@ -334,8 +369,9 @@ class Guest:
         self.cells += 1
         filename = f"{lib.CELL_PREFIX}{self.cells}>"
         self.bridge.enabled = frame.get("tools", True) is not False
+        self.rich.begin(run_id, frame)
         result = None
-        display = None
+        shown = None
         try:
             compiled, error = lib.compile_checked(frame.get("code") or "", filename)
             if error is not None:
@@ -354,7 +390,7 @@ class Guest:
                 if kind == "ok":
                     result = {"ok": True, "value": payload}
                 elif kind == "display":
-                    display = payload
+                    shown = payload
                     result = {"ok": True, "value": None}
                 else:
                     result = {"ok": False, "error": payload}
@@ -370,16 +406,13 @@ class Guest:
         if os.getpid() != _MAIN_PID:
             # A child the code forked returned through here: it never speaks for the run.
             _forked_child_exit(None)
-        if display is not None:
-            try:
-                print(lib.display_text(display))
-            except Exception:  # noqa: BLE001
-                pass
+        self.rich.finish(shown, self.interrupt)
         if (self.last and proc.SUBREAPER) or self.interrupt.requested:
             # A one-shot run ends with everything it started; so does a run that was stopped (Stop, the
             # timeout), whose session keeps its variables but not the processes the code started.
             proc.kill_descendants()
             self.interrupt.requested = False
+        result["files"] = self.rich.send_files()
         result["t"] = "complete"
         result["run"] = run_id
         result["end"] = output.write_end(frame.get("end"))
@@ -427,6 +460,8 @@ def serve(chan, first=None):
     init = first if first is not None else chan.read_blocking()
     if init is None:
         return 0
+    # matplotlib's backend and IPython.display are set up when they load (the zygote's preloads too).
+    display.install_hooks()
     if init.get("t") == "zygote":
         import codeact_zygote
         return codeact_zygote.main(chan, init, sys.modules[__name__])

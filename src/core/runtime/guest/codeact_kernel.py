@@ -1,23 +1,34 @@
 """CodeAct inside a Jupyter kernel: the glue between an ipykernel and the guest library.
 
-The host sends the library (codeact_values.py, codeact_lib.py), discovery and this file to each kernel once (silently), as the modules
-`codeact_lib` and `__codeact__`. Each user run is then one cell, `await __import__("__codeact__").run(…)`,
+The host sends the library (codeact_values.py, codeact_lib.py, codeact_formats.py, codeact_display.py,
+codeact_mpl.py, codeact_files.py), discovery and this file to each kernel once (silently), as modules
+of those names and `__codeact__`. Each user run is then one cell, `await __import__("__codeact__").run(…)`,
 carrying the code base64-encoded. Compiling, running, tracebacks, values and the call_tool checks are
 the library's, exactly as in the local guest; this file adds what only a kernel has:
 
 - IPython's %magics and !shell lines (the code goes through transform_cell first, line numbers kept);
-- the result as one display_data message of a private MIME type, and a last expression that is not
-  JSON shown through IPython's display (rich output: images, tables);
+- the result as one display_data message of a private MIME type;
+- displays (display() in the namespace, the last expression that is not JSON, figures) formatted by
+  codeact_display exactly as in the local guest and published with IPython's publish_display_data, in
+  order with the streams; the model's summary and the execute_result flag ride in
+  metadata["codeact"] = {"summary": str, "result": true} (the host moves them out); matplotlib uses
+  our backend (set at install), and the figures left open are shown inside run(), before the result,
+  so ipykernel's inline hook has nothing left to show;
+- the files the run made or changed in the kernel's working directory: result["files"] = [{path,
+  size}] and result["cwd"] (the host fetches them through the Jupyter contents API);
 - call_tool over the kernel's stdin channel (see toolChannel.ts for the reasons and the frames).
 """
 import asyncio
 import base64
 import itertools
 import json
+import os
 import signal
 import sys
 import time
 
+import codeact_display as display
+import codeact_files as files
 import codeact_lib as lib
 
 RESULT_MIME = "application/vnd.codeact.result+json"
@@ -43,9 +54,37 @@ def install(config):
     _ip, _kernel, _config = ip, kernel, config
     _prefix = "\x00codeact:" + config["nonce"] + ":"
     ip.user_ns["call_tool"] = call_tool
-    # Keep call_tool out of %who / %whos listings, as IPython does for its own names.
+    ip.user_ns["display"] = display.display
+    # Keep call_tool and display out of %who / %whos listings, as IPython does for its own names.
     try:
         ip.user_ns_hidden["call_tool"] = call_tool
+        ip.user_ns_hidden["display"] = display.display
+    except Exception:  # noqa: BLE001
+        pass
+    from IPython.core.display_functions import publish_display_data
+    display.configure(_publisher(publish_display_data), _note)
+    display.install_hooks(kernel=True)
+
+
+def _publisher(publish):
+    def sink(data, metadata, _data_json, _meta_json, extra):
+        md = dict(metadata)
+        ours = {k: extra[k] for k in ("summary", "result") if k in extra}
+        if ours:
+            md["codeact"] = ours
+        kwargs = {}
+        if "display_id" in extra:
+            kwargs["transient"] = {"display_id": extra["display_id"]}
+        if extra.get("update"):
+            kwargs["update"] = True
+        publish(data, md, **kwargs)
+        return True
+    return sink
+
+
+def _note(text):
+    try:
+        sys.stderr.write(text)
     except Exception:  # noqa: BLE001
         pass
 
@@ -212,21 +251,35 @@ def _transform_magics(source):
 
 def variables():
     """The variables view, published like a result."""
-    hidden = set(getattr(_ip, "user_ns_hidden", {}) or {}) | {"In", "Out", "exit", "quit", "get_ipython", "call_tool", *lib.DISCOVERY_NAMES}
+    hidden = set(getattr(_ip, "user_ns_hidden", {}) or {}) | {"In", "Out", "exit", "quit", "get_ipython", "call_tool", "display", *lib.DISCOVERY_NAMES}
     from IPython.display import publish_display_data
     publish_display_data({RESULT_MIME: {"vars": lib.variables(_ip.user_ns, hidden), "nonce": _config["nonce"]}}, metadata={})
 
 
-async def run(source_b64, run_id, tools, max_frame, max_value, display=None, files=None):
+async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
     """Runs one piece of user code. Returns None (so the cell displays nothing) and publishes the
-    result as a display_data of RESULT_MIME."""
+    result as a display_data of RESULT_MIME. options (a dict, or its JSON text): {"display": {max_bytes,
+    max_total, max_count, hidpi}, "files": {max_count}}, as in the local guest's run frame."""
     global _run
     source = base64.b64decode(source_b64).decode("utf-8", "surrogatepass")
+    if isinstance(options, str):
+        try:
+            options = json.loads(options)
+        except ValueError:
+            options = None
+    options = options if isinstance(options, dict) else {}
+    display.begin_run(options.get("display"))
+    file_caps = files.caps(options.get("files"))
+    try:
+        root = os.getcwd()
+        before = files.snapshot(root)
+    except Exception:  # noqa: BLE001 - a working directory that is gone: no files to list
+        root, before = None, None
     filename = f"{lib.CELL_PREFIX}{next(_cells)}>"
     current = _Run(run_id, bool(tools), int(max_frame))
     _run = current
     result = None
-    display = None
+    shown = None
     interrupt = lib.Interrupt()
     try:
         compiled, error = lib.compile_checked(source, filename, _transform_magics)
@@ -256,7 +309,7 @@ async def run(source_b64, run_id, tools, max_frame, max_value, display=None, fil
             if kind == "ok":
                 result = {"ok": True, "value": payload}
             elif kind == "display":
-                display = payload
+                shown = payload
                 result = {"ok": True, "value": "null"}
             else:
                 result = {"ok": False, "error": payload}
@@ -270,14 +323,12 @@ async def run(source_b64, run_id, tools, max_frame, max_value, display=None, fil
             if not fut.done():
                 fut.cancel()
         _run = None
-    if display is not None:
-        # The last expression of a notebook-style cell: shown as a notebook shows it (images,
-        # tables, text), and the value is null.
-        try:
-            from IPython.display import display as show
-            show(display)
-        except Exception:  # noqa: BLE001
-            print(lib.display_text(display))
+    # The last expression of a notebook-style cell, shown as a notebook shows it (the value is null),
+    # then the figures left open, before the result: nothing of the run comes after it.
+    display.finish_run(shown)
+    if before is not None:
+        result["files"] = _changed_files(root, before, file_caps["max_count"])
+        result["cwd"] = root
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -287,3 +338,16 @@ async def run(source_b64, run_id, tools, max_frame, max_value, display=None, fil
     result["run"] = run_id
     result["nonce"] = _config["nonce"]
     publish_display_data({RESULT_MIME: result}, metadata={})
+
+
+def _changed_files(root, before, max_count):
+    """[{path, size}] of the files the run made or changed under root (sizes as they are now)."""
+    try:
+        after = files.snapshot(root)
+    except Exception:  # noqa: BLE001
+        return []
+    paths = files.changed(before, after)
+    more = len(paths) - max_count
+    if more > 0:
+        _note(f"[codeact: {more:,} more changed file{'s were' if more != 1 else ' was'} not listed; the cap is {max_count:,} per execution]\n")
+    return [{"path": p, "size": after[p][0]} for p in paths[:max_count]]

@@ -38,7 +38,7 @@ def own_file(filename):
 
 
 # Values that leave the process live in their own module (part of this library's surface).
-from codeact_values import compact_json, display_text, encode_value, prepare_call, variables  # noqa: E402,F401
+from codeact_values import compact_json, encode_value, prepare_call, variables  # noqa: E402,F401
 import codeact_values as _values  # noqa: E402
 
 own_file(_values.prepare_call.__code__.co_filename)

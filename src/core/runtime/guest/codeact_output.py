@@ -144,15 +144,9 @@ def configure_output(cap):
 
 
 
-def write_end(token):
-    """Flushes the run's output, then writes the end token to stdout and stderr."""
-    import codeact_lib
-    codeact_lib.flush_std()
-    flush_output()
+def _write_both(data):
+    """Writes bytes straight to fd 1 and fd 2 (past the output cap); which of the two took them."""
     wrote = [False, False]
-    if not token:
-        return wrote
-    data = ("\x00codeact-end:" + token + "\x00").encode("ascii")
     for i in (0, 1):
         try:
             n = 0
@@ -162,3 +156,24 @@ def write_end(token):
         except OSError:
             pass
     return wrote
+
+
+def write_end(token):
+    """Flushes the run's output, then writes the end token to stdout and stderr."""
+    import codeact_lib
+    codeact_lib.flush_std()
+    flush_output()
+    if not token:
+        return [False, False]
+    return _write_both(("\x00codeact-end:" + token + "\x00").encode("ascii"))
+
+
+def write_display_marker(token, seq):
+    """Flushes the output so far, then marks on stdout and stderr where display `seq` of the run goes, so
+    the host puts it between the text before and after it (see codeact_guest.py)."""
+    import codeact_lib
+    codeact_lib.flush_std()
+    flush_output()
+    if not token:
+        return [False, False]
+    return _write_both(("\x00codeact-display:%s:%d\x00" % (token, seq)).encode("ascii"))

@@ -1,7 +1,7 @@
 """CodeAct guest library: values that leave the process.
 
 - encode_value: the JSON value of a run, a display for a last expression that is not JSON (as a
-  notebook shows it), or a ReturnValueError that says how to fix it;
+  notebook shows it: codeact_display.show_result), or a ReturnValueError that says how to fix it;
 - prepare_call: the checks on call_tool's name and arguments, before anything leaves the process;
 - variables: a summary of the namespace (name, type, short repr or shape) that never runs user code.
 
@@ -40,17 +40,6 @@ def encode_value(value, implicit, max_bytes):
             "line": None,
         }
     return "ok", text
-
-
-def display_text(value, limit=100_000):
-    """The text a notebook would show for a value: its repr, bounded."""
-    try:
-        text = repr(value)
-    except Exception as exc:  # noqa: BLE001
-        text = f"<{type(value).__name__} object: repr() failed: {exc}>"
-    if len(text) > limit:
-        text = text[:limit] + f"… [{len(text) - limit:,} more characters]"
-    return text
 
 
 _ENCODER = None

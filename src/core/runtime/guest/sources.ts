@@ -10,9 +10,15 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import discoverySource from './codeact_discovery.py';
+import displaySource from './codeact_display.py';
+import filesSource from './codeact_files.py';
+import formatsSource from './codeact_formats.py';
+import framesSource from './codeact_frames.py';
 import guestSource from './codeact_guest.py';
+import hooksSource from './codeact_hooks.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
+import mplSource from './codeact_mpl.py';
 import outputSource from './codeact_output.py';
 import procSource from './codeact_proc.py';
 import valuesSource from './codeact_values.py';
@@ -26,15 +32,28 @@ export const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_proc.py': procSource,
   'codeact_zygote.py': zygoteSource,
   'codeact_discovery.py': discoverySource,
+  'codeact_formats.py': formatsSource,
+  'codeact_display.py': displaySource,
+  'codeact_hooks.py': hooksSource,
+  'codeact_mpl.py': mplSource,
+  'codeact_files.py': filesSource,
+  'codeact_frames.py': framesSource,
 };
 
 /**
  * What a Jupyter kernel gets, in import order: module name, the file name its tracebacks show, source.
- * The library first (values, then lib), then discovery, then the kernel glue as `__codeact__`.
+ * The library first (values, then lib; the display modules, which import values; the matplotlib backend,
+ * which imports nothing until matplotlib asks for it; files), then discovery, then the kernel glue as
+ * `__codeact__`.
  */
 export const KERNEL_MODULES: ReadonlyArray<readonly [name: string, filename: string, source: string]> = [
   ['codeact_values', '<codeact_values>', valuesSource],
   ['codeact_lib', '<codeact_lib>', libSource],
+  ['codeact_formats', '<codeact_formats>', formatsSource],
+  ['codeact_display', '<codeact_display>', displaySource],
+  ['codeact_hooks', '<codeact_hooks>', hooksSource],
+  ['codeact_mpl', '<codeact_mpl>', mplSource],
+  ['codeact_files', '<codeact_files>', filesSource],
   ['codeact_discovery', '<codeact_discovery>', discoverySource],
   ['__codeact__', '<codeact_kernel>', kernelSource],
 ];

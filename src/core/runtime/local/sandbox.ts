@@ -86,6 +86,8 @@ export interface LaunchPlan {
   workspacePath?: string;
   /** The host folder the launch made for itself through `LaunchRequest.workdir` (removed on release). */
   hostWorkdir?: string;
+  /** Environment every guest of this launch gets besides the minimal one (matplotlib's folders); forked guests too. */
+  guestEnv: Record<string, string>;
 }
 
 export class SandboxUnavailableError extends CodeActError {
@@ -239,10 +241,13 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
   const workdir = typeof request.workdir === 'function' ? request.workdir() : request.workdir;
+  // Without a sandbox the interpreter's cache folder is matplotlib's own (the user's, written by the user's code anyway).
+  const guestEnv: Record<string, string> = options.mplCache ? { MPLCONFIGDIR: options.mplCache } : {};
   return {
     command: python.executable,
     args: guestArgs(guestDir),
-    env: minimalEnv(workdir, { CODEACT_RUN: request.marker, ...(options.mplCache ? { MPLCONFIGDIR: options.mplCache } : {}) }),
+    env: minimalEnv(workdir, { CODEACT_RUN: request.marker, ...guestEnv }),
+    guestEnv,
     cwd: workdir,
     info: { kind: 'none', network: true, limits: shown },
     pidNamespace: false,
@@ -319,10 +324,11 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   args.push('--proc', '/proc', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--size', size, '--tmpfs', '/tmp');
   args.push('--ro-bind', guestDir, GUEST_MOUNT);
   args.push('--size', size, '--tmpfs', SANDBOX_WORKDIR);
-  const mplEnv: Record<string, string> = { MPLCONFIGDIR: '/tmp/matplotlib' };
+  // matplotlib writes its config folder: each guest its own, in its /tmp, seeded from the read-only cache.
+  const guestEnv: Record<string, string> = { MPLCONFIGDIR: '/tmp/matplotlib' };
   if (options.mplCache) {
     args.push('--ro-bind', options.mplCache, MPL_CACHE_MOUNT);
-    mplEnv.CODEACT_MPL_CACHE = MPL_CACHE_MOUNT;
+    guestEnv.CODEACT_MPL_CACHE = MPL_CACHE_MOUNT;
   }
   if (zygote && request.socketDir) args.push('--ro-bind', request.socketDir, HOST_MOUNT);
   let warning: string | undefined;
@@ -340,13 +346,14 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // bwrap's own root and /dev are tmpfs the code could fill: read-only once everything is mounted.
   args.push('--remount-ro', '/dev', '--remount-ro', '/');
   args.push('--chdir', SANDBOX_WORKDIR);
-  for (const [k, v] of Object.entries(minimalEnv(SANDBOX_WORKDIR, mplEnv))) args.push('--setenv', k, v);
+  for (const [k, v] of Object.entries(minimalEnv(SANDBOX_WORKDIR, guestEnv))) args.push('--setenv', k, v);
   if (seccomp) args.push(...seccompBwrapArgs(SECCOMP_FD));
   args.push('--', python.executable, ...guestArgs(GUEST_MOUNT));
   return {
     command: options.bwrapPath ?? 'bwrap',
     args,
     env: {},
+    guestEnv,
     // bwrap's own working directory on the host does not matter (the guest starts in SANDBOX_WORKDIR).
     cwd: typeof request.workdir === 'string' ? request.workdir : tmpdir(),
     info: { kind: 'bubblewrap', network, limits: shown, seccomp: !!seccomp, workspace },

@@ -165,7 +165,7 @@ export class Zygote {
         seccomp: plan.guestSeccomp ? plan.guestSeccomp.toString('base64') : undefined,
         // A workspace under /tmp or /dev/shm would vanish under the guest's private tmpfs: it is carried over.
         keep: plan.workspacePath ? [plan.workspacePath] : [],
-        env: minimalEnv(workdir, sandboxed ? {} : { CODEACT_RUN: marker }),
+        env: minimalEnv(workdir, sandboxed ? plan.guestEnv : { ...plan.guestEnv, CODEACT_RUN: marker }),
       });
     });
   }
