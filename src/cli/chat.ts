@@ -16,6 +16,7 @@ import { createProvider } from '../core/providers/factory';
 import { runChatTurn } from '../core/session/chatTurn';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { chatPrinter } from './print';
 import { openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
@@ -23,12 +24,13 @@ export const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anth
          [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR] [--max-turns N]
          [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
          [--sandbox auto|bubblewrap|none] [--python PATH] [--session conversation|run]
-         [--storage DIR] [--trust-workspace] [--json]
+         [--storage DIR] [--outputs DIR] [--trust-workspace] [--json]
        codeact chat --list [--storage DIR]
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
 (OpenAI-compatible servers usually need none). The Jupyter token comes from CODEACT_JUPYTER_TOKEN.
---protocol text: the model writes \`\`\`python blocks instead of calling functions (models without function calling).`;
+--protocol text: the model writes \`\`\`python blocks instead of calling functions (models without function calling).
+${OUTPUTS_HELP}`;
 
 export function defaultStorage(): string {
   if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
@@ -87,6 +89,9 @@ export async function chatCommand(argv: string[]): Promise<number> {
   // MCP tools without a declared description or schema get them from their servers, so the model sees them.
   ws.toolSet = await resolveMcpTools(ws.toolSet);
   reportDeclarationErrors(ws.toolSet);
+  // Executions are numbered through the conversation (a continued one goes on from its earlier executions).
+  const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
+  const saver = outputSaverFrom(values.outputs, earlier + 1);
   const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0 });
   const continued = !!conversation && !!runtime.statePersists && conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
   if (continued && !values.json) process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
@@ -97,11 +102,17 @@ export async function chatCommand(argv: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   // --json prints the event vocabulary; the turn markers go to the transcript only.
-  const print: (e: TranscriptEvent) => void = values.json
+  const printEvent: (e: TranscriptEvent) => void = values.json
     ? (e) => {
         if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') process.stdout.write(JSON.stringify(e) + '\n');
       }
     : chatPrinter();
+  const print: (e: TranscriptEvent) => void = !saver
+    ? printEvent
+    : (e) => {
+        printEvent(e);
+        if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') saveAndReport(saver, e.item, !!values.json);
+      };
   try {
     const turn = await runChatTurn({
       conversation: convo,

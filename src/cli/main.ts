@@ -1,7 +1,7 @@
 /**
  * The `codeact` CLI: the same engine as the extension, headless.
  *
- *   codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--json]
+ *   codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--outputs DIR] [--json]
  *   codeact tools [--workspace DIR] [--json]
  *   codeact chat "<prompt>" --provider P --model M [options]
  *   codeact trust [DIR] | --revoke [DIR] | --list
@@ -18,7 +18,7 @@ import { UsageError } from './workspace';
 
 const USAGE = `Usage:
   codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]
-              [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--trust-workspace] [--json]
+              [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]
   codeact tools [--workspace DIR] [--trust-workspace] [--json]
   codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M [options]
   codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list

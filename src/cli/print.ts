@@ -4,7 +4,10 @@
  * result of each run. Colours pass; every other control sequence from the code, the tools or the model
  * is stripped, so nothing they print can move the cursor, set the title or write the clipboard.
  */
-import type { CodeActEvent, CodeInterpreterCallItem } from '../common/events';
+import { parseDataUrl } from '../common/dataUrl';
+import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
+import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, ImageOutput } from '../common/events';
+import { fileLabel, filesOf } from '../common/outputLabels';
 import { sanitizeTerminal, TerminalSanitizer } from '../common/terminal';
 import type { TranscriptEvent } from '../common/transcript';
 
@@ -21,15 +24,80 @@ export function warn(message: string): void {
   process.stderr.write(`${red('warning:')} ${sanitizeTerminal(message)}\n`);
 }
 
-/** The code's output as it comes and one line per tool call. */
+/** Longest text of one display on a terminal (characters, lines); images are never printed, only named. */
+const DISPLAY_CHARS = 2000;
+const DISPLAY_LINES = 40;
+/** Most displays of one execution printed; the rest are counted. */
+const MAX_DISPLAYS_PRINTED = 200;
+
+/**
+ * What a display looks like on a terminal: "[image 640×480, PNG]", "[SVG image]", a table's summary, its
+ * markdown or plain text (capped), "[HTML output]". Never an image's bytes, never HTML.
+ */
+export function displayTerminalText(d: DisplayOutput): string {
+  const data = d && typeof d.data === 'object' && d.data !== null ? d.data : {};
+  const bundle: DisplayOutput = { ...d, data };
+  if (rasterImage(bundle) || mimeText(data['image/svg+xml']) !== undefined) return displayModelText({ ...bundle, summary: undefined });
+  const hasText = !!bundle.summary || ['text/markdown', 'text/plain', 'text/latex', 'application/json'].some((m) => data[m] !== undefined);
+  if (!hasText && mimeText(data['text/html']) !== undefined) return '[HTML output]';
+  const text = displayModelText(bundle, DISPLAY_CHARS);
+  const lines = text.split('\n');
+  return lines.length > DISPLAY_LINES ? `${lines.slice(0, DISPLAY_LINES).join('\n')}\n…[${lines.length - DISPLAY_LINES} more lines not shown]` : text;
+}
+
+/** A hosted sandbox's image: "[image 640×480, PNG]", or where it is when it is not a data URL. */
+export function imageOutputText(o: ImageOutput): string {
+  const url = parseDataUrl(o.url);
+  if (!url) return `[image at ${truncate(String(o.url), 200)}]`;
+  const size = sizeLabel(imageSize(url.mime, url.base64));
+  return `[image${size ? ` ${size}` : ''}, ${url.mime.replace(/^image\//, '').replace(/\+xml$/, '').toUpperCase()}]`;
+}
+
+/** The code's output as it comes (text, displays named), one line per tool call, and the files it wrote. */
 export function humanPrinter(): (e: CodeActEvent) => void {
   const clean = { stdout: new TerminalSanitizer(), stderr: new TerminalSanitizer() };
   const args = new Map<string, unknown>();
+  let atLineStart = true;
+  const displays = new Map<string, number>();
+  const out = (text: string) => {
+    if (!text) return;
+    process.stdout.write(text);
+    atLineStart = text.endsWith('\n');
+  };
+  const line = (text: string) => out(`${atLineStart ? '' : '\n'}${text}\n`);
   return (e) => {
     switch (e.type) {
       case 'codeact.output.delta':
-        (e.stream === 'stderr' ? process.stderr : process.stdout).write(clean[e.stream === 'stderr' ? 'stderr' : 'stdout'].write(e.delta));
+        if (e.stream === 'stderr') process.stderr.write(clean.stderr.write(e.delta));
+        else out(clean.stdout.write(e.delta));
         break;
+      case 'codeact.output.display': {
+        const n = (displays.get(e.item_id) ?? 0) + 1;
+        if (displays.size < 10_000 || displays.has(e.item_id)) displays.set(e.item_id, n);
+        if (n <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(displayTerminalText(e.output)) + (e.update ? dim(' (updated)') : ''));
+        break;
+      }
+      case 'response.output_item.done': {
+        if (e.item.type !== 'code_interpreter_call') break;
+        const it = e.item;
+        const shown = displays.get(it.id) ?? 0;
+        displays.delete(it.id);
+        if (shown > MAX_DISPLAYS_PRINTED) line(dim(`…[${shown - MAX_DISPLAYS_PRINTED} more displays not shown]`));
+        // Hosted sandboxes send their output with the finished item: print it in order.
+        if (it.runtime !== 'local' && it.runtime !== 'jupyter') {
+          let printed = 0;
+          for (const o of it.outputs) {
+            if (o.type === 'logs') (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n'));
+            else if ((o.type === 'image' || o.type === 'display') && ++printed <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(o.type === 'image' ? imageOutputText(o) : displayTerminalText(o)));
+          }
+          atLineStart = true;
+        }
+        for (const f of filesOf(it)) {
+          const note = f.note;
+          line(dim(sanitizeTerminal(`[file ${fileLabel(f)}${note ? `: ${note}` : ''}]`)));
+        }
+        break;
+      }
       case 'codeact.tool_call.started':
         if (args.size < 10_000) args.set(e.call_id, e.arguments);
         break;
@@ -81,9 +149,7 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
       case 'response.output_item.done':
         if (e.item.type === 'code_interpreter_call') {
           const it = e.item;
-          if (it.runtime !== 'local' && it.runtime !== 'jupyter') {
-            for (const o of it.outputs) if (o.type === 'logs') (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n'));
-          }
+          base(e);
           process.stdout.write(sanitizeTerminal(it.status === 'completed' ? dim(`⇒ ${JSON.stringify(it.value ?? null).slice(0, 300)}\n\n`) : `✗ ${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}\n\n`));
         }
         break;

@@ -4,13 +4,15 @@ import type { CodeActEvent } from '../common/events';
 import { ToolGateway } from '../core/gateway/gateway';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
 import { CONFIG_ERRORS, openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const RUN_USAGE =
   'Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
-  '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--trust-workspace] [--json]\n' +
-  'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.';
+  '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]\n' +
+  'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.\n' +
+  OUTPUTS_HELP;
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({
@@ -29,6 +31,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   } catch (e) {
     throw new UsageError(`Cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}.`);
   }
+  const saver = outputSaverFrom(values.outputs);
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'] });
   const runtime = await runtimeFrom(ws, { longLived: false });
   const controller = new AbortController();
@@ -43,6 +46,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     const gateway = new ToolGateway(ws.toolSet.tools);
     const item = await runtime.execute({ code, timeoutMs: ws.config.timeoutMs }, { onEvent, onToolCall: gateway.handler, signal: controller.signal });
     if (!values.json) printItemResult(item);
+    if (saver) saveAndReport(saver, item, !!values.json);
     if (item.status !== 'completed' && CONFIG_ERRORS.has(item.error?.type ?? '')) return 2;
     return item.status === 'completed' ? 0 : 1;
   } finally {

@@ -56,6 +56,7 @@ export const RUNTIME_FLAGS = {
   'jupyter-url': { type: 'string' },
   'jupyter-kernel': { type: 'string' },
   'trust-workspace': { type: 'boolean' },
+  outputs: { type: 'string', short: 'o' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;

@@ -1,12 +1,18 @@
 /**
  * Exports a conversation (its transcript events) as a Jupyter notebook (nbformat 4.5): the prompts and
- * answers as Markdown cells, every execution as a code cell with its stdout, stderr, images, value and error.
+ * answers as Markdown cells, every execution as a code cell with its outputs in the order they happened:
+ * stdout and stderr as streams, each display with its whole MIME bundle (`text/html`, images, markdown,
+ * JSON…) and metadata as display_data (the last expression's as execute_result), hosted sandboxes'
+ * images as display_data, the files the code wrote named, then the value and the error.
  *
  * The notebook opens and runs in a plain Jupyter kernel: when its code calls managed tools or ends with
  * `return`, a Markdown cell says what the cells need and a first code cell provides it (./notebookSetup):
  * `call_tool` answering with the results recorded in the conversation, and top-level `return`.
  */
+import { base64ToText, parseDataUrl } from './dataUrl';
+import { mimeText } from './displays';
 import type { CodeInterpreterCallItem } from './events';
+import { fileLabel } from './outputLabels';
 import { setupCode, setupMarkdown, type RecordedCall } from './notebookSetup';
 import type { TranscriptEvent } from './transcript';
 
@@ -66,14 +72,26 @@ export function conversationToNotebook(events: readonly TranscriptEvent[], optio
 
 function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number): Cell {
   const outputs: unknown[] = [];
+  let hasResult = false;
   for (const o of item.outputs) {
-    if (o.type === 'logs' && o.logs) outputs.push({ output_type: 'stream', name: o.stream === 'stderr' ? 'stderr' : 'stdout', text: lines(o.logs) });
-    else if (o.type === 'image') {
-      const m = /^data:(image\/[a-z+.-]+);base64,(.*)$/i.exec(o.url);
-      if (m) outputs.push({ output_type: 'display_data', data: { [m[1]]: m[2], 'text/plain': ['<image>'] }, metadata: {} });
+    if (o.type === 'logs') {
+      if (o.logs) outputs.push({ output_type: 'stream', name: o.stream === 'stderr' ? 'stderr' : 'stdout', text: lines(o.logs) });
+    } else if (o.type === 'display') {
+      const data = bundleData(o.data);
+      if (!data) continue;
+      const metadata = publicMetadata(o.metadata);
+      if (o.result) {
+        hasResult = true;
+        outputs.push({ output_type: 'execute_result', execution_count: count, data, metadata });
+      } else outputs.push({ output_type: 'display_data', data, metadata });
+    } else if (o.type === 'image') {
+      outputs.push({ output_type: 'display_data', data: imageData(o.url), metadata: {} });
+    } else if (o.type === 'file') {
+      const note = o.note;
+      outputs.push({ output_type: 'display_data', data: { 'text/plain': [`[file ${fileLabel(o)}${note ? `: ${note}` : ''}]`] }, metadata: {} });
     }
   }
-  if (item.status === 'completed' && item.value !== undefined && item.value !== null) {
+  if (!hasResult && item.status === 'completed' && item.value !== undefined && item.value !== null) {
     outputs.push({ output_type: 'execute_result', execution_count: count, data: { 'application/json': item.value, 'text/plain': lines(JSON.stringify(item.value, null, 2)) }, metadata: {} });
   }
   if (item.error) {
@@ -84,6 +102,53 @@ function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number):
   if (item.status !== 'completed') metadata.tags = ['raises-exception'];
   const code = item.tool === 'bash_code_execution' ? `%%bash\n${item.code}` : item.code;
   return { cell_type: 'code', id: cellId, metadata, source: lines(code), execution_count: count, outputs };
+}
+
+/** nbformat's JSON MIME types (any JSON value); every other type holds text (a string or a list of lines). */
+const JSON_MIME = /^application\/(?:[^/]*\+)?json$/;
+
+/**
+ * A display's MIME bundle as nbformat keeps it: JSON types as they are, text types as lists of lines,
+ * base64 as one string; a value of the wrong shape is left out. Undefined when nothing is left.
+ */
+function bundleData(data: unknown): Record<string, unknown> | undefined {
+  if (!data || typeof data !== 'object' || Array.isArray(data)) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [mime, value] of Object.entries(data as Record<string, unknown>)) {
+    if (JSON_MIME.test(mime)) {
+      if (value !== undefined) out[mime] = value;
+      continue;
+    }
+    const text = mimeText(value);
+    if (text === undefined) continue;
+    out[mime] = mime.startsWith('text/') || mime === 'image/svg+xml' ? lines(text) : text;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** A display's metadata without our private keys (`codeact`, at the top and per MIME type). */
+function publicMetadata(metadata: unknown): Record<string, unknown> {
+  if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) return {};
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(metadata as Record<string, unknown>)) {
+    if (key === 'codeact') continue;
+    if (value && typeof value === 'object' && !Array.isArray(value) && 'codeact' in value) {
+      const { codeact: _private, ...rest } = value as Record<string, unknown>;
+      out[key] = rest;
+    } else out[key] = value;
+  }
+  return out;
+}
+
+/** A hosted sandbox's image as a MIME bundle: raster types as base64, SVG as text; a remote URL as text only. */
+function imageData(url: string): Record<string, unknown> {
+  const parsed = parseDataUrl(url);
+  if (!parsed || !parsed.mime.startsWith('image/')) return { 'text/plain': [`<image at ${String(url).slice(0, 500)}>`] };
+  if (parsed.mime === 'image/svg+xml') {
+    const svg = base64ToText(parsed.base64);
+    return svg === undefined ? { 'text/plain': ['<image>'] } : { 'image/svg+xml': lines(svg), 'text/plain': ['<image>'] };
+  }
+  return { [parsed.mime]: parsed.base64, 'text/plain': ['<image>'] };
 }
 
 /** The managed-tool calls of the conversation with their results, in order (discovery calls left out). */

@@ -1,14 +1,15 @@
 /**
  * "CodeAct: Run with Tools": runs the active Python file, the selection, or the `# %%` cell at the
  * cursor in the configured runtime with the managed tools, and shows the result inline: an after-line
- * decoration (value or ✓/✗, and the duration), a hover with stdout, value and traceback, a diagnostic
+ * decoration (value or ✓/✗, "1 image", "2 files", and the duration), a hover with stdout, the images (sized
+ * down), the files, value and traceback (./inlineResult), a diagnostic
  * on the failing line, and CodeLens "▶ Run with Tools" above each cell. The run also appears in the panel.
  * While the run waits for an approval, the inline status says so and the cell's CodeLens offers to open it.
  */
 import * as vscode from 'vscode';
 import { cellAt, codeOf, findCells } from '../common/cells';
 import type { CodeInterpreterCallItem } from '../common/events';
-import { formatElapsed } from '../common/format';
+import { hoverParts, inlineSummary } from './inlineResult';
 import type { CodeActService } from './service';
 import { showUntrusted } from './trust';
 
@@ -50,30 +51,14 @@ export function targetOf(editor: vscode.TextEditor, atLine?: number): { code: st
   return { code, startLine: 0, endLine: lastLine, label: name };
 }
 
-function summary(item: CodeInterpreterCallItem): string {
-  // The one format of measured durations, as the hover and the panel show them.
-  const secs = item.duration_ms === undefined ? '' : ` · ${formatElapsed(item.duration_ms)}`;
-  if (item.status === 'completed') {
-    const v = item.value === null || item.value === undefined ? '✓' : `✓ ${JSON.stringify(item.value)}`;
-    return `${v.length > 80 ? v.slice(0, 79) + '…' : v}${secs}`;
-  }
-  const e = item.error;
-  return `✗ ${e?.type ?? 'Error'}: ${(e?.message ?? '').split('\n')[0].slice(0, 100)}${secs}`;
-}
-
+/** The hover of a finished run: its parts (./inlineResult) in a MarkdownString that runs no command but "Open in CodeAct panel". */
 function hoverOf(item: CodeInterpreterCallItem): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
-  md.isTrusted = false;
   md.supportHtml = false;
-  const took = item.duration_ms === undefined ? '' : ` · ${formatElapsed(item.duration_ms)}`;
-  md.appendMarkdown(`**CodeAct** · ${item.status === 'completed' ? 'completed' : 'failed'} · ${item.runtime}${item.sandbox ? ` (${item.sandbox.kind})` : ''}${took}\n\n`);
-  const stdout = item.outputs.filter((o) => o.type === 'logs' && !o.stream).map((o) => (o as { logs: string }).logs).join('');
-  const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
-  const clip = (s: string) => (s.length > 4000 ? '…' + s.slice(-4000) : s);
-  if (stdout) md.appendMarkdown('stdout:').appendCodeblock(clip(stdout), 'text');
-  if (stderr) md.appendMarkdown('stderr:').appendCodeblock(clip(stderr), 'text');
-  if (item.status === 'completed') md.appendMarkdown('value:').appendCodeblock(clip(JSON.stringify(item.value ?? null, null, 2)), 'json');
-  if (item.error) md.appendMarkdown('error:').appendCodeblock(clip(item.error.traceback ?? `${item.error.type}: ${item.error.message}`), 'text');
+  for (const part of hoverParts(item)) {
+    if (part.kind === 'markdown') md.appendMarkdown(part.text);
+    else md.appendCodeblock(part.text, part.language);
+  }
   md.appendMarkdown('\n[Open in CodeAct panel](command:codeact.openChat)');
   md.isTrusted = { enabledCommands: ['codeact.openChat'] };
   return md;
@@ -214,7 +199,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
           .filter((r) => (r.item.status === 'completed') === ok && r.line < editor.document.lineCount)
           .map((r) => ({
             range: new vscode.Range(r.line, Number.MAX_SAFE_INTEGER, r.line, Number.MAX_SAFE_INTEGER),
-            renderOptions: { after: { contentText: summary(r.item) } },
+            renderOptions: { after: { contentText: inlineSummary(r.item) } },
           }));
       editor.setDecorations(this.ok, this.service.settings.inlineResults ? deco(true) : []);
       editor.setDecorations(this.failed, this.service.settings.inlineResults ? deco(false) : []);
@@ -245,7 +230,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
 
   /** The after-line texts currently shown for a document (for tests and the chat participant). */
   summaries(uri: vscode.Uri): string[] {
-    return (this.results.get(uri.toString()) ?? []).map((r) => summary(r.item));
+    return (this.results.get(uri.toString()) ?? []).map((r) => inlineSummary(r.item));
   }
 
   dispose(): void {

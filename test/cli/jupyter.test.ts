@@ -3,7 +3,7 @@
  * against a real jupyter-server, with the token from CODEACT_JUPYTER_TOKEN.
  */
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { findJupyterServer, SKIP_MESSAGE, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
@@ -31,6 +31,39 @@ describe('CLI on the Jupyter runtime', function () {
     assert.match(r.stdout, /→ create_quote\(/);
     assert.match(r.stdout, /Quote Q-\d{6} for Acme Robotics: 1771\.00 EUR/);
     assert.deepEqual(await jupyter!.kernelIds(), []);
+  });
+
+  it('codeact run --runtime jupyter --outputs DIR saves a real plot; the terminal shows it in order with the text, --json as a display event', async () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'codeact-out-j-'));
+    const code = 'import matplotlib.pyplot as plt\nprint("before")\nplt.plot([1, 3, 2])\nplt.show()\nprint("after")\nimport pandas as pd\ndf = pd.DataFrame({"month": ["Jan"], "revenue": [10]})\ndf.to_csv("jan.csv", index=False)\ndf\n';
+    const env = { CODEACT_JUPYTER_TOKEN: jupyter!.token };
+    try {
+      const r = await codeact(['run', '-', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url, '--outputs', out], env, code);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^before\n\[image \d+×\d+, PNG\]\nafter\n[^[]*1 rows? × 2 columns[\s\S]*\| 0 \| Jan \| 10 \|\n\[file jan\.csv, 21 bytes\]\n/, `text, plot, text, the table by its summary, the file:\n${r.stdout}`);
+      assert.ok(r.stdout.includes(`saved 1 image and 1 file to ${out}: exec-1-image-1.png, exec-1-jan.csv\n`), r.stdout);
+      assert.equal(readFileSync(path.join(out, 'exec-1-jan.csv'), 'utf8'), 'month,revenue\nJan,10\n', 'copied out through the contents API');
+      assert.doesNotMatch(r.stdout, /iVBOR|<table/, 'no base64 and no HTML on the terminal');
+      const png = readFileSync(path.join(out, 'exec-1-image-1.png'));
+      assert.equal(png.subarray(1, 4).toString(), 'PNG');
+      const size = /\[image (\d+)×(\d+), PNG\]/.exec(r.stdout)!;
+      assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [Number(size[1]), Number(size[2])], 'the terminal said the size of the saved image');
+
+      const json = await codeact(['run', '-', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url, '--json', '--outputs', out], env, code);
+      assert.equal(json.code, 0, json.stderr);
+      const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const shown = events.filter((e) => e.type === 'codeact.output.display');
+      assert.equal(shown.length, 2);
+      assert.match(shown[0].output.data['image/png'], /^iVBOR/);
+      assert.match(shown[1].output.data['text/html'], /<table/);
+      assert.equal(shown[1].output.result, true, 'the last expression');
+      const item = events.at(-1).item;
+      assert.deepEqual(item.outputs.map((o: { type: string }) => o.type), ['logs', 'display', 'logs', 'display', 'file']);
+      assert.ok(json.stderr.includes(`saved 1 image and 1 file to ${out}: exec-1-image-1-2.png, exec-1-jan-2.csv`), json.stderr);
+      assert.deepEqual(readdirSync(out).sort(), ['exec-1-image-1-2.png', 'exec-1-image-1.png', 'exec-1-jan-2.csv', 'exec-1-jan.csv'], 'the second run did not overwrite the first');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 
   it('says what to do about a wrong token, with exit 2', async () => {
