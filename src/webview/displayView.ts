@@ -8,7 +8,7 @@ import type { DisplayOutput } from '../common/events';
 import { mimeText, preferredMime } from '../common/displays';
 import { countNewlines } from '../common/transcript';
 import { formatCount, h } from './dom';
-import { renderHtmlOutput } from './htmlOutput';
+import { lazyHtmlOutput } from './htmlOutput';
 import { displayImage, renderImage, type ImageEnv } from './imageOutput';
 import { decorateMarkdown } from './itemCards';
 import { renderJson } from './jsonTree';
@@ -69,7 +69,7 @@ export function renderDisplay(d: DisplayOutput, n: number, env: ImageEnv): HTMLE
     return wrap;
   }
   const text = mimeText(d.data[mime]) ?? '';
-  if (mime === 'text/html') wrap.append(renderHtmlOutput(text));
+  if (mime === 'text/html') wrap.append(lazyHtmlOutput(text));
   else if (mime === 'text/markdown') {
     const b = bounded(text);
     const md = h('div', { class: 'md display-md' });

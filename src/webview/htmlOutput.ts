@@ -162,6 +162,47 @@ export function sanitizeHtml(html: string): { fragment: DocumentFragment; cut: b
   return { fragment, cut: r.cut || html.length > HTML_CHAR_CAP, rowsDropped };
 }
 
+/** How tall a table of this HTML will be, roughly (its rows, to the box's max height): the placeholder's height. */
+function estimateHeight(html: string): number {
+  let rows = 0;
+  for (let i = html.indexOf('<tr'); i >= 0 && rows < HTML_ROW_CAP; i = html.indexOf('<tr', i + 3)) rows++;
+  return rows ? Math.min(420, 30 + rows * 22) : 40;
+}
+
+let observer: IntersectionObserver | undefined;
+const pending = new WeakMap<Element, () => void>();
+
+/** Draws placeholders that come within a screen of the view (scroll containers' clips widened too). */
+function nearView(): IntersectionObserver {
+  observer ??= new IntersectionObserver(
+    (entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting && e.target.isConnected) continue;
+        observer!.unobserve(e.target);
+        const draw = pending.get(e.target);
+        pending.delete(e.target);
+        if (e.target.isConnected) draw?.();
+      }
+    },
+    { rootMargin: '100% 0px', scrollMargin: '100% 0px' } as IntersectionObserverInit,
+  );
+  return observer;
+}
+
+/**
+ * An HTML output drawn when it comes near the view: sanitising a table is the costliest part of a card, and a
+ * reopened conversation or a turn with several tables then spends it only on those the user can see. Until
+ * then, a box of about the table's height.
+ */
+export function lazyHtmlOutput(html: string): HTMLElement {
+  const box = h('div', { class: 'html-output html-pending', role: 'group', 'aria-label': 'HTML output', 'aria-busy': 'true' });
+  // Through CSSOM (the page's CSP refuses style attributes, not this).
+  box.style.height = `${estimateHeight(html)}px`;
+  pending.set(box, () => box.replaceWith(renderHtmlOutput(html)));
+  nearView().observe(box);
+  return box;
+}
+
 /** An HTML output in its own box: it scrolls sideways (and down, past a height), headers stick. */
 export function renderHtmlOutput(html: string): HTMLElement {
   const { fragment, cut } = sanitizeHtml(html);

@@ -78,6 +78,9 @@ describe('e2e: rich outputs in the panel (issue 19, points 6 and 3)', function (
     assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], 180_000), 'completed', await e2e.panel.text());
     assert.deepEqual(await flow(), ['pane:revenue by month', 'display:image/png', 'display:text/html', 'display:image/svg+xml', 'pane:saved revenue.csv']);
     const c = await card();
+    // A table is drawn when it comes near the view.
+    await e2e.panel.scrollTo('section.card.exec .display[data-mime="text/html"]');
+    await c.locator('.html-output:not(.html-pending) table').waitFor({ timeout: UI });
     const shown = await c.evaluate(async (el) => {
       const imgs = Array.from(el.querySelectorAll<HTMLImageElement>('.display-image img'));
       await Promise.all(imgs.map((i) => i.decode().catch(() => undefined)));

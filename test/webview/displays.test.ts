@@ -149,7 +149,7 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     await p.whenIdle();
     assert.deepEqual(await flow(p, 'u'), ['display:text/html', 'pane:working']);
     assert.equal(await p.page.locator('.display').count(), 1);
-    assert.equal(await p.page.locator('.display .html-output').innerText(), 'progress 100%');
+    assert.equal(await p.page.locator('.display .html-output:not(.html-pending)').innerText(), 'progress 100%');
     assert.equal(await first!.evaluate((el) => el.isConnected), false, 'the old element went');
     await p.page.close();
   });
@@ -201,6 +201,7 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     await p.sendEvents([...run('h', 'display(HTML(evil))'), ev.display('h', { data: { 'text/html': html, 'text/plain': 'evil' } }), ...end('h')]);
     await p.whenIdle();
     await p.page.evaluate('new Promise((r) => setTimeout(r, 300))');
+    await p.page.waitForSelector('.html-output:not(.html-pending)');
     const dom = await p.page.evaluate(() => {
       const box = document.querySelector('.html-output')!;
       const all = Array.from(box.querySelectorAll('*'));
@@ -235,6 +236,7 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     const html = `<table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th><th>price</th><th>customer</th><th>note</th></tr></thead><tbody>${rows}</tbody></table>`;
     await p.sendEvents([...run('big', 'df'), ev.display('big', { data: { 'text/html': html, 'text/plain': '[10000 rows x 3 columns]' }, result: true }), ...end('big')]);
     await p.whenIdle();
+    await p.page.waitForSelector('.html-output:not(.html-pending)');
     const r = await p.page.evaluate(() => {
       const box = document.querySelector<HTMLElement>('.html-output')!;
       const th = box.querySelector<HTMLElement>('thead th:nth-child(2)')!;
@@ -256,6 +258,22 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     assert.equal(r.sticky, 'sticky');
     assert.ok(r.stuck <= 2, `the header row stays at the top of the box (${r.stuck} px)`);
     assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
+  it('draws an HTML table when it comes near the view: one far above waits, then shows when scrolled to', async () => {
+    const p = await open({ width: 520, height: 700 });
+    const table = '<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>far away</td></tr></tbody></table>';
+    const events = [...run('far', 'display(df)'), ev.display('far', { data: { 'text/html': table, 'text/plain': 'df' } }), ...end('far')];
+    for (let i = 0; i < 12; i++) events.push(ev.turn(`later-${i}`, 'and then'), ev.textDone(`a${i}`, 'A long answer.\n\n'.repeat(30)), ev.turnEnd(`later-${i}`));
+    await p.sendEvents(events, 50);
+    await p.whenIdle();
+    const box = p.page.locator('section.card.exec[data-item-id="far"] .html-output');
+    assert.equal(await box.getAttribute('class'), 'html-output html-pending', 'not drawn while far from the view');
+    assert.equal(await box.locator('td').count(), 0);
+    await p.page.evaluate(() => document.querySelector('section.card.exec[data-item-id="far"]')!.scrollIntoView());
+    await p.page.waitForSelector('section.card.exec[data-item-id="far"] .html-output:not(.html-pending) td');
+    assert.equal(await p.page.locator('section.card.exec[data-item-id="far"] td').textContent(), 'far away');
     await p.page.close();
   });
 

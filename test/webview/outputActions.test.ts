@@ -190,6 +190,7 @@ describe('rich output actions and looks in the panel (headless Chromium)', funct
       await p.whenIdle();
       await p.page.evaluate(() => Promise.all(Array.from(document.querySelectorAll('img')).map((i) => i.decode().catch(() => undefined))));
       await p.page.evaluate(() => document.querySelector('section.card.exec')?.scrollIntoView());
+      await p.page.waitForSelector('.html-output:not(.html-pending)');
       await p.page.mouse.move(1, 1);
       await p.page.screenshot({ path: join(ARTIFACTS, file) });
       const layout = await p.page.evaluate(() => {
