@@ -17,7 +17,12 @@
 // frame, as the extension host posts them; the page renders with its own frame loop. Each figure is the median
 // of WEBVIEW_BENCH_RUNS runs (3 by default); every run is logged on stderr.
 //
-// Knobs for a closer look: WEBVIEW_BENCH_ONLY=lines|messages|reopen runs one scenario; WEBVIEW_BENCH_TURNS=N
+//     panel_render_20_images_ms, panel_reopen_20_images_ms (and their _cpu_ms and webview_longest_task_… figures)
+//       a conversation of 5 turns with 20 matplotlib plots (640×480 PNGs of about 37 KB, made at run time with
+//       /usr/bin/python3) and 5 pandas tables, streamed as live displays, then reopened with one `reset`. Their
+//       longest tasks are reported on their own (webview_longest_task_ms keeps its meaning: the text scenarios).
+//
+// Knobs for a closer look: WEBVIEW_BENCH_ONLY=lines|messages|reopen|images|imagesReopen runs one scenario; WEBVIEW_BENCH_TURNS=N
 // shortens the 500-turn scenarios; WEBVIEW_BENCH_NOMINIFY=1 keeps function names; WEBVIEW_BENCH_PROFILE=prefix
 // writes a CPU profile and WEBVIEW_BENCH_TRACE=prefix a timeline trace of each run.
 import * as esbuild from 'esbuild';
@@ -26,6 +31,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { richConversation } from './webviewRich.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = process.env.CODEACT_CHROMIUM ?? '/usr/bin/chromium';
@@ -36,6 +42,8 @@ const SCENARIOS = [
   { key: 'lines', total: 'webview_render_100k_lines_ms', longest: 'webview_longest_task_100k_lines_ms' },
   { key: 'messages', total: 'webview_render_500_messages_ms', longest: 'webview_longest_task_500_messages_ms' },
   { key: 'reopen', total: 'webview_reopen_500_turns_ms', longest: 'webview_longest_task_reopen_500_turns_ms' },
+  { key: 'images', total: 'panel_render_20_images_ms', longest: 'webview_longest_task_20_images_ms', own: true },
+  { key: 'imagesReopen', total: 'panel_reopen_20_images_ms', longest: 'webview_longest_task_reopen_20_images_ms', own: true },
 ];
 
 const log = (...a) => console.error('[bench:webview]', ...a);
@@ -181,6 +189,8 @@ try {
     totalLines: document.querySelector('.output-pane') ? document.querySelector('.output-pane').dataset.totalLines : null,
     outputNodes: document.querySelector('pre.output') ? document.querySelector('pre.output').getElementsByTagName('*').length : 0,
     domNodes: document.getElementsByTagName('*').length,
+    images: document.querySelectorAll('.display-image img').length,
+    tables: document.querySelectorAll('.html-output table').length,
     lastTurnVisible: (() => {
       const t = document.querySelectorAll('.turn');
       const s = document.querySelector('.scroller');
@@ -303,16 +313,36 @@ try {
     return [{ type: 'reset', conversationId: 'bench', seq: 1, events: msgEvents }];
   }
 
-  const build = { lines: linesScenario, messages: messagesScenario, reopen: reopenScenario };
+  // 4) and 5) A conversation with 20 plots and 5 tables (rich outputs), streamed, then reopened.
+  let richEvents;
+  const rich = () => (richEvents ??= richConversation(tmp, log));
+  function imagesScenario() {
+    const events = rich();
+    if (!events) return undefined;
+    const out = batches(events, 4);
+    log(`20 images: ${events.length} events -> ${out.length} batches, one per frame`);
+    return out;
+  }
+  function imagesReopenScenario() {
+    const events = rich();
+    return events ? [{ type: 'reset', conversationId: 'bench', seq: 1, events }] : undefined;
+  }
+
+  const build = { lines: linesScenario, messages: messagesScenario, reopen: reopenScenario, images: imagesScenario, imagesReopen: imagesReopenScenario };
   const out = {};
   let longestAll = 0;
   for (const s of SCENARIOS) {
     if (ONLY && ONLY !== s.key) continue;
-    const r = await measure(s.key, build[s.key]());
+    const messages = build[s.key]();
+    if (!messages) {
+      Object.assign(out, { [s.total]: null, [s.longest]: null, [s.total.replace(/_ms$/, '_cpu_ms')]: null });
+      continue;
+    }
+    const r = await measure(s.key, messages);
     out[s.total] = r.total;
     out[s.longest] = r.longest;
     out[s.total.replace(/_ms$/, '_cpu_ms')] = r.cpu;
-    longestAll = Math.max(longestAll, r.longest);
+    if (!s.own) longestAll = Math.max(longestAll, r.longest);
     log(`${s.key}: ${s.total} = ${r.total}, ${s.longest} = ${r.longest}`);
   }
   out.webview_longest_task_ms = longestAll;

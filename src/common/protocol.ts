@@ -15,6 +15,7 @@
  *    and the host answers as for `ready`.
  */
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
+import { parseOutputMessage, type FileMissingMessage, type ImageMessage, type LocalFileMessage } from './outputMessages';
 import type { DeclarationProblem } from './tools';
 import type { TranscriptEvent } from './transcript';
 
@@ -172,6 +173,7 @@ export interface VariablesMessage {
 
 export type HostToWebview =
   | VariablesMessage
+  | FileMissingMessage
   | InitMessage
   | StateMessage
   | EventsMessage
@@ -204,6 +206,8 @@ export interface ReadyMessage {
   conversationId?: string;
   /** The seq of the last `events` batch the page has applied; 0 for none. */
   seq: number;
+  /** The page kept a partial transcript (its saved state left out large displays): send it all (`reset`). */
+  full?: boolean;
 }
 
 /** The page saw a gap in `seq` (or could not apply a batch): send the transcript again. */
@@ -347,6 +351,8 @@ export type WebviewToHost =
   | RunCodeMessage
   | OpenFullOutputMessage
   | OpenFileMessage
+  | ImageMessage
+  | LocalFileMessage
   | OpenLinkMessage
   | NewConversationMessage
   | HistoryListMessage
@@ -385,7 +391,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
   switch (m.type) {
     case 'ready':
       if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
-      return { type: 'ready', protocol: typeof m.protocol === 'number' ? m.protocol : 0, seq: m.seq, conversationId: m.conversationId as string | undefined };
+      return { type: 'ready', protocol: typeof m.protocol === 'number' ? m.protocol : 0, seq: m.seq, conversationId: m.conversationId as string | undefined, ...(m.full === true ? { full: true } : {}) };
     case 'scrolled': {
       const sc = m.scroll;
       if (!isId(m.conversationId) || !isObj(sc) || typeof sc.stuck !== 'boolean' || !isOptStr(sc.turnId, 512)) return undefined;
@@ -430,6 +436,12 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
       return isId(m.itemId) && isObj(m.file) && (m.file as { type?: unknown }).type === 'file'
         ? { type: 'openFile', itemId: m.itemId, file: m.file as unknown as FileOutput }
         : undefined;
+    case 'image.open':
+    case 'image.save':
+    case 'file.open':
+    case 'file.save':
+    case 'file.copyPath':
+      return parseOutputMessage(m);
     case 'openLink':
       return isStr(m.href, 8192) && /^(https?:|mailto:)/i.test(m.href) ? { type: 'openLink', href: m.href } : undefined;
     case 'history.open':
@@ -444,7 +456,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
   }
 }
 
-const HOST_TYPES: readonly string[] = ['init', 'state', 'events', 'reset', 'history', 'setInput', 'focusInput', 'notice', 'variables'];
+const HOST_TYPES: readonly string[] = ['init', 'state', 'events', 'reset', 'history', 'setInput', 'focusInput', 'notice', 'variables', 'file.missing'];
 
 /** A cheap shape check the page runs on `message` events. */
 export function isHostMessage(raw: unknown): raw is HostToWebview {
@@ -465,6 +477,8 @@ export function isHostMessage(raw: unknown): raw is HostToWebview {
       return typeof raw.message === 'string';
     case 'variables':
       return Array.isArray(raw.variables);
+    case 'file.missing':
+      return typeof raw.itemId === 'string' && typeof raw.path === 'string' && typeof raw.message === 'string';
     default:
       return true;
   }

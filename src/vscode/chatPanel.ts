@@ -9,6 +9,8 @@ import { createEventBatcher, timerScheduler, type EventBatcher } from '../common
 import { parseWebviewMessage, PROTOCOL_VERSION, type HostCommand, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { conversationToNotebook } from '../common/notebook';
 import type { ProviderId } from '../core/providers/shared/types';
+import { FileGoneError, PanelOutputs } from './panelOutputs';
+import { vscodePanelOutputsApis } from './panelOutputs.apis';
 import type { CodeActService } from './service';
 import { showUntrusted, untrustedMessage, MANAGE_TRUST } from './trust';
 import { buildWebviewHtml, createNonce } from './webviewHtml';
@@ -38,6 +40,7 @@ class PanelController implements vscode.Disposable {
     private readonly extensionUri: vscode.Uri,
     private readonly service: CodeActService,
     readonly isVisible: () => boolean,
+    private readonly outputs: PanelOutputs,
   ) {
     webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };
     this.batcher = createEventBatcher((m) => this.post(m), timerScheduler(16), { conversationId: service.currentConversation?.id });
@@ -84,8 +87,9 @@ class PanelController implements vscode.Disposable {
     this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [], ...this.scrollOf(convo?.id) });
   }
 
-  private catchUp(seq: number, conversationId?: string): void {
-    const replay = this.batcher.replaySince(seq, conversationId);
+  /** The batches the page missed, or the whole transcript (`reset`) when they are gone or the page asks for it all. */
+  private catchUp(seq: number, conversationId?: string, full = false): void {
+    const replay = full ? undefined : this.batcher.replaySince(seq, conversationId);
     if (replay && conversationId === this.service.currentConversation?.id) for (const m of replay) this.post(m);
     else {
       const convo = this.service.currentConversation;
@@ -120,7 +124,7 @@ class PanelController implements vscode.Disposable {
       case 'ready': {
         this.ready = true;
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
-        this.catchUp(m.seq, m.conversationId);
+        this.catchUp(m.seq, m.conversationId, m.full === true);
         void s.refreshVariables();
         // A reload brought the conversation back, but not its Python session: said once.
         const restored = s.takeRestoreNotice();
@@ -200,6 +204,25 @@ class PanelController implements vscode.Disposable {
         await vscode.commands.executeCommand('vscode.open', target);
         return;
       }
+      case 'image.open':
+        await this.outputs.openImage(m);
+        return;
+      case 'image.save':
+        await this.outputs.saveImage(m);
+        return;
+      case 'file.open':
+      case 'file.save':
+      case 'file.copyPath':
+        try {
+          if (m.type === 'file.open') await this.outputs.openFile(m);
+          else if (m.type === 'file.save') await this.outputs.saveFile(m);
+          else await this.outputs.copyPath(m);
+        } catch (err) {
+          if (!(err instanceof FileGoneError)) throw err;
+          this.post({ type: 'file.missing', itemId: m.itemId, path: m.path, message: err.message });
+          this.post({ type: 'notice', level: 'warning', message: err.message });
+        }
+        return;
       case 'openLink':
         await vscode.env.openExternal(vscode.Uri.parse(m.href));
         return;
@@ -278,6 +301,8 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
   private pendingAsk?: { text: string; send: boolean };
   private panel?: { panel: vscode.WebviewPanel; controller: PanelController };
   private readonly disposables: vscode.Disposable[] = [];
+  /** Images opened from either page, written to one temporary folder (removed when the extension stops). */
+  private readonly outputs: PanelOutputs;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -288,11 +313,12 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
       vscode.window.registerWebviewPanelSerializer(PANEL_TYPE, this),
     );
     service.panelVisible = () => !!(this.view?.view.visible || this.panel?.panel.visible);
+    this.outputs = new PanelOutputs({ apis: vscodePanelOutputsApis, execution: (id) => service.fullOutput(id) });
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view?.controller.dispose();
-    const controller = new PanelController(view.webview, this.context.extensionUri, this.service, () => view.visible);
+    const controller = new PanelController(view.webview, this.context.extensionUri, this.service, () => view.visible, this.outputs);
     this.view = { view, controller };
     if (this.pendingAsk) {
       controller.setInput(this.pendingAsk.text, this.pendingAsk.send);
@@ -311,7 +337,7 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
   private adoptPanel(panel: vscode.WebviewPanel): void {
     this.panel?.controller.dispose();
     panel.iconPath = vscode.Uri.joinPath(this.context.extensionUri, 'media', 'codeact.svg');
-    const controller = new PanelController(panel.webview, this.context.extensionUri, this.service, () => panel.visible);
+    const controller = new PanelController(panel.webview, this.context.extensionUri, this.service, () => panel.visible, this.outputs);
     this.panel = { panel, controller };
     panel.onDidDispose(() => {
       controller.dispose();
@@ -349,5 +375,6 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
     this.view?.controller.dispose();
     this.panel?.controller.dispose();
     for (const d of this.disposables) d.dispose();
+    void this.outputs.dispose();
   }
 }

@@ -15,7 +15,7 @@ import { showNotice } from './notices';
 import { icon } from './icons';
 import { statusText } from './panelStatus';
 import { WARM_UP_STEPS } from './markdown';
-import { measurePosition, validState, type PanelState, type ScrollPosition } from './persistence';
+import { measurePosition, modelForState, validState, type PanelState, type ScrollPosition } from './persistence';
 import { StickToBottom } from './scrollAnchor';
 import { TranscriptView } from './transcriptView';
 import { VariablesView } from './variablesView';
@@ -27,6 +27,8 @@ export type { PanelState } from './persistence';
 export class App {
   private model: TranscriptModel;
   private seq: number;
+  /** The saved state left out large displays: the host is asked for the whole transcript, batches wait for it. */
+  private partial: boolean;
   private conversationId?: string;
   private title?: string;
   private host?: HostState;
@@ -73,6 +75,7 @@ export class App {
     const saved = validState(api.getState());
     this.model = saved ? saved.model : createTranscript();
     this.seq = saved ? saved.seq : 0;
+    this.partial = Boolean(saved?.partial);
     this.conversationId = saved?.conversationId;
     this.title = saved?.title;
     this.host = initialHost ?? saved?.host;
@@ -151,7 +154,7 @@ export class App {
       WARM_UP_STEPS[step++]?.();
       return step < WARM_UP_STEPS.length;
     });
-    this.post({ type: 'ready', protocol: PROTOCOL_VERSION, seq: this.seq, ...(this.conversationId ? { conversationId: this.conversationId } : {}) });
+    this.post({ type: 'ready', protocol: PROTOCOL_VERSION, seq: this.seq, ...(this.conversationId ? { conversationId: this.conversationId } : {}), ...(this.partial ? { full: true } : {}) });
   }
 
   // ---- host messages ----------------------------------------------------------------------------
@@ -207,10 +210,15 @@ export class App {
       case 'variables':
         this.variables.update(msg);
         break;
+      case 'file.missing':
+        this.view.fileMissing(this.model, msg.itemId, msg.path, msg.message);
+        break;
     }
   }
 
   private applyBatch(events: TranscriptEvent[], seq: number, conversationId?: string): void {
+    // The whole transcript is on its way (a `reset`): these events are in it.
+    if (this.partial) return;
     const conversation = conversationId ?? this.conversationId;
     if (conversation !== this.conversationId) {
       if (seq !== 1) {
@@ -260,6 +268,7 @@ export class App {
     const keep = same ? (this.restoring ?? (this.position ??= measurePosition(this.scroller, this.transcriptEl))) : hostScroll?.stuck === false ? hostScroll : undefined;
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
+    this.partial = false;
     this.conversationId = conversationId;
     this.title = title;
     this.dirtyItems.clear();
@@ -409,12 +418,14 @@ export class App {
     const scroll = this.restoring ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= measurePosition(this.scroller, this.transcriptEl)));
     this.savedScroll = scroll;
     try {
+      const saved = this.partial ? { model: this.model, partial: true } : modelForState(this.model);
       this.api.setState({
         v: 1,
         conversationId: this.conversationId,
         title: this.title,
         seq: this.seq,
-        model: this.model,
+        model: saved.model,
+        ...(saved.partial ? { partial: true } : {}),
         host: this.host,
         draft: this.composer.draft,
         inputHistory: this.composer.inputHistory,

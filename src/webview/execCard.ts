@@ -11,6 +11,8 @@ import { argsPreview, formatCount, formatDuration, h, setText, toggle, uid } fro
 import { IncrementalHighlighter } from './highlight';
 import { icon, spinner, type IconName } from './icons';
 import { renderJson } from './jsonTree';
+import { FileChips } from './fileChips';
+import { OutputFlow } from './outputFlow';
 import { OutputPane } from './outputPane';
 import { StickToBottom } from './scrollAnchor';
 import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
@@ -121,7 +123,8 @@ export class ExecRenderer implements ItemRenderer {
   private readonly outputSection: HTMLElement;
   private readonly outputBanner: HTMLElement;
   private bannerText: HTMLElement | undefined;
-  private readonly output: OutputPane;
+  private readonly output: OutputFlow;
+  private readonly files: FileChips;
   private readonly extras: HTMLElement;
   private lastRev = -1;
   private lineCount = 0;
@@ -129,7 +132,6 @@ export class ExecRenderer implements ItemRenderer {
   private statusKey = '';
   private badgeKey = '';
   private images = 0;
-  private files = 0;
   private valueShown = false;
   private errorShown = false;
   private truncShown = false;
@@ -163,8 +165,7 @@ export class ExecRenderer implements ItemRenderer {
     this.toolsList = h('ol', { class: 'tool-list', 'aria-label': 'Tool calls made by the code' });
     this.toolsSection = h('div', { class: 'section tools-section', hidden: true }, h('div', { class: 'section-label' }, icon('tools'), this.toolsLabel), this.toolsList);
 
-    this.output = new OutputPane();
-    this.output.pre.setAttribute('aria-label', 'Output');
+    this.output = new OutputFlow(ctx);
     this.outputBanner = h('div', { class: 'output-banner', hidden: true });
     this.outputSection = h(
       'div',
@@ -180,7 +181,8 @@ export class ExecRenderer implements ItemRenderer {
       this.outputBanner,
       this.output.el,
     );
-    this.extras = h('div', { class: 'extras' });
+    this.files = new FileChips({ post: (m) => this.ctx.post(m), itemId: () => this.item.id });
+    this.extras = h('div', { class: 'extras' }, this.files.el);
     this.el = h('section', { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId }, head, this.codeWrap, this.toolsSection, this.outputSection, this.extras);
   }
 
@@ -279,10 +281,10 @@ export class ExecRenderer implements ItemRenderer {
   }
 
   private syncOutput(x: ExecView): void {
-    if (x.output.totalChars === 0 && this.output.isEmpty) return;
+    if (this.output.isEmpty(x)) return;
     this.outputSection.hidden = false;
-    this.output.sync(x.output);
-    const hidden = this.output.hiddenLines;
+    this.output.sync(x);
+    const hidden = this.output.hiddenLines(x);
     const showBanner = hidden > 0 || x.truncated;
     this.outputBanner.hidden = !showBanner;
     if (showBanner) {
@@ -296,7 +298,12 @@ export class ExecRenderer implements ItemRenderer {
       }
       setText(this.bannerText, msg);
     }
-    this.output.el.dataset.totalLines = String(x.output.totalLines);
+    this.output.first.el.dataset.totalLines = String(x.output.totalLines);
+  }
+
+  /** The host found one of the execution's files gone. */
+  fileMissing(path: string, message: string): void {
+    this.files.markMissing(path, message);
   }
 
   private syncExtras(x: ExecView): void {
@@ -304,26 +311,13 @@ export class ExecRenderer implements ItemRenderer {
       for (let i = this.images; i < x.images.length; i++) {
         const url = x.images[i];
         const img = h('img', { src: safeImageUrl(url), alt: `Image ${i + 1} produced by the code`, loading: 'lazy' });
-        this.extras.append(h('figure', { class: 'exec-image' }, img));
+        this.files.el.before(h('figure', { class: 'exec-image' }, img));
       }
       this.images = x.images.length;
     }
-    if (x.files.length > this.files) {
-      for (let i = this.files; i < x.files.length; i++) {
-        const f = x.files[i];
-        const name = f.filename ?? f.path ?? f.file_id ?? 'file';
-        const row = h(
-          'button',
-          { class: 'file-chip', type: 'button', title: `Open ${name}`, onclick: () => this.ctx.post({ type: 'openFile', itemId: this.item.id, file: f }) },
-          icon('file'),
-          h('span', { text: name }),
-          f.bytes !== undefined ? h('span', { class: 'muted', text: ` ${formatBytes(f.bytes)}` }) : null,
-        );
-        this.extras.append(row);
-      }
-      this.files = x.files.length;
-    }
-    if (x.hasValue && !this.valueShown) {
+    this.files.sync(x.files);
+    // A returned None says nothing (a notebook shows nothing for it either); the model still gets it.
+    if (x.hasValue && x.value !== null && !this.valueShown) {
       this.valueShown = true;
       this.extras.append(
         h('div', { class: 'section result-section' }, h('div', { class: 'section-label' }, icon('braces'), h('span', { text: 'Result' })), renderJson(x.value, { expandDepth: 1 })),
@@ -358,12 +352,6 @@ export class ExecRenderer implements ItemRenderer {
 
 function shortId(id: string): string {
   return id.length > 14 ? `${id.slice(0, 12)}…` : id;
-}
-
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 /** Images may only be data URLs of raster types or local resources; anything else shows nothing. */

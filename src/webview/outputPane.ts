@@ -119,6 +119,28 @@ export class OutputPane {
     return true;
   }
 
+  /**
+   * Takes the part of the tail's text between the absolute offsets `from` and `to` (counted in all the
+   * output ever appended, as `totalChars`) beyond what it took: the text between two displays. Returns true
+   * when something changed.
+   */
+  syncRange(tail: OutputTail, from: number, to: number): boolean {
+    const end = Math.min(to, tail.totalChars);
+    const pos = Math.max(this.taken, from, tail.totalChars - tail.chars);
+    if (pos >= end) return false;
+    let need = end - pos;
+    for (const c of tailSlice(tail, tail.totalChars - pos)) {
+      if (need <= 0) break;
+      const text = c.text.length <= need ? c.text : c.text.slice(0, need);
+      this.lines.write(c.stream, text);
+      need -= text.length;
+    }
+    this.taken = end;
+    this.lines.trim();
+    this.render();
+    return true;
+  }
+
   /** Appends raw text of one stream and shows it (a pane not fed from the model: the traceback). */
   write(stream: StreamName, raw: string): void {
     this.lines.write(stream, raw);

@@ -2,8 +2,9 @@
  * What the panel keeps across reloads (VS Code's webview getState/setState): the transcript model, the
  * conversation, the draft, the input history, and where the transcript was scrolled to.
  */
+import type { DisplayOutput } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
-import type { TranscriptModel } from '../common/transcript';
+import type { DisplayView, TranscriptModel } from '../common/transcript';
 
 /** The transcript's scroll position: at the bottom (following it), or a turn and how far into it. */
 export interface ScrollPosition {
@@ -24,6 +25,44 @@ export interface PanelState {
   inputHistory: string[];
   conversations?: ConversationSummary[];
   scroll?: ScrollPosition;
+  /** The model was saved without the data of its larger displays: the page asks the host for the whole transcript. */
+  partial?: boolean;
+}
+
+/** Display data kept in the saved state at most; past it, the larger displays are saved as their plain text. */
+export const STATE_DISPLAY_BUDGET = 2 * 1024 * 1024;
+/** A display this large (in characters of data) is the first to go. */
+const LARGE_DISPLAY = 16 * 1024;
+
+function dataChars(d: DisplayOutput): number {
+  let n = 0;
+  for (const v of Object.values(d.data)) n += typeof v === 'string' ? v.length : 256;
+  return n;
+}
+
+/**
+ * The model to save: the model itself while its displays hold at most `STATE_DISPLAY_BUDGET` characters of data,
+ * else a copy whose large displays keep only their plain text (the page state is serialised whole on every save,
+ * and VS Code keeps it; plots and tables come back with the host's transcript).
+ */
+export function modelForState(model: TranscriptModel): { model: TranscriptModel; partial: boolean } {
+  let total = 0;
+  for (const item of Object.values(model.items)) {
+    if (item.kind !== 'exec' || !item.displays) continue;
+    for (const d of item.displays) total += dataChars(d.output);
+  }
+  if (total <= STATE_DISPLAY_BUDGET) return { model, partial: false };
+  const items = { ...model.items };
+  for (const [key, item] of Object.entries(items)) {
+    if (item.kind !== 'exec' || !item.displays?.some((d) => dataChars(d.output) > LARGE_DISPLAY)) continue;
+    const displays: DisplayView[] = item.displays.map((d) => {
+      if (dataChars(d.output) <= LARGE_DISPLAY) return d;
+      const plain = d.output.data['text/plain'];
+      return { ...d, output: { type: 'display', data: { 'text/plain': typeof plain === 'string' ? plain.slice(0, 2000) : 'Output not saved with the panel; it comes back with the conversation.' } } };
+    });
+    items[key] = { ...item, displays };
+  }
+  return { model: { ...model, items }, partial: true };
 }
 
 /** A saved state the page can use, or undefined. */

@@ -9,7 +9,7 @@
  * the view still meanwhile), so a 500-turn conversation never blocks the page for long. Offscreen turns cost
  * no style, layout or paint (`content-visibility: auto` on their bodies).
  */
-import type { ItemView, TranscriptModel, TurnView } from '../common/transcript';
+import { execKey, type ItemView, type TranscriptModel, type TurnView } from '../common/transcript';
 import { formatCount, formatDuration, formatTokens, h, setText } from './dom';
 import { ExecRenderer } from './execCard';
 import type { IdleQueue } from './frameLoop';
@@ -157,6 +157,13 @@ export class TranscriptView {
 
   syncTurn(turn: TurnView): void {
     this.turns.get(turn.id)?.sync(turn);
+  }
+
+  /** The host found a file of an execution gone: its chip says so. */
+  fileMissing(model: TranscriptModel, itemId: string, path: string, message: string): void {
+    const key = execKey(itemId);
+    const r = this.items.get(model.aliases[key] ?? key);
+    if (r instanceof ExecRenderer) r.fileMissing(path, message);
   }
 
   syncItem(item: ItemView): void {

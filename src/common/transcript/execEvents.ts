@@ -1,6 +1,7 @@
 /** The events about one execution card: its code streaming in, its status, its live output and its tool calls. */
 import type { TranscriptEvent } from './events';
 import type { ExecView, ToolCallView } from './model';
+import { addDisplay } from './displayList';
 import { appendOutput } from './outputTail';
 import type { Ctx } from './reducerContext';
 
@@ -14,6 +15,7 @@ type ExecEvent = Extract<
       | 'response.code_interpreter_call.interpreting'
       | 'response.code_interpreter_call.completed'
       | 'codeact.output.delta'
+      | 'codeact.output.display'
       | 'codeact.tool_call.started'
       | 'codeact.tool_call.completed';
   }
@@ -44,6 +46,12 @@ export function applyExecEvent(ctx: Ctx, event: ExecEvent): void {
       exec.liveOutput = true;
       running(exec);
       appendOutput(exec.output, event.stream, event.delta);
+      break;
+    case 'codeact.output.display':
+      // In order with the text: after what arrived so far. An update replaces the display where it stands.
+      exec.displaysKnown = true;
+      running(exec);
+      addDisplay(exec, event.output, event.update === true, exec.output.totalChars);
       break;
     case 'codeact.tool_call.started':
       running(exec);

@@ -2,7 +2,7 @@
  * The view model the chat panel renders (turns, messages, execution cards, tool-call timelines,
  * approvals, usage): a plain, JSON-serialisable object that the reducer updates in place.
  */
-import type { ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
+import type { DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
 import type { TurnSource } from './events';
 
 // ---- view model -----------------------------------------------------------------------------------
@@ -64,6 +64,18 @@ export interface OutputTail {
   totalLines: number;
 }
 
+/**
+ * A rich output of an execution (a plot, a table, `display()`), where it stands in the text: after the first
+ * `at` characters of the execution's output (`OutputTail.totalChars` when it arrived). Print, plot, print is
+ * text, this display, text.
+ */
+export interface DisplayView {
+  at: number;
+  output: DisplayOutput;
+  /** Bumped when an update (`update_display_data`, same `display_id`) replaced `output`. */
+  rev: number;
+}
+
 export type ToolCallStatus = 'running' | 'ok' | 'error' | 'stopped';
 
 export interface ToolCallView {
@@ -94,6 +106,12 @@ export interface ExecView {
   /** True once live `codeact.output.delta` events arrived; the final item's logs are then not added again. */
   liveOutput: boolean;
   images: string[];
+  /** Rich outputs in order with the text, at most `MAX_DISPLAYS` (absent in states saved before they existed). */
+  displays?: DisplayView[];
+  /** Displays past `MAX_DISPLAYS`, not kept ("N more outputs not shown"). */
+  displaysDropped?: number;
+  /** The displays came (live events, or the finished item): a finished item's are not added again. */
+  displaysKnown?: boolean;
   files: FileOutput[];
   hasValue: boolean;
   value?: unknown;
@@ -194,6 +212,9 @@ export type TranscriptChange =
 /** Caps of the visible output tail (per execution). The full output stays with the host. */
 export const OUTPUT_TAIL_MAX_LINES = 2000;
 export const OUTPUT_TAIL_MAX_CHARS = 256 * 1024;
+
+/** Rich outputs the view model keeps per execution; the rest are counted. */
+export const MAX_DISPLAYS = 200;
 
 /** Names of the model-facing tools whose calls are shown as execution cards, not as function calls. */
 export const CODE_TOOL_NAMES: readonly string[] = ['execute_tool_code', 'execute_code'];

@@ -93,6 +93,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
     case 'response.code_interpreter_call.interpreting':
     case 'response.code_interpreter_call.completed':
     case 'codeact.output.delta':
+    case 'codeact.output.display':
     case 'codeact.tool_call.started':
     case 'codeact.tool_call.completed':
       applyExecEvent(ctx, event);

@@ -1,6 +1,7 @@
 /** The reducer's working context for one event: it creates and finds items, and records what changed. */
 import type { CodeInterpreterCallItem, FileOutput, FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputItem, TextEditorItem } from '../events';
 import { CODE_TOOL_NAMES, callAliasKey, execKey, functionKey, messageKey, type ApprovalView, type ExecView, type FunctionView, type ItemView, type MessageView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
+import { takeItemDisplays } from './displayList';
 import { appendOutput, emptyTail } from './outputTail';
 
 export class Ctx {
@@ -96,6 +97,7 @@ export class Ctx {
       output: emptyTail(),
       liveOutput: false,
       images: [],
+      displays: [],
       files: [],
       hasValue: false,
       truncated: false,
@@ -193,6 +195,7 @@ export class Ctx {
         if (!exec.files.some((f) => sameFile(f, out))) exec.files.push(out);
       }
     }
+    takeItemDisplays(exec, item.outputs ?? []);
     exec.status = item.status === 'incomplete' ? 'stopped' : item.status === 'failed' || item.error ? 'failed' : 'done';
     for (const call of exec.tools) {
       if (call.status === 'running') {

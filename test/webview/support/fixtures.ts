@@ -1,5 +1,5 @@
 /** Typed builders for transcript events and host state, shared by the webview tests. */
-import type { CodeInterpreterCallItem } from '../../../src/common/events';
+import type { CodeInterpreterCallItem, DisplayOutput } from '../../../src/common/events';
 import type { HostState } from '../../../src/common/protocol';
 import type { TranscriptEvent } from '../../../src/common/transcript';
 
@@ -28,6 +28,13 @@ export const ev = {
   interpreting: (item_id: string): TranscriptEvent => ({ type: 'response.code_interpreter_call.interpreting', item_id }),
   completed: (item_id: string): TranscriptEvent => ({ type: 'response.code_interpreter_call.completed', item_id }),
   out: (item_id: string, delta: string, stream: 'stdout' | 'stderr' = 'stdout'): TranscriptEvent => ({ type: 'codeact.output.delta', item_id, stream, delta }),
+  /** A live display (`update`: it replaces the display with the same display_id). */
+  display: (item_id: string, output: Omit<DisplayOutput, 'type'>, update?: boolean): TranscriptEvent => ({
+    type: 'codeact.output.display',
+    item_id,
+    output: { type: 'display', ...output },
+    ...(update ? { update: true } : {}),
+  }),
   toolStart: (item_id: string, call_id: string, name: string, args: unknown): TranscriptEvent => ({
     type: 'codeact.tool_call.started',
     item_id,

@@ -1,0 +1,69 @@
+/**
+ * The panel's messages about an execution's rich outputs (part of the protocol, ./protocol): an image opened
+ * full size or saved, a file the code wrote opened, saved to the workspace or its path copied, and the host
+ * saying a file is gone. The host checks them here before acting: the image's type, that raster data is
+ * base64, sizes, a file name without a path.
+ */
+
+/** Image types an image message may carry (raster as base64, SVG as its text). */
+export const IMAGE_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'] as const;
+export type ImageMime = (typeof IMAGE_MIMES)[number];
+/** Characters of image data a message may carry (a display is capped at a few MB by the host). */
+export const MAX_IMAGE_CHARS = 48 * 1024 * 1024;
+/** A default file name the page may suggest: `plot-3.png`. */
+export const IMAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** An image output: open it full size in an editor tab (`image.open`) or save it where the user says (`image.save`). */
+export interface ImageMessage {
+  type: 'image.open' | 'image.save';
+  mime: ImageMime;
+  /** Base64 for raster types, the SVG text for SVG. */
+  data: string;
+  /** The default file name, for example `plot-3.png`. */
+  name: string;
+}
+
+/**
+ * A file the code wrote, listed on an execution with a host path: open it, save a copy where the user says
+ * (the workspace folder by default), or copy its path. The host acts only on files the execution lists.
+ */
+export interface LocalFileMessage {
+  type: 'file.open' | 'file.save' | 'file.copyPath';
+  itemId: string;
+  path: string;
+}
+
+/** Host -> page: a file of an execution is gone (its session ended); its chip says so. */
+export interface FileMissingMessage {
+  type: 'file.missing';
+  itemId: string;
+  path: string;
+  message: string;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** Checks an output message from the page (`m.type` is one of theirs); undefined when it is malformed. */
+export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | LocalFileMessage | undefined {
+  switch (m.type) {
+    case 'image.open':
+    case 'image.save': {
+      const { mime, data } = m;
+      if (typeof mime !== 'string' || !(IMAGE_MIMES as readonly string[]).includes(mime)) return undefined;
+      if (typeof data !== 'string' || !data || data.length > MAX_IMAGE_CHARS) return undefined;
+      if (mime !== 'image/svg+xml' && !BASE64.test(data)) return undefined;
+      const name = typeof m.name === 'string' && IMAGE_NAME.test(m.name) ? m.name : `image.${mime === 'image/svg+xml' ? 'svg' : mime.slice(6)}`;
+      return { type: m.type, mime: mime as ImageMime, data, name };
+    }
+    case 'file.open':
+    case 'file.save':
+    case 'file.copyPath': {
+      const { itemId, path } = m;
+      if (typeof itemId !== 'string' || !itemId || itemId.length > 512) return undefined;
+      if (typeof path !== 'string' || !path || path.length > 4096) return undefined;
+      return { type: m.type, itemId, path };
+    }
+    default:
+      return undefined;
+  }
+}

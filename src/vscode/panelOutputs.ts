@@ -1,0 +1,145 @@
+/**
+ * What the panel asks for about an execution's outputs: an image opened full size in an editor tab (written
+ * to a temporary file, shown by VS Code's image preview) or saved where the user says; a file the code wrote
+ * opened, saved to the workspace (a copy), or its path copied. The page is not trusted with paths: a file
+ * action names an execution and a path, and only a file that execution lists is touched. Image data is
+ * checked (type, base64, size) before anything is written.
+ */
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, isAbsolute, join, resolve } from 'node:path';
+import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
+import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
+import type { PanelOutputsApis } from './panelOutputs.apis';
+
+/** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
+export const MAX_IMAGE_BYTES = 32 * 1024 * 1024;
+
+const IMAGE_FILTERS: Record<string, Record<string, string[]>> = {
+  'image/png': { 'PNG image': ['png'] },
+  'image/jpeg': { 'JPEG image': ['jpg', 'jpeg'] },
+  'image/gif': { 'GIF image': ['gif'] },
+  'image/webp': { 'WebP image': ['webp'] },
+  'image/svg+xml': { 'SVG image': ['svg'] },
+};
+
+/** VS Code's image preview (the built-in media preview): SVG opens as text unless asked for it. */
+export const IMAGE_PREVIEW = 'imagePreview.previewEditor';
+
+/** A file the execution no longer has (its session ended, or something removed it). */
+export class FileGoneError extends Error {
+  constructor(
+    readonly path: string,
+    name: string,
+  ) {
+    super(`${name} is no longer available: the session that wrote it has ended, so its folder is gone.`);
+  }
+}
+
+export interface PanelOutputsDeps {
+  apis: PanelOutputsApis;
+  /** The finished item of an execution (its outputs list the files it wrote). */
+  execution(itemId: string): CodeInterpreterCallItem | undefined;
+  /** Where opened images are written (a folder of our own under the system's temporary folder by default). */
+  tempRoot?: string;
+}
+
+export class PanelOutputs {
+  private readonly tempRoot: string;
+
+  constructor(private readonly deps: PanelOutputsDeps) {
+    this.tempRoot = deps.tempRoot ?? join(tmpdir(), `codeact-images-${process.pid}`);
+  }
+
+  /** The image's bytes, checked. */
+  private bytes(m: ImageMessage): Buffer {
+    const buf = m.mime === 'image/svg+xml' ? Buffer.from(m.data, 'utf8') : Buffer.from(m.data, 'base64');
+    if (!buf.length) throw new Error('The image is empty.');
+    if (buf.length > MAX_IMAGE_BYTES) throw new Error(`The image is over ${MAX_IMAGE_BYTES / 1024 / 1024} MB.`);
+    if (m.mime === 'image/svg+xml' ? !/<svg[\s>]/i.test(buf.subarray(0, 65536).toString('utf8')) : !magicMatches(m.mime, buf)) {
+      throw new Error(`That is not a ${m.mime === 'image/svg+xml' ? 'SVG' : m.mime.slice(6).toUpperCase()} image.`);
+    }
+    return buf;
+  }
+
+  /** Writes the image to a temporary file (one per image content) and opens it in an editor tab. */
+  async openImage(m: ImageMessage): Promise<string> {
+    const buf = this.bytes(m);
+    const dir = join(this.tempRoot, createHash('sha256').update(buf).digest('hex').slice(0, 16));
+    const file = join(dir, safeName(m.name));
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeFile(file, buf, { mode: 0o600 });
+    // The image preview shows raster images by itself; SVG would open as its XML text.
+    await this.deps.apis.openFile(file, m.mime === 'image/svg+xml' ? IMAGE_PREVIEW : undefined);
+    return file;
+  }
+
+  /** Asks where to save the image (the workspace folder and its name by default) and writes it there. */
+  async saveImage(m: ImageMessage): Promise<string | undefined> {
+    const buf = this.bytes(m);
+    const folder = this.deps.apis.workspaceFolder();
+    const target = await this.deps.apis.showSaveDialog({ title: 'Save Image', defaultPath: folder ? join(folder, safeName(m.name)) : safeName(m.name), filters: IMAGE_FILTERS[m.mime] });
+    if (!target) return undefined;
+    await writeFile(target, buf);
+    return target;
+  }
+
+  /** The file of an execution that the message names, checked: listed by that execution, and still there. */
+  private async file(m: LocalFileMessage): Promise<{ path: string; name: string }> {
+    const item = this.deps.execution(m.itemId);
+    const listed = item?.outputs.find((o): o is FileOutput => o.type === 'file' && typeof o.path === 'string' && o.path === m.path);
+    if (!listed || !isAbsolute(m.path)) throw new Error('That file is not one this execution wrote.');
+    const name = safeName(listed.filename ?? basename(m.path));
+    const st = await stat(m.path).catch(() => undefined);
+    if (!st?.isFile()) throw new FileGoneError(m.path, name);
+    return { path: m.path, name };
+  }
+
+  async openFile(m: LocalFileMessage): Promise<void> {
+    const f = await this.file(m);
+    await this.deps.apis.openFile(f.path);
+  }
+
+  /** Asks where to save a copy (the workspace folder and the file's name by default) and copies the file there. */
+  async saveFile(m: LocalFileMessage): Promise<string | undefined> {
+    const f = await this.file(m);
+    const folder = this.deps.apis.workspaceFolder();
+    const target = await this.deps.apis.showSaveDialog({ title: `Save ${f.name} to the Workspace`, defaultPath: folder ? join(folder, f.name) : f.name });
+    if (!target) return undefined;
+    if (resolve(target) !== resolve(f.path)) await copyFile(f.path, target);
+    return target;
+  }
+
+  async copyPath(m: LocalFileMessage): Promise<void> {
+    const f = await this.file(m);
+    await this.deps.apis.writeClipboard(f.path);
+  }
+
+  /** Removes the temporary images. */
+  async dispose(): Promise<void> {
+    await rm(this.tempRoot, { recursive: true, force: true });
+  }
+}
+
+/** A file name with nothing that could leave its folder. */
+function safeName(name: string): string {
+  const base = basename(name.replace(/\\/g, '/')).replace(/[^\w.-]+/g, '_').replace(/^\.+/, '');
+  return base.slice(0, 100) || 'image';
+}
+
+/** The file's first bytes say it is what its type says. */
+function magicMatches(mime: string, b: Buffer): boolean {
+  switch (mime) {
+    case 'image/png':
+      return b.length > 8 && b[0] === 0x89 && b.subarray(1, 4).toString('latin1') === 'PNG';
+    case 'image/jpeg':
+      return b.length > 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff;
+    case 'image/gif':
+      return b.subarray(0, 4).toString('latin1') === 'GIF8';
+    case 'image/webp':
+      return b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP';
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * The panel's output actions on the host (src/vscode/panelOutputs.ts), through the fake seam, with real files
+ * on disk: an image opened (written to a temporary file, VS Code's image preview for SVG) and saved (the
+ * workspace folder and its name suggested); a file the code wrote opened, saved as a copy, its path copied;
+ * a file gone with its session; a path the execution did not list; bad image data refused.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CodeInterpreterCallItem } from '../../src/common/events';
+import type { ImageMessage, LocalFileMessage } from '../../src/common/outputMessages';
+import { parseWebviewMessage } from '../../src/common/protocol';
+import { FileGoneError, IMAGE_PREVIEW, PanelOutputs } from '../../src/vscode/panelOutputs';
+import type { PanelOutputsApis, SaveDialogOptions } from '../../src/vscode/panelOutputs.apis';
+import { pngBytes } from '../webview/support/png';
+
+class FakeOutputsApis implements PanelOutputsApis {
+  readonly dialogs: SaveDialogOptions[] = [];
+  readonly opened: Array<[string, string | undefined]> = [];
+  readonly clipboard: string[] = [];
+  /** What the save dialog answers: a path, or undefined (cancelled). */
+  answer: ((o: SaveDialogOptions) => string | undefined) | undefined;
+  constructor(readonly folder: string | undefined) {}
+  async showSaveDialog(o: SaveDialogOptions): Promise<string | undefined> {
+    this.dialogs.push(o);
+    return this.answer?.(o);
+  }
+  async openFile(path: string, viewType?: string): Promise<void> {
+    this.opened.push([path, viewType]);
+  }
+  async writeClipboard(text: string): Promise<void> {
+    this.clipboard.push(text);
+  }
+  workspaceFolder(): string | undefined {
+    return this.folder;
+  }
+}
+
+describe('panel output actions on the host (fake seams, real files)', () => {
+  let root = '';
+  let workspace = '';
+  let session = '';
+  let csv = '';
+  let apis: FakeOutputsApis;
+  let outputs: PanelOutputs;
+  const item = (): CodeInterpreterCallItem => ({
+    type: 'code_interpreter_call',
+    id: 'x1',
+    status: 'completed',
+    code: 'df.to_csv("out.csv")',
+    runtime: 'local',
+    outputs: [
+      { type: 'logs', logs: 'saved\n' },
+      { type: 'file', filename: 'out.csv', path: csv, mime_type: 'text/csv', bytes: 12 },
+    ],
+  });
+
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'codeact-outputs-'));
+    workspace = join(root, 'workspace');
+    session = join(root, 'session');
+    mkdirSync(workspace);
+    mkdirSync(session);
+    csv = join(session, 'out.csv');
+    writeFileSync(csv, 'a,b\n1,2\n3,4\n');
+    apis = new FakeOutputsApis(workspace);
+    const it = item();
+    outputs = new PanelOutputs({ apis, execution: (id) => (id === 'x1' ? it : undefined), tempRoot: join(root, 'tmp-images') });
+  });
+
+  afterEach(async () => {
+    await outputs.dispose();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const image = (mime: ImageMessage['mime'], data: string, name = 'plot-3.png'): ImageMessage => parseWebviewMessage({ type: 'image.open', mime, data, name }) as ImageMessage;
+  const fileMsg = (type: LocalFileMessage['type'], path = csv, itemId = 'x1'): LocalFileMessage => parseWebviewMessage({ type, itemId, path }) as LocalFileMessage;
+
+  it('opens an image full size: a temporary file with its bytes, shown by VS Code (the image preview for SVG)', async () => {
+    const png = pngBytes(64, 48);
+    const file = await outputs.openImage(image('image/png', png.toString('base64')));
+    assert.ok(file.endsWith('/plot-3.png'), file);
+    assert.deepEqual(readFileSync(file), png);
+    assert.deepEqual(apis.opened, [[file, undefined]]);
+    // The same image again: the same file (one tab).
+    assert.equal(await outputs.openImage(image('image/png', png.toString('base64'))), file);
+
+    const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>';
+    const svgFile = await outputs.openImage(image('image/svg+xml', svg, 'plot-4.svg'));
+    assert.equal(readFileSync(svgFile, 'utf8'), svg);
+    assert.deepEqual(apis.opened[2], [svgFile, IMAGE_PREVIEW]);
+    await outputs.dispose();
+    assert.equal(existsSync(file), false, 'the temporary images go when the extension stops');
+  });
+
+  it('saves an image where the user says, suggesting the workspace folder and its name; cancelling writes nothing', async () => {
+    const png = pngBytes(32, 32);
+    const msg = { ...image('image/png', png.toString('base64')), type: 'image.save' as const };
+    apis.answer = (o) => o.defaultPath;
+    const target = await outputs.saveImage(msg);
+    assert.equal(target, join(workspace, 'plot-3.png'));
+    assert.deepEqual(readFileSync(target!), png);
+    assert.deepEqual(apis.dialogs[0].filters, { 'PNG image': ['png'] });
+    apis.answer = undefined;
+    rmSync(target!);
+    assert.equal(await outputs.saveImage(msg), undefined);
+    assert.equal(existsSync(join(workspace, 'plot-3.png')), false);
+  });
+
+  it('refuses image data that is not what its type says, or names that leave the folder', async () => {
+    await assert.rejects(outputs.openImage(image('image/png', Buffer.from('GIF89a not a png').toString('base64'))), /not a PNG image/);
+    await assert.rejects(outputs.openImage(image('image/svg+xml', '<html><script>1</script></html>', 'x.svg')), /not a SVG image/);
+    assert.equal(parseWebviewMessage({ type: 'image.open', mime: 'image/png', data: 'not base64!', name: 'a.png' }), undefined);
+    assert.equal(parseWebviewMessage({ type: 'image.open', mime: 'text/html', data: 'PGI+', name: 'a.png' }), undefined);
+    const sneaky = parseWebviewMessage({ type: 'image.open', mime: 'image/png', data: pngBytes(2, 2).toString('base64'), name: '../../etc/evil.png' }) as ImageMessage;
+    assert.equal(sneaky.name, 'image.png', 'a name with a path is replaced');
+    const file = await outputs.openImage(sneaky);
+    assert.ok(file.startsWith(join(root, 'tmp-images')), file);
+    assert.deepEqual(apis.opened.length, 1);
+  });
+
+  it('opens, saves a copy of, and copies the path of a file the execution wrote', async () => {
+    await outputs.openFile(fileMsg('file.open'));
+    assert.deepEqual(apis.opened, [[csv, undefined]]);
+    apis.answer = (o) => o.defaultPath;
+    const target = await outputs.saveFile(fileMsg('file.save'));
+    assert.equal(target, join(workspace, 'out.csv'));
+    assert.equal(apis.dialogs[0].title, 'Save out.csv to the Workspace');
+    assert.equal(readFileSync(target!, 'utf8'), 'a,b\n1,2\n3,4\n');
+    await outputs.copyPath(fileMsg('file.copyPath'));
+    assert.deepEqual(apis.clipboard, [csv]);
+  });
+
+  it('a file whose session ended is gone: a clear error, nothing opened or written', async () => {
+    rmSync(session, { recursive: true });
+    for (const type of ['file.open', 'file.save', 'file.copyPath'] as const) {
+      await assert.rejects(
+        (async () => {
+          if (type === 'file.open') await outputs.openFile(fileMsg(type));
+          else if (type === 'file.save') await outputs.saveFile(fileMsg(type));
+          else await outputs.copyPath(fileMsg(type));
+        })(),
+        (e: unknown) => e instanceof FileGoneError && e.path === csv && /out\.csv is no longer available: the session that wrote it has ended/.test(e.message),
+      );
+    }
+    assert.deepEqual([apis.opened, apis.dialogs, apis.clipboard], [[], [], []]);
+  });
+
+  it('acts only on files the execution lists: another path, another execution, a relative path', async () => {
+    const other = join(root, 'secret.txt');
+    writeFileSync(other, 'secret');
+    await assert.rejects(outputs.openFile(fileMsg('file.open', other)), /not one this execution wrote/);
+    await assert.rejects(outputs.saveFile(fileMsg('file.save', csv, 'x2')), /not one this execution wrote/);
+    await assert.rejects(outputs.copyPath(fileMsg('file.copyPath', 'out.csv')), /not one this execution wrote/);
+    assert.equal(parseWebviewMessage({ type: 'file.open', itemId: 'x1' }), undefined);
+    assert.deepEqual([apis.opened, apis.dialogs, apis.clipboard], [[], [], []]);
+  });
+});
