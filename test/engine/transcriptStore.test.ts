@@ -26,12 +26,13 @@ describe('transcript store', () => {
     assert.deepEqual(store.list(), []);
   });
 
-  it('does not write live output deltas (the finished item holds the output)', () => {
+  it('does not write live output deltas or displays (the finished item holds the output, every image once)', () => {
     const store = new TranscriptStore(dir);
     const c = store.create({ title: 't' });
     c.appendEvent({ type: 'codeact.output.delta', item_id: 'x', stream: 'stdout', delta: 'hello\n' });
+    c.appendEvent({ type: 'codeact.output.display', item_id: 'x', output: { type: 'display', data: { 'image/png': 'AAAA', 'text/plain': '<Figure>' } } });
     c.appendEvent({ type: 'response.output_text.delta', item_id: 'm', delta: 'hi' });
-    assert.equal(c.events.length, 2, 'kept in memory for the panel');
+    assert.equal(c.events.length, 3, 'kept in memory for the panel');
     c.flush();
     assert.deepEqual(store.open(c.id).events.map((e) => e.type), ['response.output_text.delta']);
   });

@@ -127,8 +127,8 @@ export class Conversation {
   appendEvent(event: TranscriptEvent): void {
     this.events.push(event);
     // Live output is kept in memory for the panel, but not written: the finished item carries the same
-    // (capped) stdout and stderr, so the file would hold every output twice.
-    if (event.type === 'codeact.output.delta') return;
+    // (capped) stdout, stderr and displays, so the file would hold every output (every image) twice.
+    if (event.type === 'codeact.output.delta' || event.type === 'codeact.output.display') return;
     this.write({ t: Date.now(), event });
   }
 
