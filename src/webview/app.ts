@@ -10,6 +10,7 @@ import { Composer } from './composer';
 import { h, setText, toggle } from './dom';
 import { renderEmptyState } from './emptyState';
 import { FrameLoop, IdleQueue } from './frameLoop';
+import { HeldPosition } from './heldPosition';
 import { HistoryPanel } from './historyPanel';
 import { showNotice } from './notices';
 import { icon } from './icons';
@@ -46,8 +47,8 @@ export class App {
   /** Where the user left the transcript while not at the bottom (measured when scrolling stops). */
   private position: ScrollPosition | undefined;
   private positionTimer: ReturnType<typeof setTimeout> | undefined;
-  /** A saved position still to be applied once its turn is laid out. */
-  private restoring: ScrollPosition | undefined;
+  /** A saved position being restored: applied once its turn is laid out, held while the turns around it go in. */
+  private readonly restore: HeldPosition;
   private settlePending = false;
   /** The scroll position last saved (a settled scroll saves again only when it moved). */
   private savedScroll: ScrollPosition | undefined;
@@ -109,6 +110,7 @@ export class App {
     const savedPosition = saved?.scroll && !saved.scroll.stuck && saved.scroll.turnId && this.model.turns.some((t) => t.id === saved.scroll!.turnId) ? saved.scroll : undefined;
     this.stick = new StickToBottom(this.scroller, { slack: 48, stuck: !savedPosition, onChange: (stuck) => this.onStickChange(stuck) });
     this.view = new TranscriptView(this.transcriptEl, ctx, this.idle);
+    this.restore = new HeldPosition(this.scroller, this.transcriptEl, this.stick, this.view, () => this.measureWhenSettled());
     this.frames = new FrameLoop((frame) => this.frame(frame));
 
     // composer and history
@@ -145,7 +147,7 @@ export class App {
     window.addEventListener('pagehide', () => this.saveNow());
 
     this.view.renderAll(this.model, { around: savedPosition?.turnId });
-    this.restoring = savedPosition;
+    this.restore.set(savedPosition);
     this.renderChrome();
     this.composer.autosize();
     this.settleScrollSoon();
@@ -265,7 +267,7 @@ export class App {
     // The same conversation again (the host came back after a reload): the reader keeps their place, the
     // page's own or, when the page kept nothing (a new window, a view reset), the one the host remembers.
     const same = conversationId !== undefined && conversationId === this.conversationId && !this.stick.stuck;
-    const keep = same ? (this.restoring ?? (this.position ??= measurePosition(this.scroller, this.transcriptEl))) : hostScroll?.stuck === false ? hostScroll : undefined;
+    const keep = same ? (this.restore.position ?? (this.position ??= measurePosition(this.scroller, this.transcriptEl))) : hostScroll?.stuck === false ? hostScroll : undefined;
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
     this.partial = false;
@@ -273,13 +275,13 @@ export class App {
     this.title = title;
     this.dirtyItems.clear();
     this.dirtyTurns.clear();
-    this.restoring = keep?.turnId && this.model.turns.some((t) => t.id === keep.turnId) ? keep : undefined;
+    this.restore.set(keep?.turnId && this.model.turns.some((t) => t.id === keep.turnId) ? keep : undefined);
     this.position = undefined;
-    this.view.renderAll(this.model, { around: this.restoring?.turnId });
+    this.view.renderAll(this.model, { around: this.restore.position?.turnId });
     this.renderChrome();
     // Saved a moment later: serialising a long conversation is work this task does not need to do.
     this.scheduleSave();
-    if (!this.restoring) this.stick.toBottom();
+    if (!this.restore.position) this.stick.toBottom();
     this.settleScrollSoon();
   }
 
@@ -338,6 +340,7 @@ export class App {
     // Let go by the user: the scroll that did it may have been handled while still following, so the
     // place is measured (and saved) once it settles, as for any scroll.
     if (!stuck) return this.measureWhenSettled();
+    this.restore.set(undefined);
     this.position = undefined;
     // Back at the bottom: a reload follows the latest again (the host forgets the old place).
     if (this.toldHost && !this.toldHost.stuck) this.tellHost({ stuck: true });
@@ -358,8 +361,9 @@ export class App {
     this.settlePending = true;
     requestAnimationFrame(() => {
       this.settlePending = false;
-      if (this.restoring) this.restorePosition();
-      else if (this.stick.stuck || !this.model.turns.length) this.jumpToLatest();
+      if (this.restore.position) {
+        if (!this.restore.apply()) this.jumpToLatest();
+      } else if (this.stick.stuck || !this.model.turns.length) this.jumpToLatest();
     });
   }
 
@@ -371,7 +375,7 @@ export class App {
 
   /** The user scrolled: remember where to, once scrolling stops (a reload comes back there). */
   private onScroll(): void {
-    if (this.stick.stuck || this.restoring) return;
+    if (this.stick.stuck || this.restore.ownsScroll()) return;
     this.measureWhenSettled();
   }
 
@@ -380,7 +384,7 @@ export class App {
     if (this.positionTimer) clearTimeout(this.positionTimer);
     this.positionTimer = setTimeout(() => {
       this.positionTimer = undefined;
-      if (this.stick.stuck) return;
+      if (this.stick.stuck || this.restore.position) return;
       const pos = (this.position = measurePosition(this.scroller, this.transcriptEl));
       const moved = (was: ScrollPosition | undefined) => was?.turnId !== pos.turnId || was?.offset !== pos.offset;
       // Saved now rather than with the next change: a reload can come any moment. The host keeps it too.
@@ -395,16 +399,6 @@ export class App {
     this.post({ type: 'scrolled', conversationId: this.conversationId, scroll });
   }
 
-  private restorePosition(): void {
-    const pos = this.restoring;
-    this.restoring = undefined;
-    const el = pos?.turnId ? this.view.turnElement(pos.turnId) : undefined;
-    if (!pos || !el) return this.jumpToLatest();
-    this.stick.release();
-    this.position = pos;
-    this.scroller.scrollTop += el.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top + (pos.offset ?? 0);
-  }
-
   // ---- persistence ------------------------------------------------------------------------------
 
   private scheduleSave(): void {
@@ -415,7 +409,7 @@ export class App {
   private saveNow(): void {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
-    const scroll = this.restoring ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= measurePosition(this.scroller, this.transcriptEl)));
+    const scroll = this.restore.position ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= measurePosition(this.scroller, this.transcriptEl)));
     this.savedScroll = scroll;
     try {
       const saved = this.partial ? { model: this.model, partial: true } : modelForState(this.model);

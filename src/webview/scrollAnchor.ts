@@ -10,7 +10,8 @@
  * view back at the bottom; so does a ResizeObserver when the scroller is first laid out or changes size.
  * When the user scrolls (wheel, keys, scrollbar, touch, selection drag) and the sentinel leaves the view,
  * the scroller is no longer stuck: it keeps its position (ordinary scroll anchoring) until the user comes
- * back to the bottom.
+ * back to the bottom. A restored position is held (`hold`): until it ends, the bottom coming into view is not
+ * the user's doing and is not followed.
  */
 
 /** Past the end: browsers clamp scroll offsets, so this reaches the bottom without reading scrollHeight. */
@@ -42,6 +43,7 @@ export class StickToBottom {
   readonly sentinel: HTMLElement;
   private stuckNow: boolean;
   private active = true;
+  private holding = false;
   private intentUntil = 0;
   /** When a pointer went down in this scroller (a scrollbar drag, a selection that scrolls it). */
   private pointerDownAt = -1;
@@ -103,13 +105,26 @@ export class StickToBottom {
 
   /** Follows the bottom again and goes there (the user asked for the latest). */
   toBottom(): void {
+    this.holding = false;
     this.setStuck(true);
     this.scroller.scrollTop = BOTTOM;
   }
 
-  /** Stops following the bottom (for example when a saved position is restored). */
-  release(): void {
+  /**
+   * Stops following the bottom, and follows it again only when the user scrolls there (or `toBottom`), not
+   * when it comes into view by itself: a restored position is held while the turns around it are rendered.
+   */
+  hold(): void {
+    this.holding = true;
     this.setStuck(false);
+  }
+
+  /** Ends `hold`: if the bottom is in view now, it is followed (observing again reports where it is). */
+  endHold(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    this.io.unobserve(this.sentinel);
+    this.io.observe(this.sentinel);
   }
 
   /** Turns following on or off (a code block follows only while the model writes it). */
@@ -126,7 +141,8 @@ export class StickToBottom {
     this.cleanup.length = 0;
   }
 
-  private userScrolling(): boolean {
+  /** Whether the user is scrolling this scroller (an input event a moment ago, or a pointer held in it). */
+  userScrolling(): boolean {
     const now = performance.now();
     if (now < this.intentUntil) return true;
     if (this.pointerDownAt < 0) return false;
@@ -140,6 +156,8 @@ export class StickToBottom {
     // Not laid out (a hidden section, an offscreen turn whose rendering the browser skips): nothing to follow.
     if (!entry.isIntersecting && r.width === 0 && r.height === 0) return;
     if (entry.isIntersecting) {
+      if (this.holding && !this.userScrolling()) return;
+      this.holding = false;
       this.setStuck(true);
       return;
     }
