@@ -5,8 +5,8 @@
  * never re-rendered.
  *
  * A whole model (a reopened conversation, a reload) is rendered latest first: the newest turns at once,
- * within a small time budget, the older ones in idle-time slices inserted above them (scroll anchoring keeps
- * the view still meanwhile), so a 500-turn conversation never blocks the page for long. Offscreen turns cost
+ * within a small time budget, the older ones in idle-time slices inserted above them (the app holds a restored
+ * position meanwhile: heldPosition.ts; scroll anchoring keeps a following view still), so a 500-turn conversation never blocks the page for long. Offscreen turns cost
  * no style, layout or paint (`content-visibility: auto` on their bodies).
  */
 import { execKey, type ItemView, type TranscriptModel, type TurnView } from '../common/transcript';
