@@ -92,10 +92,8 @@ export class Workbench {
     await this.page.locator('.monaco-workbench').focus().catch(() => undefined);
     await this.page.keyboard.press('F1');
     await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
-    const input = this.quickInput.locator('input.input');
-    await input.fill(`>${title}`);
     const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: title });
-    await rows.first().waitFor({ state: 'visible', timeout: this.wait(15_000) });
+    if (!(await this.filterPalette(title, this.wait(15_000)))) throw new Error(`the command palette never listed "${title}"`);
     // Pick the row whose label is exactly the title ("View: Close Editor", not "… Editor Group"). The list
     // may still be filtering as the rows are read (a row found then is gone or hidden a moment later): read
     // them again until the click lands.
@@ -136,14 +134,33 @@ export class Workbench {
     await this.dismissQuickInput();
     await this.page.keyboard.press('F1');
     await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
-    await this.quickInput.locator('input.input').fill(`>${title}`);
-    const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: title }).first();
-    const found = await row.waitFor({ state: 'visible', timeout: timeoutMs }).then(
-      () => true,
-      () => false,
-    );
+    const found = await this.filterPalette(title, timeoutMs);
     await this.dismissQuickInput();
     return found;
+  }
+
+  /**
+   * Types `>title` in the open command palette until a row with `title` shows; false after `timeoutMs`.
+   * The palette lists the commands registered when its filter changes, and the first time it opens it
+   * waits only 800 ms for the extensions to be registered (VS Code's commandsQuickAccess.ts,
+   * `extensionRegistrationRace`): opened before that, it never lists an extension's commands for this
+   * text, however long one waits. So the filter is typed again (">" first: the same text is no change)
+   * until the row shows, waiting twice as long each time (a busy machine may be slow to list them).
+   */
+  private async filterPalette(title: string, timeoutMs: number): Promise<boolean> {
+    const input = this.quickInput.locator('input.input');
+    const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: title }).first();
+    const deadline = Date.now() + timeoutMs;
+    for (let each = 2_000; ; each *= 2) {
+      if (each > 2_000) await input.fill('>');
+      await input.fill(`>${title}`);
+      const shown = await row.waitFor({ state: 'visible', timeout: Math.max(1, Math.min(each, deadline - Date.now())) }).then(
+        () => true,
+        () => false,
+      );
+      if (shown) return true;
+      if (Date.now() >= deadline) return false;
+    }
   }
 
   /**
