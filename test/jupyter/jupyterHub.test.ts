@@ -107,5 +107,29 @@ for (const [who, as] of asWhom) {
       assert.equal(again.status, 'completed', JSON.stringify(again.error));
       assert.equal(again.value, 4);
     });
+
+    it('a server stopped while code runs: the run ends, keeping its output, and says to start the server again', async () => {
+      const rt = runtime(hub.userUrl('alice'));
+      let printed!: () => void;
+      const started = new Promise<void>((r) => (printed = r));
+      const running = rt.execute(
+        { code: 'import time\nprint("sleep" + "ing", flush=True)\ntime.sleep(120)', sessionId: 'hub-3', timeoutMs: 150_000 },
+        { onEvent: (e) => e.type === 'codeact.output.delta' && e.delta.includes('sleeping') && printed() },
+      );
+      await started; // the barrier: the code is running
+      await hub.stopServer('alice');
+      const item = await running;
+      assert.equal(item.status, 'failed');
+      assert.equal(logsOf(item), 'sleeping\n', 'the output that arrived is kept');
+      // Mostly the WebSocket goes with the server and the run's probe finds the hub answering; a kernel's "dead" may come first.
+      if (item.error?.type !== 'KernelDied') {
+        assert.equal(item.error?.type, 'JupyterHubServerStopped', item.error?.message);
+        assert.ok(item.error!.message.startsWith("alice's server on the hub stopped while the code was running."), item.error!.message);
+        assert.ok(item.error!.message.includes(`Start the server at ${hub.url}hub/spawn/alice`), item.error!.message);
+      }
+      const next = await rt.execute({ code: '1', sessionId: 'hub-3', timeoutMs: 60_000 });
+      assert.equal(next.error?.type, 'JupyterHubServerStopped', next.error?.message);
+      await hub.startServer('alice');
+    });
   });
 }

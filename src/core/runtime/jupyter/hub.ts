@@ -54,6 +54,12 @@ export function stoppedMessage(user: HubUser): string {
   return `${displayName(user)} on the hub is not running; start it at ${spawnUrl(user)} (or with "Start My Server" on the hub's home page), then run the code again.`;
 }
 
+/** The message for a server stopped while code ran on it. */
+export function stoppedWhileRunning(user: HubUser): string {
+  return `${displayName(user)} on the hub stopped while the code was running. The output that arrived is kept; the kernel and its variables are gone. ` +
+    `Start the server at ${spawnUrl(user)}, then run the code again.`;
+}
+
 /**
  * True when an answer to a request under a user's server came from the hub itself because that server
  * is not running: 405 from the hub (its `X-JupyterHub-Version` header or page), a redirect to the hub's
@@ -69,6 +75,7 @@ export function isStoppedServerAnswer(user: HubUser, status: number, headers: { 
     } catch {}
     return path.includes(`/hub/user/${user.name}/`);
   }
-  if (status === 424 || status === 503) return /(?:no longer|not) running|spawn/i.test(detail);
+  // 503: the proxy still routes to a server that has gone ("Your server appears to be down").
+  if (status === 424 || status === 503) return /(?:no longer|not) running|appears to be down|spawn/i.test(detail);
   return false;
 }
