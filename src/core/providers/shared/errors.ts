@@ -6,6 +6,7 @@
 import { PROVIDER_CATALOG } from './catalog';
 import type { ConversationItem, ProviderId } from './types';
 import { CodeActError, isCancellation } from '../../util/errors';
+import { errorText, rejectsTools } from './toolsRejection';
 
 export type ProviderErrorCode =
   | 'auth'
@@ -101,6 +102,8 @@ export interface ErrorContext {
   signal?: AbortSignal;
   /** True once the HTTP response has started streaming (a failure then is a cut, not a connect error). */
   streaming?: boolean;
+  /** False when the request offered no tools (then no error is a rejection of tools). */
+  withTools?: boolean;
 }
 
 /** Turns anything thrown by an SDK or a stream into a `ProviderError`. */
@@ -186,7 +189,7 @@ function fromStatus(status: number | undefined, detail: string, errType: string 
   if (isContextOverflow(status, detail, type)) {
     return new ProviderError({ ...base, code: 'context_overflow', message: `The conversation is too long for ${ctx.model ? `"${ctx.model}"` : 'the model'}'s context window${http}${d}. Start a new conversation, or shorten the prompt or the tool outputs.` });
   }
-  if (ctx.provider === 'openai-compatible' && isToolsRejected(status, detail)) {
+  if (ctx.provider === 'openai-compatible' && ctx.withTools !== false && rejectsTools(status, errorText(detail, err))) {
     return toolsUnsupportedError(ctx, detail, status, err);
   }
   if (status === 404 || type === 'not_found_error' || type === 'NOT_FOUND' || type === 'model_not_found') {
@@ -224,13 +227,6 @@ function isContextOverflow(status: number | undefined, detail: string, type: str
   if (status === 413 || type === 'request_too_large' || type === 'context_length_exceeded') return true;
   return /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the (?:maximum|available context)|input token count.*exceeds|context size|reduce the length/i.test(detail);
 }
-
-function isToolsRejected(status: number | undefined, detail: string): boolean {
-  if (status === undefined) return false;
-  // llama.cpp answers 500 for "tools param requires --jinja flag".
-  return /does not support tools|tools? (?:are|is) not supported|tool.?choice.*(?:requires|not supported)|enable-auto-tool-choice|tools param requires|--jinja|function calling is not (?:supported|enabled)|unrecognized.*tools|unsupported.*tools/i.test(detail);
-}
-
 
 function statusOf(err: unknown): number | undefined {
   if (!err || typeof err !== 'object') return undefined;
