@@ -148,6 +148,8 @@ export class JupyterRun {
       handler: this.options.onToolCall,
       toolsEnabled: this.request.tools !== false,
       maxConcurrent: Math.max(1, this.limits.maxConcurrentToolCalls),
+      maxTotal: this.limits.maxToolCallsPerRun,
+      note: (text) => this.output.onText('stderr', text),
       maxFrameBytes: s.maxFrameBytes * 4,
       pauseClock: () => this.clock.pause(),
       emit: this.emit,
@@ -160,9 +162,8 @@ export class JupyterRun {
           }
         };
         if (conn.connectionStatus === 'connected') return send();
-        // While the WebSocket reconnects, the library would queue the reply behind its
-        // kernel_info_request, which a kernel blocked on this very reply cannot answer (it then
-        // waits for a 3 s fail-safe). Send it as soon as the socket is back instead.
+        // While the WebSocket reconnects, the library would queue the reply behind its kernel_info_request, which a
+        // kernel blocked on this very reply cannot answer (it then waits for a 3 s fail-safe): send it once it is back.
         const slot = (_: unknown, status: Kernel.ConnectionStatus) => {
           if (status === 'connecting') return;
           conn.connectionStatusChanged.disconnect(slot);

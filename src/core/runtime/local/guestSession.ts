@@ -114,6 +114,9 @@ export class GuestSession {
   async execute(request: ExecuteRequest, options: ExecuteOptions, itemId: string, notice?: string): Promise<CodeInterpreterCallItem> {
     const limits = this.o.limits;
     const exec = new GuestRun(++this.runs, request, options, limits, itemId);
+    exec.onToolFlood = (what) => {
+      if (this.current === exec) this.violation(what);
+    };
     const previous = this.queue;
     let release!: () => void;
     this.queue = new Promise<void>((r) => (release = r));
@@ -321,6 +324,7 @@ export class GuestSession {
 
   private violation(what: string): void {
     const exec = this.current;
+    if (this.dead) return; // frames still on their way from a guest already stopped
     if (exec && !exec.finished) {
       exec.failure = { type: 'ProtocolError', message: `The guest sent ${what}; the run was stopped.` };
       exec.stateLost = this.persistent;
@@ -388,7 +392,7 @@ export class GuestSession {
           if (exec.finished || this.current !== exec) return;
           // The value is serialised once, by the dispatcher.
           if (r.ok) sendLine(this.guest.proto, `{"t":"tool_result","id":${id},"ok":true,"value":${r.json}}`);
-          else this.send({ t: 'tool_result', id, ok: false, error: r.error });
+          else this.send({ t: 'tool_result', id, ok: false, error: r.error, ...(r.limit ? { limit: true } : {}) });
         });
         return;
       }
