@@ -12,6 +12,8 @@ import type { CodeActEvent } from '../../common/events';
 import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
 import type { ToolCallHandler } from './types';
 import { pausedTime } from '../util/timeout';
+import { tooDeep } from './execution';
+import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
 
 /**
  * A call's outcome; `json` is the value already serialised (once), for a runtime to send as it is. `limit`:
@@ -114,6 +116,8 @@ export class ToolDispatcher {
     if (this.o.signal.aborted) return ENDED;
     const refusal = this.admit();
     if (refusal) return refusal;
+    // Announced with its arguments, so only arguments every consumer can walk (the gateway's caps are tighter).
+    if (tooDeep(args)) return { ok: false, error: `call_tool(${JSON.stringify(name.slice(0, 100))}): the arguments are nested deeper than ${MAX_VALUE_DEPTH} levels; pass a flatter value.` };
     if (this.active >= this.o.maxConcurrent) {
       // The slot is handed over by the call that frees it (see below), so no other call can take it between.
       if (!(await new Promise<boolean>((resolve) => this.waiting.push(resolve)))) return ENDED;

@@ -4,7 +4,7 @@
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError } from '../../../common/events';
-import { announceDone, cancelledError, completionError, executionItem, normaliseError, openExecution, safeEmit, timeoutError, type Completion } from '../execution';
+import { announceDone, cancelledError, completionError, executionItem, normaliseError, openExecution, safeEmit, timeoutError, valueCompletion, type Completion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
 import { RESULT_MIME, runCell } from './kernelBridge';
@@ -318,7 +318,7 @@ export class JupyterRun {
       } catch {
         value = null;
       }
-      this.completion = { ok: true, value };
+      this.completion = valueCompletion(value);
     } else {
       this.completion = { ok: false, error: normaliseError(r.error, stripAnsi) };
     }

@@ -8,7 +8,7 @@
  * within the grace period is the guest killed, and the run says that the state is gone.
  */
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
-import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError } from '../execution';
+import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { FrameReader, normaliseVariables, sendFrame, sendLine } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
@@ -358,7 +358,7 @@ export class GuestSession {
       }
       case 'complete': {
         if (!exec || exec.completion || frame.run !== exec.runId) return this.violation('a result for no running code');
-        exec.completion = frame.ok === true ? { ok: true, value: frame.value ?? null } : { ok: false, error: normaliseError(frame.error) };
+        exec.completion = frame.ok === true ? valueCompletion(frame.value ?? null) : { ok: false, error: normaliseError(frame.error) };
         // The run is over once its end token has come through stdout and stderr (a one-shot guest has
         // also killed what it started by now; the host kills the guest itself right after).
         const end = Array.isArray(frame.end) ? frame.end : [];
