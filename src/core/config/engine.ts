@@ -44,9 +44,15 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
   };
 }
 
-/** The runtime limits the settings set (rich outputs, tool calls), the same on every runtime. */
+/** The runtime limits the settings set (rich outputs), the same on every runtime. */
 export function runtimeLimitsFrom(config: EngineConfig): Partial<RuntimeLimits> {
-  return { maxDisplayBytes: config.maxDisplayBytes, maxDisplayTotalBytes: config.maxExecutionDisplayBytes, hidpi: config.plotsHighDPI, maxToolCallsPerRun: config.maxToolCallsPerRun };
+  return {
+    maxDisplayBytes: config.maxDisplayBytes,
+    maxDisplayTotalBytes: config.maxExecutionDisplayBytes,
+    hidpi: config.plotsHighDPI,
+    // Tool calls per execution (codeact.toolCalls.maxPerRun).
+    maxToolCallsPerRun: config.maxToolCallsPerRun,
+  };
 }
 
 export function providerConfigFrom(config: EngineConfig, apiKey: string | undefined): ProviderConfig {
