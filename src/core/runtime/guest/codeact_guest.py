@@ -203,11 +203,8 @@ class ToolBridge:
         self.max_frame = max_frame
         self.next_id = 0
         self.pending = {}
-        self.loop = None
-        self.sem = None
-        self.run_id = None
+        self.loop = self.sem = self.run_id = self.poller = None
         self.enabled = True
-        self.poller = None
         self.refusal = None  # "limit": the run's cap on tool calls was reached; later calls raise it unsent
 
     def attach(self, loop):
