@@ -46,7 +46,13 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
 
 /** The runtime limits the settings set (rich outputs), the same on every runtime. */
 export function runtimeLimitsFrom(config: EngineConfig): Partial<RuntimeLimits> {
-  return { maxDisplayBytes: config.maxDisplayBytes, maxDisplayTotalBytes: config.maxExecutionDisplayBytes, hidpi: config.plotsHighDPI };
+  return {
+    maxDisplayBytes: config.maxDisplayBytes,
+    maxDisplayTotalBytes: config.maxExecutionDisplayBytes,
+    hidpi: config.plotsHighDPI,
+    // Tool calls per execution (codeact.toolCalls.maxPerRun).
+    maxToolCallsPerRun: config.maxToolCallsPerRun,
+  };
 }
 
 export function providerConfigFrom(config: EngineConfig, apiKey: string | undefined): ProviderConfig {

@@ -73,6 +73,8 @@ export interface EngineConfig {
   maxExecutionDisplayBytes: number;
   /** Plots at twice the pixel density. */
   plotsHighDPI: boolean;
+  /** Managed-tool calls one execution may make. */
+  maxToolCallsPerRun: number;
   /** At most this many images, and bytes of images, in one request to a vision model. */
   visionMaxImages: number;
   visionMaxBytes: number;
@@ -193,6 +195,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
     plotsHighDPI: pick('plots.highDPI'),
+    maxToolCallsPerRun: Math.floor(pick<number>('toolCalls.maxPerRun')),
     visionMaxImages: Math.floor(pick<number>('vision.maxImages')),
     visionMaxBytes: Math.round(pick<number>('vision.maxMB') * MB),
     hostedMemoryLimit: pick('hosted.memoryLimit'),

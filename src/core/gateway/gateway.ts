@@ -9,6 +9,7 @@ import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
 import type { ToolCatalog } from './discovery/toolCatalog';
 import { ToolDiscovery } from './discovery/toolDiscovery';
 import { ARGUMENT_LIMITS, measureShape, preview, type ShapeLimits } from './limits';
+import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
 import { BudgetExceeded, compileSchema, type Validator } from './schema';
 import type { ManagedTool } from './toolSet';
 import { CodeActError } from '../util/errors';
@@ -43,7 +44,7 @@ export const SUMMARY_TEXT = 200;
 export const MAX_RECORDS = 200;
 
 /** Caps on a tool's result, checked before it is serialised or validated (its size: `maxResultBytes`). */
-const RESULT_SHAPE = { maxDepth: 128, maxKeys: 250_000 };
+const RESULT_SHAPE = { maxDepth: MAX_VALUE_DEPTH, maxKeys: 250_000 };
 
 export interface ApprovalRequest {
   tool: ManagedTool;
