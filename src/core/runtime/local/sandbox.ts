@@ -274,12 +274,29 @@ export function minimalEnv(home: string, extra: Record<string, string> = {}): Re
 
 const filters = new Map<string, Buffer>();
 
-/** The seccomp program for a guest (strict) or a zygote (lets unshare and mount through), built once. */
+/**
+ * The seccomp program for a guest (strict) or a zygote (lets unshare and mount through), built once.
+ * Both refuse ptrace and process_vm_readv/writev (kcmp and pidfd_getfd always are): no process in the
+ * sandbox reads or writes another's memory, even one it could otherwise see.
+ */
 function filterFor(arch: SeccompArch, zygote: boolean): Buffer {
   const key = `${arch}:${zygote}`;
   let program = filters.get(key);
-  if (!program) filters.set(key, (program = buildSeccompFilter({ arch, allowNamespaces: zygote, allowMounts: zygote })));
+  if (!program) filters.set(key, (program = buildSeccompFilter({ arch, allowNamespaces: zygote, allowMounts: zygote, denyPtrace: true })));
   return program;
+}
+
+/**
+ * Whether bwrap may leave out --disable-userns: only for a zygote started by root, with the seccomp
+ * filter. Started by root, bwrap covers /proc/irq and /proc/bus with read-only mounts, and
+ * --disable-userns moves the sandbox into a second user namespace; in the mount namespace a forked
+ * guest then makes, those covers are locked, and the kernel refuses it a /proc of its own (EPERM), so
+ * guests would share the sandbox's /proc. Without it the zygote stays in the first user namespace and
+ * each guest gets its /proc. New user namespaces stay refused: the strict filter every guest installs
+ * refuses unshare, setns and clone with CLONE_NEW* flags (clone3: ENOSYS), and the zygote runs no user code.
+ */
+function keepUserns(zygote: boolean, seccomp: boolean): boolean {
+  return zygote && seccomp && process.getuid?.() === 0;
 }
 
 function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions, seccompUnavailable: string | null): LaunchPlan {
@@ -293,7 +310,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // through; each guest stacks the strict filter on itself before user code runs (codeact_zygote.py).
   const seccomp = useSeccomp ? filterFor(arch, zygote) : undefined;
   const guestSeccomp = useSeccomp && zygote ? filterFor(arch, false) : undefined;
-  const args: string[] = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv'];
+  const args: string[] = ['--unshare-all', '--unshare-user', ...(keepUserns(zygote, useSeccomp) ? [] : ['--disable-userns']), '--die-with-parent', '--new-session', '--clearenv'];
   if (network) args.push('--share-net');
   // No capability inside: bwrap started by root keeps them all otherwise (CAP_FSETID, CAP_SETFCAP, CAP_DAC_OVERRIDE
   // over the host's root-owned files in a writable workspace). The zygote keeps CAP_SYS_ADMIN to give each guest
