@@ -10,6 +10,7 @@
  * Run as root and as an unprivileged user.
  */
 import * as assert from 'node:assert/strict';
+import type { LocalRuntimeOptions } from '../../src/core/runtime/local/localRuntime';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { hostSeccompArch } from '../../src/core/runtime/local/seccomp';
 import { cannotSwitchUser, TESTER } from './support/asUser';
@@ -105,14 +106,14 @@ interface Attack {
   own: { attach: number; vm_read: number };
 }
 
-async function attack(options: { sandbox: { kind: string } }, user?: { uid: number; gid: number }): Promise<{ a: any; b: Attack; o: SessionsOutcome }> {
+async function attack(options: LocalRuntimeOptions & { sandbox: { kind: string } }, user?: { uid: number; gid: number }): Promise<{ a: any; b: Attack; o: SessionsOutcome }> {
   const onlyVictim = options.sandbox.kind === 'none' ? 'True' : 'False';
   const o = await runSessionsInChild(
     [
       { session: 'a', code: VICTIM },
       { session: 'b', code: `ONLY_VICTIM = ${onlyVictim}\n${ATTACKER}` },
     ],
-    options as object,
+    options,
     user,
   );
   for (const item of o.items) assert.equal(item.status, 'completed', JSON.stringify(item.error));

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
 import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
-import { isUnder, planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
+import { isUnder, planWorkspaceMount, type HostRunFile, type WorkspaceMount } from './workspaceMount';
 import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCache';
 import { CodeActError } from '../../util/errors';
 
@@ -48,6 +48,11 @@ export interface SandboxOptions {
    * diagnostics and for tests that show what it closes; the sandbox info then says so.
    */
   seccomp?: boolean;
+  /**
+   * Files in the workspace that declared tools run on the host (hostFiles.ts): read-only
+   * inside a `readwrite` workspace.
+   */
+  hostRunPaths?: HostRunFile[];
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
@@ -353,7 +358,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   let workspace: WorkspaceMount = 'none';
   const ws = options.mountWorkspace ?? 'none';
   if (ws !== 'none' && options.workspace && existsSync(options.workspace) && statSync(options.workspace).isDirectory()) {
-    const view = planWorkspaceMount(options.workspace, ws, !!seccomp);
+    const view = planWorkspaceMount(options.workspace, ws, !!seccomp, options.hostRunPaths);
     args.push(...view.args);
     warning = view.warning;
     placeholders = view.placeholders.length ? view.placeholders : undefined;
