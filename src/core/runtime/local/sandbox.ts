@@ -332,14 +332,10 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // fontconfig's configuration and cache (matplotlib and Pillow find fonts through them; without them every
   // plot prints "Fontconfig error: Cannot load default config file").
   for (const p of FONT_PATHS) args.push('--ro-bind', p, p);
-  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside /usr).
-  const roots = new Set<string>();
-  for (const p of [path.dirname(path.dirname(python.executable)), python.prefix, python.basePrefix, ...python.path]) {
-    if (!p || isUnder(p, '/usr') || !existsSync(p)) continue;
-    roots.add(p);
-  }
-  for (const p of [...roots].sort()) {
-    if ([...roots].some((q) => q !== p && isUnder(p, q))) continue;
+  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside
+  // /usr): its prefixes and site-packages. Of editable installs of other projects (folders .pth files add
+  // to sys.path), only each package's own folder: never the project around it (.env, .ssh, other source).
+  for (const p of mountRoots([python.executable, ...(python.roots ?? [python.prefix, python.basePrefix]), ...(python.editable ?? [])])) {
     args.push('--ro-bind', p, p);
   }
   // Storage: the working directory, /tmp and /dev/shm are each a tmpfs of fileSize; everything else is read-only.
@@ -390,6 +386,12 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     placeholders,
     workspacePath,
   };
+}
+
+/** The folders to bind (outside /usr, existing), each once: none inside another that is bound. */
+function mountRoots(paths: string[]): string[] {
+  const roots = [...new Set(paths.filter((p) => p && path.isAbsolute(p) && !isUnder(p, '/usr') && existsSync(p)))].sort();
+  return roots.filter((p) => !roots.some((q) => q !== p && isUnder(p, q)));
 }
 
 /** The name of the socket a zygote's guests connect back to, in the socket folder. */
