@@ -6,7 +6,9 @@
  * process_vm_readv are refused even on B's own children (seccomp). Where a guest cannot get a /proc of
  * its own (root without the seccomp filter), the zygote does not fork it: code starts cold, each guest in
  * a sandbox of its own. Without a sandbox, an unprivileged user's guests are non-dumpable: B sees A's
- * PID but cannot read its memory (root can: CAP_SYS_PTRACE; the README says so).
+ * PID but cannot read its memory (root can: CAP_SYS_PTRACE; the README says so). And the host: /proc
+ * is read-only in the sandbox, since code started by root is the host's root to /proc/sys (sysctls
+ * check only the uid), and kernel.core_pattern would run a program of its choice as root on the host.
  * Run as root and as an unprivileged user.
  */
 import * as assert from 'node:assert/strict';
@@ -151,6 +153,35 @@ describe('guests forked from one zygote cannot reach each other (issue 20, point
         assert.deepEqual(b.own, { attach: EPERM, vm_read: EPERM }, 'ptrace and process_vm_readv are refused even on a child of its own');
         assert.ok(!o.log.some((l) => /starts cold/.test(l)), `the guests were forked, not started cold: ${o.log.join(' | ')}`);
       });
+
+      for (const zygote of [false, true]) {
+        it(`in the sandbox (${zygote ? 'forked' : 'cold'}): /proc is read-only, so code run by root cannot set the host kernel's sysctls (kernel.core_pattern)`, async function () {
+          if (noBwrap) return this.skip();
+          const code = String.raw`
+import os, subprocess
+out = {}
+for p in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/printk_ratelimit", "/proc/sys/vm/drop_caches"):
+    try:
+        open(p, "r+").close()  # opened for writing, nothing written
+        out[p] = "writable"
+    except OSError as e:
+        out[p] = e.errno
+fd = os.open("through.txt", os.O_WRONLY | os.O_CREAT, 0o600)
+with open(f"/proc/self/fd/{fd}", "w") as f:
+    f.write("through /proc/self/fd")
+os.close(fd)
+out["through"] = open("through.txt").read()
+out["echo"] = subprocess.run("echo hi > /dev/stdout", shell=True, capture_output=True, text=True).stdout
+return out`;
+          const o = await runSessionsInChild([{ session: 'a', code }], { zygote, sandbox: { kind: 'bubblewrap' } }, user);
+          const item = o.items[0];
+          assert.equal(item.status, 'completed', JSON.stringify(item.error));
+          const v = item.value as Record<string, unknown>;
+          for (const p of ['/proc/sys/kernel/core_pattern', '/proc/sys/kernel/printk_ratelimit', '/proc/sys/vm/drop_caches']) assert.notEqual(v[p], 'writable', p);
+          assert.equal(v.echo, 'hi\n', 'writing through /dev/stdout still works');
+          assert.equal(v.through, 'through /proc/self/fd', 'writing a file through /proc/self/fd still works');
+        });
+      }
 
       it('where a guest cannot get a /proc of its own, it is not forked: code starts cold, each guest in a sandbox of its own', async function () {
         if (noBwrap) return this.skip();

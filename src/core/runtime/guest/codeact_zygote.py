@@ -35,6 +35,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
+MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
@@ -288,8 +289,9 @@ def _stage2(req, w, guest, ns):
     if ns:
         _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE, None)
         # A /proc that shows only this guest's processes. Fail closed: through the sandbox's /proc a guest
-        # would see the others' /proc/PID/root and /proc/PID/mem.
-        _mount(libc, b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        # would see the others' /proc/PID/root and /proc/PID/mem. Read-only, as the sandbox's: /proc/sys
+        # checks only the uid, and a guest of root is the host's root.
+        _mount(libc, b"proc", b"/proc", b"proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         if os.readlink("/proc/self") != "1":
             raise OSError(1, "the private /proc does not show the guest's own PID namespace")
         size = int(req.get("tmp_size") or (256 << 20))

@@ -339,7 +339,10 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     args.push('--ro-bind', p, p);
   }
   // Storage: the working directory, /tmp and /dev/shm are each a tmpfs of fileSize; everything else is read-only.
-  args.push('--proc', '/proc', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--size', size, '--tmpfs', '/tmp');
+  // /proc is read-only: started by root, the code runs as the host's root (no capabilities, but sysctls
+  // check only the uid), and through a writable /proc/sys it could set kernel.core_pattern and run a
+  // program as root on the host.
+  args.push('--proc', '/proc', '--remount-ro', '/proc', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--size', size, '--tmpfs', '/tmp');
   args.push('--ro-bind', guestDir, GUEST_MOUNT);
   args.push('--size', size, '--tmpfs', SANDBOX_WORKDIR);
   // matplotlib writes its config folder: each guest its own, in its /tmp, seeded from the read-only cache.
