@@ -469,9 +469,7 @@ def serve(chan, first=None):
         # No PID namespace: the code's orphans (after setsid() or a double fork) must stay in this tree,
         # where they are killed at the end of a one-shot run.
         proc.set_subreaper(True)
-        # Other processes of this user (other guests) may not ptrace it or read its memory. In a sandbox
-        # of its own a cold guest is alone in its PID namespace, and a forked one did this already.
-        proc.set_non_dumpable()
+        proc.set_non_dumpable()  # other guests of this user may not read its memory
     proc.apply_limits(init.get("limits"))
     output.configure_output(int(init.get("max_output") or (1 << 20)))
     guest = Guest(chan, init)
