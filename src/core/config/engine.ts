@@ -9,6 +9,7 @@ import type { RuntimeConfig } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools, type DeclarationContext } from '../tools/declarations';
+import { toolHostPaths, type HostRunFile } from '../runtime/local/hostFiles';
 import type { EngineConfig } from './resolve';
 
 export interface RuntimeHost {
@@ -28,7 +29,14 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
     runtime: config.runtime,
     local: {
       python: config.python,
-      sandbox: { kind: config.sandbox, network: config.sandboxNetwork, mountWorkspace: config.mountWorkspace, limits: config.limits, workspace: host.workspace },
+      sandbox: {
+        kind: config.sandbox,
+        network: config.sandboxNetwork,
+        mountWorkspace: config.mountWorkspace,
+        limits: config.limits,
+        workspace: host.workspace,
+        hostRunPaths: hostRunPathsFrom(config, host.workspace),
+      },
       session: config.sessionPolicy,
       idleMs: config.sessionIdleMs,
       maxAlive: config.sessionMaxAlive,
@@ -42,6 +50,14 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
     jupyter: { url: config.jupyterUrl, token: host.jupyterToken, kernelName: config.jupyterKernel, sessionPolicy: config.jupyterSessionPolicy, log: host.log },
     limits: runtimeLimitsFrom(config),
   };
+}
+
+/**
+ * The files in the workspace that the declared tools run on the host, which a `readwrite` workspace
+ * keeps read-only in the sandbox (part of the extension's runtime key: a changed tool rebuilds it).
+ */
+export function hostRunPathsFrom(config: EngineConfig, workspace: string | undefined): HostRunFile[] | undefined {
+  return workspace && config.mountWorkspace === 'readwrite' ? toolHostPaths(config.tools, workspace) : undefined;
 }
 
 /** The runtime limits the settings set (rich outputs), the same on every runtime. */

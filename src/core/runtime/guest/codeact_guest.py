@@ -461,9 +461,9 @@ def serve(chan, first=None):
         import codeact_zygote
         return codeact_zygote.main(chan, init, sys.modules[__name__])
     if init.get("subreaper"):
-        # No PID namespace: the code's orphans (after setsid() or a double fork) must stay in this tree,
-        # where they are killed at the end of a one-shot run.
+        # No PID namespace: orphans stay in this tree (see proc), and no other guest may read its memory.
         proc.set_subreaper(True)
+        proc.set_non_dumpable()
     proc.apply_limits(init.get("limits"))
     output.configure_output(int(init.get("max_output") or (1 << 20)))
     guest = Guest(chan, init)
