@@ -11,7 +11,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { raceAbort } from '../../../util/abort';
 import { CODEACT_VERSION } from '../../../util/version';
-import { tail } from '../processes';
+import { spawnFailure, tail } from '../processes';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
 import { StdioServerTransport, type StdioServerSpec } from './stdioTransport';
@@ -273,10 +273,9 @@ export class McpClientPool {
     const err = e as NodeJS.ErrnoException;
     const { label, spec } = conn;
     if (lifetime.aborted) return new Error(`could not use the ${label}: the MCP connections were closed while it started.`);
-    if (spec.kind === 'stdio' && err?.code === 'ENOENT') {
-      return new Error(`could not start the ${label}: command not found (${JSON.stringify(spec.argv[0])} is not on PATH or does not exist). Check "mcp.command" in codeact.tools.`);
+    if (spec.kind === 'stdio' && (err?.syscall?.startsWith('spawn') || (typeof err?.code === 'string' && err.code.startsWith('ERR_INVALID_ARG')))) {
+      return new Error(`could not start the ${label}: ${spawnFailure(spec.argv[0], spec.cwd, err, 'mcp.command')}.`);
     }
-    if (spec.kind === 'stdio' && err?.code === 'EACCES') return new Error(`could not start the ${label}: permission denied. Check "mcp.command" in codeact.tools.`);
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
       return new Error(
         `could not start the ${label}: it did not complete the MCP handshake within ${this.connectTimeoutMs / 1000} s. ` +

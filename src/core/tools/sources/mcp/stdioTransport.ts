@@ -57,13 +57,23 @@ export class StdioServerTransport implements Transport {
     return new Promise((resolve, reject) => {
       const [program, ...args] = this.spec.argv;
       let spawned = false;
-      const child = spawn(program, args, {
-        cwd: this.spec.cwd,
-        env: { ...this.spec.env, [MCP_SERVER_MARKER]: this.marker },
-        stdio: ['pipe', 'pipe', 'pipe'],
-        detached: process.platform !== 'win32',
-        windowsHide: true,
-      });
+      let child: ChildProcessWithoutNullStreams;
+      try {
+        child = spawn(program, args, {
+          cwd: this.spec.cwd,
+          env: { ...this.spec.env, [MCP_SERVER_MARKER]: this.marker },
+          stdio: ['pipe', 'pipe', 'pipe'],
+          detached: process.platform !== 'win32',
+          windowsHide: true,
+        });
+      } catch (e) {
+        return reject(e);
+      }
+      // A spawn that fails with EMFILE has no pipes: its 'error' event is all there is.
+      if (!child.stdout || !child.stderr || !child.stdin) {
+        child.once('error', reject);
+        return;
+      }
       this.child = child;
       child.once('spawn', () => {
         spawned = true;
