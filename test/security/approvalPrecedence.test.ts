@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 2: approval precedence is one table (src/core/config/approvalPolicy.ts), and a folder
+ * Issue 20, point 2: approval precedence is one table (src/core/gateway/approvalPolicy.ts), and a folder
  * only tightens. A tool a trusted folder declares with `"approval": "auto"` does not run unasked when the
  * person's own `codeact.approval.default` is `ask`, and is refused when it is `deny`: for command, http
  * and MCP declarations, in the extension (VS Code's settings layers, WorkspaceTools, Approvals) and in
@@ -13,7 +13,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { APPROVAL_ORDER, decideApproval, type ToolApprovalFacts } from '../../src/core/config/approvalPolicy';
+import { APPROVAL_ORDER, decideApproval, type ToolApprovalFacts } from '../../src/core/gateway/approvalPolicy';
 import { resolveEngineConfig } from '../../src/core/config/resolve';
 import type { ToolGateway } from '../../src/core/gateway/gateway';
 import { disposeDefaultMcpPool } from '../../src/core/tools/sources/mcp/pool';

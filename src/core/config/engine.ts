@@ -66,7 +66,7 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
   };
 }
 
-/** The managed tools the configuration declares, their approvals decided by the one precedence table (approvalPolicy.ts). */
+/** The managed tools the configuration declares, their approvals decided by the one precedence table (../gateway/approvalPolicy.ts). */
 export function toolSetFrom(
   config: EngineConfig,
   workspace: string,

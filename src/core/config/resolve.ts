@@ -14,11 +14,11 @@
  * - Approvals: a workspace may make them stricter (`approval.default` ask/deny, `reviewCode` on), never
  *   looser than the user's own setting; `approval.alwaysAllow` is the user's alone. A folder's tools
  *   never run looser than the user's own default either: the whole precedence is one table, in
- *   approvalPolicy.ts, applied to every tool.
+ *   core/gateway/approvalPolicy.ts, applied to every tool.
  * - A value of the wrong type or outside its allowed values is ignored (and listed), never half-used.
  */
 import { PROVIDER_CATALOG as PROVIDERS } from '../providers/shared/catalog';
-import { APPROVAL_ORDER } from './approvalPolicy';
+import { APPROVAL_ORDER } from '../gateway/approvalPolicy';
 import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName } from './keys';
 
 export type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';
@@ -58,7 +58,7 @@ export interface EngineConfig {
   timeoutMs: number;
   maxTurns: number;
   defaultApproval: 'auto' | 'ask' | 'deny';
-  /** Your own codeact.approval.default (`auto` when unset): a folder's tools never run looser than it (approvalPolicy.ts). */
+  /** Your own codeact.approval.default (`auto` when unset): a folder's tools never run looser than it (../gateway/approvalPolicy.ts). */
   userDefaultApproval: 'auto' | 'ask' | 'deny';
   /** Whose settings declared `tools`: yours, or a folder's (workspace or folder settings). */
   toolsDeclaredIn: 'user' | 'folder';

@@ -5,7 +5,7 @@
  * is untrusted: names and arguments are checked, never trusted.
  */
 import { isDiscoveryCall, type ApprovalPolicy } from '../../common/tools';
-import { decideApproval, factsOf } from '../config/approvalPolicy';
+import { decideApproval, factsOf } from './approvalPolicy';
 import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
 import type { ToolCatalog } from './discovery/toolCatalog';
 import { ToolDiscovery } from './discovery/toolDiscovery';
@@ -216,7 +216,7 @@ export class ToolGateway {
     if (problems.length) throw new ToolError(`Invalid arguments for "${name}": ${problems.join('; ')}.`, 'invalid_arguments');
 
     const { tool } = entry;
-    // The one precedence table (config/approvalPolicy): the tool's facts, and the person's allowances now.
+    // The one precedence table (gateway/approvalPolicy): the tool's facts, and the person's allowances now.
     const decision = decideApproval(factsOf(tool), this.options.policyOverride?.(tool));
     const policy: ApprovalPolicy = decision.policy;
     if (policy === 'deny') {

@@ -3,7 +3,7 @@
  * own, with its index and name; the valid ones still work.
  */
 import { formatDeclarationProblem, TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type DeclarationProblem, type ToolDeclaration } from '../../common/tools';
-import { decideApproval, type ToolApprovalFacts } from '../config/approvalPolicy';
+import { decideApproval, type ToolApprovalFacts } from '../gateway/approvalPolicy';
 import { compileSchema, SchemaError } from '../gateway/schema';
 import type { DeclarationError, ManagedTool, ToolSet } from '../gateway/toolSet';
 import { runCommandTool } from './sources/command';
@@ -17,7 +17,7 @@ export interface DeclarationContext {
   hostEnv?: NodeJS.ProcessEnv;
   /** Policy of tools that do not set `approval` (codeact.approval.default as resolved); default `auto`. */
   defaultApproval?: 'auto' | 'ask' | 'deny';
-  /** The person's own codeact.approval.default (default `auto`): a folder's tools never run looser (../config/approvalPolicy). */
+  /** The person's own codeact.approval.default (default `auto`): a folder's tools never run looser (../gateway/approvalPolicy). */
   userDefaultApproval?: 'auto' | 'ask' | 'deny';
   /** Whose settings these declarations are: the person's (default) or a folder's. */
   declaredIn?: 'user' | 'folder';
@@ -81,7 +81,7 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) {
       problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose)), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
     }
-    // The one precedence table decides the tool's approval, whatever its source (../config/approvalPolicy).
+    // The one precedence table decides the tool's approval, whatever its source (../gateway/approvalPolicy).
     const approvalFacts: ToolApprovalFacts = {
       declared: problems.some((p) => p.field === 'approval') ? undefined : d.approval,
       declaredIn: ctx.declaredIn ?? 'user',
