@@ -14,7 +14,8 @@ import { CODEACT_VERSION } from '../../../util/version';
 import { spawnFailure, tail } from '../processes';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
-import { StdioServerTransport, type StdioServerSpec } from './stdioTransport';
+import { StdioServerTransport, type McpFloodLimits, type StdioServerSpec } from './stdioTransport';
+export { MCP_FLOOD_LIMITS } from './stdioTransport';
 
 export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
 
@@ -29,6 +30,8 @@ export interface McpPoolOptions {
   closeGraceMs?: number;
   /** Bounds of `tools/list`: pages, tools and one deadline; defaults in {@link MCP_LIST_LIMITS}. */
   listLimits?: Partial<McpListLimits>;
+  /** What a stdio server may send unasked, and backpressure on its output; defaults in {@link MCP_FLOOD_LIMITS}. */
+  floodLimits?: Partial<McpFloodLimits>;
   log?: (line: string) => void;
 }
 
@@ -185,7 +188,7 @@ export class McpClientPool {
     const conn: Connection = { key, spec, label, client, closed: false };
     let transport: Transport;
     if (spec.kind === 'stdio') {
-      conn.stdio = new StdioServerTransport(spec, this.closeGraceMs);
+      conn.stdio = new StdioServerTransport(spec, this.closeGraceMs, this.options.floodLimits);
       transport = conn.stdio;
       this.processes.add(conn.stdio);
       this.updateExitHook();
