@@ -16,8 +16,8 @@
  * | 6 | you allowed the tool: `codeact.approval.alwaysAllow`, or "Allow for this session"      | auto           |
  * | 7 | otherwise                                                                              | the policy of rows 3–4 |
  *
- * A folder only tightens: its `approval.default` counts only when stricter than yours (resolve.ts), its
- * tools' `approval` only when stricter than your default (row 3), `alwaysAllow` is yours alone, and
+ * A folder only tightens: its `approval.default` is ignored when looser than yours (resolve.ts), its
+ * tools' `approval` is raised to your default when looser (row 4), `alwaysAllow` is yours alone, and
  * `approval.reviewCode` from a folder can turn code review on, never off.
  */
 import type { ApprovalPolicy } from '../../common/tools';
