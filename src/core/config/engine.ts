@@ -82,9 +82,13 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
   };
 }
 
-/** The managed tools the configuration declares, with the approval default it sets. */
-export function toolSetFrom(config: EngineConfig, workspace: string, extra: Omit<DeclarationContext, 'workspace' | 'defaultApproval'> = {}): ToolSet {
-  return loadTools(config.tools, { ...extra, workspace, defaultApproval: config.defaultApproval });
+/** The managed tools the configuration declares, their approvals decided by the one precedence table (../gateway/approvalPolicy.ts). */
+export function toolSetFrom(
+  config: EngineConfig,
+  workspace: string,
+  extra: Omit<DeclarationContext, 'workspace' | 'defaultApproval' | 'userDefaultApproval' | 'declaredIn'> = {},
+): ToolSet {
+  return loadTools(config.tools, { ...extra, workspace, defaultApproval: config.defaultApproval, userDefaultApproval: config.userDefaultApproval, declaredIn: config.toolsDeclaredIn });
 }
 
 /** The images a request to a model that sees them may carry (codeact.vision.maxImages / maxMB). */
