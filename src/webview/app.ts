@@ -28,8 +28,7 @@ export type { PanelState } from './persistence';
 export class App {
   private model: TranscriptModel;
   private seq: number;
-  /** The host's numbering `seq` is from (the last `reset`'s epoch). */
-  private epoch: string | undefined;
+  private epoch: string | undefined; // the host's numbering `seq` is from (the last `reset`'s)
   /** The saved state left out large displays: the host is asked for the whole transcript, batches wait for it. */
   private partial: boolean;
   private conversationId?: string;
@@ -165,9 +164,7 @@ export class App {
   // ---- host messages ----------------------------------------------------------------------------
 
   /** The conversation and the numbering the page's `seq` is in, for `ready` and `resync`. */
-  private where(): { conversationId?: string; epoch?: string } {
-    return { ...(this.conversationId ? { conversationId: this.conversationId } : {}), ...(this.epoch ? { epoch: this.epoch } : {}) };
-  }
+  private where = () => ({ ...(this.conversationId ? { conversationId: this.conversationId } : {}), ...(this.epoch ? { epoch: this.epoch } : {}) });
 
   private post(message: WebviewToHost): void {
     this.api.post(message);
