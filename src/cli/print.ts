@@ -21,6 +21,9 @@ export const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[22m` : s);
 export const red = (s: string) => (color ? `\x1b[31m${s}\x1b[39m` : s);
 export const green = (s: string) => (color ? `\x1b[32m${s}\x1b[39m` : s);
 
+/** Does what was written to stdout end a line (the value starts on a line of its own)? */
+let atLineStart = true;
+
 /** The colours in force on this process's terminal (stdout and stderr share it), as untrusted text left them. */
 const colours = new SgrState();
 
@@ -77,7 +80,7 @@ export function imageOutputText(o: ImageOutput): string {
 export function humanPrinter(): (e: CodeActEvent) => void {
   const clean = { stdout: new TerminalSanitizer(colours), stderr: new TerminalSanitizer(colours) };
   const args = new Map<string, unknown>();
-  let atLineStart = true;
+  atLineStart = true;
   const displays = new Map<string, number>();
   const out = (text: string) => {
     if (!text) return;
@@ -138,7 +141,8 @@ export function humanPrinter(): (e: CodeActEvent) => void {
 
 export function printItemResult(item: CodeInterpreterCallItem): void {
   if (item.status === 'completed') {
-    process.stdout.write(`${plain()}${green('⇒')} ${shown(JSON.stringify(item.value ?? null, null, 2))}\n`);
+    process.stdout.write(`${atLineStart ? '' : '\n'}${plain()}${green('⇒')} ${shown(JSON.stringify(item.value ?? null, null, 2))}\n`);
+    atLineStart = true;
   } else if (item.error) {
     const e = item.error;
     if (e.traceback) process.stderr.write(red(sanitizeTerminal(e.traceback.endsWith('\n') ? e.traceback : e.traceback + '\n', colours)));

@@ -17,8 +17,10 @@ export interface InvisibleMark {
   index: number;
   length: number;
   codePoint: number;
+  /** How many times the character repeats here (a run of one character is one mark). */
+  count: number;
   kind: InvisibleKind;
-  /** `<U+202E>`: what is shown instead of the character. */
+  /** `<U+202E>` (`<U+200B×3>` for a run): what is shown instead of the character. */
   marker: string;
   /** `RIGHT-TO-LEFT OVERRIDE: a bidirectional control, it reorders the text after it` (a tooltip). */
   title: string;
@@ -32,10 +34,10 @@ export interface InvisibleMark {
  * variation selectors, the unassigned rest of the tag block, musical-symbol formatting).
  */
 // Combining characters listed one by one on purpose: each is a match of its own.
-const CANDIDATE =
+const ONE =
   // eslint-disable-next-line no-misleading-character-class
-  /[\p{Cf}\p{Cc}\p{Zl}\p{Zp}\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2065\u2800\u3164\ufe00-\ufe0f\uffa0\u{1d159}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]/gu;
-const ONE = new RegExp(CANDIDATE.source, 'u');
+  /^[\p{Cf}\p{Cc}\p{Zl}\p{Zp}\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2065\u2800\u3164\ufe00-\ufe0f\uffa0\u{1d159}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]$/u;
+const MARKERS = new Map<number, string>();
 const PICTOGRAPHIC = /^\p{Extended_Pictographic}$/u;
 
 const BIDI = new Set([0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]);
@@ -106,11 +108,28 @@ function revealed(cp: number, prev: number | undefined): boolean {
   return true;
 }
 
-export function invisibleMarker(cp: number): string {
-  return `<U+${cp.toString(16).toUpperCase().padStart(4, '0')}>`;
+/** `<U+202E>`, or `<U+200B×3>` for a run of the same character. */
+export function invisibleMarker(cp: number, count = 1): string {
+  let m = MARKERS.get(cp);
+  if (m === undefined) {
+    m = `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
+    if (MARKERS.size < 4096) MARKERS.set(cp, m);
+  }
+  return count > 1 ? `<${m}×${count}>` : `<${m}>`;
 }
 
+const DESCRIPTIONS = new Map<number, { kind: InvisibleKind; title: string }>();
+
 function describe(cp: number): { kind: InvisibleKind; title: string } {
+  let d = DESCRIPTIONS.get(cp);
+  if (!d) {
+    d = describeOnce(cp);
+    if (DESCRIPTIONS.size < 4096) DESCRIPTIONS.set(cp, d);
+  }
+  return d;
+}
+
+function describeOnce(cp: number): { kind: InvisibleKind; title: string } {
   if (BIDI.has(cp)) return { kind: 'bidi', title: `${NAMES[cp]}: a bidirectional control, it reorders how the text around it is shown` };
   const name = NAMES[cp];
   if (name) return { kind: 'invisible', title: `${name}: an invisible character` };
@@ -122,90 +141,156 @@ function describe(cp: number): { kind: InvisibleKind; title: string } {
   return { kind: 'invisible', title: 'An invisible formatting character' };
 }
 
-/** Every character of `text` that is shown as a marker, in order (at most `max`; the rest are not listed). */
+/** A run of one invisible character: where it starts, how many code units it spans, how many times it repeats. */
+interface Run {
+  index: number;
+  length: number;
+  cp: number;
+  count: number;
+}
+
+/**
+ * Calls `each` for every run of a character of `text` shown as a marker (the same character repeated is
+ * one run), in order, until it returns false. `prev`: the code point just before `text` (a stream's).
+ */
+function scan(text: string, each: (run: Run) => boolean | void, prev?: number): void {
+  let run: Run | undefined;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x20 && c < 0x7f) continue; // printable ASCII: most of any text
+    let cp = c;
+    let len = 1;
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < n) {
+      const low = text.charCodeAt(i + 1);
+      if (low >= 0xdc00 && low <= 0xdfff) {
+        cp = (c - 0xd800) * 0x400 + (low - 0xdc00) + 0x10000;
+        len = 2;
+      }
+    }
+    if (isCandidate(cp) && revealed(cp, i === 0 ? prev : previousCodePoint(text, i))) {
+      if (run && run.cp === cp && run.index + run.length === i) {
+        run.length += len;
+        run.count++;
+      } else {
+        if (run && each(run) === false) return;
+        run = { index: i, length: len, cp, count: 1 };
+      }
+    }
+    i += len - 1;
+  }
+  if (run) each(run);
+}
+
+/** Candidates of the Basic Multilingual Plane, looked up once each: 0 not yet, 1 no, 2 yes. */
+const BMP = new Uint8Array(0x10000);
+
+function isCandidate(cp: number): boolean {
+  if (cp < 0xa0) return cp < 0x20 || cp >= 0x7f;
+  if (cp > 0xffff) return ONE.test(String.fromCodePoint(cp));
+  let known = BMP[cp];
+  if (!known) BMP[cp] = known = ONE.test(String.fromCharCode(cp)) ? 2 : 1;
+  return known === 2;
+}
+
+function mark(run: Run): InvisibleMark {
+  return { index: run.index, length: run.length, codePoint: run.cp, count: run.count, marker: invisibleMarker(run.cp, run.count), ...describe(run.cp) };
+}
+
+/** Every run of a character of `text` shown as a marker, in order (at most `max` runs). */
 export function findInvisible(text: string, max = Number.POSITIVE_INFINITY): InvisibleMark[] {
   const out: InvisibleMark[] = [];
-  if (!text) return out;
-  CANDIDATE.lastIndex = 0;
-  for (let m = CANDIDATE.exec(text); m && out.length < max; m = CANDIDATE.exec(text)) {
-    const cp = m[0].codePointAt(0)!;
-    if (!revealed(cp, previousCodePoint(text, m.index))) continue;
-    out.push({ index: m.index, length: m[0].length, codePoint: cp, marker: invisibleMarker(cp), ...describe(cp) });
-  }
-  CANDIDATE.lastIndex = 0;
+  scan(text, (run) => {
+    out.push(mark(run));
+    return out.length < max;
+  });
   return out;
 }
 
 /** Does `text` hold a character that {@link revealInvisible} would show as a marker? */
 export function hasInvisible(text: string): boolean {
-  return findInvisible(text, 1).length > 0;
+  let found = false;
+  scan(text, () => ((found = true), false));
+  return found;
 }
 
 /** How many invisible characters `text` holds, and how many of them are bidirectional controls. */
 export function countInvisible(text: string): { total: number; bidi: number } {
+  let total = 0;
   let bidi = 0;
-  const all = findInvisible(text);
-  for (const m of all) if (m.kind === 'bidi') bidi++;
-  return { total: all.length, bidi };
+  scan(text, (run) => {
+    total += run.count;
+    if (BIDI.has(run.cp)) bidi += run.count;
+  });
+  return { total, bidi };
+}
+
+function reveal(text: string, prev?: number, stopAt = text.length): { out: string; end: number } {
+  const parts: string[] = [];
+  let at = 0;
+  scan(
+    text,
+    (run) => {
+      if (run.index >= stopAt) return false;
+      if (run.index > at) parts.push(text.slice(at, run.index));
+      parts.push(invisibleMarker(run.cp, run.count));
+      at = run.index + run.length;
+    },
+    prev,
+  );
+  if (at < stopAt) parts.push(text.slice(at, stopAt));
+  return { out: parts.join(''), end: stopAt };
 }
 
 /** `text` with each invisible character replaced by its marker (`a<U+202E>b`): for a terminal, a tooltip, a dialog. */
 export function revealInvisible(text: string): string {
-  const marks = findInvisible(text);
-  if (!marks.length) return text;
-  let out = '';
-  let at = 0;
-  for (const m of marks) {
-    out += text.slice(at, m.index) + m.marker;
-    at = m.index + m.length;
-  }
-  return out + text.slice(at);
+  return hasInvisible(text) ? reveal(text).out : text;
 }
 
 /** `text` split into plain runs and marks, in order: for a renderer that styles the marks. */
 export function splitInvisible(text: string): Array<string | InvisibleMark> {
-  const marks = findInvisible(text);
-  if (!marks.length) return text ? [text] : [];
   const out: Array<string | InvisibleMark> = [];
   let at = 0;
-  for (const m of marks) {
-    if (m.index > at) out.push(text.slice(at, m.index));
-    out.push(m);
-    at = m.index + m.length;
-  }
+  scan(text, (run) => {
+    if (run.index > at) out.push(text.slice(at, run.index));
+    out.push(mark(run));
+    at = run.index + run.length;
+  });
   if (at < text.length) out.push(text.slice(at));
   return out;
 }
 
+/** A stream holds back a trailing run of one invisible character up to this many code units. */
+const HOLD_MAX = 64 * 1024;
+
 /**
- * {@link revealInvisible} for a stream (the code as the model writes it): a chunk that ends inside a
- * surrogate pair keeps its last half for the next chunk, and the character before each chunk is
- * remembered, so the result is the same however the text is cut.
+ * {@link revealInvisible} for a stream (the code as the model writes it): the character before each chunk
+ * is remembered, and a chunk that ends inside a surrogate pair or in a run of one invisible character
+ * keeps that end for the next chunk, so the result is the same however the text is cut (a run longer
+ * than 64 K code units is shown in more than one marker).
  */
 export class InvisibleRevealer {
   private held = '';
-  private before = '';
+  private prev: number | undefined;
 
   write(chunk: string): string {
-    let text = this.held + chunk;
-    this.held = '';
-    const last = text.charCodeAt(text.length - 1);
-    if (last >= 0xd800 && last <= 0xdbff) {
-      this.held = text.slice(-1);
-      text = text.slice(0, -1);
-    }
-    if (!text) return '';
-    const context = this.before;
-    const revealedText = revealInvisible(context + text).slice(revealInvisible(context).length);
-    const prev = previousCodePoint(text, text.length);
-    this.before = prev === undefined ? '' : String.fromCodePoint(prev);
-    return revealedText;
+    const text = this.held + chunk;
+    let stop = text.length;
+    const last = text.charCodeAt(stop - 1);
+    if (last >= 0xd800 && last <= 0xdbff) stop--;
+    let tail: Run | undefined;
+    scan(text.slice(0, stop), (run) => void (tail = run), this.prev);
+    if (tail && tail.index + tail.length === stop && stop - tail.index < HOLD_MAX) stop = tail.index;
+    const { out } = reveal(text, this.prev, stop);
+    this.held = text.slice(stop);
+    if (stop > 0) this.prev = previousCodePoint(text, stop);
+    return out;
   }
 
-  /** What is held at the end of the stream (half a surrogate pair), revealed as it is. */
+  /** The end of the stream: what is held, revealed. */
   end(): string {
-    const rest = this.held;
+    const { out } = reveal(this.held, this.prev);
     this.held = '';
-    return rest ? revealInvisible(rest) : '';
+    return out;
   }
 }

@@ -5,7 +5,7 @@
  * as a tooltip. The character itself never reaches the DOM, so it cannot reorder or hide what is around
  * it; what is copied or sent (Copy, Insert, Run) is still the text as it was.
  */
-import { findInvisible, revealInvisible, splitInvisible, type InvisibleMark } from '../common/invisibleChars';
+import { findInvisible, revealInvisible, type InvisibleMark } from '../common/invisibleChars';
 
 export { hasInvisible, countInvisible, revealInvisible } from '../common/invisibleChars';
 
@@ -21,12 +21,21 @@ function markElement(m: InvisibleMark): HTMLElement {
   return el;
 }
 
+/** Marks of one text drawn as styled boxes; past them the markers are plain text (a bounded DOM). */
+const STYLED_MARKS = 1_000;
+
 /** `text` as DOM: the text itself when it has nothing to reveal, else text nodes and marker boxes. */
 export function revealed(text: string): string | DocumentFragment {
-  const parts = splitInvisible(text);
-  if (parts.length <= 1 && typeof parts[0] !== 'object') return text;
+  const marks = findInvisible(text, STYLED_MARKS + 1);
+  if (!marks.length) return text;
   const frag = document.createDocumentFragment();
-  for (const p of parts) frag.append(typeof p === 'string' ? document.createTextNode(p) : markElement(p));
+  let at = 0;
+  for (const m of marks.slice(0, STYLED_MARKS)) {
+    if (m.index > at) frag.append(document.createTextNode(text.slice(at, m.index)));
+    frag.append(markElement(m));
+    at = m.index + m.length;
+  }
+  if (at < text.length) frag.append(document.createTextNode(revealInvisible(text.slice(at))));
   return frag;
 }
 
