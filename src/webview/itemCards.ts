@@ -219,7 +219,7 @@ function invisibleNotice(text: string, what: 'code' | 'arguments'): HTMLElement[
   if (!total) return [];
   const other = total - bidi;
   const parts = [bidi ? `${bidi} bidirectional ${bidi === 1 ? 'control' : 'controls'}` : '', other ? `${other} invisible ${other === 1 ? 'character' : 'characters'}` : ''].filter(Boolean);
-  const message = `The ${what} ${what === 'code' ? 'contains' : 'contain'} ${parts.join(' and ')}, shown as <U+…> boxes where they are. ${bidi ? 'Such characters can make text read differently from what it is; ' : ''}Hover a box for its name.`;
+  const message = `The ${what} ${what === 'code' ? 'contains' : 'contain'} ${parts.join(' and ')}, shown as <U+…> boxes where they are. ${bidi ? 'Such characters can make text read differently from what it is. ' : ''}Hover a box for its name.`;
   return [h('p', { class: 'approval-warning', role: 'note' }, icon('warning'), h('span', { text: message }))];
 }
 

@@ -6,9 +6,8 @@
 import * as assert from 'node:assert/strict';
 import { countInvisible, findInvisible, hasInvisible, InvisibleRevealer, revealInvisible, splitInvisible } from '../../src/common/invisibleChars';
 import { runCli } from '../support/cli';
+import { TROJAN_SOURCE } from './support/trojanSource';
 
-/** CVE-2021-42574's "stretched string": it reads `if access_level != 'user': # Check if admin`, and is always true. */
-export const TROJAN_SOURCE = `access_level = "user"\nif access_level != 'user\u202e \u2066# Check if admin\u2069 \u2066':\n    print("You are an admin.")\n`;
 const BIDI = /[\u202a-\u202e\u2066-\u2069]/;
 
 const hex = (cp: number) => cp.toString(16).toUpperCase().padStart(4, '0');
