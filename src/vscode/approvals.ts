@@ -14,6 +14,7 @@ import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
+import { revealInvisible } from '../common/invisibleChars';
 import { argumentsJson, codeDialog, toolDialog } from './approvalDialog';
 import type { ApprovalsApis } from './approvals.apis';
 import type { Log } from './session.apis';
@@ -126,9 +127,9 @@ export class Approvals {
     return result;
   }
 
-  /** The approvals waiting for an answer, oldest first. */
+  /** The approvals waiting for an answer, oldest first; names as shown (invisible characters as `<U+…>` markers). */
   pendingList(): PendingApprovalInfo[] {
-    return [...this.pending].map(([id, p]) => ({ id, kind: p.subject.kind, name: p.subject.name, itemId: p.subject.itemId }));
+    return [...this.pending].map(([id, p]) => ({ id, kind: p.subject.kind, name: p.subject.name === undefined ? undefined : revealInvisible(p.subject.name), itemId: p.subject.itemId }));
   }
 
   /** Asks a pending approval in a modal dialog (the panel is hidden); whichever answers first, card or dialog, counts. */

@@ -274,6 +274,15 @@ describe('security: an approval shows the whole truth (issue 20, point 1)', func
       assert.ok(!BIDI.test(d.message + d.detail));
     });
 
+    it('names a waiting tool with its markers where VS Code shows it (status bar, Run with Tools)', async () => {
+      const apis = new FakeApprovalsApis();
+      const approvals = new Approvals({ apis, emit: () => undefined, log: new FakeLog(), panelVisible: () => true });
+      const waiting = approvals.approveTool(request('pay\u202eyap', {}));
+      assert.deepEqual(approvals.pendingList().map((p) => p.name), ['pay<U+202E>yap']);
+      approvals.expirePending('no answer: the run ended');
+      assert.deepEqual(await waiting, { unanswered: 'no answer: the run ended' });
+    });
+
     it('a long code review says how much code it does not show, and opens all of it', async () => {
       const { apis, approvals } = setup();
       const code = Array.from({ length: 300 }, (_, i) => `x_${i} = ${i}`).join('\n') + '\nsend_payment(to="' + IBAN + '")\n';
