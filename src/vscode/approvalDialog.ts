@@ -79,10 +79,11 @@ export function toolDialog(name: string, args: unknown): ToolDialog {
   const message = `CodeAct: allow the tool "${revealInvisible(name)}"?`;
   if (view.whole) return { message, detail: `Arguments:\n${view.shown}`, clipped: false };
   const total = args && typeof args === 'object' && !Array.isArray(args) ? Object.keys(args).length : 0;
-  const shownKeys = Math.min(total, topLevelKeys(view.shown));
-  const unseen = total > shownKeys ? `${plural(total - shownKeys, 'more argument', 'more arguments')}, ` : '';
+  // The last argument the dialog starts may go on past its end: only those before it are shown in full.
+  const inFull = Math.max(0, Math.min(total, topLevelKeys(view.shown)) - 1);
+  const unseen = total ? `${plural(total - inFull, 'argument (all or part of it)', 'arguments (all or part of each)')}, ` : '';
   const detail =
-    `Arguments (the first ${plural(view.shown.length, 'character', 'characters')}${total ? `, ${formatCount(shownKeys)} of ${plural(total, 'argument', 'arguments')}` : ''}):\n` +
+    `Arguments (the first ${plural(view.shown.length, 'character', 'characters')}${total ? `; ${formatCount(inFull)} of ${plural(total, 'argument', 'arguments')} in full` : ''}):\n` +
     `${view.shown}\n…\n\n` +
     `NOT SHOWN HERE: ${unseen}${plural(view.hiddenLines, 'line', 'lines')}, ${plural(view.hiddenChars, 'character', 'characters')}. ` +
     `"Open Full Arguments" shows all of them in an editor before you decide. Allowing here approves all of them, the part not shown included.`;
