@@ -64,7 +64,7 @@ export function headTail(text: string, max: number, note: CutNote): string {
   const head = text.slice(0, h);
   const tail = text.slice(t);
   const middle = note({ chars: t - h, lines: countLines(text, h, t) });
-  return `${head}${head && !head.endsWith('\n') ? '\n' : ''}${middle}${tail && !middle.endsWith('\n') ? '\n' : ''}${tail}`;
+  return `${head}${head && !head.endsWith('\n') && !middle.startsWith('\n') ? '\n' : ''}${middle}${tail && !middle.endsWith('\n') ? '\n' : ''}${tail}`;
 }
 
 /**
