@@ -174,7 +174,7 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
       // The description states the budget and how to read the rest.
       const description = codeToolDescription(provider, server.turns[0].body);
       assert.match(description, /at most 20,000 characters of output/);
-      assert.match(description, /`output_of\(n\)` returns that run's whole printed output/);
+      assert.match(description, /A later run reads a run's whole output with `output_of\(n\)`/);
       // What the SDK sent back: the first result, cut once, with the exception.
       const first = resultText(provider, server.turns[1].body, 0);
       const summary = JSON.parse(first);

@@ -136,10 +136,10 @@ describe('kept outputs: output_of(n) and last_output() in a local session (issue
       await oneShot.dispose();
     }
     const kept = executeToolCodeSpec([], { persistent: true, keepsOutputs: true, outputChars: 8000 }).description;
-    assert.match(kept, /The result shows at most 8,000 characters of output/);
-    assert.match(kept, /`output_of\(n\)` returns that run's whole printed output as a str \(`output_of\(n, "stderr"\)` its stderr, `last_output\(\)` the previous run's\)/);
+    assert.match(kept, /Results show at most 8,000 characters of output/);
+    assert.match(kept, /A later run reads a run's whole output with `output_of\(n\)` \(n: its result's "execution"; `output_of\(n, "stderr"\)`, `last_output\(\)`\)\./);
     const once = executeCodeSpec({ persistent: false }).description;
-    assert.match(once, /at most 20,000 characters of output[\s\S]*print less, or summarise in code/);
+    assert.match(once, /at most 20,000 characters of output[\s\S]*exactly what was left out: print less, or summarise in code\./);
     assert.doesNotMatch(once, /output_of/);
   });
 

@@ -63,7 +63,7 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     const result = await agent.run([], 'Load the data and tell me what went wrong.');
     assert.equal(result.status, 'completed', JSON.stringify(result.error));
     const tools = server.turns[0].body.tools as { name: string; description: string }[];
-    assert.match(tools.find((t) => t.name === 'execute_tool_code')!.description, /at most 20,000 characters of output[\s\S]*`output_of\(n\)`/);
+    assert.match(tools.find((t) => t.name === 'execute_tool_code')!.description, /at most 20,000 characters of output[\s\S]*whole output with `output_of\(n\)`/);
     const [first] = resultsInRequest('openai', server.turns[1].body);
     assert.equal(first, stored(result.items)[0].output);
     const summary = JSON.parse(first);

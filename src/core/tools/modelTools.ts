@@ -151,13 +151,11 @@ function outputsSentence(ctx: CodeToolContext): string {
 function budgetSentence(ctx: CodeToolContext): string {
   const chars = Math.max(MIN_OUTPUT_CHARS, ctx.outputChars ?? DEFAULT_OUTPUT_CHARS).toLocaleString('en-US');
   return (
-    `The result shows at most ${chars} characters of output (printed text, stderr, the error and traceback, the displays' text and ` +
-    'the returned value together). A longer part keeps its beginning and its end, and a note in the middle says exactly how many ' +
-    'characters and lines were left out' +
+    `Results show at most ${chars} characters of output (stdout, stderr, error, displays and value together); longer output keeps ` +
+    'its start and end around a note saying exactly what was left out' +
     (ctx.keepsOutputs
-      ? '. Every result has an "execution" number n; in a later run, `output_of(n)` returns that run\'s whole printed output as a str ' +
-        '(`output_of(n, "stderr")` its stderr, `last_output()` the previous run\'s), to search or slice instead of printing it again.'
-      : ': print less, or summarise in code (counts, the first and last rows).')
+      ? '. A later run reads a run\'s whole output with `output_of(n)` (n: its result\'s "execution"; `output_of(n, "stderr")`, `last_output()`).'
+      : ': print less, or summarise in code.')
   );
 }
 
