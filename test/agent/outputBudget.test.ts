@@ -20,6 +20,7 @@ import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/r
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { createProvider } from '../../src/core/providers/factory';
+import { foreignItemText } from '../../src/core/providers/shared/history';
 import type { ConversationItem, ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { runChatTurn } from '../../src/core/session/chatTurn';
@@ -122,6 +123,15 @@ describe('output budget: head and tail, one exact count (issue 21)', () => {
     // Without a session that keeps outputs, the note says so instead of pointing at output_of.
     const once = JSON.parse(executionSummary(item([{ type: 'logs', logs: 'z\n'.repeat(20_000) }]), { execution: 1 }));
     assert.match(once.stdout, /left out here; runs here do not keep it: print less, or narrow it down in code\]/);
+  });
+
+  it('a hosted sandbox\'s output replayed as text to another provider keeps its beginning and end within the budget', () => {
+    const full = expectedStdout() + 'Traceback (most recent call last):\n  File "<stdin>", line 4\nValueError: the data ran out\n';
+    const text = foreignItemText(item([{ type: 'logs', logs: full }], { runtime: 'openai', status: 'failed', exit_code: 1 }))!;
+    assert.ok(text.length <= 20_000 + 200, `${text.length}`);
+    assert.match(text, /^\[Code I ran in the openai sandbox\]/);
+    assert.match(text, /…\[codeact: [\d,]+ characters \([\d,]+ lines\) of the output left out here; run the code again to see it\]…\n/);
+    assert.ok(text.endsWith('ValueError: the data ran out\n'));
   });
 
   it('a directly exposed tool\'s result goes through the same budget, with the same note', () => {
