@@ -99,7 +99,7 @@ export class JupyterRun {
           this.onStopBeforeStart = undefined;
           await this.runOn(handle!);
           await this.collectFiles(handle!);
-          if (!this.needsRestart) await handle!.keepOutput(this.request.execution, this.output.outputs());
+          if (this.completion && !this.needsRestart) await handle!.keepOutput(this.request.execution, this.output.outputs());
         } finally {
           handle!.current = undefined;
           if (this.needsRestart) {

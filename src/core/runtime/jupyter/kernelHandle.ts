@@ -155,16 +155,16 @@ export class KernelHandle {
 
   /**
    * Files a finished run's whole output in the kernel, for its later runs (`output_of(n)`, keptOutput.ts):
-   * a silent cell, awaited under the run's lock so that nothing else (an interrupt) can reach it. A
-   * conversation's kernel only; a failure is logged, never the run's.
+   * a silent cell, awaited under the run's lock so that nothing else (an interrupt) can reach it. Only for
+   * a conversation's kernel that finished the run and is still connected; a failure is logged, never the run's.
    */
   async keepOutput(execution: number | undefined, outputs: readonly CodeOutput[]): Promise<void> {
     const n = execution ?? ++this.runs;
-    if (!this.sessionId || this.closed || !this.bootstrapped || this.conn.isDisposed) return;
+    if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed || this.conn.connectionStatus !== 'connected') return;
     const data = Buffer.from(JSON.stringify(keptOutput(outputs, n)), 'utf8').toString('base64');
     const future = this.conn.requestExecute({ code: `__import__("codeact_outputs").keep_encoded("${data}")`, silent: true, store_history: false, allow_stdin: false, stop_on_error: false });
     try {
-      const reply = await withTimeout(replyOf(future), 30_000, () => new Error('no reply within 30 s'));
+      const reply = await withTimeout(replyOf(future), 10_000, () => new Error('no reply within 10 s'));
       if (reply.content.status !== 'ok') throw new Error(`the kernel answered "${reply.content.status}"`);
     } catch (err) {
       this.host.settings.log(`[codeact] could not keep the output of execution ${n} in kernel ${this.id}: ${(err as Error).message}`);
