@@ -29,7 +29,7 @@ export type CutNote = (omitted: Omitted) => string;
 
 function countLines(text: string, from: number, to: number): number {
   let n = 0;
-  for (let i = text.indexOf('\n', from); i !== -1 && i < to; i = text.indexOf('\n', i + 1)) n++;
+  for (let i = from; i < to; i++) if (text.charCodeAt(i) === 10) n++;
   return n;
 }
 
@@ -48,8 +48,8 @@ export function omittedText(o: Omitted): string {
  */
 export function headTail(text: string, max: number, note: CutNote): string {
   if (text.length <= max) return text;
-  // The note's longest form (every character and line left out) bounds its length.
-  const room = Math.max(0, max - note({ chars: text.length, lines: countLines(text, 0, text.length) }).length - 2);
+  // The note's longest form bounds its length (no more lines than characters can be left out).
+  const room = Math.max(0, max - note({ chars: text.length, lines: text.length }).length - 2);
   const headRoom = Math.floor(room * HEAD_SHARE);
   const tailRoom = room - headRoom;
   let h = headRoom;
