@@ -18,6 +18,8 @@ import type { Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
+import { ContextBudget, SUMMARY_INSTRUCTION, textTokens, type CompactionState } from './contextBudget';
+import { contextWindowOf } from '../providers/shared/catalog';
 import { countExecutions, executionImages, executionSummary, toolResultText } from './executionResult';
 import { newId } from '../util/ids';
 import { pausedTime } from '../util/timeout';
@@ -59,6 +61,14 @@ export interface AgentOptions {
   /** Above this many managed tools, `execute_tool_code` lists names only (codeact.toolDiscovery.inlineLimit). */
   inlineToolLimit?: number;
   maxOutputTokens?: number;
+  /** The model's context window in tokens; default: the provider's (settings, the server) or the catalogue's. */
+  contextWindow?: number;
+  /** codeact.context.compactAt: the share of the window (less the answer's room) where compaction starts. */
+  compactAt?: number;
+  /** Where an earlier compaction of this conversation left off (its last codeact.context.compacted event). */
+  compaction?: CompactionState;
+  /** The chat turn's id, for the codeact.context.compacted event. */
+  turnId?: string;
   /**
    * The output budget (codeact.outputs.modelChars): the most characters of one result the model reads.
    * A longer one keeps its beginning and end, and says how much was left out. Default DEFAULT_OUTPUT_CHARS.
@@ -230,15 +240,22 @@ export class AgentLoop {
     }));
     const maxTurns = this.options.maxTurns ?? 12;
     let lastText = '';
+    const budget = await this.contextBudget(system, tools);
+    // A context overflow the server reports: one compaction and one retry of that request, no more.
+    let overflowRetry = false;
 
     for (let turn = 1; turn <= maxTurns; turn++) {
       if (signal?.aborted) return this.cancelled(done, lastText);
       let result: TurnResult;
+      let view: ConversationItem[] = [];
       try {
+        const all = [...history, ...appended];
+        budget?.nextRequest();
+        view = budget ? await budget.prepare(all, overflowRetry) : all;
         const request = {
           model: this.options.model,
           system,
-          history: [...history, ...appended],
+          history: view,
           tools,
           hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId } : undefined,
           signal,
@@ -248,10 +265,16 @@ export class AgentLoop {
         // The one retry without tools (a probe) is one attempt: no retries of its own.
         result = await this.turnWithRetries(proto?.active ? proto.request(request) : request, proto?.probingTools ? 1 : this.retry.maxAttempts);
         proto?.succeeded();
+        budget?.observe(view, result.usage?.input_tokens);
       } catch (caught) {
         const err = proto?.probeFailed(caught) ?? caught;
         // A server that rejects `tools`: the same turn again, in text form.
         if (proto?.switchOnRejection(err)) {
+          turn--;
+          continue;
+        }
+        if (err instanceof ProviderError && err.code === 'context_overflow' && budget && !overflowRetry && !err.partial?.items.length) {
+          overflowRetry = true;
           turn--;
           continue;
         }
@@ -267,6 +290,7 @@ export class AgentLoop {
         this.emit({ type: 'error', message, code: 'internal' });
         return done('failed', lastText, { message, code: 'internal' });
       }
+      overflowRetry = false;
       let again = false;
       if (this.textTurn) {
         const step = this.textTurn.finish(result);
@@ -296,6 +320,37 @@ export class AgentLoop {
     const message = `Stopped after ${maxTurns} model turns without a final answer. Raise the limit (CLI: --max-turns; settings: codeact.maxTurns) or simplify the request.`;
     this.emit({ type: 'error', message, code: 'max_turns' });
     return done('max_turns', lastText, { message, code: 'max_turns' });
+  }
+
+  /** The context budget of this run's requests; none when no window is known. */
+  private async contextBudget(system: string, tools: ModelTool[]): Promise<ContextBudget | undefined> {
+    const { provider, model, runtime, sessionId, signal } = this.options;
+    let window = this.options.contextWindow ?? provider.contextWindow?.(model) ?? contextWindowOf(provider.id, model);
+    try {
+      // What the server says (llama.cpp /props, Ollama /api/show), read once: the smaller of it and the setting.
+      const served = await provider.servedContextWindow?.(model, signal);
+      if (served && (!window || served < window)) window = served;
+    } catch {}
+    if (!window) return undefined;
+    const reserve = this.options.maxOutputTokens ?? Math.min(4096, Math.floor(window / 8));
+    return new ContextBudget({
+      window,
+      reserve,
+      compactAt: this.options.compactAt,
+      fixedTokens: textTokens(system) + textTokens(JSON.stringify(tools)) + 64,
+      state: this.options.compaction,
+      turnId: this.options.turnId,
+      toolNames: this.options.gateway.names(),
+      variables: async () => (runtime.variables && sessionId && this.persistent ? runtime.variables(sessionId) : null),
+      emit: (e) => this.emit(e),
+      summarize: async (text) => {
+        const r = await provider.streamTurn(
+          { model, system: SUMMARY_INSTRUCTION, history: [{ type: 'message', id: newId('msg_user'), role: 'user', text }], tools: [], signal, maxOutputTokens: Math.min(1024, reserve) },
+          () => {},
+        );
+        return r.items.filter((i): i is MessageItem => i.type === 'message' && i.role === 'assistant' && !i.thinking).map((i) => i.text).join('');
+      },
+    });
   }
 
   private cancelled(done: (s: AgentStatus, t: string, e?: AgentResult['error']) => AgentResult, text: string): AgentResult {

@@ -61,6 +61,8 @@ export const SETTINGS = {
   'outputs.maxDisplayMB': { type: 'number', default: 2, minimum: 0.01, maximum: 12, trust: 'any' },
   'outputs.maxExecutionMB': { type: 'number', default: 12, minimum: 0.01, maximum: 256, trust: 'any' },
   // The output budget: the most characters of one result the model reads (common/outputBudget.ts).
+  // Compaction starts past this share of the model's window (less the answer's room).
+  'context.compactAt': { type: 'number', default: 0.75, minimum: 0.3, maximum: 0.95, trust: 'any' },
   'outputs.modelChars': { type: 'number', default: 20000, minimum: 1000, maximum: 1000000, trust: 'any' },
   'plots.highDPI': { type: 'boolean', default: false, trust: 'any' },
   // Managed-tool calls one execution may make (the code's call_tool, however it sends them).

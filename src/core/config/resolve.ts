@@ -80,6 +80,8 @@ export interface EngineConfig {
   maxExecutionDisplayBytes: number;
   /** The output budget: the most characters of one code or tool result the model reads. */
   outputModelChars: number;
+  /** codeact.context.compactAt: compaction starts past this share of the usable window. */
+  contextCompactAt: number;
   /** Plots at twice the pixel density. */
   plotsHighDPI: boolean;
   /** Managed-tool calls one execution may make. */
@@ -205,6 +207,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
     outputModelChars: Math.floor(pick<number>('outputs.modelChars')),
+    contextCompactAt: pick<number>('context.compactAt'),
     plotsHighDPI: pick('plots.highDPI'),
     maxToolCallsPerRun: Math.floor(pick<number>('toolCalls.maxPerRun')),
     visionMaxImages: Math.floor(pick<number>('vision.maxImages')),

@@ -7,6 +7,7 @@ import type { RuntimeKind } from '../../common/events';
 import type { TranscriptEvent, TurnSource } from '../../common/transcript';
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
+import { compactionStateFrom } from '../agent/contextBudget';
 import { hostedOptionsFrom, imageBudgetFrom } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
 import type { ToolGateway } from '../gateway/gateway';
@@ -75,6 +76,10 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       hosted: hostedOptionsFrom(config, convo.meta.containerId),
       images: imageBudgetFrom(config),
       outputChars: config.outputModelChars,
+      compactAt: config.contextCompactAt,
+      // Compaction goes on from where the conversation's last one left off (the saved items are all there).
+      compaction: compactionStateFrom(convo.events),
+      turnId,
       signal: o.signal,
       onEvent: emit,
       ...(o.agent ?? {}),

@@ -53,6 +53,18 @@ export class OpenAICompatibleProvider implements Provider {
     return this.options.models[model]?.contextWindow ?? this.options.contextWindow;
   }
 
+  private served = new Map<string, Promise<number | undefined>>();
+
+  /** The window the server reports (llama.cpp `GET /props`, Ollama `POST /api/show`), asked once per model, briefly. */
+  servedContextWindow(model: string, signal?: AbortSignal): Promise<number | undefined> {
+    let p = this.served.get(model);
+    if (!p) {
+      p = servedWindow(this.options.baseURL, model, signal).catch(() => undefined);
+      if (this.served.size < 64) this.served.set(model, p);
+    }
+    return p;
+  }
+
   buildRequest(req: TurnRequest): Json {
     const body: Json = { model: req.model, messages: toChatMessages(req, this.options.visionModels), stream: true };
     if (req.tools.length > 0) {
@@ -243,4 +255,49 @@ export function toChatMessages(req: TurnRequest, visionModels?: readonly string[
 
 function imageUrlParts(images: AttachedImage[]): Json[] {
   return images.map((img) => ({ type: 'image_url', image_url: { url: imageDataUrl(img) } }));
+}
+
+/** How long the server may take to say its window, and the most of its answer read. */
+const PROBE_TIMEOUT_MS = 1500;
+const PROBE_MAX_BYTES = 1 << 20;
+
+async function probeJson(url: string, init: RequestInit, signal?: AbortSignal): Promise<Json | undefined> {
+  const timeout = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+  const res = await fetch(url, { ...init, signal: signal ? AbortSignal.any([signal, timeout]) : timeout, redirect: 'error' });
+  if (!res.ok || !res.body) {
+    await res.body?.cancel().catch(() => {});
+    return undefined;
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > PROBE_MAX_BYTES) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+}
+
+const validWindow = (n: unknown): number | undefined => (typeof n === 'number' && Number.isInteger(n) && n >= 256 && n <= 100_000_000 ? n : undefined);
+
+/** llama.cpp's n_ctx, or Ollama's num_ctx (else the model's context_length); undefined when the server says neither. */
+export async function servedWindow(baseURL: string, model: string, signal?: AbortSignal): Promise<number | undefined> {
+  const root = baseURL.replace(/\/+$/, '').replace(/\/v1$/, '');
+  if (!/^https?:\/\//.test(root)) return undefined;
+  const props = await probeJson(`${root}/props`, { method: 'GET' }, signal).catch(() => undefined);
+  const llama = validWindow(props?.default_generation_settings?.n_ctx) ?? validWindow(props?.n_ctx);
+  if (llama) return llama;
+  const show = await probeJson(`${root}/api/show`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) }, signal).catch(() => undefined);
+  if (!show) return undefined;
+  const numCtx = typeof show.parameters === 'string' ? /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(show.parameters)?.[1] : undefined;
+  if (numCtx) return validWindow(Number(numCtx));
+  const info = show.model_info && typeof show.model_info === 'object' ? (show.model_info as Json) : {};
+  for (const [k, v] of Object.entries(info).slice(0, 500)) if (k.endsWith('.context_length')) return validWindow(v);
+  return undefined;
 }

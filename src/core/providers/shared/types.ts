@@ -182,6 +182,10 @@ export interface Provider {
   streamTurn(request: TurnRequest, emit: EmitFn): Promise<TurnResult>;
   /** Whether `model` takes function tools; absent means it does (OpenAI-compatible models can be configured otherwise). */
   supportsTools?(model: string): boolean;
+  /** The context window of `model` in tokens as the settings say (absent: the catalogue's). */
+  contextWindow?(model: string): number | undefined;
+  /** The context window the server reports for `model` (llama.cpp `/props`, Ollama `/api/show`), read once; undefined when it does not say. */
+  servedContextWindow?(model: string, signal?: AbortSignal): Promise<number | undefined>;
   /** Whether `model` can see images (./catalog `modelSeesImages`); absent means it cannot. */
   seesImages?(model: string): boolean;
   /**
