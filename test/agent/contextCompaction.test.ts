@@ -8,7 +8,8 @@
  */
 import * as assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type * as http from 'node:http';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { ContextCompacted, ContextUsage } from '../../src/common/events';
@@ -19,6 +20,7 @@ import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { createProvider } from '../../src/core/providers/factory';
+import { servedWindow } from '../../src/core/providers/openai/openaiChat';
 import { contextWindowOf } from '../../src/core/providers/shared/catalog';
 import type { ConversationItem } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
@@ -190,6 +192,60 @@ describe('context budget and compaction (issue 21)', function () {
     assert.ok(c.length >= 1 && c.every((e) => e.method === 'fallback'), c.map((e) => e.method).join(','));
     assert.ok(c[0].summary.includes(FIRST_TASK));
     assert.ok(!events.some((e) => e.type === 'error'));
+  });
+
+  it('a pasted prompt larger than the window does not poison the conversation: it is cut for the model, saved whole', async () => {
+    const m = (model = await startModel());
+    const { store, chat } = chatFor(m);
+    const id = store.create({ title: 'huge paste' }).id;
+    const paste = `Step 1: ${FIRST_TASK}\n` + Array.from({ length: 1500 }, (_, i) => `pasted line ${i} of the user's log`).join('\n');
+    assert.ok(paste.length > 40_000);
+    for (const prompt of [paste, 'Step 2: go on.', 'Step 3: go on.']) {
+      const r = await chat(store.open(id), prompt);
+      assert.equal(r.result?.status, 'completed', JSON.stringify(r.error));
+    }
+    assert.equal(m.seen.filter((s) => s.refused).length, 0);
+    const first = m.server.turns[0].body.messages.find((x: Json) => x.role === 'user').content as string;
+    assert.ok(first.startsWith(`Step 1: ${FIRST_TASK}`) && first.includes('pasted line 1499') && /characters left out to fit the context window/.test(first));
+    const saved = store.open(id).history.find((i) => i.type === 'message' && i.role === 'user');
+    assert.equal(saved?.type === 'message' && saved.text, paste);
+  });
+
+  it('the window the server says: llama.cpp /props, Ollama /api/show (num_ctx, else context_length); a silent or slow server says nothing', async () => {
+    let answer: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void = () => {};
+    const srv = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => answer(req, res, body));
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/v1`;
+    const json = (res: http.ServerResponse, status: number, v: unknown) => (res.writeHead(status, { 'content-type': 'application/json' }), res.end(JSON.stringify(v)));
+    try {
+      answer = (req, res) => (req.url === '/props' ? json(res, 200, { default_generation_settings: { n_ctx: 4096 } }) : json(res, 404, {}));
+      assert.equal(await servedWindow(base, 'm'), 4096);
+      const shown: string[] = [];
+      answer = (req, res, body) => {
+        if (req.url !== '/api/show') return json(res, 404, {});
+        shown.push(JSON.parse(body).model);
+        json(res, 200, { parameters: 'stop "<|im_end|>"\nnum_ctx                        12288', model_info: { 'qwen2.context_length': 32768 } });
+      };
+      assert.equal(await servedWindow(base, 'qwen2.5-coder:7b'), 12288);
+      assert.deepEqual(shown, ['qwen2.5-coder:7b']);
+      answer = (req, res) => (req.url === '/api/show' ? json(res, 200, { model_info: { 'general.architecture': 'llama', 'llama.context_length': 131072 } }) : json(res, 404, {}));
+      assert.equal(await servedWindow(base, 'llama3.1:8b'), 131072);
+      answer = (_req, res) => json(res, 404, { error: 'no' });
+      assert.equal(await servedWindow(base, 'm'), undefined);
+      // Never answers: the probe gives up by itself (its own short timeout) and says nothing.
+      answer = () => {};
+      assert.equal(await servedWindow(base, 'm'), undefined);
+      // Garbage is not a window.
+      answer = (req, res) => (req.url === '/props' ? json(res, 200, { default_generation_settings: { n_ctx: -5 } }) : json(res, 200, { model_info: { 'x.context_length': 'lots' } }));
+      assert.equal(await servedWindow(base, 'm'), undefined);
+    } finally {
+      srv.closeAllConnections();
+      srv.close();
+    }
   });
 
   it('budget units: cut points never split a call from its result; windows from the catalogue', () => {

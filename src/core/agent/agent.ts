@@ -18,8 +18,7 @@ import type { Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
-import { ContextBudget, SUMMARY_INSTRUCTION, textTokens, type CompactionState } from './contextBudget';
-import { contextWindowOf } from '../providers/shared/catalog';
+import { budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
 import { countExecutions, executionImages, executionSummary, toolResultText } from './executionResult';
 import { newId } from '../util/ids';
 import { pausedTime } from '../util/timeout';
@@ -322,34 +321,13 @@ export class AgentLoop {
     return done('max_turns', lastText, { message, code: 'max_turns' });
   }
 
-  /** The context budget of this run's requests; none when no window is known. */
-  private async contextBudget(system: string, tools: ModelTool[]): Promise<ContextBudget | undefined> {
-    const { provider, model, runtime, sessionId, signal } = this.options;
-    let window = this.options.contextWindow ?? provider.contextWindow?.(model) ?? contextWindowOf(provider.id, model);
-    try {
-      // What the server says (llama.cpp /props, Ollama /api/show), read once: the smaller of it and the setting.
-      const served = await provider.servedContextWindow?.(model, signal);
-      if (served && (!window || served < window)) window = served;
-    } catch {}
-    if (!window) return undefined;
-    const reserve = this.options.maxOutputTokens ?? Math.min(4096, Math.floor(window / 8));
-    return new ContextBudget({
-      window,
-      reserve,
-      compactAt: this.options.compactAt,
-      fixedTokens: textTokens(system) + textTokens(JSON.stringify(tools)) + 64,
-      state: this.options.compaction,
-      turnId: this.options.turnId,
-      toolNames: this.options.gateway.names(),
-      variables: async () => (runtime.variables && sessionId && this.persistent ? runtime.variables(sessionId) : null),
-      emit: (e) => this.emit(e),
-      summarize: async (text) => {
-        const r = await provider.streamTurn(
-          { model, system: SUMMARY_INSTRUCTION, history: [{ type: 'message', id: newId('msg_user'), role: 'user', text }], tools: [], signal, maxOutputTokens: Math.min(1024, reserve) },
-          () => {},
-        );
-        return r.items.filter((i): i is MessageItem => i.type === 'message' && i.role === 'assistant' && !i.thinking).map((i) => i.text).join('');
-      },
+  /** The context budget of this run's requests (./contextBudget); none when no window is known. */
+  private contextBudget(system: string, tools: ModelTool[]): Promise<ContextBudget | undefined> {
+    const o = this.options;
+    return budgetFor({
+      provider: o.provider, model: o.model, system, tools, window: o.contextWindow, maxOutputTokens: o.maxOutputTokens, compactAt: o.compactAt, state: o.compaction, turnId: o.turnId,
+      toolNames: o.gateway.names(), signal: o.signal, emit: (e) => this.emit(e),
+      variables: async () => (o.runtime.variables && o.sessionId && this.persistent ? o.runtime.variables(o.sessionId) : null),
     });
   }
 

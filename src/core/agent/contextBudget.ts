@@ -16,7 +16,9 @@
  */
 import type { ContextCompacted, ContextUsage, FunctionCallOutputItem, MessageItem, VariablesSummary } from '../../common/events';
 import { headTail } from '../../common/outputBudget';
-import type { ConversationItem } from '../providers/shared/types';
+import { contextWindowOf } from '../providers/shared/catalog';
+import type { ConversationItem, ModelTool, Provider } from '../providers/shared/types';
+import { newId } from '../util/ids';
 
 /** Default of codeact.context.compactAt: the share of the usable window where compaction starts. */
 export const DEFAULT_COMPACT_AT = 0.75;
@@ -379,6 +381,51 @@ export class ContextBudget {
       .join('\n\n');
     return { text, method };
   }
+}
+
+/** The budget of one run's requests: the window from the options, the settings, the server or the catalogue (the smallest the settings and the server say); none when no window is known. */
+export async function budgetFor(o: {
+  provider: Provider;
+  model: string;
+  system: string;
+  tools: readonly ModelTool[];
+  window?: number;
+  maxOutputTokens?: number;
+  compactAt?: number;
+  state?: CompactionState;
+  turnId?: string;
+  toolNames: readonly string[];
+  signal?: AbortSignal;
+  variables(): Promise<VariablesSummary | null>;
+  emit(e: ContextUsage | ContextCompacted): void;
+}): Promise<ContextBudget | undefined> {
+  const { provider, model, signal } = o;
+  let window = o.window ?? provider.contextWindow?.(model) ?? contextWindowOf(provider.id, model);
+  try {
+    // What the server says (llama.cpp /props, Ollama /api/show), read once: the smaller of it and the setting.
+    const served = o.window ? undefined : await provider.servedContextWindow?.(model, signal);
+    if (served && (!window || served < window)) window = served;
+  } catch {}
+  if (!window) return undefined;
+  const reserve = o.maxOutputTokens ?? Math.min(4096, Math.floor(window / 8));
+  return new ContextBudget({
+    window,
+    reserve,
+    compactAt: o.compactAt,
+    fixedTokens: textTokens(o.system) + textTokens(JSON.stringify(o.tools)) + 64,
+    state: o.state,
+    turnId: o.turnId,
+    toolNames: o.toolNames,
+    variables: o.variables,
+    emit: o.emit,
+    summarize: async (text) => {
+      const r = await provider.streamTurn(
+        { model, system: SUMMARY_INSTRUCTION, history: [{ type: 'message', id: newId('msg_user'), role: 'user', text }], tools: [], signal, maxOutputTokens: Math.min(1024, reserve) },
+        () => {},
+      );
+      return r.items.filter((i): i is MessageItem => i.type === 'message' && i.role === 'assistant' && !i.thinking).map((i) => i.text).join('');
+    },
+  });
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | null> {

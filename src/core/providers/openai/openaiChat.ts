@@ -53,16 +53,15 @@ export class OpenAICompatibleProvider implements Provider {
     return this.options.models[model]?.contextWindow ?? this.options.contextWindow;
   }
 
-  private served = new Map<string, Promise<number | undefined>>();
-
-  /** The window the server reports (llama.cpp `GET /props`, Ollama `POST /api/show`), asked once per model, briefly. */
+  /** The window the server reports (llama.cpp `GET /props`, Ollama `POST /api/show`), asked once per server and model for a while, briefly. */
   servedContextWindow(model: string, signal?: AbortSignal): Promise<number | undefined> {
-    let p = this.served.get(model);
-    if (!p) {
-      p = servedWindow(this.options.baseURL, model, signal).catch(() => undefined);
-      if (this.served.size < 64) this.served.set(model, p);
-    }
-    return p;
+    const key = `${this.options.baseURL}\n${model}`;
+    const hit = SERVED.get(key);
+    if (hit && Date.now() - hit.at < SERVED_TTL_MS) return hit.window;
+    const window = servedWindow(this.options.baseURL, model, signal).catch(() => undefined);
+    if (SERVED.size >= 64) SERVED.delete(SERVED.keys().next().value!);
+    SERVED.set(key, { at: Date.now(), window });
+    return window;
   }
 
   buildRequest(req: TurnRequest): Json {
@@ -256,6 +255,10 @@ export function toChatMessages(req: TurnRequest, visionModels?: readonly string[
 function imageUrlParts(images: AttachedImage[]): Json[] {
   return images.map((img) => ({ type: 'image_url', image_url: { url: imageDataUrl(img) } }));
 }
+
+/** What servers said their window was (a provider is built per turn; the server is asked again after a while). */
+const SERVED = new Map<string, { at: number; window: Promise<number | undefined> }>();
+const SERVED_TTL_MS = 10 * 60_000;
 
 /** How long the server may take to say its window, and the most of its answer read. */
 const PROBE_TIMEOUT_MS = 1500;
