@@ -248,6 +248,17 @@ describe('context budget and compaction (issue 21)', function () {
     }
   });
 
+  it('codeact.openaiCompatible.contextWindows sets the window per model; a bad value is ignored with a reason', async () => {
+    const resolve = (v: unknown) => resolveEngineConfig((k) => (({ provider: { user: 'openai-compatible' }, baseURL: { user: 'http://127.0.0.1:9/v1' }, 'openaiCompatible.contextWindows': { user: v } }) as Record<string, SettingLayers>)[k], { trusted: false });
+    const { config } = resolve({ 'qwen2.5-coder:7b': 8192 });
+    const provider = await createProvider(providerConfigFrom(config, undefined));
+    assert.equal(provider.contextWindow?.('qwen2.5-coder:7b'), 8192);
+    assert.equal(provider.contextWindow?.('llama3.1:8b'), 32768);
+    const bad = resolve({ 'qwen2.5-coder:7b': 'big' });
+    assert.deepEqual(bad.config.compatibleContextWindows, {});
+    assert.ok(bad.ignored.some((i) => /whole numbers of tokens/.test(JSON.stringify(i))), JSON.stringify(bad.ignored));
+  });
+
   it('budget units: cut points never split a call from its result; windows from the catalogue', () => {
     const items: ConversationItem[] = [
       { type: 'message', id: 'u1', role: 'user', text: 'a' },

@@ -55,6 +55,8 @@ export const SETTINGS = {
   'jupyter.sessionPolicy': { type: 'string', default: 'conversation', enum: ['conversation', 'execution'], trust: 'any' },
   'openaiCompatible.supportsTools': { type: 'boolean', default: true, trust: 'any' },
   'openaiCompatible.contextWindow': { type: 'number', default: 32768, minimum: 1, trust: 'any' },
+  // Per model, {model: tokens}: beats openaiCompatible.contextWindow for that model.
+  'openaiCompatible.contextWindows': { type: 'object', default: {}, trust: 'any' },
   // Models of the OpenAI-compatible server that take images (off by default: most local models do not).
   'openaiCompatible.visionModels': { type: 'array', default: [], trust: 'any' },
   // Rich outputs (display(), plots, tables): caps per display and per execution, in MB of the bundle.

@@ -75,6 +75,8 @@ export interface EngineConfig {
   compatibleContextWindow: number;
   /** OpenAI-compatible models that take images ("*" for all). */
   compatibleVisionModels: string[];
+  /** codeact.openaiCompatible.contextWindows: the context window of each named model, in tokens. */
+  compatibleContextWindows: Record<string, number>;
   /** Rich outputs: the cap of one display, and of all displays of one execution, in bytes. */
   maxDisplayBytes: number;
   maxExecutionDisplayBytes: number;
@@ -203,6 +205,12 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     jupyterSessionPolicy: pick('jupyter.sessionPolicy'),
     compatibleSupportsTools: pick('openaiCompatible.supportsTools'),
     compatibleContextWindow: pick('openaiCompatible.contextWindow'),
+    compatibleContextWindows: pick<Record<string, number>>('openaiCompatible.contextWindows', (_o, v) => {
+      const entries = Object.entries(v as Record<string, unknown>);
+      if (entries.length > 200) return 'must name at most 200 models';
+      const bad = entries.find(([, n]) => !Number.isInteger(n) || (n as number) < 256 || (n as number) > 100_000_000);
+      return bad ? `must map model names to whole numbers of tokens (256 to 100,000,000); "${bad[0].slice(0, 80)}" has ${JSON.stringify(bad[1])?.slice(0, 40)}` : undefined;
+    }),
     compatibleVisionModels: pick<unknown[]>('openaiCompatible.visionModels', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names')).slice(0, 200) as string[],
     maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
