@@ -57,6 +57,8 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
     supportsTools: config.compatibleSupportsTools,
     contextWindow: config.compatibleContextWindow,
     visionModels: config.compatibleVisionModels,
+    firstByteTimeoutMs: config.modelFirstByteMs,
+    idleTimeoutMs: config.modelIdleMs,
   };
 }
 
