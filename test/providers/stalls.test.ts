@@ -15,6 +15,8 @@ import { AgentLoop } from '../../src/core/agent/agent';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ProviderConfig, ProviderId } from '../../src/core/providers/shared/types';
 import { DEFAULT_STREAM_BOUNDS } from '../../src/core/providers/shared/watchdog';
+import type { ProviderError } from '../../src/core/providers/shared/errors';
+import { runStream } from '../../src/core/providers/shared/runStream';
 import { SETTINGS } from '../../src/core/config/keys';
 import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig } from '../../src/core/config/resolve';
@@ -250,6 +252,33 @@ describe('agent loop: a stalled stream is retried at most once', function () {
     assert.equal(result.status, 'completed', JSON.stringify(result.error));
     assert.equal(result.text, TEXT);
     assert.equal(server.turns.length, 2);
+  });
+});
+
+describe('runStream: the bounds hold even where a stream ignores the abort signal', () => {
+  const source = { provider: 'openai' as const, idPrefix: 'resp', bounds: { firstByteMs: 300, idleMs: 300 } };
+  const machine = () => ({ onEvent() {}, complete: false, responseId: undefined, outcome: () => ({ stopReason: 'end_turn' as const }) });
+  const req = { model: 'm', history: [], tools: [] };
+
+  it('a request that never answers and ignores the signal: stream_stalled, and the signal it was given is aborted', async () => {
+    let given: AbortSignal | undefined;
+    const err = await runStream(source, req, () => {}, (signal) => ((given = signal), new Promise<never>(() => {})), machine).then(
+      () => assert.fail('should stall'),
+      (e: unknown) => e as ProviderError,
+    );
+    assert.equal(err.code, 'stream_stalled');
+    assert.match(err.message, /did not start answering/);
+    assert.equal(given?.aborted, true);
+  });
+
+  it('a stream that never yields and ignores the signal: stream_stalled after the idle bound', async () => {
+    const silent: AsyncIterable<unknown> = { [Symbol.asyncIterator]: () => ({ next: () => new Promise<never>(() => {}) }) };
+    const err = await runStream(source, req, () => {}, async () => silent, machine).then(
+      () => assert.fail('should stall'),
+      (e: unknown) => e as ProviderError,
+    );
+    assert.equal(err.code, 'stream_stalled');
+    assert.match(err.message, /stopped sending for 0\.3 s after the response started/);
   });
 });
 

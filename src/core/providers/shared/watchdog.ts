@@ -42,14 +42,14 @@ export class StreamWatchdog {
   private phase: 'idle' | 'connect' | 'stream' | 'over' = 'idle';
   private last = 0;
   private events = 0;
-  private readonly tripped: Promise<never>;
-  private trip!: (err: Error) => void;
+  /** Why the watchdog tripped (rejects every later guard). */
+  private tripError?: Error;
+  /** The reject of the one guarded await in flight (never a list: a stream has one await at a time). */
+  private pending?: (err: Error) => void;
 
   constructor(bounds: Partial<StreamBounds> | undefined, outer?: AbortSignal) {
     this.bounds = { ...DEFAULT_STREAM_BOUNDS, ...definedOnly(bounds) };
     this.signal = outer ? AbortSignal.any([outer, this.controller.signal]) : this.controller.signal;
-    this.tripped = new Promise<never>((_, reject) => (this.trip = reject));
-    this.tripped.catch(() => {});
   }
 
   /** Runs the SDK call that sends the request, bounded by the time to the response; the body's bytes count as activity. */
@@ -63,9 +63,28 @@ export class StreamWatchdog {
     return result;
   }
 
-  /** Settles like `p`, or rejects as soon as a bound passes. */
+  /**
+   * Settles like `p`, or rejects as soon as a bound passes. (Not `Promise.race` with one never-settling
+   * promise: that would keep a reaction per event until the turn ends.)
+   */
   guard<T>(p: Promise<T>): Promise<T> {
-    return Promise.race([p, this.tripped]);
+    if (this.tripError) {
+      p.catch(() => {});
+      return Promise.reject(this.tripError);
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.pending = reject;
+      p.then(
+        (v) => {
+          this.pending = undefined;
+          resolve(v);
+        },
+        (e) => {
+          this.pending = undefined;
+          reject(e);
+        },
+      );
+    });
   }
 
   /** An event arrived. */
@@ -105,8 +124,10 @@ export class StreamWatchdog {
     this.phase = 'over';
     const err = new Error(this.stall.kind === 'first_byte' ? 'no response in time' : 'the stream went silent');
     err.name = 'StreamStalled';
+    this.tripError = err;
     this.controller.abort(err);
-    this.trip(err);
+    this.pending?.(err);
+    this.pending = undefined;
   }
 }
 
@@ -129,13 +150,21 @@ export function tappedFetch(base?: typeof fetch): typeof fetch {
     const touch = activity.getStore();
     const res = await (base ?? globalThis.fetch)(input, init);
     if (!touch || !res.body || NULL_BODY.has(res.status)) return res;
-    const tap = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, out) {
+    // A pull-through stream (lighter than pipeThrough): each piece read is activity; cancel reaches the source.
+    const reader = res.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(out) {
+        const { done, value } = await reader.read();
+        if (done) {
+          out.close();
+          return;
+        }
         touch();
-        out.enqueue(chunk);
+        out.enqueue(value);
       },
-    });
-    const tapped = new Response(res.body.pipeThrough(tap), { status: res.status, statusText: res.statusText, headers: res.headers });
+      cancel: (reason) => reader.cancel(reason),
+    }, { highWaterMark: 0 });
+    const tapped = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
     // What the SDKs read besides the body: keep the URL (error messages, redirects).
     Object.defineProperty(tapped, 'url', { value: res.url });
     return tapped;
