@@ -2,13 +2,18 @@
  * What the CLI prints for people (`--json` prints the events as they are): the code's output as it
  * comes, a line per tool call, the value; for chats the answer, the code as the model writes it, and the
  * result of each run. Colours pass; every other control sequence from the code, the tools or the model
- * is stripped, so nothing they print can move the cursor, set the title or write the clipboard.
+ * is stripped, so nothing they print can move the cursor, set the title or write the clipboard; colours
+ * that hide text (conceal, a foreground the same as the background) are taken out. The lines a person
+ * decides on, the tool lines, the value and the code of a chat, start from plain attributes (`ESC[0m`
+ * once anything untrusted coloured the terminal) and show invisible and bidirectional characters as
+ * `<U+202E>` markers (../common/invisibleChars).
  */
 import { parseDataUrl } from '../common/dataUrl';
 import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
 import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, ImageOutput } from '../common/events';
 import { fileLabel, filesOf } from '../common/outputLabels';
-import { sanitizeTerminal, TerminalSanitizer } from '../common/terminal';
+import { InvisibleRevealer, revealInvisible } from '../common/invisibleChars';
+import { SgrState, sanitizeTerminal, TerminalSanitizer } from '../common/terminal';
 import type { TranscriptEvent } from '../common/transcript';
 
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
@@ -16,12 +21,30 @@ export const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[22m` : s);
 export const red = (s: string) => (color ? `\x1b[31m${s}\x1b[39m` : s);
 export const green = (s: string) => (color ? `\x1b[32m${s}\x1b[39m` : s);
 
+/** Does what was written to stdout end a line (the value starts on a line of its own)? */
+let atLineStart = true;
+
+/** The colours in force on this process's terminal (stdout and stderr share it), as untrusted text left them. */
+const colours = new SgrState();
+
+/** `ESC[0m` when untrusted text may have left colours or styles on, so what follows starts plain. */
+function plain(): string {
+  if (!colours.dirty) return '';
+  colours.reset();
+  return '\x1b[0m';
+}
+
+/** Text a person decides on (a tool's name and arguments, a value): invisible characters shown, controls stripped. */
+function shown(text: string): string {
+  return sanitizeTerminal(revealInvisible(text), colours);
+}
+
 function truncate(s: string, n: number): string {
   return s.length > n ? s.slice(0, n - 1) + '…' : s;
 }
 
 export function warn(message: string): void {
-  process.stderr.write(`${red('warning:')} ${sanitizeTerminal(message)}\n`);
+  process.stderr.write(`${plain()}${red('warning:')} ${sanitizeTerminal(message, colours)}\n`);
 }
 
 /** Longest text of one display on a terminal (characters, lines); images are never printed, only named. */
@@ -55,9 +78,9 @@ export function imageOutputText(o: ImageOutput): string {
 
 /** The code's output as it comes (text, displays named), one line per tool call, and the files it wrote. */
 export function humanPrinter(): (e: CodeActEvent) => void {
-  const clean = { stdout: new TerminalSanitizer(), stderr: new TerminalSanitizer() };
+  const clean = { stdout: new TerminalSanitizer(colours), stderr: new TerminalSanitizer(colours) };
   const args = new Map<string, unknown>();
-  let atLineStart = true;
+  atLineStart = true;
   const displays = new Map<string, number>();
   const out = (text: string) => {
     if (!text) return;
@@ -74,7 +97,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
       case 'codeact.output.display': {
         const n = (displays.get(e.item_id) ?? 0) + 1;
         if (displays.size < 10_000 || displays.has(e.item_id)) displays.set(e.item_id, n);
-        if (n <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(displayTerminalText(e.output)) + (e.update ? dim(' (updated)') : ''));
+        if (n <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(displayTerminalText(e.output), colours) + (e.update ? dim(' (updated)') : ''));
         break;
       }
       case 'response.output_item.done': {
@@ -87,14 +110,14 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         if (it.runtime !== 'local' && it.runtime !== 'jupyter') {
           let printed = 0;
           for (const o of it.outputs) {
-            if (o.type === 'logs') (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n'));
-            else if ((o.type === 'image' || o.type === 'display') && ++printed <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(o.type === 'image' ? imageOutputText(o) : displayTerminalText(o)));
+            if (o.type === 'logs') (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n', colours));
+            else if ((o.type === 'image' || o.type === 'display') && ++printed <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(o.type === 'image' ? imageOutputText(o) : displayTerminalText(o), colours));
           }
           atLineStart = true;
         }
         for (const f of filesOf(it)) {
           const note = f.note;
-          line(dim(sanitizeTerminal(`[file ${fileLabel(f)}${note ? `: ${note}` : ''}]`)));
+          line(dim(sanitizeTerminal(`[file ${fileLabel(f)}${note ? `: ${note}` : ''}]`, colours)));
         }
         break;
       }
@@ -105,9 +128,11 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         const text = JSON.stringify(args.get(e.call_id) ?? {});
         args.delete(e.call_id);
         const mark = e.error === undefined ? green('✓') : red('✗');
-        const detail = e.error === undefined ? '' : ` ${red(sanitizeTerminal(e.error.split('\n')[0]))}`;
-        const line = `${dim('→')} ${sanitizeTerminal(e.name)}(${sanitizeTerminal(truncate(text, 160))}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`;
-        process.stdout.write(e.kind === 'discovery' ? dim(line) : line);
+        const detail = e.error === undefined ? '' : ` ${red(shown(e.error.split('\n')[0]))}`;
+        const toolLine = `${dim('→')} ${shown(e.name)}(${shown(truncate(text, 160))}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`;
+        // After a colour the code's output left on; on a line of its own, as `line` does.
+        const reset = plain();
+        out(`${atLineStart ? '' : '\n'}${reset}${e.kind === 'discovery' ? dim(toolLine) : toolLine}`);
         break;
       }
     }
@@ -116,11 +141,12 @@ export function humanPrinter(): (e: CodeActEvent) => void {
 
 export function printItemResult(item: CodeInterpreterCallItem): void {
   if (item.status === 'completed') {
-    process.stdout.write(`${green('⇒')} ${sanitizeTerminal(JSON.stringify(item.value ?? null, null, 2))}\n`);
+    process.stdout.write(`${atLineStart ? '' : '\n'}${plain()}${green('⇒')} ${shown(JSON.stringify(item.value ?? null, null, 2))}\n`);
+    atLineStart = true;
   } else if (item.error) {
     const e = item.error;
-    if (e.traceback) process.stderr.write(red(sanitizeTerminal(e.traceback.endsWith('\n') ? e.traceback : e.traceback + '\n')));
-    else process.stderr.write(red(sanitizeTerminal(`${e.type}: ${e.message}\n`)));
+    if (e.traceback) process.stderr.write(red(sanitizeTerminal(e.traceback.endsWith('\n') ? e.traceback : e.traceback + '\n', colours)));
+    else process.stderr.write(red(sanitizeTerminal(`${e.type}: ${e.message}\n`, colours)));
   }
 }
 
@@ -128,36 +154,38 @@ export function printItemResult(item: CodeInterpreterCallItem): void {
 export function chatPrinter(): (e: TranscriptEvent) => void {
   const base = humanPrinter();
   let inCode = false;
-  const text = new TerminalSanitizer();
-  const code = new TerminalSanitizer();
+  const text = new TerminalSanitizer(colours);
+  let code = new InvisibleRevealer();
   return (e) => {
     switch (e.type) {
       case 'response.output_text.delta':
         if (!e.thinking) process.stdout.write(text.write(e.delta));
         break;
       case 'response.code_interpreter_call.in_progress':
-        process.stdout.write(dim('\n```python\n'));
+        process.stdout.write(`${plain()}${dim('\n```python\n')}`);
+        code = new InvisibleRevealer();
         inCode = true;
         break;
       case 'response.code_interpreter_call_code.delta':
-        if (inCode) process.stdout.write(dim(code.write(e.delta)));
+        // The code as written: every control character and invisible one shown as a marker, none sent.
+        if (inCode) process.stdout.write(dim(sanitizeTerminal(code.write(e.delta), colours)));
         break;
       case 'response.code_interpreter_call_code.done':
-        if (inCode) process.stdout.write(dim(e.code.endsWith('\n') ? '```\n' : '\n```\n'));
+        if (inCode) process.stdout.write(dim(sanitizeTerminal(code.end(), colours) + (e.code.endsWith('\n') ? '```\n' : '\n```\n')));
         inCode = false;
         break;
       case 'response.output_item.done':
         if (e.item.type === 'code_interpreter_call') {
           const it = e.item;
           base(e);
-          process.stdout.write(sanitizeTerminal(it.status === 'completed' ? dim(`⇒ ${JSON.stringify(it.value ?? null).slice(0, 300)}\n\n`) : `✗ ${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}\n\n`));
+          process.stdout.write(plain() + (it.status === 'completed' ? dim(`⇒ ${shown(JSON.stringify(it.value ?? null).slice(0, 300))}\n\n`) : `✗ ${shown(`${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}`)}\n\n`));
         }
         break;
       case 'codeact.retry':
-        process.stderr.write(`${sanitizeTerminal(e.message)}\n`);
+        process.stderr.write(`${sanitizeTerminal(e.message, colours)}\n`);
         break;
       case 'codeact.session':
-        if (e.state === 'ended') process.stderr.write(`${dim(sanitizeTerminal(e.message))}\n`);
+        if (e.state === 'ended') process.stderr.write(`${dim(sanitizeTerminal(e.message, colours))}\n`);
         break;
       case 'error':
       case 'codeact.turn.started':

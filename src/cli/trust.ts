@@ -23,7 +23,15 @@ export async function trustCommand(argv: string[]): Promise<number> {
   }
   if (positionals.length > 1) throw new UsageError('codeact trust takes at most one folder.');
   if (values.list) {
-    const entries = listTrusted().map((e) => ({ ...e, current: settingsHash(e.folder) === e.sha256 }));
+    // One folder whose settings file cannot be read (a FIFO, too large) does not hide the others.
+    const current = (folder: string, sha: string) => {
+      try {
+        return settingsHash(folder) === sha;
+      } catch {
+        return false;
+      }
+    };
+    const entries = listTrusted().map((e) => ({ ...e, current: current(e.folder, e.sha256) }));
     if (values.json) process.stdout.write(JSON.stringify(entries) + '\n');
     else if (!entries.length) process.stdout.write('No trusted folders.\n');
     else for (const e of entries) process.stdout.write(`${e.folder}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`);

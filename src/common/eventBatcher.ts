@@ -20,6 +20,11 @@ export interface EventBatcherOptions {
   retainBatches?: number;
   /** Rough cap, in characters, on what the kept batches hold. */
   retainChars?: number;
+  /**
+   * Names this batcher's numbering of `seq` (a random token per host panel). A page whose seq came from
+   * another numbering (an extension host that has since restarted) is never told it is up to date.
+   */
+  epoch?: string;
 }
 
 export interface EventBatcher {
@@ -33,10 +38,12 @@ export interface EventBatcher {
   /** Events waiting for the next frame. */
   readonly pending: number;
   /**
-   * The batches after `seq`, if all of them are still kept; undefined when the page must get a `reset`.
-   * An empty array means the page is up to date.
+   * The batches after `seq`, if all of them are still kept; undefined when the page must get a `reset`
+   * (also when its seq is of another epoch). An empty array means the page is up to date.
    */
-  replaySince(seq: number, conversationId?: string): EventsMessage[] | undefined;
+  replaySince(seq: number, conversationId?: string, epoch?: string): EventsMessage[] | undefined;
+  /** The numbering `seq` belongs to (`EventBatcherOptions.epoch`). */
+  readonly epoch: string | undefined;
   /** Starts a new conversation (drops what is pending and kept). */
   reset(conversationId?: string, seq?: number): void;
   dispose(): void;
@@ -179,8 +186,11 @@ export function createEventBatcher(
     get pending() {
       return pending.length;
     },
-    replaySince(since, conv) {
-      if (conv !== conversationId) return undefined;
+    get epoch() {
+      return options.epoch;
+    },
+    replaySince(since, conv, epoch) {
+      if (conv !== conversationId || epoch !== options.epoch) return undefined;
       if (since === seq) return [];
       if (since > seq || since < droppedThrough) return undefined;
       return kept.filter((k) => k.message.seq > since).map((k) => k.message);

@@ -121,6 +121,8 @@ export interface ResetMessage {
   events: TranscriptEvent[];
   /** Where the page last said it was scrolled in this conversation (a reload comes back there). */
   scroll?: TranscriptScroll;
+  /** The host's numbering of `seq` (see `EventBatcherOptions.epoch`): the page says it back in `ready` and `resync`. */
+  epoch?: string;
 }
 
 /** A transcript's scroll position: following the bottom, or a turn at the top of the view and how far into it. */
@@ -208,6 +210,8 @@ export interface ReadyMessage {
   seq: number;
   /** The page kept a partial transcript (its saved state left out large displays): send it all (`reset`). */
   full?: boolean;
+  /** The epoch of the host numbering `seq` is from (the last `reset`'s); another host's or none gets a `reset`. */
+  epoch?: string;
 }
 
 /** The page saw a gap in `seq` (or could not apply a batch): send the transcript again. */
@@ -215,6 +219,7 @@ export interface ResyncMessage {
   type: 'resync';
   conversationId?: string;
   seq: number;
+  epoch?: string;
 }
 
 export interface SendMessage {
@@ -390,8 +395,15 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
   const m = raw;
   switch (m.type) {
     case 'ready':
-      if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
-      return { type: 'ready', protocol: typeof m.protocol === 'number' ? m.protocol : 0, seq: m.seq, conversationId: m.conversationId as string | undefined, ...(m.full === true ? { full: true } : {}) };
+      if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512) || !isOptStr(m.epoch, 64)) return undefined;
+      return {
+        type: 'ready',
+        protocol: typeof m.protocol === 'number' ? m.protocol : 0,
+        seq: m.seq,
+        conversationId: m.conversationId as string | undefined,
+        ...(m.full === true ? { full: true } : {}),
+        ...(m.epoch ? { epoch: m.epoch as string } : {}),
+      };
     case 'scrolled': {
       const sc = m.scroll;
       if (!isId(m.conversationId) || !isObj(sc) || typeof sc.stuck !== 'boolean' || !isOptStr(sc.turnId, 512)) return undefined;
@@ -399,8 +411,8 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
       return { type: 'scrolled', conversationId: m.conversationId, scroll: { stuck: sc.stuck, ...(sc.turnId ? { turnId: sc.turnId as string } : {}), ...(offset !== undefined ? { offset } : {}) } };
     }
     case 'resync':
-      if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512)) return undefined;
-      return { type: 'resync', seq: m.seq, conversationId: m.conversationId as string | undefined };
+      if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512) || !isOptStr(m.epoch, 64)) return undefined;
+      return { type: 'resync', seq: m.seq, conversationId: m.conversationId as string | undefined, ...(m.epoch ? { epoch: m.epoch as string } : {}) };
     case 'send':
       return isStr(m.text, MAX_PROMPT_CHARS) && m.text.trim() ? { type: 'send', text: m.text } : undefined;
     case 'stop':

@@ -1,6 +1,7 @@
 /**
  * Makes untrusted text (the code's output, a tool's error, an MCP server's description) safe to print
- * on a terminal: colours and text styles (SGR, `ESC [ … m`) pass through; every other control sequence
+ * on a terminal: colours and text styles (SGR, `ESC [ … m`) pass through, except what would hide text
+ * (conceal, a foreground the same as the background: see ./sgr); every other control sequence
  * is removed whole: cursor movement and erasing (other CSI), OSC (window titles, clipboard writes,
  * hyperlinks), DCS, SOS/PM/APC, other escape sequences, and the C0 and C1 control characters except
  * newline and tab. Linear in the input; pure.
@@ -8,6 +9,10 @@
  * {@link TerminalSanitizer} keeps its state between chunks, so a sequence split across two writes of a
  * stream is handled as one (and a colour split in two still shows).
  */
+
+import { filterSgr, SgrState } from './sgr';
+
+export { SgrState } from './sgr';
 
 const ESC = 0x1b;
 const BEL = 0x07;
@@ -19,6 +24,9 @@ type State = 'text' | 'esc' | 'escIntermediate' | 'csi' | 'csiDiscard' | 'string
 export class TerminalSanitizer {
   private state: State = 'text';
   private csi = '';
+
+  /** `colours`: the colours in force, shared by the sanitizers of the streams that reach one terminal. */
+  constructor(readonly colours = new SgrState()) {}
 
   /** The safe part of `chunk`; an unfinished sequence at its end is held (or dropped) for the next chunk. */
   write(chunk: string): string {
@@ -65,7 +73,10 @@ export class TerminalSanitizer {
         case 'csi':
         case 'csiDiscard':
           if (c >= 0x40 && c <= 0x7e) {
-            if (this.state === 'csi' && c === 0x6d && /^[0-9;:]*$/.test(this.csi)) out += `\x1b[${this.csi}m`;
+            if (this.state === 'csi' && c === 0x6d && /^[0-9;:]*$/.test(this.csi)) {
+              const params = filterSgr(this.csi, this.colours);
+              if (params !== undefined) out += `\x1b[${params}m`;
+            }
             this.state = 'text';
             this.csi = '';
           } else if (c >= 0x20 && c <= 0x3f) {
@@ -95,7 +106,10 @@ export class TerminalSanitizer {
   }
 }
 
-/** {@link TerminalSanitizer} for one whole text: an unfinished sequence at the end is dropped. */
-export function sanitizeTerminal(text: string): string {
-  return new TerminalSanitizer().write(text);
+/**
+ * {@link TerminalSanitizer} for one whole text: an unfinished sequence at the end is dropped. `colours`:
+ * the colours in force on the terminal it goes to (a fresh state when not given).
+ */
+export function sanitizeTerminal(text: string, colours?: SgrState): string {
+  return new TerminalSanitizer(colours).write(text);
 }

@@ -11,10 +11,47 @@ export interface ApprovalsApis {
   alwaysAllowed(): string[];
   /** Saves `codeact.approval.alwaysAllow` in the user's settings. */
   saveAlwaysAllowed(names: string[]): PromiseLike<void>;
+  /** Opens `content` in a read-only editor (what an approval dialog could not show). */
+  showFullText(content: string, language: 'json' | 'python'): PromiseLike<void>;
 }
+
+/** `codeact-approval:` documents: what approval dialogs could not show (the latest few, in memory). */
+class ApprovalDocuments implements vscode.TextDocumentContentProvider {
+  private static readonly KEEP = 16;
+  private readonly texts = new Map<string, string>();
+  private registered = false;
+  private next = 0;
+
+  add(content: string, language: 'json' | 'python'): vscode.Uri {
+    if (!this.registered) {
+      // Registered once, on first use, for the life of the extension host.
+      vscode.workspace.registerTextDocumentContentProvider('codeact-approval', this);
+      this.registered = true;
+    }
+    const uri = vscode.Uri.from({ scheme: 'codeact-approval', path: `/approval-${++this.next}.${language === 'json' ? 'json' : 'py'}` });
+    this.texts.set(uri.toString(), content);
+    for (const key of this.texts.keys()) {
+      if (this.texts.size <= ApprovalDocuments.KEEP) break;
+      this.texts.delete(key);
+    }
+    return uri;
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.toString()) ?? 'This approval is over; its text is no longer kept.';
+  }
+}
+
+const approvalDocuments = new ApprovalDocuments();
 
 export const vscodeApprovalsApis: ApprovalsApis = {
   showWarningMessage: (message, options, ...items) => vscode.window.showWarningMessage(message, options, ...items),
   alwaysAllowed: () => vscode.workspace.getConfiguration('codeact').get<string[]>('approval.alwaysAllow', []),
   saveAlwaysAllowed: (names) => vscode.workspace.getConfiguration('codeact').update('approval.alwaysAllow', names, vscode.ConfigurationTarget.Global),
+  // A virtual document (read-only, never asks to be saved); VS Code's editor shows its invisible and
+  // bidirectional characters itself.
+  showFullText: async (content, language) => {
+    const doc = await vscode.workspace.openTextDocument(approvalDocuments.add(content, language));
+    await vscode.window.showTextDocument(doc, { preview: true });
+  },
 };

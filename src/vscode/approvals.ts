@@ -14,6 +14,8 @@ import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
+import { revealInvisible } from '../common/invisibleChars';
+import { argumentsJson, codeDialog, toolDialog } from './approvalDialog';
 import type { ApprovalsApis } from './approvals.apis';
 import type { Log } from './session.apis';
 
@@ -68,6 +70,14 @@ interface PendingApproval {
   modal?: boolean;
 }
 
+const OPEN_ARGUMENTS = 'Open Full Arguments';
+const OPEN_CODE = 'Open Full Code';
+const ALLOW_BUTTONS = ['Allow Once', 'Allow for This Session', 'Always Allow'] as const;
+
+function toolDecision(pick: string | undefined): ApprovalDecision {
+  return pick === 'Allow Once' ? 'allow_once' : pick === 'Allow for This Session' ? 'allow_session' : pick === 'Always Allow' ? 'allow_always' : 'deny';
+}
+
 export class Approvals {
   private readonly sessionAllowed = new Set<string>();
   private readonly pending = new Map<string, PendingApproval>();
@@ -117,9 +127,9 @@ export class Approvals {
     return result;
   }
 
-  /** The approvals waiting for an answer, oldest first. */
+  /** The approvals waiting for an answer, oldest first; names as shown (invisible characters as `<U+…>` markers). */
   pendingList(): PendingApprovalInfo[] {
-    return [...this.pending].map(([id, p]) => ({ id, kind: p.subject.kind, name: p.subject.name, itemId: p.subject.itemId }));
+    return [...this.pending].map(([id, p]) => ({ id, kind: p.subject.kind, name: p.subject.name === undefined ? undefined : revealInvisible(p.subject.name), itemId: p.subject.itemId }));
   }
 
   /** Asks a pending approval in a modal dialog (the panel is hidden); whichever answers first, card or dialog, counts. */
@@ -133,20 +143,27 @@ export class Approvals {
     );
   }
 
+  /**
+   * The dialog shows what fits and says what it leaves out; then "Open Full Arguments" (or "Open Full
+   * Code") opens everything in a read-only editor and asks again in a notification, which, unlike a
+   * modal dialog, leaves the editor free to read.
+   */
   private async modal(what: ApprovalSubject): Promise<ApprovalAnswer> {
+    const { apis } = this.deps;
     if (what.kind === 'code') {
-      const pick = await this.deps.apis.showWarningMessage('CodeAct: run this code?', { modal: true, detail: (what.code ?? '').slice(0, 2000) }, 'Run');
-      return { decision: pick === 'Run' ? 'allow_once' : 'deny' };
+      const dialog = codeDialog(what.code ?? '');
+      const pick = await apis.showWarningMessage(dialog.message, { modal: true, detail: dialog.detail }, ...(dialog.clipped ? [OPEN_CODE] : []), 'Run');
+      if (pick !== OPEN_CODE) return { decision: pick === 'Run' ? 'allow_once' : 'deny' };
+      await apis.showFullText(what.code ?? '', 'python');
+      const again = await apis.showWarningMessage('CodeAct: run this code? All of it is open in the editor.', { modal: false }, 'Run', 'Deny');
+      return { decision: again === 'Run' ? 'allow_once' : 'deny' };
     }
-    const args = JSON.stringify(what.arguments ?? {}, null, 2);
-    const pick = await this.deps.apis.showWarningMessage(
-      `CodeAct: allow the tool "${what.name}"?`,
-      { modal: true, detail: `Arguments:\n${args.length > 1500 ? args.slice(0, 1500) + '…' : args}` },
-      'Allow Once',
-      'Allow for This Session',
-      'Always Allow',
-    );
-    return { decision: pick === 'Allow Once' ? 'allow_once' : pick === 'Allow for This Session' ? 'allow_session' : pick === 'Always Allow' ? 'allow_always' : 'deny' };
+    const dialog = toolDialog(what.name ?? '', what.arguments);
+    const pick = await apis.showWarningMessage(dialog.message, { modal: true, detail: dialog.detail }, ...(dialog.clipped ? [OPEN_ARGUMENTS] : []), ...ALLOW_BUTTONS);
+    if (pick !== OPEN_ARGUMENTS) return { decision: toolDecision(pick) };
+    await apis.showFullText(argumentsJson(what.arguments), 'json');
+    const again = await apis.showWarningMessage(`${dialog.message.replace(/\?$/, '')}? All of its arguments are open in the editor.`, { modal: false }, ...ALLOW_BUTTONS, 'Deny');
+    return { decision: toolDecision(again) };
   }
 
   /** The panel answered an approval card. */

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
 import { parseWebviewMessage, PROTOCOL_VERSION, type HostCommand, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { conversationToNotebook } from '../common/notebook';
+import { randomToken } from '../core/util/ids';
 import type { ProviderId } from '../core/providers/shared/types';
 import { FileGoneError, PanelOutputs } from './panelOutputs';
 import { vscodePanelOutputsApis } from './panelOutputs.apis';
@@ -43,7 +44,7 @@ class PanelController implements vscode.Disposable {
     private readonly outputs: PanelOutputs,
   ) {
     webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };
-    this.batcher = createEventBatcher((m) => this.post(m), timerScheduler(16), { conversationId: service.currentConversation?.id });
+    this.batcher = createEventBatcher((m) => this.post(m), timerScheduler(16), { conversationId: service.currentConversation?.id, epoch: randomToken(8) });
     this.disposables.push(
       webview.onDidReceiveMessage((raw) => this.onMessage(raw)),
       service.onEvent((e) => {
@@ -84,17 +85,19 @@ class PanelController implements vscode.Disposable {
   private resetTranscript(): void {
     const convo = this.service.currentConversation;
     this.batcher.reset(convo?.id, 0);
-    this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [], ...this.scrollOf(convo?.id) });
+    this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [], epoch: this.batcher.epoch, ...this.scrollOf(convo?.id) });
   }
 
   /** The batches the page missed, or the whole transcript (`reset`) when they are gone or the page asks for it all. */
-  private catchUp(seq: number, conversationId?: string, full = false): void {
-    const replay = full ? undefined : this.batcher.replaySince(seq, conversationId);
+  private catchUp(seq: number, conversationId: string | undefined, epoch: string | undefined, full = false): void {
+    // A page whose seq is of another epoch (it was last in sync with an extension host that has since
+    // restarted) gets the whole transcript: the new host's seq 0 is not the old host's.
+    const replay = full ? undefined : this.batcher.replaySince(seq, conversationId, epoch);
     if (replay && conversationId === this.service.currentConversation?.id) for (const m of replay) this.post(m);
     else {
       const convo = this.service.currentConversation;
       this.batcher.flush();
-      this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: this.batcher.seq, events: convo ? [...convo.events] : [], ...this.scrollOf(convo?.id) });
+      this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: this.batcher.seq, events: convo ? [...convo.events] : [], epoch: this.batcher.epoch, ...this.scrollOf(convo?.id) });
     }
   }
 
@@ -124,7 +127,7 @@ class PanelController implements vscode.Disposable {
       case 'ready': {
         this.ready = true;
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
-        this.catchUp(m.seq, m.conversationId, m.full === true);
+        this.catchUp(m.seq, m.conversationId, m.epoch, m.full === true);
         void s.refreshVariables();
         // A reload brought the conversation back, but not its Python session: said once.
         const restored = s.takeRestoreNotice();
@@ -137,7 +140,7 @@ class PanelController implements vscode.Disposable {
         return;
       }
       case 'resync':
-        this.catchUp(m.seq, m.conversationId);
+        this.catchUp(m.seq, m.conversationId, m.epoch);
         return;
       case 'scrolled':
         s.memory.rememberScroll(m.conversationId, m.scroll);

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { SessionChanged } from '../common/events';
-import { runtimeConfigFrom, runtimeLimitsFrom } from '../core/config/engine';
+import { hostRunPathsFrom, runtimeConfigFrom, runtimeLimitsFrom } from '../core/config/engine';
 import type { Runtime } from '../core/runtime/types';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
 import type { Log } from './session.apis';
@@ -46,7 +46,9 @@ export class RuntimeCache {
     const token = s.runtime === 'jupyter' ? await this.deps.jupyterToken() : undefined;
     // The token is part of the key (hashed), so a new token takes effect on the next run.
     const tokenHash = token ? createHash('sha256').update(token).digest('hex').slice(0, 16) : '';
-    const key = JSON.stringify([s.runtime, s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, runtimeLimitsFrom(s), tokenHash]);
+    // With a writable workspace, the files the tools run on the host are kept read-only: a changed tool rebuilds the runtime.
+    const hostRun = hostRunPathsFrom(s, this.deps.workspaceFolder());
+    const key = JSON.stringify([s.runtime, s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, runtimeLimitsFrom(s), tokenHash, hostRun]);
     if (this.cached?.key === key) return this.cached.runtime;
     void this.dispose();
     // A warm zygote forks each session's guest, and the next one is started ahead of need.

@@ -28,6 +28,7 @@ export type { PanelState } from './persistence';
 export class App {
   private model: TranscriptModel;
   private seq: number;
+  private epoch: string | undefined; // the host's numbering `seq` is from (the last `reset`'s)
   /** The saved state left out large displays: the host is asked for the whole transcript, batches wait for it. */
   private partial: boolean;
   private conversationId?: string;
@@ -76,6 +77,7 @@ export class App {
     const saved = validState(api.getState());
     this.model = saved ? saved.model : createTranscript();
     this.seq = saved ? saved.seq : 0;
+    this.epoch = typeof saved?.epoch === 'string' ? saved.epoch : undefined;
     this.partial = Boolean(saved?.partial);
     this.conversationId = saved?.conversationId;
     this.title = saved?.title;
@@ -156,10 +158,13 @@ export class App {
       WARM_UP_STEPS[step++]?.();
       return step < WARM_UP_STEPS.length;
     });
-    this.post({ type: 'ready', protocol: PROTOCOL_VERSION, seq: this.seq, ...(this.conversationId ? { conversationId: this.conversationId } : {}), ...(this.partial ? { full: true } : {}) });
+    this.post({ type: 'ready', protocol: PROTOCOL_VERSION, seq: this.seq, ...this.where(), ...(this.partial ? { full: true } : {}) });
   }
 
   // ---- host messages ----------------------------------------------------------------------------
+
+  /** The conversation and the numbering the page's `seq` is in, for `ready` and `resync`. */
+  private where = () => ({ ...(this.conversationId ? { conversationId: this.conversationId } : {}), ...(this.epoch ? { epoch: this.epoch } : {}) });
 
   private post(message: WebviewToHost): void {
     this.api.post(message);
@@ -193,6 +198,7 @@ export class App {
         this.applyBatch(msg.events, msg.seq, msg.conversationId);
         break;
       case 'reset':
+        this.epoch = msg.epoch;
         this.reset(msg.events, msg.seq, msg.conversationId, msg.title, msg.scroll);
         break;
       case 'history':
@@ -224,7 +230,7 @@ export class App {
     const conversation = conversationId ?? this.conversationId;
     if (conversation !== this.conversationId) {
       if (seq !== 1) {
-        this.post({ type: 'resync', seq: this.seq, ...(this.conversationId ? { conversationId: this.conversationId } : {}) });
+        this.post({ type: 'resync', seq: this.seq, ...this.where() });
         return;
       }
       // Batch 1 of another conversation: a new conversation starts.
@@ -233,7 +239,7 @@ export class App {
       return; // already applied
     }
     if (seq > this.seq + 1) {
-      this.post({ type: 'resync', seq: this.seq, ...(this.conversationId ? { conversationId: this.conversationId } : {}) });
+      this.post({ type: 'resync', seq: this.seq, ...this.where() });
       return;
     }
     const hadTurns = this.model.turns.length > 0;
@@ -418,6 +424,7 @@ export class App {
         conversationId: this.conversationId,
         title: this.title,
         seq: this.seq,
+        ...(this.epoch ? { epoch: this.epoch } : {}),
         model: saved.model,
         ...(saved.partial ? { partial: true } : {}),
         host: this.host,

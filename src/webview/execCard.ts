@@ -11,6 +11,7 @@ import { argsPreview, formatCount, formatDuration, h, setText, toggle, uid } fro
 import { IncrementalHighlighter } from './highlight';
 import { icon, spinner, type IconName } from './icons';
 import { renderJson } from './jsonTree';
+import { revealed, revealedPlain, setRevealed } from './reveal';
 import { FileChips } from './fileChips';
 import { OutputFlow } from './outputFlow';
 import { OutputPane } from './outputPane';
@@ -42,6 +43,7 @@ class ToolCallRow {
   /** A discovery call (search_tools, describe_tool): a quieter row that never looks like a tool that ran. */
   private readonly discovery: boolean;
   private readonly outcome: HTMLElement | undefined;
+  private outcomeText = '';
 
   constructor(call: ToolCallView) {
     this.call = call;
@@ -53,9 +55,10 @@ class ToolCallRow {
     if (this.discovery) {
       const t = discoveryText(call);
       this.outcome = h('span', { class: 'discovery-outcome' });
-      what = [h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }), h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject', text: t.subject }), this.outcome)];
+      what = [h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }), h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject)), this.outcome)];
     } else {
-      what = [h('span', { class: 'tool-name', text: call.name, title: call.name }), h('span', { class: 'tool-args', text: `(${argsPreview(call.arguments)})` })];
+      // Invisible and bidirectional characters in a tool's name or arguments show as <U+…> boxes.
+      what = [h('span', { class: 'tool-name', title: revealedPlain(call.name) }, revealed(call.name)), h('span', { class: 'tool-args' }, revealed(`(${argsPreview(call.arguments)})`))];
     }
     this.details = h(
       'details',
@@ -81,8 +84,8 @@ class ToolCallRow {
     this.statusIcon.append(call.status === 'running' ? spinner(label) : icon(call.status === 'ok' ? done : call.status === 'error' ? 'error' : 'stop', label));
     if (this.outcome) {
       const t = discoveryText(call);
-      setText(this.outcome, t.outcome);
-      if (t.title) this.outcome.title = t.title;
+      if (t.outcome !== this.outcomeText) setRevealed(this.outcome, (this.outcomeText = t.outcome));
+      if (t.title) this.outcome.title = revealedPlain(t.title);
     }
     setText(this.duration, call.durationMs !== undefined ? formatDuration(call.durationMs) : '');
     if (this.details.open) this.renderBody();

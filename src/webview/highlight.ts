@@ -13,6 +13,7 @@ import yaml from 'highlight.js/lib/languages/yaml';
 import plaintext from 'highlight.js/lib/languages/plaintext';
 import pythonRepl from 'highlight.js/lib/languages/python-repl';
 import { GrowingText } from './growingText';
+import { revealHtml } from './reveal';
 
 hljs.registerLanguage('python', python);
 hljs.registerLanguage('python-repl', pythonRepl);
@@ -34,14 +35,17 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&#39;'));
 }
 
-/** Highlighted HTML for a code string (escaped plain text when the language is unknown). */
+/**
+ * Highlighted HTML for a code string (escaped plain text when the language is unknown). Invisible and
+ * bidirectional characters come out as visible markers (./reveal): Trojan Source cannot reorder the code.
+ */
 export function highlight(code: string, lang = 'python'): string {
   const language = lang && hljs.getLanguage(lang) ? lang : undefined;
-  if (!language) return escapeHtml(code);
+  if (!language) return revealHtml(escapeHtml(code));
   try {
-    return hljs.highlight(code, { language, ignoreIllegals: true }).value;
+    return revealHtml(hljs.highlight(code, { language, ignoreIllegals: true }).value);
   } catch {
-    return escapeHtml(code);
+    return revealHtml(escapeHtml(code));
   }
 }
 
@@ -50,9 +54,9 @@ function highlightChunk(code: string, language: string): { html: string; clean: 
   try {
     const r = hljs.highlight(code, { language, ignoreIllegals: true });
     const top = r._top as { parent?: unknown } | undefined;
-    return { html: r.value, clean: !top || top.parent === undefined };
+    return { html: revealHtml(r.value), clean: !top || top.parent === undefined };
   } catch {
-    return { html: escapeHtml(code), clean: true };
+    return { html: revealHtml(escapeHtml(code)), clean: true };
   }
 }
 

@@ -3,7 +3,8 @@ import type { ApprovalView, EditorView, ErrorView, FunctionView, ItemView, Messa
 import { argsPreview, h, setText, toggle, uid } from './dom';
 import { highlight } from './highlight';
 import { icon, spinner } from './icons';
-import { renderJson } from './jsonTree';
+import { expandAll, renderJson } from './jsonTree';
+import { countInvisible, revealed, revealedPlain, setRevealed } from './reveal';
 import { StreamingMarkdown } from './markdown';
 import { errorActions } from './errorActions';
 import { textButton, type ItemRenderer, type ViewContext } from './viewKit';
@@ -87,11 +88,12 @@ export class ApprovalRenderer implements ItemRenderer {
     const isCode = item.approvalKind === 'code';
     const title = h('span', { class: 'approval-title', id: titleId });
     if (isCode) title.append('Review the code before it runs');
-    else title.append('Allow ', h('code', { text: item.name ?? 'tool' }), ' to run?');
+    else title.append('Allow ', h('code', null, revealed(item.name ?? 'tool')), ' to run?');
     const head = h('header', { class: 'card-head' }, h('span', { class: 'card-icon shield', 'aria-hidden': 'true' }, icon('shield')), title, h('span', { class: 'spacer' }), h('span', { class: 'badge attention', text: 'Approval needed' }));
     const body = h('div', { class: 'approval-body' });
     if (isCode) {
       body.append(h('p', { class: 'desc', text: 'The model wants to run this code. Run it, edit it first, or deny it.' }));
+      body.append(...invisibleNotice(item.code ?? '', 'code'));
       const codeEl = h('code', { class: 'hljs language-python' });
       codeEl.innerHTML = highlight(item.code ?? '', 'python');
       this.codeView = h('pre', { class: 'code approval-code', tabindex: '0', 'aria-label': 'Code to review' }, codeEl);
@@ -100,8 +102,9 @@ export class ApprovalRenderer implements ItemRenderer {
       this.editor.rows = Math.min(24, Math.max(4, (item.code ?? '').split('\n').length + 1));
       body.append(this.codeView, this.editor);
     } else {
-      body.append(h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', { text: item.name ?? '' }), ' with these arguments:'));
-      body.append(renderJson(item.arguments ?? null, { expandDepth: 3 }));
+      body.append(h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', null, revealed(item.name ?? '')), ' with these arguments:'));
+      body.append(...invisibleNotice(argumentsText(item.arguments), 'arguments'));
+      body.append(...argumentsTree(item.arguments ?? null));
     }
     this.actions = h('div', { class: 'approval-actions', role: 'group', 'aria-label': 'Decision' });
     if (isCode) {
@@ -120,7 +123,7 @@ export class ApprovalRenderer implements ItemRenderer {
     }
     this.outcome = h('div', { class: 'approval-outcome', role: 'status', hidden: true });
     this.el = h('section', { class: 'card approval', 'aria-labelledby': titleId, 'data-approval-id': item.id }, head, body, this.actions, this.outcome);
-    if (item.status === 'pending') ctx.announce(isCode ? 'Approval needed: review the code before it runs' : `Approval needed: allow the tool ${item.name ?? ''}`);
+    if (item.status === 'pending') ctx.announce(isCode ? 'Approval needed: review the code before it runs' : `Approval needed: allow the tool ${revealedPlain(item.name ?? '')}`);
   }
 
   private toggleEdit(): void {
@@ -180,6 +183,46 @@ export class ApprovalRenderer implements ItemRenderer {
   }
 }
 
+/** The approval's arguments as text, to count what they hide (keys and strings; no more than a megabyte is read). */
+function argumentsText(args: unknown): string {
+  try {
+    return (JSON.stringify(args ?? null) ?? '').slice(0, 1024 * 1024);
+  } catch {
+    return '';
+  }
+}
+
+/** Values of an approval's arguments drawn at once; "Show all arguments" draws the rest. */
+const APPROVAL_FIRST_VALUES = 2_000;
+
+/**
+ * An approval's arguments, all of them open (up to {@link APPROVAL_FIRST_VALUES} values; past that a line
+ * says that part is folded, and its button opens everything).
+ */
+function argumentsTree(args: unknown): HTMLElement[] {
+  const tree = renderJson(args, { expandDepth: 3 });
+  if (expandAll(tree, APPROVAL_FIRST_VALUES)) return [tree];
+  const text = h('span', { text: 'These arguments are long: part of them is folded. Allowing approves all of it, folded parts included.' });
+  const note = h('p', { class: 'approval-note', role: 'note' }, icon('info'), text);
+  const button = h('button', { class: 'link-button', type: 'button' }, h('span', { text: 'Show all arguments' }));
+  button.addEventListener('click', () => {
+    if (expandAll(tree)) note.remove();
+    else setText(text, 'Still not everything is shown: open the rest with "Show more" and the folded nodes.');
+  });
+  note.append(button);
+  return [note, tree];
+}
+
+/** "The code contains 2 bidirectional controls and 1 invisible character, shown as <U+…> boxes…", or nothing. */
+function invisibleNotice(text: string, what: 'code' | 'arguments'): HTMLElement[] {
+  const { total, bidi } = countInvisible(text);
+  if (!total) return [];
+  const other = total - bidi;
+  const parts = [bidi ? `${bidi} bidirectional ${bidi === 1 ? 'control' : 'controls'}` : '', other ? `${other} invisible ${other === 1 ? 'character' : 'characters'}` : ''].filter(Boolean);
+  const message = `The ${what} ${what === 'code' ? 'contains' : 'contain'} ${parts.join(' and ')}, shown as <U+…> boxes where they are. ${bidi ? 'Such characters can make text read differently from what it is. ' : ''}Hover a box for its name.`;
+  return [h('p', { class: 'approval-warning', role: 'note' }, icon('warning'), h('span', { text: message }))];
+}
+
 // ---- small items ----------------------------------------------------------------------------------
 
 export class FunctionRenderer implements ItemRenderer {
@@ -188,6 +231,7 @@ export class FunctionRenderer implements ItemRenderer {
   private readonly args: HTMLElement;
   private readonly body: HTMLElement;
   private lastRev = -1;
+  private argsText = '';
 
   constructor(item: FunctionView) {
     this.statusEl = h('span', { class: 'tool-status' });
@@ -195,8 +239,8 @@ export class FunctionRenderer implements ItemRenderer {
     this.body = h('div', { class: 'tool-body' });
     this.el = h(
       'section',
-      { class: 'card function-call', 'aria-label': `Function call ${item.name}` },
-      h('details', { class: 'tool-details' }, h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), this.statusEl, icon('tools'), h('span', { class: 'tool-name', text: item.name }), this.args), this.body),
+      { class: 'card function-call', 'aria-label': `Function call ${revealedPlain(item.name)}` },
+      h('details', { class: 'tool-details' }, h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), this.statusEl, icon('tools'), h('span', { class: 'tool-name' }, revealed(item.name)), this.args), this.body),
     );
   }
 
@@ -212,9 +256,10 @@ export class FunctionRenderer implements ItemRenderer {
     } catch {
       // still streaming
     }
-    setText(this.args, `(${typeof parsed === 'string' ? parsed.slice(0, 80) : argsPreview(parsed)})`);
+    const args = `(${typeof parsed === 'string' ? parsed.slice(0, 80) : argsPreview(parsed)})`;
+    if (args !== this.argsText) setRevealed(this.args, (this.argsText = args));
     this.body.textContent = '';
-    this.body.append(h('div', { class: 'kv-label', text: 'Arguments' }), typeof parsed === 'string' ? h('pre', { class: 'plain', text: parsed }) : renderJson(parsed, { expandDepth: 2 }));
+    this.body.append(h('div', { class: 'kv-label', text: 'Arguments' }), typeof parsed === 'string' ? h('pre', { class: 'plain' }, revealed(parsed)) : renderJson(parsed, { expandDepth: 2 }));
     if (f.output !== undefined) {
       let out: unknown = f.output;
       try {
@@ -239,7 +284,7 @@ export class EditorRenderer implements ItemRenderer {
     this.lastRev = e.rev;
     const it = e.item;
     this.el.textContent = '';
-    const summary = h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), icon(it.status === 'failed' ? 'error' : 'edit'), h('span', { class: 'tool-name', text: it.command }), h('span', { class: 'tool-args', text: it.path ?? '' }));
+    const summary = h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), icon(it.status === 'failed' ? 'error' : 'edit'), h('span', { class: 'tool-name' }, revealed(it.command)), h('span', { class: 'tool-args' }, revealed(it.path ?? '')));
     const body = h('div', { class: 'tool-body' }, h('div', { class: 'kv-label', text: 'Input' }), renderJson(it.input, { expandDepth: 1 }));
     if (it.error) body.append(h('div', { class: 'kv-label error', text: 'Error' }), h('pre', { class: 'tool-error', text: `${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}` }));
     else if (it.result !== undefined) body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(it.result, { expandDepth: 1 }));

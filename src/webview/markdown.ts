@@ -16,7 +16,7 @@ const md: MarkdownIt = new MarkdownIt({
   typographer: false,
   highlight: (code: string, lang: string) => {
     const language = (lang || '').trim().split(/\s+/)[0].toLowerCase();
-    const body = language ? highlight(code, language) : escapeHtml(code);
+    const body = language ? highlight(code, language) : highlight(code, '');
     return `<pre class="md-pre"><code class="hljs${language ? ` language-${escapeHtml(language)}` : ''}">${body}</code></pre>`;
   },
 });

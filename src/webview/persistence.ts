@@ -19,6 +19,8 @@ export interface PanelState {
   conversationId?: string;
   title?: string;
   seq: number;
+  /** The host numbering `seq` is from (`ResetMessage.epoch`). */
+  epoch?: string;
   model: TranscriptModel;
   host?: HostState;
   draft: string;

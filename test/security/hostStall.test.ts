@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { compileSchema, MAX_ERRORS } from '../../src/core/gateway/schema';
+import { BudgetExceeded, charge, metered } from '../../src/core/gateway/budget';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
@@ -130,6 +131,24 @@ describe('security: the host cannot be stalled (issue 11, point 1)', function ()
       const r3 = await withLag('format "url" over 50 strings of 15,000 colons', () => call(gw, 'victim', { links }));
       assert.match(String(r3.error), /must match format "url"|too costly to check/);
       assert.ok(r3.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r3.lagMs} ms`);
+    });
+
+    it('a check whose steps cost more than they are charged still stops at its CPU deadline', () => {
+      // Steps charged 1 unit each against an endless budget: only the deadline (30 ms of this thread's
+      // time, the smaller of the process's CPU time and the wall time) can stop it.
+      let steps = 0;
+      const started = Date.now();
+      assert.throws(
+        () =>
+          metered(Number.MAX_SAFE_INTEGER, 30, () => {
+            while (Date.now() - started < 20_000) {
+              charge(1);
+              steps++;
+            }
+          }),
+        (e: unknown) => e instanceof BudgetExceeded,
+      );
+      assert.ok(steps > 0 && Date.now() - started < 20_000, 'the loop was stopped by the deadline, not by its own end');
     });
 
     it('a schema too large to compile quickly is refused before compiling', () => {

@@ -85,13 +85,15 @@ export class FakeSessionApis implements SessionApis {
 export class FakeApprovalsApis implements ApprovalsApis {
   /** The dialog's answers, in order (undefined: dismissed). */
   answers: Array<string | undefined> = [];
-  readonly dialogs: Array<{ message: string; detail?: string; items: string[] }> = [];
+  readonly dialogs: Array<{ message: string; detail?: string; items: string[]; modal?: boolean }> = [];
+  /** What was opened in a read-only editor (an approval's full arguments or code). */
+  readonly documents: Array<{ content: string; language: string }> = [];
   /** What VS Code merges for `codeact.approval.alwaysAllow`. */
   always: string[] = [];
   readonly saved: string[][] = [];
 
   async showWarningMessage(message: string, options: { modal: boolean; detail?: string }, ...items: string[]): Promise<string | undefined> {
-    this.dialogs.push({ message, detail: options.detail, items });
+    this.dialogs.push({ message, detail: options.detail, items, ...(options.modal ? {} : { modal: false }) });
     return this.answers.shift();
   }
   alwaysAllowed(): string[] {
@@ -100,6 +102,9 @@ export class FakeApprovalsApis implements ApprovalsApis {
   async saveAlwaysAllowed(names: string[]): Promise<void> {
     this.saved.push(names);
     this.always = names;
+  }
+  async showFullText(content: string, language: 'json' | 'python'): Promise<void> {
+    this.documents.push({ content, language });
   }
 }
 

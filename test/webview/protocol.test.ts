@@ -181,6 +181,19 @@ describe('event batcher (host side)', () => {
     assert.equal(b.pending, 0);
   });
 
+  it('never tells a page that an earlier extension host brought up to date that it is up to date (its seq is of another epoch)', () => {
+    // A reload restarts the extension host: its new batcher starts at seq 0, and a page whose saved state
+    // says "seq 0" (it was reset by the old host, and its later batches were not saved yet) must get a reset,
+    // not an empty replay that leaves it a turn short.
+    const fresh = createEventBatcher(() => {}, manualFrames().schedule, { conversationId: 'c', epoch: 'host-2' });
+    assert.equal(fresh.replaySince(0, 'c', 'host-1'), undefined, "the old host's seq 0");
+    assert.equal(fresh.replaySince(0, 'c'), undefined, 'a page that kept no epoch');
+    assert.deepEqual(fresh.replaySince(0, 'c', 'host-2'), [], 'this host reset the page: up to date');
+    assert.deepEqual(parseWebviewMessage({ type: 'ready', protocol: 1, seq: 0, conversationId: 'c', epoch: 'host-1' }), { type: 'ready', protocol: 1, seq: 0, conversationId: 'c', epoch: 'host-1' });
+    assert.deepEqual(parseWebviewMessage({ type: 'resync', seq: 2, epoch: 'host-1' }), { type: 'resync', seq: 2, conversationId: undefined, epoch: 'host-1' });
+    assert.equal(parseWebviewMessage({ type: 'ready', protocol: 1, seq: 0, epoch: 'x'.repeat(65) }), undefined, 'an epoch is a short token');
+  });
+
   it('replays the batches a reloaded page missed, or asks for a reset when it cannot', () => {
     const posted: EventsMessage[] = [];
     const frames = manualFrames();

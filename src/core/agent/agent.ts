@@ -228,8 +228,11 @@ export class AgentLoop {
           maxOutputTokens: this.options.maxOutputTokens,
           images: this.images,
         };
-        result = await this.turnWithRetries(proto?.active ? proto.request(request) : request);
-      } catch (err) {
+        // The one retry without tools (a probe) is one attempt: no retries of its own.
+        result = await this.turnWithRetries(proto?.active ? proto.request(request) : request, proto?.probingTools ? 1 : this.retry.maxAttempts);
+        proto?.succeeded();
+      } catch (caught) {
+        const err = proto?.probeFailed(caught) ?? caught;
         // A server that rejects `tools`: the same turn again, in text form.
         if (proto?.switchOnRejection(err)) {
           turn--;
@@ -284,7 +287,7 @@ export class AgentLoop {
     return done('cancelled', text, { message, code: 'cancelled' });
   }
 
-  private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0]): Promise<TurnResult> {
+  private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0], maxAttempts: number): Promise<TurnResult> {
     // Failures by code, for errors that allow fewer retries than the policy (a stalled stream: once).
     const failures = new Map<string, number>();
     for (let attempt = 1; ; attempt++) {
@@ -299,12 +302,12 @@ export class AgentLoop {
           err instanceof ProviderError && err.code === 'aborted' ? 'Cancelled' : 'NotRun',
           err instanceof ProviderError && err.code === 'aborted' ? 'The run was stopped.' : `The model's response broke off before this code could run (${(err as Error).message.split('\n')[0]}).`,
         );
-        if (!retryable || attempt >= this.retry.maxAttempts || request.signal?.aborted) throw err;
+        if (!retryable || attempt >= maxAttempts || request.signal?.aborted) throw err;
         const pe = err as ProviderError;
         const sameKind = (failures.get(pe.code) ?? 0) + 1;
         failures.set(pe.code, sameKind);
         if (pe.retryLimit !== undefined && sameKind > pe.retryLimit) throw err;
-        const last = pe.retryLimit !== undefined ? Math.min(this.retry.maxAttempts, attempt + 1 + pe.retryLimit - sameKind) : this.retry.maxAttempts;
+        const last = pe.retryLimit !== undefined ? Math.min(maxAttempts, attempt + 1 + pe.retryLimit - sameKind) : maxAttempts;
         const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
         const delay = Math.min(this.retry.maxDelayMs * 4, pe.retryAfterMs ?? backoff + Math.floor(Math.random() * backoff * 0.2));
         this.emit({ type: 'codeact.retry', attempt, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${last}).` });

@@ -17,6 +17,7 @@
  */
 import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallItem, FunctionCallOutputItem, MessageItem, RuntimeKind } from '../../common/events';
 import { ProviderError } from '../providers/shared/errors';
+import { errorText, worthProbing } from '../providers/shared/toolsRejection';
 import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { CodeFenceScanner, type FenceSegment } from './codeFence';
@@ -41,6 +42,23 @@ const MAX_REMEMBERED = 256;
 function modelKey(provider: Provider, model: string): string {
   const baseURL = (provider as { options?: { baseURL?: unknown } }).options?.baseURL;
   return `${provider.id}\n${typeof baseURL === 'string' ? baseURL : ''}\n${model}`;
+}
+
+function remember(provider: Provider, model: string, why: string): void {
+  const key = modelKey(provider, model);
+  if (toolless.size >= MAX_REMEMBERED) toolless.delete(toolless.keys().next().value!);
+  toolless.set(key, why);
+}
+
+/** The server's words, for a notice. */
+function detailOf(err: ProviderError): string {
+  return err.detail ? `: ${err.detail.split('\n')[0].slice(0, 300)}` : '';
+}
+
+/** An OpenAI-compatible server's rejection that may be about `tools` without saying so (./providers/shared/toolsRejection). */
+function probeWorthy(err: ProviderError): boolean {
+  if (err.provider !== 'openai-compatible' || (err.code !== 'bad_request' && err.code !== 'server')) return false;
+  return worthProbing(err.status, errorText(err.detail ?? '', err.cause));
 }
 
 /** True when this model (on this server) rejected `tools` earlier in this process. */
@@ -109,26 +127,73 @@ export class TextProtocol {
 
   /**
    * After a failed request: when the server rejected `tools`, remembers it, says so once, and switches
-   * to the text protocol. Returns true when the turn should be sent again, in text form.
+   * to the text protocol. When it rejected the request without saying why (a 400, 422 or 500 not
+   * clearly about something else) before any request of this run with tools succeeded, sends the same
+   * turn once without tools: a probe, confirmed by `succeeded` or undone by `probeFailed`. At most one
+   * probe a run. Returns true when the turn should be sent again, in text form.
    */
   switchOnRejection(err: unknown): boolean {
-    if (this.active || !(err instanceof ProviderError) || err.code !== 'tools_unsupported') return false;
+    if (this.active || !(err instanceof ProviderError)) return false;
+    if (err.code === 'tools_unsupported') {
+      this.active = true;
+      remember(this.o.provider, this.o.model, err.detail ?? err.message);
+      this.notice(err, `"${this.o.model}" does not accept tools (function calling)${detailOf(err)}. Continuing without tools: the model writes its code in a \`\`\`python block ` +
+        'and CodeAct runs it (the text protocol). This is remembered for this model until CodeAct restarts');
+      return true;
+    }
+    if (this.probed || this.toolsAccepted || !probeWorthy(err)) return false;
+    this.probed = true;
+    this.probing = err;
     this.active = true;
-    const key = modelKey(this.o.provider, this.o.model);
-    if (toolless.size >= MAX_REMEMBERED) toolless.delete(toolless.keys().next().value!);
-    toolless.set(key, err.detail ?? err.message);
-    const detail = err.detail ? `: ${err.detail.split('\n')[0].slice(0, 300)}` : '';
+    this.notice(err, `"${this.o.model}" rejected the request with tools${detailOf(err)}${err.status ? ` (HTTP ${err.status})` : ''}. Trying this turn once without tools: ` +
+      'if that works, CodeAct continues with the text protocol (the model writes its code in a ```python block and CodeAct runs it) and remembers it for this model until CodeAct restarts');
+    return true;
+  }
+
+  /** True while the current turn is the one retry without tools. */
+  get probingTools(): boolean {
+    return this.probing !== undefined;
+  }
+
+  /** After a turn succeeded: a probe without tools is confirmed (remembered); a turn with tools proves the server takes them. */
+  succeeded(): void {
+    if (this.probing) {
+      remember(this.o.provider, this.o.model, this.probing.detail ?? this.probing.message);
+      this.probing = undefined;
+    } else if (!this.active) {
+      this.toolsAccepted = true;
+    }
+  }
+
+  /**
+   * After the retry without tools failed too: back to function calling, and the error to report is the
+   * first one (tools were not the problem), saying that the retry failed. Undefined when no probe ran.
+   */
+  probeFailed(err: unknown): ProviderError | undefined {
+    const first = this.probing;
+    if (!first) return undefined;
+    this.probing = undefined;
+    this.active = false;
+    if (err instanceof ProviderError && err.code === 'aborted') return err;
+    const why = err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err);
+    return new ProviderError({
+      code: first.code, provider: first.provider, status: first.status, retryable: false, retryAfterMs: first.retryAfterMs, detail: first.detail, cause: first.cause,
+      message: `${first.message} (The same turn without tools failed too, so tools are not the cause: ${why})`,
+    });
+  }
+
+  private probed = false;
+  private probing?: ProviderError;
+  private toolsAccepted = false;
+
+  private notice(err: ProviderError, text: string): void {
     this.o.emit({
       type: 'codeact.retry',
       attempt: 1,
       delay_ms: 0,
       ...(err.status ? { status: err.status } : {}),
-      message:
-        `"${this.o.model}" does not accept tools (function calling)${detail}. Continuing without tools: the model writes its code in a \`\`\`python block ` +
-        'and CodeAct runs it (the text protocol). This is remembered for this model until CodeAct restarts; set codeact.agent.protocol to "text" ' +
-        '(or codeact.openaiCompatible.supportsTools to false) to skip the first attempt.',
+      message: `${text}; set codeact.agent.protocol to "text" (or codeact.openaiCompatible.supportsTools to false) to skip the first attempt.`,
     });
-    return true;
   }
 
   /** State of one streamed response (a new one for every attempt). `register` keys the code card by its function-call item id. */

@@ -9,6 +9,7 @@ import type { RuntimeConfig } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools, type DeclarationContext } from '../tools/declarations';
+import { toolHostPaths, type HostRunFile } from '../runtime/local/hostFiles';
 import type { EngineConfig } from './resolve';
 
 export interface RuntimeHost {
@@ -28,7 +29,14 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
     runtime: config.runtime,
     local: {
       python: config.python,
-      sandbox: { kind: config.sandbox, network: config.sandboxNetwork, mountWorkspace: config.mountWorkspace, limits: config.limits, workspace: host.workspace },
+      sandbox: {
+        kind: config.sandbox,
+        network: config.sandboxNetwork,
+        mountWorkspace: config.mountWorkspace,
+        limits: config.limits,
+        workspace: host.workspace,
+        hostRunPaths: hostRunPathsFrom(config, host.workspace),
+      },
       session: config.sessionPolicy,
       idleMs: config.sessionIdleMs,
       maxAlive: config.sessionMaxAlive,
@@ -44,9 +52,23 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
   };
 }
 
+/**
+ * The files in the workspace that the declared tools run on the host, which a `readwrite` workspace
+ * keeps read-only in the sandbox (part of the extension's runtime key: a changed tool rebuilds it).
+ */
+export function hostRunPathsFrom(config: EngineConfig, workspace: string | undefined): HostRunFile[] | undefined {
+  return workspace && config.mountWorkspace === 'readwrite' ? toolHostPaths(config.tools, workspace) : undefined;
+}
+
 /** The runtime limits the settings set (rich outputs), the same on every runtime. */
 export function runtimeLimitsFrom(config: EngineConfig): Partial<RuntimeLimits> {
-  return { maxDisplayBytes: config.maxDisplayBytes, maxDisplayTotalBytes: config.maxExecutionDisplayBytes, hidpi: config.plotsHighDPI };
+  return {
+    maxDisplayBytes: config.maxDisplayBytes,
+    maxDisplayTotalBytes: config.maxExecutionDisplayBytes,
+    hidpi: config.plotsHighDPI,
+    // Tool calls per execution (codeact.toolCalls.maxPerRun).
+    maxToolCallsPerRun: config.maxToolCallsPerRun,
+  };
 }
 
 export function providerConfigFrom(config: EngineConfig, apiKey: string | undefined): ProviderConfig {
@@ -62,9 +84,13 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
   };
 }
 
-/** The managed tools the configuration declares, with the approval default it sets. */
-export function toolSetFrom(config: EngineConfig, workspace: string, extra: Omit<DeclarationContext, 'workspace' | 'defaultApproval'> = {}): ToolSet {
-  return loadTools(config.tools, { ...extra, workspace, defaultApproval: config.defaultApproval });
+/** The managed tools the configuration declares, their approvals decided by the one precedence table (../gateway/approvalPolicy.ts). */
+export function toolSetFrom(
+  config: EngineConfig,
+  workspace: string,
+  extra: Omit<DeclarationContext, 'workspace' | 'defaultApproval' | 'userDefaultApproval' | 'declaredIn'> = {},
+): ToolSet {
+  return loadTools(config.tools, { ...extra, workspace, defaultApproval: config.defaultApproval, userDefaultApproval: config.userDefaultApproval, declaredIn: config.toolsDeclaredIn });
 }
 
 /** The images a request to a model that sees them may carry (codeact.vision.maxImages / maxMB). */

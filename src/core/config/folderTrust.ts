@@ -9,10 +9,10 @@
  * `CODEACT_TRUST_WORKSPACE=1` trusts the folder for one invocation (for CI).
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
-import { settingsPath } from './workspaceFile';
+import { readConfigFile, settingsPath } from './workspaceFile';
 
 export interface TrustEntry {
   folder: string;
@@ -42,14 +42,17 @@ function canonical(folder: string): string {
 
 /** The hash trust is bound to: the settings file's bytes, or "none". */
 export function settingsHash(folder: string): string {
-  const file = settingsPath(folder);
-  if (!existsSync(file)) return 'none';
-  return createHash('sha256').update(readFileSync(file)).digest('hex');
+  // Read as the settings are (a regular file under the cap): what is hashed is what is obeyed.
+  const bytes = readConfigFile(settingsPath(folder));
+  return bytes === undefined ? 'none' : createHash('sha256').update(bytes).digest('hex');
 }
 
 export function listTrusted(): TrustEntry[] {
+  // Not a regular file, or too large: a SettingsError naming the file (a FIFO must not hang the CLI).
+  const bytes = readConfigFile(storePath());
+  if (bytes === undefined) return [];
   try {
-    const data = JSON.parse(readFileSync(storePath(), 'utf8')) as { folders?: TrustEntry[] };
+    const data = JSON.parse(bytes.toString('utf8')) as { folders?: TrustEntry[] };
     return Array.isArray(data.folders) ? data.folders.filter((e) => e && typeof e.folder === 'string' && typeof e.sha256 === 'string').slice(0, 10_000) : [];
   } catch {
     return [];

@@ -65,6 +65,8 @@ export const SETTINGS = {
   'outputs.maxDisplayMB': { type: 'number', default: 2, minimum: 0.01, maximum: 12, trust: 'any' },
   'outputs.maxExecutionMB': { type: 'number', default: 12, minimum: 0.01, maximum: 256, trust: 'any' },
   'plots.highDPI': { type: 'boolean', default: false, trust: 'any' },
+  // Managed-tool calls one execution may make (the code's call_tool, however it sends them).
+  'toolCalls.maxPerRun': { type: 'number', default: 10000, minimum: 1, maximum: 100000, trust: 'any' },
   // What reaches a vision model in one request: the newest images up to these caps.
   'vision.maxImages': { type: 'number', default: 6, minimum: 0, maximum: 100, trust: 'any' },
   'vision.maxMB': { type: 'number', default: 8, minimum: 0, maximum: 64, trust: 'any' },

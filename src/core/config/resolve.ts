@@ -12,10 +12,13 @@
  *   a flag, trusted or not: a repository must not send the user's API key to a server it chose. An
  *   OpenAI-compatible server's URL may come from a trusted workspace.
  * - Approvals: a workspace may make them stricter (`approval.default` ask/deny, `reviewCode` on), never
- *   looser than the user's own setting; `approval.alwaysAllow` is the user's alone.
+ *   looser than the user's own setting; `approval.alwaysAllow` is the user's alone. A folder's tools
+ *   never run looser than the user's own default either: the whole precedence is one table, in
+ *   core/gateway/approvalPolicy.ts, applied to every tool.
  * - A value of the wrong type or outside its allowed values is ignored (and listed), never half-used.
  */
 import { PROVIDER_CATALOG as PROVIDERS } from '../providers/shared/catalog';
+import { APPROVAL_ORDER } from '../gateway/approvalPolicy';
 import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName } from './keys';
 
 export type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';
@@ -58,6 +61,10 @@ export interface EngineConfig {
   modelIdleMs: number;
   maxTurns: number;
   defaultApproval: 'auto' | 'ask' | 'deny';
+  /** Your own codeact.approval.default (`auto` when unset): a folder's tools never run looser than it (../gateway/approvalPolicy.ts). */
+  userDefaultApproval: 'auto' | 'ask' | 'deny';
+  /** Whose settings declared `tools`: yours, or a folder's (workspace or folder settings). */
+  toolsDeclaredIn: 'user' | 'folder';
   reviewCode: boolean;
   alwaysAllow: string[];
   sandbox: 'auto' | 'bubblewrap' | 'none';
@@ -76,6 +83,8 @@ export interface EngineConfig {
   maxExecutionDisplayBytes: number;
   /** Plots at twice the pixel density. */
   plotsHighDPI: boolean;
+  /** Managed-tool calls one execution may make. */
+  maxToolCallsPerRun: number;
   /** At most this many images, and bytes of images, in one request to a vision model. */
   visionMaxImages: number;
   visionMaxBytes: number;
@@ -100,7 +109,6 @@ export interface ResolveOptions {
 }
 
 const FIRST_PARTY: readonly string[] = PROVIDERS.filter((p) => p.firstParty).map((p) => p.id);
-const APPROVAL_ORDER = ['auto', 'ask', 'deny'];
 const MB = 1024 * 1024;
 const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
@@ -182,7 +190,9 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     modelFirstByteMs: Math.round(pick<number>('modelStream.firstByteTimeoutSeconds') * 1000),
     modelIdleMs: Math.round(pick<number>('modelStream.idleTimeoutSeconds') * 1000),
     maxTurns: Math.floor(pick<number>('maxTurns')),
-    defaultApproval: pick('approval.default', (o, v) => looser(o, v, userApproval, (x) => APPROVAL_ORDER.indexOf(x as string))),
+    defaultApproval: pick('approval.default', (o, v) => looser(o, v, userApproval, (x) => APPROVAL_ORDER.indexOf(x as EngineConfig['defaultApproval']))),
+    userDefaultApproval: APPROVAL_ORDER.includes(userApproval as EngineConfig['defaultApproval']) ? (userApproval as EngineConfig['defaultApproval']) : 'auto',
+    toolsDeclaredIn: 'user',
     reviewCode: pick('approval.reviewCode', (o, v) => looser(o, v, userReview, (x) => (x ? 1 : 0))),
     alwaysAllow: pick<unknown[]>('approval.alwaysAllow').filter((n): n is string => typeof n === 'string'),
     sandbox: pick('sandbox.kind'),
@@ -198,6 +208,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
     plotsHighDPI: pick('plots.highDPI'),
+    maxToolCallsPerRun: Math.floor(pick<number>('toolCalls.maxPerRun')),
     visionMaxImages: Math.floor(pick<number>('vision.maxImages')),
     visionMaxBytes: Math.round(pick<number>('vision.maxMB') * MB),
     hostedMemoryLimit: pick('hosted.memoryLimit'),
@@ -205,6 +216,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     inlineResults: pick('inlineResults'),
     tools: pick('tools'),
   };
+  config.toolsDeclaredIn = origins.tools === 'folder' || origins.tools === 'workspace' ? 'folder' : 'user';
   return { config, origins, ignored };
 }
 

@@ -3,8 +3,12 @@
  * and the user's own `settings.json` in CodeAct's config folder (the CLI's counterpart of VS Code's
  * user settings). Their layers go to the one resolver (resolve.ts), with the command-line flags on top.
  * The extension reads the same keys through VS Code's configuration instead.
+ *
+ * A settings file is outside input: it is read only when it is a regular file of at most
+ * {@link SETTINGS_FILE_MAX_BYTES} ({@link readConfigFile}), so a FIFO, a device or a symbolic link to
+ * `/dev/zero` is a clear error, never a process that hangs or fills its memory.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
@@ -37,9 +41,76 @@ export function readUserSettings(): Record<string, unknown> {
   return readSettingsFile(userSettingsPath());
 }
 
+/** Largest settings or trust file read: 4 MiB (a thousand tool declarations with their schemas fit in one). */
+export const SETTINGS_FILE_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The bytes of a configuration file, or undefined when there is none. Only a regular file of at most
+ * `maxBytes` is read: it is opened without blocking (O_NONBLOCK: a FIFO with no writer does not hang),
+ * the opened descriptor is checked (so a symbolic link to a device is judged by what it points to), and
+ * the read stops past the cap (a file that grows while it is read). Anything else is a {@link SettingsError}
+ * that names the file and says what to do.
+ */
+export function readConfigFile(file: string, maxBytes = SETTINGS_FILE_MAX_BYTES): Buffer | undefined {
+  let fd: number;
+  try {
+    // Not even opened when it is no regular file (opening some devices does something); the descriptor
+    // is checked again below, since the path may change in between.
+    const before = statSync(file);
+    if (!before.isFile()) throw notRegular(file, before);
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (e) {
+    if (e instanceof SettingsError) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw new SettingsError(`${file} cannot be read (${code ?? (e as Error).message}). Check the file's permissions.`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw notRegular(file, st);
+    if (st.size > maxBytes) throw tooLarge(file, maxBytes);
+    const buf = Buffer.allocUnsafe(Math.min(maxBytes, st.size) + 1);
+    let got = 0;
+    for (;;) {
+      const n = readSync(fd, buf, got, buf.length - got, null);
+      if (n === 0) break;
+      got += n;
+      if (got > maxBytes) throw tooLarge(file, maxBytes);
+      // The file grew since fstat: read on, up to the cap and one byte more.
+      if (got === buf.length) return readGrown(fd, file, buf, maxBytes);
+    }
+    return buf.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readGrown(fd: number, file: string, first: Buffer, maxBytes: number): Buffer {
+  const parts = [first];
+  let total = first.length;
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  for (;;) {
+    const n = readSync(fd, chunk, 0, chunk.length, null);
+    if (n === 0) return Buffer.concat(parts, total);
+    total += n;
+    if (total > maxBytes) throw tooLarge(file, maxBytes);
+    parts.push(Buffer.from(chunk.subarray(0, n)));
+  }
+}
+
+function notRegular(file: string, st: Stats): SettingsError {
+  const kind = st.isFIFO() ? 'a named pipe (FIFO)' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : st.isDirectory() ? 'a folder' : st.isSocket() ? 'a socket' : 'not a regular file';
+  return new SettingsError(`${file} is ${kind}, not a regular file; CodeAct reads settings only from regular files. Replace it with a JSON file, or remove it.`);
+}
+
+function tooLarge(file: string, maxBytes: number): SettingsError {
+  return new SettingsError(`${file} is larger than ${maxBytes / (1024 * 1024)} MiB, CodeAct's limit for a settings file. Make it smaller (move large tool schemas into fewer declarations).`);
+}
+
 export function readSettingsFile(file: string): Record<string, unknown> {
-  if (!existsSync(file)) return {};
-  const text = readFileSync(file, 'utf8');
+  const bytes = readConfigFile(file);
+  if (bytes === undefined) return {};
+  const text = bytes.toString('utf8');
   const errors: ParseError[] = [];
   const value = parse(text, errors, { allowTrailingComma: true, disallowComments: false });
   if (errors.length) {

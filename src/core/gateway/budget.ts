@@ -73,10 +73,17 @@ export function metered<T>(budget: number, ms: number, fn: () => T): T {
   }
 }
 
+/**
+ * Whether this validation has used its time. The process's CPU time counts every thread (V8's parallel
+ * GC and compiler threads too, which on a busy machine ran it past the deadline while the check itself
+ * had used a few milliseconds), and wall time counts the time this thread was descheduled; this thread
+ * has used at most the smaller of the two, so the deadline is past only when both are.
+ */
 function pastDeadline(): boolean {
   const now = cpuMs();
-  if (Number.isNaN(deadline)) deadline = now - Math.min(performance.now() - wallStart, deadlineMs / 2) + deadlineMs;
-  return now > deadline;
+  const wall = performance.now() - wallStart;
+  if (Number.isNaN(deadline)) deadline = now - Math.min(wall, deadlineMs / 2) + deadlineMs;
+  return now > deadline && wall > deadlineMs;
 }
 
 /**

@@ -5,10 +5,12 @@
  * is untrusted: names and arguments are checked, never trusted.
  */
 import { isDiscoveryCall, type ApprovalPolicy } from '../../common/tools';
+import { decideApproval, factsOf } from './approvalPolicy';
 import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
 import type { ToolCatalog } from './discovery/toolCatalog';
 import { ToolDiscovery } from './discovery/toolDiscovery';
 import { ARGUMENT_LIMITS, measureShape, preview, type ShapeLimits } from './limits';
+import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
 import { BudgetExceeded, compileSchema, type Validator } from './schema';
 import type { ManagedTool } from './toolSet';
 import { CodeActError } from '../util/errors';
@@ -43,7 +45,7 @@ export const SUMMARY_TEXT = 200;
 export const MAX_RECORDS = 200;
 
 /** Caps on a tool's result, checked before it is serialised or validated (its size: `maxResultBytes`). */
-const RESULT_SHAPE = { maxDepth: 128, maxKeys: 250_000 };
+const RESULT_SHAPE = { maxDepth: MAX_VALUE_DEPTH, maxKeys: 250_000 };
 
 export interface ApprovalRequest {
   tool: ManagedTool;
@@ -214,15 +216,27 @@ export class ToolGateway {
     if (problems.length) throw new ToolError(`Invalid arguments for "${name}": ${problems.join('; ')}.`, 'invalid_arguments');
 
     const { tool } = entry;
-    const override = this.options.policyOverride?.(tool);
-    const policy: ApprovalPolicy = tool.approval === 'deny' || override === 'deny' ? 'deny' : (override ?? tool.approval);
+    // The one precedence table (gateway/approvalPolicy): the tool's facts, and the person's allowances now.
+    const decision = decideApproval(factsOf(tool), this.options.policyOverride?.(tool));
+    const policy: ApprovalPolicy = decision.policy;
     if (policy === 'deny') {
-      this.options.log?.(`approval: ${name} denied by policy`);
-      throw new ToolError(`The tool "${name}" is denied by its approval policy. Change "approval" in codeact.tools to allow it.`, 'denied');
+      this.options.log?.(`approval: ${name} denied by policy: ${decision.because}`);
+      throw new ToolError(
+        decision.tightened
+          ? `The tool "${name}" is denied: ${decision.because}. To allow it, declare it in your user settings, or change your codeact.approval.default.`
+          : `The tool "${name}" is denied by its approval policy (${decision.because}). Change "approval" in codeact.tools to allow it.`,
+        'denied',
+      );
     }
     if (policy === 'ask') {
+      this.options.log?.(`approval: ${name} asks: ${decision.because}`);
       if (!this.options.approver) {
-        throw new ToolError(`The tool "${name}" needs approval, and nobody can approve it here. Run it in VS Code, or set its "approval" to "auto".`, 'denied');
+        throw new ToolError(
+          decision.tightened
+            ? `The tool "${name}" needs approval (${decision.because}), and nobody can approve it here. Run it in VS Code, or declare it in your user settings.`
+            : `The tool "${name}" needs approval, and nobody can approve it here. Run it in VS Code, or set its "approval" to "auto".`,
+          'denied',
+        );
       }
       // The person's time is not the code's: the run's clock and this call's duration stop while they decide.
       const resume = request.pause?.();

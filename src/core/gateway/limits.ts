@@ -3,16 +3,9 @@
  * anything else looks at it, and short previews for the gateway's records. Every walk here is
  * iterative and stops as soon as a cap is passed, so its cost is bounded by the caps, not the input.
  */
-import { formatBytes } from '../../common/format';
+import { measureShape, type ShapeLimits, type ShapeReport } from '../../common/jsonShape';
 
-export interface ShapeLimits {
-  /** Largest size as JSON, in bytes (strings counted by UTF-16 code units). */
-  maxBytes: number;
-  /** Deepest nesting of objects and arrays. */
-  maxDepth: number;
-  /** Most object keys plus array items, in total. */
-  maxKeys: number;
-}
+export { measureShape, type ShapeLimits, type ShapeReport };
 
 /** Caps on the arguments of one call, checked before validation. */
 export const ARGUMENT_LIMITS: ShapeLimits = { maxBytes: 1024 * 1024, maxDepth: 64, maxKeys: 20_000 };
@@ -25,47 +18,6 @@ export const SCHEMA_LIMITS: ShapeLimits = { maxBytes: 64 * 1024, maxDepth: 64, m
 
 /** Most `pattern`s and `patternProperties` in one schema: each takes about 0.3 ms to compile. */
 export const SCHEMA_MAX_PATTERNS = 64;
-
-export interface ShapeReport {
-  /** About the size as JSON, in bytes, when no cap was passed (a lower bound otherwise). */
-  bytes: number;
-  /** The cap passed, as a phrase ("nesting deeper than 64 levels (the depth cap)"), or undefined. */
-  problem?: string;
-}
-
-/** Walks `value` until a cap is passed. */
-export function measureShape(value: unknown, limits: ShapeLimits): ShapeReport {
-  let bytes = 0;
-  let keys = 0;
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v === 'string') bytes += v.length + 2;
-    else if (v && typeof v === 'object') {
-      if (depth >= limits.maxDepth) return { bytes, problem: `nesting deeper than ${limits.maxDepth} levels (the depth cap)` };
-      bytes += 2;
-      if (Array.isArray(v)) {
-        keys += v.length;
-        bytes += v.length;
-        if (keys <= limits.maxKeys) for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], depth + 1]);
-      } else {
-        const ks = Object.keys(v);
-        keys += ks.length;
-        if (keys <= limits.maxKeys) {
-          for (const k of ks) {
-            bytes += k.length + 4;
-            stack.push([(v as Record<string, unknown>)[k], depth + 1]);
-          }
-        }
-      }
-      if (keys > limits.maxKeys) {
-        return { bytes, problem: `more than ${limits.maxKeys.toLocaleString('en-US')} keys and array items in total (the key-count cap)` };
-      }
-    } else bytes += typeof v === 'number' ? 8 : 5;
-    if (bytes > limits.maxBytes) return { bytes, problem: `larger than ${formatBytes(limits.maxBytes)} as JSON (the size cap)` };
-  }
-  return { bytes };
-}
 
 /**
  * At most `max` characters of `value` as JSON, built without serialising more than that (a huge

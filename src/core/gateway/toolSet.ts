@@ -3,6 +3,7 @@
  * tool declarations gives. Tool sources (core/tools) import this, never the gateway itself.
  */
 import type { ApprovalPolicy, DeclarationProblem, JsonSchema, ToolExposure } from '../../common/tools';
+import type { ToolApprovalFacts } from './approvalPolicy';
 
 export interface ToolInvokeContext {
   signal: AbortSignal;
@@ -14,7 +15,10 @@ export interface ManagedTool {
   description: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
+  /** The policy before the person's allowances, as the precedence table decided it (gateway/approvalPolicy). */
   approval: ApprovalPolicy;
+  /** What the table decided it from; the gateway decides again at each call with the person's allowances. */
+  approvalFacts?: ToolApprovalFacts;
   expose: ToolExposure;
   /** Where the tool comes from: `command`, `http`, `mcp`, `lmTool`, or a host's own. */
   source: string;

@@ -6,6 +6,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
 import { formatBytes, formatDuration } from '../../common/format';
+import { MAX_VALUE_DEPTH, measureShape } from '../../common/jsonShape';
 import type { ExecuteRequest, RuntimeLimits } from './types';
 
 /**
@@ -52,6 +53,26 @@ export function safeEmit(onEvent?: (event: CodeActEvent) => void): (event: CodeA
 
 /** How the code ended, as its guest or kernel reported it. */
 export type Completion = { ok: true; value: unknown } | { ok: false; error: ExecutionError };
+
+/** Is `value` nested deeper than {@link MAX_VALUE_DEPTH}? (An iterative walk: any depth is safe to ask about.) */
+export function tooDeep(value: unknown): boolean {
+  return measureShape(value, { maxDepth: MAX_VALUE_DEPTH, maxKeys: Infinity, maxBytes: Infinity }).problem !== undefined;
+}
+
+/**
+ * The value a guest or kernel reported, as the host accepts it: nested at most {@link MAX_VALUE_DEPTH} levels
+ * (the guest libraries check it first; a forged frame is checked here), so nothing downstream (the item's
+ * JSON, the transcript, the panel, the CLI) walks a deeper one.
+ */
+export function valueCompletion(value: unknown): Completion {
+  if (!tooDeep(value)) return { ok: true, value };
+  return { ok: false, error: { type: 'ReturnValueError', message: DEEP_VALUE_MESSAGE } };
+}
+
+/** The guest libraries say the same (codeact_values.py). */
+const DEEP_VALUE_MESSAGE =
+  `The return value is nested deeper than ${MAX_VALUE_DEPTH} levels (lists and dicts inside one another); the limit is ${MAX_VALUE_DEPTH}. ` +
+  'Return a flatter value: a summary, the first levels, or a file path.';
 
 /** The code's own error, when it reported one. */
 export function completionError(completion?: Completion): ExecutionError | undefined {

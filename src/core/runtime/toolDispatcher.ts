@@ -1,14 +1,40 @@
 /**
  * The code's `call_tool` requests of one execution, run on the host: bounded concurrency, each call
  * announced and timed, each answered with an outcome. Shared by the local guest and the Jupyter tool channel.
+ *
+ * The frames that carry the calls are untrusted (code can write them straight to the protocol channel,
+ * past the guest library's own bounds), so the host bounds them itself: at most `maxTotal` calls a run
+ * (`codeact.toolCalls.maxPerRun`) and {@link MAX_OUTSTANDING_TOOL_CALLS} waiting or running at once. A call
+ * past either is answered at once with an error, unannounced; the queue costs O(1) a call, and what is
+ * still queued when the run ends is dropped, never started.
  */
 import type { CodeActEvent } from '../../common/events';
 import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
 import type { ToolCallHandler } from './types';
 import { pausedTime } from '../util/timeout';
+import { tooDeep } from './execution';
+import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
 
-/** A call's outcome; `json` is the value already serialised (once), for a runtime to send as it is. */
-export type ToolOutcome = { ok: true; value: unknown; json: string } | { ok: false; error: string };
+/**
+ * A call's outcome; `json` is the value already serialised (once), for a runtime to send as it is. `limit`:
+ * refused by the per-run limit, so every later call of the run would be too (the guest libraries then raise
+ * the error themselves and send no more).
+ */
+export type ToolOutcome = { ok: true; value: unknown; json: string } | { ok: false; error: string; limit?: true };
+
+/** Most calls of one execution waiting for a slot or running on the host at once. */
+export const MAX_OUTSTANDING_TOOL_CALLS = 4096;
+/**
+ * Calls refused past the per-run limit before the run is stopped as a protocol violation. A guest library
+ * stops sending once it has seen the limit's refusal (`limit` in the outcome), so it sends at most the calls
+ * already on their way (a Jupyter frame holds at most 4,096); only frames written past it reach this.
+ */
+export const TOOL_FLOOD_MARGIN = MAX_OUTSTANDING_TOOL_CALLS;
+
+/** The error a call past the per-run limit gets. */
+export function tooManyCallsError(limit: number): string {
+  return `too many tool calls in this run: limit ${limit}. Make fewer calls in one run (split the work over several runs), or raise codeact.toolCalls.maxPerRun.`;
+}
 
 export interface ToolDispatcherOptions {
   itemId: string;
@@ -17,10 +43,43 @@ export interface ToolDispatcherOptions {
   /** False for plain `execute_code`: every call is refused. */
   enabled: boolean;
   maxConcurrent: number;
+  /** Most calls the run may make (codeact.toolCalls.maxPerRun). */
+  maxTotal: number;
   /** Fires when the run ends: calls still queued or running are told to stop. */
   signal: AbortSignal;
   /** Stops the run's clock until the returned function is called (see ToolCallRequest.pause). */
   pauseClock?: () => () => void;
+  /** A note of the host's on the execution (once per cap that refused a call). */
+  note?: (text: string) => void;
+  /** Calls kept coming {@link TOOL_FLOOD_MARGIN} past the limit (called once): the runtime stops the run. */
+  onFlood?: (what: string) => void;
+}
+
+const ENDED: ToolOutcome = { ok: false, error: 'The run has ended.' };
+
+/** A first-in first-out queue whose push and shift cost O(1) (amortised), however long it grows. */
+class Fifo<T> {
+  private items: Array<T | undefined> = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head];
+    this.items[this.head++] = undefined;
+    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
 }
 
 /**
@@ -30,30 +89,72 @@ export interface ToolDispatcherOptions {
  */
 export class ToolDispatcher {
   private active = 0;
-  private queued = 0;
   private next = 0;
-  private readonly waiting: Array<() => void> = [];
+  /** Calls that came (accepted or refused). */
+  private received = 0;
+  private readonly noted = new Set<string>();
+  private flooded = false;
+  /** Queued calls; each is resumed with true (its slot) or false (the run ended first). */
+  private readonly waiting = new Fifo<(go: boolean) => void>();
 
-  constructor(private readonly o: ToolDispatcherOptions) {}
+  constructor(private readonly o: ToolDispatcherOptions) {
+    o.signal.addEventListener(
+      'abort',
+      () => {
+        for (let w = this.waiting.shift(); w; w = this.waiting.shift()) w(false);
+      },
+      { once: true },
+    );
+  }
 
   /** Calls started or waiting for a slot. */
   get inFlight(): number {
-    return this.active + this.queued;
+    return this.active + this.waiting.length;
   }
 
   async dispatch(name: string, args: unknown): Promise<ToolOutcome> {
+    if (this.o.signal.aborted) return ENDED;
+    const refusal = this.admit();
+    if (refusal) return refusal;
+    // Announced with its arguments, so only arguments every consumer can walk (the gateway's caps are tighter).
+    if (tooDeep(args)) return { ok: false, error: `call_tool(${JSON.stringify(name.slice(0, 100))}): the arguments are nested deeper than ${MAX_VALUE_DEPTH} levels; pass a flatter value.` };
     if (this.active >= this.o.maxConcurrent) {
-      this.queued++;
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-      this.queued--;
+      // The slot is handed over by the call that frees it (see below), so no other call can take it between.
+      if (!(await new Promise<boolean>((resolve) => this.waiting.push(resolve)))) return ENDED;
+    } else {
+      this.active++;
     }
-    this.active++;
     try {
       return await this.run(name, args);
     } finally {
-      this.active--;
-      this.waiting.shift()?.();
+      const next = this.o.signal.aborted ? undefined : this.waiting.shift();
+      if (next) next(true);
+      else this.active--;
     }
+  }
+
+  /** The refusal of a new call (a cap), or undefined. O(1), and nothing is announced for a refused call. */
+  private admit(): ToolOutcome | undefined {
+    const limit = this.o.maxTotal;
+    if (++this.received > limit) {
+      this.noteOnce('total', `[codeact: this run reached its limit of ${limit.toLocaleString('en-US')} tool calls (codeact.toolCalls.maxPerRun); further calls were refused]\n`);
+      if (this.received > limit + TOOL_FLOOD_MARGIN && !this.flooded) {
+        this.flooded = true;
+        this.o.onFlood?.(`more than ${(limit + TOOL_FLOOD_MARGIN).toLocaleString('en-US')} tool calls in one run (the limit is ${limit.toLocaleString('en-US')})`);
+      }
+      return { ok: false, error: tooManyCallsError(limit), limit: true };
+    }
+    if (this.inFlight >= MAX_OUTSTANDING_TOOL_CALLS) {
+      this.noteOnce('outstanding', `[codeact: more than ${MAX_OUTSTANDING_TOOL_CALLS.toLocaleString('en-US')} tool calls of this run were waiting at once; further calls were refused]\n`);
+      return { ok: false, error: `too many tool calls waiting in this run: limit ${MAX_OUTSTANDING_TOOL_CALLS} at once. Await the calls in smaller batches.` };
+    }
+    return undefined;
+  }
+
+  private noteOnce(cap: string, text: string): void {
+    if (this.noted.has(cap)) return;
+    this.noted.add(cap);
+    this.o.note?.(text);
   }
 
   private async run(name: string, args: unknown): Promise<ToolOutcome> {

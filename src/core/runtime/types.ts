@@ -78,6 +78,8 @@ export interface RuntimeLimits {
   maxOutputBytes: number;
   timeoutMs: number;
   maxConcurrentToolCalls: number;
+  /** Most tool calls one execution may make (codeact.toolCalls.maxPerRun), however the code sends them. */
+  maxToolCallsPerRun: number;
   /** Largest returned value, as JSON (the local guest also keeps it under its frame limit). */
   maxValueBytes: number;
   /** Rich outputs: the largest display (bytes of its bundle), all displays of one execution, and how many. */
@@ -100,6 +102,7 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxOutputBytes: 1024 * 1024,
   timeoutMs: 120_000,
   maxConcurrentToolCalls: 8,
+  maxToolCallsPerRun: 10_000,
   maxValueBytes: 4 * 1024 * 1024,
   maxDisplayBytes: 2 * 1024 * 1024,
   maxDisplayTotalBytes: 12 * 1024 * 1024,

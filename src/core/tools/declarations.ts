@@ -3,6 +3,7 @@
  * own, with its index and name; the valid ones still work.
  */
 import { formatDeclarationProblem, TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type DeclarationProblem, type ToolDeclaration } from '../../common/tools';
+import { decideApproval, type ToolApprovalFacts } from '../gateway/approvalPolicy';
 import { compileSchema, SchemaError } from '../gateway/schema';
 import type { DeclarationError, ManagedTool, ToolSet } from '../gateway/toolSet';
 import { runCommandTool } from './sources/command';
@@ -14,8 +15,12 @@ export interface DeclarationContext {
   /** The workspace folder: command tools run there. */
   workspace: string;
   hostEnv?: NodeJS.ProcessEnv;
-  /** Policy of tools that do not set `approval` (codeact.approval.default); default `auto`. */
+  /** Policy of tools that do not set `approval` (codeact.approval.default as resolved); default `auto`. */
   defaultApproval?: 'auto' | 'ask' | 'deny';
+  /** The person's own codeact.approval.default (default `auto`): a folder's tools never run looser (../gateway/approvalPolicy). */
+  userDefaultApproval?: 'auto' | 'ask' | 'deny';
+  /** Whose settings these declarations are: the person's (default) or a folder's. */
+  declaredIn?: 'user' | 'folder';
   /**
    * Builds tools of the sources this layer cannot run by itself (`lmTool`). `mcp` tools are built
    * here (see `mcpPool`); the hook is no longer asked for them.
@@ -76,6 +81,14 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) {
       problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose)), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
     }
+    // The one precedence table decides the tool's approval, whatever its source (../gateway/approvalPolicy).
+    const approvalFacts: ToolApprovalFacts = {
+      declared: problems.some((p) => p.field === 'approval') ? undefined : d.approval,
+      declaredIn: ctx.declaredIn ?? 'user',
+      default: ctx.defaultApproval ?? 'auto',
+      userDefault: ctx.userDefaultApproval ?? 'auto',
+    };
+    const approval = decideApproval(approvalFacts).policy;
     let invoke: ManagedTool['invoke'] | undefined;
     let external: ManagedTool | undefined;
     if (sources.length === 1) {
@@ -102,7 +115,7 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
         const problem = validateMcpSource(d.mcp);
         if (problem) say(problem);
         else if (problems.length === 0) {
-          external = createMcpTool(d, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, defaultApproval: ctx.defaultApproval, index });
+          external = createMcpTool(d, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index });
         }
       } else if (ctx.resolveExternal && problems.length === 0) {
         const made = ctx.resolveExternal(d, source);
@@ -118,16 +131,19 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     }
     seen.set(name!, index);
     tools.push(
-      external ?? {
-        name: name!,
-        description: d.description ?? '',
-        inputSchema: d.inputSchema ?? DEFAULT_INPUT_SCHEMA,
-        outputSchema: d.outputSchema,
-        approval: d.approval ?? ctx.defaultApproval ?? 'auto',
-        expose: d.expose ?? 'code',
-        source: sources[0],
-        invoke: invoke!,
-      },
+      external
+        ? Object.assign(external, { approval, approvalFacts })
+        : {
+            name: name!,
+            description: d.description ?? '',
+            inputSchema: d.inputSchema ?? DEFAULT_INPUT_SCHEMA,
+            outputSchema: d.outputSchema,
+            approval,
+            approvalFacts,
+            expose: d.expose ?? 'code',
+            source: sources[0],
+            invoke: invoke!,
+          },
     );
   });
   return { tools, errors };

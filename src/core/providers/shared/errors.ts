@@ -7,8 +7,9 @@ import { PROVIDER_CATALOG } from './catalog';
 import type { ConversationItem, ProviderId } from './types';
 import type { Stall } from './watchdog';
 import { formatDuration } from '../../../common/format';
-import { htmlToText, looksLikeHtml } from '../../../common/htmlText';
+import { htmlToText, isHtml } from '../../../common/htmlText';
 import { CodeActError, isCancellation } from '../../util/errors';
+import { errorText, rejectsTools } from './toolsRejection';
 
 export type ProviderErrorCode =
   | 'auth'
@@ -111,6 +112,8 @@ export interface ErrorContext {
   signal?: AbortSignal;
   /** True once the HTTP response has started streaming (a failure then is a cut, not a connect error). */
   streaming?: boolean;
+  /** False when the request offered no tools (then no error is a rejection of tools). */
+  withTools?: boolean;
 }
 
 /** Turns anything thrown by an SDK or a stream into a `ProviderError`. */
@@ -215,7 +218,7 @@ function fromStatus(status: number | undefined, detail: string, errType: string 
   if (isContextOverflow(status, detail, type)) {
     return new ProviderError({ ...base, code: 'context_overflow', message: `The conversation is too long for ${ctx.model ? `"${ctx.model}"` : 'the model'}'s context window${http}${d}. Start a new conversation, or shorten the prompt or the tool outputs.` });
   }
-  if (ctx.provider === 'openai-compatible' && isToolsRejected(status, detail)) {
+  if (ctx.provider === 'openai-compatible' && ctx.withTools !== false && rejectsTools(status, errorText(detail, err))) {
     return toolsUnsupportedError(ctx, detail, status, err);
   }
   if (status === 404 || type === 'not_found_error' || type === 'NOT_FOUND' || type === 'model_not_found') {
@@ -253,13 +256,6 @@ function isContextOverflow(status: number | undefined, detail: string, type: str
   if (status === 413 || type === 'request_too_large' || type === 'context_length_exceeded') return true;
   return /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the (?:maximum|available context)|input token count.*exceeds|context size|reduce the length/i.test(detail);
 }
-
-function isToolsRejected(status: number | undefined, detail: string): boolean {
-  if (status === undefined) return false;
-  // llama.cpp answers 500 for "tools param requires --jinja flag".
-  return /does not support tools|tools? (?:are|is) not supported|tool.?choice.*(?:requires|not supported)|enable-auto-tool-choice|tools param requires|--jinja|function calling is not (?:supported|enabled)|unrecognized.*tools|unsupported.*tools/i.test(detail);
-}
-
 
 function statusOf(err: unknown): number | undefined {
   if (!err || typeof err !== 'object') return undefined;
@@ -299,6 +295,7 @@ function parseJsonDetail(msg: string): { message?: string; status?: string; code
 
 function detailOf(err: unknown): string {
   if (!err || typeof err !== 'object') return String(err ?? '');
+  const asText = (detail: string): string => textOfPage(detail, err);
   const e = (err as { error?: unknown }).error;
   if (e && typeof e === 'object') {
     const inner = (e as { error?: { message?: unknown } }).error;
@@ -313,19 +310,21 @@ function detailOf(err: unknown): string {
   return asText(msg.replace(/^\d{3}\s+/, '').replace(/^status code \(no body\)$/, ''));
 }
 
-/** An error page (a proxy's "502 Bad Gateway") as the text a person reads, not its markup. */
-function asText(detail: string): string {
-  return looksLikeHtml(detail) ? htmlToText(detail, 1000) : detail;
+/** An error page (a proxy's "502 Bad Gateway") as the text a person reads, not its markup (src/common/htmlText). */
+function textOfPage(detail: string, err: unknown): string {
+  return isHtml(detail, headerOf(err, 'content-type')) ? htmlToText(detail, 1000) : detail;
+}
+
+function headerOf(err: unknown, name: string): string | null | undefined {
+  const headers = (err as { headers?: unknown } | null)?.headers;
+  if (!headers) return undefined;
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
+  const v = (headers as Record<string, unknown>)[name];
+  return typeof v === 'string' ? v : undefined;
 }
 
 function retryAfterOf(err: unknown, detail: string): number | undefined {
-  const headers = (err as { headers?: unknown } | null)?.headers;
-  const get = (name: string): string | null | undefined => {
-    if (!headers) return undefined;
-    if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
-    const v = (headers as Record<string, unknown>)[name];
-    return typeof v === 'string' ? v : undefined;
-  };
+  const get = (name: string): string | null | undefined => headerOf(err, name);
   const ms = get('retry-after-ms');
   if (ms && Number.isFinite(Number(ms))) return Number(ms);
   const ra = get('retry-after');

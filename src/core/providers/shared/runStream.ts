@@ -43,7 +43,7 @@ export interface StreamSource {
 
 /** The error context of a turn (also for the checks an adapter makes before it streams). */
 export function turnContext(provider: ProviderId, req: TurnRequest, baseURL?: string): ErrorContext {
-  return { provider, model: req.model, baseURL, signal: req.signal };
+  return { provider, model: req.model, baseURL, signal: req.signal, withTools: (req.tools?.length ?? 0) > 0 };
 }
 
 function stopped(ctx: ErrorContext): ProviderError {

@@ -18,7 +18,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                   {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,
                    "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
-                  {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str}
+                  {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str,"limit"?:true}
                   {"t":"vars"}                       (between runs: the variables view)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}
@@ -73,11 +73,6 @@ for _f in (__file__, output.__file__, proc.__file__, frames.__file__, frames.fil
     lib.own_file(_f)
     lib.own_file(os.path.abspath(_f))
 json = None  # loaded after the first frame (it is needed then anyway)
-
-
-def _get_running_loop():
-    import asyncio
-    return asyncio.get_running_loop()
 
 
 def _close_inherited_fds(keep):
@@ -208,11 +203,9 @@ class ToolBridge:
         self.max_frame = max_frame
         self.next_id = 0
         self.pending = {}
-        self.loop = None
-        self.sem = None
-        self.run_id = None
+        self.loop = self.sem = self.run_id = self.poller = None
         self.enabled = True
-        self.poller = None
+        self.refusal = None  # "limit": the run's cap on tool calls was reached; later calls raise it unsent
 
     def attach(self, loop):
         if self.loop is loop:
@@ -234,7 +227,7 @@ class ToolBridge:
         os.set_blocking(self.chan.fd, True)
 
     def end_run(self):
-        self.run_id = None
+        self.run_id = self.refusal = None
         for fut in self.pending.values():
             if not fut.done():
                 fut.cancel()
@@ -279,6 +272,7 @@ class ToolBridge:
             if frame.get("ok"):
                 fut.set_result(frame.get("value"))
             else:
+                self.refusal = frame.get("error") if frame.get("limit") is True else self.refusal
                 fut.set_exception(RuntimeError(frame.get("error") or "call_tool failed"))
 
     async def call(self, name, arguments, kwargs):
@@ -288,7 +282,8 @@ class ToolBridge:
         run_id = self.run_id
         if run_id is None:
             raise RuntimeError("call_tool only works while CodeAct is running code (not from a task left over from an earlier run)")
-        loop = _get_running_loop()
+        import asyncio
+        loop = asyncio.get_running_loop()
         if self.loop is not loop:
             self.attach(loop)
         if len(self.pending) < self.max_concurrency and not self.sem.locked():
@@ -300,8 +295,8 @@ class ToolBridge:
     async def _send(self, loop, run_id, name, encoded):
         # What the code printed before the call comes before the call.
         output.flush_output()
-        if self.run_id != run_id:
-            raise RuntimeError("call_tool: the run this call belongs to has ended")
+        if self.run_id != run_id or self.refusal is not None:
+            raise RuntimeError(self.refusal or "call_tool: the run this call belongs to has ended")
         self.next_id += 1
         call_id = self.next_id
         fut = loop.create_future()
@@ -466,9 +461,9 @@ def serve(chan, first=None):
         import codeact_zygote
         return codeact_zygote.main(chan, init, sys.modules[__name__])
     if init.get("subreaper"):
-        # No PID namespace: the code's orphans (after setsid() or a double fork) must stay in this tree,
-        # where they are killed at the end of a one-shot run.
+        # No PID namespace: orphans stay in this tree (see proc), and no other guest may read its memory.
         proc.set_subreaper(True)
+        proc.set_non_dumpable()
     proc.apply_limits(init.get("limits"))
     output.configure_output(int(init.get("max_output") or (1 << 20)))
     guest = Guest(chan, init)

@@ -96,6 +96,7 @@ class _Run:
         self.max_frame = max_frame
         self.new = []          # encoded calls not yet sent
         self.waiting = {}      # call id -> future
+        self.refusal = None    # the host's refusal at the run's limit on tool calls: later calls raise it here
         self.scheduled = False
         self.seq = 0
 
@@ -109,6 +110,8 @@ async def call_tool(name, _arguments=None, /, **kwargs):
     if run is None:
         raise RuntimeError("call_tool only works while CodeAct is running code (not from a task left over from an earlier run)")
     name, _args, encoded = lib.prepare_call(name, _arguments, kwargs, run.max_frame, run.tools)
+    if run.refusal is not None:
+        raise RuntimeError(run.refusal)
     loop = asyncio.get_running_loop()
     call_id = str(next(_call_ids))
     fut = loop.create_future()
@@ -221,6 +224,8 @@ def _flush(run, loop):
         fut = run.waiting.get(str(result.get("id")))
         if fut is None or fut.done():
             continue
+        if result.get("limit") is True:
+            run.refusal = str(result.get("error") or "too many tool calls in this run")
         if result.get("ok"):
             fut.set_result(result.get("output"))
         else:

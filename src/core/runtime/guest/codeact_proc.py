@@ -100,6 +100,17 @@ def load_libc():
 
 
 
+def set_non_dumpable():
+    """PR_SET_DUMPABLE 0: no ptrace and no /proc/PID/mem, environ or root for other processes of this
+    user (root keeps them through CAP_SYS_PTRACE). Reset by execve, so a program the code runs is
+    dumpable again. Only without a sandbox: a cold guest in the sandbox is alone in its PID namespace,
+    and a forked one did this in the zygote (codeact_zygote.py)."""
+    try:
+        load_libc().prctl(4, 0, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def set_subreaper(kill_at_end):
     global SUBREAPER, SUBREAPER_SET
     SUBREAPER_SET = True

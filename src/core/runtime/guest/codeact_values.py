@@ -8,14 +8,47 @@
 Part of codeact_lib (which re-exports these); both runtimes load it with the library.
 """
 
+# Deepest nesting of lists and dicts in a returned value (the host's MAX_VALUE_DEPTH, as for tool results).
+MAX_DEPTH = 128
+
+
+def too_deep(value, max_depth=MAX_DEPTH):
+    """True when lists and dicts nest deeper than max_depth (or a container holds itself). Iterative, with
+    memory for the depth only, so any value is safe to look at (json.dumps and repr recurse, and crash on
+    deep enough data)."""
+    containers = (dict, list, tuple)
+    if not isinstance(value, containers):
+        return False
+    stack = [iter(value.values() if isinstance(value, dict) else value)]
+    while stack:
+        for child in stack[-1]:
+            if isinstance(child, containers):
+                if len(stack) >= max_depth:
+                    return True
+                stack.append(iter(child.values() if isinstance(child, dict) else child))
+                break
+        else:
+            stack.pop()
+    return False
+
+
 def encode_value(value, implicit, max_bytes):
     """("ok", json_text) | ("display", value) | ("error", error_dict).
 
     A last expression (implicit) that is not JSON is shown, as a notebook shows it, and the value is
-    null; an explicit `return` of such a value is an error that says how to fix it."""
+    null; an explicit `return` of such a value is an error that says how to fix it. A value nested
+    deeper than MAX_DEPTH, or over max_bytes, is an error either way."""
     import json
     if value is None:
         return "ok", "null"
+    try:
+        deep = too_deep(value)
+    except Exception:  # noqa: BLE001 - a container of the code's that misbehaves: json.dumps says what is wrong
+        deep = False
+    if deep:
+        return "error", {"type": "ReturnValueError", "traceback": "", "line": None, "message": (
+            f"The return value is nested deeper than {MAX_DEPTH} levels (lists and dicts inside one another); "
+            f"the limit is {MAX_DEPTH}. Return a flatter value: a summary, the first levels, or a file path.")}
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:

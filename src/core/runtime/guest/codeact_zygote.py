@@ -20,9 +20,11 @@ re-seeds `random` (Python does it at fork) and numpy's global generator, closes 
 inherited, and is used once. Where the zygote may (CAP_SYS_ADMIN inside the sandbox's user
 namespace), each guest also gets its own PID namespace (it is PID 1 there: when it dies, everything
 it started dies with it), its own mount namespace with a private /proc, /tmp, /dev/shm and working
-directory (each a size-capped tmpfs), and then drops every capability, sets no_new_privs and installs
-the strict seccomp filter the host sent (the zygote's own filter lets unshare and mount through) before
-any user code runs. A guest that cannot do all of that exits instead of running code.
+directory (each a size-capped tmpfs), and then drops every capability, sets no_new_privs, installs
+the strict seccomp filter the host sent (the zygote's own filter lets unshare and mount through; the
+strict one refuses ptrace and process_vm_readv/writev) and makes itself non-dumpable before any user
+code runs. A guest that cannot do all of that exits instead of running code (in the sandbox: the host
+then starts code cold, each guest in a sandbox of its own), so guests never share a /proc.
 """
 import os
 import sys
@@ -33,8 +35,11 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
+MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_NOEXEC = 8
+PR_SET_DUMPABLE = 4
 
 
 def main(chan, init, guest):
@@ -60,6 +65,7 @@ def main(chan, init, guest):
     try:
         load_libc().prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of dead guests come here
         load_libc().prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the host
+        load_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no guest may ptrace the zygote (it speaks for them all)
     except Exception:  # noqa: BLE001
         pass
     chan.send({"t": "ready", "pid": os.getpid(), "failed": failed, "threads": threads})
@@ -257,9 +263,12 @@ def _stage1(req, w, guest, wake):
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     ns = False
     if req.get("ns"):
-        libc = load_libc()
-        if libc.unshare(CLONE_NEWPID | CLONE_NEWNS) == 0:
-            ns = True
+        import ctypes
+        if load_libc().unshare(CLONE_NEWPID | CLONE_NEWNS) != 0:
+            # Fail closed: in the sandbox's shared PID namespace, guests could reach each other.
+            err = ctypes.get_errno()
+            raise OSError(err, f"a PID and mount namespace of its own was refused ({os.strerror(err)})")
+        ns = True
     if ns:
         pid = os.fork()
         if pid > 0:
@@ -279,9 +288,12 @@ def _stage2(req, w, guest, ns):
     workdir = req.get("workdir") or "/tmp"
     if ns:
         _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-        # A /proc that shows only this guest's processes (refused to root on some kernels: then the
-        # sandbox's /proc stays, where the other guests' processes are visible but not reachable).
-        libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV, None)
+        # A /proc that shows only this guest's processes. Fail closed: through the sandbox's /proc a guest
+        # would see the others' /proc/PID/root and /proc/PID/mem. Read-only, as the sandbox's: /proc/sys
+        # checks only the uid, and a guest of root is the host's root.
+        _mount(libc, b"proc", b"/proc", b"proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        if os.readlink("/proc/self") != "1":
+            raise OSError(1, "the private /proc does not show the guest's own PID namespace")
         size = int(req.get("tmp_size") or (256 << 20))
         # Mounts the host asked to keep (a workspace under /tmp) are carried over the private tmpfs.
         keep = [k.rstrip("/") for k in (req.get("keep") or []) if isinstance(k, str) and k.startswith("/")]
@@ -294,9 +306,6 @@ def _stage2(req, w, guest, ns):
                 os.makedirs(path, exist_ok=True)
                 _move_mount(libc, fd, path)
     else:
-        if req.get("ns"):
-            # Namespaces were wanted but are refused here: a private folder of its own in the shared one.
-            workdir = os.path.join(workdir, str(req.get("token") or os.getpid()))
         os.makedirs(workdir, mode=0o700, exist_ok=True)
     _drop_privileges(libc, ctypes)
     if req.get("seccomp"):
@@ -306,6 +315,10 @@ def _stage2(req, w, guest, ns):
     if not ns:
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: its orphans stay in its tree
         libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with the zygote, its parent
+    # Last, after every change of credentials (which resets it): no other process of this user may
+    # ptrace this guest or open its /proc/PID/mem, environ or root (root needs CAP_SYS_PTRACE for that).
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
     # With a namespace of its own, the guest's parent is the first stage, which exits at once (a death
     # signal would fire then): it dies with the sandbox's PID namespace instead. (The first stage cannot
     # be skipped: setns back to the zygote's own PID namespace is refused inside the sandbox.)

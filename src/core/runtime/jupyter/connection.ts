@@ -10,6 +10,8 @@
 import { ServerConnection, type Kernel, type KernelAPI } from '@jupyterlab/services';
 import WebSocket from 'ws';
 import { CodeActError, errorCategory } from '../../util/errors';
+import { htmlToText, isHtml } from '../../../common/htmlText';
+import { hubUserOf, isStoppedServerAnswer, rewriteHubUserPath, stoppedMessage, type HubUser } from './hub';
 
 /** An error of the Jupyter runtime with a category that becomes `ExecutionError.type`. */
 export class JupyterError extends CodeActError {
@@ -53,8 +55,9 @@ export function normaliseBaseUrl(raw: string): string {
   }
   url.search = '';
   url.hash = '';
-  // A URL copied from the browser may point at a page of the server rather than its base.
-  url.pathname = url.pathname.replace(/\/(lab|tree|notebooks|api)(\/.*)?$/, '/');
+  // A URL copied from the browser may point at a page of the server rather than its base, or at the
+  // hub's page for a user's server (`…/hub/user/NAME/`) rather than the server (`…/user/NAME/`).
+  url.pathname = rewriteHubUserPath(url.pathname).replace(/\/(lab|tree|notebooks|api)(\/.*)?$/, '/');
   if (!url.pathname.endsWith('/')) url.pathname += '/';
   return url.toString();
 }
@@ -131,10 +134,15 @@ export function makeServerSettings(config: ConnectionConfig): ServerConnection.I
  * `KernelConnection` (as its `kernelAPIClient`) so restarts and interrupts take the same path.
  */
 export class KernelRestClient implements Kernel.IKernelAPIClient {
+  /** The JupyterHub user whose server the URL points at, if it has that shape. */
+  private readonly hub: HubUser | undefined;
+
   constructor(
     readonly serverSettings: ServerConnection.ISettings,
     private readonly config: ConnectionConfig,
-  ) {}
+  ) {
+    this.hub = hubUserOf(config.baseUrl);
+  }
 
   get displayUrl(): string {
     return this.config.baseUrl;
@@ -236,6 +244,9 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
     }
     if (ok.includes(res.status)) return res;
     const detail = await errorDetail(res);
+    if (this.hub && isStoppedServerAnswer(this.hub, res.status, res.headers, detail)) {
+      throw new JupyterError('JupyterHubServerStopped', stoppedMessage(this.hub), res.status);
+    }
     if (res.status === 401 || res.status === 403) {
       throw new JupyterError(
         'JupyterAuthError',
@@ -282,19 +293,42 @@ function networkError(err: unknown, url: string, what: string, timeoutMs: number
   return new JupyterError('JupyterUnreachable', `Cannot reach the Jupyter server at ${url} (${cause}) while ${what}. ${URL_HINT}`, undefined, cause);
 }
 
+/** Only the start of an error body is read: the reason is near the top. */
+const MAX_ERROR_BODY = 64 * 1024;
+
 async function errorDetail(res: Response): Promise<string> {
   try {
-    const text = await res.text();
+    const text = await boundedText(res, MAX_ERROR_BODY);
+    if (isHtml(text, res.headers.get('content-type'))) return htmlToText(text, 300);
     try {
       const body = JSON.parse(text) as { message?: string; reason?: string; traceback?: string };
       const tail = typeof body.traceback === 'string' ? body.traceback.trim().split('\n').pop() : undefined;
       return [body.message, body.reason, tail].filter((s) => typeof s === 'string' && s && s !== 'Unhandled error').join(': ');
     } catch {
-      return text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200);
+      return text.replace(/\s+/g, ' ').trim().slice(0, 300);
     }
   } catch {
     return '';
   }
+}
+
+/** The body as text, at most `max` bytes of it (the rest is not read). */
+async function boundedText(res: Response, max: number): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, max));
 }
 
 /**

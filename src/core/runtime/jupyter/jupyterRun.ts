@@ -4,7 +4,7 @@
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError } from '../../../common/events';
-import { announceDone, cancelledError, completionError, executionItem, normaliseError, openExecution, safeEmit, timeoutError, type Completion } from '../execution';
+import { announceDone, cancelledError, completionError, executionItem, normaliseError, openExecution, safeEmit, timeoutError, valueCompletion, type Completion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
 import { RESULT_MIME, runCell } from './kernelBridge';
@@ -148,6 +148,8 @@ export class JupyterRun {
       handler: this.options.onToolCall,
       toolsEnabled: this.request.tools !== false,
       maxConcurrent: Math.max(1, this.limits.maxConcurrentToolCalls),
+      maxTotal: this.limits.maxToolCallsPerRun,
+      note: (text) => this.output.onText('stderr', text),
       maxFrameBytes: s.maxFrameBytes * 4,
       pauseClock: () => this.clock.pause(),
       emit: this.emit,
@@ -160,9 +162,8 @@ export class JupyterRun {
           }
         };
         if (conn.connectionStatus === 'connected') return send();
-        // While the WebSocket reconnects, the library would queue the reply behind its
-        // kernel_info_request, which a kernel blocked on this very reply cannot answer (it then
-        // waits for a 3 s fail-safe). Send it as soon as the socket is back instead.
+        // While the WebSocket reconnects, the library would queue the reply behind its kernel_info_request, which a
+        // kernel blocked on this very reply cannot answer (it then waits for a 3 s fail-safe): send it once it is back.
         const slot = (_: unknown, status: Kernel.ConnectionStatus) => {
           if (status === 'connecting') return;
           conn.connectionStatusChanged.disconnect(slot);
@@ -317,7 +318,7 @@ export class JupyterRun {
       } catch {
         value = null;
       }
-      this.completion = { ok: true, value };
+      this.completion = valueCompletion(value);
     } else {
       this.completion = { ok: false, error: normaliseError(r.error, stripAnsi) };
     }

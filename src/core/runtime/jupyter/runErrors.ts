@@ -5,6 +5,7 @@
 import type { ExecutionError } from '../../../common/events';
 import { cancelledError } from '../execution';
 import { JupyterError } from './connection';
+import { hubUserOf, spawnUrl, stoppedWhileRunning } from './hub';
 import { isCancellation } from '../../util/errors';
 
 export function toExecutionError(err: unknown): ExecutionError {
@@ -32,11 +33,16 @@ export function kernelDied(restarted: boolean): ExecutionError {
 }
 
 export function connectionLost(url: string, detail: string): ExecutionError {
+  const hub = hubUserOf(url);
+  // The run's probe found the hub answering for the server (./hub): the server was stopped.
+  if (hub && detail.includes(spawnUrl(hub))) return { type: 'JupyterHubServerStopped', message: stoppedWhileRunning(hub) };
   return {
     type: 'JupyterConnectionLost',
     message:
       `Lost the connection to the Jupyter server at ${url} while the code was running (${detail}). ` +
-      'The output that arrived is kept. Check that the server is still running; the next run reconnects or starts a new kernel.',
+      'The output that arrived is kept. Check that the server is still running' +
+      (hub ? ` (a server on JupyterHub may have been stopped: start it at ${spawnUrl(hub)})` : '') +
+      '; the next run reconnects or starts a new kernel.',
   };
 }
 

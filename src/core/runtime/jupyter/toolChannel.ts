@@ -41,7 +41,8 @@
  *
  * Frames (JSON after the prompt prefix / in the reply value):
  *   kernel -> host  {"run": id, "seq": n, "calls": [{"id": str, "name": str, "arguments": object}], "hold_ms": int|null}
- *   host -> kernel  {"seq": n, "results": [{"id", "ok": true, "output"} | {"id", "ok": false, "error": str}], "lost"?: true}
+ *   host -> kernel  {"seq": n, "results": [{"id", "ok": true, "output"} | {"id", "ok": false, "error": str, "limit"?: true}], "lost"?: true}
+ *                   (limit: the run's limit on tool calls refused it; the kernel refuses every later call itself)
  *                   {"seq": n, "cancelled": true}   (the run is being stopped: pending calls raise CancelledError)
  */
 import type { CodeActEvent } from '../../../common/events';
@@ -56,6 +57,8 @@ interface ToolResult {
   ok: boolean;
   output?: unknown;
   error?: string;
+  /** Refused by the run's limit on tool calls: the kernel raises it for every later call itself. */
+  limit?: true;
 }
 
 export interface ToolChannelOptions {
@@ -66,6 +69,8 @@ export interface ToolChannelOptions {
   handler?: ToolCallHandler;
   toolsEnabled: boolean;
   maxConcurrent: number;
+  /** Most calls the run may make (codeact.toolCalls.maxPerRun). */
+  maxTotal: number;
   maxFrameBytes: number;
   /** Stops the run's clock while the person decides an approval (see ToolCallRequest.pause). */
   pauseClock?: () => () => void;
@@ -74,7 +79,12 @@ export interface ToolChannelOptions {
   reply: (value: string, parentHeader: unknown) => void;
   /** Called once when the kernel sent something that is not a valid frame. */
   onViolation: (message: string) => void;
+  /** A note of the host's on the run's stderr (a cap that refused calls). */
+  note?: (text: string) => void;
 }
+
+/** Request ids remembered to drop replayed copies (the newest; a replay comes within a reconnect). */
+const MAX_SEEN_REQUESTS = 1024;
 
 export class ToolChannel {
   private readonly abort = new AbortController();
@@ -100,8 +110,14 @@ export class ToolChannel {
       handler: o.handler,
       enabled: o.toolsEnabled,
       maxConcurrent: o.maxConcurrent,
+      maxTotal: o.maxTotal,
       signal: this.abort.signal,
       pauseClock: o.pauseClock,
+      note: o.note,
+      onFlood: (what) => {
+        this.cancel();
+        o.onViolation(`The kernel sent ${what}; the run was stopped.`);
+      },
     });
   }
 
@@ -117,6 +133,7 @@ export class ToolChannel {
       // Jupyter Server may replay a request the host already got before a reconnect.
       if (this.seenRequests.has(msgId)) return;
       this.seenRequests.add(msgId);
+      if (this.seenRequests.size > MAX_SEEN_REQUESTS) this.seenRequests.delete(this.seenRequests.values().next().value as string);
     }
     if (this.closed || typeof prompt !== 'string' || !prompt.startsWith(this.o.prefix)) {
       // Not a tool frame: the code reached the raw stdin channel. End-of-file, at once.
@@ -219,7 +236,7 @@ export class ToolChannel {
     void this.dispatcher.dispatch(name, args).then((r) => {
       this.outstanding.delete(id);
       if (this.closed || this.stopped) return;
-      this.ready.push(r.ok ? { id, ok: true, output: r.value } : { id, ok: false, error: r.error });
+      this.ready.push(r.ok ? { id, ok: true, output: r.value } : { id, ok: false, error: r.error, ...(r.limit ? { limit: true as const } : {}) });
       this.queueFlush();
     });
   }

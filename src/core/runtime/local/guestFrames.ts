@@ -36,6 +36,8 @@ export class FrameReader {
   ) {}
 
   push(chunk: Buffer): void {
+    // Once the guest is stopped (a frame broke the protocol, mid-chunk) nothing more is read.
+    if (this.h.stopped()) return;
     let start = 0;
     const max = this.max;
     for (;;) {

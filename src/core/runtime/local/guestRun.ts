@@ -162,8 +162,11 @@ export class GuestRun {
       handler: options.onToolCall,
       enabled: request.tools !== false,
       maxConcurrent: limits.maxConcurrentToolCalls,
+      maxTotal: limits.maxToolCallsPerRun,
       signal: this.toolAbort.signal,
       pauseClock: () => this.clock.pause(),
+      note: (text) => this.note(text),
+      onFlood: (what) => this.onToolFlood?.(what),
     });
   }
 
@@ -243,6 +246,9 @@ export class GuestRun {
     if (!this.output.pushDisplay(frame.display, frame.update) && frame.update) this.output.pushDisplay(frame.display);
     this.emit({ type: 'codeact.output.display', item_id: this.itemId, output: frame.display, ...(frame.update ? { update: true } : {}) });
   }
+
+  /** The code kept sending tool calls far past the run's limit (set by the session: it stops the guest). */
+  onToolFlood?: (what: string) => void;
 
   /** Called when an end token arrives (set once the result is in). */
   onEnded?: () => void;

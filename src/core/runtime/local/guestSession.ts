@@ -8,7 +8,7 @@
  * within the grace period is the guest killed, and the run says that the state is gone.
  */
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
-import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError } from '../execution';
+import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { FrameReader, normaliseVariables, sendFrame, sendLine } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
@@ -114,6 +114,9 @@ export class GuestSession {
   async execute(request: ExecuteRequest, options: ExecuteOptions, itemId: string, notice?: string): Promise<CodeInterpreterCallItem> {
     const limits = this.o.limits;
     const exec = new GuestRun(++this.runs, request, options, limits, itemId);
+    exec.onToolFlood = (what) => {
+      if (this.current === exec) this.violation(what);
+    };
     const previous = this.queue;
     let release!: () => void;
     this.queue = new Promise<void>((r) => (release = r));
@@ -321,6 +324,7 @@ export class GuestSession {
 
   private violation(what: string): void {
     const exec = this.current;
+    if (this.dead) return; // frames still on their way from a guest already stopped
     if (exec && !exec.finished) {
       exec.failure = { type: 'ProtocolError', message: `The guest sent ${what}; the run was stopped.` };
       exec.stateLost = this.persistent;
@@ -354,7 +358,7 @@ export class GuestSession {
       }
       case 'complete': {
         if (!exec || exec.completion || frame.run !== exec.runId) return this.violation('a result for no running code');
-        exec.completion = frame.ok === true ? { ok: true, value: frame.value ?? null } : { ok: false, error: normaliseError(frame.error) };
+        exec.completion = frame.ok === true ? valueCompletion(frame.value ?? null) : { ok: false, error: normaliseError(frame.error) };
         // The run is over once its end token has come through stdout and stderr (a one-shot guest has
         // also killed what it started by now; the host kills the guest itself right after).
         const end = Array.isArray(frame.end) ? frame.end : [];
@@ -388,7 +392,7 @@ export class GuestSession {
           if (exec.finished || this.current !== exec) return;
           // The value is serialised once, by the dispatcher.
           if (r.ok) sendLine(this.guest.proto, `{"t":"tool_result","id":${id},"ok":true,"value":${r.json}}`);
-          else this.send({ t: 'tool_result', id, ok: false, error: r.error });
+          else this.send({ t: 'tool_result', id, ok: false, error: r.error, ...(r.limit ? { limit: true } : {}) });
         });
         return;
       }

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
 import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
-import { isUnder, planWorkspaceMount, type WorkspaceMount } from './workspaceMount';
+import { isUnder, planWorkspaceMount, type HostRunFile, type WorkspaceMount } from './workspaceMount';
 import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCache';
 import { CodeActError } from '../../util/errors';
 
@@ -48,6 +48,11 @@ export interface SandboxOptions {
    * diagnostics and for tests that show what it closes; the sandbox info then says so.
    */
   seccomp?: boolean;
+  /**
+   * Files in the workspace that declared tools run on the host (hostFiles.ts): read-only
+   * inside a `readwrite` workspace.
+   */
+  hostRunPaths?: HostRunFile[];
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
@@ -274,12 +279,29 @@ export function minimalEnv(home: string, extra: Record<string, string> = {}): Re
 
 const filters = new Map<string, Buffer>();
 
-/** The seccomp program for a guest (strict) or a zygote (lets unshare and mount through), built once. */
+/**
+ * The seccomp program for a guest (strict) or a zygote (lets unshare and mount through), built once.
+ * Both refuse ptrace and process_vm_readv/writev (kcmp and pidfd_getfd always are): no process in the
+ * sandbox reads or writes another's memory, even one it could otherwise see.
+ */
 function filterFor(arch: SeccompArch, zygote: boolean): Buffer {
   const key = `${arch}:${zygote}`;
   let program = filters.get(key);
-  if (!program) filters.set(key, (program = buildSeccompFilter({ arch, allowNamespaces: zygote, allowMounts: zygote })));
+  if (!program) filters.set(key, (program = buildSeccompFilter({ arch, allowNamespaces: zygote, allowMounts: zygote, denyPtrace: true })));
   return program;
+}
+
+/**
+ * Whether bwrap may leave out --disable-userns: only for a zygote started by root, with the seccomp
+ * filter. Started by root, bwrap covers /proc/irq and /proc/bus with read-only mounts, and
+ * --disable-userns moves the sandbox into a second user namespace; in the mount namespace a forked
+ * guest then makes, those covers are locked, and the kernel refuses it a /proc of its own (EPERM), so
+ * guests would share the sandbox's /proc. Without it the zygote stays in the first user namespace and
+ * each guest gets its /proc. New user namespaces stay refused: the strict filter every guest installs
+ * refuses unshare, setns and clone with CLONE_NEW* flags (clone3: ENOSYS), and the zygote runs no user code.
+ */
+function keepUserns(zygote: boolean, seccomp: boolean): boolean {
+  return zygote && seccomp && process.getuid?.() === 0;
 }
 
 function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions, seccompUnavailable: string | null): LaunchPlan {
@@ -293,7 +315,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // through; each guest stacks the strict filter on itself before user code runs (codeact_zygote.py).
   const seccomp = useSeccomp ? filterFor(arch, zygote) : undefined;
   const guestSeccomp = useSeccomp && zygote ? filterFor(arch, false) : undefined;
-  const args: string[] = ['--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv'];
+  const args: string[] = ['--unshare-all', '--unshare-user', ...(keepUserns(zygote, useSeccomp) ? [] : ['--disable-userns']), '--die-with-parent', '--new-session', '--clearenv'];
   if (network) args.push('--share-net');
   // No capability inside: bwrap started by root keeps them all otherwise (CAP_FSETID, CAP_SETFCAP, CAP_DAC_OVERRIDE
   // over the host's root-owned files in a writable workspace). The zygote keeps CAP_SYS_ADMIN to give each guest
@@ -310,18 +332,17 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // fontconfig's configuration and cache (matplotlib and Pillow find fonts through them; without them every
   // plot prints "Fontconfig error: Cannot load default config file").
   for (const p of FONT_PATHS) args.push('--ro-bind', p, p);
-  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside /usr).
-  const roots = new Set<string>();
-  for (const p of [path.dirname(path.dirname(python.executable)), python.prefix, python.basePrefix, ...python.path]) {
-    if (!p || isUnder(p, '/usr') || !existsSync(p)) continue;
-    roots.add(p);
-  }
-  for (const p of [...roots].sort()) {
-    if ([...roots].some((q) => q !== p && isUnder(p, q))) continue;
+  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside
+  // /usr): its prefixes and site-packages. Of editable installs of other projects (folders .pth files add
+  // to sys.path), only each package's own folder: never the project around it (.env, .ssh, other source).
+  for (const p of mountRoots([python.executable, ...(python.roots ?? [python.prefix, python.basePrefix]), ...(python.editable ?? [])])) {
     args.push('--ro-bind', p, p);
   }
   // Storage: the working directory, /tmp and /dev/shm are each a tmpfs of fileSize; everything else is read-only.
-  args.push('--proc', '/proc', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--size', size, '--tmpfs', '/tmp');
+  // /proc is read-only: started by root, the code runs as the host's root (no capabilities, but sysctls
+  // check only the uid), and through a writable /proc/sys it could set kernel.core_pattern and run a
+  // program as root on the host.
+  args.push('--proc', '/proc', '--remount-ro', '/proc', '--dev', '/dev', '--size', size, '--tmpfs', '/dev/shm', '--size', size, '--tmpfs', '/tmp');
   args.push('--ro-bind', guestDir, GUEST_MOUNT);
   args.push('--size', size, '--tmpfs', SANDBOX_WORKDIR);
   // matplotlib writes its config folder: each guest its own, in its /tmp, seeded from the read-only cache.
@@ -336,7 +357,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   let workspace: WorkspaceMount = 'none';
   const ws = options.mountWorkspace ?? 'none';
   if (ws !== 'none' && options.workspace && existsSync(options.workspace) && statSync(options.workspace).isDirectory()) {
-    const view = planWorkspaceMount(options.workspace, ws, !!seccomp);
+    const view = planWorkspaceMount(options.workspace, ws, !!seccomp, options.hostRunPaths);
     args.push(...view.args);
     warning = view.warning;
     placeholders = view.placeholders.length ? view.placeholders : undefined;
@@ -368,6 +389,12 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     placeholders,
     workspacePath,
   };
+}
+
+/** The folders to bind (outside /usr, existing), each once: none inside another that is bound. */
+function mountRoots(paths: string[]): string[] {
+  const roots = [...new Set(paths.filter((p) => p && path.isAbsolute(p) && !isUnder(p, '/usr') && existsSync(p)))].sort();
+  return roots.filter((p) => !roots.some((q) => q !== p && isUnder(p, q)));
 }
 
 /** The name of the socket a zygote's guests connect back to, in the socket folder. */

@@ -15,10 +15,17 @@
  * - Without the seccomp filter (which refuses setuid and setgid modes) a writable workspace could
  *   receive setuid programs, so then the workspace is mounted read-only too, with a warning.
  *
- * Not covered: nested repositories' `.git` folders below the top level, and other files that tools
- * run later (Makefile, package.json scripts, .devcontainer): review the code's changes before you run them.
+ * Files that declared tools run on the host (hostFiles.ts) are bound read-only too: a program's or
+ * script's folder (or its virtual environment), other paths themselves. One that cannot be protected
+ * (a script at the top of the workspace, a symbolic link, a missing file at the top) makes the whole
+ * workspace read-only, with a warning.
+ *
+ * Not covered: nested repositories' `.git` folders below the top level, what a tool's program loads
+ * from elsewhere in the workspace (node_modules, a package outside the script's folder, its data), and
+ * other files that tools run later (Makefile, package.json scripts, .devcontainer): review the code's
+ * changes before you run them.
  */
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync, rmSync, writeFileSync, type Stats } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 
 export type WorkspaceMount = 'none' | 'readonly' | 'readwrite';
@@ -131,11 +138,83 @@ function gitdirTarget(root: string, gitFile: string): string | undefined {
   }
 }
 
+/** A path the host runs (toolHostPaths in hostFiles.ts). */
+export interface HostRunFile {
+  path: string;
+  /** The program or a script: its whole folder is kept read-only. */
+  program: boolean;
+  tool: string;
+}
+
+/** The folder of a Python virtual environment (it holds pyvenv.cfg) that `p` lies in, inside `root`. */
+function venvOf(root: string, p: string): string | undefined {
+  for (let d = path.dirname(p); isUnder(d, root) && d !== root; d = path.dirname(d)) {
+    if (lstatOrUndefined(path.join(d, 'pyvenv.cfg'))?.isFile()) return d;
+  }
+  return undefined;
+}
+
+/**
+ * What to bind read-only so that a file the host runs cannot be changed, or a reason it cannot be
+ * protected. A program or script: its folder (an interpreter imports the script's neighbours first,
+ * so a new `json.py` beside it would run on the host), or its virtual environment. Another path:
+ * itself. A missing path: the nearest folder that exists, so it cannot be created. No folder on the
+ * way to what is bound may be a symbolic link (code could replace the link); a link inside it that
+ * points elsewhere in the workspace has its target protected too.
+ */
+function hostRunTargets(root: string, f: HostRunFile, depth = 0): string[] | { problem: string } {
+  const rel = path.relative(root, f.path);
+  let nearest = root;
+  let missing = false;
+  for (const part of rel.split(path.sep)) {
+    const next = path.join(nearest, part);
+    if (!lstatOrUndefined(next)) {
+      missing = true;
+      break;
+    }
+    nearest = next;
+  }
+  let target: string;
+  const venv = venvOf(root, f.path);
+  if (venv) target = venv;
+  else if (missing) {
+    if (nearest === root) return { problem: 'it does not exist, so code could create it' };
+    target = nearest;
+  } else if (f.program && statOrUndefined(f.path)?.isFile()) {
+    target = path.dirname(f.path);
+    if (target === root) return { problem: 'it lies at the top of the workspace, where the files beside it (which it may import) cannot be kept read-only' };
+  } else target = f.path;
+  for (let d = target; d !== root && isUnder(d, root); d = path.dirname(d)) {
+    if (lstatOrUndefined(d)?.isSymbolicLink()) return { problem: `${path.relative(root, d)} is a symbolic link, which the sandbox cannot keep read-only (code could replace the link)` };
+  }
+  const targets = [target];
+  if (!missing && depth === 0) {
+    const realRoot = realpathSync(root);
+    const real = realpathSync(f.path);
+    if (isUnder(real, realRoot) && !isUnder(real, realpathSync(target))) {
+      const more = hostRunTargets(root, { ...f, path: path.join(root, path.relative(realRoot, real)) }, 1);
+      if (!Array.isArray(more)) return more;
+      targets.push(...more);
+    }
+  }
+  return targets;
+}
+
+function statOrUndefined(p: string): Stats | undefined {
+  try {
+    return statSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The bwrap options for the workspace. `setuidGuard`: the seccomp filter that refuses setuid and
- * setgid modes is installed (without it, `readwrite` is mounted read-only).
+ * setgid modes is installed (without it, `readwrite` is mounted read-only). `hostRun`: files that
+ * declared tools run on the host, kept read-only in a writable workspace (or, where one cannot be
+ * protected, the whole workspace is read-only, with a warning).
  */
-export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setuidGuard: boolean): WorkspaceView {
+export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setuidGuard: boolean, hostRun: HostRunFile[] = []): WorkspaceView {
   const held: string[] = [];
   const readOnly = (warning?: string): WorkspaceView => {
     // Placeholders made before the fallback was decided are given back.
@@ -174,6 +253,23 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
           const inside = path.join(dir, path.relative(real, target));
           args.push('--ro-bind', inside, inside);
         }
+      }
+    }
+    // After the writable bind: what the host runs stays read-only.
+    const bound = new Set<string>();
+    for (const f of hostRun) {
+      if (!isUnder(f.path, dir) || f.path === dir) continue;
+      const t = hostRunTargets(dir, f);
+      if (!Array.isArray(t)) {
+        return readOnly(
+          `codeact.sandbox.mountWorkspace is "readwrite", but tool "${f.tool}" runs ${path.relative(dir, f.path)} on the host and ${t.problem}: ` +
+            'the workspace is mounted read-only instead. Keep the tool\'s program and scripts in a folder of their own (for example tools/), as real files.',
+        );
+      }
+      for (const target of t) {
+        if (bound.has(target)) continue;
+        bound.add(target);
+        args.push('--ro-bind', target, target);
       }
     }
   } catch (e) {

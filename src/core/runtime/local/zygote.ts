@@ -4,12 +4,11 @@
  * (codeact_zygote.py explains the fork safety and the per-guest namespaces).
  *
  * A forked guest cannot inherit pipes the host made for it, so it connects back to a Unix socket the
- * host listens on, in a private folder (0700) that is mounted read-only into the sandbox: three
+ * host listens on, in a private folder (0300) that is mounted read-only into the sandbox: three
  * connections (protocol, stdout, stderr), each opened with a one-time token the host made for that
- * fork. Connections with an unknown or reused token are closed at once.
+ * fork, to a socket of that fork's own that is gone before the guest runs code (forkSocket.ts).
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
@@ -22,6 +21,7 @@ import type { PythonInfo } from './python';
 import type { WorkdirCleaner } from './workdirCleanup';
 import { randomToken } from '../../util/ids';
 import { CodeActError } from '../../util/errors';
+import { ForkSocket } from './forkSocket';
 
 export interface ZygoteOptions {
   python: PythonInfo;
@@ -40,7 +40,8 @@ export interface ZygoteOptions {
 
 interface PendingFork {
   token: string;
-  streams: Partial<Record<'proto' | 'stdout' | 'stderr', Socket>>;
+  /** The fork's own socket, until its guest has connected. */
+  socket?: ForkSocket;
   pid?: number;
   ns?: boolean;
   marker: string;
@@ -60,7 +61,6 @@ export class ZygoteError extends CodeActError {
 
 export class Zygote {
   private readonly socketDir: string;
-  private readonly server: Server;
   private readonly pending = new Map<string, PendingFork>();
   private readonly children = new Map<number, ZygoteGuest>();
   private proc?: ColdGuest;
@@ -72,9 +72,8 @@ export class Zygote {
 
   private constructor(private readonly o: ZygoteOptions) {
     this.socketDir = mkdtempSync(path.join(tmpdir(), 'codeact-zygote-'));
-    chmodSync(this.socketDir, 0o700);
-    this.server = createServer((socket) => this.onConnection(socket));
-    this.server.on('error', () => {});
+    // Write and search, no read: no guest can list the forks' sockets (forkSocket.ts).
+    chmodSync(this.socketDir, 0o300);
   }
 
   /** Starts a zygote and waits until its preload imports are done. */
@@ -95,11 +94,6 @@ export class Zygote {
 
   private async boot(): Promise<void> {
     const o = this.o;
-    const socketPath = path.join(this.socketDir, 'guest.sock');
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(socketPath, () => resolve());
-    });
     const marker = newMarker();
     const plan = await planLaunch(o.python, o.guestDir, { role: 'zygote', marker, workdir: makeHostWorkdir, socketDir: this.socketDir }, o.sandbox);
     const hostWorkdir = plan.hostWorkdir;
@@ -148,16 +142,16 @@ export class Zygote {
     const hostWorkdir = sandboxed ? undefined : makeHostWorkdir();
     const workdir = hostWorkdir ?? SANDBOX_WORKDIR;
     return new Promise<ZygoteGuest>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(token);
-        if (hostWorkdir) void this.o.cleaner.remove(hostWorkdir);
-        reject(new ZygoteError(`a forked guest did not connect within ${Math.round(timeoutMs / 1000)} s`));
-      }, timeoutMs);
-      this.pending.set(token, { token, streams: {}, marker, hostWorkdir, resolve, reject, timer });
+      const timer = setTimeout(() => this.failFork(token, `a forked guest did not connect within ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
+      const p: PendingFork = { token, marker, hostWorkdir, resolve, reject, timer };
+      this.pending.set(token, p);
+      p.socket = new ForkSocket(this.socketDir, path.posix.dirname(plan.socketPath ?? ''), token, () => this.maybeComplete(p), (err) =>
+        this.failFork(token, `the warm Python process could not fork a guest: its socket failed (${err.message})`),
+      );
       this.send({
         t: 'fork',
         token,
-        socket: plan.socketPath,
+        socket: p.socket.guestPath,
         ns: sandboxed,
         workdir,
         tmp_size: plan.rlimits.fsize,
@@ -168,6 +162,17 @@ export class Zygote {
         env: minimalEnv(workdir, sandboxed ? plan.guestEnv : { ...plan.guestEnv, CODEACT_RUN: marker }),
       });
     });
+  }
+
+  /** A fork that will not complete: its socket and connections closed, its folder removed, its caller told. */
+  private failFork(token: string, message: string): void {
+    const p = this.pending.get(token);
+    if (!p) return;
+    this.pending.delete(token);
+    clearTimeout(p.timer);
+    p.socket?.close(true);
+    if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
+    p.reject(new ZygoteError(message));
   }
 
   signal(pid: number, sig: number): void {
@@ -182,8 +187,8 @@ export class Zygote {
     this.markDead('it was shut down');
     this.proc?.kill(false);
     void this.proc?.release();
-    this.server.close();
     try {
+      chmodSync(this.socketDir, 0o700);
       rmSync(this.socketDir, { recursive: true, force: true });
     } catch {}
   }
@@ -237,26 +242,16 @@ export class Zygote {
         this.maybeComplete(p);
         return;
       }
-      case 'fork_failed': {
-        const p = this.pending.get(String(frame.token));
-        if (!p) return;
-        this.pending.delete(p.token);
-        clearTimeout(p.timer);
-        if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
-        p.reject(new ZygoteError(`the warm Python process could not fork a guest: ${String(frame.error).slice(0, 300)}`));
+      case 'fork_failed':
+        this.failFork(String(frame.token), `the warm Python process could not fork a guest: ${String(frame.error).slice(0, 300)}`);
         return;
-      }
       case 'exited': {
         const child = this.children.get(frame.pid);
         if (!child) {
           // A guest that died before it connected: fail its fork now rather than at the timeout.
           for (const p of this.pending.values()) {
             if (p.pid !== frame.pid) continue;
-            this.pending.delete(p.token);
-            clearTimeout(p.timer);
-            for (const s of Object.values(p.streams)) s?.destroy();
-            if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
-            p.reject(new ZygoteError(`a forked guest exited before it connected (status ${frame.status})${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-2).join(' ')}` : ''}`));
+            this.failFork(p.token, `a forked guest exited before it connected (status ${frame.status})${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-2).join(' ')}` : ''}`);
           }
           return;
         }
@@ -270,42 +265,12 @@ export class Zygote {
     }
   }
 
-  private onConnection(socket: Socket): void {
-    socket.on('error', () => {});
-    let head = Buffer.alloc(0);
-    const timer = setTimeout(() => socket.destroy(), 5000);
-    const onData = (chunk: Buffer) => {
-      head = Buffer.concat([head, chunk]);
-      const nl = head.indexOf(10);
-      if (nl < 0) {
-        if (head.length > 512) socket.destroy();
-        return;
-      }
-      clearTimeout(timer);
-      socket.off('data', onData);
-      socket.pause();
-      let hello: any;
-      try {
-        hello = JSON.parse(head.subarray(0, nl).toString('utf8'));
-      } catch {
-        return socket.destroy();
-      }
-      const p = this.pending.get(String(hello?.token));
-      const stream = hello?.stream;
-      if (!p || !['proto', 'stdout', 'stderr'].includes(stream) || p.streams[stream as 'proto']) return socket.destroy();
-      const rest = head.subarray(nl + 1);
-      if (rest.length) socket.unshift(rest);
-      p.streams[stream as 'proto'] = socket;
-      this.maybeComplete(p);
-    };
-    socket.on('data', onData);
-  }
-
   private maybeComplete(p: PendingFork): void {
-    const { proto, stdout, stderr } = p.streams;
+    const { proto, stdout, stderr } = p.socket?.streams ?? {};
     if (!proto || !stdout || !stderr || p.pid === undefined || !this.plan) return;
     this.pending.delete(p.token);
     clearTimeout(p.timer);
+    p.socket?.close(); // the guest is connected: no one else may connect
     let cgroup: RunCgroup | undefined;
     try {
       cgroup = this.adoptGuest(p.pid, p.marker);
@@ -363,6 +328,7 @@ export class Zygote {
     this.readyWaiter = undefined;
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
+      p.socket?.close(true);
       if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
       p.reject(new ZygoteError(`the warm Python process is gone: ${reason}`));
     }

@@ -7,12 +7,12 @@
  * environment ({@link TOOL_MARKER}), and when it exits (or times out, or is stopped) its group and every
  * process still carrying the marker are killed, background children, `setsid` and double forks included.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as path from 'node:path';
 import type { CommandSource } from '../../../common/tools';
 import { killTree } from '../../util/processTree';
 import { randomToken } from '../../util/ids';
-import { commandEnv, reapProcesses, tail } from './processes';
+import { commandEnv, reapProcesses, spawnFailure, tail } from './processes';
 
 /** The environment variable that marks every process a tool call starts (value: one per call). */
 export const TOOL_MARKER = 'CODEACT_TOOL_CALL';
@@ -32,12 +32,25 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
   const [program, ...rest] = source.argv;
   const marker = randomToken(9);
   return new Promise((resolve, reject) => {
-    const child = spawn(program, rest, {
-      cwd,
-      env: { ...commandEnv(source.env, options.hostEnv ?? process.env), [TOOL_MARKER]: marker },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: process.platform !== 'win32',
-    });
+    const cannotStart = (e: unknown) => new Error(`Tool "${toolName}" could not start ${JSON.stringify(program)}: ${spawnFailure(program, cwd, e, 'command')}.`);
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(program, rest, {
+        cwd,
+        env: { ...commandEnv(source.env, options.hostEnv ?? process.env), [TOOL_MARKER]: marker },
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: process.platform !== 'win32',
+      });
+    } catch (e) {
+      // Invalid arguments (a NUL byte), or a failure Node reports at once.
+      return reject(cannotStart(e));
+    }
+    // A spawn that fails (ENOENT, EACCES, EMFILE) emits 'error', and with EMFILE it has no pipes at all:
+    // listen first, and touch the pipes only when they exist.
+    if (!child.stdout || !child.stderr || !child.stdin) {
+      child.once('error', (e) => reject(cannotStart(e)));
+      return;
+    }
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let outBytes = 0;
@@ -72,11 +85,7 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
       if (errBytes <= 64 * 1024) err.push(b);
     });
     for (const s of [child.stdin, child.stdout, child.stderr]) s.on('error', () => {});
-    child.on('error', (e: NodeJS.ErrnoException) =>
-      settle(() =>
-        reject(new Error(`Tool "${toolName}" could not start ${JSON.stringify(program)}: ${e.code === 'ENOENT' ? 'command not found' : e.message}. Check its "command" in codeact.tools.`)),
-      ),
-    );
+    child.on('error', (e) => settle(() => reject(exited ? new Error(`Tool "${toolName}" failed: ${(e as Error).message}.`) : cannotStart(e))));
     child.on('exit', (code, sig) => {
       exited = true;
       // Background children holding the pipes die now; what the program wrote is already in them.

@@ -3,6 +3,7 @@
  * environment they run with, the stderr tail their errors carry, and the teardown that leaves nothing
  * of theirs running.
  */
+import { statSync } from 'node:fs';
 import { killMarked, killTree, waitGone } from '../../util/processTree';
 
 /** A minimal environment plus the host variables `names` lists (those that are set). */
@@ -46,4 +47,42 @@ export async function reapProcesses(pid: number | undefined, rootExited: boolean
   doomed.push(...(await killMarked(markerName, marker)));
   // SIGKILL is asynchronous: resolve once they are really gone, so "after close, nothing runs" holds.
   await waitGone([...new Set(doomed)], 2000);
+}
+
+/**
+ * Why a program could not be started, as a sentence for an error (after "could not start …: "), from the
+ * error `spawn` threw or emitted. `field` names the setting to check ("command", "mcp.command").
+ */
+export function spawnFailure(program: string, cwd: string, e: unknown, field: string): string {
+  const err = e as NodeJS.ErrnoException | undefined;
+  const what = JSON.stringify(program);
+  switch (err?.code) {
+    case 'ENOENT':
+      return existsDir(cwd)
+        ? `command not found (${what} is not on PATH or does not exist). Check "${field}" in codeact.tools`
+        : `its working folder ${JSON.stringify(cwd)} does not exist. Check "cwd" in codeact.tools, or create the folder`;
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied (${what} is not executable, or is a folder). Make it executable (chmod +x), or run it through its interpreter, for example ["python3", "tools/x.py"], in "${field}"`;
+    case 'ENOTDIR':
+      return `its working folder ${JSON.stringify(cwd)} is not a folder. Check "cwd" in codeact.tools`;
+    case 'EMFILE':
+    case 'ENFILE':
+      return `the host has run out of file descriptors (${err.code}: too many open files). Nothing ran; try again when fewer files are open, or raise the limit (ulimit -n)`;
+    case 'EAGAIN':
+    case 'ENOMEM':
+      return `the host could not start another process (${err.code}). Nothing ran; try again when fewer processes run`;
+    case 'E2BIG':
+      return `its arguments and environment are too large (E2BIG). Pass less in "${field}" or in its environment`;
+    default:
+      return `${err?.message ?? String(e)}. Check "${field}" in codeact.tools`;
+  }
+}
+
+function existsDir(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
 }

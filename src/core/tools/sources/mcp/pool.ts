@@ -11,10 +11,11 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { raceAbort } from '../../../util/abort';
 import { CODEACT_VERSION } from '../../../util/version';
-import { tail } from '../processes';
+import { spawnFailure, tail } from '../processes';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
-import { StdioServerTransport, type StdioServerSpec } from './stdioTransport';
+import { StdioServerTransport, type McpFloodLimits, type StdioServerSpec } from './stdioTransport';
+export { MCP_FLOOD_LIMITS } from './stdioTransport';
 
 export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
 
@@ -29,6 +30,8 @@ export interface McpPoolOptions {
   closeGraceMs?: number;
   /** Bounds of `tools/list`: pages, tools and one deadline; defaults in {@link MCP_LIST_LIMITS}. */
   listLimits?: Partial<McpListLimits>;
+  /** What a stdio server may send unasked, and backpressure on its output; defaults in {@link MCP_FLOOD_LIMITS}. */
+  floodLimits?: Partial<McpFloodLimits>;
   log?: (line: string) => void;
 }
 
@@ -185,7 +188,7 @@ export class McpClientPool {
     const conn: Connection = { key, spec, label, client, closed: false };
     let transport: Transport;
     if (spec.kind === 'stdio') {
-      conn.stdio = new StdioServerTransport(spec, this.closeGraceMs);
+      conn.stdio = new StdioServerTransport(spec, this.closeGraceMs, this.options.floodLimits);
       transport = conn.stdio;
       this.processes.add(conn.stdio);
       this.updateExitHook();
@@ -273,10 +276,9 @@ export class McpClientPool {
     const err = e as NodeJS.ErrnoException;
     const { label, spec } = conn;
     if (lifetime.aborted) return new Error(`could not use the ${label}: the MCP connections were closed while it started.`);
-    if (spec.kind === 'stdio' && err?.code === 'ENOENT') {
-      return new Error(`could not start the ${label}: command not found (${JSON.stringify(spec.argv[0])} is not on PATH or does not exist). Check "mcp.command" in codeact.tools.`);
+    if (spec.kind === 'stdio' && (err?.syscall?.startsWith('spawn') || (typeof err?.code === 'string' && err.code.startsWith('ERR_INVALID_ARG')))) {
+      return new Error(`could not start the ${label}: ${spawnFailure(spec.argv[0], spec.cwd, err, 'mcp.command')}.`);
     }
-    if (spec.kind === 'stdio' && err?.code === 'EACCES') return new Error(`could not start the ${label}: permission denied. Check "mcp.command" in codeact.tools.`);
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
       return new Error(
         `could not start the ${label}: it did not complete the MCP handshake within ${this.connectTimeoutMs / 1000} s. ` +

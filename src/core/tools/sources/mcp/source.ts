@@ -81,7 +81,8 @@ export interface McpToolContext {
   pool: McpClientPool;
   workspace: string;
   hostEnv?: NodeJS.ProcessEnv;
-  defaultApproval?: 'auto' | 'ask' | 'deny';
+  /** The tool's approval, as the precedence table decided it (loadTools); default `auto`. */
+  approval?: 'auto' | 'ask' | 'deny';
   /** Index of the declaration in codeact.tools, for error reports. */
   index?: number;
 }
@@ -96,7 +97,7 @@ export function createMcpTool(decl: ToolDeclaration, ctx: McpToolContext): McpTo
     description: decl.description ?? '',
     inputSchema: decl.inputSchema ?? MCP_PERMISSIVE_INPUT_SCHEMA,
     outputSchema: decl.outputSchema,
-    approval: decl.approval ?? ctx.defaultApproval ?? 'auto',
+    approval: ctx.approval ?? 'auto',
     expose: decl.expose ?? 'code',
     source: 'mcp',
     group: mcpServerLabel(spec),

@@ -1,0 +1,97 @@
+/**
+ * The files in the workspace that declared tools run on the host: for each `command` tool and each
+ * stdio `mcp` server, its program (looked up on PATH when it is a bare name) and every argument that
+ * names a path inside the workspace, resolved from the folder the tool runs in. With
+ * `codeact.sandbox.mountWorkspace: "readwrite"` the sandbox keeps them read-only (workspaceMount.ts):
+ * otherwise code could rewrite `tools/inventory.py` and then call the tool, and the rewrite would run
+ * on the host, outside the sandbox.
+ *
+ * `program` marks the program and scripts (by their extension): their folder is what the sandbox
+ * protects (an interpreter imports the script's neighbours first). Other paths are protected themselves.
+ * The declarations are untrusted input: every list and string is bounded.
+ */
+import { statSync } from 'node:fs';
+import * as path from 'node:path';
+import { isUnder, type HostRunFile } from './workspaceMount';
+
+export type { HostRunFile } from './workspaceMount';
+
+const SCRIPT_EXTENSIONS = /\.(py|pyw|sh|bash|zsh|js|mjs|cjs|ts|mts|rb|pl|php|lua|r|jl|ps1)$/i;
+const MAX_DECLARATIONS = 1000;
+const MAX_ARGS = 256;
+const MAX_PATHS = 512;
+const MAX_ARG_LENGTH = 4096;
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function exists(p: string): boolean {
+  try {
+    statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The argv and working folder of a declaration that starts a process on the host, if it does. */
+function launchOf(decl: unknown): { argv: string[]; cwd?: string } | undefined {
+  if (!decl || typeof decl !== 'object') return undefined;
+  const d = decl as Record<string, unknown>;
+  const command = d.command;
+  if (Array.isArray(command)) return { argv: command as string[] };
+  if (command && typeof command === 'object') {
+    const c = command as Record<string, unknown>;
+    if (Array.isArray(c.argv)) return { argv: c.argv as string[], cwd: typeof c.cwd === 'string' ? c.cwd : undefined };
+  }
+  const mcp = d.mcp as Record<string, unknown> | undefined;
+  if (mcp && typeof mcp === 'object' && Array.isArray(mcp.command)) return { argv: mcp.command as string[] };
+  return undefined;
+}
+
+/** Where a bare program name is found on PATH (resolved from `cwd`), as the host's spawn finds it. */
+function onPath(name: string, cwd: string, envPath: string): string | undefined {
+  for (const dir of envPath.split(path.delimiter).slice(0, 64)) {
+    const candidate = path.resolve(cwd, dir || '.', name);
+    if (isFile(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** The paths inside `workspace` that the declared tools run on the host, sorted, without duplicates. */
+export function toolHostPaths(tools: unknown, workspace: string, envPath = process.env.PATH ?? ''): HostRunFile[] {
+  const out = new Map<string, HostRunFile>();
+  if (!Array.isArray(tools)) return [];
+  const add = (p: string, program: boolean, tool: string) => {
+    if (out.size >= MAX_PATHS || !isUnder(p, workspace) || p === workspace) return;
+    const had = out.get(p);
+    if (!had) out.set(p, { path: p, program, tool });
+    else had.program ||= program;
+  };
+  for (const decl of tools.slice(0, MAX_DECLARATIONS)) {
+    const launch = launchOf(decl);
+    if (!launch) continue;
+    const tool = String((decl as { name?: unknown }).name ?? '?').slice(0, 64);
+    const cwd = launch.cwd ? path.resolve(workspace, launch.cwd) : workspace;
+    launch.argv.slice(0, MAX_ARGS).forEach((arg, i) => {
+      if (typeof arg !== 'string' || !arg || arg.length > MAX_ARG_LENGTH) return;
+      if (i === 0) {
+        const program = arg.includes('/') ? path.resolve(cwd, arg) : onPath(arg, cwd, envPath);
+        if (program) add(program, true, tool);
+        return;
+      }
+      // "--config=tools/x.json": the value; other options and URLs are not paths.
+      const value = arg.startsWith('-') ? (arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : '') : arg;
+      if (!value || value.includes('://')) return;
+      const resolved = path.resolve(cwd, value);
+      const script = SCRIPT_EXTENSIONS.test(value);
+      if (value.includes('/') || script || exists(resolved)) add(resolved, script, tool);
+    });
+  }
+  return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
+}

@@ -1,0 +1,68 @@
+/**
+ * Invisible and bidirectional characters made visible in the panel (the classifier is
+ * ../common/invisibleChars, shared with the CLI): each one is replaced by a marker, `<U+202E>`, drawn as a
+ * small outlined box (bidi controls in the error colour, the others in the warning colour) with its name
+ * as a tooltip. The character itself never reaches the DOM, so it cannot reorder or hide what is around
+ * it; what is copied or sent (Copy, Insert, Run) is still the text as it was.
+ */
+import { findInvisible, revealInvisible, type InvisibleMark } from '../common/invisibleChars';
+
+export { hasInvisible, countInvisible, revealInvisible } from '../common/invisibleChars';
+
+function markClass(m: InvisibleMark): string {
+  return m.kind === 'bidi' ? 'uc-mark uc-bidi' : 'uc-mark';
+}
+
+function markElement(m: InvisibleMark): HTMLElement {
+  const el = document.createElement('span');
+  el.className = markClass(m);
+  el.title = m.title;
+  el.textContent = m.marker;
+  return el;
+}
+
+/** Marks of one text drawn as styled boxes; past them the markers are plain text (a bounded DOM). */
+const STYLED_MARKS = 1_000;
+
+/** `text` as DOM: the text itself when it has nothing to reveal, else text nodes and marker boxes. */
+export function revealed(text: string): string | DocumentFragment {
+  const marks = findInvisible(text, STYLED_MARKS + 1);
+  if (!marks.length) return text;
+  const frag = document.createDocumentFragment();
+  let at = 0;
+  for (const m of marks.slice(0, STYLED_MARKS)) {
+    if (m.index > at) frag.append(document.createTextNode(text.slice(at, m.index)));
+    frag.append(markElement(m));
+    at = m.index + m.length;
+  }
+  if (at < text.length) frag.append(document.createTextNode(revealInvisible(text.slice(at))));
+  return frag;
+}
+
+/** Sets `el`'s text to `text`, revealed. */
+export function setRevealed(el: Element, text: string): void {
+  el.textContent = '';
+  el.append(revealed(text));
+}
+
+const ATTR_ESCAPE = /[&<>"']/g;
+const escapeAttr = (s: string) => s.replace(ATTR_ESCAPE, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * HTML whose text may hold invisible characters (the highlighter's output: escaped text in spans with
+ * class names, no attribute holds text), with each one replaced by a marker box.
+ */
+export function revealHtml(html: string): string {
+  const marks = findInvisible(html);
+  if (!marks.length) return html;
+  let out = '';
+  let at = 0;
+  for (const m of marks) {
+    out += html.slice(at, m.index) + `<span class="${markClass(m)}" title="${escapeAttr(m.title)}">&lt;${m.marker.slice(1, -1)}&gt;</span>`;
+    at = m.index + m.length;
+  }
+  return out + html.slice(at);
+}
+
+/** For attributes (title, aria-label) and announcements, which cannot hold a styled box. */
+export const revealedPlain = revealInvisible;
