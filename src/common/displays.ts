@@ -4,6 +4,7 @@
  * the model reads for it. Pure functions over plain data: no Node, no DOM (the panel, the CLI, the notebook
  * export and the providers' history builders all use them).
  */
+import { headTail, partNote } from './outputBudget';
 import type { CodeInterpreterCallItem, CodeOutput, DisplayOutput } from './events';
 
 /** Raster image types a browser and the vision models take. */
@@ -128,8 +129,9 @@ export function sizeLabel(size: { width?: number; height?: number } | undefined)
 
 const MODEL_TEXT_CAP = 4000;
 
+/** A display's text within `cap` characters (the note counted): its beginning and end, as every output the model reads. */
 function capped(text: string, cap: number): string {
-  return text.length > cap ? `${text.slice(0, cap)}\n…[${(text.length - cap).toLocaleString('en-US')} more characters not shown]` : text;
+  return headTail(text, cap, partNote('this display', 'the user sees all of it'));
 }
 
 /**

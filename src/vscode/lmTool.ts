@@ -31,7 +31,7 @@ export function registerLanguageModelTool(service: CodeActService): vscode.Dispo
       const code = String(options.input?.code ?? '');
       if (!code.trim()) throw new Error('execute_tool_code needs a non-empty "code" string.');
       const item = await service.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
-      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(executionSummary(item))]);
+      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(executionSummary(item, { outputChars: service.settings.outputModelChars }))]);
     },
   });
 }

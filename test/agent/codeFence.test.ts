@@ -3,7 +3,8 @@
  */
 import * as assert from 'node:assert/strict';
 import { CodeFenceScanner, HOLD_LIMIT, type FenceSegment } from '../../src/core/agent/codeFence';
-import { observationText, OBSERVATION_MAX_CHARS, toTextHistory } from '../../src/core/agent/textHistory';
+import { observationText, toTextHistory } from '../../src/core/agent/textHistory';
+import { executionSummary } from '../../src/core/agent/executionResult';
 import type { ConversationItem } from '../../src/core/providers/shared/types';
 
 /** Feeds `text` in pieces of `size` characters; returns the segments, merged by kind, and the scanner. */
@@ -114,12 +115,22 @@ describe('text protocol: the history in text form', () => {
     assert.equal((text[3] as { text: string }).text, '85 lamps.');
   });
 
-  it('an observation of a failure carries the error, the traceback and the output before it, bounded', () => {
-    const failed = observationText(JSON.stringify({ status: 'failed', stdout: 'x'.repeat(50_000), error: { type: 'RuntimeError', message: 'Invalid arguments for "check_inventory": /sku must match pattern', traceback: 'Traceback (most recent call last):\n  line 1\nRuntimeError: …' } }));
+  it('an observation of a failure carries the error, the traceback and the output before it, cut once (by the summary)', () => {
+    const item = {
+      type: 'code_interpreter_call' as const, id: 'e', status: 'failed' as const, code: '', runtime: 'local' as const, exit_code: 1, value: null,
+      outputs: [{ type: 'logs' as const, logs: 'x'.repeat(50_000) }],
+      error: { type: 'RuntimeError', message: 'Invalid arguments for "check_inventory": /sku must match pattern', traceback: 'Traceback (most recent call last):\n  line 1\nRuntimeError: …' },
+    };
+    const summary = executionSummary(item, { execution: 1 });
+    const failed = observationText(summary);
     assert.match(failed, /^Observation: the code failed with RuntimeError: Invalid arguments for "check_inventory"/);
     assert.match(failed, /Traceback:\nTraceback \(most recent call last\)/);
     assert.match(failed, /Fix the code and try again/);
-    assert.ok(failed.length <= OBSERVATION_MAX_CHARS + 100);
+    // The observation's printed output is the summary's, exactly: no second cut, one count.
+    const stdout = (JSON.parse(summary) as { stdout: string }).stdout;
+    assert.ok(failed.includes(`Printed output:\n${stdout}\n`));
+    assert.equal(failed.match(/left out here/g)?.length, 1);
+    assert.ok(failed.length <= 20_000 + 500, `${failed.length} characters`);
     assert.match(observationText(JSON.stringify({ error: 'The arguments of execute_tool_code were not a valid JSON object' })), /failed with Error: The arguments/);
   });
 });

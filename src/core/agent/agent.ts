@@ -18,7 +18,7 @@ import type { Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
-import { capText, countExecutions, executionImages, executionSummary } from './executionResult';
+import { countExecutions, executionImages, executionSummary, toolResultText } from './executionResult';
 import { newId } from '../util/ids';
 import { pausedTime } from '../util/timeout';
 
@@ -59,6 +59,11 @@ export interface AgentOptions {
   /** Above this many managed tools, `execute_tool_code` lists names only (codeact.toolDiscovery.inlineLimit). */
   inlineToolLimit?: number;
   maxOutputTokens?: number;
+  /**
+   * The output budget (codeact.outputs.modelChars): the most characters of one result the model reads.
+   * A longer one keeps its beginning and end, and says how much was left out. Default DEFAULT_OUTPUT_CHARS.
+   */
+  outputChars?: number;
   /**
    * Images in one request to a model that sees them (codeact.vision.maxImages / maxMB); also bounds the
    * images kept with each execution's result. Default DEFAULT_IMAGE_BUDGET.
@@ -163,7 +168,9 @@ export class AgentLoop {
     const managed = this.options.gateway.tools();
     const ctx = {
       runtime: this.options.runtime.kind,
-      persistent: !!this.options.runtime.statePersists && !!this.options.sessionId,
+      persistent: this.persistent,
+      keepsOutputs: this.keepsOutputs,
+      outputChars: this.options.outputChars,
       maxConcurrency: this.options.maxConcurrentToolCalls,
       inlineLimit: this.options.inlineToolLimit,
       seesImages: this.seesImages(),
@@ -172,6 +179,16 @@ export class AgentLoop {
     if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
     for (const t of managed) if (t.expose === 'direct' || t.expose === 'both') tools.push(directToolSpec(t));
     return tools;
+  }
+
+  /** Runs of this conversation share one session. */
+  private get persistent(): boolean {
+    return !!this.options.runtime.statePersists && !!this.options.sessionId;
+  }
+
+  /** A later run of the session can read a run's whole output (`output_of(n)`). */
+  private get keepsOutputs(): boolean {
+    return this.persistent && this.options.runtime.keepsOutputs === true;
   }
 
   /** The image budget of this run's requests. */
@@ -417,10 +434,11 @@ export class AgentLoop {
       // Numbered before the first await, so parallel calls are numbered in the order the model made them.
       const execution = ++this.executions;
       const item = await runtime.execute(
-        { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: call.name === EXECUTE_TOOL_CODE, announced },
+        { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: call.name === EXECUTE_TOOL_CODE, announced, execution },
         { signal, onEvent: (e) => this.emit(e), onToolCall: call.name === EXECUTE_TOOL_CODE ? gateway.handler : undefined },
       );
-      return finish(executionSummary(item, { execution }), item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
+      const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost });
+      return finish(summary, item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
     }
     const tool = gateway.get(call.name);
     if (!tool || (tool.expose !== 'direct' && tool.expose !== 'both')) {
@@ -437,7 +455,7 @@ export class AgentLoop {
     try {
       const output = await gateway.call({ itemId, callId, name: call.name, arguments: args, pause }, signal ?? new AbortController().signal);
       this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, output, duration_ms: took() });
-      return finish(capText(JSON.stringify(output ?? null), 60_000));
+      return finish(toolResultText(call.name, output, this.options.outputChars));
     } catch (err) {
       const message = (err as Error).message;
       this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, error: message, duration_ms: took() });

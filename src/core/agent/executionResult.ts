@@ -8,28 +8,25 @@ import type { AttachedImage, CodeInterpreterCallItem, FileOutput, OutputItem } f
 import { base64Bytes, displayModelText, displaysOf, imageSize, rasterImage } from '../../common/displays';
 import { DEFAULT_IMAGE_BUDGET, type ImageBudget } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
+import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS, headTail, partNote, shareBudget } from '../../common/outputBudget';
 
-const MODEL_OUTPUT_CAP = 20_000;
-/** Largest tool result text. */
+/** Largest tool result text, unless the output budget asks for more (the value and displays give way first). */
 export const SUMMARY_MAX_CHARS = 60_000;
-/** Displays listed at most, and their text in all (each one's own cap is DISPLAY_TEXT_CAP). */
+/** Displays listed at most, and each one's text at most. */
 const MAX_DISPLAYS = 100;
 const DISPLAY_TEXT_CAP = 4000;
-const DISPLAYS_TEXT_BUDGET = 16_000;
+/** The error's message at most (its traceback has a share of the budget of its own). */
+const ERROR_MESSAGE_CAP = 2000;
 const MAX_FILES = 50;
 
-export function capText(text: string, cap = MODEL_OUTPUT_CAP): string {
-  return text.length > cap ? text.slice(0, cap) + `\n…[${text.length - cap} more characters not shown]` : text;
-}
-
-/** The displays as the model reads them, in order ("[image 640×480, PNG]", a table's summary…), bounded. */
+/** The displays as the model reads them, in order ("[image 640×480, PNG]", a table's summary…), within `budget` characters. */
 function displayTexts(item: CodeInterpreterCallItem, budget: number): string[] {
   const displays = displaysOf(item);
   const out: string[] = [];
   let used = 0;
   for (const d of displays) {
-    if (out.length >= MAX_DISPLAYS || used >= budget) break;
-    const text = displayModelText(d, Math.min(DISPLAY_TEXT_CAP, Math.max(200, budget - used)));
+    if (out.length >= MAX_DISPLAYS || budget - used < 200) break;
+    const text = displayModelText(d, Math.min(DISPLAY_TEXT_CAP, budget - used));
     out.push(text);
     used += text.length;
   }
@@ -46,7 +43,7 @@ function fileName(f: FileOutput): string {
 /** Files the code wrote, as `{name, bytes, note?}` (bounded). */
 function fileEntries(files: FileOutput[]): unknown[] {
   const out: unknown[] = files.slice(0, MAX_FILES).map((f) => {
-    return { name: fileName(f), ...(typeof f.bytes === 'number' ? { bytes: f.bytes } : {}), ...(f.note ? { note: capText(f.note, 500) } : {}) };
+    return { name: fileName(f), ...(typeof f.bytes === 'number' ? { bytes: f.bytes } : {}), ...(f.note ? { note: f.note.slice(0, 500) } : {}) };
   });
   if (files.length > MAX_FILES) out.push(`[${files.length - MAX_FILES} more files]`);
   return out;
@@ -55,29 +52,73 @@ function fileEntries(files: FileOutput[]): unknown[] {
 export interface SummaryContext {
   /** The how-many-th execution of the conversation this was, as the model is told (and as image stand-ins say). */
   execution?: number;
+  /** The output budget in characters (codeact.outputs.modelChars); default DEFAULT_OUTPUT_CHARS. */
+  outputChars?: number;
+  /** The session keeps the run's whole output for later runs (`output_of(n)`, `last_output()`). */
+  kept?: boolean;
 }
 
-/** What the model reads back from a code execution. Always a JSON object that starts with `{"status":`. */
+/** Where the whole text of a cut stream is, as the note in its middle says. */
+function whereToRead(stream: 'stdout' | 'stderr', ctx: SummaryContext): string {
+  if (!ctx.kept) return 'runs here do not keep it: print less, or narrow it down in code';
+  const arg = stream === 'stderr' ? ', "stderr"' : '';
+  return ctx.execution ? `output_of(${ctx.execution}${arg}) in a later run returns the whole text` : `last_output(${arg.slice(2)}) in the next run returns the whole text`;
+}
+
+/**
+ * What the model reads back from a code execution. Always a JSON object that starts with `{"status":`.
+ * The printed output, stderr, the error, the displays' text and the value share one budget
+ * (ctx.outputChars); a part over its share keeps its beginning and its end (outputBudget.ts).
+ */
 export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryContext = {}): string {
+  const budget = Math.max(MIN_OUTPUT_CHARS, ctx.outputChars ?? DEFAULT_OUTPUT_CHARS);
   const stdout = item.outputs.filter((o) => o.type === 'logs' && o.stream !== 'stderr').map((o) => (o as { logs: string }).logs).join('');
   const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
+  const fullMessage = item.error?.message ?? '';
+  const traceback = item.error?.traceback ?? '';
+  const valueJson = item.status === 'completed' ? (JSON.stringify(item.value ?? null) ?? 'null') : '';
+  const allDisplays = displayTexts(item, MAX_DISPLAYS * DISPLAY_TEXT_CAP);
+  const displaysSize = allDisplays.reduce((n, t) => n + t.length, 0);
+  const [messageShare, tbShare, outShare, errShare, displayShare, valueShare] = shareBudget(
+    [Math.min(fullMessage.length, ERROR_MESSAGE_CAP), traceback.length, stdout.length, stderr.length, displaysSize, valueJson.length],
+    budget,
+  );
   const summary: Record<string, unknown> = { status: item.status };
   if (ctx.execution) summary.execution = ctx.execution;
-  if (item.status === 'completed') summary.value = item.value ?? null;
-  if (stdout) summary.stdout = capText(stdout);
-  if (stderr) summary.stderr = capText(stderr, 8000);
-  if (item.error) summary.error = { type: item.error.type, message: item.error.message, ...(item.error.traceback ? { traceback: capText(item.error.traceback, 6000) } : {}) };
-  const displays = displayTexts(item, DISPLAYS_TEXT_BUDGET);
+  if (item.status === 'completed') {
+    if (valueJson.length <= valueShare) summary.value = item.value ?? null;
+    else {
+      summary.value = headTail(valueJson, valueShare, partNote('the returned value (JSON)', 'return something smaller, or print the parts you need'));
+      summary.value_truncated = true;
+    }
+  }
+  if (stdout) summary.stdout = headTail(stdout, outShare, partNote('stdout', whereToRead('stdout', ctx)));
+  if (stderr) summary.stderr = headTail(stderr, errShare, partNote('stderr', whereToRead('stderr', ctx)));
+  if (item.error) {
+    const message = headTail(fullMessage, Math.min(ERROR_MESSAGE_CAP, messageShare), partNote('the message', ''));
+    const tb = traceback ? headTail(traceback, tbShare, partNote('the traceback', 'its last lines are below')) : '';
+    summary.error = { type: item.error.type, message, ...(tb ? { traceback: tb } : {}) };
+  }
+  const displays = displaysSize <= displayShare ? allDisplays : displayTexts(item, displayShare);
   if (displays.length) summary.displays = displays;
   // A hosted sandbox's own images (not ours to send again): counted only.
   const images = item.outputs.filter((o) => o.type === 'image').length;
   if (images) summary.images = images;
   const files = item.outputs.filter((o): o is FileOutput => o.type === 'file');
   if (files.length) summary.files = fileEntries(files);
+  // A last bound on the JSON text (escaping can make it longer than the characters it holds).
+  const limit = Math.max(SUMMARY_MAX_CHARS, 3 * budget);
   let text = JSON.stringify(summary);
-  if (text.length > SUMMARY_MAX_CHARS) text = JSON.stringify({ ...summary, value: '[value too large to show; return something smaller]' });
-  if (text.length > SUMMARY_MAX_CHARS && displays.length) text = JSON.stringify({ ...summary, value: '[value too large to show; return something smaller]', displays: displayTexts(item, 2000) });
+  const smaller = item.status === 'completed' ? { ...summary, value: '[value too large to show; return something smaller]', value_truncated: undefined } : summary;
+  if (text.length > limit) text = JSON.stringify(smaller);
+  if (text.length > limit && displays.length) text = JSON.stringify({ ...smaller, displays: displayTexts(item, 2000) });
   return text;
+}
+
+/** A direct tool's result as the model reads it: its JSON, within the output budget. */
+export function toolResultText(name: string, output: unknown, outputChars = DEFAULT_OUTPUT_CHARS): string {
+  const json = JSON.stringify(output ?? null) ?? 'null';
+  return headTail(json, Math.max(MIN_OUTPUT_CHARS, outputChars), partNote(`the result of ${name} (JSON)`, 'ask the tool for less'));
 }
 
 /**

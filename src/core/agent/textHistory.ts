@@ -10,14 +10,13 @@ import type { AttachedImage, MessageItem } from '../../common/events';
 import { foreignItemText, isLocalRuntimeItem } from '../providers/shared/history';
 import type { ConversationItem } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
-
-/** Largest observation sent back to the model, in characters. */
-export const OBSERVATION_MAX_CHARS = 12_000;
+import { headTail, omittedText } from '../../common/outputBudget';
 
 const CODE_TOOLS = new Set([EXECUTE_TOOL_CODE, EXECUTE_CODE]);
 
+/** The model's own call arguments, shortened in the assistant's turn (they are not an observation). */
 function cap(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}\n…[${text.length - max} more characters not shown]` : text;
+  return headTail(text, max, (o) => `…[${omittedText(o)} left out]…`);
 }
 
 /** The fenced block the model wrote (or would have written) for a code call. */
@@ -42,6 +41,8 @@ function callText(name: string, args: string | undefined): string {
 interface Summary {
   status?: string;
   value?: unknown;
+  /** The value is the cut text of its JSON (see executionSummary). */
+  value_truncated?: boolean;
   stdout?: string;
   stderr?: string;
   error?: string | { type?: string; message?: string; traceback?: string };
@@ -51,13 +52,13 @@ interface Summary {
   files?: unknown[];
 }
 
-/** The displays and files of a summary, as observation lines (bounded by the summary's own caps). */
+/** The displays and files of a summary, as observation lines (the summary is within the output budget already). */
 function outputLines(s: Summary): string[] {
   const lines: string[] = [];
   const displays = Array.isArray(s.displays) ? s.displays.filter((d): d is string => typeof d === 'string') : [];
   if (displays.length) {
     lines.push(`Shown to the user${typeof s.execution === 'number' ? ` (execution ${s.execution})` : ''}:`);
-    for (const d of displays) lines.push(`- ${cap(d, 3000).replace(/\n/g, '\n  ')}`);
+    for (const d of displays) lines.push(`- ${d.replace(/\n/g, '\n  ')}`);
   }
   const files = Array.isArray(s.files) ? s.files : [];
   if (files.length) {
@@ -73,7 +74,8 @@ function outputLines(s: Summary): string[] {
 
 /**
  * The observation message for a code run, from its `function_call_output` (the JSON summary the agent
- * loop stores, see `executionSummary`). Bounded to OBSERVATION_MAX_CHARS.
+ * loop stores, see `executionSummary`). Its text is the summary's, cut nowhere else: the output budget
+ * was applied once, when the summary was made, so both protocols send the same text and the same count.
  */
 export function observationText(output: string, name = EXECUTE_TOOL_CODE): string {
   let s: Summary | undefined;
@@ -81,20 +83,20 @@ export function observationText(output: string, name = EXECUTE_TOOL_CODE): strin
     const parsed = JSON.parse(output);
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) s = parsed as Summary;
   } catch {}
-  if (!CODE_TOOLS.has(name) || !s) return cap(`Observation${CODE_TOOLS.has(name) ? '' : ` (${name})`}:\n${output}`, OBSERVATION_MAX_CHARS);
+  if (!CODE_TOOLS.has(name) || !s) return `Observation${CODE_TOOLS.has(name) ? '' : ` (${name})`}:\n${output}`;
   const lines: string[] = [];
   const err = typeof s.error === 'string' ? { type: 'Error', message: s.error } : s.error;
-  if (err) lines.push(`Observation: the code failed with ${err.type ?? 'Error'}: ${cap(err.message ?? '', 2000)}`);
+  if (err) lines.push(`Observation: the code failed with ${err.type ?? 'Error'}: ${err.message ?? ''}`);
   else lines.push(`Observation: the code ran (${s.status ?? 'completed'}).`);
-  if (s.stdout) lines.push('Printed output:', cap(s.stdout, 5000));
-  if (s.stderr) lines.push('Printed to stderr:', cap(s.stderr, 2000));
-  if (!err && 'value' in s) lines.push(`Returned value: ${cap(JSON.stringify(s.value ?? null), 4000)}`);
+  if (s.stdout) lines.push('Printed output:', s.stdout);
+  if (s.stderr) lines.push('Printed to stderr:', s.stderr);
+  if (!err && 'value' in s) lines.push(`Returned value: ${s.value_truncated && typeof s.value === 'string' ? s.value : JSON.stringify(s.value ?? null)}`);
   lines.push(...outputLines(s));
   if (s.images) lines.push(`(${s.images} image${s.images === 1 ? '' : 's'} shown to the user.)`);
-  if (err?.traceback) lines.push('Traceback:', cap(err.traceback, 3000));
+  if (err?.traceback) lines.push('Traceback:', err.traceback);
   if (err) lines.push('Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.');
   else if (!s.stdout && s.value === null && !s.displays?.length) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
-  return cap(lines.join('\n'), OBSERVATION_MAX_CHARS);
+  return lines.join('\n');
 }
 
 /**

@@ -64,6 +64,8 @@ export const SETTINGS = {
   // Rich outputs (display(), plots, tables): caps per display and per execution, in MB of the bundle.
   'outputs.maxDisplayMB': { type: 'number', default: 2, minimum: 0.01, maximum: 12, trust: 'any' },
   'outputs.maxExecutionMB': { type: 'number', default: 12, minimum: 0.01, maximum: 256, trust: 'any' },
+  // The output budget: the most characters of one result the model reads (common/outputBudget.ts).
+  'outputs.modelChars': { type: 'number', default: 20000, minimum: 1000, maximum: 1000000, trust: 'any' },
   'plots.highDPI': { type: 'boolean', default: false, trust: 'any' },
   // Managed-tool calls one execution may make (the code's call_tool, however it sends them).
   'toolCalls.maxPerRun': { type: 'number', default: 10000, minimum: 1, maximum: 100000, trust: 'any' },

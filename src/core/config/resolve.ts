@@ -81,6 +81,8 @@ export interface EngineConfig {
   /** Rich outputs: the cap of one display, and of all displays of one execution, in bytes. */
   maxDisplayBytes: number;
   maxExecutionDisplayBytes: number;
+  /** The output budget: the most characters of one code or tool result the model reads. */
+  outputModelChars: number;
   /** Plots at twice the pixel density. */
   plotsHighDPI: boolean;
   /** Managed-tool calls one execution may make. */
@@ -207,6 +209,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     compatibleVisionModels: pick<unknown[]>('openaiCompatible.visionModels', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names')).slice(0, 200) as string[],
     maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
+    outputModelChars: Math.floor(pick<number>('outputs.modelChars')),
     plotsHighDPI: pick('plots.highDPI'),
     maxToolCallsPerRun: Math.floor(pick<number>('toolCalls.maxPerRun')),
     visionMaxImages: Math.floor(pick<number>('vision.maxImages')),

@@ -44,6 +44,11 @@ export interface ExecuteRequest {
    * item (the agent loop streams the code while the model writes it); the runtime starts at `code.done`.
    */
   announced?: boolean;
+  /**
+   * The conversation's number of this execution, as the model is told ("execution": 3). A session that
+   * keeps outputs (Runtime.keepsOutputs) files the run's whole output under it, for `output_of(3)`.
+   */
+  execution?: number;
 }
 
 export interface ExecuteOptions {
@@ -56,6 +61,11 @@ export interface Runtime {
   readonly kind: RuntimeKind;
   /** Executions with the same sessionId share state (a local session, a Jupyter kernel per conversation). */
   readonly statePersists?: boolean;
+  /**
+   * A session keeps each run's whole stdout and stderr (as the host captured them) for the session's later
+   * runs to read: `output_of(n)` and `last_output()` in the guest (see guest/codeact_outputs.py).
+   */
+  readonly keepsOutputs?: boolean;
   /**
    * Runs the code to completion. Never rejects for failures of the code itself (those come back as
    * an item with `status: "failed"` and an `error`); rejects only for misuse of the API.

@@ -74,6 +74,7 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       executionTimeoutMs: config.timeoutMs,
       hosted: hostedOptionsFrom(config, convo.meta.containerId),
       images: imageBudgetFrom(config),
+      outputChars: config.outputModelChars,
       signal: o.signal,
       onEvent: emit,
       ...(o.agent ?? {}),

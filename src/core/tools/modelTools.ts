@@ -5,6 +5,7 @@
 import type { JsonSchema } from '../../common/tools';
 import { oneLine, toolGroup } from '../gateway/discovery/toolCatalog';
 import type { ManagedTool } from '../gateway/toolSet';
+import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS } from '../../common/outputBudget';
 
 export interface ModelToolSpec {
   name: string;
@@ -37,6 +38,10 @@ export interface CodeToolContext {
   inlineLimit?: number;
   /** The model sees the images the code shows (they are attached to the result). */
   seesImages?: boolean;
+  /** The output budget (codeact.outputs.modelChars); default DEFAULT_OUTPUT_CHARS. */
+  outputChars?: number;
+  /** A later run of the session reads a run's whole output with output_of(n) / last_output(). */
+  keepsOutputs?: boolean;
 }
 
 /** Default of codeact.toolDiscovery.inlineLimit. */
@@ -142,6 +147,18 @@ function outputsSentence(ctx: CodeToolContext): string {
   );
 }
 
+/** The output budget, and how to read what it left out. */
+function budgetSentence(ctx: CodeToolContext): string {
+  const chars = Math.max(MIN_OUTPUT_CHARS, ctx.outputChars ?? DEFAULT_OUTPUT_CHARS).toLocaleString('en-US');
+  return (
+    `Results show at most ${chars} characters of output (stdout, stderr, error, displays and value together); longer output keeps ` +
+    'its start and end around a note saying exactly what was left out' +
+    (ctx.keepsOutputs
+      ? '. A later run reads a run\'s whole output with `output_of(n)` (n: its result\'s "execution"; `output_of(n, "stderr")`, `last_output()`).'
+      : ': print less, or summarise in code.')
+  );
+}
+
 function where(ctx: CodeToolContext): string {
   if (ctx.runtime === 'jupyter') return 'in a Jupyter kernel';
   return ctx.persistent ? "in this conversation's isolated Python session" : 'in a fresh, isolated process';
@@ -163,6 +180,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     'bool, None) as the result; print() only what a person should read. ' + stateSentence(ctx),
     ctx.runtime === 'jupyter' ? 'The kernel may have no network access.' : `The working directory ${ctx.persistent ? 'is a private folder of the session' : 'is an empty temporary folder'}; there may be no network.`,
     outputsSentence(ctx),
+    budgetSentence(ctx),
     'Prefer one script that does the whole job (loops, filtering, aggregation) over many small runs.',
     '',
   ];
@@ -184,7 +202,9 @@ export function executeCodeSpec(ctx: CodeToolContext = {}): ModelToolSpec {
       'Top-level await and return work; return a JSON-serialisable value. There is no access to tools, and there may be no network. ' +
       stateSentence(ctx) +
       ' ' +
-      outputsSentence(ctx),
+      outputsSentence(ctx) +
+      ' ' +
+      budgetSentence(ctx),
     parameters: CODE_PARAMETERS,
   };
 }

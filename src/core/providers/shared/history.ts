@@ -3,6 +3,7 @@
  * (verbatim, in their original order), everything else item by item in a neutral form. Each adapter says
  * how to write each piece in its wire format; the walk is the same for all.
  */
+import { DEFAULT_OUTPUT_CHARS, headTail, partNote } from '../../../common/outputBudget';
 import type { AttachedImage, FunctionCallItem, FunctionCallOutputItem, OutputItem } from '../../../common/events';
 import { modelSeesImages, providerInfo } from './catalog';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type ProviderId, type TurnRequest } from './types';
@@ -15,11 +16,13 @@ import { RASTER_MIMES, base64Bytes, displayModelText, sizeLabel } from '../../..
 export function foreignItemText(item: OutputItem): string | undefined {
   if (isLocalRuntimeItem(item)) return undefined;
   if (item.type === 'code_interpreter_call') {
-    const out = item.outputs
+    const all = item.outputs
       .map((o) =>
         o.type === 'logs' ? (o.stream === 'stderr' ? `[stderr]\n${o.logs}` : o.logs) : o.type === 'image' ? '[image]' : o.type === 'display' ? displayModelText(o) : `[file ${o.filename ?? o.file_id ?? ''}]`,
       )
       .join('\n');
+    // Another provider's sandbox output, replayed as text: within the default output budget, as our own runs' results.
+    const out = headTail(all, DEFAULT_OUTPUT_CHARS, partNote('the output', 'run the code again to see it'));
     return `[Code I ran in the ${item.runtime} sandbox]\n\`\`\`\n${item.code}\n\`\`\`\n[Output${item.exit_code != null ? `, exit code ${item.exit_code}` : ''}]\n${out}`;
   }
   if (item.type === 'text_editor_call') {

@@ -20,6 +20,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str,"limit"?:true}
                   {"t":"vars"}                       (between runs: the variables view)
+                  {"t":"keep","n":int,"stdout":str,"stderr":str,"max_total":int}  (after a run: codeact_outputs)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}
                   {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},
@@ -67,6 +68,7 @@ import codeact_lib as lib  # noqa: E402
 import codeact_display as display  # noqa: E402
 import codeact_frames as frames  # noqa: E402
 import codeact_output as output  # noqa: E402
+import codeact_outputs as kept  # noqa: E402
 import codeact_proc as proc  # noqa: E402
 
 for _f in (__file__, output.__file__, proc.__file__, frames.__file__, frames.files.__file__):
@@ -333,9 +335,9 @@ class Guest:
             a refusal or a tool failure raises RuntimeError with the host's message."""
             return await bridge.call(name, _arguments, kwargs)
 
-        self.namespace["call_tool"] = call_tool
-        self.namespace["display"] = display.display
+        self.namespace.update(call_tool=call_tool, display=display.display)
         self.hidden = {"call_tool", "display"}
+        kept.install(self.namespace, self.hidden, lib.own_file)
 
     def serve(self):
         import signal
@@ -354,8 +356,9 @@ class Guest:
                 if self.last:
                     return
             elif kind == "vars":
-                summary = lib.variables(self.namespace, self.hidden)
-                self.chan.send({"t": "vars", **summary})
+                self.chan.send({"t": "vars", **lib.variables(self.namespace, self.hidden)})
+            elif kind == "keep":
+                kept.keep_frame(frame)
 
     def run(self, frame):
         run_id = int(frame.get("run") or 0)
@@ -442,16 +445,13 @@ def _forked_child_exit(exc):
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001
         pass
-    code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else (1 if exc is not None else 0)
-    os._exit(code)
+    os._exit(exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else (1 if exc is not None else 0))
 
 
 def serve(chan, first=None):
     """Runs a guest on an open channel: init, then runs until the host is done with it."""
     global json
-    if json is None:
-        import json as _json
-        json = _json
+    json = json or __import__("json")
     init = first if first is not None else chan.read_blocking()
     if init is None:
         return 0

@@ -61,6 +61,9 @@ def install(config):
         ip.user_ns_hidden["display"] = display.display
     except Exception:  # noqa: BLE001
         pass
+    # output_of() and last_output(): the whole output of the kernel's earlier runs (the host keeps it here).
+    import codeact_outputs
+    codeact_outputs.install(ip.user_ns, getattr(ip, "user_ns_hidden", {}), lib.own_file)
     from IPython.core.display_functions import publish_display_data
     display.configure(_publisher(publish_display_data), _note)
     display.install_hooks(kernel=True)

@@ -20,6 +20,7 @@ import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
 import mplSource from './codeact_mpl.py';
 import outputSource from './codeact_output.py';
+import outputsSource from './codeact_outputs.py';
 import procSource from './codeact_proc.py';
 import valuesSource from './codeact_values.py';
 import zygoteSource from './codeact_zygote.py';
@@ -29,6 +30,7 @@ export const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_values.py': valuesSource,
   'codeact_guest.py': guestSource,
   'codeact_output.py': outputSource,
+  'codeact_outputs.py': outputsSource,
   'codeact_proc.py': procSource,
   'codeact_zygote.py': zygoteSource,
   'codeact_discovery.py': discoverySource,
@@ -55,6 +57,7 @@ export const KERNEL_MODULES: ReadonlyArray<readonly [name: string, filename: str
   ['codeact_mpl', '<codeact_mpl>', mplSource],
   ['codeact_files', '<codeact_files>', filesSource],
   ['codeact_discovery', '<codeact_discovery>', discoverySource],
+  ['codeact_outputs', '<codeact_outputs>', outputsSource],
   ['__codeact__', '<codeact_kernel>', kernelSource],
 ];
 

@@ -99,6 +99,7 @@ export class JupyterRun {
           this.onStopBeforeStart = undefined;
           await this.runOn(handle!);
           await this.collectFiles(handle!);
+          if (this.completion && !this.needsRestart) await handle!.keepOutput(this.request.execution, this.output.outputs());
         } finally {
           handle!.current = undefined;
           if (this.needsRestart) {
@@ -458,10 +459,7 @@ export class JupyterRun {
   private cleanup(): void {
     this.finished = true;
     this.clock.stop();
-    clearTimeout(this.graceTimer);
-    clearTimeout(this.reconnectTimer);
-    clearTimeout(this.resultTimer);
-    clearTimeout(this.idleTimer);
+    for (const timer of [this.graceTimer, this.reconnectTimer, this.resultTimer, this.idleTimer]) clearTimeout(timer);
     this.tools?.close();
     this.finish();
   }

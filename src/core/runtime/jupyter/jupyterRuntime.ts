@@ -72,6 +72,11 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
   get statePersists(): boolean {
     return this.settings.sessionPolicy === 'conversation';
   }
+
+  /** A conversation's kernel keeps each run's whole output for its later runs (KernelHandle.keepOutput). */
+  get keepsOutputs(): boolean {
+    return this.statePersists;
+  }
   /** Resolved settings (exposed for the runs of this module). */
   readonly settings: JupyterSettings;
   readonly rest?: KernelRestClient;

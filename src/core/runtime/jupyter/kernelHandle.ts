@@ -10,6 +10,8 @@ import { formatDuration } from '../../../common/format';
 import { raceAbort } from '../../util/abort';
 import { withTimeout } from '../../util/timeout';
 import { randomToken } from '../../util/ids';
+import type { CodeOutput } from '../../../common/events';
+import { keptOutput } from '../keptOutput';
 
 export class KernelHandle {
   readonly nonce = randomToken(16);
@@ -146,6 +148,29 @@ export class KernelHandle {
       );
     }
     this.bootstrapped = true;
+  }
+
+  /** Runs of this kernel so far (their number when the caller gives none, for output_of). */
+  private runs = 0;
+
+  /**
+   * Files a finished run's whole output in the kernel, for its later runs (`output_of(n)`, keptOutput.ts):
+   * a silent cell, awaited under the run's lock so that nothing else (an interrupt) can reach it. Only for
+   * a conversation's kernel that finished the run and is still connected; a failure is logged, never the run's.
+   */
+  async keepOutput(execution: number | undefined, outputs: readonly CodeOutput[]): Promise<void> {
+    const n = execution ?? ++this.runs;
+    if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed || this.conn.connectionStatus !== 'connected') return;
+    const data = Buffer.from(JSON.stringify(keptOutput(outputs, n)), 'utf8').toString('base64');
+    const future = this.conn.requestExecute({ code: `__import__("codeact_outputs").keep_encoded("${data}")`, silent: true, store_history: false, allow_stdin: false, stop_on_error: false });
+    try {
+      const reply = await withTimeout(replyOf(future), 10_000, () => new Error('no reply within 10 s'));
+      if (reply.content.status !== 'ok') throw new Error(`the kernel answered "${reply.content.status}"`);
+    } catch (err) {
+      this.host.settings.log(`[codeact] could not keep the output of execution ${n} in kernel ${this.id}: ${(err as Error).message}`);
+    } finally {
+      if (!future.isDisposed) future.dispose();
+    }
   }
 
   /** Restarts the kernel (state lost) and installs the bridge again. */

@@ -17,6 +17,7 @@ import { annotateLimit, crashError } from './guestErrors';
 import { formatBytes, formatDuration } from '../../../common/format';
 import { ArtifactStore, safeRelativePath } from '../artifacts';
 import { displayOptions, fileOptions } from '../displays';
+import { keptOutput } from '../keptOutput';
 
 export interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -461,6 +462,8 @@ export class GuestSession {
     });
     if (session) item.session = session;
     if (error) annotateLimit(item, this.guest.plan, this.guest.cgroup);
+    // The session's later runs can read this one's whole output (output_of(n)).
+    if (this.persistent && this.current === exec && this.alive && !exec.stateLost) this.send({ t: 'keep', ...keptOutput(item.outputs, exec.request.execution ?? exec.runId) });
     return announceDone(exec.emit, item);
   }
 }

@@ -99,6 +99,11 @@ export class LocalRuntime implements Runtime {
     return this.policy === 'conversation';
   }
 
+  /** A session's later runs read a run's whole output with output_of(n) (keptOutput.ts). */
+  get keepsOutputs(): boolean {
+    return this.statePersists;
+  }
+
   get policy(): SessionPolicy {
     return this.options.session ?? 'conversation';
   }

@@ -1,0 +1,34 @@
+/**
+ * A run's whole output, kept by its session for the session's later runs: `output_of(n)` and
+ * `last_output()` in the guest (guest/codeact_outputs.py). The host has the whole stdout and stderr of each
+ * run (up to the runtime's output cap); after the run it sends them to the session, the local guest as a
+ * "keep" frame and a Jupyter kernel as a silent cell. The session keeps them in memory, bounded: one run's
+ * streams up to KEPT_RUN_CHARS each (beginning and end, as the model's copy), KEPT_TOTAL_CHARS in all.
+ */
+import type { CodeOutput } from '../../common/events';
+import { headTail, omittedText } from '../../common/outputBudget';
+
+/** What a session keeps of all its runs' output; the oldest runs' goes first. */
+export const KEPT_TOTAL_CHARS = 8 * 1024 * 1024;
+/** What it keeps of one stream of one run. */
+export const KEPT_RUN_CHARS = 2 * 1024 * 1024;
+
+export interface KeptOutput {
+  n: number;
+  stdout: string;
+  stderr: string;
+  max_total: number;
+}
+
+function stream(outputs: readonly CodeOutput[], name: 'stdout' | 'stderr'): string {
+  const text = outputs
+    .filter((o) => o.type === 'logs' && (o.stream === 'stderr') === (name === 'stderr'))
+    .map((o) => (o as { logs: string }).logs)
+    .join('');
+  return headTail(text, KEPT_RUN_CHARS, (o) => `…[codeact: ${omittedText(o)} of ${name} not kept: a session keeps ${KEPT_RUN_CHARS / 1024 / 1024} MiB of a run's ${name}]…\n`);
+}
+
+/** The whole output of a finished run (its outputs, in order), filed under execution `n`. */
+export function keptOutput(outputs: readonly CodeOutput[], n: number): KeptOutput {
+  return { n, stdout: stream(outputs, 'stdout'), stderr: stream(outputs, 'stderr'), max_total: KEPT_TOTAL_CHARS };
+}

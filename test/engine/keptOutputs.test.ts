@@ -1,0 +1,156 @@
+/**
+ * A session keeps each run's whole output for its later runs (issue 21, "the rest can be read"):
+ * output_of(n) and last_output() in the real local guest (bubblewrap), bounded per run and per session
+ * with a note, gone with a restart, absent from the variables view; as root and as an unprivileged user.
+ */
+import * as assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { KEPT_RUN_CHARS, KEPT_TOTAL_CHARS, keptOutput } from '../../src/core/runtime/keptOutput';
+import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
+import { executeCodeSpec, executeToolCodeSpec } from '../../src/core/tools/modelTools';
+import { TESTER, cannotSwitchUser } from '../security/support/asUser';
+import { FOLLOW_UP_CODE, LONG_FAILING_CODE, expectedFollowUp } from '../support/longOutput';
+
+const REPO = path.resolve(__dirname, '..', '..');
+
+/** Two runs of one session in a child process (as `user` when given): the long failing one, then the follow-up. */
+const CHILD = String.raw`
+import { LocalRuntime } from '${REPO}/src/core/runtime/local/localRuntime';
+(async () => {
+  const { codes } = JSON.parse(process.argv[2]);
+  const rt = new LocalRuntime({ sandbox: { kind: 'auto' } });
+  const items = [];
+  for (const [i, code] of codes.entries()) items.push(await rt.execute({ code, sessionId: 'child', execution: i + 1, timeoutMs: 120_000 }));
+  await rt.dispose();
+  console.log(JSON.stringify(items.map((it) => ({ status: it.status, value: it.value, error: it.error, sandbox: it.sandbox?.kind }))));
+})();
+`;
+
+async function runInChild(codes: string[], user?: { uid: number; gid: number }): Promise<{ status: string; value: unknown; error: unknown; sandbox?: string }[]> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-kept-'));
+  const script = path.join(dir, 'run.ts');
+  writeFileSync(script, CHILD);
+  chmodSync(dir, 0o755);
+  chmodSync(script, 0o644);
+  try {
+    const child = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), script, JSON.stringify({ codes })], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(user ?? {}),
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stderr.on('data', (d: Buffer) => (err += d));
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(status, 0, `the runner failed:\n${err}${out}`);
+    return JSON.parse(out.trim().split('\n').pop()!);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('kept outputs: output_of(n) and last_output() in a local session (issue 21)', function () {
+  this.timeout(180_000);
+  const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
+  after(() => runtime.dispose());
+
+  it('a later run reads an earlier run\'s whole stdout and stderr; the names stay out of the variables view', async () => {
+    const sessionId = 'kept-basic';
+    const first = await runtime.execute({ code: 'import sys\nprint("out " * 10000)\nprint("err " * 5000, file=sys.stderr)\nx = 1', sessionId, execution: 5 });
+    assert.equal(first.status, 'completed');
+    const read = await runtime.execute({ code: 'return [len(output_of(5)), len(output_of(5, "stderr")), output_of(5) == last_output(), last_output("stderr")[-5:]]', sessionId, execution: 6 });
+    assert.deepEqual(read.value, [40001, 20001, true, 'err \n']);
+    const vars = await runtime.variables(sessionId);
+    assert.deepEqual(vars?.variables.map((v) => v.name).sort(), ['sys', 'x']);
+    const bad = await runtime.execute({ code: 'output_of(5, "both")', sessionId, execution: 7 });
+    assert.equal(bad.error?.type, 'ValueError');
+    assert.match(bad.error!.message, /stream must be "stdout" or "stderr", not 'both'/);
+    const missing = await runtime.execute({ code: 'output_of(42)', sessionId, execution: 8 });
+    assert.equal(missing.error?.type, 'LookupError');
+    assert.match(missing.error!.message, /^No output of execution 42 in this session; it keeps executions 5, 6, 7\./);
+    assert.match(missing.error!.traceback ?? '', /^Traceback \(most recent call last\):\n {2}File "<cell-\d+>", line 1, in <module>\n {4}output_of\(42\)\nLookupError/);
+  });
+
+  it('a session keeps at most KEPT_TOTAL_CHARS: the oldest runs\' output goes first, and asking for it says so', async () => {
+    const sessionId = 'kept-total';
+    // Each run prints 1 MiB (the output cap of a run); nine of them are over the 8 MiB a session keeps.
+    const mib = 1024 * 1024;
+    const runs = Math.ceil(KEPT_TOTAL_CHARS / mib) + 1;
+    for (let n = 1; n <= runs; n++) {
+      const it = await runtime.execute({ code: `import sys\nsys.stdout.write(str(${n}) * ${mib - 100})`, sessionId, execution: n });
+      assert.equal(it.status, 'completed', JSON.stringify(it.error));
+    }
+    const probe = await runtime.execute({
+      code: [
+        'try:',
+        '    output_of(1)',
+        'except LookupError as e:',
+        '    gone = str(e)',
+        `return [gone, len(output_of(${runs})), output_of(${runs})[:1], output_of(2)[:1]]`,
+      ].join('\n'),
+      sessionId,
+      execution: runs + 1,
+    });
+    assert.equal(probe.status, 'completed', JSON.stringify(probe.error));
+    const [gone, length, newest, second] = probe.value as [string, number, string, string];
+    assert.match(gone, /^The output of execution 1 is no longer kept: the session keeps the most recent output only \(executions 2, 3, /);
+    assert.equal(length, mib - 100);
+    assert.equal(newest, String(runs));
+    assert.equal(second, '2');
+  });
+
+  it('one run\'s stream is kept up to KEPT_RUN_CHARS, its beginning and end, with a note', () => {
+    const big = 'a'.repeat(KEPT_RUN_CHARS) + 'THE END\n';
+    const kept = keptOutput([{ type: 'logs', logs: big }, { type: 'logs', logs: 'e\n', stream: 'stderr' }], 3);
+    assert.equal(kept.n, 3);
+    assert.equal(kept.stderr, 'e\n');
+    assert.equal(kept.max_total, KEPT_TOTAL_CHARS);
+    assert.ok(kept.stdout.length <= KEPT_RUN_CHARS);
+    assert.match(kept.stdout, /…\[codeact: [\d,]+ characters \(0 lines\) of stdout not kept: a session keeps 2 MiB of a run's stdout\]…\n/);
+    assert.ok(kept.stdout.startsWith('aaaa') && kept.stdout.endsWith('THE END\n'));
+  });
+
+  it('a restarted session starts empty, and output_of says why', async () => {
+    const sessionId = 'kept-restart';
+    await runtime.execute({ code: 'print("before")', sessionId, execution: 1 });
+    await runtime.restartSession(sessionId);
+    const after = await runtime.execute({ code: 'output_of(1)', sessionId, execution: 2 });
+    assert.equal(after.error?.type, 'LookupError');
+    assert.match(after.error!.message, /this session has no earlier run's output \(it is new, or it was restarted since\)/);
+  });
+
+  it('without sessions (codeact.session.policy "run") nothing is kept, and the description says to print less', async () => {
+    const oneShot = new LocalRuntime({ sandbox: { kind: 'auto' }, session: 'run' });
+    try {
+      assert.equal(oneShot.keepsOutputs, false);
+      assert.equal(runtime.keepsOutputs, true);
+      await oneShot.execute({ code: 'print("once")', sessionId: 's', execution: 1 });
+      const next = await oneShot.execute({ code: 'last_output()', sessionId: 's', execution: 2 });
+      assert.equal(next.error?.type, 'LookupError');
+    } finally {
+      await oneShot.dispose();
+    }
+    const kept = executeToolCodeSpec([], { persistent: true, keepsOutputs: true, outputChars: 8000 }).description;
+    assert.match(kept, /Results show at most 8,000 characters of output/);
+    assert.match(kept, /A later run reads a run's whole output with `output_of\(n\)` \(n: its result's "execution"; `output_of\(n, "stderr"\)`, `last_output\(\)`\)\./);
+    const once = executeCodeSpec({ persistent: false }).description;
+    assert.match(once, /at most 20,000 characters of output[\s\S]*exactly what was left out: print less, or summarise in code\./);
+    assert.doesNotMatch(once, /output_of/);
+  });
+
+  const why = cannotSwitchUser();
+  for (const who of ['root', TESTER.name]) {
+    (who !== 'root' && why ? it.skip : it)(`as ${who}: the follow-up run reads the whole 60,000 characters of the failed run`, async () => {
+      const items = await runInChild([LONG_FAILING_CODE, FOLLOW_UP_CODE], who === 'root' ? undefined : TESTER);
+      assert.equal(items[0].status, 'failed');
+      assert.equal(items[1].status, 'completed', JSON.stringify(items[1].error));
+      assert.deepEqual(items[1].value, expectedFollowUp());
+      assert.deepEqual(items.map((i) => i.sandbox), ['bubblewrap', 'bubblewrap']);
+    });
+  }
+});
