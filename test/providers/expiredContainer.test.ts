@@ -18,7 +18,8 @@ import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { createProvider } from '../../src/core/providers/factory';
-import { EXPIRED_CONTAINER_MESSAGE, isExpiredContainerError } from '../../src/core/providers/shared/expiredContainer';
+import { EXPIRED_CONTAINER_MESSAGE, MAX_EXPIRED_CONTAINERS, isExpiredContainerError, recoverExpiredContainers } from '../../src/core/providers/shared/expiredContainer';
+import type { Provider, TurnRequest } from '../../src/core/providers/shared/types';
 import { ProviderError } from '../../src/core/providers/shared/errors';
 import type { Runtime } from '../../src/core/runtime/types';
 import { runChatTurn } from '../../src/core/session/chatTurn';
@@ -227,5 +228,21 @@ describe('isExpiredContainerError', () => {
     assert.ok(!isExpiredContainerError(err('openai', 500, 'Container is expired.')));
     assert.ok(!isExpiredContainerError(err('gemini', 400, 'Container is expired.')));
     assert.ok(!isExpiredContainerError(new Error('Container is expired.')));
+  });
+});
+
+describe('recoverExpiredContainers: what the saved conversation says is untrusted', () => {
+  it('a broken expiredContainers value in the meta is ignored, and the list stays bounded', async () => {
+    const seen: TurnRequest[] = [];
+    const inner = { id: 'openai', capabilities: { functionTools: true, hostedCode: true }, streamTurn: async (r: TurnRequest) => (seen.push(r), { items: [], functionCalls: [], responseId: 'r', stopReason: 'end_turn', files: [] }) } as unknown as Provider;
+    const broken = recoverExpiredContainers(inner, 'cntr_x' as unknown as string[]);
+    assert.deepEqual(broken.expired, []);
+    const many = recoverExpiredContainers(inner, Array.from({ length: 50 }, (_, i) => `cntr_${i}`).concat([42 as unknown as string, 'y'.repeat(5000)]));
+    assert.equal(many.expired.length, MAX_EXPIRED_CONTAINERS);
+    assert.equal(many.expired.at(-1), 'cntr_49');
+    await many.provider.streamTurn({ model: 'm', history: [], tools: [], hosted: { enabled: true, containerId: 'cntr_49' } }, () => {});
+    assert.equal(seen[0].hosted?.containerId, null);
+    assert.equal(many.containerAfter('cntr_49'), null);
+    assert.equal(many.containerAfter('cntr_new'), 'cntr_new');
   });
 });

@@ -86,7 +86,8 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
     convo.appendItems(result.items);
     const containerId = recovery.containerAfter(result.containerId);
     const expired = recovery.expired;
-    const newlyExpired = expired.length !== (convo.meta.expiredContainers ?? []).length || expired.some((id, i) => id !== convo.meta.expiredContainers?.[i]);
+    const saved: unknown[] = Array.isArray(convo.meta.expiredContainers) ? convo.meta.expiredContainers : [];
+    const newlyExpired = expired.length !== saved.length || expired.some((id, i) => id !== saved[i]);
     if ((containerId !== undefined && containerId !== convo.meta.containerId) || newlyExpired) {
       convo.update({ ...(containerId !== undefined ? { containerId } : {}), ...(newlyExpired ? { expiredContainers: expired } : {}) });
     }

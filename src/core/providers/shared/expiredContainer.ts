@@ -114,7 +114,8 @@ export interface ContainerRecovery {
  * more in a new container, after a `codeact.retry` event with EXPIRED_CONTAINER_MESSAGE.
  */
 export function recoverExpiredContainers(inner: Provider, known: readonly string[] = [], onEvent?: (e: CodeActEvent) => void): ContainerRecovery {
-  const expired = new Set(known.filter((id) => typeof id === 'string' && id.length > 0));
+  // `known` comes from a file on disk: only short strings, the newest MAX_EXPIRED_CONTAINERS.
+  const expired = new Set((Array.isArray(known) ? known : []).filter((id) => typeof id === 'string' && id.length > 0 && id.length <= 200).slice(-MAX_EXPIRED_CONTAINERS));
   const found = (id: string): void => {
     expired.delete(id);
     expired.add(id);
