@@ -338,6 +338,8 @@ export class AgentLoop {
   }
 
   private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0], maxAttempts: number): Promise<TurnResult> {
+    // Failures by code, for errors that allow fewer retries than the policy (a stalled stream: once).
+    const failures = new Map<string, number>();
     for (let attempt = 1; ; attempt++) {
       this.codeStreams = new Map();
       this.textTurn = this.text?.active ? this.text.turn((itemId, entry) => this.codeStreams.set(itemId, entry)) : undefined;
@@ -352,9 +354,13 @@ export class AgentLoop {
         );
         if (!retryable || attempt >= maxAttempts || request.signal?.aborted) throw err;
         const pe = err as ProviderError;
+        const sameKind = (failures.get(pe.code) ?? 0) + 1;
+        failures.set(pe.code, sameKind);
+        if (pe.retryLimit !== undefined && sameKind > pe.retryLimit) throw err;
+        const last = pe.retryLimit !== undefined ? Math.min(maxAttempts, attempt + 1 + pe.retryLimit - sameKind) : maxAttempts;
         const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
         const delay = Math.min(this.retry.maxDelayMs * 4, pe.retryAfterMs ?? backoff + Math.floor(Math.random() * backoff * 0.2));
-        this.emit({ type: 'codeact.retry', attempt, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${this.retry.maxAttempts}).` });
+        this.emit({ type: 'codeact.retry', attempt, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${last}).` });
         try {
           await this.sleep(delay, request.signal);
         } catch {

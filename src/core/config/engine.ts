@@ -80,6 +80,8 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
     contextWindow: config.compatibleContextWindow,
     models: Object.fromEntries(Object.entries(config.compatibleContextWindows ?? {}).map(([model, contextWindow]) => [model, { contextWindow }])),
     visionModels: config.compatibleVisionModels,
+    firstByteTimeoutMs: config.modelFirstByteMs,
+    idleTimeoutMs: config.modelIdleMs,
   };
 }
 

@@ -38,6 +38,10 @@ export const SETTINGS = {
   'session.idleMinutes': { type: 'number', default: 30, minimum: 0, trust: 'any' },
   'session.maxAlive': { type: 'number', default: 4, minimum: 1, maximum: 64, trust: 'any' },
   timeoutSeconds: { type: 'number', default: 120, minimum: 1, trust: 'any' },
+  // A model's streamed response: the wait for it to start, and the longest silence in it. "modelStream", not
+  // "model.…": codeact.model is a string, and VS Code ignores keys nested under a string setting.
+  'modelStream.firstByteTimeoutSeconds': { type: 'number', default: 60, minimum: 1, maximum: 3600, trust: 'any' },
+  'modelStream.idleTimeoutSeconds': { type: 'number', default: 90, minimum: 1, maximum: 3600, trust: 'any' },
   'agent.protocol': { type: 'string', default: 'tools', enum: ['tools', 'text'], trust: 'any' },
   'toolDiscovery.inlineLimit': { type: 'number', default: 20, minimum: 0, trust: 'any' },
   maxTurns: { type: 'number', default: 12, minimum: 1, trust: 'any' },

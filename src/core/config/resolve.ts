@@ -56,6 +56,9 @@ export interface EngineConfig {
   sessionIdleMs: number;
   sessionMaxAlive: number;
   timeoutMs: number;
+  /** A model's streamed response: the longest wait for it to start, and the longest silence in it. */
+  modelFirstByteMs: number;
+  modelIdleMs: number;
   maxTurns: number;
   defaultApproval: 'auto' | 'ask' | 'deny';
   /** Your own codeact.approval.default (`auto` when unset): a folder's tools never run looser than it (../gateway/approvalPolicy.ts). */
@@ -190,6 +193,8 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     sessionIdleMs: pick<number>('session.idleMinutes') * 60_000,
     sessionMaxAlive: Math.floor(pick<number>('session.maxAlive')),
     timeoutMs: Math.round(pick<number>('timeoutSeconds') * 1000),
+    modelFirstByteMs: Math.round(pick<number>('modelStream.firstByteTimeoutSeconds') * 1000),
+    modelIdleMs: Math.round(pick<number>('modelStream.idleTimeoutSeconds') * 1000),
     maxTurns: Math.floor(pick<number>('maxTurns')),
     defaultApproval: pick('approval.default', (o, v) => looser(o, v, userApproval, (x) => APPROVAL_ORDER.indexOf(x as EngineConfig['defaultApproval']))),
     userDefaultApproval: APPROVAL_ORDER.includes(userApproval as EngineConfig['defaultApproval']) ? (userApproval as EngineConfig['defaultApproval']) : 'auto',

@@ -12,6 +12,7 @@ import { ProviderError, toolsUnsupportedError } from '../shared/errors';
 import { modelSeesImages } from '../shared/catalog';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, turnContext, type StreamMachine } from '../shared/runStream';
+import type { StreamBounds } from '../shared/watchdog';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
@@ -23,6 +24,8 @@ export interface CompatibleOptions {
   streamUsage: boolean;
   /** Models that can see images (`"*"`: all); none by default. */
   visionModels?: readonly string[];
+  /** The time-to-response and idle bounds of a streamed turn (default DEFAULT_STREAM_BOUNDS). */
+  bounds?: Partial<StreamBounds>;
 }
 
 /** What an image is counted as in the context-window estimate, in tokens (a data URL's length says nothing). */
@@ -99,8 +102,8 @@ export class OpenAICompatibleProvider implements Provider {
       }
     }
 
-    const open = async () => (await this.client.chat.completions.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-    return runStream({ provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl' }, req, emit, open, (turn) => new ChatState(emit, turn));
+    const open = async (signal: AbortSignal) => (await this.client.chat.completions.create(body as any, { signal })) as unknown as AsyncIterable<Json>;
+    return runStream({ provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl', bounds: this.options.bounds }, req, emit, open, (turn) => new ChatState(emit, turn));
   }
 }
 

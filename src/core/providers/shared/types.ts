@@ -215,6 +215,13 @@ export interface ProviderConfig {
   headers?: Record<string, string>;
   /** Per-request timeout of the SDK client, in milliseconds. */
   timeoutMs?: number;
+  /**
+   * A streamed turn's bounds, in milliseconds: from the request to the response, and the longest silence
+   * while it streams (codeact.modelStream.firstByteTimeoutSeconds / idleTimeoutSeconds). Default
+   * DEFAULT_STREAM_BOUNDS (./watchdog).
+   */
+  firstByteTimeoutMs?: number;
+  idleTimeoutMs?: number;
   /** OpenAI-compatible: whether models accept tools unless `models` says otherwise. Default true. */
   supportsTools?: boolean;
   /** OpenAI-compatible: context window in tokens (requests estimated larger fail with `context_overflow`). */
