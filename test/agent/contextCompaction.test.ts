@@ -143,6 +143,10 @@ describe('context budget and compaction (issue 21)', function () {
     assert.ok(u.every((e) => e.window_tokens < WINDOW && e.compact_at_tokens < e.window_tokens && e.used_tokens <= e.window_tokens), JSON.stringify(u.find((e) => e.used_tokens > e.window_tokens)));
     const c = compactions(events);
     assert.ok(c.some((e) => e.method === 'summary'), `a summary was made: ${c.map((e) => e.method).join(',')}`);
+    // The cheap step first: stand-ins that say where the whole output is.
+    assert.equal(c[0].method, 'stand-ins');
+    const standIn = /\[codeact: the result of execution (\d+) \([\d,]+ characters\) was left out to fit the context window; output_of\(\1\) in Python reads the whole output while the session has it\]/;
+    assert.ok(m.server.turns.some((t) => (t.body.messages as Json[]).some((x) => x.role === 'tool' && standIn.test(String(x.content)))));
     assert.ok(c.every((e) => e.after_tokens < e.before_tokens && e.turn_id.startsWith('turn')));
     // The last request carries the first task word for word and the variables digest of the live session.
     const last = m.server.turns[m.server.turns.length - 1].body;
