@@ -213,6 +213,8 @@ export interface Usage {
   input_tokens: number;
   output_tokens: number;
   total_tokens?: number;
+  /** Of `input_tokens`, how many the provider read from its prompt cache (included in `input_tokens`). */
+  cached_tokens?: number;
 }
 
 export interface ToolCallRecord {
@@ -313,6 +315,32 @@ export interface SessionChanged {
   message: string;
 }
 
+/**
+ * The conversation was compacted before a model request of turn `turn_id`: older turns went into `summary`
+ * (or their tool results gave way to short stand-ins). Nothing is destroyed: the saved conversation keeps
+ * every turn; this event is the boundary. `kept_turns`: how many of the latest turns stayed verbatim.
+ * `method`: `stand-ins` (old tool results shortened), `summary` (a model-written summary), `fallback` (the
+ * summary call failed; a deterministic summary instead).
+ */
+export interface ContextCompacted {
+  type: 'codeact.context.compacted';
+  turn_id: string;
+  before_tokens: number;
+  after_tokens: number;
+  summary: string;
+  kept_turns: number;
+  method: 'stand-ins' | 'summary' | 'fallback';
+}
+
+/** How full the model's context window is, once per model request (estimated before it is sent). */
+export interface ContextUsage {
+  type: 'codeact.context.usage';
+  used_tokens: number;
+  window_tokens: number;
+  /** Where compaction starts (a setting; about 75% of the window by default). */
+  compact_at_tokens: number;
+}
+
 export interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
 export interface ErrorEvent { type: 'error'; message: string; code?: string }
 
@@ -338,6 +366,8 @@ export type CodeActEvent =
   | ApprovalResolved
   | Retrying
   | SessionChanged
+  | ContextCompacted
+  | ContextUsage
   | ResponseCompleted
   | ErrorEvent;
 
