@@ -9,9 +9,9 @@ import { icon } from './icons';
 import type { ItemRenderer } from './viewKit';
 
 const METHOD_TEXT: Record<CompactionView['method'], string> = {
-  summary: 'summarised by the model',
-  'stand-ins': 'old tool results shortened',
-  fallback: 'summary call failed; a plain digest instead',
+  summary: 'Summarised by the model',
+  'stand-ins': 'Old tool results shortened to stand-ins',
+  fallback: 'The summary call failed: a plain digest instead',
 };
 
 export class CompactionRenderer implements ItemRenderer {
