@@ -3,21 +3,12 @@
  * sums of the providers' reported usage (cached tokens included), their cost where a price is known
  * (./prices), and the words that describe them ("5,210 of 8,192 tokens (64%); compaction at 75%").
  */
-import type { ContextUsage, Usage } from './events';
+import type { ContextUsage, Usage, UsageSummary, UsageTotalsShape } from './events';
 import { formatCount } from './format';
-import { costOf, formatCost, priceOf } from './prices';
+import { costOf, formatCost, priceOf, PRICES_AS_OF } from './prices';
 
-/** Usage summed over model requests, with its cost where every request had a price. */
-export interface UsageTotals {
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  total_tokens: number;
-  /** USD of the priced requests (absent while none had a price). */
-  cost_usd?: number;
-  /** Requests with usage but no known price (a local server, an unknown model): the cost leaves them out. */
-  unpriced: number;
-}
+/** Usage summed over model requests, with its cost where a price is known. */
+export type UsageTotals = UsageTotalsShape;
 
 export function emptyTotals(): UsageTotals {
   return { input_tokens: 0, output_tokens: 0, cached_tokens: 0, total_tokens: 0, unpriced: 0 };
@@ -84,17 +75,6 @@ export function totalsText(t: UsageTotals): string {
   return parts.join(' · ');
 }
 
-/** The usage of a turn, of the conversation, and the window, as `codeact chat --json` prints it at the end. */
-export interface UsageReport {
-  type: 'codeact.usage.summary';
-  conversation_id: string;
-  turn: UsageTotals;
-  conversation: UsageTotals;
-  context?: { used_tokens: number; window_tokens: number; compact_at_tokens: number };
-  /** The date of the price table the costs come from (when any cost is given). */
-  prices_as_of?: string;
-}
-
 /** Sums the `response.completed` usage of `events` (of one turn, or a whole conversation), priced per turn's model. */
 export function totalsOfEvents(events: readonly { type: string }[], provider?: string, model?: string): { totals: UsageTotals; context?: ContextUsage } {
   const totals = emptyTotals();
@@ -112,4 +92,29 @@ export function totalsOfEvents(events: readonly { type: string }[], provider?: s
     } else if (e.type === 'codeact.context.usage') context = e as ContextUsage;
   }
   return { totals, ...(context ? { context } : {}) };
+}
+
+/** What `codeact chat` reports at the end: this turn's usage (events from `turnStart` on), the conversation's, the window. */
+export function usageSummary(conversationId: string, events: readonly { type: string }[], turnStart: number): UsageSummary {
+  const turn = totalsOfEvents(events.slice(turnStart));
+  // The turn's model prices the earlier events only from their own turn markers.
+  const all = totalsOfEvents(events);
+  const context = turn.context ?? all.context;
+  const priced = turn.totals.cost_usd !== undefined || all.totals.cost_usd !== undefined;
+  return {
+    type: 'codeact.usage.summary',
+    conversation_id: conversationId,
+    turn: turn.totals,
+    conversation: all.totals,
+    ...(context ? { context: { used_tokens: context.used_tokens, window_tokens: context.window_tokens, compact_at_tokens: context.compact_at_tokens } } : {}),
+    ...(priced ? { prices_as_of: PRICES_AS_OF } : {}),
+  };
+}
+
+/** The end of a human chat: "tokens this turn: 5,210 in (1,024 cached) · 100 out · $0.0013; conversation: …; context: 5,210 of 8,192 tokens (64%); compaction at 75%". */
+export function usageSummaryText(s: UsageSummary): string {
+  const parts = [`this turn ${totalsText(s.turn)}`, `conversation ${totalsText(s.conversation)}`];
+  const fill = s.context ? contextFill(s.context) : undefined;
+  if (fill) parts.push(`context ${contextText(fill)}`);
+  return `tokens: ${parts.join('; ')}${s.prices_as_of ? ` (list prices as of ${s.prices_as_of})` : ''}`;
 }
