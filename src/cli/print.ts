@@ -151,10 +151,10 @@ export function printItemResult(item: CodeInterpreterCallItem): void {
   }
 }
 
-/** "── Earlier turns summarised (6,900 → 2,100 tokens; the last 2 turns stay verbatim) ──" */
+/** "── Earlier turns summarised (6,900 → 2,100 tokens; the last 2 steps stay verbatim) ──" */
 export function compactedLine(e: ContextCompacted): string {
   const kept = Number(e.kept_turns) || 0;
-  return `── Earlier turns summarised (${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'turn stays' : `${kept} turns stay`} verbatim) ──`;
+  return `── ${e.method === 'stand-ins' ? 'Earlier tool results shortened' : 'Earlier turns summarised'} (${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'step stays' : `${kept} steps stay`} verbatim) ──`;
 }
 
 /** A chat: the answer, the code as the model writes it, the result of each run; reasoning is not printed. */

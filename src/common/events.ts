@@ -306,21 +306,26 @@ export interface ApprovalResolved {
 
 export interface Retrying { type: 'codeact.retry'; attempt: number; delay_ms: number; status?: number; message: string }
 
-/** A session of the local runtime started fresh or ended (idle, evicted, restarted, crashed, closed). */
-export interface SessionChanged {
-  type: 'codeact.session';
-  session_id: string;
-  state: 'started' | 'ended';
-  reason?: 'idle' | 'evicted' | 'restarted' | 'crashed' | 'closed' | 'interrupt';
-  message: string;
+/**
+ * The context budget of one model request, emitted before it is sent: the tokens it is estimated to use
+ * (the provider's reported usage of the last response plus an estimate of what is new, never less than
+ * an estimate of the whole request), the model's context window less the room kept for the answer, and
+ * the point where compaction starts (codeact.context.compactAt of it).
+ */
+export interface ContextUsage {
+  type: 'codeact.context.usage';
+  used_tokens: number;
+  window_tokens: number;
+  compact_at_tokens: number;
 }
 
 /**
- * The conversation was compacted before a model request of turn `turn_id`: older turns went into `summary`
- * (or their tool results gave way to short stand-ins). Nothing is destroyed: the saved conversation keeps
- * every turn; this event is the boundary. `kept_turns`: how many of the latest turns stayed verbatim.
- * `method`: `stand-ins` (old tool results shortened), `summary` (a model-written summary), `fallback` (the
- * summary call failed; a deterministic summary instead).
+ * Older turns were compacted before a request (at most once per request): `stand-ins` replaced old tool
+ * results by short notes, `summary` replaced the older turns by a summary the model wrote, `fallback` by a
+ * deterministic one (the summary request failed). The saved conversation keeps every item: this event is
+ * the boundary. `summary` is the text the model now reads in place of the older turns ('' for stand-ins);
+ * `kept_turns` how many recent steps stay verbatim. `keep_from`/`stand_ins_to` (item ids) let a reopened
+ * conversation rebuild the same view.
  */
 export interface ContextCompacted {
   type: 'codeact.context.compacted';
@@ -330,15 +335,19 @@ export interface ContextCompacted {
   summary: string;
   kept_turns: number;
   method: 'stand-ins' | 'summary' | 'fallback';
+  /** The first item after the summary (absent: no summary yet). */
+  keep_from?: string;
+  /** Tool results before this item are stand-ins. */
+  stand_ins_to?: string;
 }
 
-/** How full the model's context window is, once per model request (estimated before it is sent). */
-export interface ContextUsage {
-  type: 'codeact.context.usage';
-  used_tokens: number;
-  window_tokens: number;
-  /** Where compaction starts (a setting; about 75% of the window by default). */
-  compact_at_tokens: number;
+/** A session of the local runtime started fresh or ended (idle, evicted, restarted, crashed, closed). */
+export interface SessionChanged {
+  type: 'codeact.session';
+  session_id: string;
+  state: 'started' | 'ended';
+  reason?: 'idle' | 'evicted' | 'restarted' | 'crashed' | 'closed' | 'interrupt';
+  message: string;
 }
 
 /**
@@ -369,6 +378,8 @@ export interface ResponseCompleted { type: 'response.completed'; response: { id:
 export interface ErrorEvent { type: 'error'; message: string; code?: string }
 
 export type CodeActEvent =
+  | ContextUsage
+  | ContextCompacted
   | OutputTextDelta
   | OutputTextDone
   | ReasoningTextDelta
@@ -390,8 +401,6 @@ export type CodeActEvent =
   | ApprovalResolved
   | Retrying
   | SessionChanged
-  | ContextCompacted
-  | ContextUsage
   | UsageSummary
   | ResponseCompleted
   | ErrorEvent;

@@ -87,13 +87,16 @@ export function conversationToNotebook(events: readonly TranscriptEvent[], optio
 /** The compaction boundary: what the model was sent instead of the cells above (which stay, every one). */
 function compactionCell(e: ContextCompacted, cellId: string): Cell {
   const kept = Number(e.kept_turns) || 0;
-  const head = `**Earlier turns summarised** (${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'turn stays' : `${kept} turns stay`} verbatim). The cells above are kept in full; from here on the model was sent this summary instead of them:`;
-  const quoted = String(e.summary ?? '').split('\n').map((l) => `> ${l}`).join('\n');
+  const counts = `${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'step stays' : `${kept} steps stay`} verbatim`;
+  const summary = String(e.summary ?? '');
+  const text = !summary
+    ? `**Earlier tool results shortened** (${counts}). The cells above are kept in full; the model was sent short stand-ins for their older tool results.`
+    : `**Earlier turns summarised** (${counts}). The cells above are kept in full; from here on the model was sent this summary instead of them:\n\n${summary.split('\n').map((l) => `> ${l}`).join('\n')}`;
   return {
     cell_type: 'markdown',
     id: cellId,
     metadata: { codeact: { role: 'compaction', method: e.method, before_tokens: e.before_tokens, after_tokens: e.after_tokens, kept_turns: e.kept_turns } },
-    source: lines(`---\n\n${head}\n\n${quoted}`),
+    source: lines(`---\n\n${text}`),
   };
 }
 

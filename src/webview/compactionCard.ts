@@ -25,14 +25,16 @@ export class CompactionRenderer implements ItemRenderer {
 
   constructor(item: CompactionView) {
     const id = uid('compaction');
-    this.toggleButton = h('button', { class: 'compaction-toggle', type: 'button', 'aria-expanded': 'false', 'aria-controls': id, onclick: () => this.setOpen(this.body.hidden) }, icon('chevron'), h('span', { text: 'Earlier turns summarised' }));
+    // Stand-ins summarise nothing: the old tool results were shortened.
+    const label = item.method === 'stand-ins' ? 'Earlier tool results shortened' : 'Earlier turns summarised';
+    this.toggleButton = h('button', { class: 'compaction-toggle', type: 'button', 'aria-expanded': 'false', 'aria-controls': id, onclick: () => this.setOpen(this.body.hidden) }, icon('chevron'), h('span', { text: label }));
     this.tokens = h('span', { class: 'compaction-tokens' });
     this.summary = h('div', { class: 'compaction-text' });
     this.meta = h('div', { class: 'compaction-meta' });
     this.body = h('div', { class: 'compaction-body', id, hidden: true }, this.meta, this.summary);
     this.el = h(
       'section',
-      { class: 'compaction', 'aria-label': 'Earlier turns summarised', 'data-compaction': item.method },
+      { class: 'compaction', 'aria-label': label, 'data-compaction': item.method },
       h('div', { class: 'compaction-rule' }, h('span', { class: 'compaction-line', 'aria-hidden': 'true' }), this.toggleButton, this.tokens, h('span', { class: 'compaction-line', 'aria-hidden': 'true' })),
       this.body,
     );
@@ -50,8 +52,9 @@ export class CompactionRenderer implements ItemRenderer {
     this.lastRev = item.rev;
     setText(this.tokens, `${formatCount(item.beforeTokens)} → ${formatCount(item.afterTokens)} tokens`);
     this.tokens.title = `The request had ${formatCount(item.beforeTokens)} tokens before compaction and ${formatCount(item.afterTokens)} after.`;
-    setText(this.meta, `${METHOD_TEXT[item.method]}; the last ${item.keptTurns === 1 ? 'turn stays' : `${formatCount(item.keptTurns)} turns stay`} verbatim. The turns above are kept in full here and in the saved conversation.`);
-    // Plain text, never HTML: the summary is the model's.
-    setText(this.summary, item.summary || '(no summary text)');
+    setText(this.meta, `${METHOD_TEXT[item.method]}; the last ${item.keptTurns === 1 ? 'step stays' : `${formatCount(item.keptTurns)} steps stay`} verbatim. Everything above is kept in full here and in the saved conversation.`);
+    // Plain text, never HTML: the summary is the model's. Stand-ins have none.
+    setText(this.summary, item.summary);
+    this.summary.hidden = !item.summary;
   }
 }

@@ -31,6 +31,7 @@ export function errorActions(item: ErrorView, turn: TurnView | undefined, ctx: V
   else if (code === 'tools_unsupported') actions.push(setting('Protocol', 'codeact.agent.protocol'), retry);
   else if (code === 'max_turns') actions.push(retry, setting('Max Turns', 'codeact.maxTurns'));
   else if (code === 'hosted_unsupported') actions.push(setting('Mode', 'codeact.mode'));
+  else if (code === 'stream_stalled') actions.push(retry, setting('Stream Timeouts', 'codeact.modelStream'));
   else if (TRANSIENT.has(code) || !code) actions.push(retry, code === 'server' && local ? setting('Base URL', 'codeact.baseURL') : undefined);
   actions.push({ label: 'Show Log', icon: 'terminal', run: () => ctx.post({ type: 'command', command: 'showLog' }) });
   return actions.filter((a): a is Action => !!a).map((a, i) => textButton(a.label, a.run, i === 0 && a.label !== 'Show Log' ? 'primary' : 'secondary', a.icon));

@@ -27,6 +27,8 @@ describe('codeact chat printer: compaction', () => {
       print({ type: 'codeact.context.usage', used_tokens: 5210, window_tokens: 8192, compact_at_tokens: 6144 });
     });
     assert.equal(r.out, '');
-    assert.equal(r.err, '── Earlier turns summarised (6,900 → 2,100 tokens; the last turn stays verbatim) ──\n');
+    assert.equal(r.err, '── Earlier turns summarised (6,900 → 2,100 tokens; the last step stays verbatim) ──\n');
+    const s = capture(() => print({ ...COMPACTED, method: 'stand-ins', summary: '', kept_turns: 3 }));
+    assert.equal(s.err, '── Earlier tool results shortened (6,900 → 2,100 tokens; the last 3 steps stay verbatim) ──\n');
   });
 });

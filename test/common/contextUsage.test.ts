@@ -84,9 +84,12 @@ describe('context: compaction boundary and usage', () => {
     assert.deepEqual(roles, ['user', 'code', 'assistant', 'user', 'code', 'assistant', 'compaction', 'user', 'code', 'assistant']);
     const cell = nb.cells[6];
     const text = cell.source.join('');
-    assert.match(text, /\*\*Earlier turns summarised\*\* \(6,900 → 2,100 tokens; the last turn stays verbatim\)/);
+    assert.match(text, /\*\*Earlier turns summarised\*\* \(6,900 → 2,100 tokens; the last step stays verbatim\)/);
     assert.match(text, /> Load sales\.csv and plot revenue per month\./);
     assert.deepEqual(cell.metadata.codeact, { role: 'compaction', method: 'summary', before_tokens: 6900, after_tokens: 2100, kept_turns: 1 });
+    // Stand-ins summarise nothing: the cell says what the model was sent instead.
+    const stand = conversationToNotebook(compactedConversation().map((e) => (e === COMPACTED ? { ...COMPACTED, method: 'stand-ins' as const, summary: '' } : e))) as { cells: any[] };
+    assert.match(stand.cells[6].source.join(''), /^---\n\n\*\*Earlier tool results shortened\*\* \(6,900 → 2,100 tokens; the last step stays verbatim\)\. The cells above are kept in full; the model was sent short stand-ins/);
   });
 
   it('a compaction inside a long turn (between executions) stays where it happened', () => {

@@ -4,14 +4,11 @@
  * with a note, gone with a restart, absent from the variables view; as root and as an unprivileged user.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { KEPT_RUN_CHARS, KEPT_TOTAL_CHARS, keptOutput } from '../../src/core/runtime/keptOutput';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { executeCodeSpec, executeToolCodeSpec } from '../../src/core/tools/modelTools';
-import { TESTER, cannotSwitchUser } from '../security/support/asUser';
+import { TESTER, cannotSwitchUser, runScriptInChild } from '../security/support/asUser';
 import { FOLLOW_UP_CODE, LONG_FAILING_CODE, expectedFollowUp } from '../support/longOutput';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -29,29 +26,8 @@ import { LocalRuntime } from '${REPO}/src/core/runtime/local/localRuntime';
 })();
 `;
 
-async function runInChild(codes: string[], user?: { uid: number; gid: number }): Promise<{ status: string; value: unknown; error: unknown; sandbox?: string }[]> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-kept-'));
-  const script = path.join(dir, 'run.ts');
-  writeFileSync(script, CHILD);
-  chmodSync(dir, 0o755);
-  chmodSync(script, 0o644);
-  try {
-    const child = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), script, JSON.stringify({ codes })], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(user ?? {}),
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d));
-    child.stderr.on('data', (d: Buffer) => (err += d));
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    assert.equal(status, 0, `the runner failed:\n${err}${out}`);
-    return JSON.parse(out.trim().split('\n').pop()!);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+function runInChild(codes: string[], user?: { uid: number; gid: number }): Promise<{ status: string; value: unknown; error: unknown; sandbox?: string }[]> {
+  return runScriptInChild(CHILD, { codes }, user);
 }
 
 describe('kept outputs: output_of(n) and last_output() in a local session (issue 21)', function () {

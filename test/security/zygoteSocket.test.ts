@@ -7,14 +7,12 @@
  * guest is connected.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
-import { cannotSwitchUser, TESTER } from './support/asUser';
+import { cannotSwitchUser, runScriptInChild, TESTER } from './support/asUser';
 
 const REPO = path.resolve(__dirname, '..', '..');
 
@@ -103,28 +101,8 @@ interface Outcome {
   forked: boolean;
 }
 
-async function scenario(kind: 'none' | 'bubblewrap', user?: { uid: number; gid: number }): Promise<Outcome> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-zsock-'));
-  const script = path.join(dir, 'run.ts');
-  writeFileSync(script, SCRIPT);
-  chmodSync(dir, 0o755);
-  chmodSync(script, 0o644);
-  try {
-    const child = spawn(
-      process.execPath,
-      [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), script, JSON.stringify({ kind, attack: ATTACK('@DIR@') })],
-      { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() }, stdio: ['ignore', 'pipe', 'pipe'], ...(user ?? {}) },
-    );
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d));
-    child.stderr.on('data', (d: Buffer) => (err += d));
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    assert.equal(status, 0, `the host process did not survive:\n${err.slice(-3000)}${out.slice(-2000)}`);
-    return JSON.parse(out.trim().split('\n').pop()!) as Outcome;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+function scenario(kind: 'none' | 'bubblewrap', user?: { uid: number; gid: number }): Promise<Outcome> {
+  return runScriptInChild<Outcome>(SCRIPT, { kind, attack: ATTACK('@DIR@') }, user, 'the host process (it did not survive)');
 }
 
 describe('security: the zygote socket cannot be flooded (issue 20, point 4)', function () {

@@ -65,7 +65,7 @@ describe('panel: compaction divider and context meter', function () {
     assert.equal(await button.getAttribute('aria-expanded'), 'true');
     assert.equal(await body.isVisible(), true);
     assert.match(await body.innerText(), /Load sales\.csv and plot revenue per month\.[\s\S]*df: DataFrame \(1200, 5\)/);
-    assert.match(await body.innerText(), /the last turn stays verbatim/);
+    assert.match(await body.innerText(), /the last step stays verbatim/);
     assert.equal(await button.getAttribute('aria-controls'), await body.getAttribute('id'));
   }
 

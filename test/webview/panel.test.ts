@@ -256,6 +256,24 @@ describe('chat panel in headless Chromium', function () {
     await p.page.close();
   });
 
+  it('a model that stopped sending offers Retry and the stream timeouts', async () => {
+    const p = await open({ width: 560, height: 700 });
+    await p.send({ type: 'init', protocol: 1, state: hostState() });
+    await p.sendEvents([
+      ev.turn('t', 'summarise'),
+      ev.error('The model stopped sending for 90 s after the response started. Try again, or raise codeact.modelStream.idleTimeoutSeconds (now 90 s) if the model pauses longer.', 'stream_stalled'),
+      ev.turnEnd('t', 'failed'),
+    ]);
+    const card = p.page.locator('section.error-card');
+    assert.deepEqual((await card.locator('button').allInnerTexts()).map((b) => b.trim()), ['Retry', 'Open Settings: Stream Timeouts', 'Show Log']);
+    await card.getByRole('button', { name: 'Open Settings: Stream Timeouts' }).click();
+    assert.deepEqual(last(await p.posted(), 'command'), { type: 'command', command: 'openSettings', setting: 'codeact.modelStream' });
+    await card.getByRole('button', { name: 'Retry' }).click();
+    assert.deepEqual(last(await p.posted(), 'send'), { type: 'send', text: 'summarise' });
+    assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
   it('caps long output, offers the full output, and keeps appending without re-rendering', async () => {
     const p = await open();
     await p.send({ type: 'init', protocol: 1, state: hostState() });

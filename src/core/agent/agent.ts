@@ -18,6 +18,7 @@ import type { Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
+import { budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
 import { countExecutions, executionImages, executionSummary, toolResultText } from './executionResult';
 import { newId } from '../util/ids';
 import { pausedTime } from '../util/timeout';
@@ -59,6 +60,14 @@ export interface AgentOptions {
   /** Above this many managed tools, `execute_tool_code` lists names only (codeact.toolDiscovery.inlineLimit). */
   inlineToolLimit?: number;
   maxOutputTokens?: number;
+  /** The model's context window in tokens; default: the provider's (settings, the server) or the catalogue's. */
+  contextWindow?: number;
+  /** codeact.context.compactAt: the share of the window (less the answer's room) where compaction starts. */
+  compactAt?: number;
+  /** Where an earlier compaction of this conversation left off (its last codeact.context.compacted event). */
+  compaction?: CompactionState;
+  /** The chat turn's id, for the codeact.context.compacted event. */
+  turnId?: string;
   /**
    * The output budget (codeact.outputs.modelChars): the most characters of one result the model reads.
    * A longer one keeps its beginning and end, and says how much was left out. Default DEFAULT_OUTPUT_CHARS.
@@ -230,15 +239,22 @@ export class AgentLoop {
     }));
     const maxTurns = this.options.maxTurns ?? 12;
     let lastText = '';
+    const budget = await this.contextBudget(system, tools);
+    // A context overflow the server reports: one compaction and one retry of that request, no more.
+    let overflowRetry = false;
 
     for (let turn = 1; turn <= maxTurns; turn++) {
       if (signal?.aborted) return this.cancelled(done, lastText);
       let result: TurnResult;
+      let view: ConversationItem[] = [];
       try {
+        const all = [...history, ...appended];
+        budget?.nextRequest();
+        view = budget ? await budget.prepare(all, overflowRetry) : all;
         const request = {
           model: this.options.model,
           system,
-          history: [...history, ...appended],
+          history: view,
           tools,
           hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId } : undefined,
           signal,
@@ -248,10 +264,16 @@ export class AgentLoop {
         // The one retry without tools (a probe) is one attempt: no retries of its own.
         result = await this.turnWithRetries(proto?.active ? proto.request(request) : request, proto?.probingTools ? 1 : this.retry.maxAttempts);
         proto?.succeeded();
+        budget?.observe(view, result.usage?.input_tokens);
       } catch (caught) {
         const err = proto?.probeFailed(caught) ?? caught;
         // A server that rejects `tools`: the same turn again, in text form.
         if (proto?.switchOnRejection(err)) {
+          turn--;
+          continue;
+        }
+        if (err instanceof ProviderError && err.code === 'context_overflow' && budget && !overflowRetry && !err.partial?.items.length) {
+          overflowRetry = true;
           turn--;
           continue;
         }
@@ -267,6 +289,7 @@ export class AgentLoop {
         this.emit({ type: 'error', message, code: 'internal' });
         return done('failed', lastText, { message, code: 'internal' });
       }
+      overflowRetry = false;
       let again = false;
       if (this.textTurn) {
         const step = this.textTurn.finish(result);
@@ -298,6 +321,16 @@ export class AgentLoop {
     return done('max_turns', lastText, { message, code: 'max_turns' });
   }
 
+  /** The context budget of this run's requests (./contextBudget); none when no window is known. */
+  private contextBudget(system: string, tools: ModelTool[]): Promise<ContextBudget | undefined> {
+    const o = this.options;
+    return budgetFor({
+      provider: o.provider, model: o.model, system, tools, window: o.contextWindow, maxOutputTokens: o.maxOutputTokens, compactAt: o.compactAt, state: o.compaction, turnId: o.turnId,
+      toolNames: o.gateway.names(), signal: o.signal, emit: (e) => this.emit(e),
+      variables: async () => (o.runtime.variables && o.sessionId && this.persistent ? o.runtime.variables(o.sessionId) : null),
+    });
+  }
+
   private cancelled(done: (s: AgentStatus, t: string, e?: AgentResult['error']) => AgentResult, text: string): AgentResult {
     const message = 'Stopped by the user.';
     this.emit({ type: 'error', message, code: 'cancelled' });
@@ -305,6 +338,8 @@ export class AgentLoop {
   }
 
   private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0], maxAttempts: number): Promise<TurnResult> {
+    // Failures by code, for errors that allow fewer retries than the policy (a stalled stream: once).
+    const failures = new Map<string, number>();
     for (let attempt = 1; ; attempt++) {
       this.codeStreams = new Map();
       this.textTurn = this.text?.active ? this.text.turn((itemId, entry) => this.codeStreams.set(itemId, entry)) : undefined;
@@ -319,9 +354,13 @@ export class AgentLoop {
         );
         if (!retryable || attempt >= maxAttempts || request.signal?.aborted) throw err;
         const pe = err as ProviderError;
+        const sameKind = (failures.get(pe.code) ?? 0) + 1;
+        failures.set(pe.code, sameKind);
+        if (pe.retryLimit !== undefined && sameKind > pe.retryLimit) throw err;
+        const last = pe.retryLimit !== undefined ? Math.min(maxAttempts, attempt + 1 + pe.retryLimit - sameKind) : maxAttempts;
         const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
         const delay = Math.min(this.retry.maxDelayMs * 4, pe.retryAfterMs ?? backoff + Math.floor(Math.random() * backoff * 0.2));
-        this.emit({ type: 'codeact.retry', attempt, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${this.retry.maxAttempts}).` });
+        this.emit({ type: 'codeact.retry', attempt, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${last}).` });
         try {
           await this.sleep(delay, request.signal);
         } catch {

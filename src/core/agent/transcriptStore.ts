@@ -19,6 +19,8 @@ export interface ConversationMeta {
   mode?: string;
   workspace?: string;
   containerId?: string | null;
+  /** Hosted containers found expired: no request names them again (src/core/providers/shared/expiredContainer.ts). */
+  expiredContainers?: string[];
 }
 
 export interface ConversationSummary extends ConversationMeta {

@@ -78,7 +78,10 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
     baseURL: config.baseUrl,
     supportsTools: config.compatibleSupportsTools,
     contextWindow: config.compatibleContextWindow,
+    models: Object.fromEntries(Object.entries(config.compatibleContextWindows ?? {}).map(([model, contextWindow]) => [model, { contextWindow }])),
     visionModels: config.compatibleVisionModels,
+    firstByteTimeoutMs: config.modelFirstByteMs,
+    idleTimeoutMs: config.modelIdleMs,
   };
 }
 

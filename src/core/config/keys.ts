@@ -38,6 +38,10 @@ export const SETTINGS = {
   'session.idleMinutes': { type: 'number', default: 30, minimum: 0, trust: 'any' },
   'session.maxAlive': { type: 'number', default: 4, minimum: 1, maximum: 64, trust: 'any' },
   timeoutSeconds: { type: 'number', default: 120, minimum: 1, trust: 'any' },
+  // A model's streamed response: the wait for it to start, and the longest silence in it. "modelStream", not
+  // "model.…": codeact.model is a string, and VS Code ignores keys nested under a string setting.
+  'modelStream.firstByteTimeoutSeconds': { type: 'number', default: 60, minimum: 1, maximum: 3600, trust: 'any' },
+  'modelStream.idleTimeoutSeconds': { type: 'number', default: 90, minimum: 1, maximum: 3600, trust: 'any' },
   'agent.protocol': { type: 'string', default: 'tools', enum: ['tools', 'text'], trust: 'any' },
   'toolDiscovery.inlineLimit': { type: 'number', default: 20, minimum: 0, trust: 'any' },
   maxTurns: { type: 'number', default: 12, minimum: 1, trust: 'any' },
@@ -55,12 +59,16 @@ export const SETTINGS = {
   'jupyter.sessionPolicy': { type: 'string', default: 'conversation', enum: ['conversation', 'execution'], trust: 'any' },
   'openaiCompatible.supportsTools': { type: 'boolean', default: true, trust: 'any' },
   'openaiCompatible.contextWindow': { type: 'number', default: 32768, minimum: 1, trust: 'any' },
+  // Per model, {model: tokens}: beats openaiCompatible.contextWindow for that model.
+  'openaiCompatible.contextWindows': { type: 'object', default: {}, trust: 'any' },
   // Models of the OpenAI-compatible server that take images (off by default: most local models do not).
   'openaiCompatible.visionModels': { type: 'array', default: [], trust: 'any' },
   // Rich outputs (display(), plots, tables): caps per display and per execution, in MB of the bundle.
   'outputs.maxDisplayMB': { type: 'number', default: 2, minimum: 0.01, maximum: 12, trust: 'any' },
   'outputs.maxExecutionMB': { type: 'number', default: 12, minimum: 0.01, maximum: 256, trust: 'any' },
   // The output budget: the most characters of one result the model reads (common/outputBudget.ts).
+  // Compaction starts past this share of the model's window (less the answer's room).
+  'context.compactAt': { type: 'number', default: 0.75, minimum: 0.3, maximum: 0.95, trust: 'any' },
   'outputs.modelChars': { type: 'number', default: 20000, minimum: 1000, maximum: 1000000, trust: 'any' },
   'plots.highDPI': { type: 'boolean', default: false, trust: 'any' },
   // Managed-tool calls one execution may make (the code's call_tool, however it sends them).

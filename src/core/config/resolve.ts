@@ -56,6 +56,9 @@ export interface EngineConfig {
   sessionIdleMs: number;
   sessionMaxAlive: number;
   timeoutMs: number;
+  /** A model's streamed response: the longest wait for it to start, and the longest silence in it. */
+  modelFirstByteMs: number;
+  modelIdleMs: number;
   maxTurns: number;
   defaultApproval: 'auto' | 'ask' | 'deny';
   /** Your own codeact.approval.default (`auto` when unset): a folder's tools never run looser than it (../gateway/approvalPolicy.ts). */
@@ -75,11 +78,15 @@ export interface EngineConfig {
   compatibleContextWindow: number;
   /** OpenAI-compatible models that take images ("*" for all). */
   compatibleVisionModels: string[];
+  /** codeact.openaiCompatible.contextWindows: the context window of each named model, in tokens. */
+  compatibleContextWindows: Record<string, number>;
   /** Rich outputs: the cap of one display, and of all displays of one execution, in bytes. */
   maxDisplayBytes: number;
   maxExecutionDisplayBytes: number;
   /** The output budget: the most characters of one code or tool result the model reads. */
   outputModelChars: number;
+  /** codeact.context.compactAt: compaction starts past this share of the usable window. */
+  contextCompactAt: number;
   /** Plots at twice the pixel density. */
   plotsHighDPI: boolean;
   /** Managed-tool calls one execution may make. */
@@ -186,6 +193,8 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     sessionIdleMs: pick<number>('session.idleMinutes') * 60_000,
     sessionMaxAlive: Math.floor(pick<number>('session.maxAlive')),
     timeoutMs: Math.round(pick<number>('timeoutSeconds') * 1000),
+    modelFirstByteMs: Math.round(pick<number>('modelStream.firstByteTimeoutSeconds') * 1000),
+    modelIdleMs: Math.round(pick<number>('modelStream.idleTimeoutSeconds') * 1000),
     maxTurns: Math.floor(pick<number>('maxTurns')),
     defaultApproval: pick('approval.default', (o, v) => looser(o, v, userApproval, (x) => APPROVAL_ORDER.indexOf(x as EngineConfig['defaultApproval']))),
     userDefaultApproval: APPROVAL_ORDER.includes(userApproval as EngineConfig['defaultApproval']) ? (userApproval as EngineConfig['defaultApproval']) : 'auto',
@@ -201,10 +210,17 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     jupyterSessionPolicy: pick('jupyter.sessionPolicy'),
     compatibleSupportsTools: pick('openaiCompatible.supportsTools'),
     compatibleContextWindow: pick('openaiCompatible.contextWindow'),
+    compatibleContextWindows: pick<Record<string, number>>('openaiCompatible.contextWindows', (_o, v) => {
+      const entries = Object.entries(v as Record<string, unknown>);
+      if (entries.length > 200) return 'must name at most 200 models';
+      const bad = entries.find(([, n]) => !Number.isInteger(n) || (n as number) < 256 || (n as number) > 100_000_000);
+      return bad ? `must map model names to whole numbers of tokens (256 to 100,000,000); "${bad[0].slice(0, 80)}" has ${JSON.stringify(bad[1])?.slice(0, 40)}` : undefined;
+    }),
     compatibleVisionModels: pick<unknown[]>('openaiCompatible.visionModels', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names')).slice(0, 200) as string[],
     maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
     outputModelChars: Math.floor(pick<number>('outputs.modelChars')),
+    contextCompactAt: pick<number>('context.compactAt'),
     plotsHighDPI: pick('plots.highDPI'),
     maxToolCallsPerRun: Math.floor(pick<number>('toolCalls.maxPerRun')),
     visionMaxImages: Math.floor(pick<number>('vision.maxImages')),

@@ -10,6 +10,7 @@ import { GeminiProvider } from './gemini/gemini';
 import { OpenAICompatibleProvider } from './openai/openaiChat';
 import { OpenAIResponsesProvider } from './openai/openaiResponses';
 import type { Provider, ProviderConfig, ProviderId } from './shared/types';
+import { tappedFetch, type StreamBounds } from './shared/watchdog';
 
 export { PROVIDER_IDS };
 
@@ -17,30 +18,41 @@ export interface ProviderEntry extends ProviderInfo {
   create(config: ProviderConfig, apiKey: string | undefined): Promise<Provider>;
 }
 
+/** A streamed turn's bounds from the configuration (shared/watchdog: unset means the default). */
+function boundsOf(config: ProviderConfig): Partial<StreamBounds> {
+  return { firstByteMs: config.firstByteTimeoutMs, idleMs: config.idleTimeoutMs };
+}
+
+// Every client gets `tappedFetch`: the turn's watchdog sees each piece of the body (pings included).
 const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
   openai: async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
-    const client = new OpenAI({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off' });
-    return new OpenAIResponsesProvider(client, config.baseURL);
+    const client = new OpenAI({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
+    return new OpenAIResponsesProvider(client, config.baseURL, boundsOf(config));
   },
   anthropic: async (config, apiKey) => {
     const { default: Anthropic } = await import('@anthropic-ai/sdk');
-    const client = new Anthropic({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off' });
-    return new AnthropicProvider(client, config.baseURL);
+    const client = new Anthropic({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
+    return new AnthropicProvider(client, config.baseURL, boundsOf(config));
   },
   gemini: async (config, apiKey) => {
     const { GoogleGenAI } = await import('@google/genai');
     const client = new GoogleGenAI({
       apiKey,
-      httpOptions: { ...(config.baseURL ? { baseUrl: config.baseURL } : {}), ...(config.headers ? { headers: config.headers } : {}), ...(config.timeoutMs ? { timeout: config.timeoutMs } : {}) },
+      httpOptions: {
+        ...(config.baseURL ? { baseUrl: config.baseURL } : {}),
+        ...(config.headers ? { headers: config.headers } : {}),
+        ...(config.timeoutMs ? { timeout: config.timeoutMs } : {}),
+        fetch: tappedFetch(),
+      },
     });
-    return new GeminiProvider(client, config.baseURL);
+    return new GeminiProvider(client, config.baseURL, boundsOf(config));
   },
   'openai-compatible': async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
     const baseURL = config.baseURL ?? 'http://127.0.0.1:11434/v1';
     // Local servers (Ollama, vLLM, llama.cpp, LM Studio) accept any key; the SDK insists on one.
-    const client = new OpenAI({ apiKey: apiKey ?? 'not-needed', baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off' });
+    const client = new OpenAI({ apiKey: apiKey ?? 'not-needed', baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
     return new OpenAICompatibleProvider(client, {
       baseURL,
       supportsTools: config.supportsTools ?? true,
@@ -48,6 +60,7 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
       models: config.models ?? {},
       streamUsage: config.streamUsage ?? true,
       visionModels: config.visionModels ?? [],
+      bounds: boundsOf(config),
     });
   },
 };

@@ -7,10 +7,12 @@ import type { RuntimeKind } from '../../common/events';
 import type { TranscriptEvent, TurnSource } from '../../common/transcript';
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
+import { compactionStateFrom } from '../agent/contextBudget';
 import { hostedOptionsFrom, imageBudgetFrom } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
+import { recoverExpiredContainers } from '../providers/shared/expiredContainer';
 import type { Provider } from '../providers/shared/types';
 import type { Runtime } from '../runtime/types';
 import { newId } from '../util/ids';
@@ -58,7 +60,9 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
   const runtimeKind: RuntimeKind = config.mode === 'hosted' ? (config.provider === 'openai-compatible' ? 'local' : config.provider) : config.runtime;
   emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: o.prompt, source: o.source, provider: config.provider, model: config.model, runtime: runtimeKind, started_at: started });
   try {
-    const provider = await o.provider();
+    // A container that expired is dropped (history and meta) and the request goes on in a new one.
+    const recovery = recoverExpiredContainers(await o.provider(), convo.meta.expiredContainers ?? [], emit);
+    const provider = recovery.provider;
     const runtime = typeof o.runtime === 'function' ? await o.runtime() : o.runtime;
     const agent = new AgentLoop({
       provider,
@@ -72,16 +76,26 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       sessionId: convo.id,
       ...(o.sessionNote ? { sessionNote: o.sessionNote } : {}),
       executionTimeoutMs: config.timeoutMs,
-      hosted: hostedOptionsFrom(config, convo.meta.containerId),
+      hosted: hostedOptionsFrom(config, recovery.containerAfter(convo.meta.containerId)),
       images: imageBudgetFrom(config),
       outputChars: config.outputModelChars,
+      compactAt: config.contextCompactAt,
+      // Compaction goes on from where the conversation's last one left off (the saved items are all there).
+      compaction: compactionStateFrom(convo.events),
+      turnId,
       signal: o.signal,
       onEvent: emit,
       ...(o.agent ?? {}),
     });
     const result = await agent.run(convo.history, o.prompt);
     convo.appendItems(result.items);
-    if (result.containerId !== undefined && result.containerId !== convo.meta.containerId) convo.update({ containerId: result.containerId });
+    const containerId = recovery.containerAfter(result.containerId);
+    const expired = recovery.expired;
+    const saved: unknown[] = Array.isArray(convo.meta.expiredContainers) ? convo.meta.expiredContainers : [];
+    const newlyExpired = expired.length !== saved.length || expired.some((id, i) => id !== saved[i]);
+    if ((containerId !== undefined && containerId !== convo.meta.containerId) || newlyExpired) {
+      convo.update({ ...(containerId !== undefined ? { containerId } : {}), ...(newlyExpired ? { expiredContainers: expired } : {}) });
+    }
     const cutOff = result.status !== 'completed' && o.interrupted?.();
     emit({
       type: 'codeact.turn.ended',

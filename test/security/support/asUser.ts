@@ -48,15 +48,19 @@ export interface ChildOutcome {
   warnings: string[];
 }
 
-/** Runs `code` in a fresh runtime with `options` (JSON-able) in a child process, as `user` when given. */
-export async function runInChild(code: string, options: LocalRuntimeOptions, user?: { uid: number; gid: number }): Promise<ChildOutcome> {
+/**
+ * Runs a TypeScript `script` (tsx, with the repository's imports) in a child Node process, as `user` when
+ * given, with `input` as its JSON argument, and returns the JSON of its last line of stdout. The child gets a
+ * folder of its own (its cwd and HOME), readable by that user, and a minimal environment.
+ */
+export async function runScriptInChild<T>(script: string, input: unknown, user?: { uid: number; gid: number }, what = 'the runner'): Promise<T> {
   const dir = mkdtempSync(path.join(tmpdir(), 'codeact-child-'));
-  const script = path.join(dir, 'run.ts');
-  writeFileSync(script, SCRIPT);
+  const file = path.join(dir, 'run.ts');
+  writeFileSync(file, script);
   chmodSync(dir, 0o755);
-  chmodSync(script, 0o644);
+  chmodSync(file, 0o644);
   try {
-    const child = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), script, JSON.stringify({ code, options })], {
+    const child = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), file, JSON.stringify(input)], {
       cwd: dir,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -67,11 +71,16 @@ export async function runInChild(code: string, options: LocalRuntimeOptions, use
     child.stdout.on('data', (d: Buffer) => (out += d));
     child.stderr.on('data', (d: Buffer) => (err += d));
     const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    assert.equal(status, 0, `the runner failed:\n${err}${out}`);
-    return JSON.parse(out.trim().split('\n').pop()!) as ChildOutcome;
+    assert.equal(status, 0, `${what} failed:\n${err.slice(-4000)}${out.slice(-2000)}`);
+    return JSON.parse(out.trim().split('\n').pop()!) as T;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Runs `code` in a fresh runtime with `options` (JSON-able) in a child process, as `user` when given. */
+export function runInChild(code: string, options: LocalRuntimeOptions, user?: { uid: number; gid: number }): Promise<ChildOutcome> {
+  return runScriptInChild<ChildOutcome>(SCRIPT, { code, options }, user);
 }
 
 /** Why the tests cannot switch to the unprivileged user here, or null when they can. */

@@ -4,13 +4,10 @@
  * guests live at the same time. A step's code may use the values earlier steps returned, as `prev`
  * (a list, in order). The child reports every item and the runtime's warnings and log lines.
  */
-import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeInterpreterCallItem } from '../../../src/common/events';
 import type { LocalRuntimeOptions } from '../../../src/core/runtime/local/localRuntime';
+import { runScriptInChild } from './asUser';
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
@@ -46,26 +43,6 @@ export interface Step {
 }
 
 /** Runs `steps` in a fresh runtime with `options` (JSON-able) in a child process, as `user` when given. */
-export async function runSessionsInChild(steps: Step[], options: LocalRuntimeOptions, user?: { uid: number; gid: number }): Promise<SessionsOutcome> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-sessions-'));
-  const script = path.join(dir, 'run.ts');
-  writeFileSync(script, SCRIPT);
-  chmodSync(dir, 0o755);
-  chmodSync(script, 0o644);
-  try {
-    const child = spawn(
-      process.execPath,
-      [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), script, JSON.stringify({ steps, options })],
-      { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() }, stdio: ['ignore', 'pipe', 'pipe'], ...(user ?? {}) },
-    );
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d));
-    child.stderr.on('data', (d: Buffer) => (err += d));
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    assert.equal(status, 0, `the runner failed:\n${err}${out}`);
-    return JSON.parse(out.trim().split('\n').pop()!) as SessionsOutcome;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+export function runSessionsInChild(steps: Step[], options: LocalRuntimeOptions, user?: { uid: number; gid: number }): Promise<SessionsOutcome> {
+  return runScriptInChild<SessionsOutcome>(SCRIPT, { steps, options }, user);
 }

@@ -205,6 +205,37 @@ export class WireServer {
         }
         return;
       }
+      case 'stall': {
+        if (step.headers) {
+          res.writeHead(200, step.raw ? step.raw.headers : sseHeaders);
+          const head = step.raw ? step.raw.body : step.turn ? d.render(step.turn, rec).frames.slice(0, step.afterFrames).join('') : '';
+          if (head) res.write(head);
+          else res.flushHeaders();
+        }
+        // Silent until the client goes away (or the server closes).
+        await rec.closed;
+        return;
+      }
+      case 'end_early': {
+        const r = d.render(step.turn, rec);
+        res.writeHead(200, sseHeaders);
+        await writeBody(res, r.frames.slice(0, step.afterFrames).join(''));
+        res.end();
+        return;
+      }
+      case 'pause': {
+        const r = d.render(step.turn, rec);
+        res.writeHead(200, sseHeaders);
+        res.write(r.frames.slice(0, step.afterFrames).join(''));
+        const until = Date.now() + step.ms;
+        while (Date.now() < until && !rec.closedEarly) {
+          await tick(Math.min(step.keepAlive?.everyMs ?? step.ms, Math.max(1, until - Date.now())));
+          if (step.keepAlive && Date.now() < until && !rec.closedEarly) res.write(step.keepAlive.frame);
+        }
+        if (rec.closedEarly) return;
+        res.end(r.frames.slice(step.afterFrames).join(''));
+        return;
+      }
       case 'replay': {
         res.writeHead(step.status, step.headers);
         await writeBody(res, step.body, step.chunkBytes);

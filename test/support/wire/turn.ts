@@ -179,6 +179,39 @@ export interface StreamErrorFault {
   message: string;
 }
 
+/**
+ * A server that goes silent and keeps the connection open until the client goes away: with `headers`,
+ * after the status line, the headers and the turn's first `afterFrames` frames; without, before sending
+ * anything at all (not even the status line).
+ */
+export interface StallFault {
+  kind: 'stall';
+  headers: boolean;
+  turn?: ScriptTurn;
+  afterFrames: number;
+  /** A raw body prefix (part of a recorded body) sent instead of the turn's frames, with the recording's headers. */
+  raw?: { body: string; headers: Record<string, string> };
+}
+
+/** Serves the turn's first `afterFrames` frames and ends the body cleanly: a stream without its final event(s). */
+export interface EndEarlyFault {
+  kind: 'end_early';
+  turn: ScriptTurn;
+  afterFrames: number;
+}
+
+/**
+ * Serves the turn with a pause of `ms` after frame `afterFrames`, during which `keepAlive` (a ping event,
+ * an SSE comment) is sent every `everyMs` when given.
+ */
+export interface PauseStep {
+  kind: 'pause';
+  turn: ScriptTurn;
+  afterFrames: number;
+  ms: number;
+  keepAlive?: { frame: string; everyMs: number };
+}
+
 /** A body served as-is (a recorded cassette body). */
 export interface RawResponse {
   kind: 'replay';
@@ -188,7 +221,7 @@ export interface RawResponse {
   chunkBytes?: number;
 }
 
-export type WireStep = ScriptTurn | StatusFault | CutFault | MalformedFault | EndlessFault | StreamErrorFault | RawResponse;
+export type WireStep = ScriptTurn | StatusFault | CutFault | MalformedFault | EndlessFault | StreamErrorFault | StallFault | EndEarlyFault | PauseStep | RawResponse;
 
 export const fault = {
   status(status: number, o: Omit<StatusFault, 'kind' | 'status'> = {}): StatusFault {
@@ -205,6 +238,25 @@ export const fault = {
   },
   streamError(t: ScriptTurn, afterFrames: number, errorType: string, message: string): StreamErrorFault {
     return { kind: 'stream_error', turn: t, afterFrames, errorType, message };
+  },
+  /** No response at all: the request is read, then nothing is sent. */
+  noResponse(): StallFault {
+    return { kind: 'stall', headers: false, afterFrames: 0 };
+  },
+  /** The status line and headers, then silence (`t`'s first `afterFrames` frames before it, when given). */
+  silence(t?: ScriptTurn, afterFrames = 0): StallFault {
+    return { kind: 'stall', headers: true, turn: t, afterFrames };
+  },
+  /** A recorded body's first `bytes` bytes with its headers, then silence. */
+  silenceAfterRaw(r: RawResponse, bytes: number): StallFault {
+    const body = typeof r.body === 'string' ? r.body : r.body.toString('utf8');
+    return { kind: 'stall', headers: true, afterFrames: 0, raw: { body: body.slice(0, bytes), headers: r.headers } };
+  },
+  endEarly(t: ScriptTurn, afterFrames: number): EndEarlyFault {
+    return { kind: 'end_early', turn: t, afterFrames };
+  },
+  pause(t: ScriptTurn, afterFrames: number, ms: number, keepAlive?: { frame: string; everyMs: number }): PauseStep {
+    return { kind: 'pause', turn: t, afterFrames, ms, keepAlive };
   },
 };
 

@@ -15,6 +15,7 @@ import type { Json } from '../shared/emit';
 import { ProviderError, toProviderError } from '../shared/errors';
 import { modelSeesImages } from '../shared/catalog';
 import { runStream } from '../shared/runStream';
+import type { StreamBounds } from '../shared/watchdog';
 import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from '../shared/types';
 import { buildAnthropicRequest, FILES_BETA } from './anthropicRequest';
 import { AnthropicState } from './anthropicStream';
@@ -23,20 +24,20 @@ export class AnthropicProvider implements Provider {
   readonly id = 'anthropic' as const;
   readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'anthropic' };
 
-  constructor(readonly client: Anthropic, private readonly baseURL?: string) {}
+  constructor(readonly client: Anthropic, private readonly baseURL?: string, private readonly bounds?: Partial<StreamBounds>) {}
 
   seesImages(model: string): boolean {
     return modelSeesImages(this.id, model);
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const open = async () => {
+    const open = async (signal: AbortSignal) => {
       const { body, betas, beta } = buildAnthropicRequest(req);
       return (beta
-        ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal: req.signal })
-        : await this.client.messages.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
+        ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal })
+        : await this.client.messages.create(body as any, { signal })) as unknown as AsyncIterable<Json>;
     };
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'msg' }, req, emit, open, (turn) => new AnthropicState(emit, turn));
+    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'msg', bounds: this.bounds }, req, emit, open, (turn) => new AnthropicState(emit, turn));
   }
 
   /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */

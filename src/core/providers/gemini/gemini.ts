@@ -3,7 +3,8 @@
  * `parametersJsonSchema`, `functionCall` -> `functionResponse` (echoing the model's parts, with their
  * `thoughtSignature`s, verbatim), hosted `codeExecution` (`executableCode` + `codeExecutionResult`,
  * `outcome` mapped to status/exit code, `inlineData` images after a result attached to it), `thought`
- * parts as thinking text. A `finishReason` mid-stream does not end the turn: the end of the body does.
+ * parts as thinking text. A `finishReason` mid-stream does not end the turn: the end of the body does,
+ * and a body whose last candidate chunk has no `finishReason` was cut, not finished.
  * Each model part arrives whole; code is emitted as one delta.
  */
 import type { GoogleGenAI } from '@google/genai';
@@ -21,6 +22,7 @@ import {
 import { modelSeesImages } from '../shared/catalog';
 import { requestImages, writeHistory } from '../shared/history';
 import { runStream, type StreamMachine } from '../shared/runStream';
+import type { StreamBounds } from '../shared/watchdog';
 import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
@@ -28,7 +30,7 @@ export class GeminiProvider implements Provider {
   readonly id = 'gemini' as const;
   readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'gemini' };
 
-  constructor(readonly client: GoogleGenAI, private readonly baseURL?: string) {}
+  constructor(readonly client: GoogleGenAI, private readonly baseURL?: string, private readonly bounds?: Partial<StreamBounds>) {}
 
   seesImages(model: string): boolean {
     return modelSeesImages(this.id, model);
@@ -54,12 +56,12 @@ export class GeminiProvider implements Provider {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const open = async () => {
+    const open = async (signal: AbortSignal) => {
       const params = this.buildRequest(req);
-      params.config.abortSignal = req.signal;
+      params.config.abortSignal = signal;
       return (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
     };
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'gemini' }, req, emit, open, (turn) => new GeminiState(emit, turn));
+    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'gemini', bounds: this.bounds }, req, emit, open, (turn) => new GeminiState(emit, turn));
   }
 }
 
@@ -91,6 +93,8 @@ class GeminiState implements StreamMachine<Json> {
   private finishReason?: string;
   private blocked?: string;
   private chunks = 0;
+  /** Whether the last chunk with a candidate had a finishReason (the final chunk has; a usage-only chunk may follow it). */
+  private finished = false;
   private seq = 0;
   private text?: OpenText;
   private code?: OpenCode;
@@ -101,12 +105,15 @@ class GeminiState implements StreamMachine<Json> {
 
   constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
 
-  // A finishReason mid-stream does not end the turn (the end of the body does); no chunk at all is a cut.
+  // A finishReason mid-stream does not end the turn (the end of the body does). A body without its final
+  // chunk (the last candidate has no finishReason) is a cut, like no chunk at all; a blocked prompt has no candidate.
   get complete(): boolean {
-    return this.chunks > 0;
+    return this.chunks > 0 && (this.finished || this.blocked !== undefined);
   }
 
-  readonly cutWhat = 'The stream ended without any data';
+  get cutWhat(): string {
+    return this.chunks === 0 ? 'The stream ended without any data' : 'The stream ended without its final chunk (no finishReason)';
+  }
 
   outcome() {
     const fr = this.finishReason;
@@ -135,6 +142,7 @@ class GeminiState implements StreamMachine<Json> {
     if (c.promptFeedback?.blockReason) this.blocked = c.promptFeedback.blockReason;
     const cand: Json | undefined = Array.isArray(c.candidates) ? c.candidates.find((x: Json) => (x.index ?? 0) === 0) : undefined;
     if (!cand) return;
+    this.finished = !!cand.finishReason;
     if (cand.finishReason) this.finishReason = cand.finishReason;
     const parts: Json[] = Array.isArray(cand.content?.parts) ? cand.content.parts : [];
     for (const part of parts) this.part(part);

@@ -12,6 +12,7 @@ import { ProviderError, toolsUnsupportedError } from '../shared/errors';
 import { modelSeesImages } from '../shared/catalog';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, turnContext, type StreamMachine } from '../shared/runStream';
+import type { StreamBounds } from '../shared/watchdog';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
@@ -23,6 +24,8 @@ export interface CompatibleOptions {
   streamUsage: boolean;
   /** Models that can see images (`"*"`: all); none by default. */
   visionModels?: readonly string[];
+  /** The time-to-response and idle bounds of a streamed turn (default DEFAULT_STREAM_BOUNDS). */
+  bounds?: Partial<StreamBounds>;
 }
 
 /** What an image is counted as in the context-window estimate, in tokens (a data URL's length says nothing). */
@@ -51,6 +54,17 @@ export class OpenAICompatibleProvider implements Provider {
 
   contextWindow(model: string): number | undefined {
     return this.options.models[model]?.contextWindow ?? this.options.contextWindow;
+  }
+
+  /** The window the server reports (llama.cpp `GET /props`, Ollama `POST /api/show`), asked once per server and model for a while, briefly. */
+  servedContextWindow(model: string, signal?: AbortSignal): Promise<number | undefined> {
+    const key = `${this.options.baseURL}\n${model}`;
+    const hit = SERVED.get(key);
+    if (hit && Date.now() - hit.at < SERVED_TTL_MS) return hit.window;
+    const window = servedWindow(this.options.baseURL, model, signal).catch(() => undefined);
+    if (SERVED.size >= 64) SERVED.delete(SERVED.keys().next().value!);
+    SERVED.set(key, { at: Date.now(), window });
+    return window;
   }
 
   buildRequest(req: TurnRequest): Json {
@@ -88,8 +102,8 @@ export class OpenAICompatibleProvider implements Provider {
       }
     }
 
-    const open = async () => (await this.client.chat.completions.create(body as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-    return runStream({ provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl' }, req, emit, open, (turn) => new ChatState(emit, turn));
+    const open = async (signal: AbortSignal) => (await this.client.chat.completions.create(body as any, { signal })) as unknown as AsyncIterable<Json>;
+    return runStream({ provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl', bounds: this.options.bounds }, req, emit, open, (turn) => new ChatState(emit, turn));
   }
 }
 
@@ -243,4 +257,53 @@ export function toChatMessages(req: TurnRequest, visionModels?: readonly string[
 
 function imageUrlParts(images: AttachedImage[]): Json[] {
   return images.map((img) => ({ type: 'image_url', image_url: { url: imageDataUrl(img) } }));
+}
+
+/** What servers said their window was (a provider is built per turn; the server is asked again after a while). */
+const SERVED = new Map<string, { at: number; window: Promise<number | undefined> }>();
+const SERVED_TTL_MS = 10 * 60_000;
+
+/** How long the server may take to say its window, and the most of its answer read. */
+const PROBE_TIMEOUT_MS = 1500;
+const PROBE_MAX_BYTES = 1 << 20;
+
+async function probeJson(url: string, init: RequestInit, signal?: AbortSignal): Promise<Json | undefined> {
+  const timeout = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+  const res = await fetch(url, { ...init, signal: signal ? AbortSignal.any([signal, timeout]) : timeout, redirect: 'error' });
+  if (!res.ok || !res.body) {
+    await res.body?.cancel().catch(() => {});
+    return undefined;
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > PROBE_MAX_BYTES) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+}
+
+const validWindow = (n: unknown): number | undefined => (typeof n === 'number' && Number.isInteger(n) && n >= 256 && n <= 100_000_000 ? n : undefined);
+
+/** llama.cpp's n_ctx, or Ollama's num_ctx (else the model's context_length); undefined when the server says neither. */
+export async function servedWindow(baseURL: string, model: string, signal?: AbortSignal): Promise<number | undefined> {
+  const root = baseURL.replace(/\/+$/, '').replace(/\/v1$/, '');
+  if (!/^https?:\/\//.test(root)) return undefined;
+  const props = await probeJson(`${root}/props`, { method: 'GET' }, signal).catch(() => undefined);
+  const llama = validWindow(props?.default_generation_settings?.n_ctx) ?? validWindow(props?.n_ctx);
+  if (llama) return llama;
+  const show = await probeJson(`${root}/api/show`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) }, signal).catch(() => undefined);
+  if (!show) return undefined;
+  const numCtx = typeof show.parameters === 'string' ? /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(show.parameters)?.[1] : undefined;
+  if (numCtx) return validWindow(Number(numCtx));
+  const info = show.model_info && typeof show.model_info === 'object' ? (show.model_info as Json) : {};
+  for (const [k, v] of Object.entries(info).slice(0, 500)) if (k.endsWith('.context_length')) return validWindow(v);
+  return undefined;
 }

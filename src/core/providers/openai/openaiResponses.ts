@@ -21,6 +21,7 @@ import { ProviderError, toProviderError, type ErrorContext } from '../shared/err
 import { modelSeesImages } from '../shared/catalog';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, type StreamMachine } from '../shared/runStream';
+import type { StreamBounds } from '../shared/watchdog';
 import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
@@ -28,7 +29,7 @@ export class OpenAIResponsesProvider implements Provider {
   readonly id = 'openai' as const;
   readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'openai' };
 
-  constructor(readonly client: OpenAI, private readonly baseURL?: string) {}
+  constructor(readonly client: OpenAI, private readonly baseURL?: string, private readonly bounds?: Partial<StreamBounds>) {}
 
   seesImages(model: string): boolean {
     return modelSeesImages(this.id, model);
@@ -68,8 +69,8 @@ export class OpenAIResponsesProvider implements Provider {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const open = async () => (await this.client.responses.create(this.buildRequest(req) as any, { signal: req.signal })) as unknown as AsyncIterable<Json>;
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'resp' }, req, emit, open, (turn, ctx) => new ResponsesState(emit, turn, ctx));
+    const open = async (signal: AbortSignal) => (await this.client.responses.create(this.buildRequest(req) as any, { signal })) as unknown as AsyncIterable<Json>;
+    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'resp', bounds: this.bounds }, req, emit, open, (turn, ctx) => new ResponsesState(emit, turn, ctx));
   }
 
   async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {

@@ -93,3 +93,30 @@ export function providerInfo(id: ProviderId): ProviderInfo {
   if (!p) throw new Error(`Unknown provider "${String(id)}": use one of ${PROVIDER_IDS.join(', ')}.`);
   return p;
 }
+
+// ---- context windows ----------------------------------------------------------------------------
+
+/** Context windows of first-party models, in tokens (as the providers document them; the longest prefix wins). */
+const WINDOWS: Record<'openai' | 'anthropic' | 'gemini', readonly [RegExp, number][]> = {
+  openai: [
+    [/^gpt-5/, 400_000],
+    [/^gpt-4\.1/, 1_047_576],
+    [/^(o1|o3|o4)/, 200_000],
+    [/^(gpt-4o|chatgpt-4o|gpt-4-turbo|gpt-4\.5)/, 128_000],
+    [/^gpt-4/, 8_192],
+    [/^gpt-3\.5/, 16_385],
+    [/./, 128_000],
+  ],
+  anthropic: [[/./, 200_000]],
+  gemini: [
+    [/^gemini-1\.0/, 32_760],
+    [/./, 1_048_576],
+  ],
+};
+
+/** The context window of a first-party model (undefined for an OpenAI-compatible server: its settings and the server say). */
+export function contextWindowOf(provider: ProviderId, model: string): number | undefined {
+  if (provider === 'openai-compatible') return undefined;
+  const m = baseModel(model);
+  return WINDOWS[provider].find(([re]) => re.test(m))?.[1];
+}

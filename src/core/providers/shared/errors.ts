@@ -5,6 +5,9 @@
  */
 import { PROVIDER_CATALOG } from './catalog';
 import type { ConversationItem, ProviderId } from './types';
+import type { Stall } from './watchdog';
+import { formatDuration } from '../../../common/format';
+import { htmlToText, isHtml } from '../../../common/htmlText';
 import { CodeActError, isCancellation } from '../../util/errors';
 import { errorText, rejectsTools } from './toolsRejection';
 
@@ -15,6 +18,7 @@ export type ProviderErrorCode =
   | 'unknown_model'
   | 'context_overflow'
   | 'stream_cut'
+  | 'stream_stalled'
   | 'malformed_stream'
   | 'bad_request'
   | 'tools_unsupported'
@@ -33,7 +37,9 @@ export interface ProviderErrorInit {
   status?: number;
   retryable?: boolean;
   retryAfterMs?: number;
-  /** The provider's own error text, unchanged. */
+  /** At most this many retries of a failure with this code in one turn (unset: the agent loop's own limit). */
+  retryLimit?: number;
+  /** The provider's own error text (an HTML error page as its text). */
   detail?: string;
   cause?: unknown;
 }
@@ -46,6 +52,8 @@ export class ProviderError extends CodeActError {
   readonly retryable: boolean;
   /** From `retry-after`/`retry-after-ms` headers or a Gemini `retryDelay`, when the provider said. */
   readonly retryAfterMs?: number;
+  /** At most this many retries of a failure with this code in one turn (unset: the agent loop's own limit). */
+  readonly retryLimit?: number;
   readonly detail?: string;
   /** Items finished before the failure (their events were emitted). */
   partial?: PartialTurn;
@@ -58,6 +66,7 @@ export class ProviderError extends CodeActError {
     this.status = init.status;
     this.retryable = init.retryable ?? DEFAULT_RETRYABLE[init.code];
     this.retryAfterMs = init.retryAfterMs;
+    this.retryLimit = init.retryLimit;
     this.detail = init.detail;
   }
 }
@@ -69,6 +78,7 @@ const DEFAULT_RETRYABLE: Record<ProviderErrorCode, boolean> = {
   unknown_model: false,
   context_overflow: false,
   stream_cut: true,
+  stream_stalled: true,
   malformed_stream: true,
   bad_request: false,
   tools_unsupported: false,
@@ -164,6 +174,25 @@ export function streamCut(ctx: ErrorContext, cause?: unknown, what = 'The connec
     detail: cause !== undefined ? messageOf(cause) : undefined,
     cause,
   });
+}
+
+/**
+ * A turn the watchdog (./watchdog) stopped: no response in time, or a stream that went silent. Retried at
+ * most once (`retryLimit`), so that a stalled server costs two bounds, not the agent loop's four attempts.
+ */
+export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
+  const label = ctx.provider === 'openai-compatible' ? 'the OpenAI-compatible server' : PROVIDER_LABELS[ctx.provider];
+  const secs = formatDuration(stall.ms);
+  const where = ctx.baseURL ? ` at ${ctx.baseURL}` : '';
+  const message =
+    stall.kind === 'first_byte'
+      ? `The model did not start answering: ${label}${where} sent no response within ${secs} of the request. ` +
+        `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer${ctx.provider === 'openai-compatible' ? ' (a local server may first load the model)' : ''}.`
+      : (stall.events === 0
+          ? `The model stopped sending for ${secs} after the response started: ${label} sent its headers and then nothing, so CodeAct closed the request. `
+          : `The model stopped sending for ${secs} after its last event (${stall.events} event${stall.events === 1 ? '' : 's'} in): ${label} sent nothing more, so CodeAct closed the request. What arrived before is kept. `) +
+        `Try again, or raise codeact.modelStream.idleTimeoutSeconds (now ${secs}) if the model pauses longer.`;
+  return new ProviderError({ code: 'stream_stalled', provider: ctx.provider, message, retryLimit: 1 });
 }
 
 function fromStatus(status: number | undefined, detail: string, errType: string | undefined, err: unknown, ctx: ErrorContext): ProviderError {
@@ -266,28 +295,36 @@ function parseJsonDetail(msg: string): { message?: string; status?: string; code
 
 function detailOf(err: unknown): string {
   if (!err || typeof err !== 'object') return String(err ?? '');
+  const asText = (detail: string): string => textOfPage(detail, err);
   const e = (err as { error?: unknown }).error;
   if (e && typeof e === 'object') {
     const inner = (e as { error?: { message?: unknown } }).error;
-    if (inner && typeof inner.message === 'string') return inner.message;
+    if (inner && typeof inner.message === 'string') return asText(inner.message);
     const m = (e as { message?: unknown }).message;
-    if (typeof m === 'string') return m;
+    if (typeof m === 'string') return asText(m);
   }
   const msg = messageOf(err);
   const parsed = parseJsonDetail(msg);
-  if (parsed?.message) return parsed.message;
+  if (parsed?.message) return asText(parsed.message);
   // OpenAI/Anthropic SDK messages start with the status: "401 Incorrect API key provided".
-  return msg.replace(/^\d{3}\s+/, '').replace(/^status code \(no body\)$/, '');
+  return asText(msg.replace(/^\d{3}\s+/, '').replace(/^status code \(no body\)$/, ''));
+}
+
+/** An error page (a proxy's "502 Bad Gateway") as the text a person reads, not its markup (src/common/htmlText). */
+function textOfPage(detail: string, err: unknown): string {
+  return isHtml(detail, headerOf(err, 'content-type')) ? htmlToText(detail, 1000) : detail;
+}
+
+function headerOf(err: unknown, name: string): string | null | undefined {
+  const headers = (err as { headers?: unknown } | null)?.headers;
+  if (!headers) return undefined;
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
+  const v = (headers as Record<string, unknown>)[name];
+  return typeof v === 'string' ? v : undefined;
 }
 
 function retryAfterOf(err: unknown, detail: string): number | undefined {
-  const headers = (err as { headers?: unknown } | null)?.headers;
-  const get = (name: string): string | null | undefined => {
-    if (!headers) return undefined;
-    if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
-    const v = (headers as Record<string, unknown>)[name];
-    return typeof v === 'string' ? v : undefined;
-  };
+  const get = (name: string): string | null | undefined => headerOf(err, name);
   const ms = get('retry-after-ms');
   if (ms && Number.isFinite(Number(ms))) return Number(ms);
   const ra = get('retry-after');

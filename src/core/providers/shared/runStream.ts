@@ -1,12 +1,13 @@
 /**
  * The one skeleton of a streamed model turn, shared by every adapter: set up the error context and the
  * turn's items, check for Stop, open the stream, hand each event to the adapter's state machine, tell a
- * cut stream from a finished one, map any failure to a ProviderError that keeps what arrived before it,
- * announce `response.completed`, and build the TurnResult. An adapter keeps only its request building and
- * its stream state machine.
+ * cut stream from a finished one, bound the wait for the response and the silences in it (./watchdog),
+ * map any failure to a ProviderError that keeps what arrived before it, announce `response.completed`,
+ * and build the TurnResult. An adapter keeps only its request building and its stream state machine.
  */
 import { TurnItems } from './emit';
-import { ProviderError, streamCut, toProviderError, type ErrorContext } from './errors';
+import { ProviderError, streamCut, streamStalled, toProviderError, type ErrorContext } from './errors';
+import { StreamWatchdog, type StreamBounds } from './watchdog';
 import type { EmitFn, ProviderId, StopReason, TurnRequest, TurnResult } from './types';
 import { newId } from '../../util/ids';
 
@@ -36,6 +37,8 @@ export interface StreamSource {
   provider: ProviderId;
   baseURL?: string;
   idPrefix: string;
+  /** The time-to-response and idle bounds (default DEFAULT_STREAM_BOUNDS). */
+  bounds?: Partial<StreamBounds>;
 }
 
 /** The error context of a turn (also for the checks an adapter makes before it streams). */
@@ -48,33 +51,48 @@ function stopped(ctx: ErrorContext): ProviderError {
 }
 
 /**
- * One streamed turn: `open` makes the SDK call, `machine` (the adapter's state machine) turns each
- * event into ours; this skeleton owns the error context, abort checks, the finished check, error
- * mapping and the TurnResult.
+ * One streamed turn: `open` makes the SDK call with the signal it must give the SDK (the caller's Stop
+ * and the watchdog's bounds), `machine` (the adapter's state machine) turns each event into ours; this
+ * skeleton owns the error context, abort checks, the bounds, the finished check, error mapping and the
+ * TurnResult.
  */
 export async function runStream<E>(
   source: StreamSource,
   req: TurnRequest,
   emit: EmitFn,
-  open: () => Promise<AsyncIterable<E>>,
+  open: (signal: AbortSignal) => Promise<AsyncIterable<E>>,
   machineFor: (turn: TurnItems, ctx: ErrorContext) => StreamMachine<E>,
 ): Promise<TurnResult> {
   const o = { ...source, emit };
   const ctx = turnContext(o.provider, req, o.baseURL);
   const turn = new TurnItems(o.provider, newId('turn'));
   const machine = machineFor(turn, ctx);
+  const dog = new StreamWatchdog(source.bounds, req.signal);
+  let it: AsyncIterator<E> | undefined;
+  let ended = false;
   try {
     if (req.signal?.aborted) throw stopped(ctx);
-    const stream = await open();
+    const stream = await dog.connect(open);
     ctx.streaming = true;
-    for await (const ev of stream) machine.onEvent(ev);
+    it = stream[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await dog.guard(it.next());
+      if (next.done) break;
+      dog.event();
+      machine.onEvent(next.value);
+    }
+    ended = true;
     if (req.signal?.aborted) throw stopped(ctx);
     if (!machine.complete) throw streamCut(ctx, undefined, machine.cutWhat ?? 'The stream ended');
     machine.finish?.();
   } catch (err) {
-    const pe = toProviderError(err, ctx);
+    // Not read to its end: let the SDK close the response (as `for await` would on a throw).
+    if (it && !ended) void Promise.resolve(it.return?.()).catch(() => {});
+    const pe = dog.stall && !req.signal?.aborted ? streamStalled(ctx, dog.stall) : toProviderError(err, ctx);
     pe.partial = { items: turn.partialItems(), responseId: machine.responseId };
     throw pe;
+  } finally {
+    dog.dispose();
   }
   const responseId = machine.responseId ?? newId(o.idPrefix);
   const out = machine.outcome();

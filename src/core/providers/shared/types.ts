@@ -182,6 +182,10 @@ export interface Provider {
   streamTurn(request: TurnRequest, emit: EmitFn): Promise<TurnResult>;
   /** Whether `model` takes function tools; absent means it does (OpenAI-compatible models can be configured otherwise). */
   supportsTools?(model: string): boolean;
+  /** The context window of `model` in tokens as the settings say (absent: the catalogue's). */
+  contextWindow?(model: string): number | undefined;
+  /** The context window the server reports for `model` (llama.cpp `/props`, Ollama `/api/show`), read once; undefined when it does not say. */
+  servedContextWindow?(model: string, signal?: AbortSignal): Promise<number | undefined>;
   /** Whether `model` can see images (./catalog `modelSeesImages`); absent means it cannot. */
   seesImages?(model: string): boolean;
   /**
@@ -211,6 +215,13 @@ export interface ProviderConfig {
   headers?: Record<string, string>;
   /** Per-request timeout of the SDK client, in milliseconds. */
   timeoutMs?: number;
+  /**
+   * A streamed turn's bounds, in milliseconds: from the request to the response, and the longest silence
+   * while it streams (codeact.modelStream.firstByteTimeoutSeconds / idleTimeoutSeconds). Default
+   * DEFAULT_STREAM_BOUNDS (./watchdog).
+   */
+  firstByteTimeoutMs?: number;
+  idleTimeoutMs?: number;
   /** OpenAI-compatible: whether models accept tools unless `models` says otherwise. Default true. */
   supportsTools?: boolean;
   /** OpenAI-compatible: context window in tokens (requests estimated larger fail with `context_overflow`). */

@@ -1,0 +1,38 @@
+/**
+ * `codeact chat` against a model server that falls silent (issue 20, point 5): the CLI reads
+ * codeact.modelStream.idleTimeoutSeconds from its user settings, the stalled request is retried once,
+ * then the turn fails with exit 1 and a message that says the model stopped sending and which setting to
+ * raise. Before the bounds, this hung for 300 s per attempt, four attempts.
+ */
+import * as assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { runCli } from '../support/cli';
+import { startServerFor } from '../support/wire/harness';
+import type { WireServer } from '../support/wire/server';
+import { fault } from '../support/wire/turn';
+
+describe('codeact chat: a silent model server', function () {
+  this.timeout(30_000);
+  let home: string;
+  let server: WireServer | undefined;
+  beforeEach(() => (home = mkdtempSync(path.join(tmpdir(), 'codeact-stall-'))));
+  afterEach(async () => {
+    rmSync(home, { recursive: true, force: true });
+    await server?.close();
+    server = undefined;
+  });
+
+  it('ends with exit 1 after one retry, saying the model stopped sending and naming the setting', async () => {
+    writeFileSync(path.join(home, 'settings.json'), JSON.stringify({ 'codeact.modelStream.idleTimeoutSeconds': 1 }));
+    server = await startServerFor('openai-compatible', 'ollama');
+    server.push(fault.silence(), fault.silence(), fault.silence());
+    const r = await runCli(['chat', 'hi', '--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', server.url, '--storage', path.join(home, 'conv')], { CODEACT_HOME: home });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /The model stopped sending for 1 s after the response started: the OpenAI-compatible server sent its headers and then nothing/);
+    assert.match(r.stderr, /codeact\.modelStream\.idleTimeoutSeconds \(now 1 s\)/);
+    assert.doesNotMatch(r.stderr, /connection was cut/);
+    assert.equal(server.turns.length, 2, 'one retry, not four attempts');
+  });
+});
