@@ -31,7 +31,7 @@ describe('codeact chat: tokens and cost at the end', function () {
     const first = await runCli(['chat', 'Say hello', '--provider', 'openai', '--model', 'gpt-5-mini', '--base-url', server.url, '--storage', storage], env);
     assert.equal(first.code, 0, first.stderr);
     // gpt-5-mini: 2,000 × $0.25/M + 100 × $2/M = $0.0007.
-    assert.match(first.stderr, /\] completed; tokens: this turn 2,000 in · 100 out · \$0\.0007; conversation 2,000 in · 100 out · \$0\.0007 \(list prices as of 2026-\d\d-\d\d\)\. Continue with: codeact chat --continue c_/);
+    assert.match(first.stderr, /\] completed; tokens: this turn 2,000 in · 100 out · \$0\.0007; conversation 2,000 in · 100 out · \$0\.0007; context [\d,]+ of [\d,]+ tokens \(\d+%\); compaction at 75% \(list prices as of 2026-\d\d-\d\d\)\. Continue with: codeact chat --continue c_/);
     const id = /\[(c_[A-Za-z0-9_]+)\]/.exec(first.stderr)![1];
 
     server.push(turn().text('Hello again.').with({ usage: { input: 4000, output: 200 } }));
@@ -46,6 +46,10 @@ describe('codeact chat: tokens and cost at the end', function () {
     assert.equal(Number(summary.conversation.cost_usd?.toFixed(6)), 0.0021);
     assert.match(summary.prices_as_of ?? '', /^2026-/);
     assert.equal(lines.filter((l) => l.type === 'codeact.usage.summary').length, 1);
+    // The window at the last request: the engine's own codeact.context.usage, also printed as an event.
+    const usage = lines.filter((l) => l.type === 'codeact.context.usage').at(-1) as UsageSummary['context'] & { type: string };
+    assert.ok(usage && usage.window_tokens > 0, 'the engine reported the window');
+    assert.deepEqual(summary.context, { used_tokens: usage.used_tokens, window_tokens: usage.window_tokens, compact_at_tokens: usage.compact_at_tokens });
   });
 
   it('a local server has no price: tokens only, and the summary counts the request as unpriced', async () => {
@@ -53,7 +57,7 @@ describe('codeact chat: tokens and cost at the end', function () {
     server.push(turn().text('Hi.').with({ usage: { input: 1234, output: 56 } }));
     const human = await runCli(['chat', 'Hi', '--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', server.url, '--storage', storage]);
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stderr, /completed; tokens: this turn 1,234 in · 56 out; conversation 1,234 in · 56 out\. Continue with/);
+    assert.match(human.stderr, /completed; tokens: this turn 1,234 in · 56 out; conversation 1,234 in · 56 out; context [\d,]+ of [\d,]+ tokens \(\d+%\); compaction at 75%\. Continue with/);
     assert.doesNotMatch(human.stderr, /\$|list prices/);
     server.push(turn().text('Hi.').with({ usage: { input: 10, output: 5 } }));
     const json = await runCli(['chat', 'Hi', '--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', server.url, '--storage', storage, '--json']);
