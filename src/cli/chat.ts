@@ -8,6 +8,7 @@
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import type { TranscriptEvent } from '../common/transcript';
+import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
@@ -113,6 +114,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
         printEvent(e);
         if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') saveAndReport(saver, e.item, !!values.json);
       };
+  // Where this turn's events start in the conversation (for the usage report at the end).
+  const turnStart = convo.events.length;
   try {
     const turn = await runChatTurn({
       conversation: convo,
@@ -132,10 +135,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
       process.stderr.write(`codeact: ${turn.error?.message}\n`);
       return turn.error?.code === 'internal' ? 1 : 2;
     }
-    if (!values.json) {
+    // Tokens of the turn and of the conversation (cached included), cost where a price is known, the window.
+    const summary = usageSummary(convo.id, convo.events, turnStart);
+    if (values.json) process.stdout.write(JSON.stringify(summary) + '\n');
+    else {
       if (result.text && !result.text.endsWith('\n')) process.stdout.write('\n');
-      const u = result.usage.total;
-      process.stderr.write(`\n[${convo.id}] ${result.status}; tokens in ${u.input_tokens}, out ${u.output_tokens}. Continue with: codeact chat --continue ${convo.id} "<prompt>"\n`);
+      process.stderr.write(`\n[${convo.id}] ${result.status}; ${usageSummaryText(summary)}. Continue with: codeact chat --continue ${convo.id} "<prompt>"\n`);
       if (result.error && result.status !== 'completed') process.stderr.write(`codeact: ${result.error.message}\n`);
     }
     return result.status === 'completed' ? 0 : 1;

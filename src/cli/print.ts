@@ -10,7 +10,8 @@
  */
 import { parseDataUrl } from '../common/dataUrl';
 import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
-import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, ImageOutput } from '../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, ContextCompacted, DisplayOutput, ImageOutput } from '../common/events';
+import { formatCount } from '../common/format';
 import { fileLabel, filesOf } from '../common/outputLabels';
 import { InvisibleRevealer, revealInvisible } from '../common/invisibleChars';
 import { SgrState, sanitizeTerminal, TerminalSanitizer } from '../common/terminal';
@@ -150,6 +151,12 @@ export function printItemResult(item: CodeInterpreterCallItem): void {
   }
 }
 
+/** "── Earlier turns summarised (6,900 → 2,100 tokens; the last 2 steps stay verbatim) ──" */
+export function compactedLine(e: ContextCompacted): string {
+  const kept = Number(e.kept_turns) || 0;
+  return `── ${e.method === 'stand-ins' ? 'Earlier tool results shortened' : 'Earlier turns summarised'} (${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'step stays' : `${kept} steps stay`} verbatim) ──`;
+}
+
 /** A chat: the answer, the code as the model writes it, the result of each run; reasoning is not printed. */
 export function chatPrinter(): (e: TranscriptEvent) => void {
   const base = humanPrinter();
@@ -186,6 +193,10 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         break;
       case 'codeact.session':
         if (e.state === 'ended') process.stderr.write(`${dim(sanitizeTerminal(e.message, colours))}\n`);
+        break;
+      case 'codeact.context.compacted':
+        // The boundary, said once; the saved conversation keeps every turn (and the summary).
+        process.stderr.write(`${plain()}${dim(compactedLine(e))}\n`);
         break;
       case 'error':
       case 'codeact.turn.started':

@@ -213,6 +213,8 @@ export interface Usage {
   input_tokens: number;
   output_tokens: number;
   total_tokens?: number;
+  /** Of `input_tokens`, how many the provider read from its prompt cache (included in `input_tokens`). */
+  cached_tokens?: number;
 }
 
 export interface ToolCallRecord {
@@ -348,6 +350,30 @@ export interface SessionChanged {
   message: string;
 }
 
+/**
+ * Tokens and cost of the turn and of the whole conversation, and the window at the last request: what
+ * `codeact chat --json` prints as its last line (the extension never emits it). Costs only where a price is
+ * known (src/common/prices.ts, dated `prices_as_of`); `unpriced` counts the requests left out of `cost_usd`.
+ */
+export interface UsageSummary {
+  type: 'codeact.usage.summary';
+  conversation_id: string;
+  turn: UsageTotalsShape;
+  conversation: UsageTotalsShape;
+  context?: { used_tokens: number; window_tokens: number; compact_at_tokens: number };
+  prices_as_of?: string;
+}
+
+/** Usage summed over model requests (src/common/usage.ts). */
+export interface UsageTotalsShape {
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  total_tokens: number;
+  cost_usd?: number;
+  unpriced: number;
+}
+
 export interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
 export interface ErrorEvent { type: 'error'; message: string; code?: string }
 
@@ -375,6 +401,7 @@ export type CodeActEvent =
   | ApprovalResolved
   | Retrying
   | SessionChanged
+  | UsageSummary
   | ResponseCompleted
   | ErrorEvent;
 

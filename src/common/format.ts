@@ -28,3 +28,11 @@ export function formatElapsed(ms: number): string {
   const s = Math.round((ms % 60_000) / 1000);
   return `${m} min ${s} s`;
 }
+
+/** An integer with thousands separators: `5,210`. */
+export function formatCount(n: number): string {
+  const s = String(Math.trunc(Math.abs(n)));
+  let out = '';
+  for (let i = s.length; i > 0; i -= 3) out = s.slice(Math.max(0, i - 3), i) + (out ? ',' + out : '');
+  return (n < 0 ? '-' : '') + out;
+}

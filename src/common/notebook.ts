@@ -11,7 +11,8 @@
  */
 import { base64ToText, parseDataUrl } from './dataUrl';
 import { mimeText } from './displays';
-import type { CodeInterpreterCallItem } from './events';
+import type { CodeInterpreterCallItem, ContextCompacted } from './events';
+import { formatCount } from './format';
 import { fileLabel } from './outputLabels';
 import { setupCode, setupMarkdown, type RecordedCall } from './notebookSetup';
 import type { TranscriptEvent } from './transcript';
@@ -48,15 +49,28 @@ export function conversationToNotebook(events: readonly TranscriptEvent[], optio
     cells.push({ cell_type: 'markdown', id: id(), metadata: { codeact: { role: 'setup' } }, source: lines(setupMarkdown(calls.length, discovery)) });
     cells.push({ cell_type: 'code', id: id(), metadata: { codeact: { role: 'setup' } }, source: lines(setupCode(calls)), execution_count: null, outputs: [] });
   }
+  // Where the latest prompt's cell is, while nothing followed it: a compaction before the turn's first request goes above it.
+  let promptAt = -1;
   for (const e of events) {
     if (e.type === 'codeact.turn.started') {
+      promptAt = cells.length;
       cells.push({ cell_type: 'markdown', id: id(), metadata: { codeact: { role: 'user', source: e.source } }, source: lines(`**You:** ${e.prompt}`) });
-    } else if (e.type === 'response.output_text.done' && !e.thinking) {
+      continue;
+    }
+    if (e.type === 'codeact.context.compacted') {
+      const cell = compactionCell(e, id());
+      if (promptAt >= 0 && promptAt === cells.length - 1) cells.splice(promptAt++, 0, cell);
+      else cells.push(cell);
+      continue;
+    }
+    const before = cells.length;
+    if (e.type === 'response.output_text.done' && !e.thinking) {
       if (e.text.trim()) cells.push({ cell_type: 'markdown', id: id(), metadata: { codeact: { role: 'assistant' } }, source: lines(e.text) });
       text.delete(e.item_id);
     } else if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
       cells.push(codeCell(e.item, id(), ++count));
     }
+    if (cells.length !== before) promptAt = -1;
   }
   return {
     nbformat: 4,
@@ -67,6 +81,22 @@ export function conversationToNotebook(events: readonly TranscriptEvent[], optio
       codeact: { exported_at: new Date().toISOString(), provider: options.provider, model: options.model },
     },
     cells,
+  };
+}
+
+/** The compaction boundary: what the model was sent instead of the cells above (which stay, every one). */
+function compactionCell(e: ContextCompacted, cellId: string): Cell {
+  const kept = Number(e.kept_turns) || 0;
+  const counts = `${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'step stays' : `${kept} steps stay`} verbatim`;
+  const summary = String(e.summary ?? '');
+  const text = !summary
+    ? `**Earlier tool results shortened** (${counts}). The cells above are kept in full; the model was sent short stand-ins for their older tool results.`
+    : `**Earlier turns summarised** (${counts}). The cells above are kept in full; from here on the model was sent this summary instead of them:\n\n${summary.split('\n').map((l) => `> ${l}`).join('\n')}`;
+  return {
+    cell_type: 'markdown',
+    id: cellId,
+    metadata: { codeact: { role: 'compaction', method: e.method, before_tokens: e.before_tokens, after_tokens: e.after_tokens, kept_turns: e.kept_turns } },
+    source: lines(`---\n\n${text}`),
   };
 }
 

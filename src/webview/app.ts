@@ -323,7 +323,7 @@ export class App {
     }
     this.dirtyTurns.clear();
     this.updateBusy();
-    this.composer.setStatus(statusText(this.model, Boolean(this.host?.busy)));
+    this.composer.setStatus(statusText(this.model, Boolean(this.host?.busy)), this.model);
     if (held) this.frames.schedule();
   }
 
@@ -450,7 +450,7 @@ export class App {
     this.composer.renderPicker();
     this.renderEmptyState();
     this.updateBusy();
-    this.composer.setStatus(statusText(this.model, Boolean(this.host?.busy)));
+    this.composer.setStatus(statusText(this.model, Boolean(this.host?.busy)), this.model);
   }
 
   private renderEmptyState(): void {

@@ -6,6 +6,8 @@
 import type { HostState, WebviewToHost } from '../common/protocol';
 import { h, toggle } from './dom';
 import { icon } from './icons';
+import type { TranscriptModel } from '../common/transcript';
+import { ContextMeter } from './contextMeter';
 import { PromptHistory } from './promptHistory';
 
 const MAX_INPUT_HISTORY = 100;
@@ -35,6 +37,8 @@ export class Composer {
   private readonly sendButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;
   private readonly history: PromptHistory;
+  /** How full the context window is (the model's latest request). */
+  readonly meter = new ContextMeter();
   private lastStatus = '';
 
   /** The prompts sent, oldest first (saved with the panel's state). */
@@ -80,7 +84,7 @@ export class Composer {
         'div',
         { class: 'input-box' },
         this.input,
-        h('div', { class: 'input-row' }, this.providerSelect, this.modelSelect, this.pickerButton, this.toolsButton, h('span', { class: 'spacer' }), this.stopButton, this.sendButton),
+        h('div', { class: 'input-row' }, this.providerSelect, this.modelSelect, this.pickerButton, this.toolsButton, h('span', { class: 'spacer' }), this.meter.el, this.stopButton, this.sendButton),
       ),
     );
   }
@@ -94,7 +98,9 @@ export class Composer {
     this.sendButton.hidden = busy;
   }
 
-  setStatus(text: string): void {
+  /** The status line; with the transcript, the context meter too. */
+  setStatus(text: string, model?: TranscriptModel): void {
+    if (model) this.meter.update(model);
     if (text === this.lastStatus) return;
     this.lastStatus = text;
     this.statusEl.textContent = text;

@@ -48,12 +48,7 @@ export function formatDuration(ms: number | undefined): string {
 }
 
 /** 12345 -> "12,345" (toLocaleString is slow enough to show up in profiles). */
-export function formatCount(n: number): string {
-  const s = String(Math.trunc(Math.abs(n)));
-  let out = '';
-  for (let i = s.length; i > 0; i -= 3) out = s.slice(Math.max(0, i - 3), i) + (out ? ',' + out : '');
-  return (n < 0 ? '-' : '') + out;
-}
+export { formatCount } from '../common/format';
 
 export function formatTokens(n: number): string {
   if (n < 1000) return String(n);

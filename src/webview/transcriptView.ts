@@ -9,8 +9,10 @@
  * position meanwhile: heldPosition.ts; scroll anchoring keeps a following view still), so a 500-turn conversation never blocks the page for long. Offscreen turns cost
  * no style, layout or paint (`content-visibility: auto` on their bodies).
  */
-import { execKey, type ItemView, type TranscriptModel, type TurnView } from '../common/transcript';
+import { execKey, findTurn, type ItemView, type TranscriptModel, type TurnView } from '../common/transcript';
 import { formatCount, formatDuration, formatTokens, h, setText } from './dom';
+import { formatCost, PRICES_AS_OF } from '../common/prices';
+import { CompactionRenderer } from './compactionCard';
 import { ExecRenderer } from './execCard';
 import type { IdleQueue } from './frameLoop';
 import { icon, spinner } from './icons';
@@ -24,6 +26,7 @@ export type { ViewContext } from './viewKit';
 class TurnRenderer {
   readonly el: HTMLElement;
   readonly items: HTMLElement;
+  private readonly body: HTMLElement;
   private readonly footer: HTMLElement;
   private readonly statusEl: HTMLElement;
   private readonly usageEl: HTMLElement;
@@ -33,7 +36,7 @@ class TurnRenderer {
 
   constructor(turn: TurnView, index: number) {
     this.el = h('article', { class: 'turn', 'data-turn-id': turn.id, 'aria-label': `Turn ${index + 1}` });
-    const body = h('div', { class: 'turn-body' });
+    const body = (this.body = h('div', { class: 'turn-body' }));
     this.el.append(body);
     if (turn.prompt !== undefined) {
       const label = turn.source === 'run_with_tools' ? 'Run with Tools' : 'You';
@@ -51,6 +54,12 @@ class TurnRenderer {
     this.metaEl = h('span', { class: 'turn-meta' });
     this.footer = h('footer', { class: 'turn-footer' }, this.statusEl, this.usageEl, h('span', { class: 'spacer' }), this.metaEl);
     body.append(this.items, this.footer);
+  }
+
+  /** Puts an item's view in the turn: a compaction before the turn's first request goes above its prompt (the boundary). */
+  place(item: ItemView, el: HTMLElement, turn: TurnView): void {
+    if (item.kind === 'compaction' && turn.itemKeys[0] === item.key) this.body.prepend(el);
+    else this.items.append(el);
   }
 
   sync(turn: TurnView): void {
@@ -71,9 +80,11 @@ class TurnRenderer {
     }
     const u = turn.usage;
     if (u) {
-      setText(this.usageEl, `${formatTokens(u.input_tokens)} in · ${formatTokens(u.output_tokens)} out`);
-      this.usageEl.title = `Input tokens: ${formatCount(u.input_tokens)}\nOutput tokens: ${formatCount(u.output_tokens)}${turn.responses > 1 ? `\nModel calls: ${turn.responses}` : ''}`;
-      this.usageEl.setAttribute('aria-label', `Usage: ${formatCount(u.input_tokens)} input tokens, ${formatCount(u.output_tokens)} output tokens`);
+      const cost = u.cost_usd !== undefined ? formatCost(u.cost_usd) : '';
+      setText(this.usageEl, `${formatTokens(u.input_tokens)} in · ${formatTokens(u.output_tokens)} out${cost ? ` · ${cost}` : ''}`);
+      const cached = u.cached_tokens ? `\nCached input tokens: ${formatCount(u.cached_tokens)}` : '';
+      this.usageEl.title = `Input tokens: ${formatCount(u.input_tokens)}${cached}\nOutput tokens: ${formatCount(u.output_tokens)}${turn.responses > 1 ? `\nModel calls: ${turn.responses}` : ''}${cost ? `\nCost: about ${cost} (list prices as of ${PRICES_AS_OF})` : ''}`;
+      this.usageEl.setAttribute('aria-label', `Usage: ${formatCount(u.input_tokens)} input tokens${u.cached_tokens ? ` (${formatCount(u.cached_tokens)} cached)` : ''}, ${formatCount(u.output_tokens)} output tokens${cost ? `, about ${cost}` : ''}`);
     }
     // The model and the duration are words of their own: a narrow footer wraps between them, never inside one.
     const meta = [turn.model, turn.durationMs !== undefined ? formatDuration(turn.durationMs) : ''].filter((x): x is string => !!x);
@@ -143,16 +154,13 @@ export class TranscriptView {
     if (this.items.has(key)) return;
     const item = model.items[key];
     if (!item || this.pending.has(item.turnId)) return; // rendered whole when its turn's time comes
-    let turn = this.turns.get(item.turnId);
-    if (!turn) {
-      const t = model.turns.find((x) => x.id === item.turnId);
-      if (!t) return;
-      this.addTurn(model, t);
-      turn = this.turns.get(item.turnId)!;
-    }
+    const t = findTurn(model, item.turnId);
+    if (!t) return;
+    if (!this.turns.has(item.turnId)) this.addTurn(model, t);
+    const turn = this.turns.get(item.turnId)!;
     const r = this.createRenderer(item, model);
     this.items.set(key, r);
-    turn.items.append(r.el);
+    turn.place(item, r.el, t);
   }
 
   syncTurn(turn: TurnView): void {
@@ -233,7 +241,7 @@ export class TranscriptView {
       if (!item || this.items.has(key)) continue;
       const ir = this.createRenderer(item, model);
       this.items.set(key, ir);
-      r.items.append(ir.el);
+      r.place(item, ir.el, turn);
       ir.sync(item);
     }
     r.sync(turn);
@@ -256,6 +264,8 @@ export class TranscriptView {
         return new ErrorRenderer(item, this.ctx, model.turns.find((t) => t.id === item.turnId));
       case 'notice':
         return new NoticeRenderer(item);
+      case 'compaction':
+        return new CompactionRenderer(item);
     }
   }
 }

@@ -37,7 +37,7 @@ describe('codeact chat', function () {
       'response.code_interpreter_call_code.done', 'response.code_interpreter_call.interpreting', 'response.code_interpreter_call.completed',
       'response.output_item.added', 'response.output_item.done', 'response.function_call_arguments.delta', 'response.function_call_arguments.done',
       'codeact.output.delta', 'codeact.output.display', 'codeact.tool_call.started', 'codeact.tool_call.completed', 'codeact.approval.requested', 'codeact.approval.resolved',
-      'codeact.retry', 'codeact.context.usage', 'codeact.context.compacted', 'response.completed', 'error',
+      'codeact.retry', 'codeact.context.usage', 'codeact.context.compacted', 'codeact.usage.summary', 'response.completed', 'error',
     ]);
     for (const e of events) assert.ok(allowed.has(e.type), `unknown event type ${e.type}`);
     const exec = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');

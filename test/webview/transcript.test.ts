@@ -29,7 +29,7 @@ describe('transcript reducer', () => {
     assert.equal(turn.status, 'completed');
     assert.equal(turn.model, 'gpt-5-mini');
     assert.equal(turn.durationMs, 6400);
-    assert.deepEqual(turn.usage, { input_tokens: 1234, output_tokens: 340, total_tokens: 1574 });
+    assert.deepEqual(turn.usage, { input_tokens: 1234, output_tokens: 340, total_tokens: 1574, cached_tokens: 0, cost_usd: 0.0009885, unpriced: 0 });
     assert.deepEqual(turn.itemKeys, ['m:msg_0', 'x:ci_1', 'm:msg_1']);
 
     const first = m.items['m:msg_0'] as MessageView;
@@ -189,7 +189,7 @@ describe('transcript reducer', () => {
     assert.equal(isBusy(m), true);
     applyEvent(m, ev.done('r1', 100, 10));
     applyEvent(m, ev.done('r2', 200, 20));
-    assert.deepEqual(m.turns[0].usage, { input_tokens: 300, output_tokens: 30, total_tokens: 330 });
+    assert.deepEqual(m.turns[0].usage, { input_tokens: 300, output_tokens: 30, total_tokens: 330, cached_tokens: 0, unpriced: 2 }, 'no provider, no price: the requests are counted as unpriced');
     assert.equal(m.turns[0].responses, 2);
     assert.equal(m.turns[0].status, 'running');
     applyEvent(m, ev.turnEnd('t'));

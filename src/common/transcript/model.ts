@@ -2,7 +2,8 @@
  * The view model the chat panel renders (turns, messages, execution cards, tool-call timelines,
  * approvals, usage): a plain, JSON-serialisable object that the reducer updates in place.
  */
-import type { DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
+import type { ContextCompacted, DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
+import type { UsageTotals } from '../usage';
 import type { TurnSource } from './events';
 
 // ---- view model -----------------------------------------------------------------------------------
@@ -26,8 +27,8 @@ export interface TurnView {
   interrupted?: boolean;
   /** Keys into `TranscriptModel.items`, in order of appearance. */
   itemKeys: string[];
-  /** Sum over the model responses of the turn. */
-  usage?: Usage;
+  /** Sum over the model responses of the turn (cached tokens and cost in states saved since they existed). */
+  usage?: Usage & Partial<UsageTotals>;
   responses: number;
   rev: number;
 }
@@ -189,7 +190,34 @@ export interface NoticeView {
   rev: number;
 }
 
-export type ItemView = MessageView | ExecView | FunctionView | EditorView | ApprovalView | ErrorView | NoticeView;
+/**
+ * The compaction boundary (`codeact.context.compacted`): "Earlier turns summarised", with the token counts
+ * before and after and the summary. Nothing before it is removed from the transcript.
+ */
+export interface CompactionView {
+  kind: 'compaction';
+  key: string;
+  turnId: string;
+  beforeTokens: number;
+  afterTokens: number;
+  /** At most `MAX_SUMMARY_CHARS` (the saved conversation keeps the whole event). */
+  summary: string;
+  keptTurns: number;
+  method: ContextCompacted['method'];
+  rev: number;
+}
+
+/** The longest compaction summary the view model keeps. */
+export const MAX_SUMMARY_CHARS = 64 * 1024;
+
+export type ItemView = MessageView | ExecView | FunctionView | EditorView | ApprovalView | ErrorView | NoticeView | CompactionView;
+
+/** How full the context window was at the latest model request (`codeact.context.usage`). */
+export interface ContextState {
+  used_tokens: number;
+  window_tokens: number;
+  compact_at_tokens: number;
+}
 
 export interface TranscriptModel {
   turns: TurnView[];
@@ -199,6 +227,10 @@ export interface TranscriptModel {
    * view; `c:<provider call id>` -> the latest function call with that call id (for outputs saved without our id).
    */
   aliases: Record<string, string>;
+  /** Usage summed over every turn (absent until a response reported usage). */
+  usage?: UsageTotals;
+  /** The window at the latest model request (absent until the host reports one). */
+  context?: ContextState;
   /** Events applied so far. */
   events: number;
   /** Counter for generated ids (implicit turns, errors, notices). */
@@ -236,6 +268,9 @@ export function functionKey(itemId: string): string {
 /** The alias of the latest function call with a provider's call id (outputs saved before ids were ours). */
 export function callAliasKey(callId: string): string {
   return `c:${callId}`;
+}
+export function compactionKey(serial: number): string {
+  return `k:${serial}`;
 }
 export function approvalKey(approvalId: string): string {
   return `a:${approvalId}`;

@@ -7,7 +7,8 @@
  * re-renders the whole transcript). Output panes keep only a bounded tail; the host keeps the full text.
  */
 import type { TranscriptEvent } from './events';
-import { approvalKey, createTranscript, currentTurn, execKey, findTurn, type ApprovalView, type ErrorView, type ExecView, type NoticeView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
+import { addUsage, emptyTotals, type UsageTotals } from '../usage';
+import { approvalKey, compactionKey, MAX_SUMMARY_CHARS, type CompactionView, createTranscript, currentTurn, execKey, findTurn, type ApprovalView, type ErrorView, type ExecView, type NoticeView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
 import { applyExecEvent } from './execEvents';
 import { Ctx } from './reducerContext';
 
@@ -190,11 +191,11 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       turn.responses++;
       const usage = event.response.usage;
       if (usage) {
-        const sum = turn.usage ?? { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
-        sum.input_tokens += usage.input_tokens || 0;
-        sum.output_tokens += usage.output_tokens || 0;
-        sum.total_tokens = (sum.total_tokens ?? 0) + (usage.total_tokens ?? (usage.input_tokens || 0) + (usage.output_tokens || 0));
-        turn.usage = sum;
+        // (A turn saved before cached tokens and costs were counted goes on from its sums.)
+        const was = turn.usage;
+        const sum: UsageTotals = was?.unpriced !== undefined ? (was as UsageTotals) : { ...emptyTotals(), input_tokens: was?.input_tokens || 0, output_tokens: was?.output_tokens || 0, total_tokens: was?.total_tokens || 0 };
+        turn.usage = addUsage(sum, usage, turn.provider, turn.model);
+        model.usage = addUsage(model.usage ?? emptyTotals(), usage, turn.provider, turn.model);
       }
       for (const key of turn.itemKeys) {
         const item = model.items[key];
@@ -210,6 +211,30 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       // A response arrived: the retries worked.
       endRetries(ctx, model, turn);
       ctx.turnChanged(turn);
+      break;
+    }
+    case 'codeact.context.compacted': {
+      // The boundary, in the turn whose request was compacted, where it happened.
+      const turn = findTurn(model, String(event.turn_id)) ?? ctx.turnForNewItem();
+      const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
+      const summary = typeof event.summary === 'string' ? event.summary : '';
+      const view: CompactionView = {
+        kind: 'compaction',
+        key: compactionKey(++model.serial),
+        turnId: turn.id,
+        beforeTokens: count(event.before_tokens),
+        afterTokens: count(event.after_tokens),
+        summary: summary.length > MAX_SUMMARY_CHARS ? `${summary.slice(0, MAX_SUMMARY_CHARS)}\n…[${summary.length - MAX_SUMMARY_CHARS} more characters in the saved conversation]` : summary,
+        keptTurns: count(event.kept_turns),
+        method: event.method === 'stand-ins' || event.method === 'fallback' ? event.method : 'summary',
+        rev: 1,
+      };
+      ctx.addItem(turn, view);
+      break;
+    }
+    case 'codeact.context.usage': {
+      // The meter reads it (the app redraws the chrome with every batch).
+      model.context = { used_tokens: event.used_tokens, window_tokens: event.window_tokens, compact_at_tokens: event.compact_at_tokens };
       break;
     }
     case 'error': {
