@@ -229,12 +229,14 @@ describe('agent loop end to end', function () {
       const { agent, events } = await agentFor('openai', server, { signal: controller.signal });
       const running = agent.run([], 'sleep');
       while (!events.some((e) => e.type === 'response.code_interpreter_call.interpreting')) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, 300));
+      // The barrier is the child process itself (a busy machine may take a while to start it), not a delay.
+      for (let waited = 0; processesWithCmdline(marker).length === 0 && waited < 40_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
       assert.equal(processesWithCmdline(marker).length, 1);
       controller.abort();
       const result = await running;
       assert.equal(result.status, 'cancelled');
-      await new Promise((r) => setTimeout(r, 100));
+      // Killed with the guest's process tree; reaping may lag a little behind the result on a busy machine.
+      for (let waited = 0; processesWithCmdline(marker).length > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
       assert.deepEqual(processesWithCmdline(marker), []);
     });
   });

@@ -236,8 +236,13 @@ def _fork(chan, req, children, guest, wake):
             data += chunk
     finally:
         os.close(r)
-    parts = data.decode("ascii", "replace").split()
-    if len(parts) == 2 and parts[0].isdigit():
+    # "PID ns|plain" from the first stage, then, from the guest, "error: …" if its isolation failed (the
+    # guest holds the pipe until its mounts, credentials and filter are in place, so the reason comes here,
+    # in order, and not on the shared stderr, which the host may read after the guest's exit).
+    parts = data.decode("utf-8", "replace").split(None, 2)
+    if len(parts) == 3 and parts[2].startswith("error:"):
+        chan.send({"t": "fork_failed", "token": token, "error": parts[2][6:].strip()[:300]})
+    elif len(parts) == 2 and parts[0].isdigit():
         guest_pid = int(parts[0])
         children.add(guest_pid)
         chan.send({"t": "forked", "token": token, "pid": guest_pid, "ns": parts[1] == "ns"})
@@ -282,43 +287,16 @@ def _stage1(req, w, guest, wake):
 
 def _stage2(req, w, guest, ns):
     """In the guest: its own mounts, no privileges, its three connections to the host."""
+    try:
+        _isolate(req, ns)
+    except BaseException as exc:  # noqa: BLE001
+        try:
+            os.write(w, f" error: {type(exc).__name__}: {exc}".encode("utf-8", "replace")[:400])
+        except OSError:
+            pass
+        raise
     os.close(w)
-    libc = load_libc()
-    import ctypes
     workdir = req.get("workdir") or "/tmp"
-    if ns:
-        _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-        # A /proc that shows only this guest's processes. Fail closed: through the sandbox's /proc a guest
-        # would see the others' /proc/PID/root and /proc/PID/mem. Read-only, as the sandbox's: /proc/sys
-        # checks only the uid, and a guest of root is the host's root.
-        _mount(libc, b"proc", b"/proc", b"proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-        if os.readlink("/proc/self") != "1":
-            raise OSError(1, "the private /proc does not show the guest's own PID namespace")
-        size = int(req.get("tmp_size") or (256 << 20))
-        # Mounts the host asked to keep (a workspace under /tmp) are carried over the private tmpfs.
-        keep = [k.rstrip("/") for k in (req.get("keep") or []) if isinstance(k, str) and k.startswith("/")]
-        for target, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), (workdir, "0700")):
-            if target in keep:
-                continue  # the workspace is this very folder: it stays as the sandbox shows it
-            inner = [(k, _clone_mount(libc, k)) for k in keep if k.startswith(target + "/")]
-            _mount(libc, b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}".encode())
-            for path, fd in inner:
-                os.makedirs(path, exist_ok=True)
-                _move_mount(libc, fd, path)
-    else:
-        os.makedirs(workdir, mode=0o700, exist_ok=True)
-    _drop_privileges(libc, ctypes)
-    if req.get("seccomp"):
-        import base64
-        _install_seccomp(libc, ctypes, base64.b64decode(req["seccomp"]))
-    os.setsid()
-    if not ns:
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: its orphans stay in its tree
-        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with the zygote, its parent
-    # Last, after every change of credentials (which resets it): no other process of this user may
-    # ptrace this guest or open its /proc/PID/mem, environ or root (root needs CAP_SYS_PTRACE for that).
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
     # With a namespace of its own, the guest's parent is the first stage, which exits at once (a death
     # signal would fire then): it dies with the sandbox's PID namespace instead. (The first stage cannot
     # be skipped: setns back to the zygote's own PID namespace is refused inside the sandbox.)
@@ -361,6 +339,46 @@ def _stage2(req, w, guest, ns):
         except BaseException:  # noqa: BLE001
             pass
         os._exit(code or 0)
+
+
+def _isolate(req, ns):
+    """The guest's own mounts, no privileges, its seccomp filter, non-dumpable: before any connection."""
+    libc = load_libc()
+    import ctypes
+    workdir = req.get("workdir") or "/tmp"
+    if ns:
+        _mount(libc, b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+        # A /proc that shows only this guest's processes. Fail closed: through the sandbox's /proc a guest
+        # would see the others' /proc/PID/root and /proc/PID/mem. Read-only, as the sandbox's: /proc/sys
+        # checks only the uid, and a guest of root is the host's root.
+        _mount(libc, b"proc", b"/proc", b"proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        if os.readlink("/proc/self") != "1":
+            raise OSError(1, "the private /proc does not show the guest's own PID namespace")
+        size = int(req.get("tmp_size") or (256 << 20))
+        # Mounts the host asked to keep (a workspace under /tmp) are carried over the private tmpfs.
+        keep = [k.rstrip("/") for k in (req.get("keep") or []) if isinstance(k, str) and k.startswith("/")]
+        for target, mode in (("/tmp", "1777"), ("/dev/shm", "1777"), (workdir, "0700")):
+            if target in keep:
+                continue  # the workspace is this very folder: it stays as the sandbox shows it
+            inner = [(k, _clone_mount(libc, k)) for k in keep if k.startswith(target + "/")]
+            _mount(libc, b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}".encode())
+            for path, fd in inner:
+                os.makedirs(path, exist_ok=True)
+                _move_mount(libc, fd, path)
+    else:
+        os.makedirs(workdir, mode=0o700, exist_ok=True)
+    _drop_privileges(libc, ctypes)
+    if req.get("seccomp"):
+        import base64
+        _install_seccomp(libc, ctypes, base64.b64decode(req["seccomp"]))
+    os.setsid()
+    if not ns:
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: its orphans stay in its tree
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with the zygote, its parent
+    # Last, after every change of credentials (which resets it): no other process of this user may
+    # ptrace this guest or open its /proc/PID/mem, environ or root (root needs CAP_SYS_PTRACE for that).
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def signal_default():
