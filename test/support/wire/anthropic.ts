@@ -157,7 +157,7 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
   const delta: Json = { stop_reason: stop, stop_sequence: null };
   const containerId = t.opts.container ?? (typeof req.body?.container === 'string' ? req.body.container : undefined) ?? (hosted ? fakeId('container_011C', 20) : undefined);
   if (containerId) delta.container = { id: containerId, expires_at: '2026-04-24T11:13:36.730129Z' };
-  frames.push(frame('message_delta', { delta, usage: { input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: u.output } }, pad()));
+  frames.push(frame('message_delta', { delta, usage: { input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: u.cached ?? 0, output_tokens: u.output } }, pad()));
   frames.push(frame('message_stop', {}, pad()));
   return { frames };
 }

@@ -118,7 +118,7 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
   }
   frames.push(mk.chunk([{ text: '', thoughtSignature: 'EoECCv4BAQw51segFinal==' }], {
     finishReason: t.opts.stop ?? 'STOP',
-    usage: { promptTokenCount: u.input, candidatesTokenCount: u.output, totalTokenCount: u.input + u.output, promptTokensDetails: [{ modality: 'TEXT', tokenCount: u.input }] },
+    usage: { promptTokenCount: u.input, candidatesTokenCount: u.output, totalTokenCount: u.input + u.output, promptTokensDetails: [{ modality: 'TEXT', tokenCount: u.input }], ...(u.cached ? { cachedContentTokenCount: u.cached } : {}) },
   }));
   return { frames };
 }

@@ -133,7 +133,7 @@ function render(t: ScriptTurn, req: RecordedRequest, p: ChatPersonality): Render
   switch (p) {
     case 'openai':
       frames.push(c.chunk({}, finish));
-      if (includeUsage) frames.push(sseEvent(null, JSON.stringify({ id, object: 'chat.completion.chunk', created: 1760000000, model, service_tier: 'default', system_fingerprint: 'fp_wire', choices: [], usage: { ...usage, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } }, obfuscation: 'x' })));
+      if (includeUsage) frames.push(sseEvent(null, JSON.stringify({ id, object: 'chat.completion.chunk', created: 1760000000, model, service_tier: 'default', system_fingerprint: 'fp_wire', choices: [], usage: { ...usage, prompt_tokens_details: { cached_tokens: u.cached ?? 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } }, obfuscation: 'x' })));
       break;
     case 'ollama':
       frames.push(c.chunk({ role: 'assistant', content: '' }, finish));

@@ -77,7 +77,8 @@ export interface RawPartStep {
 export type Step = TextStep | CallStep | CodeStep | EditorStep | RawPartStep;
 
 export interface TurnOptions {
-  usage?: { input: number; output: number };
+  /** `cached`: of the input, read from the prompt cache (each provider's own field). */
+  usage?: { input: number; output: number; cached?: number };
   /** Provider stop reason to send (default derived from the steps). */
   stop?: string;
   /** Response id (OpenAI `resp_…`, Anthropic `msg_…`, Gemini `responseId`). */

@@ -41,6 +41,7 @@ export class AnthropicState implements StreamMachine<Json> {
   complete = false;
   private inputTokens = 0;
   private outputTokens = 0;
+  private cachedTokens = 0;
   private readonly blocks = new Map<number, BlockState>();
   /** server_tool_use blocks waiting for their result, by tool_use_id. */
   private readonly pending = new Map<string, { index: number; state: BlockState }>();
@@ -55,7 +56,7 @@ export class AnthropicState implements StreamMachine<Json> {
     const raw = this.stopReason;
     const stopReason: StopReason =
       raw === 'pause_turn' ? 'pause_turn' : raw === 'end_turn' || raw === 'stop_sequence' ? 'end_turn' : raw === 'max_tokens' ? 'max_tokens' : raw === 'refusal' ? 'refusal' : raw === 'tool_use' ? 'tool_use' : 'other';
-    return { stopReason, rawStopReason: raw, usage: tokenUsage(this.inputTokens, this.outputTokens), containerId: this.containerId ?? null, model: this.model };
+    return { stopReason, rawStopReason: raw, usage: tokenUsage(this.inputTokens, this.outputTokens, undefined, this.cachedTokens), containerId: this.containerId ?? null, model: this.model };
   }
 
   onEvent(ev: Json): void {
@@ -96,6 +97,7 @@ export class AnthropicState implements StreamMachine<Json> {
     if (!u) return;
     const input = (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
     if (input > this.inputTokens) this.inputTokens = input;
+    if (typeof u.cache_read_input_tokens === 'number' && u.cache_read_input_tokens > this.cachedTokens) this.cachedTokens = u.cache_read_input_tokens;
     if (typeof u.output_tokens === 'number') this.outputTokens = u.output_tokens;
   }
 

@@ -137,7 +137,7 @@ class GeminiState implements StreamMachine<Json> {
     if (u) {
       const input = (u.promptTokenCount ?? 0) + (u.toolUsePromptTokenCount ?? 0);
       const output = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
-      this.usage = tokenUsage(input, output, u.totalTokenCount);
+      this.usage = tokenUsage(input, output, u.totalTokenCount, u.cachedContentTokenCount);
     }
     if (c.promptFeedback?.blockReason) this.blocked = c.promptFeedback.blockReason;
     const cand: Json | undefined = Array.isArray(c.candidates) ? c.candidates.find((x: Json) => (x.index ?? 0) === 0) : undefined;

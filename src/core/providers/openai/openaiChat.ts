@@ -132,7 +132,7 @@ class ChatState implements StreamMachine<Json> {
     this.model ??= chunk.model || undefined;
     if (chunk.usage) {
       const u = chunk.usage;
-      this.usage = tokenUsage(u.prompt_tokens ?? 0, u.completion_tokens ?? 0, u.total_tokens);
+      this.usage = tokenUsage(u.prompt_tokens ?? 0, u.completion_tokens ?? 0, u.total_tokens, u.prompt_tokens_details?.cached_tokens);
     }
     const choice: Json | undefined = Array.isArray(chunk.choices) ? chunk.choices.find((c: Json) => (c.index ?? 0) === 0) : undefined;
     if (!choice) return;

@@ -329,7 +329,7 @@ class ResponsesState implements StreamMachine<Json> {
     this.responseId = response.id ?? this.responseId;
     this.model = response.model ?? this.model;
     const u = response.usage;
-    if (u) this.usage = tokenUsage(u.input_tokens ?? 0, u.output_tokens ?? 0, u.total_tokens);
+    if (u) this.usage = tokenUsage(u.input_tokens ?? 0, u.output_tokens ?? 0, u.total_tokens, u.input_tokens_details?.cached_tokens);
     if (response.status === 'incomplete') {
       const reason = response.incomplete_details?.reason;
       this.rawStop = reason ?? 'incomplete';

@@ -300,8 +300,11 @@ export function replayOnlyItem(replay: ReplayData): ConversationItem {
 }
 
 /** Token usage; the total is the provider's when it sent one. */
-export function tokenUsage(input: number, output: number, total?: number): Usage {
-  return { input_tokens: input, output_tokens: output, total_tokens: total ?? input + output };
+/** `cached`: of `input`, the tokens read from the provider's prompt cache (kept only when a count above 0). */
+export function tokenUsage(input: number, output: number, total?: number, cached?: unknown): Usage {
+  const usage: Usage = { input_tokens: input, output_tokens: output, total_tokens: total ?? input + output };
+  if (typeof cached === 'number' && Number.isFinite(cached) && cached > 0) usage.cached_tokens = Math.min(Math.round(cached), input);
+  return usage;
 }
 
 /** Loosely typed JSON object access for SDK payloads. */
