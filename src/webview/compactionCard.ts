@@ -6,6 +6,7 @@
 import type { CompactionView, ItemView } from '../common/transcript';
 import { formatCount, h, setText, uid } from './dom';
 import { icon } from './icons';
+import { renderMarkdownFragment } from './markdown';
 import type { ItemRenderer } from './viewKit';
 
 const METHOD_TEXT: Record<CompactionView['method'], string> = {
@@ -29,7 +30,7 @@ export class CompactionRenderer implements ItemRenderer {
     const label = item.method === 'stand-ins' ? 'Earlier tool results shortened' : 'Earlier turns summarised';
     this.toggleButton = h('button', { class: 'compaction-toggle', type: 'button', 'aria-expanded': 'false', 'aria-controls': id, onclick: () => this.setOpen(this.body.hidden) }, icon('chevron'), h('span', { text: label }));
     this.tokens = h('span', { class: 'compaction-tokens' });
-    this.summary = h('div', { class: 'compaction-text' });
+    this.summary = h('div', { class: 'compaction-text md' });
     this.meta = h('div', { class: 'compaction-meta' });
     this.body = h('div', { class: 'compaction-body', id, hidden: true }, this.meta, this.summary);
     this.el = h(
@@ -53,8 +54,8 @@ export class CompactionRenderer implements ItemRenderer {
     setText(this.tokens, `${formatCount(item.beforeTokens)} → ${formatCount(item.afterTokens)} tokens`);
     this.tokens.title = `The request had ${formatCount(item.beforeTokens)} tokens before compaction and ${formatCount(item.afterTokens)} after.`;
     setText(this.meta, `${METHOD_TEXT[item.method]}; the last ${item.keptTurns === 1 ? 'step stays' : `${formatCount(item.keptTurns)} steps stay`} verbatim. Everything above is kept in full here and in the saved conversation.`);
-    // Plain text, never HTML: the summary is the model's. Stand-ins have none.
-    setText(this.summary, item.summary);
+    // The model's markdown, through the panel's one sanitising markdown pipeline (as its answers). Stand-ins have none.
+    this.summary.replaceChildren(item.summary ? renderMarkdownFragment(item.summary) : '');
     this.summary.hidden = !item.summary;
   }
 }

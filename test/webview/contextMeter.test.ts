@@ -47,6 +47,23 @@ describe('panel: compaction divider and context meter', function () {
     return p;
   }
 
+  it('a hostile summary is sanitised like any model answer: no script, no handler, no remote load', async () => {
+    const p = await PanelPage.open(browser!, dark!.url, { width: 520, height: 760 }, 'dark');
+    await p.send({ type: 'init', protocol: 1, state: hostState() });
+    const events = compactedConversation().map((e) =>
+      e.type === 'codeact.context.compacted' ? { ...e, summary: '## Task\n<img src="http://127.0.0.1:9/x.png" onerror="window.hit=1"><script>window.hit=2</script>[x](javascript:window.hit=3)' } : e,
+    );
+    await p.sendEvents(events, 1000);
+    await p.whenIdle();
+    await p.page.getByRole('button', { name: 'Earlier turns summarised' }).click();
+    const text = p.page.locator('.compaction-text');
+    assert.equal(await text.locator('h2').innerText(), 'Task');
+    assert.equal(await text.locator('script, img[src^="http"], [onerror]').count(), 0);
+    assert.equal(await text.locator('a[href^="javascript"]').count(), 0);
+    assert.equal(await p.page.evaluate(() => (window as unknown as { hit?: number }).hit), undefined);
+    await p.page.close();
+  });
+
   /** The divider opens and closes with its button (aria-expanded), and sits above the compacted turn's prompt. */
   async function checkDivider(p: PanelPage): Promise<void> {
     const dividers = p.page.locator('.compaction');
@@ -67,6 +84,9 @@ describe('panel: compaction divider and context meter', function () {
     assert.match(await body.innerText(), /Load sales\.csv and plot revenue per month\.[\s\S]*df: DataFrame \(1200, 5\)/);
     assert.match(await body.innerText(), /the last step stays verbatim/);
     assert.equal(await button.getAttribute('aria-controls'), await body.getAttribute('id'));
+    // The summary is the model's markdown, rendered (and sanitised) as its answers are: headings, not "## ".
+    assert.ok((await body.locator('.compaction-text h2').count()) >= 1, 'the summary\'s headings are rendered');
+    assert.doesNotMatch(await body.innerText(), /^## /m);
   }
 
   /** Used of total, the tick where compaction starts, the tooltip with the turn's and the conversation's tokens and cost. */
