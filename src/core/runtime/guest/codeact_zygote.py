@@ -236,12 +236,16 @@ def _fork(chan, req, children, guest, wake):
             data += chunk
     finally:
         os.close(r)
-    # "PID ns|plain" from the first stage, then, from the guest, "error: …" if its isolation failed (the
-    # guest holds the pipe until its mounts, credentials and filter are in place, so the reason comes here,
-    # in order, and not on the shared stderr, which the host may read after the guest's exit).
-    parts = data.decode("utf-8", "replace").split(None, 2)
-    if len(parts) == 3 and parts[2].startswith("error:"):
-        chan.send({"t": "fork_failed", "token": token, "error": parts[2][6:].strip()[:300]})
+    # Lines: "PID ns|plain" from the first stage and, from the guest, "error: …" if its isolation failed, in
+    # either order (two processes write them). The guest holds the pipe until its mounts, credentials and
+    # filter are in place, so the reason comes here, and not on the shared stderr, which the host may read
+    # only after the guest's exit.
+    lines = data.decode("utf-8", "replace").splitlines()
+    error = next((l[6:].strip() for l in lines if l.startswith("error:")), None)
+    started = next((l.split() for l in lines if len(l.split()) == 2 and l.split()[0].isdigit()), None)
+    parts = started or []
+    if error is not None:
+        chan.send({"t": "fork_failed", "token": token, "error": error[:300]})
     elif len(parts) == 2 and parts[0].isdigit():
         guest_pid = int(parts[0])
         children.add(guest_pid)
@@ -277,11 +281,11 @@ def _stage1(req, w, guest, wake):
     if ns:
         pid = os.fork()
         if pid > 0:
-            os.write(w, f"{pid} ns".encode())
+            os.write(w, f"{pid} ns\n".encode())
             os._exit(0)
         _stage2(req, w, guest, True)
     else:
-        os.write(w, f"{os.getpid()} plain".encode())
+        os.write(w, f"{os.getpid()} plain\n".encode())
         _stage2(req, w, guest, False)
 
 
@@ -291,7 +295,10 @@ def _stage2(req, w, guest, ns):
         _isolate(req, ns)
     except BaseException as exc:  # noqa: BLE001
         try:
-            os.write(w, f" error: {type(exc).__name__}: {exc}".encode("utf-8", "replace")[:400])
+            # One line, in one write (atomic on a pipe), so it cannot mix with the first stage's line,
+            # which may come before or after it.
+            line = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            os.write(w, f"error: {line}\n".encode("utf-8", "replace"))
         except OSError:
             pass
         raise
