@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { ApprovalStatus } from './vscode/approvalStatus';
 import { ChatPanels, exportNotebook } from './vscode/chatPanel';
 import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
+import { CodeActNotebookKernel } from './vscode/notebook/kernel';
 import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
 import { DEFAULT_MODELS, PROVIDER_NAMES } from './vscode/providers';
@@ -32,7 +33,8 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   active = service;
   const panels = new ChatPanels(context, service);
   const inline = new InlineResults(service);
-  context.subscriptions.push(log, service, panels, inline, new ApprovalStatus(service), registerLanguageModelTool(service), registerChatParticipant(service, context));
+  const notebooks = (service.notebooks = new CodeActNotebookKernel(service, context.extension.id));
+  context.subscriptions.push(log, service, panels, inline, notebooks, new ApprovalStatus(service), registerLanguageModelTool(service), registerChatParticipant(service, context));
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
     context.subscriptions.push(
@@ -64,6 +66,11 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
     await panels.ask(text, true);
   });
   command('codeact.stop', () => service.stop());
+  // The notebook toolbar passes its editor's context ({ notebookEditor: { notebookUri } }); the palette, nothing.
+  command('codeact.notebook.restart', (arg?: { notebookEditor?: { notebookUri?: unknown } } | vscode.Uri) => {
+    const uri = arg instanceof vscode.Uri ? arg : arg?.notebookEditor?.notebookUri;
+    return notebooks.restart(uri instanceof vscode.Uri ? uri : undefined);
+  });
   command('codeact.showApproval', () => service.showPendingApproval());
   command('codeact.restartSession', async (sessionId?: unknown) => {
     let id = typeof sessionId === 'string' ? sessionId : undefined;

@@ -377,8 +377,16 @@ export interface UsageTotalsShape {
 export interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
 export interface ErrorEvent { type: 'error'; message: string; code?: string }
 
+/**
+ * The execution runs as a cell of an open notebook (the agent works in the notebook, on its session):
+ * `notebook` is the notebook's URI, `name` what to call it; the card links to the cell (found by `item_id` in
+ * the cell's metadata, wherever edits moved it).
+ */
+export interface NotebookCell { type: 'codeact.notebook.cell'; item_id: string; notebook: string; name: string }
+
 export type CodeActEvent =
   | ContextUsage
+  | NotebookCell
   | ContextCompacted
   | OutputTextDelta
   | OutputTextDone

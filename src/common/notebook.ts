@@ -157,7 +157,7 @@ function bundleData(data: unknown): Record<string, unknown> | undefined {
 }
 
 /** A display's metadata without our private keys (`codeact`, at the top and per MIME type). */
-function publicMetadata(metadata: unknown): Record<string, unknown> {
+export function publicMetadata(metadata: unknown): Record<string, unknown> {
   if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) return {};
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(metadata as Record<string, unknown>)) {

@@ -85,6 +85,19 @@ export interface HostState {
   conversationTitle?: string;
   /** Extension version, shown in the empty state. */
   version?: string;
+  /** The open notebook a chat turn works in (absent: none is active, or the host has no notebooks). */
+  notebook?: NotebookTargetState | null;
+}
+
+/** The notebook the chat's turns work in: the active notebook editor's. */
+export interface NotebookTargetState {
+  uri: string;
+  /** Its file name. */
+  name: string;
+  /** It runs on the CodeAct kernel (else its variables are not visible to the agent). */
+  codeact: boolean;
+  /** The person has not switched the target off: turns work in it. */
+  on: boolean;
 }
 
 // ---- host -> webview ----------------------------------------------------------------------------
@@ -337,6 +350,15 @@ export interface ScrolledMessage {
   scroll: TranscriptScroll;
 }
 
+/**
+ * The notebook target: `on` switches the chat's turns into the notebook or out of it; `useKernel` selects the
+ * CodeAct kernel for it; `reveal` shows the cell an execution ran in.
+ */
+export type NotebookMessage =
+  | { type: 'notebook.target'; uri: string; on: boolean }
+  | { type: 'notebook.useKernel'; uri: string }
+  | { type: 'notebook.reveal'; uri: string; itemId: string };
+
 /** An error inside the page, for the host's log. */
 export interface WebviewErrorMessage {
   type: 'webviewError';
@@ -368,6 +390,7 @@ export type WebviewToHost =
   | RestartSessionMessage
   | VariablesRefreshMessage
   | ScrolledMessage
+  | NotebookMessage
   | WebviewErrorMessage;
 
 export type WebviewToHostType = WebviewToHost['type'];
@@ -413,6 +436,12 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'resync':
       if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512) || !isOptStr(m.epoch, 64)) return undefined;
       return { type: 'resync', seq: m.seq, conversationId: m.conversationId as string | undefined, ...(m.epoch ? { epoch: m.epoch as string } : {}) };
+    case 'notebook.target':
+      return isStr(m.uri) && typeof m.on === 'boolean' ? { type: 'notebook.target', uri: m.uri, on: m.on } : undefined;
+    case 'notebook.useKernel':
+      return isStr(m.uri) ? { type: 'notebook.useKernel', uri: m.uri } : undefined;
+    case 'notebook.reveal':
+      return isStr(m.uri) && isId(m.itemId) ? { type: 'notebook.reveal', uri: m.uri, itemId: m.itemId } : undefined;
     case 'send':
       return isStr(m.text, MAX_PROMPT_CHARS) && m.text.trim() ? { type: 'send', text: m.text } : undefined;
     case 'stop':

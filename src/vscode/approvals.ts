@@ -84,9 +84,12 @@ export class Approvals {
 
   constructor(private readonly deps: ApprovalsDeps) {}
 
-  /** The gateway's approver of `ask` tools. */
-  async approveTool(req: ApprovalRequest): Promise<ApprovalOutcome> {
-    const { decision, reason } = await this.request({ kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId }, req.signal);
+  /**
+   * The gateway's approver of `ask` tools. `modal`: always in a dialog, and not on the open conversation's
+   * cards (a notebook cell's call, which belongs to no conversation).
+   */
+  async approveTool(req: ApprovalRequest, modal = false): Promise<ApprovalOutcome> {
+    const { decision, reason } = await this.request({ kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId }, req.signal, modal);
     if (decision === 'expired') return { unanswered: reason ?? NO_ANSWER.ended };
     if (decision === 'allow_session') this.sessionAllowed.add(req.tool.name);
     if (decision === 'allow_always') {
@@ -108,20 +111,21 @@ export class Approvals {
    * Asks the user: a card in the panel when it is visible, a modal dialog otherwise. The run ending first
    * (`signal`) leaves it unanswered (`expired`). Every outcome is logged.
    */
-  async request(what: ApprovalSubject, signal?: AbortSignal): Promise<ApprovalAnswer> {
+  async request(what: ApprovalSubject, signal?: AbortSignal, modal = false): Promise<ApprovalAnswer> {
     const approvalId = newId('appr');
-    this.deps.emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
+    const emit = (e: TranscriptEvent) => !modal && this.deps.emit(e);
+    emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
     const answered = new Promise<ApprovalAnswer>((resolve) => this.pending.set(approvalId, { resolve, subject: what }));
     const onAbort = () => this.pending.get(approvalId)?.resolve({ decision: 'expired', reason: NO_ANSWER.ended });
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
     this.deps.changed?.();
-    if (!this.deps.panelVisible()) this.askInModal(approvalId);
+    if (modal || !this.deps.panelVisible()) this.askInModal(approvalId);
     const result = await answered;
     signal?.removeEventListener('abort', onAbort);
     this.pending.delete(approvalId);
     this.deps.changed?.();
-    this.deps.emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision, ...(result.reason ? { reason: result.reason } : {}) });
+    emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision, ...(result.reason ? { reason: result.reason } : {}) });
     const subject = what.kind === 'tool' ? `tool ${what.name}` : 'code review';
     this.deps.log.info(`approval ${approvalId}: ${subject} -> ${result.decision === 'expired' ? result.reason ?? NO_ANSWER.ended : result.decision}`);
     return result;

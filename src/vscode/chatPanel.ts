@@ -150,7 +150,16 @@ class PanelController implements vscode.Disposable {
           this.post({ type: 'notice', level: 'warning', message: untrustedMessage('Running code'), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
           return;
         }
-        await s.send(m.text, 'chat');
+        await s.send(m.text, 'chat', s.settings.mode === 'hosted' ? undefined : { notebook: s.notebooks?.turn() });
+        return;
+      case 'notebook.target':
+        s.notebooks?.setTarget(m.uri, m.on);
+        return;
+      case 'notebook.useKernel':
+        await s.notebooks?.useKernel(m.uri);
+        return;
+      case 'notebook.reveal':
+        await s.notebooks?.revealCell(m.uri, m.itemId);
         return;
       case 'stop':
         s.stop();

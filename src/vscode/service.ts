@@ -10,11 +10,15 @@ import { vscodeApprovalsApis } from './approvals.apis';
 import { vscodeLmToolApis } from './lmToolSource.apis';
 import { vscodeRuntimeCacheApis } from './runtimeCache.apis';
 import type { Secrets } from './secrets';
+import type { HostState } from '../common/protocol';
+import type { CodeActNotebookKernel } from './notebook/kernel';
 import { CodeActSession } from './session';
 import { vscodeSessionApis } from './session.apis';
 
 export class CodeActService extends CodeActSession implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
+  /** The notebook kernel, once registered: the panel's turns can work in the open notebook. */
+  notebooks?: CodeActNotebookKernel;
   /** The walkthrough step "Declare managed tools" (`<extension id>#<walkthrough>#<step>`), marked done once per window. */
   private readonly toolsStepId: string;
   private toolsStepMarked = false;
@@ -62,6 +66,11 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
       this.toolsStepMarked = true;
       void Promise.resolve(vscode.commands.executeCommand('welcome.markStepComplete', this.toolsStepId)).catch(() => undefined);
     }
+  }
+
+  /** Also the notebook the chat's turns work in. */
+  override async hostState(): Promise<HostState> {
+    return { ...(await super.hostState()), notebook: this.notebooks?.state() ?? null };
   }
 
   dispose(): void {

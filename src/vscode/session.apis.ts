@@ -6,6 +6,10 @@
 import * as vscode from 'vscode';
 import type { ResolvedConfig } from '../core/config/resolve';
 import { resolveSettings, workspaceFolder } from './settings';
+import type { ApprovalsApis } from './approvals.apis';
+import type { LmToolApis } from './lmToolSource.apis';
+import type { RuntimeCacheApis } from './runtimeCache.apis';
+import type { Secrets } from './secrets';
 
 /** The extension's log (a `LogOutputChannel`). */
 export interface Log {
@@ -46,3 +50,19 @@ export const vscodeSessionApis: SessionApis = {
   showErrorMessage: (message, ...items) => vscode.window.showErrorMessage(message, ...items),
   executeCommand: (command, ...args) => vscode.commands.executeCommand(command, ...args),
 };
+
+/** Everything the session is built from: where it saves, and its seams to VS Code (real ones in ./service, fakes in tests). */
+export interface SessionDeps {
+  /** The folder conversations are saved in. */
+  storeDir: string;
+  /** The extension's version, for the panel. */
+  version: string;
+  log: Log;
+  secrets: Pick<Secrets, 'apiKey' | 'hasKey' | 'jupyterToken'>;
+  apis: SessionApis;
+  approvalsApis: ApprovalsApis;
+  runtimeApis: RuntimeCacheApis;
+  lmTools: LmToolApis;
+  /** Where the open conversation is remembered across reloads (the workspace's state); none: not remembered. */
+  workspaceState?: Memento;
+}

@@ -15,50 +15,25 @@ import { createProvider } from '../core/providers/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
-import { CodeActError } from '../core/util/errors';
 import { newId } from '../core/util/ids';
 import { runChatTurn } from '../core/session/chatTurn';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
-import type { ApprovalsApis } from './approvals.apis';
-import type { LmToolApis } from './lmToolSource.apis';
 import { hostStateOf } from './hostState';
 import { DEFAULT_MODELS, PROVIDER_NAMES, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import type { RuntimeCacheApis } from './runtimeCache.apis';
-import type { Secrets } from './secrets';
 import { ConversationMemory, INTERRUPTED_MESSAGE, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
-import type { CancellationToken, Log, Memento, SessionApis } from './session.apis';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
 import { WorkspaceTools } from './workspaceTools';
+import type { CellRunOptions } from './notebook/kernelRunner';
+import type { NotebookTurn } from './notebook/agentTarget';
+import { UntrustedWorkspaceError } from './untrusted';
+import type { CancellationToken, Log, SessionApis, SessionDeps } from './session.apis';
+export { UntrustedWorkspaceError, type SessionDeps };
 
-export class UntrustedWorkspaceError extends CodeActError {
-  readonly category = 'config' as const;
-  constructor(what: string) {
-    super(`${what} is disabled because this workspace is not trusted: its settings could declare tools that run commands. Trust the workspace to allow it.`);
-    this.name = 'UntrustedWorkspaceError';
-  }
-}
 
-/** Everything the session is built from: where it saves, and its seams to VS Code (real ones in ./service, fakes in tests). */
-export interface SessionDeps {
-  /** The folder conversations are saved in. */
-  storeDir: string;
-  /** The extension's version, for the panel. */
-  version: string;
-  log: Log;
-  secrets: Pick<Secrets, 'apiKey' | 'hasKey' | 'jupyterToken'>;
-  apis: SessionApis;
-  approvalsApis: ApprovalsApis;
-  runtimeApis: RuntimeCacheApis;
-  lmTools: LmToolApis;
-  /** Where the open conversation is remembered across reloads (the workspace's state); none: not remembered. */
-  workspaceState?: Memento;
-}
 
-interface Disposable {
-  dispose(): void;
-}
+type Disposable = { dispose(): void };
 
 export class CodeActSession {
   readonly store: TranscriptStore;
@@ -390,7 +365,7 @@ export class CodeActSession {
   }
 
   /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
-  async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken }): Promise<AgentResult | undefined> {
+  async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken; notebook?: NotebookTurn }): Promise<AgentResult | undefined> {
     const s = this.settings;
     if (s.mode !== 'hosted') this.requireTrust('Running code');
     const controller = this.begin(titleFrom(prompt));
@@ -409,9 +384,9 @@ export class CodeActSession {
         },
         interrupted: () => this.closing,
         // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
-        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing(await this.runtimes.get(), this.settings.reviewCode)),
+        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing((extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get()), this.settings.reviewCode)),
         gateway: await this.tools.gateway(),
-        ...(this.staleSession === convo.id ? { sessionNote: REOPENED_NOTE } : {}),
+        sessionNote: [this.staleSession === convo.id ? REOPENED_NOTE : '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
         signal: controller.signal,
         onEvent: (e) => {
           this.notify(e);
@@ -422,6 +397,7 @@ export class CodeActSession {
       if (result) {
         if (this.staleSession === convo.id) this.staleSession = undefined;
         this.variables.ranChat(convo);
+        if (extra?.notebook?.session) this.variables.shown = extra.notebook.session;
         if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
       } else if (turn.error) {
         this.log.error(`turn failed: ${turn.error.message}`);
@@ -482,6 +458,30 @@ export class CodeActSession {
       cancel?.dispose();
       this.end();
     }
+  }
+
+  /** A notebook cell's code in the notebook's session (./notebook/kernel): trust, runtime and tools as for any run; approvals in a dialog. */
+  async runNotebookCode(code: string, o: CellRunOptions): Promise<CodeInterpreterCallItem> {
+    this.requireTrust('Running code');
+    const runtime = await this.runtimes.get();
+    this.runtimes.documentSessions.set(o.sessionId, o.label);
+    this.variables.shown = { id: o.sessionId, label: o.label };
+    const request = { code, itemId: o.itemId, sessionId: o.sessionId, timeoutMs: this.settings.timeoutMs };
+    try {
+      return await runtime.execute(request, { signal: o.signal, onToolCall: (await this.tools.gateway(true)).handler, onEvent: o.onEvent });
+    } finally {
+      void this.refreshVariables();
+    }
+  }
+
+  /** Restarts or ends a notebook's session, whatever turn runs elsewhere. Resolves with whether it was alive. */
+  async endNotebookSession(sessionId: string, how: 'restart' | 'close'): Promise<boolean> {
+    const runtime = this.runtimes.current;
+    const had = runtime?.hasSession?.(sessionId) ?? false;
+    await (how === 'restart' ? runtime?.restartSession?.(sessionId) : runtime?.closeSession?.(sessionId));
+    if (how === 'close') this.runtimes.documentSessions.delete(sessionId);
+    void this.refreshVariables();
+    return had;
   }
 
   /** Stops what runs, saves the transcript, and shuts kernels and MCP servers down (awaited by deactivate). */

@@ -63,11 +63,14 @@ export class WorkspaceTools {
     return this.mcpResolved.set;
   }
 
-  /** A gateway over the tools, asking the user where a tool's policy says so (and "deny" always winning). */
-  async gateway(): Promise<ToolGateway> {
+  /**
+   * A gateway over the tools, asking the user where a tool's policy says so (and "deny" always winning);
+   * `modal`: always in a dialog (a notebook cell's calls).
+   */
+  async gateway(modal = false): Promise<ToolGateway> {
     const s = this.deps.settings();
     return new ToolGateway((await this.resolvedTools()).tools, {
-      approver: (req) => this.deps.approvals.approveTool(req),
+      approver: (req) => this.deps.approvals.approveTool(req, modal),
       policyOverride: this.deps.approvals.policyOverride(s.alwaysAllow),
       log: (line) => this.deps.log.info(line),
     });

@@ -17,7 +17,8 @@ type ExecEvent = Extract<
       | 'codeact.output.delta'
       | 'codeact.output.display'
       | 'codeact.tool_call.started'
-      | 'codeact.tool_call.completed';
+      | 'codeact.tool_call.completed'
+      | 'codeact.notebook.cell';
   }
 >;
 
@@ -52,6 +53,9 @@ export function applyExecEvent(ctx: Ctx, event: ExecEvent): void {
       exec.displaysKnown = true;
       running(exec);
       addDisplay(exec, event.output, event.update === true, exec.output.totalChars);
+      break;
+    case 'codeact.notebook.cell':
+      exec.notebook = { uri: event.notebook, name: event.name };
       break;
     case 'codeact.tool_call.started':
       running(exec);

@@ -124,6 +124,8 @@ export interface ExecView {
   tools: ToolCallView[];
   /** Pending approvals that refer to this execution. */
   awaiting: number;
+  /** It ran as a cell of this notebook (`codeact.notebook.cell`): the card links to the cell. */
+  notebook?: { uri: string; name: string };
   rev: number;
 }
 

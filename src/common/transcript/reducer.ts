@@ -97,6 +97,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
     case 'codeact.output.display':
     case 'codeact.tool_call.started':
     case 'codeact.tool_call.completed':
+    case 'codeact.notebook.cell':
       applyExecEvent(ctx, event);
       break;
     case 'response.output_item.added':

@@ -1,0 +1,147 @@
+/**
+ * The agent working in the open notebook, without `vscode`: the turn's runtime wrapped so that each
+ * execution the model asks for becomes a new code cell of the notebook (inserted by ./kernel, one undoable
+ * edit, marked as the agent's in its metadata), runs on the notebook's own session after the cells already
+ * waiting (so it sees the variables the user's cells made), writes its outputs into that cell, and still
+ * streams every event to the chat, whose card links to the cell. And what the model is told about the
+ * notebook: its cells' sources and a text digest of their outputs, with their indexes (never the raw JSON).
+ */
+import type { CodeInterpreterCallItem } from '../../common/events';
+import { headTail, partNote } from '../../common/outputBudget';
+import { announceDone, cancelledError, executionItem } from '../../core/runtime/execution';
+import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../core/runtime/types';
+import { newId } from '../../core/util/ids';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from './cellOutputs';
+import type { CellExecution, NotebookKernelSession } from './kernelRunner';
+
+/** A chat turn that works in an open notebook (./kernel): what the model is told, its runtime wrapped, its session. */
+export interface NotebookTurn {
+  note: string;
+  wrap?: (runtime: Runtime) => Runtime;
+  /** The session the variables view shows after the turn. */
+  session?: { id: string; label: string };
+}
+
+
+export interface NotebookTarget {
+  uri: string;
+  /** The notebook's file name, as the panel and the model see it. */
+  name: string;
+  session: NotebookKernelSession;
+  /** Inserts a code cell with `code` after the selected cell (or at the end); resolves with its execution. */
+  insertCell(code: string, itemId: string): Promise<CellExecution>;
+}
+
+/** The turn's runtime, its executions made cells of the notebook. Everything else is the runtime's own. */
+export function notebookTurnRuntime(inner: Runtime, target: NotebookTarget): Runtime {
+  return {
+    kind: inner.kind,
+    statePersists: inner.statePersists,
+    keepsOutputs: inner.keepsOutputs,
+    dispose: () => inner.dispose(),
+    closeSession: inner.closeSession?.bind(inner),
+    restartSession: inner.restartSession?.bind(inner),
+    variables: inner.variables?.bind(inner),
+    hasSession: inner.hasSession?.bind(inner),
+    execute: async (request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> => {
+      const itemId = request.itemId ?? newId('exec');
+      const emit = (e: Parameters<NonNullable<ExecuteOptions['onEvent']>>[0]) => options.onEvent?.(e);
+      const started = performance.now();
+      let cell: CellExecution;
+      try {
+        cell = await target.insertCell(request.code, itemId);
+      } catch (err) {
+        const message = `The cell could not be added to ${target.name}: ${(err as Error).message}. Nothing ran.`;
+        return announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: { type: 'NotebookError', message }, startedAt: started }));
+      }
+      emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
+      const item = await target.session.execute(request.code, cell, {
+        itemId,
+        signal: options.signal,
+        run: (code, o) =>
+          inner.execute(
+            { ...request, code, itemId: o.itemId, sessionId: o.sessionId },
+            {
+              ...options,
+              signal: o.signal,
+              onEvent: (e) => {
+                emit(e);
+                o.onEvent(e);
+              },
+            },
+          ),
+      });
+      // Interrupted or restarted while it waited behind the user's cells: it never ran.
+      return item ?? announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: cancelledError(true), startedAt: started }));
+    },
+  };
+}
+
+// ---- what the model reads ---------------------------------------------------------------------
+
+/** One output of a cell as the digest reads it: its MIME types and, for text ones, the text. */
+export interface DigestOutput {
+  items: Array<{ mime: string; text?: string; bytes: number }>;
+}
+
+export interface DigestCell {
+  kind: 'code' | 'markdown';
+  source: string;
+  outputs: DigestOutput[];
+  executionOrder?: number;
+  /** The agent wrote it (its metadata says so). */
+  agent?: boolean;
+}
+
+/** Most characters of one cell's source, of its outputs, and of the whole digest. */
+const SOURCE_CHARS = 3000;
+const OUTPUT_CHARS = 1500;
+const DIGEST_CHARS = 16_000;
+
+function outputText(o: DigestOutput): string {
+  const by = new Map(o.items.map((i) => [i.mime, i]));
+  const err = by.get(ERROR_MIME);
+  if (err?.text !== undefined) {
+    try {
+      const e = JSON.parse(err.text) as { name?: string; message?: string; stack?: string };
+      const stack = String(e.stack ?? '');
+      return `error: ${stack.trim() ? stack.trim().split('\n').slice(-6).join('\n') : `${e.name}: ${e.message}`}`;
+    } catch {
+      return 'error';
+    }
+  }
+  const stream = by.get(STDOUT_MIME) ?? by.get(STDERR_MIME);
+  if (stream) return o.items.map((i) => i.text ?? '').join('');
+  const kinds: string[] = [];
+  for (const mime of ['image/png', 'image/jpeg', 'image/svg+xml', 'image/gif', 'text/html']) if (by.has(mime)) kinds.push(mime === 'text/html' ? 'HTML' : `image (${mime})`);
+  const text = by.get('text/markdown')?.text ?? by.get('text/plain')?.text ?? (by.get('application/json')?.text);
+  return [kinds.length ? `[${kinds.join(', ')}]` : '', text ?? ''].filter(Boolean).join(' ');
+}
+
+/** The notebook as the model reads it: each cell's index, kind, source and a digest of its outputs. */
+export function notebookDigest(cells: readonly DigestCell[], selected?: number): string {
+  const parts: string[] = [];
+  cells.forEach((c, i) => {
+    const head = `[${i}] ${c.kind}${c.kind === 'code' ? (c.executionOrder ? `, ran as [${c.executionOrder}]` : ', not run') : ''}${c.agent ? ', written by you' : ''}${i === selected ? ', selected' : ''}`;
+    const source = headTail(c.source, SOURCE_CHARS, partNote('of this cell', 'here'));
+    const outs = c.outputs.map(outputText).filter((t) => t.trim()).join('\n');
+    const out = outs ? `\n--- output of [${i}]:\n${headTail(outs, OUTPUT_CHARS, partNote('of this output', 'here'))}` : '';
+    parts.push(`${head}\n${source}${out}`);
+  });
+  return headTail(parts.join('\n\n'), DIGEST_CHARS, partNote('of the notebook', 'here'));
+}
+
+/** What the model is told when the turn works in the notebook (after the system instruction). */
+export function notebookNote(name: string, cells: readonly DigestCell[], selected?: number): string {
+  const where = selected !== undefined ? `after cell [${selected}] (the selected one), each next one after the last you added` : 'at the end of the notebook';
+  return [
+    `This turn works in the user's open notebook "${name}", on its CodeAct kernel: every execution you run becomes a new code cell, inserted ${where}, and runs in the notebook's own Python session, so the variables, imports and data its cells made are there to use (do not recompute or reload them). The user sees every cell you add, with its outputs; write code that reads well as a notebook cell.`,
+    `The notebook now (cell indexes from 0; sources and a text digest of the outputs):`,
+    notebookDigest(cells, selected) || '(no cells)',
+  ].join('\n');
+}
+
+/** What the model is told when the active notebook runs on another kernel: its variables are not visible. */
+export function otherKernelNote(name: string, kernel: string | undefined): string {
+  return `The user's open notebook "${name}" runs on another kernel${kernel ? ` (${kernel})` : ''}, not CodeAct's: your code runs in CodeAct's own session and cannot see that notebook's variables. If the user means them, say so plainly, and that selecting the "CodeAct" kernel for the notebook lets you work in it.`;
+}

@@ -1,0 +1,229 @@
+/**
+ * The CodeAct notebook kernel: a `NotebookController` labelled "CodeAct" for Jupyter notebooks, offered
+ * in the kernel picker. A notebook that selects it runs its cells in a CodeAct session of its own (the
+ * local guest, or a Jupyter kernel with codeact.runtime "jupyter"), with the same sandbox, trust, tools
+ * and approvals as every other run (./kernelRunner, through the extension's session). Interrupt is VS
+ * Code's toolbar button; "CodeAct: Restart Notebook Session" is on the notebook toolbar.
+ *
+ * It is also how the agent works in the open notebook (./agentTarget): the panel asks `turn()` for the
+ * active notebook, whose executions become cells inserted after the selected cell, in one undoable edit.
+ */
+import * as vscode from 'vscode';
+import type { NotebookTargetState } from '../../common/protocol';
+import type { CodeActService } from '../service';
+import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type NotebookTurn } from './agentTarget';
+import type { CellOutputData, OutputItemData } from './cellOutputs';
+import { NotebookKernels, type CellExecution } from './kernelRunner';
+
+export const CONTROLLER_ID = 'codeact-kernel';
+export const NOTEBOOK_TYPE = 'jupyter-notebook';
+/** The kernelspec an exported conversation names: a notebook that has it prefers this kernel. */
+export const KERNELSPEC_NAME = 'codeact';
+
+const decoder = new TextDecoder();
+
+/** A `NotebookCellExecution` as ./kernelRunner drives it. */
+function cellExecution(exec: vscode.NotebookCellExecution): CellExecution {
+  const outputs: vscode.NotebookCellOutput[] = [];
+  const items = (list: OutputItemData[]) => list.map((i) => new vscode.NotebookCellOutputItem(i.data, i.mime));
+  return {
+    start(order) {
+      if (order > 0) exec.executionOrder = order;
+      exec.start(Date.now());
+    },
+    end: (success) => exec.end(success, Date.now()),
+    clearOutput: () => exec.clearOutput(),
+    async appendOutput(o: CellOutputData) {
+      const out = new vscode.NotebookCellOutput(items(o.items), o.metadata);
+      await exec.appendOutput(out);
+      outputs.push(out);
+      return outputs.length - 1;
+    },
+    appendOutputItems: (h, list) => exec.appendOutputItems(items(list), outputs[h]),
+    replaceOutputItems: (h, list) => exec.replaceOutputItems(items(list), outputs[h]),
+  };
+}
+
+function nameOf(nb: vscode.NotebookDocument): string {
+  return nb.uri.path.split('/').pop() || nb.uri.toString();
+}
+
+/** The cell's CodeAct metadata (in the ipynb cell's `metadata.codeact`). */
+function codeactMeta(cell: vscode.NotebookCell): Record<string, unknown> | undefined {
+  const m = (cell.metadata as { metadata?: { codeact?: unknown } } | undefined)?.metadata?.codeact;
+  return m && typeof m === 'object' ? (m as Record<string, unknown>) : undefined;
+}
+
+/** A cell as the model reads it (./agentTarget's digest). */
+function digestCell(cell: vscode.NotebookCell): DigestCell {
+  const outputs = cell.outputs.map((o) => ({
+    items: o.items.map((i) => ({ mime: i.mime, bytes: i.data.byteLength, text: /^(text\/|application\/(vnd\.code\.notebook\.(stdout|stderr|error)|json))/.test(i.mime) ? decoder.decode(i.data.subarray(0, 64 * 1024)) : undefined })),
+  }));
+  return {
+    kind: cell.kind === vscode.NotebookCellKind.Code ? 'code' : 'markdown',
+    source: cell.document.getText(),
+    outputs,
+    executionOrder: cell.executionSummary?.executionOrder,
+    agent: codeactMeta(cell)?.author === 'agent',
+  };
+}
+
+export class CodeActNotebookKernel implements vscode.Disposable {
+  readonly controller: vscode.NotebookController;
+  readonly kernels: NotebookKernels;
+  /** The notebooks (by URI) that selected this kernel. */
+  private readonly selected = new Set<string>();
+  /** The notebook the chat's turns work in: the active one, or the last one active while it stays visible. */
+  private active?: vscode.NotebookDocument;
+  /** The person switched the target off for this notebook (by URI). */
+  private readonly targetOff = new Set<string>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly service: CodeActService,
+    private readonly extensionId: string,
+  ) {
+    this.kernels = new NotebookKernels({
+      run: (code, o) => service.runNotebookCode(code, o),
+      restart: (id) => service.endNotebookSession(id, 'restart'),
+      close: async (id) => void (await service.endNotebookSession(id, 'close')),
+      log: (line) => service.log.info(line),
+    });
+    const c = (this.controller = vscode.notebooks.createNotebookController(CONTROLLER_ID, NOTEBOOK_TYPE, 'CodeAct'));
+    c.description = 'Python with your managed tools';
+    c.detail = 'Runs the cells in a CodeAct session: the sandboxed local Python, or Jupyter when codeact.runtime is "jupyter". Cells can await call_tool(...).';
+    c.supportedLanguages = ['python'];
+    c.supportsExecutionOrder = true;
+    c.executeHandler = (cells, nb) => this.execute(cells, nb);
+    c.interruptHandler = (nb) => this.kernels.get(nb.uri.toString())?.interrupt();
+    this.disposables.push(
+      c,
+      c.onDidChangeSelectedNotebooks(({ notebook, selected }) => {
+        if (selected) this.selected.add(notebook.uri.toString());
+        else this.selected.delete(notebook.uri.toString());
+        void vscode.commands.executeCommand('setContext', 'codeact.notebookKernel', this.selected.size > 0);
+        service.fireState();
+      }),
+      vscode.workspace.onDidOpenNotebookDocument((nb) => this.prefer(nb)),
+      vscode.workspace.onDidCloseNotebookDocument((nb) => {
+        this.selected.delete(nb.uri.toString());
+        if (this.active === nb) this.active = undefined;
+        void this.kernels.closed(nb.uri.toString());
+        service.fireState();
+      }),
+      vscode.window.onDidChangeActiveNotebookEditor(() => this.trackActive()),
+      vscode.window.onDidChangeVisibleNotebookEditors(() => this.trackActive()),
+      { dispose: () => void this.kernels.dispose() },
+    );
+    for (const nb of vscode.workspace.notebookDocuments) this.prefer(nb);
+    this.trackActive();
+  }
+
+  /** A notebook whose kernelspec is CodeAct's (an exported conversation) prefers this kernel. */
+  private prefer(nb: vscode.NotebookDocument): void {
+    if (nb.notebookType !== NOTEBOOK_TYPE) return;
+    const spec = (nb.metadata as { metadata?: { kernelspec?: { name?: unknown } } } | undefined)?.metadata?.kernelspec;
+    if (spec?.name === KERNELSPEC_NAME) this.controller.updateNotebookAffinity(nb, vscode.NotebookControllerAffinity.Preferred);
+  }
+
+  private trackActive(): void {
+    const now = vscode.window.activeNotebookEditor?.notebook;
+    const before = this.active;
+    if (now && now.notebookType === NOTEBOOK_TYPE) this.active = now;
+    else if (this.active && !vscode.window.visibleNotebookEditors.some((e) => e.notebook === this.active)) this.active = undefined;
+    if (before !== this.active) this.service.fireState();
+  }
+
+  private execute(cells: vscode.NotebookCell[], nb: vscode.NotebookDocument): void {
+    const session = this.kernels.for(nb.uri.toString(), nameOf(nb));
+    for (const cell of cells) {
+      const exec = this.controller.createNotebookCellExecution(cell);
+      const stop = new AbortController();
+      const sub = exec.token.onCancellationRequested(() => stop.abort());
+      void session.execute(cell.document.getText(), cellExecution(exec), { signal: stop.signal }).finally(() => sub.dispose());
+    }
+  }
+
+  /** "CodeAct: Restart Notebook Session": the active notebook's variables go, numbers start at 1 again. */
+  async restart(uri?: vscode.Uri): Promise<void> {
+    const nb = uri ? vscode.workspace.notebookDocuments.find((d) => d.uri.toString() === uri.toString()) : vscode.window.activeNotebookEditor?.notebook;
+    if (!nb) return void vscode.window.showInformationMessage('CodeAct: open a notebook that runs on the CodeAct kernel first.');
+    const session = this.kernels.for(nb.uri.toString(), nameOf(nb));
+    await session.restart();
+    void vscode.window.showInformationMessage(`CodeAct: the Python session of ${nameOf(nb)} was restarted; its variables are gone.`);
+  }
+
+  // ---- the agent in the open notebook ---------------------------------------------------------
+
+  /** What the panel shows: the notebook a turn would work in, whether it runs on this kernel, and whether the target is on. */
+  state(): NotebookTargetState | undefined {
+    const nb = this.active;
+    if (!nb || nb.isClosed) return undefined;
+    const key = nb.uri.toString();
+    return { uri: key, name: nameOf(nb), codeact: this.selected.has(key), on: !this.targetOff.has(key) };
+  }
+
+  setTarget(uri: string, on: boolean): void {
+    if (on) this.targetOff.delete(uri);
+    else this.targetOff.add(uri);
+    this.service.fireState();
+  }
+
+  /** Selects this kernel for the notebook (the panel's "Use CodeAct kernel"). */
+  async useKernel(uri: string): Promise<void> {
+    const editor = vscode.window.visibleNotebookEditors.find((e) => e.notebook.uri.toString() === uri);
+    if (editor) await vscode.window.showNotebookDocument(editor.notebook, { viewColumn: editor.viewColumn, preserveFocus: false });
+    await vscode.commands.executeCommand('notebook.selectKernel', { id: `${this.extensionId}/${CONTROLLER_ID}`, extension: this.extensionId });
+  }
+
+  /** Shows the cell an execution ran in (the card's link), wherever edits moved it. */
+  async revealCell(uri: string, itemId: string): Promise<void> {
+    const nb = vscode.workspace.notebookDocuments.find((d) => d.uri.toString() === uri) ?? (await vscode.workspace.openNotebookDocument(vscode.Uri.parse(uri)));
+    const index = nb.getCells().findIndex((c) => codeactMeta(c)?.item_id === itemId);
+    const editor = await vscode.window.showNotebookDocument(nb, { preserveFocus: false });
+    if (index < 0) return void vscode.window.showInformationMessage(`CodeAct: that cell is no longer in ${nameOf(nb)}.`);
+    const range = new vscode.NotebookRange(index, index + 1);
+    editor.selections = [range];
+    editor.revealRange(range, vscode.NotebookEditorRevealType.InCenterIfOutsideViewport);
+  }
+
+  /** The chat turn's notebook part, when the active notebook is the target; undefined: the turn is the chat's own. */
+  turn(): NotebookTurn | undefined {
+    const st = this.state();
+    const nb = this.active;
+    if (!st || !nb || !st.on) return undefined;
+    if (!st.codeact) return { note: otherKernelNote(st.name, undefined) };
+    const editor = vscode.window.visibleNotebookEditors.find((e) => e.notebook === nb);
+    const selected = editor?.selections[0] && !editor.selections[0].isEmpty ? editor.selections[0].end - 1 : undefined;
+    const cells = nb.getCells().map(digestCell);
+    const session = this.kernels.for(st.uri, st.name);
+    // Each cell of the turn goes after the one before it; the first after the selected cell (or at the end).
+    let after: string | undefined;
+    const insertCell = async (code: string, itemId: string): Promise<CellExecution> => {
+      if (nb.isClosed) throw new Error('the notebook was closed');
+      const all = nb.getCells();
+      const prev = after ? all.findIndex((c) => codeactMeta(c)?.item_id === after) : -1;
+      const at = prev >= 0 ? prev + 1 : selected !== undefined && selected < all.length ? selected + 1 : all.length;
+      const data = new vscode.NotebookCellData(vscode.NotebookCellKind.Code, code, 'python');
+      data.metadata = { metadata: { codeact: { author: 'agent', item_id: itemId } } };
+      const edit = new vscode.WorkspaceEdit();
+      edit.set(nb.uri, [vscode.NotebookEdit.insertCells(at, [data])]);
+      if (!(await vscode.workspace.applyEdit(edit))) throw new Error('VS Code did not apply the edit');
+      const cell = nb.getCells().find((c) => codeactMeta(c)?.item_id === itemId);
+      if (!cell) throw new Error('the inserted cell is gone');
+      after = itemId;
+      const shown = vscode.window.visibleNotebookEditors.find((e) => e.notebook === nb);
+      shown?.revealRange(new vscode.NotebookRange(cell.index, cell.index + 1), vscode.NotebookEditorRevealType.InCenterIfOutsideViewport);
+      return cellExecution(this.controller.createNotebookCellExecution(cell));
+    };
+    return {
+      note: notebookNote(st.name, cells, selected),
+      wrap: (runtime) => notebookTurnRuntime(runtime, { uri: st.uri, name: st.name, session, insertCell }),
+      session: { id: session.sessionId, label: st.name },
+    };
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,261 @@
+/**
+ * Issue 22: the CodeAct notebook kernel's execution path on real python3 (Debian's, with matplotlib and
+ * pandas), without VS Code: the extension's session (trust, the runtime cache, the workspace's tools and
+ * approvals) through its seams, the kernel's queue, execution numbers, interrupt and restart, and the cell
+ * outputs as VS Code and the ipynb format keep them. Also the agent's executions as cells of the notebook.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import type { CodeActEvent } from '../../src/common/events';
+import { createRuntime } from '../../src/core/runtime/factory';
+import type { Runtime } from '../../src/core/runtime/types';
+import { notebookDigest, notebookTurnRuntime } from '../../src/vscode/notebook/agentTarget';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME, codeSpan, toolCallsOutput, type CellOutputData, type OutputItemData } from '../../src/vscode/notebook/cellOutputs';
+import { NotebookKernels, notebookSessionId, type CellExecution } from '../../src/vscode/notebook/kernelRunner';
+import { harness, type Harness } from './fakes';
+
+const PYTHON = '/usr/bin/python3';
+const text = (d: Uint8Array) => new TextDecoder().decode(d);
+
+/** A cell's execution as VS Code would show it: its number, its state and its outputs. */
+class RecordedCell implements CellExecution {
+  order?: number;
+  started = false;
+  ended?: { success: boolean | undefined };
+  outputs: CellOutputData[] = [];
+  private readonly waiters: Array<() => void> = [];
+  start(order: number): void {
+    this.started = true;
+    if (order > 0) this.order = order;
+    this.changed();
+  }
+  end(success: boolean | undefined): void {
+    this.ended = { success };
+    this.changed();
+  }
+  async clearOutput(): Promise<void> {
+    this.outputs = [];
+  }
+  async appendOutput(o: CellOutputData): Promise<number> {
+    this.outputs.push({ items: [...o.items], metadata: o.metadata });
+    this.changed();
+    return this.outputs.length - 1;
+  }
+  async appendOutputItems(h: number, items: OutputItemData[]): Promise<void> {
+    this.outputs[h].items.push(...items);
+    this.changed();
+  }
+  async replaceOutputItems(h: number, items: OutputItemData[]): Promise<void> {
+    this.outputs[h].items = [...items];
+    this.changed();
+  }
+  /** The text of every output item of this MIME type, in order. */
+  textOf(mime: string): string {
+    return this.outputs.flatMap((o) => o.items.filter((i) => i.mime === mime).map((i) => text(i.data))).join('');
+  }
+  has(mime: string): OutputItemData | undefined {
+    return this.outputs.flatMap((o) => o.items).find((i) => i.mime === mime);
+  }
+  /** Resolves once `test` holds (checked at every change: a barrier, not a clock). */
+  until(test: () => boolean): Promise<void> {
+    if (test()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => (test() ? resolve() : this.waiters.push(check));
+      this.waiters.push(check);
+    });
+  }
+  private changed(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+}
+
+/** A command tool that runs on the host: real python3 reads the arguments on stdin and answers JSON. */
+const LOOKUP = {
+  name: 'lookup_order',
+  description: 'An order by id',
+  inputSchema: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] },
+  command: [PYTHON, '-c', 'import json,sys; a=json.load(sys.stdin); print(json.dumps({"id": a["id"], "total": 42.5}))'],
+};
+
+describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)', function () {
+  this.timeout(180_000);
+  let h: Harness;
+  let kernels: NotebookKernels;
+  /** The runtimes the session built (real ones). */
+  let real: Runtime[];
+
+  before(function () {
+    if (!existsSync(PYTHON)) this.skip();
+  });
+
+  beforeEach(() => {
+    h = harness({ 'python.path': PYTHON, tools: [LOOKUP], timeoutSeconds: 120 });
+    mkdirSync(h.apis.folder!, { recursive: true });
+    real = [];
+    h.runtimes.createRuntime = async (config) => {
+      const r = await createRuntime(config);
+      real.push(r);
+      return r;
+    };
+    kernels = new NotebookKernels({
+      run: (code, o) => h.session.runNotebookCode(code, o),
+      restart: (id) => h.session.endNotebookSession(id, 'restart'),
+      close: async (id) => void (await h.session.endNotebookSession(id, 'close')),
+      log: () => {},
+    });
+  });
+
+  afterEach(async () => {
+    await kernels.dispose();
+    await h.session.shutdown();
+    h.cleanup();
+  });
+
+  it('runs four cells in order (Run All): print, plot, DataFrame, a managed-tool call; the later cells see the earlier variables', async () => {
+    const nb = kernels.for('file:///ws/analysis.ipynb', 'analysis.ipynb');
+    const cells = [new RecordedCell(), new RecordedCell(), new RecordedCell(), new RecordedCell()];
+    const codes = [
+      'orders = [3, 5, 8]\nprint("orders:", len(orders))',
+      'import matplotlib.pyplot as plt\nplt.plot(orders)\nplt.title("orders")\nplt.show()',
+      'import pandas as pd\ndf = pd.DataFrame({"n": orders})\ndf',
+      'r = await call_tool("lookup_order", id=orders[0])\nreturn r["total"]',
+    ];
+    const done = await Promise.all(codes.map((code, i) => nb.execute(code, cells[i])));
+    assert.deepEqual(done.map((d) => d?.status), ['completed', 'completed', 'completed', 'completed'], JSON.stringify(done.map((d) => d?.error)));
+    assert.deepEqual(cells.map((c) => c.order), [1, 2, 3, 4]);
+    assert.deepEqual(cells.map((c) => c.ended?.success), [true, true, true, true]);
+    assert.equal(cells[0].textOf(STDOUT_MIME), 'orders: 3\n');
+    assert.equal(cells[0].outputs[0].metadata?.outputType, 'stream');
+    const png = cells[1].has('image/png');
+    assert.ok(png, 'the plot is an image/png output');
+    assert.deepEqual([...png.data.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'the PNG bytes (decoded from base64)');
+    assert.equal(cells[1].outputs.find((o) => o.items.some((i) => i.mime === 'image/png'))?.metadata?.outputType, 'display_data');
+    assert.match(cells[2].textOf('text/html'), /<table[\s\S]*<td>8<\/td>/, 'cell 3 drew the DataFrame of the variable cell 1 made');
+    const table = cells[2].outputs.find((o) => o.items.some((i) => i.mime === 'text/html'))!;
+    assert.equal(table.metadata?.outputType, 'execute_result');
+    assert.equal(table.metadata?.executionCount, 3);
+    assert.match(cells[3].textOf('text/markdown'), /^\*\*Managed tools\*\* · 1 call\n\n- ✓ `lookup_order` `\{"id":3\}` · \d+ ms · ok$/);
+    assert.equal(cells[3].textOf('application/json'), '42.5', 'the returned value');
+  });
+
+  it('shows a failing cell as a notebook error at the user\'s own line', async () => {
+    const cell = new RecordedCell();
+    await kernels.for('file:///ws/a.ipynb', 'a.ipynb').execute('x = 1\n\ny = x / 0\n', cell);
+    assert.equal(cell.ended?.success, false);
+    const err = JSON.parse(cell.textOf(ERROR_MIME)) as { name: string; message: string; stack: string };
+    assert.equal(err.name, 'ZeroDivisionError');
+    assert.match(err.stack, /line 3, in <module>\n\s+y = x \/ 0/);
+    assert.equal(cell.outputs.at(-1)?.metadata?.outputType, 'error');
+  });
+
+  it('Interrupt stops the sleeping cell and the cell waiting behind it; the session keeps its variables', async () => {
+    const nb = kernels.for('file:///ws/b.ipynb', 'b.ipynb');
+    await nb.execute('kept = 7', new RecordedCell());
+    const sleeping = new RecordedCell();
+    const waiting = new RecordedCell();
+    const a = nb.execute('import time\nprint("sleeping", flush=True)\ntime.sleep(120)', sleeping);
+    const b = nb.execute('print("never")', waiting);
+    await sleeping.until(() => sleeping.textOf(STDOUT_MIME).includes('sleeping'));
+    nb.interrupt();
+    const [ra, rb] = await Promise.all([a, b]);
+    assert.equal(ra?.status === 'completed', false);
+    assert.equal(sleeping.ended?.success, false);
+    assert.equal(rb, undefined, 'the waiting cell never ran');
+    assert.deepEqual(waiting.ended, { success: undefined });
+    assert.equal(waiting.order, undefined);
+    const after = new RecordedCell();
+    await nb.execute('print(kept)', after);
+    assert.equal(after.textOf(STDOUT_MIME), '7\n', 'an interrupt keeps the session');
+  });
+
+  it('Restart clears the variables and numbers the cells from 1 again', async () => {
+    const nb = kernels.for('file:///ws/c.ipynb', 'c.ipynb');
+    await nb.execute('gone = 1', new RecordedCell());
+    assert.equal(await nb.restart(), true);
+    const cell = new RecordedCell();
+    await nb.execute('print(gone)', cell);
+    assert.equal(cell.order, 1);
+    assert.equal(JSON.parse(cell.textOf(ERROR_MIME)).name, 'NameError');
+  });
+
+  it('runs nothing in an untrusted workspace, and the cell says why', async () => {
+    h.apis.trusted = false;
+    const cell = new RecordedCell();
+    const item = await kernels.for('file:///ws/d.ipynb', 'd.ipynb').execute('print("ran")', cell);
+    assert.equal(item?.status, 'failed');
+    assert.equal(cell.ended?.success, false);
+    assert.match(JSON.parse(cell.textOf(ERROR_MIME)).message, /not trusted/);
+    assert.equal(real.length, 0, 'no runtime was even built');
+  });
+
+  it("runs the agent's execution as a new cell on the notebook's session: it sees the user's variables, the chat sees its events", async () => {
+    const uri = 'file:///ws/e.ipynb';
+    const nb = kernels.for(uri, 'e.ipynb');
+    await nb.execute('revenue = [10, 12, 9]', new RecordedCell());
+    const inserted: Array<{ code: string; itemId: string; cell: RecordedCell }> = [];
+    // The turn's runtime is the extension's one runtime, the one the notebook's session lives in.
+    const runtime = notebookTurnRuntime(real[0], {
+      uri,
+      name: 'e.ipynb',
+      session: nb,
+      insertCell: async (code, itemId) => {
+        const cell = new RecordedCell();
+        inserted.push({ code, itemId, cell });
+        return cell;
+      },
+    });
+    const events: CodeActEvent[] = [];
+    {
+      // The agent's own session id is the conversation's; the cell runs in the notebook's all the same.
+      const item = await runtime.execute({ code: 'print(max(revenue))', itemId: 'exec_agent1', sessionId: 'conversation-1' }, { onEvent: (e) => events.push(e) });
+      assert.equal(item.status, 'completed');
+      assert.equal(inserted.length, 1);
+      assert.equal(inserted[0].itemId, 'exec_agent1');
+      assert.equal(inserted[0].cell.textOf(STDOUT_MIME), '12\n');
+      assert.equal(inserted[0].cell.order, 2, 'it took the next execution number of the notebook');
+      assert.deepEqual(events.find((e) => e.type === 'codeact.notebook.cell'), { type: 'codeact.notebook.cell', item_id: 'exec_agent1', notebook: uri, name: 'e.ipynb' });
+      assert.ok(events.some((e) => e.type === 'codeact.output.delta' && e.delta.includes('12')), 'the chat saw the output too');
+      assert.ok(events.some((e) => e.type === 'response.output_item.done'));
+    }
+  });
+});
+
+describe('notebook cell outputs and digest (issue 22)', () => {
+  it('lists tool calls compactly, with any backticks and line breaks kept inside their code spans, and caps the list', () => {
+    assert.equal(codeSpan('a`b'), '``a`b``');
+    assert.equal(codeSpan('x\ny'), '`x⏎y`');
+    assert.equal(codeSpan('\u202Eevil'), '`<U+202E>evil`');
+    const calls = Array.from({ length: 3 }, (_, i) => ({ name: 'send', args: '{"to":"a"}', status: 'ok' as const, durationMs: i }));
+    const [md, plain] = toolCallsOutput(calls, 7);
+    assert.equal(md.mime, 'text/markdown');
+    assert.match(text(md.data), /^\*\*Managed tools\*\* · 10 calls\n/);
+    assert.match(text(md.data), /- … and 7 more$/);
+    assert.match(text(plain.data), /^Managed tools: 10 calls\n✓ send\(\{"to":"a"\}\) · 0 ms · ok/);
+  });
+
+  it('gives the model each cell with its index, its source and a text digest of its outputs', () => {
+    const enc = (s: string) => ({ text: s, bytes: s.length });
+    const digest = notebookDigest(
+      [
+        { kind: 'markdown', source: '# Revenue', outputs: [] },
+        { kind: 'code', source: 'df = load()', executionOrder: 1, outputs: [{ items: [{ mime: STDERR_MIME, ...enc('warning\n') }] }] },
+        { kind: 'code', source: 'df.plot()', executionOrder: 2, agent: true, outputs: [{ items: [{ mime: 'image/png', bytes: 9000 }, { mime: 'text/plain', ...enc('<Figure>') }] }] },
+        { kind: 'code', source: '1/0', executionOrder: 3, outputs: [{ items: [{ mime: ERROR_MIME, ...enc(JSON.stringify({ name: 'ZeroDivisionError', message: 'division by zero', stack: 'Traceback\nZeroDivisionError: division by zero' })) }] }] },
+        { kind: 'code', source: 'x', outputs: [] },
+      ],
+      2,
+    );
+    assert.equal(
+      digest,
+      [
+        '[0] markdown\n# Revenue',
+        '[1] code, ran as [1]\ndf = load()\n--- output of [1]:\nwarning\n',
+        '[2] code, ran as [2], written by you, selected\ndf.plot()\n--- output of [2]:\n[image (image/png)] <Figure>',
+        '[3] code, ran as [3]\n1/0\n--- output of [3]:\nerror: Traceback\nZeroDivisionError: division by zero',
+        '[4] code, not run\nx',
+      ].join('\n\n'),
+    );
+    const long = notebookDigest([{ kind: 'code', source: 'y = 1\n'.repeat(20_000), outputs: [] }]);
+    assert.ok(long.length <= 16_000, `bounded: ${long.length}`);
+  });
+});
