@@ -11,7 +11,7 @@ import { createRuntime } from '../../src/core/runtime/factory';
 import type { Runtime } from '../../src/core/runtime/types';
 import { notebookDigest, notebookTurnRuntime } from '../../src/vscode/notebook/agentTarget';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME, codeSpan, toolCallsOutput, type CellOutputData, type OutputItemData } from '../../src/vscode/notebook/cellOutputs';
-import { NotebookKernels, notebookSessionId, type CellExecution } from '../../src/vscode/notebook/kernelRunner';
+import { NotebookKernels, type CellExecution } from '../../src/vscode/notebook/kernelRunner';
 import { harness, type Harness } from './fakes';
 
 const PYTHON = '/usr/bin/python3';
