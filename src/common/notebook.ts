@@ -76,7 +76,8 @@ export function conversationToNotebook(events: readonly TranscriptEvent[], optio
     nbformat: 4,
     nbformat_minor: 5,
     metadata: {
-      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
+      // CodeAct's kernel (VS Code with CodeAct selects it); a plain Jupyter asks for a kernel, and the setup cell makes Python 3 do.
+      kernelspec: { name: 'codeact', display_name: 'CodeAct (Python with your managed tools)', language: 'python' },
       language_info: { name: 'python' },
       codeact: { exported_at: new Date().toISOString(), provider: options.provider, model: options.model },
     },

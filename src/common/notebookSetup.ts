@@ -22,7 +22,7 @@ export function setupMarkdown(calls: number, usesDiscovery: boolean): string {
     '',
     `The next cell makes them run in a plain Jupyter kernel (IPython 7 or later): it defines \`call_tool\`, which answers with the ${calls} ` +
       `tool result${calls === 1 ? '' : 's'} recorded in this conversation (a call the conversation did not make raises an error that says so), and lets a cell \`return\` its value. ` +
-      'Run it first. To call the real tools, run the code with CodeAct instead ("Run with Tools").' +
+      'Run it first. On the CodeAct kernel (in VS Code with CodeAct, pick "CodeAct" in the kernel picker) the cells call the real tools and that cell does nothing.' +
       (usesDiscovery ? ' Cells that use CodeAct\'s `tools` module (tool discovery) need CodeAct.' : ''),
   ].join('\n');
 }
@@ -31,8 +31,7 @@ export function setupMarkdown(calls: number, usesDiscovery: boolean): string {
 export function setupCode(calls: RecordedCall[]): string {
   // A JSON string literal is a Python string literal too.
   const recorded = JSON.stringify(JSON.stringify(calls));
-  return `# CodeAct: what the cells below need in a plain Jupyter kernel. Run this cell first.
-import ast as _ast, io as _io, json as _json, tokenize as _tokenize
+  const body = `import ast as _ast, io as _io, json as _json, tokenize as _tokenize
 
 _CODEACT_CALLS = _json.loads(${recorded})
 for _c in _CODEACT_CALLS:
@@ -113,5 +112,17 @@ def _codeact_cell(lines):
 
 _ip = get_ipython()  # noqa: F821 (IPython's)
 _ip.input_transformers_post[:] = [t for t in _ip.input_transformers_post if getattr(t, "__name__", "") != "_codeact_cell"] + [_codeact_cell]
+call_tool._codeact_recorded = True
 `;
+  // On the CodeAct kernel (the Python session's own call_tool is there before any cell runs) nothing is set up.
+  const indented = body
+    .split('\n')
+    .map((l) => (l ? `    ${l}` : l))
+    .join('\n');
+  return `# CodeAct: what the cells below need in a plain Jupyter kernel. Run this cell first.
+# On the CodeAct kernel ("CodeAct" in VS Code's kernel picker) call_tool reaches the real tools: nothing to set up.
+if callable(globals().get("call_tool")) and not getattr(globals()["call_tool"], "_codeact_recorded", False):
+    print("This is the CodeAct kernel: call_tool reaches the workspace's managed tools, and cells may return. Nothing to set up.")
+else:
+${indented}`;
 }

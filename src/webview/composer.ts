@@ -8,6 +8,7 @@ import { h, toggle } from './dom';
 import { icon } from './icons';
 import type { TranscriptModel } from '../common/transcript';
 import { ContextMeter } from './contextMeter';
+import { NotebookTargetBar } from './notebookTarget';
 import { PromptHistory } from './promptHistory';
 
 const MAX_INPUT_HISTORY = 100;
@@ -39,6 +40,8 @@ export class Composer {
   private readonly history: PromptHistory;
   /** How full the context window is (the model's latest request). */
   readonly meter = new ContextMeter();
+  /** The open notebook the turns work in. */
+  private readonly notebookBar: NotebookTargetBar;
   private lastStatus = '';
 
   /** The prompts sent, oldest first (saved with the panel's state). */
@@ -52,6 +55,7 @@ export class Composer {
     inputHistory: string[],
   ) {
     this.history = new PromptHistory(inputHistory, MAX_INPUT_HISTORY);
+    this.notebookBar = new NotebookTargetBar((m) => this.ctx.post(m));
     this.statusEl = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
     this.input = h('textarea', {
       class: 'prompt-input',
@@ -80,6 +84,7 @@ export class Composer {
       'footer',
       { class: 'composer' },
       this.statusEl,
+      this.notebookBar.el,
       h(
         'div',
         { class: 'input-box' },
@@ -152,6 +157,7 @@ export class Composer {
     }
     this.renderCompactPicker(host);
     this.renderToolsChip(host);
+    this.notebookBar.render(host?.notebook);
   }
 
   /** The compact picker: the model's name (none at the narrowest), the full provider and model in its tooltip. */

@@ -217,7 +217,7 @@ export class ExecRenderer implements ItemRenderer {
       );
       if (x.status === 'done' || x.status === 'failed') this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${x.error.type}` : ''}`);
     }
-    const badgeKey = `${x.runtime}|${x.sandbox?.kind}|${x.sandbox?.network}|${x.tool}|${x.containerId}`;
+    const badgeKey = `${x.runtime}|${x.sandbox?.kind}|${x.sandbox?.network}|${x.tool}|${x.containerId}|${x.notebook?.uri}`;
     if (badgeKey !== this.badgeKey) {
       this.badgeKey = badgeKey;
       this.badges.textContent = '';
@@ -232,6 +232,12 @@ export class ExecRenderer implements ItemRenderer {
       }
       if (x.tool) this.badges.append(h('span', { class: 'badge subtool', title: 'Provider tool', text: x.tool }));
       if (x.containerId) this.badges.append(h('span', { class: 'badge container', title: `Container ${x.containerId}`, text: shortId(x.containerId) }));
+      // It ran as a cell of an open notebook: the badge shows that cell.
+      const nb = x.notebook;
+      if (nb) {
+        const open = () => this.ctx.post({ type: 'notebook.reveal', uri: nb.uri, itemId: this.item.id });
+        this.badges.append(h('button', { class: 'badge notebook-cell', type: 'button', title: `Show this cell in ${nb.name}`, 'aria-label': `Show the cell in ${nb.name}`, onclick: open }, icon('notebook'), h('span', { text: `cell in ${nb.name}` })));
+      }
     }
     setText(this.durationEl, x.durationMs !== undefined ? formatDuration(x.durationMs) : '');
   }

@@ -144,7 +144,7 @@ function validate(nb: unknown, dir: string, name = 'validate.ipynb'): { ok: bool
     assert.equal(nb.cells[1].cell_type, 'markdown');
     assert.match(nb.cells[1].source.join(''), /plain Jupyter kernel .* defines `call_tool`, which answers with the 4 tool results recorded/s);
     assert.equal(nb.cells[2].metadata.codeact.role, 'setup');
-    assert.match(nb.cells[2].source.join(''), /^async def call_tool\(name, \*\*arguments\):/m);
+    assert.match(nb.cells[2].source.join(''), /^    async def call_tool\(name, \*\*arguments\):/m);
     assert.deepEqual(nb.cells.filter((c) => c.metadata.tags).map((c) => c.metadata.codeact.item_id), ['exec_4', 'exec_5', 'exec_6']);
 
     const input = join(dir, 'in.ipynb');

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import type { CodeActEvent } from '../../src/common/events';
+import { conversationToNotebook } from '../../src/common/notebook';
 import { createRuntime } from '../../src/core/runtime/factory';
 import type { Runtime } from '../../src/core/runtime/types';
 import { notebookDigest, notebookTurnRuntime } from '../../src/vscode/notebook/agentTarget';
@@ -186,6 +187,24 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
     assert.equal(cell.ended?.success, false);
     assert.match(JSON.parse(cell.textOf(ERROR_MIME)).message, /not trusted/);
     assert.equal(real.length, 0, 'no runtime was even built');
+  });
+
+  it('runs an exported conversation top to bottom: its setup cell does nothing here, and call_tool reaches the real tool', async () => {
+    const code = 'r = await call_tool("lookup_order", id=9)\nreturn r["total"]';
+    const nbJson = conversationToNotebook([
+      { type: 'codeact.turn.started', turn_id: 't1', prompt: 'Order 9?', source: 'chat' },
+      { type: 'codeact.tool_call.started', item_id: 'exec_1', call_id: 'c1', name: 'lookup_order', arguments: { id: 9 } },
+      { type: 'codeact.tool_call.completed', item_id: 'exec_1', call_id: 'c1', name: 'lookup_order', output: { id: 9, total: 1.0 }, duration_ms: 3 },
+      { type: 'response.output_item.done', item: { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code, runtime: 'local', outputs: [], value: 1.0 } },
+    ]) as { metadata: { kernelspec: { name: string } }; cells: Array<{ cell_type: string; source: string[] }> };
+    assert.equal(nbJson.metadata.kernelspec.name, 'codeact', 'the exported notebook names the CodeAct kernel');
+    const codeCells = nbJson.cells.filter((c) => c.cell_type === 'code');
+    const nb = kernels.for('file:///ws/exported.ipynb', 'exported.ipynb');
+    const cells = codeCells.map(() => new RecordedCell());
+    const items = await Promise.all(codeCells.map((c, i) => nb.execute(c.source.join(''), cells[i])));
+    assert.deepEqual(items.map((i) => i?.status), ['completed', 'completed'], JSON.stringify(items.map((i) => i?.error)));
+    assert.match(cells[0].textOf(STDOUT_MIME), /^This is the CodeAct kernel: call_tool reaches the workspace's managed tools/);
+    assert.equal(cells[1].textOf('application/json'), '42.5', 'the real tool answered, not the recorded 1.0');
   });
 
   it("runs the agent's execution as a new cell on the notebook's session: it sees the user's variables, the chat sees its events", async () => {

@@ -1,0 +1,51 @@
+/**
+ * The notebook bar above the prompt: which open notebook the chat's turns work in, and the person's say
+ * over it. On the CodeAct kernel: "Working in analysis.ipynb" with a button that switches the target off
+ * (and back on). On another kernel: it says plainly that the agent cannot see that kernel's variables, and
+ * offers to switch the notebook to the CodeAct kernel. Hidden when no notebook is active.
+ */
+import type { NotebookTargetState, WebviewToHost } from '../common/protocol';
+import { h } from './dom';
+import { icon } from './icons';
+
+export class NotebookTargetBar {
+  readonly el: HTMLElement;
+  private last = '';
+
+  constructor(private readonly post: (m: WebviewToHost) => void) {
+    this.el = h('div', { class: 'notebook-target', role: 'group', 'aria-label': 'Notebook', hidden: true });
+  }
+
+  render(state: NotebookTargetState | null | undefined): void {
+    const key = JSON.stringify(state ?? null);
+    if (key === this.last) return;
+    this.last = key;
+    this.el.textContent = '';
+    this.el.hidden = !state;
+    if (!state) return;
+    const name = h('span', { class: 'notebook-name', text: state.name, title: state.uri });
+    const button = (label: string, title: string, message: WebviewToHost) => h('button', { class: 'chip-button', type: 'button', title, onclick: () => this.post(message) }, h('span', { text: label }));
+    this.el.dataset.state = !state.codeact ? 'other-kernel' : state.on ? 'on' : 'off';
+    if (!state.codeact) {
+      this.el.append(
+        icon('warning'),
+        h('span', { class: 'notebook-text' }, name, h('span', { text: ' runs on another kernel: CodeAct cannot see its variables.' })),
+        button('Use CodeAct kernel', `Select the CodeAct kernel for ${state.name}, so the agent works in it (the other kernel's variables do not carry over)`, { type: 'notebook.useKernel', uri: state.uri }),
+      );
+      return;
+    }
+    if (state.on) {
+      this.el.append(
+        icon('notebook'),
+        h('span', { class: 'notebook-text' }, h('span', { text: 'Working in ' }), name),
+        button('Stop working here', `Turns stop adding cells to ${state.name}; code runs in the chat's own session`, { type: 'notebook.target', uri: state.uri, on: false }),
+      );
+    } else {
+      this.el.append(
+        icon('notebook'),
+        h('span', { class: 'notebook-text' }, name, h('span', { text: ' is open; turns do not work in it.' })),
+        button('Work in notebook', `Turns add their code as cells of ${state.name} and run them on its session`, { type: 'notebook.target', uri: state.uri, on: true }),
+      );
+    }
+  }
+}
