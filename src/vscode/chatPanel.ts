@@ -6,7 +6,8 @@
  */
 import * as vscode from 'vscode';
 import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
-import { parseWebviewMessage, PROTOCOL_VERSION, type HostCommand, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
+import { parseWebviewMessage } from '../common/protocolCheck';
+import { PROTOCOL_VERSION, type HostCommand, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { conversationToNotebook } from '../common/notebook';
 import { randomToken } from '../core/util/ids';
 import type { ProviderId } from '../core/providers/shared/types';

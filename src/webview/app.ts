@@ -4,7 +4,8 @@
  * changes to the DOM. The frame path only writes: following the bottom is left to `StickToBottom` (a
  * sentinel, an IntersectionObserver and the browser's scroll anchoring).
  */
-import { PROTOCOL_VERSION, isHostMessage, type ConversationSummary, type HostState, type HostToWebview, type WebviewToHost } from '../common/protocol';
+import { isHostMessage } from '../common/protocolCheck';
+import { PROTOCOL_VERSION, type ConversationSummary, type HostState, type HostToWebview, type WebviewToHost } from '../common/protocol';
 import { applyEvent, buildTranscript, createTranscript, findTurn, isBusy, type TranscriptEvent, type TranscriptModel } from '../common/transcript';
 import { Composer } from './composer';
 import { h, setText, toggle } from './dom';
@@ -56,7 +57,6 @@ export class App {
   /** The scroll position last told to the host. */
   private toldHost: ScrollPosition | undefined;
 
-  // layout
   private readonly titleEl: HTMLElement;
   private readonly noticeArea: HTMLElement;
   private readonly scroller: HTMLElement;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CodeInterpreterCallItem } from '../../src/common/events';
 import type { ImageMessage, LocalFileMessage } from '../../src/common/outputMessages';
-import { parseWebviewMessage } from '../../src/common/protocol';
+import { parseWebviewMessage } from '../../src/common/protocolCheck';
 import { FileGoneError, IMAGE_PREVIEW, PanelOutputs } from '../../src/vscode/panelOutputs';
 import type { PanelOutputsApis, SaveDialogOptions } from '../../src/vscode/panelOutputs.apis';
 import { pngBytes } from '../webview/support/png';

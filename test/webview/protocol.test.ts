@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { canCoalesce, coalesceEvents, createEventBatcher, type FrameScheduler } from '../../src/common/eventBatcher';
-import { HOST_COMMANDS, isHostMessage, parseWebviewMessage, type EventsMessage } from '../../src/common/protocol';
+import { HOST_COMMANDS, type EventsMessage } from '../../src/common/protocol';
+import { isHostMessage, parseWebviewMessage } from '../../src/common/protocolCheck';
 import { buildTranscript, type TranscriptEvent } from '../../src/common/transcript';
 import { buildWebviewHtml, contentSecurityPolicy, createNonce, jsonForScript } from '../../src/vscode/webviewHtml';
 import { demoTurn, ev, hostState } from './support/fixtures';

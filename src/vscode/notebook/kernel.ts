@@ -10,7 +10,7 @@
  */
 import * as vscode from 'vscode';
 import type { NotebookTargetState } from '../../common/protocol';
-import type { CodeActService } from '../service';
+import type { CodeActSession } from '../session';
 import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type NotebookTurn } from './agentTarget';
 import type { CellOutputData, OutputItemData } from './cellOutputs';
 import { NotebookKernels, type CellExecution } from './kernelRunner';
@@ -80,7 +80,7 @@ export class CodeActNotebookKernel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
-    private readonly service: CodeActService,
+    private readonly service: CodeActSession,
     private readonly extensionId: string,
   ) {
     this.kernels = new NotebookKernels({
