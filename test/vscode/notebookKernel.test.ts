@@ -9,10 +9,12 @@ import { existsSync, mkdirSync } from 'node:fs';
 import type { CodeActEvent } from '../../src/common/events';
 import { conversationToNotebook } from '../../src/common/notebook';
 import { createRuntime } from '../../src/core/runtime/factory';
+import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import type { Runtime } from '../../src/core/runtime/types';
 import { notebookDigest, notebookTurnRuntime } from '../../src/vscode/notebook/agentTarget';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME, codeSpan, toolCallsOutput, type CellOutputData, type OutputItemData } from '../../src/vscode/notebook/cellOutputs';
 import { NotebookKernels, type CellExecution } from '../../src/vscode/notebook/kernelRunner';
+import { SKIP_MESSAGE, findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
 import { harness, type Harness } from './fakes';
 
 const PYTHON = '/usr/bin/python3';
@@ -276,5 +278,57 @@ describe('notebook cell outputs and digest (issue 22)', () => {
     );
     const long = notebookDigest([{ kind: 'code', source: 'y = 1\n'.repeat(20_000), outputs: [] }]);
     assert.ok(long.length <= 16_000, `bounded: ${long.length}`);
+  });
+});
+
+describe('notebook kernel on the Jupyter runtime (codeact.runtime "jupyter", a real jupyter-server) (issue 22)', function () {
+  this.timeout(240_000);
+  let server: JupyterServer | undefined;
+  let h: Harness;
+  let kernels: NotebookKernels;
+
+  before(async function () {
+    if (!findJupyterServer()) {
+      console.log(`      ${SKIP_MESSAGE}`);
+      return this.skip();
+    }
+    server = await startJupyterServer();
+  });
+  after(async () => {
+    await kernels?.dispose();
+    await h?.session.shutdown();
+    h?.cleanup();
+    await server?.stop();
+  });
+
+  it("runs the notebook's cells in a kernel of its own: variables carry over, outputs are notebook outputs, Restart clears them", async () => {
+    h = harness({ runtime: 'jupyter', 'jupyter.serverURL': server!.url, tools: [LOOKUP], timeoutSeconds: 120 });
+    mkdirSync(h.apis.folder!, { recursive: true });
+    h.secrets.jupyterToken = server!.token;
+    // The factory's own way, built here (its lazy import() does not load .ts under mocha's require hook).
+    h.runtimes.createRuntime = async (config) => new JupyterRuntime({ ...config.jupyter!, url: config.jupyter!.url!, limits: config.limits });
+    kernels = new NotebookKernels({
+      run: (code, o) => h.session.runNotebookCode(code, o),
+      restart: (id) => h.session.endNotebookSession(id, 'restart'),
+      close: async (id) => void (await h.session.endNotebookSession(id, 'close')),
+      log: () => {},
+    });
+    const nb = kernels.for('file:///ws/j.ipynb', 'j.ipynb');
+    const cells = [new RecordedCell(), new RecordedCell(), new RecordedCell()];
+    const items = await Promise.all([
+      nb.execute('total = 40\nprint("set")', cells[0]),
+      nb.execute('r = await call_tool("lookup_order", id=2)\nprint(total + r["id"])', cells[1]),
+      nb.execute('1/0', cells[2]),
+    ]);
+    assert.deepEqual(items.map((i) => i?.runtime), ['jupyter', 'jupyter', 'jupyter'], JSON.stringify(items.map((i) => i?.error)));
+    assert.equal(cells[0].textOf(STDOUT_MIME), 'set\n');
+    assert.equal(cells[1].textOf(STDOUT_MIME), '42\n', 'cell 2 read the variable cell 1 made, and called the managed tool');
+    assert.match(cells[1].textOf('text/markdown'), /`lookup_order` `\{"id":2\}` · \d+ ms · ok/);
+    assert.deepEqual(cells.map((c) => c.order), [1, 2, 3]);
+    assert.equal(JSON.parse(cells[2].textOf(ERROR_MIME)).name, 'ZeroDivisionError');
+    await nb.restart();
+    const after = new RecordedCell();
+    await nb.execute('print(total)', after);
+    assert.equal(JSON.parse(after.textOf(ERROR_MIME)).name, 'NameError', 'Restart gave a fresh kernel');
   });
 });
