@@ -1,8 +1,8 @@
 /**
  * The notebook bar above the prompt: which open notebook the chat's turns work in, and the person's say
  * over it. On the CodeAct kernel: "Working in analysis.ipynb" with a button that switches the target off
- * (and back on). On another kernel: it says plainly that the agent cannot see that kernel's variables, and
- * offers to switch the notebook to the CodeAct kernel. Hidden when no notebook is active.
+ * (and back on). Not on it (another kernel, or none selected yet): it says plainly that the agent cannot see
+ * another kernel's variables, and offers to select the CodeAct kernel. Hidden when no notebook is active.
  */
 import type { NotebookTargetState, WebviewToHost } from '../common/protocol';
 import { h } from './dom';
@@ -29,7 +29,7 @@ export class NotebookTargetBar {
     if (!state.codeact) {
       this.el.append(
         icon('warning'),
-        h('span', { class: 'notebook-text' }, name, h('span', { text: ' runs on another kernel: CodeAct cannot see its variables.' })),
+        h('span', { class: 'notebook-text' }, name, h('span', { text: ' is not on the CodeAct kernel: the agent cannot see the variables of another kernel.' })),
         button('Use CodeAct kernel', `Select the CodeAct kernel for ${state.name}, so the agent works in it (the other kernel's variables do not carry over)`, { type: 'notebook.useKernel', uri: state.uri }),
       );
       return;

@@ -151,6 +151,18 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
     assert.equal(cell.outputs.at(-1)?.metadata?.outputType, 'error');
   });
 
+  it('stops a Run All at the failing cell, as Jupyter does; a cell run on its own afterwards runs', async () => {
+    const nb = kernels.for('file:///ws/f.ipynb', 'f.ipynb');
+    const batch = {};
+    const cells = [new RecordedCell(), new RecordedCell(), new RecordedCell()];
+    const items = await Promise.all(['print(1)', 'raise ValueError("bad row")', 'print(3)'].map((c, i) => nb.execute(c, cells[i], { batch })));
+    assert.deepEqual(items.map((i) => i?.status), ['completed', 'failed', undefined]);
+    assert.deepEqual(cells.map((c) => c.ended?.success), [true, false, undefined]);
+    const alone = new RecordedCell();
+    await nb.execute('print(3)', alone);
+    assert.equal(alone.textOf(STDOUT_MIME), '3\n');
+  });
+
   it('Interrupt stops the sleeping cell and the cell waiting behind it; the session keeps its variables', async () => {
     const nb = kernels.for('file:///ws/b.ipynb', 'b.ipynb');
     await nb.execute('kept = 7', new RecordedCell());
@@ -213,15 +225,16 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
     const uri = 'file:///ws/e.ipynb';
     const nb = kernels.for(uri, 'e.ipynb');
     await nb.execute('revenue = [10, 12, 9]', new RecordedCell());
-    const inserted: Array<{ code: string; itemId: string; cell: RecordedCell }> = [];
+    const inserted: Array<{ code: string; itemId: string; order: number; cell: RecordedCell }> = [];
     // The turn's runtime is the extension's one runtime, the one the notebook's session lives in.
     const runtime = notebookTurnRuntime(real[0], {
       uri,
       name: 'e.ipynb',
       session: nb,
-      insertCell: async (code, itemId) => {
+      insertCell: async (code, itemId, order) => {
+        if (code.includes('refused')) throw new Error('VS Code did not apply the edit');
         const cell = new RecordedCell();
-        inserted.push({ code, itemId, cell });
+        inserted.push({ code, itemId, order, cell });
         return cell;
       },
     });
@@ -234,9 +247,32 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
       assert.equal(inserted[0].itemId, 'exec_agent1');
       assert.equal(inserted[0].cell.textOf(STDOUT_MIME), '12\n');
       assert.equal(inserted[0].cell.order, 2, 'it took the next execution number of the notebook');
+      assert.equal(inserted[0].order, 2, 'the cell was made knowing its number (its metadata holds it: no edit after it ran)');
       assert.deepEqual(events.find((e) => e.type === 'codeact.notebook.cell'), { type: 'codeact.notebook.cell', item_id: 'exec_agent1', notebook: uri, name: 'e.ipynb' });
       assert.ok(events.some((e) => e.type === 'codeact.output.delta' && e.delta.includes('12')), 'the chat saw the output too');
       assert.ok(events.some((e) => e.type === 'response.output_item.done'));
+    }
+    {
+      // A user's cell runs: the agent's waits behind it, and is inserted only when its turn comes.
+      const user = new RecordedCell();
+      const running = nb.execute('import time\nprint("busy", flush=True)\ntime.sleep(1)\nrevenue.append(20)', user);
+      await user.until(() => user.textOf(STDOUT_MIME).includes('busy'));
+      const agent = runtime.execute({ code: 'print(len(revenue))', itemId: 'exec_agent2' }, {});
+      await new Promise((r) => setImmediate(r));
+      assert.equal(inserted.length, 1, 'not inserted while the user\'s cell runs');
+      await running;
+      assert.equal((await agent).status, 'completed');
+      assert.equal(inserted[1].order, 4);
+      assert.equal(inserted[1].cell.textOf(STDOUT_MIME), '4\n', 'it ran after the user\'s cell, on its variables');
+    }
+    {
+      const events2: CodeActEvent[] = [];
+      const item = await runtime.execute({ code: 'print("refused")', itemId: 'exec_agent3' }, { onEvent: (e) => events2.push(e) });
+      assert.equal(item.status, 'failed');
+      assert.equal(item.error?.type, 'NotebookError');
+      assert.match(item.error!.message, /could not be added to e\.ipynb: VS Code did not apply the edit\. Nothing ran\./);
+      assert.ok(events2.some((e) => e.type === 'response.output_item.done'), 'the chat\'s card ends too');
+      assert.ok(!events2.some((e) => e.type === 'codeact.notebook.cell'));
     }
   });
 });

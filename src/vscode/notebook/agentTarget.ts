@@ -28,8 +28,8 @@ export interface NotebookTarget {
   /** The notebook's file name, as the panel and the model see it. */
   name: string;
   session: NotebookKernelSession;
-  /** Inserts a code cell with `code` after the selected cell (or at the end); resolves with its execution. */
-  insertCell(code: string, itemId: string): Promise<CellExecution>;
+  /** Inserts a code cell with `code` after the selected cell (or at the end), to run as `order`; resolves with its execution. */
+  insertCell(code: string, itemId: string, order: number): Promise<CellExecution>;
 }
 
 /** The turn's runtime, its executions made cells of the notebook. Everything else is the runtime's own. */
@@ -47,30 +47,35 @@ export function notebookTurnRuntime(inner: Runtime, target: NotebookTarget): Run
       const itemId = request.itemId ?? newId('exec');
       const emit = (e: Parameters<NonNullable<ExecuteOptions['onEvent']>>[0]) => options.onEvent?.(e);
       const started = performance.now();
-      let cell: CellExecution;
+      // The cell is inserted when its turn comes (after the cells already waiting), with its execution number.
+      const late = async (order: number): Promise<CellExecution> => {
+        const cell = await target.insertCell(request.code, itemId, order);
+        emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
+        return cell;
+      };
+      let item: CodeInterpreterCallItem | undefined;
       try {
-        cell = await target.insertCell(request.code, itemId);
+        item = await target.session.execute(request.code, late, {
+          itemId,
+          signal: options.signal,
+          run: (code, o) =>
+            inner.execute(
+              { ...request, code, itemId: o.itemId, sessionId: o.sessionId },
+              {
+                ...options,
+                signal: o.signal,
+                onEvent: (e) => {
+                  emit(e);
+                  o.onEvent(e);
+                },
+              },
+            ),
+        });
       } catch (err) {
+        // Only making the cell can fail here (a run's own failure is its item): nothing ran.
         const message = `The cell could not be added to ${target.name}: ${(err as Error).message}. Nothing ran.`;
         return announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: { type: 'NotebookError', message }, startedAt: started }));
       }
-      emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
-      const item = await target.session.execute(request.code, cell, {
-        itemId,
-        signal: options.signal,
-        run: (code, o) =>
-          inner.execute(
-            { ...request, code, itemId: o.itemId, sessionId: o.sessionId },
-            {
-              ...options,
-              signal: o.signal,
-              onEvent: (e) => {
-                emit(e);
-                o.onEvent(e);
-              },
-            },
-          ),
-      });
       // Interrupted or restarted while it waited behind the user's cells: it never ran.
       return item ?? announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: cancelledError(true), startedAt: started }));
     },
@@ -143,5 +148,5 @@ export function notebookNote(name: string, cells: readonly DigestCell[], selecte
 
 /** What the model is told when the active notebook runs on another kernel: its variables are not visible. */
 export function otherKernelNote(name: string, kernel: string | undefined): string {
-  return `The user's open notebook "${name}" runs on another kernel${kernel ? ` (${kernel})` : ''}, not CodeAct's: your code runs in CodeAct's own session and cannot see that notebook's variables. If the user means them, say so plainly, and that selecting the "CodeAct" kernel for the notebook lets you work in it.`;
+  return `The user's open notebook "${name}" does not run on CodeAct's kernel${kernel ? ` (it runs on ${kernel})` : ''}: your code runs in CodeAct's own session and cannot see the variables of another kernel. If the user means the notebook's variables, say so plainly, and that selecting the "CodeAct" kernel for the notebook lets you work in it.`;
 }

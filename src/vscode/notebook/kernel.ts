@@ -13,7 +13,7 @@ import type { NotebookTargetState } from '../../common/protocol';
 import type { CodeActSession } from '../session';
 import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type NotebookTurn } from './agentTarget';
 import type { CellOutputData, OutputItemData } from './cellOutputs';
-import { NotebookKernels, type CellExecution } from './kernelRunner';
+import { NotebookKernels, type CellBatch, type CellExecution } from './kernelRunner';
 
 export const CONTROLLER_ID = 'codeact-kernel';
 export const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -136,11 +136,12 @@ export class CodeActNotebookKernel implements vscode.Disposable {
 
   private execute(cells: vscode.NotebookCell[], nb: vscode.NotebookDocument): void {
     const session = this.kernels.for(nb.uri.toString(), nameOf(nb));
+    const batch: CellBatch = {};
     for (const cell of cells) {
       const exec = this.controller.createNotebookCellExecution(cell);
       const stop = new AbortController();
       const sub = exec.token.onCancellationRequested(() => stop.abort());
-      void session.execute(cell.document.getText(), cellExecution(exec), { signal: stop.signal }).finally(() => sub.dispose());
+      void session.execute(cell.document.getText(), cellExecution(exec), { signal: stop.signal, batch }).finally(() => sub.dispose());
     }
   }
 
@@ -173,7 +174,8 @@ export class CodeActNotebookKernel implements vscode.Disposable {
   async useKernel(uri: string): Promise<void> {
     const editor = vscode.window.visibleNotebookEditors.find((e) => e.notebook.uri.toString() === uri);
     if (editor) await vscode.window.showNotebookDocument(editor.notebook, { viewColumn: editor.viewColumn, preserveFocus: false });
-    await vscode.commands.executeCommand('notebook.selectKernel', { id: `${this.extensionId}/${CONTROLLER_ID}`, extension: this.extensionId });
+    // VS Code 1.100 takes the controller's own id here (the `<extension>/<id>` form selects nothing).
+    await vscode.commands.executeCommand('notebook.selectKernel', { id: CONTROLLER_ID, extension: this.extensionId });
   }
 
   /** Shows the cell an execution ran in (the card's link), wherever edits moved it. */
@@ -199,13 +201,15 @@ export class CodeActNotebookKernel implements vscode.Disposable {
     const session = this.kernels.for(st.uri, st.name);
     // Each cell of the turn goes after the one before it; the first after the selected cell (or at the end).
     let after: string | undefined;
-    const insertCell = async (code: string, itemId: string): Promise<CellExecution> => {
+    const insertCell = async (code: string, itemId: string, order: number): Promise<CellExecution> => {
       if (nb.isClosed) throw new Error('the notebook was closed');
       const all = nb.getCells();
       const prev = after ? all.findIndex((c) => codeactMeta(c)?.item_id === after) : -1;
       const at = prev >= 0 ? prev + 1 : selected !== undefined && selected < all.length ? selected + 1 : all.length;
       const data = new vscode.NotebookCellData(vscode.NotebookCellKind.Code, code, 'python');
-      data.metadata = { metadata: { codeact: { author: 'agent', item_id: itemId } } };
+      // With its id and execution number, so the ipynb support has nothing to add (an edit of its own would be
+      // a step of its own for Ctrl+Z, before the insertion).
+      data.metadata = { id: itemId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 64), execution_count: order, metadata: { codeact: { author: 'agent', item_id: itemId } } };
       const edit = new vscode.WorkspaceEdit();
       edit.set(nb.uri, [vscode.NotebookEdit.insertCells(at, [data])]);
       if (!(await vscode.workspace.applyEdit(edit))) throw new Error('VS Code did not apply the edit');

@@ -44,6 +44,18 @@ export function notebookSessionId(uri: string): string {
   return `nb:${uri}`;
 }
 
+/**
+ * A cell made when its turn in the queue comes, given the execution number it will have (the agent's cell is
+ * inserted then, its metadata already holding that number, so that nothing edits it after it ran: the
+ * insertion stays one undo step).
+ */
+export type LateCell = (order: number) => Promise<CellExecution>;
+
+/** The cells VS Code asked to run together (Run All, Run Above/Below): one failing stops the rest. */
+export interface CellBatch {
+  failed?: boolean;
+}
+
 interface Waiting {
   controller: AbortController;
 }
@@ -70,9 +82,10 @@ export class NotebookKernelSession {
   /**
    * Runs `code` in `cell` after the cells asked for before it. `run` overrides how it runs (the agent runs
    * its code with its own gateway and events); `signal` stops this cell alone. Resolves with the finished
-   * item, or undefined when the cell never ran (interrupted or restarted while it waited).
+   * item, or undefined when the cell never ran (interrupted or restarted while it waited); rejects when a
+   * late cell could not be made.
    */
-  execute(code: string, cell: CellExecution, how?: { run?: RunCell; signal?: AbortSignal; itemId?: string }): Promise<CodeInterpreterCallItem | undefined> {
+  execute(code: string, cell: CellExecution | LateCell, how?: { run?: RunCell; signal?: AbortSignal; itemId?: string; batch?: CellBatch }): Promise<CodeInterpreterCallItem | undefined> {
     const me: Waiting = { controller: new AbortController() };
     const outer = how?.signal;
     const onOuter = () => me.controller.abort();
@@ -87,13 +100,27 @@ export class NotebookKernelSession {
       try {
         await previous;
         this.waiting.delete(me);
-        if (me.controller.signal.aborted || epoch !== this.epoch) {
-          cell.start(0);
-          cell.end(undefined);
+        // A cell of a Run All after one that failed does not run, as in Jupyter.
+        if (me.controller.signal.aborted || epoch !== this.epoch || how?.batch?.failed) {
+          // A cell made when its turn comes was never made.
+          if (typeof cell !== 'function') {
+            cell.start(0);
+            cell.end(undefined);
+          }
           return undefined;
         }
         this.running = me;
-        return await this.runCell(code, cell, me.controller.signal, how);
+        const order = this.order + 1;
+        let ready: CellExecution;
+        try {
+          ready = typeof cell === 'function' ? await cell(order) : cell;
+        } catch (err) {
+          this.deps.log(`notebook ${this.label}: the cell could not be made: ${(err as Error).message}`);
+          throw err;
+        }
+        const item = await this.runCell(code, ready, me.controller.signal, how);
+        if (item.status !== 'completed' && how?.batch) how.batch.failed = true;
+        return item;
       } finally {
         if (this.running === me) this.running = undefined;
         this.waiting.delete(me);

@@ -243,8 +243,10 @@ export class NotebookDriver {
         // Which way: the drawn rows' indexes say whether the cell is above or below them.
         const drawn = await this.editor.locator('.cell-list-container .monaco-list-row').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-index'))));
         const down = r ? r.y > box.y : drawn.every((i) => i < index);
-        await this.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-        await this.page.mouse.wheel(0, (down ? 1 : -1) * Math.max(100, Math.round(box.height * 0.6)));
+        // The wheel over the list's very left edge (its focus indicator): the outputs' webview and their toolbars
+        // (a little to the right) take the wheel as their own. VS Code scrolls the list ~50 px a wheel event.
+        await this.page.mouse.move(box.x + 3, box.y + box.height / 2);
+        for (let i = 0; i < 3; i++) await this.page.mouse.wheel(0, down ? 120 : -120);
         return false;
       },
       this.wb.wait(20_000),
@@ -286,7 +288,8 @@ export class NotebookDriver {
    */
   async focusCell(index: number): Promise<void> {
     const row = await this.revealCell(index);
-    await row.locator('.execution-count-label, .cell-focus-indicator-left').first().click();
+    // The margin's top, beside the cell's input: lower down, an output's toolbar may lie over it.
+    await row.locator('.cell-focus-indicator-left').first().click({ position: { x: 4, y: 8 } });
     await this.waitForListFocus();
   }
 
