@@ -1,9 +1,10 @@
 /**
  * The agent working in the open notebook, without `vscode`: the turn's runtime wrapped so that each
- * execution the model asks for becomes a new code cell of the notebook (inserted by ./kernel, one undoable
- * edit, marked as the agent's in its metadata), runs on the notebook's own session after the cells already
- * waiting (so it sees the variables the user's cells made), writes its outputs into that cell, and still
- * streams every event to the chat, whose card links to the cell. And what the model is told about the
+ * execution the model asks for runs on the notebook's own session after the cells already waiting (so it
+ * sees the variables the user's cells made) and becomes a new code cell of the notebook, marked as the
+ * agent's in its metadata. The chat's card streams it live; the cell is inserted when it finished, whole
+ * (source, outputs, execution number and result), in one edit (./kernel): nothing edits it afterwards, so
+ * one Ctrl+Z takes it out. The card links to the cell. And what the model is told about the
  * notebook: its cells' sources and a text digest of their outputs, with their indexes (never the raw JSON).
  */
 import type { CodeInterpreterCallItem } from '../../common/events';
@@ -11,7 +12,7 @@ import { headTail, partNote } from '../../common/outputBudget';
 import { announceDone, cancelledError, executionItem } from '../../core/runtime/execution';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../core/runtime/types';
 import { newId } from '../../core/util/ids';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME } from './cellOutputs';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME, type CellOutputData, type OutputItemData } from './cellOutputs';
 import type { CellExecution, NotebookKernelSession } from './kernelRunner';
 
 /** A chat turn that works in an open notebook (./kernel): what the model is told, its runtime wrapped, its session. */
@@ -23,13 +24,56 @@ export interface NotebookTurn {
 }
 
 
+/** An agent's execution, finished, as the cell to insert. */
+export interface FinishedCell {
+  code: string;
+  itemId: string;
+  /** Its execution number in the notebook's session. */
+  order: number;
+  success: boolean | undefined;
+  outputs: CellOutputData[];
+  startTime: number;
+  endTime: number;
+}
+
 export interface NotebookTarget {
   uri: string;
   /** The notebook's file name, as the panel and the model see it. */
   name: string;
   session: NotebookKernelSession;
-  /** Inserts a code cell with `code` after the selected cell (or at the end), to run as `order`; resolves with its execution. */
-  insertCell(code: string, itemId: string, order: number): Promise<CellExecution>;
+  /** Inserts the finished cell after the selected cell (or at the end; the next ones after it), in one edit. */
+  insertCell(cell: FinishedCell): Promise<void>;
+}
+
+/** A cell's execution kept in memory (its outputs as they would be written) until the cell is inserted. */
+export class RecordedCellExecution implements CellExecution {
+  order = 0;
+  success: boolean | undefined;
+  startTime = 0;
+  endTime = 0;
+  outputs: CellOutputData[] = [];
+  start(order: number): void {
+    this.order = order;
+    this.startTime = Date.now();
+  }
+  end(success: boolean | undefined): void {
+    this.success = success;
+    this.endTime = Date.now();
+  }
+  async clearOutput(): Promise<void> {
+    this.outputs = [];
+  }
+  async appendOutput(o: CellOutputData): Promise<number> {
+    this.outputs.push({ items: [...o.items], ...(o.metadata ? { metadata: o.metadata } : {}) });
+    return this.outputs.length - 1;
+  }
+  async appendOutputItems(handle: number, items: OutputItemData[]): Promise<void> {
+    this.outputs[handle]?.items.push(...items);
+  }
+  async replaceOutputItems(handle: number, items: OutputItemData[]): Promise<void> {
+    const o = this.outputs[handle];
+    if (o) o.items = [...items];
+  }
 }
 
 /** The turn's runtime, its executions made cells of the notebook. Everything else is the runtime's own. */
@@ -47,34 +91,31 @@ export function notebookTurnRuntime(inner: Runtime, target: NotebookTarget): Run
       const itemId = request.itemId ?? newId('exec');
       const emit = (e: Parameters<NonNullable<ExecuteOptions['onEvent']>>[0]) => options.onEvent?.(e);
       const started = performance.now();
-      // The cell is inserted when its turn comes (after the cells already waiting), with its execution number.
-      const late = async (order: number): Promise<CellExecution> => {
-        const cell = await target.insertCell(request.code, itemId, order);
-        emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
-        return cell;
-      };
-      let item: CodeInterpreterCallItem | undefined;
-      try {
-        item = await target.session.execute(request.code, late, {
-          itemId,
-          signal: options.signal,
-          run: (code, o) =>
-            inner.execute(
-              { ...request, code, itemId: o.itemId, sessionId: o.sessionId },
-              {
-                ...options,
-                signal: o.signal,
-                onEvent: (e) => {
-                  emit(e);
-                  o.onEvent(e);
-                },
+      const cell = new RecordedCellExecution();
+      const item = await target.session.execute(request.code, cell, {
+        itemId,
+        signal: options.signal,
+        run: (code, o) =>
+          inner.execute(
+            { ...request, code, itemId: o.itemId, sessionId: o.sessionId },
+            {
+              ...options,
+              signal: o.signal,
+              onEvent: (e) => {
+                emit(e);
+                o.onEvent(e);
               },
-            ),
-        });
-      } catch (err) {
-        // Only making the cell can fail here (a run's own failure is its item): nothing ran.
-        const message = `The cell could not be added to ${target.name}: ${(err as Error).message}. Nothing ran.`;
-        return announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: { type: 'NotebookError', message }, startedAt: started }));
+            },
+          ),
+      });
+      if (item) {
+        try {
+          await target.insertCell({ code: request.code, itemId, order: cell.order, success: cell.success, outputs: cell.outputs, startTime: cell.startTime, endTime: cell.endTime });
+          emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
+        } catch (err) {
+          // It ran (the model gets its result); only the cell is missing, and the card says so.
+          emit({ type: 'codeact.output.delta', item_id: itemId, stream: 'stderr', delta: `\n[CodeAct: the cell could not be added to ${target.name}: ${(err as Error).message}]\n` });
+        }
       }
       // Interrupted or restarted while it waited behind the user's cells: it never ran.
       return item ?? announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: cancelledError(true), startedAt: started }));

@@ -11,7 +11,7 @@
 import * as vscode from 'vscode';
 import type { NotebookTargetState } from '../../common/protocol';
 import type { CodeActSession } from '../session';
-import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type NotebookTurn } from './agentTarget';
+import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type FinishedCell, type NotebookTurn } from './agentTarget';
 import type { CellOutputData, OutputItemData } from './cellOutputs';
 import { NotebookKernels, type CellBatch, type CellExecution } from './kernelRunner';
 
@@ -32,7 +32,11 @@ function cellExecution(exec: vscode.NotebookCellExecution): CellExecution {
       exec.start(Date.now());
     },
     end: (success) => exec.end(success, Date.now()),
-    clearOutput: () => exec.clearOutput(),
+    // Only a cell that has outputs: clearing an empty one still makes the ipynb support edit its metadata (an
+    // undo step of its own in front of an inserted cell's).
+    clearOutput: async () => {
+      if (exec.cell.outputs.length) await exec.clearOutput();
+    },
     async appendOutput(o: CellOutputData) {
       const out = new vscode.NotebookCellOutput(items(o.items), o.metadata);
       await exec.appendOutput(out);
@@ -112,6 +116,7 @@ export class CodeActNotebookKernel implements vscode.Disposable {
         service.fireState();
       }),
       vscode.window.onDidChangeActiveNotebookEditor(() => this.trackActive()),
+      vscode.workspace.onDidChangeNotebookDocument((e) => process.env.CODEACT_NB_DEBUG && service.log.info(`NBDEBUG ${JSON.stringify({ content: e.contentChanges.map((c) => ({ at: c.range.start, added: c.addedCells.length, removed: c.removedCells.length })), md: !!e.metadata, cells: e.cellChanges.map((c) => ({ i: c.cell.index, md: c.metadata, out: c.outputs?.length, sum: c.executionSummary, doc: !!c.document })) })}`)),
       vscode.window.onDidChangeVisibleNotebookEditors(() => this.trackActive()),
       { dispose: () => void this.kernels.dispose() },
     );
@@ -201,24 +206,25 @@ export class CodeActNotebookKernel implements vscode.Disposable {
     const session = this.kernels.for(st.uri, st.name);
     // Each cell of the turn goes after the one before it; the first after the selected cell (or at the end).
     let after: string | undefined;
-    const insertCell = async (code: string, itemId: string, order: number): Promise<CellExecution> => {
+    const insertCell = async (c: FinishedCell): Promise<void> => {
       if (nb.isClosed) throw new Error('the notebook was closed');
       const all = nb.getCells();
-      const prev = after ? all.findIndex((c) => codeactMeta(c)?.item_id === after) : -1;
+      const prev = after ? all.findIndex((x) => codeactMeta(x)?.item_id === after) : -1;
       const at = prev >= 0 ? prev + 1 : selected !== undefined && selected < all.length ? selected + 1 : all.length;
-      const data = new vscode.NotebookCellData(vscode.NotebookCellKind.Code, code, 'python');
-      // With its id and execution number, so the ipynb support has nothing to add (an edit of its own would be
-      // a step of its own for Ctrl+Z, before the insertion).
-      data.metadata = { id: itemId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 64), execution_count: order, metadata: { codeact: { author: 'agent', item_id: itemId } } };
+      const data = new vscode.NotebookCellData(vscode.NotebookCellKind.Code, c.code, 'python');
+      // Whole: its id and execution number too, so the ipynb support has nothing to add (an edit of its own
+      // would be a step of its own for Ctrl+Z).
+      data.metadata = { id: c.itemId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 64), execution_count: c.order || null, metadata: { codeact: { author: 'agent', item_id: c.itemId } } };
+      data.outputs = c.outputs.map((o) => new vscode.NotebookCellOutput(o.items.map((i) => new vscode.NotebookCellOutputItem(i.data, i.mime)), o.metadata));
+      data.executionSummary = { executionOrder: c.order || undefined, success: c.success, timing: { startTime: c.startTime, endTime: c.endTime } };
       const edit = new vscode.WorkspaceEdit();
       edit.set(nb.uri, [vscode.NotebookEdit.insertCells(at, [data])]);
       if (!(await vscode.workspace.applyEdit(edit))) throw new Error('VS Code did not apply the edit');
-      const cell = nb.getCells().find((c) => codeactMeta(c)?.item_id === itemId);
+      const cell = nb.getCells().find((x) => codeactMeta(x)?.item_id === c.itemId);
       if (!cell) throw new Error('the inserted cell is gone');
-      after = itemId;
+      after = c.itemId;
       const shown = vscode.window.visibleNotebookEditors.find((e) => e.notebook === nb);
       shown?.revealRange(new vscode.NotebookRange(cell.index, cell.index + 1), vscode.NotebookEditorRevealType.InCenterIfOutsideViewport);
-      return cellExecution(this.controller.createNotebookCellExecution(cell));
     };
     return {
       note: notebookNote(st.name, cells, selected),

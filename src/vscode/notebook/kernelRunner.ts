@@ -44,13 +44,6 @@ export function notebookSessionId(uri: string): string {
   return `nb:${uri}`;
 }
 
-/**
- * A cell made when its turn in the queue comes, given the execution number it will have (the agent's cell is
- * inserted then, its metadata already holding that number, so that nothing edits it after it ran: the
- * insertion stays one undo step).
- */
-export type LateCell = (order: number) => Promise<CellExecution>;
-
 /** The cells VS Code asked to run together (Run All, Run Above/Below): one failing stops the rest. */
 export interface CellBatch {
   failed?: boolean;
@@ -82,10 +75,9 @@ export class NotebookKernelSession {
   /**
    * Runs `code` in `cell` after the cells asked for before it. `run` overrides how it runs (the agent runs
    * its code with its own gateway and events); `signal` stops this cell alone. Resolves with the finished
-   * item, or undefined when the cell never ran (interrupted or restarted while it waited); rejects when a
-   * late cell could not be made.
+   * item, or undefined when the cell never ran (interrupted or restarted while it waited).
    */
-  execute(code: string, cell: CellExecution | LateCell, how?: { run?: RunCell; signal?: AbortSignal; itemId?: string; batch?: CellBatch }): Promise<CodeInterpreterCallItem | undefined> {
+  execute(code: string, cell: CellExecution, how?: { run?: RunCell; signal?: AbortSignal; itemId?: string; batch?: CellBatch }): Promise<CodeInterpreterCallItem | undefined> {
     const me: Waiting = { controller: new AbortController() };
     const outer = how?.signal;
     const onOuter = () => me.controller.abort();
@@ -102,23 +94,12 @@ export class NotebookKernelSession {
         this.waiting.delete(me);
         // A cell of a Run All after one that failed does not run, as in Jupyter.
         if (me.controller.signal.aborted || epoch !== this.epoch || how?.batch?.failed) {
-          // A cell made when its turn comes was never made.
-          if (typeof cell !== 'function') {
-            cell.start(0);
-            cell.end(undefined);
-          }
+          cell.start(0);
+          cell.end(undefined);
           return undefined;
         }
         this.running = me;
-        const order = this.order + 1;
-        let ready: CellExecution;
-        try {
-          ready = typeof cell === 'function' ? await cell(order) : cell;
-        } catch (err) {
-          this.deps.log(`notebook ${this.label}: the cell could not be made: ${(err as Error).message}`);
-          throw err;
-        }
-        const item = await this.runCell(code, ready, me.controller.signal, how);
+        const item = await this.runCell(code, cell, me.controller.signal, how);
         if (item.status !== 'completed' && how?.batch) how.batch.failed = true;
         return item;
       } finally {
