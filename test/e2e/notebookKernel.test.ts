@@ -98,6 +98,8 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook (i
     await nb.interrupt();
     await nb.waitForRun({ cells: [0, 1], timeoutMs: 120_000 });
     const cells = await nb.cells();
+    const stopped = await nb.outputs(1, { until: (o) => o.some((x) => x.kind === 'error') });
+    assert.match(stopped.find((o) => o.kind === 'error')!.text, /Interrupted: The run was stopped/);
     assert.equal(cells[1].state, 'error', 'the sleeping cell was stopped');
     assert.notEqual(cells[2].state, 'success', 'the cell after it did not run');
     assert.equal(cells[2].executionOrder, undefined);

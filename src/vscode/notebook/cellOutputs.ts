@@ -131,11 +131,13 @@ export function toolCallsOutput(calls: readonly CallLine[], more: number): Outpu
 export function errorOutput(item: CodeInterpreterCallItem): CellOutputData | undefined {
   const e = item.error;
   if (!e) return undefined;
-  const stack = e.traceback ?? `${e.type}: ${e.message}`;
+  // Stop or Interrupt: said as a notebook says it.
+  const name = e.type === 'Cancelled' ? 'Interrupted' : e.type;
+  const stack = e.traceback ?? `${name}: ${e.message}`;
   const traceback = stack.replace(/\n$/, '').split('\n');
   return {
-    items: [{ mime: ERROR_MIME, data: utf8(JSON.stringify({ name: e.type, message: e.message, stack })) }],
-    metadata: { outputType: 'error', originalError: { output_type: 'error', ename: e.type, evalue: e.message, traceback } },
+    items: [{ mime: ERROR_MIME, data: utf8(JSON.stringify({ name, message: e.message, stack })) }],
+    metadata: { outputType: 'error', originalError: { output_type: 'error', ename: name, evalue: e.message, traceback } },
   };
 }
 

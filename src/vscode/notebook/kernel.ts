@@ -27,11 +27,12 @@ function cellExecution(exec: vscode.NotebookCellExecution): CellExecution {
   const outputs: vscode.NotebookCellOutput[] = [];
   const items = (list: OutputItemData[]) => list.map((i) => new vscode.NotebookCellOutputItem(i.data, i.mime));
   return {
+    // A cell that never ran (stopped while it waited) gets no number and no duration.
     start(order) {
       if (order > 0) exec.executionOrder = order;
-      exec.start(Date.now());
+      exec.start(order > 0 ? Date.now() : undefined);
     },
-    end: (success) => exec.end(success, Date.now()),
+    end: (success) => exec.end(success, exec.executionOrder ? Date.now() : undefined),
     // Only a cell that has outputs: clearing an empty one still makes the ipynb support edit its metadata (an
     // undo step of its own in front of an inserted cell's).
     clearOutput: async () => {

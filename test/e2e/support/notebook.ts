@@ -288,8 +288,10 @@ export class NotebookDriver {
    */
   async focusCell(index: number): Promise<void> {
     const row = await this.revealCell(index);
-    // The margin's top, beside the cell's input: lower down, an output's toolbar may lie over it.
-    await row.locator('.cell-focus-indicator-left').first().click({ position: { x: 4, y: 8 } });
+    // The execution-order label (a click on the margin's focus indicator collapses the cell's input instead).
+    const label = row.locator('.execution-count-label').first();
+    if (await label.isVisible().catch(() => false)) await label.click({ position: { x: 2, y: 2 } });
+    else await row.locator('.cell-focus-indicator-left').first().click({ position: { x: 4, y: 8 } });
     await this.waitForListFocus();
   }
 
@@ -350,12 +352,17 @@ export class NotebookDriver {
    * read before the run; without it any finished state counts), and the toolbar shows no Interrupt. Returns
    * the cells as they are then. Pass only the cells the run reaches (a kernel may skip those after an error).
    */
+  /** With `cells`, only those are read, and the array returned holds only them. */
   async waitForRun(opts: { cells?: number[]; before?: CellInfo[]; timeoutMs?: number } = {}): Promise<CellInfo[]> {
     let seen: CellInfo[] = [];
     await waitUntil(
       async () => {
         if (await this.isRunning()) return false;
-        seen = await this.cells();
+        // Only the cells asked about are read (each read may scroll the list): the others are left as holes.
+        if (opts.cells) {
+          seen = [];
+          for (const i of opts.cells) seen[i] = await this.cell(i);
+        } else seen = await this.cells();
         const wanted = opts.cells ?? seen.filter((c) => c.kind === 'code').map((c) => c.index);
         const done = wanted.every((i) => {
           const c = seen[i];
