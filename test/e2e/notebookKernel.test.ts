@@ -15,8 +15,13 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { turn } from '../support/wire/turn';
+import { textContrast } from './support/contrast';
+import { artifactPath } from './support/env';
+import { narrowLayoutProblems } from './support/layout';
 import { NotebookDriver, type CellOutput } from './support/notebook';
+import { waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
+import { THEMES, applyTheme } from './support/themes';
 import { makeWorkspaceWith } from './support/workspace';
 
 const UI = 60_000;
@@ -160,12 +165,38 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook (i
     assert.equal(await links.count(), 2);
     assert.match(await links.first().innerText(), /cell in analysis\.ipynb/);
     await e2e.wb.screenshot('95-notebook-agent-cells');
+    // The Variables view shows the notebook's session.
+    await e2e.panel.openVariables();
+    const vars = await e2e.panel.waitForVariables((rows) => ['df', 'orders', 'largest'].every((n) => rows.some((r) => r.name === n)), "the notebook's df, orders and the agent's largest");
+    assert.ok(vars.some((r) => r.name === 'df' && /DataFrame/.test(r.type)));
+    assert.match((await e2e.panel.variablesHeader()).source, /analysis\.ipynb/);
     // The saved metadata marks them as the agent's (checked after the save below); Ctrl+Z removes the last one.
     await nb.undo();
     await nb.waitForCellCount(6);
     const left = await nb.cells();
     assert.equal(left[4].source, AGENT_A);
     assert.equal(left[5].source, ANALYSIS[4]);
+  });
+
+  it('the notebook bar and the cell links read in every theme (WCAG AA) and at 240 px', async () => {
+    const failures: string[] = [];
+    const f = await e2e.panel.frame();
+    for (const theme of THEMES) {
+      await applyTheme(e2e.panel, theme);
+      const bad = (await (await e2e.panel.frame()).evaluate(textContrast)).filter((x) => x.ratio < x.needed);
+      if (bad.length) failures.push(`${theme.label}:\n${bad.map((x) => `${x.what}: ${x.ratio}:1 (${x.fg} on ${x.bg}, needs ${x.needed}:1)`).join('\n')}`);
+      await e2e.panel.scrollTo('section.card.exec .badge.notebook-cell', 'last');
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`96-notebook-chat-${theme.slug}`) });
+    }
+    await applyTheme(e2e.panel, THEMES[0]);
+    const before = await e2e.wb.sidebarWidth();
+    await e2e.wb.setSidebarWidth(240);
+    await waitUntil(async () => (await f.evaluate(() => document.documentElement.clientWidth).catch(() => 999)) <= 240, UI, () => 'the webview never got 240 px wide', 200);
+    const problems = await (await e2e.panel.frame()).evaluate(narrowLayoutProblems);
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('96-notebook-chat-240px') });
+    await e2e.wb.setSidebarWidth(before);
+    assert.deepEqual(failures, [], `texts below WCAG AA contrast:\n${failures.join('\n\n')}`);
+    assert.deepEqual(problems, [], 'layout problems of the narrow panel');
   });
 
   it('keeps the outputs through a save, a close and a reopen', async () => {

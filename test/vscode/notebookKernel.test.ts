@@ -141,6 +141,23 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
     assert.equal(cells[3].textOf('application/json'), '42.5', 'the returned value');
   });
 
+  it('has display(), tool discovery (search_tools, the tools module) and top-level await in its cells', async () => {
+    const nb = kernels.for('file:///ws/g.ipynb', 'g.ipynb');
+    const cells = [new RecordedCell(), new RecordedCell(), new RecordedCell()];
+    const items = await Promise.all([
+      nb.execute('from IPython.display import Markdown\ndisplay(Markdown("**bold**"))\nimport asyncio\nawait asyncio.sleep(0)\nprint("awaited")', cells[0]),
+      nb.execute('hits = await search_tools("order by id")\nprint([h["name"] for h in hits])', cells[1]),
+      nb.execute('import tools\nr = await tools.lookup_order(id=5)\nprint(r["id"])', cells[2]),
+    ]);
+    assert.deepEqual(items.map((i) => i?.status), ['completed', 'completed', 'completed'], JSON.stringify(items.map((i) => i?.error)));
+    assert.equal(cells[0].textOf('text/markdown'), '**bold**');
+    assert.equal(cells[0].textOf(STDOUT_MIME), 'awaited\n');
+    assert.match(cells[1].textOf(STDOUT_MIME), /lookup_order/);
+    assert.equal(cells[1].textOf('text/markdown'), '', 'discovery calls are not listed as tool calls');
+    assert.equal(cells[2].textOf(STDOUT_MIME), '5\n');
+    assert.match(cells[2].textOf('text/markdown'), /lookup_order/);
+  });
+
   it('shows a failing cell as a notebook error at the user\'s own line', async () => {
     const cell = new RecordedCell();
     await kernels.for('file:///ws/a.ipynb', 'a.ipynb').execute('x = 1\n\ny = x / 0\n', cell);

@@ -117,7 +117,6 @@ export class CodeActNotebookKernel implements vscode.Disposable {
         service.fireState();
       }),
       vscode.window.onDidChangeActiveNotebookEditor(() => this.trackActive()),
-      vscode.workspace.onDidChangeNotebookDocument((e) => process.env.CODEACT_NB_DEBUG && service.log.info(`NBDEBUG ${JSON.stringify({ content: e.contentChanges.map((c) => ({ at: c.range.start, added: c.addedCells.length, removed: c.removedCells.length })), md: !!e.metadata, cells: e.cellChanges.map((c) => ({ i: c.cell.index, md: c.metadata, out: c.outputs?.length, sum: c.executionSummary, doc: !!c.document })) })}`)),
       vscode.window.onDidChangeVisibleNotebookEditors(() => this.trackActive()),
       { dispose: () => void this.kernels.dispose() },
     );
@@ -186,7 +185,13 @@ export class CodeActNotebookKernel implements vscode.Disposable {
 
   /** Shows the cell an execution ran in (the card's link), wherever edits moved it. */
   async revealCell(uri: string, itemId: string): Promise<void> {
-    const nb = vscode.workspace.notebookDocuments.find((d) => d.uri.toString() === uri) ?? (await vscode.workspace.openNotebookDocument(vscode.Uri.parse(uri)));
+    let nb = vscode.workspace.notebookDocuments.find((d) => d.uri.toString() === uri);
+    if (!nb) {
+      // A closed notebook opens again, if the link names a notebook file (the page's message is not trusted).
+      const parsed = vscode.Uri.parse(uri, true);
+      if (!['file', 'vscode-remote'].includes(parsed.scheme) || !parsed.path.endsWith('.ipynb')) return;
+      nb = await vscode.workspace.openNotebookDocument(parsed);
+    }
     const index = nb.getCells().findIndex((c) => codeactMeta(c)?.item_id === itemId);
     const editor = await vscode.window.showNotebookDocument(nb, { preserveFocus: false });
     if (index < 0) return void vscode.window.showInformationMessage(`CodeAct: that cell is no longer in ${nameOf(nb)}.`);
