@@ -25,7 +25,7 @@ export function narrowLayoutProblems(): string[] {
   if (document.documentElement.scrollWidth > width + 1) out.push(`the page scrolls sideways (${document.documentElement.scrollWidth} px of ${width})`);
   if (scroller && scroller.scrollWidth > scroller.clientWidth + 1) out.push(`the transcript scrolls sideways (${scroller.scrollWidth} px of ${scroller.clientWidth})`);
   // Texts that end in "…" on purpose, with the whole text one click or one hover away.
-  const elided = '.tool-args, .json-preview, .conv-title, .history-name, .picker-label, .step-detail, .meta-part';
+  const elided = '.tool-args, .json-preview, .conv-title, .history-name, .picker-label, .step-detail, .meta-part, .variables-source';
   for (const el of Array.from(document.querySelectorAll('#app *'))) {
     if (!shown(el) || el.closest('svg, .sr-only')) continue;
     const c = container(el);
