@@ -12,6 +12,7 @@ import type { ApprovalDecision, ApprovalResolution, CodeInterpreterCallItem } fr
 import type { TranscriptEvent } from '../common/transcript';
 import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
+import { forwardingRuntime } from '../core/runtime/forwarding';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
 import { revealInvisible } from '../common/invisibleChars';
@@ -183,36 +184,29 @@ export class Approvals {
   /** Wraps the runtime so that, with codeact.approval.reviewCode, the user sees the code first (Run, Edit, Deny). */
   reviewing(runtime: Runtime, reviewCode: boolean): Runtime {
     if (!reviewCode) return runtime;
-    return {
-      kind: runtime.kind,
-      statePersists: runtime.statePersists,
-      dispose: () => runtime.dispose(),
-      closeSession: runtime.closeSession?.bind(runtime),
-      restartSession: runtime.restartSession?.bind(runtime),
-      variables: runtime.variables?.bind(runtime),
-      hasSession: runtime.hasSession?.bind(runtime),
-      execute: async (request: ExecuteRequest, options?: ExecuteOptions) => {
-        const r = await this.request({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
-        if (r.decision === 'deny' || r.decision === 'expired') {
-          const item: CodeInterpreterCallItem = {
-            type: 'code_interpreter_call',
-            id: request.itemId ?? newId('exec'),
-            status: r.decision === 'deny' ? 'failed' : 'incomplete',
-            code: request.code,
-            runtime: runtime.kind,
-            outputs: [],
-            exit_code: null,
-            error:
-              r.decision === 'deny'
-                ? { type: 'Denied', message: 'The user declined to run this code.' }
-                : { type: 'Cancelled', message: `The code did not run (${r.reason ?? NO_ANSWER.ended}).` },
-          };
-          options?.onEvent?.({ type: 'response.code_interpreter_call.completed', item_id: item.id });
-          options?.onEvent?.({ type: 'response.output_item.done', item });
-          return item;
-        }
-        return runtime.execute({ ...request, code: r.code ?? request.code }, options);
-      },
-    };
+    const reviewed = forwardingRuntime(runtime, async (request: ExecuteRequest, options?: ExecuteOptions) => {
+      const r = await this.request({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
+      if (r.decision === 'deny' || r.decision === 'expired') {
+        const item: CodeInterpreterCallItem = {
+          type: 'code_interpreter_call',
+          id: request.itemId ?? newId('exec'),
+          status: r.decision === 'deny' ? 'failed' : 'incomplete',
+          code: request.code,
+          runtime: runtime.kind,
+          outputs: [],
+          exit_code: null,
+          error:
+            r.decision === 'deny'
+              ? { type: 'Denied', message: 'The user declined to run this code.' }
+              : { type: 'Cancelled', message: `The code did not run (${r.reason ?? NO_ANSWER.ended}).` },
+        };
+        options?.onEvent?.({ type: 'response.code_interpreter_call.completed', item_id: item.id });
+        options?.onEvent?.({ type: 'response.output_item.done', item });
+        return item;
+      }
+      return runtime.execute({ ...request, code: r.code ?? request.code }, options);
+    });
+    // As before, the reviewed runtime does not claim the inner one's kept outputs (output_of under review is left as it was).
+    return { ...reviewed, keepsOutputs: undefined };
   }
 }
