@@ -17,6 +17,7 @@ import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgr
 import { isUnder, planWorkspaceMount, type HostRunFile, type WorkspaceMount } from './workspaceMount';
 import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCache';
 import { CodeActError } from '../../util/errors';
+import { BWRAP_NOT_FOUND, NOT_LINUX, diagnoseUserns, fallbackWarning, unavailableMessage, type UsernsDiagnosis, type UsernsHost } from './usernsDiagnosis';
 
 export type { WorkspaceMount } from './workspaceMount';
 /** The descriptor bwrap reads the seccomp program from (stdio index 4 of the launch). */
@@ -53,6 +54,8 @@ export interface SandboxOptions {
    * inside a `readwrite` workspace.
    */
   hostRunPaths?: HostRunFile[];
+  /** Where the diagnosis of a failing bubblewrap looks (usernsDiagnosis.ts; default: this machine). */
+  host?: UsernsHost;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
@@ -117,9 +120,12 @@ interface ProbeResult {
   bwrap: string | null;
   /** Why bubblewrap cannot install the seccomp filter here, or null. */
   seccomp: string | null;
+  /** Why bubblewrap cannot run here and what to do, when it cannot. */
+  diagnosis?: UsernsDiagnosis;
 }
 
-let sandboxProbe: Promise<ProbeResult> | undefined;
+/** Probed once per process for each bwrap and host (a few: bounded). */
+const sandboxProbes = new Map<string, Promise<ProbeResult>>();
 
 /** The options every launch uses (bwrap before 0.8 lacks --disable-userns and --size). */
 const PROBE_ARGS = [
@@ -138,7 +144,7 @@ function tryBwrap(bwrapPath: string, program?: Buffer): Promise<string | null> {
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
     child.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      resolve(err.code === 'ENOENT' ? 'bubblewrap (bwrap) is not installed' : `bwrap failed: ${err.message}`);
+      resolve(err.code === 'ENOENT' ? BWRAP_NOT_FOUND : `bwrap failed: ${err.message}`);
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -149,9 +155,13 @@ function tryBwrap(bwrapPath: string, program?: Buffer): Promise<string | null> {
 }
 
 /** Whether bubblewrap works here, and whether it can install the seccomp filter (probed once per process). */
-export function probeSandbox(bwrapPath = 'bwrap'): Promise<ProbeResult> {
-  if (process.platform !== 'linux') return Promise.resolve({ bwrap: 'bubblewrap is Linux-only', seccomp: 'bubblewrap is Linux-only' });
-  sandboxProbe ??= (async (): Promise<ProbeResult> => {
+export function probeSandbox(bwrapPath = 'bwrap', host?: UsernsHost): Promise<ProbeResult> {
+  if (process.platform !== 'linux') return Promise.resolve({ bwrap: 'bubblewrap is Linux-only', seccomp: 'bubblewrap is Linux-only', diagnosis: NOT_LINUX });
+  const key = JSON.stringify([bwrapPath, host ?? null]);
+  const known = sandboxProbes.get(key);
+  if (known) return known;
+  if (sandboxProbes.size >= 16) sandboxProbes.clear();
+  const probe = (async (): Promise<ProbeResult> => {
     const arch = hostSeccompArch();
     if (!arch) {
       const bwrap = await tryBwrap(bwrapPath);
@@ -161,8 +171,9 @@ export function probeSandbox(bwrapPath = 'bwrap'): Promise<ProbeResult> {
     if (!withFilter) return { bwrap: null, seccomp: null };
     const bwrap = await tryBwrap(bwrapPath);
     return { bwrap, seccomp: bwrap ? withFilter : `bubblewrap could not install the seccomp filter (${withFilter})` };
-  })();
-  return sandboxProbe;
+  })().then((r) => (r.bwrap ? { ...r, diagnosis: diagnoseUserns(r.bwrap, bwrapPath, host) } : r));
+  sandboxProbes.set(key, probe);
+  return probe;
 }
 
 /** Resolves to null when bubblewrap works here, else the reason it does not. */
@@ -231,18 +242,10 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
     throw new SandboxUnavailableError('codeact.sandbox.kind "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
   }
   if (kind === 'auto' || kind === 'bubblewrap') {
-    const probe = await probeSandbox(options.bwrapPath);
-    const reason = probe.bwrap;
-    if (!reason) return bwrapPlan(python, guestDir, request, options, probe.seccomp);
-    if (kind === 'bubblewrap') {
-      throw new SandboxUnavailableError(
-        `codeact.sandbox.kind is "bubblewrap" but ${reason}. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), ` +
-          'or set codeact.sandbox.kind to "auto" to fall back to an unsandboxed process.',
-      );
-    }
-    warning =
-      `Code runs without a sandbox: ${reason}. It can read your files, use the network, and read this process's environment through /proc, API keys included. ` +
-      'Install bubblewrap to isolate it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap), or set codeact.sandbox.kind to "none" to silence this warning.';
+    const probe = await probeSandbox(options.bwrapPath, options.host);
+    if (!probe.diagnosis) return bwrapPlan(python, guestDir, request, options, probe.seccomp);
+    if (kind === 'bubblewrap') throw new SandboxUnavailableError(unavailableMessage(probe.diagnosis));
+    warning = fallbackWarning(probe.diagnosis);
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
   const workdir = typeof request.workdir === 'function' ? request.workdir() : request.workdir;
