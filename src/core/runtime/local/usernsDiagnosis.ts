@@ -88,6 +88,17 @@ export function detectContainer(host: UsernsHost = {}): string | undefined {
   return undefined;
 }
 
+/** Mount points over parts of /proc (a container runtime masks /proc/keys, /proc/kcore, …), from mountinfo. */
+export function maskedProcPaths(procRoot = '/proc'): string[] {
+  const info = readSmall(path.join(procRoot, 'self/mountinfo'), 1024 * 1024) ?? '';
+  const out: string[] = [];
+  for (const line of info.split('\n').slice(0, 10_000)) {
+    const point = line.split(' ')[4];
+    if (point?.startsWith('/proc/') && !point.startsWith('/proc/sys/fs/binfmt_misc') && out.length < 8) out.push(point);
+  }
+  return out;
+}
+
 const NAMESPACE_REFUSED = /No permissions to creat|Creating new namespace failed: Operation not permitted|unshare failed: Operation not permitted/;
 const PROC_REFUSED = /Can't mount proc/;
 const MOUNT_REFUSED = /Failed to make \/ slave|Failed to mount|Can't mount|mount.*Permission denied/;
@@ -147,7 +158,8 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
       fix: 'Install bubblewrap 0.8 or later (Debian 12, Ubuntu 24.04, Fedora 38 and later ship it).',
     };
   }
-  const container = detectContainer({ ...host, env });
+  const masked = PROC_REFUSED.test(error) ? maskedProcPaths(procRoot) : [];
+  const container = detectContainer({ ...host, env }) ?? (masked.length ? `a container or mount namespace that masks parts of /proc (${masked.join(', ')})` : undefined);
   const restrict = sysctl(procRoot, SYSCTL_FILE);
   const clone = sysctl(procRoot, CLONE_FILE);
   const max = sysctl(procRoot, MAX_FILE);
