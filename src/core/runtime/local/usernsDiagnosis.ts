@@ -6,11 +6,10 @@
  * /run/.containerenv, /proc/1/cgroup, the `container` variable), PATH, and bwrap's own error text.
  *
  * Every place it looks is injectable (`UsernsHost`), so tests lay out a fake /proc in a folder. Files are
- * read bounded and without blocking (readConfigFile): a FIFO there does not hang the extension host.
+ * read bounded, and only regular ones (opened without blocking): a FIFO there does not hang the extension host.
  */
-import { existsSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { readConfigFile } from '../../config/workspaceFile';
 import { onPath } from './hostFiles';
 
 export type UsernsCause = 'bwrap-missing' | 'bwrap-old' | 'container' | 'apparmor' | 'userns-clone' | 'max-user-namespaces' | 'unknown';
@@ -61,11 +60,25 @@ export const INSTALL_BWRAP =
 /** The flags a dev container needs for bubblewrap, each for the layer of Docker that refuses it. */
 export const DEVCONTAINER_RUN_ARGS = ['--security-opt', 'seccomp=unconfined', '--security-opt', 'apparmor=unconfined', '--security-opt', 'systempaths=unconfined'];
 
+/** The first `max` bytes of a regular file (procfs files are), or undefined: absent, unreadable, anything else. */
 function readSmall(file: string, max = 64 * 1024): string | undefined {
+  let fd: number;
   try {
-    return readConfigFile(file, max)?.toString('utf8');
+    if (!statSync(file).isFile()) return undefined; // not even opened: opening some devices does something
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch {
-    return undefined; // not a regular file, too large, unreadable: as if absent
+    return undefined;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
+    const buf = Buffer.alloc(max);
+    let got = 0;
+    for (let n = 1; n > 0 && got < max; got += n) n = readSync(fd, buf, got, max - got, null);
+    return buf.subarray(0, got).toString('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
   }
 }
 
