@@ -88,7 +88,7 @@ describe('bubblewrap diagnosis: each restriction named, with its fix (issue 23, 
     assert.match(msg, /weaker: it gives the kernel's user-namespace attack surface back to all of them/);
     assert.match(msg, /Or set codeact\.sandbox\.kind to "auto"/);
     const warning = await autoWarning(sandbox);
-    assert.match(warning, /^Code runs without a sandbox: AppArmor restricts unprivileged user namespaces .*API keys included\. Let bwrap alone create them: .*Or set codeact\.sandbox\.kind to "none" to silence this warning\.$/s);
+    assert.match(warning, /^Code runs without a sandbox: AppArmor restricts unprivileged user namespaces .*API keys included\. Let bwrap alone create user namespaces: .*Or set codeact\.sandbox\.kind to "none" to silence this warning\.$/s);
   });
 
   it('Debian: names kernel.unprivileged_userns_clone = 0 and gives the sysctl', async () => {
@@ -135,7 +135,7 @@ describe('bubblewrap diagnosis: each restriction named, with its fix (issue 23, 
   it('a container on an Ubuntu host with the AppArmor restriction: the container fix, and the host fix too', async () => {
     const { sandbox } = fakeHost({ 'kernel/apparmor_restrict_unprivileged_userns': '1' }, { marks: ['.dockerenv'], stderr: NO_PERMISSION });
     const msg = await strictError(sandbox);
-    assert.match(msg, /CodeAct runs in a Docker container .*"runArgs".* The host also restricts user namespaces with AppArmor \(kernel\.apparmor_restrict_unprivileged_userns = 1\); on the host: Let bwrap alone create them/s);
+    assert.match(msg, /CodeAct runs in a Docker container .*"runArgs".* The host also restricts user namespaces with AppArmor \(kernel\.apparmor_restrict_unprivileged_userns = 1\); on the host: Let bwrap alone create user namespaces/s);
   });
 
   it('bubblewrap missing: says it is not on PATH and how to install it', async () => {

@@ -141,7 +141,7 @@ function apparmorDiagnosis(real: string, error: string): UsernsDiagnosis {
       'AppArmor restricts unprivileged user namespaces on this machine (kernel.apparmor_restrict_unprivileged_userns = 1, ' +
       `the default on Ubuntu 23.10 and later), so bubblewrap cannot set up its sandbox (${error})`,
     fix:
-      `Let bwrap alone create them: write the AppArmor profile /etc/apparmor.d/bwrap and load it, in one command: ` +
+      `Let bwrap alone create user namespaces: write the AppArmor profile /etc/apparmor.d/bwrap and load it, in one command: ` +
       `printf '${apparmorProfile(real).replace(/\n/g, '\\n')}' | sudo tee /etc/apparmor.d/bwrap && sudo apparmor_parser -r /etc/apparmor.d/bwrap ` +
       '(any program run through bwrap can then create user namespaces). ' +
       'Or lift the restriction for every program (weaker: it gives the kernel\'s user-namespace attack surface back to all of them): ' +
