@@ -154,6 +154,16 @@ describe('bubblewrap diagnosis: each restriction named, with its fix (issue 23, 
     assert.match(await autoWarning(gone), /^Code runs without a sandbox: bubblewrap \(bwrap\) is not installed: .*Install bubblewrap to isolate it \(Debian\/Ubuntu: sudo apt-get install bubblewrap;/);
   });
 
+  it('WSL 1 (no namespaces at all): says so and how to move to WSL 2; WSL 2 is not taken for it', async () => {
+    const einval = 'bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.';
+    const wsl1 = fakeHost({ 'kernel/osrelease': '4.4.0-19041-Microsoft' }, { stderr: einval });
+    const msg = await strictError(wsl1.sandbox);
+    assert.match(msg, /cannot run here: this is WSL 1, which has no Linux namespaces \(bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces/);
+    assert.ok(msg.includes('wsl --set-version <distribution> 2'), msg);
+    const wsl2 = fakeHost({ 'kernel/osrelease': '5.15.167.4-microsoft-standard-WSL2', 'kernel/unprivileged_userns_clone': '0' }, { stderr: NO_PERMISSION });
+    assert.equal(diagnoseUserns(NO_PERMISSION, wsl2.bwrap, wsl2.host).cause, 'userns-clone');
+  });
+
   it('reads nothing that could hang: a FIFO where a sysctl should be is treated as absent', () => {
     const { host } = fakeHost({ 'kernel/unprivileged_userns_clone': '0' }, { stderr: NO_PERMISSION });
     const fifo = path.join(host.procRoot!, 'sys', 'kernel', 'apparmor_restrict_unprivileged_userns');

@@ -12,7 +12,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readSync, statSy
 import * as path from 'node:path';
 import { onPath } from './hostFiles';
 
-export type UsernsCause = 'bwrap-missing' | 'bwrap-old' | 'container' | 'apparmor' | 'userns-clone' | 'max-user-namespaces' | 'unknown';
+export type UsernsCause = 'bwrap-missing' | 'bwrap-old' | 'wsl1' | 'container' | 'apparmor' | 'userns-clone' | 'max-user-namespaces' | 'unknown';
 
 /** Where the diagnosis looks (defaults: this machine). */
 export interface UsernsHost {
@@ -160,7 +160,11 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
   const error = bwrapError.replace(/^bwrap failed: /, '').replace(/\s+/g, ' ').trim().slice(0, 500);
   const found = bwrapPath.includes('/') ? (existsSync(bwrapPath) ? bwrapPath : undefined) : onPath(bwrapPath, '/', env.PATH ?? '');
   if (!found || bwrapError.startsWith(BWRAP_NOT_FOUND)) {
-    const where = bwrapPath.includes('/') ? `there is no ${bwrapPath}` : `no "${bwrapPath}" on PATH (${(env.PATH ?? '').slice(0, 300)})`;
+    const where = found
+      ? `${found} could not be started`
+      : bwrapPath.includes('/')
+        ? `there is no ${bwrapPath}`
+        : `no "${bwrapPath}" on PATH (${(env.PATH ?? '').slice(0, 300)})`;
     return { cause: 'bwrap-missing', detected: `bubblewrap (bwrap) is not installed: ${where}`, fix: INSTALL_BWRAP };
   }
   const option = /Unknown option (\S+)/.exec(error);
@@ -172,6 +176,14 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
     };
   }
   const masked = PROC_REFUSED.test(error) ? maskedProcPaths(procRoot) : [];
+  // WSL 1 translates Linux calls and has no namespaces at all (its release names "Microsoft"; WSL 2's "microsoft-standard").
+  if (/Microsoft/.test(readSmall(path.join(procRoot, 'sys/kernel/osrelease'), 256) ?? '')) {
+    return {
+      cause: 'wsl1',
+      detected: `this is WSL 1, which has no Linux namespaces (${error})`,
+      fix: 'Convert the distribution to WSL 2, in Windows: wsl --set-version <distribution> 2 (wsl -l -v lists them), then reopen the folder in WSL.',
+    };
+  }
   const container = detectContainer({ ...host, env }) ?? (masked.length ? `a container or mount namespace that masks parts of /proc (${masked.join(', ')})` : undefined);
   const restrict = sysctl(procRoot, SYSCTL_FILE);
   const clone = sysctl(procRoot, CLONE_FILE);
