@@ -41,6 +41,9 @@ function cliRestricted(dir: string, setup: string, args: string[], user?: { uid:
   });
 }
 
+const NO_USERNS = 'echo 0 > /proc/sys/user/max_user_namespaces';
+const MASKED_PROC = 'mount --bind /dev/null /proc/keys';
+
 describe('security: bubblewrap on a restricted host, for real (issue 23, point 5)', function () {
   this.timeout(120_000);
   let dir: string;
@@ -48,9 +51,9 @@ describe('security: bubblewrap on a restricted host, for real (issue 23, point 5
   before(function () {
     if (process.platform !== 'linux') this.skip();
     try {
-      execFileSync('unshare', ['--user', '--map-root-user', '--mount', 'true'], { stdio: 'ignore' });
+      execFileSync('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', `${NO_USERNS} && ${MASKED_PROC}`], { stdio: 'ignore' });
     } catch {
-      console.log('      skipped: this host does not let the tests create a user namespace (unshare --user)');
+      console.log('      skipped: this host does not let the tests make the restrictions in a user namespace of their own (unshare --user)');
       this.skip();
     }
     dir = mkdtempSync(path.join(tmpdir(), 'codeact-restricted-'));
@@ -61,8 +64,6 @@ describe('security: bubblewrap on a restricted host, for real (issue 23, point 5
   });
   after(() => dir && rmSync(dir, { recursive: true, force: true }));
 
-  const NO_USERNS = 'echo 0 > /proc/sys/user/max_user_namespaces';
-  const MASKED_PROC = 'mount --bind /dev/null /proc/keys';
 
   for (const as of ['root', 'an unprivileged user'] as const) {
     describe(`as ${as}`, () => {
