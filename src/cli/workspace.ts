@@ -132,6 +132,7 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
 export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, extra: Partial<LocalRuntimeOptions> = {}): Promise<Runtime> {
   const cfg = runtimeConfigFrom(ws.config, {
     workspace: ws.dir,
+    trusted: ws.trust.trusted,
     jupyterToken: process.env.CODEACT_JUPYTER_TOKEN,
     longLived: host.longLived,
     onWarning: (m) => process.stderr.write(`${red('warning:')} ${m}\n`),

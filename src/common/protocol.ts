@@ -87,6 +87,8 @@ export interface HostState {
   version?: string;
   /** The open notebook a chat turn works in (absent: none is active, or the host has no notebooks). */
   notebook?: NotebookTargetState | null;
+  /** The interpreter the local guest of the folder runs (label ".venv 3.11", path, and why: setting, python-extension, venv, system). */
+  python?: { label: string; path: string; source: string };
 }
 
 /** The notebook the chat's turns work in: the active notebook editor's. */
