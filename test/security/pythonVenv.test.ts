@@ -4,11 +4,12 @@
  * own package), one without (it does not). Inside bubblewrap, cold and forked from the warm zygote, as
  * root and as an unprivileged user: sys.prefix is the venv, the venv's own package imports, and the
  * venv's site-packages is read-only. Two runtimes with two venvs run two zygotes, each forking guests
- * of its own interpreter.
+ * of its own interpreter. The venvs live under /tmp (the sandbox's /tmp is a tmpfs: the venv is mounted over it).
  */
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { resolvePython } from '../../src/core/runtime/local/python';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
@@ -68,8 +69,8 @@ describe('sandbox: a folder\'s venv runs as the venv (issue 23, point 2)', funct
   before(async () => {
     skip = await probeBubblewrap();
     if (skip) return;
-    // Not under /tmp: the sandbox's own /tmp is a tmpfs over it.
-    base = mkdtempSync(path.join('/var/tmp', 'codeact-pyvenv-'));
+    // Under /tmp, where the sandbox has a tmpfs of its own: the venv is mounted over it, not hidden by it.
+    base = mkdtempSync(path.join(tmpdir(), 'codeact-pyvenv-'));
     chmodSync(base, 0o755);
     withSystem = makeVenv(path.join(base, 'one', '.venv'), 'alpha', 1, true);
     isolated = makeVenv(path.join(base, 'two', '.venv'), 'beta', 2, false);
@@ -108,6 +109,21 @@ describe('sandbox: a folder\'s venv runs as the venv (issue 23, point 2)', funct
         assert.deepEqual(two.item.value, { prefix: path.join(base, 'two', '.venv'), executable: isolated.python, own: 2, pil: 'ImportError', write: 'OSError' });
       });
     }
+
+    it(`${label}: in a writable workspace (under /tmp) the folder's own .venv stays read-only, cold and forked`, async function () {
+      const why = skip ?? (user ? cannotSwitchUser() : null);
+      if (why) return this.skip();
+      const workspace = path.join(base, 'one');
+      chmodSync(workspace, 0o777);
+      const code = `${CHECK('alphapkg').replace('return out', '')}\nopen(${JSON.stringify(path.join(workspace, 'made.txt'))}, "w").write("ok")\nout["workspace"] = "written"\nreturn out`;
+      for (const zygote of [false, true]) {
+        const o = await runInChild(code, { python: withSystem.python, sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace }, zygote }, user);
+        assert.equal(o.item.status, 'completed', JSON.stringify(o.item.error));
+        assert.equal(o.item.sandbox?.workspace, 'readwrite');
+        assert.deepEqual(o.item.value, { prefix: path.join(workspace, '.venv'), executable: withSystem.python, own: 1, pil: true, write: 'OSError', workspace: 'written' }, `zygote: ${zygote}`);
+        rmSync(path.join(workspace, 'made.txt'));
+      }
+    });
 
     it(`${label}: two folders' venvs run two zygotes, each forking guests of its own interpreter`, async function () {
       const why = skip ?? (user ? cannotSwitchUser() : null);

@@ -92,6 +92,8 @@ export interface LaunchPlan {
   placeholders?: string[];
   /** Where the workspace is mounted in the sandbox, when it is. */
   workspacePath?: string;
+  /** Mounts under /tmp or /dev/shm (the workspace, a venv) a forked guest carries over its private tmpfs. */
+  keepMounts?: string[];
   /** The host folder the launch made for itself through `LaunchRequest.workdir` (removed on release). */
   hostWorkdir?: string;
   /** Environment every guest of this launch gets besides the minimal one (matplotlib's folders); forked guests too. */
@@ -335,12 +337,6 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // fontconfig's configuration and cache (matplotlib and Pillow find fonts through them; without them every
   // plot prints "Fontconfig error: Cannot load default config file").
   for (const p of FONT_PATHS) args.push('--ro-bind', p, p);
-  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside
-  // /usr): its prefixes and site-packages. Of editable installs of other projects (folders .pth files add
-  // to sys.path), only each package's own folder: never the project around it (.env, .ssh, other source).
-  for (const p of mountRoots([python.executable, ...(python.roots ?? [python.prefix, python.basePrefix]), ...(python.editable ?? [])])) {
-    args.push('--ro-bind', p, p);
-  }
   // Storage: the working directory, /tmp and /dev/shm are each a tmpfs of fileSize; everything else is read-only.
   // /proc is read-only: started by root, the code runs as the host's root (no capabilities, but sysctls
   // check only the uid), and through a writable /proc/sys it could set kernel.core_pattern and run a
@@ -367,6 +363,16 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     workspace = view.mode;
   }
   const workspacePath = workspace === 'none' ? undefined : options.workspace;
+  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside
+  // /usr): its prefixes and site-packages. Of editable installs of other projects (folders .pth files add
+  // to sys.path), only each package's own folder: never the project around it (.env, .ssh, other source).
+  // After /tmp's tmpfs (a project's venv under /tmp is not hidden by it) and after the workspace (the
+  // folder's own .venv stays read-only in a writable workspace).
+  const interpreter = mountRoots([python.executable, ...(python.roots ?? [python.prefix, python.basePrefix]), ...(python.editable ?? [])]);
+  for (const p of interpreter) args.push('--ro-bind', p, p);
+  // A forked guest mounts a private /tmp and /dev/shm: the mounts under them are carried over (each mount tree once).
+  const underTmp = [...(workspacePath ? [workspacePath] : []), ...interpreter].filter((p) => isUnder(p, '/tmp') || isUnder(p, '/dev/shm'));
+  const keepMounts = underTmp.filter((p) => !underTmp.some((q) => q !== p && isUnder(p, q)));
   // bwrap's own root and /dev are tmpfs the code could fill: read-only once everything is mounted.
   args.push('--remount-ro', '/dev', '--remount-ro', '/');
   args.push('--chdir', SANDBOX_WORKDIR);
@@ -391,6 +397,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     guestSeccomp,
     placeholders,
     workspacePath,
+    keepMounts,
   };
 }
 

@@ -157,8 +157,8 @@ export class Zygote {
         tmp_size: plan.rlimits.fsize,
         // The strict seccomp filter the guest stacks on itself before user code runs.
         seccomp: plan.guestSeccomp ? plan.guestSeccomp.toString('base64') : undefined,
-        // A workspace under /tmp or /dev/shm would vanish under the guest's private tmpfs: it is carried over.
-        keep: plan.workspacePath ? [plan.workspacePath] : [],
+        // A workspace or a venv under /tmp or /dev/shm would vanish under the guest's private tmpfs: it is carried over.
+        keep: plan.keepMounts ?? (plan.workspacePath ? [plan.workspacePath] : []),
         env: minimalEnv(workdir, sandboxed ? plan.guestEnv : { ...plan.guestEnv, CODEACT_RUN: marker }),
       });
     });
