@@ -38,6 +38,10 @@ interface PythonExtensionExports {
   environments?: PythonEnvironmentsApi;
 }
 
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>~]/g, '\\$&');
+}
+
 function withTimeout<T>(p: PromiseLike<T>, ms: number): Promise<T | undefined> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(undefined), ms);
@@ -113,8 +117,8 @@ export class PythonEnvironments implements vscode.Disposable {
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown('**CodeAct runs Python with**\n\n');
     md.appendCodeblock(env.python, 'text');
-    md.appendText(`Why: ${env.reason}.`);
-    if (env.venv && env.systemSitePackages) md.appendText(' The venv also sees the system site-packages.');
+    // Not appendText: it writes every space as &nbsp;, and the hover would not wrap.
+    md.appendMarkdown(escapeMarkdown(`Why: ${env.reason}.${env.venv && env.systemSitePackages ? ' The venv also sees the system site-packages.' : ''}`));
     md.appendMarkdown('\n\nClick to change (CodeAct: Select Python Environment).');
     this.item.tooltip = md;
     this.item.accessibilityInformation = { label: `CodeAct Python: ${env.label}, ${env.python}` };
@@ -192,14 +196,14 @@ export class PythonEnvironments implements vscode.Disposable {
     const add = (python: string, label: string, detail: string) => {
       if (seen.has(python) || items.length >= 60) return;
       seen.add(python);
-      items.push({ label: `${python === current.python ? '$(check) ' : ''}${label}`, description: python, detail, value: python });
+      items.push({ label: `${python === current.python ? '$(check) ' : ''}${label}`, description: label.endsWith(` ${python}`) ? undefined : python, detail, value: python });
     };
     if (setting) add(current.python, `$(gear) ${current.label}`, 'codeact.python.path');
     const ext = this.extensionPath(folder);
     if (ext) add(ext, `$(extensions) ${resolvePythonEnv({ setting: ext }).label}`, "The Python extension's selected environment");
     for (const name of VENV_DIRS) {
       const venv = folder ? readVenv(`${folder}/${name}`) : undefined;
-      if (venv) add(venv.python, `$(folder) ${name}${venv.version ? ` ${venv.version}` : ''}`, `The folder's ${name}`);
+      if (venv) add(venv.python, `$(folder) ${resolvePythonEnv({ setting: venv.python }).label}`, `The folder's ${name}`);
     }
     for (const env of (this.api?.known ?? []).slice(0, 40)) {
       const exe = env.executable.uri?.fsPath;
