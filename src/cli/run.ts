@@ -6,12 +6,13 @@ import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
-import { CONFIG_ERRORS, openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
+import { CONFIG_ERRORS, openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const RUN_USAGE =
   'Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
   '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]\n' +
   'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.\n' +
+  `${PYTHON_HELP}\n` +
   OUTPUTS_HELP;
 
 export async function runCommand(argv: string[]): Promise<number> {

@@ -147,5 +147,8 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
   }
 }
 
+/** How the interpreter is chosen (core/runtime/local/pythonEnv.ts), for the usage texts. */
+export const PYTHON_HELP = 'Python: --python (or codeact.python.path), else the folder\'s .venv or venv (a trusted folder), else python3.';
+
 /** Errors that mean the setup is wrong, not the code: exit 2. */
 export const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound', 'JupyterConfigError', 'JupyterNotFound']);

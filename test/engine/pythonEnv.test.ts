@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runtimeConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig } from '../../src/core/config/resolve';
+import { resolvePython } from '../../src/core/runtime/local/python';
 import { resolvePythonEnv, venvOfInterpreter } from '../../src/core/runtime/local/pythonEnv';
 import { runCli } from '../support/cli';
 
@@ -113,6 +114,15 @@ describe('python environment: which interpreter a folder runs (issue 23, point 2
     assert.equal(runtimeConfigFrom(config, { workspace: folder, longLived: false, python: other }).local?.python, other, 'the host\'s own resolution wins');
     const set = resolveEngineConfig((k) => (k === 'python.path' ? { user: '/usr/bin/python3' } : undefined), { trusted: true }).config;
     assert.equal(runtimeConfigFrom(set, { workspace: folder, longLived: false }).local?.python, '/usr/bin/python3');
+  });
+
+  it('a venv made anew at the same path is probed anew (the probe is cached per pyvenv.cfg)', async () => {
+    const dir = path.join(base, 'remade');
+    const python = venv(dir);
+    assert.ok(!(await resolvePython(python)).path.includes('/usr/lib/python3/dist-packages'));
+    rmSync(dir, { recursive: true, force: true });
+    venv(dir, ['--system-site-packages']);
+    assert.ok((await resolvePython(python)).path.includes('/usr/lib/python3/dist-packages'), 'the new venv sees the system site-packages');
   });
 
   it('the CLI runs the --workspace folder\'s .venv (trusted), and python3 in an untrusted folder', async () => {

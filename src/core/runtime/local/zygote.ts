@@ -222,7 +222,7 @@ export class Zygote {
         if (failed.length) {
           this.o.onWarning?.(
             `codeact.python.preload: ${failed.map((f: any) => `"${String(f.module)}" could not be imported (${String(f.error).slice(0, 200)})`).join('; ')}. ` +
-              'Install it in the interpreter CodeAct uses (codeact.python), or remove it from the list.',
+              'Install it in the interpreter CodeAct uses (the status bar names it; codeact.python.path or the folder\'s .venv), or remove it from the list.',
           );
         }
         if (Number(frame.threads) > 1) {
