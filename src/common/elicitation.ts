@@ -68,6 +68,8 @@ export interface ElicitationPrompt extends ElicitationForm {
   values?: ElicitValues;
   /** Aborts when the answer is no longer wanted (the server cancelled, the run stopped). */
   signal: AbortSignal;
+  /** What is wrong with these values, per field key, by the requested schema (empty: they pass). The same check runs again before anything is sent. */
+  check(values: Record<string, unknown>): Record<string, string>;
 }
 
 /** Asks the person. Resolves `cancel` when the prompt's signal aborts. */

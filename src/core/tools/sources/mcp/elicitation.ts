@@ -76,6 +76,7 @@ export function elicitationForm(params: FormParams, server: string): { form: Eli
   const schemas: Record<string, PropertySchema> = {};
   for (const [key, prop] of entries) {
     if (key.length > L.maxLabelChars) throw new ElicitationRefused(`CodeAct does not show this form: a field's name is longer than ${L.maxLabelChars} characters.`);
+    if (key === '__proto__') throw new ElicitationRefused('CodeAct does not show this form: a field is named "__proto__".');
     const p = prop as Record<string, unknown>;
     const field: ElicitField = {
       key,
@@ -174,7 +175,8 @@ export async function answerElicitation(params: ElicitRequest['params'], ctx: El
     let problems: Record<string, string> | undefined;
     let values: ElicitValues | undefined;
     for (let attempt = 0; attempt < ELICITATION_LIMITS.maxAttempts; attempt++) {
-      const prompt: ElicitationPrompt = { ...form, id, signal, ...(problems ? { problems, values } : {}) };
+      const check = (raw: Record<string, unknown>) => elicitationProblems(form, schemas, coerceElicitValues(form.fields, raw));
+      const prompt: ElicitationPrompt = { ...form, id, signal, check, ...(problems ? { problems, values } : {}) };
       const answer = await raceAbort(call.elicit(prompt, attributed), signal, () => new Error('stopped')).catch((e: Error) => {
         if (signal.aborted) return { action: 'cancel' } as const;
         throw e;
