@@ -55,7 +55,7 @@ export class ElicitationCard {
     );
     this.outcome = h('div', { class: 'approval-outcome', role: 'status', hidden: true });
     this.el = h('section', { class: 'elicitation', 'data-elicitation-id': view.id, 'aria-labelledby': titleId }, head, body, this.actions, this.outcome);
-    ctx.announce(`Input needed: the ${form.server} asks for input`);
+    if (view.status === 'open') ctx.announce(`Input needed: the ${form.server} asks for input`);
   }
 
   private fieldRow(field: ElicitField): HTMLElement {
