@@ -11,6 +11,7 @@ import type { TranscriptEvent } from '../common/transcript';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
+import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
@@ -125,7 +126,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
       config,
       provider: () => createProvider(providerConfigFrom(config, undefined)),
       runtime,
-      gateway: new ToolGateway(ws.toolSet.tools),
+      gateway: new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor() }),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
       signal: controller.signal,
       onEvent: print,

@@ -1,6 +1,7 @@
 /** `codeact run <file.py|->`: runs a file (or stdin) once, in a fresh guest, with the folder's managed tools. */
 import { readFileSync } from 'node:fs';
 import type { CodeActEvent } from '../common/events';
+import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
@@ -44,7 +45,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
     ws.toolSet = await resolveMcpTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
-    const gateway = new ToolGateway(ws.toolSet.tools);
+    const gateway = new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor() });
     const item = await runtime.execute({ code, timeoutMs: ws.config.timeoutMs }, { onEvent, onToolCall: gateway.handler, signal: controller.signal });
     if (!values.json) printItemResult(item);
     if (saver) saveAndReport(saver, item, !!values.json);

@@ -270,6 +270,14 @@ export interface ApprovalReplyMessage {
   code?: string;
 }
 
+/** An answer to a `codeact.elicitation.requested` form; `content` (accept only): the field values as typed, checked by the host. */
+export interface ElicitationReplyMessage {
+  type: 'elicitation';
+  elicitationId: string;
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, string | number | boolean | string[]>;
+}
+
 export interface CopyMessage {
   type: 'copy';
   text: string;
@@ -375,6 +383,7 @@ export type WebviewToHost =
   | SelectModelMessage
   | CommandMessage
   | ApprovalReplyMessage
+  | ElicitationReplyMessage
   | CopyMessage
   | InsertCodeMessage
   | RunCodeMessage

@@ -8,8 +8,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitationAnswer, ElicitationPrompt } from '../../../../common/elicitation';
 import { raceAbort } from '../../../util/abort';
+import { RunClock, withTimeout } from '../../../util/timeout';
+import { answerElicitation, type ElicitingCall } from './elicitation';
 import { CODEACT_VERSION } from '../../../util/version';
 import { spawnFailure, tail } from '../processes';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
@@ -38,7 +41,14 @@ export interface McpPoolOptions {
 export interface McpCallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Pauses the run's clock while the person fills in a form the server asked for (the call's own timeout pauses too). */
+  pause?: () => () => void;
+  /** Asks the person for what the server elicits during this call; without it, an elicitation is declined. */
+  elicit?: (prompt: ElicitationPrompt, attributed: boolean) => Promise<ElicitationAnswer>;
 }
+
+/** The SDK's own request timeout is left out of it (its expiry would cancel `initialize`); the longest timer Node has. */
+const NO_SDK_TIMEOUT = 2_147_483_647;
 
 /** A short human name of the server, safe to show (no environment, no URL query). */
 export function mcpServerLabel(spec: McpServerSpec): string {
@@ -79,6 +89,8 @@ interface Connection {
   http?: StreamableHTTPClientTransport;
   tools?: Promise<Tool[]>;
   closed: boolean;
+  /** Its `tools/call` requests in flight, oldest first (what an elicitation is asked on). */
+  calls: Set<ElicitingCall>;
 }
 
 interface Entry {
@@ -137,10 +149,36 @@ export class McpClientPool {
     const conn = await this.connection(spec, signal);
     const tools = await this.toolsOf(conn, options);
     if (!tools.some((t) => t.name === tool)) throw new Error(`failed: ${missingToolMessage(spec, tool, tools)}`);
+    // Each request has its own signal: stopping this call cancels this request only, and once it is answered
+    // nothing cancels it (the SDK never removes its abort listener from the signal it is given). The timeout
+    // is a RunClock, paused while the person fills in a form the server asked for.
+    const own = new AbortController();
+    const clock = new RunClock();
+    const onStop = () => own.abort(signal?.reason);
+    if (signal?.aborted) onStop();
+    else signal?.addEventListener('abort', onStop, { once: true });
+    clock.start(timeoutMs, () => own.abort(new McpError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: timeoutMs })));
+    const call: ElicitingCall = {
+      signal: own.signal,
+      elicit: options.elicit,
+      pause: () => {
+        const resumeClock = clock.pause();
+        const resumeRun = options.pause?.();
+        return () => {
+          resumeClock();
+          resumeRun?.();
+        };
+      },
+    };
+    conn.calls.add(call);
     try {
-      return (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
+      return (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal: own.signal, timeout: NO_SDK_TIMEOUT })) as McpCallResult;
     } catch (e) {
       throw this.callError(conn, tool, e, signal, timeoutMs);
+    } finally {
+      clock.stop();
+      signal?.removeEventListener('abort', onStop);
+      conn.calls.delete(call);
     }
   }
 
@@ -184,8 +222,12 @@ export class McpClientPool {
   private async open(spec: McpServerSpec, key: string, entry: Entry): Promise<Connection> {
     const label = mcpServerLabel(spec);
     const lifetime = this.lifetime.signal;
-    const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: boundedSchemaValidator });
-    const conn: Connection = { key, spec, label, client, closed: false };
+    // Form elicitation only: URL mode (a link to open, then a completion notification) is not supported.
+    const client = new Client(CLIENT_INFO, { capabilities: { elicitation: { form: {} } }, jsonSchemaValidator: boundedSchemaValidator });
+    const conn: Connection = { key, spec, label, client, closed: false, calls: new Set() };
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) =>
+      answerElicitation(request.params, { server: label, calls: [...conn.calls], signal: extra.signal, log: this.options.log }),
+    );
     let transport: Transport;
     if (spec.kind === 'stdio') {
       conn.stdio = new StdioServerTransport(spec, this.closeGraceMs, this.options.floodLimits);
@@ -213,7 +255,14 @@ export class McpClientPool {
     });
     this.options.log?.(`starting ${label}`);
     try {
-      await client.connect(transport, { timeout: this.connectTimeoutMs, signal: lifetime });
+      // `initialize` is never cancelled (MCP forbids it): neither the deadline nor closing the pool sends
+      // notifications/cancelled for it; they close the connection instead (closeConnection below).
+      const handshake = client.connect(transport, { timeout: NO_SDK_TIMEOUT });
+      await withTimeout(
+        raceAbort(handshake, lifetime, () => new Error('the MCP connections were closed')),
+        this.connectTimeoutMs,
+        () => new McpError(ErrorCode.RequestTimeout, 'the handshake timed out'),
+      );
     } catch (e) {
       const error = this.startError(conn, e, lifetime);
       await this.closeConnection(conn);
