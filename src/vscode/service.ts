@@ -46,6 +46,13 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
         }
       }),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.fireState()),
+      // Multi-root: a removed folder's runtime goes; the folder bar follows the folders and the active editor.
+      vscode.workspace.onDidChangeWorkspaceFolders((e) => {
+        for (const f of e.removed) void this.runtimes.disposeFolder(f.uri.fsPath);
+        this.fireState();
+      }),
+      vscode.window.onDidChangeActiveTextEditor(() => this.editorFolderChanged()),
+      vscode.window.onDidChangeActiveNotebookEditor(() => this.editorFolderChanged()),
       secrets.onDidChange(() => this.fireState()),
       secrets,
     );
@@ -66,6 +73,15 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
       this.toolsStepMarked = true;
       void Promise.resolve(vscode.commands.executeCommand('welcome.markStepComplete', this.toolsStepId)).catch(() => undefined);
     }
+  }
+
+  private lastBar = '';
+  /** The active editor changed: the folder bar is told when the folder a new turn would take changed. */
+  private editorFolderChanged(): void {
+    const bar = JSON.stringify(this.folders.state() ?? null);
+    if (bar === this.lastBar) return;
+    this.lastBar = bar;
+    this.fireState();
   }
 
   /** Also the notebook the chat's turns work in. */
