@@ -34,7 +34,7 @@ export class WorkspaceBar {
           'div',
           { class: 'workspace-row python-row' },
           icon('box'),
-          h('span', { class: 'workspace-text' }, h('span', { class: 'workspace-label', text: 'Python ' }), h('span', { class: 'workspace-name', text: python.label, title: `${python.path} (${python.source})` })),
+          h('span', { class: 'workspace-text' }, /^python\b/i.test(python.label) ? null : h('span', { class: 'workspace-label', text: 'Python ' }), h('span', { class: 'workspace-name', text: python.label, title: `${python.path} (${python.source})` })),
           h('button', { class: 'chip-button', type: 'button', title: 'Pick the Python environment that runs the code (CodeAct: Select Python Environment)', onclick: () => this.post({ type: 'python.select' }) }, h('span', { text: 'Change' })),
         ),
       );
