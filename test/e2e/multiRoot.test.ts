@@ -31,7 +31,7 @@ const FOLDERS = ['alpha', 'beta'] as const;
 
 const TOOL_PY = (name: string) => `import json, os, sys
 json.load(sys.stdin)
-json.dump({"folder": ${JSON.stringify(name)}, "cwd": os.path.basename(os.getcwd())}, sys.stdout)
+json.dump({"folder": ${JSON.stringify(name)}, "cwd": os.path.basename(os.getcwd()), "path": os.getcwd()}, sys.stdout)
 `;
 
 const RUN_FILE = `# %% Where am I
@@ -39,8 +39,11 @@ r = await call_tool("where_am_i")
 return r["folder"] + "@" + r["cwd"]
 `;
 
-const CHAT_CODE = `r = await call_tool("where_am_i")
+// The guest sees its folder's files only where that folder mounts it (beta: codeact.sandbox.mountWorkspace "readonly").
+const CHAT_CODE = `import os
+r = await call_tool("where_am_i")
 print("tool says", r["folder"], "in", r["cwd"])
+print("sees its files:", os.path.exists(os.path.join(r["path"], "tools", "where.py")))
 return r["folder"]`;
 
 let workspaceFile = '';
@@ -60,7 +63,9 @@ function makeMultiRoot(): Workspace {
       command: ['python3', 'tools/where.py'],
       inputSchema: { type: 'object', properties: {}, additionalProperties: false },
     };
-    writeFileSync(join(folder, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [tool] }, null, 2));
+    // A folder-scoped setting other than the tools: beta mounts its folder in the sandbox, alpha does not.
+    const own = name === 'beta' ? { 'codeact.sandbox.mountWorkspace': 'readonly' } : {};
+    writeFileSync(join(folder, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [tool], ...own }, null, 2));
   }
   workspaceFile = join(parent, 'multi.code-workspace');
   writeFileSync(workspaceFile, JSON.stringify({ folders: FOLDERS.map((path) => ({ path })), settings: {} }, null, 2));
@@ -129,6 +134,7 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
     const beta = await chatTurn('Where does this run?');
     assert.deepEqual(beta.tools, ['where_am_i:ok']);
     assert.match(beta.output, /tool says beta in beta/, "beta's own tool ran, in the beta folder");
+    assert.match(beta.output, /sees its files: True/, "beta's folder setting mounts beta in the sandbox");
     assert.match(beta.offered, /the beta folder's own tool/, "the model was offered beta's tool");
     assert.doesNotMatch(beta.offered, /the alpha folder's own tool/);
     assert.equal((await bar()).selected, 'beta');
@@ -143,6 +149,7 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
     const alpha = await chatTurn('And this one?');
     assert.deepEqual(alpha.tools, ['where_am_i:ok']);
     assert.match(alpha.output, /tool says alpha in alpha/);
+    assert.match(alpha.output, /sees its files: False/, "alpha mounts nothing (beta's setting is beta's)");
     assert.match(alpha.offered, /the alpha folder's own tool/);
     assert.doesNotMatch(alpha.offered, /the beta folder's own tool/);
   });

@@ -6,7 +6,7 @@
  * workspace refuses the turn with what to do.
  */
 import * as assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { FolderGoneError } from '../../src/vscode/chatFolder';
@@ -129,6 +129,15 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
     h.apis.workspaceFolders = [];
     assert.equal((await h.session.hostState()).workspace, null);
     assert.deepEqual(h.session.toolSet(), { tools: [], errors: [] }, 'no folder: no folder tools');
+  });
+
+  it('the settings a folder may set for itself are resource-scoped in the manifest (VS Code ignores window-scoped ones of a folder)', () => {
+    const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string }> } | Array<{ properties: Record<string, { scope?: string }> }> } };
+    const c = manifest.contributes.configuration;
+    const props = Object.assign({}, ...(Array.isArray(c) ? c : [c]).map((x) => x.properties)) as Record<string, { scope?: string }>;
+    const perFolder = ['tools', 'python.path', 'python.preload', 'runtime', 'sandbox.kind', 'sandbox.limits', 'sandbox.mountWorkspace', 'sandbox.network', 'session.policy', 'session.idleMinutes', 'session.maxAlive', 'timeoutSeconds', 'jupyter.serverURL', 'jupyter.kernelName', 'approval.default', 'approval.reviewCode'];
+    assert.deepEqual(perFolder.filter((k) => props[`codeact.${k}`]?.scope !== 'resource'), []);
+    assert.equal(props['codeact.approval.alwaysAllow'].scope, 'application', 'yours alone');
   });
 
   it('the runtime cache keeps one runtime per folder, at most MAX_FOLDER_RUNTIMES, the least recently used going first', async () => {
