@@ -36,8 +36,18 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   const inline = new InlineResults(service);
   const notebooks = (service.notebooks = new CodeActNotebookKernel(service, context.extension.id));
   context.subscriptions.push(log, service, panels, inline, notebooks, new ApprovalStatus(service), registerLanguageModelTool(service), registerChatParticipant(service, context));
-  const pythonEnvs = new PythonEnvironments(log);
+  const pythonEnvs = new PythonEnvironments(log, () => service.folders.current().folder);
   context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange((env) => (service.fireState(), announcePythonChange(env))));
+  // The status bar follows the folder the chat's turns run in (the panel's folder bar).
+  let barFolder = service.folders.current().folder;
+  context.subscriptions.push(
+    service.onState(() => {
+      const f = service.folders.current().folder;
+      if (f === barFolder) return;
+      barFolder = f;
+      pythonEnvs.refresh();
+    }),
+  );
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
     context.subscriptions.push(

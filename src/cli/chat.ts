@@ -23,7 +23,7 @@ import { chatPrinter } from './print';
 import { openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
-         [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR] [--max-turns N]
+         [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--max-turns N]
          [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
          [--sandbox auto|bubblewrap|none] [--python PATH] [--session conversation|run]
          [--storage DIR] [--outputs DIR] [--trust-workspace] [--json]
@@ -86,6 +86,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     // A continued conversation keeps its provider, model and mode unless a flag says otherwise.
     fallback: { provider: meta?.provider, model: meta?.model, mode: meta?.mode },
     trustOverride: values['trust-workspace'],
+    folder: values.folder,
   });
   const config = ws.config;
   if (!config.model) throw new UsageError('--model is required (for example gpt-5, claude-sonnet-4-6, gemini-3-flash-preview, or a local model name).');

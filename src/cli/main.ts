@@ -17,15 +17,16 @@ import { trustCommand } from './trust';
 import { UsageError } from './workspace';
 
 const USAGE = `Usage:
-  codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]
+  codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]
               [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]
-  codeact tools [--workspace DIR] [--trust-workspace] [--json]
+  codeact tools [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--trust-workspace] [--json]
   codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M [options]
   codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list
   codeact --help | --version
 
 A folder's .vscode/settings.json is obeyed in full only once the folder is trusted (codeact trust);
---trust-workspace or CODEACT_TRUST_WORKSPACE=1 trusts it for one command (CI).
+--trust-workspace or CODEACT_TRUST_WORKSPACE=1 trusts it for one command (CI). A .code-workspace file's
+folders are read as VS Code reads them; its own settings count once it is trusted too (codeact trust FILE).
 Run "codeact <command> --help" for a command's options.`;
 
 

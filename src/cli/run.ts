@@ -10,7 +10,7 @@ import { humanPrinter, printItemResult } from './print';
 import { CONFIG_ERRORS, openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const RUN_USAGE =
-  'Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
+  'Usage: codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
   '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]\n' +
   'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.\n' +
   `${PYTHON_HELP}\n` +
@@ -34,7 +34,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     throw new UsageError(`Cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}.`);
   }
   const saver = outputSaverFrom(values.outputs);
-  const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'] });
+  const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
   const runtime = await runtimeFrom(ws, { longLived: false });
   const controller = new AbortController();
   const onSignal = () => controller.abort();

@@ -10,14 +10,14 @@ import { openWorkspace, parse, UsageError } from './workspace';
 export async function toolsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({
     args: argv,
-    options: { workspace: { type: 'string', short: 'w' }, 'trust-workspace': { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { workspace: { type: 'string', short: 'w' }, folder: { type: 'string' }, 'trust-workspace': { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) {
-    process.stdout.write('Usage: codeact tools [--workspace DIR] [--trust-workspace] [--json]\n');
+    process.stdout.write('Usage: codeact tools [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--trust-workspace] [--json]\n');
     return 0;
   }
   if (positionals.length) throw new UsageError(`codeact tools takes no arguments (got ${positionals.join(' ')}).`);
-  const ws = openWorkspace(values.workspace, { trustOverride: values['trust-workspace'] });
+  const ws = openWorkspace(values.workspace, { trustOverride: values['trust-workspace'], folder: values.folder });
   // MCP tools: ask their servers for descriptions and schemas, and report servers that fail.
   let toolSet = ws.toolSet;
   try {

@@ -6,9 +6,11 @@ import * as path from 'node:path';
 import { listTrusted, revokeFolder, settingsHash, trustFolder } from '../core/config/folderTrust';
 import { restrictedKeys } from '../core/config/keys';
 import { codeactSetting, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
+import { isCodeWorkspaceFile, readCodeWorkspace } from '../core/config/codeWorkspace';
 import { parse, UsageError } from './workspace';
 
 export const TRUST_USAGE = `Usage: codeact trust [DIR]            trust DIR (default: the current folder) with its settings as they are now
+       codeact trust FILE.code-workspace   trust a workspace file's own settings, as they are now
        codeact trust --revoke [DIR]   stop trusting DIR
        codeact trust --list           the trusted folders`;
 
@@ -43,13 +45,16 @@ export async function trustCommand(argv: string[]): Promise<number> {
     process.stdout.write(had ? `No longer trusted: ${dir}\n` : `${dir} was not trusted.\n`);
     return 0;
   }
-  const settings = readWorkspaceSettings(dir);
+  // A .code-workspace file is trusted for its own settings; each of its folders is trusted on its own.
+  const file = isCodeWorkspaceFile(dir);
+  const settings = file ? readCodeWorkspace(dir).settings : readWorkspaceSettings(dir);
   const entry = trustFolder(dir);
   const obeyed = restrictedKeys().filter((k) => codeactSetting(settings, k.slice('codeact.'.length)) !== undefined).sort();
   process.stdout.write(
     `Trusted: ${entry.folder}` +
-      (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${settingsPath(dir)}).` : '') +
-      '\nIf the settings file changes, the CLI ignores those settings again until you trust the folder again.\n',
+      (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${file ? `the "settings" of ${dir}` : settingsPath(dir)}).` : '') +
+      (file ? `\nIts folders' own .vscode/settings.json count only in folders you trust (codeact trust FOLDER).` : '') +
+      `\nIf the ${file ? 'workspace' : 'settings'} file changes, the CLI ignores those settings again until you trust the ${file ? 'file' : 'folder'} again.\n`,
   );
   return 0;
 }

@@ -1,14 +1,17 @@
 /**
- * The folder a CLI command works in: its settings resolved through the one policy both hosts share
+ * The folder a CLI command works in (`--workspace DIR`, or one folder of a `.code-workspace` file:
+ * `--folder NAME|PATH`, else the one holding the current directory, else the first): its settings resolved through the one policy both hosts share
  * (core/config/resolve.ts), with the user's CLI settings and the command's flags on top, and the folder's
  * trust (core/config/folderTrust.ts). An untrusted folder's restricted settings (its tools, interpreter,
  * sandbox, server URLs) are ignored, and the CLI says so once, with the command that trusts the folder.
  */
+import { statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { runtimeConfigFrom, toolSetFrom } from '../core/config/engine';
 import { folderTrust, type TrustState } from '../core/config/folderTrust';
-import { describeIgnored, resolveEngineConfig, type EngineConfig, type Ignored } from '../core/config/resolve';
+import { describeIgnored, resolveEngineConfig, WORKSPACE_FILE_UNTRUSTED, type EngineConfig, type Ignored } from '../core/config/resolve';
+import { isCodeWorkspaceFile, pickWorkspaceFolder, readCodeWorkspace } from '../core/config/codeWorkspace';
 import { cliSettingsReader, readUserSettings, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
 import { createRuntime, RuntimeConfigError } from '../core/runtime/factory';
 import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
@@ -22,7 +25,10 @@ export class UsageError extends CodeActError {
 }
 
 export interface Workspace {
+  /** The folder the command works in (with a `.code-workspace` file: the folder picked from it). */
   dir: string;
+  /** The `.code-workspace` file it came from, its trust, and the folder's name in it. */
+  codeWorkspace?: { file: string; folder: string; trust: TrustState };
   config: EngineConfig;
   ignored: Ignored[];
   trust: TrustState;
@@ -49,6 +55,7 @@ const FLAG_SETTINGS: Record<string, { key: string; kind: 'string' | 'number' }> 
 /** The flags `codeact run` and `codeact chat` share: where the code runs, and the output format. */
 export const RUNTIME_FLAGS = {
   workspace: { type: 'string', short: 'w' },
+  folder: { type: 'string' },
   timeout: { type: 'string', short: 't' },
   sandbox: { type: 'string' },
   python: { type: 'string' },
@@ -78,10 +85,30 @@ export interface OpenOptions {
   trustOverride?: boolean;
   /** Print what an untrusted folder's settings would have done (default true). */
   quiet?: boolean;
+  /** `--folder NAME|PATH`: which folder of a `.code-workspace` file. */
+  folder?: string;
+}
+
+/** `--workspace` as given: a folder, or a `.code-workspace` file and the folder picked from it. */
+function workspaceTarget(dir: string | undefined, folder: string | undefined) {
+  const target = path.resolve(dir ?? process.cwd());
+  if (!isCodeWorkspaceFile(target)) {
+    if (folder !== undefined) throw new UsageError(`--folder picks a folder of a .code-workspace file; ${target} is a folder. Pass the .code-workspace file as --workspace, or the folder itself.`);
+    return { ws: target };
+  }
+  const file = readCodeWorkspace(target);
+  const picked = pickWorkspaceFolder(file, folder);
+  let isDir = false;
+  try {
+    isDir = statSync(picked.path).isDirectory();
+  } catch {}
+  if (!isDir) throw new UsageError(`the folder "${picked.name}" of ${file.file} (${picked.path}) does not exist. Fix the path in the workspace file, or pick another with --folder.`);
+  return { ws: picked.path, file, name: picked.name };
 }
 
 export function openWorkspace(dir: string | undefined, o: OpenOptions = {}): Workspace {
-  const ws = path.resolve(dir ?? process.cwd());
+  const target = workspaceTarget(dir, o.folder);
+  const ws = target.ws;
   const folder = readWorkspaceSettings(ws);
   const user = readUserSettings();
   const flags: Record<string, unknown> = {};
@@ -93,28 +120,37 @@ export function openWorkspace(dir: string | undefined, o: OpenOptions = {}): Wor
   }
   const override = o.trustOverride || process.env.CODEACT_TRUST_WORKSPACE === '1';
   const trust = folderTrust(ws, override);
-  const reader = cliSettingsReader(flags, folder, user);
+  // A .code-workspace file's settings are trusted on their own (core/config/folderTrust.ts).
+  const fileTrust = target.file ? folderTrust(target.file.file, override) : undefined;
+  const reader = cliSettingsReader(flags, folder, user, target.file?.settings);
   const withFallback = (key: string) => {
     const layers = reader(key);
     const fb = o.fallback?.[key];
     return fb === undefined || layers.flag !== undefined ? layers : { ...layers, flag: fb };
   };
-  const { config, ignored } = resolveEngineConfig(withFallback, { trusted: trust.trusted });
+  const { config, ignored } = resolveEngineConfig(withFallback, { trusted: trust.trusted, workspaceTrusted: fileTrust?.trusted });
   const bad = ignored.find((i) => i.origin === 'flag');
   if (bad) {
     const flag = Object.entries(FLAG_SETTINGS).find(([, s]) => `codeact.${s.key}` === bad.key)?.[0];
     throw new UsageError(`${flag ? `--${flag}` : bad.key} ${bad.reason}.`);
   }
-  if (!o.quiet) reportIgnored(ws, trust, ignored);
+  const codeWorkspace = target.file && fileTrust ? { file: target.file.file, folder: target.name!, trust: fileTrust } : undefined;
+  if (!o.quiet) reportIgnored(ws, trust, ignored, codeWorkspace);
   const toolSet = toolSetFrom(config, ws);
-  return { dir: ws, config, ignored, trust, toolSet };
+  return { dir: ws, config, ignored, trust, toolSet, ...(codeWorkspace ? { codeWorkspace } : {}) };
 }
 
 /** Once, on stderr: what the folder's settings asked for that is not done, and how to change that. */
-function reportIgnored(dir: string, trust: TrustState, ignored: Ignored[]): void {
+function reportIgnored(dir: string, trust: TrustState, ignored: Ignored[], codeWorkspace?: Workspace['codeWorkspace']): void {
   const untrusted = ignored.filter((i) => i.reason === 'the folder is not trusted');
-  const other = ignored.filter((i) => i.reason !== 'the folder is not trusted');
+  const fromFile = ignored.filter((i) => i.reason === WORKSPACE_FILE_UNTRUSTED);
+  const other = ignored.filter((i) => i.reason !== 'the folder is not trusted' && i.reason !== WORKSPACE_FILE_UNTRUSTED);
   for (const line of describeIgnored(other)) warn(line);
+  if (fromFile.length && codeWorkspace) {
+    const keys = [...new Set(fromFile.map((i) => i.key))].sort().join(', ');
+    const why = !codeWorkspace.trust.trusted && codeWorkspace.trust.why === 'changed' ? 'it changed since you trusted it' : 'it is not trusted';
+    warn(`ignoring ${keys} from the settings of ${codeWorkspace.file}: ${why}. To trust the workspace file: codeact trust ${JSON.stringify(codeWorkspace.file)}`);
+  }
   if (!untrusted.length || trust.trusted) return;
   const keys = [...new Set(untrusted.map((i) => i.key))].sort().join(', ');
   const why = !trust.trusted && trust.why === 'changed' ? `its settings changed since you trusted it (${settingsPath(dir)})` : 'it is not trusted';

@@ -87,8 +87,16 @@ export interface HostState {
   version?: string;
   /** The open notebook a chat turn works in (absent: none is active, or the host has no notebooks). */
   notebook?: NotebookTargetState | null;
-  /** The interpreter the local guest of the folder runs (label ".venv 3.11", path, and why: setting, python-extension, venv, system). */
+  /** The workspace folder the chat's turns run in, in a multi-root workspace (absent or null: one folder or none). */
+  workspace?: WorkspaceState | null;
+  /** The interpreter that runs the code (absent: not known). */
   python?: { label: string; path: string; source: string };
+}
+
+/** The folder bar: the workspace's folders, and the one the chat's turns run in (`gone`: no longer open). */
+export interface WorkspaceState {
+  folders: Array<{ name: string; path: string }>;
+  folder?: { name: string; path: string; gone?: boolean };
 }
 
 /** The notebook the chat's turns work in: the active notebook editor's. */
@@ -369,6 +377,9 @@ export type NotebookMessage =
   | { type: 'notebook.useKernel'; uri: string }
   | { type: 'notebook.reveal'; uri: string; itemId: string };
 
+/** The folder bar: run the chat's turns in this workspace folder (an fs path); pick the Python environment. */
+export type WorkspaceMessage = { type: 'workspace.folder'; path: string } | { type: 'python.select' };
+
 /** An error inside the page, for the host's log. */
 export interface WebviewErrorMessage {
   type: 'webviewError';
@@ -402,6 +413,7 @@ export type WebviewToHost =
   | VariablesRefreshMessage
   | ScrolledMessage
   | NotebookMessage
+  | WorkspaceMessage
   | WebviewErrorMessage;
 
 export type WebviewToHostType = WebviewToHost['type'];

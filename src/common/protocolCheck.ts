@@ -72,6 +72,8 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
       return isStr(m.uri) ? { type: 'notebook.useKernel', uri: m.uri } : undefined;
     case 'notebook.reveal':
       return isStr(m.uri) && isId(m.itemId) ? { type: 'notebook.reveal', uri: m.uri, itemId: m.itemId } : undefined;
+    case 'workspace.folder':
+      return isStr(m.path, 4096) ? { type: 'workspace.folder', path: m.path } : undefined;
     case 'send':
       return isStr(m.text, MAX_PROMPT_CHARS) && m.text.trim() ? { type: 'send', text: m.text } : undefined;
     case 'stop':
@@ -79,6 +81,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'history.list':
     case 'history.clear':
     case 'variables.refresh':
+    case 'python.select':
       return { type: m.type };
     case 'restartSession':
       return isOptStr(m.sessionId, 4096) ? { type: 'restartSession', ...(m.sessionId ? { sessionId: m.sessionId as string } : {}) } : undefined;

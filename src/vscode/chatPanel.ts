@@ -16,6 +16,7 @@ import { vscodePanelOutputsApis } from './panelOutputs.apis';
 import type { CodeActService } from './service';
 import { showUntrusted, untrustedMessage, MANAGE_TRUST } from './trust';
 import { buildWebviewHtml, createNonce } from './webviewHtml';
+import { folderUri } from './settings';
 
 export const VIEW_ID = 'codeact.chat';
 export const PANEL_TYPE = 'codeact.chatPanel';
@@ -162,6 +163,12 @@ class PanelController implements vscode.Disposable {
       case 'notebook.reveal':
         await s.notebooks?.revealCell(m.uri, m.itemId);
         return;
+      case 'workspace.folder':
+        s.pickFolder(m.path);
+        return;
+      case 'python.select':
+        await vscode.commands.executeCommand('codeact.selectPythonEnvironment');
+        return;
       case 'stop':
         s.stop();
         return;
@@ -213,7 +220,7 @@ class PanelController implements vscode.Disposable {
           { location: vscode.ProgressLocation.Notification, title: `CodeAct: downloading ${m.file.filename ?? m.file.file_id ?? 'the file'}…` },
           () => s.downloadHostedFile(m.file),
         );
-        const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+        const folder = folderUri(s.folders.current().folder);
         const target = await vscode.window.showSaveDialog({ defaultUri: folder ? vscode.Uri.joinPath(folder, filename) : undefined, title: 'Save the file from the sandbox' });
         if (!target) return;
         await vscode.workspace.fs.writeFile(target, bytes);
@@ -297,7 +304,7 @@ export async function exportNotebook(service: CodeActService, conversationId?: s
     void vscode.window.showInformationMessage('CodeAct: there is no conversation to export yet.');
     return;
   }
-  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const folder = folderUri(convo.meta.workspace) ?? vscode.workspace.workspaceFolders?.[0]?.uri;
   const safe = convo.meta.title.replace(/[^\w -]+/g, '').trim().slice(0, 40) || 'conversation';
   const target = await vscode.window.showSaveDialog({
     defaultUri: folder ? vscode.Uri.joinPath(folder, `${safe}.ipynb`) : undefined,
@@ -329,7 +336,7 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
       vscode.window.registerWebviewPanelSerializer(PANEL_TYPE, this),
     );
     service.panelVisible = () => !!(this.view?.view.visible || this.panel?.panel.visible);
-    this.outputs = new PanelOutputs({ apis: vscodePanelOutputsApis, execution: (id) => service.fullOutput(id) });
+    this.outputs = new PanelOutputs({ apis: { ...vscodePanelOutputsApis, workspaceFolder: () => service.folders.current().folder }, execution: (id) => service.fullOutput(id) });
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {

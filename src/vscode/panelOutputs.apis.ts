@@ -4,7 +4,6 @@
  * and its implementation bound to `vscode`. Files are read and written with node:fs, for real, in tests too.
  */
 import * as vscode from 'vscode';
-import { workspaceFolder } from './settings';
 
 export interface SaveDialogOptions {
   /** The suggested file: a folder and a name. */
@@ -20,7 +19,7 @@ export interface PanelOutputsApis {
   /** Opens a file in an editor tab (`vscode.open`; `viewType`: with that editor, for example the image preview). */
   openFile(path: string, viewType?: string): PromiseLike<void>;
   writeClipboard(text: string): PromiseLike<void>;
-  /** The first workspace folder, where saving suggests to put things. */
+  /** The chat's workspace folder, where saving suggests to put things. */
   workspaceFolder(): string | undefined;
 }
 
@@ -35,5 +34,5 @@ export const vscodePanelOutputsApis: PanelOutputsApis = {
     else await vscode.commands.executeCommand('vscode.open', uri, { preview: true });
   },
   writeClipboard: (text) => vscode.env.clipboard.writeText(text),
-  workspaceFolder,
+  workspaceFolder: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
 };

@@ -6,6 +6,9 @@ import { PROVIDER_CATALOG } from '../core/providers/shared/catalog';
 import { API_KEY_ENV_VARS, ProviderError } from '../core/providers/shared/errors';
 import { PROVIDERS } from '../core/providers/registry';
 import type { ProviderId } from '../core/providers/shared/types';
+import type { FileOutput } from '../common/events';
+import { createProvider } from '../core/providers/factory';
+import type { CodeActSettings } from './settings';
 
 /** Each provider's label, for pickers and messages (the registry's). */
 export const PROVIDER_NAMES: Record<ProviderId, string> = Object.fromEntries(PROVIDERS.map((p) => [p.id, p.label])) as Record<ProviderId, string>;
@@ -26,4 +29,13 @@ export function noKeyError(provider: ProviderId): ProviderError {
     provider,
     message: `No API key for ${PROVIDER_NAMES[provider]} yet. Choose Set API Key… to store one in VS Code's secret storage${vars ? ` (or start VS Code with ${vars} in its environment)` : ''}.`,
   });
+}
+
+/** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */
+export async function downloadHostedFile(s: CodeActSettings, apiKey: (p: ProviderId) => Promise<string | undefined>, file: FileOutput): Promise<{ bytes: Uint8Array; filename: string }> {
+  const provider = await createProvider({ provider: s.provider, apiKey: await apiKey(s.provider), baseURL: s.baseUrl });
+  if (!provider.downloadFile) throw new Error(`${PROVIDER_NAMES[s.provider]} has no downloadable sandbox files; switch to the provider that made this file.`);
+  const got = await provider.downloadFile(file);
+  const filename = (got.filename ?? file.filename ?? file.file_id ?? 'download').split(/[\\/]/).pop()!;
+  return { bytes: got.bytes, filename };
 }

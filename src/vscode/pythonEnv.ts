@@ -11,7 +11,7 @@
  */
 import * as vscode from 'vscode';
 import { executableIn, expandSetting, readVenv, resolvePythonEnv, VENV_DIRS, type PythonEnv } from '../core/runtime/local/pythonEnv';
-import { resolveSettings, workspaceFolder } from './settings';
+import { resolveSettings } from './settings';
 
 const PYTHON_EXTENSION = 'ms-python.python';
 /** The longest wait for the Python extension to activate or resolve an environment. */
@@ -63,10 +63,9 @@ export function pythonEnvFor(folder: string | undefined, setting: string | undef
   return resolvePythonEnv({ folder, setting, pythonExtensionPath: active?.extensionPath(folder), trusted: vscode.workspace.isTrusted });
 }
 
-/** The interpreter the current folder's guest runs now (for the host state and the status bar). */
-export function currentPythonEnv(): PythonEnv {
-  const folder = workspaceFolder();
-  return pythonEnvFor(folder, resolveSettings(folder ? vscode.Uri.file(folder) : undefined).config.python);
+/** The interpreter a folder's guest runs now (for the host state and the status bar). */
+export function currentPythonEnv(folder: string | undefined): PythonEnv {
+  return pythonEnvFor(folder, resolveSettings(folder).config.python);
 }
 
 export class PythonEnvironments implements vscode.Disposable {
@@ -79,7 +78,11 @@ export class PythonEnvironments implements vscode.Disposable {
   /** The interpreter of the current folder changed (not fired for the first one). */
   readonly onDidChange = this.changed.event;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {
+  /** `folder`: the folder the chat's turns run in (the panel's folder bar, else the active editor's). */
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly folder: () => string | undefined,
+  ) {
     setActive(this);
     this.item.name = 'CodeAct Python';
     this.item.command = 'codeact.selectPythonEnvironment';
@@ -106,12 +109,12 @@ export class PythonEnvironments implements vscode.Disposable {
   refresh(): void {
     let env: PythonEnv;
     try {
-      env = currentPythonEnv();
+      env = currentPythonEnv(this.folder());
     } catch (e) {
       this.log.warn(`Python environment: ${(e as Error).message}`);
       return;
     }
-    const s = resolveSettings().config;
+    const s = resolveSettings(this.folder()).config;
     const local = s.runtime === 'local' && s.mode !== 'hosted';
     this.item.text = `$(symbol-namespace) ${env.label}`;
     const md = new vscode.MarkdownString(undefined, true);
@@ -186,10 +189,10 @@ export class PythonEnvironments implements vscode.Disposable {
 
   /** "CodeAct: Select Python Environment": the environments found; writes codeact.python.path for the folder. */
   async select(): Promise<void> {
-    const folder = workspaceFolder();
+    const folder = this.folder();
     const uri = folder ? vscode.Uri.file(folder) : undefined;
-    const setting = resolveSettings(uri).config.python;
-    const current = currentPythonEnv();
+    const setting = resolveSettings(folder).config.python;
+    const current = currentPythonEnv(folder);
     type Item = vscode.QuickPickItem & { value?: string | null; enter?: boolean };
     const items: Item[] = [];
     const seen = new Set<string>();

@@ -11,6 +11,7 @@ import { cellAt, codeOf, findCells } from '../common/cells';
 import type { CodeInterpreterCallItem } from '../common/events';
 import { hoverParts, inlineSummary } from './inlineResult';
 import type { CodeActService } from './service';
+import { folderOf } from './settings';
 import { showUntrusted } from './trust';
 
 const PYTHON_DOCS: vscode.DocumentSelector = [
@@ -152,7 +153,9 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     try {
       item = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false }, (progress) => {
         if (this.current?.key === key) this.current.progress = progress;
-        return this.service.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri) } });
+        // The file's own workspace folder: its settings, tools and runtime (a file in no folder: the chat's).
+        const folder = folderOf(doc.uri);
+        return this.service.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri), ...(folder !== undefined ? { folder } : {}) } });
       });
     } catch (err) {
       void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);

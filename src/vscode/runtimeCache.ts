@@ -1,7 +1,10 @@
 /**
- * The extension's one runtime: built from the settings on first need, reused while the settings it is
- * made of stay the same (a key of them), rebuilt when they changed. Also the Run with Tools documents'
- * sessions. The runtime factory and VS Code's toast come through ./runtimeCache.apis.
+ * The extension's runtimes, one per workspace folder (its workspace mount and command tools' working
+ * directory are the folder's): each built from that folder's settings on first need, reused while the
+ * settings it is made of stay the same (a key of them), rebuilt when they changed. At most
+ * {@link MAX_FOLDER_RUNTIMES} live at once (the least recently used idle one goes). Also which runtime each
+ * session ran in, and the Run with Tools documents' sessions. The runtime factory and VS Code's toast come
+ * through ./runtimeCache.apis.
  */
 import { createHash } from 'node:crypto';
 import type { SessionChanged } from '../common/events';
@@ -16,12 +19,18 @@ export function documentSessionId(uri: string): string {
   return `doc:${uri}`;
 }
 
+/** Folders with a live runtime at most (each has its warm zygote and sessions). */
+export const MAX_FOLDER_RUNTIMES = 4;
+/** Sessions whose runtime is remembered at most (the oldest forgotten first). */
+const MAX_SESSIONS = 500;
+
 export interface RuntimeCacheDeps {
   apis: RuntimeCacheApis;
-  settings(): CodeActSettings;
+  /** The settings for a folder (fs path; undefined: no folder). */
+  settings(folder: string | undefined): CodeActSettings;
   /** The Jupyter token (SecretStorage or the environment). */
   jupyterToken(): Promise<string | undefined>;
-  /** The folder command tools run in and the sandbox may mount. */
+  /** The folder a run goes to when none is given: the chat's (command tools run in it, the sandbox may mount it). */
   workspaceFolder(): string | undefined;
   log: Log;
   /** A session started fresh or ended. */
@@ -29,34 +38,71 @@ export interface RuntimeCacheDeps {
 }
 
 export class RuntimeCache {
-  private cached?: { key: string; runtime: Runtime };
+  /** Folder ('' for none) -> its runtime, least recently used first. */
+  private readonly cached = new Map<string, { key: string; runtime: Runtime }>();
+  /** Session id -> the folder ('' for none) whose runtime it ran in. */
+  private readonly sessionFolders = new Map<string, string>();
   /** The live-or-not sessions of Run with Tools documents: id -> the document's name (for Restart Session). */
   readonly documentSessions = new Map<string, string>();
 
   constructor(private readonly deps: RuntimeCacheDeps) {}
 
-  /** The runtime built last, if any: for reading sessions and variables, never built for that. */
+  /** The runtime used last, if any: for reading sessions and variables, never built for that. */
   get current(): Runtime | undefined {
-    return this.cached?.runtime;
+    return [...this.cached.values()].pop()?.runtime;
   }
 
-  /** The runtime for the current settings: the cached one while its key is the same, else a new one (the old one disposed). */
-  async get(): Promise<Runtime> {
-    const s = this.deps.settings();
+  /** The runtime a session ran in (else the one used last), never built for that. */
+  of(sessionId: string | undefined): Runtime | undefined {
+    const folder = sessionId === undefined ? undefined : this.sessionFolders.get(sessionId);
+    return (folder !== undefined ? this.cached.get(folder)?.runtime : undefined) ?? this.current;
+  }
+
+  /** Every live runtime (each folder's). */
+  all(): Runtime[] {
+    return [...this.cached.values()].map((c) => c.runtime);
+  }
+
+  /**
+   * The runtime for a folder's settings (default: the chat's folder): the cached one while its key is the
+   * same, else a new one (the old one disposed). `sessionId`: the session about to run in it (remembered for
+   * {@link of}).
+   */
+  async get(folder: string | undefined = this.deps.workspaceFolder(), sessionId?: string): Promise<Runtime> {
+    const slot = folder ?? '';
+    if (sessionId !== undefined) {
+      this.sessionFolders.delete(sessionId);
+      this.sessionFolders.set(sessionId, slot);
+      if (this.sessionFolders.size > MAX_SESSIONS) this.sessionFolders.delete(this.sessionFolders.keys().next().value!);
+    }
+    const s = this.deps.settings(folder);
     const token = s.runtime === 'jupyter' ? await this.deps.jupyterToken() : undefined;
     // The token is part of the key (hashed), so a new token takes effect on the next run.
     const tokenHash = token ? createHash('sha256').update(token).digest('hex').slice(0, 16) : '';
     // With a writable workspace, the files the tools run on the host are kept read-only: a changed tool rebuilds the runtime.
-    const hostRun = hostRunPathsFrom(s, this.deps.workspaceFolder());
+    const hostRun = hostRunPathsFrom(s, folder);
     // The interpreter as resolved for the folder (setting, Python extension, .venv, python3): a new one rebuilds the runtime.
-    const python = this.deps.apis.pythonEnv?.(this.deps.workspaceFolder(), s.python)?.python;
+    const python = this.deps.apis.pythonEnv?.(folder, s.python)?.python;
     const key = JSON.stringify([s.runtime, python ?? s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, runtimeLimitsFrom(s), tokenHash, hostRun]);
-    if (this.cached?.key === key) return this.cached.runtime;
-    void this.dispose();
+    const had = this.cached.get(slot);
+    if (had?.key === key) {
+      this.cached.delete(slot);
+      this.cached.set(slot, had);
+      return had.runtime;
+    }
+    this.cached.delete(slot);
+    void had?.runtime.dispose();
+    // Bounded: the least recently used folder's runtime goes (its sessions with it).
+    while (this.cached.size >= MAX_FOLDER_RUNTIMES) {
+      const [oldest, c] = this.cached.entries().next().value!;
+      this.cached.delete(oldest);
+      this.deps.log.info(`runtime of ${oldest || 'no folder'} disposed (at most ${MAX_FOLDER_RUNTIMES} folders have a runtime)`);
+      void c.runtime.dispose();
+    }
     // A warm zygote forks each session's guest, and the next one is started ahead of need.
     const runtime = await this.deps.apis.createRuntime(
       runtimeConfigFrom(s, {
-        workspace: this.deps.workspaceFolder(),
+        workspace: folder,
         python,
         jupyterToken: token,
         longLived: true,
@@ -68,13 +114,20 @@ export class RuntimeCache {
         },
       }),
     );
-    this.cached = { key, runtime };
+    this.cached.set(slot, { key, runtime });
     return runtime;
   }
 
+  /** A folder left the workspace: its runtime goes. */
+  async disposeFolder(folder: string): Promise<void> {
+    const c = this.cached.get(folder);
+    this.cached.delete(folder);
+    await c?.runtime.dispose();
+  }
+
   async dispose(): Promise<void> {
-    const r = this.cached?.runtime;
-    this.cached = undefined;
-    await r?.dispose();
+    const all = this.all();
+    this.cached.clear();
+    await Promise.all(all.map((r) => r.dispose()));
   }
 }

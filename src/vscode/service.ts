@@ -48,6 +48,13 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
         }
       }),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.fireState()),
+      // Multi-root: a removed folder's runtime goes; the folder bar follows the folders and the active editor.
+      vscode.workspace.onDidChangeWorkspaceFolders((e) => {
+        for (const f of e.removed) void this.runtimes.disposeFolder(f.uri.fsPath);
+        this.fireState();
+      }),
+      vscode.window.onDidChangeActiveTextEditor(() => this.editorFolderChanged()),
+      vscode.window.onDidChangeActiveNotebookEditor(() => this.editorFolderChanged()),
       secrets.onDidChange(() => this.fireState()),
       secrets,
     );
@@ -70,9 +77,18 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
     }
   }
 
+  private lastBar = '';
+  /** The active editor changed: the folder bar is told when the folder a new turn would take changed. */
+  private editorFolderChanged(): void {
+    const bar = JSON.stringify(this.folders.state() ?? null);
+    if (bar === this.lastBar) return;
+    this.lastBar = bar;
+    this.fireState();
+  }
+
   /** Also the notebook the chat's turns work in, and the interpreter the folder's code runs with. */
   override async hostState(): Promise<HostState> {
-    return { ...(await super.hostState()), notebook: this.notebooks?.state() ?? null, python: pythonStateOf(currentPythonEnv()) };
+    return { ...(await super.hostState()), notebook: this.notebooks?.state() ?? null, python: pythonStateOf(currentPythonEnv(this.folders.current().folder)) };
   }
 
   dispose(): void {

@@ -5,7 +5,8 @@
  */
 import * as vscode from 'vscode';
 import type { ResolvedConfig } from '../core/config/resolve';
-import { resolveSettings, workspaceFolder } from './settings';
+import { folderOf, resolveSettings, workspaceFolders } from './settings';
+import type { FolderApis } from './chatFolder';
 import type { ApprovalsApis } from './approvals.apis';
 import type { LmToolApis } from './lmToolSource.apis';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
@@ -30,22 +31,32 @@ export interface Memento {
   update(key: string, value: unknown): PromiseLike<void>;
 }
 
-export interface SessionApis {
-  /** The `codeact.*` settings through VS Code's layers, resolved by the one policy (./settings). */
-  resolveSettings(): ResolvedConfig;
-  /** Workspace Trust. */
+export interface SessionApis extends FolderApis {
+  /** The `codeact.*` settings through VS Code's layers for a folder (fs path; none: the first), resolved by the one policy (./settings). */
+  resolveSettings(folder?: string): ResolvedConfig;
+  /** Workspace Trust (the window's: every folder of a multi-root workspace shares it). */
   isTrusted(): boolean;
-  /** The folder command tools run in: the first workspace folder. */
-  workspaceFolder(): string | undefined;
+  /** The workspace folder (fs path) of a document's URI string, if it is in one. */
+  folderOfUri?(uri: string): string | undefined;
   showWarningMessage(message: string, ...items: string[]): PromiseLike<string | undefined>;
   showErrorMessage(message: string, ...items: string[]): PromiseLike<string | undefined>;
   executeCommand(command: string, ...args: unknown[]): PromiseLike<unknown>;
 }
 
+/** The folder of the last editor (text or notebook) whose file is in a workspace folder. */
+let lastEditorFolder: string | undefined;
+
 export const vscodeSessionApis: SessionApis = {
-  resolveSettings: () => resolveSettings(),
+  resolveSettings: (folder) => resolveSettings(folder),
   isTrusted: () => vscode.workspace.isTrusted,
-  workspaceFolder,
+  folders: workspaceFolders,
+  folderOfUri: (uri) => folderOf(vscode.Uri.parse(uri)),
+  activeEditorFolder: () => {
+    const uri = vscode.window.activeTextEditor?.document.uri ?? vscode.window.activeNotebookEditor?.notebook.uri;
+    const folder = uri && folderOf(uri);
+    if (folder !== undefined) lastEditorFolder = folder;
+    return lastEditorFolder;
+  },
   showWarningMessage: (message, ...items) => vscode.window.showWarningMessage(message, ...items),
   showErrorMessage: (message, ...items) => vscode.window.showErrorMessage(message, ...items),
   executeCommand: (command, ...args) => vscode.commands.executeCommand(command, ...args),

@@ -19,7 +19,7 @@ import { newId } from '../core/util/ids';
 import { runChatTurn } from '../core/session/chatTurn';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
-import { DEFAULT_MODELS, PROVIDER_NAMES, needsKey, noKeyError } from './providers';
+import { DEFAULT_MODELS, downloadHostedFile, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
 import { ConversationMemory, INTERRUPTED_MESSAGE, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
 import type { CodeActSettings } from './settings';
@@ -28,10 +28,10 @@ import { WorkspaceTools } from './workspaceTools';
 import type { CellRunOptions } from './notebook/kernelRunner';
 import type { NotebookTurn } from './notebook/agentTarget';
 import { UntrustedWorkspaceError } from './untrusted';
+import { ChatFolder } from './chatFolder';
+import { NotebookRuns } from './notebookRuns';
 import type { CancellationToken, Log, SessionApis, SessionDeps } from './session.apis';
 export { UntrustedWorkspaceError, type SessionDeps };
-
-
 
 type Disposable = { dispose(): void };
 
@@ -53,9 +53,12 @@ export class CodeActSession {
   private loggedIgnored = '[]';
   private readonly apis: SessionApis;
   private readonly secrets: SessionDeps['secrets'];
-  private readonly runtimes: RuntimeCache;
+  protected readonly runtimes: RuntimeCache;
   readonly approvals: Approvals;
   private readonly tools: WorkspaceTools;
+  private readonly notebookRuns: NotebookRuns;
+  /** The workspace folder the chat's turns run in (the conversation's, the picked one, the active editor's). */
+  readonly folders: ChatFolder;
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;
 
@@ -64,11 +67,12 @@ export class CodeActSession {
     this.log = deps.log;
     this.apis = deps.apis;
     this.secrets = deps.secrets;
+    this.folders = new ChatFolder(this.apis, () => this.conversation);
     this.runtimes = new RuntimeCache({
       apis: deps.runtimeApis,
-      settings: () => this.settings,
+      settings: (f) => this.settingsFor(f),
       jupyterToken: () => this.secrets.jupyterToken(),
-      workspaceFolder: () => this.apis.workspaceFolder(),
+      workspaceFolder: () => this.folders.current().folder,
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
     });
@@ -76,13 +80,14 @@ export class CodeActSession {
     this.tools = new WorkspaceTools({
       apis: this.apis,
       lmTools: deps.lmTools,
-      settings: () => this.settings,
+      settings: (f) => this.settingsFor(f),
       trusted: () => this.trusted,
-      workspaceFolder: () => this.apis.workspaceFolder(),
+      workspaceFolder: () => this.folders.current().folder,
       approvals: this.approvals,
       log: this.log,
     });
     this.variables = new VariablesTracker(this.runtimes, () => this.conversation);
+    this.notebookRuns = new NotebookRuns({ runtimes: this.runtimes, tools: this.tools, variables: this.variables, requireTrust: (w) => this.requireTrust(w), settings: (f) => this.settingsFor(f), folderOfUri: (u) => this.apis.folderOfUri?.(u), refreshVariables: () => void this.refreshVariables() });
     this.memory = new ConversationMemory(this.store, deps.workspaceState);
     // The conversation open before a reload or a restart comes back (its variables do not).
     this.conversation = this.memory.restoreOpen();
@@ -102,8 +107,14 @@ export class CodeActSession {
 
   // ---- state ----------------------------------------------------------------------------------
 
+  /** The settings of the chat's folder (./chatFolder). */
   get settings(): CodeActSettings {
-    const resolved = this.apis.resolveSettings();
+    return this.settingsFor(this.folders.current().folder);
+  }
+
+  /** The settings of a workspace folder (fs path; undefined: the first). */
+  settingsFor(folder: string | undefined): CodeActSettings {
+    const resolved = this.apis.resolveSettings(folder);
     const key = JSON.stringify(resolved.ignored);
     if (key !== this.loggedIgnored) {
       this.loggedIgnored = key;
@@ -143,7 +154,7 @@ export class CodeActSession {
   /** Restarts a session: the conversation's (default) or a document's. Returns whether one was alive. */
   async restartSession(sessionId?: string): Promise<boolean> {
     const id = sessionId ?? this.conversation?.id;
-    const runtime = this.runtimes.current;
+    const runtime = this.runtimes.of(id);
     if (!id || !runtime?.restartSession) return false;
     if (this.running) this.stop();
     const had = (await runtime.restartSession(id)) !== false;
@@ -160,9 +171,7 @@ export class CodeActSession {
   /** A session started fresh or ended: said in the conversation it belongs to (the open one), and logged. */
   private onSessionEvent(e: SessionChanged): void {
     this.log.info(`session ${e.session_id}: ${e.state}${e.reason ? ` (${e.reason})` : ''} ${e.message}`);
-    if (e.state === 'ended' && (e.session_id === this.conversation?.id || this.runtimes.documentSessions.has(e.session_id))) {
-      this.emit(e);
-    }
+    if (e.state === 'ended' && (e.session_id === this.conversation?.id || this.runtimes.documentSessions.has(e.session_id))) this.emit(e);
     if (e.session_id === this.variables.shown?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
   }
 
@@ -181,8 +190,8 @@ export class CodeActSession {
     return this.tools.toolSet();
   }
 
-  hostState(): Promise<HostState> {
-    return hostStateOf({
+  async hostState(): Promise<HostState> {
+    const state = await hostStateOf({
       settings: this.settings,
       hasKey: (id) => this.secrets.hasKey(id),
       toolSet: this.toolSet(),
@@ -191,6 +200,14 @@ export class CodeActSession {
       conversation: this.conversation,
       version: this.deps.version,
     });
+    return { ...state, workspace: this.folders.state() ?? null };
+  }
+
+  /** The person picked a folder in the panel's bar: the chat's turns run there (a fresh session: the model is told). */
+  pickFolder(folder: string): void {
+    if (this.running) throw new Error('Stop the running turn before changing its folder (CodeAct: Stop).');
+    if (this.folders.pick(folder) && this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
+    this.fireState();
   }
 
   // ---- conversations --------------------------------------------------------------------------
@@ -220,9 +237,9 @@ export class CodeActSession {
     return this.conversation ?? this.switchTo(this.createConversation(title));
   }
 
-  private createConversation(title: string): Conversation {
-    const s = this.settings;
-    return this.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: this.apis.workspaceFolder() });
+  private createConversation(title: string, folder = this.folders.forNewConversation()): Conversation {
+    const s = this.settingsFor(folder);
+    return this.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: folder });
   }
 
   private switchTo(conversation: Conversation): Conversation {
@@ -237,7 +254,7 @@ export class CodeActSession {
     const old = this.conversation;
     old?.flush();
     // A conversation's Jupyter kernel goes when the conversation is left.
-    if (old && !keepSession) void this.runtimes.current?.closeSession?.(old.id);
+    if (old && !keepSession) void this.runtimes.of(old.id)?.closeSession?.(old.id);
     this.variables.shown = undefined;
     this.staleSession = undefined;
   }
@@ -245,15 +262,16 @@ export class CodeActSession {
   newConversation(): void {
     this.leaveConversation();
     this.setConversation(undefined);
+    this.folders.reset();
     this.fireState();
   }
 
   /** A Run with Tools document's conversation, named after it (never whichever chat is open), opened for the panel. */
-  private documentConversation(doc: { uri: string; name: string }): Conversation {
+  private documentConversation(doc: { uri: string; name: string; folder?: string }): Conversation {
     const known = this.memory.documentConversation(doc.uri);
     if (known && known === this.conversation?.id) return this.conversation;
     this.leaveConversation(true);
-    const convo = known ? this.store.open(known) : this.createConversation(doc.name);
+    const convo = known && this.store.exists(known) ? this.store.open(known) : this.createConversation(doc.name, doc.folder);
     this.memory.rememberDocument(doc.uri, convo.id);
     return this.switchTo(convo);
   }
@@ -269,7 +287,7 @@ export class CodeActSession {
     this.setConversation(conversation);
     this.variables.shown = undefined;
     let notice: string | undefined;
-    if (ranLocalCode(conversation) && !this.runtimes.current?.hasSession?.(id)) {
+    if (ranLocalCode(conversation) && !this.runtimes.of(id)?.hasSession?.(id)) {
       this.staleSession = id;
       notice = SESSION_GONE_NOTICE;
     }
@@ -303,13 +321,8 @@ export class CodeActSession {
   }
 
   /** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */
-  async downloadHostedFile(file: FileOutput): Promise<{ bytes: Uint8Array; filename: string }> {
-    const s = this.settings;
-    const provider = await createProvider({ provider: s.provider, apiKey: await this.secrets.apiKey(s.provider), baseURL: s.baseUrl });
-    if (!provider.downloadFile) throw new Error(`${PROVIDER_NAMES[s.provider]} has no downloadable sandbox files; switch to the provider that made this file.`);
-    const got = await provider.downloadFile(file);
-    const filename = (got.filename ?? file.filename ?? file.file_id ?? 'download').split(/[\\/]/).pop()!;
-    return { bytes: got.bytes, filename };
+  downloadHostedFile(file: FileOutput): Promise<{ bytes: Uint8Array; filename: string }> {
+    return downloadHostedFile(this.settings, (p) => this.secrets.apiKey(p), file);
   }
 
   // ---- approvals --------------------------------------------------------------------------------
@@ -366,7 +379,8 @@ export class CodeActSession {
 
   /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
   async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken; notebook?: NotebookTurn }): Promise<AgentResult | undefined> {
-    const s = this.settings;
+    const folder = this.folders.require();
+    const s = this.settingsFor(folder);
     if (s.mode !== 'hosted') this.requireTrust('Running code');
     const controller = this.begin(titleFrom(prompt));
     const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
@@ -384,8 +398,8 @@ export class CodeActSession {
         },
         interrupted: () => this.closing,
         // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
-        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing((extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get()), this.settings.reviewCode)),
-        gateway: await this.tools.gateway(),
+        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing((extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id)), this.settingsFor(folder).reviewCode)),
+        gateway: await this.tools.gateway(false, folder),
         sessionNote: [this.staleSession === convo.id ? REOPENED_NOTE : '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
         signal: controller.signal,
         onEvent: (e) => {
@@ -419,15 +433,17 @@ export class CodeActSession {
     code: string,
     label: string,
     source: TurnSource = 'run_with_tools',
-    extra?: { token?: CancellationToken; onEvent?: (e: CodeActEvent) => void; document?: { uri: string; name: string } },
+    extra?: { token?: CancellationToken; onEvent?: (e: CodeActEvent) => void; document?: { uri: string; name: string; folder?: string } },
   ): Promise<CodeInterpreterCallItem> {
     this.requireTrust('Running code');
+    // A document runs in its own folder (with that folder's settings and tools); other code in the chat's.
+    const folder = extra?.document?.folder ?? this.folders.require();
     // A document's runs go to its own conversation (switched to before the run starts: never under a running one).
     const docConvo = extra?.document && !this.running ? this.documentConversation(extra.document) : undefined;
     const controller = this.begin(label);
     const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
     const convo = docConvo ?? this.ensureConversation(label);
-    const s = this.settings;
+    const s = this.settingsFor(folder);
     const turnId = newId('turn');
     const started = Date.now();
     // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
@@ -436,13 +452,13 @@ export class CodeActSession {
     if (extra?.document) this.variables.shown = { id: sessionId, label: extra.document.name };
     else this.variables.ranChat(convo);
     try {
-      const runtime = this.approvals.reviewing(await this.runtimes.get(), this.settings.reviewCode);
+      const runtime = this.approvals.reviewing(await this.runtimes.get(folder, sessionId), this.settingsFor(folder).reviewCode);
       this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
       const item = await runtime.execute(
         { code, timeoutMs: s.timeoutMs, sessionId },
         {
           signal: controller.signal,
-          onToolCall: (await this.tools.gateway()).handler,
+          onToolCall: (await this.tools.gateway(false, folder)).handler,
           onEvent: (e) => {
             this.emit(e);
             extra?.onEvent?.(e);
@@ -460,28 +476,14 @@ export class CodeActSession {
     }
   }
 
-  /** A notebook cell's code in the notebook's session (./notebook/kernel): trust, runtime and tools as for any run; approvals in a dialog. */
-  async runNotebookCode(code: string, o: CellRunOptions): Promise<CodeInterpreterCallItem> {
-    this.requireTrust('Running code');
-    const runtime = await this.runtimes.get();
-    this.runtimes.documentSessions.set(o.sessionId, o.label);
-    this.variables.shown = { id: o.sessionId, label: o.label };
-    const request = { code, itemId: o.itemId, sessionId: o.sessionId, timeoutMs: this.settings.timeoutMs };
-    try {
-      return await runtime.execute(request, { signal: o.signal, onToolCall: (await this.tools.gateway(true)).handler, onEvent: o.onEvent });
-    } finally {
-      void this.refreshVariables();
-    }
+  /** A notebook cell's code in the notebook's session (./notebookRuns): trust, its folder's runtime and tools; approvals in a dialog. */
+  runNotebookCode(code: string, o: CellRunOptions): Promise<CodeInterpreterCallItem> {
+    return this.notebookRuns.run(code, o, () => this.folders.current().folder);
   }
 
   /** Restarts or ends a notebook's session, whatever turn runs elsewhere. Resolves with whether it was alive. */
-  async endNotebookSession(sessionId: string, how: 'restart' | 'close'): Promise<boolean> {
-    const runtime = this.runtimes.current;
-    const had = runtime?.hasSession?.(sessionId) ?? false;
-    await (how === 'restart' ? runtime?.restartSession?.(sessionId) : runtime?.closeSession?.(sessionId));
-    if (how === 'close') this.runtimes.documentSessions.delete(sessionId);
-    void this.refreshVariables();
-    return had;
+  endNotebookSession(sessionId: string, how: 'restart' | 'close'): Promise<boolean> {
+    return this.notebookRuns.end(sessionId, how);
   }
 
   /** Stops what runs, saves the transcript, and shuts kernels and MCP servers down (awaited by deactivate). */

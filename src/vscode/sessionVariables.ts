@@ -38,7 +38,7 @@ export class VariablesTracker {
   async refresh(): Promise<SessionVariables> {
     const convo = this.conversation();
     const target = this.shown ?? (convo ? { id: convo.id, label: 'This conversation' } : undefined);
-    const runtime = this.runtimes.current;
+    const runtime = this.runtimes.of(target?.id);
     let result: SessionVariables;
     if (!target) result = { summary: null, note: 'No session yet: variables appear after code runs.' };
     else if (!runtime?.variables || !runtime.statePersists) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
@@ -63,14 +63,14 @@ export class VariablesTracker {
 
   /** The live session ids the Restart command can offer: the conversation's and the documents'. */
   liveSessions(): Array<{ id: string; label: string }> {
-    const runtime = this.runtimes.current;
+    // Each folder's runtime has its own sessions.
+    const live = (id: string) => this.runtimes.all().some((r) => r.hasSession?.(id));
     const convo = this.conversation();
     const out: Array<{ id: string; label: string }> = [];
-    if (!runtime?.hasSession) return out;
     const chats = new Map(this.chats);
     if (convo) chats.set(convo.id, convo);
-    for (const [id, c] of chats) if (runtime.hasSession(id)) out.push({ id, label: `Chat: ${c.meta.title}` });
-    for (const [id, label] of this.runtimes.documentSessions) if (runtime.hasSession(id)) out.push({ id, label });
+    for (const [id, c] of chats) if (live(id)) out.push({ id, label: `Chat: ${c.meta.title}` });
+    for (const [id, label] of this.runtimes.documentSessions) if (live(id)) out.push({ id, label });
     return out;
   }
 }

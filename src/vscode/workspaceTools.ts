@@ -1,5 +1,5 @@
 /**
- * The workspace's managed tools: the `codeact.tools` declarations (none without Workspace Trust), invalid
+ * A workspace folder's managed tools: its `codeact.tools` declarations (none without Workspace Trust), invalid
  * ones warned about once, `lmTool` ones backed by VS Code's language-model tools, MCP ones filled in from
  * their servers, and the gateway that runs them with the user's approvals.
  */
@@ -16,22 +16,25 @@ import type { CodeActSettings } from './settings';
 export interface WorkspaceToolsDeps {
   apis: Pick<SessionApis, 'showWarningMessage' | 'executeCommand'>;
   lmTools: LmToolApis;
-  settings(): CodeActSettings;
+  /** The settings for a folder (fs path). */
+  settings(folder: string | undefined): CodeActSettings;
   trusted(): boolean;
+  /** The folder when none is given: the chat's. */
   workspaceFolder(): string | undefined;
   approvals: Approvals;
   log: Log;
 }
 
 export class WorkspaceTools {
-  private warnedDeclarations = '';
+  /** Per folder: the broken declarations last warned about (warned once each). */
+  private readonly warned = new Map<string, string>();
   private mcpResolved?: { key: string; set: Promise<ToolSet> };
 
   constructor(private readonly deps: WorkspaceToolsDeps) {}
 
-  toolSet(): ToolSet {
-    const s = this.deps.settings();
-    const ws = this.deps.workspaceFolder();
+  /** The tools of a folder (fs path; default: the chat's), with command tools running in that folder. */
+  toolSet(ws: string | undefined = this.deps.workspaceFolder()): ToolSet {
+    const s = this.deps.settings(ws);
     // In an untrusted workspace VS Code already hides workspace values of restricted settings; without
     // trust no tool runs at all.
     if (!this.deps.trusted() || !ws) return { tools: [], errors: [] };
@@ -39,8 +42,9 @@ export class WorkspaceTools {
       resolveExternal: (decl, source) => (source === 'lmTool' ? lmToolSource(decl, s.defaultApproval, this.deps.lmTools) : `"${source}" tools are not available here`),
     });
     const key = JSON.stringify(set.errors);
-    if (set.errors.length && key !== this.warnedDeclarations) {
-      this.warnedDeclarations = key;
+    if (set.errors.length && key !== this.warned.get(ws ?? '')) {
+      if (this.warned.size > 64) this.warned.clear();
+      this.warned.set(ws ?? '', key);
       for (const e of set.errors) this.deps.log.warn(formatDeclarationError(e));
       const ready = set.tools.length ? ` (${set.tools.length} ready)` : '';
       const what = set.errors.length === 1 ? 'A tool in codeact.tools is broken' : `${set.errors.length} tools in codeact.tools are broken`;
@@ -55,21 +59,21 @@ export class WorkspaceTools {
   }
 
   /** The managed tools with MCP servers' descriptions and schemas filled in (cached per codeact.tools value). */
-  private async resolvedTools(): Promise<ToolSet> {
-    const set = this.toolSet();
+  private async resolvedTools(folder: string | undefined): Promise<ToolSet> {
+    const set = this.toolSet(folder);
     if (!set.tools.some((t) => t.source === 'mcp')) return set;
-    const key = JSON.stringify(this.deps.settings().tools);
+    const key = JSON.stringify([folder, this.deps.settings(folder).tools]);
     if (this.mcpResolved?.key !== key) this.mcpResolved = { key, set: resolveMcpTools(set) };
     return this.mcpResolved.set;
   }
 
   /**
    * A gateway over the tools, asking the user where a tool's policy says so (and "deny" always winning);
-   * `modal`: always in a dialog (a notebook cell's calls).
+   * `modal`: always in a dialog (a notebook cell's calls); `folder`: whose tools (default: the chat's).
    */
-  async gateway(modal = false): Promise<ToolGateway> {
-    const s = this.deps.settings();
-    return new ToolGateway((await this.resolvedTools()).tools, {
+  async gateway(modal = false, folder: string | undefined = this.deps.workspaceFolder()): Promise<ToolGateway> {
+    const s = this.deps.settings(folder);
+    return new ToolGateway((await this.resolvedTools(folder)).tools, {
       approver: (req) => this.deps.approvals.approveTool(req, modal),
       elicitor: this.deps.approvals.elicitations.elicitor(modal),
       policyOverride: this.deps.approvals.policyOverride(s.alwaysAllow),

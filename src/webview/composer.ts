@@ -9,6 +9,7 @@ import { icon } from './icons';
 import type { TranscriptModel } from '../common/transcript';
 import { ContextMeter } from './contextMeter';
 import { NotebookTargetBar } from './notebookTarget';
+import { WorkspaceBar } from './workspaceBar';
 import { PromptHistory } from './promptHistory';
 
 const MAX_INPUT_HISTORY = 100;
@@ -42,6 +43,8 @@ export class Composer {
   readonly meter = new ContextMeter();
   /** The open notebook the turns work in. */
   private readonly notebookBar: NotebookTargetBar;
+  /** The folder the turns run in (multi-root) and the Python environment. */
+  private readonly workspaceBar: WorkspaceBar;
   private lastStatus = '';
 
   /** The prompts sent, oldest first (saved with the panel's state). */
@@ -56,6 +59,7 @@ export class Composer {
   ) {
     this.history = new PromptHistory(inputHistory, MAX_INPUT_HISTORY);
     this.notebookBar = new NotebookTargetBar((m) => this.ctx.post(m));
+    this.workspaceBar = new WorkspaceBar((m) => this.ctx.post(m));
     this.statusEl = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
     this.input = h('textarea', {
       class: 'prompt-input',
@@ -84,6 +88,7 @@ export class Composer {
       'footer',
       { class: 'composer' },
       this.statusEl,
+      this.workspaceBar.el,
       this.notebookBar.el,
       h(
         'div',
@@ -158,6 +163,7 @@ export class Composer {
     this.renderCompactPicker(host);
     this.renderToolsChip(host);
     this.notebookBar.render(host?.notebook);
+    this.workspaceBar.render(host);
   }
 
   /** The compact picker: the model's name (none at the narrowest), the full provider and model in its tooltip. */

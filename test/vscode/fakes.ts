@@ -45,8 +45,14 @@ const answer = (a: Answer, message: string, items: string[]) => (typeof a === 'f
 
 export class FakeSessionApis implements SessionApis {
   values: Record<string, unknown> = {};
+  /** Folder settings (its `.vscode/settings.json`), per folder path: over {@link values} (the user's). */
+  folderValues: Record<string, Record<string, unknown>> = {};
   trusted = true;
   folder: string | undefined;
+  /** The workspace's folders (default: {@link folder} alone). */
+  workspaceFolders?: Array<{ name: string; path: string }>;
+  /** The active editor's folder. */
+  editorFolder?: string;
   readonly warnings: Array<{ message: string; items: string[] }> = [];
   readonly errors: Array<{ message: string; items: string[] }> = [];
   readonly commands: unknown[][] = [];
@@ -56,14 +62,18 @@ export class FakeSessionApis implements SessionApis {
   constructor(folder: string) {
     this.folder = folder;
   }
-  resolveSettings(): ResolvedConfig {
-    return resolved(this.values, this.trusted);
+  resolveSettings(folder?: string): ResolvedConfig {
+    const f = this.folderValues[folder ?? this.folders()[0]?.path ?? ''] ?? {};
+    return resolveEngineConfig((key) => (key in this.values || key in f ? { user: this.values[key], folder: f[key] } : undefined), { trusted: this.trusted });
   }
   isTrusted(): boolean {
     return this.trusted;
   }
-  workspaceFolder(): string | undefined {
-    return this.folder;
+  folders(): Array<{ name: string; path: string }> {
+    return this.workspaceFolders ?? (this.folder ? [{ name: this.folder.split('/').pop() ?? this.folder, path: this.folder }] : []);
+  }
+  activeEditorFolder(): string | undefined {
+    return this.editorFolder;
   }
   async showWarningMessage(message: string, ...items: string[]): Promise<string | undefined> {
     this.warnings.push({ message, items });

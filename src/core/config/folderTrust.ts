@@ -7,12 +7,17 @@
  * The list lives in the user's config folder (`$CODEACT_HOME/trusted-folders.json`, or
  * `$XDG_CONFIG_HOME/codeact/…`, `~/.config/codeact/…`), written 0600. `--trust-workspace` or
  * `CODEACT_TRUST_WORKSPACE=1` trusts the folder for one invocation (for CI).
+ *
+ * A `.code-workspace` file is trusted the same way, on its own (`codeact trust app.code-workspace`): its
+ * `settings` count only while it is trusted, and each folder's `.vscode/settings.json` only while that folder
+ * is. (VS Code's Workspace Trust is the window's: one answer for the workspace file and all its folders.)
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { readConfigFile, settingsPath } from './workspaceFile';
+import { isCodeWorkspaceFile } from './codeWorkspace';
 
 export interface TrustEntry {
   folder: string;
@@ -40,10 +45,13 @@ function canonical(folder: string): string {
   }
 }
 
-/** The hash trust is bound to: the settings file's bytes, or "none". */
+/**
+ * The hash trust is bound to: the settings file's bytes, or "none". A `.code-workspace` file is trusted on
+ * its own (its `settings` and its folder list), bound to its own bytes; each of its folders needs its own trust.
+ */
 export function settingsHash(folder: string): string {
   // Read as the settings are (a regular file under the cap): what is hashed is what is obeyed.
-  const bytes = readConfigFile(settingsPath(folder));
+  const bytes = readConfigFile(isCodeWorkspaceFile(folder) ? folder : settingsPath(folder));
   return bytes === undefined ? 'none' : createHash('sha256').update(bytes).digest('hex');
 }
 

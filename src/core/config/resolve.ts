@@ -113,7 +113,12 @@ export interface ResolvedConfig {
 export interface ResolveOptions {
   /** The folder is trusted (VS Code's Workspace Trust; `codeact trust` for the CLI). */
   trusted: boolean;
+  /** The CLI: the `.code-workspace` file whose `settings` are the workspace layer is trusted (default: `trusted`). */
+  workspaceTrusted?: boolean;
 }
+
+/** Why a `.code-workspace` file's restricted setting was not used (the CLI; VS Code's trust covers the whole window). */
+export const WORKSPACE_FILE_UNTRUSTED = 'the workspace file is not trusted';
 
 const FIRST_PARTY: readonly string[] = PROVIDERS.filter((p) => p.firstParty).map((p) => p.id);
 const MB = 1024 * 1024;
@@ -155,7 +160,9 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
       const fromWorkspace = origin === 'folder' || origin === 'workspace';
       let reason: string | undefined;
       if (fromWorkspace && spec.trust === 'user') reason = 'only your user settings may set it';
-      else if (fromWorkspace && spec.trust === 'trusted' && !options.trusted) reason = 'the folder is not trusted';
+      else if (fromWorkspace && spec.trust === 'trusted' && !(origin === 'workspace' ? (options.workspaceTrusted ?? options.trusted) : options.trusted)) {
+        reason = origin === 'workspace' && options.workspaceTrusted !== undefined ? WORKSPACE_FILE_UNTRUSTED : 'the folder is not trusted';
+      }
       else reason = typeError(spec, value) ?? allow?.(origin, value);
       if (reason) {
         ignored.push({ key: `codeact.${setAs[origin] ?? name}`, origin, reason });

@@ -131,7 +131,7 @@ export function codeactSetting<T = unknown>(settings: Record<string, unknown>, k
   return nested && typeof nested === 'object' ? (nested[key] as T | undefined) : undefined;
 }
 
-/** A reader for the resolver: flags, then the folder's settings, then the user's. */
-export function cliSettingsReader(flags: Record<string, unknown>, folder: Record<string, unknown>, user: Record<string, unknown>): (key: string) => { flag?: unknown; folder?: unknown; user?: unknown } {
-  return (key) => ({ flag: flags[key], folder: codeactSetting(folder, key), user: codeactSetting(user, key) });
+/** A reader for the resolver: flags, then the folder's settings, then a `.code-workspace` file's `settings`, then the user's. */
+export function cliSettingsReader(flags: Record<string, unknown>, folder: Record<string, unknown>, user: Record<string, unknown>, workspace: Record<string, unknown> = {}): (key: string) => { flag?: unknown; folder?: unknown; workspace?: unknown; user?: unknown } {
+  return (key) => ({ flag: flags[key], folder: codeactSetting(folder, key), workspace: codeactSetting(workspace, key), user: codeactSetting(user, key) });
 }

@@ -167,9 +167,10 @@ export class CodeServer {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** The workbench URL with the workspace folder open. */
+  /** The workbench URL with the workspace folder open (a `.code-workspace` file: that multi-root workspace). */
   get folderUrl(): string {
-    return `${this.url}/?folder=${encodeURIComponent(this.workspace)}`;
+    const kind = this.workspace.endsWith('.code-workspace') ? 'workspace' : 'folder';
+    return `${this.url}/?${kind}=${encodeURIComponent(this.workspace)}`;
   }
 
   /**
