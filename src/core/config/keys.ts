@@ -34,6 +34,8 @@ export const SETTINGS = {
   runtime: { type: 'string', default: 'local', enum: ['local', 'jupyter'], trust: 'trusted' },
   'python.path': { type: 'string', default: 'python3', trust: 'trusted' },
   'python.preload': { type: 'array', default: [], trust: 'trusted' },
+  // argv for pip (install_packages): from trusted settings only, never from the model.
+  'python.installArgs': { type: 'array', default: [], trust: 'trusted' },
   'session.policy': { type: 'string', default: 'conversation', enum: ['conversation', 'run'], trust: 'any' },
   'session.idleMinutes': { type: 'number', default: 30, minimum: 0, trust: 'any' },
   'session.maxAlive': { type: 'number', default: 4, minimum: 1, maximum: 64, trust: 'any' },
