@@ -12,6 +12,8 @@ import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
+import { installOptionsFrom } from '../core/config/install';
+import { cliInstallApprover } from './installPrompt';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
 import { runChatTurn } from '../core/session/chatTurn';
@@ -124,7 +126,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
       config,
       provider: () => createProvider(providerConfigFrom(config, undefined)),
       runtime,
-      gateway: new ToolGateway(ws.toolSet.tools),
+      // install_packages asks at the terminal (nobody can approve without one).
+      gateway: new ToolGateway(ws.toolSet.tools, installOptionsFrom(config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() })),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
       signal: controller.signal,
       onEvent: print,

@@ -81,6 +81,7 @@ export class CodeActSession {
       workspaceFolder: () => this.apis.workspaceFolder(),
       approvals: this.approvals,
       log: this.log,
+      switchPython: (folder, python) => deps.approvalsApis.savePythonPath?.(folder, python) ?? Promise.resolve(),
     });
     this.variables = new VariablesTracker(this.runtimes, () => this.conversation);
     this.memory = new ConversationMemory(this.store, deps.workspaceState);

@@ -7,6 +7,7 @@ import { toolSetFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { installOptionsFrom } from '../core/config/install';
 import type { Approvals } from './approvals';
 import { lmToolSource } from './lmToolSource';
 import type { LmToolApis } from './lmToolSource.apis';
@@ -21,6 +22,8 @@ export interface WorkspaceToolsDeps {
   workspaceFolder(): string | undefined;
   approvals: Approvals;
   log: Log;
+  /** install_packages made a `.venv`: the folder's sessions run it from now on (codeact.python.path at folder scope). */
+  switchPython?(folder: string, python: string): PromiseLike<void>;
 }
 
 export class WorkspaceTools {
@@ -69,10 +72,19 @@ export class WorkspaceTools {
    */
   async gateway(modal = false): Promise<ToolGateway> {
     const s = this.deps.settings();
+    const folder = this.deps.workspaceFolder();
     return new ToolGateway((await this.resolvedTools()).tools, {
       approver: (req) => this.deps.approvals.approveTool(req, modal),
       policyOverride: this.deps.approvals.policyOverride(s.alwaysAllow),
       log: (line) => this.deps.log.info(line),
+      // install_packages: the person approves each install (card or dialog); never without Workspace Trust.
+      ...installOptionsFrom(s, {
+        trusted: this.deps.trusted(),
+        folder,
+        approve: (req) => this.deps.approvals.approveInstall(req, modal),
+        switchEnvironment: (python) => (folder ? this.deps.switchPython?.(folder, python) : undefined),
+        log: (line) => this.deps.log.info(line),
+      }),
     });
   }
 }

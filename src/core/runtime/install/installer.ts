@@ -12,7 +12,6 @@
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import type { ApprovalOutcome } from '../../gateway/gateway';
 import type { ToolCallRequest } from '../types';
 import { inspectEnvironment, refusal, type PythonEnvironment } from './environment';
 import { failureReason, runInstaller, type InstallerOutcome } from './pipRun';
@@ -35,7 +34,8 @@ export interface InstallApproval {
   signal: AbortSignal;
 }
 
-export type InstallApprover = (request: InstallApproval) => Promise<ApprovalOutcome>;
+/** The person's answer (as the gateway's approvals): allowed, denied, or no answer before the run ended. */
+export type InstallApprover = (request: InstallApproval) => Promise<'allowed' | 'denied' | { unanswered: string }>;
 
 export interface PackageInstallerOptions {
   /** The interpreter the session runs (the runtime config's `python`). */
@@ -46,7 +46,7 @@ export interface PackageInstallerOptions {
   installArgs?: readonly string[];
   approve?: InstallApprover;
   /** A `.venv` was made for the session: the host uses it from the next run it starts on. */
-  switchEnvironment?(venvPython: string): Promise<void> | void;
+  switchEnvironment?(venvPython: string): PromiseLike<void> | void;
   /** The install's own timeout; default 10 minutes. */
   timeoutMs?: number;
   env?: NodeJS.ProcessEnv;

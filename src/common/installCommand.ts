@@ -1,0 +1,33 @@
+/**
+ * What a person reads before the code's `install_packages` runs, from one place: the panel's card
+ * (src/webview/installApproval.ts), VS Code's dialog when the panel is hidden, and the CLI's prompt. Never
+ * cut: the specs are bounded (core/runtime/install/specs), so all of them fit.
+ */
+import type { InstallRequestInfo } from './events';
+
+/** The command line that runs, quoted where a part holds anything but plain characters. */
+export function installCommandLine(i: InstallRequestInfo): string {
+  const q = (a: string) => (/^[\w@%+=:,./<>~!*-]+$/.test(a) ? a : JSON.stringify(a));
+  const head = i.tool === 'uv' ? ['uv', 'pip', 'install', '--python', i.python] : [i.python, '-m', 'pip', 'install'];
+  return [...head, ...i.install_args, '--', ...i.packages].map(q).join(' ');
+}
+
+/** The venv sentence of an install that makes one first. */
+export function venvSentence(i: InstallRequestInfo): string {
+  return `${i.refused ?? "The session's Python is a system one"}, so nothing is installed into it. Installing first makes a virtual environment for this folder, ${i.create_venv} (python -m venv --system-site-packages), and installs there. The session then restarts with it: its variables are lost.`;
+}
+
+/** A dialog's or a prompt's question and the detail under it. */
+export function installDialog(i: InstallRequestInfo): { message: string; detail: string } {
+  const n = i.packages.length;
+  const lines = [
+    ...(i.create_venv ? [venvSentence(i), ''] : []),
+    `Into: ${i.environment}`,
+    'Packages:',
+    ...i.packages.map((p) => `  ${p}`),
+    '',
+    'Runs on this machine, outside the sandbox, with network access:',
+    `  ${installCommandLine(i)}`,
+  ];
+  return { message: `CodeAct: install ${n === 1 ? 'a package' : `${n} packages`}?`, detail: lines.join('\n') };
+}
