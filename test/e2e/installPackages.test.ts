@@ -67,7 +67,7 @@ describe('e2e: install_packages, approved in the panel, then imported (issue 23,
     assert.match(text, new RegExp(SPEC.replace(/[.=]/g, '\\$&')));
     assert.ok(text.includes(`${venvPython} -m pip install --no-index --find-links ${wheels} -- ${SPEC}`), `the card shows the command line:\n${text}`);
     assert.deepEqual(await card.getByRole('button').allInnerTexts(), ['Install', 'Deny'], 'only Install or Deny: no "for this session" for an install');
-    await card.scrollIntoViewIfNeeded();
+    await e2e.panel.scrollTo('section.card.approval', 'last');
     await card.screenshot({ path: artifactPath('95-install-approval-card') });
     await e2e.panel.sidebar.screenshot({ path: artifactPath('95b-install-approval-panel') });
 
@@ -84,9 +84,9 @@ describe('e2e: install_packages, approved in the panel, then imported (issue 23,
     assert.match(await card.innerText(), /Allowed once/);
     // The model read the import's value back.
     assert.match(e2e.wire.requests.slice(-1)[0]?.rawBody ?? '', /\\"value\\":42/);
-    await execs.nth(0).scrollIntoViewIfNeeded();
-    await execs.nth(0).screenshot({ path: artifactPath('96-install-output-in-the-card') });
-    await execs.nth(1).scrollIntoViewIfNeeded();
+    await e2e.panel.scrollTo('section.card.exec', 'first');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('96-install-output-in-the-card') });
+    await e2e.panel.scrollTo('section.card.exec', 'last');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('96b-install-then-import') });
   });
 });
