@@ -44,6 +44,8 @@ describe('install_packages: the code installs a package, approved by the person'
         installArgs: offline(),
         approve: async (a) => (asked.push(a), (o.approve ?? (() => 'allowed'))(a)),
         switchEnvironment: (p) => void o.switched?.push(p),
+        // Not this machine's pip configuration (its extra indexes and wheel folders).
+        env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' },
       }),
     });
     const run = (code: string, sessionId = 's1') => runtime.execute({ code, sessionId }, { onToolCall: gateway.handler, onEvent: (e) => events.push(e) });

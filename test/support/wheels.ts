@@ -41,3 +41,28 @@ export function makeVenv(dir: string): string {
   execFileSync(SYSTEM_PYTHON, ['-m', 'venv', '--system-site-packages', dir], { stdio: 'ignore', timeout: 120_000 });
   return path.join(dir, 'bin', 'python');
 }
+
+const MAKE_SDIST = String.raw`
+import sys, tarfile, io
+out, name, version = sys.argv[1:4]
+mod = name.replace("-", "_")
+root = f"{mod}-{version}"
+files = {
+    f"{root}/PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+    f"{root}/setup.py": "raise SystemExit('error: this package needs a C compiler, and none was found')\n",
+}
+path = f"{out}/{root}.tar.gz"
+with tarfile.open(path, "w:gz") as t:
+    for p, c in files.items():
+        data = c.encode()
+        info = tarfile.TarInfo(p)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+print(path)
+`;
+
+/** A source distribution whose build fails (its setup.py exits with an error), in `dir`. */
+export function makeBrokenSdist(dir: string, name: string, version: string): string {
+  mkdirSync(dir, { recursive: true });
+  return execFileSync(SYSTEM_PYTHON, ['-c', MAKE_SDIST, dir, name, version], { encoding: 'utf8' }).trim();
+}

@@ -131,7 +131,7 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
       };
       const ended = (out: InstallerOutcome, what: string): Error | undefined => {
         if (out.ended === 'stopped') return new Error(`install_packages was stopped while ${what}.`);
-        if (out.ended === 'timeout') return new Error(`install_packages: ${what} took longer than ${Math.round(timeoutMs / 1000)} s and was stopped.`);
+        if (out.ended === 'timeout') return new Error(`install_packages: ${what} took longer than ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`} and was stopped.`);
         if (out.ended) return new Error(`install_packages: ${what} could not start: ${out.ended}.`);
         return undefined;
       };

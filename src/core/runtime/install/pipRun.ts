@@ -82,6 +82,9 @@ export function failureReason(out: InstallerOutcome, specs: string[]): string {
   if (/Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|Network is unreachable|No route to host|ProxyError|Connection refused|Could not fetch URL|dns error|failed to lookup address/i.test(text)) {
     return 'pip could not reach the package index (no network, a proxy, or the index is down). Connect to the network and try again, or install offline from a folder of wheels with the setting codeact.python.installArgs: ["--no-index", "--find-links", "/path/to/wheels"].';
   }
+  if (missing && /installing build dependencies|Could not install build dependencies|build-system\.requires/i.test(text)) {
+    return `The build requirements of a package could not be installed (${missing[1] ?? missing[2] ?? missing[3]} was not found): it has no prebuilt wheel for this Python, and building it needs them. Pick a version with a wheel, or add the build requirements to the wheel folder or index.`;
+  }
   if (missing) {
     const name = missing[1] ?? missing[2] ?? missing[3];
     return `No such package, or no version of it for this Python: ${name}. Check the name on the index (the import name may differ from the package name, e.g. "import sklearn" is the package "scikit-learn"), or loosen the version.`;
