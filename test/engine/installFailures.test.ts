@@ -12,8 +12,14 @@ import { cliInstallApprover } from '../../src/cli/installPrompt';
 import { packageInstaller, type InstallApproval } from '../../src/core/runtime/install/installer';
 import type { ToolCallRequest } from '../../src/core/runtime/types';
 import { processesWithCmdline } from '../../src/core/util/processTree';
+import { installOptionsFrom, JUPYTER_INSTALL_UNAVAILABLE } from '../../src/core/config/install';
+import { resolveEngineConfig } from '../../src/core/config/resolve';
+import { ToolGateway } from '../../src/core/gateway/gateway';
+import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
+import { findJupyterServer, startJupyterServer } from '../support/jupyterServer';
 import { makeBrokenSdist, makeVenv } from '../support/wheels';
 
+const allowAll = async () => 'allowed' as const;
 const request = (packages: unknown, itemId = 'exec_1'): ToolCallRequest => ({ itemId, callId: `${itemId}:1`, name: 'codeact.install_packages', arguments: { packages } });
 
 async function waitFor(check: () => boolean, what: string, ms = 60_000): Promise<void> {
@@ -109,6 +115,26 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
       assert.equal(await answer, expected, JSON.stringify(typed));
       assert.match(shown, /CodeAct: install 2 packages\?\nInto: Python 3\.11\.2, virtual environment \/w\/\.venv\nPackages:\n {2}pandas>=2\n {2}pyarrow\n/);
       assert.match(shown, /\/w\/\.venv\/bin\/python -m pip install --no-index -- pandas>=2 pyarrow/);
+    }
+  });
+});
+
+describe('install_packages on the Jupyter runtime: defined in the kernel, and says why it is not supported there', function () {
+  this.timeout(180_000);
+  it('the call raises the reason (the kernel\'s environment is the Jupyter server\'s); the model is not told of it', async function () {
+    if (!findJupyterServer()) this.skip();
+    const server = await startJupyterServer();
+    const runtime = new JupyterRuntime({ url: server.url, token: server.token });
+    try {
+      const config = resolveEngineConfig(() => undefined, { trusted: true }).config;
+      const gateway = new ToolGateway([], installOptionsFrom({ ...config, runtime: 'jupyter' }, { trusted: true, approve: allowAll }));
+      assert.equal(gateway.installs, false, 'the model is not told about install_packages here');
+      const item = await runtime.execute({ code: 'await install_packages(["codeact-demo-pkg"])', sessionId: 'jupyter-install' }, { onToolCall: gateway.handler });
+      assert.equal(item.status, 'failed');
+      assert.equal(item.error?.message, JUPYTER_INSTALL_UNAVAILABLE);
+    } finally {
+      await runtime.dispose();
+      await server.stop();
     }
   });
 });
