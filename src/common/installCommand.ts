@@ -5,11 +5,19 @@
  */
 import type { InstallRequestInfo } from './events';
 
+/** What pip always gets before the user's installArgs: no prompts, no version check, no progress bars in the card. */
+export const PIP_FIXED_ARGS = ['--disable-pip-version-check', '--no-input', '--progress-bar', 'off'] as const;
+
+/** The installer's argv (`uv`: the uv found on PATH), exactly as it runs: the specs after `--`, so none is an option. */
+export function installArgv(i: Pick<InstallRequestInfo, 'tool' | 'python' | 'install_args' | 'packages'>, uv = 'uv'): string[] {
+  const head = i.tool === 'uv' ? [uv, 'pip', 'install', '--python', i.python] : [i.python, '-m', 'pip', 'install', ...PIP_FIXED_ARGS];
+  return [...head, ...i.install_args, '--', ...i.packages];
+}
+
 /** The command line that runs, quoted where a part holds anything but plain characters. */
 export function installCommandLine(i: InstallRequestInfo): string {
   const q = (a: string) => (/^[\w@%+=:,./<>~!*-]+$/.test(a) ? a : JSON.stringify(a));
-  const head = i.tool === 'uv' ? ['uv', 'pip', 'install', '--python', i.python] : [i.python, '-m', 'pip', 'install'];
-  return [...head, ...i.install_args, '--', ...i.packages].map(q).join(' ');
+  return installArgv(i).map(q).join(' ');
 }
 
 /** The venv sentence of an install that makes one first. */

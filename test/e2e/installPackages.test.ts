@@ -65,7 +65,7 @@ describe('e2e: install_packages, approved in the panel, then imported (issue 23,
     assert.match(text, /Install a package\?/);
     assert.match(text, new RegExp(`The code asks to install this package with pip into\\s+Python 3\\.\\d+\\.\\d+, virtual environment ${folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.venv`));
     assert.match(text, new RegExp(SPEC.replace(/[.=]/g, '\\$&')));
-    assert.ok(text.includes(`${venvPython} -m pip install --no-index --find-links ${wheels} -- ${SPEC}`), `the card shows the command line:\n${text}`);
+    assert.ok(text.includes(`${venvPython} -m pip install --disable-pip-version-check --no-input --progress-bar off --no-index --find-links ${wheels} -- ${SPEC}`), `the card shows the command line:\n${text}`);
     assert.deepEqual(await card.getByRole('button').allInnerTexts(), ['Install', 'Deny'], 'only Install or Deny: no "for this session" for an install');
     await e2e.panel.scrollTo('section.card.approval', 'last');
     await card.screenshot({ path: artifactPath('95-install-approval-card') });

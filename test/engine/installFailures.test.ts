@@ -114,7 +114,7 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
       input.write(typed);
       assert.equal(await answer, expected, JSON.stringify(typed));
       assert.match(shown, /CodeAct: install 2 packages\?\nInto: Python 3\.11\.2, virtual environment \/w\/\.venv\nPackages:\n {2}pandas>=2\n {2}pyarrow\n/);
-      assert.match(shown, /\/w\/\.venv\/bin\/python -m pip install --no-index -- pandas>=2 pyarrow/);
+      assert.match(shown, /\/w\/\.venv\/bin\/python -m pip install --disable-pip-version-check --no-input --progress-bar off --no-index -- pandas>=2 pyarrow/);
     }
   });
 });

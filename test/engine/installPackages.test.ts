@@ -9,7 +9,9 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
+import { installCommandLine } from '../../src/common/installCommand';
 import { executionSummary } from '../../src/core/agent/executionResult';
+import { installInfo } from '../../src/core/runtime/install/approvalText';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { packageInstaller, type InstallApproval } from '../../src/core/runtime/install/installer';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
@@ -64,7 +66,9 @@ describe('install_packages: the code installs a package, approved by the person'
       assert.equal(asked[0].createVenv, undefined);
       assert.deepEqual(asked[0].installArgs, offline());
       const streamed = events.filter((e) => e.type === 'codeact.output.delta').map((e) => (e as { delta: string }).delta).join('');
-      assert.match(streamed, /\$ \S+ -m pip install .* -- codeact-demo-pkg==1\.0/);
+      // What runs is exactly the command line the person read.
+      assert.ok(streamed.startsWith(`$ ${installCommandLine(installInfo(asked[0]))}\n`), streamed.slice(0, 400));
+      assert.match(streamed, /-m pip install --disable-pip-version-check --no-input --progress-bar off --no-index --find-links \S+ -- codeact-demo-pkg==1\.0\n/);
       assert.match(streamed, /Successfully installed codeact-demo-pkg-1\.0/);
       const call = events.find((e) => e.type === 'codeact.tool_call.completed') as { name: string; output: { python: string } } | undefined;
       assert.equal(call?.name, 'codeact.install_packages');

@@ -12,6 +12,7 @@
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { installArgv } from '../../../common/installCommand';
 import type { ToolCallRequest } from '../types';
 import { inspectEnvironment, refusal, type PythonEnvironment } from './environment';
 import { failureReason, runInstaller, type InstallerOutcome } from './pipRun';
@@ -143,9 +144,7 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
           throw new Error(`install_packages: could not make ${createVenv} (python -m venv exited with ${made.exitCode}: ${made.tail.trim().slice(-600)}). On Debian and Ubuntu, the python3-venv package provides venv.`);
         }
       }
-      const argv = uv
-        ? [uv, 'pip', 'install', '--python', target, ...installArgs, '--', ...specs]
-        : [target, '-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', ...installArgs, '--', ...specs];
+      const argv = installArgv({ tool, python: target, install_args: installArgs, packages: specs }, uv);
       const out = await run(argv);
       const err = ended(out, `installing ${specs.join(', ')}`);
       if (err) throw err;
