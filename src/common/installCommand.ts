@@ -14,10 +14,14 @@ export function installArgv(i: Pick<InstallRequestInfo, 'tool' | 'python' | 'ins
   return [...head, ...i.install_args, '--', ...i.packages];
 }
 
+/** One argument as a shell would need it: as it is when plain, else quoted. */
+export function quoteArg(a: string): string {
+  return /^[\w@%+=:,./<>~!*-]+$/.test(a) ? a : JSON.stringify(a);
+}
+
 /** The command line that runs, quoted where a part holds anything but plain characters. */
 export function installCommandLine(i: InstallRequestInfo): string {
-  const q = (a: string) => (/^[\w@%+=:,./<>~!*-]+$/.test(a) ? a : JSON.stringify(a));
-  return installArgv(i).map(q).join(' ');
+  return installArgv(i).map(quoteArg).join(' ');
 }
 
 /** The venv sentence of an install that makes one first. */

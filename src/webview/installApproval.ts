@@ -5,7 +5,7 @@
  * can fully read, so nothing here is folded: the specs are at most 20 of at most 200 characters each.
  */
 import type { ApprovalView } from '../common/transcript';
-import { installCommandLine, venvSentence } from '../common/installCommand';
+import { installArgv, quoteArg, venvSentence } from '../common/installCommand';
 import { h } from './dom';
 import { icon } from './icons';
 import { revealed } from './reveal';
@@ -29,7 +29,10 @@ export function installBody(item: ApprovalView): HTMLElement[] {
   out.push(h('p', { class: 'desc' }, `The code asks to install ${i.packages.length === 1 ? 'this package' : 'these packages'} with ${i.tool} into `, h('strong', null, i.environment), ':'));
   out.push(h('ul', { class: 'install-specs', 'aria-label': 'Packages to install' }, ...i.packages.map((p) => h('li', null, h('code', null, revealed(p))))));
   out.push(h('p', { class: 'desc', text: 'It runs on this machine, outside the sandbox, with network access (a package built from source runs its own build code):' }));
-  out.push(h('pre', { class: 'code approval-code install-command', tabindex: '0', 'aria-label': 'Command that runs' }, h('code', { text: installCommandLine(i) })));
+  // One span per argument: a line breaks between arguments (never inside "--no-input"), and only a long path breaks inside.
+  const code = h('code', null);
+  installArgv(i).forEach((a, n) => code.append(...(n ? [' '] : []), h('span', { class: a.length > 32 ? 'arg long' : 'arg', text: quoteArg(a) })));
+  out.push(h('pre', { class: 'code approval-code install-command', tabindex: '0', 'aria-label': 'Command that runs' }, code));
   return out;
 }
 
