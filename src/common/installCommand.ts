@@ -26,7 +26,7 @@ export function installCommandLine(i: InstallRequestInfo): string {
 
 /** The venv sentence of an install that makes one first. */
 export function venvSentence(i: InstallRequestInfo): string {
-  return `${i.refused ?? "The session's Python is a system one"}, so nothing is installed into it. Installing first makes a virtual environment for this folder, ${i.create_venv} (python -m venv --system-site-packages), and installs there. The session then restarts with it: its variables are lost.`;
+  return `${i.refused ?? "The session's Python is a system one"}, so nothing is installed into it. Installing first makes a virtual environment for this folder, ${i.create_venv} (python -m venv --system-site-packages), and installs there. The session restarts with it at your next message, and its variables are lost then.`;
 }
 
 /** A dialog's or a prompt's question and the detail under it. */
