@@ -7,14 +7,15 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
+import type { InstallRequestInfo } from '../../src/common/events';
 import type { TranscriptEvent } from '../../src/common/transcript';
 import { PanelPage, buildBundle, chromiumAvailable, cleanup, launch, startServer, CHROMIUM, type PanelServer } from './support/browser';
 import { ev, hostState } from './support/fixtures';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
-function installApproval(approval_id: string, install: Record<string, unknown>): TranscriptEvent {
-  return { type: 'codeact.approval.requested', approval_id, item_id: 'ci_1', kind: 'install', name: 'install_packages', install } as TranscriptEvent;
+function installApproval(approval_id: string, install: InstallRequestInfo): TranscriptEvent {
+  return { type: 'codeact.approval.requested', approval_id, item_id: 'ci_1', kind: 'install', name: 'install_packages', install };
 }
 
 describe('install_packages approval card in headless Chromium', function () {
