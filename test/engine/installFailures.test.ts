@@ -138,3 +138,16 @@ describe('install_packages on the Jupyter runtime: defined in the kernel, and sa
     }
   });
 });
+
+describe('install_packages: where a host offers it', () => {
+  it('only in a trusted folder, on the local runtime, with someone to approve, and not when approvals default to deny', () => {
+    const config = resolveEngineConfig(() => undefined, { trusted: true }).config;
+    const host = { trusted: true, approve: allowAll };
+    assert.ok(installOptionsFrom(config, host).installer, 'the local runtime in a trusted folder');
+    assert.match(installOptionsFrom(config, { ...host, trusted: false }).installUnavailable ?? '', /needs a trusted folder/);
+    assert.match(installOptionsFrom(config, { trusted: true }).installUnavailable ?? '', /nobody can approve it here/);
+    assert.match(installOptionsFrom({ ...config, defaultApproval: 'deny' }, host).installUnavailable ?? '', /codeact\.approval\.default is "deny"/);
+    assert.match(installOptionsFrom({ ...config, mode: 'hosted' }, host).installUnavailable ?? '', /hosted mode/);
+    for (const o of [{ ...host, trusted: false }, { trusted: true }]) assert.equal(new ToolGateway([], installOptionsFrom(config, o)).installs, false);
+  });
+});

@@ -39,6 +39,7 @@ export function installOptionsFrom(config: EngineConfig, host: InstallHost): Pic
   if (config.mode === 'hosted') return { installUnavailable: 'install_packages is not available in hosted mode: the provider\'s sandbox has its own environment.' };
   if (config.runtime === 'jupyter') return { installUnavailable: JUPYTER_INSTALL_UNAVAILABLE };
   if (!host.trusted) return { installUnavailable: UNTRUSTED };
+  if (config.defaultApproval === 'deny') return { installUnavailable: 'install_packages is off: codeact.approval.default is "deny". Ask the user to install the packages.' };
   if (!host.approve) return { installUnavailable: NO_APPROVER };
   // The interpreter the session runs: the local runtime's, as the runtime config resolves it.
   const python = runtimeConfigFrom(config, { workspace: host.folder, longLived: false }).local?.python ?? config.python;
