@@ -4,7 +4,8 @@
  * --system-site-packages) and codeact.python.installArgs points pip at a folder with one wheel made in the test
  * (`--no-index --find-links DIR`: offline). A scripted model (a loopback OpenAI-compatible server) runs code that
  * calls install_packages; the approval card lists the spec and the command line, the person clicks Install, pip's
- * output streams into the execution's card, and the next code of the same conversation imports the package.
+ * output streams into the execution's card, and the next code of the same conversation imports the package. Before
+ * that, the model's first import failed, and its result told it of install_packages.
  *
  * Screenshots: test-artifacts/e2e/95-…. Skips with one line when code-server or Chromium is missing.
  */
@@ -53,6 +54,7 @@ describe('e2e: install_packages, approved in the panel, then imported (issue 23,
   it('the card lists the spec and the command; Install runs pip into the .venv; the next code imports the package', async () => {
     await e2e.wb.runCommand('CodeAct: Open Chat');
     e2e.wire.push(
+      turn().call('execute_tool_code', { code: 'import codeact_demo_pkg' }),
       turn().call('execute_tool_code', { code: `r = await install_packages(["${SPEC}"])\nprint(r["message"])` }),
       turn().call('execute_tool_code', { code: 'import codeact_demo_pkg\nreturn codeact_demo_pkg.VALUE' }),
       turn().text('Installed **codeact-demo-pkg**; its VALUE is 42.'),
@@ -60,6 +62,10 @@ describe('e2e: install_packages, approved in the panel, then imported (issue 23,
     await e2e.panel.send('Install codeact-demo-pkg 1.0 and tell me its VALUE');
     const pending = await e2e.panel.waitForApproval(180_000);
     // The card by its id: once answered it is no longer the pending one.
+    // The model was told of install_packages, and the ModuleNotFoundError's result said to use it.
+    assert.match(e2e.wire.turns[0].rawBody, /await install_packages\(\[\\"name\\", \\"other>=2\\"\]\)/);
+    const toolResult = (JSON.parse(e2e.wire.turns[1].rawBody) as { messages: Array<{ role: string; content: string }> }).messages.find((m) => m.role === 'tool');
+    assert.match((JSON.parse(toolResult?.content ?? '{}') as { hint?: string }).hint ?? '', /^The module "codeact_demo_pkg" is not installed in this session's Python\. If the task needs it, run `await install_packages\(\["codeact_demo_pkg"\]\)`/);
     const card = (await e2e.panel.frame()).locator(`section.card.approval[data-approval-id="${await pending.getAttribute('data-approval-id')}"]`);
     const text = await card.innerText();
     assert.match(text, /Install a package\?/);
@@ -75,16 +81,17 @@ describe('e2e: install_packages, approved in the panel, then imported (issue 23,
     assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], 240_000), 'completed', await e2e.panel.text());
     const f = await e2e.panel.frame();
     const execs = f.locator('section.card.exec');
-    assert.equal(await execs.count(), 2);
-    const first = await execs.nth(0).innerText();
+    assert.equal(await execs.count(), 3);
+    assert.match(await execs.nth(0).innerText(), /ModuleNotFoundError/);
+    const first = await execs.nth(1).innerText();
     assert.match(first, /Successfully installed codeact-demo-pkg-1\.0/, `pip's output is in the card:\n${first}`);
     assert.match(first, /Installed codeact-demo-pkg==1\.0 into Python/);
-    const second = await execs.nth(1).innerText();
+    const second = await execs.nth(2).innerText();
     assert.match(second, /\b42\b/, `the next code imported the package:\n${second}`);
     assert.match(await card.innerText(), /Allowed once/);
     // The model read the import's value back.
-    assert.match(e2e.wire.requests.slice(-1)[0]?.rawBody ?? '', /\\"value\\":42/);
-    await e2e.panel.scrollTo('section.card.exec', 'first');
+    assert.match(e2e.wire.turns.slice(-1)[0]?.rawBody ?? '', /\\"value\\":42/);
+    await e2e.panel.scrollTo(`section.card.exec[data-item-id="${await execs.nth(1).getAttribute('data-item-id')}"]`);
     await e2e.panel.sidebar.screenshot({ path: artifactPath('96-install-output-in-the-card') });
     await e2e.panel.scrollTo('section.card.exec', 'last');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('96b-install-then-import') });
