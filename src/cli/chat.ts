@@ -13,6 +13,8 @@ import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/tra
 import { providerConfigFrom } from '../core/config/engine';
 import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
+import { installOptionsFrom } from '../core/config/install';
+import { cliInstallApprover } from './installPrompt';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
 import { runChatTurn } from '../core/session/chatTurn';
@@ -127,7 +129,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
       config,
       provider: () => createProvider(providerConfigFrom(config, undefined)),
       runtime,
-      gateway: new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor() }),
+      // install_packages asks at the terminal (nobody can approve without one); so do an MCP server's forms.
+      gateway: new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor(), ...installOptionsFrom(config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }) }),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
       signal: controller.signal,
       onEvent: print,

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import type { CodeActEvent } from '../common/events';
 import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
+import { installOptionsFrom } from '../core/config/install';
+import { cliInstallApprover } from './installPrompt';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
@@ -45,7 +47,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
     ws.toolSet = await resolveMcpTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
-    const gateway = new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor() });
+    const gateway = new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor(), ...installOptionsFrom(ws.config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }) });
     const item = await runtime.execute({ code, timeoutMs: ws.config.timeoutMs }, { onEvent, onToolCall: gateway.handler, signal: controller.signal });
     if (!values.json) printItemResult(item);
     if (saver) saveAndReport(saver, item, !!values.json);

@@ -287,10 +287,26 @@ export interface ApprovalRequested {
   type: 'codeact.approval.requested';
   approval_id: string;
   item_id?: string;
-  kind: 'tool' | 'code';
+  kind: 'tool' | 'code' | 'install';
   name?: string;
   arguments?: unknown;
   code?: string;
+  /** For `kind: "install"` (the code's install_packages): everything the person approves, shown in full. */
+  install?: InstallRequestInfo;
+}
+
+/** What an install_packages approval shows: the exact specs, where they go, and the pip arguments. */
+export interface InstallRequestInfo {
+  packages: string[];
+  /** The interpreter installed for. */
+  python: string;
+  /** "Python 3.11.2, virtual environment /w/.venv". */
+  environment: string;
+  /** A virtual environment made first (the session's Python is a system one), and why. */
+  create_venv?: string;
+  refused?: string;
+  tool: 'pip' | 'uv';
+  install_args: string[];
 }
 /**
  * How an approval ended: the person's decision, or `expired` when nobody answered before the run ended (Stop,

@@ -65,9 +65,12 @@ export const DESCRIBE_TOOL = 'codeact.describe_tool';
 export const TOOL_CATALOG = 'codeact.tool_catalog';
 export const RESERVED_CALLS = { search: SEARCH_TOOLS, describe: DESCRIBE_TOOL, catalog: TOOL_CATALOG } as const;
 
+/** The reserved call of the guest's `install_packages` (see core/runtime/install): approved by the person, never a tool. */
+export const INSTALL_PACKAGES = 'codeact.install_packages';
+
 /** True for a reserved discovery name (never a managed tool). */
 export function isDiscoveryCall(name: unknown): boolean {
-  return typeof name === 'string' && name.startsWith('codeact.');
+  return typeof name === 'string' && name.startsWith('codeact.') && name !== INSTALL_PACKAGES;
 }
 
 /**

@@ -25,7 +25,7 @@ export class ApprovalStatus implements vscode.Disposable {
       return;
     }
     const first = pending[0];
-    const what = first.kind === 'code' ? 'the code' : `"${first.name}"`;
+    const what = first.kind === 'code' ? 'the code' : first.kind === 'install' ? 'installing packages' : `"${first.name}"`;
     this.item.text = `$(shield) CodeAct: approve ${what}?${pending.length > 1 ? ` (+${pending.length - 1})` : ''}`;
     this.item.tooltip = `CodeAct waits for your approval of ${what}; its time does not count against the timeout. Click to open it.`;
     this.item.show();

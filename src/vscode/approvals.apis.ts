@@ -16,6 +16,8 @@ export interface ApprovalsApis {
   showFullText(content: string, language: 'json' | 'python'): PromiseLike<void>;
   /** Quick inputs for an MCP server's form when the panel cannot show it (absent: such forms are cancelled). */
   elicitInput?: ElicitInputApis;
+  /** An approved install made `<folder>/.venv`: `codeact.python.path` at that folder's scope (the setting wins over any other choice). */
+  savePythonPath?(folder: string, python: string): PromiseLike<void>;
 }
 
 /** `codeact-approval:` documents: what approval dialogs could not show (the latest few, in memory). */
@@ -68,6 +70,11 @@ export const vscodeApprovalsApis: ApprovalsApis = {
   showWarningMessage: (message, options, ...items) => vscode.window.showWarningMessage(message, options, ...items),
   alwaysAllowed: () => vscode.workspace.getConfiguration('codeact').get<string[]>('approval.alwaysAllow', []),
   saveAlwaysAllowed: (names) => vscode.workspace.getConfiguration('codeact').update('approval.alwaysAllow', names, vscode.ConfigurationTarget.Global),
+  savePythonPath: (folder, python) => {
+    const wf = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(folder));
+    const multi = (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
+    return vscode.workspace.getConfiguration('codeact', wf?.uri).update('python.path', python, wf && multi ? vscode.ConfigurationTarget.WorkspaceFolder : vscode.ConfigurationTarget.Workspace);
+  },
   // A virtual document (read-only, never asks to be saved); VS Code's editor shows its invisible and
   // bidirectional characters itself.
   showFullText: async (content, language) => {

@@ -8,7 +8,10 @@
  * is, `expired` with the reason ("no answer: the run was stopped"), never as the person's "deny". While an
  * approval waits, the run's clock is paused (see the gateway), and the host says so (`changed`).
  */
-import type { ApprovalDecision, ApprovalResolution, CodeInterpreterCallItem } from '../common/events';
+import type { ApprovalDecision, ApprovalResolution, CodeInterpreterCallItem, InstallRequestInfo } from '../common/events';
+import { installDialog } from '../common/installCommand';
+import { installInfo } from '../core/runtime/install/approvalText';
+import type { InstallApproval } from '../core/runtime/install/installer';
 import type { TranscriptEvent } from '../common/transcript';
 import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
@@ -23,10 +26,12 @@ import { Elicitations } from './elicitations';
 
 /** What is asked: a tool call, or code to review. */
 export interface ApprovalSubject {
-  kind: 'tool' | 'code';
+  kind: 'tool' | 'code' | 'install';
   name?: string;
   arguments?: unknown;
   code?: string;
+  /** For `install`: the specs, the environment and the command line, all shown. */
+  install?: InstallRequestInfo;
   itemId?: string;
 }
 
@@ -60,7 +65,7 @@ export interface ApprovalsDeps {
 /** A pending approval, as the host's status shows it. */
 export interface PendingApprovalInfo {
   id: string;
-  kind: 'tool' | 'code';
+  kind: 'tool' | 'code' | 'install';
   name?: string;
   itemId?: string;
 }
@@ -106,6 +111,16 @@ export class Approvals {
   }
 
   /**
+   * The code's install_packages (core/runtime/install): asked every time (no "for this session", no "always":
+   * each install is its own list of packages), on the card or in a dialog.
+   */
+  async approveInstall(req: InstallApproval, modal = false): Promise<ApprovalOutcome> {
+    const { decision, reason } = await this.request({ kind: 'install', name: 'install_packages', install: installInfo(req), itemId: req.itemId }, req.signal, modal);
+    if (decision === 'expired') return { unanswered: reason ?? NO_ANSWER.ended };
+    return decision === 'deny' ? 'denied' : 'allowed';
+  }
+
+  /**
    * The gateway's policy override: a tool on `alwaysAllow` (the settings' list when the gateway is built) or
    * allowed for this session runs without asking (the gateway still lets `deny` win).
    */
@@ -120,7 +135,7 @@ export class Approvals {
   async request(what: ApprovalSubject, signal?: AbortSignal, modal = false): Promise<ApprovalAnswer> {
     const approvalId = newId('appr');
     const emit = (e: TranscriptEvent) => !modal && this.deps.emit(e);
-    emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code });
+    emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code, ...(what.install ? { install: what.install } : {}) });
     const answered = new Promise<ApprovalAnswer>((resolve) => this.pending.set(approvalId, { resolve, subject: what }));
     const onAbort = () => this.pending.get(approvalId)?.resolve({ decision: 'expired', reason: NO_ANSWER.ended });
     if (signal?.aborted) onAbort();
@@ -132,7 +147,7 @@ export class Approvals {
     this.pending.delete(approvalId);
     this.deps.changed?.();
     emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision, ...(result.reason ? { reason: result.reason } : {}) });
-    const subject = what.kind === 'tool' ? `tool ${what.name}` : 'code review';
+    const subject = what.kind === 'tool' ? `tool ${what.name}` : what.kind === 'install' ? `install ${what.install?.packages.join(' ')}` : 'code review';
     this.deps.log.info(`approval ${approvalId}: ${subject} -> ${result.decision === 'expired' ? result.reason ?? NO_ANSWER.ended : result.decision}`);
     return result;
   }
@@ -160,6 +175,12 @@ export class Approvals {
    */
   private async modal(what: ApprovalSubject): Promise<ApprovalAnswer> {
     const { apis } = this.deps;
+    if (what.kind === 'install' && what.install) {
+      const dialog = installDialog(what.install);
+      const go = what.install.create_venv ? 'Create .venv and Install' : 'Install';
+      const pick = await apis.showWarningMessage(dialog.message, { modal: true, detail: dialog.detail }, go);
+      return { decision: pick === go ? 'allow_once' : 'deny' };
+    }
     if (what.kind === 'code') {
       const dialog = codeDialog(what.code ?? '');
       const pick = await apis.showWarningMessage(dialog.message, { modal: true, detail: dialog.detail }, ...(dialog.clipped ? [OPEN_CODE] : []), 'Run');

@@ -1,8 +1,7 @@
 /**
- * The extension's session: the current conversation and its transcript, switching conversations, the
- * variables view, and the turns (prompts through core's chat turn, code straight into the runtime), with
- * stop. Its parts: the runtime cache (./runtimeCache), the approvals (./approvals) and the workspace's tools
- * (./workspaceTools). VS Code is reached only through the `*.apis.ts` seams, so this runs in plain Node tests.
+ * The extension's session: the current conversation and its transcript, switching conversations, the variables
+ * view, the turns (prompts through core's chat turn, code straight into the runtime), with stop. Its parts:
+ * ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
  */
 import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
@@ -83,8 +82,9 @@ export class CodeActSession {
       settings: (f) => this.settingsFor(f),
       trusted: () => this.trusted,
       workspaceFolder: () => this.folders.current().folder,
-      approvals: this.approvals,
-      log: this.log,
+      approvals: this.approvals, log: this.log,
+      pythonFor: (folder, setting) => deps.runtimeApis.pythonEnv?.(folder, setting)?.python,
+      switchPython: (folder, python) => deps.approvalsApis.savePythonPath?.(folder, python) ?? Promise.resolve(),
     });
     this.variables = new VariablesTracker(this.runtimes, () => this.conversation);
     this.notebookRuns = new NotebookRuns({ runtimes: this.runtimes, tools: this.tools, variables: this.variables, requireTrust: (w) => this.requireTrust(w), settings: (f) => this.settingsFor(f), folderOfUri: (u) => this.apis.folderOfUri?.(u), refreshVariables: () => void this.refreshVariables() });
@@ -94,7 +94,7 @@ export class CodeActSession {
     if (this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
   }
 
-  /** Once, after a reload brought back a conversation whose Python session is gone: the panel's notice. */
+  /** After a reload brought back a conversation whose Python session is gone (once): the panel's notice. */
   takeRestoreNotice(): string | undefined {
     return this.memory.takeNotice();
   }

@@ -7,6 +7,7 @@ import { toolSetFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { installOptionsFrom } from '../core/config/install';
 import type { Approvals } from './approvals';
 import { lmToolSource } from './lmToolSource';
 import type { LmToolApis } from './lmToolSource.apis';
@@ -23,6 +24,10 @@ export interface WorkspaceToolsDeps {
   workspaceFolder(): string | undefined;
   approvals: Approvals;
   log: Log;
+  /** install_packages made a `.venv`: the folder's sessions run it from now on (codeact.python.path at folder scope). */
+  switchPython?(folder: string, python: string): PromiseLike<void>;
+  /** The interpreter a folder's runtime runs (the runtime cache's resolver: the setting, the Python extension's, the .venv, python3): install_packages installs into it. */
+  pythonFor?(folder: string | undefined, setting: string | undefined): string | undefined;
 }
 
 export class WorkspaceTools {
@@ -78,6 +83,15 @@ export class WorkspaceTools {
       elicitor: this.deps.approvals.elicitations.elicitor(modal),
       policyOverride: this.deps.approvals.policyOverride(s.alwaysAllow),
       log: (line) => this.deps.log.info(line),
+      // install_packages: the person approves each install (card or dialog); never without Workspace Trust.
+      ...installOptionsFrom(s, {
+        trusted: this.deps.trusted(),
+        folder,
+        python: this.deps.pythonFor?.(folder, s.python),
+        approve: (req) => this.deps.approvals.approveInstall(req, modal),
+        switchEnvironment: (python) => (folder ? this.deps.switchPython?.(folder, python) : undefined),
+        log: (line) => this.deps.log.info(line),
+      }),
     });
   }
 }

@@ -7,6 +7,7 @@ import { expandAll, renderJson } from './jsonTree';
 import { countInvisible, revealed, revealedPlain, setRevealed } from './reveal';
 import { StreamingMarkdown } from './markdown';
 import { errorActions } from './errorActions';
+import { installActions, installBody, installTitle } from './installApproval';
 import { textButton, type ItemRenderer, type ViewContext } from './viewKit';
 
 /** Adds copy / insert buttons to fenced code blocks of rendered markdown. */
@@ -87,7 +88,9 @@ export class ApprovalRenderer implements ItemRenderer {
     const titleId = uid('appr');
     const isCode = item.approvalKind === 'code';
     const title = h('span', { class: 'approval-title', id: titleId });
+    const isInstall = item.approvalKind === 'install';
     if (isCode) title.append('Review the code before it runs');
+    else if (isInstall) title.append(...installTitle(item));
     else title.append('Allow ', h('code', null, revealed(item.name ?? 'tool')), ' to run?');
     const head = h('header', { class: 'card-head' }, h('span', { class: 'card-icon shield', 'aria-hidden': 'true' }, icon('shield')), title, h('span', { class: 'spacer' }), h('span', { class: 'badge attention', text: 'Approval needed' }));
     const body = h('div', { class: 'approval-body' });
@@ -101,6 +104,8 @@ export class ApprovalRenderer implements ItemRenderer {
       this.editor.value = item.code ?? '';
       this.editor.rows = Math.min(24, Math.max(4, (item.code ?? '').split('\n').length + 1));
       body.append(this.codeView, this.editor);
+    } else if (isInstall) {
+      body.append(...installBody(item));
     } else {
       body.append(h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', null, revealed(item.name ?? '')), ' with these arguments:'));
       body.append(...invisibleNotice(argumentsText(item.arguments), 'arguments'));
@@ -113,6 +118,8 @@ export class ApprovalRenderer implements ItemRenderer {
         textButton('Edit', () => this.toggleEdit(), 'secondary', 'edit'),
         textButton('Deny', () => this.decide('deny'), 'danger', 'close'),
       );
+    } else if (isInstall) {
+      this.actions.append(...installActions((d) => this.decide(d), item));
     } else {
       this.actions.append(
         textButton('Allow once', () => this.decide('allow_once'), 'primary'),
@@ -123,7 +130,7 @@ export class ApprovalRenderer implements ItemRenderer {
     }
     this.outcome = h('div', { class: 'approval-outcome', role: 'status', hidden: true });
     this.el = h('section', { class: 'card approval', 'aria-labelledby': titleId, 'data-approval-id': item.id }, head, body, this.actions, this.outcome);
-    if (item.status === 'pending') ctx.announce(isCode ? 'Approval needed: review the code before it runs' : `Approval needed: allow the tool ${revealedPlain(item.name ?? '')}`);
+    if (item.status === 'pending') ctx.announce(isCode ? 'Approval needed: review the code before it runs' : isInstall ? 'Approval needed: install packages' : `Approval needed: allow the tool ${revealedPlain(item.name ?? '')}`);
   }
 
   private toggleEdit(): void {

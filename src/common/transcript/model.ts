@@ -2,7 +2,7 @@
  * The view model the chat panel renders (turns, messages, execution cards, tool-call timelines,
  * approvals, usage): a plain, JSON-serialisable object that the reducer updates in place.
  */
-import type { ContextCompacted, DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
+import type { ContextCompacted, DisplayOutput, ExecutionError, FileOutput, InstallRequestInfo, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
 import type { UsageTotals } from '../usage';
 import type { TurnSource } from './events';
 import type { ElicitationForm } from '../elicitation';
@@ -173,11 +173,12 @@ export interface ApprovalView {
   key: string;
   turnId: string;
   id: string;
-  approvalKind: 'tool' | 'code';
+  approvalKind: 'tool' | 'code' | 'install';
   itemId?: string;
   name?: string;
   arguments?: unknown;
   code?: string;
+  install?: InstallRequestInfo;
   /** `expired`: nobody answered before the run or turn ended (`reason` says what happened, when known). */
   status: ApprovalStatus;
   decision?: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';

@@ -137,6 +137,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         name: event.name,
         arguments: event.arguments,
         code: event.code,
+        ...(event.install ? { install: event.install } : {}),
         status: 'pending',
         rev: 1,
       };

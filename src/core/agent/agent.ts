@@ -183,6 +183,7 @@ export class AgentLoop {
       maxConcurrency: this.options.maxConcurrentToolCalls,
       inlineLimit: this.options.inlineToolLimit,
       seesImages: this.seesImages(),
+      installs: this.options.gateway.installs,
     };
     if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed, ctx));
     if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
@@ -470,7 +471,7 @@ export class AgentLoop {
         { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: call.name === EXECUTE_TOOL_CODE, announced, execution },
         { signal, onEvent: (e) => this.emit(e), onToolCall: call.name === EXECUTE_TOOL_CODE ? gateway.handler : undefined },
       );
-      const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost });
+      const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost, installs: call.name === EXECUTE_TOOL_CODE && gateway.installs });
       return finish(summary, item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
     }
     const tool = gateway.get(call.name);

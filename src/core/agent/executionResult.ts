@@ -56,6 +56,18 @@ export interface SummaryContext {
   outputChars?: number;
   /** The session keeps the run's whole output for later runs (`output_of(n)`, `last_output()`). */
   kept?: boolean;
+  /** The code could have called `install_packages` (a ModuleNotFoundError's result says so). */
+  installs?: boolean;
+}
+
+/** The hint a ModuleNotFoundError gets when `install_packages` is there: which package, and how. */
+function installHint(item: CodeInterpreterCallItem): string | undefined {
+  if (item.error?.type !== 'ModuleNotFoundError') return undefined;
+  const module = /No module named '([A-Za-z0-9_]{1,100})/.exec(item.error.message ?? '')?.[1] ?? 'name';
+  return (
+    `The module "${module}" is not installed in this session's Python. If the task needs it, run \`await install_packages(["${module}"])\` ` +
+    '(the user approves it; the package name can differ from the module\'s, e.g. sklearn is "scikit-learn", PIL is "Pillow"), then import it.'
+  );
 }
 
 /** Where the whole text of a cut stream is, as the note in its middle says. */
@@ -98,6 +110,8 @@ export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryCont
     const message = headTail(fullMessage, Math.min(ERROR_MESSAGE_CAP, messageShare), partNote('the message', ''));
     const tb = traceback ? headTail(traceback, tbShare, partNote('the traceback', 'its last lines are below')) : '';
     summary.error = { type: item.error.type, message, ...(tb ? { traceback: tb } : {}) };
+    const hint = ctx.installs ? installHint(item) : undefined;
+    if (hint) summary.hint = hint;
   }
   const displays = displaysSize <= displayShare ? allDisplays : displayTexts(item, displayShare);
   if (displays.length) summary.displays = displays;

@@ -35,6 +35,8 @@ export const SETTINGS = {
   // Unset by default: the folder's Python environment is then found (core/runtime/local/pythonEnv.ts).
   'python.path': { type: 'string', default: '', trust: 'trusted' },
   'python.preload': { type: 'array', default: [], trust: 'trusted' },
+  // argv for pip (install_packages): from trusted settings only, never from the model.
+  'python.installArgs': { type: 'array', default: [], trust: 'trusted' },
   'session.policy': { type: 'string', default: 'conversation', enum: ['conversation', 'run'], trust: 'any' },
   'session.idleMinutes': { type: 'number', default: 30, minimum: 0, trust: 'any' },
   'session.maxAlive': { type: 'number', default: 4, minimum: 1, maximum: 64, trust: 'any' },

@@ -53,6 +53,8 @@ export interface EngineConfig {
   /** codeact.python.path when set; unset, the folder's environment is found (core/runtime/local/pythonEnv.ts). */
   python?: string;
   preload: string[];
+  /** codeact.python.installArgs: arguments for pip before the specs of install_packages (trusted settings only). */
+  installArgs: string[];
   sessionPolicy: 'conversation' | 'run';
   sessionIdleMs: number;
   sessionMaxAlive: number;
@@ -197,6 +199,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     runtime: pick('runtime'),
     python: pick<string>('python.path').trim() || undefined,
     preload: preloadRaw.slice(0, 64) as string[],
+    installArgs: pick<unknown[]>('python.installArgs', (_o, v) => ((v as unknown[]).length <= 64 && (v as unknown[]).every((a) => typeof a === 'string' && a.length <= 4096) ? undefined : 'must be at most 64 strings, arguments for pip such as ["--no-index", "--find-links", "/path/wheels"]')) as string[],
     sessionPolicy: pick('session.policy'),
     sessionIdleMs: pick<number>('session.idleMinutes') * 60_000,
     sessionMaxAlive: Math.floor(pick<number>('session.maxAlive')),

@@ -4,7 +4,7 @@
  * results after; the approval policy applies; every call is recorded as a short summary. Guest input
  * is untrusted: names and arguments are checked, never trusted.
  */
-import { isDiscoveryCall, type ApprovalPolicy } from '../../common/tools';
+import { INSTALL_PACKAGES, isDiscoveryCall, type ApprovalPolicy } from '../../common/tools';
 import { decideApproval, factsOf } from './approvalPolicy';
 import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
 import type { ToolCatalog } from './discovery/toolCatalog';
@@ -82,6 +82,12 @@ export interface GatewayOptions {
   maxResultBytes?: number;
   /** Caps on arguments, checked before validation; defaults in {@link ARGUMENT_LIMITS}. */
   argumentLimits?: Partial<ShapeLimits>;
+  /**
+   * The guest's `install_packages` (the reserved call `codeact.install_packages`; core/runtime/install), which
+   * asks the person itself; absent: the call is refused with `installUnavailable` or a default reason.
+   */
+  installer?: ToolCallHandler;
+  installUnavailable?: string;
   /** How many call summaries {@link ToolGateway.records} keeps (the newest); default {@link MAX_RECORDS}. */
   maxRecords?: number;
 }
@@ -134,7 +140,31 @@ export class ToolGateway {
    * `codeact.describe_tool`, `codeact.tool_catalog`) are answered from the tool list (see ./discovery/toolDiscovery);
    * every other name is a managed-tool call.
    */
-  readonly handler: ToolCallHandler = (request, signal) => (isDiscoveryCall(request.name) ? this.discover(request) : this.call(request, signal));
+  readonly handler: ToolCallHandler = (request, signal) =>
+    request.name === INSTALL_PACKAGES ? this.install(request, signal) : isDiscoveryCall(request.name) ? this.discover(request) : this.call(request, signal);
+
+  /** The code's `install_packages` can install here (an installer is set). */
+  get installs(): boolean {
+    return this.options.installer !== undefined;
+  }
+
+  /** `install_packages`: the installer's own checks and approval; recorded like a tool call. */
+  private async install(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
+    const facts: CallFacts = { startedAt: Date.now(), t0: performance.now(), argumentBytes: -1, resultBytes: 0, waitedMs: 0 };
+    try {
+      const installer = this.options.installer;
+      if (!installer) {
+        throw new ToolError(this.options.installUnavailable ?? 'install_packages is not available here (no local Python session to install into). Ask the user to install the packages.', 'denied');
+      }
+      const output = await installer(request, signal);
+      this.record(request, facts, true, output);
+      return output;
+    } catch (err) {
+      const error = err instanceof ToolError ? err : new ToolError(err instanceof Error ? err.message : String(err), 'failed');
+      this.record(request, facts, false, undefined, error);
+      throw error;
+    }
+  }
 
   private discovery?: ToolDiscovery;
 

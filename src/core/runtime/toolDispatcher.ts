@@ -172,7 +172,7 @@ export class ToolDispatcher {
     try {
       if (this.o.signal.aborted) throw new Error('The run has ended.');
       if (!this.o.handler || !this.o.enabled) throw new Error(`No managed tools are available in this run, so "${name}" cannot be called.`);
-      const value = (await this.o.handler({ itemId, callId, name, arguments: args, pause }, this.o.signal)) ?? null;
+      const value = (await this.o.handler({ itemId, callId, name, arguments: args, pause, emit: this.o.emit }, this.o.signal)) ?? null;
       let json: string;
       try {
         json = JSON.stringify(value);

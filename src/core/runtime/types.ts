@@ -21,6 +21,8 @@ export interface ToolCallRequest {
    * gateway calls it while the person decides an approval: a person's time is not the code's.
    */
   pause?: () => () => void;
+  /** The execution's event stream (the output an install streams into the card). */
+  emit?: (event: CodeActEvent) => void;
 }
 
 /**

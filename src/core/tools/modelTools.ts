@@ -42,7 +42,14 @@ export interface CodeToolContext {
   outputChars?: number;
   /** A later run of the session reads a run's whole output with output_of(n) / last_output(). */
   keepsOutputs?: boolean;
+  /** The code may call `install_packages` (a local session whose host can install, with the user's approval). */
+  installs?: boolean;
 }
+
+/** What the model is told of `install_packages` (the description of execute_tool_code, and a ModuleNotFoundError's hint). */
+export const INSTALL_SENTENCE =
+  'A missing package can be installed: `await install_packages(["name", "other>=2"])` asks the user to approve, then installs into the ' +
+  "session's Python (pip, outside the sandbox) and returns; import it after that. Names and versions only (no URLs, paths or options).";
 
 /** Default of codeact.toolDiscovery.inlineLimit. */
 export const DEFAULT_INLINE_LIMIT = 20;
@@ -181,6 +188,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     ctx.runtime === 'jupyter' ? 'The kernel may have no network access.' : `The working directory ${ctx.persistent ? 'is a private folder of the session' : 'is an empty temporary folder'}; there may be no network.`,
     outputsSentence(ctx),
     budgetSentence(ctx),
+    ...(ctx.installs ? [INSTALL_SENTENCE] : []),
     'Prefer one script that does the whole job (loops, filtering, aggregation) over many small runs.',
     '',
   ];

@@ -335,8 +335,10 @@ class Guest:
             a refusal or a tool failure raises RuntimeError with the host's message."""
             return await bridge.call(name, _arguments, kwargs)
 
-        self.namespace.update(call_tool=call_tool, display=display.display)
-        self.hidden = {"call_tool", "display"}
+        import codeact_install
+        install_packages = codeact_install.make(call_tool, lambda: [v["name"] for v in lib.variables(self.namespace, self.hidden)["variables"]])
+        self.namespace.update(call_tool=call_tool, display=display.display, install_packages=install_packages)
+        self.hidden = {"call_tool", "display", "install_packages"}
         kept.install(self.namespace, self.hidden, lib.own_file)
 
     def serve(self):

@@ -53,12 +53,16 @@ def install(config):
         raise RuntimeError("this kernel is not an ipykernel kernel with a stdin channel")
     _ip, _kernel, _config = ip, kernel, config
     _prefix = "\x00codeact:" + config["nonce"] + ":"
+    import codeact_install
+    install_packages = codeact_install.make(call_tool, lambda: [])
     ip.user_ns["call_tool"] = call_tool
     ip.user_ns["display"] = display.display
+    ip.user_ns["install_packages"] = install_packages
     # Keep call_tool and display out of %who / %whos listings, as IPython does for its own names.
     try:
         ip.user_ns_hidden["call_tool"] = call_tool
         ip.user_ns_hidden["display"] = display.display
+        ip.user_ns_hidden["install_packages"] = install_packages
     except Exception:  # noqa: BLE001
         pass
     # output_of() and last_output(): the whole output of the kernel's earlier runs (the host keeps it here).
@@ -259,7 +263,7 @@ def _transform_magics(source):
 
 def variables():
     """The variables view, published like a result."""
-    hidden = set(getattr(_ip, "user_ns_hidden", {}) or {}) | {"In", "Out", "exit", "quit", "get_ipython", "call_tool", "display", *lib.DISCOVERY_NAMES}
+    hidden = set(getattr(_ip, "user_ns_hidden", {}) or {}) | {"In", "Out", "exit", "quit", "get_ipython", "call_tool", "display", "install_packages", *lib.DISCOVERY_NAMES}
     from IPython.display import publish_display_data
     publish_display_data({RESULT_MIME: {"vars": lib.variables(_ip.user_ns, hidden), "nonce": _config["nonce"]}}, metadata={})
 

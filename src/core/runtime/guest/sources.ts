@@ -16,6 +16,7 @@ import formatsSource from './codeact_formats.py';
 import framesSource from './codeact_frames.py';
 import guestSource from './codeact_guest.py';
 import hooksSource from './codeact_hooks.py';
+import installSource from './codeact_install.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
 import mplSource from './codeact_mpl.py';
@@ -40,6 +41,7 @@ export const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_mpl.py': mplSource,
   'codeact_files.py': filesSource,
   'codeact_frames.py': framesSource,
+  'codeact_install.py': installSource,
 };
 
 /**
@@ -58,6 +60,7 @@ export const KERNEL_MODULES: ReadonlyArray<readonly [name: string, filename: str
   ['codeact_files', '<codeact_files>', filesSource],
   ['codeact_discovery', '<codeact_discovery>', discoverySource],
   ['codeact_outputs', '<codeact_outputs>', outputsSource],
+  ['codeact_install', '<codeact_install>', installSource],
   ['__codeact__', '<codeact_kernel>', kernelSource],
 ];
 
