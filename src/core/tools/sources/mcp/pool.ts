@@ -5,13 +5,16 @@
  * the declaration lists, in their own process group; `dispose()` closes every connection and kills the
  * stdio servers' whole process trees.
  */
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { McpOAuthConfig } from '../../../../common/tools';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { raceAbort } from '../../../util/abort';
 import { CODEACT_VERSION } from '../../../util/version';
 import { spawnFailure, tail } from '../processes';
+import { McpOAuthProvider, McpSignInError, type McpAuthHost } from './auth';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
 import { StdioServerTransport, type McpFloodLimits, type StdioServerSpec } from './stdioTransport';
@@ -19,7 +22,13 @@ export { MCP_FLOOD_LIMITS } from './stdioTransport';
 
 export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
 
-export type McpServerSpec = StdioServerSpec | { kind: 'http'; url: string };
+export type McpServerSpec = StdioServerSpec | McpHttpServerSpec;
+export interface McpHttpServerSpec {
+  kind: 'http';
+  url: string;
+  /** `mcp.oauth` of the declaration (a pre-registered client, scopes). */
+  oauth?: McpOAuthConfig;
+}
 
 export interface McpPoolOptions {
   /** Spawn + `initialize` handshake; default 30 s. */
@@ -32,12 +41,20 @@ export interface McpPoolOptions {
   listLimits?: Partial<McpListLimits>;
   /** What a stdio server may send unasked, and backpressure on its output; defaults in {@link MCP_FLOOD_LIMITS}. */
   floodLimits?: Partial<McpFloodLimits>;
+  /** OAuth sign-in to HTTP servers that ask for it (./auth). Without it, such a server's 401 is an error. */
+  auth?: McpAuthHost;
   log?: (line: string) => void;
 }
 
 export interface McpCallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
+  /**
+   * The user asked for this (a tool call): a server that needs sign-in gets it (the host asks, then
+   * opens the browser). Otherwise (a background listing) the host only offers it. Default: true for
+   * `callTool`, false for `listTools`.
+   */
+  interactive?: boolean;
 }
 
 /** A short human name of the server, safe to show (no environment, no URL query). */
@@ -56,7 +73,7 @@ export function mcpServerLabel(spec: McpServerSpec): string {
 
 export function serverKey(spec: McpServerSpec): string {
   return spec.kind === 'http'
-    ? JSON.stringify(['http', spec.url])
+    ? JSON.stringify(['http', spec.url, spec.oauth?.clientId ?? null, spec.oauth?.scope ?? null])
     : JSON.stringify(['stdio', spec.argv, spec.cwd, Object.entries(spec.env).sort(([a], [b]) => (a < b ? -1 : 1))]);
 }
 
@@ -77,12 +94,15 @@ interface Connection {
   client: Client;
   stdio?: StdioServerTransport;
   http?: StreamableHTTPClientTransport;
+  auth?: McpOAuthProvider;
   tools?: Promise<Tool[]>;
   closed: boolean;
 }
 
 interface Entry {
   promise: Promise<Connection>;
+  spec: McpServerSpec;
+  interactive: boolean;
   conn?: Connection;
 }
 
@@ -115,6 +135,11 @@ export class McpClientPool {
     this.listLimits = { ...MCP_LIST_LIMITS, ...options.listLimits };
   }
 
+  /** Sets (or removes) OAuth sign-in for connections opened from now on. */
+  setAuth(auth: McpAuthHost | undefined): void {
+    this.options.auth = auth;
+  }
+
   /** Servers with an open (or opening) connection. */
   get size(): number {
     return this.entries.size;
@@ -122,8 +147,24 @@ export class McpClientPool {
 
   /** The server's tools (`tools/list`, every page, within the list limits), cached per connection until the server says they changed. */
   async listTools(spec: McpServerSpec, options: McpCallOptions = {}): Promise<Tool[]> {
-    const conn = await this.connection(spec, options.signal);
+    const conn = await this.connection(spec, options.signal, options.interactive ?? false);
     return this.toolsOf(conn, options);
+  }
+
+  /**
+   * Signs in to an HTTP server that asks for OAuth (the host asks the user, then opens the browser), by
+   * connecting to it as a request of the user's. Resolves when connected; a server that needs no
+   * sign-in just connects.
+   */
+  async signIn(spec: McpServerSpec, options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.connection(spec, options.signal, true);
+  }
+
+  /** Closes the connections to the HTTP server at `url` (after a sign-out: the next use signs in again). */
+  async closeServer(url: string): Promise<void> {
+    const entries = [...this.entries.entries()].filter(([, e]) => e.spec.kind === 'http' && e.spec.url === url);
+    for (const [key] of entries) this.entries.delete(key);
+    await Promise.allSettled(entries.map(async ([, e]) => this.closeConnection(await e.promise)));
   }
 
   /**
@@ -134,11 +175,20 @@ export class McpClientPool {
   async callTool(spec: McpServerSpec, tool: string, args: Record<string, unknown>, options: McpCallOptions = {}): Promise<McpCallResult> {
     const signal = options.signal;
     const timeoutMs = options.timeoutMs ?? this.callTimeoutMs;
-    const conn = await this.connection(spec, signal);
+    const interactive = options.interactive ?? true;
+    const conn = await this.connection(spec, signal, interactive);
     const tools = await this.toolsOf(conn, options);
     if (!tools.some((t) => t.name === tool)) throw new Error(`failed: ${missingToolMessage(spec, tool, tools)}`);
+    const call = async () => (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
     try {
-      return (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
+      return await call();
+    } catch (e) {
+      // The sign-in ran out (refresh failed) or the server wants more scopes: the user signs in again, once.
+      if (!(e instanceof UnauthorizedError && conn.auth?.needsSignIn && interactive)) throw this.callError(conn, tool, e, signal, timeoutMs);
+    }
+    await this.completeSignIn(conn, true, signal);
+    try {
+      return await call();
     } catch (e) {
       throw this.callError(conn, tool, e, signal, timeoutMs);
     }
@@ -163,25 +213,28 @@ export class McpClientPool {
 
   // -- internals ------------------------------------------------------------------------------
 
-  private connection(spec: McpServerSpec, signal?: AbortSignal): Promise<Connection> {
+  private connection(spec: McpServerSpec, signal?: AbortSignal, interactive = false): Promise<Connection> {
     const key = serverKey(spec);
     let entry = this.entries.get(key);
     if (!entry || entry.conn?.closed) {
-      const e: Entry = { promise: undefined as unknown as Promise<Connection> };
-      e.promise = this.open(spec, key, e);
+      const e: Entry = { promise: undefined as unknown as Promise<Connection>, spec, interactive };
+      e.promise = this.open(spec, key, e, interactive);
       e.promise.catch(() => {
         if (this.entries.get(key) === e) this.entries.delete(key);
       });
       this.entries.set(key, e);
       entry = e;
     }
+    const joined = entry;
     return abortable(entry.promise, signal).catch((e) => {
       if (signal?.aborted) throw new Error(`was stopped while the ${mcpServerLabel(spec)} started.`);
+      // A background listing found that sign-in is needed while this request of the user's waited for it.
+      if (e instanceof McpSignInRequired && interactive && !joined.interactive) return this.connection(spec, signal, true);
       throw e;
     });
   }
 
-  private async open(spec: McpServerSpec, key: string, entry: Entry): Promise<Connection> {
+  private async open(spec: McpServerSpec, key: string, entry: Entry, interactive: boolean, attempt = 0): Promise<Connection> {
     const label = mcpServerLabel(spec);
     const lifetime = this.lifetime.signal;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: boundedSchemaValidator });
@@ -193,7 +246,8 @@ export class McpClientPool {
       this.processes.add(conn.stdio);
       this.updateExitHook();
     } else {
-      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch: cappedFetch() });
+      if (this.options.auth) conn.auth = await McpOAuthProvider.open(this.options.auth, spec, label);
+      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch: cappedFetch(), authProvider: conn.auth });
       transport = conn.http;
     }
     client.onerror = (e) => this.options.log?.(`${label}: ${e.message}`);
@@ -215,6 +269,15 @@ export class McpClientPool {
     try {
       await client.connect(transport, { timeout: this.connectTimeoutMs, signal: lifetime });
     } catch (e) {
+      if (e instanceof UnauthorizedError && conn.auth?.needsSignIn && !lifetime.aborted && attempt === 0) {
+        // The server wants OAuth: the SDK found its authorization server and made the authorization URL.
+        try {
+          await this.completeSignIn(conn, interactive, lifetime);
+        } finally {
+          await this.closeConnection(conn);
+        }
+        return this.open(spec, key, entry, interactive, 1);
+      }
       const error = this.startError(conn, e, lifetime);
       await this.closeConnection(conn);
       throw error;
@@ -226,6 +289,24 @@ export class McpClientPool {
     entry.conn = conn;
     this.options.log?.(`connected to ${label}`);
     return conn;
+  }
+
+  /** The user's part of a sign-in the SDK started on `conn` (or, for a background request, the host's offer of it). */
+  private async completeSignIn(conn: Connection, interactive: boolean, signal: AbortSignal | undefined): Promise<void> {
+    const host = this.options.auth!;
+    const { label, spec } = conn;
+    if (!interactive && host.offerSignIn) {
+      host.offerSignIn({ label, serverUrl: (spec as McpHttpServerSpec).url, signIn: () => this.signIn(spec) });
+      throw new McpSignInRequired(`could not use the ${label}: it needs you to sign in. Choose "Sign in" when CodeAct offers it, or call one of its tools.`);
+    }
+    try {
+      const code = await conn.auth!.completeSignIn(signal);
+      await conn.http!.finishAuth(code);
+    } catch (e) {
+      if (e instanceof McpSignInError) throw new Error(`could not sign in to the ${label}: ${e.message}`);
+      throw new Error(`could not sign in to the ${label}: ${(e as Error)?.message ?? String(e)}`);
+    }
+    this.options.log?.(`signed in to ${label}`);
   }
 
   private toolsOf(conn: Connection, options: McpCallOptions): Promise<Tool[]> {
@@ -301,6 +382,13 @@ export class McpClientPool {
   private callError(conn: Connection, what: string, e: unknown, signal: AbortSignal | undefined, timeoutMs: number, isList = false): Error {
     const step = isList ? `listing the tools of the ${conn.label}` : `(MCP tool "${what}" on the ${conn.label})`;
     if (signal?.aborted) return new Error(isList ? `was stopped while ${step}.` : `was stopped ${step}.`);
+    if (e instanceof UnauthorizedError || (e instanceof StreamableHTTPError && (e.code === 401 || e.code === 403))) {
+      // Reconnecting signs in again.
+      conn.closed = true;
+      if (this.entries.get(conn.key)?.conn === conn) this.entries.delete(conn.key);
+      void this.closeConnection(conn);
+      return new Error(`failed: the ${conn.label} refused the sign-in (${e.message}). Call the tool again to sign in again.`);
+    }
     if (conn.stdio?.fatal) return new Error(`failed: the connection to the ${conn.label} was dropped: ${conn.stdio.fatal}.`);
     const exit = conn.stdio?.exit;
     if (exit || (e instanceof McpError && e.code === ErrorCode.ConnectionClosed)) {
@@ -325,6 +413,9 @@ export class McpClientPool {
     return new Error(`failed: the ${conn.label} answered ${isList ? 'tools/list' : `"${what}"`} with an error: ${e.message.replace(/^MCP error -?\d+: /, '')}`);
   }
 }
+
+/** A background request found a server that needs sign-in (the host was asked to offer it). */
+export class McpSignInRequired extends Error {}
 
 function isTransportFailure(e: unknown): boolean {
   const err = e as Error | undefined;
@@ -357,6 +448,11 @@ let defaultPool: McpClientPool | undefined;
 /** The pool `loadTools` uses when its context names none: one per process (the CLI, the extension host). */
 export function defaultMcpPool(): McpClientPool {
   return (defaultPool ??= new McpClientPool());
+}
+
+/** Gives the default pool the host's MCP sign-in (the extension and the CLI call it at startup). */
+export function configureDefaultMcpAuth(auth: McpAuthHost | undefined): void {
+  defaultMcpPool().setAuth(auth);
 }
 
 /** Closes the default pool's connections and kills its stdio servers. Call it when the process is done with tools. */
