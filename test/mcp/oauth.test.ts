@@ -10,7 +10,8 @@ import * as path from 'node:path';
 import type { McpAuthHost, McpSignInPrompt } from '../../src/core/tools/sources/mcp/auth';
 import { signedInMcpServers, signOutMcpServer } from '../../src/core/tools/sources/mcp/auth';
 import { startLoopbackRedirect } from '../../src/core/tools/sources/mcp/authRedirect';
-import { fileSecretStore, memorySecretStore } from '../../src/core/tools/sources/mcp/authStore';
+import { memorySecretStore } from '../../src/core/tools/sources/mcp/authStore';
+import { fileSecretStore } from '../../src/cli/mcpAuth';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
 import { browse, startOAuthMcpServer, type OAuthMcpServer } from '../support/mcpOAuthServer';
 

@@ -1,14 +1,10 @@
 /**
  * Where MCP sign-ins are kept: per server, the OAuth client registration (dynamic or pre-registered)
  * and the tokens. The host supplies a secret key-value store ({@link McpSecretStore}): VS Code's
- * SecretStorage in the extension, a 0600 file in the config folder for the CLI ({@link fileSecretStore}).
+ * SecretStorage in the extension, a 0600 file in the config folder for the CLI (src/cli/mcpAuth.ts).
  * An index entry lists the servers that have something stored, for "Sign Out of MCP Server…".
  */
-import { chmodSync, mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import * as path from 'node:path';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { configDir } from '../../../config/folderTrust';
-import { readConfigFile } from '../../../config/workspaceFile';
 
 /** A secret key-value store (values are JSON text). */
 export interface McpSecretStore {
@@ -100,56 +96,5 @@ export function memorySecretStore(): McpSecretStore & { readonly map: Map<string
     get: async (k) => map.get(k),
     set: async (k, v) => void map.set(k, v),
     delete: async (k) => void map.delete(k),
-  };
-}
-
-/** The CLI's sign-in file: `$CODEACT_HOME/mcp-auth.json` (or `~/.config/codeact/mcp-auth.json`). */
-export function cliAuthFile(): string {
-  return path.join(configDir(), 'mcp-auth.json');
-}
-
-/**
- * A store in one JSON file, written 0600 (its folder 0700) and replaced atomically. A file that is not
- * a regular file or is too large is an error that names it (it is never read blindly).
- */
-export function fileSecretStore(file: string = cliAuthFile()): McpSecretStore {
-  const read = (): Record<string, string> => {
-    const bytes = readConfigFile(file);
-    if (bytes === undefined) return {};
-    try {
-      const v = JSON.parse(bytes.toString('utf8')) as unknown;
-      return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, string>) : {};
-    } catch {
-      return {};
-    }
-  };
-  const write = (data: Record<string, string>) => {
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const tmp = `${file}.${process.pid}.tmp`;
-    try {
-      writeFileSync(tmp, JSON.stringify(data, null, 2) + '\n', { mode: 0o600 });
-      chmodSync(tmp, 0o600);
-      renameSync(tmp, file);
-    } catch (e) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        /* not written */
-      }
-      throw e;
-    }
-  };
-  return {
-    get: async (k) => {
-      const v = read()[k];
-      return typeof v === 'string' ? v : undefined;
-    },
-    set: async (k, v) => write({ ...read(), [k]: v }),
-    delete: async (k) => {
-      const data = read();
-      if (!(k in data)) return;
-      delete data[k];
-      write(data);
-    },
   };
 }

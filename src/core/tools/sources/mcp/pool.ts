@@ -14,7 +14,7 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } fro
 import { raceAbort } from '../../../util/abort';
 import { CODEACT_VERSION } from '../../../util/version';
 import { spawnFailure, tail } from '../processes';
-import { McpOAuthProvider, McpSignInError, type McpAuthHost } from './auth';
+import { McpOAuthProvider, type McpAuthHost } from './auth';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
 import { StdioServerTransport, type McpFloodLimits, type StdioServerSpec } from './stdioTransport';
@@ -179,16 +179,8 @@ export class McpClientPool {
     const conn = await this.connection(spec, signal, interactive);
     const tools = await this.toolsOf(conn, options);
     if (!tools.some((t) => t.name === tool)) throw new Error(`failed: ${missingToolMessage(spec, tool, tools)}`);
-    const call = async () => (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult;
     try {
-      return await call();
-    } catch (e) {
-      // The sign-in ran out (refresh failed) or the server wants more scopes: the user signs in again, once.
-      if (!(e instanceof UnauthorizedError && conn.auth?.needsSignIn && interactive)) throw this.callError(conn, tool, e, signal, timeoutMs);
-    }
-    await this.completeSignIn(conn, true, signal);
-    try {
-      return await call();
+      return await this.withSignIn(conn, interactive, signal, async () => (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult);
     } catch (e) {
       throw this.callError(conn, tool, e, signal, timeoutMs);
     }
@@ -303,15 +295,26 @@ export class McpClientPool {
       const code = await conn.auth!.completeSignIn(signal);
       await conn.http!.finishAuth(code);
     } catch (e) {
-      if (e instanceof McpSignInError) throw new Error(`could not sign in to the ${label}: ${e.message}`);
-      throw new Error(`could not sign in to the ${label}: ${(e as Error)?.message ?? String(e)}`);
+      throw new McpSignInProblem(`could not sign in to the ${label}: ${(e as Error)?.message ?? String(e)}`);
     }
     this.options.log?.(`signed in to ${label}`);
   }
 
+  /** Runs `fn`; when the server asks for sign-in on the open connection (the grant ran out, more scopes), signs in once (see completeSignIn) and runs it again. */
+  private async withSignIn<T>(conn: Connection, interactive: boolean, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof UnauthorizedError && conn.auth?.needsSignIn)) throw e;
+    }
+    await this.completeSignIn(conn, interactive, signal);
+    return fn();
+  }
+
   private toolsOf(conn: Connection, options: McpCallOptions): Promise<Tool[]> {
     if (!conn.tools) {
-      const p = listAllTools(conn.client, conn.label, this.listLimits).catch((e) => {
+      const interactive = options.interactive ?? false;
+      const p = this.withSignIn(conn, interactive, options.signal, () => listAllTools(conn.client, conn.label, this.listLimits)).catch((e) => {
         if (e instanceof McpListLimitError) throw e;
         // The request of a page got the time left until the listing's deadline.
         if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) throw listTimeout(conn.label, this.listLimits);
@@ -382,6 +385,7 @@ export class McpClientPool {
   private callError(conn: Connection, what: string, e: unknown, signal: AbortSignal | undefined, timeoutMs: number, isList = false): Error {
     const step = isList ? `listing the tools of the ${conn.label}` : `(MCP tool "${what}" on the ${conn.label})`;
     if (signal?.aborted) return new Error(isList ? `was stopped while ${step}.` : `was stopped ${step}.`);
+    if (e instanceof McpSignInProblem) return e;
     if (e instanceof UnauthorizedError || (e instanceof StreamableHTTPError && (e.code === 401 || e.code === 403))) {
       // Reconnecting signs in again.
       conn.closed = true;
@@ -414,8 +418,10 @@ export class McpClientPool {
   }
 }
 
+/** A sign-in that failed or was declined; its message starts "could not ...". */
+export class McpSignInProblem extends Error {}
 /** A background request found a server that needs sign-in (the host was asked to offer it). */
-export class McpSignInRequired extends Error {}
+export class McpSignInRequired extends McpSignInProblem {}
 
 function isTransportFailure(e: unknown): boolean {
   const err = e as Error | undefined;
