@@ -6,6 +6,7 @@
 import { toolSetFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
+import { defaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import type { Approvals } from './approvals';
 import { lmToolSource } from './lmToolSource';
@@ -58,7 +59,8 @@ export class WorkspaceTools {
   private async resolvedTools(): Promise<ToolSet> {
     const set = this.toolSet();
     if (!set.tools.some((t) => t.source === 'mcp')) return set;
-    const key = JSON.stringify(this.deps.settings().tools);
+    // A sign-in (or sign-out) of an MCP server lists the tools again.
+    const key = JSON.stringify([this.deps.settings().tools, defaultMcpPool().authGeneration]);
     if (this.mcpResolved?.key !== key) this.mcpResolved = { key, set: resolveMcpTools(set) };
     return this.mcpResolved.set;
   }

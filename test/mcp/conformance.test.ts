@@ -89,7 +89,6 @@ function suite(args: string[], timeoutMs: number): Promise<{ code: number; out: 
   });
 }
 
-// eslint-disable-next-line no-control-regex
 const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
 describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conformance on Node 22)', function () {

@@ -135,6 +135,13 @@ export class McpClientPool {
     this.listLimits = { ...MCP_LIST_LIMITS, ...options.listLimits };
   }
 
+  private signIns = 0;
+
+  /** Changes with every sign-in and sign-out: a host that caches tool listings lists again when it changed. */
+  get authGeneration(): number {
+    return this.signIns;
+  }
+
   /** Sets (or removes) OAuth sign-in for connections opened from now on. */
   setAuth(auth: McpAuthHost | undefined): void {
     this.options.auth = auth;
@@ -162,6 +169,7 @@ export class McpClientPool {
 
   /** Closes the connections to the HTTP server at `url` (after a sign-out: the next use signs in again). */
   async closeServer(url: string): Promise<void> {
+    this.signIns++;
     const entries = [...this.entries.entries()].filter(([, e]) => e.spec.kind === 'http' && e.spec.url === url);
     for (const [key] of entries) this.entries.delete(key);
     await Promise.allSettled(entries.map(async ([, e]) => this.closeConnection(await e.promise)));
@@ -297,6 +305,7 @@ export class McpClientPool {
     } catch (e) {
       throw new McpSignInProblem(`could not sign in to the ${label}: ${(e as Error)?.message ?? String(e)}`);
     }
+    this.signIns++;
     this.options.log?.(`signed in to ${label}`);
   }
 
