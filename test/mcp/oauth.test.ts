@@ -12,7 +12,9 @@ import { signedInMcpServers, signOutMcpServer } from '../../src/core/tools/sourc
 import { startLoopbackRedirect } from '../../src/core/tools/sources/mcp/authRedirect';
 import { memorySecretStore } from '../../src/core/tools/sources/mcp/authStore';
 import { fileSecretStore } from '../../src/cli/mcpAuth';
-import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
+import { McpClientPool, serverKey, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
+import { mcpServerSpec, validateMcpSource } from '../../src/core/tools/sources/mcp/source';
+import { loadTools } from '../../src/core/tools/declarations';
 import { browse, startOAuthMcpServer, type OAuthMcpServer } from '../support/mcpOAuthServer';
 
 describe('MCP OAuth sign-in', () => {
@@ -183,3 +185,24 @@ describe('MCP sign-in loopback redirect', () => {
   });
 });
 
+
+describe('mcp.oauth in a declaration', () => {
+  it('is checked, with messages that say what to write', () => {
+    const url = 'https://mcp.example.com/mcp';
+    assert.equal(validateMcpSource({ url, tool: 't', oauth: { clientId: 'app', scope: 'read write' } }), undefined);
+    assert.equal(validateMcpSource({ url, tool: 't', oauth: {} }), undefined);
+    assert.equal(validateMcpSource({ command: ['x'], tool: 't', oauth: { clientId: 'a' } }), '"mcp.oauth" applies only to HTTP servers ("url"); a stdio server does not sign in');
+    assert.equal(validateMcpSource({ url, tool: 't', oauth: 'app' }), '"mcp.oauth" must be an object: {"clientId": "...", "scope": "..."}');
+    assert.equal(validateMcpSource({ url, tool: 't', oauth: { client_id: 'a' } }), '"mcp.oauth" takes "clientId", "clientSecret" and "scope", not "client_id"');
+    assert.equal(validateMcpSource({ url, tool: 't', oauth: { clientId: '' } }), '"mcp.oauth.clientId" must be a non-empty string');
+    assert.equal(validateMcpSource({ url, tool: 't', oauth: { clientSecret: 's' } }), '"mcp.oauth.clientSecret" needs "mcp.oauth.clientId"');
+  });
+
+  it('reaches the server spec (a configured client is its own connection and its own stored sign-in)', () => {
+    const spec = mcpServerSpec({ url: 'https://mcp.example.com/mcp', tool: 't', oauth: { clientId: 'app' } }, { workspace: '/tmp' });
+    assert.deepEqual(spec, { kind: 'http', url: 'https://mcp.example.com/mcp', oauth: { clientId: 'app' } });
+    assert.notEqual(serverKey(spec), serverKey({ kind: 'http', url: 'https://mcp.example.com/mcp' }));
+    const { errors } = loadTools([{ name: 'x', mcp: { url: 'https://mcp.example.com/mcp', tool: 't', oauth: { scope: 3 } } }], { workspace: '/tmp', mcpPool: new McpClientPool() });
+    assert.match(errors[0].message, /"mcp\.oauth\.scope" must be a non-empty string/);
+  });
+});
