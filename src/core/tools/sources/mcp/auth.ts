@@ -17,7 +17,7 @@ import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { freeLoopbackPort, McpSignInError, REDIRECT_PATH, SIGN_IN_WAIT_MS, startLoopbackRedirect } from './authRedirect';
 import { authRecordKey, McpAuthRecords, type McpAuthRecord, type McpSecretStore } from './authStore';
-import type { McpHttpServerSpec } from './pool';
+import type { McpOAuthConfig } from '../../../../common/tools';
 
 export { McpSignInError } from './authRedirect';
 
@@ -51,6 +51,12 @@ export interface McpAuthHost {
   clientName?: string;
 }
 
+/** The server a provider signs in to (an HTTP server spec of ./pool). */
+export interface McpOAuthServer {
+  url: string;
+  oauth?: McpOAuthConfig;
+}
+
 function loopbackPort(uri: unknown): number | undefined {
   if (typeof uri !== 'string') return undefined;
   try {
@@ -72,14 +78,14 @@ export class McpOAuthProvider implements OAuthClientProvider {
     private readonly host: McpAuthHost,
     private readonly records: McpAuthRecords,
     readonly key: string,
-    readonly spec: McpHttpServerSpec,
+    readonly spec: McpOAuthServer,
     readonly label: string,
     private port: number,
     private record: McpAuthRecord,
   ) {}
 
   /** The provider of `spec`'s server, with what the store has for it. */
-  static async open(host: McpAuthHost, spec: McpHttpServerSpec, label: string): Promise<McpOAuthProvider> {
+  static async open(host: McpAuthHost, spec: McpOAuthServer, label: string): Promise<McpOAuthProvider> {
     const records = new McpAuthRecords(host.secrets);
     const key = authRecordKey(spec.url, spec.oauth?.clientId);
     const record = (await records.get(key)) ?? { serverUrl: spec.url, label };
