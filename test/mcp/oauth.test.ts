@@ -94,6 +94,23 @@ describe('MCP OAuth sign-in', () => {
     assert.deepEqual(server.grants, ['authorization_code', 'refresh_token', 'authorization_code']);
   });
 
+  it('refreshes an access token that expired (by expires_in) before sending it', async () => {
+    const h = host();
+    const spec: McpServerSpec = { kind: 'http', url: server.url };
+    await pool(h.host).callTool(spec, 'add', { a: 1, b: 1 });
+    // Two hours later (the tokens live an hour): the stored record says when they were saved.
+    server.expireAccessTokens();
+    for (const [k, v] of h.secrets.map) {
+      const record = JSON.parse(v) as { savedAt?: number };
+      if (record.savedAt) h.secrets.map.set(k, JSON.stringify({ ...record, savedAt: record.savedAt - 2 * 3600_000 }));
+    }
+    const before = server.unauthorized;
+    assert.deepEqual((await pool(h.host).callTool(spec, 'add', { a: 2, b: 2 })).structuredContent, { sum: 4 });
+    assert.deepEqual(server.grants, ['authorization_code', 'refresh_token']);
+    assert.equal(server.unauthorized, before, 'no request went out with the expired token');
+    assert.equal(h.prompts.length, 1);
+  });
+
   it('never opens the browser for a background tool listing: it offers the sign-in, and "Sign in" runs it', async () => {
     const offers: Array<{ label: string; signIn: () => Promise<void> }> = [];
     const h = host(memorySecretStore(), { offerSignIn: (o) => offers.push(o) });

@@ -94,6 +94,14 @@ export class McpOAuthProvider implements OAuthClientProvider {
     return new McpOAuthProvider(host, records, key, spec, label, port, record);
   }
 
+  /** True when the access token has expired (by its `expires_in`, a little early: a tenth of its lifetime, at most a minute) and a refresh token can renew it. */
+  get expired(): boolean {
+    const t = this.record.tokens;
+    if (!t?.refresh_token || typeof t.expires_in !== 'number' || typeof this.record.savedAt !== 'number') return false;
+    const lifetime = t.expires_in * 1000;
+    return Date.now() >= this.record.savedAt + lifetime - Math.min(60_000, lifetime / 10);
+  }
+
   /** True when the SDK asked for a browser sign-in (an authorization URL is waiting). */
   get needsSignIn(): boolean {
     return this.pendingUrl !== undefined;

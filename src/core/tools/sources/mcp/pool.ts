@@ -5,7 +5,7 @@
  * the declaration lists, in their own process group; `dispose()` closes every connection and kills the
  * stdio servers' whole process trees.
  */
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { McpOAuthConfig } from '../../../../common/tools';
@@ -246,8 +246,11 @@ export class McpClientPool {
       this.processes.add(conn.stdio);
       this.updateExitHook();
     } else {
+      const fetch = cappedFetch();
       if (this.options.auth) conn.auth = await McpOAuthProvider.open(this.options.auth, spec, label);
-      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch: cappedFetch(), authProvider: conn.auth });
+      // An expired access token is refreshed before it is sent (a server's 401 would also do it).
+      if (conn.auth?.expired) await auth(conn.auth, { serverUrl: spec.url, fetchFn: fetch }).catch((e) => this.options.log?.(`${label}: refreshing the sign-in failed: ${(e as Error).message}`));
+      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch, authProvider: conn.auth });
       transport = conn.http;
     }
     client.onerror = (e) => this.options.log?.(`${label}: ${e.message}`);
