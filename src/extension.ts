@@ -17,6 +17,7 @@ import { UntrustedWorkspaceError } from './vscode/session';
 import type { CodeActSettings } from './vscode/settings';
 import { showUntrusted } from './vscode/trust';
 import { PROVIDERS } from './core/providers/registry';
+import { announcePythonChange, PythonEnvironments } from './vscode/pythonEnv';
 
 /** What the extension returns from activate(): its start-up time, and read-only views for the in-VS-Code tests. */
 export interface CodeActApi {
@@ -38,6 +39,8 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   const inline = new InlineResults(service);
   const notebooks = (service.notebooks = new CodeActNotebookKernel(service, context.extension.id));
   context.subscriptions.push(log, service, panels, inline, notebooks, new ApprovalStatus(service), registerLanguageModelTool(service), registerChatParticipant(service, context));
+  const pythonEnvs = new PythonEnvironments(log);
+  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange((env) => (service.fireState(), announcePythonChange(env))));
 
   const command = (id: string, fn: (...args: any[]) => unknown) =>
     context.subscriptions.push(
@@ -121,6 +124,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
       if (set) await secrets.promptForKey(p.id);
     }
   });
+  command('codeact.selectPythonEnvironment', () => pythonEnvs.select());
   command('codeact.showLog', () => log.show());
   command('codeact.newConversation', () => service.newConversation());
   command('codeact.exportNotebook', () => exportNotebook(service));

@@ -11,6 +11,7 @@ import type { TranscriptEvent } from '../common/transcript';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
+import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
@@ -19,7 +20,7 @@ import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { chatPrinter } from './print';
-import { openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
+import { openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
          [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR] [--max-turns N]
@@ -31,6 +32,7 @@ export const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anth
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
 (OpenAI-compatible servers usually need none). The Jupyter token comes from CODEACT_JUPYTER_TOKEN.
 --protocol text: the model writes \`\`\`python blocks instead of calling functions (models without function calling).
+${PYTHON_HELP}
 ${OUTPUTS_HELP}`;
 
 export function defaultStorage(): string {
@@ -124,7 +126,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
       config,
       provider: () => createProvider(providerConfigFrom(config, undefined)),
       runtime,
-      gateway: new ToolGateway(ws.toolSet.tools),
+      gateway: new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor() }),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
       signal: controller.signal,
       onEvent: print,

@@ -1,17 +1,19 @@
 /** `codeact run <file.py|->`: runs a file (or stdin) once, in a fresh guest, with the folder's managed tools. */
 import { readFileSync } from 'node:fs';
 import type { CodeActEvent } from '../common/events';
+import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
-import { CONFIG_ERRORS, openWorkspace, parse, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
+import { CONFIG_ERRORS, openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
 export const RUN_USAGE =
   'Usage: codeact run <file.py|-> [--workspace DIR] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
   '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]\n' +
   'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.\n' +
+  `${PYTHON_HELP}\n` +
   OUTPUTS_HELP;
 
 export async function runCommand(argv: string[]): Promise<number> {
@@ -43,7 +45,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
     ws.toolSet = await resolveMcpTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
-    const gateway = new ToolGateway(ws.toolSet.tools);
+    const gateway = new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor() });
     const item = await runtime.execute({ code, timeoutMs: ws.config.timeoutMs }, { onEvent, onToolCall: gateway.handler, signal: controller.signal });
     if (!values.json) printItemResult(item);
     if (saver) saveAndReport(saver, item, !!values.json);

@@ -132,6 +132,7 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
 export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, extra: Partial<LocalRuntimeOptions> = {}): Promise<Runtime> {
   const cfg = runtimeConfigFrom(ws.config, {
     workspace: ws.dir,
+    trusted: ws.trust.trusted,
     jupyterToken: process.env.CODEACT_JUPYTER_TOKEN,
     longLived: host.longLived,
     onWarning: (m) => process.stderr.write(`${red('warning:')} ${m}\n`),
@@ -145,6 +146,9 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
     throw e;
   }
 }
+
+/** How the interpreter is chosen (core/runtime/local/pythonEnv.ts), for the usage texts. */
+export const PYTHON_HELP = 'Python: --python (or codeact.python.path), else the folder\'s .venv or venv (a trusted folder), else python3.';
 
 /** Errors that mean the setup is wrong, not the code: exit 2. */
 export const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound', 'JupyterConfigError', 'JupyterNotFound']);

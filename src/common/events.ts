@@ -5,6 +5,7 @@
  * `--json`, the transcript store persists them, and the webview reduces them. This module is pure
  * data: no Node, no `vscode`.
  */
+import type { ElicitationForm } from './elicitation';
 
 export type RuntimeKind = 'local' | 'jupyter' | 'openai' | 'anthropic' | 'gemini';
 
@@ -304,6 +305,28 @@ export interface ApprovalResolved {
   reason?: string;
 }
 
+/**
+ * An MCP server asks the person to fill in a form (elicitation) during a tool call of the execution
+ * `item_id`: its card is in that execution's card. Sent again with the same id and `problems` when an
+ * answer did not pass the requested schema. What the person typed is never in an event.
+ */
+export interface ElicitationRequested {
+  type: 'codeact.elicitation.requested';
+  elicitation_id: string;
+  item_id: string;
+  call_id?: string;
+  tool?: string;
+  form: ElicitationForm;
+  problems?: Record<string, string>;
+}
+export interface ElicitationResolved {
+  type: 'codeact.elicitation.resolved';
+  elicitation_id: string;
+  item_id: string;
+  /** `cancel` also when the call ended first. */
+  action: 'accept' | 'decline' | 'cancel';
+}
+
 export interface Retrying { type: 'codeact.retry'; attempt: number; delay_ms: number; status?: number; message: string }
 
 /**
@@ -407,6 +430,8 @@ export type CodeActEvent =
   | ToolCallCompleted
   | ApprovalRequested
   | ApprovalResolved
+  | ElicitationRequested
+  | ElicitationResolved
   | Retrying
   | SessionChanged
   | UsageSummary

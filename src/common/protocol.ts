@@ -87,6 +87,8 @@ export interface HostState {
   version?: string;
   /** The open notebook a chat turn works in (absent: none is active, or the host has no notebooks). */
   notebook?: NotebookTargetState | null;
+  /** The interpreter the local guest of the folder runs (label ".venv 3.11", path, and why: setting, python-extension, venv, system). */
+  python?: { label: string; path: string; source: string };
 }
 
 /** The notebook the chat's turns work in: the active notebook editor's. */
@@ -268,6 +270,14 @@ export interface ApprovalReplyMessage {
   code?: string;
 }
 
+/** An answer to a `codeact.elicitation.requested` form; `content` (accept only): the field values as typed, checked by the host. */
+export interface ElicitationReplyMessage {
+  type: 'elicitation';
+  elicitationId: string;
+  action: 'accept' | 'decline' | 'cancel';
+  content?: Record<string, string | number | boolean | string[]>;
+}
+
 export interface CopyMessage {
   type: 'copy';
   text: string;
@@ -373,6 +383,7 @@ export type WebviewToHost =
   | SelectModelMessage
   | CommandMessage
   | ApprovalReplyMessage
+  | ElicitationReplyMessage
   | CopyMessage
   | InsertCodeMessage
   | RunCodeMessage

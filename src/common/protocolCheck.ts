@@ -19,6 +19,26 @@ const isId = (v: unknown): v is string => typeof v === 'string' && v.length > 0 
 const isOptStr = (v: unknown, max = 4096): boolean => v === undefined || isStr(v, max);
 const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
+/** An elicitation's answer: at most 100 fields, each a short primitive or a short list of strings. */
+function parseElicitationReply(m: Record<string, unknown>): WebviewToHost | undefined {
+  if (!isId(m.elicitationId) || (m.action !== 'accept' && m.action !== 'decline' && m.action !== 'cancel')) return undefined;
+  if (m.action !== 'accept') return { type: 'elicitation', elicitationId: m.elicitationId, action: m.action };
+  if (!isObj(m.content)) return undefined;
+  const entries = Object.entries(m.content);
+  if (entries.length > 100) return undefined;
+  const content: Record<string, string | number | boolean | string[]> = {};
+  for (const [k, v] of entries) {
+    const ok =
+      (typeof v === 'string' && v.length <= 100_000) ||
+      (typeof v === 'number' && Number.isFinite(v)) ||
+      typeof v === 'boolean' ||
+      (Array.isArray(v) && v.length <= 500 && v.every((x) => isStr(x, 4096)));
+    if (!ok || k.length > 512) return undefined;
+    if (k !== '__proto__') content[k] = v as string | number | boolean | string[];
+  }
+  return { type: 'elicitation', elicitationId: m.elicitationId, action: 'accept', content };
+}
+
 /**
  * Checks a message from the page. Returns the typed message, or undefined when it is malformed or unknown
  * (the host logs and ignores those). Extra fields are dropped.
@@ -72,6 +92,8 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
       if (!isId(m.approvalId) || typeof m.decision !== 'string' || !DECISIONS.includes(m.decision)) return undefined;
       if (!isOptStr(m.code, MAX_CODE_CHARS)) return undefined;
       return { type: 'approval', approvalId: m.approvalId, decision: m.decision as ApprovalDecision, ...(m.code !== undefined ? { code: m.code as string } : {}) };
+    case 'elicitation':
+      return parseElicitationReply(m);
     case 'copy':
       return isStr(m.text, MAX_CODE_CHARS * 4) ? { type: 'copy', text: m.text } : undefined;
     case 'insertCode':

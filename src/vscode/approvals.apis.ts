@@ -3,6 +3,7 @@
  * `codeact.approval.alwaysAllow`, as an interface, and its implementation bound to `vscode`.
  */
 import * as vscode from 'vscode';
+import type { ElicitInputApis } from './elicitQuickInput';
 
 export interface ApprovalsApis {
   /** A warning with buttons; resolves with the one picked (undefined: dismissed). */
@@ -13,6 +14,8 @@ export interface ApprovalsApis {
   saveAlwaysAllowed(names: string[]): PromiseLike<void>;
   /** Opens `content` in a read-only editor (what an approval dialog could not show). */
   showFullText(content: string, language: 'json' | 'python'): PromiseLike<void>;
+  /** Quick inputs for an MCP server's form when the panel cannot show it (absent: such forms are cancelled). */
+  elicitInput?: ElicitInputApis;
 }
 
 /** `codeact-approval:` documents: what approval dialogs could not show (the latest few, in memory). */
@@ -44,7 +47,24 @@ class ApprovalDocuments implements vscode.TextDocumentContentProvider {
 
 const approvalDocuments = new ApprovalDocuments();
 
+function token(signal: AbortSignal): vscode.CancellationToken {
+  const source = new vscode.CancellationTokenSource();
+  if (signal.aborted) source.cancel();
+  else signal.addEventListener('abort', () => source.cancel(), { once: true });
+  return source.token;
+}
+
+const vscodeElicitInputApis: ElicitInputApis = {
+  showInformationMessage: (message, options, ...items) => vscode.window.showInformationMessage(message, options, ...items),
+  showQuickPick: (items, options, signal) =>
+    options.canPickMany
+      ? vscode.window.showQuickPick(items, { title: options.title, placeHolder: options.placeHolder, canPickMany: true, ignoreFocusOut: true }, token(signal))
+      : vscode.window.showQuickPick(items, { title: options.title, placeHolder: options.placeHolder, ignoreFocusOut: true }, token(signal)),
+  showInputBox: (options, signal) => vscode.window.showInputBox({ ...options, ignoreFocusOut: true }, token(signal)),
+};
+
 export const vscodeApprovalsApis: ApprovalsApis = {
+  elicitInput: vscodeElicitInputApis,
   showWarningMessage: (message, options, ...items) => vscode.window.showWarningMessage(message, options, ...items),
   alwaysAllowed: () => vscode.workspace.getConfiguration('codeact').get<string[]>('approval.alwaysAllow', []),
   saveAlwaysAllowed: (names) => vscode.workspace.getConfiguration('codeact').update('approval.alwaysAllow', names, vscode.ConfigurationTarget.Global),

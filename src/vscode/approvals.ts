@@ -19,6 +19,7 @@ import { revealInvisible } from '../common/invisibleChars';
 import { argumentsJson, codeDialog, toolDialog } from './approvalDialog';
 import type { ApprovalsApis } from './approvals.apis';
 import type { Log } from './session.apis';
+import { Elicitations } from './elicitations';
 
 /** What is asked: a tool call, or code to review. */
 export interface ApprovalSubject {
@@ -82,8 +83,12 @@ function toolDecision(pick: string | undefined): ApprovalDecision {
 export class Approvals {
   private readonly sessionAllowed = new Set<string>();
   private readonly pending = new Map<string, PendingApproval>();
+  /** Forms MCP servers ask for: the same places to ask as approvals (./elicitations). */
+  readonly elicitations: Elicitations;
 
-  constructor(private readonly deps: ApprovalsDeps) {}
+  constructor(private readonly deps: ApprovalsDeps) {
+    this.elicitations = new Elicitations({ emit: deps.emit, log: deps.log, panelVisible: deps.panelVisible, inputApis: () => deps.apis.elicitInput });
+  }
 
   /**
    * The gateway's approver of `ask` tools. `modal`: always in a dialog, and not on the open conversation's

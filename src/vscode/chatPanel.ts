@@ -177,6 +177,9 @@ class PanelController implements vscode.Disposable {
       case 'approval':
         s.resolveApproval(m.approvalId, m.decision, m.code);
         return;
+      case 'elicitation':
+        s.approvals.elicitations.answer(m.elicitationId, m.action, m.content);
+        return;
       case 'copy':
         await vscode.env.clipboard.writeText(m.text);
         return;

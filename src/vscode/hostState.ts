@@ -2,6 +2,7 @@
 import type { RuntimeKind } from '../common/events';
 import type { BrokenToolSummary, HostState, ProviderInfo, ToolSummary } from '../common/protocol';
 import type { Conversation } from '../core/agent/transcriptStore';
+import type { PythonEnv } from '../core/runtime/local/pythonEnv';
 import type { ToolSet } from '../core/gateway/toolSet';
 import type { ProviderId } from '../core/providers/shared/types';
 import { PROVIDERS } from '../core/providers/registry';
@@ -45,4 +46,9 @@ export async function hostStateOf(x: HostStateInputs): Promise<HostState> {
     conversationTitle: x.conversation?.meta.title,
     version: x.version,
   };
+}
+
+/** The host state's `python`: which interpreter the folder's guest runs (core/runtime/local/pythonEnv.ts). */
+export function pythonStateOf(env: PythonEnv | undefined): HostState['python'] {
+  return env ? { label: env.label, path: env.python, source: env.source } : undefined;
 }

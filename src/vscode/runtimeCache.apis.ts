@@ -5,13 +5,18 @@
 import * as vscode from 'vscode';
 import { createRuntime, type RuntimeConfig } from '../core/runtime/factory';
 import type { Runtime } from '../core/runtime/types';
+import type { PythonEnv } from '../core/runtime/local/pythonEnv';
+import { pythonEnvFor } from './pythonEnv';
 
 export interface RuntimeCacheApis {
   createRuntime(config: RuntimeConfig): Promise<Runtime>;
   showWarningMessage(message: string): void;
+  /** The interpreter of a folder's local guest (./pythonEnv: the setting, the Python extension's, the folder's .venv, python3). */
+  pythonEnv?(folder: string | undefined, setting: string | undefined): PythonEnv;
 }
 
 export const vscodeRuntimeCacheApis: RuntimeCacheApis = {
   createRuntime,
   showWarningMessage: (message) => void vscode.window.showWarningMessage(message),
+  pythonEnv: (folder, setting) => pythonEnvFor(folder, setting),
 };

@@ -48,13 +48,16 @@ export class RuntimeCache {
     const tokenHash = token ? createHash('sha256').update(token).digest('hex').slice(0, 16) : '';
     // With a writable workspace, the files the tools run on the host are kept read-only: a changed tool rebuilds the runtime.
     const hostRun = hostRunPathsFrom(s, this.deps.workspaceFolder());
-    const key = JSON.stringify([s.runtime, s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, runtimeLimitsFrom(s), tokenHash, hostRun]);
+    // The interpreter as resolved for the folder (setting, Python extension, .venv, python3): a new one rebuilds the runtime.
+    const python = this.deps.apis.pythonEnv?.(this.deps.workspaceFolder(), s.python)?.python;
+    const key = JSON.stringify([s.runtime, python ?? s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, runtimeLimitsFrom(s), tokenHash, hostRun]);
     if (this.cached?.key === key) return this.cached.runtime;
     void this.dispose();
     // A warm zygote forks each session's guest, and the next one is started ahead of need.
     const runtime = await this.deps.apis.createRuntime(
       runtimeConfigFrom(s, {
         workspace: this.deps.workspaceFolder(),
+        python,
         jupyterToken: token,
         longLived: true,
         onSessionEvent: (e) => this.deps.onSessionEvent(e),

@@ -13,6 +13,8 @@ import type { Secrets } from './secrets';
 import type { HostState } from '../common/protocol';
 import type { CodeActNotebookKernel } from './notebook/kernel';
 import { CodeActSession } from './session';
+import { pythonStateOf } from './hostState';
+import { currentPythonEnv } from './pythonEnv';
 import { vscodeSessionApis } from './session.apis';
 
 export class CodeActService extends CodeActSession implements vscode.Disposable {
@@ -68,9 +70,9 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
     }
   }
 
-  /** Also the notebook the chat's turns work in. */
+  /** Also the notebook the chat's turns work in, and the interpreter the folder's code runs with. */
   override async hostState(): Promise<HostState> {
-    return { ...(await super.hostState()), notebook: this.notebooks?.state() ?? null };
+    return { ...(await super.hostState()), notebook: this.notebooks?.state() ?? null, python: pythonStateOf(currentPythonEnv()) };
   }
 
   dispose(): void {

@@ -54,7 +54,7 @@ export class CodeActSession {
   private readonly apis: SessionApis;
   private readonly secrets: SessionDeps['secrets'];
   private readonly runtimes: RuntimeCache;
-  private readonly approvals: Approvals;
+  readonly approvals: Approvals;
   private readonly tools: WorkspaceTools;
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;

@@ -73,6 +73,7 @@ export class WorkspaceTools {
     const s = this.deps.settings();
     return new ToolGateway((await this.resolvedTools()).tools, {
       approver: (req) => this.deps.approvals.approveTool(req, modal),
+      elicitor: this.deps.approvals.elicitations.elicitor(modal),
       policyOverride: this.deps.approvals.policyOverride(s.alwaysAllow),
       log: (line) => this.deps.log.info(line),
     });

@@ -17,6 +17,7 @@ import { OutputFlow } from './outputFlow';
 import { OutputPane } from './outputPane';
 import { StickToBottom } from './scrollAnchor';
 import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
+import { ElicitationCard } from './elicitationCard';
 
 const RUNTIME_LABEL: Record<string, string> = {
   local: 'Local Python',
@@ -129,6 +130,9 @@ export class ExecRenderer implements ItemRenderer {
   private readonly output: OutputFlow;
   private readonly files: FileChips;
   private readonly extras: HTMLElement;
+  /** Forms the code's tools' MCP servers asked for, in the order they came. */
+  private readonly elicitBox = h('div', { class: 'elicitations' });
+  private readonly elicitCards = new Map<string, ElicitationCard>();
   private lastRev = -1;
   private lineCount = 0;
   private codeFinished = false;
@@ -186,7 +190,7 @@ export class ExecRenderer implements ItemRenderer {
     );
     this.files = new FileChips({ post: (m) => this.ctx.post(m), itemId: () => this.item.id });
     this.extras = h('div', { class: 'extras' }, this.files.el);
-    this.el = h('section', { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId }, head, this.codeWrap, this.toolsSection, this.outputSection, this.extras);
+    this.el = h('section', { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId }, head, this.codeWrap, this.toolsSection, this.elicitBox, this.outputSection, this.extras);
   }
 
   sync(raw: ItemView): void {
@@ -197,6 +201,14 @@ export class ExecRenderer implements ItemRenderer {
     this.syncHead(x);
     this.syncCode(x);
     this.syncTools(x);
+    for (const e of x.elicitations ?? []) {
+      let card = this.elicitCards.get(e.id);
+      if (!card) {
+        this.elicitCards.set(e.id, (card = new ElicitationCard(e, this.ctx)));
+        this.elicitBox.append(card.el);
+      }
+      card.sync(e, x.status === 'writing' || x.status === 'running');
+    }
     this.syncOutput(x);
     this.syncExtras(x);
   }

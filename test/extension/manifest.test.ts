@@ -35,6 +35,14 @@ describe('extension manifest', () => {
     assert.equal(pkg.contributes.walkthroughs[0].steps.length, 4);
   });
 
+  it('runs on the remote side (Remote-SSH, WSL, dev containers): a workspace extension, its webview loading only through asWebviewUri', () => {
+    // The guest, bubblewrap, the workspace's files and tools are on the remote machine: so is the extension host that runs them.
+    assert.deepEqual(pkg.extensionKind, ['workspace']);
+    const panel = readFileSync(path.resolve(__dirname, '../../src/vscode/chatPanel.ts'), 'utf8');
+    assert.match(panel, /asWebviewUri\(/);
+    assert.doesNotMatch(panel, /vscode-resource:|file:\/\//);
+  });
+
   it('uses specific activation events, never "*"', () => {
     assert.ok(pkg.activationEvents.length > 0);
     assert.ok(!pkg.activationEvents.includes('*'));

@@ -62,8 +62,6 @@ const SCENARIOS = [
 
 /** Scenarios CodeAct does not pass, and why. */
 const EXPECTED_FAILURES: Record<string, string> = {
-  'elicitation-sep1034-client-defaults':
-    'the client does not declare elicitation (server requests are answered "method not found"); elicitation is the other half of issue 23 point 4, and this entry goes when it lands',
   'auth/client-credentials-jwt': 'client credentials with private_key_jwt (an auth extension for machine clients, no user): CodeAct signs users in with the authorization code flow only',
   'auth/client-credentials-basic': 'client credentials with a client secret (an auth extension for machine clients, no user): CodeAct signs users in with the authorization code flow only',
   'auth/cross-app-access-complete-flow': 'enterprise cross-app access (SEP-990: ID token -> ID-JAG -> access token, an auth extension): not implemented',

@@ -8,7 +8,7 @@
  * `loadToolsAsync` (which lists the server's tools through the MCP client pool), and a call through the
  * tool gateway; OAuth through the pool's sign-in (core/tools/sources/mcp/auth.ts) with an in-memory
  * store and a "browser" that fetches the authorization URL and follows its redirect to our loopback
- * listener. Exit code 0 when the calls succeeded.
+ * listener; a server's elicitation form is answered as shown (its defaults). Exit code 0 when the calls succeeded.
  */
 import type { McpOAuthConfig, ToolDeclaration } from '../../src/common/tools';
 import { ToolGateway } from '../../src/core/gateway/gateway';
@@ -56,7 +56,10 @@ async function main(): Promise<number> {
     const decl: ToolDeclaration = { name: 'conformance_tool', mcp: { url, tool, ...(oauth ? { oauth } : {}) } };
     const set = await loadToolsAsync([decl], { workspace: process.cwd(), mcpPool: pool });
     if (set.errors.length) throw new Error(set.errors.map((e) => e.message).join('; '));
-    const gateway = new ToolGateway(set.tools);
+    // The "person" submits a form as shown: each field prefilled with its default (SEP-1034), nothing typed.
+    const gateway = new ToolGateway(set.tools, {
+      elicitor: async (prompt) => ({ action: 'accept', content: Object.fromEntries(prompt.fields.filter((f) => f.default !== undefined).map((f) => [f.key, f.default!])) }),
+    });
     const out = await gateway.call({ itemId: 'item_1', callId: 'call_1', name: 'conformance_tool', arguments: plan.args ?? {} }, new AbortController().signal);
     process.stderr.write(`[client] ${tool}: ${JSON.stringify(out).slice(0, 500)}\n`);
     return 0;

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { CodeInterpreterCallItem, VariablesSummary } from '../../src/common/events';
 import { resolveEngineConfig, type ResolvedConfig } from '../../src/core/config/resolve';
 import type { RuntimeConfig } from '../../src/core/runtime/factory';
+import { resolvePythonEnv, type PythonEnv } from '../../src/core/runtime/local/pythonEnv';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/runtime/types';
 import type { ApprovalsApis } from '../../src/vscode/approvals.apis';
 import type { LmToolApis, LmToolInfo } from '../../src/vscode/lmToolSource.apis';
@@ -171,6 +172,11 @@ export class FakeRuntimeApis implements RuntimeCacheApis {
   }
   showWarningMessage(message: string): void {
     this.toasts.push(message);
+  }
+  /** The Python extension's selected interpreter of each folder (none: not installed). */
+  readonly pythonExtension = new Map<string, string>();
+  pythonEnv(folder: string | undefined, setting: string | undefined): PythonEnv {
+    return resolvePythonEnv({ folder, setting, pythonExtensionPath: this.pythonExtension.get(folder ?? '') });
   }
   get last(): FakeRuntime | undefined {
     return this.built.at(-1);

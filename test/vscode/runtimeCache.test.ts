@@ -1,4 +1,8 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import type { SessionChanged } from '../../src/common/events';
 import { RuntimeCache, documentSessionId } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, resolved } from './fakes';
@@ -65,6 +69,33 @@ describe('vscode runtime cache (fake seams)', () => {
       assert.equal(await cache.get(), b);
     });
   }
+
+  it('rebuilds when the folder\'s interpreter changes: a .venv created, the Python extension\'s choice, the setting (issue 23, point 2)', async () => {
+    const { apis, cache, state } = setup();
+    const folder = mkdtempSync(path.join(tmpdir(), 'codeact-cache-venv-'));
+    try {
+      state.folder = folder;
+      const a = await cache.get();
+      assert.equal(apis.last!.config.local?.python, 'python3');
+      assert.equal(await cache.get(), a);
+      execFileSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', path.join(folder, '.venv')]);
+      const b = await cache.get();
+      assert.notEqual(b, a, 'a .venv created in the folder rebuilds the runtime');
+      assert.equal(apis.last!.config.local?.python, path.join(folder, '.venv', 'bin', 'python'));
+      assert.equal(apis.built[0].disposed, 1);
+      assert.equal(await cache.get(), b);
+      apis.pythonExtension.set(folder, '/usr/bin/python3');
+      const c = await cache.get();
+      assert.notEqual(c, b);
+      assert.equal(apis.last!.config.local?.python, '/usr/bin/python3', "the Python extension's environment comes before the .venv");
+      state.values = { 'python.path': path.join(folder, '.venv', 'bin', 'python') };
+      await cache.get();
+      assert.equal(apis.last!.config.local?.python, path.join(folder, '.venv', 'bin', 'python'), 'the setting comes first');
+      assert.equal(apis.built.length, 4);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
 
   it('a Jupyter runtime is keyed by its URL, kernel and token (a new token takes effect on the next run)', async () => {
     const { apis, cache, state } = setup({ runtime: 'jupyter', 'jupyter.serverURL': 'http://127.0.0.1:8888' });

@@ -40,6 +40,16 @@ describe('webview protocol: messages from the page', () => {
     assert.deepEqual(parseWebviewMessage({ type: 'stop' }), { type: 'stop' });
     assert.deepEqual(parseWebviewMessage({ type: 'selectModel', provider: 'openai', model: 'gpt-5' }), { type: 'selectModel', provider: 'openai', model: 'gpt-5' });
     assert.deepEqual(parseWebviewMessage({ type: 'approval', approvalId: 'a1', decision: 'allow_session' }), { type: 'approval', approvalId: 'a1', decision: 'allow_session' });
+    assert.deepEqual(parseWebviewMessage({ type: 'elicitation', elicitationId: 'e1', action: 'decline', content: { a: 1 } }), { type: 'elicitation', elicitationId: 'e1', action: 'decline' });
+    assert.deepEqual(parseWebviewMessage({ type: 'elicitation', elicitationId: 'e1', action: 'accept', content: { name: 'Ada', age: 3, ok: true, tags: ['a'], __proto__x: 'y' } }), {
+      type: 'elicitation',
+      elicitationId: 'e1',
+      action: 'accept',
+      content: { name: 'Ada', age: 3, ok: true, tags: ['a'], __proto__x: 'y' },
+    });
+    const proto = parseWebviewMessage(JSON.parse('{"type":"elicitation","elicitationId":"e","action":"accept","content":{"__proto__":"x","a":"b"}}')) as { content: object };
+    assert.equal(Object.getPrototypeOf(proto.content), Object.prototype, 'a "__proto__" key is dropped, not assigned');
+    assert.deepEqual(Object.keys(proto.content), ['a']);
     assert.deepEqual(parseWebviewMessage({ type: 'approval', approvalId: 'a1', decision: 'allow_once', code: 'print(2)' }), {
       type: 'approval',
       approvalId: 'a1',
@@ -73,6 +83,11 @@ describe('webview protocol: messages from the page', () => {
       { type: 'runCode', code: '' },
       { type: 'selectModel', provider: 'openai' },
       { type: 'send', text: 'x'.repeat(300_000) },
+      { type: 'elicitation', elicitationId: 'e', action: 'maybe' },
+      { type: 'elicitation', elicitationId: 'e', action: 'accept' },
+      { type: 'elicitation', elicitationId: 'e', action: 'accept', content: { nested: { a: 1 } } },
+      { type: 'elicitation', elicitationId: 'e', action: 'accept', content: { n: Number.NaN } },
+      { type: 'elicitation', elicitationId: 'e', action: 'accept', content: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`f${i}`, 'x'])) },
     ];
     for (const m of bad) assert.equal(parseWebviewMessage(m), undefined, JSON.stringify(m)?.slice(0, 80));
   });

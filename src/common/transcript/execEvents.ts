@@ -18,9 +18,14 @@ type ExecEvent = Extract<
       | 'codeact.output.display'
       | 'codeact.tool_call.started'
       | 'codeact.tool_call.completed'
-      | 'codeact.notebook.cell';
+      | 'codeact.notebook.cell'
+      | 'codeact.elicitation.requested'
+      | 'codeact.elicitation.resolved';
   }
 >;
+
+/** Most forms kept on one card (the oldest answered ones go first). */
+const MAX_ELICITATIONS = 20;
 
 /** Finds (or makes) the card once, applies the event, and reports the card changed once. */
 export function applyExecEvent(ctx: Ctx, event: ExecEvent): void {
@@ -61,6 +66,27 @@ export function applyExecEvent(ctx: Ctx, event: ExecEvent): void {
       running(exec);
       toolCall(exec, event.call_id, event.name, event.arguments).rev++;
       break;
+    case 'codeact.elicitation.requested': {
+      const list = (exec.elicitations ??= []);
+      const open = list.find((e) => e.id === event.elicitation_id);
+      if (open) {
+        open.problems = event.problems;
+        open.rev++;
+        break;
+      }
+      list.push({ id: event.elicitation_id, tool: event.tool, callId: event.call_id, form: event.form, problems: event.problems, status: 'open', rev: 0 });
+      const answered = list.findIndex((e) => e.status !== 'open');
+      if (list.length > MAX_ELICITATIONS && answered >= 0) list.splice(answered, 1);
+      break;
+    }
+    case 'codeact.elicitation.resolved': {
+      const e = exec.elicitations?.find((x) => x.id === event.elicitation_id);
+      if (e) {
+        e.status = event.action;
+        e.rev++;
+      }
+      break;
+    }
     case 'codeact.tool_call.completed': {
       const call = toolCall(exec, event.call_id, event.name, undefined);
       call.status = event.error !== undefined ? 'error' : 'ok';

@@ -5,6 +5,7 @@
 import type { ContextCompacted, DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
 import type { UsageTotals } from '../usage';
 import type { TurnSource } from './events';
+import type { ElicitationForm } from '../elicitation';
 
 // ---- view model -----------------------------------------------------------------------------------
 
@@ -126,6 +127,20 @@ export interface ExecView {
   awaiting: number;
   /** It ran as a cell of this notebook (`codeact.notebook.cell`): the card links to the cell. */
   notebook?: { uri: string; name: string };
+  /** Forms its tools' MCP servers asked the person to fill in (`codeact.elicitation.*`). */
+  elicitations?: ElicitationView[];
+  rev: number;
+}
+
+/** A form an MCP server asked for during a tool call: open until the person (or the call ending) answers. */
+export interface ElicitationView {
+  id: string;
+  tool?: string;
+  callId?: string;
+  form: ElicitationForm;
+  /** What was wrong with the last answer, per field key ('' for the whole form). */
+  problems?: Record<string, string>;
+  status: 'open' | 'accept' | 'decline' | 'cancel';
   rev: number;
 }
 

@@ -98,6 +98,8 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
     case 'codeact.tool_call.started':
     case 'codeact.tool_call.completed':
     case 'codeact.notebook.cell':
+    case 'codeact.elicitation.requested':
+    case 'codeact.elicitation.resolved':
       applyExecEvent(ctx, event);
       break;
     case 'response.output_item.added':

@@ -10,11 +10,19 @@ import type { RuntimeLimits } from '../runtime/types';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools, type DeclarationContext } from '../tools/declarations';
 import { toolHostPaths, type HostRunFile } from '../runtime/local/hostFiles';
+import { resolvePythonEnv } from '../runtime/local/pythonEnv';
 import type { EngineConfig } from './resolve';
 
 export interface RuntimeHost {
   /** The folder command tools run in and the sandbox may mount. */
   workspace?: string;
+  /**
+   * The interpreter the local guest runs, as the host resolved it (the extension asks the Python
+   * extension too); unset, it is resolved here from the setting and the folder (runtime/local/pythonEnv.ts).
+   */
+  python?: string;
+  /** The folder is trusted (default true): an untrusted folder's own venv is never run. */
+  trusted?: boolean;
   /** The Jupyter token (SecretStorage or CODEACT_JUPYTER_TOKEN), never from settings. */
   jupyterToken?: string;
   /** A long-lived host (the extension, a chat) keeps a warm zygote and the next guest started. */
@@ -28,7 +36,7 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
   return {
     runtime: config.runtime,
     local: {
-      python: config.python,
+      python: host.python ?? resolvePythonEnv({ folder: host.workspace, setting: config.python, trusted: host.trusted }).python,
       sandbox: {
         kind: config.sandbox,
         network: config.sandboxNetwork,

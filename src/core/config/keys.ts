@@ -32,7 +32,8 @@ export const SETTINGS = {
   baseURL: { type: 'string', default: '', trust: 'trusted' },
   mode: { type: 'string', default: 'toolCode', enum: ['toolCode', 'hosted', 'code'], trust: 'any' },
   runtime: { type: 'string', default: 'local', enum: ['local', 'jupyter'], trust: 'trusted' },
-  'python.path': { type: 'string', default: 'python3', trust: 'trusted' },
+  // Unset by default: the folder's Python environment is then found (core/runtime/local/pythonEnv.ts).
+  'python.path': { type: 'string', default: '', trust: 'trusted' },
   'python.preload': { type: 'array', default: [], trust: 'trusted' },
   'session.policy': { type: 'string', default: 'conversation', enum: ['conversation', 'run'], trust: 'any' },
   'session.idleMinutes': { type: 'number', default: 30, minimum: 0, trust: 'any' },

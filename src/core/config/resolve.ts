@@ -50,7 +50,8 @@ export interface EngineConfig {
   protocol: 'tools' | 'text';
   toolsInlineLimit: number;
   runtime: 'local' | 'jupyter';
-  python: string;
+  /** codeact.python.path when set; unset, the folder's environment is found (core/runtime/local/pythonEnv.ts). */
+  python?: string;
   preload: string[];
   sessionPolicy: 'conversation' | 'run';
   sessionIdleMs: number;
@@ -187,7 +188,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     protocol: pick('agent.protocol'),
     toolsInlineLimit: pick<number>('toolDiscovery.inlineLimit'),
     runtime: pick('runtime'),
-    python: pick<string>('python.path') || 'python3',
+    python: pick<string>('python.path').trim() || undefined,
     preload: preloadRaw.slice(0, 64) as string[],
     sessionPolicy: pick('session.policy'),
     sessionIdleMs: pick<number>('session.idleMinutes') * 60_000,

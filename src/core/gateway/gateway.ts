@@ -14,6 +14,8 @@ import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
 import { BudgetExceeded, compileSchema, type Validator } from './schema';
 import type { ManagedTool } from './toolSet';
 import { CodeActError } from '../util/errors';
+import { pausedTime } from '../util/timeout';
+import type { ElicitationPrompt, Elicitor } from '../../common/elicitation';
 
 /**
  * What the gateway keeps of one call: a bounded summary, never the whole arguments or result, so
@@ -70,6 +72,8 @@ export type Approver = (request: ApprovalRequest) => Promise<ApprovalOutcome>;
 
 export interface GatewayOptions {
   approver?: Approver;
+  /** Asks the person what a tool's MCP server elicits (a form); without it, elicitations are declined. */
+  elicitor?: Elicitor;
   /** Overrides per tool (for example "Allow for this session"); `deny` always wins over everything. */
   policyOverride?: (tool: ManagedTool) => ApprovalPolicy | undefined;
   log?: (line: string) => void;
@@ -256,7 +260,16 @@ export class ToolGateway {
       if (answer === 'denied') throw new ToolError(`The user denied the call to "${name}".`, 'denied');
     }
     if (signal.aborted) throw new ToolError('The run was stopped.', 'failed');
-    const output = await tool.invoke(args as Record<string, unknown>, { signal, callId: request.callId });
+    // A form the tool's server asks the person to fill in waits like an approval: the clocks stop meanwhile.
+    const waits = pausedTime(request.pause);
+    const { elicitor } = this.options;
+    const elicit = elicitor && ((prompt: ElicitationPrompt, attributed: boolean) => elicitor({ ...prompt, itemId: request.itemId, ...(attributed ? { tool: name, callId: request.callId } : {}) }));
+    let output: unknown;
+    try {
+      output = await tool.invoke(args as Record<string, unknown>, { signal, callId: request.callId, pause: waits.pause, ...(elicit ? { elicit } : {}) });
+    } finally {
+      facts.waitedMs += waits.pausedMs();
+    }
     if (output === undefined) return null;
     const max = this.options.maxResultBytes ?? 16 * 1024 * 1024;
     const resultShape = measureShape(output, { ...RESULT_SHAPE, maxBytes: max });

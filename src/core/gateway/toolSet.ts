@@ -4,10 +4,15 @@
  */
 import type { ApprovalPolicy, DeclarationProblem, JsonSchema, ToolExposure } from '../../common/tools';
 import type { ToolApprovalFacts } from './approvalPolicy';
+import type { ElicitationAnswer, ElicitationPrompt } from '../../common/elicitation';
 
 export interface ToolInvokeContext {
   signal: AbortSignal;
   callId: string;
+  /** Pauses the run's clock and this call's duration while the person is asked something (an MCP elicitation). */
+  pause?: () => () => void;
+  /** Asks the person to fill in a form (an MCP server's elicitation) on the host of this call; absent where nobody can answer. */
+  elicit?: (prompt: ElicitationPrompt, attributed: boolean) => Promise<ElicitationAnswer>;
 }
 
 export interface ManagedTool {

@@ -109,6 +109,8 @@ export async function freePort(): Promise<number> {
 export interface CodeServerOptions {
   /** The .vsix to install (from `packageExtension`); none for a development run (`developmentUrl`). */
   vsix?: string;
+  /** More extensions to install beside it (.vsix files). */
+  moreVsix?: string[];
   /** The folder to open. */
   workspace: string;
   /** User settings (merged over the suite defaults). */
@@ -207,7 +209,7 @@ export class CodeServer {
     return this.output;
   }
 
-  /** Installs the .vsix with code-server's own `--install-extension`, then starts the server. */
+  /** Installs the .vsix (and `moreVsix`) with code-server's own `--install-extension`, then starts the server. */
   static async start(opts: CodeServerOptions): Promise<CodeServer> {
     if (!existsSync(CODE_SERVER_ENTRY)) throw new Error(`code-server is not installed at ${CODE_SERVER_ENTRY}: run scripts/setup-code-server.sh`);
     const dir = mkdtempSync(join(tmpdir(), 'codeact-e2e-cs-'));
@@ -229,11 +231,11 @@ export class CodeServer {
     };
 
     const common = ['--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
-    if (opts.vsix) {
-      const inst = spawnSync(process.execPath, [CODE_SERVER_ENTRY, ...common, '--install-extension', opts.vsix, '--force'], { env, encoding: 'utf8', timeout: 120_000 });
+    for (const vsix of [...(opts.vsix ? [opts.vsix] : []), ...(opts.moreVsix ?? [])]) {
+      const inst = spawnSync(process.execPath, [CODE_SERVER_ENTRY, ...common, '--install-extension', vsix, '--force'], { env, encoding: 'utf8', timeout: 120_000 });
       const instOut = `${inst.stdout ?? ''}${inst.stderr ?? ''}`;
       if (inst.status !== 0 || !/successfully installed|already installed/i.test(instOut)) {
-        throw new Error(`code-server --install-extension ${basename(opts.vsix)} failed (exit ${inst.status}):\n${instOut.trim().split('\n').slice(-20).join('\n')}`);
+        throw new Error(`code-server --install-extension ${basename(vsix)} failed (exit ${inst.status}):\n${instOut.trim().split('\n').slice(-20).join('\n')}`);
       }
     }
 

@@ -47,6 +47,8 @@ export interface CodeServerSuiteOptions {
   workspace?: () => Workspace;
   /** Environment for code-server (and so the extension host) on top of the test's. */
   env?: Record<string, string>;
+  /** More extensions (.vsix files) to install beside CodeAct. */
+  moreVsix?: () => string[];
   /** Runs after the workbench is open and trusted and the panel is made, still in `before`. */
   setup?: (suite: CodeServerSuite) => Promise<void>;
   /** Runs after a failed test's screenshot: more to print about the failure. */
@@ -91,7 +93,7 @@ export function useCodeServer(options: ModelSuiteOptions | NoModelSuiteOptions):
     } else {
       settings = options.settings;
     }
-    suite.cs = await CodeServer.start({ vsix, workspace: suite.ws.folder, settings, env: options.env, name: options.name });
+    suite.cs = await CodeServer.start({ vsix, moreVsix: options.moreVsix?.(), workspace: suite.ws.folder, settings, env: options.env, name: options.name });
     browser = await launchChromium();
     suite.wb = await Workbench.open(browser, suite.cs.folderUrl);
     suite.wb.minWaitMs = options.minWaitMs;

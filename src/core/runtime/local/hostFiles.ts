@@ -55,7 +55,7 @@ function launchOf(decl: unknown): { argv: string[]; cwd?: string } | undefined {
 }
 
 /** Where a bare program name is found on PATH (resolved from `cwd`), as the host's spawn finds it. */
-function onPath(name: string, cwd: string, envPath: string): string | undefined {
+export function onPath(name: string, cwd: string, envPath: string): string | undefined {
   for (const dir of envPath.split(path.delimiter).slice(0, 64)) {
     const candidate = path.resolve(cwd, dir || '.', name);
     if (isFile(candidate)) return candidate;

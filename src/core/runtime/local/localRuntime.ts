@@ -21,6 +21,7 @@ import { ColdGuest, makeHostWorkdir, newMarker, type GuestHandle } from './guest
 import { GuestSession } from './guestSession';
 import { resolvePython } from './python';
 import { planLaunch, type SandboxOptions } from './sandbox';
+import { firstTimeShown } from './usernsDiagnosis';
 import { WorkdirCleaner } from './workdirCleanup';
 import { Zygote, ZygoteGuest } from './zygote';
 import { newId } from '../../util/ids';
@@ -376,7 +377,7 @@ export class LocalRuntime implements Runtime {
     const marker = newMarker();
     // The host folder is made only for a launch without a sandbox.
     const plan = await planLaunch(python, guestDirFor(python.executable), { role: 'guest', marker, workdir: makeHostWorkdir }, this.options.sandbox);
-    this.warnOnce(plan.warning);
+    this.warnOnce(plan.warning, plan.info.kind === 'none');
     return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir: plan.hostWorkdir, useCgroups: this.options.cgroups !== false, cleaner: this.cleaner });
   }
 
@@ -403,7 +404,7 @@ export class LocalRuntime implements Runtime {
         onWarning: (m) => this.options.onWarning?.(m),
         cleaner: this.cleaner,
       });
-      this.warnOnce(z.plan?.warning);
+      this.warnOnce(z.plan?.warning, z.plan?.info.kind === 'none');
       this.options.log?.(`warm Python process ready${this.options.preload?.length ? ` (preloaded ${this.options.preload.join(', ')})` : ''}`);
       return z;
     })().catch((err) => {
@@ -414,11 +415,15 @@ export class LocalRuntime implements Runtime {
     return starting;
   }
 
-  private warnOnce(warning?: string): void {
-    if (warning && !this.warned) {
-      this.warned = true;
-      this.options.onWarning?.(warning);
-    }
+  /**
+   * A launch's warning, once per runtime; the fallback to no sandbox (`perProcess`) once per process (an
+   * extension session, a CLI run), however many runtimes the settings build: later ones only log it.
+   */
+  private warnOnce(warning: string | undefined, perProcess: boolean): void {
+    if (!warning || this.warned) return;
+    this.warned = true;
+    if (perProcess && !firstTimeShown(warning)) this.options.log?.(warning);
+    else this.options.onWarning?.(warning);
   }
 
   private logOnce(line: string): void {

@@ -5,6 +5,8 @@
  * to the base interpreter; resolving it would lose the venv and its packages).
  */
 import { execFile } from 'node:child_process';
+import { statSync } from 'node:fs';
+import * as path from 'node:path';
 import { CodeActError } from '../../util/errors';
 
 export interface PythonInfo {
@@ -88,20 +90,32 @@ export class PythonNotFoundError extends CodeActError {
   constructor(command: string, detail: string) {
     super(
       `Python was not found: "${command}" could not be started (${detail}). ` +
-        'Install Python 3.9 or newer, or point codeact.python (CLI: --python) at an interpreter.',
+        'Install Python 3.9 or newer, or point codeact.python.path (CLI: --python; in VS Code: CodeAct: Select Python Environment) at an interpreter.',
     );
     this.name = 'PythonNotFoundError';
   }
 }
 
 export function resolvePython(command = 'python3'): Promise<PythonInfo> {
-  let pending = cache.get(command);
+  // A venv made anew at the same path (another base Python, say) is probed anew: its pyvenv.cfg is part of the key.
+  const key = `${command}\0${venvStamp(command)}`;
+  let pending = cache.get(key);
   if (!pending) {
     pending = probe(command);
-    cache.set(command, pending);
-    pending.catch(() => cache.delete(command));
+    cache.set(key, pending);
+    pending.catch(() => cache.delete(key));
   }
   return pending;
+}
+
+function venvStamp(command: string): string {
+  if (!path.isAbsolute(command)) return '';
+  try {
+    const st = statSync(path.join(path.dirname(path.dirname(command)), 'pyvenv.cfg'));
+    return `${st.ino}:${st.mtimeMs}`;
+  } catch {
+    return '';
+  }
 }
 
 function probe(command: string): Promise<PythonInfo> {

@@ -17,6 +17,7 @@ import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgr
 import { isUnder, planWorkspaceMount, type HostRunFile, type WorkspaceMount } from './workspaceMount';
 import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCache';
 import { CodeActError } from '../../util/errors';
+import { BWRAP_NOT_FOUND, NOT_LINUX, diagnoseUserns, fallbackWarning, unavailableMessage, type UsernsDiagnosis, type UsernsHost } from './usernsDiagnosis';
 
 export type { WorkspaceMount } from './workspaceMount';
 /** The descriptor bwrap reads the seccomp program from (stdio index 4 of the launch). */
@@ -53,6 +54,8 @@ export interface SandboxOptions {
    * inside a `readwrite` workspace.
    */
   hostRunPaths?: HostRunFile[];
+  /** Where the diagnosis of a failing bubblewrap looks (usernsDiagnosis.ts; default: this machine). */
+  host?: UsernsHost;
 }
 
 export const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
@@ -89,6 +92,8 @@ export interface LaunchPlan {
   placeholders?: string[];
   /** Where the workspace is mounted in the sandbox, when it is. */
   workspacePath?: string;
+  /** Mounts under /tmp or /dev/shm (the workspace, a venv) a forked guest carries over its private tmpfs. */
+  keepMounts?: string[];
   /** The host folder the launch made for itself through `LaunchRequest.workdir` (removed on release). */
   hostWorkdir?: string;
   /** Environment every guest of this launch gets besides the minimal one (matplotlib's folders); forked guests too. */
@@ -117,9 +122,12 @@ interface ProbeResult {
   bwrap: string | null;
   /** Why bubblewrap cannot install the seccomp filter here, or null. */
   seccomp: string | null;
+  /** Why bubblewrap cannot run here and what to do, when it cannot. */
+  diagnosis?: UsernsDiagnosis;
 }
 
-let sandboxProbe: Promise<ProbeResult> | undefined;
+/** Probed once per process for each bwrap and host (a few: bounded). */
+const sandboxProbes = new Map<string, Promise<ProbeResult>>();
 
 /** The options every launch uses (bwrap before 0.8 lacks --disable-userns and --size). */
 const PROBE_ARGS = [
@@ -138,7 +146,7 @@ function tryBwrap(bwrapPath: string, program?: Buffer): Promise<string | null> {
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
     child.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      resolve(err.code === 'ENOENT' ? 'bubblewrap (bwrap) is not installed' : `bwrap failed: ${err.message}`);
+      resolve(err.code === 'ENOENT' ? BWRAP_NOT_FOUND : `bwrap failed: ${err.message}`);
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -149,9 +157,13 @@ function tryBwrap(bwrapPath: string, program?: Buffer): Promise<string | null> {
 }
 
 /** Whether bubblewrap works here, and whether it can install the seccomp filter (probed once per process). */
-export function probeSandbox(bwrapPath = 'bwrap'): Promise<ProbeResult> {
-  if (process.platform !== 'linux') return Promise.resolve({ bwrap: 'bubblewrap is Linux-only', seccomp: 'bubblewrap is Linux-only' });
-  sandboxProbe ??= (async (): Promise<ProbeResult> => {
+export function probeSandbox(bwrapPath = 'bwrap', host?: UsernsHost): Promise<ProbeResult> {
+  if (process.platform !== 'linux') return Promise.resolve({ bwrap: 'bubblewrap is Linux-only', seccomp: 'bubblewrap is Linux-only', diagnosis: NOT_LINUX });
+  const key = JSON.stringify([bwrapPath, host ?? null]);
+  const known = sandboxProbes.get(key);
+  if (known) return known;
+  if (sandboxProbes.size >= 16) sandboxProbes.clear();
+  const probe = (async (): Promise<ProbeResult> => {
     const arch = hostSeccompArch();
     if (!arch) {
       const bwrap = await tryBwrap(bwrapPath);
@@ -161,8 +173,9 @@ export function probeSandbox(bwrapPath = 'bwrap'): Promise<ProbeResult> {
     if (!withFilter) return { bwrap: null, seccomp: null };
     const bwrap = await tryBwrap(bwrapPath);
     return { bwrap, seccomp: bwrap ? withFilter : `bubblewrap could not install the seccomp filter (${withFilter})` };
-  })();
-  return sandboxProbe;
+  })().then((r) => (r.bwrap ? { ...r, diagnosis: diagnoseUserns(r.bwrap, bwrapPath, host) } : r));
+  sandboxProbes.set(key, probe);
+  return probe;
 }
 
 /** Resolves to null when bubblewrap works here, else the reason it does not. */
@@ -231,18 +244,10 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
     throw new SandboxUnavailableError('codeact.sandbox.kind "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
   }
   if (kind === 'auto' || kind === 'bubblewrap') {
-    const probe = await probeSandbox(options.bwrapPath);
-    const reason = probe.bwrap;
-    if (!reason) return bwrapPlan(python, guestDir, request, options, probe.seccomp);
-    if (kind === 'bubblewrap') {
-      throw new SandboxUnavailableError(
-        `codeact.sandbox.kind is "bubblewrap" but ${reason}. Install it (Debian/Ubuntu: sudo apt-get install bubblewrap), ` +
-          'or set codeact.sandbox.kind to "auto" to fall back to an unsandboxed process.',
-      );
-    }
-    warning =
-      `Code runs without a sandbox: ${reason}. It can read your files, use the network, and read this process's environment through /proc, API keys included. ` +
-      'Install bubblewrap to isolate it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap), or set codeact.sandbox.kind to "none" to silence this warning.';
+    const probe = await probeSandbox(options.bwrapPath, options.host);
+    if (!probe.diagnosis) return bwrapPlan(python, guestDir, request, options, probe.seccomp);
+    if (kind === 'bubblewrap') throw new SandboxUnavailableError(unavailableMessage(probe.diagnosis));
+    warning = fallbackWarning(probe.diagnosis);
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
   const workdir = typeof request.workdir === 'function' ? request.workdir() : request.workdir;
@@ -332,12 +337,6 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // fontconfig's configuration and cache (matplotlib and Pillow find fonts through them; without them every
   // plot prints "Fontconfig error: Cannot load default config file").
   for (const p of FONT_PATHS) args.push('--ro-bind', p, p);
-  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside
-  // /usr): its prefixes and site-packages. Of editable installs of other projects (folders .pth files add
-  // to sys.path), only each package's own folder: never the project around it (.env, .ssh, other source).
-  for (const p of mountRoots([python.executable, ...(python.roots ?? [python.prefix, python.basePrefix]), ...(python.editable ?? [])])) {
-    args.push('--ro-bind', p, p);
-  }
   // Storage: the working directory, /tmp and /dev/shm are each a tmpfs of fileSize; everything else is read-only.
   // /proc is read-only: started by root, the code runs as the host's root (no capabilities, but sysctls
   // check only the uid), and through a writable /proc/sys it could set kernel.core_pattern and run a
@@ -364,6 +363,16 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     workspace = view.mode;
   }
   const workspacePath = workspace === 'none' ? undefined : options.workspace;
+  // The interpreter and its libraries, read-only, at their own paths (pyenv, venvs, conda live outside
+  // /usr): its prefixes and site-packages. Of editable installs of other projects (folders .pth files add
+  // to sys.path), only each package's own folder: never the project around it (.env, .ssh, other source).
+  // After /tmp's tmpfs (a project's venv under /tmp is not hidden by it) and after the workspace (the
+  // folder's own .venv stays read-only in a writable workspace).
+  const interpreter = mountRoots([python.executable, ...(python.roots ?? [python.prefix, python.basePrefix]), ...(python.editable ?? [])]);
+  for (const p of interpreter) args.push('--ro-bind', p, p);
+  // A forked guest mounts a private /tmp and /dev/shm: the mounts under them are carried over (each mount tree once).
+  const underTmp = [...(workspacePath ? [workspacePath] : []), ...interpreter].filter((p) => isUnder(p, '/tmp') || isUnder(p, '/dev/shm'));
+  const keepMounts = underTmp.filter((p) => !underTmp.some((q) => q !== p && isUnder(p, q)));
   // bwrap's own root and /dev are tmpfs the code could fill: read-only once everything is mounted.
   args.push('--remount-ro', '/dev', '--remount-ro', '/');
   args.push('--chdir', SANDBOX_WORKDIR);
@@ -388,6 +397,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
     guestSeccomp,
     placeholders,
     workspacePath,
+    keepMounts,
   };
 }
 

@@ -157,8 +157,8 @@ export class Zygote {
         tmp_size: plan.rlimits.fsize,
         // The strict seccomp filter the guest stacks on itself before user code runs.
         seccomp: plan.guestSeccomp ? plan.guestSeccomp.toString('base64') : undefined,
-        // A workspace under /tmp or /dev/shm would vanish under the guest's private tmpfs: it is carried over.
-        keep: plan.workspacePath ? [plan.workspacePath] : [],
+        // A workspace or a venv under /tmp or /dev/shm would vanish under the guest's private tmpfs: it is carried over.
+        keep: plan.keepMounts ?? (plan.workspacePath ? [plan.workspacePath] : []),
         env: minimalEnv(workdir, sandboxed ? plan.guestEnv : { ...plan.guestEnv, CODEACT_RUN: marker }),
       });
     });
@@ -222,7 +222,7 @@ export class Zygote {
         if (failed.length) {
           this.o.onWarning?.(
             `codeact.python.preload: ${failed.map((f: any) => `"${String(f.module)}" could not be imported (${String(f.error).slice(0, 200)})`).join('; ')}. ` +
-              'Install it in the interpreter CodeAct uses (codeact.python), or remove it from the list.',
+              'Install it in the interpreter CodeAct uses (the status bar names it; codeact.python.path or the folder\'s .venv), or remove it from the list.',
           );
         }
         if (Number(frame.threads) > 1) {

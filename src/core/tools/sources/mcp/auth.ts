@@ -21,6 +21,11 @@ import type { McpOAuthConfig } from '../../../../common/tools';
 
 export { McpSignInError } from './authRedirect';
 
+/** A sign-in that failed or was declined; its message starts "could not ...". */
+export class McpSignInProblem extends Error {}
+/** A background request found a server that needs sign-in (the host was asked to offer it). */
+export class McpSignInRequired extends McpSignInProblem {}
+
 /** What a sign-in shows the user. */
 export interface McpSignInPrompt {
   label: string;

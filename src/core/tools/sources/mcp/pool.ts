@@ -8,27 +8,23 @@
 import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { McpOAuthConfig } from '../../../../common/tools';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitationAnswer, ElicitationPrompt } from '../../../../common/elicitation';
 import { raceAbort } from '../../../util/abort';
+import { RunClock, withTimeout } from '../../../util/timeout';
+import { answerElicitation, type ElicitingCall } from './elicitation';
 import { CODEACT_VERSION } from '../../../util/version';
 import { spawnFailure, tail } from '../processes';
-import { McpOAuthProvider, type McpAuthHost } from './auth';
+import { McpOAuthProvider, McpSignInProblem, McpSignInRequired, type McpAuthHost } from './auth';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
-import { StdioServerTransport, type McpFloodLimits, type StdioServerSpec } from './stdioTransport';
+import { StdioServerTransport, type McpFloodLimits } from './stdioTransport';
 export { MCP_FLOOD_LIMITS } from './stdioTransport';
+import { mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
+export { mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
 
 export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
-
-export type McpServerSpec = StdioServerSpec | McpHttpServerSpec;
-export interface McpHttpServerSpec {
-  kind: 'http';
-  url: string;
-  /** `mcp.oauth` of the declaration (a pre-registered client, scopes). */
-  oauth?: McpOAuthConfig;
-}
 
 export interface McpPoolOptions {
   /** Spawn + `initialize` handshake; default 30 s. */
@@ -55,37 +51,14 @@ export interface McpCallOptions {
    * `callTool`, false for `listTools`.
    */
   interactive?: boolean;
+  /** Pauses the run's clock while the person fills in a form the server asked for, or signs in (the call's own timeout pauses too). */
+  pause?: () => () => void;
+  /** Asks the person for what the server elicits during this call; without it, an elicitation is declined. */
+  elicit?: (prompt: ElicitationPrompt, attributed: boolean) => Promise<ElicitationAnswer>;
 }
 
-/** A short human name of the server, safe to show (no environment, no URL query). */
-export function mcpServerLabel(spec: McpServerSpec): string {
-  if (spec.kind === 'http') {
-    try {
-      const u = new URL(spec.url);
-      return `MCP server at ${u.origin}${u.pathname}`;
-    } catch {
-      return 'MCP server at an invalid URL';
-    }
-  }
-  const cmd = spec.argv.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
-  return `MCP server "${cmd.length > 120 ? cmd.slice(0, 119) + '…' : cmd}"`;
-}
-
-export function serverKey(spec: McpServerSpec): string {
-  return spec.kind === 'http'
-    ? JSON.stringify(['http', spec.url, spec.oauth?.clientId ?? null, spec.oauth?.scope ?? null])
-    : JSON.stringify(['stdio', spec.argv, spec.cwd, Object.entries(spec.env).sort(([a], [b]) => (a < b ? -1 : 1))]);
-}
-
-/** The error of a tool the server does not have: it lists the tools the server has. */
-export function missingToolMessage(spec: McpServerSpec, tool: string, tools: Tool[]): string {
-  const names = tools.map((t) => t.name).sort();
-  return (
-    `the ${mcpServerLabel(spec)} has no tool "${tool}". ` +
-    (names.length ? `Its tools: ${names.join(', ')}.` : 'It lists no tools.') +
-    ' Fix "mcp.tool" in codeact.tools.'
-  );
-}
+/** The SDK's own request timeout is left out of it (its expiry would cancel `initialize`); the longest timer Node has. */
+const NO_SDK_TIMEOUT = 2_147_483_647;
 
 interface Connection {
   key: string;
@@ -97,6 +70,8 @@ interface Connection {
   auth?: McpOAuthProvider;
   tools?: Promise<Tool[]>;
   closed: boolean;
+  /** Its `tools/call` requests in flight, oldest first (what an elicitation is asked on). */
+  calls: Set<ElicitingCall>;
 }
 
 interface Entry {
@@ -187,10 +162,43 @@ export class McpClientPool {
     const conn = await this.connection(spec, signal, interactive);
     const tools = await this.toolsOf(conn, options);
     if (!tools.some((t) => t.name === tool)) throw new Error(`failed: ${missingToolMessage(spec, tool, tools)}`);
+    // Each request has its own signal: stopping this call cancels this request only, and once it is answered
+    // nothing cancels it (the SDK never removes its abort listener from the signal it is given). The timeout
+    // is a RunClock, paused while the person fills in a form the server asked for.
+    const own = new AbortController();
+    const clock = new RunClock();
+    const onStop = () => own.abort(signal?.reason);
+    if (signal?.aborted) onStop();
+    else signal?.addEventListener('abort', onStop, { once: true });
+    clock.start(timeoutMs, () => own.abort(new McpError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: timeoutMs })));
+    const call: ElicitingCall = {
+      signal: own.signal,
+      elicit: options.elicit,
+      pause: () => {
+        const resumeClock = clock.pause();
+        const resumeRun = options.pause?.();
+        return () => {
+          resumeClock();
+          resumeRun?.();
+        };
+      },
+    };
+    conn.calls.add(call);
     try {
-      return await this.withSignIn(conn, interactive, signal, async () => (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as McpCallResult);
+      // A sign-in in the middle (the grant ran out, more scopes) does not count against the call's timeout.
+      return await this.withSignIn(
+        conn,
+        interactive,
+        signal,
+        async () => (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal: own.signal, timeout: NO_SDK_TIMEOUT })) as McpCallResult,
+        call.pause,
+      );
     } catch (e) {
       throw this.callError(conn, tool, e, signal, timeoutMs);
+    } finally {
+      clock.stop();
+      signal?.removeEventListener('abort', onStop);
+      conn.calls.delete(call);
     }
   }
 
@@ -237,8 +245,12 @@ export class McpClientPool {
   private async open(spec: McpServerSpec, key: string, entry: Entry, interactive: boolean, attempt = 0): Promise<Connection> {
     const label = mcpServerLabel(spec);
     const lifetime = this.lifetime.signal;
-    const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: boundedSchemaValidator });
-    const conn: Connection = { key, spec, label, client, closed: false };
+    // Form elicitation only: URL mode (a link to open, then a completion notification) is not supported.
+    const client = new Client(CLIENT_INFO, { capabilities: { elicitation: { form: {} } }, jsonSchemaValidator: boundedSchemaValidator });
+    const conn: Connection = { key, spec, label, client, closed: false, calls: new Set() };
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) =>
+      answerElicitation(request.params, { server: label, calls: [...conn.calls], signal: extra.signal, log: this.options.log }),
+    );
     let transport: Transport;
     if (spec.kind === 'stdio') {
       conn.stdio = new StdioServerTransport(spec, this.closeGraceMs, this.options.floodLimits);
@@ -270,7 +282,14 @@ export class McpClientPool {
     });
     this.options.log?.(`starting ${label}`);
     try {
-      await client.connect(transport, { timeout: this.connectTimeoutMs, signal: lifetime });
+      // `initialize` is never cancelled (MCP forbids it): neither the deadline nor closing the pool sends
+      // notifications/cancelled for it; they close the connection instead (closeConnection below).
+      const handshake = client.connect(transport, { timeout: NO_SDK_TIMEOUT });
+      await withTimeout(
+        raceAbort(handshake, lifetime, () => new Error('the MCP connections were closed')),
+        this.connectTimeoutMs,
+        () => new McpError(ErrorCode.RequestTimeout, 'the handshake timed out'),
+      );
     } catch (e) {
       if (e instanceof UnauthorizedError && conn.auth?.needsSignIn && !lifetime.aborted && attempt === 0) {
         // The server wants OAuth: the SDK found its authorization server and made the authorization URL.
@@ -313,13 +332,18 @@ export class McpClientPool {
   }
 
   /** Runs `fn`; when the server asks for sign-in on the open connection (the grant ran out, more scopes), signs in once (see completeSignIn) and runs it again. */
-  private async withSignIn<T>(conn: Connection, interactive: boolean, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+  private async withSignIn<T>(conn: Connection, interactive: boolean, signal: AbortSignal | undefined, fn: () => Promise<T>, pause?: () => () => void): Promise<T> {
     try {
       return await fn();
     } catch (e) {
       if (!(e instanceof UnauthorizedError && conn.auth?.needsSignIn)) throw e;
     }
-    await this.completeSignIn(conn, interactive, signal);
+    const resume = interactive ? pause?.() : undefined;
+    try {
+      await this.completeSignIn(conn, interactive, signal);
+    } finally {
+      resume?.();
+    }
     return fn();
   }
 
@@ -429,11 +453,6 @@ export class McpClientPool {
     return new Error(`failed: the ${conn.label} answered ${isList ? 'tools/list' : `"${what}"`} with an error: ${e.message.replace(/^MCP error -?\d+: /, '')}`);
   }
 }
-
-/** A sign-in that failed or was declined; its message starts "could not ...". */
-export class McpSignInProblem extends Error {}
-/** A background request found a server that needs sign-in (the host was asked to offer it). */
-export class McpSignInRequired extends McpSignInProblem {}
 
 function isTransportFailure(e: unknown): boolean {
   const err = e as Error | undefined;

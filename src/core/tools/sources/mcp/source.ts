@@ -121,7 +121,7 @@ export function createMcpTool(decl: ToolDeclaration, ctx: McpToolContext): McpTo
     group: mcpServerLabel(spec),
     invoke: async (args, c) => {
       try {
-        return mcpResultValue(await pool.callTool(spec, source.tool, args, { signal: c.signal }));
+        return mcpResultValue(await pool.callTool(spec, source.tool, args, { signal: c.signal, pause: c.pause, elicit: c.elicit }));
       } catch (e) {
         throw new Error(`Tool "${decl.name}" ${(e as Error).message}`);
       }
