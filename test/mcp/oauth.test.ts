@@ -157,6 +157,17 @@ describe('MCP OAuth sign-in', () => {
     assert.equal(server.registrations.length, 2);
   });
 
+  it('opens only an HTTPS sign-in page (HTTP only on this machine): the address comes from the server', async () => {
+    await server.close();
+    server = await startOAuthMcpServer({ authorizationEndpoint: 'http://sign-in.example.com/authorize' });
+    const h = host();
+    await assert.rejects(
+      pool(h.host).callTool({ kind: 'http', url: server.url }, 'add', { a: 1, b: 1 }),
+      /could not sign in to the MCP server at .*: its authorization server's sign-in page \(http:\/\/sign-in\.example\.com\/authorize\) is not an HTTPS URL, so CodeAct does not open it\./,
+    );
+    assert.equal(h.prompts.length, 0);
+  });
+
   it('uses a configured client id instead of registering', async () => {
     await server.close();
     server = await startOAuthMcpServer({ registration: false, preRegistered: { client_id: 'my-app', redirect_uris: ['loopback'] } });

@@ -21,6 +21,8 @@ export interface OAuthServerOptions {
   preRegistered?: Client;
   /** Offer dynamic client registration (default true). */
   registration?: boolean;
+  /** The authorization endpoint the metadata names (default: this server's /authorize). */
+  authorizationEndpoint?: string;
   /** Lifetime of access tokens in seconds (default 3600). */
   expiresIn?: number;
 }
@@ -93,7 +95,7 @@ export async function startOAuthMcpServer(options: OAuthServerOptions = {}): Pro
     if (req.method === 'GET' && u.pathname === '/.well-known/oauth-authorization-server') {
       return json(res, 200, {
         issuer: origin,
-        authorization_endpoint: `${origin}/authorize`,
+        authorization_endpoint: options.authorizationEndpoint ?? `${origin}/authorize`,
         token_endpoint: `${origin}/token`,
         ...(options.registration === false ? {} : { registration_endpoint: `${origin}/register` }),
         response_types_supported: ['code'],

@@ -73,6 +73,11 @@ function loopbackPort(uri: unknown): number | undefined {
   }
 }
 
+function isSignInPage(url: URL): boolean {
+  if (url.protocol === 'https:') return true;
+  return url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+}
+
 /** The SDK's OAuth client provider for one server: storage, loopback redirect, and the user's sign-in. */
 export class McpOAuthProvider implements OAuthClientProvider {
   private verifier?: string;
@@ -183,6 +188,10 @@ export class McpOAuthProvider implements OAuthClientProvider {
     const state = this.pendingState;
     this.pendingUrl = undefined;
     if (!authorizationUrl || !state) throw new McpSignInError(`the ${this.label} needs sign-in, but no sign-in was started. Try again.`);
+    // The address comes from the server's metadata: only a web page is opened, over HTTPS unless it is on this machine.
+    if (!isSignInPage(authorizationUrl)) {
+      throw new McpSignInError(`its authorization server's sign-in page (${authorizationUrl.protocol}//${authorizationUrl.host}${authorizationUrl.pathname}) is not an HTTPS URL, so CodeAct does not open it.`);
+    }
     let listener;
     try {
       listener = await startLoopbackRedirect({ port: this.port, state, label: this.label, timeoutMs: this.host.signInTimeoutMs ?? SIGN_IN_WAIT_MS, signal });
