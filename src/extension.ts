@@ -7,6 +7,8 @@ import { ApprovalStatus } from './vscode/approvalStatus';
 import { ChatPanels, exportNotebook } from './vscode/chatPanel';
 import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
 import { CodeActNotebookKernel } from './vscode/notebook/kernel';
+import { registerMcpSignIn } from './vscode/mcpAuth';
+import { vscodeMcpSignInApis } from './vscode/mcpAuth.apis';
 import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
 import { DEFAULT_MODELS, PROVIDER_NAMES } from './vscode/providers';
@@ -31,6 +33,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   const log = vscode.window.createOutputChannel('CodeAct', { log: true });
   const secrets = new Secrets(context.secrets);
   const service = new CodeActService(context, log, secrets);
+  const mcpSignIn = registerMcpSignIn(vscodeMcpSignInApis(context.secrets), log);
   active = service;
   const panels = new ChatPanels(context, service);
   const inline = new InlineResults(service);
@@ -107,6 +110,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   });
   command('codeact.clearApiKey', () => secrets.clearKey());
   command('codeact.setJupyterToken', () => secrets.promptForJupyterToken());
+  command('codeact.mcpSignOut', () => mcpSignIn.signOut());
   command('codeact.selectModel', async () => {
     const current = service.settings;
     const providers = PROVIDERS.map((p) => ({ label: p.label, description: p.id === current.provider ? 'current' : undefined, id: p.id }));

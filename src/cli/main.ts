@@ -5,12 +5,15 @@
  *   codeact tools [--workspace DIR] [--json]
  *   codeact chat "<prompt>" --provider P --model M [options]
  *   codeact trust [DIR] | --revoke [DIR] | --list
+ *   codeact mcp list | sign-out URL|--all
  *
  * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
  */
 import { errorCategory } from '../core/util/errors';
 import { CODEACT_VERSION } from '../core/util/version';
+import { configureDefaultMcpAuth } from '../core/tools/sources/mcp/pool';
 import { chatCommand } from './chat';
+import { cliMcpAuthHost, mcpCommand } from './mcpAuth';
 import { runCommand } from './run';
 import { toolsCommand } from './tools';
 import { trustCommand } from './trust';
@@ -22,6 +25,7 @@ const USAGE = `Usage:
   codeact tools [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--trust-workspace] [--json]
   codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M [options]
   codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list
+  codeact mcp list | codeact mcp sign-out URL|--all
   codeact --help | --version
 
 A folder's .vscode/settings.json is obeyed in full only once the folder is trusted (codeact trust);
@@ -32,6 +36,8 @@ Run "codeact <command> --help" for a command's options.`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Remote MCP servers that ask for OAuth: sign in (the URL is printed), tokens in the config folder.
+  configureDefaultMcpAuth(cliMcpAuthHost());
   try {
     switch (command) {
       case 'run':
@@ -42,6 +48,8 @@ export async function main(argv: string[]): Promise<number> {
         return await chatCommand(rest);
       case 'trust':
         return await trustCommand(rest);
+      case 'mcp':
+        return await mcpCommand(rest);
       case '--version':
       case '-v':
         process.stdout.write(`${CODEACT_VERSION}\n`);

@@ -38,6 +38,18 @@ export interface McpSource {
   url?: string;
   tool: string;
   env?: string[];
+  /** OAuth of an HTTP server (`url`): a pre-registered client instead of dynamic client registration, and the scopes to ask for. */
+  oauth?: McpOAuthConfig;
+}
+
+/** `mcp.oauth` of a declaration. Sign-in itself needs none of it: a server that asks for OAuth gets it (discovery + dynamic registration). */
+export interface McpOAuthConfig {
+  /** A client id registered with the server's authorization server (when it does not offer dynamic client registration). */
+  clientId?: string;
+  /** The secret of a confidential pre-registered client (most sign-ins use PKCE with no secret). */
+  clientSecret?: string;
+  /** Space-separated scopes to ask for when neither the server's 401 nor its metadata names any. */
+  scope?: string;
 }
 
 export interface ToolDeclaration {

@@ -6,6 +6,7 @@
 import { toolSetFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
+import { defaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { installOptionsFrom } from '../core/config/install';
 import type { Approvals } from './approvals';
@@ -67,7 +68,8 @@ export class WorkspaceTools {
   private async resolvedTools(folder: string | undefined): Promise<ToolSet> {
     const set = this.toolSet(folder);
     if (!set.tools.some((t) => t.source === 'mcp')) return set;
-    const key = JSON.stringify([folder, this.deps.settings(folder).tools]);
+    // A sign-in (or sign-out) of an MCP server lists the tools again.
+    const key = JSON.stringify([folder, this.deps.settings(folder).tools, defaultMcpPool().authGeneration]);
     if (this.mcpResolved?.key !== key) this.mcpResolved = { key, set: resolveMcpTools(set) };
     return this.mcpResolved.set;
   }

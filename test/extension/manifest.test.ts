@@ -22,6 +22,7 @@ describe('extension manifest', () => {
     assert.equal(titles['codeact.setApiKey'], 'CodeAct: Set API Key…');
     assert.equal(titles['codeact.selectModel'], 'CodeAct: Select Provider and Model…');
     assert.equal(titles['codeact.showLog'], 'CodeAct: Show Log');
+    assert.equal(titles['codeact.mcpSignOut'], 'CodeAct: Sign Out of MCP Server…');
   });
 
   it('has Python menus, keybindings, a view container with the chat webview, and a walkthrough', () => {

@@ -5,6 +5,7 @@
  * the declaration lists, in their own process group; `dispose()` closes every connection and kills the
  * stdio servers' whole process trees.
  */
+import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -15,14 +16,15 @@ import { RunClock, withTimeout } from '../../../util/timeout';
 import { answerElicitation, type ElicitingCall } from './elicitation';
 import { CODEACT_VERSION } from '../../../util/version';
 import { spawnFailure, tail } from '../processes';
+import { McpOAuthProvider, McpSignInProblem, McpSignInRequired, type McpAuthHost } from './auth';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
-import { StdioServerTransport, type McpFloodLimits, type StdioServerSpec } from './stdioTransport';
+import { StdioServerTransport, type McpFloodLimits } from './stdioTransport';
 export { MCP_FLOOD_LIMITS } from './stdioTransport';
+import { mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
+export { mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
 
 export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
-
-export type McpServerSpec = StdioServerSpec | { kind: 'http'; url: string };
 
 export interface McpPoolOptions {
   /** Spawn + `initialize` handshake; default 30 s. */
@@ -35,13 +37,21 @@ export interface McpPoolOptions {
   listLimits?: Partial<McpListLimits>;
   /** What a stdio server may send unasked, and backpressure on its output; defaults in {@link MCP_FLOOD_LIMITS}. */
   floodLimits?: Partial<McpFloodLimits>;
+  /** OAuth sign-in to HTTP servers that ask for it (./auth). Without it, such a server's 401 is an error. */
+  auth?: McpAuthHost;
   log?: (line: string) => void;
 }
 
 export interface McpCallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
-  /** Pauses the run's clock while the person fills in a form the server asked for (the call's own timeout pauses too). */
+  /**
+   * The user asked for this (a tool call): a server that needs sign-in gets it (the host asks, then
+   * opens the browser). Otherwise (a background listing) the host only offers it. Default: true for
+   * `callTool`, false for `listTools`.
+   */
+  interactive?: boolean;
+  /** Pauses the run's clock while the person fills in a form the server asked for, or signs in (the call's own timeout pauses too). */
   pause?: () => () => void;
   /** Asks the person for what the server elicits during this call; without it, an elicitation is declined. */
   elicit?: (prompt: ElicitationPrompt, attributed: boolean) => Promise<ElicitationAnswer>;
@@ -50,36 +60,6 @@ export interface McpCallOptions {
 /** The SDK's own request timeout is left out of it (its expiry would cancel `initialize`); the longest timer Node has. */
 const NO_SDK_TIMEOUT = 2_147_483_647;
 
-/** A short human name of the server, safe to show (no environment, no URL query). */
-export function mcpServerLabel(spec: McpServerSpec): string {
-  if (spec.kind === 'http') {
-    try {
-      const u = new URL(spec.url);
-      return `MCP server at ${u.origin}${u.pathname}`;
-    } catch {
-      return 'MCP server at an invalid URL';
-    }
-  }
-  const cmd = spec.argv.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
-  return `MCP server "${cmd.length > 120 ? cmd.slice(0, 119) + '…' : cmd}"`;
-}
-
-export function serverKey(spec: McpServerSpec): string {
-  return spec.kind === 'http'
-    ? JSON.stringify(['http', spec.url])
-    : JSON.stringify(['stdio', spec.argv, spec.cwd, Object.entries(spec.env).sort(([a], [b]) => (a < b ? -1 : 1))]);
-}
-
-/** The error of a tool the server does not have: it lists the tools the server has. */
-export function missingToolMessage(spec: McpServerSpec, tool: string, tools: Tool[]): string {
-  const names = tools.map((t) => t.name).sort();
-  return (
-    `the ${mcpServerLabel(spec)} has no tool "${tool}". ` +
-    (names.length ? `Its tools: ${names.join(', ')}.` : 'It lists no tools.') +
-    ' Fix "mcp.tool" in codeact.tools.'
-  );
-}
-
 interface Connection {
   key: string;
   spec: McpServerSpec;
@@ -87,6 +67,7 @@ interface Connection {
   client: Client;
   stdio?: StdioServerTransport;
   http?: StreamableHTTPClientTransport;
+  auth?: McpOAuthProvider;
   tools?: Promise<Tool[]>;
   closed: boolean;
   /** Its `tools/call` requests in flight, oldest first (what an elicitation is asked on). */
@@ -95,6 +76,8 @@ interface Connection {
 
 interface Entry {
   promise: Promise<Connection>;
+  spec: McpServerSpec;
+  interactive: boolean;
   conn?: Connection;
 }
 
@@ -127,6 +110,18 @@ export class McpClientPool {
     this.listLimits = { ...MCP_LIST_LIMITS, ...options.listLimits };
   }
 
+  private signIns = 0;
+
+  /** Changes with every sign-in and sign-out: a host that caches tool listings lists again when it changed. */
+  get authGeneration(): number {
+    return this.signIns;
+  }
+
+  /** Sets (or removes) OAuth sign-in for connections opened from now on. */
+  setAuth(auth: McpAuthHost | undefined): void {
+    this.options.auth = auth;
+  }
+
   /** Servers with an open (or opening) connection. */
   get size(): number {
     return this.entries.size;
@@ -134,8 +129,25 @@ export class McpClientPool {
 
   /** The server's tools (`tools/list`, every page, within the list limits), cached per connection until the server says they changed. */
   async listTools(spec: McpServerSpec, options: McpCallOptions = {}): Promise<Tool[]> {
-    const conn = await this.connection(spec, options.signal);
+    const conn = await this.connection(spec, options.signal, options.interactive ?? false);
     return this.toolsOf(conn, options);
+  }
+
+  /**
+   * Signs in to an HTTP server that asks for OAuth (the host asks the user, then opens the browser), by
+   * connecting to it as a request of the user's. Resolves when connected; a server that needs no
+   * sign-in just connects.
+   */
+  async signIn(spec: McpServerSpec, options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.connection(spec, options.signal, true);
+  }
+
+  /** Closes the connections to the HTTP server at `url` (after a sign-out: the next use signs in again). */
+  async closeServer(url: string): Promise<void> {
+    this.signIns++;
+    const entries = [...this.entries.entries()].filter(([, e]) => e.spec.kind === 'http' && e.spec.url === url);
+    for (const [key] of entries) this.entries.delete(key);
+    await Promise.allSettled(entries.map(async ([, e]) => this.closeConnection(await e.promise)));
   }
 
   /**
@@ -146,7 +158,8 @@ export class McpClientPool {
   async callTool(spec: McpServerSpec, tool: string, args: Record<string, unknown>, options: McpCallOptions = {}): Promise<McpCallResult> {
     const signal = options.signal;
     const timeoutMs = options.timeoutMs ?? this.callTimeoutMs;
-    const conn = await this.connection(spec, signal);
+    const interactive = options.interactive ?? true;
+    const conn = await this.connection(spec, signal, interactive);
     const tools = await this.toolsOf(conn, options);
     if (!tools.some((t) => t.name === tool)) throw new Error(`failed: ${missingToolMessage(spec, tool, tools)}`);
     // Each request has its own signal: stopping this call cancels this request only, and once it is answered
@@ -172,7 +185,14 @@ export class McpClientPool {
     };
     conn.calls.add(call);
     try {
-      return (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal: own.signal, timeout: NO_SDK_TIMEOUT })) as McpCallResult;
+      // A sign-in in the middle (the grant ran out, more scopes) does not count against the call's timeout.
+      return await this.withSignIn(
+        conn,
+        interactive,
+        signal,
+        async () => (await conn.client.callTool({ name: tool, arguments: args }, undefined, { signal: own.signal, timeout: NO_SDK_TIMEOUT })) as McpCallResult,
+        call.pause,
+      );
     } catch (e) {
       throw this.callError(conn, tool, e, signal, timeoutMs);
     } finally {
@@ -201,25 +221,28 @@ export class McpClientPool {
 
   // -- internals ------------------------------------------------------------------------------
 
-  private connection(spec: McpServerSpec, signal?: AbortSignal): Promise<Connection> {
+  private connection(spec: McpServerSpec, signal?: AbortSignal, interactive = false): Promise<Connection> {
     const key = serverKey(spec);
     let entry = this.entries.get(key);
     if (!entry || entry.conn?.closed) {
-      const e: Entry = { promise: undefined as unknown as Promise<Connection> };
-      e.promise = this.open(spec, key, e);
+      const e: Entry = { promise: undefined as unknown as Promise<Connection>, spec, interactive };
+      e.promise = this.open(spec, key, e, interactive);
       e.promise.catch(() => {
         if (this.entries.get(key) === e) this.entries.delete(key);
       });
       this.entries.set(key, e);
       entry = e;
     }
+    const joined = entry;
     return abortable(entry.promise, signal).catch((e) => {
       if (signal?.aborted) throw new Error(`was stopped while the ${mcpServerLabel(spec)} started.`);
+      // A background listing found that sign-in is needed while this request of the user's waited for it.
+      if (e instanceof McpSignInRequired && interactive && !joined.interactive) return this.connection(spec, signal, true);
       throw e;
     });
   }
 
-  private async open(spec: McpServerSpec, key: string, entry: Entry): Promise<Connection> {
+  private async open(spec: McpServerSpec, key: string, entry: Entry, interactive: boolean, attempt = 0): Promise<Connection> {
     const label = mcpServerLabel(spec);
     const lifetime = this.lifetime.signal;
     // Form elicitation only: URL mode (a link to open, then a completion notification) is not supported.
@@ -235,7 +258,11 @@ export class McpClientPool {
       this.processes.add(conn.stdio);
       this.updateExitHook();
     } else {
-      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch: cappedFetch() });
+      const fetch = cappedFetch();
+      if (this.options.auth) conn.auth = await McpOAuthProvider.open(this.options.auth, spec, label);
+      // An expired access token is refreshed before it is sent (a server's 401 would also do it).
+      if (conn.auth?.expired) await auth(conn.auth, { serverUrl: spec.url, fetchFn: fetch }).catch((e) => this.options.log?.(`${label}: refreshing the sign-in failed: ${(e as Error).message}`));
+      conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch, authProvider: conn.auth });
       transport = conn.http;
     }
     client.onerror = (e) => this.options.log?.(`${label}: ${e.message}`);
@@ -264,6 +291,15 @@ export class McpClientPool {
         () => new McpError(ErrorCode.RequestTimeout, 'the handshake timed out'),
       );
     } catch (e) {
+      if (e instanceof UnauthorizedError && conn.auth?.needsSignIn && !lifetime.aborted && attempt === 0) {
+        // The server wants OAuth: the SDK found its authorization server and made the authorization URL.
+        try {
+          await this.completeSignIn(conn, interactive, lifetime);
+        } finally {
+          await this.closeConnection(conn);
+        }
+        return this.open(spec, key, entry, interactive, 1);
+      }
       const error = this.startError(conn, e, lifetime);
       await this.closeConnection(conn);
       throw error;
@@ -277,9 +313,44 @@ export class McpClientPool {
     return conn;
   }
 
+  /** The user's part of a sign-in the SDK started on `conn` (or, for a background request, the host's offer of it). */
+  private async completeSignIn(conn: Connection, interactive: boolean, signal: AbortSignal | undefined): Promise<void> {
+    const host = this.options.auth!;
+    const { label, spec } = conn;
+    if (!interactive && host.offerSignIn) {
+      host.offerSignIn({ label, serverUrl: (spec as McpHttpServerSpec).url, signIn: () => this.signIn(spec) });
+      throw new McpSignInRequired(`could not use the ${label}: it needs you to sign in. Choose "Sign in" when CodeAct offers it, or call one of its tools.`);
+    }
+    try {
+      const code = await conn.auth!.completeSignIn(signal);
+      await conn.http!.finishAuth(code);
+    } catch (e) {
+      throw new McpSignInProblem(`could not sign in to the ${label}: ${(e as Error)?.message ?? String(e)}`);
+    }
+    this.signIns++;
+    this.options.log?.(`signed in to ${label}`);
+  }
+
+  /** Runs `fn`; when the server asks for sign-in on the open connection (the grant ran out, more scopes), signs in once (see completeSignIn) and runs it again. */
+  private async withSignIn<T>(conn: Connection, interactive: boolean, signal: AbortSignal | undefined, fn: () => Promise<T>, pause?: () => () => void): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof UnauthorizedError && conn.auth?.needsSignIn)) throw e;
+    }
+    const resume = interactive ? pause?.() : undefined;
+    try {
+      await this.completeSignIn(conn, interactive, signal);
+    } finally {
+      resume?.();
+    }
+    return fn();
+  }
+
   private toolsOf(conn: Connection, options: McpCallOptions): Promise<Tool[]> {
     if (!conn.tools) {
-      const p = listAllTools(conn.client, conn.label, this.listLimits).catch((e) => {
+      const interactive = options.interactive ?? false;
+      const p = this.withSignIn(conn, interactive, options.signal, () => listAllTools(conn.client, conn.label, this.listLimits)).catch((e) => {
         if (e instanceof McpListLimitError) throw e;
         // The request of a page got the time left until the listing's deadline.
         if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) throw listTimeout(conn.label, this.listLimits);
@@ -350,6 +421,14 @@ export class McpClientPool {
   private callError(conn: Connection, what: string, e: unknown, signal: AbortSignal | undefined, timeoutMs: number, isList = false): Error {
     const step = isList ? `listing the tools of the ${conn.label}` : `(MCP tool "${what}" on the ${conn.label})`;
     if (signal?.aborted) return new Error(isList ? `was stopped while ${step}.` : `was stopped ${step}.`);
+    if (e instanceof McpSignInProblem) return e;
+    if (e instanceof UnauthorizedError || (e instanceof StreamableHTTPError && (e.code === 401 || e.code === 403))) {
+      // Reconnecting signs in again.
+      conn.closed = true;
+      if (this.entries.get(conn.key)?.conn === conn) this.entries.delete(conn.key);
+      void this.closeConnection(conn);
+      return new Error(`failed: the ${conn.label} refused the sign-in (${e.message}). Call the tool again to sign in again.`);
+    }
     if (conn.stdio?.fatal) return new Error(`failed: the connection to the ${conn.label} was dropped: ${conn.stdio.fatal}.`);
     const exit = conn.stdio?.exit;
     if (exit || (e instanceof McpError && e.code === ErrorCode.ConnectionClosed)) {
@@ -406,6 +485,11 @@ let defaultPool: McpClientPool | undefined;
 /** The pool `loadTools` uses when its context names none: one per process (the CLI, the extension host). */
 export function defaultMcpPool(): McpClientPool {
   return (defaultPool ??= new McpClientPool());
+}
+
+/** Gives the default pool the host's MCP sign-in (the extension and the CLI call it at startup). */
+export function configureDefaultMcpAuth(auth: McpAuthHost | undefined): void {
+  defaultMcpPool().setAuth(auth);
 }
 
 /** Closes the default pool's connections and kills its stdio servers. Call it when the process is done with tools. */

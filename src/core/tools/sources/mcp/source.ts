@@ -40,7 +40,25 @@ export function validateMcpSource(raw: unknown): string | undefined {
     if (!Array.isArray(m.env) || !m.env.every((e) => typeof e === 'string')) problems.push('"mcp.env" must list environment variable names');
     else if (m.url !== undefined && m.command === undefined) problems.push('"mcp.env" applies only to stdio servers ("command"); an HTTP server has its own environment');
   }
+  if (m.oauth !== undefined) {
+    const problem = validateMcpOAuth(m.oauth, m.url !== undefined && m.command === undefined);
+    if (problem) problems.push(problem);
+  }
   return problems.length ? problems.join('; ') : undefined;
+}
+
+function validateMcpOAuth(raw: unknown, isHttp: boolean): string | undefined {
+  if (!isHttp) return '"mcp.oauth" applies only to HTTP servers ("url"); a stdio server does not sign in';
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return '"mcp.oauth" must be an object: {"clientId": "...", "scope": "..."}';
+  const o = raw as Record<string, unknown>;
+  const unknown = Object.keys(o).filter((k) => !['clientId', 'clientSecret', 'scope'].includes(k));
+  if (unknown.length) return `"mcp.oauth" takes "clientId", "clientSecret" and "scope", not ${unknown.map((k) => JSON.stringify(k)).join(', ')}`;
+  for (const k of ['clientId', 'clientSecret', 'scope']) {
+    const v = o[k];
+    if (v !== undefined && (typeof v !== 'string' || !v || v.length > 2048)) return `"mcp.oauth.${k}" must be a non-empty string`;
+  }
+  if (o.clientSecret !== undefined && o.clientId === undefined) return '"mcp.oauth.clientSecret" needs "mcp.oauth.clientId"';
+  return undefined;
 }
 
 function isHttpUrl(s: string): boolean {
@@ -55,7 +73,7 @@ function isHttpUrl(s: string): boolean {
 /** The server a (valid) source names. Stdio servers run in the workspace with a minimal environment plus `env`. */
 export function mcpServerSpec(source: McpSource, ctx: { workspace: string; hostEnv?: NodeJS.ProcessEnv }): McpServerSpec {
   if (source.command) return { kind: 'stdio', argv: [...source.command], cwd: ctx.workspace, env: commandEnv(source.env, ctx.hostEnv ?? process.env) };
-  return { kind: 'http', url: source.url! };
+  return source.oauth ? { kind: 'http', url: source.url!, oauth: { ...source.oauth } } : { kind: 'http', url: source.url! };
 }
 
 /** What an `mcp` tool is bound to: its server and the tool there, and what its declaration gave. */
