@@ -191,8 +191,8 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
 
     // Picking alpha in the bar continues the conversation there.
     await f.locator('.workspace-bar select').selectOption({ label: 'alpha' });
-    // alpha is the one folder now and nothing is gone: the bar has nothing to say and hides.
-    await waitForBar((b) => !b.shown, 'hid once the conversation moved to alpha, the one folder');
+    // alpha is the one folder now and nothing is gone: the bar's folder row goes (its Python row, when known, stays).
+    await waitForBar((b) => b.options.length === 0 && !/Folder|not open/.test(b.text), 'dropped its folder row once the conversation moved to alpha, the one folder');
     const moved = await chatTurn('Continue in alpha.');
     assert.match(moved.output, /tool says alpha in alpha/);
     writeFileSync(workspaceFile, JSON.stringify({ folders: FOLDERS.map((path) => ({ path })), settings: {} }, null, 2));
