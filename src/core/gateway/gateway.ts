@@ -149,21 +149,14 @@ export class ToolGateway {
   }
 
   /** `install_packages`: the installer's own checks and approval; recorded like a tool call. */
-  private async install(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
-    const facts: CallFacts = { startedAt: Date.now(), t0: performance.now(), argumentBytes: -1, resultBytes: 0, waitedMs: 0 };
-    try {
+  private install(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
+    return this.recorded(request, () => {
       const installer = this.options.installer;
       if (!installer) {
         throw new ToolError(this.options.installUnavailable ?? 'install_packages is not available here (no local Python session to install into). Ask the user to install the packages.', 'denied');
       }
-      const output = await installer(request, signal);
-      this.record(request, facts, true, output);
-      return output;
-    } catch (err) {
-      const error = err instanceof ToolError ? err : new ToolError(err instanceof Error ? err.message : String(err), 'failed');
-      this.record(request, facts, false, undefined, error);
-      throw error;
-    }
+      return installer(request, signal);
+    });
   }
 
   private discovery?: ToolDiscovery;
@@ -185,10 +178,15 @@ export class ToolGateway {
     return this.discovery.catalog();
   }
 
-  async call(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
+  call(request: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
+    return this.recorded(request, (facts) => this.run(request, signal, facts));
+  }
+
+  /** Runs one call and records it (its summary, timing and outcome), an error as a ToolError. */
+  private async recorded(request: ToolCallRequest, run: (facts: CallFacts) => Promise<unknown>): Promise<unknown> {
     const facts: CallFacts = { startedAt: Date.now(), t0: performance.now(), argumentBytes: -1, resultBytes: 0, waitedMs: 0 };
     try {
-      const output = await this.run(request, signal, facts);
+      const output = await run(facts);
       this.record(request, facts, true, output);
       return output;
     } catch (err) {
