@@ -184,7 +184,8 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
     const description: string = first.tools[0].function.description;
     const tokens = estimateTextTokens(description);
     console.log(`      execute_tool_code's description for 300 tools: ${description.length} characters, about ${tokens} tokens (listing budget ${COMPACT_TOKEN_BUDGET})`);
-    assert.ok(tokens <= COMPACT_TOKEN_BUDGET + 700, `${tokens} tokens`);
+    // The budget is the listing's; about 800 tokens on top are the fixed text (how to run code, the session, outputs, installs).
+    assert.ok(tokens <= COMPACT_TOKEN_BUDGET + 800, `${tokens} tokens`);
     assert.match(description, /MCP server ".*manyTools\.mjs" \(300\):/);
     assert.match(description, /- k8s_rollback_deployment/);
     assert.match(description, /await search_tools\("what you need", limit=10\)/);

@@ -46,10 +46,9 @@ export interface CodeToolContext {
   installs?: boolean;
 }
 
-/** What the model is told of `install_packages` (the description of execute_tool_code, and a ModuleNotFoundError's hint). */
-export const INSTALL_SENTENCE =
-  'A missing package can be installed: `await install_packages(["name", "other>=2"])` asks the user to approve, then installs into the ' +
-  "session's Python (pip, outside the sandbox) and returns; import it after that. Names and versions only (no URLs, paths or options).";
+/** What the model is told of `install_packages` (in the description of execute_tool_code). */
+const INSTALL_SENTENCE =
+  'A missing package: `await install_packages(["name", "other>=2"])` installs it into the session\'s Python once the user approves (names and versions only); then import it.';
 
 /** Default of codeact.toolDiscovery.inlineLimit. */
 export const DEFAULT_INLINE_LIMIT = 20;
