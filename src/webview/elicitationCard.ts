@@ -97,7 +97,8 @@ export class ElicitationCard {
         step: field.kind === 'integer' ? '1' : numeric ? 'any' : undefined,
         min: field.minimum,
         max: field.maximum,
-        placeholder: field.format === 'date-time' ? 'YYYY-MM-DDTHH:MM:SSZ' : elicitFieldHint(field),
+        // A number's range is short enough to stay whole in a narrow panel ("a whole number from 18 to 130" was cut to "…to 13").
+        placeholder: numeric ? numberRange(field) : field.format === 'date-time' ? 'YYYY-MM-DDTHH:MM:SSZ' : elicitFieldHint(field),
         autocomplete: 'off',
         spellcheck: 'false',
       });
@@ -174,4 +175,14 @@ export class ElicitationCard {
     if (v.status === 'open') this.showOutcome('No longer needed: the run ended before an answer.', 'expired');
     else this.showOutcome(OUTCOME[v.status], v.status === 'accept' ? 'allow' : 'deny');
   }
+}
+
+/** A number field's placeholder: its range ("18–130", "≥ 0", "≤ 10"), else what it takes. */
+function numberRange(f: ElicitField): string {
+  const lo = f.minimum;
+  const hi = f.maximum;
+  if (lo !== undefined && hi !== undefined) return `${lo}–${hi}`;
+  if (lo !== undefined) return `≥ ${lo}`;
+  if (hi !== undefined) return `≤ ${hi}`;
+  return elicitFieldHint(f);
 }

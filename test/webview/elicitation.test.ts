@@ -89,6 +89,8 @@ describe('an MCP elicitation form in the panel (headless Chromium)', function ()
       assert.equal(await card.locator('input[name="email"]').getAttribute('type'), 'email');
       assert.equal(await card.locator('input[name="age"]').getAttribute('type'), 'number');
       assert.equal(await card.locator('input[name="age"]').getAttribute('min'), '18');
+      // The range fits a narrow panel whole (a sentence-long placeholder was cut to "from 18 to 13").
+      assert.equal(await card.locator('input[name="age"]').getAttribute('placeholder'), '18–130');
       assert.equal(await card.locator('input[name="due"]').getAttribute('type'), 'date');
       assert.equal(await card.locator('.elicit-required').count(), 2);
       assert.deepEqual(await card.locator('select[name="team"] option').allInnerTexts(), ['(none)', 'Engineering', 'Operations']);
