@@ -61,7 +61,7 @@ export const CORE_ZONES = {
   tools: ['util', 'gateway', 'runtime/types.ts'],
   config: ['util', 'providers', 'runtime', 'gateway', 'tools'],
   agent: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config'],
-  session: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent'],
+  turn: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent'],
 };
 
 function coreZones() {

@@ -13,7 +13,7 @@ import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
 import { DEFAULT_MODELS, PROVIDER_NAMES } from './vscode/providers';
 import { CodeActService } from './vscode/service';
-import { UntrustedWorkspaceError } from './vscode/session';
+import { UntrustedWorkspaceError } from './vscode/controller';
 import type { CodeActSettings } from './vscode/settings';
 import { showUntrusted } from './vscode/trust';
 import { PROVIDERS } from './core/providers/registry';

@@ -21,7 +21,7 @@ import { newId } from '../core/util/ids';
 import { revealInvisible } from '../common/invisibleChars';
 import { argumentsJson, codeDialog, toolDialog } from './approvalDialog';
 import type { ApprovalsApis } from './approvals.apis';
-import type { Log } from './session.apis';
+import type { Log } from './controller.apis';
 import { Elicitations } from './elicitations';
 
 /** What is asked: a tool call, or code to review. */

@@ -7,7 +7,7 @@
 import type { TranscriptScroll } from '../common/protocol';
 import type { TranscriptEvent } from '../common/transcript';
 import type { Conversation, TranscriptStore } from '../core/agent/transcriptStore';
-import type { Memento } from './session.apis';
+import type { Memento } from './controller.apis';
 
 const OPEN_KEY = 'codeact.openConversation';
 const DOCUMENTS_KEY = 'codeact.documentConversations';

@@ -7,7 +7,7 @@
 import type { ElicitationAnswer, ElicitationPrompt, Elicitor, ElicitValues } from '../common/elicitation';
 import type { TranscriptEvent } from '../common/transcript';
 import { quickInputElicitor, type ElicitInputApis } from './elicitQuickInput';
-import type { Log } from './session.apis';
+import type { Log } from './controller.apis';
 
 export interface ElicitationsDeps {
   /** Saves an event in the open conversation and tells the listeners. */

@@ -10,7 +10,7 @@
 import { signedInMcpServers, signOutMcpServer, type McpAuthHost, type McpSignInPrompt } from '../core/tools/sources/mcp/auth';
 import { configureDefaultMcpAuth, defaultMcpPool, type McpClientPool } from '../core/tools/sources/mcp/pool';
 import type { McpSignInApis } from './mcpAuth.apis';
-import type { Log } from './session.apis';
+import type { Log } from './controller.apis';
 
 export const SIGN_IN = 'Sign in';
 export const COPY_LINK = 'Copy Link';

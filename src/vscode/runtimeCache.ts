@@ -11,7 +11,7 @@ import type { SessionChanged } from '../common/events';
 import { hostRunPathsFrom, runtimeConfigFrom, runtimeLimitsFrom } from '../core/config/engine';
 import type { Runtime } from '../core/runtime/types';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
-import type { Log } from './session.apis';
+import type { Log } from './controller.apis';
 import type { CodeActSettings } from './settings';
 
 /** The session of a Run with Tools document: its own, apart from the chat's. */

@@ -12,12 +12,12 @@ import { vscodeRuntimeCacheApis } from './runtimeCache.apis';
 import type { Secrets } from './secrets';
 import type { HostState } from '../common/protocol';
 import type { CodeActNotebookKernel } from './notebook/kernel';
-import { CodeActSession } from './session';
+import { CodeActController } from './controller';
 import { pythonStateOf } from './hostState';
 import { currentPythonEnv } from './pythonEnv';
-import { vscodeSessionApis } from './session.apis';
+import { vscodeControllerApis } from './controller.apis';
 
-export class CodeActService extends CodeActSession implements vscode.Disposable {
+export class CodeActService extends CodeActController implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** The notebook kernel, once registered: the panel's turns can work in the open notebook. */
   notebooks?: CodeActNotebookKernel;
@@ -31,7 +31,7 @@ export class CodeActService extends CodeActSession implements vscode.Disposable 
       version: String(context.extension.packageJSON.version ?? ''),
       log,
       secrets,
-      apis: vscodeSessionApis,
+      apis: vscodeControllerApis,
       approvalsApis: vscodeApprovalsApis,
       runtimeApis: vscodeRuntimeCacheApis,
       lmTools: vscodeLmToolApis,

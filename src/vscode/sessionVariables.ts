@@ -6,6 +6,7 @@
 import type { VariablesSummary } from '../common/events';
 import type { Conversation } from '../core/agent/transcriptStore';
 import type { RuntimeCache } from './runtimeCache';
+import { Emitter } from '../common/emitter';
 
 /** What the panel's variables view shows. */
 export interface SessionVariables {
@@ -22,7 +23,7 @@ export class VariablesTracker {
   shown?: { id: string; label: string };
   /** The conversations whose code ran in a session (by id): a document's runs switch the open one away, not their sessions. */
   private readonly chats = new Map<string, Conversation>();
-  private readonly listeners = new Set<(v: SessionVariables) => void>();
+  private readonly changed = new Emitter<SessionVariables>();
 
   constructor(
     private readonly runtimes: RuntimeCache,
@@ -30,8 +31,7 @@ export class VariablesTracker {
   ) {}
 
   onVariables(listener: (v: SessionVariables) => void): { dispose(): void } {
-    this.listeners.add(listener);
-    return { dispose: () => void this.listeners.delete(listener) };
+    return this.changed.on(listener);
   }
 
   /** Reads the variables of the session the view shows, and tells the listeners. */
@@ -46,11 +46,7 @@ export class VariablesTracker {
       const summary = await runtime.variables(target.id).catch(() => null);
       result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.hasSession?.(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
     }
-    for (const l of this.listeners) {
-      try {
-        l(result);
-      } catch {}
-    }
+    this.changed.fire(result);
     return result;
   }
 

@@ -12,11 +12,11 @@ import { installOptionsFrom } from '../core/config/install';
 import type { Approvals } from './approvals';
 import { lmToolSource } from './lmToolSource';
 import type { LmToolApis } from './lmToolSource.apis';
-import type { Log, SessionApis } from './session.apis';
+import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
 
 export interface WorkspaceToolsDeps {
-  apis: Pick<SessionApis, 'showWarningMessage' | 'executeCommand'>;
+  apis: Pick<ControllerApis, 'showWarningMessage' | 'executeCommand'>;
   lmTools: LmToolApis;
   /** The settings for a folder (fs path). */
   settings(folder: string | undefined): CodeActSettings;

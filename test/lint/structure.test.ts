@@ -143,7 +143,7 @@ describe('structure of src (issue 10)', function () {
     }
     const good: Array<[string, string]> = [
       ['src/core/runtime/zoneProbe.ts', "import { newId } from '../util/ids';\nimport { formatBytes } from '../../common/format';\nexport const x = [newId, formatBytes];\n"],
-      ['src/core/session/zoneProbe.ts', "import { Agent } from '../agent/agent';\nexport const x = Agent;\n"],
+      ['src/core/turn/zoneProbe.ts', "import { Agent } from '../agent/agent';\nexport const x = Agent;\n"],
     ];
     for (const [file, text] of good) assert.deepEqual(await lint(file, text), [], file);
   });

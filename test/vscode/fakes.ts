@@ -14,8 +14,8 @@ import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/run
 import type { ApprovalsApis } from '../../src/vscode/approvals.apis';
 import type { LmToolApis, LmToolInfo } from '../../src/vscode/lmToolSource.apis';
 import type { RuntimeCacheApis } from '../../src/vscode/runtimeCache.apis';
-import { CodeActSession } from '../../src/vscode/session';
-import type { Log, SessionApis } from '../../src/vscode/session.apis';
+import { CodeActController } from '../../src/vscode/controller';
+import type { Log, ControllerApis } from '../../src/vscode/controller.apis';
 
 /** `codeact.<key>` values as the user set them, resolved by the one policy. */
 export function resolved(values: Record<string, unknown>, trusted: boolean): ResolvedConfig {
@@ -43,7 +43,7 @@ export class FakeLog implements Log {
 type Answer = string | undefined | ((message: string, items: string[]) => string | undefined);
 const answer = (a: Answer, message: string, items: string[]) => (typeof a === 'function' ? a(message, items) : a);
 
-export class FakeSessionApis implements SessionApis {
+export class FakeControllerApis implements ControllerApis {
   values: Record<string, unknown> = {};
   /** Folder settings (its `.vscode/settings.json`), per folder path: over {@link values} (the user's). */
   folderValues: Record<string, Record<string, unknown>> = {};
@@ -208,8 +208,8 @@ export class FakeLmTools implements LmToolApis {
 }
 
 export interface Harness {
-  session: CodeActSession;
-  apis: FakeSessionApis;
+  session: CodeActController;
+  apis: FakeControllerApis;
   approvals: FakeApprovalsApis;
   runtimes: FakeRuntimeApis;
   lm: FakeLmTools;
@@ -222,14 +222,14 @@ export interface Harness {
 /** A session over fakes, with its conversations in a temporary folder. */
 export function harness(values: Record<string, unknown> = {}): Harness {
   const dir = mkdtempSync(join(tmpdir(), 'codeact-vscode-test-'));
-  const apis = new FakeSessionApis(join(dir, 'workspace'));
+  const apis = new FakeControllerApis(join(dir, 'workspace'));
   apis.values = values;
   const approvals = new FakeApprovalsApis();
   const runtimes = new FakeRuntimeApis();
   const lm = new FakeLmTools();
   const log = new FakeLog();
   const secrets: Harness['secrets'] = { keys: {} };
-  const session = new CodeActSession({
+  const session = new CodeActController({
     storeDir: join(dir, 'conversations'),
     version: '9.9.9',
     log,

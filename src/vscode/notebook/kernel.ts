@@ -10,7 +10,7 @@
  */
 import * as vscode from 'vscode';
 import type { NotebookTargetState } from '../../common/protocol';
-import type { CodeActSession } from '../session';
+import type { CodeActController } from '../controller';
 import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type FinishedCell, type NotebookTurn } from './agentTarget';
 import type { CellOutputData, OutputItemData } from './cellOutputs';
 import { NotebookKernels, type CellBatch, type CellExecution } from './kernelRunner';
@@ -85,7 +85,7 @@ export class CodeActNotebookKernel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
-    private readonly service: CodeActSession,
+    private readonly service: CodeActController,
     private readonly extensionId: string,
   ) {
     this.kernels = new NotebookKernels({

@@ -18,6 +18,7 @@ import { formatBytes, formatDuration } from '../../../common/format';
 import { ArtifactStore, safeRelativePath } from '../artifacts';
 import { displayOptions, fileOptions } from '../displays';
 import { keptOutput } from '../keptOutput';
+import { Emitter } from '../../../common/emitter';
 
 export interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -40,7 +41,7 @@ export class GuestSession {
   private varsWaiter?: { resolve: (v: VariablesSummary) => void; timer: NodeJS.Timeout };
   private dead = false;
   private deathReason?: string;
-  private readonly deathListeners = new Set<(reason: string) => void>();
+  private readonly died = new Emitter<string>();
   busy = false;
   /** Settles when the guest is ready for its first run (set by whoever calls start()). */
   started: Promise<void> = Promise.resolve();
@@ -72,8 +73,7 @@ export class GuestSession {
   }
 
   onDeath(listener: (reason: string) => void): () => void {
-    this.deathListeners.add(listener);
-    return () => this.deathListeners.delete(listener);
+    return this.died.on(listener);
   }
 
   /** The session this guest serves (it keeps its globals); undefined: one run, then the guest ends. */
@@ -283,11 +283,7 @@ export class GuestSession {
       this.varsWaiter.resolve(null as unknown as VariablesSummary);
       this.varsWaiter = undefined;
     }
-    for (const l of this.deathListeners) {
-      try {
-        l(reason);
-      } catch {}
-    }
+    this.died.fire(reason);
   }
 
   private whenDrained(stream: NodeJS.ReadableStream & { destroyed?: boolean; readableEnded?: boolean }, then: () => void): void {

@@ -26,6 +26,7 @@ import { WorkdirCleaner } from './workdirCleanup';
 import { Zygote, ZygoteGuest } from './zygote';
 import { newId } from '../../util/ids';
 import { formatDuration } from '../../../common/format';
+import { Emitter } from '../../../common/emitter';
 
 export type SessionPolicy = 'conversation' | 'run';
 
@@ -75,7 +76,7 @@ export class LocalRuntime implements Runtime {
   private readonly sessions = new Map<string, Entry>();
   private readonly creating = new Map<string, Promise<Entry>>();
   private readonly notices = new Map<string, string>();
-  private readonly listeners = new Set<(e: SessionChanged) => void>();
+  private readonly sessionChanged = new Emitter<SessionChanged>();
   private zygote?: Promise<Zygote | undefined>;
   private zygoteStarts = 0;
   private zygoteWarned = false;
@@ -93,7 +94,7 @@ export class LocalRuntime implements Runtime {
     });
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-    if (options.onSessionEvent) this.listeners.add(options.onSessionEvent);
+    if (options.onSessionEvent) this.sessionChanged.on(options.onSessionEvent);
   }
 
   get statePersists(): boolean {
@@ -115,8 +116,7 @@ export class LocalRuntime implements Runtime {
 
   /** Listens to sessions starting fresh and ending. */
   onSession(listener: (e: SessionChanged) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.sessionChanged.on(listener);
   }
 
   async execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
@@ -304,11 +304,7 @@ export class LocalRuntime implements Runtime {
   }
 
   private announce(e: SessionChanged): void {
-    for (const l of this.listeners) {
-      try {
-        l(e);
-      } catch {}
-    }
+    this.sessionChanged.fire(e);
   }
 
   // ---- guests -------------------------------------------------------------------------------------

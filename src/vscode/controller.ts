@@ -15,7 +15,7 @@ import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { newId } from '../core/util/ids';
-import { runChatTurn } from '../core/session/chatTurn';
+import { runChatTurn } from '../core/turn/chatTurn';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
 import { DEFAULT_MODELS, downloadHostedFile, needsKey, noKeyError } from './providers';
@@ -27,19 +27,20 @@ import { WorkspaceTools } from './workspaceTools';
 import type { CellRunOptions } from './notebook/kernelRunner';
 import type { NotebookTurn } from './notebook/agentTarget';
 import { UntrustedWorkspaceError } from './untrusted';
+import { Emitter } from '../common/emitter';
 import { ChatFolder } from './chatFolder';
 import { NotebookRuns } from './notebookRuns';
-import type { CancellationToken, Log, SessionApis, SessionDeps } from './session.apis';
+import type { CancellationToken, Log, ControllerApis, SessionDeps } from './controller.apis';
 export { UntrustedWorkspaceError, type SessionDeps };
 
 type Disposable = { dispose(): void };
 
-export class CodeActSession {
+export class CodeActController {
   readonly store: TranscriptStore;
   readonly log: Log;
   private conversation?: Conversation;
-  private readonly listeners = new Set<(e: TranscriptEvent) => void>();
-  private readonly stateListeners = new Set<() => void>();
+  private readonly events = new Emitter<TranscriptEvent>((err) => this.log.error(`event listener failed: ${(err as Error).message}`));
+  private readonly stateChanged = new Emitter<void>((err) => this.log.error(`state listener failed: ${(err as Error).message}`));
   private readonly variables: VariablesTracker;
   /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
   private staleSession?: string;
@@ -50,7 +51,7 @@ export class CodeActSession {
   /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
   private readonly outputs = new Map<string, CodeInterpreterCallItem>();
   private loggedIgnored = '[]';
-  private readonly apis: SessionApis;
+  private readonly apis: ControllerApis;
   private readonly secrets: SessionDeps['secrets'];
   protected readonly runtimes: RuntimeCache;
   readonly approvals: Approvals;
@@ -138,8 +139,7 @@ export class CodeActSession {
   }
 
   onEvent(listener: (e: TranscriptEvent) => void): Disposable {
-    this.listeners.add(listener);
-    return { dispose: () => void this.listeners.delete(listener) };
+    return this.events.on(listener);
   }
 
   onVariables(listener: (v: SessionVariables) => void): Disposable {
@@ -176,14 +176,13 @@ export class CodeActSession {
   }
 
   onState(listener: () => void): Disposable {
-    this.stateListeners.add(listener);
-    return { dispose: () => void this.stateListeners.delete(listener) };
+    return this.stateChanged.on(listener);
   }
 
   fireState(): void {
     void this.apis.executeCommand('setContext', 'codeact.running', this.busy);
     void this.apis.executeCommand('setContext', 'codeact.awaitingApproval', this.pendingApprovals().length > 0);
-    for (const l of this.stateListeners) l();
+    this.stateChanged.fire();
   }
 
   toolSet(): ToolSet {
@@ -224,13 +223,7 @@ export class CodeActSession {
       this.outputs.set(e.item.id, e.item);
       if (this.outputs.size > 200) this.outputs.delete(this.outputs.keys().next().value!);
     }
-    for (const l of this.listeners) {
-      try {
-        l(e);
-      } catch (err) {
-        this.log.error(`event listener failed: ${(err as Error).message}`);
-      }
-    }
+    this.events.fire(e);
   }
 
   private ensureConversation(title: string): Conversation {

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
-import { UntrustedWorkspaceError } from '../../src/vscode/session';
+import { UntrustedWorkspaceError } from '../../src/vscode/controller';
 import { callTool, harness, lmToolDecl, type Harness } from './fakes';
 
 const tick = () => new Promise((r) => setImmediate(r));

@@ -31,7 +31,7 @@ export interface Memento {
   update(key: string, value: unknown): PromiseLike<void>;
 }
 
-export interface SessionApis extends FolderApis {
+export interface ControllerApis extends FolderApis {
   /** The `codeact.*` settings through VS Code's layers for a folder (fs path; none: the first), resolved by the one policy (./settings). */
   resolveSettings(folder?: string): ResolvedConfig;
   /** Workspace Trust (the window's: every folder of a multi-root workspace shares it). */
@@ -46,7 +46,7 @@ export interface SessionApis extends FolderApis {
 /** The folder of the last editor (text or notebook) whose file is in a workspace folder. */
 let lastEditorFolder: string | undefined;
 
-export const vscodeSessionApis: SessionApis = {
+export const vscodeControllerApis: ControllerApis = {
   resolveSettings: (folder) => resolveSettings(folder),
   isTrusted: () => vscode.workspace.isTrusted,
   folders: workspaceFolders,
@@ -70,7 +70,7 @@ export interface SessionDeps {
   version: string;
   log: Log;
   secrets: Pick<Secrets, 'apiKey' | 'hasKey' | 'jupyterToken'>;
-  apis: SessionApis;
+  apis: ControllerApis;
   approvalsApis: ApprovalsApis;
   runtimeApis: RuntimeCacheApis;
   lmTools: LmToolApis;
