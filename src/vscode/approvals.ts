@@ -8,7 +8,8 @@
  * is, `expired` with the reason ("no answer: the run was stopped"), never as the person's "deny". While an
  * approval waits, the run's clock is paused (see the gateway), and the host says so (`changed`).
  */
-import type { ApprovalDecision, ApprovalResolution, CodeInterpreterCallItem, InstallRequestInfo } from '../common/events';
+import type { ApprovalDecision, ApprovalResolution, InstallRequestInfo } from '../common/events';
+import { notRunItem, safeEmit } from '../core/runtime/execution';
 import { installDialog } from '../common/installCommand';
 import { installInfo } from '../core/runtime/install/approvalText';
 import type { InstallApproval } from '../core/runtime/install/installer';
@@ -213,22 +214,12 @@ export class Approvals {
     const reviewed = forwardingRuntime(runtime, async (request: ExecuteRequest, options?: ExecuteOptions) => {
       const r = await this.request({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
       if (r.decision === 'deny' || r.decision === 'expired') {
-        const item: CodeInterpreterCallItem = {
-          type: 'code_interpreter_call',
-          id: request.itemId ?? newId('exec'),
-          status: r.decision === 'deny' ? 'failed' : 'incomplete',
+        return notRunItem(safeEmit(options?.onEvent), {
+          itemId: request.itemId ?? newId('exec'),
           code: request.code,
           runtime: runtime.kind,
-          outputs: [],
-          exit_code: null,
-          error:
-            r.decision === 'deny'
-              ? { type: 'Denied', message: 'The user declined to run this code.' }
-              : { type: 'Cancelled', message: `The code did not run (${r.reason ?? NO_ANSWER.ended}).` },
-        };
-        options?.onEvent?.({ type: 'response.code_interpreter_call.completed', item_id: item.id });
-        options?.onEvent?.({ type: 'response.output_item.done', item });
-        return item;
+          error: r.decision === 'deny' ? { type: 'Denied', message: 'The user declined to run this code.' } : { type: 'Cancelled', message: `The code did not run (${r.reason ?? NO_ANSWER.ended}).` },
+        });
       }
       return runtime.execute({ ...request, code: r.code ?? request.code }, options);
     });

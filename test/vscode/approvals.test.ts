@@ -192,7 +192,7 @@ describe('vscode approvals (fake seams)', () => {
       assert.equal(item.status, 'failed');
       assert.equal(item.id, 'exec_9');
       assert.deepEqual(item.error, { type: 'Denied', message: 'The user declined to run this code.' });
-      assert.deepEqual(seen, ['response.code_interpreter_call.completed', 'response.output_item.done']);
+      assert.deepEqual(seen, ['response.code_interpreter_call_code.done', 'response.code_interpreter_call.completed', 'response.output_item.done'], 'a card that never ran closes like every other (notRunItem)');
       assert.equal(rt.executed.length, 1, 'denied code never reaches the runtime');
 
       state.panel = false;

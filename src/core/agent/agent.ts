@@ -9,7 +9,8 @@
  * A model without function calling gets the text protocol instead (./textProtocol): it writes
  * ```python blocks, which run through the same path as an `execute_tool_code` call.
  */
-import type { AttachedImage, CodeActEvent, CodeInterpreterCallItem, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
+import type { AttachedImage, CodeActEvent, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
+import { notRunItem } from '../runtime/execution';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
 import { JsonStringFieldExtractor } from '../providers/shared/partialJson';
@@ -379,19 +380,7 @@ export class AgentLoop {
 
   /** Closes a code card whose code will not run, so it never stays "writing". */
   private abandonCode(execId: string, code: string, type: string, message: string): void {
-    const item: CodeInterpreterCallItem = {
-      type: 'code_interpreter_call',
-      id: execId,
-      status: type === 'Cancelled' ? 'incomplete' : 'failed',
-      code,
-      runtime: this.options.runtime.kind,
-      outputs: [],
-      exit_code: null,
-      error: { type, message },
-    };
-    this.emit({ type: 'response.code_interpreter_call_code.done', item_id: execId, code });
-    this.emit({ type: 'response.code_interpreter_call.completed', item_id: execId });
-    this.emit({ type: 'response.output_item.done', item });
+    notRunItem((e) => this.emit(e), { itemId: execId, code, runtime: this.options.runtime.kind, error: { type, message } });
   }
 
   private abandonCodeStreams(type: string, message: string): void {

@@ -15,7 +15,8 @@
  * `function_call` of the code tool with the code, its `function_call_output`. Events are the same too,
  * with ids minted here (providers and local servers repeat theirs).
  */
-import type { CodeActEvent, CodeInterpreterCallItem, FunctionCallItem, FunctionCallOutputItem, MessageItem, RuntimeKind } from '../../common/events';
+import type { CodeActEvent, FunctionCallItem, FunctionCallOutputItem, MessageItem, RuntimeKind } from '../../common/events';
+import { notRunItem } from '../runtime/execution';
 import { ProviderError } from '../providers/shared/errors';
 import { errorText, worthProbing } from '../providers/shared/toolsRejection';
 import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/shared/types';
@@ -397,11 +398,7 @@ export class TextTurn {
 
   private notRun(message: string): void {
     this.entry.settled = true;
-    const code = this.scanner.code;
-    const item: CodeInterpreterCallItem = { type: 'code_interpreter_call', id: this.execId, status: 'failed', code, runtime: this.o.runtime, outputs: [], exit_code: null, error: { type: 'NotRun', message } };
-    this.o.emit({ type: 'response.code_interpreter_call_code.done', item_id: this.execId, code });
-    this.o.emit({ type: 'response.code_interpreter_call.completed', item_id: this.execId });
-    this.o.emit({ type: 'response.output_item.done', item });
+    notRunItem(this.o.emit, { itemId: this.execId, code: this.scanner.code, runtime: this.o.runtime, error: { type: 'NotRun', message } });
   }
 }
 

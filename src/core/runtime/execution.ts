@@ -270,6 +270,28 @@ export function executionItem(f: FinishedExecution): CodeInterpreterCallItem {
   };
 }
 
+/**
+ * Closes the card of an execution that never ran (its code cut off, refused before it started, denied or
+ * left unanswered at review), with the same events everywhere: the code, `completed`, then the item with
+ * why. A stop is `incomplete`, anything else `failed`.
+ */
+export function notRunItem(
+  emit: (e: CodeActEvent) => void,
+  run: { itemId: string; code: string; runtime: RuntimeKind; error: ExecutionError },
+): CodeInterpreterCallItem {
+  emit({ type: 'response.code_interpreter_call_code.done', item_id: run.itemId, code: run.code });
+  return announceDone(emit, {
+    type: 'code_interpreter_call',
+    id: run.itemId,
+    status: run.error.type === 'Cancelled' ? 'incomplete' : 'failed',
+    code: run.code,
+    runtime: run.runtime,
+    outputs: [],
+    exit_code: null,
+    error: run.error,
+  });
+}
+
 /** Announces the end of an execution: `completed`, then `output_item.done` with the item. */
 export function announceDone(emit: (e: CodeActEvent) => void, item: CodeInterpreterCallItem): CodeInterpreterCallItem {
   emit({ type: 'response.code_interpreter_call.completed', item_id: item.id });
