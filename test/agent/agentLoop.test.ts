@@ -260,11 +260,20 @@ describe('agent loop end to end', function () {
       server = await startServerFor('anthropic');
       const direct: ManagedTool = { ...inventoryTool(), name: 'lookup', expose: 'direct' };
       server.push(turn().call('lookup', { sku: 'XYZ' }), turn().text('XYZ has 3.'));
-      const { agent, gateway } = await agentFor('anthropic', server, {}, [direct]);
+      const { agent, gateway, events } = await agentFor('anthropic', server, {}, [direct]);
       const result = await agent.run([], 'stock of XYZ?');
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
       assert.deepEqual(server.turns[0].body.tools.map((t: { name: string }) => t.name), ['execute_tool_code', 'lookup']);
       assert.equal(gateway.records[0].name, 'lookup');
+      // Announced and timed as a call from the code is, under the call id `<item id>:1`.
+      const call = result.items.find((i) => i.type === 'function_call')!;
+      const calls = events.filter((e) => e.type === 'codeact.tool_call.started' || e.type === 'codeact.tool_call.completed');
+      assert.deepEqual(calls.map((e) => [e.type, e.item_id, e.call_id, e.name]), [
+        ['codeact.tool_call.started', call.id, `${call.id}:1`, 'lookup'],
+        ['codeact.tool_call.completed', call.id, `${call.id}:1`, 'lookup'],
+      ]);
+      const completed = calls[1] as Extract<CodeActEvent, { type: 'codeact.tool_call.completed' }>;
+      assert.ok(completed.duration_ms >= 0 && !completed.error && !('kind' in completed));
       assert.match(resultsInRequest('anthropic', server.turns[1].body)[0], /"on_hand":3/);
     });
 

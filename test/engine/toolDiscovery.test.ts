@@ -8,7 +8,9 @@ import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { loadTools } from '../../src/core/tools/declarations';
 import { DESCRIBE_TOOL, isDiscoveryCall, SEARCH_TOOLS, TOOL_CATALOG } from '../../src/common/tools';
-import { tagDiscoveryEvent, ToolDiscovery } from '../../src/core/gateway/discovery/toolDiscovery';
+import { ToolDiscovery } from '../../src/core/gateway/discovery/toolDiscovery';
+import { ToolDispatcher } from '../../src/core/runtime/toolDispatcher';
+import type { CodeActEvent } from '../../src/common/events';
 import { COMPACT_TOKEN_BUDGET, estimateTextTokens, executeToolCodeSpec, inlineToolLines, listsSchemasInline } from '../../src/core/tools/modelTools';
 import { buildToolCatalog, oneLine, signatureText, toolParams } from '../../src/core/gateway/discovery/toolCatalog';
 import { splitWords, stem, tokenize, ToolSearchIndex } from '../../src/core/gateway/discovery/toolSearch';
@@ -155,10 +157,17 @@ describe('reserved discovery calls behind the gateway', () => {
     assert.equal(isDiscoveryCall(SEARCH_TOOLS), true);
   });
 
-  it('tags discovery tool-call events with kind: "discovery", and leaves the others alone', () => {
-    assert.deepEqual(tagDiscoveryEvent({ type: 'codeact.tool_call.started', item_id: 'e', call_id: 'c', name: SEARCH_TOOLS, arguments: {} }), { type: 'codeact.tool_call.started', item_id: 'e', call_id: 'c', name: SEARCH_TOOLS, arguments: {}, kind: 'discovery' });
-    const plain = { type: 'codeact.tool_call.completed' as const, item_id: 'e', call_id: 'c', name: 'wire_money', output: 1, duration_ms: 1 };
-    assert.equal(tagDiscoveryEvent(plain), plain);
+  it('tags discovery tool-call events with kind: "discovery", and leaves the others alone', async () => {
+    const events: CodeActEvent[] = [];
+    const dispatcher = new ToolDispatcher({ itemId: 'e', emit: (e) => events.push(e), handler: async () => 1, enabled: true, maxConcurrent: 2, maxTotal: 2, signal: new AbortController().signal });
+    await dispatcher.dispatch(SEARCH_TOOLS, {});
+    await dispatcher.dispatch('wire_money', {});
+    assert.deepEqual(events.filter((e) => e.type === 'codeact.tool_call.started'), [
+      { type: 'codeact.tool_call.started', item_id: 'e', call_id: 'e:1', name: SEARCH_TOOLS, arguments: {}, kind: 'discovery' },
+      { type: 'codeact.tool_call.started', item_id: 'e', call_id: 'e:2', name: 'wire_money', arguments: {} },
+    ]);
+    const completed = events.filter((e) => e.type === 'codeact.tool_call.completed');
+    assert.deepEqual(completed.map((e) => [e.name, 'kind' in e ? e.kind : 'untagged']), [[SEARCH_TOOLS, 'discovery'], ['wire_money', 'untagged']]);
   });
 });
 

@@ -9,30 +9,26 @@
  * A model without function calling gets the text protocol instead (./textProtocol): it writes
  * ```python blocks, which run through the same path as an `execute_tool_code` call.
  */
-import type { AttachedImage, CodeActEvent, FunctionCallOutputItem, MessageItem, Usage } from '../../common/events';
-import { notRunItem } from '../runtime/execution';
+import type { AttachedImage, CodeActEvent, FunctionCallOutputItem } from '../../common/events';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
-import { JsonStringFieldExtractor } from '../providers/shared/partialJson';
-import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type FunctionCallRequest, type HostedOptions, type ImageBudget, type ModelTool, type Provider, type TurnResult } from '../providers/shared/types';
+import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type FunctionCallRequest, type HostedOptions, type ImageBudget, type ModelTool, type Provider, type TurnRequest, type TurnResult } from '../providers/shared/types';
+import { ToolDispatcher } from '../runtime/toolDispatcher';
 import type { Runtime } from '../runtime/types';
-import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
-import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
+import { TextProtocol, type AgentProtocol, type TextTurn } from './textProtocol';
 import { budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
-import { countExecutions, executionImages, executionSummary, toolResultText } from './executionResult';
+import { executionImages, executionSummary, toolResultText } from './executionResult';
+import { CodeStreams } from './codeStreams';
+import { TurnRetries, type RetryPolicy, type Sleep } from './retries';
+import { RunState, type AgentResult, type AgentStatus } from './runState';
 import { newId } from '../util/ids';
-import { pausedTime } from '../util/timeout';
 
 export { executionSummary };
+export { DEFAULT_RETRY, type RetryPolicy } from './retries';
+export type { AgentResult, AgentStatus } from './runState';
 
 export type AgentMode = 'toolCode' | 'hosted' | 'code';
-
-export interface RetryPolicy {
-  maxAttempts: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-}
 
 export interface AgentOptions {
   provider: Provider;
@@ -83,23 +79,8 @@ export interface AgentOptions {
   signal?: AbortSignal;
   onEvent?: (event: CodeActEvent) => void;
   /** Injected for tests; defaults to a timer that the signal cancels. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  sleep?: Sleep;
 }
-
-export type AgentStatus = 'completed' | 'failed' | 'cancelled' | 'max_turns';
-
-export interface AgentResult {
-  status: AgentStatus;
-  /** The final answer's text (the last assistant message of the last turn). */
-  text: string;
-  /** Items this run appended to the history (user message included), in order. */
-  items: ConversationItem[];
-  usage: { turns: Usage[]; total: Usage };
-  containerId?: string | null;
-  error?: { message: string; code: string };
-}
-
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8000 };
 
 export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], schemasInline = true): string {
   const lines = [
@@ -132,44 +113,24 @@ export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], s
   return lines.join('\n');
 }
 
-function addUsage(a: Usage, b: Usage | undefined): Usage {
-  if (!b) return a;
-  return {
-    input_tokens: a.input_tokens + (b.input_tokens ?? 0),
-    output_tokens: a.output_tokens + (b.output_tokens ?? 0),
-    total_tokens: (a.total_tokens ?? 0) + (b.total_tokens ?? (b.input_tokens ?? 0) + (b.output_tokens ?? 0)),
-  };
-}
-
-function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 export class AgentLoop {
   private readonly mode: AgentMode;
-  private readonly retry: RetryPolicy;
-  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  private readonly retries: TurnRetries;
+  /** The code cards of the response being streamed. */
+  private readonly streams: CodeStreams;
+  /** The text protocol of the current run, and its state for the current response. */
+  private text?: TextProtocol;
+  private textTurn?: TextTurn;
 
   constructor(private readonly options: AgentOptions) {
     this.mode = options.mode ?? 'toolCode';
-    this.retry = { ...DEFAULT_RETRY, ...(options.retry ?? {}) };
-    this.sleep = options.sleep ?? defaultSleep;
+    this.retries = new TurnRetries({ policy: options.retry, sleep: options.sleep, provider: options.provider.id, emit: (e) => this.emit(e) });
+    this.streams = new CodeStreams({ runtime: options.runtime.kind, emit: (e) => this.emit(e) });
   }
 
   private emit(event: CodeActEvent): void {
     try {
-      this.options.onEvent?.(tagDiscoveryEvent(event));
+      this.options.onEvent?.(event);
     } catch {}
   }
 
@@ -212,25 +173,13 @@ export class AgentLoop {
     return this.images.maxImages > 0 && this.images.maxBytes > 0 && this.options.provider.seesImages?.(this.options.model) === true;
   }
 
-  /** Code executions of the conversation so far: numbers each one ("execution 3"), in the order the calls were made. */
-  private executions = 0;
-
   /** Runs one user prompt to a final answer. `history` holds the earlier items of the conversation. */
   async run(history: ConversationItem[], prompt: string): Promise<AgentResult> {
     const { provider, signal } = this.options;
-    this.executions = countExecutions(history);
-    const appended: ConversationItem[] = [];
-    const userItem: MessageItem = { type: 'message', id: newId('msg_user'), role: 'user', text: prompt };
-    appended.push(userItem);
-    const turns: Usage[] = [];
-    let total: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
-    let containerId = this.options.hosted?.containerId ?? null;
-    const done = (status: AgentStatus, text: string, error?: AgentResult['error']): AgentResult => ({ status, text, items: appended, usage: { turns, total }, containerId, ...(error ? { error } : {}) });
+    const state = new RunState(history, prompt, this.options.hosted?.containerId ?? null);
 
     if (this.mode === 'hosted' && !provider.capabilities.hostedCode) {
-      const message = `The ${provider.id} provider has no hosted code sandbox. Use mode "toolCode" (code runs locally with your managed tools) or pick OpenAI, Anthropic or Gemini.`;
-      this.emit({ type: 'error', message, code: 'hosted_unsupported' });
-      return done('failed', '', { message, code: 'hosted_unsupported' });
+      return this.end(state, 'failed', 'hosted_unsupported', `The ${provider.id} provider has no hosted code sandbox. Use mode "toolCode" (code runs locally with your managed tools) or pick OpenAI, Anthropic or Gemini.`);
     }
     const tools = this.modelTools();
     let system = this.options.system ?? defaultSystemInstruction(this.mode, this.options.gateway.names(), listsSchemasInline(this.options.gateway.tools(), this.options.inlineToolLimit));
@@ -240,31 +189,30 @@ export class AgentLoop {
       codeTool: tools.find((t) => t.name === EXECUTE_TOOL_CODE || t.name === EXECUTE_CODE), emit: (e) => this.emit(e),
     }));
     const maxTurns = this.options.maxTurns ?? 12;
-    let lastText = '';
     const budget = await this.contextBudget(system, tools);
     // A context overflow the server reports: one compaction and one retry of that request, no more.
     let overflowRetry = false;
 
     for (let turn = 1; turn <= maxTurns; turn++) {
-      if (signal?.aborted) return this.cancelled(done, lastText);
+      if (signal?.aborted) return this.cancelled(state);
       let result: TurnResult;
       let view: ConversationItem[] = [];
       try {
-        const all = [...history, ...appended];
+        const all = state.all();
         budget?.nextRequest();
         view = budget ? await budget.prepare(all, overflowRetry) : all;
-        const request = {
+        const request: TurnRequest = {
           model: this.options.model,
           system,
           history: view,
           tools,
-          hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId } : undefined,
+          hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId: state.containerId } : undefined,
           signal,
           maxOutputTokens: this.options.maxOutputTokens,
           images: this.images,
         };
         // The one retry without tools (a probe) is one attempt: no retries of its own.
-        result = await this.turnWithRetries(proto?.active ? proto.request(request) : request, proto?.probingTools ? 1 : this.retry.maxAttempts);
+        result = await this.streamTurn(proto?.active ? proto.request(request) : request, proto?.probingTools ? 1 : this.retries.policy.maxAttempts);
         proto?.succeeded();
         budget?.observe(view, result.usage?.input_tokens);
       } catch (caught) {
@@ -281,15 +229,12 @@ export class AgentLoop {
         }
         if (err instanceof ProviderError) {
           // Everything received before the error is kept.
-          if (err.partial?.items.length) appended.push(...(this.textTurn ? this.textTurn.partial(err.partial.items) : err.partial.items));
-          if (err.code === 'aborted' || signal?.aborted) return this.cancelled(done, lastText);
-          this.emit({ type: 'error', message: err.message, code: err.code });
-          return done('failed', lastText, { message: err.message, code: err.code });
+          if (err.partial?.items.length) state.items.push(...(this.textTurn ? this.textTurn.partial(err.partial.items) : err.partial.items));
+          if (err.code === 'aborted' || signal?.aborted) return this.cancelled(state);
+          return this.end(state, 'failed', err.code, err.message);
         }
-        if (signal?.aborted) return this.cancelled(done, lastText);
-        const message = `Unexpected error: ${(err as Error).message}`;
-        this.emit({ type: 'error', message, code: 'internal' });
-        return done('failed', lastText, { message, code: 'internal' });
+        if (signal?.aborted) return this.cancelled(state);
+        return this.end(state, 'failed', 'internal', `Unexpected error: ${(err as Error).message}`);
       }
       overflowRetry = false;
       let again = false;
@@ -298,29 +243,17 @@ export class AgentLoop {
         result = { ...result, items: step.items, functionCalls: step.calls };
         again = step.again;
       }
-      appended.push(...result.items);
-      if (result.usage) {
-        turns.push(result.usage);
-        total = addUsage(total, result.usage);
-      }
-      if (result.containerId) containerId = result.containerId;
-      const text = result.items
-        .filter((i) => i.type === 'message' && i.role === 'assistant' && !i.thinking)
-        .map((i) => (i as MessageItem).text)
-        .join('');
-      if (text) lastText = text;
+      state.addTurn(result);
 
       if (result.functionCalls.length === 0) {
         if (result.stopReason === 'pause_turn' || again) continue;
-        return done('completed', text || lastText);
+        return state.result('completed');
       }
-      const outputs = await Promise.all(result.functionCalls.map((call) => this.runFunctionCall(call)));
-      appended.push(...outputs);
-      if (signal?.aborted) return this.cancelled(done, lastText);
+      const outputs = await Promise.all(result.functionCalls.map((call) => this.runFunctionCall(state, call)));
+      state.items.push(...outputs);
+      if (signal?.aborted) return this.cancelled(state);
     }
-    const message = `Stopped after ${maxTurns} model turns without a final answer. Raise the limit (CLI: --max-turns; settings: codeact.maxTurns) or simplify the request.`;
-    this.emit({ type: 'error', message, code: 'max_turns' });
-    return done('max_turns', lastText, { message, code: 'max_turns' });
+    return this.end(state, 'max_turns', 'max_turns', `Stopped after ${maxTurns} model turns without a final answer. Raise the limit (CLI: --max-turns; settings: codeact.maxTurns) or simplify the request.`);
   }
 
   /** The context budget of this run's requests (./contextBudget); none when no window is known. */
@@ -333,93 +266,48 @@ export class AgentLoop {
     });
   }
 
-  private cancelled(done: (s: AgentStatus, t: string, e?: AgentResult['error']) => AgentResult, text: string): AgentResult {
-    const message = 'Stopped by the user.';
-    this.emit({ type: 'error', message, code: 'cancelled' });
-    return done('cancelled', text, { message, code: 'cancelled' });
+  /** Ends the run on an error: the `error` event, and the result that carries it. */
+  private end(state: RunState, status: AgentStatus, code: string, message: string): AgentResult {
+    this.emit({ type: 'error', message, code });
+    return state.result(status, { message, code });
   }
 
-  private async turnWithRetries(request: Parameters<Provider['streamTurn']>[0], maxAttempts: number): Promise<TurnResult> {
-    // Failures by code, for errors that allow fewer retries than the policy (a stalled stream: once).
-    const failures = new Map<string, number>();
-    for (let attempt = 1; ; attempt++) {
-      this.codeStreams = new Map();
-      this.textTurn = this.text?.active ? this.text.turn((itemId, entry) => this.codeStreams.set(itemId, entry)) : undefined;
-      try {
-        return await this.options.provider.streamTurn(request, (e) => this.onProviderEvent(e));
-      } catch (err) {
-        const retryable = err instanceof ProviderError && err.retryable && !err.partial?.items.length;
+  private cancelled(state: RunState): AgentResult {
+    return this.end(state, 'cancelled', 'cancelled', 'Stopped by the user.');
+  }
+
+  /** One model turn, with retries: each attempt streams a fresh response (its own code cards and text-protocol state). */
+  private streamTurn(request: TurnRequest, maxAttempts: number): Promise<TurnResult> {
+    return this.retries.run(
+      () => {
+        this.streams.reset();
+        this.textTurn = this.text?.active ? this.text.turn(this.streams.register) : undefined;
+        return this.options.provider.streamTurn(request, (e) => this.onProviderEvent(e));
+      },
+      {
+        maxAttempts,
+        signal: request.signal,
         // Code cards opened while the failed response streamed will never run: close them.
-        this.abandonCodeStreams(
-          err instanceof ProviderError && err.code === 'aborted' ? 'Cancelled' : 'NotRun',
-          err instanceof ProviderError && err.code === 'aborted' ? 'The run was stopped.' : `The model's response broke off before this code could run (${(err as Error).message.split('\n')[0]}).`,
-        );
-        if (!retryable || attempt >= maxAttempts || request.signal?.aborted) throw err;
-        const pe = err as ProviderError;
-        const sameKind = (failures.get(pe.code) ?? 0) + 1;
-        failures.set(pe.code, sameKind);
-        if (pe.retryLimit !== undefined && sameKind > pe.retryLimit) throw err;
-        const last = pe.retryLimit !== undefined ? Math.min(maxAttempts, attempt + 1 + pe.retryLimit - sameKind) : maxAttempts;
-        const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
-        const delay = Math.min(this.retry.maxDelayMs * 4, pe.retryAfterMs ?? backoff + Math.floor(Math.random() * backoff * 0.2));
-        this.emit({ type: 'codeact.retry', attempt, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${attempt + 1} of ${last}).` });
-        try {
-          await this.sleep(delay, request.signal);
-        } catch {
-          throw new ProviderError({ code: 'aborted', message: 'Stopped by the user.', provider: this.options.provider.id });
-        }
-      }
-    }
+        failed: (err) => {
+          const aborted = err instanceof ProviderError && err.code === 'aborted';
+          this.streams.abandonAll(aborted ? 'Cancelled' : 'NotRun', aborted ? 'The run was stopped.' : `The model's response broke off before this code could run (${(err as Error).message.split('\n')[0]}).`);
+        },
+      },
+    );
   }
 
-  /** Code streams of the current turn, by our function-call item id (never the provider's call id: servers repeat those). */
-  private codeStreams = new Map<string, CodeStreamEntry>();
-  /** The text protocol of the current run, and its state for the current response. */
-  private text?: TextProtocol;
-  private textTurn?: TextTurn;
-
-  /** Closes a code card whose code will not run, so it never stays "writing". */
-  private abandonCode(execId: string, code: string, type: string, message: string): void {
-    notRunItem((e) => this.emit(e), { itemId: execId, code, runtime: this.options.runtime.kind, error: { type, message } });
-  }
-
-  private abandonCodeStreams(type: string, message: string): void {
-    for (const s of new Set(this.codeStreams.values())) {
-      if (s.settled) continue;
-      s.settled = true;
-      this.abandonCode(s.execId, s.extractor.value, type, message);
-    }
-  }
-
-  /** Passes provider events through, and turns code-tool argument deltas into plain code deltas. */
+  /** Passes provider events through; a code tool's argument deltas also fill its code card. */
   private onProviderEvent(e: CodeActEvent): void {
-    const streams = this.codeStreams;
     if (this.textTurn?.handle(e)) return;
     this.emit(e);
-    if (this.mode === 'hosted') return;
-    if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && e.item.id && (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)) {
-      // The code card of this call: an execution item of its own, with an id of ours.
-      const execId = newId('exec');
-      streams.set(e.item.id, { extractor: new JsonStringFieldExtractor(['code']), execId });
-      this.emit({ type: 'response.code_interpreter_call.in_progress', item_id: execId, runtime: this.options.runtime.kind });
-    } else if (e.type === 'response.function_call_arguments.delta') {
-      const s = streams.get(e.item_id);
-      if (!s) return;
-      const delta = (s.extractor as JsonStringFieldExtractor).push(e.delta);
-      if (delta) this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: s.execId, delta });
-    }
+    if (this.mode !== 'hosted') this.streams.observe(e);
   }
 
-  private async runFunctionCall(call: FunctionCallRequest): Promise<FunctionCallOutputItem> {
+  private async runFunctionCall(state: RunState, call: FunctionCallRequest): Promise<FunctionCallOutputItem> {
     const { runtime, gateway, signal } = this.options;
-    let args: Record<string, unknown>;
-    const stream = this.codeStreams.get(call.item_id);
     const finish = (output: string, isError = false, images?: AttachedImage[]): FunctionCallOutputItem => {
-      if (stream && !stream.settled) {
-        // The code was shown while the model wrote it, but it will not run.
-        stream.settled = true;
-        this.abandonCode(stream.execId, stream.extractor.value, 'NotRun', (JSON.parse(output) as { error?: string }).error ?? 'The code was not run.');
-      }
+      // A code card shown while the model wrote it, for code that did not run (a failure below has said why).
+      this.streams.notRun(call.item_id, 'The code was not run.');
       const item: FunctionCallOutputItem = {
         type: 'function_call_output',
         id: newId('out'),
@@ -434,56 +322,39 @@ export class AgentLoop {
       this.emit({ type: 'response.output_item.done', item });
       return images?.length ? { ...item, images } : item;
     };
+    const fail = (error: string): FunctionCallOutputItem => {
+      this.streams.notRun(call.item_id, error);
+      return finish(JSON.stringify({ error }), true);
+    };
+    let args: Record<string, unknown>;
     try {
       args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
       if (!args || typeof args !== 'object' || Array.isArray(args)) throw new Error('not an object');
     } catch {
-      return finish(JSON.stringify({ error: `The arguments of ${call.name} were not a valid JSON object: ${call.arguments.slice(0, 200)}` }), true);
+      return fail(`The arguments of ${call.name} were not a valid JSON object: ${call.arguments.slice(0, 200)}`);
     }
     if (call.name === EXECUTE_TOOL_CODE || call.name === EXECUTE_CODE) {
       const allowed = (call.name === EXECUTE_TOOL_CODE && this.mode === 'toolCode') || (call.name === EXECUTE_CODE && this.mode === 'code');
-      if (!allowed) return finish(JSON.stringify({ error: `${call.name} is not available in this mode.` }), true);
-      if (typeof args.code !== 'string') return finish(JSON.stringify({ error: `${call.name} needs a "code" string argument.` }), true);
-      const execId = stream?.execId ?? newId('exec');
-      const announced = !!stream;
-      if (stream) stream.settled = true;
-      if (announced) {
-        // Make sure the streamed code equals the code that runs (a provider may send arguments whole).
-        const streamed = stream!.extractor.value;
-        if (args.code.startsWith(streamed) && args.code.length > streamed.length) {
-          this.emit({ type: 'response.code_interpreter_call_code.delta', item_id: execId, delta: args.code.slice(streamed.length) });
-        }
-      }
-      // Numbered before the first await, so parallel calls are numbered in the order the model made them.
-      const execution = ++this.executions;
+      if (!allowed) return fail(`${call.name} is not available in this mode.`);
+      if (typeof args.code !== 'string') return fail(`${call.name} needs a "code" string argument.`);
+      const withTools = call.name === EXECUTE_TOOL_CODE;
+      const { execId, announced } = this.streams.claim(call.item_id, args.code);
+      const execution = state.nextExecution();
       const item = await runtime.execute(
-        { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: call.name === EXECUTE_TOOL_CODE, announced, execution },
-        { signal, onEvent: (e) => this.emit(e), onToolCall: call.name === EXECUTE_TOOL_CODE ? gateway.handler : undefined },
+        { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: withTools, announced, execution },
+        { signal, onEvent: (e) => this.emit(e), onToolCall: withTools ? gateway.handler : undefined },
       );
-      const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost, installs: call.name === EXECUTE_TOOL_CODE && gateway.installs });
+      const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost, installs: withTools && gateway.installs });
       return finish(summary, item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
     }
     const tool = gateway.get(call.name);
-    if (!tool || (tool.expose !== 'direct' && tool.expose !== 'both')) {
-      return finish(JSON.stringify({ error: `Unknown function "${call.name}".` }), true);
-    }
-    const started = performance.now();
-    const itemId = call.item_id;
-    // Ours, as inside an execution (`<item id>:<n>`): the provider's call id is not unique.
-    const callId = `${itemId}:1`;
-    // The person's time deciding an approval is not the call's.
-    const { pause, pausedMs } = pausedTime();
-    const took = () => Math.round(performance.now() - started - pausedMs());
-    this.emit({ type: 'codeact.tool_call.started', item_id: itemId, call_id: callId, name: call.name, arguments: args });
-    try {
-      const output = await gateway.call({ itemId, callId, name: call.name, arguments: args, pause }, signal ?? new AbortController().signal);
-      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, output, duration_ms: took() });
-      return finish(toolResultText(call.name, output, this.options.outputChars));
-    } catch (err) {
-      const message = (err as Error).message;
-      this.emit({ type: 'codeact.tool_call.completed', item_id: itemId, call_id: callId, name: call.name, error: message, duration_ms: took() });
-      return finish(JSON.stringify({ error: message }), true);
-    }
+    if (!tool || (tool.expose !== 'direct' && tool.expose !== 'both')) return fail(`Unknown function "${call.name}".`);
+    // Announced and timed as a call from the code is, under a call id of ours: the provider's is not unique.
+    const outcome = await ToolDispatcher.one(
+      { itemId: call.item_id, emit: (e) => this.emit(e), handler: (request, s) => gateway.call(request, s), signal: signal ?? new AbortController().signal },
+      call.name,
+      args,
+    );
+    return outcome.ok ? finish(toolResultText(call.name, outcome.value, this.options.outputChars)) : fail(outcome.error);
   }
 }
-

@@ -22,18 +22,12 @@ import { errorText, worthProbing } from '../providers/shared/toolsRejection';
 import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { CodeFenceScanner, type FenceSegment } from './codeFence';
+import type { CodeStreamEntry } from './codeStreams';
 import { toTextHistory } from './textHistory';
 import { randomToken } from '../util/ids';
 
 export type AgentProtocol = 'tools' | 'text';
 export const AGENT_PROTOCOLS: readonly AgentProtocol[] = ['tools', 'text'];
-
-/** What the agent loop keeps per streamed code card (see AgentLoop.codeStreams). */
-export interface CodeStreamEntry {
-  extractor: { readonly value: string };
-  execId: string;
-  settled?: boolean;
-}
 
 // ---- models that rejected tools, for the life of the process -------------------------------------
 

@@ -1,6 +1,7 @@
 /**
  * The code's `call_tool` requests of one execution, run on the host: bounded concurrency, each call
- * announced and timed, each answered with an outcome. Shared by the local guest and the Jupyter tool channel.
+ * announced and timed, each answered with an outcome. Shared by the local guest, the Jupyter tool channel and
+ * the agent loop's direct calls (ToolDispatcher.one).
  *
  * The frames that carry the calls are untrusted (code can write them straight to the protocol channel,
  * past the guest library's own bounds), so the host bounds them itself: at most `maxTotal` calls a run
@@ -10,7 +11,7 @@
  */
 import type { CodeActEvent } from '../../common/events';
 import { isDiscoveryCall, TOOL_CATALOG } from '../../common/tools';
-import type { ToolCallHandler } from './types';
+import type { ToolCallHandler, ToolCallRequest } from './types';
 import { pausedTime } from '../util/timeout';
 import { tooDeep } from './execution';
 import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
@@ -36,9 +37,8 @@ export function tooManyCallsError(limit: number): string {
   return `too many tool calls in this run: limit ${limit}. Make fewer calls in one run (split the work over several runs), or raise codeact.toolCalls.maxPerRun.`;
 }
 
-export interface ToolDispatcherOptions {
-  itemId: string;
-  emit: (e: CodeActEvent) => void;
+/** The item the calls belong to and its event stream, as each call's request carries them. */
+export interface ToolDispatcherOptions extends Required<Pick<ToolCallRequest, 'itemId' | 'emit'>> {
   handler?: ToolCallHandler;
   /** False for plain `execute_code`: every call is refused. */
   enabled: boolean;
@@ -47,8 +47,8 @@ export interface ToolDispatcherOptions {
   maxTotal: number;
   /** Fires when the run ends: calls still queued or running are told to stop. */
   signal: AbortSignal;
-  /** Stops the run's clock until the returned function is called (see ToolCallRequest.pause). */
-  pauseClock?: () => () => void;
+  /** The run's clock, paused with each call's own (ToolCallRequest.pause). */
+  pauseClock?: ToolCallRequest['pause'];
   /** A note of the host's on the execution (once per cap that refused a call). */
   note?: (text: string) => void;
   /** Calls kept coming {@link TOOL_FLOOD_MARGIN} past the limit (called once): the runtime stops the run. */
@@ -105,6 +105,14 @@ export class ToolDispatcher {
       },
       { once: true },
     );
+  }
+
+  /**
+   * One call outside an execution (a function the model calls directly): announced and timed as the code's
+   * calls are, with the call id `<item id>:1`.
+   */
+  static one(o: Pick<ToolDispatcherOptions, 'itemId' | 'emit' | 'handler' | 'signal'>, name: string, args: unknown): Promise<ToolOutcome> {
+    return new ToolDispatcher({ ...o, enabled: true, maxConcurrent: 1, maxTotal: 1 }).dispatch(name, args);
   }
 
   /** Calls started or waiting for a slot. */

@@ -12,24 +12,15 @@
  *
  * The gateway routes these here (ToolGateway.handler), for the CLI and the extension alike. They read
  * only the tool list: no approval, no tool runs, every answer bounded. Their `codeact.tool_call.*`
- * events carry `kind: "discovery"` so the panel can show them quietly.
+ * events carry `kind: "discovery"` (the runtime's ToolDispatcher tags them) so the panel can show them quietly.
  */
-import type { CodeActEvent } from '../../../common/events';
-import { DESCRIBE_TOOL, isDiscoveryCall, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../../common/tools';
+import { DESCRIBE_TOOL, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../../common/tools';
 import type { ManagedTool } from '../toolSet';
 import { buildToolCatalog, oneLine, pythonName, returnsSummary, signatureText, toolGroup, toolParams, type ToolCatalog } from './toolCatalog';
 import { MAX_QUERY_CHARS, MAX_RESULTS, ToolSearchIndex } from './toolSearch';
 
 /** Largest schema returned by describe_tool, serialised. */
 export const MAX_DESCRIBED_SCHEMA_BYTES = 64 * 1024;
-
-/** Adds `kind: "discovery"` to the tool-call events of discovery calls. */
-export function tagDiscoveryEvent(e: CodeActEvent): CodeActEvent {
-  if ((e.type === 'codeact.tool_call.started' || e.type === 'codeact.tool_call.completed') && e.kind === undefined && isDiscoveryCall(e.name)) {
-    return { ...e, kind: 'discovery' };
-  }
-  return e;
-}
 
 export interface SearchResult {
   name: string;
