@@ -4,7 +4,9 @@
  *
  * Everything that happens is emitted in the shared event vocabulary. For `execute_tool_code` and
  * `execute_code` the code is streamed as plain text while the model writes it (the JSON arguments
- * are unescaped on the fly), so a code card fills in before the code runs.
+ * are unescaped on the fly, ./codeStreams), so a code card fills in before the code runs. A turn that fails
+ * retryably is tried again (./retries); what a run gathers is its RunState (./runState). A function the model
+ * calls directly is announced and timed by the runtime's ToolDispatcher, as a call from the code is.
  *
  * A model without function calling gets the text protocol instead (./textProtocol): it writes
  * ```python blocks, which run through the same path as an `execute_tool_code` call.
