@@ -15,7 +15,7 @@ import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { newId } from '../core/util/ids';
-import { runChatTurn } from '../core/turn/chatTurn';
+import { runChatTurn } from '../core/turn/turns';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
 import { DEFAULT_MODELS, downloadHostedFile, needsKey, noKeyError } from './providers';
