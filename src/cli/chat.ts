@@ -17,7 +17,7 @@ import { installOptionsFrom } from '../core/config/install';
 import { cliInstallApprover } from './installPrompt';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
-import { runChatTurn } from '../core/turn/turns';
+import { isTurnMarker, runChatTurn } from '../core/turn/turns';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
@@ -110,7 +110,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
   // --json prints the event vocabulary; the turn markers go to the transcript only.
   const printEvent: (e: TranscriptEvent) => void = values.json
     ? (e) => {
-        if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') process.stdout.write(JSON.stringify(e) + '\n');
+        if (!isTurnMarker(e)) process.stdout.write(JSON.stringify(e) + '\n');
       }
     : chatPrinter();
   const print: (e: TranscriptEvent) => void = !saver

@@ -14,13 +14,12 @@ import { createProvider } from '../core/providers/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
-import { newId } from '../core/util/ids';
-import { runChatTurn } from '../core/turn/turns';
+import { isTurnMarker, runChatTurn, runCodeTurn } from '../core/turn/turns';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
 import { DEFAULT_MODELS, downloadHostedFile, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory, INTERRUPTED_MESSAGE, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
+import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
 import { WorkspaceTools } from './workspaceTools';
@@ -397,7 +396,7 @@ export class CodeActController {
         signal: controller.signal,
         onEvent: (e) => {
           this.notify(e);
-          if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') extra?.onEvent?.(e);
+          if (!isTurnMarker(e)) extra?.onEvent?.(e);
         },
       });
       const result = turn.result;
@@ -437,30 +436,28 @@ export class CodeActController {
     const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
     const convo = docConvo ?? this.ensureConversation(label);
     const s = this.settingsFor(folder);
-    const turnId = newId('turn');
-    const started = Date.now();
     // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
     const sessionId = extra?.document ? documentSessionId(extra.document.uri) : convo.id;
     if (extra?.document) this.runtimes.documentSessions.set(sessionId, extra.document.name);
     if (extra?.document) this.variables.shown = { id: sessionId, label: extra.document.name };
     else this.variables.ranChat(convo);
     try {
-      const runtime = this.approvals.reviewing(await this.runtimes.get(folder, sessionId), this.settingsFor(folder).reviewCode);
-      this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
-      const item = await runtime.execute(
-        { code, timeoutMs: s.timeoutMs, sessionId },
-        {
-          signal: controller.signal,
-          onToolCall: (await this.tools.gateway(false, folder)).handler,
-          onEvent: (e) => {
-            this.emit(e);
-            extra?.onEvent?.(e);
-          },
+      const { item } = await runCodeTurn({
+        conversation: convo,
+        code,
+        label,
+        source,
+        runtime: async () => this.approvals.reviewing(await this.runtimes.get(folder, sessionId), this.settingsFor(folder).reviewCode),
+        gateway: () => this.tools.gateway(false, folder),
+        timeoutMs: s.timeoutMs,
+        sessionId,
+        signal: controller.signal,
+        interrupted: () => this.closing,
+        onEvent: (e) => {
+          this.notify(e);
+          if (!isTurnMarker(e)) extra?.onEvent?.(e);
         },
-      );
-      const status = item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed';
-      const cutOff = status !== 'completed' && this.closing ? { interrupted: true, message: INTERRUPTED_MESSAGE } : {};
-      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status, duration_ms: Date.now() - started, ...cutOff });
+      });
       this.log.info(`run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`);
       return item;
     } finally {
