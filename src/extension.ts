@@ -58,7 +58,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
         try {
           return await fn(...args);
         } catch (err) {
-          if (err instanceof UntrustedWorkspaceError) return showUntrusted('Running code');
+          if (err instanceof UntrustedWorkspaceError) return showUntrusted(err.what);
           log.error(`${id} failed: ${(err as Error).stack ?? err}`);
           void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`, 'Show Log').then((a) => a && log.show());
         }
@@ -144,7 +144,8 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   });
   command('codeact.showTools', async () => {
     const { tools, errors } = service.toolSet();
-    if (!service.trusted) return showUntrusted('Using workspace tools');
+    const refused = service.trustGate('Using workspace tools');
+    if (refused) return showUntrusted(refused.what);
     const items: vscode.QuickPickItem[] = tools.map((t) => ({ label: t.name, description: `${t.source}${t.approval !== 'auto' ? ` · ${t.approval}` : ''}`, detail: t.description }));
     for (const e of errors) items.push({ label: `$(warning) codeact.tools[${e.index}]${e.name ? ` ${e.name}` : ''}`, detail: e.message });
     if (!items.length) items.push({ label: 'No managed tools declared', detail: 'Add codeact.tools to .vscode/settings.json' });

@@ -147,13 +147,16 @@ class PanelController implements vscode.Disposable {
       case 'scrolled':
         s.memory.rememberScroll(m.conversationId, m.scroll);
         return;
-      case 'send':
-        if (!s.trusted && s.settings.mode !== 'hosted') {
-          this.post({ type: 'notice', level: 'warning', message: untrustedMessage('Running code'), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
+      case 'send': {
+        // Asked before the notebook's part of the turn is made; the refusal is the controller's (its send asks again).
+        const refused = s.trustGate('Running code', 'prompt');
+        if (refused) {
+          this.post({ type: 'notice', level: 'warning', message: untrustedMessage(refused.what), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
           return;
         }
         await s.send(m.text, 'chat', s.settings.mode === 'hosted' ? undefined : { notebook: s.notebooks?.turn() });
         return;
+      }
       case 'notebook.target':
         s.notebooks?.setTarget(m.uri, m.on);
         return;
@@ -200,10 +203,12 @@ class PanelController implements vscode.Disposable {
         await editor.edit((b) => b.replace(editor.selection, m.code));
         return;
       }
-      case 'runCode':
-        if (!s.trusted) return showUntrusted('Running code with tools');
+      case 'runCode': {
+        const refused = s.trustGate('Running code with tools');
+        if (refused) return showUntrusted(refused.what);
         await s.runCode(m.code, 'Run again with tools', 'chat');
         return;
+      }
       case 'openFullOutput': {
         const item = s.fullOutput(m.itemId);
         if (!item) throw new Error('That output is no longer available.');

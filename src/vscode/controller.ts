@@ -365,15 +365,25 @@ export class CodeActController {
     this.running.controller.abort();
   }
 
-  requireTrust(what: string): void {
-    if (!this.trusted) throw new UntrustedWorkspaceError(what);
+  /**
+   * The one trust gate (the front doors only render its refusal): code runs only in a trusted workspace;
+   * a prompt needs one too, unless hosted mode runs its code at the provider. Undefined: allowed.
+   */
+  trustGate(what: string, turn: 'code' | 'prompt' = 'code', folder = this.folders.current().folder): UntrustedWorkspaceError | undefined {
+    if (this.trusted || (turn === 'prompt' && this.settingsFor(folder).mode === 'hosted')) return undefined;
+    return new UntrustedWorkspaceError(what);
+  }
+
+  requireTrust(what: string, turn: 'code' | 'prompt' = 'code', folder?: string): void {
+    const refused = this.trustGate(what, turn, folder);
+    if (refused) throw refused;
   }
 
   /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
   async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken; notebook?: NotebookTurn }): Promise<AgentResult | undefined> {
     const folder = this.folders.require();
+    this.requireTrust('Running code', 'prompt', folder);
     const s = this.settingsFor(folder);
-    if (s.mode !== 'hosted') this.requireTrust('Running code');
     const controller = this.begin(titleFrom(prompt));
     const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
     const convo = this.ensureConversation(prompt);

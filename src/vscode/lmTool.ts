@@ -27,7 +27,8 @@ export function registerLanguageModelTool(service: CodeActService): vscode.Dispo
       };
     },
     async invoke(options, token) {
-      if (!service.trusted) throw new Error(untrustedMessage('Running code'));
+      const refused = service.trustGate('Running code');
+      if (refused) throw new Error(untrustedMessage(refused.what));
       const code = String(options.input?.code ?? '');
       if (!code.trim()) throw new Error('execute_tool_code needs a non-empty "code" string.');
       const item = await service.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
@@ -41,14 +42,17 @@ export function registerChatParticipant(service: CodeActService, context: vscode
   const participant = vscode.chat.createChatParticipant('codeact.agent', async (request, _ctx, stream, token) => {
     if (request.command === 'tools') {
       const { tools, errors } = service.toolSet();
-      if (!service.trusted) stream.markdown(untrustedMessage('Using workspace tools') + '\n');
+      const refused = service.trustGate('Using workspace tools');
+      if (refused) stream.markdown(untrustedMessage(refused.what) + '\n');
       else if (!tools.length) stream.markdown('No managed tools are declared. Add `codeact.tools` to `.vscode/settings.json`.\n');
       for (const t of tools) stream.markdown(`- **${t.name}** (${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}): ${t.description}\n`);
       for (const e of errors) stream.markdown(`- ⚠️ codeact.tools[${e.index}]: ${e.message}\n`);
       return {};
     }
-    if (!service.trusted && service.settings.mode !== 'hosted') {
-      stream.markdown(untrustedMessage('Running code'));
+    // /run is code; a prompt in hosted mode runs its code at the provider (the controller's gate decides).
+    const refused = service.trustGate('Running code', request.command === 'run' ? 'code' : 'prompt');
+    if (refused) {
+      stream.markdown(untrustedMessage(refused.what));
       stream.button({ command: 'workbench.trust.manage', title: 'Manage Workspace Trust' });
       return {};
     }

@@ -127,8 +127,9 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
       void vscode.window.showInformationMessage('CodeAct: open a Python file to run it with tools.');
       return undefined;
     }
-    if (!this.service.trusted) {
-      showUntrusted('Running code with tools');
+    const refused = this.service.trustGate('Running code with tools');
+    if (refused) {
+      showUntrusted(refused.what);
       return undefined;
     }
     const target = targetOf(editor, atLine);

@@ -25,6 +25,9 @@ describe('vscode session (fake seams)', () => {
       await assert.rejects(h.session.runCode('print(1)', 'run'), (e: unknown) => e instanceof UntrustedWorkspaceError && /^Running code is disabled because this workspace is not trusted/.test(e.message));
       await assert.rejects(h.session.send('hello'), UntrustedWorkspaceError);
       assert.throws(() => h.session.requireTrust('Using tools'), UntrustedWorkspaceError);
+      // The one gate the front doors ask: its refusal says what was refused (they render it in their own words).
+      assert.equal(h.session.trustGate('Running code with tools')?.what, 'Running code with tools');
+      assert.ok(h.session.trustGate('Running code', 'prompt') instanceof UntrustedWorkspaceError, 'a local prompt runs code here');
       assert.equal(h.runtimes.built.length, 0, 'no runtime was built');
       assert.equal(h.session.currentConversation, undefined, 'no conversation was started');
       assert.equal(h.session.busy, false);
@@ -36,6 +39,8 @@ describe('vscode session (fake seams)', () => {
       h = harness({ mode: 'hosted', provider: 'anthropic' });
       h.apis.trusted = false;
       h.apis.errorAnswer = 'Set API Key…';
+      assert.equal(h.session.trustGate('Running code', 'prompt'), undefined, 'a hosted prompt runs its code at the provider');
+      assert.ok(h.session.trustGate('Running code') instanceof UntrustedWorkspaceError, 'code itself still needs trust');
       const saved = process.env.ANTHROPIC_API_KEY;
       delete process.env.ANTHROPIC_API_KEY;
       try {
