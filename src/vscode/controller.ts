@@ -1,9 +1,9 @@
 /**
- * The extension's session: the current conversation and its transcript, switching conversations, the variables
- * view, the turns (prompts through core's chat turn, code straight into the runtime), with stop. Its parts:
+ * The extension's controller: the current conversation and its transcript, switching conversations, the variables
+ * view, the turns (core/turn: prompts as chat turns, code as code turns), with stop, and the one trust gate. Its parts:
  * ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
  */
-import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
@@ -29,8 +29,8 @@ import { UntrustedWorkspaceError } from './untrusted';
 import { Emitter } from '../common/emitter';
 import { ChatFolder } from './chatFolder';
 import { NotebookRuns } from './notebookRuns';
-import type { CancellationToken, Log, ControllerApis, SessionDeps } from './controller.apis';
-export { UntrustedWorkspaceError, type SessionDeps };
+import type { CancellationToken, Log, ControllerApis, ControllerDeps } from './controller.apis';
+export { UntrustedWorkspaceError, type ControllerDeps };
 
 type Disposable = { dispose(): void };
 
@@ -43,7 +43,7 @@ export class CodeActController {
   private readonly variables: VariablesTracker;
   /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
   private staleSession?: string;
-  private running?: { controller: AbortController; label: string; done: Promise<void>; finish(): void };
+  private running?: { abort: AbortController; label: string; done: Promise<void>; finish(): void; cancel?: Disposable };
   /** VS Code is closing or reloading: a turn stopped now was interrupted, not stopped by the user. */
   private closing = false;
   readonly memory: ConversationMemory;
@@ -51,8 +51,8 @@ export class CodeActController {
   private readonly outputs = new Map<string, CodeInterpreterCallItem>();
   private loggedIgnored = '[]';
   private readonly apis: ControllerApis;
-  private readonly secrets: SessionDeps['secrets'];
-  protected readonly runtimes: RuntimeCache;
+  private readonly secrets: ControllerDeps['secrets'];
+  private readonly runtimes: RuntimeCache;
   readonly approvals: Approvals;
   private readonly tools: WorkspaceTools;
   private readonly notebookRuns: NotebookRuns;
@@ -61,7 +61,7 @@ export class CodeActController {
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;
 
-  constructor(private readonly deps: SessionDeps) {
+  constructor(private readonly deps: ControllerDeps) {
     this.store = new TranscriptStore(deps.storeDir);
     this.log = deps.log;
     this.apis = deps.apis;
@@ -92,11 +92,6 @@ export class CodeActController {
     // The conversation open before a reload or a restart comes back (its variables do not).
     this.conversation = this.memory.restoreOpen();
     if (this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
-  }
-
-  /** After a reload brought back a conversation whose Python session is gone (once): the panel's notice. */
-  takeRestoreNotice(): string | undefined {
-    return this.memory.takeNotice();
   }
 
   /** The open conversation changes: remembered across reloads. */
@@ -198,7 +193,12 @@ export class CodeActController {
       conversation: this.conversation,
       version: this.deps.version,
     });
-    return { ...state, workspace: this.folders.state() ?? null };
+    return { ...state, workspace: this.folders.state() ?? null, ...this.deps.hostExtras?.() };
+  }
+
+  /** A workspace folder was removed: its runtime goes. */
+  folderRemoved(folder: string): void {
+    void this.runtimes.disposeFolder(folder);
   }
 
   /** The person picked a folder in the panel's bar: the chat's turns run there (a fresh session: the model is told). */
@@ -214,6 +214,14 @@ export class CodeActController {
   private emit(e: TranscriptEvent): void {
     this.conversation?.appendEvent(e);
     this.notify(e);
+  }
+
+  /** A turn's listener: every saved event to the listeners, and the vocabulary (no turn markers) to the caller's. */
+  private relay(onEvent?: (e: CodeActEvent) => void): (e: TranscriptEvent) => void {
+    return (e) => {
+      this.notify(e);
+      if (!isTurnMarker(e)) onEvent?.(e);
+    };
   }
 
   /** Tells the listeners (the panel, the participant) about an event already saved. */
@@ -319,11 +327,6 @@ export class CodeActController {
 
   // ---- approvals --------------------------------------------------------------------------------
 
-  /** The panel answered an approval card. */
-  resolveApproval(approvalId: string, decision: ApprovalDecision, code?: string): void {
-    this.approvals.resolve(approvalId, decision, code);
-  }
-
   /** The approvals waiting for the person, oldest first (Run with Tools and the status bar say so). */
   pendingApprovals(): PendingApprovalInfo[] {
     return this.approvals.pendingList();
@@ -339,17 +342,19 @@ export class CodeActController {
 
   // ---- running ----------------------------------------------------------------------------------
 
-  private begin(label: string): AbortController {
+  /** A turn starts (one at a time): its signal aborts on stop and on VS Code's cancellation of the request. */
+  private begin(label: string, token?: CancellationToken): AbortSignal {
     if (this.running) throw new Error(`CodeAct is already running "${this.running.label}". Stop it first (CodeAct: Stop).`);
-    const controller = new AbortController();
+    const abort = new AbortController();
     let finish = () => {};
     const done = new Promise<void>((resolve) => (finish = resolve));
-    this.running = { controller, label, done, finish };
+    this.running = { abort, label, done, finish, cancel: token?.onCancellationRequested(() => abort.abort()) };
     this.fireState();
-    return controller;
+    return abort.signal;
   }
 
   private end(): void {
+    this.running?.cancel?.dispose();
     this.running?.finish();
     this.running = undefined;
     this.conversation?.flush();
@@ -362,7 +367,7 @@ export class CodeActController {
     this.log.info(`stop requested: ${this.running.label}`);
     // Before the abort reaches them: an approval left open was not answered, and says why.
     this.approvals.expirePending(NO_ANSWER.stopped);
-    this.running.controller.abort();
+    this.running.abort.abort();
   }
 
   /**
@@ -384,8 +389,7 @@ export class CodeActController {
     const folder = this.folders.require();
     this.requireTrust('Running code', 'prompt', folder);
     const s = this.settingsFor(folder);
-    const controller = this.begin(titleFrom(prompt));
-    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const signal = this.begin(titleFrom(prompt), extra?.token);
     const convo = this.ensureConversation(prompt);
     try {
       const turn = await runChatTurn({
@@ -403,11 +407,8 @@ export class CodeActController {
         runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing((extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id)), this.settingsFor(folder).reviewCode)),
         gateway: await this.tools.gateway(false, folder),
         sessionNote: [this.staleSession === convo.id ? REOPENED_NOTE : '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
-        signal: controller.signal,
-        onEvent: (e) => {
-          this.notify(e);
-          if (!isTurnMarker(e)) extra?.onEvent?.(e);
-        },
+        signal,
+        onEvent: this.relay(extra?.onEvent),
       });
       const result = turn.result;
       if (result) {
@@ -425,7 +426,6 @@ export class CodeActController {
       }
       return result;
     } finally {
-      cancel?.dispose();
       this.end();
     }
   }
@@ -442,8 +442,7 @@ export class CodeActController {
     const folder = extra?.document?.folder ?? this.folders.require();
     // A document's runs go to its own conversation (switched to before the run starts: never under a running one).
     const docConvo = extra?.document && !this.running ? this.documentConversation(extra.document) : undefined;
-    const controller = this.begin(label);
-    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const signal = this.begin(label, extra?.token);
     const convo = docConvo ?? this.ensureConversation(label);
     const s = this.settingsFor(folder);
     // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
@@ -461,17 +460,13 @@ export class CodeActController {
         gateway: () => this.tools.gateway(false, folder),
         timeoutMs: s.timeoutMs,
         sessionId,
-        signal: controller.signal,
+        signal,
         interrupted: () => this.closing,
-        onEvent: (e) => {
-          this.notify(e);
-          if (!isTurnMarker(e)) extra?.onEvent?.(e);
-        },
+        onEvent: this.relay(extra?.onEvent),
       });
       this.log.info(`run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`);
       return item;
     } finally {
-      cancel?.dispose();
       this.end();
     }
   }
