@@ -55,23 +55,27 @@ function startTurn(emit: Emit, start: Omit<TurnStarted, 'type' | 'turn_id' | 'st
   return { turnId, end };
 }
 
-export interface ChatTurnOptions {
-  conversation: Conversation;
-  prompt: string;
+/** What every turn takes from its host. */
+interface TurnOptions {
   source: TurnSource;
-  config: EngineConfig;
-  /** Builds the provider (it may fail: a missing key, a bad URL; the turn then ends with that error). */
-  provider: () => Promise<Provider>;
   /** The runtime, or how to get it (getting it may fail too: a Jupyter runtime without a URL). */
   runtime: Runtime | (() => Promise<Runtime>);
-  gateway: ToolGateway;
-  /** Said to the model after the system instruction (a reopened conversation's session is gone). */
-  sessionNote?: string;
   signal?: AbortSignal;
   /** True when the host is going away (VS Code reloading or closing): a turn stopped now ends as interrupted. */
   interrupted?: () => boolean;
   /** Every event of the turn, turn markers included, after it is saved. */
   onEvent?: (e: TranscriptEvent) => void;
+}
+
+export interface ChatTurnOptions extends TurnOptions {
+  conversation: Conversation;
+  prompt: string;
+  config: EngineConfig;
+  /** Builds the provider (it may fail: a missing key, a bad URL; the turn then ends with that error). */
+  provider: () => Promise<Provider>;
+  gateway: ToolGateway;
+  /** Said to the model after the system instruction (a reopened conversation's session is gone). */
+  sessionNote?: string;
   /** Test seams (retry sleep) and other agent options the hosts do not vary. */
   agent?: Partial<AgentOptions>;
 }
@@ -138,25 +142,18 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
   }
 }
 
-export interface CodeTurnOptions {
+/** A code turn gets its runtime before it starts (the start marker names the runtime's kind). */
+export interface CodeTurnOptions extends TurnOptions {
   /** Where the turn is saved; none: `codeact run`, which keeps no transcript. */
   conversation?: Conversation;
   code: string;
   /** What the transcript calls the turn (its prompt): "orders.py, lines 3-20", "Run again with tools". */
   label: string;
-  source: TurnSource;
-  /** The runtime, or how to get it (got before the turn starts: its marker names the runtime's kind). */
-  runtime: Runtime | (() => Promise<Runtime>);
   /** The tools' gateway, or how to get it (got once the turn has started). */
   gateway: ToolGateway | (() => Promise<ToolGateway>);
   timeoutMs: number;
   /** The Python session the code runs in (none: the runtime's own). */
   sessionId?: string;
-  signal?: AbortSignal;
-  /** True when the host is going away: a run stopped now ends as interrupted. */
-  interrupted?: () => boolean;
-  /** Every event of the turn, turn markers included, after it is saved. */
-  onEvent?: (e: TranscriptEvent) => void;
 }
 
 export interface CodeTurnResult {
