@@ -1,22 +1,20 @@
 /**
- * Composition root of the extension: builds the services and registers the contributions. Nothing else.
+ * Composition root of the extension: builds the controller and its parts, and registers the contributions
+ * (the commands in ./vscode/commands). Nothing else.
  * The SDKs and the Jupyter client load lazily, when a conversation or a Jupyter run first needs them.
  */
 import * as vscode from 'vscode';
 import { ApprovalStatus } from './vscode/approvalStatus';
-import { ChatPanels, exportNotebook } from './vscode/chatPanel';
+import { ChatPanels } from './vscode/chatPanel';
+import { registerCommands } from './vscode/commands';
+import type { CodeActController } from './vscode/controller';
 import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
-import { CodeActNotebookKernel } from './vscode/notebook/kernel';
 import { registerMcpSignIn } from './vscode/mcpAuth';
 import { vscodeMcpSignInApis } from './vscode/mcpAuth.apis';
 import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
-import { DEFAULT_MODELS, PROVIDER_NAMES } from './vscode/providers';
-import { CodeActService } from './vscode/service';
-import { UntrustedWorkspaceError } from './vscode/controller';
+import { createController } from './vscode/service';
 import type { CodeActSettings } from './vscode/settings';
-import { showUntrusted } from './vscode/trust';
-import { PROVIDERS } from './core/providers/registry';
 import { announcePythonChange, PythonEnvironments } from './vscode/pythonEnv';
 
 /** What the extension returns from activate(): its start-up time, and read-only views for the in-VS-Code tests. */
@@ -32,133 +30,35 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   const t0 = performance.now();
   const log = vscode.window.createOutputChannel('CodeAct', { log: true });
   const secrets = new Secrets(context.secrets);
-  const service = new CodeActService(context, log, secrets);
+  const built = createController(context, log, secrets);
+  const { controller, notebooks } = built;
   const mcpSignIn = registerMcpSignIn(vscodeMcpSignInApis(context.secrets), log);
-  active = service;
-  const panels = new ChatPanels(context, service);
-  const inline = new InlineResults(service);
-  const notebooks = (service.notebooks = new CodeActNotebookKernel(service, context.extension.id));
-  context.subscriptions.push(log, service, panels, inline, notebooks, new ApprovalStatus(service), registerLanguageModelTool(service), registerChatParticipant(service, context));
-  const pythonEnvs = new PythonEnvironments(log, () => service.folders.current().folder);
-  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange((env) => (service.fireState(), announcePythonChange(env))));
+  active = controller;
+  const panels = new ChatPanels(context, controller, notebooks);
+  const inline = new InlineResults(controller);
+  context.subscriptions.push(log, built, panels, inline, notebooks, new ApprovalStatus(controller), registerLanguageModelTool(controller), registerChatParticipant(controller, context));
+  const pythonEnvs = new PythonEnvironments(log, () => controller.folders.current().folder);
+  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange((env) => (controller.fireState(), announcePythonChange(env))));
   // The status bar follows the folder the chat's turns run in (the panel's folder bar).
-  let barFolder = service.folders.current().folder;
+  let barFolder = controller.folders.current().folder;
   context.subscriptions.push(
-    service.onState(() => {
-      const f = service.folders.current().folder;
+    controller.onState(() => {
+      const f = controller.folders.current().folder;
       if (f === barFolder) return;
       barFolder = f;
       pythonEnvs.refresh();
     }),
   );
 
-  const command = (id: string, fn: (...args: any[]) => unknown) =>
-    context.subscriptions.push(
-      vscode.commands.registerCommand(id, async (...args: any[]) => {
-        try {
-          return await fn(...args);
-        } catch (err) {
-          if (err instanceof UntrustedWorkspaceError) return showUntrusted('Running code');
-          log.error(`${id} failed: ${(err as Error).stack ?? err}`);
-          void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`, 'Show Log').then((a) => a && log.show());
-        }
-      }),
-    );
-
-  command('codeact.openChat', () => panels.reveal());
-  command('codeact.openChatInEditor', () => panels.openInEditor());
-  command('codeact.runWithTools', (uri?: vscode.Uri, line?: number) => inline.run(typeof line === 'number' ? line : undefined, uri instanceof vscode.Uri ? uri : undefined));
-  command('codeact.askWithTools', async () => {
-    const editor = vscode.window.activeTextEditor;
-    const selection = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : '';
-    const prompt = await vscode.window.showInputBox({
-      title: 'CodeAct: Ask Agent with Tools',
-      prompt: selection ? 'Ask about the selection; the agent can run Python with your managed tools.' : 'The agent answers by running Python with your managed tools.',
-      placeHolder: 'e.g. Which orders are late, and what do they add up to?',
-      ignoreFocusOut: true,
-    });
-    if (!prompt?.trim()) return;
-    const text = selection ? `${prompt}\n\n\`\`\`${editor!.document.languageId}\n${selection}\n\`\`\`` : prompt;
-    await panels.ask(text, true);
-  });
-  command('codeact.stop', () => service.stop());
-  // The notebook toolbar passes its editor's context ({ notebookEditor: { notebookUri } }); the palette, nothing.
-  command('codeact.notebook.restart', (arg?: { notebookEditor?: { notebookUri?: unknown } } | vscode.Uri) => {
-    const uri = arg instanceof vscode.Uri ? arg : arg?.notebookEditor?.notebookUri;
-    return notebooks.restart(uri instanceof vscode.Uri ? uri : undefined);
-  });
-  command('codeact.showApproval', () => service.showPendingApproval());
-  command('codeact.restartSession', async (sessionId?: unknown) => {
-    let id = typeof sessionId === 'string' ? sessionId : undefined;
-    if (!id) {
-      const live = service.liveSessions();
-      if (live.length > 1) {
-        const pick = await vscode.window.showQuickPick(
-          live.map((l) => ({ label: l.label, id: l.id })),
-          { title: 'CodeAct: Restart Session', placeHolder: 'Which Python session? Its variables are lost.' },
-        );
-        if (!pick) return;
-        id = pick.id;
-      } else id = live[0]?.id;
-    }
-    const had = await service.restartSession(id);
-    void vscode.window.showInformationMessage(had ? 'CodeAct: the Python session was restarted; its variables are gone.' : 'CodeAct: there was no live session; the next run starts a new one.');
-  });
-  command('codeact.setApiKey', async () => {
-    const provider = await secrets.promptForKey();
-    if (provider) void vscode.window.showInformationMessage(`CodeAct: the ${PROVIDER_NAMES[provider]} key is saved in VS Code's secret storage.`);
-  });
-  command('codeact.clearApiKey', () => secrets.clearKey());
-  command('codeact.setJupyterToken', () => secrets.promptForJupyterToken());
-  command('codeact.mcpSignOut', () => mcpSignIn.signOut());
-  command('codeact.selectModel', async () => {
-    const current = service.settings;
-    const providers = PROVIDERS.map((p) => ({ label: p.label, description: p.id === current.provider ? 'current' : undefined, id: p.id }));
-    const p = await vscode.window.showQuickPick(providers, { title: 'CodeAct: Select Provider (1/2)', placeHolder: 'Which provider?' });
-    if (!p) return;
-    const items: (vscode.QuickPickItem & { custom?: boolean })[] = DEFAULT_MODELS[p.id].map((m) => ({ label: m, description: m === current.model ? 'current' : undefined }));
-    items.push({ label: 'Other model…', custom: true, alwaysShow: true });
-    const m = await vscode.window.showQuickPick(items, { title: 'CodeAct: Select Model (2/2)', placeHolder: `A ${PROVIDER_NAMES[p.id]} model` });
-    if (!m) return;
-    const model = m.custom ? await vscode.window.showInputBox({ title: 'Model id', prompt: `The exact model id ${p.id === 'openai-compatible' ? 'your server serves (ollama list)' : 'of the provider'}` }) : m.label;
-    if (!model) return;
-    const c = vscode.workspace.getConfiguration('codeact');
-    await c.update('provider', p.id, vscode.ConfigurationTarget.Global);
-    await c.update('model', model, vscode.ConfigurationTarget.Global);
-    // codeact.baseUrl is the setting's older name, still read (core/config/keys.ts).
-    if (p.id === 'openai-compatible' && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
-      const url = await vscode.window.showInputBox({ title: 'Server URL', value: 'http://localhost:11434/v1', prompt: 'Base URL of the OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM: http://localhost:8000/v1)' });
-      if (url) await c.update('baseURL', url, vscode.ConfigurationTarget.Global);
-    } else if (!(await secrets.hasKey(p.id))) {
-      const set = await vscode.window.showInformationMessage(`CodeAct: ${PROVIDER_NAMES[p.id]} needs an API key.`, 'Set API Key…');
-      if (set) await secrets.promptForKey(p.id);
-    }
-  });
-  command('codeact.selectPythonEnvironment', () => pythonEnvs.select());
-  command('codeact.showLog', () => log.show());
-  command('codeact.newConversation', () => service.newConversation());
-  command('codeact.exportNotebook', () => exportNotebook(service));
-  command('codeact.clearHistory', async () => {
-    const ok = await vscode.window.showWarningMessage('Delete every CodeAct conversation?', { modal: true }, 'Delete All');
-    if (ok) service.clearHistory();
-  });
-  command('codeact.showTools', async () => {
-    const { tools, errors } = service.toolSet();
-    if (!service.trusted) return showUntrusted('Using workspace tools');
-    const items: vscode.QuickPickItem[] = tools.map((t) => ({ label: t.name, description: `${t.source}${t.approval !== 'auto' ? ` · ${t.approval}` : ''}`, detail: t.description }));
-    for (const e of errors) items.push({ label: `$(warning) codeact.tools[${e.index}]${e.name ? ` ${e.name}` : ''}`, detail: e.message });
-    if (!items.length) items.push({ label: 'No managed tools declared', detail: 'Add codeact.tools to .vscode/settings.json' });
-    const pick = await vscode.window.showQuickPick(items, { title: 'CodeAct: Managed Tools' });
-    if (pick && !tools.some((t) => t.name === pick.label)) await vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile');
-  });
+  registerCommands(context, { log, controller, secrets, panels, inline, notebooks, mcpSignIn, pythonEnvs });
 
   void vscode.commands.executeCommand('setContext', 'codeact.running', false);
   const activationMs = Math.round((performance.now() - t0) * 100) / 100;
   log.info(`CodeAct activated in ${activationMs} ms (workspace ${vscode.workspace.isTrusted ? 'trusted' : 'NOT trusted: execution disabled'})`);
-  return { activationMs, settings: () => service.settings, chatVisible: () => service.panelVisible() };
+  return { activationMs, settings: () => controller.settings, chatVisible: () => controller.panelVisible() };
 }
 
-let active: CodeActService | undefined;
+let active: CodeActController | undefined;
 
 /** Awaited by VS Code: kernels and MCP servers are shut down, not left behind. */
 export function deactivate(): Promise<void> | undefined {

@@ -1,6 +1,6 @@
 /**
  * `codeact chat "<prompt>" --provider … --model M [options]`: the agent loop headless, through the same
- * chat-turn use case as the extension's panel (core/turn/chatTurn.ts). The model writes code, it runs
+ * chat-turn use case as the extension's panel (core/turn/turns.ts). The model writes code, it runs
  * in the conversation's Python session (or a Jupyter kernel, or the provider's sandbox with --mode
  * hosted), and the answer streams to the terminal. Conversations are saved as JSON lines and can be
  * continued with --continue.
@@ -17,7 +17,7 @@ import { installOptionsFrom } from '../core/config/install';
 import { cliInstallApprover } from './installPrompt';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
-import { runChatTurn } from '../core/turn/chatTurn';
+import { isTurnMarker, runChatTurn } from '../core/turn/turns';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
@@ -110,7 +110,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
   // --json prints the event vocabulary; the turn markers go to the transcript only.
   const printEvent: (e: TranscriptEvent) => void = values.json
     ? (e) => {
-        if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') process.stdout.write(JSON.stringify(e) + '\n');
+        if (!isTurnMarker(e)) process.stdout.write(JSON.stringify(e) + '\n');
       }
     : chatPrinter();
   const print: (e: TranscriptEvent) => void = !saver

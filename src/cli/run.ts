@@ -7,6 +7,7 @@ import { installOptionsFrom } from '../core/config/install';
 import { cliInstallApprover } from './installPrompt';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { isTurnMarker, runCodeTurn } from '../core/turn/turns';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
 import { CONFIG_ERRORS, openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
@@ -42,13 +43,25 @@ export async function runCommand(argv: string[]): Promise<number> {
   const onSignal = () => controller.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const onEvent = values.json ? (e: CodeActEvent) => process.stdout.write(JSON.stringify(e) + '\n') : humanPrinter();
+  const print = values.json ? (e: CodeActEvent) => process.stdout.write(JSON.stringify(e) + '\n') : humanPrinter();
   try {
     // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
     ws.toolSet = await resolveMcpTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
     const gateway = new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor(), ...installOptionsFrom(ws.config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }) });
-    const item = await runtime.execute({ code, timeoutMs: ws.config.timeoutMs }, { onEvent, onToolCall: gateway.handler, signal: controller.signal });
+    // The same code turn as Run with Tools; with no transcript to save, its markers are not printed either.
+    const { item } = await runCodeTurn({
+      code,
+      label: file === '-' ? 'stdin' : file,
+      source: 'cli',
+      runtime,
+      gateway,
+      timeoutMs: ws.config.timeoutMs,
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (!isTurnMarker(e)) print(e);
+      },
+    });
     if (!values.json) printItemResult(item);
     if (saver) saveAndReport(saver, item, !!values.json);
     if (item.status !== 'completed' && CONFIG_ERRORS.has(item.error?.type ?? '')) return 2;

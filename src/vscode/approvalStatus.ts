@@ -4,22 +4,22 @@
  * meanwhile, so nothing times out behind the person's back; this makes sure they know they are waited for.
  */
 import * as vscode from 'vscode';
-import type { CodeActService } from './service';
+import type { CodeActController } from './controller';
 
 export class ApprovalStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('codeact.approval', vscode.StatusBarAlignment.Left, 1000);
   private readonly listener: vscode.Disposable;
 
-  constructor(private readonly service: CodeActService) {
+  constructor(private readonly controller: CodeActController) {
     this.item.name = 'CodeAct Approval';
     this.item.command = 'codeact.showApproval';
     this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
-    this.listener = service.onState(() => this.update());
+    this.listener = controller.onState(() => this.update());
     this.update();
   }
 
   private update(): void {
-    const pending = this.service.pendingApprovals();
+    const pending = this.controller.pendingApprovals();
     if (!pending.length) {
       this.item.hide();
       return;

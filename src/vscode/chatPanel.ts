@@ -13,7 +13,8 @@ import { randomToken } from '../core/util/ids';
 import type { ProviderId } from '../core/providers/shared/types';
 import { FileGoneError, PanelOutputs } from './panelOutputs';
 import { vscodePanelOutputsApis } from './panelOutputs.apis';
-import type { CodeActService } from './service';
+import type { CodeActController } from './controller';
+import type { CodeActNotebookKernel } from './notebook/kernel';
 import { showUntrusted, untrustedMessage, MANAGE_TRUST } from './trust';
 import { buildWebviewHtml, createNonce } from './webviewHtml';
 import { folderUri } from './settings';
@@ -41,24 +42,25 @@ class PanelController implements vscode.Disposable {
   constructor(
     private readonly webview: vscode.Webview,
     private readonly extensionUri: vscode.Uri,
-    private readonly service: CodeActService,
+    private readonly codeact: CodeActController,
     readonly isVisible: () => boolean,
     private readonly outputs: PanelOutputs,
+    private readonly notebooks: CodeActNotebookKernel,
   ) {
     webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')] };
-    this.batcher = createEventBatcher((m) => this.post(m), timerScheduler(16), { conversationId: service.currentConversation?.id, epoch: randomToken(8) });
+    this.batcher = createEventBatcher((m) => this.post(m), timerScheduler(16), { conversationId: codeact.currentConversation?.id, epoch: randomToken(8) });
     this.disposables.push(
       webview.onDidReceiveMessage((raw) => this.onMessage(raw)),
-      service.onEvent((e) => {
-        if (this.batcher.conversationId !== service.currentConversation?.id) this.resetTranscript();
+      codeact.onEvent((e) => {
+        if (this.batcher.conversationId !== codeact.currentConversation?.id) this.resetTranscript();
         else this.batcher.push(e);
       }),
-      service.onState(() => this.pushState().catch((e) => service.log.error(`panel: state update failed: ${(e as Error).message}`))),
-      service.onVariables((v) => {
+      codeact.onState(() => this.pushState().catch((e) => codeact.log.error(`panel: state update failed: ${(e as Error).message}`))),
+      codeact.onVariables((v) => {
         if (this.ready) this.post({ type: 'variables', ...(v.sessionId ? { sessionId: v.sessionId } : {}), ...(v.label ? { label: v.label } : {}), variables: v.summary?.variables ?? [], total: v.summary?.total ?? 0, ...(v.note ? { note: v.note } : {}) });
       }),
     );
-    this.render().catch((e) => service.log.error(`panel: could not render: ${(e as Error).message}`));
+    this.render().catch((e) => codeact.log.error(`panel: could not render: ${(e as Error).message}`));
   }
 
   private async render(): Promise<void> {
@@ -70,7 +72,7 @@ class PanelController implements vscode.Disposable {
       scriptUri: asUri('dist', 'webview.js'),
       styleUri: asUri('dist', 'webview.css'),
       title: 'CodeAct',
-      initialState: await this.service.hostState(),
+      initialState: await this.codeact.hostState(),
     });
   }
 
@@ -80,12 +82,12 @@ class PanelController implements vscode.Disposable {
 
   private async pushState(): Promise<void> {
     if (!this.ready) return;
-    if (this.batcher.conversationId !== this.service.currentConversation?.id) this.resetTranscript();
-    this.post({ type: 'state', state: await this.service.hostState() });
+    if (this.batcher.conversationId !== this.codeact.currentConversation?.id) this.resetTranscript();
+    this.post({ type: 'state', state: await this.codeact.hostState() });
   }
 
   private resetTranscript(): void {
-    const convo = this.service.currentConversation;
+    const convo = this.codeact.currentConversation;
     this.batcher.reset(convo?.id, 0);
     this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [], epoch: this.batcher.epoch, ...this.scrollOf(convo?.id) });
   }
@@ -95,36 +97,36 @@ class PanelController implements vscode.Disposable {
     // A page whose seq is of another epoch (it was last in sync with an extension host that has since
     // restarted) gets the whole transcript: the new host's seq 0 is not the old host's.
     const replay = full ? undefined : this.batcher.replaySince(seq, conversationId, epoch);
-    if (replay && conversationId === this.service.currentConversation?.id) for (const m of replay) this.post(m);
+    if (replay && conversationId === this.codeact.currentConversation?.id) for (const m of replay) this.post(m);
     else {
-      const convo = this.service.currentConversation;
+      const convo = this.codeact.currentConversation;
       this.batcher.flush();
       this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: this.batcher.seq, events: convo ? [...convo.events] : [], epoch: this.batcher.epoch, ...this.scrollOf(convo?.id) });
     }
   }
 
   private scrollOf(id: string | undefined): { scroll?: TranscriptScroll } {
-    const scroll = this.service.memory.scrollOf(id);
+    const scroll = this.codeact.memory.scrollOf(id);
     return scroll ? { scroll } : {};
   }
 
   private async onMessage(raw: unknown): Promise<void> {
     const m = parseWebviewMessage(raw);
     if (!m) {
-      this.service.log.warn(`panel: ignored a malformed message ${JSON.stringify(raw)?.slice(0, 200)}`);
+      this.codeact.log.warn(`panel: ignored a malformed message ${JSON.stringify(raw)?.slice(0, 200)}`);
       return;
     }
     try {
       await this.handle(m);
     } catch (err) {
       const message = (err as Error).message;
-      this.service.log.error(`panel: ${m.type} failed: ${message}`);
+      this.codeact.log.error(`panel: ${m.type} failed: ${message}`);
       this.post({ type: 'notice', level: 'error', message });
     }
   }
 
   private async handle(m: WebviewToHost): Promise<void> {
-    const s = this.service;
+    const s = this.codeact;
     switch (m.type) {
       case 'ready': {
         this.ready = true;
@@ -132,7 +134,7 @@ class PanelController implements vscode.Disposable {
         this.catchUp(m.seq, m.conversationId, m.epoch, m.full === true);
         void s.refreshVariables();
         // A reload brought the conversation back, but not its Python session: said once.
-        const restored = s.takeRestoreNotice();
+        const restored = s.memory.takeNotice();
         if (restored) this.post({ type: 'notice', level: 'info', message: restored });
         // (An untrusted workspace is shown by the page's own empty state, from HostState.trusted.)
         if (this.pendingInput) {
@@ -147,21 +149,24 @@ class PanelController implements vscode.Disposable {
       case 'scrolled':
         s.memory.rememberScroll(m.conversationId, m.scroll);
         return;
-      case 'send':
-        if (!s.trusted && s.settings.mode !== 'hosted') {
-          this.post({ type: 'notice', level: 'warning', message: untrustedMessage('Running code'), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
+      case 'send': {
+        // Asked before the notebook's part of the turn is made; the refusal is the controller's (its send asks again).
+        const refused = s.trustGate('Running code', 'prompt');
+        if (refused) {
+          this.post({ type: 'notice', level: 'warning', message: untrustedMessage(refused.what), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
           return;
         }
-        await s.send(m.text, 'chat', s.settings.mode === 'hosted' ? undefined : { notebook: s.notebooks?.turn() });
+        await s.send(m.text, 'chat', s.settings.mode === 'hosted' ? undefined : { notebook: this.notebooks.turn() });
         return;
+      }
       case 'notebook.target':
-        s.notebooks?.setTarget(m.uri, m.on);
+        this.notebooks.setTarget(m.uri, m.on);
         return;
       case 'notebook.useKernel':
-        await s.notebooks?.useKernel(m.uri);
+        await this.notebooks.useKernel(m.uri);
         return;
       case 'notebook.reveal':
-        await s.notebooks?.revealCell(m.uri, m.itemId);
+        await this.notebooks.revealCell(m.uri, m.itemId);
         return;
       case 'workspace.folder':
         s.pickFolder(m.path);
@@ -182,7 +187,7 @@ class PanelController implements vscode.Disposable {
         await COMMANDS[m.command](m.setting);
         return;
       case 'approval':
-        s.resolveApproval(m.approvalId, m.decision, m.code);
+        s.approvals.resolve(m.approvalId, m.decision, m.code);
         return;
       case 'elicitation':
         s.approvals.elicitations.answer(m.elicitationId, m.action, m.content);
@@ -200,10 +205,12 @@ class PanelController implements vscode.Disposable {
         await editor.edit((b) => b.replace(editor.selection, m.code));
         return;
       }
-      case 'runCode':
-        if (!s.trusted) return showUntrusted('Running code with tools');
+      case 'runCode': {
+        const refused = s.trustGate('Running code with tools');
+        if (refused) return showUntrusted(refused.what);
         await s.runCode(m.code, 'Run again with tools', 'chat');
         return;
+      }
       case 'openFullOutput': {
         const item = s.fullOutput(m.itemId);
         if (!item) throw new Error('That output is no longer available.');
@@ -298,8 +305,8 @@ class PanelController implements vscode.Disposable {
   }
 }
 
-export async function exportNotebook(service: CodeActService, conversationId?: string): Promise<void> {
-  const convo = conversationId && conversationId !== service.currentConversation?.id ? service.store.open(conversationId) : service.currentConversation;
+export async function exportNotebook(controller: CodeActController, conversationId?: string): Promise<void> {
+  const convo = conversationId && conversationId !== controller.currentConversation?.id ? controller.store.open(conversationId) : controller.currentConversation;
   if (!convo) {
     void vscode.window.showInformationMessage('CodeAct: there is no conversation to export yet.');
     return;
@@ -329,19 +336,20 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
 
   constructor(
     private readonly context: vscode.ExtensionContext,
-    private readonly service: CodeActService,
+    private readonly codeact: CodeActController,
+    private readonly notebooks: CodeActNotebookKernel,
   ) {
     this.disposables.push(
       vscode.window.registerWebviewViewProvider(VIEW_ID, this, { webviewOptions: { retainContextWhenHidden: false } }),
       vscode.window.registerWebviewPanelSerializer(PANEL_TYPE, this),
     );
-    service.panelVisible = () => !!(this.view?.view.visible || this.panel?.panel.visible);
-    this.outputs = new PanelOutputs({ apis: { ...vscodePanelOutputsApis, workspaceFolder: () => service.folders.current().folder }, execution: (id) => service.fullOutput(id) });
+    codeact.panelVisible = () => !!(this.view?.view.visible || this.panel?.panel.visible);
+    this.outputs = new PanelOutputs({ apis: { ...vscodePanelOutputsApis, workspaceFolder: () => codeact.folders.current().folder }, execution: (id) => codeact.fullOutput(id) });
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view?.controller.dispose();
-    const controller = new PanelController(view.webview, this.context.extensionUri, this.service, () => view.visible, this.outputs);
+    const controller = new PanelController(view.webview, this.context.extensionUri, this.codeact, () => view.visible, this.outputs, this.notebooks);
     this.view = { view, controller };
     if (this.pendingAsk) {
       controller.setInput(this.pendingAsk.text, this.pendingAsk.send);
@@ -360,7 +368,7 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
   private adoptPanel(panel: vscode.WebviewPanel): void {
     this.panel?.controller.dispose();
     panel.iconPath = vscode.Uri.joinPath(this.context.extensionUri, 'media', 'codeact.svg');
-    const controller = new PanelController(panel.webview, this.context.extensionUri, this.service, () => panel.visible, this.outputs);
+    const controller = new PanelController(panel.webview, this.context.extensionUri, this.codeact, () => panel.visible, this.outputs, this.notebooks);
     this.panel = { panel, controller };
     panel.onDidDispose(() => {
       controller.dispose();

@@ -1,9 +1,10 @@
 /**
- * The seam between the session (./session, ./workspaceTools) and VS Code: the little of the `vscode` API
+ * The seam between the controller (./controller, ./workspaceTools) and VS Code: the little of the `vscode` API
  * they use, as an interface, and its implementation bound to `vscode`. The logic imports only the types,
  * so test/vscode/ runs it in plain Node with fakes.
  */
 import * as vscode from 'vscode';
+import type { HostState } from '../common/protocol';
 import type { ResolvedConfig } from '../core/config/resolve';
 import { folderOf, resolveSettings, workspaceFolders } from './settings';
 import type { FolderApis } from './chatFolder';
@@ -62,8 +63,8 @@ export const vscodeControllerApis: ControllerApis = {
   executeCommand: (command, ...args) => vscode.commands.executeCommand(command, ...args),
 };
 
-/** Everything the session is built from: where it saves, and its seams to VS Code (real ones in ./service, fakes in tests). */
-export interface SessionDeps {
+/** Everything the controller is built from: where it saves, and its seams to VS Code (real ones in ./service, fakes in tests). */
+export interface ControllerDeps {
   /** The folder conversations are saved in. */
   storeDir: string;
   /** The extension's version, for the panel. */
@@ -76,4 +77,6 @@ export interface SessionDeps {
   lmTools: LmToolApis;
   /** Where the open conversation is remembered across reloads (the workspace's state); none: not remembered. */
   workspaceState?: Memento;
+  /** The panel's state only VS Code has: the notebook the chat's turns work in, the folder's interpreter (none: neither). */
+  hostExtras?: () => Pick<HostState, 'notebook' | 'python'>;
 }

@@ -1,9 +1,9 @@
 /**
- * The extension's session: the current conversation and its transcript, switching conversations, the variables
- * view, the turns (prompts through core's chat turn, code straight into the runtime), with stop. Its parts:
+ * The extension's controller: the current conversation and its transcript, switching conversations, the variables
+ * view, the turns (core/turn: prompts as chat turns, code as code turns), with stop, and the one trust gate. Its parts:
  * ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
  */
-import type { ApprovalDecision, CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
@@ -14,13 +14,12 @@ import { createProvider } from '../core/providers/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
-import { newId } from '../core/util/ids';
-import { runChatTurn } from '../core/turn/chatTurn';
+import { isTurnMarker, runChatTurn, runCodeTurn } from '../core/turn/turns';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
 import { DEFAULT_MODELS, downloadHostedFile, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory, INTERRUPTED_MESSAGE, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
+import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
 import { WorkspaceTools } from './workspaceTools';
@@ -30,8 +29,8 @@ import { UntrustedWorkspaceError } from './untrusted';
 import { Emitter } from '../common/emitter';
 import { ChatFolder } from './chatFolder';
 import { NotebookRuns } from './notebookRuns';
-import type { CancellationToken, Log, ControllerApis, SessionDeps } from './controller.apis';
-export { UntrustedWorkspaceError, type SessionDeps };
+import type { CancellationToken, Log, ControllerApis, ControllerDeps } from './controller.apis';
+export { UntrustedWorkspaceError, type ControllerDeps };
 
 type Disposable = { dispose(): void };
 
@@ -44,7 +43,7 @@ export class CodeActController {
   private readonly variables: VariablesTracker;
   /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
   private staleSession?: string;
-  private running?: { controller: AbortController; label: string; done: Promise<void>; finish(): void };
+  private running?: { abort: AbortController; label: string; done: Promise<void>; finish(): void; cancel?: Disposable };
   /** VS Code is closing or reloading: a turn stopped now was interrupted, not stopped by the user. */
   private closing = false;
   readonly memory: ConversationMemory;
@@ -52,8 +51,8 @@ export class CodeActController {
   private readonly outputs = new Map<string, CodeInterpreterCallItem>();
   private loggedIgnored = '[]';
   private readonly apis: ControllerApis;
-  private readonly secrets: SessionDeps['secrets'];
-  protected readonly runtimes: RuntimeCache;
+  private readonly secrets: ControllerDeps['secrets'];
+  private readonly runtimes: RuntimeCache;
   readonly approvals: Approvals;
   private readonly tools: WorkspaceTools;
   private readonly notebookRuns: NotebookRuns;
@@ -62,7 +61,7 @@ export class CodeActController {
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;
 
-  constructor(private readonly deps: SessionDeps) {
+  constructor(private readonly deps: ControllerDeps) {
     this.store = new TranscriptStore(deps.storeDir);
     this.log = deps.log;
     this.apis = deps.apis;
@@ -93,11 +92,6 @@ export class CodeActController {
     // The conversation open before a reload or a restart comes back (its variables do not).
     this.conversation = this.memory.restoreOpen();
     if (this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
-  }
-
-  /** After a reload brought back a conversation whose Python session is gone (once): the panel's notice. */
-  takeRestoreNotice(): string | undefined {
-    return this.memory.takeNotice();
   }
 
   /** The open conversation changes: remembered across reloads. */
@@ -199,7 +193,12 @@ export class CodeActController {
       conversation: this.conversation,
       version: this.deps.version,
     });
-    return { ...state, workspace: this.folders.state() ?? null };
+    return { ...state, workspace: this.folders.state() ?? null, ...this.deps.hostExtras?.() };
+  }
+
+  /** A workspace folder was removed: its runtime goes. */
+  folderRemoved(folder: string): void {
+    void this.runtimes.disposeFolder(folder);
   }
 
   /** The person picked a folder in the panel's bar: the chat's turns run there (a fresh session: the model is told). */
@@ -215,6 +214,14 @@ export class CodeActController {
   private emit(e: TranscriptEvent): void {
     this.conversation?.appendEvent(e);
     this.notify(e);
+  }
+
+  /** A turn's listener: every saved event to the listeners, and the vocabulary (no turn markers) to the caller's. */
+  private relay(onEvent?: (e: CodeActEvent) => void): (e: TranscriptEvent) => void {
+    return (e) => {
+      this.notify(e);
+      if (!isTurnMarker(e)) onEvent?.(e);
+    };
   }
 
   /** Tells the listeners (the panel, the participant) about an event already saved. */
@@ -320,11 +327,6 @@ export class CodeActController {
 
   // ---- approvals --------------------------------------------------------------------------------
 
-  /** The panel answered an approval card. */
-  resolveApproval(approvalId: string, decision: ApprovalDecision, code?: string): void {
-    this.approvals.resolve(approvalId, decision, code);
-  }
-
   /** The approvals waiting for the person, oldest first (Run with Tools and the status bar say so). */
   pendingApprovals(): PendingApprovalInfo[] {
     return this.approvals.pendingList();
@@ -340,17 +342,19 @@ export class CodeActController {
 
   // ---- running ----------------------------------------------------------------------------------
 
-  private begin(label: string): AbortController {
+  /** A turn starts (one at a time): its signal aborts on stop and on VS Code's cancellation of the request. */
+  private begin(label: string, token?: CancellationToken): AbortSignal {
     if (this.running) throw new Error(`CodeAct is already running "${this.running.label}". Stop it first (CodeAct: Stop).`);
-    const controller = new AbortController();
+    const abort = new AbortController();
     let finish = () => {};
     const done = new Promise<void>((resolve) => (finish = resolve));
-    this.running = { controller, label, done, finish };
+    this.running = { abort, label, done, finish, cancel: token?.onCancellationRequested(() => abort.abort()) };
     this.fireState();
-    return controller;
+    return abort.signal;
   }
 
   private end(): void {
+    this.running?.cancel?.dispose();
     this.running?.finish();
     this.running = undefined;
     this.conversation?.flush();
@@ -363,20 +367,29 @@ export class CodeActController {
     this.log.info(`stop requested: ${this.running.label}`);
     // Before the abort reaches them: an approval left open was not answered, and says why.
     this.approvals.expirePending(NO_ANSWER.stopped);
-    this.running.controller.abort();
+    this.running.abort.abort();
   }
 
-  requireTrust(what: string): void {
-    if (!this.trusted) throw new UntrustedWorkspaceError(what);
+  /**
+   * The one trust gate (the front doors only render its refusal): code runs only in a trusted workspace;
+   * a prompt needs one too, unless hosted mode runs its code at the provider. Undefined: allowed.
+   */
+  trustGate(what: string, turn: 'code' | 'prompt' = 'code', folder = this.folders.current().folder): UntrustedWorkspaceError | undefined {
+    if (this.trusted || (turn === 'prompt' && this.settingsFor(folder).mode === 'hosted')) return undefined;
+    return new UntrustedWorkspaceError(what);
+  }
+
+  requireTrust(what: string, turn: 'code' | 'prompt' = 'code', folder?: string): void {
+    const refused = this.trustGate(what, turn, folder);
+    if (refused) throw refused;
   }
 
   /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
   async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken; notebook?: NotebookTurn }): Promise<AgentResult | undefined> {
     const folder = this.folders.require();
+    this.requireTrust('Running code', 'prompt', folder);
     const s = this.settingsFor(folder);
-    if (s.mode !== 'hosted') this.requireTrust('Running code');
-    const controller = this.begin(titleFrom(prompt));
-    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const signal = this.begin(titleFrom(prompt), extra?.token);
     const convo = this.ensureConversation(prompt);
     try {
       const turn = await runChatTurn({
@@ -394,11 +407,8 @@ export class CodeActController {
         runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing((extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id)), this.settingsFor(folder).reviewCode)),
         gateway: await this.tools.gateway(false, folder),
         sessionNote: [this.staleSession === convo.id ? REOPENED_NOTE : '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
-        signal: controller.signal,
-        onEvent: (e) => {
-          this.notify(e);
-          if (e.type !== 'codeact.turn.started' && e.type !== 'codeact.turn.ended') extra?.onEvent?.(e);
-        },
+        signal,
+        onEvent: this.relay(extra?.onEvent),
       });
       const result = turn.result;
       if (result) {
@@ -416,7 +426,6 @@ export class CodeActController {
       }
       return result;
     } finally {
-      cancel?.dispose();
       this.end();
     }
   }
@@ -433,38 +442,31 @@ export class CodeActController {
     const folder = extra?.document?.folder ?? this.folders.require();
     // A document's runs go to its own conversation (switched to before the run starts: never under a running one).
     const docConvo = extra?.document && !this.running ? this.documentConversation(extra.document) : undefined;
-    const controller = this.begin(label);
-    const cancel = extra?.token?.onCancellationRequested(() => controller.abort());
+    const signal = this.begin(label, extra?.token);
     const convo = docConvo ?? this.ensureConversation(label);
     const s = this.settingsFor(folder);
-    const turnId = newId('turn');
-    const started = Date.now();
     // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
     const sessionId = extra?.document ? documentSessionId(extra.document.uri) : convo.id;
     if (extra?.document) this.runtimes.documentSessions.set(sessionId, extra.document.name);
     if (extra?.document) this.variables.shown = { id: sessionId, label: extra.document.name };
     else this.variables.ranChat(convo);
     try {
-      const runtime = this.approvals.reviewing(await this.runtimes.get(folder, sessionId), this.settingsFor(folder).reviewCode);
-      this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
-      const item = await runtime.execute(
-        { code, timeoutMs: s.timeoutMs, sessionId },
-        {
-          signal: controller.signal,
-          onToolCall: (await this.tools.gateway(false, folder)).handler,
-          onEvent: (e) => {
-            this.emit(e);
-            extra?.onEvent?.(e);
-          },
-        },
-      );
-      const status = item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed';
-      const cutOff = status !== 'completed' && this.closing ? { interrupted: true, message: INTERRUPTED_MESSAGE } : {};
-      this.emit({ type: 'codeact.turn.ended', turn_id: turnId, status, duration_ms: Date.now() - started, ...cutOff });
+      const { item } = await runCodeTurn({
+        conversation: convo,
+        code,
+        label,
+        source,
+        runtime: async () => this.approvals.reviewing(await this.runtimes.get(folder, sessionId), this.settingsFor(folder).reviewCode),
+        gateway: () => this.tools.gateway(false, folder),
+        timeoutMs: s.timeoutMs,
+        sessionId,
+        signal,
+        interrupted: () => this.closing,
+        onEvent: this.relay(extra?.onEvent),
+      });
       this.log.info(`run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`);
       return item;
     } finally {
-      cancel?.dispose();
       this.end();
     }
   }

@@ -7,6 +7,7 @@
 import type { TranscriptScroll } from '../common/protocol';
 import type { TranscriptEvent } from '../common/transcript';
 import type { Conversation, TranscriptStore } from '../core/agent/transcriptStore';
+import { INTERRUPTED_MESSAGE } from '../core/turn/turns';
 import type { Memento } from './controller.apis';
 
 const OPEN_KEY = 'codeact.openConversation';
@@ -14,8 +15,6 @@ const DOCUMENTS_KEY = 'codeact.documentConversations';
 const SCROLL_KEY = 'codeact.openConversationScroll';
 /** Documents remembered at most (the least recently run go first). */
 const MAX_DOCUMENTS = 50;
-
-export const INTERRUPTED_MESSAGE = 'Interrupted: VS Code reloaded or closed while this turn ran.';
 
 /** Told to the model on the next turn of a conversation whose Python session is gone. */
 export const REOPENED_NOTE =

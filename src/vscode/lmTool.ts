@@ -6,19 +6,19 @@ import * as vscode from 'vscode';
 import type { CodeActEvent } from '../common/events';
 import { executionSummary } from '../core/agent/agent';
 import { displayModelText, displaysOf } from '../common/displays';
-import type { CodeActService } from './service';
+import type { CodeActController } from './controller';
 import { untrustedMessage } from './trust';
 
 interface ToolInput {
   code: string;
 }
 
-export function registerLanguageModelTool(service: CodeActService): vscode.Disposable {
+export function registerLanguageModelTool(controller: CodeActController): vscode.Disposable {
   if (!vscode.lm?.registerTool) return new vscode.Disposable(() => {});
   return vscode.lm.registerTool<ToolInput>('execute_tool_code', {
     prepareInvocation(options) {
       const code = String(options.input?.code ?? '');
-      const tools = service.toolSet().tools.map((t) => `\`${t.name}\``).join(', ') || 'none declared';
+      const tools = controller.toolSet().tools.map((t) => `\`${t.name}\``).join(', ') || 'none declared';
       const md = new vscode.MarkdownString(`Run this Python with the workspace's managed tools (${tools})?\n\n`);
       md.appendCodeblock(code.length > 6000 ? code.slice(0, 6000) + '\n# …' : code, 'python');
       return {
@@ -27,32 +27,36 @@ export function registerLanguageModelTool(service: CodeActService): vscode.Dispo
       };
     },
     async invoke(options, token) {
-      if (!service.trusted) throw new Error(untrustedMessage('Running code'));
+      const refused = controller.trustGate('Running code');
+      if (refused) throw new Error(untrustedMessage(refused.what));
       const code = String(options.input?.code ?? '');
       if (!code.trim()) throw new Error('execute_tool_code needs a non-empty "code" string.');
-      const item = await service.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
-      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(executionSummary(item, { outputChars: service.settings.outputModelChars }))]);
+      const item = await controller.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
+      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(executionSummary(item, { outputChars: controller.settings.outputModelChars }))]);
     },
   });
 }
 
-export function registerChatParticipant(service: CodeActService, context: vscode.ExtensionContext): vscode.Disposable {
+export function registerChatParticipant(controller: CodeActController, context: vscode.ExtensionContext): vscode.Disposable {
   if (!vscode.chat?.createChatParticipant) return new vscode.Disposable(() => {});
   const participant = vscode.chat.createChatParticipant('codeact.agent', async (request, _ctx, stream, token) => {
     if (request.command === 'tools') {
-      const { tools, errors } = service.toolSet();
-      if (!service.trusted) stream.markdown(untrustedMessage('Using workspace tools') + '\n');
+      const { tools, errors } = controller.toolSet();
+      const refused = controller.trustGate('Using workspace tools');
+      if (refused) stream.markdown(untrustedMessage(refused.what) + '\n');
       else if (!tools.length) stream.markdown('No managed tools are declared. Add `codeact.tools` to `.vscode/settings.json`.\n');
       for (const t of tools) stream.markdown(`- **${t.name}** (${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}): ${t.description}\n`);
       for (const e of errors) stream.markdown(`- ⚠️ codeact.tools[${e.index}]: ${e.message}\n`);
       return {};
     }
-    if (!service.trusted && service.settings.mode !== 'hosted') {
-      stream.markdown(untrustedMessage('Running code'));
+    // /run is code; a prompt in hosted mode runs its code at the provider (the controller's gate decides).
+    const refused = controller.trustGate('Running code', request.command === 'run' ? 'code' : 'prompt');
+    if (refused) {
+      stream.markdown(untrustedMessage(refused.what));
       stream.button({ command: 'workbench.trust.manage', title: 'Manage Workspace Trust' });
       return {};
     }
-    if (service.busy) {
+    if (controller.busy) {
       stream.markdown('CodeAct is already running something. Stop it first with **CodeAct: Stop**.');
       return {};
     }
@@ -65,10 +69,10 @@ export function registerChatParticipant(service: CodeActService, context: vscode
         return {};
       }
       stream.markdown('```python\n' + code.replace(/\n$/, '') + '\n```\n');
-      await service.runCode(code, '@codeact /run', 'participant', { token, onEvent: render });
+      await controller.runCode(code, '@codeact /run', 'participant', { token, onEvent: render });
       return {};
     }
-    const result = await service.send(request.prompt, 'participant', { token, onEvent: render });
+    const result = await controller.send(request.prompt, 'participant', { token, onEvent: render });
     if (result?.error && result.status !== 'cancelled') return { errorDetails: { message: result.error.message } };
     return {};
   });

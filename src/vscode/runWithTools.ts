@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import { cellAt, codeOf, findCells } from '../common/cells';
 import type { CodeInterpreterCallItem } from '../common/events';
 import { hoverParts, inlineSummary } from './inlineResult';
-import type { CodeActService } from './service';
+import type { CodeActController } from './controller';
 import { folderOf } from './settings';
 import { showUntrusted } from './trust';
 
@@ -85,7 +85,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
   readonly onDidChangeCodeLenses = this.lensChanged.event;
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(private readonly service: CodeActService) {
+  constructor(private readonly controller: CodeActController) {
     this.disposables.push(
       vscode.languages.registerHoverProvider(PYTHON_DOCS, this),
       vscode.languages.registerCodeLensProvider(PYTHON_DOCS, this),
@@ -107,7 +107,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
         this.results.delete(d.uri.toString());
         this.diagnostics.delete(d.uri);
       }),
-      service.onState(() => {
+      controller.onState(() => {
         this.showRunning();
         this.lensChanged.fire();
         // VS Code drops a scheduled CodeLens refresh when the editor loses focus (its scheduler is cancelled on
@@ -127,8 +127,9 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
       void vscode.window.showInformationMessage('CodeAct: open a Python file to run it with tools.');
       return undefined;
     }
-    if (!this.service.trusted) {
-      showUntrusted('Running code with tools');
+    const refused = this.controller.trustGate('Running code with tools');
+    if (refused) {
+      showUntrusted(refused.what);
       return undefined;
     }
     const target = targetOf(editor, atLine);
@@ -155,7 +156,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
         if (this.current?.key === key) this.current.progress = progress;
         // The file's own workspace folder: its settings, tools and runtime (a file in no folder: the chat's).
         const folder = folderOf(doc.uri);
-        return this.service.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri), ...(folder !== undefined ? { folder } : {}) } });
+        return this.controller.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri), ...(folder !== undefined ? { folder } : {}) } });
       });
     } catch (err) {
       void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);
@@ -186,7 +187,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
   private showRunning(): void {
     const cur = this.current;
     if (!cur) return;
-    const waiting = this.service.pendingApprovals()[0];
+    const waiting = this.controller.pendingApprovals()[0];
     const text = waiting ? `⚑ waiting for your approval${waiting.name ? ` of "${waiting.name}"` : ' of the code'} — CodeAct: Show Pending Approval` : '⟳ running with tools…';
     cur.progress?.report({ message: waiting ? 'waiting for your approval' : undefined });
     for (const e of vscode.window.visibleTextEditors) {
@@ -204,8 +205,8 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
             range: new vscode.Range(r.line, Number.MAX_SAFE_INTEGER, r.line, Number.MAX_SAFE_INTEGER),
             renderOptions: { after: { contentText: inlineSummary(r.item) } },
           }));
-      editor.setDecorations(this.ok, this.service.settings.inlineResults ? deco(true) : []);
-      editor.setDecorations(this.failed, this.service.settings.inlineResults ? deco(false) : []);
+      editor.setDecorations(this.ok, this.controller.settings.inlineResults ? deco(true) : []);
+      editor.setDecorations(this.failed, this.controller.settings.inlineResults ? deco(false) : []);
     }
   }
 
@@ -215,13 +216,13 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
   }
 
   provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
-    const waiting = this.service.busy ? this.service.pendingApprovals()[0] : undefined;
+    const waiting = this.controller.busy ? this.controller.pendingApprovals()[0] : undefined;
     const here = this.current?.key === doc.uri.toString() ? this.current.cellLine : undefined;
     return findCells(lines(doc)).flatMap((c) => {
       const range = new vscode.Range(c.start, 0, c.start, 0);
       const lens = new vscode.CodeLens(
         range,
-        this.service.busy
+        this.controller.busy
           ? { title: '$(debug-stop) Stop', command: 'codeact.stop', tooltip: 'Stop the running code' }
           : { title: '▶ Run with Tools', command: 'codeact.runWithTools', arguments: [doc.uri, c.codeStart], tooltip: 'Run this cell with the managed tools' },
       );

@@ -3,7 +3,8 @@ import { CodeActError } from '../core/util/errors';
 
 export class UntrustedWorkspaceError extends CodeActError {
   readonly category = 'config' as const;
-  constructor(what: string) {
+  /** What was refused ("Running code"): the front doors say it in their own words (./trust). */
+  constructor(readonly what: string) {
     super(`${what} is disabled because this workspace is not trusted: its settings could declare tools that run commands. Trust the workspace to allow it.`);
     this.name = 'UntrustedWorkspaceError';
   }

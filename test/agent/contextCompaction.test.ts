@@ -24,7 +24,7 @@ import { servedWindow } from '../../src/core/providers/openai/openaiChat';
 import { contextWindowOf } from '../../src/core/providers/shared/catalog';
 import type { ConversationItem } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { runChatTurn } from '../../src/core/turn/chatTurn';
+import { runChatTurn } from '../../src/core/turn/turns';
 import { messagesOf } from '../support/textWire';
 import { openaiChatDialect } from '../support/wire/openaiChat';
 import { startWireServer, type RecordedRequest, type WireServer } from '../support/wire/server';

@@ -23,7 +23,7 @@ import { createProvider } from '../../src/core/providers/factory';
 import { foreignItemText } from '../../src/core/providers/shared/history';
 import type { ConversationItem, ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { runChatTurn } from '../../src/core/turn/chatTurn';
+import { runChatTurn } from '../../src/core/turn/turns';
 import { EXCEPTION, FOLLOW_UP_CODE, LONG_FAILING_CODE, assertHeadAndTail, expectedFollowUp, expectedStdout } from '../support/longOutput';
 import { messagesOf, toolsOf } from '../support/textWire';
 import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '../support/wire/harness';

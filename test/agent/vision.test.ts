@@ -21,7 +21,7 @@ import { ToolGateway } from '../../src/core/gateway/gateway';
 import { createProvider } from '../../src/core/providers/factory';
 import type { ConversationItem, ProviderConfig, ProviderId } from '../../src/core/providers/shared/types';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/runtime/types';
-import { runChatTurn } from '../../src/core/turn/chatTurn';
+import { runChatTurn } from '../../src/core/turn/turns';
 import { execItem, makeImages, pngDisplay, svgDisplay, tableDisplay } from '../support/images';
 import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';

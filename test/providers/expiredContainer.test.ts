@@ -22,7 +22,7 @@ import { EXPIRED_CONTAINER_MESSAGE, MAX_EXPIRED_CONTAINERS, isExpiredContainerEr
 import type { Provider, TurnRequest } from '../../src/core/providers/shared/types';
 import { ProviderError } from '../../src/core/providers/shared/errors';
 import type { Runtime } from '../../src/core/runtime/types';
-import { runChatTurn } from '../../src/core/turn/chatTurn';
+import { runChatTurn } from '../../src/core/turn/turns';
 import { DEFAULT_MODELS, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';

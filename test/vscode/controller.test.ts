@@ -7,13 +7,13 @@ const tick = () => new Promise((r) => setImmediate(r));
 
 /** A code_interpreter_call event as a transcript saves it (the runtime that ran it). */
 function ranCodeEvents(h: Harness): TranscriptEvent[] {
-  return h.session.currentConversation!.events.filter((e) => e.type === 'response.output_item.done');
+  return h.controller.currentConversation!.events.filter((e) => e.type === 'response.output_item.done');
 }
 
-describe('vscode session (fake seams)', () => {
+describe('vscode controller (fake seams)', () => {
   let h: Harness;
   afterEach(async () => {
-    await h?.session.shutdown();
+    await h?.controller.shutdown();
     h?.cleanup();
   });
 
@@ -22,24 +22,29 @@ describe('vscode session (fake seams)', () => {
       h = harness({ tools: [lmToolDecl('search')] });
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.apis.trusted = false;
-      await assert.rejects(h.session.runCode('print(1)', 'run'), (e: unknown) => e instanceof UntrustedWorkspaceError && /^Running code is disabled because this workspace is not trusted/.test(e.message));
-      await assert.rejects(h.session.send('hello'), UntrustedWorkspaceError);
-      assert.throws(() => h.session.requireTrust('Using tools'), UntrustedWorkspaceError);
+      await assert.rejects(h.controller.runCode('print(1)', 'run'), (e: unknown) => e instanceof UntrustedWorkspaceError && /^Running code is disabled because this workspace is not trusted/.test(e.message));
+      await assert.rejects(h.controller.send('hello'), UntrustedWorkspaceError);
+      assert.throws(() => h.controller.requireTrust('Using tools'), UntrustedWorkspaceError);
+      // The one gate the front doors ask: its refusal says what was refused (they render it in their own words).
+      assert.equal(h.controller.trustGate('Running code with tools')?.what, 'Running code with tools');
+      assert.ok(h.controller.trustGate('Running code', 'prompt') instanceof UntrustedWorkspaceError, 'a local prompt runs code here');
       assert.equal(h.runtimes.built.length, 0, 'no runtime was built');
-      assert.equal(h.session.currentConversation, undefined, 'no conversation was started');
-      assert.equal(h.session.busy, false);
-      assert.deepEqual(h.session.toolSet(), { tools: [], errors: [] }, 'declared tools do not exist without trust');
-      assert.equal((await h.session.hostState()).trusted, false);
+      assert.equal(h.controller.currentConversation, undefined, 'no conversation was started');
+      assert.equal(h.controller.busy, false);
+      assert.deepEqual(h.controller.toolSet(), { tools: [], errors: [] }, 'declared tools do not exist without trust');
+      assert.equal((await h.controller.hostState()).trusted, false);
     });
 
     it('hosted mode may send without trust (the code runs at the provider): a missing key is an error with "Set API Key…"', async () => {
       h = harness({ mode: 'hosted', provider: 'anthropic' });
       h.apis.trusted = false;
       h.apis.errorAnswer = 'Set API Key…';
+      assert.equal(h.controller.trustGate('Running code', 'prompt'), undefined, 'a hosted prompt runs its code at the provider');
+      assert.ok(h.controller.trustGate('Running code') instanceof UntrustedWorkspaceError, 'code itself still needs trust');
       const saved = process.env.ANTHROPIC_API_KEY;
       delete process.env.ANTHROPIC_API_KEY;
       try {
-        const result = await h.session.send('hello', 'chat');
+        const result = await h.controller.send('hello', 'chat');
         assert.equal(result, undefined);
       } finally {
         if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
@@ -50,9 +55,9 @@ describe('vscode session (fake seams)', () => {
       await tick();
       assert.deepEqual(h.apis.ranCommands, ['codeact.setApiKey']);
       assert.equal(h.runtimes.built.length, 0, 'hosted mode never builds the local runtime');
-      const types = h.session.currentConversation!.events.map((e) => e.type);
+      const types = h.controller.currentConversation!.events.map((e) => e.type);
       assert.deepEqual(types, ['codeact.turn.started', 'error', 'codeact.turn.ended']);
-      assert.equal(h.session.busy, false);
+      assert.equal(h.controller.busy, false);
     });
   });
 
@@ -60,14 +65,14 @@ describe('vscode session (fake seams)', () => {
     it('Run with Tools runs in the conversation\'s session, saves and streams its events, and marks busy while it runs', async () => {
       h = harness();
       const seen: string[] = [];
-      h.session.onEvent((e) => seen.push(e.type));
+      h.controller.onEvent((e) => seen.push(e.type));
       const busy: boolean[] = [];
-      h.session.onState(() => busy.push(h.session.busy));
+      h.controller.onState(() => busy.push(h.controller.busy));
       h.runtimes.setup = (r) => (r.script = async () => ({ value: 42 }));
-      const item = await h.session.runCode('x = 42', 'my run');
+      const item = await h.controller.runCode('x = 42', 'my run');
       assert.equal(item.status, 'completed');
       assert.equal(item.value, 42);
-      const convo = h.session.currentConversation!;
+      const convo = h.controller.currentConversation!;
       assert.equal(convo.meta.title, 'my run');
       assert.equal(h.runtimes.last!.executed[0].sessionId, convo.id);
       const saved = convo.events.map((e) => e.type);
@@ -75,7 +80,7 @@ describe('vscode session (fake seams)', () => {
       assert.deepEqual(seen, saved);
       assert.ok(busy.includes(true) && busy.at(-1) === false);
       assert.ok(h.apis.commands.some((c) => c[0] === 'setContext' && c[1] === 'codeact.running' && c[2] === true));
-      assert.equal(h.session.fullOutput(item.id)?.value, 42);
+      assert.equal(h.controller.fullOutput(item.id)?.value, 42);
     });
 
     it('a tool marked "ask": "Allow for This Session" runs it, and later calls run without asking', async () => {
@@ -83,11 +88,11 @@ describe('vscode session (fake seams)', () => {
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.approvals.answers = ['Allow for This Session'];
       h.runtimes.setup = (r) => (r.script = callTool('search', { q: 'a' }));
-      assert.deepEqual((await h.session.runCode('search()', 'one')).value, { ok: true });
-      assert.deepEqual((await h.session.runCode('search()', 'two')).value, { ok: true });
+      assert.deepEqual((await h.controller.runCode('search()', 'one')).value, { ok: true });
+      assert.deepEqual((await h.controller.runCode('search()', 'two')).value, { ok: true });
       assert.equal(h.approvals.dialogs.length, 1, 'asked once');
       assert.equal(h.lm.calls.length, 2);
-      const types = h.session.currentConversation!.events.map((e) => e.type);
+      const types = h.controller.currentConversation!.events.map((e) => e.type);
       assert.equal(types.filter((t) => t === 'codeact.approval.requested').length, 1);
       assert.equal(types.filter((t) => t === 'codeact.approval.resolved').length, 1);
     });
@@ -97,8 +102,8 @@ describe('vscode session (fake seams)', () => {
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.approvals.answers = ['Allow Once', undefined];
       h.runtimes.setup = (r) => (r.script = callTool('search'));
-      assert.equal((await h.session.runCode('search()', 'one')).status, 'completed');
-      const denied = await h.session.runCode('search()', 'two');
+      assert.equal((await h.controller.runCode('search()', 'one')).status, 'completed');
+      const denied = await h.controller.runCode('search()', 'two');
       assert.equal(denied.status, 'failed');
       assert.match(denied.error!.message, /denied|declined/i);
       assert.equal(h.approvals.dialogs.length, 2);
@@ -109,7 +114,7 @@ describe('vscode session (fake seams)', () => {
       h = harness({ tools: [lmToolDecl('search', 'ask')], 'approval.alwaysAllow': ['search'] });
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.runtimes.setup = (r) => (r.script = callTool('search'));
-      assert.equal((await h.session.runCode('search()', 'one')).status, 'completed');
+      assert.equal((await h.controller.runCode('search()', 'one')).status, 'completed');
       assert.equal(h.approvals.dialogs.length, 0);
     });
 
@@ -118,7 +123,7 @@ describe('vscode session (fake seams)', () => {
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.approvals.answers = ['Allow for This Session'];
       h.runtimes.setup = (r) => (r.script = callTool('search'));
-      const item = await h.session.runCode('search()', 'one');
+      const item = await h.controller.runCode('search()', 'one');
       assert.equal(item.status, 'failed');
       assert.equal(h.approvals.dialogs.length, 0);
       assert.equal(h.lm.calls.length, 0);
@@ -132,8 +137,8 @@ describe('vscode session (fake seams)', () => {
       ];
       h.approvals.answers = ['Allow for This Session', 'Allow for This Session'];
       h.runtimes.setup = (r) => (r.script = async (req, o, rt) => callTool(req.code)(req, o, rt));
-      assert.equal((await h.session.runCode('search', 'one')).status, 'completed');
-      assert.equal((await h.session.runCode('wipe', 'two')).status, 'failed');
+      assert.equal((await h.controller.runCode('search', 'one')).status, 'completed');
+      assert.equal((await h.controller.runCode('wipe', 'two')).status, 'failed');
       assert.deepEqual(
         h.lm.calls.map((c) => c.name),
         ['vendor_search'],
@@ -144,7 +149,7 @@ describe('vscode session (fake seams)', () => {
     it('Stop aborts the run and leaves the open approval card unanswered, "no answer: the run was stopped", never "deny" (also when the tool call\'s own signal has not fired yet)', async () => {
       h = harness({ tools: [lmToolDecl('search', 'ask')] });
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
-      h.session.panelVisible = () => true;
+      h.controller.panelVisible = () => true;
       let signal: AbortSignal | undefined;
       h.runtimes.setup = (r) =>
         (r.script = async (req, o, rt) => {
@@ -152,39 +157,39 @@ describe('vscode session (fake seams)', () => {
           // The tool call gets a signal of its own that Stop does not reach (a runtime that aborts its calls later).
           return callTool('search')(req, { ...o, signal: new AbortController().signal }, rt);
         });
-      const run = h.session.runCode('search()', 'one');
-      for (let i = 0; i < 20 && !h.session.currentConversation?.events.some((e) => e.type === 'codeact.approval.requested'); i++) await tick();
-      assert.equal(h.session.busy, true);
-      assert.throws(() => h.session.newConversation(), /Stop the running turn/);
-      await assert.rejects(h.session.runCode('x', 'again'), /already running "one"/);
-      h.session.stop();
+      const run = h.controller.runCode('search()', 'one');
+      for (let i = 0; i < 20 && !h.controller.currentConversation?.events.some((e) => e.type === 'codeact.approval.requested'); i++) await tick();
+      assert.equal(h.controller.busy, true);
+      assert.throws(() => h.controller.newConversation(), /Stop the running turn/);
+      await assert.rejects(h.controller.runCode('x', 'again'), /already running "one"/);
+      h.controller.stop();
       const item = await run;
       assert.equal(item.status, 'failed');
       assert.equal(signal?.aborted, true);
       assert.equal(h.lm.calls.length, 0);
       assert.equal(h.approvals.dialogs.length, 0, 'a card, not a dialog, while the panel is visible');
-      const resolved = h.session.currentConversation!.events.find((e) => e.type === 'codeact.approval.resolved') as { decision: string; reason?: string };
+      const resolved = h.controller.currentConversation!.events.find((e) => e.type === 'codeact.approval.resolved') as { decision: string; reason?: string };
       assert.deepEqual([resolved.decision, resolved.reason], ['expired', 'no answer: the run was stopped']);
       // The card says so, and the log.
-      const card = Object.values(buildTranscript(h.session.currentConversation!.events).items).find((v) => v.kind === 'approval') as ApprovalView;
+      const card = Object.values(buildTranscript(h.controller.currentConversation!.events).items).find((v) => v.kind === 'approval') as ApprovalView;
       assert.deepEqual([card.status, card.decision, card.reason], ['expired', undefined, 'no answer: the run was stopped']);
       assert.ok(h.log.lines.some((l) => /approval appr_\w+: tool search -> no answer: the run was stopped/.test(l)), h.log.lines.join('\n'));
-      assert.deepEqual(h.session.pendingApprovals(), []);
-      assert.equal(h.session.busy, false);
+      assert.deepEqual(h.controller.pendingApprovals(), []);
+      assert.equal(h.controller.busy, false);
     });
 
     it('codeact.approval.reviewCode shows the code first; a panel card may edit it', async () => {
       h = harness({ 'approval.reviewCode': true });
-      h.session.panelVisible = () => true;
-      const run = h.session.runCode('x = 1', 'one');
+      h.controller.panelVisible = () => true;
+      const run = h.controller.runCode('x = 1', 'one');
       let requested: { approval_id: string; kind: string; code: string } | undefined;
       for (let i = 0; i < 20 && !requested; i++) {
         await tick();
-        requested = h.session.currentConversation?.events.find((e) => e.type === 'codeact.approval.requested') as typeof requested;
+        requested = h.controller.currentConversation?.events.find((e) => e.type === 'codeact.approval.requested') as typeof requested;
       }
       assert.equal(requested?.kind, 'code');
       assert.equal(requested?.code, 'x = 1');
-      h.session.resolveApproval(requested!.approval_id, 'allow_once', 'x = 2');
+      h.controller.approvals.resolve(requested!.approval_id, 'allow_once', 'x = 2');
       assert.equal((await run).status, 'completed');
       assert.deepEqual(
         h.runtimes.last!.executed.map((r) => r.code),
@@ -197,7 +202,7 @@ describe('vscode session (fake seams)', () => {
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.approvals.answers = ['Always Allow'];
       h.runtimes.setup = (r) => (r.script = callTool('search', { q: 'z' }));
-      await h.session.runCode('search()', 'one');
+      await h.controller.runCode('search()', 'one');
       assert.equal(h.approvals.dialogs[0].message, 'CodeAct: allow the tool "search"?');
       assert.match(h.approvals.dialogs[0].detail!, /"q": "z"/);
       assert.deepEqual(h.approvals.saved, [['search']]);
@@ -207,76 +212,76 @@ describe('vscode session (fake seams)', () => {
   describe('conversations', () => {
     it('a new conversation leaves the old one: its session is closed, the next run starts another conversation', async () => {
       h = harness();
-      await h.session.runCode('a = 1', 'first');
-      const first = h.session.currentConversation!;
+      await h.controller.runCode('a = 1', 'first');
+      const first = h.controller.currentConversation!;
       const rt = h.runtimes.last!;
       assert.equal(rt.hasSession(first.id), true);
-      h.session.newConversation();
-      assert.equal(h.session.currentConversation, undefined);
+      h.controller.newConversation();
+      assert.equal(h.controller.currentConversation, undefined);
       assert.deepEqual(rt.closed, [first.id]);
-      await h.session.runCode('b = 2', 'second');
-      const second = h.session.currentConversation!;
+      await h.controller.runCode('b = 2', 'second');
+      const second = h.controller.currentConversation!;
       assert.notEqual(second.id, first.id);
       assert.equal(h.runtimes.built.length, 1, 'the same runtime serves both');
       assert.deepEqual(
-        h.session.listConversations().map((c) => c.id).sort(),
+        h.controller.listConversations().map((c) => c.id).sort(),
         [first.id, second.id].sort(),
       );
     });
 
     it('reopening a conversation whose session is gone says so; one whose session lives does not', async () => {
       h = harness();
-      await h.session.runCode('a = 1', 'first');
-      const first = h.session.currentConversation!.id;
-      h.session.newConversation();
-      const reopened = h.session.openConversation(first);
+      await h.controller.runCode('a = 1', 'first');
+      const first = h.controller.currentConversation!.id;
+      h.controller.newConversation();
+      const reopened = h.controller.openConversation(first);
       assert.equal(reopened.conversation.id, first);
       assert.match(reopened.notice ?? '', /reopened: its earlier Python session is gone/);
       assert.equal(ranCodeEvents(h).length, 1, 'its transcript came back');
 
       // A runtime that still holds the session (say a kernel that outlived the switch): no notice.
-      h.session.newConversation();
+      h.controller.newConversation();
       h.runtimes.last!.sessions.add(first);
-      assert.equal(h.session.openConversation(first).notice, undefined);
+      assert.equal(h.controller.openConversation(first).notice, undefined);
     });
 
     it('a conversation that never ran local code reopens without a notice', async () => {
       h = harness();
-      const convo = h.session.store.create({ title: 'chat only' });
+      const convo = h.controller.store.create({ title: 'chat only' });
       convo.flush();
-      assert.equal(h.session.openConversation(convo.id).notice, undefined);
-      assert.equal((await h.session.hostState()).conversationId, convo.id);
+      assert.equal(h.controller.openConversation(convo.id).notice, undefined);
+      assert.equal((await h.controller.hostState()).conversationId, convo.id);
     });
 
     it('deleting the open conversation leaves it; deleting another keeps the open one; clearing history leaves everything', async () => {
       h = harness();
-      await h.session.runCode('a = 1', 'first');
-      const first = h.session.currentConversation!.id;
-      h.session.newConversation();
-      await h.session.runCode('b = 1', 'second');
-      const second = h.session.currentConversation!.id;
-      h.session.deleteConversation(first);
-      assert.equal(h.session.currentConversation?.id, second);
-      h.session.deleteConversation(second);
-      assert.equal(h.session.currentConversation, undefined);
-      assert.deepEqual(h.session.listConversations(), []);
-      await h.session.runCode('c = 1', 'third');
-      h.session.clearHistory();
-      assert.equal(h.session.currentConversation, undefined);
-      assert.deepEqual(h.session.listConversations(), []);
+      await h.controller.runCode('a = 1', 'first');
+      const first = h.controller.currentConversation!.id;
+      h.controller.newConversation();
+      await h.controller.runCode('b = 1', 'second');
+      const second = h.controller.currentConversation!.id;
+      h.controller.deleteConversation(first);
+      assert.equal(h.controller.currentConversation?.id, second);
+      h.controller.deleteConversation(second);
+      assert.equal(h.controller.currentConversation, undefined);
+      assert.deepEqual(h.controller.listConversations(), []);
+      await h.controller.runCode('c = 1', 'third');
+      h.controller.clearHistory();
+      assert.equal(h.controller.currentConversation, undefined);
+      assert.deepEqual(h.controller.listConversations(), []);
     });
 
     it('a session that ends is said in the open conversation; the variables view follows the latest run', async () => {
       h = harness();
       const views: Array<string | undefined> = [];
-      h.session.onVariables((v) => views.push(v.label));
-      await h.session.runCode('a = 1', 'first');
-      const id = h.session.currentConversation!.id;
-      const v = await h.session.refreshVariables();
+      h.controller.onVariables((v) => views.push(v.label));
+      await h.controller.runCode('a = 1', 'first');
+      const id = h.controller.currentConversation!.id;
+      const v = await h.controller.refreshVariables();
       assert.deepEqual([v.sessionId, v.label, v.summary], [id, 'This conversation', { variables: [], total: 0 }]);
       h.runtimes.last!.config.local!.onSessionEvent!({ type: 'codeact.session', session_id: id, state: 'ended', reason: 'idle', message: 'ended after idling' });
       h.runtimes.last!.config.local!.onSessionEvent!({ type: 'codeact.session', session_id: 'other', state: 'ended', message: 'not ours' });
-      const ended = h.session.currentConversation!.events.filter((e) => e.type === 'codeact.session');
+      const ended = h.controller.currentConversation!.events.filter((e) => e.type === 'codeact.session');
       assert.equal(ended.length, 1);
       assert.ok(views.includes('This conversation'));
     });
@@ -285,43 +290,43 @@ describe('vscode session (fake seams)', () => {
   describe('Run with Tools documents', () => {
     it('a document runs in its own session, listed for Restart Session, and restarts alone', async () => {
       h = harness();
-      await h.session.runCode('a = 1', 'chat run');
-      const convo = h.session.currentConversation!;
-      await h.session.runCode('b = 1', 'cell', 'run_with_tools', { document: { uri: 'file:///w/a.py', name: 'a.py' } });
+      await h.controller.runCode('a = 1', 'chat run');
+      const convo = h.controller.currentConversation!;
+      await h.controller.runCode('b = 1', 'cell', 'run_with_tools', { document: { uri: 'file:///w/a.py', name: 'a.py' } });
       const rt = h.runtimes.last!;
       assert.equal(rt.executed[1].sessionId, 'doc:file:///w/a.py');
-      assert.equal(h.session.currentConversation!.meta.title, 'a.py', 'the run went to the document\'s own conversation');
-      assert.equal((await h.session.refreshVariables()).label, 'a.py', 'the variables view shows the latest run\'s session');
+      assert.equal(h.controller.currentConversation!.meta.title, 'a.py', 'the run went to the document\'s own conversation');
+      assert.equal((await h.controller.refreshVariables()).label, 'a.py', 'the variables view shows the latest run\'s session');
       // The chat's session lives on, offered beside the document's, whichever conversation is open.
-      assert.deepEqual(h.session.liveSessions(), [
+      assert.deepEqual(h.controller.liveSessions(), [
         { id: convo.id, label: `Chat: ${convo.meta.title}` },
         { id: 'doc:file:///w/a.py', label: 'a.py' },
       ]);
-      assert.equal(await h.session.restartSession('doc:file:///w/a.py'), true);
+      assert.equal(await h.controller.restartSession('doc:file:///w/a.py'), true);
       assert.deepEqual(rt.restarted, ['doc:file:///w/a.py']);
       assert.deepEqual(
-        h.session.liveSessions().map((s) => s.id),
+        h.controller.liveSessions().map((s) => s.id),
         [convo.id],
       );
-      h.session.openConversation(convo.id);
-      assert.equal(await h.session.restartSession(), true, 'the open conversation\'s by default');
-      assert.deepEqual(h.session.liveSessions(), []);
+      h.controller.openConversation(convo.id);
+      assert.equal(await h.controller.restartSession(), true, 'the open conversation\'s by default');
+      assert.deepEqual(h.controller.liveSessions(), []);
     });
 
     it('the runtime is reused across runs, and rebuilt when its settings change, the conversation kept', async () => {
       h = harness();
-      await h.session.runCode('a = 1', 'one');
-      const convo = h.session.currentConversation!.id;
+      await h.controller.runCode('a = 1', 'one');
+      const convo = h.controller.currentConversation!.id;
       h.apis.values = { model: 'other-model' };
-      await h.session.runCode('a = 2', 'two');
+      await h.controller.runCode('a = 2', 'two');
       assert.equal(h.runtimes.built.length, 1);
       h.apis.values = { 'python.path': '/opt/python3' };
-      await h.session.runCode('a = 3', 'three');
+      await h.controller.runCode('a = 3', 'three');
       assert.equal(h.runtimes.built.length, 2);
       assert.equal(h.runtimes.built[0].disposed, 1);
       assert.equal(h.runtimes.last!.config.local?.python, '/opt/python3');
-      assert.equal(h.session.currentConversation!.id, convo);
-      await h.session.shutdown();
+      assert.equal(h.controller.currentConversation!.id, convo);
+      await h.controller.shutdown();
       assert.equal(h.runtimes.last!.disposed, 1, 'shutdown disposes the runtime');
     });
   });
@@ -331,10 +336,10 @@ describe('vscode session (fake seams)', () => {
       h = harness({ provider: 'openai', tools: [lmToolDecl('search', 'ask')] });
       h.lm.registered = [{ name: 'vendor_search', description: 'Searches.' }];
       h.secrets.keys.openai = 'sk-test';
-      const s = await h.session.hostState();
+      const s = await h.controller.hostState();
       assert.equal(s.version, '9.9.9');
       assert.equal(s.provider, 'openai');
-      assert.equal(s.model, h.session.settings.model);
+      assert.equal(s.model, h.controller.settings.model);
       assert.ok(s.model.length > 0, 'a default model');
       assert.equal(s.providers.find((p) => p.id === 'openai')?.hasKey, true);
       assert.equal(s.providers.find((p) => p.id === 'anthropic')?.hasKey, false);
@@ -345,13 +350,13 @@ describe('vscode session (fake seams)', () => {
     it('invalid tool declarations are logged and shown once, with Open Settings', async () => {
       h = harness({ tools: [{ name: 'bad' }, lmToolDecl('missing')] });
       h.apis.warningAnswer = 'Open Settings';
-      const set = h.session.toolSet();
+      const set = h.controller.toolSet();
       assert.equal(set.errors.length, 2);
-      h.session.toolSet();
+      h.controller.toolSet();
       assert.equal(h.apis.warnings.length, 1, 'the same errors are shown once');
       assert.match(h.apis.warnings[0].message, /^CodeAct: 2 tools in codeact\.tools are broken and unavailable\. codeact\.tools\[0\] \(bad\): The declaration has no source\. Fix: give exactly one of "command"/);
       // The panel's state carries them, with their messages ("0 tools ready, 2 broken").
-      const state = await h.session.hostState();
+      const state = await h.controller.hostState();
       assert.deepEqual(state.tools, []);
       assert.deepEqual(state.brokenTools?.map((b) => [b.index, b.name]), [[0, 'bad'], [1, 'missing']]);
       assert.match(state.brokenTools![0].message, /no source/);
@@ -364,8 +369,8 @@ describe('vscode session (fake seams)', () => {
 
     it('ignored settings are logged once', () => {
       h = harness({ timeoutSeconds: 'soon' });
-      void h.session.settings;
-      void h.session.settings;
+      void h.controller.settings;
+      void h.controller.settings;
       assert.equal(h.log.lines.filter((l) => l.startsWith('warn codeact.timeoutSeconds')).length, 1);
     });
   });

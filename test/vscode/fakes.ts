@@ -1,5 +1,5 @@
 /**
- * Fakes of the `*.apis.ts` seams of src/vscode, so the session, the approvals and the runtime cache run in
+ * Fakes of the `*.apis.ts` seams of src/vscode, so the controller, the approvals and the runtime cache run in
  * plain Node (no VS Code): settings from a plain object through the real resolver, toasts and dialogs
  * answered by script and recorded, a runtime that runs a test's function instead of Python.
  */
@@ -208,7 +208,7 @@ export class FakeLmTools implements LmToolApis {
 }
 
 export interface Harness {
-  session: CodeActController;
+  controller: CodeActController;
   apis: FakeControllerApis;
   approvals: FakeApprovalsApis;
   runtimes: FakeRuntimeApis;
@@ -219,7 +219,7 @@ export interface Harness {
   cleanup(): void;
 }
 
-/** A session over fakes, with its conversations in a temporary folder. */
+/** A controller over fakes, with its conversations in a temporary folder. */
 export function harness(values: Record<string, unknown> = {}): Harness {
   const dir = mkdtempSync(join(tmpdir(), 'codeact-vscode-test-'));
   const apis = new FakeControllerApis(join(dir, 'workspace'));
@@ -229,7 +229,7 @@ export function harness(values: Record<string, unknown> = {}): Harness {
   const lm = new FakeLmTools();
   const log = new FakeLog();
   const secrets: Harness['secrets'] = { keys: {} };
-  const session = new CodeActController({
+  const controller = new CodeActController({
     storeDir: join(dir, 'conversations'),
     version: '9.9.9',
     log,
@@ -243,7 +243,7 @@ export function harness(values: Record<string, unknown> = {}): Harness {
     runtimeApis: runtimes,
     lmTools: lm,
   });
-  return { session, apis, approvals, runtimes, lm, log, secrets, dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return { controller, apis, approvals, runtimes, lm, log, secrets, dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** A `codeact.tools` declaration of an `lmTool` with the given approval. */

@@ -44,91 +44,91 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
     };
   });
   afterEach(async () => {
-    await h.session.shutdown();
+    await h.controller.shutdown();
     h.cleanup();
   });
 
   const run = async (o?: { document?: { uri: string; name: string; folder?: string } }) => {
     h.runtimes.setup = (r) => (r.script = callTool('where_am_i'));
-    const item = await h.session.runCode('r = await call_tool("where_am_i")', 'where', o?.document ? 'run_with_tools' : 'chat', o);
+    const item = await h.controller.runCode('r = await call_tool("where_am_i")', 'where', o?.document ? 'run_with_tools' : 'chat', o);
     assert.equal(item.status, 'completed', JSON.stringify(item.error));
     return item.value as { declared_in: string; cwd: string };
   };
 
   it("each folder's settings and tools apply to it; the chat's turns run in the picked folder, with its runtime", async () => {
     // No editor, no pick: the first folder.
-    assert.deepEqual((await h.session.hostState()).workspace, { folders: h.apis.workspaceFolders, folder: { name: 'alpha', path: alpha } });
-    assert.deepEqual(h.session.toolSet().tools.map((t) => t.name).sort(), ['alpha_only', 'where_am_i']);
-    assert.equal(h.session.settings.timeoutMs, 11_000, "alpha's folder settings");
+    assert.deepEqual((await h.controller.hostState()).workspace, { folders: h.apis.workspaceFolders, folder: { name: 'alpha', path: alpha } });
+    assert.deepEqual(h.controller.toolSet().tools.map((t) => t.name).sort(), ['alpha_only', 'where_am_i']);
+    assert.equal(h.controller.settings.timeoutMs, 11_000, "alpha's folder settings");
 
-    h.session.pickFolder(beta);
-    const state = await h.session.hostState();
+    h.controller.pickFolder(beta);
+    const state = await h.controller.hostState();
     assert.deepEqual(state.workspace?.folder, { name: 'beta', path: beta });
     assert.deepEqual(state.tools.map((t) => `${t.name}: ${t.description}`), ["where_am_i: the beta folder's tool"]);
-    assert.notEqual(h.session.settings.timeoutMs, 11_000, "alpha's settings do not apply in beta");
+    assert.notEqual(h.controller.settings.timeoutMs, 11_000, "alpha's settings do not apply in beta");
     assert.deepEqual(await run(), { declared_in: 'beta', cwd: beta }, "beta's tool ran, in beta");
     const betaRuntime = h.runtimes.last!;
     assert.equal(betaRuntime.config.local?.sandbox?.workspace, beta, "the runtime mounts beta");
     assert.equal(betaRuntime.config.local?.python, '/usr/bin/python3', "beta's interpreter setting");
-    assert.equal(h.session.currentConversation!.meta.workspace, beta, 'the conversation remembers beta');
+    assert.equal(h.controller.currentConversation!.meta.workspace, beta, 'the conversation remembers beta');
 
     // Run with Tools on a file of alpha: alpha's tools and runtime, whatever the chat's folder.
     assert.deepEqual(await run({ document: { uri: 'file:///alpha/a.py', name: 'alpha/a.py', folder: alpha } }), { declared_in: 'alpha', cwd: alpha });
     assert.equal(h.runtimes.built.length, 2, 'one runtime per folder');
     assert.equal(h.runtimes.last!.config.local?.sandbox?.workspace, alpha);
-    assert.equal(h.session.currentConversation!.meta.workspace, alpha, "the document's conversation is alpha's");
+    assert.equal(h.controller.currentConversation!.meta.workspace, alpha, "the document's conversation is alpha's");
     assert.equal(betaRuntime.disposed, 0, "beta's runtime is kept (its sessions live on)");
     // The document's session restarts in alpha's runtime; the chat's in beta's.
-    assert.equal(await h.session.restartSession('doc:file:///alpha/a.py'), true);
+    assert.equal(await h.controller.restartSession('doc:file:///alpha/a.py'), true);
     assert.deepEqual(h.runtimes.last!.restarted, ['doc:file:///alpha/a.py']);
     assert.deepEqual(betaRuntime.restarted, []);
   });
 
   it("a new conversation takes the active editor's folder; a reopened one keeps its own", async () => {
     h.apis.editorFolder = beta;
-    assert.equal((await h.session.hostState()).workspace?.folder?.path, beta);
+    assert.equal((await h.controller.hostState()).workspace?.folder?.path, beta);
     assert.deepEqual(await run(), { declared_in: 'beta', cwd: beta });
-    const first = h.session.currentConversation!.id;
-    h.session.newConversation();
+    const first = h.controller.currentConversation!.id;
+    h.controller.newConversation();
     h.apis.editorFolder = alpha;
-    assert.equal((await h.session.hostState()).workspace?.folder?.path, alpha, 'a new conversation follows the editor');
+    assert.equal((await h.controller.hostState()).workspace?.folder?.path, alpha, 'a new conversation follows the editor');
     assert.deepEqual(await run(), { declared_in: 'alpha', cwd: alpha });
-    h.session.openConversation(first);
-    assert.equal((await h.session.hostState()).workspace?.folder?.path, beta, 'reopened: its own folder, not the editor\'s');
+    h.controller.openConversation(first);
+    assert.equal((await h.controller.hostState()).workspace?.folder?.path, beta, 'reopened: its own folder, not the editor\'s');
     assert.deepEqual(await run(), { declared_in: 'beta', cwd: beta });
     // Saved in the transcript's meta: a new window reads it back.
-    assert.equal(new TranscriptStore(h.session.store.dir).open(first).meta.workspace, beta);
+    assert.equal(new TranscriptStore(h.controller.store.dir).open(first).meta.workspace, beta);
   });
 
   it('a conversation whose folder left the workspace refuses its turn, says what to do, and moves where the person picks', async () => {
-    h.session.pickFolder(beta);
+    h.controller.pickFolder(beta);
     await run();
-    const id = h.session.currentConversation!.id;
+    const id = h.controller.currentConversation!.id;
     const built = h.runtimes.built.length;
     h.apis.workspaceFolders = [{ name: 'alpha', path: alpha }];
-    const bar = (await h.session.hostState()).workspace;
+    const bar = (await h.controller.hostState()).workspace;
     assert.deepEqual(bar, { folders: [{ name: 'alpha', path: alpha }], folder: { name: 'beta', path: beta, gone: true } }, 'shown even with one folder left');
     const refused = (e: unknown) => e instanceof FolderGoneError && e.message.includes(`worked in the folder ${beta}, which is not open in this window`) && /Add it back .*pick one of "alpha" in the panel's folder bar/.test(e.message);
-    await assert.rejects(h.session.runCode('print(1)', 'again', 'chat'), refused);
-    await assert.rejects(h.session.send('again'), refused);
+    await assert.rejects(h.controller.runCode('print(1)', 'again', 'chat'), refused);
+    await assert.rejects(h.controller.send('again'), refused);
     assert.equal(h.runtimes.built.length, built, 'nothing ran in another folder');
-    assert.equal(h.session.busy, false);
-    assert.throws(() => h.session.pickFolder(beta), /is not a folder of this workspace/);
-    h.session.pickFolder(alpha);
-    assert.equal((await h.session.hostState()).workspace, null, 'one folder, nothing gone: no bar');
+    assert.equal(h.controller.busy, false);
+    assert.throws(() => h.controller.pickFolder(beta), /is not a folder of this workspace/);
+    h.controller.pickFolder(alpha);
+    assert.equal((await h.controller.hostState()).workspace, null, 'one folder, nothing gone: no bar');
     assert.deepEqual(await run(), { declared_in: 'alpha', cwd: alpha });
-    assert.equal(h.session.currentConversation!.id, id, 'the same conversation, moved');
-    assert.equal(new TranscriptStore(h.session.store.dir).open(id).meta.workspace, alpha);
+    assert.equal(h.controller.currentConversation!.id, id, 'the same conversation, moved');
+    assert.equal(new TranscriptStore(h.controller.store.dir).open(id).meta.workspace, alpha);
   });
 
   it('one folder (or none): no folder bar, the folder is the one open', async () => {
     h.apis.workspaceFolders = [{ name: 'alpha', path: alpha }];
-    assert.equal((await h.session.hostState()).workspace, null);
+    assert.equal((await h.controller.hostState()).workspace, null);
     assert.deepEqual(await run(), { declared_in: 'alpha', cwd: alpha });
-    h.session.newConversation();
+    h.controller.newConversation();
     h.apis.workspaceFolders = [];
-    assert.equal((await h.session.hostState()).workspace, null);
-    assert.deepEqual(h.session.toolSet(), { tools: [], errors: [] }, 'no folder: no folder tools');
+    assert.equal((await h.controller.hostState()).workspace, null);
+    assert.deepEqual(h.controller.toolSet(), { tools: [], errors: [] }, 'no folder: no folder tools');
   });
 
   it('the settings a folder may set for itself are resource-scoped in the manifest (VS Code ignores window-scoped ones of a folder)', () => {

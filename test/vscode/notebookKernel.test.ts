@@ -101,16 +101,16 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
       return r;
     };
     kernels = new NotebookKernels({
-      run: (code, o) => h.session.runNotebookCode(code, o),
-      restart: (id) => h.session.endNotebookSession(id, 'restart'),
-      close: async (id) => void (await h.session.endNotebookSession(id, 'close')),
+      run: (code, o) => h.controller.runNotebookCode(code, o),
+      restart: (id) => h.controller.endNotebookSession(id, 'restart'),
+      close: async (id) => void (await h.controller.endNotebookSession(id, 'close')),
       log: () => {},
     });
   });
 
   afterEach(async () => {
     await kernels.dispose();
-    await h.session.shutdown();
+    await h.controller.shutdown();
     h.cleanup();
   });
 
@@ -342,7 +342,7 @@ describe('notebook kernel on the Jupyter runtime (codeact.runtime "jupyter", a r
   });
   after(async () => {
     await kernels?.dispose();
-    await h?.session.shutdown();
+    await h?.controller.shutdown();
     h?.cleanup();
     await server?.stop();
   });
@@ -354,9 +354,9 @@ describe('notebook kernel on the Jupyter runtime (codeact.runtime "jupyter", a r
     // The factory's own way, built here (its lazy import() does not load .ts under mocha's require hook).
     h.runtimes.createRuntime = async (config) => new JupyterRuntime({ ...config.jupyter!, url: config.jupyter!.url!, limits: config.limits });
     kernels = new NotebookKernels({
-      run: (code, o) => h.session.runNotebookCode(code, o),
-      restart: (id) => h.session.endNotebookSession(id, 'restart'),
-      close: async (id) => void (await h.session.endNotebookSession(id, 'close')),
+      run: (code, o) => h.controller.runNotebookCode(code, o),
+      restart: (id) => h.controller.endNotebookSession(id, 'restart'),
+      close: async (id) => void (await h.controller.endNotebookSession(id, 'close')),
       log: () => {},
     });
     const nb = kernels.for('file:///ws/j.ipynb', 'j.ipynb');

@@ -2,7 +2,7 @@
  * The CodeAct notebook kernel: a `NotebookController` labelled "CodeAct" for Jupyter notebooks, offered
  * in the kernel picker. A notebook that selects it runs its cells in a CodeAct session of its own (the
  * local guest, or a Jupyter kernel with codeact.runtime "jupyter"), with the same sandbox, trust, tools
- * and approvals as every other run (./kernelRunner, through the extension's session). Interrupt is VS
+ * and approvals as every other run (./kernelRunner, through the extension's controller). Interrupt is VS
  * Code's toolbar button; "CodeAct: Restart Notebook Session" is on the notebook toolbar.
  *
  * It is also how the agent works in the open notebook (./agentTarget): the panel asks `turn()` for the
@@ -85,14 +85,14 @@ export class CodeActNotebookKernel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
-    private readonly service: CodeActController,
+    private readonly codeact: CodeActController,
     private readonly extensionId: string,
   ) {
     this.kernels = new NotebookKernels({
-      run: (code, o) => service.runNotebookCode(code, o),
-      restart: (id) => service.endNotebookSession(id, 'restart'),
-      close: async (id) => void (await service.endNotebookSession(id, 'close')),
-      log: (line) => service.log.info(line),
+      run: (code, o) => codeact.runNotebookCode(code, o),
+      restart: (id) => codeact.endNotebookSession(id, 'restart'),
+      close: async (id) => void (await codeact.endNotebookSession(id, 'close')),
+      log: (line) => codeact.log.info(line),
     });
     const c = (this.controller = vscode.notebooks.createNotebookController(CONTROLLER_ID, NOTEBOOK_TYPE, 'CodeAct'));
     c.description = 'Python with your managed tools';
@@ -107,14 +107,14 @@ export class CodeActNotebookKernel implements vscode.Disposable {
         if (selected) this.selected.add(notebook.uri.toString());
         else this.selected.delete(notebook.uri.toString());
         void vscode.commands.executeCommand('setContext', 'codeact.notebookKernel', this.selected.size > 0);
-        service.fireState();
+        codeact.fireState();
       }),
       vscode.workspace.onDidOpenNotebookDocument((nb) => this.prefer(nb)),
       vscode.workspace.onDidCloseNotebookDocument((nb) => {
         this.selected.delete(nb.uri.toString());
         if (this.active === nb) this.active = undefined;
         void this.kernels.closed(nb.uri.toString());
-        service.fireState();
+        codeact.fireState();
       }),
       vscode.window.onDidChangeActiveNotebookEditor(() => this.trackActive()),
       vscode.window.onDidChangeVisibleNotebookEditors(() => this.trackActive()),
@@ -136,7 +136,7 @@ export class CodeActNotebookKernel implements vscode.Disposable {
     const before = this.active;
     if (now && now.notebookType === NOTEBOOK_TYPE) this.active = now;
     else if (this.active && !vscode.window.visibleNotebookEditors.some((e) => e.notebook === this.active)) this.active = undefined;
-    if (before !== this.active) this.service.fireState();
+    if (before !== this.active) this.codeact.fireState();
   }
 
   private execute(cells: vscode.NotebookCell[], nb: vscode.NotebookDocument): void {
@@ -172,7 +172,7 @@ export class CodeActNotebookKernel implements vscode.Disposable {
   setTarget(uri: string, on: boolean): void {
     if (on) this.targetOff.delete(uri);
     else this.targetOff.add(uri);
-    this.service.fireState();
+    this.codeact.fireState();
   }
 
   /** Selects this kernel for the notebook (the panel's "Use CodeAct kernel"). */

@@ -1,0 +1,181 @@
+/**
+ * The turn lifecycle both hosts share (the extension and the CLI): mark the turn, save every event, end it
+ * with its status (or as interrupted, when the host went away under it).
+ * - A chat turn (`runChatTurn`: the panel, `codeact chat`) runs the agent loop on the conversation's
+ *   history, saves the new items, keeps the hosted container id, and ends with an error also when the
+ *   provider cannot even be built.
+ * - A code turn (`runCodeTurn`: Run with Tools, the LM tool, `codeact run`) runs code straight in the runtime
+ *   with the tools.
+ */
+import type { CodeInterpreterCallItem, RuntimeKind } from '../../common/events';
+import type { TranscriptEvent, TurnEnded, TurnEndStatus, TurnSource, TurnStarted } from '../../common/transcript';
+import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
+import type { Conversation } from '../agent/transcriptStore';
+import { compactionStateFrom } from '../agent/contextBudget';
+import { hostedOptionsFrom, imageBudgetFrom } from '../config/engine';
+import type { EngineConfig } from '../config/resolve';
+import type { ToolGateway } from '../gateway/gateway';
+import { ProviderError } from '../providers/shared/errors';
+import { recoverExpiredContainers } from '../providers/shared/expiredContainer';
+import type { Provider } from '../providers/shared/types';
+import type { Runtime } from '../runtime/types';
+import { newId } from '../util/ids';
+
+/** What a turn the host's going away cut off (VS Code reloading or closing) says it was: the same for every kind of turn. */
+export const INTERRUPTED_MESSAGE = 'Interrupted: VS Code reloaded or closed while this turn ran.';
+
+type Emit = (e: TranscriptEvent) => void;
+
+/** A turn's own markers (not of the event vocabulary: a listener that takes only the vocabulary skips them). */
+export function isTurnMarker(e: TranscriptEvent): e is TurnStarted | TurnEnded {
+  return e.type === 'codeact.turn.started' || e.type === 'codeact.turn.ended';
+}
+
+/** Saves each event in the conversation (if the turn has one) and tells the host's listener. */
+function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): Emit {
+  return (e) => {
+    convo?.appendEvent(e);
+    try {
+      onEvent?.(e);
+    } catch {
+      // A listener's bug must not break the turn.
+    }
+  };
+}
+
+/** Starts a turn (its marker, now) and returns how it ends: with its status, or as interrupted when the host is going away. */
+function startTurn(emit: Emit, start: Omit<TurnStarted, 'type' | 'turn_id' | 'started_at'>, interrupted: (() => boolean) | undefined) {
+  const turnId = newId('turn');
+  const started = Date.now();
+  emit({ type: 'codeact.turn.started', turn_id: turnId, ...start, started_at: started });
+  const end = (status: TurnEndStatus, message?: string) => {
+    const cutOff = status !== 'completed' && interrupted?.();
+    emit({ type: 'codeact.turn.ended', turn_id: turnId, status, duration_ms: Date.now() - started, ...(cutOff ? { message: INTERRUPTED_MESSAGE, interrupted: true } : message ? { message } : {}) });
+  };
+  return { turnId, end };
+}
+
+/** What every turn takes from its host. */
+interface TurnOptions {
+  source: TurnSource;
+  /** The runtime, or how to get it (getting it may fail too: a Jupyter runtime without a URL). */
+  runtime: Runtime | (() => Promise<Runtime>);
+  signal?: AbortSignal;
+  /** True when the host is going away (VS Code reloading or closing): a turn stopped now ends as interrupted. */
+  interrupted?: () => boolean;
+  /** Every event of the turn, turn markers included, after it is saved. */
+  onEvent?: (e: TranscriptEvent) => void;
+}
+
+export interface ChatTurnOptions extends TurnOptions {
+  conversation: Conversation;
+  prompt: string;
+  config: EngineConfig;
+  /** Builds the provider (it may fail: a missing key, a bad URL; the turn then ends with that error). */
+  provider: () => Promise<Provider>;
+  gateway: ToolGateway;
+  /** Said to the model after the system instruction (a reopened conversation's session is gone). */
+  sessionNote?: string;
+  /** Test seams (retry sleep) and other agent options the hosts do not vary. */
+  agent?: Partial<AgentOptions>;
+}
+
+export interface ChatTurnResult {
+  turnId: string;
+  /** Undefined when the turn failed before the model answered (the error is in `error`). */
+  result?: AgentResult;
+  error?: { message: string; code: string };
+}
+
+export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
+  const { conversation: convo, config } = o;
+  const emit = emitterOf(convo, o.onEvent);
+  const runtimeKind: RuntimeKind = config.mode === 'hosted' ? (config.provider === 'openai-compatible' ? 'local' : config.provider) : config.runtime;
+  const { turnId, end } = startTurn(emit, { prompt: o.prompt, source: o.source, provider: config.provider, model: config.model, runtime: runtimeKind }, o.interrupted);
+  try {
+    // A container that expired is dropped (history and meta) and the request goes on in a new one.
+    const recovery = recoverExpiredContainers(await o.provider(), convo.meta.expiredContainers ?? [], emit);
+    const provider = recovery.provider;
+    const runtime = typeof o.runtime === 'function' ? await o.runtime() : o.runtime;
+    const agent = new AgentLoop({
+      provider,
+      model: config.model,
+      runtime,
+      gateway: o.gateway,
+      mode: config.mode,
+      protocol: config.protocol,
+      inlineToolLimit: config.toolsInlineLimit,
+      maxTurns: config.maxTurns,
+      sessionId: convo.id,
+      ...(o.sessionNote ? { sessionNote: o.sessionNote } : {}),
+      executionTimeoutMs: config.timeoutMs,
+      hosted: hostedOptionsFrom(config, recovery.containerAfter(convo.meta.containerId)),
+      images: imageBudgetFrom(config),
+      outputChars: config.outputModelChars,
+      compactAt: config.contextCompactAt,
+      // Compaction goes on from where the conversation's last one left off (the saved items are all there).
+      compaction: compactionStateFrom(convo.events),
+      turnId,
+      signal: o.signal,
+      onEvent: emit,
+      ...(o.agent ?? {}),
+    });
+    const result = await agent.run(convo.history, o.prompt);
+    convo.appendItems(result.items);
+    const containerId = recovery.containerAfter(result.containerId);
+    const expired = recovery.expired;
+    const saved: unknown[] = Array.isArray(convo.meta.expiredContainers) ? convo.meta.expiredContainers : [];
+    const newlyExpired = expired.length !== saved.length || expired.some((id, i) => id !== saved[i]);
+    if ((containerId !== undefined && containerId !== convo.meta.containerId) || newlyExpired) {
+      convo.update({ ...(containerId !== undefined ? { containerId } : {}), ...(newlyExpired ? { expiredContainers: expired } : {}) });
+    }
+    end(result.status === 'completed' ? 'completed' : result.status === 'cancelled' ? 'stopped' : 'failed', result.error?.message);
+    return { turnId, result, ...(result.error && result.status !== 'completed' ? { error: result.error } : {}) };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const code = err instanceof ProviderError ? err.code : 'internal';
+    emit({ type: 'error', message, code });
+    end('failed', message);
+    return { turnId, error: { message, code } };
+  } finally {
+    convo.flush();
+  }
+}
+
+/** A code turn gets its runtime before it starts (the start marker names the runtime's kind). */
+export interface CodeTurnOptions extends TurnOptions {
+  /** Where the turn is saved; none: `codeact run`, which keeps no transcript. */
+  conversation?: Conversation;
+  code: string;
+  /** What the transcript calls the turn (its prompt): "orders.py, lines 3-20", "Run again with tools". */
+  label: string;
+  /** The tools' gateway, or how to get it (got once the turn has started). */
+  gateway: ToolGateway | (() => Promise<ToolGateway>);
+  timeoutMs: number;
+  /** The Python session the code runs in (none: the runtime's own). */
+  sessionId?: string;
+}
+
+export interface CodeTurnResult {
+  turnId: string;
+  item: CodeInterpreterCallItem;
+}
+
+/** Runs code once in the runtime, as a turn: its markers around the execution's events, its status from the item. */
+export async function runCodeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
+  const emit = emitterOf(o.conversation, o.onEvent);
+  const runtime = typeof o.runtime === 'function' ? await o.runtime() : o.runtime;
+  const { turnId, end } = startTurn(emit, { prompt: o.label, source: o.source, runtime: runtime.kind }, o.interrupted);
+  try {
+    const gateway = typeof o.gateway === 'function' ? await o.gateway() : o.gateway;
+    const item = await runtime.execute({ code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) }, { signal: o.signal, onToolCall: gateway.handler, onEvent: emit });
+    end(item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed');
+    return { turnId, item };
+  } catch (err) {
+    // A runtime that threw (instead of failing the item) still ends its turn, so it is not shown running forever.
+    end('failed', err instanceof Error ? err.message : String(err));
+    throw err;
+  } finally {
+    o.conversation?.flush();
+  }
+}
