@@ -40,7 +40,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   const notebooks = (service.notebooks = new CodeActNotebookKernel(service, context.extension.id));
   context.subscriptions.push(log, service, panels, inline, notebooks, new ApprovalStatus(service), registerLanguageModelTool(service), registerChatParticipant(service, context));
   const pythonEnvs = new PythonEnvironments(log, () => service.folders.current().folder);
-  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange((env) => (service.fireState(), announcePythonChange(env))));
+  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange(announcePythonChange), pythonEnvs.onDidChangeState(() => service.fireState()));
   // The status bar follows the folder the chat's turns run in (the panel's folder bar).
   let barFolder = service.folders.current().folder;
   context.subscriptions.push(

@@ -14,7 +14,7 @@ import type { HostState } from '../common/protocol';
 import type { CodeActNotebookKernel } from './notebook/kernel';
 import { CodeActController } from './controller';
 import { pythonStateOf } from './hostState';
-import { currentPythonEnv } from './pythonEnv';
+import { knownPythonEnv } from './pythonEnv';
 import { vscodeControllerApis } from './controller.apis';
 
 export class CodeActService extends CodeActController implements vscode.Disposable {
@@ -88,7 +88,7 @@ export class CodeActService extends CodeActController implements vscode.Disposab
 
   /** Also the notebook the chat's turns work in, and the interpreter the folder's code runs with. */
   override async hostState(): Promise<HostState> {
-    return { ...(await super.hostState()), notebook: this.notebooks?.state() ?? null, python: pythonStateOf(currentPythonEnv(this.folders.current().folder)) };
+    return { ...(await super.hostState()), notebook: this.notebooks?.state() ?? null, python: pythonStateOf(knownPythonEnv(this.folders.current().folder)) };
   }
 
   dispose(): void {
