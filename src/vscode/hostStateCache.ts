@@ -7,34 +7,9 @@
 import { describeIgnored } from '../core/config/resolve';
 import type { ProviderId } from '../core/providers/shared/types';
 import type { ControllerApis, Log, SessionDeps } from './controller.apis';
+import { ChangeCache } from './changeCache';
 import { DEFAULT_MODELS } from './providers';
 import type { CodeActSettings } from './settings';
-
-/** Values computed on first need and kept until {@link clear} (an event said they changed). Bounded: past `max` keys it starts over. */
-export class ChangeCache<K, V> {
-  private readonly values = new Map<K, V>();
-
-  constructor(
-    private readonly compute: (key: K) => V,
-    private readonly max = 64,
-  ) {}
-
-  get(key: K): V {
-    if (this.values.has(key)) return this.values.get(key) as V;
-    const value = this.compute(key);
-    if (this.values.size >= this.max) this.values.clear();
-    this.values.set(key, value);
-    return value;
-  }
-
-  delete(key: K): void {
-    this.values.delete(key);
-  }
-
-  clear(): void {
-    this.values.clear();
-  }
-}
 
 export interface HostFactsDeps {
   apis: Pick<ControllerApis, 'resolveSettings' | 'onDidChangeSettings'>;

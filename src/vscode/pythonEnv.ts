@@ -13,7 +13,7 @@ import * as vscode from 'vscode';
 import { executableIn, expandSetting, readVenv, resolvePythonEnv, VENV_DIRS, type PythonEnv } from '../core/runtime/local/pythonEnv';
 import { Emitter } from '../common/emitter';
 import { pythonStateOf } from './hostState';
-import { ChangeCache } from './hostStateCache';
+import { ChangeCache } from './changeCache';
 import { resolveSettings } from './settings';
 
 const PYTHON_EXTENSION = 'ms-python.python';

@@ -14,7 +14,7 @@ import { lmToolSource } from './lmToolSource';
 import type { LmToolApis } from './lmToolSource.apis';
 import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
-import { ChangeCache } from './hostStateCache';
+import { ChangeCache } from './changeCache';
 
 export interface WorkspaceToolsDeps {
   apis: Pick<ControllerApis, 'showWarningMessage' | 'executeCommand'>;

@@ -4,7 +4,8 @@
  * a page is posted the state only when it differs from the last one it was sent.
  */
 import * as assert from 'node:assert/strict';
-import { ChangeCache, StatePosts } from '../../src/vscode/hostStateCache';
+import { ChangeCache } from '../../src/vscode/changeCache';
+import { StatePosts } from '../../src/vscode/hostStateCache';
 import { harness, lmToolDecl, type Harness } from './fakes';
 
 describe('vscode host state, computed on change (fake seams)', () => {
