@@ -38,7 +38,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   const inline = new InlineResults(controller);
   context.subscriptions.push(log, built, panels, inline, notebooks, new ApprovalStatus(controller), registerLanguageModelTool(controller), registerChatParticipant(controller, context));
   const pythonEnvs = new PythonEnvironments(log, () => controller.folders.current().folder);
-  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange((env) => (controller.fireState(), announcePythonChange(env))));
+  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange(announcePythonChange), pythonEnvs.onDidChangeState(() => controller.fireState()));
   // The status bar follows the folder the chat's turns run in (the panel's folder bar).
   let barFolder = controller.folders.current().folder;
   context.subscriptions.push(

@@ -7,7 +7,7 @@
 import * as vscode from 'vscode';
 import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
 import { parseWebviewMessage } from '../common/protocolCheck';
-import { PROTOCOL_VERSION, type HostCommand, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
+import { PROTOCOL_VERSION, type HostCommand, type HostState, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { conversationToNotebook } from '../common/notebook';
 import { randomToken } from '../core/util/ids';
 import type { ProviderId } from '../core/providers/shared/types';
@@ -18,6 +18,7 @@ import type { CodeActNotebookKernel } from './notebook/kernel';
 import { showUntrusted, untrustedMessage, MANAGE_TRUST } from './trust';
 import { buildWebviewHtml, createNonce } from './webviewHtml';
 import { folderUri } from './settings';
+import { StatePosts } from './hostStateCache';
 
 export const VIEW_ID = 'codeact.chat';
 export const PANEL_TYPE = 'codeact.chatPanel';
@@ -38,6 +39,8 @@ class PanelController implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private ready = false;
   private pendingInput?: { text: string; send: boolean };
+  /** The host state is posted when it changed, not each time something might have changed it. */
+  private readonly states = new StatePosts<HostState>();
 
   constructor(
     private readonly webview: vscode.Webview,
@@ -83,7 +86,8 @@ class PanelController implements vscode.Disposable {
   private async pushState(): Promise<void> {
     if (!this.ready) return;
     if (this.batcher.conversationId !== this.codeact.currentConversation?.id) this.resetTranscript();
-    this.post({ type: 'state', state: await this.codeact.hostState() });
+    const state = await this.states.changed(() => this.codeact.hostState());
+    if (state) this.post({ type: 'state', state });
   }
 
   private resetTranscript(): void {
@@ -130,7 +134,7 @@ class PanelController implements vscode.Disposable {
     switch (m.type) {
       case 'ready': {
         this.ready = true;
-        this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await s.hostState() });
+        this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await this.states.initial(() => s.hostState()) });
         this.catchUp(m.seq, m.conversationId, m.epoch, m.full === true);
         void s.refreshVariables();
         // A reload brought the conversation back, but not its Python session: said once.

@@ -35,6 +35,8 @@ export interface Memento {
 export interface ControllerApis extends FolderApis {
   /** The `codeact.*` settings through VS Code's layers for a folder (fs path; none: the first), resolved by the one policy (./settings). */
   resolveSettings(folder?: string): ResolvedConfig;
+  /** The `codeact.*` settings, Workspace Trust or the workspace folders changed: resolved settings are stale (./hostStateCache). */
+  onDidChangeSettings(listener: () => void): { dispose(): void };
   /** Workspace Trust (the window's: every folder of a multi-root workspace shares it). */
   isTrusted(): boolean;
   /** The workspace folder (fs path) of a document's URI string, if it is in one. */
@@ -49,6 +51,12 @@ let lastEditorFolder: string | undefined;
 
 export const vscodeControllerApis: ControllerApis = {
   resolveSettings: (folder) => resolveSettings(folder),
+  onDidChangeSettings: (listener) =>
+    vscode.Disposable.from(
+      vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('codeact') && listener()),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => listener()),
+      vscode.workspace.onDidChangeWorkspaceFolders(() => listener()),
+    ),
   isTrusted: () => vscode.workspace.isTrusted,
   folders: workspaceFolders,
   folderOfUri: (uri) => folderOf(vscode.Uri.parse(uri)),
@@ -70,7 +78,7 @@ export interface ControllerDeps {
   /** The extension's version, for the panel. */
   version: string;
   log: Log;
-  secrets: Pick<Secrets, 'apiKey' | 'hasKey' | 'jupyterToken'>;
+  secrets: Pick<Secrets, 'apiKey' | 'hasKey' | 'jupyterToken' | 'onDidChange'>;
   apis: ControllerApis;
   approvalsApis: ApprovalsApis;
   runtimeApis: RuntimeCacheApis;

@@ -9,7 +9,6 @@ import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
-import { describeIgnored } from '../core/config/resolve';
 import { createProvider } from '../core/providers/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
@@ -17,7 +16,8 @@ import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { isTurnMarker, runChatTurn, runCodeTurn } from '../core/turn/turns';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
-import { DEFAULT_MODELS, downloadHostedFile, needsKey, noKeyError } from './providers';
+import { HostFacts } from './hostStateCache';
+import { downloadHostedFile, needsKey, noKeyError } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
 import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
 import type { CodeActSettings } from './settings';
@@ -49,9 +49,10 @@ export class CodeActController {
   readonly memory: ConversationMemory;
   /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
   private readonly outputs = new Map<string, CodeInterpreterCallItem>();
-  private loggedIgnored = '[]';
   private readonly apis: ControllerApis;
   private readonly secrets: ControllerDeps['secrets'];
+  /** Settings and key presence, resolved when they change (./hostStateCache). */
+  private readonly facts: HostFacts;
   private readonly runtimes: RuntimeCache;
   readonly approvals: Approvals;
   private readonly tools: WorkspaceTools;
@@ -66,6 +67,13 @@ export class CodeActController {
     this.log = deps.log;
     this.apis = deps.apis;
     this.secrets = deps.secrets;
+    this.facts = new HostFacts({
+      apis: this.apis, secrets: this.secrets, log: this.log,
+      changed: (what) => {
+        if (what === 'settings') this.tools.invalidate();
+        this.fireState();
+      },
+    });
     this.folders = new ChatFolder(this.apis, () => this.conversation);
     this.runtimes = new RuntimeCache({
       apis: deps.runtimeApis,
@@ -109,15 +117,7 @@ export class CodeActController {
 
   /** The settings of a workspace folder (fs path; undefined: the first). */
   settingsFor(folder: string | undefined): CodeActSettings {
-    const resolved = this.apis.resolveSettings(folder);
-    const key = JSON.stringify(resolved.ignored);
-    if (key !== this.loggedIgnored) {
-      this.loggedIgnored = key;
-      for (const line of describeIgnored(resolved.ignored)) this.log.warn(line);
-    }
-    const s = resolved.config;
-    if (!s.model) s.model = DEFAULT_MODELS[s.provider]?.[0] ?? '';
-    return s;
+    return this.facts.settings(folder);
   }
 
   get trusted(): boolean {
@@ -186,7 +186,7 @@ export class CodeActController {
   async hostState(): Promise<HostState> {
     const state = await hostStateOf({
       settings: this.settings,
-      hasKey: (id) => this.secrets.hasKey(id),
+      hasKey: (id) => this.facts.hasKey(id),
       toolSet: this.toolSet(),
       trusted: this.trusted,
       busy: this.busy,
@@ -490,6 +490,7 @@ export class CodeActController {
     // The stopped turn saves its end (as interrupted) first; VS Code gives deactivate a few seconds in all.
     if (running) await Promise.race([running, new Promise<void>((resolve) => setTimeout(resolve, 1500).unref())]);
     this.conversation?.flush();
+    this.facts.dispose();
     await Promise.allSettled([this.runtimes.dispose(), disposeDefaultMcpPool()]);
   }
 }

@@ -11,6 +11,9 @@
  */
 import * as vscode from 'vscode';
 import { executableIn, expandSetting, readVenv, resolvePythonEnv, VENV_DIRS, type PythonEnv } from '../core/runtime/local/pythonEnv';
+import { Emitter } from '../common/emitter';
+import { pythonStateOf } from './hostState';
+import { ChangeCache } from './changeCache';
 import { resolveSettings } from './settings';
 
 const PYTHON_EXTENSION = 'ms-python.python';
@@ -68,6 +71,11 @@ export function currentPythonEnv(folder: string | undefined): PythonEnv {
   return pythonEnvFor(folder, resolveSettings(folder).config.python);
 }
 
+/** The same, as resolved at the last change the window's instance heard of (the host state reads it often). */
+export function knownPythonEnv(folder: string | undefined): PythonEnv {
+  return active ? active.envOf(folder) : currentPythonEnv(folder);
+}
+
 export class PythonEnvironments implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('codeact.python', vscode.StatusBarAlignment.Right, 99);
   private readonly disposables: vscode.Disposable[] = [this.item];
@@ -77,6 +85,10 @@ export class PythonEnvironments implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<PythonEnv>();
   /** The interpreter of the current folder changed (not fired for the first one). */
   readonly onDidChange = this.changed.event;
+  /** Each folder's interpreter, resolved again after each event that may change it ({@link refresh}). */
+  private readonly envs = new ChangeCache<string | undefined, PythonEnv>((folder) => currentPythonEnv(folder));
+  private shown?: string;
+  private readonly shownChanged = new Emitter<void>();
 
   /** `folder`: the folder the chat's turns run in (the panel's folder bar, else the active editor's). */
   constructor(
@@ -105,11 +117,22 @@ export class PythonEnvironments implements vscode.Disposable {
     return this.fromExtension.get(folder ?? '');
   }
 
+  /** What the host state shows of the current folder's interpreter (its label, path or source) changed. */
+  onDidChangeState(listener: () => void): vscode.Disposable {
+    return this.shownChanged.on(listener);
+  }
+
+  /** The interpreter of a folder, as resolved since the last event that may have changed it. */
+  envOf(folder: string | undefined): PythonEnv {
+    return this.envs.get(folder);
+  }
+
   /** Says which interpreter runs code; tells the listeners when it changed. */
   refresh(): void {
+    this.envs.clear();
     let env: PythonEnv;
     try {
-      env = currentPythonEnv(this.folder());
+      env = this.envs.get(this.folder());
     } catch (e) {
       this.log.warn(`Python environment: ${(e as Error).message}`);
       return;
@@ -129,6 +152,9 @@ export class PythonEnvironments implements vscode.Disposable {
     else this.item.hide();
     const before = this.last;
     this.last = env;
+    const shown = JSON.stringify(pythonStateOf(env));
+    if (this.shown !== undefined && shown !== this.shown) this.shownChanged.fire();
+    this.shown = shown;
     if (before && before.python !== env.python) {
       this.log.info(`Python environment: ${env.python} (${env.reason}); was ${before.python}`);
       this.changed.fire(env);
@@ -247,6 +273,7 @@ export class PythonEnvironments implements vscode.Disposable {
 
   dispose(): void {
     if (active === this) setActive(undefined);
+    this.shownChanged.clear();
     for (const d of [...this.folderWatchers, ...this.disposables]) d.dispose();
   }
 }

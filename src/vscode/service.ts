@@ -13,7 +13,7 @@ import type { Secrets } from './secrets';
 import { CodeActNotebookKernel } from './notebook/kernel';
 import { CodeActController } from './controller';
 import { pythonStateOf } from './hostState';
-import { currentPythonEnv } from './pythonEnv';
+import { knownPythonEnv } from './pythonEnv';
 import { vscodeControllerApis } from './controller.apis';
 
 export interface ExtensionController extends vscode.Disposable {
@@ -34,7 +34,7 @@ export function createController(context: vscode.ExtensionContext, log: vscode.L
     runtimeApis: vscodeRuntimeCacheApis,
     lmTools: vscodeLmToolApis,
     workspaceState: context.workspaceState,
-    hostExtras: () => ({ notebook: notebooks.state() ?? null, python: pythonStateOf(currentPythonEnv(controller.folders.current().folder)) }),
+    hostExtras: () => ({ notebook: notebooks.state() ?? null, python: pythonStateOf(knownPythonEnv(controller.folders.current().folder)) }),
   });
   const notebooks = new CodeActNotebookKernel(controller, context.extension.id);
 

@@ -14,6 +14,7 @@ import { lmToolSource } from './lmToolSource';
 import type { LmToolApis } from './lmToolSource.apis';
 import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
+import { ChangeCache } from './changeCache';
 
 export interface WorkspaceToolsDeps {
   apis: Pick<ControllerApis, 'showWarningMessage' | 'executeCommand'>;
@@ -35,11 +36,33 @@ export class WorkspaceTools {
   /** Per folder: the broken declarations last warned about (warned once each). */
   private readonly warned = new Map<string, string>();
   private mcpResolved?: { key: string; set: Promise<ToolSet> };
+  /** Per folder: its tool set, loaded once per change of the settings or trust ({@link invalidate}) or of the language-model tools it uses. */
+  private readonly sets = new ChangeCache<string, { lm: string; set: ToolSet }>((ws) => ({ lm: this.lmKey(ws), set: this.load(ws || undefined) }));
 
   constructor(private readonly deps: WorkspaceToolsDeps) {}
 
+  /** The settings or Workspace Trust changed: each folder's tools are loaded again when next asked for. */
+  invalidate(): void {
+    this.sets.clear();
+  }
+
   /** The tools of a folder (fs path; default: the chat's), with command tools running in that folder. */
   toolSet(ws: string | undefined = this.deps.workspaceFolder()): ToolSet {
+    const slot = ws ?? '';
+    // VS Code says nothing when another extension registers a language-model tool: a folder whose
+    // declarations use one compares the registered ones (their names) instead.
+    if (this.sets.get(slot).lm !== this.lmKey(slot)) this.sets.delete(slot);
+    return this.sets.get(slot).set;
+  }
+
+  /** What of the registered language-model tools a folder's tool set depends on ('' when it declares no lmTool). */
+  private lmKey(ws: string): string {
+    const decls = this.deps.settings(ws || undefined).tools;
+    const usesLm = Array.isArray(decls) && decls.some((d) => !!d && typeof d === 'object' && 'lmTool' in d);
+    return usesLm ? JSON.stringify(this.deps.lmTools.tools().map((t) => t.name)) : '';
+  }
+
+  private load(ws: string | undefined): ToolSet {
     const s = this.deps.settings(ws);
     // In an untrusted workspace VS Code already hides workspace values of restricted settings; without
     // trust no tool runs at all.

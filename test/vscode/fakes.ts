@@ -14,6 +14,7 @@ import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/run
 import type { ApprovalsApis } from '../../src/vscode/approvals.apis';
 import type { LmToolApis, LmToolInfo } from '../../src/vscode/lmToolSource.apis';
 import type { RuntimeCacheApis } from '../../src/vscode/runtimeCache.apis';
+import { Emitter } from '../../src/common/emitter';
 import { CodeActController } from '../../src/vscode/controller';
 import type { Log, ControllerApis } from '../../src/vscode/controller.apis';
 
@@ -43,14 +44,50 @@ export class FakeLog implements Log {
 type Answer = string | undefined | ((message: string, items: string[]) => string | undefined);
 const answer = (a: Answer, message: string, items: string[]) => (typeof a === 'function' ? a(message, items) : a);
 
-export class FakeControllerApis implements ControllerApis {
-  values: Record<string, unknown> = {};
-  /** Folder settings (its `.vscode/settings.json`), per folder path: over {@link values} (the user's). */
-  folderValues: Record<string, Record<string, unknown>> = {};
-  trusted = true;
-  folder: string | undefined;
-  /** The workspace's folders (default: {@link folder} alone). */
+interface FakeSettingsState {
+  values: Record<string, unknown>;
+  folderValues: Record<string, Record<string, unknown>>;
+  trusted: boolean;
   workspaceFolders?: Array<{ name: string; path: string }>;
+}
+
+export class FakeControllerApis implements ControllerApis {
+  /** Fired, as VS Code does, when the settings, Workspace Trust or the folders below are set. */
+  readonly settingsChanged = new Emitter<void>();
+  /** How many times the settings were resolved (read through the seam). */
+  resolved = 0;
+  private state: FakeSettingsState = { values: {}, folderValues: {}, trusted: true };
+  get values(): Record<string, unknown> {
+    return this.state.values;
+  }
+  set values(v: Record<string, unknown>) {
+    this.change({ values: v });
+  }
+  /** Folder settings (its `.vscode/settings.json`), per folder path: over {@link values} (the user's). */
+  get folderValues(): Record<string, Record<string, unknown>> {
+    return this.state.folderValues;
+  }
+  set folderValues(v: Record<string, Record<string, unknown>>) {
+    this.change({ folderValues: v });
+  }
+  get trusted(): boolean {
+    return this.state.trusted;
+  }
+  set trusted(v: boolean) {
+    this.change({ trusted: v });
+  }
+  /** The workspace's folders (default: {@link folder} alone). */
+  get workspaceFolders(): Array<{ name: string; path: string }> | undefined {
+    return this.state.workspaceFolders;
+  }
+  set workspaceFolders(v: Array<{ name: string; path: string }> | undefined) {
+    this.change({ workspaceFolders: v });
+  }
+  private change(part: Partial<FakeSettingsState>): void {
+    this.state = { ...this.state, ...part };
+    this.settingsChanged.fire();
+  }
+  folder: string | undefined;
   /** The active editor's folder. */
   editorFolder?: string;
   readonly warnings: Array<{ message: string; items: string[] }> = [];
@@ -63,8 +100,12 @@ export class FakeControllerApis implements ControllerApis {
     this.folder = folder;
   }
   resolveSettings(folder?: string): ResolvedConfig {
+    this.resolved++;
     const f = this.folderValues[folder ?? this.folders()[0]?.path ?? ''] ?? {};
     return resolveEngineConfig((key) => (key in this.values || key in f ? { user: this.values[key], folder: f[key] } : undefined), { trusted: this.trusted });
+  }
+  onDidChangeSettings(listener: () => void): { dispose(): void } {
+    return this.settingsChanged.on(listener);
   }
   isTrusted(): boolean {
     return this.trusted;
@@ -214,7 +255,8 @@ export interface Harness {
   runtimes: FakeRuntimeApis;
   lm: FakeLmTools;
   log: FakeLog;
-  secrets: { keys: Record<string, string>; jupyterToken?: string };
+  /** `keys`: set or delete one and the secret storage says it changed; `asked`: how many times key presence was asked. */
+  secrets: { keys: Record<string, string>; jupyterToken?: string; asked: number };
   dir: string;
   cleanup(): void;
 }
@@ -228,15 +270,21 @@ export function harness(values: Record<string, unknown> = {}): Harness {
   const runtimes = new FakeRuntimeApis();
   const lm = new FakeLmTools();
   const log = new FakeLog();
-  const secrets: Harness['secrets'] = { keys: {} };
+  const keysChanged = new Emitter<void>();
+  const keys = new Proxy<Record<string, string>>({}, {
+    set: (t, k, v) => (Reflect.set(t, k, v), keysChanged.fire(), true),
+    deleteProperty: (t, k) => (Reflect.deleteProperty(t, k), keysChanged.fire(), true),
+  });
+  const secrets: Harness['secrets'] = { keys, asked: 0 };
   const controller = new CodeActController({
     storeDir: join(dir, 'conversations'),
     version: '9.9.9',
     log,
     secrets: {
       apiKey: async (p) => secrets.keys[p],
-      hasKey: async (p) => !!secrets.keys[p],
+      hasKey: async (p) => (secrets.asked++, !!secrets.keys[p]),
       jupyterToken: async () => secrets.jupyterToken,
+      onDidChange: (listener) => keysChanged.on(listener),
     },
     apis,
     approvalsApis: approvals,
