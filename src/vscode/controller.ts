@@ -155,9 +155,9 @@ export class CodeActController {
   async restartSession(sessionId?: string): Promise<boolean> {
     const id = sessionId ?? this.conversation?.id;
     const runtime = this.runtimes.of(id);
-    if (!id || !runtime?.restartSession) return false;
+    if (!id || !runtime) return false;
     if (this.running) this.stop();
-    const had = (await runtime.restartSession(id)) !== false;
+    const had = await runtime.sessions.restart(id);
     this.log.info(`session ${id} restarted`);
     void this.refreshVariables();
     return had;
@@ -247,7 +247,7 @@ export class CodeActController {
     const old = this.conversation;
     old?.flush();
     // A conversation's Jupyter kernel goes when the conversation is left.
-    if (old && !keepSession) void this.runtimes.of(old.id)?.closeSession?.(old.id);
+    if (old && !keepSession) void this.runtimes.of(old.id)?.sessions.close(old.id);
     this.variables.shown = undefined;
     this.staleSession = undefined;
   }
@@ -280,7 +280,7 @@ export class CodeActController {
     this.setConversation(conversation);
     this.variables.shown = undefined;
     let notice: string | undefined;
-    if (ranLocalCode(conversation) && !this.runtimes.of(id)?.hasSession?.(id)) {
+    if (ranLocalCode(conversation) && !this.runtimes.of(id)?.sessions.has(id)) {
       this.staleSession = id;
       notice = SESSION_GONE_NOTICE;
     }
@@ -391,7 +391,8 @@ export class CodeActController {
         },
         interrupted: () => this.closing,
         // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
-        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing((extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id)), this.settingsFor(folder).reviewCode)),
+        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : (extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id))),
+        agent: { beforeRun: s.mode === 'hosted' ? undefined : this.approvals.beforeRun(this.settingsFor(folder).reviewCode) },
         gateway: await this.tools.gateway(false, folder),
         sessionNote: [this.staleSession === convo.id ? REOPENED_NOTE : '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
         signal: controller.signal,
@@ -445,12 +446,13 @@ export class CodeActController {
     if (extra?.document) this.variables.shown = { id: sessionId, label: extra.document.name };
     else this.variables.ranChat(convo);
     try {
-      const runtime = this.approvals.reviewing(await this.runtimes.get(folder, sessionId), this.settingsFor(folder).reviewCode);
+      const runtime = await this.runtimes.get(folder, sessionId);
       this.emit({ type: 'codeact.turn.started', turn_id: turnId, prompt: label, source, runtime: runtime.kind, started_at: started });
       const item = await runtime.execute(
         { code, timeoutMs: s.timeoutMs, sessionId },
         {
           signal: controller.signal,
+          beforeRun: this.approvals.beforeRun(this.settingsFor(folder).reviewCode),
           onToolCall: (await this.tools.gateway(false, folder)).handler,
           onEvent: (e) => {
             this.emit(e);

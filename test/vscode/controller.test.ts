@@ -210,7 +210,7 @@ describe('vscode session (fake seams)', () => {
       await h.session.runCode('a = 1', 'first');
       const first = h.session.currentConversation!;
       const rt = h.runtimes.last!;
-      assert.equal(rt.hasSession(first.id), true);
+      assert.equal(rt.sessions.has(first.id), true);
       h.session.newConversation();
       assert.equal(h.session.currentConversation, undefined);
       assert.deepEqual(rt.closed, [first.id]);
@@ -236,7 +236,7 @@ describe('vscode session (fake seams)', () => {
 
       // A runtime that still holds the session (say a kernel that outlived the switch): no notice.
       h.session.newConversation();
-      h.runtimes.last!.sessions.add(first);
+      h.runtimes.last!.live.add(first);
       assert.equal(h.session.openConversation(first).notice, undefined);
     });
 

@@ -15,7 +15,7 @@ import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
 import { JsonStringFieldExtractor } from '../providers/shared/partialJson';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type FunctionCallRequest, type HostedOptions, type ImageBudget, type ModelTool, type Provider, type TurnResult } from '../providers/shared/types';
-import type { Runtime } from '../runtime/types';
+import type { BeforeRun, Runtime } from '../runtime/types';
 import { tagDiscoveryEvent } from '../gateway/discovery/toolDiscovery';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type CodeStreamEntry, type TextTurn } from './textProtocol';
@@ -38,6 +38,8 @@ export interface AgentOptions {
   provider: Provider;
   model: string;
   runtime: Runtime;
+  /** Sees each execution's code before it runs (code review: codeact.approval.reviewCode). */
+  beforeRun?: BeforeRun;
   gateway: ToolGateway;
   mode?: AgentMode;
   /** Replaces the default system instruction. */
@@ -194,12 +196,13 @@ export class AgentLoop {
 
   /** Runs of this conversation share one session. */
   private get persistent(): boolean {
-    return !!this.options.runtime.statePersists && !!this.options.sessionId;
+    return this.options.runtime.sessions.persist && !!this.options.sessionId;
   }
 
   /** A later run of the session can read a run's whole output (`output_of(n)`). */
   private get keepsOutputs(): boolean {
-    return this.persistent && this.options.runtime.keepsOutputs === true;
+    // Under code review (beforeRun) kept outputs are not claimed: refused code keeps none.
+    return this.persistent && this.options.runtime.sessions.keepsOutputs && !this.options.beforeRun;
   }
 
   /** The image budget of this run's requests. */
@@ -329,7 +332,7 @@ export class AgentLoop {
     return budgetFor({
       provider: o.provider, model: o.model, system, tools, window: o.contextWindow, maxOutputTokens: o.maxOutputTokens, compactAt: o.compactAt, state: o.compaction, turnId: o.turnId,
       toolNames: o.gateway.names(), signal: o.signal, emit: (e) => this.emit(e),
-      variables: async () => (o.runtime.variables && o.sessionId && this.persistent ? o.runtime.variables(o.sessionId) : null),
+      variables: async () => (o.sessionId && this.persistent ? o.runtime.sessions.variables(o.sessionId) : null),
     });
   }
 
@@ -458,7 +461,7 @@ export class AgentLoop {
       const execution = ++this.executions;
       const item = await runtime.execute(
         { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: call.name === EXECUTE_TOOL_CODE, announced, execution },
-        { signal, onEvent: (e) => this.emit(e), onToolCall: call.name === EXECUTE_TOOL_CODE ? gateway.handler : undefined },
+        { signal, onEvent: (e) => this.emit(e), onToolCall: call.name === EXECUTE_TOOL_CODE ? gateway.handler : undefined, beforeRun: this.options.beforeRun },
       );
       const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost, installs: call.name === EXECUTE_TOOL_CODE && gateway.installs });
       return finish(summary, item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
