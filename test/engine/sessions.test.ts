@@ -317,9 +317,11 @@ describe('local sessions: the warm zygote', function () {
       // Kill the zygote as soon as it is up: the next guests start cold.
       const first = await rt.execute({ code: 'return 1', sessionId: 'a' });
       assert.equal(first.value, 1);
-      const z = await (rt as unknown as { zygote: Promise<{ dispose(): void } | undefined> }).zygote;
-      z?.dispose();
-      (rt as unknown as { zygoteStarts: number }).zygoteStarts = 99;
+      const launcher = (rt as unknown as { launcher: { zygote: Promise<{ dispose(): void } | undefined>; zygoteStarts: number } }).launcher;
+      const z = await launcher.zygote;
+      assert.ok(z, 'the first guest came from the zygote');
+      z.dispose();
+      launcher.zygoteStarts = 99;
       const second = await rt.execute({ code: 'return 2', sessionId: 'b' });
       const third = await rt.execute({ code: 'return 3' });
       assert.deepEqual([second.value, third.value], [2, 3]);
