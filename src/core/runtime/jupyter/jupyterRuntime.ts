@@ -17,7 +17,7 @@
 import { ArtifactStore } from '../artifacts';
 import { KernelConnection } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem } from '../../../common/events';
-import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits, type RuntimeSessions } from '../types';
+import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, noSessions, type Runtime, type RuntimeLimits, type RuntimeSessions } from '../types';
 import { afterReview } from '../execution';
 import {
   JupyterError,
@@ -288,15 +288,13 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
 function kernelSessions(rt: JupyterRuntime): RuntimeSessions {
   const persist = () => rt.settings.sessionPolicy === 'conversation';
   return {
+    ...noSessions,
     get persist() {
       return persist();
     },
     get keepsOutputs() {
       return persist();
     },
-    readsVariables: false,
-    has: () => false,
-    variables: async () => null,
     close: (id) => rt.closeSession(id),
     restart: async (id) => (await rt.restartSession(id), true),
   };

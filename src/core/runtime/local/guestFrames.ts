@@ -11,14 +11,14 @@ import { formatBytes } from '../../../common/format';
 // ---- the frames ---------------------------------------------------------------------------------
 
 /** A run's caps on rich outputs, as the run frame carries them (displays.ts). */
-export interface DisplayCaps {
+interface DisplayCaps {
   max_bytes: number;
   max_total: number;
   max_count: number;
   hidpi: boolean;
 }
 
-export interface FileCaps {
+interface FileCaps {
   max_bytes: number;
   max_total: number;
   max_count: number;

@@ -11,7 +11,7 @@ import { formatDuration } from '../../../common/format';
 import type { RuntimeSessions } from '../types';
 import type { GuestSession } from './guestSession';
 
-export interface SessionPoolOptions {
+interface SessionPoolOptions {
   /** False with `session: "run"`: no session is kept (every run starts fresh). */
   persist: boolean;
   /** A session ends after this long without a run; default 30 min; 0 = never. */
