@@ -99,7 +99,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
   const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0 });
-  const continued = !!conversation && !!runtime.statePersists && conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
+  const continued = !!conversation && runtime.sessions.persist && conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
   if (continued && !values.json) process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
 
   const convo = conversation ?? store.create({ title: titleFrom(prompt), provider: config.provider, model: config.model, mode: config.mode, workspace: ws.dir });
@@ -159,7 +159,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await runtime.closeSession?.(convo.id);
+    await runtime.sessions.close(convo.id);
     await runtime.dispose();
     await disposeDefaultMcpPool();
   }

@@ -9,15 +9,13 @@
  * approval waits, the run's clock is paused (see the gateway), and the host says so (`changed`).
  */
 import type { ApprovalDecision, ApprovalResolution, InstallRequestInfo } from '../common/events';
-import { notRunItem, safeEmit } from '../core/runtime/execution';
 import { installDialog } from '../common/installCommand';
 import { installInfo } from '../core/runtime/install/approvalText';
 import type { InstallApproval } from '../core/runtime/install/installer';
 import type { TranscriptEvent } from '../common/transcript';
 import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
-import { forwardingRuntime } from '../core/runtime/forwarding';
-import type { ExecuteOptions, ExecuteRequest, Runtime } from '../core/runtime/types';
+import type { BeforeRun } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
 import { revealInvisible } from '../common/invisibleChars';
 import { argumentsJson, codeDialog, toolDialog } from './approvalDialog';
@@ -208,22 +206,14 @@ export class Approvals {
     for (const [, p] of this.pending) p.resolve({ decision: 'expired', reason });
   }
 
-  /** Wraps the runtime so that, with codeact.approval.reviewCode, the user sees the code first (Run, Edit, Deny). */
-  reviewing(runtime: Runtime, reviewCode: boolean): Runtime {
-    if (!reviewCode) return runtime;
-    const reviewed = forwardingRuntime(runtime, async (request: ExecuteRequest, options?: ExecuteOptions) => {
-      const r = await this.request({ kind: 'code', code: request.code, itemId: request.itemId }, options?.signal);
-      if (r.decision === 'deny' || r.decision === 'expired') {
-        return notRunItem(safeEmit(options?.onEvent), {
-          itemId: request.itemId ?? newId('exec'),
-          code: request.code,
-          runtime: runtime.kind,
-          error: r.decision === 'deny' ? { type: 'Denied', message: 'The user declined to run this code.' } : { type: 'Cancelled', message: `The code did not run (${r.reason ?? NO_ANSWER.ended}).` },
-        });
-      }
-      return runtime.execute({ ...request, code: r.code ?? request.code }, options);
-    });
-    // As before, the reviewed runtime does not claim the inner one's kept outputs (output_of under review is left as it was).
-    return { ...reviewed, keepsOutputs: undefined };
+  /** With codeact.approval.reviewCode, the hook that shows the user the code before it runs (Run, Edit, Deny); none without. */
+  beforeRun(reviewCode: boolean): BeforeRun | undefined {
+    if (!reviewCode) return undefined;
+    return async (request, signal) => {
+      const r = await this.request({ kind: 'code', code: request.code, itemId: request.itemId }, signal);
+      if (r.decision === 'deny') return { error: { type: 'Denied', message: 'The user declined to run this code.' } };
+      if (r.decision === 'expired') return { error: { type: 'Cancelled', message: `The code did not run (${r.reason ?? NO_ANSWER.ended}).` } };
+      return { code: r.code ?? request.code };
+    };
   }
 }

@@ -149,9 +149,9 @@ export class CodeActController {
   async restartSession(sessionId?: string): Promise<boolean> {
     const id = sessionId ?? this.conversation?.id;
     const runtime = this.runtimes.of(id);
-    if (!id || !runtime?.restartSession) return false;
+    if (!id || !runtime) return false;
     if (this.running) this.stop();
-    const had = (await runtime.restartSession(id)) !== false;
+    const had = await runtime.sessions.restart(id);
     this.log.info(`session ${id} restarted`);
     void this.refreshVariables();
     return had;
@@ -254,7 +254,7 @@ export class CodeActController {
     const old = this.conversation;
     old?.flush();
     // A conversation's Jupyter kernel goes when the conversation is left.
-    if (old && !keepSession) void this.runtimes.of(old.id)?.closeSession?.(old.id);
+    if (old && !keepSession) void this.runtimes.of(old.id)?.sessions.close(old.id);
     this.variables.shown = undefined;
     this.staleSession = undefined;
   }
@@ -287,7 +287,7 @@ export class CodeActController {
     this.setConversation(conversation);
     this.variables.shown = undefined;
     let notice: string | undefined;
-    if (ranLocalCode(conversation) && !this.runtimes.of(id)?.hasSession?.(id)) {
+    if (ranLocalCode(conversation) && !this.runtimes.of(id)?.sessions.has(id)) {
       this.staleSession = id;
       notice = SESSION_GONE_NOTICE;
     }
@@ -404,7 +404,8 @@ export class CodeActController {
         },
         interrupted: () => this.closing,
         // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
-        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : this.approvals.reviewing((extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id)), this.settingsFor(folder).reviewCode)),
+        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : (extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id))),
+        agent: { beforeRun: s.mode === 'hosted' ? undefined : this.approvals.beforeRun(this.settingsFor(folder).reviewCode) },
         gateway: await this.tools.gateway(false, folder),
         sessionNote: [this.staleSession === convo.id ? REOPENED_NOTE : '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
         signal,
@@ -456,7 +457,8 @@ export class CodeActController {
         code,
         label,
         source,
-        runtime: async () => this.approvals.reviewing(await this.runtimes.get(folder, sessionId), this.settingsFor(folder).reviewCode),
+        runtime: () => this.runtimes.get(folder, sessionId),
+        beforeRun: this.approvals.beforeRun(this.settingsFor(folder).reviewCode),
         gateway: () => this.tools.gateway(false, folder),
         timeoutMs: s.timeoutMs,
         sessionId,

@@ -47,8 +47,8 @@ export class NotebookRuns {
 
   async end(sessionId: string, how: 'restart' | 'close'): Promise<boolean> {
     const runtime = this.deps.runtimes.of(sessionId);
-    const had = runtime?.hasSession?.(sessionId) ?? false;
-    await (how === 'restart' ? runtime?.restartSession?.(sessionId) : runtime?.closeSession?.(sessionId));
+    const had = runtime?.sessions.has(sessionId) ?? false;
+    await (how === 'restart' ? runtime?.sessions.restart(sessionId) : runtime?.sessions.close(sessionId));
     if (how === 'close') this.deps.runtimes.documentSessions.delete(sessionId);
     this.deps.refreshVariables();
     return had;

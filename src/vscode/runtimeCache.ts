@@ -1,14 +1,14 @@
 /**
  * The extension's runtimes, one per workspace folder (its workspace mount and command tools' working
  * directory are the folder's): each built from that folder's settings on first need, reused while the
- * settings it is made of stay the same (a key of them), rebuilt when they changed. At most
+ * runtime config resolved from them stays the same (its key), rebuilt when it changed. At most
  * {@link MAX_FOLDER_RUNTIMES} live at once (the least recently used idle one goes). Also which runtime each
  * session ran in, and the Run with Tools documents' sessions. The runtime factory and VS Code's toast come
  * through ./runtimeCache.apis.
  */
-import { createHash } from 'node:crypto';
 import type { SessionChanged } from '../common/events';
-import { hostRunPathsFrom, runtimeConfigFrom, runtimeLimitsFrom } from '../core/config/engine';
+import { runtimeConfigFrom } from '../core/config/engine';
+import { runtimeConfigKey } from '../core/runtime/factory';
 import type { Runtime } from '../core/runtime/types';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
 import type { Log } from './controller.apis';
@@ -77,13 +77,24 @@ export class RuntimeCache {
     }
     const s = this.deps.settings(folder);
     const token = s.runtime === 'jupyter' ? await this.deps.jupyterToken() : undefined;
-    // The token is part of the key (hashed), so a new token takes effect on the next run.
-    const tokenHash = token ? createHash('sha256').update(token).digest('hex').slice(0, 16) : '';
-    // With a writable workspace, the files the tools run on the host are kept read-only: a changed tool rebuilds the runtime.
-    const hostRun = hostRunPathsFrom(s, folder);
-    // The interpreter as resolved for the folder (setting, Python extension, .venv, python3): a new one rebuilds the runtime.
+    // The interpreter as resolved for the folder (setting, Python extension, .venv, python3).
     const python = this.deps.apis.pythonEnv?.(folder, s.python)?.python;
-    const key = JSON.stringify([s.runtime, python ?? s.python, s.preload, s.sessionPolicy, s.sessionIdleMs, s.sessionMaxAlive, s.sandbox, s.sandboxNetwork, s.mountWorkspace, s.limits, s.jupyterUrl, s.jupyterKernel, s.jupyterSessionPolicy, runtimeLimitsFrom(s), tokenHash, hostRun]);
+    // A warm zygote forks each session's guest, and the next one is started ahead of need.
+    const config = runtimeConfigFrom(s, {
+      workspace: folder,
+      python,
+      jupyterToken: token,
+      longLived: true,
+      onSessionEvent: (e) => this.deps.onSessionEvent(e),
+      log: (l) => this.deps.log.info(l),
+      onWarning: (m) => {
+        this.deps.log.warn(m);
+        this.deps.apis.showWarningMessage(`CodeAct: ${m}`);
+      },
+    });
+    // Keyed by the config itself: a new interpreter, token (hashed in the key) or tool the sandbox keeps
+    // read-only (hostRunPaths) rebuilds the runtime; a setting it is not made of keeps it.
+    const key = runtimeConfigKey(config);
     const had = this.cached.get(slot);
     if (had?.key === key) {
       this.cached.delete(slot);
@@ -99,21 +110,7 @@ export class RuntimeCache {
       this.deps.log.info(`runtime of ${oldest || 'no folder'} disposed (at most ${MAX_FOLDER_RUNTIMES} folders have a runtime)`);
       void c.runtime.dispose();
     }
-    // A warm zygote forks each session's guest, and the next one is started ahead of need.
-    const runtime = await this.deps.apis.createRuntime(
-      runtimeConfigFrom(s, {
-        workspace: folder,
-        python,
-        jupyterToken: token,
-        longLived: true,
-        onSessionEvent: (e) => this.deps.onSessionEvent(e),
-        log: (l) => this.deps.log.info(l),
-        onWarning: (m) => {
-          this.deps.log.warn(m);
-          this.deps.apis.showWarningMessage(`CodeAct: ${m}`);
-        },
-      }),
-    );
+    const runtime = await this.deps.apis.createRuntime(config);
     this.cached.set(slot, { key, runtime });
     return runtime;
   }

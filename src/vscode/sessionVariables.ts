@@ -41,10 +41,10 @@ export class VariablesTracker {
     const runtime = this.runtimes.of(target?.id);
     let result: SessionVariables;
     if (!target) result = { summary: null, note: 'No session yet: variables appear after code runs.' };
-    else if (!runtime?.variables || !runtime.statePersists) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
+    else if (!runtime?.sessions.readsVariables || !runtime.sessions.persist) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
     else {
-      const summary = await runtime.variables(target.id).catch(() => null);
-      result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.hasSession?.(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
+      const summary = await runtime.sessions.variables(target.id).catch(() => null);
+      result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.sessions.has(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
     }
     this.changed.fire(result);
     return result;
@@ -60,7 +60,7 @@ export class VariablesTracker {
   /** The live session ids the Restart command can offer: the conversation's and the documents'. */
   liveSessions(): Array<{ id: string; label: string }> {
     // Each folder's runtime has its own sessions.
-    const live = (id: string) => this.runtimes.all().some((r) => r.hasSession?.(id));
+    const live = (id: string) => this.runtimes.all().some((r) => r.sessions.has(id));
     const convo = this.conversation();
     const out: Array<{ id: string; label: string }> = [];
     const chats = new Map(this.chats);

@@ -14,12 +14,13 @@ import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { createProvider } from '../../src/core/providers/factory';
-import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/runtime/types';
+import { noSessions, type ExecuteOptions, type ExecuteRequest, type Runtime } from '../../src/core/runtime/types';
 import { INTERRUPTED_MESSAGE, isTurnMarker, runChatTurn, runCodeTurn } from '../../src/core/turn/turns';
 
 /** A runtime whose "Python" is a function of the request (it may wait for the stop, or throw). */
 class ScriptRuntime implements Runtime {
   readonly kind = 'jupyter' as const;
+  readonly sessions = noSessions;
   readonly requests: ExecuteRequest[] = [];
   constructor(private readonly run: (r: ExecuteRequest, o?: ExecuteOptions) => Promise<Partial<CodeInterpreterCallItem>>) {}
   async execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem> {

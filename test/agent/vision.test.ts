@@ -20,7 +20,7 @@ import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/r
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { createProvider } from '../../src/core/providers/factory';
 import type { ConversationItem, ProviderConfig, ProviderId } from '../../src/core/providers/shared/types';
-import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/runtime/types';
+import { noSessions, type ExecuteOptions, type ExecuteRequest, type Runtime } from '../../src/core/runtime/types';
 import { runChatTurn } from '../../src/core/turn/turns';
 import { execItem, makeImages, pngDisplay, svgDisplay, tableDisplay } from '../support/images';
 import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
@@ -32,7 +32,7 @@ type Json = Record<string, any>;
 /** A runtime whose "Python" is a table of outputs by code, reported as the real runtimes report an execution. */
 class DisplayRuntime implements Runtime {
   readonly kind = 'local' as const;
-  readonly statePersists = true;
+  readonly sessions = { ...noSessions, persist: true };
   constructor(readonly outputs: Record<string, CodeOutput[]>) {}
   async execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem> {
     const id = request.itemId ?? 'exec_x';

@@ -41,7 +41,7 @@ describe('kept outputs: output_of(n) and last_output() in a local session (issue
     assert.equal(first.status, 'completed');
     const read = await runtime.execute({ code: 'return [len(output_of(5)), len(output_of(5, "stderr")), output_of(5) == last_output(), last_output("stderr")[-5:]]', sessionId, execution: 6 });
     assert.deepEqual(read.value, [40001, 20001, true, 'err \n']);
-    const vars = await runtime.variables(sessionId);
+    const vars = await runtime.sessions.variables(sessionId);
     assert.deepEqual(vars?.variables.map((v) => v.name).sort(), ['sys', 'x']);
     const bad = await runtime.execute({ code: 'output_of(5, "both")', sessionId, execution: 7 });
     assert.equal(bad.error?.type, 'ValueError');
@@ -94,7 +94,7 @@ describe('kept outputs: output_of(n) and last_output() in a local session (issue
   it('a restarted session starts empty, and output_of says why', async () => {
     const sessionId = 'kept-restart';
     await runtime.execute({ code: 'print("before")', sessionId, execution: 1 });
-    await runtime.restartSession(sessionId);
+    await runtime.sessions.restart(sessionId);
     const after = await runtime.execute({ code: 'output_of(1)', sessionId, execution: 2 });
     assert.equal(after.error?.type, 'LookupError');
     assert.match(after.error!.message, /this session has no earlier run's output \(it is new, or it was restarted since\)/);
@@ -103,8 +103,8 @@ describe('kept outputs: output_of(n) and last_output() in a local session (issue
   it('without sessions (codeact.session.policy "run") nothing is kept, and the description says to print less', async () => {
     const oneShot = new LocalRuntime({ sandbox: { kind: 'auto' }, session: 'run' });
     try {
-      assert.equal(oneShot.keepsOutputs, false);
-      assert.equal(runtime.keepsOutputs, true);
+      assert.equal(oneShot.sessions.keepsOutputs, false);
+      assert.equal(runtime.sessions.keepsOutputs, true);
       await oneShot.execute({ code: 'print("once")', sessionId: 's', execution: 1 });
       const next = await oneShot.execute({ code: 'last_output()', sessionId: 's', execution: 2 });
       assert.equal(next.error?.type, 'LookupError');

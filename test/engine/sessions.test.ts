@@ -91,7 +91,7 @@ for (const { kind, zygote } of variants) {
         'loud = Loud()',
       ].join('\n');
       assert.equal((await run(rt, code, 's')).status, 'completed');
-      const summary = await rt.variables('s');
+      const summary = await rt.sessions.variables('s');
       assert.ok(summary);
       const byName = Object.fromEntries(summary.variables.map((v) => [v.name, v]));
       assert.deepEqual(byName.readings, { name: 'readings', type: 'list', summary: '[10, 20, 30]', len: 3 });
@@ -101,7 +101,7 @@ for (const { kind, zygote } of variants) {
       assert.equal(byName.mean.type, 'function');
       assert.equal(byName.loud.type, 'Loud');
       assert.equal(byName.loud.summary, '<Loud>');
-      assert.equal(await rt.variables('nobody'), null);
+      assert.equal(await rt.sessions.variables('nobody'), null);
     });
 
     it('a run stopped while it waits for its turn does not let the next one in early', async () => {
@@ -205,7 +205,7 @@ for (const { kind, zygote } of variants) {
     it('restart starts a fresh session and says so', async () => {
       const rt = runtime();
       await run(rt, 'kept = 1', 's');
-      assert.equal(await rt.restartSession('s'), true);
+      assert.equal(await rt.sessions.restart('s'), true);
       assert.ok(events.some((e) => e.session_id === 's' && e.state === 'ended' && e.reason === 'restarted'));
       const next = await run(rt, "'kept' in globals()", 's');
       assert.equal(next.value, false);
@@ -217,7 +217,7 @@ for (const { kind, zygote } of variants) {
       const rt = runtime({ idleMs: 400 });
       await run(rt, 'kept = 1', 's');
       await until('the idle expiry', () => events.some((e) => e.reason === 'idle'));
-      assert.equal(rt.hasSession('s'), false);
+      assert.equal(rt.sessions.has('s'), false);
       const next = await run(rt, "'kept' in globals()", 's');
       assert.equal(next.value, false);
       assert.match(logsOf(next, 'stderr'), /without a run: variables from earlier runs are gone/);
@@ -256,7 +256,7 @@ for (const { kind, zygote } of variants) {
       // Between executions the daemons live on with their session, as in a kernel.
       await run(rt, 'x = 1', 'closing');
       assert.equal(processesWithCmdline(marker).length, 4);
-      await rt.closeSession('closing');
+      await rt.sessions.close('closing');
       await until('the closed session\'s daemons to die', () => processesWithCmdline(marker).length === 2);
       await rt.dispose();
       await until('every daemon to die on dispose', () => processesWithCmdline(marker).length === 0);
@@ -317,9 +317,11 @@ describe('local sessions: the warm zygote', function () {
       // Kill the zygote as soon as it is up: the next guests start cold.
       const first = await rt.execute({ code: 'return 1', sessionId: 'a' });
       assert.equal(first.value, 1);
-      const z = await (rt as unknown as { zygote: Promise<{ dispose(): void } | undefined> }).zygote;
-      z?.dispose();
-      (rt as unknown as { zygoteStarts: number }).zygoteStarts = 99;
+      const launcher = (rt as unknown as { launcher: { zygote: Promise<{ dispose(): void } | undefined>; zygoteStarts: number } }).launcher;
+      const z = await launcher.zygote;
+      assert.ok(z, 'the first guest came from the zygote');
+      z.dispose();
+      launcher.zygoteStarts = 99;
       const second = await rt.execute({ code: 'return 2', sessionId: 'b' });
       const third = await rt.execute({ code: 'return 3' });
       assert.deepEqual([second.value, third.value], [2, 3]);

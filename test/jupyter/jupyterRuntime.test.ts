@@ -481,7 +481,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
     it('restartSession restarts the kernel on demand (state gone, call_tool still there)', async () => {
       const rt = runtime();
       const a = await rt.execute({ code: 'before_restart = 1', sessionId: 'rs' });
-      await rt.restartSession('rs');
+      await rt.sessions.restart('rs');
       const b = await rt.execute({ code: 'return ["before_restart" in globals(), await call_tool("t")]', sessionId: 'rs' }, { onToolCall: async () => 'ok' });
       assert.equal(b.status, 'completed', JSON.stringify(b.error));
       assert.deepEqual(b.value, [false, 'ok']);
@@ -492,7 +492,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       const rt = runtime();
       const a = await rt.execute({ code: '1', sessionId: 'c' });
       assert.ok((await server.kernelIds()).includes(String(a.container_id)));
-      await rt.closeSession('c');
+      await rt.sessions.close('c');
       assert.ok(!(await server.kernelIds()).includes(String(a.container_id)));
     });
 

@@ -100,7 +100,7 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     assert.equal(first.status, 'completed');
     const read = await runtime.execute({ code: 'return output_of(1)', sessionId, execution: 2 });
     assert.equal(read.value, 'kept\n');
-    await runtime.restartSession(sessionId);
+    await runtime.sessions.restart(sessionId);
     const gone = await runtime.execute({ code: 'output_of(1)', sessionId, execution: 3 });
     assert.equal(gone.error?.type, 'LookupError');
     assert.match(gone.error!.message, /this session has no earlier run's output \(it is new, or it was restarted since\)/);

@@ -21,7 +21,7 @@ import { createProvider } from '../../src/core/providers/factory';
 import { EXPIRED_CONTAINER_MESSAGE, MAX_EXPIRED_CONTAINERS, isExpiredContainerError, recoverExpiredContainers } from '../../src/core/providers/shared/expiredContainer';
 import type { Provider, TurnRequest } from '../../src/core/providers/shared/types';
 import { ProviderError } from '../../src/core/providers/shared/errors';
-import type { Runtime } from '../../src/core/runtime/types';
+import { noSessions, type Runtime } from '../../src/core/runtime/types';
 import { runChatTurn } from '../../src/core/turn/turns';
 import { DEFAULT_MODELS, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
@@ -32,7 +32,7 @@ type Json = Record<string, any>;
 /** Hosted mode runs no local code: a runtime that is never asked to. */
 const noRuntime = {
   kind: 'local',
-  statePersists: true,
+  sessions: { ...noSessions, persist: true },
   execute: async () => {
     throw new Error('hosted mode must not run code locally');
   },

@@ -74,7 +74,7 @@ import { LocalRuntime } from '${REPO}/src/core/runtime/local/localRuntime';
   const out: Record<string, unknown> = {};
   try {
     const first = await rt.execute({ code: 'return "warm"', sessionId: 's' });
-    const z = await (rt as any).zygote;
+    const z = await (rt as any).launcher.zygote;
     out.zygote = !!z;
     const dir = kind === 'none' ? z.socketDir : '/run/codeact/host';
     out.first = first.value;
@@ -83,7 +83,7 @@ import { LocalRuntime } from '${REPO}/src/core/runtime/local/localRuntime';
     out.attack = item.status === 'completed' ? item.value : item.error;
     out.same = (await rt.execute({ code: 'return 41 + 1', sessionId: 's' })).value;
     out.fresh = (await rt.execute({ code: 'return "fresh"', sessionId: 't' })).value;
-    out.forked = (await (rt as any).zygote) === z && z.alive;
+    out.forked = (await (rt as any).launcher.zygote) === z && z.alive;
   } finally {
     await rt.dispose();
   }
@@ -134,7 +134,7 @@ describe('security: the zygote socket cannot be flooded (issue 20, point 4)', fu
     const rt = new LocalRuntime({ sandbox: { kind: 'none' }, zygote: true, python: '/usr/bin/python3' });
     try {
       assert.equal((await rt.execute({ code: 'return 1', sessionId: 'a' })).value, 1);
-      const z = (await (rt as any).zygote) as { socketDir: string; pending: Map<string, { socket?: { guestPath: string } }> };
+      const z = (await (rt as any).launcher.zygote) as { socketDir: string; pending: Map<string, { socket?: { guestPath: string } }> };
       assert.ok(z, 'the zygote started');
       // Connect as soon as the next fork's socket exists: a forged token, a stream named twice, silence.
       const attempts: Array<Promise<string>> = [];

@@ -33,6 +33,8 @@ export interface RunOptions {
   display?: Record<string, unknown>;
   files?: Record<string, unknown>;
   last?: boolean;
+  /** `call_tool` defined in the run (default false; the test answers each tool_call with {@link GuestHarness.send}). */
+  tools?: boolean;
   timeoutMs?: number;
 }
 
@@ -81,6 +83,8 @@ export class GuestHarness {
   private err = Buffer.alloc(0);
   private waiters: Array<() => void> = [];
   private frames: GuestFrame[] = [];
+  /** Every frame the guest sent, in arrival order (none taken out). */
+  readonly received: GuestFrame[] = [];
   private runs = 0;
   private exited = false;
 
@@ -103,7 +107,11 @@ export class GuestHarness {
   private onProto(b: Buffer): void {
     const lines = (this.buf + b.toString('utf8')).split('\n');
     this.buf = lines.pop()!;
-    for (const line of lines) this.frames.push(JSON.parse(line));
+    for (const line of lines) {
+      const frame = JSON.parse(line);
+      this.frames.push(frame);
+      this.received.push(frame);
+    }
     this.wake();
   }
 
@@ -130,6 +138,11 @@ export class GuestHarness {
       };
       test();
     });
+  }
+
+  /** Resolves with the first frame that matches, once it came. */
+  frame(match: (f: GuestFrame) => boolean, timeoutMs = 30_000): Promise<GuestFrame> {
+    return this.until(() => this.received.find(match), timeoutMs, 'a frame');
   }
 
   send(frame: unknown): void {
@@ -165,7 +178,7 @@ export class GuestHarness {
     const run = ++this.runs;
     const end = `E${run}x${Math.random().toString(36).slice(2, 10)}`;
     const token = `\u0000codeact-end:${end}\u0000`;
-    const frame: Record<string, unknown> = { t: 'run', run, code, tools: false, end, last: o.last ?? false };
+    const frame: Record<string, unknown> = { t: 'run', run, code, tools: o.tools ?? false, end, last: o.last ?? false };
     if (o.display) frame.display = o.display;
     if (o.files) frame.files = o.files;
     this.send(frame);

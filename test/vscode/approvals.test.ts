@@ -161,20 +161,19 @@ describe('vscode approvals (fake seams)', () => {
   });
 
   describe('reviewing the code (codeact.approval.reviewCode)', () => {
-    it('is the runtime itself when reviewCode is off', () => {
+    it('adds no beforeRun hook when reviewCode is off', () => {
       const { approvals } = setup();
-      const rt = new FakeRuntime({ runtime: 'local' });
-      assert.equal(approvals.reviewing(rt, false), rt);
+      assert.equal(approvals.beforeRun(false), undefined);
     });
 
     it('runs the code when allowed, the edited code when edited, and nothing when denied', async () => {
       const { approvals, lastId, state } = setup(true);
       const rt = new FakeRuntime({ runtime: 'local' });
-      const reviewed = approvals.reviewing(rt, true);
-      assert.equal(reviewed.kind, 'local');
-      assert.equal(reviewed.statePersists, true);
+      const beforeRun = approvals.beforeRun(true);
+      assert.equal(rt.kind, 'local');
+      assert.equal(rt.sessions.persist, true);
 
-      let run = reviewed.execute({ code: 'a = 1', sessionId: 's' });
+      let run = rt.execute({ code: 'a = 1', sessionId: 's' }, { beforeRun });
       await tick();
       approvals.resolve(lastId(), 'allow_once', 'a = 2');
       assert.equal((await run).status, 'completed');
@@ -182,10 +181,10 @@ describe('vscode approvals (fake seams)', () => {
         rt.executed.map((r) => r.code),
         ['a = 2'],
       );
-      assert.equal(reviewed.hasSession!('s'), true, 'session methods go to the runtime');
+      assert.equal(rt.sessions.has('s'), true, 'the reviewed run went to the runtime\'s session');
 
       const seen: string[] = [];
-      run = reviewed.execute({ code: 'rm()', itemId: 'exec_9' }, { onEvent: (e) => seen.push(e.type) });
+      run = rt.execute({ code: 'rm()', itemId: 'exec_9' }, { beforeRun, onEvent: (e) => seen.push(e.type) });
       await tick();
       approvals.resolve(lastId(), 'deny');
       const item = await run;
@@ -196,7 +195,7 @@ describe('vscode approvals (fake seams)', () => {
       assert.equal(rt.executed.length, 1, 'denied code never reaches the runtime');
 
       state.panel = false;
-      await reviewed.dispose();
+      await rt.dispose();
       assert.equal(rt.disposed, 1);
     });
   });

@@ -215,7 +215,7 @@ describe('vscode controller (fake seams)', () => {
       await h.controller.runCode('a = 1', 'first');
       const first = h.controller.currentConversation!;
       const rt = h.runtimes.last!;
-      assert.equal(rt.hasSession(first.id), true);
+      assert.equal(rt.sessions.has(first.id), true);
       h.controller.newConversation();
       assert.equal(h.controller.currentConversation, undefined);
       assert.deepEqual(rt.closed, [first.id]);
@@ -241,7 +241,7 @@ describe('vscode controller (fake seams)', () => {
 
       // A runtime that still holds the session (say a kernel that outlived the switch): no notice.
       h.controller.newConversation();
-      h.runtimes.last!.sessions.add(first);
+      h.runtimes.last!.live.add(first);
       assert.equal(h.controller.openConversation(first).notice, undefined);
     });
 

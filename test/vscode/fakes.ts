@@ -10,7 +10,8 @@ import type { CodeInterpreterCallItem, VariablesSummary } from '../../src/common
 import { resolveEngineConfig, type ResolvedConfig } from '../../src/core/config/resolve';
 import type { RuntimeConfig } from '../../src/core/runtime/factory';
 import { resolvePythonEnv, type PythonEnv } from '../../src/core/runtime/local/pythonEnv';
-import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../src/core/runtime/types';
+import { afterReview } from '../../src/core/runtime/execution';
+import type { ExecuteOptions, ExecuteRequest, Runtime, RuntimeSessions } from '../../src/core/runtime/types';
 import type { ApprovalsApis } from '../../src/vscode/approvals.apis';
 import type { LmToolApis, LmToolInfo } from '../../src/vscode/lmToolSource.apis';
 import type { RuntimeCacheApis } from '../../src/vscode/runtimeCache.apis';
@@ -165,8 +166,8 @@ export type Script = (request: ExecuteRequest, options: ExecuteOptions | undefin
 
 export class FakeRuntime implements Runtime {
   readonly kind = 'local' as const;
-  readonly statePersists = true;
-  readonly sessions = new Set<string>();
+  /** The sessions alive (a run makes its session alive). */
+  readonly live = new Set<string>();
   readonly executed: ExecuteRequest[] = [];
   readonly closed: string[] = [];
   readonly restarted: string[] = [];
@@ -175,9 +176,30 @@ export class FakeRuntime implements Runtime {
 
   constructor(readonly config: RuntimeConfig) {}
 
-  async execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem> {
+  readonly sessions: RuntimeSessions = {
+    persist: true,
+    keepsOutputs: false,
+    readsVariables: true,
+    close: async (id) => {
+      this.closed.push(id);
+      this.live.delete(id);
+    },
+    restart: async (id) => {
+      this.restarted.push(id);
+      return this.live.delete(id);
+    },
+    variables: async (id): Promise<VariablesSummary | null> => (this.live.has(id) ? { variables: [], total: 0 } : null),
+    has: (id) => this.live.has(id),
+  };
+
+  /** Applies the caller's beforeRun (code review) as every runtime does. */
+  execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
+    return afterReview(this.kind, request, options, (request, options) => this.run(request, options));
+  }
+
+  private async run(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem> {
     this.executed.push(request);
-    if (request.sessionId) this.sessions.add(request.sessionId);
+    if (request.sessionId) this.live.add(request.sessionId);
     const id = request.itemId ?? `exec_${this.executed.length}`;
     options?.onEvent?.({ type: 'response.code_interpreter_call.in_progress', item_id: id });
     let item: CodeInterpreterCallItem;
@@ -189,20 +211,6 @@ export class FakeRuntime implements Runtime {
     }
     options?.onEvent?.({ type: 'response.output_item.done', item });
     return item;
-  }
-  async closeSession(id: string): Promise<void> {
-    this.closed.push(id);
-    this.sessions.delete(id);
-  }
-  async restartSession(id: string): Promise<boolean> {
-    this.restarted.push(id);
-    return this.sessions.delete(id);
-  }
-  async variables(id: string): Promise<VariablesSummary | null> {
-    return this.sessions.has(id) ? { variables: [], total: 0 } : null;
-  }
-  hasSession(id: string): boolean {
-    return this.sessions.has(id);
   }
   async dispose(): Promise<void> {
     this.disposed++;

@@ -284,6 +284,20 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
       assert.ok(!events2.some((e) => e.type === 'codeact.notebook.cell'));
       assert.ok(events2.some((e) => e.type === 'codeact.output.delta' && /the cell could not be added to e\.ipynb: VS Code did not apply the edit/.test(e.delta)), 'the card says the cell is missing');
     }
+    {
+      // Code review (beforeRun) comes before the cell: the cell is the code allowed, and denied code adds none.
+      const reviewed: string[] = [];
+      const edited = await runtime.execute({ code: 'print("as written")', itemId: 'exec_agent4' }, { beforeRun: async (r) => (reviewed.push(r.code), { code: 'print("as edited")' }) });
+      assert.equal(edited.status, 'completed');
+      assert.deepEqual(reviewed, ['print("as written")']);
+      assert.equal(inserted.at(-1)!.code, 'print("as edited")');
+      assert.equal(text(inserted.at(-1)!, STDOUT_MIME), 'as edited\n');
+      const count = inserted.length;
+      const denied = await runtime.execute({ code: 'print("no")', itemId: 'exec_agent5' }, { beforeRun: async () => ({ error: { type: 'Denied', message: 'The user declined to run this code.' } }) });
+      assert.equal(denied.status, 'failed');
+      assert.equal(denied.error?.type, 'Denied');
+      assert.equal(inserted.length, count, 'denied code adds no cell');
+    }
   });
 });
 

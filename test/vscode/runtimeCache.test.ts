@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { SessionChanged } from '../../src/common/events';
+import { runtimeConfigKey } from '../../src/core/runtime/factory';
 import { RuntimeCache, documentSessionId } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, resolved } from './fakes';
 
@@ -138,5 +139,14 @@ describe('vscode runtime cache (fake seams)', () => {
 
   it('a document\'s session id is its own', () => {
     assert.equal(documentSessionId('file:///w/a.py'), 'doc:file:///w/a.py');
+  });
+
+  it('keys a runtime by its resolved config: key order and callbacks do not count, the Jupyter token is only hashed', () => {
+    const a = runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'secret-token', log: () => {} }, limits: { hidpi: true, maxDisplays: 3 } });
+    const b = runtimeConfigKey({ limits: { maxDisplays: 3, hidpi: true }, jupyter: { token: 'secret-token', url: 'http://h' }, runtime: 'jupyter' });
+    assert.equal(a, b);
+    assert.doesNotMatch(a, /secret-token/);
+    assert.notEqual(runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'other' } }), runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'secret-token' } }));
+    assert.notEqual(runtimeConfigKey({ runtime: 'local', local: { idleMs: 1 } }), runtimeConfigKey({ runtime: 'local', local: { idleMs: 2 } }));
   });
 });

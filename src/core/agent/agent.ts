@@ -16,7 +16,7 @@ import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type FunctionCallRequest, type HostedOptions, type ImageBudget, type ModelTool, type Provider, type TurnRequest, type TurnResult } from '../providers/shared/types';
 import { ToolDispatcher } from '../runtime/toolDispatcher';
-import type { Runtime } from '../runtime/types';
+import type { BeforeRun, Runtime } from '../runtime/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type TextTurn } from './textProtocol';
 import { budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
@@ -36,6 +36,8 @@ export interface AgentOptions {
   provider: Provider;
   model: string;
   runtime: Runtime;
+  /** Sees each execution's code before it runs (code review: codeact.approval.reviewCode). */
+  beforeRun?: BeforeRun;
   gateway: ToolGateway;
   mode?: AgentMode;
   /** Replaces the default system instruction. */
@@ -157,12 +159,13 @@ export class AgentLoop {
 
   /** Runs of this conversation share one session. */
   private get persistent(): boolean {
-    return !!this.options.runtime.statePersists && !!this.options.sessionId;
+    return this.options.runtime.sessions.persist && !!this.options.sessionId;
   }
 
   /** A later run of the session can read a run's whole output (`output_of(n)`). */
   private get keepsOutputs(): boolean {
-    return this.persistent && this.options.runtime.keepsOutputs === true;
+    // Under code review (beforeRun) kept outputs are not claimed: refused code keeps none.
+    return this.persistent && this.options.runtime.sessions.keepsOutputs && !this.options.beforeRun;
   }
 
   /** The image budget of this run's requests. */
@@ -264,7 +267,7 @@ export class AgentLoop {
     return budgetFor({
       provider: o.provider, model: o.model, system, tools, window: o.contextWindow, maxOutputTokens: o.maxOutputTokens, compactAt: o.compactAt, state: o.compaction, turnId: o.turnId,
       toolNames: o.gateway.names(), signal: o.signal, emit: (e) => this.emit(e),
-      variables: async () => (o.runtime.variables && o.sessionId && this.persistent ? o.runtime.variables(o.sessionId) : null),
+      variables: async () => (o.sessionId && this.persistent ? o.runtime.sessions.variables(o.sessionId) : null),
     });
   }
 
@@ -344,7 +347,7 @@ export class AgentLoop {
       const execution = state.nextExecution();
       const item = await runtime.execute(
         { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: withTools, announced, execution },
-        { signal, onEvent: (e) => this.emit(e), onToolCall: withTools ? gateway.handler : undefined },
+        { signal, onEvent: (e) => this.emit(e), onToolCall: withTools ? gateway.handler : undefined, beforeRun: this.options.beforeRun },
       );
       const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost, installs: withTools && gateway.installs });
       return finish(summary, item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));

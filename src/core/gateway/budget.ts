@@ -20,6 +20,7 @@ import type { ErrorObject, Format, FormatDefinition } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types';
 import { fullFormats } from 'ajv-formats/dist/formats';
 import { RE2JS } from 're2js';
+import { canonicalJson } from '../../common/canonicalJson';
 
 /**
  * The default work budget of one validation, in units of roughly 5 ns: about 25 ms. Steps are charged
@@ -139,16 +140,6 @@ export const linearRegExp: RegExpEngine = Object.assign(
 /** The marker keyword put into every subschema object: each evaluation charges one step. */
 export const STEP_KEYWORD = 'x-codeact-step';
 
-/** JSON text with sorted keys: equal JSON values (in the JSON Schema sense) have equal keys. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
-  if (value && typeof value === 'object') {
-    const keys = Object.keys(value).sort();
-    return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonical((value as Record<string, unknown>)[k])).join(',') + '}';
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 /** The canonical key of a value, charged: about 80 ns per character for objects and arrays (measured). */
 function keyOf(value: unknown): string {
   if (typeof value !== 'object' || value === null) {
@@ -156,7 +147,7 @@ function keyOf(value: unknown): string {
     charge(STEP + key.length);
     return key;
   }
-  const key = canonical(value);
+  const key = canonicalJson(value);
   charge(STEP + key.length * 16);
   return key;
 }
@@ -180,7 +171,7 @@ export function meter(ajv: Ajv): void {
   const enumFn: KeywordFn = (schema, data) => {
     const allowed = schema as unknown[];
     let set = sets.get(allowed);
-    if (!set) sets.set(allowed, (set = new Set(allowed.map(canonical))));
+    if (!set) sets.set(allowed, (set = new Set(allowed.map(canonicalJson))));
     if (set.has(keyOf(data))) return true;
     enumFn.errors = [{ keyword: 'enum', message: 'must be equal to one of the allowed values', params: { allowedValues: allowed } }];
     return false;

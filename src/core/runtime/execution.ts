@@ -7,7 +7,8 @@ import { StringDecoder } from 'node:string_decoder';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
 import { formatBytes, formatDuration } from '../../common/format';
 import { MAX_VALUE_DEPTH, measureShape } from '../../common/jsonShape';
-import type { ExecuteRequest, RuntimeLimits } from './types';
+import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from './types';
+import { newId } from '../util/ids';
 
 /**
  * The opening of every execution, shared by the runtimes: `in_progress` and the code (unless the caller
@@ -290,6 +291,23 @@ export function notRunItem(
     exit_code: null,
     error: run.error,
   });
+}
+
+/**
+ * Applies the caller's `beforeRun` (code review) and runs what it allows, the edited code if it was edited;
+ * refused code never reaches `run` and its card closes as never run. `run` gets the options without the hook.
+ */
+export async function afterReview(
+  runtime: RuntimeKind,
+  request: ExecuteRequest,
+  options: ExecuteOptions,
+  run: (request: ExecuteRequest, options: ExecuteOptions) => Promise<CodeInterpreterCallItem>,
+): Promise<CodeInterpreterCallItem> {
+  const { beforeRun, ...rest } = options;
+  if (!beforeRun) return run(request, rest);
+  const verdict = await beforeRun(request, options.signal);
+  if ('error' in verdict) return notRunItem(safeEmit(options.onEvent), { itemId: request.itemId ?? newId('exec'), code: request.code, runtime, error: verdict.error });
+  return run({ ...request, code: verdict.code }, rest);
 }
 
 /** Announces the end of an execution: `completed`, then `output_item.done` with the item. */

@@ -6,6 +6,8 @@ import type { LocalRuntimeOptions } from './local/localRuntime';
 import { LocalRuntime } from './local/localRuntime';
 import type { Runtime, RuntimeLimits } from './types';
 import { CodeActError } from '../util/errors';
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../../common/canonicalJson';
 
 export type RuntimeSetting = 'local' | 'jupyter';
 
@@ -14,6 +16,17 @@ export interface RuntimeConfig {
   local?: LocalRuntimeOptions;
   jupyter?: { url?: string; token?: string; kernelName?: string; sessionPolicy?: 'conversation' | 'execution'; log?: (line: string) => void };
   limits?: Partial<RuntimeLimits>;
+}
+
+/**
+ * A stable key of what a runtime is built from: the config with its keys sorted and its callbacks left out,
+ * the Jupyter token hashed (never kept in clear). A config with the same key builds the same runtime.
+ */
+export function runtimeConfigKey(config: RuntimeConfig): string {
+  const token = config.jupyter?.token;
+  const keyed = token ? { ...config, jupyter: { ...config.jupyter, token: createHash('sha256').update(token).digest('hex').slice(0, 16) } } : config;
+  // Through JSON first, which leaves out the callbacks (and fields set to undefined).
+  return canonicalJson(JSON.parse(JSON.stringify(keyed)));
 }
 
 export class RuntimeConfigError extends CodeActError {

@@ -6,7 +6,7 @@
  * The local Python guest and a remote Jupyter kernel both implement it. Both keep state between the
  * executions of one session (`sessionId`) unless configured to start fresh each time.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, RuntimeKind, VariablesSummary } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind, VariablesSummary } from '../../common/events';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
 export interface ToolCallRequest {
@@ -48,39 +48,72 @@ export interface ExecuteRequest {
   announced?: boolean;
   /**
    * The conversation's number of this execution, as the model is told ("execution": 3). A session that
-   * keeps outputs (Runtime.keepsOutputs) files the run's whole output under it, for `output_of(3)`.
+   * keeps outputs (RuntimeSessions.keepsOutputs) files the run's whole output under it, for `output_of(3)`.
    */
   execution?: number;
 }
+
+/**
+ * What a hook that sees the code first decides (code review): the code to run (the person may have edited
+ * it), or why it does not run (the card closes as never run, with this error).
+ */
+export type BeforeRunVerdict = { code: string } | { error: ExecutionError };
+
+/** Sees each execution's code before it runs (codeact.approval.reviewCode); the signal is the run's. */
+export type BeforeRun = (request: ExecuteRequest, signal?: AbortSignal) => Promise<BeforeRunVerdict>;
 
 export interface ExecuteOptions {
   signal?: AbortSignal;
   onEvent?: (event: CodeActEvent) => void;
   onToolCall?: ToolCallHandler;
+  /** Runs before the code does, and may edit or refuse it (every runtime applies it: execution.ts `afterReview`). */
+  beforeRun?: BeforeRun;
 }
 
-export interface Runtime {
-  readonly kind: RuntimeKind;
+/**
+ * A runtime's sessions: executions with the same sessionId that share state. A runtime without sessions
+ * uses {@link noSessions}.
+ */
+export interface RuntimeSessions {
   /** Executions with the same sessionId share state (a local session, a Jupyter kernel per conversation). */
-  readonly statePersists?: boolean;
+  readonly persist: boolean;
   /**
    * A session keeps each run's whole stdout and stderr (as the host captured them) for the session's later
    * runs to read: `output_of(n)` and `last_output()` in the guest (see guest/codeact_outputs.py).
    */
-  readonly keepsOutputs?: boolean;
+  readonly keepsOutputs: boolean;
+  /** Its variables can be read between runs ({@link variables}); a Jupyter kernel's are not. */
+  readonly readsVariables: boolean;
+  /** True while the session holds live state. */
+  has(sessionId: string): boolean;
+  /** The session's variables, read without running user code (null when it has none, or while it runs). */
+  variables(sessionId: string): Promise<VariablesSummary | null>;
+  /** Releases what a session holds (a process tree, a kernel). */
+  close(sessionId: string): Promise<void>;
+  /** Drops the session's state now (its process tree or kernel restarts); the next run starts fresh. Resolves whether one was alive. */
+  restart(sessionId: string): Promise<boolean>;
+}
+
+/** The sessions of a runtime that keeps none: every run starts fresh. */
+export const noSessions: RuntimeSessions = {
+  persist: false,
+  keepsOutputs: false,
+  readsVariables: false,
+  has: () => false,
+  variables: async () => null,
+  close: async () => {},
+  restart: async () => false,
+};
+
+export interface Runtime {
+  readonly kind: RuntimeKind;
+  /** Its sessions (shared state between executions), or {@link noSessions}. */
+  readonly sessions: RuntimeSessions;
   /**
    * Runs the code to completion. Never rejects for failures of the code itself (those come back as
    * an item with `status: "failed"` and an `error`); rejects only for misuse of the API.
    */
   execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem>;
-  /** Releases what a session holds (a kernel, for instance). */
-  closeSession?(sessionId: string): Promise<void>;
-  /** Drops the session's state now (its process tree or kernel restarts); the next run starts fresh. */
-  restartSession?(sessionId: string): Promise<unknown>;
-  /** The session's variables, read without running user code (null when it has none, or while it runs). */
-  variables?(sessionId: string): Promise<VariablesSummary | null>;
-  /** True while the session holds live state. */
-  hasSession?(sessionId: string): boolean;
   dispose(): Promise<void>;
 }
 

@@ -18,7 +18,7 @@ import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
 import { recoverExpiredContainers } from '../providers/shared/expiredContainer';
 import type { Provider } from '../providers/shared/types';
-import type { Runtime } from '../runtime/types';
+import type { BeforeRun, Runtime } from '../runtime/types';
 import { newId } from '../util/ids';
 
 /** What a turn the host's going away cut off (VS Code reloading or closing) says it was: the same for every kind of turn. */
@@ -154,6 +154,8 @@ export interface CodeTurnOptions extends TurnOptions {
   timeoutMs: number;
   /** The Python session the code runs in (none: the runtime's own). */
   sessionId?: string;
+  /** Sees the code before it runs (code review): it may edit it, or refuse it with an error. */
+  beforeRun?: BeforeRun;
 }
 
 export interface CodeTurnResult {
@@ -168,7 +170,7 @@ export async function runCodeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
   const { turnId, end } = startTurn(emit, { prompt: o.label, source: o.source, runtime: runtime.kind }, o.interrupted);
   try {
     const gateway = typeof o.gateway === 'function' ? await o.gateway() : o.gateway;
-    const item = await runtime.execute({ code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) }, { signal: o.signal, onToolCall: gateway.handler, onEvent: emit });
+    const item = await runtime.execute({ code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) }, { signal: o.signal, onToolCall: gateway.handler, onEvent: emit, beforeRun: o.beforeRun });
     end(item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed');
     return { turnId, item };
   } catch (err) {

@@ -9,8 +9,7 @@
  */
 import type { CodeInterpreterCallItem } from '../../common/events';
 import { headTail, partNote } from '../../common/outputBudget';
-import { announceDone, cancelledError, executionItem } from '../../core/runtime/execution';
-import { forwardingRuntime } from '../../core/runtime/forwarding';
+import { afterReview, announceDone, cancelledError, executionItem } from '../../core/runtime/execution';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../core/runtime/types';
 import { newId } from '../../core/util/ids';
 import { ERROR_MIME, STDERR_MIME, STDOUT_MIME, type CellOutputData, type OutputItemData } from './cellOutputs';
@@ -77,41 +76,47 @@ export class RecordedCellExecution implements CellExecution {
   }
 }
 
-/** The turn's runtime, its executions made cells of the notebook. Everything else is the runtime's own. */
+/**
+ * The turn's runtime, its executions made cells of the notebook. Its kind, sessions and disposal are the
+ * runtime's own. Code review (options.beforeRun) comes first: the cell is the code the person allowed.
+ */
 export function notebookTurnRuntime(inner: Runtime, target: NotebookTarget): Runtime {
-  return forwardingRuntime(inner, async (request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> => {
-    const itemId = request.itemId ?? newId('exec');
-    const emit = (e: Parameters<NonNullable<ExecuteOptions['onEvent']>>[0]) => options.onEvent?.(e);
-    const started = performance.now();
-    const cell = new RecordedCellExecution();
-    const item = await target.session.execute(request.code, cell, {
-      itemId,
-      signal: options.signal,
-      run: (code, o) =>
-        inner.execute(
-          { ...request, code, itemId: o.itemId, sessionId: o.sessionId },
-          {
-            ...options,
-            signal: o.signal,
-            onEvent: (e) => {
-              emit(e);
-              o.onEvent(e);
-            },
+  const execute = (request: ExecuteRequest, options: ExecuteOptions = {}) => afterReview(inner.kind, request, options, (request, options) => asCell(inner, target, request, options));
+  return { kind: inner.kind, sessions: inner.sessions, dispose: () => inner.dispose(), execute };
+}
+
+async function asCell(inner: Runtime, target: NotebookTarget, request: ExecuteRequest, options: ExecuteOptions): Promise<CodeInterpreterCallItem> {
+  const itemId = request.itemId ?? newId('exec');
+  const emit = (e: Parameters<NonNullable<ExecuteOptions['onEvent']>>[0]) => options.onEvent?.(e);
+  const started = performance.now();
+  const cell = new RecordedCellExecution();
+  const item = await target.session.execute(request.code, cell, {
+    itemId,
+    signal: options.signal,
+    run: (code, o) =>
+      inner.execute(
+        { ...request, code, itemId: o.itemId, sessionId: o.sessionId },
+        {
+          ...options,
+          signal: o.signal,
+          onEvent: (e) => {
+            emit(e);
+            o.onEvent(e);
           },
-        ),
-    });
-    if (item) {
-      try {
-        await target.insertCell({ code: request.code, itemId, order: cell.order, success: cell.success, outputs: cell.outputs, startTime: cell.startTime, endTime: cell.endTime });
-        emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
-      } catch (err) {
-        // It ran (the model gets its result); only the cell is missing, and the card says so.
-        emit({ type: 'codeact.output.delta', item_id: itemId, stream: 'stderr', delta: `\n[CodeAct: the cell could not be added to ${target.name}: ${(err as Error).message}]\n` });
-      }
-    }
-    // Interrupted or restarted while it waited behind the user's cells: it never ran.
-    return item ?? announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: cancelledError(true), startedAt: started }));
+        },
+      ),
   });
+  if (item) {
+    try {
+      await target.insertCell({ code: request.code, itemId, order: cell.order, success: cell.success, outputs: cell.outputs, startTime: cell.startTime, endTime: cell.endTime });
+      emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
+    } catch (err) {
+      // It ran (the model gets its result); only the cell is missing, and the card says so.
+      emit({ type: 'codeact.output.delta', item_id: itemId, stream: 'stderr', delta: `\n[CodeAct: the cell could not be added to ${target.name}: ${(err as Error).message}]\n` });
+    }
+  }
+  // Interrupted or restarted while it waited behind the user's cells: it never ran.
+  return item ?? announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: cancelledError(true), startedAt: started }));
 }
 
 // ---- what the model reads ---------------------------------------------------------------------

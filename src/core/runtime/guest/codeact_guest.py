@@ -14,7 +14,8 @@ ready, then waits for its first run.
 Protocol: newline-delimited JSON frames on fd 3 (never stdout). The user's stdin is /dev/null; stdout
 and stderr are plain text the host captures live. Frames (field "t" is the type):
 
-  host -> guest   {"t":"init","subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int}
+  host -> guest   {"t":"init","subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int,
+                   "max_output":int}
                   {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,
                    "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
@@ -26,7 +27,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                   {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},
                    "result"?:true,"display_id"?:str,"update"?:true,"summary"?:str}
                   {"t":"file","run":int,"path":str,"size":int,"data":base64|null,"note"?:str}
-                  {"t":"complete","run":int,"ok":true,"value":json-text|null,"end":[bool,bool],"files":int}
+                  {"t":"complete","run":int,"ok":true,"value":json|null,"end":[bool,bool],"files":int}
                   {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool],"files":int}
                   {"t":"vars","variables":[...],"total":int}
 

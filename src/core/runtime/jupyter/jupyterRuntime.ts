@@ -17,7 +17,8 @@
 import { ArtifactStore } from '../artifacts';
 import { KernelConnection } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem } from '../../../common/events';
-import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, noSessions, type Runtime, type RuntimeLimits, type RuntimeSessions } from '../types';
+import { afterReview } from '../execution';
 import {
   JupyterError,
   KernelRestClient,
@@ -69,20 +70,19 @@ export interface JupyterRuntimeOptions {
 export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
   readonly kind = 'jupyter' as const;
 
-  get statePersists(): boolean {
-    return this.settings.sessionPolicy === 'conversation';
-  }
-
-  /** A conversation's kernel keeps each run's whole output for its later runs (KernelHandle.keepOutput). */
-  get keepsOutputs(): boolean {
-    return this.statePersists;
-  }
+  /**
+   * A conversation's kernel (with the `conversation` policy), which keeps each run's whole output for its
+   * later runs (KernelHandle.keepOutput). Its variables are not read between runs, and it is never reported
+   * live; a restart counts as one that had state.
+   */
+  readonly sessions: RuntimeSessions = kernelSessions(this);
   /** Resolved settings (exposed for the runs of this module). */
   readonly settings: JupyterSettings;
   readonly rest?: KernelRestClient;
   private readonly serverSettings?: ReturnType<typeof makeServerSettings>;
   private readonly configError?: JupyterError;
-  private readonly sessions = new Map<string, Promise<KernelHandle>>();
+  /** Session id -> its kernel (started or starting). */
+  private readonly kernels = new Map<string, Promise<KernelHandle>>();
   private readonly expiredNotice = new Map<string, string>();
   private readonly handles = new Set<KernelHandle>();
   private readonly shutdowns = new Set<Promise<void>>();
@@ -121,21 +121,23 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
   async execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
     if (!request || typeof request.code !== 'string') throw new TypeError('JupyterRuntime.execute: request.code must be a string');
     if (this.disposed) throw new Error('JupyterRuntime.execute: the runtime has been disposed');
-    const run = new JupyterRun(this, request, options);
-    this.runs.add(run);
-    try {
-      return await run.start();
-    } finally {
-      this.runs.delete(run);
-    }
+    return afterReview(this.kind, request, options, async (request, options) => {
+      const run = new JupyterRun(this, request, options);
+      this.runs.add(run);
+      try {
+        return await run.start();
+      } finally {
+        this.runs.delete(run);
+      }
+    });
   }
 
   /** Shuts down the kernel of one conversation (its variables are gone). */
   async closeSession(sessionId: string): Promise<void> {
     this.expiredNotice.delete(sessionId);
-    const pending = this.sessions.get(sessionId);
+    const pending = this.kernels.get(sessionId);
     if (!pending) return;
-    this.sessions.delete(sessionId);
+    this.kernels.delete(sessionId);
     const handle = await pending.catch(() => undefined);
     if (!handle) return;
     handle.current?.stop('cancel');
@@ -147,7 +149,7 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
    * is stopped first. Does nothing when the conversation has no kernel.
    */
   async restartSession(sessionId: string): Promise<void> {
-    const handle = await this.sessions.get(sessionId)?.catch(() => undefined);
+    const handle = await this.kernels.get(sessionId)?.catch(() => undefined);
     if (!handle) return;
     handle.current?.stop('cancel');
     await handle.withLock(async () => {
@@ -168,7 +170,7 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     this.disposed = true;
     this.artifacts.dispose();
     for (const run of this.runs) run.stop('cancel');
-    const sessionIds = [...this.sessions.keys()];
+    const sessionIds = [...this.kernels.keys()];
     await Promise.allSettled(sessionIds.map((id) => this.closeSession(id)));
     // Kernels still starting shut themselves down when they see the runtime disposed.
     await Promise.allSettled([...this.starting]);
@@ -186,13 +188,13 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     }
     let notice: string | undefined;
     for (;;) {
-      const pending = this.sessions.get(sessionId);
+      const pending = this.kernels.get(sessionId);
       if (!pending) break;
       const handle = await pending.catch(() => undefined);
-      if (this.sessions.get(sessionId) !== pending) continue; // replaced meanwhile
+      if (this.kernels.get(sessionId) !== pending) continue; // replaced meanwhile
       if (handle && (await handle.ready())) return { handle };
-      if (this.sessions.get(sessionId) !== pending) continue;
-      this.sessions.delete(sessionId);
+      if (this.kernels.get(sessionId) !== pending) continue;
+      this.kernels.delete(sessionId);
       if (handle) {
         notice =
           `[codeact] The Jupyter kernel of this conversation was lost (${handle.lostReason ?? 'it stopped answering'}); ` +
@@ -204,11 +206,11 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     notice ??= this.expiredNotice.get(sessionId);
     this.expiredNotice.delete(sessionId);
     const starting = this.startKernel(sessionId);
-    this.sessions.set(sessionId, starting);
+    this.kernels.set(sessionId, starting);
     try {
       return { handle: await starting, notice };
     } catch (err) {
-      if (this.sessions.get(sessionId) === starting) this.sessions.delete(sessionId);
+      if (this.kernels.get(sessionId) === starting) this.kernels.delete(sessionId);
       throw err;
     }
   }
@@ -259,10 +261,10 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     }
     handle.armIdleTimer(this.settings.idleShutdownMs, () => {
       const sid = handle.sessionId!;
-      const pending = this.sessions.get(sid);
+      const pending = this.kernels.get(sid);
       void pending?.then((h) => {
         if (h !== handle || handle.busy) return;
-        this.sessions.delete(sid);
+        this.kernels.delete(sid);
         this.expiredNotice.set(
           sid,
           `[codeact] The Jupyter kernel of this conversation was shut down after ${formatDuration(this.settings.idleShutdownMs)} ` +
@@ -281,4 +283,19 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     this.shutdowns.add(p);
     return p;
   }
+}
+
+function kernelSessions(rt: JupyterRuntime): RuntimeSessions {
+  const persist = () => rt.settings.sessionPolicy === 'conversation';
+  return {
+    ...noSessions,
+    get persist() {
+      return persist();
+    },
+    get keepsOutputs() {
+      return persist();
+    },
+    close: (id) => rt.closeSession(id),
+    restart: async (id) => (await rt.restartSession(id), true),
+  };
 }

@@ -1,13 +1,111 @@
 /**
  * The private channel between the host and a local guest: JSON frames, one a line, each at most
- * `maxFrameBytes` (the guest's frames are untrusted input: a frame over the cap ends the guest).
+ * `maxFrameBytes` (the guest's frames are untrusted input: a frame over the cap ends the guest). The
+ * frames are typed here as guest/codeact_guest.py's and codeact_zygote.py's docstrings describe them
+ * (test/engine/guestFrames.test.ts drives the real guest to check that they match what it sends).
  */
 import type { Writable } from 'node:stream';
 import type { VariablesSummary } from '../../../common/events';
 import { formatBytes } from '../../../common/format';
 
+// ---- the frames ---------------------------------------------------------------------------------
+
+/** A run's caps on rich outputs, as the run frame carries them (displays.ts). */
+interface DisplayCaps {
+  max_bytes: number;
+  max_total: number;
+  max_count: number;
+  hidpi: boolean;
+}
+
+interface FileCaps {
+  max_bytes: number;
+  max_total: number;
+  max_count: number;
+}
+
+/** What the host sends a guest. */
+export type HostFrame =
+  | { t: 'init'; subreaper: boolean; limits: Record<string, number>; max_frame: number; max_value: number; max_concurrency: number; max_output: number }
+  | { t: 'run'; run: number; code: string; tools: boolean; end: string; last: boolean; display: DisplayCaps; files: FileCaps }
+  | { t: 'tool_result'; id: number; ok: true; value: unknown }
+  | { t: 'tool_result'; id: number; ok: false; error: string; limit?: true }
+  | { t: 'vars' }
+  | { t: 'keep'; n: number; stdout: string; stderr: string; max_total: number };
+
+/** What a guest sends the host. */
+export type GuestFrame =
+  /** After init; the pid in the guest's own namespace. */
+  | { t: 'ready'; pid: number }
+  | { t: 'tool_call'; run: number; id: number; name: string; args: unknown }
+  /** In order with the output: `marks` says which of stdout and stderr carry its marker; seq 1, 2, … per run. */
+  | { t: 'display'; run: number; seq: number; marks: [boolean, boolean]; data: Record<string, unknown>; metadata: Record<string, unknown>; result?: true; display_id?: string; update?: true; summary?: string }
+  /** A file the run made or changed; `data` (base64) while it fits the caps. */
+  | { t: 'file'; run: number; path: string; size: number; data: string | null; note?: string }
+  /** The run's result: `value` is the last expression as JSON (ok) or `error` says what was raised; `end`: the end token written to stdout, stderr. */
+  | { t: 'complete'; run: number; ok: boolean; value?: unknown; error?: { type: string; message: string; traceback: string; line: number | null }; end: [boolean, boolean]; files: number }
+  | { t: 'vars'; variables: Array<{ name: string; type: string; summary?: string; shape?: number[]; len?: number }>; total: number };
+
+/** What the host sends the warm zygote (codeact_zygote.py). */
+export type ZygoteCommand =
+  | { t: 'fork'; token: string; socket: string; ns: boolean; workdir: string; tmp_size: number; seccomp?: string; keep: string[]; env: Record<string, string> }
+  | { t: 'signal'; pid: number; sig: number }
+  | { t: 'kill'; pid: number };
+
+/** What the warm zygote sends the host. */
+export type ZygoteFrame =
+  | { t: 'ready'; pid: number; failed: Array<{ module: string; error: string }>; threads: number }
+  | { t: 'forked'; token: string; pid: number; ns: boolean }
+  | { t: 'fork_failed'; token: string; error: string }
+  | { t: 'exited'; pid: number; status: number };
+
+/**
+ * A frame as it comes off the wire: its kind is checked ({@link checkFrame}); each other field is untrusted
+ * (`unknown`) until the code that reads it checks it.
+ */
+export type Unchecked<F extends { t: string }> = F extends unknown ? { t: F['t'] } & { [K in Exclude<keyof F, 't'>]?: unknown } : never;
+
+/** The fields of each kind of frame a guest sends, as the union says (the frame-spec test holds the guest to them). */
+export const GUEST_FRAME_FIELDS: { readonly [K in GuestFrame['t']]: ReadonlyArray<Exclude<keyof Extract<GuestFrame, { t: K }>, 't'>> } = {
+  ready: ['pid'],
+  tool_call: ['run', 'id', 'name', 'args'],
+  display: ['run', 'seq', 'marks', 'data', 'metadata', 'result', 'display_id', 'update', 'summary'],
+  file: ['run', 'path', 'size', 'data', 'note'],
+  complete: ['run', 'ok', 'value', 'error', 'end', 'files'],
+  vars: ['variables', 'total'],
+};
+
+export const ZYGOTE_FRAME_FIELDS: { readonly [K in ZygoteFrame['t']]: ReadonlyArray<Exclude<keyof Extract<ZygoteFrame, { t: K }>, 't'>> } = {
+  ready: ['pid', 'failed', 'threads'],
+  forked: ['token', 'pid', 'ns'],
+  fork_failed: ['token', 'error'],
+  exited: ['pid', 'status'],
+};
+
+/**
+ * The edge: one line of the channel as a frame of a known kind (`kinds`: {@link GUEST_FRAME_FIELDS} or
+ * {@link ZYGOTE_FRAME_FIELDS}), or what is wrong with it (a malformed frame, an unknown type); `json`: the line was JSON.
+ */
+export function checkFrame<F extends { t: string }>(line: string, kinds: { readonly [K in F['t']]: unknown }): { frame: Unchecked<F> } | { wrong: string; json: boolean } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line);
+  } catch {
+    return { wrong: 'a malformed frame', json: false };
+  }
+  if (raw === null || typeof raw !== 'object') return { wrong: 'a malformed frame', json: true };
+  const t = (raw as { t?: unknown }).t;
+  if (typeof t !== 'string' || !Object.hasOwn(kinds, t)) return { wrong: `an unknown frame type ${JSON.stringify(String(t)).slice(0, 40)}`, json: true };
+  return { frame: raw as Unchecked<F> };
+}
+
+/** A whole number, as the frames' counters and ids are. */
+export function isInt(v: unknown): v is number {
+  return Number.isSafeInteger(v);
+}
+
 /** Writes one frame, unless the channel is gone. */
-export function sendFrame(proto: Writable, frame: unknown): void {
+export function sendFrame(proto: Writable, frame: HostFrame | ZygoteCommand): void {
   sendLine(proto, JSON.stringify(frame));
 }
 
@@ -66,19 +164,19 @@ function tooLarge(max: number): string {
 }
 
 /** The guest's variables frame, checked field by field (it is untrusted input). */
-export function normaliseVariables(raw: any): VariablesSummary {
-  const list = Array.isArray(raw?.variables) ? raw.variables.slice(0, 500) : [];
+export function normaliseVariables(raw: Unchecked<Extract<GuestFrame, { t: 'vars' }>>): VariablesSummary {
+  const list: unknown[] = Array.isArray(raw.variables) ? raw.variables.slice(0, 500) : [];
   const str = (v: unknown, n: number) => (typeof v === 'string' ? v.slice(0, n) : undefined);
   return {
-    total: Number.isSafeInteger(raw?.total) ? raw.total : list.length,
+    total: isInt(raw.total) ? raw.total : list.length,
     variables: list
-      .filter((v: any) => v && typeof v.name === 'string')
-      .map((v: any) => ({
+      .filter((v): v is Record<string, unknown> & { name: string } => !!v && typeof (v as { name?: unknown }).name === 'string')
+      .map((v) => ({
         name: v.name.slice(0, 200),
         type: str(v.type, 200) ?? '',
         ...(str(v.summary, 300) !== undefined ? { summary: str(v.summary, 300) } : {}),
-        ...(Array.isArray(v.shape) && v.shape.every((n: unknown) => Number.isSafeInteger(n)) ? { shape: v.shape.slice(0, 8) } : {}),
-        ...(Number.isSafeInteger(v.len) ? { len: v.len } : {}),
+        ...(Array.isArray(v.shape) && v.shape.every((n: unknown) => isInt(n)) ? { shape: (v.shape as number[]).slice(0, 8) } : {}),
+        ...(isInt(v.len) ? { len: v.len } : {}),
       })),
   };
 }

@@ -10,7 +10,7 @@
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
 import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
-import { FrameReader, normaliseVariables, sendFrame, sendLine } from './guestFrames';
+import { checkFrame, FrameReader, GUEST_FRAME_FIELDS, isInt, normaliseVariables, sendFrame, sendLine, type GuestFrame, type HostFrame, type Unchecked } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
@@ -315,7 +315,7 @@ export class GuestSession {
     this.afterKill();
   }
 
-  private send(frame: unknown): void {
+  private send(frame: HostFrame): void {
     sendFrame(this.guest.proto, frame);
   }
 
@@ -330,18 +330,14 @@ export class GuestSession {
   }
 
   private onFrame(line: string): void {
-    let frame: any;
-    try {
-      frame = JSON.parse(line);
-    } catch {
-      return this.violation('a malformed frame');
-    }
-    if (frame === null || typeof frame !== 'object') return this.violation('a malformed frame');
+    const checked = checkFrame<GuestFrame>(line, GUEST_FRAME_FIELDS);
+    if ('wrong' in checked) return this.violation(checked.wrong);
+    const frame = checked.frame;
     const exec = this.current;
     switch (frame.t) {
       case 'ready':
         if (!this.ready) return this.violation('an unexpected ready frame');
-        if (Number.isSafeInteger(frame.pid)) this.guest.setReportedPid(frame.pid);
+        if (isInt(frame.pid)) this.guest.setReportedPid(frame.pid);
         this.ready.resolve();
         this.ready = undefined;
         return;
@@ -358,7 +354,7 @@ export class GuestSession {
         exec.completion = frame.ok === true ? valueCompletion(frame.value ?? null) : { ok: false, error: normaliseError(frame.error) };
         // The run is over once its end token has come through stdout and stderr (a one-shot guest has
         // also killed what it started by now; the host kills the guest itself right after).
-        const end = Array.isArray(frame.end) ? frame.end : [];
+        const end: unknown[] = Array.isArray(frame.end) ? frame.end : [];
         this.whenOutputEnded(exec, end[0] === true, end[1] === true);
         return;
       }
@@ -366,8 +362,8 @@ export class GuestSession {
         // A display from a thread the code left running after its run ended is dropped, not an error.
         if (!exec || exec.completion || frame.run !== exec.runId) return;
         const seq = frame.seq;
-        if (!Number.isSafeInteger(seq) || seq <= exec.lastDisplaySeq || seq > 1e9) return this.violation('a malformed display frame');
-        const marks = Array.isArray(frame.marks) ? frame.marks : [];
+        if (!isInt(seq) || seq <= exec.lastDisplaySeq || seq > 1e9) return this.violation('a malformed display frame');
+        const marks: unknown[] = Array.isArray(frame.marks) ? frame.marks : [];
         const update = frame.update === true;
         const taken = exec.displays.take(frame, update);
         if (!taken.ok && taken.note) exec.note(taken.note);
@@ -382,7 +378,7 @@ export class GuestSession {
       case 'tool_call': {
         const id = frame.id;
         if (!exec || exec.completion || frame.run !== exec.runId) return this.violation('a tool call for no running code');
-        if (!Number.isSafeInteger(id) || id <= exec.lastCallId || typeof frame.name !== 'string') return this.violation('a malformed tool call');
+        if (!isInt(id) || id <= exec.lastCallId || typeof frame.name !== 'string') return this.violation('a malformed tool call');
         exec.lastCallId = id;
         const args = frame.args === undefined ? {} : frame.args;
         void exec.tools.dispatch(frame.name, args).then((r) => {
@@ -393,19 +389,17 @@ export class GuestSession {
         });
         return;
       }
-      default:
-        return this.violation(`an unknown frame type ${JSON.stringify(String(frame.t)).slice(0, 40)}`);
     }
   }
 
   /** A file the code wrote, copied to the host (within the caps), listed on the execution. */
-  private onFile(exec: GuestRun, frame: { path?: unknown; size?: unknown; data?: unknown; note?: unknown }): void {
+  private onFile(exec: GuestRun, frame: Unchecked<Extract<GuestFrame, { t: 'file' }>>): void {
     const l = this.o.limits;
     const store = this.o.artifacts;
     const rel = safeRelativePath(frame.path);
     if (!store || !rel || exec.filesSeen >= l.maxFiles) return;
     exec.filesSeen++;
-    const size = Number.isSafeInteger(frame.size) && (frame.size as number) >= 0 ? (frame.size as number) : 0;
+    const size = isInt(frame.size) && frame.size >= 0 ? frame.size : 0;
     let note = typeof frame.note === 'string' && frame.note ? frame.note.slice(0, 300) : undefined;
     let data: Buffer | undefined;
     if (typeof frame.data === 'string') {

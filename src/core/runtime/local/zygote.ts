@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
-import { sendFrame } from './guestFrames';
+import { checkFrame, isInt, sendFrame, ZYGOTE_FRAME_FIELDS, type Unchecked, type ZygoteCommand, type ZygoteFrame } from './guestFrames';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestExit, type GuestHandle } from './guestProcess';
 import { killByMarker, killTree } from '../../util/processTree';
 import { minimalEnv, planLaunch, SANDBOX_WORKDIR, type LaunchPlan, type SandboxOptions } from './sandbox';
@@ -193,7 +193,7 @@ export class Zygote {
     } catch {}
   }
 
-  private send(frame: unknown): void {
+  private send(frame: ZygoteCommand): void {
     const proto = this.proc?.proto;
     if (proto) sendFrame(proto, frame);
   }
@@ -205,23 +205,20 @@ export class Zygote {
     while ((nl = this.frameBuf.indexOf('\n')) >= 0) {
       const line = this.frameBuf.slice(0, nl);
       this.frameBuf = this.frameBuf.slice(nl + 1);
-      let frame: any;
-      try {
-        frame = JSON.parse(line);
-      } catch {
-        return this.fail('it sent a malformed frame');
-      }
-      this.onFrame(frame);
+      const checked = checkFrame<ZygoteFrame>(line, ZYGOTE_FRAME_FIELDS);
+      // A frame of a kind this host does not know is ignored, as before; one that is not JSON ends the zygote.
+      if ('frame' in checked) this.onFrame(checked.frame);
+      else if (!checked.json) return this.fail('it sent a malformed frame');
     }
   }
 
-  private onFrame(frame: any): void {
-    switch (frame?.t) {
+  private onFrame(frame: Unchecked<ZygoteFrame>): void {
+    switch (frame.t) {
       case 'ready': {
-        const failed = Array.isArray(frame.failed) ? frame.failed : [];
+        const failed: Array<{ module?: unknown; error?: unknown }> = Array.isArray(frame.failed) ? frame.failed : [];
         if (failed.length) {
           this.o.onWarning?.(
-            `codeact.python.preload: ${failed.map((f: any) => `"${String(f.module)}" could not be imported (${String(f.error).slice(0, 200)})`).join('; ')}. ` +
+            `codeact.python.preload: ${failed.map((f) => `"${String(f.module)}" could not be imported (${String(f.error).slice(0, 200)})`).join('; ')}. ` +
               'Install it in the interpreter CodeAct uses (the status bar names it; codeact.python.path or the folder\'s .venv), or remove it from the list.',
           );
         }
@@ -236,7 +233,7 @@ export class Zygote {
       }
       case 'forked': {
         const p = this.pending.get(String(frame.token));
-        if (!p || !Number.isSafeInteger(frame.pid)) return;
+        if (!p || !isInt(frame.pid)) return;
         p.pid = frame.pid;
         p.ns = frame.ns === true;
         this.maybeComplete(p);
@@ -246,22 +243,21 @@ export class Zygote {
         this.failFork(String(frame.token), `the warm Python process could not fork a guest: ${String(frame.error).slice(0, 300)}`);
         return;
       case 'exited': {
-        const child = this.children.get(frame.pid);
+        const pid = isInt(frame.pid) ? frame.pid : -1;
+        const child = this.children.get(pid);
         if (!child) {
           // A guest that died before it connected: fail its fork now rather than at the timeout.
           for (const p of this.pending.values()) {
-            if (p.pid !== frame.pid) continue;
+            if (p.pid !== pid) continue;
             this.failFork(p.token, `a forked guest exited before it connected (status ${frame.status})${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-2).join(' ')}` : ''}`);
           }
           return;
         }
-        this.children.delete(frame.pid);
+        this.children.delete(pid);
         const status = Number(frame.status);
         child.onExited(status < 0 ? { code: null, signal: signalName(-status) } : { code: status, signal: null });
         return;
       }
-      default:
-        return;
     }
   }
 
