@@ -1,5 +1,5 @@
 /**
- * The output budget (issue 21, "head and tail" and "the rest can be read"): a long result keeps its
+ * The output budget: a long result keeps its
  * beginning and its end around one note with exact counts, the same text in the function-calling
  * protocols (real SDKs at the loopback wire: OpenAI Responses and Chat, Anthropic, Gemini) and in the
  * text protocol; the exception and the last lines survive; a follow-up execution of the session reads the
@@ -59,7 +59,7 @@ function codeToolDescription(provider: ProviderId, body: Json): string {
   return tools.find((t) => t.name === 'execute_tool_code')!.description;
 }
 
-describe('output budget: head and tail, one exact count (issue 21)', () => {
+describe('output budget: head and tail, one exact count', () => {
   it('headTail keeps the beginning and the end at line ends, and counts exactly what it left out', () => {
     const full = Array.from({ length: 2000 }, (_, i) => `line ${i}`).join('\n') + '\n';
     const cut = headTail(full, 1000, (o) => `[${o.chars}|${o.lines}]\n`);

@@ -1,5 +1,5 @@
 /**
- * install_packages's failures said plainly (issue 23, point 3), with the real pip: no network (an index on a
+ * install_packages's failures said plainly, with the real pip: no network (an index on a
  * closed loopback port), a package whose build fails, a timeout, and Stop killing the installer's whole
  * process tree; a uv environment uses uv (a stand-in `uv` on PATH that logs its argv, as no uv is installed).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 23, point 4: an MCP server's `elicitation/create` (form mode) is shown to the person and answered,
+ * An MCP server's `elicitation/create` (form mode) is shown to the person and answered,
  * the answer checked against the requested schema first; the wait pauses the call's timeout and the run's
  * clock; and each request has its own abort signal: stopping a call cancels that request only, never
  * `initialize`, never a call already answered. Against a real MCP server on stdio (the SDK's server side,

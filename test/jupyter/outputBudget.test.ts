@@ -1,5 +1,5 @@
 /**
- * The output budget on a real Jupyter kernel (issue 21): a 60,000-character output that ends in an
+ * The output budget on a real Jupyter kernel: a 60,000-character output that ends in an
  * exception reaches the model as its beginning and end with an exact count, in both protocols, and a
  * follow-up run in the same kernel reads the whole text with output_of(1).
  */

@@ -1,5 +1,5 @@
 /**
- * The approval card of install_packages (issue 23, point 3) in the real panel bundle in headless Chromium:
+ * The approval card of install_packages in the real panel bundle in headless Chromium:
  * every spec as a line of its own, the environment, the .venv made first for a system Python, the exact
  * command line, and only Install or Deny (an install is never allowed "for the session").
  */

@@ -1,5 +1,5 @@
 /**
- * The panel's workspace bar (issue 23) in headless Chromium, on the built bundle: the folder the chat's turns
+ * The panel's workspace bar in headless Chromium, on the built bundle: the folder the chat's turns
  * run in with a picker of the workspace's folders (only with two or more), a folder gone from the workspace,
  * and the Python environment with "Change" (posting `python.select`, which the host turns into
  * "CodeAct: Select Python Environment"). The code-server test (test/e2e/multiRoot.test.ts) drives the
