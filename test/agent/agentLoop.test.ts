@@ -13,6 +13,7 @@ import { processesWithCmdline } from '../../src/core/util/processTree';
 import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
+import { waitFor } from '../support/wait';
 
 function inventoryTool(log: Array<{ start: number; end: number }> = []): ManagedTool {
   return {
@@ -211,9 +212,10 @@ describe('agent loop end to end', function () {
       server = await startServerFor('anthropic');
       server.push(fault.endless(20));
       const controller = new AbortController();
-      const { agent } = await agentFor('anthropic', server, { signal: controller.signal });
+      const { agent, events } = await agentFor('anthropic', server, { signal: controller.signal });
       const running = agent.run([], 'talk forever');
-      await new Promise((r) => setTimeout(r, 300));
+      // Stop once the answer is streaming (a fixed pause could stop before the request was even sent).
+      await waitFor(() => events.some((e) => e.type === 'response.output_text.delta'), { what: 'the endless answer to stream' });
       controller.abort();
       const result = await running;
       assert.equal(result.status, 'cancelled');

@@ -12,8 +12,7 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import type { Runtime } from '../../src/core/runtime/types';
 import { pausedTime, RunClock } from '../../src/core/util/timeout';
 import { findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait';
 
 function noteTool(): ManagedTool {
   return {

@@ -14,11 +14,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { McpClientPool } from '../../src/core/tools/sources/mcp/pool';
 import { StdioServerTransport, type StdioServerSpec } from '../../src/core/tools/sources/mcp/stdioTransport';
+import { sleep } from '../support/wait';
 
 const FLOOD = path.resolve(__dirname, '../fixtures/mcp/flood.mjs');
 const tag = `--tag=codeact-mcp-flood-${process.pid}-${Date.now()}`;
 const MB = 1024 * 1024;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function gone(budgetMs = 20_000): Promise<number[]> {
   const deadline = Date.now() + budgetMs;

@@ -10,9 +10,9 @@ import * as path from 'node:path';
 import { isAlive } from '../../src/core/util/processTree';
 import { runCommandTool } from '../../src/core/tools/sources/command';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
+import { sleep } from '../support/wait';
 
 const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Python that starts a background child, a setsid child and a setsid double-forked daemon, writes their pids, prints {}. */
 const ESCAPER = `
