@@ -26,7 +26,7 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { runChatTurn } from '../../src/core/turn/chatTurn';
 import { EXCEPTION, FOLLOW_UP_CODE, LONG_FAILING_CODE, assertHeadAndTail, expectedFollowUp, expectedStdout } from '../support/longOutput';
 import { messagesOf, toolsOf } from '../support/textWire';
-import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '../support/wire/harness';
+import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 
@@ -155,17 +155,7 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
     server = undefined;
   });
 
-  async function agentFor(provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) {
-    return new AgentLoop({
-      provider: await providerFor(provider, s),
-      model: DEFAULT_MODELS[provider],
-      runtime,
-      gateway: new ToolGateway([]),
-      sessionId: `conv-budget-${provider}-${extra.protocol ?? 'tools'}`,
-      retry: { baseDelayMs: 1, maxDelayMs: 1 },
-      ...extra,
-    });
-  }
+  const agentFor = (provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) => wireAgent(provider, s, { runtime, sessionId: `conv-budget-${provider}-${extra.protocol ?? 'tools'}`, ...extra });
 
   function execs(items: ConversationItem[]): FunctionCallOutputItem[] {
     return items.filter((i): i is FunctionCallOutputItem & ConversationItem => i.type === 'function_call_output');

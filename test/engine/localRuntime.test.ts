@@ -10,6 +10,7 @@ import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import type { ExecuteOptions } from '../../src/core/runtime/types';
 import { sleep, waitFor } from '../support/wait';
+import { daemonLines } from '../support/daemons';
 
 function tool(name: string, invoke: ManagedTool['invoke'], extra: Partial<ManagedTool> = {}): ManagedTool {
   return {
@@ -202,13 +203,7 @@ for (const mode of modes) {
     it('leaves no process behind: start_new_session children, double forks and setsid() daemons', async () => {
       const marker = `codeact-orphan-${mode}-${Date.now()}`;
       const code = [
-        'import os, subprocess, sys, time',
-        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
-        'if os.fork() == 0:',
-        '    os.setsid()',
-        '    if os.fork() == 0:',
-        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
-        '    os._exit(0)',
+        ...daemonLines(marker),
         'time.sleep(0.5)',
         'alive = 0',
         'for pid in os.listdir("/proc"):',

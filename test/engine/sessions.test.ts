@@ -13,6 +13,7 @@ import { LocalRuntime, type LocalRuntimeOptions } from '../../src/core/runtime/l
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { waitFor } from '../support/wait';
+import { daemonLines } from '../support/daemons';
 
 const variants: Array<{ kind: 'none' | 'bubblewrap'; zygote: boolean }> = [
   { kind: 'none', zygote: false },
@@ -138,13 +139,7 @@ for (const { kind, zygote } of variants) {
       const marker = `codeact-stopped-${kind}-${zygote}-${Date.now()}`;
       const controller = new AbortController();
       const code = [
-        'import os, subprocess, sys, time',
-        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
-        'if os.fork() == 0:',
-        '    os.setsid()',
-        '    if os.fork() == 0:',
-        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
-        '    os._exit(0)',
+        ...daemonLines(marker),
         'print("working", flush=True)',
         'while True:',
         '    time.sleep(0.05)',
@@ -232,13 +227,7 @@ for (const { kind, zygote } of variants) {
       const rt = runtime();
       const marker = `codeact-session-orphan-${kind}-${zygote}-${Date.now()}`;
       const code = [
-        'import os, subprocess, sys, time',
-        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
-        'if os.fork() == 0:',
-        '    os.setsid()',
-        '    if os.fork() == 0:',
-        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
-        '    os._exit(0)',
+        ...daemonLines(marker),
         'time.sleep(0.3)',
       ].join('\n');
       await run(rt, code, 'closing');
