@@ -12,7 +12,7 @@ import { codeOf, findCells } from '../../src/common/cells';
 import { LocalRuntime, type LocalRuntimeOptions } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
-import { waitFor } from '../support/wait';
+import { barrier, waitFor } from '../support/wait';
 import { daemonLines } from '../support/daemons';
 
 const variants: Array<{ kind: 'none' | 'bubblewrap'; zygote: boolean }> = [
@@ -100,11 +100,10 @@ for (const { kind, zygote } of variants) {
       const rt = runtime();
       await run(rt, 'import os, time', 's');
       // A waits on a tool call the test answers (a barrier, not a clock); C reports whether A had finished.
-      let lift!: () => void;
-      const gate = new Promise<void>((r) => (lift = r));
+      const gate = barrier();
       const first = rt.execute(
         { code: 'await call_tool("gate")\nopen("a_done", "w").close()\n"a"', sessionId: 's', tools: true },
-        { onToolCall: async () => (await gate, 'open') },
+        { onToolCall: async () => (await gate.opened, 'open') },
       );
       const controller = new AbortController();
       const second = run(rt, '"b"', 's', { signal: controller.signal });
@@ -114,7 +113,7 @@ for (const { kind, zygote } of variants) {
       assert.equal(b.status, 'incomplete');
       assert.equal(b.error?.type, 'Cancelled');
       // The barrier is lifted only after B was stopped: with the bug, C had already started beside A.
-      lift();
+      gate.open();
       const [a, c] = await Promise.all([first, third]);
       assert.equal(a.status, 'completed', JSON.stringify(a.error));
       assert.equal(a.value, 'a');

@@ -42,20 +42,25 @@ export async function waitFor(predicate: () => boolean | Promise<boolean>, optio
   }
 }
 
-/** The next value `emitter` fires that matches `match` (any value without one). */
-export function until<T>(emitter: Pick<Emitter<T>, 'on'>, match: (value: T) => boolean = () => true, options: Omit<WaitOptions, 'everyMs'> = {}): Promise<T> {
+/** Something that can be listened to: an `Emitter`, or an `onX(listener)` that returns a Disposable or an unsubscribe. */
+export type EventSource<T> = Pick<Emitter<T>, 'on'> | ((listener: (value: T) => void) => (() => void) | { dispose(): void });
+
+/** The next value `source` fires that matches `match` (any value without one). Subscribe before causing it. */
+export function until<T>(source: EventSource<T>, match: (value: T) => boolean = () => true, options: Omit<WaitOptions, 'everyMs'> = {}): Promise<T> {
   const { timeoutMs = 20_000, what = 'the event' } = options;
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      off();
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
-    }, timeoutMs);
-    const off = emitter.on((value) => {
+    const listener = (value: T) => {
       if (!match(value)) return;
       clearTimeout(timer);
       off();
       resolve(value);
-    });
+    };
+    const sub = typeof source === 'function' ? source(listener) : source.on(listener);
+    const off = () => (typeof sub === 'function' ? sub() : sub.dispose());
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+    }, timeoutMs);
   });
 }
 
