@@ -13,6 +13,7 @@ import { processesWithCmdline } from '../../src/core/util/processTree';
 import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
+import { barrier, waitFor } from '../support/wait';
 
 function inventoryTool(log: Array<{ start: number; end: number }> = []): ManagedTool {
   return {
@@ -95,15 +96,14 @@ describe('agent loop end to end', function () {
         // Each execution's tool call waits until the other execution's has started: run one after the
         // other, the first would wait forever (and fail after the generous limit). No clock is compared.
         let arrived = 0;
-        let release!: () => void;
-        const both = new Promise<void>((r) => (release = r));
+        const both = barrier();
         const tool = inventoryTool();
         const invoke = tool.invoke;
         tool.invoke = async (args, ctx) => {
-          if (++arrived === 2) release();
+          if (++arrived === 2) both.open();
           let timer: NodeJS.Timeout | undefined;
           try {
-            await Promise.race([both, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the other execution never started: the calls ran one after the other')), 30_000)))]);
+            await Promise.race([both.opened, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the other execution never started: the calls ran one after the other')), 30_000)))]);
           } finally {
             clearTimeout(timer);
           }
@@ -211,9 +211,10 @@ describe('agent loop end to end', function () {
       server = await startServerFor('anthropic');
       server.push(fault.endless(20));
       const controller = new AbortController();
-      const { agent } = await agentFor('anthropic', server, { signal: controller.signal });
+      const { agent, events } = await agentFor('anthropic', server, { signal: controller.signal });
       const running = agent.run([], 'talk forever');
-      await new Promise((r) => setTimeout(r, 300));
+      // Stop once the answer is streaming (a fixed pause could stop before the request was even sent).
+      await waitFor(() => events.some((e) => e.type === 'response.output_text.delta'), { what: 'the endless answer to stream' });
       controller.abort();
       const result = await running;
       assert.equal(result.status, 'cancelled');

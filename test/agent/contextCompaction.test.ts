@@ -1,5 +1,5 @@
 /**
- * Long conversations that keep working (issue 21, points 3–5): a context budget for every request,
+ * Long conversations that keep working: a context budget for every request,
  * compaction before the wall, and recovery from a context overflow. The model is a scripted loopback
  * server speaking the Chat Completions wire to the official openai SDK; like llama.cpp it refuses any
  * request over its window (HTTP 400 "exceeds the available context size") and says its window at
@@ -98,7 +98,7 @@ async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): P
   return { server, seen };
 }
 
-describe('context budget and compaction (issue 21)', function () {
+describe('context budget and compaction', function () {
   this.timeout(600_000);
   const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
   let dir: string;

@@ -1,5 +1,5 @@
 /**
- * The output budget (issue 21, "head and tail" and "the rest can be read"): a long result keeps its
+ * The output budget: a long result keeps its
  * beginning and its end around one note with exact counts, the same text in the function-calling
  * protocols (real SDKs at the loopback wire: OpenAI Responses and Chat, Anthropic, Gemini) and in the
  * text protocol; the exception and the last lines survive; a follow-up execution of the session reads the
@@ -26,7 +26,7 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { runChatTurn } from '../../src/core/turn/turns';
 import { EXCEPTION, FOLLOW_UP_CODE, LONG_FAILING_CODE, assertHeadAndTail, expectedFollowUp, expectedStdout } from '../support/longOutput';
 import { messagesOf, toolsOf } from '../support/textWire';
-import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '../support/wire/harness';
+import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 
@@ -59,7 +59,7 @@ function codeToolDescription(provider: ProviderId, body: Json): string {
   return tools.find((t) => t.name === 'execute_tool_code')!.description;
 }
 
-describe('output budget: head and tail, one exact count (issue 21)', () => {
+describe('output budget: head and tail, one exact count', () => {
   it('headTail keeps the beginning and the end at line ends, and counts exactly what it left out', () => {
     const full = Array.from({ length: 2000 }, (_, i) => `line ${i}`).join('\n') + '\n';
     const cut = headTail(full, 1000, (o) => `[${o.chars}|${o.lines}]\n`);
@@ -155,17 +155,7 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
     server = undefined;
   });
 
-  async function agentFor(provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) {
-    return new AgentLoop({
-      provider: await providerFor(provider, s),
-      model: DEFAULT_MODELS[provider],
-      runtime,
-      gateway: new ToolGateway([]),
-      sessionId: `conv-budget-${provider}-${extra.protocol ?? 'tools'}`,
-      retry: { baseDelayMs: 1, maxDelayMs: 1 },
-      ...extra,
-    });
-  }
+  const agentFor = (provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) => wireAgent(provider, s, { runtime, sessionId: `conv-budget-${provider}-${extra.protocol ?? 'tools'}`, ...extra });
 
   function execs(items: ConversationItem[]): FunctionCallOutputItem[] {
     return items.filter((i): i is FunctionCallOutputItem & ConversationItem => i.type === 'function_call_output');

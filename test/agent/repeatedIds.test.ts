@@ -1,5 +1,5 @@
 /**
- * Turns never collide (issue 12, point 1). OpenAI-compatible and scripted servers reuse tool-call ids
+ * Turns never collide. OpenAI-compatible and scripted servers reuse tool-call ids
  * (`call_0`) and response ids from one turn to the next, and even within one response. Every item of the
  * events, the history and the panel has an id of ours; the provider's ids are kept only for the wire.
  *

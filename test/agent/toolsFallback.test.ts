@@ -9,11 +9,10 @@
  */
 import * as assert from 'node:assert/strict';
 import type { CodeActEvent } from '../../src/common/events';
-import { AgentLoop } from '../../src/core/agent/agent';
 import { forgetToolRejections } from '../../src/core/agent/textProtocol';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
+import { startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { replay, turn } from '../support/wire/turn';
 import { orderDeskTools, toolsOf } from '../support/textWire';
@@ -34,14 +33,7 @@ describe('agent loop: falling back to the text protocol without depending on wor
 
   async function run(prompt = 'What is 6 times 7?') {
     const events: CodeActEvent[] = [];
-    const agent = new AgentLoop({
-      provider: await providerFor('openai-compatible', server!),
-      model: DEFAULT_MODELS['openai-compatible'],
-      runtime,
-      gateway: new ToolGateway(orderDeskTools()),
-      onEvent: (e) => events.push(e),
-      retry: { baseDelayMs: 5, maxDelayMs: 20 },
-    });
+    const agent = await wireAgent('openai-compatible', server!, { runtime, gateway: new ToolGateway(orderDeskTools()), onEvent: (e) => events.push(e), retry: { baseDelayMs: 5, maxDelayMs: 20 } });
     const result = await agent.run([], prompt);
     const notices = events.filter((e): e is Extract<CodeActEvent, { type: 'codeact.retry' }> => e.type === 'codeact.retry');
     const execs = events.flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item] : []));

@@ -1,5 +1,5 @@
 /**
- * `codeact chat` against a model server that falls silent (issue 20, point 5): the CLI reads
+ * `codeact chat` against a model server that falls silent: the CLI reads
  * codeact.modelStream.idleTimeoutSeconds from its user settings, the stalled request is retried once,
  * then the turn fails with exit 1 and a message that says the model stopped sending and which setting to
  * raise. Before the bounds, this hung for 300 s per attempt, four attempts.

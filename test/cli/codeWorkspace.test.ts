@@ -1,5 +1,5 @@
 /**
- * A `.code-workspace` file as the CLI's `--workspace` (issue 23, point 1): its folders read as VS Code reads
+ * A `.code-workspace` file as the CLI's `--workspace`: its folders read as VS Code reads
  * them, `--folder NAME|PATH` (else the folder holding the current directory, else the first) picks the one a
  * command works in, with that folder's settings and tools (real command tools, run in that folder); the file's
  * own `settings` are the workspace layer, their restricted keys obeyed only once the file itself is trusted.

@@ -1,5 +1,5 @@
 /**
- * An exported notebook opens and runs in a plain Jupyter kernel (issue 12, point 8): executed with the real
+ * An exported notebook opens and runs in a plain Jupyter kernel: executed with the real
  * Jupyter here (Debian's nbclient + ipykernel, as `jupyter nbconvert --execute` does), the cells that call
  * managed tools get the results recorded in the conversation, a cell's `return` gives its value, top-level
  * names carry over from cell to cell, and cells that failed in the conversation fail again without stopping

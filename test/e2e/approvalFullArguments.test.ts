@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 1, in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium:
+ * An approval shows the whole arguments, in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium:
  * with the panel hidden, an approval whose arguments do not fit in the modal dialog says how much it
  * leaves out and offers "Open Full Arguments"; that opens every argument in a read-only editor, and the
  * question comes back as a notification (which leaves the editor free to read); "Allow Once" there runs

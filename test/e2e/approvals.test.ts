@@ -1,5 +1,5 @@
 /**
- * An approval waits for the person (issue 12, point 3), and the editor says the same duration as its hover
+ * An approval waits for the person, and the editor says the same duration as its hover
  * (point 8), in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium.
  *
  * "Run with Tools" runs a cell that calls `send_note` (approval "ask") with a 3 s timeout. While the card waits,

@@ -1,5 +1,5 @@
 /**
- * Issue 21, points 6 and 7, in a real VS Code (code-server) in headless Chromium: a saved conversation that
+ * The compaction divider and the context meter, in a real VS Code (code-server) in headless Chromium: a saved conversation that
  * was compacted (the events the engine writes: `codeact.context.compacted`, `codeact.context.usage`) is
  * reopened from the history. The panel shows every turn, the "Earlier turns summarised" divider whose
  * summary opens and closes, and the context meter with its tooltip; a window reload keeps them.
@@ -18,7 +18,7 @@ import { useCodeServer } from './support/suite';
 const UI = 60_000;
 const TITLE = 'Revenue per month';
 
-describe('e2e: compaction divider and context meter (issue 21, points 6 and 7)', function () {
+describe('e2e: compaction divider and context meter', function () {
   this.timeout(600_000);
   const e2e = useCodeServer({ name: 'context-meter', minWaitMs: UI });
 

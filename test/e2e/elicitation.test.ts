@@ -1,5 +1,5 @@
 /**
- * An MCP server's form (elicitation, issue 23 point 4) in a real VS Code (code-server) driven in headless
+ * An MCP server's form (elicitation) in a real VS Code (code-server) driven in headless
  * Chromium, with a real stdio MCP server (test/fixtures/mcp/elicitServer.mjs) declared in codeact.tools.
  *
  * "Run with Tools" runs a cell whose tool asks for a form, with a 3 s run timeout. With the panel open the

@@ -1,5 +1,5 @@
 /**
- * Issue 23, point 3: install_packages end to end in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven
+ * install_packages end to end in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven
  * in headless Chromium. The folder has a `.venv` made in the test (Debian's python3 -m venv
  * --system-site-packages) and codeact.python.installArgs points pip at a folder with one wheel made in the test
  * (`--no-index --find-links DIR`: offline). A scripted model (a loopback OpenAI-compatible server) runs code that
@@ -22,7 +22,7 @@ const UI = 60_000;
 const MODEL = 'qwen2.5-coder:7b';
 const SPEC = 'codeact-demo-pkg==1.0';
 
-describe('e2e: install_packages, approved in the panel, then imported (issue 23, point 3)', function () {
+describe('e2e: install_packages, approved in the panel, then imported', function () {
   this.timeout(900_000);
   // Not under /tmp: the sandbox gives the guest a /tmp of its own, which would hide the folder's .venv.
   let folder = '';

@@ -1,5 +1,5 @@
 /**
- * Issue 22 in a real VS Code (code-server 4.100.3 = VS Code 1.100, its notebook editor and ipynb support, in
+ * The CodeAct notebook kernel in a real VS Code (code-server 4.100.3 = VS Code 1.100, its notebook editor and ipynb support, in
  * headless Chromium), on the default runtime (the local guest: Debian's /usr/bin/python3 with matplotlib
  * and pandas, bubblewrap when present), with examples/orders' managed tools:
  * - a workspace notebook selected to the CodeAct kernel and run with Run All: print, plot, DataFrame (from
@@ -46,7 +46,7 @@ const AGENT_B = 'print("orders total:", sum(orders))';
 
 const kinds = (outs: CellOutput[]) => outs.map((o) => o.kind);
 
-describe('e2e: the CodeAct notebook kernel and the agent in the open notebook (issue 22)', function () {
+describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', function () {
   this.timeout(1_200_000);
   const e2e = useCodeServer({
     name: 'notebook-kernel',

@@ -1,5 +1,5 @@
 /**
- * Issue 12 ("the panel and editor as a demanding user sees them"), in a real VS Code (code-server 4.100.3 =
+ * The panel and editor as a demanding user sees them, in a real VS Code (code-server 4.100.3 =
  * VS Code 1.100) driven in headless Chromium, with the OpenAI provider pointed at a loopback Responses server
  * and no API key to start with:
  *   - point 8: the empty state's tools and examples come from the workspace, the walkthrough's tools step is
@@ -32,7 +32,7 @@ print("slow report started", flush=True)
 time.sleep(240)
 `;
 
-describe('e2e: the panel as a demanding user sees it (issue 12, points 2, 4, 5, 7, 8)', function () {
+describe('e2e: the panel as a demanding user sees it', function () {
   this.timeout(900_000);
   const e2e = useCodeServer({
     name: 'panel',

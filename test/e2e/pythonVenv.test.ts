@@ -1,5 +1,5 @@
 /**
- * The project's Python environment (issue 23, point 2), in a real VS Code (code-server) driven in headless
+ * The project's Python environment, in a real VS Code (code-server) driven in headless
  * Chromium. The folder has a `.venv` made by Debian's `/usr/bin/python3 -m venv --system-site-packages`,
  * with a tiny package of the test's own written into its site-packages. Nothing names an interpreter (no
  * codeact.python.path, and the Python extension has selected none): the status bar says the .venv runs

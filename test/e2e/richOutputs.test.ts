@@ -1,5 +1,5 @@
 /**
- * Issue 19, point 6 (the panel renders rich outputs) and the panel half of point 3 (file chips), in a real
+ * The panel renders rich outputs and file chips, in a real
  * VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium, on the real local guest (Debian's
  * /usr/bin/python3 with matplotlib and pandas, bubblewrap when present). A scripted model (a loopback
  * OpenAI-compatible server) asks to run code that prints, shows a bar chart with plt.show(), a DataFrame, an
@@ -45,7 +45,7 @@ df.to_csv("revenue.csv", index=False)
 print("saved revenue.csv")
 `;
 
-describe('e2e: rich outputs in the panel (issue 19, points 6 and 3)', function () {
+describe('e2e: rich outputs in the panel', function () {
   this.timeout(900_000);
   const e2e = useCodeServer({
     name: 'rich-outputs',

@@ -1,5 +1,5 @@
 /**
- * Issue 12, point 8 ("the settings titles read 'CodeAct: Base URL'"), in a real VS Code (code-server 4.100.3 =
+ * The settings titles read 'CodeAct: Base URL', in a real VS Code (code-server 4.100.3 =
  * VS Code 1.100) driven in headless Chromium. VS Code's Settings editor builds a setting's label from its key
  * alone (it splits camelCase and upper-cases a short list of acronyms without "url"; a per-setting `title` is
  * not read for extensions), so the setting is `codeact.baseURL`: "Base URL", where `codeact.baseUrl` read
@@ -24,7 +24,7 @@ import { useCodeServer } from './support/suite';
 const UI = 60_000;
 const MODEL = 'qwen2.5-coder:7b';
 
-describe('e2e: the Settings editor reads "Base URL" (issue 12, point 8)', function () {
+describe('e2e: the Settings editor reads "Base URL"', function () {
   this.timeout(900_000);
   // The setting's old name only, as a user who set it before the rename has it.
   const e2e = useCodeServer({

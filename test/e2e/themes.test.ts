@@ -1,5 +1,5 @@
 /**
- * Issue 12, point 6: the chat panel narrow, light and high-contrast, in a real VS Code (code-server 4.100.3
+ * The chat panel narrow, light and high-contrast, in a real VS Code (code-server 4.100.3
  * = VS Code 1.100) driven in headless Chromium. A conversation with code, tool calls, output, a result, an
  * answer with code and a table, an approval and an error card is read in Dark Modern, Light Modern and both
  * High Contrast themes (switched through the `workbench.colorTheme` setting): every text and badge must meet
@@ -51,7 +51,7 @@ print("sent", note["note_id"])
 return note
 `;
 
-describe('e2e: the panel narrow, light and high-contrast (issue 12, point 6)', function () {
+describe('e2e: the panel narrow, light and high-contrast', function () {
   this.timeout(900_000);
   const e2e = useCodeServer({
     name: 'themes',

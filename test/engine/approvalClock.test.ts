@@ -1,5 +1,5 @@
 /**
- * An approval waits for the person (issue 12, point 3): the time spent waiting for an approval decision
+ * An approval waits for the person: the time spent waiting for an approval decision
  * counts neither against the run's timeout nor in the tool call's duration, in the local runtime and in a
  * Jupyter kernel. The clock only pauses: once the person has answered, the code's own time counts again.
  */
@@ -12,8 +12,7 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import type { Runtime } from '../../src/core/runtime/types';
 import { pausedTime, RunClock } from '../../src/core/util/timeout';
 import { findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../support/wait';
 
 function noteTool(): ManagedTool {
   return {

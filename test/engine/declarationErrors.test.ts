@@ -1,5 +1,5 @@
 /**
- * Declaration errors are actionable (issue 12, point 5): a broken `codeact.tools` entry names the tool, the
+ * Declaration errors are actionable: a broken `codeact.tools` entry names the tool, the
  * field, the bad value (`"type": "objekt"`), a plain-language reason and the fix; the validator's own wording
  * ("data/type must be equal to one of the allowed values", "must be array", "anyOf") never reaches the user.
  */

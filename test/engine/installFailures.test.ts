@@ -1,5 +1,5 @@
 /**
- * install_packages's failures said plainly (issue 23, point 3), with the real pip: no network (an index on a
+ * install_packages's failures said plainly, with the real pip: no network (an index on a
  * closed loopback port), a package whose build fails, a timeout, and Stop killing the installer's whole
  * process tree; a uv environment uses uv (a stand-in `uv` on PATH that logs its argv, as no uv is installed).
  */
@@ -18,17 +18,11 @@ import { ToolGateway } from '../../src/core/gateway/gateway';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import { findJupyterServer, startJupyterServer } from '../support/jupyterServer';
 import { makeBrokenSdist, makeVenv } from '../support/wheels';
+import { waitFor } from '../support/wait';
 
 const allowAll = async () => 'allowed' as const;
 const request = (packages: unknown, itemId = 'exec_1'): ToolCallRequest => ({ itemId, callId: `${itemId}:1`, name: 'codeact.install_packages', arguments: { packages } });
 
-async function waitFor(check: () => boolean, what: string, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('install_packages: failures are clear, and Stop and the timeout end the installer', function () {
   this.timeout(180_000);
@@ -90,16 +84,18 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
     const install = packageInstaller({ python: uvVenvPython, approve: allow, env });
     const stop = new AbortController();
     const running = install(request(['codeact-slow']), stop.signal);
-    await waitFor(() => readFileSync(uvLog(), 'utf8').includes('started'), 'the stand-in uv to start its child');
+    await waitFor(() => readFileSync(uvLog(), 'utf8').includes('started'), { what: 'the stand-in uv to start its child', timeoutMs: 60_000 });
+    // The shell logs "started" right after its fork; the child's own command line comes with its exec.
+    await waitFor(() => processesWithCmdline('codeact-uv-child').length > 0, { what: 'the child to exec', timeoutMs: 60_000 });
     assert.ok(processesWithCmdline('codeact-uv-child').length > 0, 'the child runs');
     stop.abort();
     await assert.rejects(running, /install_packages was stopped while installing codeact-slow\./);
-    await waitFor(() => processesWithCmdline('codeact-uv-child').length === 0, 'the child to be killed');
+    await waitFor(() => processesWithCmdline('codeact-uv-child').length === 0, { what: 'the child to be killed', timeoutMs: 60_000 });
 
     writeFileSync(uvLog(), '');
     const quick = packageInstaller({ python: uvVenvPython, approve: allow, env, timeoutMs: 300 });
     await assert.rejects(quick(request(['codeact-slow']), new AbortController().signal), /install_packages: installing codeact-slow took longer than 300 ms and was stopped\./);
-    await waitFor(() => processesWithCmdline('codeact-uv-child').length === 0, 'the child to be killed after the timeout');
+    await waitFor(() => processesWithCmdline('codeact-uv-child').length === 0, { what: 'the child to be killed after the timeout', timeoutMs: 60_000 });
   });
 
   it('the CLI asks at the terminal (y installs, anything else declines); without a terminal there is no approver', async () => {

@@ -1,5 +1,5 @@
 /**
- * install_packages (issue 23, point 3), on the real engine: Debian's python3, a venv made in the test, and pip
+ * install_packages, on the real engine: Debian's python3, a venv made in the test, and pip
  * installing offline from a folder of wheels made in the test (codeact.python.installArgs). The code asks,
  * the person approves the exact specs, pip runs outside the sandbox, and the same run imports the package.
  */

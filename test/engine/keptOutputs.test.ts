@@ -1,5 +1,5 @@
 /**
- * A session keeps each run's whole output for its later runs (issue 21, "the rest can be read"):
+ * A session keeps each run's whole output for its later runs:
  * output_of(n) and last_output() in the real local guest (bubblewrap), bounded per run and per session
  * with a note, gone with a restart, absent from the variables view; as root and as an unprivileged user.
  */
@@ -30,7 +30,7 @@ function runInChild(codes: string[], user?: { uid: number; gid: number }): Promi
   return runScriptInChild(CHILD, { codes }, user);
 }
 
-describe('kept outputs: output_of(n) and last_output() in a local session (issue 21)', function () {
+describe('kept outputs: output_of(n) and last_output() in a local session', function () {
   this.timeout(180_000);
   const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
   after(() => runtime.dispose());

@@ -9,6 +9,8 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import type { ExecuteOptions } from '../../src/core/runtime/types';
+import { sleep, waitFor } from '../support/wait';
+import { daemonLines } from '../support/daemons';
 
 function tool(name: string, invoke: ManagedTool['invoke'], extra: Partial<ManagedTool> = {}): ManagedTool {
   return {
@@ -22,15 +24,6 @@ function tool(name: string, invoke: ManagedTool['invoke'], extra: Partial<Manage
     ...extra,
   };
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(new Error('aborted'));
-    });
-  });
 
 async function run(rt: LocalRuntime, code: string, options: ExecuteOptions & { timeoutMs?: number } = {}): Promise<{ item: CodeInterpreterCallItem; events: CodeActEvent[] }> {
   const events: CodeActEvent[] = [];
@@ -210,13 +203,7 @@ for (const mode of modes) {
     it('leaves no process behind: start_new_session children, double forks and setsid() daemons', async () => {
       const marker = `codeact-orphan-${mode}-${Date.now()}`;
       const code = [
-        'import os, subprocess, sys, time',
-        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
-        'if os.fork() == 0:',
-        '    os.setsid()',
-        '    if os.fork() == 0:',
-        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
-        '    os._exit(0)',
+        ...daemonLines(marker),
         'time.sleep(0.5)',
         'alive = 0',
         'for pid in os.listdir("/proc"):',
@@ -228,13 +215,13 @@ for (const mode of modes) {
       ].join('\n');
       const { item } = await run(rt, code);
       assert.equal(item.value, 2, `both daemons should be running before the run ends: ${JSON.stringify(item.error ?? logsOf(item, 'stderr'))}`);
-      await sleep(100);
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the daemons to be killed', timeoutMs: 10_000 });
       assert.deepEqual(processesWithCmdline(marker), []);
 
       const { item: timedOut } = await run(rt, code.replace('return alive', 'print(alive, flush=True)\ntime.sleep(60)'), { timeoutMs: 2500 });
       assert.equal(logsOf(timedOut), '2\n');
       assert.equal(timedOut.error?.type, 'Timeout');
-      await sleep(100);
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the daemons to be killed', timeoutMs: 10_000 });
       assert.deepEqual(processesWithCmdline(marker), []);
     });
 

@@ -1,5 +1,5 @@
 /**
- * Issue 23, point 4: an MCP server's `elicitation/create` (form mode) is shown to the person and answered,
+ * An MCP server's `elicitation/create` (form mode) is shown to the person and answered,
  * the answer checked against the requested schema first; the wait pauses the call's timeout and the run's
  * clock; and each request has its own abort signal: stopping a call cancels that request only, never
  * `initialize`, never a call already answered. Against a real MCP server on stdio (the SDK's server side,
@@ -15,9 +15,9 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
 import { createMcpTool } from '../../src/core/tools/sources/mcp/source';
 import { ELICITATION_LIMITS } from '../../src/core/tools/sources/mcp/elicitation';
+import { sleep, waitFor } from '../support/wait';
 
 const fixture = path.resolve(__dirname, '../fixtures/mcp/elicitServer.mjs');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Logged {
   method?: string;
@@ -41,17 +41,7 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
   const cancelled = () => logged().filter((m) => m.method === 'notifications/cancelled');
   const idOf = (tool: string) => logged().find((m) => m.method === 'tools/call' && m.params?.name === tool)?.id;
   /** Waits (generously) until the server has logged what `pred` looks for. */
-  async function until(pred: (log: Logged[]) => boolean, what: string) {
-    for (let i = 0; i < 600; i++) {
-      try {
-        if (pred(logged())) return;
-      } catch {
-        // not written yet
-      }
-      await sleep(50);
-    }
-    assert.fail(`the server never logged ${what}`);
-  }
+  const until = (pred: (log: Logged[]) => boolean, what: string) => waitFor(() => pred(logged()), { what: `the server to log ${what}`, timeoutMs: 30_000, everyMs: 50 });
   const text = (r: unknown) => JSON.parse((r as { content: { text: string }[] }).content[0].text);
 
   beforeEach(() => {

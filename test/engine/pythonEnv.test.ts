@@ -1,5 +1,5 @@
 /**
- * Issue 23, point 2: which interpreter the local guest of a folder runs, in both hosts. The order:
+ * Which interpreter the local guest of a folder runs, in both hosts. The order:
  * codeact.python.path, the Python extension's selected environment, the folder's .venv (then venv),
  * python3. Real venvs (`/usr/bin/python3 -m venv --without-pip`), real files on disk (a FIFO for a
  * pyvenv.cfg must not hang the resolver), and the built CLI in a folder with a .venv.
@@ -22,7 +22,7 @@ function venv(dir: string, extra: string[] = []): string {
 
 const VERSION = execFileSync('/usr/bin/python3', ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).trim();
 
-describe('python environment: which interpreter a folder runs (issue 23, point 2)', function () {
+describe('python environment: which interpreter a folder runs', function () {
   this.timeout(120_000);
   let base = '';
   let folder = '';

@@ -12,16 +12,8 @@ import { codeOf, findCells } from '../../src/common/cells';
 import { LocalRuntime, type LocalRuntimeOptions } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+import { barrier, waitFor } from '../support/wait';
+import { daemonLines } from '../support/daemons';
 
 const variants: Array<{ kind: 'none' | 'bubblewrap'; zygote: boolean }> = [
   { kind: 'none', zygote: false },
@@ -108,11 +100,10 @@ for (const { kind, zygote } of variants) {
       const rt = runtime();
       await run(rt, 'import os, time', 's');
       // A waits on a tool call the test answers (a barrier, not a clock); C reports whether A had finished.
-      let lift!: () => void;
-      const gate = new Promise<void>((r) => (lift = r));
+      const gate = barrier();
       const first = rt.execute(
         { code: 'await call_tool("gate")\nopen("a_done", "w").close()\n"a"', sessionId: 's', tools: true },
-        { onToolCall: async () => (await gate, 'open') },
+        { onToolCall: async () => (await gate.opened, 'open') },
       );
       const controller = new AbortController();
       const second = run(rt, '"b"', 's', { signal: controller.signal });
@@ -122,7 +113,7 @@ for (const { kind, zygote } of variants) {
       assert.equal(b.status, 'incomplete');
       assert.equal(b.error?.type, 'Cancelled');
       // The barrier is lifted only after B was stopped: with the bug, C had already started beside A.
-      lift();
+      gate.open();
       const [a, c] = await Promise.all([first, third]);
       assert.equal(a.status, 'completed', JSON.stringify(a.error));
       assert.equal(a.value, 'a');
@@ -147,25 +138,19 @@ for (const { kind, zygote } of variants) {
       const marker = `codeact-stopped-${kind}-${zygote}-${Date.now()}`;
       const controller = new AbortController();
       const code = [
-        'import os, subprocess, sys, time',
-        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
-        'if os.fork() == 0:',
-        '    os.setsid()',
-        '    if os.fork() == 0:',
-        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
-        '    os._exit(0)',
+        ...daemonLines(marker),
         'print("working", flush=True)',
         'while True:',
         '    time.sleep(0.05)',
       ].join('\n');
       const stopped = run(rt, code, 's', { signal: controller.signal });
-      await until('the run to start its processes', () => processesWithCmdline(marker).length === 2);
+      await waitFor(() => processesWithCmdline(marker).length === 2, { what: 'the run to start its processes' });
       controller.abort();
       const item = await stopped;
       assert.equal(item.error?.type, 'Cancelled');
       assert.equal(item.status, 'incomplete');
       assert.equal(item.session?.state_lost, undefined);
-      await until('the stopped run\'s processes to die', () => processesWithCmdline(marker).length === 0);
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the stopped run\'s processes to die' });
       assert.equal((await run(rt, 'kept', 's')).value, 'still here');
     });
 
@@ -195,7 +180,7 @@ for (const { kind, zygote } of variants) {
       assert.equal(item.error?.type, 'Timeout');
       assert.match(item.error!.message, /did not respond to the interrupt within 0\.8 s, so its Python session was ended: variables from earlier runs are gone/);
       assert.equal(item.session?.state_lost, true);
-      await until('the stubborn tree to die', () => processesWithCmdline(marker).length === 0);
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the stubborn tree to die' });
       const next = await run(rt, "'kept' in globals()", 's');
       assert.equal(next.value, false);
       assert.match(logsOf(next, 'stderr'), /\[codeact\] The Python session ended .*variables from earlier runs are gone/);
@@ -216,7 +201,7 @@ for (const { kind, zygote } of variants) {
     it('an idle session expires, is announced, and the next run starts fresh', async () => {
       const rt = runtime({ idleMs: 400 });
       await run(rt, 'kept = 1', 's');
-      await until('the idle expiry', () => events.some((e) => e.reason === 'idle'));
+      await waitFor(() => events.some((e) => e.reason === 'idle'), { what: 'the idle expiry' });
       assert.equal(rt.sessions.has('s'), false);
       const next = await run(rt, "'kept' in globals()", 's');
       assert.equal(next.value, false);
@@ -241,25 +226,19 @@ for (const { kind, zygote } of variants) {
       const rt = runtime();
       const marker = `codeact-session-orphan-${kind}-${zygote}-${Date.now()}`;
       const code = [
-        'import os, subprocess, sys, time',
-        `subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "${marker}"], start_new_session=True)`,
-        'if os.fork() == 0:',
-        '    os.setsid()',
-        '    if os.fork() == 0:',
-        `        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(301)", "${marker}"])`,
-        '    os._exit(0)',
+        ...daemonLines(marker),
         'time.sleep(0.3)',
       ].join('\n');
       await run(rt, code, 'closing');
       await run(rt, code.replace(/sleep\(30(\d)\)/g, 'sleep(40$1)'), 'disposing');
-      await until('both sessions to run their daemons', () => processesWithCmdline(marker).length === 4);
+      await waitFor(() => processesWithCmdline(marker).length === 4, { what: 'both sessions to run their daemons' });
       // Between executions the daemons live on with their session, as in a kernel.
       await run(rt, 'x = 1', 'closing');
       assert.equal(processesWithCmdline(marker).length, 4);
       await rt.sessions.close('closing');
-      await until('the closed session\'s daemons to die', () => processesWithCmdline(marker).length === 2);
+      await waitFor(() => processesWithCmdline(marker).length === 2, { what: 'the closed session\'s daemons to die' });
       await rt.dispose();
-      await until('every daemon to die on dispose', () => processesWithCmdline(marker).length === 0);
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'every daemon to die on dispose' });
     });
   });
 }

@@ -1,5 +1,5 @@
 /**
- * Issue 23, point 5: when bubblewrap cannot create its namespaces, the message names the cause that was
+ * When bubblewrap cannot create its namespaces, the message names the cause that was
  * detected and gives the exact fix. Each restriction is faked where it lives: the sysctl files in a
  * folder laid out like /proc/sys, the container marks in a folder laid out like /, a PATH without bwrap,
  * and a bwrap that fails the way the real one does on such a host (it prints the real bwrap's error).
@@ -22,7 +22,7 @@ const NO_PERMISSION = "bwrap: No permissions to create new namespace, likely bec
 const ENOSPC = 'bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)';
 const PROC_MASKED = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted";
 
-describe('bubblewrap diagnosis: each restriction named, with its fix (issue 23, point 5)', function () {
+describe('bubblewrap diagnosis: each restriction named, with its fix', function () {
   this.timeout(60_000);
   let dir: string;
   let python: PythonInfo;

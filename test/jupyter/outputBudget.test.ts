@@ -1,19 +1,18 @@
 /**
- * The output budget on a real Jupyter kernel (issue 21): a 60,000-character output that ends in an
+ * The output budget on a real Jupyter kernel: a 60,000-character output that ends in an
  * exception reaches the model as its beginning and end with an exact count, in both protocols, and a
  * follow-up run in the same kernel reads the whole text with output_of(1).
  */
 import * as assert from 'node:assert/strict';
 import type { FunctionCallOutputItem } from '../../src/common/events';
-import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
+import type { AgentOptions } from '../../src/core/agent/agent';
 import { forgetToolRejections } from '../../src/core/agent/textProtocol';
-import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ConversationItem, ProviderId } from '../../src/core/providers/shared/types';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import { SKIP_MESSAGE, findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
 import { EXCEPTION, FOLLOW_UP_CODE, LONG_FAILING_CODE, assertHeadAndTail, expectedFollowUp, expectedStdout } from '../support/longOutput';
 import { messagesOf } from '../support/textWire';
-import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '../support/wire/harness';
+import { resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 
@@ -42,17 +41,7 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     server = undefined;
   });
 
-  async function agentFor(provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) {
-    return new AgentLoop({
-      provider: await providerFor(provider, s),
-      model: DEFAULT_MODELS[provider],
-      runtime,
-      gateway: new ToolGateway([]),
-      sessionId: `kernel-budget-${provider}-${extra.protocol ?? 'tools'}`,
-      retry: { baseDelayMs: 1, maxDelayMs: 1 },
-      ...extra,
-    });
-  }
+  const agentFor = (provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) => wireAgent(provider, s, { runtime, sessionId: `kernel-budget-${provider}-${extra.protocol ?? 'tools'}`, ...extra });
 
   const stored = (items: ConversationItem[]) => items.filter((i): i is FunctionCallOutputItem & ConversationItem => i.type === 'function_call_output');
 

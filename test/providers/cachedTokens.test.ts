@@ -1,5 +1,5 @@
 /**
- * Issue 21, point 7: cached input tokens, for every provider, through the real SDKs at the loopback wire.
+ * Cached input tokens, for every provider, through the real SDKs at the loopback wire.
  * Each provider reports the prompt-cache reads in a field of its own (OpenAI Responses
  * `input_tokens_details.cached_tokens`, Chat Completions `prompt_tokens_details.cached_tokens`, Anthropic
  * `cache_read_input_tokens` beside `input_tokens`, Gemini `cachedContentTokenCount`); the turn's usage

@@ -1,5 +1,5 @@
 /**
- * Expired hosted containers (issue 21, point 8): a conversation whose OpenAI code_interpreter container or
+ * Expired hosted containers: a conversation whose OpenAI code_interpreter container or
  * Anthropic code execution container has expired goes on in a new container instead of failing on every
  * later turn. Real SDK clients (openai, @anthropic-ai/sdk) against the loopback wire servers, through the
  * chat turn both hosts share, with the conversation saved and reopened from disk as `--continue` does.

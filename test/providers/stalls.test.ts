@@ -1,5 +1,5 @@
 /**
- * Model streams cannot hang, and a cut is a cut (issue 20, point 5), for every adapter, through the real
+ * Model streams cannot hang, and a cut is a cut, for every adapter, through the real
  * SDKs at the loopback wire: a server that answers nothing, one that sends its headers and falls silent,
  * one that falls silent mid-stream, one that ends without its final event, a proxy's HTML 502, and the
  * recorded streams of each provider stopped halfway. The bounds are set small here (the settings

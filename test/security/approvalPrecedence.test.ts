@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 2: approval precedence is one table (src/core/gateway/approvalPolicy.ts), and a folder
+ * Approval precedence is one table (src/core/gateway/approvalPolicy.ts), and a folder
  * only tightens. A tool a trusted folder declares with `"approval": "auto"` does not run unasked when the
  * person's own `codeact.approval.default` is `ask`, and is refused when it is `deny`: for command, http
  * and MCP declarations, in the extension (VS Code's settings layers, WorkspaceTools, Approvals) and in
@@ -32,7 +32,7 @@ function fakeConfiguration(user: Record<string, unknown>, workspace: Record<stri
   return { inspect: (key: string) => ({ key, globalValue: user[`codeact.${key}`], workspaceValue: workspace[`codeact.${key}`] }) as never };
 }
 
-describe('security: approvals: one precedence table, and folders only tighten (issue 20, point 2)', function () {
+describe('security: approvals: one precedence table, and folders only tighten', function () {
   this.timeout(120_000);
   let dir: string;
   let server: Server;

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 1: an approval shows the whole truth. The panel's cards in headless Chromium, against
+ * An approval shows the whole truth. The panel's cards in headless Chromium, against
  * the shipped bundle (dist/webview.js, built by `node esbuild.mjs`): every argument reachable and on
  * screen before Allow, "… N more" that opens, deep nesting open, invisible and bidirectional characters
  * shown as markers in approval, code-review and code cards and in tool names (Trojan Source laid out in
@@ -68,7 +68,7 @@ async function xOf(el: Locator, needle: string, last = false): Promise<{ x: numb
   );
 }
 
-describe('security: an approval shows the whole truth (issue 20, point 1)', function () {
+describe('security: an approval shows the whole truth', function () {
   this.timeout(180_000);
 
   describe('the panel, in headless Chromium, with the shipped bundle', () => {

@@ -18,9 +18,9 @@ import { cgroupsAvailable } from '../../src/core/runtime/local/cgroup';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
+import { waitFor } from '../support/wait';
 
 type Mode = 'bubblewrap' | 'none';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const mode of ['bubblewrap', 'none'] as Mode[]) {
   describe(`security catalogue (sandbox: ${mode})`, function () {
@@ -98,7 +98,7 @@ for (const mode of ['bubblewrap', 'none'] as Mode[]) {
       const item = await exec(`import os, time\nos.environ["M"] = "${marker}"\nwhile True:\n    os.fork()`, 5000);
       assert.equal(item.status, 'failed');
       assert.match(`${item.error!.type}: ${item.error!.message}`, /process limit reached|Timeout/);
-      await sleep(200);
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the processes to be killed', timeoutMs: 10_000 });
       assert.deepEqual(processesWithCmdline(marker), []);
     });
 
@@ -140,7 +140,7 @@ for (const mode of ['bubblewrap', 'none'] as Mode[]) {
         ].join('\n'),
       );
       assert.equal(item.value, 2, 'both daemons were running before the run ended');
-      await sleep(200);
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the processes to be killed', timeoutMs: 10_000 });
       assert.deepEqual(processesWithCmdline(marker), []);
     });
 

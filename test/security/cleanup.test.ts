@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 7: cleanup can never lose a result.
+ * Cleanup can never lose a result.
  *
  * Without a sandbox the guest works in a host folder, removed after the run. The code makes that
  * folder as hostile to delete as it can: paths longer than PATH_MAX, thousands of entries, folders

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 1: the CLI's human output cannot hide text with colours. The sanitiser's SGR filter
+ * The CLI's human output cannot hide text with colours. The sanitiser's SGR filter
  * (pure), and the real `codeact run` whose code prints conceal and black-on-black before a tool call:
  * a small terminal model, independent of the code under test, reads the output and says what was
  * hidden where.
@@ -70,7 +70,7 @@ function slot(n: number): string {
   return `rgb${g},${g},${g}`;
 }
 
-describe('security: colours cannot hide text in the CLI (issue 20, point 1)', function () {
+describe('security: colours cannot hide text in the CLI', function () {
   this.timeout(120_000);
 
   describe('the SGR filter (src/common/sgr, in sanitizeTerminal)', () => {

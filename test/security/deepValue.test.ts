@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 4: a returned value of any depth is bounded (MAX_VALUE_DEPTH, the cap tool results have)
+ * A returned value of any depth is bounded (MAX_VALUE_DEPTH, the cap tool results have)
  * and reported as a clear error; the result item is always emitted and `codeact run` exits 1. The guest
  * libraries check it without recursing (json.dumps and repr crash on deep enough data), and the host checks
  * what a forged frame carries. Real python3 on the local runtime, a real Jupyter kernel, the built CLI.
@@ -27,7 +27,7 @@ for _ in range(${levels} - 1):
 ${how === 'return' ? 'return v' : 'v'}
 `;
 
-describe('security: a returned value of any depth is bounded (issue 20, point 4)', function () {
+describe('security: a returned value of any depth is bounded', function () {
   this.timeout(120_000);
   const rt = new LocalRuntime({ sandbox: { kind: 'none' }, zygote: false });
   after(() => rt.dispose());
@@ -127,7 +127,7 @@ return json.loads(os.read(3, 65536).split(b"\\n")[0])
   });
 });
 
-(findJupyterServer() ? describe : describe.skip)('security: a returned value of any depth is bounded, Jupyter kernel (issue 20, point 4)', function () {
+(findJupyterServer() ? describe : describe.skip)('security: a returned value of any depth is bounded, Jupyter kernel', function () {
   this.timeout(120_000);
   let server: JupyterServer;
   let rt: JupyterRuntime;

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 3: guests forked from one warm zygote cannot reach each other. Session A keeps a
+ * Guests forked from one warm zygote cannot reach each other. Session A keeps a
  * secret in a file of its working folder and in its memory; session B, alive at the same time, looks
  * for A through /proc (root, mem, environ), process_vm_readv and ptrace. In the sandbox B sees no
  * process but its own (a private /proc that really mounted, as root too), and ptrace and
@@ -128,7 +128,7 @@ const users: Array<{ label: string; user?: { uid: number; gid: number }; skip?: 
   { label: `as an unprivileged user (${TESTER.name})`, user: TESTER, skip: cannotSwitchUser },
 ];
 
-describe('guests forked from one zygote cannot reach each other (issue 20, point 3)', function () {
+describe('guests forked from one zygote cannot reach each other', function () {
   this.timeout(240_000);
   let noBwrap: string | null = null;
   before(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 10: honest warnings. Without a sandbox, guest code can read the parent process's
+ * Honest warnings. Without a sandbox, guest code can read the parent process's
  * environment through /proc, API keys included: the warning says so, and this test shows it is true
  * with the real CLI holding a key in its environment (and that the bubblewrap sandbox stops it).
  */
@@ -27,7 +27,7 @@ for pid in os.listdir('/proc'):
 return {"found": len(found)}
 `;
 
-describe('security: honest warnings (issue 11, point 10)', function () {
+describe('security: honest warnings', function () {
   this.timeout(60_000);
   let ws: string;
   let file: string;

@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 1: no input can stall the host. Schemas (from settings and from MCP servers) and
+ * No input can stall the host. Schemas (from settings and from MCP servers) and
  * arguments (from generated code) are hostile here; each attack runs while the event-loop lag is
  * measured (see ./lag.ts), and must end with a clear answer, never a stall.
  */
@@ -23,7 +23,7 @@ let n = 0;
 const call = (gw: ToolGateway, name: string, args: unknown) =>
   gw.call({ itemId: 'item', callId: `call-${++n}`, name, arguments: args }, new AbortController().signal);
 
-describe('security: the host cannot be stalled (issue 11, point 1)', function () {
+describe('security: the host cannot be stalled', function () {
   this.timeout(60_000);
   let ws: string;
   before(() => (ws = mkdtempSync(path.join(tmpdir(), 'codeact-stall-'))));

@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 8: HTTP tools. Real HTTP servers on 127.0.0.1 (two ports are two origins).
+ * HTTP tools. Real HTTP servers on 127.0.0.1 (two ports are two origins).
  */
 import * as assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
@@ -35,7 +35,7 @@ function tool(http: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Manag
 }
 const invoke = (t: ManagedTool, args: Record<string, unknown> = {}) => t.invoke(args, { signal: new AbortController().signal, callId: 'c' });
 
-describe('security: HTTP tools (issue 11, point 8)', function () {
+describe('security: HTTP tools', function () {
   this.timeout(30_000);
   let a: Awaited<ReturnType<typeof serve>>;
   let b: Awaited<ReturnType<typeof serve>>;

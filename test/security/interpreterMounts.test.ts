@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 3: the sandbox mounts the interpreter's own folders (its prefixes and site-packages)
+ * The sandbox mounts the interpreter's own folders (its prefixes and site-packages)
  * and, of editable installs of other projects, only each package's own folder. Folders that `.pth`
  * files add to sys.path must not bring those projects' .env, .ssh or other source into the sandbox.
  * A real venv (`/usr/bin/python3 -m venv --without-pip`) with three editable installs:
@@ -82,7 +82,7 @@ out["visible"] = sorted(
 out["src"] = sorted(os.listdir(os.path.join(BASE, "proj1", "src"))) if os.path.isdir(os.path.join(BASE, "proj1", "src")) else None
 return out`;
 
-describe('interpreter mounts: a venv with editable installs of other projects (issue 20, point 3)', function () {
+describe('interpreter mounts: a venv with editable installs of other projects', function () {
   this.timeout(240_000);
   let base = '';
   let venv = '';

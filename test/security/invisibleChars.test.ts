@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 1: invisible and bidirectional characters are made visible. The one classifier
+ * Invisible and bidirectional characters are made visible. The one classifier
  * (src/common/invisibleChars, used by the panel and the CLI), and the real `codeact run` showing them as
  * markers in its tool and value lines. The panel's side runs in Chromium: approvalTruth.test.ts.
  */
@@ -13,7 +13,7 @@ const BIDI = /[\u202a-\u202e\u2066-\u2069]/;
 const hex = (cp: number) => cp.toString(16).toUpperCase().padStart(4, '0');
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-describe('security: invisible and bidirectional characters are made visible (issue 20, point 1)', function () {
+describe('security: invisible and bidirectional characters are made visible', function () {
   this.timeout(120_000);
 
   describe('the classifier (src/common/invisibleChars)', () => {

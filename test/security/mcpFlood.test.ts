@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 4: an MCP stdio server cannot flood the host. Real stdio servers
+ * An MCP stdio server cannot flood the host. Real stdio servers
  * (test/fixtures/mcp/flood.mjs) send endless pings, notifications or answers to nothing, with and
  * without reading what the host answers. The host drops what passes its caps (and says so, once a
  * second), closes a server that keeps flooding with an error that says why, stops reading a server that
@@ -14,11 +14,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { McpClientPool } from '../../src/core/tools/sources/mcp/pool';
 import { StdioServerTransport, type StdioServerSpec } from '../../src/core/tools/sources/mcp/stdioTransport';
+import { sleep } from '../support/wait';
 
 const FLOOD = path.resolve(__dirname, '../fixtures/mcp/flood.mjs');
 const tag = `--tag=codeact-mcp-flood-${process.pid}-${Date.now()}`;
 const MB = 1024 * 1024;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function gone(budgetMs = 20_000): Promise<number[]> {
   const deadline = Date.now() + budgetMs;
@@ -30,7 +30,7 @@ async function gone(budgetMs = 20_000): Promise<number[]> {
   return left;
 }
 
-describe('security: an MCP stdio server cannot flood the host (issue 20, point 4)', function () {
+describe('security: an MCP stdio server cannot flood the host', function () {
   this.timeout(120_000);
   let ws: string;
   let pool: McpClientPool;

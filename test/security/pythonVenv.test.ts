@@ -1,5 +1,5 @@
 /**
- * Issue 23, point 2: the sandbox runs a folder's venv as the venv. Two real venvs made by Debian's
+ * The sandbox runs a folder's venv as the venv. Two real venvs made by Debian's
  * `/usr/bin/python3 -m venv`: one with `--system-site-packages` (it sees Debian's Pillow as well as its
  * own package), one without (it does not). Inside bubblewrap, cold and forked from the warm zygote, as
  * root and as an unprivileged user: sys.prefix is the venv, the venv's own package imports, and the
@@ -59,7 +59,7 @@ import { LocalRuntime } from '${REPO}/src/core/runtime/local/localRuntime';
 })();
 `;
 
-describe('sandbox: a folder\'s venv runs as the venv (issue 23, point 2)', function () {
+describe('sandbox: a folder\'s venv runs as the venv', function () {
   this.timeout(300_000);
   let base = '';
   let withSystem = { python: '', site: '' };

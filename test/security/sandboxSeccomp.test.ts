@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 4: the seccomp deny-list is installed on every sandboxed guest, cold or forked by
+ * The seccomp deny-list is installed on every sandboxed guest, cold or forked by
  * the warm zygote, and checked from inside through the real runtime: the kernel keyring, unshare and
  * mount are refused with EPERM, and ordinary Python (subprocesses, threads, multiprocessing, asyncio,
  * sqlite, sockets, temporary files) still works. Without a sandbox there is no filter (documented).

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 4: settings files are read only when they are regular files under a size cap: the
+ * Settings files are read only when they are regular files under a size cap: the
  * folder's .vscode/settings.json, the user's CLI settings and the CLI's trust file. A FIFO (made with
  * mkfifo, nobody writing), a symbolic link to /dev/zero, a folder or a file over the cap is a clear error
  * naming the file, and the CLI ends (exit 2) instead of hanging or filling its memory. The built CLI runs
@@ -43,7 +43,7 @@ function cli(args: string[], env: NodeJS.ProcessEnv, input = 'return 1\n'): Prom
   });
 }
 
-describe('security: settings files are regular files under a cap (issue 20, point 4)', function () {
+describe('security: settings files are regular files under a cap', function () {
   this.timeout(4 * BUDGET_MS);
   if (process.platform !== 'linux') {
     it('skipped: mkfifo and /dev/zero are Linux here', function () {

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 4: a command tool (or a stdio MCP server) whose program cannot be started gives a
+ * A command tool (or a stdio MCP server) whose program cannot be started gives a
  * clear error result, never an unhandled exception: a program that does not exist (ENOENT), one that is
  * not executable (EACCES), a working folder that does not exist, and a host out of file descriptors
  * (EMFILE, provoked in a child Node process under `ulimit -n`, which fills its own table).
@@ -43,7 +43,7 @@ process.on('unhandledRejection', (e) => uncaught.push('unhandledRejection: ' + (
 })();
 `;
 
-describe('security: a program that cannot start gives a clear error (issue 20, point 4)', function () {
+describe('security: a program that cannot start gives a clear error', function () {
   this.timeout(60_000);
   let dir: string;
   const uncaught: string[] = [];

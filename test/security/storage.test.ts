@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 5: storage and memory are capped as a whole.
+ * Storage and memory are capped as a whole.
  *
  * In the sandbox the working directory, /tmp and /dev/shm are each a tmpfs of `fileSize`; the rest of
  * the file system (bwrap's own root, /dev, /run) is read-only. Filling one gives "disk limit … exceeded".

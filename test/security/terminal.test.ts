@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 9: the terminal is safe. The sanitiser (pure) and the CLI that applies it to the
+ * The terminal is safe. The sanitiser (pure) and the CLI that applies it to the
  * code's output (the real `codeact run`, running Python).
  */
 import * as assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { runCli } from '../support/cli';
 
 const ESC = '\x1b';
 
-describe('security: the terminal is safe (issue 11, point 9)', function () {
+describe('security: the terminal is safe', function () {
   this.timeout(60_000);
 
   describe('sanitizeTerminal', () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 3: with `mountWorkspace: "readwrite"`, the files that declared tools run on the host
+ * With `mountWorkspace: "readwrite"`, the files that declared tools run on the host
  * stay read-only inside the sandbox. Otherwise code could rewrite `tools/inventory.py` (or put a
  * `json.py` beside it, which it would import first) and then call the tool: the rewrite would run on
  * the host. Checked through the real runtime, cold and forked, as root and as an unprivileged user;
@@ -60,7 +60,7 @@ return {
     "ordinary": attempt(lambda: write("notes.txt", "hello")),
 }`;
 
-describe('files that declared tools run on the host stay read-only in a writable workspace (issue 20, point 3)', function () {
+describe('files that declared tools run on the host stay read-only in a writable workspace', function () {
   this.timeout(180_000);
 
   it('finds the program (on PATH too), scripts and path arguments inside the workspace, and nothing outside it', () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 4: a run cannot flood the host with tool calls. The guest library bounds its own calls,
+ * A run cannot flood the host with tool calls. The guest library bounds its own calls,
  * but code can write `tool_call` frames straight to the protocol descriptor (fd 3), past it; the host bounds
  * them itself: a per-run total (codeact.toolCalls.maxPerRun), a cap on calls waiting at once, and nothing
  * queued survives the run. Real python3 guests on the local runtime.
@@ -73,7 +73,7 @@ async function run(code: string, limits: Partial<RuntimeLimits>, handler: (signa
 
 const started = (events: CodeActEvent[]) => events.filter((e) => e.type === 'codeact.tool_call.started').length;
 
-describe('security: tool calls cannot flood the host (issue 20, point 4)', function () {
+describe('security: tool calls cannot flood the host', function () {
   this.timeout(120_000);
 
   it('refuses raw frames past the per-run limit and stops a run whose frames keep coming', async () => {
@@ -163,7 +163,7 @@ for seq in range(1, 6):
 return len(answers)
 `;
 
-(findJupyterServer() ? describe : describe.skip)('security: tool calls cannot flood the host, Jupyter kernel (issue 20, point 4)', function () {
+(findJupyterServer() ? describe : describe.skip)('security: tool calls cannot flood the host, Jupyter kernel', function () {
   this.timeout(120_000);
   let server: JupyterServer;
   before(async function () {

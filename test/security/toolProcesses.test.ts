@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 6: every process dies with its owner. A command tool's background children and an
+ * Every process dies with its owner. A command tool's background children and an
  * MCP stdio server's daemons (setsid and double fork included) are killed when the call ends or the
  * server is closed. Real processes: python3 forks them, /proc tells whether they still run.
  */
@@ -10,9 +10,9 @@ import * as path from 'node:path';
 import { isAlive } from '../../src/core/util/processTree';
 import { runCommandTool } from '../../src/core/tools/sources/command';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
+import { sleep } from '../support/wait';
 
 const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Python that starts a background child, a setsid child and a setsid double-forked daemon, writes their pids, prints {}. */
 const ESCAPER = `
@@ -46,7 +46,7 @@ async function pidsIn(dir: string, names: string[]): Promise<number[]> {
   return names.map((n) => Number(readFileSync(path.join(dir, n), 'utf8')));
 }
 
-describe('security: tool processes die with their owner (issue 11, point 6)', function () {
+describe('security: tool processes die with their owner', function () {
   this.timeout(60_000);
   if (process.platform !== 'linux') {
     it('skipped: finding escaped processes needs /proc (Linux)', function () {

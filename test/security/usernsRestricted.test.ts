@@ -1,5 +1,5 @@
 /**
- * Issue 23, point 5, on the real kernel: the restrictions are made for real, in a user namespace of the
+ * On the real kernel: the restrictions are made for real, in a user namespace of the
  * test's own (`unshare --user --map-root-user`), and the real CLI, the real bwrap and the real /proc
  * meet them:
  * - `user.max_user_namespaces = 0` (per user namespace: the namespace's root may lower it): bwrap's clone
@@ -44,7 +44,7 @@ function cliRestricted(dir: string, setup: string, args: string[], user?: { uid:
 const NO_USERNS = 'echo 0 > /proc/sys/user/max_user_namespaces';
 const MASKED_PROC = 'mount --bind /dev/null /proc/keys';
 
-describe('security: bubblewrap on a restricted host, for real (issue 23, point 5)', function () {
+describe('security: bubblewrap on a restricted host, for real', function () {
   this.timeout(120_000);
   let dir: string;
   let file: string;

@@ -1,5 +1,5 @@
 /**
- * Issue 11, point 3: nothing the code writes can reconfigure CodeAct or git, and no setuid or setgid
+ * Nothing the code writes can reconfigure CodeAct or git, and no setuid or setgid
  * file it creates survives on the host.
  *
  * With `mountWorkspace: "readwrite"` the code can write the workspace, but `.git`, `.vscode` and

@@ -1,5 +1,5 @@
 /**
- * Issue 20, point 4: the warm zygote's host socket cannot be flooded. Guest code (a session forked from the
+ * The warm zygote's host socket cannot be flooded. Guest code (a session forked from the
  * zygote, without a sandbox and in bubblewrap, as root and as an unprivileged user) opens thousands of
  * connections to every socket it can find in the zygote's socket folder, half of them with a forged token.
  * The host's descriptors stay bounded, it stays up, and the session and new forks keep working. On the
@@ -105,7 +105,7 @@ function scenario(kind: 'none' | 'bubblewrap', user?: { uid: number; gid: number
   return runScriptInChild<Outcome>(SCRIPT, { kind, attack: ATTACK('@DIR@') }, user, 'the host process (it did not survive)');
 }
 
-describe('security: the zygote socket cannot be flooded (issue 20, point 4)', function () {
+describe('security: the zygote socket cannot be flooded', function () {
   this.timeout(240_000);
   const users: Array<{ label: string; user?: { uid: number; gid: number } }> = [{ label: 'as root' }, { label: 'as an unprivileged user', user: TESTER }];
   for (const kind of ['none', 'bubblewrap'] as const) {

@@ -1,5 +1,5 @@
 /**
- * The long-output scenario of issue 21: code that prints exactly 60,000 characters (numbered rows, then
+ * The long-output scenario: code that prints exactly 60,000 characters (numbered rows, then
  * a last line) and then fails, a follow-up that reads the whole text back with output_of(1), and the
  * checks of what the model read: the beginning and the end around one note whose counts are exact.
  */

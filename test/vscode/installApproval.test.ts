@@ -1,5 +1,5 @@
 /**
- * The extension's approval of install_packages (issue 23, point 3) through the fake seams: the card's event
+ * The extension's approval of install_packages through the fake seams: the card's event
  * carries every spec and the command's parts; with the panel hidden, a modal dialog shows the same in full;
  * only Install (or "Create .venv and Install") allows it, and nothing is remembered for the session.
  */

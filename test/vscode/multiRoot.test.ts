@@ -1,5 +1,5 @@
 /**
- * Multi-root workspaces (issue 23, point 1) in the session over fakes of VS Code's seams: each folder's
+ * Multi-root workspaces in the session over fakes of VS Code's seams: each folder's
  * settings and `codeact.tools` apply to that folder (command tools are real processes that run in it), each
  * folder has its own runtime (its workspace mount), a chat turn runs in the conversation's folder (the picked
  * one, else the active editor's, else the first), a conversation remembers it, and a folder that left the

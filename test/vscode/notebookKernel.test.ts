@@ -1,5 +1,5 @@
 /**
- * Issue 22: the CodeAct notebook kernel's execution path on real python3 (Debian's, with matplotlib and
+ * The CodeAct notebook kernel's execution path on real python3 (Debian's, with matplotlib and
  * pandas), without VS Code: the extension's session (trust, the runtime cache, the workspace's tools and
  * approvals) through its seams, the kernel's queue, execution numbers, interrupt and restart, and the cell
  * outputs as VS Code and the ipynb format keep them. Also the agent's executions as cells of the notebook.
@@ -80,7 +80,7 @@ const LOOKUP = {
   command: [PYTHON, '-c', 'import json,sys; a=json.load(sys.stdin); print(json.dumps({"id": a["id"], "total": 42.5}))'],
 };
 
-describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)', function () {
+describe('notebook kernel: cells in a CodeAct session on real python3', function () {
   this.timeout(180_000);
   let h: Harness;
   let kernels: NotebookKernels;
@@ -301,7 +301,7 @@ describe('notebook kernel: cells in a CodeAct session on real python3 (issue 22)
   });
 });
 
-describe('notebook cell outputs and digest (issue 22)', () => {
+describe('notebook cell outputs and digest', () => {
   it('lists tool calls compactly, with any backticks and line breaks kept inside their code spans, and caps the list', () => {
     assert.equal(codeSpan('a`b'), '``a`b``');
     assert.equal(codeSpan('x\ny'), '`x⏎y`');
@@ -341,7 +341,7 @@ describe('notebook cell outputs and digest (issue 22)', () => {
   });
 });
 
-describe('notebook kernel on the Jupyter runtime (codeact.runtime "jupyter", a real jupyter-server) (issue 22)', function () {
+describe('notebook kernel on the Jupyter runtime (codeact.runtime "jupyter", a real jupyter-server)', function () {
   this.timeout(240_000);
   let server: JupyterServer | undefined;
   let h: Harness;

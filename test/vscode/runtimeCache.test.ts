@@ -71,7 +71,7 @@ describe('vscode runtime cache (fake seams)', () => {
     });
   }
 
-  it('rebuilds when the folder\'s interpreter changes: a .venv created, the Python extension\'s choice, the setting (issue 23, point 2)', async () => {
+  it('rebuilds when the folder\'s interpreter changes: a .venv created, the Python extension\'s choice, the setting', async () => {
     const { apis, cache, state } = setup();
     const folder = mkdtempSync(path.join(tmpdir(), 'codeact-cache-venv-'));
     try {

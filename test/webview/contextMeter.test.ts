@@ -4,43 +4,20 @@
  * 520 px panel and a 240 px sidebar. Screenshots go to test-artifacts/context-*.png.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { PanelPage, buildBundle, chromiumAvailable, cleanup, launch, startServer, CHROMIUM, THEMES, type PanelServer } from './support/browser';
+import { PanelPage, type PanelServer } from './support/browser';
 import { hostState } from './support/fixtures';
 import { compactedConversation } from '../support/contextEvents';
+import { usePanelBrowser } from './support/panelBrowser';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
 describe('panel: compaction divider and context meter', function () {
   this.timeout(120_000);
-  let bundle = '';
-  let dark: PanelServer | undefined;
-  let light: PanelServer | undefined;
-  let browser: Browser | undefined;
-
-  before(async function () {
-    if (!chromiumAvailable()) {
-      console.log(`      skipping the browser tests: no Chromium at ${CHROMIUM}`);
-      this.skip();
-    }
-    bundle = await buildBundle();
-    dark = await startServer(bundle);
-    light = await startServer(bundle, THEMES.light.css, THEMES.light.kind);
-    browser = await launch();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    await dark?.close();
-    await light?.close();
-    if (bundle) cleanup(bundle);
-  });
+  const ui = usePanelBrowser({ light: true, artifacts: ARTIFACTS });
 
   async function openWith(server: PanelServer, width: number, scheme: 'dark' | 'light'): Promise<PanelPage> {
-    const p = await PanelPage.open(browser!, server.url, { width, height: 760 }, scheme);
+    const p = await PanelPage.open(ui.browser, server.url, { width, height: 760 }, scheme);
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents(compactedConversation(), 1000);
     await p.whenIdle();
@@ -48,7 +25,7 @@ describe('panel: compaction divider and context meter', function () {
   }
 
   it('a hostile summary is sanitised like any model answer: no script, no handler, no remote load', async () => {
-    const p = await PanelPage.open(browser!, dark!.url, { width: 520, height: 760 }, 'dark');
+    const p = await PanelPage.open(ui.browser, ui.dark.url, { width: 520, height: 760 }, 'dark');
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     const events = compactedConversation().map((e) =>
       e.type === 'codeact.context.compacted' ? { ...e, summary: '## Task\n<img src="http://127.0.0.1:9/x.png" onerror="window.hit=1"><script>window.hit=2</script>[x](javascript:window.hit=3)' } : e,
@@ -118,7 +95,7 @@ describe('panel: compaction divider and context meter', function () {
 
   for (const [scheme, width] of [['dark', 520], ['light', 520], ['dark', 240], ['light', 240]] as const) {
     it(`shows the divider (expand, collapse) and the meter, ${scheme}, ${width} px`, async () => {
-      const p = await openWith(scheme === 'dark' ? dark! : light!, width, scheme);
+      const p = await openWith(scheme === 'dark' ? ui.dark : ui.light, width, scheme);
       await checkDivider(p);
       await checkMeter(p);
       const overflow = await p.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
@@ -135,7 +112,7 @@ describe('panel: compaction divider and context meter', function () {
   }
 
   it('keeps the divider and the meter across a reload (the panel state) and a reset (the saved conversation)', async () => {
-    const p = await openWith(dark!, 520, 'dark');
+    const p = await openWith(ui.dark, 520, 'dark');
     await p.page.reload();
     await p.page.waitForSelector('.compaction');
     await p.whenIdle();
@@ -151,7 +128,7 @@ describe('panel: compaction divider and context meter', function () {
   });
 
   it('hides the meter until the host reports a window, and marks a window past the compaction point', async () => {
-    const p = await PanelPage.open(browser!, dark!.url, { width: 520, height: 600 });
+    const p = await PanelPage.open(ui.browser, ui.dark.url, { width: 520, height: 600 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents([{ type: 'codeact.turn.started', turn_id: 'a', prompt: 'hi' }], 1000);
     assert.equal(await p.page.locator('.context-meter').isVisible(), false);

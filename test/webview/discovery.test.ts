@@ -5,13 +5,13 @@
  * Screenshots in the dark and light themes go to test-artifacts/.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, Locator } from 'playwright-core';
+import type { Locator } from 'playwright-core';
 import { DESCRIBE_TOOL, SEARCH_TOOLS } from '../../src/common/tools';
 import type { TranscriptEvent } from '../../src/common/transcript';
-import { PanelPage, THEMES, buildBundle, chromiumAvailable, cleanup, launch, startServer, CHROMIUM, type PanelServer } from './support/browser';
+import { PanelPage } from './support/browser';
 import { ev, hostState } from './support/fixtures';
+import { usePanelBrowser } from './support/panelBrowser';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
@@ -103,32 +103,10 @@ async function rows(card: Locator): Promise<Row[]> {
 
 describe('chat panel: tool-discovery calls in the execution card (headless Chromium)', function () {
   this.timeout(120_000);
-  let bundle = '';
-  let dark: PanelServer | undefined;
-  let light: PanelServer | undefined;
-  let browser: Browser | undefined;
-
-  before(async function () {
-    if (!chromiumAvailable()) {
-      console.log(`      skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CODEACT_CHROMIUM)`);
-      this.skip();
-    }
-    bundle = await buildBundle();
-    dark = await startServer(bundle);
-    light = await startServer(bundle, THEMES.light.css, THEMES.light.kind);
-    browser = await launch();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    await dark?.close();
-    await light?.close();
-    if (bundle) cleanup(bundle);
-  });
+  const ui = usePanelBrowser({ light: true, artifacts: ARTIFACTS });
 
   it('shows search_tools and describe_tool as quiet lookups, never as tool calls; real calls keep their look', async () => {
-    const p = await PanelPage.open(browser!, dark!.url, { width: 560, height: 1400 });
+    const p = await PanelPage.open(ui.browser, ui.dark.url, { width: 560, height: 1400 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents(discoveryTurn());
     const card = p.page.locator('section.card.exec').last();
@@ -195,7 +173,7 @@ describe('chat panel: tool-discovery calls in the execution card (headless Chrom
   });
 
   it('a card with only lookups says "Tool lookups", and the status line says "searching tools" while one runs', async () => {
-    const p = await PanelPage.open(browser!, dark!.url, { width: 520, height: 700 });
+    const p = await PanelPage.open(ui.browser, ui.dark.url, { width: 520, height: 700 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     const x = 'ci_s';
     await p.sendEvents([
@@ -219,7 +197,7 @@ describe('chat panel: tool-discovery calls in the execution card (headless Chrom
   });
 
   it('looks right in the light theme and at 300 px (screenshots in test-artifacts/)', async () => {
-    const p = await PanelPage.open(browser!, light!.url, { width: 560, height: 900 }, 'light');
+    const p = await PanelPage.open(ui.browser, ui.light.url, { width: 560, height: 900 }, 'light');
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents(discoveryTurn());
     const card = p.page.locator('section.card.exec').last();

@@ -1,16 +1,15 @@
 /**
- * The approval card of install_packages (issue 23, point 3) in the real panel bundle in headless Chromium:
+ * The approval card of install_packages in the real panel bundle in headless Chromium:
  * every spec as a line of its own, the environment, the .venv made first for a system Python, the exact
  * command line, and only Install or Deny (an install is never allowed "for the session").
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import type { InstallRequestInfo } from '../../src/common/events';
 import type { TranscriptEvent } from '../../src/common/transcript';
-import { PanelPage, buildBundle, chromiumAvailable, cleanup, launch, startServer, CHROMIUM, type PanelServer } from './support/browser';
+import { PanelPage } from './support/browser';
 import { ev, hostState } from './support/fixtures';
+import { usePanelBrowser } from './support/panelBrowser';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
@@ -20,28 +19,10 @@ function installApproval(approval_id: string, install: InstallRequestInfo): Tran
 
 describe('install_packages approval card in headless Chromium', function () {
   this.timeout(120_000);
-  let bundle = '';
-  let server: PanelServer | undefined;
-  let browser: Browser | undefined;
-
-  before(async function () {
-    if (!chromiumAvailable()) {
-      console.log(`      skipping the browser tests: no Chromium at ${CHROMIUM}`);
-      this.skip();
-    }
-    bundle = await buildBundle();
-    server = await startServer(bundle);
-    browser = await launch();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    if (bundle) cleanup(bundle);
-  });
+  const ui = usePanelBrowser({ artifacts: ARTIFACTS });
 
   it('a system Python: the card says a .venv is made first, lists each spec, shows the command; "Create .venv and install" posts allow_once', async () => {
-    const p = await PanelPage.open(browser!, server!.url, { width: 420, height: 900 });
+    const p = await PanelPage.open(ui.browser, ui.dark.url, { width: 420, height: 900 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents([
       ev.turn('t1', 'Plot it with seaborn'),

@@ -6,15 +6,14 @@
  * in test-artifacts/), with nothing wider than the panel.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import type { WebviewToHost } from '../../src/common/protocol';
 import type { TranscriptEvent } from '../../src/common/transcript';
 import { narrowLayoutProblems } from '../e2e/support/layout';
-import { PanelPage, THEMES, buildBundle, chromiumAvailable, cleanup, launch, startServer, type PanelServer } from './support/browser';
+import { PanelPage } from './support/browser';
 import { ev, hostState } from './support/fixtures';
 import { pngBase64, pngBytes } from './support/png';
+import { usePanelBrowser } from './support/panelBrowser';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
@@ -55,32 +54,13 @@ function richTurn(id = 'x1'): TranscriptEvent[] {
 
 describe('rich output actions and looks in the panel (headless Chromium)', function () {
   this.timeout(180_000);
-  let bundle = '';
-  let server: PanelServer | undefined;
-  let lightServer: PanelServer | undefined;
-  let browser: Browser | undefined;
-
-  before(async function () {
-    if (!chromiumAvailable()) this.skip();
-    bundle = await buildBundle();
-    server = await startServer(bundle);
-    lightServer = await startServer(bundle, THEMES.light.css, THEMES.light.kind);
-    browser = await launch();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await lightServer?.close();
-    if (bundle) cleanup(bundle);
-  });
+  const ui = usePanelBrowser({ light: true, artifacts: ARTIFACTS });
 
   const ofType = <T extends WebviewToHost['type']>(posted: WebviewToHost[], ...types: T[]) => posted.filter((m): m is Extract<WebviewToHost, { type: T }> => (types as string[]).includes(m.type));
 
   it('an image opens full size on click and from its toolbar, saves as plot-N, and copies to the clipboard as PNG', async () => {
-    const p = await PanelPage.open(browser!, server!.url);
-    await p.page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server!.url });
+    const p = await PanelPage.open(ui.browser, ui.dark.url);
+    await p.page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: ui.dark.url });
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents(richTurn());
     await p.whenIdle();
@@ -132,7 +112,7 @@ describe('rich output actions and looks in the panel (headless Chromium)', funct
   });
 
   it('file chips: Open, Save to Workspace… and Copy Path post the file; a hosted file downloads; notes and gone files say so', async () => {
-    const p = await PanelPage.open(browser!, server!.url);
+    const p = await PanelPage.open(ui.browser, ui.dark.url);
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents(richTurn());
     await p.whenIdle();
@@ -176,13 +156,13 @@ describe('rich output actions and looks in the panel (headless Chromium)', funct
 
   it('looks finished in the dark and light themes and at 240 px: images shrink, tables scroll, chips wrap', async () => {
     const shots: [string, string, { width: number; height: number }][] = [
-      ['webview-displays-dark.png', server!.url, { width: 560, height: 1500 }],
-      ['webview-displays-light.png', lightServer!.url, { width: 560, height: 1500 }],
-      ['webview-displays-narrow-240-dark.png', server!.url, { width: 240, height: 1900 }],
-      ['webview-displays-narrow-240-light.png', lightServer!.url, { width: 240, height: 1900 }],
+      ['webview-displays-dark.png', ui.dark.url, { width: 560, height: 1500 }],
+      ['webview-displays-light.png', ui.light.url, { width: 560, height: 1500 }],
+      ['webview-displays-narrow-240-dark.png', ui.dark.url, { width: 240, height: 1900 }],
+      ['webview-displays-narrow-240-light.png', ui.light.url, { width: 240, height: 1900 }],
     ];
     for (const [file, url, viewport] of shots) {
-      const p = await PanelPage.open(browser!, url, viewport, url === server!.url ? 'dark' : 'light');
+      const p = await PanelPage.open(ui.browser, url, viewport, url === ui.dark.url ? 'dark' : 'light');
       // tsx keeps function names with a `__name` helper the page does not have (narrowLayoutProblems runs there).
       await p.page.evaluate('globalThis.__name = globalThis.__name || ((f) => f)');
       await p.send({ type: 'init', protocol: 1, state: hostState() });

@@ -3,40 +3,20 @@
  * through the real batcher and protocol, asserting the DOM and what the page posts back to the host.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import type { WebviewToHost } from '../../src/common/protocol';
 import { OUTPUT_TAIL_MAX_LINES } from '../../src/common/transcript';
-import { PanelPage, buildBundle, chromiumAvailable, cleanup, launch, startServer, CHROMIUM, type PanelServer } from './support/browser';
+import { PanelPage } from './support/browser';
 import { DEMO_CODE, demoTurn, ev, hostState } from './support/fixtures';
+import { usePanelBrowser } from './support/panelBrowser';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
 describe('chat panel in headless Chromium', function () {
   this.timeout(120_000);
-  let bundle = '';
-  let server: PanelServer | undefined;
-  let browser: Browser | undefined;
+  const ui = usePanelBrowser({ artifacts: ARTIFACTS });
 
-  before(async function () {
-    if (!chromiumAvailable()) {
-      console.log(`      skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CODEACT_CHROMIUM)`);
-      this.skip();
-    }
-    bundle = await buildBundle();
-    server = await startServer(bundle);
-    browser = await launch();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    if (bundle) cleanup(bundle);
-  });
-
-  const open = (viewport?: { width: number; height: number }) => PanelPage.open(browser!, server!.url, viewport);
+  const open = (viewport?: { width: number; height: number }) => PanelPage.open(ui.browser, ui.dark.url, viewport);
   const last = (posted: WebviewToHost[], type: WebviewToHost['type']) => [...posted].reverse().find((m) => m.type === type);
 
   it('says ready, then shows an empty state whose buttons post host commands', async () => {

@@ -5,44 +5,21 @@
  * These tests assert behaviour, never timings (speed is the benchmark's job: `npm run bench -- --only webview`).
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import type { ResetMessage, WebviewToHost } from '../../src/common/protocol';
 import type { TranscriptEvent } from '../../src/common/transcript';
-import { PanelPage, THEMES, buildBundle, chromiumAvailable, cleanup, launch, startServer, CHROMIUM, type PanelServer } from './support/browser';
+import { PanelPage } from './support/browser';
 import { demoTurn, ev, hostState } from './support/fixtures';
 import { GAP, assertReadingAgain, conversation, readFurtherUp, settled } from './support/scrolling';
+import { usePanelBrowser } from './support/panelBrowser';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
 describe('a panel that never stutters (headless Chromium)', function () {
   this.timeout(180_000);
-  let bundle = '';
-  let server: PanelServer | undefined;
-  let lightServer: PanelServer | undefined;
-  let browser: Browser | undefined;
+  const ui = usePanelBrowser({ light: true, artifacts: ARTIFACTS });
 
-  before(async function () {
-    if (!chromiumAvailable()) {
-      console.log(`      skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CODEACT_CHROMIUM)`);
-      this.skip();
-    }
-    bundle = await buildBundle();
-    server = await startServer(bundle);
-    lightServer = await startServer(bundle, THEMES.light.css, THEMES.light.kind);
-    browser = await launch();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    await lightServer?.close();
-    if (bundle) cleanup(bundle);
-  });
-
-  const open = (viewport?: { width: number; height: number }) => PanelPage.open(browser!, server!.url, viewport);
+  const open = (viewport?: { width: number; height: number }) => PanelPage.open(ui.browser, ui.dark.url, viewport);
   const last = (posted: WebviewToHost[], type: WebviewToHost['type']) => [...posted].reverse().find((m) => m.type === type);
 
   it('keeps 100k lines of output in a few DOM nodes; every held line stays reachable, selectable and copyable', async () => {
@@ -372,13 +349,13 @@ describe('a panel that never stutters (headless Chromium)', function () {
     for (let i = 0; i < 5000; i++) long.push(ev.out('c2', i % 7 === 0 ? `\x1b[33mwarn\x1b[0m  step ${i} of 5000: a somewhat long line that wraps on a narrow panel\n` : `ok    step ${i} of 5000\n`));
     const streaming = [ev.turn('t3', 'summarise'), ev.text('m3', 'Everything **worked**.\n\nThe run printed 5,000 lines; the last one was `step 4999`. The next paragraph is still being wri')];
     const shots: [string, string, { width: number; height: number }, 'dark' | 'light'][] = [
-      ['webview-virtual-dark.png', server!.url, { width: 560, height: 1100 }, 'dark'],
-      ['webview-virtual-light.png', lightServer!.url, { width: 560, height: 1100 }, 'light'],
-      ['webview-narrow-240-dark.png', server!.url, { width: 240, height: 900 }, 'dark'],
-      ['webview-narrow-240-light.png', lightServer!.url, { width: 240, height: 900 }, 'light'],
+      ['webview-virtual-dark.png', ui.dark.url, { width: 560, height: 1100 }, 'dark'],
+      ['webview-virtual-light.png', ui.light.url, { width: 560, height: 1100 }, 'light'],
+      ['webview-narrow-240-dark.png', ui.dark.url, { width: 240, height: 900 }, 'dark'],
+      ['webview-narrow-240-light.png', ui.light.url, { width: 240, height: 900 }, 'light'],
     ];
     for (const [file, url, viewport, scheme] of shots) {
-      const p = await PanelPage.open(browser!, url, viewport, scheme);
+      const p = await PanelPage.open(ui.browser, url, viewport, scheme);
       await p.send({ type: 'init', protocol: 1, state: hostState() });
       await p.sendEvents([...demoTurn(), ...long, ev.completed('c2'), ev.turnEnd('t2'), ...streaming], 500);
       await p.whenIdle();
@@ -403,25 +380,10 @@ describe('a panel that never stutters (headless Chromium)', function () {
 
 describe('markdown sanitising (instrumented build that counts DOMPurify calls)', function () {
   this.timeout(120_000);
-  let bundle = '';
-  let server: PanelServer | undefined;
-  let browser: Browser | undefined;
-
-  before(async function () {
-    if (!chromiumAvailable()) this.skip();
-    bundle = await buildBundle({ countSanitize: true });
-    server = await startServer(bundle);
-    browser = await launch();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    if (bundle) cleanup(bundle);
-  });
+  const ui = usePanelBrowser({ bundle: { countSanitize: true } });
 
   it('sanitises each block of a streamed answer once, not once per frame, and still strips scripts and handlers', async () => {
-    const p = await PanelPage.open(browser!, server!.url);
+    const p = await PanelPage.open(ui.browser, ui.dark.url);
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.whenIdle();
     const blocks = [

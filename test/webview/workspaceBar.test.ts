@@ -1,17 +1,16 @@
 /**
- * The panel's workspace bar (issue 23) in headless Chromium, on the built bundle: the folder the chat's turns
+ * The panel's workspace bar in headless Chromium, on the built bundle: the folder the chat's turns
  * run in with a picker of the workspace's folders (only with two or more), a folder gone from the workspace,
  * and the Python environment with "Change" (posting `python.select`, which the host turns into
  * "CodeAct: Select Python Environment"). The code-server test (test/e2e/multiRoot.test.ts) drives the
  * folder half in a real VS Code; the Python half is filled in by the host only where the interpreter is known.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import { parseWebviewMessage } from '../../src/common/protocolCheck';
-import { PanelPage, buildBundle, chromiumAvailable, cleanup, launch, startServer, CHROMIUM, type PanelServer } from './support/browser';
+import { PanelPage } from './support/browser';
 import { hostState } from './support/fixtures';
+import { usePanelBrowser } from './support/panelBrowser';
 
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 const FOLDERS = [
@@ -22,27 +21,10 @@ const PYTHON = { label: 'Python 3.12.3 (.venv)', path: '/work/alpha/.venv/bin/py
 
 describe('workspace bar in headless Chromium', function () {
   this.timeout(120_000);
-  let bundle = '';
-  let server: PanelServer | undefined;
-  let browser: Browser | undefined;
-  before(async function () {
-    if (!chromiumAvailable()) {
-      console.log(`      skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CODEACT_CHROMIUM)`);
-      this.skip();
-    }
-    bundle = await buildBundle();
-    server = await startServer(bundle);
-    browser = await launch();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-    if (bundle) cleanup(bundle);
-  });
+  const ui = usePanelBrowser({ artifacts: ARTIFACTS });
 
   it('shows the folder and the Python environment; picking a folder and "Change" post to the host', async () => {
-    const p = await PanelPage.open(browser!, server!.url, { width: 300, height: 600 });
+    const p = await PanelPage.open(ui.browser, ui.dark.url, { width: 300, height: 600 });
     await p.send({ type: 'init', protocol: 1, state: hostState({ workspace: { folders: FOLDERS, folder: FOLDERS[0] }, python: PYTHON }) });
     const bar = p.page.locator('.workspace-bar');
     await bar.waitFor({ state: 'visible' });

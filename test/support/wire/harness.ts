@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../../src/common/events';
+import { AgentLoop, type AgentOptions } from '../../../src/core/agent/agent';
+import { ToolGateway } from '../../../src/core/gateway/gateway';
 import { ProviderError } from '../../../src/core/providers/shared/errors';
 import { createProvider } from '../../../src/core/providers/factory';
 import type { ConversationItem, Provider, ProviderConfig, ProviderId, TurnRequest, TurnResult } from '../../../src/core/providers/shared/types';
@@ -29,6 +31,14 @@ export async function startServerFor(provider: ProviderId, personality: ChatPers
 /** The real adapter (and SDK), pointed at the server exactly as `--base-url` would. */
 export async function providerFor(provider: ProviderId, server: WireServer, extra: Partial<ProviderConfig> = {}): Promise<Provider> {
   return createProvider({ provider, apiKey: 'test-key-wire', baseURL: server.url, env: {}, ...extra });
+}
+
+/**
+ * An agent over the real adapter pointed at `server`: the provider's default model, no managed tools and
+ * retries without delay, unless `options` says otherwise.
+ */
+export async function wireAgent(provider: ProviderId, server: WireServer, options: Partial<AgentOptions> & Pick<AgentOptions, 'runtime'>): Promise<AgentLoop> {
+  return new AgentLoop({ provider: await providerFor(provider, server), model: DEFAULT_MODELS[provider], gateway: new ToolGateway([]), retry: { baseDelayMs: 1, maxDelayMs: 1 }, ...options });
 }
 
 export const DEFAULT_MODELS: Record<ProviderId, string> = {
