@@ -89,42 +89,9 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
       userDefault: ctx.userDefaultApproval ?? 'auto',
     };
     const approval = decideApproval(approvalFacts).policy;
-    let invoke: ManagedTool['invoke'] | undefined;
-    let external: ManagedTool | undefined;
-    if (sources.length === 1) {
-      const source = sources[0];
-      if (source === 'command') {
-        const cmd = normaliseCommand(d.command);
-        if (typeof cmd === 'string') say(cmd);
-        else invoke = (args, c) => runCommandTool(name!, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv });
-      } else if (source === 'http') {
-        const h = d.http!;
-        if (!h || typeof h !== 'object') say('"http" must be an object');
-        else {
-          if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
-          if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
-            say('"http.allowedHosts" must list the hosts the tool may reach');
-          } else {
-            const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
-            if (bad.length) say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
-          }
-          if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
-          invoke = (args, c) => runHttpTool(name!, h, args, { signal: c.signal, hostEnv: ctx.hostEnv });
-        }
-      } else if (source === 'mcp') {
-        const problem = validateMcpSource(d.mcp);
-        if (problem) say(problem);
-        else if (problems.length === 0) {
-          external = createMcpTool(d, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index });
-        }
-      } else if (ctx.resolveExternal && problems.length === 0) {
-        const made = ctx.resolveExternal(d, source);
-        if (typeof made === 'string') say(made);
-        else external = made;
-      } else if (!ctx.resolveExternal) {
-        say(`"${source}" tools are not available here`);
-      }
-    }
+    const made = sources.length === 1 ? SOURCE_KINDS[sources[0]]({ decl: d, name: name!, index, approval, ctx, say, valid: () => problems.length === 0 }) : undefined;
+    const invoke = made && 'invoke' in made ? made.invoke : undefined;
+    const external = made && 'tool' in made ? made.tool : undefined;
     if (problems.length) {
       errors.push({ index, name, message: problems.map(formatDeclarationProblem).join(' '), problems });
       return;
@@ -148,6 +115,56 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
   });
   return { tools, errors };
 }
+
+/** What a source kind's loader is given: the declaration, and where to say what is wrong with its source. */
+interface SourceLoad {
+  decl: ToolDeclaration;
+  name: string;
+  index: number;
+  approval: ManagedTool['approval'];
+  ctx: DeclarationContext;
+  say(reason: string): void;
+  /** Nothing is wrong with the declaration so far (a tool built whole is built only then). */
+  valid(): boolean;
+}
+
+/** How a declaration's tool runs: its `invoke` (the declaration says the rest), or a tool built whole; undefined when its source is wrong. */
+type SourceTool = { invoke: ManagedTool['invoke'] } | { tool: ManagedTool } | undefined;
+
+/** Each source kind's loader: checks the declaration's source and says how its tool runs. */
+const SOURCE_KINDS: Record<(typeof TOOL_SOURCES)[number], (load: SourceLoad) => SourceTool> = {
+  command: ({ decl, name, ctx, say }) => {
+    const cmd = normaliseCommand(decl.command);
+    if (typeof cmd === 'string') return void say(cmd);
+    return { invoke: (args, c) => runCommandTool(name, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv }) };
+  },
+  http: ({ decl, name, ctx, say }) => {
+    const h = decl.http!;
+    if (!h || typeof h !== 'object') return void say('"http" must be an object');
+    if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
+    if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
+      say('"http.allowedHosts" must list the hosts the tool may reach');
+    } else {
+      const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
+      if (bad.length) say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
+    }
+    if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
+    return { invoke: (args, c) => runHttpTool(name, h, args, { signal: c.signal, hostEnv: ctx.hostEnv }) };
+  },
+  mcp: ({ decl, index, approval, ctx, say, valid }) => {
+    const problem = validateMcpSource(decl.mcp);
+    if (problem) return void say(problem);
+    if (valid()) return { tool: createMcpTool(decl, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index }) };
+  },
+  // Built by the host (the VS Code language model tools), when it can.
+  lmTool: ({ decl, ctx, say, valid }) => {
+    if (!ctx.resolveExternal) return void say('"lmTool" tools are not available here');
+    if (!valid()) return;
+    const made = ctx.resolveExternal(decl, 'lmTool');
+    if (typeof made === 'string') return void say(made);
+    return { tool: made };
+  },
+};
 
 /**
  * `loadTools`, then `resolveMcpTools`: `mcp` declarations that leave out `description`,
