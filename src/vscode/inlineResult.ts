@@ -7,7 +7,7 @@
  */
 import { parseDataUrl, textToBase64 } from '../common/dataUrl';
 import { imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
-import type { CodeInterpreterCallItem } from '../common/events';
+import { logsOf, type CodeInterpreterCallItem } from '../common/events';
 import { formatElapsed } from '../common/format';
 import { approxBytes, fileLabel, filesOf, outputCountsLabel } from '../common/outputLabels';
 
@@ -129,8 +129,8 @@ export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
   const sandbox = item.sandbox ? ` (${item.sandbox.kind})` : '';
   const counts = outputCountsLabel(item);
   md(`**CodeAct** · ${item.status === 'completed' ? 'completed' : 'failed'} · ${item.runtime}${sandbox}${took}${counts ? ` · ${counts}` : ''}\n\n`);
-  const stdout = item.outputs.filter((o) => o.type === 'logs' && !o.stream).map((o) => (o as { logs: string }).logs).join('');
-  const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
+  const stdout = logsOf(item);
+  const stderr = logsOf(item, 'stderr');
   const clip = (s: string) => (s.length > CLIP ? '…' + s.slice(-CLIP) : s);
   // The images first: what the person hovers for, in view without scrolling.
   const images = imageMarkdown(item);
