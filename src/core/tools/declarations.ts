@@ -2,6 +2,7 @@
  * Turns `codeact.tools` declarations into managed tools. Each invalid declaration is reported on its
  * own, with its index and name; the valid ones still work.
  */
+import { clip } from '../../common/format';
 import { formatDeclarationProblem, TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type DeclarationProblem, type ToolDeclaration } from '../../common/tools';
 import { decideApproval, type ToolApprovalFacts } from '../gateway/approvalPolicy';
 import { compileSchema, SchemaError } from '../gateway/schema';
@@ -47,7 +48,7 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     const problems: DeclarationProblem[] = [];
     const say = (reason: string) => problems.push({ reason });
     if (!decl || typeof decl !== 'object' || Array.isArray(decl)) {
-      const reason = `The declaration ${clip(JSON.stringify(decl) ?? String(decl))} is not an object`;
+      const reason = `The declaration ${clip(JSON.stringify(decl) ?? String(decl), 80)} is not an object`;
       const fix = 'write an object with "name", "description", "inputSchema" and one source, for example {"name": "search", "command": ["python3", "tools/search.py"]}';
       errors.push({ index, message: formatDeclarationProblem({ reason, fix }), problems: [{ reason, fix }] });
       return;
@@ -57,14 +58,14 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     if (d.name === undefined) problems.push({ field: 'name', reason: 'is missing', fix: 'give the tool a name, for example "name": "search_orders"' });
     else if (!name || !TOOL_NAME_PATTERN.test(name)) {
       const fix = 'start with a letter and use only letters, digits, "_" and "-" (at most 64 characters), for example "search_orders"';
-      problems.push({ field: 'name', value: clip(JSON.stringify(d.name)), reason: 'is not a valid tool name', fix });
+      problems.push({ field: 'name', value: clip(JSON.stringify(d.name), 80), reason: 'is not a valid tool name', fix });
     } else if (seen.has(name)) problems.push({ field: 'name', value: JSON.stringify(name), reason: `is declared twice (also at codeact.tools[${seen.get(name)}])`, fix: 'rename one of them' });
     const sources = TOOL_SOURCES.filter((s) => (d as unknown as Record<string, unknown>)[s] !== undefined);
     const oneOf = TOOL_SOURCES.map((s) => `"${s}"`).join(', ');
     if (sources.length === 0) problems.push({ reason: 'The declaration has no source', fix: `give exactly one of ${oneOf}` });
     if (sources.length > 1) problems.push({ reason: `The declaration has two sources (${sources.join(' and ')})`, fix: 'keep exactly one' });
     if (d.description !== undefined && typeof d.description !== 'string') {
-      problems.push({ field: 'description', value: clip(JSON.stringify(d.description)), reason: 'is not text', fix: 'write the description as a string' });
+      problems.push({ field: 'description', value: clip(JSON.stringify(d.description), 80), reason: 'is not text', fix: 'write the description as a string' });
     }
     for (const key of ['inputSchema', 'outputSchema'] as const) {
       if (d[key] === undefined) continue;
@@ -76,10 +77,10 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
       }
     }
     if (d.approval !== undefined && !['auto', 'ask', 'deny'].includes(d.approval)) {
-      problems.push({ field: 'approval', value: clip(JSON.stringify(d.approval)), reason: 'is not an approval policy', fix: 'use "auto", "ask" or "deny"' });
+      problems.push({ field: 'approval', value: clip(JSON.stringify(d.approval), 80), reason: 'is not an approval policy', fix: 'use "auto", "ask" or "deny"' });
     }
     if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) {
-      problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose)), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
+      problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose), 80), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
     }
     // The one precedence table decides the tool's approval, whatever its source (../gateway/approvalPolicy).
     const approvalFacts: ToolApprovalFacts = {
@@ -173,10 +174,6 @@ const SOURCE_KINDS: Record<(typeof TOOL_SOURCES)[number], (load: SourceLoad) => 
  */
 export async function loadToolsAsync(raw: unknown, ctx: DeclarationContext & { signal?: AbortSignal }): Promise<ToolSet> {
   return resolveMcpTools(loadTools(raw, ctx), { signal: ctx.signal });
-}
-
-function clip(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 function normaliseCommand(raw: unknown): CommandSource | string {
