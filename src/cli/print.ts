@@ -11,7 +11,7 @@
 import { parseDataUrl } from '../common/dataUrl';
 import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
 import type { CodeActEvent, CodeInterpreterCallItem, ContextCompacted, DisplayOutput, ImageOutput } from '../common/events';
-import { formatCount } from '../common/format';
+import { clip, formatCount } from '../common/format';
 import { fileLabel, filesOf } from '../common/outputLabels';
 import { InvisibleRevealer, revealInvisible } from '../common/invisibleChars';
 import { SgrState, sanitizeTerminal, TerminalSanitizer } from '../common/terminal';
@@ -38,10 +38,6 @@ function plain(): string {
 /** Text a person decides on (a tool's name and arguments, a value): invisible characters shown, controls stripped. */
 function shown(text: string): string {
   return sanitizeTerminal(revealInvisible(text), colours);
-}
-
-function truncate(s: string, n: number): string {
-  return s.length > n ? s.slice(0, n - 1) + '…' : s;
 }
 
 export function warn(message: string): void {
@@ -72,7 +68,7 @@ export function displayTerminalText(d: DisplayOutput): string {
 /** A hosted sandbox's image: "[image 640×480, PNG]", or where it is when it is not a data URL. */
 export function imageOutputText(o: ImageOutput): string {
   const url = parseDataUrl(o.url);
-  if (!url) return `[image at ${truncate(String(o.url), 200)}]`;
+  if (!url) return `[image at ${clip(String(o.url), 200)}]`;
   const size = sizeLabel(imageSize(url.mime, url.base64));
   return `[image${size ? ` ${size}` : ''}, ${url.mime.replace(/^image\//, '').replace(/\+xml$/, '').toUpperCase()}]`;
 }
@@ -130,7 +126,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         args.delete(e.call_id);
         const mark = e.error === undefined ? green('✓') : red('✗');
         const detail = e.error === undefined ? '' : ` ${red(shown(e.error.split('\n')[0]))}`;
-        const toolLine = `${dim('→')} ${shown(e.name)}(${shown(truncate(text, 160))}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`;
+        const toolLine = `${dim('→')} ${shown(e.name)}(${shown(clip(text, 160))}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`;
         // After a colour the code's output left on; on a line of its own, as `line` does.
         const reset = plain();
         out(`${atLineStart ? '' : '\n'}${reset}${e.kind === 'discovery' ? dim(toolLine) : toolLine}`);

@@ -456,10 +456,10 @@ export type CodeActEvent =
 
 export type CodeActEventType = CodeActEvent['type'];
 
-/** Stdout and stderr of a finished item, as `logs` outputs: stdout first, stderr apart. */
-export function logsOf(item: CodeInterpreterCallItem, stream: StreamName = 'stdout'): string {
+/** The text an item's `logs` outputs hold: its stdout (the default), its stderr, or both as they were printed. */
+export function logsOf(item: { readonly outputs: readonly CodeOutput[] }, stream: StreamName | 'both' = 'stdout'): string {
   return item.outputs
-    .filter((o): o is LogsOutput => o.type === 'logs' && (stream === 'stderr' ? o.stream === 'stderr' : o.stream !== 'stderr'))
+    .filter((o): o is LogsOutput => o.type === 'logs' && (stream === 'both' || (stream === 'stderr') === (o.stream === 'stderr')))
     .map((o) => o.logs)
     .join('');
 }

@@ -1,7 +1,13 @@
 /**
  * Byte and duration formatting: limits in messages ("truncated after 4 MiB", "timed out after 5 min") and
- * measured durations ("7 ms", "1.23 s"), shared by the engine, both hosts and the panel.
+ * measured durations ("7 ms", "1.23 s"), shared by the engine, both hosts and the panel; and the one way a
+ * text is cut short for showing (`clip`).
  */
+
+/** `text` in at most `max` characters: when cut, its beginning and "…". */
+export function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
 
 /** 4194304 -> "4 MiB", 2048 -> "2 KiB", 1000 -> "1000 bytes": exact, because a limit must read exactly. */
 export function formatBytes(n: number): string {

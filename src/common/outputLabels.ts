@@ -3,6 +3,7 @@
  * "2 images, 1 file", "out.csv, 1.2 KB". Pure functions over plain data (no Node, no DOM).
  */
 import { imageCount } from './displays';
+import { clip } from './format';
 import type { CodeInterpreterCallItem, FileOutput } from './events';
 
 /** 812 -> "812 bytes", 1234 -> "1.2 KB", 5_300_000 -> "5.1 MB": an approximate size, for people. */
@@ -39,7 +40,7 @@ const MAX_NAME = 200;
  */
 export function fileName(f: FileOutput): string {
   const name = (typeof f.filename === 'string' && f.filename) || (typeof f.path === 'string' && f.path.split(/[\\/]/).filter(Boolean).pop()) || f.file_id || 'file';
-  return name.length > MAX_NAME ? `${name.slice(0, MAX_NAME - 1)}…` : name;
+  return clip(name, MAX_NAME);
 }
 
 /** "out.csv, 1.2 KB" (the size when known). */

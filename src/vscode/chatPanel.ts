@@ -5,6 +5,7 @@
  * checked by `parseWebviewMessage` before anything acts on it.
  */
 import * as vscode from 'vscode';
+import { logsOf } from '../common/events';
 import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
 import { parseWebviewMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type HostCommand, type HostState, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
@@ -218,10 +219,7 @@ class PanelController implements vscode.Disposable {
       case 'openFullOutput': {
         const item = s.fullOutput(m.itemId);
         if (!item) throw new Error('That output is no longer available.');
-        const text = item.outputs
-          .filter((o) => o.type === 'logs' && (m.stream === undefined || (m.stream === 'stderr') === (o.stream === 'stderr')))
-          .map((o) => (o as { logs: string }).logs)
-          .join('');
+        const text = logsOf(item, m.stream ?? 'both');
         const doc = await vscode.workspace.openTextDocument({ content: text, language: 'log' });
         await vscode.window.showTextDocument(doc, { preview: true });
         return;

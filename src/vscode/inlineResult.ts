@@ -7,8 +7,8 @@
  */
 import { parseDataUrl, textToBase64 } from '../common/dataUrl';
 import { imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
-import type { CodeInterpreterCallItem } from '../common/events';
-import { formatElapsed } from '../common/format';
+import { logsOf, type CodeInterpreterCallItem } from '../common/events';
+import { clip, formatElapsed } from '../common/format';
 import { approxBytes, fileLabel, filesOf, outputCountsLabel } from '../common/outputLabels';
 
 /** Widest an image is drawn in the hover, in CSS pixels (VS Code's hover is ~500 px wide). */
@@ -31,7 +31,7 @@ export function inlineSummary(item: CodeInterpreterCallItem): string {
   let head: string;
   if (item.status === 'completed') {
     const v = item.value === null || item.value === undefined ? '' : JSON.stringify(item.value);
-    head = v ? `✓ ${v.length > 78 ? v.slice(0, 77) + '…' : v}` : '✓';
+    head = v ? `✓ ${clip(v, 78)}` : '✓';
   } else {
     const e = item.error;
     head = `✗ ${e?.type ?? 'Error'}: ${(e?.message ?? '').split('\n')[0].slice(0, 100)}`;
@@ -129,19 +129,19 @@ export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
   const sandbox = item.sandbox ? ` (${item.sandbox.kind})` : '';
   const counts = outputCountsLabel(item);
   md(`**CodeAct** · ${item.status === 'completed' ? 'completed' : 'failed'} · ${item.runtime}${sandbox}${took}${counts ? ` · ${counts}` : ''}\n\n`);
-  const stdout = item.outputs.filter((o) => o.type === 'logs' && !o.stream).map((o) => (o as { logs: string }).logs).join('');
-  const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
-  const clip = (s: string) => (s.length > CLIP ? '…' + s.slice(-CLIP) : s);
+  const stdout = logsOf(item);
+  const stderr = logsOf(item, 'stderr');
+  const lastPart = (s: string) => (s.length > CLIP ? '…' + s.slice(-CLIP) : s);
   // The images first: what the person hovers for, in view without scrolling.
   const images = imageMarkdown(item);
   if (images) md(`${images}\n\n`);
   if (stdout) {
     md('stdout:');
-    code(clip(stdout));
+    code(lastPart(stdout));
   }
   if (stderr) {
     md('stderr:');
-    code(clip(stderr));
+    code(lastPart(stderr));
   }
   const files = filesOf(item);
   if (files.length) {
@@ -150,15 +150,15 @@ export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
       return `${fileLabel(f)}${note ? ` (${note})` : ''}`;
     });
     md('files:');
-    code(clip(shown.join('\n') + (files.length > 20 ? `\n… ${files.length - 20} more` : '')));
+    code(lastPart(shown.join('\n') + (files.length > 20 ? `\n… ${files.length - 20} more` : '')));
   }
   if (item.status === 'completed') {
     md('value:');
-    code(clip(JSON.stringify(item.value ?? null, null, 2)), 'json');
+    code(lastPart(JSON.stringify(item.value ?? null, null, 2)), 'json');
   }
   if (item.error) {
     md('error:');
-    code(clip(item.error.traceback ?? `${item.error.type}: ${item.error.message}`));
+    code(lastPart(item.error.traceback ?? `${item.error.type}: ${item.error.message}`));
   }
   return parts;
 }

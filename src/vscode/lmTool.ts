@@ -3,7 +3,7 @@
  * code) and the `@codeact` chat participant. Both run the same engine and stream the same events.
  */
 import * as vscode from 'vscode';
-import type { CodeActEvent } from '../common/events';
+import { logsOf, type CodeActEvent } from '../common/events';
 import { executionSummary } from '../core/agent/agent';
 import { displayModelText, displaysOf } from '../common/displays';
 import type { CodeActController } from './controller';
@@ -102,7 +102,7 @@ function participantRenderer(stream: vscode.ChatResponseStream): (e: CodeActEven
         const it = e.item;
         const src = code.get(it.id) ?? it.code;
         if (src && !code.has(`shown:${it.id}`)) stream.markdown('\n```python\n' + src.replace(/\n$/, '') + '\n```\n');
-        const out = it.outputs.filter((o) => o.type === 'logs').map((o) => (o as { logs: string }).logs).join('');
+        const out = logsOf(it, 'both');
         if (out.trim()) stream.markdown('```text\n' + (out.length > 4000 ? out.slice(0, 4000) + '\n…' : out.replace(/\n$/, '')) + '\n```\n');
         // Rich outputs as their text (a table's summary, "[image 640×480, PNG]"): the panel draws them.
         const shown = displaysOf(it).slice(0, 20).map((d) => displayModelText(d, 1500));

@@ -1,8 +1,8 @@
 /**
  * The chat panel application: layout (header, transcript, composer), the host protocol, persistence across
- * reloads (getState/setState, including the scroll position), and the frame loop that applies transcript
- * changes to the DOM. The frame path only writes: following the bottom is left to `StickToBottom` (a
- * sentinel, an IntersectionObserver and the browser's scroll anchoring).
+ * reloads (getState/setState), and the frame loop that applies transcript changes to the DOM. The frame path
+ * only writes: where the transcript is scrolled to (following the bottom, a place kept across reloads) is
+ * `ScrollMemory`'s.
  */
 import { isHostMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type ConversationSummary, type HostState, type HostToWebview, type WebviewToHost } from '../common/protocol';
@@ -11,14 +11,13 @@ import { Composer } from './composer';
 import { h, setText, toggle } from './dom';
 import { renderEmptyState } from './emptyState';
 import { FrameLoop, IdleQueue } from './frameLoop';
-import { HeldPosition } from './heldPosition';
 import { HistoryPanel } from './historyPanel';
 import { showNotice } from './notices';
 import { icon } from './icons';
 import { statusText } from './panelStatus';
 import { WARM_UP_STEPS } from './markdown';
-import { measurePosition, modelForState, validState, type PanelState, type ScrollPosition } from './persistence';
-import { StickToBottom } from './scrollAnchor';
+import { modelForState, validState, type PanelState, type ScrollPosition } from './persistence';
+import { restorable, ScrollMemory } from './scrollMemory';
 import { TranscriptView } from './transcriptView';
 import { VariablesView } from './variablesView';
 import { toolbarButton, type ViewContext } from './viewKit';
@@ -42,20 +41,10 @@ export class App {
   /** The items the last run of `frame` drew, and the animation frame it ran in (see `frame`). */
   private drawnIn: { frame: number | undefined; keys: Set<string> } = { frame: undefined, keys: new Set() };
   private readonly idle = new IdleQueue();
-  private readonly stick: StickToBottom;
+  private readonly scroll: ScrollMemory;
   private readonly dirtyItems = new Set<string>();
   private readonly dirtyTurns = new Set<string>();
   private saveTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Where the user left the transcript while not at the bottom (measured when scrolling stops). */
-  private position: ScrollPosition | undefined;
-  private positionTimer: ReturnType<typeof setTimeout> | undefined;
-  /** A saved position being restored: applied once its turn is laid out, held while the turns around it go in. */
-  private readonly restore: HeldPosition;
-  private settlePending = false;
-  /** The scroll position last saved (a settled scroll saves again only when it moved). */
-  private savedScroll: ScrollPosition | undefined;
-  /** The scroll position last told to the host. */
-  private toldHost: ScrollPosition | undefined;
 
   private readonly titleEl: HTMLElement;
   private readonly noticeArea: HTMLElement;
@@ -106,13 +95,16 @@ export class App {
     this.transcriptEl = h('div', { class: 'transcript', role: 'log', 'aria-label': 'Conversation', 'aria-live': 'off' });
     this.emptyEl = h('div', { class: 'empty-state', role: 'region', 'aria-label': 'Get started' });
     this.scroller = h('main', { class: 'scroller' }, this.emptyEl, this.transcriptEl);
-    this.scroller.addEventListener('scroll', () => this.onScroll(), { passive: true });
-    this.scroller.addEventListener('click', (e) => this.onTranscriptClick(e));
-    this.jumpButton = h('button', { class: 'jump-latest', type: 'button', hidden: true, 'aria-label': 'Jump to the latest message', onclick: () => this.jumpToLatest() }, icon('arrowDown'), h('span', { text: 'Latest' }));
-    const savedPosition = saved?.scroll && !saved.scroll.stuck && saved.scroll.turnId && this.model.turns.some((t) => t.id === saved.scroll!.turnId) ? saved.scroll : undefined;
-    this.stick = new StickToBottom(this.scroller, { slack: 48, stuck: !savedPosition, onChange: (stuck) => this.onStickChange(stuck) });
+    this.jumpButton = h('button', { class: 'jump-latest', type: 'button', hidden: true, 'aria-label': 'Jump to the latest message', onclick: () => this.scroll.jumpToLatest() }, icon('arrowDown'), h('span', { text: 'Latest' }));
     this.view = new TranscriptView(this.transcriptEl, ctx, this.idle);
-    this.restore = new HeldPosition(this.scroller, this.transcriptEl, this.stick, this.view, () => this.measureWhenSettled());
+    this.scroll = new ScrollMemory(this.scroller, this.transcriptEl, this.view, restorable(saved?.scroll, this.model), {
+      hasTurns: () => this.model.turns.length > 0,
+      conversationId: () => this.conversationId,
+      saveNow: () => this.saveNow(),
+      post: (m) => this.post(m),
+      stuckChanged: () => this.updateJump(),
+    });
+    this.scroller.addEventListener('click', (e) => this.onTranscriptClick(e));
     this.frames = new FrameLoop((frame) => this.frame(frame));
 
     // composer and history
@@ -123,7 +115,7 @@ export class App {
         host: () => this.host,
         busy: () => this.busy(),
         sent: () => {
-          this.stick.toBottom();
+          this.scroll.toBottom();
           this.saveNow();
         },
         draftChanged: () => this.scheduleSave(),
@@ -148,11 +140,10 @@ export class App {
     });
     window.addEventListener('pagehide', () => this.saveNow());
 
-    this.view.renderAll(this.model, { around: savedPosition?.turnId });
-    this.restore.set(savedPosition);
+    this.view.renderAll(this.model, { around: this.scroll.restoringTurn });
     this.renderChrome();
     this.composer.autosize();
-    this.settleScrollSoon();
+    this.scroll.settleSoon();
     let step = 0;
     this.idle.add(() => {
       WARM_UP_STEPS[step++]?.();
@@ -263,17 +254,14 @@ export class App {
     this.seq = seq;
     if (!hadTurns && this.model.turns.length > 0) {
       this.renderEmptyState();
-      this.stick.toBottom();
+      this.scroll.toBottom();
     }
     this.frames.schedule();
     this.scheduleSave();
   }
 
   private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string, hostScroll?: ScrollPosition): void {
-    // The same conversation again (the host came back after a reload): the reader keeps their place, the
-    // page's own or, when the page kept nothing (a new window, a view reset), the one the host remembers.
-    const same = conversationId !== undefined && conversationId === this.conversationId && !this.stick.stuck;
-    const keep = same ? (this.restore.position ?? (this.position ??= measurePosition(this.scroller, this.transcriptEl))) : hostScroll?.stuck === false ? hostScroll : undefined;
+    const keep = this.scroll.placeToKeep(conversationId !== undefined && conversationId === this.conversationId, hostScroll);
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
     this.partial = false;
@@ -281,14 +269,13 @@ export class App {
     this.title = title;
     this.dirtyItems.clear();
     this.dirtyTurns.clear();
-    this.restore.set(keep?.turnId && this.model.turns.some((t) => t.id === keep.turnId) ? keep : undefined);
-    this.position = undefined;
-    this.view.renderAll(this.model, { around: this.restore.position?.turnId });
+    this.scroll.restoreTo(restorable(keep, this.model));
+    this.view.renderAll(this.model, { around: this.scroll.restoringTurn });
     this.renderChrome();
     // Saved a moment later: serialising a long conversation is work this task does not need to do.
     this.scheduleSave();
-    if (!this.restore.position) this.stick.toBottom();
-    this.settleScrollSoon();
+    if (!this.scroll.restoringTurn) this.scroll.toBottom();
+    this.scroll.settleSoon();
   }
 
   // ---- frame loop -------------------------------------------------------------------------------
@@ -341,68 +328,9 @@ export class App {
 
   // ---- scrolling --------------------------------------------------------------------------------
 
-  private onStickChange(stuck: boolean): void {
-    this.updateJump();
-    // Let go by the user: the scroll that did it may have been handled while still following, so the
-    // place is measured (and saved) once it settles, as for any scroll.
-    if (!stuck) return this.measureWhenSettled();
-    this.restore.set(undefined);
-    this.position = undefined;
-    // Back at the bottom: a reload follows the latest again (the host forgets the old place).
-    if (this.toldHost && !this.toldHost.stuck) this.tellHost({ stuck: true });
-  }
-
   /** "Latest" is offered while the view does not follow the bottom of a conversation. */
   private updateJump(): void {
-    this.jumpButton.hidden = this.stick.stuck || this.model.turns.length === 0;
-  }
-
-  /**
-   * Once the transcript is laid out: back to the saved position, or to the latest message while the view
-   * follows the bottom. One frame does it however many renders asked (the page's saved state and the host's
-   * replay after a reload both do): a second request must not throw away the position the first restored.
-   */
-  private settleScrollSoon(): void {
-    if (this.settlePending) return;
-    this.settlePending = true;
-    requestAnimationFrame(() => {
-      this.settlePending = false;
-      if (this.restore.position) {
-        if (!this.restore.apply()) this.jumpToLatest();
-      } else if (this.stick.stuck || !this.model.turns.length) this.jumpToLatest();
-    });
-  }
-
-  private jumpToLatest(): void {
-    // An empty conversation shows the empty state from its top.
-    if (this.model.turns.length) this.stick.toBottom();
-    else this.scroller.scrollTop = 0;
-  }
-
-  /** The user scrolled: remember where to, once scrolling stops (a reload comes back there). */
-  private onScroll(): void {
-    if (this.stick.stuck || this.restore.ownsScroll()) return;
-    this.measureWhenSettled();
-  }
-
-  private measureWhenSettled(): void {
-    this.position = undefined; // measured again when scrolling stops, or when saving before that
-    if (this.positionTimer) clearTimeout(this.positionTimer);
-    this.positionTimer = setTimeout(() => {
-      this.positionTimer = undefined;
-      if (this.stick.stuck || this.restore.position) return;
-      const pos = (this.position = measurePosition(this.scroller, this.transcriptEl));
-      const moved = (was: ScrollPosition | undefined) => was?.turnId !== pos.turnId || was?.offset !== pos.offset;
-      // Saved now rather than with the next change: a reload can come any moment. The host keeps it too.
-      if (moved(this.savedScroll)) this.saveNow();
-      if (this.conversationId && moved(this.toldHost)) this.tellHost(pos);
-    }, 200);
-  }
-
-  private tellHost(scroll: ScrollPosition): void {
-    if (!this.conversationId) return;
-    this.toldHost = scroll;
-    this.post({ type: 'scrolled', conversationId: this.conversationId, scroll });
+    this.jumpButton.hidden = this.scroll.stuck || this.model.turns.length === 0;
   }
 
   // ---- persistence ------------------------------------------------------------------------------
@@ -415,8 +343,7 @@ export class App {
   private saveNow(): void {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
-    const scroll = this.restore.position ?? (this.stick.stuck || !this.model.turns.length ? { stuck: true } : (this.position ??= measurePosition(this.scroller, this.transcriptEl)));
-    this.savedScroll = scroll;
+    const scroll = this.scroll.forSave();
     try {
       const saved = this.partial ? { model: this.model, partial: true } : modelForState(this.model);
       this.api.setState({
@@ -458,7 +385,7 @@ export class App {
     this.emptyEl.hidden = !empty;
     toggle(this.root, 'is-empty', empty);
     // The empty state is read from its top; following the bottom starts with the first turn.
-    this.stick.setActive(!empty);
+    this.scroll.setActive(!empty);
     this.updateJump();
     if (!empty) return;
     this.emptyEl.textContent = '';

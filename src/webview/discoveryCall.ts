@@ -6,7 +6,7 @@
  */
 import type { ToolCallView } from '../common/transcript';
 import { DESCRIBE_TOOL, isDiscoveryCall, SEARCH_TOOLS, TOOL_CATALOG } from '../common/tools';
-import { preview } from './dom';
+import { valuePreview } from './dom';
 
 export interface DiscoveryText {
   /** What was done: "searched tools", "looked up", "read the tool list". */
@@ -40,7 +40,7 @@ export function discoveryText(call: ToolCallView): DiscoveryText {
       // The best match first, so a narrow row still shows what the search found.
       return {
         action: 'searched tools',
-        subject: typeof query === 'string' ? preview(query, 64) : '',
+        subject: typeof query === 'string' ? valuePreview(query, 64) : '',
         outcome: !ok ? '' : found.length ? `→ ${found[0]}${found.length > 1 ? ` +${found.length - 1}` : ''}` : '→ nothing found',
         ...(ok && found.length > 1 ? { title: `Found: ${found.slice(0, SHOWN_NAMES).join(', ')}${found.length > SHOWN_NAMES ? ', …' : ''}` } : {}),
       };
@@ -48,7 +48,7 @@ export function discoveryText(call: ToolCallView): DiscoveryText {
     case DESCRIBE_TOOL: {
       const name = arg(call.arguments, 'name');
       const signature = arg(call.output, 'signature');
-      const subject = typeof name === 'string' ? name : preview(name, 40);
+      const subject = typeof name === 'string' ? name : valuePreview(name, 40);
       // The signature without the name just shown: "→ (*, deployment: str, revision: int = ...)".
       const params = typeof signature === 'string' ? signature.slice(Math.max(0, signature.indexOf('('))) : '';
       return { action: 'looked up', subject, outcome: ok && params ? `→ ${params}` : '' };

@@ -1,4 +1,5 @@
 /** Tiny DOM helpers for the panel (no framework: each transcript item owns its nodes). */
+import { clip } from '../common/format';
 
 type Attrs = Record<string, string | number | boolean | undefined | null | ((ev: Event) => void)>;
 type Child = Node | string | null | undefined | false;
@@ -38,15 +39,6 @@ export function toggle(el: Element, cls: string, on: boolean): void {
   if (el.classList.contains(cls) !== on) el.classList.toggle(cls, on);
 }
 
-export function formatDuration(ms: number | undefined): string {
-  if (ms === undefined || !Number.isFinite(ms)) return '';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
-  const m = Math.floor(ms / 60_000);
-  const s = Math.round((ms % 60_000) / 1000);
-  return `${m} min ${s} s`;
-}
-
 /** 12345 -> "12,345" (toLocaleString is slow enough to show up in profiles). */
 export { formatCount } from '../common/format';
 
@@ -66,8 +58,8 @@ export function relativeTime(ms: number, now = Date.now()): string {
   return new Date(ms).toLocaleDateString();
 }
 
-/** A short one-line preview of a JSON-ish value. */
-export function preview(value: unknown, max = 80): string {
+/** A short one-line preview of a JSON-ish value (the bounded one of a tool call's arguments is core/gateway/limits' `preview`). */
+export function valuePreview(value: unknown, max = 80): string {
   let s: string;
   if (value === undefined) return '';
   if (typeof value === 'string') s = JSON.stringify(value);
@@ -78,17 +70,17 @@ export function preview(value: unknown, max = 80): string {
       s = String(value);
     }
   }
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+  return clip(s, max);
 }
 
 /** Python-style keyword arguments for a tool call preview: `order_id="A-1", qty=2`. */
 export function argsPreview(args: unknown, max = 90): string {
   if (args && typeof args === 'object' && !Array.isArray(args)) {
-    const parts = Object.entries(args as Record<string, unknown>).map(([k, v]) => `${k}=${preview(v, 40)}`);
+    const parts = Object.entries(args as Record<string, unknown>).map(([k, v]) => `${k}=${valuePreview(v, 40)}`);
     const s = parts.join(', ');
-    return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+    return clip(s, max);
   }
-  return preview(args, max);
+  return valuePreview(args, max);
 }
 
 let idCounter = 0;

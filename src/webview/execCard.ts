@@ -7,7 +7,8 @@ import type { ExecView, ItemView, ToolCallView } from '../common/transcript';
 import { countNewlines } from '../common/transcript';
 import { isDiscoveryCall } from '../common/tools';
 import { discoveryText, toolsSectionLabel } from './discoveryCall';
-import { argsPreview, formatCount, formatDuration, h, setText, toggle, uid } from './dom';
+import { formatElapsed } from '../common/format';
+import { argsPreview, formatCount, h, setText, toggle, uid } from './dom';
 import { IncrementalHighlighter } from './highlight';
 import { icon, spinner, type IconName } from './icons';
 import { renderJson } from './jsonTree';
@@ -88,7 +89,7 @@ class ToolCallRow {
       if (t.outcome !== this.outcomeText) setRevealed(this.outcome, (this.outcomeText = t.outcome));
       if (t.title) this.outcome.title = revealedPlain(t.title);
     }
-    setText(this.duration, call.durationMs !== undefined ? formatDuration(call.durationMs) : '');
+    setText(this.duration, call.durationMs !== undefined ? formatElapsed(call.durationMs) : '');
     if (this.details.open) this.renderBody();
   }
 
@@ -251,7 +252,7 @@ export class ExecRenderer implements ItemRenderer {
         this.badges.append(h('button', { class: 'badge notebook-cell', type: 'button', title: `Show this cell in ${nb.name}`, 'aria-label': `Show the cell in ${nb.name}`, onclick: open }, icon('notebook'), h('span', { text: `cell in ${nb.name}` })));
       }
     }
-    setText(this.durationEl, x.durationMs !== undefined ? formatDuration(x.durationMs) : '');
+    setText(this.durationEl, x.durationMs !== undefined ? formatElapsed(x.durationMs) : '');
   }
 
   private syncCode(x: ExecView): void {

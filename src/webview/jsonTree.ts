@@ -5,6 +5,7 @@
  * (an approval card shows its arguments that way). Keys and strings show invisible and bidirectional
  * characters as markers (./reveal).
  */
+import { clip } from '../common/format';
 import { h } from './dom';
 import { revealed } from './reveal';
 
@@ -107,7 +108,7 @@ function summaryText(value: object): string {
 function inlinePreview(value: object): string {
   try {
     const s = JSON.stringify(value);
-    return s.length > 72 ? `${s.slice(0, 71)}…` : s;
+    return clip(s, 72);
   } catch {
     return '';
   }

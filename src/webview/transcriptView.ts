@@ -10,7 +10,8 @@
  * no style, layout or paint (`content-visibility: auto` on their bodies).
  */
 import { execKey, findTurn, type ItemView, type TranscriptModel, type TurnView } from '../common/transcript';
-import { formatCount, formatDuration, formatTokens, h, setText } from './dom';
+import { formatElapsed } from '../common/format';
+import { formatCount, formatTokens, h, setText } from './dom';
 import { formatCost, PRICES_AS_OF } from '../common/prices';
 import { CompactionRenderer } from './compactionCard';
 import { ExecRenderer } from './execCard';
@@ -87,7 +88,7 @@ class TurnRenderer {
       this.usageEl.setAttribute('aria-label', `Usage: ${formatCount(u.input_tokens)} input tokens${u.cached_tokens ? ` (${formatCount(u.cached_tokens)} cached)` : ''}, ${formatCount(u.output_tokens)} output tokens${cost ? `, about ${cost}` : ''}`);
     }
     // The model and the duration are words of their own: a narrow footer wraps between them, never inside one.
-    const meta = [turn.model, turn.durationMs !== undefined ? formatDuration(turn.durationMs) : ''].filter((x): x is string => !!x);
+    const meta = [turn.model, turn.durationMs !== undefined ? formatElapsed(turn.durationMs) : ''].filter((x): x is string => !!x);
     if (meta.join('') !== this.metaEl.textContent) {
       this.metaEl.textContent = '';
       for (const m of meta) this.metaEl.append(h('span', { class: 'meta-part', text: m }));

@@ -273,26 +273,23 @@ export function createTranscript(): TranscriptModel {
   return { turns: [], items: {}, aliases: {}, events: 0, serial: 0 };
 }
 
-export function messageKey(itemId: string): string {
-  return `m:${itemId}`;
-}
-export function execKey(itemId: string): string {
-  return `x:${itemId}`;
-}
+/** An item's key in `items`: a letter for its kind, then its id. */
+const keyOf =
+  <Id extends string | number>(kind: string) =>
+  (id: Id): string =>
+    `${kind}:${id}`;
+/** A message's key, by its item id. */
+export const messageKey = keyOf<string>('m');
+/** An execution's key, by its item id. */
+export const execKey = keyOf<string>('x');
 /** A function call's key, by our item id. */
-export function functionKey(itemId: string): string {
-  return `f:${itemId}`;
-}
+export const functionKey = keyOf<string>('f');
 /** The alias of the latest function call with a provider's call id (outputs saved before ids were ours). */
-export function callAliasKey(callId: string): string {
-  return `c:${callId}`;
-}
-export function compactionKey(serial: number): string {
-  return `k:${serial}`;
-}
-export function approvalKey(approvalId: string): string {
-  return `a:${approvalId}`;
-}
+export const callAliasKey = keyOf<string>('c');
+/** A compaction's key, by its serial. */
+export const compactionKey = keyOf<number>('k');
+/** An approval's key, by its approval id. */
+export const approvalKey = keyOf<string>('a');
 
 /** The running turn (the last one, if it still runs). */
 export function currentTurn(model: TranscriptModel): TurnView | undefined {

@@ -4,7 +4,7 @@
  * the files) and the images its displays showed (`executionImages`), which the providers send in their own
  * shape when the model sees images (src/core/providers/shared/history.ts decides which, per request).
  */
-import type { AttachedImage, CodeInterpreterCallItem, FileOutput, OutputItem } from '../../common/events';
+import { logsOf, type AttachedImage, type CodeInterpreterCallItem, type FileOutput, type OutputItem } from '../../common/events';
 import { base64Bytes, displayModelText, displaysOf, imageSize, rasterImage } from '../../common/displays';
 import { DEFAULT_IMAGE_BUDGET, type ImageBudget } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
@@ -84,8 +84,8 @@ function whereToRead(stream: 'stdout' | 'stderr', ctx: SummaryContext): string {
  */
 export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryContext = {}): string {
   const budget = Math.max(MIN_OUTPUT_CHARS, ctx.outputChars ?? DEFAULT_OUTPUT_CHARS);
-  const stdout = item.outputs.filter((o) => o.type === 'logs' && o.stream !== 'stderr').map((o) => (o as { logs: string }).logs).join('');
-  const stderr = item.outputs.filter((o) => o.type === 'logs' && o.stream === 'stderr').map((o) => (o as { logs: string }).logs).join('');
+  const stdout = logsOf(item);
+  const stderr = logsOf(item, 'stderr');
   const fullMessage = item.error?.message ?? '';
   const traceback = item.error?.traceback ?? '';
   const valueJson = item.status === 'completed' ? (JSON.stringify(item.value ?? null) ?? 'null') : '';

@@ -6,6 +6,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { clip } from '../../common/format';
 import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
 import { randomToken } from '../util/ids';
@@ -166,5 +167,5 @@ export class Conversation {
 /** A short title from the first prompt. */
 export function titleFrom(prompt: string): string {
   const line = prompt.trim().split('\n')[0].replace(/\s+/g, ' ');
-  return line.length > 60 ? line.slice(0, 59) + '…' : line || 'Untitled';
+  return clip(line, 60) || 'Untitled';
 }

@@ -4,6 +4,7 @@
  * results after; the approval policy applies; every call is recorded as a short summary. Guest input
  * is untrusted: names and arguments are checked, never trusted.
  */
+import { clip } from '../../common/format';
 import { INSTALL_PACKAGES, isDiscoveryCall, type ApprovalPolicy } from '../../common/tools';
 import { decideApproval, factsOf } from './approvalPolicy';
 import type { ToolCallHandler, ToolCallRequest } from '../runtime/types';
@@ -211,7 +212,7 @@ export class ToolGateway {
     };
     // Assigned, not spread: this runs once per call, and spreading is the costliest part of it.
     if (error) {
-      rec.error = clip(error.message);
+      rec.error = clip(error.message, SUMMARY_TEXT);
       rec.code = error.code;
     }
     if (ok) rec.output_preview = preview(output ?? null, SUMMARY_TEXT, facts.resultBytes);
@@ -320,10 +321,6 @@ interface CallFacts {
   argumentBytes: number;
   resultBytes: number;
   waitedMs: number;
-}
-
-function clip(text: string): string {
-  return text.length > SUMMARY_TEXT ? text.slice(0, SUMMARY_TEXT - 1) + '…' : text;
 }
 
 /** Runs a validator; a value that would exceed the validation budget is refused with `what`. */

@@ -3,6 +3,7 @@
  * anything else looks at it, and short previews for the gateway's records. Every walk here is
  * iterative and stops as soon as a cap is passed, so its cost is bounded by the caps, not the input.
  */
+import { clip } from '../../common/format';
 import { measureShape, type ShapeLimits, type ShapeReport } from '../../common/jsonShape';
 
 export { measureShape, type ShapeLimits, type ShapeReport };
@@ -28,7 +29,7 @@ export function preview(value: unknown, max = 200, measuredBytes?: number): stri
   // JSON at most six times the measure, so this stays bounded, and it is the common case of a call.
   if (measuredBytes !== undefined && measuredBytes <= max / 8) {
     const json = JSON.stringify(value) ?? 'null';
-    return json.length > max ? json.slice(0, max - 1) + '…' : json;
+    return clip(json, max);
   }
   let out = '';
   const full = () => out.length >= max;
@@ -69,6 +70,6 @@ export function preview(value: unknown, max = 200, measuredBytes?: number): stri
     } else if (typeof v === 'string') emit(JSON.stringify(v.length > max ? v.slice(0, max) : v));
     else emit(v === undefined ? 'null' : String(JSON.stringify(v) ?? 'null'));
   }
-  if (out.length > max) return out.slice(0, max - 1) + '…';
+  if (out.length > max) return clip(out, max);
   return stack.length ? out.slice(0, max - 1) + '…' : out;
 }

@@ -4,6 +4,7 @@
  * validator's own wording ("data/type must be equal to one of the allowed values") never reaches the user.
  */
 import type { ErrorObject } from 'ajv';
+import { clip } from '../../common/format';
 import { formatDeclarationProblem, type DeclarationProblem } from '../../common/tools';
 
 /** The types a JSON Schema's `type` may name. */
@@ -112,7 +113,7 @@ function valueAt(schema: unknown, segments: string[]): string | undefined {
     if (node === null || typeof node !== 'object') return undefined;
     node = (node as Record<string, unknown>)[s];
   }
-  return node === undefined ? undefined : clip(JSON.stringify(node));
+  return node === undefined ? undefined : clip(JSON.stringify(node), 80);
 }
 
 function parsed(text: string | undefined): unknown {
@@ -121,10 +122,6 @@ function parsed(text: string | undefined): unknown {
   } catch {
     return undefined;
   }
-}
-
-function clip(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 function segmentsOf(pointer: string): string[] {

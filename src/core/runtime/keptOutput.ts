@@ -5,7 +5,7 @@
  * "keep" frame and a Jupyter kernel as a silent cell. The session keeps them in memory, bounded: one run's
  * streams up to KEPT_RUN_CHARS each (beginning and end, as the model's copy), KEPT_TOTAL_CHARS in all.
  */
-import type { CodeOutput } from '../../common/events';
+import { logsOf, type CodeOutput } from '../../common/events';
 import { headTail, omittedText } from '../../common/outputBudget';
 
 /** What a session keeps of all its runs' output; the oldest runs' goes first. */
@@ -21,10 +21,7 @@ export interface KeptOutput {
 }
 
 function stream(outputs: readonly CodeOutput[], name: 'stdout' | 'stderr'): string {
-  const text = outputs
-    .filter((o) => o.type === 'logs' && (o.stream === 'stderr') === (name === 'stderr'))
-    .map((o) => (o as { logs: string }).logs)
-    .join('');
+  const text = logsOf({ outputs }, name);
   return headTail(text, KEPT_RUN_CHARS, (o) => `…[codeact: ${omittedText(o)} of ${name} not kept: a session keeps ${KEPT_RUN_CHARS / 1024 / 1024} MiB of a run's ${name}]…\n`);
 }
 

@@ -2,6 +2,7 @@
  * Turns `codeact.tools` declarations into managed tools. Each invalid declaration is reported on its
  * own, with its index and name; the valid ones still work.
  */
+import { clip } from '../../common/format';
 import { formatDeclarationProblem, TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type DeclarationProblem, type ToolDeclaration } from '../../common/tools';
 import { decideApproval, type ToolApprovalFacts } from '../gateway/approvalPolicy';
 import { compileSchema, SchemaError } from '../gateway/schema';
@@ -47,7 +48,7 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     const problems: DeclarationProblem[] = [];
     const say = (reason: string) => problems.push({ reason });
     if (!decl || typeof decl !== 'object' || Array.isArray(decl)) {
-      const reason = `The declaration ${clip(JSON.stringify(decl) ?? String(decl))} is not an object`;
+      const reason = `The declaration ${clip(JSON.stringify(decl) ?? String(decl), 80)} is not an object`;
       const fix = 'write an object with "name", "description", "inputSchema" and one source, for example {"name": "search", "command": ["python3", "tools/search.py"]}';
       errors.push({ index, message: formatDeclarationProblem({ reason, fix }), problems: [{ reason, fix }] });
       return;
@@ -57,14 +58,14 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     if (d.name === undefined) problems.push({ field: 'name', reason: 'is missing', fix: 'give the tool a name, for example "name": "search_orders"' });
     else if (!name || !TOOL_NAME_PATTERN.test(name)) {
       const fix = 'start with a letter and use only letters, digits, "_" and "-" (at most 64 characters), for example "search_orders"';
-      problems.push({ field: 'name', value: clip(JSON.stringify(d.name)), reason: 'is not a valid tool name', fix });
+      problems.push({ field: 'name', value: clip(JSON.stringify(d.name), 80), reason: 'is not a valid tool name', fix });
     } else if (seen.has(name)) problems.push({ field: 'name', value: JSON.stringify(name), reason: `is declared twice (also at codeact.tools[${seen.get(name)}])`, fix: 'rename one of them' });
     const sources = TOOL_SOURCES.filter((s) => (d as unknown as Record<string, unknown>)[s] !== undefined);
     const oneOf = TOOL_SOURCES.map((s) => `"${s}"`).join(', ');
     if (sources.length === 0) problems.push({ reason: 'The declaration has no source', fix: `give exactly one of ${oneOf}` });
     if (sources.length > 1) problems.push({ reason: `The declaration has two sources (${sources.join(' and ')})`, fix: 'keep exactly one' });
     if (d.description !== undefined && typeof d.description !== 'string') {
-      problems.push({ field: 'description', value: clip(JSON.stringify(d.description)), reason: 'is not text', fix: 'write the description as a string' });
+      problems.push({ field: 'description', value: clip(JSON.stringify(d.description), 80), reason: 'is not text', fix: 'write the description as a string' });
     }
     for (const key of ['inputSchema', 'outputSchema'] as const) {
       if (d[key] === undefined) continue;
@@ -76,10 +77,10 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
       }
     }
     if (d.approval !== undefined && !['auto', 'ask', 'deny'].includes(d.approval)) {
-      problems.push({ field: 'approval', value: clip(JSON.stringify(d.approval)), reason: 'is not an approval policy', fix: 'use "auto", "ask" or "deny"' });
+      problems.push({ field: 'approval', value: clip(JSON.stringify(d.approval), 80), reason: 'is not an approval policy', fix: 'use "auto", "ask" or "deny"' });
     }
     if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) {
-      problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose)), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
+      problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose), 80), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
     }
     // The one precedence table decides the tool's approval, whatever its source (../gateway/approvalPolicy).
     const approvalFacts: ToolApprovalFacts = {
@@ -89,42 +90,9 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
       userDefault: ctx.userDefaultApproval ?? 'auto',
     };
     const approval = decideApproval(approvalFacts).policy;
-    let invoke: ManagedTool['invoke'] | undefined;
-    let external: ManagedTool | undefined;
-    if (sources.length === 1) {
-      const source = sources[0];
-      if (source === 'command') {
-        const cmd = normaliseCommand(d.command);
-        if (typeof cmd === 'string') say(cmd);
-        else invoke = (args, c) => runCommandTool(name!, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv });
-      } else if (source === 'http') {
-        const h = d.http!;
-        if (!h || typeof h !== 'object') say('"http" must be an object');
-        else {
-          if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
-          if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
-            say('"http.allowedHosts" must list the hosts the tool may reach');
-          } else {
-            const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
-            if (bad.length) say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
-          }
-          if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
-          invoke = (args, c) => runHttpTool(name!, h, args, { signal: c.signal, hostEnv: ctx.hostEnv });
-        }
-      } else if (source === 'mcp') {
-        const problem = validateMcpSource(d.mcp);
-        if (problem) say(problem);
-        else if (problems.length === 0) {
-          external = createMcpTool(d, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index });
-        }
-      } else if (ctx.resolveExternal && problems.length === 0) {
-        const made = ctx.resolveExternal(d, source);
-        if (typeof made === 'string') say(made);
-        else external = made;
-      } else if (!ctx.resolveExternal) {
-        say(`"${source}" tools are not available here`);
-      }
-    }
+    const made = sources.length === 1 ? SOURCE_KINDS[sources[0]]({ decl: d, name: name!, index, approval, ctx, say, valid: () => problems.length === 0 }) : undefined;
+    const invoke = made && 'invoke' in made ? made.invoke : undefined;
+    const external = made && 'tool' in made ? made.tool : undefined;
     if (problems.length) {
       errors.push({ index, name, message: problems.map(formatDeclarationProblem).join(' '), problems });
       return;
@@ -149,6 +117,56 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
   return { tools, errors };
 }
 
+/** What a source kind's loader is given: the declaration, and where to say what is wrong with its source. */
+interface SourceLoad {
+  decl: ToolDeclaration;
+  name: string;
+  index: number;
+  approval: ManagedTool['approval'];
+  ctx: DeclarationContext;
+  say(reason: string): void;
+  /** Nothing is wrong with the declaration so far (a tool built whole is built only then). */
+  valid(): boolean;
+}
+
+/** How a declaration's tool runs: its `invoke` (the declaration says the rest), or a tool built whole; undefined when its source is wrong. */
+type SourceTool = { invoke: ManagedTool['invoke'] } | { tool: ManagedTool } | undefined;
+
+/** Each source kind's loader: checks the declaration's source and says how its tool runs. */
+const SOURCE_KINDS: Record<(typeof TOOL_SOURCES)[number], (load: SourceLoad) => SourceTool> = {
+  command: ({ decl, name, ctx, say }) => {
+    const cmd = normaliseCommand(decl.command);
+    if (typeof cmd === 'string') return void say(cmd);
+    return { invoke: (args, c) => runCommandTool(name, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv }) };
+  },
+  http: ({ decl, name, ctx, say }) => {
+    const h = decl.http!;
+    if (!h || typeof h !== 'object') return void say('"http" must be an object');
+    if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
+    if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
+      say('"http.allowedHosts" must list the hosts the tool may reach');
+    } else {
+      const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
+      if (bad.length) say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
+    }
+    if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
+    return { invoke: (args, c) => runHttpTool(name, h, args, { signal: c.signal, hostEnv: ctx.hostEnv }) };
+  },
+  mcp: ({ decl, index, approval, ctx, say, valid }) => {
+    const problem = validateMcpSource(decl.mcp);
+    if (problem) return void say(problem);
+    if (valid()) return { tool: createMcpTool(decl, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index }) };
+  },
+  // Built by the host (the VS Code language model tools), when it can.
+  lmTool: ({ decl, ctx, say, valid }) => {
+    if (!ctx.resolveExternal) return void say('"lmTool" tools are not available here');
+    if (!valid()) return;
+    const made = ctx.resolveExternal(decl, 'lmTool');
+    if (typeof made === 'string') return void say(made);
+    return { tool: made };
+  },
+};
+
 /**
  * `loadTools`, then `resolveMcpTools`: `mcp` declarations that leave out `description`,
  * `inputSchema` or `outputSchema` get the server's, and tools whose server does not start or lacks
@@ -156,10 +174,6 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
  */
 export async function loadToolsAsync(raw: unknown, ctx: DeclarationContext & { signal?: AbortSignal }): Promise<ToolSet> {
   return resolveMcpTools(loadTools(raw, ctx), { signal: ctx.signal });
-}
-
-function clip(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 function normaliseCommand(raw: unknown): CommandSource | string {

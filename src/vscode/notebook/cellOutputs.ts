@@ -12,7 +12,7 @@
  */
 import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, StreamName } from '../../common/events';
 import { mimeText } from '../../common/displays';
-import { formatElapsed } from '../../common/format';
+import { clip, formatElapsed } from '../../common/format';
 import { revealInvisible } from '../../common/invisibleChars';
 import { publicMetadata } from '../../common/notebook';
 import { fileLabel } from '../../common/outputLabels';
@@ -81,10 +81,6 @@ export function codeSpan(text: string): string {
   const fence = '`'.repeat(longest + 1);
   const pad = flat.startsWith('`') || flat.endsWith('`') || flat.startsWith(' ') ? ' ' : '';
   return `${fence}${pad}${flat}${pad}${fence}`;
-}
-
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 function argsText(args: unknown): string {

@@ -7,6 +7,7 @@
  *   max_results: int = ...)`), for search results and descriptions;
  * - `oneLine`, `toolGroup`: the short listing `execute_tool_code` shows above the inline limit.
  */
+import { clip } from '../../../common/format';
 import type { JsonSchema } from '../../../common/tools';
 import type { ManagedTool } from '../toolSet';
 
@@ -127,10 +128,9 @@ export function schemaTypes(root: Schema, schema: unknown, depth = 0): string[] 
   return ['any'];
 }
 
-function clip(text: unknown, max: number): string | undefined {
+function shortText(text: unknown, max: number): string | undefined {
   if (typeof text !== 'string' || !text.trim()) return undefined;
-  const t = text.replace(/\s+/g, ' ').trim();
-  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+  return clip(text.replace(/\s+/g, ' ').trim(), max);
 }
 
 /** The top-level keyword parameters of a tool's input schema; null when it lists none. */
@@ -145,7 +145,7 @@ export function toolParams(tool: ManagedTool, maxParams = 64): CatalogParam[] | 
     const s = deref(root, raw) ?? {};
     const types = schemaTypes(root, raw);
     const p: CatalogParam = { name, required: required.has(name), type: types.length === 1 ? types[0] : types };
-    const description = clip(s.description ?? s.title, 160);
+    const description = shortText(s.description ?? s.title, 160);
     if (description) p.description = description;
     if ('default' in s && JSON.stringify(s.default ?? null).length <= 200) p.default = s.default;
     if (Array.isArray(s.enum) && s.enum.length <= 20 && JSON.stringify(s.enum).length <= 400) p.enum = s.enum;
@@ -171,7 +171,7 @@ export function returnsSummary(schema: JsonSchema | undefined, max = 200): strin
     return types.join(' | ');
   };
   const text = describe(root, 0);
-  return text === 'any' ? undefined : text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  return text === 'any' ? undefined : clip(text, max);
 }
 
 const PY_TYPES: Record<string, string> = { string: 'str', integer: 'int', number: 'float', boolean: 'bool', array: 'list', object: 'dict', null: 'None' };

@@ -14,6 +14,7 @@
  * only the tool list: no approval, no tool runs, every answer bounded. Their `codeact.tool_call.*`
  * events carry `kind: "discovery"` (the runtime's ToolDispatcher tags them) so the panel can show them quietly.
  */
+import { clip } from '../../../common/format';
 import { DESCRIBE_TOOL, RESERVED_CALLS, SEARCH_TOOLS, TOOL_CATALOG } from '../../../common/tools';
 import type { ManagedTool } from '../toolSet';
 import { buildToolCatalog, oneLine, pythonName, returnsSummary, signatureText, toolGroup, toolParams, type ToolCatalog } from './toolCatalog';
@@ -109,7 +110,7 @@ export class ToolDiscovery {
       const near = this.getIndex().search(a.name.slice(0, MAX_QUERY_CHARS), 5).map((h) => h.name);
       throw new Error(`No managed tool is named ${JSON.stringify(a.name.slice(0, 100))}.${near.length ? ` Closest: ${near.join(', ')}.` : ''} Use search_tools("what you need") to find one.`);
     }
-    const description = t.description.length > 4000 ? `${t.description.slice(0, 3999)}…` : t.description;
+    const description = clip(t.description, 4000);
     const out: Record<string, unknown> = { name: t.name, description, group: toolGroup(t), signature: signatureText(t.name, toolParams(t)) };
     const returns = returnsSummary(t.outputSchema);
     if (returns) out.returns = returns;

@@ -11,6 +11,7 @@
 import { ErrorCode, McpError, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ElicitationAnswer, ElicitationForm, ElicitationPrompt, ElicitField, ElicitOption, ElicitValue, ElicitValues } from '../../../../common/elicitation';
 import { coerceElicitValues } from '../../../../common/elicitation';
+import { clip } from '../../../../common/format';
 import { revealInvisible } from '../../../../common/invisibleChars';
 import type { JsonSchema } from '../../../../common/tools';
 import { compileSchema } from '../../../gateway/schema';
@@ -50,12 +51,12 @@ export interface ElicitingCall {
 type FormParams = Extract<ElicitRequest['params'], { requestedSchema: unknown }>;
 type PropertySchema = FormParams['requestedSchema']['properties'][string];
 
-function clip(text: string, max: number): { text: string; clipped: boolean } {
-  const cut = text.length > max;
-  return { text: revealInvisible(cut ? text.slice(0, max - 1) + '…' : text), clipped: cut };
+/** `text` as the form shows it: clipped, its invisible characters revealed. */
+function shown(text: string, max: number): { text: string; clipped: boolean } {
+  return { text: revealInvisible(clip(text, max)), clipped: text.length > max };
 }
 
-const label = (s: string) => clip(s, ELICITATION_LIMITS.maxLabelChars).text;
+const label = (s: string) => shown(s, ELICITATION_LIMITS.maxLabelChars).text;
 
 /** Thrown for a form CodeAct will not show; the message says why (it goes back to the server, and to the log). */
 export class ElicitationRefused extends McpError {
@@ -84,7 +85,7 @@ export function elicitationForm(params: FormParams, server: string): { form: Eli
       title: label(typeof p.title === 'string' && p.title ? p.title : key),
       required: required.has(key),
     };
-    if (typeof p.description === 'string' && p.description) field.description = clip(p.description, L.maxDescriptionChars).text;
+    if (typeof p.description === 'string' && p.description) field.description = shown(p.description, L.maxDescriptionChars).text;
     const options = choices(p);
     if (options) {
       if (options.length > L.maxOptions) throw new ElicitationRefused(`CodeAct does not show this form: the field "${field.title}" has ${options.length} choices, more than ${L.maxOptions}.`);
@@ -101,7 +102,7 @@ export function elicitationForm(params: FormParams, server: string): { form: Eli
     fields.push(field);
     schemas[key] = prop;
   }
-  const message = clip(params.message, L.maxMessageChars);
+  const message = shown(params.message, L.maxMessageChars);
   return { form: { server, message: message.text, ...(message.clipped ? { messageClipped: true } : {}), fields }, schemas };
 }
 

@@ -3,6 +3,7 @@
  * show, and the key the pool shares one connection by.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { clip } from '../../../../common/format';
 import type { McpOAuthConfig } from '../../../../common/tools';
 import type { StdioServerSpec } from './stdioTransport';
 
@@ -25,7 +26,7 @@ export function mcpServerLabel(spec: McpServerSpec): string {
     }
   }
   const cmd = spec.argv.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ');
-  return `MCP server "${cmd.length > 120 ? cmd.slice(0, 119) + '…' : cmd}"`;
+  return `MCP server "${clip(cmd, 120)}"`;
 }
 
 export function serverKey(spec: McpServerSpec): string {
