@@ -136,6 +136,9 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         out(`${atLineStart ? '' : '\n'}${reset}${e.kind === 'discovery' ? dim(toolLine) : toolLine}`);
         break;
       }
+      default:
+        // The other events print nothing (chatPrinter prints a chat's text and code).
+        break;
     }
   };
 }

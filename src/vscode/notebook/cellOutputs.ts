@@ -203,6 +203,9 @@ export class CellOutputWriter {
         this.callsChanged();
         break;
       }
+      default:
+        // The other events write nothing into the cell.
+        break;
     }
   }
 
@@ -220,12 +223,13 @@ export class CellOutputWriter {
         } else if (o.type === 'display') this.display(o, false);
       }
     }
+    // The appends are chained: `await this.chain` below waits for them all.
     for (const o of item.outputs) {
-      if (o.type === 'file') this.append({ items: [{ mime: 'text/plain', data: utf8(`[file ${fileLabel(o)}${o.note ? `: ${o.note}` : ''}]`) }], metadata: { outputType: 'display_data', metadata: {} } });
+      if (o.type === 'file') void this.append({ items: [{ mime: 'text/plain', data: utf8(`[file ${fileLabel(o)}${o.note ? `: ${o.note}` : ''}]`) }], metadata: { outputType: 'display_data', metadata: {} } });
     }
     if (!this.sawResult && item.status === 'completed' && item.value !== undefined && item.value !== null) {
       const text = typeof item.value === 'string' ? JSON.stringify(item.value) : JSON.stringify(item.value, null, 2);
-      this.append({
+      void this.append({
         items: [
           { mime: 'application/json', data: utf8(JSON.stringify(item.value)) },
           { mime: 'text/plain', data: utf8(text) },
@@ -234,7 +238,7 @@ export class CellOutputWriter {
       });
     }
     const err = errorOutput(item);
-    if (err) this.append(err);
+    if (err) void this.append(err);
     await this.chain;
   }
 
