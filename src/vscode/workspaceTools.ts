@@ -15,7 +15,7 @@ import type { LmToolApis } from './lmToolSource.apis';
 import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
 
-export interface WorkspaceToolsDeps {
+interface WorkspaceToolsDeps {
   apis: Pick<ControllerApis, 'showWarningMessage' | 'executeCommand'>;
   lmTools: LmToolApis;
   /** The settings for a folder (fs path). */

@@ -1,8 +1,8 @@
 import * as assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ESLint } from 'eslint';
-import { ALLOWANCES } from '../../eslint.config.mjs';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -10,7 +10,8 @@ describe('lint allowances (eslint.config.mjs ALLOWANCES)', function () {
   this.timeout(300_000);
 
   it('lists only files that still break their rule, so the lists only shrink', async () => {
-    const entries = Object.entries(ALLOWANCES as Record<string, string[]>);
+    const { ALLOWANCES } = (await import(pathToFileURL(path.join(root, 'eslint.config.mjs')).href)) as { ALLOWANCES: Record<string, string[]> };
+    const entries = Object.entries(ALLOWANCES);
     const files = [...new Set(entries.flatMap(([, list]) => list))];
     const gone = files.filter((f) => !existsSync(path.join(root, f)));
     assert.deepEqual(gone, [], 'allowed files that no longer exist: take them off the list');

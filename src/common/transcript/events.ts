@@ -7,7 +7,7 @@ import type { CodeActEvent, RuntimeKind } from '../events';
 export type TurnSource = 'chat' | 'run_with_tools' | 'lm_tool' | 'participant' | 'cli';
 
 /** Starts a turn: the user's prompt (or what was run) and the model it goes to. */
-export interface TurnStarted {
+interface TurnStarted {
   type: 'codeact.turn.started';
   turn_id: string;
   /** The user's prompt; for Run with Tools a short description such as `orders.py, lines 3-20`. */
@@ -20,10 +20,10 @@ export interface TurnStarted {
   started_at?: number;
 }
 
-export type TurnEndStatus = 'completed' | 'stopped' | 'failed';
+type TurnEndStatus = 'completed' | 'stopped' | 'failed';
 
 /** Ends a turn. Anything still running in it is shown as stopped. */
-export interface TurnEnded {
+interface TurnEnded {
   type: 'codeact.turn.ended';
   turn_id: string;
   status: TurnEndStatus;

@@ -137,7 +137,7 @@ export const linearRegExp: RegExpEngine = Object.assign(
 // ---- metered keywords -------------------------------------------------------------------------
 
 /** The marker keyword put into every subschema object: each evaluation charges one step. */
-export const STEP_KEYWORD = 'x-codeact-step';
+const STEP_KEYWORD = 'x-codeact-step';
 
 /** JSON text with sorted keys: equal JSON values (in the JSON Schema sense) have equal keys. */
 function canonical(value: unknown): string {

@@ -37,7 +37,7 @@ export interface FinishedCell {
   endTime: number;
 }
 
-export interface NotebookTarget {
+interface NotebookTarget {
   uri: string;
   /** The notebook's file name, as the panel and the model see it. */
   name: string;
@@ -47,7 +47,7 @@ export interface NotebookTarget {
 }
 
 /** A cell's execution kept in memory (its outputs as they would be written) until the cell is inserted. */
-export class RecordedCellExecution implements CellExecution {
+class RecordedCellExecution implements CellExecution {
   order = 0;
   success: boolean | undefined;
   startTime = 0;
@@ -117,7 +117,7 @@ export function notebookTurnRuntime(inner: Runtime, target: NotebookTarget): Run
 // ---- what the model reads ---------------------------------------------------------------------
 
 /** One output of a cell as the digest reads it: its MIME types and, for text ones, the text. */
-export interface DigestOutput {
+interface DigestOutput {
   items: Array<{ mime: string; text?: string; bytes: number }>;
 }
 

@@ -60,7 +60,7 @@ const JSON_MIME = /^application\/(?:[^/]*\+)?json$/;
 const BINARY_MIME = /^image\/(?:png|jpeg|gif|webp|bmp)$/;
 
 /** A display's bundle as output items; values of the wrong shape are left out. */
-export function displayItems(d: DisplayOutput): OutputItemData[] {
+function displayItems(d: DisplayOutput): OutputItemData[] {
   const items: OutputItemData[] = [];
   for (const [mime, value] of Object.entries(d.data ?? {})) {
     if (JSON_MIME.test(mime)) {
@@ -128,7 +128,7 @@ export function toolCallsOutput(calls: readonly CallLine[], more: number): Outpu
 }
 
 /** The error output of a failed execution: VS Code's error renderer shows the traceback (the user's lines). */
-export function errorOutput(item: CodeInterpreterCallItem): CellOutputData | undefined {
+function errorOutput(item: CodeInterpreterCallItem): CellOutputData | undefined {
   const e = item.error;
   if (!e) return undefined;
   // Stop or Interrupt: said as a notebook says it.

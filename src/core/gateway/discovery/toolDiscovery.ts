@@ -21,7 +21,7 @@ import { buildToolCatalog, oneLine, pythonName, returnsSummary, signatureText, t
 import { MAX_QUERY_CHARS, MAX_RESULTS, ToolSearchIndex } from './toolSearch';
 
 /** Largest schema returned by describe_tool, serialised. */
-export const MAX_DESCRIBED_SCHEMA_BYTES = 64 * 1024;
+const MAX_DESCRIBED_SCHEMA_BYTES = 64 * 1024;
 
 /** Adds `kind: "discovery"` to the tool-call events of discovery calls. */
 export function tagDiscoveryEvent(e: CodeActEvent): CodeActEvent {
@@ -31,7 +31,7 @@ export function tagDiscoveryEvent(e: CodeActEvent): CodeActEvent {
   return e;
 }
 
-export interface SearchResult {
+interface SearchResult {
   name: string;
   description: string;
   signature: string;
