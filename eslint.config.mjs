@@ -117,6 +117,19 @@ export const ALLOWANCES = {
   '@typescript-eslint/no-floating-promises': [],
 };
 
+/** The rules that need type information (the project service builds a program per tsconfig). */
+const TYPED_RULES = {
+  '@typescript-eslint/no-floating-promises': 'error',
+  '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+};
+
+/** For the lint tests that lint made-up files the programs do not hold: the same config without type information. */
+export const UNTYPED = {
+  files: ['**/*.ts'],
+  languageOptions: { parserOptions: { projectService: false } },
+  rules: Object.fromEntries(Object.keys(TYPED_RULES).map((rule) => [rule, 'off'])),
+};
+
 function coreZones() {
   const zones = [];
   for (const [zone, allowed] of Object.entries(CORE_ZONES)) {
@@ -152,10 +165,7 @@ export default tseslint.config(
     // The globals src/common may use are declared for tsconfig.common.json alone (the others have DOM or Node).
     ignores: ['src/types/common/**'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
-    rules: {
-      '@typescript-eslint/no-floating-promises': 'error',
-      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
-    },
+    rules: TYPED_RULES,
   },
   {
     files: ['**/*.cjs', '**/*.mjs'],
