@@ -64,6 +64,72 @@ export const CORE_ZONES = {
   turn: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent'],
 };
 
+/**
+ * Files that still break a rule, per rule. The lists only shrink: test/lint/allowances.test.ts fails when a
+ * listed file no longer breaks its rule. Take a file off when you touch it (most are rooms being restructured).
+ */
+export const ALLOWANCES = {
+  '@typescript-eslint/no-explicit-any': [
+    'src/core/providers/anthropic/anthropic.ts',
+    'src/core/providers/gemini/gemini.ts',
+    'src/core/providers/openai/openaiChat.ts',
+    'src/core/providers/openai/openaiResponses.ts',
+    'src/core/providers/shared/emit.ts',
+    'src/core/runtime/jupyter/jupyterRun.ts',
+    'src/core/runtime/local/guestFrames.ts',
+    'src/core/runtime/local/guestSession.ts',
+    'src/core/runtime/local/zygote.ts',
+    'src/extension.ts',
+    'test/agent/contextCompaction.test.ts',
+    'test/agent/outputBudget.test.ts',
+    'test/agent/vision.test.ts',
+    'test/common/contextUsage.test.ts',
+    'test/common/notebook.test.ts',
+    'test/common/notebookJupyter.test.ts',
+    'test/common/notebookRoundTrip.test.ts',
+    'test/e2e/notebookKernel.test.ts',
+    'test/e2e/panel.test.ts',
+    'test/engine/config.test.ts',
+    'test/engine/guestDiscovery.test.ts',
+    'test/engine/guestDisplay.test.ts',
+    'test/providers/anthropic.test.ts',
+    'test/providers/conformance.test.ts',
+    'test/providers/expiredContainer.test.ts',
+    'test/providers/gemini.test.ts',
+    'test/providers/openaiCompatible.test.ts',
+    'test/providers/openaiResponses.test.ts',
+    'test/providers/vision.test.ts',
+    'test/security/guestIsolation.test.ts',
+    'test/security/seccomp.test.ts',
+    'test/security/zygoteSocket.test.ts',
+    'test/support/guestHarness.ts',
+    'test/support/kernelHarness.ts',
+    'test/support/manyTools.ts',
+    'test/support/textWire.ts',
+    'test/support/wire/anthropic.ts',
+    'test/support/wire/gemini.ts',
+    'test/support/wire/harness.ts',
+    'test/support/wire/openaiChat.ts',
+    'test/support/wire/openaiResponses.ts',
+    'test/support/wire/server.ts',
+  ],
+  '@typescript-eslint/switch-exhaustiveness-check': [],
+  '@typescript-eslint/no-floating-promises': [],
+};
+
+/** The rules that need type information (the project service builds a program per tsconfig). */
+const TYPED_RULES = {
+  '@typescript-eslint/no-floating-promises': 'error',
+  '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+};
+
+/** For the lint tests that lint made-up files the programs do not hold: the same config without type information. */
+export const UNTYPED = {
+  files: ['**/*.ts'],
+  languageOptions: { parserOptions: { projectService: false } },
+  rules: Object.fromEntries(Object.keys(TYPED_RULES).map((rule) => [rule, 'off'])),
+};
+
 function coreZones() {
   const zones = [];
   for (const [zone, allowed] of Object.entries(CORE_ZONES)) {
@@ -86,7 +152,7 @@ export default tseslint.config(
     languageOptions: { globals: { console: 'readonly', process: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable', performance: 'readonly', fetch: 'readonly', structuredClone: 'readonly', queueMicrotask: 'readonly', setImmediate: 'readonly', window: 'readonly', document: 'readonly', requestAnimationFrame: 'readonly' } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
-      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'no-empty': ['error', { allowEmptyCatch: true }],
       // ANSI escapes and exact whitespace are part of what this project parses and asserts.
@@ -95,9 +161,17 @@ export default tseslint.config(
     },
   },
   {
+    files: ['**/*.ts'],
+    // The globals src/common may use are declared for tsconfig.common.json alone (the others have DOM or Node).
+    ignores: ['src/types/common/**'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: TYPED_RULES,
+  },
+  {
     files: ['**/*.cjs', '**/*.mjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  ...Object.entries(ALLOWANCES).filter(([, files]) => files.length).map(([rule, files]) => ({ files, rules: { [rule]: 'off' } })),
   ...layerRules,
   // No import cycles anywhere in src (test/structure.test.ts also counts type-only imports), and the zones inside core.
   {

@@ -24,7 +24,7 @@ import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { chatPrinter } from './print';
 import { openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
-export const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
+const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
          [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--max-turns N]
          [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
          [--sandbox auto|bubblewrap|none] [--python PATH] [--session conversation|run]
@@ -37,7 +37,7 @@ Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_A
 ${PYTHON_HELP}
 ${OUTPUTS_HELP}`;
 
-export function defaultStorage(): string {
+function defaultStorage(): string {
   if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
   const base = process.env.XDG_DATA_HOME || path.join(homedir(), '.local', 'share');
   return path.join(base, 'codeact', 'conversations');

@@ -10,7 +10,7 @@ import { coerceElicitValue, elicitFieldHint, type ElicitationAnswer, type Elicit
 /** Tries per field before the form is cancelled. */
 const TRIES = 5;
 
-export interface TerminalStreams {
+interface TerminalStreams {
   input: NodeJS.ReadableStream & { isTTY?: boolean };
   output: NodeJS.WritableStream;
 }

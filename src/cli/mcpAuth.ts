@@ -15,7 +15,7 @@ import type { McpSecretStore } from '../core/tools/sources/mcp/authStore';
 import { parse, UsageError } from './workspace';
 
 /** The CLI's sign-in file. */
-export function cliAuthFile(): string {
+function cliAuthFile(): string {
   return path.join(configDir(), 'mcp-auth.json');
 }
 
@@ -93,7 +93,7 @@ export function cliMcpAuthHost(secrets: McpSecretStore = fileSecretStore(), err:
   };
 }
 
-export const MCP_USAGE = `Usage: codeact mcp list                  the MCP servers you are signed in to
+const MCP_USAGE = `Usage: codeact mcp list                  the MCP servers you are signed in to
        codeact mcp sign-out URL|--all    forget the tokens and client registration of a server (or all)`;
 
 /** `codeact mcp list`, `codeact mcp sign-out URL|--all`. */

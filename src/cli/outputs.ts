@@ -28,7 +28,7 @@ export const OUTPUTS_HELP = `--outputs DIR: save the images the code showed (exe
   that say where they were saved go to stderr.`;
 
 /** Most outputs saved for one execution; the rest are listed as not saved. */
-export const MAX_SAVED_PER_EXECUTION = 1000;
+const MAX_SAVED_PER_EXECUTION = 1000;
 /** Longest file name written (the `exec-N-` prefix and any suffix included). */
 const MAX_NAME = 120;
 /** Most suffixes tried for a free name. */
@@ -52,21 +52,21 @@ const FILE_EXTENSIONS: Record<string, string> = {
   'application/pdf': '.pdf',
 };
 
-export interface SavedOutput {
+interface SavedOutput {
   kind: 'image' | 'file';
   /** The file's name in the folder. */
   name: string;
   bytes: number;
 }
 
-export interface UnsavedOutput {
+interface UnsavedOutput {
   kind: 'image' | 'file';
   /** What it was: the file's own name, or "image 2". */
   name: string;
   reason: string;
 }
 
-export interface SaveReport {
+interface SaveReport {
   saved: SavedOutput[];
   unsaved: UnsavedOutput[];
 }

@@ -20,7 +20,7 @@ import type { TranscriptEvent } from '../common/transcript';
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 export const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[22m` : s);
 export const red = (s: string) => (color ? `\x1b[31m${s}\x1b[39m` : s);
-export const green = (s: string) => (color ? `\x1b[32m${s}\x1b[39m` : s);
+const green = (s: string) => (color ? `\x1b[32m${s}\x1b[39m` : s);
 
 /** Does what was written to stdout end a line (the value starts on a line of its own)? */
 let atLineStart = true;
@@ -66,7 +66,7 @@ export function displayTerminalText(d: DisplayOutput): string {
 }
 
 /** A hosted sandbox's image: "[image 640×480, PNG]", or where it is when it is not a data URL. */
-export function imageOutputText(o: ImageOutput): string {
+function imageOutputText(o: ImageOutput): string {
   const url = parseDataUrl(o.url);
   if (!url) return `[image at ${clip(String(o.url), 200)}]`;
   const size = sizeLabel(imageSize(url.mime, url.base64));
@@ -132,6 +132,9 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         out(`${atLineStart ? '' : '\n'}${reset}${e.kind === 'discovery' ? dim(toolLine) : toolLine}`);
         break;
       }
+      default:
+        // The other events print nothing (chatPrinter prints a chat's text and code).
+        break;
     }
   };
 }
@@ -148,7 +151,7 @@ export function printItemResult(item: CodeInterpreterCallItem): void {
 }
 
 /** "── Earlier turns summarised (6,900 → 2,100 tokens; the last 2 steps stay verbatim) ──" */
-export function compactedLine(e: ContextCompacted): string {
+function compactedLine(e: ContextCompacted): string {
   const kept = Number(e.kept_turns) || 0;
   return `── ${e.method === 'stand-ins' ? 'Earlier tool results shortened' : 'Earlier turns summarised'} (${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'step stays' : `${kept} steps stay`} verbatim) ──`;
 }

@@ -12,7 +12,7 @@ import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
 import { CONFIG_ERRORS, openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
 
-export const RUN_USAGE =
+const RUN_USAGE =
   'Usage: codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
   '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]\n' +
   'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.\n' +

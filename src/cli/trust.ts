@@ -9,7 +9,7 @@ import { codeactSetting, readWorkspaceSettings, settingsPath } from '../core/con
 import { isCodeWorkspaceFile, readCodeWorkspace } from '../core/config/codeWorkspace';
 import { parse, UsageError } from './workspace';
 
-export const TRUST_USAGE = `Usage: codeact trust [DIR]            trust DIR (default: the current folder) with its settings as they are now
+const TRUST_USAGE = `Usage: codeact trust [DIR]            trust DIR (default: the current folder) with its settings as they are now
        codeact trust FILE.code-workspace   trust a workspace file's own settings, as they are now
        codeact trust --revoke [DIR]   stop trusting DIR
        codeact trust --list           the trusted folders`;

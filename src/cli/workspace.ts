@@ -24,7 +24,7 @@ export class UsageError extends CodeActError {
   readonly category = 'usage' as const;
 }
 
-export interface Workspace {
+interface Workspace {
   /** The folder the command works in (with a `.code-workspace` file: the folder picked from it). */
   dir: string;
   /** The `.code-workspace` file it came from, its trust, and the folder's name in it. */
@@ -76,7 +76,7 @@ export function parse<T extends ParseArgsConfig['options']>(config: { args: stri
   }
 }
 
-export interface OpenOptions {
+interface OpenOptions {
   /** Flag values (as parsed) that set settings. */
   flags?: Record<string, unknown>;
   /** Settings that stand in for missing ones (a continued conversation's provider and model). */

@@ -3,7 +3,7 @@
  * Pure, line-based: lines are 0-based.
  */
 
-export interface CellRange {
+interface CellRange {
   /** The `# %%` marker line, or 0 for the implicit first cell before any marker. */
   start: number;
   /** The last line of the cell (inclusive). */
@@ -14,10 +14,6 @@ export interface CellRange {
 }
 
 const MARKER = /^\s*#\s*%%(.*)$/;
-
-export function isCellMarker(line: string): boolean {
-  return MARKER.test(line);
-}
 
 /** All cells of a file; empty when it has no marker. */
 export function findCells(lines: readonly string[]): CellRange[] {

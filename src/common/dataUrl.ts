@@ -3,7 +3,7 @@
  * payload, as base64 or as text. Pure: no Node, no DOM (atob and TextDecoder are globals of both).
  */
 
-export interface DataUrl {
+interface DataUrl {
   /** The media type, lower case: `image/png`. */
   mime: string;
   /** Base64 of the bytes (whitespace removed). */

@@ -11,7 +11,7 @@ import type { CodeInterpreterCallItem, CodeOutput, DisplayOutput } from './event
 export const RASTER_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 
 /** What the panel can draw, richest first (Jupyter's order, less what it cannot draw safely). */
-export const PANEL_MIME_ORDER = [
+const PANEL_MIME_ORDER = [
   'text/html',
   'text/markdown',
   'image/svg+xml',
@@ -24,7 +24,7 @@ export const PANEL_MIME_ORDER = [
   'text/plain',
 ] as const;
 
-export function isDisplay(o: CodeOutput): o is DisplayOutput {
+function isDisplay(o: CodeOutput): o is DisplayOutput {
   return o.type === 'display';
 }
 
@@ -47,7 +47,7 @@ export function preferredMime(data: Record<string, unknown>, order: readonly str
   return undefined;
 }
 
-export interface RasterImage {
+interface RasterImage {
   mime: (typeof RASTER_MIMES)[number];
   /** Base64, no whitespace. */
   data: string;

@@ -7,7 +7,7 @@
  * anything goes back to the server.
  */
 
-export type ElicitFieldKind = 'string' | 'number' | 'integer' | 'boolean' | 'enum' | 'multi';
+type ElicitFieldKind = 'string' | 'number' | 'integer' | 'boolean' | 'enum' | 'multi';
 
 export interface ElicitOption {
   /** What goes back to the server (exactly as it sent it). */

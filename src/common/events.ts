@@ -11,7 +11,7 @@ export type RuntimeKind = 'local' | 'jupyter' | 'openai' | 'anthropic' | 'gemini
 
 export type StreamName = 'stdout' | 'stderr';
 
-export interface LogsOutput {
+interface LogsOutput {
   type: 'logs';
   logs: string;
   /** Absent for stdout; `"stderr"` for stderr. */
@@ -202,7 +202,7 @@ export interface MessageItem {
 }
 
 /** The model's reasoning (Anthropic thinking, Gemini thought parts, `reasoning_content` of local servers). Never the answer. */
-export interface ReasoningItem {
+interface ReasoningItem {
   type: 'reasoning';
   id: string;
   text: string;
@@ -218,59 +218,46 @@ export interface Usage {
   cached_tokens?: number;
 }
 
-export interface ToolCallRecord {
-  call_id: string;
-  name: string;
-  arguments: unknown;
-  ok: boolean;
-  output?: unknown;
-  error?: string;
-  duration_ms: number;
-  result_bytes: number;
-  started_at: number;
-  ended_at: number;
-}
-
 // ---- events ---------------------------------------------------------------------------------
 
 /**
  * The answer's text. (`thinking` marked reasoning in transcripts saved before reasoning had events of its
  * own; readers still accept it. Nothing emits it any more.)
  */
-export interface OutputTextDelta { type: 'response.output_text.delta'; item_id: string; delta: string; thinking?: boolean }
-export interface OutputTextDone { type: 'response.output_text.done'; item_id: string; text: string; thinking?: boolean }
+interface OutputTextDelta { type: 'response.output_text.delta'; item_id: string; delta: string; thinking?: boolean }
+interface OutputTextDone { type: 'response.output_text.done'; item_id: string; text: string; thinking?: boolean }
 
 /** The model's reasoning, on an item of type `reasoning`: a consumer that reads only `output_text` sees the answer alone. */
-export interface ReasoningTextDelta { type: 'response.reasoning_text.delta'; item_id: string; delta: string }
-export interface ReasoningTextDone { type: 'response.reasoning_text.done'; item_id: string; text: string }
+interface ReasoningTextDelta { type: 'response.reasoning_text.delta'; item_id: string; delta: string }
+interface ReasoningTextDone { type: 'response.reasoning_text.done'; item_id: string; text: string }
 
-export interface CodeCallInProgress { type: 'response.code_interpreter_call.in_progress'; item_id: string; runtime?: RuntimeKind }
-export interface CodeDelta { type: 'response.code_interpreter_call_code.delta'; item_id: string; delta: string }
-export interface CodeDone { type: 'response.code_interpreter_call_code.done'; item_id: string; code: string }
-export interface CodeInterpreting { type: 'response.code_interpreter_call.interpreting'; item_id: string }
-export interface CodeCompleted { type: 'response.code_interpreter_call.completed'; item_id: string }
+interface CodeCallInProgress { type: 'response.code_interpreter_call.in_progress'; item_id: string; runtime?: RuntimeKind }
+interface CodeDelta { type: 'response.code_interpreter_call_code.delta'; item_id: string; delta: string }
+interface CodeDone { type: 'response.code_interpreter_call_code.done'; item_id: string; code: string }
+interface CodeInterpreting { type: 'response.code_interpreter_call.interpreting'; item_id: string }
+interface CodeCompleted { type: 'response.code_interpreter_call.completed'; item_id: string }
 
-export interface OutputItemAdded { type: 'response.output_item.added'; item: OutputItem }
-export interface OutputItemDone { type: 'response.output_item.done'; item: OutputItem }
+interface OutputItemAdded { type: 'response.output_item.added'; item: OutputItem }
+interface OutputItemDone { type: 'response.output_item.done'; item: OutputItem }
 
-export interface FunctionArgsDelta { type: 'response.function_call_arguments.delta'; item_id: string; call_id?: string; delta: string }
-export interface FunctionArgsDone { type: 'response.function_call_arguments.done'; item_id: string; call_id?: string; name?: string; arguments: string }
+interface FunctionArgsDelta { type: 'response.function_call_arguments.delta'; item_id: string; call_id?: string; delta: string }
+interface FunctionArgsDone { type: 'response.function_call_arguments.done'; item_id: string; call_id?: string; name?: string; arguments: string }
 
-export interface OutputDelta { type: 'codeact.output.delta'; item_id: string; stream: StreamName; delta: string }
+interface OutputDelta { type: 'codeact.output.delta'; item_id: string; stream: StreamName; delta: string }
 
 /**
  * A rich output of a running local or Jupyter execution, in order with its `codeact.output.delta` text
  * (print, plot, print arrive in that order). `update`: it replaces the earlier display of the execution with
  * the same `display_id` (IPython's `update_display_data`), where it stands.
  */
-export interface OutputDisplay { type: 'codeact.output.display'; item_id: string; output: DisplayOutput; update?: boolean }
+interface OutputDisplay { type: 'codeact.output.display'; item_id: string; output: DisplayOutput; update?: boolean }
 
 /**
  * `kind: "discovery"` marks the guest's tool-discovery calls (`search_tools`, `describe_tool`, under the
  * reserved names `codeact.*`): they read the tool list, run no tool, and can be shown quietly.
  */
-export type ToolCallKind = 'discovery';
-export interface ToolCallStarted { type: 'codeact.tool_call.started'; item_id: string; call_id: string; name: string; arguments: unknown; kind?: ToolCallKind }
+type ToolCallKind = 'discovery';
+interface ToolCallStarted { type: 'codeact.tool_call.started'; item_id: string; call_id: string; name: string; arguments: unknown; kind?: ToolCallKind }
 export interface ToolCallCompleted {
   type: 'codeact.tool_call.completed';
   item_id: string;
@@ -283,7 +270,7 @@ export interface ToolCallCompleted {
 }
 
 export type ApprovalDecision = 'allow_once' | 'allow_session' | 'allow_always' | 'deny';
-export interface ApprovalRequested {
+interface ApprovalRequested {
   type: 'codeact.approval.requested';
   approval_id: string;
   item_id?: string;
@@ -313,7 +300,7 @@ export interface InstallRequestInfo {
  * the conversation closed); `reason` then says what happened. An unanswered approval is never a `deny`.
  */
 export type ApprovalResolution = ApprovalDecision | 'expired';
-export interface ApprovalResolved {
+interface ApprovalResolved {
   type: 'codeact.approval.resolved';
   approval_id: string;
   decision: ApprovalResolution;
@@ -326,7 +313,7 @@ export interface ApprovalResolved {
  * `item_id`: its card is in that execution's card. Sent again with the same id and `problems` when an
  * answer did not pass the requested schema. What the person typed is never in an event.
  */
-export interface ElicitationRequested {
+interface ElicitationRequested {
   type: 'codeact.elicitation.requested';
   elicitation_id: string;
   item_id: string;
@@ -335,7 +322,7 @@ export interface ElicitationRequested {
   form: ElicitationForm;
   problems?: Record<string, string>;
 }
-export interface ElicitationResolved {
+interface ElicitationResolved {
   type: 'codeact.elicitation.resolved';
   elicitation_id: string;
   item_id: string;
@@ -343,7 +330,7 @@ export interface ElicitationResolved {
   action: 'accept' | 'decline' | 'cancel';
 }
 
-export interface Retrying { type: 'codeact.retry'; attempt: number; delay_ms: number; status?: number; message: string }
+interface Retrying { type: 'codeact.retry'; attempt: number; delay_ms: number; status?: number; message: string }
 
 /**
  * The context budget of one model request, emitted before it is sent: the tokens it is estimated to use
@@ -413,15 +400,15 @@ export interface UsageTotalsShape {
   unpriced: number;
 }
 
-export interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
-export interface ErrorEvent { type: 'error'; message: string; code?: string }
+interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
+interface ErrorEvent { type: 'error'; message: string; code?: string }
 
 /**
  * The execution runs as a cell of an open notebook (the agent works in the notebook, on its session):
  * `notebook` is the notebook's URI, `name` what to call it; the card links to the cell (found by `item_id` in
  * the cell's metadata, wherever edits moved it).
  */
-export interface NotebookCell { type: 'codeact.notebook.cell'; item_id: string; notebook: string; name: string }
+interface NotebookCell { type: 'codeact.notebook.cell'; item_id: string; notebook: string; name: string }
 
 export type CodeActEvent =
   | ContextUsage
@@ -453,8 +440,6 @@ export type CodeActEvent =
   | UsageSummary
   | ResponseCompleted
   | ErrorEvent;
-
-export type CodeActEventType = CodeActEvent['type'];
 
 /** The text an item's `logs` outputs hold: its stdout (the default), its stderr, or both as they were printed. */
 export function logsOf(item: { readonly outputs: readonly CodeOutput[] }, stream: StreamName | 'both' = 'stdout'): string {

@@ -6,7 +6,7 @@
 import type { InstallRequestInfo } from './events';
 
 /** What pip always gets before the user's installArgs: no prompts, no version check, no progress bars in the card. */
-export const PIP_FIXED_ARGS = ['--disable-pip-version-check', '--no-input', '--progress-bar', 'off'] as const;
+const PIP_FIXED_ARGS = ['--disable-pip-version-check', '--no-input', '--progress-bar', 'off'] as const;
 
 /** The installer's argv (`uv`: the uv found on PATH), exactly as it runs: the specs after `--`, so none is an option. */
 export function installArgv(i: Pick<InstallRequestInfo, 'tool' | 'python' | 'install_args' | 'packages'>, uv = 'uv'): string[] {

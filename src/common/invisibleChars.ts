@@ -10,7 +10,7 @@
  * One place for the panel and the CLI. Pure, linear in the input, no Node and no DOM.
  */
 
-export type InvisibleKind = 'bidi' | 'invisible' | 'control';
+type InvisibleKind = 'bidi' | 'invisible' | 'control';
 
 export interface InvisibleMark {
   /** Where in the text (UTF-16 offset) and how many code units (2 for an astral character). */
@@ -109,7 +109,7 @@ function revealed(cp: number, prev: number | undefined): boolean {
 }
 
 /** `<U+202E>`, or `<U+200B×3>` for a run of the same character. */
-export function invisibleMarker(cp: number, count = 1): string {
+function invisibleMarker(cp: number, count = 1): string {
   let m = MARKERS.get(cp);
   if (m === undefined) {
     m = `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;

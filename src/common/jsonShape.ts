@@ -21,7 +21,7 @@ export interface ShapeLimits {
   maxKeys: number;
 }
 
-export interface ShapeReport {
+interface ShapeReport {
   /** About the size as JSON, in bytes, when no cap was passed (a lower bound otherwise). */
   bytes: number;
   /** The cap passed, as a phrase ("nesting deeper than 64 levels (the depth cap)"), or undefined. */

@@ -29,7 +29,7 @@ function lines(text: string): string[] {
   return parts.map((p, i) => (i < parts.length - 1 ? p + '\n' : p)).filter((p, i, a) => p !== '' || i < a.length - 1);
 }
 
-export interface NotebookOptions {
+interface NotebookOptions {
   title?: string;
   provider?: string;
   model?: string;

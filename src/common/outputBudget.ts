@@ -19,13 +19,13 @@ const HEAD_SHARE = 0.4;
 const SNAP_SHARE = 0.5;
 
 /** What was left out of a text: characters (UTF-16 code units, as JavaScript counts) and line breaks. */
-export interface Omitted {
+interface Omitted {
   chars: number;
   lines: number;
 }
 
 /** The note that stands where the middle was left out. */
-export type CutNote = (omitted: Omitted) => string;
+type CutNote = (omitted: Omitted) => string;
 
 function countLines(text: string, from: number, to: number): number {
   let n = 0;

@@ -6,12 +6,12 @@
  */
 
 /** Image types an image message may carry (raster as base64, SVG as its text). */
-export const IMAGE_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'] as const;
+const IMAGE_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'] as const;
 export type ImageMime = (typeof IMAGE_MIMES)[number];
 /** Characters of image data a message may carry (a display is capped at a few MB by the host). */
-export const MAX_IMAGE_CHARS = 48 * 1024 * 1024;
+const MAX_IMAGE_CHARS = 48 * 1024 * 1024;
 /** A default file name the page may suggest: `plot-3.png`. */
-export const IMAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+const IMAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 /** An image output: open it full size in an editor tab (`image.open`) or save it where the user says (`image.save`). */
 export interface ImageMessage {

@@ -8,7 +8,7 @@ import type { Usage } from './events';
 
 export const PRICES_AS_OF = '2026-12-01';
 
-export interface ModelPrice {
+interface ModelPrice {
   /** USD per million input tokens (not read from the cache). */
   input: number;
   /** USD per million input tokens read from the prompt cache. */

@@ -23,7 +23,7 @@ export const PROTOCOL_VERSION = 1;
 
 // ---- host state -------------------------------------------------------------------------------------
 
-export interface ModelInfo {
+interface ModelInfo {
   id: string;
   label?: string;
   /** Short note shown next to the model in the picker, for example "hosted sandbox". */
@@ -113,14 +113,14 @@ export interface NotebookTargetState {
 // ---- host -> webview ----------------------------------------------------------------------------
 
 /** Full host state; sent after `ready` and whenever something the panel shows changes. */
-export interface InitMessage {
+interface InitMessage {
   type: 'init';
   protocol: number;
   state: HostState;
 }
 
 /** Part of the host state changed (picker selection, keys, tools, trust, busy). */
-export interface StateMessage {
+interface StateMessage {
   type: 'state';
   state: Partial<HostState>;
 }
@@ -156,24 +156,24 @@ export interface TranscriptScroll {
 }
 
 /** The conversation list for the history view. */
-export interface HistoryMessage {
+interface HistoryMessage {
   type: 'history';
   conversations: ConversationSummary[];
 }
 
 /** Put text into the input box (for example "Ask Agent with Tools…" with the selection). */
-export interface SetInputMessage {
+interface SetInputMessage {
   type: 'setInput';
   text: string;
   /** Send it at once instead of leaving it for editing. */
   send?: boolean;
 }
 
-export interface FocusInputMessage {
+interface FocusInputMessage {
   type: 'focusInput';
 }
 
-export type NoticeAction = { label: string; command: HostCommand };
+type NoticeAction = { label: string; command: HostCommand };
 
 /** A message the host wants the user to see in the panel (for example "this workspace is not trusted"). */
 export interface NoticeMessage {
@@ -225,7 +225,7 @@ export const HOST_COMMANDS = [
 ] as const;
 export type HostCommand = (typeof HOST_COMMANDS)[number];
 
-export interface ReadyMessage {
+interface ReadyMessage {
   type: 'ready';
   protocol: number;
   conversationId?: string;
@@ -238,29 +238,29 @@ export interface ReadyMessage {
 }
 
 /** The page saw a gap in `seq` (or could not apply a batch): send the transcript again. */
-export interface ResyncMessage {
+interface ResyncMessage {
   type: 'resync';
   conversationId?: string;
   seq: number;
   epoch?: string;
 }
 
-export interface SendMessage {
+interface SendMessage {
   type: 'send';
   text: string;
 }
 
-export interface StopMessage {
+interface StopMessage {
   type: 'stop';
 }
 
-export interface SelectModelMessage {
+interface SelectModelMessage {
   type: 'selectModel';
   provider: string;
   model: string;
 }
 
-export interface CommandMessage {
+interface CommandMessage {
   type: 'command';
   command: HostCommand;
   /** For `openSettings`: the setting to open the Settings editor at (a `codeact.*` id). */
@@ -271,7 +271,7 @@ export interface CommandMessage {
 export const SETTING_ID = /^codeact\.[A-Za-z][A-Za-z0-9.]{0,80}$/;
 
 /** A decision on a `codeact.approval.requested`. For `kind: "code"`, `code` carries the edited code (Edit, then Run). */
-export interface ApprovalReplyMessage {
+interface ApprovalReplyMessage {
   type: 'approval';
   approvalId: string;
   decision: ApprovalDecision;
@@ -286,18 +286,18 @@ export interface ElicitationReplyMessage {
   content?: Record<string, string | number | boolean | string[]>;
 }
 
-export interface CopyMessage {
+interface CopyMessage {
   type: 'copy';
   text: string;
 }
 
-export interface InsertCodeMessage {
+interface InsertCodeMessage {
   type: 'insertCode';
   code: string;
 }
 
 /** "Run again with tools": run this code in the configured runtime with the managed tools. */
-export interface RunCodeMessage {
+interface RunCodeMessage {
   type: 'runCode';
   code: string;
   /** The execution it came from. */
@@ -305,64 +305,64 @@ export interface RunCodeMessage {
 }
 
 /** Open an execution's full stdout/stderr in an editor (the panel only shows the tail). */
-export interface OpenFullOutputMessage {
+interface OpenFullOutputMessage {
   type: 'openFullOutput';
   itemId: string;
   stream?: StreamName;
 }
 
-export interface OpenFileMessage {
+interface OpenFileMessage {
   type: 'openFile';
   itemId: string;
   file: FileOutput;
 }
 
-export interface OpenLinkMessage {
+interface OpenLinkMessage {
   type: 'openLink';
   href: string;
 }
 
-export interface NewConversationMessage {
+interface NewConversationMessage {
   type: 'newConversation';
 }
 
-export interface HistoryListMessage {
+interface HistoryListMessage {
   type: 'history.list';
 }
 
-export interface HistoryOpenMessage {
+interface HistoryOpenMessage {
   type: 'history.open';
   conversationId: string;
 }
 
-export interface HistoryDeleteMessage {
+interface HistoryDeleteMessage {
   type: 'history.delete';
   conversationId: string;
 }
 
-export interface HistoryClearMessage {
+interface HistoryClearMessage {
   type: 'history.clear';
 }
 
 /** Export a conversation (the current one when absent) as a Jupyter notebook; the host asks where to save. */
-export interface ExportNotebookMessage {
+interface ExportNotebookMessage {
   type: 'exportNotebook';
   conversationId?: string;
 }
 
 /** Restart a session (the one the variables view shows, or the conversation's when absent). */
-export interface RestartSessionMessage {
+interface RestartSessionMessage {
   type: 'restartSession';
   sessionId?: string;
 }
 
 /** Read the variables view again. */
-export interface VariablesRefreshMessage {
+interface VariablesRefreshMessage {
   type: 'variables.refresh';
 }
 
 /** The transcript stopped scrolling here (the host remembers it for a reload that loses the page's state). */
-export interface ScrolledMessage {
+interface ScrolledMessage {
   type: 'scrolled';
   conversationId: string;
   scroll: TranscriptScroll;
@@ -372,16 +372,16 @@ export interface ScrolledMessage {
  * The notebook target: `on` switches the chat's turns into the notebook or out of it; `useKernel` selects the
  * CodeAct kernel for it; `reveal` shows the cell an execution ran in.
  */
-export type NotebookMessage =
+type NotebookMessage =
   | { type: 'notebook.target'; uri: string; on: boolean }
   | { type: 'notebook.useKernel'; uri: string }
   | { type: 'notebook.reveal'; uri: string; itemId: string };
 
 /** The folder bar: run the chat's turns in this workspace folder (an fs path); pick the Python environment. */
-export type WorkspaceMessage = { type: 'workspace.folder'; path: string } | { type: 'python.select' };
+type WorkspaceMessage = { type: 'workspace.folder'; path: string } | { type: 'python.select' };
 
 /** An error inside the page, for the host's log. */
-export interface WebviewErrorMessage {
+interface WebviewErrorMessage {
   type: 'webviewError';
   message: string;
 }
@@ -415,6 +415,3 @@ export type WebviewToHost =
   | NotebookMessage
   | WorkspaceMessage
   | WebviewErrorMessage;
-
-export type WebviewToHostType = WebviewToHost['type'];
-export type HostToWebviewType = HostToWebview['type'];

@@ -10,8 +10,8 @@ import { HOST_COMMANDS, SETTING_ID, type HostCommand, type HostToWebview, type W
 
 const DECISIONS: readonly string[] = ['allow_once', 'allow_session', 'allow_always', 'deny'];
 /** Limits on what the host accepts from the page. */
-export const MAX_PROMPT_CHARS = 200_000;
-export const MAX_CODE_CHARS = 1024 * 1024;
+const MAX_PROMPT_CHARS = 200_000;
+const MAX_CODE_CHARS = 1024 * 1024;
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStr = (v: unknown, max = 4096): v is string => typeof v === 'string' && v.length <= max;

@@ -52,7 +52,7 @@ function luminance([r, g, b]: Rgb): number {
 }
 
 /** Would text in `fg` on `bg` be unreadable: the same palette slot, or colours too close to tell apart? */
-export function hidesText(fg: Colour, bg: Colour): boolean {
+function hidesText(fg: Colour, bg: Colour): boolean {
   if (!fg || !bg) return false;
   if ('slot' in fg && 'slot' in bg && fg.slot === bg.slot) return true;
   const a = 'slot' in fg ? slotRgb(fg.slot) : fg.rgb;

@@ -30,19 +30,8 @@ export function addUsage(sum: UsageTotals, usage: Usage, provider?: string, mode
   return sum;
 }
 
-/** Adds totals to totals, in place. */
-export function addTotals(sum: UsageTotals, more: UsageTotals): UsageTotals {
-  sum.input_tokens += more.input_tokens;
-  sum.output_tokens += more.output_tokens;
-  sum.cached_tokens += more.cached_tokens;
-  sum.total_tokens += more.total_tokens;
-  if (more.cost_usd !== undefined) sum.cost_usd = (sum.cost_usd ?? 0) + more.cost_usd;
-  sum.unpriced += more.unpriced;
-  return sum;
-}
-
 /** The window as the meter shows it: fractions of the window, clamped to [0, 1]. */
-export interface ContextFill {
+interface ContextFill {
   used: number;
   window: number;
   compactAt: number;

@@ -8,10 +8,10 @@
 import { revealInvisible } from '../common/invisibleChars';
 
 /** Characters of arguments and of code a dialog shows. */
-export const DIALOG_ARGUMENT_CHARS = 1500;
-export const DIALOG_CODE_CHARS = 2000;
+const DIALOG_ARGUMENT_CHARS = 1500;
+const DIALOG_CODE_CHARS = 2000;
 
-export interface DialogText {
+interface DialogText {
   /** What the dialog shows (revealed, cut at a line end where one is near). */
   shown: string;
   /** The whole text fits. */
@@ -22,7 +22,7 @@ export interface DialogText {
 }
 
 /** The start of `text` that fits in `max` characters, cut at a line end when one is in the second half. */
-export function clipForDialog(text: string, max: number): DialogText {
+function clipForDialog(text: string, max: number): DialogText {
   const all = revealInvisible(text);
   if (all.length <= max) return { shown: all, whole: true, hiddenLines: 0, hiddenChars: 0 };
   let cut = all.lastIndexOf('\n', max);
@@ -65,7 +65,7 @@ function topLevelKeys(json: string): number {
   return json.match(/^ {2}"/gm)?.length ?? 0;
 }
 
-export interface ToolDialog {
+interface ToolDialog {
   message: string;
   detail: string;
   /** Something is not shown: offer to open the whole. */

@@ -24,7 +24,7 @@ import type { Log } from './controller.apis';
 import { Elicitations } from './elicitations';
 
 /** What is asked: a tool call, or code to review. */
-export interface ApprovalSubject {
+interface ApprovalSubject {
   kind: 'tool' | 'code' | 'install';
   name?: string;
   arguments?: unknown;
@@ -34,7 +34,7 @@ export interface ApprovalSubject {
   itemId?: string;
 }
 
-export interface ApprovalAnswer {
+interface ApprovalAnswer {
   /** The person's decision, or `expired` when nobody answered before the run ended. */
   decision: ApprovalResolution;
   /** For `expired`: what happened ("no answer: the run was stopped"). */
@@ -50,7 +50,7 @@ export const NO_ANSWER = {
   ended: 'no answer: the run ended',
 } as const;
 
-export interface ApprovalsDeps {
+interface ApprovalsDeps {
   apis: ApprovalsApis;
   /** Saves an event in the open conversation and tells the listeners (the request and the decision). */
   emit(e: TranscriptEvent): void;

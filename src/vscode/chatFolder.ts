@@ -10,7 +10,7 @@
 import type { WorkspaceState } from '../common/protocol';
 import type { Conversation } from '../core/agent/transcriptStore';
 
-export interface FolderInfo {
+interface FolderInfo {
   name: string;
   /** The folder's fs path (the contract of issue 23: folders are absolute fs path strings). */
   path: string;
@@ -40,7 +40,7 @@ export class FolderGoneError extends Error {
 }
 
 /** Where a turn runs: a folder (its fs path) or none (no folder open); `gone`: the remembered folder is not open. */
-export type TurnFolder = { folder: string | undefined; gone?: boolean };
+type TurnFolder = { folder: string | undefined; gone?: boolean };
 
 export class ChatFolder {
   /** The person's pick in the folder bar for the next new conversation (cleared by a new conversation). */

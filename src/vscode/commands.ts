@@ -18,7 +18,7 @@ import { showUntrusted } from './trust';
 import { UntrustedWorkspaceError } from './untrusted';
 
 /** What the commands reach: the controller and the parts the composition root built around it. */
-export interface CommandTargets {
+interface CommandTargets {
   log: vscode.LogOutputChannel;
   controller: CodeActController;
   secrets: Secrets;
@@ -31,11 +31,12 @@ export interface CommandTargets {
 
 export function registerCommands(context: vscode.ExtensionContext, t: CommandTargets): void {
   const { log, controller, secrets, panels, inline, notebooks, mcpSignIn, pythonEnvs } = t;
-  const command = (id: string, fn: (...args: any[]) => unknown) =>
+  // VS Code passes a command whatever its caller gave: each handler names what it expects.
+  const command = <A extends unknown[]>(id: string, fn: (...args: A) => unknown) =>
     context.subscriptions.push(
-      vscode.commands.registerCommand(id, async (...args: any[]) => {
+      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
         try {
-          return await fn(...args);
+          return await fn(...(args as A));
         } catch (err) {
           if (err instanceof UntrustedWorkspaceError) return showUntrusted(err.what);
           log.error(`${id} failed: ${(err as Error).stack ?? err}`);

@@ -30,7 +30,7 @@ import { Emitter } from '../common/emitter';
 import { ChatFolder } from './chatFolder';
 import { NotebookRuns } from './notebookRuns';
 import type { CancellationToken, Log, ControllerApis, ControllerDeps } from './controller.apis';
-export { UntrustedWorkspaceError, type ControllerDeps };
+export { UntrustedWorkspaceError };
 
 type Disposable = { dispose(): void };
 

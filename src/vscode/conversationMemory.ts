@@ -98,7 +98,7 @@ export class ConversationMemory {
 }
 
 /** End markers for the turns of a transcript that started and never ended (the host went away under them). */
-export function unfinishedTurns(events: readonly TranscriptEvent[]): TranscriptEvent[] {
+function unfinishedTurns(events: readonly TranscriptEvent[]): TranscriptEvent[] {
   const open = new Set<string>();
   for (const e of events) {
     if (e.type === 'codeact.turn.started') open.add(e.turn_id);

@@ -7,7 +7,7 @@
  */
 import { coerceElicitValue, elicitFieldHint, type ElicitationAnswer, type ElicitationPrompt, type ElicitField, type ElicitValues, type Elicitor } from '../common/elicitation';
 
-export interface PickItem {
+interface PickItem {
   label: string;
   description?: string;
   value?: string;

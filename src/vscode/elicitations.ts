@@ -9,7 +9,7 @@ import type { TranscriptEvent } from '../common/transcript';
 import { quickInputElicitor, type ElicitInputApis } from './elicitQuickInput';
 import type { Log } from './controller.apis';
 
-export interface ElicitationsDeps {
+interface ElicitationsDeps {
   /** Saves an event in the open conversation and tells the listeners. */
   emit(e: TranscriptEvent): void;
   log: Log;

@@ -9,7 +9,7 @@ import { PROVIDERS } from '../core/providers/registry';
 import { DEFAULT_MODELS, PROVIDER_NAMES } from './providers';
 import type { CodeActSettings } from './settings';
 
-export interface HostStateInputs {
+interface HostStateInputs {
   settings: CodeActSettings;
   hasKey(provider: ProviderId): Promise<boolean>;
   toolSet: ToolSet;

@@ -11,7 +11,7 @@ import { ChangeCache } from './changeCache';
 import { DEFAULT_MODELS } from './providers';
 import type { CodeActSettings } from './settings';
 
-export interface HostFactsDeps {
+interface HostFactsDeps {
   apis: Pick<ControllerApis, 'resolveSettings' | 'onDidChangeSettings'>;
   secrets: Pick<ControllerDeps['secrets'], 'hasKey' | 'onDidChange'>;
   log: Log;

@@ -12,11 +12,11 @@ import { clip, formatElapsed } from '../common/format';
 import { approxBytes, fileLabel, filesOf, outputCountsLabel } from '../common/outputLabels';
 
 /** Widest an image is drawn in the hover, in CSS pixels (VS Code's hover is ~500 px wide). */
-export const HOVER_IMAGE_WIDTH = 320;
+const HOVER_IMAGE_WIDTH = 320;
 /** Tallest, so that a plot and the hover's first line fit in its 250 px without scrolling. */
-export const HOVER_IMAGE_HEIGHT = 200;
+const HOVER_IMAGE_HEIGHT = 200;
 /** Most images drawn in one hover. */
-export const HOVER_MAX_IMAGES = 3;
+const HOVER_MAX_IMAGES = 3;
 /** Most characters of data URLs in one hover (the hover's markdown crosses to the renderer and is parsed there). */
 export const HOVER_IMAGE_CHARS = 1_000_000;
 const CLIP = 4000;

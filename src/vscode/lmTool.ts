@@ -114,6 +114,9 @@ function participantRenderer(stream: vscode.ChatResponseStream): (e: CodeActEven
       case 'codeact.retry':
         stream.progress(e.message);
         break;
+      default:
+        // The other events show nothing in the chat response.
+        break;
     }
   };
 }

@@ -10,7 +10,7 @@ import type { CodeActSettings } from './settings';
 import type { VariablesTracker } from './sessionVariables';
 import type { WorkspaceTools } from './workspaceTools';
 
-export interface NotebookRunsDeps {
+interface NotebookRunsDeps {
   runtimes: RuntimeCache;
   tools: WorkspaceTools;
   variables: VariablesTracker;

@@ -14,7 +14,7 @@ import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
-export const MAX_IMAGE_BYTES = 32 * 1024 * 1024;
+const MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 
 const IMAGE_FILTERS: Record<string, Record<string, string[]>> = {
   'image/png': { 'PNG image': ['png'] },
@@ -37,7 +37,7 @@ export class FileGoneError extends Error {
   }
 }
 
-export interface PanelOutputsDeps {
+interface PanelOutputsDeps {
   apis: PanelOutputsApis;
   /** The finished item of an execution (its outputs list the files it wrote). */
   execution(itemId: string): CodeInterpreterCallItem | undefined;

@@ -67,7 +67,7 @@ export function pythonEnvFor(folder: string | undefined, setting: string | undef
 }
 
 /** The interpreter a folder's guest runs now (for the host state and the status bar). */
-export function currentPythonEnv(folder: string | undefined): PythonEnv {
+function currentPythonEnv(folder: string | undefined): PythonEnv {
   return pythonEnvFor(folder, resolveSettings(folder).config.python);
 }
 

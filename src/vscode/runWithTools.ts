@@ -31,7 +31,7 @@ function lines(doc: vscode.TextDocument): string[] {
 }
 
 /** What to run: the selection, the cell at the cursor, or the whole file. */
-export function targetOf(editor: vscode.TextEditor, atLine?: number): { code: string; startLine: number; endLine: number; label: string } {
+function targetOf(editor: vscode.TextEditor, atLine?: number): { code: string; startLine: number; endLine: number; label: string } {
   const doc = editor.document;
   const name = vscode.workspace.asRelativePath(doc.uri);
   const sel = editor.selection;

@@ -24,7 +24,7 @@ export const MAX_FOLDER_RUNTIMES = 4;
 /** Sessions whose runtime is remembered at most (the oldest forgotten first). */
 const MAX_SESSIONS = 500;
 
-export interface RuntimeCacheDeps {
+interface RuntimeCacheDeps {
   apis: RuntimeCacheApis;
   /** The settings for a folder (fs path; undefined: no folder). */
   settings(folder: string | undefined): CodeActSettings;

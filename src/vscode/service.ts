@@ -16,7 +16,7 @@ import { pythonStateOf } from './hostState';
 import { knownPythonEnv } from './pythonEnv';
 import { vscodeControllerApis } from './controller.apis';
 
-export interface ExtensionController extends vscode.Disposable {
+interface ExtensionController extends vscode.Disposable {
   controller: CodeActController;
   /** The notebook kernel: the panel's turns can work in the open notebook. */
   notebooks: CodeActNotebookKernel;

@@ -16,7 +16,7 @@ import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
 import { ChangeCache } from './changeCache';
 
-export interface WorkspaceToolsDeps {
+interface WorkspaceToolsDeps {
   apis: Pick<ControllerApis, 'showWarningMessage' | 'executeCommand'>;
   lmTools: LmToolApis;
   /** The settings for a folder (fs path). */

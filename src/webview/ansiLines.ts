@@ -7,16 +7,16 @@
 import Anser from 'anser';
 import type { StreamName } from '../common/events';
 
-export const BLOCK_LINES = 32;
+const BLOCK_LINES = 32;
 
 /** Inline colours that have no class (256-colour palette and truecolor). */
-export interface RunCss {
+interface RunCss {
   color?: string;
   background?: string;
 }
 
 /** A styled range of a block's text: stderr, or ANSI colours and decorations. Plain stdout has none. */
-export interface Span {
+interface Span {
   start: number;
   end: number;
   cls: string;
@@ -60,7 +60,7 @@ const PARTIAL_ESC = /\x1b(\[[0-9;?]*)?$/;
 const ANSI_BASE = ['black', 'red', 'green', 'yellow', 'blue', 'magenta', 'cyan', 'white'];
 
 /** CSS colour for an xterm 256-colour palette index, using the theme's terminal colours for 0-15. */
-export function paletteColor(n: number): string {
+function paletteColor(n: number): string {
   if (n < 16) {
     const base = ANSI_BASE[n % 8];
     const name = n >= 8 ? `Bright${base[0].toUpperCase()}${base.slice(1)}` : `${base[0].toUpperCase()}${base.slice(1)}`;

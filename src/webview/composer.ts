@@ -14,7 +14,7 @@ import { PromptHistory } from './promptHistory';
 
 const MAX_INPUT_HISTORY = 100;
 
-export interface ComposerHost {
+interface ComposerHost {
   post(message: WebviewToHost): void;
   host(): HostState | undefined;
   busy(): boolean;

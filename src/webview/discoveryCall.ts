@@ -8,7 +8,7 @@ import type { ToolCallView } from '../common/transcript';
 import { DESCRIBE_TOOL, isDiscoveryCall, SEARCH_TOOLS, TOOL_CATALOG } from '../common/tools';
 import { valuePreview } from './dom';
 
-export interface DiscoveryText {
+interface DiscoveryText {
   /** What was done: "searched tools", "looked up", "read the tool list". */
   action: string;
   /** What it was done with: the query, the tool's name. */

@@ -15,9 +15,9 @@ import { renderJson } from './jsonTree';
 import { renderMarkdownFragment } from './markdown';
 
 /** Characters of a text output shown (markdown, LaTeX, plain text); the rest is counted. */
-export const DISPLAY_TEXT_CAP = 100_000;
+const DISPLAY_TEXT_CAP = 100_000;
 /** Lines of a plain-text output shown. */
-export const DISPLAY_LINE_CAP = 500;
+const DISPLAY_LINE_CAP = 500;
 
 /** Whether a display draws as an image (the execution counts its images for their default names). */
 export function isImageDisplay(d: DisplayOutput): boolean {

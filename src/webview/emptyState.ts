@@ -4,7 +4,7 @@ import { h } from './dom';
 import { icon, type IconName } from './icons';
 import { button } from './viewKit';
 
-export interface EmptyStateActions {
+interface EmptyStateActions {
   command(command: HostCommand): void;
   /** Puts an example prompt into the input. */
   example(text: string): void;
@@ -113,7 +113,7 @@ function label(b: BrokenToolSummary): string {
 }
 
 /** Example prompts about the workspace's own tools (or about plain Python when it has none). */
-export function examplePrompts(tools: ToolSummary[]): { text: string; title?: string }[] {
+function examplePrompts(tools: ToolSummary[]): { text: string; title?: string }[] {
   if (!tools.length) return [{ text: 'What could managed tools do in this workspace?' }, { text: 'Write Python that lists the 10 largest files here' }];
   const names = tools.map((t) => t.name);
   const list = names.length <= 4 ? joinAnd(names) : `${names.slice(0, 3).join(', ')} and the other ${names.length - 3}`;

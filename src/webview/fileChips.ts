@@ -9,13 +9,13 @@ import type { WebviewToHost } from '../common/protocol';
 import { h, setText } from './dom';
 import { icon } from './icons';
 
-export interface FileEnv {
+interface FileEnv {
   post(message: WebviewToHost): void;
   itemId(): string;
 }
 
 /** "1.2 KiB" (approximate: a size to read at a glance). */
-export function formatSize(n: number): string {
+function formatSize(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   if (n < 1024 * 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
@@ -24,7 +24,7 @@ export function formatSize(n: number): string {
 
 const baseName = (p: string): string => p.split(/[\\/]/).filter(Boolean).pop() ?? p;
 
-export function fileName(f: FileOutput): string {
+function fileName(f: FileOutput): string {
   return (f.filename && baseName(f.filename)) || (f.path && baseName(f.path)) || f.file_id || 'file';
 }
 
@@ -45,7 +45,7 @@ const MIME_LABEL: Record<string, string> = {
 };
 
 /** "CSV", "PNG image", or the extension in capitals. */
-export function fileType(f: FileOutput): string {
+function fileType(f: FileOutput): string {
   const mime = f.mime_type?.split(';')[0].trim().toLowerCase();
   if (mime && MIME_LABEL[mime]) return MIME_LABEL[mime];
   const ext = /\.([A-Za-z0-9]{1,10})$/.exec(fileName(f))?.[1];

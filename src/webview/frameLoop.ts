@@ -64,7 +64,7 @@ export class FrameLoop {
 }
 
 /** One slice of a job: do some work while `more()` is true; return true when there is work left. */
-export type IdleJob = (more: () => boolean) => boolean;
+type IdleJob = (more: () => boolean) => boolean;
 
 /** Longest slice, in ms: well under the 50 ms of a long task, and leaves room for a frame. */
 const SLICE_MS = 8;

@@ -11,11 +11,11 @@ import DOMPurify from 'dompurify';
 import { formatCount, h } from './dom';
 
 /** Body rows rendered per table. */
-export const HTML_ROW_CAP = 200;
+const HTML_ROW_CAP = 200;
 /** Elements rendered per output. */
-export const HTML_ELEMENT_CAP = 20_000;
+const HTML_ELEMENT_CAP = 20_000;
 /** Characters of HTML parsed at most (the host caps a display at a few MB already). */
-export const HTML_CHAR_CAP = 4 * 1024 * 1024;
+const HTML_CHAR_CAP = 4 * 1024 * 1024;
 
 const TAGS = [
   'table', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td', 'caption', 'colgroup', 'col',
@@ -95,7 +95,7 @@ const STYLE_ATTR = 'data-ca-style';
  * Content Security Policy also applies to the inert document DOMPurify parses into, and without this every
  * DataFrame (`<tr style="text-align: right;">`) would log a blocked inline style.
  */
-export function neutraliseInline(html: string): string {
+function neutraliseInline(html: string): string {
   const n = html.length;
   const parts: string[] = [];
   let copied = 0;
@@ -144,7 +144,7 @@ export function neutraliseInline(html: string): string {
 }
 
 /** Sanitised DOM for untrusted HTML, with the row notes; `cut` when the element cap dropped the rest. */
-export function sanitizeHtml(html: string): { fragment: DocumentFragment; cut: boolean; rowsDropped: number } {
+function sanitizeHtml(html: string): { fragment: DocumentFragment; cut: boolean; rowsDropped: number } {
   const r: Run = { elements: 0, cut: false, rows: new Map(), align: new WeakMap() };
   run = r;
   let fragment: DocumentFragment;
@@ -204,7 +204,7 @@ export function lazyHtmlOutput(html: string): HTMLElement {
 }
 
 /** An HTML output in its own box: it scrolls sideways (and down, past a height), headers stick. */
-export function renderHtmlOutput(html: string): HTMLElement {
+function renderHtmlOutput(html: string): HTMLElement {
   const { fragment, cut } = sanitizeHtml(html);
   const box = h('div', { class: 'html-output', tabindex: '0', role: 'group', 'aria-label': 'HTML output' });
   box.append(fragment);

@@ -18,7 +18,7 @@ export interface ImageEnv {
 }
 
 /** The image of a display: its MIME type and content (base64 for raster, the SVG text for SVG). */
-export interface DisplayImage {
+interface DisplayImage {
   mime: ImageMime;
   data: string;
   url: string;
@@ -35,14 +35,14 @@ export function displayImage(d: DisplayOutput): DisplayImage | undefined {
 const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'image/svg+xml': 'svg' };
 
 /** "plot-3.png": the default name of the n-th image of an execution. */
-export function imageFileName(n: number, mime: string): string {
+function imageFileName(n: number, mime: string): string {
   return `plot-${n}.${EXT[mime] ?? 'png'}`;
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v > 0 && v < 100_000 ? Math.round(v) : undefined);
 
 /** The size to show: the metadata's (a HiDPI image says its display size there), else the file's own. */
-export function displaySize(d: DisplayOutput, img: DisplayImage): { width: number; height: number } | undefined {
+function displaySize(d: DisplayOutput, img: DisplayImage): { width: number; height: number } | undefined {
   const meta = d.metadata?.[img.mime];
   const mw = meta && typeof meta === 'object' ? num((meta as { width?: unknown }).width) : undefined;
   const mh = meta && typeof meta === 'object' ? num((meta as { height?: unknown }).height) : undefined;
@@ -97,7 +97,7 @@ async function pngBlob(img: DisplayImage): Promise<Blob> {
 }
 
 /** Copies the image to the clipboard (the page's own: VS Code's clipboard API takes text only). */
-export async function copyImage(img: DisplayImage): Promise<void> {
+async function copyImage(img: DisplayImage): Promise<void> {
   if (typeof ClipboardItem === 'undefined' || !navigator.clipboard?.write) throw new Error('this window has no image clipboard');
   // The promise goes into the item: the clipboard is asked while the click still counts as the user's.
   await navigator.clipboard.write([new ClipboardItem({ 'image/png': pngBlob(img) })]);

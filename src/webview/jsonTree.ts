@@ -9,7 +9,7 @@ import { clip } from '../common/format';
 import { h } from './dom';
 import { revealed } from './reveal';
 
-export interface JsonTreeOptions {
+interface JsonTreeOptions {
   /** Levels open at first (0 = collapsed). */
   expandDepth?: number;
   /** Children shown per object/array at first, and per "Show more". */
@@ -69,7 +69,7 @@ function first<K, V>(map: Map<K, V>): [K | undefined, V | undefined] {
 }
 
 /** Is anything of the tree not on screen (a closed node, a "… N more")? */
-export function pendingIn(root: HTMLElement): boolean {
+function pendingIn(root: HTMLElement): boolean {
   const tree = trees.get(root);
   return !!tree && (tree.closed.size > 0 || tree.more.size > 0);
 }

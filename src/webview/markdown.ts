@@ -59,13 +59,6 @@ export const WARM_UP_STEPS: readonly (() => void)[] = [
   () => void DOMPurify.sanitize('<p><strong>b</strong> <a href="https://example.com">l</a></p><table><tr><td class="align-right">1</td></tr></table>'),
 ];
 
-/** Sanitised HTML for a markdown string. */
-export function renderMarkdown(text: string): string {
-  const div = document.createElement('div');
-  div.append(renderMarkdownFragment(text));
-  return div.innerHTML;
-}
-
 /** Link reference definitions (`[x]: url`) make earlier blocks depend on later text. */
 const LINK_REFERENCE = /^ {0,3}\[[^\]]+\]:\s*\S/m;
 
@@ -74,7 +67,7 @@ const LINK_REFERENCE = /^ {0,3}\[[^\]]+\]:\s*\S/m;
  * a fenced code block and is followed by more text. Rendering that prefix alone gives what the whole
  * message would render for it (give or take list looseness, fixed by the final render).
  */
-export function stablePrefixLength(text: string, from = 0): number {
+function stablePrefixLength(text: string, from = 0): number {
   let fence: string | null = null;
   let stable = from;
   let pos = from;

@@ -17,10 +17,8 @@ import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, tailSlice, type OutputTai
 import { OutputLines, blockLines, type Block } from './ansiLines';
 import { StickToBottom } from './scrollAnchor';
 
-export { paletteColor } from './ansiLines';
-
 /** Rows a pane shows at most (styles.css sets its max-height to this many line heights). */
-export const OUTPUT_ROWS = 16;
+const OUTPUT_ROWS = 16;
 
 interface BlockView {
   block: Block;

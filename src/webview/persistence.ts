@@ -32,7 +32,7 @@ export interface PanelState {
 }
 
 /** Display data kept in the saved state at most; past it, the larger displays are saved as their plain text. */
-export const STATE_DISPLAY_BUDGET = 2 * 1024 * 1024;
+const STATE_DISPLAY_BUDGET = 2 * 1024 * 1024;
 /** A display this large (in characters of data) is the first to go. */
 const LARGE_DISPLAY = 16 * 1024;
 

@@ -7,7 +7,7 @@
  */
 import { findInvisible, revealInvisible, type InvisibleMark } from '../common/invisibleChars';
 
-export { hasInvisible, countInvisible, revealInvisible } from '../common/invisibleChars';
+export { countInvisible } from '../common/invisibleChars';
 
 function markClass(m: InvisibleMark): string {
   return m.kind === 'bidi' ? 'uc-mark uc-bidi' : 'uc-mark';

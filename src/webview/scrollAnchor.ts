@@ -30,7 +30,7 @@ function listenPointerUp(): void {
   window.addEventListener('pointercancel', () => (lastPointerUp = performance.now()), { passive: true, capture: true });
 }
 
-export interface StickOptions {
+interface StickOptions {
   /** Distance from the bottom, in px, that still counts as "at the bottom". */
   slack?: number;
   /** Follows the bottom from the start (default true). */

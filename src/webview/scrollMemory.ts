@@ -11,7 +11,7 @@ import { StickToBottom } from './scrollAnchor';
 import type { TranscriptView } from './transcriptView';
 
 /** What the scroll memory asks of the panel. */
-export interface ScrollMemoryHost {
+interface ScrollMemoryHost {
   hasTurns(): boolean;
   conversationId(): string | undefined;
   /** Saves the page's state now (it reads `forSave`). */

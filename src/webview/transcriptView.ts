@@ -20,8 +20,6 @@ import { icon, spinner } from './icons';
 import { ApprovalRenderer, EditorRenderer, ErrorRenderer, FunctionRenderer, MessageRenderer, NoticeRenderer } from './itemCards';
 import type { ItemRenderer, ViewContext } from './viewKit';
 
-export type { ViewContext } from './viewKit';
-
 // ---- turn -----------------------------------------------------------------------------------------
 
 class TurnRenderer {
@@ -103,7 +101,7 @@ const FIRST_BUDGET_MS = 12;
 /** Turns rendered at once whatever the budget (the view must not open empty). */
 const FIRST_MIN_TURNS = 2;
 
-export interface RenderAllOptions {
+interface RenderAllOptions {
   /** Start from this turn (a restored scroll position) instead of the latest turns. */
   around?: string;
 }

@@ -9,7 +9,7 @@ import type { ElicitationForm } from '../elicitation';
 
 // ---- view model -----------------------------------------------------------------------------------
 
-export type TurnStatus = 'running' | 'completed' | 'stopped' | 'failed';
+type TurnStatus = 'running' | 'completed' | 'stopped' | 'failed';
 
 export interface TurnView {
   id: string;
@@ -46,7 +46,7 @@ export interface MessageView {
   rev: number;
 }
 
-export type ExecStatus = 'writing' | 'running' | 'done' | 'failed' | 'stopped';
+type ExecStatus = 'writing' | 'running' | 'done' | 'failed' | 'stopped';
 
 export interface OutputChunk {
   stream: StreamName;
@@ -78,7 +78,7 @@ export interface DisplayView {
   rev: number;
 }
 
-export type ToolCallStatus = 'running' | 'ok' | 'error' | 'stopped';
+type ToolCallStatus = 'running' | 'ok' | 'error' | 'stopped';
 
 export interface ToolCallView {
   callId: string;
@@ -166,7 +166,7 @@ export interface EditorView {
   rev: number;
 }
 
-export type ApprovalStatus = 'pending' | 'resolved' | 'expired';
+type ApprovalStatus = 'pending' | 'resolved' | 'expired';
 
 export interface ApprovalView {
   kind: 'approval';
@@ -231,7 +231,7 @@ export const MAX_SUMMARY_CHARS = 64 * 1024;
 export type ItemView = MessageView | ExecView | FunctionView | EditorView | ApprovalView | ErrorView | NoticeView | CompactionView;
 
 /** How full the context window was at the latest model request (`codeact.context.usage`). */
-export interface ContextState {
+interface ContextState {
   used_tokens: number;
   window_tokens: number;
   compact_at_tokens: number;

@@ -27,10 +27,9 @@ import { RunState, type AgentResult, type AgentStatus } from './runState';
 import { newId } from '../util/ids';
 
 export { executionSummary };
-export { DEFAULT_RETRY, type RetryPolicy } from './retries';
-export type { AgentResult, AgentStatus } from './runState';
+export type { AgentResult } from './runState';
 
-export type AgentMode = 'toolCode' | 'hosted' | 'code';
+type AgentMode = 'toolCode' | 'hosted' | 'code';
 
 export interface AgentOptions {
   provider: Provider;

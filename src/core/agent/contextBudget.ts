@@ -21,15 +21,15 @@ import type { ConversationItem, ModelTool, Provider } from '../providers/shared/
 import { newId } from '../util/ids';
 
 /** Default of codeact.context.compactAt: the share of the usable window where compaction starts. */
-export const DEFAULT_COMPACT_AT = 0.75;
+const DEFAULT_COMPACT_AT = 0.75;
 /** Characters per token in the estimate (real tokenizers give 3.5–4 for prose; code and JSON fewer). */
-export const CHARS_PER_TOKEN = 3.5;
+const CHARS_PER_TOKEN = 3.5;
 /** What one attached image is counted as. */
 const IMAGE_TOKENS = 1000;
 /** Per item: the wire format's own overhead (role, ids, JSON around a tool call). */
 const ITEM_OVERHEAD = 12;
 /** Steps (a user message, or a model response after tool results) that stay verbatim. */
-export const KEEP_STEPS = 2;
+const KEEP_STEPS = 2;
 /** After compaction the request should use at most this share of the usable window. */
 const TARGET_SHARE = 0.5;
 /** One item may use at most this share of the usable window; a larger one is cut head and tail (a failed huge prompt must not poison later requests). */
@@ -70,14 +70,14 @@ export function compactionStateFrom(events: readonly { type: string }[]): Compac
   return state;
 }
 
-export function textTokens(text: string): number {
+function textTokens(text: string): number {
   return Math.ceil(text.length / CHARS_PER_TOKEN);
 }
 
 const itemCache = new WeakMap<ConversationItem, number>();
 
 /** The estimated tokens of one history item (cached: a long conversation is not measured again each request). */
-export function itemTokens(item: ConversationItem): number {
+function itemTokens(item: ConversationItem): number {
   let n = itemCache.get(item);
   if (n === undefined) {
     const { images, replay, ...rest } = item;
@@ -146,7 +146,7 @@ export function cutPoints(items: readonly ConversationItem[], from = 0): number[
 }
 
 /** The variables of the live session, one line each (bounded): what the variables view shows. */
-export function variablesDigest(v: VariablesSummary | null | undefined): string {
+function variablesDigest(v: VariablesSummary | null | undefined): string {
   if (!v || !Array.isArray(v.variables) || !v.variables.length) return '';
   const lines = v.variables.slice(0, MAX_VARIABLES).map((x) => {
     const shape = Array.isArray(x.shape) ? ` shape ${JSON.stringify(x.shape)}` : typeof x.len === 'number' ? ` len ${x.len}` : '';
@@ -173,7 +173,7 @@ function filesNamed(items: readonly ConversationItem[]): string[] {
 }
 
 /** A plain-text rendering of older items, for the summary request (bounded to `maxChars`). */
-export function renderForSummary(items: readonly ConversationItem[], previous: string | undefined, maxChars: number): string {
+function renderForSummary(items: readonly ConversationItem[], previous: string | undefined, maxChars: number): string {
   const parts: string[] = [];
   if (previous) parts.push(`[An earlier summary]\n${previous}`);
   for (const it of items) {
@@ -184,13 +184,13 @@ export function renderForSummary(items: readonly ConversationItem[], previous: s
   return headTail(parts.join('\n\n'), maxChars, (o) => `\n…[${o.chars} characters of the conversation left out]…\n`);
 }
 
-export const SUMMARY_INSTRUCTION = [
+const SUMMARY_INSTRUCTION = [
   'You summarise the earlier part of a conversation between a user and a coding agent that runs Python, so the agent can continue without it.',
   'Write short Markdown sections: "Decisions" (what was decided and why), "Done so far" (what the code computed, key numbers and names), "Files" (files read or written), "Open" (what is left to do).',
   'Do not repeat the user\'s messages (they are kept word for word elsewhere). Do not invent anything. At most 300 words.',
 ].join('\n');
 
-export interface BudgetOptions {
+interface BudgetOptions {
   /** The model's context window in tokens. */
   window: number;
   /** Room kept for the answer (max output tokens). */

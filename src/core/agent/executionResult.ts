@@ -49,7 +49,7 @@ function fileEntries(files: FileOutput[]): unknown[] {
   return out;
 }
 
-export interface SummaryContext {
+interface SummaryContext {
   /** The how-many-th execution of the conversation this was, as the model is told (and as image stand-ins say). */
   execution?: number;
   /** The output budget in characters (codeact.outputs.modelChars); default DEFAULT_OUTPUT_CHARS. */

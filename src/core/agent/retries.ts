@@ -12,12 +12,12 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8000 };
+const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8000 };
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
 /** A timer that the signal cancels (rejecting with its reason). */
-export function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(() => {
@@ -32,7 +32,7 @@ export function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export interface RetriesOptions {
+interface RetriesOptions {
   policy?: Partial<RetryPolicy>;
   sleep?: Sleep;
   /** The provider's id, for the error of a wait the user stopped. */

@@ -20,7 +20,7 @@ function cap(text: string, max: number): string {
 }
 
 /** The fenced block the model wrote (or would have written) for a code call. */
-export function codeBlockText(code: string): string {
+function codeBlockText(code: string): string {
   // A longer fence when the code itself contains a line of three backticks.
   const fence = /^ {0,3}```/m.test(code) ? '````' : '```';
   return `${fence}python\n${code.replace(/\n+$/, '')}\n${fence}`;

@@ -27,7 +27,6 @@ import { toTextHistory } from './textHistory';
 import { randomToken } from '../util/ids';
 
 export type AgentProtocol = 'tools' | 'text';
-export const AGENT_PROTOCOLS: readonly AgentProtocol[] = ['tools', 'text'];
 
 // ---- models that rejected tools, for the life of the process -------------------------------------
 
@@ -57,7 +56,7 @@ function probeWorthy(err: ProviderError): boolean {
 }
 
 /** True when this model (on this server) rejected `tools` earlier in this process. */
-export function rejectedTools(provider: Provider, model: string): boolean {
+function rejectedTools(provider: Provider, model: string): boolean {
   return toolless.has(modelKey(provider, model));
 }
 
@@ -68,7 +67,7 @@ export function forgetToolRejections(): void {
 
 // ---- the system prompt -----------------------------------------------------------------------------
 
-export function textSystemInstruction(codeTool: ModelTool | undefined, system?: string): string {
+function textSystemInstruction(codeTool: ModelTool | undefined, system?: string): string {
   const rules = [
     'To run Python, write ONE fenced code block: a line ```python, the code, then a line ```. Then stop and wait.',
     'The code runs for real, and the next message, which starts with "Observation:", tells you what it printed, what it returned ' +
@@ -94,7 +93,7 @@ export function textSystemInstruction(codeTool: ModelTool | undefined, system?: 
 
 // ---- one run ---------------------------------------------------------------------------------------
 
-export interface TextProtocolOptions {
+interface TextProtocolOptions {
   provider: Provider;
   model: string;
   protocol?: AgentProtocol;

@@ -11,7 +11,7 @@ import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
 import { randomToken } from '../util/ids';
 
-export interface ConversationMeta {
+interface ConversationMeta {
   id: string;
   title: string;
   createdAt: number;
@@ -24,7 +24,7 @@ export interface ConversationMeta {
   expiredContainers?: string[];
 }
 
-export interface ConversationSummary extends ConversationMeta {
+interface ConversationSummary extends ConversationMeta {
   updatedAt: number;
   turns: number;
 }

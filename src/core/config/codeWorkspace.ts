@@ -15,13 +15,13 @@ import { readSettingsFile, SettingsError } from './workspaceFile';
 /** Folders read from one workspace file at most. */
 export const MAX_WORKSPACE_FOLDERS = 256;
 
-export interface CodeWorkspaceFolder {
+interface CodeWorkspaceFolder {
   name: string;
   /** Absolute path. */
   path: string;
 }
 
-export interface CodeWorkspace {
+interface CodeWorkspace {
   /** The `.code-workspace` file (absolute). */
   file: string;
   folders: CodeWorkspaceFolder[];

@@ -13,7 +13,7 @@ import { toolHostPaths, type HostRunFile } from '../runtime/local/hostFiles';
 import { resolvePythonEnv } from '../runtime/local/pythonEnv';
 import type { EngineConfig } from './resolve';
 
-export interface RuntimeHost {
+interface RuntimeHost {
   /** The folder command tools run in and the sandbox may mount. */
   workspace?: string;
   /**

@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { readConfigFile, settingsPath } from './workspaceFile';
 import { isCodeWorkspaceFile } from './codeWorkspace';
 
-export interface TrustEntry {
+interface TrustEntry {
   folder: string;
   /** SHA-256 of the settings file when it was trusted ("none" when the folder had none). */
   sha256: string;

@@ -7,7 +7,7 @@ import { runtimeConfigFrom } from './engine';
 import type { GatewayOptions } from '../gateway/gateway';
 import { packageInstaller, type InstallApprover } from '../runtime/install/installer';
 
-export interface InstallHost {
+interface InstallHost {
   /** The folder is trusted (Workspace Trust, `codeact trust`): without it nothing is installed. */
   trusted: boolean;
   /** The folder a `.venv` may be made in. */
@@ -34,7 +34,7 @@ export const JUPYTER_INSTALL_UNAVAILABLE =
 const UNTRUSTED = 'install_packages needs a trusted folder (Workspace Trust in VS Code, `codeact trust` for the CLI): this one is not. Ask the user to trust it, or to install the packages.';
 
 /** Said when nobody can approve an install (the CLI without a terminal). */
-export const NO_APPROVER =
+const NO_APPROVER =
   "install_packages needs the user's approval, and nobody can approve it here (no terminal to ask in). Ask the user to install the packages, or to run CodeAct interactively.";
 
 export function installOptionsFrom(config: EngineConfig, host: InstallHost): Pick<GatewayOptions, 'installer' | 'installUnavailable'> {

@@ -11,8 +11,8 @@
  * - `user`: only the user's own settings (or a command-line flag) may set it, trusted or not.
  */
 
-export type SettingType = 'string' | 'number' | 'boolean' | 'array' | 'object';
-export type SettingTrust = 'any' | 'trusted' | 'user';
+type SettingType = 'string' | 'number' | 'boolean' | 'array' | 'object';
+type SettingTrust = 'any' | 'trusted' | 'user';
 
 export interface SettingKey {
   type: SettingType;

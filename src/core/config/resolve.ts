@@ -21,7 +21,7 @@ import { PROVIDER_CATALOG as PROVIDERS } from '../providers/shared/catalog';
 import { APPROVAL_ORDER } from '../gateway/approvalPolicy';
 import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName } from './keys';
 
-export type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';
+type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';
 
 /** The values one key has in each place it can be set (undefined: not set there). */
 export interface SettingLayers {
@@ -40,7 +40,7 @@ export interface Ignored {
   reason: string;
 }
 
-export type ProviderName = 'openai' | 'anthropic' | 'gemini' | 'openai-compatible';
+type ProviderName = 'openai' | 'anthropic' | 'gemini' | 'openai-compatible';
 
 export interface EngineConfig {
   provider: ProviderName;
@@ -112,7 +112,7 @@ export interface ResolvedConfig {
   ignored: Ignored[];
 }
 
-export interface ResolveOptions {
+interface ResolveOptions {
   /** The folder is trusted (VS Code's Workspace Trust; `codeact trust` for the CLI). */
   trusted: boolean;
   /** The CLI: the `.code-workspace` file whose `settings` are the workspace layer is trusted (default: `trusted`). */

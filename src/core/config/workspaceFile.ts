@@ -32,7 +32,7 @@ export function readWorkspaceSettings(workspace: string): Record<string, unknown
 }
 
 /** The user's CLI settings: `$CODEACT_HOME/settings.json`, or `$XDG_CONFIG_HOME/codeact/settings.json` (`~/.config/codeact/…`). */
-export function userSettingsPath(): string {
+function userSettingsPath(): string {
   const dir = process.env.CODEACT_HOME || path.join(process.env.XDG_CONFIG_HOME || path.join(homedir(), '.config'), 'codeact');
   return path.join(dir, 'settings.json');
 }
@@ -42,7 +42,7 @@ export function readUserSettings(): Record<string, unknown> {
 }
 
 /** Largest settings or trust file read: 4 MiB (a thousand tool declarations with their schemas fit in one). */
-export const SETTINGS_FILE_MAX_BYTES = 4 * 1024 * 1024;
+const SETTINGS_FILE_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * The bytes of a configuration file, or undefined when there is none. Only a regular file of at most

@@ -37,7 +37,7 @@ export interface ToolApprovalFacts {
   userDefault: ApprovalPolicy;
 }
 
-export interface ApprovalDecision {
+interface ApprovalDecision {
   policy: ApprovalPolicy;
   /** Why, as words for the log and for errors ("your codeact.approval.default is "ask", and …"). */
   because: string;

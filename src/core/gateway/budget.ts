@@ -138,7 +138,7 @@ export const linearRegExp: RegExpEngine = Object.assign(
 // ---- metered keywords -------------------------------------------------------------------------
 
 /** The marker keyword put into every subschema object: each evaluation charges one step. */
-export const STEP_KEYWORD = 'x-codeact-step';
+const STEP_KEYWORD = 'x-codeact-step';
 
 /** The canonical key of a value, charged: about 80 ns per character for objects and arrays (measured). */
 function keyOf(value: unknown): string {

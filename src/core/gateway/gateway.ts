@@ -22,7 +22,7 @@ import type { ElicitationPrompt, Elicitor } from '../../common/elicitation';
  * What the gateway keeps of one call: a bounded summary, never the whole arguments or result, so
  * memory stays flat however many calls a session makes and however large they are.
  */
-export interface ToolCallSummary {
+interface ToolCallSummary {
   call_id: string;
   name: string;
   ok: boolean;
@@ -43,9 +43,9 @@ export interface ToolCallSummary {
 }
 
 /** Longest text kept in a summary. */
-export const SUMMARY_TEXT = 200;
+const SUMMARY_TEXT = 200;
 /** Summaries kept by default (the newest). */
-export const MAX_RECORDS = 200;
+const MAX_RECORDS = 200;
 
 /** Caps on a tool's result, checked before it is serialised or validated (its size: `maxResultBytes`). */
 const RESULT_SHAPE = { maxDepth: MAX_VALUE_DEPTH, maxKeys: 250_000 };

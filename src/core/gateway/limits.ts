@@ -4,9 +4,9 @@
  * iterative and stops as soon as a cap is passed, so its cost is bounded by the caps, not the input.
  */
 import { clip } from '../../common/format';
-import { measureShape, type ShapeLimits, type ShapeReport } from '../../common/jsonShape';
+import { measureShape, type ShapeLimits } from '../../common/jsonShape';
 
-export { measureShape, type ShapeLimits, type ShapeReport };
+export { measureShape, type ShapeLimits };
 
 /** Caps on the arguments of one call, checked before validation. */
 export const ARGUMENT_LIMITS: ShapeLimits = { maxBytes: 1024 * 1024, maxDepth: 64, maxKeys: 20_000 };

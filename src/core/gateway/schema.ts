@@ -54,7 +54,7 @@ function engine(schema: JsonSchema): Engines {
 }
 
 /** Every `$ref`/`$dynamicRef` that points outside the schema: where (a dotted path) and the reference. */
-export function externalRefs(schema: unknown): { field: string; ref: string }[] {
+function externalRefs(schema: unknown): { field: string; ref: string }[] {
   const found: { field: string; ref: string }[] = [];
   const walk = (node: unknown, path: string[]) => {
     if (Array.isArray(node)) return node.forEach((n, i) => walk(n, [...path, String(i)]));

@@ -8,7 +8,7 @@ import { clip } from '../../common/format';
 import { formatDeclarationProblem, type DeclarationProblem } from '../../common/tools';
 
 /** The types a JSON Schema's `type` may name. */
-export const JSON_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'] as const;
+const JSON_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'] as const;
 
 /** Most problems reported for one schema. */
 const MAX_PROBLEMS = 8;

@@ -6,7 +6,7 @@ import type { ApprovalPolicy, DeclarationProblem, JsonSchema, ToolExposure } fro
 import type { ToolApprovalFacts } from './approvalPolicy';
 import type { ElicitationAnswer, ElicitationPrompt } from '../../common/elicitation';
 
-export interface ToolInvokeContext {
+interface ToolInvokeContext {
   signal: AbortSignal;
   callId: string;
   /** Pauses the run's clock and this call's duration while the person is asked something (an MCP elicitation). */

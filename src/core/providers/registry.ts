@@ -14,7 +14,7 @@ import { tappedFetch, type StreamBounds } from './shared/watchdog';
 
 export { PROVIDER_IDS };
 
-export interface ProviderEntry extends ProviderInfo {
+interface ProviderEntry extends ProviderInfo {
   create(config: ProviderConfig, apiKey: string | undefined): Promise<Provider>;
 }
 

@@ -26,7 +26,7 @@ const MIME_BY_EXT: Record<string, string> = {
 };
 
 /** The MIME type of a file name, by its extension (application/octet-stream when unknown). */
-export function mimeOfName(name: string): string {
+function mimeOfName(name: string): string {
   const ext = path.extname(name).slice(1).toLowerCase();
   return MIME_BY_EXT[ext] ?? 'application/octet-stream';
 }

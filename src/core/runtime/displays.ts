@@ -7,14 +7,14 @@ import type { DisplayOutput } from '../../common/events';
 import { formatBytes } from '../../common/format';
 
 /** Caps of the files the code wrote, copied out after each execution (RuntimeLimits carries them). */
-export interface FileLimits {
+interface FileLimits {
   maxFileBytes: number;
   maxFilesTotalBytes: number;
   maxFiles: number;
 }
 
 /** Caps of the rich outputs of one execution (RuntimeLimits carries them). */
-export interface DisplayLimits {
+interface DisplayLimits {
   /** Largest display, in bytes of its data (base64 included). */
   maxDisplayBytes: number;
   /** All displays of one execution together. */
@@ -30,7 +30,7 @@ const MAX_TYPES = 32;
 const MAX_METADATA_BYTES = 64 * 1024;
 const MAX_SUMMARY_CHARS = 32 * 1024;
 
-export type Taken = { ok: true; display: DisplayOutput; bytes: number } | { ok: false; note?: string };
+type Taken = { ok: true; display: DisplayOutput; bytes: number } | { ok: false; note?: string };
 
 function jsonSize(value: unknown): number {
   try {

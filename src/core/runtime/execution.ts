@@ -237,7 +237,7 @@ export class OutputCapture {
   }
 }
 
-export interface FinishedExecution {
+interface FinishedExecution {
   itemId: string;
   code: string;
   runtime: RuntimeKind;

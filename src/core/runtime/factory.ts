@@ -9,7 +9,7 @@ import { CodeActError } from '../util/errors';
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../common/canonicalJson';
 
-export type RuntimeSetting = 'local' | 'jupyter';
+type RuntimeSetting = 'local' | 'jupyter';
 
 export interface RuntimeConfig {
   runtime: RuntimeSetting;

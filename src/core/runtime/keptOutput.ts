@@ -13,7 +13,7 @@ export const KEPT_TOTAL_CHARS = 8 * 1024 * 1024;
 /** What it keeps of one stream of one run. */
 export const KEPT_RUN_CHARS = 2 * 1024 * 1024;
 
-export interface KeptOutput {
+interface KeptOutput {
   n: number;
   stdout: string;
   stderr: string;

@@ -21,7 +21,7 @@ import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
  * refused by the per-run limit, so every later call of the run would be too (the guest libraries then raise
  * the error themselves and send no more).
  */
-export type ToolOutcome = { ok: true; value: unknown; json: string } | { ok: false; error: string; limit?: true };
+type ToolOutcome = { ok: true; value: unknown; json: string } | { ok: false; error: string; limit?: true };
 
 /** Most calls of one execution waiting for a slot or running on the host at once. */
 export const MAX_OUTSTANDING_TOOL_CALLS = 4096;
@@ -33,12 +33,12 @@ export const MAX_OUTSTANDING_TOOL_CALLS = 4096;
 export const TOOL_FLOOD_MARGIN = MAX_OUTSTANDING_TOOL_CALLS;
 
 /** The error a call past the per-run limit gets. */
-export function tooManyCallsError(limit: number): string {
+function tooManyCallsError(limit: number): string {
   return `too many tool calls in this run: limit ${limit}. Make fewer calls in one run (split the work over several runs), or raise codeact.toolCalls.maxPerRun.`;
 }
 
 /** The item the calls belong to and its event stream, as each call's request carries them. */
-export interface ToolDispatcherOptions extends Required<Pick<ToolCallRequest, 'itemId' | 'emit'>> {
+interface ToolDispatcherOptions extends Required<Pick<ToolCallRequest, 'itemId' | 'emit'>> {
   handler?: ToolCallHandler;
   /** False for plain `execute_code`: every call is refused. */
   enabled: boolean;

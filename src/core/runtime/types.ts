@@ -57,7 +57,7 @@ export interface ExecuteRequest {
  * What a hook that sees the code first decides (code review): the code to run (the person may have edited
  * it), or why it does not run (the card closes as never run, with this error).
  */
-export type BeforeRunVerdict = { code: string } | { error: ExecutionError };
+type BeforeRunVerdict = { code: string } | { error: ExecutionError };
 
 /** Sees each execution's code before it runs (codeact.approval.reviewCode); the signal is the run's. */
 export type BeforeRun = (request: ExecuteRequest, signal?: AbortSignal) => Promise<BeforeRunVerdict>;

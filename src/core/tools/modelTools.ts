@@ -7,7 +7,7 @@ import { oneLine, toolGroup } from '../gateway/discovery/toolCatalog';
 import type { ManagedTool } from '../gateway/toolSet';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS } from '../../common/outputBudget';
 
-export interface ModelToolSpec {
+interface ModelToolSpec {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
@@ -29,7 +29,7 @@ function schemaText(schema: JsonSchema | undefined): string {
   return schema === undefined ? 'not declared' : JSON.stringify(schema);
 }
 
-export interface CodeToolContext {
+interface CodeToolContext {
   runtime?: 'local' | 'jupyter' | string;
   /** Runs of this conversation share one session (a local Python session or a Jupyter kernel). */
   persistent?: boolean;
@@ -51,12 +51,12 @@ const INSTALL_SENTENCE =
   'A missing package: `await install_packages(["name", "other>=2"])` installs it into the session\'s Python once the user approves (names and versions only); then import it.';
 
 /** Default of codeact.toolDiscovery.inlineLimit. */
-export const DEFAULT_INLINE_LIMIT = 20;
+const DEFAULT_INLINE_LIMIT = 20;
 /**
  * Token budget of the tool listing: above it the schemas are left out even under the inline limit, and
  * the short listing shortens its descriptions to stay within it.
  */
-export const INLINE_TOKEN_BUDGET = 6000;
+const INLINE_TOKEN_BUDGET = 6000;
 
 /**
  * Token budget of the short listing (names and one-line descriptions): descriptions are cut to the
@@ -90,7 +90,7 @@ export function listsSchemasInline(tools: readonly ManagedTool[], limit = DEFAUL
  * Names and one-line descriptions grouped by source (an MCP server, command tools…), within
  * COMPACT_TOKEN_BUDGET: descriptions get shorter as the set grows, down to names alone.
  */
-export function compactToolLines(sorted: readonly ManagedTool[]): string[] {
+function compactToolLines(sorted: readonly ManagedTool[]): string[] {
   const groups = new Map<string, ManagedTool[]>();
   for (const t of sorted) {
     const g = toolGroup(t);

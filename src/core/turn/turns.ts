@@ -67,7 +67,7 @@ interface TurnOptions {
   onEvent?: (e: TranscriptEvent) => void;
 }
 
-export interface ChatTurnOptions extends TurnOptions {
+interface ChatTurnOptions extends TurnOptions {
   conversation: Conversation;
   prompt: string;
   config: EngineConfig;
@@ -80,7 +80,7 @@ export interface ChatTurnOptions extends TurnOptions {
   agent?: Partial<AgentOptions>;
 }
 
-export interface ChatTurnResult {
+interface ChatTurnResult {
   turnId: string;
   /** Undefined when the turn failed before the model answered (the error is in `error`). */
   result?: AgentResult;
@@ -143,7 +143,7 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
 }
 
 /** A code turn gets its runtime before it starts (the start marker names the runtime's kind). */
-export interface CodeTurnOptions extends TurnOptions {
+interface CodeTurnOptions extends TurnOptions {
   /** Where the turn is saved; none: `codeact run`, which keeps no transcript. */
   conversation?: Conversation;
   code: string;
@@ -158,7 +158,7 @@ export interface CodeTurnOptions extends TurnOptions {
   beforeRun?: BeforeRun;
 }
 
-export interface CodeTurnResult {
+interface CodeTurnResult {
   turnId: string;
   item: CodeInterpreterCallItem;
 }

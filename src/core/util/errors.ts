@@ -11,7 +11,7 @@
  * - `tool`: a managed tool call was refused or failed (see `ToolError.code`);
  * - `runtime`: the runtime (guest, kernel, sandbox) failed.
  */
-export type ErrorCategory = 'usage' | 'config' | 'environment' | 'cancelled' | 'timeout' | 'provider' | 'tool' | 'runtime';
+type ErrorCategory = 'usage' | 'config' | 'environment' | 'cancelled' | 'timeout' | 'provider' | 'tool' | 'runtime';
 
 /** The base of our errors: each says its category. */
 export abstract class CodeActError extends Error {
@@ -24,15 +24,6 @@ export class CancelledError extends CodeActError {
   constructor(message = 'The run was stopped.') {
     super(message);
     this.name = 'AbortError';
-  }
-}
-
-/** A step took longer than its limit. */
-export class TimeoutError extends CodeActError {
-  readonly category = 'timeout' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'TimeoutError';
   }
 }
 

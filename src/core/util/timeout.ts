@@ -25,7 +25,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, makeError: () =>
  * at most once, when the running time reaches `ms`.
  */
 /** The time and the timers a clock reads (replaced in tests, so that they need no real waiting). */
-export interface ClockSource {
+interface ClockSource {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;

@@ -36,7 +36,7 @@ export interface FinishedCell {
   endTime: number;
 }
 
-export interface NotebookTarget {
+interface NotebookTarget {
   uri: string;
   /** The notebook's file name, as the panel and the model see it. */
   name: string;
@@ -46,7 +46,7 @@ export interface NotebookTarget {
 }
 
 /** A cell's execution kept in memory (its outputs as they would be written) until the cell is inserted. */
-export class RecordedCellExecution implements CellExecution {
+class RecordedCellExecution implements CellExecution {
   order = 0;
   success: boolean | undefined;
   startTime = 0;
@@ -122,7 +122,7 @@ async function asCell(inner: Runtime, target: NotebookTarget, request: ExecuteRe
 // ---- what the model reads ---------------------------------------------------------------------
 
 /** One output of a cell as the digest reads it: its MIME types and, for text ones, the text. */
-export interface DigestOutput {
+interface DigestOutput {
   items: Array<{ mime: string; text?: string; bytes: number }>;
 }
 

@@ -60,7 +60,7 @@ const JSON_MIME = /^application\/(?:[^/]*\+)?json$/;
 const BINARY_MIME = /^image\/(?:png|jpeg|gif|webp|bmp)$/;
 
 /** A display's bundle as output items; values of the wrong shape are left out. */
-export function displayItems(d: DisplayOutput): OutputItemData[] {
+function displayItems(d: DisplayOutput): OutputItemData[] {
   const items: OutputItemData[] = [];
   for (const [mime, value] of Object.entries(d.data ?? {})) {
     if (JSON_MIME.test(mime)) {
@@ -124,7 +124,7 @@ export function toolCallsOutput(calls: readonly CallLine[], more: number): Outpu
 }
 
 /** The error output of a failed execution: VS Code's error renderer shows the traceback (the user's lines). */
-export function errorOutput(item: CodeInterpreterCallItem): CellOutputData | undefined {
+function errorOutput(item: CodeInterpreterCallItem): CellOutputData | undefined {
   const e = item.error;
   if (!e) return undefined;
   // Stop or Interrupt: said as a notebook says it.
@@ -199,6 +199,9 @@ export class CellOutputWriter {
         this.callsChanged();
         break;
       }
+      default:
+        // The other events write nothing into the cell.
+        break;
     }
   }
 
@@ -216,12 +219,13 @@ export class CellOutputWriter {
         } else if (o.type === 'display') this.display(o, false);
       }
     }
+    // The appends are chained: `await this.chain` below waits for them all.
     for (const o of item.outputs) {
-      if (o.type === 'file') this.append({ items: [{ mime: 'text/plain', data: utf8(`[file ${fileLabel(o)}${o.note ? `: ${o.note}` : ''}]`) }], metadata: { outputType: 'display_data', metadata: {} } });
+      if (o.type === 'file') void this.append({ items: [{ mime: 'text/plain', data: utf8(`[file ${fileLabel(o)}${o.note ? `: ${o.note}` : ''}]`) }], metadata: { outputType: 'display_data', metadata: {} } });
     }
     if (!this.sawResult && item.status === 'completed' && item.value !== undefined && item.value !== null) {
       const text = typeof item.value === 'string' ? JSON.stringify(item.value) : JSON.stringify(item.value, null, 2);
-      this.append({
+      void this.append({
         items: [
           { mime: 'application/json', data: utf8(JSON.stringify(item.value)) },
           { mime: 'text/plain', data: utf8(text) },
@@ -230,7 +234,7 @@ export class CellOutputWriter {
       });
     }
     const err = errorOutput(item);
-    if (err) this.append(err);
+    if (err) void this.append(err);
     await this.chain;
   }
 

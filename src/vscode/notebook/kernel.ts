@@ -15,10 +15,10 @@ import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, ty
 import type { CellOutputData, OutputItemData } from './cellOutputs';
 import { NotebookKernels, type CellBatch, type CellExecution } from './kernelRunner';
 
-export const CONTROLLER_ID = 'codeact-kernel';
-export const NOTEBOOK_TYPE = 'jupyter-notebook';
+const CONTROLLER_ID = 'codeact-kernel';
+const NOTEBOOK_TYPE = 'jupyter-notebook';
 /** The kernelspec an exported conversation names: a notebook that has it prefers this kernel. */
-export const KERNELSPEC_NAME = 'codeact';
+const KERNELSPEC_NAME = 'codeact';
 
 const decoder = new TextDecoder();
 

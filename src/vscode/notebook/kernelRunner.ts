@@ -29,9 +29,9 @@ export interface CellRunOptions {
 }
 
 /** Runs a cell's code in the notebook's session (the extension's: trust, runtime, gateway and approvals). */
-export type RunCell = (code: string, o: CellRunOptions) => Promise<CodeInterpreterCallItem>;
+type RunCell = (code: string, o: CellRunOptions) => Promise<CodeInterpreterCallItem>;
 
-export interface NotebookKernelDeps {
+interface NotebookKernelDeps {
   run: RunCell;
   /** Drops the session's state (its process tree or kernel); resolves with whether it was alive. */
   restart(sessionId: string): Promise<boolean>;
@@ -40,7 +40,7 @@ export interface NotebookKernelDeps {
   log(line: string): void;
 }
 
-export function notebookSessionId(uri: string): string {
+function notebookSessionId(uri: string): string {
   return `nb:${uri}`;
 }
 

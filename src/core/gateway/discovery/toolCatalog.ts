@@ -11,7 +11,7 @@ import { clip } from '../../../common/format';
 import type { JsonSchema } from '../../../common/tools';
 import type { ManagedTool } from '../toolSet';
 
-export interface CatalogParam {
+interface CatalogParam {
   name: string;
   required: boolean;
   /** JSON Schema type(s); "any" when the schema does not say. */
@@ -22,7 +22,7 @@ export interface CatalogParam {
   enum?: unknown[];
 }
 
-export interface CatalogTool {
+interface CatalogTool {
   name: string;
   /** The function name in the guest's `tools` module (the name with `-` as `_`; absent when no valid name is free). */
   py?: string;
@@ -44,9 +44,9 @@ export interface ToolCatalog {
   truncated: boolean;
 }
 
-export const CATALOG_FORMAT = 1;
+const CATALOG_FORMAT = 1;
 /** Default bound of the serialised catalogue. */
-export const DEFAULT_CATALOG_MAX_BYTES = 256 * 1024;
+const DEFAULT_CATALOG_MAX_BYTES = 256 * 1024;
 
 /** Python's keywords (`keyword.kwlist`); soft keywords such as `type` and `match` are valid names. */
 const PY_KEYWORDS = new Set(
@@ -54,7 +54,7 @@ const PY_KEYWORDS = new Set(
 );
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function isPythonName(name: string): boolean {
+function isPythonName(name: string): boolean {
   return IDENTIFIER.test(name) && !PY_KEYWORDS.has(name);
 }
 
@@ -104,7 +104,7 @@ function deref(root: Schema, schema: unknown): Schema | undefined {
 const JSON_TYPES = ['string', 'integer', 'number', 'boolean', 'array', 'object', 'null'];
 
 /** The JSON type(s) a schema allows, as far as a quick look tells; ["any"] when it does not say. */
-export function schemaTypes(root: Schema, schema: unknown, depth = 0): string[] {
+function schemaTypes(root: Schema, schema: unknown, depth = 0): string[] {
   const s = deref(root, schema);
   if (!s || depth > 3) return ['any'];
   if (typeof s.type === 'string' && JSON_TYPES.includes(s.type)) return [s.type];
@@ -177,14 +177,14 @@ export function returnsSummary(schema: JsonSchema | undefined, max = 200): strin
 const PY_TYPES: Record<string, string> = { string: 'str', integer: 'int', number: 'float', boolean: 'bool', array: 'list', object: 'dict', null: 'None' };
 
 /** The Python annotation of a JSON type ("" for any). */
-export function pythonAnnotation(type: string | string[]): string {
+function pythonAnnotation(type: string | string[]): string {
   const types = Array.isArray(type) ? type : [type];
   if (types.includes('any')) return '';
   return types.map((t) => PY_TYPES[t] ?? 'object').join(' | ');
 }
 
 /** A JSON value as a Python literal (short values only). */
-export function pythonLiteral(value: unknown): string {
+function pythonLiteral(value: unknown): string {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';
   if (value === false) return 'False';
@@ -195,7 +195,7 @@ export function pythonLiteral(value: unknown): string {
 }
 
 /** Whether a catalogue entry's function needs `**arguments`. */
-export function needsExtra(params: CatalogParam[] | null): boolean {
+function needsExtra(params: CatalogParam[] | null): boolean {
   return params === null || params.some((p) => !isPythonName(p.name));
 }
 
@@ -217,7 +217,7 @@ export function signatureText(name: string, params: CatalogParam[] | null): stri
   return `${pythonName(name) ?? name}(${inner})`;
 }
 
-export interface CatalogOptions {
+interface CatalogOptions {
   maxBytes?: number;
   reserved: ToolCatalog['reserved'];
 }

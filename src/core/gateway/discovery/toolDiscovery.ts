@@ -21,9 +21,9 @@ import { buildToolCatalog, oneLine, pythonName, returnsSummary, signatureText, t
 import { MAX_QUERY_CHARS, MAX_RESULTS, ToolSearchIndex } from './toolSearch';
 
 /** Largest schema returned by describe_tool, serialised. */
-export const MAX_DESCRIBED_SCHEMA_BYTES = 64 * 1024;
+const MAX_DESCRIBED_SCHEMA_BYTES = 64 * 1024;
 
-export interface SearchResult {
+interface SearchResult {
   name: string;
   description: string;
   signature: string;

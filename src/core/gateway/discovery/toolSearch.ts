@@ -6,7 +6,7 @@
  * length and the number of results.
  */
 
-export interface SearchDocument {
+interface SearchDocument {
   name: string;
   description?: string;
   /** Top-level parameter names. */
@@ -15,7 +15,7 @@ export interface SearchDocument {
   group?: string;
 }
 
-export interface SearchHit {
+interface SearchHit {
   name: string;
   score: number;
 }
@@ -28,7 +28,7 @@ const B = 0.75;
 const EXACT_NAME_BONUS = 10;
 
 export const MAX_QUERY_CHARS = 500;
-export const MAX_QUERY_TERMS = 64;
+const MAX_QUERY_TERMS = 64;
 export const MAX_RESULTS = 50;
 const MAX_DESCRIPTION_CHARS = 2000;
 const MAX_PARAMS = 64;

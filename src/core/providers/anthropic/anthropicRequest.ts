@@ -8,12 +8,12 @@ import { requestImages, writeHistory } from '../shared/history';
 import type { AttachedImage } from '../../../common/events';
 import type { TurnRequest } from '../shared/types';
 
-export const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
-export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
+const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
+const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
 export const FILES_BETA = 'files-api-2025-04-14';
 
 /** The `anthropic-beta` value each code execution tool version needs (none for the newer ones). */
-export const ANTHROPIC_CODE_TOOL_BETAS: Record<string, string | undefined> = {
+const ANTHROPIC_CODE_TOOL_BETAS: Record<string, string | undefined> = {
   code_execution_20250522: 'code-execution-2025-05-22',
   code_execution_20250825: 'code-execution-2025-08-25',
   code_execution_20260120: undefined,
@@ -71,7 +71,7 @@ function imageBlocks(images: AttachedImage[] | undefined): Json[] {
 }
 
 /** The history as Anthropic messages (same-role neighbours merged, tool results in user turns). */
-export function toAnthropicMessages(req: TurnRequest): Json[] {
+function toAnthropicMessages(req: TurnRequest): Json[] {
   const messages: Json[] = [];
   const push = (role: 'user' | 'assistant', all: Json[]): void => {
     // The API rejects empty text blocks.

@@ -303,7 +303,7 @@ class GeminiState implements StreamMachine<Json> {
 }
 
 /** The history as Gemini `contents` (model parts echoed verbatim, function results as functionResponse). */
-export function toGeminiContents(req: TurnRequest): Json[] {
+function toGeminiContents(req: TurnRequest): Json[] {
   const contents: Json[] = [];
   const push = (role: 'user' | 'model', parts: Json[]): void => {
     if (parts.length === 0) return;
@@ -361,7 +361,7 @@ function inlineParts(images: AttachedImage[] | undefined): Json[] {
  * Gemini 3 and later take images inside a function response (`functionResponse.parts`, "multimodal function
  * responses"); earlier models get them as inline parts of the user turn that carries the responses.
  */
-export function functionResponseTakesParts(model: string): boolean {
+function functionResponseTakesParts(model: string): boolean {
   const m = /gemini-(\d+)/.exec(model.toLowerCase());
   return !!m && Number(m[1]) >= 3;
 }

@@ -16,7 +16,7 @@ import type { StreamBounds } from '../shared/watchdog';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
-export interface CompatibleOptions {
+interface CompatibleOptions {
   baseURL: string;
   supportsTools: boolean;
   contextWindow?: number;
@@ -29,7 +29,7 @@ export interface CompatibleOptions {
 }
 
 /** What an image is counted as in the context-window estimate, in tokens (a data URL's length says nothing). */
-export const IMAGE_TOKEN_ESTIMATE = 1000;
+const IMAGE_TOKEN_ESTIMATE = 1000;
 
 /** Rough token estimate of a request (about 4 characters a token, an image IMAGE_TOKEN_ESTIMATE), for the context-window check. */
 export function estimateTokens(value: unknown): number {
@@ -197,7 +197,7 @@ class ChatState implements StreamMachine<Json> {
  * message holds text only, so the images of tool results (for a model marked as seeing images) follow the
  * run of tool messages as one `role:"user"` message of `image_url` parts.
  */
-export function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Json[] {
+function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Json[] {
   const messages: Json[] = [];
   if (req.system) messages.push({ role: 'system', content: req.system });
   let assistant: { content: string; tool_calls: Json[] } | undefined;

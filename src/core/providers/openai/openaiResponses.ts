@@ -86,7 +86,7 @@ export class OpenAIResponsesProvider implements Provider {
 }
 
 /** Downloads a file from a code-interpreter container (`GET /containers/{id}/files/{file_id}/content`). */
-export async function downloadOpenAIContainerFile(
+async function downloadOpenAIContainerFile(
   client: OpenAI,
   containerId: string,
   fileId: string,
@@ -347,7 +347,7 @@ function numericCode(code: unknown): number | undefined {
 }
 
 /** The history as Responses `input` items. */
-export function toResponsesInput(req: TurnRequest): Json[] {
+function toResponsesInput(req: TurnRequest): Json[] {
   const input: Json[] = [];
   writeHistory(req.history, {
     replay: { provider: 'openai', write: (parts) => parts.forEach((raw) => input.push(cleanReplayItem(raw as Json))) },

@@ -11,7 +11,7 @@ import { htmlToText, isHtml } from '../../../common/htmlText';
 import { CodeActError, isCancellation } from '../../util/errors';
 import { errorText, rejectsTools } from './toolsRejection';
 
-export type ProviderErrorCode =
+type ProviderErrorCode =
   | 'auth'
   | 'rate_limit'
   | 'server'
@@ -25,12 +25,12 @@ export type ProviderErrorCode =
   | 'aborted';
 
 /** What a turn had produced when it failed. */
-export interface PartialTurn {
+interface PartialTurn {
   items: ConversationItem[];
   responseId?: string;
 }
 
-export interface ProviderErrorInit {
+interface ProviderErrorInit {
   code: ProviderErrorCode;
   message: string;
   provider: ProviderId;
@@ -94,7 +94,7 @@ export const API_KEY_ENV_VARS: Record<ProviderId, readonly string[]> = Object.fr
 const SET_KEY_COMMAND = 'CodeAct: Set API Key…';
 
 /** Where to set the key, for messages. */
-export function keyHint(provider: ProviderId): string {
+function keyHint(provider: ProviderId): string {
   const vars = API_KEY_ENV_VARS[provider].join(' or ');
   return `Set ${vars} in the environment (CLI), or run "${SET_KEY_COMMAND}" in VS Code`;
 }
@@ -340,7 +340,7 @@ function retryAfterOf(err: unknown, detail: string): number | undefined {
   return undefined;
 }
 
-export function messageOf(err: unknown): string {
+function messageOf(err: unknown): string {
   if (err instanceof Error) return err.message;
   if (typeof err === 'string') return err;
   try {

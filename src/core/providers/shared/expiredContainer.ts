@@ -84,7 +84,7 @@ function scrubItem(item: ConversationItem, ids: ReadonlySet<string>): Conversati
  * one of `ids` loses its replay data (it goes to the provider as neutral text, never verbatim), and the
  * code items lose the id. Other items are the same objects. The saved conversation is not changed.
  */
-export function withoutContainers(history: ConversationItem[], ids: ReadonlySet<string>): ConversationItem[] {
+function withoutContainers(history: ConversationItem[], ids: ReadonlySet<string>): ConversationItem[] {
   if (ids.size === 0) return history;
   const tainted = new Set<string>();
   for (const item of history) {
@@ -99,7 +99,7 @@ export function withoutContainers(history: ConversationItem[], ids: ReadonlySet<
   });
 }
 
-export interface ContainerRecovery {
+interface ContainerRecovery {
   /** The provider to give the agent loop. */
   provider: Provider;
   /** Every container found expired so far (the ones it started with included), oldest first. */

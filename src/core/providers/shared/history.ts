@@ -80,7 +80,7 @@ const MAX_NOTE_LINES = 8;
 /** Images of one item looked at, at most (a transcript is read from disk: bound it). */
 const MAX_ITEM_IMAGES = 200;
 
-export interface HistoryImages {
+interface HistoryImages {
   /** The model sees images (Provider.seesImages): the newest go with the request, older ones become text. */
   seesImages: boolean;
   /** Default DEFAULT_IMAGE_BUDGET. */
@@ -145,7 +145,7 @@ function notSeen(images: AttachedImage[]): string {
  * text ("[image 640×480 from execution 3, no longer attached]"). A model that cannot see images gets one line
  * per item saying what the user was shown.
  */
-export function planImages(history: ConversationItem[], o: HistoryImages): Map<ConversationItem, ImagePlan> {
+function planImages(history: ConversationItem[], o: HistoryImages): Map<ConversationItem, ImagePlan> {
   const plans = new Map<ConversationItem, ImagePlan>();
   const budget = o.budget ?? DEFAULT_IMAGE_BUDGET;
   let count = 0;
@@ -201,7 +201,7 @@ function withNotes(text: string, notes: string[]): string {
 }
 
 /** How an adapter writes each piece of the history. */
-export interface HistoryWriter {
+interface HistoryWriter {
   /** The raw parts of one earlier response of `provider`, to send back verbatim (absent: no replay). */
   replay?: { provider: ProviderId; write(parts: unknown[]): void };
   /** A user message; `images` (the text protocol's observations) only for a model that sees them, within the budget. */

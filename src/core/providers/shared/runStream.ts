@@ -33,7 +33,7 @@ export interface StreamMachine<E> {
 }
 
 /** Who streams: the provider, the base URL its client was given (for error messages), and the prefix of a generated response id when the provider sent none. */
-export interface StreamSource {
+interface StreamSource {
   provider: ProviderId;
   baseURL?: string;
   idPrefix: string;

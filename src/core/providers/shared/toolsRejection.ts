@@ -35,7 +35,7 @@ function normalised(text: string): string {
 }
 
 /** True when the text mentions tools or functions (outside paths into the conversation). */
-export function mentionsTools(text: string): boolean {
+function mentionsTools(text: string): boolean {
   const t = normalised(text);
   return HINT.test(t) || MENTION.test(t.replace(HISTORY_PATH, ' '));
 }

@@ -38,7 +38,7 @@ import type { AttachedImage, CodeActEvent, FileOutput, OutputItem, RuntimeKind, 
 export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
 
 /** A JSON Schema object (draft 2020-12 or draft-07), as the model sees it. */
-export type JsonSchemaObject = Record<string, unknown>;
+type JsonSchemaObject = Record<string, unknown>;
 
 /** A function tool offered to the model (for example `execute_tool_code`). */
 export interface ModelTool {
@@ -105,7 +105,7 @@ export interface HostedOptions {
   toolVersion?: string;
 }
 
-export type ToolChoice = 'auto' | 'required' | 'none';
+type ToolChoice = 'auto' | 'required' | 'none';
 
 export interface TurnRequest {
   model: string;

@@ -111,7 +111,7 @@ def end_run():
     if mpl is not None and "matplotlib.pyplot" in sys.modules:
         try:
             mpl.flush_figures()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             _note(f"the open figures could not be shown ({formats._exc_text(exc)})")
     refused = st.over_count + st.over_total
     if refused:
@@ -133,7 +133,7 @@ def finish_run(value):
             show_result(value)
         finally:
             end_run()
-    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, SystemExit from a repr
+    except BaseException as exc:  # KeyboardInterrupt, SystemExit from a repr
         STATE.active = False
         _note(f"showing the outputs stopped ({type(exc).__name__})")
 
@@ -143,7 +143,7 @@ def _note(text):
     if note is not None:
         try:
             note("[codeact: " + text + "]\n")
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 
@@ -223,7 +223,7 @@ def _show(obj, include, exclude, metadata, raw, display_id, update, result):
         if metadata and not raw:
             for k, v in formats._metadata(metadata, "display(metadata=…)", b.notes).items():
                 b.metadata[k] = v
-    except Exception as exc:  # noqa: BLE001 - never fails the user's code
+    except Exception as exc:  # never fails the user's code
         _note(f"a {formats.type_name(obj)} could not be shown ({formats._exc_text(exc)})")
         return
     finally:
@@ -284,7 +284,7 @@ def _send(b, extra, tname):
     if sink is not None:
         try:
             sent = sink(data, b.metadata, data_json, meta_json, extra)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             _note(f"a display could not be sent ({formats._exc_text(exc)})")
             return
     if not sent and st.fallback is not None:
@@ -351,7 +351,7 @@ def _fit(b, parts, size, lost, info, max_bytes, tname):
         if raw:
             try:
                 small = formats.downscale(mime, raw, room)
-            except Exception as exc:  # noqa: BLE001 - Pillow could not read or shrink it
+            except Exception as exc:  # Pillow could not read or shrink it
                 problem = str(exc) if isinstance(exc, ValueError) else formats._exc_text(exc)
         if small is not None:
             out, (w0, h0), (w1, h1) = small

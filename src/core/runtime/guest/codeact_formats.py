@@ -61,7 +61,7 @@ def _one_line(text, n=160):
 def _exc_text(exc):
     try:
         msg = str(exc)
-    except Exception:  # noqa: BLE001
+    except Exception:
         msg = ""
     return f"{type(exc).__name__}: {_one_line(msg)}" if msg else type(exc).__name__
 
@@ -113,7 +113,7 @@ def _method(obj, name):
         if getattr(obj, "_ipython_canary_method_should_not_exist_", None) is not None:
             return None
         m = getattr(obj, name, None)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
     return m if callable(m) else None
 
@@ -173,7 +173,7 @@ def _rich(obj, b, include, exclude):
         where = f"{tname}._repr_mimebundle_"
         try:
             r = m(include=include, exclude=exclude)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             b.notes.append(f"{where} raised {_exc_text(exc)}")
             r = None
         if r is not None:
@@ -190,7 +190,7 @@ def _rich(obj, b, include, exclude):
         where = f"{tname}.{name}"
         try:
             r = m()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             b.notes.append(f"{where} raised {_exc_text(exc)}")
             continue
         if r is None:
@@ -215,7 +215,7 @@ def format_object(obj, include=None, exclude=None, hidpi=False):
     b = Bundle()
     try:
         done = _special(obj, b, hidpi)
-    except Exception as exc:  # noqa: BLE001 - a library's own formatting failed: the generic path
+    except Exception as exc:  # a library's own formatting failed: the generic path
         b.notes.append(f"showing a {type_name(obj)} failed ({_exc_text(exc)})")
         b.data.clear()
         b.raw.clear()
@@ -263,7 +263,7 @@ def plain_text(obj, limit=TEXT_LIMIT):
             text = _REPR.repr(obj)
         else:
             text = repr(obj)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         text = f"<{type_name(obj)} object: repr() failed: {_exc_text(exc)}>"
     if not isinstance(text, str):
         text = f"<{type_name(obj)} object>"

@@ -6,7 +6,6 @@
 - files: the working directory is listed before each run and after it; each new or changed file goes
   out as a "file" frame (its data while it fits the caps) before the "complete" frame.
 """
-import os
 import sys
 
 import codeact_display as display
@@ -36,7 +35,7 @@ class RichOutputs:
         self.file_caps = files.caps(frame.get("files"))
         try:
             self.before = files.snapshot(self.root)
-        except Exception:  # noqa: BLE001
+        except Exception:
             self.before = {}
 
     def finish(self, value, interrupt):
@@ -44,7 +43,7 @@ class RichOutputs:
         with Stop still working while a slow figure renders."""
         try:
             lib.run_sync(lambda: display.finish_run(value), interrupt)
-        except BaseException:  # noqa: BLE001 - a SIGINT just after it finished: nothing left to stop
+        except BaseException:  # a SIGINT just after it finished: nothing left to stop
             display.STATE.active = False
 
     def send_display(self, data, metadata, data_json, meta_json, extra):
@@ -77,7 +76,7 @@ class RichOutputs:
         sent = [0]
         try:
             self._send_files(run_id, sent)
-        except Exception as exc:  # noqa: BLE001 - never loses the run's result
+        except Exception as exc:  # never loses the run's result
             note(f"[codeact: the files of this execution could not all be listed ({type(exc).__name__}: {exc})]\n")
         return sent[0]
 
@@ -131,7 +130,7 @@ def note(text):
     try:
         stream.write(text)
         stream.flush()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -141,5 +140,5 @@ def print_text(text):
     try:
         stream.write(text + "\n")
         stream.flush()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass

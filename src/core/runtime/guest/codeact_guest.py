@@ -225,7 +225,7 @@ class ToolBridge:
         if loop is not None and not loop.is_closed():
             try:
                 loop.remove_reader(self.chan.fd)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         os.set_blocking(self.chan.fd, True)
 
@@ -395,7 +395,7 @@ class Guest:
                     result = {"ok": True, "value": None}
                 else:
                     result = {"ok": False, "error": payload}
-        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt and CancelledError are reported too
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt and CancelledError are reported too
             if os.getpid() != _MAIN_PID:
                 _forked_child_exit(exc)
             if isinstance(exc, SystemExit) and lib.exit_result(exc):
@@ -446,7 +446,7 @@ def _forked_child_exit(exc):
             traceback.print_exception(exc)
         sys.stdout.flush()
         sys.stderr.flush()
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         pass
     os._exit(exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else (1 if exc is not None else 0))
 
@@ -475,7 +475,7 @@ def serve(chan, first=None):
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     if proc.SUBREAPER:
         proc.kill_descendants()

@@ -37,7 +37,7 @@ class _Loader:
         if self._before is not None:
             try:
                 self._before()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         module.__loader__ = self._loader
         spec = getattr(module, "__spec__", None)
@@ -47,7 +47,7 @@ class _Loader:
         if self._after is not None:
             try:
                 self._after(module)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
 
     def __getattr__(self, name):
@@ -67,7 +67,7 @@ class _Finder:
                 continue
             try:
                 spec = finder.find_spec(fullname, path, target)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 return None
             if spec is not None:
                 break
@@ -162,7 +162,7 @@ def _user_backend(mpl):
     try:
         fname = os.path.realpath(mpl.matplotlib_fname())
         data = os.path.realpath(mpl.get_data_path())
-    except Exception:  # noqa: BLE001
+    except Exception:
         return True
     if fname.startswith(("/etc/", data + os.sep)):
         return False

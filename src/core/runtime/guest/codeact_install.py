@@ -34,12 +34,12 @@ def _refresh():
     folders = []
     try:
         folders += list(site.getsitepackages())
-    except Exception:  # noqa: BLE001 - an old virtualenv's site module has no getsitepackages
+    except Exception:  # an old virtualenv's site module has no getsitepackages
         pass
     try:
         if site.ENABLE_USER_SITE:
             folders.append(site.getusersitepackages())
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     added = []
     for folder in folders[:16]:
@@ -79,7 +79,7 @@ def make(call_tool, user_variables):
             lost = []
             try:
                 lost = list(user_variables())[:200]
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             result = dict(result, lost_variables=lost)
             names = ", ".join(lost) if lost else "none"

@@ -63,7 +63,7 @@ def install(config):
         ip.user_ns_hidden["call_tool"] = call_tool
         ip.user_ns_hidden["display"] = display.display
         ip.user_ns_hidden["install_packages"] = install_packages
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     # output_of() and last_output(): the whole output of the kernel's earlier runs (the host keeps it here).
     import codeact_outputs
@@ -92,7 +92,7 @@ def _publisher(publish):
 def _note(text):
     try:
         sys.stderr.write(text)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -213,7 +213,7 @@ def _flush(run, loop):
         json.dumps(run.id), run.seq, ",".join(calls), "null" if hold is None else hold)
     try:
         data = _request(_prefix + frame, run.seq)
-    except BaseException as exc:  # noqa: BLE001 - never let KeyboardInterrupt escape into the event loop
+    except BaseException as exc:  # never let KeyboardInterrupt escape into the event loop
         for fut in list(run.waiting.values()):
             if fut.done():
                 continue
@@ -251,7 +251,7 @@ def _transform_magics(source):
         return source
     try:
         cell = _ip.transform_cell(source)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return source
     # IPython drops leading blank lines; put them back so line numbers stay the user's own.
     lines = source.split("\n")
@@ -285,7 +285,7 @@ async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
     try:
         root = os.getcwd()
         before = files.snapshot(root)
-    except Exception:  # noqa: BLE001 - a working directory that is gone: no files to list
+    except Exception:  # a working directory that is gone: no files to list
         root, before = None, None
     filename = f"{lib.CELL_PREFIX}{next(_cells)}>"
     current = _Run(run_id, bool(tools), int(max_frame))
@@ -304,7 +304,7 @@ async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
                     for name in lib.DISCOVERY_NAMES:
                         try:
                             _ip.user_ns_hidden[name] = _ip.user_ns[name]
-                        except Exception:  # noqa: BLE001
+                        except Exception:
                             pass
             fn = lib.exec_cell(compiled, _ip.user_ns)
             interrupt.task = asyncio.current_task()
@@ -325,7 +325,7 @@ async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
                 result = {"ok": True, "value": "null"}
             else:
                 result = {"ok": False, "error": payload}
-    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, CancelledError too
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, CancelledError too
         if isinstance(exc, SystemExit) and lib.exit_result(exc):
             result = {"ok": True, "value": "null"}
         else:
@@ -344,7 +344,7 @@ async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     from IPython.display import publish_display_data
     result["run"] = run_id
@@ -356,7 +356,7 @@ def _changed_files(root, before, max_count):
     """[{path, size}] of the files the run made or changed under root (sizes as they are now)."""
     try:
         after = files.snapshot(root)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return []
     paths = files.changed(before, after)
     more = len(paths) - max_count

@@ -238,7 +238,7 @@ def flush_std():
         try:
             if stream is not None:
                 stream.flush()
-        except BaseException:  # noqa: BLE001 - a stream the code replaced or closed
+        except BaseException:  # a stream the code replaced or closed
             pass
 
 
@@ -399,7 +399,7 @@ def format_error(exc, filename, compiling=False):
         line = exc.lineno
     try:
         message = str(exc)
-    except Exception:  # noqa: BLE001 - a broken __str__ must not lose the report
+    except Exception:  # a broken __str__ must not lose the report
         message = f"<{name}: its message could not be shown>"
     return {"type": name, "message": message, "traceback": "".join(te.format()), "line": line}
 

@@ -64,7 +64,7 @@ def _show_all(skip_shown):
                 continue
             try:
                 codeact_display.show_figure(fig)
-            except Exception as exc:  # noqa: BLE001 - a figure that cannot be drawn must not hide the others
+            except Exception as exc:  # a figure that cannot be drawn must not hide the others
                 codeact_display._note(f"figure {getattr(fig, 'number', '?')} could not be shown ({type(exc).__name__}: {exc})")
     finally:
         pyplot = sys.modules.get("matplotlib.pyplot")
@@ -72,7 +72,7 @@ def _show_all(skip_shown):
             for _, fig in shown:
                 try:
                     pyplot.close(fig)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
 
 

@@ -60,7 +60,7 @@ class _Output:
             time.sleep(0.01)
             try:
                 self.stdout.flush()
-            except Exception:  # noqa: BLE001 - a closed or replaced stream: nothing to flush
+            except Exception:  # a closed or replaced stream: nothing to flush
                 pass
 
     def new_run(self):
@@ -71,7 +71,7 @@ class _Output:
         for s in (self.stdout, self.stderr):
             try:
                 s.flush()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
 
 
@@ -114,7 +114,7 @@ class _Stderr:
     def write(self, text):
         try:
             self._stdout.flush()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         return self._stream.write(text)
 

@@ -107,7 +107,7 @@ def set_non_dumpable():
     and a forked one did this in the zygote (codeact_zygote.py)."""
     try:
         load_libc().prctl(4, 0, 0, 0, 0)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -120,7 +120,7 @@ def set_subreaper(kill_at_end):
         if kill_at_end:
             libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL: die with the host
         SUBREAPER = kill_at_end
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 

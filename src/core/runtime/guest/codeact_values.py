@@ -43,7 +43,7 @@ def encode_value(value, implicit, max_bytes):
         return "ok", "null"
     try:
         deep = too_deep(value)
-    except Exception:  # noqa: BLE001 - a container of the code's that misbehaves: json.dumps says what is wrong
+    except Exception:  # a container of the code's that misbehaves: json.dumps says what is wrong
         deep = False
     if deep:
         return "error", {"type": "ReturnValueError", "traceback": "", "line": None, "message": (
@@ -171,7 +171,7 @@ def _shape(value):
         return None
     try:
         shape = value.shape
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
     if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
         return list(shape)
@@ -206,19 +206,19 @@ def variables(namespace, hidden=(), limit=500):
                 dtype = None
                 try:
                     dtype = str(value.dtype) if type(value).__name__ != "DataFrame" else None
-                except Exception:  # noqa: BLE001
+                except Exception:
                     dtype = None
                 entry["summary"] = " × ".join(str(n) for n in shape) + (f" {dtype}" if dtype else "")
                 if type(value).__name__ == "DataFrame":
                     try:
                         cols = [str(c) for c in list(value.columns[:8])]
                         entry["summary"] += " — " + ", ".join(cols) + (", …" if shape[1] > 8 else "")
-                    except Exception:  # noqa: BLE001
+                    except Exception:
                         pass
             else:
                 try:
                     entry["summary"] = _safe_repr(value, 80)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     entry["summary"] = f"<{t.__name__}>"
                 if t in (list, tuple, set, frozenset, dict, str, bytes, bytearray):
                     entry["len"] = len(value)

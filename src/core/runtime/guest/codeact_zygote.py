@@ -52,7 +52,7 @@ def main(chan, init, guest):
             continue
         try:
             __import__(name)
-        except BaseException as exc:  # noqa: BLE001 - a module that fails to import is reported, not fatal
+        except BaseException as exc:  # a module that fails to import is reported, not fatal
             failed.append({"module": name, "error": f"{type(exc).__name__}: {exc}"[:500]})
     # Everything imported so far moves to the permanent generation: a child's garbage collections then
     # never touch (and so never copy) the pages the preloaded modules share with the zygote.
@@ -66,7 +66,7 @@ def main(chan, init, guest):
         load_libc().prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of dead guests come here
         load_libc().prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the host
         load_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no guest may ptrace the zygote (it speaks for them all)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     chan.send({"t": "ready", "pid": os.getpid(), "failed": failed, "threads": threads})
 
@@ -220,7 +220,7 @@ def _fork(chan, req, children, guest, wake):
         try:
             os.close(r)
             _stage1(req, w, guest, wake)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             try:
                 os.write(2, f"codeact: the guest could not start: {type(exc).__name__}: {exc}\n".encode())
             except OSError:
@@ -293,7 +293,7 @@ def _stage2(req, w, guest, ns):
     """In the guest: its own mounts, no privileges, its three connections to the host."""
     try:
         _isolate(req, ns)
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         try:
             # One line, in one write (atomic on a pipe), so it cannot mix with the first stage's line,
             # which may come before or after it.
@@ -343,7 +343,7 @@ def _stage2(req, w, guest, ns):
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             pass
         os._exit(code or 0)
 
@@ -475,5 +475,5 @@ def _reseed():
     if np_random is not None:
         try:
             np_random.seed()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass

@@ -26,7 +26,7 @@ import procSource from './codeact_proc.py';
 import valuesSource from './codeact_values.py';
 import zygoteSource from './codeact_zygote.py';
 
-export const GUEST_FILES: Readonly<Record<string, string>> = {
+const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_lib.py': libSource,
   'codeact_values.py': valuesSource,
   'codeact_guest.py': guestSource,

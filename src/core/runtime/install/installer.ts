@@ -38,7 +38,7 @@ export interface InstallApproval {
 /** The person's answer (as the gateway's approvals): allowed, denied, or no answer before the run ended. */
 export type InstallApprover = (request: InstallApproval) => Promise<'allowed' | 'denied' | { unanswered: string }>;
 
-export interface PackageInstallerOptions {
+interface PackageInstallerOptions {
   /** The interpreter the session runs (the runtime config's `python`). */
   python: string;
   /** The folder a `.venv` may be made in; undefined: no folder open (then a system Python is only refused). */
@@ -54,7 +54,7 @@ export interface PackageInstallerOptions {
   log?(line: string): void;
 }
 
-export interface InstallResult {
+interface InstallResult {
   installed: string[];
   python: string;
   tool: 'pip' | 'uv';

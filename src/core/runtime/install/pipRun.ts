@@ -7,10 +7,10 @@ import { spawn } from 'node:child_process';
 import { killTree } from '../../util/processTree';
 
 /** Characters of output streamed to the card at most; the rest is counted, not shown. */
-export const MAX_STREAMED = 256 * 1024;
+const MAX_STREAMED = 256 * 1024;
 const KEEP = 32 * 1024;
 
-export interface InstallerRun {
+interface InstallerRun {
   argv: string[];
   env: NodeJS.ProcessEnv;
   timeoutMs: number;

@@ -9,8 +9,8 @@
  * (`codeact.python.installArgs`, e.g. `--no-index --find-links DIR`), never the model's.
  */
 
-export const MAX_SPECS = 20;
-export const MAX_SPEC_CHARS = 200;
+const MAX_SPECS = 20;
+const MAX_SPEC_CHARS = 200;
 
 const NAME = '[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?';
 const EXTRAS = `\\[${NAME}(?:,${NAME}){0,15}\\]`;
@@ -19,7 +19,7 @@ const CLAUSE = `(?:===|==|~=|!=|>=|<=|<|>)${VERSION}`;
 /** Linear: every part is a bounded, unambiguous run of its own alphabet. */
 const SPEC = new RegExp(`^${NAME}(?:${EXTRAS})?(?:${CLAUSE}(?:,${CLAUSE}){0,9})?$`);
 
-export interface SpecCheck {
+interface SpecCheck {
   specs: string[];
   /** The first problem, said so the code can fix it (no spec is installed when there is one). */
   error?: string;

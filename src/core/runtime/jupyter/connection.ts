@@ -29,11 +29,11 @@ export class JupyterError extends CodeActError {
 }
 
 /** What to tell the user about the token; the setting names live with the caller. */
-export const TOKEN_HINT =
+const TOKEN_HINT =
   'Set it with the "CodeAct: Set Jupyter Token" command (stored in VS Code\'s SecretStorage), or in the ' +
   'CODEACT_JUPYTER_TOKEN environment variable for the CLI. The token is never read from settings.json.';
 
-export const URL_HINT = 'Check that the server is running and that codeact.jupyter.serverURL (CLI: --jupyter-url) points to it.';
+const URL_HINT = 'Check that the server is running and that codeact.jupyter.serverURL (CLI: --jupyter-url) points to it.';
 
 /** Normalises a server URL to its base (`http(s)://host:port/base/`), or throws a JupyterError. */
 export function normaliseBaseUrl(raw: string): string {
@@ -88,7 +88,7 @@ export interface ConnectionConfig {
  *
  * Returns a function that counts the pongs sent, for tests.
  */
-export function acknowledgePromptly(socket: WebSocket): () => number {
+function acknowledgePromptly(socket: WebSocket): () => number {
   let scheduled = false;
   let sent = 0;
   const pong = () => {

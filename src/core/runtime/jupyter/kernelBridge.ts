@@ -42,7 +42,7 @@ export function bootstrapCell(nonce: string): string {
   ].join('\n');
 }
 
-export interface RunCellOptions {
+interface RunCellOptions {
   runId: string;
   tools: boolean;
   maxFrameBytes: number;

@@ -205,14 +205,14 @@ export class KernelHandle {
 }
 
 /** Resolves with a request's reply (shell channel), without waiting for its "idle" status. */
-export function replyOf<T extends KernelMessage.IShellMessage>(future: Kernel.IShellFuture<KernelMessage.IShellMessage, T>): Promise<T> {
+function replyOf<T extends KernelMessage.IShellMessage>(future: Kernel.IShellFuture<KernelMessage.IShellMessage, T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     future.onReply = (msg) => resolve(msg);
     future.done.then((msg) => resolve(msg as T), reject);
   });
 }
 
-export function waitConnected(conn: Kernel.IKernelConnection, ms: number): Promise<boolean> {
+function waitConnected(conn: Kernel.IKernelConnection, ms: number): Promise<boolean> {
   if (conn.connectionStatus === 'connected') return Promise.resolve(true);
   return new Promise<boolean>((resolve) => {
     const done = (ok: boolean) => {

@@ -61,7 +61,7 @@ interface ToolResult {
   limit?: true;
 }
 
-export interface ToolChannelOptions {
+interface ToolChannelOptions {
   itemId: string;
   /** Full prompt prefix (NUL, "codeact:", nonce, ":"). */
   prefix: string;

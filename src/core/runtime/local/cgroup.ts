@@ -9,7 +9,7 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 
-export interface CgroupLimits {
+interface CgroupLimits {
   pidsMax?: number;
   memoryBytes?: number;
 }

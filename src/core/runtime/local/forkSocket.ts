@@ -16,12 +16,12 @@ import { createServer, type Server, type Socket } from 'node:net';
 import * as path from 'node:path';
 import { randomToken } from '../../util/ids';
 
-export type GuestStream = 'proto' | 'stdout' | 'stderr';
+type GuestStream = 'proto' | 'stdout' | 'stderr';
 
 /** Connections one fork's socket holds at once: its guest's three, and a few to spare. */
-export const MAX_FORK_CONNECTIONS = 8;
+const MAX_FORK_CONNECTIONS = 8;
 /** How long a connection may take to say which fork and stream it is. */
-export const HELLO_MS = 5000;
+const HELLO_MS = 5000;
 const STREAMS: readonly string[] = ['proto', 'stdout', 'stderr'];
 
 export class ForkSocket {

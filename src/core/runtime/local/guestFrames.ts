@@ -115,7 +115,7 @@ export function sendLine(proto: Writable, line: string): void {
   proto.write(line + '\n');
 }
 
-export interface FrameHandlers {
+interface FrameHandlers {
   frame(line: string): void;
   /** The guest broke the protocol (here: a frame over the cap). */
   violation(what: string): void;

@@ -48,7 +48,7 @@ export interface GuestHandle {
   release(): Promise<void>;
 }
 
-export interface ColdLaunch {
+interface ColdLaunch {
   plan: LaunchPlan;
   role: LaunchRole;
   marker: string;

@@ -15,7 +15,7 @@ const MARKER_PREFIX = Buffer.from('\u0000codeact-');
 const MAX_SEQ_DIGITS = 9;
 
 /** What a stream carries: text of the run, a display marker (its sequence number), or the run's end. */
-export type Piece = Buffer | { seq: number } | 'end';
+type Piece = Buffer | { seq: number } | 'end';
 
 /**
  * Finds the run's markers in a byte stream: the end token (`\0codeact-end:TOKEN\0`) and each display's place

@@ -20,7 +20,7 @@ import { displayOptions, fileOptions } from '../displays';
 import { keptOutput } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
 
-export interface GuestSessionOptions {
+interface GuestSessionOptions {
   limits: RuntimeLimits;
   /** Where the files the code writes are copied out to. */
   artifacts?: ArtifactStore;

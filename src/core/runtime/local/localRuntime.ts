@@ -24,7 +24,7 @@ import type { GuestSession } from './guestSession';
 import { SessionPool } from './sessionPool';
 import { newId } from '../../util/ids';
 
-export type SessionPolicy = 'conversation' | 'run';
+type SessionPolicy = 'conversation' | 'run';
 
 export interface LocalRuntimeOptions extends GuestLaunchOptions {
   limits?: Partial<RuntimeLimits>;

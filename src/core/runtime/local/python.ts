@@ -85,7 +85,7 @@ print(json.dumps({"executable": os.path.abspath(sys.executable) if sys.executabl
     "basePrefix": sys.base_prefix, "path": paths, "roots": roots, "editable": sorted(set(editable))}))
 `;
 
-export class PythonNotFoundError extends CodeActError {
+class PythonNotFoundError extends CodeActError {
   readonly category = 'environment' as const;
   constructor(command: string, detail: string) {
     super(

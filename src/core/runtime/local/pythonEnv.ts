@@ -13,7 +13,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 
-export type PythonEnvSource = 'setting' | 'python-extension' | 'venv' | 'system';
+type PythonEnvSource = 'setting' | 'python-extension' | 'venv' | 'system';
 
 export interface PythonEnv {
   /** The interpreter command or absolute path the guest runs (a venv's own `bin/python`, never resolved). */
@@ -31,7 +31,7 @@ export interface PythonEnv {
   systemSitePackages?: boolean;
 }
 
-export interface PythonEnvQuery {
+interface PythonEnvQuery {
   /** The folder (absolute path); undefined: no folder open. */
   folder?: string;
   /** `codeact.python.path` as resolved (undefined or empty: not set). */

@@ -19,13 +19,12 @@ import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCa
 import { CodeActError } from '../../util/errors';
 import { BWRAP_NOT_FOUND, NOT_LINUX, diagnoseUserns, fallbackWarning, unavailableMessage, type UsernsDiagnosis, type UsernsHost } from './usernsDiagnosis';
 
-export type { WorkspaceMount } from './workspaceMount';
 /** The descriptor bwrap reads the seccomp program from (stdio index 4 of the launch). */
 export const SECCOMP_FD = 4;
 
 export type SandboxSetting = 'auto' | 'bubblewrap' | 'none' | 'sandbox-exec';
 
-export interface SandboxLimits {
+interface SandboxLimits {
   /** Address-space cap, like the OpenAI container's memory_limit: "512m", "1g", "2g". */
   memory?: string;
   cpuSeconds?: number;
@@ -58,7 +57,7 @@ export interface SandboxOptions {
   host?: UsernsHost;
 }
 
-export const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
+const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
   memory: '2g',
   cpuSeconds: 300,
   processes: 256,
@@ -108,7 +107,7 @@ export class SandboxUnavailableError extends CodeActError {
   }
 }
 
-export function parseSize(value: string | number | undefined, fallback: number): number {
+function parseSize(value: string | number | undefined, fallback: number): number {
   if (value === undefined || value === null || value === '') return fallback;
   if (typeof value === 'number') return value;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$/i.exec(value);
@@ -157,7 +156,7 @@ function tryBwrap(bwrapPath: string, program?: Buffer): Promise<string | null> {
 }
 
 /** Whether bubblewrap works here, and whether it can install the seccomp filter (probed once per process). */
-export function probeSandbox(bwrapPath = 'bwrap', host?: UsernsHost): Promise<ProbeResult> {
+function probeSandbox(bwrapPath = 'bwrap', host?: UsernsHost): Promise<ProbeResult> {
   if (process.platform !== 'linux') return Promise.resolve({ bwrap: 'bubblewrap is Linux-only', seccomp: 'bubblewrap is Linux-only', diagnosis: NOT_LINUX });
   const key = JSON.stringify([bwrapPath, host ?? null]);
   const known = sandboxProbes.get(key);
@@ -212,7 +211,7 @@ export const SANDBOX_WORKDIR = '/run/codeact/work';
 
 export type LaunchRole = 'guest' | 'zygote';
 
-export interface LaunchRequest {
+interface LaunchRequest {
   /** A guest runs user code; a zygote preloads modules and forks guests (it never runs user code). */
   role: LaunchRole;
   /** Marker put in the environment, to find stray processes of this launch without a PID namespace. */
@@ -408,4 +407,4 @@ function mountRoots(paths: string[]): string[] {
 }
 
 /** The name of the socket a zygote's guests connect back to, in the socket folder. */
-export const SOCKET_NAME = 'guest.sock';
+const SOCKET_NAME = 'guest.sock';

@@ -196,7 +196,7 @@ const SYSCALLS: Record<string, { x86_64?: number; aarch64?: number }> = Object.f
 );
 
 /** The first syscall number past the tables above (listns, 470, is the last one known). */
-export const FIRST_UNKNOWN_SYSCALL = 471;
+const FIRST_UNKNOWN_SYSCALL = 471;
 
 const NAMESPACE_SYSCALLS = ['unshare', 'setns', 'listns'];
 const MOUNT_SYSCALLS = ['mount', 'umount2', 'pivot_root', 'open_tree', 'open_tree_attr', 'move_mount', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr'];
@@ -205,7 +205,7 @@ const PTRACE_SYSCALLS = ['ptrace', 'process_vm_readv', 'process_vm_writev'];
  * Syscalls that can give a file the setuid or setgid bit, with the argument holding the mode and, for
  * the open family, the argument holding the flags (the mode only counts with O_CREAT or O_TMPFILE).
  */
-export const MODE_SYSCALLS: Record<string, { mode: number; flags?: number }> = {
+const MODE_SYSCALLS: Record<string, { mode: number; flags?: number }> = {
   chmod: { mode: 1 },
   fchmod: { mode: 1 },
   creat: { mode: 1 },
@@ -217,39 +217,39 @@ export const MODE_SYSCALLS: Record<string, { mode: number; flags?: number }> = {
   openat: { flags: 2, mode: 3 },
 };
 /** S_ISUID | S_ISGID. */
-export const SETID_BITS = 0o6000;
+const SETID_BITS = 0o6000;
 /** O_CREAT | __O_TMPFILE (the same on x86_64 and aarch64). */
-export const CREATE_FLAGS = 0o100 | 0o20000000;
+const CREATE_FLAGS = 0o100 | 0o20000000;
 /** Refused outright, whatever the options. */
 const ALWAYS_DENIED = Object.keys(SYSCALLS).filter(
   (n) => ![...NAMESPACE_SYSCALLS, ...MOUNT_SYSCALLS, ...PTRACE_SYSCALLS, ...Object.keys(MODE_SYSCALLS), 'openat2', 'clone', 'clone3', 'personality', 'socket'].includes(n),
 );
 
 /** CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET. */
-export const CLONE_NEW_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000;
+const CLONE_NEW_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000;
 /** personality() values Docker allows: PER_LINUX, PER_LINUX32, UNAME26, UNAME26|PER_LINUX32, query. */
-export const ALLOWED_PERSONAS = [0x0, 0x8, 0x20000, 0x20008, 0xffffffff];
+const ALLOWED_PERSONAS = [0x0, 0x8, 0x20000, 0x20008, 0xffffffff];
 /** Refused socket families: DECnet 12, Econet 19, ATMSVC 20, IrDA 23, WANPIPE 25, ISDN 34, CAIF 37, ALG 38, VSOCK 40. */
-export const DENIED_SOCKET_FAMILIES = [12, 19, 20, 23, 25, 34, 37, 38, 40];
+const DENIED_SOCKET_FAMILIES = [12, 19, 20, 23, 25, 34, 37, 38, 40];
 /** Families from here on (past AF_MCTP, 45) are refused too. */
-export const FIRST_UNKNOWN_SOCKET_FAMILY = 46;
+const FIRST_UNKNOWN_SOCKET_FAMILY = 46;
 
-export const X32_SYSCALL_BIT = 0x40000000;
-export const EPERM = 1;
-export const ENOSYS = 38;
+const X32_SYSCALL_BIT = 0x40000000;
+const EPERM = 1;
+const ENOSYS = 38;
 
 // seccomp return values (include/uapi/linux/seccomp.h)
-export const SECCOMP_RET_KILL_PROCESS = 0x80000000;
-export const SECCOMP_RET_ERRNO = 0x00050000;
-export const SECCOMP_RET_ALLOW = 0x7fff0000;
+const SECCOMP_RET_KILL_PROCESS = 0x80000000;
+const SECCOMP_RET_ERRNO = 0x00050000;
+const SECCOMP_RET_ALLOW = 0x7fff0000;
 
 // classic BPF opcodes (include/uapi/linux/filter.h, bpf_common.h)
-export const BPF_LD_W_ABS = 0x20; // BPF_LD | BPF_W | BPF_ABS
-export const BPF_JEQ_K = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-export const BPF_JGE_K = 0x35; // BPF_JMP | BPF_JGE | BPF_K
-export const BPF_JSET_K = 0x45; // BPF_JMP | BPF_JSET | BPF_K
-export const BPF_RET_K = 0x06; // BPF_RET | BPF_K
-export const BPF_JA = 0x05; // BPF_JMP | BPF_JA: jump by k
+const BPF_LD_W_ABS = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_JEQ_K = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const BPF_JGE_K = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+const BPF_JSET_K = 0x45; // BPF_JMP | BPF_JSET | BPF_K
+const BPF_RET_K = 0x06; // BPF_RET | BPF_K
+const BPF_JA = 0x05; // BPF_JMP | BPF_JA: jump by k
 
 /** Offsets in `struct seccomp_data` (little-endian on both architectures). */
 const OFF_NR = 0;

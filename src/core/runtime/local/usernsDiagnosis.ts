@@ -12,7 +12,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readSync, statSy
 import * as path from 'node:path';
 import { onPath } from './hostFiles';
 
-export type UsernsCause = 'bwrap-missing' | 'bwrap-old' | 'wsl1' | 'container' | 'apparmor' | 'userns-clone' | 'max-user-namespaces' | 'unknown';
+type UsernsCause = 'bwrap-missing' | 'bwrap-old' | 'wsl1' | 'container' | 'apparmor' | 'userns-clone' | 'max-user-namespaces' | 'unknown';
 
 /** Where the diagnosis looks (defaults: this machine). */
 export interface UsernsHost {
@@ -52,7 +52,7 @@ export function apparmorProfile(bwrap: string): string {
   return ['abi <abi/4.0>,', 'include <tunables/global>', '', `profile bwrap ${bwrap} flags=(unconfined) {`, '  userns,', '', '  include if exists <local/bwrap>', '}', ''].join('\n');
 }
 
-export const INSTALL_BWRAP =
+const INSTALL_BWRAP =
   'Install bubblewrap to isolate it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora/RHEL: sudo dnf install bubblewrap; ' +
   'openSUSE: sudo zypper install bubblewrap; Arch: sudo pacman -S bubblewrap; Alpine: sudo apk add bubblewrap; ' +
   'in a dev container, install it in the image, e.g. RUN apt-get update && apt-get install -y bubblewrap).';
@@ -88,7 +88,7 @@ function sysctl(procRoot: string, rel: string): number | undefined {
 }
 
 /** The container this runs in, named by the mark that shows it, or undefined. */
-export function detectContainer(host: UsernsHost = {}): string | undefined {
+function detectContainer(host: UsernsHost = {}): string | undefined {
   const root = host.rootDir ?? '/';
   const env = host.env ?? process.env;
   if (existsSync(path.join(root, '.dockerenv'))) return 'a Docker container (/.dockerenv)';
@@ -102,7 +102,7 @@ export function detectContainer(host: UsernsHost = {}): string | undefined {
 }
 
 /** Mount points over parts of /proc (a container runtime masks /proc/keys, /proc/kcore, …), from mountinfo. */
-export function maskedProcPaths(procRoot = '/proc'): string[] {
+function maskedProcPaths(procRoot = '/proc'): string[] {
   const info = readSmall(path.join(procRoot, 'self/mountinfo'), 1024 * 1024) ?? '';
   const out: string[] = [];
   for (const line of info.split('\n').slice(0, 10_000)) {

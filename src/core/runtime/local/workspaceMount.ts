@@ -31,9 +31,9 @@ import * as path from 'node:path';
 export type WorkspaceMount = 'none' | 'readonly' | 'readwrite';
 
 /** Top-level names kept read-only inside a writable workspace. */
-export const PROTECTED_NAMES = ['.git', '.vscode', '.codeact'] as const;
+const PROTECTED_NAMES = ['.git', '.vscode', '.codeact'] as const;
 
-export interface WorkspaceView {
+interface WorkspaceView {
   /** bwrap options that mount the workspace. */
   args: string[];
   /** What the code gets. */

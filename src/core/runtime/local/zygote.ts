@@ -23,7 +23,7 @@ import { randomToken } from '../../util/ids';
 import { CodeActError } from '../../util/errors';
 import { ForkSocket } from './forkSocket';
 
-export interface ZygoteOptions {
+interface ZygoteOptions {
   python: PythonInfo;
   guestDir: string;
   sandbox?: SandboxOptions;
@@ -51,7 +51,7 @@ interface PendingFork {
   timer: NodeJS.Timeout;
 }
 
-export class ZygoteError extends CodeActError {
+class ZygoteError extends CodeActError {
   readonly category = 'runtime' as const;
   constructor(message: string) {
     super(message);

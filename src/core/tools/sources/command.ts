@@ -15,11 +15,11 @@ import { randomToken } from '../../util/ids';
 import { commandEnv, reapProcesses, spawnFailure, tail } from './processes';
 
 /** The environment variable that marks every process a tool call starts (value: one per call). */
-export const TOOL_MARKER = 'CODEACT_TOOL_CALL';
+const TOOL_MARKER = 'CODEACT_TOOL_CALL';
 
-export const COMMAND_DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 4 * 1024 * 1024 };
+const COMMAND_DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 4 * 1024 * 1024 };
 
-export interface CommandRunOptions {
+interface CommandRunOptions {
   workspace: string;
   signal: AbortSignal;
   hostEnv?: NodeJS.ProcessEnv;

@@ -9,15 +9,15 @@
  */
 import type { HttpSource } from '../../../common/tools';
 
-export const HTTP_DEFAULTS = { timeoutMs: 30_000, maxResponseBytes: 4 * 1024 * 1024, maxRedirects: 5 };
+const HTTP_DEFAULTS = { timeoutMs: 30_000, maxResponseBytes: 4 * 1024 * 1024, maxRedirects: 5 };
 
-export interface HttpRunOptions {
+interface HttpRunOptions {
   signal: AbortSignal;
   hostEnv?: NodeJS.ProcessEnv;
 }
 
 /** Expands `{name}` from the arguments (URL-encoded); returns the URL and the arguments left over. */
-export function expandUrl(template: string, args: Record<string, unknown>): { url: string; rest: Record<string, unknown> } {
+function expandUrl(template: string, args: Record<string, unknown>): { url: string; rest: Record<string, unknown> } {
   const rest = { ...args };
   const url = template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
     if (!(name in args)) throw new Error(`the URL needs the argument "${name}"`);
@@ -35,7 +35,7 @@ export function expandUrl(template: string, args: Record<string, unknown>): { ur
 const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
 /** The headers that must not follow a redirect to another origin: credentials, and anything built from `${env:…}`. */
-export function sensitiveHeaders(headers: Record<string, string> | undefined): Set<string> {
+function sensitiveHeaders(headers: Record<string, string> | undefined): Set<string> {
   const out = new Set<string>();
   for (const [k, v] of Object.entries(headers ?? {})) {
     if (CREDENTIAL_HEADERS.has(k.toLowerCase()) || /\$\{env:/.test(v)) out.add(k);
@@ -43,7 +43,7 @@ export function sensitiveHeaders(headers: Record<string, string> | undefined): S
   return out;
 }
 
-export function resolveHeaders(headers: Record<string, string> | undefined, env: NodeJS.ProcessEnv): Record<string, string> {
+function resolveHeaders(headers: Record<string, string> | undefined, env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers ?? {})) {
     out[k] = v.replace(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
@@ -55,7 +55,7 @@ export function resolveHeaders(headers: Record<string, string> | undefined, env:
   return out;
 }
 
-export interface HostRule {
+interface HostRule {
   /** `http:` or `https:` when the entry names one; then only that scheme matches. */
   scheme?: string;
   /** A host name, an IP address (IPv6 in brackets), or `*.suffix` for any subdomain. */

@@ -57,7 +57,7 @@ export interface McpAuthHost {
 }
 
 /** The server a provider signs in to (an HTTP server spec of ./pool). */
-export interface McpOAuthServer {
+interface McpOAuthServer {
   url: string;
   oauth?: McpOAuthConfig;
 }

@@ -15,7 +15,7 @@ const MAX_REQUESTS = 50;
 
 export class McpSignInError extends Error {}
 
-export interface LoopbackRedirect {
+interface LoopbackRedirect {
   /** `http://127.0.0.1:PORT/callback`. */
   readonly redirectUrl: string;
   /** The authorization code, once the browser comes back with the right state. */

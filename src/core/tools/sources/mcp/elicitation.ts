@@ -59,7 +59,7 @@ function shown(text: string, max: number): { text: string; clipped: boolean } {
 const label = (s: string) => shown(s, ELICITATION_LIMITS.maxLabelChars).text;
 
 /** Thrown for a form CodeAct will not show; the message says why (it goes back to the server, and to the log). */
-export class ElicitationRefused extends McpError {
+class ElicitationRefused extends McpError {
   constructor(message: string) {
     super(ErrorCode.InvalidParams, message);
   }
@@ -124,7 +124,7 @@ function choices(p: Record<string, unknown>): ElicitOption[] | undefined {
  * What is wrong with `content`, per field key: a required field left empty, or a value that does not pass
  * its property's schema (the gateway's validator: types, formats, ranges, choices). Empty when it passes.
  */
-export function elicitationProblems(form: ElicitationForm, schemas: Record<string, PropertySchema>, content: ElicitValues): Record<string, string> {
+function elicitationProblems(form: ElicitationForm, schemas: Record<string, PropertySchema>, content: ElicitValues): Record<string, string> {
   const problems: Record<string, string> = {};
   for (const f of form.fields) {
     const value = content[f.key];
@@ -143,7 +143,7 @@ export function elicitationProblems(form: ElicitationForm, schemas: Record<strin
   return problems;
 }
 
-export interface ElicitationContext {
+interface ElicitationContext {
   /** The server's label. */
   server: string;
   /** Its calls in flight, oldest first. */

@@ -39,7 +39,7 @@ export const MCP_MAX_MESSAGE_BYTES = 24 * 1024 * 1024;
  * Most `{` and `[` in one message, strings included (JSON text inside a text block is parsed too): what
  * JSON.parse costs is mostly the objects it builds, about 0.3 µs each, so 50,000 cost about 15 ms.
  */
-export const MCP_MAX_MESSAGE_NESTS = 50_000;
+const MCP_MAX_MESSAGE_NESTS = 50_000;
 
 /** How many `{` and `[` bytes `chunk` holds. */
 function countNests(chunk: Uint8Array): number {

@@ -20,13 +20,12 @@ import { McpOAuthProvider, McpSignInProblem, McpSignInRequired, type McpAuthHost
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
 import { StdioServerTransport, type McpFloodLimits } from './stdioTransport';
-export { MCP_FLOOD_LIMITS } from './stdioTransport';
 import { mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
-export { mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
+export { mcpServerLabel, missingToolMessage, serverKey, type McpServerSpec } from './serverSpec';
 
-export const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
+const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
 
-export interface McpPoolOptions {
+interface McpPoolOptions {
   /** Spawn + `initialize` handshake; default 30 s. */
   connectTimeoutMs?: number;
   /** One `tools/call`; default 60 s. */
@@ -42,7 +41,7 @@ export interface McpPoolOptions {
   log?: (line: string) => void;
 }
 
-export interface McpCallOptions {
+interface McpCallOptions {
   signal?: AbortSignal;
   timeoutMs?: number;
   /**

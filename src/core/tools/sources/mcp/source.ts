@@ -77,7 +77,7 @@ export function mcpServerSpec(source: McpSource, ctx: { workspace: string; hostE
 }
 
 /** What an `mcp` tool is bound to: its server and the tool there, and what its declaration gave. */
-export interface McpBinding {
+interface McpBinding {
   /** Index of the declaration in codeact.tools, for error reports. */
   index: number;
   spec: McpServerSpec;
@@ -87,7 +87,7 @@ export interface McpBinding {
 }
 
 /** The managed tool of an `mcp` declaration: {@link resolveMcpTools} reads its server from `mcp`. */
-export interface McpTool extends ManagedTool {
+interface McpTool extends ManagedTool {
   readonly mcp: McpBinding;
 }
 
@@ -95,7 +95,7 @@ function isMcpTool(tool: ManagedTool): tool is McpTool {
   return (tool as Partial<McpTool>).mcp !== undefined;
 }
 
-export interface McpToolContext {
+interface McpToolContext {
   pool: McpClientPool;
   workspace: string;
   hostEnv?: NodeJS.ProcessEnv;

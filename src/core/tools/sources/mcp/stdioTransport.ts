@@ -13,7 +13,7 @@ import { reapProcesses } from '../processes';
 import { LineBuffer, MCP_MAX_MESSAGE_BYTES } from './list';
 
 /** The environment variable that marks a stdio server and everything it starts (value: one per server process). */
-export const MCP_SERVER_MARKER = 'CODEACT_MCP_SERVER';
+const MCP_SERVER_MARKER = 'CODEACT_MCP_SERVER';
 
 /** A stdio server: its argv, working directory and whole environment. */
 export type StdioServerSpec = { kind: 'stdio'; argv: string[]; cwd: string; env: Record<string, string> };
@@ -37,7 +37,7 @@ export interface McpFloodLimits {
   maxPendingWriteBytes: number;
 }
 
-export const MCP_FLOOD_LIMITS: McpFloodLimits = { maxPerSecond: 200, maxOutstanding: 16, maxDropped: 2_000, maxPendingWriteBytes: 1024 * 1024 };
+const MCP_FLOOD_LIMITS: McpFloodLimits = { maxPerSecond: 200, maxOutstanding: 16, maxDropped: 2_000, maxPendingWriteBytes: 1024 * 1024 };
 
 /**
  * The SDK's stdio client transport, reworked for a host that must not leak processes: the server
