@@ -50,7 +50,7 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
   },
   'openai-compatible': async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
-    const baseURL = config.baseURL ?? 'http://127.0.0.1:11434/v1';
+    const baseURL = config.baseURL ?? providerInfo('openai-compatible').defaultBaseURL!;
     // Local servers (Ollama, vLLM, llama.cpp, LM Studio) accept any key; the SDK insists on one.
     const client = new OpenAI({ apiKey: apiKey ?? 'not-needed', baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
     return new OpenAICompatibleProvider(client, {
