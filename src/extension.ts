@@ -4,7 +4,7 @@
  * The SDKs and the Jupyter client load lazily, when a conversation or a Jupyter run first needs them.
  */
 import * as vscode from 'vscode';
-import { ApprovalStatus } from './vscode/approvalStatus';
+import { ApprovalStatusBar } from './vscode/approvalStatus';
 import { ChatPanels } from './vscode/chatPanel';
 import { registerCommands } from './vscode/commands';
 import type { CodeActController } from './vscode/controller';
@@ -36,7 +36,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   active = controller;
   const panels = new ChatPanels(context, controller, notebooks);
   const inline = new InlineResults(controller);
-  context.subscriptions.push(log, built, panels, inline, notebooks, new ApprovalStatus(controller), registerLanguageModelTool(controller), registerChatParticipant(controller, context));
+  context.subscriptions.push(log, built, panels, inline, notebooks, new ApprovalStatusBar(controller), registerLanguageModelTool(controller), registerChatParticipant(controller, context));
   const pythonEnvs = new PythonEnvironments(log, () => controller.folders.current().folder);
   context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange(announcePythonChange), pythonEnvs.onDidChangeState(() => controller.fireState()));
   // The status bar follows the folder the chat's turns run in (the panel's folder bar).

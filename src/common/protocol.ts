@@ -30,7 +30,7 @@ interface ModelInfo {
   detail?: string;
 }
 
-export interface ProviderInfo {
+export interface ProviderChoice {
   /** `openai`, `anthropic`, `gemini`, or an OpenAI-compatible endpoint id. */
   id: string;
   label: string;
@@ -68,7 +68,7 @@ export interface ConversationSummary {
 }
 
 export interface HostState {
-  providers: ProviderInfo[];
+  providers: ProviderChoice[];
   provider?: string;
   model?: string;
   /** `local` | `jupyter` for client-side execution; a provider kind for its hosted sandbox. */

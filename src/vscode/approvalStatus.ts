@@ -6,7 +6,7 @@
 import * as vscode from 'vscode';
 import type { CodeActController } from './controller';
 
-export class ApprovalStatus implements vscode.Disposable {
+export class ApprovalStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('codeact.approval', vscode.StatusBarAlignment.Left, 1000);
   private readonly listener: vscode.Disposable;
 

@@ -4,13 +4,12 @@
  * as the Workspace Trust warning.
  */
 import * as vscode from 'vscode';
-import { PROVIDERS } from '../core/providers/registry';
+import { PROVIDER_CATALOG, providerInfo } from '../core/providers/shared/catalog';
 import type { ChatPanels } from './chatPanel';
 import { exportNotebook } from './chatPanel';
 import type { CodeActController } from './controller';
 import type { McpSignIn } from './mcpAuth';
 import type { CodeActNotebookKernel } from './notebook/kernel';
-import { DEFAULT_MODELS, PROVIDER_NAMES } from './providers';
 import type { PythonEnvironments } from './pythonEnv';
 import type { InlineResults } from './runWithTools';
 import type { Secrets } from './secrets';
@@ -86,19 +85,19 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
   });
   command('codeact.setApiKey', async () => {
     const provider = await secrets.promptForKey();
-    if (provider) void vscode.window.showInformationMessage(`CodeAct: the ${PROVIDER_NAMES[provider]} key is saved in VS Code's secret storage.`);
+    if (provider) void vscode.window.showInformationMessage(`CodeAct: the ${providerInfo(provider).label} key is saved in VS Code's secret storage.`);
   });
   command('codeact.clearApiKey', () => secrets.clearKey());
   command('codeact.setJupyterToken', () => secrets.promptForJupyterToken());
   command('codeact.mcpSignOut', () => mcpSignIn.signOut());
   command('codeact.selectModel', async () => {
     const current = controller.settings;
-    const providers = PROVIDERS.map((p) => ({ label: p.label, description: p.id === current.provider ? 'current' : undefined, id: p.id }));
+    const providers = PROVIDER_CATALOG.map((p) => ({ label: p.label, description: p.id === current.provider ? 'current' : undefined, id: p.id }));
     const p = await vscode.window.showQuickPick(providers, { title: 'CodeAct: Select Provider (1/2)', placeHolder: 'Which provider?' });
     if (!p) return;
-    const items: (vscode.QuickPickItem & { custom?: boolean })[] = DEFAULT_MODELS[p.id].map((m) => ({ label: m, description: m === current.model ? 'current' : undefined }));
+    const items: (vscode.QuickPickItem & { custom?: boolean })[] = providerInfo(p.id).defaultModels.map((m) => ({ label: m, description: m === current.model ? 'current' : undefined }));
     items.push({ label: 'Other model…', custom: true, alwaysShow: true });
-    const m = await vscode.window.showQuickPick(items, { title: 'CodeAct: Select Model (2/2)', placeHolder: `A ${PROVIDER_NAMES[p.id]} model` });
+    const m = await vscode.window.showQuickPick(items, { title: 'CodeAct: Select Model (2/2)', placeHolder: `A ${providerInfo(p.id).label} model` });
     if (!m) return;
     const model = m.custom ? await vscode.window.showInputBox({ title: 'Model id', prompt: `The exact model id ${p.id === 'openai-compatible' ? 'your server serves (ollama list)' : 'of the provider'}` }) : m.label;
     if (!model) return;
@@ -110,7 +109,7 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
       const url = await vscode.window.showInputBox({ title: 'Server URL', value: 'http://localhost:11434/v1', prompt: 'Base URL of the OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM: http://localhost:8000/v1)' });
       if (url) await c.update('baseURL', url, vscode.ConfigurationTarget.Global);
     } else if (!(await secrets.hasKey(p.id))) {
-      const set = await vscode.window.showInformationMessage(`CodeAct: ${PROVIDER_NAMES[p.id]} needs an API key.`, 'Set API Key…');
+      const set = await vscode.window.showInformationMessage(`CodeAct: ${providerInfo(p.id).label} needs an API key.`, 'Set API Key…');
       if (set) await secrets.promptForKey(p.id);
     }
   });

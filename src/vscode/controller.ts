@@ -17,7 +17,8 @@ import { isTurnMarker, runChatTurn, runCodeTurn } from '../core/turn/turns';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
-import { downloadHostedFile, needsKey, noKeyError } from './providers';
+import { downloadHostedFile, noKeyError } from './providers';
+import { providerInfo } from '../core/providers/shared/catalog';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
 import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
 import type { CodeActSettings } from './settings';
@@ -399,7 +400,7 @@ export class CodeActController {
         config: s,
         provider: async () => {
           const key = await this.secrets.apiKey(s.provider);
-          if (!key && needsKey(s.provider)) throw noKeyError(s.provider);
+          if (!key && providerInfo(s.provider).needsKey) throw noKeyError(s.provider);
           return createProvider(providerConfigFrom(s, key));
         },
         interrupted: () => this.closing,

@@ -8,7 +8,7 @@ import { describeIgnored } from '../core/config/resolve';
 import type { ProviderId } from '../core/providers/shared/types';
 import type { ControllerApis, Log, ControllerDeps } from './controller.apis';
 import { ChangeCache } from './changeCache';
-import { DEFAULT_MODELS } from './providers';
+import { providerInfo } from '../core/providers/shared/catalog';
 import type { CodeActSettings } from './settings';
 
 interface HostFactsDeps {
@@ -61,7 +61,7 @@ export class HostFacts {
       for (const line of describeIgnored(resolved.ignored)) this.deps.log.warn(line);
     }
     const s = resolved.config;
-    if (!s.model) s.model = DEFAULT_MODELS[s.provider]?.[0] ?? '';
+    if (!s.model) s.model = providerInfo(s.provider).defaultModels[0] ?? '';
     return s;
   }
 

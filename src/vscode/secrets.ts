@@ -3,11 +3,10 @@
  * settings, logs, the webview or the guest.
  */
 import * as vscode from 'vscode';
-import { API_KEY_ENV_VARS, PROVIDER_LABELS } from '../core/providers/shared/errors';
+import { PROVIDER_IDS, providerInfo, secretKeyName as keyName, whoStarting } from '../core/providers/shared/catalog';
 import { apiKeyFromEnv } from '../core/providers/factory';
 import type { ProviderId } from '../core/providers/shared/types';
 
-const keyName = (provider: ProviderId) => `codeact.apiKey.${provider}`;
 const JUPYTER_TOKEN = 'codeact.jupyterToken';
 
 export class Secrets implements vscode.Disposable {
@@ -29,7 +28,7 @@ export class Secrets implements vscode.Disposable {
   }
 
   async hasKey(provider: ProviderId): Promise<boolean> {
-    return provider === 'openai-compatible' || !!(await this.apiKey(provider));
+    return !providerInfo(provider).needsKey || !!(await this.apiKey(provider));
   }
 
   async jupyterToken(): Promise<string | undefined> {
@@ -38,15 +37,15 @@ export class Secrets implements vscode.Disposable {
 
   /** "CodeAct: Set API Key…": pick a provider, type the key (masked). */
   async promptForKey(preselect?: ProviderId): Promise<ProviderId | undefined> {
-    const providers = Object.keys(API_KEY_ENV_VARS) as ProviderId[];
+    const providers = PROVIDER_IDS;
     const picked =
       preselect ??
       (
         await vscode.window.showQuickPick(
           await Promise.all(
             providers.map(async (p) => ({
-              label: PROVIDER_LABELS[p],
-              description: (await this.storage.get(keyName(p))) ? 'key stored' : apiKeyFromEnv(p) ? `from ${API_KEY_ENV_VARS[p].join(' / ')}` : 'no key',
+              label: whoStarting(p),
+              description: (await this.storage.get(keyName(p))) ? 'key stored' : apiKeyFromEnv(p) ? `from ${providerInfo(p).keyEnv.join(' / ')}` : 'no key',
               provider: p,
             })),
           ),
@@ -55,8 +54,8 @@ export class Secrets implements vscode.Disposable {
       )?.provider;
     if (!picked) return undefined;
     const key = await vscode.window.showInputBox({
-      title: `API key for ${PROVIDER_LABELS[picked]}`,
-      prompt: `Stored in VS Code's secret storage. Leave empty and press Enter to use ${API_KEY_ENV_VARS[picked].join(' or ') || 'no key'} instead.`,
+      title: `API key for ${whoStarting(picked)}`,
+      prompt: `Stored in VS Code's secret storage. Leave empty and press Enter to use ${providerInfo(picked).keyEnv.join(' or ') || 'no key'} instead.`,
       password: true,
       ignoreFocusOut: true,
       validateInput: (v) => (/\s/.test(v.trim()) ? 'A key has no spaces.' : undefined),
@@ -68,13 +67,13 @@ export class Secrets implements vscode.Disposable {
   }
 
   async clearKey(): Promise<void> {
-    const providers = Object.keys(API_KEY_ENV_VARS) as ProviderId[];
+    const providers = PROVIDER_IDS;
     const stored = (await Promise.all(providers.map(async (p) => ((await this.storage.get(keyName(p))) ? p : undefined)))).filter((p): p is ProviderId => !!p);
     if (!stored.length) {
       void vscode.window.showInformationMessage('CodeAct has no stored API keys.');
       return;
     }
-    const picked = await vscode.window.showQuickPick(stored.map((p) => ({ label: PROVIDER_LABELS[p], provider: p })), { title: 'CodeAct: Clear API Key' });
+    const picked = await vscode.window.showQuickPick(stored.map((p) => ({ label: whoStarting(p), provider: p })), { title: 'CodeAct: Clear API Key' });
     if (picked) await this.storage.delete(keyName(picked.provider));
   }
 

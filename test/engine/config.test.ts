@@ -101,29 +101,29 @@ describe('configuration: one resolver for both hosts', () => {
 
   it('takes a first-party base URL only from the user or a flag, trusted or not', () => {
     const r = resolve({ provider: { user: 'openai' }, baseURL: { workspace: 'http://attacker.example/v1' } });
-    assert.equal(r.config.baseUrl, undefined);
+    assert.equal(r.config.baseURL, undefined);
     assert.match(r.ignored[0].reason, /cannot send your openai API key to a server of its choosing/);
-    assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://mine.example' } }).config.baseUrl, 'https://mine.example');
-    assert.equal(resolve({ provider: { flag: 'anthropic' }, baseURL: { flag: 'http://127.0.0.1:9/', workspace: 'http://x' } }).config.baseUrl, 'http://127.0.0.1:9/');
+    assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://mine.example' } }).config.baseURL, 'https://mine.example');
+    assert.equal(resolve({ provider: { flag: 'anthropic' }, baseURL: { flag: 'http://127.0.0.1:9/', workspace: 'http://x' } }).config.baseURL, 'http://127.0.0.1:9/');
     // An OpenAI-compatible server's URL may come from a trusted workspace, not an untrusted one.
-    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseUrl, 'http://127.0.0.1:11434/v1');
-    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseUrl, undefined);
+    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseURL, 'http://127.0.0.1:11434/v1');
+    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseURL, undefined);
   });
 
   it('still reads the old codeact.jupyter.url, under the same policy; the new key wins where both are set', () => {
     const old = resolve({ runtime: { user: 'jupyter' }, 'jupyter.url': { user: 'http://127.0.0.1:8888/' } });
-    assert.equal(old.config.jupyterUrl, 'http://127.0.0.1:8888/');
+    assert.equal(old.config.jupyterServerURL, 'http://127.0.0.1:8888/');
     assert.equal(old.origins['jupyter.serverURL'], 'user');
     const untrusted = resolve({ 'jupyter.url': { workspace: 'http://attacker.example/' } }, false);
-    assert.equal(untrusted.config.jupyterUrl, undefined);
+    assert.equal(untrusted.config.jupyterServerURL, undefined);
     assert.deepEqual(untrusted.ignored.map((i) => `${i.key}: ${i.reason}`), ['codeact.jupyter.url: the folder is not trusted']);
-    assert.equal(resolve({ 'jupyter.serverURL': { workspace: 'http://new.example/' }, 'jupyter.url': { workspace: 'http://old.example/' } }).config.jupyterUrl, 'http://new.example/');
+    assert.equal(resolve({ 'jupyter.serverURL': { workspace: 'http://new.example/' }, 'jupyter.url': { workspace: 'http://old.example/' } }).config.jupyterServerURL, 'http://new.example/');
   });
 
   it('still reads the old codeact.baseUrl, under the same policy, in both hosts\' readers', () => {
     // The user's old key is used, for a first-party provider too.
     const mine = resolve({ provider: { user: 'openai' }, baseUrl: { user: 'https://mine.example/v1' } });
-    assert.equal(mine.config.baseUrl, 'https://mine.example/v1');
+    assert.equal(mine.config.baseURL, 'https://mine.example/v1');
     assert.equal(mine.origins.baseURL, 'user');
     assert.deepEqual(mine.ignored, []);
     // A workspace's (VS Code) or folder's (CLI) old key is refused for a first-party provider, trusted or
@@ -131,7 +131,7 @@ describe('configuration: one resolver for both hosts', () => {
     for (const origin of ['workspace', 'folder'] as const) {
       for (const trusted of [true, false]) {
         const r = resolve({ provider: { user: 'anthropic' }, baseUrl: { [origin]: 'http://attacker.example/v1', user: 'https://mine.example/v1' } }, trusted);
-        assert.equal(r.config.baseUrl, 'https://mine.example/v1', `${origin}, trusted: ${trusted}`);
+        assert.equal(r.config.baseURL, 'https://mine.example/v1', `${origin}, trusted: ${trusted}`);
         assert.equal(r.ignored.length, 1);
         assert.equal(r.ignored[0].key, 'codeact.baseUrl');
         assert.equal(r.ignored[0].origin, origin);
@@ -139,13 +139,13 @@ describe('configuration: one resolver for both hosts', () => {
       }
     }
     // An OpenAI-compatible server's URL from the old key: a trusted workspace's counts, an untrusted one's does not.
-    assert.equal(resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseUrl, 'http://127.0.0.1:11434/v1');
+    assert.equal(resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseURL, 'http://127.0.0.1:11434/v1');
     const untrusted = resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }, false);
-    assert.equal(untrusted.config.baseUrl, undefined);
+    assert.equal(untrusted.config.baseURL, undefined);
     assert.deepEqual(untrusted.ignored.map((i) => `${i.key}: ${i.reason}`), ['codeact.baseUrl: the folder is not trusted']);
     // The new key wins over the old one in the same place; a workspace's old key never beats the user's new one for a first-party provider.
-    assert.equal(resolve({ baseURL: { user: 'https://new.example' }, baseUrl: { user: 'https://old.example' } }).config.baseUrl, 'https://new.example');
-    assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://new.example' }, baseUrl: { workspace: 'http://attacker.example' } }).config.baseUrl, 'https://new.example');
+    assert.equal(resolve({ baseURL: { user: 'https://new.example' }, baseUrl: { user: 'https://old.example' } }).config.baseURL, 'https://new.example');
+    assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://new.example' }, baseUrl: { workspace: 'http://attacker.example' } }).config.baseURL, 'https://new.example');
 
     // The same through the extension's reader (VS Code's inspect) and the CLI's (its settings files).
     const user = { 'codeact.provider': 'openai', 'codeact.baseUrl': 'https://mine.example/v1' };
@@ -153,7 +153,7 @@ describe('configuration: one resolver for both hosts', () => {
     const fromVscode = resolveEngineConfig(vscodeReader(fakeConfiguration(user, ws)), { trusted: true });
     const fromCli = resolveEngineConfig(cliSettingsReader({}, ws, user), { trusted: true });
     for (const r of [fromVscode, fromCli]) {
-      assert.equal(r.config.baseUrl, 'https://mine.example/v1');
+      assert.equal(r.config.baseURL, 'https://mine.example/v1');
       assert.deepEqual(r.ignored.map((i) => i.key), ['codeact.baseUrl']);
     }
   });

@@ -24,7 +24,8 @@ interface ConversationMeta {
   expiredContainers?: string[];
 }
 
-interface ConversationSummary extends ConversationMeta {
+/** A conversation as the store lists it: its meta, when it last changed, how many turns it has. */
+interface ListedConversation extends ConversationMeta {
   updatedAt: number;
   turns: number;
 }
@@ -77,9 +78,9 @@ export class TranscriptStore {
   }
 
   /** The conversations, newest first. Reads each file's meta line and counts its turns without parsing the rest. */
-  list(): ConversationSummary[] {
+  list(): ListedConversation[] {
     if (!existsSync(this.dir)) return [];
-    const out: ConversationSummary[] = [];
+    const out: ListedConversation[] = [];
     for (const name of readdirSync(this.dir)) {
       if (!name.endsWith('.jsonl') || !ID_PATTERN.test(name.slice(0, -6))) continue;
       try {

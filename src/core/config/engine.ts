@@ -3,7 +3,7 @@
  * options, the provider's, and the tool set. What differs between the hosts (where the Jupyter token
  * and the API key come from, how warnings are shown) is passed in.
  */
-import type { SessionChanged } from '../../common/events';
+import type { RuntimeKind, SessionChanged } from '../../common/events';
 import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
@@ -32,6 +32,15 @@ interface RuntimeHost {
   onSessionEvent?: (e: SessionChanged) => void;
 }
 
+/**
+ * Where the configuration's code runs: the provider's own sandbox in hosted mode (an OpenAI-compatible
+ * server has none: its code would run locally), else the runtime setting's.
+ */
+export function runtimeKindOf(config: Pick<EngineConfig, 'mode' | 'provider' | 'runtime'>): RuntimeKind {
+  if (config.mode !== 'hosted') return config.runtime;
+  return config.provider === 'openai-compatible' ? 'local' : config.provider;
+}
+
 export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): RuntimeConfig {
   return {
     runtime: config.runtime,
@@ -55,7 +64,7 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
       log: host.log,
       onSessionEvent: host.onSessionEvent,
     },
-    jupyter: { url: config.jupyterUrl, token: host.jupyterToken, kernelName: config.jupyterKernel, sessionPolicy: config.jupyterSessionPolicy, log: host.log },
+    jupyter: { url: config.jupyterServerURL, token: host.jupyterToken, kernelName: config.jupyterKernel, sessionPolicy: config.jupyterSessionPolicy, log: host.log },
     limits: runtimeLimitsFrom(config),
   };
 }
@@ -83,7 +92,7 @@ export function providerConfigFrom(config: EngineConfig, apiKey: string | undefi
   return {
     provider: config.provider,
     apiKey,
-    baseURL: config.baseUrl,
+    baseURL: config.baseURL,
     supportsTools: config.compatibleSupportsTools,
     contextWindow: config.compatibleContextWindow,
     models: Object.fromEntries(Object.entries(config.compatibleContextWindows ?? {}).map(([model, contextWindow]) => [model, { contextWindow }])),

@@ -11,6 +11,8 @@
  * - `user`: only the user's own settings (or a command-line flag) may set it, trusted or not.
  */
 
+import { ANTHROPIC_CODE_TOOL_VERSIONS, DEFAULT_ANTHROPIC_CODE_TOOL, DEFAULT_OPENAI_CONTAINER_MEMORY, OPENAI_CONTAINER_MEMORY, PROVIDER_IDS } from '../providers/shared/catalog';
+
 type SettingType = 'string' | 'number' | 'boolean' | 'array' | 'object';
 type SettingTrust = 'any' | 'trusted' | 'user';
 
@@ -25,7 +27,8 @@ export interface SettingKey {
 
 export const SETTINGS = {
   tools: { type: 'array', default: [], trust: 'trusted' },
-  provider: { type: 'string', default: 'openai', enum: ['openai', 'anthropic', 'gemini', 'openai-compatible'], trust: 'any' },
+  // The providers of the catalogue (core/providers/shared/catalog.ts), as the hosted-sandbox options below.
+  provider: { type: 'string', default: 'openai', enum: PROVIDER_IDS, trust: 'any' },
   model: { type: 'string', default: '', trust: 'any' },
   // A first-party provider's base URL only from user settings or a flag (see resolve.ts). "baseURL", not
   // "baseUrl": VS Code's Settings editor builds the label from the key, and this one reads "Base URL".
@@ -79,17 +82,23 @@ export const SETTINGS = {
   // What reaches a vision model in one request: the newest images up to these caps.
   'vision.maxImages': { type: 'number', default: 6, minimum: 0, maximum: 100, trust: 'any' },
   'vision.maxMB': { type: 'number', default: 8, minimum: 0, maximum: 64, trust: 'any' },
-  'hosted.memoryLimit': { type: 'string', default: '1g', enum: ['1g', '4g', '16g', '64g'], trust: 'any' },
-  'hosted.anthropicToolVersion': {
-    type: 'string',
-    default: 'code_execution_20250825',
-    enum: ['code_execution_20250522', 'code_execution_20250825', 'code_execution_20260120'],
-    trust: 'any',
-  },
+  'hosted.memoryLimit': { type: 'string', default: DEFAULT_OPENAI_CONTAINER_MEMORY, enum: OPENAI_CONTAINER_MEMORY, trust: 'any' },
+  'hosted.anthropicToolVersion': { type: 'string', default: DEFAULT_ANTHROPIC_CODE_TOOL, enum: ANTHROPIC_CODE_TOOL_VERSIONS, trust: 'any' },
   inlineResults: { type: 'boolean', default: true, trust: 'any' },
 } as const satisfies Record<string, SettingKey>;
 
 export type SettingName = keyof typeof SETTINGS;
+
+interface ValueOfType {
+  string: string;
+  number: number;
+  boolean: boolean;
+  array: unknown[];
+  object: Record<string, unknown>;
+}
+
+/** The value a setting holds once resolved: one of its allowed values, else a value of its type. */
+export type SettingValue<K extends SettingName> = (typeof SETTINGS)[K] extends { enum: readonly (infer E)[] } ? E : ValueOfType[(typeof SETTINGS)[K]['type']];
 
 /**
  * Older keys still read (the value moved): old -> new. A layer (user, workspace, folder) that sets the

@@ -19,7 +19,7 @@
  */
 import { PROVIDER_CATALOG as PROVIDERS } from '../providers/shared/catalog';
 import { APPROVAL_ORDER } from '../gateway/approvalPolicy';
-import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName } from './keys';
+import { LEGACY_KEYS, SETTINGS, type SettingKey, type SettingName, type SettingValue } from './keys';
 
 type Origin = 'default' | 'user' | 'workspace' | 'folder' | 'flag';
 
@@ -40,22 +40,22 @@ export interface Ignored {
   reason: string;
 }
 
-type ProviderName = 'openai' | 'anthropic' | 'gemini' | 'openai-compatible';
-
+/** The configuration's fields of settings' values have the settings' types (keys.ts). */
 export interface EngineConfig {
-  provider: ProviderName;
+  provider: SettingValue<'provider'>;
   model: string;
-  baseUrl?: string;
-  mode: 'toolCode' | 'hosted' | 'code';
-  protocol: 'tools' | 'text';
+  /** codeact.baseURL (unset: the provider's default). */
+  baseURL?: string;
+  mode: SettingValue<'mode'>;
+  protocol: SettingValue<'agent.protocol'>;
   toolsInlineLimit: number;
-  runtime: 'local' | 'jupyter';
+  runtime: SettingValue<'runtime'>;
   /** codeact.python.path when set; unset, the folder's environment is found (core/runtime/local/pythonEnv.ts). */
   python?: string;
   preload: string[];
   /** codeact.python.installArgs: arguments for pip before the specs of install_packages (trusted settings only). */
   installArgs: string[];
-  sessionPolicy: 'conversation' | 'run';
+  sessionPolicy: SettingValue<'session.policy'>;
   sessionIdleMs: number;
   sessionMaxAlive: number;
   timeoutMs: number;
@@ -63,20 +63,21 @@ export interface EngineConfig {
   modelFirstByteMs: number;
   modelIdleMs: number;
   maxTurns: number;
-  defaultApproval: 'auto' | 'ask' | 'deny';
+  defaultApproval: SettingValue<'approval.default'>;
   /** Your own codeact.approval.default (`auto` when unset): a folder's tools never run looser than it (../gateway/approvalPolicy.ts). */
-  userDefaultApproval: 'auto' | 'ask' | 'deny';
+  userDefaultApproval: SettingValue<'approval.default'>;
   /** Whose settings declared `tools`: yours, or a folder's (workspace or folder settings). */
   toolsDeclaredIn: 'user' | 'folder';
   reviewCode: boolean;
   alwaysAllow: string[];
-  sandbox: 'auto' | 'bubblewrap' | 'none';
+  sandbox: SettingValue<'sandbox.kind'>;
   sandboxNetwork: boolean;
-  mountWorkspace: 'none' | 'readonly' | 'readwrite';
+  mountWorkspace: SettingValue<'sandbox.mountWorkspace'>;
   limits: { memory?: string; cpuSeconds?: number; processes?: number; fileSize?: string; openFiles?: number };
-  jupyterUrl?: string;
+  /** codeact.jupyter.serverURL (unset: none). */
+  jupyterServerURL?: string;
   jupyterKernel: string;
-  jupyterSessionPolicy: 'conversation' | 'execution';
+  jupyterSessionPolicy: SettingValue<'jupyter.sessionPolicy'>;
   compatibleSupportsTools: boolean;
   compatibleContextWindow: number;
   /** OpenAI-compatible models that take images ("*" for all). */
@@ -97,8 +98,8 @@ export interface EngineConfig {
   /** At most this many images, and bytes of images, in one request to a vision model. */
   visionMaxImages: number;
   visionMaxBytes: number;
-  hostedMemoryLimit: '1g' | '4g' | '16g' | '64g';
-  anthropicToolVersion: string;
+  hostedMemoryLimit: SettingValue<'hosted.memoryLimit'>;
+  anthropicToolVersion: SettingValue<'hosted.anthropicToolVersion'>;
   inlineResults: boolean;
   /** The raw `codeact.tools` declarations (loadTools checks them one by one). */
   tools: unknown;
@@ -141,7 +142,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
   const origins = {} as Record<SettingName, Origin>;
 
   /** The value of one key under the policy; `allow` may refuse a layer for a reason of its own. */
-  const pick = <T>(name: SettingName, allow?: (origin: Origin, value: unknown) => string | undefined): T => {
+  const pick = <K extends SettingName>(name: K, allow?: (origin: Origin, value: unknown) => string | undefined): SettingValue<K> => {
     const spec: SettingKey = SETTINGS[name];
     const layers: SettingLayers = { ...read(name) };
     // The key each layer's value was set under: an older key (keys.ts) fills a layer the new key leaves
@@ -171,14 +172,14 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
         continue;
       }
       origins[name] = origin;
-      return value as T;
+      return value as SettingValue<K>;
     }
     origins[name] = 'default';
-    return spec.default as T;
+    return spec.default as SettingValue<K>;
   };
 
-  const provider = pick<ProviderName>('provider');
-  const baseUrl = pick<string>('baseURL', (origin) =>
+  const provider = pick('provider');
+  const baseURL = pick('baseURL', (origin) =>
     (origin === 'folder' || origin === 'workspace') && FIRST_PARTY.includes(provider)
       ? `a workspace cannot send your ${provider} API key to a server of its choosing; set it in your user settings or pass --base-url`
       : undefined,
@@ -187,55 +188,55 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
   const userReview = read('approval.reviewCode')?.user;
   const looser = (origin: Origin, value: unknown, user: unknown, order: (v: unknown) => number) =>
     (origin === 'folder' || origin === 'workspace') && user !== undefined && order(value) < order(user) ? 'a workspace may make approvals stricter than your own setting, never looser' : undefined;
-  const limitsRaw = pick<Record<string, unknown>>('sandbox.limits');
-  const preloadRaw = pick<unknown[]>('python.preload', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string' && MODULE_NAME.test(m)) ? undefined : 'must list module names such as "numpy" or "pandas"'));
+  const limitsRaw = pick('sandbox.limits');
+  const preloadRaw = pick('python.preload', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string' && MODULE_NAME.test(m)) ? undefined : 'must list module names such as "numpy" or "pandas"'));
   const config: EngineConfig = {
     provider,
-    model: pick<string>('model'),
-    baseUrl: baseUrl || undefined,
+    model: pick('model'),
+    baseURL: baseURL || undefined,
     mode: pick('mode'),
     protocol: pick('agent.protocol'),
-    toolsInlineLimit: pick<number>('toolDiscovery.inlineLimit'),
+    toolsInlineLimit: pick('toolDiscovery.inlineLimit'),
     runtime: pick('runtime'),
-    python: pick<string>('python.path').trim() || undefined,
+    python: pick('python.path').trim() || undefined,
     preload: preloadRaw.slice(0, 64) as string[],
-    installArgs: pick<unknown[]>('python.installArgs', (_o, v) => ((v as unknown[]).length <= 64 && (v as unknown[]).every((a) => typeof a === 'string' && a.length <= 4096) ? undefined : 'must be at most 64 strings, arguments for pip such as ["--no-index", "--find-links", "/path/wheels"]')) as string[],
+    installArgs: pick('python.installArgs', (_o, v) => ((v as unknown[]).length <= 64 && (v as unknown[]).every((a) => typeof a === 'string' && a.length <= 4096) ? undefined : 'must be at most 64 strings, arguments for pip such as ["--no-index", "--find-links", "/path/wheels"]')) as string[],
     sessionPolicy: pick('session.policy'),
-    sessionIdleMs: pick<number>('session.idleMinutes') * 60_000,
-    sessionMaxAlive: Math.floor(pick<number>('session.maxAlive')),
-    timeoutMs: Math.round(pick<number>('timeoutSeconds') * 1000),
-    modelFirstByteMs: Math.round(pick<number>('modelStream.firstByteTimeoutSeconds') * 1000),
-    modelIdleMs: Math.round(pick<number>('modelStream.idleTimeoutSeconds') * 1000),
-    maxTurns: Math.floor(pick<number>('maxTurns')),
+    sessionIdleMs: pick('session.idleMinutes') * 60_000,
+    sessionMaxAlive: Math.floor(pick('session.maxAlive')),
+    timeoutMs: Math.round(pick('timeoutSeconds') * 1000),
+    modelFirstByteMs: Math.round(pick('modelStream.firstByteTimeoutSeconds') * 1000),
+    modelIdleMs: Math.round(pick('modelStream.idleTimeoutSeconds') * 1000),
+    maxTurns: Math.floor(pick('maxTurns')),
     defaultApproval: pick('approval.default', (o, v) => looser(o, v, userApproval, (x) => APPROVAL_ORDER.indexOf(x as EngineConfig['defaultApproval']))),
     userDefaultApproval: APPROVAL_ORDER.includes(userApproval as EngineConfig['defaultApproval']) ? (userApproval as EngineConfig['defaultApproval']) : 'auto',
     toolsDeclaredIn: 'user',
     reviewCode: pick('approval.reviewCode', (o, v) => looser(o, v, userReview, (x) => (x ? 1 : 0))),
-    alwaysAllow: pick<unknown[]>('approval.alwaysAllow').filter((n): n is string => typeof n === 'string'),
+    alwaysAllow: pick('approval.alwaysAllow').filter((n): n is string => typeof n === 'string'),
     sandbox: pick('sandbox.kind'),
     sandboxNetwork: pick('sandbox.network'),
     mountWorkspace: pick('sandbox.mountWorkspace'),
     limits: limitsRaw as EngineConfig['limits'],
-    jupyterUrl: pick<string>('jupyter.serverURL') || undefined,
-    jupyterKernel: pick<string>('jupyter.kernelName') || 'python3',
+    jupyterServerURL: pick('jupyter.serverURL') || undefined,
+    jupyterKernel: pick('jupyter.kernelName') || 'python3',
     jupyterSessionPolicy: pick('jupyter.sessionPolicy'),
     compatibleSupportsTools: pick('openaiCompatible.supportsTools'),
     compatibleContextWindow: pick('openaiCompatible.contextWindow'),
-    compatibleContextWindows: pick<Record<string, number>>('openaiCompatible.contextWindows', (_o, v) => {
+    compatibleContextWindows: pick('openaiCompatible.contextWindows', (_o, v) => {
       const entries = Object.entries(v as Record<string, unknown>);
       if (entries.length > 200) return 'must name at most 200 models';
       const bad = entries.find(([, n]) => !Number.isInteger(n) || (n as number) < 256 || (n as number) > 100_000_000);
       return bad ? `must map model names to whole numbers of tokens (256 to 100,000,000); "${bad[0].slice(0, 80)}" has ${JSON.stringify(bad[1])?.slice(0, 40)}` : undefined;
-    }),
-    compatibleVisionModels: pick<unknown[]>('openaiCompatible.visionModels', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names')).slice(0, 200) as string[],
-    maxDisplayBytes: Math.round(pick<number>('outputs.maxDisplayMB') * MB),
-    maxExecutionDisplayBytes: Math.round(pick<number>('outputs.maxExecutionMB') * MB),
-    outputModelChars: Math.floor(pick<number>('outputs.modelChars')),
-    contextCompactAt: pick<number>('context.compactAt'),
+    }) as Record<string, number>,
+    compatibleVisionModels: pick('openaiCompatible.visionModels', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names')).slice(0, 200) as string[],
+    maxDisplayBytes: Math.round(pick('outputs.maxDisplayMB') * MB),
+    maxExecutionDisplayBytes: Math.round(pick('outputs.maxExecutionMB') * MB),
+    outputModelChars: Math.floor(pick('outputs.modelChars')),
+    contextCompactAt: pick('context.compactAt'),
     plotsHighDPI: pick('plots.highDPI'),
-    maxToolCallsPerRun: Math.floor(pick<number>('toolCalls.maxPerRun')),
-    visionMaxImages: Math.floor(pick<number>('vision.maxImages')),
-    visionMaxBytes: Math.round(pick<number>('vision.maxMB') * MB),
+    maxToolCallsPerRun: Math.floor(pick('toolCalls.maxPerRun')),
+    visionMaxImages: Math.floor(pick('vision.maxImages')),
+    visionMaxBytes: Math.round(pick('vision.maxMB') * MB),
     hostedMemoryLimit: pick('hosted.memoryLimit'),
     anthropicToolVersion: pick('hosted.anthropicToolVersion'),
     inlineResults: pick('inlineResults'),

@@ -5,7 +5,7 @@
  * never SDK console output.
  */
 import { AnthropicProvider } from './anthropic/anthropic';
-import { PROVIDER_CATALOG, PROVIDER_IDS, providerInfo, type ProviderInfo } from './shared/catalog';
+import { PROVIDER_IDS, providerInfo, type ProviderInfo } from './shared/catalog';
 import { GeminiProvider } from './gemini/gemini';
 import { OpenAICompatibleProvider } from './openai/openaiChat';
 import { OpenAIResponsesProvider } from './openai/openaiResponses';
@@ -50,7 +50,7 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
   },
   'openai-compatible': async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
-    const baseURL = config.baseURL ?? 'http://127.0.0.1:11434/v1';
+    const baseURL = config.baseURL ?? providerInfo('openai-compatible').defaultBaseURL!;
     // Local servers (Ollama, vLLM, llama.cpp, LM Studio) accept any key; the SDK insists on one.
     const client = new OpenAI({ apiKey: apiKey ?? 'not-needed', baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
     return new OpenAICompatibleProvider(client, {
@@ -64,8 +64,6 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
     });
   },
 };
-
-export const PROVIDERS: readonly ProviderEntry[] = PROVIDER_CATALOG.map((p) => ({ ...p, create: FACTORIES[p.id] }));
 
 export function providerEntry(id: ProviderId): ProviderEntry {
   return { ...providerInfo(id), create: FACTORIES[id] };

@@ -12,7 +12,7 @@ import type { TranscriptEvent, TurnEnded, TurnEndStatus, TurnSource, TurnStarted
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
 import { compactionStateFrom } from '../agent/contextBudget';
-import { hostedOptionsFrom, imageBudgetFrom } from '../config/engine';
+import { hostedOptionsFrom, imageBudgetFrom, runtimeKindOf } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
@@ -90,7 +90,7 @@ interface ChatTurnResult {
 export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
   const { conversation: convo, config } = o;
   const emit = emitterOf(convo, o.onEvent);
-  const runtimeKind: RuntimeKind = config.mode === 'hosted' ? (config.provider === 'openai-compatible' ? 'local' : config.provider) : config.runtime;
+  const runtimeKind: RuntimeKind = runtimeKindOf(config);
   const { turnId, end } = startTurn(emit, { prompt: o.prompt, source: o.source, provider: config.provider, model: config.model, runtime: runtimeKind }, o.interrupted);
   try {
     // A container that expired is dropped (history and meta) and the request goes on in a new one.

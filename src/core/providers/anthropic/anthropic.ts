@@ -13,22 +13,14 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { FileOutput } from '../../../common/events';
 import type { Json } from '../shared/emit';
 import { ProviderError, toProviderError } from '../shared/errors';
-import { modelSeesImages } from '../shared/catalog';
+import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { runStream } from '../shared/runStream';
-import type { StreamBounds } from '../shared/watchdog';
-import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from '../shared/types';
+import type { DownloadedFile, EmitFn, TurnRequest, TurnResult } from '../shared/types';
 import { buildAnthropicRequest, FILES_BETA } from './anthropicRequest';
 import { AnthropicState } from './anthropicStream';
 
-export class AnthropicProvider implements Provider {
+export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
   readonly id = 'anthropic' as const;
-  readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'anthropic' };
-
-  constructor(readonly client: Anthropic, private readonly baseURL?: string, private readonly bounds?: Partial<StreamBounds>) {}
-
-  seesImages(model: string): boolean {
-    return modelSeesImages(this.id, model);
-  }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
     const open = async (signal: AbortSignal) => {

@@ -2,23 +2,15 @@
  * The request of an Anthropic Messages turn: client tools, the hosted code execution tool of the version
  * asked for (with the `anthropic-beta` it needs), and the history as Anthropic messages.
  */
+import { ANTHROPIC_CODE_TOOL_VERSIONS, ANTHROPIC_CODE_TOOLS, DEFAULT_ANTHROPIC_CODE_TOOL, type AnthropicCodeTool } from '../shared/catalog';
 import { ProviderError } from '../shared/errors';
 import type { Json } from '../shared/emit';
 import { requestImages, writeHistory } from '../shared/history';
 import type { AttachedImage } from '../../../common/events';
 import type { TurnRequest } from '../shared/types';
 
-const DEFAULT_ANTHROPIC_CODE_TOOL = 'code_execution_20250825';
 const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
 export const FILES_BETA = 'files-api-2025-04-14';
-
-/** The `anthropic-beta` value each code execution tool version needs (none for the newer ones). */
-const ANTHROPIC_CODE_TOOL_BETAS: Record<string, string | undefined> = {
-  code_execution_20250522: 'code-execution-2025-05-22',
-  code_execution_20250825: 'code-execution-2025-08-25',
-  code_execution_20260120: undefined,
-  code_execution_20260521: undefined,
-};
 
 /** The request body and the betas it needs (`beta` true: sent to `/v1/messages?beta=true`). */
 export function buildAnthropicRequest(req: TurnRequest): { body: Json; betas: string[]; beta: boolean } {
@@ -31,11 +23,11 @@ export function buildAnthropicRequest(req: TurnRequest): { body: Json; betas: st
       throw new ProviderError({
         code: 'bad_request',
         provider: 'anthropic',
-        message: `Unknown Anthropic code execution tool version "${version}". Use one of: ${Object.keys(ANTHROPIC_CODE_TOOL_BETAS).join(', ')}.`,
+        message: `Unknown Anthropic code execution tool version "${version}". Use one of: ${ANTHROPIC_CODE_TOOL_VERSIONS.join(', ')}.`,
       });
     }
     tools.push({ type: version, name: 'code_execution' });
-    const b = ANTHROPIC_CODE_TOOL_BETAS[version];
+    const b: string | undefined = ANTHROPIC_CODE_TOOLS[version as AnthropicCodeTool];
     if (b) betas.push(b);
     if (req.hosted.fileIds && req.hosted.fileIds.length > 0) betas.push(FILES_BETA);
     beta = true;

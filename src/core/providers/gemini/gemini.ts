@@ -19,22 +19,14 @@ import {
   type Json,
   type TurnItems,
 } from '../shared/emit';
-import { modelSeesImages } from '../shared/catalog';
+import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { requestImages, writeHistory } from '../shared/history';
 import { runStream, type StreamMachine } from '../shared/runStream';
-import type { StreamBounds } from '../shared/watchdog';
-import type { ConversationItem, EmitFn, Provider, ProviderCapabilities, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import type { ConversationItem, EmitFn, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
-export class GeminiProvider implements Provider {
+export class GeminiProvider extends FirstPartyProvider<GoogleGenAI> {
   readonly id = 'gemini' as const;
-  readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'gemini' };
-
-  constructor(readonly client: GoogleGenAI, private readonly baseURL?: string, private readonly bounds?: Partial<StreamBounds>) {}
-
-  seesImages(model: string): boolean {
-    return modelSeesImages(this.id, model);
-  }
 
   buildRequest(req: TurnRequest): { model: string; contents: Json[]; config: Json } {
     const tools: Json[] = [];

@@ -15,6 +15,7 @@ import { runStream, turnContext, type StreamMachine } from '../shared/runStream'
 import type { StreamBounds } from '../shared/watchdog';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
+import { readBodyCapped } from '../../util/readBodyCapped';
 
 interface CompatibleOptions {
   baseURL: string;
@@ -274,20 +275,8 @@ async function probeJson(url: string, init: RequestInit, signal?: AbortSignal): 
     await res.body?.cancel().catch(() => {});
     return undefined;
   }
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > PROBE_MAX_BYTES) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+  const bytes = await readBodyCapped(res.body, PROBE_MAX_BYTES);
+  return bytes && (JSON.parse(bytes.toString('utf8')) as Json);
 }
 
 const validWindow = (n: unknown): number | undefined => (typeof n === 'number' && Number.isInteger(n) && n >= 256 && n <= 100_000_000 ? n : undefined);

@@ -18,22 +18,14 @@ import {
   type TurnItems,
 } from '../shared/emit';
 import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
-import { modelSeesImages } from '../shared/catalog';
+import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, type StreamMachine } from '../shared/runStream';
-import type { StreamBounds } from '../shared/watchdog';
-import type { DownloadedFile, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
+import type { DownloadedFile, EmitFn, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
-export class OpenAIResponsesProvider implements Provider {
+export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
   readonly id = 'openai' as const;
-  readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: true, hostedRuntime: 'openai' };
-
-  constructor(readonly client: OpenAI, private readonly baseURL?: string, private readonly bounds?: Partial<StreamBounds>) {}
-
-  seesImages(model: string): boolean {
-    return modelSeesImages(this.id, model);
-  }
 
   buildRequest(req: TurnRequest): Json {
     const tools: Json[] = req.tools.map((t) => ({

@@ -1,9 +1,11 @@
 /**
- * The providers, once: id, label, where their key comes from, their default models, and whether they are
- * first-party (their key must never go to a server a workspace chose). Pure data, so error messages and
- * settings can use it; ./registry adds how to build each adapter.
+ * The providers, once: id, label, where their key comes from, their default models and base URL, whether
+ * they are first-party (their key must never go to a server a workspace chose), and their hosted
+ * sandboxes' options. Pure data, so error messages, settings (config/keys.ts) and both hosts use it;
+ * ./registry adds how to build each adapter.
  */
-import type { ProviderId } from './types';
+
+export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
 
 export interface ProviderInfo {
   id: ProviderId;
@@ -20,6 +22,8 @@ export interface ProviderInfo {
   defaultModels: readonly string[];
   /** The largest image its API takes, in base64 characters (larger ones are never attached: the request would fail). */
   maxImageBase64?: number;
+  /** The server asked when no base URL is set (unset: the SDK's own). */
+  defaultBaseURL?: string;
 }
 
 export const PROVIDER_CATALOG: readonly ProviderInfo[] = [
@@ -44,11 +48,55 @@ export const PROVIDER_CATALOG: readonly ProviderInfo[] = [
     firstParty: true,
     defaultModels: ['gemini-3-flash-preview', 'gemini-3-pro-preview', 'gemini-2.5-pro', 'gemini-2.5-flash'],
   },
-  // Never OPENAI_API_KEY: a local or third-party server must not receive the user's OpenAI key.
-  { id: 'openai-compatible', label: 'OpenAI-compatible', who: 'the OpenAI-compatible server', keyEnv: ['OPENAI_COMPATIBLE_API_KEY'], needsKey: false, firstParty: false, defaultModels: ['qwen2.5-coder:7b', 'llama3.1:8b', 'gpt-oss:20b'] },
+  {
+    id: 'openai-compatible',
+    label: 'OpenAI-compatible',
+    who: 'the OpenAI-compatible server',
+    // Never OPENAI_API_KEY: a local or third-party server must not receive the user's OpenAI key.
+    keyEnv: ['OPENAI_COMPATIBLE_API_KEY'],
+    needsKey: false,
+    firstParty: false,
+    defaultModels: ['qwen2.5-coder:7b', 'llama3.1:8b', 'gpt-oss:20b'],
+    // Ollama's.
+    defaultBaseURL: 'http://127.0.0.1:11434/v1',
+  },
 ];
 
 export const PROVIDER_IDS: readonly ProviderId[] = PROVIDER_CATALOG.map((p) => p.id);
+
+/** Where VS Code's secret storage keeps the provider's key. */
+export function secretKeyName(id: ProviderId): string {
+  return `codeact.apiKey.${id}`;
+}
+
+/** The provider named at the start of a sentence: "The OpenAI-compatible server rejected…". */
+export function whoStarting(id: ProviderId): string {
+  const who = providerInfo(id).who;
+  return who[0].toUpperCase() + who.slice(1);
+}
+
+// ---- hosted sandboxes -----------------------------------------------------------------------------
+
+/**
+ * Anthropic's code execution tool versions, each with the `anthropic-beta` it needs (none for the newer
+ * ones; what each streams: ../anthropic/anthropic.ts). codeact.hosted.anthropicToolVersion offers these
+ * (config/keys.ts; test/engine/catalogue.test.ts checks package.json against them).
+ */
+export const ANTHROPIC_CODE_TOOLS = {
+  code_execution_20250522: 'code-execution-2025-05-22',
+  code_execution_20250825: 'code-execution-2025-08-25',
+  code_execution_20260120: undefined,
+  code_execution_20260521: undefined,
+} as const satisfies Record<string, string | undefined>;
+
+export type AnthropicCodeTool = keyof typeof ANTHROPIC_CODE_TOOLS;
+export const ANTHROPIC_CODE_TOOL_VERSIONS = Object.keys(ANTHROPIC_CODE_TOOLS) as AnthropicCodeTool[];
+export const DEFAULT_ANTHROPIC_CODE_TOOL: AnthropicCodeTool = 'code_execution_20250825';
+
+/** The memory of a new OpenAI code-interpreter container (codeact.hosted.memoryLimit). */
+export const OPENAI_CONTAINER_MEMORY = ['1g', '4g', '16g', '64g'] as const;
+export type OpenAIContainerMemory = (typeof OPENAI_CONTAINER_MEMORY)[number];
+export const DEFAULT_OPENAI_CONTAINER_MEMORY: OpenAIContainerMemory = '1g';
 
 // ---- which models see images ----------------------------------------------------------------------
 

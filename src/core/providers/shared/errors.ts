@@ -3,7 +3,7 @@
  * failure and abort becomes a `ProviderError` with a `code`, a `retryable` flag and a message that says
  * what happened and what to do.
  */
-import { PROVIDER_CATALOG } from './catalog';
+import { providerInfo, whoStarting } from './catalog';
 import type { ConversationItem, ProviderId } from './types';
 import type { Stall } from './watchdog';
 import { formatDuration } from '../../../common/format';
@@ -85,24 +85,17 @@ const DEFAULT_RETRYABLE: Record<ProviderErrorCode, boolean> = {
   aborted: false,
 };
 
-/** How messages name each provider. */
-export const PROVIDER_LABELS: Record<ProviderId, string> = Object.fromEntries(PROVIDER_CATALOG.map((p) => [p.id, p.id === 'openai-compatible' ? 'The OpenAI-compatible server' : p.label])) as Record<ProviderId, string>;
-
-/** Environment variables each provider's key is read from, in order. */
-export const API_KEY_ENV_VARS: Record<ProviderId, readonly string[]> = Object.fromEntries(PROVIDER_CATALOG.map((p) => [p.id, p.keyEnv])) as Record<ProviderId, readonly string[]>;
-
 const SET_KEY_COMMAND = 'CodeAct: Set API Key…';
 
 /** Where to set the key, for messages. */
 function keyHint(provider: ProviderId): string {
-  const vars = API_KEY_ENV_VARS[provider].join(' or ');
+  const vars = providerInfo(provider).keyEnv.join(' or ');
   return `Set ${vars} in the environment (CLI), or run "${SET_KEY_COMMAND}" in VS Code`;
 }
 
 /** The error for a missing key (configuration, before any request). */
 export function missingKeyError(provider: ProviderId): ProviderError {
-  const who = provider === 'openai-compatible' ? 'the OpenAI-compatible server' : PROVIDER_LABELS[provider];
-  return new ProviderError({ code: 'auth', provider, message: `No API key for ${who}. ${keyHint(provider)}.` });
+  return new ProviderError({ code: 'auth', provider, message: `No API key for ${providerInfo(provider).who}. ${keyHint(provider)}.` });
 }
 
 export interface ErrorContext {
@@ -119,7 +112,7 @@ export interface ErrorContext {
 /** Turns anything thrown by an SDK or a stream into a `ProviderError`. */
 export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError {
   if (err instanceof ProviderError) return err;
-  const label = PROVIDER_LABELS[ctx.provider];
+  const label = whoStarting(ctx.provider);
   if (ctx.signal?.aborted || isCancellation(err)) {
     return new ProviderError({ code: 'aborted', provider: ctx.provider, message: 'Stopped: the request was cancelled.', cause: err, retryable: false });
   }
@@ -151,7 +144,7 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
     return new ProviderError({
       code: 'server',
       provider: ctx.provider,
-      message: `Could not reach ${label === PROVIDER_LABELS['openai-compatible'] ? 'the OpenAI-compatible server' : label}${where} (${short(text.trim())}). Check the network and the base URL${ctx.provider === 'openai-compatible' ? ' (is the server running?)' : ''}, then try again.`,
+      message: `Could not reach ${providerInfo(ctx.provider).who}${where} (${short(text.trim())}). Check the network and the base URL${ctx.provider === 'openai-compatible' ? ' (is the server running?)' : ''}, then try again.`,
       detail: text.trim(),
       cause: err,
     });
@@ -166,7 +159,7 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
 }
 
 export function streamCut(ctx: ErrorContext, cause?: unknown, what = 'The connection was cut'): ProviderError {
-  const label = ctx.provider === 'openai-compatible' ? 'the OpenAI-compatible server' : PROVIDER_LABELS[ctx.provider];
+  const label = providerInfo(ctx.provider).who;
   return new ProviderError({
     code: 'stream_cut',
     provider: ctx.provider,
@@ -181,7 +174,7 @@ export function streamCut(ctx: ErrorContext, cause?: unknown, what = 'The connec
  * most once (`retryLimit`), so that a stalled server costs two bounds, not the agent loop's four attempts.
  */
 export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
-  const label = ctx.provider === 'openai-compatible' ? 'the OpenAI-compatible server' : PROVIDER_LABELS[ctx.provider];
+  const label = providerInfo(ctx.provider).who;
   const secs = formatDuration(stall.ms);
   const where = ctx.baseURL ? ` at ${ctx.baseURL}` : '';
   const message =
@@ -197,7 +190,7 @@ export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
 
 function fromStatus(status: number | undefined, detail: string, errType: string | undefined, err: unknown, ctx: ErrorContext): ProviderError {
   const p = ctx.provider;
-  const label = PROVIDER_LABELS[p];
+  const label = whoStarting(p);
   const d = detail ? `: ${short(detail).replace(/[.\s]+$/, '')}` : '';
   const http = status !== undefined ? ` (HTTP ${status})` : '';
   const base = { provider: p, status, detail, cause: err };

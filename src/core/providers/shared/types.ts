@@ -34,8 +34,9 @@
  * (`ProviderError.retryable`, `retryAfterMs`).
  */
 import type { AttachedImage, CodeActEvent, FileOutput, OutputItem, RuntimeKind, Usage } from '../../../common/events';
+import type { OpenAIContainerMemory, ProviderId } from './catalog';
 
-export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
+export type { ProviderId };
 
 /** A JSON Schema object (draft 2020-12 or draft-07), as the model sees it. */
 type JsonSchemaObject = Record<string, unknown>;
@@ -92,16 +93,13 @@ export interface HostedOptions {
    */
   containerId?: string | null;
   /** OpenAI: memory of a new `auto` container. */
-  memoryLimit?: '1g' | '4g' | '16g' | '64g';
+  memoryLimit?: OpenAIContainerMemory;
   /**
    * Files made available in the sandbox. OpenAI: `file_ids` of a new `auto` container (uploaded with
    * purpose `assistants`). Anthropic: Files API ids, attached as `container_upload` blocks.
    */
   fileIds?: string[];
-  /**
-   * Anthropic tool version: `code_execution_20250522` | `code_execution_20250825` (default) |
-   * `code_execution_20260120` | `code_execution_20260521`. Ignored by the other providers.
-   */
+  /** Anthropic tool version: one of ./catalog's ANTHROPIC_CODE_TOOLS (default `code_execution_20250825`). Ignored by the other providers. */
   toolVersion?: string;
 }
 

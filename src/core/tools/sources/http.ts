@@ -8,6 +8,7 @@
  * and curl do. Query parameters fixed in the URL template cannot be overridden by arguments.
  */
 import type { HttpSource } from '../../../common/tools';
+import { readBodyCapped } from '../../util/readBodyCapped';
 
 const HTTP_DEFAULTS = { timeoutMs: 30_000, maxResponseBytes: 4 * 1024 * 1024, maxRedirects: 5 };
 
@@ -186,18 +187,7 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
 
 async function readCapped(res: Response, cap: number, tooBig: () => Error): Promise<string> {
   if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > cap) {
-      await reader.cancel();
-      throw tooBig();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const bytes = await readBodyCapped(res.body, cap);
+  if (!bytes) throw tooBig();
+  return bytes.toString('utf8');
 }

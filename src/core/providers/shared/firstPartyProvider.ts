@@ -1,0 +1,25 @@
+/**
+ * What the first-party adapters (OpenAI Responses, Anthropic, Gemini) share: their SDK's client, the base
+ * URL (for messages), the stream's bounds, function tools and a hosted sandbox of their own, and the
+ * catalogue's answer to which models see images.
+ */
+import { modelSeesImages } from './catalog';
+import type { StreamBounds } from './watchdog';
+import type { EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from './types';
+
+export abstract class FirstPartyProvider<Client> implements Provider {
+  abstract readonly id: 'openai' | 'anthropic' | 'gemini';
+
+  constructor(readonly client: Client, protected readonly baseURL?: string, protected readonly bounds?: Partial<StreamBounds>) {}
+
+  /** Hosted code runs in the provider's sandbox, whose items carry its id as their runtime. */
+  get capabilities(): ProviderCapabilities {
+    return { functionTools: true, hostedCode: true, hostedRuntime: this.id };
+  }
+
+  seesImages(model: string): boolean {
+    return modelSeesImages(this.id, model);
+  }
+
+  abstract streamTurn(request: TurnRequest, emit: EmitFn): Promise<TurnResult>;
+}
