@@ -8,42 +8,63 @@ const layerRules = [
   {
     files: ['src/common/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['vscode'], message: 'src/common must not import vscode (layer rule, see docs/architecture).' },
-          { group: ['node:*', 'fs', 'path', 'child_process', 'os', 'net', 'http', 'https', 'crypto'], message: 'src/common is pure: no Node built-ins.' },
-          { group: ['**/core/**', '../core/*', '**/vscode/**', '../vscode/*', '**/webview/**', '../webview/*'], message: 'src/common imports nothing but itself.' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['vscode'], message: 'src/common must not import vscode (layer rule, see docs/architecture).' },
+            { group: ['node:*', 'fs', 'path', 'child_process', 'os', 'net', 'http', 'https', 'crypto'], message: 'src/common is pure: no Node built-ins.' },
+            {
+              group: ['**/core/**', '../core/*', '**/vscode/**', '../vscode/*', '**/webview/**', '../webview/*'],
+              message: 'src/common imports nothing but itself.',
+            },
+          ],
+        },
+      ],
     },
   },
   {
     files: ['src/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['vscode'], message: 'src/core must never import vscode: declare an interface in core and implement it in src/vscode.' },
-          { group: ['**/vscode/**', '../vscode/*', '../../vscode/*', '**/webview/**', '**/extension', '**/cli'], message: 'src/core may import only common, Node built-ins and SDKs.' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['vscode'], message: 'src/core must never import vscode: declare an interface in core and implement it in src/vscode.' },
+            {
+              group: ['**/vscode/**', '../vscode/*', '../../vscode/*', '**/webview/**', '**/extension', '**/cli'],
+              message: 'src/core may import only common, Node built-ins and SDKs.',
+            },
+          ],
+        },
+      ],
     },
   },
   {
     files: ['src/webview/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['vscode', 'node:*', '**/core/**', '../core/*', '**/vscode/**', '../vscode/*'], message: 'src/webview runs in the browser and may import only common.' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['vscode', 'node:*', '**/core/**', '../core/*', '**/vscode/**', '../vscode/*'],
+              message: 'src/webview runs in the browser and may import only common.',
+            },
+          ],
+        },
+      ],
     },
   },
   {
     files: ['src/cli/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [{ group: ['vscode', '**/vscode/**', '../vscode/*'], message: 'The CLI runs without VS Code.' }],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: ['vscode', '**/vscode/**', '../vscode/*'], message: 'The CLI runs without VS Code.' }],
+        },
+      ],
     },
   },
 ];
@@ -149,7 +170,33 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { console: 'readonly', process: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable', performance: 'readonly', fetch: 'readonly', structuredClone: 'readonly', queueMicrotask: 'readonly', setImmediate: 'readonly', window: 'readonly', document: 'readonly', requestAnimationFrame: 'readonly' } },
+    languageOptions: {
+      globals: {
+        console: 'readonly',
+        process: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        TextEncoder: 'readonly',
+        TextDecoder: 'readonly',
+        __dirname: 'readonly',
+        require: 'readonly',
+        module: 'writable',
+        performance: 'readonly',
+        fetch: 'readonly',
+        structuredClone: 'readonly',
+        queueMicrotask: 'readonly',
+        setImmediate: 'readonly',
+        window: 'readonly',
+        document: 'readonly',
+        requestAnimationFrame: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       '@typescript-eslint/no-explicit-any': 'error',
@@ -171,7 +218,9 @@ export default tseslint.config(
     files: ['**/*.cjs', '**/*.mjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
-  ...Object.entries(ALLOWANCES).filter(([, files]) => files.length).map(([rule, files]) => ({ files, rules: { [rule]: 'off' } })),
+  ...Object.entries(ALLOWANCES)
+    .filter(([, files]) => files.length)
+    .map(([rule, files]) => ({ files, rules: { [rule]: 'off' } })),
   ...layerRules,
   // No import cycles anywhere in src (test/structure.test.ts also counts type-only imports), and the zones inside core.
   {
@@ -184,4 +233,3 @@ export default tseslint.config(
     },
   },
 );
-

@@ -18,8 +18,21 @@ function step(k: number): ConversationItem[] {
   const out = Array.from({ length: 100 }, (_, i) => `region ${i} value ${i * k} step ${k}`).join('\n');
   return [
     { type: 'message', id: `u${k}`, role: 'user', text: `Step ${k}: go on with the next rows.` },
-    { type: 'function_call', id: `c${k}`, call_id: `call_${k}`, name: 'execute_tool_code', arguments: JSON.stringify({ code: `rows_${k} = load(${k})\nprint(rows_${k})` }) },
-    { type: 'function_call_output', id: `o${k}`, item_id: `c${k}`, call_id: `call_${k}`, name: 'execute_tool_code', output: JSON.stringify({ execution: k, status: 'completed', stdout: out }) },
+    {
+      type: 'function_call',
+      id: `c${k}`,
+      call_id: `call_${k}`,
+      name: 'execute_tool_code',
+      arguments: JSON.stringify({ code: `rows_${k} = load(${k})\nprint(rows_${k})` }),
+    },
+    {
+      type: 'function_call_output',
+      id: `o${k}`,
+      item_id: `c${k}`,
+      call_id: `call_${k}`,
+      name: 'execute_tool_code',
+      output: JSON.stringify({ execution: k, status: 'completed', stdout: out }),
+    },
     { type: 'message', id: `a${k}`, role: 'assistant', text: `Step ${k} is done.` },
   ];
 }
@@ -30,7 +43,15 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 export async function benchContext(): Promise<Record<string, unknown>> {
   const provider = new OpenAICompatibleProvider({} as never, { baseURL: 'http://127.0.0.1:1/v1', supportsTools: true, models: {}, streamUsage: true });
   const budget = (window: number, onCompacted?: () => void) =>
-    new ContextBudget({ window, reserve: 1024, fixedTokens: 1500, toolNames: [], summarize: async () => 'Decisions: keep going.', variables: async () => null, emit: (e) => e.type === 'codeact.context.compacted' && onCompacted?.() });
+    new ContextBudget({
+      window,
+      reserve: 1024,
+      fixedTokens: 1500,
+      toolNames: [],
+      summarize: async () => 'Decisions: keep going.',
+      variables: async () => null,
+      emit: (e) => e.type === 'codeact.context.compacted' && onCompacted?.(),
+    });
   const request = async (b: ContextBudget, items: ConversationItem[]) => {
     b.nextRequest();
     const view = await b.prepare(items);

@@ -47,9 +47,13 @@ async function pythonStartup(python: string, runs: number): Promise<number> {
 
 /** A minimal Node <-> Python JSON echo over a pipe: the floor under any call_tool round trip. */
 async function pipeRtt(python: string, n: number): Promise<number> {
-  const child = spawn(python, ['-I', '-c', 'import sys, json\nfor line in sys.stdin:\n    sys.stdout.write(json.dumps(json.loads(line)) + "\\n"); sys.stdout.flush()'], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    python,
+    ['-I', '-c', 'import sys, json\nfor line in sys.stdin:\n    sys.stdout.write(json.dumps(json.loads(line)) + "\\n"); sys.stdout.flush()'],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   const times: number[] = [];
   let buf = '';
   let waiting: (() => void) | undefined;

@@ -58,7 +58,13 @@ export async function benchTools(): Promise<Record<string, unknown>> {
     out.prompt_tokens_tools_300 = estimateTextTokens(description);
     out.prompt_tokens_tools_300_inline = estimateTextTokens(inline);
     out.ratio_tools_300_to_inline = Math.round((estimateTextTokens(description) / estimateTextTokens(inline)) * 1000) / 1000;
-    out.prompt_tokens_system_300 = estimateTextTokens(defaultSystemInstruction('toolCode', tools.map((t) => t.name), listsSchemasInline(tools)));
+    out.prompt_tokens_system_300 = estimateTextTokens(
+      defaultSystemInstruction(
+        'toolCode',
+        tools.map((t) => t.name),
+        listsSchemasInline(tools),
+      ),
+    );
 
     const discovery = new ToolDiscovery(tools);
     out.tool_catalog_300_bytes = Buffer.byteLength(JSON.stringify(discovery.catalog()));

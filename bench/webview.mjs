@@ -148,7 +148,11 @@ try {
   function batches(events, perFrame) {
     const out = [];
     let flush;
-    const b = host.createEventBatcher((m) => out.push(m), (f) => void (flush = f), { conversationId: 'bench' });
+    const b = host.createEventBatcher(
+      (m) => out.push(m),
+      (f) => void (flush = f),
+      { conversationId: 'bench' },
+    );
     events.forEach((e, i) => {
       b.push(e);
       if ((i + 1) % perFrame === 0) flush?.();
@@ -214,7 +218,9 @@ try {
       await page.waitForFunction(() => Boolean(window.codeact && window.codeact.app), null, { timeout: 10_000 });
       return page;
     } catch (e) {
-      const state = await page.evaluate(() => ({ ready: document.readyState, scripts: document.scripts.length, app: Boolean(window.codeact) })).catch((x) => String(x));
+      const state = await page
+        .evaluate(() => ({ ready: document.readyState, scripts: document.scripts.length, app: Boolean(window.codeact) }))
+        .catch((x) => String(x));
       log(`the panel did not start: ${e.message.split('\n')[0]}; page ${JSON.stringify(state)}; ${problems.join(' | ') || 'no errors'}`);
       await page.close();
       if (!retry) throw e;
@@ -236,7 +242,9 @@ try {
       // A light trace of the page's tasks gives their thread CPU time too (robust when other processes
       // share the cores); WEBVIEW_BENCH_TRACE=prefix keeps a full timeline trace for a closer look.
       const full = process.env.WEBVIEW_BENCH_TRACE;
-      await browser.startTracing(page, { categories: full ? ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'cc'] : ['toplevel'] });
+      await browser.startTracing(page, {
+        categories: full ? ['toplevel', 'devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'cc'] : ['toplevel'],
+      });
       const r = await page.evaluate(DELIVER);
       const m1 = await metrics();
       const trace = await browser.stopTracing();
@@ -248,8 +256,12 @@ try {
       const cpu = mainThreadTasks(trace);
       const d = (k) => ((m1[k] ?? 0) - (m0[k] ?? 0)) * 1000;
       const busyMs = d('TaskDuration');
-      log(`${name} run ${run + 1}: main thread CPU ${cpu.cpuMs.toFixed(1)} ms (wall ${cpu.wallMs.toFixed(1)} ms) in ${cpu.tasks} tasks, longest ${cpu.longestWallMs.toFixed(1)} ms wall / ${cpu.longestCpuMs.toFixed(1)} ms CPU`);
-      log(`${name} run ${run + 1}: script ${d('ScriptDuration').toFixed(0)} ms, style ${d('RecalcStyleDuration').toFixed(0)} ms, layout ${d('LayoutDuration').toFixed(0)} ms`);
+      log(
+        `${name} run ${run + 1}: main thread CPU ${cpu.cpuMs.toFixed(1)} ms (wall ${cpu.wallMs.toFixed(1)} ms) in ${cpu.tasks} tasks, longest ${cpu.longestWallMs.toFixed(1)} ms wall / ${cpu.longestCpuMs.toFixed(1)} ms CPU`,
+      );
+      log(
+        `${name} run ${run + 1}: script ${d('ScriptDuration').toFixed(0)} ms, style ${d('RecalcStyleDuration').toFixed(0)} ms, layout ${d('LayoutDuration').toFixed(0)} ms`,
+      );
       const check = await page.evaluate(CHECK);
       await page.close();
       const longest = r.longTasks.length ? Math.max(...r.longTasks) : 0;

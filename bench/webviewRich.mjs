@@ -52,7 +52,9 @@ export function richConversation(tmp, log) {
   writeFileSync(script, MAKE);
   let made;
   try {
-    made = JSON.parse(execFileSync(PYTHON, [script], { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, MPLBACKEND: 'Agg', MPLCONFIGDIR: join(tmp, 'mpl') } }).toString());
+    made = JSON.parse(
+      execFileSync(PYTHON, [script], { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, MPLBACKEND: 'Agg', MPLCONFIGDIR: join(tmp, 'mpl') } }).toString(),
+    );
   } catch (e) {
     log(`20 images: skipped (${PYTHON} could not make the plots: ${String(e.message ?? e).split('\n')[0]}; it needs matplotlib and pandas)`);
     return undefined;
@@ -72,16 +74,30 @@ export function richConversation(tmp, log) {
     const outputs = [];
     for (let k = 0; k < 4; k++) {
       const text = `plotting region ${k} of set ${t}: 30 rows\n`;
-      const display = { type: 'display', data: { 'image/png': made.plots[t * 4 + k], 'text/plain': '<Figure size 640x480 with 1 Axes>' }, metadata: { 'image/png': { width: 640, height: 480 } } };
-      events.push({ type: 'codeact.output.delta', item_id: id, stream: 'stdout', delta: text }, { type: 'codeact.output.display', item_id: id, output: display });
+      const display = {
+        type: 'display',
+        data: { 'image/png': made.plots[t * 4 + k], 'text/plain': '<Figure size 640x480 with 1 Axes>' },
+        metadata: { 'image/png': { width: 640, height: 480 } },
+      };
+      events.push(
+        { type: 'codeact.output.delta', item_id: id, stream: 'stdout', delta: text },
+        { type: 'codeact.output.display', item_id: id, output: display },
+      );
       outputs.push({ type: 'logs', logs: text }, display);
     }
     const table = { type: 'display', data: { 'text/html': made.tables[t].html, 'text/plain': made.tables[t].plain }, result: true };
     events.push({ type: 'codeact.output.display', item_id: id, output: table }, { type: 'response.code_interpreter_call.completed', item_id: id });
     outputs.push(table);
     events.push(
-      { type: 'response.output_item.done', item: { type: 'code_interpreter_call', id, status: 'completed', code, runtime: 'local', outputs, duration_ms: 900 } },
-      { type: 'response.output_text.done', item_id: `m${t}`, text: `Here are the **4 plots** of set ${t} and its table: revenue grows every month in all three regions.` },
+      {
+        type: 'response.output_item.done',
+        item: { type: 'code_interpreter_call', id, status: 'completed', code, runtime: 'local', outputs, duration_ms: 900 },
+      },
+      {
+        type: 'response.output_text.done',
+        item_id: `m${t}`,
+        text: `Here are the **4 plots** of set ${t} and its table: revenue grows every month in all three regions.`,
+      },
       { type: 'response.completed', response: { id: `r${t}`, usage: { input_tokens: 2000, output_tokens: 150 } } },
       { type: 'codeact.turn.ended', turn_id: `t${t}`, status: 'completed' },
     );

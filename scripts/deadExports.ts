@@ -23,7 +23,10 @@ const ENTRIES: Record<string, string[] | '*'> = {
  * `file: name` a line. The list only shrinks: an entry that is no longer a finding fails the check.
  */
 const PENDING_FILE = path.join(root, 'scripts/deadExportsPending.txt');
-const PENDING: string[] = readFileSync(PENDING_FILE, 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+const PENDING: string[] = readFileSync(PENDING_FILE, 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l && !l.startsWith('#'));
 
 /** JavaScript files outside the TypeScript program that may name src modules by path. */
 const JS_GLOBS = ['bench', 'test', 'scripts'];
@@ -35,7 +38,16 @@ export interface DeadExport {
 }
 
 function program(configPath: string): ts.Program {
-  const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    configPath,
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
+    },
+  );
   if (!parsed) throw new Error(`cannot read ${configPath}`);
   return ts.createProgram({ rootNames: parsed.fileNames, options: { ...parsed.options, noEmit: true } });
 }
@@ -53,7 +65,9 @@ function jsFiles(dir: string): string[] {
 export function deadExports(opts: { configPath?: string; root?: string; extraFiles?: string[] } = {}): DeadExport[] {
   const base = opts.root ?? root;
   const prog = program(opts.configPath ?? path.join(base, 'tsconfig.json'));
-  const p = opts.extraFiles?.length ? ts.createProgram({ rootNames: [...prog.getRootFileNames(), ...opts.extraFiles], options: prog.getCompilerOptions(), oldProgram: prog }) : prog;
+  const p = opts.extraFiles?.length
+    ? ts.createProgram({ rootNames: [...prog.getRootFileNames(), ...opts.extraFiles], options: prog.getCompilerOptions(), oldProgram: prog })
+    : prog;
   const checker = p.getTypeChecker();
   const rel = (f: string) => path.relative(base, f).split(path.sep).join('/');
   const files = p.getSourceFiles().filter((sf) => !sf.isDeclarationFile && !rel(sf.fileName).startsWith('..') && !rel(sf.fileName).includes('node_modules/'));
@@ -92,7 +106,12 @@ export function deadExports(opts: { configPath?: string; root?: string; extraFil
       } else if (ts.isImportTypeNode(node) && node.qualifier) {
         const q = node.qualifier;
         markChain(checker.getSymbolAtLocation(ts.isIdentifier(q) ? q : q.right));
-      } else if (ts.isCallExpression(node) && node.arguments.length && ts.isStringLiteralLike(node.arguments[0]) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) {
+      } else if (
+        ts.isCallExpression(node) &&
+        node.arguments.length &&
+        ts.isStringLiteralLike(node.arguments[0]) &&
+        (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))
+      ) {
         const target = resolveModule(node.arguments[0].text, sf.fileName);
         if (target) wholeModules.add(rel(target));
       } else if (ts.isStringLiteralLike(node)) {
@@ -130,7 +149,9 @@ if (require.main === module) {
   const key = (d: DeadExport) => `${d.file}: ${d.name}`;
   const found = new Set(dead.map(key));
   const problems = [
-    ...dead.filter((d) => !PENDING.includes(key(d))).map((d) => `${d.file}:${d.line}: '${d.name}' is exported but no other file imports it: delete it, or drop the export`),
+    ...dead
+      .filter((d) => !PENDING.includes(key(d)))
+      .map((d) => `${d.file}:${d.line}: '${d.name}' is exported but no other file imports it: delete it, or drop the export`),
     ...PENDING.filter((k) => !found.has(k)).map((k) => `scripts/deadExportsPending.txt: "${k}" is no longer a dead export: take it off the list`),
   ];
   for (const line of problems) console.error(line);

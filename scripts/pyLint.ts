@@ -15,10 +15,13 @@ function flake8(files: string[], extra: string[]): { path: string; row: number; 
   const r = spawnSync('flake8', [`--select=${SELECT}`, '--format=%(path)s\t%(row)d\t%(code)s\t%(text)s', ...extra, ...files], { encoding: 'utf8' });
   if (r.error) throw new Error(`flake8 did not start (${r.error.message}): install Debian's flake8 (apt-get install flake8)`);
   if (r.status !== 0 && r.status !== 1) throw new Error(`flake8 exited ${r.status}: ${r.stderr}`);
-  return r.stdout.split('\n').filter(Boolean).map((line) => {
-    const [file, row, code, text] = line.split('\t');
-    return { path: path.resolve(file), row: Number(row), code, text };
-  });
+  return r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [file, row, code, text] = line.split('\t');
+      return { path: path.resolve(file), row: Number(row), code, text };
+    });
 }
 
 /** The findings, as `file:line: message` lines; empty when the files are clean. */
@@ -32,16 +35,18 @@ export function pyLint(files: string[]): string[] {
     unmarked.get(key)!.add(f.code);
   }
   for (const file of abs) {
-    readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-      const m = /#\s*noqa\b(?::\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?/i.exec(line);
-      if (!m) return;
-      const where = `${path.relative(root, file)}:${i + 1}`;
-      if (!m[1]) return void out.push(`${where}: a bare "# noqa": name the codes it silences (# noqa: F401)`);
-      const flagged = unmarked.get(`${file}:${i + 1}`) ?? new Set<string>();
-      for (const code of m[1].split(',').map((c) => c.trim().toUpperCase())) {
-        if (!flagged.has(code)) out.push(`${where}: "# noqa: ${code}" silences nothing (flake8 --select=${SELECT} does not report ${code} here): remove it`);
-      }
-    });
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        const m = /#\s*noqa\b(?::\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?/i.exec(line);
+        if (!m) return;
+        const where = `${path.relative(root, file)}:${i + 1}`;
+        if (!m[1]) return void out.push(`${where}: a bare "# noqa": name the codes it silences (# noqa: F401)`);
+        const flagged = unmarked.get(`${file}:${i + 1}`) ?? new Set<string>();
+        for (const code of m[1].split(',').map((c) => c.trim().toUpperCase())) {
+          if (!flagged.has(code)) out.push(`${where}: "# noqa: ${code}" silences nothing (flake8 --select=${SELECT} does not report ${code} here): remove it`);
+        }
+      });
   }
   return out;
 }
@@ -49,7 +54,11 @@ export function pyLint(files: string[]): string[] {
 if (require.main === module) {
   const args = process.argv.slice(2);
   const guest = path.join(root, 'src/core/runtime/guest');
-  const files = args.length ? args : readdirSync(guest).filter((f) => f.endsWith('.py')).map((f) => path.join(guest, f));
+  const files = args.length
+    ? args
+    : readdirSync(guest)
+        .filter((f) => f.endsWith('.py'))
+        .map((f) => path.join(guest, f));
   const findings = pyLint(files);
   for (const f of findings) console.error(f);
   if (findings.length) {

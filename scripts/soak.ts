@@ -28,12 +28,24 @@ const cases: Array<{ name: string; code: string; timeoutMs?: number; expect: (v:
   { name: 'tools', code: 'import asyncio\nreturn sum(await asyncio.gather(*(call_tool("inc", n=i) for i in range(16))))', expect: (r) => r.value === 136 },
   { name: 'error', code: 'raise ValueError("x")', expect: (r) => r.type === 'ValueError' },
   { name: 'timeout', code: 'while True:\n    pass', timeoutMs: 300, expect: (r) => r.type === 'Timeout' },
-  { name: 'daemon', code: `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "${MARK}"], start_new_session=True)\nreturn 1`, expect: (r) => r.value === 1 },
+  {
+    name: 'daemon',
+    code: `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "${MARK}"], start_new_session=True)\nreturn 1`,
+    expect: (r) => r.value === 1,
+  },
   { name: 'flood', code: 'import sys\nfor _ in range(64):\n    sys.stdout.write("q" * 65536)\nreturn 1', expect: (r) => r.value === 1 },
   { name: 'crash', code: 'import os\nos._exit(3)', expect: (r) => r.type === 'Crash' },
   { name: 'tool-heavy', code: 'total = 0\nfor i in range(200):\n    total += await call_tool("inc", n=i)\nreturn total', expect: (r) => r.value === 20100 },
-  { name: 'mcp', code: 'import asyncio\nr = await asyncio.gather(*(call_tool("echo", text=f"x{i}") for i in range(4)))\nreturn r', expect: (r) => JSON.stringify(r.value) === '["x0","x1","x2","x3"]' },
-  { name: 'state', code: 'soak_counter = globals().get("soak_counter", 0) + 1\nreturn soak_counter', expect: (r) => typeof r.value === 'number' && r.value >= 1 },
+  {
+    name: 'mcp',
+    code: 'import asyncio\nr = await asyncio.gather(*(call_tool("echo", text=f"x{i}") for i in range(4)))\nreturn r',
+    expect: (r) => JSON.stringify(r.value) === '["x0","x1","x2","x3"]',
+  },
+  {
+    name: 'state',
+    code: 'soak_counter = globals().get("soak_counter", 0) + 1\nreturn soak_counter',
+    expect: (r) => typeof r.value === 'number' && r.value >= 1,
+  },
 ];
 
 setFlagsFromString('--expose-gc');
@@ -42,9 +54,19 @@ const gc = runInNewContext('gc') as () => void;
 async function main(): Promise<void> {
   const rt = new LocalRuntime({ sandbox: { kind: SANDBOX }, zygote: true, prestart: true, maxAlive: 4 });
   const mcpServer = [process.execPath, path.join(__dirname, '../test/fixtures/mcp/server.mjs'), `--tag=${MARK}-mcp`];
-  const { tools } = loadTools([{ name: 'echo', mcp: { command: mcpServer, tool: 'echo_text' }, inputSchema: { type: 'object' } }], { workspace: process.cwd() });
+  const { tools } = loadTools([{ name: 'echo', mcp: { command: mcpServer, tool: 'echo_text' }, inputSchema: { type: 'object' } }], {
+    workspace: process.cwd(),
+  });
   const gw = new ToolGateway([
-    { name: 'inc', description: '', inputSchema: { type: 'object' }, approval: 'auto', expose: 'code', source: 'soak', invoke: async (a) => (a.n as number) + 1 },
+    {
+      name: 'inc',
+      description: '',
+      inputSchema: { type: 'object' },
+      approval: 'auto',
+      expose: 'code',
+      source: 'soak',
+      invoke: async (a) => (a.n as number) + 1,
+    },
     ...tools,
   ]);
   const fds = () => readdirSync('/proc/self/fd').length;
@@ -58,7 +80,8 @@ async function main(): Promise<void> {
     // Even runs are one-shot; odd runs go to one of six sessions (four alive at most).
     const sessionId = i % 2 ? `soak-${(i >> 1) % 6}` : undefined;
     const item = await rt.execute({ code: c.code, timeoutMs: c.timeoutMs ?? 10_000, sessionId }, { onToolCall: gw.handler });
-    if (!c.expect({ status: item.status, value: item.value, type: item.error?.type })) errors.push(`run ${i} (${c.name}): ${item.status} ${JSON.stringify(item.error ?? item.value).slice(0, 200)}`);
+    if (!c.expect({ status: item.status, value: item.value, type: item.error?.type }))
+      errors.push(`run ${i} (${c.name}): ${item.status} ${JSON.stringify(item.error ?? item.value).slice(0, 200)}`);
     if ((i + 1) % 100 === 0) process.stderr.write(`  ${i + 1}/${RUNS} runs, ${errors.length} errors\n`);
   }
   await rt.dispose();

@@ -36,9 +36,22 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   active = controller;
   const panels = new ChatPanels(context, controller, notebooks);
   const inline = new InlineResults(controller);
-  context.subscriptions.push(log, built, panels, inline, notebooks, new ApprovalStatusBar(controller), registerLanguageModelTool(controller), registerChatParticipant(controller, context));
+  context.subscriptions.push(
+    log,
+    built,
+    panels,
+    inline,
+    notebooks,
+    new ApprovalStatusBar(controller),
+    registerLanguageModelTool(controller),
+    registerChatParticipant(controller, context),
+  );
   const pythonEnvs = new PythonEnvironments(log, () => controller.folders.current().folder);
-  context.subscriptions.push(pythonEnvs, pythonEnvs.onDidChange(announcePythonChange), pythonEnvs.onDidChangeState(() => controller.fireState()));
+  context.subscriptions.push(
+    pythonEnvs,
+    pythonEnvs.onDidChange(announcePythonChange),
+    pythonEnvs.onDidChangeState(() => controller.fireState()),
+  );
   // The status bar follows the folder the chat's turns run in (the panel's folder bar).
   let barFolder = controller.folders.current().folder;
   context.subscriptions.push(

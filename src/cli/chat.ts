@@ -43,7 +43,8 @@ function defaultStorage(): string {
   return path.join(base, 'codeact', 'conversations');
 }
 
-const CONTINUED_NOTE = 'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
+const CONTINUED_NOTE =
+  'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
 
 export async function chatCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({
@@ -71,7 +72,11 @@ export async function chatCommand(argv: string[]): Promise<number> {
     const list = store.list();
     if (values.json) process.stdout.write(JSON.stringify(list) + '\n');
     else if (!list.length) process.stdout.write(`No conversations in ${store.dir}.\n`);
-    else for (const c of list) process.stdout.write(`${c.id}  ${new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')}  ${c.provider ?? ''}/${c.model ?? ''}  ${c.title}\n`);
+    else
+      for (const c of list)
+        process.stdout.write(
+          `${c.id}  ${new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')}  ${c.provider ?? ''}/${c.model ?? ''}  ${c.title}\n`,
+        );
     return 0;
   }
   if (positionals.length !== 1 || !positionals[0].trim()) throw new UsageError('codeact chat needs one prompt (quote it).\n\n' + CHAT_USAGE);
@@ -99,10 +104,14 @@ export async function chatCommand(argv: string[]): Promise<number> {
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
   const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0 });
-  const continued = !!conversation && runtime.sessions.persist && conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
+  const continued =
+    !!conversation &&
+    runtime.sessions.persist &&
+    conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
   if (continued && !values.json) process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
 
-  const convo = conversation ?? store.create({ title: titleFrom(prompt), provider: config.provider, model: config.model, mode: config.mode, workspace: ws.dir });
+  const convo =
+    conversation ?? store.create({ title: titleFrom(prompt), provider: config.provider, model: config.model, mode: config.mode, workspace: ws.dir });
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   process.once('SIGINT', onSignal);
@@ -130,7 +139,10 @@ export async function chatCommand(argv: string[]): Promise<number> {
       provider: () => createProvider(providerConfigFrom(config, undefined)),
       runtime,
       // install_packages asks at the terminal (nobody can approve without one); so do an MCP server's forms.
-      gateway: new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor(), ...installOptionsFrom(config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }) }),
+      gateway: new ToolGateway(ws.toolSet.tools, {
+        elicitor: terminalElicitor(),
+        ...installOptionsFrom(config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }),
+      }),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
       signal: controller.signal,
       onEvent: print,

@@ -5,7 +5,15 @@
  * stderr says so. The server's text is already bounded and its invisible characters revealed by core.
  */
 import { createInterface } from 'node:readline/promises';
-import { coerceElicitValue, elicitFieldHint, type ElicitationAnswer, type ElicitationPrompt, type ElicitField, type ElicitValues, type Elicitor } from '../common/elicitation';
+import {
+  coerceElicitValue,
+  elicitFieldHint,
+  type ElicitationAnswer,
+  type ElicitationPrompt,
+  type ElicitField,
+  type ElicitValues,
+  type Elicitor,
+} from '../common/elicitation';
 
 /** Tries per field before the form is cancelled. */
 const TRIES = 5;
@@ -20,7 +28,9 @@ export function terminalElicitor(streams: TerminalStreams = { input: process.std
     const out = (s: string) => streams.output.write(s);
     const from = p.tool ? ` while running the tool "${p.tool}"` : '';
     if (!streams.input.isTTY) {
-      out(`codeact: the ${p.server} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.\n`);
+      out(
+        `codeact: the ${p.server} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.\n`,
+      );
       return { action: 'decline' };
     }
     const rl = createInterface({ input: streams.input, output: streams.output, terminal: true });
@@ -62,13 +72,26 @@ function indent(text: string): string {
 }
 
 /** One field: its value, undefined for "left empty", null for stop (Ctrl-D, Ctrl-C, too many tries). */
-async function askField(f: ElicitField, p: ElicitationPrompt, previous: unknown, ask: (q: string) => Promise<string | null>, out: (s: string) => void): Promise<ElicitField['default'] | undefined | null> {
+async function askField(
+  f: ElicitField,
+  p: ElicitationPrompt,
+  previous: unknown,
+  ask: (q: string) => Promise<string | null>,
+  out: (s: string) => void,
+): Promise<ElicitField['default'] | undefined | null> {
   const current = previous ?? f.default;
   const options = f.options ?? [];
   if (f.description) out(`  ${f.description}\n`);
   if (p.problems?.[f.key]) out(`  ${f.title} ${p.problems[f.key]}.\n`);
   if (options.length) out(options.map((o, i) => `    ${i + 1}) ${o.label}`).join('\n') + '\n');
-  const hint = f.kind === 'enum' ? 'a number or the value' : f.kind === 'multi' ? 'numbers or values, separated by commas' : f.kind === 'boolean' ? 'y/n' : elicitFieldHint(f);
+  const hint =
+    f.kind === 'enum'
+      ? 'a number or the value'
+      : f.kind === 'multi'
+        ? 'numbers or values, separated by commas'
+        : f.kind === 'boolean'
+          ? 'y/n'
+          : elicitFieldHint(f);
   const shown = current === undefined ? '' : ` [${Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current}]`;
   for (let t = 0; t < TRIES; t++) {
     const raw = await ask(`${f.title}${f.required ? ' *' : ''} (${hint})${shown}: `);
@@ -84,7 +107,21 @@ async function askField(f: ElicitField, p: ElicitationPrompt, previous: unknown,
       const n = Number(s);
       return Number.isInteger(n) && n >= 1 && n <= options.length ? options[n - 1].value : s;
     };
-    const typed = f.kind === 'enum' ? pick(text) : f.kind === 'multi' ? text.split(',').map((s) => pick(s.trim())).filter(Boolean) : f.kind === 'boolean' ? (/^y/i.test(text) ? true : /^n/i.test(text) ? false : text) : text;
+    const typed =
+      f.kind === 'enum'
+        ? pick(text)
+        : f.kind === 'multi'
+          ? text
+              .split(',')
+              .map((s) => pick(s.trim()))
+              .filter(Boolean)
+          : f.kind === 'boolean'
+            ? /^y/i.test(text)
+              ? true
+              : /^n/i.test(text)
+                ? false
+                : text
+            : text;
     const value = coerceElicitValue(f, typed);
     const problem = value === undefined ? undefined : p.check({ [f.key]: value })[f.key];
     if (!problem) return value;

@@ -9,7 +9,10 @@ import { sanitizeTerminal } from '../common/terminal';
 import { installInfo } from '../core/runtime/install/approvalText';
 import type { InstallApprover } from '../core/runtime/install/installer';
 
-export function cliInstallApprover(input: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin, output: NodeJS.WritableStream = process.stderr): InstallApprover | undefined {
+export function cliInstallApprover(
+  input: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin,
+  output: NodeJS.WritableStream = process.stderr,
+): InstallApprover | undefined {
   if (!input.isTTY) return undefined;
   return (req) =>
     new Promise((resolve) => {

@@ -33,7 +33,6 @@ A folder's .vscode/settings.json is obeyed in full only once the folder is trust
 folders are read as VS Code reads them; its own settings count once it is trusted too (codeact trust FILE).
 Run "codeact <command> --help" for a command's options.`;
 
-
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   // Remote MCP servers that ask for OAuth: sign in (the URL is printed), tokens in the config folder.

@@ -67,7 +67,14 @@ export function fileSecretStore(file: string = cliAuthFile()): McpSecretStore {
 
 /** Opens `url` in the desktop's browser, when there is one; never fails (the URL is printed anyway). */
 function openInBrowser(url: string): void {
-  const cmd = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : process.env.DISPLAY || process.env.WAYLAND_DISPLAY ? 'xdg-open' : undefined;
+  const cmd =
+    process.platform === 'darwin'
+      ? 'open'
+      : process.platform === 'win32'
+        ? 'explorer'
+        : process.env.DISPLAY || process.env.WAYLAND_DISPLAY
+          ? 'xdg-open'
+          : undefined;
   if (!cmd || process.env.CODEACT_NO_BROWSER) return;
   try {
     const child = spawn(cmd, [url], { stdio: 'ignore', detached: true });
@@ -84,9 +91,13 @@ export function cliMcpAuthHost(secrets: McpSecretStore = fileSecretStore(), err:
     secrets,
     authorize: async ({ label, authorizationUrl }) => {
       if (!err.isTTY && !process.env.CODEACT_MCP_SIGN_IN) {
-        throw new McpSignInError(`it needs you to sign in in a browser, and this command has no terminal to ask from. Run it in a terminal once (or set CODEACT_MCP_SIGN_IN=1 to print the link anyway).`);
+        throw new McpSignInError(
+          `it needs you to sign in in a browser, and this command has no terminal to ask from. Run it in a terminal once (or set CODEACT_MCP_SIGN_IN=1 to print the link anyway).`,
+        );
       }
-      err.write(`\nThe ${sanitizeTerminal(label)} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${authorizationUrl.href}\n\n`);
+      err.write(
+        `\nThe ${sanitizeTerminal(label)} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${authorizationUrl.href}\n\n`,
+      );
       openInBrowser(authorizationUrl.href);
       return true;
     },
@@ -98,7 +109,10 @@ const MCP_USAGE = `Usage: codeact mcp list                  the MCP servers you 
 
 /** `codeact mcp list`, `codeact mcp sign-out URL|--all`. */
 export async function mcpCommand(argv: string[], secrets: McpSecretStore = fileSecretStore()): Promise<number> {
-  const { values, positionals } = parse({ args: argv, options: { all: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  const { values, positionals } = parse({
+    args: argv,
+    options: { all: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  });
   const [sub, ...rest] = positionals;
   if (values.help || !sub) {
     process.stdout.write(MCP_USAGE + '\n');

@@ -108,7 +108,10 @@ export class OutputSaver {
    * Saves into `dir` (created if missing). `firstExecution`: the number of the first execution saved (a
    * continued conversation goes on from its earlier executions, so names stay unique across it).
    */
-  constructor(readonly dir: string, firstExecution = 1) {
+  constructor(
+    readonly dir: string,
+    firstExecution = 1,
+  ) {
     try {
       mkdirSync(dir, { recursive: true });
     } catch (e) {
@@ -157,7 +160,10 @@ export class OutputSaver {
     for (const f of filesOf(item)) {
       files++;
       const inline = f.url ? parseDataUrl(f.url) : undefined;
-      const name = f.filename || f.path || (f.file_id && !inline) ? fileName(f) : `file-${files}${inline ? (FILE_EXTENSIONS[inline.mime] ?? EXTENSIONS[inline.mime] ?? '.bin') : ''}`;
+      const name =
+        f.filename || f.path || (f.file_id && !inline)
+          ? fileName(f)
+          : `file-${files}${inline ? (FILE_EXTENSIONS[inline.mime] ?? EXTENSIONS[inline.mime] ?? '.bin') : ''}`;
       const why = inline ? undefined : notCopyable(f, hostPaths);
       if (why) report.unsaved.push({ kind: 'file', name, reason: why });
       else if (full()) report.unsaved.push({ kind: 'file', name, reason: `over ${MAX_SAVED_PER_EXECUTION} outputs in one execution` });
@@ -183,7 +189,10 @@ export class OutputSaver {
       src = openSync(source, constants.O_RDONLY | constants.O_NOFOLLOW);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      return { reason: code === 'ELOOP' ? 'a symbolic link (not followed)' : code === 'ENOENT' ? 'it no longer exists' : `cannot read it (${code ?? (e as Error).message})` };
+      return {
+        reason:
+          code === 'ELOOP' ? 'a symbolic link (not followed)' : code === 'ENOENT' ? 'it no longer exists' : `cannot read it (${code ?? (e as Error).message})`,
+      };
     }
     try {
       if (!fstatSync(src).isFile()) return { reason: 'not a regular file' };
@@ -240,7 +249,7 @@ function notCopyable(f: FileOutput, hostPaths: boolean): string | undefined {
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
 }
 
 /** Most names listed in the "saved …" line. */
@@ -256,8 +265,13 @@ export function saveReportLines(report: SaveReport, dirLabel: string): string[] 
   if (saved.length) {
     const images = saved.filter((s) => s.kind === 'image').length;
     const files = saved.length - images;
-    const what = [images ? `${images} image${images === 1 ? '' : 's'}` : '', files ? `${files} file${files === 1 ? '' : 's'}` : ''].filter(Boolean).join(' and ');
-    const names = saved.slice(0, MAX_LISTED).map((s) => s.name).join(', ');
+    const what = [images ? `${images} image${images === 1 ? '' : 's'}` : '', files ? `${files} file${files === 1 ? '' : 's'}` : '']
+      .filter(Boolean)
+      .join(' and ');
+    const names = saved
+      .slice(0, MAX_LISTED)
+      .map((s) => s.name)
+      .join(', ');
     const more = saved.length > MAX_LISTED ? `, and ${saved.length - MAX_LISTED} more` : '';
     lines.push(`saved ${what} to ${dirLabel}: ${names}${more}`);
   }

@@ -70,7 +70,10 @@ function imageOutputText(o: ImageOutput): string {
   const url = parseDataUrl(o.url);
   if (!url) return `[image at ${clip(String(o.url), 200)}]`;
   const size = sizeLabel(imageSize(url.mime, url.base64));
-  return `[image${size ? ` ${size}` : ''}, ${url.mime.replace(/^image\//, '').replace(/\+xml$/, '').toUpperCase()}]`;
+  return `[image${size ? ` ${size}` : ''}, ${url.mime
+    .replace(/^image\//, '')
+    .replace(/\+xml$/, '')
+    .toUpperCase()}]`;
 }
 
 /** The code's output as it comes (text, displays named), one line per tool call, and the files it wrote. */
@@ -107,8 +110,10 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         if (it.runtime !== 'local' && it.runtime !== 'jupyter') {
           let printed = 0;
           for (const o of it.outputs) {
-            if (o.type === 'logs') (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n', colours));
-            else if ((o.type === 'image' || o.type === 'display') && ++printed <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(o.type === 'image' ? imageOutputText(o) : displayTerminalText(o), colours));
+            if (o.type === 'logs')
+              (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n', colours));
+            else if ((o.type === 'image' || o.type === 'display') && ++printed <= MAX_DISPLAYS_PRINTED)
+              line(sanitizeTerminal(o.type === 'image' ? imageOutputText(o) : displayTerminalText(o), colours));
           }
           atLineStart = true;
         }
@@ -184,7 +189,12 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         if (e.item.type === 'code_interpreter_call') {
           const it = e.item;
           base(e);
-          process.stdout.write(plain() + (it.status === 'completed' ? dim(`⇒ ${shown(JSON.stringify(it.value ?? null).slice(0, 300))}\n\n`) : `✗ ${shown(`${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}`)}\n\n`));
+          process.stdout.write(
+            plain() +
+              (it.status === 'completed'
+                ? dim(`⇒ ${shown(JSON.stringify(it.value ?? null).slice(0, 300))}\n\n`)
+                : `✗ ${shown(`${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}`)}\n\n`),
+          );
         }
         break;
       case 'codeact.retry':

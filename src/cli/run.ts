@@ -48,7 +48,10 @@ export async function runCommand(argv: string[]): Promise<number> {
     // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
     ws.toolSet = await resolveMcpTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
-    const gateway = new ToolGateway(ws.toolSet.tools, { elicitor: terminalElicitor(), ...installOptionsFrom(ws.config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }) });
+    const gateway = new ToolGateway(ws.toolSet.tools, {
+      elicitor: terminalElicitor(),
+      ...installOptionsFrom(ws.config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }),
+    });
     // The same code turn as Run with Tools; with no transcript to save, its markers are not printed either.
     const { item } = await runCodeTurn({
       code,

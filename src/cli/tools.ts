@@ -10,7 +10,13 @@ import { openWorkspace, parse, UsageError } from './workspace';
 export async function toolsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({
     args: argv,
-    options: { workspace: { type: 'string', short: 'w' }, folder: { type: 'string' }, 'trust-workspace': { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      workspace: { type: 'string', short: 'w' },
+      folder: { type: 'string' },
+      'trust-workspace': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   if (values.help) {
     process.stdout.write('Usage: codeact tools [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--trust-workspace] [--json]\n');
@@ -32,13 +38,23 @@ export async function toolsCommand(argv: string[]): Promise<number> {
       JSON.stringify({
         workspace: ws.dir,
         trusted: ws.trust.trusted,
-        tools: sorted.map((t) => ({ name: t.name, description: t.description, source: t.source, approval: t.approval, expose: t.expose, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null })),
+        tools: sorted.map((t) => ({
+          name: t.name,
+          description: t.description,
+          source: t.source,
+          approval: t.approval,
+          expose: t.expose,
+          inputSchema: t.inputSchema,
+          outputSchema: t.outputSchema ?? null,
+        })),
         errors,
       }) + '\n',
     );
   } else {
-    if (!sorted.length && !errors.length) process.stdout.write(`No managed tools${ws.trust.trusted ? ` declared in ${settingsPath(ws.dir)} (codeact.tools)` : ' (the folder is not trusted)'}.\n`);
-    for (const t of sorted) process.stdout.write(`${t.name}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${sanitizeTerminal(t.description)}\n`);
+    if (!sorted.length && !errors.length)
+      process.stdout.write(`No managed tools${ws.trust.trusted ? ` declared in ${settingsPath(ws.dir)} (codeact.tools)` : ' (the folder is not trusted)'}.\n`);
+    for (const t of sorted)
+      process.stdout.write(`${t.name}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${sanitizeTerminal(t.description)}\n`);
     for (const e of errors) process.stdout.write(`${red('error:')} ${sanitizeTerminal(formatDeclarationError(e))}\n`);
   }
   return errors.length ? 2 : 0;

@@ -36,7 +36,9 @@ export async function trustCommand(argv: string[]): Promise<number> {
     const entries = listTrusted().map((e) => ({ ...e, current: current(e.folder, e.sha256) }));
     if (values.json) process.stdout.write(JSON.stringify(entries) + '\n');
     else if (!entries.length) process.stdout.write('No trusted folders.\n');
-    else for (const e of entries) process.stdout.write(`${e.folder}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`);
+    else
+      for (const e of entries)
+        process.stdout.write(`${e.folder}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`);
     return 0;
   }
   const dir = path.resolve(positionals[0] ?? process.cwd());
@@ -49,7 +51,9 @@ export async function trustCommand(argv: string[]): Promise<number> {
   const file = isCodeWorkspaceFile(dir);
   const settings = file ? readCodeWorkspace(dir).settings : readWorkspaceSettings(dir);
   const entry = trustFolder(dir);
-  const obeyed = restrictedKeys().filter((k) => codeactSetting(settings, k.slice('codeact.'.length)) !== undefined).sort();
+  const obeyed = restrictedKeys()
+    .filter((k) => codeactSetting(settings, k.slice('codeact.'.length)) !== undefined)
+    .sort();
   process.stdout.write(
     `Trusted: ${entry.folder}` +
       (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${file ? `the "settings" of ${dir}` : settingsPath(dir)}).` : '') +

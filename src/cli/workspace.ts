@@ -93,7 +93,10 @@ interface OpenOptions {
 function workspaceTarget(dir: string | undefined, folder: string | undefined) {
   const target = path.resolve(dir ?? process.cwd());
   if (!isCodeWorkspaceFile(target)) {
-    if (folder !== undefined) throw new UsageError(`--folder picks a folder of a .code-workspace file; ${target} is a folder. Pass the .code-workspace file as --workspace, or the folder itself.`);
+    if (folder !== undefined)
+      throw new UsageError(
+        `--folder picks a folder of a .code-workspace file; ${target} is a folder. Pass the .code-workspace file as --workspace, or the folder itself.`,
+      );
     return { ws: target };
   }
   const file = readCodeWorkspace(target);
@@ -102,7 +105,10 @@ function workspaceTarget(dir: string | undefined, folder: string | undefined) {
   try {
     isDir = statSync(picked.path).isDirectory();
   } catch {}
-  if (!isDir) throw new UsageError(`the folder "${picked.name}" of ${file.file} (${picked.path}) does not exist. Fix the path in the workspace file, or pick another with --folder.`);
+  if (!isDir)
+    throw new UsageError(
+      `the folder "${picked.name}" of ${file.file} (${picked.path}) does not exist. Fix the path in the workspace file, or pick another with --folder.`,
+    );
   return { ws: picked.path, file, name: picked.name };
 }
 
@@ -115,7 +121,8 @@ export function openWorkspace(dir: string | undefined, o: OpenOptions = {}): Wor
   for (const [flag, raw] of Object.entries(o.flags ?? {})) {
     const spec = FLAG_SETTINGS[flag];
     if (!spec || raw === undefined) continue;
-    if (spec.kind === 'number' && !(typeof raw === 'string' && raw.trim() && Number.isFinite(Number(raw)))) throw new UsageError(`--${flag} must be a number, not ${JSON.stringify(raw)}.`);
+    if (spec.kind === 'number' && !(typeof raw === 'string' && raw.trim() && Number.isFinite(Number(raw))))
+      throw new UsageError(`--${flag} must be a number, not ${JSON.stringify(raw)}.`);
     flags[spec.key] = spec.kind === 'number' ? Number(raw) : raw;
   }
   const override = o.trustOverride || process.env.CODEACT_TRUST_WORKSPACE === '1';
@@ -149,7 +156,9 @@ function reportIgnored(dir: string, trust: TrustState, ignored: Ignored[], codeW
   if (fromFile.length && codeWorkspace) {
     const keys = [...new Set(fromFile.map((i) => i.key))].sort().join(', ');
     const why = !codeWorkspace.trust.trusted && codeWorkspace.trust.why === 'changed' ? 'it changed since you trusted it' : 'it is not trusted';
-    warn(`ignoring ${keys} from the settings of ${codeWorkspace.file}: ${why}. To trust the workspace file: codeact trust ${JSON.stringify(codeWorkspace.file)}`);
+    warn(
+      `ignoring ${keys} from the settings of ${codeWorkspace.file}: ${why}. To trust the workspace file: codeact trust ${JSON.stringify(codeWorkspace.file)}`,
+    );
   }
   if (!untrusted.length || trust.trusted) return;
   const keys = [...new Set(untrusted.map((i) => i.key))].sort().join(', ');
@@ -184,7 +193,15 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
 }
 
 /** How the interpreter is chosen (core/runtime/local/pythonEnv.ts), for the usage texts. */
-export const PYTHON_HELP = 'Python: --python (or codeact.python.path), else the folder\'s .venv or venv (a trusted folder), else python3.';
+export const PYTHON_HELP = "Python: --python (or codeact.python.path), else the folder's .venv or venv (a trusted folder), else python3.";
 
 /** Errors that mean the setup is wrong, not the code: exit 2. */
-export const CONFIG_ERRORS = new Set(['PythonNotFoundError', 'SandboxUnavailableError', 'JupyterAuthError', 'JupyterUnreachable', 'JupyterKernelNotFound', 'JupyterConfigError', 'JupyterNotFound']);
+export const CONFIG_ERRORS = new Set([
+  'PythonNotFoundError',
+  'SandboxUnavailableError',
+  'JupyterAuthError',
+  'JupyterUnreachable',
+  'JupyterKernelNotFound',
+  'JupyterConfigError',
+  'JupyterNotFound',
+]);

@@ -28,7 +28,10 @@ export function findCells(lines: readonly string[]): CellRange[] {
   }
   markers.forEach((m, k) => {
     const end = k + 1 < markers.length ? markers[k + 1] - 1 : lines.length - 1;
-    const title = MARKER.exec(lines[m])![1].replace(/^\s*\[markdown\]/, '').trim() || undefined;
+    const title =
+      MARKER.exec(lines[m])![1]
+        .replace(/^\s*\[markdown\]/, '')
+        .trim() || undefined;
     cells.push({ start: m, end, codeStart: m + 1, ...(title ? { title } : {}) });
   });
   return cells;

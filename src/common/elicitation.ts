@@ -97,7 +97,12 @@ export function coerceElicitValue(field: ElicitField, raw: unknown): ElicitValue
     }
     case 'multi':
       if (Array.isArray(raw)) return raw.map(String);
-      return String(raw) === '' ? [] : String(raw).split(',').map((s) => s.trim()).filter(Boolean);
+      return String(raw) === ''
+        ? []
+        : String(raw)
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean);
     default: {
       const text = String(raw);
       return text === '' ? undefined : text;

@@ -59,7 +59,14 @@ export function timerScheduler(ms = 16): FrameScheduler {
 
 type Delta = Extract<
   TranscriptEvent,
-  { type: 'response.output_text.delta' | 'response.reasoning_text.delta' | 'response.code_interpreter_call_code.delta' | 'codeact.output.delta' | 'response.function_call_arguments.delta' }
+  {
+    type:
+      | 'response.output_text.delta'
+      | 'response.reasoning_text.delta'
+      | 'response.code_interpreter_call_code.delta'
+      | 'codeact.output.delta'
+      | 'response.function_call_arguments.delta';
+  }
 >;
 
 function isDelta(e: TranscriptEvent): e is Delta {
@@ -112,11 +119,7 @@ function approxChars(e: TranscriptEvent): number {
   return 128;
 }
 
-export function createEventBatcher(
-  post: (message: EventsMessage) => unknown,
-  schedule: FrameScheduler,
-  options: EventBatcherOptions = {},
-): EventBatcher {
+export function createEventBatcher(post: (message: EventsMessage) => unknown, schedule: FrameScheduler, options: EventBatcherOptions = {}): EventBatcher {
   let conversationId = options.conversationId;
   let seq = options.startSeq ?? 0;
   const retainBatches = options.retainBatches ?? 512;

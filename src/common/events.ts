@@ -224,40 +224,110 @@ export interface Usage {
  * The answer's text. (`thinking` marked reasoning in transcripts saved before reasoning had events of its
  * own; readers still accept it. Nothing emits it any more.)
  */
-interface OutputTextDelta { type: 'response.output_text.delta'; item_id: string; delta: string; thinking?: boolean }
-interface OutputTextDone { type: 'response.output_text.done'; item_id: string; text: string; thinking?: boolean }
+interface OutputTextDelta {
+  type: 'response.output_text.delta';
+  item_id: string;
+  delta: string;
+  thinking?: boolean;
+}
+interface OutputTextDone {
+  type: 'response.output_text.done';
+  item_id: string;
+  text: string;
+  thinking?: boolean;
+}
 
 /** The model's reasoning, on an item of type `reasoning`: a consumer that reads only `output_text` sees the answer alone. */
-interface ReasoningTextDelta { type: 'response.reasoning_text.delta'; item_id: string; delta: string }
-interface ReasoningTextDone { type: 'response.reasoning_text.done'; item_id: string; text: string }
+interface ReasoningTextDelta {
+  type: 'response.reasoning_text.delta';
+  item_id: string;
+  delta: string;
+}
+interface ReasoningTextDone {
+  type: 'response.reasoning_text.done';
+  item_id: string;
+  text: string;
+}
 
-interface CodeCallInProgress { type: 'response.code_interpreter_call.in_progress'; item_id: string; runtime?: RuntimeKind }
-interface CodeDelta { type: 'response.code_interpreter_call_code.delta'; item_id: string; delta: string }
-interface CodeDone { type: 'response.code_interpreter_call_code.done'; item_id: string; code: string }
-interface CodeInterpreting { type: 'response.code_interpreter_call.interpreting'; item_id: string }
-interface CodeCompleted { type: 'response.code_interpreter_call.completed'; item_id: string }
+interface CodeCallInProgress {
+  type: 'response.code_interpreter_call.in_progress';
+  item_id: string;
+  runtime?: RuntimeKind;
+}
+interface CodeDelta {
+  type: 'response.code_interpreter_call_code.delta';
+  item_id: string;
+  delta: string;
+}
+interface CodeDone {
+  type: 'response.code_interpreter_call_code.done';
+  item_id: string;
+  code: string;
+}
+interface CodeInterpreting {
+  type: 'response.code_interpreter_call.interpreting';
+  item_id: string;
+}
+interface CodeCompleted {
+  type: 'response.code_interpreter_call.completed';
+  item_id: string;
+}
 
-interface OutputItemAdded { type: 'response.output_item.added'; item: OutputItem }
-interface OutputItemDone { type: 'response.output_item.done'; item: OutputItem }
+interface OutputItemAdded {
+  type: 'response.output_item.added';
+  item: OutputItem;
+}
+interface OutputItemDone {
+  type: 'response.output_item.done';
+  item: OutputItem;
+}
 
-interface FunctionArgsDelta { type: 'response.function_call_arguments.delta'; item_id: string; call_id?: string; delta: string }
-interface FunctionArgsDone { type: 'response.function_call_arguments.done'; item_id: string; call_id?: string; name?: string; arguments: string }
+interface FunctionArgsDelta {
+  type: 'response.function_call_arguments.delta';
+  item_id: string;
+  call_id?: string;
+  delta: string;
+}
+interface FunctionArgsDone {
+  type: 'response.function_call_arguments.done';
+  item_id: string;
+  call_id?: string;
+  name?: string;
+  arguments: string;
+}
 
-interface OutputDelta { type: 'codeact.output.delta'; item_id: string; stream: StreamName; delta: string }
+interface OutputDelta {
+  type: 'codeact.output.delta';
+  item_id: string;
+  stream: StreamName;
+  delta: string;
+}
 
 /**
  * A rich output of a running local or Jupyter execution, in order with its `codeact.output.delta` text
  * (print, plot, print arrive in that order). `update`: it replaces the earlier display of the execution with
  * the same `display_id` (IPython's `update_display_data`), where it stands.
  */
-interface OutputDisplay { type: 'codeact.output.display'; item_id: string; output: DisplayOutput; update?: boolean }
+interface OutputDisplay {
+  type: 'codeact.output.display';
+  item_id: string;
+  output: DisplayOutput;
+  update?: boolean;
+}
 
 /**
  * `kind: "discovery"` marks the guest's tool-discovery calls (`search_tools`, `describe_tool`, under the
  * reserved names `codeact.*`): they read the tool list, run no tool, and can be shown quietly.
  */
 type ToolCallKind = 'discovery';
-interface ToolCallStarted { type: 'codeact.tool_call.started'; item_id: string; call_id: string; name: string; arguments: unknown; kind?: ToolCallKind }
+interface ToolCallStarted {
+  type: 'codeact.tool_call.started';
+  item_id: string;
+  call_id: string;
+  name: string;
+  arguments: unknown;
+  kind?: ToolCallKind;
+}
 export interface ToolCallCompleted {
   type: 'codeact.tool_call.completed';
   item_id: string;
@@ -330,7 +400,13 @@ interface ElicitationResolved {
   action: 'accept' | 'decline' | 'cancel';
 }
 
-interface Retrying { type: 'codeact.retry'; attempt: number; delay_ms: number; status?: number; message: string }
+interface Retrying {
+  type: 'codeact.retry';
+  attempt: number;
+  delay_ms: number;
+  status?: number;
+  message: string;
+}
 
 /**
  * The context budget of one model request, emitted before it is sent: the tokens it is estimated to use
@@ -400,15 +476,27 @@ export interface UsageTotalsShape {
   unpriced: number;
 }
 
-interface ResponseCompleted { type: 'response.completed'; response: { id: string; usage?: Usage; container_id?: string | null } }
-interface ErrorEvent { type: 'error'; message: string; code?: string }
+interface ResponseCompleted {
+  type: 'response.completed';
+  response: { id: string; usage?: Usage; container_id?: string | null };
+}
+interface ErrorEvent {
+  type: 'error';
+  message: string;
+  code?: string;
+}
 
 /**
  * The execution runs as a cell of an open notebook (the agent works in the notebook, on its session):
  * `notebook` is the notebook's URI, `name` what to call it; the card links to the cell (found by `item_id` in
  * the cell's metadata, wherever edits moved it).
  */
-interface NotebookCell { type: 'codeact.notebook.cell'; item_id: string; notebook: string; name: string }
+interface NotebookCell {
+  type: 'codeact.notebook.cell';
+  item_id: string;
+  notebook: string;
+  name: string;
+}
 
 export type CodeActEvent =
   | ContextUsage

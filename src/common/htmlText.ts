@@ -8,7 +8,19 @@
 const MAX_INPUT = 256 * 1024;
 /** Elements whose content is not text a reader sees. */
 const HIDDEN = new Set(['script', 'style', 'head', 'template', 'noscript', 'svg', 'iframe', 'object']);
-const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', times: '×', hellip: '…', mdash: '—', ndash: '–', copy: '©' };
+const NAMED: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: ' ',
+  times: '×',
+  hellip: '…',
+  mdash: '—',
+  ndash: '–',
+  copy: '©',
+};
 
 /** True when a body is an HTML page (by its content type, or by how it starts). */
 export function isHtml(body: string, contentType?: string | null): boolean {

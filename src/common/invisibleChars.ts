@@ -135,7 +135,11 @@ function describeOnce(cp: number): { kind: InvisibleKind; title: string } {
   if (name) return { kind: 'invisible', title: `${name}: an invisible character` };
   if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) return { kind: 'control', title: 'A control character' };
   if (cp >= 0xe0000 && cp <= 0xe0fff) {
-    return { kind: 'invisible', title: cp >= 0xe0100 && cp <= 0xe01ef ? 'A variation selector: invisible, it can carry hidden data' : 'A tag character: invisible, it can spell hidden text' };
+    return {
+      kind: 'invisible',
+      title:
+        cp >= 0xe0100 && cp <= 0xe01ef ? 'A variation selector: invisible, it can carry hidden data' : 'A tag character: invisible, it can spell hidden text',
+    };
   }
   if (isVariationSelector(cp)) return { kind: 'invisible', title: 'A variation selector: invisible here' };
   return { kind: 'invisible', title: 'An invisible formatting character' };

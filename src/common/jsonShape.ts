@@ -61,4 +61,3 @@ export function measureShape(value: unknown, limits: ShapeLimits): ShapeReport {
   }
   return { bytes };
 }
-

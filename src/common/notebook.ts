@@ -92,7 +92,10 @@ function compactionCell(e: ContextCompacted, cellId: string): Cell {
   const summary = String(e.summary ?? '');
   const text = !summary
     ? `**Earlier tool results shortened** (${counts}). The cells above are kept in full; the model was sent short stand-ins for their older tool results.`
-    : `**Earlier turns summarised** (${counts}). The cells above are kept in full; from here on the model was sent this summary instead of them:\n\n${summary.split('\n').map((l) => `> ${l}`).join('\n')}`;
+    : `**Earlier turns summarised** (${counts}). The cells above are kept in full; from here on the model was sent this summary instead of them:\n\n${summary
+        .split('\n')
+        .map((l) => `> ${l}`)
+        .join('\n')}`;
   return {
     cell_type: 'markdown',
     id: cellId,
@@ -123,10 +126,20 @@ function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number):
     }
   }
   if (!hasResult && item.status === 'completed' && item.value !== undefined && item.value !== null) {
-    outputs.push({ output_type: 'execute_result', execution_count: count, data: { 'application/json': item.value, 'text/plain': lines(JSON.stringify(item.value, null, 2)) }, metadata: {} });
+    outputs.push({
+      output_type: 'execute_result',
+      execution_count: count,
+      data: { 'application/json': item.value, 'text/plain': lines(JSON.stringify(item.value, null, 2)) },
+      metadata: {},
+    });
   }
   if (item.error) {
-    outputs.push({ output_type: 'error', ename: item.error.type, evalue: item.error.message, traceback: (item.error.traceback ?? `${item.error.type}: ${item.error.message}`).split('\n') });
+    outputs.push({
+      output_type: 'error',
+      ename: item.error.type,
+      evalue: item.error.message,
+      traceback: (item.error.traceback ?? `${item.error.type}: ${item.error.message}`).split('\n'),
+    });
   }
   const metadata: Record<string, unknown> = { codeact: { item_id: item.id, runtime: item.runtime, status: item.status, duration_ms: item.duration_ms } };
   // A cell that failed in the conversation fails again: it must not stop "Run All" (nbclient honours the tag).

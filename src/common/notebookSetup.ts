@@ -17,13 +17,13 @@ export interface RecordedCall {
 
 export function setupMarkdown(calls: number, usesDiscovery: boolean): string {
   return [
-    '**Running this notebook outside CodeAct.** Its code cells ran in CodeAct, where they call the workspace\'s managed tools with ' +
+    "**Running this notebook outside CodeAct.** Its code cells ran in CodeAct, where they call the workspace's managed tools with " +
       '`await call_tool(name, **arguments)` and may end with `return` to give their value.',
     '',
     `The next cell makes them run in a plain Jupyter kernel (IPython 7 or later): it defines \`call_tool\`, which answers with the ${calls} ` +
       `tool result${calls === 1 ? '' : 's'} recorded in this conversation (a call the conversation did not make raises an error that says so), and lets a cell \`return\` its value. ` +
       'Run it first. On the CodeAct kernel (in VS Code with CodeAct, pick "CodeAct" in the kernel picker) the cells call the real tools and that cell does nothing.' +
-      (usesDiscovery ? ' Cells that use CodeAct\'s `tools` module (tool discovery) need CodeAct.' : ''),
+      (usesDiscovery ? " Cells that use CodeAct's `tools` module (tool discovery) need CodeAct." : ''),
   ].join('\n');
 }
 

@@ -39,7 +39,8 @@ const MAX_NAME = 200;
  * `sub/out.csv`), else the last part of its host path, else its provider id, else "file".
  */
 export function fileName(f: FileOutput): string {
-  const name = (typeof f.filename === 'string' && f.filename) || (typeof f.path === 'string' && f.path.split(/[\\/]/).filter(Boolean).pop()) || f.file_id || 'file';
+  const name =
+    (typeof f.filename === 'string' && f.filename) || (typeof f.path === 'string' && f.path.split(/[\\/]/).filter(Boolean).pop()) || f.file_id || 'file';
   return clip(name, MAX_NAME);
 }
 

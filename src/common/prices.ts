@@ -50,7 +50,10 @@ const PRICES: Record<Provider, Record<string, ModelPrice>> = {
 /** The price of `model` of `provider`, or undefined (a local server, an unknown model). */
 export function priceOf(provider: string | undefined, model: string | undefined): ModelPrice | undefined {
   if (!model || (provider !== 'openai' && provider !== 'anthropic' && provider !== 'gemini')) return undefined;
-  const m = model.trim().toLowerCase().replace(/^models\//, '');
+  const m = model
+    .trim()
+    .toLowerCase()
+    .replace(/^models\//, '');
   let best: string | undefined;
   for (const key of Object.keys(PRICES[provider])) {
     // A whole part of the id: `gpt-5` prices `gpt-5-2025-08-07`, never `gpt-50`.

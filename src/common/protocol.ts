@@ -214,15 +214,7 @@ export type HostToWebview =
  * Host commands the panel may ask for. The host maps each to its own action; the panel never names
  * arbitrary VS Code commands.
  */
-export const HOST_COMMANDS = [
-  'setApiKey',
-  'selectModel',
-  'declareTools',
-  'openSettings',
-  'showLog',
-  'manageTrust',
-  'openWalkthrough',
-] as const;
+export const HOST_COMMANDS = ['setApiKey', 'selectModel', 'declareTools', 'openSettings', 'showLog', 'manageTrust', 'openWalkthrough'] as const;
 export type HostCommand = (typeof HOST_COMMANDS)[number];
 
 interface ReadyMessage {

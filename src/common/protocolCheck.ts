@@ -61,7 +61,11 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
       const sc = m.scroll;
       if (!isId(m.conversationId) || !isObj(sc) || typeof sc.stuck !== 'boolean' || !isOptStr(sc.turnId, 512)) return undefined;
       const offset = typeof sc.offset === 'number' && Number.isFinite(sc.offset) ? Math.round(sc.offset) : undefined;
-      return { type: 'scrolled', conversationId: m.conversationId, scroll: { stuck: sc.stuck, ...(sc.turnId ? { turnId: sc.turnId as string } : {}), ...(offset !== undefined ? { offset } : {}) } };
+      return {
+        type: 'scrolled',
+        conversationId: m.conversationId,
+        scroll: { stuck: sc.stuck, ...(sc.turnId ? { turnId: sc.turnId as string } : {}), ...(offset !== undefined ? { offset } : {}) },
+      };
     }
     case 'resync':
       if (!isSeq(m.seq) || !isOptStr(m.conversationId, 512) || !isOptStr(m.epoch, 64)) return undefined;
@@ -94,7 +98,12 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'approval':
       if (!isId(m.approvalId) || typeof m.decision !== 'string' || !DECISIONS.includes(m.decision)) return undefined;
       if (!isOptStr(m.code, MAX_CODE_CHARS)) return undefined;
-      return { type: 'approval', approvalId: m.approvalId, decision: m.decision as ApprovalDecision, ...(m.code !== undefined ? { code: m.code as string } : {}) };
+      return {
+        type: 'approval',
+        approvalId: m.approvalId,
+        decision: m.decision as ApprovalDecision,
+        ...(m.code !== undefined ? { code: m.code as string } : {}),
+      };
     case 'elicitation':
       return parseElicitationReply(m);
     case 'copy':
@@ -124,7 +133,9 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'history.delete':
       return isId(m.conversationId) ? { type: m.type, conversationId: m.conversationId } : undefined;
     case 'exportNotebook':
-      return isOptStr(m.conversationId, 512) ? { type: 'exportNotebook', ...(m.conversationId ? { conversationId: m.conversationId as string } : {}) } : undefined;
+      return isOptStr(m.conversationId, 512)
+        ? { type: 'exportNotebook', ...(m.conversationId ? { conversationId: m.conversationId as string } : {}) }
+        : undefined;
     case 'webviewError':
       return { type: 'webviewError', message: typeof m.message === 'string' ? m.message.slice(0, 4000) : String(m.message) };
     default:

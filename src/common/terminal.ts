@@ -46,7 +46,8 @@ export class TerminalSanitizer {
           }
           flushRun(i);
           if (c === ESC) this.state = 'esc';
-          else if (c === 0x9b) this.state = 'csiDiscard'; // 8-bit CSI: dropped whole, colours included
+          else if (c === 0x9b)
+            this.state = 'csiDiscard'; // 8-bit CSI: dropped whole, colours included
           else if (c === 0x9d || c === 0x90 || c === 0x98 || c === 0x9e || c === 0x9f) this.state = 'string';
           // Any other C0 or C1 control, and DEL: dropped.
           continue;
@@ -54,8 +55,7 @@ export class TerminalSanitizer {
           if (c === 0x5b) {
             this.state = 'csi';
             this.csi = '';
-          }
-          else if (c === 0x5d || c === 0x50 || c === 0x58 || c === 0x5e || c === 0x5f) this.state = 'string';
+          } else if (c === 0x5d || c === 0x50 || c === 0x58 || c === 0x5e || c === 0x5f) this.state = 'string';
           else if (c >= 0x20 && c <= 0x2f) this.state = 'escIntermediate';
           else if (c >= 0x30 && c <= 0x7e) this.state = 'text';
           else if (c !== ESC) {

@@ -59,7 +59,10 @@ export function contextText(fill: ContextFill): string {
 
 /** "5,210 in (1,024 cached) · 320 out · $0.0123" */
 export function totalsText(t: UsageTotals): string {
-  const parts = [`${formatCount(t.input_tokens)} in${t.cached_tokens ? ` (${formatCount(t.cached_tokens)} cached)` : ''}`, `${formatCount(t.output_tokens)} out`];
+  const parts = [
+    `${formatCount(t.input_tokens)} in${t.cached_tokens ? ` (${formatCount(t.cached_tokens)} cached)` : ''}`,
+    `${formatCount(t.output_tokens)} out`,
+  ];
   if (t.cost_usd !== undefined) parts.push(`${formatCost(t.cost_usd)}${t.unpriced ? ' (some requests unpriced)' : ''}`);
   return parts.join(' · ');
 }

@@ -73,7 +73,9 @@ export const vscodeApprovalsApis: ApprovalsApis = {
   savePythonPath: (folder, python) => {
     const wf = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(folder));
     const multi = (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
-    return vscode.workspace.getConfiguration('codeact', wf?.uri).update('python.path', python, wf && multi ? vscode.ConfigurationTarget.WorkspaceFolder : vscode.ConfigurationTarget.Workspace);
+    return vscode.workspace
+      .getConfiguration('codeact', wf?.uri)
+      .update('python.path', python, wf && multi ? vscode.ConfigurationTarget.WorkspaceFolder : vscode.ConfigurationTarget.Workspace);
   },
   // A virtual document (read-only, never asks to be saved); VS Code's editor shows its invisible and
   // bidirectional characters itself.

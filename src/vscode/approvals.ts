@@ -114,7 +114,11 @@ export class Approvals {
    * each install is its own list of packages), on the card or in a dialog.
    */
   async approveInstall(req: InstallApproval, modal = false): Promise<ApprovalOutcome> {
-    const { decision, reason } = await this.request({ kind: 'install', name: 'install_packages', install: installInfo(req), itemId: req.itemId }, req.signal, modal);
+    const { decision, reason } = await this.request(
+      { kind: 'install', name: 'install_packages', install: installInfo(req), itemId: req.itemId },
+      req.signal,
+      modal,
+    );
     if (decision === 'expired') return { unanswered: reason ?? NO_ANSWER.ended };
     return decision === 'deny' ? 'denied' : 'allowed';
   }
@@ -134,7 +138,16 @@ export class Approvals {
   async request(what: ApprovalSubject, signal?: AbortSignal, modal = false): Promise<ApprovalAnswer> {
     const approvalId = newId('appr');
     const emit = (e: TranscriptEvent) => !modal && this.deps.emit(e);
-    emit({ type: 'codeact.approval.requested', approval_id: approvalId, item_id: what.itemId, kind: what.kind, name: what.name, arguments: what.arguments, code: what.code, ...(what.install ? { install: what.install } : {}) });
+    emit({
+      type: 'codeact.approval.requested',
+      approval_id: approvalId,
+      item_id: what.itemId,
+      kind: what.kind,
+      name: what.name,
+      arguments: what.arguments,
+      code: what.code,
+      ...(what.install ? { install: what.install } : {}),
+    });
     const answered = new Promise<ApprovalAnswer>((resolve) => this.pending.set(approvalId, { resolve, subject: what }));
     const onAbort = () => this.pending.get(approvalId)?.resolve({ decision: 'expired', reason: NO_ANSWER.ended });
     if (signal?.aborted) onAbort();
@@ -147,13 +160,18 @@ export class Approvals {
     this.deps.changed?.();
     emit({ type: 'codeact.approval.resolved', approval_id: approvalId, decision: result.decision, ...(result.reason ? { reason: result.reason } : {}) });
     const subject = what.kind === 'tool' ? `tool ${what.name}` : what.kind === 'install' ? `install ${what.install?.packages.join(' ')}` : 'code review';
-    this.deps.log.info(`approval ${approvalId}: ${subject} -> ${result.decision === 'expired' ? result.reason ?? NO_ANSWER.ended : result.decision}`);
+    this.deps.log.info(`approval ${approvalId}: ${subject} -> ${result.decision === 'expired' ? (result.reason ?? NO_ANSWER.ended) : result.decision}`);
     return result;
   }
 
   /** The approvals waiting for an answer, oldest first; names as shown (invisible characters as `<U+…>` markers). */
   pendingList(): PendingApprovalInfo[] {
-    return [...this.pending].map(([id, p]) => ({ id, kind: p.subject.kind, name: p.subject.name === undefined ? undefined : revealInvisible(p.subject.name), itemId: p.subject.itemId }));
+    return [...this.pending].map(([id, p]) => ({
+      id,
+      kind: p.subject.kind,
+      name: p.subject.name === undefined ? undefined : revealInvisible(p.subject.name),
+      itemId: p.subject.itemId,
+    }));
   }
 
   /** Asks a pending approval in a modal dialog (the panel is hidden); whichever answers first, card or dialog, counts. */
@@ -189,10 +207,20 @@ export class Approvals {
       return { decision: again === 'Run' ? 'allow_once' : 'deny' };
     }
     const dialog = toolDialog(what.name ?? '', what.arguments);
-    const pick = await apis.showWarningMessage(dialog.message, { modal: true, detail: dialog.detail }, ...(dialog.clipped ? [OPEN_ARGUMENTS] : []), ...ALLOW_BUTTONS);
+    const pick = await apis.showWarningMessage(
+      dialog.message,
+      { modal: true, detail: dialog.detail },
+      ...(dialog.clipped ? [OPEN_ARGUMENTS] : []),
+      ...ALLOW_BUTTONS,
+    );
     if (pick !== OPEN_ARGUMENTS) return { decision: toolDecision(pick) };
     await apis.showFullText(argumentsJson(what.arguments), 'json');
-    const again = await apis.showWarningMessage(`${dialog.message.replace(/\?$/, '')}? All of its arguments are open in the editor.`, { modal: false }, ...ALLOW_BUTTONS, 'Deny');
+    const again = await apis.showWarningMessage(
+      `${dialog.message.replace(/\?$/, '')}? All of its arguments are open in the editor.`,
+      { modal: false },
+      ...ALLOW_BUTTONS,
+      'Deny',
+    );
     return { decision: toolDecision(again) };
   }
 

@@ -110,7 +110,11 @@ export class ChatFolder {
     const folders = this.apis.folders();
     const c = this.current();
     if (folders.length < 2 && !c.gone) return undefined;
-    const name = c.folder === undefined ? undefined : (folders.find((f) => f.path === c.folder)?.name ?? c.folder.split(/[\\/]/).filter(Boolean).pop() ?? c.folder);
-    return { folders: folders.map((f) => ({ name: f.name, path: f.path })), ...(c.folder !== undefined ? { folder: { name: name!, path: c.folder, ...(c.gone ? { gone: true } : {}) } } : {}) };
+    const name =
+      c.folder === undefined ? undefined : (folders.find((f) => f.path === c.folder)?.name ?? c.folder.split(/[\\/]/).filter(Boolean).pop() ?? c.folder);
+    return {
+      folders: folders.map((f) => ({ name: f.name, path: f.path })),
+      ...(c.folder !== undefined ? { folder: { name: name!, path: c.folder, ...(c.gone ? { gone: true } : {}) } } : {}),
+    };
   }
 }

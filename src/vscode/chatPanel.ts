@@ -61,7 +61,15 @@ class PanelController implements vscode.Disposable {
       }),
       codeact.onState(() => this.pushState().catch((e) => codeact.log.error(`panel: state update failed: ${(e as Error).message}`))),
       codeact.onVariables((v) => {
-        if (this.ready) this.post({ type: 'variables', ...(v.sessionId ? { sessionId: v.sessionId } : {}), ...(v.label ? { label: v.label } : {}), variables: v.summary?.variables ?? [], total: v.summary?.total ?? 0, ...(v.note ? { note: v.note } : {}) });
+        if (this.ready)
+          this.post({
+            type: 'variables',
+            ...(v.sessionId ? { sessionId: v.sessionId } : {}),
+            ...(v.label ? { label: v.label } : {}),
+            variables: v.summary?.variables ?? [],
+            total: v.summary?.total ?? 0,
+            ...(v.note ? { note: v.note } : {}),
+          });
       }),
     );
     this.render().catch((e) => codeact.log.error(`panel: could not render: ${(e as Error).message}`));
@@ -94,7 +102,15 @@ class PanelController implements vscode.Disposable {
   private resetTranscript(): void {
     const convo = this.codeact.currentConversation;
     this.batcher.reset(convo?.id, 0);
-    this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: 0, events: convo ? [...convo.events] : [], epoch: this.batcher.epoch, ...this.scrollOf(convo?.id) });
+    this.post({
+      type: 'reset',
+      conversationId: convo?.id,
+      title: convo?.meta.title,
+      seq: 0,
+      events: convo ? [...convo.events] : [],
+      epoch: this.batcher.epoch,
+      ...this.scrollOf(convo?.id),
+    });
   }
 
   /** The batches the page missed, or the whole transcript (`reset`) when they are gone or the page asks for it all. */
@@ -106,7 +122,15 @@ class PanelController implements vscode.Disposable {
     else {
       const convo = this.codeact.currentConversation;
       this.batcher.flush();
-      this.post({ type: 'reset', conversationId: convo?.id, title: convo?.meta.title, seq: this.batcher.seq, events: convo ? [...convo.events] : [], epoch: this.batcher.epoch, ...this.scrollOf(convo?.id) });
+      this.post({
+        type: 'reset',
+        conversationId: convo?.id,
+        title: convo?.meta.title,
+        seq: this.batcher.seq,
+        events: convo ? [...convo.events] : [],
+        epoch: this.batcher.epoch,
+        ...this.scrollOf(convo?.id),
+      });
     }
   }
 
@@ -230,7 +254,10 @@ class PanelController implements vscode.Disposable {
           () => s.downloadHostedFile(m.file),
         );
         const folder = folderUri(s.folders.current().folder);
-        const target = await vscode.window.showSaveDialog({ defaultUri: folder ? vscode.Uri.joinPath(folder, filename) : undefined, title: 'Save the file from the sandbox' });
+        const target = await vscode.window.showSaveDialog({
+          defaultUri: folder ? vscode.Uri.joinPath(folder, filename) : undefined,
+          title: 'Save the file from the sandbox',
+        });
         if (!target) return;
         await vscode.workspace.fs.writeFile(target, bytes);
         await vscode.commands.executeCommand('vscode.open', target);
@@ -308,13 +335,18 @@ class PanelController implements vscode.Disposable {
 }
 
 export async function exportNotebook(controller: CodeActController, conversationId?: string): Promise<void> {
-  const convo = conversationId && conversationId !== controller.currentConversation?.id ? controller.store.open(conversationId) : controller.currentConversation;
+  const convo =
+    conversationId && conversationId !== controller.currentConversation?.id ? controller.store.open(conversationId) : controller.currentConversation;
   if (!convo) {
     void vscode.window.showInformationMessage('CodeAct: there is no conversation to export yet.');
     return;
   }
   const folder = folderUri(convo.meta.workspace) ?? vscode.workspace.workspaceFolders?.[0]?.uri;
-  const safe = convo.meta.title.replace(/[^\w -]+/g, '').trim().slice(0, 40) || 'conversation';
+  const safe =
+    convo.meta.title
+      .replace(/[^\w -]+/g, '')
+      .trim()
+      .slice(0, 40) || 'conversation';
   const target = await vscode.window.showSaveDialog({
     defaultUri: folder ? vscode.Uri.joinPath(folder, `${safe}.ipynb`) : undefined,
     filters: { 'Jupyter Notebook': ['ipynb'] },
@@ -346,7 +378,10 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
       vscode.window.registerWebviewPanelSerializer(PANEL_TYPE, this),
     );
     codeact.panelVisible = () => !!(this.view?.view.visible || this.panel?.panel.visible);
-    this.outputs = new PanelOutputs({ apis: { ...vscodePanelOutputsApis, workspaceFolder: () => codeact.folders.current().folder }, execution: (id) => codeact.fullOutput(id) });
+    this.outputs = new PanelOutputs({
+      apis: { ...vscodePanelOutputsApis, workspaceFolder: () => codeact.folders.current().folder },
+      execution: (id) => codeact.fullOutput(id),
+    });
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {

@@ -46,13 +46,17 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
 
   command('codeact.openChat', () => panels.reveal());
   command('codeact.openChatInEditor', () => panels.openInEditor());
-  command('codeact.runWithTools', (uri?: vscode.Uri, line?: number) => inline.run(typeof line === 'number' ? line : undefined, uri instanceof vscode.Uri ? uri : undefined));
+  command('codeact.runWithTools', (uri?: vscode.Uri, line?: number) =>
+    inline.run(typeof line === 'number' ? line : undefined, uri instanceof vscode.Uri ? uri : undefined),
+  );
   command('codeact.askWithTools', async () => {
     const editor = vscode.window.activeTextEditor;
     const selection = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : '';
     const prompt = await vscode.window.showInputBox({
       title: 'CodeAct: Ask Agent with Tools',
-      prompt: selection ? 'Ask about the selection; the agent can run Python with your managed tools.' : 'The agent answers by running Python with your managed tools.',
+      prompt: selection
+        ? 'Ask about the selection; the agent can run Python with your managed tools.'
+        : 'The agent answers by running Python with your managed tools.',
       placeHolder: 'e.g. Which orders are late, and what do they add up to?',
       ignoreFocusOut: true,
     });
@@ -81,7 +85,9 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
       } else id = live[0]?.id;
     }
     const had = await controller.restartSession(id);
-    void vscode.window.showInformationMessage(had ? 'CodeAct: the Python session was restarted; its variables are gone.' : 'CodeAct: there was no live session; the next run starts a new one.');
+    void vscode.window.showInformationMessage(
+      had ? 'CodeAct: the Python session was restarted; its variables are gone.' : 'CodeAct: there was no live session; the next run starts a new one.',
+    );
   });
   command('codeact.setApiKey', async () => {
     const provider = await secrets.promptForKey();
@@ -95,18 +101,30 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
     const providers = PROVIDER_CATALOG.map((p) => ({ label: p.label, description: p.id === current.provider ? 'current' : undefined, id: p.id }));
     const p = await vscode.window.showQuickPick(providers, { title: 'CodeAct: Select Provider (1/2)', placeHolder: 'Which provider?' });
     if (!p) return;
-    const items: (vscode.QuickPickItem & { custom?: boolean })[] = providerInfo(p.id).defaultModels.map((m) => ({ label: m, description: m === current.model ? 'current' : undefined }));
+    const items: (vscode.QuickPickItem & { custom?: boolean })[] = providerInfo(p.id).defaultModels.map((m) => ({
+      label: m,
+      description: m === current.model ? 'current' : undefined,
+    }));
     items.push({ label: 'Other model…', custom: true, alwaysShow: true });
     const m = await vscode.window.showQuickPick(items, { title: 'CodeAct: Select Model (2/2)', placeHolder: `A ${providerInfo(p.id).label} model` });
     if (!m) return;
-    const model = m.custom ? await vscode.window.showInputBox({ title: 'Model id', prompt: `The exact model id ${p.id === 'openai-compatible' ? 'your server serves (ollama list)' : 'of the provider'}` }) : m.label;
+    const model = m.custom
+      ? await vscode.window.showInputBox({
+          title: 'Model id',
+          prompt: `The exact model id ${p.id === 'openai-compatible' ? 'your server serves (ollama list)' : 'of the provider'}`,
+        })
+      : m.label;
     if (!model) return;
     const c = vscode.workspace.getConfiguration('codeact');
     await c.update('provider', p.id, vscode.ConfigurationTarget.Global);
     await c.update('model', model, vscode.ConfigurationTarget.Global);
     // codeact.baseUrl is the setting's older name, still read (core/config/keys.ts).
     if (p.id === 'openai-compatible' && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
-      const url = await vscode.window.showInputBox({ title: 'Server URL', value: 'http://localhost:11434/v1', prompt: 'Base URL of the OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM: http://localhost:8000/v1)' });
+      const url = await vscode.window.showInputBox({
+        title: 'Server URL',
+        value: 'http://localhost:11434/v1',
+        prompt: 'Base URL of the OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM: http://localhost:8000/v1)',
+      });
       if (url) await c.update('baseURL', url, vscode.ConfigurationTarget.Global);
     } else if (!(await secrets.hasKey(p.id))) {
       const set = await vscode.window.showInformationMessage(`CodeAct: ${providerInfo(p.id).label} needs an API key.`, 'Set API Key…');
@@ -125,11 +143,14 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
     const { tools, errors } = controller.toolSet();
     const refused = controller.trustGate('Using workspace tools');
     if (refused) return showUntrusted(refused.what);
-    const items: vscode.QuickPickItem[] = tools.map((t) => ({ label: t.name, description: `${t.source}${t.approval !== 'auto' ? ` · ${t.approval}` : ''}`, detail: t.description }));
+    const items: vscode.QuickPickItem[] = tools.map((t) => ({
+      label: t.name,
+      description: `${t.source}${t.approval !== 'auto' ? ` · ${t.approval}` : ''}`,
+      detail: t.description,
+    }));
     for (const e of errors) items.push({ label: `$(warning) codeact.tools[${e.index}]${e.name ? ` ${e.name}` : ''}`, detail: e.message });
     if (!items.length) items.push({ label: 'No managed tools declared', detail: 'Add codeact.tools to .vscode/settings.json' });
     const pick = await vscode.window.showQuickPick(items, { title: 'CodeAct: Managed Tools' });
     if (pick && !tools.some((t) => t.name === pick.label)) await vscode.commands.executeCommand('workbench.action.openWorkspaceSettingsFile');
   });
-
 }

@@ -69,7 +69,9 @@ export class CodeActController {
     this.apis = deps.apis;
     this.secrets = deps.secrets;
     this.facts = new HostFacts({
-      apis: this.apis, secrets: this.secrets, log: this.log,
+      apis: this.apis,
+      secrets: this.secrets,
+      log: this.log,
       changed: (what) => {
         if (what === 'settings') this.tools.invalidate();
         this.fireState();
@@ -84,19 +86,34 @@ export class CodeActController {
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
     });
-    this.approvals = new Approvals({ apis: deps.approvalsApis, emit: (e) => this.emit(e), log: this.log, panelVisible: () => this.panelVisible(), changed: () => this.fireState() });
+    this.approvals = new Approvals({
+      apis: deps.approvalsApis,
+      emit: (e) => this.emit(e),
+      log: this.log,
+      panelVisible: () => this.panelVisible(),
+      changed: () => this.fireState(),
+    });
     this.tools = new WorkspaceTools({
       apis: this.apis,
       lmTools: deps.lmTools,
       settings: (f) => this.settingsFor(f),
       trusted: () => this.trusted,
       workspaceFolder: () => this.folders.current().folder,
-      approvals: this.approvals, log: this.log,
+      approvals: this.approvals,
+      log: this.log,
       pythonFor: (folder, setting) => deps.runtimeApis.pythonEnv?.(folder, setting)?.python,
       switchPython: (folder, python) => deps.approvalsApis.savePythonPath?.(folder, python) ?? Promise.resolve(),
     });
     this.variables = new VariablesTracker(this.runtimes, () => this.conversation);
-    this.notebookRuns = new NotebookRuns({ runtimes: this.runtimes, tools: this.tools, variables: this.variables, requireTrust: (w) => this.requireTrust(w), settings: (f) => this.settingsFor(f), folderOfUri: (u) => this.apis.folderOfUri?.(u), refreshVariables: () => void this.refreshVariables() });
+    this.notebookRuns = new NotebookRuns({
+      runtimes: this.runtimes,
+      tools: this.tools,
+      variables: this.variables,
+      requireTrust: (w) => this.requireTrust(w),
+      settings: (f) => this.settingsFor(f),
+      folderOfUri: (u) => this.apis.folderOfUri?.(u),
+      refreshVariables: () => void this.refreshVariables(),
+    });
     this.memory = new ConversationMemory(this.store, deps.workspaceState);
     // The conversation open before a reload or a restart comes back (its variables do not).
     this.conversation = this.memory.restoreOpen();
@@ -318,7 +335,13 @@ export class CodeActController {
   }
 
   fullOutput(itemId: string): CodeInterpreterCallItem | undefined {
-    return this.outputs.get(itemId) ?? (this.conversation?.events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId) as { item: CodeInterpreterCallItem } | undefined)?.item;
+    return (
+      this.outputs.get(itemId) ??
+      (
+        this.conversation?.events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId) as
+          { item: CodeInterpreterCallItem } | undefined
+      )?.item
+    );
   }
 
   /** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */
@@ -386,7 +409,11 @@ export class CodeActController {
   }
 
   /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
-  async send(prompt: string, source: TurnSource = 'chat', extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken; notebook?: NotebookTurn }): Promise<AgentResult | undefined> {
+  async send(
+    prompt: string,
+    source: TurnSource = 'chat',
+    extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken; notebook?: NotebookTurn },
+  ): Promise<AgentResult | undefined> {
     const folder = this.folders.require();
     this.requireTrust('Running code', 'prompt', folder);
     const s = this.settingsFor(folder);
@@ -467,7 +494,9 @@ export class CodeActController {
         interrupted: () => this.closing,
         onEvent: this.relay(extra?.onEvent),
       });
-      this.log.info(`run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`);
+      this.log.info(
+        `run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`,
+      );
       return item;
     } finally {
       this.end();

@@ -21,11 +21,14 @@ export const REOPENED_NOTE =
   'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
 
 /** Told to the person, in the panel, for the same. */
-export const SESSION_GONE_NOTICE = 'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
+export const SESSION_GONE_NOTICE =
+  'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
 
 /** Whether code of the conversation ran in a session of ours (local or Jupyter), whose variables a restart loses. */
 export function ranLocalCode(conversation: Conversation): boolean {
-  return conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.item.runtime === 'local' || e.item.runtime === 'jupyter'));
+  return conversation.events.some(
+    (e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.item.runtime === 'local' || e.item.runtime === 'jupyter'),
+  );
 }
 
 export class ConversationMemory {

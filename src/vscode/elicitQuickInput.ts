@@ -5,7 +5,15 @@
  * Escape at any step cancels. The server's text is already bounded and revealed by core. VS Code is
  * reached through {@link ElicitInputApis} (bound to `vscode` in ./approvals.apis).
  */
-import { coerceElicitValue, elicitFieldHint, type ElicitationAnswer, type ElicitationPrompt, type ElicitField, type ElicitValues, type Elicitor } from '../common/elicitation';
+import {
+  coerceElicitValue,
+  elicitFieldHint,
+  type ElicitationAnswer,
+  type ElicitationPrompt,
+  type ElicitField,
+  type ElicitValues,
+  type Elicitor,
+} from '../common/elicitation';
 
 interface PickItem {
   label: string;
@@ -16,8 +24,15 @@ interface PickItem {
 
 export interface ElicitInputApis {
   showInformationMessage(message: string, options: { modal: boolean; detail?: string }, ...items: string[]): PromiseLike<string | undefined>;
-  showQuickPick(items: PickItem[], options: { title: string; placeHolder?: string; canPickMany?: boolean }, signal: AbortSignal): PromiseLike<PickItem | PickItem[] | undefined>;
-  showInputBox(options: { title: string; prompt?: string; value?: string; placeHolder?: string; validateInput(v: string): string | undefined }, signal: AbortSignal): PromiseLike<string | undefined>;
+  showQuickPick(
+    items: PickItem[],
+    options: { title: string; placeHolder?: string; canPickMany?: boolean },
+    signal: AbortSignal,
+  ): PromiseLike<PickItem | PickItem[] | undefined>;
+  showInputBox(
+    options: { title: string; prompt?: string; value?: string; placeHolder?: string; validateInput(v: string): string | undefined },
+    signal: AbortSignal,
+  ): PromiseLike<string | undefined>;
 }
 
 const FILL_IN = 'Fill In…';
@@ -28,7 +43,12 @@ export function quickInputElicitor(apis: ElicitInputApis): Elicitor {
   return async (p: ElicitationPrompt): Promise<ElicitationAnswer> => {
     if (!p.problems) {
       const from = p.tool ? `While running the tool "${p.tool}".\n\n` : '';
-      const pick = await apis.showInformationMessage(`The ${p.server} asks for input`, { modal: true, detail: `${from}${p.message}\n\nOnly what you enter is sent to this server. Do not enter passwords or keys.` }, FILL_IN, DECLINE);
+      const pick = await apis.showInformationMessage(
+        `The ${p.server} asks for input`,
+        { modal: true, detail: `${from}${p.message}\n\nOnly what you enter is sent to this server. Do not enter passwords or keys.` },
+        FILL_IN,
+        DECLINE,
+      );
       if (pick === DECLINE) return { action: 'decline' };
       if (pick !== FILL_IN) return { action: 'cancel' };
     }
@@ -49,7 +69,14 @@ export function quickInputElicitor(apis: ElicitInputApis): Elicitor {
 }
 
 /** One field: its value, undefined for "left empty", null for Escape. */
-async function askField(apis: ElicitInputApis, f: ElicitField, title: string, problem: string | undefined, previous: unknown, p: ElicitationPrompt): Promise<ElicitField['default'] | undefined | null> {
+async function askField(
+  apis: ElicitInputApis,
+  f: ElicitField,
+  title: string,
+  problem: string | undefined,
+  previous: unknown,
+  p: ElicitationPrompt,
+): Promise<ElicitField['default'] | undefined | null> {
   const placeHolder = [problem ? `${f.title} ${problem}.` : '', f.description ?? ''].filter(Boolean).join(' — ') || undefined;
   const current = previous ?? f.default;
   if (f.kind === 'boolean' || f.kind === 'enum' || f.kind === 'multi') {
@@ -59,7 +86,12 @@ async function askField(apis: ElicitInputApis, f: ElicitField, title: string, pr
             { label: 'Yes', value: 'true', picked: current === true },
             { label: 'No', value: 'false', picked: current === false },
           ]
-        : (f.options ?? []).map((o) => ({ label: o.label, description: o.label === o.value ? undefined : o.value, value: o.value, picked: Array.isArray(current) ? current.includes(o.value) : current === o.value }));
+        : (f.options ?? []).map((o) => ({
+            label: o.label,
+            description: o.label === o.value ? undefined : o.value,
+            value: o.value,
+            picked: Array.isArray(current) ? current.includes(o.value) : current === o.value,
+          }));
     if (!f.required && f.kind !== 'multi') options.push({ label: EMPTY });
     if (f.kind !== 'multi') options.sort((a, b) => Number(!!b.picked) - Number(!!a.picked));
     const got = await apis.showQuickPick(options, { title, placeHolder, canPickMany: f.kind === 'multi' }, p.signal);

@@ -28,8 +28,18 @@ export async function hostStateOf(x: HostStateInputs): Promise<HostState> {
       models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...defaultModels])].map((m) => ({ id: m })),
     })),
   );
-  const tools: ToolSummary[] = x.toolSet.tools.map((t) => ({ name: t.name, description: t.description, approval: t.approval, source: t.source as ToolSummary['source'] }));
-  const brokenTools: BrokenToolSummary[] = x.toolSet.errors.map((e) => ({ index: e.index, name: e.name, message: e.message, ...(e.problems ? { problems: e.problems } : {}) }));
+  const tools: ToolSummary[] = x.toolSet.tools.map((t) => ({
+    name: t.name,
+    description: t.description,
+    approval: t.approval,
+    source: t.source as ToolSummary['source'],
+  }));
+  const brokenTools: BrokenToolSummary[] = x.toolSet.errors.map((e) => ({
+    index: e.index,
+    name: e.name,
+    message: e.message,
+    ...(e.problems ? { problems: e.problems } : {}),
+  }));
   return {
     providers,
     provider: s.provider,

@@ -107,7 +107,8 @@ function imageMarkdown(item: CodeInterpreterCallItem): string {
       continue;
     }
     if (drawn >= HOVER_MAX_IMAGES || chars + img.url.length > HOVER_IMAGE_CHARS) {
-      if (drawn === 0 && left === 0) parts.push(`*${img.label} (${approxBytes(Math.floor((img.url.length * 3) / 4))}) is too large for the hover: it is in the CodeAct panel*`);
+      if (drawn === 0 && left === 0)
+        parts.push(`*${img.label} (${approxBytes(Math.floor((img.url.length * 3) / 4))}) is too large for the hover: it is in the CodeAct panel*`);
       else left++;
       continue;
     }

@@ -18,7 +18,11 @@ export function registerLanguageModelTool(controller: CodeActController): vscode
   return vscode.lm.registerTool<ToolInput>('execute_tool_code', {
     prepareInvocation(options) {
       const code = String(options.input?.code ?? '');
-      const tools = controller.toolSet().tools.map((t) => `\`${t.name}\``).join(', ') || 'none declared';
+      const tools =
+        controller
+          .toolSet()
+          .tools.map((t) => `\`${t.name}\``)
+          .join(', ') || 'none declared';
       const md = new vscode.MarkdownString(`Run this Python with the workspace's managed tools (${tools})?\n\n`);
       md.appendCodeblock(code.length > 6000 ? code.slice(0, 6000) + '\n# …' : code, 'python');
       return {
@@ -32,7 +36,9 @@ export function registerLanguageModelTool(controller: CodeActController): vscode
       const code = String(options.input?.code ?? '');
       if (!code.trim()) throw new Error('execute_tool_code needs a non-empty "code" string.');
       const item = await controller.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
-      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(executionSummary(item, { outputChars: controller.settings.outputModelChars }))]);
+      return new vscode.LanguageModelToolResult([
+        new vscode.LanguageModelTextPart(executionSummary(item, { outputChars: controller.settings.outputModelChars })),
+      ]);
     },
   });
 }
@@ -105,8 +111,13 @@ function participantRenderer(stream: vscode.ChatResponseStream): (e: CodeActEven
         const out = logsOf(it, 'both');
         if (out.trim()) stream.markdown('```text\n' + (out.length > 4000 ? out.slice(0, 4000) + '\n…' : out.replace(/\n$/, '')) + '\n```\n');
         // Rich outputs as their text (a table's summary, "[image 640×480, PNG]"): the panel draws them.
-        const shown = displaysOf(it).slice(0, 20).map((d) => displayModelText(d, 1500));
-        if (shown.length) stream.markdown(shown.map((t) => (t.startsWith('[') ? `_${t}_ (open the CodeAct panel to see it)` : '```text\n' + t + '\n```')).join('\n\n') + '\n\n');
+        const shown = displaysOf(it)
+          .slice(0, 20)
+          .map((d) => displayModelText(d, 1500));
+        if (shown.length)
+          stream.markdown(
+            shown.map((t) => (t.startsWith('[') ? `_${t}_ (open the CodeAct panel to see it)` : '```text\n' + t + '\n```')).join('\n\n') + '\n\n',
+          );
         if (it.status === 'completed') stream.markdown(`**Result:** \`${JSON.stringify(it.value ?? null).slice(0, 500)}\`\n\n`);
         else stream.markdown(`**${it.error?.type ?? 'Error'}:** ${it.error?.message ?? ''}\n\n`);
         break;

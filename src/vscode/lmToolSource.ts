@@ -11,7 +11,10 @@ export function lmToolSource(decl: ToolDeclaration, defaultApproval: 'auto' | 'a
   const name = decl.lmTool!;
   const info = lm.tools().find((t) => t.name === name);
   if (!info) {
-    const known = lm.tools().map((t) => t.name).sort();
+    const known = lm
+      .tools()
+      .map((t) => t.name)
+      .sort();
     return `no language-model tool named "${name}" is registered${known.length ? ` (registered: ${known.slice(0, 20).join(', ')})` : ''}`;
   }
   return {

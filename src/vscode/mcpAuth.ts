@@ -63,7 +63,8 @@ export class McpSignIn {
     const redirect = authorizationUrl.searchParams.get('redirect_uri');
     if (redirect && this.apis.remoteName) {
       const external = await this.apis.asExternalUri(redirect);
-      if (new URL(external).host !== new URL(redirect).host) this.log.warn(`MCP sign-in: the redirect ${redirect} is forwarded as ${external}; the sign-in may not come back.`);
+      if (new URL(external).host !== new URL(redirect).host)
+        this.log.warn(`MCP sign-in: the redirect ${redirect} is forwarded as ${external}; the sign-in may not come back.`);
     }
     this.log.info(`MCP sign-in: opening ${authorizationUrl.origin}${authorizationUrl.pathname} for the ${label}`);
     if (choice === COPY_LINK) {
@@ -90,7 +91,9 @@ export class McpSignIn {
       await signOutMcpServer(this.apis.secrets, p.key);
       await this.pool().closeServer(p.url);
     }
-    void this.apis.showInformationMessage(`CodeAct: signed out of ${picks.length === 1 ? picks[0].url : `${picks.length} MCP servers`}. The next use signs in again.`);
+    void this.apis.showInformationMessage(
+      `CodeAct: signed out of ${picks.length === 1 ? picks[0].url : `${picks.length} MCP servers`}. The next use signs in again.`,
+    );
   }
 }
 

@@ -25,7 +25,11 @@ export interface PanelOutputsApis {
 
 export const vscodePanelOutputsApis: PanelOutputsApis = {
   showSaveDialog: async (o) => {
-    const uri = await vscode.window.showSaveDialog({ title: o.title, ...(o.defaultPath ? { defaultUri: vscode.Uri.file(o.defaultPath) } : {}), ...(o.filters ? { filters: o.filters } : {}) });
+    const uri = await vscode.window.showSaveDialog({
+      title: o.title,
+      ...(o.defaultPath ? { defaultUri: vscode.Uri.file(o.defaultPath) } : {}),
+      ...(o.filters ? { filters: o.filters } : {}),
+    });
     return uri?.fsPath;
   },
   openFile: async (path, viewType) => {

@@ -79,7 +79,11 @@ export class PanelOutputs {
   async saveImage(m: ImageMessage): Promise<string | undefined> {
     const buf = this.bytes(m);
     const folder = this.deps.apis.workspaceFolder();
-    const target = await this.deps.apis.showSaveDialog({ title: 'Save Image', defaultPath: folder ? join(folder, safeName(m.name)) : safeName(m.name), filters: IMAGE_FILTERS[m.mime] });
+    const target = await this.deps.apis.showSaveDialog({
+      title: 'Save Image',
+      defaultPath: folder ? join(folder, safeName(m.name)) : safeName(m.name),
+      filters: IMAGE_FILTERS[m.mime],
+    });
     if (!target) return undefined;
     await writeFile(target, buf);
     return target;
@@ -124,7 +128,9 @@ export class PanelOutputs {
 
 /** A file name with nothing that could leave its folder. */
 function safeName(name: string): string {
-  const base = basename(name.replace(/\\/g, '/')).replace(/[^\w.-]+/g, '_').replace(/^\.+/, '');
+  const base = basename(name.replace(/\\/g, '/'))
+    .replace(/[^\w.-]+/g, '_')
+    .replace(/^\.+/, '');
   return base.slice(0, 100) || 'image';
 }
 

@@ -21,9 +21,14 @@ export function noKeyError(provider: ProviderId): ProviderError {
 }
 
 /** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */
-export async function downloadHostedFile(s: CodeActSettings, apiKey: (p: ProviderId) => Promise<string | undefined>, file: FileOutput): Promise<{ bytes: Uint8Array; filename: string }> {
+export async function downloadHostedFile(
+  s: CodeActSettings,
+  apiKey: (p: ProviderId) => Promise<string | undefined>,
+  file: FileOutput,
+): Promise<{ bytes: Uint8Array; filename: string }> {
   const provider = await createProvider({ provider: s.provider, apiKey: await apiKey(s.provider), baseURL: s.baseURL });
-  if (!provider.downloadFile) throw new Error(`${providerInfo(s.provider).label} has no downloadable sandbox files; switch to the provider that made this file.`);
+  if (!provider.downloadFile)
+    throw new Error(`${providerInfo(s.provider).label} has no downloadable sandbox files; switch to the provider that made this file.`);
   const got = await provider.downloadFile(file);
   const filename = (got.filename ?? file.filename ?? file.file_id ?? 'download').split(/[\\/]/).pop()!;
   return { bytes: got.bytes, filename };

@@ -185,7 +185,7 @@ export class PythonEnvironments implements vscode.Disposable {
     if (exports?.ready) await withTimeout(exports.ready, EXTENSION_WAIT_MS);
     const api = exports?.environments;
     if (!api || typeof api.getActiveEnvironmentPath !== 'function' || this.api) {
-      if (!api) this.log.warn('Python environment: the Python extension is installed but gave no environments API; using the folder\'s venv or python3.');
+      if (!api) this.log.warn("Python environment: the Python extension is installed but gave no environments API; using the folder's venv or python3.");
       return;
     }
     this.api = api;
@@ -225,7 +225,12 @@ export class PythonEnvironments implements vscode.Disposable {
     const add = (python: string, label: string, detail: string) => {
       if (seen.has(python) || items.length >= 60) return;
       seen.add(python);
-      items.push({ label: `${python === current.python ? '$(check) ' : ''}${label}`, description: label.endsWith(` ${python}`) ? undefined : python, detail, value: python });
+      items.push({
+        label: `${python === current.python ? '$(check) ' : ''}${label}`,
+        description: label.endsWith(` ${python}`) ? undefined : python,
+        detail,
+        value: python,
+      });
     };
     if (setting) add(current.python, `$(gear) ${current.label}`, 'codeact.python.path');
     const ext = this.extensionPath(folder);
@@ -239,7 +244,12 @@ export class PythonEnvironments implements vscode.Disposable {
       if (exe) add(exe, `$(extensions) ${resolvePythonEnv({ setting: exe }).label}`, 'Known to the Python extension');
     }
     add('python3', '$(terminal) python3', 'python3 on PATH');
-    if (setting) items.push({ label: '$(discard) Automatic', detail: 'Clear codeact.python.path: the Python extension\'s environment, else the folder\'s .venv, else python3', value: null });
+    if (setting)
+      items.push({
+        label: '$(discard) Automatic',
+        detail: "Clear codeact.python.path: the Python extension's environment, else the folder's .venv, else python3",
+        value: null,
+      });
     items.push({ label: '$(edit) Enter path…', detail: 'An interpreter or a venv folder', enter: true, alwaysShow: true });
     const pick = await vscode.window.showQuickPick(items, {
       title: 'CodeAct: Select Python Environment',
@@ -251,7 +261,7 @@ export class PythonEnvironments implements vscode.Disposable {
     if (pick.enter) {
       const typed = await vscode.window.showInputBox({
         title: 'CodeAct: Python interpreter',
-        prompt: 'The interpreter (…/bin/python) or a venv folder; relative paths are the folder\'s',
+        prompt: "The interpreter (…/bin/python) or a venv folder; relative paths are the folder's",
         value: setting ?? '',
         ignoreFocusOut: true,
         // A command name ("python3.12") is looked up on PATH when it runs; a path must be an interpreter or an environment folder.

@@ -145,19 +145,27 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     // The result of an earlier run of the same code is stale now: the status of this run takes its place.
     const earlier = this.results.get(key);
     if (earlier?.some((r) => r.line === target.endLine)) {
-      this.results.set(key, earlier.filter((r) => r.line !== target.endLine));
+      this.results.set(
+        key,
+        earlier.filter((r) => r.line !== target.endLine),
+      );
       this.refresh();
     }
     this.showRunning();
     this.diagnostics.delete(doc.uri);
     let item: CodeInterpreterCallItem;
     try {
-      item = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false }, (progress) => {
-        if (this.current?.key === key) this.current.progress = progress;
-        // The file's own workspace folder: its settings, tools and runtime (a file in no folder: the chat's).
-        const folder = folderOf(doc.uri);
-        return this.controller.runCode(target.code, target.label, 'run_with_tools', { document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri), ...(folder !== undefined ? { folder } : {}) } });
-      });
+      item = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false },
+        (progress) => {
+          if (this.current?.key === key) this.current.progress = progress;
+          // The file's own workspace folder: its settings, tools and runtime (a file in no folder: the chat's).
+          const folder = folderOf(doc.uri);
+          return this.controller.runCode(target.code, target.label, 'run_with_tools', {
+            document: { uri: key, name: vscode.workspace.asRelativePath(doc.uri), ...(folder !== undefined ? { folder } : {}) },
+          });
+        },
+      );
     } catch (err) {
       void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);
       return undefined;
@@ -188,7 +196,9 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     const cur = this.current;
     if (!cur) return;
     const waiting = this.controller.pendingApprovals()[0];
-    const text = waiting ? `⚑ waiting for your approval${waiting.name ? ` of "${waiting.name}"` : ' of the code'} — CodeAct: Show Pending Approval` : '⟳ running with tools…';
+    const text = waiting
+      ? `⚑ waiting for your approval${waiting.name ? ` of "${waiting.name}"` : ' of the code'} — CodeAct: Show Pending Approval`
+      : '⟳ running with tools…';
     cur.progress?.report({ message: waiting ? 'waiting for your approval' : undefined });
     for (const e of vscode.window.visibleTextEditors) {
       if (e.document.uri.toString() === cur.key) e.setDecorations(this.running, [{ range: cur.range, renderOptions: { after: { contentText: text } } }]);
@@ -211,7 +221,9 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
   }
 
   provideHover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
-    const r = (this.results.get(doc.uri.toString()) ?? []).find((x) => x.line === pos.line || (x.item.error?.line && x.startLine + x.item.error.line - 1 === pos.line));
+    const r = (this.results.get(doc.uri.toString()) ?? []).find(
+      (x) => x.line === pos.line || (x.item.error?.line && x.startLine + x.item.error.line - 1 === pos.line),
+    );
     return r ? new vscode.Hover(hoverOf(r.item)) : undefined;
   }
 
@@ -228,7 +240,14 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
       );
       if (!waiting || here !== c.start) return [lens];
       const what = waiting.name ? `"${waiting.name}"` : 'the code';
-      return [new vscode.CodeLens(range, { title: `$(shield) Approve ${what}…`, command: 'codeact.showApproval', tooltip: `This run waits for you to allow or deny ${what}` }), lens];
+      return [
+        new vscode.CodeLens(range, {
+          title: `$(shield) Approve ${what}…`,
+          command: 'codeact.showApproval',
+          tooltip: `This run waits for you to allow or deny ${what}`,
+        }),
+        lens,
+      ];
     });
   }
 

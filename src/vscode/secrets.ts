@@ -73,14 +73,17 @@ export class Secrets implements vscode.Disposable {
       void vscode.window.showInformationMessage('CodeAct has no stored API keys.');
       return;
     }
-    const picked = await vscode.window.showQuickPick(stored.map((p) => ({ label: whoStarting(p), provider: p })), { title: 'CodeAct: Clear API Key' });
+    const picked = await vscode.window.showQuickPick(
+      stored.map((p) => ({ label: whoStarting(p), provider: p })),
+      { title: 'CodeAct: Clear API Key' },
+    );
     if (picked) await this.storage.delete(keyName(picked.provider));
   }
 
   async promptForJupyterToken(): Promise<void> {
     const token = await vscode.window.showInputBox({
       title: 'Jupyter server token',
-      prompt: 'Stored in VS Code\'s secret storage (never in settings). Empty: use CODEACT_JUPYTER_TOKEN.',
+      prompt: "Stored in VS Code's secret storage (never in settings). Empty: use CODEACT_JUPYTER_TOKEN.",
       password: true,
       ignoreFocusOut: true,
     });

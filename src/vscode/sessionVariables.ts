@@ -41,10 +41,21 @@ export class VariablesTracker {
     const runtime = this.runtimes.of(target?.id);
     let result: SessionVariables;
     if (!target) result = { summary: null, note: 'No session yet: variables appear after code runs.' };
-    else if (!runtime?.sessions.readsVariables || !runtime.sessions.persist) result = { sessionId: target.id, label: target.label, summary: null, note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).' };
+    else if (!runtime?.sessions.readsVariables || !runtime.sessions.persist)
+      result = {
+        sessionId: target.id,
+        label: target.label,
+        summary: null,
+        note: 'Runs start fresh (codeact.session.policy is "run", or this runtime keeps no session).',
+      };
     else {
       const summary = await runtime.sessions.variables(target.id).catch(() => null);
-      result = { sessionId: target.id, label: target.label, summary, ...(summary ? {} : { note: runtime.sessions.has(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }) };
+      result = {
+        sessionId: target.id,
+        label: target.label,
+        summary,
+        ...(summary ? {} : { note: runtime.sessions.has(target.id) ? 'The session is busy.' : 'No live session: variables appear after code runs.' }),
+      };
     }
     this.changed.fire(result);
     return result;

@@ -69,7 +69,9 @@ export function buildWebviewHtml(o: WebviewHtmlOptions): string {
   if (!/^[A-Za-z0-9+/_=-]{16,}$/.test(o.nonce)) throw new Error('buildWebviewHtml: the nonce must be at least 16 base64 characters');
   const nonce = escapeAttr(o.nonce);
   const title = escapeAttr(o.title ?? 'CodeAct');
-  const state = o.initialState ? `\n    <script type="application/json" id="codeact-initial-state" nonce="${nonce}">${jsonForScript(o.initialState)}</script>` : '';
+  const state = o.initialState
+    ? `\n    <script type="application/json" id="codeact-initial-state" nonce="${nonce}">${jsonForScript(o.initialState)}</script>`
+    : '';
   return `<!DOCTYPE html>
 <html lang="${escapeAttr(o.lang ?? 'en')}">
   <head>

@@ -68,7 +68,8 @@ export class WorkspaceTools {
     // trust no tool runs at all.
     if (!this.deps.trusted() || !ws) return { tools: [], errors: [] };
     const set = toolSetFrom(s, ws, {
-      resolveExternal: (decl, source) => (source === 'lmTool' ? lmToolSource(decl, s.defaultApproval, this.deps.lmTools) : `"${source}" tools are not available here`),
+      resolveExternal: (decl, source) =>
+        source === 'lmTool' ? lmToolSource(decl, s.defaultApproval, this.deps.lmTools) : `"${source}" tools are not available here`,
     });
     const key = JSON.stringify(set.errors);
     if (set.errors.length && key !== this.warned.get(ws ?? '')) {

@@ -158,7 +158,8 @@ export class OutputLines {
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
       if (!e.content) continue;
-      const style: AnsiStyle = i === 0 ? st.style : { fg: e.fg, bg: e.bg, fg_truecolor: e.fg_truecolor, bg_truecolor: e.bg_truecolor, decorations: e.decorations };
+      const style: AnsiStyle =
+        i === 0 ? st.style : { fg: e.fg, bg: e.bg, fg_truecolor: e.fg_truecolor, bg_truecolor: e.bg_truecolor, decorations: e.decorations };
       if (style === NO_STYLE || (!style.fg && !style.bg && !style.decorations.length)) this.append(e.content, streamCls);
       else {
         const { cls, css } = styleOf(style);

@@ -79,14 +79,23 @@ export class App {
     this.variables = new VariablesView((m) => this.post(m));
     this.titleEl = h('span', { class: 'conv-title' });
     this.historyButton = toolbarButton('history', 'Conversation history', () => this.history.open(this.conversations, this.conversationId));
-    const exportButton = toolbarButton('notebook', 'Export as notebook (.ipynb)', () => this.post({ type: 'exportNotebook', ...(this.conversationId ? { conversationId: this.conversationId } : {}) }));
+    const exportButton = toolbarButton('notebook', 'Export as notebook (.ipynb)', () =>
+      this.post({ type: 'exportNotebook', ...(this.conversationId ? { conversationId: this.conversationId } : {}) }),
+    );
     const header = h(
       'header',
       { class: 'panel-header' },
       h('span', { class: 'brand', 'aria-hidden': 'true' }, icon('sparkle')),
       this.titleEl,
       h('span', { class: 'spacer' }),
-      h('div', { class: 'header-actions', role: 'toolbar', 'aria-label': 'Conversation' }, this.variables.toggle, toolbarButton('add', 'New conversation', () => this.post({ type: 'newConversation' })), this.historyButton, exportButton),
+      h(
+        'div',
+        { class: 'header-actions', role: 'toolbar', 'aria-label': 'Conversation' },
+        this.variables.toggle,
+        toolbarButton('add', 'New conversation', () => this.post({ type: 'newConversation' })),
+        this.historyButton,
+        exportButton,
+      ),
     );
 
     this.noticeArea = h('div', { class: 'notices' });
@@ -95,7 +104,12 @@ export class App {
     this.transcriptEl = h('div', { class: 'transcript', role: 'log', 'aria-label': 'Conversation', 'aria-live': 'off' });
     this.emptyEl = h('div', { class: 'empty-state', role: 'region', 'aria-label': 'Get started' });
     this.scroller = h('main', { class: 'scroller' }, this.emptyEl, this.transcriptEl);
-    this.jumpButton = h('button', { class: 'jump-latest', type: 'button', hidden: true, 'aria-label': 'Jump to the latest message', onclick: () => this.scroll.jumpToLatest() }, icon('arrowDown'), h('span', { text: 'Latest' }));
+    this.jumpButton = h(
+      'button',
+      { class: 'jump-latest', type: 'button', hidden: true, 'aria-label': 'Jump to the latest message', onclick: () => this.scroll.jumpToLatest() },
+      icon('arrowDown'),
+      h('span', { text: 'Latest' }),
+    );
     this.view = new TranscriptView(this.transcriptEl, ctx, this.idle);
     this.scroll = new ScrollMemory(this.scroller, this.transcriptEl, this.view, restorable(saved?.scroll, this.model), {
       hasTurns: () => this.model.turns.length > 0,
@@ -166,7 +180,7 @@ export class App {
     try {
       this.handle(data);
     } catch (err) {
-      this.post({ type: 'webviewError', message: `Could not apply ${data.type}: ${err instanceof Error ? err.stack ?? err.message : String(err)}` });
+      this.post({ type: 'webviewError', message: `Could not apply ${data.type}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}` });
     }
   }
 

@@ -28,7 +28,12 @@ export class CompactionRenderer implements ItemRenderer {
     const id = uid('compaction');
     // Stand-ins summarise nothing: the old tool results were shortened.
     const label = item.method === 'stand-ins' ? 'Earlier tool results shortened' : 'Earlier turns summarised';
-    this.toggleButton = h('button', { class: 'compaction-toggle', type: 'button', 'aria-expanded': 'false', 'aria-controls': id, onclick: () => this.setOpen(this.body.hidden) }, icon('chevron'), h('span', { text: label }));
+    this.toggleButton = h(
+      'button',
+      { class: 'compaction-toggle', type: 'button', 'aria-expanded': 'false', 'aria-controls': id, onclick: () => this.setOpen(this.body.hidden) },
+      icon('chevron'),
+      h('span', { text: label }),
+    );
     this.tokens = h('span', { class: 'compaction-tokens' });
     this.summary = h('div', { class: 'compaction-text md' });
     this.meta = h('div', { class: 'compaction-meta' });
@@ -36,7 +41,14 @@ export class CompactionRenderer implements ItemRenderer {
     this.el = h(
       'section',
       { class: 'compaction', 'aria-label': label, 'data-compaction': item.method },
-      h('div', { class: 'compaction-rule' }, h('span', { class: 'compaction-line', 'aria-hidden': 'true' }), this.toggleButton, this.tokens, h('span', { class: 'compaction-line', 'aria-hidden': 'true' })),
+      h(
+        'div',
+        { class: 'compaction-rule' },
+        h('span', { class: 'compaction-line', 'aria-hidden': 'true' }),
+        this.toggleButton,
+        this.tokens,
+        h('span', { class: 'compaction-line', 'aria-hidden': 'true' }),
+      ),
       this.body,
     );
   }
@@ -53,7 +65,10 @@ export class CompactionRenderer implements ItemRenderer {
     this.lastRev = item.rev;
     setText(this.tokens, `${formatCount(item.beforeTokens)} → ${formatCount(item.afterTokens)} tokens`);
     this.tokens.title = `The request had ${formatCount(item.beforeTokens)} tokens before compaction and ${formatCount(item.afterTokens)} after.`;
-    setText(this.meta, `${METHOD_TEXT[item.method]}; the last ${item.keptTurns === 1 ? 'step stays' : `${formatCount(item.keptTurns)} steps stay`} verbatim. Everything above is kept in full here and in the saved conversation.`);
+    setText(
+      this.meta,
+      `${METHOD_TEXT[item.method]}; the last ${item.keptTurns === 1 ? 'step stays' : `${formatCount(item.keptTurns)} steps stay`} verbatim. Everything above is kept in full here and in the saved conversation.`,
+    );
     // The model's markdown, through the panel's one sanitising markdown pipeline (as its answers). Stand-ins have none.
     this.summary.replaceChildren(item.summary ? renderMarkdownFragment(item.summary) : '');
     this.summary.hidden = !item.summary;

@@ -80,10 +80,28 @@ export class Composer {
     this.providerSelect.addEventListener('change', () => this.onProviderChange());
     this.modelSelect.addEventListener('change', () => this.onModelChange());
     this.pickerLabel = h('span', { class: 'picker-label' });
-    this.pickerButton = h('button', { class: 'chip-button picker-compact', type: 'button', onclick: () => this.ctx.post({ type: 'command', command: 'selectModel' }) }, icon('sparkle'), this.pickerLabel);
-    this.toolsButton = h('button', { class: 'chip-button tools-chip', type: 'button', onclick: () => this.ctx.post({ type: 'command', command: 'declareTools' }) });
-    this.sendButton = h('button', { class: 'send-button', type: 'button', title: 'Send (Enter)', 'aria-label': 'Send', onclick: () => this.send() }, icon('send'));
-    this.stopButton = h('button', { class: 'stop-button', type: 'button', title: 'Stop', 'aria-label': 'Stop the running turn', hidden: true, onclick: () => this.stop() }, icon('stop'), h('span', { text: 'Stop' }));
+    this.pickerButton = h(
+      'button',
+      { class: 'chip-button picker-compact', type: 'button', onclick: () => this.ctx.post({ type: 'command', command: 'selectModel' }) },
+      icon('sparkle'),
+      this.pickerLabel,
+    );
+    this.toolsButton = h('button', {
+      class: 'chip-button tools-chip',
+      type: 'button',
+      onclick: () => this.ctx.post({ type: 'command', command: 'declareTools' }),
+    });
+    this.sendButton = h(
+      'button',
+      { class: 'send-button', type: 'button', title: 'Send (Enter)', 'aria-label': 'Send', onclick: () => this.send() },
+      icon('send'),
+    );
+    this.stopButton = h(
+      'button',
+      { class: 'stop-button', type: 'button', title: 'Stop', 'aria-label': 'Stop the running turn', hidden: true, onclick: () => this.stop() },
+      icon('stop'),
+      h('span', { text: 'Stop' }),
+    );
     this.el = h(
       'footer',
       { class: 'composer' },
@@ -94,7 +112,18 @@ export class Composer {
         'div',
         { class: 'input-box' },
         this.input,
-        h('div', { class: 'input-row' }, this.providerSelect, this.modelSelect, this.pickerButton, this.toolsButton, h('span', { class: 'spacer' }), this.meter.el, this.stopButton, this.sendButton),
+        h(
+          'div',
+          { class: 'input-row' },
+          this.providerSelect,
+          this.modelSelect,
+          this.pickerButton,
+          this.toolsButton,
+          h('span', { class: 'spacer' }),
+          this.meter.el,
+          this.stopButton,
+          this.sendButton,
+        ),
       ),
     );
   }
@@ -253,7 +282,8 @@ export class Composer {
       const el = this.input;
       const before = el.value.slice(0, el.selectionStart);
       const after = el.value.slice(el.selectionEnd);
-      const text = e.key === 'ArrowUp' ? (before.includes('\n') ? undefined : this.history.older(el.value)) : after.includes('\n') ? undefined : this.history.newer();
+      const text =
+        e.key === 'ArrowUp' ? (before.includes('\n') ? undefined : this.history.older(el.value)) : after.includes('\n') ? undefined : this.history.newer();
       if (text !== undefined) {
         e.preventDefault();
         this.setInputFromHistory(text);

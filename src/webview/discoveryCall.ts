@@ -55,7 +55,11 @@ export function discoveryText(call: ToolCallView): DiscoveryText {
     }
     case TOOL_CATALOG: {
       const tools = arg(call.output, 'tools');
-      return { action: 'read the tool list', subject: '', outcome: ok && Array.isArray(tools) ? `→ ${tools.length} ${tools.length === 1 ? 'tool' : 'tools'}` : '' };
+      return {
+        action: 'read the tool list',
+        subject: '',
+        outcome: ok && Array.isArray(tools) ? `→ ${tools.length} ${tools.length === 1 ? 'tool' : 'tools'}` : '',
+      };
     }
     default:
       return { action: 'looked up tools', subject: call.name, outcome: '' };

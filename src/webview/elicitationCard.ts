@@ -31,21 +31,52 @@ export class ElicitationCard {
   private lastKey = '';
   private sent = false;
 
-  constructor(private readonly view: ElicitationView, private readonly ctx: ViewContext) {
+  constructor(
+    private readonly view: ElicitationView,
+    private readonly ctx: ViewContext,
+  ) {
     const titleId = uid('elicit');
     const { form } = view;
-    const title = h('span', { class: 'elicitation-title', id: titleId }, 'The ', h('span', { class: 'elicitation-server', text: form.server }), ' asks for input');
-    const head = h('header', { class: 'elicitation-head' }, h('span', { class: 'card-icon elicit-icon', 'aria-hidden': 'true' }, icon('person')), title, h('span', { class: 'spacer' }), h('span', { class: 'badge attention', text: 'Input needed' }));
+    const title = h(
+      'span',
+      { class: 'elicitation-title', id: titleId },
+      'The ',
+      h('span', { class: 'elicitation-server', text: form.server }),
+      ' asks for input',
+    );
+    const head = h(
+      'header',
+      { class: 'elicitation-head' },
+      h('span', { class: 'card-icon elicit-icon', 'aria-hidden': 'true' }, icon('person')),
+      title,
+      h('span', { class: 'spacer' }),
+      h('span', { class: 'badge attention', text: 'Input needed' }),
+    );
     const body = h('div', { class: 'elicitation-body' });
     if (view.tool) body.append(h('p', { class: 'elicitation-from' }, 'While running the tool ', h('code', { text: view.tool })));
     body.append(h('p', { class: 'elicitation-message', text: form.message }));
-    if (form.messageClipped) body.append(h('p', { class: 'elicitation-note', role: 'note' }, icon('info'), h('span', { text: 'The server\'s message is longer; CodeAct shows its start.' })));
-    const formEl = h('form', { class: 'elicitation-form', novalidate: true, 'aria-labelledby': titleId, onsubmit: (e: Event) => (e.preventDefault(), this.answer('accept')) });
+    if (form.messageClipped)
+      body.append(
+        h('p', { class: 'elicitation-note', role: 'note' }, icon('info'), h('span', { text: "The server's message is longer; CodeAct shows its start." })),
+      );
+    const formEl = h('form', {
+      class: 'elicitation-form',
+      novalidate: true,
+      'aria-labelledby': titleId,
+      onsubmit: (e: Event) => (e.preventDefault(), this.answer('accept')),
+    });
     for (const field of form.fields) formEl.append(this.fieldRow(field));
     this.formProblem = h('p', { class: 'elicit-problem', role: 'alert', hidden: true });
     formEl.append(this.formProblem);
     body.append(formEl);
-    body.append(h('p', { class: 'elicitation-note', role: 'note' }, icon('lock'), h('span', { text: 'Only what you enter here is sent to this server. Do not enter passwords or keys.' })));
+    body.append(
+      h(
+        'p',
+        { class: 'elicitation-note', role: 'note' },
+        icon('lock'),
+        h('span', { text: 'Only what you enter here is sent to this server. Do not enter passwords or keys.' }),
+      ),
+    );
     this.actions = h(
       'div',
       { class: 'approval-actions', role: 'group', 'aria-label': 'Answer' },
@@ -61,7 +92,12 @@ export class ElicitationCard {
   private fieldRow(field: ElicitField): HTMLElement {
     const id = uid('ef');
     const problem = h('p', { class: 'elicit-problem', id: `${id}-problem`, role: 'alert', hidden: true });
-    const label = h('label', { for: id, class: 'elicit-label' }, h('span', { text: field.title }), field.required ? h('span', { class: 'elicit-required', text: ' *', title: 'Required', 'aria-label': 'required' }) : null);
+    const label = h(
+      'label',
+      { for: id, class: 'elicit-label' },
+      h('span', { text: field.title }),
+      field.required ? h('span', { class: 'elicit-required', text: ' *', title: 'Required', 'aria-label': 'required' }) : null,
+    );
     const desc = field.description ? h('p', { class: 'elicit-desc', id: `${id}-desc`, text: field.description }) : null;
     const described = [desc ? `${id}-desc` : '', `${id}-problem`].filter(Boolean).join(' ');
     const common = { id, 'aria-describedby': described, 'aria-required': field.required ? 'true' : undefined, name: field.key };

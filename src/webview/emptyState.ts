@@ -29,14 +29,23 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
       action,
     );
 
-  const runtime = host?.mode === 'hosted' ? `in the ${provider?.label ?? 'provider'} sandbox` : host?.runtime === 'jupyter' ? 'on your Jupyter kernel' : 'in a local Python sandbox';
+  const runtime =
+    host?.mode === 'hosted'
+      ? `in the ${provider?.label ?? 'provider'} sandbox`
+      : host?.runtime === 'jupyter'
+        ? 'on your Jupyter kernel'
+        : 'in a local Python sandbox';
   const steps = h(
     'ol',
     { class: 'steps', 'aria-label': 'Setup' },
     step(
       hasKey,
       'key',
-      localServer ? 'No API key needed' : hasKey ? `API key for ${provider?.label ?? 'the provider'} is set` : `Set an API key${provider ? ` for ${provider.label}` : ''}`,
+      localServer
+        ? 'No API key needed'
+        : hasKey
+          ? `API key for ${provider?.label ?? 'the provider'} is set`
+          : `Set an API key${provider ? ` for ${provider.label}` : ''}`,
       localServer
         ? 'OpenAI-compatible servers such as Ollama, vLLM and llama.cpp usually need none; set one with Set API Key… if yours does.'
         : hasKey
@@ -57,7 +66,10 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
   el.append(
     h('div', { class: 'hero', 'aria-hidden': 'true' }, icon('sparkle')),
     h('h1', { class: 'empty-title', text: 'Put your tools to work' }),
-    h('p', { class: 'empty-lede', text: `The model writes Python that calls only the managed tools of this workspace, runs it ${runtime}, and shows every step here.` }),
+    h('p', {
+      class: 'empty-lede',
+      text: `The model writes Python that calls only the managed tools of this workspace, runs it ${runtime}, and shows every step here.`,
+    }),
     steps,
   );
   if (!trusted) {
@@ -67,7 +79,12 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
         'div',
         { class: 'trust-warning', role: 'note' },
         icon('lock'),
-        h('div', null, h('strong', { text: 'Restricted mode. ' }), h('span', { text: 'This workspace is not trusted, so code execution and workspace-declared tools are off.' })),
+        h(
+          'div',
+          null,
+          h('strong', { text: 'Restricted mode. ' }),
+          h('span', { text: 'This workspace is not trusted, so code execution and workspace-declared tools are off.' }),
+        ),
         button('Manage Workspace Trust', null, cmd('manageTrust')),
       ),
       steps,
@@ -84,7 +101,11 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
         onclick: () => actions.example(e.text),
       }),
     );
-  el.append(h('div', { class: 'examples-label', text: 'Try' }), ex, h('p', { class: 'hint', text: 'Enter sends · Shift+Enter new line · ↑ ↓ earlier prompts' }));
+  el.append(
+    h('div', { class: 'examples-label', text: 'Try' }),
+    ex,
+    h('p', { class: 'hint', text: 'Enter sends · Shift+Enter new line · ↑ ↓ earlier prompts' }),
+  );
 }
 
 type StepFn = (done: boolean, iconName: IconName, title: string, detail: string, action: HTMLElement | null) => HTMLLIElement;
@@ -93,14 +114,34 @@ type StepFn = (done: boolean, iconName: IconName, title: string, detail: string,
 function toolsStep(tools: ToolSummary[], broken: BrokenToolSummary[], actions: EmptyStateActions, step: StepFn, later: boolean): HTMLLIElement {
   const declare = () => actions.command('declareTools');
   if (!tools.length && !broken.length) {
-    return step(false, 'tools', 'Declare the tools the code may call', 'Add entries to codeact.tools in .vscode/settings.json: a command, an HTTP endpoint or an MCP tool.', button('Declare Tools…', 'gear', declare, later ? 'button secondary' : 'button primary'));
+    return step(
+      false,
+      'tools',
+      'Declare the tools the code may call',
+      'Add entries to codeact.tools in .vscode/settings.json: a command, an HTTP endpoint or an MCP tool.',
+      button('Declare Tools…', 'gear', declare, later ? 'button secondary' : 'button primary'),
+    );
   }
-  const names = tools.slice(0, 6).map((t) => t.name).join(', ') + (tools.length > 6 ? ', …' : '');
+  const names =
+    tools
+      .slice(0, 6)
+      .map((t) => t.name)
+      .join(', ') + (tools.length > 6 ? ', …' : '');
   const title = `${tools.length} ${tools.length === 1 ? 'tool' : 'tools'} ready${broken.length ? `, ${broken.length} broken` : ''}`;
   if (!broken.length) return step(true, 'tools', title, names, button('Edit Tools', 'gear', declare));
-  const li = step(false, 'warning', title, names || 'None of the declared tools can be used.', button('Fix in settings.json', 'edit', declare, 'button primary', 'Open .vscode/settings.json at codeact.tools'));
+  const li = step(
+    false,
+    'warning',
+    title,
+    names || 'None of the declared tools can be used.',
+    button('Fix in settings.json', 'edit', declare, 'button primary', 'Open .vscode/settings.json at codeact.tools'),
+  );
   li.classList.add('broken');
-  const why = h('details', { class: 'broken-tools' }, h('summary', { text: broken.length === 1 ? `Why is ${label(broken[0])} broken?` : `Why are ${broken.length} tools broken?` }));
+  const why = h(
+    'details',
+    { class: 'broken-tools' },
+    h('summary', { text: broken.length === 1 ? `Why is ${label(broken[0])} broken?` : `Why are ${broken.length} tools broken?` }),
+  );
   const list = h('ul');
   for (const b of broken) list.append(h('li', null, h('code', { text: label(b) }), h('span', { text: ` ${b.message}` })));
   why.append(list);
@@ -120,7 +161,11 @@ function examplePrompts(tools: ToolSummary[]): { text: string; title?: string }[
   const out: { text: string; title?: string }[] = [{ text: `What can you do with ${list}?` }];
   const [first, second] = tools;
   out.push({ text: `Call ${first.name} once and explain what it returns`, title: first.description });
-  if (second) out.push({ text: `Use ${first.name} and ${second.name} together to answer a real question`, title: [first, second].map((t) => `${t.name}: ${t.description ?? ''}`).join('\n') });
+  if (second)
+    out.push({
+      text: `Use ${first.name} and ${second.name} together to answer a real question`,
+      title: [first, second].map((t) => `${t.name}: ${t.description ?? ''}`).join('\n'),
+    });
   return out;
 }
 

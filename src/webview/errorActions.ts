@@ -19,14 +19,29 @@ const TRANSIENT = new Set(['rate_limit', 'server', 'stream_cut', 'malformed_stre
 export function errorActions(item: ErrorView, turn: TurnView | undefined, ctx: ViewContext): HTMLButtonElement[] {
   const code = item.code ?? '';
   const local = turn?.provider === 'openai-compatible';
-  const setting = (label: string, id: string): Action => ({ label: `Open Settings: ${label}`, icon: 'gear', run: () => ctx.post({ type: 'command', command: 'openSettings', setting: id }) });
-  const command = (label: string, icon: IconName, c: 'setApiKey' | 'selectModel'): Action => ({ label, icon, run: () => ctx.post({ type: 'command', command: c }) });
+  const setting = (label: string, id: string): Action => ({
+    label: `Open Settings: ${label}`,
+    icon: 'gear',
+    run: () => ctx.post({ type: 'command', command: 'openSettings', setting: id }),
+  });
+  const command = (label: string, icon: IconName, c: 'setApiKey' | 'selectModel'): Action => ({
+    label,
+    icon,
+    run: () => ctx.post({ type: 'command', command: c }),
+  });
   const retry: Action | undefined =
-    turn?.prompt !== undefined && (turn.source === undefined || turn.source === 'chat') ? { label: 'Retry', icon: 'debugRerun', run: () => ctx.post({ type: 'send', text: turn.prompt! }) } : undefined;
+    turn?.prompt !== undefined && (turn.source === undefined || turn.source === 'chat')
+      ? { label: 'Retry', icon: 'debugRerun', run: () => ctx.post({ type: 'send', text: turn.prompt! }) }
+      : undefined;
 
   const actions: (Action | undefined)[] = [];
   if (code === 'auth') actions.push(command('Set API Key…', 'key', 'setApiKey'), retry);
-  else if (code === 'unknown_model') actions.push(command('Select Model…', 'sparkle', 'selectModel'), setting('Model', 'codeact.model'), local ? setting('Base URL', 'codeact.baseURL') : undefined);
+  else if (code === 'unknown_model')
+    actions.push(
+      command('Select Model…', 'sparkle', 'selectModel'),
+      setting('Model', 'codeact.model'),
+      local ? setting('Base URL', 'codeact.baseURL') : undefined,
+    );
   else if (code === 'context_overflow') actions.push({ label: 'New Conversation', icon: 'add', run: () => ctx.post({ type: 'newConversation' }) });
   else if (code === 'tools_unsupported') actions.push(setting('Protocol', 'codeact.agent.protocol'), retry);
   else if (code === 'max_turns') actions.push(retry, setting('Max Turns', 'codeact.maxTurns'));

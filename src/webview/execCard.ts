@@ -57,15 +57,29 @@ class ToolCallRow {
     if (this.discovery) {
       const t = discoveryText(call);
       this.outcome = h('span', { class: 'discovery-outcome' });
-      what = [h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }), h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject)), this.outcome)];
+      what = [
+        h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }),
+        h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject)), this.outcome),
+      ];
     } else {
       // Invisible and bidirectional characters in a tool's name or arguments show as <U+…> boxes.
-      what = [h('span', { class: 'tool-name', title: revealedPlain(call.name) }, revealed(call.name)), h('span', { class: 'tool-args' }, revealed(`(${argsPreview(call.arguments)})`))];
+      what = [
+        h('span', { class: 'tool-name', title: revealedPlain(call.name) }, revealed(call.name)),
+        h('span', { class: 'tool-args' }, revealed(`(${argsPreview(call.arguments)})`)),
+      ];
     }
     this.details = h(
       'details',
       { class: 'tool-details' },
-      h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), this.statusIcon, ...what, h('span', { class: 'spacer' }), this.duration),
+      h(
+        'summary',
+        null,
+        h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
+        this.statusIcon,
+        ...what,
+        h('span', { class: 'spacer' }),
+        this.duration,
+      ),
       this.body,
     );
     this.details.addEventListener('toggle', () => {
@@ -80,7 +94,8 @@ class ToolCallRow {
     this.lastRev = call.rev;
     this.el.dataset.status = call.status;
     this.statusIcon.textContent = '';
-    const label = call.status === 'running' ? 'running' : call.status === 'ok' ? (this.discovery ? 'done' : 'succeeded') : call.status === 'error' ? 'failed' : 'stopped';
+    const label =
+      call.status === 'running' ? 'running' : call.status === 'ok' ? (this.discovery ? 'done' : 'succeeded') : call.status === 'error' ? 'failed' : 'stopped';
     // A finished lookup gets a magnifier, not the green tick of a tool that ran.
     const done = this.discovery ? 'search' : 'pass';
     this.statusIcon.append(call.status === 'running' ? spinner(label) : icon(call.status === 'ok' ? done : call.status === 'error' ? 'error' : 'stop', label));
@@ -145,7 +160,10 @@ export class ExecRenderer implements ItemRenderer {
   private truncShown = false;
   private item: ExecView;
 
-  constructor(item: ExecView, private readonly ctx: ViewContext) {
+  constructor(
+    item: ExecView,
+    private readonly ctx: ViewContext,
+  ) {
     this.item = item;
     const titleId = uid('exec');
     this.statusChip = h('span', { class: 'status-chip', id: titleId });
@@ -158,7 +176,16 @@ export class ExecRenderer implements ItemRenderer {
       iconButton('insert', 'Insert into editor', () => this.ctx.post({ type: 'insertCode', code: this.item.code })),
       iconButton('debugRerun', 'Run again with tools', () => this.ctx.post({ type: 'runCode', code: this.item.code, itemId: this.item.id })),
     );
-    const head = h('header', { class: 'card-head' }, h('span', { class: 'card-icon', 'aria-hidden': 'true' }, icon('code')), this.statusChip, this.badges, h('span', { class: 'spacer' }), this.durationEl, actions);
+    const head = h(
+      'header',
+      { class: 'card-head' },
+      h('span', { class: 'card-icon', 'aria-hidden': 'true' }, icon('code')),
+      this.statusChip,
+      this.badges,
+      h('span', { class: 'spacer' }),
+      this.durationEl,
+      actions,
+    );
 
     this.gutter = h('div', { class: 'gutter', 'aria-hidden': 'true' });
     const codeEl = h('code', { class: 'hljs language-python' });
@@ -171,7 +198,12 @@ export class ExecRenderer implements ItemRenderer {
 
     this.toolsLabel = h('span', { text: 'Tool calls' });
     this.toolsList = h('ol', { class: 'tool-list', 'aria-label': 'Tool calls made by the code' });
-    this.toolsSection = h('div', { class: 'section tools-section', hidden: true }, h('div', { class: 'section-label' }, icon('tools'), this.toolsLabel), this.toolsList);
+    this.toolsSection = h(
+      'div',
+      { class: 'section tools-section', hidden: true },
+      h('div', { class: 'section-label' }, icon('tools'), this.toolsLabel),
+      this.toolsList,
+    );
 
     this.output = new OutputFlow(ctx);
     this.outputBanner = h('div', { class: 'output-banner', hidden: true });
@@ -191,7 +223,16 @@ export class ExecRenderer implements ItemRenderer {
     );
     this.files = new FileChips({ post: (m) => this.ctx.post(m), itemId: () => this.item.id });
     this.extras = h('div', { class: 'extras' }, this.files.el);
-    this.el = h('section', { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId }, head, this.codeWrap, this.toolsSection, this.elicitBox, this.outputSection, this.extras);
+    this.el = h(
+      'section',
+      { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId },
+      head,
+      this.codeWrap,
+      this.toolsSection,
+      this.elicitBox,
+      this.outputSection,
+      this.extras,
+    );
   }
 
   sync(raw: ItemView): void {
@@ -228,20 +269,33 @@ export class ExecRenderer implements ItemRenderer {
         waiting ? icon('shield') : running ? spinner() : icon(x.status === 'done' ? 'pass' : x.status === 'failed' ? 'error' : 'stop'),
         h('span', { text: waiting ? 'Waiting for approval' : STATUS_TEXT[x.status] }),
       );
-      if (x.status === 'done' || x.status === 'failed') this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${x.error.type}` : ''}`);
+      if (x.status === 'done' || x.status === 'failed')
+        this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${x.error.type}` : ''}`);
     }
     const badgeKey = `${x.runtime}|${x.sandbox?.kind}|${x.sandbox?.network}|${x.tool}|${x.containerId}|${x.notebook?.uri}`;
     if (badgeKey !== this.badgeKey) {
       this.badgeKey = badgeKey;
       this.badges.textContent = '';
       if (x.runtime) {
-        const b = h('span', { class: `badge runtime runtime-${x.runtime}`, title: `Runtime: ${RUNTIME_LABEL[x.runtime] ?? x.runtime}` }, icon(RUNTIME_ICON[x.runtime] ?? 'terminal'), h('span', { text: x.runtime }));
+        const b = h(
+          'span',
+          { class: `badge runtime runtime-${x.runtime}`, title: `Runtime: ${RUNTIME_LABEL[x.runtime] ?? x.runtime}` },
+          icon(RUNTIME_ICON[x.runtime] ?? 'terminal'),
+          h('span', { text: x.runtime }),
+        );
         this.badges.append(b);
       }
       if (x.sandbox) {
         const sb = x.sandbox;
         const title = `Sandbox: ${sb.kind}${sb.network === false ? ', no network' : sb.network ? ', network allowed' : ''}`;
-        this.badges.append(h('span', { class: `badge sandbox sandbox-${sb.kind}`, title }, icon(sb.kind === 'none' ? 'warning' : 'box'), h('span', { text: sb.kind === 'none' ? 'no sandbox' : sb.kind })));
+        this.badges.append(
+          h(
+            'span',
+            { class: `badge sandbox sandbox-${sb.kind}`, title },
+            icon(sb.kind === 'none' ? 'warning' : 'box'),
+            h('span', { text: sb.kind === 'none' ? 'no sandbox' : sb.kind }),
+          ),
+        );
       }
       if (x.tool) this.badges.append(h('span', { class: 'badge subtool', title: 'Provider tool', text: x.tool }));
       if (x.containerId) this.badges.append(h('span', { class: 'badge container', title: `Container ${x.containerId}`, text: shortId(x.containerId) }));
@@ -249,7 +303,14 @@ export class ExecRenderer implements ItemRenderer {
       const nb = x.notebook;
       if (nb) {
         const open = () => this.ctx.post({ type: 'notebook.reveal', uri: nb.uri, itemId: this.item.id });
-        this.badges.append(h('button', { class: 'badge notebook-cell', type: 'button', title: `Show this cell in ${nb.name}`, 'aria-label': `Show the cell in ${nb.name}`, onclick: open }, icon('notebook'), h('span', { text: `cell in ${nb.name}` })));
+        this.badges.append(
+          h(
+            'button',
+            { class: 'badge notebook-cell', type: 'button', title: `Show this cell in ${nb.name}`, 'aria-label': `Show the cell in ${nb.name}`, onclick: open },
+            icon('notebook'),
+            h('span', { text: `cell in ${nb.name}` }),
+          ),
+        );
       }
     }
     setText(this.durationEl, x.durationMs !== undefined ? formatElapsed(x.durationMs) : '');
@@ -315,7 +376,12 @@ export class ExecRenderer implements ItemRenderer {
         : `${formatCount(hidden)} earlier ${hidden === 1 ? 'line' : 'lines'} not shown.`;
       if (!this.bannerText) {
         this.bannerText = h('span');
-        const open = h('button', { class: 'link-button', type: 'button', onclick: () => this.ctx.post({ type: 'openFullOutput', itemId: this.item.id }) }, icon('external'), h('span', { text: 'Open full output' }));
+        const open = h(
+          'button',
+          { class: 'link-button', type: 'button', onclick: () => this.ctx.post({ type: 'openFullOutput', itemId: this.item.id }) },
+          icon('external'),
+          h('span', { text: 'Open full output' }),
+        );
         this.outputBanner.append(icon('info'), this.bannerText, open);
       }
       setText(this.bannerText, msg);
@@ -342,7 +408,12 @@ export class ExecRenderer implements ItemRenderer {
     if (x.hasValue && x.value !== null && !this.valueShown) {
       this.valueShown = true;
       this.extras.append(
-        h('div', { class: 'section result-section' }, h('div', { class: 'section-label' }, icon('braces'), h('span', { text: 'Result' })), renderJson(x.value, { expandDepth: 1 })),
+        h(
+          'div',
+          { class: 'section result-section' },
+          h('div', { class: 'section-label' }, icon('braces'), h('span', { text: 'Result' })),
+          renderJson(x.value, { expandDepth: 1 }),
+        ),
       );
     }
     if (x.error && !this.errorShown) {
@@ -351,7 +422,12 @@ export class ExecRenderer implements ItemRenderer {
       const box = h(
         'div',
         { class: 'exec-error', role: 'group', 'aria-label': 'Error' },
-        h('div', { class: 'error-title' }, icon('error'), h('span', null, h('span', { class: 'error-type', text: e.type }), h('span', { class: 'error-message', text: e.message ? `: ${e.message}` : '' }))),
+        h(
+          'div',
+          { class: 'error-title' },
+          icon('error'),
+          h('span', null, h('span', { class: 'error-type', text: e.type }), h('span', { class: 'error-message', text: e.message ? `: ${e.message}` : '' })),
+        ),
       );
       if (e.line) box.append(h('div', { class: 'error-line-ref', text: `at line ${e.line} of the code` }));
       if (e.traceback) {
@@ -382,4 +458,3 @@ function safeImageUrl(url: string): string {
   if (/^(https:\/\/file\+\.vscode-resource\.|vscode-webview-resource:|vscode-resource:)/i.test(url)) return url;
   return 'data:image/gif;base64,R0lGODlhAQABAAAAACH5BAEKAAEALAAAAAABAAEAAAICTAEAOw==';
 }
-

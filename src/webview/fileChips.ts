@@ -69,7 +69,9 @@ function renderChip(f: FileOutput, env: FileEnv): HTMLElement {
   let kind: 'local' | 'hosted' | 'unavailable';
   if (isHosted(f)) {
     kind = 'hosted';
-    actions.append(actionButton('Download…', 'save', () => env.post({ type: 'openFile', itemId: env.itemId(), file: f }), `Download ${name} from the sandbox and save it`));
+    actions.append(
+      actionButton('Download…', 'save', () => env.post({ type: 'openFile', itemId: env.itemId(), file: f }), `Download ${name} from the sandbox and save it`),
+    );
   } else if (f.path && !note) {
     kind = 'local';
     const path = f.path;

@@ -19,7 +19,14 @@ export class HistoryPanel {
     this.el = h(
       'aside',
       { class: 'history-panel', role: 'dialog', 'aria-label': 'Conversation history', hidden: true },
-      h('header', { class: 'history-head' }, icon('history'), h('span', { class: 'history-title', text: 'Conversations' }), h('span', { class: 'spacer' }), toolbarButton('close', 'Close history', () => this.close())),
+      h(
+        'header',
+        { class: 'history-head' },
+        icon('history'),
+        h('span', { class: 'history-title', text: 'Conversations' }),
+        h('span', { class: 'spacer' }),
+        toolbarButton('close', 'Close history', () => this.close()),
+      ),
       this.historyList,
       h('div', { class: 'history-foot' }),
     );
@@ -79,7 +86,10 @@ export class HistoryPanel {
           },
         },
         h('span', { class: 'history-name', text: c.title || 'Untitled' }),
-        h('span', { class: 'history-meta', text: [relativeTime(c.updatedAt), `${c.turns} ${c.turns === 1 ? 'turn' : 'turns'}`, c.model].filter(Boolean).join(' · ') }),
+        h('span', {
+          class: 'history-meta',
+          text: [relativeTime(c.updatedAt), `${c.turns} ${c.turns === 1 ? 'turn' : 'turns'}`, c.model].filter(Boolean).join(' · '),
+        }),
       );
       const exp = toolbarButton('notebook', `Export “${c.title}” as notebook`, () => this.post({ type: 'exportNotebook', conversationId: c.id }));
       const del = toolbarButton('trash', `Delete “${c.title}”`, () => this.post({ type: 'history.delete', conversationId: c.id }));

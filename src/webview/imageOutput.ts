@@ -118,7 +118,11 @@ export function renderImage(d: DisplayOutput, img: DisplayImage, n: number, env:
   });
   const name = imageFileName(n, img.mime);
   const open = () => env.post({ type: 'image.open', mime: img.mime, data: img.data, name });
-  const opener = h('button', { class: 'image-open', type: 'button', title: 'Open full size in an editor tab', 'aria-label': `${label}: open full size`, onclick: open }, el);
+  const opener = h(
+    'button',
+    { class: 'image-open', type: 'button', title: 'Open full size in an editor tab', 'aria-label': `${label}: open full size`, onclick: open },
+    el,
+  );
   const copyButton = iconButton('copy', 'Copy image', () => {
     copyImage(img).then(
       () => {

@@ -16,19 +16,26 @@ export function installTitle(item: ApprovalView): HTMLElement[] {
   return [h('span', { text: `Install ${n === 1 ? 'a package' : `${n} packages`}?` })];
 }
 
-
 export function installBody(item: ApprovalView): HTMLElement[] {
   const i = item.install;
   if (!i) return [h('p', { class: 'desc', text: 'The code asks to install packages.' })];
   const out: HTMLElement[] = [];
   if (i.create_venv) {
-    out.push(
-      h('p', { class: 'approval-warning', role: 'note' }, icon('warning'), h('span', { text: venvSentence(i) })),
-    );
+    out.push(h('p', { class: 'approval-warning', role: 'note' }, icon('warning'), h('span', { text: venvSentence(i) })));
   }
-  out.push(h('p', { class: 'desc' }, `The code asks to install ${i.packages.length === 1 ? 'this package' : 'these packages'} with ${i.tool} into `, h('strong', null, i.environment), ':'));
+  out.push(
+    h(
+      'p',
+      { class: 'desc' },
+      `The code asks to install ${i.packages.length === 1 ? 'this package' : 'these packages'} with ${i.tool} into `,
+      h('strong', null, i.environment),
+      ':',
+    ),
+  );
   out.push(h('ul', { class: 'install-specs', 'aria-label': 'Packages to install' }, ...i.packages.map((p) => h('li', null, h('code', null, revealed(p))))));
-  out.push(h('p', { class: 'desc', text: 'It runs on this machine, outside the sandbox, with network access (a package built from source runs its own build code):' }));
+  out.push(
+    h('p', { class: 'desc', text: 'It runs on this machine, outside the sandbox, with network access (a package built from source runs its own build code):' }),
+  );
   // One span per argument: a line breaks between arguments (never inside "--no-input"), and only a long path breaks inside.
   const code = h('code', null);
   installArgv(i).forEach((a, n) => code.append(...(n ? [' '] : []), h('span', { class: a.length > 32 ? 'arg long' : 'arg', text: quoteArg(a) })));
@@ -37,5 +44,8 @@ export function installBody(item: ApprovalView): HTMLElement[] {
 }
 
 export function installActions(decide: (d: 'allow_once' | 'deny') => void, item: ApprovalView): HTMLElement[] {
-  return [textButton(item.install?.create_venv ? 'Create .venv and install' : 'Install', () => decide('allow_once'), 'primary'), textButton('Deny', () => decide('deny'), 'danger')];
+  return [
+    textButton(item.install?.create_venv ? 'Create .venv and install' : 'Install', () => decide('allow_once'), 'primary'),
+    textButton('Deny', () => decide('deny'), 'danger'),
+  ];
 }

@@ -20,7 +20,13 @@ export function decorateMarkdown(container: ParentNode): void {
     const bar = h('div', { class: 'md-code-bar' }, h('span', { class: 'md-code-lang', text: lang ?? '' }));
     const copy = h('button', { class: 'icon-button', type: 'button', title: 'Copy code', 'aria-label': 'Copy code', 'data-md-action': 'copy' });
     copy.append(icon('copy'));
-    const insert = h('button', { class: 'icon-button', type: 'button', title: 'Insert into editor', 'aria-label': 'Insert into editor', 'data-md-action': 'insert' });
+    const insert = h('button', {
+      class: 'icon-button',
+      type: 'button',
+      title: 'Insert into editor',
+      'aria-label': 'Insert into editor',
+      'data-md-action': 'insert',
+    });
     insert.append(icon('insert'));
     bar.append(h('span', { class: 'spacer' }), copy, insert);
     wrap.append(bar, pre);
@@ -84,7 +90,10 @@ export class ApprovalRenderer implements ItemRenderer {
   private sent = false;
   private editing = false;
 
-  constructor(private readonly item: ApprovalView, private readonly ctx: ViewContext) {
+  constructor(
+    private readonly item: ApprovalView,
+    private readonly ctx: ViewContext,
+  ) {
     const titleId = uid('appr');
     const isCode = item.approvalKind === 'code';
     const title = h('span', { class: 'approval-title', id: titleId });
@@ -92,7 +101,14 @@ export class ApprovalRenderer implements ItemRenderer {
     if (isCode) title.append('Review the code before it runs');
     else if (isInstall) title.append(...installTitle(item));
     else title.append('Allow ', h('code', null, revealed(item.name ?? 'tool')), ' to run?');
-    const head = h('header', { class: 'card-head' }, h('span', { class: 'card-icon shield', 'aria-hidden': 'true' }, icon('shield')), title, h('span', { class: 'spacer' }), h('span', { class: 'badge attention', text: 'Approval needed' }));
+    const head = h(
+      'header',
+      { class: 'card-head' },
+      h('span', { class: 'card-icon shield', 'aria-hidden': 'true' }, icon('shield')),
+      title,
+      h('span', { class: 'spacer' }),
+      h('span', { class: 'badge attention', text: 'Approval needed' }),
+    );
     const body = h('div', { class: 'approval-body' });
     if (isCode) {
       body.append(h('p', { class: 'desc', text: 'The model wants to run this code. Run it, edit it first, or deny it.' }));
@@ -130,7 +146,14 @@ export class ApprovalRenderer implements ItemRenderer {
     }
     this.outcome = h('div', { class: 'approval-outcome', role: 'status', hidden: true });
     this.el = h('section', { class: 'card approval', 'aria-labelledby': titleId, 'data-approval-id': item.id }, head, body, this.actions, this.outcome);
-    if (item.status === 'pending') ctx.announce(isCode ? 'Approval needed: review the code before it runs' : isInstall ? 'Approval needed: install packages' : `Approval needed: allow the tool ${revealedPlain(item.name ?? '')}`);
+    if (item.status === 'pending')
+      ctx.announce(
+        isCode
+          ? 'Approval needed: review the code before it runs'
+          : isInstall
+            ? 'Approval needed: install packages'
+            : `Approval needed: allow the tool ${revealedPlain(item.name ?? '')}`,
+      );
   }
 
   private toggleEdit(): void {
@@ -170,7 +193,7 @@ export class ApprovalRenderer implements ItemRenderer {
     this.actions.hidden = true;
     if (this.editor && this.codeView) {
       // Show what was decided on, highlighted, instead of the editor.
-      const code = this.editing ? this.editor.value : this.item.code ?? '';
+      const code = this.editing ? this.editor.value : (this.item.code ?? '');
       const codeEl = this.codeView.querySelector('code');
       if (codeEl && this.editing) codeEl.innerHTML = highlight(code, 'python');
       this.editor.hidden = true;
@@ -225,7 +248,10 @@ function invisibleNotice(text: string, what: 'code' | 'arguments'): HTMLElement[
   const { total, bidi } = countInvisible(text);
   if (!total) return [];
   const other = total - bidi;
-  const parts = [bidi ? `${bidi} bidirectional ${bidi === 1 ? 'control' : 'controls'}` : '', other ? `${other} invisible ${other === 1 ? 'character' : 'characters'}` : ''].filter(Boolean);
+  const parts = [
+    bidi ? `${bidi} bidirectional ${bidi === 1 ? 'control' : 'controls'}` : '',
+    other ? `${other} invisible ${other === 1 ? 'character' : 'characters'}` : '',
+  ].filter(Boolean);
   const message = `The ${what} ${what === 'code' ? 'contains' : 'contain'} ${parts.join(' and ')}, shown as <U+…> boxes where they are. ${bidi ? 'Such characters can make text read differently from what it is. ' : ''}Hover a box for its name.`;
   return [h('p', { class: 'approval-warning', role: 'note' }, icon('warning'), h('span', { text: message }))];
 }
@@ -247,7 +273,20 @@ export class FunctionRenderer implements ItemRenderer {
     this.el = h(
       'section',
       { class: 'card function-call', 'aria-label': `Function call ${revealedPlain(item.name)}` },
-      h('details', { class: 'tool-details' }, h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), this.statusEl, icon('tools'), h('span', { class: 'tool-name' }, revealed(item.name)), this.args), this.body),
+      h(
+        'details',
+        { class: 'tool-details' },
+        h(
+          'summary',
+          null,
+          h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
+          this.statusEl,
+          icon('tools'),
+          h('span', { class: 'tool-name' }, revealed(item.name)),
+          this.args,
+        ),
+        this.body,
+      ),
     );
   }
 
@@ -266,7 +305,10 @@ export class FunctionRenderer implements ItemRenderer {
     const args = `(${typeof parsed === 'string' ? parsed.slice(0, 80) : argsPreview(parsed)})`;
     if (args !== this.argsText) setRevealed(this.args, (this.argsText = args));
     this.body.textContent = '';
-    this.body.append(h('div', { class: 'kv-label', text: 'Arguments' }), typeof parsed === 'string' ? h('pre', { class: 'plain' }, revealed(parsed)) : renderJson(parsed, { expandDepth: 2 }));
+    this.body.append(
+      h('div', { class: 'kv-label', text: 'Arguments' }),
+      typeof parsed === 'string' ? h('pre', { class: 'plain' }, revealed(parsed)) : renderJson(parsed, { expandDepth: 2 }),
+    );
     if (f.output !== undefined) {
       let out: unknown = f.output;
       try {
@@ -274,7 +316,10 @@ export class FunctionRenderer implements ItemRenderer {
       } catch {
         // plain text
       }
-      this.body.append(h('div', { class: `kv-label${f.isError ? ' error' : ''}`, text: f.isError ? 'Error' : 'Result' }), typeof out === 'string' ? h('pre', { class: 'plain', text: out }) : renderJson(out, { expandDepth: 2 }));
+      this.body.append(
+        h('div', { class: `kv-label${f.isError ? ' error' : ''}`, text: f.isError ? 'Error' : 'Result' }),
+        typeof out === 'string' ? h('pre', { class: 'plain', text: out }) : renderJson(out, { expandDepth: 2 }),
+      );
     }
   }
 }
@@ -291,9 +336,20 @@ export class EditorRenderer implements ItemRenderer {
     this.lastRev = e.rev;
     const it = e.item;
     this.el.textContent = '';
-    const summary = h('summary', null, h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')), icon(it.status === 'failed' ? 'error' : 'edit'), h('span', { class: 'tool-name' }, revealed(it.command)), h('span', { class: 'tool-args' }, revealed(it.path ?? '')));
+    const summary = h(
+      'summary',
+      null,
+      h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
+      icon(it.status === 'failed' ? 'error' : 'edit'),
+      h('span', { class: 'tool-name' }, revealed(it.command)),
+      h('span', { class: 'tool-args' }, revealed(it.path ?? '')),
+    );
     const body = h('div', { class: 'tool-body' }, h('div', { class: 'kv-label', text: 'Input' }), renderJson(it.input, { expandDepth: 1 }));
-    if (it.error) body.append(h('div', { class: 'kv-label error', text: 'Error' }), h('pre', { class: 'tool-error', text: `${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}` }));
+    if (it.error)
+      body.append(
+        h('div', { class: 'kv-label error', text: 'Error' }),
+        h('pre', { class: 'tool-error', text: `${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}` }),
+      );
     else if (it.result !== undefined) body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(it.result, { expandDepth: 1 }));
     this.el.append(h('details', { class: 'tool-details' }, summary, body));
   }
@@ -318,7 +374,12 @@ export class NoticeRenderer implements ItemRenderer {
   private readonly text: HTMLElement;
   constructor(item: NoticeView) {
     this.text = h('span', { class: 'notice-text', text: item.text });
-    this.el = h('div', { class: `notice-line ${item.level}${item.retry ? ' retry' : ''}`, role: 'status' }, icon(item.level === 'warning' ? 'warning' : 'info'), this.text);
+    this.el = h(
+      'div',
+      { class: `notice-line ${item.level}${item.retry ? ' retry' : ''}`, role: 'status' },
+      icon(item.level === 'warning' ? 'warning' : 'info'),
+      this.text,
+    );
     this.el.hidden = !!item.done;
   }
   sync(raw: ItemView): void {

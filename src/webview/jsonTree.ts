@@ -33,7 +33,12 @@ const trees = new WeakMap<Element, Tree>();
 
 export function renderJson(value: unknown, options: JsonTreeOptions = {}): HTMLElement {
   const root = h('div', { class: 'json-tree', role: 'tree' });
-  const tree: Tree = { o: { expandDepth: options.expandDepth ?? 1, maxItems: Math.max(1, options.maxItems ?? 200) }, drawn: 0, closed: new Map(), more: new Map() };
+  const tree: Tree = {
+    o: { expandDepth: options.expandDepth ?? 1, maxItems: Math.max(1, options.maxItems ?? 200) },
+    drawn: 0,
+    closed: new Map(),
+    more: new Map(),
+  };
   trees.set(root, tree);
   root.append(node(undefined, value, 0, tree));
   return root;
@@ -95,7 +100,12 @@ function primitive(value: unknown): HTMLElement {
 function keyLabel(key: string | number | undefined): HTMLElement | null {
   if (key === undefined) return null;
   // The space after the colon is outside the key, so a narrow tree may break the line there (between tokens).
-  const label = h('span', { class: typeof key === 'number' ? 'json-index' : 'json-key' }, typeof key === 'number' ? `${key}` : revealed(JSON.stringify(key)), h('span', { class: 'json-colon', text: ':' }));
+  const label = h(
+    'span',
+    { class: typeof key === 'number' ? 'json-index' : 'json-key' },
+    typeof key === 'number' ? `${key}` : revealed(JSON.stringify(key)),
+    h('span', { class: 'json-colon', text: ':' }),
+  );
   return h('span', { class: 'json-label' }, label, ' ');
 }
 
@@ -126,12 +136,19 @@ function node(key: string | number | undefined, value: unknown, depth: number, t
   const isArray = Array.isArray(value);
   const keys = isArray ? null : Object.keys(value as Record<string, unknown>);
   const length = isArray ? (value as unknown[]).length : keys!.length;
-  const entryAt = (i: number): [string | number, unknown] => (isArray ? [i, (value as unknown[])[i]] : [keys![i], (value as Record<string, unknown>)[keys![i]]]);
+  const entryAt = (i: number): [string | number, unknown] =>
+    isArray ? [i, (value as unknown[])[i]] : [keys![i], (value as Record<string, unknown>)[keys![i]]];
   if (length === 0) {
     return h('div', { class: 'json-leaf', role: 'treeitem' }, keyLabel(key), h('span', { class: 'json-punct', text: isArray ? '[]' : '{}' }));
   }
   const details = h('details', { class: 'json-node', role: 'treeitem' });
-  const summary = h('summary', null, keyLabel(key), h('span', { class: 'json-summary', text: summaryText(value as object) }), h('span', { class: 'json-preview' }, revealed(inlinePreview(value as object))));
+  const summary = h(
+    'summary',
+    null,
+    keyLabel(key),
+    h('span', { class: 'json-summary', text: summaryText(value as object) }),
+    h('span', { class: 'json-preview' }, revealed(inlinePreview(value as object))),
+  );
   details.append(summary);
   let group: HTMLElement | undefined;
   let shown = 0;
@@ -182,7 +199,8 @@ function node(key: string | number | undefined, value: unknown, depth: number, t
 /** The "… N more" row: show the next page, or all the rest (a big rest in big pages). */
 function more(remaining: number, page: number, show: (limit: number) => void): HTMLElement {
   const row = h('div', { class: 'json-more', role: 'treeitem' }, h('span', { class: 'json-more-count', text: `… ${count(remaining)} more` }));
-  const button = (text: string, limit: number) => h('button', { class: 'link-button json-more-button', type: 'button', onclick: () => show(limit) }, h('span', { text }));
+  const button = (text: string, limit: number) =>
+    h('button', { class: 'link-button json-more-button', type: 'button', onclick: () => show(limit) }, h('span', { text }));
   if (remaining <= page) row.append(button(`Show ${count(remaining)} more`, remaining));
   else {
     row.append(button(`Show ${count(page)} more`, page));

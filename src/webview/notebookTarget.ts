@@ -24,13 +24,22 @@ export class NotebookTargetBar {
     this.el.hidden = !state;
     if (!state) return;
     const name = h('span', { class: 'notebook-name', text: state.name, title: state.uri });
-    const button = (label: string, title: string, message: WebviewToHost) => h('button', { class: 'chip-button', type: 'button', title, onclick: () => this.post(message) }, h('span', { text: label }));
+    const button = (label: string, title: string, message: WebviewToHost) =>
+      h('button', { class: 'chip-button', type: 'button', title, onclick: () => this.post(message) }, h('span', { text: label }));
     this.el.dataset.state = !state.codeact ? 'other-kernel' : state.on ? 'on' : 'off';
     if (!state.codeact) {
       this.el.append(
         icon('warning'),
-        h('span', { class: 'notebook-text' }, name, h('span', { text: ' is not on the CodeAct kernel: the agent cannot see the variables of another kernel.' })),
-        button('Use CodeAct kernel', `Select the CodeAct kernel for ${state.name}, so the agent works in it (the other kernel's variables do not carry over)`, { type: 'notebook.useKernel', uri: state.uri }),
+        h(
+          'span',
+          { class: 'notebook-text' },
+          name,
+          h('span', { text: ' is not on the CodeAct kernel: the agent cannot see the variables of another kernel.' }),
+        ),
+        button('Use CodeAct kernel', `Select the CodeAct kernel for ${state.name}, so the agent works in it (the other kernel's variables do not carry over)`, {
+          type: 'notebook.useKernel',
+          uri: state.uri,
+        }),
       );
       return;
     }
@@ -38,13 +47,21 @@ export class NotebookTargetBar {
       this.el.append(
         icon('notebook'),
         h('span', { class: 'notebook-text' }, h('span', { text: 'Working in ' }), name),
-        button('Stop working here', `Turns stop adding cells to ${state.name}; code runs in the chat's own session`, { type: 'notebook.target', uri: state.uri, on: false }),
+        button('Stop working here', `Turns stop adding cells to ${state.name}; code runs in the chat's own session`, {
+          type: 'notebook.target',
+          uri: state.uri,
+          on: false,
+        }),
       );
     } else {
       this.el.append(
         icon('notebook'),
         h('span', { class: 'notebook-text' }, name, h('span', { text: ' is open; turns do not work in it.' })),
-        button('Work in notebook', `Turns add their code as cells of ${state.name} and run them on its session`, { type: 'notebook.target', uri: state.uri, on: true }),
+        button('Work in notebook', `Turns add their code as cells of ${state.name} and run them on its session`, {
+          type: 'notebook.target',
+          uri: state.uri,
+          on: true,
+        }),
       );
     }
   }

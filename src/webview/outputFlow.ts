@@ -165,6 +165,9 @@ export class OutputFlow {
       this.more = h('div', { class: 'outputs-more', role: 'note' });
       this.el.append(this.more);
     }
-    setText(this.more, `${formatCount(dropped)} more ${dropped === 1 ? 'output' : 'outputs'} not shown (an execution keeps ${formatCount(this.shown.length)}).`);
+    setText(
+      this.more,
+      `${formatCount(dropped)} more ${dropped === 1 ? 'output' : 'outputs'} not shown (an execution keeps ${formatCount(this.shown.length)}).`,
+    );
   }
 }

@@ -60,7 +60,13 @@ export function modelForState(model: TranscriptModel): { model: TranscriptModel;
     const displays: DisplayView[] = item.displays.map((d) => {
       if (dataChars(d.output) <= LARGE_DISPLAY) return d;
       const plain = d.output.data['text/plain'];
-      return { ...d, output: { type: 'display', data: { 'text/plain': typeof plain === 'string' ? plain.slice(0, 2000) : 'Output not saved with the panel; it comes back with the conversation.' } } };
+      return {
+        ...d,
+        output: {
+          type: 'display',
+          data: { 'text/plain': typeof plain === 'string' ? plain.slice(0, 2000) : 'Output not saved with the panel; it comes back with the conversation.' },
+        },
+      };
     });
     items[key] = { ...item, displays };
   }

@@ -91,7 +91,9 @@ export class ScrollMemory {
 
   /** The scroll position to save with the page's state. */
   forSave(): ScrollPosition {
-    const scroll = this.restore.position ?? (this.stick.stuck || !this.host.hasTurns() ? { stuck: true } : (this.position ??= measurePosition(this.scroller, this.transcript)));
+    const scroll =
+      this.restore.position ??
+      (this.stick.stuck || !this.host.hasTurns() ? { stuck: true } : (this.position ??= measurePosition(this.scroller, this.transcript)));
     this.savedScroll = scroll;
     return scroll;
   }

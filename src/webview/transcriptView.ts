@@ -83,7 +83,10 @@ class TurnRenderer {
       setText(this.usageEl, `${formatTokens(u.input_tokens)} in · ${formatTokens(u.output_tokens)} out${cost ? ` · ${cost}` : ''}`);
       const cached = u.cached_tokens ? `\nCached input tokens: ${formatCount(u.cached_tokens)}` : '';
       this.usageEl.title = `Input tokens: ${formatCount(u.input_tokens)}${cached}\nOutput tokens: ${formatCount(u.output_tokens)}${turn.responses > 1 ? `\nModel calls: ${turn.responses}` : ''}${cost ? `\nCost: about ${cost} (list prices as of ${PRICES_AS_OF})` : ''}`;
-      this.usageEl.setAttribute('aria-label', `Usage: ${formatCount(u.input_tokens)} input tokens${u.cached_tokens ? ` (${formatCount(u.cached_tokens)} cached)` : ''}, ${formatCount(u.output_tokens)} output tokens${cost ? `, about ${cost}` : ''}`);
+      this.usageEl.setAttribute(
+        'aria-label',
+        `Usage: ${formatCount(u.input_tokens)} input tokens${u.cached_tokens ? ` (${formatCount(u.cached_tokens)} cached)` : ''}, ${formatCount(u.output_tokens)} output tokens${cost ? `, about ${cost}` : ''}`,
+      );
     }
     // The model and the duration are words of their own: a narrow footer wraps between them, never inside one.
     const meta = [turn.model, turn.durationMs !== undefined ? formatElapsed(turn.durationMs) : ''].filter((x): x is string => !!x);
@@ -260,7 +263,11 @@ export class TranscriptView {
       case 'editor':
         return new EditorRenderer(item);
       case 'error':
-        return new ErrorRenderer(item, this.ctx, model.turns.find((t) => t.id === item.turnId));
+        return new ErrorRenderer(
+          item,
+          this.ctx,
+          model.turns.find((t) => t.id === item.turnId),
+        );
       case 'notice':
         return new NoticeRenderer(item);
       case 'compaction':

@@ -20,7 +20,14 @@ export class VariablesView {
     this.countEl = h('span', { class: 'badge-count', text: '' });
     this.toggle = h(
       'button',
-      { class: 'icon-button variables-toggle', type: 'button', title: 'Session variables', 'aria-label': 'Session variables', 'aria-expanded': 'false', onclick: () => this.setOpen(!this.open) },
+      {
+        class: 'icon-button variables-toggle',
+        type: 'button',
+        title: 'Session variables',
+        'aria-label': 'Session variables',
+        'aria-expanded': 'false',
+        onclick: () => this.setOpen(!this.open),
+      },
       icon('braces'),
       this.countEl,
     );
@@ -30,15 +37,33 @@ export class VariablesView {
     // Restart loses state, so it says so in words; refresh (harmless) is the icon.
     const restart = h(
       'button',
-      { class: 'chip-button variables-restart', type: 'button', title: 'Restart the session (its variables are lost)', 'aria-label': 'Restart session', onclick: () => this.post({ type: 'restartSession', ...(this.last?.sessionId ? { sessionId: this.last.sessionId } : {}) }) },
+      {
+        class: 'chip-button variables-restart',
+        type: 'button',
+        title: 'Restart the session (its variables are lost)',
+        'aria-label': 'Restart session',
+        onclick: () => this.post({ type: 'restartSession', ...(this.last?.sessionId ? { sessionId: this.last.sessionId } : {}) }),
+      },
       icon('debugRerun'),
       h('span', { text: 'Restart' }),
     );
-    const refresh = h('button', { class: 'icon-button', type: 'button', title: 'Refresh', 'aria-label': 'Refresh variables', onclick: () => this.post({ type: 'variables.refresh' }) }, icon('refresh'));
+    const refresh = h(
+      'button',
+      { class: 'icon-button', type: 'button', title: 'Refresh', 'aria-label': 'Refresh variables', onclick: () => this.post({ type: 'variables.refresh' }) },
+      icon('refresh'),
+    );
     this.el = h(
       'section',
       { class: 'variables-panel', hidden: true, 'aria-label': 'Session variables' },
-      h('header', { class: 'variables-head' }, icon('braces'), h('span', { class: 'variables-label' }, h('span', { class: 'variables-title', text: 'Variables' }), this.labelEl), h('span', { class: 'spacer' }), refresh, restart),
+      h(
+        'header',
+        { class: 'variables-head' },
+        icon('braces'),
+        h('span', { class: 'variables-label' }, h('span', { class: 'variables-title', text: 'Variables' }), this.labelEl),
+        h('span', { class: 'spacer' }),
+        refresh,
+        restart,
+      ),
       this.body,
     );
   }
@@ -67,10 +92,34 @@ export class VariablesView {
     // The name and type columns fit their longest entry (in the table's monospace ch), within caps that
     // leave the value room; a long one ends in an ellipsis with the whole in its tooltip.
     const longest = (xs: string[], min: number, max: number) => Math.min(max, Math.max(min, ...xs.map((x) => x.length)));
-    table.style.setProperty('--name-ch', String(longest(msg.variables.map((v) => v.name), 4, 24)));
-    table.style.setProperty('--type-ch', String(longest(msg.variables.map((v) => shortType(v.type)), 4, 14)));
+    table.style.setProperty(
+      '--name-ch',
+      String(
+        longest(
+          msg.variables.map((v) => v.name),
+          4,
+          24,
+        ),
+      ),
+    );
+    table.style.setProperty(
+      '--type-ch',
+      String(
+        longest(
+          msg.variables.map((v) => shortType(v.type)),
+          4,
+          14,
+        ),
+      ),
+    );
     table.append(h('colgroup', null, h('col', { class: 'col-name' }), h('col', { class: 'col-type' }), h('col', { class: 'col-value' })));
-    table.append(h('thead', null, h('tr', null, h('th', { text: 'Name', scope: 'col' }), h('th', { text: 'Type', scope: 'col' }), h('th', { text: 'Value', scope: 'col' }))));
+    table.append(
+      h(
+        'thead',
+        null,
+        h('tr', null, h('th', { text: 'Name', scope: 'col' }), h('th', { text: 'Type', scope: 'col' }), h('th', { text: 'Value', scope: 'col' })),
+      ),
+    );
     const tbody = h('tbody');
     for (const v of msg.variables) {
       const summary = v.summary ?? (v.len !== undefined ? `${v.len} items` : '');

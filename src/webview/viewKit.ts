@@ -27,7 +27,6 @@ export function textButton(label: string, onClick: () => void, kind: 'primary' |
   return b;
 }
 
-
 /** A text button of the panel chrome (empty state, notices, history). */
 export function button(label: string, iconName: IconName | null, onClick: () => void, cls = 'button secondary', title?: string): HTMLButtonElement {
   const b = h('button', { class: cls, type: 'button', title: title ?? label, onclick: () => onClick() });

@@ -34,8 +34,22 @@ export class WorkspaceBar {
           'div',
           { class: 'workspace-row python-row' },
           icon('box'),
-          h('span', { class: 'workspace-text' }, /^python\b/i.test(python.label) ? null : h('span', { class: 'workspace-label', text: 'Python ' }), h('span', { class: 'workspace-name', text: python.label, title: `${python.path} (${python.source})` })),
-          h('button', { class: 'chip-button', type: 'button', title: 'Pick the Python environment that runs the code (CodeAct: Select Python Environment)', onclick: () => this.post({ type: 'python.select' }) }, h('span', { text: 'Change' })),
+          h(
+            'span',
+            { class: 'workspace-text' },
+            /^python\b/i.test(python.label) ? null : h('span', { class: 'workspace-label', text: 'Python ' }),
+            h('span', { class: 'workspace-name', text: python.label, title: `${python.path} (${python.source})` }),
+          ),
+          h(
+            'button',
+            {
+              class: 'chip-button',
+              type: 'button',
+              title: 'Pick the Python environment that runs the code (CodeAct: Select Python Environment)',
+              onclick: () => this.post({ type: 'python.select' }),
+            },
+            h('span', { text: 'Change' }),
+          ),
         ),
       );
     }
@@ -44,7 +58,11 @@ export class WorkspaceBar {
   private folderRow(ws: NonNullable<HostState['workspace']>, busy: boolean): HTMLElement {
     const gone = Boolean(ws.folder?.gone);
     if (gone) this.el.dataset.state = 'gone';
-    const select = h('select', { class: 'select workspace-select', 'aria-label': gone ? 'Continue in folder' : 'Folder the chat runs in', title: busy ? 'Stop the running turn to change its folder' : "The workspace folder whose settings, tools and runtime this chat's turns use" });
+    const select = h('select', {
+      class: 'select workspace-select',
+      'aria-label': gone ? 'Continue in folder' : 'Folder the chat runs in',
+      title: busy ? 'Stop the running turn to change its folder' : "The workspace folder whose settings, tools and runtime this chat's turns use",
+    });
     select.disabled = busy;
     if (gone || !ws.folder) select.append(h('option', { value: '', text: gone ? 'Continue in…' : 'Pick a folder', disabled: true, selected: true }));
     for (const f of ws.folders) {
@@ -60,7 +78,12 @@ export class WorkspaceBar {
         'div',
         { class: 'workspace-row folder-row' },
         icon('warning'),
-        h('span', { class: 'workspace-text' }, h('span', { class: 'workspace-name', text: ws.folder!.name, title: ws.folder!.path }), h('span', { text: ' is not open in this window.' })),
+        h(
+          'span',
+          { class: 'workspace-text' },
+          h('span', { class: 'workspace-name', text: ws.folder!.name, title: ws.folder!.path }),
+          h('span', { text: ' is not open in this window.' }),
+        ),
         select,
       );
     }

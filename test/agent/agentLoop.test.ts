@@ -63,8 +63,16 @@ describe('agent loop end to end', function () {
 
       it('runs execute_tool_code in the local guest, sends the result back in the provider format, and streams the final answer', async () => {
         const code = 'r = await call_tool("check_inventory", sku="ÄBC-1")\nprint("stock:", r["on_hand"])\nreturn r["on_hand"]';
-        server.push(turn().call('execute_tool_code', { code }, { chunkSize: 7 }).with({ usage: { input: 100, output: 20 } }));
-        server.push(turn().text('There are 5 units of ÄBC-1 in stock. ✓').with({ usage: { input: 150, output: 12 } }));
+        server.push(
+          turn()
+            .call('execute_tool_code', { code }, { chunkSize: 7 })
+            .with({ usage: { input: 100, output: 20 } }),
+        );
+        server.push(
+          turn()
+            .text('There are 5 units of ÄBC-1 in stock. ✓')
+            .with({ usage: { input: 150, output: 12 } }),
+        );
         const { agent, events } = await agentFor(provider, server);
         const result = await agent.run([], 'How many ÄBC-1 are in stock?');
 
@@ -74,7 +82,10 @@ describe('agent loop end to end', function () {
         const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') as { item: CodeInterpreterCallItem };
         assert.equal(done.item.status, 'completed');
         assert.equal(done.item.value, 5);
-        const codeDeltas = events.filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === done.item.id).map((e) => (e as { delta: string }).delta).join('');
+        const codeDeltas = events
+          .filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === done.item.id)
+          .map((e) => (e as { delta: string }).delta)
+          .join('');
         assert.equal(codeDeltas, code);
         assert.equal(events.filter((e) => e.type === 'response.code_interpreter_call.in_progress' && e.item_id === done.item.id).length, 1);
         assert.ok(events.some((e) => e.type === 'codeact.tool_call.completed' && e.name === 'check_inventory'));
@@ -85,7 +96,10 @@ describe('agent loop end to end', function () {
         assert.match(sent[0], /"value":5/);
         assert.match(sent[0], /stock: 5/);
         // The final answer streamed as text deltas; usage per turn and in total.
-        const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta).join('');
+        const text = events
+          .filter((e) => e.type === 'response.output_text.delta')
+          .map((e) => (e as { delta: string }).delta)
+          .join('');
         assert.equal(text, 'There are 5 units of ÄBC-1 in stock. ✓');
         assert.equal(result.usage.turns.length, 2);
         assert.equal(result.usage.total.input_tokens, 250);
@@ -103,7 +117,12 @@ describe('agent loop end to end', function () {
           if (++arrived === 2) both.open();
           let timer: NodeJS.Timeout | undefined;
           try {
-            await Promise.race([both.opened, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the other execution never started: the calls ran one after the other')), 30_000)))]);
+            await Promise.race([
+              both.opened,
+              new Promise(
+                (_, reject) => (timer = setTimeout(() => reject(new Error('the other execution never started: the calls ran one after the other')), 30_000)),
+              ),
+            ]);
           } finally {
             clearTimeout(timer);
           }
@@ -118,7 +137,9 @@ describe('agent loop end to end', function () {
         const { agent, events } = await agentFor(provider, server, {}, [tool]);
         const result = await agent.run([], 'Check A and BB.');
         assert.equal(result.status, 'completed', JSON.stringify(result.error));
-        const values = events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').map((e) => (e as { item: CodeInterpreterCallItem }).item.value);
+        const values = events
+          .filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call')
+          .map((e) => (e as { item: CodeInterpreterCallItem }).item.value);
         assert.deepEqual(values.sort(), [1, 2]);
         assert.equal(arrived, 2);
         const sent = resultsInRequest(provider, server.turns[1].body);
@@ -171,7 +192,10 @@ describe('agent loop end to end', function () {
       const result = await agent.run([], 'hi');
       assert.equal(result.status, 'failed');
       assert.equal(result.error?.code, 'stream_cut');
-      assert.ok(events.some((e) => e.type === 'response.output_text.delta'), 'text received before the cut was emitted');
+      assert.ok(
+        events.some((e) => e.type === 'response.output_text.delta'),
+        'text received before the cut was emitted',
+      );
     });
 
     it('closes a streamed code card whose arguments turn out broken, instead of leaving it "writing"', async () => {
@@ -182,7 +206,9 @@ describe('agent loop end to end', function () {
       assert.equal(result.status, 'completed');
       const opened = events.filter((e) => e.type === 'response.code_interpreter_call.in_progress').map((e) => (e as { item_id: string }).item_id);
       assert.equal(opened.length, 1);
-      const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === opened[0]) as { item: CodeInterpreterCallItem };
+      const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === opened[0]) as {
+        item: CodeInterpreterCallItem;
+      };
       assert.ok(done, 'the card was closed');
       assert.equal(done.item.status, 'failed');
       assert.equal(done.item.error?.type, 'NotRun');
@@ -225,7 +251,11 @@ describe('agent loop end to end', function () {
     it('Stop during code execution ends the guest process', async () => {
       server = await startServerFor('openai');
       const marker = `stop-marker-${Date.now()}`;
-      server.push(turn().call('execute_tool_code', { code: `import subprocess, sys, time\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "${marker}"])\ntime.sleep(60)` }));
+      server.push(
+        turn().call('execute_tool_code', {
+          code: `import subprocess, sys, time\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "${marker}"])\ntime.sleep(60)`,
+        }),
+      );
       const controller = new AbortController();
       const { agent, events } = await agentFor('openai', server, { signal: controller.signal });
       const running = agent.run([], 'sleep');
@@ -248,11 +278,17 @@ describe('agent loop end to end', function () {
 
     it('code mode offers only execute_code, which runs without the tool bridge', async () => {
       server = await startServerFor('openai');
-      server.push(turn().call('execute_code', { code: 'try:\n    await call_tool("anything")\nexcept RuntimeError as e:\n    return str(e)' }), turn().text('done'));
+      server.push(
+        turn().call('execute_code', { code: 'try:\n    await call_tool("anything")\nexcept RuntimeError as e:\n    return str(e)' }),
+        turn().text('done'),
+      );
       const { agent, events } = await agentFor('openai', server, { mode: 'code' });
       const result = await agent.run([], 'compute');
       assert.equal(result.status, 'completed');
-      assert.deepEqual(server.turns[0].body.tools.map((t: { name: string }) => t.name), ['execute_code']);
+      assert.deepEqual(
+        server.turns[0].body.tools.map((t: { name: string }) => t.name),
+        ['execute_code'],
+      );
       const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') as { item: CodeInterpreterCallItem };
       assert.equal(done.item.value, 'No managed tools are available in this run, so "anything" cannot be called.');
     });
@@ -264,15 +300,21 @@ describe('agent loop end to end', function () {
       const { agent, gateway, events } = await agentFor('anthropic', server, {}, [direct]);
       const result = await agent.run([], 'stock of XYZ?');
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
-      assert.deepEqual(server.turns[0].body.tools.map((t: { name: string }) => t.name), ['execute_tool_code', 'lookup']);
+      assert.deepEqual(
+        server.turns[0].body.tools.map((t: { name: string }) => t.name),
+        ['execute_tool_code', 'lookup'],
+      );
       assert.equal(gateway.records[0].name, 'lookup');
       // Announced and timed as a call from the code is, under the call id `<item id>:1`.
       const call = result.items.find((i) => i.type === 'function_call')!;
       const calls = events.filter((e) => e.type === 'codeact.tool_call.started' || e.type === 'codeact.tool_call.completed');
-      assert.deepEqual(calls.map((e) => [e.type, e.item_id, e.call_id, e.name]), [
-        ['codeact.tool_call.started', call.id, `${call.id}:1`, 'lookup'],
-        ['codeact.tool_call.completed', call.id, `${call.id}:1`, 'lookup'],
-      ]);
+      assert.deepEqual(
+        calls.map((e) => [e.type, e.item_id, e.call_id, e.name]),
+        [
+          ['codeact.tool_call.started', call.id, `${call.id}:1`, 'lookup'],
+          ['codeact.tool_call.completed', call.id, `${call.id}:1`, 'lookup'],
+        ],
+      );
       const completed = calls[1] as Extract<CodeActEvent, { type: 'codeact.tool_call.completed' }>;
       assert.ok(completed.duration_ms >= 0 && !completed.error && !('kind' in completed));
       assert.match(resultsInRequest('anthropic', server.turns[1].body)[0], /"on_hand":3/);

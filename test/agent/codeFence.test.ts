@@ -16,15 +16,22 @@ function scan(text: string, size = 1): { prose: string; code: string; kinds: str
   const kinds: string[] = [];
   for (const seg of out) if (kinds[kinds.length - 1] !== seg.kind) kinds.push(seg.kind);
   return {
-    prose: out.filter((x) => x.kind === 'prose').map((x) => (x as { text: string }).text).join(''),
-    code: out.filter((x) => x.kind === 'code').map((x) => (x as { text: string }).text).join(''),
+    prose: out
+      .filter((x) => x.kind === 'prose')
+      .map((x) => (x as { text: string }).text)
+      .join(''),
+    code: out
+      .filter((x) => x.kind === 'code')
+      .map((x) => (x as { text: string }).text)
+      .join(''),
     kinds,
     s,
   };
 }
 
 describe('text protocol: the code-block recogniser', () => {
-  const message = 'I will look the lamp up.\n\n```python\nr = await call_tool("check_inventory", sku="LMP-LED-010")\n\nprint(r)\n```\nObservation: 85 (made up)\n';
+  const message =
+    'I will look the lamp up.\n\n```python\nr = await call_tool("check_inventory", sku="LMP-LED-010")\n\nprint(r)\n```\nObservation: 85 (made up)\n';
 
   for (const size of [1, 2, 3, 7, 1000]) {
     it(`splits prose and code the same way whatever the delta size (${size})`, () => {
@@ -98,8 +105,21 @@ describe('text protocol: the code-block recogniser', () => {
 describe('text protocol: the history in text form', () => {
   const history: ConversationItem[] = [
     { type: 'message', id: 'u1', role: 'user', text: 'How many lamps?' },
-    { type: 'message', id: 't1', role: 'assistant', text: 'hmm', thinking: true, replay: { provider: 'anthropic', turn: 't', parts: [{ index: 0, data: { type: 'thinking' } }] } },
-    { type: 'message', id: 'm1', role: 'assistant', text: 'Looking it up.', replay: { provider: 'anthropic', turn: 't', parts: [{ index: 1, data: { type: 'text', text: 'Looking it up.\n```python…' } }] } },
+    {
+      type: 'message',
+      id: 't1',
+      role: 'assistant',
+      text: 'hmm',
+      thinking: true,
+      replay: { provider: 'anthropic', turn: 't', parts: [{ index: 0, data: { type: 'thinking' } }] },
+    },
+    {
+      type: 'message',
+      id: 'm1',
+      role: 'assistant',
+      text: 'Looking it up.',
+      replay: { provider: 'anthropic', turn: 't', parts: [{ index: 1, data: { type: 'text', text: 'Looking it up.\n```python…' } }] },
+    },
     { type: 'function_call', id: 'fc1', call_id: 'c1', name: 'execute_tool_code', arguments: JSON.stringify({ code: 'print(85)\nreturn 85' }) },
     { type: 'function_call_output', call_id: 'c1', name: 'execute_tool_code', output: JSON.stringify({ status: 'completed', value: 85, stdout: '85\n' }) },
     { type: 'message', id: 'm2', role: 'assistant', text: '85 lamps.' },
@@ -108,7 +128,10 @@ describe('text protocol: the history in text form', () => {
 
   it('turns calls into ```python blocks and outputs into observations, merging roles and dropping thinking and replay data', () => {
     const text = toTextHistory(history);
-    assert.deepEqual(text.map((m) => (m as { role: string }).role), ['user', 'assistant', 'user', 'assistant', 'user']);
+    assert.deepEqual(
+      text.map((m) => (m as { role: string }).role),
+      ['user', 'assistant', 'user', 'assistant', 'user'],
+    );
     assert.ok(text.every((m) => !('replay' in m)));
     assert.equal((text[1] as { text: string }).text, 'Looking it up.\n\n```python\nprint(85)\nreturn 85\n```');
     assert.match((text[2] as { text: string }).text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n85\n\nReturned value: 85$/);
@@ -117,9 +140,19 @@ describe('text protocol: the history in text form', () => {
 
   it('an observation of a failure carries the error, the traceback and the output before it, cut once (by the summary)', () => {
     const item = {
-      type: 'code_interpreter_call' as const, id: 'e', status: 'failed' as const, code: '', runtime: 'local' as const, exit_code: 1, value: null,
+      type: 'code_interpreter_call' as const,
+      id: 'e',
+      status: 'failed' as const,
+      code: '',
+      runtime: 'local' as const,
+      exit_code: 1,
+      value: null,
       outputs: [{ type: 'logs' as const, logs: 'x'.repeat(50_000) }],
-      error: { type: 'RuntimeError', message: 'Invalid arguments for "check_inventory": /sku must match pattern', traceback: 'Traceback (most recent call last):\n  line 1\nRuntimeError: …' },
+      error: {
+        type: 'RuntimeError',
+        message: 'Invalid arguments for "check_inventory": /sku must match pattern',
+        traceback: 'Traceback (most recent call last):\n  line 1\nRuntimeError: …',
+      },
     };
     const summary = executionSummary(item, { execution: 1 });
     const failed = observationText(summary);
@@ -131,6 +164,9 @@ describe('text protocol: the history in text form', () => {
     assert.ok(failed.includes(`Printed output:\n${stdout}\n`));
     assert.equal(failed.match(/left out here/g)?.length, 1);
     assert.ok(failed.length <= 20_000 + 500, `${failed.length} characters`);
-    assert.match(observationText(JSON.stringify({ error: 'The arguments of execute_tool_code were not a valid JSON object' })), /failed with Error: The arguments/);
+    assert.match(
+      observationText(JSON.stringify({ error: 'The arguments of execute_tool_code were not a valid JSON object' })),
+      /failed with Error: The arguments/,
+    );
   });
 });

@@ -74,7 +74,17 @@ async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): P
       seen.push({ tokens, refused, summary });
       if (refused || (summary && o.summaryFails)) {
         res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { code: 400, message: `the request exceeds the available context size (${tokens} tokens), try increasing it`, type: 'exceed_context_size_error', n_prompt_tokens: tokens, n_ctx: WINDOW } }));
+        res.end(
+          JSON.stringify({
+            error: {
+              code: 400,
+              message: `the request exceeds the available context size (${tokens} tokens), try increasing it`,
+              type: 'exceed_context_size_error',
+              n_prompt_tokens: tokens,
+              n_ctx: WINDOW,
+            },
+          }),
+        );
         return true;
       }
       const usage = { input: tokens, output: 40 };
@@ -90,7 +100,14 @@ async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): P
       // Executions so far: the number the last result states (a compacted request may no longer carry the earlier ones).
       const lastTool = [...msgs].reverse().find((m) => m.role === 'tool');
       const done = last.role === 'user' ? 0 : Number(/"execution":\s*(\d+)/.exec(String(lastTool?.content ?? ''))?.[1] ?? 0);
-      if (last.role === 'user' || done < runs) send(res, rec, turn().call('execute_tool_code', { code: stepCode(runs > 1 ? done + 1 : step) }).with({ usage }));
+      if (last.role === 'user' || done < runs)
+        send(
+          res,
+          rec,
+          turn()
+            .call('execute_tool_code', { code: stepCode(runs > 1 ? done + 1 : step) })
+            .with({ usage }),
+        );
       else send(res, rec, turn().text(`Step ${step} is done.`).with({ usage }));
       return true;
     },
@@ -114,12 +131,28 @@ describe('context budget and compaction', function () {
   });
 
   function chatFor(m: Model, extra: Record<string, SettingLayers> = {}) {
-    const layers: Record<string, SettingLayers> = { provider: { user: 'openai-compatible' }, model: { user: 'qwen2.5-coder:7b' }, baseURL: { user: m.server.url }, maxTurns: { user: 40 }, ...extra };
+    const layers: Record<string, SettingLayers> = {
+      provider: { user: 'openai-compatible' },
+      model: { user: 'qwen2.5-coder:7b' },
+      baseURL: { user: m.server.url },
+      maxTurns: { user: 40 },
+      ...extra,
+    };
     const config = resolveEngineConfig((k) => layers[k], { trusted: false }).config;
     const store = new TranscriptStore(dir);
     const events: TranscriptEvent[] = [];
     const chat = (conversation: Conversation, prompt: string) =>
-      runChatTurn({ conversation, prompt, source: 'cli', config, provider: () => createProvider(providerConfigFrom(config, undefined)), runtime, gateway: new ToolGateway([]), onEvent: (e) => events.push(e), agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } } });
+      runChatTurn({
+        conversation,
+        prompt,
+        source: 'cli',
+        config,
+        provider: () => createProvider(providerConfigFrom(config, undefined)),
+        runtime,
+        gateway: new ToolGateway([]),
+        onEvent: (e) => events.push(e),
+        agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
+      });
     return { store, events, chat };
   }
 
@@ -140,17 +173,26 @@ describe('context budget and compaction', function () {
     // Each request said how full the window is; the window is the server's (/props), not the 32k setting.
     const u = usages(events);
     assert.ok(u.length >= m.seen.filter((s) => !s.summary).length);
-    assert.ok(u.every((e) => e.window_tokens < WINDOW && e.compact_at_tokens < e.window_tokens && e.used_tokens <= e.window_tokens), JSON.stringify(u.find((e) => e.used_tokens > e.window_tokens)));
+    assert.ok(
+      u.every((e) => e.window_tokens < WINDOW && e.compact_at_tokens < e.window_tokens && e.used_tokens <= e.window_tokens),
+      JSON.stringify(u.find((e) => e.used_tokens > e.window_tokens)),
+    );
     const c = compactions(events);
-    assert.ok(c.some((e) => e.method === 'summary'), `a summary was made: ${c.map((e) => e.method).join(',')}`);
+    assert.ok(
+      c.some((e) => e.method === 'summary'),
+      `a summary was made: ${c.map((e) => e.method).join(',')}`,
+    );
     // The cheap step first: stand-ins that say where the whole output is.
     assert.equal(c[0].method, 'stand-ins');
-    const standIn = /\[codeact: the result of execution (\d+) \([\d,]+ characters\) was left out to fit the context window; output_of\(\1\) in Python reads the whole output while the session has it\]/;
+    const standIn =
+      /\[codeact: the result of execution (\d+) \([\d,]+ characters\) was left out to fit the context window; output_of\(\1\) in Python reads the whole output while the session has it\]/;
     assert.ok(m.server.turns.some((t) => (t.body.messages as Json[]).some((x) => x.role === 'tool' && standIn.test(String(x.content)))));
     assert.ok(c.every((e) => e.after_tokens < e.before_tokens && e.turn_id.startsWith('turn')));
     // The last request carries the first task word for word and the variables digest of the live session.
     const last = m.server.turns[m.server.turns.length - 1].body;
-    const text = messagesOf('openai-compatible', last).map((x) => x.text).join('\n');
+    const text = messagesOf('openai-compatible', last)
+      .map((x) => x.text)
+      .join('\n');
     assert.ok(text.includes(SUMMARY_HEADER));
     assert.ok(text.includes(FIRST_TASK), 'the first task, verbatim');
     assert.match(text, /## The live Python session[^]*- rows_1: list len 100/);
@@ -175,7 +217,9 @@ describe('context budget and compaction', function () {
     assert.ok(c.length >= 1 && c.every((e) => e.turn_id === r.turnId));
     // At most one compaction per request.
     assert.ok(c.length <= m.seen.filter((s) => !s.summary).length);
-    const last = messagesOf('openai-compatible', m.server.turns[m.server.turns.length - 1].body).map((x) => x.text).join('\n');
+    const last = messagesOf('openai-compatible', m.server.turns[m.server.turns.length - 1].body)
+      .map((x) => x.text)
+      .join('\n');
     assert.ok(last.includes(FIRST_TASK));
   });
 
@@ -189,7 +233,10 @@ describe('context budget and compaction', function () {
       assert.equal(r.result?.status, 'completed', `turn ${k}: ${JSON.stringify(r.error)}`);
     }
     const chats = m.seen.filter((s) => !s.summary);
-    assert.ok(chats.some((s) => s.refused), 'the server refused at least once');
+    assert.ok(
+      chats.some((s) => s.refused),
+      'the server refused at least once',
+    );
     // A refused request is never followed by another refused one: one compaction made it fit.
     for (let i = 1; i < chats.length; i++) assert.ok(!(chats[i].refused && chats[i - 1].refused), `requests ${i - 1} and ${i} both refused`);
     const c = compactions(events);
@@ -224,7 +271,10 @@ describe('context budget and compaction', function () {
     });
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const base = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/v1`;
-    const json = (res: http.ServerResponse, status: number, v: unknown) => (res.writeHead(status, { 'content-type': 'application/json' }), res.end(JSON.stringify(v)));
+    const json = (res: http.ServerResponse, status: number, v: unknown) => (
+      res.writeHead(status, { 'content-type': 'application/json' }),
+      res.end(JSON.stringify(v))
+    );
     try {
       answer = (req, res) => (req.url === '/props' ? json(res, 200, { default_generation_settings: { n_ctx: 4096 } }) : json(res, 404, {}));
       assert.equal(await servedWindow(base, 'm'), 4096);
@@ -236,7 +286,8 @@ describe('context budget and compaction', function () {
       };
       assert.equal(await servedWindow(base, 'qwen2.5-coder:7b'), 12288);
       assert.deepEqual(shown, ['qwen2.5-coder:7b']);
-      answer = (req, res) => (req.url === '/api/show' ? json(res, 200, { model_info: { 'general.architecture': 'llama', 'llama.context_length': 131072 } }) : json(res, 404, {}));
+      answer = (req, res) =>
+        req.url === '/api/show' ? json(res, 200, { model_info: { 'general.architecture': 'llama', 'llama.context_length': 131072 } }) : json(res, 404, {});
       assert.equal(await servedWindow(base, 'llama3.1:8b'), 131072);
       answer = (_req, res) => json(res, 404, { error: 'no' });
       assert.equal(await servedWindow(base, 'm'), undefined);
@@ -244,7 +295,8 @@ describe('context budget and compaction', function () {
       answer = () => {};
       assert.equal(await servedWindow(base, 'm'), undefined);
       // Garbage is not a window.
-      answer = (req, res) => (req.url === '/props' ? json(res, 200, { default_generation_settings: { n_ctx: -5 } }) : json(res, 200, { model_info: { 'x.context_length': 'lots' } }));
+      answer = (req, res) =>
+        req.url === '/props' ? json(res, 200, { default_generation_settings: { n_ctx: -5 } }) : json(res, 200, { model_info: { 'x.context_length': 'lots' } });
       assert.equal(await servedWindow(base, 'm'), undefined);
     } finally {
       srv.closeAllConnections();
@@ -253,14 +305,27 @@ describe('context budget and compaction', function () {
   });
 
   it('codeact.openaiCompatible.contextWindows sets the window per model; a bad value is ignored with a reason', async () => {
-    const resolve = (v: unknown) => resolveEngineConfig((k) => (({ provider: { user: 'openai-compatible' }, baseURL: { user: 'http://127.0.0.1:9/v1' }, 'openaiCompatible.contextWindows': { user: v } }) as Record<string, SettingLayers>)[k], { trusted: false });
+    const resolve = (v: unknown) =>
+      resolveEngineConfig(
+        (k) =>
+          (
+            ({ provider: { user: 'openai-compatible' }, baseURL: { user: 'http://127.0.0.1:9/v1' }, 'openaiCompatible.contextWindows': { user: v } }) as Record<
+              string,
+              SettingLayers
+            >
+          )[k],
+        { trusted: false },
+      );
     const { config } = resolve({ 'qwen2.5-coder:7b': 8192 });
     const provider = await createProvider(providerConfigFrom(config, undefined));
     assert.equal(provider.contextWindow?.('qwen2.5-coder:7b'), 8192);
     assert.equal(provider.contextWindow?.('llama3.1:8b'), 32768);
     const bad = resolve({ 'qwen2.5-coder:7b': 'big' });
     assert.deepEqual(bad.config.compatibleContextWindows, {});
-    assert.ok(bad.ignored.some((i) => /whole numbers of tokens/.test(JSON.stringify(i))), JSON.stringify(bad.ignored));
+    assert.ok(
+      bad.ignored.some((i) => /whole numbers of tokens/.test(JSON.stringify(i))),
+      JSON.stringify(bad.ignored),
+    );
   });
 
   it('budget units: cut points never split a call from its result; windows from the catalogue', () => {
@@ -275,7 +340,15 @@ describe('context budget and compaction', function () {
     assert.equal(contextWindowOf('anthropic', 'claude-sonnet-4-6'), 200_000);
     assert.equal(contextWindowOf('openai', 'gpt-5-mini'), 400_000);
     assert.equal(contextWindowOf('openai-compatible', 'x'), undefined);
-    const b = new ContextBudget({ window: 8192, reserve: 1024, fixedTokens: 100, toolNames: [], summarize: async () => '', variables: async () => null, emit: () => {} });
+    const b = new ContextBudget({
+      window: 8192,
+      reserve: 1024,
+      fixedTokens: 100,
+      toolNames: [],
+      summarize: async () => '',
+      variables: async () => null,
+      emit: () => {},
+    });
     assert.equal(b.compactAtTokens, Math.floor((8192 - 1024) * 0.75));
   });
 });

@@ -16,7 +16,6 @@ import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/har
 import { turn } from '../support/wire/turn';
 import { systemOf } from '../support/textWire';
 
-
 const CODE = [
   'hits = await search_tools("scale a deployment", limit=3)',
   'from tools import k8s_scale_deployment',
@@ -42,7 +41,13 @@ describe('agent loop: 300 managed tools, discovery from the code', function () {
       const tools = manyManagedTools(300, calls);
       const gateway = new ToolGateway(tools);
       const events: CodeActEvent[] = [];
-      const agent = new AgentLoop({ provider: await providerFor('openai-compatible', server), model: DEFAULT_MODELS['openai-compatible'], runtime, gateway, onEvent: (e) => events.push(e) });
+      const agent = new AgentLoop({
+        provider: await providerFor('openai-compatible', server),
+        model: DEFAULT_MODELS['openai-compatible'],
+        runtime,
+        gateway,
+        onEvent: (e) => events.push(e),
+      });
       const result = await agent.run([], 'Scale the web deployment to 3 replicas.');
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
 
@@ -61,20 +66,29 @@ describe('agent loop: 300 managed tools, discovery from the code', function () {
       assert.equal(exec.item.status, 'completed', JSON.stringify(exec.item.error));
       const value = exec.item.value as { first: string; err: string; done: unknown; required: string[] };
       assert.equal(value.first, 'k8s_scale_deployment');
-      assert.equal(value.err, "k8s_scale_deployment() got an unexpected keyword argument 'replica' (did you mean 'replicas'?). Signature: k8s_scale_deployment(*, deployment: str, replicas: int, namespace: str = 'default')");
+      assert.equal(
+        value.err,
+        "k8s_scale_deployment() got an unexpected keyword argument 'replica' (did you mean 'replicas'?). Signature: k8s_scale_deployment(*, deployment: str, replicas: int, namespace: str = 'default')",
+      );
       assert.deepEqual(value.done, { ok: true, message: 'k8s_scale_deployment done' });
       assert.deepEqual(value.required, ['deployment', 'replicas']);
 
       // One real tool call; the discovery calls are tagged and never recorded as tool calls; the catalogue
       // the guest fetched to build its `tools` module is not shown at all.
       assert.deepEqual(calls, ['k8s_scale_deployment:{"deployment":"web","replicas":3}']);
-      assert.deepEqual(gateway.records.map((r) => r.name), ['k8s_scale_deployment']);
+      assert.deepEqual(
+        gateway.records.map((r) => r.name),
+        ['k8s_scale_deployment'],
+      );
       const started = events.filter((e) => e.type === 'codeact.tool_call.started') as Extract<CodeActEvent, { type: 'codeact.tool_call.started' }>[];
-      assert.deepEqual(started.map((e) => [e.name, e.kind ?? null]), [
-        ['codeact.search_tools', 'discovery'],
-        ['k8s_scale_deployment', null],
-        ['codeact.describe_tool', 'discovery'],
-      ]);
+      assert.deepEqual(
+        started.map((e) => [e.name, e.kind ?? null]),
+        [
+          ['codeact.search_tools', 'discovery'],
+          ['k8s_scale_deployment', null],
+          ['codeact.describe_tool', 'discovery'],
+        ],
+      );
       const completed = events.filter((e) => e.type === 'codeact.tool_call.completed' && e.kind === 'discovery');
       assert.equal(completed.length, 2);
     } finally {

@@ -71,7 +71,10 @@ describe('output budget: head and tail, one exact count', () => {
     assert.equal(Number(m[1]), missing.length);
     assert.equal(Number(m[2]), missing.split('\n').length - 1);
     assert.ok(cut.length <= 1000 && tail.length > head.length, `${head.length} + ${tail.length}`);
-    assert.equal(headTail('short', 1000, () => 'never'), 'short');
+    assert.equal(
+      headTail('short', 1000, () => 'never'),
+      'short',
+    );
   });
 
   it('headTail cuts a single long line mid-line without splitting a surrogate pair', () => {
@@ -94,11 +97,16 @@ describe('output budget: head and tail, one exact count', () => {
     assert.ok(many.reduce((a, b) => a + b, 0) <= 10_000);
   });
 
-  it('stdout, stderr, the traceback, the displays\' text and the value share the one budget; the exception and the last lines survive', () => {
+  it("stdout, stderr, the traceback, the displays' text and the value share the one budget; the exception and the last lines survive", () => {
     const displays = Array.from({ length: 30 }, (_, i) => ({ type: 'display' as const, data: { 'text/plain': `table ${i}\n` + 'cell '.repeat(800) } }));
-    const traceback = 'Traceback (most recent call last):\n' + '  File "<cell-1>", line 9, in f\n    f()\n'.repeat(2000) + 'RecursionError: maximum recursion depth exceeded\n';
+    const traceback =
+      'Traceback (most recent call last):\n' + '  File "<cell-1>", line 9, in f\n    f()\n'.repeat(2000) + 'RecursionError: maximum recursion depth exceeded\n';
     const failed = item(
-      [{ type: 'logs', logs: 'o'.repeat(30_000) + '\nLAST STDOUT LINE\n' }, ...displays, { type: 'logs', logs: 'e'.repeat(30_000) + '\nLAST STDERR LINE\n', stream: 'stderr' }],
+      [
+        { type: 'logs', logs: 'o'.repeat(30_000) + '\nLAST STDOUT LINE\n' },
+        ...displays,
+        { type: 'logs', logs: 'e'.repeat(30_000) + '\nLAST STDERR LINE\n', stream: 'stderr' },
+      ],
       { status: 'failed', error: { type: 'RecursionError', message: 'maximum recursion depth exceeded ' + 'm'.repeat(10_000), traceback } },
     );
     for (const budget of [20_000, 5000]) {
@@ -125,7 +133,7 @@ describe('output budget: head and tail, one exact count', () => {
     assert.match(once.stdout, /left out here; runs here do not keep it: print less, or narrow it down in code\]/);
   });
 
-  it('a hosted sandbox\'s output replayed as text to another provider keeps its beginning and end within the budget', () => {
+  it("a hosted sandbox's output replayed as text to another provider keeps its beginning and end within the budget", () => {
     const full = expectedStdout() + 'Traceback (most recent call last):\n  File "<stdin>", line 4\nValueError: the data ran out\n';
     const text = foreignItemText(item([{ type: 'logs', logs: full }], { runtime: 'openai', status: 'failed', exit_code: 1 }))!;
     assert.ok(text.length <= 20_000 + 200, `${text.length}`);
@@ -134,8 +142,12 @@ describe('output budget: head and tail, one exact count', () => {
     assert.ok(text.endsWith('ValueError: the data ran out\n'));
   });
 
-  it('a directly exposed tool\'s result goes through the same budget, with the same note', () => {
-    const text = toolResultText('list_orders', Array.from({ length: 4000 }, (_, i) => ({ id: i, status: 'open' })), 3000);
+  it("a directly exposed tool's result goes through the same budget, with the same note", () => {
+    const text = toolResultText(
+      'list_orders',
+      Array.from({ length: 4000 }, (_, i) => ({ id: i, status: 'open' })),
+      3000,
+    );
     assert.ok(text.length <= 3000, `${text.length}`);
     assert.match(text, /^\[\{"id":0,"status":"open"\}/);
     assert.match(text, /…\[codeact: [\d,]+ characters \(0 lines\) of the result of list_orders \(JSON\) left out here; ask the tool for less\]…\n/);
@@ -155,7 +167,8 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
     server = undefined;
   });
 
-  const agentFor = (provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) => wireAgent(provider, s, { runtime, sessionId: `conv-budget-${provider}-${extra.protocol ?? 'tools'}`, ...extra });
+  const agentFor = (provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) =>
+    wireAgent(provider, s, { runtime, sessionId: `conv-budget-${provider}-${extra.protocol ?? 'tools'}`, ...extra });
 
   function execs(items: ConversationItem[]): FunctionCallOutputItem[] {
     return items.filter((i): i is FunctionCallOutputItem & ConversationItem => i.type === 'function_call_output');
@@ -164,13 +177,22 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
   for (const provider of ['openai', 'openai-compatible', 'anthropic', 'gemini'] as ProviderId[]) {
     it(`${provider}, function calling: the exception and the tail reach the model, the count is exact, and output_of(1) reads the whole text`, async () => {
       server = await startServerFor(provider);
-      server.push(turn().call('execute_tool_code', { code: LONG_FAILING_CODE }), turn().call('execute_tool_code', { code: FOLLOW_UP_CODE }), turn().text('Done.'));
+      server.push(
+        turn().call('execute_tool_code', { code: LONG_FAILING_CODE }),
+        turn().call('execute_tool_code', { code: FOLLOW_UP_CODE }),
+        turn().text('Done.'),
+      );
       const ran: CodeInterpreterCallItem[] = [];
-      const agent = await agentFor(provider, server, { onEvent: (e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && ran.push(e.item) });
+      const agent = await agentFor(provider, server, {
+        onEvent: (e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && ran.push(e.item),
+      });
       const result = await agent.run([], 'Load the data and tell me what went wrong.');
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
       assert.equal(server.turns.length, 3);
-      assert.deepEqual(ran.map((i) => i.sandbox?.kind), ['bubblewrap', 'bubblewrap']);
+      assert.deepEqual(
+        ran.map((i) => i.sandbox?.kind),
+        ['bubblewrap', 'bubblewrap'],
+      );
       // The description states the budget and how to read the rest.
       const description = codeToolDescription(provider, server.turns[0].body);
       assert.match(description, /at most 20,000 characters of output/);
@@ -224,14 +246,25 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
     });
   }
 
-  it('a direct tool\'s result reaches the model within the budget, with the same note', async () => {
+  it("a direct tool's result reaches the model within the budget, with the same note", async () => {
     server = await startServerFor('anthropic');
     const tool: ManagedTool = {
-      name: 'list_orders', description: 'All open orders.', inputSchema: { type: 'object', properties: {} }, approval: 'auto', expose: 'direct', source: 'test',
+      name: 'list_orders',
+      description: 'All open orders.',
+      inputSchema: { type: 'object', properties: {} },
+      approval: 'auto',
+      expose: 'direct',
+      source: 'test',
       invoke: async () => Array.from({ length: 4000 }, (_, i) => ({ id: i, status: 'open' })),
     };
     server.push(turn().call('list_orders', {}), turn().text('Many.'));
-    const agent = new AgentLoop({ provider: await providerFor('anthropic', server), model: DEFAULT_MODELS.anthropic, runtime, gateway: new ToolGateway([tool]), outputChars: 5000 });
+    const agent = new AgentLoop({
+      provider: await providerFor('anthropic', server),
+      model: DEFAULT_MODELS.anthropic,
+      runtime,
+      gateway: new ToolGateway([tool]),
+      outputChars: 5000,
+    });
     const result = await agent.run([], 'How many orders are open?');
     assert.equal(result.status, 'completed', JSON.stringify(result.error));
     const [sent] = resultsInRequest('anthropic', server.turns[1].body);
@@ -259,7 +292,16 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
       const store = new TranscriptStore(dir);
       const convo = store.create({ title: 'long output' });
       const chat = (prompt: string, conversation = convo) =>
-        runChatTurn({ conversation, prompt, source: 'cli', config, provider: () => createProvider(providerConfigFrom(config, undefined)), runtime, gateway: new ToolGateway([]), agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } } });
+        runChatTurn({
+          conversation,
+          prompt,
+          source: 'cli',
+          config,
+          provider: () => createProvider(providerConfigFrom(config, undefined)),
+          runtime,
+          gateway: new ToolGateway([]),
+          agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
+        });
       server.push(turn().call('execute_tool_code', { code: LONG_FAILING_CODE }), turn().text('It failed at the end.'));
       const first = await chat('Load the data.');
       assert.equal(first.result?.status, 'completed', JSON.stringify(first.error));

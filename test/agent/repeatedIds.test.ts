@@ -34,10 +34,13 @@ function cardsOf(model: TranscriptModel, turnIndex: number): ExecView[] {
 }
 
 function messagesOf(model: TranscriptModel, turnIndex: number): string[] {
-  return model.turns[turnIndex].itemKeys.map((k) => model.items[k]).filter((v): v is MessageView => v?.kind === 'message').map((m) => m.text);
+  return model.turns[turnIndex].itemKeys
+    .map((k) => model.items[k])
+    .filter((v): v is MessageView => v?.kind === 'message')
+    .map((m) => m.text);
 }
 
-describe('turns never collide: ids are ours, the provider\'s are kept for the wire', function () {
+describe("turns never collide: ids are ours, the provider's are kept for the wire", function () {
   this.timeout(90_000);
   const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
   after(() => runtime.dispose());
@@ -80,9 +83,17 @@ describe('turns never collide: ids are ours, the provider\'s are kept for the wi
         const done = events.flatMap((e) => (e.type === 'response.output_item.done' ? [e.item] : []));
         const execs = done.filter((i): i is CodeInterpreterCallItem => i.type === 'code_interpreter_call');
         assert.equal(new Set(execs.map((x) => x.id)).size, 3, `three executions, three ids: ${execs.map((x) => x.id).join(', ')}`);
-        assert.deepEqual(execs.map((x) => [x.code, x.value]).sort(), [[CODE1, 1], [CODE2, 2], [CODE3, 3]]);
+        assert.deepEqual(execs.map((x) => [x.code, x.value]).sort(), [
+          [CODE1, 1],
+          [CODE2, 2],
+          [CODE3, 3],
+        ]);
         const calls = history.filter((i): i is FunctionCallItem & ConversationItem => i.type === 'function_call');
-        assert.deepEqual(calls.map((c) => c.call_id), ['call_0', 'call_0', 'call_0'], 'the provider\'s call ids are kept, for the wire');
+        assert.deepEqual(
+          calls.map((c) => c.call_id),
+          ['call_0', 'call_0', 'call_0'],
+          "the provider's call ids are kept, for the wire",
+        );
         assert.equal(new Set(calls.map((c) => c.id)).size, 3, 'our ids are distinct');
         assert.ok(calls.every((c) => c.id && c.id !== c.call_id));
         // Each output names its own call (by our id) and carries that call's result.
@@ -109,8 +120,17 @@ describe('turns never collide: ids are ours, the provider\'s are kept for the wi
           assert.equal(one.value, 1);
           assert.equal(one.status, 'done');
           assert.match(one.output.chunks.map((c) => c.text).join(''), /turn one/);
-          assert.deepEqual({ code: one.code, value: one.value, status: one.status }, { code: cardsOf(afterTurn1, 0)[0].code, value: cardsOf(afterTurn1, 0)[0].value, status: 'done' });
-          assert.deepEqual(cardsOf(model, 1).map((x) => [x.code, x.value, x.status]), [[CODE2, 2, 'done'], [CODE3, 3, 'done']]);
+          assert.deepEqual(
+            { code: one.code, value: one.value, status: one.status },
+            { code: cardsOf(afterTurn1, 0)[0].code, value: cardsOf(afterTurn1, 0)[0].value, status: 'done' },
+          );
+          assert.deepEqual(
+            cardsOf(model, 1).map((x) => [x.code, x.value, x.status]),
+            [
+              [CODE2, 2, 'done'],
+              [CODE3, 3, 'done'],
+            ],
+          );
           assert.deepEqual(messagesOf(model, 0), ['One.']);
           assert.deepEqual(messagesOf(model, 1), ['Two and three.']);
         }
@@ -122,14 +142,23 @@ describe('turns never collide: ids are ours, the provider\'s are kept for the wi
     // As the earlier versions wrote them: the execution id derived from the provider's call id.
     const execTurn = (n: number, code: string, value: number): TranscriptEvent[] => [
       { type: 'codeact.turn.started', turn_id: `t${n}`, prompt: `p${n}`, source: 'chat' },
-      { type: 'response.output_item.added', item: { type: 'function_call', id: 'call_0', call_id: 'call_0', name: 'execute_tool_code', arguments: '', status: 'in_progress' } },
+      {
+        type: 'response.output_item.added',
+        item: { type: 'function_call', id: 'call_0', call_id: 'call_0', name: 'execute_tool_code', arguments: '', status: 'in_progress' },
+      },
       { type: 'response.code_interpreter_call.in_progress', item_id: 'exec_call_0', runtime: 'local' },
       { type: 'response.code_interpreter_call_code.delta', item_id: 'exec_call_0', delta: code },
       { type: 'response.code_interpreter_call_code.done', item_id: 'exec_call_0', code },
       { type: 'codeact.tool_call.started', item_id: 'exec_call_0', call_id: 'exec_call_0:1', name: 'lookup', arguments: { n } },
       { type: 'codeact.tool_call.completed', item_id: 'exec_call_0', call_id: 'exec_call_0:1', name: 'lookup', output: n, duration_ms: 3 },
-      { type: 'response.output_item.done', item: { type: 'code_interpreter_call', id: 'exec_call_0', status: 'completed', code, runtime: 'local', outputs: [], value } },
-      { type: 'response.output_item.added', item: { type: 'function_call', id: 'call_1', call_id: 'call_1', name: 'get_weather', arguments: '', status: 'in_progress' } },
+      {
+        type: 'response.output_item.done',
+        item: { type: 'code_interpreter_call', id: 'exec_call_0', status: 'completed', code, runtime: 'local', outputs: [], value },
+      },
+      {
+        type: 'response.output_item.added',
+        item: { type: 'function_call', id: 'call_1', call_id: 'call_1', name: 'get_weather', arguments: '', status: 'in_progress' },
+      },
       { type: 'response.function_call_arguments.delta', item_id: 'call_1', call_id: 'call_1', delta: `{"n":${n}}` },
       { type: 'response.output_item.done', item: { type: 'function_call_output', call_id: 'call_1', output: `weather ${n}` } },
       { type: 'response.output_text.done', item_id: 'msg_0_0', text: `answer ${n}` },
@@ -137,9 +166,15 @@ describe('turns never collide: ids are ours, the provider\'s are kept for the wi
     ];
     const model = buildTranscript([...execTurn(1, 'return 1', 1), ...execTurn(2, 'return 2', 2)]);
     const cards = [cardsOf(model, 0), cardsOf(model, 1)];
-    assert.deepEqual(cards.map((c) => c.map((x) => [x.code, x.value, x.tools.map((t) => t.output)])), [[['return 1', 1, [1]]], [['return 2', 2, [2]]]]);
+    assert.deepEqual(
+      cards.map((c) => c.map((x) => [x.code, x.value, x.tools.map((t) => t.output)])),
+      [[['return 1', 1, [1]]], [['return 2', 2, [2]]]],
+    );
     const fns = [0, 1].map((t) => model.turns[t].itemKeys.map((k) => model.items[k]).filter((v): v is FunctionView => v?.kind === 'function'));
-    assert.deepEqual(fns.map((f) => f.map((x) => [x.arguments, x.output])), [[['{"n":1}', 'weather 1']], [['{"n":2}', 'weather 2']]]);
+    assert.deepEqual(
+      fns.map((f) => f.map((x) => [x.arguments, x.output])),
+      [[['{"n":1}', 'weather 1']], [['{"n":2}', 'weather 2']]],
+    );
     assert.deepEqual([messagesOf(model, 0), messagesOf(model, 1)], [['answer 1'], ['answer 2']]);
   });
 });

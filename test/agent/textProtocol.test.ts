@@ -38,20 +38,31 @@ function execItems(events: CodeActEvent[]): CodeInterpreterCallItem[] {
 function assertCardOrder(events: CodeActEvent[], id: string, code: string): void {
   const mine = events.filter((e) => ('item_id' in e && e.item_id === id) || (e.type === 'response.output_item.done' && 'id' in e.item && e.item.id === id));
   const kinds = mine.map((e) => e.type).filter((k, i, a) => !(k === a[i - 1] && k === 'response.code_interpreter_call_code.delta'));
-  assert.deepEqual(kinds.filter((k) => k.startsWith('response.')), [
-    'response.code_interpreter_call.in_progress',
-    'response.code_interpreter_call_code.delta',
-    'response.code_interpreter_call_code.done',
-    'response.code_interpreter_call.interpreting',
-    'response.code_interpreter_call.completed',
-    'response.output_item.done',
-  ]);
-  const deltas = mine.filter((e) => e.type === 'response.code_interpreter_call_code.delta').map((e) => (e as { delta: string }).delta).join('');
+  assert.deepEqual(
+    kinds.filter((k) => k.startsWith('response.')),
+    [
+      'response.code_interpreter_call.in_progress',
+      'response.code_interpreter_call_code.delta',
+      'response.code_interpreter_call_code.done',
+      'response.code_interpreter_call.interpreting',
+      'response.code_interpreter_call.completed',
+      'response.output_item.done',
+    ],
+  );
+  const deltas = mine
+    .filter((e) => e.type === 'response.code_interpreter_call_code.delta')
+    .map((e) => (e as { delta: string }).delta)
+    .join('');
   assert.equal(deltas, code);
 }
 
 /** Scripted ids that repeat on every response, as local servers do. */
-const REPEAT: Record<ProviderId, string> = { 'openai-compatible': 'chatcmpl-repeat', anthropic: 'msg_01repeat', gemini: 'n1P6abvRFaKdz7IPkcuQ2Aw', openai: 'resp_repeat' };
+const REPEAT: Record<ProviderId, string> = {
+  'openai-compatible': 'chatcmpl-repeat',
+  anthropic: 'msg_01repeat',
+  gemini: 'n1P6abvRFaKdz7IPkcuQ2Aw',
+  openai: 'resp_repeat',
+};
 
 describe('agent loop: text protocol (```python blocks, no function calling)', function () {
   this.timeout(60_000);
@@ -84,7 +95,14 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
   }
 
   /** The loop: a failing run, a recovering run that calls two tools, the answer; all without tools. */
-  async function assertLoop(provider: ProviderId, server: WireServer, events: CodeActEvent[], calls: string[], items: ConversationItem[], firstTextRequest = 0) {
+  async function assertLoop(
+    provider: ProviderId,
+    server: WireServer,
+    events: CodeActEvent[],
+    calls: string[],
+    items: ConversationItem[],
+    firstTextRequest = 0,
+  ) {
     const requests = server.turns.slice(firstTextRequest);
     assert.equal(requests.length, 3);
     for (const r of requests) {
@@ -104,7 +122,14 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
     assertCardOrder(events, execs[0].id, LOOP.failCode);
     assertCardOrder(events, execs[1].id, LOOP.recoverCode);
     const toolEvents = events.filter((e) => e.type === 'codeact.tool_call.completed') as Extract<CodeActEvent, { type: 'codeact.tool_call.completed' }>[];
-    assert.deepEqual(toolEvents.map((e) => [e.name, e.error === undefined]), [['check_inventory', false], ['search_catalog', true], ['check_inventory', true]]);
+    assert.deepEqual(
+      toolEvents.map((e) => [e.name, e.error === undefined]),
+      [
+        ['check_inventory', false],
+        ['search_catalog', true],
+        ['check_inventory', true],
+      ],
+    );
     // The text outside the blocks is the assistant's message; the made-up observation never shows.
     const texts = events.filter((e) => e.type === 'response.output_text.done' && !e.thinking).map((e) => (e as { text: string }).text);
     assert.deepEqual(texts, ['I will check the lamp.', 'The SKU was wrong; I will search first.', LOOP.answer]);
@@ -112,15 +137,19 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
     assertUniqueItemIds(events);
     // The observations went back to the model: the error first, then the result.
     const second = messagesOf(provider, requests[1].body);
-    assert.deepEqual(second.map((m) => m.role), ['user', 'assistant', 'user']);
+    assert.deepEqual(
+      second.map((m) => m.role),
+      ['user', 'assistant', 'user'],
+    );
     assert.equal(second[1].text, `I will check the lamp.\n\n\`\`\`python\n${LOOP.failCode}\n\`\`\``);
     assert.match(second[2].text, /^Observation: the code failed with RuntimeError: Invalid arguments for "check_inventory"/);
     const third = messagesOf(provider, requests[2].body);
     assert.match(third[4].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\nLED Desk Lamp\n\nReturned value: 85/);
     // Stored as with function calling: prose, the code call, its output.
-    assert.deepEqual(items.map((i) => i.type + (i.type === 'function_call_output' && i.is_error ? '!' : '')), [
-      'message', 'message', 'function_call', 'function_call_output!', 'message', 'function_call', 'function_call_output', 'message',
-    ]);
+    assert.deepEqual(
+      items.map((i) => i.type + (i.type === 'function_call_output' && i.is_error ? '!' : '')),
+      ['message', 'message', 'function_call', 'function_call_output!', 'message', 'function_call', 'function_call_output', 'message'],
+    );
     const outputs = items.filter((i): i is FunctionCallOutputItem => i.type === 'function_call_output');
     assert.match(outputs[1].output, /"value":85/);
   }
@@ -143,7 +172,10 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
         const next = await again.agent.run(result.items, 'Sure?');
         assert.equal(next.status, 'completed');
         const replayed = messagesOf(provider, server.turns[3].body);
-        assert.deepEqual(replayed.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+        assert.deepEqual(
+          replayed.map((m) => m.role),
+          ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user'],
+        );
         assert.match(replayed[3].text, /^The SKU was wrong; I will search first\.\n\n```python\nhits = await/);
         assert.equal(replayed[5].text, LOOP.answer);
         assert.equal(replayed[6].text, 'Sure?');
@@ -184,7 +216,12 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
     const server = await startServerFor('openai-compatible', 'vllm');
     try {
       scriptLoop(server, 'openai-compatible');
-      const { agent, events, calls } = await agentFor('openai-compatible', server, {}, { models: { [DEFAULT_MODELS['openai-compatible']]: { supportsTools: false } } });
+      const { agent, events, calls } = await agentFor(
+        'openai-compatible',
+        server,
+        {},
+        { models: { [DEFAULT_MODELS['openai-compatible']]: { supportsTools: false } } },
+      );
       const result = await agent.run([], 'How many LED lamps are on hand?');
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
       assert.ok(!events.some((e) => e.type === 'codeact.retry'));
@@ -206,7 +243,13 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
       const result = await agent.run([], 'Count.');
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
       const execs = execItems(events);
-      assert.deepEqual(execs.map((e) => [e.status, e.error?.type ?? null]), [['failed', 'NotRun'], ['completed', null]]);
+      assert.deepEqual(
+        execs.map((e) => [e.status, e.error?.type ?? null]),
+        [
+          ['failed', 'NotRun'],
+          ['completed', null],
+        ],
+      );
       assert.match(messagesOf('openai-compatible', server.turns[1].body).at(-1)!.text, /cut off by the output token limit/);
       assert.equal(result.text, 'Done: 3.');
     } finally {

@@ -33,7 +33,12 @@ describe('agent loop: falling back to the text protocol without depending on wor
 
   async function run(prompt = 'What is 6 times 7?') {
     const events: CodeActEvent[] = [];
-    const agent = await wireAgent('openai-compatible', server!, { runtime, gateway: new ToolGateway(orderDeskTools()), onEvent: (e) => events.push(e), retry: { baseDelayMs: 5, maxDelayMs: 20 } });
+    const agent = await wireAgent('openai-compatible', server!, {
+      runtime,
+      gateway: new ToolGateway(orderDeskTools()),
+      onEvent: (e) => events.push(e),
+      retry: { baseDelayMs: 5, maxDelayMs: 20 },
+    });
     const result = await agent.run([], prompt);
     const notices = events.filter((e): e is Extract<CodeActEvent, { type: 'codeact.retry' }> => e.type === 'codeact.retry');
     const execs = events.flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item] : []));
@@ -63,7 +68,10 @@ describe('agent loop: falling back to the text protocol without depending on wor
       assert.deepEqual(withTools(), [true, false, false]);
       assert.equal(notices.length, 1);
       assert.match(notices[0].message, /does not accept tools.*text protocol/s);
-      assert.deepEqual(execs.map((e) => [e.status, e.code]), [['completed', CODE]]);
+      assert.deepEqual(
+        execs.map((e) => [e.status, e.code]),
+        [['completed', CODE]],
+      );
     });
   }
 

@@ -26,7 +26,17 @@ class ScriptRuntime implements Runtime {
   async execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem> {
     this.requests.push(request);
     options?.onEvent?.({ type: 'response.code_interpreter_call.in_progress', item_id: 'exec_1' });
-    const item: CodeInterpreterCallItem = { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code: request.code, runtime: 'jupyter', outputs: [], exit_code: 0, duration_ms: 1, ...(await this.run(request, options)) };
+    const item: CodeInterpreterCallItem = {
+      type: 'code_interpreter_call',
+      id: 'exec_1',
+      status: 'completed',
+      code: request.code,
+      runtime: 'jupyter',
+      outputs: [],
+      exit_code: 0,
+      duration_ms: 1,
+      ...(await this.run(request, options)),
+    };
     options?.onEvent?.({ type: 'response.output_item.done', item });
     return item;
   }
@@ -35,7 +45,9 @@ class ScriptRuntime implements Runtime {
 
 /** Resolves when the signal aborts, as a stopped execution's item. */
 const untilStopped = (_r: ExecuteRequest, o?: ExecuteOptions) =>
-  new Promise<Partial<CodeInterpreterCallItem>>((resolve) => o!.signal!.addEventListener('abort', () => resolve({ status: 'failed', error: { type: 'Cancelled', message: 'Stopped.' } })));
+  new Promise<Partial<CodeInterpreterCallItem>>((resolve) =>
+    o!.signal!.addEventListener('abort', () => resolve({ status: 'failed', error: { type: 'Cancelled', message: 'Stopped.' } })),
+  );
 
 describe('the turn lifecycle (chat and code turns)', () => {
   let dir: string;
@@ -46,32 +58,80 @@ describe('the turn lifecycle (chat and code turns)', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('a code turn saves its markers around the execution\'s events, in its session, and tells them in order', async () => {
+  it("a code turn saves its markers around the execution's events, in its session, and tells them in order", async () => {
     const convo = store.create({ title: 'run' });
     const runtime = new ScriptRuntime(async () => ({ value: 42 }));
     const told: string[] = [];
-    const { turnId, item } = await runCodeTurn({ conversation: convo, code: 'x = 42', label: 'orders.py, lines 1-2', source: 'run_with_tools', runtime: async () => runtime, gateway: async () => new ToolGateway([]), timeoutMs: 5000, sessionId: convo.id, onEvent: (e) => told.push(e.type) });
+    const { turnId, item } = await runCodeTurn({
+      conversation: convo,
+      code: 'x = 42',
+      label: 'orders.py, lines 1-2',
+      source: 'run_with_tools',
+      runtime: async () => runtime,
+      gateway: async () => new ToolGateway([]),
+      timeoutMs: 5000,
+      sessionId: convo.id,
+      onEvent: (e) => told.push(e.type),
+    });
     assert.equal(item.value, 42);
-    assert.deepEqual(runtime.requests.map((r) => [r.code, r.timeoutMs, r.sessionId]), [['x = 42', 5000, convo.id]]);
+    assert.deepEqual(
+      runtime.requests.map((r) => [r.code, r.timeoutMs, r.sessionId]),
+      [['x = 42', 5000, convo.id]],
+    );
     const saved = store.open(convo.id).events;
-    assert.deepEqual(saved.map((e) => e.type), ['codeact.turn.started', 'response.code_interpreter_call.in_progress', 'response.output_item.done', 'codeact.turn.ended']);
-    assert.deepEqual(told, saved.map((e) => e.type));
-    const [start, end] = [saved[0], saved.at(-1)!] as [Extract<TranscriptEvent, { type: 'codeact.turn.started' }>, Extract<TranscriptEvent, { type: 'codeact.turn.ended' }>];
-    assert.deepEqual([start.turn_id, start.prompt, start.source, start.runtime, typeof start.started_at], [turnId, 'orders.py, lines 1-2', 'run_with_tools', 'jupyter', 'number']);
+    assert.deepEqual(
+      saved.map((e) => e.type),
+      ['codeact.turn.started', 'response.code_interpreter_call.in_progress', 'response.output_item.done', 'codeact.turn.ended'],
+    );
+    assert.deepEqual(
+      told,
+      saved.map((e) => e.type),
+    );
+    const [start, end] = [saved[0], saved.at(-1)!] as [
+      Extract<TranscriptEvent, { type: 'codeact.turn.started' }>,
+      Extract<TranscriptEvent, { type: 'codeact.turn.ended' }>,
+    ];
+    assert.deepEqual(
+      [start.turn_id, start.prompt, start.source, start.runtime, typeof start.started_at],
+      [turnId, 'orders.py, lines 1-2', 'run_with_tools', 'jupyter', 'number'],
+    );
     assert.deepEqual([end.turn_id, end.status, end.message, end.interrupted], [turnId, 'completed', undefined, undefined]);
   });
 
   it('without a conversation (codeact run) the events are only told; a stopped run ends "stopped", a failed one "failed"', async () => {
     const told: TranscriptEvent[] = [];
     const stop = new AbortController();
-    const stopped = runCodeTurn({ code: 'while True: pass', label: 'loop.py', source: 'cli', runtime: new ScriptRuntime(untilStopped), gateway: new ToolGateway([]), timeoutMs: 5000, signal: stop.signal, onEvent: (e) => told.push(e) });
+    const stopped = runCodeTurn({
+      code: 'while True: pass',
+      label: 'loop.py',
+      source: 'cli',
+      runtime: new ScriptRuntime(untilStopped),
+      gateway: new ToolGateway([]),
+      timeoutMs: 5000,
+      signal: stop.signal,
+      onEvent: (e) => told.push(e),
+    });
     stop.abort();
     assert.equal((await stopped).item.error?.type, 'Cancelled');
     assert.equal(store.list().length, 0);
-    assert.deepEqual(told.filter((e) => !isTurnMarker(e)).map((e) => e.type), ['response.code_interpreter_call.in_progress', 'response.output_item.done']);
-    assert.deepEqual(told.filter(isTurnMarker).map((e) => (e.type === 'codeact.turn.ended' ? e.status : e.type)), ['codeact.turn.started', 'stopped']);
+    assert.deepEqual(
+      told.filter((e) => !isTurnMarker(e)).map((e) => e.type),
+      ['response.code_interpreter_call.in_progress', 'response.output_item.done'],
+    );
+    assert.deepEqual(
+      told.filter(isTurnMarker).map((e) => (e.type === 'codeact.turn.ended' ? e.status : e.type)),
+      ['codeact.turn.started', 'stopped'],
+    );
     const failed: TranscriptEvent[] = [];
-    await runCodeTurn({ code: '1/0', label: 'bad.py', source: 'cli', runtime: new ScriptRuntime(async () => ({ status: 'failed', error: { type: 'ZeroDivisionError', message: 'division by zero' } })), gateway: new ToolGateway([]), timeoutMs: 5000, onEvent: (e) => failed.push(e) });
+    await runCodeTurn({
+      code: '1/0',
+      label: 'bad.py',
+      source: 'cli',
+      runtime: new ScriptRuntime(async () => ({ status: 'failed', error: { type: 'ZeroDivisionError', message: 'division by zero' } })),
+      gateway: new ToolGateway([]),
+      timeoutMs: 5000,
+      onEvent: (e) => failed.push(e),
+    });
     assert.deepEqual(failed.at(-1), { ...failed.at(-1), type: 'codeact.turn.ended', status: 'failed' });
   });
 
@@ -80,28 +140,85 @@ describe('the turn lifecycle (chat and code turns)', () => {
     const runtime = new ScriptRuntime(async () => {
       throw new Error('the kernel died');
     });
-    await assert.rejects(runCodeTurn({ conversation: convo, code: 'x', label: 'x', source: 'lm_tool', runtime, gateway: new ToolGateway([]), timeoutMs: 5000 }), /the kernel died/);
+    await assert.rejects(
+      runCodeTurn({ conversation: convo, code: 'x', label: 'x', source: 'lm_tool', runtime, gateway: new ToolGateway([]), timeoutMs: 5000 }),
+      /the kernel died/,
+    );
     const end = store.open(convo.id).events.at(-1);
-    assert.deepEqual(end && { ...end, turn_id: '', duration_ms: 0 }, { type: 'codeact.turn.ended', turn_id: '', status: 'failed', duration_ms: 0, message: 'the kernel died' });
+    assert.deepEqual(end && { ...end, turn_id: '', duration_ms: 0 }, {
+      type: 'codeact.turn.ended',
+      turn_id: '',
+      status: 'failed',
+      duration_ms: 0,
+      message: 'the kernel died',
+    });
   });
 
   it('a chat turn and a code turn cut off by the host going away save the same interrupted message', async () => {
     const convo = store.create({ title: 'cut off' });
     const stop = new AbortController();
-    const code = runCodeTurn({ conversation: convo, code: 'while True: pass', label: 'loop', source: 'chat', runtime: new ScriptRuntime(untilStopped), gateway: new ToolGateway([]), timeoutMs: 5000, signal: stop.signal, interrupted: () => true });
+    const code = runCodeTurn({
+      conversation: convo,
+      code: 'while True: pass',
+      label: 'loop',
+      source: 'chat',
+      runtime: new ScriptRuntime(untilStopped),
+      gateway: new ToolGateway([]),
+      timeoutMs: 5000,
+      signal: stop.signal,
+      interrupted: () => true,
+    });
     stop.abort();
     await code;
     const layers: Record<string, SettingLayers> = { provider: { user: 'openai-compatible' }, model: { user: 'm' }, baseURL: { user: 'http://127.0.0.1:9/v1' } };
     const config = resolveEngineConfig((k) => layers[k], { trusted: true }).config;
     // The provider cannot be built at all (the turn fails before the model answers), and the host is going away.
-    await runChatTurn({ conversation: convo, prompt: 'hi', source: 'chat', config, provider: async () => { throw new Error('no key'); }, runtime: new ScriptRuntime(untilStopped), gateway: new ToolGateway([]), interrupted: () => true });
+    await runChatTurn({
+      conversation: convo,
+      prompt: 'hi',
+      source: 'chat',
+      config,
+      provider: async () => {
+        throw new Error('no key');
+      },
+      runtime: new ScriptRuntime(untilStopped),
+      gateway: new ToolGateway([]),
+      interrupted: () => true,
+    });
     // Stopped while the model is asked (a signal already aborted), the host going away.
-    const chat = await runChatTurn({ conversation: convo, prompt: 'hi again', source: 'chat', config, provider: async () => createProvider(providerConfigFrom(config, undefined)), runtime: new ScriptRuntime(untilStopped), gateway: new ToolGateway([]), signal: AbortSignal.abort(), interrupted: () => true, agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } } });
+    const chat = await runChatTurn({
+      conversation: convo,
+      prompt: 'hi again',
+      source: 'chat',
+      config,
+      provider: async () => createProvider(providerConfigFrom(config, undefined)),
+      runtime: new ScriptRuntime(untilStopped),
+      gateway: new ToolGateway([]),
+      signal: AbortSignal.abort(),
+      interrupted: () => true,
+      agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
+    });
     assert.equal(chat.result?.status, 'cancelled');
     const ends = store.open(convo.id).events.filter((e) => e.type === 'codeact.turn.ended');
-    assert.deepEqual(ends.map((e) => [e.status, e.message, e.interrupted]), [['stopped', INTERRUPTED_MESSAGE, true], ['failed', INTERRUPTED_MESSAGE, true], ['stopped', INTERRUPTED_MESSAGE, true]]);
+    assert.deepEqual(
+      ends.map((e) => [e.status, e.message, e.interrupted]),
+      [
+        ['stopped', INTERRUPTED_MESSAGE, true],
+        ['failed', INTERRUPTED_MESSAGE, true],
+        ['stopped', INTERRUPTED_MESSAGE, true],
+      ],
+    );
     // A turn that completes is never called interrupted, whatever the host is doing.
-    await runCodeTurn({ conversation: convo, code: 'x', label: 'x', source: 'chat', runtime: new ScriptRuntime(async () => ({})), gateway: new ToolGateway([]), timeoutMs: 5000, interrupted: () => true });
+    await runCodeTurn({
+      conversation: convo,
+      code: 'x',
+      label: 'x',
+      source: 'chat',
+      runtime: new ScriptRuntime(async () => ({})),
+      gateway: new ToolGateway([]),
+      timeoutMs: 5000,
+      interrupted: () => true,
+    });
     const last = store.open(convo.id).events.at(-1);
     assert.deepEqual(last && [last.type, 'interrupted' in last, 'message' in last], ['codeact.turn.ended', false, false]);
   });

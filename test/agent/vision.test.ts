@@ -52,7 +52,12 @@ let PNG: string[] = [];
 describe('agent: what the model reads and sees of an execution', function () {
   this.timeout(60_000);
   before(() => {
-    PNG = makeImages([{ width: 64, height: 48 }, { width: 32, height: 24 }, { width: 20, height: 10 }, { width: 8, height: 8, format: 'JPEG' }]);
+    PNG = makeImages([
+      { width: 64, height: 48 },
+      { width: 32, height: 24 },
+      { width: 20, height: 10 },
+      { width: 8, height: 8, format: 'JPEG' },
+    ]);
   });
 
   describe('executionSummary', () => {
@@ -73,7 +78,10 @@ describe('agent: what the model reads and sees of an execution', function () {
         value: null,
         stdout: 'rows: 2\n',
         displays: ['[image 64×48, PNG]', tableDisplay().summary, '[SVG image]', '**done**'],
-        files: [{ name: 'out.csv', bytes: 1234 }, { name: 'big.bin', bytes: 99_000_000, note: 'over the 16 MB cap: not copied out' }],
+        files: [
+          { name: 'out.csv', bytes: 1234 },
+          { name: 'big.bin', bytes: 99_000_000, note: 'over the 16 MB cap: not copied out' },
+        ],
       });
       assert.ok(!executionSummary(item).includes('<table') && !executionSummary(item).includes('<script'));
     });
@@ -92,13 +100,23 @@ describe('agent: what the model reads and sees of an execution', function () {
     });
 
     it('executionImages: raster displays only, with their size, the last ones within the budget', () => {
-      const item = execItem([pngDisplay(PNG[0]), svgDisplay(), tableDisplay(), { type: 'display', data: { 'image/jpeg': PNG[3] } }, pngDisplay(PNG[1]), { type: 'image', url: 'data:image/png;base64,AAAA' }]);
+      const item = execItem([
+        pngDisplay(PNG[0]),
+        svgDisplay(),
+        tableDisplay(),
+        { type: 'display', data: { 'image/jpeg': PNG[3] } },
+        pngDisplay(PNG[1]),
+        { type: 'image', url: 'data:image/png;base64,AAAA' },
+      ]);
       assert.deepEqual(executionImages(item, 'execution 2'), [
         { mime_type: 'image/png', data: PNG[0], width: 64, height: 48, source: 'execution 2' },
         { mime_type: 'image/jpeg', data: PNG[3], width: 8, height: 8, source: 'execution 2' },
         { mime_type: 'image/png', data: PNG[1], width: 32, height: 24, source: 'execution 2' },
       ]);
-      assert.deepEqual(executionImages(item, 'execution 2', { maxImages: 2, maxBytes: 1e7 }).map((i) => i.data), [PNG[3], PNG[1]]);
+      assert.deepEqual(
+        executionImages(item, 'execution 2', { maxImages: 2, maxBytes: 1e7 }).map((i) => i.data),
+        [PNG[3], PNG[1]],
+      );
       assert.deepEqual(executionImages(item, 'execution 2', { maxImages: 0, maxBytes: 1e7 }), []);
     });
   });
@@ -130,7 +148,10 @@ describe('agent: what the model reads and sees of an execution', function () {
 
     it('anthropic: parallel calls keep their images as "execution 1" and "execution 2", sent as image blocks in the tool results; the next run counts on', async () => {
       const { agent, events } = await agentFor('anthropic');
-      server.push(turn().call('execute_tool_code', { code: 'plot_a()' }, { id: 'toolu_A' }).call('execute_tool_code', { code: 'plot_b()' }, { id: 'toolu_B' }), turn().text('Two plots.'));
+      server.push(
+        turn().call('execute_tool_code', { code: 'plot_a()' }, { id: 'toolu_A' }).call('execute_tool_code', { code: 'plot_b()' }, { id: 'toolu_B' }),
+        turn().text('Two plots.'),
+      );
       const result = await agent.run([], 'Plot a and b.');
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
       // The tool description says where displays go, and that this model sees them.
@@ -140,22 +161,42 @@ describe('agent: what the model reads and sees of an execution', function () {
       assert.match(description, /Files the code writes in the working directory are given to the user/);
 
       const outputs = result.items.filter((i): i is FunctionCallOutputItem => i.type === 'function_call_output');
-      assert.deepEqual(outputs.map((o) => o.images), [
-        [{ mime_type: 'image/png', data: PNG[0], width: 64, height: 48, source: 'execution 1' }],
-        [{ mime_type: 'image/png', data: PNG[1], width: 32, height: 24, source: 'execution 2' }, { mime_type: 'image/png', data: PNG[2], width: 20, height: 10, source: 'execution 2' }],
-      ]);
+      assert.deepEqual(
+        outputs.map((o) => o.images),
+        [
+          [{ mime_type: 'image/png', data: PNG[0], width: 64, height: 48, source: 'execution 1' }],
+          [
+            { mime_type: 'image/png', data: PNG[1], width: 32, height: 24, source: 'execution 2' },
+            { mime_type: 'image/png', data: PNG[2], width: 20, height: 10, source: 'execution 2' },
+          ],
+        ],
+      );
       // The events do not carry them again (the execution item has the displays).
-      const emitted = events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'function_call_output').map((e) => (e as { item: FunctionCallOutputItem }).item);
+      const emitted = events
+        .filter((e) => e.type === 'response.output_item.done' && e.item.type === 'function_call_output')
+        .map((e) => (e as { item: FunctionCallOutputItem }).item);
       assert.equal(emitted.length, 2);
       assert.ok(emitted.every((o) => o.images === undefined));
 
       const results = server.turns[1].body.messages.at(-1).content as Json[];
-      assert.deepEqual(results.map((r) => [r.tool_use_id, r.content.map((c: Json) => c.type)]), [['toolu_A', ['text', 'image']], ['toolu_B', ['text', 'image', 'image']]]);
+      assert.deepEqual(
+        results.map((r) => [r.tool_use_id, r.content.map((c: Json) => c.type)]),
+        [
+          ['toolu_A', ['text', 'image']],
+          ['toolu_B', ['text', 'image', 'image']],
+        ],
+      );
       const textA = JSON.parse(results[0].content[0].text);
       assert.deepEqual(textA.displays, ['[image 64×48, PNG]', tableDisplay().summary, '[SVG image]']);
       assert.equal(textA.execution, 1);
       assert.ok(!results[0].content[0].text.includes('<table'));
-      assert.deepEqual(results[1].content.slice(1).map((c: Json) => c.source), [{ type: 'base64', media_type: 'image/png', data: PNG[1] }, { type: 'base64', media_type: 'image/png', data: PNG[2] }]);
+      assert.deepEqual(
+        results[1].content.slice(1).map((c: Json) => c.source),
+        [
+          { type: 'base64', media_type: 'image/png', data: PNG[1] },
+          { type: 'base64', media_type: 'image/png', data: PNG[2] },
+        ],
+      );
 
       // The conversation goes on: the next execution is number 3.
       server.push(turn().call('execute_tool_code', { code: 'plot_c()' }, { id: 'toolu_C' }), turn().text('Three.'));
@@ -172,7 +213,10 @@ describe('agent: what the model reads and sees of an execution', function () {
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
       const outs = server.turns[2].body.input.filter((i: Json) => i.type === 'function_call_output');
       assert.equal(outs[0].output.endsWith('\n[image 64×48 from execution 1, no longer attached]'), true, outs[0].output);
-      assert.deepEqual(outs[1].output.map((p: Json) => p.type), ['input_text', 'input_image', 'input_image']);
+      assert.deepEqual(
+        outs[1].output.map((p: Json) => p.type),
+        ['input_text', 'input_image', 'input_image'],
+      );
     });
 
     it('openai-compatible without the setting: the description and the result say the model cannot see the images', async () => {
@@ -193,7 +237,10 @@ describe('agent: what the model reads and sees of an execution', function () {
       assert.equal(result.status, 'completed', JSON.stringify(result.error));
       const last = server.turns[1].body.messages.at(-1);
       assert.equal(last.role, 'user');
-      assert.deepEqual(last.content.map((c: Json) => c.type), ['text', 'image']);
+      assert.deepEqual(
+        last.content.map((c: Json) => c.type),
+        ['text', 'image'],
+      );
       assert.match(last.content[0].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\na\n/);
       assert.match(last.content[0].text, /Shown to the user \(execution 1\):\n- \[image 64×48, PNG\]\n- DataFrame: 2 rows × 2 columns/);
       assert.deepEqual(last.content[1].source, { type: 'base64', media_type: 'image/png', data: PNG[0] });
@@ -204,7 +251,10 @@ describe('agent: what the model reads and sees of an execution', function () {
       server.push(turn().text('```python\nplot_b()\n```'), turn().text('ok'));
       await agent.run([], 'plot');
       const obs = server.turns[1].body.messages.at(-1);
-      assert.deepEqual(obs.content.map((c: Json) => c.type), ['text', 'image_url', 'image_url']);
+      assert.deepEqual(
+        obs.content.map((c: Json) => c.type),
+        ['text', 'image_url', 'image_url'],
+      );
       assert.equal(obs.content[2].image_url.url, `data:image/png;base64,${PNG[2]}`);
       await server.close();
       const plain = await agentFor('openai-compatible', { protocol: 'text' });
@@ -227,7 +277,7 @@ describe('agent: what the model reads and sees of an execution', function () {
       rmSync(dir, { recursive: true, force: true });
     });
 
-    it('both hosts\' chat turn honours the settings (visionModels, maxImages), and images survive the store and --continue', async () => {
+    it("both hosts' chat turn honours the settings (visionModels, maxImages), and images survive the store and --continue", async () => {
       server = await startServerFor('openai-compatible');
       const layers: Record<string, SettingLayers> = {
         provider: { user: 'openai-compatible' },
@@ -242,13 +292,25 @@ describe('agent: what the model reads and sees of an execution', function () {
       const convo = store.create({ title: 'plots' });
       const runtime = new DisplayRuntime({ 'plot_b()': [pngDisplay(PNG[1]), pngDisplay(PNG[2])], 'plot_a()': [pngDisplay(PNG[0])] });
       const chat = (prompt: string, conversation = convo) =>
-        runChatTurn({ conversation, prompt, source: 'cli', config, provider: () => createProvider(providerConfigFrom(config, undefined)), runtime, gateway: new ToolGateway([]), agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } } });
+        runChatTurn({
+          conversation,
+          prompt,
+          source: 'cli',
+          config,
+          provider: () => createProvider(providerConfigFrom(config, undefined)),
+          runtime,
+          gateway: new ToolGateway([]),
+          agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
+        });
       server.push(turn().call('execute_tool_code', { code: 'plot_b()' }), turn().text('one'));
       const first = await chat('plot b');
       assert.equal(first.result?.status, 'completed', JSON.stringify(first.error));
       // maxImages 1 also bounds what is kept: the last image of the execution.
       const kept = convo.history.find((i): i is FunctionCallOutputItem & ConversationItem => i.type === 'function_call_output')!;
-      assert.deepEqual(kept.images?.map((i) => i.data), [PNG[2]]);
+      assert.deepEqual(
+        kept.images?.map((i) => i.data),
+        [PNG[2]],
+      );
       const body1 = server.turns[1].body;
       assert.equal(body1.messages.at(-1).content.filter((p: Json) => p.type === 'image_url').length, 1);
 
@@ -263,17 +325,35 @@ describe('agent: what the model reads and sees of an execution', function () {
       const tools = messages.filter((m) => m.role === 'tool');
       assert.match(tools[0].content, /\n\[image 20×10 from execution 1, no longer attached\]$/);
       assert.equal(JSON.parse(tools[1].content).execution, 2);
-      assert.deepEqual(messages[messages.length - 1].content.filter((p: Json) => p.type === 'image_url').map((p: Json) => p.image_url.url), [`data:image/png;base64,${PNG[0]}`]);
+      assert.deepEqual(
+        messages[messages.length - 1].content.filter((p: Json) => p.type === 'image_url').map((p: Json) => p.image_url.url),
+        [`data:image/png;base64,${PNG[0]}`],
+      );
     });
 
     it('toTextHistory keeps the images on the Observation that stands for the result', () => {
       const items: ConversationItem[] = [
         { type: 'message', id: 'u', role: 'user', text: 'plot' },
         { type: 'function_call', id: 'fc', call_id: 'c', name: 'execute_tool_code', arguments: JSON.stringify({ code: 'plot_a()' }) },
-        { type: 'function_call_output', id: 'o', item_id: 'fc', call_id: 'c', name: 'execute_tool_code', output: executionSummary(execItem([pngDisplay(PNG[0])]), { execution: 1 }), images: [{ mime_type: 'image/png', data: PNG[0], source: 'execution 1' }] },
+        {
+          type: 'function_call_output',
+          id: 'o',
+          item_id: 'fc',
+          call_id: 'c',
+          name: 'execute_tool_code',
+          output: executionSummary(execItem([pngDisplay(PNG[0])]), { execution: 1 }),
+          images: [{ mime_type: 'image/png', data: PNG[0], source: 'execution 1' }],
+        },
       ];
       const text = toTextHistory(items);
-      assert.deepEqual(text.map((m) => [m.type, (m as { role?: string }).role, m.images?.length ?? 0]), [['message', 'user', 0], ['message', 'assistant', 0], ['message', 'user', 1]]);
+      assert.deepEqual(
+        text.map((m) => [m.type, (m as { role?: string }).role, m.images?.length ?? 0]),
+        [
+          ['message', 'user', 0],
+          ['message', 'assistant', 0],
+          ['message', 'user', 1],
+        ],
+      );
     });
   });
 });

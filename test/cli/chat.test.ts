@@ -29,15 +29,50 @@ describe('codeact chat', function () {
     server = await startServerFor('openai-compatible', 'ollama');
     server.push(turn().call('execute_tool_code', { code: 'r = await call_tool("check_inventory", sku="LMP-LED-010")\nreturn r["on_hand"]' }));
     server.push(turn().text('85 lamps are on hand.'));
-    const r = await codeact(['chat', 'How many LED lamps?', '--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', server.url, '--workspace', 'examples/orders', '--storage', storage, '--json']);
+    const r = await codeact([
+      'chat',
+      'How many LED lamps?',
+      '--provider',
+      'openai-compatible',
+      '--model',
+      'qwen2.5-coder:7b',
+      '--base-url',
+      server.url,
+      '--workspace',
+      'examples/orders',
+      '--storage',
+      storage,
+      '--json',
+    ]);
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as CodeActEvent);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as CodeActEvent);
     const allowed = new Set([
-      'response.output_text.delta', 'response.output_text.done', 'response.code_interpreter_call.in_progress', 'response.code_interpreter_call_code.delta',
-      'response.code_interpreter_call_code.done', 'response.code_interpreter_call.interpreting', 'response.code_interpreter_call.completed',
-      'response.output_item.added', 'response.output_item.done', 'response.function_call_arguments.delta', 'response.function_call_arguments.done',
-      'codeact.output.delta', 'codeact.output.display', 'codeact.tool_call.started', 'codeact.tool_call.completed', 'codeact.approval.requested', 'codeact.approval.resolved',
-      'codeact.retry', 'codeact.context.usage', 'codeact.context.compacted', 'codeact.usage.summary', 'response.completed', 'error',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.code_interpreter_call.in_progress',
+      'response.code_interpreter_call_code.delta',
+      'response.code_interpreter_call_code.done',
+      'response.code_interpreter_call.interpreting',
+      'response.code_interpreter_call.completed',
+      'response.output_item.added',
+      'response.output_item.done',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'codeact.output.delta',
+      'codeact.output.display',
+      'codeact.tool_call.started',
+      'codeact.tool_call.completed',
+      'codeact.approval.requested',
+      'codeact.approval.resolved',
+      'codeact.retry',
+      'codeact.context.usage',
+      'codeact.context.compacted',
+      'codeact.usage.summary',
+      'response.completed',
+      'error',
     ]);
     for (const e of events) assert.ok(allowed.has(e.type), `unknown event type ${e.type}`);
     const exec = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
@@ -45,22 +80,34 @@ describe('codeact chat', function () {
     const execItem = exec.item;
     assert.equal(execItem.value, 85);
     const order = events.filter((e) => 'item_id' in e && e.item_id === execItem.id && e.type.startsWith('response.code_interpreter_call')).map((e) => e.type);
-    assert.deepEqual([...new Set(order)], [
-      'response.code_interpreter_call.in_progress',
-      'response.code_interpreter_call_code.delta',
-      'response.code_interpreter_call_code.done',
-      'response.code_interpreter_call.interpreting',
-      'response.code_interpreter_call.completed',
-    ]);
+    assert.deepEqual(
+      [...new Set(order)],
+      [
+        'response.code_interpreter_call.in_progress',
+        'response.code_interpreter_call_code.delta',
+        'response.code_interpreter_call_code.done',
+        'response.code_interpreter_call.interpreting',
+        'response.code_interpreter_call.completed',
+      ],
+    );
     assert.ok(events.some((e) => e.type === 'codeact.tool_call.completed' && e.name === 'check_inventory'));
-    assert.equal(events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta).join(''), '85 lamps are on hand.');
+    assert.equal(
+      events
+        .filter((e) => e.type === 'response.output_text.delta')
+        .map((e) => (e as { delta: string }).delta)
+        .join(''),
+      '85 lamps are on hand.',
+    );
     assert.equal(events.filter((e) => e.type === 'response.completed').length, 2);
   });
 
   it('continues a saved conversation with --continue: the next request carries the earlier turns', async () => {
     server = await startServerFor('anthropic');
     server.push(turn().text('Noted: the code word is "plum".'));
-    const first = await codeact(['chat', 'Remember the code word plum.', '--provider', 'anthropic', '--model', 'claude-sonnet-4-6', '--base-url', server.url, '--storage', storage], { ANTHROPIC_API_KEY: 'sk-ant-test' });
+    const first = await codeact(
+      ['chat', 'Remember the code word plum.', '--provider', 'anthropic', '--model', 'claude-sonnet-4-6', '--base-url', server.url, '--storage', storage],
+      { ANTHROPIC_API_KEY: 'sk-ant-test' },
+    );
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /Noted: the code word is "plum"\./);
     const id = /\[(c_[A-Za-z0-9_]+)\]/.exec(first.stderr)?.[1];
@@ -69,7 +116,9 @@ describe('codeact chat', function () {
     assert.equal(JSON.parse(listed.stdout)[0].id, id);
 
     server.push(turn().text('The code word is plum.'));
-    const second = await codeact(['chat', 'What was the code word?', '--continue', id!, '--base-url', server.url, '--storage', storage], { ANTHROPIC_API_KEY: 'sk-ant-test' });
+    const second = await codeact(['chat', 'What was the code word?', '--continue', id!, '--base-url', server.url, '--storage', storage], {
+      ANTHROPIC_API_KEY: 'sk-ant-test',
+    });
     assert.equal(second.code, 0, second.stderr);
     const messages = server.turns[1].body.messages as Array<{ role: string; content: unknown }>;
     assert.equal(messages.length, 3);
@@ -84,7 +133,9 @@ describe('codeact chat', function () {
     assert.match(missing.stderr, /OPENAI_API_KEY/);
     server = await startServerFor('openai');
     server.push(fault.status(404, { message: 'The model `gpt-nope` does not exist', code: 'model_not_found' }));
-    const bad = await codeact(['chat', 'hi', '--provider', 'openai', '--model', 'gpt-nope', '--base-url', server.url, '--storage', storage], { OPENAI_API_KEY: 'sk-test' });
+    const bad = await codeact(['chat', 'hi', '--provider', 'openai', '--model', 'gpt-nope', '--base-url', server.url, '--storage', storage], {
+      OPENAI_API_KEY: 'sk-test',
+    });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /gpt-nope/);
   });
@@ -92,6 +143,9 @@ describe('codeact chat', function () {
   it('exits 2 for usage errors', async () => {
     assert.equal((await codeact(['chat', '--storage', storage])).code, 2);
     assert.match((await codeact(['chat', 'hi', '--provider', 'nope', '--model', 'x', '--storage', storage])).stderr, /--provider must be one of/);
-    assert.match((await codeact(['chat', 'hi', '--provider', 'openai', '--model', 'x', '--mode', 'turbo', '--storage', storage])).stderr, /--mode must be one of "toolCode", "hosted", "code", not "turbo"/);
+    assert.match(
+      (await codeact(['chat', 'hi', '--provider', 'openai', '--model', 'x', '--mode', 'turbo', '--storage', storage])).stderr,
+      /--mode must be one of "toolCode", "hosted", "code", not "turbo"/,
+    );
   });
 });

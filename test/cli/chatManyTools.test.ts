@@ -46,23 +46,46 @@ describe('codeact chat with 300 MCP tools', function () {
 
   it('lists names only, and the code finds, imports and calls a tool on the MCP server', async () => {
     server.push(turn().call('execute_tool_code', { code: CODE }), turn().text('Rolled web back.'));
-    const r = await runCli(['chat', 'Roll back web.', '--provider', 'openai-compatible', '--model', 'm', '--base-url', server.url, '--workspace', dir, '--storage', storage, '--json']);
+    const r = await runCli([
+      'chat',
+      'Roll back web.',
+      '--provider',
+      'openai-compatible',
+      '--model',
+      'm',
+      '--base-url',
+      server.url,
+      '--workspace',
+      dir,
+      '--storage',
+      storage,
+      '--json',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const description: string = server.turns[0].body.tools[0].function.description;
     assert.ok(estimateTextTokens(description) <= COMPACT_TOKEN_BUDGET + 700, `${estimateTextTokens(description)} tokens`);
     assert.match(description, /MCP server ".*manyTools\.mjs" \(300\):\n- accounting_approve_expense: Approve a submitted expense/);
     assert.match(description, /await search_tools\("what you need", limit=10\)/);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as CodeActEvent);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as CodeActEvent);
     const exec = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') as { item: CodeInterpreterCallItem };
     assert.equal(exec.item.status, 'completed', JSON.stringify(exec.item.error));
     const value = exec.item.value as { hits: string[]; err: string; done: unknown };
     assert.equal(value.hits[0], 'k8s_rollback_deployment');
-    assert.equal(value.err, "k8s_rollback_deployment() got an unexpected keyword argument 'deploymnt' (did you mean 'deployment'?). Signature: k8s_rollback_deployment(*, deployment: str, namespace: str = 'default', revision: int = ...)");
+    assert.equal(
+      value.err,
+      "k8s_rollback_deployment() got an unexpected keyword argument 'deploymnt' (did you mean 'deployment'?). Signature: k8s_rollback_deployment(*, deployment: str, namespace: str = 'default', revision: int = ...)",
+    );
     assert.deepEqual(value.done, { ok: true, message: 'k8s_rollback_deployment done' });
     const calls = events.filter((e) => e.type === 'codeact.tool_call.completed') as Extract<CodeActEvent, { type: 'codeact.tool_call.completed' }>[];
-    assert.deepEqual(calls.map((e) => [e.name, e.kind ?? 'tool', e.error ?? null]), [
-      ['codeact.search_tools', 'discovery', null],
-      ['k8s_rollback_deployment', 'tool', null],
-    ]);
+    assert.deepEqual(
+      calls.map((e) => [e.name, e.kind ?? 'tool', e.error ?? null]),
+      [
+        ['codeact.search_tools', 'discovery', null],
+        ['k8s_rollback_deployment', 'tool', null],
+      ],
+    );
   });
 });

@@ -28,7 +28,10 @@ describe('codeact chat: a silent model server', function () {
     writeFileSync(path.join(home, 'settings.json'), JSON.stringify({ 'codeact.modelStream.idleTimeoutSeconds': 1 }));
     server = await startServerFor('openai-compatible', 'ollama');
     server.push(fault.silence(), fault.silence(), fault.silence());
-    const r = await runCli(['chat', 'hi', '--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', server.url, '--storage', path.join(home, 'conv')], { CODEACT_HOME: home });
+    const r = await runCli(
+      ['chat', 'hi', '--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', server.url, '--storage', path.join(home, 'conv')],
+      { CODEACT_HOME: home },
+    );
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /The model stopped sending for 1 s after the response started: the OpenAI-compatible server sent its headers and then nothing/);
     assert.match(r.stderr, /codeact\.modelStream\.idleTimeoutSeconds \(now 1 s\)/);

@@ -15,7 +15,8 @@ import { fault, turn } from '../support/wire/turn';
 import { messagesOf, toolsOf } from '../support/textWire';
 
 const FAIL_CODE = 'r = await call_tool("check_inventory", sku="lamp")\nreturn r["on_hand"]';
-const RECOVER_CODE = 'hits = await call_tool("search_catalog", query="LED lamp")\nstock = await call_tool("check_inventory", sku=hits[0]["sku"])\nprint(hits[0]["name"])\nreturn stock["on_hand"]';
+const RECOVER_CODE =
+  'hits = await call_tool("search_catalog", query="LED lamp")\nstock = await call_tool("check_inventory", sku=hits[0]["sku"])\nprint(hits[0]["name"])\nreturn stock["on_hand"]';
 const ANSWER = '85 Arc LED Desk Lamps (LMP-LED-010) are on hand in Lyon.';
 
 describe('codeact chat: text protocol', function () {
@@ -43,7 +44,10 @@ describe('codeact chat: text protocol', function () {
     );
     const r = await runCli(['chat', 'How many LED lamps are on hand?', ...base, '--base-url', server.url, '--storage', storage, '--json']);
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as CodeActEvent);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as CodeActEvent);
 
     // One notice, no error; every request after the rejection without tools.
     assert.ok(toolsOf('openai-compatible', server.turns[0].body));
@@ -55,16 +59,33 @@ describe('codeact chat: text protocol', function () {
     assert.ok(!events.some((e) => e.type === 'error'));
 
     // The same events as with function calling: two code cards, the tool calls, the prose and the answer.
-    const execs = events.flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item as CodeInterpreterCallItem] : []));
-    assert.deepEqual(execs.map((x) => [x.status, x.code]), [['failed', FAIL_CODE], ['completed', RECOVER_CODE]]);
+    const execs = events.flatMap((e) =>
+      e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item as CodeInterpreterCallItem] : [],
+    );
+    assert.deepEqual(
+      execs.map((x) => [x.status, x.code]),
+      [
+        ['failed', FAIL_CODE],
+        ['completed', RECOVER_CODE],
+      ],
+    );
     assert.equal(execs[1].value, 85);
     assert.match(execs[0].error!.message, /Invalid arguments for "check_inventory"/);
     for (const x of execs) {
-      const streamed = events.filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === x.id).map((e) => (e as { delta: string }).delta).join('');
+      const streamed = events
+        .filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === x.id)
+        .map((e) => (e as { delta: string }).delta)
+        .join('');
       assert.equal(streamed, x.code, 'the card streamed the code');
     }
-    const tools = events.filter((e) => e.type === 'codeact.tool_call.completed').map((e) => [(e as { name: string }).name, (e as { error?: string }).error === undefined]);
-    assert.deepEqual(tools, [['check_inventory', false], ['search_catalog', true], ['check_inventory', true]]);
+    const tools = events
+      .filter((e) => e.type === 'codeact.tool_call.completed')
+      .map((e) => [(e as { name: string }).name, (e as { error?: string }).error === undefined]);
+    assert.deepEqual(tools, [
+      ['check_inventory', false],
+      ['search_catalog', true],
+      ['check_inventory', true],
+    ]);
     const texts = events.filter((e) => e.type === 'response.output_text.done').map((e) => (e as { text: string }).text);
     assert.deepEqual(texts, ['I will check the lamp.', 'Wrong SKU; searching first.', ANSWER]);
     const observation = messagesOf('openai-compatible', server.turns[3].body).at(-1)!.text;
@@ -73,7 +94,12 @@ describe('codeact chat: text protocol', function () {
     // The transcript holds the same items as with function calling, and the CLI can continue it:
     // the next process probes tools again (the memory lasts one process), then replays the conversation as text.
     const file = readdirSync(storage).find((f) => f.endsWith('.jsonl'))!;
-    const items = readFileSync(path.join(storage, file), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((l) => l.item).map((l) => l.item.type);
+    const items = readFileSync(path.join(storage, file), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.item)
+      .map((l) => l.item.type);
     assert.deepEqual(items, ['message', 'message', 'function_call', 'function_call_output', 'message', 'function_call', 'function_call_output', 'message']);
     server.push(fault.status(500, { message: 'tools param requires --jinja flag' }), turn().text('Yes, 85.'));
     const more = await runCli(['chat', 'Sure?', '--continue', file.replace(/\.jsonl$/, ''), '--base-url', server.url, '--storage', storage]);
@@ -81,7 +107,10 @@ describe('codeact chat: text protocol', function () {
     assert.match(more.stdout, /Yes, 85\./);
     assert.match(more.stderr, /does not accept tools/);
     const replayed = messagesOf('openai-compatible', server.turns[5].body);
-    assert.deepEqual(replayed.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+    assert.deepEqual(
+      replayed.map((m) => m.role),
+      ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user'],
+    );
     assert.equal(replayed[1].text, `I will check the lamp.\n\n\`\`\`python\n${FAIL_CODE}\n\`\`\``);
     assert.match(replayed[2].text, /^Observation: the code failed with RuntimeError/);
   });
@@ -96,6 +125,9 @@ describe('codeact chat: text protocol', function () {
     assert.ok(r.stdout.includes(RECOVER_CODE), r.stdout);
     assert.match(r.stdout, /→ search_catalog\(\{"query":"LED lamp"\}\) ✓/);
     assert.ok(r.stdout.includes(ANSWER));
-    assert.match((await runCli(['chat', 'hi', ...base, '--protocol', 'morse', '--storage', storage])).stderr, /--protocol must be one of "tools", "text", not "morse"/);
+    assert.match(
+      (await runCli(['chat', 'hi', ...base, '--protocol', 'morse', '--storage', storage])).stderr,
+      /--protocol must be one of "tools", "text", not "morse"/,
+    );
   });
 });

@@ -32,9 +32,15 @@ describe('codeact CLI', function () {
   });
 
   it('--json prints the event vocabulary, one object a line, ending with the finished item', () => {
-    const r = codeact(['run', '-', '--json', '--workspace', 'examples/orders'], 'import sys\nprint("hi")\nprint("oops", file=sys.stderr)\nx = await call_tool("check_inventory", sku="LMP-LED-010")\nreturn x["on_hand"]\n');
+    const r = codeact(
+      ['run', '-', '--json', '--workspace', 'examples/orders'],
+      'import sys\nprint("hi")\nprint("oops", file=sys.stderr)\nx = await call_tool("check_inventory", sku="LMP-LED-010")\nreturn x["on_hand"]\n',
+    );
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const types = events.map((e) => e.type);
     assert.equal(types[0], 'response.code_interpreter_call.in_progress');
     assert.ok(types.includes('codeact.tool_call.started') && types.includes('codeact.tool_call.completed'));
@@ -45,7 +51,10 @@ describe('codeact CLI', function () {
     assert.equal(item.status, 'completed');
     assert.equal(item.value, 85);
     assert.match(item.code, /call_tool\("check_inventory"/);
-    assert.deepEqual(item.outputs, [{ type: 'logs', logs: 'hi\n' }, { type: 'logs', logs: 'oops\n', stream: 'stderr' }]);
+    assert.deepEqual(item.outputs, [
+      { type: 'logs', logs: 'hi\n' },
+      { type: 'logs', logs: 'oops\n', stream: 'stderr' },
+    ]);
     assert.equal(item.error, null);
   });
 
@@ -88,11 +97,17 @@ describe('codeact CLI', function () {
     const ok = codeact(['tools', '--workspace', 'examples/orders', '--json']);
     assert.equal(ok.code, 0);
     const listed = JSON.parse(ok.stdout);
-    assert.deepEqual(listed.tools.map((t: { name: string }) => t.name), ['check_inventory', 'create_quote', 'search_catalog']);
+    assert.deepEqual(
+      listed.tools.map((t: { name: string }) => t.name),
+      ['check_inventory', 'create_quote', 'search_catalog'],
+    );
     const ws = mkdtempSync(path.join(tmpdir(), 'codeact-cli-'));
     try {
       mkdirSync(path.join(ws, '.vscode'));
-      writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [{ name: 'good', command: ['true'] }, { name: 'bad name', command: ['true'] }, { name: 'x' }] }));
+      writeFileSync(
+        path.join(ws, '.vscode', 'settings.json'),
+        JSON.stringify({ 'codeact.tools': [{ name: 'good', command: ['true'] }, { name: 'bad name', command: ['true'] }, { name: 'x' }] }),
+      );
       const r = codeact(['tools', '--workspace', ws]);
       assert.equal(r.code, 2);
       assert.match(r.stdout, /^good /m);

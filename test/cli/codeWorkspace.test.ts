@@ -24,7 +24,10 @@ const where = (folder: string, name = 'where_am_i') => ({
 const CODE = 'r = await call_tool("where_am_i")\nreturn r';
 
 function lastItem(stdout: string): CodeInterpreterCallItem {
-  const events = stdout.trim().split('\n').map((l) => JSON.parse(l) as CodeActEvent);
+  const events = stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as CodeActEvent);
   return (events.filter((e) => e.type === 'response.output_item.done').at(-1) as { item: CodeInterpreterCallItem }).item;
 }
 
@@ -40,7 +43,10 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
     home = mkdtempSync(path.join(tmpdir(), 'codeact-cws-home-'));
     alpha = path.join(root, 'alpha');
     beta = path.join(root, 'projects', 'beta');
-    for (const [dir, name] of [[alpha, 'alpha'], [beta, 'beta']] as const) {
+    for (const [dir, name] of [
+      [alpha, 'alpha'],
+      [beta, 'beta'],
+    ] as const) {
       mkdirSync(path.join(dir, '.vscode'), { recursive: true });
       mkdirSync(path.join(dir, 'src'), { recursive: true });
       writeFileSync(path.join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [where(name)] }));
@@ -56,7 +62,8 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
     rmSync(root, { recursive: true, force: true });
     rmSync(home, { recursive: true, force: true });
   });
-  const cli = (args: string[], o: { input?: string; cwd?: string; trustAll?: boolean } = {}) => runCli(args, { CODEACT_HOME: home, CODEACT_TRUST_WORKSPACE: o.trustAll ? '1' : '' }, o.input ?? '', o.cwd);
+  const cli = (args: string[], o: { input?: string; cwd?: string; trustAll?: boolean } = {}) =>
+    runCli(args, { CODEACT_HOME: home, CODEACT_TRUST_WORKSPACE: o.trustAll ? '1' : '' }, o.input ?? '', o.cwd);
 
   it('reads the folders as VS Code does, and picks one by name, by path, by the current directory, else the first', () => {
     const ws = readCodeWorkspace(file);
@@ -69,7 +76,10 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
     assert.equal(pickWorkspaceFolder(ws, 'projects/beta', root).path, beta, 'a path, relative to the current directory');
     assert.equal(pickWorkspaceFolder(ws, undefined, path.join(beta, 'src')).path, beta, 'the folder holding the current directory');
     assert.equal(pickWorkspaceFolder(ws, undefined, tmpdir()).path, alpha, 'outside every folder: the first');
-    assert.throws(() => pickWorkspaceFolder(ws, 'gamma', root), /has no folder "gamma"\. Its folders: "alpha", "Beta"\. Pass one of them \(a name or a path\) as --folder\./);
+    assert.throws(
+      () => pickWorkspaceFolder(ws, 'gamma', root),
+      /has no folder "gamma"\. Its folders: "alpha", "Beta"\. Pass one of them \(a name or a path\) as --folder\./,
+    );
   });
 
   it('says clearly what is wrong with a workspace file', () => {
@@ -78,9 +88,15 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
       return () => readCodeWorkspace(file);
     };
     assert.throws(bad('{ "folders": [] }'), /lists no folders/);
-    assert.throws(bad('{ "folders": [{ "uri": "vscode-remote://ssh-remote+box/home/me/app" }] }'), /folder 1 is vscode-remote: \(a remote folder\); the CLI works only in local folders/);
+    assert.throws(
+      bad('{ "folders": [{ "uri": "vscode-remote://ssh-remote+box/home/me/app" }] }'),
+      /folder 1 is vscode-remote: \(a remote folder\); the CLI works only in local folders/,
+    );
     assert.throws(bad('{ "folders": [{ "name": "x" }] }'), /folder 1 has no "path"/);
-    assert.throws(bad(JSON.stringify({ folders: Array.from({ length: MAX_WORKSPACE_FOLDERS + 1 }, (_, i) => ({ path: `f${i}` })) })), /lists 257 folders; CodeAct reads at most 256/);
+    assert.throws(
+      bad(JSON.stringify({ folders: Array.from({ length: MAX_WORKSPACE_FOLDERS + 1 }, (_, i) => ({ path: `f${i}` })) })),
+      /lists 257 folders; CodeAct reads at most 256/,
+    );
     assert.throws(bad('{ "folders": [ { "path": "a" }'), /app\.code-workspace:1:\d+: .*Fix the JSON/);
     assert.throws(() => readCodeWorkspace(path.join(root, 'missing.code-workspace')), /does not exist/);
   });
@@ -90,7 +106,11 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
     assert.equal(tools.code, 0, tools.stderr);
     const listed = JSON.parse(tools.stdout) as { workspace: string; tools: Array<{ name: string; description: string }> };
     assert.equal(listed.workspace, beta);
-    assert.deepEqual(listed.tools.map((t) => `${t.name}: ${t.description}`), ["where_am_i: the beta folder's tool"], "the folder's tools replace the workspace file's (as VS Code's folder layer does)");
+    assert.deepEqual(
+      listed.tools.map((t) => `${t.name}: ${t.description}`),
+      ["where_am_i: the beta folder's tool"],
+      "the folder's tools replace the workspace file's (as VS Code's folder layer does)",
+    );
 
     const inAlpha = await cli(['run', '-', '--json', '--workspace', file, '--folder', 'alpha'], { input: CODE, trustAll: true });
     assert.equal(inAlpha.code, 0, inAlpha.stderr);
@@ -115,21 +135,39 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
     const first = await cli(['tools', '--json', '--workspace', file, '--folder', 'alpha']);
     assert.equal(first.code, 0, first.stderr);
     assert.deepEqual(json(first).tools, [], 'nothing trusted: no tools');
-    assert.match(first.stderr, new RegExp(`ignoring codeact\\.tools from the settings of .*app\\.code-workspace: it is not trusted\\. To trust the workspace file: codeact trust "${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`));
+    assert.match(
+      first.stderr,
+      new RegExp(
+        `ignoring codeact\\.tools from the settings of .*app\\.code-workspace: it is not trusted\\. To trust the workspace file: codeact trust "${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`,
+      ),
+    );
 
     const trustFile = await cli(['trust', file]);
     assert.equal(trustFile.code, 0, trustFile.stderr);
-    assert.match(trustFile.stdout, /Trusted: .*app\.code-workspace\nThe CLI now obeys its codeact\.tools \(the "settings" of .*\)\.\nIts folders' own \.vscode\/settings\.json count only in folders you trust/);
+    assert.match(
+      trustFile.stdout,
+      /Trusted: .*app\.code-workspace\nThe CLI now obeys its codeact\.tools \(the "settings" of .*\)\.\nIts folders' own \.vscode\/settings\.json count only in folders you trust/,
+    );
     const second = await cli(['tools', '--json', '--workspace', file, '--folder', 'alpha']);
-    assert.deepEqual(json(second).tools.map((t) => t.name), ['from_file'], "the trusted workspace file's tools");
+    assert.deepEqual(
+      json(second).tools.map((t) => t.name),
+      ['from_file'],
+      "the trusted workspace file's tools",
+    );
     // beta's own settings still need beta's trust: its tools are ignored, and meanwhile the trusted workspace file's apply.
     const betaUntrusted = await cli(['tools', '--json', '--workspace', file, '--folder', 'Beta']);
     assert.equal(json(betaUntrusted).trusted, false);
-    assert.deepEqual(json(betaUntrusted).tools.map((t) => t.name), ['from_file']);
+    assert.deepEqual(
+      json(betaUntrusted).tools.map((t) => t.name),
+      ['from_file'],
+    );
     assert.match(betaUntrusted.stderr, /ignoring codeact\.tools from .*beta\/\.vscode\/settings\.json: it is not trusted/);
     await cli(['trust', beta]);
     const betaTrusted = await cli(['tools', '--json', '--workspace', file, '--folder', 'Beta']);
-    assert.deepEqual(json(betaTrusted).tools.map((t) => t.name), ['where_am_i']);
+    assert.deepEqual(
+      json(betaTrusted).tools.map((t) => t.name),
+      ['where_am_i'],
+    );
 
     // The workspace file changes: its trust is gone until it is trusted again.
     writeFileSync(file, JSON.stringify({ folders: [{ path: 'alpha' }], settings: { 'codeact.tools': [where('changed', 'changed_tool')] } }));

@@ -13,7 +13,7 @@ import { CLI, ROOT, runCli, TEST_HOME } from '../support/cli';
 const fixture = path.join(ROOT, 'test/fixtures/mcp/elicitServer.mjs');
 const SCRIPT = '/usr/bin/script';
 
-describe('codeact run: an MCP server\'s form in the terminal', function () {
+describe("codeact run: an MCP server's form in the terminal", function () {
   this.timeout(120_000);
   let ws: string;
   before(function () {
@@ -22,7 +22,10 @@ describe('codeact run: an MCP server\'s form in the terminal', function () {
   beforeEach(() => {
     ws = realpathSync(mkdtempSync(path.join(tmpdir(), 'codeact-cli-elicit-')));
     mkdirSync(path.join(ws, '.vscode'));
-    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [{ name: 'ask', mcp: { command: [process.execPath, fixture], tool: 'ask' } }] }));
+    writeFileSync(
+      path.join(ws, '.vscode', 'settings.json'),
+      JSON.stringify({ 'codeact.tools': [{ name: 'ask', mcp: { command: [process.execPath, fixture], tool: 'ask' } }] }),
+    );
     writeFileSync(path.join(ws, 'ask.py'), 'r = await call_tool("ask", form="profile")\nreturn r\n');
   });
   afterEach(() => rmSync(ws, { recursive: true, force: true }));

@@ -26,7 +26,9 @@ describe('CLI on the Jupyter runtime', function () {
   after(async () => jupyter?.stop());
 
   it('codeact run --runtime jupyter runs the file in a kernel with the managed tools, and leaves no kernel behind', async () => {
-    const r = await codeact(['run', 'examples/orders/order_desk.py', '--workspace', 'examples/orders', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url], { CODEACT_JUPYTER_TOKEN: jupyter!.token });
+    const r = await codeact(['run', 'examples/orders/order_desk.py', '--workspace', 'examples/orders', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url], {
+      CODEACT_JUPYTER_TOKEN: jupyter!.token,
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /→ create_quote\(/);
     assert.match(r.stdout, /Quote Q-\d{6} for Acme Robotics: 1771\.00 EUR/);
@@ -35,12 +37,17 @@ describe('CLI on the Jupyter runtime', function () {
 
   it('codeact run --runtime jupyter --outputs DIR saves a real plot; the terminal shows it in order with the text, --json as a display event', async () => {
     const out = mkdtempSync(path.join(tmpdir(), 'codeact-out-j-'));
-    const code = 'import matplotlib.pyplot as plt\nprint("before")\nplt.plot([1, 3, 2])\nplt.show()\nprint("after")\nimport pandas as pd\ndf = pd.DataFrame({"month": ["Jan"], "revenue": [10]})\ndf.to_csv("jan.csv", index=False)\ndf\n';
+    const code =
+      'import matplotlib.pyplot as plt\nprint("before")\nplt.plot([1, 3, 2])\nplt.show()\nprint("after")\nimport pandas as pd\ndf = pd.DataFrame({"month": ["Jan"], "revenue": [10]})\ndf.to_csv("jan.csv", index=False)\ndf\n';
     const env = { CODEACT_JUPYTER_TOKEN: jupyter!.token };
     try {
       const r = await codeact(['run', '-', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url, '--outputs', out], env, code);
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stdout, /^before\n\[image \d+×\d+, PNG\]\nafter\n[^[]*1 rows? × 2 columns[\s\S]*\| 0 \| Jan \| 10 \|\n\[file jan\.csv, 21 bytes\]\n/, `text, plot, text, the table by its summary, the file:\n${r.stdout}`);
+      assert.match(
+        r.stdout,
+        /^before\n\[image \d+×\d+, PNG\]\nafter\n[^[]*1 rows? × 2 columns[\s\S]*\| 0 \| Jan \| 10 \|\n\[file jan\.csv, 21 bytes\]\n/,
+        `text, plot, text, the table by its summary, the file:\n${r.stdout}`,
+      );
       assert.ok(r.stdout.includes(`saved 1 image and 1 file to ${out}: exec-1-image-1.png, exec-1-jan.csv\n`), r.stdout);
       assert.equal(readFileSync(path.join(out, 'exec-1-jan.csv'), 'utf8'), 'month,revenue\nJan,10\n', 'copied out through the contents API');
       assert.doesNotMatch(r.stdout, /iVBOR|<table/, 'no base64 and no HTML on the terminal');
@@ -51,16 +58,26 @@ describe('CLI on the Jupyter runtime', function () {
 
       const json = await codeact(['run', '-', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url, '--json', '--outputs', out], env, code);
       assert.equal(json.code, 0, json.stderr);
-      const events = json.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const events = json.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       const shown = events.filter((e) => e.type === 'codeact.output.display');
       assert.equal(shown.length, 2);
       assert.match(shown[0].output.data['image/png'], /^iVBOR/);
       assert.match(shown[1].output.data['text/html'], /<table/);
       assert.equal(shown[1].output.result, true, 'the last expression');
       const item = events.at(-1).item;
-      assert.deepEqual(item.outputs.map((o: { type: string }) => o.type), ['logs', 'display', 'logs', 'display', 'file']);
+      assert.deepEqual(
+        item.outputs.map((o: { type: string }) => o.type),
+        ['logs', 'display', 'logs', 'display', 'file'],
+      );
       assert.ok(json.stderr.includes(`saved 1 image and 1 file to ${out}: exec-1-image-1-2.png, exec-1-jan-2.csv`), json.stderr);
-      assert.deepEqual(readdirSync(out).sort(), ['exec-1-image-1-2.png', 'exec-1-image-1.png', 'exec-1-jan-2.csv', 'exec-1-jan.csv'], 'the second run did not overwrite the first');
+      assert.deepEqual(
+        readdirSync(out).sort(),
+        ['exec-1-image-1-2.png', 'exec-1-image-1.png', 'exec-1-jan-2.csv', 'exec-1-jan.csv'],
+        'the second run did not overwrite the first',
+      );
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
@@ -87,19 +104,49 @@ describe('CLI on the Jupyter runtime', function () {
       wire.push(turn().call('execute_tool_code', { code: 'return stock["on_hand"] * 2' }));
       wire.push(turn().text('Twice the stock is 170.'));
       const r = await codeact(
-        ['chat', 'Double the lamp stock', '--provider', 'openai', '--model', 'gpt-5', '--base-url', wire.url, '-w', 'examples/orders', '--runtime', 'jupyter', '--jupyter-url', jupyter!.url, '--storage', storage, '--json'],
+        [
+          'chat',
+          'Double the lamp stock',
+          '--provider',
+          'openai',
+          '--model',
+          'gpt-5',
+          '--base-url',
+          wire.url,
+          '-w',
+          'examples/orders',
+          '--runtime',
+          'jupyter',
+          '--jupyter-url',
+          jupyter!.url,
+          '--storage',
+          storage,
+          '--json',
+        ],
         { OPENAI_API_KEY: 'sk-test', CODEACT_JUPYTER_TOKEN: jupyter!.token },
       );
       assert.equal(r.code, 0, r.stderr);
-      const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const events = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       const items = events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').map((e) => e.item);
       for (const it of items) {
         // The code streamed while the model wrote it; the kernel run must not announce it a second time.
         assert.equal(events.filter((e) => e.type === 'response.code_interpreter_call.in_progress' && e.item_id === it.id).length, 1);
-        const code = events.filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === it.id).map((e) => e.delta).join('');
+        const code = events
+          .filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === it.id)
+          .map((e) => e.delta)
+          .join('');
         assert.equal(code, it.code);
       }
-      assert.deepEqual(items.map((i) => [i.runtime, i.status, i.value]), [['jupyter', 'completed', 85], ['jupyter', 'completed', 170]]);
+      assert.deepEqual(
+        items.map((i) => [i.runtime, i.status, i.value]),
+        [
+          ['jupyter', 'completed', 85],
+          ['jupyter', 'completed', 170],
+        ],
+      );
       assert.equal(items[0].container_id, items[1].container_id, 'both runs used the same kernel');
       assert.deepEqual(await jupyter!.kernelIds(), [], 'the kernel was shut down when the CLI finished');
     } finally {

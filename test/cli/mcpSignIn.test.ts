@@ -54,7 +54,10 @@ describe('CLI: MCP sign-in', function () {
     const r = await cli(['tools', '--workspace', ws, '--json']);
     assert.equal(r.code, 2, r.stderr);
     const out = JSON.parse(r.stdout) as { errors: Array<{ message: string }> };
-    assert.match(out.errors[0].message, /could not sign in to the MCP server at .*: it needs you to sign in in a browser, and this command has no terminal to ask from\. Run it in a terminal once/);
+    assert.match(
+      out.errors[0].message,
+      /could not sign in to the MCP server at .*: it needs you to sign in in a browser, and this command has no terminal to ask from\. Run it in a terminal once/,
+    );
     assert.equal(server.authorizeRequests.length, 0);
   });
 
@@ -64,7 +67,10 @@ describe('CLI: MCP sign-in', function () {
     assert.equal(r.links.length, 1);
     assert.match(r.stderr, /The MCP server at http:\/\/127\.0\.0\.1:\d+\/mcp needs you to sign in\. Open this link in a browser/);
     const out = JSON.parse(r.stdout) as { tools: Array<{ name: string; description: string }> };
-    assert.deepEqual(out.tools.map((t) => [t.name, t.description]), [['add', 'Adds two numbers.']]);
+    assert.deepEqual(
+      out.tools.map((t) => [t.name, t.description]),
+      [['add', 'Adds two numbers.']],
+    );
     const file = path.join(home, 'mcp-auth.json');
     assert.equal(statSync(file).mode & 0o777, 0o600);
 

@@ -19,7 +19,10 @@ function exec(outputs: CodeOutput[], extra: Partial<CodeInterpreterCallItem> = {
   return { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code: 'plot()', runtime: 'local', outputs, value: null, ...extra };
 }
 
-const png = (w: number, h: number): DisplayOutput => ({ type: 'display', data: { 'image/png': pngBase64(w, h), 'text/plain': '<Figure size 640x480 with 1 Axes>' } });
+const png = (w: number, h: number): DisplayOutput => ({
+  type: 'display',
+  data: { 'image/png': pngBase64(w, h), 'text/plain': '<Figure size 640x480 with 1 Axes>' },
+});
 
 /** What `fn` writes on stdout and stderr (the writes of this process are captured meanwhile). */
 function capture(fn: () => void): { stdout: string; stderr: string } {
@@ -87,12 +90,22 @@ describe('codeact --outputs: saving images and files', () => {
     ]);
     const saver = new OutputSaver(dir, 2);
     const report = saver.save(item);
-    assert.deepEqual(report.saved.map((s) => s.name), ['exec-2-image-1.png', 'exec-2-image-2.svg', 'exec-2-image-3.jpg', 'exec-2-out.csv', 'exec-2-etc_cron.d_evil', 'exec-2-sub_out.csv']);
+    assert.deepEqual(
+      report.saved.map((s) => s.name),
+      ['exec-2-image-1.png', 'exec-2-image-2.svg', 'exec-2-image-3.jpg', 'exec-2-out.csv', 'exec-2-etc_cron.d_evil', 'exec-2-sub_out.csv'],
+    );
     assert.deepEqual(readFileSync(path.join(dir, 'exec-2-image-1.png')), pngBytes(640, 480));
     assert.equal(readFileSync(path.join(dir, 'exec-2-image-2.svg'), 'utf8'), SVG);
     assert.deepEqual(readFileSync(path.join(dir, 'exec-2-image-3.jpg')), jpeg);
     assert.equal(readFileSync(path.join(dir, 'exec-2-out.csv'), 'utf8'), 'a,b\n1,2\n');
-    assert.deepEqual(readdirSync(dir).sort(), ['exec-2-etc_cron.d_evil', 'exec-2-image-1.png', 'exec-2-image-2.svg', 'exec-2-image-3.jpg', 'exec-2-out.csv', 'exec-2-sub_out.csv']);
+    assert.deepEqual(readdirSync(dir).sort(), [
+      'exec-2-etc_cron.d_evil',
+      'exec-2-image-1.png',
+      'exec-2-image-2.svg',
+      'exec-2-image-3.jpg',
+      'exec-2-out.csv',
+      'exec-2-sub_out.csv',
+    ]);
     assert.deepEqual(report.unsaved, [
       { kind: 'image', name: 'image 4', reason: 'a remote URL, not downloaded' },
       { kind: 'file', name: 'big.bin', reason: 'over the 10 MB cap for one file' },
@@ -105,7 +118,10 @@ describe('codeact --outputs: saving images and files', () => {
       'not saved: gone.txt (no copy on this machine)',
     ]);
     // The next execution has the next number.
-    assert.deepEqual(saver.save(exec([png(2, 2)])).saved.map((s) => s.name), ['exec-3-image-1.png']);
+    assert.deepEqual(
+      saver.save(exec([png(2, 2)])).saved.map((s) => s.name),
+      ['exec-3-image-1.png'],
+    );
   });
 
   it('never overwrites a file that is there: a -2, -3 suffix is added', () => {
@@ -115,8 +131,14 @@ describe('codeact --outputs: saving images and files', () => {
     const item = exec([png(4, 3), { type: 'file', filename: 'out.csv', path: path.join(src, 'out.csv') }]);
     const first = new OutputSaver(dir).save(item);
     const second = new OutputSaver(dir).save(item);
-    assert.deepEqual(first.saved.map((s) => s.name), ['exec-1-image-1-2.png', 'exec-1-out-2.csv']);
-    assert.deepEqual(second.saved.map((s) => s.name), ['exec-1-image-1-3.png', 'exec-1-out-3.csv']);
+    assert.deepEqual(
+      first.saved.map((s) => s.name),
+      ['exec-1-image-1-2.png', 'exec-1-out-2.csv'],
+    );
+    assert.deepEqual(
+      second.saved.map((s) => s.name),
+      ['exec-1-image-1-3.png', 'exec-1-out-3.csv'],
+    );
     assert.equal(readFileSync(path.join(dir, 'exec-1-image-1.png'), 'utf8'), 'mine');
     assert.equal(readFileSync(path.join(dir, 'exec-1-out.csv'), 'utf8'), 'mine too');
     assert.equal(readFileSync(path.join(dir, 'exec-1-out-3.csv'), 'utf8'), 'new');
@@ -129,7 +151,10 @@ describe('codeact --outputs: saving images and files', () => {
     symlinkSync(target, path.join(dir, 'exec-1-image-1.png'));
     const report = new OutputSaver(dir).save(exec([png(2, 2), { type: 'file', filename: 'link.txt', path: path.join(src, 'link.txt') }]));
     assert.deepEqual(report.unsaved, [{ kind: 'file', name: 'link.txt', reason: 'a symbolic link (not followed)' }]);
-    assert.deepEqual(report.saved.map((s) => s.name), ['exec-1-image-1-2.png']);
+    assert.deepEqual(
+      report.saved.map((s) => s.name),
+      ['exec-1-image-1-2.png'],
+    );
     assert.equal(existsSync(target), false, 'nothing was written through the link');
   });
 
@@ -145,12 +170,20 @@ describe('codeact --outputs: saving images and files', () => {
       ),
     );
     assert.deepEqual(report.unsaved, [{ kind: 'file', name: 'data.csv', reason: "it is in the provider's container (not downloaded)" }]);
-    assert.deepEqual(report.saved.map((s) => s.name), ['exec-1-file-2.csv']);
+    assert.deepEqual(
+      report.saved.map((s) => s.name),
+      ['exec-1-file-2.csv'],
+    );
     assert.equal(readFileSync(path.join(dir, 'exec-1-file-2.csv'), 'utf8'), 'x,y\n');
   });
 
   it('an execution with nothing to save writes nothing and says nothing', () => {
-    const report = new OutputSaver(dir).save(exec([{ type: 'logs', logs: 'hi\n' }, { type: 'display', data: { 'text/plain': '42' } }]));
+    const report = new OutputSaver(dir).save(
+      exec([
+        { type: 'logs', logs: 'hi\n' },
+        { type: 'display', data: { 'text/plain': '42' } },
+      ]),
+    );
     assert.deepEqual(report, { saved: [], unsaved: [] });
     assert.deepEqual(saveReportLines(report, dir), []);
     assert.deepEqual(readdirSync(dir), []);
@@ -166,7 +199,11 @@ describe('codeact human output: displays and files in order with the text', () =
   it('names an image by its size and type, shows a table by its summary, HTML alone as [HTML output], never base64', () => {
     assert.equal(displayTerminalText(png(640, 480)), '[image 640×480, PNG]');
     assert.equal(displayTerminalText({ type: 'display', data: { 'image/svg+xml': SVG } }), '[SVG image]');
-    const table: DisplayOutput = { type: 'display', data: { 'text/html': '<table>…</table>', 'text/plain': '   a  b\n0  1  2' }, summary: 'DataFrame 2 rows × 2 columns\n\n| a | b |\n|---|---|\n| 1 | 2 |' };
+    const table: DisplayOutput = {
+      type: 'display',
+      data: { 'text/html': '<table>…</table>', 'text/plain': '   a  b\n0  1  2' },
+      summary: 'DataFrame 2 rows × 2 columns\n\n| a | b |\n|---|---|\n| 1 | 2 |',
+    };
     assert.equal(displayTerminalText(table), table.summary);
     assert.equal(displayTerminalText({ type: 'display', data: { 'text/html': '<b>hi</b>' } }), '[HTML output]');
     assert.equal(displayTerminalText({ type: 'display', data: { 'text/markdown': '**bold**', 'text/plain': 'bold' } }), '**bold**');
@@ -195,7 +232,10 @@ describe('codeact human output: displays and files in order with the text', () =
       { type: 'response.output_item.done', item },
     ];
     const got = capture(() => events.forEach(print));
-    assert.equal(got.stdout, 'loading\n[image 640×480, PNG]\ndone\n[image 320×240, PNG] (updated)\n[file out.csv, 1.2 KB]\n[file big.bin, 47.7 MB: over the cap]\n');
+    assert.equal(
+      got.stdout,
+      'loading\n[image 640×480, PNG]\ndone\n[image 320×240, PNG] (updated)\n[file out.csv, 1.2 KB]\n[file big.bin, 47.7 MB: over the cap]\n',
+    );
     assert.doesNotMatch(got.stdout, /iVBOR/);
   });
 
@@ -216,7 +256,8 @@ describe('codeact human output: displays and files in order with the text', () =
   it('prints at most 200 displays of an execution and counts the rest', () => {
     const print = humanPrinter();
     const got = capture(() => {
-      for (let i = 0; i < 10_000; i++) print({ type: 'codeact.output.display', item_id: 'exec_1', output: { type: 'display', data: { 'text/plain': `d${i}` } } });
+      for (let i = 0; i < 10_000; i++)
+        print({ type: 'codeact.output.display', item_id: 'exec_1', output: { type: 'display', data: { 'text/plain': `d${i}` } } });
       print({ type: 'response.output_item.done', item: exec([]) });
     });
     const lines = got.stdout.trim().split('\n');

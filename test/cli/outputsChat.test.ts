@@ -33,9 +33,28 @@ describe('codeact chat --outputs', function () {
 
   const hostedTurn = () =>
     turn()
-      .code({ code: 'plt.plot([1, 2]); plt.show()', stdout: 'plotted\n', images: [pngBase64(640, 480)], files: [{ id: 'cfile_9', filename: 'data.csv', mime_type: 'text/csv' }] })
+      .code({
+        code: 'plt.plot([1, 2]); plt.show()',
+        stdout: 'plotted\n',
+        images: [pngBase64(640, 480)],
+        files: [{ id: 'cfile_9', filename: 'data.csv', mime_type: 'text/csv' }],
+      })
       .text('Here is the chart.');
-  const args = (extra: string[]) => ['chat', 'Plot it', '--provider', 'openai', '--model', 'gpt-5', '--mode', 'hosted', '--base-url', server!.url, '--storage', storage, ...extra];
+  const args = (extra: string[]) => [
+    'chat',
+    'Plot it',
+    '--provider',
+    'openai',
+    '--model',
+    'gpt-5',
+    '--mode',
+    'hosted',
+    '--base-url',
+    server!.url,
+    '--storage',
+    storage,
+    ...extra,
+  ];
 
   it("saves a hosted sandbox's image in DIR (created) and says where; its container file is listed as not saved", async () => {
     server = await startServerFor('openai');
@@ -53,7 +72,9 @@ describe('codeact chat --outputs', function () {
     // A continued conversation numbers its executions on from the earlier ones.
     const id = /\[(c_[A-Za-z0-9_]+)\]/.exec(r.stderr)?.[1];
     server.push(hostedTurn());
-    const again = await runCli(['chat', 'Again', '--continue', id!, '--base-url', server.url, '--storage', storage, '--outputs', out], { OPENAI_API_KEY: 'sk-test' });
+    const again = await runCli(['chat', 'Again', '--continue', id!, '--base-url', server.url, '--storage', storage, '--outputs', out], {
+      OPENAI_API_KEY: 'sk-test',
+    });
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual(readdirSync(out).sort(), ['exec-1-image-1.png', 'exec-2-image-1.png']);
   });
@@ -73,10 +94,16 @@ describe('codeact chat --outputs', function () {
     server.push(hostedTurn());
     const r = await runCli(args(['--outputs', out, '--json']), { OPENAI_API_KEY: 'sk-test' });
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as CodeActEvent);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as CodeActEvent);
     const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
     assert.ok(done && done.type === 'response.output_item.done' && done.item.type === 'code_interpreter_call');
-    assert.deepEqual(done.item.outputs.map((o) => o.type), ['image', 'logs', 'file']);
+    assert.deepEqual(
+      done.item.outputs.map((o) => o.type),
+      ['image', 'logs', 'file'],
+    );
     assert.equal((done.item.outputs[0] as { url: string }).url, `data:image/png;base64,${pngBase64(640, 480)}`);
     assert.ok(r.stderr.includes(`saved 1 image to ${out}: exec-1-image-1.png`), r.stderr);
   });
@@ -89,7 +116,25 @@ describe('codeact chat --outputs', function () {
         .raw({ inlineData: { mimeType: 'text/csv', data: Buffer.from('a,b\n1,2\n').toString('base64') } })
         .text('Done.'),
     );
-    const r = await runCli(['chat', 'Save it', '--provider', 'gemini', '--model', 'gemini-3-flash-preview', '--mode', 'hosted', '--base-url', server.url, '--storage', storage, '--outputs', out], { GEMINI_API_KEY: 'g-test' });
+    const r = await runCli(
+      [
+        'chat',
+        'Save it',
+        '--provider',
+        'gemini',
+        '--model',
+        'gemini-3-flash-preview',
+        '--mode',
+        'hosted',
+        '--base-url',
+        server.url,
+        '--storage',
+        storage,
+        '--outputs',
+        out,
+      ],
+      { GEMINI_API_KEY: 'g-test' },
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.ok(r.stdout.includes(`saved 1 image and 1 file to ${out}: exec-1-image-1.png, exec-1-file-1.csv`), r.stdout);
     assert.deepEqual(readFileSync(path.join(out, 'exec-1-image-1.png')), pngBytes(32, 16));

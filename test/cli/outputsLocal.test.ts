@@ -17,7 +17,8 @@ import { turn } from '../support/wire/turn';
 
 const PYTHON = '/usr/bin/python3';
 const probe = spawnSync(PYTHON, ['-c', 'import matplotlib, pandas'], { encoding: 'utf8' });
-if (probe.status !== 0) console.log(`  matplotlib/pandas not found for ${PYTHON} (apt-get install python3-matplotlib python3-pandas): skipping the local --outputs tests`);
+if (probe.status !== 0)
+  console.log(`  matplotlib/pandas not found for ${PYTHON} (apt-get install python3-matplotlib python3-pandas): skipping the local --outputs tests`);
 
 const CODE = `import matplotlib.pyplot as plt
 import pandas as pd
@@ -50,7 +51,11 @@ const pngSize = (b: Buffer) => [b.readUInt32BE(16), b.readUInt32BE(20)];
     assert.equal(r.code, 0, r.stderr);
     const size = /^before\n\[image (\d+)×(\d+), PNG\]\nafter\n/.exec(r.stdout);
     assert.ok(size, `text, plot, text in order:\n${r.stdout}`);
-    assert.match(r.stdout, /after\n[^[]*2 rows × 2 columns[\s\S]*\| Feb \| 12 \|[\s\S]*\[file out\.csv, 28 bytes\]\n\[file sub\/notes\.txt, 11 bytes\]\n⇒ null\n/, 'the table by its summary, then the files');
+    assert.match(
+      r.stdout,
+      /after\n[^[]*2 rows × 2 columns[\s\S]*\| Feb \| 12 \|[\s\S]*\[file out\.csv, 28 bytes\]\n\[file sub\/notes\.txt, 11 bytes\]\n⇒ null\n/,
+      'the table by its summary, then the files',
+    );
     assert.ok(r.stdout.endsWith(`saved 1 image and 2 files to ${out}: exec-1-image-1.png, exec-1-out.csv, exec-1-sub_notes.txt\n`), r.stdout);
     assert.doesNotMatch(r.stdout, /iVBOR|<table|<div/, 'no base64, no HTML on a terminal');
     assert.deepEqual(readdirSync(out).sort(), ['exec-1-image-1.png', 'exec-1-out.csv', 'exec-1-sub_notes.txt']);
@@ -63,12 +68,23 @@ const pngSize = (b: Buffer) => [b.readUInt32BE(16), b.readUInt32BE(20)];
   it('codeact run --json prints the display events and the file outputs as they are', async () => {
     const r = await runCli(['run', '-', '--python', PYTHON, '--json', '--outputs', out], {}, CODE);
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as CodeActEvent);
-    const live = events.filter((e) => e.type === 'codeact.output.delta' || e.type === 'codeact.output.display').map((e) => (e.type === 'codeact.output.delta' ? e.delta.trim() : Object.keys(e.output.data).includes('image/png') ? 'png' : 'table'));
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as CodeActEvent);
+    const live = events
+      .filter((e) => e.type === 'codeact.output.delta' || e.type === 'codeact.output.display')
+      .map((e) => (e.type === 'codeact.output.delta' ? e.delta.trim() : Object.keys(e.output.data).includes('image/png') ? 'png' : 'table'));
     assert.deepEqual(live, ['before', 'png', 'after', 'table']);
     const item = (events.at(-1) as { item: CodeInterpreterCallItem }).item;
     const files = item.outputs.filter((o): o is FileOutput => o.type === 'file');
-    assert.deepEqual(files.map((f) => [f.filename, f.bytes, f.mime_type]), [['out.csv', 28, 'text/csv'], ['sub/notes.txt', 11, 'text/plain']]);
+    assert.deepEqual(
+      files.map((f) => [f.filename, f.bytes, f.mime_type]),
+      [
+        ['out.csv', 28, 'text/csv'],
+        ['sub/notes.txt', 11, 'text/plain'],
+      ],
+    );
     // `path` was a host copy for as long as the command ran; --outputs keeps them.
     assert.ok(files.every((f) => path.isAbsolute(f.path!)));
     assert.ok(r.stderr.includes(`saved 1 image and 2 files to ${out}`), r.stderr);
@@ -82,7 +98,22 @@ const pngSize = (b: Buffer) => [b.readUInt32BE(16), b.readUInt32BE(20)];
       wire.push(turn().call('execute_tool_code', { code: CODE }));
       wire.push(turn().call('execute_tool_code', { code: 'plt.figure()\nplt.bar(df["month"], df["revenue"])\nplt.show()\nreturn int(df["revenue"].sum())' }));
       wire.push(turn().text('Revenue was 22 in all; see the charts.'));
-      const r = await runCli(['chat', 'Plot revenue by month', '--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', wire.url, '--python', PYTHON, '--storage', storage, '--outputs', out]);
+      const r = await runCli([
+        'chat',
+        'Plot revenue by month',
+        '--provider',
+        'openai-compatible',
+        '--model',
+        'qwen2.5-coder:7b',
+        '--base-url',
+        wire.url,
+        '--python',
+        PYTHON,
+        '--storage',
+        storage,
+        '--outputs',
+        out,
+      ]);
       assert.equal(r.code, 0, r.stderr);
       assert.ok(r.stdout.includes(`saved 1 image and 2 files to ${out}: exec-1-image-1.png, exec-1-out.csv, exec-1-sub_notes.txt`), r.stdout);
       assert.ok(r.stdout.includes(`saved 1 image to ${out}: exec-2-image-1.png`), r.stdout);

@@ -5,12 +5,15 @@ describe('# %% cells', () => {
   const src = ['import os', '', '# %% Load', 'x = 1', '', '#%% [markdown] notes', '# text', '# %%', 'y = 2', ''];
   it('finds cells, including an implicit first one', () => {
     const cells = findCells(src);
-    assert.deepEqual(cells.map((c) => [c.start, c.end, c.codeStart, c.title]), [
-      [0, 1, 0, undefined],
-      [2, 4, 3, 'Load'],
-      [5, 6, 6, 'notes'],
-      [7, 9, 8, undefined],
-    ]);
+    assert.deepEqual(
+      cells.map((c) => [c.start, c.end, c.codeStart, c.title]),
+      [
+        [0, 1, 0, undefined],
+        [2, 4, 3, 'Load'],
+        [5, 6, 6, 'notes'],
+        [7, 9, 8, undefined],
+      ],
+    );
     assert.deepEqual(findCells(['print(1)']), []);
   });
   it('finds the cell at a line, and its code without trailing blank lines', () => {

@@ -13,7 +13,10 @@ describe('context: compaction boundary and usage', () => {
     const t3 = m.turns[2];
     const first = m.items[t3.itemKeys[0]] as CompactionView;
     assert.equal(first.kind, 'compaction', 'the boundary comes first in the compacted turn');
-    assert.deepEqual({ b: first.beforeTokens, a: first.afterTokens, k: first.keptTurns, m: first.method, s: first.summary }, { b: 6900, a: 2100, k: 1, m: 'summary', s: SUMMARY });
+    assert.deepEqual(
+      { b: first.beforeTokens, a: first.afterTokens, k: first.keptTurns, m: first.method, s: first.summary },
+      { b: 6900, a: 2100, k: 1, m: 'summary', s: SUMMARY },
+    );
     // Items of the earlier turns are still there.
     assert.equal(m.turns[0].itemKeys.filter((k) => m.items[k]?.kind === 'exec').length, 1);
     // The saved panel state (JSON) keeps it.
@@ -88,8 +91,13 @@ describe('context: compaction boundary and usage', () => {
     assert.match(text, /> Load sales\.csv and plot revenue per month\./);
     assert.deepEqual(cell.metadata.codeact, { role: 'compaction', method: 'summary', before_tokens: 6900, after_tokens: 2100, kept_turns: 1 });
     // Stand-ins summarise nothing: the cell says what the model was sent instead.
-    const stand = conversationToNotebook(compactedConversation().map((e) => (e === COMPACTED ? { ...COMPACTED, method: 'stand-ins' as const, summary: '' } : e))) as { cells: any[] };
-    assert.match(stand.cells[6].source.join(''), /^---\n\n\*\*Earlier tool results shortened\*\* \(6,900 → 2,100 tokens; the last step stays verbatim\)\. The cells above are kept in full; the model was sent short stand-ins/);
+    const stand = conversationToNotebook(
+      compactedConversation().map((e) => (e === COMPACTED ? { ...COMPACTED, method: 'stand-ins' as const, summary: '' } : e)),
+    ) as { cells: any[] };
+    assert.match(
+      stand.cells[6].source.join(''),
+      /^---\n\n\*\*Earlier tool results shortened\*\* \(6,900 → 2,100 tokens; the last step stays verbatim\)\. The cells above are kept in full; the model was sent short stand-ins/,
+    );
   });
 
   it('a compaction inside a long turn (between executions) stays where it happened', () => {
@@ -97,8 +105,14 @@ describe('context: compaction boundary and usage', () => {
     const at = events.findIndex((e) => e.type === 'response.output_item.done' && e.item.id === 'x3');
     events.splice(at + 1, 0, COMPACTED);
     const nb = conversationToNotebook(events) as { cells: any[] };
-    assert.deepEqual(nb.cells.slice(-4).map((c) => (c.cell_type === 'code' ? 'code' : c.metadata.codeact?.role)), ['user', 'code', 'compaction', 'assistant']);
+    assert.deepEqual(
+      nb.cells.slice(-4).map((c) => (c.cell_type === 'code' ? 'code' : c.metadata.codeact?.role)),
+      ['user', 'code', 'compaction', 'assistant'],
+    );
     const m = buildTranscript(events);
-    assert.deepEqual(m.turns[2].itemKeys.map((k) => m.items[k].kind), ['exec', 'compaction', 'message']);
+    assert.deepEqual(
+      m.turns[2].itemKeys.map((k) => m.items[k].kind),
+      ['exec', 'compaction', 'message'],
+    );
   });
 });

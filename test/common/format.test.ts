@@ -19,7 +19,14 @@ describe('text cut short, durations and logs (common)', () => {
   });
 
   it('logsOf reads stdout, stderr, or both as printed', () => {
-    const item = { outputs: [{ type: 'logs', logs: 'a' }, { type: 'logs', logs: 'E', stream: 'stderr' }, { type: 'image', url: 'x' }, { type: 'logs', logs: 'b' }] } as unknown as CodeInterpreterCallItem;
+    const item = {
+      outputs: [
+        { type: 'logs', logs: 'a' },
+        { type: 'logs', logs: 'E', stream: 'stderr' },
+        { type: 'image', url: 'x' },
+        { type: 'logs', logs: 'b' },
+      ],
+    } as unknown as CodeInterpreterCallItem;
     assert.equal(logsOf(item), 'ab');
     assert.equal(logsOf(item, 'stderr'), 'E');
     assert.equal(logsOf(item, 'both'), 'aEb');

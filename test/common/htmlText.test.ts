@@ -14,7 +14,12 @@ describe('htmlToText', () => {
   });
 
   it('a 502 page of a proxy', () => {
-    assert.equal(htmlToText('<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>'), '502 Bad Gateway nginx');
+    assert.equal(
+      htmlToText(
+        '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>',
+      ),
+      '502 Bad Gateway nginx',
+    );
   });
 
   it('is bounded: a long page is cut with an ellipsis; unterminated tags and scripts end the text', () => {

@@ -7,11 +7,13 @@ import { RICH_OUTPUTS } from '../support/richOutputs';
 /** The notebook of one execution, and its code cell (the last cell). */
 function exportOne(item: Partial<CodeInterpreterCallItem>): { nb: any; cell: any } {
   const nb = conversationToNotebook([
-    { type: 'response.output_item.done', item: { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code: 'plot()', runtime: 'local', outputs: [], ...item } },
+    {
+      type: 'response.output_item.done',
+      item: { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code: 'plot()', runtime: 'local', outputs: [], ...item },
+    },
   ]) as any;
   return { nb, cell: nb.cells.at(-1) };
 }
-
 
 describe('notebook export', () => {
   it('turns prompts, answers and executions into nbformat 4 cells with their outputs', () => {
@@ -20,26 +22,49 @@ describe('notebook export', () => {
       {
         type: 'response.output_item.done',
         item: {
-          type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code: 'print("hi")\nreturn 85', runtime: 'local',
-          outputs: [{ type: 'logs', logs: 'hi\n' }, { type: 'logs', logs: 'warn\n', stream: 'stderr' }, { type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' }],
-          value: 85, error: null,
+          type: 'code_interpreter_call',
+          id: 'exec_1',
+          status: 'completed',
+          code: 'print("hi")\nreturn 85',
+          runtime: 'local',
+          outputs: [
+            { type: 'logs', logs: 'hi\n' },
+            { type: 'logs', logs: 'warn\n', stream: 'stderr' },
+            { type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' },
+          ],
+          value: 85,
+          error: null,
         },
       },
       {
         type: 'response.output_item.done',
-        item: { type: 'code_interpreter_call', id: 'exec_2', status: 'failed', code: '1/0', runtime: 'local', outputs: [], error: { type: 'ZeroDivisionError', message: 'division by zero', traceback: 'Traceback…\nZeroDivisionError: division by zero' } },
+        item: {
+          type: 'code_interpreter_call',
+          id: 'exec_2',
+          status: 'failed',
+          code: '1/0',
+          runtime: 'local',
+          outputs: [],
+          error: { type: 'ZeroDivisionError', message: 'division by zero', traceback: 'Traceback…\nZeroDivisionError: division by zero' },
+        },
       },
       { type: 'response.output_text.done', item_id: 'm1', text: '**85** lamps.' },
     ];
     const nb = conversationToNotebook(events, { title: 'Lamps' }) as { nbformat: number; cells: any[] };
     assert.equal(nb.nbformat, 4);
     // Title, what the cells need outside CodeAct (a `return`) and the cell that provides it, the prompt, the cells, the answer.
-    assert.deepEqual(nb.cells.map((c) => c.cell_type), ['markdown', 'markdown', 'code', 'markdown', 'code', 'code', 'markdown']);
+    assert.deepEqual(
+      nb.cells.map((c) => c.cell_type),
+      ['markdown', 'markdown', 'code', 'markdown', 'code', 'code', 'markdown'],
+    );
     assert.deepEqual([nb.cells[1].metadata.codeact.role, nb.cells[2].metadata.codeact.role], ['setup', 'setup']);
     nb.cells.splice(1, 2);
     const code = nb.cells[2];
     assert.deepEqual(code.source, ['print("hi")\n', 'return 85']);
-    assert.deepEqual(code.outputs.map((o: any) => o.output_type), ['stream', 'stream', 'display_data', 'execute_result']);
+    assert.deepEqual(
+      code.outputs.map((o: any) => o.output_type),
+      ['stream', 'stream', 'display_data', 'execute_result'],
+    );
     assert.equal(code.outputs[1].name, 'stderr');
     assert.equal(code.outputs[2].data['image/png'], 'iVBORw0KGgo=');
     assert.equal(code.outputs[3].data['application/json'], 85);
@@ -49,9 +74,10 @@ describe('notebook export', () => {
 
   it('keeps every display whole, in order with the streams: display_data with all MIME types and metadata, execute_result for the last expression', () => {
     const { cell } = exportOne({ outputs: RICH_OUTPUTS, value: null });
-    assert.deepEqual(cell.outputs.map((o: any) => o.output_type + (o.name ? `:${o.name}` : '')), [
-      'stream:stdout', 'display_data', 'stream:stderr', 'stream:stdout', 'display_data', 'display_data', 'execute_result', 'display_data',
-    ]);
+    assert.deepEqual(
+      cell.outputs.map((o: any) => o.output_type + (o.name ? `:${o.name}` : '')),
+      ['stream:stdout', 'display_data', 'stream:stderr', 'stream:stdout', 'display_data', 'display_data', 'execute_result', 'display_data'],
+    );
     const [, plot, , , table, svg, result, file] = cell.outputs;
     assert.equal(plot.data['image/png'], (RICH_OUTPUTS[1] as any).data['image/png']);
     assert.deepEqual(plot.data['text/plain'], ['<Figure size 640x480 with 1 Axes>']);
@@ -81,7 +107,10 @@ describe('notebook export', () => {
         { type: 'image', url: 'https://example.com/x.png' },
       ],
     });
-    assert.deepEqual(cell.outputs.map((o: any) => Object.keys(o.data)), [['image/jpeg', 'text/plain'], ['image/svg+xml', 'text/plain'], ['image/svg+xml', 'text/plain'], ['text/plain']]);
+    assert.deepEqual(
+      cell.outputs.map((o: any) => Object.keys(o.data)),
+      [['image/jpeg', 'text/plain'], ['image/svg+xml', 'text/plain'], ['image/svg+xml', 'text/plain'], ['text/plain']],
+    );
     assert.equal(cell.outputs[0].data['image/jpeg'], '/9j/4AAQ');
     assert.deepEqual(cell.outputs[1].data['image/svg+xml'], [svg]);
     assert.deepEqual(cell.outputs[2].data['image/svg+xml'], [svg]);

@@ -19,7 +19,8 @@ import { RICH_OUTPUTS } from '../support/richOutputs';
 const PYTHON = process.env.CODEACT_JUPYTER_PYTHON ?? '/usr/bin/python3';
 const probe = spawnSync(PYTHON, ['-c', 'import nbclient, nbformat, ipykernel'], { encoding: 'utf8' });
 const available = probe.status === 0;
-if (!available) console.log(`  nbclient/ipykernel not found for ${PYTHON} (apt-get install python3-nbconvert python3-ipykernel): skipping the notebook execution test`);
+if (!available)
+  console.log(`  nbclient/ipykernel not found for ${PYTHON} (apt-get install python3-nbconvert python3-ipykernel): skipping the notebook execution test`);
 
 /** Validates a notebook (a file) against nbformat 4's schema; prints the errors and exits 1 when it is invalid. */
 const VALIDATE = `
@@ -100,7 +101,11 @@ function validate(nb: unknown, dir: string, name = 'validate.ipynb'): { ok: bool
           { type: 'file', file_id: 'cfile_1', container_id: 'cntr_1' },
         ],
       }),
-      exec('exec_4', '1/0', { status: 'failed', outputs: [{ type: 'display', data: { 'image/png': pngBase64(2, 2) } }], error: { type: 'ZeroDivisionError', message: 'division by zero' } }),
+      exec('exec_4', '1/0', {
+        status: 'failed',
+        outputs: [{ type: 'display', data: { 'image/png': pngBase64(2, 2) } }],
+        error: { type: 'ZeroDivisionError', message: 'division by zero' },
+      }),
       { type: 'response.output_text.done', item_id: 'm1', text: 'Done.' },
     ];
     const nb = conversationToNotebook(events, { title: 'Plots' });
@@ -125,7 +130,18 @@ function validate(nb: unknown, dir: string, name = 'validate.ipynb'): { ok: bool
   it('call_tool answers with the recorded results, return gives the value, names carry over, failed cells fail again', () => {
     const events: TranscriptEvent[] = [
       { type: 'codeact.turn.started', turn_id: 't1', prompt: 'How many open items, and are they in stock?', source: 'chat' },
-      ...toolCall('exec_1', 1, 'list_orders', { status: 'open' }, { output: [{ sku: 'A-1', qty: 2 }, { sku: 'B-2', qty: 3 }] }),
+      ...toolCall(
+        'exec_1',
+        1,
+        'list_orders',
+        { status: 'open' },
+        {
+          output: [
+            { sku: 'A-1', qty: 2 },
+            { sku: 'B-2', qty: 3 },
+          ],
+        },
+      ),
       ...toolCall('exec_1', 2, 'check_stock', { sku: 'A-1' }, { output: { on_hand: 4 } }),
       ...toolCall('exec_1', 3, 'check_stock', { sku: 'B-2' }, { output: { on_hand: 0 } }),
       { type: 'codeact.tool_call.started', item_id: 'exec_1', call_id: 'exec_1:4', name: 'codeact.search_tools', arguments: { query: 'x' }, kind: 'discovery' },
@@ -134,7 +150,10 @@ function validate(nb: unknown, dir: string, name = 'validate.ipynb'): { ok: bool
       exec('exec_3', CELL3, { value: 6 }),
       exec('exec_4', '1 / 0', { status: 'failed', error: { type: 'ZeroDivisionError', message: 'division by zero' } }),
       ...toolCall('exec_5', 1, 'send_note', { text: 'hi' }, { error: 'The user denied the call to "send_note".' }),
-      exec('exec_5', 'await call_tool("send_note", text="hi")', { status: 'failed', error: { type: 'RuntimeError', message: 'The user denied the call to "send_note".' } }),
+      exec('exec_5', 'await call_tool("send_note", text="hi")', {
+        status: 'failed',
+        error: { type: 'RuntimeError', message: 'The user denied the call to "send_note".' },
+      }),
       exec('exec_6', 'return await call_tool("never_called", x=1)', { status: 'failed', error: { type: 'RuntimeError', message: '' } }),
       exec('exec_7', 'f"{total} items"', { value: '5 items' }),
       { type: 'response.output_text.done', item_id: 'm1', text: '5 items are open; B-2 is out of stock.' },
@@ -145,12 +164,19 @@ function validate(nb: unknown, dir: string, name = 'validate.ipynb'): { ok: bool
     assert.match(nb.cells[1].source.join(''), /plain Jupyter kernel .* defines `call_tool`, which answers with the 4 tool results recorded/s);
     assert.equal(nb.cells[2].metadata.codeact.role, 'setup');
     assert.match(nb.cells[2].source.join(''), /^    async def call_tool\(name, \*\*arguments\):/m);
-    assert.deepEqual(nb.cells.filter((c) => c.metadata.tags).map((c) => c.metadata.codeact.item_id), ['exec_4', 'exec_5', 'exec_6']);
+    assert.deepEqual(
+      nb.cells.filter((c) => c.metadata.tags).map((c) => c.metadata.codeact.item_id),
+      ['exec_4', 'exec_5', 'exec_6'],
+    );
 
     const input = join(dir, 'in.ipynb');
     const output = join(dir, 'out.ipynb');
     writeFileSync(input, JSON.stringify(nb, null, 1));
-    const run = spawnSync(PYTHON, ['-c', EXECUTE, input, output], { encoding: 'utf8', timeout: 110_000, env: { ...process.env, PYDEVD_DISABLE_FILE_VALIDATION: '1' } });
+    const run = spawnSync(PYTHON, ['-c', EXECUTE, input, output], {
+      encoding: 'utf8',
+      timeout: 110_000,
+      env: { ...process.env, PYDEVD_DISABLE_FILE_VALIDATION: '1' },
+    });
     assert.equal(run.status, 0, `the notebook ran to its end:\n${run.stderr.slice(-3000)}`);
 
     const ran = JSON.parse(readFileSync(output, 'utf8')) as { cells: { cell_type: string; metadata: Record<string, any>; outputs?: any[] }[] };
@@ -176,16 +202,30 @@ function validate(nb: unknown, dir: string, name = 'validate.ipynb'): { ok: bool
     const table = 'import pandas as pd\ndf = pd.DataFrame({"month": ["Jan", "Feb"], "revenue": [10, 12]})\ndf';
     const html = 'from IPython.display import HTML, display\ndisplay(HTML("<b>bold</b>"))\nprint("after")';
     const events: TranscriptEvent[] = [
-      exec('exec_1', plot, { outputs: [{ type: 'display', data: { 'image/png': pngBase64(640, 480), 'text/plain': '<Figure size 640x480 with 1 Axes>' }, metadata: { codeact: { x: 1 } } }] }),
-      exec('exec_2', table, { outputs: [{ type: 'display', data: { 'text/html': '<table><tr><td>Jan</td></tr></table>', 'text/plain': '  month  revenue' }, result: true }] }),
-      exec('exec_3', html, { outputs: [{ type: 'display', data: { 'text/html': '<b>bold</b>', 'text/plain': '<IPython.core.display.HTML object>' } }, { type: 'logs', logs: 'after\n' }] }),
+      exec('exec_1', plot, {
+        outputs: [
+          { type: 'display', data: { 'image/png': pngBase64(640, 480), 'text/plain': '<Figure size 640x480 with 1 Axes>' }, metadata: { codeact: { x: 1 } } },
+        ],
+      }),
+      exec('exec_2', table, {
+        outputs: [{ type: 'display', data: { 'text/html': '<table><tr><td>Jan</td></tr></table>', 'text/plain': '  month  revenue' }, result: true }],
+      }),
+      exec('exec_3', html, {
+        outputs: [
+          { type: 'display', data: { 'text/html': '<b>bold</b>', 'text/plain': '<IPython.core.display.HTML object>' } },
+          { type: 'logs', logs: 'after\n' },
+        ],
+      }),
     ];
     const nb = conversationToNotebook(events, { title: 'Revenue' });
     const verdict = validate(nb, dir, 'plots-in.ipynb');
     assert.ok(verdict.ok, verdict.text);
     // As exported: the recorded plot, table and HTML are there before anything runs.
     const cells = (nb as { cells: { metadata: Record<string, any>; outputs?: any[] }[] }).cells.filter((c) => c.metadata.codeact?.item_id);
-    assert.deepEqual(cells.map((c) => c.outputs!.map((o) => o.output_type)), [['display_data'], ['execute_result'], ['display_data', 'stream']]);
+    assert.deepEqual(
+      cells.map((c) => c.outputs!.map((o) => o.output_type)),
+      [['display_data'], ['execute_result'], ['display_data', 'stream']],
+    );
 
     const input = join(dir, 'plots-in.ipynb');
     const output = join(dir, 'plots-out.ipynb');
@@ -204,7 +244,10 @@ function validate(nb: unknown, dir: string, name = 'validate.ipynb'): { ok: bool
     const result = byItem.get('exec_2')!.find((o) => o.output_type === 'execute_result');
     assert.match([].concat(result.data['text/html']).join(''), /<table[\s\S]*Jan[\s\S]*Feb/);
     const shown = byItem.get('exec_3')!;
-    assert.deepEqual(shown.map((o) => o.output_type), ['display_data', 'stream']);
+    assert.deepEqual(
+      shown.map((o) => o.output_type),
+      ['display_data', 'stream'],
+    );
     assert.deepEqual([].concat(shown[0].data['text/html']).join(''), '<b>bold</b>');
   });
 });

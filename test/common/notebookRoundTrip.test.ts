@@ -71,7 +71,8 @@ function shapes(outputs: any[]): string[] {
       ['execute_result text/html'],
       ['display_data text/markdown', 'execute_result application/json'],
     ]);
-    for (const c of nb.cells) for (const o of c.outputs ?? []) assert.ok(!JSON.stringify(o.metadata ?? {}).includes('"codeact"'), 'no private metadata in an output');
+    for (const c of nb.cells)
+      for (const o of c.outputs ?? []) assert.ok(!JSON.stringify(o.metadata ?? {}).includes('"codeact"'), 'no private metadata in an output');
 
     const input = join(dir, 'in.ipynb');
     const output = join(dir, 'out.ipynb');

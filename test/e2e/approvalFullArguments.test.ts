@@ -34,7 +34,10 @@ describe('e2e: an approval dialog that cannot show everything opens the rest', f
     const dialog = wb.page.locator('.monaco-dialog-box').filter({ hasText: 'allow the tool "send_note"' });
     await dialog.waitFor({ state: 'visible', timeout: RUN });
     const text = await dialog.innerText();
-    assert.match(text, /NOT SHOWN HERE: 1 argument \(all or part of it\), \d+ lines?, [\d,]+ characters\. "Open Full Arguments" shows all of them in an editor before you decide\. Allowing here approves all of them/);
+    assert.match(
+      text,
+      /NOT SHOWN HERE: 1 argument \(all or part of it\), \d+ lines?, [\d,]+ characters\. "Open Full Arguments" shows all of them in an editor before you decide\. Allowing here approves all of them/,
+    );
     assert.ok(!text.includes(IBAN), 'the end of the text does not fit in the dialog');
     await wb.screenshot('47-approval-dialog-not-shown');
     await dialog.getByRole('button', { name: 'Open Full Arguments' }).click();
@@ -42,14 +45,24 @@ describe('e2e: an approval dialog that cannot show everything opens the rest', f
     // Every argument, in an editor that refuses edits.
     const doc = wb.page.locator('.editor-group-container.active .monaco-editor').first();
     const docText = async () => (await doc.innerText().catch(() => '')).replace(/\u00a0/g, ' ');
-    await waitUntil(async () => /"customer_id": "ACME-42"/.test(await docText()), UI, () => 'the full arguments did not open in an editor', 200);
+    await waitUntil(
+      async () => /"customer_id": "ACME-42"/.test(await docText()),
+      UI,
+      () => 'the full arguments did not open in an editor',
+      200,
+    );
     assert.match(await wb.page.locator('.tabs-container .tab.active').innerText(), /approval-\d+\.json/);
     await doc.click();
     await wb.page.keyboard.press('Control+Home');
     await wb.page.keyboard.press('ArrowDown');
     await wb.page.keyboard.press('ArrowDown');
     await wb.page.keyboard.press('End');
-    await waitUntil(async () => (await docText()).includes(IBAN), UI, () => `the end of the arguments (${IBAN}) is not in the editor`, 200);
+    await waitUntil(
+      async () => (await docText()).includes(IBAN),
+      UI,
+      () => `the end of the arguments (${IBAN}) is not in the editor`,
+      200,
+    );
     await wb.page.keyboard.type('EDITED');
     await wb.page.waitForTimeout(500);
     assert.ok(!(await docText()).includes('EDITED'), 'the document is read-only');

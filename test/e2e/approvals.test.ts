@@ -100,7 +100,18 @@ describe('e2e: an approval waits for the person', function () {
     const row = f.locator('section.card.exec').last().locator('li.tool-call').first();
     // (The panel shows the call's end a moment after the editor: its events come in batches.)
     let took = '';
-    await waitUntil(async () => (took = (await row.locator('.tool-duration').innerText().catch(() => '')).trim()) !== '', UI, () => 'the send_note call shows no duration in the panel', 200);
+    await waitUntil(
+      async () =>
+        (took = (
+          await row
+            .locator('.tool-duration')
+            .innerText()
+            .catch(() => '')
+        ).trim()) !== '',
+      UI,
+      () => 'the send_note call shows no duration in the panel',
+      200,
+    );
     const ms = /^(\d+) ms$/.test(took) ? Number(took.split(' ')[0]) : /^[\d.]+ s$/.test(took) ? Number(took.split(' ')[0]) * 1000 : NaN;
     assert.ok(ms < TIMEOUT_S * 1000, `the send_note call took ${took}, without the ${TIMEOUT_S}+ s the person took`);
     assert.equal(await row.getAttribute('data-status'), 'ok');
@@ -115,7 +126,11 @@ describe('e2e: an approval waits for the person', function () {
     const duration = DURATION.exec(inline.text)![1];
     assert.match(duration, /^1\.\d\d s$/, 'a run of more than a second, in seconds');
     const hover = await e2e.editor.hoverLine(CELL3_LAST);
-    assert.match(hover, new RegExp(`CodeAct · completed · local[^\\n]* · ${duration.replace('.', '\\.')}\\b`), `the hover shows ${duration} as the inline result does:\n${hover}`);
+    assert.match(
+      hover,
+      new RegExp(`CodeAct · completed · local[^\\n]* · ${duration.replace('.', '\\.')}\\b`),
+      `the hover shows ${duration} as the inline result does:\n${hover}`,
+    );
     await e2e.wb.screenshot('42-hover-same-duration-as-inline');
     await e2e.wb.page.keyboard.press('Escape');
   });
@@ -128,7 +143,12 @@ describe('e2e: an approval waits for the person', function () {
     await e2e.editor.waitForDecoration(/waiting for your approval/, UI);
     await e2e.editor.clickCodeLens(CELL2, 'Stop', UI);
     let status = '';
-    await waitUntil(async () => (status = (await card.getAttribute('data-status')) ?? '') === 'expired', UI, () => `the card never expired (status ${status})`, 250);
+    await waitUntil(
+      async () => (status = (await card.getAttribute('data-status')) ?? '') === 'expired',
+      UI,
+      () => `the card never expired (status ${status})`,
+      250,
+    );
     const outcome = (await card.locator('.approval-outcome').innerText()).trim();
     assert.equal(outcome, 'No answer: the run was stopped.');
     assert.doesNotMatch(await card.innerText(), /Denied/);
@@ -161,7 +181,10 @@ describe('e2e: an approval waits for the person', function () {
     // The editor says so too, in place of the earlier run's stale result.
     const waiting = await e2e.editor.waitForDecoration(/waiting for your approval/, UI);
     assert.equal(waiting.line, CELL2_LAST);
-    assert.ok(!(await e2e.editor.decorations()).some((d) => d.line === CELL2_LAST && /^✗/.test(d.text)), 'the stopped run\'s result is gone while this one runs');
+    assert.ok(
+      !(await e2e.editor.decorations()).some((d) => d.line === CELL2_LAST && /^✗/.test(d.text)),
+      "the stopped run's result is gone while this one runs",
+    );
     await e2e.wb.screenshot('45-approval-modal-panel-hidden');
     await new Promise((r) => setTimeout(r, TIMEOUT_S * 1000 + 1000));
     await dialog.getByRole('button', { name: 'Allow Once' }).click();

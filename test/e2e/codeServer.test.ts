@@ -111,7 +111,9 @@ describe('e2e: CodeAct in code-server + headless Chromium', function () {
     await wb.screenshot('01b-codeact-log');
     await wb.runCommand('View: Hide Panel');
     const vscodeMs = await wb.activationTime('CodeAct');
-    console.log(`      activation: ${vscodeMs ?? '?'} ms as VS Code measures it (Show Running Extensions: loading the bundle + activate), ${ms} ms inside activate()`);
+    console.log(
+      `      activation: ${vscodeMs ?? '?'} ms as VS Code measures it (Show Running Extensions: loading the bundle + activate), ${ms} ms inside activate()`,
+    );
   });
 
   it('looks finished at the default sidebar width: opens at the top, no control sticks out of its box', async () => {
@@ -123,8 +125,12 @@ describe('e2e: CodeAct in code-server + headless Chromium', function () {
 
   it('sends a prompt: the code streams in, the tool calls, output and answer show', async () => {
     wire!.push(
-      turn().call('execute_tool_code', { code: SEARCH_CODE }, { chunkSize: 6 }).with({ usage: { input: 812, output: 164 } }),
-      turn().text('The cheapest ergonomic office chair in stock is the **ErgoFlex Office Chair** (CHR-ERG-100) at 289.00 EUR, with 12 on hand.', { chunkSize: 5 }).with({ usage: { input: 1030, output: 38 } }),
+      turn()
+        .call('execute_tool_code', { code: SEARCH_CODE }, { chunkSize: 6 })
+        .with({ usage: { input: 812, output: 164 } }),
+      turn()
+        .text('The cheapest ergonomic office chair in stock is the **ErgoFlex Office Chair** (CHR-ERG-100) at 289.00 EUR, with 12 on hand.', { chunkSize: 5 })
+        .with({ usage: { input: 1030, output: 38 } }),
     );
     const before = wire!.turns.length;
     await panel.send('Which ergonomic office chair under 600 EUR is in stock?');
@@ -142,7 +148,10 @@ describe('e2e: CodeAct in code-server + headless Chromium', function () {
       60,
     );
     await wb.screenshot('02-code-streaming');
-    assert.ok(SEARCH_CODE.startsWith(partial.replace(/\n+$/, '')) || normalise(SEARCH_CODE).startsWith(normalise(partial)), `the streamed code is a prefix of the code: ${JSON.stringify(partial)}`);
+    assert.ok(
+      SEARCH_CODE.startsWith(partial.replace(/\n+$/, '')) || normalise(SEARCH_CODE).startsWith(normalise(partial)),
+      `the streamed code is a prefix of the code: ${JSON.stringify(partial)}`,
+    );
 
     const status = await panel.waitForTurn(-1, ['completed'], 90_000);
     assert.equal(status, 'completed', await panel.text());
@@ -170,10 +179,7 @@ describe('e2e: CodeAct in code-server + headless Chromium', function () {
   });
 
   it('asks before a tool marked "ask" runs; "Allow once" lets it complete', async () => {
-    wire!.push(
-      turn().call('execute_tool_code', { code: NOTE_CODE }, { chunkSize: 24 }),
-      turn().text('Done: the note went to ACME-42.'),
-    );
+    wire!.push(turn().call('execute_tool_code', { code: NOTE_CODE }, { chunkSize: 24 }), turn().text('Done: the note went to ACME-42.'));
     await panel.send('Tell ACME-42 their quote is ready.');
     const card = await panel.waitForApproval(60_000);
     const cardText = await card.innerText();
@@ -211,7 +217,11 @@ time.sleep(300)
 `;
     wire!.push(turn().call('execute_tool_code', { code }, { chunkSize: 40 }));
     await panel.send('Run the slow job.');
-    await waitUntil(() => processesWith(marker).length > 0, 60_000, () => `the marker process (${marker}) never started; panel:\n${''}`);
+    await waitUntil(
+      () => processesWith(marker).length > 0,
+      60_000,
+      () => `the marker process (${marker}) never started; panel:\n${''}`,
+    );
     await panel.waitForText(/child started/, 30_000);
     const running = processesWith(marker);
     await wb.screenshot('06-long-run');
@@ -247,7 +257,11 @@ time.sleep(300)
 
     // The run also shows in the panel, as the first "Run with Tools" turn of the file's own conversation, with its tool calls.
     const f = await panel.frame();
-    await waitUntil(async () => (await f.locator('.conv-title').innerText()) === 'order_desk.py', 60_000, () => 'the panel did not switch to the "order_desk.py" conversation');
+    await waitUntil(
+      async () => (await f.locator('.conv-title').innerText()) === 'order_desk.py',
+      60_000,
+      () => 'the panel did not switch to the "order_desk.py" conversation',
+    );
     await panel.waitForTurn(0, ['completed'], 60_000);
     const t = f.locator('article.turn').nth(0);
     assert.equal(await t.getAttribute('data-status'), 'completed');
@@ -255,7 +269,10 @@ time.sleep(300)
     const calls = await panel.lastToolCalls();
     assert.equal(calls.filter((c) => c.name === 'search_catalog').length, 2);
     assert.equal(calls.filter((c) => c.name === 'create_quote').length, 1);
-    assert.ok(calls.every((c) => c.status === 'ok'), JSON.stringify(calls));
+    assert.ok(
+      calls.every((c) => c.status === 'ok'),
+      JSON.stringify(calls),
+    );
     assert.match(await panel.lastOutput(), /Quote Q-\d+ for Acme Robotics/);
 
     // Hovering the result shows stdout and the value.
@@ -307,7 +324,11 @@ describe('e2e: CodeAct in an untrusted folder', function () {
   });
 
   it('shows the restriction in the chat, and "Run with Tools" explains it with "Manage Workspace Trust"', async () => {
-    await waitUntil(() => wb.inRestrictedMode(), 20_000, () => 'the status bar never showed Restricted Mode');
+    await waitUntil(
+      () => wb.inRestrictedMode(),
+      20_000,
+      () => 'the status bar never showed Restricted Mode',
+    );
     assert.equal(await wb.trustDialog(1000), undefined, 'no trust prompt with startupPrompt: never');
 
     await wb.runCommand('CodeAct: Open Chat');
@@ -324,7 +345,11 @@ describe('e2e: CodeAct in an untrusted folder', function () {
 
     // Sending a prompt is refused with one notice in the panel (no toast on top of it), and nothing reaches the model.
     await panel.send('Which orders are late?');
-    await waitUntil(async () => (await panel.notices()).some((n) => /not trusted/.test(n.text)), 15_000, () => 'no notice in the panel');
+    await waitUntil(
+      async () => (await panel.notices()).some((n) => /not trusted/.test(n.text)),
+      15_000,
+      () => 'no notice in the panel',
+    );
     await panel.send('Which orders are late, really?');
     await new Promise((r) => setTimeout(r, 500));
     const notices = await panel.notices();
@@ -350,7 +375,11 @@ describe('e2e: CodeAct in an untrusted folder', function () {
     await toast.getByRole('button', { name: 'Manage Workspace Trust' }).click();
     await wb.page.locator('.tabs-container .tab.active', { hasText: 'Workspace Trust' }).waitFor({ timeout: 15_000 });
     const trustEditor = wb.page.locator('.editor-instance .workspace-trust-editor').first();
-    await waitUntil(async () => /Restricted Mode/.test(await trustEditor.innerText().catch(() => '')), 15_000, () => 'the Workspace Trust editor never said "Restricted Mode"');
+    await waitUntil(
+      async () => /Restricted Mode/.test(await trustEditor.innerText().catch(() => '')),
+      15_000,
+      () => 'the Workspace Trust editor never said "Restricted Mode"',
+    );
     await wb.screenshot('13-manage-workspace-trust');
     assert.equal(wire!.requests.length, 0);
     // Last, as it is cosmetic: the restriction notices and buttons fit the default sidebar width.
@@ -359,7 +388,10 @@ describe('e2e: CodeAct in an untrusted folder', function () {
 });
 
 function normalise(code: string): string {
-  return code.replace(/\u00a0/g, ' ').replace(/\s+$/g, '').replace(/[ \t]+\n/g, '\n');
+  return code
+    .replace(/\u00a0/g, ' ')
+    .replace(/\s+$/g, '')
+    .replace(/[ \t]+\n/g, '\n');
 }
 
 async function waitForPanelText(wb: Workbench, re: RegExp, timeoutMs = 20_000): Promise<string> {

@@ -30,13 +30,21 @@ describe('e2e: compaction divider and context meter', function () {
     await e2e.wb.runCommand('CodeAct: Open Chat');
     await e2e.panel.history();
     await (await e2e.panel.frame()).locator('aside.history-panel .history-open', { hasText: TITLE }).click();
-    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => 0)) === 3, UI, () => 'the compacted conversation did not reopen with its 3 turns');
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => 0)) === 3,
+      UI,
+      () => 'the compacted conversation did not reopen with its 3 turns',
+    );
 
     const check = async (shot: string) => {
       const f = await e2e.panel.frame();
       await f.locator('.compaction').waitFor({ state: 'visible', timeout: UI });
       assert.equal(await f.locator('.compaction').count(), 1);
-      assert.equal(await f.locator('article.turn[data-turn-id="t3"] .turn-body > :first-child').getAttribute('class'), 'compaction', 'the divider is above the compacted turn');
+      assert.equal(
+        await f.locator('article.turn[data-turn-id="t3"] .turn-body > :first-child').getAttribute('class'),
+        'compaction',
+        'the divider is above the compacted turn',
+      );
       assert.equal(await f.locator('.compaction-tokens').innerText(), '6,900 → 2,100 tokens');
       const button = f.getByRole('button', { name: 'Earlier turns summarised' });
       assert.equal(await button.getAttribute('aria-expanded'), 'false');
@@ -59,7 +67,11 @@ describe('e2e: compaction divider and context meter', function () {
     await e2e.wb.page.reload();
     await e2e.wb.page.waitForSelector('.monaco-workbench', { timeout: UI });
     if (!(await e2e.panel.sidebar.isVisible())) await e2e.wb.runCommand('CodeAct: Open Chat');
-    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => 0)) === 3, UI, () => 'the conversation did not come back after the reload');
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => 0)) === 3,
+      UI,
+      () => 'the conversation did not come back after the reload',
+    );
     await check('91-compaction-after-reload');
   });
 });

@@ -29,7 +29,10 @@ async function vscodeExecutable(): Promise<{ path: string } | { skip: string }> 
   }
   // Download wherever VS Code can be downloaded; a quick look-up first, so an offline machine skips at once.
   const reachable = await Promise.race([
-    lookup('update.code.visualstudio.com').then(() => true, () => false),
+    lookup('update.code.visualstudio.com').then(
+      () => true,
+      () => false,
+    ),
     new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref()),
   ]);
   if (!reachable) {
@@ -61,7 +64,16 @@ describe('e2e: @vscode/test-electron suite', function () {
         vscodeExecutablePath: exe.path,
         extensionDevelopmentPath: extension,
         extensionTestsPath: join(__dirname, 'electron', 'index.cjs'),
-        launchArgs: [ws.folder, '--disable-extensions', '--disable-workspace-trust', '--skip-welcome', '--skip-release-notes', '--disable-gpu', '--user-data-dir', userData],
+        launchArgs: [
+          ws.folder,
+          '--disable-extensions',
+          '--disable-workspace-trust',
+          '--skip-welcome',
+          '--skip-release-notes',
+          '--disable-gpu',
+          '--user-data-dir',
+          userData,
+        ],
         extensionTestsEnv: { ...FAKE_KEYS, CODEACT_E2E_WORKSPACE: ws.folder },
       });
     } finally {

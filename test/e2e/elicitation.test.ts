@@ -70,7 +70,7 @@ describe('e2e: an MCP server asks for a form', function () {
     await e2e.wb.screenshot('71-elicitation-sent');
   });
 
-  it('panel hidden: a dialog with the server\'s message, then a quick input per field, checked as typed', async () => {
+  it("panel hidden: a dialog with the server's message, then a quick input per field, checked as typed", async () => {
     await e2e.wb.runCommand('View: Close Primary Side Bar');
     await e2e.wb.openFile(FILE);
     await e2e.editor.focus();

@@ -12,7 +12,7 @@ import { skipUnlessE2E } from './support/env';
 import { launchChromium } from './support/workbench';
 import { makeWorkspace, type Workspace } from './support/workspace';
 
-describe('e2e: the in-VS-Code suite in code-server\'s extension host', function () {
+describe("e2e: the in-VS-Code suite in code-server's extension host", function () {
   this.timeout(180_000);
   let ws: Workspace | undefined;
   let cs: CodeServer | undefined;
@@ -46,14 +46,21 @@ describe('e2e: the in-VS-Code suite in code-server\'s extension host', function 
       // Extension host console output arrives as console.log('%c INFO', 'color: …', format, ...args).
       const args = (await Promise.all(m.args().map((a) => a.jsonValue().catch(() => '')))) as unknown[];
       if (typeof args[0] !== 'string' || !args[0].startsWith('%c')) return; // the browser's own messages
-      const text = printf(args.slice(2)).replace(/\u001b\[\d+m/g, '').trimEnd();
+      const text = printf(args.slice(2))
+        .replace(/\u001b\[\d+m/g, '')
+        .trimEnd();
       if (/CodeAct inside VS Code/.test(text)) inSuite = true;
       if (inSuite && text.trim()) lines.push(text);
     });
     await page.goto(cs.developmentUrl(extension, join(__dirname, 'electron', 'index.cjs')));
     const [, code] = await cs.waitForLog(/Extension Host Process exited with code: (\d+)/, 150_000);
     const report = lines.join('\n');
-    console.log(report.split('\n').map((l) => `      | ${l}`).join('\n'));
+    console.log(
+      report
+        .split('\n')
+        .map((l) => `      | ${l}`)
+        .join('\n'),
+    );
     assert.equal(code, '0', `the extension host suite failed:\n${report}`);
     assert.match(report, /passing/);
     assert.doesNotMatch(report, /failing/);

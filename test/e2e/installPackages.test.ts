@@ -64,14 +64,27 @@ describe('e2e: install_packages, approved in the panel, then imported', function
     // The card by its id: once answered it is no longer the pending one.
     // The model was told of install_packages, and the ModuleNotFoundError's result said to use it.
     assert.match(e2e.wire.turns[0].rawBody, /await install_packages\(\[\\"name\\", \\"other>=2\\"\]\)/);
-    const toolResult = (JSON.parse(e2e.wire.turns[1].rawBody) as { messages: Array<{ role: string; content: string }> }).messages.find((m) => m.role === 'tool');
-    assert.match((JSON.parse(toolResult?.content ?? '{}') as { hint?: string }).hint ?? '', /^The module "codeact_demo_pkg" is not installed in this session's Python\. If the task needs it, run `await install_packages\(\["codeact_demo_pkg"\]\)`/);
+    const toolResult = (JSON.parse(e2e.wire.turns[1].rawBody) as { messages: Array<{ role: string; content: string }> }).messages.find(
+      (m) => m.role === 'tool',
+    );
+    assert.match(
+      (JSON.parse(toolResult?.content ?? '{}') as { hint?: string }).hint ?? '',
+      /^The module "codeact_demo_pkg" is not installed in this session's Python\. If the task needs it, run `await install_packages\(\["codeact_demo_pkg"\]\)`/,
+    );
     const card = (await e2e.panel.frame()).locator(`section.card.approval[data-approval-id="${await pending.getAttribute('data-approval-id')}"]`);
     const text = await card.innerText();
     assert.match(text, /Install a package\?/);
-    assert.match(text, new RegExp(`The code asks to install this package with pip into\\s+Python 3\\.\\d+\\.\\d+, virtual environment ${folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.venv`));
+    assert.match(
+      text,
+      new RegExp(
+        `The code asks to install this package with pip into\\s+Python 3\\.\\d+\\.\\d+, virtual environment ${folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.venv`,
+      ),
+    );
     assert.match(text, new RegExp(SPEC.replace(/[.=]/g, '\\$&')));
-    assert.ok(text.includes(`${venvPython} -m pip install --disable-pip-version-check --no-input --progress-bar off --no-index --find-links ${wheels} -- ${SPEC}`), `the card shows the command line:\n${text}`);
+    assert.ok(
+      text.includes(`${venvPython} -m pip install --disable-pip-version-check --no-input --progress-bar off --no-index --find-links ${wheels} -- ${SPEC}`),
+      `the card shows the command line:\n${text}`,
+    );
     assert.deepEqual(await card.getByRole('button').allInnerTexts(), ['Install', 'Deny'], 'only Install or Deny: no "for this session" for an install');
     await e2e.panel.scrollTo('section.card.approval', 'last');
     await card.screenshot({ path: artifactPath('95-install-approval-card') });

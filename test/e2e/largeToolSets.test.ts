@@ -101,7 +101,10 @@ function makeToolsWorkspace(): ToolsWorkspace {
 
 /** "ok  query -> tool" lines of a run's output, one per case. */
 function rankedLines(output: string): string[] {
-  return output.split('\n').filter((l) => /^(ok|MISS) /.test(l)).map((l) => l.replace(/\s+/g, ' ').trim());
+  return output
+    .split('\n')
+    .filter((l) => /^(ok|MISS) /.test(l))
+    .map((l) => l.replace(/\s+/g, ' ').trim());
 }
 const EXPECTED_RANKING = CASES.map(([q, want]) => `ok ${q} -> ${want}`);
 
@@ -151,7 +154,10 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
     assert.equal(second.line, CELL2_LAST);
     await e2e.panel.waitForTurn(turns + 1, ['completed'], RUN);
     const [callCard] = await execCards(e2e.panel, turns + 1);
-    const lines = callCard.output.split('\n').map((l) => l.trim()).filter(Boolean);
+    const lines = callCard.output
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     assert.deepEqual(lines, [SCALE_SIGNATURE, `TypeError: ${SCALE_TYPE_ERROR}`], 'describe_tool, then the TypeError of the wrong keyword');
     // The wrong keyword never reached the host: one lookup and one real call, which succeeded.
     assertLookups(callCard, 1, 1, [['k8s_scale_deployment', 'tool', 'ok']]);
@@ -170,7 +176,7 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
     await e2e.panel.sidebar.screenshot({ path: artifactPath('52b-run-with-tools-panel-lookup-and-call') });
   });
 
-  it('the panel: names only within the budget on the first request; the model\'s code searches, imports, trips over a keyword and calls the tool', async () => {
+  it("the panel: names only within the budget on the first request; the model's code searches, imports, trips over a keyword and calls the tool", async () => {
     const before = e2e.wire.turns.length;
     e2e.wire.push(turn().call('execute_tool_code', { code: PANEL_CODE }, { chunkSize: 80 }), turn().text('Rolled **web** back to its previous revision.'));
     const turns = await e2e.panel.turnCount();
@@ -180,10 +186,15 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
 
     // The first request: execute_tool_code lists names and short descriptions, no schema, within budget.
     const first = e2e.wire.turns[before].body;
-    assert.deepEqual(first.tools.map((t: { function: { name: string } }) => t.function.name), ['execute_tool_code']);
+    assert.deepEqual(
+      first.tools.map((t: { function: { name: string } }) => t.function.name),
+      ['execute_tool_code'],
+    );
     const description: string = first.tools[0].function.description;
     const tokens = estimateTextTokens(description);
-    console.log(`      execute_tool_code's description for 300 tools: ${description.length} characters, about ${tokens} tokens (listing budget ${COMPACT_TOKEN_BUDGET})`);
+    console.log(
+      `      execute_tool_code's description for 300 tools: ${description.length} characters, about ${tokens} tokens (listing budget ${COMPACT_TOKEN_BUDGET})`,
+    );
     // The budget is the listing's; about 800 tokens on top are the fixed text (how to run code, the session, outputs, installs).
     assert.ok(tokens <= COMPACT_TOKEN_BUDGET + 800, `${tokens} tokens`);
     assert.match(description, /MCP server ".*manyTools\.mjs" \(300\):/);
@@ -223,7 +234,10 @@ function assertLookups(card: ExecCardView, lookups: number, real: number, realRo
   const tools = card.tools.filter((t) => t.kind === 'tool');
   assert.equal(discovery.length, lookups, JSON.stringify(card.tools));
   assert.equal(tools.length, real, JSON.stringify(card.tools));
-  assert.deepEqual(tools.map((t) => [t.name, t.kind, t.status]), realRows);
+  assert.deepEqual(
+    tools.map((t) => [t.name, t.kind, t.status]),
+    realRows,
+  );
   for (const [i, row] of discovery.entries()) {
     assert.equal(row.status, 'ok');
     assert.ok(row.name.startsWith('codeact.'), row.name);

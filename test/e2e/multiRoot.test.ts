@@ -79,7 +79,7 @@ interface Bar {
   options: string[];
 }
 
-describe('e2e: multi-root — each folder\'s tools for the turns and the Run with Tools of that folder', function () {
+describe("e2e: multi-root — each folder's tools for the turns and the Run with Tools of that folder", function () {
   this.timeout(900_000);
   const e2e = useCodeServer({
     name: 'multi-root',
@@ -98,14 +98,21 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
         shown: Boolean(el && !el.hidden && el.getBoundingClientRect().height > 0),
         text: el?.innerText.replace(/\s+/g, ' ').trim() ?? '',
         selected: select?.selectedOptions[0]?.textContent ?? '',
-        options: Array.from(select?.options ?? []).filter((o) => !o.disabled).map((o) => o.textContent ?? ''),
+        options: Array.from(select?.options ?? [])
+          .filter((o) => !o.disabled)
+          .map((o) => o.textContent ?? ''),
       };
     });
   }
 
   async function waitForBar(check: (b: Bar) => boolean, what: string): Promise<Bar> {
     let last: Bar | undefined;
-    await waitUntil(async () => check((last = await bar().catch(() => last!))), UI, () => `the folder bar never ${what}: ${JSON.stringify(last)}`, 200);
+    await waitUntil(
+      async () => check((last = await bar().catch(() => last!))),
+      UI,
+      () => `the folder bar never ${what}: ${JSON.stringify(last)}`,
+      200,
+    );
     return last!;
   }
 
@@ -121,7 +128,7 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
     return { tools, output, offered: JSON.stringify(e2e.wire.turns[before].body) };
   }
 
-  it('the folder bar lists both folders; a turn in the picked folder runs that folder\'s tool, in that folder', async () => {
+  it("the folder bar lists both folders; a turn in the picked folder runs that folder's tool, in that folder", async () => {
     await e2e.wb.runCommand('CodeAct: Open Chat');
     await e2e.panel.frame(UI);
     const first = await waitForBar((b) => b.shown && b.options.length === 2, 'showed both folders');
@@ -144,7 +151,12 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
   it("a new conversation takes the active editor's folder, and its turn runs alpha's tool", async () => {
     await e2e.wb.openFile('alpha_run.py');
     await e2e.wb.runCommand('CodeAct: New Conversation');
-    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => -1)) === 0, UI, () => 'the new conversation did not start empty', 250);
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => -1)) === 0,
+      UI,
+      () => 'the new conversation did not start empty',
+      250,
+    );
     await waitForBar((b) => b.selected === 'alpha', "followed the active editor's folder (alpha)");
     const alpha = await chatTurn('And this one?');
     assert.deepEqual(alpha.tools, ['where_am_i:ok']);
@@ -169,9 +181,14 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
     const f = await e2e.panel.frame();
     await e2e.panel.history();
     await f.locator('button.history-open', { hasText: 'Where does this run?' }).first().click();
-    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => 0)) === 1, UI, () => 'the reopened conversation did not show its turn', 250);
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => 0)) === 1,
+      UI,
+      () => 'the reopened conversation did not show its turn',
+      250,
+    );
     // The active editor is alpha's: the conversation keeps its own folder.
-    await waitForBar((b) => b.selected === 'beta', 'showed the reopened conversation\'s folder (beta)');
+    await waitForBar((b) => b.selected === 'beta', "showed the reopened conversation's folder (beta)");
 
     // beta leaves the workspace (the .code-workspace file is edited, as another window or a person would).
     writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: 'alpha' }], settings: {} }, null, 2));
@@ -182,7 +199,8 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
     await e2e.panel.send('Once more?');
     let notices: Array<{ text: string }> = [];
     await waitUntil(
-      async () => (notices = await e2e.panel.notices()).some((n) => /worked in the folder .*beta, which is not open in this window.*pick one of "alpha"/.test(n.text)),
+      async () =>
+        (notices = await e2e.panel.notices()).some((n) => /worked in the folder .*beta, which is not open in this window.*pick one of "alpha"/.test(n.text)),
       UI,
       () => `no notice says the folder is gone: ${JSON.stringify(notices)}`,
       250,
@@ -192,7 +210,10 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
     // Picking alpha in the bar continues the conversation there.
     await f.locator('.workspace-bar select').selectOption({ label: 'alpha' });
     // alpha is the one folder now and nothing is gone: the bar's folder row goes (its Python row, when known, stays).
-    await waitForBar((b) => b.options.length === 0 && !/Folder|not open/.test(b.text), 'dropped its folder row once the conversation moved to alpha, the one folder');
+    await waitForBar(
+      (b) => b.options.length === 0 && !/Folder|not open/.test(b.text),
+      'dropped its folder row once the conversation moved to alpha, the one folder',
+    );
     const moved = await chatTurn('Continue in alpha.');
     assert.match(moved.output, /tool says alpha in alpha/);
     writeFileSync(workspaceFile, JSON.stringify({ folders: FOLDERS.map((path) => ({ path })), settings: {} }, null, 2));
@@ -212,7 +233,12 @@ describe('e2e: multi-root — each folder\'s tools for the turns and the Run wit
     const f = await e2e.panel.frame();
     const before = await e2e.wb.sidebarWidth();
     await e2e.wb.setSidebarWidth(240);
-    await waitUntil(async () => (await f.evaluate(() => document.documentElement.clientWidth).catch(() => 999)) <= 240, UI, () => 'the webview never got 240 px wide', 200);
+    await waitUntil(
+      async () => (await f.evaluate(() => document.documentElement.clientWidth).catch(() => 999)) <= 240,
+      UI,
+      () => 'the webview never got 240 px wide',
+      200,
+    );
     const problems = await (await e2e.panel.frame()).evaluate(narrowLayoutProblems);
     const b = await bar();
     await e2e.panel.sidebar.screenshot({ path: artifactPath('97-multiroot-bar-240px') });

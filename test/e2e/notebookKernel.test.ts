@@ -27,8 +27,16 @@ import { makeWorkspaceWith } from './support/workspace';
 const UI = 60_000;
 const MODEL = 'qwen2.5-coder:7b';
 
-const cell = (source: string) => ({ cell_type: 'code', id: `c${Math.random().toString(36).slice(2, 10)}`, metadata: {}, source: source.split(/(?<=\n)/), execution_count: null, outputs: [] });
-const notebook = (sources: string[]) => JSON.stringify({ nbformat: 4, nbformat_minor: 5, metadata: { language_info: { name: 'python' } }, cells: sources.map(cell) }, null, 1);
+const cell = (source: string) => ({
+  cell_type: 'code',
+  id: `c${Math.random().toString(36).slice(2, 10)}`,
+  metadata: {},
+  source: source.split(/(?<=\n)/),
+  execution_count: null,
+  outputs: [],
+});
+const notebook = (sources: string[]) =>
+  JSON.stringify({ nbformat: 4, nbformat_minor: 5, metadata: { language_info: { name: 'python' } }, cells: sources.map(cell) }, null, 1);
 
 const ANALYSIS = [
   'orders = [3, 5, 8]\nprint("orders:", len(orders))',
@@ -66,15 +74,21 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
   });
   let nb: NotebookDriver;
 
-  it('runs a workspace notebook on the CodeAct kernel with Run All: each output in its cell, the error at the user\'s line', async () => {
+  it("runs a workspace notebook on the CodeAct kernel with Run All: each output in its cell, the error at the user's line", async () => {
     nb = new NotebookDriver(e2e.wb);
     await nb.open('analysis.ipynb');
     await nb.selectKernel('CodeAct');
     const before = await nb.cells();
     await nb.runAll();
     const after = await nb.waitForRun({ before, timeoutMs: 240_000 });
-    assert.deepEqual(after.map((c) => c.executionOrder), [1, 2, 3, 4, 5]);
-    assert.deepEqual(after.map((c) => c.state), ['success', 'success', 'success', 'success', 'error']);
+    assert.deepEqual(
+      after.map((c) => c.executionOrder),
+      [1, 2, 3, 4, 5],
+    );
+    assert.deepEqual(
+      after.map((c) => c.state),
+      ['success', 'success', 'success', 'success', 'error'],
+    );
     assert.match(await nb.streamText(0, /orders: 3/), /^orders: 3\s*$/);
     const plot = await nb.outputs(1, { until: (o) => o.some((x) => (x.image?.naturalWidth ?? 0) > 0) });
     assert.deepEqual(kinds(plot), ['image']);
@@ -82,12 +96,14 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     // Cell 3 drew the DataFrame made from cell 1's variable.
     const table = await nb.outputs(2, { until: (o) => o.some((x) => x.kind === 'table') });
     assert.match(table.find((o) => o.kind === 'table')!.text, /n\s+sku[\s\S]*8\s+CHR-STD-050/);
-    const tool = await nb.outputs(3, { until: (o) => o.some((x) => x.kind === 'markdown' && /check_inventory/.test(x.text)) && o.some((x) => x.kind === 'stream') });
+    const tool = await nb.outputs(3, {
+      until: (o) => o.some((x) => x.kind === 'markdown' && /check_inventory/.test(x.text)) && o.some((x) => x.kind === 'stream'),
+    });
     assert.match(tool.find((o) => o.kind === 'markdown')!.text, /Managed tools · 1 call\s+✓ check_inventory \{"sku":"CHR-ERG-100"\} · \d+ ms · ok/);
     assert.match(tool.find((o) => o.kind === 'stream')!.text, /warehouse: Lyon/);
     const error = await nb.outputs(4, { until: (o) => o.some((x) => x.kind === 'error') });
     assert.match(error[0].text, /TypeError/);
-    assert.match(error[0].text, /line 3[\s\S]*print\(total \+ 1\)/, 'the traceback names the cell\'s own line 3');
+    assert.match(error[0].text, /line 3[\s\S]*print\(total \+ 1\)/, "the traceback names the cell's own line 3");
     await e2e.wb.screenshot('95-notebook-run-all');
     await nb.revealCell(4);
     await e2e.wb.screenshot('95-notebook-error-cell');
@@ -127,14 +143,16 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     await nb.close({ discard: true });
   });
 
-  it('the agent, asked in the chat, adds two cells that use the notebook\'s variables, runs them, answers; Ctrl+Z removes the last', async () => {
+  it("the agent, asked in the chat, adds two cells that use the notebook's variables, runs them, answers; Ctrl+Z removes the last", async () => {
     await nb.open('analysis.ipynb');
     await nb.focusCell(3);
     await e2e.wb.runCommand('CodeAct: Open Chat');
     const frame = await e2e.panel.frame();
     const bar = frame.locator('.notebook-target');
     await bar.waitFor({ state: 'visible', timeout: e2e.wb.wait(UI) });
-    await frame.waitForFunction(() => /Working in analysis\.ipynb/.test(document.querySelector('.notebook-target')?.textContent ?? ''), undefined, { timeout: e2e.wb.wait(UI) });
+    await frame.waitForFunction(() => /Working in analysis\.ipynb/.test(document.querySelector('.notebook-target')?.textContent ?? ''), undefined, {
+      timeout: e2e.wb.wait(UI),
+    });
     await e2e.wb.screenshot('95-notebook-chat-target');
     e2e.wire.push(
       turn().call('execute_tool_code', { code: AGENT_A }),
@@ -156,7 +174,7 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     assert.equal(cells[5].source, AGENT_B);
     assert.equal(cells[6].source, ANALYSIS[4]);
     assert.deepEqual([cells[4].state, cells[5].state], ['success', 'success']);
-    assert.deepEqual([cells[4].executionOrder, cells[5].executionOrder], [6, 7], 'they ran on the notebook\'s session, after its five cells');
+    assert.deepEqual([cells[4].executionOrder, cells[5].executionOrder], [6, 7], "they ran on the notebook's session, after its five cells");
     assert.match(await nb.streamText(4, /largest: 8/), /largest: 8/);
     assert.match(await nb.streamText(5, /orders total: 16/), /orders total: 16/);
     assert.match(await e2e.panel.lastAnswer(), /largest order is 8/);
@@ -167,7 +185,10 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     await e2e.wb.screenshot('95-notebook-agent-cells');
     // The Variables view shows the notebook's session.
     await e2e.panel.openVariables();
-    const vars = await e2e.panel.waitForVariables((rows) => ['df', 'orders', 'largest'].every((n) => rows.some((r) => r.name === n)), "the notebook's df, orders and the agent's largest");
+    const vars = await e2e.panel.waitForVariables(
+      (rows) => ['df', 'orders', 'largest'].every((n) => rows.some((r) => r.name === n)),
+      "the notebook's df, orders and the agent's largest",
+    );
     assert.ok(vars.some((r) => r.name === 'df' && /DataFrame/.test(r.type)));
     assert.match((await e2e.panel.variablesHeader()).source, /analysis\.ipynb/);
     // The saved metadata marks them as the agent's (checked after the save below); Ctrl+Z removes the last one.
@@ -191,7 +212,12 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     await applyTheme(e2e.panel, THEMES[0]);
     const before = await e2e.wb.sidebarWidth();
     await e2e.wb.setSidebarWidth(240);
-    await waitUntil(async () => (await f.evaluate(() => document.documentElement.clientWidth).catch(() => 999)) <= 240, UI, () => 'the webview never got 240 px wide', 200);
+    await waitUntil(
+      async () => (await f.evaluate(() => document.documentElement.clientWidth).catch(() => 999)) <= 240,
+      UI,
+      () => 'the webview never got 240 px wide',
+      200,
+    );
     const problems = await (await e2e.panel.frame()).evaluate(narrowLayoutProblems);
     await e2e.panel.sidebar.screenshot({ path: artifactPath('96-notebook-chat-240px') });
     await e2e.wb.setSidebarWidth(before);
@@ -202,9 +228,11 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
   it('keeps the outputs through a save, a close and a reopen', async () => {
     await nb.open('analysis.ipynb');
     await nb.save();
-    const saved = JSON.parse(readFileSync(join(e2e.ws.folder, 'analysis.ipynb'), 'utf8')) as { cells: Array<{ metadata: Record<string, any>; outputs: Array<{ output_type: string; data?: Record<string, unknown> }>; execution_count: number | null }> };
+    const saved = JSON.parse(readFileSync(join(e2e.ws.folder, 'analysis.ipynb'), 'utf8')) as {
+      cells: Array<{ metadata: Record<string, any>; outputs: Array<{ output_type: string; data?: Record<string, unknown> }>; execution_count: number | null }>;
+    };
     assert.equal(saved.cells.length, 6);
-    assert.equal(saved.cells[4].metadata.codeact?.author, 'agent', 'the agent\'s cell is marked in its metadata');
+    assert.equal(saved.cells[4].metadata.codeact?.author, 'agent', "the agent's cell is marked in its metadata");
     assert.equal(saved.cells[0].outputs[0].output_type, 'stream');
     assert.ok(saved.cells[1].outputs.some((o) => o.output_type === 'display_data' && typeof o.data?.['image/png'] === 'string'));
     assert.ok(saved.cells[2].outputs.some((o) => o.output_type === 'execute_result' && 'text/html' in (o.data ?? {})));
@@ -217,7 +245,11 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     const table = await nb.outputs(2, { until: (o) => o.some((x) => x.kind === 'table') });
     assert.ok(table.some((o) => o.kind === 'table'));
     const reopened = await nb.cells();
-    assert.deepEqual(reopened.slice(0, 4).map((c) => c.executionOrder), [1, 2, 3, 4], 'the execution numbers are kept');
+    assert.deepEqual(
+      reopened.slice(0, 4).map((c) => c.executionOrder),
+      [1, 2, 3, 4],
+      'the execution numbers are kept',
+    );
     await e2e.wb.screenshot('95-notebook-reopened');
     // And it runs again (VS Code brings the kernel selection back; the session is a new one).
     await nb.runCell(0);

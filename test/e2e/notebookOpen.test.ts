@@ -19,7 +19,8 @@ const UI = 60_000;
 
 /** A real matplotlib plot (Debian's python3-matplotlib), or a plain image where it is missing. */
 function plotPng(): { b64: string; width: number; height: number } {
-  const py = 'import base64, io, matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.figure(figsize=(4, 2.5), dpi=80)\nplt.plot([10, 12, 9])\nplt.title("revenue")\nb = io.BytesIO()\nplt.savefig(b, format="png")\nprint(base64.b64encode(b.getvalue()).decode())';
+  const py =
+    'import base64, io, matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.figure(figsize=(4, 2.5), dpi=80)\nplt.plot([10, 12, 9])\nplt.title("revenue")\nb = io.BytesIO()\nplt.savefig(b, format="png")\nprint(base64.b64encode(b.getvalue()).decode())';
   const r = spawnSync('/usr/bin/python3', ['-c', py], { encoding: 'utf8', timeout: 60_000 });
   const b64 = r.status === 0 ? r.stdout.trim() : pngBase64(320, 200, 0xc0);
   const bytes = Buffer.from(b64, 'base64');
@@ -32,7 +33,11 @@ const events: TranscriptEvent[] = [
   {
     type: 'response.output_item.done',
     item: {
-      type: 'code_interpreter_call', id: 'exec_1', status: 'completed', runtime: 'local', value: null,
+      type: 'code_interpreter_call',
+      id: 'exec_1',
+      status: 'completed',
+      runtime: 'local',
+      value: null,
       code: 'import matplotlib.pyplot as plt\nprint("plotting")\nplt.plot([10, 12, 9])\nplt.show()',
       outputs: [
         { type: 'logs', logs: 'plotting\n' },
@@ -43,9 +48,22 @@ const events: TranscriptEvent[] = [
   {
     type: 'response.output_item.done',
     item: {
-      type: 'code_interpreter_call', id: 'exec_2', status: 'completed', runtime: 'local', value: null,
+      type: 'code_interpreter_call',
+      id: 'exec_2',
+      status: 'completed',
+      runtime: 'local',
+      value: null,
       code: 'df',
-      outputs: [{ type: 'display', data: { 'text/html': '<table class="dataframe"><tr><th>month</th><th>revenue</th></tr><tr><td>Jan</td><td>10</td></tr></table>', 'text/plain': '  month  revenue\n0   Jan       10' }, result: true }],
+      outputs: [
+        {
+          type: 'display',
+          data: {
+            'text/html': '<table class="dataframe"><tr><th>month</th><th>revenue</th></tr><tr><td>Jan</td><td>10</td></tr></table>',
+            'text/plain': '  month  revenue\n0   Jan       10',
+          },
+          result: true,
+        },
+      ],
     },
   },
   { type: 'response.output_text.done', item_id: 'm1', text: 'Revenue peaked in February.' },
@@ -68,7 +86,12 @@ describe('e2e: an exported notebook opens in VS Code with its plots and tables',
       async () => {
         for (const outer of await page.locator('iframe.webview').all()) {
           const inner = page.frameLocator(`iframe.webview[name="${await outer.getAttribute('name')}"]`).frameLocator('#active-frame');
-          if ((await inner.locator('img, table').count().catch(() => 0)) > 0) {
+          if (
+            (await inner
+              .locator('img, table')
+              .count()
+              .catch(() => 0)) > 0
+          ) {
             frame = inner;
             return true;
           }
@@ -88,8 +111,15 @@ describe('e2e: an exported notebook opens in VS Code with its plots and tables',
     await page.keyboard.press('F1');
     const quick = page.locator('.quick-input-widget');
     await quick.locator('input.input').fill('revenue.ipynb');
-    await quick.locator('.monaco-list-row').filter({ hasText: 'revenue.ipynb' }).first().click({ timeout: e2e.wb.wait(20_000) });
-    await page.locator('.notebook-editor:visible').first().waitFor({ state: 'visible', timeout: e2e.wb.wait(UI) });
+    await quick
+      .locator('.monaco-list-row')
+      .filter({ hasText: 'revenue.ipynb' })
+      .first()
+      .click({ timeout: e2e.wb.wait(20_000) });
+    await page
+      .locator('.notebook-editor:visible')
+      .first()
+      .waitFor({ state: 'visible', timeout: e2e.wb.wait(UI) });
     const frame = await outputsFrame();
     const img = frame.locator('img').first();
     await img.waitFor({ state: 'visible', timeout: e2e.wb.wait(UI) });

@@ -25,7 +25,12 @@ import { SEND_NOTE_TOOL, makeWorkspace } from './support/workspace';
 const UI = 60_000;
 
 /** A declaration whose input schema is not JSON Schema: the panel must count it as broken and say why. */
-const BROKEN_TOOL = { name: 'broken_tool', description: 'Looks up nothing.', command: ['python3', 'tools/e2e_tools.py', 'send_note'], inputSchema: { type: 'objekt' } };
+const BROKEN_TOOL = {
+  name: 'broken_tool',
+  description: 'Looks up nothing.',
+  command: ['python3', 'tools/e2e_tools.py', 'send_note'],
+  inputSchema: { type: 'objekt' },
+};
 
 const SLOW_CODE = `import time
 print("slow report started", flush=True)
@@ -48,9 +53,29 @@ describe('e2e: the panel as a demanding user sees it', function () {
       const dir = `${cs.userDataDir}/User/globalStorage/codeact.codeact/conversations`;
       for (const file of (await import('node:fs')).existsSync(dir) ? readdirSync(dir) : []) {
         const lines = readFileSync(`${dir}/${file}`, 'utf8').split('\n');
-        console.log('DIAG', file, lines[0].slice(0, 120), lines.filter((l) => /turn\.(started|ended)/.test(l)).map((l) => l.slice(0, 160)));
+        console.log(
+          'DIAG',
+          file,
+          lines[0].slice(0, 120),
+          lines.filter((l) => /turn\.(started|ended)/.test(l)).map((l) => l.slice(0, 160)),
+        );
       }
-      console.log('DIAG page', await (await panel.frame()).evaluate(() => { const a = (window as any).codeact.app; return JSON.stringify({ turns: a.model.turns.map((t: any) => [t.prompt, t.status, t.interrupted]), conv: a.conversationId, seq: a.seq, dom: document.querySelectorAll('article.turn').length }); }).catch((e) => String(e)));
+      console.log(
+        'DIAG page',
+        await (
+          await panel.frame()
+        )
+          .evaluate(() => {
+            const a = (window as any).codeact.app;
+            return JSON.stringify({
+              turns: a.model.turns.map((t: any) => [t.prompt, t.status, t.interrupted]),
+              conv: a.conversationId,
+              seq: a.seq,
+              dom: document.querySelectorAll('article.turn').length,
+            });
+          })
+          .catch((e) => String(e)),
+      );
     },
   });
   /** Turns sent to the chat conversation so far (the history must count each). */
@@ -60,7 +85,12 @@ describe('e2e: the panel as a demanding user sees it', function () {
   /** Waits until the panel shows `n` turns (after a reload: the conversation came back). */
   async function waitForTurns(n: number): Promise<void> {
     let shown = 0;
-    await waitUntil(async () => (shown = await e2e.panel.turnCount().catch(() => 0)) === n, UI, () => `the panel shows ${shown} turns, not the conversation's ${n}`, 250);
+    await waitUntil(
+      async () => (shown = await e2e.panel.turnCount().catch(() => 0)) === n,
+      UI,
+      () => `the panel shows ${shown} turns, not the conversation's ${n}`,
+      250,
+    );
   }
 
   const buttonsOf = async (card: ReturnType<Frame['locator']>) => (await card.locator('button').allInnerTexts()).map((b) => b.trim());
@@ -80,7 +110,10 @@ describe('e2e: the panel as a demanding user sees it', function () {
     assert.match(chip, /4 tools ready.*1 broken/, chip);
 
     const examples = await f.locator('.examples .example').allInnerTexts();
-    assert.ok(examples.length >= 2 && examples.every((e) => /search_catalog|check_inventory|create_quote|send_note/.test(e)), `examples about this workspace's tools: ${JSON.stringify(examples)}`);
+    assert.ok(
+      examples.length >= 2 && examples.every((e) => /search_catalog|check_inventory|create_quote|send_note/.test(e)),
+      `examples about this workspace's tools: ${JSON.stringify(examples)}`,
+    );
     assert.ok(!examples.some((e) => /revenue|late/.test(e)), 'no examples about tools this workspace does not have');
 
     const inPage = await f.getByRole('button', { name: /^new conversation$/i }).count();
@@ -94,12 +127,16 @@ describe('e2e: the panel as a demanding user sees it', function () {
     await walkthrough.click();
     const step = e2e.wb.page.locator('button.getting-started-step[data-step-id$="declareTools"]');
     await step.waitFor({ state: 'visible', timeout: UI });
-    await waitUntil(async () => (await step.getAttribute('aria-checked')) === 'true', UI, () => 'the walkthrough\'s "Declare managed tools" step is not done although the workspace declares tools');
+    await waitUntil(
+      async () => (await step.getAttribute('aria-checked')) === 'true',
+      UI,
+      () => 'the walkthrough\'s "Declare managed tools" step is not done although the workspace declares tools',
+    );
     await e2e.wb.screenshot('31-walkthrough-tools-step-done');
     await e2e.wb.closeActiveEditor();
   });
 
-  it('point 4: no key — the card says it in VS Code\'s words, once, with Set API Key… and Retry; no toast is left once the key is saved', async () => {
+  it("point 4: no key — the card says it in VS Code's words, once, with Set API Key… and Retry; no toast is left once the key is saved", async () => {
     await e2e.wb.runCommand('CodeAct: Open Chat');
     chatTitle = 'Which chairs are in stock?';
     await e2e.panel.send(chatTitle);
@@ -114,18 +151,35 @@ describe('e2e: the panel as a demanding user sees it', function () {
     assert.deepEqual(await buttonsOf(card), ['Set API Key…', 'Retry', 'Show Log']);
     const all = await e2e.panel.text();
     assert.equal(all.split('No API key for OpenAI').length - 1, 1, 'the message is said once in the panel');
-    assert.equal((await f.locator('article.turn').last().locator('.turn-status').innerText()).trim(), 'Failed', 'the footer names the outcome, not the message again');
-    assert.deepEqual((await e2e.wb.notifications()).filter((n) => /API key/.test(n.message)), [], 'no toast repeats the card');
+    assert.equal(
+      (await f.locator('article.turn').last().locator('.turn-status').innerText()).trim(),
+      'Failed',
+      'the footer names the outcome, not the message again',
+    );
+    assert.deepEqual(
+      (await e2e.wb.notifications()).filter((n) => /API key/.test(n.message)),
+      [],
+      'no toast repeats the card',
+    );
     await e2e.panel.sidebar.screenshot({ path: artifactPath('32-no-key-card') });
 
     await card.getByRole('button', { name: 'Set API Key…' }).click();
-    await waitUntil(() => e2e.wb.answerQuickPick('CodeAct: Set API Key', 'OpenAI'), UI, () => 'Set API Key… did not ask which provider', 250);
+    await waitUntil(
+      () => e2e.wb.answerQuickPick('CodeAct: Set API Key', 'OpenAI'),
+      UI,
+      () => 'Set API Key… did not ask which provider',
+      250,
+    );
     const input = e2e.wb.page.locator('.quick-input-widget input.input');
     await input.waitFor({ state: 'visible', timeout: UI });
     await input.fill('sk-e2e-typed-by-the-user');
     await input.press('Enter');
     await e2e.wb.waitForNotification(/OpenAI key is saved/, UI);
-    assert.deepEqual((await e2e.wb.notifications()).filter((n) => /No API key/.test(n.message)), [], 'no "no key" toast is left once the key is saved');
+    assert.deepEqual(
+      (await e2e.wb.notifications()).filter((n) => /No API key/.test(n.message)),
+      [],
+      'no "no key" toast is left once the key is saved',
+    );
     await e2e.wb.clearNotifications();
 
     e2e.wire.push(turn().text('Two chairs are in stock: the ErgoFlex and the ErgoFlex Pro.'));
@@ -167,7 +221,9 @@ describe('e2e: the panel as a demanding user sees it', function () {
     assert.deepEqual(await buttonsOf(card), ['Retry', 'Show Log']);
     const footer = f.locator('article.turn').last().locator('footer.turn-footer');
     assert.equal((await footer.locator('.turn-status').innerText()).trim(), 'Failed');
-    const modelLines = await footer.locator('.turn-meta').evaluate((el) => new Set(Array.from(el.firstElementChild?.getClientRects() ?? [], (r) => Math.round(r.top))).size);
+    const modelLines = await footer
+      .locator('.turn-meta')
+      .evaluate((el) => new Set(Array.from(el.firstElementChild?.getClientRects() ?? [], (r) => Math.round(r.top))).size);
     assert.equal(modelLines, 1, 'the model name is on one line');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('34-rate-limited-card') });
 
@@ -199,7 +255,11 @@ describe('e2e: the panel as a demanding user sees it', function () {
     await e2e.wb.runCommand('CodeAct: Run with Tools');
     assert.match((await e2e.editor.waitForDecoration(/✓|✗/, 120_000)).text, /^✓ /);
     const f = await e2e.panel.frame();
-    await waitUntil(async () => (await f.locator('.conv-title').innerText()) === 'order_desk.py', UI, () => 'the panel did not switch to the "order_desk.py" conversation');
+    await waitUntil(
+      async () => (await f.locator('.conv-title').innerText()) === 'order_desk.py',
+      UI,
+      () => 'the panel did not switch to the "order_desk.py" conversation',
+    );
     assert.equal(await e2e.panel.turnCount(), 1, 'the run is the only turn of its conversation');
     assert.match(await f.locator('article.turn .user-msg').innerText(), /Run with Tools[\s\S]*order_desk\.py/);
 
@@ -236,7 +296,11 @@ describe('e2e: the panel as a demanding user sees it', function () {
     // Back to the chat, and a slow run.
     await e2e.panel.history();
     await (await e2e.panel.frame()).locator('aside.history-panel .history-open', { hasText: chatTitle }).click();
-    await waitUntil(async () => (await e2e.panel.turnCount()) === chatTurns, UI, () => 'the chat conversation did not reopen');
+    await waitUntil(
+      async () => (await e2e.panel.turnCount()) === chatTurns,
+      UI,
+      () => 'the chat conversation did not reopen',
+    );
     e2e.wire.push(turn().call('execute_tool_code', { code: SLOW_CODE }));
     await e2e.panel.send('Run the slow report');
     chatTurns++;
@@ -260,18 +324,28 @@ describe('e2e: the panel as a demanding user sees it', function () {
     const f = await e2e.panel.frame();
     assert.equal(await f.locator('.conv-title').innerText(), chatTitle);
     const last = f.locator('article.turn').last();
-    await waitUntil(async () => (await last.getAttribute('data-interrupted')) === 'true', UI, () => 'the run the reload cut off is not shown as interrupted');
+    await waitUntil(
+      async () => (await last.getAttribute('data-interrupted')) === 'true',
+      UI,
+      () => 'the run the reload cut off is not shown as interrupted',
+    );
     assert.match(await last.locator('.turn-status').innerText(), /Interrupted/);
     assert.notEqual(await last.getAttribute('data-status'), 'running');
     let after = '';
-    await waitUntil(async () => (after = await top()) === before, UI, () => `the view came back at ${after}, not at ${before}`);
+    await waitUntil(
+      async () => (after = await top()) === before,
+      UI,
+      () => `the view came back at ${after}, not at ${before}`,
+    );
     await e2e.panel.sidebar.screenshot({ path: artifactPath('50-reload-keeps-conversation') });
     await e2e.panel.scrollTo('article.turn:last-of-type');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('51-reload-interrupted-turn') });
   });
 
-  it('point 2: without the page\'s saved state (a new window, a reset view), the host still brings the conversation back', async () => {
-    await (await e2e.panel.frame()).evaluate(() => {
+  it("point 2: without the page's saved state (a new window, a reset view), the host still brings the conversation back", async () => {
+    await (
+      await e2e.panel.frame()
+    ).evaluate(() => {
       // The page's own memory goes: what VS Code keeps for the view is emptied and no longer written.
       const app = (window as unknown as { codeact: { app: { api: { setState(s: unknown): void } } } }).codeact.app;
       app.api.setState(undefined);

@@ -49,11 +49,15 @@ function packageStandIn(dir: string): string {
   const src = join(dir, 'python-extension');
   cpSync(join(ROOT, 'test', 'fixtures', 'python-extension'), src, { recursive: true });
   const out = join(dir, 'python-standin.vsix');
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '-o', out], { cwd: src, stdio: 'ignore', timeout: 120_000 });
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '-o', out],
+    { cwd: src, stdio: 'ignore', timeout: 120_000 },
+  );
   return out;
 }
 
-describe('e2e: the folder\'s .venv runs the code, sandboxed, and the status bar says so', function () {
+describe("e2e: the folder's .venv runs the code, sandboxed, and the status bar says so", function () {
   this.timeout(600_000);
   let folder = '';
   const scratch = mkdtempSync(join(tmpdir(), 'codeact-e2e-pyext-'));
@@ -100,7 +104,7 @@ describe('e2e: the folder\'s .venv runs the code, sandboxed, and the status bar 
     await e2e.wb.page.mouse.move(10, 10);
   });
 
-  it('a chat turn\'s code imports the venv\'s package inside bubblewrap, with sys.prefix the venv', async () => {
+  it("a chat turn's code imports the venv's package inside bubblewrap, with sys.prefix the venv", async () => {
     e2e.wire.push(turn().call('execute_tool_code', { code: `FOLDER = ${JSON.stringify(folder)}\n${CODE}` }), turn().text('The venv package answered.'));
     await e2e.panel.send('Which Python runs your code?');
     assert.equal(await e2e.panel.waitForTurn(0, ['completed'], RUN), 'completed', await e2e.panel.text());
@@ -113,13 +117,19 @@ describe('e2e: the folder\'s .venv runs the code, sandboxed, and the status bar 
     assert.match(card, /bubblewrap/, card);
   });
 
-  it('the Python extension\'s selected environment comes before the .venv: its change moves the status bar and the next session', async () => {
+  it("the Python extension's selected environment comes before the .venv: its change moves the status bar and the next session", async () => {
     const other = join(dirname(folder), 'other-env');
     writeFileSync(selection, `${join(other, 'bin', 'python')}\n`);
-    await e2e.wb.page.locator('.part.statusbar .statusbar-item', { hasText: `other-env ${VERSION}` }).first().waitFor({ state: 'visible', timeout: UI });
+    await e2e.wb.page
+      .locator('.part.statusbar .statusbar-item', { hasText: `other-env ${VERSION}` })
+      .first()
+      .waitFor({ state: 'visible', timeout: UI });
     await e2e.wb.waitForNotification(/code now runs with other-env .*the Python extension's selected environment/, UI);
-    e2e.wire.push(turn().call('execute_tool_code', { code: 'import sys, codeact_venv_probe\nprint("prefix=" + sys.prefix)\nreturn codeact_venv_probe.MARK' }), turn().text('Now the other env.'));
-    await e2e.panel.send('And with the Python extension\'s environment?');
+    e2e.wire.push(
+      turn().call('execute_tool_code', { code: 'import sys, codeact_venv_probe\nprint("prefix=" + sys.prefix)\nreturn codeact_venv_probe.MARK' }),
+      turn().text('Now the other env.'),
+    );
+    await e2e.panel.send("And with the Python extension's environment?");
     assert.equal(await e2e.panel.waitForTurn(1, ['completed'], RUN), 'completed', await e2e.panel.text());
     const tool = (e2e.wire.turns.at(-1)!.body.messages as { role: string; content?: string }[]).filter((m) => m.role === 'tool').at(-1);
     assert.ok((tool?.content ?? '').includes(`prefix=${other}`), tool?.content);
@@ -132,13 +142,29 @@ describe('e2e: the folder\'s .venv runs the code, sandboxed, and the status bar 
     const list = e2e.wb.page.locator('.quick-input-widget .monaco-list-row');
     await list.filter({ hasText: 'Enter path' }).first().waitFor({ state: 'visible', timeout: UI });
     const rows = await list.allInnerTexts();
-    assert.ok(rows.some((r) => r.includes(`.venv`) && r.includes(join(folder, '.venv', 'bin', 'python'))), rows.join('\n'));
-    assert.ok(rows.some((r) => r.includes('Enter path')), rows.join('\n'));
-    assert.ok(rows.some((r) => r.includes(join(dirname(folder), 'other-env', 'bin', 'python')) && r.includes('Python extension')), rows.join('\n'));
+    assert.ok(
+      rows.some((r) => r.includes(`.venv`) && r.includes(join(folder, '.venv', 'bin', 'python'))),
+      rows.join('\n'),
+    );
+    assert.ok(
+      rows.some((r) => r.includes('Enter path')),
+      rows.join('\n'),
+    );
+    assert.ok(
+      rows.some((r) => r.includes(join(dirname(folder), 'other-env', 'bin', 'python')) && r.includes('Python extension')),
+      rows.join('\n'),
+    );
     await e2e.wb.screenshot('81-python-select');
     assert.ok(await e2e.wb.answerQuickPick('CodeAct: Select Python Environment', 'python3 on PATH'));
-    await waitUntil(async () => /"codeact\.python\.path":\s*"python3"/.test(readFileSync(join(folder, '.vscode', 'settings.json'), 'utf8')), UI, () => 'codeact.python.path was not written to the folder\'s settings');
-    await e2e.wb.page.locator('.part.statusbar .statusbar-item', { hasText: /^\s*python3\s*$/ }).first().waitFor({ state: 'visible', timeout: UI });
+    await waitUntil(
+      async () => /"codeact\.python\.path":\s*"python3"/.test(readFileSync(join(folder, '.vscode', 'settings.json'), 'utf8')),
+      UI,
+      () => "codeact.python.path was not written to the folder's settings",
+    );
+    await e2e.wb.page
+      .locator('.part.statusbar .statusbar-item', { hasText: /^\s*python3\s*$/ })
+      .first()
+      .waitFor({ state: 'visible', timeout: UI });
     await e2e.wb.waitForNotification(/code now runs with python3/, UI);
     e2e.wire.push(turn().call('execute_tool_code', { code: 'import sys\nprint("prefix=" + sys.prefix)' }), turn().text('Now python3.'));
     await e2e.panel.send('And now?');

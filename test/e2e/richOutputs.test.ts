@@ -24,7 +24,8 @@ import { THEMES, applyTheme } from './support/themes';
 const UI = 60_000;
 const MODEL = 'qwen2.5-coder:7b';
 
-const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="240" height="120"><rect x="10" y="10" width="60" height="100" fill="#2ca02c"/><rect x="90" y="40" width="60" height="70" fill="#d62728"/><rect x="170" y="70" width="60" height="40" fill="#9467bd"/></svg>';
+const SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="240" height="120"><rect x="10" y="10" width="60" height="100" fill="#2ca02c"/><rect x="90" y="40" width="60" height="70" fill="#d62728"/><rect x="170" y="70" width="60" height="40" fill="#9467bd"/></svg>';
 
 const RICH_CODE = `import matplotlib.pyplot as plt
 import pandas as pd
@@ -73,7 +74,10 @@ describe('e2e: rich outputs in the panel', function () {
 
   it('shows print, plot, table, SVG, print in order, with the CSV as a file chip', async () => {
     await e2e.wb.runCommand('CodeAct: Open Chat');
-    e2e.wire.push(turn().call('execute_tool_code', { code: RICH_CODE }), turn().text('The chart, the table and the SVG are above; the data is in **revenue.csv**.'));
+    e2e.wire.push(
+      turn().call('execute_tool_code', { code: RICH_CODE }),
+      turn().text('The chart, the table and the SVG are above; the data is in **revenue.csv**.'),
+    );
     await e2e.panel.send('Plot revenue by month, show the table and a small SVG, and save the data as revenue.csv');
     assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], 180_000), 'completed', await e2e.panel.text());
     assert.deepEqual(await flow(), ['pane:revenue by month', 'display:image/png', 'display:text/html', 'display:image/svg+xml', 'pane:saved revenue.csv']);
@@ -131,9 +135,16 @@ describe('e2e: rich outputs in the panel', function () {
     const got = await e2e.wb.setSidebarWidth(240);
     assert.ok(Math.abs(got - 240) <= 12, `the sidebar is about 240 px wide (${got})`);
     const f = await e2e.panel.frame();
-    await waitUntil(async () => (await f.evaluate(() => document.documentElement.clientWidth)) <= 240, UI, () => 'the webview never got 240 px wide', 200);
+    await waitUntil(
+      async () => (await f.evaluate(() => document.documentElement.clientWidth)) <= 240,
+      UI,
+      () => 'the webview never got 240 px wide',
+      200,
+    );
     await e2e.panel.scrollTo('section.card.exec .output-flow');
-    const fit = await (await card()).evaluate((el) => {
+    const fit = await (
+      await card()
+    ).evaluate((el) => {
       const box = el.getBoundingClientRect();
       const img = el.querySelector('.display-image img')!.getBoundingClientRect();
       const table = el.querySelector<HTMLElement>('.html-output')!;
@@ -148,7 +159,7 @@ describe('e2e: rich outputs in the panel', function () {
     assert.deepEqual(problems, [], 'layout problems of the narrow panel');
   });
 
-  it('the plot and the SVG open full size in an editor tab (VS Code\'s image preview); the plot copies as PNG and saves to the workspace as plot-1.png', async () => {
+  it("the plot and the SVG open full size in an editor tab (VS Code's image preview); the plot copies as PNG and saves to the workspace as plot-1.png", async () => {
     const f = await e2e.panel.frame();
     await e2e.panel.scrollTo('section.card.exec .output-flow');
     await f.locator('.display[data-mime="image/png"] button.image-open').click();
@@ -156,21 +167,40 @@ describe('e2e: rich outputs in the panel', function () {
     await tab.first().waitFor({ timeout: UI });
     // The image preview says the picture's size in the status bar once it has decoded it.
     let status = '';
-    await waitUntil(async () => /\b\d{3}x\d{3}\b/.test((status = await e2e.wb.page.locator('.part.statusbar').innerText())) && status.includes('Whole Image'), UI, () => `the image preview never showed its size: ${status}`, 250);
+    await waitUntil(
+      async () => /\b\d{3}x\d{3}\b/.test((status = await e2e.wb.page.locator('.part.statusbar').innerText())) && status.includes('Whole Image'),
+      UI,
+      () => `the image preview never showed its size: ${status}`,
+      250,
+    );
     await e2e.wb.screenshot('93-plot-opened');
     await e2e.wb.closeActiveEditor();
 
     // SVG too, in the image preview (VS Code would open an .svg as its XML text).
     await (await e2e.panel.frame()).locator('.display[data-mime="image/svg+xml"] button.image-open').click();
     await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'plot-2.svg' }).first().waitFor({ timeout: UI });
-    await waitUntil(async () => /\b240x120\b/.test((status = await e2e.wb.page.locator('.part.statusbar').innerText())), UI, () => `the SVG did not open in the image preview: ${status}`, 250);
+    await waitUntil(
+      async () => /\b240x120\b/.test((status = await e2e.wb.page.locator('.part.statusbar').innerText())),
+      UI,
+      () => `the SVG did not open in the image preview: ${status}`,
+      250,
+    );
     await e2e.wb.closeActiveEditor();
 
     // Copy Image: the webview's own clipboard, as PNG, readable by the workbench.
     const png = (await e2e.panel.frame()).locator('.display[data-mime="image/png"] figure');
     await png.hover();
     await png.getByRole('button', { name: 'Copy image' }).click();
-    await waitUntil(async () => (await png.locator('[data-flash]').getAttribute('data-flash').catch(() => null)) !== null, UI, () => 'Copy image said nothing', 100);
+    await waitUntil(
+      async () =>
+        (await png
+          .locator('[data-flash]')
+          .getAttribute('data-flash')
+          .catch(() => null)) !== null,
+      UI,
+      () => 'Copy image said nothing',
+      100,
+    );
     assert.equal(await png.locator('[data-flash]').getAttribute('data-flash'), 'ok', 'the image was copied');
     const types = await e2e.wb.page.evaluate(async () => (await navigator.clipboard.read()).flatMap((i) => i.types));
     assert.ok(types.includes('image/png'), `the clipboard holds a PNG (${types.join(', ')})`);
@@ -179,7 +209,12 @@ describe('e2e: rich outputs in the panel', function () {
     await png.getByRole('button', { name: 'Save image…' }).click();
     await acceptSaveDialog(/plot-1\.png$/);
     const saved = join(e2e.ws.folder, 'plot-1.png');
-    await waitUntil(async () => existsSync(saved), UI, () => `${saved} was not written`, 200);
+    await waitUntil(
+      async () => existsSync(saved),
+      UI,
+      () => `${saved} was not written`,
+      200,
+    );
     assert.equal(readFileSync(saved).subarray(1, 4).toString('latin1'), 'PNG');
   });
 
@@ -189,19 +224,41 @@ describe('e2e: rich outputs in the panel', function () {
     const chip = f.locator('.file-chip').last();
     await chip.getByRole('button', { name: 'Open', exact: true }).click();
     await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'revenue.csv' }).first().waitFor({ timeout: UI });
-    await waitUntil(async () => /month,revenue,orders,region/.test(await e2e.wb.page.locator('.part.editor .view-lines').first().innerText().catch(() => '')), UI, () => 'the CSV did not open', 250);
+    await waitUntil(
+      async () =>
+        /month,revenue,orders,region/.test(
+          await e2e.wb.page
+            .locator('.part.editor .view-lines')
+            .first()
+            .innerText()
+            .catch(() => ''),
+        ),
+      UI,
+      () => 'the CSV did not open',
+      250,
+    );
     await e2e.wb.screenshot('94-csv-opened');
     await e2e.wb.closeActiveEditor();
 
     await chip.getByRole('button', { name: 'Save to Workspace…' }).click();
     await acceptSaveDialog(/revenue\.csv$/);
     const saved = join(e2e.ws.folder, 'revenue.csv');
-    await waitUntil(async () => existsSync(saved), UI, () => `${saved} was not written`, 200);
+    await waitUntil(
+      async () => existsSync(saved),
+      UI,
+      () => `${saved} was not written`,
+      200,
+    );
     assert.match(readFileSync(saved, 'utf8'), /^month,revenue,orders,region\nJan,12000.0,120,EMEA-North\n/);
 
     await chip.getByRole('button', { name: 'Copy Path' }).click();
     let clip = '';
-    await waitUntil(async () => /revenue\.csv$/.test((clip = await e2e.wb.page.evaluate(() => navigator.clipboard.readText()).catch(() => ''))), UI, () => `the clipboard holds ${JSON.stringify(clip)}`, 250);
+    await waitUntil(
+      async () => /revenue\.csv$/.test((clip = await e2e.wb.page.evaluate(() => navigator.clipboard.readText()).catch(() => ''))),
+      UI,
+      () => `the clipboard holds ${JSON.stringify(clip)}`,
+      250,
+    );
     assert.ok(clip.startsWith('/') && !clip.startsWith(e2e.ws.folder), `the path of the runtime's copy: ${clip}`);
   });
 
@@ -210,7 +267,12 @@ describe('e2e: rich outputs in the panel', function () {
     const input = e2e.wb.page.locator('.quick-input-widget input.input');
     await input.waitFor({ state: 'visible', timeout: UI });
     let value = '';
-    await waitUntil(async () => re.test((value = await input.inputValue())), UI, () => `the save dialog suggests ${value}`, 200);
+    await waitUntil(
+      async () => re.test((value = await input.inputValue())),
+      UI,
+      () => `the save dialog suggests ${value}`,
+      200,
+    );
     assert.ok(value.startsWith(e2e.ws.folder), `the dialog suggests the workspace folder: ${value}`);
     await e2e.wb.page.keyboard.press('Enter');
   }

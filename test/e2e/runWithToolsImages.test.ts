@@ -73,14 +73,29 @@ describe('e2e: Run with Tools shows the plots of # %% cells inline and in the ho
     assert.match(text, /completed · jupyter .*1 image/);
     const img = e2e.wb.page.locator('.monaco-hover:not(.hidden) .monaco-hover-content img').first();
     await img.waitFor({ state: 'visible', timeout: e2e.wb.wait(10_000) });
-    const drawn = await img.evaluate((el: HTMLImageElement) => ({ src: el.src.slice(0, 22), width: el.getAttribute('width'), natural: el.naturalWidth, shown: el.getBoundingClientRect().width, tall: el.getBoundingClientRect().height, alt: el.alt }));
+    const drawn = await img.evaluate((el: HTMLImageElement) => ({
+      src: el.src.slice(0, 22),
+      width: el.getAttribute('width'),
+      natural: el.naturalWidth,
+      shown: el.getBoundingClientRect().width,
+      tall: el.getBoundingClientRect().height,
+      alt: el.alt,
+    }));
     assert.equal(drawn.src, 'data:image/png;base64,', 'the hover keeps the data URL (VS Code allows data: images)');
     // The plot (about 540×410 px from the kernel's inline backend) is sized down to fit 320×200.
     assert.ok(drawn.natural > 320, `the image decoded (${drawn.natural} px wide)`);
-    assert.ok(Math.abs(drawn.shown - Number(drawn.width)) < 2 && drawn.shown <= 320, `drawn at its width attribute (${drawn.shown} px, width="${drawn.width}")`);
+    assert.ok(
+      Math.abs(drawn.shown - Number(drawn.width)) < 2 && drawn.shown <= 320,
+      `drawn at its width attribute (${drawn.shown} px, width="${drawn.width}")`,
+    );
     assert.ok(drawn.tall > 150 && drawn.tall <= 201, `no taller than 200 px (${drawn.tall})`);
-    const box = await e2e.wb.page.locator('.monaco-hover:not(.hidden) .monaco-hover-content').first().evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight }));
-    const top = await img.evaluate((el) => el.getBoundingClientRect().bottom - (el.closest('.monaco-hover-content') as HTMLElement).getBoundingClientRect().top);
+    const box = await e2e.wb.page
+      .locator('.monaco-hover:not(.hidden) .monaco-hover-content')
+      .first()
+      .evaluate((el) => ({ scroll: el.scrollHeight, client: el.clientHeight }));
+    const top = await img.evaluate(
+      (el) => el.getBoundingClientRect().bottom - (el.closest('.monaco-hover-content') as HTMLElement).getBoundingClientRect().top,
+    );
     assert.ok(top <= box.client + 1, `the plot is in view when the hover opens (bottom ${top} of ${box.client} px)`);
     assert.match(drawn.alt, /^image 1, \d+×\d+$/);
     await e2e.wb.screenshot('50-run-with-tools-plot-hover');

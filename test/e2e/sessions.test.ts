@@ -92,10 +92,15 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
     await e2e.wb.page.keyboard.press('Escape');
   });
 
-  it('the chat panel\'s variables view lists the cell\'s variables with their types and summaries', async () => {
+  it("the chat panel's variables view lists the cell's variables with their types and summaries", async () => {
     await e2e.wb.runCommand('CodeAct: Open Chat');
     await e2e.panel.frame(UI);
-    await waitUntil(async () => (await e2e.panel.variablesBadge().catch(() => '')) !== '', UI, () => 'the variables toggle never showed a count', 250);
+    await waitUntil(
+      async () => (await e2e.panel.variablesBadge().catch(() => '')) !== '',
+      UI,
+      () => 'the variables toggle never showed a count',
+      250,
+    );
     const badge = await e2e.panel.variablesBadge();
     await e2e.panel.openVariables(UI);
     const rows = await e2e.panel.waitForVariables((r) => ['readings', 'total'].every((n) => r.some((v) => v.name === n)), 'readings and total', UI);
@@ -107,11 +112,11 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
     assert.deepEqual(
       rows.map((r) => r.name),
       ['doubled', 'mean', 'readings', 'total'],
-      'the user\'s variables, sorted, and nothing of the guest\'s own',
+      "the user's variables, sorted, and nothing of the guest's own",
     );
     assert.equal(badge, String(rows.length), 'the badge counts the variables');
     const head = await e2e.panel.variablesHeader();
-    assert.deepEqual(head, { title: 'Variables', source: FILE, buttons: ['Refresh variables', 'Restart session'] }, 'the section names the document\'s session');
+    assert.deepEqual(head, { title: 'Variables', source: FILE, buttons: ['Refresh variables', 'Restart session'] }, "the section names the document's session");
     await (await e2e.panel.frame()).locator('section.variables-panel').scrollIntoViewIfNeeded();
     await e2e.wb.screenshot('21-variables-view-dark');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('21b-variables-view-dark-sidebar') });
@@ -136,7 +141,12 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
 
     await e2e.wb.setColorTheme('Light Modern', 'vs', UI);
     const f = await e2e.panel.frame(UI);
-    await waitUntil(() => f.evaluate(() => document.body.classList.contains('vscode-light')).catch(() => false), UI, () => 'the chat webview never switched to the light theme', 250);
+    await waitUntil(
+      () => f.evaluate(() => document.body.classList.contains('vscode-light')).catch(() => false),
+      UI,
+      () => 'the chat webview never switched to the light theme',
+      250,
+    );
     await e2e.panel.waitForVariables((r) => r.length === 4, 'its 4 rows in the light theme', UI);
     await e2e.wb.screenshot('23-variables-view-light');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('23b-variables-view-light-sidebar') });
@@ -162,7 +172,12 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
     assert.match(said, /the Python session was restarted; its variables are gone/, `a live session was restarted${asked ? ' (picked from the list)' : ''}`);
     // The view follows: no variables, no count.
     await e2e.panel.waitForVariables((r) => r.length === 0, 'no rows after the restart', UI);
-    await waitUntil(async () => (await e2e.panel.variablesBadge()) === '', UI, () => 'the count badge stayed after the restart', 250);
+    await waitUntil(
+      async () => (await e2e.panel.variablesBadge()) === '',
+      UI,
+      () => 'the count badge stayed after the restart',
+      250,
+    );
     assert.match(await e2e.panel.variablesText(), /No live session|No variables/i);
     await e2e.wb.screenshot('24-after-restart');
     await e2e.wb.clearNotifications();
@@ -175,7 +190,12 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
     assert.equal(failed.text.replace(DURATION, ''), "✗ NameError: name 'total' is not defined");
     assert.equal(failed.line, CELL2_LAST, 'the ✗ sits at the end of cell 2');
     // The diagnostic is on the line that uses `total`, not at the end of the cell.
-    await waitUntil(async () => (await e2e.editor.errorSquiggleLines()).includes(CELL2_USES_TOTAL), UI, () => 'no error squiggle on the line that uses total', 250);
+    await waitUntil(
+      async () => (await e2e.editor.errorSquiggleLines()).includes(CELL2_USES_TOTAL),
+      UI,
+      () => 'no error squiggle on the line that uses total',
+      250,
+    );
     const decos = await e2e.editor.decorations();
     assert.ok(!decos.some((d) => d.text.includes('total=60')), `the old value is gone: ${JSON.stringify(decos)}`);
     await e2e.wb.screenshot('25-nameerror-after-restart');
@@ -203,7 +223,10 @@ async function variablesLayoutProblems(panel: ChatPanel): Promise<string[]> {
     for (const el of Array.from(section.querySelectorAll<HTMLElement>('button, table, td, th, .variables-label'))) {
       const r = el.getBoundingClientRect();
       if (r.width === 0 && r.height === 0) continue;
-      if (r.right > s.right + 0.5) out.push(`${el.tagName.toLowerCase()}.${el.className} "${(el.textContent ?? '').trim().slice(0, 30)}" sticks out by ${Math.round(r.right - s.right)} px`);
+      if (r.right > s.right + 0.5)
+        out.push(
+          `${el.tagName.toLowerCase()}.${el.className} "${(el.textContent ?? '').trim().slice(0, 30)}" sticks out by ${Math.round(r.right - s.right)} px`,
+        );
     }
     for (const td of Array.from(section.querySelectorAll<HTMLElement>('td.var-name'))) {
       if (td.scrollWidth > td.clientWidth + 1) out.push(`the name "${td.textContent}" is cut off (${td.clientWidth} of ${td.scrollWidth} px)`);

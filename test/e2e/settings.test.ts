@@ -37,10 +37,13 @@ describe('e2e: the Settings editor reads "Base URL"', function () {
   /** The rendered category ("Codeact: ", or nothing) and label of a setting's row in the Settings editor. */
   async function labelOf(row: Locator): Promise<{ category: string; label: string }> {
     const clean = (s: string) => s.replace(/\u00a0/g, ' ').trim();
-    return { category: clean(await row.locator('.setting-item-category').first().innerText()), label: clean(await row.locator('.setting-item-label').first().innerText()) };
+    return {
+      category: clean(await row.locator('.setting-item-category').first().innerText()),
+      label: clean(await row.locator('.setting-item-label').first().innerText()),
+    };
   }
 
-  it('a user\'s old codeact.baseUrl is still read: the turn goes to its server', async () => {
+  it("a user's old codeact.baseUrl is still read: the turn goes to its server", async () => {
     e2e.wire.push(turn().text('Hello from the server your old setting names.'));
     await e2e.wb.runCommand('CodeAct: Open Chat');
     await e2e.panel.send('Say hello');
@@ -78,13 +81,24 @@ describe('e2e: the Settings editor reads "Base URL"', function () {
     await e2e.wb.page.keyboard.press('Backspace');
     const toc = e2e.wb.page.locator('.settings-editor .settings-toc-container');
     await toc.waitFor({ state: 'visible', timeout: UI });
-    const tocRow = (name: string) => toc.locator('.monaco-list-row').filter({ has: e2e.wb.page.getByText(name, { exact: true }) }).first();
+    const tocRow = (name: string) =>
+      toc
+        .locator('.monaco-list-row')
+        .filter({ has: e2e.wb.page.getByText(name, { exact: true }) })
+        .first();
     // The whole table of contents is back (not the search's "Extensions (1)").
     await tocRow('Commonly Used').waitFor({ state: 'visible', timeout: UI });
     await waitUntil(
       async () => {
-        if (await tocRow('CodeAct').isVisible().catch(() => false)) return true;
-        await tocRow('Extensions').click().catch(() => undefined);
+        if (
+          await tocRow('CodeAct')
+            .isVisible()
+            .catch(() => false)
+        )
+          return true;
+        await tocRow('Extensions')
+          .click()
+          .catch(() => undefined);
         return false;
       },
       UI,
@@ -94,7 +108,10 @@ describe('e2e: the Settings editor reads "Base URL"', function () {
     await tocRow('CodeAct').click();
 
     const tree = e2e.wb.page.locator('.settings-editor .settings-tree-container');
-    const heading = tree.locator('.settings-group-title-label').filter({ hasText: /^CodeAct$/ }).first();
+    const heading = tree
+      .locator('.settings-group-title-label')
+      .filter({ hasText: /^CodeAct$/ })
+      .first();
     await heading.waitFor({ state: 'visible', timeout: UI });
     const row = tree.locator('[data-key="codeact.baseURL"]').first();
     // The group lists its settings by key; Base URL comes after the agent and approval settings, in view once the group is.

@@ -85,21 +85,40 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
     // The panel: one notice, two code cards (failed, then done) with their tool calls, and the answer.
     const notices = await noticeLines(e2e.panel);
     assert.equal(notices.length, 1, JSON.stringify(notices));
-    assert.match(notices[0], new RegExp(`"${MODEL.replace(/[.:]/g, '\\$&')}" does not accept tools \\(function calling\\): ${REJECTION}. Continuing without tools`));
+    assert.match(
+      notices[0],
+      new RegExp(`"${MODEL.replace(/[.:]/g, '\\$&')}" does not accept tools \\(function calling\\): ${REJECTION}. Continuing without tools`),
+    );
     assert.doesNotMatch(notices[0], /Retrying in/, 'a change of course, not a retry');
     const cards = await execCards(e2e.panel);
-    assert.deepEqual(cards.map((c) => c.status), ['failed', 'done']);
-    assert.deepEqual(cards.map((c) => normalise(c.code)), [FAIL_CODE, RECOVER_CODE]);
-    assert.deepEqual(cards[0].tools.map((t) => [t.name, t.kind, t.status]), [['check_inventory', 'tool', 'error']]);
-    assert.deepEqual(cards[1].tools.map((t) => [t.name, t.kind, t.status]), [
-      ['search_catalog', 'tool', 'ok'],
-      ['check_inventory', 'tool', 'ok'],
-    ]);
+    assert.deepEqual(
+      cards.map((c) => c.status),
+      ['failed', 'done'],
+    );
+    assert.deepEqual(
+      cards.map((c) => normalise(c.code)),
+      [FAIL_CODE, RECOVER_CODE],
+    );
+    assert.deepEqual(
+      cards[0].tools.map((t) => [t.name, t.kind, t.status]),
+      [['check_inventory', 'tool', 'error']],
+    );
+    assert.deepEqual(
+      cards[1].tools.map((t) => [t.name, t.kind, t.status]),
+      [
+        ['search_catalog', 'tool', 'ok'],
+        ['check_inventory', 'tool', 'ok'],
+      ],
+    );
     assert.equal(cards[1].toolsLabel.toLowerCase(), 'tool calls · 2');
     assert.match(cards[1].output, /LMP-LED-010 Arc LED Desk Lamp Lyon/);
     // The prose before each block, then the answer, as messages; no raw fence left in them (the blocks became cards).
     const messages = (await e2e.panel.lastAnswer()).split('\n').filter(Boolean);
-    assert.deepEqual(messages, ['I will look the lamp up in the inventory.', 'That was not a SKU. I will search the catalog first.', 'There are 85 LED desk lamps on hand (SKU LMP-LED-010).']);
+    assert.deepEqual(messages, [
+      'I will look the lamp up in the inventory.',
+      'That was not a SKU. I will search the catalog first.',
+      'There are 85 LED desk lamps on hand (SKU LMP-LED-010).',
+    ]);
 
     await e2e.wb.screenshot('40-text-protocol-answer');
     // The notice and the failed run, from the top of the turn; then the run that recovered.
@@ -118,7 +137,10 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
     assert.equal(e2e.wire.turns.length - before, 1, 'one request, no second try with tools');
     assert.equal(toolsOf('openai-compatible', e2e.wire.turns.at(-1)!.body), undefined);
     const history = messagesOf('openai-compatible', e2e.wire.turns.at(-1)!.body);
-    assert.deepEqual(history.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+    assert.deepEqual(
+      history.map((m) => m.role),
+      ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user'],
+    );
     assert.match(history[1].text, /```python\nstock = await call_tool\("check_inventory"/, 'the earlier code goes back as a ```python block');
     assert.deepEqual(await noticeLines(e2e.panel), [], 'no second notice');
     assert.match(await e2e.panel.lastAnswer(), /Yes: 85 on hand/);

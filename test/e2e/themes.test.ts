@@ -84,7 +84,12 @@ describe('e2e: the panel narrow, light and high-contrast', function () {
   });
 
   it('a conversation (code, tool calls, output, result, answer, approval, error): every text and badge meets WCAG AA in the four themes; code lines have no grey band', async () => {
-    e2e.wire.push(turn().call('execute_tool_code', { code: SEARCH_CODE }), turn().text(ANSWER).with({ usage: { input: 1812, output: 164 } }));
+    e2e.wire.push(
+      turn().call('execute_tool_code', { code: SEARCH_CODE }),
+      turn()
+        .text(ANSWER)
+        .with({ usage: { input: 1812, output: 164 } }),
+    );
     await e2e.panel.send('Which ergonomic office chair under 600 EUR is in stock?');
     assert.equal(await e2e.panel.waitForTurn(-1, ['completed'], 120_000), 'completed', await e2e.panel.text());
     e2e.wire.push(turn().call('execute_tool_code', { code: NOTE_CODE }), turn().text('Done: the note went to ACME-42.'));
@@ -121,7 +126,7 @@ describe('e2e: the panel narrow, light and high-contrast', function () {
     assert.deepEqual(failures, [], `texts below WCAG AA contrast:\n${failures.join('\n\n')}`);
   });
 
-  it('at 240 px and at VS Code\'s narrowest 170 px: nothing clipped sideways, one compact model control, durations in view, JSON whole tokens', async () => {
+  it("at 240 px and at VS Code's narrowest 170 px: nothing clipped sideways, one compact model control, durations in view, JSON whole tokens", async () => {
     // The variables section has its own narrow-width test (sessions.test.ts); here, the transcript.
     await (await e2e.panel.variablesToggle()).click();
     const before = await e2e.wb.sidebarWidth();
@@ -130,7 +135,12 @@ describe('e2e: the panel narrow, light and high-contrast', function () {
       const got = await e2e.wb.setSidebarWidth(want);
       assert.ok(Math.abs(got - want) <= 12, `the sidebar is about ${want} px wide (${got})`);
       const f = await e2e.panel.frame();
-      await waitUntil(async () => (await f.evaluate(() => document.documentElement.clientWidth)) <= want, UI, () => `the webview never got ${want} px wide`, 200);
+      await waitUntil(
+        async () => (await f.evaluate(() => document.documentElement.clientWidth)) <= want,
+        UI,
+        () => `the webview never got ${want} px wide`,
+        200,
+      );
       await e2e.panel.scrollTo('section.card.exec');
       for (const p of await f.evaluate(narrowLayoutProblems)) problems.push(`${want} px: ${p}`);
       await e2e.panel.sidebar.screenshot({ path: artifactPath(`62-narrow-${want}px`) });

@@ -20,7 +20,8 @@ import { useCodeServer } from './support/suite';
 
 const UI = 60_000;
 /** Runs a notebook in a plain Jupyter kernel (Debian's nbclient + ipykernel), as `jupyter nbconvert --execute` does. */
-const EXECUTE = 'import sys, json, nbformat, nbclient\nnb = nbformat.read(sys.argv[1], as_version=4)\nnbclient.NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True).execute()\nprint(json.dumps(nb))';
+const EXECUTE =
+  'import sys, json, nbformat, nbclient\nnb = nbformat.read(sys.argv[1], as_version=4)\nnbclient.NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True).execute()\nprint(json.dumps(nb))';
 const JUPYTER_PYTHON = '/usr/bin/python3';
 const RUN = 120_000;
 const MODEL = 'qwen2.5-coder:7b';
@@ -108,7 +109,10 @@ describe('e2e: turns never collide — a local server names every tool call "cal
     assertTurnTwo(cards, 'after turn 2');
     // Both calls went to the model as call_0, each answered with its own result.
     const tool = (e2e.wire.turns.at(-1)!.body.messages as { role: string; tool_call_id?: string; content?: string }[]).filter((m) => m.role === 'tool');
-    assert.deepEqual(tool.map((m) => m.tool_call_id), ['call_0', 'call_0']);
+    assert.deepEqual(
+      tool.map((m) => m.tool_call_id),
+      ['call_0', 'call_0'],
+    );
     assert.match(tool[0].content!, /alpha-result-12/);
     assert.match(tool[1].content!, /beta-result-/);
     const f = await e2e.panel.frame();
@@ -118,14 +122,29 @@ describe('e2e: turns never collide — a local server names every tool call "cal
 
   it('reopened from the history, each turn still has its own card', async () => {
     await e2e.wb.runCommand('CodeAct: New Conversation');
-    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => -1)) === 0, UI, () => 'the new conversation did not start empty', 250);
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => -1)) === 0,
+      UI,
+      () => 'the new conversation did not start empty',
+      250,
+    );
     const f = await e2e.panel.frame();
     await f.getByRole('button', { name: 'Conversation history' }).click();
     const entry = f.locator('button.history-open', { hasText: 'How many ErgoFlex chairs' }).first();
     await entry.waitFor({ state: 'visible', timeout: UI });
     await entry.click();
-    await waitUntil(async () => (await e2e.panel.turnCount().catch(() => 0)) === 2, UI, () => 'the reopened conversation did not show its two turns', 250);
-    await waitUntil(async () => (await cardsByTurn(e2e.panel)).every((t) => t.length > 0), UI, () => 'the reopened turns have no cards', 250);
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => 0)) === 2,
+      UI,
+      () => 'the reopened conversation did not show its two turns',
+      250,
+    );
+    await waitUntil(
+      async () => (await cardsByTurn(e2e.panel)).every((t) => t.length > 0),
+      UI,
+      () => 'the reopened turns have no cards',
+      250,
+    );
     const cards = await cardsByTurn(e2e.panel);
     assertTurnOne(cards, 'reopened from the history');
     assertTurnTwo(cards, 'reopened from the history');
@@ -144,25 +163,51 @@ describe('e2e: turns never collide — a local server names every tool call "cal
     // VS Code's own save dialog (in the browser, a path in the quick input): accept the name it proposes.
     const input = e2e.wb.page.locator('.quick-input-widget input.input');
     await input.waitFor({ state: 'visible', timeout: UI });
-    await waitUntil(async () => /\.ipynb$/.test(await input.inputValue()), UI, () => 'the save dialog proposes no .ipynb name', 250);
+    await waitUntil(
+      async () => /\.ipynb$/.test(await input.inputValue()),
+      UI,
+      () => 'the save dialog proposes no .ipynb name',
+      250,
+    );
     await input.press('Enter');
     await e2e.wb.waitForNotification(/exported to .*\.ipynb/, UI);
     await e2e.wb.screenshot('32-turns-exported-notebook');
-    await waitUntil(async () => notebooks().length === 1, UI, () => `no notebook in the workspace: ${readdirSync(e2e.ws.folder).join(', ')}`, 250);
+    await waitUntil(
+      async () => notebooks().length === 1,
+      UI,
+      () => `no notebook in the workspace: ${readdirSync(e2e.ws.folder).join(', ')}`,
+      250,
+    );
     const file = join(e2e.ws.folder, notebooks()[0]);
     assert.ok(existsSync(file));
     const run = spawnSync(JUPYTER_PYTHON, ['-c', EXECUTE, file], { encoding: 'utf8', timeout: 180_000, cwd: e2e.ws.folder });
     assert.equal(run.status, 0, `the notebook did not run in a plain kernel: ${run.stderr.slice(-2000)}`);
-    const nb = JSON.parse(run.stdout) as { cells: { cell_type: string; source: string | string[]; outputs?: { output_type: string; text?: string | string[]; data?: Record<string, unknown>; ename?: string; evalue?: string }[] }[] };
+    const nb = JSON.parse(run.stdout) as {
+      cells: {
+        cell_type: string;
+        source: string | string[];
+        outputs?: { output_type: string; text?: string | string[]; data?: Record<string, unknown>; ename?: string; evalue?: string }[];
+      }[];
+    };
     const text = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join('') : (v ?? ''));
     const code = nb.cells.filter((c) => c.cell_type === 'code');
     const errors = code.flatMap((c) => c.outputs ?? []).filter((o) => o.output_type === 'error');
-    assert.deepEqual(errors.map((e) => `${e.ename}: ${e.evalue}`), [], 'no cell fails in a plain kernel');
-    const shown = code.flatMap((c) => c.outputs ?? []).map((o) => text(o.text) + text(o.data?.['text/plain'] as string | string[] | undefined)).join('\n');
+    assert.deepEqual(
+      errors.map((e) => `${e.ename}: ${e.evalue}`),
+      [],
+      'no cell fails in a plain kernel',
+    );
+    const shown = code
+      .flatMap((c) => c.outputs ?? [])
+      .map((o) => text(o.text) + text(o.data?.['text/plain'] as string | string[] | undefined))
+      .join('\n');
     assert.match(shown, /turn one checked CHR-ERG-100/, 'turn 1 prints with the recorded check_inventory result');
-    assert.match(shown, /alpha-result-12/, 'turn 1\'s return gives its value');
+    assert.match(shown, /alpha-result-12/, "turn 1's return gives its value");
     assert.match(shown, /turn two found \d/, 'turn 2 runs with the recorded search_catalog result');
     assert.match(shown, /beta-result-\d/);
-    assert.ok(nb.cells.some((c) => c.cell_type === 'markdown' && /call_tool/.test(text(c.source))), 'a Markdown cell says what the cells need');
+    assert.ok(
+      nb.cells.some((c) => c.cell_type === 'markdown' && /call_tool/.test(text(c.source))),
+      'a Markdown cell says what the cells need',
+    );
   });
 });

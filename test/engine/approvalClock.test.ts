@@ -102,7 +102,7 @@ describe('RunClock: a timeout that stops counting while paused', () => {
 });
 
 describe('pausedTime: what a step spent waiting', () => {
-  it('counts the paused time once, and pauses the run\'s clock with it', async () => {
+  it("counts the paused time once, and pauses the run's clock with it", async () => {
     let runPaused = 0;
     const { pause, pausedMs } = pausedTime(() => {
       runPaused++;
@@ -127,7 +127,10 @@ describe('an unanswered approval is not a deny', () => {
     );
     assert.equal(gateway.records[0].code, 'no_answer');
     const denied = new ToolGateway([noteTool()], { approver: async () => 'denied' });
-    await assert.rejects(denied.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal), /The user denied the call to "send_note"/);
+    await assert.rejects(
+      denied.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal),
+      /The user denied the call to "send_note"/,
+    );
     assert.equal(denied.records[0].code, 'denied');
   });
 });
@@ -147,7 +150,7 @@ function approvalSuite(name: string, make: () => Promise<{ runtime: Runtime; ses
       await cleanup?.();
     });
 
-    it('an approval that takes longer than the run\'s timeout: the run completes, and the call\'s duration leaves the wait out', async () => {
+    it("an approval that takes longer than the run's timeout: the run completes, and the call's duration leaves the wait out", async () => {
       const gateway = new ToolGateway([noteTool()], { approver: slowYes(2500) });
       const events: CodeActEvent[] = [];
       const t0 = performance.now();
@@ -164,10 +167,14 @@ function approvalSuite(name: string, make: () => Promise<{ runtime: Runtime; ses
       assert.ok(gateway.records[0].duration_ms < 1000, `the gateway's record leaves the wait out too (${gateway.records[0].duration_ms} ms)`);
     });
 
-    it('the clock only pauses: after the answer the code\'s own time counts again, and the timeout still stops it', async () => {
+    it("the clock only pauses: after the answer the code's own time counts again, and the timeout still stops it", async () => {
       const gateway = new ToolGateway([noteTool()], { approver: slowYes(1200) });
       const item = await runtime.execute(
-        { code: 'import asyncio\nawait asyncio.sleep(0.6)\nawait call_tool("send_note", text="hi")\nawait asyncio.sleep(0.8)\nreturn 1', timeoutMs: 1000, sessionId },
+        {
+          code: 'import asyncio\nawait asyncio.sleep(0.6)\nawait call_tool("send_note", text="hi")\nawait asyncio.sleep(0.8)\nreturn 1',
+          timeoutMs: 1000,
+          sessionId,
+        },
         { onToolCall: gateway.handler },
       );
       assert.equal(item.status, 'failed', 'ran 0.6 + 0.8 s of its own, past the 1 s timeout');

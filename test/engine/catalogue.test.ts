@@ -24,7 +24,7 @@ const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 
 const contributed: Record<string, { enum?: string[]; default?: unknown; markdownEnumDescriptions?: string[] }> = pkg.contributes.configuration.properties;
 
 describe('providers: one catalogue', () => {
-  it('package.json offers the catalogue\'s providers, each with a description', () => {
+  it("package.json offers the catalogue's providers, each with a description", () => {
     const p = contributed['codeact.provider'];
     assert.deepEqual(p.enum, [...PROVIDER_IDS]);
     assert.ok(PROVIDER_IDS.includes(p.default as never), `default ${String(p.default)}`);
@@ -47,13 +47,16 @@ describe('providers: one catalogue', () => {
   it('the Anthropic adapter accepts every version the setting offers, with the beta it needs', () => {
     for (const version of contributed['codeact.hosted.anthropicToolVersion'].enum!) {
       const { body, betas } = buildAnthropicRequest({ model: 'claude-sonnet-4-6', history: [], tools: [], hosted: { enabled: true, toolVersion: version } });
-      assert.deepEqual((body.tools as Array<{ type: string }>).map((t) => t.type), [version]);
+      assert.deepEqual(
+        (body.tools as Array<{ type: string }>).map((t) => t.type),
+        [version],
+      );
       const beta: string | undefined = ANTHROPIC_CODE_TOOLS[version as keyof typeof ANTHROPIC_CODE_TOOLS];
       assert.deepEqual(betas, beta ? [beta] : [], version);
     }
   });
 
-  it('hosted code runs in the provider\'s own sandbox, the kind its adapter reports (an OpenAI-compatible server has none)', async () => {
+  it("hosted code runs in the provider's own sandbox, the kind its adapter reports (an OpenAI-compatible server has none)", async () => {
     for (const { id } of PROVIDER_CATALOG) {
       const provider = await createProvider({ provider: id, apiKey: 'k', baseURL: 'http://127.0.0.1:9/v1', env: {} });
       assert.equal(runtimeKindOf({ mode: 'hosted', provider: id, runtime: 'jupyter' }), provider.capabilities.hostedRuntime ?? 'local', id);

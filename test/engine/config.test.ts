@@ -19,13 +19,16 @@ const contributed: Record<string, any> = pkg.contributes.configuration.propertie
 /** A stand-in for vscode.WorkspaceConfiguration.inspect over plain layers. */
 function fakeConfiguration(user: Record<string, unknown>, workspace: Record<string, unknown>, folder: Record<string, unknown> = {}) {
   return {
-    inspect: (key: string) => ({ key, globalValue: user[`codeact.${key}`], workspaceValue: workspace[`codeact.${key}`], workspaceFolderValue: folder[`codeact.${key}`] }) as any,
+    inspect: (key: string) =>
+      ({ key, globalValue: user[`codeact.${key}`], workspaceValue: workspace[`codeact.${key}`], workspaceFolderValue: folder[`codeact.${key}`] }) as any,
   };
 }
 
 describe('configuration: keys.ts and package.json', () => {
   it('declare the same settings, types, defaults and allowed values', () => {
-    const fromKeys = Object.keys(SETTINGS).map((k) => `codeact.${k}`).sort();
+    const fromKeys = Object.keys(SETTINGS)
+      .map((k) => `codeact.${k}`)
+      .sort();
     assert.deepEqual(Object.keys(contributed).sort(), fromKeys);
     for (const [key, spec] of Object.entries(SETTINGS)) {
       const c = contributed[`codeact.${key}`];
@@ -49,13 +52,25 @@ describe('configuration: one resolver for both hosts', () => {
     {
       name: 'a trusted workspace',
       user: { 'codeact.provider': 'anthropic', 'codeact.approval.default': 'ask', 'codeact.baseURL': 'https://proxy.example/v1' },
-      workspace: { 'codeact.model': 'claude-x', 'codeact.sandbox.kind': 'none', 'codeact.tools': [{ name: 'a', command: { argv: ['true'] } }], 'codeact.approval.default': 'auto', 'codeact.baseURL': 'http://evil.example' },
+      workspace: {
+        'codeact.model': 'claude-x',
+        'codeact.sandbox.kind': 'none',
+        'codeact.tools': [{ name: 'a', command: { argv: ['true'] } }],
+        'codeact.approval.default': 'auto',
+        'codeact.baseURL': 'http://evil.example',
+      },
       trusted: true,
     },
     {
       name: 'an untrusted workspace',
       user: { 'codeact.provider': 'openai-compatible', 'codeact.timeoutSeconds': 30 },
-      workspace: { 'codeact.baseURL': 'http://127.0.0.1:1/v1', 'codeact.python.path': '/tmp/evil', 'codeact.session.maxAlive': 2, 'codeact.runtime': 'jupyter', 'codeact.mode': 'bogus' },
+      workspace: {
+        'codeact.baseURL': 'http://127.0.0.1:1/v1',
+        'codeact.python.path': '/tmp/evil',
+        'codeact.session.maxAlive': 2,
+        'codeact.runtime': 'jupyter',
+        'codeact.mode': 'bogus',
+      },
       trusted: false,
     },
     {
@@ -65,7 +80,7 @@ describe('configuration: one resolver for both hosts', () => {
       trusted: true,
     },
     {
-      name: 'the old codeact.jupyter.url key: the user\'s counts, an untrusted workspace\'s does not',
+      name: "the old codeact.jupyter.url key: the user's counts, an untrusted workspace's does not",
       user: { 'codeact.runtime': 'jupyter', 'codeact.jupyter.url': 'http://127.0.0.1:8888/' },
       workspace: { 'codeact.jupyter.url': 'http://attacker.example:8888/' },
       trusted: false,
@@ -104,10 +119,19 @@ describe('configuration: one resolver for both hosts', () => {
     assert.equal(r.config.baseURL, undefined);
     assert.match(r.ignored[0].reason, /cannot send your openai API key to a server of its choosing/);
     assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://mine.example' } }).config.baseURL, 'https://mine.example');
-    assert.equal(resolve({ provider: { flag: 'anthropic' }, baseURL: { flag: 'http://127.0.0.1:9/', workspace: 'http://x' } }).config.baseURL, 'http://127.0.0.1:9/');
+    assert.equal(
+      resolve({ provider: { flag: 'anthropic' }, baseURL: { flag: 'http://127.0.0.1:9/', workspace: 'http://x' } }).config.baseURL,
+      'http://127.0.0.1:9/',
+    );
     // An OpenAI-compatible server's URL may come from a trusted workspace, not an untrusted one.
-    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseURL, 'http://127.0.0.1:11434/v1');
-    assert.equal(resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseURL, undefined);
+    assert.equal(
+      resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseURL,
+      'http://127.0.0.1:11434/v1',
+    );
+    assert.equal(
+      resolve({ provider: { workspace: 'openai-compatible' }, baseURL: { workspace: 'http://127.0.0.1:11434/v1' } }, false).config.baseURL,
+      undefined,
+    );
   });
 
   it('still reads the old codeact.jupyter.url, under the same policy; the new key wins where both are set', () => {
@@ -116,11 +140,17 @@ describe('configuration: one resolver for both hosts', () => {
     assert.equal(old.origins['jupyter.serverURL'], 'user');
     const untrusted = resolve({ 'jupyter.url': { workspace: 'http://attacker.example/' } }, false);
     assert.equal(untrusted.config.jupyterServerURL, undefined);
-    assert.deepEqual(untrusted.ignored.map((i) => `${i.key}: ${i.reason}`), ['codeact.jupyter.url: the folder is not trusted']);
-    assert.equal(resolve({ 'jupyter.serverURL': { workspace: 'http://new.example/' }, 'jupyter.url': { workspace: 'http://old.example/' } }).config.jupyterServerURL, 'http://new.example/');
+    assert.deepEqual(
+      untrusted.ignored.map((i) => `${i.key}: ${i.reason}`),
+      ['codeact.jupyter.url: the folder is not trusted'],
+    );
+    assert.equal(
+      resolve({ 'jupyter.serverURL': { workspace: 'http://new.example/' }, 'jupyter.url': { workspace: 'http://old.example/' } }).config.jupyterServerURL,
+      'http://new.example/',
+    );
   });
 
-  it('still reads the old codeact.baseUrl, under the same policy, in both hosts\' readers', () => {
+  it("still reads the old codeact.baseUrl, under the same policy, in both hosts' readers", () => {
     // The user's old key is used, for a first-party provider too.
     const mine = resolve({ provider: { user: 'openai' }, baseUrl: { user: 'https://mine.example/v1' } });
     assert.equal(mine.config.baseURL, 'https://mine.example/v1');
@@ -139,13 +169,22 @@ describe('configuration: one resolver for both hosts', () => {
       }
     }
     // An OpenAI-compatible server's URL from the old key: a trusted workspace's counts, an untrusted one's does not.
-    assert.equal(resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseURL, 'http://127.0.0.1:11434/v1');
+    assert.equal(
+      resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }).config.baseURL,
+      'http://127.0.0.1:11434/v1',
+    );
     const untrusted = resolve({ provider: { user: 'openai-compatible' }, baseUrl: { workspace: 'http://127.0.0.1:11434/v1' } }, false);
     assert.equal(untrusted.config.baseURL, undefined);
-    assert.deepEqual(untrusted.ignored.map((i) => `${i.key}: ${i.reason}`), ['codeact.baseUrl: the folder is not trusted']);
+    assert.deepEqual(
+      untrusted.ignored.map((i) => `${i.key}: ${i.reason}`),
+      ['codeact.baseUrl: the folder is not trusted'],
+    );
     // The new key wins over the old one in the same place; a workspace's old key never beats the user's new one for a first-party provider.
     assert.equal(resolve({ baseURL: { user: 'https://new.example' }, baseUrl: { user: 'https://old.example' } }).config.baseURL, 'https://new.example');
-    assert.equal(resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://new.example' }, baseUrl: { workspace: 'http://attacker.example' } }).config.baseURL, 'https://new.example');
+    assert.equal(
+      resolve({ provider: { user: 'gemini' }, baseURL: { user: 'https://new.example' }, baseUrl: { workspace: 'http://attacker.example' } }).config.baseURL,
+      'https://new.example',
+    );
 
     // The same through the extension's reader (VS Code's inspect) and the CLI's (its settings files).
     const user = { 'codeact.provider': 'openai', 'codeact.baseUrl': 'https://mine.example/v1' };
@@ -154,11 +193,14 @@ describe('configuration: one resolver for both hosts', () => {
     const fromCli = resolveEngineConfig(cliSettingsReader({}, ws, user), { trusted: true });
     for (const r of [fromVscode, fromCli]) {
       assert.equal(r.config.baseURL, 'https://mine.example/v1');
-      assert.deepEqual(r.ignored.map((i) => i.key), ['codeact.baseUrl']);
+      assert.deepEqual(
+        r.ignored.map((i) => i.key),
+        ['codeact.baseUrl'],
+      );
     }
   });
 
-  it('lets a workspace make approvals stricter, never looser, and keeps alwaysAllow the user\'s', () => {
+  it("lets a workspace make approvals stricter, never looser, and keeps alwaysAllow the user's", () => {
     assert.equal(resolve({ 'approval.default': { workspace: 'deny' } }).config.defaultApproval, 'deny');
     const looser = resolve({ 'approval.default': { user: 'ask', workspace: 'auto' } });
     assert.equal(looser.config.defaultApproval, 'ask');
@@ -167,16 +209,24 @@ describe('configuration: one resolver for both hosts', () => {
     assert.deepEqual(resolve({ 'approval.alwaysAllow': { workspace: ['rm_rf'], user: ['search'] } }).config.alwaysAllow, ['search']);
   });
 
-  it('ignores an untrusted workspace\'s restricted settings and keeps the rest', () => {
+  it("ignores an untrusted workspace's restricted settings and keeps the rest", () => {
     const r = resolve({ 'sandbox.kind': { workspace: 'none', user: 'bubblewrap' }, tools: { workspace: [{ name: 'x' }] }, model: { workspace: 'm' } }, false);
     assert.equal(r.config.sandbox, 'bubblewrap');
     assert.deepEqual(r.config.tools, []);
     assert.equal(r.config.model, 'm');
-    assert.deepEqual(r.ignored.map((i) => `${i.key}: ${i.reason}`).sort(), ['codeact.sandbox.kind: the folder is not trusted', 'codeact.tools: the folder is not trusted']);
+    assert.deepEqual(r.ignored.map((i) => `${i.key}: ${i.reason}`).sort(), [
+      'codeact.sandbox.kind: the folder is not trusted',
+      'codeact.tools: the folder is not trusted',
+    ]);
   });
 
   it('ignores a value of the wrong type or out of range, naming the rule', () => {
-    const r = resolve({ mode: { workspace: 'turbo' }, 'session.maxAlive': { user: 0 }, timeoutSeconds: { user: '30' }, 'python.preload': { user: ['numpy', 'os; rm -rf /'] } });
+    const r = resolve({
+      mode: { workspace: 'turbo' },
+      'session.maxAlive': { user: 0 },
+      timeoutSeconds: { user: '30' },
+      'python.preload': { user: ['numpy', 'os; rm -rf /'] },
+    });
     assert.equal(r.config.mode, 'toolCode');
     assert.equal(r.config.sessionMaxAlive, 4);
     assert.equal(r.config.timeoutMs, 120_000);

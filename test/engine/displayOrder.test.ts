@@ -40,7 +40,9 @@ describe('rich outputs on the local guest: order, caps, files (host side)', () =
     const stream = Buffer.from(`a\u0000b\u0000codeact-display:tok:7\u0000c\u0000codeact-display:other:1\u0000d\u0000codeact-end:tok\u0000ignored`);
     const pieces: unknown[] = [];
     for (let i = 0; i < stream.length; i++) pieces.push(...s.push(stream.subarray(i, i + 1)));
-    const text = pieces.map((p) => (Buffer.isBuffer(p) ? p.toString('latin1') : typeof p === 'string' ? `<${p}>` : `<display ${(p as { seq: number }).seq}>`)).join('');
+    const text = pieces
+      .map((p) => (Buffer.isBuffer(p) ? p.toString('latin1') : typeof p === 'string' ? `<${p}>` : `<display ${(p as { seq: number }).seq}>`))
+      .join('');
     // A NUL that starts no marker of this run (another token) is text; nothing after the end token is the run's.
     assert.equal(text, 'a\u0000b<display 7>c\u0000codeact-display:other:1\u0000d<end>');
   });
@@ -135,7 +137,10 @@ describe('rich outputs on the local guest: order, caps, files (host side)', () =
   it('caps displays by size, by count and by total, each with one note', () => {
     const b = new DisplayBudget({ maxDisplayBytes: 100, maxDisplayTotalBytes: 250, maxDisplays: 3, hidpi: false });
     const big = b.take({ data: { 'text/plain': 'x'.repeat(101) } });
-    assert.ok(!big.ok && /a display of 101 bytes was not shown; the limit is 100 bytes per display \(codeact\.outputs\.maxDisplayMB\)/.test(big.note ?? ''), JSON.stringify(big));
+    assert.ok(
+      !big.ok && /a display of 101 bytes was not shown; the limit is 100 bytes per display \(codeact\.outputs\.maxDisplayMB\)/.test(big.note ?? ''),
+      JSON.stringify(big),
+    );
     assert.ok(b.take({ data: { 'text/plain': 'x'.repeat(90) } }).ok);
     assert.ok(b.take({ data: { 'text/plain': 'x'.repeat(90) } }).ok);
     const total = b.take({ data: { 'text/plain': 'x'.repeat(90) } });
@@ -149,16 +154,17 @@ describe('rich outputs on the local guest: order, caps, files (host side)', () =
   });
 
   it('keeps the copies of files in a private folder, with safe relative paths and never an overwrite', async () => {
-    for (const bad of ['../x', '/etc/passwd', 'a/../../b', '', 'a\u0000b', 'x/'.repeat(20) + 'y', 42]) assert.equal(safeRelativePath(bad), undefined, JSON.stringify(bad));
+    for (const bad of ['../x', '/etc/passwd', 'a/../../b', '', 'a\u0000b', 'x/'.repeat(20) + 'y', 42])
+      assert.equal(safeRelativePath(bad), undefined, JSON.stringify(bad));
     assert.equal(safeRelativePath('out/./data.csv'), 'out/data.csv');
     const store = new ArtifactStore(64);
     try {
       const p1 = await store.write('exec_1', 'out/data.csv', Buffer.from('a,b\n1,2\n'));
       assert.equal(readFileSync(p1, 'utf8'), 'a,b\n1,2\n');
-      assert.equal((statSync(path.dirname(path.dirname(p1))).mode & 0o777), 0o700, 'the folder is private');
+      assert.equal(statSync(path.dirname(path.dirname(p1))).mode & 0o777, 0o700, 'the folder is private');
       await assert.rejects(store.write('exec_1', 'out/data.csv', Buffer.from('again')), /EEXIST/);
       const p2 = await store.write('exec_2', 'big.bin', Buffer.alloc(60));
-      assert.throws(() => statSync(p1), /ENOENT/, 'past the store cap the oldest execution\'s copies go');
+      assert.throws(() => statSync(p1), /ENOENT/, "past the store cap the oldest execution's copies go");
       assert.equal(statSync(p2).size, 60);
     } finally {
       store.dispose();

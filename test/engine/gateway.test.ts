@@ -40,7 +40,10 @@ describe('schema validation', () => {
   });
 
   it('refuses external $ref, and accepts local ones', () => {
-    assert.throws(() => compileSchema({ $ref: 'https://example.com/schema.json' }), /"\$ref": "https:\/\/example.com\/schema.json" is an external \$ref, which is not allowed/);
+    assert.throws(
+      () => compileSchema({ $ref: 'https://example.com/schema.json' }),
+      /"\$ref": "https:\/\/example.com\/schema.json" is an external \$ref, which is not allowed/,
+    );
     assert.throws(() => compileSchema({ properties: { a: { $ref: 'other.json#/x' } } }), /In properties\.a, "\$ref": "other\.json#\/x" is an external \$ref/);
     const v = compileSchema({ $defs: { pos: { type: 'integer', minimum: 0 } }, type: 'object', properties: { n: { $ref: '#/$defs/pos' } } });
     assert.match(v({ n: -1 }).join(), /\$\.n must be >= 0/);
@@ -48,7 +51,10 @@ describe('schema validation', () => {
 
   it('reports an invalid schema clearly', () => {
     assert.throws(() => compileSchema({ type: 'nonsense' }), /"type": "nonsense" is not a JSON Schema type/);
-    assert.throws(() => compileSchema({ $schema: 'http://json-schema.org/draft-04/schema#' }), /version CodeAct does not support\. Fix: use draft 2020-12 .* or draft-07/);
+    assert.throws(
+      () => compileSchema({ $schema: 'http://json-schema.org/draft-04/schema#' }),
+      /version CodeAct does not support\. Fix: use draft 2020-12 .* or draft-07/,
+    );
   });
 });
 
@@ -79,13 +85,22 @@ describe('tool gateway', () => {
   });
 
   it('refuses a pattern the linear-time engine cannot run, saying what to change', () => {
-    assert.throws(() => compileSchema({ type: 'string', pattern: '^(?=a)a$' }), /pattern "\^\(\?=a\)a\$" cannot be used.*lookahead, lookbehind and backreferences are not available/);
+    assert.throws(
+      () => compileSchema({ type: 'string', pattern: '^(?=a)a$' }),
+      /pattern "\^\(\?=a\)a\$" cannot be used.*lookahead, lookbehind and backreferences are not available/,
+    );
   });
 
   it('checks enum and uniqueItems by value, whatever the key order', () => {
     const v = compileSchema({ type: 'array', uniqueItems: true, items: { enum: [{ a: 1, b: [1, 2] }, 'x', 2] } });
     assert.deepEqual(v([{ b: [1, 2], a: 1 }, 'x', 2.0]), []);
-    assert.match(v([{ a: 1, b: [1, 2] }, { b: [1, 2], a: 1 }]).join(), /must NOT have duplicate items \(items ## 0 and 1 are identical\)/);
+    assert.match(
+      v([
+        { a: 1, b: [1, 2] },
+        { b: [1, 2], a: 1 },
+      ]).join(),
+      /must NOT have duplicate items \(items ## 0 and 1 are identical\)/,
+    );
     assert.match(v(['y']).join(), /\$\[0\] must be one of \[\{"a":1,"b":\[1,2\]\},"x",2\]/);
   });
 

@@ -79,10 +79,21 @@ describe('guest_discovery.py (plain python3)', function () {
     return JSON.parse(r.stdout);
   }
 
-  const odd = loadTools([{
-    name: 'get-ticket', description: 'Read one support ticket.', command: ['true'],
-    inputSchema: { type: 'object', properties: { id: { type: 'string' }, 'max-lines': { type: 'integer' }, type: { type: ['string', 'null'] } }, required: ['id'] },
-  }], { workspace: '/tmp' }).tools;
+  const odd = loadTools(
+    [
+      {
+        name: 'get-ticket',
+        description: 'Read one support ticket.',
+        command: ['true'],
+        inputSchema: {
+          type: 'object',
+          properties: { id: { type: 'string' }, 'max-lines': { type: 'integer' }, type: { type: ['string', 'null'] } },
+          required: ['id'],
+        },
+      },
+    ],
+    { workspace: '/tmp' },
+  ).tools;
   const tools = [...manyManagedTools(), ...odd];
   const catalog = buildToolCatalog(tools, { reserved: { search: SEARCH_TOOLS, describe: DESCRIBE_TOOL, catalog: TOOL_CATALOG } });
 
@@ -94,14 +105,20 @@ describe('guest_discovery.py (plain python3)', function () {
     for (const entry of catalog.tools) assert.equal(out.signatures[entry.py!], signatureText(entry.name, entry.params), entry.name);
     assert.equal(out.signatures.k8s_scale_deployment, "k8s_scale_deployment(*, deployment: str, replicas: int, namespace: str = 'default')");
     assert.equal(out.signatures.get_ticket, 'get_ticket(*, id: str, type: str | None = ..., **arguments)');
-    assert.match(out.doc, /^Scale a deployment to a number of replicas\.\n\nArgs:\n    deployment \(str\): Deployment name\.\n    replicas \(int\): Desired replicas\.\n    namespace \(str, optional\): Namespace\. Default 'default' \(applied by the tool\)\.\nReturns:\n    \{ok: boolean, message: string\}/);
+    assert.match(
+      out.doc,
+      /^Scale a deployment to a number of replicas\.\n\nArgs:\n    deployment \(str\): Deployment name\.\n    replicas \(int\): Desired replicas\.\n    namespace \(str, optional\): Namespace\. Default 'default' \(applied by the tool\)\.\nReturns:\n    \{ok: boolean, message: string\}/,
+    );
   });
 
-  it('sends only the arguments given, under the tool\'s real name; wrong keywords fail as TypeError before any call', () => {
+  it("sends only the arguments given, under the tool's real name; wrong keywords fail as TypeError before any call", () => {
     const out = run({ ...catalog, as_text: true });
     assert.deepEqual(out.result, { called: 'k8s_scale_deployment' });
     const sig = "Signature: k8s_scale_deployment(*, deployment: str, replicas: int, namespace: str = 'default')";
-    assert.deepEqual(out.errors.wrong_keyword, ['TypeError', `k8s_scale_deployment() got an unexpected keyword argument 'replica' (did you mean 'replicas'?). ${sig}`]);
+    assert.deepEqual(out.errors.wrong_keyword, [
+      'TypeError',
+      `k8s_scale_deployment() got an unexpected keyword argument 'replica' (did you mean 'replicas'?). ${sig}`,
+    ]);
     assert.deepEqual(out.errors.missing, ['TypeError', `k8s_scale_deployment() missing a required argument: 'deployment'. ${sig}`]);
     assert.deepEqual(out.errors.positional, ['TypeError', `k8s_scale_deployment() takes keyword arguments only (2 positional arguments given). ${sig}`]);
     assert.equal(out.errors.odd_extra[0], 'TypeError');

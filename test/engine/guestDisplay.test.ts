@@ -64,11 +64,14 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
         'display(D(), exclude=["text/html"])',
       ].join('\n'),
     );
-    assert.deepEqual(r.displays.map((d) => d.data), [
-      { 'text/html': '<i>D</i>', 'text/plain': 'D!', 'text/markdown': '*D*' },
-      { 'text/html': '<i>T</i>', 'text/plain': r.displays[1].data['text/plain'] },
-      { 'text/plain': 'D!', 'text/markdown': '*D*' },
-    ]);
+    assert.deepEqual(
+      r.displays.map((d) => d.data),
+      [
+        { 'text/html': '<i>D</i>', 'text/plain': 'D!', 'text/markdown': '*D*' },
+        { 'text/html': '<i>T</i>', 'text/plain': r.displays[1].data['text/plain'] },
+        { 'text/plain': 'D!', 'text/markdown': '*D*' },
+      ],
+    );
     assert.match(r.displays[1].data['text/plain'], /^<__main__\.T object at 0x/);
     assert.deepEqual(r.displays[1].metadata, { 'text/html': { isolated: true } });
   });
@@ -93,7 +96,10 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     );
     assert.equal(r.complete.ok, true);
     assert.equal(r.complete.value, 7);
-    assert.deepEqual(r.displays.map((d) => Object.keys(d.data)), [['text/plain'], ['text/plain'], ['text/markdown', 'text/plain']]);
+    assert.deepEqual(
+      r.displays.map((d) => Object.keys(d.data)),
+      [['text/plain'], ['text/plain'], ['text/markdown', 'text/plain']],
+    );
     const notes = plain(r.stderr).trim().split('\n');
     assert.deepEqual(notes, [
       '[codeact: Bad._repr_html_ raised ValueError: no html here; showing its text instead]',
@@ -111,7 +117,10 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     const shown = await g.run('{1, 2, 3}');
     assert.equal(shown.complete.ok, true);
     assert.equal(shown.complete.value ?? null, null);
-    assert.deepEqual(shown.displays.map((d) => [d.data, d.result]), [[{ 'text/plain': '{1, 2, 3}' }, true]]);
+    assert.deepEqual(
+      shown.displays.map((d) => [d.data, d.result]),
+      [[{ 'text/plain': '{1, 2, 3}' }, true]],
+    );
     assert.equal(plain(shown.stdout), '');
     const value = await g.run('{"a": [1, 2]}');
     assert.deepEqual([value.complete.value, value.displays.length], [{ a: [1, 2] }, 0]);
@@ -123,14 +132,28 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     const r = await g.run('import sys\nprint("a")\nprint("e1", file=sys.stderr)\ndisplay("one")\nprint("b")\ndisplay("two")\nprint("e2", file=sys.stderr)');
     assert.deepEqual(timeline(r.stdout, r.end), ['a\n', 1, 'b\n', 2]);
     assert.deepEqual(timeline(r.stderr, r.end), ['e1\n', 1, 2, 'e2\n']);
-    assert.deepEqual(r.displays.map((d) => [d.seq, d.marks, d.data['text/plain']]), [[1, [true, true], "'one'"], [2, [true, true], "'two'"]]);
+    assert.deepEqual(
+      r.displays.map((d) => [d.seq, d.marks, d.data['text/plain']]),
+      [
+        [1, [true, true], "'one'"],
+        [2, [true, true], "'two'"],
+      ],
+    );
     // The frames arrive in seq order, before the run's "complete" frame.
-    assert.deepEqual(r.frames.map((f) => f.t), ['display', 'display', 'complete']);
+    assert.deepEqual(
+      r.frames.map((f) => f.t),
+      ['display', 'display', 'complete'],
+    );
   });
 
   it('shows a raw bundle as it is, and updates a display through its handle (IPython DisplayHandle shape)', async () => {
     const r = await g.run(
-      ['display({"text/html": "<p>raw</p>", "text/plain": "raw"}, raw=True)', 'h = display("first", display_id=True)', 'h.update("second")', 'print(type(h).__name__, h.display_id == h.display_id)'].join('\n'),
+      [
+        'display({"text/html": "<p>raw</p>", "text/plain": "raw"}, raw=True)',
+        'h = display("first", display_id=True)',
+        'h.update("second")',
+        'print(type(h).__name__, h.display_id == h.display_id)',
+      ].join('\n'),
     );
     assert.deepEqual(r.displays[0].data, { 'text/html': '<p>raw</p>', 'text/plain': 'raw' });
     const [first, second] = r.displays.slice(1);
@@ -143,7 +166,10 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
   it('caps the count per execution: 10,000 tiny displays give max_count frames and exactly one note', async () => {
     const r = await g.run('for i in range(10_000):\n    display(i)\nprint("done")');
     assert.equal(r.displays.length, 200);
-    assert.deepEqual(r.displays.map((d) => d.seq), Array.from({ length: 200 }, (_, i) => i + 1));
+    assert.deepEqual(
+      r.displays.map((d) => d.seq),
+      Array.from({ length: 200 }, (_, i) => i + 1),
+    );
     assert.equal(plain(r.stderr), '[codeact: 9,800 more displays were not shown; the cap is 200 per execution]\n');
     assert.equal(plain(r.stdout), 'done\n');
     const small = await g.run('for i in range(5):\n    display(i)', { display: { max_count: 3 } });
@@ -174,7 +200,10 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     assert.ok(JSON.stringify(d.data).length <= 200_000, `${JSON.stringify(d.data).length} bytes`);
     const size = imageSize('image/png', d.data['image/png'])!;
     assert.ok(size.width < 800 && size.height < 600 && Math.abs(size.width / size.height - 4 / 3) < 0.02, JSON.stringify(size));
-    assert.match(plain(r.stderr), new RegExp(`^\\[codeact: the PNG image \\(1\\.\\d MB\\) was downscaled from 800×600 to ${size.width}×${size.height} to stay under 195\\.3 KB\\]\\n$`));
+    assert.match(
+      plain(r.stderr),
+      new RegExp(`^\\[codeact: the PNG image \\(1\\.\\d MB\\) was downscaled from 800×600 to ${size.width}×${size.height} to stay under 195\\.3 KB\\]\\n$`),
+    );
   });
 
   it('without Pillow, replaces an image over the cap by a note; for a figure it says how to save it to a file', async () => {
@@ -191,8 +220,14 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     const small = await startGuest({ maxFrameBytes: 256 << 10 });
     try {
       const r = await small.run('display({"text/html": "x" * 400_000, "text/plain": "big"}, raw=True)\nprint("alive")');
-      assert.deepEqual(r.displays.map((d) => d.data), [{ 'text/plain': 'big' }]);
-      assert.match(plain(r.stderr), /^\[codeact: display\(raw=True\)\['text\/html'\] returned 390\.6 KB, over the 96 KB limit per display; showing its text instead\]\n$/);
+      assert.deepEqual(
+        r.displays.map((d) => d.data),
+        [{ 'text/plain': 'big' }],
+      );
+      assert.match(
+        plain(r.stderr),
+        /^\[codeact: display\(raw=True\)\['text\/html'\] returned 390\.6 KB, over the 96 KB limit per display; showing its text instead\]\n$/,
+      );
       assert.equal(plain(r.stdout), 'alive\n');
     } finally {
       await small.close();
@@ -213,7 +248,10 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
         'display("parent")',
       ].join('\n'),
     );
-    assert.deepEqual(r.displays.map((d) => d.data['text/plain']), ["'from a thread'", "'parent'"]);
+    assert.deepEqual(
+      r.displays.map((d) => d.data['text/plain']),
+      ["'from a thread'", "'parent'"],
+    );
     assert.equal(plain(r.stdout), "'from the child'\n");
   });
 
@@ -244,7 +282,14 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     assert.deepEqual(kinds, ['text/html', 'text/markdown', 'image/svg+xml', 'application/json', 'image/png', "'a'", "'b'", "'c'", 'published']);
     assert.equal(r.displays[4].data['image/png'], PNG_1PX);
     assert.deepEqual(r.displays[4].metadata, { 'image/png': { width: 50 } });
-    assert.deepEqual(r.displays.slice(5, 8).map((d) => [d.display_id, d.update ?? false]), [['abc', false], ['abc', true], ['abc', true]]);
+    assert.deepEqual(
+      r.displays.slice(5, 8).map((d) => [d.display_id, d.update ?? false]),
+      [
+        ['abc', false],
+        ['abc', true],
+        ['abc', true],
+      ],
+    );
   });
 });
 
@@ -269,11 +314,20 @@ async function pillowAbsent(g: GuestHarness): Promise<void> {
     { display: { max_bytes: 100_000 } },
   );
   assert.equal(r.complete.ok, true, JSON.stringify(r.complete.error));
-  assert.deepEqual(r.displays.map((d) => Object.keys(d.data)), [['text/plain'], ['text/plain']]);
+  assert.deepEqual(
+    r.displays.map((d) => Object.keys(d.data)),
+    [['text/plain'], ['text/plain']],
+  );
   assert.equal(r.displays[1].data['text/plain'], '<Figure size 640x480 with 1 Axes>');
   const notes = plain(r.stderr).trim().split('\n');
   assert.equal(notes.length, 2);
-  assert.match(notes[0], /^\[codeact: a 400×300 PNG image \(35\d\.\d KB\) was not shown: it is over the 97\.7 KB limit per display, and Pillow is not installed to make it smaller; showing its text instead\]$/);
-  assert.match(notes[1], /^\[codeact: a \d+×\d+ PNG image \(.+\) was not shown: .*Pillow is not installed to make it smaller; fig\.savefig\("name\.png"\) writes it to a file you get; showing its text instead\]$/);
+  assert.match(
+    notes[0],
+    /^\[codeact: a 400×300 PNG image \(35\d\.\d KB\) was not shown: it is over the 97\.7 KB limit per display, and Pillow is not installed to make it smaller; showing its text instead\]$/,
+  );
+  assert.match(
+    notes[1],
+    /^\[codeact: a \d+×\d+ PNG image \(.+\) was not shown: .*Pillow is not installed to make it smaller; fig\.savefig\("name\.png"\) writes it to a file you get; showing its text instead\]$/,
+  );
   assert.equal(plain(r.stdout), 'after\n');
 }

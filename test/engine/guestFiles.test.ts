@@ -29,9 +29,13 @@ describe('guest files out (frames of the real guest)', function () {
 
   it('reports new and changed files (not unchanged ones), with their data, before the "complete" frame', async () => {
     const r = await g.run(
-      ['open("out.csv", "w").write("a,b\\n1,2\\n")', 'open("changed.txt", "a").write("new\\n")', 'import os', 'os.makedirs("charts/2024", exist_ok=True)', 'open("charts/2024/q1.txt", "w").write("q1")'].join(
-        '\n',
-      ),
+      [
+        'open("out.csv", "w").write("a,b\\n1,2\\n")',
+        'open("changed.txt", "a").write("new\\n")',
+        'import os',
+        'os.makedirs("charts/2024", exist_ok=True)',
+        'open("charts/2024/q1.txt", "w").write("q1")',
+      ].join('\n'),
     );
     // The top folder first, then by name.
     assert.deepEqual(r.files, [
@@ -43,7 +47,10 @@ describe('guest files out (frames of the real guest)', function () {
     assert.equal(r.complete.files, 3);
     // The next run of the session lists only what it changed.
     const next = await g.run('open("out.csv", "a").write("3,4\\n")');
-    assert.deepEqual(next.files.map((f) => [f.path, f.size]), [['out.csv', 12]]);
+    assert.deepEqual(
+      next.files.map((f) => [f.path, f.size]),
+      [['out.csv', 12]],
+    );
     assert.equal((await g.run('x = 1')).complete.files, 0);
   });
 
@@ -64,7 +71,10 @@ describe('guest files out (frames of the real guest)', function () {
         ].join('\n'),
       );
       assert.equal(r.complete.ok, true, JSON.stringify(r.complete.error));
-      assert.deepEqual(r.files.map((f) => f.path), ['real.txt']);
+      assert.deepEqual(
+        r.files.map((f) => f.path),
+        ['real.txt'],
+      );
       assert.ok(!JSON.stringify(r.files).includes(b64('secret')));
     } finally {
       rmSync(outside, { recursive: true, force: true });
@@ -88,17 +98,19 @@ describe('guest files out (frames of the real guest)', function () {
         ].join('\n'),
       );
       assert.equal(plain(r.stdout), 'None\n');
-      assert.deepEqual(r.files.map((f) => f.path), ['sub_old/f.txt']);
+      assert.deepEqual(
+        r.files.map((f) => f.path),
+        ['sub_old/f.txt'],
+      );
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
   });
 
   it('bounds what is copied out: size per file, total per execution, count (with a note)', async () => {
-    const r = await g.run(
-      ['open("big.bin", "wb").write(b"0" * 3000)', 'for i in range(6):', '    open(f"f{i}.txt", "wb").write(b"x" * 400)'].join('\n'),
-      { files: { max_bytes: 1000, max_total: 1000, max_count: 6 } },
-    );
+    const r = await g.run(['open("big.bin", "wb").write(b"0" * 3000)', 'for i in range(6):', '    open(f"f{i}.txt", "wb").write(b"x" * 400)'].join('\n'), {
+      files: { max_bytes: 1000, max_total: 1000, max_count: 6 },
+    });
     const total = 'not copied out: the files of this execution passed 1,000 bytes in all';
     assert.deepEqual(
       r.files.map((f) => [f.path, f.size, f.data === null ? null : Buffer.from(f.data, 'base64').length, f.note ?? '']),
@@ -117,11 +129,16 @@ describe('guest files out (frames of the real guest)', function () {
 
   it('looks 4 folders deep', async () => {
     const r = await g.run('import os\nos.makedirs("a/b/c/d")\nopen("a/b/c/ok.txt", "w").write("depth 4")\nopen("a/b/c/d/deep.txt", "w").write("depth 5")');
-    assert.deepEqual(r.files.map((f) => f.path), ['a/b/c/ok.txt']);
+    assert.deepEqual(
+      r.files.map((f) => f.path),
+      ['a/b/c/ok.txt'],
+    );
   });
 
   it('visits at most 2,000 entries, silently', async () => {
-    const r = await g.run('import os\nos.makedirs("many")\nfor i in range(2500):\n    open(f"many/{i:05}.txt", "w").write("x")', { files: { max_count: 5000 } });
+    const r = await g.run('import os\nos.makedirs("many")\nfor i in range(2500):\n    open(f"many/{i:05}.txt", "w").write("x")', {
+      files: { max_count: 5000 },
+    });
     assert.ok(r.files.length > 0 && r.files.length < 2000, `${r.files.length} files`);
     assert.equal(plain(r.stderr), '');
   });

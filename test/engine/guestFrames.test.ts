@@ -30,7 +30,11 @@ const SHAPES: { [K in GuestFrame['t']]: (f: WireFrame) => void } = {
   complete: (f) => {
     assert.ok(isInt(f.run) && typeof f.ok === 'boolean' && twoBools(f.end) && isInt(f.files), JSON.stringify(f).slice(0, 300));
     if (f.ok) assert.ok('value' in f, 'a completed run carries its value (JSON, null for none)');
-    else assert.ok(isObject(f.error) && typeof f.error.type === 'string' && typeof f.error.message === 'string' && typeof f.error.traceback === 'string', JSON.stringify(f.error));
+    else
+      assert.ok(
+        isObject(f.error) && typeof f.error.type === 'string' && typeof f.error.message === 'string' && typeof f.error.traceback === 'string',
+        JSON.stringify(f.error),
+      );
   },
   vars: (f) => {
     assert.ok(Array.isArray(f.variables) && isInt(f.total));
@@ -55,7 +59,10 @@ describe('guest frames: the GuestFrame union against the real guest over fd 3', 
     assert.ok(shown.displays.length >= 1 && shown.files.length === 1 && shown.complete.ok === true);
     assert.deepEqual((await g.run('{"n": [1, 2]}')).complete.value, { n: [1, 2] }, 'the value is JSON itself, not JSON text');
     // A tool call, answered with each kind of tool_result.
-    const started = await g.start('a = await call_tool("lookup", q=1)\ntry:\n    await call_tool("lookup", q=2)\nexcept RuntimeError as e:\n    b = str(e)\nprint(a, b)', { tools: true });
+    const started = await g.start(
+      'a = await call_tool("lookup", q=1)\ntry:\n    await call_tool("lookup", q=2)\nexcept RuntimeError as e:\n    b = str(e)\nprint(a, b)',
+      { tools: true },
+    );
     const answer = async (q: number, reply: (id: number) => HostFrame) => {
       const call = await g.frame((f) => f.t === 'tool_call' && f.args?.q === q);
       g.send(reply(call.id));

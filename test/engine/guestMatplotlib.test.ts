@@ -78,7 +78,14 @@ const size = (d: GuestFrame) => imageSize('image/png', d.data['image/png'])!;
 
   it('shows a figure once: fig.show() shows that figure, and the end of the run skips it unless it changed after', async () => {
     const r = await g.run(
-      ['a = plt.figure(); a.gca().plot([1])', 'b = plt.figure(); b.gca().plot([2])', 'a.show()', 'b.show()', 'b.gca().set_title("changed")', 'print("end")'].join('\n'),
+      [
+        'a = plt.figure(); a.gca().plot([1])',
+        'b = plt.figure(); b.gca().plot([2])',
+        'a.show()',
+        'b.show()',
+        'b.gca().set_title("changed")',
+        'print("end")',
+      ].join('\n'),
     );
     assert.deepEqual(timeline(r.stdout, r.end), [1, 2, 'end\n', 3]);
     assert.notEqual(r.displays[2].data['image/png'], r.displays[1].data['image/png'], 'b again, with its title');
@@ -95,7 +102,10 @@ const size = (d: GuestFrame) => imageSize('image/png', d.data['image/png'])!;
     assert.equal(last.displays[0].data['image/png'], first.displays[0].data['image/png']);
     // As the last expression of the run that made it, a figure is shown once (not again at the end).
     const once = await g.run('f2 = plt.figure(); f2.gca().plot([5, 6])\nf2');
-    assert.deepEqual(once.displays.map((d) => d.result ?? false), [true]);
+    assert.deepEqual(
+      once.displays.map((d) => d.result ?? false),
+      [true],
+    );
   });
 
   it('renders at twice the dpi for HiDPI, with the display size in the metadata', async () => {
@@ -148,7 +158,10 @@ const size = (d: GuestFrame) => imageSize('image/png', d.data['image/png'])!;
       await use.close();
     }
     // A matplotlibrc in the working directory that names a backend; one that does not leaves ours.
-    for (const [rc, expected] of [['backend : svg  # mine\n', 'svg'], ['# backend: svg\nlines.linewidth: 3\n', 'module://codeact_mpl']]) {
+    for (const [rc, expected] of [
+      ['backend : svg  # mine\n', 'svg'],
+      ['# backend: svg\nlines.linewidth: 3\n', 'module://codeact_mpl'],
+    ]) {
       const dir = mkdtempSync(path.join(tmpdir(), 'codeact-mplrc-'));
       writeFileSync(path.join(dir, 'matplotlibrc'), rc);
       const own = await startGuest({ cwd: dir });

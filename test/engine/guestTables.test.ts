@@ -21,7 +21,7 @@ import { DEBIAN_PYTHON, plain, startGuest, type GuestFrame, type GuestHarness } 
     const r = await g.run(
       [
         'df = pd.DataFrame({"n": range(200), "sq": [i * i for i in range(200)], "name|x": [f"row {i}" for i in range(200)]})',
-        'with pd.option_context("display.max_columns", 20):',  // Jupyter's default (0 here, outside a notebook)
+        'with pd.option_context("display.max_columns", 20):', // Jupyter's default (0 here, outside a notebook)
         '    jupyter = {"text/html": df._repr_html_(), "text/plain": repr(df)}',
         'df',
       ].join('\n'),
@@ -71,7 +71,10 @@ import { DEBIAN_PYTHON, plain, startGuest, type GuestFrame, type GuestHarness } 
     const lines = (d.summary as string).split('\n');
     assert.match(lines[1], /^Columns: c0 \(int64\), c1 \(int64\), .*, c39 \(int64\), long \(object\)$/);
     assert.equal(lines[3].split(' | ').length, 1 + 12 + 1, 'the index, 12 columns and "…"');
-    assert.ok(lines.every((l) => l.length <= 1200), 'bounded lines');
+    assert.ok(
+      lines.every((l) => l.length <= 1200),
+      'bounded lines',
+    );
     assert.match(lines[5], /^\| 0 \| 0 \| 1 \| 2 \|/);
   });
 
@@ -81,7 +84,20 @@ import { DEBIAN_PYTHON, plain, startGuest, type GuestFrame, type GuestHarness } 
     assert.match(d.data['text/plain'], /Name: price, Length: 120, dtype: float64$/);
     assert.match(d.data['text/html'], /<th>price<\/th>/);
     assert.match(d.data['text/html'], /<p>120 rows × 1 columns<\/p>/);
-    assert.equal(d.summary, ['Series price: 120 rows, dtype float64', 'First 5 rows:', '|  | price |', '|---|---|', '| 0 | 0.5 |', '| 1 | 1.25 |', '| 2 | nan |', '| 3 | 0.5 |', '| 4 | 1.25 |'].join('\n'));
+    assert.equal(
+      d.summary,
+      [
+        'Series price: 120 rows, dtype float64',
+        'First 5 rows:',
+        '|  | price |',
+        '|---|---|',
+        '| 0 | 0.5 |',
+        '| 1 | 1.25 |',
+        '| 2 | nan |',
+        '| 3 | 0.5 |',
+        '| 4 | 1.25 |',
+      ].join('\n'),
+    );
   });
 
   it('displays a 10-million-row frame without formatting the whole of it', async () => {

@@ -21,8 +21,12 @@ import { makeBrokenSdist, makeVenv } from '../support/wheels';
 import { waitFor } from '../support/wait';
 
 const allowAll = async () => 'allowed' as const;
-const request = (packages: unknown, itemId = 'exec_1'): ToolCallRequest => ({ itemId, callId: `${itemId}:1`, name: 'codeact.install_packages', arguments: { packages } });
-
+const request = (packages: unknown, itemId = 'exec_1'): ToolCallRequest => ({
+  itemId,
+  callId: `${itemId}:1`,
+  name: 'codeact.install_packages',
+  arguments: { packages },
+});
 
 describe('install_packages: failures are clear, and Stop and the timeout end the installer', function () {
   this.timeout(180_000);
@@ -55,25 +59,46 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
   it('no network: pip cannot reach the index, and the error says to connect or install from a wheel folder', async () => {
     // An index on a closed loopback port; one retry (pip reports a connection failure only when it retries), and no
     // pip configuration of this machine's (its extra indexes and wheel folders).
-    const install = packageInstaller({ python: venvPython, installArgs: ['--retries', '1', '--timeout', '5', '--index-url', 'http://127.0.0.1:9/simple'], approve: allow, env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' } });
+    const install = packageInstaller({
+      python: venvPython,
+      installArgs: ['--retries', '1', '--timeout', '5', '--index-url', 'http://127.0.0.1:9/simple'],
+      approve: allow,
+      env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' },
+    });
     await assert.rejects(install(request(['codeact-demo-pkg']), new AbortController().signal), (err: Error) => {
-      assert.match(err.message, /^install_packages failed: pip could not reach the package index \(no network, a proxy, or the index is down\)\. Connect to the network and try again, or install offline from a folder of wheels with the setting codeact\.python\.installArgs/);
+      assert.match(
+        err.message,
+        /^install_packages failed: pip could not reach the package index \(no network, a proxy, or the index is down\)\. Connect to the network and try again, or install offline from a folder of wheels with the setting codeact\.python\.installArgs/,
+      );
       return true;
     });
   });
 
   it('a build that fails: the error names the package and what is missing', async () => {
-    const install = packageInstaller({ python: venvPython, installArgs: ['--no-build-isolation', '--no-index', '--find-links', path.join(root, 'sdists')], approve: allow, env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' } });
+    const install = packageInstaller({
+      python: venvPython,
+      installArgs: ['--no-build-isolation', '--no-index', '--find-links', path.join(root, 'sdists')],
+      approve: allow,
+      env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' },
+    });
     await assert.rejects(install(request(['codeact-broken-pkg']), new AbortController().signal), (err: Error) => {
-      assert.match(err.message, /install_packages failed: (codeact-broken-pkg|A package) could not be built from source \(no prebuilt wheel fits this Python or platform/);
-      assert.match(err.message, /needs a C compiler/, 'the build\'s own words are in the output it carries');
+      assert.match(
+        err.message,
+        /install_packages failed: (codeact-broken-pkg|A package) could not be built from source \(no prebuilt wheel fits this Python or platform/,
+      );
+      assert.match(err.message, /needs a C compiler/, "the build's own words are in the output it carries");
       return true;
     });
   });
 
   it('a uv environment installs with uv --python <its python>, the specs after --', async () => {
     const asked: InstallApproval[] = [];
-    const r = await packageInstaller({ python: uvVenvPython, installArgs: ['--offline'], approve: async (a) => (asked.push(a), 'allowed'), env: { ...process.env, PATH: `${fakeBin}:${process.env.PATH}` } })(request(['codeact-demo-pkg>=1,<2']), new AbortController().signal);
+    const r = await packageInstaller({
+      python: uvVenvPython,
+      installArgs: ['--offline'],
+      approve: async (a) => (asked.push(a), 'allowed'),
+      env: { ...process.env, PATH: `${fakeBin}:${process.env.PATH}` },
+    })(request(['codeact-demo-pkg>=1,<2']), new AbortController().signal);
     assert.equal(r.tool, 'uv');
     assert.equal(asked[0].tool, 'uv');
     assert.equal(readFileSync(uvLog(), 'utf8').trim().split('\n').pop(), `pip install --python ${uvVenvPython} --offline -- codeact-demo-pkg>=1,<2`);
@@ -94,19 +119,34 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
 
     writeFileSync(uvLog(), '');
     const quick = packageInstaller({ python: uvVenvPython, approve: allow, env, timeoutMs: 300 });
-    await assert.rejects(quick(request(['codeact-slow']), new AbortController().signal), /install_packages: installing codeact-slow took longer than 300 ms and was stopped\./);
+    await assert.rejects(
+      quick(request(['codeact-slow']), new AbortController().signal),
+      /install_packages: installing codeact-slow took longer than 300 ms and was stopped\./,
+    );
     await waitFor(() => processesWithCmdline('codeact-uv-child').length === 0, { what: 'the child to be killed after the timeout', timeoutMs: 60_000 });
   });
 
   it('the CLI asks at the terminal (y installs, anything else declines); without a terminal there is no approver', async () => {
     assert.equal(cliInstallApprover(Object.assign(new PassThrough(), { isTTY: false })), undefined);
-    for (const [typed, expected] of [['y\n', 'allowed'], ['\n', 'denied'], ['no\n', 'denied']] as const) {
+    for (const [typed, expected] of [
+      ['y\n', 'allowed'],
+      ['\n', 'denied'],
+      ['no\n', 'denied'],
+    ] as const) {
       const input = Object.assign(new PassThrough(), { isTTY: true });
       const output = new PassThrough();
       let shown = '';
       output.on('data', (c: Buffer) => (shown += c.toString()));
       const approve = cliInstallApprover(input, output)!;
-      const answer = approve({ packages: ['pandas>=2', 'pyarrow'], python: '/w/.venv/bin/python', environment: 'Python 3.11.2, virtual environment /w/.venv', tool: 'pip', installArgs: ['--no-index'], itemId: 'exec_1', signal: new AbortController().signal });
+      const answer = approve({
+        packages: ['pandas>=2', 'pyarrow'],
+        python: '/w/.venv/bin/python',
+        environment: 'Python 3.11.2, virtual environment /w/.venv',
+        tool: 'pip',
+        installArgs: ['--no-index'],
+        itemId: 'exec_1',
+        signal: new AbortController().signal,
+      });
       input.write(typed);
       assert.equal(await answer, expected, JSON.stringify(typed));
       assert.match(shown, /CodeAct: install 2 packages\?\nInto: Python 3\.11\.2, virtual environment \/w\/\.venv\nPackages:\n {2}pandas>=2\n {2}pyarrow\n/);
@@ -117,7 +157,7 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
 
 describe('install_packages on the Jupyter runtime: defined in the kernel, and says why it is not supported there', function () {
   this.timeout(180_000);
-  it('the call raises the reason (the kernel\'s environment is the Jupyter server\'s); the model is not told of it', async function () {
+  it("the call raises the reason (the kernel's environment is the Jupyter server's); the model is not told of it", async function () {
     if (!findJupyterServer()) this.skip();
     const server = await startJupyterServer();
     const runtime = new JupyterRuntime({ url: server.url, token: server.token });
@@ -125,7 +165,10 @@ describe('install_packages on the Jupyter runtime: defined in the kernel, and sa
       const config = resolveEngineConfig(() => undefined, { trusted: true }).config;
       const gateway = new ToolGateway([], installOptionsFrom({ ...config, runtime: 'jupyter' }, { trusted: true, approve: allowAll }));
       assert.equal(gateway.installs, false, 'the model is not told about install_packages here');
-      const item = await runtime.execute({ code: 'await install_packages(["codeact-demo-pkg"])', sessionId: 'jupyter-install' }, { onToolCall: gateway.handler });
+      const item = await runtime.execute(
+        { code: 'await install_packages(["codeact-demo-pkg"])', sessionId: 'jupyter-install' },
+        { onToolCall: gateway.handler },
+      );
       assert.equal(item.status, 'failed');
       assert.equal(item.error?.message, JUPYTER_INSTALL_UNAVAILABLE);
     } finally {

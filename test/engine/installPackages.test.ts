@@ -57,7 +57,9 @@ describe('install_packages: the code installs a package, approved by the person'
   it('in a venv: approved with the specs listed, pip output streams into the card, and the same run imports the package', async () => {
     const { runtime, asked, events, run } = setup(venvPython);
     try {
-      const item = await run('r = await install_packages(["codeact-demo-pkg==1.0"])\nimport codeact_demo_pkg\nreturn [r["installed"], r["restart"], codeact_demo_pkg.VALUE]');
+      const item = await run(
+        'r = await install_packages(["codeact-demo-pkg==1.0"])\nimport codeact_demo_pkg\nreturn [r["installed"], r["restart"], codeact_demo_pkg.VALUE]',
+      );
       assert.equal(item.status, 'completed', JSON.stringify(item.error));
       assert.deepEqual(item.value, [['codeact-demo-pkg==1.0'], false, 42]);
       assert.equal(asked.length, 1);
@@ -65,10 +67,16 @@ describe('install_packages: the code installs a package, approved by the person'
       assert.equal(asked[0].python, venvPython);
       assert.equal(asked[0].createVenv, undefined);
       assert.deepEqual(asked[0].installArgs, offline());
-      const streamed = events.filter((e) => e.type === 'codeact.output.delta').map((e) => (e as { delta: string }).delta).join('');
+      const streamed = events
+        .filter((e) => e.type === 'codeact.output.delta')
+        .map((e) => (e as { delta: string }).delta)
+        .join('');
       // What runs is exactly the command line the person read.
       assert.ok(streamed.startsWith(`$ ${installCommandLine(installInfo(asked[0]))}\n`), streamed.slice(0, 400));
-      assert.match(streamed, /-m pip install --disable-pip-version-check --no-input --progress-bar off --no-index --find-links \S+ -- codeact-demo-pkg==1\.0\n/);
+      assert.match(
+        streamed,
+        /-m pip install --disable-pip-version-check --no-input --progress-bar off --no-index --find-links \S+ -- codeact-demo-pkg==1\.0\n/,
+      );
       assert.match(streamed, /Successfully installed codeact-demo-pkg-1\.0/);
       const call = events.find((e) => e.type === 'codeact.tool_call.completed') as { name: string; output: { python: string } } | undefined;
       assert.equal(call?.name, 'codeact.install_packages');
@@ -131,7 +139,16 @@ describe('install_packages: the code installs a package, approved by the person'
   });
 
   it('an externally-managed system Python is refused; the approval offers a .venv, which is made, installed into and switched to', async () => {
-    assert.ok(existsSync('/usr/lib/python3.11/EXTERNALLY-MANAGED') || existsSync(path.join(execFileSync(SYSTEM_PYTHON, ['-c', 'import sysconfig; print(sysconfig.get_path("stdlib"))'], { encoding: 'utf8' }).trim(), 'EXTERNALLY-MANAGED')), 'Debian marks its Python externally managed');
+    assert.ok(
+      existsSync('/usr/lib/python3.11/EXTERNALLY-MANAGED') ||
+        existsSync(
+          path.join(
+            execFileSync(SYSTEM_PYTHON, ['-c', 'import sysconfig; print(sysconfig.get_path("stdlib"))'], { encoding: 'utf8' }).trim(),
+            'EXTERNALLY-MANAGED',
+          ),
+        ),
+      'Debian marks its Python externally managed',
+    );
     const folder = path.join(root, 'system-ws');
     const switched: string[] = [];
     const { runtime, asked, run } = setup(SYSTEM_PYTHON, { folder, switched });
@@ -173,7 +190,10 @@ describe('install_packages: the code installs a package, approved by the person'
       const item = await run('import codeact_missing_module');
       assert.equal(item.error?.type, 'ModuleNotFoundError');
       const withHint = JSON.parse(executionSummary(item, { installs: true })) as { hint?: string };
-      assert.match(withHint.hint ?? '', /The module "codeact_missing_module" is not installed in this session's Python\. If the task needs it, run `await install_packages\(\["codeact_missing_module"\]\)`/);
+      assert.match(
+        withHint.hint ?? '',
+        /The module "codeact_missing_module" is not installed in this session's Python\. If the task needs it, run `await install_packages\(\["codeact_missing_module"\]\)`/,
+      );
       assert.equal((JSON.parse(executionSummary(item, {})) as { hint?: string }).hint, undefined, 'no hint where nothing can install');
       assert.match(executeToolCodeSpec([], { installs: true }).description, /await install_packages\(\["name", "other>=2"\]\)/);
       assert.doesNotMatch(executeToolCodeSpec([], {}).description, /install_packages/);

@@ -35,11 +35,15 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
   const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
   after(() => runtime.dispose());
 
-  it('a later run reads an earlier run\'s whole stdout and stderr; the names stay out of the variables view', async () => {
+  it("a later run reads an earlier run's whole stdout and stderr; the names stay out of the variables view", async () => {
     const sessionId = 'kept-basic';
     const first = await runtime.execute({ code: 'import sys\nprint("out " * 10000)\nprint("err " * 5000, file=sys.stderr)\nx = 1', sessionId, execution: 5 });
     assert.equal(first.status, 'completed');
-    const read = await runtime.execute({ code: 'return [len(output_of(5)), len(output_of(5, "stderr")), output_of(5) == last_output(), last_output("stderr")[-5:]]', sessionId, execution: 6 });
+    const read = await runtime.execute({
+      code: 'return [len(output_of(5)), len(output_of(5, "stderr")), output_of(5) == last_output(), last_output("stderr")[-5:]]',
+      sessionId,
+      execution: 6,
+    });
     assert.deepEqual(read.value, [40001, 20001, true, 'err \n']);
     const vars = await runtime.sessions.variables(sessionId);
     assert.deepEqual(vars?.variables.map((v) => v.name).sort(), ['sys', 'x']);
@@ -49,10 +53,13 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
     const missing = await runtime.execute({ code: 'output_of(42)', sessionId, execution: 8 });
     assert.equal(missing.error?.type, 'LookupError');
     assert.match(missing.error!.message, /^No output of execution 42 in this session; it keeps executions 5, 6, 7\./);
-    assert.match(missing.error!.traceback ?? '', /^Traceback \(most recent call last\):\n {2}File "<cell-\d+>", line 1, in <module>\n {4}output_of\(42\)\nLookupError/);
+    assert.match(
+      missing.error!.traceback ?? '',
+      /^Traceback \(most recent call last\):\n {2}File "<cell-\d+>", line 1, in <module>\n {4}output_of\(42\)\nLookupError/,
+    );
   });
 
-  it('a session keeps at most KEPT_TOTAL_CHARS: the oldest runs\' output goes first, and asking for it says so', async () => {
+  it("a session keeps at most KEPT_TOTAL_CHARS: the oldest runs' output goes first, and asking for it says so", async () => {
     const sessionId = 'kept-total';
     // Each run prints 1 MiB (the output cap of a run); nine of them are over the 8 MiB a session keeps.
     const mib = 1024 * 1024;
@@ -80,9 +87,15 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
     assert.equal(second, '2');
   });
 
-  it('one run\'s stream is kept up to KEPT_RUN_CHARS, its beginning and end, with a note', () => {
+  it("one run's stream is kept up to KEPT_RUN_CHARS, its beginning and end, with a note", () => {
     const big = 'a'.repeat(KEPT_RUN_CHARS) + 'THE END\n';
-    const kept = keptOutput([{ type: 'logs', logs: big }, { type: 'logs', logs: 'e\n', stream: 'stderr' }], 3);
+    const kept = keptOutput(
+      [
+        { type: 'logs', logs: big },
+        { type: 'logs', logs: 'e\n', stream: 'stderr' },
+      ],
+      3,
+    );
     assert.equal(kept.n, 3);
     assert.equal(kept.stderr, 'e\n');
     assert.equal(kept.max_total, KEPT_TOTAL_CHARS);
@@ -113,7 +126,10 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
     }
     const kept = executeToolCodeSpec([], { persistent: true, keepsOutputs: true, outputChars: 8000 }).description;
     assert.match(kept, /Results show at most 8,000 characters of output/);
-    assert.match(kept, /A later run reads a run's whole output with `output_of\(n\)` \(n: its result's "execution"; `output_of\(n, "stderr"\)`, `last_output\(\)`\)\./);
+    assert.match(
+      kept,
+      /A later run reads a run's whole output with `output_of\(n\)` \(n: its result's "execution"; `output_of\(n, "stderr"\)`, `last_output\(\)`\)\./,
+    );
     const once = executeCodeSpec({ persistent: false }).description;
     assert.match(once, /at most 20,000 characters of output[\s\S]*exactly what was left out: print less, or summarise in code\./);
     assert.doesNotMatch(once, /output_of/);
@@ -126,7 +142,10 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
       assert.equal(items[0].status, 'failed');
       assert.equal(items[1].status, 'completed', JSON.stringify(items[1].error));
       assert.deepEqual(items[1].value, expectedFollowUp());
-      assert.deepEqual(items.map((i) => i.sandbox), ['bubblewrap', 'bubblewrap']);
+      assert.deepEqual(
+        items.map((i) => i.sandbox),
+        ['bubblewrap', 'bubblewrap'],
+      );
     });
   }
 });

@@ -25,7 +25,11 @@ function tool(name: string, invoke: ManagedTool['invoke'], extra: Partial<Manage
   };
 }
 
-async function run(rt: LocalRuntime, code: string, options: ExecuteOptions & { timeoutMs?: number } = {}): Promise<{ item: CodeInterpreterCallItem; events: CodeActEvent[] }> {
+async function run(
+  rt: LocalRuntime,
+  code: string,
+  options: ExecuteOptions & { timeoutMs?: number } = {},
+): Promise<{ item: CodeInterpreterCallItem; events: CodeActEvent[] }> {
   const events: CodeActEvent[] = [];
   const item = await rt.execute({ code, timeoutMs: options.timeoutMs }, { ...options, onEvent: (e) => events.push(e) });
   return { item, events };
@@ -64,7 +68,10 @@ for (const mode of modes) {
         'response.code_interpreter_call.completed',
         'response.output_item.done',
       ]);
-      const out = events.filter((e) => e.type === 'codeact.output.delta').map((e) => (e as { delta: string }).delta).join('');
+      const out = events
+        .filter((e) => e.type === 'codeact.output.delta')
+        .map((e) => (e as { delta: string }).delta)
+        .join('');
       assert.equal(out, 'hello\n');
     });
 
@@ -81,7 +88,9 @@ for (const mode of modes) {
 
     it('runs 4 gathered tool calls at the same time (overlap seen in the recorded start and end times)', async () => {
       const gw = new ToolGateway([tool('slow', async (_a, { signal }) => (await sleep(300, signal), 'ok'))]);
-      const { item } = await run(rt, 'import asyncio\nr = await asyncio.gather(*(call_tool("slow", i=i) for i in range(4)))\nreturn r', { onToolCall: gw.handler });
+      const { item } = await run(rt, 'import asyncio\nr = await asyncio.gather(*(call_tool("slow", i=i) for i in range(4)))\nreturn r', {
+        onToolCall: gw.handler,
+      });
       assert.equal(item.status, 'completed', JSON.stringify(item.error));
       assert.deepEqual(item.value, ['ok', 'ok', 'ok', 'ok']);
       assert.equal(gw.records.length, 4);
@@ -103,7 +112,9 @@ for (const mode of modes) {
           return 1;
         }),
       ]);
-      const { item } = await run(limited, 'import asyncio\nreturn sum(await asyncio.gather(*(call_tool("slow") for _ in range(6))))', { onToolCall: gw.handler });
+      const { item } = await run(limited, 'import asyncio\nreturn sum(await asyncio.gather(*(call_tool("slow") for _ in range(6))))', {
+        onToolCall: gw.handler,
+      });
       assert.equal(item.value, 6);
       assert.equal(peak, 2);
     });
@@ -130,7 +141,9 @@ for (const mode of modes) {
     });
 
     it('treats a result that breaks the output schema as an error', async () => {
-      const gw = new ToolGateway([tool('bad', async () => ({ total: 'lots' }), { outputSchema: { type: 'object', properties: { total: { type: 'number' } } } })]);
+      const gw = new ToolGateway([
+        tool('bad', async () => ({ total: 'lots' }), { outputSchema: { type: 'object', properties: { total: { type: 'number' } } } }),
+      ]);
       const { item } = await run(rt, 'return await call_tool("bad")', { onToolCall: gw.handler });
       assert.equal(item.status, 'failed');
       assert.match(item.error!.message, /returned an invalid result: \$\.total must be number/);
@@ -141,7 +154,12 @@ for (const mode of modes) {
       const code = `import os, subprocess\nprint('${forged}')\nos.write(1, b'${forged}\\n')\nsubprocess.run(["echo", '${forged}'])\nreturn "real"`;
       const { item } = await run(rt, code);
       assert.equal(item.value, 'real');
-      assert.equal(logsOf(item).split('\n').filter((l) => l === forged).length, 3);
+      assert.equal(
+        logsOf(item)
+          .split('\n')
+          .filter((l) => l === forged).length,
+        3,
+      );
     });
 
     it("points the traceback at the user's own lines", async () => {
@@ -242,7 +260,10 @@ for (const mode of modes) {
     });
 
     it('runs in an empty temporary working directory that is removed afterwards, and files there cannot shadow modules', async () => {
-      const { item } = await run(rt, 'import os\ncwd = os.getcwd()\nfiles = os.listdir(".")\nopen("json.py", "w").write("raise SystemExit(99)")\nimport importlib, sys\nsys.modules.pop("json", None)\nimport json\nreturn {"cwd": cwd, "files": files, "json": json.dumps([1])}');
+      const { item } = await run(
+        rt,
+        'import os\ncwd = os.getcwd()\nfiles = os.listdir(".")\nopen("json.py", "w").write("raise SystemExit(99)")\nimport importlib, sys\nsys.modules.pop("json", None)\nimport json\nreturn {"cwd": cwd, "files": files, "json": json.dumps([1])}',
+      );
       const v = item.value as { cwd: string; files: string[]; json: string };
       assert.deepEqual(v.files, []);
       assert.equal(v.json, '[1]');
@@ -257,13 +278,19 @@ for (const mode of modes) {
       assert.ok(out.length < 1024 * 1024 + 200, `kept ${out.length} chars`);
       assert.ok(out.length >= 1024 * 1024);
       assert.match(out, /stdout truncated after 1 MiB/);
-      const streamed = events.filter((e) => e.type === 'codeact.output.delta').map((e) => (e as { delta: string }).delta).join('');
+      const streamed = events
+        .filter((e) => e.type === 'codeact.output.delta')
+        .map((e) => (e as { delta: string }).delta)
+        .join('');
       assert.equal(streamed, out);
     });
 
     it('keeps non-ASCII output intact, and survives lone surrogates and raw bytes', async () => {
       // (os.write to fd 1 bypasses print's buffer, as in any Python whose output goes to a pipe: flush first.)
-      const { item } = await run(rt, 'import os, sys\nprint("héllo wörld — 日本語 🎉")\nprint("\\udcff")\nsys.stdout.flush()\nos.write(1, b"\\xff\\xfe\\n")\nreturn "ünïcode ✓"');
+      const { item } = await run(
+        rt,
+        'import os, sys\nprint("héllo wörld — 日本語 🎉")\nprint("\\udcff")\nsys.stdout.flush()\nos.write(1, b"\\xff\\xfe\\n")\nreturn "ünïcode ✓"',
+      );
       assert.equal(item.status, 'completed');
       assert.equal(item.value, 'ünïcode ✓');
       const out = logsOf(item);
@@ -282,7 +309,9 @@ for (const mode of modes) {
     it('refuses a call_tool argument over the frame limit inside the guest, and keeps running', async () => {
       const small = new LocalRuntime({ sandbox: { kind: mode }, maxFrameBytes: 64 * 1024 });
       const gw = new ToolGateway([tool('sink', async () => 'ok')]);
-      const { item } = await run(small, 'try:\n    await call_tool("sink", data="x" * 100_000)\nexcept ValueError as e:\n    return str(e)', { onToolCall: gw.handler });
+      const { item } = await run(small, 'try:\n    await call_tool("sink", data="x" * 100_000)\nexcept ValueError as e:\n    return str(e)', {
+        onToolCall: gw.handler,
+      });
       assert.match(String(item.value), /the limit is 65,536 bytes/);
       assert.equal(gw.records.length, 0);
       const big = await run(small, 'return "x" * 100_000');

@@ -67,7 +67,13 @@ describe('mcp tools', function () {
         ],
         { workspace: ws, mcpPool: pool },
       );
-      assert.deepEqual(tools.map((t) => [t.name, t.source]), [['ok', 'mcp'], ['okurl', 'mcp']]);
+      assert.deepEqual(
+        tools.map((t) => [t.name, t.source]),
+        [
+          ['ok', 'mcp'],
+          ['okurl', 'mcp'],
+        ],
+      );
       const byName = new Map(errors.map((e) => [e.name, e.message]));
       assert.match(byName.get('notool')!, /"mcp\.tool" is required/);
       assert.match(byName.get('both')!, /either "command" \(a stdio server\) or "url".*not both/);
@@ -86,7 +92,10 @@ describe('mcp tools', function () {
         await loadToolsAsync(
           [
             decl('calc_add', 'add'),
-            decl('say', 'echo_text', { description: 'Say it back.', inputSchema: { type: 'object', properties: { text: { type: 'string', maxLength: 5 } }, required: ['text'] } }),
+            decl('say', 'echo_text', {
+              description: 'Say it back.',
+              inputSchema: { type: 'object', properties: { text: { type: 'string', maxLength: 5 } }, required: ['text'] },
+            }),
             { name: 'plain', command: ['true'] },
           ],
           { workspace: ws, mcpPool: pool },
@@ -102,18 +111,30 @@ describe('mcp tools', function () {
       assert.equal(pool.size, 1, 'both declarations use one connection');
     });
 
-    it('reports a tool the server does not have, listing the server\'s tools, and keeps the others', async () => {
+    it("reports a tool the server does not have, listing the server's tools, and keeps the others", async () => {
       const set = await loadToolsAsync([decl('calc', 'add'), decl('nope', 'multiply')], { workspace: ws, mcpPool: pool });
-      assert.deepEqual(set.tools.map((t) => t.name), ['calc']);
+      assert.deepEqual(
+        set.tools.map((t) => t.name),
+        ['calc'],
+      );
       assert.equal(set.errors.length, 1);
       assert.equal(set.errors[0].index, 1);
-      assert.match(set.errors[0].message, /has no tool "multiply"\. Its tools: add, big, echo_text, fail, json_text, multi_text, picture, slow, stats, whereami\. Fix "mcp\.tool"/);
+      assert.match(
+        set.errors[0].message,
+        /has no tool "multiply"\. Its tools: add, big, echo_text, fail, json_text, multi_text, picture, slow, stats, whereami\. Fix "mcp\.tool"/,
+      );
     });
 
     it('reports a server command that does not exist, naming it', async () => {
-      const set = await loadToolsAsync([{ name: 'ghost', mcp: { command: ['codeact-no-such-mcp-server', '--stdio'], tool: 'x' } }], { workspace: ws, mcpPool: pool });
+      const set = await loadToolsAsync([{ name: 'ghost', mcp: { command: ['codeact-no-such-mcp-server', '--stdio'], tool: 'x' } }], {
+        workspace: ws,
+        mcpPool: pool,
+      });
       assert.deepEqual(set.tools, []);
-      assert.match(set.errors[0].message, /could not start the MCP server "codeact-no-such-mcp-server --stdio": command not found \("codeact-no-such-mcp-server" is not on PATH/);
+      assert.match(
+        set.errors[0].message,
+        /could not start the MCP server "codeact-no-such-mcp-server --stdio": command not found \("codeact-no-such-mcp-server" is not on PATH/,
+      );
     });
   });
 
@@ -122,16 +143,21 @@ describe('mcp tools', function () {
     beforeEach(async () => {
       const set = noErrors(
         await loadToolsAsync(
-          ['add', 'echo_text', 'json_text', 'multi_text', 'picture', 'fail', 'slow', 'stats', 'whereami'].map((t) => decl(t, t, {}, { env: ['CODEACT_MCP_LISTED'] })),
+          ['add', 'echo_text', 'json_text', 'multi_text', 'picture', 'fail', 'slow', 'stats', 'whereami'].map((t) =>
+            decl(t, t, {}, { env: ['CODEACT_MCP_LISTED'] }),
+          ),
           { workspace: ws, mcpPool: pool, hostEnv: { ...process.env, CODEACT_MCP_LISTED: 'yes', CODEACT_MCP_SECRET: 'no' } },
         ),
       );
       gw = new ToolGateway(set.tools);
     });
 
-    it('returns structuredContent, validated against the server\'s schemas both ways', async () => {
+    it("returns structuredContent, validated against the server's schemas both ways", async () => {
       assert.deepEqual(await call(gw, 'add', { a: 1, b: 2 }), { sum: 3 });
-      await assert.rejects(call(gw, 'add', { a: 'one', b: 2 }), (e: ToolError) => e.code === 'invalid_arguments' && /Invalid arguments for "add": \$\.a must be number/.test(e.message));
+      await assert.rejects(
+        call(gw, 'add', { a: 'one', b: 2 }),
+        (e: ToolError) => e.code === 'invalid_arguments' && /Invalid arguments for "add": \$\.a must be number/.test(e.message),
+      );
       await assert.rejects(call(gw, 'add', { a: 1 }), (e: ToolError) => e.code === 'invalid_arguments' && /b/.test(e.message));
       assert.equal(gw.records.filter((r) => r.ok).length, 1);
     });
@@ -147,7 +173,7 @@ describe('mcp tools', function () {
       assert.equal(Buffer.from(image.data, 'base64').subarray(1, 4).toString('latin1'), 'PNG');
     });
 
-    it('rejects with the server\'s text when the result has isError', async () => {
+    it("rejects with the server's text when the result has isError", async () => {
       await assert.rejects(call(gw, 'fail', { reason: 'maintenance' }), /Tool "fail" failed: inventory service unavailable: maintenance/);
     });
 
@@ -184,13 +210,13 @@ describe('mcp tools', function () {
 
   it('reports a server that exits during startup, with its exit code and stderr tail', async () => {
     const { tools } = noErrors(loadTools([decl('broken', 'add', {}, { command: server('--crash') })], { workspace: ws, mcpPool: pool }));
-    await assert.rejects(
-      new ToolGateway(tools).call({ itemId: 'i', callId: 'c', name: 'broken', arguments: {} }, new AbortController().signal),
-      (e: Error) => {
-        assert.match(e.message, /^Tool "broken" could not start the MCP server ".*server\.mjs --tag=[^ ]+ --crash": it exited during startup \(exit code 3\)\.\nstderr:\nloading config\.\.\.\nfatal: missing setting INVENTORY_URL/);
-        return true;
-      },
-    );
+    await assert.rejects(new ToolGateway(tools).call({ itemId: 'i', callId: 'c', name: 'broken', arguments: {} }, new AbortController().signal), (e: Error) => {
+      assert.match(
+        e.message,
+        /^Tool "broken" could not start the MCP server ".*server\.mjs --tag=[^ ]+ --crash": it exited during startup \(exit code 3\)\.\nstderr:\nloading config\.\.\.\nfatal: missing setting INVENTORY_URL/,
+      );
+      return true;
+    });
   });
 
   it('gives up on a server that never completes the handshake, and kills it', async () => {
@@ -198,7 +224,10 @@ describe('mcp tools', function () {
     try {
       const silent = [process.execPath, '-e', 'setInterval(() => {}, 1000)', '--', tag];
       const { tools } = noErrors(loadTools([{ name: 'mute', mcp: { command: silent, tool: 'x' } }], { workspace: ws, mcpPool: quick }));
-      await assert.rejects(call(new ToolGateway(tools), 'mute', {}), /Tool "mute" could not start the MCP server ".*": it did not complete the MCP handshake within 0\.5 s\. Check that the command starts an MCP server on stdio/);
+      await assert.rejects(
+        call(new ToolGateway(tools), 'mute', {}),
+        /Tool "mute" could not start the MCP server ".*": it did not complete the MCP handshake within 0\.5 s\. Check that the command starts an MCP server on stdio/,
+      );
       assert.deepEqual(ours(), []);
     } finally {
       await quick.dispose();
@@ -210,11 +239,14 @@ describe('mcp tools', function () {
       loadTools([{ name: 'ghost', mcp: { command: ['codeact-no-such-mcp-server'], tool: 'x' } }, decl('typo', 'ad')], { workspace: ws, mcpPool: pool }),
     );
     const gw = new ToolGateway(tools);
-    await assert.rejects(call(gw, 'ghost', {}), /Tool "ghost" could not start the MCP server "codeact-no-such-mcp-server": command not found.*Check "mcp\.command" in codeact\.tools/);
+    await assert.rejects(
+      call(gw, 'ghost', {}),
+      /Tool "ghost" could not start the MCP server "codeact-no-such-mcp-server": command not found.*Check "mcp\.command" in codeact\.tools/,
+    );
     await assert.rejects(call(gw, 'typo', {}), /Tool "typo" failed: the MCP server ".*" has no tool "ad"\. Its tools: add, big, echo_text, fail, /);
   });
 
-  it('dispose() closes the connections and kills the servers\' process trees; the pool reconnects on demand', async () => {
+  it("dispose() closes the connections and kills the servers' process trees; the pool reconnects on demand", async () => {
     const { tools } = noErrors(loadTools([decl('where', 'whereami', {}, { command: server('--spawn-child') })], { workspace: ws, mcpPool: pool }));
     const gw = new ToolGateway(tools);
     const first = (await call(gw, 'where', {})) as { pid: number };
@@ -275,7 +307,9 @@ describe('mcp tools', function () {
     let http: Server;
     let url: string;
     before(async () => {
-      const { buildServer } = (await import(pathToFileURL(fixture).href)) as { buildServer: () => { connect(t: unknown): Promise<void>; close(): Promise<void> } };
+      const { buildServer } = (await import(pathToFileURL(fixture).href)) as {
+        buildServer: () => { connect(t: unknown): Promise<void>; close(): Promise<void> };
+      };
       const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
       // Stateless: a fresh server and transport per request, as in the SDK's example.
       http = createServer((req, res) => {
@@ -335,7 +369,7 @@ describe('mcp tools', function () {
     assert.throws(() => mcpResultValue({ isError: true, content: [] }), /reported an error without a message/);
   });
 
-  it('delivers a 12 MiB result from a stdio server (up to the gateway\'s 16 MiB cap), to the gateway and into the guest', async () => {
+  it("delivers a 12 MiB result from a stdio server (up to the gateway's 16 MiB cap), to the gateway and into the guest", async () => {
     const { tools } = noErrors(loadTools([decl('big', 'big')], { workspace: ws, mcpPool: pool }));
     const gw = new ToolGateway(tools);
     const value = (await call(gw, 'big', { mib: 12 })) as { rows: string[] };
@@ -352,7 +386,14 @@ describe('mcp tools', function () {
 
   it('works in the CLI: `codeact run` calls an mcp tool declared in settings, and leaves no server behind', function () {
     mkdirSync(path.join(ws, '.vscode'));
-    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [decl('add', 'add', { inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } })] }));
+    writeFileSync(
+      path.join(ws, '.vscode', 'settings.json'),
+      JSON.stringify({
+        'codeact.tools': [
+          decl('add', 'add', { inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } }),
+        ],
+      }),
+    );
     const r = spawnSync(process.execPath, [CLI, 'run', '-', '--json', '--sandbox', 'none', '--trust-workspace', '--workspace', ws], {
       cwd: root,
       input: 'r = await call_tool("add", a=1, b=2)\nreturn r["sum"]\n',
@@ -365,4 +406,3 @@ describe('mcp tools', function () {
     assert.deepEqual(ours(), []);
   });
 });
-

@@ -32,7 +32,12 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
   let dir: string;
   let logFile: string;
   let pool: McpClientPool;
-  const spec = (env: Record<string, string> = {}): McpServerSpec => ({ kind: 'stdio', argv: [process.execPath, fixture], cwd: dir, env: { MCP_LOG: logFile, ...env } });
+  const spec = (env: Record<string, string> = {}): McpServerSpec => ({
+    kind: 'stdio',
+    argv: [process.execPath, fixture],
+    cwd: dir,
+    env: { MCP_LOG: logFile, ...env },
+  });
   const logged = (): Logged[] =>
     readFileSync(logFile, 'utf8')
       .split('\n')
@@ -41,7 +46,8 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
   const cancelled = () => logged().filter((m) => m.method === 'notifications/cancelled');
   const idOf = (tool: string) => logged().find((m) => m.method === 'tools/call' && m.params?.name === tool)?.id;
   /** Waits (generously) until the server has logged what `pred` looks for. */
-  const until = (pred: (log: Logged[]) => boolean, what: string) => waitFor(() => pred(logged()), { what: `the server to log ${what}`, timeoutMs: 30_000, everyMs: 50 });
+  const until = (pred: (log: Logged[]) => boolean, what: string) =>
+    waitFor(() => pred(logged()), { what: `the server to log ${what}`, timeoutMs: 30_000, everyMs: 50 });
   const text = (r: unknown) => JSON.parse((r as { content: { text: string }[] }).content[0].text);
 
   beforeEach(() => {
@@ -70,8 +76,18 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
       assert.deepEqual([f.email.format, f.email.required], ['email', true]);
       assert.deepEqual([f.age.kind, f.age.minimum, f.age.maximum, f.age.required], ['integer', 18, 130, false]);
       assert.deepEqual([f.urgent.kind, f.urgent.default], ['boolean', false]);
-      assert.deepEqual(f.team.options, [{ value: 'eng', label: 'Engineering' }, { value: 'ops', label: 'Operations' }]);
-      assert.deepEqual(f.site.options, [{ value: 'ber', label: 'Berlin' }, { value: 'nyc', label: 'New York' }], 'legacy enumNames');
+      assert.deepEqual(f.team.options, [
+        { value: 'eng', label: 'Engineering' },
+        { value: 'ops', label: 'Operations' },
+      ]);
+      assert.deepEqual(
+        f.site.options,
+        [
+          { value: 'ber', label: 'Berlin' },
+          { value: 'nyc', label: 'New York' },
+        ],
+        'legacy enumNames',
+      );
       assert.equal(f.due.format, 'date');
     });
 
@@ -104,7 +120,7 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
       assert.deepEqual(text(await pool.callTool(spec(), 'ask', { form: 'profile' })), { action: 'decline' });
     });
 
-    it('the server\'s text is bounded and its invisible characters revealed; a form with too many fields is refused without asking', async () => {
+    it("the server's text is bounded and its invisible characters revealed; a form with too many fields is refused without asking", async () => {
       let prompt: ElicitationPrompt | undefined;
       await pool.callTool(spec(), 'ask', { form: 'tricky' }, { elicit: async (p) => ((prompt = p), { action: 'decline' }) });
       assert.ok(prompt!.message.length <= ELICITATION_LIMITS.maxMessageChars + 20, `${prompt!.message.length} characters`);
@@ -117,15 +133,20 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
       assert.match(text(r).error, /41 fields, more than 40/);
     });
 
-    it('the call\'s timeout does not run while the form is open (a 300 ms timeout, a form open for 1.5 s)', async () => {
+    it("the call's timeout does not run while the form is open (a 300 ms timeout, a form open for 1.5 s)", async () => {
       const short = new McpClientPool({ connectTimeoutMs: 20_000, callTimeoutMs: 300 });
       try {
-        const r = await short.callTool(spec(), 'ask', { form: 'profile' }, {
-          elicit: async () => {
-            await sleep(1500);
-            return { action: 'accept', content: { name: 'Ada', email: 'ada@example.com' } };
+        const r = await short.callTool(
+          spec(),
+          'ask',
+          { form: 'profile' },
+          {
+            elicit: async () => {
+              await sleep(1500);
+              return { action: 'accept', content: { name: 'Ada', email: 'ada@example.com' } };
+            },
           },
-        });
+        );
         assert.deepEqual(text(r), { action: 'accept', content: { name: 'Ada', email: 'ada@example.com' } });
         // ...and it still counts otherwise: a call that waits for nothing times out.
         await assert.rejects(short.callTool(spec(), 'hold', {}), /timed out after 0.3 s/);
@@ -134,13 +155,16 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
       }
     });
 
-    it('the run\'s timeout does not run while the form is open: Python calls the tool through the gateway (1 s timeout, form open 2.5 s)', async function () {
+    it("the run's timeout does not run while the form is open: Python calls the tool through the gateway (1 s timeout, form open 2.5 s)", async function () {
       this.timeout(120_000);
-      const tool = createMcpTool({ name: 'ask', mcp: { command: [process.execPath, fixture], tool: 'ask', env: ['MCP_LOG'] } }, {
-        pool,
-        workspace: dir,
-        hostEnv: { MCP_LOG: logFile },
-      });
+      const tool = createMcpTool(
+        { name: 'ask', mcp: { command: [process.execPath, fixture], tool: 'ask', env: ['MCP_LOG'] } },
+        {
+          pool,
+          workspace: dir,
+          hostEnv: { MCP_LOG: logFile },
+        },
+      );
       const asked: ElicitationPrompt[] = [];
       const gateway = new ToolGateway([tool], {
         elicitor: async (p) => {
@@ -154,7 +178,10 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
         // Started before the run, so that the server's start-up is not what the 1 s measures.
         await pool.listTools(tool.mcp.spec);
         await runtime.execute({ code: 'return 1', timeoutMs: 60_000 });
-        const item = await runtime.execute({ code: 'r = await call_tool("ask", form="profile")\nreturn r', timeoutMs: 1000, itemId: 'ci_e1' }, { onToolCall: gateway.handler });
+        const item = await runtime.execute(
+          { code: 'r = await call_tool("ask", form="profile")\nreturn r', timeoutMs: 1000, itemId: 'ci_e1' },
+          { onToolCall: gateway.handler },
+        );
         assert.equal(item.status, 'completed', JSON.stringify(item.error));
         assert.match(JSON.stringify(item.value), /ada@example\.com/);
         assert.deepEqual([asked[0].tool, asked[0].itemId, typeof asked[0].callId], ['ask', 'ci_e1', 'string'], 'attributed to the call');
@@ -167,15 +194,20 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
     it('stopping the call while the form is open closes the form (its signal aborts) and cancels that call', async () => {
       const stop = new AbortController();
       let formSignal: AbortSignal | undefined;
-      const p = pool.callTool(spec(), 'ask', { form: 'profile' }, {
-        signal: stop.signal,
-        elicit: (prompt) =>
-          new Promise<ElicitationAnswer>((resolve) => {
-            formSignal = prompt.signal;
-            prompt.signal.addEventListener('abort', () => resolve({ action: 'cancel' }));
-            stop.abort();
-          }),
-      });
+      const p = pool.callTool(
+        spec(),
+        'ask',
+        { form: 'profile' },
+        {
+          signal: stop.signal,
+          elicit: (prompt) =>
+            new Promise<ElicitationAnswer>((resolve) => {
+              formSignal = prompt.signal;
+              prompt.signal.addEventListener('abort', () => resolve({ action: 'cancel' }));
+              stop.abort();
+            }),
+        },
+      );
       await assert.rejects(p, /was stopped/);
       assert.equal(formSignal?.aborted, true);
       await until((l) => l.some((m) => m.method === 'notifications/cancelled'), 'a cancellation');

@@ -54,10 +54,20 @@ export const SNIPPETS: Snippet[] = [
   S('unicode in and out', 'print("héllo wörld — 日本語 🎉")\nreturn "ünïcode ✓"', { value: 'ünïcode ✓', stdout: 'héllo wörld — 日本語 🎉\n' }),
   // top-level await and async forms
   S('top-level await', 'import asyncio\nawait asyncio.sleep(0)\nreturn "awaited"', { value: 'awaited' }),
-  S('gather without tools', 'import asyncio\nasync def sq(i):\n    await asyncio.sleep(0)\n    return i * i\nreturn await asyncio.gather(*(sq(i) for i in range(4)))', { value: [0, 1, 4, 9] }),
+  S(
+    'gather without tools',
+    'import asyncio\nasync def sq(i):\n    await asyncio.sleep(0)\n    return i * i\nreturn await asyncio.gather(*(sq(i) for i in range(4)))',
+    { value: [0, 1, 4, 9] },
+  ),
   S('async comprehension', 'import asyncio\nreturn [await asyncio.sleep(0, result=i) for i in range(3)]', { value: [0, 1, 2] }),
-  S('async for at top level', 'async def gen():\n    for i in range(3):\n        yield i\ntotal = 0\nasync for v in gen():\n    total += v\ntotal', { value: 3 }),
-  S('async with at top level', 'class Ctx:\n    async def __aenter__(self):\n        return 5\n    async def __aexit__(self, *a):\n        return False\nasync with Ctx() as v:\n    pass\nv', { value: 5 }),
+  S('async for at top level', 'async def gen():\n    for i in range(3):\n        yield i\ntotal = 0\nasync for v in gen():\n    total += v\ntotal', {
+    value: 3,
+  }),
+  S(
+    'async with at top level',
+    'class Ctx:\n    async def __aenter__(self):\n        return 5\n    async def __aexit__(self, *a):\n        return False\nasync with Ctx() as v:\n    pass\nv',
+    { value: 5 },
+  ),
   // __future__ and yield
   S('from __future__ on line 1', 'from __future__ import annotations\ndef f(x: Undefined) -> Nope:\n    return x\nf(3)', { value: 3 }),
   S('a docstring, then from __future__', '"""module doc"""\nfrom __future__ import annotations\nx: NotAType = 4\nx', { value: 4 }),
@@ -68,9 +78,13 @@ export const SNIPPETS: Snippet[] = [
   S('invalid syntax', 'x = = 1', { error: 'SyntaxError', message: 'invalid syntax', line: 1 }),
   S('bad indentation', 'if True:\nprint(1)', { error: 'IndentationError', line: 2 }),
   // errors at run time
-  S('an exception on the user\'s line', 'x = 1\n\ndef f(v):\n    return v / 0\n\nf(x)', { error: 'ZeroDivisionError', message: 'division by zero', line: 4 }),
+  S("an exception on the user's line", 'x = 1\n\ndef f(v):\n    return v / 0\n\nf(x)', { error: 'ZeroDivisionError', message: 'division by zero', line: 4 }),
   S('a KeyError message', 'd = {}\nd["missing"]', { error: 'KeyError', message: "'missing'", line: 2 }),
-  S('a chained exception', 'try:\n    int("x")\nexcept ValueError as e:\n    raise RuntimeError("could not parse") from e', { error: 'RuntimeError', message: 'could not parse', line: 4 }),
+  S('a chained exception', 'try:\n    int("x")\nexcept ValueError as e:\n    raise RuntimeError("could not parse") from e', {
+    error: 'RuntimeError',
+    message: 'could not parse',
+    line: 4,
+  }),
   S('output before a failure is kept', 'print("step 1")\nraise ValueError("boom")', { error: 'ValueError', message: 'boom', stdout: 'step 1\n', line: 2 }),
   S('an undefined name', 'return not_defined_anywhere', { error: 'NameError', message: "name 'not_defined_anywhere' is not defined", line: 1 }),
   S('an assertion', 'assert 1 == 2, "one is not two"', { error: 'AssertionError', message: 'one is not two', line: 1 }),
@@ -79,30 +93,46 @@ export const SNIPPETS: Snippet[] = [
   S('an explicit non-JSON return', 'return {1, 2, 3}', { error: 'ReturnValueError', message: /returned a set value that is not JSON-serialisable/ }),
   S('a non-JSON last expression is shown', '{1, 2, 3}', { value: null, stdout: '', outputs: ['result text/plain {1, 2, 3}'] }),
   S('NaN is not JSON', 'return float("nan")', { error: 'ReturnValueError', message: /returned a float value/ }),
-  S('a value over the limit', 'return "x" * 2000', { error: 'ReturnValueError', message: 'The return value is 2,002 bytes of JSON; the limit is 1,000. Return a summary (counts, the first rows, a file path) instead of the whole data.' }),
+  S('a value over the limit', 'return "x" * 2000', {
+    error: 'ReturnValueError',
+    message: 'The return value is 2,002 bytes of JSON; the limit is 1,000. Return a summary (counts, the first rows, a file path) instead of the whole data.',
+  }),
   // rich outputs: the same displays, in the same order, on every runtime
   S('print, display, print keep their order', 'class Md:\n    def _repr_markdown_(self):\n        return "**bold**"\nprint("a")\ndisplay(Md())\nprint("b")', {
     outputs: ['out a\n', 'display text/markdown,text/plain **bold**', 'out b\n'],
   }),
-  S('_repr_html_, _repr_svg_, _repr_json_ and _repr_latex_', [
-    'class R:',
-    '    def _repr_html_(self): return "<b>h</b>"',
-    '    def _repr_svg_(self): return "<svg xmlns=\'http://www.w3.org/2000/svg\'/>"',
-    '    def _repr_json_(self): return {"k": 1}',
-    '    def _repr_latex_(self): return "$x^2$"',
-    '    def __repr__(self): return "R()"',
-    'display(R())',
-  ].join('\n'), { outputs: ['display application/json,image/svg+xml,text/html,text/latex,text/plain <b>h</b>'] }),
-  S('a _repr_mimebundle_ and a repr that raises', [
-    'class B:',
-    '    def _repr_mimebundle_(self, include=None, exclude=None): return {"text/plain": "B!", "text/markdown": "*B*"}',
-    'class Bad:',
-    '    def _repr_html_(self): raise ValueError("no html")',
-    '    def __repr__(self): return "Bad()"',
-    'display(B())',
-    'display(Bad())',
-  ].join('\n'), { stderr: /Bad\._repr_html_ raised ValueError/, outputs: ['display text/markdown,text/plain *B*', /^err \[codeact: Bad\._repr_html_ raised ValueError/, 'display text/plain Bad()'] }),
-  S('a display updated by its id', 'h = display("v1", display_id=True)\nprint("between")\nh.update("v2")', { outputs: ["display text/plain 'v2'", 'out between\n'] }),
+  S(
+    '_repr_html_, _repr_svg_, _repr_json_ and _repr_latex_',
+    [
+      'class R:',
+      '    def _repr_html_(self): return "<b>h</b>"',
+      '    def _repr_svg_(self): return "<svg xmlns=\'http://www.w3.org/2000/svg\'/>"',
+      '    def _repr_json_(self): return {"k": 1}',
+      '    def _repr_latex_(self): return "$x^2$"',
+      '    def __repr__(self): return "R()"',
+      'display(R())',
+    ].join('\n'),
+    { outputs: ['display application/json,image/svg+xml,text/html,text/latex,text/plain <b>h</b>'] },
+  ),
+  S(
+    'a _repr_mimebundle_ and a repr that raises',
+    [
+      'class B:',
+      '    def _repr_mimebundle_(self, include=None, exclude=None): return {"text/plain": "B!", "text/markdown": "*B*"}',
+      'class Bad:',
+      '    def _repr_html_(self): raise ValueError("no html")',
+      '    def __repr__(self): return "Bad()"',
+      'display(B())',
+      'display(Bad())',
+    ].join('\n'),
+    {
+      stderr: /Bad\._repr_html_ raised ValueError/,
+      outputs: ['display text/markdown,text/plain *B*', /^err \[codeact: Bad\._repr_html_ raised ValueError/, 'display text/plain Bad()'],
+    },
+  ),
+  S('a display updated by its id', 'h = display("v1", display_id=True)\nprint("between")\nh.update("v2")', {
+    outputs: ["display text/plain 'v2'", 'out between\n'],
+  }),
   S('a DataFrame as the last expression: a table, and a summary for the model', 'import pandas as pd\npd.DataFrame({"a": [1, 2], "b": ["x", "y"]})', {
     value: null,
     outputs: [/^result text\/html,text\/plain +a +b\n0 +1 +x\n1 +2 +y summary: DataFrame: 2 rows × 2 columns/],
@@ -110,11 +140,18 @@ export const SNIPPETS: Snippet[] = [
   S('plt.show() shows the figure as PNG; print after it comes after', 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\nprint("after")', {
     outputs: [/^display image\/png,text\/plain png \d+×\d+$/, 'out after\n'],
   }),
-  S('a figure left open is shown at the end of the run', 'import matplotlib.pyplot as plt\nprint("before")\nfig, ax = plt.subplots()\nax.bar(["a", "b"], [3, 5])', {
-    // As in a notebook: the last expression's value (a BarContainer), then the figure.
-    outputs: ['out before\n', 'result text/plain <BarContainer object of 2 artists>', /^display image\/png,text\/plain png \d+×\d+$/],
+  S(
+    'a figure left open is shown at the end of the run',
+    'import matplotlib.pyplot as plt\nprint("before")\nfig, ax = plt.subplots()\nax.bar(["a", "b"], [3, 5])',
+    {
+      // As in a notebook: the last expression's value (a BarContainer), then the figure.
+      outputs: ['out before\n', 'result text/plain <BarContainer object of 2 artists>', /^display image\/png,text\/plain png \d+×\d+$/],
+    },
+  ),
+  S('a file the code writes is listed with its size', 'with open("parity_out.csv", "w") as f:\n    f.write("a,b\\n1,2\\n")', {
+    value: null,
+    outputs: ['file parity_out.csv 8'],
   }),
-  S('a file the code writes is listed with its size', 'with open("parity_out.csv", "w") as f:\n    f.write("a,b\\n1,2\\n")', { value: null, outputs: ['file parity_out.csv 8'] }),
   // sys.exit and input
   S('sys.exit()', 'import sys\nprint("bye")\nsys.exit()', { value: null, stdout: 'bye\n' }),
   S('sys.exit(0)', 'import sys\nsys.exit(0)', { value: null }),
@@ -134,11 +171,25 @@ export const SNIPPETS: Snippet[] = [
   // call_tool
   S('a tool call', 'r = await call_tool("echo", x=1)\nr', { value: { x: 1 } }),
   S('a tool call with a dict of arguments', 'await call_tool("echo", {"a": 1}, b=2)', { value: { a: 1, b: 2 } }),
-  S('gathered tool calls', 'import asyncio\nrs = await asyncio.gather(*(call_tool("echo", i=i) for i in range(3)))\n[r["i"] for r in rs]', { value: [0, 1, 2] }),
+  S('gathered tool calls', 'import asyncio\nrs = await asyncio.gather(*(call_tool("echo", i=i) for i in range(3)))\n[r["i"] for r in rs]', {
+    value: [0, 1, 2],
+  }),
   S('a tool error, caught', 'try:\n    await call_tool("fail", sku="X-1")\nexcept RuntimeError as e:\n    return str(e)', { value: 'out of stock: X-1' }),
-  S('a tool error, uncaught, on the user\'s line', 'a = 1\nawait call_tool("fail", sku="Y-2")', { error: 'RuntimeError', message: 'out of stock: Y-2', line: 2 }),
-  S('arguments that are not JSON', 'await call_tool("echo", when={1, 2})', { error: 'TypeError', message: /call_tool\('echo'\): the arguments are not JSON-serialisable/, line: 1 }),
-  S('a name that is not a string', 'await call_tool(42)', { error: 'TypeError', message: 'call_tool(name, **arguments): name must be a non-empty string', line: 1 }),
+  S("a tool error, uncaught, on the user's line", 'a = 1\nawait call_tool("fail", sku="Y-2")', {
+    error: 'RuntimeError',
+    message: 'out of stock: Y-2',
+    line: 2,
+  }),
+  S('arguments that are not JSON', 'await call_tool("echo", when={1, 2})', {
+    error: 'TypeError',
+    message: /call_tool\('echo'\): the arguments are not JSON-serialisable/,
+    line: 1,
+  }),
+  S('a name that is not a string', 'await call_tool(42)', {
+    error: 'TypeError',
+    message: 'call_tool(name, **arguments): name must be a non-empty string',
+    line: 1,
+  }),
   // state within the session
   S('state: define', 'counter = 10\ndef bump(n):\n    global counter\n    counter += n\n    return counter\nimport json as j', { value: null }),
   S('state: use', 'bump(5)\nj.dumps({"counter": counter})', { value: '{"counter": 15}' }),
@@ -180,7 +231,7 @@ function trace(item: CodeInterpreterCallItem): string[] {
 function observe(item: CodeInterpreterCallItem): Observed {
   const rich = item.outputs.some((o) => o.type !== 'logs');
   return {
-    value: item.error ? null : item.value ?? null,
+    value: item.error ? null : (item.value ?? null),
     ...(item.error ? { error: item.error.type, message: item.error.message, line: item.error.line } : {}),
     stdout: logsOf(item),
     stderr: logsOf(item, 'stderr'),
@@ -280,7 +331,13 @@ describe('runtime parity: one guest library, the same results everywhere', funct
   it('no traceback shows a frame of ours or a host path', async () => {
     const rt = new LocalRuntime({ python: PYTHON, sandbox: { kind: 'none' } });
     try {
-      const cases = ['a = 1\nb = (\n', 'import json\njson.loads("{bad")', 'await call_tool("fail", sku="Z")', 'def f():\n    raise ValueError("x")\nf()', 'yield 1'];
+      const cases = [
+        'a = 1\nb = (\n',
+        'import json\njson.loads("{bad")',
+        'await call_tool("fail", sku="Z")',
+        'def f():\n    raise ValueError("x")\nf()',
+        'yield 1',
+      ];
       for (const code of cases) {
         const item = await rt.execute({ code }, { onToolCall: handler });
         const tb = item.error?.traceback ?? '';

@@ -46,18 +46,25 @@ describe('python environment: which interpreter a folder runs', function () {
     assert.equal(origins['python.path'], 'default');
   });
 
-  it('the order: codeact.python.path, the Python extension\'s, .venv, venv, python3', () => {
+  it("the order: codeact.python.path, the Python extension's, .venv, venv, python3", () => {
     const all = resolvePythonEnv({ folder, setting: other, pythonExtensionPath: plainVenv });
     assert.deepEqual([all.source, all.python, all.venv, all.label], ['setting', other, path.join(base, 'elsewhere'), `elsewhere ${VERSION}`]);
     const ext = resolvePythonEnv({ folder, pythonExtensionPath: plainVenv });
     assert.deepEqual([ext.source, ext.python, ext.label], ['python-extension', plainVenv, `venv ${VERSION}`]);
     const found = resolvePythonEnv({ folder });
-    assert.deepEqual([found.source, found.python, found.venv, found.label, found.systemSitePackages], ['venv', dotVenv, path.join(folder, '.venv'), `.venv ${VERSION}`, true]);
+    assert.deepEqual(
+      [found.source, found.python, found.venv, found.label, found.systemSitePackages],
+      ['venv', dotVenv, path.join(folder, '.venv'), `.venv ${VERSION}`, true],
+    );
     assert.match(found.reason, /the folder's \.venv/);
     rmSync(path.join(folder, '.venv', 'pyvenv.cfg'));
     try {
       const next = resolvePythonEnv({ folder });
-      assert.deepEqual([next.source, next.python, next.label, next.systemSitePackages], ['venv', plainVenv, `venv ${VERSION}`, false], 'a .venv without pyvenv.cfg is no venv: venv/ is next');
+      assert.deepEqual(
+        [next.source, next.python, next.label, next.systemSitePackages],
+        ['venv', plainVenv, `venv ${VERSION}`, false],
+        'a .venv without pyvenv.cfg is no venv: venv/ is next',
+      );
     } finally {
       venv(path.join(folder, '.venv'), ['--system-site-packages']);
     }
@@ -66,16 +73,19 @@ describe('python environment: which interpreter a folder runs', function () {
     assert.equal(resolvePythonEnv({}).python, 'python3');
   });
 
-  it('the Python extension\'s environment counts as a path (an interpreter or an environment folder), not its bare fallback command', () => {
+  it("the Python extension's environment counts as a path (an interpreter or an environment folder), not its bare fallback command", () => {
     assert.equal(resolvePythonEnv({ folder, pythonExtensionPath: 'python' }).source, 'venv');
     assert.equal(resolvePythonEnv({ folder, pythonExtensionPath: path.join(base, 'missing', 'bin', 'python') }).source, 'venv');
     const dir = resolvePythonEnv({ folder, pythonExtensionPath: path.join(base, 'elsewhere') });
     assert.deepEqual([dir.source, dir.python], ['python-extension', other]);
     // A non-venv interpreter is named by its file.
-    assert.deepEqual([resolvePythonEnv({ pythonExtensionPath: '/usr/bin/python3' }).label, resolvePythonEnv({ pythonExtensionPath: '/usr/bin/python3' }).venv], ['python3', undefined]);
+    assert.deepEqual(
+      [resolvePythonEnv({ pythonExtensionPath: '/usr/bin/python3' }).label, resolvePythonEnv({ pythonExtensionPath: '/usr/bin/python3' }).venv],
+      ['python3', undefined],
+    );
   });
 
-  it('a setting may name the folder\'s interpreter relatively or with ${workspaceFolder}', () => {
+  it("a setting may name the folder's interpreter relatively or with ${workspaceFolder}", () => {
     for (const setting of ['.venv/bin/python', '${workspaceFolder}/.venv/bin/python', './.venv/bin/python']) {
       const env = resolvePythonEnv({ folder, setting });
       assert.deepEqual([env.source, env.python, env.label], ['setting', dotVenv, `.venv ${VERSION}`], setting);
@@ -83,7 +93,7 @@ describe('python environment: which interpreter a folder runs', function () {
     assert.equal(resolvePythonEnv({ folder, setting: 'python3.11' }).python, 'python3.11', 'a command stays a command');
   });
 
-  it('an untrusted folder\'s own environments are never run (only the setting, as resolve.ts allowed it, and python3)', () => {
+  it("an untrusted folder's own environments are never run (only the setting, as resolve.ts allowed it, and python3)", () => {
     const env = resolvePythonEnv({ folder, pythonExtensionPath: plainVenv, trusted: false });
     assert.deepEqual([env.source, env.python], ['system', 'python3']);
     assert.match(env.reason, /not trusted/);
@@ -107,11 +117,11 @@ describe('python environment: which interpreter a folder runs', function () {
     }
   });
 
-  it('both hosts\' runtime configuration runs the folder\'s .venv when nothing else is chosen', () => {
+  it("both hosts' runtime configuration runs the folder's .venv when nothing else is chosen", () => {
     const { config } = resolveEngineConfig(() => undefined, { trusted: true });
     assert.equal(runtimeConfigFrom(config, { workspace: folder, longLived: false }).local?.python, dotVenv);
     assert.equal(runtimeConfigFrom(config, { workspace: folder, longLived: false, trusted: false }).local?.python, 'python3');
-    assert.equal(runtimeConfigFrom(config, { workspace: folder, longLived: false, python: other }).local?.python, other, 'the host\'s own resolution wins');
+    assert.equal(runtimeConfigFrom(config, { workspace: folder, longLived: false, python: other }).local?.python, other, "the host's own resolution wins");
     const set = resolveEngineConfig((k) => (k === 'python.path' ? { user: '/usr/bin/python3' } : undefined), { trusted: true }).config;
     assert.equal(runtimeConfigFrom(set, { workspace: folder, longLived: false }).local?.python, '/usr/bin/python3');
   });
@@ -125,7 +135,7 @@ describe('python environment: which interpreter a folder runs', function () {
     assert.ok((await resolvePython(python)).path.includes('/usr/lib/python3/dist-packages'), 'the new venv sees the system site-packages');
   });
 
-  it('the CLI runs the --workspace folder\'s .venv (trusted), and python3 in an untrusted folder', async () => {
+  it("the CLI runs the --workspace folder's .venv (trusted), and python3 in an untrusted folder", async () => {
     const code = ['import sys', 'print("prefix=" + sys.prefix)'].join('\n');
     const file = path.join(base, 'where.py');
     writeFileSync(file, code);

@@ -34,7 +34,12 @@ for (const { kind, zygote } of variants) {
       return rt;
     }
 
-    async function run(rt: LocalRuntime, code: string, sessionId?: string, extra: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<CodeInterpreterCallItem> {
+    async function run(
+      rt: LocalRuntime,
+      code: string,
+      sessionId?: string,
+      extra: { timeoutMs?: number; signal?: AbortSignal } = {},
+    ): Promise<CodeInterpreterCallItem> {
       return rt.execute({ code, sessionId, timeoutMs: extra.timeoutMs }, { signal: extra.signal });
     }
 
@@ -68,7 +73,7 @@ for (const { kind, zygote } of variants) {
       assert.equal((await run(rt, "'rows' in globals()", 'other')).value, false);
     });
 
-    it('summarises the session\'s variables without running their code: builtin values, functions, classes, modules', async () => {
+    it("summarises the session's variables without running their code: builtin values, functions, classes, modules", async () => {
       const rt = runtime();
       const code = [
         'import math',
@@ -128,7 +133,11 @@ for (const { kind, zygote } of variants) {
       assert.equal(cells.length, 3);
       const items: CodeInterpreterCallItem[] = [];
       for (const cell of cells) items.push(await run(rt, codeOf(lines, cell.codeStart, cell.end).code, 'doc:analysis.py'));
-      assert.deepEqual(items.map((i) => i.status), ['completed', 'completed', 'completed'], JSON.stringify(items.map((i) => i.error)));
+      assert.deepEqual(
+        items.map((i) => i.status),
+        ['completed', 'completed', 'completed'],
+        JSON.stringify(items.map((i) => i.error)),
+      );
       assert.deepEqual(items[2].value, { count: 3, mean: 20 });
     });
 
@@ -137,12 +146,7 @@ for (const { kind, zygote } of variants) {
       await run(rt, 'kept = "still here"', 's');
       const marker = `codeact-stopped-${kind}-${zygote}-${Date.now()}`;
       const controller = new AbortController();
-      const code = [
-        ...daemonLines(marker),
-        'print("working", flush=True)',
-        'while True:',
-        '    time.sleep(0.05)',
-      ].join('\n');
+      const code = [...daemonLines(marker), 'print("working", flush=True)', 'while True:', '    time.sleep(0.05)'].join('\n');
       const stopped = run(rt, code, 's', { signal: controller.signal });
       await waitFor(() => processesWithCmdline(marker).length === 2, { what: 'the run to start its processes' });
       controller.abort();
@@ -150,7 +154,7 @@ for (const { kind, zygote } of variants) {
       assert.equal(item.error?.type, 'Cancelled');
       assert.equal(item.status, 'incomplete');
       assert.equal(item.session?.state_lost, undefined);
-      await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the stopped run\'s processes to die' });
+      await waitFor(() => processesWithCmdline(marker).length === 0, { what: "the stopped run's processes to die" });
       assert.equal((await run(rt, 'kept', 's')).value, 'still here');
     });
 
@@ -178,7 +182,10 @@ for (const { kind, zygote } of variants) {
       ].join('\n');
       const item = await run(rt, code, 's', { timeoutMs: 1000 });
       assert.equal(item.error?.type, 'Timeout');
-      assert.match(item.error!.message, /did not respond to the interrupt within 0\.8 s, so its Python session was ended: variables from earlier runs are gone/);
+      assert.match(
+        item.error!.message,
+        /did not respond to the interrupt within 0\.8 s, so its Python session was ended: variables from earlier runs are gone/,
+      );
       assert.equal(item.session?.state_lost, true);
       await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'the stubborn tree to die' });
       const next = await run(rt, "'kept' in globals()", 's');
@@ -225,10 +232,7 @@ for (const { kind, zygote } of variants) {
     it('no process survives the end of a session: setsid and double-fork daemons included', async () => {
       const rt = runtime();
       const marker = `codeact-session-orphan-${kind}-${zygote}-${Date.now()}`;
-      const code = [
-        ...daemonLines(marker),
-        'time.sleep(0.3)',
-      ].join('\n');
+      const code = [...daemonLines(marker), 'time.sleep(0.3)'].join('\n');
       await run(rt, code, 'closing');
       await run(rt, code.replace(/sleep\(30(\d)\)/g, 'sleep(40$1)'), 'disposing');
       await waitFor(() => processesWithCmdline(marker).length === 4, { what: 'both sessions to run their daemons' });
@@ -236,7 +240,7 @@ for (const { kind, zygote } of variants) {
       await run(rt, 'x = 1', 'closing');
       assert.equal(processesWithCmdline(marker).length, 4);
       await rt.sessions.close('closing');
-      await waitFor(() => processesWithCmdline(marker).length === 2, { what: 'the closed session\'s daemons to die' });
+      await waitFor(() => processesWithCmdline(marker).length === 2, { what: "the closed session's daemons to die" });
       await rt.dispose();
       await waitFor(() => processesWithCmdline(marker).length === 0, { what: 'every daemon to die on dispose' });
     });
@@ -250,7 +254,12 @@ describe('local sessions: the warm zygote', function () {
   for (const kind of ['none', 'bubblewrap'] as const) {
     it(`gives every forked guest fresh random state, no inherited threads or descriptors (sandbox: ${kind})`, async function () {
       if (kind === 'bubblewrap' && (await probeBubblewrap())) this.skip();
-      const hasNumpy = (await new LocalRuntime({ python, sandbox: { kind: 'none' } }).execute({ code: 'import importlib.util\nreturn importlib.util.find_spec("numpy") is not None' })).value === true;
+      const hasNumpy =
+        (
+          await new LocalRuntime({ python, sandbox: { kind: 'none' } }).execute({
+            code: 'import importlib.util\nreturn importlib.util.find_spec("numpy") is not None',
+          })
+        ).value === true;
       const rt = new LocalRuntime({ python, sandbox: { kind }, preload: hasNumpy ? ['random', 'numpy'] : ['random'] });
       try {
         const code = [
@@ -274,14 +283,20 @@ describe('local sessions: the warm zygote', function () {
         seen.push(one.value as Record<string, unknown>);
         assert.equal(new Set(seen.map((v) => v.random)).size, seen.length, `random state repeated: ${JSON.stringify(seen)}`);
         if (hasNumpy) {
-          assert.ok(seen.every((v) => v.numpy_preloaded), 'numpy was preloaded in the zygote');
+          assert.ok(
+            seen.every((v) => v.numpy_preloaded),
+            'numpy was preloaded in the zygote',
+          );
           assert.equal(new Set(seen.map((v) => v.numpy)).size, seen.length, `numpy state repeated: ${JSON.stringify(seen)}`);
         }
         for (const v of seen) {
           // Only the guest's own: the main thread and its output flusher (none from the zygote).
           assert.deepEqual(v.threads, ['MainThread', 'codeact-output']);
           // stdin, stdout, stderr, the protocol channel, and the fd listdir itself opened.
-          assert.ok((v.fds as number[]).every((fd) => fd <= 4), `inherited descriptors: ${JSON.stringify(v.fds)}`);
+          assert.ok(
+            (v.fds as number[]).every((fd) => fd <= 4),
+            `inherited descriptors: ${JSON.stringify(v.fds)}`,
+          );
         }
       } finally {
         await rt.dispose();

@@ -23,14 +23,27 @@ describe('tool search (BM25)', () => {
   const discovery = new ToolDiscovery(tools);
 
   it('splits snake_case, kebab-case and camelCase names into words, and stems them lightly', () => {
-    assert.deepEqual(splitWords('github_mergePullRequest-v2 getS3Object HTTPServer'), ['github', 'merge', 'pull', 'request', 'v2', 'get', 's3', 'object', 'http', 'server']);
+    assert.deepEqual(splitWords('github_mergePullRequest-v2 getS3Object HTTPServer'), [
+      'github',
+      'merge',
+      'pull',
+      'request',
+      'v2',
+      'get',
+      's3',
+      'object',
+      'http',
+      'server',
+    ]);
     assert.deepEqual(['orders', 'listing', 'created', 'replies', 'status', 'boxes'].map(stem), ['order', 'list', 'create', 'reply', 'status', 'box']);
     assert.deepEqual(tokenize('Find the invoices for a customer'), ['find', 'invoice', 'customer']);
   });
 
   it(`ranks the right tool first for ${SEARCH_CASES.length} everyday queries over a 300-tool catalogue`, () => {
     assert.equal(tools.length, 300);
-    const misses = SEARCH_CASES.map(([query, want]) => ({ query, want, got: discovery.search({ query, limit: 3 }).map((h) => h.name) })).filter((r) => r.got[0] !== r.want);
+    const misses = SEARCH_CASES.map(([query, want]) => ({ query, want, got: discovery.search({ query, limit: 3 }).map((h) => h.name) })).filter(
+      (r) => r.got[0] !== r.want,
+    );
     assert.deepEqual(misses, []);
   });
 
@@ -51,7 +64,10 @@ describe('tool search (BM25)', () => {
     assert.throws(() => discovery.search({ query: 'x', top: 3 }), /unexpected argument\(s\) "top"; it takes query, limit/);
     assert.deepEqual(discovery.search({ query: 'zzzqqq xylophone' }), []);
     const long = `${'slack '.repeat(5000)} restart pod`;
-    assert.ok(discovery.search({ query: long }).every((h) => h.name.startsWith('slack_')), 'only the first 500 characters count');
+    assert.ok(
+      discovery.search({ query: long }).every((h) => h.name.startsWith('slack_')),
+      'only the first 500 characters count',
+    );
     const index = new ToolSearchIndex([{ name: 'a_b', description: 'x'.repeat(1_000_000) }]);
     assert.equal(index.search('a b')[0].name, 'a_b');
   });
@@ -67,34 +83,51 @@ describe('tool search (BM25)', () => {
 
 describe('signature catalogue', () => {
   it('lists parameters with name, required, JSON type, default, description and enum; required first', () => {
-    const [tool] = loadTools([{
-      name: 'get-ticket',
-      description: 'Read one support ticket. It has many fields.',
-      command: ['true'],
-      inputSchema: {
-        type: 'object',
-        properties: {
-          verbose: { type: 'boolean', default: false },
-          id: { $ref: '#/$defs/id' },
-          'max-lines': { type: 'integer' },
-          status: { enum: ['open', 'closed', null] },
-          type: { type: ['string', 'null'], description: 'Kind.' },
+    const [tool] = loadTools(
+      [
+        {
+          name: 'get-ticket',
+          description: 'Read one support ticket. It has many fields.',
+          command: ['true'],
+          inputSchema: {
+            type: 'object',
+            properties: {
+              verbose: { type: 'boolean', default: false },
+              id: { $ref: '#/$defs/id' },
+              'max-lines': { type: 'integer' },
+              status: { enum: ['open', 'closed', null] },
+              type: { type: ['string', 'null'], description: 'Kind.' },
+            },
+            required: ['id'],
+            $defs: { id: { type: 'string', description: 'Ticket id.' } },
+          },
+          outputSchema: { type: 'object', properties: { id: { type: 'string' }, lines: { type: 'array', items: { type: 'string' } } } },
         },
-        required: ['id'],
-        $defs: { id: { type: 'string', description: 'Ticket id.' } },
-      },
-      outputSchema: { type: 'object', properties: { id: { type: 'string' }, lines: { type: 'array', items: { type: 'string' } } } },
-    }], { workspace: '/tmp' }).tools;
+      ],
+      { workspace: '/tmp' },
+    ).tools;
     const params = toolParams(tool)!;
-    assert.deepEqual(params.map((p) => p.name), ['id', 'verbose', 'max-lines', 'status', 'type']);
+    assert.deepEqual(
+      params.map((p) => p.name),
+      ['id', 'verbose', 'max-lines', 'status', 'type'],
+    );
     assert.deepEqual(params[0], { name: 'id', required: true, type: 'string', description: 'Ticket id.' });
     assert.deepEqual(params[1], { name: 'verbose', required: false, type: 'boolean', default: false });
     assert.deepEqual(params[3], { name: 'status', required: false, type: ['string', 'null'], enum: ['open', 'closed', null] });
     // `max-lines` is no Python name: the function takes **arguments for it. `type` is a valid name.
-    assert.equal(signatureText(tool.name, params), 'get_ticket(*, id: str, verbose: bool = False, status: str | None = ..., type: str | None = ..., **arguments)');
+    assert.equal(
+      signatureText(tool.name, params),
+      'get_ticket(*, id: str, verbose: bool = False, status: str | None = ..., type: str | None = ..., **arguments)',
+    );
     const catalog = buildToolCatalog([tool], { reserved: RESERVED });
     assert.deepEqual(catalog.tools[0], {
-      name: 'get-ticket', py: 'get_ticket', group: 'command tools', description: 'Read one support ticket.', params, extra: true, returns: '{id: string, lines: array of string}',
+      name: 'get-ticket',
+      py: 'get_ticket',
+      group: 'command tools',
+      description: 'Read one support ticket.',
+      params,
+      extra: true,
+      returns: '{id: string, lines: array of string}',
     });
   });
 
@@ -123,7 +156,11 @@ describe('signature catalogue', () => {
 describe('reserved discovery calls behind the gateway', () => {
   function askTool(invoked: string[]): ManagedTool {
     return {
-      name: 'wire_money', description: 'Wire money to an account.', approval: 'ask', expose: 'code', source: 'test',
+      name: 'wire_money',
+      description: 'Wire money to an account.',
+      approval: 'ask',
+      expose: 'code',
+      source: 'test',
       inputSchema: { type: 'object', properties: { iban: { type: 'string' }, amount: { type: 'number' } }, required: ['iban', 'amount'] },
       invoke: async () => (invoked.push('wire_money'), { ok: true }),
     };
@@ -139,11 +176,17 @@ describe('reserved discovery calls behind the gateway', () => {
     const d = (await gw.handler({ itemId: 'x', callId: '2', name: DESCRIBE_TOOL, arguments: { name: 'wire_money' } }, signal)) as { approval: string };
     assert.equal(d.approval, 'ask');
     const catalog = (await gw.handler({ itemId: 'x', callId: '3', name: TOOL_CATALOG, arguments: {} }, signal)) as { tools: { name: string }[] };
-    assert.deepEqual(catalog.tools.map((t) => t.name), ['wire_money']);
+    assert.deepEqual(
+      catalog.tools.map((t) => t.name),
+      ['wire_money'],
+    );
     assert.deepEqual(invoked, []);
     assert.deepEqual(approvals, []);
     assert.equal(gw.records.length, 0);
-    await assert.rejects(gw.handler({ itemId: 'x', callId: '4', name: 'codeact.run_anything', arguments: {} }, signal), /"codeact.run_anything" is a reserved name, not a tool/);
+    await assert.rejects(
+      gw.handler({ itemId: 'x', callId: '4', name: 'codeact.run_anything', arguments: {} }, signal),
+      /"codeact.run_anything" is a reserved name, not a tool/,
+    );
     // An ordinary call still goes through approval.
     await assert.rejects(gw.handler({ itemId: 'x', callId: '5', name: 'wire_money', arguments: { iban: 'X', amount: 1 } }, signal), /denied/);
     assert.deepEqual(approvals, ['wire_money']);
@@ -152,22 +195,42 @@ describe('reserved discovery calls behind the gateway', () => {
   it('no declared tool can take a reserved name', () => {
     const set = loadTools([{ name: 'codeact.search_tools', command: ['true'] }], { workspace: '/tmp' });
     assert.equal(set.tools.length, 0);
-    assert.match(set.errors[0].message, /"name": "codeact\.search_tools" is not a valid tool name\. Fix: start with a letter and use only letters, digits, "_" and "-"/);
+    assert.match(
+      set.errors[0].message,
+      /"name": "codeact\.search_tools" is not a valid tool name\. Fix: start with a letter and use only letters, digits, "_" and "-"/,
+    );
     assert.equal(isDiscoveryCall('search_tools'), false);
     assert.equal(isDiscoveryCall(SEARCH_TOOLS), true);
   });
 
   it('tags discovery tool-call events with kind: "discovery", and leaves the others alone', async () => {
     const events: CodeActEvent[] = [];
-    const dispatcher = new ToolDispatcher({ itemId: 'e', emit: (e) => events.push(e), handler: async () => 1, enabled: true, maxConcurrent: 2, maxTotal: 2, signal: new AbortController().signal });
+    const dispatcher = new ToolDispatcher({
+      itemId: 'e',
+      emit: (e) => events.push(e),
+      handler: async () => 1,
+      enabled: true,
+      maxConcurrent: 2,
+      maxTotal: 2,
+      signal: new AbortController().signal,
+    });
     await dispatcher.dispatch(SEARCH_TOOLS, {});
     await dispatcher.dispatch('wire_money', {});
-    assert.deepEqual(events.filter((e) => e.type === 'codeact.tool_call.started'), [
-      { type: 'codeact.tool_call.started', item_id: 'e', call_id: 'e:1', name: SEARCH_TOOLS, arguments: {}, kind: 'discovery' },
-      { type: 'codeact.tool_call.started', item_id: 'e', call_id: 'e:2', name: 'wire_money', arguments: {} },
-    ]);
+    assert.deepEqual(
+      events.filter((e) => e.type === 'codeact.tool_call.started'),
+      [
+        { type: 'codeact.tool_call.started', item_id: 'e', call_id: 'e:1', name: SEARCH_TOOLS, arguments: {}, kind: 'discovery' },
+        { type: 'codeact.tool_call.started', item_id: 'e', call_id: 'e:2', name: 'wire_money', arguments: {} },
+      ],
+    );
     const completed = events.filter((e) => e.type === 'codeact.tool_call.completed');
-    assert.deepEqual(completed.map((e) => [e.name, 'kind' in e ? e.kind : 'untagged']), [[SEARCH_TOOLS, 'discovery'], ['wire_money', 'untagged']]);
+    assert.deepEqual(
+      completed.map((e) => [e.name, 'kind' in e ? e.kind : 'untagged']),
+      [
+        [SEARCH_TOOLS, 'discovery'],
+        ['wire_money', 'untagged'],
+      ],
+    );
   });
 });
 

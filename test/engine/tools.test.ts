@@ -29,7 +29,10 @@ describe('managed tool declarations', () => {
       ],
       { workspace: '/tmp' },
     );
-    assert.deepEqual(tools.map((t) => t.name), ['ok', 'fine2']);
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['ok', 'fine2'],
+    );
     const byIndex = new Map(errors.map((e) => [e.index, e.message]));
     assert.deepEqual([...byIndex.keys()], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     assert.match(byIndex.get(1)!, /"name": "ok" is declared twice \(also at codeact\.tools\[0\]\)/);
@@ -104,15 +107,21 @@ describe('command tools', () => {
   after(() => rmSync(ws, { recursive: true, force: true }));
 
   const make = (extra: Record<string, unknown> = {}) =>
-    loadTools([{ name: 'py', command: { argv: ['python3', 'tool.py'], ...extra } }], { workspace: ws, hostEnv: { ...process.env, MY_TOKEN: 'abc', OTHER_SECRET: 'zzz' } }).tools[0];
+    loadTools([{ name: 'py', command: { argv: ['python3', 'tool.py'], ...extra } }], {
+      workspace: ws,
+      hostEnv: { ...process.env, MY_TOKEN: 'abc', OTHER_SECRET: 'zzz' },
+    }).tools[0];
 
   it('sends JSON arguments on stdin and reads one JSON value, running in the workspace folder', async () => {
     assert.deepEqual(await make().invoke({ a: [1, 'é'] }, { signal: signal(), callId: '1' }), { echo: { a: [1, 'é'] } });
     assert.equal(await make().invoke({ mode: 'cwd' }, { signal: signal(), callId: '1' }), ws);
   });
 
-  it("carries the stderr tail of a failing tool into the error", async () => {
-    await assert.rejects(make().invoke({ mode: 'fail' }, { signal: signal(), callId: '1' }), /Tool "py" failed \(exit code 3\):\nline one\nthe widget is broken/);
+  it('carries the stderr tail of a failing tool into the error', async () => {
+    await assert.rejects(
+      make().invoke({ mode: 'fail' }, { signal: signal(), callId: '1' }),
+      /Tool "py" failed \(exit code 3\):\nline one\nthe widget is broken/,
+    );
   });
 
   it('gives a minimal environment plus only the listed variables', async () => {
@@ -144,7 +153,9 @@ describe('http tools', () => {
         if (req.url!.startsWith('/redirect-in')) return res.writeHead(302, { location: '/items/moved' }).end();
         if (req.url!.startsWith('/fail')) return res.writeHead(503, { 'content-type': 'text/plain' }).end('upstream is down for maintenance');
         if (req.url!.startsWith('/big')) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify('x'.repeat(5000)));
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, url: req.url, body: body ? JSON.parse(body) : null }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ method: req.method, url: req.url, body: body ? JSON.parse(body) : null }));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -176,15 +187,30 @@ describe('http tools', () => {
   });
 
   it('enforces allowedHosts on the request and on every redirect', async () => {
-    await assert.rejects(make({ url: 'http://localhost:1/x' }).invoke({}, { signal: signal(), callId: '1' }), /goes to localhost:1, which is not in allowedHosts \(127\.0\.0\.1\)/);
-    await assert.rejects(make({ url: `http://127.0.0.1:${port}/redirect-out` }).invoke({}, { signal: signal(), callId: '1' }), /a redirect went to evil\.localtest:1/);
+    await assert.rejects(
+      make({ url: 'http://localhost:1/x' }).invoke({}, { signal: signal(), callId: '1' }),
+      /goes to localhost:1, which is not in allowedHosts \(127\.0\.0\.1\)/,
+    );
+    await assert.rejects(
+      make({ url: `http://127.0.0.1:${port}/redirect-out` }).invoke({}, { signal: signal(), callId: '1' }),
+      /a redirect went to evil\.localtest:1/,
+    );
     const moved = (await make({ url: `http://127.0.0.1:${port}/redirect-in` }).invoke({}, { signal: signal(), callId: '1' })) as { url: string };
     assert.equal(moved.url, '/items/moved');
   });
 
   it('reports non-2xx with the status and a snippet, caps the response size, and names a missing env variable', async () => {
-    await assert.rejects(make({ url: `http://127.0.0.1:${port}/fail` }).invoke({}, { signal: signal(), callId: '1' }), /HTTP 503 Service Unavailable: upstream is down for maintenance/);
-    await assert.rejects(make({ url: `http://127.0.0.1:${port}/big`, maxResponseBytes: 1000 }).invoke({}, { signal: signal(), callId: '1' }), /larger than 1,000 bytes/);
-    await assert.rejects(make({ url: `http://127.0.0.1:${port}/x`, headers: { 'x-key': '${env:NOPE_NOT_SET}' } }).invoke({}, { signal: signal(), callId: '1' }), /needs the environment variable NOPE_NOT_SET/);
+    await assert.rejects(
+      make({ url: `http://127.0.0.1:${port}/fail` }).invoke({}, { signal: signal(), callId: '1' }),
+      /HTTP 503 Service Unavailable: upstream is down for maintenance/,
+    );
+    await assert.rejects(
+      make({ url: `http://127.0.0.1:${port}/big`, maxResponseBytes: 1000 }).invoke({}, { signal: signal(), callId: '1' }),
+      /larger than 1,000 bytes/,
+    );
+    await assert.rejects(
+      make({ url: `http://127.0.0.1:${port}/x`, headers: { 'x-key': '${env:NOPE_NOT_SET}' } }).invoke({}, { signal: signal(), callId: '1' }),
+      /needs the environment variable NOPE_NOT_SET/,
+    );
   });
 });

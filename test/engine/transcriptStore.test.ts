@@ -21,7 +21,10 @@ describe('transcript store', () => {
     assert.equal(again.meta.containerId, 'cntr_1');
     assert.deepEqual(again.events, [{ type: 'response.output_text.delta', item_id: 'm1', delta: 'Hé' }]);
     assert.equal(again.history.length, 1);
-    assert.deepEqual(store.list().map((s) => [s.id, s.turns]), [[c.id, 1]]);
+    assert.deepEqual(
+      store.list().map((s) => [s.id, s.turns]),
+      [[c.id, 1]],
+    );
     store.delete(c.id);
     assert.deepEqual(store.list(), []);
   });
@@ -34,7 +37,10 @@ describe('transcript store', () => {
     c.appendEvent({ type: 'response.output_text.delta', item_id: 'm', delta: 'hi' });
     assert.equal(c.events.length, 3, 'kept in memory for the panel');
     c.flush();
-    assert.deepEqual(store.open(c.id).events.map((e) => e.type), ['response.output_text.delta']);
+    assert.deepEqual(
+      store.open(c.id).events.map((e) => e.type),
+      ['response.output_text.delta'],
+    );
   });
 
   it('survives a torn last line after a crash', () => {

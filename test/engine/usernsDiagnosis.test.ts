@@ -18,7 +18,8 @@ import { apparmorProfile, DEVCONTAINER_RUN_ARGS, diagnoseUserns, type UsernsHost
 
 // bwrap's own words (bubblewrap 0.8, bubblewrap.c) on each kind of host.
 const UID_MAP = 'bwrap: setting up uid map: Permission denied';
-const NO_PERMISSION = "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.";
+const NO_PERMISSION =
+  "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.";
 const ENOSPC = 'bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)';
 const PROC_MASKED = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted";
 
@@ -76,25 +77,37 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
   it('AppArmor (Ubuntu 23.10+): names kernel.apparmor_restrict_unprivileged_userns = 1, gives the bwrap profile, and the sysctl with its trade-off', async () => {
     const { sandbox, bwrap } = fakeHost({ 'kernel/apparmor_restrict_unprivileged_userns': '1', 'user/max_user_namespaces': '63000' });
     const msg = await strictError(sandbox);
-    assert.match(msg, /^codeact\.sandbox\.kind is "bubblewrap" but bubblewrap cannot run here: AppArmor restricts unprivileged user namespaces on this machine \(kernel\.apparmor_restrict_unprivileged_userns = 1, the default on Ubuntu 23\.10 and later\)/);
+    assert.match(
+      msg,
+      /^codeact\.sandbox\.kind is "bubblewrap" but bubblewrap cannot run here: AppArmor restricts unprivileged user namespaces on this machine \(kernel\.apparmor_restrict_unprivileged_userns = 1, the default on Ubuntu 23\.10 and later\)/,
+    );
     assert.ok(msg.includes('(bwrap: setting up uid map: Permission denied)'), msg);
     // The profile, for this bwrap, written with one command that a shell turns into the exact file.
     const command = /printf ('[^']*') \| sudo tee \/etc\/apparmor\.d\/bwrap && sudo apparmor_parser -r \/etc\/apparmor\.d\/bwrap/.exec(msg);
     assert.ok(command, msg);
     assert.equal(execFileSync('sh', ['-c', `printf ${command[1]}`], { encoding: 'utf8' }), apparmorProfile(bwrap));
-    assert.match(apparmorProfile(bwrap), new RegExp(`^abi <abi/4\\.0>,\\ninclude <tunables/global>\\n\\nprofile bwrap ${bwrap} flags=\\(unconfined\\) \\{\\n  userns,\\n`));
+    assert.match(
+      apparmorProfile(bwrap),
+      new RegExp(`^abi <abi/4\\.0>,\\ninclude <tunables/global>\\n\\nprofile bwrap ${bwrap} flags=\\(unconfined\\) \\{\\n  userns,\\n`),
+    );
     assert.ok(msg.includes('sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0'), msg);
     assert.ok(msg.includes("echo 'kernel.apparmor_restrict_unprivileged_userns = 0' | sudo tee /etc/sysctl.d/60-codeact-userns.conf"), msg);
     assert.match(msg, /weaker: it gives the kernel's user-namespace attack surface back to all of them/);
     assert.match(msg, /Or set codeact\.sandbox\.kind to "auto"/);
     const warning = await autoWarning(sandbox);
-    assert.match(warning, /^Code runs without a sandbox: AppArmor restricts unprivileged user namespaces .*API keys included\. Let bwrap alone create user namespaces: .*Or set codeact\.sandbox\.kind to "none" to silence this warning\.$/s);
+    assert.match(
+      warning,
+      /^Code runs without a sandbox: AppArmor restricts unprivileged user namespaces .*API keys included\. Let bwrap alone create user namespaces: .*Or set codeact\.sandbox\.kind to "none" to silence this warning\.$/s,
+    );
   });
 
   it('Debian: names kernel.unprivileged_userns_clone = 0 and gives the sysctl', async () => {
     const { sandbox } = fakeHost({ 'kernel/unprivileged_userns_clone': '0', 'user/max_user_namespaces': '63000' }, { stderr: NO_PERMISSION });
     const msg = await strictError(sandbox);
-    assert.match(msg, /cannot run here: this kernel does not let unprivileged users create user namespaces \(kernel\.unprivileged_userns_clone = 0, Debian's switch on older kernels\)/);
+    assert.match(
+      msg,
+      /cannot run here: this kernel does not let unprivileged users create user namespaces \(kernel\.unprivileged_userns_clone = 0, Debian's switch on older kernels\)/,
+    );
     assert.ok(msg.includes('sudo sysctl -w kernel.unprivileged_userns_clone=1'), msg);
     assert.ok(msg.includes("echo 'kernel.unprivileged_userns_clone = 1' | sudo tee /etc/sysctl.d/60-codeact-userns.conf"), msg);
     assert.doesNotMatch(msg, /AppArmor|container/);
@@ -104,7 +117,10 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
   it('user.max_user_namespaces = 0: names it and gives the sysctl', async () => {
     const { sandbox } = fakeHost({ 'user/max_user_namespaces': '0' }, { stderr: ENOSPC });
     const msg = await strictError(sandbox);
-    assert.match(msg, /cannot run here: user namespaces are switched off here \(user\.max_user_namespaces = 0\) \(bwrap: Creating new namespace failed: nesting depth/);
+    assert.match(
+      msg,
+      /cannot run here: user namespaces are switched off here \(user\.max_user_namespaces = 0\) \(bwrap: Creating new namespace failed: nesting depth/,
+    );
     assert.ok(msg.includes('sudo sysctl -w user.max_user_namespaces=15000'), msg);
     assert.ok(msg.includes("echo 'user.max_user_namespaces = 15000' | sudo tee /etc/sysctl.d/60-codeact-userns.conf"), msg);
     assert.match(await autoWarning(sandbox), /^Code runs without a sandbox: user namespaces are switched off here/);
@@ -113,9 +129,22 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
   it('a container without the privilege: names the container and the layer that refused, and gives the devcontainer.json runArgs', async () => {
     const { sandbox } = fakeHost({ 'user/max_user_namespaces': '63000' }, { marks: ['.dockerenv'], stderr: NO_PERMISSION });
     const msg = await strictError(sandbox);
-    assert.match(msg, /cannot run here: CodeAct runs in a Docker container \(\/\.dockerenv\) that does not let bubblewrap create its namespaces: the container's seccomp profile refuses new namespaces/);
-    assert.ok(msg.includes('"runArgs": ["--security-opt","seccomp=unconfined","--security-opt","apparmor=unconfined","--security-opt","systempaths=unconfined"]'), msg);
-    assert.deepEqual(DEVCONTAINER_RUN_ARGS, ['--security-opt', 'seccomp=unconfined', '--security-opt', 'apparmor=unconfined', '--security-opt', 'systempaths=unconfined']);
+    assert.match(
+      msg,
+      /cannot run here: CodeAct runs in a Docker container \(\/\.dockerenv\) that does not let bubblewrap create its namespaces: the container's seccomp profile refuses new namespaces/,
+    );
+    assert.ok(
+      msg.includes('"runArgs": ["--security-opt","seccomp=unconfined","--security-opt","apparmor=unconfined","--security-opt","systempaths=unconfined"]'),
+      msg,
+    );
+    assert.deepEqual(DEVCONTAINER_RUN_ARGS, [
+      '--security-opt',
+      'seccomp=unconfined',
+      '--security-opt',
+      'apparmor=unconfined',
+      '--security-opt',
+      'systempaths=unconfined',
+    ]);
     assert.match(msg, /or "--privileged" \(broader: every capability and the host's devices\); then rebuild the container/);
     // Not the Debian sysctl bwrap's own text suggests: the container is what refused.
     assert.doesNotMatch(msg, /sysctl -w/);
@@ -123,10 +152,16 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
 
     // Docker's masked /proc paths: the kernel refuses a new /proc (seen for real: a bind mount over /proc/keys does it).
     const masked = fakeHost({}, { marks: ['run/.containerenv'], stderr: PROC_MASKED });
-    assert.match(await strictError(masked.sandbox), /runs in a Podman container \(\/run\/\.containerenv\) .*: the container masks parts of \/proc, so the kernel refuses the sandbox a \/proc of its own \(bwrap: Can't mount proc/);
+    assert.match(
+      await strictError(masked.sandbox),
+      /runs in a Podman container \(\/run\/\.containerenv\) .*: the container masks parts of \/proc, so the kernel refuses the sandbox a \/proc of its own \(bwrap: Can't mount proc/,
+    );
     // Docker's AppArmor profile: the mounts are refused.
     const mounts = fakeHost({}, { env: { container: 'docker' }, stderr: 'bwrap: Failed to make / slave: Permission denied' });
-    assert.match(await strictError(mounts.sandbox), /runs in a container \(container=docker\) .*: the container's AppArmor profile refuses the sandbox's mounts/);
+    assert.match(
+      await strictError(mounts.sandbox),
+      /runs in a container \(container=docker\) .*: the container's AppArmor profile refuses the sandbox's mounts/,
+    );
     // Kubernetes, by its cgroup.
     const pod = fakeHost({}, { cgroup: '0::/kubepods/besteffort/pod1234/abcd\n', stderr: NO_PERMISSION });
     assert.match(await strictError(pod.sandbox), /runs in a container \(\/proc\/1\/cgroup names kubepods\)/);
@@ -135,7 +170,10 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
   it('a container on an Ubuntu host with the AppArmor restriction: the container fix, and the host fix too', async () => {
     const { sandbox } = fakeHost({ 'kernel/apparmor_restrict_unprivileged_userns': '1' }, { marks: ['.dockerenv'], stderr: NO_PERMISSION });
     const msg = await strictError(sandbox);
-    assert.match(msg, /CodeAct runs in a Docker container .*"runArgs".* The host also restricts user namespaces with AppArmor \(kernel\.apparmor_restrict_unprivileged_userns = 1\); on the host: Let bwrap alone create user namespaces/s);
+    assert.match(
+      msg,
+      /CodeAct runs in a Docker container .*"runArgs".* The host also restricts user namespaces with AppArmor \(kernel\.apparmor_restrict_unprivileged_userns = 1\); on the host: Let bwrap alone create user namespaces/s,
+    );
   });
 
   it('bubblewrap missing: says it is not on PATH and how to install it', async () => {
@@ -150,15 +188,29 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
     const gone = { ...sandbox, bwrapPath: path.join(empty, 'bwrap') };
     const msg = await strictError(gone);
     assert.ok(msg.includes(`bubblewrap cannot run here: bubblewrap (bwrap) is not installed: there is no ${path.join(empty, 'bwrap')}.`), msg);
-    for (const cmd of ['sudo apt-get install bubblewrap', 'sudo dnf install bubblewrap', 'sudo zypper install bubblewrap', 'sudo pacman -S bubblewrap', 'sudo apk add bubblewrap']) assert.ok(msg.includes(cmd), cmd);
-    assert.match(await autoWarning(gone), /^Code runs without a sandbox: bubblewrap \(bwrap\) is not installed: .*Install bubblewrap to isolate it \(Debian\/Ubuntu: sudo apt-get install bubblewrap;/);
+    for (const cmd of [
+      'sudo apt-get install bubblewrap',
+      'sudo dnf install bubblewrap',
+      'sudo zypper install bubblewrap',
+      'sudo pacman -S bubblewrap',
+      'sudo apk add bubblewrap',
+    ])
+      assert.ok(msg.includes(cmd), cmd);
+    assert.match(
+      await autoWarning(gone),
+      /^Code runs without a sandbox: bubblewrap \(bwrap\) is not installed: .*Install bubblewrap to isolate it \(Debian\/Ubuntu: sudo apt-get install bubblewrap;/,
+    );
   });
 
   it('WSL 1 (no namespaces at all): says so and how to move to WSL 2; WSL 2 is not taken for it', async () => {
-    const einval = 'bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.';
+    const einval =
+      'bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces.  bwrap must be installed setuid on such systems.';
     const wsl1 = fakeHost({ 'kernel/osrelease': '4.4.0-19041-Microsoft' }, { stderr: einval });
     const msg = await strictError(wsl1.sandbox);
-    assert.match(msg, /cannot run here: this is WSL 1, which has no Linux namespaces \(bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces/);
+    assert.match(
+      msg,
+      /cannot run here: this is WSL 1, which has no Linux namespaces \(bwrap: Creating new namespace failed, likely because the kernel does not support user namespaces/,
+    );
     assert.ok(msg.includes('wsl --set-version <distribution> 2'), msg);
     const wsl2 = fakeHost({ 'kernel/osrelease': '5.15.167.4-microsoft-standard-WSL2', 'kernel/unprivileged_userns_clone': '0' }, { stderr: NO_PERMISSION });
     assert.equal(diagnoseUserns(NO_PERMISSION, wsl2.bwrap, wsl2.host).cause, 'userns-clone');

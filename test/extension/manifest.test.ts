@@ -14,7 +14,9 @@ describe('extension manifest', () => {
   });
 
   it('contributes the commands with their "CodeAct:" titles', () => {
-    const titles = Object.fromEntries(pkg.contributes.commands.map((c: { command: string; title: string; category: string }) => [c.command, `${c.category}: ${c.title}`]));
+    const titles = Object.fromEntries(
+      pkg.contributes.commands.map((c: { command: string; title: string; category: string }) => [c.command, `${c.category}: ${c.title}`]),
+    );
     assert.equal(titles['codeact.openChat'], 'CodeAct: Open Chat');
     assert.equal(titles['codeact.runWithTools'], 'CodeAct: Run with Tools');
     assert.equal(titles['codeact.askWithTools'], 'CodeAct: Ask Agent with Tools…');
@@ -26,8 +28,12 @@ describe('extension manifest', () => {
   });
 
   it('has Python menus, keybindings, a view container with the chat webview, and a walkthrough', () => {
-    assert.ok(pkg.contributes.menus['editor/context'].some((m: { command: string; when: string }) => m.command === 'codeact.runWithTools' && /python/.test(m.when)));
-    assert.ok(pkg.contributes.menus['editor/title'].some((m: { command: string; when: string }) => m.command === 'codeact.runWithTools' && /python/.test(m.when)));
+    assert.ok(
+      pkg.contributes.menus['editor/context'].some((m: { command: string; when: string }) => m.command === 'codeact.runWithTools' && /python/.test(m.when)),
+    );
+    assert.ok(
+      pkg.contributes.menus['editor/title'].some((m: { command: string; when: string }) => m.command === 'codeact.runWithTools' && /python/.test(m.when)),
+    );
     assert.ok(pkg.contributes.keybindings.some((k: { command: string }) => k.command === 'codeact.runWithTools'));
     assert.equal(pkg.contributes.viewsContainers.activitybar[0].id, 'codeact');
     assert.equal(pkg.contributes.views.codeact[0].type, 'webview');
@@ -52,16 +58,27 @@ describe('extension manifest', () => {
   it('supports untrusted workspaces only in a limited way, restricting tools, runtime and interpreter settings', () => {
     const u = pkg.capabilities.untrustedWorkspaces;
     assert.equal(u.supported, 'limited');
-    for (const key of ['codeact.tools', 'codeact.runtime', 'codeact.python', 'codeact.jupyter.serverURL', 'codeact.jupyter.url', 'codeact.sandbox.kind']) assert.ok(u.restrictedConfigurations.includes(key), key);
+    for (const key of ['codeact.tools', 'codeact.runtime', 'codeact.python', 'codeact.jupyter.serverURL', 'codeact.jupyter.url', 'codeact.sandbox.kind'])
+      assert.ok(u.restrictedConfigurations.includes(key), key);
   });
 
   it('gives every setting a markdownDescription, and a full schema for codeact.tools', () => {
     const props = pkg.contributes.configuration.properties;
     for (const [k, v] of Object.entries(props)) assert.ok((v as { markdownDescription?: string }).markdownDescription, `${k} has no markdownDescription`);
-    for (const k of ['codeact.provider', 'codeact.model', 'codeact.baseURL', 'codeact.mode', 'codeact.runtime', 'codeact.timeoutSeconds', 'codeact.approval.default']) assert.ok(props[k], k);
+    for (const k of [
+      'codeact.provider',
+      'codeact.model',
+      'codeact.baseURL',
+      'codeact.mode',
+      'codeact.runtime',
+      'codeact.timeoutSeconds',
+      'codeact.approval.default',
+    ])
+      assert.ok(props[k], k);
     const tool = props['codeact.tools'].items;
     assert.deepEqual(tool.required, ['name']);
-    for (const k of ['name', 'description', 'inputSchema', 'outputSchema', 'approval', 'command', 'http', 'mcp', 'lmTool', 'expose']) assert.ok(tool.properties[k], k);
+    for (const k of ['name', 'description', 'inputSchema', 'outputSchema', 'approval', 'command', 'http', 'mcp', 'lmTool', 'expose'])
+      assert.ok(tool.properties[k], k);
     assert.deepEqual(tool.properties.approval.enum, ['auto', 'ask', 'deny']);
   });
 

@@ -20,7 +20,7 @@ const unavailable = hubUnavailable();
 if (unavailable) console.log(`  ${unavailable}`);
 
 describe('JupyterHub URLs', () => {
-  it('a /hub/user/NAME/ URL (any page under it) becomes the server URL /user/NAME/, keeping the hub\'s prefix', () => {
+  it("a /hub/user/NAME/ URL (any page under it) becomes the server URL /user/NAME/, keeping the hub's prefix", () => {
     assert.equal(normaliseBaseUrl('https://hub.example.org/hub/user/alice/lab/tree/x.ipynb'), 'https://hub.example.org/user/alice/');
     assert.equal(normaliseBaseUrl('https://example.org/jupyter/hub/user/alice/'), 'https://example.org/jupyter/user/alice/');
     assert.equal(normaliseBaseUrl('https://example.org/hub/user/alice'), 'https://example.org/user/alice/');
@@ -28,7 +28,7 @@ describe('JupyterHub URLs', () => {
     assert.equal(normaliseBaseUrl('http://127.0.0.1:8888/'), 'http://127.0.0.1:8888/');
   });
 
-  it('the page that starts a user\'s server, named servers included', () => {
+  it("the page that starts a user's server, named servers included", () => {
     assert.equal(spawnUrl(hubUserOf('https://example.org/jupyter/user/alice/')!), 'https://example.org/jupyter/hub/spawn/alice');
     assert.equal(spawnUrl(hubUserOf('https://example.org/user/bob/gpu/')!), 'https://example.org/hub/spawn/bob/gpu');
     assert.equal(hubUserOf('http://127.0.0.1:8888/'), undefined);
@@ -73,12 +73,12 @@ for (const [who, as] of asWhom) {
       await hub?.stop();
     });
 
-    it('the URL of the hub\'s page for alice\'s server runs code, through the rewrite', async () => {
+    it("the URL of the hub's page for alice's server runs code, through the rewrite", async () => {
       const rt = runtime(`${hub.url}hub/user/alice/lab`);
       const item = await rt.execute({ code: 'import os\nprint(6 * 7)\nos.getcwd()', sessionId: 'hub-1', timeoutMs: 60_000 });
       assert.equal(item.status, 'completed', `${JSON.stringify(item.error)}\n${hub.log().slice(-2000)}`);
       assert.equal(logsOf(item), '42\n');
-      assert.match(String(item.value), /home\/alice$/, 'ran in alice\'s server');
+      assert.match(String(item.value), /home\/alice$/, "ran in alice's server");
     });
 
     it('a stopped server is told as such, with the page that starts it; started again, the same runtime runs code', async () => {
@@ -99,7 +99,11 @@ for (const [who, as] of asWhom) {
       }
 
       // A GET is redirected to the hub's page for the server: the same message.
-      const rest = new KernelRestClient(makeServerSettings({ baseUrl: hub.userUrl('alice'), token, requestTimeoutMs: 30_000 }), { baseUrl: hub.userUrl('alice'), token, requestTimeoutMs: 30_000 });
+      const rest = new KernelRestClient(makeServerSettings({ baseUrl: hub.userUrl('alice'), token, requestTimeoutMs: 30_000 }), {
+        baseUrl: hub.userUrl('alice'),
+        token,
+        requestTimeoutMs: 30_000,
+      });
       await assert.rejects(rest.listRunning(), (err: Error) => err.name === 'JupyterHubServerStopped' && err.message.startsWith(expected));
 
       await hub.startServer('alice');

@@ -116,7 +116,10 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       assert.equal(item.status, 'completed');
       assert.equal(logsOf(item, 'stdout'), 'out\n');
       assert.equal(logsOf(item, 'stderr'), 'err\n');
-      assert.deepEqual(item.outputs.find((o) => o.type === 'logs' && o.stream === 'stderr'), { type: 'logs', logs: 'err\n', stream: 'stderr' });
+      assert.deepEqual(
+        item.outputs.find((o) => o.type === 'logs' && o.stream === 'stderr'),
+        { type: 'logs', logs: 'err\n', stream: 'stderr' },
+      );
     });
 
     it('keeps state across two executions of one session', async () => {
@@ -143,7 +146,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       assert.equal(item.value, 'ü→✓');
     });
 
-    it('reports a traceback that points at the user\'s own line', async () => {
+    it("reports a traceback that points at the user's own line", async () => {
       const item = await rt.execute({ code: 'a = 1\nb = 0\n\nc = a / b\nprint(c)', sessionId: 'basic' });
       assert.equal(item.status, 'failed');
       assert.equal(item.exit_code, 1);
@@ -258,11 +261,17 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       assert.deepEqual(seen, [{ name: 'add', arguments: { a: 2, b: 3 }, itemId: item.id }]);
       const started = events.find((e) => e.type === 'codeact.tool_call.started');
       const completed = events.find((e) => e.type === 'codeact.tool_call.completed');
-      assert.deepEqual(started && { ...started }, { type: 'codeact.tool_call.started', item_id: item.id, call_id: `${item.id}:1`, name: 'add', arguments: { a: 2, b: 3 } });
+      assert.deepEqual(started && { ...started }, {
+        type: 'codeact.tool_call.started',
+        item_id: item.id,
+        call_id: `${item.id}:1`,
+        name: 'add',
+        arguments: { a: 2, b: 3 },
+      });
       assert.equal(completed?.type === 'codeact.tool_call.completed' && JSON.stringify(completed.output), '{"total":5}');
     });
 
-    it('raises RuntimeError with the handler\'s message, which the code can catch', async () => {
+    it("raises RuntimeError with the handler's message, which the code can catch", async () => {
       const onToolCall: ToolCallHandler = async () => {
         throw new Error('arguments do not match the schema: /qty must be integer');
       };
@@ -272,7 +281,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       assert.equal(item.value, 'caught: arguments do not match the schema: /qty must be integer');
     });
 
-    it('an uncaught tool error fails the run on the user\'s line', async () => {
+    it("an uncaught tool error fails the run on the user's line", async () => {
       const onToolCall: ToolCallHandler = async () => {
         throw new Error('denied by policy');
       };
@@ -444,7 +453,11 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
     it('restarts the kernel when the interrupt does not take', async () => {
       const rt = runtime({ interruptGraceMs: 1000 });
       await rt.execute({ code: 'lost = 1', sessionId: 'r' });
-      const item = await rt.execute({ code: 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass', sessionId: 'r', timeoutMs: 1000 });
+      const item = await rt.execute({
+        code: 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass',
+        sessionId: 'r',
+        timeoutMs: 1000,
+      });
       assert.equal(item.error?.type, 'Timeout');
       assert.match(item.error?.message ?? '', /did not respond to the interrupt .* so it was restarted/);
       const after = await rt.execute({ code: 'return "lost" in globals()', sessionId: 'r' });

@@ -23,7 +23,11 @@ if (available) {
 }
 
 const shape = (m: KernelMessage) =>
-  m.type === 'stream' ? `${m.content.name}:${m.content.text}` : `${m.type}:${Object.keys(m.content.data ?? {}).sort().join(',')}`;
+  m.type === 'stream'
+    ? `${m.content.name}:${m.content.text}`
+    : `${m.type}:${Object.keys(m.content.data ?? {})
+        .sort()
+        .join(',')}`;
 
 (available ? describe : describe.skip)('guest library in a real ipykernel', function () {
   this.timeout(120_000);
@@ -48,7 +52,13 @@ const shape = (m: KernelMessage) =>
       ].join('\n'),
     );
     assert.equal(r.result.ok, true, JSON.stringify(r.result.error));
-    assert.deepEqual(r.messages.map(shape), ['stdout:before\n', 'display_data:text/html,text/plain', 'stdout:after\n', 'display_data:text/plain', 'update_display_data:text/plain']);
+    assert.deepEqual(r.messages.map(shape), [
+      'stdout:before\n',
+      'display_data:text/html,text/plain',
+      'stdout:after\n',
+      'display_data:text/plain',
+      'update_display_data:text/plain',
+    ]);
     assert.deepEqual(r.messages[1].content.data, { 'text/html': '<b>A</b>', 'text/plain': 'A()' });
     assert.deepEqual(r.messages[3].content.transient, { display_id: 'd1' });
     assert.deepEqual(r.messages[4].content.transient, { display_id: 'd1' });
@@ -67,11 +77,22 @@ const shape = (m: KernelMessage) =>
 
   it('uses our backend: plt.show() and the figures left open are shown inside run(), before the result', async () => {
     const r = await k.run(
-      ['import matplotlib.pyplot as plt', 'print(plt.get_backend())', 'plt.plot([1, 2]); plt.show()', 'fig, ax = plt.subplots(); ax.plot([2, 1])', 'print("end")'].join('\n'),
+      [
+        'import matplotlib.pyplot as plt',
+        'print(plt.get_backend())',
+        'plt.plot([1, 2]); plt.show()',
+        'fig, ax = plt.subplots(); ax.plot([2, 1])',
+        'print("end")',
+      ].join('\n'),
       { display: { hidpi: true } },
     );
     assert.equal(r.result.ok, true, JSON.stringify(r.result.error));
-    assert.deepEqual(r.messages.map(shape), ['stdout:module://codeact_mpl\n', 'display_data:image/png,text/plain', 'stdout:end\n', 'display_data:image/png,text/plain']);
+    assert.deepEqual(r.messages.map(shape), [
+      'stdout:module://codeact_mpl\n',
+      'display_data:image/png,text/plain',
+      'stdout:end\n',
+      'display_data:image/png,text/plain',
+    ]);
     const d = r.messages[1].content;
     const s = imageSize('image/png', d.data['image/png'])!;
     assert.deepEqual(d.metadata['image/png'], { width: Math.floor(s.width / 2), height: Math.floor(s.height / 2) });
@@ -86,7 +107,10 @@ const shape = (m: KernelMessage) =>
       await used.start('import matplotlib.pyplot as plt\nplt.figure()\nprint(plt.get_backend())');
       const r = await used.run('print(plt.get_backend())\nplt.plot([1])');
       assert.deepEqual(r.messages.map(shape).slice(0, 1), ['stdout:module://codeact_mpl\n']);
-      assert.deepEqual(r.messages.filter((m) => m.type === 'display_data').map((m) => Object.keys(m.content.data).sort().join(',')), ['text/plain', 'image/png,text/plain']);
+      assert.deepEqual(
+        r.messages.filter((m) => m.type === 'display_data').map((m) => Object.keys(m.content.data).sort().join(',')),
+        ['text/plain', 'image/png,text/plain'],
+      );
     } finally {
       await used.close();
     }

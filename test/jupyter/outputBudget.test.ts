@@ -41,18 +41,26 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     server = undefined;
   });
 
-  const agentFor = (provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) => wireAgent(provider, s, { runtime, sessionId: `kernel-budget-${provider}-${extra.protocol ?? 'tools'}`, ...extra });
+  const agentFor = (provider: ProviderId, s: WireServer, extra: Partial<AgentOptions> = {}) =>
+    wireAgent(provider, s, { runtime, sessionId: `kernel-budget-${provider}-${extra.protocol ?? 'tools'}`, ...extra });
 
   const stored = (items: ConversationItem[]) => items.filter((i): i is FunctionCallOutputItem & ConversationItem => i.type === 'function_call_output');
 
   it('openai (Responses), function calling: the exception and the tail reach the model, the count is exact, output_of(1) reads the whole text', async () => {
     server = await startServerFor('openai');
-    server.push(turn().call('execute_tool_code', { code: LONG_FAILING_CODE }), turn().call('execute_tool_code', { code: FOLLOW_UP_CODE }), turn().text('Done.'));
+    server.push(
+      turn().call('execute_tool_code', { code: LONG_FAILING_CODE }),
+      turn().call('execute_tool_code', { code: FOLLOW_UP_CODE }),
+      turn().text('Done.'),
+    );
     const agent = await agentFor('openai', server);
     const result = await agent.run([], 'Load the data and tell me what went wrong.');
     assert.equal(result.status, 'completed', JSON.stringify(result.error));
     const tools = server.turns[0].body.tools as { name: string; description: string }[];
-    assert.match(tools.find((t) => t.name === 'execute_tool_code')!.description, /at most 20,000 characters of output[\s\S]*whole output with `output_of\(n\)`/);
+    assert.match(
+      tools.find((t) => t.name === 'execute_tool_code')!.description,
+      /at most 20,000 characters of output[\s\S]*whole output with `output_of\(n\)`/,
+    );
     const [first] = resultsInRequest('openai', server.turns[1].body);
     assert.equal(first, stored(result.items)[0].output);
     const summary = JSON.parse(first);
@@ -63,7 +71,10 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     const second = JSON.parse(resultsInRequest('openai', server.turns[2].body)[1]);
     assert.equal(second.status, 'completed', JSON.stringify(second.error));
     assert.deepEqual(second.value, expectedFollowUp());
-    assert.deepEqual(logs.filter((l) => /could not keep/.test(l)), []);
+    assert.deepEqual(
+      logs.filter((l) => /could not keep/.test(l)),
+      [],
+    );
   });
 
   it('openai-compatible, text protocol: the observation carries the cut text and the exception; the follow-up reads the whole text', async () => {

@@ -68,7 +68,11 @@ describe('Jupyter client: prompt ACKs against Nagle stalls', function () {
         await pong;
       }
       assert.equal(pongs, 5);
-      assert.deepEqual(received.map((m) => JSON.parse(m).i), [0, 1, 2, 3, 4], 'the messages still reach the library');
+      assert.deepEqual(
+        received.map((m) => JSON.parse(m).i),
+        [0, 1, 2, 3, 4],
+        'the messages still reach the library',
+      );
     } finally {
       client.close();
       for (const c of wss.clients) c.terminate();

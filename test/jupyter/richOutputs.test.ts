@@ -32,7 +32,7 @@ const files = (item: CodeInterpreterCallItem) => item.outputs.filter((o): o is F
     await server?.stop();
   });
 
-  it('keeps the figure that IPython\'s inline backend shows after the cell, in 24 runs at once over 4 kernels', async () => {
+  it("keeps the figure that IPython's inline backend shows after the cell, in 24 runs at once over 4 kernels", async () => {
     // `%matplotlib inline` puts IPython's post-execute hook back: it shows the figure after our result is
     // published, so only waiting for the kernel's idle status sees it (it was lost in 3 of 24 runs).
     const code = (i: number) => `%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([0, ${i}])\nprint("run ${i}")`;
@@ -62,6 +62,9 @@ const files = (item: CodeInterpreterCallItem) => item.outputs.filter((o): o is F
     assert.ok(big && !big.path && /too large to copy out \(5000 bytes; the limit is 1 KiB a file/.test(big.note ?? ''), JSON.stringify(big));
     // Unchanged files are not listed again; a changed one is.
     const again = await rt.execute({ code: 'open("rich_out/sub/small.csv", "a").write("3,4\\n")', sessionId: 'files' });
-    assert.deepEqual(files(again).map((f) => [f.filename, f.bytes]), [['rich_out/sub/small.csv', 12]]);
+    assert.deepEqual(
+      files(again).map((f) => [f.filename, f.bytes]),
+      [['rich_out/sub/small.csv', 12]],
+    );
   });
 });

@@ -32,6 +32,10 @@ describe('docs name files that exist', () => {
   }
 
   it('reads a path, a folder, and leaves patterns and prose alone', () => {
-    assert.deepEqual(pathsIn('see `src/core/turn/chatTurn.ts`, `test/e2e/` and `src/**/*.ts`, `dist/` and `src/x.ts`.'), ['src/core/turn/chatTurn.ts', 'test/e2e/', 'src/x.ts']);
+    assert.deepEqual(pathsIn('see `src/core/turn/chatTurn.ts`, `test/e2e/` and `src/**/*.ts`, `dist/` and `src/x.ts`.'), [
+      'src/core/turn/chatTurn.ts',
+      'test/e2e/',
+      'src/x.ts',
+    ]);
   });
 });

@@ -25,13 +25,26 @@ describe('layer rule (eslint)', function () {
   });
 
   it('forbids core importing the vscode layer, and common importing Node', async () => {
-    assert.ok((await lint('src/core/x.ts', "import { a } from '../vscode/commands';\nexport const y = a;\n")).some((m) => m.ruleId === 'no-restricted-imports'));
-    assert.ok((await lint('src/common/x.ts', "import { readFileSync } from 'node:fs';\nexport const y = readFileSync;\n")).some((m) => m.ruleId === 'no-restricted-imports'));
-    assert.ok((await lint('src/webview/x.ts', "import { LocalRuntime } from '../core/runtime/local/localRuntime';\nexport const y = LocalRuntime;\n")).some((m) => m.ruleId === 'no-restricted-imports'));
+    assert.ok(
+      (await lint('src/core/x.ts', "import { a } from '../vscode/commands';\nexport const y = a;\n")).some((m) => m.ruleId === 'no-restricted-imports'),
+    );
+    assert.ok(
+      (await lint('src/common/x.ts', "import { readFileSync } from 'node:fs';\nexport const y = readFileSync;\n")).some(
+        (m) => m.ruleId === 'no-restricted-imports',
+      ),
+    );
+    assert.ok(
+      (await lint('src/webview/x.ts', "import { LocalRuntime } from '../core/runtime/local/localRuntime';\nexport const y = LocalRuntime;\n")).some(
+        (m) => m.ruleId === 'no-restricted-imports',
+      ),
+    );
   });
 
   it('allows vscode in src/vscode', async () => {
     const messages = await lint('src/vscode/fake.ts', "import * as vscode from 'vscode';\nexport const x = vscode;\n");
-    assert.deepEqual(messages.filter((m) => m.ruleId === 'no-restricted-imports'), []);
+    assert.deepEqual(
+      messages.filter((m) => m.ruleId === 'no-restricted-imports'),
+      [],
+    );
   });
 });

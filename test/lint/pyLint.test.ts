@@ -15,13 +15,26 @@ describe('python lint of the guest (flake8)', function () {
   };
 
   it('passes the guest as it is', () => {
-    assert.deepEqual(pyLint(readdirSync(guest).filter((f) => f.endsWith('.py')).map((f) => path.join(guest, f))), []);
+    assert.deepEqual(
+      pyLint(
+        readdirSync(guest)
+          .filter((f) => f.endsWith('.py'))
+          .map((f) => path.join(guest, f)),
+      ),
+      [],
+    );
   });
 
   it("reports pyflakes' findings: an unused import, an undefined name", () => {
     const findings = bad('import os\n\n\ndef f():\n    return missing_name\n');
-    assert.ok(findings.some((f) => /:1: F401 'os' imported but unused/.test(f)), findings.join('\n'));
-    assert.ok(findings.some((f) => /:5: F821 undefined name 'missing_name'/.test(f)), findings.join('\n'));
+    assert.ok(
+      findings.some((f) => /:1: F401 'os' imported but unused/.test(f)),
+      findings.join('\n'),
+    );
+    assert.ok(
+      findings.some((f) => /:5: F821 undefined name 'missing_name'/.test(f)),
+      findings.join('\n'),
+    );
   });
 
   it('accepts a noqa that silences a finding, and rejects one that silences nothing or names no code', () => {

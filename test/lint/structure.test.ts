@@ -121,7 +121,7 @@ describe('structure of src (issue 10)', function () {
 
   it('puts every file of src/core in a zone', async () => {
     const { CORE_ZONES } = (await import(pathToFileURL(path.join(root, 'eslint.config.mjs')).href)) as { CORE_ZONES: Record<string, string[]> };
-    const outside = files.filter((f) => rel(f).startsWith('src/core/') && !(rel(f).split('/')[2] in CORE_ZONES) );
+    const outside = files.filter((f) => rel(f).startsWith('src/core/') && !(rel(f).split('/')[2] in CORE_ZONES));
     assert.deepEqual(outside.map(rel), []);
     for (const folder of fs.readdirSync(path.join(src, 'core'))) assert.ok(folder in CORE_ZONES, `src/core/${folder} is not a zone`);
   });
@@ -131,7 +131,11 @@ describe('structure of src (issue 10)', function () {
     const eslint = new ESLint({ cwd: root, ignore: false, overrideConfig: UNTYPED });
     const lint = async (file: string, text: string) => {
       const [r] = await eslint.lintText(text, { filePath: path.join(root, file) });
-      assert.deepEqual(r.messages.filter((m) => m.fatal), [], file);
+      assert.deepEqual(
+        r.messages.filter((m) => m.fatal),
+        [],
+        file,
+      );
       return r.messages.filter((m) => m.ruleId === 'import-x/no-restricted-paths');
     };
     const bad: Array<[string, string]> = [
@@ -146,7 +150,10 @@ describe('structure of src (issue 10)', function () {
       assert.match(messages[0].message, /docs\/architecture\.md/);
     }
     const good: Array<[string, string]> = [
-      ['src/core/runtime/zoneProbe.ts', "import { newId } from '../util/ids';\nimport { formatBytes } from '../../common/format';\nexport const x = [newId, formatBytes];\n"],
+      [
+        'src/core/runtime/zoneProbe.ts',
+        "import { newId } from '../util/ids';\nimport { formatBytes } from '../../common/format';\nexport const x = [newId, formatBytes];\n",
+      ],
       ['src/core/turn/zoneProbe.ts', "import { Agent } from '../agent/agent';\nexport const x = Agent;\n"],
     ];
     for (const [file, text] of good) assert.deepEqual(await lint(file, text), [], file);

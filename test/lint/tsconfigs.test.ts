@@ -16,7 +16,8 @@ function missingNames(config: string, dir: string, text: string): string[] {
   host.fileExists = (name) => path.resolve(name) === probe || fileExists(name);
   // The config's own declarations (src/common's shared globals) and the probe.
   const program = ts.createProgram({ rootNames: [...parsed.fileNames.filter((f) => f.endsWith('.d.ts')), probe], options: parsed.options, host });
-  return ts.getPreEmitDiagnostics(program, program.getSourceFile(probe))
+  return ts
+    .getPreEmitDiagnostics(program, program.getSourceFile(probe))
     .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
     .map((m) => /Cannot find name '(\w+)'/.exec(m)?.[1] ?? m)
     .sort();

@@ -62,14 +62,17 @@ const SCENARIOS = [
 
 /** Scenarios CodeAct does not pass, and why. */
 const EXPECTED_FAILURES: Record<string, string> = {
-  'auth/client-credentials-jwt': 'client credentials with private_key_jwt (an auth extension for machine clients, no user): CodeAct signs users in with the authorization code flow only',
-  'auth/client-credentials-basic': 'client credentials with a client secret (an auth extension for machine clients, no user): CodeAct signs users in with the authorization code flow only',
+  'auth/client-credentials-jwt':
+    'client credentials with private_key_jwt (an auth extension for machine clients, no user): CodeAct signs users in with the authorization code flow only',
+  'auth/client-credentials-basic':
+    'client credentials with a client secret (an auth extension for machine clients, no user): CodeAct signs users in with the authorization code flow only',
   'auth/cross-app-access-complete-flow': 'enterprise cross-app access (SEP-990: ID token -> ID-JAG -> access token, an auth extension): not implemented',
 };
 
 /** Checks whose status is not asserted, and why. */
 const IGNORED_CHECKS: Record<string, string> = {
-  'client-sse-retry-timing': 'it measures the reconnect delay in milliseconds (500 ms asked, a warning past 700 ms, a failure past 1 s): on a busy 2-core CI machine that is load, not behaviour; the scenario\'s reconnect and Last-Event-ID checks are asserted',
+  'client-sse-retry-timing':
+    "it measures the reconnect delay in milliseconds (500 ms asked, a warning past 700 ms, a failure past 1 s): on a busy 2-core CI machine that is load, not behaviour; the scenario's reconnect and Last-Event-ID checks are asserted",
 };
 
 interface Outcome {
@@ -88,10 +91,15 @@ function suite(args: string[], timeoutMs: number): Promise<{ code: number; out: 
 
 function run(file: string, args: string[], timeoutMs: number): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1) : 0;
-      resolve({ code, out: `${stdout}\n${stderr}` });
-    });
+    execFile(
+      file,
+      args,
+      { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
+        resolve({ code, out: `${stdout}\n${stderr}` });
+      },
+    );
   });
 }
 
@@ -106,14 +114,26 @@ describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conform
   before(async function () {
     if (!existsSync(NODE22)) {
       const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-      const r = await run(npm, ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--prefix', NODE22_DIR, NODE22_PACKAGE], 180_000);
+      const r = await run(
+        npm,
+        ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--prefix', NODE22_DIR, NODE22_PACKAGE],
+        180_000,
+      );
       assert.ok(existsSync(NODE22), `could not install Node 22 (${NODE22_PACKAGE}) from the npm registry for the conformance suite:\n${r.out.slice(-2000)}`);
     }
     assert.ok(existsSync(SUITE), `the conformance suite is missing at ${SUITE}: run npm ci.`);
     outDir = mkdtempSync(path.join(tmpdir(), 'codeact-conformance-'));
     client = path.join(outDir, 'client.cjs');
     const esbuild = await import('esbuild');
-    await esbuild.build({ entryPoints: [path.join(__dirname, 'conformanceClient.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: client, logLevel: 'warning' });
+    await esbuild.build({
+      entryPoints: [path.join(__dirname, 'conformanceClient.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      outfile: client,
+      logLevel: 'warning',
+    });
     // Three at a time: each run is two processes that mostly wait on each other.
     const queue = [...SCENARIOS];
     const running = new Map<string, (o: Outcome) => void>();
@@ -127,7 +147,10 @@ describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conform
   async function runScenario(scenario: string): Promise<Outcome> {
     const dir = path.join(outDir, scenario.replace(/\//g, '_'));
     const started = Date.now();
-    const { code, out } = await suite(['client', '--command', `${JSON.stringify(process.execPath)} ${JSON.stringify(client)}`, '--scenario', scenario, '--timeout', '60000', '-o', dir], 120_000);
+    const { code, out } = await suite(
+      ['client', '--command', `${JSON.stringify(process.execPath)} ${JSON.stringify(client)}`, '--scenario', scenario, '--timeout', '60000', '-o', dir],
+      120_000,
+    );
     const log = plain(out);
     const checks: Array<{ id: string; status: string; errorMessage?: string; description?: string }> = [];
     try {

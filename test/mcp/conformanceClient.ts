@@ -28,7 +28,9 @@ async function main(): Promise<number> {
   const url = process.argv[process.argv.length - 1];
   const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
   const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || '{}') as { client_id?: string; client_secret?: string };
-  const oauth: McpOAuthConfig | undefined = context.client_id ? { clientId: context.client_id, ...(context.client_secret ? { clientSecret: context.client_secret } : {}) } : undefined;
+  const oauth: McpOAuthConfig | undefined = context.client_id
+    ? { clientId: context.client_id, ...(context.client_secret ? { clientSecret: context.client_secret } : {}) }
+    : undefined;
   const pool = new McpClientPool({
     connectTimeoutMs: 20_000,
     callTimeoutMs: 20_000,
@@ -58,7 +60,10 @@ async function main(): Promise<number> {
     if (set.errors.length) throw new Error(set.errors.map((e) => e.message).join('; '));
     // The "person" submits a form as shown: each field prefilled with its default (SEP-1034), nothing typed.
     const gateway = new ToolGateway(set.tools, {
-      elicitor: async (prompt) => ({ action: 'accept', content: Object.fromEntries(prompt.fields.filter((f) => f.default !== undefined).map((f) => [f.key, f.default!])) }),
+      elicitor: async (prompt) => ({
+        action: 'accept',
+        content: Object.fromEntries(prompt.fields.filter((f) => f.default !== undefined).map((f) => [f.key, f.default!])),
+      }),
     });
     const out = await gateway.call({ itemId: 'item_1', callId: 'call_1', name: 'conformance_tool', arguments: plan.args ?? {} }, new AbortController().signal);
     process.stderr.write(`[client] ${tool}: ${JSON.stringify(out).slice(0, 500)}\n`);

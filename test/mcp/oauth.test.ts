@@ -137,7 +137,10 @@ describe('MCP OAuth sign-in', () => {
         return false;
       },
     });
-    await assert.rejects(p.callTool({ kind: 'http', url: server.url }, 'add', { a: 1, b: 1 }), /could not sign in to the MCP server at .*: the .* needs you to sign in, and the sign-in was declined/);
+    await assert.rejects(
+      p.callTool({ kind: 'http', url: server.url }, 'add', { a: 1, b: 1 }),
+      /could not sign in to the MCP server at .*: the .* needs you to sign in, and the sign-in was declined/,
+    );
     assert.equal(asked, 1);
     assert.equal(server.grants.length, 0);
   });
@@ -151,7 +154,10 @@ describe('MCP OAuth sign-in', () => {
     await signOutMcpServer(h.secrets, entry.key);
     await p.closeServer(server.url);
     assert.deepEqual(await signedInMcpServers(h.secrets), []);
-    assert.deepEqual([...h.secrets.map.keys()].filter((k) => k !== 'codeact.mcp.oauth.index'), []);
+    assert.deepEqual(
+      [...h.secrets.map.keys()].filter((k) => k !== 'codeact.mcp.oauth.index'),
+      [],
+    );
     await p.callTool(spec, 'add', { a: 1, b: 1 });
     assert.equal(h.prompts.length, 2);
     assert.equal(server.registrations.length, 2);
@@ -213,13 +219,15 @@ describe('MCP sign-in loopback redirect', () => {
   });
 });
 
-
 describe('mcp.oauth in a declaration', () => {
   it('is checked, with messages that say what to write', () => {
     const url = 'https://mcp.example.com/mcp';
     assert.equal(validateMcpSource({ url, tool: 't', oauth: { clientId: 'app', scope: 'read write' } }), undefined);
     assert.equal(validateMcpSource({ url, tool: 't', oauth: {} }), undefined);
-    assert.equal(validateMcpSource({ command: ['x'], tool: 't', oauth: { clientId: 'a' } }), '"mcp.oauth" applies only to HTTP servers ("url"); a stdio server does not sign in');
+    assert.equal(
+      validateMcpSource({ command: ['x'], tool: 't', oauth: { clientId: 'a' } }),
+      '"mcp.oauth" applies only to HTTP servers ("url"); a stdio server does not sign in',
+    );
     assert.equal(validateMcpSource({ url, tool: 't', oauth: 'app' }), '"mcp.oauth" must be an object: {"clientId": "...", "scope": "..."}');
     assert.equal(validateMcpSource({ url, tool: 't', oauth: { client_id: 'a' } }), '"mcp.oauth" takes "clientId", "clientSecret" and "scope", not "client_id"');
     assert.equal(validateMcpSource({ url, tool: 't', oauth: { clientId: '' } }), '"mcp.oauth.clientId" must be a non-empty string');
@@ -230,7 +238,10 @@ describe('mcp.oauth in a declaration', () => {
     const spec = mcpServerSpec({ url: 'https://mcp.example.com/mcp', tool: 't', oauth: { clientId: 'app' } }, { workspace: '/tmp' });
     assert.deepEqual(spec, { kind: 'http', url: 'https://mcp.example.com/mcp', oauth: { clientId: 'app' } });
     assert.notEqual(serverKey(spec), serverKey({ kind: 'http', url: 'https://mcp.example.com/mcp' }));
-    const { errors } = loadTools([{ name: 'x', mcp: { url: 'https://mcp.example.com/mcp', tool: 't', oauth: { scope: 3 } } }], { workspace: '/tmp', mcpPool: new McpClientPool() });
+    const { errors } = loadTools([{ name: 'x', mcp: { url: 'https://mcp.example.com/mcp', tool: 't', oauth: { scope: 3 } } }], {
+      workspace: '/tmp',
+      mcpPool: new McpClientPool(),
+    });
     assert.match(errors[0].message, /"mcp\.oauth\.scope" must be a non-empty string/);
   });
 });

@@ -27,14 +27,27 @@ describe('providers: Anthropic', () => {
   it('client tool round trip: tool_use via input_json_delta, then tool_result in a user turn', async () => {
     const code = 'print("hi")';
     server.push(
-      turn().thinking('Use the tool.', { signature: 'SIG123' }).text('Sure.').call('execute_tool_code', { code }, { id: 'toolu_01A', chunkSize: 3 }).with({ pad: true }),
+      turn()
+        .thinking('Use the tool.', { signature: 'SIG123' })
+        .text('Sure.')
+        .call('execute_tool_code', { code }, { id: 'toolu_01A', chunkSize: 3 })
+        .with({ pad: true }),
       turn().text('It printed hï — 日本 😀.', { chunkSize: 3 }).with({ chunkBytes: 3, pad: true }),
     );
     const provider = await providerFor('anthropic', server);
     const history: ConversationItem[] = [userMessage('say hi with code')];
     const t1 = await runTurn(provider, { history, tools: [EXECUTE_TOOL_CODE], system: 'sys prompt' });
-    assert.deepEqual(t1.result.functionCalls.map((c) => [c.call_id, c.name, c.arguments]), [['toolu_01A', 'execute_tool_code', JSON.stringify({ code })]]);
-    assert.equal(t1.rec.ofType('response.function_call_arguments.delta').map((d) => d.delta).join(''), JSON.stringify({ code }));
+    assert.deepEqual(
+      t1.result.functionCalls.map((c) => [c.call_id, c.name, c.arguments]),
+      [['toolu_01A', 'execute_tool_code', JSON.stringify({ code })]],
+    );
+    assert.equal(
+      t1.rec
+        .ofType('response.function_call_arguments.delta')
+        .map((d) => d.delta)
+        .join(''),
+      JSON.stringify({ code }),
+    );
     assert.equal(t1.result.stopReason, 'tool_use');
     assert.equal(t1.rec.text(), 'Sure.');
     assert.equal(t1.rec.text({ thinking: true }), 'Use the tool.');
@@ -50,7 +63,10 @@ describe('providers: Anthropic', () => {
     assert.deepEqual(req0.body.tools, [{ name: 'execute_tool_code', description: EXECUTE_TOOL_CODE.description, input_schema: EXECUTE_TOOL_CODE.parameters }]);
     assert.deepEqual(req0.body.tool_choice, { type: 'auto' });
 
-    const t2 = await runTurn(provider, { history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: 'toolu_01A', output: 'hi\n' }], tools: [EXECUTE_TOOL_CODE] });
+    const t2 = await runTurn(provider, {
+      history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: 'toolu_01A', output: 'hi\n' }],
+      tools: [EXECUTE_TOOL_CODE],
+    });
     assert.equal(t2.rec.text(), 'It printed hï — 日本 😀.');
     assert.deepEqual(server.turns[1].body.messages, [
       { role: 'user', content: [{ type: 'text', text: 'say hi with code' }] },
@@ -76,7 +92,7 @@ describe('providers: Anthropic', () => {
     const provider = await providerFor('anthropic', server);
     const { rec, result } = await runTurn(provider, { history: [userMessage('run')], hosted: { enabled: true, toolVersion: 'code_execution_20250522' } });
     assert.equal(assertCodeItemOrder(rec, rec.codeItems()[0].id), code);
-    assert.notEqual(rec.codeItems()[0].id, 'srvtoolu_01X', 'the item id is ours; the provider\'s stays in the replay data');
+    assert.notEqual(rec.codeItems()[0].id, 'srvtoolu_01X', "the item id is ours; the provider's stays in the replay data");
     const deltas = rec.ofType('response.code_interpreter_call_code.delta').map((d) => d.delta);
     assert.ok(deltas.length > 10, 'the code streams in many deltas');
     for (const d of deltas) {
@@ -96,7 +112,14 @@ describe('providers: Anthropic', () => {
   it('code_execution_20250825 bash: stdout and stderr apart, return_code as exit_code, output files, container reused', async () => {
     server.push(
       turn()
-        .code({ code: 'python3 -c "import sys; print(1); sys.exit(\'boom\')"', stdout: '1\n', stderr: 'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nSystemExit: boom\n', exitCode: 1, id: 'srvtoolu_01B', files: [{ id: 'file_011OUT' }] })
+        .code({
+          code: 'python3 -c "import sys; print(1); sys.exit(\'boom\')"',
+          stdout: '1\n',
+          stderr: 'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nSystemExit: boom\n',
+          exitCode: 1,
+          id: 'srvtoolu_01B',
+          files: [{ id: 'file_011OUT' }],
+        })
         .text('It failed.')
         .with({ container: 'container_011REUSE' }),
       turn().code({ code: 'ls', stdout: 'out.csv\n', id: 'srvtoolu_01C' }).text('ok'),
@@ -111,7 +134,14 @@ describe('providers: Anthropic', () => {
     assert.equal(item.tool, 'bash_code_execution');
     assert.equal(logsOf(item), '1\n');
     assert.equal(logsOf(item, 'stderr'), 'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nSystemExit: boom\n');
-    assert.deepEqual(item.outputs.map((o) => [o.type, o.type === 'logs' ? o.stream ?? 'stdout' : '']), [['logs', 'stdout'], ['logs', 'stderr'], ['file', '']]);
+    assert.deepEqual(
+      item.outputs.map((o) => [o.type, o.type === 'logs' ? (o.stream ?? 'stdout') : '']),
+      [
+        ['logs', 'stdout'],
+        ['logs', 'stderr'],
+        ['file', ''],
+      ],
+    );
     assert.equal(item.exit_code, 1);
     assert.equal(item.status, 'failed');
     assert.equal(item.error?.type, 'SystemExit');
@@ -119,12 +149,23 @@ describe('providers: Anthropic', () => {
     assert.deepEqual(t1.result.files, [{ type: 'file', file_id: 'file_011OUT' }]);
     assert.equal(t1.result.containerId, 'container_011REUSE');
 
-    const t2 = await runTurn(provider, { history: [userMessage('run'), ...t1.result.items, userMessage('again')], hosted: { ...hosted, containerId: t1.result.containerId } });
+    const t2 = await runTurn(provider, {
+      history: [userMessage('run'), ...t1.result.items, userMessage('again')],
+      hosted: { ...hosted, containerId: t1.result.containerId },
+    });
     const body = server.turns[1].body;
     assert.equal(body.container, 'container_011REUSE');
     // The server tool blocks of turn 1 go back verbatim, in their original order.
-    assert.deepEqual(body.messages[1].content.map((b: Json) => b.type), ['server_tool_use', 'bash_code_execution_tool_result', 'text']);
-    assert.deepEqual(body.messages[1].content[0], { type: 'server_tool_use', id: 'srvtoolu_01B', name: 'bash_code_execution', input: { command: 'python3 -c "import sys; print(1); sys.exit(\'boom\')"' } });
+    assert.deepEqual(
+      body.messages[1].content.map((b: Json) => b.type),
+      ['server_tool_use', 'bash_code_execution_tool_result', 'text'],
+    );
+    assert.deepEqual(body.messages[1].content[0], {
+      type: 'server_tool_use',
+      id: 'srvtoolu_01B',
+      name: 'bash_code_execution',
+      input: { command: 'python3 -c "import sys; print(1); sys.exit(\'boom\')"' },
+    });
     assert.equal(body.messages[1].content[1].tool_use_id, 'srvtoolu_01B');
     assert.equal(t2.rec.codeItems()[0].exit_code, 0);
     assert.equal(t2.rec.codeItems()[0].status, 'completed');
@@ -134,18 +175,35 @@ describe('providers: Anthropic', () => {
     server.push(
       turn()
         .editor({ command: 'create', path: '/tmp/a.py', input: { file_text: 'print(1)\n' }, result: { is_file_update: false }, id: 'srvtoolu_E1' })
-        .editor({ command: 'str_replace', path: '/tmp/a.py', input: { old_str: 'nope', new_str: 'x' }, error: { code: 'string_not_found', message: 'old_str not found' }, id: 'srvtoolu_E2' })
-        .editor({ command: 'view', path: '/tmp/a.py', result: { file_type: 'text', content: 'print(1)\n', num_lines: 1, start_line: 1, total_lines: 1 }, id: 'srvtoolu_E3' })
+        .editor({
+          command: 'str_replace',
+          path: '/tmp/a.py',
+          input: { old_str: 'nope', new_str: 'x' },
+          error: { code: 'string_not_found', message: 'old_str not found' },
+          id: 'srvtoolu_E2',
+        })
+        .editor({
+          command: 'view',
+          path: '/tmp/a.py',
+          result: { file_type: 'text', content: 'print(1)\n', num_lines: 1, start_line: 1, total_lines: 1 },
+          id: 'srvtoolu_E3',
+        })
         .text('Edited.'),
     );
     const provider = await providerFor('anthropic', server);
     const { rec, result } = await runTurn(provider, { history: [userMessage('edit')], hosted: { enabled: true, toolVersion: 'code_execution_20260120' } });
-    const items = rec.ofType('response.output_item.done').map((e) => e.item).filter((i): i is TextEditorItem => i.type === 'text_editor_call');
-    assert.deepEqual(items.map((i) => [i.command, i.path, i.status, i.error?.code ?? null]), [
-      ['create', '/tmp/a.py', 'completed', null],
-      ['str_replace', '/tmp/a.py', 'failed', 'string_not_found'],
-      ['view', '/tmp/a.py', 'completed', null],
-    ]);
+    const items = rec
+      .ofType('response.output_item.done')
+      .map((e) => e.item)
+      .filter((i): i is TextEditorItem => i.type === 'text_editor_call');
+    assert.deepEqual(
+      items.map((i) => [i.command, i.path, i.status, i.error?.code ?? null]),
+      [
+        ['create', '/tmp/a.py', 'completed', null],
+        ['str_replace', '/tmp/a.py', 'failed', 'string_not_found'],
+        ['view', '/tmp/a.py', 'completed', null],
+      ],
+    );
     // Our ids; the provider's (srvtoolu_E1…) stay in the replay data, for the wire.
     assert.ok(items.every((i) => /^edit_/.test(i.id)) && new Set(items.map((i) => i.id)).size === 3);
     assert.deepEqual(
@@ -176,7 +234,10 @@ describe('providers: Anthropic', () => {
     await runTurn(provider, { history: [userMessage('analyse')], hosted: { enabled: true, fileIds: ['file_011IN'] } });
     const req = server.turns[0];
     assert.equal(req.headers['anthropic-beta'], 'code-execution-2025-08-25,files-api-2025-04-14');
-    assert.deepEqual(req.body.messages[0].content, [{ type: 'text', text: 'analyse' }, { type: 'container_upload', file_id: 'file_011IN' }]);
+    assert.deepEqual(req.body.messages[0].content, [
+      { type: 'text', text: 'analyse' },
+      { type: 'container_upload', file_id: 'file_011IN' },
+    ]);
   });
 
   it('downloads an output file through the Files API', async () => {
@@ -194,7 +255,10 @@ describe('providers: Anthropic', () => {
     const { result } = await runTurn(provider, { history: [userMessage('long job')], hosted: { enabled: true } });
     assert.equal(result.stopReason, 'pause_turn');
     await assert.rejects(
-      provider.streamTurn({ model: 'claude-sonnet-4-6', history: [userMessage('x')], tools: [], hosted: { enabled: true, toolVersion: 'bash_2024' } }, () => {}),
+      provider.streamTurn(
+        { model: 'claude-sonnet-4-6', history: [userMessage('x')], tools: [], hosted: { enabled: true, toolVersion: 'bash_2024' } },
+        () => {},
+      ),
       (e: Error & { code?: string }) => e.code === 'bad_request' && /Unknown Anthropic code execution tool version "bash_2024"/.test(e.message),
     );
   });

@@ -19,8 +19,12 @@ for (const p of PROVIDERS) {
     beforeEach(async () => (server = await startServerFor(p)));
     afterEach(async () => server.close());
 
-    it('the prompt-cache reads the provider reports are the usage\'s cached_tokens, within input_tokens', async () => {
-      server.push(turn().text('Cached.').with({ usage: { input: 1000, output: 20, cached: 600 } }));
+    it("the prompt-cache reads the provider reports are the usage's cached_tokens, within input_tokens", async () => {
+      server.push(
+        turn()
+          .text('Cached.')
+          .with({ usage: { input: 1000, output: 20, cached: 600 } }),
+      );
       const { result } = await runTurn(await providerFor(p, server), { history: [userMessage('hi')] });
       // Anthropic counts cache reads beside input_tokens; the adapter adds them in.
       const input = p === 'anthropic' ? 1600 : 1000;
@@ -29,7 +33,11 @@ for (const p of PROVIDERS) {
     });
 
     it('no cached_tokens when the provider reports none', async () => {
-      server.push(turn().text('Fresh.').with({ usage: { input: 1000, output: 20 } }));
+      server.push(
+        turn()
+          .text('Fresh.')
+          .with({ usage: { input: 1000, output: 20 } }),
+      );
       const { result } = await runTurn(await providerFor(p, server), { history: [userMessage('hi')] });
       assert.equal(result.usage?.cached_tokens, undefined);
     });

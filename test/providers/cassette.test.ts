@@ -54,15 +54,29 @@ describe('wire: cassette reader', () => {
     const [i] = parseCassette(yaml);
     assert.equal(i.response.body, 'data: {"candidates": [{"content": {"parts": [{"text": "café \\\\ x"}]}}]}\r\n\r\ndata: {"a": 1,"b": 2}\r\n\r\n');
     assert.equal(i.response.status, 429);
-    assert.deepEqual(parseSse(i.response.body).map((e) => JSON.parse(e.data)), [
-      { candidates: [{ content: { parts: [{ text: 'café \\ x' }] } }] },
-      { a: 1, b: 2 },
-    ]);
+    assert.deepEqual(
+      parseSse(i.response.body).map((e) => JSON.parse(e.data)),
+      [{ candidates: [{ content: { parts: [{ text: 'café \\ x' }] } }] }, { a: 1, b: 2 }],
+    );
   });
 
   it('reads several interactions', () => {
-    const one = (n: number): string[] => ['- request:', '    method: POST', '  response:', '    body:', `      string: 'body ''${n}'''`, '    status:', `      code: ${200 + n}`];
+    const one = (n: number): string[] => [
+      '- request:',
+      '    method: POST',
+      '  response:',
+      '    body:',
+      `      string: 'body ''${n}'''`,
+      '    status:',
+      `      code: ${200 + n}`,
+    ];
     const got = parseCassette(['interactions:', ...one(0), ...one(1), 'version: 1'].join('\n'));
-    assert.deepEqual(got.map((i) => [i.response.body, i.response.status]), [["body '0'", 200], ["body '1'", 201]]);
+    assert.deepEqual(
+      got.map((i) => [i.response.body, i.response.status]),
+      [
+        ["body '0'", 200],
+        ["body '1'", 201],
+      ],
+    );
   });
 });

@@ -26,7 +26,9 @@ function fixture(name: string): string | undefined {
 }
 
 function events(body: string): Json[] {
-  return parseSse(body).filter((e) => e.data !== '[DONE]').map((e) => JSON.parse(e.data) as Json);
+  return parseSse(body)
+    .filter((e) => e.data !== '[DONE]')
+    .map((e) => JSON.parse(e.data) as Json);
 }
 
 describe('providers: conformance with recorded streams', function () {
@@ -75,24 +77,40 @@ describe('providers: conformance with recorded streams', function () {
       assert.equal(item.runtime, 'openai');
       assert.equal(item.container_id, expected.container_id);
       assert.equal(item.status, 'completed');
-      const logs = expected.outputs.filter((o: Json) => o.type === 'logs').map((o: Json) => o.logs).join('');
+      const logs = expected.outputs
+        .filter((o: Json) => o.type === 'logs')
+        .map((o: Json) => o.logs)
+        .join('');
       assert.equal(logsOf(item), logs);
       assert.equal(logsOf(item, 'stderr'), '');
       const images = expected.outputs.filter((o: Json) => o.type === 'image').map((o: Json) => o.url);
       assert.ok(images.length > 0, 'the recording has an image');
-      assert.deepEqual(item.outputs.filter((o) => o.type === 'image').map((o) => (o as { url: string }).url), images);
+      assert.deepEqual(
+        item.outputs.filter((o) => o.type === 'image').map((o) => (o as { url: string }).url),
+        images,
+      );
       assert.ok(images[0].startsWith('data:image/png;base64,'));
     }
     assert.equal(got.text(), recordedText);
     const msgDone = got.ofType('response.output_item.done').find((e) => e.item.type === 'message')!;
-    assert.deepEqual((msgDone.item as { annotations?: unknown[] }).annotations, message.content.flatMap((c: Json) => c.annotations));
+    assert.deepEqual(
+      (msgDone.item as { annotations?: unknown[] }).annotations,
+      message.content.flatMap((c: Json) => c.annotations),
+    );
     for (const c of citations) {
-      assert.ok(result.files.some((f) => f.file_id === c.file_id && f.filename === c.filename && f.container_id === c.container_id), `file ${c.file_id} surfaced`);
+      assert.ok(
+        result.files.some((f) => f.file_id === c.file_id && f.filename === c.filename && f.container_id === c.container_id),
+        `file ${c.file_id} surfaced`,
+      );
     }
     assert.equal(result.containerId, codeItems[0].container_id);
     const completed = rec.find((e) => e.type === 'response.completed')!.response;
     assert.equal(result.responseId, completed.id);
-    assert.deepEqual(result.usage, { input_tokens: completed.usage.input_tokens, output_tokens: completed.usage.output_tokens, total_tokens: completed.usage.total_tokens });
+    assert.deepEqual(result.usage, {
+      input_tokens: completed.usage.input_tokens,
+      output_tokens: completed.usage.output_tokens,
+      total_tokens: completed.usage.total_tokens,
+    });
     assert.equal(got.events[got.events.length - 1].type, 'response.completed');
     // What was asked of the server: the hosted tool with its outputs included.
     const body = server.turns[0].body;
@@ -112,17 +130,35 @@ describe('providers: conformance with recorded streams', function () {
     server = await startServerFor('openai');
     server.push(cassetteResponse(i0, { chunkBytes: 211 }), cassetteResponse(i1, { chunkBytes: 97 }));
     const provider = await providerFor('openai', server);
-    const tools = [{ name: 'get_capital', description: 'Capital of a country', parameters: { type: 'object', properties: { country: { type: 'string' } }, required: ['country'] } }];
+    const tools = [
+      {
+        name: 'get_capital',
+        description: 'Capital of a country',
+        parameters: { type: 'object', properties: { country: { type: 'string' } }, required: ['country'] },
+      },
+    ];
     const history: ConversationItem[] = [userMessage('What is the capital of PotatoLand?')];
     const t1 = await runTurn(provider, { history, tools, system: 'Briefly narrate what you are about to do before calling each tool.' });
     assert.equal(t1.rec.text(), commentary);
-    assert.deepEqual(t1.result.functionCalls.map(({ call_id, name, arguments: a }) => ({ call_id, name, arguments: a })), [{ call_id: fcItem.call_id, name: 'get_capital', arguments: fcItem.arguments }]);
+    assert.deepEqual(
+      t1.result.functionCalls.map(({ call_id, name, arguments: a }) => ({ call_id, name, arguments: a })),
+      [{ call_id: fcItem.call_id, name: 'get_capital', arguments: fcItem.arguments }],
+    );
     assert.equal(t1.result.stopReason, 'tool_use');
     const added = t1.rec.ofType('response.output_item.added');
     const ourId = t1.result.functionCalls[0].item_id;
-    assert.notEqual(ourId, fcItem.id, 'the item id is ours; the provider\'s stays in the replay data');
-    assert.deepEqual(added.map((e) => e.item), [{ type: 'function_call', id: ourId, call_id: fcItem.call_id, name: 'get_capital', arguments: '', status: 'in_progress' }]);
-    assert.equal(t1.rec.ofType('response.function_call_arguments.delta').map((e) => e.delta).join(''), fcItem.arguments);
+    assert.notEqual(ourId, fcItem.id, "the item id is ours; the provider's stays in the replay data");
+    assert.deepEqual(
+      added.map((e) => e.item),
+      [{ type: 'function_call', id: ourId, call_id: fcItem.call_id, name: 'get_capital', arguments: '', status: 'in_progress' }],
+    );
+    assert.equal(
+      t1.rec
+        .ofType('response.function_call_arguments.delta')
+        .map((e) => e.delta)
+        .join(''),
+      fcItem.arguments,
+    );
     assert.equal(t1.rec.ofType('response.function_call_arguments.done')[0].arguments, fcItem.arguments);
 
     const output: FunctionCallOutputItem = { type: 'function_call_output', call_id: fcItem.call_id, name: 'get_capital', output: 'Potato City' };
@@ -134,9 +170,15 @@ describe('providers: conformance with recorded streams', function () {
     assert.deepEqual(input[input.length - 1], { type: 'function_call_output', call_id: fcItem.call_id, output: 'Potato City' });
     // The model's own items go back verbatim (reasoning with its encrypted content, message, call).
     const recordedOutput = r0.filter((e) => e.type === 'response.output_item.done').map((e) => e.item);
-    assert.deepEqual(input.slice(1, -1).map((x) => x.id), recordedOutput.map((x: Json) => x.id));
+    assert.deepEqual(
+      input.slice(1, -1).map((x) => x.id),
+      recordedOutput.map((x: Json) => x.id),
+    );
     assert.equal(input.find((x) => x.type === 'reasoning')!.encrypted_content, recordedOutput.find((x: Json) => x.type === 'reasoning').encrypted_content);
-    assert.deepEqual(input.find((x) => x.type === 'function_call'), { id: fcItem.id, type: 'function_call', arguments: fcItem.arguments, call_id: fcItem.call_id, name: 'get_capital' });
+    assert.deepEqual(
+      input.find((x) => x.type === 'function_call'),
+      { id: fcItem.id, type: 'function_call', arguments: fcItem.arguments, call_id: fcItem.call_id, name: 'get_capital' },
+    );
   });
 
   it('04 Chat Completions tool_calls merged by index; role:"tool" result in the 2nd request', async function () {
@@ -144,21 +186,36 @@ describe('providers: conformance with recorded streams', function () {
     const [i0, i1] = loadCassette(file);
     const chunks0 = events(i0.response.body);
     const firstCall = chunks0.find((c) => c.choices?.[0]?.delta?.tool_calls)!.choices[0].delta.tool_calls[0];
-    const args = chunks0.flatMap((c) => c.choices?.[0]?.delta?.tool_calls ?? []).map((t: Json) => t.function?.arguments ?? '').join('');
-    const finalText = events(i1.response.body).map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
+    const args = chunks0
+      .flatMap((c) => c.choices?.[0]?.delta?.tool_calls ?? [])
+      .map((t: Json) => t.function?.arguments ?? '')
+      .join('');
+    const finalText = events(i1.response.body)
+      .map((c) => c.choices?.[0]?.delta?.content ?? '')
+      .join('');
     const usage0 = chunks0.find((c) => c.usage)?.usage;
 
     server = await startServerFor('openai-compatible');
     server.push(cassetteResponse(i0, { chunkBytes: 53 }), cassetteResponse(i1, { chunkBytes: 61 }));
     const provider = await providerFor('openai-compatible', server);
-    const tools = [{ name: firstCall.function.name, description: 'Capital of a country', parameters: { type: 'object', properties: { country: { type: 'string' } } } }];
+    const tools = [
+      { name: firstCall.function.name, description: 'Capital of a country', parameters: { type: 'object', properties: { country: { type: 'string' } } } },
+    ];
     const history: ConversationItem[] = [userMessage('What is the capital of the UK?')];
     const t1 = await runTurn(provider, { history, tools }, 'gpt-4o-mini');
-    assert.deepEqual(t1.result.functionCalls.map(({ call_id, name, arguments: a }) => ({ call_id, name, arguments: a })), [{ call_id: firstCall.id, name: firstCall.function.name, arguments: args }]);
+    assert.deepEqual(
+      t1.result.functionCalls.map(({ call_id, name, arguments: a }) => ({ call_id, name, arguments: a })),
+      [{ call_id: firstCall.id, name: firstCall.function.name, arguments: args }],
+    );
     assert.equal(t1.result.stopReason, 'tool_use');
-    if (usage0) assert.deepEqual(t1.result.usage, { input_tokens: usage0.prompt_tokens, output_tokens: usage0.completion_tokens, total_tokens: usage0.total_tokens });
+    if (usage0)
+      assert.deepEqual(t1.result.usage, { input_tokens: usage0.prompt_tokens, output_tokens: usage0.completion_tokens, total_tokens: usage0.total_tokens });
 
-    const t2 = await runTurn(provider, { history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: firstCall.id, output: 'London' }], tools }, 'gpt-4o-mini');
+    const t2 = await runTurn(
+      provider,
+      { history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: firstCall.id, output: 'London' }], tools },
+      'gpt-4o-mini',
+    );
     assert.equal(t2.rec.text(), finalText);
     const messages: Json[] = server.turns[1].body.messages;
     assert.deepEqual(messages.slice(-2), [
@@ -172,22 +229,37 @@ describe('providers: conformance with recorded streams', function () {
     const [i0] = loadCassette(file);
     const rec = events(i0.response.body);
     const useStart = rec.find((e) => e.type === 'content_block_start' && e.content_block.type === 'server_tool_use')!;
-    const json = rec.filter((e) => e.type === 'content_block_delta' && e.index === useStart.index && e.delta.type === 'input_json_delta').map((e) => e.delta.partial_json).join('');
+    const json = rec
+      .filter((e) => e.type === 'content_block_delta' && e.index === useStart.index && e.delta.type === 'input_json_delta')
+      .map((e) => e.delta.partial_json)
+      .join('');
     const command = JSON.parse(json).command;
     const result = rec.find((e) => e.type === 'content_block_start' && e.content_block.type === 'bash_code_execution_tool_result')!.content_block.content;
     const textIdx = new Set(rec.filter((e) => e.type === 'content_block_start' && e.content_block.type === 'text').map((e) => e.index));
-    const text = rec.filter((e) => e.type === 'content_block_delta' && textIdx.has(e.index)).map((e) => e.delta.text).join('');
-    const thinking = rec.filter((e) => e.type === 'content_block_delta' && e.delta.type === 'thinking_delta').map((e) => e.delta.thinking).join('');
+    const text = rec
+      .filter((e) => e.type === 'content_block_delta' && textIdx.has(e.index))
+      .map((e) => e.delta.text)
+      .join('');
+    const thinking = rec
+      .filter((e) => e.type === 'content_block_delta' && e.delta.type === 'thinking_delta')
+      .map((e) => e.delta.thinking)
+      .join('');
     const container = rec.find((e) => e.type === 'message_delta')!.delta.container.id;
 
     server = await startServerFor('anthropic');
     server.push(cassetteResponse(i0, { chunkBytes: 89 }));
     const provider = await providerFor('anthropic', server);
-    const { result: res, rec: got } = await runTurn(provider, { history: [userMessage('what is 65465-6544 * 65464-6+1.02255')], hosted: { enabled: true, toolVersion: 'code_execution_20260120' } });
+    const { result: res, rec: got } = await runTurn(provider, {
+      history: [userMessage('what is 65465-6544 * 65464-6+1.02255')],
+      hosted: { enabled: true, toolVersion: 'code_execution_20260120' },
+    });
 
     const code = assertCodeItemOrder(got, got.codeItems()[0].id);
     assert.equal(code, command);
-    assert.ok(!got.ofType('response.code_interpreter_call_code.delta').some((d) => d.delta.includes('{"command')), 'code deltas are plain text, not JSON fragments');
+    assert.ok(
+      !got.ofType('response.code_interpreter_call_code.delta').some((d) => d.delta.includes('{"command')),
+      'code deltas are plain text, not JSON fragments',
+    );
     const item = got.codeItems()[0];
     // Our id; the provider's server_tool_use id goes back in the replay data.
     assert.notEqual(item.id, useStart.content_block.id);
@@ -215,8 +287,14 @@ describe('providers: conformance with recorded streams', function () {
     const body = fs.readFileSync(file, 'utf8');
     const rec = events(body);
     const start = rec.find((e) => e.type === 'content_block_start' && e.content_block.type === 'tool_use')!;
-    const args = rec.filter((e) => e.type === 'content_block_delta' && e.index === start.index).map((e) => e.delta.partial_json).join('');
-    const text = rec.filter((e) => e.type === 'content_block_delta' && e.delta.type === 'text_delta').map((e) => e.delta.text).join('');
+    const args = rec
+      .filter((e) => e.type === 'content_block_delta' && e.index === start.index)
+      .map((e) => e.delta.partial_json)
+      .join('');
+    const text = rec
+      .filter((e) => e.type === 'content_block_delta' && e.delta.type === 'text_delta')
+      .map((e) => e.delta.text)
+      .join('');
 
     server = await startServerFor('anthropic');
     server.push(replay(body, { headers: { 'content-type': 'text/event-stream; charset=utf-8' }, chunkBytes: 37 }));
@@ -225,7 +303,10 @@ describe('providers: conformance with recorded streams', function () {
     const { result, rec: got } = await runTurn(provider, { history: [userMessage('Weather in SF?')], tools });
     assert.equal(got.text(), text);
     got.assertNoReasoningInOutputText();
-    assert.deepEqual(result.functionCalls.map(({ call_id, name, arguments: a }) => ({ call_id, name, arguments: a })), [{ call_id: start.content_block.id, name: start.content_block.name, arguments: args }]);
+    assert.deepEqual(
+      result.functionCalls.map(({ call_id, name, arguments: a }) => ({ call_id, name, arguments: a })),
+      [{ call_id: start.content_block.id, name: start.content_block.name, arguments: args }],
+    );
     assert.deepEqual(JSON.parse(result.functionCalls[0].arguments), JSON.parse(args));
     assert.equal(result.stopReason, 'tool_use');
     assert.equal(server.turns[0].headers['anthropic-beta'], undefined, 'client tools need no beta');
@@ -238,7 +319,10 @@ describe('providers: conformance with recorded streams', function () {
     const parts = chunks.flatMap((c) => c.candidates?.[0]?.content?.parts ?? []);
     const ec = parts.find((p: Json) => p.executableCode).executableCode;
     const res = parts.find((p: Json) => p.codeExecutionResult).codeExecutionResult;
-    const text = parts.filter((p: Json) => typeof p.text === 'string' && !p.thought).map((p: Json) => p.text).join('');
+    const text = parts
+      .filter((p: Json) => typeof p.text === 'string' && !p.thought)
+      .map((p: Json) => p.text)
+      .join('');
     const last = chunks[chunks.length - 1];
 
     server = await startServerFor('gemini');
@@ -270,7 +354,11 @@ describe('providers: conformance with recorded streams', function () {
     const [i0, i1] = loadCassette(file);
     const parts0 = events(i0.response.body).flatMap((c) => c.candidates?.[0]?.content?.parts ?? []);
     const callPart = parts0.find((p: Json) => p.functionCall);
-    const finalText = events(i1.response.body).flatMap((c) => c.candidates?.[0]?.content?.parts ?? []).filter((p: Json) => typeof p.text === 'string' && !p.thought).map((p: Json) => p.text).join('');
+    const finalText = events(i1.response.body)
+      .flatMap((c) => c.candidates?.[0]?.content?.parts ?? [])
+      .filter((p: Json) => typeof p.text === 'string' && !p.thought)
+      .map((p: Json) => p.text)
+      .join('');
 
     server = await startServerFor('gemini');
     server.push(cassetteResponse(i0, { chunkBytes: 101 }), cassetteResponse(i1, { chunkBytes: 43 }));
@@ -284,7 +372,11 @@ describe('providers: conformance with recorded streams', function () {
     assert.deepEqual(JSON.parse(call.arguments), callPart.functionCall.args);
     assert.equal(t1.result.stopReason, 'tool_use');
 
-    const t2 = await runTurn(provider, { history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: call.call_id, output: 'Mexico' }], tools }, 'gemini-3-pro-preview');
+    const t2 = await runTurn(
+      provider,
+      { history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: call.call_id, output: 'Mexico' }], tools },
+      'gemini-3-pro-preview',
+    );
     assert.equal(t2.rec.text(), finalText);
     const contents: Json[] = server.turns[1].body.contents;
     assert.equal(contents.length, 3);
@@ -292,9 +384,8 @@ describe('providers: conformance with recorded streams', function () {
     const echoed = contents[1].parts.find((p: Json) => p.functionCall);
     assert.deepEqual(echoed, callPart, 'the functionCall part goes back verbatim, thoughtSignature included');
     assert.deepEqual(contents[2], { role: 'user', parts: [{ functionResponse: { name: callPart.functionCall.name, response: { output: 'Mexico' } } }] });
-    assert.deepEqual(server.turns[1].body.tools, [{ functionDeclarations: [{ name: callPart.functionCall.name, description: '', parametersJsonSchema: tools[0].parameters }] }]);
+    assert.deepEqual(server.turns[1].body.tools, [
+      { functionDeclarations: [{ name: callPart.functionCall.name, description: '', parametersJsonSchema: tools[0].parameters }] },
+    ]);
   });
 });
-
-
-

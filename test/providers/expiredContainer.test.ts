@@ -18,7 +18,12 @@ import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { createProvider } from '../../src/core/providers/factory';
-import { EXPIRED_CONTAINER_MESSAGE, MAX_EXPIRED_CONTAINERS, isExpiredContainerError, recoverExpiredContainers } from '../../src/core/providers/shared/expiredContainer';
+import {
+  EXPIRED_CONTAINER_MESSAGE,
+  MAX_EXPIRED_CONTAINERS,
+  isExpiredContainerError,
+  recoverExpiredContainers,
+} from '../../src/core/providers/shared/expiredContainer';
 import type { Provider, TurnRequest } from '../../src/core/providers/shared/types';
 import { ProviderError } from '../../src/core/providers/shared/errors';
 import { noSessions, type Runtime } from '../../src/core/runtime/types';
@@ -81,12 +86,22 @@ for (const c of CASES) {
     });
 
     const chat = (conversation: Conversation, prompt: string) => {
-      const layers: Record<string, SettingLayers> = { provider: { user: c.provider }, model: { user: DEFAULT_MODELS[c.provider] }, baseURL: { user: server.url }, mode: { user: 'hosted' } };
+      const layers: Record<string, SettingLayers> = {
+        provider: { user: c.provider },
+        model: { user: DEFAULT_MODELS[c.provider] },
+        baseURL: { user: server.url },
+        mode: { user: 'hosted' },
+      };
       const config = resolveEngineConfig((k) => layers[k], { trusted: true }).config;
       return runChatTurn({
-        conversation, prompt, source: 'cli', config,
+        conversation,
+        prompt,
+        source: 'cli',
+        config,
         provider: () => createProvider(providerConfigFrom(config, 'test-key-wire')),
-        runtime: noRuntime, gateway: new ToolGateway([]), agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
+        runtime: noRuntime,
+        gateway: new ToolGateway([]),
+        agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
       });
     };
 
@@ -104,7 +119,10 @@ for (const c of CASES) {
 
     it('a turn whose container expired goes on in a new one, says so, and later turns and the saved conversation use the new one', async () => {
       const convo = await conversationInOldContainer();
-      server.push(c.expired(c.old), turn().code({ code: 'df = load()\nprint(df.mean())', stdout: '3.5\n' }).text('The mean is 3.5.').with({ container: c.fresh }));
+      server.push(
+        c.expired(c.old),
+        turn().code({ code: 'df = load()\nprint(df.mean())', stdout: '3.5\n' }).text('The mean is 3.5.').with({ container: c.fresh }),
+      );
       const second = await chat(convo, 'the mean?');
       assert.equal(second.result?.status, 'completed', JSON.stringify(second.error));
       assert.equal(second.result?.text, 'The mean is 3.5.');
@@ -158,7 +176,10 @@ for (const c of CASES) {
       const second = await chat(convo, 'the mean?');
       assert.equal(second.result?.status, 'failed');
       assert.equal(server.turns.length, 3, 'one retry, no more');
-      assert.match(second.error?.message ?? '', /^The code container of this conversation expired, and the request in a new container was refused too \(HTTP 400: .*\)\. Send the message again/);
+      assert.match(
+        second.error?.message ?? '',
+        /^The code container of this conversation expired, and the request in a new container was refused too \(HTTP 400: .*\)\. Send the message again/,
+      );
       assert.equal(convo.events.filter((e) => e.type === 'codeact.retry').length, 1);
       // The next turn starts in a new container instead of naming the expired one again.
       const reopened = store.open(convo.id);
@@ -190,10 +211,23 @@ describe('expired hosted container: Anthropic container_expired inside a respons
     const dir = mkdtempSync(path.join(tmpdir(), 'codeact-expired-'));
     try {
       const store = new TranscriptStore(dir);
-      const layers: Record<string, SettingLayers> = { provider: { user: 'anthropic' }, model: { user: DEFAULT_MODELS.anthropic }, baseURL: { user: server.url }, mode: { user: 'hosted' } };
+      const layers: Record<string, SettingLayers> = {
+        provider: { user: 'anthropic' },
+        model: { user: DEFAULT_MODELS.anthropic },
+        baseURL: { user: server.url },
+        mode: { user: 'hosted' },
+      };
       const config = resolveEngineConfig((k) => layers[k], { trusted: true }).config;
       const chat = (conversation: Conversation, prompt: string) =>
-        runChatTurn({ conversation, prompt, source: 'cli', config, provider: () => createProvider(providerConfigFrom(config, 'test-key-wire')), runtime: noRuntime, gateway: new ToolGateway([]) });
+        runChatTurn({
+          conversation,
+          prompt,
+          source: 'cli',
+          config,
+          provider: () => createProvider(providerConfigFrom(config, 'test-key-wire')),
+          runtime: noRuntime,
+          gateway: new ToolGateway([]),
+        });
       const old = 'container_011CaNRFAbjdPf4rmBarZzqQ';
       const convo = store.create({ title: 'x' });
       server.push(turn().code({ code: 'x = 1' }).text('ok').with({ container: old }));
@@ -219,8 +253,9 @@ describe('expired hosted container: Anthropic container_expired inside a respons
 });
 
 describe('isExpiredContainerError', () => {
-  const err = (provider: 'openai' | 'anthropic' | 'gemini', status: number, detail: string) => new ProviderError({ code: 'bad_request', provider, status, message: 'x', detail });
-  it('knows the providers\' expired-container refusals and nothing else', () => {
+  const err = (provider: 'openai' | 'anthropic' | 'gemini', status: number, detail: string) =>
+    new ProviderError({ code: 'bad_request', provider, status, message: 'x', detail });
+  it("knows the providers' expired-container refusals and nothing else", () => {
     assert.ok(isExpiredContainerError(err('openai', 400, 'Container is expired.')));
     assert.ok(isExpiredContainerError(err('openai', 404, "Container with id 'cntr_1' not found.")));
     assert.ok(isExpiredContainerError(err('anthropic', 400, 'container: Container container_01 has expired.')));
@@ -234,7 +269,11 @@ describe('isExpiredContainerError', () => {
 describe('recoverExpiredContainers: what the saved conversation says is untrusted', () => {
   it('a broken expiredContainers value in the meta is ignored, and the list stays bounded', async () => {
     const seen: TurnRequest[] = [];
-    const inner = { id: 'openai', capabilities: { functionTools: true, hostedCode: true }, streamTurn: async (r: TurnRequest) => (seen.push(r), { items: [], functionCalls: [], responseId: 'r', stopReason: 'end_turn', files: [] }) } as unknown as Provider;
+    const inner = {
+      id: 'openai',
+      capabilities: { functionTools: true, hostedCode: true },
+      streamTurn: async (r: TurnRequest) => (seen.push(r), { items: [], functionCalls: [], responseId: 'r', stopReason: 'end_turn', files: [] }),
+    } as unknown as Provider;
     const broken = recoverExpiredContainers(inner, 'cntr_x' as unknown as string[]);
     assert.deepEqual(broken.expired, []);
     const many = recoverExpiredContainers(inner, Array.from({ length: 50 }, (_, i) => `cntr_${i}`).concat([42 as unknown as string, 'y'.repeat(5000)]));

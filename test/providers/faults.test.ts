@@ -112,7 +112,10 @@ for (const p of PROVIDERS) {
       assert.match(error.message, /cut before .* finished its response\. What arrived before the cut is kept/);
       const got = rec.text();
       assert.ok(got.length > 0 && 'The quick brown fox jumps over the lazy dog, twice.'.startsWith(got), `kept ${JSON.stringify(got)}`);
-      assert.deepEqual(error.partial?.items.map((i) => i.type === 'message' && i.text), [got]);
+      assert.deepEqual(
+        error.partial?.items.map((i) => i.type === 'message' && i.text),
+        [got],
+      );
     });
 
     it('malformed JSON in the stream is malformed_stream; the text before is kept', async () => {
@@ -190,7 +193,10 @@ describe('providers: configuration errors', () => {
       await runTurn(a, { history: [userMessage('hi')] });
       const b = await createProvider({ provider: 'gemini', baseURL: server.url, env: { GOOGLE_API_KEY: 'g-key', GEMINI_API_KEY: 'gem-key' } });
       await runTurn(b, { history: [userMessage('hi')] });
-      assert.deepEqual(server.turns.map((t) => t.headers['x-goog-api-key']), ['g-key', 'gem-key']);
+      assert.deepEqual(
+        server.turns.map((t) => t.headers['x-goog-api-key']),
+        ['g-key', 'gem-key'],
+      );
     } finally {
       await server.close();
     }

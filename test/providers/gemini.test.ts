@@ -29,22 +29,28 @@ describe('providers: Gemini', () => {
     const provider = await providerFor('gemini', server);
     const history: ConversationItem[] = [userMessage('Weather in Zürich?')];
     const t1 = await runTurn(provider, { history, tools: [EXECUTE_TOOL_CODE], system: 'be brief' });
-    assert.deepEqual(t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments)]), [['oqeiriep', 'execute_tool_code', { code }]]);
+    assert.deepEqual(
+      t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments)]),
+      [['oqeiriep', 'execute_tool_code', { code }]],
+    );
     assert.equal(t1.result.stopReason, 'tool_use');
-    assert.deepEqual(t1.rec.forItem(t1.result.functionCalls[0].item_id).map((e) => e.type), [
-      'response.output_item.added',
-      'response.function_call_arguments.delta',
-      'response.function_call_arguments.done',
-      'response.output_item.done',
-    ]);
+    assert.deepEqual(
+      t1.rec.forItem(t1.result.functionCalls[0].item_id).map((e) => e.type),
+      ['response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done'],
+    );
     const req0 = server.turns[0];
     assert.equal(req0.query.alt, 'sse');
     assert.equal(req0.path, '/v1beta/models/gemini-3-flash-preview:streamGenerateContent');
     assert.equal(req0.headers['x-goog-api-key'], 'test-key-wire');
     assert.deepEqual(req0.body.systemInstruction, { parts: [{ text: 'be brief' }], role: 'user' });
-    assert.deepEqual(req0.body.tools, [{ functionDeclarations: [{ name: 'execute_tool_code', description: EXECUTE_TOOL_CODE.description, parametersJsonSchema: EXECUTE_TOOL_CODE.parameters }] }]);
+    assert.deepEqual(req0.body.tools, [
+      { functionDeclarations: [{ name: 'execute_tool_code', description: EXECUTE_TOOL_CODE.description, parametersJsonSchema: EXECUTE_TOOL_CODE.parameters }] },
+    ]);
 
-    const t2 = await runTurn(provider, { history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: 'oqeiriep', output: 'sunny' }], tools: [EXECUTE_TOOL_CODE] });
+    const t2 = await runTurn(provider, {
+      history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: 'oqeiriep', output: 'sunny' }],
+      tools: [EXECUTE_TOOL_CODE],
+    });
     assert.equal(t2.rec.text(), 'It is sunny in Zürich.');
     assert.equal(t2.result.stopReason, 'end_turn');
     const contents: Json[] = server.turns[1].body.contents;
@@ -96,17 +102,29 @@ describe('providers: Gemini', () => {
     assert.equal(rec.text({ thinking: true }), 'Let me think about it.');
     assert.ok(rec.ofType('response.reasoning_text.done').some((e) => e.text === 'Let me think about it.'));
     rec.assertNoReasoningInOutputText();
-    assert.deepEqual(result.items.map((i) => i.type === 'message' && i.thinking === true), [true, false]);
+    assert.deepEqual(
+      result.items.map((i) => i.type === 'message' && i.thinking === true),
+      [true, false],
+    );
     // Replay: thought summaries are not sent back; signed text is.
     server.push(turn().text('ok'));
     await runTurn(provider, { history: [userMessage('answer?'), ...result.items, userMessage('and?')] });
-    assert.deepEqual(server.turns[1].body.contents[1], { role: 'model', parts: [{ text: '42', thoughtSignature: 'TXTSIG' }, { text: '', thoughtSignature: 'EoECCv4BAQw51segFinal==' }] });
+    assert.deepEqual(server.turns[1].body.contents[1], {
+      role: 'model',
+      parts: [
+        { text: '42', thoughtSignature: 'TXTSIG' },
+        { text: '', thoughtSignature: 'EoECCv4BAQw51segFinal==' },
+      ],
+    });
   });
 
   it('a finishReason STOP mid-stream does not end the turn; the end of the body does', async () => {
     server.push(turn().text('First part, ').text('second part.').call('lookup', { q: 1 }).with({ midStreamStop: true }));
     const provider = await providerFor('gemini', server);
-    const { rec, result } = await runTurn(provider, { history: [userMessage('x')], tools: [{ name: 'lookup', description: 'd', parameters: { type: 'object' } }] });
+    const { rec, result } = await runTurn(provider, {
+      history: [userMessage('x')],
+      tools: [{ name: 'lookup', description: 'd', parameters: { type: 'object' } }],
+    });
     assert.equal(rec.text(), 'First part, second part.');
     assert.equal(result.functionCalls.length, 1);
     assert.equal(result.rawStopReason, 'STOP');

@@ -26,14 +26,23 @@ describe('providers: OpenAI-compatible Chat Completions', () => {
       const codeA = 'print("a — ä")\n';
       const codeB = 'x = {"k": [1, 2]}\nprint(x)';
       server.push(
-        turn().text('Running two things.', { chunkSize: 3 }).call('execute_tool_code', { code: codeA }, { id: 'call_A', chunkSize: 4 }).call('execute_tool_code', { code: codeB }, { id: 'call_B', chunkSize: 5 }),
+        turn()
+          .text('Running two things.', { chunkSize: 3 })
+          .call('execute_tool_code', { code: codeA }, { id: 'call_A', chunkSize: 4 })
+          .call('execute_tool_code', { code: codeB }, { id: 'call_B', chunkSize: 5 }),
         // Written 2 bytes at a time: the multi-byte characters are split between network chunks.
         turn().text('Both ran: a — ä and {"k": [1, 2]}.', { chunkSize: 2 }).with({ chunkBytes: 2 }),
       );
       const provider = await providerFor('openai-compatible', server);
       const history: ConversationItem[] = [userMessage('run both')];
       const t1 = await runTurn(provider, { history, tools: [EXECUTE_TOOL_CODE], system: 'sys' });
-      assert.deepEqual(t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments).code]), [['call_A', 'execute_tool_code', codeA], ['call_B', 'execute_tool_code', codeB]]);
+      assert.deepEqual(
+        t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments).code]),
+        [
+          ['call_A', 'execute_tool_code', codeA],
+          ['call_B', 'execute_tool_code', codeB],
+        ],
+      );
       assert.equal(t1.result.stopReason, 'tool_use');
       assert.equal(t1.rec.text(), 'Running two things.');
       for (const { item_id: id } of t1.result.functionCalls) {
@@ -42,8 +51,13 @@ describe('providers: OpenAI-compatible Chat Completions', () => {
         assert.deepEqual(kinds.slice(-2), ['response.function_call_arguments.done', 'response.output_item.done']);
       }
       const body0 = server.turns[0].body;
-      assert.deepEqual(body0.messages, [{ role: 'system', content: 'sys' }, { role: 'user', content: 'run both' }]);
-      assert.deepEqual(body0.tools, [{ type: 'function', function: { name: 'execute_tool_code', description: EXECUTE_TOOL_CODE.description, parameters: EXECUTE_TOOL_CODE.parameters } }]);
+      assert.deepEqual(body0.messages, [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'run both' },
+      ]);
+      assert.deepEqual(body0.tools, [
+        { type: 'function', function: { name: 'execute_tool_code', description: EXECUTE_TOOL_CODE.description, parameters: EXECUTE_TOOL_CODE.parameters } },
+      ]);
       assert.deepEqual(body0.stream_options, { include_usage: true });
       assert.deepEqual(t1.result.usage, { input_tokens: 50, output_tokens: 10, total_tokens: 60 });
 
@@ -79,7 +93,13 @@ describe('providers: OpenAI-compatible Chat Completions', () => {
       assert.equal(rec.text(), '4');
       assert.equal(rec.text({ thinking: true }), 'Hmm, 2+2.');
       rec.assertNoReasoningInOutputText();
-      assert.deepEqual(result.items.map((i) => [i.type, i.type === 'message' && i.thinking === true]), [['message', true], ['message', false]]);
+      assert.deepEqual(
+        result.items.map((i) => [i.type, i.type === 'message' && i.thinking === true]),
+        [
+          ['message', true],
+          ['message', false],
+        ],
+      );
     });
   }
 
@@ -139,7 +159,11 @@ describe('providers: OpenAI-compatible Chat Completions', () => {
     server.push(turn().text('ok'), turn().text('ok'));
     const keyless = await createProvider({ provider: 'openai-compatible', baseURL: server.url, env: {} });
     await runTurn(keyless, { history: [userMessage('hi')] });
-    const keyed = await createProvider({ provider: 'openai-compatible', baseURL: server.url, env: { OPENAI_COMPATIBLE_API_KEY: 'sk-local', OPENAI_API_KEY: 'sk-openai-secret' } });
+    const keyed = await createProvider({
+      provider: 'openai-compatible',
+      baseURL: server.url,
+      env: { OPENAI_COMPATIBLE_API_KEY: 'sk-local', OPENAI_API_KEY: 'sk-openai-secret' },
+    });
     await runTurn(keyed, { history: [userMessage('hi')] });
     assert.equal(server.turns[1].headers.authorization, 'Bearer sk-local');
     // The user's OpenAI key never goes to an OpenAI-compatible server.

@@ -27,30 +27,44 @@ describe('providers: OpenAI Responses', () => {
     const history: ConversationItem[] = [userMessage('How many open orders?')];
     const t1 = await runTurn(provider, { history, tools: [EXECUTE_TOOL_CODE], system: 'You orchestrate tools with code.' });
 
-    assert.deepEqual(t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments)]), [['call_abc', 'execute_tool_code', { code }]]);
+    assert.deepEqual(
+      t1.result.functionCalls.map((c) => [c.call_id, c.name, JSON.parse(c.arguments)]),
+      [['call_abc', 'execute_tool_code', { code }]],
+    );
     assert.equal(t1.result.stopReason, 'tool_use');
     const fcId = t1.result.functionCalls[0].item_id;
-    assert.deepEqual(t1.rec.forItem(fcId).map((e) => e.type), [
-      'response.output_item.added',
-      ...Array(Math.ceil(JSON.stringify({ code }).length / 7)).fill('response.function_call_arguments.delta'),
-      'response.function_call_arguments.done',
-      'response.output_item.done',
-    ]);
+    assert.deepEqual(
+      t1.rec.forItem(fcId).map((e) => e.type),
+      [
+        'response.output_item.added',
+        ...Array(Math.ceil(JSON.stringify({ code }).length / 7)).fill('response.function_call_arguments.delta'),
+        'response.function_call_arguments.done',
+        'response.output_item.done',
+      ],
+    );
     assert.equal(t1.rec.text(), 'Let me check.');
 
     const body0 = server.turns[0].body;
     assert.equal(body0.instructions, 'You orchestrate tools with code.');
     assert.equal(body0.stream, true);
-    assert.deepEqual(body0.tools, [{ type: 'function', name: 'execute_tool_code', description: EXECUTE_TOOL_CODE.description, parameters: EXECUTE_TOOL_CODE.parameters, strict: false }]);
+    assert.deepEqual(body0.tools, [
+      { type: 'function', name: 'execute_tool_code', description: EXECUTE_TOOL_CODE.description, parameters: EXECUTE_TOOL_CODE.parameters, strict: false },
+    ]);
     assert.equal(body0.include, undefined);
     assert.equal(server.turns[0].headers.authorization, 'Bearer test-key-wire');
 
-    const t2 = await runTurn(provider, { history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: 'call_abc', output: '{"value": 3}' }], tools: [EXECUTE_TOOL_CODE] });
+    const t2 = await runTurn(provider, {
+      history: [...history, ...t1.result.items, { type: 'function_call_output', call_id: 'call_abc', output: '{"value": 3}' }],
+      tools: [EXECUTE_TOOL_CODE],
+    });
     assert.equal(t2.rec.text(), 'There are 3 open orders.');
     assert.equal(t2.result.stopReason, 'end_turn');
     assert.deepEqual(t2.result.functionCalls, []);
     const input: Json[] = server.turns[1].body.input;
-    assert.deepEqual(input.map((x) => x.type ?? x.role), ['user', 'message', 'function_call', 'function_call_output']);
+    assert.deepEqual(
+      input.map((x) => x.type ?? x.role),
+      ['user', 'message', 'function_call', 'function_call_output'],
+    );
     // The provider's own item goes back (its fc_ id, not ours).
     const rawId = (t1.result.items.find((i) => i.type === 'function_call')!.replay!.parts[0].data as Json).id;
     assert.ok(rawId !== fcId && /^fc_/.test(rawId));
@@ -58,7 +72,10 @@ describe('providers: OpenAI Responses', () => {
     assert.deepEqual(input[3], { type: 'function_call_output', call_id: 'call_abc', output: '{"value": 3}' });
     // Usage per turn, from response.completed.
     assert.deepEqual(t2.result.usage, { input_tokens: 100, output_tokens: 20, total_tokens: 120 });
-    assert.deepEqual(t2.rec.events[t2.rec.events.length - 1], { type: 'response.completed', response: { id: t2.result.responseId, usage: t2.result.usage, container_id: null } });
+    assert.deepEqual(t2.rec.events[t2.rec.events.length - 1], {
+      type: 'response.completed',
+      response: { id: t2.result.responseId, usage: t2.result.usage, container_id: null },
+    });
   });
 
   it('keeps non-ASCII text whole across byte boundaries and delta boundaries', async () => {
@@ -75,7 +92,9 @@ describe('providers: OpenAI Responses', () => {
     server.push(
       turn()
         .code({ code, stdout: 'saved\n', images: [PNG], files: [{ id: 'cfile_1', mime_type: 'text/csv' }], chunkSize: 3 })
-        .text('Here is the plot: [data.csv](sandbox:/mnt/data/data.csv)', { citations: [{ file_id: 'cfile_1', filename: 'data.csv', start_index: 18, end_index: 55 }] })
+        .text('Here is the plot: [data.csv](sandbox:/mnt/data/data.csv)', {
+          citations: [{ file_id: 'cfile_1', filename: 'data.csv', start_index: 18, end_index: 55 }],
+        })
         .with({ container: 'cntr_abc123' }),
       turn().code({ code: 'print(1)', stdout: '1\n' }),
     );
@@ -87,12 +106,18 @@ describe('providers: OpenAI Responses', () => {
 
     const [item] = t1.rec.codeItems();
     assert.equal(assertCodeItemOrder(t1.rec, item.id), code);
-    assert.ok(item.id.startsWith('exec_'), 'our id; the provider\'s ci_ id stays in the replay data');
+    assert.ok(item.id.startsWith('exec_'), "our id; the provider's ci_ id stays in the replay data");
     assert.equal(item.runtime, 'openai');
     assert.equal(item.container_id, 'cntr_abc123');
     assert.equal(logsOf(item), 'saved\n');
-    assert.deepEqual(item.outputs.filter((o) => o.type === 'image'), [{ type: 'image', url: `data:image/png;base64,${PNG}` }]);
-    assert.deepEqual(item.outputs.filter((o) => o.type === 'file'), [{ type: 'file', file_id: 'cfile_1', container_id: 'cntr_abc123', mime_type: 'text/csv' }]);
+    assert.deepEqual(
+      item.outputs.filter((o) => o.type === 'image'),
+      [{ type: 'image', url: `data:image/png;base64,${PNG}` }],
+    );
+    assert.deepEqual(
+      item.outputs.filter((o) => o.type === 'file'),
+      [{ type: 'file', file_id: 'cfile_1', container_id: 'cntr_abc123', mime_type: 'text/csv' }],
+    );
     assert.deepEqual(t1.result.files, [{ type: 'file', file_id: 'cfile_1', container_id: 'cntr_abc123', mime_type: 'text/csv', filename: 'data.csv' }]);
     assert.equal(t1.result.containerId, 'cntr_abc123');
     assert.equal(t1.rec.ofType('response.completed')[0].response.container_id, 'cntr_abc123');
@@ -100,7 +125,10 @@ describe('providers: OpenAI Responses', () => {
     assert.equal(msg.annotations?.[0].type, 'container_file_citation');
 
     // Next turn: the same container, by id.
-    const t2 = await runTurn(provider, { history: [userMessage('plot it'), ...t1.result.items, userMessage('again')], hosted: { enabled: true, containerId: t1.result.containerId } });
+    const t2 = await runTurn(provider, {
+      history: [userMessage('plot it'), ...t1.result.items, userMessage('again')],
+      hosted: { enabled: true, containerId: t1.result.containerId },
+    });
     assert.deepEqual(server.turns[1].body.tools, [{ type: 'code_interpreter', container: 'cntr_abc123' }]);
     assert.equal(t2.rec.codeItems()[0].container_id, 'cntr_abc123');
     // The hosted item from turn 1 goes back as the provider's own item.

@@ -41,7 +41,8 @@ const KEEP_ALIVE: Record<ProviderId, string> = {
   gemini: ': keep-alive\r\n\r\n',
 };
 /** nginx's 502 page, as a reverse proxy in front of a model server sends it. */
-const NGINX_502 = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n';
+const NGINX_502 =
+  '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n';
 
 /** Small bounds; the one not under test is large, so that only the bound under test can end the turn. */
 const IDLE: Partial<ProviderConfig> = { firstByteTimeoutMs: 30_000, idleTimeoutMs: 400 };
@@ -96,11 +97,17 @@ for (const p of PROVIDERS) {
       const provider = await providerFor(p, server, IDLE);
       const { error, rec } = await runFailingTurn(provider, { history: [userMessage('hi')] });
       assert.equal(error.code, 'stream_stalled', error.message);
-      assert.match(error.message, /^The model stopped sending for 0\.4 s after its last event \(\d+ events? in\): .* sent nothing more.*What arrived before is kept/);
+      assert.match(
+        error.message,
+        /^The model stopped sending for 0\.4 s after its last event \(\d+ events? in\): .* sent nothing more.*What arrived before is kept/,
+      );
       assertNotACut(error.message);
       const got = rec.text();
       assert.ok(got.length > 0 && TEXT.startsWith(got), `kept ${JSON.stringify(got)}`);
-      assert.deepEqual(error.partial?.items.map((i) => i.type === 'message' && i.text), [got]);
+      assert.deepEqual(
+        error.partial?.items.map((i) => i.type === 'message' && i.text),
+        [got],
+      );
       await server.turns[0].closed;
       assert.equal(server.turns[0].closedEarly, true);
     });
@@ -195,7 +202,15 @@ describe('providers: recorded streams stopped halfway', function () {
     assert.match(events[events.length - 1], /"finishReason"/);
     assert.ok(!events.slice(0, -1).some((e) => /"finishReason"/.test(e)));
     server = await startServerFor('gemini');
-    server.push(replay(events.slice(0, -1).map((e) => `${e}\r\n\r\n`).join(''), { status: 200, headers: r.headers }));
+    server.push(
+      replay(
+        events
+          .slice(0, -1)
+          .map((e) => `${e}\r\n\r\n`)
+          .join(''),
+        { status: 200, headers: r.headers },
+      ),
+    );
     const provider = await providerFor('gemini', server, IDLE);
     const { error, rec } = await runFailingTurn(provider, { history: [userMessage('hi')], hosted: { enabled: true } });
     assert.equal(error.code, 'stream_cut', error.message);
@@ -262,7 +277,13 @@ describe('runStream: the bounds hold even where a stream ignores the abort signa
 
   it('a request that never answers and ignores the signal: stream_stalled, and the signal it was given is aborted', async () => {
     let given: AbortSignal | undefined;
-    const err = await runStream(source, req, () => {}, (signal) => ((given = signal), new Promise<never>(() => {})), machine).then(
+    const err = await runStream(
+      source,
+      req,
+      () => {},
+      (signal) => ((given = signal), new Promise<never>(() => {})),
+      machine,
+    ).then(
       () => assert.fail('should stall'),
       (e: unknown) => e as ProviderError,
     );
@@ -273,7 +294,13 @@ describe('runStream: the bounds hold even where a stream ignores the abort signa
 
   it('a stream that never yields and ignores the signal: stream_stalled after the idle bound', async () => {
     const silent: AsyncIterable<unknown> = { [Symbol.asyncIterator]: () => ({ next: () => new Promise<never>(() => {}) }) };
-    const err = await runStream(source, req, () => {}, async () => silent, machine).then(
+    const err = await runStream(
+      source,
+      req,
+      () => {},
+      async () => silent,
+      machine,
+    ).then(
       () => assert.fail('should stall'),
       (e: unknown) => e as ProviderError,
     );
@@ -293,7 +320,7 @@ describe('providers: stream bounds settings', () => {
     assert.deepEqual([defaults.firstByteTimeoutMs, defaults.idleTimeoutMs], [DEFAULT_STREAM_BOUNDS.firstByteMs, DEFAULT_STREAM_BOUNDS.idleMs]);
   });
 
-  it('the defaults of codeact.modelStream.* are the adapters\' defaults', () => {
+  it("the defaults of codeact.modelStream.* are the adapters' defaults", () => {
     assert.deepEqual(DEFAULT_STREAM_BOUNDS, {
       firstByteMs: SETTINGS['modelStream.firstByteTimeoutSeconds'].default * 1000,
       idleMs: SETTINGS['modelStream.idleTimeoutSeconds'].default * 1000,

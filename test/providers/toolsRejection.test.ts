@@ -23,7 +23,11 @@ describe('providers: OpenAI-compatible rejections of tools, whatever the wording
     ['a quoted parameter name', 400, { error: { message: '"tools" is not supported' } }],
     ['function calling, in other words', 400, { error: { message: 'function calling not available for this model', type: 'invalid_request_error' } }],
     ['the tool_choice parameter', 400, { error: { message: 'Unsupported parameter: tool_choice', type: 'invalid_request_error', param: 'tool_choice' } }],
-    ['only the JSON param names it (422)', 422, { error: { message: 'Invalid request', type: 'invalid_request_error', param: 'tools', code: 'unsupported_parameter' } }],
+    [
+      'only the JSON param names it (422)',
+      422,
+      { error: { message: 'Invalid request', type: 'invalid_request_error', param: 'tools', code: 'unsupported_parameter' } },
+    ],
     ['JSON inside the message, in another order (500)', 500, { error: { code: 500, message: '{"error":"Not supported: tools"}', type: 'server_error' } }],
     ['an error that is a bare string', 400, { error: 'this backend: tool use unavailable' }],
     ['Not Implemented (501), functions', 501, { error: { message: 'functions are not implemented by this proxy' } }],
@@ -51,7 +55,7 @@ describe('providers: OpenAI-compatible rejections of tools, whatever the wording
     assert.equal(error.code, 'bad_request');
   });
 
-  it('an error about the conversation\'s own tool calls is not a rejection of tools', async () => {
+  it("an error about the conversation's own tool calls is not a rejection of tools", async () => {
     server = await startServerFor('openai-compatible', 'vllm');
     server.push(json(400, { error: { message: 'messages[2].tool_calls[0].function.arguments must be a JSON string', type: 'BadRequestError', code: 400 } }));
     const provider = await providerFor('openai-compatible', server);

@@ -43,7 +43,13 @@ function toolResults(provider: ProviderId, body: Json): { text: string; images: 
         .map((b: Json) =>
           typeof b.content === 'string'
             ? { text: b.content, images: [] }
-            : { text: b.content.filter((c: Json) => c.type === 'text').map((c: Json) => c.text).join(''), images: b.content.filter((c: Json) => c.type === 'image').map((c: Json) => c.source.data) },
+            : {
+                text: b.content
+                  .filter((c: Json) => c.type === 'text')
+                  .map((c: Json) => c.text)
+                  .join(''),
+                images: b.content.filter((c: Json) => c.type === 'image').map((c: Json) => c.source.data),
+              },
         );
     case 'openai':
       return body.input
@@ -51,7 +57,13 @@ function toolResults(provider: ProviderId, body: Json): { text: string; images: 
         .map((i: Json) =>
           typeof i.output === 'string'
             ? { text: i.output, images: [] }
-            : { text: i.output.filter((p: Json) => p.type === 'input_text').map((p: Json) => p.text).join(''), images: i.output.filter((p: Json) => p.type === 'input_image').map((p: Json) => p.image_url.replace('data:image/png;base64,', '')) },
+            : {
+                text: i.output
+                  .filter((p: Json) => p.type === 'input_text')
+                  .map((p: Json) => p.text)
+                  .join(''),
+                images: i.output.filter((p: Json) => p.type === 'input_image').map((p: Json) => p.image_url.replace('data:image/png;base64,', '')),
+              },
         );
     case 'gemini':
       return body.contents
@@ -75,7 +87,12 @@ function toolResults(provider: ProviderId, body: Json): { text: string; images: 
   }
 }
 
-const VISION_MODEL: Record<ProviderId, string> = { openai: 'gpt-5', anthropic: 'claude-sonnet-4-6', gemini: 'gemini-3-flash-preview', 'openai-compatible': 'qwen2.5vl:7b' };
+const VISION_MODEL: Record<ProviderId, string> = {
+  openai: 'gpt-5',
+  anthropic: 'claude-sonnet-4-6',
+  gemini: 'gemini-3-flash-preview',
+  'openai-compatible': 'qwen2.5vl:7b',
+};
 
 describe('providers: images in tool results (vision)', () => {
   let server: WireServer;
@@ -124,7 +141,16 @@ describe('providers: images in tool results (vision)', () => {
     const body = await send('anthropic', [userMessage('plot'), call, out], { maxImages: 6, maxBytes: 1e7 });
     assert.deepEqual(body.messages[2], {
       role: 'user',
-      content: [{ type: 'tool_result', tool_use_id: 'call_1', content: [{ type: 'text', text: OUTPUT(1) }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: DATA[0] } }] }],
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'call_1',
+          content: [
+            { type: 'text', text: OUTPUT(1) },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: DATA[0] } },
+          ],
+        },
+      ],
     });
   });
 
@@ -134,7 +160,10 @@ describe('providers: images in tool results (vision)', () => {
     assert.deepEqual(body.input.at(-1), {
       type: 'function_call_output',
       call_id: 'call_1',
-      output: [{ type: 'input_text', text: OUTPUT(1) }, { type: 'input_image', image_url: `data:image/png;base64,${DATA[0]}`, detail: 'auto' }],
+      output: [
+        { type: 'input_text', text: OUTPUT(1) },
+        { type: 'input_image', image_url: `data:image/png;base64,${DATA[0]}`, detail: 'auto' },
+      ],
     });
   });
 
@@ -142,10 +171,13 @@ describe('providers: images in tool results (vision)', () => {
     const history = [userMessage('plot'), ...executionTurn(1, [attached(DATA[0], 11, 7, 1)]), ...executionTurn(2, [attached(DATA[1], 12, 7, 2)])];
     const three = await send('gemini', history, { maxImages: 6, maxBytes: 1e7 });
     const responses = three.contents.filter((c: Json) => c.parts.some((p: Json) => p.functionResponse));
-    assert.deepEqual(responses.flatMap((c: Json) => c.parts), [
-      { functionResponse: { name: 'execute_tool_code', response: { output: OUTPUT(1) }, parts: [{ inlineData: { mimeType: 'image/png', data: DATA[0] } }] } },
-      { functionResponse: { name: 'execute_tool_code', response: { output: OUTPUT(2) }, parts: [{ inlineData: { mimeType: 'image/png', data: DATA[1] } }] } },
-    ]);
+    assert.deepEqual(
+      responses.flatMap((c: Json) => c.parts),
+      [
+        { functionResponse: { name: 'execute_tool_code', response: { output: OUTPUT(1) }, parts: [{ inlineData: { mimeType: 'image/png', data: DATA[0] } }] } },
+        { functionResponse: { name: 'execute_tool_code', response: { output: OUTPUT(2) }, parts: [{ inlineData: { mimeType: 'image/png', data: DATA[1] } }] } },
+      ],
+    );
     await server.close();
     // Parallel calls of one turn: both responses first, then the images, in one user turn.
     const parallel: ConversationItem[] = [userMessage('plot'), history[1], history[3], history[2], history[4]];
@@ -162,7 +194,11 @@ describe('providers: images in tool results (vision)', () => {
   });
 
   it('openai-compatible: images only for a model the setting marks as seeing them, in one user message after the run of tool messages', async () => {
-    const parallel: ConversationItem[] = [userMessage('plot'), ...[1, 2].map((n) => executionTurn(n, [attached(DATA[n - 1], SIZES[n - 1].width, 7, n)])).flatMap(([c]) => [c]), ...[1, 2].map((n) => executionTurn(n, [attached(DATA[n - 1], SIZES[n - 1].width, 7, n)])[1])];
+    const parallel: ConversationItem[] = [
+      userMessage('plot'),
+      ...[1, 2].map((n) => executionTurn(n, [attached(DATA[n - 1], SIZES[n - 1].width, 7, n)])).flatMap(([c]) => [c]),
+      ...[1, 2].map((n) => executionTurn(n, [attached(DATA[n - 1], SIZES[n - 1].width, 7, n)])[1]),
+    ];
     const marked = await send('openai-compatible', parallel, { maxImages: 6, maxBytes: 1e7 });
     assert.deepEqual(marked.messages.slice(2), [
       { role: 'tool', tool_call_id: 'call_1', content: OUTPUT(1) },
@@ -192,28 +228,45 @@ describe('providers: images in tool results (vision)', () => {
     assert.ok(!JSON.stringify(plain).includes('base64'));
   });
 
-  for (const [provider, model] of [['openai', 'gpt-3.5-turbo'], ['anthropic', 'claude-2.1'], ['gemini', 'gemini-1.0-pro'], ['openai', 'o3-mini']] as [ProviderId, string][]) {
+  for (const [provider, model] of [
+    ['openai', 'gpt-3.5-turbo'],
+    ['anthropic', 'claude-2.1'],
+    ['gemini', 'gemini-1.0-pro'],
+    ['openai', 'o3-mini'],
+  ] as [ProviderId, string][]) {
     it(`${provider} ${model} (no vision): no image part, the tool result says what the user was shown`, async () => {
       const body = await send(provider, conversation(), { maxImages: 6, maxBytes: 1e7 }, model);
       assert.ok(!JSON.stringify(body).includes(DATA[7].slice(0, 40)), 'no image data in the request');
       assert.deepEqual(
         toolResults(provider, body).map((r) => r.text),
-        [1, 2, 3, 4].map((n) => `${OUTPUT(n)}\n[2 images were shown to the user: ${SIZES[2 * n - 2].width}×7 PNG, ${SIZES[2 * n - 1].width}×7 PNG; this model cannot see images]`),
+        [1, 2, 3, 4].map(
+          (n) =>
+            `${OUTPUT(n)}\n[2 images were shown to the user: ${SIZES[2 * n - 2].width}×7 PNG, ${SIZES[2 * n - 1].width}×7 PNG; this model cannot see images]`,
+        ),
       );
     });
   }
 
   it('maxImages 0 sends none; an unknown or broken image in a saved transcript is left out', async () => {
     const none = await send('anthropic', conversation(), { maxImages: 0, maxBytes: 1e7 });
-    assert.deepEqual(toolResults('anthropic', none).map((r) => r.images.length), [0, 0, 0, 0]);
+    assert.deepEqual(
+      toolResults('anthropic', none).map((r) => r.images.length),
+      [0, 0, 0, 0],
+    );
     assert.match(toolResults('anthropic', none)[3].text, /\[image 18×7 from execution 4, no longer attached\]$/);
     await server.close();
-    const [call, out] = executionTurn(1, [{ mime_type: 'image/svg+xml', data: '<svg/>', source: 'execution 1' }, { mime_type: 'image/png', data: '', source: 'x' }, { mime_type: 'image/png', data: '"},{"evil":1', source: 'x' }, null as unknown as AttachedImage, attached(DATA[0], 11, 7, 1)]);
+    const [call, out] = executionTurn(1, [
+      { mime_type: 'image/svg+xml', data: '<svg/>', source: 'execution 1' },
+      { mime_type: 'image/png', data: '', source: 'x' },
+      { mime_type: 'image/png', data: '"},{"evil":1', source: 'x' },
+      null as unknown as AttachedImage,
+      attached(DATA[0], 11, 7, 1),
+    ]);
     const body = await send('anthropic', [userMessage('plot'), call, out], { maxImages: 6, maxBytes: 1e7 });
     assert.deepEqual(toolResults('anthropic', body), [{ text: OUTPUT(1), images: [DATA[0]] }]);
   });
 
-  it('anthropic: an image over the API\'s 5 MB is never attached (the request would fail), and older images still go', async () => {
+  it("anthropic: an image over the API's 5 MB is never attached (the request would fail), and older images still go", async () => {
     const huge = attached('A'.repeat(5 * 1024 * 1024 + 4), 4000, 3000, 2);
     const history = [userMessage('plot'), ...executionTurn(1, [attached(DATA[0], 11, 7, 1)]), ...executionTurn(2, [huge])];
     const body = await send('anthropic', history, { maxImages: 6, maxBytes: 64 * 1024 * 1024 });
@@ -239,7 +292,14 @@ describe('providers: images after a recorded model turn (../shared/fixtures/prov
   });
 
   /** The recorded first turn, then our result with an image, then the recorded (or scripted) second turn. */
-  async function roundTrip(provider: ProviderId, first: RawResponse, second: RawResponse | ReturnType<typeof turn>, model: string, tools: Json[], extra: Json = {}): Promise<Json> {
+  async function roundTrip(
+    provider: ProviderId,
+    first: RawResponse,
+    second: RawResponse | ReturnType<typeof turn>,
+    model: string,
+    tools: Json[],
+    extra: Json = {},
+  ): Promise<Json> {
     server = await startServerFor(provider);
     server.push(first, second);
     const p = await providerFor(provider, server, extra);
@@ -247,7 +307,14 @@ describe('providers: images after a recorded model turn (../shared/fixtures/prov
     const t1 = await runTurn(p, { history, tools: tools as any }, model);
     assert.equal(t1.result.functionCalls.length, 1);
     const call = t1.result.functionCalls[0];
-    const output: ConversationItem = { type: 'function_call_output', item_id: call.item_id, call_id: call.call_id, name: call.name, output: OUTPUT(1), images: [attached(DATA[0], 11, 7, 1)] };
+    const output: ConversationItem = {
+      type: 'function_call_output',
+      item_id: call.item_id,
+      call_id: call.call_id,
+      name: call.name,
+      output: OUTPUT(1),
+      images: [attached(DATA[0], 11, 7, 1)],
+    };
     await runTurn(p, { history: [...history, ...t1.result.items, output], tools: tools as any, images: { maxImages: 6, maxBytes: 1e7 } }, model);
     return server.turns[1].body;
   }
@@ -257,31 +324,59 @@ describe('providers: images after a recorded model turn (../shared/fixtures/prov
   it('03 OpenAI Responses (gpt-5.5 recorded): the replayed items, then function_call_output with input_image', async () => {
     const [i0, i1] = cassette('03-openai-responses--function_call_roundtrip_stream.pydantic-ai.yaml');
     const body = await roundTrip('openai', cassetteResponse(i0), cassetteResponse(i1), 'gpt-5.5', tool('get_capital'));
-    assert.ok(body.input.some((x: Json) => x.type === 'reasoning' && x.encrypted_content), 'the recorded reasoning goes back');
-    assert.deepEqual(body.input.at(-1).output, [{ type: 'input_text', text: OUTPUT(1) }, { type: 'input_image', image_url: `data:image/png;base64,${DATA[0]}`, detail: 'auto' }]);
+    assert.ok(
+      body.input.some((x: Json) => x.type === 'reasoning' && x.encrypted_content),
+      'the recorded reasoning goes back',
+    );
+    assert.deepEqual(body.input.at(-1).output, [
+      { type: 'input_text', text: OUTPUT(1) },
+      { type: 'input_image', image_url: `data:image/png;base64,${DATA[0]}`, detail: 'auto' },
+    ]);
   });
 
   it('04 Chat Completions (gpt-4o-mini recorded, marked as seeing images): the tool message, then a user message with image_url', async () => {
     const [i0, i1] = cassette('04-openai-chat-completions--tool_calls_roundtrip_stream.pydantic-ai.yaml');
-    const name = parseSse(i0.response.body).map((e) => (e.data === '[DONE]' ? {} : JSON.parse(e.data))).find((c: Json) => c.choices?.[0]?.delta?.tool_calls)!.choices[0].delta.tool_calls[0].function.name;
+    const name = parseSse(i0.response.body)
+      .map((e) => (e.data === '[DONE]' ? {} : JSON.parse(e.data)))
+      .find((c: Json) => c.choices?.[0]?.delta?.tool_calls)!.choices[0].delta.tool_calls[0].function.name;
     const body = await roundTrip('openai-compatible', cassetteResponse(i0), cassetteResponse(i1), 'gpt-4o-mini', tool(name), { visionModels: ['gpt-4o-mini'] });
-    assert.deepEqual(body.messages.slice(-2).map((m: Json) => m.role), ['tool', 'user']);
+    assert.deepEqual(
+      body.messages.slice(-2).map((m: Json) => m.role),
+      ['tool', 'user'],
+    );
     assert.equal(body.messages.at(-1).content[1].image_url.url, `data:image/png;base64,${DATA[0]}`);
   });
 
   it('09 Anthropic client tool_use (recorded): tool_result with the image block, after the replayed tool_use', async () => {
     const raw = fs.readFileSync(path.join(fixturesDir(), '09-anthropic--client_tool_use_input_json_delta.anthropic-sdk-ts.sse.txt'), 'utf8');
-    const name = parseSse(raw).map((e) => JSON.parse(e.data)).find((e: Json) => e.type === 'content_block_start' && e.content_block.type === 'tool_use')!.content_block.name;
-    const body = await roundTrip('anthropic', replay(raw, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } }), turn().text('Sunny.'), 'claude-sonnet-4-6', tool(name));
+    const name = parseSse(raw)
+      .map((e) => JSON.parse(e.data))
+      .find((e: Json) => e.type === 'content_block_start' && e.content_block.type === 'tool_use')!.content_block.name;
+    const body = await roundTrip(
+      'anthropic',
+      replay(raw, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } }),
+      turn().text('Sunny.'),
+      'claude-sonnet-4-6',
+      tool(name),
+    );
     assert.equal(body.messages[1].content.at(-1).type, 'tool_use');
-    assert.deepEqual(body.messages[2].content[0].content, [{ type: 'text', text: OUTPUT(1) }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: DATA[0] } }]);
+    assert.deepEqual(body.messages[2].content[0].content, [
+      { type: 'text', text: OUTPUT(1) },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: DATA[0] } },
+    ]);
   });
 
   it('12 Gemini 3 (recorded, thoughtSignature): the functionCall part echoed, the functionResponse with inline data parts', async () => {
     const [i0, i1] = cassette('12-gemini--functionCall_roundtrip_stream.pydantic-ai.yaml');
-    const call = parseSse(i0.response.body).map((e) => JSON.parse(e.data)).flatMap((c: Json) => c.candidates?.[0]?.content?.parts ?? []).find((q: Json) => q.functionCall);
+    const call = parseSse(i0.response.body)
+      .map((e) => JSON.parse(e.data))
+      .flatMap((c: Json) => c.candidates?.[0]?.content?.parts ?? [])
+      .find((q: Json) => q.functionCall);
     const body = await roundTrip('gemini', cassetteResponse(i0), cassetteResponse(i1), 'gemini-3-pro-preview', tool(call.functionCall.name));
-    assert.deepEqual(body.contents[1].parts.find((q: Json) => q.functionCall), call);
+    assert.deepEqual(
+      body.contents[1].parts.find((q: Json) => q.functionCall),
+      call,
+    );
     assert.deepEqual(body.contents[2].parts[0].functionResponse.parts, [{ inlineData: { mimeType: 'image/png', data: DATA[0] } }]);
   });
 });
@@ -327,13 +422,23 @@ describe('providers: which models see images (the catalogue)', () => {
     assert.equal(modelSeesImages('openai-compatible', 'anything', ['*']), true);
   });
 
-  it('the default budget is the settings\' default', () => {
+  it("the default budget is the settings' default", () => {
     assert.deepEqual(DEFAULT_IMAGE_BUDGET, { maxImages: SETTINGS['vision.maxImages'].default, maxBytes: SETTINGS['vision.maxMB'].default * 1024 * 1024 });
   });
 
   it('openai-compatible: the context-window estimate counts an image as about 1000 tokens, not its base64 length', () => {
     const big = 'A'.repeat(400_000);
-    const withImage = estimateTokens({ messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${big}` } }] }] });
+    const withImage = estimateTokens({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'hi' },
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${big}` } },
+          ],
+        },
+      ],
+    });
     assert.ok(withImage > 1000 && withImage < 1100, `estimate ${withImage}`);
   });
 });

@@ -44,7 +44,11 @@ describe('security: approvals: one precedence table, and folders only tighten', 
   const tools = (approval: string | undefined = 'auto') => {
     const a = approval === undefined ? {} : { approval };
     return [
-      { name: 'cmd_tool', command: ['python3', '-c', 'import json, sys; open(sys.argv[1], "w").write("x"); print(json.dumps({"ran": "command"}))', marker()], ...a },
+      {
+        name: 'cmd_tool',
+        command: ['python3', '-c', 'import json, sys; open(sys.argv[1], "w").write("x"); print(json.dumps({"ran": "command"}))', marker()],
+        ...a,
+      },
       { name: 'http_tool', http: { url: `http://127.0.0.1:${port}/ran`, allowedHosts: [`127.0.0.1:${port}`] }, ...a },
       { name: 'mcp_tool', mcp: { command: [process.execPath, MCP_SERVER], tool: 'add' }, inputSchema: { type: 'object' }, ...a },
     ];
@@ -147,7 +151,12 @@ describe('security: approvals: one precedence table, and folders only tighten', 
       const { gw, apis } = await gateway({ 'codeact.approval.default': 'deny', 'codeact.approval.alwaysAllow': NAMES }, { 'codeact.tools': tools('auto') });
       for (const name of NAMES) {
         const r = await call(gw, name);
-        assert.match(String(r.error), new RegExp(`The tool "${name}" is denied: your codeact.approval.default is "deny", and a folder's settings may make approvals stricter, never looser`));
+        assert.match(
+          String(r.error),
+          new RegExp(
+            `The tool "${name}" is denied: your codeact.approval.default is "deny", and a folder's settings may make approvals stricter, never looser`,
+          ),
+        );
       }
       assert.equal(apis.dialogs.length, 0);
       assert.equal(existsSync(marker()), false);
@@ -171,8 +180,10 @@ describe('security: approvals: one precedence table, and folders only tighten', 
     });
   });
 
-  describe('in the CLI (its user settings file, the folder\'s settings, `codeact run`)', () => {
-    const CODE = NAMES.map((n) => `try:\n    r_${n} = await call_tool("${n}", **${JSON.stringify(args[n])})\nexcept Exception as e:\n    r_${n} = str(e)`).join('\n') + `\nreturn {${NAMES.map((n) => `"${n}": r_${n}`).join(', ')}}\n`;
+  describe("in the CLI (its user settings file, the folder's settings, `codeact run`)", () => {
+    const CODE =
+      NAMES.map((n) => `try:\n    r_${n} = await call_tool("${n}", **${JSON.stringify(args[n])})\nexcept Exception as e:\n    r_${n} = str(e)`).join('\n') +
+      `\nreturn {${NAMES.map((n) => `"${n}": r_${n}`).join(', ')}}\n`;
     async function run(userDefault: string) {
       const home = path.join(dir, 'home');
       mkdirSync(home);
@@ -192,7 +203,13 @@ describe('security: approvals: one precedence table, and folders only tighten', 
     it('your default "ask": a trusted folder\'s "auto" tools do not run (nobody can approve them in the CLI), and the error says why', async () => {
       const value = await run('ask');
       for (const name of NAMES) {
-        assert.match(String(value[name]), new RegExp(`The tool "${name}" needs approval \\(your codeact.approval.default is "ask", and a folder's settings may make approvals stricter, never looser`), `${name}: ${JSON.stringify(value[name])}`);
+        assert.match(
+          String(value[name]),
+          new RegExp(
+            `The tool "${name}" needs approval \\(your codeact.approval.default is "ask", and a folder's settings may make approvals stricter, never looser`,
+          ),
+          `${name}: ${JSON.stringify(value[name])}`,
+        );
       }
       assert.equal(existsSync(marker()), false, 'the command tool ran');
       assert.equal(httpHits, 0, 'the http tool ran');

@@ -114,7 +114,10 @@ describe('security: an approval shows the whole truth', function () {
     it('shows all 201 arguments, the 201st (to=IBAN) on screen before Allow', async () => {
       for (const theme of ['dark', 'light'] as const) {
         const p = await open(theme, { width: 560, height: 900 });
-        await p.sendEvents([ev.turn('t1', 'Pay the invoice'), ev.approval('ap_pay', 'tool', { item_id: 'ci_1', name: 'send_payment', arguments: twoHundredAndOne() })]);
+        await p.sendEvents([
+          ev.turn('t1', 'Pay the invoice'),
+          ev.approval('ap_pay', 'tool', { item_id: 'ci_1', name: 'send_payment', arguments: twoHundredAndOne() }),
+        ]);
         const card = p.page.locator('[data-approval-id="ap_pay"]');
         const tree = card.locator('.json-tree');
         assert.equal(await tree.locator('.json-more').count(), 0, 'no "… N more" left folded');
@@ -141,7 +144,11 @@ describe('security: an approval shows the whole truth', function () {
       const big: Record<string, unknown> = {};
       for (let i = 0; i < 3000; i++) big[`k${i}`] = i;
       big.to = IBAN;
-      await p.sendEvents([ev.turn('t1', 'x'), ev.approval('ap_deep', 'tool', { name: 'nested', arguments: deep }), ev.approval('ap_big', 'tool', { name: 'big', arguments: big })]);
+      await p.sendEvents([
+        ev.turn('t1', 'x'),
+        ev.approval('ap_deep', 'tool', { name: 'nested', arguments: deep }),
+        ev.approval('ap_big', 'tool', { name: 'big', arguments: big }),
+      ]);
       const deepCard = p.page.locator('[data-approval-id="ap_deep"]');
       assert.equal(await deepCard.locator('details.json-node:not([open])').count(), 0, 'every level is open');
       assert.ok(await deepCard.locator('.json-string', { hasText: IBAN }).isVisible());
@@ -201,7 +208,10 @@ describe('security: an approval shows the whole truth', function () {
         ]);
         const review = p.page.locator('[data-approval-id="ap_review"]');
         const exec = p.page.locator('.card.exec[data-item-id="ci_1"]');
-        for (const [card, code] of [[review, review.locator('pre.approval-code')], [exec, exec.locator('pre.code')]] as const) {
+        for (const [card, code] of [
+          [review, review.locator('pre.approval-code')],
+          [exec, exec.locator('pre.code')],
+        ] as const) {
           const text = await code.evaluate((el) => el.textContent ?? '');
           assert.ok(!BIDI.test(text), 'no bidirectional control reaches the DOM');
           assert.match(text, /if access_level != 'user<U\+202E> <U\+2066># Check if admin<U\+2069> <U\+2066>':/);
@@ -236,8 +246,22 @@ describe('security: an approval shows the whole truth', function () {
   });
 
   describe('the modal dialog (the panel hidden)', () => {
-    const tool = (name: string): ManagedTool => ({ name, description: '', inputSchema: { type: 'object' }, approval: 'ask', expose: 'code', source: 'command', invoke: async () => null });
-    const request = (name: string, args: Record<string, unknown>): ApprovalRequest => ({ tool: tool(name), arguments: args, itemId: 'exec_1', callId: 'call_1', signal: new AbortController().signal });
+    const tool = (name: string): ManagedTool => ({
+      name,
+      description: '',
+      inputSchema: { type: 'object' },
+      approval: 'ask',
+      expose: 'code',
+      source: 'command',
+      invoke: async () => null,
+    });
+    const request = (name: string, args: Record<string, unknown>): ApprovalRequest => ({
+      tool: tool(name),
+      arguments: args,
+      itemId: 'exec_1',
+      callId: 'call_1',
+      signal: new AbortController().signal,
+    });
     const setup = () => {
       const apis = new FakeApprovalsApis();
       return { apis, approvals: new Approvals({ apis, emit: () => undefined, log: new FakeLog(), panelVisible: () => false }) };
@@ -252,7 +276,10 @@ describe('security: an approval shows the whole truth', function () {
       assert.equal(first.items[0], 'Open Full Arguments');
       assert.deepEqual(first.items.slice(1), ['Allow Once', 'Allow for This Session', 'Always Allow']);
       assert.ok(!first.detail!.includes(IBAN), 'the 201st argument does not fit in the dialog');
-      const notShown = /NOT SHOWN HERE: (\d+) arguments \(all or part of each\), (\d+) lines, ([\d,]+) characters\. "Open Full Arguments" shows all of them in an editor before you decide\. Allowing here approves all of them, the part not shown included\./.exec(first.detail!);
+      const notShown =
+        /NOT SHOWN HERE: (\d+) arguments \(all or part of each\), (\d+) lines, ([\d,]+) characters\. "Open Full Arguments" shows all of them in an editor before you decide\. Allowing here approves all of them, the part not shown included\./.exec(
+          first.detail!,
+        );
       assert.ok(notShown, first.detail);
       const inFull = Number(/Arguments \(the first [\d,]+ characters; (\d+) of 201 arguments in full\)/.exec(first.detail!)?.[1]);
       assert.ok(inFull > 10, first.detail);
@@ -260,7 +287,10 @@ describe('security: an approval shows the whole truth', function () {
       const lastWhole = /^ {2}"(memo_\d+)": "invoice line \d+",$/gm;
       const whole = [...first.detail!.matchAll(lastWhole)].map((m) => m[1]);
       assert.ok(whole.length >= inFull, 'every argument counted as shown in full is in the dialog whole');
-      assert.deepEqual(apis.documents.map((d) => d.language), ['json']);
+      assert.deepEqual(
+        apis.documents.map((d) => d.language),
+        ['json'],
+      );
       assert.deepEqual(JSON.parse(apis.documents[0].content), args, 'the editor shows every argument');
       assert.equal(second.modal, false, 'asked again in a notification, so the editor can be read');
       assert.match(second.message, /All of its arguments are open in the editor/);
@@ -282,7 +312,10 @@ describe('security: an approval shows the whole truth', function () {
       const apis = new FakeApprovalsApis();
       const approvals = new Approvals({ apis, emit: () => undefined, log: new FakeLog(), panelVisible: () => true });
       const waiting = approvals.approveTool(request('pay\u202eyap', {}));
-      assert.deepEqual(approvals.pendingList().map((p) => p.name), ['pay<U+202E>yap']);
+      assert.deepEqual(
+        approvals.pendingList().map((p) => p.name),
+        ['pay<U+202E>yap'],
+      );
       approvals.expirePending('no answer: the run ended');
       assert.deepEqual(await waiting, { unanswered: 'no answer: the run ended' });
     });

@@ -63,7 +63,9 @@ function makeCanary(owner?: { uid: number; gid: number }): string {
   writeFileSync(path.join(canary, 'keep.txt'), 'KEEP');
   mkdirSync(path.join(canary, 'sub'));
   writeFileSync(path.join(canary, 'sub', 'keep2.txt'), 'KEEP2');
-  if (owner) for (const p of [canary, path.join(canary, 'keep.txt'), path.join(canary, 'sub'), path.join(canary, 'sub', 'keep2.txt')]) chownSync(p, owner.uid, owner.gid);
+  if (owner)
+    for (const p of [canary, path.join(canary, 'keep.txt'), path.join(canary, 'sub'), path.join(canary, 'sub', 'keep2.txt')])
+      chownSync(p, owner.uid, owner.gid);
   return canary;
 }
 
@@ -146,7 +148,13 @@ describe('cleanup of a hostile working folder (sandbox: none)', function () {
     const rt = new LocalRuntime({ sandbox: { kind: 'none' }, onWarning: (m) => warnings.push(m) });
     let root = '';
     try {
-      const item = await rt.execute({ code: 'import os\nos.mkdir("mnt")\nawait call_tool("pin", path=os.path.abspath("mnt"))\nopen("mnt/x", "w").write("x")\nreturn {"root": os.getcwd(), "answer": 42}', timeoutMs: 60_000 }, { onToolCall: pin.handler });
+      const item = await rt.execute(
+        {
+          code: 'import os\nos.mkdir("mnt")\nawait call_tool("pin", path=os.path.abspath("mnt"))\nopen("mnt/x", "w").write("x")\nreturn {"root": os.getcwd(), "answer": 42}',
+          timeoutMs: 60_000,
+        },
+        { onToolCall: pin.handler },
+      );
       assert.equal(item.status, 'completed', JSON.stringify(item.error));
       root = (item.value as { root: string }).root;
       assert.equal((item.value as { answer: number }).answer, 42, 'the result is intact');
@@ -190,7 +198,10 @@ describe('cleanup of a hostile working folder (sandbox: none)', function () {
       },
     ]);
     try {
-      await rt.execute({ code: 'import os\nos.mkdir("mnt")\nawait call_tool("pin", path=os.path.abspath("mnt"))\nreturn 1', timeoutMs: 60_000 }, { onToolCall: pin.handler });
+      await rt.execute(
+        { code: 'import os\nos.mkdir("mnt")\nawait call_tool("pin", path=os.path.abspath("mnt"))\nreturn 1', timeoutMs: 60_000 },
+        { onToolCall: pin.handler },
+      );
       await rt.dispose();
       assert.equal(warnings.length, 2, warnings.join('\n'));
       assert.match(warnings[1], /1 working folder\(s\) could not be removed and are left on disk: .*codeact-run-.*EBUSY/);

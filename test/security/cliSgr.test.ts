@@ -23,7 +23,7 @@ function terminalModel(output: string): Array<{ line: string; hiddenChars: strin
   let row = { line: '', hiddenChars: '', plainAtStart: true };
   const hidden = () => conceal || (fg !== undefined && fg === bg);
   const sgr = /^\x1b\[([0-9;:]*)m/;
-  for (let i = 0; i < output.length; ) {
+  for (let i = 0; i < output.length;) {
     const m = sgr.exec(output.slice(i, i + 200));
     if (m) {
       const f = (m[1] === '' ? '0' : m[1]).split(/[;:]/).map((x) => (x === '' ? 0 : Number(x)));
@@ -84,8 +84,15 @@ describe('security: colours cannot hide text in the CLI', function () {
 
     it('resets the colours when the foreground would be the background: 8, 16, 256 and truecolor forms', () => {
       for (const seq of [
-        '30;40', '37;47', '97;107', '31;41',
-        '38;5;0;40', '38;5;16;48;2;0;0;0', '38;2;10;20;30;48;2;12;21;30', '38:2::10:20:30;48:2::10:20:30', '38:5:231;48:5:15',
+        '30;40',
+        '37;47',
+        '97;107',
+        '31;41',
+        '38;5;0;40',
+        '38;5;16;48;2;0;0;0',
+        '38;2;10;20;30;48;2;12;21;30',
+        '38:2::10:20:30;48:2::10:20:30',
+        '38:5:231;48:5:15',
       ]) {
         const out = sanitizeTerminal(`${ESC}[${seq}msecret`);
         assert.ok(!hiddenAfter(`${ESC}[${seq}msecret`), `${seq} -> ${JSON.stringify(out)}`);
@@ -106,7 +113,13 @@ describe('security: colours cannot hide text in the CLI', function () {
     });
 
     it('passes readable colours unchanged', () => {
-      for (const t of [`${ESC}[31;42mred on green`, `${ESC}[38;5;208;48;5;16morange on black`, `${ESC}[38:2::255:255:255;48:2::0:0:0mwhite on black`, `${ESC}[2;3;4mstyles`, `${ESC}[7mreverse`]) {
+      for (const t of [
+        `${ESC}[31;42mred on green`,
+        `${ESC}[38;5;208;48;5;16morange on black`,
+        `${ESC}[38:2::255:255:255;48:2::0:0:0mwhite on black`,
+        `${ESC}[2;3;4mstyles`,
+        `${ESC}[7mreverse`,
+      ]) {
         assert.equal(sanitizeTerminal(t), t);
       }
     });
@@ -130,7 +143,11 @@ describe('security: colours cannot hide text in the CLI', function () {
       const rows = terminalModel(r.stdout);
       const hiddenText = rows.map((x) => x.hiddenChars).join('');
       assert.equal(hiddenText, '', `nothing is drawn hidden: ${JSON.stringify(r.stdout)}`);
-      for (const word of ['IBAN-DE00-HIDDEN-CONCEAL', 'HIDDEN-BLACK-ON-BLACK', 'HIDDEN-256-ON-TRUECOLOR']) assert.ok(rows.some((x) => x.line.includes(word)), word);
+      for (const word of ['IBAN-DE00-HIDDEN-CONCEAL', 'HIDDEN-BLACK-ON-BLACK', 'HIDDEN-256-ON-TRUECOLOR'])
+        assert.ok(
+          rows.some((x) => x.line.includes(word)),
+          word,
+        );
       const tool = r.stdout.indexOf('→ check_inventory');
       const value = r.stdout.indexOf('⇒ "the value"');
       assert.ok(tool > 0 && value > tool, r.stdout);

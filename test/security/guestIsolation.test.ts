@@ -108,7 +108,10 @@ interface Attack {
   own: { attach: number; vm_read: number };
 }
 
-async function attack(options: LocalRuntimeOptions & { sandbox: { kind: string } }, user?: { uid: number; gid: number }): Promise<{ a: any; b: Attack; o: SessionsOutcome }> {
+async function attack(
+  options: LocalRuntimeOptions & { sandbox: { kind: string } },
+  user?: { uid: number; gid: number },
+): Promise<{ a: any; b: Attack; o: SessionsOutcome }> {
   const onlyVictim = options.sandbox.kind === 'none' ? 'True' : 'False';
   const o = await runSessionsInChild(
     [
@@ -177,7 +180,8 @@ return out`;
           const item = o.items[0];
           assert.equal(item.status, 'completed', JSON.stringify(item.error));
           const v = item.value as Record<string, unknown>;
-          for (const p of ['/proc/sys/kernel/core_pattern', '/proc/sys/kernel/printk_ratelimit', '/proc/sys/vm/drop_caches']) assert.notEqual(v[p], 'writable', p);
+          for (const p of ['/proc/sys/kernel/core_pattern', '/proc/sys/kernel/printk_ratelimit', '/proc/sys/vm/drop_caches'])
+            assert.notEqual(v[p], 'writable', p);
           assert.equal(v.echo, 'hi\n', 'writing through /dev/stdout still works');
           assert.equal(v.through, 'through /proc/self/fd', 'writing a file through /proc/self/fd still works');
         });

@@ -47,7 +47,10 @@ describe('security: the host cannot be stalled', function () {
     it('a string too long to check against its pattern within the budget is refused, not checked', async () => {
       const gw = settingsTool({ type: 'object', properties: { s: { type: 'string', pattern: '^[ab]*a[ab]{200}b{10}$' } } });
       const r = await withLag('a 1 MB string against a 217-instruction pattern', () => call(gw, 'victim', { s: 'ab'.repeat(500_000) }));
-      assert.match(String(r.error), /arguments for "victim" are too costly to check against its input schema: the check would take more than the validation budget/);
+      assert.match(
+        String(r.error),
+        /arguments for "victim" are too costly to check against its input schema: the check would take more than the validation budget/,
+      );
       assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
     });
 
@@ -198,7 +201,12 @@ describe('security: the host cannot be stalled', function () {
       await pool.dispose();
       assert.deepEqual(processesWithCmdline(tag), [], 'a hostile server is still running');
     });
-    const spec = (...flags: string[]): McpServerSpec => ({ kind: 'stdio', argv: [process.execPath, hostile, tag, ...flags], cwd: ws, env: { PATH: process.env.PATH ?? '' } });
+    const spec = (...flags: string[]): McpServerSpec => ({
+      kind: 'stdio',
+      argv: [process.execPath, hostile, tag, ...flags],
+      cwd: ws,
+      env: { PATH: process.env.PATH ?? '' },
+    });
 
     it('a server that paginates forever: listing stops at the page limit', async () => {
       const r = await withLag('tools/list paginating forever', () => pool.listTools(spec('--paginate-forever')));
@@ -210,7 +218,10 @@ describe('security: the host cannot be stalled', function () {
       const slow = new McpClientPool({ listLimits: { timeoutMs: 1_000, maxPages: 10_000 } });
       try {
         const t0 = Date.now();
-        await assert.rejects(slow.listTools(spec('--paginate-forever', '--page-delay=50')), /listing the tools of the MCP server .* took longer than 1 s, the deadline for all its pages/);
+        await assert.rejects(
+          slow.listTools(spec('--paginate-forever', '--page-delay=50')),
+          /listing the tools of the MCP server .* took longer than 1 s, the deadline for all its pages/,
+        );
         assert.ok(Date.now() - t0 < 10_000);
       } finally {
         await slow.dispose();
@@ -219,7 +230,10 @@ describe('security: the host cannot be stalled', function () {
 
     it('a server that lists a million tools in one page: refused, and the host keeps running', async () => {
       const r = await withLag('one page of 1,000,000 tools', () => pool.listTools(spec('--tools=1000000')));
-      assert.match(String(r.error), /the connection to the MCP server .* was dropped: it sent a message over CodeAct's limits: a message (has more than 50,000 objects and arrays|is longer than 4 MiB)/);
+      assert.match(
+        String(r.error),
+        /the connection to the MCP server .* was dropped: it sent a message over CodeAct's limits: a message (has more than 50,000 objects and arrays|is longer than 4 MiB)/,
+      );
       assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
     });
 
@@ -234,13 +248,16 @@ describe('security: the host cannot be stalled', function () {
     });
 
     it("an MCP server's evil patterns, in inputSchema and outputSchema, run in linear time", async () => {
-      const set = await loadToolsAsync([{ name: 'evil', mcp: { command: spec('--evil-schema').kind === 'stdio' ? [process.execPath, hostile, tag, '--evil-schema'] : [], tool: 'evil' } }], {
-        workspace: ws,
-        mcpPool: pool,
-      });
+      const set = await loadToolsAsync(
+        [{ name: 'evil', mcp: { command: spec('--evil-schema').kind === 'stdio' ? [process.execPath, hostile, tag, '--evil-schema'] : [], tool: 'evil' } }],
+        {
+          workspace: ws,
+          mcpPool: pool,
+        },
+      );
       assert.deepEqual(set.errors, []);
       const gw = new ToolGateway(set.tools);
-      const r1 = await withLag("the server's inputSchema against 20,000 \"a\" and \"!\"", () => call(gw, 'evil', { s: 'a'.repeat(20_000) + '!' }));
+      const r1 = await withLag('the server\'s inputSchema against 20,000 "a" and "!"', () => call(gw, 'evil', { s: 'a'.repeat(20_000) + '!' }));
       assert.match(String(r1.error), /\$\.s must match pattern "\^\(a\+\)\+\$"/);
       assert.ok(r1.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r1.lagMs} ms`);
       // The server answers with structuredContent that the SDK checks against the evil outputSchema.

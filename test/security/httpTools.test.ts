@@ -13,7 +13,9 @@ interface Seen {
   headers: IncomingHttpHeaders;
 }
 
-async function serve(handler: (req: { url: string; headers: IncomingHttpHeaders }, res: ServerResponse) => void): Promise<{ server: Server; port: number; seen: Seen[] }> {
+async function serve(
+  handler: (req: { url: string; headers: IncomingHttpHeaders }, res: ServerResponse) => void,
+): Promise<{ server: Server; port: number; seen: Seen[] }> {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
     seen.push({ url: req.url!, headers: req.headers });
@@ -97,7 +99,10 @@ describe('security: HTTP tools', function () {
 
   it('query parameters fixed in the URL template cannot be overridden by arguments', async () => {
     const t = tool({ url: `http://127.0.0.1:${a.port}/items?api_key=FIXED&v=2`, allowedHosts: ['127.0.0.1'] });
-    await assert.rejects(invoke(t, { api_key: 'attacker' }), /Tool "h": the argument "api_key" would override the query parameter "api_key" fixed in the URL template/);
+    await assert.rejects(
+      invoke(t, { api_key: 'attacker' }),
+      /Tool "h": the argument "api_key" would override the query parameter "api_key" fixed in the URL template/,
+    );
     assert.equal(a.seen.length, 0, 'nothing was sent');
     assert.deepEqual(await invoke(t, { q: 'x y' }), { at: 'a', url: '/items?api_key=FIXED&v=2&q=x+y' });
   });
@@ -120,14 +125,19 @@ describe('security: HTTP tools', function () {
     assert.equal(hostAllowed(new URL('https://a.example.com/x'), ['*.example.com:8443']), false);
     assert.equal(hostAllowed(new URL('http://[::1]:8080/x'), ['[::1]:8080']), true);
 
-    const bad = loadTools([{ name: 'h', http: { url: 'https://x.example.com', allowedHosts: ['https://x.example.com/path', 'ftp://x'] } }], { workspace: '/tmp' });
+    const bad = loadTools([{ name: 'h', http: { url: 'https://x.example.com', allowedHosts: ['https://x.example.com/path', 'ftp://x'] } }], {
+      workspace: '/tmp',
+    });
     assert.match(bad.errors[0].message, /"http\.allowedHosts" entries must be \[http\(s\):\/\/\]host\[:port\].*"https:\/\/x\.example\.com\/path", "ftp:\/\/x"/);
   });
 
   it('a timeout while reading the body names the tool and its timeoutMs', async () => {
     const t = tool({ url: `http://127.0.0.1:${a.port}/stall`, allowedHosts: ['127.0.0.1'], timeoutMs: 500 });
     const t0 = Date.now();
-    await assert.rejects(invoke(t), /^Error: Tool "h": timed out after 0\.5 s reading the response from 127\.0\.0\.1:\d+ \(its timeoutMs is 500; raise it in the declaration/);
+    await assert.rejects(
+      invoke(t),
+      /^Error: Tool "h": timed out after 0\.5 s reading the response from 127\.0\.0\.1:\d+ \(its timeoutMs is 500; raise it in the declaration/,
+    );
     assert.ok(Date.now() - t0 < 5_000);
   });
 });

@@ -102,7 +102,11 @@ describe('interpreter mounts: a venv with editable installs of other projects', 
 
   it('outside the sandbox the venv imports all three packages (the setup is real)', () => {
     if (skip) return;
-    const out = execFileSync(path.join(venv, 'bin', 'python'), ['-I', '-c', 'import sys, mypkg1, mypkg2, mypkg3; print(sys.prefix, mypkg1.VALUE + mypkg2.VALUE + mypkg3.VALUE)'], { encoding: 'utf8' });
+    const out = execFileSync(
+      path.join(venv, 'bin', 'python'),
+      ['-I', '-c', 'import sys, mypkg1, mypkg2, mypkg3; print(sys.prefix, mypkg1.VALUE + mypkg2.VALUE + mypkg3.VALUE)'],
+      { encoding: 'utf8' },
+    );
     assert.equal(out.trim(), `${venv} 6`);
   });
 
@@ -115,7 +119,11 @@ describe('interpreter mounts: a venv with editable installs of other projects', 
           console.log(`      skipped: ${why}`);
           return this.skip();
         }
-        const o = await runInChild(`BASE = ${JSON.stringify(base)}\n${CHECK}`, { python: path.join(venv, 'bin', 'python'), sandbox: { kind: 'bubblewrap' }, zygote }, user);
+        const o = await runInChild(
+          `BASE = ${JSON.stringify(base)}\n${CHECK}`,
+          { python: path.join(venv, 'bin', 'python'), sandbox: { kind: 'bubblewrap' }, zygote },
+          user,
+        );
         assert.equal(o.item.status, 'completed', JSON.stringify(o.item.error));
         assert.equal(o.item.sandbox?.kind, 'bubblewrap');
         assert.deepEqual(o.item.value, { prefix: venv, values: [1, 2, 3], visible: [], src: ['mypkg1'] });

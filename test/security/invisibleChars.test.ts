@@ -19,11 +19,37 @@ describe('security: invisible and bidirectional characters are made visible', fu
   describe('the classifier (src/common/invisibleChars)', () => {
     it('marks every bidirectional control, zero-width, format, tag and filler character as <U+XXXX>', () => {
       const listed = [
-        ...range(0x202a, 0x202e), ...range(0x2066, 0x2069), 0x200e, 0x200f, 0x061c, // bidi
-        ...range(0x200b, 0x200d), ...range(0x2060, 0x2064), 0xfeff, 0x00ad, 0x180e, 0x034f, // zero-width, format
-        ...range(0xe0000, 0xe007f), ...range(0xe0100, 0xe01ef), // tags, supplementary variation selectors
-        0x115f, 0x1160, 0x3164, 0xffa0, 0x2800, 0x17b4, 0x17b5, 0x2028, 0x2029, // fillers, separators
-        0x00, 0x07, 0x08, 0x0b, 0x0c, 0x1b, 0x7f, 0x85, 0x9b, // controls
+        ...range(0x202a, 0x202e),
+        ...range(0x2066, 0x2069),
+        0x200e,
+        0x200f,
+        0x061c, // bidi
+        ...range(0x200b, 0x200d),
+        ...range(0x2060, 0x2064),
+        0xfeff,
+        0x00ad,
+        0x180e,
+        0x034f, // zero-width, format
+        ...range(0xe0000, 0xe007f),
+        ...range(0xe0100, 0xe01ef), // tags, supplementary variation selectors
+        0x115f,
+        0x1160,
+        0x3164,
+        0xffa0,
+        0x2800,
+        0x17b4,
+        0x17b5,
+        0x2028,
+        0x2029, // fillers, separators
+        0x00,
+        0x07,
+        0x08,
+        0x0b,
+        0x0c,
+        0x1b,
+        0x7f,
+        0x85,
+        0x9b, // controls
       ];
       for (const cp of listed) {
         const text = `a${String.fromCodePoint(cp)}b`;
@@ -59,7 +85,11 @@ describe('security: invisible and bidirectional characters are made visible', fu
       assert.match(shown, /if access_level != 'user<U\+202E> <U\+2066># Check if admin<U\+2069> <U\+2066>':/);
       const parts = splitInvisible(TROJAN_SOURCE);
       assert.equal(parts.filter((p) => typeof p === 'object').length, 4);
-      assert.equal(parts.map((p) => (typeof p === 'string' ? p : String.fromCodePoint(p.codePoint))).join(''), TROJAN_SOURCE, 'the parts put back are the text');
+      assert.equal(
+        parts.map((p) => (typeof p === 'string' ? p : String.fromCodePoint(p.codePoint))).join(''),
+        TROJAN_SOURCE,
+        'the parts put back are the text',
+      );
     });
 
     it('reveals a stream the same however it is cut, inside surrogate pairs too', () => {
@@ -70,7 +100,18 @@ describe('security: invisible and bidirectional characters are made visible', fu
         assert.equal(r.write(text.slice(0, cut)) + r.write(text.slice(cut)) + r.end(), whole, `cut at ${cut}`);
       }
       const r = new InvisibleRevealer();
-      assert.equal([...text].map((c) => c.split('').map((u) => r.write(u)).join('')).join('') + r.end(), whole, 'one code unit at a time');
+      assert.equal(
+        [...text]
+          .map((c) =>
+            c
+              .split('')
+              .map((u) => r.write(u))
+              .join(''),
+          )
+          .join('') + r.end(),
+        whole,
+        'one code unit at a time',
+      );
     });
 
     it('is linear and bounded: a run of one character is one marker, a megabyte of them too', () => {
@@ -83,10 +124,9 @@ describe('security: invisible and bidirectional characters are made visible', fu
 
   describe('codeact run', () => {
     it('shows invisible characters as markers in the tool line and the value line', async () => {
-      const code = [
-        'await call_tool("search_catalog", query="lamp\\u202e\\u2066 x\\u2069")',
-        'return {"to": "IBAN\\u200b-DE00\\u202e", "note": "ok"}',
-      ].join('\n');
+      const code = ['await call_tool("search_catalog", query="lamp\\u202e\\u2066 x\\u2069")', 'return {"to": "IBAN\\u200b-DE00\\u202e", "note": "ok"}'].join(
+        '\n',
+      );
       const r = await runCli(['run', '-', '--workspace', 'examples/orders', '--sandbox', 'none'], {}, code);
       assert.equal(r.code, 0, r.stderr);
       assert.ok(!BIDI.test(r.stdout) && !/\u200b/.test(r.stdout), JSON.stringify(r.stdout));

@@ -35,7 +35,12 @@ describe('security: an MCP stdio server cannot flood the host', function () {
   let ws: string;
   let pool: McpClientPool;
   let logs: string[];
-  const spec = (...flags: string[]): StdioServerSpec => ({ kind: 'stdio', argv: [process.execPath, FLOOD, tag, ...flags], cwd: ws, env: { PATH: process.env.PATH ?? '' } });
+  const spec = (...flags: string[]): StdioServerSpec => ({
+    kind: 'stdio',
+    argv: [process.execPath, FLOOD, tag, ...flags],
+    cwd: ws,
+    env: { PATH: process.env.PATH ?? '' },
+  });
   beforeEach(() => {
     ws = realpathSync(mkdtempSync(path.join(tmpdir(), 'codeact-mcp-flood-')));
     logs = [];
@@ -62,7 +67,8 @@ describe('security: an MCP stdio server cannot flood the host', function () {
       clearInterval(watch);
     }
   }
-  const FLOODED = /^failed: the connection to the MCP server ".*flood\.mjs.*" was dropped: it flooded CodeAct with messages \(2,001 dropped in a row, the last for (.*); CodeAct accepts at most 200 requests and notifications a second, and 16 requests at once\)\. Check the server, or use another one\.$/;
+  const FLOODED =
+    /^failed: the connection to the MCP server ".*flood\.mjs.*" was dropped: it flooded CodeAct with messages \(2,001 dropped in a row, the last for (.*); CodeAct accepts at most 200 requests and notifications a second, and 16 requests at once\)\. Check the server, or use another one\.$/;
 
   it('endless pings while a call waits: the call fails saying the server flooded, the server is closed, memory stays flat', async () => {
     const r = await callDuringFlood('--flood=ping', '--when=call');
@@ -105,7 +111,12 @@ describe('security: an MCP stdio server cannot flood the host', function () {
   it('backpressure: with the caps out of the way, a server that does not read its answers is no longer read either', async () => {
     // Caps so high that only backpressure is left; 64 KiB of unread answers at most, plus one chunk's worth.
     const limit = 64 * 1024;
-    const transport = new StdioServerTransport(spec('--flood=ping', '--no-read'), 1000, { maxPerSecond: 1e9, maxOutstanding: 1e9, maxDropped: 1e9, maxPendingWriteBytes: limit });
+    const transport = new StdioServerTransport(spec('--flood=ping', '--no-read'), 1000, {
+      maxPerSecond: 1e9,
+      maxOutstanding: 1e9,
+      maxDropped: 1e9,
+      maxPendingWriteBytes: limit,
+    });
     const client = new Client({ name: 'flood-test', version: '1' }, { capabilities: {} });
     client.onerror = () => {};
     await client.connect(transport, { timeout: 20_000 });
@@ -125,7 +136,10 @@ describe('security: an MCP stdio server cannot flood the host', function () {
       await client.close();
       await transport.close();
     }
-    assert.ok(most <= limit + 512 * 1024, `${Math.round(most / 1024)} KiB of answers waited for a server that does not read them (the server sent ${sent()} pings)`);
+    assert.ok(
+      most <= limit + 512 * 1024,
+      `${Math.round(most / 1024)} KiB of answers waited for a server that does not read them (the server sent ${sent()} pings)`,
+    );
     assert.ok(sent() < 300_000, `the host kept reading a server that does not read: it sent ${sent()} pings`);
   });
 });

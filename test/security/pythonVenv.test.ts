@@ -59,7 +59,7 @@ import { LocalRuntime } from '${REPO}/src/core/runtime/local/localRuntime';
 })();
 `;
 
-describe('sandbox: a folder\'s venv runs as the venv', function () {
+describe("sandbox: a folder's venv runs as the venv", function () {
   this.timeout(300_000);
   let base = '';
   let withSystem = { python: '', site: '' };
@@ -79,7 +79,7 @@ describe('sandbox: a folder\'s venv runs as the venv', function () {
     if (base) rmSync(base, { recursive: true, force: true });
   });
 
-  it('the probe keeps a venv\'s interpreter and mounts its site-packages (and the system\'s, with --system-site-packages)', async function () {
+  it("the probe keeps a venv's interpreter and mounts its site-packages (and the system's, with --system-site-packages)", async function () {
     if (skip) return this.skip();
     const one = await resolvePython(withSystem.python);
     assert.equal(one.executable, withSystem.python);
@@ -106,7 +106,13 @@ describe('sandbox: a folder\'s venv runs as the venv', function () {
         assert.deepEqual(one.item.value, { prefix: path.join(base, 'one', '.venv'), executable: withSystem.python, own: 1, pil: true, write: 'OSError' });
         const two = await runInChild(CHECK('betapkg'), { python: isolated.python, sandbox: { kind: 'bubblewrap' }, zygote }, user);
         assert.equal(two.item.status, 'completed', JSON.stringify(two.item.error));
-        assert.deepEqual(two.item.value, { prefix: path.join(base, 'two', '.venv'), executable: isolated.python, own: 2, pil: 'ImportError', write: 'OSError' });
+        assert.deepEqual(two.item.value, {
+          prefix: path.join(base, 'two', '.venv'),
+          executable: isolated.python,
+          own: 2,
+          pil: 'ImportError',
+          write: 'OSError',
+        });
       });
     }
 
@@ -120,7 +126,11 @@ describe('sandbox: a folder\'s venv runs as the venv', function () {
         const o = await runInChild(code, { python: withSystem.python, sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace }, zygote }, user);
         assert.equal(o.item.status, 'completed', JSON.stringify(o.item.error));
         assert.equal(o.item.sandbox?.workspace, 'readwrite');
-        assert.deepEqual(o.item.value, { prefix: path.join(workspace, '.venv'), executable: withSystem.python, own: 1, pil: true, write: 'OSError', workspace: 'written' }, `zygote: ${zygote}`);
+        assert.deepEqual(
+          o.item.value,
+          { prefix: path.join(workspace, '.venv'), executable: withSystem.python, own: 1, pil: true, write: 'OSError', workspace: 'written' },
+          `zygote: ${zygote}`,
+        );
         rmSync(path.join(workspace, 'made.txt'));
       }
     });
@@ -132,10 +142,31 @@ describe('sandbox: a folder\'s venv runs as the venv', function () {
         { python: withSystem.python, code: 'import sys, alphapkg\nreturn [sys.prefix, alphapkg.VALUE]' },
         { python: isolated.python, code: 'import sys, betapkg\nreturn [sys.prefix, betapkg.VALUE]' },
       ];
-      const out = await runScriptInChild<Array<{ status: string; value: unknown; error: unknown; sandbox: string; again: unknown }>>(TWO_ZYGOTES, { runs }, user, 'two runtimes');
-      assert.deepEqual(out.map((o) => [o.status, o.sandbox]), [['completed', 'bubblewrap'], ['completed', 'bubblewrap']], JSON.stringify(out.map((o) => o.error)));
-      assert.deepEqual(out.map((o) => o.value), [[path.join(base, 'one', '.venv'), 1], [path.join(base, 'two', '.venv'), 2]]);
-      assert.deepEqual(out.map((o) => o.again), [path.join(base, 'one', '.venv'), path.join(base, 'two', '.venv')]);
+      const out = await runScriptInChild<Array<{ status: string; value: unknown; error: unknown; sandbox: string; again: unknown }>>(
+        TWO_ZYGOTES,
+        { runs },
+        user,
+        'two runtimes',
+      );
+      assert.deepEqual(
+        out.map((o) => [o.status, o.sandbox]),
+        [
+          ['completed', 'bubblewrap'],
+          ['completed', 'bubblewrap'],
+        ],
+        JSON.stringify(out.map((o) => o.error)),
+      );
+      assert.deepEqual(
+        out.map((o) => o.value),
+        [
+          [path.join(base, 'one', '.venv'), 1],
+          [path.join(base, 'two', '.venv'), 2],
+        ],
+      );
+      assert.deepEqual(
+        out.map((o) => o.again),
+        [path.join(base, 'one', '.venv'), path.join(base, 'two', '.venv')],
+      );
     });
   }
 });

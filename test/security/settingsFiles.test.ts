@@ -24,7 +24,11 @@ interface Outcome {
 
 function cli(args: string[], env: NodeJS.ProcessEnv, input = 'return 1\n'): Promise<Outcome> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: env.CODEACT_HOME, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: env.CODEACT_HOME, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let hung = false;
@@ -64,15 +68,22 @@ describe('security: settings files are regular files under a cap', function () {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const run = (env: NodeJS.ProcessEnv = {}) => cli(['run', '-', '--json', '--sandbox', 'none', '--workspace', ws], { CODEACT_HOME: home, CODEACT_TRUST_WORKSPACE: '1', ...env });
-  const ended = (r: Outcome) => assert.equal(r.hung, false, `the CLI did not end within ${BUDGET_MS / 1000} s (it blocked reading the file)\nstderr: ${r.stderr}`);
+  const run = (env: NodeJS.ProcessEnv = {}) =>
+    cli(['run', '-', '--json', '--sandbox', 'none', '--workspace', ws], { CODEACT_HOME: home, CODEACT_TRUST_WORKSPACE: '1', ...env });
+  const ended = (r: Outcome) =>
+    assert.equal(r.hung, false, `the CLI did not end within ${BUDGET_MS / 1000} s (it blocked reading the file)\nstderr: ${r.stderr}`);
 
   it("the folder's .vscode/settings.json as a FIFO: a clear error naming it, and the CLI ends", async () => {
     execFileSync('mkfifo', [wsSettings()]);
     const r = await run();
     ended(r);
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, new RegExp(`codeact: ${wsSettings().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is a named pipe \\(FIFO\\), not a regular file; CodeAct reads settings only from regular files\\. Replace it with a JSON file, or remove it\\.`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `codeact: ${wsSettings().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is a named pipe \\(FIFO\\), not a regular file; CodeAct reads settings only from regular files\\. Replace it with a JSON file, or remove it\\.`,
+      ),
+    );
   });
 
   it("the user's settings.json as a FIFO", async () => {

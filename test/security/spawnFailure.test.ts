@@ -73,7 +73,10 @@ describe('security: a program that cannot start gives a clear error', function (
 
   it('a program that does not exist: "command not found", naming it and the setting to fix', async () => {
     const r = await callTool({ command: [path.join(dir, 'tools', 'missing.py')] });
-    assert.match(String(r.error), /Tool "lookup" could not start ".*missing\.py": command not found \(".*missing\.py" is not on PATH or does not exist\)\. Check "command" in codeact\.tools\./);
+    assert.match(
+      String(r.error),
+      /Tool "lookup" could not start ".*missing\.py": command not found \(".*missing\.py" is not on PATH or does not exist\)\. Check "command" in codeact\.tools\./,
+    );
   });
 
   it('a file that is not executable: "permission denied", with how to fix it', async () => {
@@ -81,7 +84,10 @@ describe('security: a program that cannot start gives a clear error', function (
     writeFileSync(script, '#!/bin/sh\necho {}\n');
     chmodSync(script, 0o644);
     const r = await callTool({ command: [script] });
-    assert.match(String(r.error), /could not start ".*inventory\.sh": permission denied \(.* is not executable, or is a folder\)\. Make it executable \(chmod \+x\), or run it through its interpreter/);
+    assert.match(
+      String(r.error),
+      /could not start ".*inventory\.sh": permission denied \(.* is not executable, or is a folder\)\. Make it executable \(chmod \+x\), or run it through its interpreter/,
+    );
   });
 
   it('a working folder that does not exist is named as such, not as "command not found"', async () => {
@@ -100,7 +106,10 @@ describe('security: a program that cannot start gives a clear error', function (
     chmodSync(script, 0o644);
     const pool = new McpClientPool({ connectTimeoutMs: 20_000 });
     try {
-      await assert.rejects(pool.listTools({ kind: 'stdio', argv: [script], cwd: dir, env: { PATH: process.env.PATH ?? '' } }), /could not start the MCP server ".*server\.sh": permission denied .*"mcp\.command"/);
+      await assert.rejects(
+        pool.listTools({ kind: 'stdio', argv: [script], cwd: dir, env: { PATH: process.env.PATH ?? '' } }),
+        /could not start the MCP server ".*server\.sh": permission denied .*"mcp\.command"/,
+      );
     } finally {
       await pool.dispose();
     }
@@ -109,7 +118,10 @@ describe('security: a program that cannot start gives a clear error', function (
   it('out of file descriptors (EMFILE): a clear error for the command tool and the MCP server, and no uncaught exception', async () => {
     const script = path.join(dir, 'emfile.js');
     writeFileSync(script, EMFILE_SCRIPT);
-    const child = spawn('/bin/sh', ['-c', 'ulimit -n 256 && exec "$0" --require tsx/cjs "$1"', process.execPath, script], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', 'ulimit -n 256 && exec "$0" --require tsx/cjs "$1"', process.execPath, script], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d));
@@ -118,7 +130,10 @@ describe('security: a program that cannot start gives a clear error', function (
     assert.equal(status, 0, `the child crashed:\n${err}\n${out}`);
     const r = JSON.parse(out.trim().split('\n').pop()!) as { filled: number; command: { error?: string }; mcp: { error?: string }; uncaught: string[] };
     assert.ok(r.filled > 100, `the child filled only ${r.filled} descriptors`);
-    assert.match(String(r.command.error), /Tool "lookup" could not start "true": the host has run out of file descriptors \(EMFILE: too many open files\)\. Nothing ran/);
+    assert.match(
+      String(r.command.error),
+      /Tool "lookup" could not start "true": the host has run out of file descriptors \(EMFILE: too many open files\)\. Nothing ran/,
+    );
     assert.match(String(r.mcp.error), /could not start the MCP server "true": the host has run out of file descriptors \(EMFILE/);
     assert.deepEqual(r.uncaught, []);
   });

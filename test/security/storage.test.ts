@@ -47,7 +47,11 @@ for (const zygote of [false, true]) {
 
     const exec = (code: string, r = rt, sessionId?: string): Promise<CodeInterpreterCallItem> => r.execute({ code, sessionId, timeoutMs: 60_000 });
 
-    for (const [where, dir] of [['the working directory', '.'], ['/tmp', '/tmp'], ['/dev/shm', '/dev/shm']]) {
+    for (const [where, dir] of [
+      ['the working directory', '.'],
+      ['/tmp', '/tmp'],
+      ['/dev/shm', '/dev/shm'],
+    ]) {
       it(`${where} holds at most fileSize: filling it fails with "disk limit 32m exceeded"`, async () => {
         const item = await exec(fill([dir], 10));
         assert.equal(item.status, 'failed');
@@ -93,7 +97,7 @@ return out`);
     });
 
     if (zygote) {
-      it("one session that fills its memory ends alone: the other sessions and the zygote live on", async function () {
+      it('one session that fills its memory ends alone: the other sessions and the zygote live on', async function () {
         if (!memoryCgroupAvailable()) {
           console.log('      not run: no memory cgroup can be created here (needs root, or a delegated cgroup v2 subtree)');
           return this.skip();

@@ -146,7 +146,9 @@ describe('files that declared tools run on the host stay read-only in a writable
     try {
       writeFileSync(path.join(ws, 'inventory.py'), INVENTORY);
       const hostRunPaths = toolHostPaths([{ name: 'inventory', command: ['python3', 'inventory.py'] }], ws);
-      const o = await runInChild(`WS = ${JSON.stringify(ws)}\n${ATTACK}`, { sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws, hostRunPaths } });
+      const o = await runInChild(`WS = ${JSON.stringify(ws)}\n${ATTACK}`, {
+        sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws, hostRunPaths },
+      });
       assert.equal(o.item.status, 'completed', JSON.stringify(o.item.error));
       assert.equal(o.item.sandbox?.workspace, 'readonly');
       assert.equal((o.item.value as Record<string, unknown>).ordinary, EROFS);

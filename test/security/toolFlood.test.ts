@@ -84,7 +84,10 @@ describe('security: tool calls cannot flood the host', function () {
     assert.equal(started(events), limit, 'refused calls are not announced one by one');
     assert.equal(item.status, 'failed');
     assert.equal(item.error?.type, 'ProtocolError');
-    assert.match(item.error!.message, new RegExp(`more than ${(limit + TOOL_FLOOD_MARGIN).toLocaleString('en-US')} tool calls in one run \\(the limit is ${limit}\\); the run was stopped`));
+    assert.match(
+      item.error!.message,
+      new RegExp(`more than ${(limit + TOOL_FLOOD_MARGIN).toLocaleString('en-US')} tool calls in one run \\(the limit is ${limit}\\); the run was stopped`),
+    );
     assert.match(logsOf(item, 'stderr'), /this run reached its limit of 50 tool calls \(codeact\.toolCalls\.maxPerRun\); further calls were refused/);
   });
 
@@ -122,7 +125,10 @@ return {"errors": len(errors), "first": errors[0], "gathered": sum(isinstance(r,
     assert.equal(calls, 8, 'only the calls that had a slot reached the tool');
     assert.equal(started(events), 8);
     assert.equal(started(after), 0, 'no queued call started after the run ended');
-    assert.match(logsOf(item, 'stderr'), new RegExp(`more than ${MAX_OUTSTANDING_TOOL_CALLS.toLocaleString('en-US')} tool calls of this run were waiting at once`));
+    assert.match(
+      logsOf(item, 'stderr'),
+      new RegExp(`more than ${MAX_OUTSTANDING_TOOL_CALLS.toLocaleString('en-US')} tool calls of this run were waiting at once`),
+    );
   });
 
   it('reads the limit from codeact.toolCalls.maxPerRun (default 10,000)', () => {

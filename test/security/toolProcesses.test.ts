@@ -79,7 +79,12 @@ describe('security: tool processes die with their owner', function () {
 
   it('the same when the call times out', async () => {
     await assert.rejects(
-      runCommandTool('escaper', { argv: ['python3', '-c', ESCAPER, dir, 'hang'], timeoutMs: 1500 }, {}, { workspace: dir, signal: new AbortController().signal }),
+      runCommandTool(
+        'escaper',
+        { argv: ['python3', '-c', ESCAPER, dir, 'hang'], timeoutMs: 1500 },
+        {},
+        { workspace: dir, signal: new AbortController().signal },
+      ),
       /Tool "escaper" timed out after 1.5 s/,
     );
     started = await pidsIn(dir, ['background', 'session', 'daemon']);
@@ -99,7 +104,13 @@ describe('security: tool processes die with their owner', function () {
     const pool = new McpClientPool();
     const spec: McpServerSpec = {
       kind: 'stdio',
-      argv: [process.execPath, hostile, `--tag=codeact-procs-${process.pid}`, `--daemon=${path.join(dir, 'daemon')}`, `--background=${path.join(dir, 'background')}`],
+      argv: [
+        process.execPath,
+        hostile,
+        `--tag=codeact-procs-${process.pid}`,
+        `--daemon=${path.join(dir, 'daemon')}`,
+        `--background=${path.join(dir, 'background')}`,
+      ],
       cwd: dir,
       env: { PATH: process.env.PATH ?? '' },
     };

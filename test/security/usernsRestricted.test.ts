@@ -64,7 +64,6 @@ describe('security: bubblewrap on a restricted host, for real', function () {
   });
   after(() => dir && rmSync(dir, { recursive: true, force: true }));
 
-
   for (const as of ['root', 'an unprivileged user'] as const) {
     describe(`as ${as}`, () => {
       let user: { uid: number; gid: number } | undefined;
@@ -81,7 +80,10 @@ describe('security: bubblewrap on a restricted host, for real', function () {
       it('user.max_user_namespaces = 0: "bubblewrap" exits 2 naming it, with the sysctl that fixes it', async () => {
         const r = await cliRestricted(dir, NO_USERNS, ['run', file, '--workspace', dir, '--sandbox', 'bubblewrap'], user);
         assert.equal(r.code, 2, r.stdout + r.stderr);
-        assert.match(r.stderr, /codeact\.sandbox\.kind is "bubblewrap" but bubblewrap cannot run here: user namespaces are switched off here \(user\.max_user_namespaces = 0\) \(bwrap: Creating new namespace failed: .*\(ENOSPC\)\)\. Allow them: sudo sysctl -w user\.max_user_namespaces=15000/);
+        assert.match(
+          r.stderr,
+          /codeact\.sandbox\.kind is "bubblewrap" but bubblewrap cannot run here: user namespaces are switched off here \(user\.max_user_namespaces = 0\) \(bwrap: Creating new namespace failed: .*\(ENOSPC\)\)\. Allow them: sudo sysctl -w user\.max_user_namespaces=15000/,
+        );
         assert.doesNotMatch(r.stdout, /42/);
       });
 
@@ -96,8 +98,16 @@ describe('security: bubblewrap on a restricted host, for real', function () {
       it('a masked /proc path: names the masking and gives the dev container flags (systempaths=unconfined among them)', async () => {
         const r = await cliRestricted(dir, MASKED_PROC, ['run', file, '--workspace', dir, '--sandbox', 'bubblewrap'], user);
         assert.equal(r.code, 2, r.stdout + r.stderr);
-        assert.match(r.stderr, /bubblewrap cannot run here: CodeAct runs in .* that does not let bubblewrap create its namespaces: the container masks parts of \/proc, so the kernel refuses the sandbox a \/proc of its own \(bwrap: Can't mount proc on \/newroot\/proc: Operation not permitted\)/);
-        assert.ok(r.stderr.includes('"runArgs": ["--security-opt","seccomp=unconfined","--security-opt","apparmor=unconfined","--security-opt","systempaths=unconfined"]'), r.stderr);
+        assert.match(
+          r.stderr,
+          /bubblewrap cannot run here: CodeAct runs in .* that does not let bubblewrap create its namespaces: the container masks parts of \/proc, so the kernel refuses the sandbox a \/proc of its own \(bwrap: Can't mount proc on \/newroot\/proc: Operation not permitted\)/,
+        );
+        assert.ok(
+          r.stderr.includes(
+            '"runArgs": ["--security-opt","seccomp=unconfined","--security-opt","apparmor=unconfined","--security-opt","systempaths=unconfined"]',
+          ),
+          r.stderr,
+        );
       });
     });
   }

@@ -111,11 +111,16 @@ for (const zygote of [false, true]) {
     });
 
     function runtime(ws: string, extra: { seccomp?: boolean } = {}): LocalRuntime {
-      const rt = new LocalRuntime({ sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws, ...extra }, zygote, onWarning: (m) => warnings.push(m) });
+      const rt = new LocalRuntime({
+        sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws, ...extra },
+        zygote,
+        onWarning: (m) => warnings.push(m),
+      });
       runtimes.push(rt);
       return rt;
     }
-    const exec = (rt: LocalRuntime, code: string, ws: string): Promise<CodeInterpreterCallItem> => rt.execute({ code: `WS = ${JSON.stringify(ws)}\n${code}`, timeoutMs: 60_000 });
+    const exec = (rt: LocalRuntime, code: string, ws: string): Promise<CodeInterpreterCallItem> =>
+      rt.execute({ code: `WS = ${JSON.stringify(ws)}\n${code}`, timeoutMs: 60_000 });
 
     it('.git, .vscode and .codeact stay read-only and cannot be created, renamed or linked around; other files are written', async () => {
       const ws = makeWorkspace();
@@ -279,7 +284,9 @@ describe('workspace without a sandbox', function () {
     const ws = makeWorkspace();
     const rt = new LocalRuntime({ sandbox: { kind: 'none', mountWorkspace: 'readwrite', workspace: ws } });
     try {
-      const item = await rt.execute({ code: `WS = ${JSON.stringify(ws)}\nimport os\nopen(WS + "/.vscode/settings.json", "w").write("{}")\nopen(WS + "/p", "w")\nos.chmod(WS + "/p", 0o4755)\nreturn "done"` });
+      const item = await rt.execute({
+        code: `WS = ${JSON.stringify(ws)}\nimport os\nopen(WS + "/.vscode/settings.json", "w").write("{}")\nopen(WS + "/p", "w")\nos.chmod(WS + "/p", 0o4755)\nreturn "done"`,
+      });
       assert.equal(item.value, 'done');
       assert.equal(readFileSync(path.join(ws, '.vscode', 'settings.json'), 'utf8'), '{}');
       assert.equal(statSync(path.join(ws, 'p')).mode & 0o4000, 0o4000);

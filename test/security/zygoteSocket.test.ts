@@ -121,7 +121,10 @@ describe('security: the zygote socket cannot be flooded', function () {
         assert.equal(r.first, 'warm');
         const attack = r.attack as { listed: number | string; held: number; refused: number; host_fds: number };
         assert.equal(typeof attack.host_fds, 'number', `the attack ran: ${JSON.stringify(r.attack)}`);
-        assert.ok(attack.host_fds - r.baseline < 64, `the host's descriptors grew from ${r.baseline} to ${attack.host_fds} (${attack.held} connections held by the guest)`);
+        assert.ok(
+          attack.host_fds - r.baseline < 64,
+          `the host's descriptors grew from ${r.baseline} to ${attack.host_fds} (${attack.held} connections held by the guest)`,
+        );
         assert.notEqual(typeof attack.listed, 'number', 'the guest cannot list the socket folder');
         assert.equal(r.same, 42, 'the session keeps working');
         assert.equal(r.fresh, 'fresh', 'a new session is forked');
@@ -162,7 +165,10 @@ describe('security: the zygote socket cannot be flooded', function () {
       assert.ok(socketSeen, 'a fork was requested');
       assert.equal(existsSync(socketSeen), false, "the fork's socket is gone once its guest is connected");
       const outcomes = await Promise.all(attempts);
-      assert.ok(outcomes.every((o) => o === 'closed' || o === 'error'), `every forged connection was closed: ${outcomes.join(', ')}`);
+      assert.ok(
+        outcomes.every((o) => o === 'closed' || o === 'error'),
+        `every forged connection was closed: ${outcomes.join(', ')}`,
+      );
       const late = await new Promise<string>((resolve) => {
         const s = connect(socketSeen);
         s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));

@@ -20,7 +20,10 @@ export interface CliResult {
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input = '', cwd = ROOT): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', ...env } });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -123,7 +123,10 @@ export class GuestHarness {
 
   private until<T>(check: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`guest harness: timed out waiting for ${what}; stderr: ${this.err.toString('utf8').slice(-2000)}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`guest harness: timed out waiting for ${what}; stderr: ${this.err.toString('utf8').slice(-2000)}`)),
+        timeoutMs,
+      );
       const test = () => {
         const v = check();
         if (v !== undefined) {

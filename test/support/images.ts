@@ -39,20 +39,35 @@ export function tableDisplay(): DisplayOutput {
     type: 'display',
     result: true,
     data: {
-      'text/html': '<table border="1" class="dataframe"><thead><tr><th></th><th>month</th><th>revenue</th></tr></thead><tbody><tr><th>0</th><td>Jan</td><td>10</td></tr></tbody></table><script>alert(1)</script>',
+      'text/html':
+        '<table border="1" class="dataframe"><thead><tr><th></th><th>month</th><th>revenue</th></tr></thead><tbody><tr><th>0</th><td>Jan</td><td>10</td></tr></tbody></table><script>alert(1)</script>',
       'text/plain': '  month  revenue\n0   Jan       10\n1   Feb       12',
     },
-    summary: 'DataFrame: 2 rows × 2 columns (month: object, revenue: int64)\n\n|    | month   |   revenue |\n|---:|:--------|----------:|\n|  0 | Jan     |        10 |\n|  1 | Feb     |        12 |',
+    summary:
+      'DataFrame: 2 rows × 2 columns (month: object, revenue: int64)\n\n|    | month   |   revenue |\n|---:|:--------|----------:|\n|  0 | Jan     |        10 |\n|  1 | Feb     |        12 |',
   };
 }
 
 export function svgDisplay(): DisplayOutput {
-  return { type: 'display', data: { 'image/svg+xml': '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>', 'text/plain': '<SVG>' } };
+  return {
+    type: 'display',
+    data: { 'image/svg+xml': '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>', 'text/plain': '<SVG>' },
+  };
 }
 
 /** An execution item of the local runtime with these outputs. */
 export function execItem(outputs: CodeOutput[], extra: Partial<CodeInterpreterCallItem> = {}): CodeInterpreterCallItem {
-  return { type: 'code_interpreter_call', id: 'exec_fixture', status: 'completed', code: 'plot()', runtime: 'local', outputs, exit_code: 0, value: null, ...extra };
+  return {
+    type: 'code_interpreter_call',
+    id: 'exec_fixture',
+    status: 'completed',
+    code: 'plot()',
+    runtime: 'local',
+    outputs,
+    exit_code: 0,
+    value: null,
+    ...extra,
+  };
 }
 
 /** The images an execution kept with its result, as the agent loop attaches them. */
@@ -61,9 +76,20 @@ export function attached(data: string, width: number, height: number, execution:
 }
 
 /** A code call and its result with images, as a conversation holds them (call ids repeat on purpose). */
-export function executionTurn(n: number, images: AttachedImage[], output = `{"status":"completed","execution":${n},"value":null}`): [FunctionCallItem, FunctionCallOutputItem] {
+export function executionTurn(
+  n: number,
+  images: AttachedImage[],
+  output = `{"status":"completed","execution":${n},"value":null}`,
+): [FunctionCallItem, FunctionCallOutputItem] {
   return [
-    { type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: 'execute_tool_code', arguments: JSON.stringify({ code: `plot(${n})` }), status: 'completed' },
+    {
+      type: 'function_call',
+      id: `fc_${n}`,
+      call_id: `call_${n}`,
+      name: 'execute_tool_code',
+      arguments: JSON.stringify({ code: `plot(${n})` }),
+      status: 'completed',
+    },
     { type: 'function_call_output', id: `out_${n}`, item_id: `fc_${n}`, call_id: `call_${n}`, name: 'execute_tool_code', output, images },
   ];
 }

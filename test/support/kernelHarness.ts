@@ -55,7 +55,14 @@ export class KernelHarness {
     this.cwd = mkdtempSync(path.join(tmpdir(), 'codeact-kernel-test-'));
     this.child = spawn(DEBIAN_PYTHON, ['-c', DRIVER], {
       cwd: this.cwd,
-      env: { PATH: '/usr/bin:/bin', HOME: this.cwd, LANG: 'C.UTF-8', JUPYTER_PLATFORM_DIRS: '1', IPYTHONDIR: path.join(this.cwd, '.ipython'), PYDEVD_DISABLE_FILE_VALIDATION: '1' },
+      env: {
+        PATH: '/usr/bin:/bin',
+        HOME: this.cwd,
+        LANG: 'C.UTF-8',
+        JUPYTER_PLATFORM_DIRS: '1',
+        IPYTHONDIR: path.join(this.cwd, '.ipython'),
+        PYDEVD_DISABLE_FILE_VALIDATION: '1',
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.child.stderr!.on('data', (b: Buffer) => (this.log = (this.log + b.toString('utf8')).slice(-4000)));

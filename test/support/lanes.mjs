@@ -15,14 +15,17 @@ const PARTS = [
   ['a build (dist/)', [/^test\/support\/cli/, /^dist\//]],
   ['Jupyter', [/^src\/core\/runtime\/jupyter\//, /^test\/support\/(jupyterServer|jupyterHub|kernelHarness)/]],
   // A real python3 guest or another child process: the slow part of most suites.
-  ['python3 or a child process', [
-    /^(node:)?child_process$/,
-    /^src\/core\/runtime\/(local\/localRuntime|factory)$/,
-    /^src\/core\/config\/engine$/,
-    /^src\/core\/tools\/sources\/(command|mcp\/pool|mcp\/stdioTransport)$/,
-    /^src\/core\/util\/processTree$/,
-    /^test\/support\/(guestHarness|wheels|images)$/,
-  ]],
+  [
+    'python3 or a child process',
+    [
+      /^(node:)?child_process$/,
+      /^src\/core\/runtime\/(local\/localRuntime|factory)$/,
+      /^src\/core\/config\/engine$/,
+      /^src\/core\/tools\/sources\/(command|mcp\/pool|mcp\/stdioTransport)$/,
+      /^src\/core\/util\/processTree$/,
+      /^test\/support\/(guestHarness|wheels|images)$/,
+    ],
+  ],
   // ESLint over all of src takes seconds; `npm run lint` runs the same rules.
   ['ESLint over src', [/^eslint$/]],
 ];
@@ -63,21 +66,26 @@ export function testFiles(dir = join(ROOT, 'test')) {
   const out = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const full = join(dir, entry.name);
-    if (entry.isDirectory()) { if (entry.name !== 'fixtures' && entry.name !== 'node_modules') out.push(...testFiles(full)); }
-    else if (entry.name.endsWith('.test.ts')) out.push(full);
+    if (entry.isDirectory()) {
+      if (entry.name !== 'fixtures' && entry.name !== 'node_modules') out.push(...testFiles(full));
+    } else if (entry.name.endsWith('.test.ts')) out.push(full);
   }
   return out.sort();
 }
 
 export function unitFiles() {
-  return testFiles().filter((f) => needsOf(f).size === 0).map((f) => relative(ROOT, f));
+  return testFiles()
+    .filter((f) => needsOf(f).size === 0)
+    .map((f) => relative(ROOT, f));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (process.argv.includes('--list')) {
     for (const f of testFiles()) {
       const needs = needsOf(f);
-      console.log(needs.size ? `-    ${relative(ROOT, f)}: needs ${[...needs].map(([part, why]) => `${part} (${why})`).join('; ')}` : `unit ${relative(ROOT, f)}`);
+      console.log(
+        needs.size ? `-    ${relative(ROOT, f)}: needs ${[...needs].map(([part, why]) => `${part} (${why})`).join('; ')}` : `unit ${relative(ROOT, f)}`,
+      );
     }
   } else {
     // The unit lane: mocha on those files, with the repository's .mocharc (the totals line says the wall time).

@@ -118,7 +118,8 @@ export async function startOAuthMcpServer(options: OAuthServerOptions = {}): Pro
       const redirectUri = q.get('redirect_uri') ?? '';
       // "loopback" in a pre-registered client's redirect URIs: any loopback port (RFC 8252 §7.3).
       const loopback = client?.redirect_uris.includes('loopback') && /^http:\/\/127\.0\.0\.1:\d+\/callback$/.test(redirectUri);
-      if (!client || (!loopback && !client.redirect_uris.includes(redirectUri))) return json(res, 400, { error: 'invalid_request', error_description: 'unknown client or redirect_uri' });
+      if (!client || (!loopback && !client.redirect_uris.includes(redirectUri)))
+        return json(res, 400, { error: 'invalid_request', error_description: 'unknown client or redirect_uri' });
       const back = new URL(redirectUri);
       if (q.get('state')) back.searchParams.set('state', q.get('state')!);
       if (q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge') || q.get('resource') !== mcpUrl) {
@@ -165,7 +166,12 @@ export async function startOAuthMcpServer(options: OAuthServerOptions = {}): Pro
         state.unauthorized++;
         await body(req);
         const err = token ? ', error="invalid_token"' : '';
-        return json(res, 401, { error: 'invalid_token' }, { 'www-authenticate': `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"${err}` });
+        return json(
+          res,
+          401,
+          { error: 'invalid_token' },
+          { 'www-authenticate': `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"${err}` },
+        );
       }
       if (req.method !== 'POST') return void res.writeHead(405).end();
       const mcp = new McpServer({ name: 'oauth-test', version: '1.0.0' });

@@ -4,7 +4,11 @@ import { pngBase64 } from './png';
 
 export const RICH_OUTPUTS: CodeInterpreterCallItem['outputs'] = [
   { type: 'logs', logs: 'loading\n' },
-  { type: 'display', data: { 'image/png': pngBase64(64, 48), 'text/plain': '<Figure size 640x480 with 1 Axes>' }, metadata: { 'image/png': { width: 64, height: 48, codeact: { downscaled: false } }, codeact: { source: 'plt.show' } } },
+  {
+    type: 'display',
+    data: { 'image/png': pngBase64(64, 48), 'text/plain': '<Figure size 640x480 with 1 Axes>' },
+    metadata: { 'image/png': { width: 64, height: 48, codeact: { downscaled: false } }, codeact: { source: 'plt.show' } },
+  },
   { type: 'logs', logs: 'careful\n', stream: 'stderr' },
   { type: 'logs', logs: 'between\n' },
   {

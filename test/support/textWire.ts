@@ -10,7 +10,7 @@ type Json = Record<string, any>;
 
 /** The `tools` a request declared (undefined when it sent none). */
 export function toolsOf(provider: ProviderId, body: Json): unknown {
-  return provider === 'gemini' ? body.tools ?? body.config?.tools : body.tools;
+  return provider === 'gemini' ? (body.tools ?? body.config?.tools) : body.tools;
 }
 
 export function systemOf(provider: ProviderId, body: Json): string {
@@ -31,7 +31,7 @@ export function systemOf(provider: ProviderId, body: Json): string {
 /** The conversation a request carries, as role/text pairs (system prompt left out). */
 export function messagesOf(provider: ProviderId, body: Json): { role: string; text: string }[] {
   const text = (c: unknown): string =>
-    typeof c === 'string' ? c : Array.isArray(c) ? c.map((b: Json) => (typeof b === 'string' ? b : b.text ?? JSON.stringify(b))).join('') : JSON.stringify(c);
+    typeof c === 'string' ? c : Array.isArray(c) ? c.map((b: Json) => (typeof b === 'string' ? b : (b.text ?? JSON.stringify(b)))).join('') : JSON.stringify(c);
   switch (provider) {
     case 'openai-compatible':
       return body.messages.filter((m: Json) => m.role !== 'system').map((m: Json) => ({ role: m.role, text: text(m.content) }));
@@ -56,8 +56,20 @@ export function orderDeskTools(calls: string[] = []): ManagedTool[] {
     {
       name: 'search_catalog',
       description: 'Search the product catalog by keywords. Cheapest first.',
-      inputSchema: { type: 'object', properties: { query: { type: 'string', minLength: 1 }, max_results: { type: 'integer', minimum: 1 } }, required: ['query'], additionalProperties: false },
-      outputSchema: { type: 'array', items: { type: 'object', properties: { sku: { type: 'string' }, name: { type: 'string' }, price: { type: 'number' } }, required: ['sku', 'name', 'price'] } },
+      inputSchema: {
+        type: 'object',
+        properties: { query: { type: 'string', minLength: 1 }, max_results: { type: 'integer', minimum: 1 } },
+        required: ['query'],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: { sku: { type: 'string' }, name: { type: 'string' }, price: { type: 'number' } },
+          required: ['sku', 'name', 'price'],
+        },
+      },
       approval: 'auto',
       expose: 'code',
       source: 'test',
@@ -70,7 +82,12 @@ export function orderDeskTools(calls: string[] = []): ManagedTool[] {
     {
       name: 'check_inventory',
       description: 'Stock on hand for one SKU.',
-      inputSchema: { type: 'object', properties: { sku: { type: 'string', pattern: '^[A-Z]{3}-[A-Z]{3}-\\d{3}$' } }, required: ['sku'], additionalProperties: false },
+      inputSchema: {
+        type: 'object',
+        properties: { sku: { type: 'string', pattern: '^[A-Z]{3}-[A-Z]{3}-\\d{3}$' } },
+        required: ['sku'],
+        additionalProperties: false,
+      },
       outputSchema: { type: 'object', properties: { sku: { type: 'string' }, on_hand: { type: 'integer' } }, required: ['sku', 'on_hand'] },
       approval: 'auto',
       expose: 'code',
@@ -90,5 +107,6 @@ export const LOOP = {
     'The SKU was wrong; I will search first.\n```python\nhits = await call_tool("search_catalog", query="LED lamp")\nstock = await call_tool("check_inventory", sku=hits[0]["sku"])\nprint(hits[0]["name"])\nreturn stock["on_hand"]\n```',
   answer: 'There are **85** LED Desk Lamps (LMP-LED-010) on hand.',
   failCode: 'r = await call_tool("check_inventory", sku="lamp")\nreturn r["on_hand"]',
-  recoverCode: 'hits = await call_tool("search_catalog", query="LED lamp")\nstock = await call_tool("check_inventory", sku=hits[0]["sku"])\nprint(hits[0]["name"])\nreturn stock["on_hand"]',
+  recoverCode:
+    'hits = await call_tool("search_catalog", query="LED lamp")\nstock = await call_tool("check_inventory", sku=hits[0]["sku"])\nprint(hits[0]["name"])\nreturn stock["on_hand"]',
 };

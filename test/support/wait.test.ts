@@ -10,7 +10,10 @@ describe('test waits: waitFor, until, barrier', () => {
       return true;
     });
     assert.equal(n, 3);
-    await assert.rejects(waitFor(() => false, { timeoutMs: 50, what: 'nothing' }), /timed out after 50 ms waiting for nothing/);
+    await assert.rejects(
+      waitFor(() => false, { timeoutMs: 50, what: 'nothing' }),
+      /timed out after 50 ms waiting for nothing/,
+    );
   });
 
   it('until resolves with the first matching value of an Emitter or an onX function, and unsubscribes', async () => {
@@ -26,7 +29,10 @@ describe('test waits: waitFor, until, barrier', () => {
     for (const l of [...listeners]) l('hi');
     assert.equal(await text, 'hi');
     assert.equal(listeners.size, 0);
-    await assert.rejects(until(e, () => true, { timeoutMs: 20, what: 'a number' }), /waiting for a number/);
+    await assert.rejects(
+      until(e, () => true, { timeoutMs: 20, what: 'a number' }),
+      /waiting for a number/,
+    );
     assert.equal(e.size, 0);
   });
 

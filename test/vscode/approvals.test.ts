@@ -69,7 +69,10 @@ describe('vscode approvals (fake seams)', () => {
       assert.equal(approvals.policyOverride([])(tool('lookup')), undefined);
       const resolved = events.find((e) => e.type === 'codeact.approval.resolved') as { decision: string };
       assert.equal(resolved.decision, 'deny');
-      assert.ok(log.lines.some((l) => /approval appr_\w+: tool lookup -> deny/.test(l)), log.lines.join('\n'));
+      assert.ok(
+        log.lines.some((l) => /approval appr_\w+: tool lookup -> deny/.test(l)),
+        log.lines.join('\n'),
+      );
     });
 
     it('a code review asks "run this code?" with the code, Run or not', async () => {
@@ -84,12 +87,15 @@ describe('vscode approvals (fake seams)', () => {
   });
 
   describe('the card in the panel (panel visible)', () => {
-    it('waits for the panel\'s answer; the request and the decision are events', async () => {
+    it("waits for the panel's answer; the request and the decision are events", async () => {
       const { apis, approvals, events, lastId } = setup(true);
       const pending = approvals.approveTool(request('lookup'));
       await tick();
       const requested = events[0] as { type: string; kind: string; name: string; item_id: string; arguments: unknown };
-      assert.deepEqual([requested.type, requested.kind, requested.name, requested.item_id, requested.arguments], ['codeact.approval.requested', 'tool', 'lookup', 'exec_1', { q: 1 }]);
+      assert.deepEqual(
+        [requested.type, requested.kind, requested.name, requested.item_id, requested.arguments],
+        ['codeact.approval.requested', 'tool', 'lookup', 'exec_1', { q: 1 }],
+      );
       approvals.resolve(lastId(), 'allow_session');
       assert.equal(await pending, 'allowed');
       assert.equal(apis.dialogs.length, 0, 'no modal while the panel shows cards');
@@ -114,13 +120,25 @@ describe('vscode approvals (fake seams)', () => {
       const a = approvals.approveTool(request('one'));
       const b = approvals.approveTool(request('two'));
       await tick();
-      assert.deepEqual(approvals.pendingList().map((p) => p.name), ['one', 'two']);
+      assert.deepEqual(
+        approvals.pendingList().map((p) => p.name),
+        ['one', 'two'],
+      );
       approvals.expirePending(NO_ANSWER.stopped);
       assert.deepEqual(await Promise.all([a, b]), [{ unanswered: 'no answer: the run was stopped' }, { unanswered: 'no answer: the run was stopped' }]);
       assert.deepEqual(approvals.pendingList(), []);
       const resolved = events.filter((e) => e.type === 'codeact.approval.resolved') as { decision: string; reason?: string }[];
-      assert.deepEqual(resolved.map((r) => [r.decision, r.reason]), [['expired', 'no answer: the run was stopped'], ['expired', 'no answer: the run was stopped']]);
-      assert.ok(log.lines.some((l) => /approval appr_\w+: tool one -> no answer: the run was stopped/.test(l)), log.lines.join('\n'));
+      assert.deepEqual(
+        resolved.map((r) => [r.decision, r.reason]),
+        [
+          ['expired', 'no answer: the run was stopped'],
+          ['expired', 'no answer: the run was stopped'],
+        ],
+      );
+      assert.ok(
+        log.lines.some((l) => /approval appr_\w+: tool one -> no answer: the run was stopped/.test(l)),
+        log.lines.join('\n'),
+      );
       assert.ok(!log.lines.some((l) => /-> deny/.test(l)));
 
       const ac = new AbortController();
@@ -131,7 +149,11 @@ describe('vscode approvals (fake seams)', () => {
 
       const done = new AbortController();
       done.abort();
-      assert.deepEqual(await approvals.approveTool(request('four', done.signal)), { unanswered: 'no answer: the run ended' }, 'an already-ended run is not asked');
+      assert.deepEqual(
+        await approvals.approveTool(request('four', done.signal)),
+        { unanswered: 'no answer: the run ended' },
+        'an already-ended run is not asked',
+      );
     });
 
     it('says when approvals wait (changed), and "Show Pending Approval" with the panel hidden asks in a modal dialog', async () => {
@@ -181,7 +203,7 @@ describe('vscode approvals (fake seams)', () => {
         rt.executed.map((r) => r.code),
         ['a = 2'],
       );
-      assert.equal(rt.sessions.has('s'), true, 'the reviewed run went to the runtime\'s session');
+      assert.equal(rt.sessions.has('s'), true, "the reviewed run went to the runtime's session");
 
       const seen: string[] = [];
       run = rt.execute({ code: 'rm()', itemId: 'exec_9' }, { beforeRun, onEvent: (e) => seen.push(e.type) });
@@ -191,7 +213,11 @@ describe('vscode approvals (fake seams)', () => {
       assert.equal(item.status, 'failed');
       assert.equal(item.id, 'exec_9');
       assert.deepEqual(item.error, { type: 'Denied', message: 'The user declined to run this code.' });
-      assert.deepEqual(seen, ['response.code_interpreter_call_code.done', 'response.code_interpreter_call.completed', 'response.output_item.done'], 'a card that never ran closes like every other (notRunItem)');
+      assert.deepEqual(
+        seen,
+        ['response.code_interpreter_call_code.done', 'response.code_interpreter_call.completed', 'response.output_item.done'],
+        'a card that never ran closes like every other (notRunItem)',
+      );
       assert.equal(rt.executed.length, 1, 'denied code never reaches the runtime');
 
       state.panel = false;

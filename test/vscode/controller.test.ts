@@ -22,7 +22,10 @@ describe('vscode controller (fake seams)', () => {
       h = harness({ tools: [lmToolDecl('search')] });
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.apis.trusted = false;
-      await assert.rejects(h.controller.runCode('print(1)', 'run'), (e: unknown) => e instanceof UntrustedWorkspaceError && /^Running code is disabled because this workspace is not trusted/.test(e.message));
+      await assert.rejects(
+        h.controller.runCode('print(1)', 'run'),
+        (e: unknown) => e instanceof UntrustedWorkspaceError && /^Running code is disabled because this workspace is not trusted/.test(e.message),
+      );
       await assert.rejects(h.controller.send('hello'), UntrustedWorkspaceError);
       assert.throws(() => h.controller.requireTrust('Using tools'), UntrustedWorkspaceError);
       // The one gate the front doors ask: its refusal says what was refused (they render it in their own words).
@@ -62,7 +65,7 @@ describe('vscode controller (fake seams)', () => {
   });
 
   describe('runs and approvals through the gateway', () => {
-    it('Run with Tools runs in the conversation\'s session, saves and streams its events, and marks busy while it runs', async () => {
+    it("Run with Tools runs in the conversation's session, saves and streams its events, and marks busy while it runs", async () => {
       h = harness();
       const seen: string[] = [];
       h.controller.onEvent((e) => seen.push(e.type));
@@ -173,7 +176,10 @@ describe('vscode controller (fake seams)', () => {
       // The card says so, and the log.
       const card = Object.values(buildTranscript(h.controller.currentConversation!.events).items).find((v) => v.kind === 'approval') as ApprovalView;
       assert.deepEqual([card.status, card.decision, card.reason], ['expired', undefined, 'no answer: the run was stopped']);
-      assert.ok(h.log.lines.some((l) => /approval appr_\w+: tool search -> no answer: the run was stopped/.test(l)), h.log.lines.join('\n'));
+      assert.ok(
+        h.log.lines.some((l) => /approval appr_\w+: tool search -> no answer: the run was stopped/.test(l)),
+        h.log.lines.join('\n'),
+      );
       assert.deepEqual(h.controller.pendingApprovals(), []);
       assert.equal(h.controller.busy, false);
     });
@@ -197,7 +203,7 @@ describe('vscode controller (fake seams)', () => {
       );
     });
 
-    it('the tools\' gateway asks through the modal dialog when the panel is hidden, with the tool and its arguments', async () => {
+    it("the tools' gateway asks through the modal dialog when the panel is hidden, with the tool and its arguments", async () => {
       h = harness({ tools: [lmToolDecl('search', 'ask')] });
       h.lm.registered = [{ name: 'vendor_search', description: '' }];
       h.approvals.answers = ['Always Allow'];
@@ -224,7 +230,10 @@ describe('vscode controller (fake seams)', () => {
       assert.notEqual(second.id, first.id);
       assert.equal(h.runtimes.built.length, 1, 'the same runtime serves both');
       assert.deepEqual(
-        h.controller.listConversations().map((c) => c.id).sort(),
+        h.controller
+          .listConversations()
+          .map((c) => c.id)
+          .sort(),
         [first.id, second.id].sort(),
       );
     });
@@ -279,7 +288,13 @@ describe('vscode controller (fake seams)', () => {
       const id = h.controller.currentConversation!.id;
       const v = await h.controller.refreshVariables();
       assert.deepEqual([v.sessionId, v.label, v.summary], [id, 'This conversation', { variables: [], total: 0 }]);
-      h.runtimes.last!.config.local!.onSessionEvent!({ type: 'codeact.session', session_id: id, state: 'ended', reason: 'idle', message: 'ended after idling' });
+      h.runtimes.last!.config.local!.onSessionEvent!({
+        type: 'codeact.session',
+        session_id: id,
+        state: 'ended',
+        reason: 'idle',
+        message: 'ended after idling',
+      });
       h.runtimes.last!.config.local!.onSessionEvent!({ type: 'codeact.session', session_id: 'other', state: 'ended', message: 'not ours' });
       const ended = h.controller.currentConversation!.events.filter((e) => e.type === 'codeact.session');
       assert.equal(ended.length, 1);
@@ -295,8 +310,8 @@ describe('vscode controller (fake seams)', () => {
       await h.controller.runCode('b = 1', 'cell', 'run_with_tools', { document: { uri: 'file:///w/a.py', name: 'a.py' } });
       const rt = h.runtimes.last!;
       assert.equal(rt.executed[1].sessionId, 'doc:file:///w/a.py');
-      assert.equal(h.controller.currentConversation!.meta.title, 'a.py', 'the run went to the document\'s own conversation');
-      assert.equal((await h.controller.refreshVariables()).label, 'a.py', 'the variables view shows the latest run\'s session');
+      assert.equal(h.controller.currentConversation!.meta.title, 'a.py', "the run went to the document's own conversation");
+      assert.equal((await h.controller.refreshVariables()).label, 'a.py', "the variables view shows the latest run's session");
       // The chat's session lives on, offered beside the document's, whichever conversation is open.
       assert.deepEqual(h.controller.liveSessions(), [
         { id: convo.id, label: `Chat: ${convo.meta.title}` },
@@ -309,7 +324,7 @@ describe('vscode controller (fake seams)', () => {
         [convo.id],
       );
       h.controller.openConversation(convo.id);
-      assert.equal(await h.controller.restartSession(), true, 'the open conversation\'s by default');
+      assert.equal(await h.controller.restartSession(), true, "the open conversation's by default");
       assert.deepEqual(h.controller.liveSessions(), []);
     });
 
@@ -354,17 +369,31 @@ describe('vscode controller (fake seams)', () => {
       assert.equal(set.errors.length, 2);
       h.controller.toolSet();
       assert.equal(h.apis.warnings.length, 1, 'the same errors are shown once');
-      assert.match(h.apis.warnings[0].message, /^CodeAct: 2 tools in codeact\.tools are broken and unavailable\. codeact\.tools\[0\] \(bad\): The declaration has no source\. Fix: give exactly one of "command"/);
+      assert.match(
+        h.apis.warnings[0].message,
+        /^CodeAct: 2 tools in codeact\.tools are broken and unavailable\. codeact\.tools\[0\] \(bad\): The declaration has no source\. Fix: give exactly one of "command"/,
+      );
       // The panel's state carries them, with their messages ("0 tools ready, 2 broken").
       const state = await h.controller.hostState();
       assert.deepEqual(state.tools, []);
-      assert.deepEqual(state.brokenTools?.map((b) => [b.index, b.name]), [[0, 'bad'], [1, 'missing']]);
+      assert.deepEqual(
+        state.brokenTools?.map((b) => [b.index, b.name]),
+        [
+          [0, 'bad'],
+          [1, 'missing'],
+        ],
+      );
       assert.match(state.brokenTools![0].message, /no source/);
-      assert.deepEqual(state.brokenTools![0].problems, [{ reason: 'The declaration has no source', fix: 'give exactly one of "command", "http", "mcp", "lmTool"' }]);
+      assert.deepEqual(state.brokenTools![0].problems, [
+        { reason: 'The declaration has no source', fix: 'give exactly one of "command", "http", "mcp", "lmTool"' },
+      ]);
       assert.deepEqual(h.apis.warnings[0].items, ['Open Settings', 'Show Log']);
       await tick();
       assert.deepEqual(h.apis.ranCommands, ['workbench.action.openWorkspaceSettingsFile']);
-      assert.ok(h.log.lines.some((l) => l.startsWith('warn codeact.tools[1] (missing): No language-model tool named "vendor_missing"')), h.log.lines.join('\n'));
+      assert.ok(
+        h.log.lines.some((l) => l.startsWith('warn codeact.tools[1] (missing): No language-model tool named "vendor_missing"')),
+        h.log.lines.join('\n'),
+      );
     });
 
     it('ignored settings are logged once', () => {

@@ -205,9 +205,29 @@ export class FakeRuntime implements Runtime {
     let item: CodeInterpreterCallItem;
     try {
       const got = await this.script(request, options, this);
-      item = { type: 'code_interpreter_call', id, status: 'completed', code: request.code, runtime: 'local', outputs: [], exit_code: 0, duration_ms: 1, ...got };
+      item = {
+        type: 'code_interpreter_call',
+        id,
+        status: 'completed',
+        code: request.code,
+        runtime: 'local',
+        outputs: [],
+        exit_code: 0,
+        duration_ms: 1,
+        ...got,
+      };
     } catch (err) {
-      item = { type: 'code_interpreter_call', id, status: 'failed', code: request.code, runtime: 'local', outputs: [], exit_code: 1, duration_ms: 1, error: { type: 'RuntimeError', message: (err as Error).message } };
+      item = {
+        type: 'code_interpreter_call',
+        id,
+        status: 'failed',
+        code: request.code,
+        runtime: 'local',
+        outputs: [],
+        exit_code: 1,
+        duration_ms: 1,
+        error: { type: 'RuntimeError', message: (err as Error).message },
+      };
     }
     options?.onEvent?.({ type: 'response.output_item.done', item });
     return item;
@@ -279,10 +299,13 @@ export function harness(values: Record<string, unknown> = {}): Harness {
   const lm = new FakeLmTools();
   const log = new FakeLog();
   const keysChanged = new Emitter<void>();
-  const keys = new Proxy<Record<string, string>>({}, {
-    set: (t, k, v) => (Reflect.set(t, k, v), keysChanged.fire(), true),
-    deleteProperty: (t, k) => (Reflect.deleteProperty(t, k), keysChanged.fire(), true),
-  });
+  const keys = new Proxy<Record<string, string>>(
+    {},
+    {
+      set: (t, k, v) => (Reflect.set(t, k, v), keysChanged.fire(), true),
+      deleteProperty: (t, k) => (Reflect.deleteProperty(t, k), keysChanged.fire(), true),
+    },
+  );
   const secrets: Harness['secrets'] = { keys, asked: 0 };
   const controller = new CodeActController({
     storeDir: join(dir, 'conversations'),
@@ -310,7 +333,10 @@ export function lmToolDecl(name: string, approval?: 'auto' | 'ask' | 'deny'): Re
 /** A script that calls a tool through the runtime's handler and returns (or throws) what it gets. */
 export function callTool(name: string, args: Record<string, unknown> = {}): Script {
   return async (request, options) => {
-    const value = await options!.onToolCall!({ itemId: request.itemId ?? 'x', callId: `call_${name}`, name, arguments: args }, options?.signal ?? new AbortController().signal);
+    const value = await options!.onToolCall!(
+      { itemId: request.itemId ?? 'x', callId: `call_${name}`, name, arguments: args },
+      options?.signal ?? new AbortController().signal,
+    );
     return { value };
   };
 }

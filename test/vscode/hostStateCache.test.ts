@@ -43,7 +43,11 @@ describe('vscode host state, computed on change (fake seams)', () => {
     assert.equal(told, 1, 'the change event fires the state');
     const state = await h.controller.hostState();
     assert.equal(state.model, 'two');
-    assert.deepEqual(state.tools.map((t) => t.name), ['search'], 'the tool set follows the settings');
+    assert.deepEqual(
+      state.tools.map((t) => t.name),
+      ['search'],
+      'the tool set follows the settings',
+    );
     assert.ok(h.apis.resolved > resolved, 'resolved again after the change');
   });
 
@@ -58,7 +62,7 @@ describe('vscode host state, computed on change (fake seams)', () => {
     assert.equal((await h.controller.hostState()).workspace, null);
   });
 
-  it('a key stored or deleted is asked again on the secret storage\'s change, and reaches the state', async () => {
+  it("a key stored or deleted is asked again on the secret storage's change, and reaches the state", async () => {
     h = harness({ provider: 'openai' });
     const saved = process.env.OPENAI_API_KEY;
     delete process.env.OPENAI_API_KEY;
@@ -84,7 +88,10 @@ describe('vscode host state, computed on change (fake seams)', () => {
     h = harness({ tools: [lmToolDecl('search')] });
     assert.deepEqual(h.controller.toolSet().tools, []);
     h.lm.registered = [{ name: 'vendor_search', description: '' }];
-    assert.deepEqual(h.controller.toolSet().tools.map((t) => t.name), ['search']);
+    assert.deepEqual(
+      h.controller.toolSet().tools.map((t) => t.name),
+      ['search'],
+    );
   });
 
   it('after shutdown the change events are no longer heard', async () => {

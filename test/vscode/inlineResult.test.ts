@@ -10,10 +10,28 @@ import { HOVER_IMAGE_CHARS, hoverParts, inlineSummary, type HoverPart } from '..
 import { pngBase64, pngBytes } from '../support/png';
 
 function exec(outputs: CodeOutput[], extra: Partial<CodeInterpreterCallItem> = {}): CodeInterpreterCallItem {
-  return { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code: 'plot()', runtime: 'local', outputs, value: null, duration_ms: 12, ...extra };
+  return {
+    type: 'code_interpreter_call',
+    id: 'exec_1',
+    status: 'completed',
+    code: 'plot()',
+    runtime: 'local',
+    outputs,
+    value: null,
+    duration_ms: 12,
+    ...extra,
+  };
 }
-const plot = (w: number, h: number, extra: Partial<DisplayOutput> = {}): DisplayOutput => ({ type: 'display', data: { 'image/png': pngBase64(w, h), 'text/plain': '<Figure>' }, ...extra });
-const markdown = (parts: HoverPart[]) => parts.filter((p) => p.kind === 'markdown').map((p) => p.text).join('\n');
+const plot = (w: number, h: number, extra: Partial<DisplayOutput> = {}): DisplayOutput => ({
+  type: 'display',
+  data: { 'image/png': pngBase64(w, h), 'text/plain': '<Figure>' },
+  ...extra,
+});
+const markdown = (parts: HoverPart[]) =>
+  parts
+    .filter((p) => p.kind === 'markdown')
+    .map((p) => p.text)
+    .join('\n');
 /** The markdown images of a hover: [alt, url, width]. */
 const images = (parts: HoverPart[]) => [...markdown(parts).matchAll(/!\[([^\]]*)\]\(([^)|]*)\|width=(\d+)\)/g)].map((m) => [m[1], m[2], Number(m[3])] as const);
 
@@ -21,9 +39,26 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
   it('the mark says how many images and files, with the value and the duration', () => {
     assert.equal(inlineSummary(exec([])), '✓ · 12 ms');
     assert.equal(inlineSummary(exec([plot(640, 480)])), '✓ 1 image · 12 ms');
-    assert.equal(inlineSummary(exec([plot(1, 1), plot(1, 1), { type: 'image', url: 'data:image/png;base64,AAAA' }, { type: 'file', filename: 'a.csv' }, { type: 'file', filename: 'b.csv' }], { value: 42, duration_ms: 1500 })), '✓ 42 · 3 images, 2 files · 1.50 s');
+    assert.equal(
+      inlineSummary(
+        exec(
+          [
+            plot(1, 1),
+            plot(1, 1),
+            { type: 'image', url: 'data:image/png;base64,AAAA' },
+            { type: 'file', filename: 'a.csv' },
+            { type: 'file', filename: 'b.csv' },
+          ],
+          { value: 42, duration_ms: 1500 },
+        ),
+      ),
+      '✓ 42 · 3 images, 2 files · 1.50 s',
+    );
     assert.equal(inlineSummary(exec([{ type: 'file', filename: 'a.csv' }], { duration_ms: undefined })), '✓ 1 file');
-    assert.equal(inlineSummary(exec([plot(1, 1)], { status: 'failed', error: { type: 'ValueError', message: 'bad\nmore' } })), '✗ ValueError: bad · 1 image · 12 ms');
+    assert.equal(
+      inlineSummary(exec([plot(1, 1)], { status: 'failed', error: { type: 'ValueError', message: 'bad\nmore' } })),
+      '✗ ValueError: bad · 1 image · 12 ms',
+    );
     assert.equal(inlineSummary(exec([{ type: 'display', data: { 'text/plain': '3' } }])), '✓ · 12 ms', 'a text display is not an image');
   });
 
@@ -49,11 +84,14 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
         { type: 'image', url: `data:image/png;base64,${pngBase64(30, 20)}` },
       ]),
     );
-    assert.deepEqual(images(parts).map(([alt, url, width]) => [alt, url.slice(0, 26), width]), [
-      ['image 1, 400×300', 'data:image/png;base64,iVBO', 200],
-      ['image 2', 'data:image/svg+xml;base64,', 320],
-      ['image 3, 30×20', 'data:image/png;base64,iVBO', 30],
-    ]);
+    assert.deepEqual(
+      images(parts).map(([alt, url, width]) => [alt, url.slice(0, 26), width]),
+      [
+        ['image 1, 400×300', 'data:image/png;base64,iVBO', 200],
+        ['image 2', 'data:image/svg+xml;base64,', 320],
+        ['image 3, 30×20', 'data:image/png;base64,iVBO', 30],
+      ],
+    );
     assert.equal(Buffer.from(images(parts)[1][1].split(',')[1], 'base64').toString(), svg);
   });
 
@@ -70,7 +108,11 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
     const text = markdown(parts);
     assert.ok(text.length < 200_000, `the hover stays small (${text.length} characters)`);
     assert.match(text, /\*image 1, 8×8 \(\d+(\.\d)? [KM]B\) is too large for the hover: it is in the CodeAct panel\*/);
-    assert.deepEqual(images(parts).map((i) => i[0]), ['image 2, 10×10'], 'the next image that fits is drawn');
+    assert.deepEqual(
+      images(parts).map((i) => i[0]),
+      ['image 2, 10×10'],
+      'the next image that fits is drawn',
+    );
   });
 
   it('nothing from the code becomes a link, HTML or a command: bad base64 is refused, names and text stay in code blocks', () => {
@@ -92,7 +134,9 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
   });
 
   it('files are listed with their size and, when not copied out, why', () => {
-    const parts = hoverParts(exec([{ type: 'file', filename: 'out.csv', bytes: 1234 }, { type: 'file', filename: 'big.bin', bytes: 5e7, note: 'over the cap' } as CodeOutput]));
+    const parts = hoverParts(
+      exec([{ type: 'file', filename: 'out.csv', bytes: 1234 }, { type: 'file', filename: 'big.bin', bytes: 5e7, note: 'over the cap' } as CodeOutput]),
+    );
     const files = parts[parts.findIndex((p) => p.kind === 'markdown' && p.text === 'files:') + 1];
     assert.deepEqual(files, { kind: 'code', text: 'out.csv, 1.2 KB\nbig.bin, 47.7 MB (over the cap)', language: 'text' });
   });

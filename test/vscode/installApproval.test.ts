@@ -10,7 +10,16 @@ import { Approvals } from '../../src/vscode/approvals';
 import { FakeApprovalsApis, FakeLog } from './fakes';
 
 function install(extra: Partial<InstallApproval> = {}): InstallApproval {
-  return { packages: ['pandas>=2', 'pyarrow'], python: '/w/.venv/bin/python', environment: 'Python 3.11.2, virtual environment /w/.venv', tool: 'pip', installArgs: ['--no-index'], itemId: 'exec_1', signal: new AbortController().signal, ...extra };
+  return {
+    packages: ['pandas>=2', 'pyarrow'],
+    python: '/w/.venv/bin/python',
+    environment: 'Python 3.11.2, virtual environment /w/.venv',
+    tool: 'pip',
+    installArgs: ['--no-index'],
+    itemId: 'exec_1',
+    signal: new AbortController().signal,
+    ...extra,
+  };
 }
 
 function setup(panel = false) {
@@ -46,10 +55,13 @@ describe('vscode approvals of install_packages (fake seams)', () => {
     apis.answers = ['Create .venv and Install'];
     assert.equal(await approvals.approveInstall(install({ createVenv: '/w/.venv', refused: '/usr/bin/python3 is a system Python' })), 'allowed');
     assert.deepEqual(apis.dialogs[0].items, ['Create .venv and Install']);
-    assert.match(apis.dialogs[0].detail!, /^\/usr\/bin\/python3 is a system Python, so nothing is installed into it\. Installing first makes a virtual environment for this folder, \/w\/\.venv/);
+    assert.match(
+      apis.dialogs[0].detail!,
+      /^\/usr\/bin\/python3 is a system Python, so nothing is installed into it\. Installing first makes a virtual environment for this folder, \/w\/\.venv/,
+    );
   });
 
-  it('on the card (panel visible): the panel\'s answer decides; the run ending first leaves it unanswered', async () => {
+  it("on the card (panel visible): the panel's answer decides; the run ending first leaves it unanswered", async () => {
     const { events, approvals } = setup(true);
     const pending = approvals.approveInstall(install());
     const id = (events[0] as { approval_id: string }).approval_id;

@@ -10,7 +10,10 @@ describe('vscode lmTool source (fake seam)', () => {
       { name: 'zeta', description: '' },
       { name: 'alpha', description: '' },
     ];
-    assert.equal(lmToolSource({ name: 'search', lmTool: 'vendor_search' }, 'auto', lm), 'no language-model tool named "vendor_search" is registered (registered: alpha, zeta)');
+    assert.equal(
+      lmToolSource({ name: 'search', lmTool: 'vendor_search' }, 'auto', lm),
+      'no language-model tool named "vendor_search" is registered (registered: alpha, zeta)',
+    );
   });
 
   it('takes the description and schema from the registered tool unless declared, and the default approval', () => {
@@ -25,7 +28,11 @@ describe('vscode lmTool source (fake seam)', () => {
     assert.equal(t.expose, 'code');
     assert.equal(t.source, 'lmTool');
 
-    const d = lmToolSource({ name: 'search', lmTool: 'vendor_search', description: 'Mine.', inputSchema: { type: 'object' }, approval: 'deny', expose: 'both' }, 'ask', lm);
+    const d = lmToolSource(
+      { name: 'search', lmTool: 'vendor_search', description: 'Mine.', inputSchema: { type: 'object' }, approval: 'deny', expose: 'both' },
+      'ask',
+      lm,
+    );
     assert.ok(typeof d !== 'string');
     assert.deepEqual([d.description, d.inputSchema, d.approval, d.expose], ['Mine.', { type: 'object' }, 'deny', 'both']);
 
@@ -35,7 +42,7 @@ describe('vscode lmTool source (fake seam)', () => {
     assert.deepEqual(n.inputSchema, { type: 'object' });
   });
 
-  it('invokes the registered tool by its own name with the run\'s signal; JSON text is parsed, other text kept', async () => {
+  it("invokes the registered tool by its own name with the run's signal; JSON text is parsed, other text kept", async () => {
     const lm = new FakeLmTools();
     lm.registered = [{ name: 'vendor_search', description: '' }];
     const t = lmToolSource({ name: 'search', lmTool: 'vendor_search' }, 'auto', lm);

@@ -19,7 +19,14 @@ interface Recorded {
   external: string[];
 }
 
-function fakeApis(answers: { info?: (m: string) => Promise<string | undefined>; warning?: (m: string) => Promise<string | undefined>; pick?: (items: Array<{ label: string }>) => number[] }, remoteName?: string) {
+function fakeApis(
+  answers: {
+    info?: (m: string) => Promise<string | undefined>;
+    warning?: (m: string) => Promise<string | undefined>;
+    pick?: (items: Array<{ label: string }>) => number[];
+  },
+  remoteName?: string,
+) {
   const rec: Recorded = { info: [], warnings: [], errors: [], opened: [], clipboard: [], external: [] };
   let clipped!: (text: string) => void;
   const clipboard = new Promise<string>((r) => (clipped = r));
@@ -105,7 +112,10 @@ describe('vscode MCP sign-in (fake seam, real OAuth server)', () => {
     assert.match(rec.opened[0], new RegExp(`^${server.origin}/authorize\\?`));
     assert.equal(rec.info.filter((m) => /Open the sign-in page/.test(m)).length, 0, 'the offer was the question');
     assert.match(rec.info.at(-1)!, /signed in to the MCP server at .*\. Its tools are available from the next run\./);
-    assert.deepEqual((await pool.listTools(spec)).map((t) => t.name), ['add']);
+    assert.deepEqual(
+      (await pool.listTools(spec)).map((t) => t.name),
+      ['add'],
+    );
   });
 
   it('a tool call asks before opening the browser; dismissing opens nothing and says what happened', async () => {
@@ -157,7 +167,10 @@ describe('vscode MCP sign-in (fake seam, real OAuth server)', () => {
       [server.url],
     );
     assert.match(rec.info.at(-1)!, new RegExp(`signed out of ${server.url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\. The next use signs in again\\.`));
-    assert.deepEqual([...secrets.map.keys()].filter((k) => k !== 'codeact.mcp.oauth.index'), []);
+    assert.deepEqual(
+      [...secrets.map.keys()].filter((k) => k !== 'codeact.mcp.oauth.index'),
+      [],
+    );
     const asked = rec.info.filter((m) => /Open the sign-in page/.test(m)).length;
     await pool.callTool(spec, 'add', { a: 1, b: 1 });
     assert.equal(rec.info.filter((m) => /Open the sign-in page/.test(m)).length, asked + 1);

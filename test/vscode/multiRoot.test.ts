@@ -58,17 +58,26 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
   it("each folder's settings and tools apply to it; the chat's turns run in the picked folder, with its runtime", async () => {
     // No editor, no pick: the first folder.
     assert.deepEqual((await h.controller.hostState()).workspace, { folders: h.apis.workspaceFolders, folder: { name: 'alpha', path: alpha } });
-    assert.deepEqual(h.controller.toolSet().tools.map((t) => t.name).sort(), ['alpha_only', 'where_am_i']);
+    assert.deepEqual(
+      h.controller
+        .toolSet()
+        .tools.map((t) => t.name)
+        .sort(),
+      ['alpha_only', 'where_am_i'],
+    );
     assert.equal(h.controller.settings.timeoutMs, 11_000, "alpha's folder settings");
 
     h.controller.pickFolder(beta);
     const state = await h.controller.hostState();
     assert.deepEqual(state.workspace?.folder, { name: 'beta', path: beta });
-    assert.deepEqual(state.tools.map((t) => `${t.name}: ${t.description}`), ["where_am_i: the beta folder's tool"]);
+    assert.deepEqual(
+      state.tools.map((t) => `${t.name}: ${t.description}`),
+      ["where_am_i: the beta folder's tool"],
+    );
     assert.notEqual(h.controller.settings.timeoutMs, 11_000, "alpha's settings do not apply in beta");
     assert.deepEqual(await run(), { declared_in: 'beta', cwd: beta }, "beta's tool ran, in beta");
     const betaRuntime = h.runtimes.last!;
-    assert.equal(betaRuntime.config.local?.sandbox?.workspace, beta, "the runtime mounts beta");
+    assert.equal(betaRuntime.config.local?.sandbox?.workspace, beta, 'the runtime mounts beta');
     assert.equal(betaRuntime.config.local?.python, '/usr/bin/python3', "beta's interpreter setting");
     assert.equal(h.controller.currentConversation!.meta.workspace, beta, 'the conversation remembers beta');
 
@@ -94,7 +103,7 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
     assert.equal((await h.controller.hostState()).workspace?.folder?.path, alpha, 'a new conversation follows the editor');
     assert.deepEqual(await run(), { declared_in: 'alpha', cwd: alpha });
     h.controller.openConversation(first);
-    assert.equal((await h.controller.hostState()).workspace?.folder?.path, beta, 'reopened: its own folder, not the editor\'s');
+    assert.equal((await h.controller.hostState()).workspace?.folder?.path, beta, "reopened: its own folder, not the editor's");
     assert.deepEqual(await run(), { declared_in: 'beta', cwd: beta });
     // Saved in the transcript's meta: a new window reads it back.
     assert.equal(new TranscriptStore(h.controller.store.dir).open(first).meta.workspace, beta);
@@ -108,7 +117,10 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
     h.apis.workspaceFolders = [{ name: 'alpha', path: alpha }];
     const bar = (await h.controller.hostState()).workspace;
     assert.deepEqual(bar, { folders: [{ name: 'alpha', path: alpha }], folder: { name: 'beta', path: beta, gone: true } }, 'shown even with one folder left');
-    const refused = (e: unknown) => e instanceof FolderGoneError && e.message.includes(`worked in the folder ${beta}, which is not open in this window`) && /Add it back .*pick one of "alpha" in the panel's folder bar/.test(e.message);
+    const refused = (e: unknown) =>
+      e instanceof FolderGoneError &&
+      e.message.includes(`worked in the folder ${beta}, which is not open in this window`) &&
+      /Add it back .*pick one of "alpha" in the panel's folder bar/.test(e.message);
     await assert.rejects(h.controller.runCode('print(1)', 'again', 'chat'), refused);
     await assert.rejects(h.controller.send('again'), refused);
     assert.equal(h.runtimes.built.length, built, 'nothing ran in another folder');
@@ -132,17 +144,46 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
   });
 
   it('the settings a folder may set for itself are resource-scoped in the manifest (VS Code ignores window-scoped ones of a folder)', () => {
-    const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string }> } | Array<{ properties: Record<string, { scope?: string }> }> } };
+    const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      contributes: { configuration: { properties: Record<string, { scope?: string }> } | Array<{ properties: Record<string, { scope?: string }> }> };
+    };
     const c = manifest.contributes.configuration;
     const props = Object.assign({}, ...(Array.isArray(c) ? c : [c]).map((x) => x.properties)) as Record<string, { scope?: string }>;
-    const perFolder = ['tools', 'python.path', 'python.preload', 'runtime', 'sandbox.kind', 'sandbox.limits', 'sandbox.mountWorkspace', 'sandbox.network', 'session.policy', 'session.idleMinutes', 'session.maxAlive', 'timeoutSeconds', 'jupyter.serverURL', 'jupyter.kernelName', 'approval.default', 'approval.reviewCode'];
-    assert.deepEqual(perFolder.filter((k) => props[`codeact.${k}`]?.scope !== 'resource'), []);
+    const perFolder = [
+      'tools',
+      'python.path',
+      'python.preload',
+      'runtime',
+      'sandbox.kind',
+      'sandbox.limits',
+      'sandbox.mountWorkspace',
+      'sandbox.network',
+      'session.policy',
+      'session.idleMinutes',
+      'session.maxAlive',
+      'timeoutSeconds',
+      'jupyter.serverURL',
+      'jupyter.kernelName',
+      'approval.default',
+      'approval.reviewCode',
+    ];
+    assert.deepEqual(
+      perFolder.filter((k) => props[`codeact.${k}`]?.scope !== 'resource'),
+      [],
+    );
     assert.equal(props['codeact.approval.alwaysAllow'].scope, 'application', 'yours alone');
   });
 
   it('the runtime cache keeps one runtime per folder, at most MAX_FOLDER_RUNTIMES, the least recently used going first', async () => {
     const apis = new FakeRuntimeApis();
-    const cache = new RuntimeCache({ apis, settings: () => resolved({}, true).config, jupyterToken: async () => undefined, workspaceFolder: () => '/f0', log: new FakeLog(), onSessionEvent: () => {} });
+    const cache = new RuntimeCache({
+      apis,
+      settings: () => resolved({}, true).config,
+      jupyterToken: async () => undefined,
+      workspaceFolder: () => '/f0',
+      log: new FakeLog(),
+      onSessionEvent: () => {},
+    });
     const a = await cache.get('/f0', 's0');
     for (let i = 1; i < MAX_FOLDER_RUNTIMES; i++) await cache.get(`/f${i}`, `s${i}`);
     assert.equal(await cache.get('/f0'), a, 'reused (and now the most recently used)');
@@ -151,7 +192,7 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
     assert.equal(apis.built.length, MAX_FOLDER_RUNTIMES + 1);
     assert.equal(apis.built[1].disposed, 1, '/f1, the least recently used, went');
     assert.equal(apis.built[0].disposed, 0);
-    assert.equal(cache.of('s0'), a, 'a session is found in its folder\'s runtime');
+    assert.equal(cache.of('s0'), a, "a session is found in its folder's runtime");
     assert.equal(cache.all().length, MAX_FOLDER_RUNTIMES);
     await cache.disposeFolder('/f0');
     assert.equal(apis.built[0].disposed, 1);

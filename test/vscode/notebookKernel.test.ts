@@ -12,7 +12,15 @@ import { createRuntime } from '../../src/core/runtime/factory';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import type { Runtime } from '../../src/core/runtime/types';
 import { notebookDigest, notebookTurnRuntime, type FinishedCell } from '../../src/vscode/notebook/agentTarget';
-import { ERROR_MIME, STDERR_MIME, STDOUT_MIME, codeSpan, toolCallsOutput, type CellOutputData, type OutputItemData } from '../../src/vscode/notebook/cellOutputs';
+import {
+  ERROR_MIME,
+  STDERR_MIME,
+  STDOUT_MIME,
+  codeSpan,
+  toolCallsOutput,
+  type CellOutputData,
+  type OutputItemData,
+} from '../../src/vscode/notebook/cellOutputs';
 import { NotebookKernels, type CellExecution } from '../../src/vscode/notebook/kernelRunner';
 import { SKIP_MESSAGE, findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
 import { harness, type Harness } from './fakes';
@@ -124,9 +132,19 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
       'r = await call_tool("lookup_order", id=orders[0])\nreturn r["total"]',
     ];
     const done = await Promise.all(codes.map((code, i) => nb.execute(code, cells[i])));
-    assert.deepEqual(done.map((d) => d?.status), ['completed', 'completed', 'completed', 'completed'], JSON.stringify(done.map((d) => d?.error)));
-    assert.deepEqual(cells.map((c) => c.order), [1, 2, 3, 4]);
-    assert.deepEqual(cells.map((c) => c.ended?.success), [true, true, true, true]);
+    assert.deepEqual(
+      done.map((d) => d?.status),
+      ['completed', 'completed', 'completed', 'completed'],
+      JSON.stringify(done.map((d) => d?.error)),
+    );
+    assert.deepEqual(
+      cells.map((c) => c.order),
+      [1, 2, 3, 4],
+    );
+    assert.deepEqual(
+      cells.map((c) => c.ended?.success),
+      [true, true, true, true],
+    );
     assert.equal(cells[0].textOf(STDOUT_MIME), 'orders: 3\n');
     assert.equal(cells[0].outputs[0].metadata?.outputType, 'stream');
     const png = cells[1].has('image/png');
@@ -149,7 +167,11 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
       nb.execute('hits = await search_tools("order by id")\nprint([h["name"] for h in hits])', cells[1]),
       nb.execute('import tools\nr = await tools.lookup_order(id=5)\nprint(r["id"])', cells[2]),
     ]);
-    assert.deepEqual(items.map((i) => i?.status), ['completed', 'completed', 'completed'], JSON.stringify(items.map((i) => i?.error)));
+    assert.deepEqual(
+      items.map((i) => i?.status),
+      ['completed', 'completed', 'completed'],
+      JSON.stringify(items.map((i) => i?.error)),
+    );
     assert.equal(cells[0].textOf('text/markdown'), '**bold**');
     assert.equal(cells[0].textOf(STDOUT_MIME), 'awaited\n');
     assert.match(cells[1].textOf(STDOUT_MIME), /lookup_order/);
@@ -158,7 +180,7 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
     assert.match(cells[2].textOf('text/markdown'), /lookup_order/);
   });
 
-  it('shows a failing cell as a notebook error at the user\'s own line', async () => {
+  it("shows a failing cell as a notebook error at the user's own line", async () => {
     const cell = new RecordedCell();
     await kernels.for('file:///ws/a.ipynb', 'a.ipynb').execute('x = 1\n\ny = x / 0\n', cell);
     assert.equal(cell.ended?.success, false);
@@ -173,8 +195,14 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
     const batch = {};
     const cells = [new RecordedCell(), new RecordedCell(), new RecordedCell()];
     const items = await Promise.all(['print(1)', 'raise ValueError("bad row")', 'print(3)'].map((c, i) => nb.execute(c, cells[i], { batch })));
-    assert.deepEqual(items.map((i) => i?.status), ['completed', 'failed', undefined]);
-    assert.deepEqual(cells.map((c) => c.ended?.success), [true, false, undefined]);
+    assert.deepEqual(
+      items.map((i) => i?.status),
+      ['completed', 'failed', undefined],
+    );
+    assert.deepEqual(
+      cells.map((c) => c.ended?.success),
+      [true, false, undefined],
+    );
     const alone = new RecordedCell();
     await nb.execute('print(3)', alone);
     assert.equal(alone.textOf(STDOUT_MIME), '3\n');
@@ -226,14 +254,21 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
       { type: 'codeact.turn.started', turn_id: 't1', prompt: 'Order 9?', source: 'chat' },
       { type: 'codeact.tool_call.started', item_id: 'exec_1', call_id: 'c1', name: 'lookup_order', arguments: { id: 9 } },
       { type: 'codeact.tool_call.completed', item_id: 'exec_1', call_id: 'c1', name: 'lookup_order', output: { id: 9, total: 1.0 }, duration_ms: 3 },
-      { type: 'response.output_item.done', item: { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code, runtime: 'local', outputs: [], value: 1.0 } },
+      {
+        type: 'response.output_item.done',
+        item: { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code, runtime: 'local', outputs: [], value: 1.0 },
+      },
     ]) as { metadata: { kernelspec: { name: string } }; cells: Array<{ cell_type: string; source: string[] }> };
     assert.equal(nbJson.metadata.kernelspec.name, 'codeact', 'the exported notebook names the CodeAct kernel');
     const codeCells = nbJson.cells.filter((c) => c.cell_type === 'code');
     const nb = kernels.for('file:///ws/exported.ipynb', 'exported.ipynb');
     const cells = codeCells.map(() => new RecordedCell());
     const items = await Promise.all(codeCells.map((c, i) => nb.execute(c.source.join(''), cells[i])));
-    assert.deepEqual(items.map((i) => i?.status), ['completed', 'completed'], JSON.stringify(items.map((i) => i?.error)));
+    assert.deepEqual(
+      items.map((i) => i?.status),
+      ['completed', 'completed'],
+      JSON.stringify(items.map((i) => i?.error)),
+    );
     assert.match(cells[0].textOf(STDOUT_MIME), /^This is the CodeAct kernel: call_tool reaches the workspace's managed tools/);
     assert.equal(cells[1].textOf('application/json'), '42.5', 'the real tool answered, not the recorded 1.0');
   });
@@ -243,7 +278,8 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
     const nb = kernels.for(uri, 'e.ipynb');
     await nb.execute('revenue = [10, 12, 9]', new RecordedCell());
     const inserted: FinishedCell[] = [];
-    const text = (c: FinishedCell, mime: string) => c.outputs.flatMap((o) => o.items.filter((i) => i.mime === mime).map((i) => new TextDecoder().decode(i.data))).join('');
+    const text = (c: FinishedCell, mime: string) =>
+      c.outputs.flatMap((o) => o.items.filter((i) => i.mime === mime).map((i) => new TextDecoder().decode(i.data))).join('');
     // The turn's runtime is the extension's one runtime, the one the notebook's session lives in.
     const runtime = notebookTurnRuntime(real[0], {
       uri,
@@ -257,14 +293,29 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
     const events: CodeActEvent[] = [];
     {
       // The agent's own session id is the conversation's; the cell runs in the notebook's all the same.
-      const item = await runtime.execute({ code: 'print(max(revenue))', itemId: 'exec_agent1', sessionId: 'conversation-1' }, { onEvent: (e) => events.push(e) });
+      const item = await runtime.execute(
+        { code: 'print(max(revenue))', itemId: 'exec_agent1', sessionId: 'conversation-1' },
+        { onEvent: (e) => events.push(e) },
+      );
       assert.equal(item.status, 'completed');
       assert.equal(inserted.length, 1, 'the cell is inserted once it ran, whole');
-      assert.deepEqual({ ...inserted[0], outputs: undefined, startTime: 0, endTime: 0 }, { code: 'print(max(revenue))', itemId: 'exec_agent1', order: 2, success: true, outputs: undefined, startTime: 0, endTime: 0 });
+      assert.deepEqual(
+        { ...inserted[0], outputs: undefined, startTime: 0, endTime: 0 },
+        { code: 'print(max(revenue))', itemId: 'exec_agent1', order: 2, success: true, outputs: undefined, startTime: 0, endTime: 0 },
+      );
       assert.equal(text(inserted[0], STDOUT_MIME), '12\n', 'its outputs are the notebook outputs of a cell');
-      assert.deepEqual(events.find((e) => e.type === 'codeact.notebook.cell'), { type: 'codeact.notebook.cell', item_id: 'exec_agent1', notebook: uri, name: 'e.ipynb' });
-      assert.ok(events.findIndex((e) => e.type === 'codeact.notebook.cell') > events.findIndex((e) => e.type === 'response.output_item.done'), 'linked after it was inserted');
-      assert.ok(events.some((e) => e.type === 'codeact.output.delta' && e.delta.includes('12')), 'the chat saw the output live');
+      assert.deepEqual(
+        events.find((e) => e.type === 'codeact.notebook.cell'),
+        { type: 'codeact.notebook.cell', item_id: 'exec_agent1', notebook: uri, name: 'e.ipynb' },
+      );
+      assert.ok(
+        events.findIndex((e) => e.type === 'codeact.notebook.cell') > events.findIndex((e) => e.type === 'response.output_item.done'),
+        'linked after it was inserted',
+      );
+      assert.ok(
+        events.some((e) => e.type === 'codeact.output.delta' && e.delta.includes('12')),
+        'the chat saw the output live',
+      );
     }
     {
       // A user's cell runs: the agent's waits behind it and runs after it, on its variables.
@@ -282,18 +333,27 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
       const item = await runtime.execute({ code: 'print("refused")', itemId: 'exec_agent3' }, { onEvent: (e) => events2.push(e) });
       assert.equal(item.status, 'completed', 'it ran: the model gets its result');
       assert.ok(!events2.some((e) => e.type === 'codeact.notebook.cell'));
-      assert.ok(events2.some((e) => e.type === 'codeact.output.delta' && /the cell could not be added to e\.ipynb: VS Code did not apply the edit/.test(e.delta)), 'the card says the cell is missing');
+      assert.ok(
+        events2.some((e) => e.type === 'codeact.output.delta' && /the cell could not be added to e\.ipynb: VS Code did not apply the edit/.test(e.delta)),
+        'the card says the cell is missing',
+      );
     }
     {
       // Code review (beforeRun) comes before the cell: the cell is the code allowed, and denied code adds none.
       const reviewed: string[] = [];
-      const edited = await runtime.execute({ code: 'print("as written")', itemId: 'exec_agent4' }, { beforeRun: async (r) => (reviewed.push(r.code), { code: 'print("as edited")' }) });
+      const edited = await runtime.execute(
+        { code: 'print("as written")', itemId: 'exec_agent4' },
+        { beforeRun: async (r) => (reviewed.push(r.code), { code: 'print("as edited")' }) },
+      );
       assert.equal(edited.status, 'completed');
       assert.deepEqual(reviewed, ['print("as written")']);
       assert.equal(inserted.at(-1)!.code, 'print("as edited")');
       assert.equal(text(inserted.at(-1)!, STDOUT_MIME), 'as edited\n');
       const count = inserted.length;
-      const denied = await runtime.execute({ code: 'print("no")', itemId: 'exec_agent5' }, { beforeRun: async () => ({ error: { type: 'Denied', message: 'The user declined to run this code.' } }) });
+      const denied = await runtime.execute(
+        { code: 'print("no")', itemId: 'exec_agent5' },
+        { beforeRun: async () => ({ error: { type: 'Denied', message: 'The user declined to run this code.' } }) },
+      );
       assert.equal(denied.status, 'failed');
       assert.equal(denied.error?.type, 'Denied');
       assert.equal(inserted.length, count, 'denied code adds no cell');
@@ -320,8 +380,35 @@ describe('notebook cell outputs and digest', () => {
       [
         { kind: 'markdown', source: '# Revenue', outputs: [] },
         { kind: 'code', source: 'df = load()', executionOrder: 1, outputs: [{ items: [{ mime: STDERR_MIME, ...enc('warning\n') }] }] },
-        { kind: 'code', source: 'df.plot()', executionOrder: 2, agent: true, outputs: [{ items: [{ mime: 'image/png', bytes: 9000 }, { mime: 'text/plain', ...enc('<Figure>') }] }] },
-        { kind: 'code', source: '1/0', executionOrder: 3, outputs: [{ items: [{ mime: ERROR_MIME, ...enc(JSON.stringify({ name: 'ZeroDivisionError', message: 'division by zero', stack: 'Traceback\nZeroDivisionError: division by zero' })) }] }] },
+        {
+          kind: 'code',
+          source: 'df.plot()',
+          executionOrder: 2,
+          agent: true,
+          outputs: [
+            {
+              items: [
+                { mime: 'image/png', bytes: 9000 },
+                { mime: 'text/plain', ...enc('<Figure>') },
+              ],
+            },
+          ],
+        },
+        {
+          kind: 'code',
+          source: '1/0',
+          executionOrder: 3,
+          outputs: [
+            {
+              items: [
+                {
+                  mime: ERROR_MIME,
+                  ...enc(JSON.stringify({ name: 'ZeroDivisionError', message: 'division by zero', stack: 'Traceback\nZeroDivisionError: division by zero' })),
+                },
+              ],
+            },
+          ],
+        },
         { kind: 'code', source: 'x', outputs: [] },
       ],
       2,
@@ -380,11 +467,18 @@ describe('notebook kernel on the Jupyter runtime (codeact.runtime "jupyter", a r
       nb.execute('r = await call_tool("lookup_order", id=2)\nprint(total + r["id"])', cells[1]),
       nb.execute('1/0', cells[2]),
     ]);
-    assert.deepEqual(items.map((i) => i?.runtime), ['jupyter', 'jupyter', 'jupyter'], JSON.stringify(items.map((i) => i?.error)));
+    assert.deepEqual(
+      items.map((i) => i?.runtime),
+      ['jupyter', 'jupyter', 'jupyter'],
+      JSON.stringify(items.map((i) => i?.error)),
+    );
     assert.equal(cells[0].textOf(STDOUT_MIME), 'set\n');
     assert.equal(cells[1].textOf(STDOUT_MIME), '42\n', 'cell 2 read the variable cell 1 made, and called the managed tool');
     assert.match(cells[1].textOf('text/markdown'), /`lookup_order` `\{"id":2\}` · \d+ ms · ok/);
-    assert.deepEqual(cells.map((c) => c.order), [1, 2, 3]);
+    assert.deepEqual(
+      cells.map((c) => c.order),
+      [1, 2, 3],
+    );
     assert.equal(JSON.parse(cells[2].textOf(ERROR_MIME)).name, 'ZeroDivisionError');
     await nb.restart();
     const after = new RecordedCell();

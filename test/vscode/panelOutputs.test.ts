@@ -74,8 +74,10 @@ describe('panel output actions on the host (fake seams, real files)', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  const image = (mime: ImageMessage['mime'], data: string, name = 'plot-3.png'): ImageMessage => parseWebviewMessage({ type: 'image.open', mime, data, name }) as ImageMessage;
-  const fileMsg = (type: LocalFileMessage['type'], path = csv, itemId = 'x1'): LocalFileMessage => parseWebviewMessage({ type, itemId, path }) as LocalFileMessage;
+  const image = (mime: ImageMessage['mime'], data: string, name = 'plot-3.png'): ImageMessage =>
+    parseWebviewMessage({ type: 'image.open', mime, data, name }) as ImageMessage;
+  const fileMsg = (type: LocalFileMessage['type'], path = csv, itemId = 'x1'): LocalFileMessage =>
+    parseWebviewMessage({ type, itemId, path }) as LocalFileMessage;
 
   it('opens an image full size: a temporary file with its bytes, shown by VS Code (the image preview for SVG)', async () => {
     const png = pngBytes(64, 48);
@@ -113,7 +115,12 @@ describe('panel output actions on the host (fake seams, real files)', () => {
     await assert.rejects(outputs.openImage(image('image/svg+xml', '<html><script>1</script></html>', 'x.svg')), /not a SVG image/);
     assert.equal(parseWebviewMessage({ type: 'image.open', mime: 'image/png', data: 'not base64!', name: 'a.png' }), undefined);
     assert.equal(parseWebviewMessage({ type: 'image.open', mime: 'text/html', data: 'PGI+', name: 'a.png' }), undefined);
-    const sneaky = parseWebviewMessage({ type: 'image.open', mime: 'image/png', data: pngBytes(2, 2).toString('base64'), name: '../../etc/evil.png' }) as ImageMessage;
+    const sneaky = parseWebviewMessage({
+      type: 'image.open',
+      mime: 'image/png',
+      data: pngBytes(2, 2).toString('base64'),
+      name: '../../etc/evil.png',
+    }) as ImageMessage;
     assert.equal(sneaky.name, 'image.png', 'a name with a path is replaced');
     const file = await outputs.openImage(sneaky);
     assert.ok(file.startsWith(join(root, 'tmp-images')), file);

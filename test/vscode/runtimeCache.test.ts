@@ -71,7 +71,7 @@ describe('vscode runtime cache (fake seams)', () => {
     });
   }
 
-  it('rebuilds when the folder\'s interpreter changes: a .venv created, the Python extension\'s choice, the setting', async () => {
+  it("rebuilds when the folder's interpreter changes: a .venv created, the Python extension's choice, the setting", async () => {
     const { apis, cache, state } = setup();
     const folder = mkdtempSync(path.join(tmpdir(), 'codeact-cache-venv-'));
     try {
@@ -137,16 +137,23 @@ describe('vscode runtime cache (fake seams)', () => {
     assert.notEqual(await cache.get(), a);
   });
 
-  it('a document\'s session id is its own', () => {
+  it("a document's session id is its own", () => {
     assert.equal(documentSessionId('file:///w/a.py'), 'doc:file:///w/a.py');
   });
 
   it('keys a runtime by its resolved config: key order and callbacks do not count, the Jupyter token is only hashed', () => {
-    const a = runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'secret-token', log: () => {} }, limits: { hidpi: true, maxDisplays: 3 } });
+    const a = runtimeConfigKey({
+      runtime: 'jupyter',
+      jupyter: { url: 'http://h', token: 'secret-token', log: () => {} },
+      limits: { hidpi: true, maxDisplays: 3 },
+    });
     const b = runtimeConfigKey({ limits: { maxDisplays: 3, hidpi: true }, jupyter: { token: 'secret-token', url: 'http://h' }, runtime: 'jupyter' });
     assert.equal(a, b);
     assert.doesNotMatch(a, /secret-token/);
-    assert.notEqual(runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'other' } }), runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'secret-token' } }));
+    assert.notEqual(
+      runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'other' } }),
+      runtimeConfigKey({ runtime: 'jupyter', jupyter: { url: 'http://h', token: 'secret-token' } }),
+    );
     assert.notEqual(runtimeConfigKey({ runtime: 'local', local: { idleMs: 1 } }), runtimeConfigKey({ runtime: 'local', local: { idleMs: 2 } }));
   });
 });

@@ -28,7 +28,9 @@ describe('panel: compaction divider and context meter', function () {
     const p = await PanelPage.open(ui.browser, ui.dark.url, { width: 520, height: 760 }, 'dark');
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     const events = compactedConversation().map((e) =>
-      e.type === 'codeact.context.compacted' ? { ...e, summary: '## Task\n<img src="http://127.0.0.1:9/x.png" onerror="window.hit=1"><script>window.hit=2</script>[x](javascript:window.hit=3)' } : e,
+      e.type === 'codeact.context.compacted'
+        ? { ...e, summary: '## Task\n<img src="http://127.0.0.1:9/x.png" onerror="window.hit=1"><script>window.hit=2</script>[x](javascript:window.hit=3)' }
+        : e,
     );
     await p.sendEvents(events, 1000);
     await p.whenIdle();
@@ -46,13 +48,15 @@ describe('panel: compaction divider and context meter', function () {
     const dividers = p.page.locator('.compaction');
     assert.equal(await dividers.count(), 1);
     const turn3 = p.page.locator('.turn[data-turn-id="t3"]');
-    assert.equal(await turn3.locator('.turn-body > :first-child').getAttribute('class'), 'compaction', 'the boundary comes before the turn\'s prompt');
+    assert.equal(await turn3.locator('.turn-body > :first-child').getAttribute('class'), 'compaction', "the boundary comes before the turn's prompt");
     assert.equal(await p.page.locator('.turn').count(), 3, 'the summarised turns are still shown');
     const button = p.page.getByRole('button', { name: 'Earlier turns summarised' });
     assert.equal(await button.getAttribute('aria-expanded'), 'false');
     assert.equal(await dividers.locator('.compaction-tokens').innerText(), '6,900 → 2,100 tokens');
-    const cut = await dividers.locator('.compaction-toggle > span, .compaction-tokens').evaluateAll((els) => els.filter((e) => e.scrollWidth > e.clientWidth + 1).length);
-    assert.equal(cut, 0, 'the divider\'s words are whole, not cut with an ellipsis');
+    const cut = await dividers
+      .locator('.compaction-toggle > span, .compaction-tokens')
+      .evaluateAll((els) => els.filter((e) => e.scrollWidth > e.clientWidth + 1).length);
+    assert.equal(cut, 0, "the divider's words are whole, not cut with an ellipsis");
     const body = dividers.locator('.compaction-body');
     assert.equal(await body.isVisible(), false);
     await button.click();
@@ -62,7 +66,7 @@ describe('panel: compaction divider and context meter', function () {
     assert.match(await body.innerText(), /the last step stays verbatim/);
     assert.equal(await button.getAttribute('aria-controls'), await body.getAttribute('id'));
     // The summary is the model's markdown, rendered (and sanitised) as its answers are: headings, not "## ".
-    assert.ok((await body.locator('.compaction-text h2').count()) >= 1, 'the summary\'s headings are rendered');
+    assert.ok((await body.locator('.compaction-text h2').count()) >= 1, "the summary's headings are rendered");
     assert.doesNotMatch(await body.innerText(), /^## /m);
   }
 
@@ -93,7 +97,12 @@ describe('panel: compaction divider and context meter', function () {
     assert.match((await usage.getAttribute('title')) ?? '', /Cached input tokens: 1,024/);
   }
 
-  for (const [scheme, width] of [['dark', 520], ['light', 520], ['dark', 240], ['light', 240]] as const) {
+  for (const [scheme, width] of [
+    ['dark', 520],
+    ['light', 520],
+    ['dark', 240],
+    ['light', 240],
+  ] as const) {
     it(`shows the divider (expand, collapse) and the meter, ${scheme}, ${width} px`, async () => {
       const p = await openWith(scheme === 'dark' ? ui.dark : ui.light, width, scheme);
       await checkDivider(p);

@@ -27,18 +27,49 @@ await describe_tool("k8s_rollback")
 `;
 
 const HITS = [
-  { name: 'k8s_rollback_deployment', description: 'Roll a deployment back to an earlier revision.', signature: "k8s_rollback_deployment(*, deployment: str, namespace: str = 'default', revision: int = ...)", group: 'MCP server "manyTools.mjs"', score: 14.2 },
-  { name: 'k8s_get_deployment', description: 'Get one deployment.', signature: 'k8s_get_deployment(*, deployment: str)', group: 'MCP server "manyTools.mjs"', score: 6.1 },
-  { name: 'k8s_update_deployment', description: 'Update a deployment.', signature: 'k8s_update_deployment(*, deployment: str)', group: 'MCP server "manyTools.mjs"', score: 5.3 },
+  {
+    name: 'k8s_rollback_deployment',
+    description: 'Roll a deployment back to an earlier revision.',
+    signature: "k8s_rollback_deployment(*, deployment: str, namespace: str = 'default', revision: int = ...)",
+    group: 'MCP server "manyTools.mjs"',
+    score: 14.2,
+  },
+  {
+    name: 'k8s_get_deployment',
+    description: 'Get one deployment.',
+    signature: 'k8s_get_deployment(*, deployment: str)',
+    group: 'MCP server "manyTools.mjs"',
+    score: 6.1,
+  },
+  {
+    name: 'k8s_update_deployment',
+    description: 'Update a deployment.',
+    signature: 'k8s_update_deployment(*, deployment: str)',
+    group: 'MCP server "manyTools.mjs"',
+    score: 5.3,
+  },
 ];
 const SIGNATURE = HITS[0].signature;
 
 type Call = Extract<TranscriptEvent, { type: 'codeact.tool_call.started' }>;
 type Done = Extract<TranscriptEvent, { type: 'codeact.tool_call.completed' }>;
 /** Tool-call events as the runtime sends them: discovery calls carry `kind: "discovery"`. */
-const started = (item_id: string, call_id: string, name: string, args: unknown): Call => ({ type: 'codeact.tool_call.started', item_id, call_id, name, arguments: args, ...(name.startsWith('codeact.') ? { kind: 'discovery' as const } : {}) });
+const started = (item_id: string, call_id: string, name: string, args: unknown): Call => ({
+  type: 'codeact.tool_call.started',
+  item_id,
+  call_id,
+  name,
+  arguments: args,
+  ...(name.startsWith('codeact.') ? { kind: 'discovery' as const } : {}),
+});
 const completed = (item_id: string, call_id: string, name: string, result: { output?: unknown; error?: string }, duration_ms: number): Done => ({
-  type: 'codeact.tool_call.completed', item_id, call_id, name, duration_ms, ...result, ...(name.startsWith('codeact.') ? { kind: 'discovery' as const } : {}),
+  type: 'codeact.tool_call.completed',
+  item_id,
+  call_id,
+  name,
+  duration_ms,
+  ...result,
+  ...(name.startsWith('codeact.') ? { kind: 'discovery' as const } : {}),
 });
 
 /** A turn whose code searches, looks a tool up, calls it (failing once), and looks up a name that does not exist. */
@@ -53,7 +84,13 @@ function discoveryTurn(): TranscriptEvent[] {
     started(x, 'c1', SEARCH_TOOLS, { query: 'roll back a deployment to the previous revision', limit: 3 }),
     completed(x, 'c1', SEARCH_TOOLS, { output: HITS }, 4),
     started(x, 'c2', DESCRIBE_TOOL, { name: 'k8s_rollback_deployment' }),
-    completed(x, 'c2', DESCRIBE_TOOL, { output: { name: 'k8s_rollback_deployment', signature: SIGNATURE, approval: 'auto', input_schema: { type: 'object' } } }, 2),
+    completed(
+      x,
+      'c2',
+      DESCRIBE_TOOL,
+      { output: { name: 'k8s_rollback_deployment', signature: SIGNATURE, approval: 'auto', input_schema: { type: 'object' } } },
+      2,
+    ),
     started(x, 'c3', 'k8s_rollback_deployment', { deployment: 'web', revision: 0 }),
     completed(x, 'c3', 'k8s_rollback_deployment', { error: 'Invalid arguments for "k8s_rollback_deployment": /revision must be >= 1' }, 31),
     ev.out(x, 'retrying: Invalid arguments for "k8s_rollback_deployment": /revision must be >= 1\n'),
@@ -62,7 +99,14 @@ function discoveryTurn(): TranscriptEvent[] {
     started(x, 'c5', DESCRIBE_TOOL, { name: 'k8s_rollback' }),
     completed(x, 'c5', DESCRIBE_TOOL, { error: 'No managed tool is named "k8s_rollback". Closest: k8s_rollback_deployment' }, 1),
     ev.completed(x),
-    ev.itemDone({ id: x, code: CODE, runtime: 'local', status: 'failed', error: { type: 'RuntimeError', message: 'No managed tool is named "k8s_rollback". Closest: k8s_rollback_deployment', line: 9 }, duration_ms: 640 }),
+    ev.itemDone({
+      id: x,
+      code: CODE,
+      runtime: 'local',
+      status: 'failed',
+      error: { type: 'RuntimeError', message: 'No managed tool is named "k8s_rollback". Closest: k8s_rollback_deployment', line: 9 },
+      duration_ms: 640,
+    }),
     ev.text('m-d', 'Rolled **web** back to its previous revision.'),
     ev.textDone('m-d', 'Rolled **web** back to its previous revision.'),
     ev.turnEnd('t-d', 'completed', 2100),
@@ -124,7 +168,10 @@ describe('chat panel: tool-discovery calls in the execution card (headless Chrom
     );
     const [search, describe, failedCall, call, unknown] = got;
     assert.equal(search.text, 'searched tools: "roll back a deployment to the previous revision" → k8s_rollback_deployment +2 4 ms');
-    assert.equal(await card.locator('li.tool-call.discovery .discovery-outcome').first().getAttribute('title'), 'Found: k8s_rollback_deployment, k8s_get_deployment, k8s_update_deployment');
+    assert.equal(
+      await card.locator('li.tool-call.discovery .discovery-outcome').first().getAttribute('title'),
+      'Found: k8s_rollback_deployment, k8s_get_deployment, k8s_update_deployment',
+    );
     assert.equal(describe.text, `looked up: k8s_rollback_deployment → ${SIGNATURE.slice('k8s_rollback_deployment'.length)} 2 ms`);
     assert.equal(unknown.text, 'looked up: k8s_rollback 1 ms', 'a failed lookup names what it looked for; its error is in the row body');
     assert.equal(call.text, 'k8s_rollback_deployment (deployment="web") 212 ms');
@@ -140,13 +187,19 @@ describe('chat panel: tool-discovery calls in the execution card (headless Chrom
     }
     for (const r of [call, failedCall]) {
       assert.equal(r.hasToolName, true);
-      const name = await card.locator(`li.tool-call:not(.discovery) .tool-name`).first().evaluate((el) => ({ weight: getComputedStyle(el).fontWeight }));
+      const name = await card
+        .locator(`li.tool-call:not(.discovery) .tool-name`)
+        .first()
+        .evaluate((el) => ({ weight: getComputedStyle(el).fontWeight }));
       assert.equal(name.weight, '600', 'a real call keeps its bold name');
     }
     const successIcon = await card.locator('li.tool-call:not(.discovery)[data-status="ok"] .tool-status').evaluate((el) => getComputedStyle(el).color);
-    const lookupIcon = await card.locator('li.tool-call.discovery[data-status="ok"] .tool-status').first().evaluate((el) => getComputedStyle(el).color);
+    const lookupIcon = await card
+      .locator('li.tool-call.discovery[data-status="ok"] .tool-status')
+      .first()
+      .evaluate((el) => getComputedStyle(el).color);
     assert.notEqual(lookupIcon, successIcon, 'a lookup has no green tick colour');
-    assert.equal(lookupIcon, search.color, 'the magnifier takes the row\'s muted colour');
+    assert.equal(lookupIcon, search.color, "the magnifier takes the row's muted colour");
 
     // The section counts the real calls and their failures; lookups apart.
     assert.equal(await card.locator('.tools-section .section-label').textContent(), 'Tool calls · 2 · 1 failed · 3 lookups');
@@ -161,7 +214,10 @@ describe('chat panel: tool-discovery calls in the execution card (headless Chrom
     assert.match(body, /Arguments[\s\S]*roll back a deployment[\s\S]*Result[\s\S]*k8s_rollback_deployment/i);
     await card.locator('li.tool-call.discovery > details > summary').nth(2).click();
     await card.locator('li.tool-call.discovery > details > .tool-body', { hasText: 'Error' }).first().waitFor({ timeout: 10_000 });
-    assert.match(await card.locator('li.tool-call.discovery > details > .tool-body').nth(2).innerText(), /Error[\s\S]*No managed tool is named "k8s_rollback"/i);
+    assert.match(
+      await card.locator('li.tool-call.discovery > details > .tool-body').nth(2).innerText(),
+      /Error[\s\S]*No managed tool is named "k8s_rollback"/i,
+    );
 
     // The search's long result closed again; the failed lookup stays open for the picture.
     await card.locator('li.tool-call.discovery > details > summary').first().click();
@@ -190,7 +246,10 @@ describe('chat panel: tool-discovery calls in the execution card (headless Chrom
     assert.match(await card.locator('li.tool-call.discovery > details > summary').innerText(), /^searched tools:\s+"post a message in a slack channel"\s*$/);
 
     await p.sendEvents([completed(x, 's1', SEARCH_TOOLS, { output: [] }, 3), ev.completed(x), ev.itemDone({ id: x, code: 'print(1)' }), ev.turnEnd('t-s')]);
-    assert.match(await card.locator('li.tool-call.discovery > details > summary').innerText(), /searched tools:\s+"post a message in a slack channel"\s*→ nothing found/);
+    assert.match(
+      await card.locator('li.tool-call.discovery > details > summary').innerText(),
+      /searched tools:\s+"post a message in a slack channel"\s*→ nothing found/,
+    );
     assert.equal(await card.locator('.tools-section .section-label').textContent(), 'Tool lookups · 1');
     assert.deepEqual(p.errors, []);
     await p.page.close();

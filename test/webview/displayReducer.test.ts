@@ -5,7 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import type { CodeOutput } from '../../src/common/events';
-import { MAX_DISPLAYS, applyEvent, buildTranscript, execKey, outputText, type ExecView, type TranscriptEvent, type TranscriptModel } from '../../src/common/transcript';
+import {
+  MAX_DISPLAYS,
+  applyEvent,
+  buildTranscript,
+  execKey,
+  outputText,
+  type ExecView,
+  type TranscriptEvent,
+  type TranscriptModel,
+} from '../../src/common/transcript';
 import { ev } from './support/fixtures';
 
 const exec = (m: TranscriptModel, id = 'c') => m.items[execKey(id)] as ExecView;
@@ -13,11 +22,23 @@ const png = (label: string) => ({ data: { 'image/png': `iVBOR${label}`, 'text/pl
 /** The displays as [where, text/plain]. */
 const where = (x: ExecView) => (x.displays ?? []).map((d) => [d.at, d.output.data['text/plain']]);
 
-const start = (): TranscriptEvent[] => [ev.turn('t', 'plot it'), ev.codeStart('c', 'local'), ev.codeDone('c', 'print(1); plt.show(); print(2)'), ev.interpreting('c')];
+const start = (): TranscriptEvent[] => [
+  ev.turn('t', 'plot it'),
+  ev.codeStart('c', 'local'),
+  ev.codeDone('c', 'print(1); plt.show(); print(2)'),
+  ev.interpreting('c'),
+];
 
 describe('transcript reducer: displays', () => {
   it('keeps live displays where they came in the text: print, plot, print', () => {
-    const m = buildTranscript([...start(), ev.out('c', 'before\n'), ev.display('c', png('a')), ev.out('c', 'after\n'), ev.out('c', 'oops\n', 'stderr'), ev.display('c', png('b'))]);
+    const m = buildTranscript([
+      ...start(),
+      ev.out('c', 'before\n'),
+      ev.display('c', png('a')),
+      ev.out('c', 'after\n'),
+      ev.out('c', 'oops\n', 'stderr'),
+      ev.display('c', png('b')),
+    ]);
     const x = exec(m);
     assert.deepEqual(where(x), [
       [7, '<Figure a>'],
@@ -53,7 +74,14 @@ describe('transcript reducer: displays', () => {
       ev.out('c', 'a\n'),
       ev.display('c', png('x')),
       ev.out('c', 'b\n'),
-      ev.itemDone({ id: 'c', outputs: [{ type: 'logs', logs: 'a\n' }, { type: 'display', ...png('x') }, { type: 'logs', logs: 'b\n' }] }),
+      ev.itemDone({
+        id: 'c',
+        outputs: [
+          { type: 'logs', logs: 'a\n' },
+          { type: 'display', ...png('x') },
+          { type: 'logs', logs: 'b\n' },
+        ],
+      }),
     ]);
     assert.deepEqual(where(exec(live)), [[2, '<Figure x>']]);
     assert.equal(outputText(exec(live).output), 'a\nb\n');
@@ -62,7 +90,14 @@ describe('transcript reducer: displays', () => {
       ...start(),
       ev.out('c', 'a\n'),
       ev.out('c', 'b\n'),
-      ev.itemDone({ id: 'c', outputs: [{ type: 'logs', logs: 'a\n' }, { type: 'display', ...png('x') }, { type: 'logs', logs: 'b\n' }] }),
+      ev.itemDone({
+        id: 'c',
+        outputs: [
+          { type: 'logs', logs: 'a\n' },
+          { type: 'display', ...png('x') },
+          { type: 'logs', logs: 'b\n' },
+        ],
+      }),
     ]);
     assert.deepEqual(where(exec(textOnly)), [[2, '<Figure x>']]);
     assert.equal(outputText(exec(textOnly).output), 'a\nb\n');

@@ -13,7 +13,12 @@ import { PanelPage, buildBundle, chromiumAvailable, cleanup, launch, startServer
 import { ev, hostState } from './support/fixtures';
 import { pngBase64 } from './support/png';
 
-const run = (id: string, code: string): TranscriptEvent[] => [ev.turn(`t-${id}`, 'show it'), ev.codeStart(id, 'local'), ev.codeDone(id, code), ev.interpreting(id)];
+const run = (id: string, code: string): TranscriptEvent[] => [
+  ev.turn(`t-${id}`, 'show it'),
+  ev.codeStart(id, 'local'),
+  ev.codeDone(id, code),
+  ev.interpreting(id),
+];
 const end = (id: string): TranscriptEvent[] => [ev.completed(id), ev.turnEnd(`t-${id}`)];
 
 describe('rich outputs in the panel (headless Chromium)', function () {
@@ -59,7 +64,13 @@ describe('rich outputs in the panel (headless Chromium)', function () {
       const el = document.querySelector(`section.card.exec[data-item-id="${itemId}"] .output-flow`);
       return Array.from(el?.children ?? [])
         .filter((c) => !(c as HTMLElement).hidden)
-        .map((c) => (c.classList.contains('output-pane') ? `pane:${(c.textContent ?? '').trim()}` : c.classList.contains('display') ? `display:${c.getAttribute('data-mime')}` : c.className));
+        .map((c) =>
+          c.classList.contains('output-pane')
+            ? `pane:${(c.textContent ?? '').trim()}`
+            : c.classList.contains('display')
+              ? `display:${c.getAttribute('data-mime')}`
+              : c.className,
+        );
     }, id);
 
   it('shows print, plot, print in that order: a pane, the image, a pane; a flood of text alone is still one pane', async () => {
@@ -68,7 +79,10 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     await p.sendEvents([
       ...run('c1', 'print("before"); plt.show(); print("after")'),
       ev.out('c1', 'before\n'),
-      ev.display('c1', { data: { 'image/png': pngBase64(640, 480), 'text/plain': '<Figure size 640x480>' }, metadata: { 'image/png': { width: 320, height: 240 } } }),
+      ev.display('c1', {
+        data: { 'image/png': pngBase64(640, 480), 'text/plain': '<Figure size 640x480>' },
+        metadata: { 'image/png': { width: 320, height: 240 } },
+      }),
       ev.out('c1', 'after\n'),
       ev.display('c1', { data: { 'image/png': big, 'text/plain': '<Figure>' } }),
       ...end('c1'),
@@ -79,11 +93,21 @@ describe('rich outputs in the panel (headless Chromium)', function () {
       const imgs = Array.from(document.querySelectorAll<HTMLImageElement>('.display-image img'));
       await Promise.all(imgs.map((i) => i.decode()));
       const card = document.querySelector('section.card.exec')!.getBoundingClientRect().width;
-      return { card, imgs: imgs.map((i) => ({ natural: i.naturalWidth, shown: Math.round(i.getBoundingClientRect().width), h: Math.round(i.getBoundingClientRect().height) })) };
+      return {
+        card,
+        imgs: imgs.map((i) => ({
+          natural: i.naturalWidth,
+          shown: Math.round(i.getBoundingClientRect().width),
+          h: Math.round(i.getBoundingClientRect().height),
+        })),
+      };
     });
     assert.deepEqual(sizes.imgs[0], { natural: 640, shown: 320, h: 240 }, 'a HiDPI plot at the size its metadata gives');
     assert.equal(sizes.imgs[1].natural, 1600);
-    assert.ok(sizes.imgs[1].shown < sizes.card && sizes.imgs[1].shown > 300, `a wide image shrinks to the card (${sizes.imgs[1].shown} px in a ${sizes.card} px card)`);
+    assert.ok(
+      sizes.imgs[1].shown < sizes.card && sizes.imgs[1].shown > 300,
+      `a wide image shrinks to the card (${sizes.imgs[1].shown} px in a ${sizes.card} px card)`,
+    );
     assert.equal(sizes.imgs[1].h, Math.round((sizes.imgs[1].shown * 400) / 1600), 'and keeps its aspect ratio');
 
     const flood: TranscriptEvent[] = run('c2', 'for i in range(3000): print(i)');
@@ -104,7 +128,14 @@ describe('rich outputs in the panel (headless Chromium)', function () {
       seq: 1,
       events: [
         ...run('r1', 'x'),
-        ev.itemDone({ id: 'r1', outputs: [{ type: 'logs', logs: 'one\n' }, { type: 'display', data: { 'text/html': '<table><tr><td>1</td></tr></table>' } }, { type: 'logs', logs: 'two\n' }] }),
+        ev.itemDone({
+          id: 'r1',
+          outputs: [
+            { type: 'logs', logs: 'one\n' },
+            { type: 'display', data: { 'text/html': '<table><tr><td>1</td></tr></table>' } },
+            { type: 'logs', logs: 'two\n' },
+          ],
+        }),
         ev.turnEnd('t-r1'),
       ],
     });
@@ -116,7 +147,12 @@ describe('rich outputs in the panel (headless Chromium)', function () {
   it('saves large displays out of the page state (plain text only) and asks the host for the whole transcript after a reload', async () => {
     const p = await open();
     const rows = (n: number) => `<table><tbody>${'<tr><td>a cell of the big table</td><td>12345.678</td></tr>'.repeat(n)}</tbody></table>`;
-    const events = [...run('big', 'display(df) x3'), ...[1, 2, 3].map((i) => ev.display('big', { data: { 'text/html': rows(15_000), 'text/plain': `table ${i}` } })), ev.display('big', { data: { 'text/plain': 'small stays' } }), ...end('big')];
+    const events = [
+      ...run('big', 'display(df) x3'),
+      ...[1, 2, 3].map((i) => ev.display('big', { data: { 'text/html': rows(15_000), 'text/plain': `table ${i}` } })),
+      ev.display('big', { data: { 'text/plain': 'small stays' } }),
+      ...end('big'),
+    ];
     await p.sendEvents(events);
     await p.whenIdle();
     await p.page.evaluate('new Promise((r) => setTimeout(r, 1200))'); // the page saves a second after a change
@@ -132,7 +168,11 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     await p.page.reload();
     await p.page.waitForSelector('.card.exec');
     const ready = (await p.posted()).find((m) => m.type === 'ready');
-    assert.deepEqual({ ...ready, seq: undefined }, { type: 'ready', protocol: 1, seq: undefined, conversationId: 'conv-1', full: true }, 'the page asks for everything');
+    assert.deepEqual(
+      { ...ready, seq: undefined },
+      { type: 'ready', protocol: 1, seq: undefined, conversationId: 'conv-1', full: true },
+      'the page asks for everything',
+    );
     assert.deepEqual(await flow(p, 'big'), ['display:text/plain', 'display:text/plain', 'display:text/plain', 'display:text/plain']);
     await p.send({ type: 'reset', conversationId: 'conv-1', seq: 7, events });
     await p.whenIdle();
@@ -143,9 +183,16 @@ describe('rich outputs in the panel (headless Chromium)', function () {
 
   it('update_display_data replaces the display where it stands', async () => {
     const p = await open();
-    await p.sendEvents([...run('u', 'h = display(..., display_id=True)'), ev.display('u', { data: { 'text/plain': 'progress 0%' }, display_id: 'bar' }), ev.out('u', 'working\n')]);
+    await p.sendEvents([
+      ...run('u', 'h = display(..., display_id=True)'),
+      ev.display('u', { data: { 'text/plain': 'progress 0%' }, display_id: 'bar' }),
+      ev.out('u', 'working\n'),
+    ]);
     const first = await p.page.locator('.display[data-mime="text/plain"]').elementHandle();
-    await p.sendEvents([ev.display('u', { data: { 'text/html': '<b>progress 100%</b>', 'text/plain': 'progress 100%' }, display_id: 'bar' }, true), ...end('u')]);
+    await p.sendEvents([
+      ev.display('u', { data: { 'text/html': '<b>progress 100%</b>', 'text/plain': 'progress 100%' }, display_id: 'bar' }, true),
+      ...end('u'),
+    ]);
     await p.whenIdle();
     assert.deepEqual(await flow(p, 'u'), ['display:text/html', 'pane:working']);
     assert.equal(await p.page.locator('.display').count(), 1);
@@ -156,7 +203,8 @@ describe('rich outputs in the panel (headless Chromium)', function () {
 
   it('shows SVG as an <img> of a data URL, never as inline SVG', async () => {
     const p = await open();
-    const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" viewBox="0 0 200 100"><rect width="200" height="100" fill="#1f77b4"/><script>window.__svgxss = 1</script><text x="10" y="50">hi</text></svg>';
+    const svg =
+      '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" viewBox="0 0 200 100"><rect width="200" height="100" fill="#1f77b4"/><script>window.__svgxss = 1</script><text x="10" y="50">hi</text></svg>';
     await p.sendEvents([...run('s', 'display(SVG(...))'), ev.display('s', { data: { 'image/svg+xml': svg, 'text/plain': '<SVG>' } }), ...end('s')]);
     await p.whenIdle();
     const r = await p.page.evaluate(async () => {
@@ -232,9 +280,14 @@ describe('rich outputs in the panel (headless Chromium)', function () {
   it('a 10,000-row table shows 200 rows and "9,800 more rows", in a box that scrolls with sticky headers', async () => {
     const p = await open({ width: 420, height: 900 });
     let rows = '';
-    for (let i = 0; i < 10_000; i++) rows += `<tr><th>${i}</th><td>${(i * 1.5).toFixed(2)}</td><td>customer-${i}</td><td>a long description of order ${i} that makes the table wide</td></tr>`;
+    for (let i = 0; i < 10_000; i++)
+      rows += `<tr><th>${i}</th><td>${(i * 1.5).toFixed(2)}</td><td>customer-${i}</td><td>a long description of order ${i} that makes the table wide</td></tr>`;
     const html = `<table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th><th>price</th><th>customer</th><th>note</th></tr></thead><tbody>${rows}</tbody></table>`;
-    await p.sendEvents([...run('big', 'df'), ev.display('big', { data: { 'text/html': html, 'text/plain': '[10000 rows x 3 columns]' }, result: true }), ...end('big')]);
+    await p.sendEvents([
+      ...run('big', 'df'),
+      ev.display('big', { data: { 'text/html': html, 'text/plain': '[10000 rows x 3 columns]' }, result: true }),
+      ...end('big'),
+    ]);
     await p.whenIdle();
     await p.page.waitForSelector('.html-output:not(.html-pending)');
     const r = await p.page.evaluate(() => {
@@ -265,7 +318,8 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     const p = await open({ width: 520, height: 700 });
     const table = '<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>far away</td></tr></tbody></table>';
     const events = [...run('far', 'display(df)'), ev.display('far', { data: { 'text/html': table, 'text/plain': 'df' } }), ...end('far')];
-    for (let i = 0; i < 12; i++) events.push(ev.turn(`later-${i}`, 'and then'), ev.textDone(`a${i}`, 'A long answer.\n\n'.repeat(30)), ev.turnEnd(`later-${i}`));
+    for (let i = 0; i < 12; i++)
+      events.push(ev.turn(`later-${i}`, 'and then'), ev.textDone(`a${i}`, 'A long answer.\n\n'.repeat(30)), ev.turnEnd(`later-${i}`));
     await p.sendEvents(events, 50);
     await p.whenIdle();
     const box = p.page.locator('section.card.exec[data-item-id="far"] .html-output');
@@ -289,9 +343,10 @@ describe('rich outputs in the panel (headless Chromium)', function () {
     await p.page.close();
   });
 
-  it('markdown goes through the messages\' pipeline (raw HTML escaped, code blocks with their buttons); JSON, LaTeX and plain text', async () => {
+  it("markdown goes through the messages' pipeline (raw HTML escaped, code blocks with their buttons); JSON, LaTeX and plain text", async () => {
     const p = await open();
-    const md = '## Summary\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n```python\nprint(1)\n```\n\n<img src=x onerror="window.__mdxss=1"> [link](javascript:alert(1))\n';
+    const md =
+      '## Summary\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n```python\nprint(1)\n```\n\n<img src=x onerror="window.__mdxss=1"> [link](javascript:alert(1))\n';
     await p.sendEvents([
       ...run('m', 'display(Markdown(md))'),
       ev.display('m', { data: { 'text/markdown': md, 'text/plain': 'md' } }),

@@ -26,7 +26,14 @@ const { form } = elicitationForm(
         email: { type: 'string', title: 'Email', format: 'email' },
         age: { type: 'integer', title: 'Age', minimum: 18, maximum: 130 },
         urgent: { type: 'boolean', title: 'Urgent', default: false },
-        team: { type: 'string', title: 'Team', oneOf: [{ const: 'eng', title: 'Engineering' }, { const: 'ops', title: 'Operations' }] },
+        team: {
+          type: 'string',
+          title: 'Team',
+          oneOf: [
+            { const: 'eng', title: 'Engineering' },
+            { const: 'ops', title: 'Operations' },
+          ],
+        },
         site: { type: 'string', title: 'Site', enum: ['ber', 'nyc'], enumNames: ['Berlin', 'New York'], default: 'nyc' },
         due: { type: 'string', title: 'Due', format: 'date' },
       },
@@ -80,7 +87,7 @@ describe('an MCP elicitation form in the panel (headless Chromium)', function ()
       const text = await card.innerText();
       assert.match(text, /MCP server "node reports-server\.js" asks for input/);
       assert.match(text, /While running the tool send_report/);
-      assert.match(text, /<img src=x onerror="window.__pwned=1">/, 'the server\'s markup is shown as text');
+      assert.match(text, /<img src=x onerror="window.__pwned=1">/, "the server's markup is shown as text");
       assert.match(text, /<U\+202E>reversed<U\+202C>/, 'invisible characters revealed');
       assert.equal(await card.locator('img').count(), 0);
       assert.equal(await p.page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
@@ -106,10 +113,21 @@ describe('an MCP elicitation form in the panel (headless Chromium)', function ()
       await p.clearPosted();
       await card.getByRole('button', { name: 'Accept' }).click();
       const first = (await p.posted()).find((m) => m.type === 'elicitation') as ElicitationReplyMessage;
-      assert.deepEqual(first, { type: 'elicitation', elicitationId: 'elicit_1', action: 'accept', content: { name: 'A', email: 'not-an-email', age: 500, urgent: true, team: 'eng', site: 'nyc' } });
+      assert.deepEqual(first, {
+        type: 'elicitation',
+        elicitationId: 'elicit_1',
+        action: 'accept',
+        content: { name: 'A', email: 'not-an-email', age: 500, urgent: true, team: 'eng', site: 'nyc' },
+      });
       assert.equal(await card.getByRole('button', { name: 'Accept' }).isDisabled(), true, 'one answer at a time');
       await p.sendEvents([
-        { type: 'codeact.elicitation.requested', elicitation_id: 'elicit_1', item_id: 'ci_1', form, problems: { name: 'must NOT have fewer than 2 characters', email: 'must match format "email"', age: 'must be <= 130' } },
+        {
+          type: 'codeact.elicitation.requested',
+          elicitation_id: 'elicit_1',
+          item_id: 'ci_1',
+          form,
+          problems: { name: 'must NOT have fewer than 2 characters', email: 'must match format "email"', age: 'must be <= 130' },
+        },
       ]);
       const problems = await card.locator('.elicit-problem:not([hidden])').allInnerTexts();
       assert.deepEqual(problems, ['Name must NOT have fewer than 2 characters.', 'Email must match format "email".', 'Age must be <= 130.']);
@@ -121,7 +139,10 @@ describe('an MCP elicitation form in the panel (headless Chromium)', function ()
       // Decline: only the action goes back; the host's resolution shows the outcome and locks the form.
       await p.clearPosted();
       await card.getByRole('button', { name: 'Decline' }).click();
-      assert.deepEqual((await p.posted()).filter((m) => m.type === 'elicitation'), [{ type: 'elicitation', elicitationId: 'elicit_1', action: 'decline' }]);
+      assert.deepEqual(
+        (await p.posted()).filter((m) => m.type === 'elicitation'),
+        [{ type: 'elicitation', elicitationId: 'elicit_1', action: 'decline' }],
+      );
       await p.sendEvents([{ type: 'codeact.elicitation.resolved', elicitation_id: 'elicit_1', item_id: 'ci_1', action: 'decline' }]);
       assert.match(await card.locator('.approval-outcome').innerText(), /Declined/);
       assert.equal(await card.getByLabel('Email').isDisabled(), true);

@@ -34,7 +34,7 @@ describe('install_packages approval card in headless Chromium', function () {
         python: '/home/me/proj/.venv/bin/python',
         environment: 'a new virtual environment /home/me/proj/.venv (from Python 3.11.2, externally-managed system Python /usr)',
         create_venv: '/home/me/proj/.venv',
-        refused: '/usr/bin/python3 is an externally-managed Python (PEP 668: its owner, such as the OS\'s package manager, installs its packages)',
+        refused: "/usr/bin/python3 is an externally-managed Python (PEP 668: its owner, such as the OS's package manager, installs its packages)",
         tool: 'pip',
         install_args: [],
       }),
@@ -42,7 +42,10 @@ describe('install_packages approval card in headless Chromium', function () {
     const card = p.page.locator('[data-approval-id="ap_i"]');
     assert.equal(await card.locator('.approval-title').innerText(), 'Install 2 packages?');
     assert.deepEqual(await card.locator('.install-specs li').allInnerTexts(), ['seaborn>=0.13', 'pyarrow']);
-    assert.match(await card.locator('.approval-warning').innerText(), /^\/usr\/bin\/python3 is an externally-managed Python \(PEP 668[^)]*\), so nothing is installed into it\. Installing first makes a virtual environment for this folder, \/home\/me\/proj\/\.venv \(python -m venv --system-site-packages\), and installs there\. The session restarts with it at your next message, and its variables are lost then\.$/);
+    assert.match(
+      await card.locator('.approval-warning').innerText(),
+      /^\/usr\/bin\/python3 is an externally-managed Python \(PEP 668[^)]*\), so nothing is installed into it\. Installing first makes a virtual environment for this folder, \/home\/me\/proj\/\.venv \(python -m venv --system-site-packages\), and installs there\. The session restarts with it at your next message, and its variables are lost then\.$/,
+    );
     assert.equal(
       (await card.locator('.install-command').innerText()).replace(/\s+/g, ' ').trim(),
       '/home/me/proj/.venv/bin/python -m pip install --disable-pip-version-check --no-input --progress-bar off -- seaborn>=0.13 pyarrow',

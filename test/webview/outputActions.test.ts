@@ -18,8 +18,16 @@ import { usePanelBrowser } from './support/panelBrowser';
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 
 const PLOT = pngBase64(640, 480);
-const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="240" height="120" viewBox="0 0 240 120"><rect x="10" y="10" width="60" height="100" fill="#2ca02c"/><rect x="90" y="40" width="60" height="70" fill="#d62728"/><rect x="170" y="70" width="60" height="40" fill="#9467bd"/></svg>';
-const TABLE = `<div><table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th><th>month</th><th>revenue</th><th>orders</th><th>region</th></tr></thead><tbody>${['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun']
+const SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="240" height="120" viewBox="0 0 240 120"><rect x="10" y="10" width="60" height="100" fill="#2ca02c"/><rect x="90" y="40" width="60" height="70" fill="#d62728"/><rect x="170" y="70" width="60" height="40" fill="#9467bd"/></svg>';
+const TABLE = `<div><table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th><th>month</th><th>revenue</th><th>orders</th><th>region</th></tr></thead><tbody>${[
+  'Jan',
+  'Feb',
+  'Mar',
+  'Apr',
+  'May',
+  'Jun',
+]
   .map((m, i) => `<tr><th>${i}</th><td>${m}</td><td>${(12000 + i * 1834.5).toFixed(2)}</td><td>${120 + i * 7}</td><td>EMEA-North</td></tr>`)
   .join('')}</tbody></table><p>6 rows × 4 columns</p></div>`;
 
@@ -43,8 +51,18 @@ function richTurn(id = 'x1'): TranscriptEvent[] {
         { type: 'display', data: { 'image/png': PLOT } },
         { type: 'logs', logs: 'plotted\n' },
         { type: 'file', filename: 'revenue.csv', path: '/tmp/codeact-session-1/revenue.csv', mime_type: 'text/csv', bytes: 1234 },
-        { type: 'file', filename: 'a-rather-long-file-name-for-the-quarterly-report.xlsx', path: '/tmp/codeact-session-1/a-rather-long-file-name-for-the-quarterly-report.xlsx', bytes: 2_500_000 },
-        { type: 'file', filename: 'huge.bin', bytes: 900_000_000, note: 'Not copied out: 858 MB is over the 64 MB cap for files. It stays in the session folder.' },
+        {
+          type: 'file',
+          filename: 'a-rather-long-file-name-for-the-quarterly-report.xlsx',
+          path: '/tmp/codeact-session-1/a-rather-long-file-name-for-the-quarterly-report.xlsx',
+          bytes: 2_500_000,
+        },
+        {
+          type: 'file',
+          filename: 'huge.bin',
+          bytes: 900_000_000,
+          note: 'Not copied out: 858 MB is over the 64 MB cap for files. It stays in the session folder.',
+        },
         { type: 'file', filename: 'report.pdf', file_id: 'cfile_1', container_id: 'cntr_1', mime_type: 'application/pdf', bytes: 20480 },
       ],
     }),
@@ -56,7 +74,8 @@ describe('rich output actions and looks in the panel (headless Chromium)', funct
   this.timeout(180_000);
   const ui = usePanelBrowser({ light: true, artifacts: ARTIFACTS });
 
-  const ofType = <T extends WebviewToHost['type']>(posted: WebviewToHost[], ...types: T[]) => posted.filter((m): m is Extract<WebviewToHost, { type: T }> => (types as string[]).includes(m.type));
+  const ofType = <T extends WebviewToHost['type']>(posted: WebviewToHost[], ...types: T[]) =>
+    posted.filter((m): m is Extract<WebviewToHost, { type: T }> => (types as string[]).includes(m.type));
 
   it('an image opens full size on click and from its toolbar, saves as plot-N, and copies to the clipboard as PNG', async () => {
     const p = await PanelPage.open(ui.browser, ui.dark.url);
@@ -86,7 +105,9 @@ describe('rich output actions and looks in the panel (headless Chromium)', funct
 
     await png.hover();
     await png.getByRole('button', { name: 'Copy image' }).click();
-    await p.page.waitForFunction(() => document.querySelector('.display[data-mime="image/png"] [data-flash]')?.getAttribute('data-flash') === 'ok', null, { timeout: 20_000 });
+    await p.page.waitForFunction(() => document.querySelector('.display[data-mime="image/png"] [data-flash]')?.getAttribute('data-flash') === 'ok', null, {
+      timeout: 20_000,
+    });
     // Chromium decodes and re-encodes what goes on the clipboard: the same picture, not the same bytes.
     const copied = await p.page.evaluate(async () => {
       const items = await navigator.clipboard.read();
@@ -100,7 +121,9 @@ describe('rich output actions and looks in the panel (headless Chromium)', funct
 
     await svg.hover();
     await svg.getByRole('button', { name: 'Copy image' }).click();
-    await p.page.waitForFunction(() => document.querySelector('.display[data-mime="image/svg+xml"] [data-flash]')?.getAttribute('data-flash') === 'ok', null, { timeout: 20_000 });
+    await p.page.waitForFunction(() => document.querySelector('.display[data-mime="image/svg+xml"] [data-flash]')?.getAttribute('data-flash') === 'ok', null, {
+      timeout: 20_000,
+    });
     const svgCopy = await p.page.evaluate(async () => {
       const blob = await (await navigator.clipboard.read())[0].getType('image/png');
       const bmp = await createImageBitmap(blob);
@@ -146,7 +169,12 @@ describe('rich output actions and looks in the panel (headless Chromium)', funct
     assert.equal(download[0].file.file_id, 'cfile_1');
 
     // The host found the file gone (its session ended): the chip says so and offers nothing.
-    await p.send({ type: 'file.missing', itemId: 'x1', path, message: 'revenue.csv is no longer available: the session that wrote it has ended, so its folder is gone.' });
+    await p.send({
+      type: 'file.missing',
+      itemId: 'x1',
+      path,
+      message: 'revenue.csv is no longer available: the session that wrote it has ended, so its folder is gone.',
+    });
     assert.equal(await csv.getAttribute('data-kind'), 'unavailable');
     assert.match(await csv.locator('.file-note').innerText(), /session that wrote it has ended/);
     assert.equal(await csv.locator('button').count(), 0);

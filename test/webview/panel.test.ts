@@ -22,7 +22,11 @@ describe('chat panel in headless Chromium', function () {
   it('says ready, then shows an empty state whose buttons post host commands', async () => {
     const p = await open();
     assert.deepEqual((await p.posted())[0], { type: 'ready', protocol: 1, seq: 0 });
-    await p.send({ type: 'init', protocol: 1, state: hostState({ providers: hostState().providers.map((x) => ({ ...x, hasKey: false })), model: undefined, tools: [] }) });
+    await p.send({
+      type: 'init',
+      protocol: 1,
+      state: hostState({ providers: hostState().providers.map((x) => ({ ...x, hasKey: false })), model: undefined, tools: [] }),
+    });
     const empty = p.page.locator('.empty-state');
     assert.ok(await empty.isVisible());
     assert.match(await empty.innerText(), /Set an API key for OpenAI/);
@@ -62,7 +66,7 @@ describe('chat panel in headless Chromium', function () {
     assert.match(await card.locator('.status-chip').innerText(), /Writing code/);
     assert.match(await p.page.locator('.status-line').innerText(), /Writing code/);
     assert.ok(await p.page.locator('.stop-button').isVisible(), 'Stop is offered while the turn runs');
-    assert.ok(await card.locator('pre.code .hljs-keyword').count() > 0, 'code is highlighted while it streams');
+    assert.ok((await card.locator('pre.code .hljs-keyword').count()) > 0, 'code is highlighted while it streams');
     await p.page.screenshot({ path: join(ARTIFACTS, 'webview-streaming-dark.png'), clip: { x: 0, y: 0, width: 560, height: 560 } });
 
     await p.page.locator('.stop-button').click();
@@ -108,7 +112,7 @@ describe('chat panel in headless Chromium', function () {
     const answer = p.page.locator('.msg.assistant').last();
     assert.equal(await answer.locator('table tr').count(), 3);
     assert.equal(await answer.locator('td.align-right').count(), 4);
-    assert.ok(await answer.locator('.md-code .hljs-string').count() > 0);
+    assert.ok((await answer.locator('.md-code .hljs-string').count()) > 0);
     assert.equal(await answer.getAttribute('aria-busy'), null);
     await answer.locator('a').click();
     assert.deepEqual(last(await p.posted(), 'openLink'), { type: 'openLink', href: 'https://example.com/runbook' });
@@ -217,7 +221,12 @@ describe('chat panel in headless Chromium', function () {
         status: 'failed',
         code,
         runtime: 'jupyter',
-        error: { type: 'ZeroDivisionError', message: 'division by zero', line: 4, traceback: 'Traceback (most recent call last):\n  File "<code>", line 4, in <module>\n    print(total / 0)\nZeroDivisionError: division by zero\n' },
+        error: {
+          type: 'ZeroDivisionError',
+          message: 'division by zero',
+          line: 4,
+          traceback: 'Traceback (most recent call last):\n  File "<code>", line 4, in <module>\n    print(total / 0)\nZeroDivisionError: division by zero\n',
+        },
         duration_ms: 12,
       }),
       ev.error('The model stopped: the code failed twice.', 'code_failed'),
@@ -241,11 +250,17 @@ describe('chat panel in headless Chromium', function () {
     await p.send({ type: 'init', protocol: 1, state: hostState() });
     await p.sendEvents([
       ev.turn('t', 'summarise'),
-      ev.error('The model stopped sending for 90 s after the response started. Try again, or raise codeact.modelStream.idleTimeoutSeconds (now 90 s) if the model pauses longer.', 'stream_stalled'),
+      ev.error(
+        'The model stopped sending for 90 s after the response started. Try again, or raise codeact.modelStream.idleTimeoutSeconds (now 90 s) if the model pauses longer.',
+        'stream_stalled',
+      ),
       ev.turnEnd('t', 'failed'),
     ]);
     const card = p.page.locator('section.error-card');
-    assert.deepEqual((await card.locator('button').allInnerTexts()).map((b) => b.trim()), ['Retry', 'Open Settings: Stream Timeouts', 'Show Log']);
+    assert.deepEqual(
+      (await card.locator('button').allInnerTexts()).map((b) => b.trim()),
+      ['Retry', 'Open Settings: Stream Timeouts', 'Show Log'],
+    );
     await card.getByRole('button', { name: 'Open Settings: Stream Timeouts' }).click();
     assert.deepEqual(last(await p.posted(), 'command'), { type: 'command', command: 'openSettings', setting: 'codeact.modelStream' });
     await card.getByRole('button', { name: 'Retry' }).click();
@@ -345,7 +360,13 @@ describe('chat panel in headless Chromium', function () {
     assert.deepEqual(last(await p.posted(), 'resync'), { type: 'resync', seq, conversationId: 'conv-1' });
 
     // A reset (reopened conversation) replaces the transcript.
-    await p.send({ type: 'reset', conversationId: 'conv-2', title: 'Another one', seq: 1, events: [ev.turn('x', 'hello again'), ev.text('m', 'Hi!'), ev.turnEnd('x')] });
+    await p.send({
+      type: 'reset',
+      conversationId: 'conv-2',
+      title: 'Another one',
+      seq: 1,
+      events: [ev.turn('x', 'hello again'), ev.text('m', 'Hi!'), ev.turnEnd('x')],
+    });
     assert.equal(await p.page.locator('.turn').count(), 1);
     assert.equal(await p.page.locator('.conv-title').innerText(), 'Another one');
     assert.deepEqual(p.errors, []);
@@ -405,7 +426,10 @@ describe('chat panel in headless Chromium', function () {
     assert.deepEqual(last(await p.posted(), 'history.delete'), { type: 'history.delete', conversationId: 'conv-0' });
     await dialog.getByRole('button', { name: 'Clear history…' }).click();
     assert.deepEqual(last(await p.posted(), 'history.clear'), { type: 'history.clear' }, 'the host confirms with a modal');
-    await dialog.getByRole('button', { name: /Refund policy check/ }).first().click();
+    await dialog
+      .getByRole('button', { name: /Refund policy check/ })
+      .first()
+      .click();
     assert.deepEqual(last(await p.posted(), 'history.open'), { type: 'history.open', conversationId: 'conv-0' });
     assert.equal(await dialog.isVisible(), false);
     await p.page.getByRole('button', { name: 'Export as notebook (.ipynb)' }).click();

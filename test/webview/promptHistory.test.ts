@@ -6,7 +6,7 @@ describe('composer: prompt history', () => {
   it('↑ goes back from the line being typed, ↓ returns to it; nothing to browse, nothing happens', () => {
     assert.equal(new PromptHistory([], 10).older('typing'), undefined);
     const h = new PromptHistory(['one', 'two'], 10);
-    assert.equal(h.newer(), undefined, 'not browsing: ↓ is the cursor\'s');
+    assert.equal(h.newer(), undefined, "not browsing: ↓ is the cursor's");
     assert.equal(h.older('draft'), 'two');
     assert.equal(h.older('two'), 'one');
     assert.equal(h.older('one'), undefined, 'the oldest: stays');

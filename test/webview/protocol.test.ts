@@ -35,19 +35,46 @@ function manualFrames() {
 
 describe('webview protocol: messages from the page', () => {
   it('accepts each well-formed message and drops extra fields', () => {
-    assert.deepEqual(parseWebviewMessage({ type: 'ready', protocol: 1, seq: 3, conversationId: 'c', extra: 1 }), { type: 'ready', protocol: 1, seq: 3, conversationId: 'c' });
+    assert.deepEqual(parseWebviewMessage({ type: 'ready', protocol: 1, seq: 3, conversationId: 'c', extra: 1 }), {
+      type: 'ready',
+      protocol: 1,
+      seq: 3,
+      conversationId: 'c',
+    });
     assert.deepEqual(parseWebviewMessage({ type: 'send', text: 'hello' }), { type: 'send', text: 'hello' });
     assert.deepEqual(parseWebviewMessage({ type: 'stop' }), { type: 'stop' });
-    assert.deepEqual(parseWebviewMessage({ type: 'selectModel', provider: 'openai', model: 'gpt-5' }), { type: 'selectModel', provider: 'openai', model: 'gpt-5' });
-    assert.deepEqual(parseWebviewMessage({ type: 'approval', approvalId: 'a1', decision: 'allow_session' }), { type: 'approval', approvalId: 'a1', decision: 'allow_session' });
-    assert.deepEqual(parseWebviewMessage({ type: 'elicitation', elicitationId: 'e1', action: 'decline', content: { a: 1 } }), { type: 'elicitation', elicitationId: 'e1', action: 'decline' });
-    assert.deepEqual(parseWebviewMessage({ type: 'elicitation', elicitationId: 'e1', action: 'accept', content: { name: 'Ada', age: 3, ok: true, tags: ['a'], __proto__x: 'y' } }), {
+    assert.deepEqual(parseWebviewMessage({ type: 'selectModel', provider: 'openai', model: 'gpt-5' }), {
+      type: 'selectModel',
+      provider: 'openai',
+      model: 'gpt-5',
+    });
+    assert.deepEqual(parseWebviewMessage({ type: 'approval', approvalId: 'a1', decision: 'allow_session' }), {
+      type: 'approval',
+      approvalId: 'a1',
+      decision: 'allow_session',
+    });
+    assert.deepEqual(parseWebviewMessage({ type: 'elicitation', elicitationId: 'e1', action: 'decline', content: { a: 1 } }), {
       type: 'elicitation',
       elicitationId: 'e1',
-      action: 'accept',
-      content: { name: 'Ada', age: 3, ok: true, tags: ['a'], __proto__x: 'y' },
+      action: 'decline',
     });
-    const proto = parseWebviewMessage(JSON.parse('{"type":"elicitation","elicitationId":"e","action":"accept","content":{"__proto__":"x","a":"b"}}')) as { content: object };
+    assert.deepEqual(
+      parseWebviewMessage({
+        type: 'elicitation',
+        elicitationId: 'e1',
+        action: 'accept',
+        content: { name: 'Ada', age: 3, ok: true, tags: ['a'], __proto__x: 'y' },
+      }),
+      {
+        type: 'elicitation',
+        elicitationId: 'e1',
+        action: 'accept',
+        content: { name: 'Ada', age: 3, ok: true, tags: ['a'], __proto__x: 'y' },
+      },
+    );
+    const proto = parseWebviewMessage(JSON.parse('{"type":"elicitation","elicitationId":"e","action":"accept","content":{"__proto__":"x","a":"b"}}')) as {
+      content: object;
+    };
     assert.equal(Object.getPrototypeOf(proto.content), Object.prototype, 'a "__proto__" key is dropped, not assigned');
     assert.deepEqual(Object.keys(proto.content), ['a']);
     assert.deepEqual(parseWebviewMessage({ type: 'approval', approvalId: 'a1', decision: 'allow_once', code: 'print(2)' }), {
@@ -57,7 +84,11 @@ describe('webview protocol: messages from the page', () => {
       code: 'print(2)',
     });
     assert.deepEqual(parseWebviewMessage({ type: 'runCode', code: 'x=1', itemId: 'ci_1' }), { type: 'runCode', code: 'x=1', itemId: 'ci_1' });
-    assert.deepEqual(parseWebviewMessage({ type: 'openFullOutput', itemId: 'ci_1', stream: 'stderr' }), { type: 'openFullOutput', itemId: 'ci_1', stream: 'stderr' });
+    assert.deepEqual(parseWebviewMessage({ type: 'openFullOutput', itemId: 'ci_1', stream: 'stderr' }), {
+      type: 'openFullOutput',
+      itemId: 'ci_1',
+      stream: 'stderr',
+    });
     assert.deepEqual(parseWebviewMessage({ type: 'history.open', conversationId: 'c9' }), { type: 'history.open', conversationId: 'c9' });
     assert.deepEqual(parseWebviewMessage({ type: 'exportNotebook' }), { type: 'exportNotebook' });
     assert.deepEqual(parseWebviewMessage({ type: 'openLink', href: 'https://example.com/x' }), { type: 'openLink', href: 'https://example.com/x' });
@@ -123,7 +154,13 @@ describe('event batcher (host side)', () => {
     assert.equal(posted.length, 1);
     assert.equal(posted[0].seq, 1);
     assert.equal(posted[0].conversationId, 'c1');
-    assert.deepEqual(posted[0].events, [ev.text('m', 'Hello'), ev.code('x', 'print(1)'), ev.out('x', 'a\nb\n'), ev.out('x', 'e\n', 'stderr'), ev.out('x', 'c\n')]);
+    assert.deepEqual(posted[0].events, [
+      ev.text('m', 'Hello'),
+      ev.code('x', 'print(1)'),
+      ev.out('x', 'a\nb\n'),
+      ev.out('x', 'e\n', 'stderr'),
+      ev.out('x', 'c\n'),
+    ]);
     frames.frame();
     assert.equal(posted.length, 1, 'no empty batches');
     b.push(ev.text('m', '!'));
@@ -142,14 +179,17 @@ describe('event batcher (host side)', () => {
       ev.out('x', 'p'),
     ];
     const out = coalesceEvents(input);
-    assert.deepEqual(out.map((e) => e.type), [
-      'response.output_text.delta',
-      'response.output_text.delta',
-      'response.output_text.delta',
-      'response.output_text.delta',
-      'codeact.tool_call.started',
-      'codeact.output.delta',
-    ]);
+    assert.deepEqual(
+      out.map((e) => e.type),
+      [
+        'response.output_text.delta',
+        'response.output_text.delta',
+        'response.output_text.delta',
+        'response.output_text.delta',
+        'codeact.tool_call.started',
+        'codeact.output.delta',
+      ],
+    );
     assert.equal((out[5] as { delta: string }).delta, 'op');
     assert.ok(!canCoalesce(ev.out('x', 'a'), ev.out('x', 'b', 'stderr')));
     assert.ok(!canCoalesce(ev.code('x', 'a'), ev.code('y', 'b')));
@@ -177,7 +217,10 @@ describe('event batcher (host side)', () => {
     frames.frame();
     const batched = posted.flatMap((m) => m.events);
     assert.ok(batched.length < raw.length, `${batched.length} events after coalescing, ${raw.length} before`);
-    assert.deepEqual(posted.map((m) => m.seq), posted.map((_, i) => i + 1));
+    assert.deepEqual(
+      posted.map((m) => m.seq),
+      posted.map((_, i) => i + 1),
+    );
     const a = buildTranscript(raw);
     const c = buildTranscript(batched);
     // Same view model apart from revision counters and the event count.
@@ -205,7 +248,13 @@ describe('event batcher (host side)', () => {
     assert.equal(fresh.replaySince(0, 'c', 'host-1'), undefined, "the old host's seq 0");
     assert.equal(fresh.replaySince(0, 'c'), undefined, 'a page that kept no epoch');
     assert.deepEqual(fresh.replaySince(0, 'c', 'host-2'), [], 'this host reset the page: up to date');
-    assert.deepEqual(parseWebviewMessage({ type: 'ready', protocol: 1, seq: 0, conversationId: 'c', epoch: 'host-1' }), { type: 'ready', protocol: 1, seq: 0, conversationId: 'c', epoch: 'host-1' });
+    assert.deepEqual(parseWebviewMessage({ type: 'ready', protocol: 1, seq: 0, conversationId: 'c', epoch: 'host-1' }), {
+      type: 'ready',
+      protocol: 1,
+      seq: 0,
+      conversationId: 'c',
+      epoch: 'host-1',
+    });
     assert.deepEqual(parseWebviewMessage({ type: 'resync', seq: 2, epoch: 'host-1' }), { type: 'resync', seq: 2, conversationId: undefined, epoch: 'host-1' });
     assert.equal(parseWebviewMessage({ type: 'ready', protocol: 1, seq: 0, epoch: 'x'.repeat(65) }), undefined, 'an epoch is a short token');
   });
@@ -220,8 +269,14 @@ describe('event batcher (host side)', () => {
     }
     assert.equal(b.seq, 5);
     assert.deepEqual(b.replaySince(5, 'c'), []);
-    assert.deepEqual(b.replaySince(3, 'c')?.map((m) => m.seq), [4, 5]);
-    assert.deepEqual(b.replaySince(2, 'c')?.map((m) => m.seq), [3, 4, 5]);
+    assert.deepEqual(
+      b.replaySince(3, 'c')?.map((m) => m.seq),
+      [4, 5],
+    );
+    assert.deepEqual(
+      b.replaySince(2, 'c')?.map((m) => m.seq),
+      [3, 4, 5],
+    );
     assert.equal(b.replaySince(1, 'c'), undefined, 'batch 2 is no longer kept');
     assert.equal(b.replaySince(3, 'other'), undefined, 'another conversation');
     assert.equal(b.replaySince(9, 'c'), undefined, 'a page ahead of the host');

@@ -2,11 +2,17 @@
 import assert from 'node:assert/strict';
 import { applyEvent, createTranscript, type NoticeView, type TranscriptModel } from '../../src/common/transcript';
 
-const retry = (attempt: number) => ({ type: 'codeact.retry' as const, attempt, delay_ms: 1000, status: 429, message: `Rate limited (HTTP 429). Retrying in 1.0 s (attempt ${attempt + 1} of 4).` });
+const retry = (attempt: number) => ({
+  type: 'codeact.retry' as const,
+  attempt,
+  delay_ms: 1000,
+  status: 429,
+  message: `Rate limited (HTTP 429). Retrying in 1.0 s (attempt ${attempt + 1} of 4).`,
+});
 const notices = (m: TranscriptModel) => m.turns.flatMap((t) => t.itemKeys.map((k) => m.items[k])).filter((i): i is NoticeView => i?.kind === 'notice');
 
 describe('transcript: retry notices', () => {
-  it('retries of one turn share one notice whose text is the latest attempt\'s', () => {
+  it("retries of one turn share one notice whose text is the latest attempt's", () => {
     const m = createTranscript();
     applyEvent(m, { type: 'codeact.turn.started', turn_id: 't1', prompt: 'p', source: 'chat', started_at: 0 });
     applyEvent(m, retry(1));

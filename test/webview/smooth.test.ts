@@ -345,9 +345,20 @@ describe('a panel that never stutters (headless Chromium)', function () {
   });
 
   it('looks right in the dark and light themes and at 240 px (screenshots in test-artifacts/)', async () => {
-    const long = [ev.turn('t2', 'print the log'), ev.codeStart('c2', 'local'), ev.codeDone('c2', 'for i in range(5000):\n    print(i)\n'), ev.interpreting('c2')];
-    for (let i = 0; i < 5000; i++) long.push(ev.out('c2', i % 7 === 0 ? `\x1b[33mwarn\x1b[0m  step ${i} of 5000: a somewhat long line that wraps on a narrow panel\n` : `ok    step ${i} of 5000\n`));
-    const streaming = [ev.turn('t3', 'summarise'), ev.text('m3', 'Everything **worked**.\n\nThe run printed 5,000 lines; the last one was `step 4999`. The next paragraph is still being wri')];
+    const long = [
+      ev.turn('t2', 'print the log'),
+      ev.codeStart('c2', 'local'),
+      ev.codeDone('c2', 'for i in range(5000):\n    print(i)\n'),
+      ev.interpreting('c2'),
+    ];
+    for (let i = 0; i < 5000; i++)
+      long.push(
+        ev.out('c2', i % 7 === 0 ? `\x1b[33mwarn\x1b[0m  step ${i} of 5000: a somewhat long line that wraps on a narrow panel\n` : `ok    step ${i} of 5000\n`),
+      );
+    const streaming = [
+      ev.turn('t3', 'summarise'),
+      ev.text('m3', 'Everything **worked**.\n\nThe run printed 5,000 lines; the last one was `step 4999`. The next paragraph is still being wri'),
+    ];
     const shots: [string, string, { width: number; height: number }, 'dark' | 'light'][] = [
       ['webview-virtual-dark.png', ui.dark.url, { width: 560, height: 1100 }, 'dark'],
       ['webview-virtual-light.png', ui.light.url, { width: 560, height: 1100 }, 'light'],
@@ -415,7 +426,7 @@ describe('markdown sanitising (instrumented build that counts DOMPurify calls)',
     const whileStreaming = (await p.page.evaluate('window.__sanitized.length')) as number;
     assert.ok(whileStreaming >= 2, `complete blocks are rendered as markdown while the answer streams (${whileStreaming})`);
     assert.ok(whileStreaming <= blocks.length, `${whileStreaming} sanitiser calls in ${batches.length} frames: one per finished block at most`);
-    assert.ok(await p.page.locator('.msg.assistant .md-frozen strong').count() >= 1, 'finished blocks are rendered markdown');
+    assert.ok((await p.page.locator('.msg.assistant .md-frozen strong').count()) >= 1, 'finished blocks are rendered markdown');
 
     await p.sendEvents([ev.textDone('m', text), ev.turnEnd('t')]);
     const total = (await p.page.evaluate('window.__sanitized.length')) as number;
@@ -424,7 +435,7 @@ describe('markdown sanitising (instrumented build that counts DOMPurify calls)',
     const answer = p.page.locator('.msg.assistant');
     assert.match(await answer.innerText(), /<script>window\.__xss = 1<\/script>/, 'raw HTML is shown as text');
     assert.equal(await answer.locator('a[href="https://example.com/runbook"]').count(), 1);
-    assert.ok(await answer.locator('.md-code .hljs-built_in, .md-code .hljs-string').count() >= 1, 'the code block is highlighted');
+    assert.ok((await answer.locator('.md-code .hljs-built_in, .md-code .hljs-string').count()) >= 1, 'the code block is highlighted');
     assert.equal(await answer.locator('.md-live-text').count(), 0);
     assert.deepEqual(p.errors, []);
     await p.page.close();

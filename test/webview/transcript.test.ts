@@ -57,7 +57,10 @@ describe('transcript reducer', () => {
     // Live output was streamed, so the final item's logs are not added a second time.
     assert.equal(outputText(x.output, 'stdout'), '\x1b[1mFound 3 open orders\x1b[0m\n\x1b[33mlate\x1b[0m  A-1001  +4d\n\x1b[33mlate\x1b[0m  A-1003  +1d\n');
     assert.equal(outputText(x.output, 'stderr'), 'warning: A-1002 unavailable, retried\n');
-    assert.deepEqual(x.output.chunks.map((c) => c.stream), ['stdout', 'stderr', 'stdout']);
+    assert.deepEqual(
+      x.output.chunks.map((c) => c.stream),
+      ['stdout', 'stderr', 'stdout'],
+    );
     assert.equal(x.images.length, 1);
     assert.equal(x.hasValue, true);
     assert.deepEqual((x.value as { checked: number }).checked, 3);
@@ -88,7 +91,16 @@ describe('transcript reducer', () => {
     applyEvent(m, ev.code('c1', 'print(1/0)'));
     applyEvent(m, ev.interpreting('c1'));
     assert.equal(exec(m, 'c1').status, 'running');
-    applyEvent(m, ev.itemDone({ id: 'c1', status: 'failed', code: 'print(1/0)', runtime: 'jupyter', error: { type: 'ZeroDivisionError', message: 'division by zero', line: 1, traceback: 'Traceback…' } }));
+    applyEvent(
+      m,
+      ev.itemDone({
+        id: 'c1',
+        status: 'failed',
+        code: 'print(1/0)',
+        runtime: 'jupyter',
+        error: { type: 'ZeroDivisionError', message: 'division by zero', line: 1, traceback: 'Traceback…' },
+      }),
+    );
     const x = exec(m, 'c1');
     assert.equal(x.status, 'failed');
     assert.equal(x.error?.type, 'ZeroDivisionError');
@@ -113,7 +125,19 @@ describe('transcript reducer', () => {
     const m = createTranscript();
     applyEvent(m, ev.codeStart('h1', 'openai'));
     applyEvent(m, ev.codeDone('h1', 'print("hi")'));
-    applyEvent(m, ev.itemDone({ id: 'h1', runtime: 'openai', code: 'print("hi")', container_id: 'cntr_1', outputs: [{ type: 'logs', logs: 'hi\n' }, { type: 'logs', logs: 'oops\n', stream: 'stderr' }] }));
+    applyEvent(
+      m,
+      ev.itemDone({
+        id: 'h1',
+        runtime: 'openai',
+        code: 'print("hi")',
+        container_id: 'cntr_1',
+        outputs: [
+          { type: 'logs', logs: 'hi\n' },
+          { type: 'logs', logs: 'oops\n', stream: 'stderr' },
+        ],
+      }),
+    );
     const x = exec(m, 'h1');
     assert.equal(outputText(x.output, 'stdout'), 'hi\n');
     assert.equal(outputText(x.output, 'stderr'), 'oops\n');
@@ -189,7 +213,11 @@ describe('transcript reducer', () => {
     assert.equal(isBusy(m), true);
     applyEvent(m, ev.done('r1', 100, 10));
     applyEvent(m, ev.done('r2', 200, 20));
-    assert.deepEqual(m.turns[0].usage, { input_tokens: 300, output_tokens: 30, total_tokens: 330, cached_tokens: 0, unpriced: 2 }, 'no provider, no price: the requests are counted as unpriced');
+    assert.deepEqual(
+      m.turns[0].usage,
+      { input_tokens: 300, output_tokens: 30, total_tokens: 330, cached_tokens: 0, unpriced: 2 },
+      'no provider, no price: the requests are counted as unpriced',
+    );
     assert.equal(m.turns[0].responses, 2);
     assert.equal(m.turns[0].status, 'running');
     applyEvent(m, ev.turnEnd('t'));

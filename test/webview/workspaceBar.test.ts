@@ -35,7 +35,10 @@ describe('workspace bar in headless Chromium', function () {
     await p.clearPosted();
     await bar.locator('select').selectOption({ label: 'beta' });
     await bar.getByRole('button', { name: 'Change' }).click();
-    assert.deepEqual((await p.posted()).filter((m) => m.type === 'workspace.folder' || m.type === 'python.select'), [{ type: 'workspace.folder', path: '/work/beta' }, { type: 'python.select' }]);
+    assert.deepEqual(
+      (await p.posted()).filter((m) => m.type === 'workspace.folder' || m.type === 'python.select'),
+      [{ type: 'workspace.folder', path: '/work/beta' }, { type: 'python.select' }],
+    );
 
     // A running turn keeps its folder: the picker waits.
     await p.send({ type: 'state', state: { busy: true } });
@@ -59,7 +62,7 @@ describe('workspace bar in headless Chromium', function () {
     await p.page.waitForFunction(() => (document.querySelector('.workspace-bar') as HTMLElement).hidden);
   });
 
-  it('the host accepts the bar\'s messages, checked', () => {
+  it("the host accepts the bar's messages, checked", () => {
     assert.deepEqual(parseWebviewMessage({ type: 'workspace.folder', path: '/work/beta', x: 1 }), { type: 'workspace.folder', path: '/work/beta' });
     assert.equal(parseWebviewMessage({ type: 'workspace.folder', path: 3 }), undefined);
     assert.equal(parseWebviewMessage({ type: 'workspace.folder', path: 'x'.repeat(5000) }), undefined);

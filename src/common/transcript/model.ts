@@ -2,7 +2,18 @@
  * The view model the chat panel renders (turns, messages, execution cards, tool-call timelines,
  * approvals, usage): a plain, JSON-serialisable object that the reducer updates in place.
  */
-import type { ContextCompacted, DisplayOutput, ExecutionError, FileOutput, InstallRequestInfo, RuntimeKind, SandboxInfo, StreamName, TextEditorItem, Usage } from '../events';
+import type {
+  ContextCompacted,
+  DisplayOutput,
+  ExecutionError,
+  FileOutput,
+  InstallRequestInfo,
+  RuntimeKind,
+  SandboxInfo,
+  StreamName,
+  TextEditorItem,
+  Usage,
+} from '../events';
 import type { UsageTotals } from '../usage';
 import type { TurnSource } from './events';
 import type { ElicitationForm } from '../elicitation';
@@ -255,9 +266,7 @@ export interface TranscriptModel {
   serial: number;
 }
 
-export type TranscriptChange =
-  | { kind: 'turn'; id: string; added: boolean }
-  | { kind: 'item'; key: string; turnId: string; added: boolean };
+export type TranscriptChange = { kind: 'turn'; id: string; added: boolean } | { kind: 'item'; key: string; turnId: string; added: boolean };
 
 /** Caps of the visible output tail (per execution). The full output stays with the host. */
 export const OUTPUT_TAIL_MAX_LINES = 2000;

@@ -2,13 +2,7 @@
 import type { StreamName } from '../events';
 import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, type OutputChunk, type OutputTail } from './model';
 
-export function appendOutput(
-  tail: OutputTail,
-  stream: StreamName,
-  text: string,
-  maxLines = OUTPUT_TAIL_MAX_LINES,
-  maxChars = OUTPUT_TAIL_MAX_CHARS,
-): void {
+export function appendOutput(tail: OutputTail, stream: StreamName, text: string, maxLines = OUTPUT_TAIL_MAX_LINES, maxChars = OUTPUT_TAIL_MAX_CHARS): void {
   if (!text) return;
   const lines = countNewlines(text);
   tail.totalChars += text.length;
@@ -93,7 +87,10 @@ export function tailSlice(tail: OutputTail, n: number): OutputChunk[] {
 }
 
 export function outputText(tail: OutputTail, stream?: StreamName): string {
-  return tail.chunks.filter((c) => !stream || c.stream === stream).map((c) => c.text).join('');
+  return tail.chunks
+    .filter((c) => !stream || c.stream === stream)
+    .map((c) => c.text)
+    .join('');
 }
 
 export function emptyTail(): OutputTail {

@@ -8,7 +8,23 @@
  */
 import type { TranscriptEvent } from './events';
 import { addUsage, emptyTotals, type UsageTotals } from '../usage';
-import { approvalKey, compactionKey, MAX_SUMMARY_CHARS, type CompactionView, createTranscript, currentTurn, execKey, findTurn, type ApprovalView, type ErrorView, type ExecView, type NoticeView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
+import {
+  approvalKey,
+  compactionKey,
+  MAX_SUMMARY_CHARS,
+  type CompactionView,
+  createTranscript,
+  currentTurn,
+  execKey,
+  findTurn,
+  type ApprovalView,
+  type ErrorView,
+  type ExecView,
+  type NoticeView,
+  type TranscriptChange,
+  type TranscriptModel,
+  type TurnView,
+} from './model';
 import { applyExecEvent } from './execEvents';
 import { Ctx } from './reducerContext';
 
@@ -177,7 +193,15 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         ctx.itemChanged(open);
         break;
       }
-      const view: NoticeView = { kind: 'notice', key: `n:${++model.serial}`, turnId: turn.id, level: 'warning', text: event.message, ...(retry ? { retry: true } : {}), rev: 1 };
+      const view: NoticeView = {
+        kind: 'notice',
+        key: `n:${++model.serial}`,
+        turnId: turn.id,
+        level: 'warning',
+        text: event.message,
+        ...(retry ? { retry: true } : {}),
+        rev: 1,
+      };
       ctx.addItem(turn, view);
       break;
     }
@@ -197,7 +221,10 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       if (usage) {
         // (A turn saved before cached tokens and costs were counted goes on from its sums.)
         const was = turn.usage;
-        const sum: UsageTotals = was?.unpriced !== undefined ? (was as UsageTotals) : { ...emptyTotals(), input_tokens: was?.input_tokens || 0, output_tokens: was?.output_tokens || 0, total_tokens: was?.total_tokens || 0 };
+        const sum: UsageTotals =
+          was?.unpriced !== undefined
+            ? (was as UsageTotals)
+            : { ...emptyTotals(), input_tokens: was?.input_tokens || 0, output_tokens: was?.output_tokens || 0, total_tokens: was?.total_tokens || 0 };
         turn.usage = addUsage(sum, usage, turn.provider, turn.model);
         model.usage = addUsage(model.usage ?? emptyTotals(), usage, turn.provider, turn.model);
       }
@@ -228,7 +255,10 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         turnId: turn.id,
         beforeTokens: count(event.before_tokens),
         afterTokens: count(event.after_tokens),
-        summary: summary.length > MAX_SUMMARY_CHARS ? `${summary.slice(0, MAX_SUMMARY_CHARS)}\n…[${summary.length - MAX_SUMMARY_CHARS} more characters in the saved conversation]` : summary,
+        summary:
+          summary.length > MAX_SUMMARY_CHARS
+            ? `${summary.slice(0, MAX_SUMMARY_CHARS)}\n…[${summary.length - MAX_SUMMARY_CHARS} more characters in the saved conversation]`
+            : summary,
         keptTurns: count(event.kept_turns),
         method: event.method === 'stand-ins' || event.method === 'fallback' ? event.method : 'summary',
         rev: 1,

@@ -1,6 +1,20 @@
 /** The reducer's working context for one event: it creates and finds items, and records what changed. */
 import type { CodeInterpreterCallItem, FileOutput, FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputItem, TextEditorItem } from '../events';
-import { CODE_TOOL_NAMES, callAliasKey, execKey, functionKey, messageKey, type ApprovalView, type ExecView, type FunctionView, type ItemView, type MessageView, type TranscriptChange, type TranscriptModel, type TurnView } from './model';
+import {
+  CODE_TOOL_NAMES,
+  callAliasKey,
+  execKey,
+  functionKey,
+  messageKey,
+  type ApprovalView,
+  type ExecView,
+  type FunctionView,
+  type ItemView,
+  type MessageView,
+  type TranscriptChange,
+  type TranscriptModel,
+  type TurnView,
+} from './model';
 import { takeItemDisplays } from './displayList';
 import { appendOutput, emptyTail } from './outputTail';
 

@@ -14,7 +14,17 @@
 import type { AttachedImage, CodeActEvent, FunctionCallOutputItem } from '../../common/events';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
-import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type FunctionCallRequest, type HostedOptions, type ImageBudget, type ModelTool, type Provider, type TurnRequest, type TurnResult } from '../providers/shared/types';
+import {
+  DEFAULT_IMAGE_BUDGET,
+  type ConversationItem,
+  type FunctionCallRequest,
+  type HostedOptions,
+  type ImageBudget,
+  type ModelTool,
+  type Provider,
+  type TurnRequest,
+  type TurnResult,
+} from '../providers/shared/types';
 import { ToolDispatcher } from '../runtime/toolDispatcher';
 import type { BeforeRun, Runtime } from '../runtime/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
@@ -86,16 +96,14 @@ export interface AgentOptions {
 }
 
 export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], schemasInline = true): string {
-  const lines = [
-    'You are CodeAct, a coding agent inside the user\'s editor. You act by writing Python code that runs for real.',
-  ];
+  const lines = ["You are CodeAct, a coding agent inside the user's editor. You act by writing Python code that runs for real."];
   if (mode === 'toolCode') {
     lines.push(
       `Use the ${EXECUTE_TOOL_CODE} function: write one Python script that does the whole job, calling the workspace's managed tools with ` +
         '`await call_tool(name, **arguments)`, looping, filtering and aggregating in Python, and `return` a compact JSON result. ' +
         'Run independent tool calls concurrently with asyncio.gather. ' +
         (schemasInline
-          ? 'Read each tool\'s input and output schema in the function description and pass exactly the arguments it asks for.'
+          ? "Read each tool's input and output schema in the function description and pass exactly the arguments it asks for."
           : 'Look tools up with search_tools and describe_tool (see the function description) and pass exactly the arguments they ask for.'),
       !toolNames.length
         ? 'No managed tools are declared in this workspace.'
@@ -183,15 +191,30 @@ export class AgentLoop {
     const state = new RunState(history, prompt, this.options.hosted?.containerId ?? null);
 
     if (this.mode === 'hosted' && !provider.capabilities.hostedCode) {
-      return this.end(state, 'failed', 'hosted_unsupported', `The ${provider.id} provider has no hosted code sandbox. Use mode "toolCode" (code runs locally with your managed tools) or pick OpenAI, Anthropic or Gemini.`);
+      return this.end(
+        state,
+        'failed',
+        'hosted_unsupported',
+        `The ${provider.id} provider has no hosted code sandbox. Use mode "toolCode" (code runs locally with your managed tools) or pick OpenAI, Anthropic or Gemini.`,
+      );
     }
     const tools = this.modelTools();
-    let system = this.options.system ?? defaultSystemInstruction(this.mode, this.options.gateway.names(), listsSchemasInline(this.options.gateway.tools(), this.options.inlineToolLimit));
+    let system =
+      this.options.system ??
+      defaultSystemInstruction(this.mode, this.options.gateway.names(), listsSchemasInline(this.options.gateway.tools(), this.options.inlineToolLimit));
     if (this.options.sessionNote) system += `\n${this.options.sessionNote}`;
-    const proto = (this.text = this.mode === 'hosted' ? undefined : new TextProtocol({
-      provider, model: this.options.model, protocol: this.options.protocol, runtime: this.options.runtime.kind, system: this.options.system,
-      codeTool: tools.find((t) => t.name === EXECUTE_TOOL_CODE || t.name === EXECUTE_CODE), emit: (e) => this.emit(e),
-    }));
+    const proto = (this.text =
+      this.mode === 'hosted'
+        ? undefined
+        : new TextProtocol({
+            provider,
+            model: this.options.model,
+            protocol: this.options.protocol,
+            runtime: this.options.runtime.kind,
+            system: this.options.system,
+            codeTool: tools.find((t) => t.name === EXECUTE_TOOL_CODE || t.name === EXECUTE_CODE),
+            emit: (e) => this.emit(e),
+          }));
     const maxTurns = this.options.maxTurns ?? 12;
     const budget = await this.contextBudget(system, tools);
     // A context overflow the server reports: one compaction and one retry of that request, no more.
@@ -257,15 +280,30 @@ export class AgentLoop {
       state.items.push(...outputs);
       if (signal?.aborted) return this.cancelled(state);
     }
-    return this.end(state, 'max_turns', 'max_turns', `Stopped after ${maxTurns} model turns without a final answer. Raise the limit (CLI: --max-turns; settings: codeact.maxTurns) or simplify the request.`);
+    return this.end(
+      state,
+      'max_turns',
+      'max_turns',
+      `Stopped after ${maxTurns} model turns without a final answer. Raise the limit (CLI: --max-turns; settings: codeact.maxTurns) or simplify the request.`,
+    );
   }
 
   /** The context budget of this run's requests (./contextBudget); none when no window is known. */
   private contextBudget(system: string, tools: ModelTool[]): Promise<ContextBudget | undefined> {
     const o = this.options;
     return budgetFor({
-      provider: o.provider, model: o.model, system, tools, window: o.contextWindow, maxOutputTokens: o.maxOutputTokens, compactAt: o.compactAt, state: o.compaction, turnId: o.turnId,
-      toolNames: o.gateway.names(), signal: o.signal, emit: (e) => this.emit(e),
+      provider: o.provider,
+      model: o.model,
+      system,
+      tools,
+      window: o.contextWindow,
+      maxOutputTokens: o.maxOutputTokens,
+      compactAt: o.compactAt,
+      state: o.compaction,
+      turnId: o.turnId,
+      toolNames: o.gateway.names(),
+      signal: o.signal,
+      emit: (e) => this.emit(e),
       variables: async () => (o.sessionId && this.persistent ? o.runtime.sessions.variables(o.sessionId) : null),
     });
   }
@@ -294,7 +332,10 @@ export class AgentLoop {
         // Code cards opened while the failed response streamed will never run: close them.
         failed: (err) => {
           const aborted = err instanceof ProviderError && err.code === 'aborted';
-          this.streams.abandonAll(aborted ? 'Cancelled' : 'NotRun', aborted ? 'The run was stopped.' : `The model's response broke off before this code could run (${(err as Error).message.split('\n')[0]}).`);
+          this.streams.abandonAll(
+            aborted ? 'Cancelled' : 'NotRun',
+            aborted ? 'The run was stopped.' : `The model's response broke off before this code could run (${(err as Error).message.split('\n')[0]}).`,
+          );
         },
       },
     );
@@ -345,10 +386,23 @@ export class AgentLoop {
       const { execId, announced } = this.streams.claim(call.item_id, args.code);
       const execution = state.nextExecution();
       const item = await runtime.execute(
-        { code: args.code, itemId: execId, sessionId: this.options.sessionId, timeoutMs: this.options.executionTimeoutMs, tools: withTools, announced, execution },
+        {
+          code: args.code,
+          itemId: execId,
+          sessionId: this.options.sessionId,
+          timeoutMs: this.options.executionTimeoutMs,
+          tools: withTools,
+          announced,
+          execution,
+        },
         { signal, onEvent: (e) => this.emit(e), onToolCall: withTools ? gateway.handler : undefined, beforeRun: this.options.beforeRun },
       );
-      const summary = executionSummary(item, { execution, outputChars: this.options.outputChars, kept: this.keepsOutputs && !item.session?.state_lost, installs: withTools && gateway.installs });
+      const summary = executionSummary(item, {
+        execution,
+        outputChars: this.options.outputChars,
+        kept: this.keepsOutputs && !item.session?.state_lost,
+        installs: withTools && gateway.installs,
+      });
       return finish(summary, item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
     }
     const tool = gateway.get(call.name);

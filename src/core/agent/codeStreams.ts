@@ -35,7 +35,12 @@ export class CodeStreams {
 
   /** After a provider event is passed on: a code tool's call opens its card, and its argument deltas become code deltas. */
   observe(e: CodeActEvent): void {
-    if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && e.item.id && (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)) {
+    if (
+      e.type === 'response.output_item.added' &&
+      e.item.type === 'function_call' &&
+      e.item.id &&
+      (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)
+    ) {
       // The code card of this call: an execution item of its own, with an id of ours.
       const execId = newId('exec');
       this.entries.set(e.item.id, { extractor: new JsonStringFieldExtractor(['code']), execId });

@@ -41,7 +41,8 @@ const QUOTED_RECENT = 5;
 const MAX_VARIABLES = 40;
 const MAX_FILES = 30;
 
-export const SUMMARY_HEADER = "[codeact: earlier turns of this conversation were compacted to fit the model's context window. The user's messages are quoted word for word; the rest is a summary. The Python session still holds its variables.]";
+export const SUMMARY_HEADER =
+  "[codeact: earlier turns of this conversation were compacted to fit the model's context window. The user's messages are quoted word for word; the rest is a summary. The Python session still holds its variables.]";
 
 /** What a reopened conversation needs to rebuild the compacted view (from the last `codeact.context.compacted` event). */
 export interface CompactionState {
@@ -82,7 +83,11 @@ function itemTokens(item: ConversationItem): number {
   if (n === undefined) {
     const { images, replay, ...rest } = item;
     // Replayed provider parts (reasoning, signatures) go back too; count them.
-    n = textTokens(JSON.stringify(rest)) + (replay ? textTokens(JSON.stringify(replay.parts ?? '')) : 0) + ITEM_OVERHEAD + (Array.isArray(images) ? images.length * IMAGE_TOKENS : 0);
+    n =
+      textTokens(JSON.stringify(rest)) +
+      (replay ? textTokens(JSON.stringify(replay.parts ?? '')) : 0) +
+      ITEM_OVERHEAD +
+      (Array.isArray(images) ? images.length * IMAGE_TOKENS : 0);
     itemCache.set(item, n);
   }
   return n;
@@ -187,7 +192,7 @@ function renderForSummary(items: readonly ConversationItem[], previous: string |
 const SUMMARY_INSTRUCTION = [
   'You summarise the earlier part of a conversation between a user and a coding agent that runs Python, so the agent can continue without it.',
   'Write short Markdown sections: "Decisions" (what was decided and why), "Done so far" (what the code computed, key numbers and names), "Files" (files read or written), "Open" (what is left to do).',
-  'Do not repeat the user\'s messages (they are kept word for word elsewhere). Do not invent anything. At most 300 words.',
+  "Do not repeat the user's messages (they are kept word for word elsewhere). Do not invent anything. At most 300 words.",
 ].join('\n');
 
 interface BudgetOptions {
@@ -343,16 +348,21 @@ export class ContextBudget {
   }
 
   /** The block that replaces the older items: the user's messages verbatim, the summary, tools, files, the session. */
-  private async summaryBlock(allBefore: readonly ConversationItem[], older: readonly ConversationItem[]): Promise<{ text: string; method: 'summary' | 'fallback' }> {
+  private async summaryBlock(
+    allBefore: readonly ConversationItem[],
+    older: readonly ConversationItem[],
+  ): Promise<{ text: string; method: 'summary' | 'fallback' }> {
     // The whole block stays within about a quarter of the usable window, so compaction leaves room to work.
     const budgetChars = Math.floor(this.usable * 0.25 * CHARS_PER_TOKEN);
     const users = allBefore.filter((i): i is MessageItem => i.type === 'message' && i.role === 'user');
-    const quote = (n: number, t: string, cap: number) => `${n}. ${headTail(t, Math.max(200, cap), (o) => `…[${o.chars} characters of this message left out]…`).replace(/\n/g, '\n   ')}`;
+    const quote = (n: number, t: string, cap: number) =>
+      `${n}. ${headTail(t, Math.max(200, cap), (o) => `…[${o.chars} characters of this message left out]…`).replace(/\n/g, '\n   ')}`;
     const quoted: string[] = [];
     if (users.length) quoted.push(quote(1, users[0].text, Math.min(MAX_TASK_CHARS, budgetChars * 0.4)));
     const recentFrom = Math.max(1, users.length - QUOTED_RECENT);
     if (recentFrom > 1) quoted.push(`[${recentFrom - 1} more message${recentFrom === 2 ? '' : 's'} of the user, in the saved conversation]`);
-    for (let i = recentFrom; i < users.length; i++) quoted.push(quote(i + 1, users[i].text, Math.min(MAX_USER_MESSAGE_CHARS, (budgetChars * 0.3) / QUOTED_RECENT)));
+    for (let i = recentFrom; i < users.length; i++)
+      quoted.push(quote(i + 1, users[i].text, Math.min(MAX_USER_MESSAGE_CHARS, (budgetChars * 0.3) / QUOTED_RECENT)));
     let digest = '';
     try {
       digest = headTail(variablesDigest(await withTimeout(this.o.variables(), 5000)), Math.max(300, Math.floor(budgetChars * 0.2)), () => '\n- …\n');
@@ -420,10 +430,20 @@ export async function budgetFor(o: {
     emit: o.emit,
     summarize: async (text) => {
       const r = await provider.streamTurn(
-        { model, system: SUMMARY_INSTRUCTION, history: [{ type: 'message', id: newId('msg_user'), role: 'user', text }], tools: [], signal, maxOutputTokens: Math.min(1024, reserve) },
+        {
+          model,
+          system: SUMMARY_INSTRUCTION,
+          history: [{ type: 'message', id: newId('msg_user'), role: 'user', text }],
+          tools: [],
+          signal,
+          maxOutputTokens: Math.min(1024, reserve),
+        },
         () => {},
       );
-      return r.items.filter((i): i is MessageItem => i.type === 'message' && i.role === 'assistant' && !i.thinking).map((i) => i.text).join('');
+      return r.items
+        .filter((i): i is MessageItem => i.type === 'message' && i.role === 'assistant' && !i.thinking)
+        .map((i) => i.text)
+        .join('');
     },
   });
 }

@@ -74,7 +74,9 @@ function installHint(item: CodeInterpreterCallItem): string | undefined {
 function whereToRead(stream: 'stdout' | 'stderr', ctx: SummaryContext): string {
   if (!ctx.kept) return 'runs here do not keep it: print less, or narrow it down in code';
   const arg = stream === 'stderr' ? ', "stderr"' : '';
-  return ctx.execution ? `output_of(${ctx.execution}${arg}) in a later run returns the whole text` : `last_output(${arg.slice(2)}) in the next run returns the whole text`;
+  return ctx.execution
+    ? `output_of(${ctx.execution}${arg}) in a later run returns the whole text`
+    : `last_output(${arg.slice(2)}) in the next run returns the whole text`;
 }
 
 /**
@@ -123,7 +125,8 @@ export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryCont
   // A last bound on the JSON text (escaping can make it longer than the characters it holds).
   const limit = Math.max(SUMMARY_MAX_CHARS, 3 * budget);
   let text = JSON.stringify(summary);
-  const smaller = item.status === 'completed' ? { ...summary, value: '[value too large to show; return something smaller]', value_truncated: undefined } : summary;
+  const smaller =
+    item.status === 'completed' ? { ...summary, value: '[value too large to show; return something smaller]', value_truncated: undefined } : summary;
   if (text.length > limit) text = JSON.stringify(smaller);
   if (text.length > limit && displays.length) text = JSON.stringify({ ...smaller, displays: displayTexts(item, 2000) });
   return text;

@@ -68,7 +68,13 @@ export class TurnRetries {
         const last = pe.retryLimit !== undefined ? Math.min(maxAttempts, n + 1 + pe.retryLimit - sameKind) : maxAttempts;
         const backoff = Math.min(this.policy.maxDelayMs, this.policy.baseDelayMs * 2 ** (n - 1));
         const delay = Math.min(this.policy.maxDelayMs * 4, pe.retryAfterMs ?? backoff + Math.floor(Math.random() * backoff * 0.2));
-        this.o.emit({ type: 'codeact.retry', attempt: n, delay_ms: delay, status: pe.status, message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${n + 1} of ${last}).` });
+        this.o.emit({
+          type: 'codeact.retry',
+          attempt: n,
+          delay_ms: delay,
+          status: pe.status,
+          message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${n + 1} of ${last}).`,
+        });
         try {
           await this.sleep(delay, signal);
         } catch {

@@ -79,6 +79,13 @@ export class RunState {
   }
 
   result(status: AgentStatus, error?: AgentResult['error']): AgentResult {
-    return { status, text: this.lastText, items: this.items, usage: { turns: this.turns, total: this.total }, containerId: this.containerId, ...(error ? { error } : {}) };
+    return {
+      status,
+      text: this.lastText,
+      items: this.items,
+      usage: { turns: this.turns, total: this.total },
+      containerId: this.containerId,
+      ...(error ? { error } : {}),
+    };
   }
 }

@@ -126,7 +126,12 @@ export function toTextHistory(history: ConversationItem[]): ConversationItem[] {
         push('assistant', callText(item.name, item.arguments), item.id ?? item.call_id);
         break;
       case 'function_call_output':
-        push('user', observationText(item.output, item.name ?? names.get(item.item_id ?? item.call_id) ?? EXECUTE_TOOL_CODE), item.id ?? `obs_${item.call_id}`, item.images);
+        push(
+          'user',
+          observationText(item.output, item.name ?? names.get(item.item_id ?? item.call_id) ?? EXECUTE_TOOL_CODE),
+          item.id ?? `obs_${item.call_id}`,
+          item.images,
+        );
         break;
       default: {
         if (isLocalRuntimeItem(item)) break;

@@ -131,16 +131,22 @@ export class TextProtocol {
     if (err.code === 'tools_unsupported') {
       this.active = true;
       remember(this.o.provider, this.o.model, err.detail ?? err.message);
-      this.notice(err, `"${this.o.model}" does not accept tools (function calling)${detailOf(err)}. Continuing without tools: the model writes its code in a \`\`\`python block ` +
-        'and CodeAct runs it (the text protocol). This is remembered for this model until CodeAct restarts');
+      this.notice(
+        err,
+        `"${this.o.model}" does not accept tools (function calling)${detailOf(err)}. Continuing without tools: the model writes its code in a \`\`\`python block ` +
+          'and CodeAct runs it (the text protocol). This is remembered for this model until CodeAct restarts',
+      );
       return true;
     }
     if (this.probed || this.toolsAccepted || !probeWorthy(err)) return false;
     this.probed = true;
     this.probing = err;
     this.active = true;
-    this.notice(err, `"${this.o.model}" rejected the request with tools${detailOf(err)}${err.status ? ` (HTTP ${err.status})` : ''}. Trying this turn once without tools: ` +
-      'if that works, CodeAct continues with the text protocol (the model writes its code in a ```python block and CodeAct runs it) and remembers it for this model until CodeAct restarts');
+    this.notice(
+      err,
+      `"${this.o.model}" rejected the request with tools${detailOf(err)}${err.status ? ` (HTTP ${err.status})` : ''}. Trying this turn once without tools: ` +
+        'if that works, CodeAct continues with the text protocol (the model writes its code in a ```python block and CodeAct runs it) and remembers it for this model until CodeAct restarts',
+    );
     return true;
   }
 
@@ -171,7 +177,13 @@ export class TextProtocol {
     if (err instanceof ProviderError && err.code === 'aborted') return err;
     const why = err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err);
     return new ProviderError({
-      code: first.code, provider: first.provider, status: first.status, retryable: false, retryAfterMs: first.retryAfterMs, detail: first.detail, cause: first.cause,
+      code: first.code,
+      provider: first.provider,
+      status: first.status,
+      retryable: false,
+      retryAfterMs: first.retryAfterMs,
+      detail: first.detail,
+      cause: first.cause,
       message: `${first.message} (The same turn without tools failed too, so tools are not the cause: ${why})`,
     });
   }
@@ -216,9 +228,19 @@ export class TextTurn {
   private readonly entry: CodeStreamEntry;
   private callDone = false;
 
-  constructor(private readonly o: TextProtocolOptions, register: (itemId: string, entry: CodeStreamEntry) => void) {
+  constructor(
+    private readonly o: TextProtocolOptions,
+    register: (itemId: string, entry: CodeStreamEntry) => void,
+  ) {
     const scanner = this.scanner;
-    this.entry = { extractor: { get value() { return scanner.code; } }, execId: this.execId };
+    this.entry = {
+      extractor: {
+        get value() {
+          return scanner.code;
+        },
+      },
+      execId: this.execId,
+    };
     this.register = () => register(this.fcId, this.entry);
   }
 
@@ -310,7 +332,10 @@ export class TextTurn {
       } else if (s.kind === 'open') {
         this.blockItem = this.current;
         this.register();
-        emit({ type: 'response.output_item.added', item: { type: 'function_call', id: this.fcId, call_id: this.callId, name: this.toolName, arguments: '', status: 'in_progress' } });
+        emit({
+          type: 'response.output_item.added',
+          item: { type: 'function_call', id: this.fcId, call_id: this.callId, name: this.toolName, arguments: '', status: 'in_progress' },
+        });
         emit({ type: 'response.code_interpreter_call.in_progress', item_id: this.execId, runtime: this.o.runtime });
       } else if (s.kind === 'code') {
         emit({ type: 'response.code_interpreter_call_code.delta', item_id: this.execId, delta: s.text });
@@ -321,7 +346,14 @@ export class TextTurn {
   }
 
   private callItem(): FunctionCallItem {
-    return { type: 'function_call', id: this.fcId, call_id: this.callId, name: this.toolName, arguments: JSON.stringify({ code: this.scanner.code }), status: 'completed' };
+    return {
+      type: 'function_call',
+      id: this.fcId,
+      call_id: this.callId,
+      name: this.toolName,
+      arguments: JSON.stringify({ code: this.scanner.code }),
+      status: 'completed',
+    };
   }
 
   private closeCall(): void {
@@ -400,4 +432,3 @@ function stripReplay(item: ConversationItem): ConversationItem {
   const { replay: _replay, ...rest } = item;
   return rest as ConversationItem;
 }
-

@@ -30,7 +30,8 @@ interface ListedConversation extends ConversationMeta {
   turns: number;
 }
 
-type Line = { meta: ConversationMeta } | { t: number; event: TranscriptEvent } | { t: number; item: ConversationItem } | { t: number; patch: Partial<ConversationMeta> };
+type Line =
+  { meta: ConversationMeta } | { t: number; event: TranscriptEvent } | { t: number; item: ConversationItem } | { t: number; patch: Partial<ConversationMeta> };
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,80}$/;
 

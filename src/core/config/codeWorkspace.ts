@@ -36,9 +36,11 @@ export function isCodeWorkspaceFile(p: string): boolean {
 export function readCodeWorkspace(file: string): CodeWorkspace {
   const abs = path.resolve(file);
   const data = readSettingsFile(abs);
-  if (!Object.keys(data).length && !statSafe(abs)) throw new SettingsError(`${abs} does not exist. Pass a folder or an existing .code-workspace file as --workspace.`);
+  if (!Object.keys(data).length && !statSafe(abs))
+    throw new SettingsError(`${abs} does not exist. Pass a folder or an existing .code-workspace file as --workspace.`);
   const raw = data.folders;
-  if (!Array.isArray(raw) || !raw.length) throw new SettingsError(`${abs} lists no folders ("folders": [{ "path": "…" }]). Add a folder to it, or pass a folder as --workspace.`);
+  if (!Array.isArray(raw) || !raw.length)
+    throw new SettingsError(`${abs} lists no folders ("folders": [{ "path": "…" }]). Add a folder to it, or pass a folder as --workspace.`);
   if (raw.length > MAX_WORKSPACE_FOLDERS) throw new SettingsError(`${abs} lists ${raw.length} folders; CodeAct reads at most ${MAX_WORKSPACE_FOLDERS}.`);
   const base = path.dirname(abs);
   const folders: CodeWorkspaceFolder[] = raw.map((f: unknown, i: number) => {
@@ -46,7 +48,8 @@ export function readCodeWorkspace(file: string): CodeWorkspace {
     let p: string;
     if (typeof entry.path === 'string' && entry.path) p = path.resolve(base, entry.path);
     else if (typeof entry.uri === 'string' && entry.uri.startsWith('file:')) p = fileURLToPath(entry.uri);
-    else if (typeof entry.uri === 'string') throw new SettingsError(`${abs}: folder ${i + 1} is ${entry.uri.split(':')[0]}: (a remote folder); the CLI works only in local folders.`);
+    else if (typeof entry.uri === 'string')
+      throw new SettingsError(`${abs}: folder ${i + 1} is ${entry.uri.split(':')[0]}: (a remote folder); the CLI works only in local folders.`);
     else throw new SettingsError(`${abs}: folder ${i + 1} has no "path". Each folder is { "path": "relative/or/absolute" }.`);
     const name = typeof entry.name === 'string' && entry.name.trim() ? entry.name.trim().slice(0, 200) : path.basename(p);
     return { name, path: p };

@@ -64,7 +64,13 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
       log: host.log,
       onSessionEvent: host.onSessionEvent,
     },
-    jupyter: { url: config.jupyterServerURL, token: host.jupyterToken, kernelName: config.jupyterKernel, sessionPolicy: config.jupyterSessionPolicy, log: host.log },
+    jupyter: {
+      url: config.jupyterServerURL,
+      token: host.jupyterToken,
+      kernelName: config.jupyterKernel,
+      sessionPolicy: config.jupyterSessionPolicy,
+      log: host.log,
+    },
     limits: runtimeLimitsFrom(config),
   };
 }
@@ -108,7 +114,13 @@ export function toolSetFrom(
   workspace: string,
   extra: Omit<DeclarationContext, 'workspace' | 'defaultApproval' | 'userDefaultApproval' | 'declaredIn'> = {},
 ): ToolSet {
-  return loadTools(config.tools, { ...extra, workspace, defaultApproval: config.defaultApproval, userDefaultApproval: config.userDefaultApproval, declaredIn: config.toolsDeclaredIn });
+  return loadTools(config.tools, {
+    ...extra,
+    workspace,
+    defaultApproval: config.defaultApproval,
+    userDefaultApproval: config.userDefaultApproval,
+    declaredIn: config.toolsDeclaredIn,
+  });
 }
 
 /** The images a request to a model that sees them may carry (codeact.vision.maxImages / maxMB). */

@@ -28,24 +28,35 @@ interface InstallHost {
  * installs as they do in any notebook.
  */
 export const JUPYTER_INSTALL_UNAVAILABLE =
-  'install_packages is not available on the Jupyter runtime: the kernel runs in the Jupyter server\'s own Python environment (possibly on another machine), ' +
+  "install_packages is not available on the Jupyter runtime: the kernel runs in the Jupyter server's own Python environment (possibly on another machine), " +
   'which CodeAct does not manage. Ask the user to install the package into that kernel\'s environment (for example "%pip install name" in a notebook on that kernel).';
 
-const UNTRUSTED = 'install_packages needs a trusted folder (Workspace Trust in VS Code, `codeact trust` for the CLI): this one is not. Ask the user to trust it, or to install the packages.';
+const UNTRUSTED =
+  'install_packages needs a trusted folder (Workspace Trust in VS Code, `codeact trust` for the CLI): this one is not. Ask the user to trust it, or to install the packages.';
 
 /** Said when nobody can approve an install (the CLI without a terminal). */
 const NO_APPROVER =
   "install_packages needs the user's approval, and nobody can approve it here (no terminal to ask in). Ask the user to install the packages, or to run CodeAct interactively.";
 
 export function installOptionsFrom(config: EngineConfig, host: InstallHost): Pick<GatewayOptions, 'installer' | 'installUnavailable'> {
-  if (config.mode === 'hosted') return { installUnavailable: 'install_packages is not available in hosted mode: the provider\'s sandbox has its own environment.' };
+  if (config.mode === 'hosted')
+    return { installUnavailable: "install_packages is not available in hosted mode: the provider's sandbox has its own environment." };
   if (config.runtime === 'jupyter') return { installUnavailable: JUPYTER_INSTALL_UNAVAILABLE };
   if (!host.trusted) return { installUnavailable: UNTRUSTED };
-  if (config.defaultApproval === 'deny') return { installUnavailable: 'install_packages is off: codeact.approval.default is "deny". Ask the user to install the packages.' };
+  if (config.defaultApproval === 'deny')
+    return { installUnavailable: 'install_packages is off: codeact.approval.default is "deny". Ask the user to install the packages.' };
   if (!host.approve) return { installUnavailable: NO_APPROVER };
   // The interpreter the session runs: the local runtime's, as the runtime config resolves it.
-  const python = host.python ?? runtimeConfigFrom(config, { workspace: host.folder, longLived: false, trusted: host.trusted }).local?.python ?? config.python ?? 'python3';
+  const python =
+    host.python ?? runtimeConfigFrom(config, { workspace: host.folder, longLived: false, trusted: host.trusted }).local?.python ?? config.python ?? 'python3';
   return {
-    installer: packageInstaller({ python, folder: host.folder, installArgs: config.installArgs, approve: host.approve, switchEnvironment: host.switchEnvironment, log: host.log }),
+    installer: packageInstaller({
+      python,
+      folder: host.folder,
+      installArgs: config.installArgs,
+      approve: host.approve,
+      switchEnvironment: host.switchEnvironment,
+      log: host.log,
+    }),
   };
 }

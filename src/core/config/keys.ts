@@ -11,7 +11,13 @@
  * - `user`: only the user's own settings (or a command-line flag) may set it, trusted or not.
  */
 
-import { ANTHROPIC_CODE_TOOL_VERSIONS, DEFAULT_ANTHROPIC_CODE_TOOL, DEFAULT_OPENAI_CONTAINER_MEMORY, OPENAI_CONTAINER_MEMORY, PROVIDER_IDS } from '../providers/shared/catalog';
+import {
+  ANTHROPIC_CODE_TOOL_VERSIONS,
+  DEFAULT_ANTHROPIC_CODE_TOOL,
+  DEFAULT_OPENAI_CONTAINER_MEMORY,
+  OPENAI_CONTAINER_MEMORY,
+  PROVIDER_IDS,
+} from '../providers/shared/catalog';
 
 type SettingType = 'string' | 'number' | 'boolean' | 'array' | 'object';
 type SettingTrust = 'any' | 'trusted' | 'user';

@@ -129,8 +129,10 @@ const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 function typeError(key: SettingKey, value: unknown): string | undefined {
   const t = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
-  if (t !== key.type) return `must be ${key.type === 'array' ? 'an array' : key.type === 'object' ? 'an object' : `a ${key.type}`}, not ${t === 'object' ? 'an object' : t}`;
-  if (key.enum && !key.enum.includes(value as string)) return `must be one of ${key.enum.map((e) => JSON.stringify(e)).join(', ')}, not ${JSON.stringify(value)}`;
+  if (t !== key.type)
+    return `must be ${key.type === 'array' ? 'an array' : key.type === 'object' ? 'an object' : `a ${key.type}`}, not ${t === 'object' ? 'an object' : t}`;
+  if (key.enum && !key.enum.includes(value as string))
+    return `must be one of ${key.enum.map((e) => JSON.stringify(e)).join(', ')}, not ${JSON.stringify(value)}`;
   if (key.type === 'number' && !Number.isFinite(value as number)) return 'must be a finite number';
   if (key.minimum !== undefined && (value as number) < key.minimum) return `must be at least ${key.minimum}`;
   if (key.maximum !== undefined && (value as number) > key.maximum) return `must be at most ${key.maximum}`;
@@ -165,8 +167,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
       if (fromWorkspace && spec.trust === 'user') reason = 'only your user settings may set it';
       else if (fromWorkspace && spec.trust === 'trusted' && !(origin === 'workspace' ? (options.workspaceTrusted ?? options.trusted) : options.trusted)) {
         reason = origin === 'workspace' && options.workspaceTrusted !== undefined ? WORKSPACE_FILE_UNTRUSTED : 'the folder is not trusted';
-      }
-      else reason = typeError(spec, value) ?? allow?.(origin, value);
+      } else reason = typeError(spec, value) ?? allow?.(origin, value);
       if (reason) {
         ignored.push({ key: `codeact.${setAs[origin] ?? name}`, origin, reason });
         continue;
@@ -187,9 +188,13 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
   const userApproval = read('approval.default')?.user;
   const userReview = read('approval.reviewCode')?.user;
   const looser = (origin: Origin, value: unknown, user: unknown, order: (v: unknown) => number) =>
-    (origin === 'folder' || origin === 'workspace') && user !== undefined && order(value) < order(user) ? 'a workspace may make approvals stricter than your own setting, never looser' : undefined;
+    (origin === 'folder' || origin === 'workspace') && user !== undefined && order(value) < order(user)
+      ? 'a workspace may make approvals stricter than your own setting, never looser'
+      : undefined;
   const limitsRaw = pick('sandbox.limits');
-  const preloadRaw = pick('python.preload', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string' && MODULE_NAME.test(m)) ? undefined : 'must list module names such as "numpy" or "pandas"'));
+  const preloadRaw = pick('python.preload', (_o, v) =>
+    (v as unknown[]).every((m) => typeof m === 'string' && MODULE_NAME.test(m)) ? undefined : 'must list module names such as "numpy" or "pandas"',
+  );
   const config: EngineConfig = {
     provider,
     model: pick('model'),
@@ -200,7 +205,11 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     runtime: pick('runtime'),
     python: pick('python.path').trim() || undefined,
     preload: preloadRaw.slice(0, 64) as string[],
-    installArgs: pick('python.installArgs', (_o, v) => ((v as unknown[]).length <= 64 && (v as unknown[]).every((a) => typeof a === 'string' && a.length <= 4096) ? undefined : 'must be at most 64 strings, arguments for pip such as ["--no-index", "--find-links", "/path/wheels"]')) as string[],
+    installArgs: pick('python.installArgs', (_o, v) =>
+      (v as unknown[]).length <= 64 && (v as unknown[]).every((a) => typeof a === 'string' && a.length <= 4096)
+        ? undefined
+        : 'must be at most 64 strings, arguments for pip such as ["--no-index", "--find-links", "/path/wheels"]',
+    ) as string[],
     sessionPolicy: pick('session.policy'),
     sessionIdleMs: pick('session.idleMinutes') * 60_000,
     sessionMaxAlive: Math.floor(pick('session.maxAlive')),
@@ -226,9 +235,13 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
       const entries = Object.entries(v as Record<string, unknown>);
       if (entries.length > 200) return 'must name at most 200 models';
       const bad = entries.find(([, n]) => !Number.isInteger(n) || (n as number) < 256 || (n as number) > 100_000_000);
-      return bad ? `must map model names to whole numbers of tokens (256 to 100,000,000); "${bad[0].slice(0, 80)}" has ${JSON.stringify(bad[1])?.slice(0, 40)}` : undefined;
+      return bad
+        ? `must map model names to whole numbers of tokens (256 to 100,000,000); "${bad[0].slice(0, 80)}" has ${JSON.stringify(bad[1])?.slice(0, 40)}`
+        : undefined;
     }) as Record<string, number>,
-    compatibleVisionModels: pick('openaiCompatible.visionModels', (_o, v) => ((v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names')).slice(0, 200) as string[],
+    compatibleVisionModels: pick('openaiCompatible.visionModels', (_o, v) =>
+      (v as unknown[]).every((m) => typeof m === 'string') ? undefined : 'must list model names',
+    ).slice(0, 200) as string[],
     maxDisplayBytes: Math.round(pick('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick('outputs.maxExecutionMB') * MB),
     outputModelChars: Math.floor(pick('outputs.modelChars')),

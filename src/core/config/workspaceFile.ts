@@ -99,12 +99,24 @@ function readGrown(fd: number, file: string, first: Buffer, maxBytes: number): B
 }
 
 function notRegular(file: string, st: Stats): SettingsError {
-  const kind = st.isFIFO() ? 'a named pipe (FIFO)' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : st.isDirectory() ? 'a folder' : st.isSocket() ? 'a socket' : 'not a regular file';
-  return new SettingsError(`${file} is ${kind}, not a regular file; CodeAct reads settings only from regular files. Replace it with a JSON file, or remove it.`);
+  const kind = st.isFIFO()
+    ? 'a named pipe (FIFO)'
+    : st.isCharacterDevice() || st.isBlockDevice()
+      ? 'a device'
+      : st.isDirectory()
+        ? 'a folder'
+        : st.isSocket()
+          ? 'a socket'
+          : 'not a regular file';
+  return new SettingsError(
+    `${file} is ${kind}, not a regular file; CodeAct reads settings only from regular files. Replace it with a JSON file, or remove it.`,
+  );
 }
 
 function tooLarge(file: string, maxBytes: number): SettingsError {
-  return new SettingsError(`${file} is larger than ${maxBytes / (1024 * 1024)} MiB, CodeAct's limit for a settings file. Make it smaller (move large tool schemas into fewer declarations).`);
+  return new SettingsError(
+    `${file} is larger than ${maxBytes / (1024 * 1024)} MiB, CodeAct's limit for a settings file. Make it smaller (move large tool schemas into fewer declarations).`,
+  );
 }
 
 export function readSettingsFile(file: string): Record<string, unknown> {
@@ -132,6 +144,11 @@ export function codeactSetting<T = unknown>(settings: Record<string, unknown>, k
 }
 
 /** A reader for the resolver: flags, then the folder's settings, then a `.code-workspace` file's `settings`, then the user's. */
-export function cliSettingsReader(flags: Record<string, unknown>, folder: Record<string, unknown>, user: Record<string, unknown>, workspace: Record<string, unknown> = {}): (key: string) => { flag?: unknown; folder?: unknown; workspace?: unknown; user?: unknown } {
+export function cliSettingsReader(
+  flags: Record<string, unknown>,
+  folder: Record<string, unknown>,
+  user: Record<string, unknown>,
+  workspace: Record<string, unknown> = {},
+): (key: string) => { flag?: unknown; folder?: unknown; workspace?: unknown; user?: unknown } {
   return (key) => ({ flag: flags[key], folder: codeactSetting(folder, key), workspace: codeactSetting(workspace, key), user: codeactSetting(user, key) });
 }

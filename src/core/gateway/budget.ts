@@ -43,7 +43,9 @@ function cpuMs(): number {
 
 export class BudgetExceeded extends Error {
   constructor(readonly budget: number) {
-    super(`the check would take more than the validation budget (${budget.toLocaleString('en-US')} units, about ${Math.max(1, Math.round(budget / 200_000))} ms)`);
+    super(
+      `the check would take more than the validation budget (${budget.toLocaleString('en-US')} units, about ${Math.max(1, Math.round(budget / 200_000))} ms)`,
+    );
     this.name = 'BudgetExceeded';
   }
 }

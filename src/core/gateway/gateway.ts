@@ -95,7 +95,10 @@ export interface GatewayOptions {
 
 export class ToolError extends CodeActError {
   readonly category = 'tool' as const;
-  constructor(message: string, readonly code: 'unknown_tool' | 'invalid_arguments' | 'invalid_result' | 'denied' | 'no_answer' | 'failed') {
+  constructor(
+    message: string,
+    readonly code: 'unknown_tool' | 'invalid_arguments' | 'invalid_result' | 'denied' | 'no_answer' | 'failed',
+  ) {
     super(message);
     this.name = 'ToolError';
   }
@@ -113,7 +116,10 @@ export class ToolGateway {
   readonly records: ToolCallSummary[] = [];
   private readonly argumentLimits: ShapeLimits;
 
-  constructor(tools: ManagedTool[], private readonly options: GatewayOptions = {}) {
+  constructor(
+    tools: ManagedTool[],
+    private readonly options: GatewayOptions = {},
+  ) {
     this.argumentLimits = { ...ARGUMENT_LIMITS, ...options.argumentLimits };
     for (const tool of tools) {
       this.entries.set(tool.name, {
@@ -154,7 +160,11 @@ export class ToolGateway {
     return this.recorded(request, () => {
       const installer = this.options.installer;
       if (!installer) {
-        throw new ToolError(this.options.installUnavailable ?? 'install_packages is not available here (no local Python session to install into). Ask the user to install the packages.', 'denied');
+        throw new ToolError(
+          this.options.installUnavailable ??
+            'install_packages is not available here (no local Python session to install into). Ask the user to install the packages.',
+          'denied',
+        );
       }
       return installer(request, signal);
     });
@@ -229,7 +239,8 @@ export class ToolGateway {
     if (!entry) {
       const allowed = this.names();
       throw new ToolError(
-        `Unknown tool "${name}". ` + (allowed.length ? `Allowed tools: ${allowed.join(', ')}.` : 'No managed tools are declared (codeact.tools in .vscode/settings.json).'),
+        `Unknown tool "${name}". ` +
+          (allowed.length ? `Allowed tools: ${allowed.join(', ')}.` : 'No managed tools are declared (codeact.tools in .vscode/settings.json).'),
         'unknown_tool',
       );
     }
@@ -292,7 +303,10 @@ export class ToolGateway {
     // A form the tool's server asks the person to fill in waits like an approval: the clocks stop meanwhile.
     const waits = pausedTime(request.pause);
     const { elicitor } = this.options;
-    const elicit = elicitor && ((prompt: ElicitationPrompt, attributed: boolean) => elicitor({ ...prompt, itemId: request.itemId, ...(attributed ? { tool: name, callId: request.callId } : {}) }));
+    const elicit =
+      elicitor &&
+      ((prompt: ElicitationPrompt, attributed: boolean) =>
+        elicitor({ ...prompt, itemId: request.itemId, ...(attributed ? { tool: name, callId: request.callId } : {}) }));
     let output: unknown;
     try {
       output = await tool.invoke(args as Record<string, unknown>, { signal, callId: request.callId, pause: waits.pause, ...(elicit ? { elicit } : {}) });
@@ -305,7 +319,8 @@ export class ToolGateway {
     if (resultShape.problem) throw new ToolError(`The result of "${name}" is refused: ${resultShape.problem}.`, 'invalid_result');
     const size = Buffer.byteLength(JSON.stringify(output));
     facts.resultBytes = size;
-    if (size > max) throw new ToolError(`The tool "${name}" returned ${size.toLocaleString('en-US')} bytes; the limit is ${max.toLocaleString('en-US')}.`, 'invalid_result');
+    if (size > max)
+      throw new ToolError(`The tool "${name}" returned ${size.toLocaleString('en-US')} bytes; the limit is ${max.toLocaleString('en-US')}.`, 'invalid_result');
     if (entry.output) {
       const bad = validate(entry.output, output, `The result of "${name}" is too costly to check against its output schema`, 'invalid_result');
       if (bad.length) throw new ToolError(`The tool "${name}" returned an invalid result: ${bad.join('; ')}.`, 'invalid_result');

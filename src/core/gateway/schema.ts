@@ -115,7 +115,9 @@ function compileUncached(schema: JsonSchema): Validator {
   const stats = { patterns: 0 };
   const marked = markSubschemas(schema, stats) as object | boolean;
   if (stats.patterns > SCHEMA_MAX_PATTERNS) {
-    throw new SchemaError([{ field: '', reason: `is refused before compiling: it has ${stats.patterns} patterns, more than ${SCHEMA_MAX_PATTERNS}`, fix: 'simplify it' }]);
+    throw new SchemaError([
+      { field: '', reason: `is refused before compiling: it has ${stats.patterns} patterns, more than ${SCHEMA_MAX_PATTERNS}`, fix: 'simplify it' },
+    ]);
   }
   const compile = (ajv: Ajv2020 | AjvDraft7): ValidateFunction => {
     try {

@@ -76,7 +76,18 @@ function keywordFix(key: string): string | undefined {
   }
 }
 
-const TYPE_ALIASES: Record<string, string> = { int: 'integer', str: 'string', text: 'string', bool: 'boolean', dict: 'object', map: 'object', list: 'array', float: 'number', double: 'number', none: 'null' };
+const TYPE_ALIASES: Record<string, string> = {
+  int: 'integer',
+  str: 'string',
+  text: 'string',
+  bool: 'boolean',
+  dict: 'object',
+  map: 'object',
+  list: 'array',
+  float: 'number',
+  double: 'number',
+  none: 'null',
+};
 
 function distance(a: string, b: string): number {
   const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
@@ -101,7 +112,9 @@ export function closestType(value: unknown): string | undefined {
 }
 
 function typeFix(bad: unknown): string {
-  const all = `the JSON Schema types are ${JSON_TYPES.slice(0, -1).map((t) => `"${t}"`).join(', ')} and "null"`;
+  const all = `the JSON Schema types are ${JSON_TYPES.slice(0, -1)
+    .map((t) => `"${t}"`)
+    .join(', ')} and "null"`;
   const meant = closestType(bad);
   return meant ? `write "${meant}" (${all})` : `use one of them: ${all}`;
 }
@@ -125,7 +138,12 @@ function parsed(text: string | undefined): unknown {
 }
 
 function segmentsOf(pointer: string): string[] {
-  return pointer ? pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')) : [];
+  return pointer
+    ? pointer
+        .split('/')
+        .slice(1)
+        .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    : [];
 }
 
 /** The problems of a schema the meta-schema refused (ajv's errors, from `validateSchema`), in plain words. */
@@ -153,7 +171,12 @@ export function schemaProblems(errors: readonly ErrorObject[], schema: unknown):
     const value = valueAt(schema, segments);
     const has = (k: string) => errs.find((x) => x.keyword === k);
     if (!segments.length) {
-      out.push({ field, value, reason: 'is not a schema', fix: 'write an object, for example {"type": "object", "properties": {"query": {"type": "string"}}}' });
+      out.push({
+        field,
+        value,
+        reason: 'is not a schema',
+        fix: 'write an object, for example {"type": "object", "properties": {"query": {"type": "string"}}}',
+      });
     } else if (key === 'type' && (has('enum') || item !== undefined)) {
       const bad = parsed(item ?? value);
       const reason = item !== undefined ? `lists ${item}, which is not a JSON Schema type` : 'is not a JSON Schema type';
@@ -161,7 +184,8 @@ export function schemaProblems(errors: readonly ErrorObject[], schema: unknown):
     } else if (has('type')) {
       const want = (has('type')!.params as { type: string | string[] }).type;
       const types = Array.isArray(want) ? want : String(want).split(',');
-      const words = types.includes('object') && types.includes('boolean') ? 'a schema (an object), true or false' : types.map((t) => TYPE_WORDS[t] ?? t).join(' or ');
+      const words =
+        types.includes('object') && types.includes('boolean') ? 'a schema (an object), true or false' : types.map((t) => TYPE_WORDS[t] ?? t).join(' or ');
       out.push({ field, value, reason: `must be ${words}`, fix: keywordFix(key) });
     } else if (has('minimum') || has('exclusiveMinimum')) {
       const p = (has('minimum') ?? has('exclusiveMinimum'))!.params as { limit: number; comparison: string };
@@ -172,7 +196,12 @@ export function schemaProblems(errors: readonly ErrorObject[], schema: unknown):
       const allowed = (has('enum')!.params as { allowedValues: unknown[] }).allowedValues;
       out.push({ field, value, reason: 'is not one of the values allowed here', fix: `use one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}` });
     } else {
-      out.push({ field, value, reason: 'is not allowed here in a JSON Schema', fix: keywordFix(key) ?? `check the form of "${key}" in the JSON Schema reference (json-schema.org)` });
+      out.push({
+        field,
+        value,
+        reason: 'is not allowed here in a JSON Schema',
+        fix: keywordFix(key) ?? `check the form of "${key}" in the JSON Schema reference (json-schema.org)`,
+      });
     }
   }
   return out.length ? out : [{ field: '', reason: 'is not a valid JSON Schema', fix: 'check it against the JSON Schema reference (json-schema.org)' }];

@@ -27,12 +27,28 @@ function boundsOf(config: ProviderConfig): Partial<StreamBounds> {
 const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
   openai: async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
-    const client = new OpenAI({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
+    const client = new OpenAI({
+      apiKey,
+      baseURL: config.baseURL,
+      maxRetries: 0,
+      timeout: config.timeoutMs,
+      defaultHeaders: config.headers,
+      logLevel: 'off',
+      fetch: tappedFetch(),
+    });
     return new OpenAIResponsesProvider(client, config.baseURL, boundsOf(config));
   },
   anthropic: async (config, apiKey) => {
     const { default: Anthropic } = await import('@anthropic-ai/sdk');
-    const client = new Anthropic({ apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
+    const client = new Anthropic({
+      apiKey,
+      baseURL: config.baseURL,
+      maxRetries: 0,
+      timeout: config.timeoutMs,
+      defaultHeaders: config.headers,
+      logLevel: 'off',
+      fetch: tappedFetch(),
+    });
     return new AnthropicProvider(client, config.baseURL, boundsOf(config));
   },
   gemini: async (config, apiKey) => {
@@ -52,7 +68,15 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
     const { default: OpenAI } = await import('openai');
     const baseURL = config.baseURL ?? providerInfo('openai-compatible').defaultBaseURL!;
     // Local servers (Ollama, vLLM, llama.cpp, LM Studio) accept any key; the SDK insists on one.
-    const client = new OpenAI({ apiKey: apiKey ?? 'not-needed', baseURL, maxRetries: 0, timeout: config.timeoutMs, defaultHeaders: config.headers, logLevel: 'off', fetch: tappedFetch() });
+    const client = new OpenAI({
+      apiKey: apiKey ?? 'not-needed',
+      baseURL,
+      maxRetries: 0,
+      timeout: config.timeoutMs,
+      defaultHeaders: config.headers,
+      logLevel: 'off',
+      fetch: tappedFetch(),
+    });
     return new OpenAICompatibleProvider(client, {
       baseURL,
       supportsTools: config.supportsTools ?? true,

@@ -17,12 +17,37 @@ const MAX_COMPONENT = 200;
 const DEFAULT_STORE_BYTES = 512 * 1024 * 1024;
 
 const MIME_BY_EXT: Record<string, string> = {
-  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', svg: 'image/svg+xml', bmp: 'image/bmp',
-  csv: 'text/csv', tsv: 'text/tab-separated-values', txt: 'text/plain', log: 'text/plain', md: 'text/markdown', json: 'application/json',
-  jsonl: 'application/x-ndjson', html: 'text/html', htm: 'text/html', xml: 'application/xml', yaml: 'application/yaml', yml: 'application/yaml',
-  py: 'text/x-python', ipynb: 'application/x-ipynb+json', pdf: 'application/pdf', zip: 'application/zip', gz: 'application/gzip',
-  parquet: 'application/vnd.apache.parquet', xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet', xls: 'application/vnd.ms-excel',
-  pkl: 'application/octet-stream', npy: 'application/octet-stream', sqlite: 'application/vnd.sqlite3', db: 'application/vnd.sqlite3',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  svg: 'image/svg+xml',
+  bmp: 'image/bmp',
+  csv: 'text/csv',
+  tsv: 'text/tab-separated-values',
+  txt: 'text/plain',
+  log: 'text/plain',
+  md: 'text/markdown',
+  json: 'application/json',
+  jsonl: 'application/x-ndjson',
+  html: 'text/html',
+  htm: 'text/html',
+  xml: 'application/xml',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  py: 'text/x-python',
+  ipynb: 'application/x-ipynb+json',
+  pdf: 'application/pdf',
+  zip: 'application/zip',
+  gz: 'application/gzip',
+  parquet: 'application/vnd.apache.parquet',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  xls: 'application/vnd.ms-excel',
+  pkl: 'application/octet-stream',
+  npy: 'application/octet-stream',
+  sqlite: 'application/vnd.sqlite3',
+  db: 'application/vnd.sqlite3',
 };
 
 /** The MIME type of a file name, by its extension (application/octet-stream when unknown). */
@@ -34,7 +59,10 @@ function mimeOfName(name: string): string {
 /** A relative path from untrusted input, made safe, or undefined when it cannot be. */
 export function safeRelativePath(raw: unknown): string | undefined {
   if (typeof raw !== 'string' || !raw || raw.length > 1000 || raw.includes('\0')) return undefined;
-  const parts = raw.replace(/\\/g, '/').split('/').filter((p) => p !== '' && p !== '.');
+  const parts = raw
+    .replace(/\\/g, '/')
+    .split('/')
+    .filter((p) => p !== '' && p !== '.');
   if (!parts.length || parts.length > MAX_DEPTH || raw.startsWith('/')) return undefined;
   if (parts.some((p) => p === '..' || p.length > MAX_COMPONENT || /[\u0000-\u001f]/.test(p))) return undefined;
   return parts.join('/');

@@ -77,7 +77,8 @@ export function normaliseDisplay(raw: {
   }
   if (!types) return { error: 'a display with no data of a known kind' };
   const display: DisplayOutput = { type: 'display', data: out };
-  let metadata = raw.metadata && typeof raw.metadata === 'object' && !Array.isArray(raw.metadata) ? { ...(raw.metadata as Record<string, unknown>) } : undefined;
+  let metadata =
+    raw.metadata && typeof raw.metadata === 'object' && !Array.isArray(raw.metadata) ? { ...(raw.metadata as Record<string, unknown>) } : undefined;
   let summary = raw.summary;
   let result = raw.result;
   const ours = metadata?.codeact;

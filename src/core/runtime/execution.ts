@@ -4,7 +4,17 @@
  * reports alike (Stop, timeout, the code's own), and building and announcing the finished item.
  */
 import { StringDecoder } from 'node:string_decoder';
-import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, DisplayOutput, ExecutionError, FileOutput, RuntimeKind, SandboxInfo, StreamName } from '../../common/events';
+import type {
+  CodeActEvent,
+  CodeInterpreterCallItem,
+  CodeOutput,
+  DisplayOutput,
+  ExecutionError,
+  FileOutput,
+  RuntimeKind,
+  SandboxInfo,
+  StreamName,
+} from '../../common/events';
 import { formatBytes, formatDuration } from '../../common/format';
 import { MAX_VALUE_DEPTH, measureShape } from '../../common/jsonShape';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from './types';
@@ -150,7 +160,11 @@ export class OutputCapture {
     const bytes = Buffer.byteLength(text, 'utf8');
     let part = text;
     if (bytes > this.cap - s.bytes) {
-      part = Buffer.from(text, 'utf8').subarray(0, this.cap - s.bytes).toString('utf8').replace(/\uFFFD$/, '') + TRUNCATION_MARKER(stream, this.cap);
+      part =
+        Buffer.from(text, 'utf8')
+          .subarray(0, this.cap - s.bytes)
+          .toString('utf8')
+          .replace(/\uFFFD$/, '') + TRUNCATION_MARKER(stream, this.cap);
       s.truncated = true;
       s.bytes = this.cap;
     } else {
@@ -306,7 +320,8 @@ export async function afterReview(
   const { beforeRun, ...rest } = options;
   if (!beforeRun) return run(request, rest);
   const verdict = await beforeRun(request, options.signal);
-  if ('error' in verdict) return notRunItem(safeEmit(options.onEvent), { itemId: request.itemId ?? newId('exec'), code: request.code, runtime, error: verdict.error });
+  if ('error' in verdict)
+    return notRunItem(safeEmit(options.onEvent), { itemId: request.itemId ?? newId('exec'), code: request.code, runtime, error: verdict.error });
   return run({ ...request, code: verdict.code }, rest);
 }
 

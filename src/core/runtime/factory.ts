@@ -41,7 +41,9 @@ export async function createRuntime(config: RuntimeConfig): Promise<Runtime> {
   if (config.runtime === 'jupyter') {
     const url = config.jupyter?.url;
     if (!url) {
-      throw new RuntimeConfigError('The Jupyter runtime needs a server URL: set codeact.jupyter.serverURL (CLI: --jupyter-url URL), and the token in CODEACT_JUPYTER_TOKEN.');
+      throw new RuntimeConfigError(
+        'The Jupyter runtime needs a server URL: set codeact.jupyter.serverURL (CLI: --jupyter-url URL), and the token in CODEACT_JUPYTER_TOKEN.',
+      );
     }
     const { JupyterRuntime } = await import('./jupyter/jupyterRuntime');
     return new JupyterRuntime({ ...config.jupyter, url, limits: config.limits });

@@ -22,7 +22,11 @@ interface KeptOutput {
 
 function stream(outputs: readonly CodeOutput[], name: 'stdout' | 'stderr'): string {
   const text = logsOf({ outputs }, name);
-  return headTail(text, KEPT_RUN_CHARS, (o) => `…[codeact: ${omittedText(o)} of ${name} not kept: a session keeps ${KEPT_RUN_CHARS / 1024 / 1024} MiB of a run's ${name}]…\n`);
+  return headTail(
+    text,
+    KEPT_RUN_CHARS,
+    (o) => `…[codeact: ${omittedText(o)} of ${name} not kept: a session keeps ${KEPT_RUN_CHARS / 1024 / 1024} MiB of a run's ${name}]…\n`,
+  );
 }
 
 /** The whole output of a finished run (its outputs, in order), filed under execution `n`. */

@@ -125,7 +125,11 @@ export class ToolDispatcher {
     const refusal = this.admit();
     if (refusal) return refusal;
     // Announced with its arguments, so only arguments every consumer can walk (the gateway's caps are tighter).
-    if (tooDeep(args)) return { ok: false, error: `call_tool(${JSON.stringify(name.slice(0, 100))}): the arguments are nested deeper than ${MAX_VALUE_DEPTH} levels; pass a flatter value.` };
+    if (tooDeep(args))
+      return {
+        ok: false,
+        error: `call_tool(${JSON.stringify(name.slice(0, 100))}): the arguments are nested deeper than ${MAX_VALUE_DEPTH} levels; pass a flatter value.`,
+      };
     if (this.active >= this.o.maxConcurrent) {
       // The slot is handed over by the call that frees it (see below), so no other call can take it between.
       if (!(await new Promise<boolean>((resolve) => this.waiting.push(resolve)))) return ENDED;
@@ -145,15 +149,23 @@ export class ToolDispatcher {
   private admit(): ToolOutcome | undefined {
     const limit = this.o.maxTotal;
     if (++this.received > limit) {
-      this.noteOnce('total', `[codeact: this run reached its limit of ${limit.toLocaleString('en-US')} tool calls (codeact.toolCalls.maxPerRun); further calls were refused]\n`);
+      this.noteOnce(
+        'total',
+        `[codeact: this run reached its limit of ${limit.toLocaleString('en-US')} tool calls (codeact.toolCalls.maxPerRun); further calls were refused]\n`,
+      );
       if (this.received > limit + TOOL_FLOOD_MARGIN && !this.flooded) {
         this.flooded = true;
-        this.o.onFlood?.(`more than ${(limit + TOOL_FLOOD_MARGIN).toLocaleString('en-US')} tool calls in one run (the limit is ${limit.toLocaleString('en-US')})`);
+        this.o.onFlood?.(
+          `more than ${(limit + TOOL_FLOOD_MARGIN).toLocaleString('en-US')} tool calls in one run (the limit is ${limit.toLocaleString('en-US')})`,
+        );
       }
       return { ok: false, error: tooManyCallsError(limit), limit: true };
     }
     if (this.inFlight >= MAX_OUTSTANDING_TOOL_CALLS) {
-      this.noteOnce('outstanding', `[codeact: more than ${MAX_OUTSTANDING_TOOL_CALLS.toLocaleString('en-US')} tool calls of this run were waiting at once; further calls were refused]\n`);
+      this.noteOnce(
+        'outstanding',
+        `[codeact: more than ${MAX_OUTSTANDING_TOOL_CALLS.toLocaleString('en-US')} tool calls of this run were waiting at once; further calls were refused]\n`,
+      );
       return { ok: false, error: `too many tool calls waiting in this run: limit ${MAX_OUTSTANDING_TOOL_CALLS} at once. Await the calls in smaller batches.` };
     }
     return undefined;

@@ -3,7 +3,14 @@
  * own, with its index and name; the valid ones still work.
  */
 import { clip } from '../../common/format';
-import { formatDeclarationProblem, TOOL_NAME_PATTERN, TOOL_SOURCES, type CommandSource, type DeclarationProblem, type ToolDeclaration } from '../../common/tools';
+import {
+  formatDeclarationProblem,
+  TOOL_NAME_PATTERN,
+  TOOL_SOURCES,
+  type CommandSource,
+  type DeclarationProblem,
+  type ToolDeclaration,
+} from '../../common/tools';
 import { decideApproval, type ToolApprovalFacts } from '../gateway/approvalPolicy';
 import { compileSchema, SchemaError } from '../gateway/schema';
 import type { DeclarationError, ManagedTool, ToolSet } from '../gateway/toolSet';
@@ -49,7 +56,8 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     const say = (reason: string) => problems.push({ reason });
     if (!decl || typeof decl !== 'object' || Array.isArray(decl)) {
       const reason = `The declaration ${clip(JSON.stringify(decl) ?? String(decl), 80)} is not an object`;
-      const fix = 'write an object with "name", "description", "inputSchema" and one source, for example {"name": "search", "command": ["python3", "tools/search.py"]}';
+      const fix =
+        'write an object with "name", "description", "inputSchema" and one source, for example {"name": "search", "command": ["python3", "tools/search.py"]}';
       errors.push({ index, message: formatDeclarationProblem({ reason, fix }), problems: [{ reason, fix }] });
       return;
     }
@@ -59,7 +67,13 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     else if (!name || !TOOL_NAME_PATTERN.test(name)) {
       const fix = 'start with a letter and use only letters, digits, "_" and "-" (at most 64 characters), for example "search_orders"';
       problems.push({ field: 'name', value: clip(JSON.stringify(d.name), 80), reason: 'is not a valid tool name', fix });
-    } else if (seen.has(name)) problems.push({ field: 'name', value: JSON.stringify(name), reason: `is declared twice (also at codeact.tools[${seen.get(name)}])`, fix: 'rename one of them' });
+    } else if (seen.has(name))
+      problems.push({
+        field: 'name',
+        value: JSON.stringify(name),
+        reason: `is declared twice (also at codeact.tools[${seen.get(name)}])`,
+        fix: 'rename one of them',
+      });
     const sources = TOOL_SOURCES.filter((s) => (d as unknown as Record<string, unknown>)[s] !== undefined);
     const oneOf = TOOL_SOURCES.map((s) => `"${s}"`).join(', ');
     if (sources.length === 0) problems.push({ reason: 'The declaration has no source', fix: `give exactly one of ${oneOf}` });
@@ -77,10 +91,20 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
       }
     }
     if (d.approval !== undefined && !['auto', 'ask', 'deny'].includes(d.approval)) {
-      problems.push({ field: 'approval', value: clip(JSON.stringify(d.approval), 80), reason: 'is not an approval policy', fix: 'use "auto", "ask" or "deny"' });
+      problems.push({
+        field: 'approval',
+        value: clip(JSON.stringify(d.approval), 80),
+        reason: 'is not an approval policy',
+        fix: 'use "auto", "ask" or "deny"',
+      });
     }
     if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) {
-      problems.push({ field: 'expose', value: clip(JSON.stringify(d.expose), 80), reason: 'is not a way to offer the tool', fix: 'use "code", "direct" or "both"' });
+      problems.push({
+        field: 'expose',
+        value: clip(JSON.stringify(d.expose), 80),
+        reason: 'is not a way to offer the tool',
+        fix: 'use "code", "direct" or "both"',
+      });
     }
     // The one precedence table decides the tool's approval, whatever its source (../gateway/approvalPolicy).
     const approvalFacts: ToolApprovalFacts = {
@@ -90,7 +114,8 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
       userDefault: ctx.userDefaultApproval ?? 'auto',
     };
     const approval = decideApproval(approvalFacts).policy;
-    const made = sources.length === 1 ? SOURCE_KINDS[sources[0]]({ decl: d, name: name!, index, approval, ctx, say, valid: () => problems.length === 0 }) : undefined;
+    const made =
+      sources.length === 1 ? SOURCE_KINDS[sources[0]]({ decl: d, name: name!, index, approval, ctx, say, valid: () => problems.length === 0 }) : undefined;
     const invoke = made && 'invoke' in made ? made.invoke : undefined;
     const external = made && 'tool' in made ? made.tool : undefined;
     if (problems.length) {
@@ -147,7 +172,8 @@ const SOURCE_KINDS: Record<(typeof TOOL_SOURCES)[number], (load: SourceLoad) => 
       say('"http.allowedHosts" must list the hosts the tool may reach');
     } else {
       const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
-      if (bad.length) say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
+      if (bad.length)
+        say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
     }
     if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
     return { invoke: (args, c) => runHttpTool(name, h, args, { signal: c.signal, hostEnv: ctx.hostEnv }) };
@@ -155,7 +181,8 @@ const SOURCE_KINDS: Record<(typeof TOOL_SOURCES)[number], (load: SourceLoad) => 
   mcp: ({ decl, index, approval, ctx, say, valid }) => {
     const problem = validateMcpSource(decl.mcp);
     if (problem) return void say(problem);
-    if (valid()) return { tool: createMcpTool(decl, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index }) };
+    if (valid())
+      return { tool: createMcpTool(decl, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index }) };
   },
   // Built by the host (the VS Code language model tools), when it can.
   lmTool: ({ decl, ctx, say, valid }) => {

@@ -126,7 +126,7 @@ function discoveryLines(count: number): string[] {
     'Look a tool up before you call it:',
     '- `await search_tools("what you need", limit=10)` returns the best matches: name, description, Python signature and a summary of the result;',
     '- `await describe_tool("name")` returns one tool\'s full input and output JSON schemas;',
-    '- `from tools import name` gives an async function with the tool\'s real signature (keyword arguments only): `await name(arg=value)`.',
+    "- `from tools import name` gives an async function with the tool's real signature (keyword arguments only): `await name(arg=value)`.",
     '  A wrong or missing keyword raises TypeError before anything is sent. `await call_tool("name", **arguments)` works as well.',
   ];
 }
@@ -136,7 +136,7 @@ function stateSentence(ctx: CodeToolContext): string {
   return ctx.runtime === 'jupyter'
     ? 'Runs share one Jupyter kernel per conversation: variables, imports and functions from earlier runs are still defined.'
     : 'Runs of this conversation share one Python session: variables, imports, functions and files in the working directory from earlier runs are still there. ' +
-        'If the session was restarted, the run\'s stderr starts with a [codeact] note saying that earlier variables are gone.';
+        "If the session was restarted, the run's stderr starts with a [codeact] note saying that earlier variables are gone.";
 }
 
 /** What reaches the user (and the model) besides the printed output and the value. */
@@ -144,7 +144,7 @@ function outputsSentence(ctx: CodeToolContext): string {
   return (
     'The user sees rich output: `display(obj)` (defined without an import), matplotlib figures (`plt.show()`, and any figure still ' +
     'open when the code ends) and a last bare expression that is not a JSON value (a DataFrame, an image) are shown to the user as ' +
-    'plots, images, tables, HTML or Markdown. The result lists each display as text: a table\'s shape, columns and first rows, ' +
+    "plots, images, tables, HTML or Markdown. The result lists each display as text: a table's shape, columns and first rows, " +
     '"[image 640×480, PNG]" for an image' +
     (ctx.seesImages
       ? '; the images themselves are attached to the result, so you can look at a plot and improve it.'
@@ -177,14 +177,16 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     '',
     'Inside the code, the only way to reach the outside world is the async function',
     '`await call_tool(name, **arguments)`. It calls one of the managed tools listed below on the host, which',
-    'checks the arguments against the tool\'s input schema before the tool runs, and returns the tool\'s JSON result',
+    "checks the arguments against the tool's input schema before the tool runs, and returns the tool's JSON result",
     '(dicts, lists, strings, numbers). If the tool is unknown, the arguments are invalid, the user denies the call, or',
     'the tool fails, call_tool raises RuntimeError with the reason; catch it to recover or let it fail the run.',
     `Independent calls run concurrently with \`await asyncio.gather(call_tool(...), call_tool(...))\` (up to ${ctx.maxConcurrency ?? 8} at a time).`,
     '',
     'Conventions: top-level `await` and `return` work. `return` a JSON-serialisable value (dict, list, str, number,',
     'bool, None) as the result; print() only what a person should read. ' + stateSentence(ctx),
-    ctx.runtime === 'jupyter' ? 'The kernel may have no network access.' : `The working directory ${ctx.persistent ? 'is a private folder of the session' : 'is an empty temporary folder'}; there may be no network.`,
+    ctx.runtime === 'jupyter'
+      ? 'The kernel may have no network access.'
+      : `The working directory ${ctx.persistent ? 'is a private folder of the session' : 'is an empty temporary folder'}; there may be no network.`,
     outputsSentence(ctx),
     budgetSentence(ctx),
     ...(ctx.installs ? [INSTALL_SENTENCE] : []),

@@ -50,7 +50,13 @@ function startTurn(emit: Emit, start: Omit<TurnStarted, 'type' | 'turn_id' | 'st
   emit({ type: 'codeact.turn.started', turn_id: turnId, ...start, started_at: started });
   const end = (status: TurnEndStatus, message?: string) => {
     const cutOff = status !== 'completed' && interrupted?.();
-    emit({ type: 'codeact.turn.ended', turn_id: turnId, status, duration_ms: Date.now() - started, ...(cutOff ? { message: INTERRUPTED_MESSAGE, interrupted: true } : message ? { message } : {}) });
+    emit({
+      type: 'codeact.turn.ended',
+      turn_id: turnId,
+      status,
+      duration_ms: Date.now() - started,
+      ...(cutOff ? { message: INTERRUPTED_MESSAGE, interrupted: true } : message ? { message } : {}),
+    });
   };
   return { turnId, end };
 }
@@ -91,7 +97,11 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
   const { conversation: convo, config } = o;
   const emit = emitterOf(convo, o.onEvent);
   const runtimeKind: RuntimeKind = runtimeKindOf(config);
-  const { turnId, end } = startTurn(emit, { prompt: o.prompt, source: o.source, provider: config.provider, model: config.model, runtime: runtimeKind }, o.interrupted);
+  const { turnId, end } = startTurn(
+    emit,
+    { prompt: o.prompt, source: o.source, provider: config.provider, model: config.model, runtime: runtimeKind },
+    o.interrupted,
+  );
   try {
     // A container that expired is dropped (history and meta) and the request goes on in a new one.
     const recovery = recoverExpiredContainers(await o.provider(), convo.meta.expiredContainers ?? [], emit);
@@ -170,7 +180,10 @@ export async function runCodeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
   const { turnId, end } = startTurn(emit, { prompt: o.label, source: o.source, runtime: runtime.kind }, o.interrupted);
   try {
     const gateway = typeof o.gateway === 'function' ? await o.gateway() : o.gateway;
-    const item = await runtime.execute({ code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) }, { signal: o.signal, onToolCall: gateway.handler, onEvent: emit, beforeRun: o.beforeRun });
+    const item = await runtime.execute(
+      { code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) },
+      { signal: o.signal, onToolCall: gateway.handler, onEvent: emit, beforeRun: o.beforeRun },
+    );
     end(item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed');
     return { turnId, item };
   } catch (err) {

@@ -77,12 +77,15 @@ export class RunClock {
 
   private arm(): void {
     this.since = this.clock.now();
-    this.timer = this.clock.setTimeout(() => {
-      this.timer = undefined;
-      if (this.state !== 'armed') return;
-      this.state = 'over';
-      this.onTimeout?.();
-    }, Math.max(0, this.remaining));
+    this.timer = this.clock.setTimeout(
+      () => {
+        this.timer = undefined;
+        if (this.state !== 'armed') return;
+        this.state = 'over';
+        this.onTimeout?.();
+      },
+      Math.max(0, this.remaining),
+    );
   }
 }
 

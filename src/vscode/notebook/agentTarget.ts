@@ -23,7 +23,6 @@ export interface NotebookTurn {
   session?: { id: string; label: string };
 }
 
-
 /** An agent's execution, finished, as the cell to insert. */
 export interface FinishedCell {
   code: string;
@@ -81,7 +80,8 @@ class RecordedCellExecution implements CellExecution {
  * runtime's own. Code review (options.beforeRun) comes first: the cell is the code the person allowed.
  */
 export function notebookTurnRuntime(inner: Runtime, target: NotebookTarget): Runtime {
-  const execute = (request: ExecuteRequest, options: ExecuteOptions = {}) => afterReview(inner.kind, request, options, (request, options) => asCell(inner, target, request, options));
+  const execute = (request: ExecuteRequest, options: ExecuteOptions = {}) =>
+    afterReview(inner.kind, request, options, (request, options) => asCell(inner, target, request, options));
   return { kind: inner.kind, sessions: inner.sessions, dispose: () => inner.dispose(), execute };
 }
 
@@ -108,15 +108,30 @@ async function asCell(inner: Runtime, target: NotebookTarget, request: ExecuteRe
   });
   if (item) {
     try {
-      await target.insertCell({ code: request.code, itemId, order: cell.order, success: cell.success, outputs: cell.outputs, startTime: cell.startTime, endTime: cell.endTime });
+      await target.insertCell({
+        code: request.code,
+        itemId,
+        order: cell.order,
+        success: cell.success,
+        outputs: cell.outputs,
+        startTime: cell.startTime,
+        endTime: cell.endTime,
+      });
       emit({ type: 'codeact.notebook.cell', item_id: itemId, notebook: target.uri, name: target.name });
     } catch (err) {
       // It ran (the model gets its result); only the cell is missing, and the card says so.
-      emit({ type: 'codeact.output.delta', item_id: itemId, stream: 'stderr', delta: `\n[CodeAct: the cell could not be added to ${target.name}: ${(err as Error).message}]\n` });
+      emit({
+        type: 'codeact.output.delta',
+        item_id: itemId,
+        stream: 'stderr',
+        delta: `\n[CodeAct: the cell could not be added to ${target.name}: ${(err as Error).message}]\n`,
+      });
     }
   }
   // Interrupted or restarted while it waited behind the user's cells: it never ran.
-  return item ?? announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: cancelledError(true), startedAt: started }));
+  return (
+    item ?? announceDone(emit, executionItem({ itemId, code: request.code, runtime: inner.kind, outputs: [], error: cancelledError(true), startedAt: started }))
+  );
 }
 
 // ---- what the model reads ---------------------------------------------------------------------
@@ -155,8 +170,9 @@ function outputText(o: DigestOutput): string {
   const stream = by.get(STDOUT_MIME) ?? by.get(STDERR_MIME);
   if (stream) return o.items.map((i) => i.text ?? '').join('');
   const kinds: string[] = [];
-  for (const mime of ['image/png', 'image/jpeg', 'image/svg+xml', 'image/gif', 'text/html']) if (by.has(mime)) kinds.push(mime === 'text/html' ? 'HTML' : `image (${mime})`);
-  const text = by.get('text/markdown')?.text ?? by.get('text/plain')?.text ?? (by.get('application/json')?.text);
+  for (const mime of ['image/png', 'image/jpeg', 'image/svg+xml', 'image/gif', 'text/html'])
+    if (by.has(mime)) kinds.push(mime === 'text/html' ? 'HTML' : `image (${mime})`);
+  const text = by.get('text/markdown')?.text ?? by.get('text/plain')?.text ?? by.get('application/json')?.text;
   return [kinds.length ? `[${kinds.join(', ')}]` : '', text ?? ''].filter(Boolean).join(' ');
 }
 
@@ -166,7 +182,10 @@ export function notebookDigest(cells: readonly DigestCell[], selected?: number):
   cells.forEach((c, i) => {
     const head = `[${i}] ${c.kind}${c.kind === 'code' ? (c.executionOrder ? `, ran as [${c.executionOrder}]` : ', not run') : ''}${c.agent ? ', written by you' : ''}${i === selected ? ', selected' : ''}`;
     const source = headTail(c.source, SOURCE_CHARS, partNote('of this cell', 'here'));
-    const outs = c.outputs.map(outputText).filter((t) => t.trim()).join('\n');
+    const outs = c.outputs
+      .map(outputText)
+      .filter((t) => t.trim())
+      .join('\n');
     const out = outs ? `\n--- output of [${i}]:\n${headTail(outs, OUTPUT_CHARS, partNote('of this output', 'here'))}` : '';
     parts.push(`${head}\n${source}${out}`);
   });

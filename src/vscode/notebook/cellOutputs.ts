@@ -221,7 +221,11 @@ export class CellOutputWriter {
     }
     // The appends are chained: `await this.chain` below waits for them all.
     for (const o of item.outputs) {
-      if (o.type === 'file') void this.append({ items: [{ mime: 'text/plain', data: utf8(`[file ${fileLabel(o)}${o.note ? `: ${o.note}` : ''}]`) }], metadata: { outputType: 'display_data', metadata: {} } });
+      if (o.type === 'file')
+        void this.append({
+          items: [{ mime: 'text/plain', data: utf8(`[file ${fileLabel(o)}${o.note ? `: ${o.note}` : ''}]`) }],
+          metadata: { outputType: 'display_data', metadata: {} },
+        });
     }
     if (!this.sawResult && item.status === 'completed' && item.value !== undefined && item.value !== null) {
       const text = typeof item.value === 'string' ? JSON.stringify(item.value) : JSON.stringify(item.value, null, 2);

@@ -62,7 +62,11 @@ function codeactMeta(cell: vscode.NotebookCell): Record<string, unknown> | undef
 /** A cell as the model reads it (./agentTarget's digest). */
 function digestCell(cell: vscode.NotebookCell): DigestCell {
   const outputs = cell.outputs.map((o) => ({
-    items: o.items.map((i) => ({ mime: i.mime, bytes: i.data.byteLength, text: /^(text\/|application\/(vnd\.code\.notebook\.(stdout|stderr|error)|json))/.test(i.mime) ? decoder.decode(i.data.subarray(0, 64 * 1024)) : undefined })),
+    items: o.items.map((i) => ({
+      mime: i.mime,
+      bytes: i.data.byteLength,
+      text: /^(text\/|application\/(vnd\.code\.notebook\.(stdout|stderr|error)|json))/.test(i.mime) ? decoder.decode(i.data.subarray(0, 64 * 1024)) : undefined,
+    })),
   }));
   return {
     kind: cell.kind === vscode.NotebookCellKind.Code ? 'code' : 'markdown',
@@ -220,8 +224,18 @@ export class CodeActNotebookKernel implements vscode.Disposable {
       const data = new vscode.NotebookCellData(vscode.NotebookCellKind.Code, c.code, 'python');
       // Whole: its id and execution number too, so the ipynb support has nothing to add (an edit of its own
       // would be a step of its own for Ctrl+Z).
-      data.metadata = { id: c.itemId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 64), execution_count: c.order || null, metadata: { codeact: { author: 'agent', item_id: c.itemId } } };
-      data.outputs = c.outputs.map((o) => new vscode.NotebookCellOutput(o.items.map((i) => new vscode.NotebookCellOutputItem(i.data, i.mime)), o.metadata));
+      data.metadata = {
+        id: c.itemId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 64),
+        execution_count: c.order || null,
+        metadata: { codeact: { author: 'agent', item_id: c.itemId } },
+      };
+      data.outputs = c.outputs.map(
+        (o) =>
+          new vscode.NotebookCellOutput(
+            o.items.map((i) => new vscode.NotebookCellOutputItem(i.data, i.mime)),
+            o.metadata,
+          ),
+      );
       data.executionSummary = { executionOrder: c.order || undefined, success: c.success, timing: { startTime: c.startTime, endTime: c.endTime } };
       const edit = new vscode.WorkspaceEdit();
       edit.set(nb.uri, [vscode.NotebookEdit.insertCells(at, [data])]);

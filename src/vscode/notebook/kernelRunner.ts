@@ -77,7 +77,11 @@ export class NotebookKernelSession {
    * its code with its own gateway and events); `signal` stops this cell alone. Resolves with the finished
    * item, or undefined when the cell never ran (interrupted or restarted while it waited).
    */
-  execute(code: string, cell: CellExecution, how?: { run?: RunCell; signal?: AbortSignal; itemId?: string; batch?: CellBatch }): Promise<CodeInterpreterCallItem | undefined> {
+  execute(
+    code: string,
+    cell: CellExecution,
+    how?: { run?: RunCell; signal?: AbortSignal; itemId?: string; batch?: CellBatch },
+  ): Promise<CodeInterpreterCallItem | undefined> {
     const me: Waiting = { controller: new AbortController() };
     const outer = how?.signal;
     const onOuter = () => me.controller.abort();
@@ -123,7 +127,15 @@ export class NotebookKernelSession {
     } catch (err) {
       // The run could not start (an untrusted workspace, a runtime that cannot be built): said in the cell.
       const message = err instanceof Error ? err.message : String(err);
-      item = { type: 'code_interpreter_call', id: itemId, status: 'failed', code, runtime: 'local', outputs: [], error: { type: (err as Error)?.name || 'Error', message } };
+      item = {
+        type: 'code_interpreter_call',
+        id: itemId,
+        status: 'failed',
+        code,
+        runtime: 'local',
+        outputs: [],
+        error: { type: (err as Error)?.name || 'Error', message },
+      };
       this.deps.log(`notebook ${this.label}: cell ${order} did not run: ${message}`);
     }
     try {

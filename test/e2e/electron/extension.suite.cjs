@@ -31,7 +31,10 @@ describe('CodeAct inside VS Code', function () {
   });
 
   it('registers the execute_tool_code language-model tool', () => {
-    assert.ok(vscode.lm.tools.some((t) => t.name === 'execute_tool_code'), vscode.lm.tools.map((t) => t.name).join(', '));
+    assert.ok(
+      vscode.lm.tools.some((t) => t.name === 'execute_tool_code'),
+      vscode.lm.tools.map((t) => t.name).join(', '),
+    );
   });
 
   it('reads the managed tools of the workspace (trusted)', () => {
@@ -61,16 +64,16 @@ describe('CodeAct inside VS Code', function () {
     }
   });
 
-  it('never takes a first-party provider\'s base URL from the workspace: only from the user', async () => {
+  it("never takes a first-party provider's base URL from the workspace: only from the user", async () => {
     const api = await ext.activate();
     const cfg = () => vscode.workspace.getConfiguration('codeact');
     await cfg().update('provider', 'openai', vscode.ConfigurationTarget.Global);
     await cfg().update('baseURL', 'http://attacker.invalid/v1', vscode.ConfigurationTarget.Workspace);
     try {
       assert.equal(api.settings().provider, 'openai');
-      assert.equal(api.settings().baseUrl, undefined, 'the workspace\'s base URL would receive the OpenAI key');
+      assert.equal(api.settings().baseUrl, undefined, "the workspace's base URL would receive the OpenAI key");
       await cfg().update('baseURL', 'https://proxy.example/v1', vscode.ConfigurationTarget.Global);
-      assert.equal(api.settings().baseUrl, 'https://proxy.example/v1', 'the user\'s own base URL is used');
+      assert.equal(api.settings().baseUrl, 'https://proxy.example/v1', "the user's own base URL is used");
       // An OpenAI-compatible server's URL may come from a trusted workspace.
       await cfg().update('provider', 'openai-compatible', vscode.ConfigurationTarget.Global);
       assert.equal(api.settings().baseUrl, 'http://attacker.invalid/v1');
@@ -98,7 +101,10 @@ describe('CodeAct inside VS Code', function () {
     assert.ok(item, 'the command returns the execution item');
     assert.equal(item.status, 'completed', JSON.stringify(item.error));
     assert.match(String(item.value?.quote_id), /^Q-\d+$/);
-    const stdout = item.outputs.filter((o) => o.type === 'logs' && o.stream !== 'stderr').map((o) => o.logs).join('');
+    const stdout = item.outputs
+      .filter((o) => o.type === 'logs' && o.stream !== 'stderr')
+      .map((o) => o.logs)
+      .join('');
     assert.match(stdout, /Quote Q-\d+ for Acme Robotics/);
   });
 });

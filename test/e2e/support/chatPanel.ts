@@ -29,7 +29,8 @@ export class ChatPanel {
         const ready = await f.evaluate(() => !!document.querySelector('#app .composer')).catch(() => false);
         if (ready) return f;
       }
-      if (Date.now() > deadline) throw new Error(`the CodeAct chat webview did not render within ${timeoutMs} ms (no frame under an iframe of ${EXTENSION_ID} with #app .composer)`);
+      if (Date.now() > deadline)
+        throw new Error(`the CodeAct chat webview did not render within ${timeoutMs} ms (no frame under an iframe of ${EXTENSION_ID} with #app .composer)`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -118,7 +119,10 @@ export class ChatPanel {
       } else {
         otherSince = 0;
       }
-      if (Date.now() > deadline) throw new Error(`turn ${index} did not reach ${statuses.join('|')} within ${timeoutMs} ms (status: ${seen || 'no such turn'}); panel:\n${(await this.text().catch(() => '')).slice(-2500)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `turn ${index} did not reach ${statuses.join('|')} within ${timeoutMs} ms (status: ${seen || 'no such turn'}); panel:\n${(await this.text().catch(() => '')).slice(-2500)}`,
+        );
       await new Promise((r) => setTimeout(r, 150));
     }
   }
@@ -150,7 +154,10 @@ export class ChatPanel {
       const cards = document.querySelectorAll('section.card.exec');
       const card = cards[cards.length - 1];
       if (!card) return [];
-      return Array.from(card.querySelectorAll<HTMLElement>('li.tool-call')).map((li) => ({ name: li.querySelector('.tool-name')?.textContent ?? '', status: li.dataset.status ?? '' }));
+      return Array.from(card.querySelectorAll<HTMLElement>('li.tool-call')).map((li) => ({
+        name: li.querySelector('.tool-name')?.textContent ?? '',
+        status: li.dataset.status ?? '',
+      }));
     });
   }
 
@@ -170,7 +177,9 @@ export class ChatPanel {
     return f.evaluate(() => {
       const turns = document.querySelectorAll('article.turn');
       const t = turns[turns.length - 1];
-      return Array.from(t?.querySelectorAll<HTMLElement>('section.msg.assistant') ?? []).map((m) => m.innerText).join('\n');
+      return Array.from(t?.querySelectorAll<HTMLElement>('section.msg.assistant') ?? [])
+        .map((m) => m.innerText)
+        .join('\n');
     });
   }
 
@@ -243,13 +252,20 @@ export class ChatPanel {
   }
 
   /** Waits until the variables rows satisfy `check`; returns them. */
-  async waitForVariables(check: (rows: { name: string; type: string; summary: string }[]) => boolean, what: string, timeoutMs = 60_000): Promise<{ name: string; type: string; summary: string }[]> {
+  async waitForVariables(
+    check: (rows: { name: string; type: string; summary: string }[]) => boolean,
+    what: string,
+    timeoutMs = 60_000,
+  ): Promise<{ name: string; type: string; summary: string }[]> {
     const deadline = Date.now() + timeoutMs;
     let rows: { name: string; type: string; summary: string }[] = [];
     for (;;) {
       rows = await this.variables().catch(() => rows);
       if (check(rows)) return rows;
-      if (Date.now() > deadline) throw new Error(`the variables view never showed ${what} within ${timeoutMs} ms; rows: ${JSON.stringify(rows)}; text: ${await this.variablesText().catch(() => '?')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the variables view never showed ${what} within ${timeoutMs} ms; rows: ${JSON.stringify(rows)}; text: ${await this.variablesText().catch(() => '?')}`,
+        );
       await new Promise((r) => setTimeout(r, 200));
     }
   }

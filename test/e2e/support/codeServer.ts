@@ -42,7 +42,8 @@ export function buildExtensionCopy(): Promise<string> {
     } finally {
       unlinkSync(join(stage, 'node_modules'));
     }
-    if (!existsSync(join(stage, 'dist', 'extension.js'))) throw new Error('esbuild produced no dist/extension.js: src/extension.ts is missing or failed to build.');
+    if (!existsSync(join(stage, 'dist', 'extension.js')))
+      throw new Error('esbuild produced no dist/extension.js: src/extension.ts is missing or failed to build.');
     return stage;
   });
   return built;
@@ -57,13 +58,19 @@ export function packageExtension(): Promise<string> {
   packaged ??= Promise.resolve().then(async () => {
     const prebuilt = process.env.CODEACT_E2E_VSIX;
     if (prebuilt) {
-      if (!existsSync(prebuilt)) throw new Error(`CODEACT_E2E_VSIX points at ${prebuilt}, which does not exist. Build it with "npm run package" or unset the variable.`);
+      if (!existsSync(prebuilt))
+        throw new Error(`CODEACT_E2E_VSIX points at ${prebuilt}, which does not exist. Build it with "npm run package" or unset the variable.`);
       return prebuilt;
     }
     const stage = await buildExtensionCopy();
     const out = join(stage, 'codeact.vsix');
     const vsce = join(ROOT, 'node_modules', '@vscode', 'vsce', 'vsce');
-    run(process.execPath, [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links', '--skip-license', '-o', out], stage, 'vsce package');
+    run(
+      process.execPath,
+      [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links', '--skip-license', '-o', out],
+      stage,
+      'vsce package',
+    );
     return out;
   });
   return packaged;
@@ -201,7 +208,6 @@ export class CodeServer {
     return join(this.dir, 'user-data');
   }
 
-
   get extensionsDir(): string {
     return join(this.dir, 'extensions');
   }
@@ -225,7 +231,11 @@ export class CodeServer {
       ...cleanEnv(process.env),
       ...FAKE_KEYS,
       // Loopback only: the extension gallery (open-vsx.org by default) points at a closed local port.
-      EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item', resourceUrlTemplate: 'http://127.0.0.1:9/{publisher}/{name}/{version}/{path}' }),
+      EXTENSIONS_GALLERY: JSON.stringify({
+        serviceUrl: 'http://127.0.0.1:9/gallery',
+        itemUrl: 'http://127.0.0.1:9/item',
+        resourceUrlTemplate: 'http://127.0.0.1:9/{publisher}/{name}/{version}/{path}',
+      }),
       ...(opts.env ?? {}),
       XDG_CONFIG_HOME: join(dir, 'xdg-config'),
       XDG_DATA_HOME: join(dir, 'xdg-data'),
@@ -233,7 +243,11 @@ export class CodeServer {
 
     const common = ['--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
     for (const vsix of [...(opts.vsix ? [opts.vsix] : []), ...(opts.moreVsix ?? [])]) {
-      const inst = spawnSync(process.execPath, [CODE_SERVER_ENTRY, ...common, '--install-extension', vsix, '--force'], { env, encoding: 'utf8', timeout: 120_000 });
+      const inst = spawnSync(process.execPath, [CODE_SERVER_ENTRY, ...common, '--install-extension', vsix, '--force'], {
+        env,
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
       const instOut = `${inst.stdout ?? ''}${inst.stderr ?? ''}`;
       if (inst.status !== 0 || !/successfully installed|already installed/i.test(instOut)) {
         throw new Error(`code-server --install-extension ${basename(vsix)} failed (exit ${inst.status}):\n${instOut.trim().split('\n').slice(-20).join('\n')}`);
@@ -243,7 +257,19 @@ export class CodeServer {
     const port = await freePort();
     const proc = spawn(
       process.execPath,
-      [CODE_SERVER_ENTRY, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-getting-started-override', '--disable-proxy', opts.workspace],
+      [
+        CODE_SERVER_ENTRY,
+        ...common,
+        '--auth',
+        'none',
+        '--bind-addr',
+        `127.0.0.1:${port}`,
+        '--disable-telemetry',
+        '--disable-update-check',
+        '--disable-getting-started-override',
+        '--disable-proxy',
+        opts.workspace,
+      ],
       { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const cs = new CodeServer(proc, port, dir, opts.workspace, opts.name ?? `cs-${port}`);

@@ -49,7 +49,8 @@ export function textContrast(): ContrastSample[] {
         if (c[3] >= 1) break;
       }
     }
-    let base: RGBA = layers.length && layers[layers.length - 1][3] >= 1 ? layers.pop()! : parse(getComputedStyle(document.body).backgroundColor) ?? [255, 255, 255, 1];
+    let base: RGBA =
+      layers.length && layers[layers.length - 1][3] >= 1 ? layers.pop()! : (parse(getComputedStyle(document.body).backgroundColor) ?? [255, 255, 255, 1]);
     if (base[3] < 1) base = over(base, [255, 255, 255, 1]);
     for (let i = layers.length - 1; i >= 0; i--) base = over(layers[i], base);
     return base;

@@ -173,7 +173,9 @@ export class Editor {
     const lineEls = await row.all();
     const tops = await Promise.all(lineEls.map((l) => l.evaluate((e) => parseFloat((e as HTMLElement).style.top))));
     const firstVisible = await this.root.evaluate((ed) => {
-      const nums = Array.from(ed.querySelectorAll<HTMLElement>('.margin-view-overlays .line-numbers')).map((n) => parseInt(n.textContent ?? '', 10)).filter((n) => !Number.isNaN(n));
+      const nums = Array.from(ed.querySelectorAll<HTMLElement>('.margin-view-overlays .line-numbers'))
+        .map((n) => parseInt(n.textContent ?? '', 10))
+        .filter((n) => !Number.isNaN(n));
       return Math.min(...nums);
     });
     const order = tops.map((t, i) => ({ t, i })).sort((a, b) => a.t - b.t);

@@ -91,9 +91,16 @@ export class NotebookDriver {
     await this.page.keyboard.press('F1');
     await quick.waitFor({ state: 'visible', timeout: this.wb.wait(10_000) });
     await quick.locator('input.input').fill(relativePath);
-    await quick.locator('.monaco-list-row').filter({ hasText: name }).first().click({ timeout: this.wb.wait(20_000) });
+    await quick
+      .locator('.monaco-list-row')
+      .filter({ hasText: name })
+      .first()
+      .click({ timeout: this.wb.wait(20_000) });
     await this.activeTab(name).waitFor({ timeout: this.wb.wait(20_000) });
-    await this.editor.locator('.cell-list-container .monaco-list-row').first().waitFor({ state: 'visible', timeout: this.wb.wait(30_000) });
+    await this.editor
+      .locator('.cell-list-container .monaco-list-row')
+      .first()
+      .waitFor({ state: 'visible', timeout: this.wb.wait(30_000) });
   }
 
   private activeTab(name?: string): Locator {
@@ -110,7 +117,12 @@ export class NotebookDriver {
   async save(): Promise<void> {
     await this.focusNotebook();
     await this.page.keyboard.press('Control+S');
-    await waitUntil(async () => !(await this.isDirty()), this.wb.wait(30_000), () => 'the notebook stayed dirty after Ctrl+S', 200);
+    await waitUntil(
+      async () => !(await this.isDirty()),
+      this.wb.wait(30_000),
+      () => 'the notebook stayed dirty after Ctrl+S',
+      200,
+    );
   }
 
   /** Closes the notebook's tab; with unsaved changes, answers VS Code's "save?" dialog with Don't Save when `discard`. */
@@ -119,13 +131,29 @@ export class NotebookDriver {
     const label = (await this.activeTab().getAttribute('aria-label')) ?? '';
     const tab = this.activeTab();
     await tab.hover();
-    await tab.locator('.tab-actions .action-label').first().click({ timeout: this.wb.wait(10_000) });
+    await tab
+      .locator('.tab-actions .action-label')
+      .first()
+      .click({ timeout: this.wb.wait(10_000) });
     if (opts.discard) {
       const dialog = this.page.locator('.monaco-dialog-box');
-      if (await dialog.waitFor({ state: 'visible', timeout: 3000 }).then(() => true, () => false)) await dialog.getByRole('button', { name: "Don't Save" }).click();
+      if (
+        await dialog.waitFor({ state: 'visible', timeout: 3000 }).then(
+          () => true,
+          () => false,
+        )
+      )
+        await dialog.getByRole('button', { name: "Don't Save" }).click();
     }
-    const same = this.page.locator('.part.editor .tabs-container .tab').filter({ has: this.page.locator(`xpath=self::*[@aria-label=${JSON.stringify(label)}]`) });
-    await waitUntil(async () => (await same.count()) === 0, this.wb.wait(10_000), () => `the notebook "${label}" did not close`, 200);
+    const same = this.page
+      .locator('.part.editor .tabs-container .tab')
+      .filter({ has: this.page.locator(`xpath=self::*[@aria-label=${JSON.stringify(label)}]`) });
+    await waitUntil(
+      async () => (await same.count()) === 0,
+      this.wb.wait(10_000),
+      () => `the notebook "${label}" did not close`,
+      200,
+    );
   }
 
   // ---- kernel ---------------------------------------------------------------------------------------
@@ -135,7 +163,12 @@ export class NotebookDriver {
    * there before any is selected, so this is not proof of a selection; `selectKernel` makes one.
    */
   async kernelLabel(): Promise<string> {
-    return ((await this.toolbar.locator('.kernel-action-view-item .kernel-label').innerText().catch(() => '')) ?? '').trim();
+    return (
+      (await this.toolbar
+        .locator('.kernel-action-view-item .kernel-label')
+        .innerText()
+        .catch(() => '')) ?? ''
+    ).trim();
   }
 
   /**
@@ -151,13 +184,20 @@ export class NotebookDriver {
     for (let level = 0; level < 3; level++) {
       const rows = quick.locator('.monaco-list-row');
       await rows.first().waitFor({ state: 'visible', timeout: this.wb.wait(20_000) });
-      const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? (e as HTMLElement).innerText.trim()));
+      const labels = await rows.evaluateAll((els) =>
+        els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? (e as HTMLElement).innerText.trim()),
+      );
       const exact = labels.indexOf(label);
       if (exact >= 0) {
         await rows.nth(exact).click();
         await quick.waitFor({ state: 'hidden', timeout: this.wb.wait(10_000) }).catch(() => undefined);
         let shown = '';
-        await waitUntil(async () => (shown = await this.kernelLabel()) === label, this.wb.wait(20_000), () => `the toolbar never named the kernel "${label}" (it shows "${shown}")`, 200);
+        await waitUntil(
+          async () => (shown = await this.kernelLabel()) === label,
+          this.wb.wait(20_000),
+          () => `the toolbar never named the kernel "${label}" (it shows "${shown}")`,
+          200,
+        );
         return;
       }
       const another = labels.findIndex((l) => /^Select Another Kernel/.test(l));
@@ -168,7 +208,16 @@ export class NotebookDriver {
       const title = await quick.locator('input.input').getAttribute('placeholder');
       await rows.nth(another).click();
       // The next level reuses the widget: wait until its rows changed.
-      await waitUntil(async () => (await quick.locator('input.input').getAttribute('placeholder').catch(() => title)) !== title, this.wb.wait(10_000), () => 'the kernel picker did not open "Select Another Kernel..."', 100);
+      await waitUntil(
+        async () =>
+          (await quick
+            .locator('input.input')
+            .getAttribute('placeholder')
+            .catch(() => title)) !== title,
+        this.wb.wait(10_000),
+        () => 'the kernel picker did not open "Select Another Kernel..."',
+        100,
+      );
     }
   }
 
@@ -179,8 +228,15 @@ export class NotebookDriver {
    * "(Ctrl+Enter)") starts with `title`; through "More Actions..." when the toolbar moved it there.
    */
   async clickToolbar(title: string): Promise<void> {
-    const action = this.toolbar.locator('.action-item .action-label').filter({ has: this.page.locator(`xpath=self::*[starts-with(@aria-label, ${JSON.stringify(title)})]`) });
-    if (await action.first().isVisible().catch(() => false)) {
+    const action = this.toolbar
+      .locator('.action-item .action-label')
+      .filter({ has: this.page.locator(`xpath=self::*[starts-with(@aria-label, ${JSON.stringify(title)})]`) });
+    if (
+      await action
+        .first()
+        .isVisible()
+        .catch(() => false)
+    ) {
       await action.first().click();
       return;
     }
@@ -188,7 +244,12 @@ export class NotebookDriver {
     if (await more.isVisible().catch(() => false)) {
       await more.click();
       const item = this.page.locator('.monaco-menu .action-item .action-label', { hasText: title }).first();
-      if (await item.waitFor({ state: 'visible', timeout: 5000 }).then(() => true, () => false)) {
+      if (
+        await item.waitFor({ state: 'visible', timeout: 5000 }).then(
+          () => true,
+          () => false,
+        )
+      ) {
         await item.click();
         return;
       }
@@ -204,7 +265,10 @@ export class NotebookDriver {
 
   /** Whether the toolbar shows "Interrupt" (some cell of this notebook is queued or running). */
   async isRunning(): Promise<boolean> {
-    return this.toolbar.locator('.action-label[aria-label="Interrupt"]').isVisible().catch(() => false);
+    return this.toolbar
+      .locator('.action-label[aria-label="Interrupt"]')
+      .isVisible()
+      .catch(() => false);
   }
 
   /** Clicks the toolbar's Interrupt (waits for it to show: a cell must be running). */
@@ -226,7 +290,12 @@ export class NotebookDriver {
   /** Waits until the notebook has `n` cells. */
   async waitForCellCount(n: number, timeoutMs = 30_000): Promise<void> {
     let last = -1;
-    await waitUntil(async () => (last = await this.cellCount().catch(() => last)) === n, this.wb.wait(timeoutMs), () => `the notebook has ${last} cells, not ${n}`, 200);
+    await waitUntil(
+      async () => (last = await this.cellCount().catch(() => last)) === n,
+      this.wb.wait(timeoutMs),
+      () => `the notebook has ${last} cells, not ${n}`,
+      200,
+    );
   }
 
   /** Scrolls the list (mouse wheel, so the selection stays) until cell `index`'s row is drawn and on screen. */
@@ -241,7 +310,9 @@ export class NotebookDriver {
         const r = await row.boundingBox().catch(() => null);
         if (r && r.y < box.y + box.height - 40 && r.y + r.height > box.y + 10) return true;
         // Which way: the drawn rows' indexes say whether the cell is above or below them.
-        const drawn = await this.editor.locator('.cell-list-container .monaco-list-row').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-index'))));
+        const drawn = await this.editor
+          .locator('.cell-list-container .monaco-list-row')
+          .evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-index'))));
         const down = r ? r.y > box.y : drawn.every((i) => i < index);
         // The wheel over the list's very left edge (its focus indicator): the outputs' webview and their toolbars
         // (a little to the right) take the wheel as their own. VS Code scrolls the list ~50 px a wheel event.
@@ -271,7 +342,13 @@ export class NotebookDriver {
     }));
     const order = /\[(\d+)\]/.exec(raw.order);
     const state = STATE_ICONS.find(([cls]) => raw.icon.includes(cls))?.[1] ?? 'idle';
-    return { index, kind: raw.markup ? 'markup' : 'code', source: raw.markup && !raw.source ? raw.rendered : raw.source, executionOrder: order ? Number(order[1]) : undefined, state };
+    return {
+      index,
+      kind: raw.markup ? 'markup' : 'code',
+      source: raw.markup && !raw.source ? raw.rendered : raw.source,
+      executionOrder: order ? Number(order[1]) : undefined,
+      state,
+    };
   }
 
   /** Every cell, top to bottom (scrolls through the notebook). */
@@ -291,7 +368,11 @@ export class NotebookDriver {
     // The execution-order label (a click on the margin's focus indicator collapses the cell's input instead).
     const label = row.locator('.execution-count-label').first();
     if (await label.isVisible().catch(() => false)) await label.click({ position: { x: 2, y: 2 } });
-    else await row.locator('.cell-focus-indicator-left').first().click({ position: { x: 4, y: 8 } });
+    else
+      await row
+        .locator('.cell-focus-indicator-left')
+        .first()
+        .click({ position: { x: 4, y: 8 } });
     await this.waitForListFocus();
   }
 
@@ -315,7 +396,12 @@ export class NotebookDriver {
   }
 
   private async waitForListFocus(): Promise<void> {
-    await waitUntil(() => this.hasListFocus(), this.wb.wait(10_000), () => 'the notebook list did not take the keyboard focus', 100);
+    await waitUntil(
+      () => this.hasListFocus(),
+      this.wb.wait(10_000),
+      () => 'the notebook list did not take the keyboard focus',
+      100,
+    );
   }
 
   /** Ctrl+Z on the notebook list (one notebook-level undo: an inserted cell goes, with its outputs). */
@@ -338,7 +424,10 @@ export class NotebookDriver {
     await waitUntil(
       async () => {
         await row.hover().catch(() => undefined);
-        return button.click({ timeout: 2000 }).then(() => true, () => false);
+        return button.click({ timeout: 2000 }).then(
+          () => true,
+          () => false,
+        );
       },
       this.wb.wait(20_000),
       () => `could not click cell ${index}'s run button`,
@@ -382,7 +471,12 @@ export class NotebookDriver {
   /** Waits until cell `index` shows `state` ('running' to know an execution started, say). */
   async waitForCellState(index: number, state: CellState, timeoutMs = 60_000): Promise<CellInfo> {
     let seen: CellInfo | undefined;
-    await waitUntil(async () => (seen = await this.cell(index).catch(() => seen))?.state === state, this.wb.wait(timeoutMs), () => `cell ${index} never showed ${state}; it shows ${JSON.stringify(seen)}`, 250);
+    await waitUntil(
+      async () => (seen = await this.cell(index).catch(() => seen))?.state === state,
+      this.wb.wait(timeoutMs),
+      () => `cell ${index} never showed ${state}; it shows ${JSON.stringify(seen)}`,
+      250,
+    );
     return seen!;
   }
 
@@ -447,7 +541,11 @@ export class NotebookDriver {
 
   /** The text of all of cell `index`'s stream outputs (stdout and stderr, as drawn), joined. */
   async streamText(index: number, until?: RegExp): Promise<string> {
-    const text = (outs: CellOutput[]) => outs.filter((o) => o.kind === 'stream').map((o) => o.text).join('');
+    const text = (outs: CellOutput[]) =>
+      outs
+        .filter((o) => o.kind === 'stream')
+        .map((o) => o.text)
+        .join('');
     return text(await this.outputs(index, { until: until ? (o) => until.test(text(o)) : undefined }));
   }
 
@@ -467,17 +565,18 @@ export class NotebookDriver {
               .map((c) => (c as HTMLElement).innerText ?? c.textContent ?? '')
               .join('')
           : '';
-        const kind = o.classList.contains('error') && !o.classList.contains('output-stream')
-          ? 'error'
-          : o.classList.contains('output-stream')
-            ? 'stream'
-            : img
-              ? 'image'
-              : o.querySelector('table')
-                ? 'table'
-                : o.shadowRoot
-                  ? 'markdown'
-                  : 'html';
+        const kind =
+          o.classList.contains('error') && !o.classList.contains('output-stream')
+            ? 'error'
+            : o.classList.contains('output-stream')
+              ? 'stream'
+              : img
+                ? 'image'
+                : o.querySelector('table')
+                  ? 'table'
+                  : o.shadowRoot
+                    ? 'markdown'
+                    : 'html';
         return {
           kind,
           text: o.shadowRoot ? shadowText.trim() : o.innerText,

@@ -111,7 +111,9 @@ export function useCodeServer(options: ModelSuiteOptions | NoModelSuiteOptions):
   });
   afterEach(async function () {
     if (this.currentTest?.state === 'failed' && suite.wb) {
-      const path = await suite.wb.screenshot(`failed-${options.failureName ?? options.name}-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`).catch(() => '');
+      const path = await suite.wb
+        .screenshot(`failed-${options.failureName ?? options.name}-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 50)}`)
+        .catch(() => '');
       console.log(`      screenshot of the failure: ${path}`);
       await options.onFailure?.(suite);
     }

@@ -10,7 +10,15 @@ import { waitUntil } from './procs';
 export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-dev-shm-usage',
+    ],
   });
 }
 
@@ -89,7 +97,10 @@ export class Workbench {
   /** Runs a command from the palette like a user: F1, type the title, pick the row, Enter. */
   async runCommand(title: string): Promise<void> {
     await this.dismissQuickInput();
-    await this.page.locator('.monaco-workbench').focus().catch(() => undefined);
+    await this.page
+      .locator('.monaco-workbench')
+      .focus()
+      .catch(() => undefined);
     await this.page.keyboard.press('F1');
     await this.quickInput.waitFor({ state: 'visible', timeout: this.wait(10_000) });
     const rows = this.quickInput.locator('.monaco-list-row').filter({ hasText: title });
@@ -174,7 +185,12 @@ export class Workbench {
     await rows.first().click();
     // The pick is answered when its rows go: the widget hides, or the command's next step (an input box)
     // reuses it at once, too quickly to be seen hidden.
-    await waitUntil(async () => !(await this.quickInput.isVisible().catch(() => false)) || (await rows.count()) === 0, 60_000, () => `the quick pick "${String(title)}" stayed open after picking ${row}`, 100);
+    await waitUntil(
+      async () => !(await this.quickInput.isVisible().catch(() => false)) || (await rows.count()) === 0,
+      60_000,
+      () => `the quick pick "${String(title)}" stayed open after picking ${row}`,
+      100,
+    );
     return true;
   }
 
@@ -211,16 +227,13 @@ export class Workbench {
     const sidebar = await this.page.locator('.part.sidebar').boundingBox();
     if (!sidebar) throw new Error('the primary sidebar is not visible');
     const edge = sidebar.x + sidebar.width;
-    const sash = await this.page.locator('.monaco-sash.vertical').evaluateAll(
-      (els, x) => {
-        for (const el of els) {
-          const r = el.getBoundingClientRect();
-          if (r.width > 0 && r.height > 200 && Math.abs(r.left + r.width / 2 - x) <= 4) return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
-        }
-        return undefined;
-      },
-      edge,
-    );
+    const sash = await this.page.locator('.monaco-sash.vertical').evaluateAll((els, x) => {
+      for (const el of els) {
+        const r = el.getBoundingClientRect();
+        if (r.width > 0 && r.height > 200 && Math.abs(r.left + r.width / 2 - x) <= 4) return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+      }
+      return undefined;
+    }, edge);
     if (!sash) throw new Error(`no vertical sash at the sidebar's right edge (x = ${edge})`);
     const mouse = this.page.mouse;
     await mouse.move(sash.x, sash.y);
@@ -248,8 +261,14 @@ export class Workbench {
     const row = this.quickInput.locator('.monaco-list-row').filter({ hasText: name }).first();
     await row.waitFor({ state: 'visible', timeout: this.wait(20_000) });
     await row.click();
-    await this.page.locator(`.tabs-container .tab[aria-label^="${name}"], .tabs-container .tab:has-text("${name}")`).first().waitFor({ timeout: this.wait(15_000) });
-    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: this.wait(15_000) });
+    await this.page
+      .locator(`.tabs-container .tab[aria-label^="${name}"], .tabs-container .tab:has-text("${name}")`)
+      .first()
+      .waitFor({ timeout: this.wait(15_000) });
+    await this.page
+      .locator('.editor-group-container.active .monaco-editor .view-lines')
+      .first()
+      .waitFor({ timeout: this.wait(15_000) });
   }
 
   // ---- notifications ----------------------------------------------------------------------------
@@ -262,7 +281,12 @@ export class Workbench {
   async notifications(): Promise<Notification[]> {
     const out: Notification[] = [];
     for (const t of await this.toasts.all()) {
-      const message = (await t.locator('.notification-list-item-message').innerText().catch(() => '')).trim();
+      const message = (
+        await t
+          .locator('.notification-list-item-message')
+          .innerText()
+          .catch(() => '')
+      ).trim();
       const buttons = (await t.locator('.notification-list-item-buttons-container .monaco-button').allInnerTexts()).map((s) => s.trim()).filter(Boolean);
       out.push({ message, buttons });
     }
@@ -275,7 +299,9 @@ export class Workbench {
     await toast.waitFor({ state: 'visible', timeout: this.wait(timeoutMs) });
     // Let the fade-in finish so screenshots show it fully.
     await this.page
-      .locator('.notifications-toasts .notification-toast-container.notification-fade-in-done, .notifications-toasts .notification-toast.notification-fade-in-done')
+      .locator(
+        '.notifications-toasts .notification-toast-container.notification-fade-in-done, .notifications-toasts .notification-toast.notification-fade-in-done',
+      )
       .first()
       .waitFor({ timeout: 2000 })
       .catch(() => undefined);
@@ -286,7 +312,11 @@ export class Workbench {
   async clearNotifications(): Promise<void> {
     for (const t of await this.toasts.all()) {
       await t.hover().catch(() => undefined);
-      await t.locator('.codicon-notifications-clear, .codicon-close').first().click({ timeout: 2000 }).catch(() => undefined);
+      await t
+        .locator('.codicon-notifications-clear, .codicon-close')
+        .first()
+        .click({ timeout: 2000 })
+        .catch(() => undefined);
     }
   }
 
@@ -309,8 +339,15 @@ export class Workbench {
       const label = (await tab.getAttribute('aria-label')) ?? '';
       await tab.hover().catch(() => undefined);
       await close.click({ timeout: this.wait(10_000) });
-      const same = this.page.locator('.part.editor .tabs-container .tab').filter({ has: this.page.locator(`xpath=self::*[@aria-label=${JSON.stringify(label)}]`) });
-      await waitUntil(async () => (await same.count()) === 0, this.wait(10_000), () => `the editor "${label}" did not close`, 200);
+      const same = this.page
+        .locator('.part.editor .tabs-container .tab')
+        .filter({ has: this.page.locator(`xpath=self::*[@aria-label=${JSON.stringify(label)}]`) });
+      await waitUntil(
+        async () => (await same.count()) === 0,
+        this.wait(10_000),
+        () => `the editor "${label}" did not close`,
+        200,
+      );
       return;
     }
     await this.runCommand('View: Close Editor');

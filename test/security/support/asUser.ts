@@ -60,12 +60,16 @@ export async function runScriptInChild<T>(script: string, input: unknown, user?:
   chmodSync(dir, 0o755);
   chmodSync(file, 0o644);
   try {
-    const child = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), file, JSON.stringify(input)], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(user ?? {}),
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), file, JSON.stringify(input)],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        ...(user ?? {}),
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d));

@@ -36,7 +36,18 @@ export function anthropicDialect(): Dialect {
     endless(req) {
       return {
         preamble: [
-          frame('message_start', { message: { model: req.body?.model ?? 'claude', id: 'msg_endless', type: 'message', role: 'assistant', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } }),
+          frame('message_start', {
+            message: {
+              model: req.body?.model ?? 'claude',
+              id: 'msg_endless',
+              type: 'message',
+              role: 'assistant',
+              content: [],
+              stop_reason: null,
+              stop_sequence: null,
+              usage: { input_tokens: 10, output_tokens: 1 },
+            },
+          }),
           frame('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
         ],
         tick: () => frame('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'tick ' } }),
@@ -50,9 +61,21 @@ export function anthropicDialect(): Dialect {
       if (meta) {
         const f = server.files.get(decodeURIComponent(meta[1]));
         res.writeHead(f ? 200 : 404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(f
-          ? { id: meta[1], type: 'file', filename: f.filename ?? 'file', mime_type: f.contentType ?? 'application/octet-stream', size_bytes: f.bytes.length, created_at: '2026-01-01T00:00:00Z', downloadable: true }
-          : { type: 'error', error: { type: 'not_found_error', message: `File not found: ${meta[1]}` } }));
+        res.end(
+          JSON.stringify(
+            f
+              ? {
+                  id: meta[1],
+                  type: 'file',
+                  filename: f.filename ?? 'file',
+                  mime_type: f.contentType ?? 'application/octet-stream',
+                  size_bytes: f.bytes.length,
+                  created_at: '2026-01-01T00:00:00Z',
+                  downloadable: true,
+                }
+              : { type: 'error', error: { type: 'not_found_error', message: `File not found: ${meta[1]}` } },
+          ),
+        );
         return true;
       }
       return false;
@@ -77,9 +100,24 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
   const id = t.opts.id ?? fakeId('msg_01', 22);
   const model = t.opts.model ?? req.body?.model ?? 'claude-sonnet-4-6';
   const u = t.opts.usage ?? { input: 120, output: 30 };
-  frames.push(frame('message_start', {
-    message: { model, id, type: 'message', role: 'assistant', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1, service_tier: 'standard' } },
-  }, pad()));
+  frames.push(
+    frame(
+      'message_start',
+      {
+        message: {
+          model,
+          id,
+          type: 'message',
+          role: 'assistant',
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1, service_tier: 'standard' },
+        },
+      },
+      pad(),
+    ),
+  );
   const version = codeToolVersion(req) ?? 'code_execution_20250825';
   let index = 0;
   let calls = 0;
@@ -100,7 +138,10 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
             { type: 'signature_delta', signature: step.signature ?? 'EqQBCkYIBxgCKkDsig==' },
           ]);
         } else {
-          block({ type: 'text', text: '' }, piecesOf(step.text, step).map((text) => ({ type: 'text_delta', text })));
+          block(
+            { type: 'text', text: '' },
+            piecesOf(step.text, step).map((text) => ({ type: 'text_delta', text })),
+          );
         }
         break;
       case 'call':
@@ -155,9 +196,16 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
   }
   const stop = t.opts.stop ?? (calls > 0 ? 'tool_use' : 'end_turn');
   const delta: Json = { stop_reason: stop, stop_sequence: null };
-  const containerId = t.opts.container ?? (typeof req.body?.container === 'string' ? req.body.container : undefined) ?? (hosted ? fakeId('container_011C', 20) : undefined);
+  const containerId =
+    t.opts.container ?? (typeof req.body?.container === 'string' ? req.body.container : undefined) ?? (hosted ? fakeId('container_011C', 20) : undefined);
   if (containerId) delta.container = { id: containerId, expires_at: '2026-04-24T11:13:36.730129Z' };
-  frames.push(frame('message_delta', { delta, usage: { input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: u.cached ?? 0, output_tokens: u.output } }, pad()));
+  frames.push(
+    frame(
+      'message_delta',
+      { delta, usage: { input_tokens: u.input, cache_creation_input_tokens: 0, cache_read_input_tokens: u.cached ?? 0, output_tokens: u.output } },
+      pad(),
+    ),
+  );
   frames.push(frame('message_stop', {}, pad()));
   return { frames };
 }

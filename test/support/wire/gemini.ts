@@ -52,7 +52,10 @@ function modelOf(req: RecordedRequest): string {
 }
 
 class ChunkMaker {
-  constructor(readonly model: string, readonly responseId: string) {}
+  constructor(
+    readonly model: string,
+    readonly responseId: string,
+  ) {}
   chunk(parts: Json[], extra: { finishReason?: string; usage?: Json } = {}): string {
     const cand: Json = { content: { parts, role: 'model' } };
     if (extra.finishReason) cand.finishReason = extra.finishReason;
@@ -116,10 +119,18 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
         throw new Error('Gemini has no text editor tool');
     }
   }
-  frames.push(mk.chunk([{ text: '', thoughtSignature: 'EoECCv4BAQw51segFinal==' }], {
-    finishReason: t.opts.stop ?? 'STOP',
-    usage: { promptTokenCount: u.input, candidatesTokenCount: u.output, totalTokenCount: u.input + u.output, promptTokensDetails: [{ modality: 'TEXT', tokenCount: u.input }], ...(u.cached ? { cachedContentTokenCount: u.cached } : {}) },
-  }));
+  frames.push(
+    mk.chunk([{ text: '', thoughtSignature: 'EoECCv4BAQw51segFinal==' }], {
+      finishReason: t.opts.stop ?? 'STOP',
+      usage: {
+        promptTokenCount: u.input,
+        candidatesTokenCount: u.output,
+        totalTokenCount: u.input + u.output,
+        promptTokensDetails: [{ modality: 'TEXT', tokenCount: u.input }],
+        ...(u.cached ? { cachedContentTokenCount: u.cached } : {}),
+      },
+    }),
+  );
   return { frames };
 }
 
@@ -127,7 +138,7 @@ function error(f: StatusFault): { status: number; headers: Record<string, string
   const defaults: Record<number, [string, string]> = {
     400: ['INVALID_ARGUMENT', 'Request contains an invalid argument.'],
     401: ['UNAUTHENTICATED', 'API key not valid. Please pass a valid API key.'],
-    403: ['PERMISSION_DENIED', 'Method doesn\'t allow unregistered callers.'],
+    403: ['PERMISSION_DENIED', "Method doesn't allow unregistered callers."],
     404: ['NOT_FOUND', 'models/gemini-nope is not found for API version v1beta, or is not supported for generateContent.'],
     429: ['RESOURCE_EXHAUSTED', 'You exceeded your current quota, please check your plan and billing details.'],
     500: ['INTERNAL', 'An internal error has occurred.'],

@@ -38,7 +38,13 @@ export async function providerFor(provider: ProviderId, server: WireServer, extr
  * retries without delay, unless `options` says otherwise.
  */
 export async function wireAgent(provider: ProviderId, server: WireServer, options: Partial<AgentOptions> & Pick<AgentOptions, 'runtime'>): Promise<AgentLoop> {
-  return new AgentLoop({ provider: await providerFor(provider, server), model: DEFAULT_MODELS[provider], gateway: new ToolGateway([]), retry: { baseDelayMs: 1, maxDelayMs: 1 }, ...options });
+  return new AgentLoop({
+    provider: await providerFor(provider, server),
+    model: DEFAULT_MODELS[provider],
+    gateway: new ToolGateway([]),
+    retry: { baseDelayMs: 1, maxDelayMs: 1 },
+    ...options,
+  });
 }
 
 export const DEFAULT_MODELS: Record<ProviderId, string> = {
@@ -72,13 +78,22 @@ export class Recorder {
 
   /** Events that concern one item. */
   forItem(id: string): CodeActEvent[] {
-    return this.events.filter((e) => ('item_id' in e && e.item_id === id) || ((e.type === 'response.output_item.done' || e.type === 'response.output_item.added') && 'id' in e.item && e.item.id === id));
+    return this.events.filter(
+      (e) =>
+        ('item_id' in e && e.item_id === id) ||
+        ((e.type === 'response.output_item.done' || e.type === 'response.output_item.added') && 'id' in e.item && e.item.id === id),
+    );
   }
 
   /** The answer's text, or with `thinking` the reasoning (which never travels as output_text). */
   text(opts: { thinking?: boolean } = {}): string {
-    if (opts.thinking) return this.ofType('response.reasoning_text.delta').map((e) => e.delta).join('');
-    return this.ofType('response.output_text.delta').map((e) => e.delta).join('');
+    if (opts.thinking)
+      return this.ofType('response.reasoning_text.delta')
+        .map((e) => e.delta)
+        .join('');
+    return this.ofType('response.output_text.delta')
+      .map((e) => e.delta)
+      .join('');
   }
 
   /** Reasoning never appears as answer text: no output_text event carries it or names a reasoning item. */
@@ -108,15 +123,22 @@ export function assertCodeItemOrder(rec: Recorder, id: string): string {
   const evs = rec.forItem(id);
   const kinds = evs.map((e) => e.type);
   const compact = kinds.filter((k, i) => !(k === 'response.code_interpreter_call_code.delta' && kinds[i - 1] === k));
-  assert.deepEqual(compact, [
-    'response.code_interpreter_call.in_progress',
-    ...(kinds.includes('response.code_interpreter_call_code.delta') ? ['response.code_interpreter_call_code.delta'] : []),
-    'response.code_interpreter_call_code.done',
-    'response.code_interpreter_call.interpreting',
-    'response.code_interpreter_call.completed',
-    'response.output_item.done',
-  ], `event order of ${id}: ${kinds.join(', ')}`);
-  const deltas = evs.filter((e) => e.type === 'response.code_interpreter_call_code.delta').map((e) => (e as { delta: string }).delta).join('');
+  assert.deepEqual(
+    compact,
+    [
+      'response.code_interpreter_call.in_progress',
+      ...(kinds.includes('response.code_interpreter_call_code.delta') ? ['response.code_interpreter_call_code.delta'] : []),
+      'response.code_interpreter_call_code.done',
+      'response.code_interpreter_call.interpreting',
+      'response.code_interpreter_call.completed',
+      'response.output_item.done',
+    ],
+    `event order of ${id}: ${kinds.join(', ')}`,
+  );
+  const deltas = evs
+    .filter((e) => e.type === 'response.code_interpreter_call_code.delta')
+    .map((e) => (e as { delta: string }).delta)
+    .join('');
   const done = evs.find((e) => e.type === 'response.code_interpreter_call_code.done') as { code: string };
   assert.equal(deltas, done.code, 'code deltas concatenate to the code');
   const item = (evs[evs.length - 1] as { item: CodeInterpreterCallItem }).item;
@@ -125,14 +147,22 @@ export function assertCodeItemOrder(rec: Recorder, id: string): string {
 }
 
 /** One turn against a server: returns the result and the recorder. */
-export async function runTurn(provider: Provider, req: Partial<TurnRequest> & { history: ConversationItem[] }, model?: string): Promise<{ result: TurnResult; rec: Recorder }> {
+export async function runTurn(
+  provider: Provider,
+  req: Partial<TurnRequest> & { history: ConversationItem[] },
+  model?: string,
+): Promise<{ result: TurnResult; rec: Recorder }> {
   const rec = new Recorder();
   const result = await provider.streamTurn({ model: model ?? DEFAULT_MODELS[provider.id], tools: [], ...req }, rec.emit);
   return { result, rec };
 }
 
 /** Runs a turn that must fail; returns the error and the events emitted before it. */
-export async function runFailingTurn(provider: Provider, req: Partial<TurnRequest> & { history: ConversationItem[] }, model?: string): Promise<{ error: ProviderError; rec: Recorder }> {
+export async function runFailingTurn(
+  provider: Provider,
+  req: Partial<TurnRequest> & { history: ConversationItem[] },
+  model?: string,
+): Promise<{ error: ProviderError; rec: Recorder }> {
   const rec = new Recorder();
   try {
     await provider.streamTurn({ model: model ?? DEFAULT_MODELS[provider.id], tools: [], ...req }, rec.emit);
@@ -150,15 +180,34 @@ export function resultsInRequest(provider: ProviderId, body: any): string[] {
       // With images the output is a list of parts: its text parts.
       return body.input
         .filter((i: any) => i.type === 'function_call_output')
-        .map((i: any) => (typeof i.output === 'string' ? i.output : i.output.filter((p: any) => p.type === 'input_text').map((p: any) => p.text).join('')));
+        .map((i: any) =>
+          typeof i.output === 'string'
+            ? i.output
+            : i.output
+                .filter((p: any) => p.type === 'input_text')
+                .map((p: any) => p.text)
+                .join(''),
+        );
     case 'openai-compatible':
       return body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content);
     case 'anthropic':
-      return body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).filter((b: any) => b.type === 'tool_result').map((b: any) => (typeof b.content === 'string' ? b.content : b.content.filter((c: any) => c.type === 'text').map((c: any) => c.text).join('')));
+      return body.messages
+        .flatMap((m: any) => (Array.isArray(m.content) ? m.content : []))
+        .filter((b: any) => b.type === 'tool_result')
+        .map((b: any) =>
+          typeof b.content === 'string'
+            ? b.content
+            : b.content
+                .filter((c: any) => c.type === 'text')
+                .map((c: any) => c.text)
+                .join(''),
+        );
     case 'gemini':
       return body.contents
         .flatMap((c: any) => c.parts ?? [])
         .filter((p: any) => p.functionResponse)
-        .map((p: any) => (typeof p.functionResponse.response?.output === 'string' ? p.functionResponse.response.output : JSON.stringify(p.functionResponse.response)));
+        .map((p: any) =>
+          typeof p.functionResponse.response?.output === 'string' ? p.functionResponse.response.output : JSON.stringify(p.functionResponse.response),
+        );
   }
 }

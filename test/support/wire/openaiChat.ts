@@ -37,23 +37,61 @@ export async function startOpenAIChatServer(personality: ChatPersonality = 'open
 }
 
 class Chunker {
-  constructor(readonly p: ChatPersonality, readonly id: string, readonly model: string) {}
+  constructor(
+    readonly p: ChatPersonality,
+    readonly id: string,
+    readonly model: string,
+  ) {}
 
   chunk(delta: Json, finish: string | null = null, extra: Json = {}): string {
     const created = 1760000000;
     let obj: Json;
     switch (this.p) {
       case 'openai':
-        obj = { id: this.id, object: 'chat.completion.chunk', created, model: this.model, service_tier: 'default', system_fingerprint: 'fp_wire', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], usage: null, obfuscation: 'Ab', ...extra };
+        obj = {
+          id: this.id,
+          object: 'chat.completion.chunk',
+          created,
+          model: this.model,
+          service_tier: 'default',
+          system_fingerprint: 'fp_wire',
+          choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+          usage: null,
+          obfuscation: 'Ab',
+          ...extra,
+        };
         break;
       case 'ollama':
-        obj = { id: this.id, object: 'chat.completion.chunk', created, model: this.model, system_fingerprint: 'fp_ollama', choices: [{ index: 0, delta, finish_reason: finish }], ...extra };
+        obj = {
+          id: this.id,
+          object: 'chat.completion.chunk',
+          created,
+          model: this.model,
+          system_fingerprint: 'fp_ollama',
+          choices: [{ index: 0, delta, finish_reason: finish }],
+          ...extra,
+        };
         break;
       case 'vllm':
-        obj = { id: this.id, object: 'chat.completion.chunk', created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...(finish ? { stop_reason: null } : {}) }], ...extra };
+        obj = {
+          id: this.id,
+          object: 'chat.completion.chunk',
+          created,
+          model: this.model,
+          choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...(finish ? { stop_reason: null } : {}) }],
+          ...extra,
+        };
         break;
       case 'llamacpp':
-        obj = { choices: [{ finish_reason: finish, index: 0, delta }], created, id: this.id, model: this.model, system_fingerprint: 'b6097-9515c613', object: 'chat.completion.chunk', ...extra };
+        obj = {
+          choices: [{ finish_reason: finish, index: 0, delta }],
+          created,
+          id: this.id,
+          model: this.model,
+          system_fingerprint: 'b6097-9515c613',
+          object: 'chat.completion.chunk',
+          ...extra,
+        };
         break;
     }
     return sseEvent(null, JSON.stringify(obj));
@@ -104,7 +142,13 @@ function render(t: ScriptTurn, req: RecordedRequest, p: ChatPersonality): Render
         const index = callIndex++;
         const callId = step.id ?? (p === 'vllm' ? fakeId('chatcmpl-tool-', 32) : p === 'ollama' ? fakeId('call_', 8) : fakeId('call_', 24));
         if (p === 'ollama') {
-          frames.push(c.chunk({ role: 'assistant', content: '', tool_calls: [{ id: callId, index, type: 'function', function: { name: step.name, arguments: step.args } }] }));
+          frames.push(
+            c.chunk({
+              role: 'assistant',
+              content: '',
+              tool_calls: [{ id: callId, index, type: 'function', function: { name: step.name, arguments: step.args } }],
+            }),
+          );
           break;
         }
         if (p === 'vllm') {
@@ -112,7 +156,14 @@ function render(t: ScriptTurn, req: RecordedRequest, p: ChatPersonality): Render
         } else if (p === 'llamacpp') {
           frames.push(c.chunk({ tool_calls: [{ index, id: callId, type: 'function', function: { name: step.name, arguments: '' } }] }));
         } else {
-          frames.push(c.chunk({ role: 'assistant', content: null, tool_calls: [{ index, id: callId, type: 'function', function: { name: step.name, arguments: '' } }], refusal: null }));
+          frames.push(
+            c.chunk({
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ index, id: callId, type: 'function', function: { name: step.name, arguments: '' } }],
+              refusal: null,
+            }),
+          );
         }
         for (const piece of piecesOf(step.args, step)) {
           frames.push(c.chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
@@ -133,21 +184,54 @@ function render(t: ScriptTurn, req: RecordedRequest, p: ChatPersonality): Render
   switch (p) {
     case 'openai':
       frames.push(c.chunk({}, finish));
-      if (includeUsage) frames.push(sseEvent(null, JSON.stringify({ id, object: 'chat.completion.chunk', created: 1760000000, model, service_tier: 'default', system_fingerprint: 'fp_wire', choices: [], usage: { ...usage, prompt_tokens_details: { cached_tokens: u.cached ?? 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } }, obfuscation: 'x' })));
+      if (includeUsage)
+        frames.push(
+          sseEvent(
+            null,
+            JSON.stringify({
+              id,
+              object: 'chat.completion.chunk',
+              created: 1760000000,
+              model,
+              service_tier: 'default',
+              system_fingerprint: 'fp_wire',
+              choices: [],
+              usage: { ...usage, prompt_tokens_details: { cached_tokens: u.cached ?? 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } },
+              obfuscation: 'x',
+            }),
+          ),
+        );
       break;
     case 'ollama':
       frames.push(c.chunk({ role: 'assistant', content: '' }, finish));
-      if (includeUsage) frames.push(sseEvent(null, JSON.stringify({ id, object: 'chat.completion.chunk', created: 1760000000, model, system_fingerprint: 'fp_ollama', choices: [], usage })));
+      if (includeUsage)
+        frames.push(
+          sseEvent(
+            null,
+            JSON.stringify({ id, object: 'chat.completion.chunk', created: 1760000000, model, system_fingerprint: 'fp_ollama', choices: [], usage }),
+          ),
+        );
       break;
     case 'vllm':
       frames.push(c.chunk({ content: '' }, finish));
       if (includeUsage) frames.push(sseEvent(null, JSON.stringify({ id, object: 'chat.completion.chunk', created: 1760000000, model, choices: [], usage })));
       break;
     case 'llamacpp':
-      frames.push(c.chunk({}, finish, {
-        usage,
-        timings: { prompt_n: u.input, prompt_ms: 12.5, prompt_per_token_ms: 0.25, prompt_per_second: 4000, predicted_n: u.output, predicted_ms: 80, predicted_per_token_ms: 8, predicted_per_second: 125 },
-      }));
+      frames.push(
+        c.chunk({}, finish, {
+          usage,
+          timings: {
+            prompt_n: u.input,
+            prompt_ms: 12.5,
+            prompt_per_token_ms: 0.25,
+            prompt_per_second: 4000,
+            predicted_n: u.output,
+            predicted_ms: 80,
+            predicted_per_token_ms: 8,
+            predicted_per_second: 125,
+          },
+        }),
+      );
       break;
   }
   frames.push('data: [DONE]\n\n');
@@ -155,7 +239,17 @@ function render(t: ScriptTurn, req: RecordedRequest, p: ChatPersonality): Render
 }
 
 function error(f: StatusFault, p: ChatPersonality): { status: number; headers: Record<string, string>; body: string } {
-  const message = f.message ?? ({ 401: 'Incorrect API key provided.', 404: `model "nope" not found, try pulling it first`, 429: 'Rate limit reached.', 500: 'Internal server error' } as Record<number, string>)[f.status] ?? `HTTP ${f.status}`;
+  const message =
+    f.message ??
+    (
+      {
+        401: 'Incorrect API key provided.',
+        404: `model "nope" not found, try pulling it first`,
+        429: 'Rate limit reached.',
+        500: 'Internal server error',
+      } as Record<number, string>
+    )[f.status] ??
+    `HTTP ${f.status}`;
   let body: Json;
   switch (p) {
     case 'ollama':

@@ -28,10 +28,21 @@ export function openaiResponsesDialect(): Dialect {
       const pre = [
         e.ev('response.created', { response: resp }),
         e.ev('response.in_progress', { response: resp }),
-        e.ev('response.output_item.added', { output_index: 0, item: { id: 'msg_endless', type: 'message', status: 'in_progress', content: [], role: 'assistant' } }),
-        e.ev('response.content_part.added', { item_id: 'msg_endless', output_index: 0, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } }),
+        e.ev('response.output_item.added', {
+          output_index: 0,
+          item: { id: 'msg_endless', type: 'message', status: 'in_progress', content: [], role: 'assistant' },
+        }),
+        e.ev('response.content_part.added', {
+          item_id: 'msg_endless',
+          output_index: 0,
+          content_index: 0,
+          part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
+        }),
       ];
-      return { preamble: pre, tick: () => e.ev('response.output_text.delta', { item_id: 'msg_endless', output_index: 0, content_index: 0, delta: 'tick ', logprobs: [] }) };
+      return {
+        preamble: pre,
+        tick: () => e.ev('response.output_text.delta', { item_id: 'msg_endless', output_index: 0, content_index: 0, delta: 'tick ', logprobs: [] }),
+      };
     },
     route(req, res, server) {
       const m = /^\/v1\/containers\/([^/]+)\/files\/([^/]+)\/content$/.exec(req.path);
@@ -110,15 +121,26 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
             frames.push(e.ev('response.reasoning_summary_text.delta', { item_id, output_index, summary_index: 0, delta, obfuscation: 'abc' }));
           }
           frames.push(e.ev('response.reasoning_summary_text.done', { item_id, output_index, summary_index: 0, text: step.text }));
-          frames.push(e.ev('response.reasoning_summary_part.done', { item_id, output_index, summary_index: 0, part: { type: 'summary_text', text: step.text } }));
+          frames.push(
+            e.ev('response.reasoning_summary_part.done', { item_id, output_index, summary_index: 0, part: { type: 'summary_text', text: step.text } }),
+          );
           const item = { id: item_id, type: 'reasoning', summary: [{ type: 'summary_text', text: step.text }] };
           frames.push(e.ev('response.output_item.done', { output_index, item }));
           output.push(item);
           break;
         }
         const item_id = fakeId('msg_', 40);
-        frames.push(e.ev('response.output_item.added', { output_index, item: { id: item_id, type: 'message', status: 'in_progress', content: [], role: 'assistant' } }));
-        frames.push(e.ev('response.content_part.added', { item_id, output_index, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } }));
+        frames.push(
+          e.ev('response.output_item.added', { output_index, item: { id: item_id, type: 'message', status: 'in_progress', content: [], role: 'assistant' } }),
+        );
+        frames.push(
+          e.ev('response.content_part.added', {
+            item_id,
+            output_index,
+            content_index: 0,
+            part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
+          }),
+        );
         for (const delta of piecesOf(step.text, step)) {
           frames.push(e.ev('response.output_text.delta', { item_id, output_index, content_index: 0, delta, logprobs: [], obfuscation: 'xyz' }));
         }
@@ -144,7 +166,12 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
       case 'call': {
         const item_id = fakeId('fc_', 40);
         const call_id = step.id ?? fakeId('call_', 24);
-        frames.push(e.ev('response.output_item.added', { output_index, item: { id: item_id, type: 'function_call', status: 'in_progress', arguments: '', call_id, name: step.name } }));
+        frames.push(
+          e.ev('response.output_item.added', {
+            output_index,
+            item: { id: item_id, type: 'function_call', status: 'in_progress', arguments: '', call_id, name: step.name },
+          }),
+        );
         for (const delta of piecesOf(step.args, step)) {
           frames.push(e.ev('response.function_call_arguments.delta', { item_id, output_index, delta, obfuscation: 'q' }));
         }
@@ -156,7 +183,12 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
       }
       case 'code': {
         const item_id = step.id ?? fakeId('ci_', 40);
-        frames.push(e.ev('response.output_item.added', { output_index, item: { id: item_id, type: 'code_interpreter_call', status: 'in_progress', code: '', container_id: container, outputs: [] } }));
+        frames.push(
+          e.ev('response.output_item.added', {
+            output_index,
+            item: { id: item_id, type: 'code_interpreter_call', status: 'in_progress', code: '', container_id: container, outputs: [] },
+          }),
+        );
         frames.push(e.ev('response.code_interpreter_call.in_progress', { output_index, item_id }));
         for (const delta of piecesOf(step.code, step)) {
           frames.push(e.ev('response.code_interpreter_call_code.delta', { output_index, item_id, delta, obfuscation: 'o' }));
@@ -168,8 +200,16 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
         for (const img of step.images ?? []) outs.push({ type: 'image', url: `data:image/png;base64,${img}` });
         const logs = (step.stdout ?? '') + (step.stderr ?? '');
         if (logs) outs.push({ type: 'logs', logs });
-        if (step.files?.length) outs.push({ type: 'files', files: step.files.map((f) => ({ file_id: f.id, mime_type: f.mime_type ?? 'application/octet-stream' })) });
-        const item = { id: item_id, type: 'code_interpreter_call', status: 'completed', code: step.code, container_id: container, outputs: includeOutputs ? outs : null };
+        if (step.files?.length)
+          outs.push({ type: 'files', files: step.files.map((f) => ({ file_id: f.id, mime_type: f.mime_type ?? 'application/octet-stream' })) });
+        const item = {
+          id: item_id,
+          type: 'code_interpreter_call',
+          status: 'completed',
+          code: step.code,
+          container_id: container,
+          outputs: includeOutputs ? outs : null,
+        };
         frames.push(e.ev('response.output_item.done', { output_index, item }));
         output.push(item);
         break;
@@ -205,7 +245,11 @@ function render(t: ScriptTurn, req: RecordedRequest): Rendered {
 function error(f: StatusFault): { status: number; headers: Record<string, string>; body: string } {
   const defaults: Record<number, [string, string, string]> = {
     400: ['invalid_request_error', 'bad_request', 'Invalid request.'],
-    401: ['invalid_request_error', 'invalid_api_key', 'Incorrect API key provided: sk-wire***. You can find your API key at https://platform.openai.com/account/api-keys.'],
+    401: [
+      'invalid_request_error',
+      'invalid_api_key',
+      'Incorrect API key provided: sk-wire***. You can find your API key at https://platform.openai.com/account/api-keys.',
+    ],
     404: ['invalid_request_error', 'model_not_found', 'The model `gpt-nope` does not exist or you do not have access to it.'],
     429: ['requests', 'rate_limit_exceeded', 'Rate limit reached for requests. Please try again in 1s.'],
     500: ['server_error', 'server_error', 'The server had an error while processing your request. Sorry about that!'],

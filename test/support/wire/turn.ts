@@ -222,7 +222,8 @@ export interface RawResponse {
   chunkBytes?: number;
 }
 
-export type WireStep = ScriptTurn | StatusFault | CutFault | MalformedFault | EndlessFault | StreamErrorFault | StallFault | EndEarlyFault | PauseStep | RawResponse;
+export type WireStep =
+  ScriptTurn | StatusFault | CutFault | MalformedFault | EndlessFault | StreamErrorFault | StallFault | EndEarlyFault | PauseStep | RawResponse;
 
 export const fault = {
   status(status: number, o: Omit<StatusFault, 'kind' | 'status'> = {}): StatusFault {

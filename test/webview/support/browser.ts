@@ -85,7 +85,13 @@ export async function startServer(bundleDir: string, theme: string = THEMES.dark
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/' || path === '/index.html') {
       const nonce = createNonce();
-      let html = buildWebviewHtml({ cspSource: origin, nonce, scriptUri: `${origin}/dist/webview.js`, styleUri: `${origin}/dist/webview.css`, title: 'CodeAct' });
+      let html = buildWebviewHtml({
+        cspSource: origin,
+        nonce,
+        scriptUri: `${origin}/dist/webview.js`,
+        styleUri: `${origin}/dist/webview.css`,
+        title: 'CodeAct',
+      });
       // What VS Code adds around the page: the theme variables and the theme-kind class on <body>.
       html = html
         .replace('</head>', `  <link rel="stylesheet" href="${origin}/theme.css" nonce="${nonce}" />\n  </head>`)
@@ -115,7 +121,15 @@ export async function launch(): Promise<Browser> {
   const { chromium } = await import('playwright-core');
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--font-render-hinting=none'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--font-render-hinting=none',
+    ],
   });
 }
 
@@ -184,7 +198,11 @@ export class PanelPage {
   async sendEvents(events: TranscriptEvent[], perFrame = 8, conversationId = 'conv-1'): Promise<EventsMessage[]> {
     const batches: EventsMessage[] = [];
     let flush: (() => void) | undefined;
-    const batcher = createEventBatcher((m) => batches.push(m), (f) => void (flush = f), { conversationId, startSeq: this.seq });
+    const batcher = createEventBatcher(
+      (m) => batches.push(m),
+      (f) => void (flush = f),
+      { conversationId, startSeq: this.seq },
+    );
     events.forEach((e, i) => {
       batcher.push(e);
       if ((i + 1) % perFrame === 0) flush?.();
@@ -199,7 +217,11 @@ export class PanelPage {
   batches(events: TranscriptEvent[], perFrame = 8, conversationId = 'conv-1'): EventsMessage[] {
     const batches: EventsMessage[] = [];
     let flush: (() => void) | undefined;
-    const batcher = createEventBatcher((m) => batches.push(m), (f) => void (flush = f), { conversationId, startSeq: this.seq });
+    const batcher = createEventBatcher(
+      (m) => batches.push(m),
+      (f) => void (flush = f),
+      { conversationId, startSeq: this.seq },
+    );
     events.forEach((e, i) => {
       batcher.push(e);
       if ((i + 1) % perFrame === 0) flush?.();

@@ -54,7 +54,11 @@ export const ev = {
     type: 'response.output_item.done',
     item: { type: 'code_interpreter_call', status: 'completed', code: '', runtime: 'local', outputs: [], ...item },
   }),
-  approval: (approval_id: string, kind: 'tool' | 'code', extra: { item_id?: string; name?: string; arguments?: unknown; code?: string } = {}): TranscriptEvent => ({
+  approval: (
+    approval_id: string,
+    kind: 'tool' | 'code',
+    extra: { item_id?: string; name?: string; arguments?: unknown; code?: string } = {},
+  ): TranscriptEvent => ({
     type: 'codeact.approval.requested',
     approval_id,
     kind,
@@ -173,8 +177,17 @@ export function demoTurn(turnId = 'turn-1', execId = 'ci_1'): TranscriptEvent[] 
       code: DEMO_CODE,
       runtime: 'local',
       sandbox: { kind: 'bubblewrap', network: false },
-      outputs: [{ type: 'logs', logs: 'Found 3 open orders\n' }, { type: 'image', url: CHART_PNG }],
-      value: { late: [{ id: 'A-1001', days_late: 4, total: 1240 }, { id: 'A-1003', days_late: 1, total: 89.9 }], checked: 3 },
+      outputs: [
+        { type: 'logs', logs: 'Found 3 open orders\n' },
+        { type: 'image', url: CHART_PNG },
+      ],
+      value: {
+        late: [
+          { id: 'A-1001', days_late: 4, total: 1240 },
+          { id: 'A-1003', days_late: 1, total: 89.9 },
+        ],
+        checked: 3,
+      },
       duration_ms: 1830,
       exit_code: 0,
     }),

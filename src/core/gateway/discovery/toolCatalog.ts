@@ -50,7 +50,9 @@ const DEFAULT_CATALOG_MAX_BYTES = 256 * 1024;
 
 /** Python's keywords (`keyword.kwlist`); soft keywords such as `type` and `match` are valid names. */
 const PY_KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(' '),
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield'.split(
+    ' ',
+  ),
 );
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -66,7 +68,10 @@ export function pythonName(toolName: string): string | undefined {
 
 /** The first sentence or line of a description, at most `max` characters (cut at a word, with "…"). */
 export function oneLine(description: string | undefined, max = 100): string {
-  const text = (description ?? '').slice(0, 4 * max + 200).replace(/\s+/g, ' ').trim();
+  const text = (description ?? '')
+    .slice(0, 4 * max + 200)
+    .replace(/\s+/g, ' ')
+    .trim();
   const end = text.search(/[.!?](?:\s|$)/);
   let line = end >= 0 ? text.slice(0, end + 1) : text;
   if (line.length > max) {
@@ -81,7 +86,9 @@ export function oneLine(description: string | undefined, max = 100): string {
 export function toolGroup(tool: ManagedTool): string {
   if (tool.group) return tool.group;
   if (tool.source === 'mcp') return 'MCP tools';
-  return ({ command: 'command tools', http: 'HTTP tools', lmTool: 'VS Code language-model tools' } as Record<string, string>)[tool.source] ?? `${tool.source} tools`;
+  return (
+    ({ command: 'command tools', http: 'HTTP tools', lmTool: 'VS Code language-model tools' } as Record<string, string>)[tool.source] ?? `${tool.source} tools`
+  );
 }
 
 type Schema = Record<string, unknown>;
@@ -191,7 +198,9 @@ function pythonLiteral(value: unknown): string {
   if (typeof value === 'number') return String(value);
   if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'`;
   if (Array.isArray(value)) return `[${value.map(pythonLiteral).join(', ')}]`;
-  return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${pythonLiteral(k)}: ${pythonLiteral(v)}`).join(', ')}}`;
+  return `{${Object.entries(value as Record<string, unknown>)
+    .map(([k, v]) => `${pythonLiteral(k)}: ${pythonLiteral(v)}`)
+    .join(', ')}}`;
 }
 
 /** Whether a catalogue entry's function needs `**arguments`. */
@@ -238,7 +247,14 @@ export function buildToolCatalog(tools: readonly ManagedTool[], options: Catalog
       let py = pythonName(t.name);
       if (py && taken.has(py)) py = undefined;
       if (py) taken.add(py);
-      const entry: CatalogTool = { name: t.name, ...(py ? { py } : {}), group: toolGroup(t), description: oneLine(t.description, 300), params, extra: needsExtra(params) };
+      const entry: CatalogTool = {
+        name: t.name,
+        ...(py ? { py } : {}),
+        group: toolGroup(t),
+        description: oneLine(t.description, 300),
+        params,
+        extra: needsExtra(params),
+      };
       const returns = returnsSummary(t.outputSchema);
       if (returns) entry.returns = returns;
       return entry;

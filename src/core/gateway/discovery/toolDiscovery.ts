@@ -44,7 +44,9 @@ function boundedSchema(schema: unknown): unknown {
   if (schema === undefined) return null;
   const size = Buffer.byteLength(JSON.stringify(schema));
   if (size <= MAX_DESCRIBED_SCHEMA_BYTES) return schema;
-  return { $comment: `This schema is ${size.toLocaleString('en-US')} bytes, too large to show here (the limit is ${MAX_DESCRIBED_SCHEMA_BYTES.toLocaleString('en-US')}). The signature lists its top-level parameters.` };
+  return {
+    $comment: `This schema is ${size.toLocaleString('en-US')} bytes, too large to show here (the limit is ${MAX_DESCRIBED_SCHEMA_BYTES.toLocaleString('en-US')}). The signature lists its top-level parameters.`,
+  };
 }
 
 export class ToolDiscovery {
@@ -86,7 +88,8 @@ export class ToolDiscovery {
 
   search(args: unknown): SearchResult[] {
     const a = argsObject('search_tools', args, ['query', 'limit']);
-    if (typeof a.query !== 'string' || !a.query.trim()) throw new Error('search_tools(query, limit=10): query must be a non-empty string, for example "create an invoice".');
+    if (typeof a.query !== 'string' || !a.query.trim())
+      throw new Error('search_tools(query, limit=10): query must be a non-empty string, for example "create an invoice".');
     const limit = a.limit === undefined || a.limit === null ? 10 : a.limit;
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_RESULTS) {
       throw new Error(`search_tools(query, limit=10): limit must be an integer from 1 to ${MAX_RESULTS}, not ${JSON.stringify(limit)}.`);
@@ -95,7 +98,13 @@ export class ToolDiscovery {
       .search(a.query.slice(0, MAX_QUERY_CHARS), limit)
       .map((hit) => {
         const t = this.byName.get(hit.name)!;
-        const r: SearchResult = { name: t.name, description: oneLine(t.description, 160), signature: signatureText(t.name, toolParams(t)), group: toolGroup(t), score: hit.score };
+        const r: SearchResult = {
+          name: t.name,
+          description: oneLine(t.description, 160),
+          signature: signatureText(t.name, toolParams(t)),
+          group: toolGroup(t),
+          score: hit.score,
+        };
         const returns = returnsSummary(t.outputSchema);
         if (returns) r.returns = returns;
         return r;
@@ -107,8 +116,12 @@ export class ToolDiscovery {
     if (typeof a.name !== 'string' || !a.name) throw new Error('describe_tool(name): name must be the name of a managed tool, as a string.');
     const t = this.byName.get(a.name) ?? this.byPython.get(a.name);
     if (!t) {
-      const near = this.getIndex().search(a.name.slice(0, MAX_QUERY_CHARS), 5).map((h) => h.name);
-      throw new Error(`No managed tool is named ${JSON.stringify(a.name.slice(0, 100))}.${near.length ? ` Closest: ${near.join(', ')}.` : ''} Use search_tools("what you need") to find one.`);
+      const near = this.getIndex()
+        .search(a.name.slice(0, MAX_QUERY_CHARS), 5)
+        .map((h) => h.name);
+      throw new Error(
+        `No managed tool is named ${JSON.stringify(a.name.slice(0, 100))}.${near.length ? ` Closest: ${near.join(', ')}.` : ''} Use search_tools("what you need") to find one.`,
+      );
     }
     const description = clip(t.description, 4000);
     const out: Record<string, unknown> = { name: t.name, description, group: toolGroup(t), signature: signatureText(t.name, toolParams(t)) };

@@ -34,7 +34,9 @@ const MAX_DESCRIPTION_CHARS = 2000;
 const MAX_PARAMS = 64;
 
 const STOPWORDS = new Set(
-  'a an the of for to in on at by with and or is are be been was were it its this that these those from as into i me my we our you your all any can could would should will do does how what which who when where there then than so if not no yes please want need using use via some one'.split(' '),
+  'a an the of for to in on at by with and or is are be been was were it its this that these those from as into i me my we our you your all any can could would should will do does how what which who when where there then than so if not no yes please want need using use via some one'.split(
+    ' ',
+  ),
 );
 
 /** A light English stemmer: enough to match "orders"/"order", "listing"/"list", "created"/"create". */
@@ -65,7 +67,9 @@ export function splitWords(text: string): string[] {
 
 /** Search terms: words, without stopwords, stemmed. */
 export function tokenize(text: string): string[] {
-  return splitWords(text).filter((w) => !STOPWORDS.has(w)).map(stem);
+  return splitWords(text)
+    .filter((w) => !STOPWORDS.has(w))
+    .map(stem);
 }
 
 interface Indexed {

@@ -29,17 +29,26 @@ export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
         ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal })
         : await this.client.messages.create(body as any, { signal })) as unknown as AsyncIterable<Json>;
     };
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'msg', bounds: this.bounds }, req, emit, open, (turn) => new AnthropicState(emit, turn));
+    return runStream(
+      { provider: this.id, baseURL: this.baseURL, idPrefix: 'msg', bounds: this.bounds },
+      req,
+      emit,
+      open,
+      (turn) => new AnthropicState(emit, turn),
+    );
   }
 
   /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */
   async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
-    if (!file.file_id) throw new ProviderError({ code: 'bad_request', provider: 'anthropic', message: 'This file has no file id, so it cannot be downloaded from Anthropic.' });
+    if (!file.file_id)
+      throw new ProviderError({ code: 'bad_request', provider: 'anthropic', message: 'This file has no file id, so it cannot be downloaded from Anthropic.' });
     try {
       let filename = file.filename;
       let mimeType = file.mime_type;
       try {
-        const meta = (await this.client.beta.files.retrieveMetadata(file.file_id, { betas: [FILES_BETA] } as any, { signal: options.signal })) as unknown as Json;
+        const meta = (await this.client.beta.files.retrieveMetadata(file.file_id, { betas: [FILES_BETA] } as any, {
+          signal: options.signal,
+        })) as unknown as Json;
         filename ??= meta.filename;
         mimeType ??= meta.mime_type;
       } catch (err) {

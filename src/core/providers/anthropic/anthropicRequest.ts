@@ -73,24 +73,30 @@ function toAnthropicMessages(req: TurnRequest): Json[] {
     if (last && last.role === role) last.content.push(...blocks);
     else messages.push({ role, content: [...blocks] });
   };
-  writeHistory(req.history, {
-    replay: { provider: 'anthropic', write: (parts) => push('assistant', parts as Json[]) },
-    user: (text, images) => push('user', [{ type: 'text', text }, ...imageBlocks(images)]),
-    assistant: (text) => push('assistant', [{ type: 'text', text }]),
-    call: (item) => push('assistant', [{ type: 'tool_use', id: item.call_id, name: item.name, input: parseObject(item.arguments ?? '{}') }]),
-    output: (item) => {
-      // With images, the content is a list: the text, then the image blocks.
-      const content = item.images?.length ? [{ type: 'text', text: item.output }, ...imageBlocks(item.images)].filter((b) => b.type !== 'text' || b.text) : item.output;
-      const block: Json = { type: 'tool_result', tool_use_id: item.call_id, content };
-      if (item.is_error) block.is_error = true;
-      push('user', [block]);
+  writeHistory(
+    req.history,
+    {
+      replay: { provider: 'anthropic', write: (parts) => push('assistant', parts as Json[]) },
+      user: (text, images) => push('user', [{ type: 'text', text }, ...imageBlocks(images)]),
+      assistant: (text) => push('assistant', [{ type: 'text', text }]),
+      call: (item) => push('assistant', [{ type: 'tool_use', id: item.call_id, name: item.name, input: parseObject(item.arguments ?? '{}') }]),
+      output: (item) => {
+        // With images, the content is a list: the text, then the image blocks.
+        const content = item.images?.length
+          ? [{ type: 'text', text: item.output }, ...imageBlocks(item.images)].filter((b) => b.type !== 'text' || b.text)
+          : item.output;
+        const block: Json = { type: 'tool_result', tool_use_id: item.call_id, content };
+        if (item.is_error) block.is_error = true;
+        push('user', [block]);
+      },
     },
-  }, requestImages(req, 'anthropic'));
+    requestImages(req, 'anthropic'),
+  );
   // Tool results first in a user turn, as the API requires.
   for (const m of messages) {
     if (m.role === 'user') m.content.sort((a: Json, b: Json) => Number(b.type === 'tool_result') - Number(a.type === 'tool_result'));
   }
-  const fileIds = req.hosted?.enabled ? req.hosted.fileIds ?? [] : [];
+  const fileIds = req.hosted?.enabled ? (req.hosted.fileIds ?? []) : [];
   if (fileIds.length > 0) {
     const firstUser = messages.find((m) => m.role === 'user');
     if (firstUser) {

@@ -46,7 +46,10 @@ export class AnthropicState implements StreamMachine<Json> {
   /** server_tool_use blocks waiting for their result, by tool_use_id. */
   private readonly pending = new Map<string, { index: number; state: BlockState }>();
 
-  constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
+  constructor(
+    private readonly emit: EmitFn,
+    private readonly turn: TurnItems,
+  ) {}
 
   outcome() {
     // The container id arrives in message_delta, after the code items finished: fill it in the result.
@@ -55,8 +58,24 @@ export class AnthropicState implements StreamMachine<Json> {
     }
     const raw = this.stopReason;
     const stopReason: StopReason =
-      raw === 'pause_turn' ? 'pause_turn' : raw === 'end_turn' || raw === 'stop_sequence' ? 'end_turn' : raw === 'max_tokens' ? 'max_tokens' : raw === 'refusal' ? 'refusal' : raw === 'tool_use' ? 'tool_use' : 'other';
-    return { stopReason, rawStopReason: raw, usage: tokenUsage(this.inputTokens, this.outputTokens, undefined, this.cachedTokens), containerId: this.containerId ?? null, model: this.model };
+      raw === 'pause_turn'
+        ? 'pause_turn'
+        : raw === 'end_turn' || raw === 'stop_sequence'
+          ? 'end_turn'
+          : raw === 'max_tokens'
+            ? 'max_tokens'
+            : raw === 'refusal'
+              ? 'refusal'
+              : raw === 'tool_use'
+                ? 'tool_use'
+                : 'other';
+    return {
+      stopReason,
+      rawStopReason: raw,
+      usage: tokenUsage(this.inputTokens, this.outputTokens, undefined, this.cachedTokens),
+      containerId: this.containerId ?? null,
+      model: this.model,
+    };
   }
 
   onEvent(ev: Json): void {
@@ -132,7 +151,14 @@ export class AnthropicState implements StreamMachine<Json> {
         const hasInput = block.input && typeof block.input === 'object' && Object.keys(block.input).length > 0;
         if (name === 'code_execution' || name === 'bash_code_execution') {
           const field = name === 'code_execution' ? 'code' : 'command';
-          st = { kind: 'code', slot, code: new HostedCodeStream(this.emit, 'anthropic', name), json: '', extractor: new JsonStringFieldExtractor([field, 'code', 'command']), block };
+          st = {
+            kind: 'code',
+            slot,
+            code: new HostedCodeStream(this.emit, 'anthropic', name),
+            json: '',
+            extractor: new JsonStringFieldExtractor([field, 'code', 'command']),
+            block,
+          };
           st.code.start();
           if (hasInput) {
             st.input = block.input;

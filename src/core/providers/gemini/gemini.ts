@@ -9,16 +9,7 @@
  */
 import type { GoogleGenAI } from '@google/genai';
 import type { AttachedImage, CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../../common/events';
-import {
-  FunctionCallStream,
-  HostedCodeStream,
-  TextStream,
-  errorFromTraceback,
-  replayOnlyItem,
-  tokenUsage,
-  type Json,
-  type TurnItems,
-} from '../shared/emit';
+import { FunctionCallStream, HostedCodeStream, TextStream, errorFromTraceback, replayOnlyItem, tokenUsage, type Json, type TurnItems } from '../shared/emit';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { requestImages, writeHistory } from '../shared/history';
 import { runStream, type StreamMachine } from '../shared/runStream';
@@ -53,7 +44,13 @@ export class GeminiProvider extends FirstPartyProvider<GoogleGenAI> {
       params.config.abortSignal = signal;
       return (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
     };
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'gemini', bounds: this.bounds }, req, emit, open, (turn) => new GeminiState(emit, turn));
+    return runStream(
+      { provider: this.id, baseURL: this.baseURL, idPrefix: 'gemini', bounds: this.bounds },
+      req,
+      emit,
+      open,
+      (turn) => new GeminiState(emit, turn),
+    );
   }
 }
 
@@ -95,7 +92,10 @@ class GeminiState implements StreamMachine<Json> {
   /** Thought-phase executions (Gemini 2.5 repeats them without `thought`), by code. */
   private readonly thoughtCode: { code: string; item: ConversationItem; claimed: boolean }[] = [];
 
-  constructor(private readonly emit: EmitFn, private readonly turn: TurnItems) {}
+  constructor(
+    private readonly emit: EmitFn,
+    private readonly turn: TurnItems,
+  ) {}
 
   // A finishReason mid-stream does not end the turn (the end of the body does). A body without its final
   // chunk (the last candidate has no finishReason) is a cut, like no chunk at all; a blocked prompt has no candidate.
@@ -187,7 +187,17 @@ class GeminiState implements StreamMachine<Json> {
         const prior = this.thoughtCode.find((t) => !t.claimed && t.code === code);
         if (prior) {
           prior.claimed = true;
-          this.code = { stream: undefined as unknown as HostedCodeStream, slot: -1, parts, outputs: [], status: 'completed', exit: null, error: null, thought, duplicateOf: prior.item };
+          this.code = {
+            stream: undefined as unknown as HostedCodeStream,
+            slot: -1,
+            parts,
+            outputs: [],
+            status: 'completed',
+            exit: null,
+            error: null,
+            thought,
+            duplicateOf: prior.item,
+          };
           return;
         }
       }
@@ -225,7 +235,10 @@ class GeminiState implements StreamMachine<Json> {
         default:
           c.status = 'failed';
           c.exit = 1;
-          c.error = errorFromTraceback(output) ?? { type: 'ExecutionFailed', message: output.trim().split(/\r?\n/).pop() || `Code execution failed (${String(r.outcome ?? 'OUTCOME_UNSPECIFIED')}).` };
+          c.error = errorFromTraceback(output) ?? {
+            type: 'ExecutionFailed',
+            message: output.trim().split(/\r?\n/).pop() || `Code execution failed (${String(r.outcome ?? 'OUTCOME_UNSPECIFIED')}).`,
+          };
           break;
       }
       return;
@@ -316,29 +329,34 @@ function toGeminiContents(req: TurnRequest): Json[] {
     if (item.id) calls.set(item.id, { name: item.name, id });
   }
   const inResponse = functionResponseTakesParts(req.model);
-  writeHistory(req.history, {
-    replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(parts as Json[])) },
-    user: (text, images) => push('user', [{ text }, ...inlineParts(images)]),
-    assistant: (text) => push('model', [{ text }]),
-    call: (item) => {
-      let args: unknown = {};
-      try {
-        args = JSON.parse(item.arguments || '{}');
-      } catch {}
-      push('model', [{ functionCall: { name: item.name, args } }]);
+  writeHistory(
+    req.history,
+    {
+      replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(parts as Json[])) },
+      user: (text, images) => push('user', [{ text }, ...inlineParts(images)]),
+      assistant: (text) => push('model', [{ text }]),
+      call: (item) => {
+        let args: unknown = {};
+        try {
+          args = JSON.parse(item.arguments || '{}');
+        } catch {}
+        push('model', [{ functionCall: { name: item.name, args } }]);
+      },
+      output: (item) => {
+        const call = (item.item_id ? calls.get(item.item_id) : undefined) ?? calls.get(item.call_id);
+        const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
+        if (call?.id) fr.id = call.id;
+        if (item.images?.length && inResponse) fr.parts = inlineParts(item.images);
+        // Older models: the images as inline parts of the same user turn, after its function responses.
+        push('user', [{ functionResponse: fr }, ...(inResponse ? [] : inlineParts(item.images))]);
+      },
     },
-    output: (item) => {
-      const call = (item.item_id ? calls.get(item.item_id) : undefined) ?? calls.get(item.call_id);
-      const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
-      if (call?.id) fr.id = call.id;
-      if (item.images?.length && inResponse) fr.parts = inlineParts(item.images);
-      // Older models: the images as inline parts of the same user turn, after its function responses.
-      push('user', [{ functionResponse: fr }, ...(inResponse ? [] : inlineParts(item.images))]);
-    },
-  }, requestImages(req, 'gemini'));
+    requestImages(req, 'gemini'),
+  );
   if (!inResponse) {
     for (const c of contents) {
-      if (c.role === 'user' && c.parts.some((p: Json) => p.functionResponse)) c.parts.sort((a: Json, b: Json) => Number(!!b.functionResponse) - Number(!!a.functionResponse));
+      if (c.role === 'user' && c.parts.some((p: Json) => p.functionResponse))
+        c.parts.sort((a: Json, b: Json) => Number(!!b.functionResponse) - Number(!!a.functionResponse));
     }
   }
   return contents;
@@ -365,7 +383,15 @@ function mergeParts(parts: Json[]): Json[] {
     const isText = typeof p.text === 'string' && Object.keys(p).every((k) => k === 'text' || k === 'thought' || k === 'thoughtSignature');
     if (isText && p.thought === true && !p.thoughtSignature) continue;
     const last = out[out.length - 1];
-    if (isText && !p.thoughtSignature && last && typeof last.text === 'string' && !last.thoughtSignature && (last.thought === true) === (p.thought === true) && Object.keys(last).every((k) => k === 'text' || k === 'thought')) {
+    if (
+      isText &&
+      !p.thoughtSignature &&
+      last &&
+      typeof last.text === 'string' &&
+      !last.thoughtSignature &&
+      (last.thought === true) === (p.thought === true) &&
+      Object.keys(last).every((k) => k === 'text' || k === 'thought')
+    ) {
       out[out.length - 1] = { ...last, text: last.text + p.text };
       continue;
     }

@@ -43,7 +43,10 @@ export class OpenAICompatibleProvider implements Provider {
   readonly id = 'openai-compatible' as const;
   readonly capabilities: ProviderCapabilities = { functionTools: true, hostedCode: false };
 
-  constructor(readonly client: OpenAI, readonly options: CompatibleOptions) {}
+  constructor(
+    readonly client: OpenAI,
+    readonly options: CompatibleOptions,
+  ) {}
 
   supportsTools(model: string): boolean {
     return this.options.models[model]?.supportsTools ?? this.options.supportsTools;
@@ -104,7 +107,13 @@ export class OpenAICompatibleProvider implements Provider {
     }
 
     const open = async (signal: AbortSignal) => (await this.client.chat.completions.create(body as any, { signal })) as unknown as AsyncIterable<Json>;
-    return runStream({ provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl', bounds: this.options.bounds }, req, emit, open, (turn) => new ChatState(emit, turn));
+    return runStream(
+      { provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl', bounds: this.options.bounds },
+      req,
+      emit,
+      open,
+      (turn) => new ChatState(emit, turn),
+    );
   }
 }
 
@@ -223,35 +232,42 @@ function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Jso
     flushImages();
     return (assistant ??= { content: '', tool_calls: [] });
   };
-  writeHistory(req.history, {
-    user: (text, images) => {
-      flush();
-      messages.push({ role: 'user', content: images?.length ? [{ type: 'text', text }, ...imageUrlParts(images)] : text });
-    },
-    assistant: (text) => {
-      const a = open();
-      if (a.tool_calls.length > 0) {
+  writeHistory(
+    req.history,
+    {
+      user: (text, images) => {
         flush();
-        open().content = text;
-      } else {
-        a.content += text;
-      }
+        messages.push({ role: 'user', content: images?.length ? [{ type: 'text', text }, ...imageUrlParts(images)] : text });
+      },
+      assistant: (text) => {
+        const a = open();
+        if (a.tool_calls.length > 0) {
+          flush();
+          open().content = text;
+        } else {
+          a.content += text;
+        }
+      },
+      foreign: (text) => {
+        const a = open();
+        a.content += (a.content ? '\n\n' : '') + text;
+      },
+      call: (item) => open().tool_calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '{}' } }),
+      output: (item) => {
+        // Images wait until the run of tool messages ends: nothing may come between the tool results of one turn.
+        flushAssistant();
+        messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
+        if (item.images?.length) {
+          const from = item.images[0].source || 'the code';
+          toolImages.push(
+            { type: 'text', text: `The image${item.images.length === 1 ? '' : 's'} ${from} showed (the result of tool call ${item.call_id}):` },
+            ...imageUrlParts(item.images),
+          );
+        }
+      },
     },
-    foreign: (text) => {
-      const a = open();
-      a.content += (a.content ? '\n\n' : '') + text;
-    },
-    call: (item) => open().tool_calls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '{}' } }),
-    output: (item) => {
-      // Images wait until the run of tool messages ends: nothing may come between the tool results of one turn.
-      flushAssistant();
-      messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
-      if (item.images?.length) {
-        const from = item.images[0].source || 'the code';
-        toolImages.push({ type: 'text', text: `The image${item.images.length === 1 ? '' : 's'} ${from} showed (the result of tool call ${item.call_id}):` }, ...imageUrlParts(item.images));
-      }
-    },
-  }, requestImages(req, 'openai-compatible', visionModels));
+    requestImages(req, 'openai-compatible', visionModels),
+  );
   flush();
   return messages;
 }
@@ -288,7 +304,11 @@ export async function servedWindow(baseURL: string, model: string, signal?: Abor
   const props = await probeJson(`${root}/props`, { method: 'GET' }, signal).catch(() => undefined);
   const llama = validWindow(props?.default_generation_settings?.n_ctx) ?? validWindow(props?.n_ctx);
   if (llama) return llama;
-  const show = await probeJson(`${root}/api/show`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) }, signal).catch(() => undefined);
+  const show = await probeJson(
+    `${root}/api/show`,
+    { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }) },
+    signal,
+  ).catch(() => undefined);
   if (!show) return undefined;
   const numCtx = typeof show.parameters === 'string' ? /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(show.parameters)?.[1] : undefined;
   if (numCtx) return validWindow(Number(numCtx));

@@ -7,16 +7,7 @@
  */
 import type OpenAI from 'openai';
 import type { AttachedImage, CodeOutput, FileOutput, MessageItem } from '../../../common/events';
-import {
-  FunctionCallStream,
-  HostedCodeStream,
-  TextStream,
-  asString,
-  replayOnlyItem,
-  tokenUsage,
-  type Json,
-  type TurnItems,
-} from '../shared/emit';
+import { FunctionCallStream, HostedCodeStream, TextStream, asString, replayOnlyItem, tokenUsage, type Json, type TurnItems } from '../shared/emit';
 import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
@@ -61,13 +52,24 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const open = async (signal: AbortSignal) => (await this.client.responses.create(this.buildRequest(req) as any, { signal })) as unknown as AsyncIterable<Json>;
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix: 'resp', bounds: this.bounds }, req, emit, open, (turn, ctx) => new ResponsesState(emit, turn, ctx));
+    const open = async (signal: AbortSignal) =>
+      (await this.client.responses.create(this.buildRequest(req) as any, { signal })) as unknown as AsyncIterable<Json>;
+    return runStream(
+      { provider: this.id, baseURL: this.baseURL, idPrefix: 'resp', bounds: this.bounds },
+      req,
+      emit,
+      open,
+      (turn, ctx) => new ResponsesState(emit, turn, ctx),
+    );
   }
 
   async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
     if (!file.file_id || !file.container_id) {
-      throw new ProviderError({ code: 'bad_request', provider: 'openai', message: 'This file has no container id and file id, so it cannot be downloaded from OpenAI.' });
+      throw new ProviderError({
+        code: 'bad_request',
+        provider: 'openai',
+        message: 'This file has no container id and file id, so it cannot be downloaded from OpenAI.',
+      });
     }
     try {
       return await downloadOpenAIContainerFile(this.client, file.container_id, file.file_id, options.signal, file.filename);
@@ -252,7 +254,7 @@ class ResponsesState implements StreamMachine<Json> {
     switch (s.kind) {
       case 'message': {
         const content: Json[] = Array.isArray(item.content) ? item.content : [];
-        const text = content.map((c) => (c.type === 'output_text' ? c.text ?? '' : c.type === 'refusal' ? c.refusal ?? '' : '')).join('');
+        const text = content.map((c) => (c.type === 'output_text' ? (c.text ?? '') : c.type === 'refusal' ? (c.refusal ?? '') : '')).join('');
         const annotations = content.flatMap((c) => (Array.isArray(c.annotations) ? c.annotations : []));
         for (const a of annotations) this.fileFromAnnotation(a);
         const msg: MessageItem = (s.text as TextStream).finish({ finalText: text, annotations: annotations.length ? annotations : s.annotations });
@@ -341,15 +343,23 @@ function numericCode(code: unknown): number | undefined {
 /** The history as Responses `input` items. */
 function toResponsesInput(req: TurnRequest): Json[] {
   const input: Json[] = [];
-  writeHistory(req.history, {
-    replay: { provider: 'openai', write: (parts) => parts.forEach((raw) => input.push(cleanReplayItem(raw as Json))) },
-    user: (text, images) => input.push({ role: 'user', content: images?.length ? [{ type: 'input_text', text }, ...inputImages(images)] : text }),
-    assistant: (text) => input.push({ role: 'assistant', content: text }),
-    call: (item) => input.push({ type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments ?? '{}' }),
-    // With images, the output is a list of input parts: the text, then the images (ResponseFunctionCallOutputItemList).
-    output: (item) =>
-      input.push({ type: 'function_call_output', call_id: item.call_id, output: item.images?.length ? [{ type: 'input_text', text: item.output }, ...inputImages(item.images)] : item.output }),
-  }, requestImages(req, 'openai'));
+  writeHistory(
+    req.history,
+    {
+      replay: { provider: 'openai', write: (parts) => parts.forEach((raw) => input.push(cleanReplayItem(raw as Json))) },
+      user: (text, images) => input.push({ role: 'user', content: images?.length ? [{ type: 'input_text', text }, ...inputImages(images)] : text }),
+      assistant: (text) => input.push({ role: 'assistant', content: text }),
+      call: (item) => input.push({ type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments ?? '{}' }),
+      // With images, the output is a list of input parts: the text, then the images (ResponseFunctionCallOutputItemList).
+      output: (item) =>
+        input.push({
+          type: 'function_call_output',
+          call_id: item.call_id,
+          output: item.images?.length ? [{ type: 'input_text', text: item.output }, ...inputImages(item.images)] : item.output,
+        }),
+    },
+    requestImages(req, 'openai'),
+  );
   return input;
 }
 

@@ -27,7 +27,15 @@ export interface ProviderInfo {
 }
 
 export const PROVIDER_CATALOG: readonly ProviderInfo[] = [
-  { id: 'openai', label: 'OpenAI', who: 'OpenAI', keyEnv: ['OPENAI_API_KEY'], needsKey: true, firstParty: true, defaultModels: ['gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-4.1'] },
+  {
+    id: 'openai',
+    label: 'OpenAI',
+    who: 'OpenAI',
+    keyEnv: ['OPENAI_API_KEY'],
+    needsKey: true,
+    firstParty: true,
+    defaultModels: ['gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-4.1'],
+  },
   {
     id: 'anthropic',
     label: 'Anthropic',
@@ -111,7 +119,10 @@ const GEMINI_TEXT_ONLY = /embedding|^aqa$|^gemini-(1\.0-)?pro(-\d+)?$|^gemini-1\
 
 /** Normalised model id: lower case, without `models/` (Gemini) or a fine-tune's `ft:` prefix and suffix. */
 function baseModel(model: string): string {
-  let m = model.trim().toLowerCase().replace(/^models\//, '');
+  let m = model
+    .trim()
+    .toLowerCase()
+    .replace(/^models\//, '');
   if (m.startsWith('ft:')) m = m.slice(3).split(':')[0];
   return m;
 }

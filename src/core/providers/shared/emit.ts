@@ -35,7 +35,10 @@ export class TurnItems {
   readonly files: FileOutput[] = [];
   readonly functionCalls: FunctionCallRequest[] = [];
 
-  constructor(readonly provider: ProviderId, readonly turn: string) {}
+  constructor(
+    readonly provider: ProviderId,
+    readonly turn: string,
+  ) {}
 
   private readonly snapshots = new Map<number, () => ConversationItem | undefined>();
 
@@ -95,14 +98,19 @@ export class TextStream {
   /** Our id of the message (or reasoning) item. */
   readonly id: string;
 
-  constructor(private readonly emit: EmitFn, readonly thinking = false) {
+  constructor(
+    private readonly emit: EmitFn,
+    readonly thinking = false,
+  ) {
     this.id = newId(thinking ? 'rs' : 'msg');
   }
 
   delta(delta: string): void {
     if (!delta) return;
     this.text += delta;
-    this.emit(this.thinking ? { type: 'response.reasoning_text.delta', item_id: this.id, delta } : { type: 'response.output_text.delta', item_id: this.id, delta });
+    this.emit(
+      this.thinking ? { type: 'response.reasoning_text.delta', item_id: this.id, delta } : { type: 'response.output_text.delta', item_id: this.id, delta },
+    );
   }
 
   /** The message so far, without emitting anything (the partial item of a failed turn). */
@@ -125,8 +133,11 @@ export class TextStream {
       this.finished = true;
       // Reasoning has events of its own, on an item of type `reasoning` (the history keeps the message with its
       // `thinking` flag and replay data, which the provider needs to send it back).
-      this.emit(this.thinking ? { type: 'response.reasoning_text.done', item_id: this.id, text } : { type: 'response.output_text.done', item_id: this.id, text });
-      if (extra.emitItem !== false) this.emit({ type: 'response.output_item.done', item: this.thinking ? { type: 'reasoning', id: this.id, text } : { ...item } });
+      this.emit(
+        this.thinking ? { type: 'response.reasoning_text.done', item_id: this.id, text } : { type: 'response.output_text.done', item_id: this.id, text },
+      );
+      if (extra.emitItem !== false)
+        this.emit({ type: 'response.output_item.done', item: this.thinking ? { type: 'reasoning', id: this.id, text } : { ...item } });
     }
     return item;
   }

@@ -122,7 +122,10 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
   if (status !== undefined || errType) {
     return fromStatus(status, detail, errType, err, ctx);
   }
-  if (err instanceof SyntaxError || /JSON|Unexpected token|Unexpected end of JSON|Incomplete JSON segment|exception parsing stream chunk/i.test(messageOf(err))) {
+  if (
+    err instanceof SyntaxError ||
+    /JSON|Unexpected token|Unexpected end of JSON|Incomplete JSON segment|exception parsing stream chunk/i.test(messageOf(err))
+  ) {
     if (/Incomplete JSON segment at the end/i.test(messageOf(err))) {
       return streamCut(ctx, err);
     }
@@ -135,7 +138,10 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
     });
   }
   const text = `${messageOf(err)} ${causeText(err)}`;
-  if (/terminated|other side closed|ECONNRESET|EPIPE|socket hang up|premature close|aborted|UND_ERR_SOCKET|ended without|network error/i.test(text) && !/ECONNREFUSED/.test(text)) {
+  if (
+    /terminated|other side closed|ECONNRESET|EPIPE|socket hang up|premature close|aborted|UND_ERR_SOCKET|ended without|network error/i.test(text) &&
+    !/ECONNREFUSED/.test(text)
+  ) {
     return streamCut(ctx, err);
   }
   if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed|Connection error|ETIMEDOUT|timed out|timeout/i.test(text)) {
@@ -197,36 +203,76 @@ function fromStatus(status: number | undefined, detail: string, errType: string 
   const retryAfterMs = retryAfterOf(err, detail);
   const type = errType ?? '';
 
-  if (status === 401 || type === 'authentication_error' || type === 'UNAUTHENTICATED' || type === 'invalid_api_key' || /API key not valid|API_KEY_INVALID/i.test(detail)) {
+  if (
+    status === 401 ||
+    type === 'authentication_error' ||
+    type === 'UNAUTHENTICATED' ||
+    type === 'invalid_api_key' ||
+    /API key not valid|API_KEY_INVALID/i.test(detail)
+  ) {
     const who = p === 'openai-compatible' ? `The server at ${ctx.baseURL ?? 'the base URL'}` : label;
     return new ProviderError({ ...base, code: 'auth', message: `${who} rejected the API key${http}${d}. ${keyHint(p)}, then try again.` });
   }
   if (status === 403 || type === 'permission_error' || type === 'PERMISSION_DENIED') {
-    return new ProviderError({ ...base, code: 'auth', message: `${label} refused access${http}${d}. The API key lacks permission for this model or feature; check the key's project/workspace, or ${keyHint(p).replace(/^Set/, 'set')}.` });
+    return new ProviderError({
+      ...base,
+      code: 'auth',
+      message: `${label} refused access${http}${d}. The API key lacks permission for this model or feature; check the key's project/workspace, or ${keyHint(p).replace(/^Set/, 'set')}.`,
+    });
   }
   if (status === 429 || type === 'rate_limit_error' || type === 'RESOURCE_EXHAUSTED' || type === 'rate_limit_exceeded') {
     const when = retryAfterMs !== undefined ? ` The provider asks to wait ${Math.ceil(retryAfterMs / 1000)} s.` : '';
-    return new ProviderError({ ...base, code: 'rate_limit', retryAfterMs, message: `${label} is rate-limiting requests${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.` });
+    return new ProviderError({
+      ...base,
+      code: 'rate_limit',
+      retryAfterMs,
+      message: `${label} is rate-limiting requests${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.`,
+    });
   }
   if (isContextOverflow(status, detail, type)) {
-    return new ProviderError({ ...base, code: 'context_overflow', message: `The conversation is too long for ${ctx.model ? `"${ctx.model}"` : 'the model'}'s context window${http}${d}. Start a new conversation, or shorten the prompt or the tool outputs.` });
+    return new ProviderError({
+      ...base,
+      code: 'context_overflow',
+      message: `The conversation is too long for ${ctx.model ? `"${ctx.model}"` : 'the model'}'s context window${http}${d}. Start a new conversation, or shorten the prompt or the tool outputs.`,
+    });
   }
   if (ctx.provider === 'openai-compatible' && ctx.withTools !== false && rejectsTools(status, errorText(detail, err))) {
     return toolsUnsupportedError(ctx, detail, status, err);
   }
   if (status === 404 || type === 'not_found_error' || type === 'NOT_FOUND' || type === 'model_not_found') {
-    const hint = p === 'openai-compatible'
-      ? ` Check the model name (the server lists its models at ${ctx.baseURL ?? '<base URL>'}/models) and that the base URL ends with /v1.`
-      : ' Check the model name: the codeact.model setting (--model on the command line).';
-    return new ProviderError({ ...base, code: 'unknown_model', message: `${label} does not know the model ${ctx.model ? `"${ctx.model}"` : ''}${http}${d}.${hint}` });
+    const hint =
+      p === 'openai-compatible'
+        ? ` Check the model name (the server lists its models at ${ctx.baseURL ?? '<base URL>'}/models) and that the base URL ends with /v1.`
+        : ' Check the model name: the codeact.model setting (--model on the command line).';
+    return new ProviderError({
+      ...base,
+      code: 'unknown_model',
+      message: `${label} does not know the model ${ctx.model ? `"${ctx.model}"` : ''}${http}${d}.${hint}`,
+    });
   }
-  if (status !== undefined && (status >= 500 || status === 408 || status === 409) || type === 'overloaded_error' || type === 'api_error' || type === 'server_error' || type === 'UNAVAILABLE' || type === 'INTERNAL') {
-    return new ProviderError({ ...base, code: 'server', retryAfterMs, message: `${label} had a server error${http}${d}. This is usually temporary: try again shortly.` });
+  if (
+    (status !== undefined && (status >= 500 || status === 408 || status === 409)) ||
+    type === 'overloaded_error' ||
+    type === 'api_error' ||
+    type === 'server_error' ||
+    type === 'UNAVAILABLE' ||
+    type === 'INTERNAL'
+  ) {
+    return new ProviderError({
+      ...base,
+      code: 'server',
+      retryAfterMs,
+      message: `${label} had a server error${http}${d}. This is usually temporary: try again shortly.`,
+    });
   }
   if (status === undefined && /stream|ended|terminated/i.test(detail)) {
     return streamCut(ctx, err);
   }
-  return new ProviderError({ ...base, code: 'bad_request', message: `${label} rejected the request${http}${d}. Check the model, the tool definitions and the settings.` });
+  return new ProviderError({
+    ...base,
+    code: 'bad_request',
+    message: `${label} rejected the request${http}${d}. Check the model, the tool definitions and the settings.`,
+  });
 }
 
 export function toolsUnsupportedError(ctx: ErrorContext, detail: string | undefined, status?: number, cause?: unknown): ProviderError {
@@ -247,7 +293,9 @@ export function toolsUnsupportedError(ctx: ErrorContext, detail: string | undefi
 
 function isContextOverflow(status: number | undefined, detail: string, type: string): boolean {
   if (status === 413 || type === 'request_too_large' || type === 'context_length_exceeded') return true;
-  return /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the (?:maximum|available context)|input token count.*exceeds|context size|reduce the length/i.test(detail);
+  return /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the (?:maximum|available context)|input token count.*exceeds|context size|reduce the length/i.test(
+    detail,
+  );
 }
 
 function statusOf(err: unknown): number | undefined {

@@ -16,7 +16,8 @@ import type { CodeActEvent } from '../../../common/events';
 import { ProviderError } from './errors';
 import type { ConversationItem, EmitFn, Provider, TurnRequest, TurnResult } from './types';
 
-export const EXPIRED_CONTAINER_MESSAGE = 'The code container of this conversation expired; continuing in a new one. Files and variables from earlier runs are gone.';
+export const EXPIRED_CONTAINER_MESSAGE =
+  'The code container of this conversation expired; continuing in a new one. Files and variables from earlier runs are gone.';
 
 /** Expired ids a conversation remembers, at most (the newest are kept). */
 export const MAX_EXPIRED_CONTAINERS = 20;
@@ -25,7 +26,8 @@ export const MAX_EXPIRED_CONTAINERS = 20;
 const CONTAINER_PROVIDERS = new Set(['openai', 'anthropic']);
 
 /** The provider's own error text says its container is gone (bounded: the text is the provider's). */
-const EXPIRED_TEXT = /\bcontainer[_ ]expired\b|\bexpired container\b|\bcontainer\b[^\n]{0,120}?\b(?:is expired|has expired|expired|not found|no longer exists|does not exist|was deleted)\b/i;
+const EXPIRED_TEXT =
+  /\bcontainer[_ ]expired\b|\bexpired container\b|\bcontainer\b[^\n]{0,120}?\b(?:is expired|has expired|expired|not found|no longer exists|does not exist|was deleted)\b/i;
 
 function rawErrorOf(err: ProviderError): { code?: unknown; type?: unknown } | undefined {
   const body = (err.cause as { error?: unknown } | undefined)?.error;
@@ -115,7 +117,9 @@ interface ContainerRecovery {
  */
 export function recoverExpiredContainers(inner: Provider, known: readonly string[] = [], onEvent?: (e: CodeActEvent) => void): ContainerRecovery {
   // `known` comes from a file on disk: only short strings, the newest MAX_EXPIRED_CONTAINERS.
-  const expired = new Set((Array.isArray(known) ? known : []).filter((id) => typeof id === 'string' && id.length > 0 && id.length <= 200).slice(-MAX_EXPIRED_CONTAINERS));
+  const expired = new Set(
+    (Array.isArray(known) ? known : []).filter((id) => typeof id === 'string' && id.length > 0 && id.length <= 200).slice(-MAX_EXPIRED_CONTAINERS),
+  );
   const found = (id: string): void => {
     expired.delete(id);
     expired.add(id);
@@ -130,7 +134,7 @@ export function recoverExpiredContainers(inner: Provider, known: readonly string
     streamTurn: {
       value: async (req: TurnRequest, emit: EmitFn): Promise<TurnResult> => {
         const first = prepare(req);
-        const used = first.hosted?.enabled ? first.hosted.containerId ?? null : null;
+        const used = first.hosted?.enabled ? (first.hosted.containerId ?? null) : null;
         try {
           const result = await inner.streamTurn(first, emit);
           if (used && expiredInResult(result)) {
@@ -151,7 +155,12 @@ export function recoverExpiredContainers(inner: Provider, known: readonly string
             if (!isExpiredContainerError(again)) throw again;
             const e = again as ProviderError;
             const refused = new ProviderError({
-              code: e.code, provider: e.provider, status: e.status, detail: e.detail, cause: e, retryable: false,
+              code: e.code,
+              provider: e.provider,
+              status: e.status,
+              detail: e.detail,
+              cause: e,
+              retryable: false,
               message: `The code container of this conversation expired, and the request in a new container was refused too (HTTP ${e.status}: ${(e.detail ?? '').slice(0, 200)}). Send the message again; if it keeps failing, start a new conversation.`,
             });
             refused.partial = e.partial;

@@ -10,7 +10,11 @@ import type { EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } 
 export abstract class FirstPartyProvider<Client> implements Provider {
   abstract readonly id: 'openai' | 'anthropic' | 'gemini';
 
-  constructor(readonly client: Client, protected readonly baseURL?: string, protected readonly bounds?: Partial<StreamBounds>) {}
+  constructor(
+    readonly client: Client,
+    protected readonly baseURL?: string,
+    protected readonly bounds?: Partial<StreamBounds>,
+  ) {}
 
   /** Hosted code runs in the provider's sandbox, whose items carry its id as their runtime. */
   get capabilities(): ProviderCapabilities {

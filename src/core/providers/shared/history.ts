@@ -18,7 +18,15 @@ export function foreignItemText(item: OutputItem): string | undefined {
   if (item.type === 'code_interpreter_call') {
     const all = item.outputs
       .map((o) =>
-        o.type === 'logs' ? (o.stream === 'stderr' ? `[stderr]\n${o.logs}` : o.logs) : o.type === 'image' ? '[image]' : o.type === 'display' ? displayModelText(o) : `[file ${o.filename ?? o.file_id ?? ''}]`,
+        o.type === 'logs'
+          ? o.stream === 'stderr'
+            ? `[stderr]\n${o.logs}`
+            : o.logs
+          : o.type === 'image'
+            ? '[image]'
+            : o.type === 'display'
+              ? displayModelText(o)
+              : `[file ${o.filename ?? o.file_id ?? ''}]`,
       )
       .join('\n');
     // Another provider's sandbox output, replayed as text: within the default output budget, as our own runs' results.
@@ -37,9 +45,7 @@ export function isLocalRuntimeItem(item: OutputItem): boolean {
   return item.type === 'code_interpreter_call' && (item.runtime === 'local' || item.runtime === 'jupyter');
 }
 
-type HistorySegment =
-  | { kind: 'replay'; turn: string; parts: unknown[] }
-  | { kind: 'item'; item: ConversationItem };
+type HistorySegment = { kind: 'replay'; turn: string; parts: unknown[] } | { kind: 'item'; item: ConversationItem };
 
 /**
  * Splits the history into segments: the replay parts of one response of `provider` (sorted by their
@@ -188,7 +194,11 @@ function planImages(history: ConversationItem[], o: HistoryImages): Map<Conversa
 
 /** The image options of a request to `provider`: whether its model sees images (./catalog), and the budget. */
 export function requestImages(req: TurnRequest, provider: ProviderId, compatibleVisionModels?: readonly string[]): HistoryImages {
-  return { seesImages: modelSeesImages(provider, req.model, compatibleVisionModels), budget: req.images, maxImageBase64: providerInfo(provider).maxImageBase64 };
+  return {
+    seesImages: modelSeesImages(provider, req.model, compatibleVisionModels),
+    budget: req.images,
+    maxImageBase64: providerInfo(provider).maxImageBase64,
+  };
 }
 
 /** `data:image/png;base64,…` */

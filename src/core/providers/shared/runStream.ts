@@ -96,7 +96,10 @@ export async function runStream<E>(
   }
   const responseId = machine.responseId ?? newId(o.idPrefix);
   const out = machine.outcome();
-  o.emit({ type: 'response.completed', response: { id: responseId, usage: out.usage, ...(out.containerId !== undefined ? { container_id: out.containerId } : {}) } });
+  o.emit({
+    type: 'response.completed',
+    response: { id: responseId, usage: out.usage, ...(out.containerId !== undefined ? { container_id: out.containerId } : {}) },
+  });
   return {
     items: turn.items,
     functionCalls: turn.functionCalls,

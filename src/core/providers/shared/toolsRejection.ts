@@ -28,7 +28,8 @@ const HINT = /--jinja|enable-auto-tool-choice|tool-call-parser/;
 /** A path into the conversation (`messages[3].tool_calls…`, `messages.2.content`): about the history, not the `tools` parameter. */
 const HISTORY_PATH = /\bmessages?\s*(?:\[\s*\d{1,6}\s*\]|\.\d{1,6})[\w.[\]'"]{0,200}/g;
 /** Errors clearly about something else: a probe without tools would fail the same way. */
-const UNRELATED = /\bmodel\b[^.\n]{0,80}?(?:not found|does not exist|doesn't exist|unknown|no such|not loaded)|api[_ -]?key|unauthori[sz]ed|forbidden|quota|rate[_ -]?limit|content[_ -]?(?:filter|policy|management)|safety/;
+const UNRELATED =
+  /\bmodel\b[^.\n]{0,80}?(?:not found|does not exist|doesn't exist|unknown|no such|not loaded)|api[_ -]?key|unauthori[sz]ed|forbidden|quota|rate[_ -]?limit|content[_ -]?(?:filter|policy|management)|safety/;
 
 function normalised(text: string): string {
   return text.slice(0, MAX_TEXT).toLowerCase();
@@ -46,7 +47,7 @@ export function errorText(detail: string, err: unknown): string {
   const e = err && typeof err === 'object' ? (err as { error?: unknown }).error : undefined;
   if (e !== undefined && e !== null) {
     try {
-      body = typeof e === 'string' ? e : JSON.stringify(e) ?? '';
+      body = typeof e === 'string' ? e : (JSON.stringify(e) ?? '');
     } catch {}
   }
   return `${detail.slice(0, MAX_TEXT)} ${body.slice(0, MAX_TEXT)}`;

@@ -56,7 +56,12 @@ export class StreamWatchdog {
   async connect<T>(open: (signal: AbortSignal) => Promise<T>): Promise<T> {
     this.phase = 'connect';
     this.arm(this.bounds.firstByteMs);
-    const result = await this.guard(activity.run(() => this.touch(), () => open(this.signal)));
+    const result = await this.guard(
+      activity.run(
+        () => this.touch(),
+        () => open(this.signal),
+      ),
+    );
     this.phase = 'stream';
     this.touch();
     this.arm(this.bounds.idleMs);
@@ -152,18 +157,21 @@ export function tappedFetch(base?: typeof fetch): typeof fetch {
     if (!touch || !res.body || NULL_BODY.has(res.status)) return res;
     // A pull-through stream (lighter than pipeThrough): each piece read is activity; cancel reaches the source.
     const reader = res.body.getReader();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(out) {
-        const { done, value } = await reader.read();
-        if (done) {
-          out.close();
-          return;
-        }
-        touch();
-        out.enqueue(value);
+    const body = new ReadableStream<Uint8Array>(
+      {
+        async pull(out) {
+          const { done, value } = await reader.read();
+          if (done) {
+            out.close();
+            return;
+          }
+          touch();
+          out.enqueue(value);
+        },
+        cancel: (reason) => reader.cancel(reason),
       },
-      cancel: (reason) => reader.cancel(reason),
-    }, { highWaterMark: 0 });
+      { highWaterMark: 0 },
+    );
     const tapped = new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
     // What the SDKs read besides the body: keep the URL (error messages, redirects).
     Object.defineProperty(tapped, 'url', { value: res.url });

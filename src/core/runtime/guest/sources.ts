@@ -65,7 +65,9 @@ export const KERNEL_MODULES: ReadonlyArray<readonly [name: string, filename: str
 ];
 
 /** A short hash of what a kernel gets, so a kernel holding an older copy is set up again. */
-export const LIB_VERSION = KERNEL_MODULES.reduce((h, [, , source]) => h.update(source), createHash('sha256')).digest('hex').slice(0, 12);
+export const LIB_VERSION = KERNEL_MODULES.reduce((h, [, , source]) => h.update(source), createHash('sha256'))
+  .digest('hex')
+  .slice(0, 12);
 
 let dir: string | undefined;
 

@@ -4,7 +4,11 @@ import type { InstallApproval } from './installer';
 
 export function installInfo(a: InstallApproval): InstallRequestInfo {
   return {
-    packages: a.packages, python: a.python, environment: a.environment, tool: a.tool, install_args: a.installArgs,
+    packages: a.packages,
+    python: a.python,
+    environment: a.environment,
+    tool: a.tool,
+    install_args: a.installArgs,
     ...(a.createVenv ? { create_venv: a.createVenv, refused: a.refused } : {}),
   };
 }

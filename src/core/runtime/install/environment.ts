@@ -43,7 +43,12 @@ export function inspectEnvironment(python: string, env: NodeJS.ProcessEnv = proc
   return new Promise((resolve, reject) => {
     execFile(python, ['-I', '-c', PROBE], { timeout: 15_000, maxBuffer: 64 * 1024, env }, (err, stdout, stderr) => {
       if (err) {
-        const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'it was not found' : `${String(stderr || err.message).trim().slice(0, 300)}`;
+        const why =
+          (err as NodeJS.ErrnoException).code === 'ENOENT'
+            ? 'it was not found'
+            : `${String(stderr || err.message)
+                .trim()
+                .slice(0, 300)}`;
         reject(new Error(`install_packages: could not run the session's Python "${python}" (${why}). Check codeact.python.path.`));
         return;
       }
@@ -63,7 +68,8 @@ export function inspectEnvironment(python: string, env: NodeJS.ProcessEnv = proc
  */
 export function refusal(e: PythonEnvironment): string | undefined {
   if (e.venv) return undefined;
-  if (e.externallyManaged) return `${e.executable} is an externally-managed Python (PEP 668: its owner, such as the OS's package manager, installs its packages)`;
+  if (e.externallyManaged)
+    return `${e.executable} is an externally-managed Python (PEP 668: its owner, such as the OS's package manager, installs its packages)`;
   if (e.conda) return undefined;
   return `${e.executable} is a system Python, not a virtual environment (installing there would change it for every project that uses it)`;
 }

@@ -72,7 +72,15 @@ function venvPython(dir: string): string {
 }
 
 function describe(e: PythonEnvironment): string {
-  const kind = e.venv ? (e.uv ? 'uv virtual environment' : 'virtual environment') : e.conda ? 'conda environment' : e.externallyManaged ? 'externally-managed system Python' : 'system Python';
+  const kind = e.venv
+    ? e.uv
+      ? 'uv virtual environment'
+      : 'virtual environment'
+    : e.conda
+      ? 'conda environment'
+      : e.externallyManaged
+        ? 'externally-managed system Python'
+        : 'system Python';
   return `Python ${e.version}, ${kind} ${e.prefix}`;
 }
 
@@ -95,34 +103,51 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
     const check = checkSpecs(args && typeof args === 'object' ? args.packages : undefined);
     if (check.error) throw new Error(check.error);
     const specs = check.specs;
-    if (!o.approve) throw new Error('install_packages needs the user\'s approval, and nobody can approve it here. Ask the user to install the packages, or run CodeAct in VS Code or an interactive terminal.');
+    if (!o.approve)
+      throw new Error(
+        "install_packages needs the user's approval, and nobody can approve it here. Ask the user to install the packages, or run CodeAct in VS Code or an interactive terminal.",
+      );
     const current = await inspectEnvironment(o.python, env);
     const why = refusal(current);
     let createVenv: string | undefined;
     if (why) {
-      if (!o.folder) throw new Error(`install_packages: ${why}, so nothing is installed into it. Open a folder (CodeAct then offers to make a .venv there), or set codeact.python.path to a virtual environment's python.`);
+      if (!o.folder)
+        throw new Error(
+          `install_packages: ${why}, so nothing is installed into it. Open a folder (CodeAct then offers to make a .venv there), or set codeact.python.path to a virtual environment's python.`,
+        );
       createVenv = path.join(o.folder, '.venv');
       if (existsSync(createVenv)) {
-        throw new Error(`install_packages: ${why}, and ${createVenv} already exists but is not the session's Python. Ask the user to select it (codeact.python.path, or "CodeAct: Select Python Environment"); then install again.`);
+        throw new Error(
+          `install_packages: ${why}, and ${createVenv} already exists but is not the session's Python. Ask the user to select it (codeact.python.path, or "CodeAct: Select Python Environment"); then install again.`,
+        );
       }
     }
     const target = createVenv ? venvPython(createVenv) : current.executable;
     const uv = !createVenv && current.uv ? findOnPath('uv', env) : undefined;
     const tool: 'pip' | 'uv' = uv ? 'uv' : 'pip';
     if (!createVenv && !uv && !current.pip) {
-      throw new Error(current.uv
-        ? `install_packages: ${current.prefix} is a uv environment without pip, and uv is not on PATH. Put uv on the PATH of VS Code (or the CLI), or install pip into the environment.`
-        : `install_packages: ${current.executable} has no pip. Install pip into that environment (python -m ensurepip), then try again.`);
+      throw new Error(
+        current.uv
+          ? `install_packages: ${current.prefix} is a uv environment without pip, and uv is not on PATH. Put uv on the PATH of VS Code (or the CLI), or install pip into the environment.`
+          : `install_packages: ${current.executable} has no pip. Install pip into that environment (python -m ensurepip), then try again.`,
+      );
     }
     // The person's time, and the install's own (bounded below), are not the code's: the run's clock stops.
     const resume = request.pause?.();
     try {
       const answer = await o.approve({
-        packages: specs, python: target, environment: createVenv ? `a new virtual environment ${createVenv} (from ${describe(current)})` : describe(current),
-        ...(createVenv ? { createVenv, refused: why } : {}), tool, installArgs, itemId: request.itemId, signal,
+        packages: specs,
+        python: target,
+        environment: createVenv ? `a new virtual environment ${createVenv} (from ${describe(current)})` : describe(current),
+        ...(createVenv ? { createVenv, refused: why } : {}),
+        tool,
+        installArgs,
+        itemId: request.itemId,
+        signal,
       });
       if (typeof answer === 'object') throw new Error(`install_packages did not run (${answer.unanswered}).`);
-      if (answer === 'denied') throw new Error(`The user declined to install ${specs.join(', ')}. Do without ${specs.length === 1 ? 'it' : 'them'}, or ask the user.`);
+      if (answer === 'denied')
+        throw new Error(`The user declined to install ${specs.join(', ')}. Do without ${specs.length === 1 ? 'it' : 'them'}, or ask the user.`);
       const say = (stream: 'stdout' | 'stderr', delta: string) => request.emit?.({ type: 'codeact.output.delta', item_id: request.itemId, stream, delta });
       const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       const run = async (argv: string[]): Promise<InstallerOutcome> => {
@@ -132,7 +157,10 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
       };
       const ended = (out: InstallerOutcome, what: string): Error | undefined => {
         if (out.ended === 'stopped') return new Error(`install_packages was stopped while ${what}.`);
-        if (out.ended === 'timeout') return new Error(`install_packages: ${what} took longer than ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`} and was stopped.`);
+        if (out.ended === 'timeout')
+          return new Error(
+            `install_packages: ${what} took longer than ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`} and was stopped.`,
+          );
         if (out.ended) return new Error(`install_packages: ${what} could not start: ${out.ended}.`);
         return undefined;
       };
@@ -141,7 +169,9 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
         const err = ended(made, `making ${createVenv}`);
         if (err) throw err;
         if (made.exitCode !== 0) {
-          throw new Error(`install_packages: could not make ${createVenv} (python -m venv exited with ${made.exitCode}: ${made.tail.trim().slice(-600)}). On Debian and Ubuntu, the python3-venv package provides venv.`);
+          throw new Error(
+            `install_packages: could not make ${createVenv} (python -m venv exited with ${made.exitCode}: ${made.tail.trim().slice(-600)}). On Debian and Ubuntu, the python3-venv package provides venv.`,
+          );
         }
       }
       const argv = installArgv({ tool, python: target, install_args: installArgs, packages: specs }, uv);
@@ -155,11 +185,20 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
       if (createVenv) {
         await o.switchEnvironment?.(target);
         return {
-          installed: specs, python: target, tool, restart: true,
+          installed: specs,
+          python: target,
+          tool,
+          restart: true,
           message: `${current.executable} is not installed into (${why}). Made ${createVenv} (the system's packages stay visible) and installed ${specs.join(', ')} there. This session still runs ${current.executable}: it restarts with ${createVenv} from the user's next message, which loses this session's variables. End the turn and tell the user; import the packages after that.`,
         };
       }
-      return { installed: specs, python: target, tool, restart: false, message: `Installed ${specs.join(', ')} into ${describe(current)}; import ${specs.length === 1 ? 'it' : 'them'} now.` };
+      return {
+        installed: specs,
+        python: target,
+        tool,
+        restart: false,
+        message: `Installed ${specs.join(', ')} into ${describe(current)}; import ${specs.length === 1 ? 'it' : 'them'} now.`,
+      };
     } finally {
       resume?.();
     }

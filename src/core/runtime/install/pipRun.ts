@@ -78,8 +78,15 @@ export function runInstaller(o: InstallerRun): Promise<InstallerOutcome> {
 /** What went wrong, from pip's (or uv's) own words: the reason and what to do, one paragraph. */
 export function failureReason(out: InstallerOutcome, specs: string[]): string {
   const text = `${out.head}\n${out.tail}`;
-  const missing = /No matching distribution found for ([^\s]+)|Because ([^\s]+) was not found in the package registry|No solution found when resolving dependencies:[\s\S]{0,200}?\b([A-Za-z0-9._-]+) was not found/i.exec(text);
-  if (/Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|Network is unreachable|No route to host|ProxyError|Connection refused|Could not fetch URL|dns error|failed to lookup address/i.test(text)) {
+  const missing =
+    /No matching distribution found for ([^\s]+)|Because ([^\s]+) was not found in the package registry|No solution found when resolving dependencies:[\s\S]{0,200}?\b([A-Za-z0-9._-]+) was not found/i.exec(
+      text,
+    );
+  if (
+    /Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|Network is unreachable|No route to host|ProxyError|Connection refused|Could not fetch URL|dns error|failed to lookup address/i.test(
+      text,
+    )
+  ) {
     return 'pip could not reach the package index (no network, a proxy, or the index is down). Connect to the network and try again, or install offline from a folder of wheels with the setting codeact.python.installArgs: ["--no-index", "--find-links", "/path/to/wheels"].';
   }
   if (missing && /installing build dependencies|Could not install build dependencies|build-system\.requires/i.test(text)) {
@@ -90,14 +97,18 @@ export function failureReason(out: InstallerOutcome, specs: string[]): string {
     return `No such package, or no version of it for this Python: ${name}. Check the name on the index (the import name may differ from the package name, e.g. "import sklearn" is the package "scikit-learn"), or loosen the version.`;
   }
   if (/ResolutionImpossible|conflicting dependencies|dependency conflict/i.test(text)) {
-    return 'The packages asked for conflict with each other or with what is installed (pip\'s resolver found no set of versions that fits). Loosen the version constraints, or install fewer at once.';
+    return "The packages asked for conflict with each other or with what is installed (pip's resolver found no set of versions that fits). Loosen the version constraints, or install fewer at once.";
   }
-  const build = /Failed building wheel for ([^\s]+)|Failed to build ([^\s]+)|metadata-generation-failed|subprocess-exited-with-error|error: command '[^']*' failed|Failed to build `?([^\s`]+)/i.exec(text);
+  const build =
+    /Failed building wheel for ([^\s]+)|Failed to build ([^\s]+)|metadata-generation-failed|subprocess-exited-with-error|error: command '[^']*' failed|Failed to build `?([^\s`]+)/i.exec(
+      text,
+    );
   if (build) {
     const name = build[1] ?? build[2] ?? build[3];
     return `${name ? `${name} could not be built` : 'A package could not be built'} from source (no prebuilt wheel fits this Python or platform, and its build failed: a compiler, headers or a system library is missing). Pick a version that has a wheel for this Python, or install its build requirements on the machine.`;
   }
-  if (/Permission denied|\[Errno 13\]/i.test(text)) return 'pip was not allowed to write to the environment (permission denied). Use a virtual environment you own.';
+  if (/Permission denied|\[Errno 13\]/i.test(text))
+    return 'pip was not allowed to write to the environment (permission denied). Use a virtual environment you own.';
   if (/No space left on device/i.test(text)) return 'The disk is full.';
   return `The installer exited with code ${out.exitCode} while installing ${specs.join(', ')}; its last output is below.`;
 }

@@ -29,7 +29,8 @@ interface SpecCheck {
 export function checkSpecs(value: unknown): SpecCheck {
   if (!Array.isArray(value)) return { specs: [], error: 'install_packages(packages): pass a list of requirement strings such as ["pandas>=2"].' };
   if (value.length === 0) return { specs: [], error: 'install_packages(packages): the list is empty; name at least one package.' };
-  if (value.length > MAX_SPECS) return { specs: [], error: `install_packages(packages): ${value.length} packages in one call; at most ${MAX_SPECS}. Install them in several calls.` };
+  if (value.length > MAX_SPECS)
+    return { specs: [], error: `install_packages(packages): ${value.length} packages in one call; at most ${MAX_SPECS}. Install them in several calls.` };
   const specs: string[] = [];
   for (const v of value) {
     if (typeof v !== 'string') return { specs: [], error: 'install_packages(packages): every package must be a string such as "pandas>=2".' };
@@ -42,9 +43,11 @@ export function checkSpecs(value: unknown): SpecCheck {
 
 function specProblem(spec: string): string | undefined {
   if (!spec.length || spec.length > MAX_SPEC_CHARS) return `a spec has 1 to ${MAX_SPEC_CHARS} characters.`;
-  if (spec.startsWith('-')) return 'it starts with "-", so pip would read it as an option. Pass package names only; install options are the user\'s setting codeact.python.installArgs.';
+  if (spec.startsWith('-'))
+    return 'it starts with "-", so pip would read it as an option. Pass package names only; install options are the user\'s setting codeact.python.installArgs.';
   if (/\s/.test(spec)) return 'it holds whitespace. Pass one requirement per item, without environment markers ("name>=1.2", not "name >= 1.2").';
-  if (/[:/\\@]|^\./.test(spec)) return 'URLs, paths and "name @ url" are not installed from code. Name a package on the index ("name==1.2"); a local wheel folder is the user\'s setting codeact.python.installArgs (["--no-index", "--find-links", "/path/wheels"]).';
+  if (/[:/\\@]|^\./.test(spec))
+    return 'URLs, paths and "name @ url" are not installed from code. Name a package on the index ("name==1.2"); a local wheel folder is the user\'s setting codeact.python.installArgs (["--no-index", "--find-links", "/path/wheels"]).';
   if (!SPEC.test(spec)) return 'it is not a requirement of the form name, name==1.2, name>=2,<3 or name[extra]>=1 (letters, digits, ".", "_", "-").';
   return undefined;
 }

@@ -198,7 +198,11 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
    * A file's model from the contents API (`/api/contents/PATH`): metadata only, or with its content as
    * base64. Undefined when the server has no such file (404) — or no contents API at all (a gateway).
    */
-  async fileModel(path: string, content: boolean, timeoutMs?: number): Promise<{ size?: number; content?: unknown; format?: string; type?: string } | undefined> {
+  async fileModel(
+    path: string,
+    content: boolean,
+    timeoutMs?: number,
+  ): Promise<{ size?: number; content?: unknown; format?: string; type?: string } | undefined> {
     const enc = path.split('/').map(encodeURIComponent).join('/');
     const query = content ? '?type=file&format=base64&content=1' : '?content=0';
     let res: Response;
@@ -218,14 +222,7 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
     return Object.keys(body.kernelspecs ?? {});
   }
 
-  private async request(
-    method: string,
-    path: string,
-    what: string,
-    ok: number[],
-    body?: unknown,
-    timeoutMs = this.config.requestTimeoutMs,
-  ): Promise<Response> {
+  private async request(method: string, path: string, what: string, ok: number[], body?: unknown, timeoutMs = this.config.requestTimeoutMs): Promise<Response> {
     const url = new URL(path, this.config.baseUrl).toString();
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (this.config.token) headers.Authorization = `token ${this.config.token}`;

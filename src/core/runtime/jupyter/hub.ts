@@ -56,8 +56,10 @@ export function stoppedMessage(user: HubUser): string {
 
 /** The message for a server stopped while code ran on it. */
 export function stoppedWhileRunning(user: HubUser): string {
-  return `${displayName(user)} on the hub stopped while the code was running. The output that arrived is kept; the kernel and its variables are gone. ` +
-    `Start the server at ${spawnUrl(user)}, then run the code again.`;
+  return (
+    `${displayName(user)} on the hub stopped while the code was running. The output that arrived is kept; the kernel and its variables are gone. ` +
+    `Start the server at ${spawnUrl(user)}, then run the code again.`
+  );
 }
 
 /**

@@ -4,7 +4,18 @@
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError } from '../../../common/events';
-import { announceDone, cancelledError, completionError, executionItem, normaliseError, openExecution, safeEmit, timeoutError, valueCompletion, type Completion } from '../execution';
+import {
+  announceDone,
+  cancelledError,
+  completionError,
+  executionItem,
+  normaliseError,
+  openExecution,
+  safeEmit,
+  timeoutError,
+  valueCompletion,
+  type Completion,
+} from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
 import { RESULT_MIME, runCell } from './kernelBridge';
@@ -83,7 +94,10 @@ export class JupyterRun {
       } catch (err) {
         if (stopped.signal.aborted) {
           // Do not leak a per-execution kernel that finishes starting after the Stop.
-          void acquiring.then((g) => (g.handle.sessionId ? undefined : this.runtime.shutdownHandle(g.handle, 'its run was stopped')), () => {});
+          void acquiring.then(
+            (g) => (g.handle.sessionId ? undefined : this.runtime.shutdownHandle(g.handle, 'its run was stopped')),
+            () => {},
+          );
         }
         throw err;
       }
@@ -229,9 +243,11 @@ export class JupyterRun {
       (err: Error) => {
         if (this.finished) return;
         if (this.needsRestart || this.stopping) return this.finishNow();
-        this.fail(this.handle?.lostReason
-          ? lostError(this.handle.lostReason)
-          : { type: 'KernelDied', message: `The kernel stopped answering this run (${err?.message ?? err}).` });
+        this.fail(
+          this.handle?.lostReason
+            ? lostError(this.handle.lostReason)
+            : { type: 'KernelDied', message: `The kernel stopped answering this run (${err?.message ?? err}).` },
+        );
       },
     );
   }
@@ -438,8 +454,7 @@ export class JupyterRun {
     if (this.finished) return;
     this.needsRestart = true;
     this.stopNote =
-      ` The kernel did not respond to the interrupt within ${formatDuration(grace)}, so it was restarted: ` +
-      'variables from earlier runs are gone.';
+      ` The kernel did not respond to the interrupt within ${formatDuration(grace)}, so it was restarted: ` + 'variables from earlier runs are gone.';
     this.finishNow();
   }
 

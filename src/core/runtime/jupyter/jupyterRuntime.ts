@@ -17,7 +17,16 @@
 import { ArtifactStore } from '../artifacts';
 import { KernelConnection } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem } from '../../../common/events';
-import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, noSessions, type Runtime, type RuntimeLimits, type RuntimeSessions } from '../types';
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_FRAME_BYTES,
+  type ExecuteOptions,
+  type ExecuteRequest,
+  noSessions,
+  type Runtime,
+  type RuntimeLimits,
+  type RuntimeSessions,
+} from '../types';
 import { afterReview } from '../execution';
 import {
   JupyterError,
@@ -227,14 +236,16 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     const rest = this.rest!;
     const s = this.settings;
     const model = await rest.startNew({ name: s.kernelName, ...(s.kernelEnv ? { env: s.kernelEnv } : {}) });
-    const conn = withQuietConsole(s.log, () =>
-      new KernelConnection({
-        model,
-        serverSettings: this.serverSettings,
-        kernelAPIClient: rest,
-        handleComms: false,
-        username: 'codeact',
-      }),
+    const conn = withQuietConsole(
+      s.log,
+      () =>
+        new KernelConnection({
+          model,
+          serverSettings: this.serverSettings,
+          kernelAPIClient: rest,
+          handleComms: false,
+          username: 'codeact',
+        }),
     );
     quietLibraryLogging(conn, s.log);
     const handle = new KernelHandle(this, model.id, conn, sessionId);
@@ -262,16 +273,19 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     handle.armIdleTimer(this.settings.idleShutdownMs, () => {
       const sid = handle.sessionId!;
       const pending = this.kernels.get(sid);
-      void pending?.then((h) => {
-        if (h !== handle || handle.busy) return;
-        this.kernels.delete(sid);
-        this.expiredNotice.set(
-          sid,
-          `[codeact] The Jupyter kernel of this conversation was shut down after ${formatDuration(this.settings.idleShutdownMs)} ` +
-            'without a run; a new kernel was started, so variables from earlier runs are gone.\n',
-        );
-        void this.shutdownHandle(handle, 'it was idle');
-      }, () => {});
+      void pending?.then(
+        (h) => {
+          if (h !== handle || handle.busy) return;
+          this.kernels.delete(sid);
+          this.expiredNotice.set(
+            sid,
+            `[codeact] The Jupyter kernel of this conversation was shut down after ${formatDuration(this.settings.idleShutdownMs)} ` +
+              'without a run; a new kernel was started, so variables from earlier runs are gone.\n',
+          );
+          void this.shutdownHandle(handle, 'it was idle');
+        },
+        () => {},
+      );
     });
   }
 

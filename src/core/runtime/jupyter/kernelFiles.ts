@@ -65,18 +65,33 @@ export async function collectKernelFiles(
   let total = 0;
   for (const f of report.files) {
     if (prefix === null) {
-      out.push(ArtifactStore.output(f.path, f.size, undefined, `it is on the kernel's machine at ${report.cwd}/${f.path}; this server has no contents API to copy it from`));
+      out.push(
+        ArtifactStore.output(
+          f.path,
+          f.size,
+          undefined,
+          `it is on the kernel's machine at ${report.cwd}/${f.path}; this server has no contents API to copy it from`,
+        ),
+      );
       continue;
     }
     if (f.size > limits.maxFileBytes || total + f.size > limits.maxFilesTotalBytes) {
-      out.push(ArtifactStore.output(f.path, f.size, undefined, `too large to copy out (${formatBytes(f.size)}; the limit is ${formatBytes(limits.maxFileBytes)} a file and ${formatBytes(limits.maxFilesTotalBytes)} an execution)`));
+      out.push(
+        ArtifactStore.output(
+          f.path,
+          f.size,
+          undefined,
+          `too large to copy out (${formatBytes(f.size)}; the limit is ${formatBytes(limits.maxFileBytes)} a file and ${formatBytes(limits.maxFilesTotalBytes)} an execution)`,
+        ),
+      );
       continue;
     }
     try {
       const model = await rest.fileModel(prefix ? `${prefix}/${f.path}` : f.path, true);
       if (!model || model.format !== 'base64' || typeof model.content !== 'string') throw new Error('the server did not send its contents');
       const data = Buffer.from(model.content, 'base64');
-      if (data.length > limits.maxFileBytes || total + data.length > limits.maxFilesTotalBytes) throw new Error(`it grew to ${formatBytes(data.length)}, over the limit`);
+      if (data.length > limits.maxFileBytes || total + data.length > limits.maxFilesTotalBytes)
+        throw new Error(`it grew to ${formatBytes(data.length)}, over the limit`);
       total += data.length;
       out.push(ArtifactStore.output(f.path, data.length, await store.write(itemId, f.path, data)));
     } catch (err) {

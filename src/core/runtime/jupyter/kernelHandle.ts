@@ -130,8 +130,10 @@ export class KernelHandle {
     try {
       // The execute_reply is enough: waiting for the "idle" status too (future.done) can hang when a
       // freshly (re)started kernel's IOPub messages are lost while the server reconnects to it.
-      reply = await withTimeout(replyOf(future), s.startTimeoutMs, () =>
-        new JupyterError('JupyterTimeout', `The "${s.kernelName}" kernel did not finish CodeAct's set-up within ${formatDuration(s.startTimeoutMs)}.`),
+      reply = await withTimeout(
+        replyOf(future),
+        s.startTimeoutMs,
+        () => new JupyterError('JupyterTimeout', `The "${s.kernelName}" kernel did not finish CodeAct's set-up within ${formatDuration(s.startTimeoutMs)}.`),
       );
     } catch (err) {
       if (!future.isDisposed) future.dispose();
@@ -162,7 +164,13 @@ export class KernelHandle {
     const n = execution ?? ++this.runs;
     if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed || this.conn.connectionStatus !== 'connected') return;
     const data = Buffer.from(JSON.stringify(keptOutput(outputs, n)), 'utf8').toString('base64');
-    const future = this.conn.requestExecute({ code: `__import__("codeact_outputs").keep_encoded("${data}")`, silent: true, store_history: false, allow_stdin: false, stop_on_error: false });
+    const future = this.conn.requestExecute({
+      code: `__import__("codeact_outputs").keep_encoded("${data}")`,
+      silent: true,
+      store_history: false,
+      allow_stdin: false,
+      stop_on_error: false,
+    });
     try {
       const reply = await withTimeout(replyOf(future), 10_000, () => new Error('no reply within 10 s'));
       if (reply.content.status !== 'ok') throw new Error(`the kernel answered "${reply.content.status}"`);
@@ -177,8 +185,10 @@ export class KernelHandle {
   async restart(): Promise<void> {
     const s = this.host.settings;
     this.bootstrapped = false;
-    await withTimeout(this.conn.restart(), s.startTimeoutMs, () =>
-      new JupyterError('JupyterTimeout', `The kernel did not restart within ${formatDuration(s.startTimeoutMs)}.`),
+    await withTimeout(
+      this.conn.restart(),
+      s.startTimeoutMs,
+      () => new JupyterError('JupyterTimeout', `The kernel did not restart within ${formatDuration(s.startTimeoutMs)}.`),
     );
     await waitForKernel(this.conn, s.startTimeoutMs, this.host.rest!.displayUrl);
     await this.bootstrap();
@@ -241,7 +251,12 @@ export async function waitForKernel(conn: Kernel.IKernelConnection, ms: number, 
         };
         cslot = (_, s) => {
           if (s === 'disconnected') {
-            reject(new JupyterError('JupyterConnectionLost', `Could not open a WebSocket to the kernel on the Jupyter server at ${url}. A proxy in between must allow WebSockets.`));
+            reject(
+              new JupyterError(
+                'JupyterConnectionLost',
+                `Could not open a WebSocket to the kernel on the Jupyter server at ${url}. A proxy in between must allow WebSockets.`,
+              ),
+            );
           }
         };
         conn.statusChanged.connect(slot);

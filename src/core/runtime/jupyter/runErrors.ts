@@ -28,7 +28,9 @@ export function kernelDied(restarted: boolean): ExecutionError {
     type: 'KernelDied',
     message:
       'The Jupyter kernel died while running the code (its process exited or was killed, for example after running out of memory). ' +
-      (restarted ? 'The server restarted it, so variables from earlier runs are gone.' : 'A new kernel will be started for the next run; variables from earlier runs are gone.'),
+      (restarted
+        ? 'The server restarted it, so variables from earlier runs are gone.'
+        : 'A new kernel will be started for the next run; variables from earlier runs are gone.'),
   };
 }
 

@@ -35,7 +35,10 @@ export class RunOutput {
   onDisplay(kind: 'display_data' | 'execute_result' | 'update_display_data', content: Record<string, unknown>): void {
     const update = kind === 'update_display_data';
     const transient = content.transient as { display_id?: unknown } | undefined;
-    const taken = this.budget.take({ data: content.data, metadata: content.metadata, display_id: transient?.display_id, ...(kind === 'execute_result' ? { result: true } : {}) }, update);
+    const taken = this.budget.take(
+      { data: content.data, metadata: content.metadata, display_id: transient?.display_id, ...(kind === 'execute_result' ? { result: true } : {}) },
+      update,
+    );
     if (!taken.ok) {
       if (taken.note) this.onText('stderr', taken.note);
       return;

@@ -154,8 +154,13 @@ export class ToolChannel {
     }
     const seq = frame?.seq;
     if (
-      !frame || typeof frame !== 'object' || frame.run !== this.o.runId || !Number.isSafeInteger(seq) || (seq as number) < 1 ||
-      !Array.isArray(frame.calls) || frame.calls.length > MAX_CALLS_PER_FRAME
+      !frame ||
+      typeof frame !== 'object' ||
+      frame.run !== this.o.runId ||
+      !Number.isSafeInteger(seq) ||
+      (seq as number) < 1 ||
+      !Array.isArray(frame.calls) ||
+      frame.calls.length > MAX_CALLS_PER_FRAME
     ) {
       this.o.reply(JSON.stringify({ cancelled: true }), header);
       this.o.onViolation('The kernel sent a malformed tool frame; the run was stopped.');
@@ -257,9 +262,7 @@ export class ToolChannel {
     this.pending = null;
     clearTimeout(this.holdTimer);
     this.holdTimer = undefined;
-    const payload = extra.cancelled
-      ? { seq: pending.seq, cancelled: true }
-      : { seq: pending.seq, results: this.ready.splice(0), ...extra };
+    const payload = extra.cancelled ? { seq: pending.seq, cancelled: true } : { seq: pending.seq, results: this.ready.splice(0), ...extra };
     this.answer(pending.header, pending.seq, JSON.stringify(payload));
   }
 }

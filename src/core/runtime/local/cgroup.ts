@@ -66,7 +66,9 @@ function detect(): Layout | null {
     }
     // cgroup v2: our own cgroup's parent must be writable and delegate pids/memory.
     if (existsSync(path.join(root, 'cgroup.controllers'))) {
-      const self = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'));
+      const self = readFileSync('/proc/self/cgroup', 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith('0::'));
       if (!self) return null;
       const mine = path.join(root, self.slice(3));
       const parent = path.dirname(mine);

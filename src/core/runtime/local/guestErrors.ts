@@ -25,11 +25,17 @@ export function crashError(code: number | null, sig: NodeJS.Signals | null, stde
   // bubblewrap reports its child's death by signal as 128 + n.
   if (code !== null && code > 128 && code < 160) {
     const name = signalName(code - 128);
-    return { type: 'Crash', message: `The Python process died from ${(name && SIGNAL_TEXT[name]) ?? name ?? `signal ${code - 128}`} before returning a result.` + (tail ? `\n${tail}` : '') };
+    return {
+      type: 'Crash',
+      message:
+        `The Python process died from ${(name && SIGNAL_TEXT[name]) ?? name ?? `signal ${code - 128}`} before returning a result.` + (tail ? `\n${tail}` : ''),
+    };
   }
   return {
     type: 'Crash',
-    message: `The Python process exited with code ${code} before returning a result (the code may have called os._exit or closed the host pipe).` + (tail ? `\n${tail}` : ''),
+    message:
+      `The Python process exited with code ${code} before returning a result (the code may have called os._exit or closed the host pipe).` +
+      (tail ? `\n${tail}` : ''),
   };
 }
 
@@ -45,7 +51,11 @@ export function annotateLimit(item: CodeInterpreterCallItem, plan?: LaunchPlan, 
   const limits = plan.info.limits ?? {};
   const tb = `${err.message}\n${err.traceback ?? ''}`;
   const sandboxed = plan.info.kind === 'bubblewrap';
-  if (err.type === 'MemoryError' || (err.type === 'Crash' && cgroup?.memoryExceeded()) || (/Errno 12\]|Cannot allocate memory/.test(tb) && cgroup?.memoryExceeded())) {
+  if (
+    err.type === 'MemoryError' ||
+    (err.type === 'Crash' && cgroup?.memoryExceeded()) ||
+    (/Errno 12\]|Cannot allocate memory/.test(tb) && cgroup?.memoryExceeded())
+  ) {
     const what = err.type === 'MemoryError' ? 'MemoryError' : 'the process tree, files in the working directory, /tmp and /dev/shm included';
     err.message = `memory limit ${limits.memory} exceeded (${what}). Use less memory or raise codeact.sandbox.limits.memory.`;
   } else if (sandboxed && /Errno 28\]|No space left on device/.test(tb)) {

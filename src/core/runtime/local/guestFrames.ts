@@ -39,11 +39,30 @@ export type GuestFrame =
   | { t: 'ready'; pid: number }
   | { t: 'tool_call'; run: number; id: number; name: string; args: unknown }
   /** In order with the output: `marks` says which of stdout and stderr carry its marker; seq 1, 2, … per run. */
-  | { t: 'display'; run: number; seq: number; marks: [boolean, boolean]; data: Record<string, unknown>; metadata: Record<string, unknown>; result?: true; display_id?: string; update?: true; summary?: string }
+  | {
+      t: 'display';
+      run: number;
+      seq: number;
+      marks: [boolean, boolean];
+      data: Record<string, unknown>;
+      metadata: Record<string, unknown>;
+      result?: true;
+      display_id?: string;
+      update?: true;
+      summary?: string;
+    }
   /** A file the run made or changed; `data` (base64) while it fits the caps. */
   | { t: 'file'; run: number; path: string; size: number; data: string | null; note?: string }
   /** The run's result: `value` is the last expression as JSON (ok) or `error` says what was raised; `end`: the end token written to stdout, stderr. */
-  | { t: 'complete'; run: number; ok: boolean; value?: unknown; error?: { type: string; message: string; traceback: string; line: number | null }; end: [boolean, boolean]; files: number }
+  | {
+      t: 'complete';
+      run: number;
+      ok: boolean;
+      value?: unknown;
+      error?: { type: string; message: string; traceback: string; line: number | null };
+      end: [boolean, boolean];
+      files: number;
+    }
   | { t: 'vars'; variables: Array<{ name: string; type: string; summary?: string; shape?: number[]; len?: number }>; total: number };
 
 /** What the host sends the warm zygote (codeact_zygote.py). */
@@ -86,7 +105,10 @@ export const ZYGOTE_FRAME_FIELDS: { readonly [K in ZygoteFrame['t']]: ReadonlyAr
  * The edge: one line of the channel as a frame of a known kind (`kinds`: {@link GUEST_FRAME_FIELDS} or
  * {@link ZYGOTE_FRAME_FIELDS}), or what is wrong with it (a malformed frame, an unknown type); `json`: the line was JSON.
  */
-export function checkFrame<F extends { t: string }>(line: string, kinds: { readonly [K in F['t']]: unknown }): { frame: Unchecked<F> } | { wrong: string; json: boolean } {
+export function checkFrame<F extends { t: string }>(
+  line: string,
+  kinds: { readonly [K in F['t']]: unknown },
+): { frame: Unchecked<F> } | { wrong: string; json: boolean } {
   let raw: unknown;
   try {
     raw = JSON.parse(line);

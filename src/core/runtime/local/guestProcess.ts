@@ -90,9 +90,13 @@ export class ColdGuest implements GuestHandle {
     // Sandboxed guests get cgroups where they can be made (root, or a delegated subtree): a pids cgroup,
     // because RLIMIT_NPROC does not bind root, and a memory cgroup, because RLIMIT_AS is per process and
     // does not count tmpfs pages (the working directory, /tmp and /dev/shm live in memory).
-    this.cgroup = launch.useCgroups && plan.pidNamespace
-      ? createRunCgroup(`${launch.role}-${launch.marker}`, { pidsMax: launch.pidsMax ?? plan.treeLimits.pids, memoryBytes: launch.memoryMax ?? plan.treeLimits.memoryBytes })
-      : undefined;
+    this.cgroup =
+      launch.useCgroups && plan.pidNamespace
+        ? createRunCgroup(`${launch.role}-${launch.marker}`, {
+            pidsMax: launch.pidsMax ?? plan.treeLimits.pids,
+            memoryBytes: launch.memoryMax ?? plan.treeLimits.memoryBytes,
+          })
+        : undefined;
     const { command, args } = wrapJoin(plan.command, plan.args, this.cgroup?.procsFiles ?? []);
     if (this.cgroup) plan.info.limits = { ...plan.info.limits, scope: `process tree (cgroup: ${this.cgroup.controllers.join(', ')})` };
     const stdio: Array<'ignore' | 'pipe'> = ['ignore', 'pipe', 'pipe', 'pipe'];

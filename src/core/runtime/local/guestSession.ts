@@ -10,7 +10,18 @@
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
 import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
-import { checkFrame, FrameReader, GUEST_FRAME_FIELDS, isInt, normaliseVariables, sendFrame, sendLine, type GuestFrame, type HostFrame, type Unchecked } from './guestFrames';
+import {
+  checkFrame,
+  FrameReader,
+  GUEST_FRAME_FIELDS,
+  isInt,
+  normaliseVariables,
+  sendFrame,
+  sendLine,
+  type GuestFrame,
+  type HostFrame,
+  type Unchecked,
+} from './guestFrames';
 import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
@@ -52,7 +63,11 @@ export class GuestSession {
     readonly guest: GuestHandle,
     private readonly o: GuestSessionOptions,
   ) {
-    this.frames = new FrameReader(o.maxFrameBytes, { frame: (line) => this.onFrame(line), violation: (what) => this.violation(what), stopped: () => this.dead });
+    this.frames = new FrameReader(o.maxFrameBytes, {
+      frame: (line) => this.onFrame(line),
+      violation: (what) => this.violation(what),
+      stopped: () => this.dead,
+    });
     guest.proto.on('data', (b: Buffer) => this.frames.push(b));
     guest.stdout.on('data', (b: Buffer) => this.current?.onOutput('stdout', b));
     guest.stderr.on('data', (b: Buffer) => this.current?.onOutput('stderr', b));
@@ -129,7 +144,10 @@ export class GuestSession {
       myTurn = true;
       if (signal?.aborted) return this.result(exec, cancelledError(true));
       if (!this.alive) {
-        return this.result(exec, { type: 'SessionEnded', message: `The Python session has ended (${this.deathReason ?? 'its process exited'}); run the code again to start a new one.` });
+        return this.result(exec, {
+          type: 'SessionEnded',
+          message: `The Python session has ended (${this.deathReason ?? 'its process exited'}); run the code again to start a new one.`,
+        });
       }
       this.busy = true;
       this.lastUsed = nextUse();
@@ -438,7 +456,9 @@ export class GuestSession {
 
   private result(exec: GuestRun, error?: ExecutionError): CodeInterpreterCallItem {
     if (!exec.finished) exec.finish();
-    const session: SessionInfo | undefined = this.sessionId ? { id: this.sessionId, execution: exec.runId, ...(exec.stateLost ? { state_lost: true } : {}) } : undefined;
+    const session: SessionInfo | undefined = this.sessionId
+      ? { id: this.sessionId, execution: exec.runId, ...(exec.stateLost ? { state_lost: true } : {}) }
+      : undefined;
     const item = executionItem({
       itemId: exec.itemId,
       code: exec.request.code,
@@ -453,7 +473,8 @@ export class GuestSession {
     if (session) item.session = session;
     if (error) annotateLimit(item, this.guest.plan, this.guest.cgroup);
     // The session's later runs can read this one's whole output (output_of(n)).
-    if (this.persistent && this.current === exec && this.alive && !exec.stateLost) this.send({ t: 'keep', ...keptOutput(item.outputs, exec.request.execution ?? exec.runId) });
+    if (this.persistent && this.current === exec && this.alive && !exec.stateLost)
+      this.send({ t: 'keep', ...keptOutput(item.outputs, exec.request.execution ?? exec.runId) });
     return announceDone(exec.emit, item);
   }
 }

@@ -48,8 +48,17 @@ export class LocalRuntime implements Runtime {
 
   constructor(private readonly options: LocalRuntimeOptions = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
-    this.launcher = new GuestLauncher(options, { limits: this.limits, maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, artifacts: this.artifacts });
-    this.sessions = new SessionPool({ persist: this.policy === 'conversation', idleMs: options.idleMs, maxAlive: options.maxAlive, launch: () => this.launcher.fresh(true) });
+    this.launcher = new GuestLauncher(options, {
+      limits: this.limits,
+      maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      artifacts: this.artifacts,
+    });
+    this.sessions = new SessionPool({
+      persist: this.policy === 'conversation',
+      idleMs: options.idleMs,
+      maxAlive: options.maxAlive,
+      launch: () => this.launcher.fresh(true),
+    });
     if (options.onSessionEvent) this.sessions.onSession(options.onSessionEvent);
   }
 
@@ -71,7 +80,8 @@ export class LocalRuntime implements Runtime {
     const started = performance.now();
     const emit = safeEmit(options.onEvent);
     // A run that ends before it reaches a guest.
-    const refuse = (error: ExecutionError) => announceDone(emit, executionItem({ itemId, code: request.code, runtime: 'local', outputs: [], error, startedAt: started }));
+    const refuse = (error: ExecutionError) =>
+      announceDone(emit, executionItem({ itemId, code: request.code, runtime: 'local', outputs: [], error, startedAt: started }));
     const refused = openExecution(emit, request, itemId, 'local', this.limits, options.signal);
     if (refused) return refuse(refused);
     const sessionId = this.policy === 'conversation' ? request.sessionId : undefined;

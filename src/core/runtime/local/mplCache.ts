@@ -46,11 +46,15 @@ export function prebuildMatplotlibCache(python: PythonInfo, dir: string): Promis
   let p = building.get(dir);
   if (!p) {
     p = new Promise<void>((resolve) => {
-      const child = spawn(python.executable, ['-I', '-c', 'import importlib.util,sys\nif importlib.util.find_spec("matplotlib"): import matplotlib.font_manager'], {
-        env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, MPLCONFIGDIR: dir, LANG: 'C.UTF-8' },
-        stdio: 'ignore',
-        detached: false,
-      });
+      const child = spawn(
+        python.executable,
+        ['-I', '-c', 'import importlib.util,sys\nif importlib.util.find_spec("matplotlib"): import matplotlib.font_manager'],
+        {
+          env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, MPLCONFIGDIR: dir, LANG: 'C.UTF-8' },
+          stdio: 'ignore',
+          detached: false,
+        },
+      );
       const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
       timer.unref();
       child.on('error', () => resolve());

@@ -65,7 +65,12 @@ export function resolvePythonEnv(q: PythonEnvQuery): PythonEnv {
       if (venv) return { ...venvEnv(venv), source: 'venv', reason: `the folder's ${name} (no codeact.python.path, no Python extension environment)` };
     }
   }
-  const why = q.folder && !trusted ? "the folder is not trusted, so its own environments are not used" : q.folder ? 'no codeact.python.path, no Python extension environment, no .venv or venv in the folder' : 'no folder is open and codeact.python.path is not set';
+  const why =
+    q.folder && !trusted
+      ? 'the folder is not trusted, so its own environments are not used'
+      : q.folder
+        ? 'no codeact.python.path, no Python extension environment, no .venv or venv in the folder'
+        : 'no folder is open and codeact.python.path is not set';
   return { python: 'python3', source: 'system', label: 'python3', reason: `python3 on PATH: ${why}` };
 }
 
@@ -81,7 +86,8 @@ export function expandSetting(setting: string, folder: string | undefined): stri
 export function executableIn(p: string): string | undefined {
   const st = statOf(p);
   if (st?.isFile()) return p;
-  if (st?.isDirectory()) return [path.join(p, 'bin', 'python'), path.join(p, 'python.exe'), path.join(p, 'Scripts', 'python.exe')].find((e) => statOf(e)?.isFile());
+  if (st?.isDirectory())
+    return [path.join(p, 'bin', 'python'), path.join(p, 'python.exe'), path.join(p, 'Scripts', 'python.exe')].find((e) => statOf(e)?.isFile());
   return undefined;
 }
 
@@ -100,7 +106,13 @@ interface Venv {
 
 function venvEnv(v: Venv): Omit<PythonEnv, 'source' | 'reason'> {
   const short = v.version?.split('.').slice(0, 2).join('.');
-  return { python: v.python, venv: v.dir, label: `${path.basename(v.dir)}${short ? ` ${short}` : ''}`, version: v.version, systemSitePackages: v.systemSitePackages };
+  return {
+    python: v.python,
+    venv: v.dir,
+    label: `${path.basename(v.dir)}${short ? ` ${short}` : ''}`,
+    version: v.version,
+    systemSitePackages: v.systemSitePackages,
+  };
 }
 
 /** The venv an interpreter path belongs to (`<venv>/bin/python*` next to `<venv>/pyvenv.cfg`), if any. */
@@ -117,7 +129,8 @@ function venvOf(python: string): Venv | undefined {
 /** A virtual environment folder: `pyvenv.cfg` (a regular file) and its interpreter; undefined otherwise. */
 export function readVenv(dir: string, python?: string): Venv | undefined {
   if (!statOf(dir)?.isDirectory()) return undefined;
-  const exe = python ?? [path.join(dir, 'bin', 'python'), path.join(dir, 'bin', 'python3'), path.join(dir, 'Scripts', 'python.exe')].find((e) => statOf(e)?.isFile());
+  const exe =
+    python ?? [path.join(dir, 'bin', 'python'), path.join(dir, 'bin', 'python3'), path.join(dir, 'Scripts', 'python.exe')].find((e) => statOf(e)?.isFile());
   if (!exe || !statOf(exe)?.isFile()) return undefined;
   const text = readSmallFile(path.join(dir, 'pyvenv.cfg'), CFG_MAX_BYTES);
   if (text === undefined) return undefined;

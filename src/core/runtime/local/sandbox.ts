@@ -130,10 +130,42 @@ const sandboxProbes = new Map<string, Promise<ProbeResult>>();
 
 /** The options every launch uses (bwrap before 0.8 lacks --disable-userns and --size). */
 const PROBE_ARGS = [
-  '--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session', '--clearenv', '--cap-drop', 'ALL',
-  '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64',
-  '--proc', '/proc', '--dev', '/dev', '--size', '1048576', '--tmpfs', '/dev/shm', '--size', '1048576', '--tmpfs', '/tmp',
-  '--remount-ro', '/dev', '--remount-ro', '/',
+  '--unshare-all',
+  '--unshare-user',
+  '--disable-userns',
+  '--die-with-parent',
+  '--new-session',
+  '--clearenv',
+  '--cap-drop',
+  'ALL',
+  '--ro-bind',
+  '/usr',
+  '/usr',
+  '--symlink',
+  'usr/bin',
+  '/bin',
+  '--symlink',
+  'usr/lib',
+  '/lib',
+  '--symlink',
+  'usr/lib64',
+  '/lib64',
+  '--proc',
+  '/proc',
+  '--dev',
+  '/dev',
+  '--size',
+  '1048576',
+  '--tmpfs',
+  '/dev/shm',
+  '--size',
+  '1048576',
+  '--tmpfs',
+  '/tmp',
+  '--remount-ro',
+  '/dev',
+  '--remount-ro',
+  '/',
 ];
 
 function tryBwrap(bwrapPath: string, program?: Buffer): Promise<string | null> {
@@ -319,7 +351,14 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   // through; each guest stacks the strict filter on itself before user code runs (codeact_zygote.py).
   const seccomp = useSeccomp ? filterFor(arch, zygote) : undefined;
   const guestSeccomp = useSeccomp && zygote ? filterFor(arch, false) : undefined;
-  const args: string[] = ['--unshare-all', '--unshare-user', ...(keepUserns(zygote, useSeccomp) ? [] : ['--disable-userns']), '--die-with-parent', '--new-session', '--clearenv'];
+  const args: string[] = [
+    '--unshare-all',
+    '--unshare-user',
+    ...(keepUserns(zygote, useSeccomp) ? [] : ['--disable-userns']),
+    '--die-with-parent',
+    '--new-session',
+    '--clearenv',
+  ];
   if (network) args.push('--share-net');
   // No capability inside: bwrap started by root keeps them all otherwise (CAP_FSETID, CAP_SETFCAP, CAP_DAC_OVERRIDE
   // over the host's root-owned files in a writable workspace). The zygote keeps CAP_SYS_ADMIN to give each guest
@@ -327,10 +366,25 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   args.push('--cap-drop', 'ALL');
   if (zygote) args.push('--cap-add', 'CAP_SYS_ADMIN');
   args.push('--ro-bind', '/usr', '/usr');
-  for (const [link, target] of [['/bin', 'usr/bin'], ['/sbin', 'usr/sbin'], ['/lib', 'usr/lib'], ['/lib64', 'usr/lib64'], ['/lib32', 'usr/lib32']]) {
+  for (const [link, target] of [
+    ['/bin', 'usr/bin'],
+    ['/sbin', 'usr/sbin'],
+    ['/lib', 'usr/lib'],
+    ['/lib64', 'usr/lib64'],
+    ['/lib32', 'usr/lib32'],
+  ]) {
     if (existsSync(link)) args.push('--symlink', target, link);
   }
-  const etc = ['/etc/alternatives', '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/localtime', '/etc/mime.types', '/etc/matplotlibrc', '/etc/python3'];
+  const etc = [
+    '/etc/alternatives',
+    '/etc/ld.so.cache',
+    '/etc/ld.so.conf',
+    '/etc/ld.so.conf.d',
+    '/etc/localtime',
+    '/etc/mime.types',
+    '/etc/matplotlibrc',
+    '/etc/python3',
+  ];
   if (network) etc.push('/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/pki');
   for (const p of etc) args.push('--ro-bind-try', p, p);
   // fontconfig's configuration and cache (matplotlib and Pillow find fonts through them; without them every

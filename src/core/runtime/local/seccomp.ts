@@ -199,7 +199,19 @@ const SYSCALLS: Record<string, { x86_64?: number; aarch64?: number }> = Object.f
 const FIRST_UNKNOWN_SYSCALL = 471;
 
 const NAMESPACE_SYSCALLS = ['unshare', 'setns', 'listns'];
-const MOUNT_SYSCALLS = ['mount', 'umount2', 'pivot_root', 'open_tree', 'open_tree_attr', 'move_mount', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr'];
+const MOUNT_SYSCALLS = [
+  'mount',
+  'umount2',
+  'pivot_root',
+  'open_tree',
+  'open_tree_attr',
+  'move_mount',
+  'fsopen',
+  'fsconfig',
+  'fsmount',
+  'fspick',
+  'mount_setattr',
+];
 const PTRACE_SYSCALLS = ['ptrace', 'process_vm_readv', 'process_vm_writev'];
 /**
  * Syscalls that can give a file the setuid or setgid bit, with the argument holding the mode and, for
@@ -222,7 +234,18 @@ const SETID_BITS = 0o6000;
 const CREATE_FLAGS = 0o100 | 0o20000000;
 /** Refused outright, whatever the options. */
 const ALWAYS_DENIED = Object.keys(SYSCALLS).filter(
-  (n) => ![...NAMESPACE_SYSCALLS, ...MOUNT_SYSCALLS, ...PTRACE_SYSCALLS, ...Object.keys(MODE_SYSCALLS), 'openat2', 'clone', 'clone3', 'personality', 'socket'].includes(n),
+  (n) =>
+    ![
+      ...NAMESPACE_SYSCALLS,
+      ...MOUNT_SYSCALLS,
+      ...PTRACE_SYSCALLS,
+      ...Object.keys(MODE_SYSCALLS),
+      'openat2',
+      'clone',
+      'clone3',
+      'personality',
+      'socket',
+    ].includes(n),
 );
 
 /** CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET. */
@@ -391,7 +414,9 @@ export function buildSeccompFilter(options: SeccompOptions = {}): Buffer {
 
   // open(at): only a call that creates a file passes its mode; then the mode decides.
   for (const flags of new Set(modeSyscalls.map(([, w]) => w.flags).filter((f): f is number => f !== undefined))) {
-    p.label(`create${flags}`).load(argLo(flags)).jump(BPF_JSET_K, CREATE_FLAGS, `mode${flags + 1}`, 'allow');
+    p.label(`create${flags}`)
+      .load(argLo(flags))
+      .jump(BPF_JSET_K, CREATE_FLAGS, `mode${flags + 1}`, 'allow');
   }
   for (const mode of new Set(modeSyscalls.map(([, w]) => w.mode))) p.label(`mode${mode}`).load(argLo(mode)).jump(BPF_JSET_K, SETID_BITS, 'eperm', 'allow');
 

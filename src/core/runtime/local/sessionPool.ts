@@ -164,7 +164,12 @@ export class SessionPool implements RuntimeSessions {
     let excess = alive.length + 1 - max;
     for (const e of alive.filter((x) => !x.session.busy).sort((a, b) => a.session.lastUsed - b.session.lastUsed)) {
       if (excess <= 0) break;
-      this.end(e.id, 'evicted', `The Python session was closed to keep at most ${max} sessions alive (codeact.session.maxAlive): variables from earlier runs are gone.`, true);
+      this.end(
+        e.id,
+        'evicted',
+        `The Python session was closed to keep at most ${max} sessions alive (codeact.session.maxAlive): variables from earlier runs are gone.`,
+        true,
+      );
       excess--;
     }
   }

@@ -49,7 +49,17 @@ const PERSIST = '/etc/sysctl.d/60-codeact-userns.conf';
 
 /** The profile that lets bwrap (and only bwrap) create user namespaces under Ubuntu's AppArmor restriction. */
 export function apparmorProfile(bwrap: string): string {
-  return ['abi <abi/4.0>,', 'include <tunables/global>', '', `profile bwrap ${bwrap} flags=(unconfined) {`, '  userns,', '', '  include if exists <local/bwrap>', '}', ''].join('\n');
+  return [
+    'abi <abi/4.0>,',
+    'include <tunables/global>',
+    '',
+    `profile bwrap ${bwrap} flags=(unconfined) {`,
+    '  userns,',
+    '',
+    '  include if exists <local/bwrap>',
+    '}',
+    '',
+  ].join('\n');
 }
 
 const INSTALL_BWRAP =
@@ -58,7 +68,14 @@ const INSTALL_BWRAP =
   'in a dev container, install it in the image, e.g. RUN apt-get update && apt-get install -y bubblewrap).';
 
 /** The flags a dev container needs for bubblewrap, each for the layer of Docker that refuses it. */
-export const DEVCONTAINER_RUN_ARGS = ['--security-opt', 'seccomp=unconfined', '--security-opt', 'apparmor=unconfined', '--security-opt', 'systempaths=unconfined'];
+export const DEVCONTAINER_RUN_ARGS = [
+  '--security-opt',
+  'seccomp=unconfined',
+  '--security-opt',
+  'apparmor=unconfined',
+  '--security-opt',
+  'systempaths=unconfined',
+];
 
 /** The first `max` bytes of a regular file (procfs files are), or undefined: absent, unreadable, anything else. */
 function readSmall(file: string, max = 64 * 1024): string | undefined {
@@ -118,7 +135,7 @@ const MOUNT_REFUSED = /Failed to make \/ slave|Failed to mount|Can't mount|mount
 
 function containerDiagnosis(where: string, bwrapError: string): UsernsDiagnosis {
   const layer = PROC_REFUSED.test(bwrapError)
-    ? "the container masks parts of /proc, so the kernel refuses the sandbox a /proc of its own"
+    ? 'the container masks parts of /proc, so the kernel refuses the sandbox a /proc of its own'
     : NAMESPACE_REFUSED.test(bwrapError)
       ? "the container's seccomp profile refuses new namespaces"
       : MOUNT_REFUSED.test(bwrapError)
@@ -144,7 +161,7 @@ function apparmorDiagnosis(real: string, error: string): UsernsDiagnosis {
       `Let bwrap alone create user namespaces: write the AppArmor profile /etc/apparmor.d/bwrap and load it, in one command: ` +
       `printf '${apparmorProfile(real).replace(/\n/g, '\\n')}' | sudo tee /etc/apparmor.d/bwrap && sudo apparmor_parser -r /etc/apparmor.d/bwrap ` +
       '(any program run through bwrap can then create user namespaces). ' +
-      'Or lift the restriction for every program (weaker: it gives the kernel\'s user-namespace attack surface back to all of them): ' +
+      "Or lift the restriction for every program (weaker: it gives the kernel's user-namespace attack surface back to all of them): " +
       `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, and to keep it after a reboot: ` +
       `echo 'kernel.apparmor_restrict_unprivileged_userns = 0' | sudo tee ${PERSIST}.`,
   };
@@ -157,7 +174,11 @@ function apparmorDiagnosis(real: string, error: string): UsernsDiagnosis {
 export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: UsernsHost = {}): UsernsDiagnosis {
   const env = host.env ?? process.env;
   const procRoot = host.procRoot ?? '/proc';
-  const error = bwrapError.replace(/^bwrap failed: /, '').replace(/\s+/g, ' ').trim().slice(0, 500);
+  const error = bwrapError
+    .replace(/^bwrap failed: /, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 500);
   const found = bwrapPath.includes('/') ? (existsSync(bwrapPath) ? bwrapPath : undefined) : onPath(bwrapPath, '/', env.PATH ?? '');
   if (!found || bwrapError.startsWith(BWRAP_NOT_FOUND)) {
     const where = found
@@ -184,7 +205,8 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
       fix: 'Convert the distribution to WSL 2, in Windows: wsl --set-version <distribution> 2 (wsl -l -v lists them), then reopen the folder in WSL.',
     };
   }
-  const container = detectContainer({ ...host, env }) ?? (masked.length ? `a container or mount namespace that masks parts of /proc (${masked.join(', ')})` : undefined);
+  const container =
+    detectContainer({ ...host, env }) ?? (masked.length ? `a container or mount namespace that masks parts of /proc (${masked.join(', ')})` : undefined);
   const restrict = sysctl(procRoot, SYSCTL_FILE);
   const clone = sysctl(procRoot, CLONE_FILE);
   const max = sysctl(procRoot, MAX_FILE);
@@ -193,7 +215,10 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
   if (container && inContainerTerms) {
     const d = containerDiagnosis(container, error);
     if (restrict !== 1) return d;
-    return { ...d, fix: `${d.fix} The host also restricts user namespaces with AppArmor (kernel.apparmor_restrict_unprivileged_userns = 1); on the host: ${apparmorDiagnosis(real, error).fix}` };
+    return {
+      ...d,
+      fix: `${d.fix} The host also restricts user namespaces with AppArmor (kernel.apparmor_restrict_unprivileged_userns = 1); on the host: ${apparmorDiagnosis(real, error).fix}`,
+    };
   }
   if (restrict === 1) return apparmorDiagnosis(real, error);
   if (clone === 0) {
@@ -215,7 +240,7 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
       fix:
         'Allow them: sudo sysctl -w user.max_user_namespaces=15000, and to keep it after a reboot: ' +
         `echo 'user.max_user_namespaces = 15000' | sudo tee ${PERSIST}` +
-        (container ? ' (on the container\'s host, or in the user namespace the container runs in).' : '.'),
+        (container ? " (on the container's host, or in the user namespace the container runs in)." : '.'),
     };
   }
   if (container) return containerDiagnosis(container, error);

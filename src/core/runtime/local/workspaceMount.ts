@@ -185,7 +185,8 @@ function hostRunTargets(root: string, f: HostRunFile, depth = 0): string[] | { p
     if (target === root) return { problem: 'it lies at the top of the workspace, where the files beside it (which it may import) cannot be kept read-only' };
   } else target = f.path;
   for (let d = target; d !== root && isUnder(d, root); d = path.dirname(d)) {
-    if (lstatOrUndefined(d)?.isSymbolicLink()) return { problem: `${path.relative(root, d)} is a symbolic link, which the sandbox cannot keep read-only (code could replace the link)` };
+    if (lstatOrUndefined(d)?.isSymbolicLink())
+      return { problem: `${path.relative(root, d)} is a symbolic link, which the sandbox cannot keep read-only (code could replace the link)` };
   }
   const targets = [target];
   if (!missing && depth === 0) {
@@ -263,7 +264,7 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
       if (!Array.isArray(t)) {
         return readOnly(
           `codeact.sandbox.mountWorkspace is "readwrite", but tool "${f.tool}" runs ${path.relative(dir, f.path)} on the host and ${t.problem}: ` +
-            'the workspace is mounted read-only instead. Keep the tool\'s program and scripts in a folder of their own (for example tools/), as real files.',
+            "the workspace is mounted read-only instead. Keep the tool's program and scripts in a folder of their own (for example tools/), as real files.",
         );
       }
       for (const target of t) {
@@ -273,7 +274,9 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
       }
     }
   } catch (e) {
-    return readOnly(`codeact.sandbox.mountWorkspace is "readwrite", but the workspace's configuration could not be protected (${(e as Error).message}): it is mounted read-only instead.`);
+    return readOnly(
+      `codeact.sandbox.mountWorkspace is "readwrite", but the workspace's configuration could not be protected (${(e as Error).message}): it is mounted read-only instead.`,
+    );
   }
   return { args, mode: 'readwrite', placeholders: held };
 }

@@ -124,7 +124,10 @@ export class Zygote {
       await Promise.race([
         ready,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new ZygoteError(`the warm Python process did not finish its preload imports within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+          timer = setTimeout(
+            () => reject(new ZygoteError(`the warm Python process did not finish its preload imports within ${Math.round(timeoutMs / 1000)} s`)),
+            timeoutMs,
+          );
         }),
       ]);
     } finally {
@@ -145,8 +148,12 @@ export class Zygote {
       const timer = setTimeout(() => this.failFork(token, `a forked guest did not connect within ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
       const p: PendingFork = { token, marker, hostWorkdir, resolve, reject, timer };
       this.pending.set(token, p);
-      p.socket = new ForkSocket(this.socketDir, path.posix.dirname(plan.socketPath ?? ''), token, () => this.maybeComplete(p), (err) =>
-        this.failFork(token, `the warm Python process could not fork a guest: its socket failed (${err.message})`),
+      p.socket = new ForkSocket(
+        this.socketDir,
+        path.posix.dirname(plan.socketPath ?? ''),
+        token,
+        () => this.maybeComplete(p),
+        (err) => this.failFork(token, `the warm Python process could not fork a guest: its socket failed (${err.message})`),
       );
       this.send({
         t: 'fork',
@@ -219,11 +226,13 @@ export class Zygote {
         if (failed.length) {
           this.o.onWarning?.(
             `codeact.python.preload: ${failed.map((f) => `"${String(f.module)}" could not be imported (${String(f.error).slice(0, 200)})`).join('; ')}. ` +
-              'Install it in the interpreter CodeAct uses (the status bar names it; codeact.python.path or the folder\'s .venv), or remove it from the list.',
+              "Install it in the interpreter CodeAct uses (the status bar names it; codeact.python.path or the folder's .venv), or remove it from the list.",
           );
         }
         if (Number(frame.threads) > 1) {
-          this.o.onWarning?.(`codeact.python.preload: importing these modules started ${frame.threads} threads, so guests cannot be forked safely; code starts cold instead.`);
+          this.o.onWarning?.(
+            `codeact.python.preload: importing these modules started ${frame.threads} threads, so guests cannot be forked safely; code starts cold instead.`,
+          );
           this.readyWaiter?.reject(new ZygoteError('the preload started threads'));
         } else {
           this.readyWaiter?.resolve();
@@ -249,7 +258,10 @@ export class Zygote {
           // A guest that died before it connected: fail its fork now rather than at the timeout.
           for (const p of this.pending.values()) {
             if (p.pid !== pid) continue;
-            this.failFork(p.token, `a forked guest exited before it connected (status ${frame.status})${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-2).join(' ')}` : ''}`);
+            this.failFork(
+              p.token,
+              `a forked guest exited before it connected (status ${frame.status})${this.stderrTail ? `: ${this.stderrTail.trim().split('\n').slice(-2).join(' ')}` : ''}`,
+            );
           }
           return;
         }
@@ -419,6 +431,15 @@ function hostPidIn(pids: number[], nsPid: number): number | undefined {
 }
 
 function signalName(n: number): NodeJS.Signals | null {
-  const table: Record<number, NodeJS.Signals> = { 2: 'SIGINT', 6: 'SIGABRT', 7: 'SIGBUS', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM', 24: 'SIGXCPU', 25: 'SIGXFSZ' };
+  const table: Record<number, NodeJS.Signals> = {
+    2: 'SIGINT',
+    6: 'SIGABRT',
+    7: 'SIGBUS',
+    9: 'SIGKILL',
+    11: 'SIGSEGV',
+    15: 'SIGTERM',
+    24: 'SIGXCPU',
+    25: 'SIGXFSZ',
+  };
   return table[n] ?? null;
 }

@@ -32,7 +32,8 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
   const [program, ...rest] = source.argv;
   const marker = randomToken(9);
   return new Promise((resolve, reject) => {
-    const cannotStart = (e: unknown) => new Error(`Tool "${toolName}" could not start ${JSON.stringify(program)}: ${spawnFailure(program, cwd, e, 'command')}.`);
+    const cannotStart = (e: unknown) =>
+      new Error(`Tool "${toolName}" could not start ${JSON.stringify(program)}: ${spawnFailure(program, cwd, e, 'command')}.`);
     let child: ChildProcessWithoutNullStreams;
     try {
       child = spawn(program, rest, {
@@ -97,7 +98,10 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
           if (failure) return reject(new Error(`Tool "${toolName}" ${failure}.` + (stderr.trim() ? `\nstderr:\n${tail(stderr)}` : '')));
           if (code !== 0) {
             return reject(
-              new Error(`Tool "${toolName}" failed (${sig ? `killed by ${sig}` : `exit code ${code}`})` + (stderr.trim() ? `:\n${tail(stderr)}` : ' and wrote nothing to stderr.')),
+              new Error(
+                `Tool "${toolName}" failed (${sig ? `killed by ${sig}` : `exit code ${code}`})` +
+                  (stderr.trim() ? `:\n${tail(stderr)}` : ' and wrote nothing to stderr.'),
+              ),
             );
           }
           const text = Buffer.concat(out).toString('utf8').trim();
@@ -105,7 +109,11 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
           try {
             resolve(JSON.parse(text));
           } catch {
-            reject(new Error(`Tool "${toolName}" must print one JSON value on stdout, but printed: ${JSON.stringify(text.slice(0, 200))}${text.length > 200 ? '…' : ''}`));
+            reject(
+              new Error(
+                `Tool "${toolName}" must print one JSON value on stdout, but printed: ${JSON.stringify(text.slice(0, 200))}${text.length > 200 ? '…' : ''}`,
+              ),
+            );
           }
         });
       if (child.stdout.readableEnded) return finish();

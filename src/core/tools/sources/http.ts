@@ -118,7 +118,8 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
     }
   }
   const timeoutMs = source.timeoutMs ?? HTTP_DEFAULTS.timeoutMs;
-  const timedOut = (phase: string) => fail(`timed out after ${timeoutMs / 1000} s ${phase} (its timeoutMs is ${timeoutMs}; raise it in the declaration if the endpoint needs longer)`);
+  const timedOut = (phase: string) =>
+    fail(`timed out after ${timeoutMs / 1000} s ${phase} (its timeoutMs is ${timeoutMs}; raise it in the declaration if the endpoint needs longer)`);
   const timeout = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([options.signal, timeout]);
   const cap = source.maxResponseBytes ?? HTTP_DEFAULTS.maxResponseBytes;

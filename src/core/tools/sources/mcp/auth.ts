@@ -190,7 +190,9 @@ export class McpOAuthProvider implements OAuthClientProvider {
     if (!authorizationUrl || !state) throw new McpSignInError(`the ${this.label} needs sign-in, but no sign-in was started. Try again.`);
     // The address comes from the server's metadata: only a web page is opened, over HTTPS unless it is on this machine.
     if (!isSignInPage(authorizationUrl)) {
-      throw new McpSignInError(`its authorization server's sign-in page (${authorizationUrl.protocol}//${authorizationUrl.host}${authorizationUrl.pathname}) is not an HTTPS URL, so CodeAct does not open it.`);
+      throw new McpSignInError(
+        `its authorization server's sign-in page (${authorizationUrl.protocol}//${authorizationUrl.host}${authorizationUrl.pathname}) is not an HTTPS URL, so CodeAct does not open it.`,
+      );
     }
     let listener;
     try {
@@ -204,8 +206,14 @@ export class McpOAuthProvider implements OAuthClientProvider {
       throw e;
     }
     try {
-      const opened = await Promise.race([this.host.authorize({ label: this.label, serverUrl: this.spec.url, authorizationUrl }), listener.code.then(() => true)]);
-      if (!opened) throw new McpSignInError(`the ${this.label} needs you to sign in, and the sign-in was declined. Sign in when CodeAct asks again, or remove the tool from codeact.tools.`);
+      const opened = await Promise.race([
+        this.host.authorize({ label: this.label, serverUrl: this.spec.url, authorizationUrl }),
+        listener.code.then(() => true),
+      ]);
+      if (!opened)
+        throw new McpSignInError(
+          `the ${this.label} needs you to sign in, and the sign-in was declined. Sign in when CodeAct asks again, or remove the tool from codeact.tools.`,
+        );
       return await listener.code;
     } finally {
       listener.close();

@@ -39,7 +39,13 @@ export async function freeLoopbackPort(): Promise<number> {
  * Listens on 127.0.0.1:`port` (0: any) for the redirect. `code` rejects with a {@link McpSignInError}
  * when the authorization server reports an error, when `timeoutMs` passes, or when `signal` aborts.
  */
-export async function startLoopbackRedirect(options: { port: number; state: string; label: string; timeoutMs?: number; signal?: AbortSignal }): Promise<LoopbackRedirect> {
+export async function startLoopbackRedirect(options: {
+  port: number;
+  state: string;
+  label: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}): Promise<LoopbackRedirect> {
   const { state, label } = options;
   const timeoutMs = options.timeoutMs ?? SIGN_IN_WAIT_MS;
   let settle!: { resolve: (code: string) => void; reject: (e: Error) => void };
@@ -52,7 +58,8 @@ export async function startLoopbackRedirect(options: { port: number; state: stri
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (done || req.method !== 'GET' || url.pathname !== REDIRECT_PATH) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found');
-      if (requests >= MAX_REQUESTS) finish(new McpSignInError(`the sign-in to the ${label} got too many stray requests on its redirect port and was stopped. Try again.`));
+      if (requests >= MAX_REQUESTS)
+        finish(new McpSignInError(`the sign-in to the ${label} got too many stray requests on its redirect port and was stopped. Try again.`));
       return;
     }
     if (url.searchParams.get('state') !== state) {
@@ -72,7 +79,8 @@ export async function startLoopbackRedirect(options: { port: number; state: stri
     finish(undefined, got);
   });
   const timer = setTimeout(
-    () => finish(new McpSignInError(`the sign-in to the ${label} was not completed within ${Math.round(timeoutMs / 1000)} s. Sign in again when you are ready.`)),
+    () =>
+      finish(new McpSignInError(`the sign-in to the ${label} was not completed within ${Math.round(timeoutMs / 1000)} s. Sign in again when you are ready.`)),
     timeoutMs,
   );
   timer.unref();
@@ -115,5 +123,7 @@ export async function startLoopbackRedirect(options: { port: number; state: stri
 function page(res: ServerResponse, status: number, title: string, text: string): void {
   const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
   res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(`<!doctype html><meta charset="utf-8"><title>${esc(title)}</title><body style="font-family:sans-serif"><h1>${esc(title)}</h1><p>${esc(text)}</p></body>`);
+  res.end(
+    `<!doctype html><meta charset="utf-8"><title>${esc(title)}</title><body style="font-family:sans-serif"><h1>${esc(title)}</h1><p>${esc(text)}</p></body>`,
+  );
 }

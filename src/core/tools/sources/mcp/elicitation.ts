@@ -9,7 +9,15 @@
  * panel, a quick input, the CLI). While it is open, the call's timeout and the run's clock are paused.
  */
 import { ErrorCode, McpError, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import type { ElicitationAnswer, ElicitationForm, ElicitationPrompt, ElicitField, ElicitOption, ElicitValue, ElicitValues } from '../../../../common/elicitation';
+import type {
+  ElicitationAnswer,
+  ElicitationForm,
+  ElicitationPrompt,
+  ElicitField,
+  ElicitOption,
+  ElicitValue,
+  ElicitValues,
+} from '../../../../common/elicitation';
 import { coerceElicitValues } from '../../../../common/elicitation';
 import { clip } from '../../../../common/format';
 import { revealInvisible } from '../../../../common/invisibleChars';
@@ -71,12 +79,14 @@ export function elicitationForm(params: FormParams, server: string): { form: Eli
   const shape = measureShape(params.requestedSchema, { maxBytes: L.maxSchemaBytes, maxDepth: L.maxDepth, maxKeys: 20_000 });
   if (shape.problem) throw new ElicitationRefused(`CodeAct does not show this form: its requested schema is refused (${shape.problem}).`);
   const entries = Object.entries(params.requestedSchema.properties ?? {});
-  if (entries.length > L.maxFields) throw new ElicitationRefused(`CodeAct does not show this form: it has ${entries.length} fields, more than ${L.maxFields}. Ask for fewer values at a time.`);
+  if (entries.length > L.maxFields)
+    throw new ElicitationRefused(`CodeAct does not show this form: it has ${entries.length} fields, more than ${L.maxFields}. Ask for fewer values at a time.`);
   const required = new Set(params.requestedSchema.required ?? []);
   const fields: ElicitField[] = [];
   const schemas: Record<string, PropertySchema> = {};
   for (const [key, prop] of entries) {
-    if (key.length > L.maxLabelChars) throw new ElicitationRefused(`CodeAct does not show this form: a field's name is longer than ${L.maxLabelChars} characters.`);
+    if (key.length > L.maxLabelChars)
+      throw new ElicitationRefused(`CodeAct does not show this form: a field's name is longer than ${L.maxLabelChars} characters.`);
     if (key === '__proto__') throw new ElicitationRefused('CodeAct does not show this form: a field is named "__proto__".');
     const p = prop as Record<string, unknown>;
     const field: ElicitField = {
@@ -88,8 +98,10 @@ export function elicitationForm(params: FormParams, server: string): { form: Eli
     if (typeof p.description === 'string' && p.description) field.description = shown(p.description, L.maxDescriptionChars).text;
     const options = choices(p);
     if (options) {
-      if (options.length > L.maxOptions) throw new ElicitationRefused(`CodeAct does not show this form: the field "${field.title}" has ${options.length} choices, more than ${L.maxOptions}.`);
-      if (options.some((o) => o.value.length > L.maxValueChars)) throw new ElicitationRefused(`CodeAct does not show this form: a choice of "${field.title}" is longer than ${L.maxValueChars} characters.`);
+      if (options.length > L.maxOptions)
+        throw new ElicitationRefused(`CodeAct does not show this form: the field "${field.title}" has ${options.length} choices, more than ${L.maxOptions}.`);
+      if (options.some((o) => o.value.length > L.maxValueChars))
+        throw new ElicitationRefused(`CodeAct does not show this form: a choice of "${field.title}" is longer than ${L.maxValueChars} characters.`);
       field.kind = p.type === 'array' ? 'multi' : 'enum';
       field.options = options;
     } else if (p.type === 'boolean' || p.type === 'number' || p.type === 'integer') {
@@ -164,7 +176,7 @@ export async function answerElicitation(params: ElicitRequest['params'], ctx: El
   const call = [...ctx.calls].reverse().find((c) => c.elicit);
   if (!call?.elicit) {
     ctx.log?.(`${ctx.server} asked for input with no tool call of it running here that can ask the person: declined`);
-    if (!ctx.calls.length) throw new McpError(ErrorCode.InvalidRequest, 'CodeAct shows an elicitation only while one of the server\'s tools runs.');
+    if (!ctx.calls.length) throw new McpError(ErrorCode.InvalidRequest, "CodeAct shows an elicitation only while one of the server's tools runs.");
     return { action: 'decline' };
   }
   const { form, schemas } = elicitationForm(params, ctx.server);
@@ -183,7 +195,9 @@ export async function answerElicitation(params: ElicitRequest['params'], ctx: El
         throw e;
       });
       if (answer.action !== 'accept') {
-        ctx.log?.(`${ctx.server}: elicitation ${id} ${answer.action === 'decline' ? 'declined' : 'cancelled'}${signal.aborted ? ' (the call ended first)' : ''}`);
+        ctx.log?.(
+          `${ctx.server}: elicitation ${id} ${answer.action === 'decline' ? 'declined' : 'cancelled'}${signal.aborted ? ' (the call ended first)' : ''}`,
+        );
         return { action: answer.action };
       }
       const content = coerceElicitValues(form.fields, answer.content ?? {});

@@ -71,16 +71,24 @@ export async function listAllTools(client: Client, label: string, limits: McpLis
     const left = deadline - Date.now();
     if (left <= 0) throw listTimeout(label, limits);
     // ResultSchema checks the envelope only: the tools are checked below, one by one, up to the limit.
-    const result = (await client.request({ method: 'tools/list', params: cursor !== undefined ? { cursor } : {} }, ResultSchema, { timeout: left, signal })) as Record<string, unknown>;
+    const result = (await client.request({ method: 'tools/list', params: cursor !== undefined ? { cursor } : {} }, ResultSchema, {
+      timeout: left,
+      signal,
+    })) as Record<string, unknown>;
     const listed = result.tools;
     if (!Array.isArray(listed)) throw new McpListLimitError(`the ${label} answered tools/list without a "tools" array.`);
     if (tools.length + listed.length > limits.maxTools) {
-      throw new McpListLimitError(`the ${label} lists more than ${limits.maxTools.toLocaleString('en-US')} tools, CodeAct's limit for one server. Use a server with fewer tools.`);
+      throw new McpListLimitError(
+        `the ${label} lists more than ${limits.maxTools.toLocaleString('en-US')} tools, CodeAct's limit for one server. Use a server with fewer tools.`,
+      );
     }
     for (const raw of listed) {
       const parsed = ToolSchema.safeParse(raw);
       if (!parsed.success) {
-        const name = raw && typeof raw === 'object' && typeof (raw as { name?: unknown }).name === 'string' ? `"${(raw as { name: string }).name.slice(0, 64)}"` : 'a tool';
+        const name =
+          raw && typeof raw === 'object' && typeof (raw as { name?: unknown }).name === 'string'
+            ? `"${(raw as { name: string }).name.slice(0, 64)}"`
+            : 'a tool';
         throw new McpListLimitError(`the ${label} listed ${name} in a form that is not an MCP tool (${parsed.error.issues[0]?.message ?? 'invalid'}).`);
       }
       tools.push(parsed.data as Tool);
@@ -139,9 +147,14 @@ export function cappedFetch(maxBytes = MCP_MAX_MESSAGE_BYTES): FetchLike {
         transform(chunk, controller) {
           total += chunk.byteLength;
           nests += countNests(chunk);
-          if (total > maxBytes) controller.error(new Error(`the server sent a response larger than ${formatBytes(maxBytes)}, CodeAct's limit for one MCP message`));
+          if (total > maxBytes)
+            controller.error(new Error(`the server sent a response larger than ${formatBytes(maxBytes)}, CodeAct's limit for one MCP message`));
           else if (nests > MCP_MAX_MESSAGE_NESTS) {
-            controller.error(new Error(`the server sent a response with more than ${MCP_MAX_MESSAGE_NESTS.toLocaleString('en-US')} objects and arrays, CodeAct's limit for one MCP message`));
+            controller.error(
+              new Error(
+                `the server sent a response with more than ${MCP_MAX_MESSAGE_NESTS.toLocaleString('en-US')} objects and arrays, CodeAct's limit for one MCP message`,
+              ),
+            );
           } else controller.enqueue(chunk);
         },
       }),

@@ -260,7 +260,10 @@ export class McpClientPool {
       const fetch = cappedFetch();
       if (this.options.auth) conn.auth = await McpOAuthProvider.open(this.options.auth, spec, label);
       // An expired access token is refreshed before it is sent (a server's 401 would also do it).
-      if (conn.auth?.expired) await auth(conn.auth, { serverUrl: spec.url, fetchFn: fetch }).catch((e) => this.options.log?.(`${label}: refreshing the sign-in failed: ${(e as Error).message}`));
+      if (conn.auth?.expired)
+        await auth(conn.auth, { serverUrl: spec.url, fetchFn: fetch }).catch((e) =>
+          this.options.log?.(`${label}: refreshing the sign-in failed: ${(e as Error).message}`),
+        );
       conn.http = new StreamableHTTPClientTransport(new URL(spec.url), { fetch, authProvider: conn.auth });
       transport = conn.http;
     }
@@ -331,7 +334,13 @@ export class McpClientPool {
   }
 
   /** Runs `fn`; when the server asks for sign-in on the open connection (the grant ran out, more scopes), signs in once (see completeSignIn) and runs it again. */
-  private async withSignIn<T>(conn: Connection, interactive: boolean, signal: AbortSignal | undefined, fn: () => Promise<T>, pause?: () => () => void): Promise<T> {
+  private async withSignIn<T>(
+    conn: Connection,
+    interactive: boolean,
+    signal: AbortSignal | undefined,
+    fn: () => Promise<T>,
+    pause?: () => () => void,
+  ): Promise<T> {
     try {
       return await fn();
     } catch (e) {
@@ -369,9 +378,15 @@ export class McpClientPool {
   private async closeConnection(conn: Connection): Promise<void> {
     conn.closed = true;
     if (conn.http) {
-      await waitAtMost(conn.http.terminateSession().catch(() => {}), 2000);
+      await waitAtMost(
+        conn.http.terminateSession().catch(() => {}),
+        2000,
+      );
     }
-    await waitAtMost(conn.client.close().catch(() => {}), this.closeGraceMs + 2000);
+    await waitAtMost(
+      conn.client.close().catch(() => {}),
+      this.closeGraceMs + 2000,
+    );
     if (conn.stdio) {
       await conn.stdio.close();
       this.processes.delete(conn.stdio);
@@ -401,7 +416,9 @@ export class McpClientPool {
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
       return new Error(
         `could not start the ${label}: it did not complete the MCP handshake within ${this.connectTimeoutMs / 1000} s. ` +
-          (spec.kind === 'stdio' ? 'Check that the command starts an MCP server on stdio (not HTTP), and that it logs to stderr only.' : 'Check that the URL is a streamable HTTP MCP endpoint.') +
+          (spec.kind === 'stdio'
+            ? 'Check that the command starts an MCP server on stdio (not HTTP), and that it logs to stderr only.'
+            : 'Check that the URL is a streamable HTTP MCP endpoint.') +
           this.stderrPart(conn),
       );
     }
@@ -413,7 +430,8 @@ export class McpClientPool {
           (this.stderrPart(conn) || ' It wrote nothing to stderr. Check that the command starts an MCP server on stdio.'),
       );
     }
-    if (spec.kind === 'http') return new Error(`could not reach the ${label}: ${describeFetchError(err)}. Check "mcp.url" in codeact.tools and that the server is running.`);
+    if (spec.kind === 'http')
+      return new Error(`could not reach the ${label}: ${describeFetchError(err)}. Check "mcp.url" in codeact.tools and that the server is running.`);
     return new Error(`could not start the ${label}: ${err?.message ?? String(e)}.${this.stderrPart(conn)}`);
   }
 
@@ -432,7 +450,9 @@ export class McpClientPool {
     const exit = conn.stdio?.exit;
     if (exit || (e instanceof McpError && e.code === ErrorCode.ConnectionClosed)) {
       const how = exit ? (exit.signal ? ` (killed by ${exit.signal})` : ` (exit code ${exit.code})`) : '';
-      return new Error(`failed: the ${conn.label} closed the connection${how} while ${isList ? 'listing its tools' : `running "${what}"`}.${this.stderrPart(conn)}`);
+      return new Error(
+        `failed: the ${conn.label} closed the connection${how} while ${isList ? 'listing its tools' : `running "${what}"`}.${this.stderrPart(conn)}`,
+      );
     }
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
       return new Error(`timed out after ${timeoutMs / 1000} s ${isList ? `while ${step}` : step}.`);

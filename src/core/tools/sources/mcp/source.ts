@@ -38,7 +38,8 @@ export function validateMcpSource(raw: unknown): string | undefined {
   }
   if (m.env !== undefined) {
     if (!Array.isArray(m.env) || !m.env.every((e) => typeof e === 'string')) problems.push('"mcp.env" must list environment variable names');
-    else if (m.url !== undefined && m.command === undefined) problems.push('"mcp.env" applies only to stdio servers ("command"); an HTTP server has its own environment');
+    else if (m.url !== undefined && m.command === undefined)
+      problems.push('"mcp.env" applies only to stdio servers ("command"); an HTTP server has its own environment');
   }
   if (m.oauth !== undefined) {
     const problem = validateMcpOAuth(m.oauth, m.url !== undefined && m.command === undefined);

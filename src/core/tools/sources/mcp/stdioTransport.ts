@@ -231,7 +231,8 @@ export class StdioServerTransport implements Transport {
     }
     const isRequest = 'id' in message;
     if (this.window.count >= this.limits.maxPerSecond) return this.drop(`more than ${this.limits.maxPerSecond} requests and notifications in one second`);
-    if (isRequest && this.serverRequests.size >= this.limits.maxOutstanding) return this.drop(`more than ${this.limits.maxOutstanding} requests awaiting an answer`);
+    if (isRequest && this.serverRequests.size >= this.limits.maxOutstanding)
+      return this.drop(`more than ${this.limits.maxOutstanding} requests awaiting an answer`);
     this.window.count++;
     if (isRequest) this.serverRequests.add(message.id as string | number);
     return true;
@@ -250,7 +251,8 @@ export class StdioServerTransport implements Transport {
   private drop(what: string): false {
     this.stats.dropped++;
     this.dropped++;
-    if (this.window.dropped++ === 0) this.onerror?.(new Error(`dropped a message from the server: ${what}. CodeAct accepts ${this.capsText()}, and closes the connection if it goes on`));
+    if (this.window.dropped++ === 0)
+      this.onerror?.(new Error(`dropped a message from the server: ${what}. CodeAct accepts ${this.capsText()}, and closes the connection if it goes on`));
     if (this.dropped > this.limits.maxDropped && !this.fatal) {
       this.fatal = `it flooded CodeAct with messages (${this.dropped.toLocaleString('en-US')} dropped in a row, the last for ${what}; CodeAct accepts ${this.capsText()}). Check the server, or use another one`;
       this.onerror?.(new Error(this.fatal));
