@@ -2,7 +2,7 @@
  * One kind of event and its listeners. A listener that throws never reaches the others or whoever fired
  * the event: a listener's bug must not break a turn, a session or the panel.
  */
-type Unsubscribe = (() => void) & { dispose(): void };
+export type Unsubscribe = (() => void) & { dispose(): void };
 
 export class Emitter<T> {
   private readonly listeners = new Set<(value: T) => void>();

@@ -8,8 +8,6 @@ import type { ConversationSummary, HostState } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
-import { providerConfigFrom } from '../core/config/engine';
-import { createProvider } from '../core/providers/factory';
 import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
@@ -17,8 +15,7 @@ import { isTurnMarker, runChatTurn, runCodeTurn } from '../core/turn/turns';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
-import { downloadHostedFile, noKeyError } from './providers';
-import { providerInfo } from '../core/providers/shared/catalog';
+import { downloadHostedFile, providerFor } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
 import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
 import type { CodeActSettings } from './settings';
@@ -27,13 +24,18 @@ import { WorkspaceTools } from './workspaceTools';
 import type { CellRunOptions } from './notebook/kernelRunner';
 import type { NotebookTurn } from './notebook/agentTarget';
 import { UntrustedWorkspaceError } from './untrusted';
-import { Emitter } from '../common/emitter';
+import { Emitter, type Unsubscribe } from '../common/emitter';
 import { ChatFolder } from './chatFolder';
 import { NotebookRuns } from './notebookRuns';
+import { RecentOutputs } from './recentOutputs';
+import { TurnSlot } from './turnSlot';
 import type { CancellationToken, Log, ControllerApis, ControllerDeps } from './controller.apis';
 export { UntrustedWorkspaceError };
 
-type Disposable = { dispose(): void };
+/** What a front door adds to a turn: its listener (the vocabulary, no turn markers) and VS Code's cancellation. */
+type TurnExtras = { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken };
+type RunDocument = { uri: string; name: string; folder?: string };
+type RunExtras = TurnExtras & { document?: RunDocument };
 
 export class CodeActController {
   readonly store: TranscriptStore;
@@ -44,12 +46,11 @@ export class CodeActController {
   private readonly variables: VariablesTracker;
   /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
   private staleSession?: string;
-  private running?: { abort: AbortController; label: string; done: Promise<void>; finish(): void; cancel?: Disposable };
+  private readonly turn = new TurnSlot();
   /** VS Code is closing or reloading: a turn stopped now was interrupted, not stopped by the user. */
   private closing = false;
   readonly memory: ConversationMemory;
-  /** Full outputs of recent executions, for "open full output" (the panel keeps only the tail). */
-  private readonly outputs = new Map<string, CodeInterpreterCallItem>();
+  private readonly outputs = new RecentOutputs();
   private readonly apis: ControllerApis;
   private readonly secrets: ControllerDeps['secrets'];
   /** Settings and key presence, resolved when they change (./hostStateCache). */
@@ -143,18 +144,18 @@ export class CodeActController {
   }
 
   get busy(): boolean {
-    return !!this.running;
+    return this.turn.busy;
   }
 
   get currentConversation(): Conversation | undefined {
     return this.conversation;
   }
 
-  onEvent(listener: (e: TranscriptEvent) => void): Disposable {
+  onEvent(listener: (e: TranscriptEvent) => void): Unsubscribe {
     return this.events.on(listener);
   }
 
-  onVariables(listener: (v: SessionVariables) => void): Disposable {
+  onVariables(listener: (v: SessionVariables) => void): Unsubscribe {
     return this.variables.onVariables(listener);
   }
 
@@ -168,7 +169,7 @@ export class CodeActController {
     const id = sessionId ?? this.conversation?.id;
     const runtime = this.runtimes.of(id);
     if (!id || !runtime) return false;
-    if (this.running) this.stop();
+    if (this.turn.busy) this.stop();
     const had = await runtime.sessions.restart(id);
     this.log.info(`session ${id} restarted`);
     void this.refreshVariables();
@@ -187,7 +188,7 @@ export class CodeActController {
     if (e.session_id === this.variables.shown?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
   }
 
-  onState(listener: () => void): Disposable {
+  onState(listener: () => void): Unsubscribe {
     return this.stateChanged.on(listener);
   }
 
@@ -221,7 +222,7 @@ export class CodeActController {
 
   /** The person picked a folder in the panel's bar: the chat's turns run there (a fresh session: the model is told). */
   pickFolder(folder: string): void {
-    if (this.running) throw new Error('Stop the running turn before changing its folder (CodeAct: Stop).');
+    if (this.turn.busy) throw new Error('Stop the running turn before changing its folder (CodeAct: Stop).');
     if (this.folders.pick(folder) && this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
     this.fireState();
   }
@@ -244,10 +245,7 @@ export class CodeActController {
 
   /** Tells the listeners (the panel, the participant) about an event already saved. */
   private notify(e: TranscriptEvent): void {
-    if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
-      this.outputs.set(e.item.id, e.item);
-      if (this.outputs.size > 200) this.outputs.delete(this.outputs.keys().next().value!);
-    }
+    this.outputs.note(e);
     this.events.fire(e);
   }
 
@@ -268,7 +266,7 @@ export class CodeActController {
 
   /** A running turn writes into its conversation: no switching under it. A document's run keeps the chat's session. */
   private leaveConversation(keepSession = false): void {
-    if (this.running) throw new Error('Stop the running turn before switching conversations (CodeAct: Stop).');
+    if (this.turn.busy) throw new Error('Stop the running turn before switching conversations (CodeAct: Stop).');
     const old = this.conversation;
     old?.flush();
     // A conversation's Jupyter kernel goes when the conversation is left.
@@ -285,7 +283,7 @@ export class CodeActController {
   }
 
   /** A Run with Tools document's conversation, named after it (never whichever chat is open), opened for the panel. */
-  private documentConversation(doc: { uri: string; name: string; folder?: string }): Conversation {
+  private documentConversation(doc: RunDocument): Conversation {
     const known = this.memory.documentConversation(doc.uri);
     if (known && known === this.conversation?.id) return this.conversation;
     this.leaveConversation(true);
@@ -335,13 +333,7 @@ export class CodeActController {
   }
 
   fullOutput(itemId: string): CodeInterpreterCallItem | undefined {
-    return (
-      this.outputs.get(itemId) ??
-      (
-        this.conversation?.events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId) as
-          { item: CodeInterpreterCallItem } | undefined
-      )?.item
-    );
+    return this.outputs.find(itemId, this.conversation?.events);
   }
 
   /** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */
@@ -368,30 +360,24 @@ export class CodeActController {
 
   /** A turn starts (one at a time): its signal aborts on stop and on VS Code's cancellation of the request. */
   private begin(label: string, token?: CancellationToken): AbortSignal {
-    if (this.running) throw new Error(`CodeAct is already running "${this.running.label}". Stop it first (CodeAct: Stop).`);
-    const abort = new AbortController();
-    let finish = () => {};
-    const done = new Promise<void>((resolve) => (finish = resolve));
-    this.running = { abort, label, done, finish, cancel: token?.onCancellationRequested(() => abort.abort()) };
+    const signal = this.turn.begin(label, token);
     this.fireState();
-    return abort.signal;
+    return signal;
   }
 
   private end(): void {
-    this.running?.cancel?.dispose();
-    this.running?.finish();
-    this.running = undefined;
+    this.turn.end();
     this.conversation?.flush();
     this.fireState();
     void this.refreshVariables();
   }
 
   stop(): void {
-    if (!this.running) return;
-    this.log.info(`stop requested: ${this.running.label}`);
+    if (!this.turn.busy) return;
+    this.log.info(`stop requested: ${this.turn.label}`);
     // Before the abort reaches them: an approval left open was not answered, and says why.
     this.approvals.expirePending(NO_ANSWER.stopped);
-    this.running.abort.abort();
+    this.turn.abort();
   }
 
   /**
@@ -409,11 +395,7 @@ export class CodeActController {
   }
 
   /** Sends a prompt to the agent. Events stream to the listeners (panel, participant). */
-  async send(
-    prompt: string,
-    source: TurnSource = 'chat',
-    extra?: { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken; notebook?: NotebookTurn },
-  ): Promise<AgentResult | undefined> {
+  async send(prompt: string, source: TurnSource = 'chat', extra?: TurnExtras & { notebook?: NotebookTurn }): Promise<AgentResult | undefined> {
     const folder = this.folders.require();
     this.requireTrust('Running code', 'prompt', folder);
     const s = this.settingsFor(folder);
@@ -425,11 +407,7 @@ export class CodeActController {
         prompt,
         source,
         config: s,
-        provider: async () => {
-          const key = await this.secrets.apiKey(s.provider);
-          if (!key && providerInfo(s.provider).needsKey) throw noKeyError(s.provider);
-          return createProvider(providerConfigFrom(s, key));
-        },
+        provider: () => providerFor(s, (p) => this.secrets.apiKey(p)),
         interrupted: () => this.closing,
         // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
         runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : (extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id))),
@@ -460,17 +438,12 @@ export class CodeActController {
   }
 
   /** Runs code in the configured runtime with the managed tools (Run with Tools, Run again, the LM tool). */
-  async runCode(
-    code: string,
-    label: string,
-    source: TurnSource = 'run_with_tools',
-    extra?: { token?: CancellationToken; onEvent?: (e: CodeActEvent) => void; document?: { uri: string; name: string; folder?: string } },
-  ): Promise<CodeInterpreterCallItem> {
+  async runCode(code: string, label: string, source: TurnSource = 'run_with_tools', extra?: RunExtras): Promise<CodeInterpreterCallItem> {
     this.requireTrust('Running code');
     // A document runs in its own folder (with that folder's settings and tools); other code in the chat's.
     const folder = extra?.document?.folder ?? this.folders.require();
     // A document's runs go to its own conversation (switched to before the run starts: never under a running one).
-    const docConvo = extra?.document && !this.running ? this.documentConversation(extra.document) : undefined;
+    const docConvo = extra?.document && !this.turn.busy ? this.documentConversation(extra.document) : undefined;
     const signal = this.begin(label, extra?.token);
     const convo = docConvo ?? this.ensureConversation(label);
     const s = this.settingsFor(folder);
@@ -494,9 +467,8 @@ export class CodeActController {
         interrupted: () => this.closing,
         onEvent: this.relay(extra?.onEvent),
       });
-      this.log.info(
-        `run "${label}": ${item.status}${item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : ''} in ${item.duration_ms} ms`,
-      );
+      const why = item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : '';
+      this.log.info(`run "${label}": ${item.status}${why} in ${item.duration_ms} ms`);
       return item;
     } finally {
       this.end();
@@ -517,7 +489,7 @@ export class CodeActController {
   async shutdown(): Promise<void> {
     this.approvals.expirePending(NO_ANSWER.closed);
     this.closing = true;
-    const running = this.running?.done;
+    const running = this.turn.done;
     this.stop();
     // The stopped turn saves its end (as interrupted) first; VS Code gives deactivate a few seconds in all.
     if (running) await Promise.race([running, new Promise<void>((resolve) => setTimeout(resolve, 1500).unref())]);

@@ -5,19 +5,27 @@
  */
 import { providerInfo } from '../core/providers/shared/catalog';
 import { ProviderError } from '../core/providers/shared/errors';
-import type { ProviderId } from '../core/providers/shared/types';
+import type { Provider, ProviderId } from '../core/providers/shared/types';
+import { providerConfigFrom } from '../core/config/engine';
 import type { FileOutput } from '../common/events';
 import { createProvider } from '../core/providers/factory';
 import type { CodeActSettings } from './settings';
 
 /** The missing-key error as VS Code says it: the button that fixes it first, the environment second. */
-export function noKeyError(provider: ProviderId): ProviderError {
+function noKeyError(provider: ProviderId): ProviderError {
   const vars = providerInfo(provider).keyEnv.join(' or ');
   return new ProviderError({
     code: 'auth',
     provider,
     message: `No API key for ${providerInfo(provider).label} yet. Choose Set API Key… to store one in VS Code's secret storage${vars ? ` (or start VS Code with ${vars} in its environment)` : ''}.`,
   });
+}
+
+/** The provider a folder's settings name, with its key from secret storage (a needed key missing: {@link noKeyError}). */
+export async function providerFor(s: CodeActSettings, apiKey: (p: ProviderId) => Promise<string | undefined>): Promise<Provider> {
+  const key = await apiKey(s.provider);
+  if (!key && providerInfo(s.provider).needsKey) throw noKeyError(s.provider);
+  return createProvider(providerConfigFrom(s, key));
 }
 
 /** Downloads a file the provider's hosted sandbox produced (OpenAI container files, Anthropic Files API). */

@@ -6,7 +6,7 @@
 import type { VariablesSummary } from '../common/events';
 import type { Conversation } from '../core/agent/transcriptStore';
 import type { RuntimeCache } from './runtimeCache';
-import { Emitter } from '../common/emitter';
+import { Emitter, type Unsubscribe } from '../common/emitter';
 
 /** What the panel's variables view shows. */
 export interface SessionVariables {
@@ -30,7 +30,7 @@ export class VariablesTracker {
     private readonly conversation: () => Conversation | undefined,
   ) {}
 
-  onVariables(listener: (v: SessionVariables) => void): { dispose(): void } {
+  onVariables(listener: (v: SessionVariables) => void): Unsubscribe {
     return this.changed.on(listener);
   }
 

@@ -1,5 +1,5 @@
 /**
- * The shape of the house (issue 10): no import cycles (type-only imports included), no source file
+ * The shape of the house: no import cycles (type-only imports included), no source file
  * over 500 lines, one case style for file names, every file of core inside a zone, and the zone rule
  * actually firing. See docs/architecture.md.
  */
@@ -76,7 +76,7 @@ function importCycles(files: string[]): string[][] {
   return cycles;
 }
 
-describe('structure of src (issue 10)', function () {
+describe('structure of src', function () {
   this.timeout(120_000);
   const files = walk(src);
   const tsFiles = files.filter((f) => f.endsWith('.ts'));

@@ -111,3 +111,8 @@ export function pausedTime(also?: () => () => void): { pause: () => () => void; 
     pausedMs: () => total,
   };
 }
+
+/** Waits for `p` (which must not reject), but at most `ms`. */
+export function waitAtMost(p: Promise<unknown>, ms: number): Promise<unknown> {
+  return Promise.race([p, new Promise((r) => setTimeout(r, ms).unref())]);
+}

@@ -7,7 +7,6 @@ import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError } from '../.
 import {
   announceDone,
   cancelledError,
-  completionError,
   executionItem,
   normaliseError,
   openExecution,
@@ -26,7 +25,7 @@ import { collectKernelFiles, reportedFiles, type ReportedFiles } from './kernelF
 
 /** How long a finished run waits for the kernel's "idle" after its result and reply. */
 const IDLE_GRACE_MS = 2000;
-import { connectionLost, kernelDied, lostError, stripAnsi, toExecutionError } from './runErrors';
+import { connectionLost, finalError, kernelDied, lostError, stripAnsi, toExecutionError } from './runErrors';
 import { formatDuration } from '../../../common/format';
 import { raceAbort } from '../../util/abort';
 import { ToolChannel } from './toolChannel';
@@ -132,7 +131,7 @@ export class JupyterRun {
       signal?.removeEventListener('abort', onAbort);
       this.cleanup();
     }
-    const item = this.result(this.finalError());
+    const item = this.result(finalError({ stopping: this.stopping, stopNote: this.stopNote, failure: this.failure, completion: this.completion }));
     if (handle) await this.runtime.afterRun(handle).catch(() => {});
     return item;
   }
@@ -292,7 +291,7 @@ export class JupyterRun {
   private onIOPub(msg: KernelMessage.IIOPubMessage): void {
     if (this.finished) return;
     const type = msg.header.msg_type;
-    const content = msg.content as Record<string, any>;
+    const content = msg.content as Record<string, unknown>;
     switch (type) {
       case 'stream':
         this.output.onStream(content.name, String(content.text ?? ''));
@@ -477,22 +476,6 @@ export class JupyterRun {
     for (const timer of [this.graceTimer, this.reconnectTimer, this.resultTimer, this.idleTimer]) clearTimeout(timer);
     this.tools?.close();
     this.finish();
-  }
-
-  private finalError(): ExecutionError | undefined {
-    if (this.stopping) {
-      const seen = completionError(this.completion);
-      return {
-        ...this.stopping,
-        message: this.stopping.message + this.stopNote,
-        // Where the code was when it was stopped, if the kernel told us.
-        ...(seen?.traceback ? { traceback: seen.traceback } : {}),
-        ...(seen?.line ? { line: seen.line } : {}),
-      };
-    }
-    if (this.failure) return this.failure;
-    if (!this.completion) return { type: 'ProtocolError', message: 'The run ended without a result.' };
-    return completionError(this.completion);
   }
 
   private result(error?: ExecutionError): CodeInterpreterCallItem {

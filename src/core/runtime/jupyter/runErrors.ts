@@ -3,7 +3,7 @@
  * other failure of the machinery, each with what was kept and what the next run does.
  */
 import type { ExecutionError } from '../../../common/events';
-import { cancelledError } from '../execution';
+import { cancelledError, completionError, type Completion } from '../execution';
 import { JupyterError } from './connection';
 import { hubUserOf, spawnUrl, stoppedWhileRunning } from './hub';
 import { isCancellation } from '../../util/errors';
@@ -52,4 +52,26 @@ const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007]*\u0007/g;
 
 export function stripAnsi(text: string): string {
   return text.replace(ANSI, '');
+}
+
+/** How a run ended, as the error of its item: a stop (with where the code was, if the kernel said), a failure, or the code's own. */
+export function finalError(run: {
+  stopping?: ExecutionError;
+  stopNote: string;
+  failure?: ExecutionError;
+  completion?: Completion;
+}): ExecutionError | undefined {
+  if (run.stopping) {
+    const seen = completionError(run.completion);
+    return {
+      ...run.stopping,
+      message: run.stopping.message + run.stopNote,
+      // Where the code was when it was stopped, if the kernel told us.
+      ...(seen?.traceback ? { traceback: seen.traceback } : {}),
+      ...(seen?.line ? { line: seen.line } : {}),
+    };
+  }
+  if (run.failure) return run.failure;
+  if (!run.completion) return { type: 'ProtocolError', message: 'The run ended without a result.' };
+  return completionError(run.completion);
 }

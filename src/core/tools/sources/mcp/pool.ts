@@ -12,7 +12,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ElicitationAnswer, ElicitationPrompt } from '../../../../common/elicitation';
 import { raceAbort } from '../../../util/abort';
-import { RunClock, withTimeout } from '../../../util/timeout';
+import { abortable, describeFetchError, isTransportFailure } from './failures';
+import { RunClock, waitAtMost, withTimeout } from '../../../util/timeout';
 import { answerElicitation, type ElicitingCall } from './elicitation';
 import { CODEACT_VERSION } from '../../../util/version';
 import { spawnFailure, tail } from '../processes';
@@ -471,32 +472,6 @@ export class McpClientPool {
     }
     return new Error(`failed: the ${conn.label} answered ${isList ? 'tools/list' : `"${what}"`} with an error: ${e.message.replace(/^MCP error -?\d+: /, '')}`);
   }
-}
-
-function isTransportFailure(e: unknown): boolean {
-  const err = e as Error | undefined;
-  return (
-    e instanceof StreamableHTTPError ||
-    (err instanceof TypeError && /fetch/i.test(err.message)) ||
-    (err as NodeJS.ErrnoException | undefined)?.code !== undefined ||
-    err?.message === 'the server is not running' ||
-    err?.message === 'Not connected'
-  );
-}
-
-function describeFetchError(e: Error | undefined): string {
-  const cause = (e as { cause?: { code?: string; message?: string } } | undefined)?.cause;
-  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
-  return e?.message ?? 'unknown error';
-}
-
-function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  return raceAbort(p, signal, () => new McpError(ErrorCode.RequestTimeout, 'aborted'));
-}
-
-/** Waits for `p` (which must not reject), but at most `ms`. */
-function waitAtMost(p: Promise<unknown>, ms: number): Promise<unknown> {
-  return Promise.race([p, new Promise((r) => setTimeout(r, ms).unref())]);
 }
 
 let defaultPool: McpClientPool | undefined;
