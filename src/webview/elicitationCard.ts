@@ -10,7 +10,7 @@ import { coerceElicitValue, elicitFieldHint, type ElicitField, type ElicitValues
 import type { ElicitationView } from '../common/transcript';
 import { h, uid } from './dom';
 import { icon } from './icons';
-import { textButton, type ViewContext } from './viewKit';
+import { attentionHead, textButton, type ViewContext } from './viewKit';
 
 const OUTCOME: Record<string, string> = {
   accept: 'Sent to the server',
@@ -44,14 +44,7 @@ export class ElicitationCard {
       h('span', { class: 'elicitation-server', text: form.server }),
       ' asks for input',
     );
-    const head = h(
-      'header',
-      { class: 'elicitation-head' },
-      h('span', { class: 'card-icon elicit-icon', 'aria-hidden': 'true' }, icon('person')),
-      title,
-      h('span', { class: 'spacer' }),
-      h('span', { class: 'badge attention', text: 'Input needed' }),
-    );
+    const head = attentionHead({ headClass: 'elicitation-head', iconClass: 'elicit-icon', icon: 'person', title, badge: 'Input needed' });
     const body = h('div', { class: 'elicitation-body' });
     if (view.tool) body.append(h('p', { class: 'elicitation-from' }, 'While running the tool ', h('code', { text: view.tool })));
     body.append(h('p', { class: 'elicitation-message', text: form.message }));

@@ -8,7 +8,7 @@ import { countInvisible, revealed, revealedPlain, setRevealed } from './reveal';
 import { StreamingMarkdown } from './markdown';
 import { errorActions } from './errorActions';
 import { installActions, installBody, installTitle } from './installApproval';
-import { textButton, type ItemRenderer, type ViewContext } from './viewKit';
+import { attentionHead, textButton, type ItemRenderer, type ViewContext } from './viewKit';
 
 /** Adds copy / insert buttons to fenced code blocks of rendered markdown. */
 export function decorateMarkdown(container: ParentNode): void {
@@ -101,14 +101,7 @@ export class ApprovalRenderer implements ItemRenderer {
     if (isCode) title.append('Review the code before it runs');
     else if (isInstall) title.append(...installTitle(item));
     else title.append('Allow ', h('code', null, revealed(item.name ?? 'tool')), ' to run?');
-    const head = h(
-      'header',
-      { class: 'card-head' },
-      h('span', { class: 'card-icon shield', 'aria-hidden': 'true' }, icon('shield')),
-      title,
-      h('span', { class: 'spacer' }),
-      h('span', { class: 'badge attention', text: 'Approval needed' }),
-    );
+    const head = attentionHead({ headClass: 'card-head', iconClass: 'shield', icon: 'shield', title, badge: 'Approval needed' });
     const body = h('div', { class: 'approval-body' });
     if (isCode) {
       body.append(h('p', { class: 'desc', text: 'The model wants to run this code. Run it, edit it first, or deny it.' }));

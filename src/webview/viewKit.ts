@@ -40,3 +40,15 @@ export function toolbarButton(iconName: IconName, label: string, onClick: () => 
   b.append(icon(iconName));
   return b;
 }
+
+/** The head of a card that waits for the person (an approval, a server's question): icon, title, "needed" badge. */
+export function attentionHead(o: { headClass: string; iconClass: string; icon: IconName; title: HTMLElement; badge: string }): HTMLElement {
+  return h(
+    'header',
+    { class: o.headClass },
+    h('span', { class: `card-icon ${o.iconClass}`, 'aria-hidden': 'true' }, icon(o.icon)),
+    o.title,
+    h('span', { class: 'spacer' }),
+    h('span', { class: 'badge attention', text: o.badge }),
+  );
+}

@@ -23,32 +23,29 @@ function boundsOf(config: ProviderConfig): Partial<StreamBounds> {
   return { firstByteMs: config.firstByteTimeoutMs, idleMs: config.idleTimeoutMs };
 }
 
+/** The options of the two Stainless-made SDKs (OpenAI's and Anthropic's): our retries, our timeout, no logs. */
+function stainlessOptions(config: ProviderConfig, apiKey: string | undefined) {
+  return {
+    apiKey,
+    baseURL: config.baseURL,
+    maxRetries: 0,
+    timeout: config.timeoutMs,
+    defaultHeaders: config.headers,
+    logLevel: 'off' as const,
+    fetch: tappedFetch(),
+  };
+}
+
 // Every client gets `tappedFetch`: the turn's watchdog sees each piece of the body (pings included).
 const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
   openai: async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
-    const client = new OpenAI({
-      apiKey,
-      baseURL: config.baseURL,
-      maxRetries: 0,
-      timeout: config.timeoutMs,
-      defaultHeaders: config.headers,
-      logLevel: 'off',
-      fetch: tappedFetch(),
-    });
+    const client = new OpenAI(stainlessOptions(config, apiKey));
     return new OpenAIResponsesProvider(client, config.baseURL, boundsOf(config));
   },
   anthropic: async (config, apiKey) => {
     const { default: Anthropic } = await import('@anthropic-ai/sdk');
-    const client = new Anthropic({
-      apiKey,
-      baseURL: config.baseURL,
-      maxRetries: 0,
-      timeout: config.timeoutMs,
-      defaultHeaders: config.headers,
-      logLevel: 'off',
-      fetch: tappedFetch(),
-    });
+    const client = new Anthropic(stainlessOptions(config, apiKey));
     return new AnthropicProvider(client, config.baseURL, boundsOf(config));
   },
   gemini: async (config, apiKey) => {
@@ -68,15 +65,7 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
     const { default: OpenAI } = await import('openai');
     const baseURL = config.baseURL ?? providerInfo('openai-compatible').defaultBaseURL!;
     // Local servers (Ollama, vLLM, llama.cpp, LM Studio) accept any key; the SDK insists on one.
-    const client = new OpenAI({
-      apiKey: apiKey ?? 'not-needed',
-      baseURL,
-      maxRetries: 0,
-      timeout: config.timeoutMs,
-      defaultHeaders: config.headers,
-      logLevel: 'off',
-      fetch: tappedFetch(),
-    });
+    const client = new OpenAI({ ...stainlessOptions(config, apiKey ?? 'not-needed'), baseURL });
     return new OpenAICompatibleProvider(client, {
       baseURL,
       supportsTools: config.supportsTools ?? true,

@@ -90,21 +90,14 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
         else problems.push({ field: key, reason: (e as Error).message });
       }
     }
-    if (d.approval !== undefined && !['auto', 'ask', 'deny'].includes(d.approval)) {
-      problems.push({
-        field: 'approval',
-        value: clip(JSON.stringify(d.approval), 80),
-        reason: 'is not an approval policy',
-        fix: 'use "auto", "ask" or "deny"',
-      });
-    }
-    if (d.expose !== undefined && !['code', 'direct', 'both'].includes(d.expose)) {
-      problems.push({
-        field: 'expose',
-        value: clip(JSON.stringify(d.expose), 80),
-        reason: 'is not a way to offer the tool',
-        fix: 'use "code", "direct" or "both"',
-      });
+    for (const [field, allowed, reason] of [
+      ['approval', ['auto', 'ask', 'deny'], 'is not an approval policy'],
+      ['expose', ['code', 'direct', 'both'], 'is not a way to offer the tool'],
+    ] as const) {
+      const value: unknown = d[field];
+      if (value === undefined || (allowed as readonly unknown[]).includes(value)) continue;
+      const choices = allowed.map((a) => `"${a}"`);
+      problems.push({ field, value: clip(JSON.stringify(value), 80), reason, fix: `use ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}` });
     }
     // The one precedence table decides the tool's approval, whatever its source (../gateway/approvalPolicy).
     const approvalFacts: ToolApprovalFacts = {
