@@ -91,7 +91,6 @@ export const CORE_ZONES = {
  */
 export const ALLOWANCES = {
   '@typescript-eslint/no-explicit-any': [
-    'src/core/providers/anthropic/anthropic.ts',
     'src/core/providers/gemini/gemini.ts',
     'src/core/providers/openai/openaiChat.ts',
     'src/core/providers/openai/openaiResponses.ts',
