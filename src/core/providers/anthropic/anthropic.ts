@@ -11,7 +11,6 @@
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import type { FileOutput } from '../../../common/events';
-import type { Json } from '../shared/emit';
 import { ProviderError, toProviderError } from '../shared/errors';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { runStream } from '../shared/runStream';
@@ -19,15 +18,23 @@ import type { DownloadedFile, EmitFn, TurnRequest, TurnResult } from '../shared/
 import { buildAnthropicRequest, FILES_BETA } from './anthropicRequest';
 import { AnthropicState } from './anthropicStream';
 
+/** What the Messages stream sends, in either API flavour. */
+type AnthropicStreamEvent = Anthropic.RawMessageStreamEvent | Anthropic.Beta.BetaRawMessageStreamEvent;
+
 export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
   readonly id = 'anthropic' as const;
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
     const open = async (signal: AbortSignal) => {
       const { body, betas, beta } = buildAnthropicRequest(req);
-      return (beta
-        ? await this.client.beta.messages.create({ ...body, ...(betas.length > 0 ? { betas } : {}) } as any, { signal })
-        : await this.client.messages.create(body as any, { signal })) as unknown as AsyncIterable<Json>;
+      // The body is built untyped in ./anthropicRequest (replayed blocks pass through as the API sent them).
+      const stream: AsyncIterable<AnthropicStreamEvent> = beta
+        ? await this.client.beta.messages.create(
+            { ...body, ...(betas.length > 0 ? { betas } : {}) } as unknown as Anthropic.Beta.MessageCreateParamsStreaming,
+            { signal },
+          )
+        : await this.client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
+      return stream;
     };
     return runStream(
       { provider: this.id, baseURL: this.baseURL, idPrefix: 'msg', bounds: this.bounds },
@@ -46,15 +53,13 @@ export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
       let filename = file.filename;
       let mimeType = file.mime_type;
       try {
-        const meta = (await this.client.beta.files.retrieveMetadata(file.file_id, { betas: [FILES_BETA] } as any, {
-          signal: options.signal,
-        })) as unknown as Json;
+        const meta = await this.client.beta.files.retrieveMetadata(file.file_id, { betas: [FILES_BETA] }, { signal: options.signal });
         filename ??= meta.filename;
         mimeType ??= meta.mime_type;
       } catch (err) {
         if (options.signal?.aborted) throw err;
       }
-      const res = (await this.client.beta.files.download(file.file_id, { betas: [FILES_BETA] } as any, { signal: options.signal })) as unknown as Response;
+      const res = await this.client.beta.files.download(file.file_id, { betas: [FILES_BETA] }, { signal: options.signal });
       return { bytes: new Uint8Array(await res.arrayBuffer()), filename, mimeType };
     } catch (err) {
       throw toProviderError(err, { provider: 'anthropic', baseURL: this.baseURL, signal: options.signal });

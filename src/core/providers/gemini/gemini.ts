@@ -7,7 +7,7 @@
  * and a body whose last candidate chunk has no `finishReason` was cut, not finished.
  * Each model part arrives whole; code is emitted as one delta.
  */
-import type { GoogleGenAI } from '@google/genai';
+import type { GenerateContentParameters, GenerateContentResponse, GoogleGenAI } from '@google/genai';
 import type { AttachedImage, CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../../common/events';
 import { FunctionCallStream, HostedCodeStream, TextStream, errorFromTraceback, replayOnlyItem, tokenUsage, type Json, type TurnItems } from '../shared/emit';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
@@ -42,7 +42,9 @@ export class GeminiProvider extends FirstPartyProvider<GoogleGenAI> {
     const open = async (signal: AbortSignal) => {
       const params = this.buildRequest(req);
       params.config.abortSignal = signal;
-      return (await this.client.models.generateContentStream(params as any)) as unknown as AsyncIterable<Json>;
+      // The request is built untyped (replayed parts pass through as the API sent them); the stream is the SDK's.
+      const stream: AsyncIterable<GenerateContentResponse> = await this.client.models.generateContentStream(params as unknown as GenerateContentParameters);
+      return stream;
     };
     return runStream(
       { provider: this.id, baseURL: this.baseURL, idPrefix: 'gemini', bounds: this.bounds },

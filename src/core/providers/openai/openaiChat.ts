@@ -106,7 +106,10 @@ export class OpenAICompatibleProvider implements Provider {
       }
     }
 
-    const open = async (signal: AbortSignal) => (await this.client.chat.completions.create(body as any, { signal })) as unknown as AsyncIterable<Json>;
+    // The body is built untyped (servers take fields the SDK does not know); the chunks are read tolerantly by ChatState,
+    // since OpenAI-compatible servers add fields of their own (reasoning_content, …) to the SDK's chunk shape.
+    const open = async (signal: AbortSignal): Promise<AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>> =>
+      await this.client.chat.completions.create(body as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming, { signal });
     return runStream(
       { provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl', bounds: this.options.bounds },
       req,

@@ -52,8 +52,9 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
   }
 
   async streamTurn(req: TurnRequest, emit: EmitFn): Promise<TurnResult> {
-    const open = async (signal: AbortSignal) =>
-      (await this.client.responses.create(this.buildRequest(req) as any, { signal })) as unknown as AsyncIterable<Json>;
+    // The body is built untyped (replayed items pass through as the API sent them); the stream is the SDK's.
+    const open = async (signal: AbortSignal): Promise<AsyncIterable<OpenAI.Responses.ResponseStreamEvent>> =>
+      await this.client.responses.create(this.buildRequest(req) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, { signal });
     return runStream(
       { provider: this.id, baseURL: this.baseURL, idPrefix: 'resp', bounds: this.bounds },
       req,
