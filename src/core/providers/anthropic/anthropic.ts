@@ -13,7 +13,6 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { FileOutput } from '../../../common/events';
 import { ProviderError, toProviderError } from '../shared/errors';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
-import { runStream } from '../shared/runStream';
 import type { DownloadedFile, EmitFn, TurnRequest, TurnResult } from '../shared/types';
 import { buildAnthropicRequest, FILES_BETA } from './anthropicRequest';
 import { AnthropicState } from './anthropicStream';
@@ -36,13 +35,7 @@ export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
         : await this.client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
       return stream;
     };
-    return runStream(
-      { provider: this.id, baseURL: this.baseURL, idPrefix: 'msg', bounds: this.bounds },
-      req,
-      emit,
-      open,
-      (turn) => new AnthropicState(emit, turn),
-    );
+    return this.stream('msg', req, emit, open, (turn) => new AnthropicState(emit, turn));
   }
 
   /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */

@@ -12,7 +12,7 @@ import type { AttachedImage, CodeCallStatus, CodeInterpreterCallItem, CodeOutput
 import { FunctionCallStream, HostedCodeStream, TextStream, errorFromTraceback, replayOnlyItem, tokenUsage, type Json, type TurnItems } from '../shared/emit';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { requestImages, writeHistory } from '../shared/history';
-import { runStream, type StreamMachine } from '../shared/runStream';
+import type { StreamMachine } from '../shared/runStream';
 import type { ConversationItem, EmitFn, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
@@ -46,13 +46,7 @@ export class GeminiProvider extends FirstPartyProvider<GoogleGenAI> {
       const stream: AsyncIterable<GenerateContentResponse> = await this.client.models.generateContentStream(params as unknown as GenerateContentParameters);
       return stream;
     };
-    return runStream(
-      { provider: this.id, baseURL: this.baseURL, idPrefix: 'gemini', bounds: this.bounds },
-      req,
-      emit,
-      open,
-      (turn) => new GeminiState(emit, turn),
-    );
+    return this.stream('gemini', req, emit, open, (turn) => new GeminiState(emit, turn));
   }
 }
 

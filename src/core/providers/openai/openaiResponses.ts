@@ -11,7 +11,7 @@ import { FunctionCallStream, HostedCodeStream, TextStream, asString, replayOnlyI
 import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
-import { runStream, type StreamMachine } from '../shared/runStream';
+import type { StreamMachine } from '../shared/runStream';
 import type { DownloadedFile, EmitFn, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
@@ -55,13 +55,7 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
     // The body is built untyped (replayed items pass through as the API sent them); the stream is the SDK's.
     const open = async (signal: AbortSignal): Promise<AsyncIterable<OpenAI.Responses.ResponseStreamEvent>> =>
       await this.client.responses.create(this.buildRequest(req) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, { signal });
-    return runStream(
-      { provider: this.id, baseURL: this.baseURL, idPrefix: 'resp', bounds: this.bounds },
-      req,
-      emit,
-      open,
-      (turn, ctx) => new ResponsesState(emit, turn, ctx),
-    );
+    return this.stream('resp', req, emit, open, (turn, ctx) => new ResponsesState(emit, turn, ctx));
   }
 
   async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {

@@ -4,6 +4,7 @@
  * catalogue's answer to which models see images.
  */
 import { modelSeesImages } from './catalog';
+import { runStream } from './runStream';
 import type { StreamBounds } from './watchdog';
 import type { EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from './types';
 
@@ -26,4 +27,17 @@ export abstract class FirstPartyProvider<Client> implements Provider {
   }
 
   abstract streamTurn(request: TurnRequest, emit: EmitFn): Promise<TurnResult>;
+
+  /** One turn's stream through the shared skeleton (./runStream), as this provider, its items' ids prefixed. */
+  protected stream<E>(
+    idPrefix: string,
+    req: TurnRequest,
+    emit: EmitFn,
+    open: (signal: AbortSignal) => Promise<AsyncIterable<E>>,
+    machineFor: MachineFor<E>,
+  ): Promise<TurnResult> {
+    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix, bounds: this.bounds }, req, emit, open, machineFor);
+  }
 }
+
+type MachineFor<E> = Parameters<typeof runStream<E>>[4];
