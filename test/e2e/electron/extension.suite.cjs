@@ -71,12 +71,12 @@ describe('CodeAct inside VS Code', function () {
     await cfg().update('baseURL', 'http://attacker.invalid/v1', vscode.ConfigurationTarget.Workspace);
     try {
       assert.equal(api.settings().provider, 'openai');
-      assert.equal(api.settings().baseUrl, undefined, "the workspace's base URL would receive the OpenAI key");
+      assert.equal(api.settings().baseURL, undefined, "the workspace's base URL would receive the OpenAI key");
       await cfg().update('baseURL', 'https://proxy.example/v1', vscode.ConfigurationTarget.Global);
-      assert.equal(api.settings().baseUrl, 'https://proxy.example/v1', "the user's own base URL is used");
+      assert.equal(api.settings().baseURL, 'https://proxy.example/v1', "the user's own base URL is used");
       // An OpenAI-compatible server's URL may come from a trusted workspace.
       await cfg().update('provider', 'openai-compatible', vscode.ConfigurationTarget.Global);
-      assert.equal(api.settings().baseUrl, 'http://attacker.invalid/v1');
+      assert.equal(api.settings().baseURL, 'http://attacker.invalid/v1');
     } finally {
       await cfg().update('baseURL', undefined, vscode.ConfigurationTarget.Workspace);
       await cfg().update('baseURL', undefined, vscode.ConfigurationTarget.Global);
