@@ -15,16 +15,15 @@ import * as path from 'node:path';
 import type { ContextCompacted, ContextUsage } from '../../src/common/events';
 import type { TranscriptEvent } from '../../src/common/transcript';
 import { ContextBudget, SUMMARY_HEADER, cutPoints } from '../../src/core/agent/contextBudget';
-import { TranscriptStore, type Conversation } from '../../src/core/agent/transcriptStore';
+import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
-import { ToolGateway } from '../../src/core/gateway/gateway';
 import { createProvider } from '../../src/core/providers/factory';
 import { servedWindow } from '../../src/core/providers/openai/openaiChat';
 import { contextWindowOf } from '../../src/core/providers/shared/catalog';
 import type { ConversationItem } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { runChatTurn } from '../../src/core/turn/turns';
+import { chatTurnsWith } from '../support/wire/harness';
 import { messagesOf } from '../support/textWire';
 import { openaiChatDialect } from '../support/wire/openaiChat';
 import { startWireServer, type RecordedRequest, type WireServer } from '../support/wire/server';
@@ -141,18 +140,7 @@ describe('context budget and compaction', function () {
     const config = resolveEngineConfig((k) => layers[k], { trusted: false }).config;
     const store = new TranscriptStore(dir);
     const events: TranscriptEvent[] = [];
-    const chat = (conversation: Conversation, prompt: string) =>
-      runChatTurn({
-        conversation,
-        prompt,
-        source: 'cli',
-        config,
-        provider: () => createProvider(providerConfigFrom(config, undefined)),
-        runtime,
-        gateway: new ToolGateway([]),
-        onEvent: (e) => events.push(e),
-        agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
-      });
+    const chat = chatTurnsWith(config, runtime, { onEvent: (e) => events.push(e) });
     return { store, events, chat };
   }
 

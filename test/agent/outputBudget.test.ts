@@ -15,18 +15,15 @@ import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { executionSummary, toolResultText } from '../../src/core/agent/executionResult';
 import { forgetToolRejections } from '../../src/core/agent/textProtocol';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
-import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
-import { createProvider } from '../../src/core/providers/factory';
 import { foreignItemText } from '../../src/core/providers/shared/history';
 import type { ConversationItem, ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { runChatTurn } from '../../src/core/turn/turns';
 import { EXCEPTION, FOLLOW_UP_CODE, LONG_FAILING_CODE, assertHeadAndTail, expectedFollowUp, expectedStdout } from '../support/longOutput';
 import { messagesOf, toolsOf } from '../support/textWire';
-import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
+import { chatTurnsWith, DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 
@@ -291,17 +288,8 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
       assert.equal(config.outputModelChars, 6000);
       const store = new TranscriptStore(dir);
       const convo = store.create({ title: 'long output' });
-      const chat = (prompt: string, conversation = convo) =>
-        runChatTurn({
-          conversation,
-          prompt,
-          source: 'cli',
-          config,
-          provider: () => createProvider(providerConfigFrom(config, undefined)),
-          runtime,
-          gateway: new ToolGateway([]),
-          agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
-        });
+      const turnIn = chatTurnsWith(config, runtime);
+      const chat = (prompt: string, conversation = convo) => turnIn(conversation, prompt);
       server.push(turn().call('execute_tool_code', { code: LONG_FAILING_CODE }), turn().text('It failed at the end.'));
       const first = await chat('Load the data.');
       assert.equal(first.result?.status, 'completed', JSON.stringify(first.error));

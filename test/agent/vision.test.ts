@@ -15,15 +15,12 @@ import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { executionImages, executionSummary, SUMMARY_MAX_CHARS } from '../../src/core/agent/executionResult';
 import { toTextHistory } from '../../src/core/agent/textHistory';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
-import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
-import { createProvider } from '../../src/core/providers/factory';
 import type { ConversationItem, ProviderConfig, ProviderId } from '../../src/core/providers/shared/types';
 import { noSessions, type ExecuteOptions, type ExecuteRequest, type Runtime } from '../../src/core/runtime/types';
-import { runChatTurn } from '../../src/core/turn/turns';
 import { execItem, makeImages, pngDisplay, svgDisplay, tableDisplay } from '../support/images';
-import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
+import { chatTurnsWith, DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 
@@ -291,17 +288,8 @@ describe('agent: what the model reads and sees of an execution', function () {
       const store = new TranscriptStore(dir);
       const convo = store.create({ title: 'plots' });
       const runtime = new DisplayRuntime({ 'plot_b()': [pngDisplay(PNG[1]), pngDisplay(PNG[2])], 'plot_a()': [pngDisplay(PNG[0])] });
-      const chat = (prompt: string, conversation = convo) =>
-        runChatTurn({
-          conversation,
-          prompt,
-          source: 'cli',
-          config,
-          provider: () => createProvider(providerConfigFrom(config, undefined)),
-          runtime,
-          gateway: new ToolGateway([]),
-          agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
-        });
+      const turnIn = chatTurnsWith(config, runtime);
+      const chat = (prompt: string, conversation = convo) => turnIn(conversation, prompt);
       server.push(turn().call('execute_tool_code', { code: 'plot_b()' }), turn().text('one'));
       const first = await chat('plot b');
       assert.equal(first.result?.status, 'completed', JSON.stringify(first.error));

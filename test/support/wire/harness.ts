@@ -14,6 +14,11 @@ import { startGeminiServer } from './gemini';
 import { startOpenAIChatServer, type ChatPersonality } from './openaiChat';
 import { startOpenAIResponsesServer } from './openaiResponses';
 import type { WireServer } from './server';
+import type { Runtime } from '../../../src/core/runtime/types';
+import type { EngineConfig } from '../../../src/core/config/resolve';
+import { providerConfigFrom } from '../../../src/core/config/engine';
+import { runChatTurn } from '../../../src/core/turn/turns';
+import type { Conversation } from '../../../src/core/agent/transcriptStore';
 
 export async function startServerFor(provider: ProviderId, personality: ChatPersonality = 'openai'): Promise<WireServer> {
   switch (provider) {
@@ -210,4 +215,23 @@ export function resultsInRequest(provider: ProviderId, body: any): string[] {
           typeof p.functionResponse.response?.output === 'string' ? p.functionResponse.response.output : JSON.stringify(p.functionResponse.response),
         );
   }
+}
+
+/**
+ * One chat turn as `codeact chat` runs it, against a wire server: the config's provider (no key), the given
+ * runtime, no tools, retries without waiting. `extra` adds or replaces options (a listener, a gateway).
+ */
+export function chatTurnsWith(config: EngineConfig, runtime: Runtime, extra: Partial<Parameters<typeof runChatTurn>[0]> = {}) {
+  return (conversation: Conversation, prompt: string) =>
+    runChatTurn({
+      conversation,
+      prompt,
+      source: 'cli',
+      config,
+      provider: () => createProvider(providerConfigFrom(config, undefined)),
+      runtime,
+      gateway: new ToolGateway([]),
+      agent: { retry: { baseDelayMs: 1, maxDelayMs: 1 } },
+      ...extra,
+    });
 }
