@@ -183,7 +183,7 @@ describe('context budget and compaction', function () {
       .join('\n');
     assert.ok(text.includes(SUMMARY_HEADER));
     assert.ok(text.includes(FIRST_TASK), 'the first task, verbatim');
-    assert.match(text, /## The live Python session[^]*- rows_1: list len 100/);
+    assert.match(text, /## The live Python session[^]*- rows_1: list len 100 = "\[\(0, 0\), /);
     assert.ok(text.includes('Rows are kept per step'), "the model's summary");
     // The saved conversation has every turn, every prompt and every result.
     const saved = store.open(id);

@@ -238,7 +238,7 @@ describe('agent: what the model reads and sees of an execution', function () {
         last.content.map((c: Json) => c.type),
         ['text', 'image'],
       );
-      assert.match(last.content[0].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\na\n/);
+      assert.match(last.content[0].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ a\n/);
       assert.match(last.content[0].text, /Shown to the user \(execution 1\):\n- \[image 64×48, PNG\]\n- DataFrame: 2 rows × 2 columns/);
       assert.deepEqual(last.content[1].source, { type: 'base64', media_type: 'image/png', data: PNG[0] });
     });

@@ -416,11 +416,11 @@ describe('notebook cell outputs and digest', () => {
     assert.equal(
       digest,
       [
-        '[0] markdown\n# Revenue',
-        '[1] code, ran as [1]\ndf = load()\n--- output of [1]:\nwarning\n',
-        '[2] code, ran as [2], written by you, selected\ndf.plot()\n--- output of [2]:\n[image (image/png)] <Figure>',
-        '[3] code, ran as [3]\n1/0\n--- output of [3]:\nerror: Traceback\nZeroDivisionError: division by zero',
-        '[4] code, not run\nx',
+        '[0] markdown\n│ # Revenue',
+        '[1] code, ran as [1]\n│ df = load()\n--- output of [1]:\n│ warning',
+        '[2] code, ran as [2], written by you, selected\n│ df.plot()\n--- output of [2]:\n│ [image (image/png)] <Figure>',
+        '[3] code, ran as [3]\n│ 1/0\n--- output of [3]:\n│ error: Traceback\n│ ZeroDivisionError: division by zero',
+        '[4] code, not run\n│ x',
       ].join('\n\n'),
     );
     const long = notebookDigest([{ kind: 'code', source: 'y = 1\n'.repeat(20_000), outputs: [] }]);
