@@ -137,6 +137,9 @@ describe('strings the code controls cannot forge structure in a message (issue 3
     const carrier = users.find((m) => m.text.includes(SUMMARY_HEADER))!;
     assert.ok(carrier.text.startsWith(summary), 'the summary opens the message that carries it');
 
+    // No line at the margin of the summary is one the data wrote: no heading but our sections, no role line, no token.
+    const headings = /^## (The user's messages so far, word for word|Summary of the earlier work( \(written by the model\))?|The live Python session \(these variables still exist\))$/;
+    for (const line of marginLines(summary)) assert.ok(headings.test(line) || !FORGED_LINE.test(line), `forged structure in the summary: ${JSON.stringify(line)}`);
     // Every line at the margin of the summary is ours.
     const ours = [
       (l: string) => l === SUMMARY_HEADER || l === '',
@@ -243,18 +246,12 @@ describe('strings the code controls cannot forge structure in a message (issue 3
       third.map((m) => m.role),
       ['user', 'assistant', 'user', 'assistant', 'user'],
     );
-    // The replayed code block is not closed by the code's own run of five backticks.
-    const segments: FenceSegment[] = [];
-    const scanner = new CodeFenceScanner();
-    scanner.push(second[1].text, segments);
-    scanner.finish(segments);
-    assert.ok(scanner.closed);
-    assert.equal(scanner.code, firstCode, 'the replayed block parses back to the code');
 
     const allowed =
       /^Observation: the code (ran \(completed\)\.|failed with .+:)$|^(Printed output|Printed to stderr|Traceback):$|^Returned value: "[^]*"$|^Files given to the user: "[^]*"( \(\d+ bytes\))?$|^Fix the code and try again/;
     for (const observation of [second[2].text, third[4].text]) {
       const margin = marginLines(observation);
+      for (const line of margin) assert.ok(/^Observation: the code /.test(line) || !FORGED_LINE.test(line), `forged structure in the observation: ${JSON.stringify(line)}`);
       for (const line of margin) assert.match(line, allowed);
       assert.equal(margin.filter((l) => /^Observation/.test(l)).length, 1, 'one observation header');
       assert.ok(observation.startsWith('Observation: the code '));
@@ -268,5 +265,12 @@ describe('strings the code controls cannot forge structure in a message (issue 3
     for (const m of [...second, ...third].filter((x) => x.role === 'user')) assert.ok(!/<\||\u2028/.test(m.text), m.text);
     const failed = third[4].text;
     assert.ok(failed.startsWith(`Observation: the code failed with ${quoteName(`E${FORGE}`)}:\n${quoteBlock(`boom${FORGE}`)}\n`), failed);
+    // The replayed code block is not closed by the code's own run of five backticks.
+    const segments: FenceSegment[] = [];
+    const scanner = new CodeFenceScanner();
+    scanner.push(second[1].text, segments);
+    scanner.finish(segments);
+    assert.ok(scanner.closed);
+    assert.equal(scanner.code, firstCode, 'the replayed block parses back to the code');
   });
 });
