@@ -139,7 +139,7 @@ describe('strings the code controls cannot forge structure in a message (issue 3
 
     // No line at the margin of the summary is one the data wrote: no heading but our sections, no role line, no token.
     const headings = /^## (The user's messages so far, word for word|Summary of the earlier work( \(written by the model\))?|The live Python session \(these variables still exist\))$/;
-    for (const line of marginLines(summary)) assert.ok(headings.test(line) || !FORGED_LINE.test(line), `forged structure in the summary: ${JSON.stringify(line)}`);
+    for (const line of marginLines(summary)) assert.ok(headings.test(line) || /^User message \d+:$/.test(line) || !FORGED_LINE.test(line), `forged structure in the summary: ${JSON.stringify(line)}`);
     // Every line at the margin of the summary is ours.
     const ours = [
       (l: string) => l === SUMMARY_HEADER || l === '',
