@@ -226,7 +226,7 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
       assert.equal(observation.role, 'user');
       assert.match(observation.text, /^Observation: the code failed with ValueError:\n│ the data ran out\nPrinted output:\n/);
       const printed = /\nPrinted output:\n([\s\S]*)\nTraceback:\n/.exec(observation.text)![1];
-      assert.equal(assertHeadAndTail(unquoteBlock(printed), full, 20_000), 'output_of(1) in a later run returns the whole text');
+      assert.equal(assertHeadAndTail(`${unquoteBlock(printed)}\n`, full, 20_000), 'output_of(1) in a later run returns the whole text');
       assert.match(observation.text, new RegExp(`\\nTraceback:\\n│ Traceback \\(most recent call last\\):[\\s\\S]*${EXCEPTION}\\nFix the code`));
       // One cut: the observation's printed output is the stored summary's stdout, character for character,
       // and what function calling sends for the same output.

@@ -89,7 +89,7 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     assert.match(observation, /^Observation: the code failed with ValueError:\n│ the data ran out\nPrinted output:\n/);
     const printed = /\nPrinted output:\n([\s\S]*)\nTraceback:\n/.exec(observation)![1];
     assert.equal(printed, quoteBlock(JSON.parse(stored(result.items)[0].output).stdout));
-    assertHeadAndTail(unquoteBlock(printed), full, 20_000);
+    assertHeadAndTail(`${unquoteBlock(printed)}\n`, full, 20_000);
     assert.ok(observation.includes(EXCEPTION), 'the exception reaches the model');
     const value = /\nReturned value: (.*)$/m.exec(messagesOf('openai-compatible', server.turns[2].body).at(-1)!.text)![1];
     assert.deepEqual(JSON.parse(value), expectedFollowUp());
