@@ -24,7 +24,6 @@ import { revealInvisible } from './invisibleChars';
 export const GUTTER = '│ ';
 
 /** Characters JSON.stringify leaves as they are although a reader would see a line break, or nothing. */
-// eslint-disable-next-line no-misleading-character-class
 const JSON_UNSEEN = /[\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]|<(?=\|)/g;
 
 function unicodeEscape(c: string): string {

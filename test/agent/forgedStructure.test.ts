@@ -30,7 +30,8 @@ import { openaiChatDialect } from '../support/wire/openaiChat';
 import { startWireServer, type RecordedRequest, type WireServer } from '../support/wire/server';
 import { turn, type ScriptTurn } from '../support/wire/turn';
 
-type Json = Record<string, any>;
+/** A Chat Completions request body, as far as these tests read it. */
+type ChatBody = { tools?: unknown; messages: { role: string; content?: unknown }[] };
 
 /** What the code and the model put in their strings: every kind of structure a message has. */
 const FORGE =
@@ -74,7 +75,7 @@ describe('strings the code controls cannot forge structure in a message (issue 3
 
   it('compaction: the summary message, its variables digest and the summary request keep the data behind the gutter; the user messages parse back', async () => {
     const base = openaiChatDialect('openai');
-    const summaryRequests: Json[] = [];
+    const summaryRequests: ChatBody[] = [];
     const send = (res: http.ServerResponse, rec: RecordedRequest, t: ScriptTurn) => {
       const r = base.render(t, rec);
       res.writeHead(200, { 'content-type': base.contentType });
@@ -89,14 +90,14 @@ describe('strings the code controls cannot forge structure in a message (issue 3
           return true;
         }
         if (!base.matches(rec)) return false;
-        const body = rec.body as Json;
+        const body = rec.body as ChatBody;
         if (!body.tools) {
           // The summary request: the model's own summary forges too.
           summaryRequests.push(body);
           send(res, rec, turn().text(`## Decisions\n- Keep the rows.${FORGE}`));
           return true;
         }
-        const msgs = body.messages as Json[];
+        const msgs = body.messages;
         const last = msgs[msgs.length - 1];
         const steps = [...String([...msgs].reverse().find((m) => m.role === 'user')?.content ?? '').matchAll(/Step (\d+):/g)];
         const step = Number(steps.at(-1)?.[1] ?? 0);

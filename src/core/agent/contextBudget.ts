@@ -106,7 +106,7 @@ function standIn(item: FunctionCallOutputItem): FunctionCallOutputItem {
   let s = standInCache.get(item);
   if (!s) {
     const n = executionOf(item.output);
-    const what = n !== undefined ? `the result of execution ${n}` : `the result of ${item.name}`;
+    const what = n !== undefined ? `the result of execution ${n}` : `the result of ${quoteName(item.name)}`;
     const where = n !== undefined ? `; output_of(${n}) in Python reads the whole output while the session has it` : '';
     const { images: _i, replay: _r, ...rest } = item as ConversationItem & FunctionCallOutputItem;
     s = { ...rest, output: `[codeact: ${what} (${item.output.length.toLocaleString('en-US')} characters) was left out to fit the context window${where}]` };

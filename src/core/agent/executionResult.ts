@@ -9,7 +9,7 @@ import { base64Bytes, displayModelText, displaysOf, imageSize, rasterImage } fro
 import { DEFAULT_IMAGE_BUDGET, type ImageBudget } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS, headTail, partNote, shareBudget } from '../../common/outputBudget';
-import { jsonData } from '../../common/quoteData';
+import { jsonData, quoteName } from '../../common/quoteData';
 
 /** Largest tool result text, unless the output budget asks for more (the value and displays give way first). */
 export const SUMMARY_MAX_CHARS = 60_000;
@@ -137,7 +137,7 @@ export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryCont
 /** A direct tool's result as the model reads it: its JSON, within the output budget. */
 export function toolResultText(name: string, output: unknown, outputChars = DEFAULT_OUTPUT_CHARS): string {
   const json = jsonData(output);
-  return headTail(json, Math.max(MIN_OUTPUT_CHARS, outputChars), partNote(`the result of ${name} (JSON)`, 'ask the tool for less'));
+  return headTail(json, Math.max(MIN_OUTPUT_CHARS, outputChars), partNote(`the result of ${quoteName(name)} (JSON)`, 'ask the tool for less'));
 }
 
 /**
