@@ -24,10 +24,13 @@ import { revealInvisible } from './invisibleChars';
 export const GUTTER = '│ ';
 
 /** Characters JSON.stringify leaves as they are although a reader would see a line break, or nothing. */
-const JSON_UNSEEN = /[\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]|<(?=\|)/g;
+const JSON_UNSEEN = /[\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]|<(?=\|)/gu;
 
+/** `\uXXXX` for each UTF-16 unit of `c` (a surrogate pair for a tag character). */
 function unicodeEscape(c: string): string {
-  return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  let out = '';
+  for (let i = 0; i < c.length; i++) out += `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`;
+  return out;
 }
 
 /** `value` as JSON text on one line: control, separator and invisible characters and `<|` as `\u` escapes (JSON.parse gives the value back). */

@@ -10,15 +10,10 @@ import type { AttachedImage, MessageItem } from '../../common/events';
 import { foreignItemText, isLocalRuntimeItem } from '../providers/shared/history';
 import type { ConversationItem } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
-import { headTail, omittedText } from '../../common/outputBudget';
+import { clip } from '../../common/format';
 import { fenceFor, jsonData, quoteBlock, quoteInline, quoteName } from '../../common/quoteData';
 
 const CODE_TOOLS = new Set([EXECUTE_TOOL_CODE, EXECUTE_CODE]);
-
-/** The model's own call arguments, shortened in the assistant's turn (they are not an observation). */
-function cap(text: string, max: number): string {
-  return headTail(text, max, (o) => `…[${omittedText(o)} left out]…`);
-}
 
 /** The fenced block the model wrote (or would have written) for a code call. */
 function codeBlockText(code: string): string {
@@ -36,7 +31,8 @@ function callText(name: string, args: string | undefined): string {
   }
   const code = (parsed as { code?: unknown } | undefined)?.code;
   if (CODE_TOOLS.has(name) && typeof code === 'string') return codeBlockText(code);
-  return `[I called ${quoteName(name)} with ${cap(args ?? '{}', 2000)}]`;
+  // One line whatever the arguments hold: their JSON again (escaped), or the text as a string.
+  return `[I called ${quoteName(name)} with ${clip(parsed !== undefined ? jsonData(parsed) : quoteInline(args ?? ''), 2000)}]`;
 }
 
 interface Summary {
