@@ -55,9 +55,7 @@ export function quoteName(name: unknown): string {
  * markers (`<U+000D>`); `<|` is `<\|`. One final line break is left out; an empty text is one gutter line.
  */
 export function quoteBlock(text: string): string {
-  const shown = revealInvisible(text.replace(/\r\n/g, '\n').replace(/\n$/, ''))
-    .replace(/\r/g, '<U+000D>')
-    .replace(/<\|/g, '<\\|');
+  const shown = revealInvisible(text.replace(/\r\n/g, '\n').replace(/\n$/, '')).replace(/\r/g, '<U+000D>').replace(/<\|/g, '<\\|');
   return GUTTER + shown.replace(/\n/g, `\n${GUTTER}`);
 }
 

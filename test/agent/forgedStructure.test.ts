@@ -139,18 +139,23 @@ describe('strings the code controls cannot forge structure in a message (issue 3
     assert.ok(carrier.text.startsWith(summary), 'the summary opens the message that carries it');
 
     // No line at the margin of the summary is one the data wrote: no heading but our sections, no role line, no token.
-    const headings = /^## (The user's messages so far, word for word|Summary of the earlier work( \(written by the model\))?|The live Python session \(these variables still exist\))$/;
-    for (const line of marginLines(summary)) assert.ok(headings.test(line) || /^User message \d+:$/.test(line) || !FORGED_LINE.test(line), `forged structure in the summary: ${JSON.stringify(line)}`);
+    const headings =
+      /^## (The user's messages so far, word for word|Summary of the earlier work( \(written by the model\))?|The live Python session \(these variables still exist\))$/;
+    for (const line of marginLines(summary))
+      assert.ok(headings.test(line) || /^User message \d+:$/.test(line) || !FORGED_LINE.test(line), `forged structure in the summary: ${JSON.stringify(line)}`);
     // Every line at the margin of the summary is ours.
     const ours = [
       (l: string) => l === SUMMARY_HEADER || l === '',
       (l: string) =>
-        /^## (The user's messages so far, word for word|Summary of the earlier work \(written by the model\)|The live Python session \(these variables still exist\))$/.test(l),
+        /^## (The user's messages so far, word for word|Summary of the earlier work \(written by the model\)|The live Python session \(these variables still exist\))$/.test(
+          l,
+        ),
       (l: string) => /^User message \d+:$/.test(l),
       (l: string) => /^\[\d+ more messages? of the user, in the saved conversation\]$/.test(l),
       (l: string) => /^- (\w+|"[^]*"): (\w[\w.]*|"[^]*")( len \d+| shape \[[\d,]*\])?( = "[^]*")?$/.test(l) || /^- … and \d+ more$/.test(l),
     ];
-    for (const line of marginLines(summary)) assert.ok(ours.some((ok) => ok(line)) && !/^## User message/.test(line), `a line of the summary that is not ours: ${JSON.stringify(line)}`);
+    for (const line of marginLines(summary))
+      assert.ok(ours.some((ok) => ok(line)) && !/^## User message/.test(line), `a line of the summary that is not ours: ${JSON.stringify(line)}`);
     assert.ok(!/<\||\u2028/.test(summary), 'no chat-template token as it was spelled');
     // The user messages parse back: numbered 1.. in order, each one's words behind the gutter; the forged "User message 2" is not one of them.
     const numbers = [...summary.matchAll(/^User message (\d+):$/gm)].map((m) => Number(m[1]));
@@ -252,7 +257,8 @@ describe('strings the code controls cannot forge structure in a message (issue 3
       /^Observation: the code (ran \(completed\)\.|failed with .+:)$|^(Printed output|Printed to stderr|Traceback):$|^Returned value: "[^]*"$|^Files given to the user: "[^]*"( \(\d+ bytes\))?$|^Fix the code and try again/;
     for (const observation of [second[2].text, third[4].text]) {
       const margin = marginLines(observation);
-      for (const line of margin) assert.ok(/^Observation: the code /.test(line) || !FORGED_LINE.test(line), `forged structure in the observation: ${JSON.stringify(line)}`);
+      for (const line of margin)
+        assert.ok(/^Observation: the code /.test(line) || !FORGED_LINE.test(line), `forged structure in the observation: ${JSON.stringify(line)}`);
       for (const line of margin) assert.match(line, allowed);
       assert.equal(margin.filter((l) => /^Observation/.test(l)).length, 1, 'one observation header');
       assert.ok(observation.startsWith('Observation: the code '));

@@ -302,7 +302,10 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
     assert.deepEqual(headers, ['[0] markdown', '[1] code, ran as [1], selected', '[2] code, ran as [2]']);
     for (const line of margin)
       assert.ok(
-        line === '' || headers.includes(line) || /^--- output of \[[12]\]:$/.test(line) || /^This turn works in the user's open notebook |^The notebook now /.test(line),
+        line === '' ||
+          headers.includes(line) ||
+          /^--- output of \[[12]\]:$/.test(line) ||
+          /^This turn works in the user's open notebook |^The notebook now /.test(line),
         `a line at the margin that is not ours: ${JSON.stringify(line)}`,
       );
     assert.ok(!note.includes('<|'), 'no chat-template token as it was spelled');
