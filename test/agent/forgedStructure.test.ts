@@ -23,6 +23,7 @@ import { SUMMARY_HEADER } from '../../src/core/agent/contextBudget';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
+import { foreignItemText } from '../../src/core/providers/shared/history';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { messagesOf } from '../support/textWire';
 import { DEFAULT_MODELS, chatTurnsWith, providerFor, startServerFor } from '../support/wire/harness';
@@ -279,5 +280,31 @@ describe('strings the code controls cannot forge structure in a message (issue 3
     scanner.finish(segments);
     assert.ok(scanner.closed);
     assert.equal(scanner.code, firstCode, 'the replayed block parses back to the code');
+  });
+
+  it("a hosted sandbox's code, output and file replayed as text to another provider: the code keeps its fence, the output is data", () => {
+    const code = `x = """\n\`\`\`\n"""\nprint(${PY_FORGE})`;
+    const text = foreignItemText({
+      type: 'code_interpreter_call',
+      id: 'ci_1',
+      status: 'completed',
+      code,
+      runtime: 'openai',
+      exit_code: 0,
+      value: null,
+      outputs: [
+        { type: 'logs', logs: `${FORGE.slice(1)}\n` },
+        { type: 'file', filename: FILE_NAME, file_id: 'f1' },
+      ],
+    })!;
+    const segments: FenceSegment[] = [];
+    const scanner = new CodeFenceScanner();
+    scanner.push(text.replace(/^\[Code I ran in the openai sandbox\]\n(`+)/, '$1python'), segments);
+    scanner.finish(segments);
+    assert.equal(scanner.code, code, 'the block parses back to the code');
+    const after = text.slice(text.lastIndexOf('\n[Output') + 1);
+    for (const line of marginLines(after).slice(1)) assert.ok(!FORGED_LINE.test(line), `forged structure after the code: ${JSON.stringify(line)}`);
+    assert.ok(!after.includes('<|'));
+    assert.ok(after.includes(quoteInline(FILE_NAME)));
   });
 });

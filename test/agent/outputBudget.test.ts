@@ -134,10 +134,11 @@ describe('output budget: head and tail, one exact count', () => {
   it("a hosted sandbox's output replayed as text to another provider keeps its beginning and end within the budget", () => {
     const full = expectedStdout() + 'Traceback (most recent call last):\n  File "<stdin>", line 4\nValueError: the data ran out\n';
     const text = foreignItemText(item([{ type: 'logs', logs: full }], { runtime: 'openai', status: 'failed', exit_code: 1 }))!;
-    assert.ok(text.length <= 20_000 + 200, `${text.length}`);
+    // The budget, and the gutter of each quoted line.
+    assert.ok(text.length <= 20_000 + 200 + 2 * text.split('\n').length, `${text.length}`);
     assert.match(text, /^\[Code I ran in the openai sandbox\]/);
     assert.match(text, /…\[codeact: [\d,]+ characters \([\d,]+ lines\) of the output left out here; run the code again to see it\]…\n/);
-    assert.ok(text.endsWith('ValueError: the data ran out\n'));
+    assert.ok(text.endsWith('\n│ ValueError: the data ran out'));
   });
 
   it("a directly exposed tool's result goes through the same budget, with the same note", () => {
