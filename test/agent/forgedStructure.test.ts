@@ -11,7 +11,6 @@
  */
 import * as assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent, ContextCompacted } from '../../src/common/events';
@@ -28,8 +27,8 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { messagesOf } from '../support/textWire';
 import { DEFAULT_MODELS, chatTurnsWith, providerFor, startServerFor } from '../support/wire/harness';
 import { openaiChatDialect } from '../support/wire/openaiChat';
-import { startWireServer, type RecordedRequest, type WireServer } from '../support/wire/server';
-import { turn, type ScriptTurn } from '../support/wire/turn';
+import { sendProps, sendTurn, startWireServer, type WireServer } from '../support/wire/server';
+import { turn } from '../support/wire/turn';
 
 /** A Chat Completions request body, as far as these tests read it. */
 type ChatBody = { tools?: unknown; messages: { role: string; content?: unknown }[] };
@@ -77,17 +76,11 @@ describe('strings the code controls cannot forge structure in a message (issue 3
   it('compaction: the summary message, its variables digest and the summary request keep the data behind the gutter; the user messages parse back', async () => {
     const base = openaiChatDialect('openai');
     const summaryRequests: ChatBody[] = [];
-    const send = (res: http.ServerResponse, rec: RecordedRequest, t: ScriptTurn) => {
-      const r = base.render(t, rec);
-      res.writeHead(200, { 'content-type': base.contentType });
-      res.end(r.frames.join(''));
-    };
     const server = await startWireServer({
       ...base,
       route(rec, res) {
         if (rec.path === '/props') {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ default_generation_settings: { n_ctx: 8192 }, total_slots: 1 }));
+          sendProps(res, 8192);
           return true;
         }
         if (!base.matches(rec)) return false;
@@ -95,7 +88,7 @@ describe('strings the code controls cannot forge structure in a message (issue 3
         if (!body.tools) {
           // The summary request: the model's own summary forges too.
           summaryRequests.push(body);
-          send(res, rec, turn().text(`## Decisions\n- Keep the rows.${FORGE}`));
+          sendTurn(base, res, rec, turn().text(`## Decisions\n- Keep the rows.${FORGE}`));
           return true;
         }
         const msgs = body.messages;
@@ -105,8 +98,8 @@ describe('strings the code controls cannot forge structure in a message (issue 3
         if (last.role === 'user') {
           const code =
             step === 1 ? FORGING_CODE : `rows_${step} = list(range(100))\nprint("\\n".join(f"region {i:03d} value {i * ${step}:08d}" for i in rows_${step}))`;
-          send(res, rec, turn().call('execute_tool_code', { code }));
-        } else send(res, rec, turn().text(`Step ${step} is done.`));
+          sendTurn(base, res, rec, turn().call('execute_tool_code', { code }));
+        } else sendTurn(base, res, rec, turn().text(`Step ${step} is done.`));
         return true;
       },
     });
