@@ -26,8 +26,8 @@ import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { chatTurnsWith } from '../support/wire/harness';
 import { messagesOf } from '../support/textWire';
 import { openaiChatDialect } from '../support/wire/openaiChat';
-import { startWireServer, type RecordedRequest, type WireServer } from '../support/wire/server';
-import { turn, type ScriptTurn } from '../support/wire/turn';
+import { sendProps, sendTurn, startWireServer, type WireServer } from '../support/wire/server';
+import { turn } from '../support/wire/turn';
 
 type Json = Record<string, any>;
 
@@ -52,17 +52,11 @@ interface Model {
 async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): Promise<Model> {
   const base = openaiChatDialect('openai');
   const seen: Model['seen'] = [];
-  const send = (res: http.ServerResponse, rec: RecordedRequest, t: ScriptTurn) => {
-    const r = base.render(t, rec);
-    res.writeHead(200, { 'content-type': base.contentType });
-    res.end(r.frames.join(''));
-  };
   const server = await startWireServer({
     ...base,
     route(rec, res) {
       if (rec.path === '/props' && o.says !== false) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ default_generation_settings: { n_ctx: WINDOW }, total_slots: 1 }));
+        sendProps(res, WINDOW);
         return true;
       }
       if (!base.matches(rec)) return false;
@@ -88,7 +82,7 @@ async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): P
       }
       const usage = { input: tokens, output: 40 };
       if (summary) {
-        send(res, rec, turn().text('## Decisions\n- Rows are kept per step in rows_<k>.\n## Open\n- Continue with the next step.').with({ usage }));
+        sendTurn(base, res, rec, turn().text('## Decisions\n- Rows are kept per step in rows_<k>.\n## Open\n- Continue with the next step.').with({ usage }));
         return true;
       }
       const msgs = body.messages as Json[];
@@ -100,14 +94,15 @@ async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): P
       const lastTool = [...msgs].reverse().find((m) => m.role === 'tool');
       const done = last.role === 'user' ? 0 : Number(/"execution":\s*(\d+)/.exec(String(lastTool?.content ?? ''))?.[1] ?? 0);
       if (last.role === 'user' || done < runs)
-        send(
+        sendTurn(
+          base,
           res,
           rec,
           turn()
             .call('execute_tool_code', { code: stepCode(runs > 1 ? done + 1 : step) })
             .with({ usage }),
         );
-      else send(res, rec, turn().text(`Step ${step} is done.`).with({ usage }));
+      else sendTurn(base, res, rec, turn().text(`Step ${step} is done.`).with({ usage }));
       return true;
     },
   });
@@ -183,7 +178,7 @@ describe('context budget and compaction', function () {
       .join('\n');
     assert.ok(text.includes(SUMMARY_HEADER));
     assert.ok(text.includes(FIRST_TASK), 'the first task, verbatim');
-    assert.match(text, /## The live Python session[^]*- rows_1: list len 100/);
+    assert.match(text, /## The live Python session[^]*- rows_1: list len 100 = "\[\(0, 0\), /);
     assert.ok(text.includes('Rows are kept per step'), "the model's summary");
     // The saved conversation has every turn, every prompt and every result.
     const saved = store.open(id);

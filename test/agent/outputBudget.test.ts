@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeInterpreterCallItem, FunctionCallOutputItem } from '../../src/common/events';
 import { headTail, omittedText, shareBudget } from '../../src/common/outputBudget';
+import { quoteBlock } from '../../src/common/quoteData';
 import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { executionSummary, toolResultText } from '../../src/core/agent/executionResult';
 import { forgetToolRejections } from '../../src/core/agent/textProtocol';
@@ -22,7 +23,7 @@ import { foreignItemText } from '../../src/core/providers/shared/history';
 import type { ConversationItem, ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { EXCEPTION, FOLLOW_UP_CODE, LONG_FAILING_CODE, assertHeadAndTail, expectedFollowUp, expectedStdout } from '../support/longOutput';
-import { messagesOf, toolsOf } from '../support/textWire';
+import { messagesOf, toolsOf, unquoteBlock } from '../support/textWire';
 import { chatTurnsWith, DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
@@ -133,10 +134,11 @@ describe('output budget: head and tail, one exact count', () => {
   it("a hosted sandbox's output replayed as text to another provider keeps its beginning and end within the budget", () => {
     const full = expectedStdout() + 'Traceback (most recent call last):\n  File "<stdin>", line 4\nValueError: the data ran out\n';
     const text = foreignItemText(item([{ type: 'logs', logs: full }], { runtime: 'openai', status: 'failed', exit_code: 1 }))!;
-    assert.ok(text.length <= 20_000 + 200, `${text.length}`);
+    // The budget, and the gutter of each quoted line.
+    assert.ok(text.length <= 20_000 + 200 + 2 * text.split('\n').length, `${text.length}`);
     assert.match(text, /^\[Code I ran in the openai sandbox\]/);
     assert.match(text, /…\[codeact: [\d,]+ characters \([\d,]+ lines\) of the output left out here; run the code again to see it\]…\n/);
-    assert.ok(text.endsWith('ValueError: the data ran out\n'));
+    assert.ok(text.endsWith('\n│ ValueError: the data ran out'));
   });
 
   it("a directly exposed tool's result goes through the same budget, with the same note", () => {
@@ -223,17 +225,17 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
       assert.equal(server.turns.length, 3);
       const observation = messagesOf(provider, server.turns[1].body).at(-1)!;
       assert.equal(observation.role, 'user');
-      assert.match(observation.text, /^Observation: the code failed with ValueError: the data ran out\nPrinted output:\n/);
+      assert.match(observation.text, /^Observation: the code failed with ValueError:\n│ the data ran out\nPrinted output:\n/);
       const printed = /\nPrinted output:\n([\s\S]*)\nTraceback:\n/.exec(observation.text)![1];
-      assert.equal(assertHeadAndTail(printed, full, 20_000), 'output_of(1) in a later run returns the whole text');
-      assert.match(observation.text, new RegExp(`\\nTraceback:\\nTraceback \\(most recent call last\\):[\\s\\S]*${EXCEPTION}\\n\\nFix the code`));
+      assert.equal(assertHeadAndTail(`${unquoteBlock(printed)}\n`, full, 20_000), 'output_of(1) in a later run returns the whole text');
+      assert.match(observation.text, new RegExp(`\\nTraceback:\\n│ Traceback \\(most recent call last\\):[\\s\\S]*${EXCEPTION}\\nFix the code`));
       // One cut: the observation's printed output is the stored summary's stdout, character for character,
       // and what function calling sends for the same output.
       const stored = JSON.parse(execs(result.items)[0].output);
-      assert.equal(printed, stored.stdout);
+      assert.equal(printed, quoteBlock(stored.stdout));
       const error = { type: 'ValueError', message: stored.error.message, traceback: stored.error.traceback };
       const fc = JSON.parse(executionSummary(item([{ type: 'logs', logs: full }], { status: 'failed', error }), { execution: 1, kept: true }));
-      assert.equal(printed, fc.stdout);
+      assert.equal(printed, quoteBlock(fc.stdout));
       // The follow-up's observation: the whole text was read back.
       const next = messagesOf(provider, server.turns[2].body).at(-1)!.text;
       const value = /\nReturned value: (.*)$/m.exec(next)![1];

@@ -142,9 +142,9 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
       ['user', 'assistant', 'user'],
     );
     assert.equal(second[1].text, `I will check the lamp.\n\n\`\`\`python\n${LOOP.failCode}\n\`\`\``);
-    assert.match(second[2].text, /^Observation: the code failed with RuntimeError: Invalid arguments for "check_inventory"/);
+    assert.match(second[2].text, /^Observation: the code failed with RuntimeError:\n│ Invalid arguments for "check_inventory"/);
     const third = messagesOf(provider, requests[2].body);
-    assert.match(third[4].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\nLED Desk Lamp\n\nReturned value: 85/);
+    assert.match(third[4].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ LED Desk Lamp\nReturned value: 85/);
     // Stored as with function calling: prose, the code call, its output.
     assert.deepEqual(
       items.map((i) => i.type + (i.type === 'function_call_output' && i.is_error ? '!' : '')),

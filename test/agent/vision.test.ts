@@ -238,8 +238,8 @@ describe('agent: what the model reads and sees of an execution', function () {
         last.content.map((c: Json) => c.type),
         ['text', 'image'],
       );
-      assert.match(last.content[0].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\na\n/);
-      assert.match(last.content[0].text, /Shown to the user \(execution 1\):\n- \[image 64×48, PNG\]\n- DataFrame: 2 rows × 2 columns/);
+      assert.match(last.content[0].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ a\n/);
+      assert.match(last.content[0].text, /Shown to the user \(execution 1\):\nDisplay 1:\n│ \[image 64×48, PNG\]\nDisplay 2:\n│ DataFrame: 2 rows × 2 columns/);
       assert.deepEqual(last.content[1].source, { type: 'base64', media_type: 'image/png', data: PNG[0] });
     });
 
@@ -259,7 +259,7 @@ describe('agent: what the model reads and sees of an execution', function () {
       await plain.agent.run([], 'plot');
       const text = server.turns[1].body.messages.at(-1).content;
       assert.equal(typeof text, 'string');
-      assert.match(text, /Shown to the user \(execution 1\):\n- \[image 32×24, PNG\]\n- \[image 20×10, PNG\]/);
+      assert.match(text, /Shown to the user \(execution 1\):\nDisplay 1:\n│ \[image 32×24, PNG\]\nDisplay 2:\n│ \[image 20×10, PNG\]/);
       assert.ok(!text.includes('Nothing was printed'), 'a run that only showed plots did show something');
       assert.match(text, /\[2 images were shown to the user: 32×24 PNG, 20×10 PNG; this model cannot see images\]$/);
     });

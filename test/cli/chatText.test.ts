@@ -89,7 +89,7 @@ describe('codeact chat: text protocol', function () {
     const texts = events.filter((e) => e.type === 'response.output_text.done').map((e) => (e as { text: string }).text);
     assert.deepEqual(texts, ['I will check the lamp.', 'Wrong SKU; searching first.', ANSWER]);
     const observation = messagesOf('openai-compatible', server.turns[3].body).at(-1)!.text;
-    assert.match(observation, /^Observation: the code ran \(completed\)\.\nPrinted output:\nArc LED Desk Lamp\n\nReturned value: 85/);
+    assert.match(observation, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ Arc LED Desk Lamp\nReturned value: 85/);
 
     // The transcript holds the same items as with function calling, and the CLI can continue it:
     // the next process probes tools again (the memory lasts one process), then replays the conversation as text.

@@ -79,7 +79,7 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
     assert.match(third.at(-1)!.text, /^Observation: the code failed with RuntimeError/, 'the failure went back as an observation');
     assert.match(third.at(-1)!.text, /Invalid arguments for "check_inventory"/);
     const fourth = messagesOf('openai-compatible', requests[3].body);
-    assert.match(fourth.at(-1)!.text, /^Observation: the code ran \(completed\)\.\nPrinted output:\nLMP-LED-010 Arc LED Desk Lamp Lyon/);
+    assert.match(fourth.at(-1)!.text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ LMP-LED-010 Arc LED Desk Lamp Lyon/);
     assert.match(fourth.at(-1)!.text, /Returned value: 85/);
 
     // The panel: one notice, two code cards (failed, then done) with their tool calls, and the answer.

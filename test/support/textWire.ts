@@ -3,6 +3,7 @@
  * (its tools, its system prompt, its messages as plain role/text pairs), and a small order desk of
  * managed tools that run in-process.
  */
+import { GUTTER } from '../../src/common/quoteData';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import type { ProviderId } from '../../src/core/providers/shared/types';
 
@@ -42,6 +43,13 @@ export function messagesOf(provider: ProviderId, body: Json): { role: string; te
     case 'gemini':
       return body.contents.map((c: Json) => ({ role: c.role === 'model' ? 'assistant' : c.role, text: text(c.parts) }));
   }
+}
+
+/** The text of a block that `quoteBlock` quoted (its lines behind the gutter), without the gutter. */
+export function unquoteBlock(block: string): string {
+  const lines = block.split('\n');
+  if (!lines.every((l) => l.startsWith(GUTTER))) throw new Error(`not a quoted block: ${JSON.stringify(block.slice(0, 200))}`);
+  return lines.map((l) => l.slice(GUTTER.length)).join('\n');
 }
 
 const CATALOG = [

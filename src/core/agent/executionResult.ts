@@ -9,6 +9,7 @@ import { base64Bytes, displayModelText, displaysOf, imageSize, rasterImage } fro
 import { DEFAULT_IMAGE_BUDGET, type ImageBudget } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS, headTail, partNote, shareBudget } from '../../common/outputBudget';
+import { jsonData, quoteName } from '../../common/quoteData';
 
 /** Largest tool result text, unless the output budget asks for more (the value and displays give way first). */
 export const SUMMARY_MAX_CHARS = 60_000;
@@ -122,20 +123,21 @@ export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryCont
   if (images) summary.images = images;
   const files = item.outputs.filter((o): o is FileOutput => o.type === 'file');
   if (files.length) summary.files = fileEntries(files);
-  // A last bound on the JSON text (escaping can make it longer than the characters it holds).
+  // A last bound on the JSON text (escaping can make it longer than the characters it holds). One line:
+  // line separators and "<|" inside the strings are escapes too (../../common/quoteData).
   const limit = Math.max(SUMMARY_MAX_CHARS, 3 * budget);
-  let text = JSON.stringify(summary);
+  let text = jsonData(summary);
   const smaller =
     item.status === 'completed' ? { ...summary, value: '[value too large to show; return something smaller]', value_truncated: undefined } : summary;
-  if (text.length > limit) text = JSON.stringify(smaller);
-  if (text.length > limit && displays.length) text = JSON.stringify({ ...smaller, displays: displayTexts(item, 2000) });
+  if (text.length > limit) text = jsonData(smaller);
+  if (text.length > limit && displays.length) text = jsonData({ ...smaller, displays: displayTexts(item, 2000) });
   return text;
 }
 
 /** A direct tool's result as the model reads it: its JSON, within the output budget. */
 export function toolResultText(name: string, output: unknown, outputChars = DEFAULT_OUTPUT_CHARS): string {
-  const json = JSON.stringify(output ?? null) ?? 'null';
-  return headTail(json, Math.max(MIN_OUTPUT_CHARS, outputChars), partNote(`the result of ${name} (JSON)`, 'ask the tool for less'));
+  const json = jsonData(output);
+  return headTail(json, Math.max(MIN_OUTPUT_CHARS, outputChars), partNote(`the result of ${quoteName(name)} (JSON)`, 'ask the tool for less'));
 }
 
 /**

@@ -10,19 +10,15 @@ import type { AttachedImage, MessageItem } from '../../common/events';
 import { foreignItemText, isLocalRuntimeItem } from '../providers/shared/history';
 import type { ConversationItem } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
-import { headTail, omittedText } from '../../common/outputBudget';
+import { clip } from '../../common/format';
+import { fenceFor, jsonData, quoteBlock, quoteInline, quoteName } from '../../common/quoteData';
 
 const CODE_TOOLS = new Set([EXECUTE_TOOL_CODE, EXECUTE_CODE]);
 
-/** The model's own call arguments, shortened in the assistant's turn (they are not an observation). */
-function cap(text: string, max: number): string {
-  return headTail(text, max, (o) => `…[${omittedText(o)} left out]…`);
-}
-
 /** The fenced block the model wrote (or would have written) for a code call. */
 function codeBlockText(code: string): string {
-  // A longer fence when the code itself contains a line of three backticks.
-  const fence = /^ {0,3}```/m.test(code) ? '````' : '```';
+  // Longer than any run of backticks in the code: nothing in it closes the block.
+  const fence = fenceFor(code);
   return `${fence}python\n${code.replace(/\n+$/, '')}\n${fence}`;
 }
 
@@ -35,7 +31,8 @@ function callText(name: string, args: string | undefined): string {
   }
   const code = (parsed as { code?: unknown } | undefined)?.code;
   if (CODE_TOOLS.has(name) && typeof code === 'string') return codeBlockText(code);
-  return `[I called ${name} with ${cap(args ?? '{}', 2000)}]`;
+  // One line whatever the arguments hold: their JSON again (escaped), or the text as a string.
+  return `[I called ${quoteName(name)} with ${clip(parsed !== undefined ? jsonData(parsed) : quoteInline(args ?? ''), 2000)}]`;
 }
 
 interface Summary {
@@ -52,20 +49,20 @@ interface Summary {
   files?: unknown[];
 }
 
-/** The displays and files of a summary, as observation lines (the summary is within the output budget already). */
+/** The displays and files of a summary, as observation lines (the summary is within the output budget already); their text quoted as data. */
 function outputLines(s: Summary): string[] {
   const lines: string[] = [];
   const displays = Array.isArray(s.displays) ? s.displays.filter((d): d is string => typeof d === 'string') : [];
   if (displays.length) {
     lines.push(`Shown to the user${typeof s.execution === 'number' ? ` (execution ${s.execution})` : ''}:`);
-    for (const d of displays) lines.push(`- ${d.replace(/\n/g, '\n  ')}`);
+    displays.forEach((d, i) => lines.push(`Display ${i + 1}:`, quoteBlock(d)));
   }
   const files = Array.isArray(s.files) ? s.files : [];
   if (files.length) {
     const named = files.map((f) => {
-      if (typeof f === 'string') return f;
+      if (typeof f === 'string') return quoteInline(f);
       const { name, bytes, note } = (f ?? {}) as { name?: unknown; bytes?: unknown; note?: unknown };
-      return `${String(name ?? 'file')}${typeof bytes === 'number' ? ` (${bytes.toLocaleString('en-US')} bytes)` : ''}${typeof note === 'string' ? ` [${note}]` : ''}`;
+      return `${quoteInline(name ?? 'file')}${typeof bytes === 'number' ? ` (${bytes.toLocaleString('en-US')} bytes)` : ''}${typeof note === 'string' ? ` (note: ${quoteInline(note)})` : ''}`;
     });
     lines.push(`Files given to the user: ${named.join(', ')}`);
   }
@@ -76,6 +73,8 @@ function outputLines(s: Summary): string[] {
  * The observation message for a code run, from its `function_call_output` (the JSON summary the agent
  * loop stores, see `executionSummary`). Its text is the summary's, cut nowhere else: the output budget
  * was applied once, when the summary was made, so both protocols send the same text and the same count.
+ * The lines at the margin are ours; what the code printed, returned or raised is quoted as data below
+ * them (../../common/quoteData), so it cannot write an "Observation:" or a "User:" line of its own.
  */
 export function observationText(output: string, name = EXECUTE_TOOL_CODE): string {
   let s: Summary | undefined;
@@ -83,17 +82,20 @@ export function observationText(output: string, name = EXECUTE_TOOL_CODE): strin
     const parsed = JSON.parse(output);
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) s = parsed as Summary;
   } catch {}
-  if (!CODE_TOOLS.has(name) || !s) return `Observation${CODE_TOOLS.has(name) ? '' : ` (${name})`}:\n${output}`;
+  if (!CODE_TOOLS.has(name) || !s) return `Observation${CODE_TOOLS.has(name) ? '' : ` (${quoteName(name)})`}:\n${quoteBlock(output)}`;
   const lines: string[] = [];
   const err = typeof s.error === 'string' ? { type: 'Error', message: s.error } : s.error;
-  if (err) lines.push(`Observation: the code failed with ${err.type ?? 'Error'}: ${err.message ?? ''}`);
-  else lines.push(`Observation: the code ran (${s.status ?? 'completed'}).`);
-  if (s.stdout) lines.push('Printed output:', s.stdout);
-  if (s.stderr) lines.push('Printed to stderr:', s.stderr);
-  if (!err && 'value' in s) lines.push(`Returned value: ${s.value_truncated && typeof s.value === 'string' ? s.value : JSON.stringify(s.value ?? null)}`);
+  if (err) lines.push(`Observation: the code failed with ${quoteName(err.type ?? 'Error')}:`, quoteBlock(String(err.message ?? '')));
+  else lines.push(`Observation: the code ran (${quoteName(s.status ?? 'completed')}).`);
+  if (typeof s.stdout === 'string' && s.stdout) lines.push('Printed output:', quoteBlock(s.stdout));
+  if (typeof s.stderr === 'string' && s.stderr) lines.push('Printed to stderr:', quoteBlock(s.stderr));
+  if (!err && 'value' in s) {
+    if (s.value_truncated && typeof s.value === 'string') lines.push('Returned value (its JSON, cut):', quoteBlock(s.value));
+    else lines.push(`Returned value: ${jsonData(s.value ?? null)}`);
+  }
   lines.push(...outputLines(s));
-  if (s.images) lines.push(`(${s.images} image${s.images === 1 ? '' : 's'} shown to the user.)`);
-  if (err?.traceback) lines.push('Traceback:', err.traceback);
+  if (typeof s.images === 'number' && s.images) lines.push(`(${s.images} image${s.images === 1 ? '' : 's'} shown to the user.)`);
+  if (typeof err?.traceback === 'string' && err.traceback) lines.push('Traceback:', quoteBlock(err.traceback));
   if (err) lines.push('Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.');
   else if (!s.stdout && s.value === null && !s.displays?.length) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
   return lines.join('\n');

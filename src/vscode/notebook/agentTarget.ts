@@ -9,6 +9,7 @@
  */
 import type { CodeInterpreterCallItem } from '../../common/events';
 import { headTail, partNote } from '../../common/outputBudget';
+import { quoteBlock, quoteInline } from '../../common/quoteData';
 import { afterReview, announceDone, cancelledError, executionItem } from '../../core/runtime/execution';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../core/runtime/types';
 import { newId } from '../../core/util/ids';
@@ -176,33 +177,45 @@ function outputText(o: DigestOutput): string {
   return [kinds.length ? `[${kinds.join(', ')}]` : '', text ?? ''].filter(Boolean).join(' ');
 }
 
-/** The notebook as the model reads it: each cell's index, kind, source and a digest of its outputs. */
+/**
+ * The notebook as the model reads it: each cell's index, kind, source and a digest of its outputs. The
+ * lines at the margin are ours; a cell's source and outputs are quoted as data below them
+ * (../../common/quoteData): a cell cannot write a heading, a cell header or a role line of its own.
+ */
 export function notebookDigest(cells: readonly DigestCell[], selected?: number): string {
   const parts: string[] = [];
-  cells.forEach((c, i) => {
+  let chars = 0;
+  for (const [i, c] of cells.entries()) {
     const head = `[${i}] ${c.kind}${c.kind === 'code' ? (c.executionOrder ? `, ran as [${c.executionOrder}]` : ', not run') : ''}${c.agent ? ', written by you' : ''}${i === selected ? ', selected' : ''}`;
-    const source = headTail(c.source, SOURCE_CHARS, partNote('of this cell', 'here'));
+    const source = quoteBlock(headTail(c.source, SOURCE_CHARS, partNote('of this cell', 'here')));
     const outs = c.outputs
       .map(outputText)
       .filter((t) => t.trim())
       .join('\n');
-    const out = outs ? `\n--- output of [${i}]:\n${headTail(outs, OUTPUT_CHARS, partNote('of this output', 'here'))}` : '';
-    parts.push(`${head}\n${source}${out}`);
-  });
-  return headTail(parts.join('\n\n'), DIGEST_CHARS, partNote('of the notebook', 'here'));
+    const out = outs ? `\n--- output of [${i}]:\n${quoteBlock(headTail(outs, OUTPUT_CHARS, partNote('of this output', 'here')))}` : '';
+    const part = `${head}\n${source}${out}`;
+    // Whole cells only (a cell cut in two would put a piece of its text at the margin).
+    if (chars + part.length + 2 > DIGEST_CHARS) {
+      parts.push(`[codeact: ${cells.length - i} more cell${cells.length - i === 1 ? '' : 's'} (from [${i}]) left out of this digest to keep it short]`);
+      break;
+    }
+    parts.push(part);
+    chars += part.length + 2;
+  }
+  return parts.join('\n\n');
 }
 
 /** What the model is told when the turn works in the notebook (after the system instruction). */
 export function notebookNote(name: string, cells: readonly DigestCell[], selected?: number): string {
   const where = selected !== undefined ? `after cell [${selected}] (the selected one), each next one after the last you added` : 'at the end of the notebook';
   return [
-    `This turn works in the user's open notebook "${name}", on its CodeAct kernel: every execution you run becomes a new code cell, inserted ${where}, and runs in the notebook's own Python session, so the variables, imports and data its cells made are there to use (do not recompute or reload them). The user sees every cell you add, with its outputs; write code that reads well as a notebook cell.`,
-    `The notebook now (cell indexes from 0; sources and a text digest of the outputs):`,
+    `This turn works in the user's open notebook ${quoteInline(name)}, on its CodeAct kernel: every execution you run becomes a new code cell, inserted ${where}, and runs in the notebook's own Python session, so the variables, imports and data its cells made are there to use (do not recompute or reload them). The user sees every cell you add, with its outputs; write code that reads well as a notebook cell.`,
+    `The notebook now (cell indexes from 0; sources and a text digest of the outputs, quoted as data behind "│" at the start of each line):`,
     notebookDigest(cells, selected) || '(no cells)',
   ].join('\n');
 }
 
 /** What the model is told when the active notebook runs on another kernel: its variables are not visible. */
 export function otherKernelNote(name: string, kernel: string | undefined): string {
-  return `The user's open notebook "${name}" does not run on CodeAct's kernel${kernel ? ` (it runs on ${kernel})` : ''}: your code runs in CodeAct's own session and cannot see the variables of another kernel. If the user means the notebook's variables, say so plainly, and that selecting the "CodeAct" kernel for the notebook lets you work in it.`;
+  return `The user's open notebook ${quoteInline(name)} does not run on CodeAct's kernel${kernel ? ` (it runs on ${quoteInline(kernel)})` : ''}: your code runs in CodeAct's own session and cannot see the variables of another kernel. If the user means the notebook's variables, say so plainly, and that selecting the "CodeAct" kernel for the notebook lets you work in it.`;
 }

@@ -275,6 +275,19 @@ async function writeBody(res: http.ServerResponse, body: string | Buffer, chunkB
 }
 
 /** `event: X\ndata: {json}\n\n` */
+/** Answers `req` with a scripted turn in the dialect's wire format: for a `route` that decides turn by turn from the request. */
+export function sendTurn(dialect: Dialect, res: http.ServerResponse, req: RecordedRequest, turn: ScriptTurn): void {
+  const r = dialect.render(turn, req);
+  res.writeHead(r.status ?? 200, { 'content-type': dialect.contentType, ...r.headers });
+  res.end(r.frames.join(''));
+}
+
+/** llama.cpp's `GET /props`: the context window the server runs with. */
+export function sendProps(res: http.ServerResponse, window: number): void {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ default_generation_settings: { n_ctx: window }, total_slots: 1 }));
+}
+
 export function sseEvent(event: string | null, data: string): string {
   return `${event ? `event: ${event}\n` : ''}data: ${data}\n\n`;
 }

@@ -4,6 +4,7 @@
  * how to write each piece in its wire format; the walk is the same for all.
  */
 import { DEFAULT_OUTPUT_CHARS, headTail, partNote } from '../../../common/outputBudget';
+import { fenceFor, jsonData, quoteBlock, quoteInline, quoteName } from '../../../common/quoteData';
 import type { AttachedImage, FunctionCallItem, FunctionCallOutputItem, OutputItem } from '../../../common/events';
 import { modelSeesImages, providerInfo } from './catalog';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type ProviderId, type TurnRequest } from './types';
@@ -26,16 +27,19 @@ export function foreignItemText(item: OutputItem): string | undefined {
             ? '[image]'
             : o.type === 'display'
               ? displayModelText(o)
-              : `[file ${o.filename ?? o.file_id ?? ''}]`,
+              : `[file ${quoteInline(o.filename ?? o.file_id ?? '')}]`,
       )
       .join('\n');
-    // Another provider's sandbox output, replayed as text: within the default output budget, as our own runs' results.
+    // Another provider's sandbox output, replayed as text: within the default output budget, as our own runs' results;
+    // the code in a fence it cannot close, the output quoted as data (../../../common/quoteData).
     const out = headTail(all, DEFAULT_OUTPUT_CHARS, partNote('the output', 'run the code again to see it'));
-    return `[Code I ran in the ${item.runtime} sandbox]\n\`\`\`\n${item.code}\n\`\`\`\n[Output${item.exit_code != null ? `, exit code ${item.exit_code}` : ''}]\n${out}`;
+    const fence = fenceFor(item.code);
+    const exit = typeof item.exit_code === 'number' ? `, exit code ${item.exit_code}` : '';
+    return `[Code I ran in the ${quoteName(item.runtime)} sandbox]\n${fence}\n${item.code}\n${fence}\n[Output${exit}]\n${quoteBlock(out)}`;
   }
   if (item.type === 'text_editor_call') {
-    const res = item.error ? `error ${item.error.code}${item.error.message ? `: ${item.error.message}` : ''}` : JSON.stringify(item.result ?? null);
-    return `[Text editor ${item.command} ${item.path ?? ''}] ${res}`;
+    const res = item.error ? `error ${quoteName(item.error.code)}${item.error.message ? `: ${quoteInline(item.error.message)}` : ''}` : jsonData(item.result);
+    return `[Text editor ${quoteName(item.command)} ${quoteInline(item.path ?? '')}] ${res}`;
   }
   return undefined;
 }
