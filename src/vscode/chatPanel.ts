@@ -381,6 +381,7 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
     this.outputs = new PanelOutputs({
       apis: { ...vscodePanelOutputsApis, workspaceFolder: () => codeact.folders.current().folder },
       execution: (id) => codeact.fullOutput(id),
+      maxImagePixels: () => codeact.settings.maxImagePixels,
     });
   }
 
