@@ -9,6 +9,8 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { DisplayOutput } from '../../src/common/events';
+import { imageBudgetFrom, runtimeLimitsFrom } from '../../src/core/config/engine';
+import { resolveEngineConfig } from '../../src/core/config/resolve';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { DEBIAN_PYTHON } from '../support/guestHarness';
 import { cannotSwitchUser, runInChild, TESTER } from './support/asUser';
@@ -71,5 +73,16 @@ const users: Array<{ label: string; user?: { uid: number; gid: number }; skip?: 
     assert.equal(displays.length, 2);
     assert.ok(displays.every((d) => !('image/png' in d.data)));
     assert.match(String(displays[1].data['text/plain']), /a PNG image of 64×48 pixels \(0\.00307 megapixels\) was not shown: the limit is 0\.003 megapixels/);
+  });
+
+  it('reads the cap from codeact.outputs.maxImageMegapixels (default 40, a workspace may set it) for the runtimes and the model', () => {
+    const none = resolveEngineConfig(() => undefined, { trusted: false });
+    assert.equal(none.config.maxImagePixels, 40_000_000);
+    const set = resolveEngineConfig((k) => (k === 'outputs.maxImageMegapixels' ? { workspace: 2.5 } : undefined), { trusted: false });
+    assert.equal(runtimeLimitsFrom(set.config).maxImagePixels, 2_500_000);
+    assert.equal(imageBudgetFrom(set.config).maxPixels, 2_500_000);
+    const bad = resolveEngineConfig((k) => (k === 'outputs.maxImageMegapixels' ? { user: 0 } : undefined), { trusted: false });
+    assert.equal(bad.config.maxImagePixels, 40_000_000);
+    assert.ok(bad.ignored.some((i) => i.key === 'codeact.outputs.maxImageMegapixels' && /at least 0\.01/.test(i.reason)), JSON.stringify(bad.ignored));
   });
 });
