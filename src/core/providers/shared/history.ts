@@ -180,16 +180,16 @@ function planImages(history: ConversationItem[], o: HistoryImages): Map<Conversa
     for (let j = images.length - 1; j >= 0; j--) {
       const img = images[j];
       const size = base64Bytes(img.data);
+      if (o.maxImageBase64 !== undefined && img.data.length > o.maxImageBase64) {
+        // Over what the provider takes at all: left out, without closing the budget to older images.
+        why.set(img, 'too large');
+        dropped.unshift(img);
+        continue;
+      }
       // Read from its header, never decoded: an image over the pixel cap (or with no size we read) is a note.
       const pixels = checkImagePixels(img.mime_type, img.data, maxPixels);
       if (!pixels.ok) {
         why.set(img, { note: pixels.note });
-        dropped.unshift(img);
-        continue;
-      }
-      if (o.maxImageBase64 !== undefined && img.data.length > o.maxImageBase64) {
-        // Over what the provider takes at all: left out, without closing the budget to older images.
-        why.set(img, 'too large');
         dropped.unshift(img);
         continue;
       }
