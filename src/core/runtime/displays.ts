@@ -152,8 +152,8 @@ export class DisplayBudget {
 }
 
 /** The display caps a guest applies, as the run frame (local) and the run call (Jupyter) carry them. */
-export function displayOptions(l: DisplayLimits): { max_bytes: number; max_total: number; max_count: number; hidpi: boolean } {
-  return { max_bytes: l.maxDisplayBytes, max_total: l.maxDisplayTotalBytes, max_count: l.maxDisplays, hidpi: l.hidpi };
+export function displayOptions(l: DisplayLimits): { max_bytes: number; max_total: number; max_count: number; hidpi: boolean; max_pixels: number } {
+  return { max_bytes: l.maxDisplayBytes, max_total: l.maxDisplayTotalBytes, max_count: l.maxDisplays, hidpi: l.hidpi, max_pixels: l.maxImagePixels };
 }
 
 /** The caps of the files a guest reports (and, locally, sends). */
