@@ -142,4 +142,3 @@ function safeName(name: string): string {
     .replace(/^\.+/, '');
   return base.slice(0, 100) || 'image';
 }
-

@@ -461,7 +461,8 @@ function hostedImage(url: string, n: number, maxPixels: number): HTMLElement {
   const raster = parsed && /^image\/(png|jpeg|gif|webp|bmp)$/.test(parsed.mime) ? parsed : undefined;
   const check = raster ? checkImagePixels(raster.mime, raster.base64, maxPixels) : undefined;
   if (!check?.ok) {
-    const note = check?.note ?? `[codeact: image ${n} was not shown: it is not a PNG, JPEG, GIF, WebP or BMP data URL, so its size cannot be read before it decodes.]`;
+    const note =
+      check?.note ?? `[codeact: image ${n} was not shown: it is not a PNG, JPEG, GIF, WebP or BMP data URL, so its size cannot be read before it decodes.]`;
     return h('div', { class: 'display-note exec-image-note', text: note });
   }
   return h('figure', { class: 'exec-image' }, h('img', { src: url, alt: `Image ${n} produced by the code`, loading: 'lazy' }));

@@ -48,7 +48,8 @@ class DisplayRuntime implements Runtime {
 let PNG: string[] = [];
 /** A PNG of a few hundred bytes whose header declares 40000×40000: a pixel bomb. */
 const BOMB = pngDeclaring(40000, 40000).toString('base64');
-const BOMB_NOTE = /\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
+const BOMB_NOTE =
+  /\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
 
 describe('agent: what the model reads and sees of an execution', function () {
   this.timeout(60_000);

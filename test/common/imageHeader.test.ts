@@ -109,7 +109,10 @@ describe('image headers: the size an image declares, read before anything decode
   it('reads the format from the bytes, not the label: a PNG bomb labelled image/jpeg is still over the cap', () => {
     const r = checkImagePixels('image/jpeg', pngDeclaring(40000, 40000).toString('base64'), DEFAULT_MAX_IMAGE_PIXELS);
     assert.equal(r.ok, false);
-    assert.match(!r.ok ? r.note : '', /a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/);
+    assert.match(
+      !r.ok ? r.note : '',
+      /a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/,
+    );
   });
 
   it('refuses what it cannot read (fail closed): IHDR not first, a scan before the frame header, cut short, unknown, empty', () => {
@@ -158,7 +161,7 @@ describe('image headers: the size an image declares, read before anything decode
     const over = checkImagePixels('image/png', png, 9_999);
     assert.ok(!over.ok && /100×100 pixels \(0\.01 megapixels\).*the limit is 0\.01 megapixels/.test(over.note), JSON.stringify(over));
     assert.deepEqual(checkImagePixels('image/svg+xml', '<svg width="99999" height="99999"/>', 1), { ok: true });
-    assert.equal(DEFAULT_MAX_IMAGE_PIXELS, SETTINGS['outputs.maxImageMegapixels'].default * 1e6, 'the default is the setting\'s');
+    assert.equal(DEFAULT_MAX_IMAGE_PIXELS, SETTINGS['outputs.maxImageMegapixels'].default * 1e6, "the default is the setting's");
   });
 
   it('a display over the cap keeps its other types and says why in text/plain; one within it is left as it was', () => {

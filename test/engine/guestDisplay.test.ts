@@ -221,7 +221,10 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
       { display: { max_bytes: 50_000, max_pixels: 40_000_000 } },
     );
     assert.equal(r.complete.ok, true, JSON.stringify(r.complete.error));
-    assert.ok(r.displays.every((d) => !('image/png' in d.data)), 'the bomb is not shown, not even downscaled');
+    assert.ok(
+      r.displays.every((d) => !('image/png' in d.data)),
+      'the bomb is not shown, not even downscaled',
+    );
     assert.match(
       plain(r.stderr),
       /a 10000×10000 PNG image \(\d+ KB\) was not shown: it is over the 48\.8 KB limit per display, and it could not be made smaller \(it declares 10000×10000 pixels, over the 40-megapixel cap \(codeact\.outputs\.maxImageMegapixels\)\)/,

@@ -23,7 +23,7 @@ const CODE = [
   "        return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)",
   "    ihdr = struct.pack('>IIBBBBB', w, h, 8, 0, 0, 0, 0)",
   "    return b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', ihdr) + chunk(b'IDAT', zlib.compress(rows, 9)) + chunk(b'IEND', b'')",
-  "bomb = png(40000, 40000, bytes(40001 * 16))",
+  'bomb = png(40000, 40000, bytes(40001 * 16))',
   "small = png(64, 48, (b'\\x00' + b'\\x80' * 64) * 48)",
   'class Img:',
   '    def __init__(self, b): self.b = b',
@@ -33,7 +33,8 @@ const CODE = [
   'return len(bomb)',
 ].join('\n');
 
-const NOTE = /^\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
+const NOTE =
+  /^\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
 
 const users: Array<{ label: string; user?: { uid: number; gid: number }; skip?: () => string | null }> = [
   { label: 'as root' },
@@ -83,6 +84,9 @@ const users: Array<{ label: string; user?: { uid: number; gid: number }; skip?: 
     assert.equal(imageBudgetFrom(set.config).maxPixels, 2_500_000);
     const bad = resolveEngineConfig((k) => (k === 'outputs.maxImageMegapixels' ? { user: 0 } : undefined), { trusted: false });
     assert.equal(bad.config.maxImagePixels, 40_000_000);
-    assert.ok(bad.ignored.some((i) => i.key === 'codeact.outputs.maxImageMegapixels' && /at least 0\.01/.test(i.reason)), JSON.stringify(bad.ignored));
+    assert.ok(
+      bad.ignored.some((i) => i.key === 'codeact.outputs.maxImageMegapixels' && /at least 0\.01/.test(i.reason)),
+      JSON.stringify(bad.ignored),
+    );
   });
 });

@@ -29,13 +29,16 @@ class Cell implements CellSink {
   /** Each output as {mime: text, or the byte count of a raster image}. */
   view(): Array<Record<string, string | number>> {
     return this.outputs.map((o) =>
-      Object.fromEntries(o.items.map((i) => [i.mime, i.mime.startsWith('image/') && i.mime !== 'image/svg+xml' ? i.data.length : new TextDecoder().decode(i.data)])),
+      Object.fromEntries(
+        o.items.map((i) => [i.mime, i.mime.startsWith('image/') && i.mime !== 'image/svg+xml' ? i.data.length : new TextDecoder().decode(i.data)]),
+      ),
     );
   }
 }
 
 const BOMB = pngDeclaring(40000, 40000).toString('base64');
-const NOTE = /^\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
+const NOTE =
+  /^\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
 const display = (data: Record<string, unknown>, extra: Partial<DisplayOutput> = {}): DisplayOutput => ({ type: 'display', data, ...extra });
 const item = (outputs: CodeInterpreterCallItem['outputs']): CodeInterpreterCallItem => ({
   type: 'code_interpreter_call',
@@ -78,7 +81,12 @@ describe('notebook outputs: the pixel cap', () => {
     const w = new CellOutputWriter(cell, () => 1, 3000);
     const small = pngBytes(40, 40).toString('base64');
     w.onEvent({ type: 'codeact.output.display', item_id: 'exec_1', output: display({ 'image/png': small }, { display_id: 'd' }) });
-    w.onEvent({ type: 'codeact.output.display', item_id: 'exec_1', update: true, output: display({ 'image/png': pngBytes(64, 48).toString('base64') }, { display_id: 'd' }) });
+    w.onEvent({
+      type: 'codeact.output.display',
+      item_id: 'exec_1',
+      update: true,
+      output: display({ 'image/png': pngBytes(64, 48).toString('base64') }, { display_id: 'd' }),
+    });
     await w.finish(item([]));
     assert.equal(cell.outputs.length, 1, 'the update replaced the display where it stood');
     assert.match(String(cell.view()[0]['text/plain']), /a PNG image of 64×48 pixels \(0\.00307 megapixels\) was not shown: the limit is 0\.003 megapixels/);

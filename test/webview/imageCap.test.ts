@@ -14,7 +14,8 @@ import { usePanelBrowser } from './support/panelBrowser';
 import { pngBase64 } from './support/png';
 
 const BOMB = pngDeclaring(40000, 40000).toString('base64');
-const NOTE = /\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
+const NOTE =
+  /\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
 
 const run = (id: string): TranscriptEvent[] => [ev.turn(`t-${id}`, 'show it'), ev.codeStart(id, 'local'), ev.codeDone(id, 'show()'), ev.interpreting(id)];
 const end = (id: string): TranscriptEvent[] => [ev.completed(id), ev.turnEnd(`t-${id}`)];
@@ -61,7 +62,10 @@ describe('the pixel cap in the panel (headless Chromium)', function () {
     assert.equal(await displays.nth(0).locator('img').count(), 0, 'no <img> for the bomb');
     assert.match(await displays.nth(0).innerText(), NOTE);
     assert.equal(await displays.nth(1).locator('img').count(), 1, 'the normal image is an <img>');
-    const natural = await displays.nth(1).locator('img').evaluate(async (img: HTMLImageElement) => (await img.decode(), img.naturalWidth));
+    const natural = await displays
+      .nth(1)
+      .locator('img')
+      .evaluate(async (img: HTMLImageElement) => (await img.decode(), img.naturalWidth));
     assert.equal(natural, 64);
     const set = await sources(p);
     assert.ok(set.length >= 1 && set.every((s) => !s.includes(BOMB)), `no image source of the page ever held the bomb (${set.length} set)`);
@@ -75,15 +79,14 @@ describe('the pixel cap in the panel (headless Chromium)', function () {
     await p.send({ type: 'init', protocol: 1, state: { ...hostState(), maxImagePixels: 3000 } });
     await recordImageSources(p);
     await p.sendEvents([...run('c2'), ev.display('c2', { data: { 'image/png': pngBase64(64, 48), 'text/plain': '<Figure>' } }), ...end('c2')]);
-    await p.sendEvents([
-      ...run('c3'),
-      ev.itemDone({ id: 'c3', outputs: [{ type: 'image', url: `data:image/png;base64,${BOMB}` }] }),
-      ...end('c3'),
-    ]);
+    await p.sendEvents([...run('c3'), ev.itemDone({ id: 'c3', outputs: [{ type: 'image', url: `data:image/png;base64,${BOMB}` }] }), ...end('c3')]);
     await p.whenIdle();
     const c2 = p.page.locator('section.card.exec[data-item-id="c2"]');
     assert.equal(await c2.locator('img').count(), 0);
-    assert.match(await c2.locator('.display').innerText(), /a PNG image of 64×48 pixels \(0\.00307 megapixels\) was not shown: the limit is 0\.003 megapixels per image/);
+    assert.match(
+      await c2.locator('.display').innerText(),
+      /a PNG image of 64×48 pixels \(0\.00307 megapixels\) was not shown: the limit is 0\.003 megapixels per image/,
+    );
     const c3 = p.page.locator('section.card.exec[data-item-id="c3"]');
     assert.equal(await c3.locator('img').count(), 0);
     assert.match(await c3.locator('.exec-image-note').innerText(), /a PNG image of 40,000×40,000 pixels/);
