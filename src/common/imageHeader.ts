@@ -194,7 +194,7 @@ function bmpHeader(s: ByteSource): ImageHeader | undefined {
   if (s.length < 26) return undefined;
   const dib = u32le(s, 14);
   if (dib === 12) return sized('BMP', u16le(s, 18), u16le(s, 20));
-  if (dib < 40 || s.length < 26) return undefined;
+  if (dib < 40) return undefined;
   return sized('BMP', i32le(s, 18), Math.abs(i32le(s, 22)));
 }
 
