@@ -87,6 +87,8 @@ export function base64Bytes(b64: string): number {
  * size, the cap, the setting) is its text/plain, so it stands where the image would have been.
  */
 export function capDisplayImages(d: DisplayOutput, maxPixels: number): DisplayOutput {
+  // A saved transcript may hold anything: a bundle that is not an object has no image to check.
+  if (!d.data || typeof d.data !== 'object') return d;
   let data: Record<string, unknown> | undefined;
   const notes: string[] = [];
   for (const [mime, value] of Object.entries(d.data)) {
