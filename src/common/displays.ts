@@ -4,6 +4,7 @@
  * the model reads for it. Pure functions over plain data: no Node, no DOM (the panel, the CLI, the notebook
  * export and the providers' history builders all use them).
  */
+import { checkImagePixels, imageSize } from './imageHeader';
 import { headTail, partNote } from './outputBudget';
 import type { CodeInterpreterCallItem, CodeOutput, DisplayOutput } from './events';
 
@@ -71,6 +72,8 @@ export function displayImageUrl(d: DisplayOutput): string | undefined {
   return undefined;
 }
 
+export { imageSize };
+
 /** Bytes a base64 string decodes to. */
 export function base64Bytes(b64: string): number {
   const n = b64.length;
@@ -78,48 +81,37 @@ export function base64Bytes(b64: string): number {
   return Math.max(0, Math.floor((n * 3) / 4) - pad);
 }
 
-function decodeHead(b64: string, bytes: number): Uint8Array {
-  const chars = Math.min(b64.length, Math.ceil(bytes / 3) * 4);
-  let bin: string;
-  try {
-    bin = atob(b64.slice(0, chars - (chars % 4)));
-  } catch {
-    return new Uint8Array(0);
+/**
+ * The display with every image its header does not allow (over `maxPixels`, or a header ./imageHeader does
+ * not read) taken out before anything decodes it. When no image is left, the note that says why (declared
+ * size, the cap, the setting) is its text/plain, so it stands where the image would have been.
+ */
+export function capDisplayImages(d: DisplayOutput, maxPixels: number): DisplayOutput {
+  // A saved transcript may hold anything: a bundle that is not an object has no image to check.
+  if (!d.data || typeof d.data !== 'object') return d;
+  let data: Record<string, unknown> | undefined;
+  const notes: string[] = [];
+  for (const [mime, value] of Object.entries(d.data)) {
+    if (!mime.startsWith('image/')) continue;
+    const text = mimeText(value);
+    if (text === undefined) continue;
+    const check = checkImagePixels(mime, text, maxPixels);
+    if (check.ok) continue;
+    data ??= { ...d.data };
+    delete data[mime];
+    if (!notes.includes(check.note)) notes.push(check.note);
   }
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  if (!data) return d;
+  let metadata = d.metadata;
+  if (metadata) {
+    metadata = Object.fromEntries(Object.entries(metadata).filter(([k]) => k in data! || !k.startsWith('image/')));
+    if (!Object.keys(metadata).length) metadata = undefined;
+  }
+  if (!Object.keys(data).some((m) => m.startsWith('image/'))) data['text/plain'] = notes.join('\n');
+  const out: DisplayOutput = { ...d, data };
+  if (metadata) out.metadata = metadata;
+  else delete out.metadata;
   return out;
-}
-
-/** Width and height of a PNG, GIF or JPEG from its first bytes (no full decode); undefined if unknown. */
-export function imageSize(mime: string, b64: string): { width: number; height: number } | undefined {
-  if (mime === 'image/png') {
-    const b = decodeHead(b64, 24);
-    if (b.length < 24 || b[12] !== 0x49 || b[13] !== 0x48 || b[14] !== 0x44 || b[15] !== 0x52) return undefined;
-    const width = ((b[16] << 24) | (b[17] << 16) | (b[18] << 8) | b[19]) >>> 0;
-    const height = ((b[20] << 24) | (b[21] << 16) | (b[22] << 8) | b[23]) >>> 0;
-    return { width, height };
-  }
-  if (mime === 'image/gif') {
-    const b = decodeHead(b64, 10);
-    if (b.length < 10) return undefined;
-    return { width: b[6] | (b[7] << 8), height: b[8] | (b[9] << 8) };
-  }
-  if (mime === 'image/jpeg') {
-    // Walk the segments to the first start-of-frame marker (bounded: the head of the file only).
-    const b = decodeHead(b64, 65536);
-    let i = 2;
-    for (let steps = 0; i + 9 < b.length && steps < 512; steps++) {
-      if (b[i] !== 0xff) return undefined;
-      const marker = b[i + 1];
-      const len = (b[i + 2] << 8) | b[i + 3];
-      if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
-        return { height: (b[i + 5] << 8) | b[i + 6], width: (b[i + 7] << 8) | b[i + 8] };
-      }
-      i += 2 + len;
-    }
-  }
-  return undefined;
 }
 
 /** "640×480" when the size is known. */

@@ -10,7 +10,8 @@
  * `call_tool` answering with the results recorded in the conversation, and top-level `return`.
  */
 import { base64ToText, parseDataUrl } from './dataUrl';
-import { mimeText } from './displays';
+import { capDisplayImages, mimeText } from './displays';
+import { DEFAULT_MAX_IMAGE_PIXELS } from './imageHeader';
 import type { CodeInterpreterCallItem, ContextCompacted } from './events';
 import { formatCount } from './format';
 import { fileLabel } from './outputLabels';
@@ -33,6 +34,8 @@ interface NotebookOptions {
   title?: string;
   provider?: string;
   model?: string;
+  /** codeact.outputs.maxImageMegapixels, in pixels: an image over it is exported as its note (default DEFAULT_MAX_IMAGE_PIXELS). */
+  maxImagePixels?: number;
 }
 
 export function conversationToNotebook(events: readonly TranscriptEvent[], options: NotebookOptions = {}): Record<string, unknown> {
@@ -68,7 +71,7 @@ export function conversationToNotebook(events: readonly TranscriptEvent[], optio
       if (e.text.trim()) cells.push({ cell_type: 'markdown', id: id(), metadata: { codeact: { role: 'assistant' } }, source: lines(e.text) });
       text.delete(e.item_id);
     } else if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
-      cells.push(codeCell(e.item, id(), ++count));
+      cells.push(codeCell(e.item, id(), ++count, options.maxImagePixels ?? DEFAULT_MAX_IMAGE_PIXELS));
     }
     if (cells.length !== before) promptAt = -1;
   }
@@ -104,14 +107,15 @@ function compactionCell(e: ContextCompacted, cellId: string): Cell {
   };
 }
 
-function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number): Cell {
+function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number, maxPixels: number): Cell {
   const outputs: unknown[] = [];
   let hasResult = false;
   for (const o of item.outputs) {
     if (o.type === 'logs') {
       if (o.logs) outputs.push({ output_type: 'stream', name: o.stream === 'stderr' ? 'stderr' : 'stdout', text: lines(o.logs) });
     } else if (o.type === 'display') {
-      const data = bundleData(o.data);
+      // Jupyter or VS Code decodes what the file holds: each image's header within the pixel cap, else its note.
+      const data = bundleData(capDisplayImages(o, maxPixels).data);
       if (!data) continue;
       const metadata = publicMetadata(o.metadata);
       if (o.result) {
@@ -119,7 +123,11 @@ function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number):
         outputs.push({ output_type: 'execute_result', execution_count: count, data, metadata });
       } else outputs.push({ output_type: 'display_data', data, metadata });
     } else if (o.type === 'image') {
-      outputs.push({ output_type: 'display_data', data: imageData(o.url), metadata: {} });
+      outputs.push({
+        output_type: 'display_data',
+        data: bundleData(capDisplayImages({ type: 'display', data: imageData(o.url) }, maxPixels).data),
+        metadata: {},
+      });
     } else if (o.type === 'file') {
       const note = o.note;
       outputs.push({ output_type: 'display_data', data: { 'text/plain': [`[file ${fileLabel(o)}${note ? `: ${note}` : ''}]`] }, metadata: {} });

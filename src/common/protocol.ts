@@ -91,6 +91,8 @@ export interface HostState {
   workspace?: WorkspaceState | null;
   /** The interpreter that runs the code (absent: not known). */
   python?: { label: string; path: string; source: string };
+  /** codeact.outputs.maxImageMegapixels, in pixels: the panel checks each image's header against it before it draws it (absent: the default). */
+  maxImagePixels?: number;
 }
 
 /** The folder bar: the workspace's folders, and the one the chat's turns run in (`gone`: no longer open). */

@@ -353,7 +353,12 @@ export async function exportNotebook(controller: CodeActController, conversation
     title: 'Export Conversation as Notebook',
   });
   if (!target) return;
-  const nb = conversationToNotebook(convo.events, { title: convo.meta.title, provider: convo.meta.provider, model: convo.meta.model });
+  const nb = conversationToNotebook(convo.events, {
+    title: convo.meta.title,
+    provider: convo.meta.provider,
+    model: convo.meta.model,
+    maxImagePixels: controller.settings.maxImagePixels,
+  });
   await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(nb, null, 1) + '\n'));
   const open = await vscode.window.showInformationMessage(`CodeAct: exported to ${vscode.workspace.asRelativePath(target)}.`, 'Open');
   if (open) await vscode.commands.executeCommand('vscode.openWith', target, 'jupyter-notebook').then(undefined, () => vscode.window.showTextDocument(target));
@@ -381,6 +386,7 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
     this.outputs = new PanelOutputs({
       apis: { ...vscodePanelOutputsApis, workspaceFolder: () => codeact.folders.current().folder },
       execution: (id) => codeact.fullOutput(id),
+      maxImagePixels: () => codeact.settings.maxImagePixels,
     });
   }
 

@@ -53,6 +53,7 @@ export async function hostStateOf(x: HostStateInputs): Promise<HostState> {
     conversationId: x.conversation?.id,
     conversationTitle: x.conversation?.meta.title,
     version: x.version,
+    maxImagePixels: s.maxImagePixels,
   };
 }
 

@@ -7,6 +7,7 @@
  */
 import { parseDataUrl, textToBase64 } from '../common/dataUrl';
 import { imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
+import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../common/imageHeader';
 import { logsOf, type CodeInterpreterCallItem } from '../common/events';
 import { clip, formatElapsed } from '../common/format';
 import { approxBytes, fileLabel, filesOf, outputCountsLabel } from '../common/outputLabels';
@@ -49,7 +50,7 @@ interface HoverImage {
 }
 
 /** The images of an execution as data URLs we built from checked base64 (raster and SVG; remote URLs left out). */
-function imagesOf(item: CodeInterpreterCallItem): Array<HoverImage | { label: string; note: string }> {
+function imagesOf(item: CodeInterpreterCallItem, maxPixels: number): Array<HoverImage | { label: string; note: string }> {
   const out: Array<HoverImage | { label: string; note: string }> = [];
   let n = 0;
   for (const o of item.outputs ?? []) {
@@ -83,6 +84,12 @@ function imagesOf(item: CodeInterpreterCallItem): Array<HoverImage | { label: st
       out.push({ label, note: 'not a valid image' });
       continue;
     }
+    // The hover decodes it: its header within the pixel cap first.
+    const pixels = checkImagePixels(mime, base64, maxPixels);
+    if (!pixels.ok) {
+      out.push({ label, note: pixels.note });
+      continue;
+    }
     // Only a width is given (the height follows the image's own ratio): no wider than 320 px, no taller than 200.
     const w = width ?? size?.width;
     const h = width ? height : size?.height;
@@ -94,8 +101,8 @@ function imagesOf(item: CodeInterpreterCallItem): Array<HoverImage | { label: st
 }
 
 /** The markdown of the images, within the budget: the first ones that fit, then a note for the rest. */
-function imageMarkdown(item: CodeInterpreterCallItem): string {
-  const images = imagesOf(item);
+function imageMarkdown(item: CodeInterpreterCallItem, maxPixels: number): string {
+  const images = imagesOf(item, maxPixels);
   if (!images.length) return '';
   const parts: string[] = [];
   let chars = 0;
@@ -122,7 +129,7 @@ function imageMarkdown(item: CodeInterpreterCallItem): string {
 }
 
 /** The hover of a finished run, as parts for a MarkdownString (markdown we wrote, code blocks for the rest). */
-export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
+export function hoverParts(item: CodeInterpreterCallItem, maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS): HoverPart[] {
   const parts: HoverPart[] = [];
   const md = (text: string) => parts.push({ kind: 'markdown', text });
   const code = (text: string, language = 'text') => parts.push({ kind: 'code', text, language });
@@ -134,7 +141,7 @@ export function hoverParts(item: CodeInterpreterCallItem): HoverPart[] {
   const stderr = logsOf(item, 'stderr');
   const lastPart = (s: string) => (s.length > CLIP ? '…' + s.slice(-CLIP) : s);
   // The images first: what the person hovers for, in view without scrolling.
-  const images = imageMarkdown(item);
+  const images = imageMarkdown(item, maxImagePixels);
   if (images) md(`${images}\n\n`);
   if (stdout) {
     md('stdout:');

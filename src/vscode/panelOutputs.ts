@@ -10,6 +10,7 @@ import { copyFile, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
+import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS, imageHeader } from '../common/imageHeader';
 import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
@@ -23,6 +24,9 @@ const IMAGE_FILTERS: Record<string, Record<string, string[]>> = {
   'image/webp': { 'WebP image': ['webp'] },
   'image/svg+xml': { 'SVG image': ['svg'] },
 };
+
+/** The format ../common/imageHeader reads from the bytes of each raster type the panel sends. */
+const FORMAT: Record<string, string> = { 'image/png': 'PNG', 'image/jpeg': 'JPEG', 'image/gif': 'GIF', 'image/webp': 'WebP' };
 
 /** VS Code's image preview (the built-in media preview): SVG opens as text unless asked for it. */
 export const IMAGE_PREVIEW = 'imagePreview.previewEditor';
@@ -43,6 +47,8 @@ interface PanelOutputsDeps {
   execution(itemId: string): CodeInterpreterCallItem | undefined;
   /** Where opened images are written (a folder of our own under the system's temporary folder by default). */
   tempRoot?: string;
+  /** codeact.outputs.maxImageMegapixels, in pixels: the full-size view opens no image over it (default DEFAULT_MAX_IMAGE_PIXELS). */
+  maxImagePixels?(): number;
 }
 
 export class PanelOutputs {
@@ -57,7 +63,7 @@ export class PanelOutputs {
     const buf = m.mime === 'image/svg+xml' ? Buffer.from(m.data, 'utf8') : Buffer.from(m.data, 'base64');
     if (!buf.length) throw new Error('The image is empty.');
     if (buf.length > MAX_IMAGE_BYTES) throw new Error(`The image is over ${MAX_IMAGE_BYTES / 1024 / 1024} MB.`);
-    if (m.mime === 'image/svg+xml' ? !/<svg[\s>]/i.test(buf.subarray(0, 65536).toString('utf8')) : !magicMatches(m.mime, buf)) {
+    if (m.mime === 'image/svg+xml' ? !/<svg[\s>]/i.test(buf.subarray(0, 65536).toString('utf8')) : imageHeader(buf)?.format !== FORMAT[m.mime]) {
       throw new Error(`That is not a ${m.mime === 'image/svg+xml' ? 'SVG' : m.mime.slice(6).toUpperCase()} image.`);
     }
     return buf;
@@ -66,6 +72,9 @@ export class PanelOutputs {
   /** Writes the image to a temporary file (one per image content) and opens it in an editor tab. */
   async openImage(m: ImageMessage): Promise<string> {
     const buf = this.bytes(m);
+    // The image preview decodes it at full size: its header within the pixel cap first.
+    const pixels = checkImagePixels(m.mime, buf, this.deps.maxImagePixels?.() ?? DEFAULT_MAX_IMAGE_PIXELS);
+    if (!pixels.ok) throw new Error(pixels.note);
     const dir = join(this.tempRoot, createHash('sha256').update(buf).digest('hex').slice(0, 16));
     const file = join(dir, safeName(m.name));
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -132,20 +141,4 @@ function safeName(name: string): string {
     .replace(/[^\w.-]+/g, '_')
     .replace(/^\.+/, '');
   return base.slice(0, 100) || 'image';
-}
-
-/** The file's first bytes say it is what its type says. */
-function magicMatches(mime: string, b: Buffer): boolean {
-  switch (mime) {
-    case 'image/png':
-      return b.length > 8 && b[0] === 0x89 && b.subarray(1, 4).toString('latin1') === 'PNG';
-    case 'image/jpeg':
-      return b.length > 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff;
-    case 'image/gif':
-      return b.subarray(0, 4).toString('latin1') === 'GIF8';
-    case 'image/webp':
-      return b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP';
-    default:
-      return false;
-  }
 }

@@ -53,10 +53,10 @@ function targetOf(editor: vscode.TextEditor, atLine?: number): { code: string; s
 }
 
 /** The hover of a finished run: its parts (./inlineResult) in a MarkdownString that runs no command but "Open in CodeAct panel". */
-function hoverOf(item: CodeInterpreterCallItem): vscode.MarkdownString {
+function hoverOf(item: CodeInterpreterCallItem, maxImagePixels: number): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.supportHtml = false;
-  for (const part of hoverParts(item)) {
+  for (const part of hoverParts(item, maxImagePixels)) {
     if (part.kind === 'markdown') md.appendMarkdown(part.text);
     else md.appendCodeblock(part.text, part.language);
   }
@@ -224,7 +224,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     const r = (this.results.get(doc.uri.toString()) ?? []).find(
       (x) => x.line === pos.line || (x.item.error?.line && x.startLine + x.item.error.line - 1 === pos.line),
     );
-    return r ? new vscode.Hover(hoverOf(r.item)) : undefined;
+    return r ? new vscode.Hover(hoverOf(r.item, this.controller.settings.maxImagePixels)) : undefined;
   }
 
   provideCodeLenses(doc: vscode.TextDocument): vscode.CodeLens[] {

@@ -6,6 +6,7 @@
  */
 import { isHostMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type ConversationSummary, type HostState, type HostToWebview, type WebviewToHost } from '../common/protocol';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../common/imageHeader';
 import { applyEvent, buildTranscript, createTranscript, findTurn, isBusy, type TranscriptEvent, type TranscriptModel } from '../common/transcript';
 import { Composer } from './composer';
 import { h, setText, toggle } from './dom';
@@ -73,7 +74,11 @@ export class App {
     this.host = initialHost ?? saved?.host;
     this.conversations = saved?.conversations;
 
-    const ctx: ViewContext = { post: (m) => this.post(m), announce: (t) => this.announce(t) };
+    const ctx: ViewContext = {
+      post: (m) => this.post(m),
+      announce: (t) => this.announce(t),
+      maxImagePixels: () => validPixelCap(this.host?.maxImagePixels),
+    };
 
     // header
     this.variables = new VariablesView((m) => this.post(m));
@@ -438,4 +443,9 @@ export class App {
       if (/^(https?:|mailto:)/i.test(href)) this.post({ type: 'openLink', href });
     }
   }
+}
+
+/** The host's pixel cap, when it is a positive number; the default otherwise (an older host, or none yet). */
+function validPixelCap(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : DEFAULT_MAX_IMAGE_PIXELS;
 }

@@ -5,7 +5,7 @@
  * in the JSON tree. Every text is bounded.
  */
 import type { DisplayOutput } from '../common/events';
-import { mimeText, preferredMime } from '../common/displays';
+import { capDisplayImages, mimeText, preferredMime } from '../common/displays';
 import { countNewlines } from '../common/transcript';
 import { formatCount, h } from './dom';
 import { lazyHtmlOutput } from './htmlOutput';
@@ -51,7 +51,9 @@ function textBlock(text: string, cls: string): HTMLElement {
 }
 
 /** The element of a display. `n`: its image number in the execution, when it is an image. */
-export function renderDisplay(d: DisplayOutput, n: number, env: ImageEnv): HTMLElement {
+export function renderDisplay(shown: DisplayOutput, n: number, env: ImageEnv): HTMLElement {
+  // Each image's header within the pixel cap before an <img> (or the full-size view) can decode it.
+  const d = capDisplayImages(shown, env.maxImagePixels());
   const mime = preferredMime(d.data);
   const wrap = h('div', { class: `display${d.result ? ' display-result' : ''}`, 'data-mime': mime ?? 'none' });
   if (mime === undefined) {

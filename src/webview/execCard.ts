@@ -8,6 +8,8 @@ import { countNewlines } from '../common/transcript';
 import { isDiscoveryCall } from '../common/tools';
 import { discoveryText, toolsSectionLabel } from './discoveryCall';
 import { formatElapsed } from '../common/format';
+import { parseDataUrl } from '../common/dataUrl';
+import { checkImagePixels } from '../common/imageHeader';
 import { argsPreview, formatCount, h, setText, toggle, uid } from './dom';
 import { IncrementalHighlighter } from './highlight';
 import { icon, spinner, type IconName } from './icons';
@@ -397,9 +399,7 @@ export class ExecRenderer implements ItemRenderer {
   private syncExtras(x: ExecView): void {
     if (x.images.length > this.images) {
       for (let i = this.images; i < x.images.length; i++) {
-        const url = x.images[i];
-        const img = h('img', { src: safeImageUrl(url), alt: `Image ${i + 1} produced by the code`, loading: 'lazy' });
-        this.files.el.before(h('figure', { class: 'exec-image' }, img));
+        this.files.el.before(hostedImage(x.images[i], i + 1, this.ctx.maxImagePixels()));
       }
       this.images = x.images.length;
     }
@@ -452,9 +452,18 @@ function shortId(id: string): string {
   return id.length > 14 ? `${id.slice(0, 12)}…` : id;
 }
 
-/** Images may only be data URLs of raster types or local resources; anything else shows nothing. */
-function safeImageUrl(url: string): string {
-  if (/^data:image\/(png|jpe?g|gif|webp|bmp);base64,/i.test(url)) return url;
-  if (/^(https:\/\/file\+\.vscode-resource\.|vscode-webview-resource:|vscode-resource:)/i.test(url)) return url;
-  return 'data:image/gif;base64,R0lGODlhAQABAAAAACH5BAEKAAEALAAAAAABAAEAAAICTAEAOw==';
+/**
+ * An image of a hosted sandbox: only a data URL of a raster type whose header is within the pixel cap
+ * becomes an `<img>`; anything else (over the cap, no size we read, another kind of URL) is a note.
+ */
+function hostedImage(url: string, n: number, maxPixels: number): HTMLElement {
+  const parsed = parseDataUrl(url);
+  const raster = parsed && /^image\/(png|jpeg|gif|webp|bmp)$/.test(parsed.mime) ? parsed : undefined;
+  const check = raster ? checkImagePixels(raster.mime, raster.base64, maxPixels) : undefined;
+  if (!check?.ok) {
+    const note =
+      check?.note ?? `[codeact: image ${n} was not shown: it is not a PNG, JPEG, GIF, WebP or BMP data URL, so its size cannot be read before it decodes.]`;
+    return h('div', { class: 'display-note exec-image-note', text: note });
+  }
+  return h('figure', { class: 'exec-image' }, h('img', { src: url, alt: `Image ${n} produced by the code`, loading: 'lazy' }));
 }

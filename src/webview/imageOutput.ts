@@ -15,6 +15,8 @@ import { iconButton } from './viewKit';
 export interface ImageEnv {
   post(message: WebviewToHost): void;
   announce(text: string): void;
+  /** The largest image drawn, in pixels from its header: a larger one is a note, never an `<img>`. */
+  maxImagePixels(): number;
 }
 
 /** The image of a display: its MIME type and content (base64 for raster, the SVG text for SVG). */

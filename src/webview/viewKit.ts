@@ -7,6 +7,8 @@ import { icon, type IconName } from './icons';
 export interface ViewContext {
   post(message: WebviewToHost): void;
   announce(text: string): void;
+  /** The largest image the panel draws, in pixels from its header (the host's codeact.outputs.maxImageMegapixels). */
+  maxImagePixels(): number;
 }
 
 export interface ItemRenderer {

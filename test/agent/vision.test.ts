@@ -19,7 +19,8 @@ import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/r
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ConversationItem, ProviderConfig, ProviderId } from '../../src/core/providers/shared/types';
 import { noSessions, type ExecuteOptions, type ExecuteRequest, type Runtime } from '../../src/core/runtime/types';
-import { execItem, makeImages, pngDisplay, svgDisplay, tableDisplay } from '../support/images';
+import { attached, execItem, executionTurn, makeImages, pngDisplay, svgDisplay, tableDisplay } from '../support/images';
+import { pngDeclaring } from '../support/png';
 import { chatTurnsWith, DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
@@ -45,6 +46,10 @@ class DisplayRuntime implements Runtime {
 }
 
 let PNG: string[] = [];
+/** A PNG of a few hundred bytes whose header declares 40000×40000: a pixel bomb. */
+const BOMB = pngDeclaring(40000, 40000).toString('base64');
+const BOMB_NOTE =
+  /\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/;
 
 describe('agent: what the model reads and sees of an execution', function () {
   this.timeout(60_000);
@@ -126,6 +131,7 @@ describe('agent: what the model reads and sees of an execution', function () {
       'plot_a()': [{ type: 'logs', logs: 'a\n' }, pngDisplay(PNG[0]), tableDisplay(), svgDisplay()],
       'plot_b()': [pngDisplay(PNG[1]), pngDisplay(PNG[2])],
       'plot_c()': [pngDisplay(PNG[2])],
+      'bomb()': [pngDisplay(BOMB), pngDisplay(PNG[0])],
     });
 
     async function agentFor(provider: ProviderId, extra: Partial<AgentOptions> = {}, config: Partial<ProviderConfig> = {}, model = DEFAULT_MODELS[provider]) {
@@ -214,6 +220,41 @@ describe('agent: what the model reads and sees of an execution', function () {
         outs[1].output.map((p: Json) => p.type),
         ['input_text', 'input_image', 'input_image'],
       );
+    });
+
+    it('a pixel bomb reaches the request as the note, never as the image: the tool result says why, the normal image is attached', async () => {
+      const { agent } = await agentFor('anthropic');
+      server.push(turn().call('execute_tool_code', { code: 'bomb()' }, { id: 'toolu_X' }), turn().text('ok'));
+      const result = await agent.run([], 'plot');
+      assert.equal(result.status, 'completed', JSON.stringify(result.error));
+      const body = server.turns[1].body;
+      const tool = (body.messages.at(-1).content as Json[])[0];
+      assert.deepEqual(
+        tool.content.map((c: Json) => c.type),
+        ['text', 'image'],
+      );
+      const text = JSON.parse(tool.content[0].text);
+      assert.match(text.displays[0], BOMB_NOTE);
+      assert.equal(text.displays[1], '[image 64×48, PNG]');
+      assert.equal(tool.content[1].source.data, PNG[0]);
+      assert.ok(!JSON.stringify(body).includes(BOMB), 'the bomb is nowhere in the request');
+    });
+
+    it('a bomb kept in a saved conversation is checked again at each request: a stand-in with the note goes instead', async () => {
+      const { agent } = await agentFor('openai');
+      const history = executionTurn(1, [attached(BOMB, 640, 480, 1), attached(PNG[1], 32, 24, 1)]);
+      server.push(turn().text('ok'));
+      const result = await agent.run(history, 'again');
+      assert.equal(result.status, 'completed', JSON.stringify(result.error));
+      const body = server.turns[0].body;
+      const out = (body.input as Json[]).find((i) => i.type === 'function_call_output')!;
+      assert.deepEqual(
+        out.output.map((p: Json) => p.type),
+        ['input_text', 'input_image'],
+      );
+      assert.match(out.output[0].text, /\n\[image from execution 1, not attached\] \[codeact: a PNG image of 40,000×40,000 pixels/);
+      assert.equal(out.output[1].image_url, `data:image/png;base64,${PNG[1]}`);
+      assert.ok(!JSON.stringify(body).includes(BOMB), 'the bomb is nowhere in the request');
     });
 
     it('openai-compatible without the setting: the description and the result say the model cannot see the images', async () => {

@@ -2,6 +2,8 @@ import * as assert from 'node:assert/strict';
 import type { TranscriptEvent } from '../../src/common/transcript';
 import { conversationToNotebook } from '../../src/common/notebook';
 import type { CodeInterpreterCallItem } from '../../src/common/events';
+import { makeImages } from '../support/images';
+import { pngBase64, pngDeclaring } from '../support/png';
 import { RICH_OUTPUTS } from '../support/richOutputs';
 
 /** The notebook of one execution, and its code cell (the last cell). */
@@ -30,7 +32,7 @@ describe('notebook export', () => {
           outputs: [
             { type: 'logs', logs: 'hi\n' },
             { type: 'logs', logs: 'warn\n', stream: 'stderr' },
-            { type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' },
+            { type: 'image', url: `data:image/png;base64,${pngBase64(2, 2)}` },
           ],
           value: 85,
           error: null,
@@ -66,7 +68,7 @@ describe('notebook export', () => {
       ['stream', 'stream', 'display_data', 'execute_result'],
     );
     assert.equal(code.outputs[1].name, 'stderr');
-    assert.equal(code.outputs[2].data['image/png'], 'iVBORw0KGgo=');
+    assert.equal(code.outputs[2].data['image/png'], pngBase64(2, 2));
     assert.equal(code.outputs[3].data['application/json'], 85);
     assert.equal(nb.cells[3].outputs[0].ename, 'ZeroDivisionError');
     assert.deepEqual(nb.cells[4].source, ['**85** lamps.']);
@@ -98,10 +100,11 @@ describe('notebook export', () => {
 
   it("turns hosted sandboxes' data-URL images into display_data of their type (SVG as text), a remote URL into text", () => {
     const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="2"/>';
+    const [jpeg] = makeImages([{ width: 4, height: 3, format: 'JPEG' }]);
     const { cell } = exportOne({
       runtime: 'openai',
       outputs: [
-        { type: 'image', url: `data:image/jpeg;base64,/9j/4AAQ` },
+        { type: 'image', url: `data:image/jpeg;base64,${jpeg}` },
         { type: 'image', url: `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}` },
         { type: 'image', url: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}` },
         { type: 'image', url: 'https://example.com/x.png' },
@@ -111,10 +114,25 @@ describe('notebook export', () => {
       cell.outputs.map((o: any) => Object.keys(o.data)),
       [['image/jpeg', 'text/plain'], ['image/svg+xml', 'text/plain'], ['image/svg+xml', 'text/plain'], ['text/plain']],
     );
-    assert.equal(cell.outputs[0].data['image/jpeg'], '/9j/4AAQ');
+    assert.equal(cell.outputs[0].data['image/jpeg'], jpeg);
     assert.deepEqual(cell.outputs[1].data['image/svg+xml'], [svg]);
     assert.deepEqual(cell.outputs[2].data['image/svg+xml'], [svg]);
     assert.deepEqual(cell.outputs[3].data['text/plain'], ['<image at https://example.com/x.png>']);
+  });
+
+  it('exports no image whose header declares more than the pixel cap (a display or a hosted image): its note instead', () => {
+    const bomb = pngDeclaring(40000, 40000).toString('base64');
+    const { cell } = exportOne({
+      outputs: [
+        { type: 'display', data: { 'image/png': bomb, 'text/plain': '<Figure>' } },
+        { type: 'image', url: `data:image/png;base64,${bomb}` },
+      ],
+    });
+    assert.ok(!JSON.stringify(cell).includes(bomb), 'the bomb is not in the file');
+    for (const o of cell.outputs) {
+      assert.deepEqual(Object.keys(o.data), ['text/plain']);
+      assert.match(o.data['text/plain'].join(''), /^\[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown/);
+    }
   });
 
   it('a display without usable data is left out; garbage metadata becomes {}', () => {

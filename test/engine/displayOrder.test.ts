@@ -135,7 +135,7 @@ describe('rich outputs on the local guest: order, caps, files (host side)', () =
   });
 
   it('caps displays by size, by count and by total, each with one note', () => {
-    const b = new DisplayBudget({ maxDisplayBytes: 100, maxDisplayTotalBytes: 250, maxDisplays: 3, hidpi: false });
+    const b = new DisplayBudget({ maxDisplayBytes: 100, maxDisplayTotalBytes: 250, maxDisplays: 3, hidpi: false, maxImagePixels: 1e6 });
     const big = b.take({ data: { 'text/plain': 'x'.repeat(101) } });
     assert.ok(
       !big.ok && /a display of 101 bytes was not shown; the limit is 100 bytes per display \(codeact\.outputs\.maxDisplayMB\)/.test(big.note ?? ''),

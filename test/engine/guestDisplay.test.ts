@@ -206,6 +206,31 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9
     );
   });
 
+  it('never decodes to downscale an image whose header declares more than the pixel cap: a note says its size and the setting', async () => {
+    // 10000×10000 (100 megapixels: under Pillow's own bomb error, so Pillow alone would decode it), ~100 KB.
+    const r = await g.run(
+      [
+        'import struct, zlib',
+        'def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)',
+        'raw = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 10000, 10000, 8, 0, 0, 0, 0))',
+        'raw += chunk(b"IDAT", zlib.compress(bytes(10001 * 10000), 9)) + chunk(b"IEND", b"")',
+        'class Bomb:',
+        '    def _repr_png_(self): return raw',
+        'display(Bomb())',
+      ].join('\n'),
+      { display: { max_bytes: 50_000, max_pixels: 40_000_000 } },
+    );
+    assert.equal(r.complete.ok, true, JSON.stringify(r.complete.error));
+    assert.ok(
+      r.displays.every((d) => !('image/png' in d.data)),
+      'the bomb is not shown, not even downscaled',
+    );
+    assert.match(
+      plain(r.stderr),
+      /a 10000×10000 PNG image \(\d+ KB\) was not shown: it is over the 48\.8 KB limit per display, and it could not be made smaller \(it declares 10000×10000 pixels, over the 40-megapixel cap \(codeact\.outputs\.maxImageMegapixels\)\)/,
+    );
+  });
+
   it('without Pillow, replaces an image over the cap by a note; for a figure it says how to save it to a file', async () => {
     // A guest of its own: Pillow is blocked for the rest of its life.
     const alone = await startGuest();

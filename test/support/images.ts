@@ -7,8 +7,10 @@ import type { AttachedImage, CodeInterpreterCallItem, CodeOutput, DisplayOutput,
 
 const PYTHON = '/usr/bin/python3';
 
-/** Base64 images of the given sizes and formats (PNG by default), each a different colour. */
-export function makeImages(specs: { width: number; height: number; format?: 'PNG' | 'JPEG' | 'GIF' | 'WEBP' }[]): string[] {
+/** Base64 images of the given sizes and formats (PNG by default; `options` go to Pillow's save), each a different colour. */
+export function makeImages(
+  specs: { width: number; height: number; format?: 'PNG' | 'JPEG' | 'GIF' | 'WEBP' | 'BMP'; options?: Record<string, boolean | number> }[],
+): string[] {
   const script = [
     'import base64, io, json, sys',
     'from PIL import Image',
@@ -16,7 +18,7 @@ export function makeImages(specs: { width: number; height: number; format?: 'PNG
     'for i, s in enumerate(json.load(sys.stdin)):',
     '    img = Image.new("RGB", (s["width"], s["height"]), ((37 * i) % 256, (91 * i) % 256, 200))',
     '    buf = io.BytesIO()',
-    '    img.save(buf, s.get("format") or "PNG")',
+    '    img.save(buf, s.get("format") or "PNG", **s.get("options", {}))',
     '    out.append(base64.b64encode(buf.getvalue()).decode())',
     'print(json.dumps(out))',
   ].join('\n');

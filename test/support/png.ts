@@ -35,3 +35,22 @@ export function pngBytes(width: number, height: number, grey = 0x80): Buffer {
 export function pngBase64(width: number, height: number, grey = 0x80): string {
   return pngBytes(width, height, grey).toString('base64');
 }
+
+/**
+ * A PNG that declares `width`×`height` in its IHDR but holds the start of its rows only (a few hundred
+ * bytes): what a decoder would allocate is what the header says, so it stands for a decompression bomb
+ * without the test having to make one.
+ */
+export function pngDeclaring(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8;
+  ihdr[9] = 0;
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.alloc(Math.min(width + 1, 65536) * 4))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}

@@ -362,6 +362,15 @@ describe('vscode controller (fake seams)', () => {
       assert.deepEqual([s.trusted, s.busy, s.mode, s.runtime, s.conversationId], [true, false, 'local', 'local', undefined]);
     });
 
+    it("hostState carries the pixel cap (codeact.outputs.maxImageMegapixels, in pixels) for the panel's own check", async () => {
+      h = harness({});
+      assert.equal((await h.controller.hostState()).maxImagePixels, 40_000_000);
+      await h.controller.shutdown();
+      h.cleanup();
+      h = harness({ 'outputs.maxImageMegapixels': 2.5 });
+      assert.equal((await h.controller.hostState()).maxImagePixels, 2_500_000);
+    });
+
     it('invalid tool declarations are logged and shown once, with Open Settings', async () => {
       h = harness({ tools: [{ name: 'bad' }, lmToolDecl('missing')] });
       h.apis.warningAnswer = 'Open Settings';

@@ -7,7 +7,7 @@
 import * as assert from 'node:assert/strict';
 import type { CodeInterpreterCallItem, CodeOutput, DisplayOutput } from '../../src/common/events';
 import { HOVER_IMAGE_CHARS, hoverParts, inlineSummary, type HoverPart } from '../../src/vscode/inlineResult';
-import { pngBase64, pngBytes } from '../support/png';
+import { pngBase64, pngBytes, pngDeclaring } from '../support/png';
 
 function exec(outputs: CodeOutput[], extra: Partial<CodeInterpreterCallItem> = {}): CodeInterpreterCallItem {
   return {
@@ -113,6 +113,20 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
       ['image 2, 10×10'],
       'the next image that fits is drawn',
     );
+  });
+
+  it("draws no image whose header declares more than the pixel cap (a display or a hosted sandbox's image): a note says why", () => {
+    const bomb = pngDeclaring(40000, 40000).toString('base64');
+    const parts = hoverParts(exec([{ type: 'display', data: { 'image/png': bomb } }, { type: 'image', url: `data:image/png;base64,${bomb}` }, plot(10, 10)]));
+    const text = markdown(parts);
+    assert.ok(!text.includes(bomb), 'the bomb is not in the hover');
+    assert.match(text, /\*image 1, 40000×40000: \[codeact: a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels/);
+    assert.match(text, /\*image 2, 40000×40000: \[codeact: a PNG image of 40,000×40,000 pixels/);
+    assert.deepEqual(
+      images(parts).map((i) => i[0]),
+      ['image 3, 10×10'],
+    );
+    assert.deepEqual(images(hoverParts(exec([plot(64, 48)]), 1000)), [], 'the cap given (the setting, in pixels) holds too');
   });
 
   it('nothing from the code becomes a link, HTML or a command: bad base64 is refused, names and text stay in code blocks', () => {

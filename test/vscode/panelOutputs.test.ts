@@ -2,7 +2,8 @@
  * The panel's output actions on the host (src/vscode/panelOutputs.ts), through the fake seam, with real files
  * on disk: an image opened (written to a temporary file, VS Code's image preview for SVG) and saved (the
  * workspace folder and its name suggested); a file the code wrote opened, saved as a copy, its path copied;
- * a file gone with its session; a path the execution did not list; bad image data refused.
+ * a file gone with its session; a path the execution did not list; bad image data refused; no image over
+ * the pixel cap opened full size.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,7 @@ import type { ImageMessage, LocalFileMessage } from '../../src/common/outputMess
 import { parseWebviewMessage } from '../../src/common/protocolCheck';
 import { FileGoneError, IMAGE_PREVIEW, PanelOutputs } from '../../src/vscode/panelOutputs';
 import type { PanelOutputsApis, SaveDialogOptions } from '../../src/vscode/panelOutputs.apis';
+import { pngDeclaring } from '../support/png';
 import { pngBytes } from '../webview/support/png';
 
 class FakeOutputsApis implements PanelOutputsApis {
@@ -125,6 +127,18 @@ describe('panel output actions on the host (fake seams, real files)', () => {
     const file = await outputs.openImage(sneaky);
     assert.ok(file.startsWith(join(root, 'tmp-images')), file);
     assert.deepEqual(apis.opened.length, 1);
+  });
+
+  it('opens no image full size whose header declares more than the pixel cap: the note says why, nothing is written or opened', async () => {
+    const bomb = pngDeclaring(40000, 40000).toString('base64');
+    await assert.rejects(
+      outputs.openImage(image('image/png', bomb)),
+      /a PNG image of 40,000×40,000 pixels \(1,600 megapixels\) was not shown: the limit is 40 megapixels per image \(codeact\.outputs\.maxImageMegapixels\)/,
+    );
+    const low = new PanelOutputs({ apis, execution: () => undefined, tempRoot: join(root, 'tmp-low'), maxImagePixels: () => 1000 });
+    await assert.rejects(low.openImage(image('image/png', pngBytes(64, 48).toString('base64'))), /64×48 pixels .* the limit is 0\.001 megapixels/);
+    assert.deepEqual(apis.opened, []);
+    assert.equal(existsSync(join(root, 'tmp-images')) || existsSync(join(root, 'tmp-low')), false, 'no temporary file was written');
   });
 
   it('opens, saves a copy of, and copies the path of a file the execution wrote', async () => {

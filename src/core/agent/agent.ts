@@ -30,7 +30,7 @@ import type { BeforeRun, Runtime } from '../runtime/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type TextTurn } from './textProtocol';
 import { budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
-import { executionImages, executionSummary, toolResultText } from './executionResult';
+import { executionImages, executionSummary, toolResultText, withinPixelCap } from './executionResult';
 import { CodeStreams } from './codeStreams';
 import { TurnRetries, type RetryPolicy, type Sleep } from './retries';
 import { RunState, type AgentResult, type AgentStatus } from './runState';
@@ -397,13 +397,15 @@ export class AgentLoop {
         },
         { signal, onEvent: (e) => this.emit(e), onToolCall: withTools ? gateway.handler : undefined, beforeRun: this.options.beforeRun },
       );
-      const summary = executionSummary(item, {
+      // What the model reads and sees of it: no image over the pixel cap (the runtimes cap too; this is the request's own check).
+      const seen = withinPixelCap(item, this.images.maxPixels);
+      const summary = executionSummary(seen, {
         execution,
         outputChars: this.options.outputChars,
         kept: this.keepsOutputs && !item.session?.state_lost,
         installs: withTools && gateway.installs,
       });
-      return finish(summary, item.status !== 'completed', executionImages(item, `execution ${execution}`, this.images));
+      return finish(summary, item.status !== 'completed', executionImages(seen, `execution ${execution}`, this.images));
     }
     const tool = gateway.get(call.name);
     if (!tool || (tool.expose !== 'direct' && tool.expose !== 'both')) return fail(`Unknown function "${call.name}".`);

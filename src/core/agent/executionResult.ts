@@ -5,7 +5,8 @@
  * shape when the model sees images (src/core/providers/shared/history.ts decides which, per request).
  */
 import { logsOf, type AttachedImage, type CodeInterpreterCallItem, type FileOutput, type OutputItem } from '../../common/events';
-import { base64Bytes, displayModelText, displaysOf, imageSize, rasterImage } from '../../common/displays';
+import { base64Bytes, capDisplayImages, displayModelText, displaysOf, imageSize, rasterImage } from '../../common/displays';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { DEFAULT_IMAGE_BUDGET, type ImageBudget } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS, headTail, partNote, shareBudget } from '../../common/outputBudget';
@@ -138,6 +139,21 @@ export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryCont
 export function toolResultText(name: string, output: unknown, outputChars = DEFAULT_OUTPUT_CHARS): string {
   const json = jsonData(output);
   return headTail(json, Math.max(MIN_OUTPUT_CHARS, outputChars), partNote(`the result of ${quoteName(name)} (JSON)`, 'ask the tool for less'));
+}
+
+/**
+ * The execution as the model reads and sees it: every display's images within the pixel cap, checked from
+ * their headers (an image over it, or with no size we read, is the note that says so: common/displays.ts).
+ */
+export function withinPixelCap(item: CodeInterpreterCallItem, maxPixels = DEFAULT_MAX_IMAGE_PIXELS): CodeInterpreterCallItem {
+  let changed = false;
+  const outputs = item.outputs.map((o) => {
+    if (o.type !== 'display') return o;
+    const capped = capDisplayImages(o, maxPixels);
+    if (capped !== o) changed = true;
+    return capped;
+  });
+  return changed ? { ...item, outputs } : item;
 }
 
 /**

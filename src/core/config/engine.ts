@@ -89,6 +89,7 @@ export function runtimeLimitsFrom(config: EngineConfig): Partial<RuntimeLimits> 
     maxDisplayBytes: config.maxDisplayBytes,
     maxDisplayTotalBytes: config.maxExecutionDisplayBytes,
     hidpi: config.plotsHighDPI,
+    maxImagePixels: config.maxImagePixels,
     // Tool calls per execution (codeact.toolCalls.maxPerRun).
     maxToolCallsPerRun: config.maxToolCallsPerRun,
   };
@@ -125,7 +126,7 @@ export function toolSetFrom(
 
 /** The images a request to a model that sees them may carry (codeact.vision.maxImages / maxMB). */
 export function imageBudgetFrom(config: EngineConfig): ImageBudget {
-  return { maxImages: config.visionMaxImages, maxBytes: config.visionMaxBytes };
+  return { maxImages: config.visionMaxImages, maxBytes: config.visionMaxBytes, maxPixels: config.maxImagePixels };
 }
 
 /** The hosted-sandbox options of a turn. */

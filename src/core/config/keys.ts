@@ -78,6 +78,8 @@ export const SETTINGS = {
   // Rich outputs (display(), plots, tables): caps per display and per execution, in MB of the bundle.
   'outputs.maxDisplayMB': { type: 'number', default: 2, minimum: 0.01, maximum: 12, trust: 'any' },
   'outputs.maxExecutionMB': { type: 'number', default: 12, minimum: 0.01, maximum: 256, trust: 'any' },
+  // The largest image any place shows or sends, in megapixels from its header (common/imageHeader.ts).
+  'outputs.maxImageMegapixels': { type: 'number', default: 40, minimum: 0.01, maximum: 1000, trust: 'any' },
   // The output budget: the most characters of one result the model reads (common/outputBudget.ts).
   // Compaction starts past this share of the model's window (less the answer's room).
   'context.compactAt': { type: 'number', default: 0.75, minimum: 0.3, maximum: 0.95, trust: 'any' },

@@ -87,6 +87,8 @@ export interface EngineConfig {
   /** Rich outputs: the cap of one display, and of all displays of one execution, in bytes. */
   maxDisplayBytes: number;
   maxExecutionDisplayBytes: number;
+  /** The largest image (width × height, from its header) anything shows, decodes or sends to a model. */
+  maxImagePixels: number;
   /** The output budget: the most characters of one code or tool result the model reads. */
   outputModelChars: number;
   /** codeact.context.compactAt: compaction starts past this share of the usable window. */
@@ -244,6 +246,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     ).slice(0, 200) as string[],
     maxDisplayBytes: Math.round(pick('outputs.maxDisplayMB') * MB),
     maxExecutionDisplayBytes: Math.round(pick('outputs.maxExecutionMB') * MB),
+    maxImagePixels: Math.round(pick('outputs.maxImageMegapixels') * 1e6),
     outputModelChars: Math.floor(pick('outputs.modelChars')),
     contextCompactAt: pick('context.compactAt'),
     plotsHighDPI: pick('plots.highDPI'),

@@ -3,6 +3,7 @@
  * display is untrusted input), held to the per-display, per-execution and count caps, and turned into a
  * `DisplayOutput`. What the caps refuse becomes one clear note for the run's stderr; the run goes on.
  */
+import { capDisplayImages } from '../../common/displays';
 import type { DisplayOutput } from '../../common/events';
 import { formatBytes } from '../../common/format';
 
@@ -23,6 +24,8 @@ interface DisplayLimits {
   maxDisplays: number;
   /** Plots at twice the pixel density. */
   hidpi: boolean;
+  /** Largest image, in pixels (width × height from its header): a larger one, or an unreadable header, becomes a note. */
+  maxImagePixels: number;
 }
 
 const MIME = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,99}$/i;
@@ -122,7 +125,8 @@ export class DisplayBudget {
     if (this.total + n.bytes > maxDisplayTotalBytes) return this.refuse('total');
     if (!update) this.count++;
     this.total += n.bytes;
-    return { ok: true, display: n.display, bytes: n.bytes };
+    // Before anything on the host (or the panel, a notebook, a model) decodes it: its header within the pixel cap.
+    return { ok: true, display: capDisplayImages(n.display, this.limits.maxImagePixels), bytes: n.bytes };
   }
 
   private refuse(why: 'count' | 'total'): Taken {
@@ -148,8 +152,8 @@ export class DisplayBudget {
 }
 
 /** The display caps a guest applies, as the run frame (local) and the run call (Jupyter) carry them. */
-export function displayOptions(l: DisplayLimits): { max_bytes: number; max_total: number; max_count: number; hidpi: boolean } {
-  return { max_bytes: l.maxDisplayBytes, max_total: l.maxDisplayTotalBytes, max_count: l.maxDisplays, hidpi: l.hidpi };
+export function displayOptions(l: DisplayLimits): { max_bytes: number; max_total: number; max_count: number; hidpi: boolean; max_pixels: number } {
+  return { max_bytes: l.maxDisplayBytes, max_total: l.maxDisplayTotalBytes, max_count: l.maxDisplays, hidpi: l.hidpi, max_pixels: l.maxImagePixels };
 }
 
 /** The caps of the files a guest reports (and, locally, sends). */

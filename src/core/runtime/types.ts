@@ -7,6 +7,7 @@
  * executions of one session (`sessionId`) unless configured to start fresh each time.
  */
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind, VariablesSummary } from '../../common/events';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
 export interface ToolCallRequest {
@@ -137,6 +138,8 @@ export interface RuntimeLimits {
   maxFiles: number;
   /** Plots at twice the pixel density (shown at the same size). */
   hidpi: boolean;
+  /** Largest image a display may show, in pixels from its header (codeact.outputs.maxImageMegapixels). */
+  maxImagePixels: number;
 }
 
 /** Largest protocol frame a guest or kernel may send the host (a call_tool's arguments), unless configured. */
@@ -156,4 +159,5 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxFilesTotalBytes: 20 * 1024 * 1024,
   maxFiles: 50,
   hidpi: false,
+  maxImagePixels: DEFAULT_MAX_IMAGE_PIXELS,
 };

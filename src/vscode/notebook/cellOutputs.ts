@@ -11,7 +11,8 @@
  * stream and error outputs, and reopening brings them back.
  */
 import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, StreamName } from '../../common/events';
-import { mimeText } from '../../common/displays';
+import { capDisplayImages, mimeText } from '../../common/displays';
+import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { clip, formatElapsed } from '../../common/format';
 import { revealInvisible } from '../../common/invisibleChars';
 import { publicMetadata } from '../../common/notebook';
@@ -159,6 +160,8 @@ export class CellOutputWriter {
   constructor(
     private readonly sink: CellSink,
     private readonly order: () => number | undefined,
+    /** codeact.outputs.maxImageMegapixels, in pixels: no image over it reaches the cell (VS Code would decode it). */
+    private readonly maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS,
   ) {}
 
   private then<T>(step: () => PromiseLike<T>): Promise<T> {
@@ -274,7 +277,9 @@ export class CellOutputWriter {
     }
   }
 
-  private display(d: DisplayOutput, update: boolean): void {
+  private display(shown: DisplayOutput, update: boolean): void {
+    // Each image's header within the pixel cap before the cell (VS Code's renderer) gets it: else its note.
+    const d = capDisplayImages(shown, this.maxImagePixels);
     const items = displayItems(d);
     if (!items.length) return;
     const known = d.display_id ? this.displays.get(d.display_id) : undefined;

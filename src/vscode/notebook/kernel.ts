@@ -97,6 +97,7 @@ export class CodeActNotebookKernel implements vscode.Disposable {
       restart: (id) => codeact.endNotebookSession(id, 'restart'),
       close: async (id) => void (await codeact.endNotebookSession(id, 'close')),
       log: (line) => codeact.log.info(line),
+      maxImagePixels: () => codeact.settings.maxImagePixels,
     });
     const c = (this.controller = vscode.notebooks.createNotebookController(CONTROLLER_ID, NOTEBOOK_TYPE, 'CodeAct'));
     c.description = 'Python with your managed tools';

@@ -38,6 +38,8 @@ interface NotebookKernelDeps {
   /** Ends the session (the notebook closed). */
   close(sessionId: string): Promise<void>;
   log(line: string): void;
+  /** codeact.outputs.maxImageMegapixels, in pixels (absent: the default). */
+  maxImagePixels?(): number;
 }
 
 function notebookSessionId(uri: string): string {
@@ -118,7 +120,7 @@ export class NotebookKernelSession {
   private async runCell(code: string, cell: CellExecution, signal: AbortSignal, how?: { run?: RunCell; itemId?: string }): Promise<CodeInterpreterCallItem> {
     const order = ++this.order;
     cell.start(order);
-    const writer = new CellOutputWriter(cell, () => order);
+    const writer = new CellOutputWriter(cell, () => order, this.deps.maxImagePixels?.());
     writer.clear();
     const itemId = how?.itemId ?? newId('exec');
     let item: CodeInterpreterCallItem;

@@ -9,6 +9,7 @@ import type { AttachedImage, FunctionCallItem, FunctionCallOutputItem, OutputIte
 import { modelSeesImages, providerInfo } from './catalog';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type ProviderId, type TurnRequest } from './types';
 import { RASTER_MIMES, base64Bytes, displayModelText, sizeLabel } from '../../../common/displays';
+import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../../../common/imageHeader';
 
 /**
  * A neutral text rendering of a hosted item another provider produced (for cross-provider history).
@@ -134,10 +135,17 @@ function imagesOf(item: ConversationItem): AttachedImage[] {
   return item.images.slice(0, MAX_ITEM_IMAGES).filter(validImage);
 }
 
-function standIns(images: AttachedImage[], tooLarge: Set<AttachedImage>): string[] {
-  const lines = images
-    .slice(0, MAX_NOTE_LINES)
-    .map((img) => `[image ${sizeOf(img)}from ${sourceOf(img)}, ${tooLarge.has(img) ? 'too large to attach for this provider' : 'no longer attached'}]`);
+/** Why an image is left out when it is not the budget: too large for the provider, or its header over the pixel cap (the note). */
+type LeftOut = Map<AttachedImage, 'too large' | { note: string }>;
+
+function standIn(img: AttachedImage, why: LeftOut): string {
+  const w = why.get(img);
+  if (typeof w === 'object') return `[image from ${sourceOf(img)}, not attached] ${w.note}`;
+  return `[image ${sizeOf(img)}from ${sourceOf(img)}, ${w === 'too large' ? 'too large to attach for this provider' : 'no longer attached'}]`;
+}
+
+function standIns(images: AttachedImage[], why: LeftOut): string[] {
+  const lines = images.slice(0, MAX_NOTE_LINES).map((img) => standIn(img, why));
   const more = images.length - lines.length;
   if (more > 0) lines.push(`[${more} more image${more === 1 ? '' : 's'} from ${sourceOf(images[lines.length])}, not attached]`);
   return lines;
@@ -161,7 +169,8 @@ function planImages(history: ConversationItem[], o: HistoryImages): Map<Conversa
   let count = 0;
   let bytes = 0;
   let open = o.seesImages && budget.maxImages > 0;
-  const tooLarge = new Set<AttachedImage>();
+  const maxPixels = budget.maxPixels ?? DEFAULT_MAX_IMAGE_PIXELS;
+  const why: LeftOut = new Map();
   for (let i = history.length - 1; i >= 0; i--) {
     const item = history[i];
     const images = imagesOf(item);
@@ -177,7 +186,14 @@ function planImages(history: ConversationItem[], o: HistoryImages): Map<Conversa
       const size = base64Bytes(img.data);
       if (o.maxImageBase64 !== undefined && img.data.length > o.maxImageBase64) {
         // Over what the provider takes at all: left out, without closing the budget to older images.
-        tooLarge.add(img);
+        why.set(img, 'too large');
+        dropped.unshift(img);
+        continue;
+      }
+      // Read from its header, never decoded: an image over the pixel cap (or with no size we read) is a note.
+      const pixels = checkImagePixels(img.mime_type, img.data, maxPixels);
+      if (!pixels.ok) {
+        why.set(img, { note: pixels.note });
         dropped.unshift(img);
         continue;
       }
@@ -191,7 +207,7 @@ function planImages(history: ConversationItem[], o: HistoryImages): Map<Conversa
         dropped.unshift(img);
       }
     }
-    plans.set(item, { attached, notes: standIns(dropped, tooLarge) });
+    plans.set(item, { attached, notes: standIns(dropped, why) });
   }
   return plans;
 }

@@ -79,6 +79,8 @@ export type ConversationItem = OutputItem & { replay?: ReplayData; images?: Atta
 export interface ImageBudget {
   maxImages: number;
   maxBytes: number;
+  /** The largest image, in pixels from its header (codeact.outputs.maxImageMegapixels); absent: DEFAULT_MAX_IMAGE_PIXELS. */
+  maxPixels?: number;
 }
 
 /** The defaults of codeact.vision.maxImages and maxMB (src/core/config/keys.ts; a test checks they agree). */

@@ -38,7 +38,7 @@ class _LazyFormats:
 
 formats = _LazyFormats()
 
-DISPLAY_DEFAULTS = {"max_bytes": 2 << 20, "max_total": 12 << 20, "max_count": 200, "hidpi": False}
+DISPLAY_DEFAULTS = {"max_bytes": 2 << 20, "max_total": 12 << 20, "max_count": 200, "hidpi": False, "max_pixels": 40_000_000}
 MAX_METADATA = 64 << 10
 
 
@@ -77,6 +77,7 @@ class _State:
         self.max_total = _int(o.get("max_total"), DISPLAY_DEFAULTS["max_total"], 0)
         self.max_count = _int(o.get("max_count"), DISPLAY_DEFAULTS["max_count"], 0)
         self.hidpi = o.get("hidpi") is True
+        self.max_pixels = _int(o.get("max_pixels"), DISPLAY_DEFAULTS["max_pixels"], 1)
         self.shown = 0
         self.total = 0
         self.over_count = 0
@@ -244,7 +245,7 @@ def _send(b, extra, tname):
     info = []
     parts, size = _encode(b, lost, st.max_bytes, tname)
     if size > st.max_bytes:
-        size = _fit(b, parts, size, lost, info, st.max_bytes, tname)
+        size = _fit(b, parts, size, lost, info, st.max_bytes, tname, st.max_pixels)
     if not parts:
         for n in lost + info:
             _note(n)
@@ -328,7 +329,7 @@ def _part_size(mime, parts):
     return len(mime) + 4 + _nbytes(parts[mime])
 
 
-def _fit(b, parts, size, lost, info, max_bytes, tname):
+def _fit(b, parts, size, lost, info, max_bytes, tname, max_pixels=DISPLAY_DEFAULTS["max_pixels"]):
     """Makes the bundle fit max_bytes: images downscaled (Pillow), then the largest other outputs left
     out, then the text cut. Returns the new size; parts may end up empty."""
     import binascii
@@ -350,7 +351,7 @@ def _fit(b, parts, size, lost, info, max_bytes, tname):
         small = None
         if raw:
             try:
-                small = formats.downscale(mime, raw, room)
+                small = formats.downscale(mime, raw, room, max_pixels)
             except Exception as exc:  # Pillow could not read or shrink it
                 problem = str(exc) if isinstance(exc, ValueError) else formats._exc_text(exc)
         if small is not None:

@@ -418,9 +418,10 @@ def image_size(mime, raw):
     return None
 
 
-def downscale(mime, raw, budget):
+def downscale(mime, raw, budget, max_pixels=40_000_000):
     """(smaller bytes, (w0, h0), (w1, h1)) of the same format whose base64 fits in `budget` bytes;
-    None when Pillow cannot be imported; raises ValueError when it cannot be done."""
+    None when Pillow cannot be imported; raises ValueError when it cannot be done, and before decoding
+    anything when the header declares more than `max_pixels` (codeact.outputs.maxImageMegapixels)."""
     try:
         from PIL import Image
     except ImportError:
@@ -432,9 +433,14 @@ def downscale(mime, raw, budget):
         raise ValueError("the room left is too small for an image")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # Image.open reads the header only: the size is checked before anything is decoded.
         im = Image.open(io.BytesIO(raw))
+        w0, h0 = im.size
+        if w0 * h0 > max_pixels:
+            raise ValueError(
+                f"it declares {w0}×{h0} pixels, over the {max_pixels / 1e6:g}-megapixel cap (codeact.outputs.maxImageMegapixels)"
+            )
         im.load()
-    w0, h0 = im.size
     fmt = "JPEG" if mime == "image/jpeg" else "PNG"
     if fmt == "JPEG" and im.mode not in ("RGB", "L"):
         im = im.convert("RGB")

@@ -16,6 +16,8 @@ interface DisplayCaps {
   max_total: number;
   max_count: number;
   hidpi: boolean;
+  /** The pixel cap: the guest downscales no image whose header declares more (it is not decoded). */
+  max_pixels: number;
 }
 
 interface FileCaps {
