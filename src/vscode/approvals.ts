@@ -15,6 +15,7 @@ import type { InstallApproval } from '../core/runtime/install/installer';
 import type { TranscriptEvent } from '../common/transcript';
 import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
+import { allowancesOverride } from '../core/gateway/approvalPolicy';
 import type { BeforeRun } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
 import { revealInvisible } from '../common/invisibleChars';
@@ -128,7 +129,7 @@ export class Approvals {
    * allowed for this session runs without asking (the gateway still lets `deny` win).
    */
   policyOverride(alwaysAllow: readonly string[]): (tool: ManagedTool) => 'auto' | undefined {
-    return (tool) => (alwaysAllow.includes(tool.name) || this.sessionAllowed.has(tool.name) ? 'auto' : undefined);
+    return allowancesOverride(alwaysAllow, this.sessionAllowed);
   }
 
   /**
