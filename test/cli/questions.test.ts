@@ -1,0 +1,158 @@
+/**
+ * One question at a time on the CLI's terminal (issue 31, point 2): the built CLI on a real pseudo-terminal
+ * (script(1)), real command tools whose policy is `ask`, real Python. Two questions asked at once are asked
+ * one after the other, and each answer lands on its own question; a line typed while no question was on
+ * screen answers none; code review shows the whole code first.
+ */
+import * as assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { CLI, runCli, runCliOnPty, SCRIPT } from '../support/cli';
+import { waitFor } from '../support/wait';
+
+/** A command tool that says it ran, with its argument. */
+function tool(name: string) {
+  return {
+    name,
+    approval: 'ask',
+    command: ['python3', '-c', `import json, sys; a = json.load(sys.stdin); print(json.dumps({"ran": ${JSON.stringify(name)}, "x": a.get("x")}))`],
+    inputSchema: { type: 'object', properties: { x: { type: 'string' } } },
+  };
+}
+
+/** Calls `name`; the error's text when it is refused. */
+const ONE = `
+async def one(name):
+    try:
+        return await call_tool(name, x="for " + name)
+    except Exception as e:
+        return "refused: " + str(e)
+`;
+
+/** The value of the run (its last JSON event). */
+function valueOf(output: string): Record<string, unknown> {
+  const line = output
+    .split(/\r?\n/)
+    .filter((l) => l.includes('"response.output_item.done"'))
+    .at(-1);
+  assert.ok(line, `no result in:\n${output}`);
+  const json = line.slice(line.indexOf('{'));
+  return (JSON.parse(json) as { item: { value: Record<string, unknown> } }).item.value;
+}
+
+const count = (text: string, what: string) => text.split(what).length - 1;
+const ASKED = 'which needs your approval';
+
+describe('codeact run: one question at a time on the terminal', function () {
+  this.timeout(180_000);
+  let ws: string;
+  before(function () {
+    if (!existsSync(CLI) || !existsSync(SCRIPT)) this.skip();
+  });
+  beforeEach(() => {
+    ws = realpathSync(mkdtempSync(path.join(tmpdir(), 'codeact-cli-questions-')));
+    mkdirSync(path.join(ws, '.vscode'));
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [tool('a'), tool('b')] }));
+  });
+  afterEach(() => rmSync(ws, { recursive: true, force: true }));
+
+  it('asyncio.gather of two "ask" tools: the second question comes only once the first is answered, and each answer is its own', async () => {
+    writeFileSync(path.join(ws, 'both.py'), `import asyncio\n${ONE}\nra, rb = await asyncio.gather(one("a"), one("b"))\nreturn {"a": ra, "b": rb}\n`);
+    const cli = runCliOnPty(['run', path.join(ws, 'both.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    try {
+      // Both calls reached the host (each is announced before the gateway asks), and one question is on screen.
+      await waitFor(
+        () =>
+          /"type":"codeact\.tool_call\.started"[^\n]*"name":"a"/.test(cli.output) &&
+          /"type":"codeact\.tool_call\.started"[^\n]*"name":"b"/.test(cli.output) &&
+          cli.output.includes('Allow once (y), allow for this session (s), or deny (n)? [n] '),
+        { timeoutMs: 120_000, what: 'both calls announced and one question asked' },
+      );
+      const firstName = /The code calls the tool "(a|b)", which needs your approval/.exec(cli.output)?.[1];
+      assert.ok(firstName, cli.output);
+      const secondName = firstName === 'a' ? 'b' : 'a';
+      assert.equal(count(cli.output, ASKED), 1, `two questions on screen at once:\n${cli.output}`);
+      assert.match(cli.output, new RegExp(`"x": "for ${firstName}"`), 'the arguments are shown');
+      // Allow the first: only then is the second asked.
+      cli.type('y\r');
+      const after = await cli.expect(`The code calls the tool "${secondName}", which needs your approval`);
+      assert.equal(count(cli.output, ASKED), 2);
+      await cli.expect('Allow once (y), allow for this session (s), or deny (n)? [n] ', 'n');
+      assert.equal(await cli.exited, 0, cli.output);
+      assert.match(after, new RegExp(`"x": "for ${secondName}"`));
+      const value = valueOf(cli.output);
+      assert.deepEqual(value[firstName], { ran: firstName, x: `for ${firstName}` }, cli.output);
+      assert.match(String(value[secondName]), new RegExp(`^refused: The user denied the call to "${secondName}"\\.`), cli.output);
+    } finally {
+      cli.kill();
+    }
+  });
+
+  it('a line typed while no question is on screen answers none: the next question waits for its own', async () => {
+    const go = path.join(ws, 'go');
+    writeFileSync(
+      path.join(ws, 'typeahead.py'),
+      `import asyncio, os\n${ONE}\nra = await one("a")\nprint("between the questions", flush=True)\n` +
+        `while not os.path.exists(${JSON.stringify(go)}):\n    await asyncio.sleep(0.05)\nrb = await one("b")\nreturn {"a": ra, "b": rb}\n`,
+    );
+    const cli = runCliOnPty(['run', path.join(ws, 'typeahead.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    try {
+      await cli.expect('The code calls the tool "a"');
+      await cli.expect('or deny (n)? [n] ', 'y');
+      await cli.expect('between the questions');
+      // Typed now, with no question open; the terminal echoes it, so it is in the terminal's input.
+      cli.type('yes\r');
+      await cli.expect('yes');
+      writeFileSync(go, '');
+      await cli.expect('The code calls the tool "b"');
+      await cli.expect('or deny (n)? [n] ', 'n');
+      assert.equal(await cli.exited, 0, cli.output);
+      const value = valueOf(cli.output);
+      assert.deepEqual(value.a, { ran: 'a', x: 'for a' });
+      assert.match(String(value.b), /^refused: The user denied the call to "b"\./, cli.output);
+    } finally {
+      cli.kill();
+    }
+  });
+
+  it('"allow for this session" lets that tool (only) run again without asking', async () => {
+    writeFileSync(path.join(ws, 'twice.py'), `${ONE}\nr1 = await one("a")\nr2 = await one("a")\nr3 = await one("b")\nreturn {"r1": r1, "r2": r2, "r3": r3}\n`);
+    const cli = runCliOnPty(['run', path.join(ws, 'twice.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    try {
+      await cli.expect('The code calls the tool "a"');
+      await cli.expect('or deny (n)? [n] ', 's');
+      await cli.expect('The code calls the tool "b"');
+      await cli.expect('or deny (n)? [n] ', 'y');
+      assert.equal(await cli.exited, 0, cli.output);
+      assert.equal(count(cli.output, 'The code calls the tool "a"'), 1, 'asked once for "a"');
+      const value = valueOf(cli.output);
+      assert.deepEqual(value, { r1: { ran: 'a', x: 'for a' }, r2: { ran: 'a', x: 'for a' }, r3: { ran: 'b', x: 'for b' } });
+    } finally {
+      cli.kill();
+    }
+  });
+
+  it('code review (codeact.approval.reviewCode): the whole code, then Run or Deny; without a terminal it does not run and says why', async () => {
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.approval.reviewCode': true }));
+    const code = Array.from({ length: 30 }, (_, i) => `v${i} = ${i}`).join('\n') + '\nprint("ran the reviewed code")\nreturn v29\n';
+    writeFileSync(path.join(ws, 'review.py'), code);
+    const cli = runCliOnPty(['run', path.join(ws, 'review.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    try {
+      await cli.expect('The code below asks to run (codeact.approval.reviewCode is on). All of it, 33 lines:');
+      await cli.expect(' 1 | v0 = 0');
+      await cli.expect('30 | v29 = 29');
+      await cli.expect('32 | return v29');
+      await cli.expect('Run this code? [y/N] ', 'y');
+      assert.equal(await cli.exited, 0, cli.output);
+      assert.equal(valueOf(cli.output), 29);
+      assert.match(cli.output, /ran the reviewed code/);
+    } finally {
+      cli.kill();
+    }
+    const piped = await runCli(['run', path.join(ws, 'review.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    assert.equal(piped.code, 1, piped.stderr);
+    assert.doesNotMatch(piped.stdout, /"type":"codeact\.output\.delta"/, 'the code printed: it ran');
+    assert.match(piped.stdout, /codeact\.approval\.reviewCode is on, and nobody can review the code here \(stdin is not a terminal\)/);
+  });
+});
