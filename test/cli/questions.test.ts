@@ -5,18 +5,23 @@
  * screen answers none; code review shows the whole code first.
  */
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { CLI, runCli, runCliOnPty, SCRIPT } from '../support/cli';
 import { waitFor } from '../support/wait';
+import { TESTER } from '../security/support/asUser';
 
 /** A command tool that says it ran, with its argument. */
 function tool(name: string) {
   return {
     name,
     approval: 'ask',
-    command: ['python3', '-c', `import json, sys; a = json.load(sys.stdin); print(json.dumps({"ran": ${JSON.stringify(name)}, "x": a.get("x")}))`],
+    command: [
+      'python3',
+      '-c',
+      `import json, os, sys; a = json.load(sys.stdin); print(json.dumps({"ran": ${JSON.stringify(name)}, "x": a.get("x"), "uid": os.getuid()}))`,
+    ],
     inputSchema: { type: 'object', properties: { x: { type: 'string' } } },
   };
 }
@@ -57,37 +62,48 @@ describe('codeact run: one question at a time on the terminal', function () {
   });
   afterEach(() => rmSync(ws, { recursive: true, force: true }));
 
-  it('asyncio.gather of two "ask" tools: the second question comes only once the first is answered, and each answer is its own', async () => {
-    writeFileSync(path.join(ws, 'both.py'), `import asyncio\n${ONE}\nra, rb = await asyncio.gather(one("a"), one("b"))\nreturn {"a": ra, "b": rb}\n`);
-    const cli = runCliOnPty(['run', path.join(ws, 'both.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
-    try {
-      // Both calls reached the host (each is announced before the gateway asks), and one question is on screen.
-      await waitFor(
-        () =>
-          /"type":"codeact\.tool_call\.started"[^\n]*"name":"a"/.test(cli.output) &&
-          /"type":"codeact\.tool_call\.started"[^\n]*"name":"b"/.test(cli.output) &&
-          cli.output.includes('Allow once (y), allow for this session (s), or deny (n)? [n] '),
-        { timeoutMs: 120_000, what: 'both calls announced and one question asked' },
-      );
-      const firstName = /The code calls the tool "(a|b)", which needs your approval/.exec(cli.output)?.[1];
-      assert.ok(firstName, cli.output);
-      const secondName = firstName === 'a' ? 'b' : 'a';
-      assert.equal(count(cli.output, ASKED), 1, `two questions on screen at once:\n${cli.output}`);
-      assert.match(cli.output, new RegExp(`"x": "for ${firstName}"`), 'the arguments are shown');
-      // Allow the first: only then is the second asked.
-      cli.type('y\r');
-      const after = await cli.expect(`The code calls the tool "${secondName}", which needs your approval`);
-      assert.equal(count(cli.output, ASKED), 2);
-      await cli.expect('Allow once (y), allow for this session (s), or deny (n)? [n] ', 'n');
-      assert.equal(await cli.exited, 0, cli.output);
-      assert.match(after, new RegExp(`"x": "for ${secondName}"`));
-      const value = valueOf(cli.output);
-      assert.deepEqual(value[firstName], { ran: firstName, x: `for ${firstName}` }, cli.output);
-      assert.match(String(value[secondName]), new RegExp(`^refused: The user denied the call to "${secondName}"\\.`), cli.output);
-    } finally {
-      cli.kill();
-    }
-  });
+  for (const who of ['root', 'the unprivileged user'] as const)
+    it(`asyncio.gather of two "ask" tools, as ${who}: the second question comes only once the first is answered, and each answer is its own`, async () => {
+      writeFileSync(path.join(ws, 'both.py'), `import asyncio\n${ONE}\nra, rb = await asyncio.gather(one("a"), one("b"))\nreturn {"a": ra, "b": rb}\n`);
+      let as: { env: NodeJS.ProcessEnv; user?: typeof TESTER } = { env: {} };
+      if (who !== 'root') {
+        // The folder readable by the tester, and a home (the CLI's config folder) of its own.
+        const home = path.join(ws, 'home');
+        mkdirSync(home);
+        chownSync(home, TESTER.uid, TESTER.gid);
+        for (const p of [ws, path.join(ws, '.vscode')]) chmodSync(p, 0o755);
+        for (const p of [path.join(ws, 'both.py'), path.join(ws, '.vscode', 'settings.json')]) chmodSync(p, 0o644);
+        as = { env: { HOME: home, CODEACT_HOME: home }, user: TESTER };
+      }
+      const cli = runCliOnPty(['run', path.join(ws, 'both.py'), '--json', '--sandbox', 'none', '--workspace', ws], as.env, as.user);
+      try {
+        // Both calls reached the host (each is announced before the gateway asks), and one question is on screen.
+        await waitFor(
+          () =>
+            /"type":"codeact\.tool_call\.started"[^\n]*"name":"a"/.test(cli.output) &&
+            /"type":"codeact\.tool_call\.started"[^\n]*"name":"b"/.test(cli.output) &&
+            cli.output.includes('Allow once (y), allow for this session (s), or deny (n)? [n] '),
+          { timeoutMs: 120_000, what: 'both calls announced and one question asked' },
+        );
+        const firstName = /The code calls the tool "(a|b)", which needs your approval/.exec(cli.output)?.[1];
+        assert.ok(firstName, cli.output);
+        const secondName = firstName === 'a' ? 'b' : 'a';
+        assert.equal(count(cli.output, ASKED), 1, `two questions on screen at once:\n${cli.output}`);
+        assert.match(cli.output, new RegExp(`"x": "for ${firstName}"`), 'the arguments are shown');
+        // Allow the first: only then is the second asked.
+        cli.type('y\r');
+        const after = await cli.expect(`The code calls the tool "${secondName}", which needs your approval`);
+        assert.equal(count(cli.output, ASKED), 2);
+        await cli.expect('Allow once (y), allow for this session (s), or deny (n)? [n] ', 'n');
+        assert.equal(await cli.exited, 0, cli.output);
+        assert.match(after, new RegExp(`"x": "for ${secondName}"`));
+        const value = valueOf(cli.output);
+        assert.deepEqual(value[firstName], { ran: firstName, x: `for ${firstName}`, uid: as.user?.uid ?? 0 }, cli.output);
+        assert.match(String(value[secondName]), new RegExp(`^refused: The user denied the call to "${secondName}"\\.`), cli.output);
+      } finally {
+        cli.kill();
+      }
+    });
 
   it('a line typed while no question is on screen answers none: the next question waits for its own', async () => {
     const go = path.join(ws, 'go');
@@ -109,7 +125,7 @@ describe('codeact run: one question at a time on the terminal', function () {
       await cli.expect('or deny (n)? [n] ', 'n');
       assert.equal(await cli.exited, 0, cli.output);
       const value = valueOf(cli.output);
-      assert.deepEqual(value.a, { ran: 'a', x: 'for a' });
+      assert.deepEqual(value.a, { ran: 'a', x: 'for a', uid: 0 });
       assert.match(String(value.b), /^refused: The user denied the call to "b"\./, cli.output);
     } finally {
       cli.kill();
@@ -127,7 +143,7 @@ describe('codeact run: one question at a time on the terminal', function () {
       assert.equal(await cli.exited, 0, cli.output);
       assert.equal(count(cli.output, 'The code calls the tool "a"'), 1, 'asked once for "a"');
       const value = valueOf(cli.output);
-      assert.deepEqual(value, { r1: { ran: 'a', x: 'for a' }, r2: { ran: 'a', x: 'for a' }, r3: { ran: 'b', x: 'for b' } });
+      assert.deepEqual(value, { r1: { ran: 'a', x: 'for a', uid: 0 }, r2: { ran: 'a', x: 'for a', uid: 0 }, r3: { ran: 'b', x: 'for b', uid: 0 } });
     } finally {
       cli.kill();
     }

@@ -53,11 +53,13 @@ export interface CliOnPty {
   kill(): void;
 }
 
-export function runCliOnPty(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): CliOnPty {
+/** `user`: run as that user (the security tests run as root); give it an `env` HOME and CODEACT_HOME it can write. */
+export function runCliOnPty(args: string[], env: NodeJS.ProcessEnv = {}, user?: { uid: number; gid: number }): CliOnPty {
   const cmd = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], {
-    cwd,
+    cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', TERM: 'dumb', ...env },
+    ...(user ?? {}),
   });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
