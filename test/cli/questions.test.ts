@@ -8,7 +8,7 @@ import * as assert from 'node:assert/strict';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { CLI, runCli, runCliOnPty, SCRIPT } from '../support/cli';
+import { CLI, ROOT, runCli, runCliOnPty, SCRIPT } from '../support/cli';
 import { waitFor } from '../support/wait';
 import { TESTER } from '../security/support/asUser';
 
@@ -104,6 +104,47 @@ describe('codeact run: one question at a time on the terminal', function () {
         cli.kill();
       }
     });
+
+  it("two MCP servers' forms and an approval at once: one at a time, each answer to its own question and its own server", async () => {
+    const fixture = path.join(ROOT, 'test/fixtures/mcp/elicitServer.mjs');
+    const form = (name: string, server: string) => ({ name, mcp: { command: [process.execPath, fixture, server], tool: 'ask' } });
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [tool('a'), form('form1', 'one'), form('form2', 'two')] }));
+    writeFileSync(
+      path.join(ws, 'mix.py'),
+      `import asyncio\n${ONE}\nasync def ask(name):\n    return await call_tool(name, form="tricky")\n` +
+        `r1, r2, ra = await asyncio.gather(ask("form1"), ask("form2"), one("a"))\nreturn {"form1": r1, "form2": r2, "a": ra}\n`,
+    );
+    const cli = runCliOnPty(['run', path.join(ws, 'mix.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    const HEADER = /asks for input while running the tool "(form1|form2)"|The code calls the tool "(a)"/g;
+    try {
+      const asked: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const from = await cli.expect(/asks for input while running the tool "form[12]"|The code calls the tool "a"/);
+        const which = /"(form1|form2|a)"/.exec(from)![1];
+        asked.push(which);
+        if (which === 'a') await cli.expect('or deny (n)? [n] ');
+        else await cli.expect('Fill in the form (f), decline (d) or cancel (c)? [f] ');
+        // Only this question is on screen: no other has started.
+        assert.equal(cli.output.match(HEADER)?.length, i + 1, `two questions at once:\n${cli.output}`);
+        if (which === 'a') cli.type('y\r');
+        else if (which === 'form2') cli.type('d\r');
+        else {
+          // The server's words are shown through the sanitiser: its invisible characters as markers.
+          assert.match(from, /Pay <U\+202E>attention<U\+202C>/);
+          cli.type('f\r');
+          await cli.expect('O<U+200B>k (y/n)', 'y');
+        }
+      }
+      assert.deepEqual([...asked].sort(), ['a', 'form1', 'form2']);
+      assert.equal(await cli.exited, 0, cli.output);
+      const value = valueOf(cli.output);
+      assert.deepEqual(value.form1, { action: 'accept', content: { ok: true } }, cli.output);
+      assert.deepEqual(value.form2, { action: 'decline' }, cli.output);
+      assert.deepEqual(value.a, { ran: 'a', x: 'for a', uid: 0 }, cli.output);
+    } finally {
+      cli.kill();
+    }
+  });
 
   it('a line typed while no question is on screen answers none: the next question waits for its own', async () => {
     const go = path.join(ws, 'go');
