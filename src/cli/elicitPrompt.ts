@@ -31,7 +31,11 @@ export function terminalElicitor(questions: TerminalQuestions = terminalQuestion
       );
       return Promise.resolve({ action: 'decline' });
     }
-    return questions.ask(p.signal, (): ElicitationAnswer => ({ action: 'cancel' }), (q) => askForm(p, from, q));
+    return questions.ask(
+      p.signal,
+      (): ElicitationAnswer => ({ action: 'cancel' }),
+      (q) => askForm(p, from, q),
+    );
   };
 }
 
@@ -39,7 +43,9 @@ async function askForm(p: ElicitationPrompt, from: string, q: Asking): Promise<E
   const out = (s: string) => q.say(s);
   try {
     if (!p.problems) {
-      out(`\n${q.shown(`The ${p.server} asks for input${from}:`)}\n${indent(q.shown(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`);
+      out(
+        `\n${q.shown(`The ${p.server} asks for input${from}:`)}\n${indent(q.shown(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`,
+      );
       const choice = (await q.line('Fill in the form (f), decline (d) or cancel (c)? [f] '))?.trim().toLowerCase();
       if (choice === null || choice === undefined || choice.startsWith('c')) return { action: 'cancel' };
       if (choice.startsWith('d')) return { action: 'decline' };
@@ -47,7 +53,13 @@ async function askForm(p: ElicitationPrompt, from: string, q: Asking): Promise<E
     const values: ElicitValues = { ...(p.values ?? {}) };
     for (const f of p.fields) {
       // Every line of a field holds the server's words (titles, descriptions, labels, defaults): all of it is shown safe.
-      const got = await askField(f, p, values[f.key], (text) => q.line(q.shown(text)), (text) => out(q.shown(text)));
+      const got = await askField(
+        f,
+        p,
+        values[f.key],
+        (text) => q.line(q.shown(text)),
+        (text) => out(q.shown(text)),
+      );
       if (got === null) return { action: 'cancel' };
       if (got === undefined) delete values[f.key];
       else values[f.key] = got;

@@ -106,7 +106,9 @@ export function cliMcpAuthHost(
         );
       }
       const say = async () => {
-        err.write(`\nThe ${shown(label)} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${shown(authorizationUrl.href)}\n\n`);
+        err.write(
+          `\nThe ${shown(label)} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${shown(authorizationUrl.href)}\n\n`,
+        );
         openInBrowser(authorizationUrl.href);
         return true;
       };

@@ -128,7 +128,10 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
   });
 
   it('the CLI asks at the terminal (y installs, anything else declines); without a terminal there is no approver', async () => {
-    assert.equal(cliInstallApprover(new TerminalQuestions({ input: Object.assign(new PassThrough(), { isTTY: false }), output: new PassThrough() })), undefined);
+    assert.equal(
+      cliInstallApprover(new TerminalQuestions({ input: Object.assign(new PassThrough(), { isTTY: false }), output: new PassThrough() })),
+      undefined,
+    );
     for (const [typed, expected] of [
       ['y\n', 'allowed'],
       ['\n', 'denied'],
