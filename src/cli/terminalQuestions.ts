@@ -64,11 +64,9 @@ export class TerminalQuestions {
     const end = () => stop.abort();
     signal?.addEventListener('abort', end, { once: true });
     rl.on('close', end);
-    // Raw mode turns Ctrl-C into a key: it stops the run, as everywhere else in the CLI.
-    rl.on('SIGINT', () => {
-      end();
-      process.kill(process.pid, 'SIGINT');
-    });
+    // Raw mode turns Ctrl-C into a key: it stops the run, as everywhere else in the CLI. The stop ends this
+    // question (its signal is the run's) and every question waiting behind it at once, so none is shown.
+    rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
     const asking: Asking = {
       say: (text) => output.write(text),
       shown,

@@ -146,6 +146,23 @@ describe('codeact run: one question at a time on the terminal', function () {
     }
   });
 
+  it('Ctrl-C at a question stops the run: the question waiting behind it is never asked', async () => {
+    writeFileSync(path.join(ws, 'both.py'), `import asyncio\n${ONE}\nra, rb = await asyncio.gather(one("a"), one("b"))\nreturn {"a": ra, "b": rb}\n`);
+    const cli = runCliOnPty(['run', path.join(ws, 'both.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    try {
+      await waitFor(() => (cli.output.match(/"type":"codeact\.tool_call\.started"/g) ?? []).length === 2 && cli.output.includes('or deny (n)? [n] '), {
+        timeoutMs: 120_000,
+        what: 'both calls announced and one question asked',
+      });
+      cli.type('\x03');
+      assert.equal(await cli.exited, 1, cli.output);
+      assert.equal(count(cli.output, ASKED), 1, `the waiting question was asked:\n${cli.output}`);
+      assert.doesNotMatch(cli.output, /"type":"codeact\.tool_call\.completed"[^\n]*"output":\{"ran"/, 'a tool ran');
+    } finally {
+      cli.kill();
+    }
+  });
+
   it('a line typed while no question is on screen answers none: the next question waits for its own', async () => {
     const go = path.join(ws, 'go');
     writeFileSync(
