@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { CLI, ROOT, runCli, runCliOnPty, SCRIPT } from '../support/cli';
 import { waitFor } from '../support/wait';
+import { startServerFor } from '../support/wire/harness';
+import { turn } from '../support/wire/turn';
 import { TESTER } from '../security/support/asUser';
 
 /** A command tool that says it ran, with its argument. */
@@ -35,11 +37,11 @@ async def one(name):
         return "refused: " + str(e)
 `;
 
-/** The value of the run (its last JSON event). */
+/** The value of the (last) execution, from its `response.output_item.done` event. */
 function valueOf(output: string): Record<string, unknown> {
   const line = output
     .split(/\r?\n/)
-    .filter((l) => l.includes('"response.output_item.done"'))
+    .filter((l) => l.includes('"response.output_item.done"') && l.includes('"type":"code_interpreter_call"'))
     .at(-1);
   assert.ok(line, `no result in:\n${output}`);
   const json = line.slice(line.indexOf('{'));
@@ -49,7 +51,7 @@ function valueOf(output: string): Record<string, unknown> {
 const count = (text: string, what: string) => text.split(what).length - 1;
 const ASKED = 'which needs your approval';
 
-describe('codeact run: one question at a time on the terminal', function () {
+describe('codeact run and chat: one question at a time on the terminal', function () {
   this.timeout(180_000);
   let ws: string;
   before(function () {
@@ -160,6 +162,55 @@ describe('codeact run: one question at a time on the terminal', function () {
       assert.doesNotMatch(cli.output, /"type":"codeact\.tool_call\.completed"[^\n]*"output":\{"ran"/, 'a tool ran');
     } finally {
       cli.kill();
+    }
+  });
+
+  it('codeact chat: the code review, then two approvals at once, each asked in turn and answered on its own', async () => {
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [tool('a'), tool('b')], 'codeact.approval.reviewCode': true }));
+    const server = await startServerFor('openai-compatible', 'ollama');
+    const storage = path.join(ws, 'conversations');
+    try {
+      server.push(
+        turn().call('execute_tool_code', { code: `import asyncio\n${ONE}\nra, rb = await asyncio.gather(one("a"), one("b"))\nreturn {"a": ra, "b": rb}\n` }),
+      );
+      server.push(turn().text('Done.'));
+      const cli = runCliOnPty([
+        'chat',
+        'Call a and b.',
+        '--provider',
+        'openai-compatible',
+        '--model',
+        'qwen2.5-coder:7b',
+        '--base-url',
+        server.url,
+        '--workspace',
+        ws,
+        '--storage',
+        storage,
+        '--sandbox',
+        'none',
+        '--json',
+      ]);
+      try {
+        await cli.expect('The code below asks to run (codeact.approval.reviewCode is on).');
+        assert.equal(count(cli.output, ASKED), 0, 'no tool is asked about before the code may run');
+        await cli.expect('Run this code? [y/N] ', 'y');
+        const first = /The code calls the tool "(a|b)"/.exec(await cli.expect(/The code calls the tool "[ab]"/))![1];
+        await cli.expect('or deny (n)? [n] ');
+        assert.equal(count(cli.output, ASKED), 1, cli.output);
+        cli.type('n\r');
+        const second = first === 'a' ? 'b' : 'a';
+        await cli.expect(`The code calls the tool "${second}"`);
+        await cli.expect('or deny (n)? [n] ', 'y');
+        assert.equal(await cli.exited, 0, cli.output);
+        const value = valueOf(cli.output);
+        assert.match(String(value[first]), new RegExp(`^refused: The user denied the call to "${first}"\\.`), cli.output);
+        assert.deepEqual(value[second], { ran: second, x: `for ${second}`, uid: 0 }, cli.output);
+      } finally {
+        cli.kill();
+      }
+    } finally {
+      await server.close();
     }
   });
 
