@@ -11,10 +11,8 @@ import type { TranscriptEvent } from '../common/transcript';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
-import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
-import { installOptionsFrom } from '../core/config/install';
-import { cliInstallApprover } from './installPrompt';
+import { cliAsking } from './approvalPrompt';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
 import { isTurnMarker, runChatTurn } from '../core/turn/turns';
@@ -130,6 +128,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
       };
   // Where this turn's events start in the conversation (for the usage report at the end).
   const turnStart = convo.events.length;
+  // Approvals, code review, installs and MCP forms are asked in turn on the terminal (./approvalPrompt).
+  const asking = cliAsking(config, { dir: ws.dir, trusted: ws.trust.trusted });
   try {
     const turn = await runChatTurn({
       conversation: convo,
@@ -138,11 +138,9 @@ export async function chatCommand(argv: string[]): Promise<number> {
       config,
       provider: () => createProvider(providerConfigFrom(config, undefined)),
       runtime,
-      // install_packages asks at the terminal (nobody can approve without one); so do an MCP server's forms.
-      gateway: new ToolGateway(ws.toolSet.tools, {
-        elicitor: terminalElicitor(),
-        ...installOptionsFrom(config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }),
-      }),
+      gateway: new ToolGateway(ws.toolSet.tools, asking.gateway),
+      // Hosted code runs in the provider's sandbox, where it cannot be stopped before it runs.
+      ...(config.mode !== 'hosted' && asking.beforeRun ? { agent: { beforeRun: asking.beforeRun } } : {}),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
       signal: controller.signal,
       onEvent: print,

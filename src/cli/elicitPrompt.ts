@@ -1,10 +1,10 @@
 /**
- * An MCP server's form (elicitation) in the terminal: the server's message, then one question per field
- * on stderr (stdout stays the run's output), each answer checked by the requested schema as it is typed.
- * Without a terminal on stdin (a pipe, CI, `codeact run -`) nobody can answer: the form is declined and
- * stderr says so. The server's text is already bounded and its invisible characters revealed by core.
+ * An MCP server's form (elicitation) in the terminal, asked in its turn (./terminalQuestions): the server's
+ * message, then one question per field on stderr (stdout stays the run's output), each answer checked by the
+ * requested schema as it is typed. Without a terminal on stdin (a pipe, CI, `codeact run -`) nobody can
+ * answer: the form is declined and stderr says so. The server's text is already bounded and its invisible
+ * characters revealed by core; it is printed through the terminal sanitiser too.
  */
-import { createInterface } from 'node:readline/promises';
 import {
   coerceElicitValue,
   elicitFieldHint,
@@ -14,61 +14,60 @@ import {
   type ElicitValues,
   type Elicitor,
 } from '../common/elicitation';
+import { shown } from './print';
+import { indent, terminalQuestions, type Asking, type TerminalQuestions } from './terminalQuestions';
 
 /** Tries per field before the form is cancelled. */
 const TRIES = 5;
 
-interface TerminalStreams {
-  input: NodeJS.ReadableStream & { isTTY?: boolean };
-  output: NodeJS.WritableStream;
-}
-
-export function terminalElicitor(streams: TerminalStreams = { input: process.stdin, output: process.stderr }): Elicitor {
-  return async (p) => {
-    const out = (s: string) => streams.output.write(s);
+export function terminalElicitor(questions: TerminalQuestions = terminalQuestions()): Elicitor {
+  return (p) => {
     const from = p.tool ? ` while running the tool "${p.tool}"` : '';
-    if (!streams.input.isTTY) {
-      out(
-        `codeact: the ${p.server} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.\n`,
+    if (!questions.interactive) {
+      process.stderr.write(
+        shown(
+          `codeact: the ${p.server} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.`,
+        ) + '\n',
       );
-      return { action: 'decline' };
+      return Promise.resolve({ action: 'decline' });
     }
-    const rl = createInterface({ input: streams.input, output: streams.output, terminal: true });
-    // Ctrl-C or Ctrl-D in the form, or the run stopping, cancels it.
-    const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    p.signal.addEventListener('abort', onAbort, { once: true });
-    rl.on('SIGINT', onAbort);
-    rl.on('close', onAbort);
-    const ask = (q: string) => (stop.signal.aborted ? Promise.resolve(null) : rl.question(q, { signal: stop.signal }).catch(() => null));
-    try {
-      if (!p.problems) {
-        out(`\nThe ${p.server} asks for input${from}:\n${indent(p.message)}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`);
-        const choice = (await ask('Fill in the form (f), decline (d) or cancel (c)? [f] '))?.trim().toLowerCase();
-        if (choice === null || choice === undefined || choice.startsWith('c')) return { action: 'cancel' };
-        if (choice.startsWith('d')) return { action: 'decline' };
-      } else out(`\nThe answer does not pass; fix the fields it names (Enter keeps a value).\n`);
-      const values: ElicitValues = { ...(p.values ?? {}) };
-      for (const f of p.fields) {
-        const got = await askField(f, p, values[f.key], ask, out);
-        if (got === null) return { action: 'cancel' };
-        if (got === undefined) delete values[f.key];
-        else values[f.key] = got;
-      }
-      return { action: 'accept', content: values } satisfies ElicitationAnswer;
-    } finally {
-      p.signal.removeEventListener('abort', onAbort);
-      rl.close();
-      out('\n');
-    }
+    return questions.ask(
+      p.signal,
+      (): ElicitationAnswer => ({ action: 'cancel' }),
+      (q) => askForm(p, from, q),
+    );
   };
 }
 
-function indent(text: string): string {
-  return text
-    .split('\n')
-    .map((l) => `  ${l}`)
-    .join('\n');
+async function askForm(p: ElicitationPrompt, from: string, q: Asking): Promise<ElicitationAnswer> {
+  const out = (s: string) => q.say(s);
+  try {
+    if (!p.problems) {
+      out(
+        `\n${q.shown(`The ${p.server} asks for input${from}:`)}\n${indent(q.shown(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`,
+      );
+      const choice = (await q.line('Fill in the form (f), decline (d) or cancel (c)? [f] '))?.trim().toLowerCase();
+      if (choice === null || choice === undefined || choice.startsWith('c')) return { action: 'cancel' };
+      if (choice.startsWith('d')) return { action: 'decline' };
+    } else out(`\nThe answer does not pass; fix the fields it names (Enter keeps a value).\n`);
+    const values: ElicitValues = { ...(p.values ?? {}) };
+    for (const f of p.fields) {
+      // Every line of a field holds the server's words (titles, descriptions, labels, defaults): all of it is shown safe.
+      const got = await askField(
+        f,
+        p,
+        values[f.key],
+        (text) => q.line(q.shown(text)),
+        (text) => out(q.shown(text)),
+      );
+      if (got === null) return { action: 'cancel' };
+      if (got === undefined) delete values[f.key];
+      else values[f.key] = got;
+    }
+    return { action: 'accept', content: values } satisfies ElicitationAnswer;
+  } finally {
+    out('\n');
+  }
 }
 
 /** One field: its value, undefined for "left empty", null for stop (Ctrl-D, Ctrl-C, too many tries). */
@@ -92,9 +91,9 @@ async function askField(
         : f.kind === 'boolean'
           ? 'y/n'
           : elicitFieldHint(f);
-  const shown = current === undefined ? '' : ` [${Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current}]`;
+  const kept = current === undefined ? '' : ` [${Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current}]`;
   for (let t = 0; t < TRIES; t++) {
-    const raw = await ask(`${f.title}${f.required ? ' *' : ''} (${hint})${shown}: `);
+    const raw = await ask(`${f.title}${f.required ? ' *' : ''} (${hint})${kept}: `);
     if (raw === null) return null;
     const text = raw.trim();
     if (!text) {

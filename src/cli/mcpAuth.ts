@@ -12,6 +12,8 @@ import { configDir } from '../core/config/folderTrust';
 import { readConfigFile } from '../core/config/workspaceFile';
 import { McpSignInError, signedInMcpServers, signOutMcpServer, type McpAuthHost } from '../core/tools/sources/mcp/auth';
 import type { McpSecretStore } from '../core/tools/sources/mcp/authStore';
+import { shown } from './print';
+import { terminalQuestions, type TerminalQuestions } from './terminalQuestions';
 import { parse, UsageError } from './workspace';
 
 /** The CLI's sign-in file. */
@@ -85,8 +87,16 @@ function openInBrowser(url: string): void {
   }
 }
 
-/** The CLI's sign-in: a command of the user's, so it signs in when a server asks (it prints the URL; there is no background listing to protect). */
-export function cliMcpAuthHost(secrets: McpSecretStore = fileSecretStore(), err: NodeJS.WriteStream = process.stderr): McpAuthHost {
+/**
+ * The CLI's sign-in: a command of the user's, so it signs in when a server asks (it prints the URL; there is
+ * no background listing to protect). The link is printed in its turn among the terminal's questions
+ * (./terminalQuestions), never in the middle of another one.
+ */
+export function cliMcpAuthHost(
+  secrets: McpSecretStore = fileSecretStore(),
+  err: NodeJS.WriteStream = process.stderr,
+  questions: TerminalQuestions = terminalQuestions(),
+): McpAuthHost {
   return {
     secrets,
     authorize: async ({ label, authorizationUrl }) => {
@@ -95,11 +105,14 @@ export function cliMcpAuthHost(secrets: McpSecretStore = fileSecretStore(), err:
           `it needs you to sign in in a browser, and this command has no terminal to ask from. Run it in a terminal once (or set CODEACT_MCP_SIGN_IN=1 to print the link anyway).`,
         );
       }
-      err.write(
-        `\nThe ${sanitizeTerminal(label)} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${authorizationUrl.href}\n\n`,
-      );
-      openInBrowser(authorizationUrl.href);
-      return true;
+      const say = async () => {
+        err.write(
+          `\nThe ${shown(label)} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${shown(authorizationUrl.href)}\n\n`,
+        );
+        openInBrowser(authorizationUrl.href);
+        return true;
+      };
+      return questions.interactive ? questions.ask(undefined, () => true, say) : say();
     },
   };
 }

@@ -29,14 +29,14 @@ let atLineStart = true;
 const colours = new SgrState();
 
 /** `ESC[0m` when untrusted text may have left colours or styles on, so what follows starts plain. */
-function plain(): string {
+export function plain(): string {
   if (!colours.dirty) return '';
   colours.reset();
   return '\x1b[0m';
 }
 
 /** Text a person decides on (a tool's name and arguments, a value): invisible characters shown, controls stripped. */
-function shown(text: string): string {
+export function shown(text: string): string {
   return sanitizeTerminal(revealInvisible(text), colours);
 }
 

@@ -1,10 +1,8 @@
 /** `codeact run <file.py|->`: runs a file (or stdin) once, in a fresh guest, with the folder's managed tools. */
 import { readFileSync } from 'node:fs';
 import type { CodeActEvent } from '../common/events';
-import { terminalElicitor } from './elicitPrompt';
 import { ToolGateway } from '../core/gateway/gateway';
-import { installOptionsFrom } from '../core/config/install';
-import { cliInstallApprover } from './installPrompt';
+import { cliAsking } from './approvalPrompt';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { isTurnMarker, runCodeTurn } from '../core/turn/turns';
@@ -48,10 +46,9 @@ export async function runCommand(argv: string[]): Promise<number> {
     // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
     ws.toolSet = await resolveMcpTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
-    const gateway = new ToolGateway(ws.toolSet.tools, {
-      elicitor: terminalElicitor(),
-      ...installOptionsFrom(ws.config, { trusted: ws.trust.trusted, folder: ws.dir, approve: cliInstallApprover() }),
-    });
+    // Approvals, code review, installs and MCP forms are asked in turn on the terminal (./approvalPrompt).
+    const asking = cliAsking(ws.config, { dir: ws.dir, trusted: ws.trust.trusted });
+    const gateway = new ToolGateway(ws.toolSet.tools, asking.gateway);
     // The same code turn as Run with Tools; with no transcript to save, its markers are not printed either.
     const { item } = await runCodeTurn({
       code,
@@ -60,6 +57,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       runtime,
       gateway,
       timeoutMs: ws.config.timeoutMs,
+      beforeRun: asking.beforeRun,
       signal: controller.signal,
       onEvent: (e) => {
         if (!isTurnMarker(e)) print(e);

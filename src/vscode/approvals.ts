@@ -4,6 +4,10 @@
  * Session" is remembered here; "Always Allow" is saved to the user's settings. VS Code is reached through
  * ./approvals.apis.
  *
+ * One dialog at a time: modal approvals and the quick inputs of MCP forms (./elicitations) wait in one line
+ * (core/util/oneAtATime), so two requests at once are asked one after the other and each answer goes to its
+ * own request. A request answered on its card, or whose run ended, while its dialog waits is never shown.
+ *
  * An approval nobody answered before the run ended (Stop, the conversation closed) is recorded as what it
  * is, `expired` with the reason ("no answer: the run was stopped"), never as the person's "deny". While an
  * approval waits, the run's clock is paused (see the gateway), and the host says so (`changed`).
@@ -15,6 +19,7 @@ import type { InstallApproval } from '../core/runtime/install/installer';
 import type { TranscriptEvent } from '../common/transcript';
 import type { ApprovalOutcome, ApprovalRequest } from '../core/gateway/gateway';
 import type { ManagedTool } from '../core/gateway/toolSet';
+import { allowancesOverride } from '../core/gateway/approvalPolicy';
 import type { BeforeRun } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
 import { revealInvisible } from '../common/invisibleChars';
@@ -22,6 +27,8 @@ import { argumentsJson, codeDialog, toolDialog } from './approvalDialog';
 import type { ApprovalsApis } from './approvals.apis';
 import type { Log } from './controller.apis';
 import { Elicitations } from './elicitations';
+import { OneAtATime } from '../core/util/oneAtATime';
+import { raceAbort } from '../core/util/abort';
 
 /** What is asked: a tool call, or code to review. */
 interface ApprovalSubject {
@@ -71,6 +78,8 @@ export interface PendingApprovalInfo {
 
 interface PendingApproval {
   resolve: (r: ApprovalAnswer) => void;
+  /** Aborts once the approval has its answer (from the card, a dialog, or the run ending). */
+  settled: AbortSignal;
   subject: ApprovalSubject;
   /** A modal dialog asks it now (one at a time per approval). */
   modal?: boolean;
@@ -87,11 +96,19 @@ function toolDecision(pick: string | undefined): ApprovalDecision {
 export class Approvals {
   private readonly sessionAllowed = new Set<string>();
   private readonly pending = new Map<string, PendingApproval>();
+  /** Modal dialogs and quick input forms: one on screen at a time. */
+  private readonly dialogs = new OneAtATime();
   /** Forms MCP servers ask for: the same places to ask as approvals (./elicitations). */
   readonly elicitations: Elicitations;
 
   constructor(private readonly deps: ApprovalsDeps) {
-    this.elicitations = new Elicitations({ emit: deps.emit, log: deps.log, panelVisible: deps.panelVisible, inputApis: () => deps.apis.elicitInput });
+    this.elicitations = new Elicitations({
+      emit: deps.emit,
+      log: deps.log,
+      panelVisible: deps.panelVisible,
+      inputApis: () => deps.apis.elicitInput,
+      dialogs: this.dialogs,
+    });
   }
 
   /**
@@ -128,7 +145,7 @@ export class Approvals {
    * allowed for this session runs without asking (the gateway still lets `deny` win).
    */
   policyOverride(alwaysAllow: readonly string[]): (tool: ManagedTool) => 'auto' | undefined {
-    return (tool) => (alwaysAllow.includes(tool.name) || this.sessionAllowed.has(tool.name) ? 'auto' : undefined);
+    return allowancesOverride(alwaysAllow, this.sessionAllowed);
   }
 
   /**
@@ -148,7 +165,17 @@ export class Approvals {
       code: what.code,
       ...(what.install ? { install: what.install } : {}),
     });
-    const answered = new Promise<ApprovalAnswer>((resolve) => this.pending.set(approvalId, { resolve, subject: what }));
+    const settled = new AbortController();
+    const answered = new Promise<ApprovalAnswer>((resolve) =>
+      this.pending.set(approvalId, {
+        resolve: (r) => {
+          settled.abort();
+          resolve(r);
+        },
+        settled: settled.signal,
+        subject: what,
+      }),
+    );
     const onAbort = () => this.pending.get(approvalId)?.resolve({ decision: 'expired', reason: NO_ANSWER.ended });
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
@@ -174,15 +201,21 @@ export class Approvals {
     }));
   }
 
-  /** Asks a pending approval in a modal dialog (the panel is hidden); whichever answers first, card or dialog, counts. */
+  /**
+   * Asks a pending approval in a modal dialog (the panel is hidden), in its turn after the dialogs asked
+   * before it; whichever answers first, card or dialog, counts.
+   */
   askInModal(approvalId: string): void {
     const p = this.pending.get(approvalId);
     if (!p || p.modal) return;
     p.modal = true;
-    void this.modal(p.subject).then(
-      (answer) => p.resolve(answer),
-      () => undefined,
-    );
+    // Answered elsewhere while its dialog is open (the card, the run ended): the next one need not wait for it.
+    void this.dialogs
+      .run(() => raceAbort(this.modal(p.subject), p.settled), { signal: p.settled, cancelled: () => undefined })
+      .then(
+        (answer) => answer && p.resolve(answer),
+        () => undefined,
+      );
   }
 
   /**

@@ -8,6 +8,7 @@ import type { ElicitationAnswer, ElicitationPrompt, Elicitor, ElicitValues } fro
 import type { TranscriptEvent } from '../common/transcript';
 import { quickInputElicitor, type ElicitInputApis } from './elicitQuickInput';
 import type { Log } from './controller.apis';
+import type { OneAtATime } from '../core/util/oneAtATime';
 
 interface ElicitationsDeps {
   /** Saves an event in the open conversation and tells the listeners. */
@@ -17,6 +18,8 @@ interface ElicitationsDeps {
   panelVisible(): boolean;
   /** VS Code's quick input; undefined where there is none (a form then is cancelled, and logged). */
   inputApis(): ElicitInputApis | undefined;
+  /** The line of dialogs (shared with modal approvals): a quick input form is asked in its turn. */
+  dialogs: OneAtATime;
 }
 
 /** How many answers the panel may send that do not pass, before the form is cancelled. */
@@ -32,7 +35,9 @@ export class Elicitations {
     return (p) => {
       if (!modal && p.itemId && this.deps.panelVisible()) return this.inPanel(p);
       const apis = this.deps.inputApis();
-      if (apis) return quickInputElicitor(apis)(p);
+      // In its turn: never while another form or an approval dialog is on screen (quick inputs replace each other).
+      if (apis)
+        return this.deps.dialogs.run(() => quickInputElicitor(apis)(p), { signal: p.signal, cancelled: (): ElicitationAnswer => ({ action: 'cancel' }) });
       this.deps.log.warn(`${p.server} asked for input, and nothing here can ask you: cancelled`);
       return Promise.resolve({ action: 'cancel' });
     };

@@ -4,14 +4,12 @@
  * MCP server on stdio (test/fixtures/mcp/elicitServer.mjs), with the built CLI.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { CLI, ROOT, runCli, TEST_HOME } from '../support/cli';
+import { CLI, ROOT, runCli, runCliOnPty, SCRIPT } from '../support/cli';
 
 const fixture = path.join(ROOT, 'test/fixtures/mcp/elicitServer.mjs');
-const SCRIPT = '/usr/bin/script';
 
 describe("codeact run: an MCP server's form in the terminal", function () {
   this.timeout(120_000);
@@ -39,30 +37,8 @@ describe("codeact run: an MCP server's form in the terminal", function () {
   });
 
   (existsSync(SCRIPT) ? it : it.skip)('in a terminal: the message, one question per field, a bad value asked again, the answer sent', async () => {
-    const cmd = [process.execPath, CLI, 'run', path.join(ws, 'ask.py'), '--json', '--sandbox', 'none', '--workspace', ws].map((a) => `'${a}'`).join(' ');
-    const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', TERM: 'dumb' },
-    });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.on('close', r));
-    let seen = 0;
-    /** Waits (generously) for `text` after what was seen so far, then types `answer`. */
-    const expect = async (text: string | RegExp, answer?: string) => {
-      for (let i = 0; i < 1200; i++) {
-        const rest = out.slice(seen);
-        const m = typeof text === 'string' ? rest.indexOf(text) : rest.search(text);
-        if (m >= 0) {
-          seen += m + 1;
-          if (answer !== undefined) child.stdin.write(answer + '\r');
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.fail(`never saw ${text} in:\n${out}`);
-    };
+    const cli = runCliOnPty(['run', path.join(ws, 'ask.py'), '--json', '--sandbox', 'none', '--workspace', ws]);
+    const expect = (text: string | RegExp, answer?: string) => cli.expect(text, answer);
     try {
       await expect('asks for input while running the tool "ask"');
       await expect('Who should the report go to?');
@@ -77,10 +53,10 @@ describe("codeact run: an MCP server's form in the terminal", function () {
       await expect('Team', '1');
       await expect('Site', '');
       await expect('Due', '');
-      assert.equal(await exited, 0, out);
-      assert.match(out, /"action":"accept","content":\{"name":"Ada","email":"ada@example\.com","urgent":true,"team":"eng"\}/);
+      assert.equal(await cli.exited, 0, cli.output);
+      assert.match(cli.output, /"action":"accept","content":\{"name":"Ada","email":"ada@example\.com","urgent":true,"team":"eng"\}/);
     } finally {
-      child.kill();
+      cli.kill();
     }
   });
 });

@@ -9,6 +9,7 @@ import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { cliInstallApprover } from '../../src/cli/installPrompt';
+import { TerminalQuestions } from '../../src/cli/terminalQuestions';
 import { packageInstaller, type InstallApproval } from '../../src/core/runtime/install/installer';
 import type { ToolCallRequest } from '../../src/core/runtime/types';
 import { processesWithCmdline } from '../../src/core/util/processTree';
@@ -127,7 +128,10 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
   });
 
   it('the CLI asks at the terminal (y installs, anything else declines); without a terminal there is no approver', async () => {
-    assert.equal(cliInstallApprover(Object.assign(new PassThrough(), { isTTY: false })), undefined);
+    assert.equal(
+      cliInstallApprover(new TerminalQuestions({ input: Object.assign(new PassThrough(), { isTTY: false }), output: new PassThrough() })),
+      undefined,
+    );
     for (const [typed, expected] of [
       ['y\n', 'allowed'],
       ['\n', 'denied'],
@@ -137,7 +141,7 @@ describe('install_packages: failures are clear, and Stop and the timeout end the
       const output = new PassThrough();
       let shown = '';
       output.on('data', (c: Buffer) => (shown += c.toString()));
-      const approve = cliInstallApprover(input, output)!;
+      const approve = cliInstallApprover(new TerminalQuestions({ input, output }))!;
       const answer = approve({
         packages: ['pandas>=2', 'pyarrow'],
         python: '/w/.venv/bin/python',

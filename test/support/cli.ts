@@ -33,3 +33,58 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input = '', 
     child.stdin.end(input);
   });
 }
+
+/** script(1) of util-linux: runs the CLI on a real pseudo-terminal (stdin and stderr are a TTY). */
+export const SCRIPT = '/usr/bin/script';
+
+/** The built CLI on a pseudo-terminal, and what it printed so far (stdout and stderr, as the terminal shows them). */
+export interface CliOnPty {
+  /** Everything the terminal showed so far. */
+  readonly output: string;
+  /**
+   * Waits (generously) for `text` after what earlier calls saw, then types `answer` and Enter; returns the
+   * output from there on.
+   */
+  expect(text: string | RegExp, answer?: string): Promise<string>;
+  /** Types `keys` as they are (no Enter added). */
+  type(keys: string): void;
+  /** The exit code (after the command ends). */
+  exited: Promise<number | null>;
+  kill(): void;
+}
+
+/** `user`: run as that user (the security tests run as root); give it an `env` HOME and CODEACT_HOME it can write. */
+export function runCliOnPty(args: string[], env: NodeJS.ProcessEnv = {}, user?: { uid: number; gid: number }): CliOnPty {
+  const cmd = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', TERM: 'dumb', ...env },
+    ...(user ?? {}),
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.on('close', r));
+  let seen = 0;
+  return {
+    get output() {
+      return out;
+    },
+    async expect(text, answer) {
+      for (let i = 0; i < 2400; i++) {
+        const rest = out.slice(seen);
+        const m = typeof text === 'string' ? rest.indexOf(text) : rest.search(text);
+        if (m >= 0) {
+          seen += m + 1;
+          if (answer !== undefined) child.stdin.write(answer + '\r');
+          return out.slice(seen - 1);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`never saw ${text} in:\n${out}`);
+    },
+    type: (keys) => child.stdin.write(keys),
+    exited,
+    kill: () => child.kill(),
+  };
+}

@@ -73,3 +73,11 @@ const ALLOWED = 'you allowed it (codeact.approval.alwaysAllow, or "Allow for thi
 export function factsOf(tool: { approval: ApprovalPolicy; approvalFacts?: ToolApprovalFacts }): ToolApprovalFacts {
   return tool.approvalFacts ?? { declared: tool.approval, declaredIn: 'user', default: tool.approval, userDefault: 'auto' };
 }
+
+/**
+ * The host's override at call time for the person's allowances (row 6): `auto` for a tool on `alwaysAllow`
+ * (the user's settings) or in `session` (allowed "for this session"), else nothing. Both hosts use it.
+ */
+export function allowancesOverride(alwaysAllow: readonly string[], session: ReadonlySet<string>): (tool: { name: string }) => 'auto' | undefined {
+  return (tool) => (alwaysAllow.includes(tool.name) || session.has(tool.name) ? 'auto' : undefined);
+}

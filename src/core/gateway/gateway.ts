@@ -277,8 +277,8 @@ export class ToolGateway {
       if (!this.options.approver) {
         throw new ToolError(
           decision.tightened
-            ? `The tool "${name}" needs approval (${decision.because}), and nobody can approve it here. Run it in VS Code, or declare it in your user settings.`
-            : `The tool "${name}" needs approval, and nobody can approve it here. Run it in VS Code, or set its "approval" to "auto".`,
+            ? `The tool "${name}" needs approval (${decision.because}), and nobody can approve it here. Run it in a terminal (the CLI then asks) or in VS Code, or declare it in your user settings.`
+            : `The tool "${name}" needs approval, and nobody can approve it here. Run it in a terminal (the CLI then asks) or in VS Code, or set its "approval" to "auto".`,
           'denied',
         );
       }
