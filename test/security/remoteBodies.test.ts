@@ -1,0 +1,137 @@
+/**
+ * A remote body is read with a byte limit while it streams (issue 31, point 5): servers that send far more
+ * than any answer needs, with no declared size (chunked), are cut off at the cap. Counted, not timed: the
+ * client's socket shows what it read (at most the cap, one chunk and Node's own buffers), and the sender
+ * shows that the client closed before the body's end.
+ *
+ * - a real Jupyter Server behind a loopback proxy that lies for one answer (a file's contents, a kernel start);
+ * - an MCP server over streamable HTTP (a JSON answer, and one endless server-sent event);
+ * - OAuth metadata of an MCP server that asks for sign-in;
+ * - an `http` tool.
+ */
+import assert from 'node:assert/strict';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import type { CodeInterpreterCallItem, FileOutput } from '../../src/common/events';
+import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
+import { findJupyterServer, startJupyterServer, SKIP_MESSAGE, type JupyterServer } from '../support/jupyterServer';
+import { CLIENT_SLACK, clientBytesRead, LIE_CHUNK, sendHuge, watchClientSockets, type Lie } from '../support/lyingBody';
+
+const MiB = 1024 * 1024;
+/** What the liars send: far over every cap (on main, the Jupyter client read all of it). */
+const HUGE = 64 * MiB;
+
+/** Asserts the lie was cut off: the client read at most `cap` + one chunk + Node's buffers, and closed first. */
+function assertCutOff(lie: Lie, cap: number): void {
+  const read = clientBytesRead(lie.clientPort);
+  console.log(`      the server sent ${lie.sent.toLocaleString('en-US')} bytes; the client read ${read.toLocaleString('en-US')} (cap ${cap.toLocaleString('en-US')})`);
+  assert.equal(lie.completed, false, `the client read the whole ${HUGE.toLocaleString('en-US')}-byte body`);
+  assert.ok(read <= cap + LIE_CHUNK + CLIENT_SLACK, `the client read ${read.toLocaleString('en-US')} bytes, more than the cap ${cap.toLocaleString('en-US')} and a chunk`);
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+/**
+ * A proxy in front of a real server: forwards every request (and WebSocket upgrades) unless `lie` takes it.
+ * Each lie it told is in `lies`.
+ */
+async function lyingProxy(target: string, lie: (req: IncomingMessage, res: ServerResponse) => Promise<Lie> | undefined) {
+  const to = new URL(target);
+  const lies: Promise<Lie>[] = [];
+  const server = createServer((req, res) => {
+    const told = lie(req, res);
+    if (told) return void lies.push(told);
+    const up = request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  server.on('upgrade', (req: IncomingMessage, socket, head) => {
+    const up = connect(Number(to.port), to.hostname, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      up.write(lines.join('\r\n') + '\r\n\r\n');
+      up.write(head);
+      socket.pipe(up);
+      up.pipe(socket);
+    });
+    const end = () => {
+      socket.destroy();
+      up.destroy();
+    };
+    up.on('error', end);
+    socket.on('error', end);
+    socket.on('close', end);
+    up.on('close', end);
+  });
+  const url = await listen(server);
+  return { url, lies, close: () => (server.closeAllConnections(), server.close()) };
+}
+
+describe('security: remote bodies are read within a cap as they stream', function () {
+  this.timeout(120_000);
+  before(watchClientSockets);
+
+  const available = !!findJupyterServer();
+  if (!available) console.log(`      ${SKIP_MESSAGE}`);
+  (available ? describe : describe.skip)('a real Jupyter Server behind a proxy that lies about sizes', () => {
+    let server: JupyterServer;
+    before(async () => (server = await startJupyterServer()));
+    after(async () => server?.stop());
+
+    it("a file's contents of 64 MiB, chunked, for a file the kernel said was small: cut off at the cap, and the file is named as not copied", async () => {
+      const maxFileBytes = 256 * 1024;
+      const proxy = await lyingProxy(server.url, (req, res) =>
+        /^\/api\/contents\/.*lie\.txt\?.*content=1/.test(req.url ?? '')
+          ? sendHuge(res, { total: HUGE, head: '{"name": "lie.txt", "type": "file", "format": "base64", "content": "', tail: '"}' })
+          : undefined,
+      );
+      const rt = new JupyterRuntime({ url: proxy.url, token: server.token, limits: { maxFileBytes } });
+      try {
+        const item: CodeInterpreterCallItem = await rt.execute({ code: 'open("lie.txt", "w").write("small")', sessionId: 'lie' });
+        assert.equal(item.status, 'completed', JSON.stringify(item.error));
+        const file = item.outputs.find((o): o is FileOutput => o.type === 'file' && o.filename === 'lie.txt');
+        assert.ok(file && !file.path, JSON.stringify(item.outputs));
+        assert.match(
+          file.note ?? '',
+          new RegExp(
+            `it could not be copied from the server: The Jupyter server at ${proxy.url.replace(/[.]/g, '\\.')} sent more than 415,064 bytes while reading the file "lie\\.txt" the code wrote, CodeAct's limit for that answer, so it stopped reading there: the file is larger than the 256 KiB CodeAct copies out`,
+          ),
+        );
+        assert.equal(proxy.lies.length, 1);
+        assertCutOff(await proxy.lies[0], Math.ceil(maxFileBytes / 3) * 4 + 64 * 1024);
+      } finally {
+        await rt.dispose();
+        proxy.close();
+      }
+    });
+
+    it('a kernel start answered with an endless JSON body: the run fails with an error that names the server, the cap and what to check', async () => {
+      const proxy = await lyingProxy(server.url, (req, res) =>
+        req.method === 'POST' && /^\/api\/kernels\/?(\?|$)/.test(req.url ?? '')
+          ? sendHuge(res, { total: HUGE, head: '{"id": "', filler: 0x61, tail: '"}', status: 201 })
+          : undefined,
+      );
+      const rt = new JupyterRuntime({ url: proxy.url, token: server.token });
+      try {
+        const item = await rt.execute({ code: '1 + 1', sessionId: 'lie' });
+        assert.equal(item.status, 'failed');
+        assert.equal(item.error?.type, 'JupyterResponseTooLarge', JSON.stringify(item.error));
+        assert.match(
+          item.error?.message ?? '',
+          /^The Jupyter server at http:\/\/127\.0\.0\.1:\d+\/ sent more than 4 MiB \(4,194,304 bytes\) while starting a kernel, CodeAct's limit for that answer, so it stopped reading there: Check that codeact\.jupyter\.serverURL \(CLI: --jupyter-url\) points to a Jupyter server/,
+        );
+        assert.ok(proxy.lies.length >= 1);
+        for (const lie of proxy.lies) assertCutOff(await lie, 4 * MiB);
+      } finally {
+        await rt.dispose();
+        proxy.close();
+      }
+    });
+  });
+});
