@@ -15,6 +15,11 @@ import { connect, type AddressInfo } from 'node:net';
 import type { CodeInterpreterCallItem, FileOutput } from '../../src/common/events';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import { findJupyterServer, startJupyterServer, SKIP_MESSAGE, type JupyterServer } from '../support/jupyterServer';
+import { memorySecretStore } from '../../src/core/tools/sources/mcp/authStore';
+import { MCP_MAX_AUTH_BYTES, MCP_MAX_MESSAGE_BYTES } from '../../src/core/tools/sources/mcp/list';
+import { McpClientPool } from '../../src/core/tools/sources/mcp/pool';
+import { loadTools } from '../../src/core/tools/declarations';
+import { startOAuthMcpServer, type OAuthMcpServer } from '../support/mcpOAuthServer';
 import { CLIENT_SLACK, clientBytesRead, LIE_CHUNK, sendHuge, watchClientSockets, type Lie } from '../support/lyingBody';
 
 const MiB = 1024 * 1024;
@@ -131,6 +136,115 @@ describe('security: remote bodies are read within a cap as they stream', functio
       } finally {
         await rt.dispose();
         proxy.close();
+      }
+    });
+  });
+
+  describe('an MCP server over streamable HTTP', () => {
+    let pool: McpClientPool;
+    beforeEach(() => (pool = new McpClientPool({ connectTimeoutMs: 60_000 })));
+    afterEach(async () => pool.dispose());
+
+    /** A real MCP server (the SDK's, stateless, one tool "big") whose answers to tools/call are `lie`'s. */
+    async function mcpServer(lie: (id: unknown, res: ServerResponse) => Promise<Lie>) {
+      const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+      const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+      const lies: Promise<Lie>[] = [];
+      const server = createServer(async (req, res) => {
+        const chunks: Buffer[] = [];
+        for await (const c of req) chunks.push(c as Buffer);
+        if (req.method !== 'POST') return void res.writeHead(405).end();
+        const rpc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { method?: string; id?: unknown };
+        if (rpc.method === 'tools/call') return void lies.push(lie(rpc.id, res));
+        const mcp = new McpServer({ name: 'liar', version: '1.0.0' });
+        mcp.registerTool('big', { description: 'Answers far too much.' }, async () => ({ content: [{ type: 'text', text: 'never this' }] }));
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        res.on('close', () => void transport.close());
+        await mcp.connect(transport);
+        await transport.handleRequest(req, res, rpc);
+      });
+      const url = `${await listen(server)}mcp`;
+      return { url, lies, close: () => (server.closeAllConnections(), server.close()) };
+    }
+
+    const head = (id: unknown) => `{"jsonrpc": "2.0", "id": ${JSON.stringify(id)}, "result": {"content": [{"type": "text", "text": "`;
+
+    it('a tools/call answer of 64 MiB of JSON, chunked: the call fails at 24 MiB, naming the server, the cap and what to do', async () => {
+      const server = await mcpServer((id, res) => sendHuge(res, { total: HUGE, head: head(id), tail: '"}]}}' }));
+      try {
+        await assert.rejects(
+          pool.callTool({ kind: 'http', url: server.url }, 'big', {}),
+          /the MCP server at http:\/\/127\.0\.0\.1:\d+\/mcp sent more than 24 MiB \(25,165,824 bytes\) in one MCP message, CodeAct's limit, so it stopped reading there and closed the connection\. Ask the tool for less \(a smaller result\), or check the server\./,
+        );
+        assert.equal(server.lies.length, 1);
+        assertCutOff(await server.lies[0], MCP_MAX_MESSAGE_BYTES);
+      } finally {
+        server.close();
+      }
+    });
+
+    it('one server-sent event that never ends: the call fails at 24 MiB for that event', async () => {
+      const server = await mcpServer((id, res) =>
+        sendHuge(res, { total: HUGE, contentType: 'text/event-stream', head: `event: message\ndata: ${head(id)}`, tail: '"}]}}\n\n' }),
+      );
+      try {
+        await assert.rejects(
+          pool.callTool({ kind: 'http', url: server.url }, 'big', {}),
+          /the MCP server at http:\/\/127\.0\.0\.1:\d+\/mcp sent more than 24 MiB \(25,165,824 bytes\) in one MCP message \(one server-sent event\), CodeAct's limit/,
+        );
+        assert.equal(server.lies.length, 1);
+        assertCutOff(await server.lies[0], MCP_MAX_MESSAGE_BYTES);
+      } finally {
+        server.close();
+      }
+    });
+  });
+
+  describe("an MCP server's OAuth metadata", () => {
+    let server: OAuthMcpServer;
+    let pool: McpClientPool;
+    const lies: Promise<Lie>[] = [];
+    afterEach(async () => {
+      await pool?.dispose();
+      await server?.close();
+    });
+
+    it('authorization-server metadata of 64 MiB, chunked: the sign-in fails at 1 MiB, naming the address, the server and what to check', async () => {
+      server = await startOAuthMcpServer({
+        answer: (req, res) => {
+          if (req.url !== '/.well-known/oauth-authorization-server') return false;
+          lies.push(sendHuge(res, { total: HUGE, head: '{"issuer": "', tail: '"}' }));
+          return true;
+        },
+      });
+      const authorize = async () => true;
+      pool = new McpClientPool({ auth: { secrets: memorySecretStore(), authorize } });
+      await assert.rejects(
+        pool.callTool({ kind: 'http', url: server.url }, 'add', { a: 1, b: 2 }),
+        /http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-authorization-server \(signing in to the MCP server at http:\/\/127\.0\.0\.1:\d+\/mcp\) sent more than 1 MiB \(1,048,576 bytes\) in an OAuth answer, CodeAct's limit, so it stopped reading there and closed the connection\. Check "mcp\.url" in codeact\.tools and the server's sign-in setup\./,
+      );
+      assert.ok(lies.length >= 1);
+      for (const lie of lies) assertCutOff(await lie, MCP_MAX_AUTH_BYTES);
+    });
+  });
+
+  describe('an http tool', () => {
+    it('an answer of 64 MiB, chunked: the call fails at maxResponseBytes (default 4 MiB), naming the host, the cap and what to do', async () => {
+      const lies: Promise<Lie>[] = [];
+      const server = createServer((_req, res) => void lies.push(sendHuge(res, { total: HUGE, head: '{"items": "', tail: '"}' })));
+      const url = await listen(server);
+      try {
+        const set = loadTools([{ name: 'fetchy', http: { url: `${url}items`, allowedHosts: [new URL(url).host] } }], { workspace: '/tmp' });
+        assert.deepEqual(set.errors, []);
+        await assert.rejects(
+          set.tools[0].invoke({}, { signal: new AbortController().signal, callId: 'c' }),
+          /^Error: Tool "fetchy": 127\.0\.0\.1:\d+ sent more than 4 MiB \(4,194,304 bytes\), the tool's maxResponseBytes, so CodeAct stopped reading there and closed the connection\. Raise maxResponseBytes in the tool's declaration if the endpoint's answers are this large, or ask it for less\.$/,
+        );
+        assert.equal(lies.length, 1);
+        assertCutOff(await lies[0], 4 * MiB);
+      } finally {
+        server.closeAllConnections();
+        server.close();
       }
     });
   });

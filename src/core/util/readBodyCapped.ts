@@ -35,8 +35,10 @@ export interface CapOptions {
    * stays open carries any number of events, each one bounded.
    */
   perEvent?: boolean;
-  /** Sees each chunk that passed (to count more than bytes); an Error it returns ends the body with it. */
-  inspect?: (chunk: Uint8Array) => Error | undefined;
+  /** Most `{` and `[` bytes (objects and arrays, what JSON.parse spends its time on), counted like the bytes. */
+  maxNests?: number;
+  /** The error for a body (or event) past `maxNests`. */
+  tooNested?: () => Error;
 }
 
 /**
@@ -44,27 +46,33 @@ export interface CapOptions {
  * stream errors with `tooLarge()` and the source is cancelled, so at most cap + one chunk is ever read.
  */
 export function capBody(body: ReadableStream<Uint8Array>, options: CapOptions): ReadableStream<Uint8Array> {
+  const { cap, perEvent } = options;
+  const maxNests = options.maxNests ?? Infinity;
   let size = 0;
+  let nests = 0;
   /** Per event: the last byte was a line feed (carriage returns in between ignored). */
   let lineEnd = false;
-  const count = (chunk: Uint8Array): boolean => {
-    if (!options.perEvent) return (size += chunk.byteLength) <= options.cap;
+  /** The problem with `chunk`, if it takes its unit past a cap. */
+  const check = (chunk: Uint8Array): Error | undefined => {
+    if (!perEvent && maxNests === Infinity) return (size += chunk.byteLength) > cap ? options.tooLarge() : undefined;
     for (let i = 0; i < chunk.length; i++) {
       const c = chunk[i];
-      if (c === 0x0a) {
-        if (lineEnd) size = 0;
+      if (perEvent && c === 0x0a) {
+        if (lineEnd) size = nests = 0;
         lineEnd = true;
-      } else if (c !== 0x0d) {
-        lineEnd = false;
-        if (++size > options.cap) return false;
+        continue;
       }
+      if (c === 0x0d && perEvent) continue;
+      lineEnd = false;
+      if (++size > cap) return options.tooLarge();
+      if ((c === 0x7b || c === 0x5b) && ++nests > maxNests) return (options.tooNested ?? options.tooLarge)();
     }
-    return true;
+    return undefined;
   };
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
-        const problem = count(chunk) ? options.inspect?.(chunk) : options.tooLarge();
+        const problem = check(chunk);
         if (problem) controller.error(problem);
         else controller.enqueue(chunk);
       },
