@@ -29,9 +29,14 @@ const HUGE = 64 * MiB;
 /** Asserts the lie was cut off: the client read at most `cap` + one chunk + Node's buffers, and closed first. */
 function assertCutOff(lie: Lie, cap: number): void {
   const read = clientBytesRead(lie.clientPort);
-  console.log(`      the server sent ${lie.sent.toLocaleString('en-US')} bytes; the client read ${read.toLocaleString('en-US')} (cap ${cap.toLocaleString('en-US')})`);
+  console.log(
+    `      the server sent ${lie.sent.toLocaleString('en-US')} bytes; the client read ${read.toLocaleString('en-US')} (cap ${cap.toLocaleString('en-US')})`,
+  );
   assert.equal(lie.completed, false, `the client read the whole ${HUGE.toLocaleString('en-US')}-byte body`);
-  assert.ok(read <= cap + LIE_CHUNK + CLIENT_SLACK, `the client read ${read.toLocaleString('en-US')} bytes, more than the cap ${cap.toLocaleString('en-US')} and a chunk`);
+  assert.ok(
+    read <= cap + LIE_CHUNK + CLIENT_SLACK,
+    `the client read ${read.toLocaleString('en-US')} bytes, more than the cap ${cap.toLocaleString('en-US')} and a chunk`,
+  );
 }
 
 async function listen(server: Server): Promise<string> {

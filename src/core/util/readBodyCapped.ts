@@ -5,8 +5,6 @@
  * a `Content-Length` is never trusted, and nothing is parsed before the whole body is known to be within
  * the cap. Never call `res.json()`, `res.text()` or `res.arrayBuffer()` on a body from elsewhere.
  */
-import { formatBytes } from '../../common/format';
-
 /** A body that passed its cap; the message says whose body, the cap, and what to do. */
 export class BodyTooLarge extends Error {
   constructor(
@@ -16,13 +14,6 @@ export class BodyTooLarge extends Error {
     super(message);
     this.name = 'BodyTooLarge';
   }
-}
-
-/** "sent more than 1 MiB (the cap)": the middle of every over-cap message, so they read alike. */
-export function overCap(cap: number): string {
-  const bytes = `${cap.toLocaleString('en-US')} bytes`;
-  const size = formatBytes(cap);
-  return size.endsWith(' bytes') ? `more than ${bytes}` : `more than ${size} (${bytes})`;
 }
 
 export interface CapOptions {

@@ -11,8 +11,8 @@ import { ServerConnection, type Kernel, type KernelAPI } from '@jupyterlab/servi
 import WebSocket from 'ws';
 import { CodeActError, errorCategory } from '../../util/errors';
 import { htmlToText, isHtml } from '../../../common/htmlText';
-import { formatBytes } from '../../../common/format';
-import { overCap, readBodyOrThrow, readBodyPrefix } from '../../util/readBodyCapped';
+import { formatBytes, overCap } from '../../../common/format';
+import { readBodyOrThrow, readBodyPrefix } from '../../util/readBodyCapped';
 import { hubUserOf, isStoppedServerAnswer, rewriteHubUserPath, stoppedMessage, type HubUser } from './hub';
 
 /** An error of the Jupyter runtime with a category that becomes `ExecutionError.type`. */
@@ -230,7 +230,11 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
     const hint = content
       ? `the file is larger than the ${formatBytes(contentBytes)} CodeAct copies out, or the server sent more than the file; it stays on the kernel's machine.`
       : undefined;
-    return (await this.json(res, `reading the file ${JSON.stringify(path)} the code wrote`, cap, hint)) as { size?: number; content?: unknown; format?: string };
+    return (await this.json(res, `reading the file ${JSON.stringify(path)} the code wrote`, cap, hint)) as {
+      size?: number;
+      content?: unknown;
+      format?: string;
+    };
   }
 
   async kernelSpecNames(): Promise<string[]> {
@@ -260,7 +264,10 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
     try {
       return JSON.parse(bytes.toString('utf8'));
     } catch {
-      throw new JupyterError('JupyterServerError', `The server at ${this.displayUrl} answered with something that is not JSON while ${what}; is it a Jupyter server?`);
+      throw new JupyterError(
+        'JupyterServerError',
+        `The server at ${this.displayUrl} answered with something that is not JSON while ${what}; is it a Jupyter server?`,
+      );
     }
   }
 

@@ -8,7 +8,8 @@
  * and curl do. Query parameters fixed in the URL template cannot be overridden by arguments.
  */
 import type { HttpSource } from '../../../common/tools';
-import { overCap, readBodyOrThrow } from '../../util/readBodyCapped';
+import { overCap } from '../../../common/format';
+import { readBodyOrThrow } from '../../util/readBodyCapped';
 
 const HTTP_DEFAULTS = { timeoutMs: 30_000, maxResponseBytes: 4 * 1024 * 1024, maxRedirects: 5 };
 

@@ -15,8 +15,8 @@ import { ResultSchema, ToolSchema, type Tool } from '@modelcontextprotocol/sdk/t
 import type { jsonSchemaValidator, JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { JsonSchema } from '../../../../common/tools';
 import { compileSchema, type Validator } from '../../../gateway/schema';
-import { formatBytes } from '../../../../common/format';
-import { BodyTooLarge, capBody, overCap } from '../../../util/readBodyCapped';
+import { formatBytes, overCap } from '../../../../common/format';
+import { BodyTooLarge, capBody } from '../../../util/readBodyCapped';
 
 export interface McpListLimits {
   /** Most pages of one listing. */
@@ -173,7 +173,9 @@ export function cappedFetch(
       tooLarge: () =>
         tooLarge(
           `${where} sent ${overCap(cap)} in ${what}, CodeAct's limit, so it stopped reading there and closed the connection. ` +
-            (isEndpoint ? 'Ask the tool for less (a smaller result), or check the server.' : 'Check "mcp.url" in codeact.tools and the server\'s sign-in setup.'),
+            (isEndpoint
+              ? 'Ask the tool for less (a smaller result), or check the server.'
+              : 'Check "mcp.url" in codeact.tools and the server\'s sign-in setup.'),
           cap,
         ),
       tooNested: () =>
