@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
+import * as path from 'node:path';
 import type { CodeInterpreterCallItem, FileOutput } from '../../src/common/events';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import { findJupyterServer, startJupyterServer, SKIP_MESSAGE, type JupyterServer } from '../support/jupyterServer';
@@ -20,6 +21,7 @@ import { MCP_MAX_AUTH_BYTES, MCP_MAX_MESSAGE_BYTES } from '../../src/core/tools/
 import { McpClientPool } from '../../src/core/tools/sources/mcp/pool';
 import { loadTools } from '../../src/core/tools/declarations';
 import { startOAuthMcpServer, type OAuthMcpServer } from '../support/mcpOAuthServer';
+import { cannotSwitchUser, runScriptInChild, TESTER } from './support/asUser';
 import { CLIENT_SLACK, clientBytesRead, LIE_CHUNK, sendHuge, watchClientSockets, type Lie } from '../support/lyingBody';
 
 const MiB = 1024 * 1024;
@@ -120,6 +122,52 @@ describe('security: remote bodies are read within a cap as they stream', functio
         proxy.close();
       }
     });
+
+    const CHILD = String.raw`
+import { JupyterRuntime } from '${path.resolve(__dirname, '../../src/core/runtime/jupyter/jupyterRuntime')}';
+import { totalClientBytesRead, watchClientSockets } from '${path.resolve(__dirname, '../support/lyingBody')}';
+(async () => {
+  const { url, token, maxFileBytes } = JSON.parse(process.argv[2]);
+  watchClientSockets();
+  const rt = new JupyterRuntime({ url, token, limits: { maxFileBytes } });
+  const item = await rt.execute({ code: 'open("lie.txt", "w").write("small")', sessionId: 'lie' });
+  await rt.dispose();
+  const file = item.outputs.find((o) => o.type === 'file' && o.filename === 'lie.txt');
+  console.log(JSON.stringify({ status: item.status, note: file?.note, path: file?.path, uid: process.getuid(), read: totalClientBytesRead() }));
+})();
+`;
+    for (const who of ['root', 'the unprivileged user'] as const) {
+      it(`the same lie to a runtime running as ${who}: cut off at the cap`, async function () {
+        const user = who === 'root' ? undefined : TESTER;
+        const why = user && cannotSwitchUser();
+        if (why) return this.skip();
+        const maxFileBytes = 256 * 1024;
+        const proxy = await lyingProxy(server.url, (req, res) =>
+          /^\/api\/contents\/.*lie\.txt\?.*content=1/.test(req.url ?? '')
+            ? sendHuge(res, { total: HUGE, head: '{"name": "lie.txt", "type": "file", "format": "base64", "content": "', tail: '"}' })
+            : undefined,
+        );
+        try {
+          const out = await runScriptInChild<{ status: string; note?: string; path?: string; uid: number; read: number }>(
+            CHILD,
+            { url: proxy.url, token: server.token, maxFileBytes },
+            user,
+            `the runtime as ${who}`,
+          );
+          assert.equal(out.uid, user?.uid ?? 0);
+          assert.equal(out.status, 'completed');
+          assert.equal(out.path, undefined);
+          assert.match(out.note ?? '', /sent more than 415,064 bytes while reading the file "lie\.txt" the code wrote/);
+          const lie = await proxy.lies[0];
+          console.log(`      as ${who}: the proxy sent ${lie.sent.toLocaleString('en-US')} bytes; the runtime read ${out.read.toLocaleString('en-US')} in all`);
+          assert.equal(lie.completed, false);
+          // Everything the runtime read over REST, the kernel's answers included, stays near the cap.
+          assert.ok(out.read <= 415_064 + LIE_CHUNK + CLIENT_SLACK, `the runtime read ${out.read} bytes`);
+        } finally {
+          proxy.close();
+        }
+      });
+    }
 
     it('a kernel start answered with an endless JSON body: the run fails with an error that names the server, the cap and what to check', async () => {
       const proxy = await lyingProxy(server.url, (req, res) =>

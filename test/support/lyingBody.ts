@@ -37,6 +37,13 @@ export function clientBytesRead(port: number): number {
   return socket.bytesRead;
 }
 
+/** What the client read on every connection `fetch` opened since {@link watchClientSockets}. */
+export function totalClientBytesRead(): number {
+  let n = 0;
+  for (const socket of clientSockets.values()) n += socket.bytesRead;
+  return n;
+}
+
 export interface Lie {
   /** Bytes of the body written to the socket (accepted by the kernel). */
   sent: number;
