@@ -20,6 +20,7 @@ import { memorySecretStore } from '../../src/core/tools/sources/mcp/authStore';
 import { MCP_MAX_AUTH_BYTES, MCP_MAX_MESSAGE_BYTES } from '../../src/core/tools/sources/mcp/list';
 import { McpClientPool } from '../../src/core/tools/sources/mcp/pool';
 import { loadTools } from '../../src/core/tools/declarations';
+import { createProvider } from '../../src/core/providers/factory';
 import { startOAuthMcpServer, type OAuthMcpServer } from '../support/mcpOAuthServer';
 import { cannotSwitchUser, runScriptInChild, TESTER } from './support/asUser';
 import { CLIENT_SLACK, clientBytesRead, LIE_CHUNK, sendHuge, watchClientSockets, type Lie } from '../support/lyingBody';
@@ -300,5 +301,33 @@ import { totalClientBytesRead, watchClientSockets } from '${path.resolve(__dirna
         server.close();
       }
     });
+  });
+
+  describe("a file from a provider's hosted sandbox", () => {
+    for (const provider of ['openai', 'anthropic'] as const) {
+      it(`${provider}: a download of 64 MiB, chunked, past its cap: cut off, naming the provider, the file, the cap and what to do`, async () => {
+        const lies: Promise<Lie>[] = [];
+        const server = createServer((req, res) => {
+          if (/\/content$/.test(req.url ?? '')) return void lies.push(sendHuge(res, { total: HUGE, contentType: 'application/octet-stream' }));
+          // Anthropic's adapter asks for the file's metadata first.
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'f1', type: 'file', filename: 'out.bin', mime_type: 'application/octet-stream' }));
+        });
+        const origin = (await listen(server)).replace(/\/$/, '');
+        try {
+          const p = await createProvider({ provider, apiKey: 'test-key', baseURL: provider === 'openai' ? `${origin}/v1` : origin, env: {} });
+          await assert.rejects(
+            p.downloadFile!({ type: 'file', file_id: 'f1', container_id: 'c1', filename: 'out.bin' }, { maxBytes: MiB }),
+            new RegExp(
+              `^ProviderError: .+ sent more than 1 MiB \\(1,048,576 bytes\\) for the file "out\\.bin", CodeAct's limit for a download from the hosted sandbox, so it stopped reading there\\. Download the file from the provider's console`,
+            ),
+          );
+          assert.equal(lies.length, 1);
+          assertCutOff(await lies[0], MiB);
+        } finally {
+          server.closeAllConnections();
+          server.close();
+        }
+      });
+    }
   });
 });
