@@ -310,7 +310,9 @@ import { totalClientBytesRead, watchClientSockets } from '${path.resolve(__dirna
         const server = createServer((req, res) => {
           if (/\/content$/.test(req.url ?? '')) return void lies.push(sendHuge(res, { total: HUGE, contentType: 'application/octet-stream' }));
           // Anthropic's adapter asks for the file's metadata first.
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'f1', type: 'file', filename: 'out.bin', mime_type: 'application/octet-stream' }));
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ id: 'f1', type: 'file', filename: 'out.bin', mime_type: 'application/octet-stream' }));
         });
         const origin = (await listen(server)).replace(/\/$/, '');
         try {
