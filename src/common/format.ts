@@ -16,6 +16,13 @@ export function formatBytes(n: number): string {
   return `${n} bytes`;
 }
 
+/** "more than 1 MiB (1,048,576 bytes)": a cap that a remote body passed, with its exact count of bytes. */
+export function overCap(cap: number): string {
+  const bytes = `${cap.toLocaleString('en-US')} bytes`;
+  const size = formatBytes(cap);
+  return size.endsWith(' bytes') ? `more than ${bytes}` : `more than ${size} (${bytes})`;
+}
+
 /** 300000 -> "5 min", 30000 -> "30 s", 1500 -> "1.5 s": a configured limit. */
 export function formatDuration(ms: number): string {
   if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;

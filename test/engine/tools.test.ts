@@ -206,7 +206,7 @@ describe('http tools', () => {
     );
     await assert.rejects(
       make({ url: `http://127.0.0.1:${port}/big`, maxResponseBytes: 1000 }).invoke({}, { signal: signal(), callId: '1' }),
-      /larger than 1,000 bytes/,
+      /127\.0\.0\.1:\d+ sent more than 1,000 bytes, the tool's maxResponseBytes/,
     );
     await assert.rejects(
       make({ url: `http://127.0.0.1:${port}/x`, headers: { 'x-key': '${env:NOPE_NOT_SET}' } }).invoke({}, { signal: signal(), callId: '1' }),

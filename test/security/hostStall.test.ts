@@ -10,7 +10,8 @@ import * as path from 'node:path';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { compileSchema, MAX_ERRORS } from '../../src/core/gateway/schema';
-import { BudgetExceeded, charge, metered } from '../../src/core/gateway/budget';
+import { BudgetExceeded, charge, metered, unitsSpent, VALIDATION_BUDGET } from '../../src/core/gateway/budget';
+import type { JsonSchema } from '../../src/common/tools';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
@@ -91,27 +92,59 @@ describe('security: the host cannot be stalled', function () {
   });
 
   describe('validation work is bounded whatever the schema', () => {
-    it('a huge error list is cut to the first few, without quadratic work', async () => {
+    it('a huge error list is cut to the first few, without quadratic work (counted)', async () => {
       const v = compileSchema({ type: 'array', items: { type: 'string' } });
       const values = Array.from({ length: 100_000 }, (_, i) => i);
+      const before = unitsSpent();
       const r = await withLag('100,000 failing items', async () => v(values));
+      const units = unitsSpent() - before;
       const lines = r.value!;
       assert.ok(lines.length <= MAX_ERRORS + 1, `${lines.length} lines`);
       assert.equal(lines[0], '$[0] must be string');
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      // The first error, then the others within a quarter of the budget: never more, whatever the machine's load.
+      assert.ok(units <= VALIDATION_BUDGET * 1.25 + 10_000, `listing the errors was charged ${units} units`);
     });
 
-    it('a schema whose $refs double the work at every level is cut off', async () => {
+    it('a schema whose $refs double the work at every level is cut off (counted)', async () => {
       const defs: Record<string, unknown> = { d40: { type: 'number' } };
       for (let i = 0; i < 40; i++) defs[`d${i}`] = { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
       const gw = settingsTool({ type: 'object', properties: { x: { $ref: '#/$defs/d0' } }, $defs: defs });
+      const before = unitsSpent();
       const r = await withLag('2^40 subschema evaluations', () => call(gw, 'victim', { x: 1 }));
+      const units = unitsSpent() - before;
       assert.match(String(r.error), /too costly to check against its input schema/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      assert.ok(units <= VALIDATION_BUDGET + 10_000, `2^40 evaluations were charged ${units} units before the refusal`);
     });
 
-    it('uniqueItems, enum and a quadratic format cost what they look at, not the square of it', async () => {
-      const gw = settingsTool({
+    /**
+     * Counted, not timed: the units a validation is charged (unitsSpent) and the reads of the values' properties
+     * (getters that count). On a busy machine the clock varies; these do not.
+     */
+    function counting(schema: JsonSchema) {
+      const v = compileSchema(schema);
+      let reads = 0;
+      /** An object whose properties count their reads. */
+      const counted = (props: Record<string, unknown>): Record<string, unknown> => {
+        const o = {};
+        for (const [k, value] of Object.entries(props)) Object.defineProperty(o, k, { enumerable: true, get: () => (reads++, value) });
+        return o;
+      };
+      const cost = (value: unknown) => {
+        reads = 0;
+        const before = unitsSpent();
+        let problems: string[] | Error;
+        try {
+          problems = v(value);
+        } catch (e) {
+          problems = e as Error;
+        }
+        return { problems, units: unitsSpent() - before, reads };
+      };
+      return { counted, cost };
+    }
+
+    it('uniqueItems, enum and a quadratic format cost what they look at, not the square of it: counted units and reads, linear in the input', async () => {
+      const { counted, cost } = counting({
         type: 'object',
         properties: {
           list: { type: 'array', uniqueItems: true },
@@ -119,26 +152,50 @@ describe('security: the host cannot be stalled', function () {
           links: { type: 'array', items: { type: 'string', format: 'url' } },
         },
       });
-      // Under the key-count cap, so these are validated, not refused before validation.
-      const list = Array.from({ length: 9_000 }, (_, i) => ({ id: i }));
-      const r1 = await withLag('uniqueItems over 9,000 objects', () => call(gw, 'victim', { list }));
-      assert.equal(r1.error, undefined, String(r1.error));
-      assert.ok(r1.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r1.lagMs} ms`);
-      const dup = await call(gw, 'victim', { list: [...list, { id: 5 }] }).catch((e: Error) => e);
+      // uniqueItems: twice the items cost twice the units and twice the reads (pairwise comparison: four times),
+      // each item is read a few times (pairwise: once per other item), and 9,000 objects fit the budget by count.
+      const list = (n: number) => ({ list: Array.from({ length: n }, (_, i) => counted({ id: i })) });
+      const u1 = cost(list(4_500));
+      const u2 = cost(list(9_000));
+      assert.deepEqual(u2.problems, []);
+      assert.ok(u2.units < VALIDATION_BUDGET, `uniqueItems over 9,000 objects was charged ${u2.units} units, over the budget`);
+      assert.ok(u2.units <= 2.1 * u1.units, `units: ${u1.units} for 4,500 items, ${u2.units} for 9,000: not linear`);
+      assert.ok(u2.reads <= 2.1 * u1.reads && u2.reads <= 2 * 9_000, `reads: ${u1.reads} for 4,500 items, ${u2.reads} for 9,000`);
+      const gw = settingsTool({ type: 'object', properties: { list: { type: 'array', uniqueItems: true } } });
+      const dup = await call(gw, 'victim', { list: [...Array.from({ length: 9_000 }, (_, i) => ({ id: i })), { id: 5 }] }).catch((e: Error) => e);
       assert.match(String(dup), /\$\.list must NOT have duplicate items \(items ## 5 and 9000 are identical\)/);
-      const picks = Array.from({ length: 6_000 }, (_, i) => ({ tag: 'x', id: i % 300 }));
-      const r2 = await withLag('enum of 300 objects over 6,000 items', () => call(gw, 'victim', { picks }));
-      assert.equal(r2.error, undefined, String(r2.error));
-      assert.ok(r2.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r2.lagMs} ms`);
-      const links = Array.from({ length: 50 }, () => 'http://' + ':'.repeat(15_000) + '!');
-      const r3 = await withLag('format "url" over 50 strings of 15,000 colons', () => call(gw, 'victim', { links }));
-      assert.match(String(r3.error), /must match format "url"|too costly to check/);
-      assert.ok(r3.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r3.lagMs} ms`);
+
+      // enum of 300 objects: each item is looked up once (hashed), not compared with all 300 values.
+      const picks = (n: number) => ({ picks: Array.from({ length: n }, (_, i) => counted({ tag: 'x', id: i % 300 })) });
+      const e1 = cost(picks(3_000));
+      const e2 = cost(picks(6_000));
+      assert.deepEqual(e2.problems, []);
+      assert.ok(e2.units < VALIDATION_BUDGET, `enum over 6,000 items was charged ${e2.units} units, over the budget`);
+      assert.ok(e2.units <= 2.1 * e1.units, `units: ${e1.units} for 3,000 items, ${e2.units} for 6,000: not linear`);
+      assert.ok(e2.reads <= 2.1 * e1.reads && e2.reads <= 2 * 2 * 6_000, `reads: ${e1.reads} for 3,000 items, ${e2.reads} for 6,000`);
+
+      // format "url" (a quadratic regex): charged as quadratic, so 15,000 colons are refused by count before the regex runs.
+      const f = cost({ links: Array.from({ length: 50 }, () => 'http://' + ':'.repeat(15_000) + '!') });
+      assert.ok(f.problems instanceof BudgetExceeded, String(f.problems));
+      assert.ok(f.units <= VALIDATION_BUDGET, `${f.units} units were charged before the refusal`);
     });
 
-    it('a check whose steps cost more than they are charged still stops at its CPU deadline', () => {
-      // Steps charged 1 unit each against an endless budget: only the deadline (30 ms of this thread's
-      // time, the smaller of the process's CPU time and the wall time) can stop it.
+    it("a subschema's size is charged at every evaluation, so the count decides, not the machine's load", () => {
+      // 700 properties checked for each of the items: ajv's code tests every one of them every time.
+      const props: Record<string, unknown> = {};
+      for (let i = 0; i < 700; i++) props[`p${i}`] = { type: 'string' };
+      const { cost } = counting({ type: 'array', items: { type: 'object', properties: props } });
+      const small = cost(Array.from({ length: 2_000 }, () => ({})));
+      assert.deepEqual(small.problems, []);
+      assert.ok(small.units >= 2_000 * 700 && small.units <= 2_000 * 800, `2,000 items against 700 properties were charged ${small.units} units`);
+      // 19,000 items (under the key-count cap): 13 million property checks, over the budget by count, on any machine.
+      const large = cost(Array.from({ length: 19_000 }, () => ({})));
+      assert.ok(large.problems instanceof BudgetExceeded, `19,000 items against 700 properties were accepted (${large.units} units)`);
+    });
+
+    it('a check whose steps cost more than they are charged still stops at its net of CPU and wall time', () => {
+      // Steps charged 1 unit each against an endless budget: only the net (30 ms here, of both the
+      // process's CPU time and the wall time) can stop it.
       let steps = 0;
       const started = Date.now();
       assert.throws(

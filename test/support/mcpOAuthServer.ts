@@ -25,6 +25,8 @@ export interface OAuthServerOptions {
   authorizationEndpoint?: string;
   /** Lifetime of access tokens in seconds (default 3600). */
   expiresIn?: number;
+  /** Answers a request itself instead of the server (a test's lie); returns true when it did. */
+  answer?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
 export interface OAuthMcpServer {
@@ -88,6 +90,7 @@ export async function startOAuthMcpServer(options: OAuthServerOptions = {}): Pro
     return Buffer.concat(chunks).toString('utf8');
   };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    if (options.answer?.(req, res)) return;
     const u = new URL(req.url ?? '/', origin);
     if (req.method === 'GET' && u.pathname === '/.well-known/oauth-protected-resource/mcp') {
       return json(res, 200, { resource: mcpUrl, authorization_servers: [origin], scopes_supported: ['tools'], bearer_methods_supported: ['header'] });

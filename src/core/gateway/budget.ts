@@ -6,13 +6,15 @@
  *
  * - `pattern`, `patternProperties` and `propertyNames` run on RE2 (re2js), which is linear in the
  *   input; each test is charged input length × program size, the worst case of its NFA.
- * - every subschema evaluation is charged (a marker keyword is put into every subschema object before
- *   compiling), so `$ref`/`allOf`/`anyOf` chains that multiply work are cut off, whatever their shape.
+ * - every subschema evaluation is charged, by the size of that subschema (a marker keyword carrying its
+ *   size is put into every subschema object before compiling): `$ref`/`allOf`/`anyOf` chains that
+ *   multiply work are cut off, whatever their shape, and a subschema with a thousand properties costs
+ *   a thousand units each time it is applied.
  * - `format` checks, `enum` and `uniqueItems` are charged by the size of what they look at; `enum`
  *   and `uniqueItems` are replaced by hash-based versions (ajv's compare items pairwise).
  *
- * The units are calibrated so that the default budget is a few tens of milliseconds on a slow machine
- * (see test/security/hostStall.test.ts). Outside a metered validation nothing is charged (compiling
+ * The units are calibrated so that the default budget is a few tens of milliseconds on a slow machine;
+ * test/security/hostStall.test.ts proves the bounds by counting units and reads, never by the clock. Outside a metered validation nothing is charged (compiling
  * the meta-schema checks, for example).
  */
 import type Ajv from 'ajv';
@@ -23,17 +25,20 @@ import { RE2JS } from 're2js';
 import { canonicalJson } from '../../common/canonicalJson';
 
 /**
- * The default work budget of one validation, in units of roughly 5 ns: about 25 ms. Steps are charged
- * what they typically cost; as the net under that estimate, a validation also stops after
- * {@link VALIDATION_DEADLINE_MS} of this process's CPU time, checked between steps, and a single step
- * whose worst case alone would exceed the budget is refused before it runs.
+ * The default work budget of one validation, in units of roughly 5 ns: about 25 ms. The budget is what
+ * decides: it counts steps, so the same value against the same schema is accepted or refused the same way
+ * on an idle machine and on a busy one. Each step is charged what it costs at most, or what it typically
+ * costs where its worst case is a bounded multiple of that (a pattern on RE2's NFA: up to
+ * {@link REGEX_WORST} times), and a single step whose worst case alone would exceed the budget is refused
+ * before it runs.
  *
- * CPU time, not wall-clock time: on a busy machine the host is descheduled in the middle of a check,
- * and a wall-clock deadline then refused valid calls at random. The event loop is blocked only while
- * this thread runs, which is what CPU time counts.
+ * As a net for work the counting misses, a validation also stops after {@link VALIDATION_DEADLINE_MS} of
+ * both this process's CPU time and wall time. That is far above what any charged work within the budget
+ * costs (about 400 ms at the worst, patterns on the NFA), so load never decides an outcome: on a busy
+ * machine a 100 ms deadline refused valid calls at random, which counted work never does.
  */
 export const VALIDATION_BUDGET = 5_000_000;
-export const VALIDATION_DEADLINE_MS = 100;
+export const VALIDATION_DEADLINE_MS = 1_000;
 
 /** CPU time of this process (user + system), in milliseconds. */
 function cpuMs(): number {
@@ -57,15 +62,21 @@ let deadline = Infinity;
 let deadlineMs = Infinity;
 let wallStart = 0;
 let calls = 0;
+/** Every unit charged in this process, for tests that prove a bound by counting. */
+let spent = 0;
 
-/** Runs `fn` (synchronous) with a fresh budget and a deadline of `ms` of CPU time; a step past either throws {@link BudgetExceeded}. */
+/** The units charged so far in this process (all validations): the difference around a check is what it cost. */
+export function unitsSpent(): number {
+  return spent;
+}
+
+/** Runs `fn` (synchronous) with a fresh budget and a net of `ms` of CPU and wall time; a step past the budget (or the net) throws {@link BudgetExceeded}. */
 export function metered<T>(budget: number, ms: number, fn: () => T): T {
   const saved = [remaining, current, deadline, deadlineMs, wallStart];
   remaining = current = budget;
   // Reading the CPU clock is a system call (microseconds) and most validations finish before their
   // first check, so the deadline is computed at that check: the CPU time used before it is taken as the
-  // wall time since the start (this thread cannot have used more), but at most half the deadline, so
-  // that a thread descheduled before its first check (a busy machine) still gets half its time.
+  // wall time since the start (this thread cannot have used more), but at most half the deadline.
   deadline = NaN;
   deadlineMs = ms;
   wallStart = performance.now();
@@ -77,10 +88,9 @@ export function metered<T>(budget: number, ms: number, fn: () => T): T {
 }
 
 /**
- * Whether this validation has used its time. The process's CPU time counts every thread (V8's parallel
- * GC and compiler threads too, which on a busy machine ran it past the deadline while the check itself
- * had used a few milliseconds), and wall time counts the time this thread was descheduled; this thread
- * has used at most the smaller of the two, so the deadline is past only when both are.
+ * Whether this validation has used its time. The process's CPU time counts every thread (V8's GC and
+ * compiler threads too), and wall time counts the time this thread was descheduled; this thread has used
+ * at most the smaller of the two, so the deadline is past only when both are.
  */
 function pastDeadline(): boolean {
   const now = cpuMs();
@@ -91,11 +101,12 @@ function pastDeadline(): boolean {
 
 /**
  * Charges a step of `units` (its typical cost), refusing it first when its `worst` case alone exceeds
- * the whole budget. Costly steps check the CPU clock every time, cheap ones every 128 calls.
+ * the whole budget. Costly steps check the clock's net every time, cheap ones every 128 calls.
  */
 export function charge(units: number, worst = units): void {
   if (worst > current) throw new BudgetExceeded(current);
   remaining -= units;
+  spent += units;
   if (remaining < 0 || ((units > 10_000 || (++calls & 127) === 0) && pastDeadline())) throw new BudgetExceeded(current);
 }
 
@@ -139,8 +150,24 @@ export const linearRegExp: RegExpEngine = Object.assign(
 
 // ---- metered keywords -------------------------------------------------------------------------
 
-/** The marker keyword put into every subschema object: each evaluation charges one step. */
+/** The marker keyword put into every subschema object, with its size: each evaluation charges a step and that size. */
 const STEP_KEYWORD = 'x-codeact-step';
+
+/** Keywords that look at every property of the object they are applied to. */
+const PER_PROPERTY = ['additionalProperties', 'unevaluatedProperties', 'propertyNames', 'patternProperties', 'minProperties', 'maxProperties'];
+
+/**
+ * What one evaluation of a subschema object costs beyond the step, in units: one per keyword and per
+ * entry of its lists and maps (ajv's code checks `required`, `properties`, `dependentRequired` entry by
+ * entry). Negative when the subschema also looks at every property of the value (charged per property).
+ */
+function subschemaSize(schema: Record<string, unknown>): number {
+  let size = 0;
+  for (const v of Object.values(schema)) {
+    size += 1 + (Array.isArray(v) ? v.length : v && typeof v === 'object' ? Object.keys(v).length : 0);
+  }
+  return PER_PROPERTY.some((k) => k in schema) ? -size : size;
+}
 
 /** The canonical key of a value, charged: about 80 ns per character for objects and arrays (measured). */
 function keyOf(value: unknown): string {
@@ -160,10 +187,12 @@ type KeywordFn = ((schema: unknown, data: unknown) => boolean) & { errors?: Part
 export function meter(ajv: Ajv): void {
   ajv.addKeyword({
     keyword: STEP_KEYWORD,
-    schemaType: 'boolean',
+    schemaType: 'number',
     errors: false,
-    validate: (_schema: unknown, data: unknown) => {
-      charge(STEP + (typeof data === 'string' ? data.length >> 3 : 0));
+    validate: (size: number, data: unknown) => {
+      let units = STEP + Math.abs(size) + (typeof data === 'string' ? data.length >> 3 : 0);
+      if (size < 0 && data && typeof data === 'object' && !Array.isArray(data)) units += Object.keys(data).length;
+      charge(units);
       return true;
     },
   });
@@ -234,7 +263,7 @@ const NOT_SCHEMAS = new Set(['const', 'enum', 'default', 'examples', 'required',
 export function markSubschemas(schema: unknown, stats = { patterns: 0 }): unknown {
   if (!schema || typeof schema !== 'object') return schema;
   if (Array.isArray(schema)) return schema.map((s) => markSubschemas(s, stats));
-  const out: Record<string, unknown> = { [STEP_KEYWORD]: true };
+  const out: Record<string, unknown> = { [STEP_KEYWORD]: subschemaSize(schema as Record<string, unknown>) };
   for (const [k, v] of Object.entries(schema)) {
     if (k === STEP_KEYWORD) continue;
     if (k === 'pattern') stats.patterns++;

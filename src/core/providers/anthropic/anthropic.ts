@@ -11,7 +11,7 @@
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import type { FileOutput } from '../../../common/events';
-import { ProviderError, toProviderError } from '../shared/errors';
+import { ProviderError, readHostedFile, toProviderError } from '../shared/errors';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import type { DownloadedFile, EmitFn, TurnRequest, TurnResult } from '../shared/types';
 import { buildAnthropicRequest, FILES_BETA } from './anthropicRequest';
@@ -39,7 +39,7 @@ export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
   }
 
   /** Downloads an output file through the Files API (`GET /v1/files/{id}/content`). */
-  async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
+  async downloadFile(file: FileOutput, options: { signal?: AbortSignal; maxBytes?: number } = {}): Promise<DownloadedFile> {
     if (!file.file_id)
       throw new ProviderError({ code: 'bad_request', provider: 'anthropic', message: 'This file has no file id, so it cannot be downloaded from Anthropic.' });
     try {
@@ -53,7 +53,7 @@ export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
         if (options.signal?.aborted) throw err;
       }
       const res = await this.client.beta.files.download(file.file_id, { betas: [FILES_BETA] }, { signal: options.signal });
-      return { bytes: new Uint8Array(await res.arrayBuffer()), filename, mimeType };
+      return { bytes: await readHostedFile(res, 'anthropic', filename ?? file.file_id, options.maxBytes), filename, mimeType };
     } catch (err) {
       throw toProviderError(err, { provider: 'anthropic', baseURL: this.baseURL, signal: options.signal });
     }

@@ -8,7 +8,7 @@
 import type OpenAI from 'openai';
 import type { AttachedImage, CodeOutput, FileOutput, MessageItem } from '../../../common/events';
 import { FunctionCallStream, HostedCodeStream, TextStream, asString, replayOnlyItem, tokenUsage, type Json, type TurnItems } from '../shared/emit';
-import { ProviderError, toProviderError, type ErrorContext } from '../shared/errors';
+import { ProviderError, readHostedFile, toProviderError, type ErrorContext } from '../shared/errors';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import type { StreamMachine } from '../shared/runStream';
@@ -58,7 +58,7 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
     return this.stream('resp', req, emit, open, (turn, ctx) => new ResponsesState(emit, turn, ctx));
   }
 
-  async downloadFile(file: FileOutput, options: { signal?: AbortSignal } = {}): Promise<DownloadedFile> {
+  async downloadFile(file: FileOutput, options: { signal?: AbortSignal; maxBytes?: number } = {}): Promise<DownloadedFile> {
     if (!file.file_id || !file.container_id) {
       throw new ProviderError({
         code: 'bad_request',
@@ -67,7 +67,7 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
       });
     }
     try {
-      return await downloadOpenAIContainerFile(this.client, file.container_id, file.file_id, options.signal, file.filename);
+      return await downloadOpenAIContainerFile(this.client, file.container_id, file.file_id, options, file.filename);
     } catch (err) {
       throw toProviderError(err, { provider: 'openai', baseURL: this.baseURL, signal: options.signal });
     }
@@ -79,11 +79,11 @@ async function downloadOpenAIContainerFile(
   client: OpenAI,
   containerId: string,
   fileId: string,
-  signal?: AbortSignal,
+  options: { signal?: AbortSignal; maxBytes?: number },
   filename?: string,
 ): Promise<DownloadedFile> {
-  const res = await client.containers.files.content.retrieve(fileId, { container_id: containerId }, { signal });
-  const bytes = new Uint8Array(await res.arrayBuffer());
+  const res = await client.containers.files.content.retrieve(fileId, { container_id: containerId }, { signal: options.signal });
+  const bytes = await readHostedFile(res, 'openai', filename ?? fileId, options.maxBytes);
   const mime = res.headers.get('content-type') ?? undefined;
   return { bytes, filename, mimeType: mime && mime !== 'application/octet-stream' && mime !== 'application/binary' ? mime : undefined };
 }

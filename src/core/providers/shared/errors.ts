@@ -4,6 +4,8 @@
  * what happened and what to do.
  */
 import { providerInfo, whoStarting } from './catalog';
+import { overCap } from '../../../common/format';
+import { readBodyOrThrow } from '../../util/readBodyCapped';
 import type { ConversationItem, ProviderId } from './types';
 import type { Stall } from './watchdog';
 import { formatDuration } from '../../../common/format';
@@ -110,6 +112,27 @@ export interface ErrorContext {
 }
 
 /** Turns anything thrown by an SDK or a stream into a `ProviderError`. */
+/** The most of one hosted sandbox file downloaded: the providers' own limit for a file (512 MB). */
+export const MAX_HOSTED_FILE_BYTES = 512 * 1024 * 1024;
+
+/** A downloaded file's bytes, read within `maxBytes` as they stream (see readBodyCapped). */
+export async function readHostedFile(res: Response, provider: ProviderId, name: string, maxBytes = MAX_HOSTED_FILE_BYTES): Promise<Uint8Array> {
+  const bytes = await readBodyOrThrow(
+    res.body,
+    maxBytes,
+    () =>
+      new ProviderError({
+        code: 'bad_request',
+        provider,
+        retryable: false,
+        message:
+          `${providerInfo(provider).who} sent ${overCap(maxBytes)} for the file ${JSON.stringify(name)}, CodeAct's limit for a download from the ` +
+          "hosted sandbox, so it stopped reading there. Download the file from the provider's console, or have the code write a smaller one.",
+      }),
+  );
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError {
   if (err instanceof ProviderError) return err;
   const label = whoStarting(ctx.provider);

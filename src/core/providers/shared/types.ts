@@ -192,7 +192,7 @@ export interface Provider {
    * Downloads a file the hosted code produced (OpenAI container files, Anthropic Files API files).
    * Absent for providers without downloadable files.
    */
-  downloadFile?(file: FileOutput, options?: { signal?: AbortSignal }): Promise<DownloadedFile>;
+  downloadFile?(file: FileOutput, options?: { signal?: AbortSignal; maxBytes?: number }): Promise<DownloadedFile>;
 }
 
 /** Per-model settings of an OpenAI-compatible server. */

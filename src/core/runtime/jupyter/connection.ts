@@ -11,6 +11,8 @@ import { ServerConnection, type Kernel, type KernelAPI } from '@jupyterlab/servi
 import WebSocket from 'ws';
 import { CodeActError, errorCategory } from '../../util/errors';
 import { htmlToText, isHtml } from '../../../common/htmlText';
+import { formatBytes, overCap } from '../../../common/format';
+import { readBodyOrThrow, readBodyPrefix } from '../../util/readBodyCapped';
 import { hubUserOf, isStoppedServerAnswer, rewriteHubUserPath, stoppedMessage, type HubUser } from './hub';
 
 /** An error of the Jupyter runtime with a category that becomes `ExecutionError.type`. */
@@ -33,6 +35,7 @@ const TOKEN_HINT =
   'Set it with the "CodeAct: Set Jupyter Token" command (stored in VS Code\'s SecretStorage), or in the ' +
   'CODEACT_JUPYTER_TOKEN environment variable for the CLI. The token is never read from settings.json.';
 
+const URL_HINT_SHORT = 'codeact.jupyter.serverURL (CLI: --jupyter-url) points to a Jupyter server, not to another service or a proxy that answers for it';
 const URL_HINT = 'Check that the server is running and that codeact.jupyter.serverURL (CLI: --jupyter-url) points to it.';
 
 /** Normalises a server URL to its base (`http(s)://host:port/base/`), or throws a JupyterError. */
@@ -150,19 +153,22 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
 
   async listRunning(): Promise<KernelAPI.IModel[]> {
     const res = await this.request('GET', 'api/kernels', 'listing the kernels', [200]);
-    return (await res.json()) as KernelAPI.IModel[];
+    return (await this.json(res, 'listing the kernels')) as KernelAPI.IModel[];
   }
 
   async getModel(id: string, timeoutMs?: number): Promise<KernelAPI.IModel | undefined> {
     const res = await this.request('GET', `api/kernels/${encodeURIComponent(id)}`, 'looking up the kernel', [200, 404], undefined, timeoutMs);
-    if (res.status === 404) return undefined;
-    return (await res.json()) as KernelAPI.IModel;
+    if (res.status === 404) {
+      await res.body?.cancel().catch(() => {});
+      return undefined;
+    }
+    return (await this.json(res, 'looking up the kernel')) as KernelAPI.IModel;
   }
 
   async startNew(options: KernelAPI.IKernelOptions & { env?: Record<string, string> } = {}): Promise<KernelAPI.IModel> {
     try {
       const res = await this.request('POST', 'api/kernels', 'starting a kernel', [200, 201], options);
-      const model = (await res.json()) as KernelAPI.IModel;
+      const model = (await this.json(res, 'starting a kernel')) as KernelAPI.IModel;
       if (!model || typeof model.id !== 'string') {
         throw new JupyterError('JupyterServerError', `The server at ${this.displayUrl} answered the kernel start with no kernel id; is it a Jupyter server?`);
       }
@@ -196,13 +202,16 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
 
   /**
    * A file's model from the contents API (`/api/contents/PATH`): metadata only, or with its content as
-   * base64. Undefined when the server has no such file (404) — or no contents API at all (a gateway).
+   * base64 when `contentBytes` says how large the file may be (its model is read up to that as base64,
+   * plus room for the metadata). Undefined when the server has no such file (404) — or no contents API
+   * at all (a gateway).
    */
   async fileModel(
     path: string,
-    content: boolean,
+    contentBytes: number | undefined,
     timeoutMs?: number,
   ): Promise<{ size?: number; content?: unknown; format?: string; type?: string } | undefined> {
+    const content = contentBytes !== undefined;
     const enc = path.split('/').map(encodeURIComponent).join('/');
     const query = content ? '?type=file&format=base64&content=1' : '?content=0';
     let res: Response;
@@ -212,14 +221,54 @@ export class KernelRestClient implements Kernel.IKernelAPIClient {
       if (err instanceof JupyterError && (err.status === 404 || err.status === 405)) return undefined;
       throw err;
     }
-    if (res.status !== 200) return undefined;
-    return (await res.json()) as { size?: number; content?: unknown; format?: string };
+    if (res.status !== 200) {
+      await res.body?.cancel().catch(() => {});
+      return undefined;
+    }
+    // base64 is 4 bytes for 3; the model around it (name, path, dates) is a few hundred bytes.
+    const cap = content ? Math.ceil(contentBytes / 3) * 4 + MODEL_OVERHEAD : MAX_JSON_BODY;
+    const hint = content
+      ? `the file is larger than the ${formatBytes(contentBytes)} CodeAct copies out, or the server sent more than the file; it stays on the kernel's machine.`
+      : undefined;
+    return (await this.json(res, `reading the file ${JSON.stringify(path)} the code wrote`, cap, hint)) as {
+      size?: number;
+      content?: unknown;
+      format?: string;
+    };
   }
 
   async kernelSpecNames(): Promise<string[]> {
     const res = await this.request('GET', 'api/kernelspecs', 'listing the kernel specs', [200]);
-    const body = (await res.json()) as { kernelspecs?: Record<string, unknown> };
+    const body = (await this.json(res, 'listing the kernel specs')) as { kernelspecs?: Record<string, unknown> };
     return Object.keys(body.kernelspecs ?? {});
+  }
+
+  /** The answer's JSON, read within `cap` bytes as it streams (see readBodyCapped). */
+  private async json(res: Response, what: string, cap = MAX_JSON_BODY, hint = `Check that ${URL_HINT_SHORT}.`): Promise<unknown> {
+    let bytes: Buffer;
+    try {
+      bytes = await readBodyOrThrow(
+        res.body,
+        cap,
+        () =>
+          new JupyterError(
+            'JupyterResponseTooLarge',
+            `The Jupyter server at ${this.displayUrl} sent ${overCap(cap)} while ${what}, CodeAct's limit for that answer, ` +
+              `so it stopped reading there: ${hint}`,
+          ),
+      );
+    } catch (err) {
+      if (err instanceof JupyterError) throw err;
+      throw networkError(err, this.displayUrl, what, this.config.requestTimeoutMs);
+    }
+    try {
+      return JSON.parse(bytes.toString('utf8'));
+    } catch {
+      throw new JupyterError(
+        'JupyterServerError',
+        `The server at ${this.displayUrl} answered with something that is not JSON while ${what}; is it a Jupyter server?`,
+      );
+    }
   }
 
   private async request(method: string, path: string, what: string, ok: number[], body?: unknown, timeoutMs = this.config.requestTimeoutMs): Promise<Response> {
@@ -292,10 +341,14 @@ function networkError(err: unknown, url: string, what: string, timeoutMs: number
 
 /** Only the start of an error body is read: the reason is near the top. */
 const MAX_ERROR_BODY = 64 * 1024;
+/** The most of a REST answer read (kernel models, kernel specs, a file's metadata): they are a few kilobytes. */
+const MAX_JSON_BODY = 4 * 1024 * 1024;
+/** Room for a file model's metadata around its base64 content. */
+const MODEL_OVERHEAD = 64 * 1024;
 
 async function errorDetail(res: Response): Promise<string> {
   try {
-    const text = await boundedText(res, MAX_ERROR_BODY);
+    const text = new TextDecoder().decode(await readBodyPrefix(res.body, MAX_ERROR_BODY));
     if (isHtml(text, res.headers.get('content-type'))) return htmlToText(text, 300);
     try {
       const body = JSON.parse(text) as { message?: string; reason?: string; traceback?: string };
@@ -307,25 +360,6 @@ async function errorDetail(res: Response): Promise<string> {
   } catch {
     return '';
   }
-}
-
-/** The body as text, at most `max` bytes of it (the rest is not read). */
-async function boundedText(res: Response, max: number): Promise<string> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < max) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, max));
 }
 
 /**

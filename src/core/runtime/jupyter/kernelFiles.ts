@@ -40,7 +40,7 @@ async function serverPrefix(rest: KernelRestClient, kernelId: string, report: Re
   let found: string | null = null;
   for (let n = 0; n <= Math.min(parts.length, MAX_SUFFIXES); n++) {
     const prefix = parts.slice(parts.length - n).join('/');
-    const model = await rest.fileModel(prefix ? `${prefix}/${probe.path}` : probe.path, false).catch(() => undefined);
+    const model = await rest.fileModel(prefix ? `${prefix}/${probe.path}` : probe.path, undefined).catch(() => undefined);
     if (model && model.size === probe.size) {
       found = prefix;
       break;
@@ -87,7 +87,9 @@ export async function collectKernelFiles(
       continue;
     }
     try {
-      const model = await rest.fileModel(prefix ? `${prefix}/${f.path}` : f.path, true);
+      // Read within what may still be copied: a server that sends more is cut off as it streams.
+      const room = Math.min(limits.maxFileBytes, limits.maxFilesTotalBytes - total);
+      const model = await rest.fileModel(prefix ? `${prefix}/${f.path}` : f.path, room);
       if (!model || model.format !== 'base64' || typeof model.content !== 'string') throw new Error('the server did not send its contents');
       const data = Buffer.from(model.content, 'base64');
       if (data.length > limits.maxFileBytes || total + data.length > limits.maxFilesTotalBytes)

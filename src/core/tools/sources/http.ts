@@ -8,7 +8,8 @@
  * and curl do. Query parameters fixed in the URL template cannot be overridden by arguments.
  */
 import type { HttpSource } from '../../../common/tools';
-import { readBodyCapped } from '../../util/readBodyCapped';
+import { overCap } from '../../../common/format';
+import { readBodyOrThrow } from '../../util/readBodyCapped';
 
 const HTTP_DEFAULTS = { timeoutMs: 30_000, maxResponseBytes: 4 * 1024 * 1024, maxRedirects: 5 };
 
@@ -162,7 +163,12 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
     }
     let text: string;
     try {
-      text = await readCapped(res, cap, () => fail(`the response is larger than ${cap.toLocaleString('en-US')} bytes (maxResponseBytes)`));
+      const tooLarge = () =>
+        fail(
+          `${url.host} sent ${overCap(cap)}, the tool's maxResponseBytes, so CodeAct stopped reading there and closed the connection. ` +
+            "Raise maxResponseBytes in the tool's declaration if the endpoint's answers are this large, or ask it for less.",
+        );
+      text = (await readBodyOrThrow(res.body, cap, tooLarge)).toString('utf8');
     } catch (e) {
       if (timeout.aborted) throw timedOut(`reading the response from ${url.host}`);
       if (options.signal.aborted) throw fail('was stopped');
@@ -184,11 +190,4 @@ export async function runHttpTool(toolName: string, source: HttpSource, args: Re
     }
     return text;
   }
-}
-
-async function readCapped(res: Response, cap: number, tooBig: () => Error): Promise<string> {
-  if (!res.body) return '';
-  const bytes = await readBodyCapped(res.body, cap);
-  if (!bytes) throw tooBig();
-  return bytes.toString('utf8');
 }

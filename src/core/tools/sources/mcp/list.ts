@@ -15,7 +15,8 @@ import { ResultSchema, ToolSchema, type Tool } from '@modelcontextprotocol/sdk/t
 import type { jsonSchemaValidator, JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { JsonSchema } from '../../../../common/tools';
 import { compileSchema, type Validator } from '../../../gateway/schema';
-import { formatBytes } from '../../../../common/format';
+import { formatBytes, overCap } from '../../../../common/format';
+import { BodyTooLarge, capBody } from '../../../util/readBodyCapped';
 
 export interface McpListLimits {
   /** Most pages of one listing. */
@@ -135,31 +136,56 @@ export const boundedSchemaValidator: jsonSchemaValidator = {
   },
 };
 
-/** `fetch` whose response bodies stop at `maxBytes`: a larger one errors instead of filling memory. */
-export function cappedFetch(maxBytes = MCP_MAX_MESSAGE_BYTES): FetchLike {
+/** Largest OAuth answer accepted (protected-resource and authorization-server metadata, registration, tokens): they are a few kilobytes. */
+export const MCP_MAX_AUTH_BYTES = 1024 * 1024;
+
+/**
+ * `fetch` for one HTTP server whose response bodies are capped as they stream (see readBodyCapped): an
+ * answer of the MCP endpoint at {@link MCP_MAX_MESSAGE_BYTES} and {@link MCP_MAX_MESSAGE_NESTS} (a stream
+ * of server-sent events: each event), any other address (the OAuth metadata, registration and token
+ * endpoints the SDK asks during sign-in) at {@link MCP_MAX_AUTH_BYTES}. Past a cap the body errors with a
+ * {@link BodyTooLarge} that names the server and the cap, and the connection is closed.
+ */
+export function cappedFetch(
+  server: { label: string; url: string },
+  onTooLarge?: (e: BodyTooLarge) => void,
+  caps = { message: MCP_MAX_MESSAGE_BYTES, auth: MCP_MAX_AUTH_BYTES },
+): FetchLike {
+  const endpoint = new URL(server.url).href;
+  const tooLarge = (message: string, cap: number) => {
+    const e = new BodyTooLarge(message, cap);
+    onTooLarge?.(e);
+    return e;
+  };
   return async (url, init) => {
     const res = await fetch(url, init);
     if (!res.body) return res;
-    let total = 0;
-    let nests = 0;
-    const capped = res.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          total += chunk.byteLength;
-          nests += countNests(chunk);
-          if (total > maxBytes)
-            controller.error(new Error(`the server sent a response larger than ${formatBytes(maxBytes)}, CodeAct's limit for one MCP message`));
-          else if (nests > MCP_MAX_MESSAGE_NESTS) {
-            controller.error(
-              new Error(
-                `the server sent a response with more than ${MCP_MAX_MESSAGE_NESTS.toLocaleString('en-US')} objects and arrays, CodeAct's limit for one MCP message`,
-              ),
-            );
-          } else controller.enqueue(chunk);
-        },
-      }),
-    );
-    return new Response(capped, { status: res.status, statusText: res.statusText, headers: res.headers });
+    const target = new URL(String(url));
+    const isEndpoint = target.href === endpoint;
+    const where = isEndpoint ? `the ${server.label}` : `${target.origin}${target.pathname} (signing in to the ${server.label})`;
+    const cap = isEndpoint ? caps.message : caps.auth;
+    const perEvent = isEndpoint && /^text\/event-stream/i.test(res.headers.get('content-type') ?? '');
+    const what = isEndpoint ? `one MCP message${perEvent ? ' (one server-sent event)' : ''}` : 'an OAuth answer';
+    const body = capBody(res.body, {
+      cap,
+      perEvent,
+      maxNests: MCP_MAX_MESSAGE_NESTS,
+      tooLarge: () =>
+        tooLarge(
+          `${where} sent ${overCap(cap)} in ${what}, CodeAct's limit, so it stopped reading there and closed the connection. ` +
+            (isEndpoint
+              ? 'Ask the tool for less (a smaller result), or check the server.'
+              : 'Check "mcp.url" in codeact.tools and the server\'s sign-in setup.'),
+          cap,
+        ),
+      tooNested: () =>
+        tooLarge(
+          `${where} sent more than ${MCP_MAX_MESSAGE_NESTS.toLocaleString('en-US')} objects and arrays in ${what}, CodeAct's limit, so it stopped reading there ` +
+            'and closed the connection. Ask the tool for less, or check the server.',
+          cap,
+        ),
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
 

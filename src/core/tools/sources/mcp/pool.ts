@@ -68,6 +68,8 @@ interface Connection {
   stdio?: StdioServerTransport;
   http?: StreamableHTTPClientTransport;
   auth?: McpOAuthProvider;
+  /** An HTTP body past its cap (see cappedFetch): it closes the connection, so no request waits on a stream that was cut. */
+  tooLarge?: Error;
   tools?: Promise<Tool[]>;
   closed: boolean;
   /** Its `tools/call` requests in flight, oldest first (what an elicitation is asked on). */
@@ -258,7 +260,10 @@ export class McpClientPool {
       this.processes.add(conn.stdio);
       this.updateExitHook();
     } else {
-      const fetch = cappedFetch();
+      const fetch = cappedFetch({ label, url: spec.url }, (e) => {
+        conn.tooLarge ??= e;
+        void client.close();
+      });
       if (this.options.auth) conn.auth = await McpOAuthProvider.open(this.options.auth, spec, label);
       // An expired access token is refreshed before it is sent (a server's 401 would also do it).
       if (conn.auth?.expired)
@@ -411,6 +416,7 @@ export class McpClientPool {
     const err = e as NodeJS.ErrnoException;
     const { label, spec } = conn;
     if (lifetime.aborted) return new Error(`could not use the ${label}: the MCP connections were closed while it started.`);
+    if (conn.tooLarge) return new Error(`could not use the ${label}: ${conn.tooLarge.message}`);
     if (spec.kind === 'stdio' && (err?.syscall?.startsWith('spawn') || (typeof err?.code === 'string' && err.code.startsWith('ERR_INVALID_ARG')))) {
       return new Error(`could not start the ${label}: ${spawnFailure(spec.argv[0], spec.cwd, err, 'mcp.command')}.`);
     }
@@ -440,6 +446,7 @@ export class McpClientPool {
     const step = isList ? `listing the tools of the ${conn.label}` : `(MCP tool "${what}" on the ${conn.label})`;
     if (signal?.aborted) return new Error(isList ? `was stopped while ${step}.` : `was stopped ${step}.`);
     if (e instanceof McpSignInProblem) return e;
+    if (conn.tooLarge) return new Error(`failed: ${conn.tooLarge.message}`);
     if (e instanceof UnauthorizedError || (e instanceof StreamableHTTPError && (e.code === 401 || e.code === 403))) {
       // Reconnecting signs in again.
       conn.closed = true;
