@@ -12,7 +12,8 @@
  */
 import { statSync } from 'node:fs';
 import * as path from 'node:path';
-import { isUnder, type HostRunFile } from './workspaceMount';
+import { isUnder } from '../../util/paths';
+import type { HostRunFile } from './workspaceMount';
 
 export type { HostRunFile } from './workspaceMount';
 
@@ -94,4 +95,20 @@ export function toolHostPaths(tools: unknown, workspace: string, envPath = proce
     });
   }
   return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
+}
+
+/**
+ * The runtime's own program on the host: the local guest's interpreter, when it lies in the workspace (the
+ * folder's `.venv` or `venv`, a `codeact.python.path` there, the Python extension's choice there). The host
+ * probes it, launches the guest with it and runs pip with it, so the sandbox keeps its environment read-only,
+ * and a placeholder where it does not exist yet.
+ */
+export function interpreterHostPaths(python: string | undefined, workspace: string): HostRunFile[] {
+  if (!python || !path.isAbsolute(python) || !isUnder(python, workspace) || python === workspace) return [];
+  return [{ path: python, program: true, tool: '', by: `the folder's interpreter ${path.relative(workspace, python)}`, placeholder: true }];
+}
+
+/** Everything in `workspace` that runs on the host: the declared tools' files and the interpreter's. */
+export function hostRunPaths(tools: unknown, workspace: string, python?: string, envPath = process.env.PATH ?? ''): HostRunFile[] {
+  return [...interpreterHostPaths(python, workspace), ...toolHostPaths(tools, workspace, envPath)];
 }
