@@ -106,6 +106,7 @@ function findOnPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
 function claimVenvFolder(dir: string): { dev: number; ino: number } {
   if (!adoptPlaceholder(dir)) {
     try {
+      mkdirSync(path.dirname(dir), { recursive: true });
       mkdirSync(dir, { mode: 0o755 });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST')
