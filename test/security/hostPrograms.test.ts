@@ -21,6 +21,9 @@ import { resolveEngineConfig } from '../../src/core/config/resolve';
 import { resolvePython } from '../../src/core/runtime/local/python';
 import { resolvePythonEnv } from '../../src/core/runtime/local/pythonEnv';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
+import { planWorkspaceMount, releasePlaceholders } from '../../src/core/runtime/local/workspaceMount';
+import { hostLaunches } from '../../src/core/tools/declarations';
+import { TOOL_SOURCES } from '../../src/common/tools';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { makeWheel, SYSTEM_PYTHON } from '../support/wheels';
 import { cannotSwitchUser, runScriptInChild, TESTER } from './support/asUser';
@@ -229,5 +232,45 @@ describe("a folder's interpreter runs only in a trusted folder, whichever settin
     // Now a wrapper that runs the system Python, which names itself.
     writeFileSync(python, `#!/bin/sh\nexec ${SYSTEM_PYTHON} "$@"\n`, { mode: 0o755 });
     assert.equal((await resolvePython(python)).executable, SYSTEM_PYTHON);
+  });
+});
+
+describe('what runs on the host is declared by each tool source kind and by the runtime, and the sandbox reads it', function () {
+  let root: string;
+  before(() => (root = mkdtempSync(path.join(tmpdir(), 'codeact-launch-'))));
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it("every source kind says what it starts on the host: command tools and stdio MCP servers, not HTTP tools or other extensions' tools", () => {
+    const declarations = [
+      { name: 'cmd', command: { argv: ['python3', 'tools/a.py'], cwd: 'sub' } },
+      { name: 'stdio', mcp: { command: ['node', 'servers/s.js'], tool: 'x' } },
+      { name: 'remote', mcp: { url: 'https://example.com/mcp', tool: 'x' } },
+      { name: 'web', http: { url: 'https://example.com', allowedHosts: ['example.com'] } },
+      { name: 'other', lmTool: 'some_tool' },
+    ];
+    assert.deepEqual(hostLaunches(declarations), [
+      { tool: 'cmd', argv: ['python3', 'tools/a.py'], cwd: 'sub' },
+      { tool: 'stdio', argv: ['node', 'servers/s.js'] },
+    ]);
+    assert.deepEqual(TOOL_SOURCES, ['command', 'http', 'mcp', 'lmTool'], 'a new kind is added here and must declare its hostLaunch');
+  });
+
+  it('a codeact.python.path in the folder that does not exist yet gets a read-only placeholder, as .venv and venv do', () => {
+    const ws = path.join(root, 'ws');
+    mkdirSync(ws);
+    const user: Record<string, unknown> = { 'sandbox.mountWorkspace': 'readwrite', 'python.path': '${workspaceFolder}/envs/main/bin/python' };
+    const { config } = resolveEngineConfig((k) => (k in user ? { user: user[k] } : undefined), { trusted: true });
+    const local = runtimeConfigFrom(config, { workspace: ws, longLived: false, trusted: true }).local!;
+    assert.equal(local.python, path.join(ws, 'envs', 'main', 'bin', 'python'));
+    const view = planWorkspaceMount(ws, 'readwrite', true, local.sandbox?.hostRunPaths);
+    try {
+      const ro = view.args.flatMap((a, i) => (a === '--ro-bind' ? [path.relative(ws, view.args[i + 1])] : []));
+      assert.deepEqual(ro.filter((p) => ['.venv', 'venv', 'envs'].includes(p)).sort(), ['.venv', 'envs', 'venv']);
+      assert.equal(view.mode, 'readwrite');
+      assert.deepEqual(view.placeholders.map((p) => path.relative(ws, p)).sort(), ['.codeact', '.git', '.venv', '.vscode', 'envs', 'venv']);
+    } finally {
+      releasePlaceholders(view.placeholders);
+    }
+    assert.deepEqual(readdirSync(ws), [], 'the placeholders are gone with the sandbox');
   });
 });

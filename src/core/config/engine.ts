@@ -8,7 +8,7 @@ import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
 import type { ToolSet } from '../gateway/toolSet';
-import { loadTools, type DeclarationContext } from '../tools/declarations';
+import { hostLaunches, loadTools, type DeclarationContext } from '../tools/declarations';
 import { hostRunPaths, type HostRunFile } from '../runtime/local/hostFiles';
 import { resolvePythonEnv } from '../runtime/local/pythonEnv';
 import type { EngineConfig } from './resolve';
@@ -82,7 +82,7 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
  * or interpreter rebuilds it).
  */
 export function hostRunPathsFrom(config: EngineConfig, workspace: string | undefined, python?: string): HostRunFile[] | undefined {
-  return workspace && config.mountWorkspace === 'readwrite' ? hostRunPaths(config.tools, workspace, python) : undefined;
+  return workspace && config.mountWorkspace === 'readwrite' ? hostRunPaths(hostLaunches(config.tools), workspace, python) : undefined;
 }
 
 /** The runtime limits the settings set (rich outputs), the same on every runtime. */
