@@ -10,7 +10,7 @@
  * cannot do in place, so the result says the session restarts. The person's time deciding and the install's
  * own time (bounded by `timeoutMs`) are not counted against the run's timeout.
  */
-import { existsSync, lstatSync, mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { installArgv } from '../../../common/installCommand';
 import type { ToolCallRequest } from '../types';
@@ -120,6 +120,16 @@ function claimVenvFolder(dir: string): { dev: number; ino: number } {
   return { dev: st.dev, ino: st.ino };
 }
 
+/** A venv that could not be made is removed, when it is still the folder made for it (a later install may try again). */
+function dropMadeVenv(dir: string, claimed: { dev: number; ino: number }): void {
+  try {
+    const st = lstatSync(dir);
+    if (st.isDirectory() && st.dev === claimed.dev && st.ino === claimed.ino) rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // Gone already.
+  }
+}
+
 /** Before pip runs in the new venv: it is still the folder made for it, and its python is the interpreter it was made from. */
 function checkMadeVenv(dir: string, claimed: { dev: number; ino: number }, python: string, base: string): void {
   const st = lstatSync(dir);
@@ -209,6 +219,7 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
         const claimed = claimVenvFolder(createVenv);
         const made = await run([current.executable, '-m', 'venv', '--system-site-packages', createVenv]);
         const err = ended(made, `making ${createVenv}`);
+        if (err || made.exitCode !== 0) dropMadeVenv(createVenv, claimed);
         if (err) throw err;
         if (made.exitCode !== 0) {
           throw new Error(
