@@ -25,6 +25,7 @@ import { planWorkspaceMount, releasePlaceholders } from '../../src/core/runtime/
 import { hostLaunches } from '../../src/core/tools/declarations';
 import { TOOL_SOURCES } from '../../src/common/tools';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
+import { runCli } from '../support/cli';
 import { makeWheel, SYSTEM_PYTHON } from '../support/wheels';
 import { cannotSwitchUser, runScriptInChild, TESTER } from './support/asUser';
 
@@ -220,6 +221,22 @@ describe("a folder's interpreter runs only in a trusted folder, whichever settin
     // Trusted, the same setting is the folder's interpreter, as chosen.
     assert.equal(resolvePythonEnv({ folder: ws, setting: settings[2], trusted: true }).python, path.join(ws, 'tools', 'python3'));
     assert.equal(resolvePythonEnv({ folder: ws, setting: SYSTEM_PYTHON, trusted: false }).python, SYSTEM_PYTHON, 'an interpreter outside the folder is yours');
+  });
+
+  it("the built CLI: a relative codeact.python.path in your user settings does not run an untrusted folder's interpreter, and says so", async () => {
+    const home = path.join(root, 'cli-home');
+    mkdirSync(home);
+    writeFileSync(path.join(home, 'settings.json'), JSON.stringify({ 'codeact.python.path': 'tools/python3' }));
+    const file = path.join(root, 'where.py');
+    writeFileSync(file, 'import sys\nprint("exe=" + sys.executable)\n');
+    const untrusted = await runCli(['run', file, '--workspace', ws, '--sandbox', 'none'], { CODEACT_HOME: home, CODEACT_TRUST_WORKSPACE: '0' });
+    assert.equal(untrusted.code, 0, untrusted.stderr);
+    assert.match(untrusted.stderr, /not running "tools\/python3": python3 on PATH: the folder is not trusted.*codeact trust/);
+    assert.ok(!existsSync(marker), "the untrusted folder's interpreter ran on the host");
+    const trusted = await runCli(['run', file, '--workspace', ws, '--sandbox', 'none'], { CODEACT_HOME: home });
+    assert.equal(trusted.code, 0, trusted.stderr);
+    assert.ok(existsSync(marker), "trusted, the folder's interpreter is the one chosen");
+    rmSync(marker);
   });
 
   it('an interpreter that changed since it was probed is probed again (its link, file and pyvenv.cfg are the key)', async () => {
