@@ -40,7 +40,7 @@ export interface InstallerOutcome {
 }
 
 /** An empty folder only this user can enter, outside `workspace`: the installer's working directory. */
-export function privateCwd(workspace: string | undefined): string {
+function privateCwd(workspace: string | undefined): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'codeact-install-'));
   const real = realpathSync(dir);
   if (workspace && (isUnder(real, workspace) || isUnder(real, realpathSync(workspace)))) {

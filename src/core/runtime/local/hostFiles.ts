@@ -90,7 +90,7 @@ export function toolHostPaths(launches: readonly HostLaunch[], workspace: string
  * probes it, launches the guest with it and runs pip with it, so the sandbox keeps its environment read-only,
  * and a placeholder where it does not exist yet.
  */
-export function interpreterHostPaths(python: string | undefined, workspace: string): HostRunFile[] {
+function interpreterHostPaths(python: string | undefined, workspace: string): HostRunFile[] {
   if (!python || !path.isAbsolute(python) || !isUnder(python, workspace) || python === workspace) return [];
   return [{ path: python, program: true, tool: '', by: `the folder's interpreter ${path.relative(workspace, python)}`, placeholder: true }];
 }

@@ -110,7 +110,7 @@ export function resolvePython(command = 'python3'): Promise<PythonInfo> {
 }
 
 /** dev, inode, mtime and size of the interpreter (the link and what it leads to) and of its venv's pyvenv.cfg. */
-export function interpreterStamp(command: string): string {
+function interpreterStamp(command: string): string {
   if (!path.isAbsolute(command)) return '';
   const stamp = (p: string, link = false) => {
     try {
