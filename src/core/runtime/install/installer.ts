@@ -103,8 +103,9 @@ function findOnPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
  * every sandbox of a writable workspace binds read-only (workspaceMount.ts), so no code could write into it.
  * Returns its identity, checked again before anything in it runs.
  */
-function claimVenvFolder(dir: string): { dev: number; ino: number } {
-  if (!adoptPlaceholder(dir)) {
+function claimVenvFolder(dir: string): { dev: number; ino: number; adopted: boolean } {
+  const adopted = adoptPlaceholder(dir);
+  if (!adopted) {
     try {
       mkdirSync(path.dirname(dir), { recursive: true });
       mkdirSync(dir, { mode: 0o755 });
@@ -117,11 +118,16 @@ function claimVenvFolder(dir: string): { dev: number; ino: number } {
     }
   }
   const st = lstatSync(dir);
-  return { dev: st.dev, ino: st.ino };
+  return { dev: st.dev, ino: st.ino, adopted };
 }
 
-/** A venv that could not be made is removed, when it is still the folder made for it (a later install may try again). */
-function dropMadeVenv(dir: string, claimed: { dev: number; ino: number }): void {
+/**
+ * A venv that could not be made is removed, when it is still the folder made for it (a later install may try
+ * again). Not an adopted placeholder: a sandbox still holds it as a mount point, and removing that on the host
+ * would detach the sandbox's read-only mount, so the code could then make the name.
+ */
+function dropMadeVenv(dir: string, claimed: { dev: number; ino: number; adopted: boolean }): void {
+  if (claimed.adopted) return;
   try {
     const st = lstatSync(dir);
     if (st.isDirectory() && st.dev === claimed.dev && st.ino === claimed.ino) rmSync(dir, { recursive: true, force: true });
