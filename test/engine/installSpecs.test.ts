@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { packageInstaller, type InstallApproval } from '../../src/core/runtime/install/installer';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
-import { makeVenv, makeWheel } from '../support/wheels';
+import { makeVenv, makeWheel, SYSTEM_PYTHON } from '../support/wheels';
 
 describe('install_packages: nothing the code wrote reaches pip', function () {
   this.timeout(240_000);
@@ -104,6 +104,38 @@ describe('install_packages: nothing the code wrote reaches pip', function () {
       const ok = await run('r = await install_packages(["codeact-demo-pkg==1.0"])\nimport codeact_demo_pkg\nreturn codeact_demo_pkg.VALUE');
       assert.equal(ok.status, 'completed', JSON.stringify(ok.error));
       assert.equal(ok.value, 42);
+    } finally {
+      await runtime.dispose();
+    }
+  });
+
+  it('a .venv that appeared while the question waited (here: without a sandbox to stop it) is not made into a venv, and nothing in it runs', async () => {
+    const folder = path.join(root, 'race-ws');
+    mkdirSync(folder);
+    const version = execFileSync(SYSTEM_PYTHON, ['-c', 'import sys; print("python%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).trim();
+    const runtime = new LocalRuntime({ python: SYSTEM_PYTHON, sandbox: { kind: 'auto' } });
+    const gateway = new ToolGateway([], {
+      installer: packageInstaller({
+        python: SYSTEM_PYTHON,
+        folder,
+        installArgs: ['--no-index', '--find-links', wheels],
+        // While the person reads the question, something writes the .venv (a .pth file Python runs at start).
+        approve: async () => {
+          const site = path.join(folder, '.venv', 'lib', version, 'site-packages');
+          mkdirSync(site, { recursive: true });
+          writeFileSync(path.join(site, 'evil.pth'), `import os; open(${JSON.stringify(marker)}, "a").write("planted .pth ran\\n")\n`);
+          return 'allowed';
+        },
+        env: { ...process.env, PIP_CONFIG_FILE: '/dev/null' },
+      }),
+    });
+    try {
+      rmSync(marker, { force: true });
+      const item = await runtime.execute({ code: 'await install_packages(["codeact-demo-pkg"])' }, { onToolCall: gateway.handler });
+      assert.equal(item.status, 'failed');
+      assert.match(item.error?.message ?? '', /\.venv appeared while the question waited .* no virtual environment is made over it and nothing is installed/);
+      assert.ok(!existsSync(path.join(folder, '.venv', 'pyvenv.cfg')), 'no venv was made over it');
+      assert.ok(!existsSync(marker), 'the planted .pth did not run on the host');
     } finally {
       await runtime.dispose();
     }
