@@ -15,6 +15,7 @@ import { isCodeWorkspaceFile, pickWorkspaceFolder, readCodeWorkspace } from '../
 import { cliSettingsReader, readUserSettings, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
 import { createRuntime, RuntimeConfigError } from '../core/runtime/factory';
 import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
+import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { red, warn } from './print';
@@ -175,6 +176,10 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
 
 /** The runtime the configuration asks for: the local guest (default) or a Jupyter kernel. */
 export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, extra: Partial<LocalRuntimeOptions> = {}): Promise<Runtime> {
+  // A codeact.python.path (or --python) in the folder is the folder's code: an untrusted folder's is not run.
+  const env = resolvePythonEnv({ folder: ws.dir, setting: ws.config.python, trusted: ws.trust.trusted });
+  if (ws.config.python && env.source === 'system' && !extra.python)
+    warn(`not running ${JSON.stringify(ws.config.python)}: ${env.reason}. To trust this folder: codeact trust ${JSON.stringify(ws.dir)}`);
   const cfg = runtimeConfigFrom(ws.config, {
     workspace: ws.dir,
     trusted: ws.trust.trusted,
@@ -193,7 +198,8 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
 }
 
 /** How the interpreter is chosen (core/runtime/local/pythonEnv.ts), for the usage texts. */
-export const PYTHON_HELP = "Python: --python (or codeact.python.path), else the folder's .venv or venv (a trusted folder), else python3.";
+export const PYTHON_HELP =
+  "Python: --python (or codeact.python.path; one inside the folder only in a trusted folder), else the folder's .venv or venv (a trusted folder), else python3.";
 
 /** Errors that mean the setup is wrong, not the code: exit 2. */
 export const CONFIG_ERRORS = new Set([

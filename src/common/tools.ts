@@ -69,6 +69,17 @@ export const TOOL_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const TOOL_SOURCES = ['command', 'http', 'mcp', 'lmTool'] as const;
 
 /**
+ * A program a tool runs on the host, as its source kind declares it (core/tools/declarations.ts): the sandbox
+ * keeps what it runs inside the workspace read-only (core/runtime/local/hostFiles.ts).
+ */
+export interface HostLaunch {
+  tool: string;
+  argv: unknown[];
+  /** The folder it runs in, relative to the workspace (default: the workspace). */
+  cwd?: string;
+}
+
+/**
  * Reserved call names for tool discovery from inside the code (see core/gateway/discovery/toolDiscovery.ts). They all
  * start with `codeact.`, which no declared tool name can.
  */

@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { hostRunPathsFrom } from '../../src/core/config/engine';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { toolHostPaths } from '../../src/core/runtime/local/hostFiles';
+import { hostLaunches } from '../../src/core/tools/declarations';
 import { RuntimeCache } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, resolved } from '../vscode/fakes';
 import { cannotSwitchUser, runInChild, TESTER } from './support/asUser';
@@ -69,13 +70,13 @@ describe('files that declared tools run on the host stay read-only in a writable
       mkdirSync(path.join(ws, 'bin'));
       writeFileSync(path.join(ws, 'bin', 'lint'), '#!/bin/sh\n', { mode: 0o755 });
       const found = toolHostPaths(
-        [
+        hostLaunches([
           ...TOOLS,
           { name: 'lint', command: { argv: ['lint', '--fix', 'https://example.com/a/b', '-v'] } },
           { name: 'mcp', mcp: { command: ['node', 'servers/mcp.js'], tool: 'x' } },
           { name: 'http', http: { url: 'https://example.com', allowedHosts: ['example.com'] } },
           'not a declaration',
-        ],
+        ]),
         ws,
         `/usr/bin:${path.join(ws, 'bin')}`,
       );
@@ -145,7 +146,7 @@ describe('files that declared tools run on the host stay read-only in a writable
     const ws = makeWorkspace();
     try {
       writeFileSync(path.join(ws, 'inventory.py'), INVENTORY);
-      const hostRunPaths = toolHostPaths([{ name: 'inventory', command: ['python3', 'inventory.py'] }], ws);
+      const hostRunPaths = toolHostPaths(hostLaunches([{ name: 'inventory', command: ['python3', 'inventory.py'] }]), ws);
       const o = await runInChild(`WS = ${JSON.stringify(ws)}\n${ATTACK}`, {
         sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws, hostRunPaths },
       });

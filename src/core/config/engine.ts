@@ -8,8 +8,8 @@ import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
 import type { ToolSet } from '../gateway/toolSet';
-import { loadTools, type DeclarationContext } from '../tools/declarations';
-import { toolHostPaths, type HostRunFile } from '../runtime/local/hostFiles';
+import { hostLaunches, loadTools, type DeclarationContext } from '../tools/declarations';
+import { hostRunPaths, type HostRunFile } from '../runtime/local/hostFiles';
 import { resolvePythonEnv } from '../runtime/local/pythonEnv';
 import type { EngineConfig } from './resolve';
 
@@ -42,17 +42,18 @@ export function runtimeKindOf(config: Pick<EngineConfig, 'mode' | 'provider' | '
 }
 
 export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): RuntimeConfig {
+  const python = host.python ?? resolvePythonEnv({ folder: host.workspace, setting: config.python, trusted: host.trusted }).python;
   return {
     runtime: config.runtime,
     local: {
-      python: host.python ?? resolvePythonEnv({ folder: host.workspace, setting: config.python, trusted: host.trusted }).python,
+      python,
       sandbox: {
         kind: config.sandbox,
         network: config.sandboxNetwork,
         mountWorkspace: config.mountWorkspace,
         limits: config.limits,
         workspace: host.workspace,
-        hostRunPaths: hostRunPathsFrom(config, host.workspace),
+        hostRunPaths: hostRunPathsFrom(config, host.workspace, python),
       },
       session: config.sessionPolicy,
       idleMs: config.sessionIdleMs,
@@ -76,11 +77,12 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
 }
 
 /**
- * The files in the workspace that the declared tools run on the host, which a `readwrite` workspace
- * keeps read-only in the sandbox (part of the extension's runtime key: a changed tool rebuilds it).
+ * The files in the workspace that the declared tools and the runtime's interpreter run on the host, which a
+ * `readwrite` workspace keeps read-only in the sandbox (part of the extension's runtime key: a changed tool
+ * or interpreter rebuilds it).
  */
-export function hostRunPathsFrom(config: EngineConfig, workspace: string | undefined): HostRunFile[] | undefined {
-  return workspace && config.mountWorkspace === 'readwrite' ? toolHostPaths(config.tools, workspace) : undefined;
+export function hostRunPathsFrom(config: EngineConfig, workspace: string | undefined, python?: string): HostRunFile[] | undefined {
+  return workspace && config.mountWorkspace === 'readwrite' ? hostRunPaths(hostLaunches(config.tools), workspace, python) : undefined;
 }
 
 /** The runtime limits the settings set (rich outputs), the same on every runtime. */

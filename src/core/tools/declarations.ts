@@ -9,6 +9,7 @@ import {
   TOOL_SOURCES,
   type CommandSource,
   type DeclarationProblem,
+  type HostLaunch,
   type ToolDeclaration,
 } from '../../common/tools';
 import { decideApproval, type ToolApprovalFacts } from '../gateway/approvalPolicy';
@@ -108,7 +109,7 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     };
     const approval = decideApproval(approvalFacts).policy;
     const made =
-      sources.length === 1 ? SOURCE_KINDS[sources[0]]({ decl: d, name: name!, index, approval, ctx, say, valid: () => problems.length === 0 }) : undefined;
+      sources.length === 1 ? SOURCE_KINDS[sources[0]].load({ decl: d, name: name!, index, approval, ctx, say, valid: () => problems.length === 0 }) : undefined;
     const invoke = made && 'invoke' in made ? made.invoke : undefined;
     const external = made && 'tool' in made ? made.tool : undefined;
     if (problems.length) {
@@ -150,42 +151,100 @@ interface SourceLoad {
 /** How a declaration's tool runs: its `invoke` (the declaration says the rest), or a tool built whole; undefined when its source is wrong. */
 type SourceTool = { invoke: ManagedTool['invoke'] } | { tool: ManagedTool } | undefined;
 
-/** Each source kind's loader: checks the declaration's source and says how its tool runs. */
-const SOURCE_KINDS: Record<(typeof TOOL_SOURCES)[number], (load: SourceLoad) => SourceTool> = {
-  command: ({ decl, name, ctx, say }) => {
-    const cmd = normaliseCommand(decl.command);
-    if (typeof cmd === 'string') return void say(cmd);
-    return { invoke: (args, c) => runCommandTool(name, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv }) };
+/**
+ * A source kind: its loader (checks the declaration's source and says how its tool runs), and the program it
+ * runs on the host, if any. Every kind must say the second (the type requires it), so the sandbox of a writable
+ * workspace protects what a new kind runs without a list kept anywhere else (hostLaunches, below).
+ */
+interface SourceKind {
+  load(load: SourceLoad): SourceTool;
+  /** The argv (and folder) the tool starts on the host, or undefined when it starts no process there. */
+  hostLaunch(decl: Record<string, unknown>): Omit<HostLaunch, 'tool'> | undefined;
+}
+
+const objectOf = (v: unknown): Record<string, unknown> | undefined =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+
+const SOURCE_KINDS: Record<(typeof TOOL_SOURCES)[number], SourceKind> = {
+  command: {
+    load: ({ decl, name, ctx, say }) => {
+      const cmd = normaliseCommand(decl.command);
+      if (typeof cmd === 'string') return void say(cmd);
+      return { invoke: (args, c) => runCommandTool(name, cmd, args, { workspace: ctx.workspace, signal: c.signal, hostEnv: ctx.hostEnv }) };
+    },
+    // As lenient as the declaration may be: anything it could start is protected.
+    hostLaunch: (d) => {
+      if (Array.isArray(d.command)) return { argv: d.command };
+      const c = objectOf(d.command);
+      return c && Array.isArray(c.argv) ? { argv: c.argv, cwd: typeof c.cwd === 'string' ? c.cwd : undefined } : undefined;
+    },
   },
-  http: ({ decl, name, ctx, say }) => {
-    const h = decl.http!;
-    if (!h || typeof h !== 'object') return void say('"http" must be an object');
-    if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
-    if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
-      say('"http.allowedHosts" must list the hosts the tool may reach');
-    } else {
-      const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
-      if (bad.length)
-        say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
-    }
-    if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
-    return { invoke: (args, c) => runHttpTool(name, h, args, { signal: c.signal, hostEnv: ctx.hostEnv }) };
+  http: {
+    load: ({ decl, name, ctx, say }) => {
+      const h = decl.http!;
+      if (!h || typeof h !== 'object') return void say('"http" must be an object');
+      if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
+      if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
+        say('"http.allowedHosts" must list the hosts the tool may reach');
+      } else {
+        const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
+        if (bad.length)
+          say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
+      }
+      if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
+      return { invoke: (args, c) => runHttpTool(name, h, args, { signal: c.signal, hostEnv: ctx.hostEnv }) };
+    },
+    // A request from the host process: no program.
+    hostLaunch: () => undefined,
   },
-  mcp: ({ decl, index, approval, ctx, say, valid }) => {
-    const problem = validateMcpSource(decl.mcp);
-    if (problem) return void say(problem);
-    if (valid())
-      return { tool: createMcpTool(decl, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index }) };
+  mcp: {
+    load: ({ decl, index, approval, ctx, say, valid }) => {
+      const problem = validateMcpSource(decl.mcp);
+      if (problem) return void say(problem);
+      if (valid())
+        return { tool: createMcpTool(decl, { pool: ctx.mcpPool ?? defaultMcpPool(), workspace: ctx.workspace, hostEnv: ctx.hostEnv, approval, index }) };
+    },
+    // A stdio server is started in the workspace; an HTTP one is reached, not run.
+    hostLaunch: (d) => {
+      const m = objectOf(d.mcp);
+      return m && Array.isArray(m.command) ? { argv: m.command } : undefined;
+    },
   },
   // Built by the host (the VS Code language model tools), when it can.
-  lmTool: ({ decl, ctx, say, valid }) => {
-    if (!ctx.resolveExternal) return void say('"lmTool" tools are not available here');
-    if (!valid()) return;
-    const made = ctx.resolveExternal(decl, 'lmTool');
-    if (typeof made === 'string') return void say(made);
-    return { tool: made };
+  lmTool: {
+    load: ({ decl, ctx, say, valid }) => {
+      if (!ctx.resolveExternal) return void say('"lmTool" tools are not available here');
+      if (!valid()) return;
+      const made = ctx.resolveExternal(decl, 'lmTool');
+      if (typeof made === 'string') return void say(made);
+      return { tool: made };
+    },
+    // Another extension's tool, called through VS Code: that extension runs it, not CodeAct.
+    hostLaunch: () => undefined,
   },
 };
+
+/** At most this many declarations are read for what they run on the host (the declarations are untrusted). */
+const MAX_LAUNCH_DECLARATIONS = 1000;
+
+/**
+ * What the declared tools run on the host, as each one's source kind declares it: a declaration with one source
+ * whose kind starts a program. Read from the raw declarations, invalid ones too (what could start is protected).
+ */
+export function hostLaunches(raw: unknown): HostLaunch[] {
+  if (!Array.isArray(raw)) return [];
+  const out: HostLaunch[] = [];
+  for (const decl of raw.slice(0, MAX_LAUNCH_DECLARATIONS)) {
+    const d = objectOf(decl);
+    if (!d) continue;
+    for (const kind of TOOL_SOURCES) {
+      if (d[kind] === undefined) continue;
+      const launch = SOURCE_KINDS[kind].hostLaunch(d);
+      if (launch) out.push({ tool: String(d.name ?? '?').slice(0, 64), ...launch });
+    }
+  }
+  return out;
+}
 
 /**
  * `loadTools`, then `resolveMcpTools`: `mcp` declarations that leave out `description`,

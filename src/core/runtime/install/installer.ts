@@ -10,10 +10,11 @@
  * cannot do in place, so the result says the session restarts. The person's time deciding and the install's
  * own time (bounded by `timeoutMs`) are not counted against the run's timeout.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { installArgv } from '../../../common/installCommand';
 import type { ToolCallRequest } from '../types';
+import { adoptPlaceholder, isPlaceholder } from '../local/workspaceMount';
 import { inspectEnvironment, refusal, type PythonEnvironment } from './environment';
 import { failureReason, runInstaller, type InstallerOutcome } from './pipRun';
 import { checkSpecs } from './specs';
@@ -94,6 +95,62 @@ function findOnPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
   return undefined;
 }
 
+/**
+ * The folder of a new venv, made by the host when the venv is made (not when the person was asked: the code
+ * keeps running while the question waits). Python's venv keeps what is already in a folder (a planted
+ * `lib/python3.X/site-packages/evil.pth`, a `bin/python` link to another program), so the folder must be new:
+ * made here (mkdir fails when anything has that name), or the placeholder this process holds there, which
+ * every sandbox of a writable workspace binds read-only (workspaceMount.ts), so no code could write into it.
+ * Returns its identity, checked again before anything in it runs.
+ */
+function claimVenvFolder(dir: string): { dev: number; ino: number; adopted: boolean } {
+  const adopted = adoptPlaceholder(dir);
+  if (!adopted) {
+    try {
+      mkdirSync(path.dirname(dir), { recursive: true });
+      mkdirSync(dir, { mode: 0o755 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+        throw new Error(
+          `install_packages: ${dir} appeared while the question waited (the code, or something else, made it), so no virtual environment is made over it and nothing is installed. If you did not make it, delete it; then install again.`,
+        );
+      throw new Error(`install_packages: could not make ${dir} (${(e as Error).message}).`);
+    }
+  }
+  const st = lstatSync(dir);
+  return { dev: st.dev, ino: st.ino, adopted };
+}
+
+/**
+ * A venv that could not be made is removed, when it is still the folder made for it (a later install may try
+ * again). Not an adopted placeholder: a sandbox still holds it as a mount point, and removing that on the host
+ * would detach the sandbox's read-only mount, so the code could then make the name.
+ */
+function dropMadeVenv(dir: string, claimed: { dev: number; ino: number; adopted: boolean }): void {
+  if (claimed.adopted) return;
+  try {
+    const st = lstatSync(dir);
+    if (st.isDirectory() && st.dev === claimed.dev && st.ino === claimed.ino) rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // Gone already.
+  }
+}
+
+/** Before pip runs in the new venv: it is still the folder made for it, and its python is the interpreter it was made from. */
+function checkMadeVenv(dir: string, claimed: { dev: number; ino: number }, python: string, base: string): void {
+  const st = lstatSync(dir);
+  let same = st.isDirectory() && st.dev === claimed.dev && st.ino === claimed.ino;
+  try {
+    same &&= realpathSync(python) === realpathSync(base);
+  } catch {
+    same = false;
+  }
+  if (!same)
+    throw new Error(
+      `install_packages: ${dir} changed while it was made (it is no longer the folder made for it, or its python is not ${base}), so nothing is installed into it. Delete it, then install again.`,
+    );
+}
+
 /** The handler of `codeact.install_packages` (give it to the gateway as its `installer`). */
 export function packageInstaller(o: PackageInstallerOptions): (request: ToolCallRequest, signal: AbortSignal) => Promise<InstallResult> {
   const env = o.env ?? process.env;
@@ -116,7 +173,7 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
           `install_packages: ${why}, so nothing is installed into it. Open a folder (CodeAct then offers to make a .venv there), or set codeact.python.path to a virtual environment's python.`,
         );
       createVenv = path.join(o.folder, '.venv');
-      if (existsSync(createVenv)) {
+      if (existsSync(createVenv) && !isPlaceholder(createVenv)) {
         throw new Error(
           `install_packages: ${why}, and ${createVenv} already exists but is not the session's Python. Ask the user to select it (codeact.python.path, or "CodeAct: Select Python Environment"); then install again.`,
         );
@@ -153,7 +210,7 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
       const run = async (argv: string[]): Promise<InstallerOutcome> => {
         say('stderr', `$ ${argv.join(' ')}\n`);
         o.log?.(`install_packages: ${argv.join(' ')}`);
-        return runInstaller({ argv, env: { ...env, PIP_NO_INPUT: '1', PYTHONUNBUFFERED: '1' }, timeoutMs, signal, onOutput: say });
+        return runInstaller({ argv, env: { ...env, PIP_NO_INPUT: '1', PYTHONUNBUFFERED: '1' }, timeoutMs, signal, workspace: o.folder, onOutput: say });
       };
       const ended = (out: InstallerOutcome, what: string): Error | undefined => {
         if (out.ended === 'stopped') return new Error(`install_packages was stopped while ${what}.`);
@@ -165,14 +222,17 @@ export function packageInstaller(o: PackageInstallerOptions): (request: ToolCall
         return undefined;
       };
       if (createVenv) {
+        const claimed = claimVenvFolder(createVenv);
         const made = await run([current.executable, '-m', 'venv', '--system-site-packages', createVenv]);
         const err = ended(made, `making ${createVenv}`);
+        if (err || made.exitCode !== 0) dropMadeVenv(createVenv, claimed);
         if (err) throw err;
         if (made.exitCode !== 0) {
           throw new Error(
             `install_packages: could not make ${createVenv} (python -m venv exited with ${made.exitCode}: ${made.tail.trim().slice(-600)}). On Debian and Ubuntu, the python3-venv package provides venv.`,
           );
         }
+        checkMadeVenv(createVenv, claimed, target, current.executable);
       }
       const argv = installArgv({ tool, python: target, install_args: installArgs, packages: specs }, uv);
       const out = await run(argv);

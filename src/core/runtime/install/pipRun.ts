@@ -1,10 +1,20 @@
 /**
- * Runs the installer (pip or uv) outside the sandbox: its output streams to `onOutput` (at most
- * {@link MAX_STREAMED} characters, then one note), a head and a tail of it are kept to tell what failed, it
- * has a timeout, and the signal (Stop) kills its whole process tree (pip's build subprocesses too).
+ * Runs the installer (pip or uv, and `python -m venv`) outside the sandbox: its output streams to
+ * `onOutput` (at most {@link MAX_STREAMED} characters, then one note), a head and a tail of it are kept to
+ * tell what failed, it has a timeout, and the signal (Stop) kills its whole process tree (pip's build
+ * subprocesses too).
+ *
+ * Its working directory is an empty folder of its own, made by the host for this run (mkdtemp, 0700, in the
+ * host's temporary folder, never inside the workspace) and removed afterwards: `python -m pip` puts its
+ * working directory first on sys.path, and pip and uv resolve relative names ("x.whl", "./pkg") and read
+ * project files (uv.toml, pyproject.toml) from it, so it must hold nothing the sandboxed code could write.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { killTree } from '../../util/processTree';
+import { isUnder } from '../../util/paths';
 
 /** Characters of output streamed to the card at most; the rest is counted, not shown. */
 const MAX_STREAMED = 256 * 1024;
@@ -15,6 +25,8 @@ interface InstallerRun {
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
   signal: AbortSignal;
+  /** The folder the sandboxed code may write (the workspace): the working directory is never inside it. */
+  workspace?: string;
   onOutput(stream: 'stdout' | 'stderr', text: string): void;
 }
 
@@ -27,14 +39,37 @@ export interface InstallerOutcome {
   tail: string;
 }
 
+/** An empty folder only this user can enter, outside `workspace`: the installer's working directory. */
+function privateCwd(workspace: string | undefined): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-install-'));
+  const real = realpathSync(dir);
+  if (workspace && (isUnder(real, workspace) || isUnder(real, realpathSync(workspace)))) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(
+      `install_packages: the temporary folder ${tmpdir()} is inside the workspace ${workspace}, which the code can write, so pip would run among the code's files. Set TMPDIR to a folder outside the workspace.`,
+    );
+  }
+  return dir;
+}
+
 export function runInstaller(o: InstallerRun): Promise<InstallerOutcome> {
+  let cwd: string;
+  try {
+    cwd = privateCwd(o.workspace);
+  } catch (e) {
+    return Promise.resolve({ exitCode: null, ended: (e as Error).message, head: '', tail: '' });
+  }
+  return runIn(o, cwd).finally(() => rmSync(cwd, { recursive: true, force: true }));
+}
+
+function runIn(o: InstallerRun, cwd: string): Promise<InstallerOutcome> {
   return new Promise((resolve) => {
     let head = '';
     let tail = '';
     let streamed = 0;
     let noted = false;
     let ended: string | undefined;
-    const child = spawn(o.argv[0], o.argv.slice(1), { env: o.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(o.argv[0], o.argv.slice(1), { cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const keep = (text: string) => {
       if (head.length < KEEP) head += text.slice(0, KEEP - head.length);
       tail = (tail + text).slice(-KEEP);

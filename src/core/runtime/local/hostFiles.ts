@@ -1,6 +1,7 @@
 /**
- * The files in the workspace that declared tools run on the host: for each `command` tool and each
- * stdio `mcp` server, its program (looked up on PATH when it is a bare name) and every argument that
+ * The files in the workspace that run on the host: the local runtime's interpreter when it lies there, and
+ * for each tool whose source kind declares a program it launches (`hostLaunch` of each kind in
+ * core/tools/declarations.ts: a `command` tool, a stdio `mcp` server), its program (looked up on PATH when it is a bare name) and every argument that
  * names a path inside the workspace, resolved from the folder the tool runs in. With
  * `codeact.sandbox.mountWorkspace: "readwrite"` the sandbox keeps them read-only (workspaceMount.ts):
  * otherwise code could rewrite `tools/inventory.py` and then call the tool, and the rewrite would run
@@ -12,7 +13,9 @@
  */
 import { statSync } from 'node:fs';
 import * as path from 'node:path';
-import { isUnder, type HostRunFile } from './workspaceMount';
+import { isUnder } from '../../util/paths';
+import type { HostLaunch } from '../../../common/tools';
+import type { HostRunFile } from './workspaceMount';
 
 export type { HostRunFile } from './workspaceMount';
 
@@ -39,21 +42,6 @@ function exists(p: string): boolean {
   }
 }
 
-/** The argv and working folder of a declaration that starts a process on the host, if it does. */
-function launchOf(decl: unknown): { argv: string[]; cwd?: string } | undefined {
-  if (!decl || typeof decl !== 'object') return undefined;
-  const d = decl as Record<string, unknown>;
-  const command = d.command;
-  if (Array.isArray(command)) return { argv: command as string[] };
-  if (command && typeof command === 'object') {
-    const c = command as Record<string, unknown>;
-    if (Array.isArray(c.argv)) return { argv: c.argv as string[], cwd: typeof c.cwd === 'string' ? c.cwd : undefined };
-  }
-  const mcp = d.mcp as Record<string, unknown> | undefined;
-  if (mcp && typeof mcp === 'object' && Array.isArray(mcp.command)) return { argv: mcp.command as string[] };
-  return undefined;
-}
-
 /** Where a bare program name is found on PATH (resolved from `cwd`), as the host's spawn finds it. */
 export function onPath(name: string, cwd: string, envPath: string): string | undefined {
   for (const dir of envPath.split(path.delimiter).slice(0, 64)) {
@@ -63,20 +51,20 @@ export function onPath(name: string, cwd: string, envPath: string): string | und
   return undefined;
 }
 
-/** The paths inside `workspace` that the declared tools run on the host, sorted, without duplicates. */
-export function toolHostPaths(tools: unknown, workspace: string, envPath = process.env.PATH ?? ''): HostRunFile[] {
+/**
+ * The paths inside `workspace` that the tools run on the host, sorted, without duplicates: from what each
+ * tool's source kind declares it launches (`hostLaunches` in core/tools/declarations.ts).
+ */
+export function toolHostPaths(launches: readonly HostLaunch[], workspace: string, envPath = process.env.PATH ?? ''): HostRunFile[] {
   const out = new Map<string, HostRunFile>();
-  if (!Array.isArray(tools)) return [];
   const add = (p: string, program: boolean, tool: string) => {
     if (out.size >= MAX_PATHS || !isUnder(p, workspace) || p === workspace) return;
     const had = out.get(p);
     if (!had) out.set(p, { path: p, program, tool });
     else had.program ||= program;
   };
-  for (const decl of tools.slice(0, MAX_DECLARATIONS)) {
-    const launch = launchOf(decl);
-    if (!launch) continue;
-    const tool = String((decl as { name?: unknown }).name ?? '?').slice(0, 64);
+  for (const launch of launches.slice(0, MAX_DECLARATIONS)) {
+    const tool = launch.tool;
     const cwd = launch.cwd ? path.resolve(workspace, launch.cwd) : workspace;
     launch.argv.slice(0, MAX_ARGS).forEach((arg, i) => {
       if (typeof arg !== 'string' || !arg || arg.length > MAX_ARG_LENGTH) return;
@@ -94,4 +82,20 @@ export function toolHostPaths(tools: unknown, workspace: string, envPath = proce
     });
   }
   return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
+}
+
+/**
+ * The runtime's own program on the host: the local guest's interpreter, when it lies in the workspace (the
+ * folder's `.venv` or `venv`, a `codeact.python.path` there, the Python extension's choice there). The host
+ * probes it, launches the guest with it and runs pip with it, so the sandbox keeps its environment read-only,
+ * and a placeholder where it does not exist yet.
+ */
+function interpreterHostPaths(python: string | undefined, workspace: string): HostRunFile[] {
+  if (!python || !path.isAbsolute(python) || !isUnder(python, workspace) || python === workspace) return [];
+  return [{ path: python, program: true, tool: '', by: `the folder's interpreter ${path.relative(workspace, python)}`, placeholder: true }];
+}
+
+/** Everything in `workspace` that runs on the host: the declared tools' files and the interpreter's. */
+export function hostRunPaths(launches: readonly HostLaunch[], workspace: string, python?: string, envPath = process.env.PATH ?? ''): HostRunFile[] {
+  return [...interpreterHostPaths(python, workspace), ...toolHostPaths(launches, workspace, envPath)];
 }

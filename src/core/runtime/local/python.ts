@@ -5,7 +5,7 @@
  * to the base interpreter; resolving it would lose the venv and its packages).
  */
 import { execFile } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { lstatSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { CodeActError } from '../../util/errors';
 
@@ -97,8 +97,9 @@ class PythonNotFoundError extends CodeActError {
 }
 
 export function resolvePython(command = 'python3'): Promise<PythonInfo> {
-  // A venv made anew at the same path (another base Python, say) is probed anew: its pyvenv.cfg is part of the key.
-  const key = `${command}\0${venvStamp(command)}`;
+  // An interpreter that changed since it was probed (a venv made anew at the same path, another base Python, a
+  // replaced link or file) is probed anew: the identity of the interpreter, its link and its pyvenv.cfg is the key.
+  const key = `${command}\0${interpreterStamp(command)}`;
   let pending = cache.get(key);
   if (!pending) {
     pending = probe(command);
@@ -108,14 +109,18 @@ export function resolvePython(command = 'python3'): Promise<PythonInfo> {
   return pending;
 }
 
-function venvStamp(command: string): string {
+/** dev, inode, mtime and size of the interpreter (the link and what it leads to) and of its venv's pyvenv.cfg. */
+function interpreterStamp(command: string): string {
   if (!path.isAbsolute(command)) return '';
-  try {
-    const st = statSync(path.join(path.dirname(path.dirname(command)), 'pyvenv.cfg'));
-    return `${st.ino}:${st.mtimeMs}`;
-  } catch {
-    return '';
-  }
+  const stamp = (p: string, link = false) => {
+    try {
+      const st = link ? lstatSync(p) : statSync(p);
+      return `${st.dev}:${st.ino}:${st.mtimeMs}:${st.size}`;
+    } catch {
+      return '-';
+    }
+  };
+  return [stamp(command, true), stamp(command), stamp(path.join(path.dirname(path.dirname(command)), 'pyvenv.cfg'))].join('/');
 }
 
 function probe(command: string): Promise<PythonInfo> {

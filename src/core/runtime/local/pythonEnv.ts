@@ -1,6 +1,9 @@
 /**
  * Which Python interpreter the local guest of a folder runs, the same way in both hosts:
- * 1. `codeact.python.path`, when set (user settings, or a trusted folder's: resolve.ts's policy);
+ * 1. `codeact.python.path`, when set (user settings, or a trusted folder's: resolve.ts's policy). One that
+ *    names a path in the folder (relative, `${workspaceFolder}`, or absolute inside it) is the folder's own
+ *    interpreter, whatever settings layer set it (your user settings too, a `.code-workspace` file): like
+ *    `.venv`, it runs only in a trusted folder;
  * 2. the Python extension's selected environment for the folder (the extension passes its path);
  * 3. a virtual environment in the folder: `.venv`, then `venv` (a folder with `pyvenv.cfg` and
  *    `bin/python`), only in a trusted folder (its interpreter is the folder's code: it runs on the host
@@ -12,6 +15,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { isUnder } from '../../util/paths';
 
 type PythonEnvSource = 'setting' | 'python-extension' | 'venv' | 'system';
 
@@ -49,10 +53,9 @@ const CFG_MAX_BYTES = 16 * 1024;
 export function resolvePythonEnv(q: PythonEnvQuery): PythonEnv {
   const trusted = q.trusted !== false;
   const setting = q.setting?.trim();
-  if (setting) {
-    const python = expandSetting(setting, q.folder);
-    return describe(python, 'setting', 'codeact.python.path is set');
-  }
+  const python = setting ? expandSetting(setting, q.folder) : undefined;
+  const folderOwn = python !== undefined && isFolderInterpreter(python, q.folder);
+  if (python && (trusted || !folderOwn)) return describe(python, 'setting', 'codeact.python.path is set');
   const fromExtension = q.pythonExtensionPath?.trim();
   if (fromExtension && trusted) {
     // A bare command ("python") is the Python extension's fallback when nothing is selected: not a choice.
@@ -67,7 +70,9 @@ export function resolvePythonEnv(q: PythonEnvQuery): PythonEnv {
   }
   const why =
     q.folder && !trusted
-      ? 'the folder is not trusted, so its own environments are not used'
+      ? folderOwn
+        ? `the folder is not trusted, so its own environments are not used (codeact.python.path ${JSON.stringify(setting)} names one of them)`
+        : 'the folder is not trusted, so its own environments are not used'
       : q.folder
         ? 'no codeact.python.path, no Python extension environment, no .venv or venv in the folder'
         : 'no folder is open and codeact.python.path is not set';
@@ -80,6 +85,13 @@ export function expandSetting(setting: string, folder: string | undefined): stri
   if (p === '~' || p.startsWith('~/')) p = path.join(process.env.HOME ?? '/', p.slice(1));
   if (folder && !path.isAbsolute(p) && /[\\/]/.test(p)) p = path.resolve(folder, p);
   return p;
+}
+
+/** An interpreter (as expanded) that is the folder's own: a path inside it, or relative (resolved from wherever the host runs). */
+function isFolderInterpreter(python: string, folder: string | undefined): boolean {
+  if (!/[\\/]/.test(python)) return false;
+  if (!path.isAbsolute(python)) return true;
+  return !!folder && isUnder(path.resolve(python), path.resolve(folder));
 }
 
 /** The interpreter of an executable path, or of an environment folder (its bin/python); undefined when neither exists. */

@@ -3,8 +3,10 @@
  *
  * `readwrite` binds the workspace writable, then binds its configuration read-only over it: `.git`
  * (a folder, or the pointer file of a worktree or submodule, and the folder it points to when that is
- * inside the workspace), `.vscode` and `.codeact`. Code in the sandbox must not reconfigure CodeAct or
- * plant git hooks and config (`core.fsmonitor`, `core.hooksPath`) that run on the host later.
+ * inside the workspace), `.vscode` and `.codeact`, and the folders of its own interpreter, `.venv` and
+ * `venv` (pythonEnv.ts: the host probes them and runs pip in them, outside the sandbox). Code in the
+ * sandbox must not reconfigure CodeAct, plant git hooks and config (`core.fsmonitor`, `core.hooksPath`)
+ * or make an interpreter (or a `.pth` file in one) that runs on the host later.
  *
  * - A name that does not exist yet gets a placeholder folder on the host (read-only, holding a note)
  *   for as long as a sandbox uses it, bound read-only, so the code cannot create it: a mount point
@@ -27,11 +29,13 @@
  */
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { isUnder } from '../../util/paths';
+import { VENV_DIRS } from './pythonEnv';
 
 export type WorkspaceMount = 'none' | 'readonly' | 'readwrite';
 
 /** Top-level names kept read-only inside a writable workspace. */
-const PROTECTED_NAMES = ['.git', '.vscode', '.codeact'] as const;
+const PROTECTED_NAMES = ['.git', '.vscode', '.codeact', ...VENV_DIRS] as const;
 
 interface WorkspaceView {
   /** bwrap options that mount the workspace. */
@@ -60,12 +64,6 @@ function lstatOrUndefined(p: string): Stats | undefined {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw e;
   }
-}
-
-/** True when `child` is `parent` or inside it. */
-export function isUnder(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 const PLACEHOLDER_NOTE = 'README.codeact';
@@ -120,6 +118,28 @@ export function releasePlaceholders(paths: string[]): void {
   }
 }
 
+/** `p` is a placeholder this process holds, as it made it (its note only). */
+export function isPlaceholder(p: string): boolean {
+  const held = placeholders.get(p);
+  if (!held) return false;
+  const st = lstatOrUndefined(p);
+  return !!st?.isDirectory() && st.dev === held.dev && st.ino === held.ino && readdirSync(p).every((n) => n === PLACEHOLDER_NOTE);
+}
+
+/**
+ * Takes over a placeholder this process holds at `p` (the sandboxes keep it read-only) so that the host can
+ * fill it, as `install_packages` does with a new `.venv`: it becomes an ordinary folder of the host's, empty and
+ * writable on the host, which the sandboxes that bound it keep seeing read-only and which is never
+ * removed as a placeholder. False when `p` is not such a placeholder, as this process made it.
+ */
+export function adoptPlaceholder(p: string): boolean {
+  if (!isPlaceholder(p)) return false;
+  placeholders.delete(p);
+  chmodSync(p, 0o755);
+  rmSync(path.join(p, PLACEHOLDER_NOTE), { force: true });
+  return true;
+}
+
 /** The folder a `.git` pointer file (worktree, submodule) names, when it is inside the workspace. */
 function gitdirTarget(root: string, gitFile: string): string | undefined {
   let text: string;
@@ -138,12 +158,20 @@ function gitdirTarget(root: string, gitFile: string): string | undefined {
   }
 }
 
-/** A path the host runs (toolHostPaths in hostFiles.ts). */
+/** A path the host runs (hostFiles.ts: what each tool source and the runtime declare). */
 export interface HostRunFile {
   path: string;
   /** The program or a script: its whole folder is kept read-only. */
   program: boolean;
+  /** The tool that runs it ("" for the runtime's own interpreter). */
   tool: string;
+  /** Who runs it, for the warning (default: `tool "<tool>"`). */
+  by?: string;
+  /**
+   * A missing path whose first folder does not exist either gets a placeholder there (so the code cannot
+   * create it), instead of making the whole workspace read-only: the folder's interpreter.
+   */
+  placeholder?: boolean;
 }
 
 /** The folder of a Python virtual environment (it holds pyvenv.cfg) that `p` lies in, inside `root`. */
@@ -260,10 +288,19 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
     const bound = new Set<string>();
     for (const f of hostRun) {
       if (!isUnder(f.path, dir) || f.path === dir) continue;
+      const top = path.join(dir, path.relative(dir, f.path).split(path.sep)[0]);
+      if (f.placeholder && !lstatOrUndefined(top)) {
+        if (!bound.has(top) && holdPlaceholder(top)) {
+          held.push(top);
+          bound.add(top);
+          args.push('--ro-bind', top, top);
+        }
+        continue;
+      }
       const t = hostRunTargets(dir, f);
       if (!Array.isArray(t)) {
         return readOnly(
-          `codeact.sandbox.mountWorkspace is "readwrite", but tool "${f.tool}" runs ${path.relative(dir, f.path)} on the host and ${t.problem}: ` +
+          `codeact.sandbox.mountWorkspace is "readwrite", but ${f.by ?? `tool "${f.tool}"`} runs ${path.relative(dir, f.path)} on the host and ${t.problem}: ` +
             "the workspace is mounted read-only instead. Keep the tool's program and scripts in a folder of their own (for example tools/), as real files.",
         );
       }
