@@ -2,7 +2,9 @@
  * An MCP server's form (elicitation) in the terminal: the server's message, then one question per field
  * on stderr (stdout stays the run's output), each answer checked by the requested schema as it is typed.
  * Without a terminal on stdin (a pipe, CI, `codeact run -`) nobody can answer: the form is declined and
- * stderr says so. The server's text is already bounded and its invisible characters revealed by core.
+ * stderr says so. The server's text is bounded by core; every string of it goes through forTerminal here
+ * (titles, labels, names and values as one line each), so none can send an escape sequence or start a line
+ * that passes for CodeAct's own question.
  */
 import { createInterface } from 'node:readline/promises';
 import {
@@ -14,6 +16,10 @@ import {
   type ElicitValues,
   type Elicitor,
 } from '../common/elicitation';
+import { forTerminal } from '../common/untrusted';
+
+/** A name, title, label or value from the server: one line, every control and invisible character shown. */
+const one = (s: unknown) => forTerminal(s, { line: true });
 
 /** Tries per field before the form is cancelled. */
 const TRIES = 5;
@@ -26,10 +32,11 @@ interface TerminalStreams {
 export function terminalElicitor(streams: TerminalStreams = { input: process.stdin, output: process.stderr }): Elicitor {
   return async (p) => {
     const out = (s: string) => streams.output.write(s);
-    const from = p.tool ? ` while running the tool "${p.tool}"` : '';
+    const from = p.tool ? ` while running the tool "${one(p.tool)}"` : '';
+    const server = one(p.server);
     if (!streams.input.isTTY) {
       out(
-        `codeact: the ${p.server} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.\n`,
+        `codeact: the ${server} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.\n`,
       );
       return { action: 'decline' };
     }
@@ -43,7 +50,7 @@ export function terminalElicitor(streams: TerminalStreams = { input: process.std
     const ask = (q: string) => (stop.signal.aborted ? Promise.resolve(null) : rl.question(q, { signal: stop.signal }).catch(() => null));
     try {
       if (!p.problems) {
-        out(`\nThe ${p.server} asks for input${from}:\n${indent(p.message)}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`);
+        out(`\nThe ${server} asks for input${from}:\n${indent(forTerminal(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`);
         const choice = (await ask('Fill in the form (f), decline (d) or cancel (c)? [f] '))?.trim().toLowerCase();
         if (choice === null || choice === undefined || choice.startsWith('c')) return { action: 'cancel' };
         if (choice.startsWith('d')) return { action: 'decline' };
@@ -81,9 +88,10 @@ async function askField(
 ): Promise<ElicitField['default'] | undefined | null> {
   const current = previous ?? f.default;
   const options = f.options ?? [];
-  if (f.description) out(`  ${f.description}\n`);
-  if (p.problems?.[f.key]) out(`  ${f.title} ${p.problems[f.key]}.\n`);
-  if (options.length) out(options.map((o, i) => `    ${i + 1}) ${o.label}`).join('\n') + '\n');
+  const title = one(f.title);
+  if (f.description) out(`${indent(forTerminal(f.description))}\n`);
+  if (p.problems?.[f.key]) out(`  ${title} ${forTerminal(p.problems[f.key])}.\n`);
+  if (options.length) out(options.map((o, i) => `    ${i + 1}) ${one(o.label)}`).join('\n') + '\n');
   const hint =
     f.kind === 'enum'
       ? 'a number or the value'
@@ -92,15 +100,15 @@ async function askField(
         : f.kind === 'boolean'
           ? 'y/n'
           : elicitFieldHint(f);
-  const shown = current === undefined ? '' : ` [${Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current}]`;
+  const shown = current === undefined ? '' : ` [${one(Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current)}]`;
   for (let t = 0; t < TRIES; t++) {
-    const raw = await ask(`${f.title}${f.required ? ' *' : ''} (${hint})${shown}: `);
+    const raw = await ask(`${title}${f.required ? ' *' : ''} (${hint})${shown}: `);
     if (raw === null) return null;
     const text = raw.trim();
     if (!text) {
       if (current !== undefined) return current as ElicitField['default'];
       if (!f.required) return undefined;
-      out(`  ${f.title} is required.\n`);
+      out(`  ${title} is required.\n`);
       continue;
     }
     const pick = (s: string) => {
@@ -125,7 +133,7 @@ async function askField(
     const value = coerceElicitValue(f, typed);
     const problem = value === undefined ? undefined : p.check({ [f.key]: value })[f.key];
     if (!problem) return value;
-    out(`  ${f.title} ${problem}.\n`);
+    out(`  ${title} ${forTerminal(problem)}.\n`);
   }
   out(`  Too many tries: the form is cancelled.\n`);
   return null;

@@ -5,7 +5,7 @@
  */
 import { createInterface } from 'node:readline';
 import { installDialog } from '../common/installCommand';
-import { sanitizeTerminal } from '../common/terminal';
+import { forTerminal } from '../common/untrusted';
 import { installInfo } from '../core/runtime/install/approvalText';
 import type { InstallApprover } from '../core/runtime/install/installer';
 
@@ -17,7 +17,7 @@ export function cliInstallApprover(
   return (req) =>
     new Promise((resolve) => {
       const dialog = installDialog(installInfo(req));
-      output.write(`\n${sanitizeTerminal(dialog.message)}\n${sanitizeTerminal(dialog.detail)}\n`);
+      output.write(`\n${forTerminal(dialog.message)}\n${forTerminal(dialog.detail)}\n`);
       const rl = createInterface({ input, output, terminal: false });
       const done = (answer: 'allowed' | 'denied' | { unanswered: string }) => {
         req.signal.removeEventListener('abort', onAbort);
