@@ -30,6 +30,7 @@ import { NotebookRuns } from './notebookRuns';
 import { RecentOutputs } from './recentOutputs';
 import { TurnSlot } from './turnSlot';
 import type { CancellationToken, Log, ControllerApis, ControllerDeps } from './controller.apis';
+import { forDisplay } from '../common/untrusted';
 export { UntrustedWorkspaceError };
 
 /** What a front door adds to a turn: its listener (the vocabulary, no turn markers) and VS Code's cancellation. */
@@ -428,7 +429,7 @@ export class CodeActController {
         // The panel's error card says it, with its button, once; a toast only where no card shows it (VS Code
         // cannot take a toast back once the key is set).
         if (turn.error.code === 'auth' && (source !== 'chat' || !this.panelVisible())) {
-          void this.apis.showErrorMessage(`CodeAct: ${turn.error.message}`, 'Set API Key…').then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
+          void this.apis.showErrorMessage(`CodeAct: ${forDisplay(turn.error.message)}`, 'Set API Key…').then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
         }
       }
       return result;

@@ -13,6 +13,7 @@ import { hoverParts, inlineSummary } from './inlineResult';
 import type { CodeActController } from './controller';
 import { folderOf } from './settings';
 import { showUntrusted } from './trust';
+import { forDisplay } from '../common/untrusted';
 
 const PYTHON_DOCS: vscode.DocumentSelector = [
   { language: 'python', scheme: 'file' },
@@ -167,7 +168,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
         },
       );
     } catch (err) {
-      void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);
+      void vscode.window.showErrorMessage(`CodeAct: ${forDisplay((err as Error).message)}`);
       return undefined;
     } finally {
       this.current = undefined;
