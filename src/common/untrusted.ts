@@ -52,9 +52,17 @@ const asText = (value: unknown): string => (typeof value === 'string' ? value : 
  * and notebook outputs, and the panel's attributes.
  */
 export function forDisplay(text: unknown, options: ShowOptions = {}): string {
+  return revealInvisible(lineBreaksShown(text, options));
+}
+
+/**
+ * Only the line-break step of {@link forDisplay} (`⏎` in one line, CR LF as LF, a bare CR as its marker):
+ * for a renderer that draws the other markers itself (../webview/reveal).
+ */
+export function lineBreaksShown(text: unknown, options: ShowOptions = {}): string {
   const s = asText(text);
-  const broken = options.line ? s.replace(BREAKS, LINE_BREAK_MARK) : s.includes('\r') ? s.replace(CRLF, '\n').replace(BARE_CR, CR_MARK) : s;
-  return revealInvisible(broken);
+  if (options.line) return s.replace(BREAKS, LINE_BREAK_MARK);
+  return s.includes('\r') ? s.replace(CRLF, '\n').replace(BARE_CR, CR_MARK) : s;
 }
 
 /**

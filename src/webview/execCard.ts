@@ -59,12 +59,12 @@ class ToolCallRow {
       this.outcome = h('span', { class: 'discovery-outcome' });
       what = [
         h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }),
-        h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject)), this.outcome),
+        h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject, { line: true })), this.outcome),
       ];
     } else {
       // Invisible and bidirectional characters in a tool's name or arguments show as <U+…> boxes.
       what = [
-        h('span', { class: 'tool-name', title: revealedPlain(call.name) }, revealed(call.name)),
+        h('span', { class: 'tool-name', title: revealedPlain(call.name, { line: true }) }, revealed(call.name, { line: true })),
         h('span', { class: 'tool-args' }, revealed(`(${argsPreview(call.arguments)})`)),
       ];
     }
