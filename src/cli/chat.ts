@@ -72,7 +72,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
   if (values.list) {
     const list = store.list();
     if (values.json) process.stdout.write(JSON.stringify(list) + '\n');
-    else if (!list.length) process.stdout.write(`No conversations in ${store.dir}.\n`);
+    else if (!list.length) process.stdout.write(`No conversations in ${forTerminal(store.dir, { line: true })}.\n`);
     else
       for (const c of list)
         process.stdout.write(

@@ -80,10 +80,11 @@ export function humanPrinter(): (e: CodeActEvent) => void {
   const args = new Map<string, unknown>();
   atLineStart = true;
   const displays = new Map<string, number>();
-  const out = (text: string) => {
-    if (!text) return;
-    process.stdout.write(text);
-    atLineStart = text.endsWith('\n');
+  /** Writes what is already safe (the callers sanitise). */
+  const out = (safe: string) => {
+    if (!safe) return;
+    process.stdout.write(safe);
+    atLineStart = safe.endsWith('\n');
   };
   const line = (text: string) => out(`${atLineStart ? '' : '\n'}${text}\n`);
   return (e) => {

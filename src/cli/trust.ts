@@ -57,8 +57,8 @@ export async function trustCommand(argv: string[]): Promise<number> {
     .filter((k) => codeactSetting(settings, k.slice('codeact.'.length)) !== undefined)
     .sort();
   process.stdout.write(
-    `Trusted: ${entry.folder}` +
-      (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${file ? `the "settings" of ${dir}` : settingsPath(dir)}).` : '') +
+    `Trusted: ${forTerminal(entry.folder, { line: true })}` +
+      (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${forTerminal(file ? `the "settings" of ${dir}` : settingsPath(dir), { line: true })}).` : '') +
       (file ? `\nIts folders' own .vscode/settings.json count only in folders you trust (codeact trust FOLDER).` : '') +
       `\nIf the ${file ? 'workspace' : 'settings'} file changes, the CLI ignores those settings again until you trust the ${file ? 'file' : 'folder'} again.\n`,
   );

@@ -157,7 +157,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     let item: CodeInterpreterCallItem;
     try {
       item = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false },
+        { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${forDisplay(target.label, { line: true })}`, cancellable: false },
         (progress) => {
           if (this.current?.key === key) this.current.progress = progress;
           // The file's own workspace folder: its settings, tools and runtime (a file in no folder: the chat's).
