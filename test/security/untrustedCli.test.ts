@@ -64,12 +64,14 @@ describe('security: the CLI shows text from outside through one sanitiser', func
     assert.ok(r.stdout.includes(`Description ${ONE_LINE}`), r.stdout);
   });
 
-  it("codeact run: a file name the code chose and a server's tool error, with markers and no escape, CR, backspace or bidi", async () => {
+  it("codeact run: the code's output (colours kept), a file name it chose and a server's tool error, with markers and no escape, CR, backspace or bidi", async () => {
     writeFileSync(
       path.join(ws, 'go.py'),
       [
         // The runtime does not copy out a name with a C0 control (core/runtime/artifacts): C1 and DEL it does.
         'open("N\\u202e\\u200b\\x9b2J\\x7f.txt", "w").write("x")',
+        // The code's own output: its colours pass, everything else is a marker or gone.
+        'print("\\x1b[31mred\\x1b[0m\\u202e\\u200b\\x1b]0;pwned\\x07\\r\\b.")',
         'try:',
         '    await call_tool("hostile")',
         'except Exception:',
@@ -90,6 +92,7 @@ describe('security: the CLI shows text from outside through one sanitiser', func
     assert.match(r.stdout, /→ hostile\(\{\}\) ✗ \d+ ms .*Error A<U\+001B>\]0;pwned<U\+0007>B/, r.stdout);
     assert.ok(r.stdout.includes(`Error ${MULTI_LINE}`), r.stdout);
     assert.ok(r.stdout.includes('[file N<U+202E><U+200B><U+009B>2J<U+007F>.txt'), r.stdout);
+    assert.ok(r.stdout.includes('\x1b[31mred\x1b[0m<U+202E><U+200B>.\n'), JSON.stringify(r.stdout));
   });
 
   (existsSync(SCRIPT) ? it : it.skip)("an elicitation form on a terminal: the server's message, title, description, default and choice label", async () => {
