@@ -50,7 +50,9 @@ export function terminalElicitor(streams: TerminalStreams = { input: process.std
     const ask = (q: string) => (stop.signal.aborted ? Promise.resolve(null) : rl.question(q, { signal: stop.signal }).catch(() => null));
     try {
       if (!p.problems) {
-        out(`\nThe ${server} asks for input${from}:\n${indent(forTerminal(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`);
+        out(
+          `\nThe ${server} asks for input${from}:\n${indent(forTerminal(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`,
+        );
         const choice = (await ask('Fill in the form (f), decline (d) or cancel (c)? [f] '))?.trim().toLowerCase();
         if (choice === null || choice === undefined || choice.startsWith('c')) return { action: 'cancel' };
         if (choice.startsWith('d')) return { action: 'decline' };
@@ -100,7 +102,8 @@ async function askField(
         : f.kind === 'boolean'
           ? 'y/n'
           : elicitFieldHint(f);
-  const shown = current === undefined ? '' : ` [${one(Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current)}]`;
+  const shown =
+    current === undefined ? '' : ` [${one(Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current)}]`;
   for (let t = 0; t < TRIES; t++) {
     const raw = await ask(`${title}${f.required ? ' *' : ''} (${hint})${shown}: `);
     if (raw === null) return null;

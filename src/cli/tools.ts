@@ -52,7 +52,9 @@ export async function toolsCommand(argv: string[]): Promise<number> {
     );
   } else {
     if (!sorted.length && !errors.length)
-      process.stdout.write(`No managed tools${ws.trust.trusted ? ` declared in ${forTerminal(settingsPath(ws.dir), { line: true })} (codeact.tools)` : ' (the folder is not trusted)'}.\n`);
+      process.stdout.write(
+        `No managed tools${ws.trust.trusted ? ` declared in ${forTerminal(settingsPath(ws.dir), { line: true })} (codeact.tools)` : ' (the folder is not trusted)'}.\n`,
+      );
     for (const t of sorted)
       process.stdout.write(
         `${forTerminal(t.name, { line: true })}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${forTerminal(t.description, { line: true })}\n`,

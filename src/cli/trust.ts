@@ -39,7 +39,9 @@ export async function trustCommand(argv: string[]): Promise<number> {
     else if (!entries.length) process.stdout.write('No trusted folders.\n');
     else
       for (const e of entries)
-        process.stdout.write(`${forTerminal(e.folder, { line: true })}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`);
+        process.stdout.write(
+          `${forTerminal(e.folder, { line: true })}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`,
+        );
     return 0;
   }
   const dir = path.resolve(positionals[0] ?? process.cwd());
@@ -58,7 +60,9 @@ export async function trustCommand(argv: string[]): Promise<number> {
     .sort();
   process.stdout.write(
     `Trusted: ${forTerminal(entry.folder, { line: true })}` +
-      (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${forTerminal(file ? `the "settings" of ${dir}` : settingsPath(dir), { line: true })}).` : '') +
+      (obeyed.length
+        ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${forTerminal(file ? `the "settings" of ${dir}` : settingsPath(dir), { line: true })}).`
+        : '') +
       (file ? `\nIts folders' own .vscode/settings.json count only in folders you trust (codeact trust FOLDER).` : '') +
       `\nIf the ${file ? 'workspace' : 'settings'} file changes, the CLI ignores those settings again until you trust the ${file ? 'file' : 'folder'} again.\n`,
   );

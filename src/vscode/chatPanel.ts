@@ -251,7 +251,10 @@ class PanelController implements vscode.Disposable {
       }
       case 'openFile': {
         const { bytes, filename } = await vscode.window.withProgress(
-          { location: vscode.ProgressLocation.Notification, title: `CodeAct: downloading ${forDisplay(m.file.filename ?? m.file.file_id ?? 'the file', { line: true })}…` },
+          {
+            location: vscode.ProgressLocation.Notification,
+            title: `CodeAct: downloading ${forDisplay(m.file.filename ?? m.file.file_id ?? 'the file', { line: true })}…`,
+          },
           () => s.downloadHostedFile(m.file),
         );
         const folder = folderUri(s.folders.current().folder);

@@ -429,7 +429,9 @@ export class CodeActController {
         // The panel's error card says it, with its button, once; a toast only where no card shows it (VS Code
         // cannot take a toast back once the key is set).
         if (turn.error.code === 'auth' && (source !== 'chat' || !this.panelVisible())) {
-          void this.apis.showErrorMessage(`CodeAct: ${forDisplay(turn.error.message)}`, 'Set API Key…').then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
+          void this.apis
+            .showErrorMessage(`CodeAct: ${forDisplay(turn.error.message)}`, 'Set API Key…')
+            .then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
         }
       }
       return result;

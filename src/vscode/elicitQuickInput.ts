@@ -82,7 +82,8 @@ async function askField(
   previous: unknown,
   p: ElicitationPrompt,
 ): Promise<ElicitField['default'] | undefined | null> {
-  const placeHolder = [problem ? `${one(f.title)} ${forDisplay(problem)}.` : '', forDisplay(f.description, { line: true })].filter(Boolean).join(' — ') || undefined;
+  const placeHolder =
+    [problem ? `${one(f.title)} ${forDisplay(problem)}.` : '', forDisplay(f.description, { line: true })].filter(Boolean).join(' — ') || undefined;
   const current = previous ?? f.default;
   if (f.kind === 'boolean' || f.kind === 'enum' || f.kind === 'multi') {
     const options: PickItem[] =

@@ -58,7 +58,11 @@ export class McpSignIn {
   private async authorize({ label, serverUrl, authorizationUrl }: McpSignInPrompt): Promise<boolean> {
     let choice: string | undefined = SIGN_IN;
     if (!this.consented.delete(serverUrl)) {
-      choice = await this.apis.showInformationMessage(`CodeAct: the ${forDisplay(label, { line: true })} needs you to sign in. Open the sign-in page in your browser?`, SIGN_IN, COPY_LINK);
+      choice = await this.apis.showInformationMessage(
+        `CodeAct: the ${forDisplay(label, { line: true })} needs you to sign in. Open the sign-in page in your browser?`,
+        SIGN_IN,
+        COPY_LINK,
+      );
     }
     if (choice !== SIGN_IN && choice !== COPY_LINK) return false;
     // In a remote window the loopback listener is on the remote machine: forward its port.

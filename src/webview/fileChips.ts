@@ -89,7 +89,12 @@ function renderChip(f: FileOutput, env: FileEnv): HTMLElement {
     'div',
     { class: 'file-chip', 'data-kind': kind, role: 'group', 'aria-label': `File ${name}` },
     h('span', { class: 'file-icon', 'aria-hidden': 'true' }, icon('file')),
-    h('span', { class: 'file-meta' }, h('span', { class: 'file-name', title: f.path ? revealedPlain(f.path, { line: true }) : name }, revealed(raw, { line: true })), h('span', { class: 'file-detail', text: details })),
+    h(
+      'span',
+      { class: 'file-meta' },
+      h('span', { class: 'file-name', title: f.path ? revealedPlain(f.path, { line: true }) : name }, revealed(raw, { line: true })),
+      h('span', { class: 'file-detail', text: details }),
+    ),
     actions,
   );
   const why = note ?? (kind === 'unavailable' ? 'This file could not be copied out of the sandbox.' : undefined);

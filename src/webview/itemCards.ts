@@ -116,7 +116,9 @@ export class ApprovalRenderer implements ItemRenderer {
     } else if (isInstall) {
       body.append(...installBody(item));
     } else {
-      body.append(h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', null, revealed(item.name ?? '', { line: true })), ' with these arguments:'));
+      body.append(
+        h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', null, revealed(item.name ?? '', { line: true })), ' with these arguments:'),
+      );
       body.append(...invisibleNotice(argumentsText(item.arguments), 'arguments'));
       body.append(...argumentsTree(item.arguments ?? null));
     }

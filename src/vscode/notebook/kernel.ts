@@ -161,7 +161,9 @@ export class CodeActNotebookKernel implements vscode.Disposable {
     if (!nb) return void vscode.window.showInformationMessage('CodeAct: open a notebook that runs on the CodeAct kernel first.');
     const session = this.kernels.for(nb.uri.toString(), nameOf(nb));
     await session.restart();
-    void vscode.window.showInformationMessage(`CodeAct: the Python session of ${forDisplay(nameOf(nb), { line: true })} was restarted; its variables are gone.`);
+    void vscode.window.showInformationMessage(
+      `CodeAct: the Python session of ${forDisplay(nameOf(nb), { line: true })} was restarted; its variables are gone.`,
+    );
   }
 
   // ---- the agent in the open notebook ---------------------------------------------------------
