@@ -343,7 +343,7 @@ export class EditorRenderer implements ItemRenderer {
     if (it.error)
       body.append(
         h('div', { class: 'kv-label error', text: 'Error' }),
-        h('pre', { class: 'tool-error', text: `${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}` }),
+        h('pre', { class: 'tool-error' }, revealed(`${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}`)),
       );
     else if (it.result !== undefined) body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(it.result, { expandDepth: 1 }));
     this.el.append(h('details', { class: 'tool-details' }, summary, body));
@@ -357,7 +357,7 @@ export class ErrorRenderer implements ItemRenderer {
     this.el = h(
       'section',
       { class: 'card error-card', role: 'alert', 'data-code': item.code ?? '' },
-      h('div', { class: 'error-title' }, icon('error'), h('span', { class: 'error-message', text: item.message })),
+      h('div', { class: 'error-title' }, icon('error'), h('span', { class: 'error-message' }, revealed(item.message))),
       h('div', { class: 'error-actions' }, ...errorActions(item, turn, ctx)),
     );
   }
