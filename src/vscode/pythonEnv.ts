@@ -254,7 +254,7 @@ export class PythonEnvironments implements vscode.Disposable {
     items.push({ label: '$(edit) Enter path…', detail: 'An interpreter or a venv folder', enter: true, alwaysShow: true });
     const pick = await vscode.window.showQuickPick(items, {
       title: 'CodeAct: Select Python Environment',
-      placeHolder: `Code runs with ${current.label} (${current.python})`,
+      placeHolder: `Code runs with ${forDisplay(`${current.label} (${current.python})`, { line: true })}`,
       matchOnDescription: true,
     });
     if (!pick) return;

@@ -45,9 +45,10 @@ const MEDIA: Medium[] = [
   },
   {
     dir: 'src/vscode',
-    sinks: /(^|\.)(show(Warning|Error|Information)Message|withProgress)$/,
-    // The message; a modal's detail is checked where it is built (approvalDialog, installCommand, elicitQuickInput).
-    args: () => [0],
+    sinks: /(^|\.)(show(Warning|Error|Information)Message|withProgress|showQuickPick|showInputBox)$/,
+    // The message (a modal's detail is checked where it is built: approvalDialog, installCommand,
+    // elicitQuickInput); a quick pick's or input box's title, prompt and placeholder.
+    args: (callee) => (/showQuickPick$/.test(callee) ? [1] : [0]),
   },
   { dir: 'src/webview', sinks: /^(announce|ctx\.announce|this\.ctx\.announce)$/, assigns: /^(textContent)$/, textProps: /^(text)$/ },
 ];
@@ -57,6 +58,14 @@ const MEDIA: Medium[] = [
  * matches anything fails too (the list stays true).
  */
 const KNOWN: Record<string, string> = {
+  'src/vscode/approvals.apis.ts: options.title': "a sink wrapper's parameter: its callers are checked here",
+  'src/vscode/approvals.apis.ts: options.placeHolder': "a sink wrapper's parameter: its callers are checked here",
+  'src/vscode/elicitQuickInput.ts: i': 'the index of the field (a number)',
+  "src/vscode/elicitQuickInput.ts: [problem ? `${one(f.title)} ${forDisplay(problem)}.` : '', forDisplay(f.description, { line: true })].filter(Boolean).join(' — ') || undefined":
+    'each part goes through one() or forDisplay',
+  'src/vscode/elicitQuickInput.ts: elicitFieldHint(f)': "CodeAct's wording of the field's kind and numeric range",
+  'src/vscode/secrets.ts: whoStarting(picked)': "CodeAct's own provider table",
+  "src/vscode/secrets.ts: providerInfo(picked).keyEnv.join(' or ') || 'no key'": "CodeAct's own provider table",
   'src/cli/chat.ts: JSON.stringify(list)': '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/chat.ts: c.id': "CodeAct's own text, ids or numbers",
   "src/cli/chat.ts: new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')": "CodeAct's own text, ids or numbers",
