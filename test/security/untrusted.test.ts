@@ -3,7 +3,9 @@
  * get from a hostile string, one line and many, whole and as a stream cut anywhere.
  */
 import * as assert from 'node:assert/strict';
+import type { CodeInterpreterCallItem } from '../../src/common/events';
 import { forDisplay, forTerminal, forTerminalOutput, SgrState, TerminalStream } from '../../src/common/untrusted';
+import { CellOutputWriter, type CellOutputData, type OutputItemData } from '../../src/vscode/notebook/cellOutputs';
 
 const HOSTILE = 'A\x1b]0;pwned\x07B\rC\bD\u202eE\u200bF\x1b[2J\x9b1;1H\x1bP1$r\x1b\\G';
 
@@ -53,5 +55,33 @@ describe('security: src/common/untrusted.ts', () => {
       const s = new TerminalStream({ plain: true });
       assert.equal(s.write(a) + s.write(b) + s.end(), whole, `cut at ${a.length}`);
     }
+  });
+
+  it("a notebook cell's outputs: the managed tools' list and a file's line show a hostile tool name, error and file name with markers", async () => {
+    const outputs: CellOutputData[] = [];
+    const sink = {
+      clearOutput: async () => void outputs.splice(0),
+      appendOutput: async (o: CellOutputData) => outputs.push({ items: [...o.items] }) - 1,
+      appendOutputItems: async (h: number, items: OutputItemData[]) => void outputs[h].items.push(...items),
+      replaceOutputItems: async (h: number, items: OutputItemData[]) => void (outputs[h] = { items: [...items] }),
+    };
+    const writer = new CellOutputWriter(sink, () => 1);
+    const name = 'get\r\u202eorder\u200b';
+    writer.onEvent({ type: 'codeact.tool_call.started', item_id: 'ci_1', call_id: 'c1', name, arguments: { a: 'x\u202ey' } });
+    writer.onEvent({ type: 'codeact.tool_call.completed', item_id: 'ci_1', call_id: 'c1', name, duration_ms: 5, error: 'bad\r\u200bnews' });
+    const item = {
+      type: 'code_interpreter_call',
+      id: 'ci_1',
+      status: 'completed',
+      code: '',
+      runtime: 'local',
+      outputs: [{ type: 'file', filename: 'report\u202etxt.exe\u200b', path: '/tmp/x', bytes: 3 }],
+    } as unknown as CodeInterpreterCallItem;
+    await writer.finish(item);
+    const plain = outputs.flatMap((o) => o.items.filter((i) => i.mime === 'text/plain').map((i) => new TextDecoder().decode(i.data))).join('\n');
+    assert.ok(plain.includes('✗ get⏎<U+202E>order<U+200B>({"a":"x<U+202E>y"})'), plain);
+    assert.ok(plain.includes('failed: bad<U+000D><U+200B>news'), plain);
+    assert.ok(plain.includes('[file report<U+202E>txt.exe<U+200B>, 3 bytes]'), plain);
+    assert.ok(!/[\r\u202e\u200b]/.test(plain), plain);
   });
 });
