@@ -131,7 +131,7 @@ export class VariablesView {
           h('td', { class: 'var-name', title: revealedPlain(v.name, { line: true }) }, revealed(v.name, { line: true })),
           // "pandas.core.frame.DataFrame" shows as "DataFrame" (the full name in the tooltip), as in Jupyter's viewer.
           h('td', { class: 'var-type', title: revealedPlain(v.type, { line: true }) }, revealed(shortType(v.type), { line: true })),
-          h('td', { class: 'var-summary', text: summary, title: summary }),
+          h('td', { class: 'var-summary', title: revealedPlain(summary, { line: true }) }, revealed(summary, { line: true })),
         ),
       );
     }

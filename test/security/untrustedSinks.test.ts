@@ -136,8 +136,6 @@ const PANEL_PENDING = [
   'src/webview/emptyState.ts: provider?.label',
   'src/webview/emptyState.ts: e.text',
   'src/webview/emptyState.ts: label(broken[0])',
-  'src/webview/emptyState.ts: label(b)',
-  'src/webview/emptyState.ts: b.message',
   "src/webview/emptyState.ts: h('ul')",
   'src/webview/emptyState.ts: joinAnd(names)',
   "src/webview/emptyState.ts: names.slice(0, 3).join(', ')",
@@ -178,8 +176,6 @@ const PANEL_PENDING = [
   'src/webview/transcriptView.ts: turn.prompt',
   'src/webview/transcriptView.ts: m',
   'src/webview/variablesView.ts: msg.note',
-  'src/webview/variablesView.ts: v.summary',
-  'src/webview/variablesView.ts: v.len',
   'src/webview/viewKit.ts: label',
   'src/webview/viewKit.ts: o.badge',
 ];
