@@ -8,6 +8,7 @@
  * with its clear error, code under review does not run (the error says why), installs are refused, forms
  * are declined.
  */
+import { forTerminal } from '../common/untrusted';
 import type { EngineConfig } from '../core/config/resolve';
 import { installOptionsFrom } from '../core/config/install';
 import { allowancesOverride } from '../core/gateway/approvalPolicy';
@@ -47,7 +48,9 @@ function toolApprover(questions: TerminalQuestions, session: Set<string>): Appro
         // A call asked while an earlier one was answered "for this session" runs without asking.
         if (session.has(req.tool.name)) return 'allowed';
         const args = JSON.stringify(req.arguments ?? {}, null, 2) ?? '{}';
-        q.say(`\n${q.shown(`The code calls the tool "${req.tool.name}", which needs your approval. Its arguments, all of them:`)}\n${q.shown(indent(args))}\n`);
+        q.say(
+          `\n${q.shown(`The code calls the tool "${forTerminal(req.tool.name, { line: true })}", which needs your approval. Its arguments, all of them:`)}\n${q.shown(indent(args))}\n`,
+        );
         const a = await q.line('Allow once (y), allow for this session (s), or deny (n)? [n] ');
         if (q.cancelled) return { unanswered: STOPPED };
         const answer = a?.trim().toLowerCase() ?? '';

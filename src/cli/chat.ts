@@ -8,6 +8,7 @@
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import type { TranscriptEvent } from '../common/transcript';
+import { forTerminal } from '../common/untrusted';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { providerConfigFrom } from '../core/config/engine';
@@ -69,11 +70,11 @@ export async function chatCommand(argv: string[]): Promise<number> {
   if (values.list) {
     const list = store.list();
     if (values.json) process.stdout.write(JSON.stringify(list) + '\n');
-    else if (!list.length) process.stdout.write(`No conversations in ${store.dir}.\n`);
+    else if (!list.length) process.stdout.write(`No conversations in ${forTerminal(store.dir, { line: true })}.\n`);
     else
       for (const c of list)
         process.stdout.write(
-          `${c.id}  ${new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')}  ${c.provider ?? ''}/${c.model ?? ''}  ${c.title}\n`,
+          `${c.id}  ${new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')}  ${forTerminal(`${c.provider ?? ''}/${c.model ?? ''}`, { line: true })}  ${forTerminal(c.title, { line: true })}\n`,
         );
     return 0;
   }
@@ -148,7 +149,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     const result = turn.result;
     if (!result) {
       // The provider could not be built (no key, a bad URL) or failed outright: a configuration error.
-      process.stderr.write(`codeact: ${turn.error?.message}\n`);
+      process.stderr.write(`codeact: ${forTerminal(turn.error?.message)}\n`);
       return turn.error?.code === 'internal' ? 1 : 2;
     }
     // Tokens of the turn and of the conversation (cached included), cost where a price is known, the window.
@@ -157,12 +158,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
     else {
       if (result.text && !result.text.endsWith('\n')) process.stdout.write('\n');
       process.stderr.write(`\n[${convo.id}] ${result.status}; ${usageSummaryText(summary)}. Continue with: codeact chat --continue ${convo.id} "<prompt>"\n`);
-      if (result.error && result.status !== 'completed') process.stderr.write(`codeact: ${result.error.message}\n`);
+      if (result.error && result.status !== 'completed') process.stderr.write(`codeact: ${forTerminal(result.error.message)}\n`);
     }
     return result.status === 'completed' ? 0 : 1;
   } catch (e) {
     if (e instanceof ProviderError) {
-      process.stderr.write(`codeact: ${e.message}\n`);
+      process.stderr.write(`codeact: ${forTerminal(e.message)}\n`);
       return 2;
     }
     throw e;

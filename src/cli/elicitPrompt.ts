@@ -14,19 +14,23 @@ import {
   type ElicitValues,
   type Elicitor,
 } from '../common/elicitation';
+import { forTerminal } from '../common/untrusted';
 import { shown } from './print';
 import { indent, terminalQuestions, type Asking, type TerminalQuestions } from './terminalQuestions';
 
 /** Tries per field before the form is cancelled. */
 const TRIES = 5;
 
+/** A name, title, label or value from the server: one line, every control and invisible character shown. */
+const one = (s: unknown) => forTerminal(s, { line: true });
+
 export function terminalElicitor(questions: TerminalQuestions = terminalQuestions()): Elicitor {
   return (p) => {
-    const from = p.tool ? ` while running the tool "${p.tool}"` : '';
+    const from = p.tool ? ` while running the tool "${one(p.tool)}"` : '';
     if (!questions.interactive) {
       process.stderr.write(
         shown(
-          `codeact: the ${p.server} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.`,
+          `codeact: the ${one(p.server)} asked for input${from}, and declined it: stdin is not a terminal, so nobody can answer here. Run in a terminal to answer such forms.`,
         ) + '\n',
       );
       return Promise.resolve({ action: 'decline' });
@@ -44,7 +48,7 @@ async function askForm(p: ElicitationPrompt, from: string, q: Asking): Promise<E
   try {
     if (!p.problems) {
       out(
-        `\n${q.shown(`The ${p.server} asks for input${from}:`)}\n${indent(q.shown(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`,
+        `\n${q.shown(`The ${one(p.server)} asks for input${from}:`)}\n${indent(q.shown(p.message))}\nOnly what you enter is sent to this server. Do not enter passwords or keys.\n`,
       );
       const choice = (await q.line('Fill in the form (f), decline (d) or cancel (c)? [f] '))?.trim().toLowerCase();
       if (choice === null || choice === undefined || choice.startsWith('c')) return { action: 'cancel' };
@@ -80,9 +84,10 @@ async function askField(
 ): Promise<ElicitField['default'] | undefined | null> {
   const current = previous ?? f.default;
   const options = f.options ?? [];
-  if (f.description) out(`  ${f.description}\n`);
-  if (p.problems?.[f.key]) out(`  ${f.title} ${p.problems[f.key]}.\n`);
-  if (options.length) out(options.map((o, i) => `    ${i + 1}) ${o.label}`).join('\n') + '\n');
+  const title = one(f.title);
+  if (f.description) out(`${indent(forTerminal(f.description))}\n`);
+  if (p.problems?.[f.key]) out(`  ${title} ${forTerminal(p.problems[f.key])}.\n`);
+  if (options.length) out(options.map((o, i) => `    ${i + 1}) ${one(o.label)}`).join('\n') + '\n');
   const hint =
     f.kind === 'enum'
       ? 'a number or the value'
@@ -91,15 +96,16 @@ async function askField(
         : f.kind === 'boolean'
           ? 'y/n'
           : elicitFieldHint(f);
-  const kept = current === undefined ? '' : ` [${Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current}]`;
+  const kept =
+    current === undefined ? '' : ` [${one(Array.isArray(current) ? current.join(', ') : current === true ? 'y' : current === false ? 'n' : current)}]`;
   for (let t = 0; t < TRIES; t++) {
-    const raw = await ask(`${f.title}${f.required ? ' *' : ''} (${hint})${kept}: `);
+    const raw = await ask(`${title}${f.required ? ' *' : ''} (${hint})${kept}: `);
     if (raw === null) return null;
     const text = raw.trim();
     if (!text) {
       if (current !== undefined) return current as ElicitField['default'];
       if (!f.required) return undefined;
-      out(`  ${f.title} is required.\n`);
+      out(`  ${title} is required.\n`);
       continue;
     }
     const pick = (s: string) => {
@@ -124,7 +130,7 @@ async function askField(
     const value = coerceElicitValue(f, typed);
     const problem = value === undefined ? undefined : p.check({ [f.key]: value })[f.key];
     if (!problem) return value;
-    out(`  ${f.title} ${problem}.\n`);
+    out(`  ${title} ${forTerminal(problem)}.\n`);
   }
   out(`  Too many tries: the form is cancelled.\n`);
   return null;

@@ -9,6 +9,7 @@
  *
  * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
  */
+import { forTerminal } from '../common/untrusted';
 import { errorCategory } from '../core/util/errors';
 import { CODEACT_VERSION } from '../core/util/version';
 import { configureDefaultMcpAuth } from '../core/tools/sources/mcp/pool';
@@ -64,12 +65,12 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`codeact: ${e.message}\n\n${USAGE}\n`);
+      process.stderr.write(`codeact: ${forTerminal(e.message)}\n\n${USAGE}\n`);
       return 2;
     }
     const category = errorCategory(e);
     if (category === 'config' || category === 'environment') {
-      process.stderr.write(`codeact: ${(e as Error).message}\n`);
+      process.stderr.write(`codeact: ${forTerminal((e as Error).message)}\n`);
       return 2;
     }
     throw e;
@@ -82,7 +83,7 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (err) => {
-      process.stderr.write(`codeact: unexpected error: ${(err as Error).stack ?? err}\n`);
+      process.stderr.write(`codeact: unexpected error: ${forTerminal((err as Error).stack ?? err)}\n`);
       process.exitCode = 1;
     },
   );

@@ -7,12 +7,11 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { sanitizeTerminal } from '../common/terminal';
+import { forTerminal } from '../common/untrusted';
 import { configDir } from '../core/config/folderTrust';
 import { readConfigFile } from '../core/config/workspaceFile';
 import { McpSignInError, signedInMcpServers, signOutMcpServer, type McpAuthHost } from '../core/tools/sources/mcp/auth';
 import type { McpSecretStore } from '../core/tools/sources/mcp/authStore';
-import { shown } from './print';
 import { terminalQuestions, type TerminalQuestions } from './terminalQuestions';
 import { parse, UsageError } from './workspace';
 
@@ -107,7 +106,7 @@ export function cliMcpAuthHost(
       }
       const say = async () => {
         err.write(
-          `\nThe ${shown(label)} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${shown(authorizationUrl.href)}\n\n`,
+          `\nThe ${forTerminal(label, { line: true })} needs you to sign in. Open this link in a browser (waiting up to 5 minutes):\n\n  ${forTerminal(authorizationUrl.href, { line: true })}\n\n`,
         );
         openInBrowser(authorizationUrl.href);
         return true;
@@ -135,18 +134,18 @@ export async function mcpCommand(argv: string[], secrets: McpSecretStore = fileS
   if (sub === 'list') {
     if (values.json) process.stdout.write(JSON.stringify(servers.map(({ serverUrl, label, hasTokens }) => ({ serverUrl, label, signedIn: hasTokens }))) + '\n');
     else if (!servers.length) process.stdout.write('Not signed in to any MCP server.\n');
-    else for (const s of servers) process.stdout.write(`${sanitizeTerminal(s.serverUrl)}${s.hasTokens ? '' : '  (registered, not signed in)'}\n`);
+    else for (const s of servers) process.stdout.write(`${forTerminal(s.serverUrl, { line: true })}${s.hasTokens ? '' : '  (registered, not signed in)'}\n`);
     return 0;
   }
   if (sub === 'sign-out') {
     if (!values.all && rest.length !== 1) throw new UsageError('codeact mcp sign-out takes the server URL (see codeact mcp list), or --all.');
     const gone = values.all ? servers : servers.filter((s) => s.serverUrl === rest[0]);
     if (!gone.length) {
-      process.stderr.write(`codeact: not signed in to ${values.all ? 'any MCP server' : sanitizeTerminal(rest[0])}. See codeact mcp list.\n`);
+      process.stderr.write(`codeact: not signed in to ${values.all ? 'any MCP server' : forTerminal(rest[0], { line: true })}. See codeact mcp list.\n`);
       return 1;
     }
     for (const s of gone) await signOutMcpServer(secrets, s.key);
-    for (const s of gone) process.stdout.write(`Signed out of ${sanitizeTerminal(s.serverUrl)}.\n`);
+    for (const s of gone) process.stdout.write(`Signed out of ${forTerminal(s.serverUrl, { line: true })}.\n`);
     return 0;
   }
   throw new UsageError(`Unknown "codeact mcp" command "${sub}".`);

@@ -12,7 +12,7 @@ import { parseDataUrl } from '../common/dataUrl';
 import { mimeText, rasterImage } from '../common/displays';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { fileName, filesOf } from '../common/outputLabels';
-import { sanitizeTerminal } from '../common/terminal';
+import { forDisplay, forTerminal } from '../common/untrusted';
 import { UsageError } from './workspace';
 
 /** The help text of `--outputs` and of what `--json` prints for rich outputs (run and chat). */
@@ -270,12 +270,12 @@ export function saveReportLines(report: SaveReport, dirLabel: string): string[] 
       .join(' and ');
     const names = saved
       .slice(0, MAX_LISTED)
-      .map((s) => s.name)
+      .map((s) => forDisplay(s.name, { line: true }))
       .join(', ');
     const more = saved.length > MAX_LISTED ? `, and ${saved.length - MAX_LISTED} more` : '';
     lines.push(`saved ${what} to ${dirLabel}: ${names}${more}`);
   }
-  for (const u of unsaved.slice(0, MAX_LISTED)) lines.push(`not saved: ${u.name} (${u.reason})`);
+  for (const u of unsaved.slice(0, MAX_LISTED)) lines.push(`not saved: ${forDisplay(u.name, { line: true })} (${forDisplay(u.reason, { line: true })})`);
   if (unsaved.length > MAX_LISTED) lines.push(`not saved: ${unsaved.length - MAX_LISTED} more`);
   return lines;
 }
@@ -291,6 +291,6 @@ export function outputSaverFrom(dir: string | undefined, firstExecution = 1): Ou
 export function saveAndReport(saver: OutputSaver, item: CodeInterpreterCallItem, json: boolean): SaveReport {
   const report = saver.save(item);
   const lines = saveReportLines(report, saver.dir);
-  if (lines.length) (json ? process.stderr : process.stdout).write(lines.map((l) => sanitizeTerminal(l) + '\n').join(''));
+  if (lines.length) (json ? process.stderr : process.stdout).write(lines.map((l) => forTerminal(l) + '\n').join(''));
   return report;
 }

@@ -13,9 +13,9 @@ import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '.
 import type { CodeActEvent, CodeInterpreterCallItem, ContextCompacted, DisplayOutput, ImageOutput } from '../common/events';
 import { clip, formatCount } from '../common/format';
 import { fileLabel, filesOf } from '../common/outputLabels';
-import { InvisibleRevealer, revealInvisible } from '../common/invisibleChars';
-import { SgrState, sanitizeTerminal, TerminalSanitizer } from '../common/terminal';
+import { InvisibleRevealer } from '../common/invisibleChars';
 import type { TranscriptEvent } from '../common/transcript';
+import { forTerminal, forTerminalOutput, SgrState, TerminalStream } from '../common/untrusted';
 
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 export const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[22m` : s);
@@ -35,13 +35,11 @@ export function plain(): string {
   return '\x1b[0m';
 }
 
-/** Text a person decides on (a tool's name and arguments, a value): invisible characters shown, controls stripped. */
-export function shown(text: string): string {
-  return sanitizeTerminal(revealInvisible(text), colours);
-}
+/** Text a person decides on (a tool's name and arguments, a value, an error): every control and invisible character shown as a marker. */
+export const shown = forTerminal;
 
 export function warn(message: string): void {
-  process.stderr.write(`${plain()}${red('warning:')} ${sanitizeTerminal(message, colours)}\n`);
+  process.stderr.write(`${plain()}${red('warning:')} ${forTerminal(message)}\n`);
 }
 
 /** Longest text of one display on a terminal (characters, lines); images are never printed, only named. */
@@ -78,14 +76,15 @@ function imageOutputText(o: ImageOutput): string {
 
 /** The code's output as it comes (text, displays named), one line per tool call, and the files it wrote. */
 export function humanPrinter(): (e: CodeActEvent) => void {
-  const clean = { stdout: new TerminalSanitizer(colours), stderr: new TerminalSanitizer(colours) };
+  const clean = { stdout: new TerminalStream({ colours }), stderr: new TerminalStream({ colours }) };
   const args = new Map<string, unknown>();
   atLineStart = true;
   const displays = new Map<string, number>();
-  const out = (text: string) => {
-    if (!text) return;
-    process.stdout.write(text);
-    atLineStart = text.endsWith('\n');
+  /** Writes what is already safe (the callers sanitise). */
+  const out = (safe: string) => {
+    if (!safe) return;
+    process.stdout.write(safe);
+    atLineStart = safe.endsWith('\n');
   };
   const line = (text: string) => out(`${atLineStart ? '' : '\n'}${text}\n`);
   return (e) => {
@@ -97,12 +96,14 @@ export function humanPrinter(): (e: CodeActEvent) => void {
       case 'codeact.output.display': {
         const n = (displays.get(e.item_id) ?? 0) + 1;
         if (displays.size < 10_000 || displays.has(e.item_id)) displays.set(e.item_id, n);
-        if (n <= MAX_DISPLAYS_PRINTED) line(sanitizeTerminal(displayTerminalText(e.output), colours) + (e.update ? dim(' (updated)') : ''));
+        if (n <= MAX_DISPLAYS_PRINTED) line(forTerminalOutput(displayTerminalText(e.output), colours) + (e.update ? dim(' (updated)') : ''));
         break;
       }
       case 'response.output_item.done': {
         if (e.item.type !== 'code_interpreter_call') break;
         const it = e.item;
+        out(clean.stdout.end());
+        process.stderr.write(clean.stderr.end());
         const shown = displays.get(it.id) ?? 0;
         displays.delete(it.id);
         if (shown > MAX_DISPLAYS_PRINTED) line(dim(`…[${shown - MAX_DISPLAYS_PRINTED} more displays not shown]`));
@@ -111,15 +112,15 @@ export function humanPrinter(): (e: CodeActEvent) => void {
           let printed = 0;
           for (const o of it.outputs) {
             if (o.type === 'logs')
-              (o.stream === 'stderr' ? process.stderr : process.stdout).write(sanitizeTerminal(o.logs.endsWith('\n') ? o.logs : o.logs + '\n', colours));
+              (o.stream === 'stderr' ? process.stderr : process.stdout).write(forTerminalOutput(o.logs.endsWith('\n') ? o.logs : o.logs + '\n', colours));
             else if ((o.type === 'image' || o.type === 'display') && ++printed <= MAX_DISPLAYS_PRINTED)
-              line(sanitizeTerminal(o.type === 'image' ? imageOutputText(o) : displayTerminalText(o), colours));
+              line(forTerminalOutput(o.type === 'image' ? imageOutputText(o) : displayTerminalText(o), colours));
           }
           atLineStart = true;
         }
         for (const f of filesOf(it)) {
           const note = f.note;
-          line(dim(sanitizeTerminal(`[file ${fileLabel(f)}${note ? `: ${note}` : ''}]`, colours)));
+          line(dim(`[file ${forTerminal(fileLabel(f), { line: true })}${note ? `: ${forTerminal(note)}` : ''}]`));
         }
         break;
       }
@@ -131,7 +132,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         args.delete(e.call_id);
         const mark = e.error === undefined ? green('✓') : red('✗');
         const detail = e.error === undefined ? '' : ` ${red(shown(e.error.split('\n')[0]))}`;
-        const toolLine = `${dim('→')} ${shown(e.name)}(${shown(clip(text, 160))}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`;
+        const toolLine = `${dim('→')} ${shown(e.name, { line: true })}(${shown(clip(text, 160))}) ${mark} ${dim(`${Math.round(e.duration_ms)} ms`)}${detail}\n`;
         // After a colour the code's output left on; on a line of its own, as `line` does.
         const reset = plain();
         out(`${atLineStart ? '' : '\n'}${reset}${e.kind === 'discovery' ? dim(toolLine) : toolLine}`);
@@ -150,8 +151,8 @@ export function printItemResult(item: CodeInterpreterCallItem): void {
     atLineStart = true;
   } else if (item.error) {
     const e = item.error;
-    if (e.traceback) process.stderr.write(red(sanitizeTerminal(e.traceback.endsWith('\n') ? e.traceback : e.traceback + '\n', colours)));
-    else process.stderr.write(red(sanitizeTerminal(`${e.type}: ${e.message}\n`, colours)));
+    if (e.traceback) process.stderr.write(red(forTerminalOutput(e.traceback.endsWith('\n') ? e.traceback : e.traceback + '\n', colours)));
+    else process.stderr.write(red(`${forTerminal(e.type, { line: true })}: ${forTerminal(e.message)}\n`));
   }
 }
 
@@ -165,12 +166,15 @@ function compactedLine(e: ContextCompacted): string {
 export function chatPrinter(): (e: TranscriptEvent) => void {
   const base = humanPrinter();
   let inCode = false;
-  const text = new TerminalSanitizer(colours);
+  const text = new TerminalStream({ plain: true });
   let code = new InvisibleRevealer();
   return (e) => {
     switch (e.type) {
       case 'response.output_text.delta':
         if (!e.thinking) process.stdout.write(text.write(e.delta));
+        break;
+      case 'response.output_text.done':
+        if (!e.thinking) process.stdout.write(text.end());
         break;
       case 'response.code_interpreter_call.in_progress':
         process.stdout.write(`${plain()}${dim('\n```python\n')}`);
@@ -179,10 +183,10 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         break;
       case 'response.code_interpreter_call_code.delta':
         // The code as written: every control character and invisible one shown as a marker, none sent.
-        if (inCode) process.stdout.write(dim(sanitizeTerminal(code.write(e.delta), colours)));
+        if (inCode) process.stdout.write(dim(forTerminal(code.write(e.delta))));
         break;
       case 'response.code_interpreter_call_code.done':
-        if (inCode) process.stdout.write(dim(sanitizeTerminal(code.end(), colours) + (e.code.endsWith('\n') ? '```\n' : '\n```\n')));
+        if (inCode) process.stdout.write(dim(forTerminal(code.end()) + (e.code.endsWith('\n') ? '```\n' : '\n```\n')));
         inCode = false;
         break;
       case 'response.output_item.done':
@@ -198,10 +202,10 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         }
         break;
       case 'codeact.retry':
-        process.stderr.write(`${sanitizeTerminal(e.message, colours)}\n`);
+        process.stderr.write(`${forTerminal(e.message)}\n`);
         break;
       case 'codeact.session':
-        if (e.state === 'ended') process.stderr.write(`${dim(sanitizeTerminal(e.message, colours))}\n`);
+        if (e.state === 'ended') process.stderr.write(`${dim(forTerminal(e.message))}\n`);
         break;
       case 'codeact.context.compacted':
         // The boundary, said once; the saved conversation keeps every turn (and the summary).

@@ -1,5 +1,5 @@
 /** `codeact tools`: the folder's managed tools (MCP ones with their servers' schemas) and every declaration error. */
-import { sanitizeTerminal } from '../common/terminal';
+import { forTerminal } from '../common/untrusted';
 import { settingsPath } from '../core/config/workspaceFile';
 import { formatDeclarationError } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
@@ -52,10 +52,14 @@ export async function toolsCommand(argv: string[]): Promise<number> {
     );
   } else {
     if (!sorted.length && !errors.length)
-      process.stdout.write(`No managed tools${ws.trust.trusted ? ` declared in ${settingsPath(ws.dir)} (codeact.tools)` : ' (the folder is not trusted)'}.\n`);
+      process.stdout.write(
+        `No managed tools${ws.trust.trusted ? ` declared in ${forTerminal(settingsPath(ws.dir), { line: true })} (codeact.tools)` : ' (the folder is not trusted)'}.\n`,
+      );
     for (const t of sorted)
-      process.stdout.write(`${t.name}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${sanitizeTerminal(t.description)}\n`);
-    for (const e of errors) process.stdout.write(`${red('error:')} ${sanitizeTerminal(formatDeclarationError(e))}\n`);
+      process.stdout.write(
+        `${forTerminal(t.name, { line: true })}  ${dim(`[${t.source}${t.approval !== 'auto' ? `, ${t.approval}` : ''}]`)}  ${forTerminal(t.description, { line: true })}\n`,
+      );
+    for (const e of errors) process.stdout.write(`${red('error:')} ${forTerminal(formatDeclarationError(e))}\n`);
   }
   return errors.length ? 2 : 0;
 }

@@ -7,6 +7,7 @@ import { listTrusted, revokeFolder, settingsHash, trustFolder } from '../core/co
 import { restrictedKeys } from '../core/config/keys';
 import { codeactSetting, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
 import { isCodeWorkspaceFile, readCodeWorkspace } from '../core/config/codeWorkspace';
+import { forTerminal } from '../common/untrusted';
 import { parse, UsageError } from './workspace';
 
 const TRUST_USAGE = `Usage: codeact trust [DIR]            trust DIR (default: the current folder) with its settings as they are now
@@ -38,13 +39,16 @@ export async function trustCommand(argv: string[]): Promise<number> {
     else if (!entries.length) process.stdout.write('No trusted folders.\n');
     else
       for (const e of entries)
-        process.stdout.write(`${e.folder}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`);
+        process.stdout.write(
+          `${forTerminal(e.folder, { line: true })}  ${e.trustedAt.slice(0, 16).replace('T', ' ')}${e.current ? '' : '  (settings changed since: trust it again)'}\n`,
+        );
     return 0;
   }
   const dir = path.resolve(positionals[0] ?? process.cwd());
   if (values.revoke) {
     const had = revokeFolder(dir);
-    process.stdout.write(had ? `No longer trusted: ${dir}\n` : `${dir} was not trusted.\n`);
+    const shownDir = forTerminal(dir, { line: true });
+    process.stdout.write(had ? `No longer trusted: ${shownDir}\n` : `${shownDir} was not trusted.\n`);
     return 0;
   }
   // A .code-workspace file is trusted for its own settings; each of its folders is trusted on its own.
@@ -55,8 +59,10 @@ export async function trustCommand(argv: string[]): Promise<number> {
     .filter((k) => codeactSetting(settings, k.slice('codeact.'.length)) !== undefined)
     .sort();
   process.stdout.write(
-    `Trusted: ${entry.folder}` +
-      (obeyed.length ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${file ? `the "settings" of ${dir}` : settingsPath(dir)}).` : '') +
+    `Trusted: ${forTerminal(entry.folder, { line: true })}` +
+      (obeyed.length
+        ? `\nThe CLI now obeys its ${obeyed.join(', ')} (${forTerminal(file ? `the "settings" of ${dir}` : settingsPath(dir), { line: true })}).`
+        : '') +
       (file ? `\nIts folders' own .vscode/settings.json count only in folders you trust (codeact trust FOLDER).` : '') +
       `\nIf the ${file ? 'workspace' : 'settings'} file changes, the CLI ignores those settings again until you trust the ${file ? 'file' : 'folder'} again.\n`,
   );

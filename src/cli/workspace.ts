@@ -18,7 +18,7 @@ import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
 import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
-import { red, warn } from './print';
+import { warn } from './print';
 import { CodeActError } from '../core/util/errors';
 
 export class UsageError extends CodeActError {
@@ -185,7 +185,7 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
     trusted: ws.trust.trusted,
     jupyterToken: process.env.CODEACT_JUPYTER_TOKEN,
     longLived: host.longLived,
-    onWarning: (m) => process.stderr.write(`${red('warning:')} ${m}\n`),
+    onWarning: warn,
     log: () => {},
   });
   cfg.local = { ...cfg.local, ...extra };

@@ -4,6 +4,7 @@
  * cut: the specs are bounded (core/runtime/install/specs), so all of them fit.
  */
 import type { InstallRequestInfo } from './events';
+import { forDisplay } from './untrusted';
 
 /** What pip always gets before the user's installArgs: no prompts, no version check, no progress bars in the card. */
 const PIP_FIXED_ARGS = ['--disable-pip-version-check', '--no-input', '--progress-bar', 'off'] as const;
@@ -34,12 +35,12 @@ export function installDialog(i: InstallRequestInfo): { message: string; detail:
   const n = i.packages.length;
   const lines = [
     ...(i.create_venv ? [venvSentence(i), ''] : []),
-    `Into: ${i.environment}`,
+    `Into: ${forDisplay(i.environment, { line: true })}`,
     'Packages:',
-    ...i.packages.map((p) => `  ${p}`),
+    ...i.packages.map((p) => `  ${forDisplay(p, { line: true })}`),
     '',
     'Runs on this machine, outside the sandbox, with network access:',
-    `  ${installCommandLine(i)}`,
+    `  ${forDisplay(installCommandLine(i), { line: true })}`,
   ];
   return { message: `CodeAct: install ${n === 1 ? 'a package' : `${n} packages`}?`, detail: lines.join('\n') };
 }

@@ -109,7 +109,7 @@ function revealed(cp: number, prev: number | undefined): boolean {
 }
 
 /** `<U+202E>`, or `<U+200B×3>` for a run of the same character. */
-function invisibleMarker(cp: number, count = 1): string {
+export function invisibleMarker(cp: number, count = 1): string {
   let m = MARKERS.get(cp);
   if (m === undefined) {
     m = `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;

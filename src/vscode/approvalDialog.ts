@@ -5,7 +5,7 @@
  * bidirectional characters are shown as `<U+202E>` markers (the dialog would otherwise let them reorder
  * or hide text).
  */
-import { revealInvisible } from '../common/invisibleChars';
+import { forDisplay } from '../common/untrusted';
 
 /** Characters of arguments and of code a dialog shows. */
 const DIALOG_ARGUMENT_CHARS = 1500;
@@ -23,7 +23,7 @@ interface DialogText {
 
 /** The start of `text` that fits in `max` characters, cut at a line end when one is in the second half. */
 function clipForDialog(text: string, max: number): DialogText {
-  const all = revealInvisible(text);
+  const all = forDisplay(text);
   if (all.length <= max) return { shown: all, whole: true, hiddenLines: 0, hiddenChars: 0 };
   let cut = all.lastIndexOf('\n', max);
   if (cut < max / 2) {
@@ -76,7 +76,7 @@ interface ToolDialog {
 export function toolDialog(name: string, args: unknown): ToolDialog {
   const json = argumentsJson(args);
   const view = clipForDialog(json, DIALOG_ARGUMENT_CHARS);
-  const message = `CodeAct: allow the tool "${revealInvisible(name)}"?`;
+  const message = `CodeAct: allow the tool "${forDisplay(name, { line: true })}"?`;
   if (view.whole) return { message, detail: `Arguments:\n${view.shown}`, clipped: false };
   const total = args && typeof args === 'object' && !Array.isArray(args) ? Object.keys(args).length : 0;
   // The last argument the dialog starts may go on past its end: only those before it are shown in full.

@@ -22,7 +22,7 @@ import type { ManagedTool } from '../core/gateway/toolSet';
 import { allowancesOverride } from '../core/gateway/approvalPolicy';
 import type { BeforeRun } from '../core/runtime/types';
 import { newId } from '../core/util/ids';
-import { revealInvisible } from '../common/invisibleChars';
+import { forDisplay } from '../common/untrusted';
 import { argumentsJson, codeDialog, toolDialog } from './approvalDialog';
 import type { ApprovalsApis } from './approvals.apis';
 import type { Log } from './controller.apis';
@@ -196,7 +196,7 @@ export class Approvals {
     return [...this.pending].map(([id, p]) => ({
       id,
       kind: p.subject.kind,
-      name: p.subject.name === undefined ? undefined : revealInvisible(p.subject.name),
+      name: p.subject.name === undefined ? undefined : forDisplay(p.subject.name, { line: true }),
       itemId: p.subject.itemId,
     }));
   }

@@ -10,6 +10,7 @@ import { createEventBatcher, timerScheduler, type EventBatcher } from '../common
 import { parseWebviewMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type HostCommand, type HostState, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { conversationToNotebook } from '../common/notebook';
+import { forDisplay } from '../common/untrusted';
 import { randomToken } from '../core/util/ids';
 import type { ProviderId } from '../core/providers/shared/types';
 import { FileGoneError, PanelOutputs } from './panelOutputs';
@@ -250,7 +251,10 @@ class PanelController implements vscode.Disposable {
       }
       case 'openFile': {
         const { bytes, filename } = await vscode.window.withProgress(
-          { location: vscode.ProgressLocation.Notification, title: `CodeAct: downloading ${m.file.filename ?? m.file.file_id ?? 'the file'}…` },
+          {
+            location: vscode.ProgressLocation.Notification,
+            title: `CodeAct: downloading ${forDisplay(m.file.filename ?? m.file.file_id ?? 'the file', { line: true })}…`,
+          },
           () => s.downloadHostedFile(m.file),
         );
         const folder = folderUri(s.folders.current().folder);

@@ -15,6 +15,7 @@ import type { InlineResults } from './runWithTools';
 import type { Secrets } from './secrets';
 import { showUntrusted } from './trust';
 import { UntrustedWorkspaceError } from './untrusted';
+import { forDisplay } from '../common/untrusted';
 
 /** What the commands reach: the controller and the parts the composition root built around it. */
 interface CommandTargets {
@@ -39,7 +40,7 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
         } catch (err) {
           if (err instanceof UntrustedWorkspaceError) return showUntrusted(err.what);
           log.error(`${id} failed: ${(err as Error).stack ?? err}`);
-          void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`, 'Show Log').then((a) => a && log.show());
+          void vscode.window.showErrorMessage(`CodeAct: ${forDisplay((err as Error).message)}`, 'Show Log').then((a) => a && log.show());
         }
       }),
     );

@@ -30,6 +30,7 @@ import { NotebookRuns } from './notebookRuns';
 import { RecentOutputs } from './recentOutputs';
 import { TurnSlot } from './turnSlot';
 import type { CancellationToken, Log, ControllerApis, ControllerDeps } from './controller.apis';
+import { forDisplay } from '../common/untrusted';
 export { UntrustedWorkspaceError };
 
 /** What a front door adds to a turn: its listener (the vocabulary, no turn markers) and VS Code's cancellation. */
@@ -425,11 +426,10 @@ export class CodeActController {
         if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
       } else if (turn.error) {
         this.log.error(`turn failed: ${turn.error.message}`);
-        // The panel's error card says it, with its button, once; a toast only where no card shows it (VS Code
-        // cannot take a toast back once the key is set).
-        if (turn.error.code === 'auth' && (source !== 'chat' || !this.panelVisible())) {
-          void this.apis.showErrorMessage(`CodeAct: ${turn.error.message}`, 'Set API Key…').then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
-        }
+        // The panel's error card says it once; a toast only where no card shows it (VS Code cannot take a toast back).
+        const toast = `CodeAct: ${forDisplay(turn.error.message)}`;
+        if (turn.error.code === 'auth' && (source !== 'chat' || !this.panelVisible()))
+          void this.apis.showErrorMessage(toast, 'Set API Key…').then((a) => a && this.apis.executeCommand('codeact.setApiKey'));
       }
       return result;
     } finally {

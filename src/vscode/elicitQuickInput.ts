@@ -2,8 +2,9 @@
  * An MCP server's form as a quick input sequence, where the panel cannot show it (a notebook cell, Run
  * with Tools with the panel closed): a dialog with the server's message (Fill In… / Decline; closing it
  * cancels), then one input or pick per field, each checked as it is typed by the requested schema.
- * Escape at any step cancels. The server's text is already bounded and revealed by core. VS Code is
- * reached through {@link ElicitInputApis} (bound to `vscode` in ./approvals.apis).
+ * Escape at any step cancels. The server's text is bounded by core and shown through forDisplay (names,
+ * titles and labels as one line each); a default value is the input's editable value, as the server sent it.
+ * VS Code is reached through {@link ElicitInputApis} (bound to `vscode` in ./approvals.apis).
  */
 import {
   coerceElicitValue,
@@ -14,6 +15,10 @@ import {
   type ElicitValues,
   type Elicitor,
 } from '../common/elicitation';
+import { forDisplay } from '../common/untrusted';
+
+/** A name, title or label from the server: one line, invisible and control characters shown. */
+const one = (s: unknown) => forDisplay(s, { line: true });
 
 interface PickItem {
   label: string;
@@ -42,10 +47,10 @@ const EMPTY = '(leave empty)';
 export function quickInputElicitor(apis: ElicitInputApis): Elicitor {
   return async (p: ElicitationPrompt): Promise<ElicitationAnswer> => {
     if (!p.problems) {
-      const from = p.tool ? `While running the tool "${p.tool}".\n\n` : '';
+      const from = p.tool ? `While running the tool "${one(p.tool)}".\n\n` : '';
       const pick = await apis.showInformationMessage(
-        `The ${p.server} asks for input`,
-        { modal: true, detail: `${from}${p.message}\n\nOnly what you enter is sent to this server. Do not enter passwords or keys.` },
+        `The ${one(p.server)} asks for input`,
+        { modal: true, detail: `${from}${forDisplay(p.message)}\n\nOnly what you enter is sent to this server. Do not enter passwords or keys.` },
         FILL_IN,
         DECLINE,
       );
@@ -57,7 +62,7 @@ export function quickInputElicitor(apis: ElicitInputApis): Elicitor {
     for (let i = 0; i < n; i++) {
       if (p.signal.aborted) return { action: 'cancel' };
       const f = p.fields[i];
-      const title = `${p.server}: ${f.title}${f.required ? ' (required)' : ''} (${i + 1}/${n})`;
+      const title = `${one(p.server)}: ${one(f.title)}${f.required ? ' (required)' : ''} (${i + 1}/${n})`;
       const problem = p.problems?.[f.key];
       const got = await askField(apis, f, title, problem, values[f.key], p);
       if (got === null) return { action: 'cancel' };
@@ -77,7 +82,8 @@ async function askField(
   previous: unknown,
   p: ElicitationPrompt,
 ): Promise<ElicitField['default'] | undefined | null> {
-  const placeHolder = [problem ? `${f.title} ${problem}.` : '', f.description ?? ''].filter(Boolean).join(' — ') || undefined;
+  const placeHolder =
+    [problem ? `${one(f.title)} ${forDisplay(problem)}.` : '', forDisplay(f.description, { line: true })].filter(Boolean).join(' — ') || undefined;
   const current = previous ?? f.default;
   if (f.kind === 'boolean' || f.kind === 'enum' || f.kind === 'multi') {
     const options: PickItem[] =
@@ -87,8 +93,8 @@ async function askField(
             { label: 'No', value: 'false', picked: current === false },
           ]
         : (f.options ?? []).map((o) => ({
-            label: o.label,
-            description: o.label === o.value ? undefined : o.value,
+            label: one(o.label),
+            description: o.label === o.value ? undefined : one(o.value),
             value: o.value,
             picked: Array.isArray(current) ? current.includes(o.value) : current === o.value,
           }));
@@ -107,9 +113,9 @@ async function askField(
       placeHolder: f.format === 'date-time' ? 'YYYY-MM-DDTHH:MM:SSZ' : elicitFieldHint(f),
       validateInput: (v) => {
         const value = coerceElicitValue(f, v);
-        if (value === undefined) return f.required ? `${f.title} is required.` : undefined;
+        if (value === undefined) return f.required ? `${one(f.title)} is required.` : undefined;
         const found = p.check({ [f.key]: value })[f.key];
-        return found ? `${f.title} ${found}.` : undefined;
+        return found ? `${one(f.title)} ${forDisplay(found)}.` : undefined;
       },
     },
     p.signal,

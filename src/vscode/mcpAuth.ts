@@ -11,6 +11,7 @@ import { signedInMcpServers, signOutMcpServer, type McpAuthHost, type McpSignInP
 import { configureDefaultMcpAuth, defaultMcpPool, type McpClientPool } from '../core/tools/sources/mcp/pool';
 import type { McpSignInApis } from './mcpAuth.apis';
 import type { Log } from './controller.apis';
+import { forDisplay } from '../common/untrusted';
 
 export const SIGN_IN = 'Sign in';
 export const COPY_LINK = 'Copy Link';
@@ -32,7 +33,8 @@ export class McpSignIn {
       secrets: this.apis.secrets,
       clientName: `CodeAct (${this.apis.appName})`,
       authorize: (p) => this.authorize(p),
-      offerSignIn: ({ label, serverUrl, signIn }) => {
+      offerSignIn: ({ label: raw, serverUrl, signIn }) => {
+        const label = forDisplay(raw, { line: true });
         if (this.offered.has(serverUrl)) return;
         this.offered.add(serverUrl);
         void this.apis.showWarningMessage(`CodeAct: the ${label} needs you to sign in before its tools can be used.`, SIGN_IN).then(async (a) => {
@@ -44,7 +46,7 @@ export class McpSignIn {
             void this.apis.showInformationMessage(`CodeAct: signed in to the ${label}. Its tools are available from the next run.`);
           } catch (e) {
             this.log.warn(`MCP sign-in: ${(e as Error).message}`);
-            void this.apis.showErrorMessage(`CodeAct: ${(e as Error).message}`);
+            void this.apis.showErrorMessage(`CodeAct: ${forDisplay((e as Error).message)}`);
           } finally {
             this.consented.delete(serverUrl);
           }
@@ -56,7 +58,11 @@ export class McpSignIn {
   private async authorize({ label, serverUrl, authorizationUrl }: McpSignInPrompt): Promise<boolean> {
     let choice: string | undefined = SIGN_IN;
     if (!this.consented.delete(serverUrl)) {
-      choice = await this.apis.showInformationMessage(`CodeAct: the ${label} needs you to sign in. Open the sign-in page in your browser?`, SIGN_IN, COPY_LINK);
+      choice = await this.apis.showInformationMessage(
+        `CodeAct: the ${forDisplay(label, { line: true })} needs you to sign in. Open the sign-in page in your browser?`,
+        SIGN_IN,
+        COPY_LINK,
+      );
     }
     if (choice !== SIGN_IN && choice !== COPY_LINK) return false;
     // In a remote window the loopback listener is on the remote machine: forward its port.
@@ -92,7 +98,7 @@ export class McpSignIn {
       await this.pool().closeServer(p.url);
     }
     void this.apis.showInformationMessage(
-      `CodeAct: signed out of ${picks.length === 1 ? picks[0].url : `${picks.length} MCP servers`}. The next use signs in again.`,
+      `CodeAct: signed out of ${picks.length === 1 ? forDisplay(picks[0].url, { line: true }) : `${picks.length} MCP servers`}. The next use signs in again.`,
     );
   }
 }

@@ -15,6 +15,7 @@ import { Emitter } from '../common/emitter';
 import { pythonStateOf } from './hostState';
 import { ChangeCache } from './changeCache';
 import { resolveSettings } from './settings';
+import { forDisplay } from '../common/untrusted';
 
 const PYTHON_EXTENSION = 'ms-python.python';
 /** The longest wait for the Python extension to activate or resolve an environment. */
@@ -253,7 +254,7 @@ export class PythonEnvironments implements vscode.Disposable {
     items.push({ label: '$(edit) Enter path…', detail: 'An interpreter or a venv folder', enter: true, alwaysShow: true });
     const pick = await vscode.window.showQuickPick(items, {
       title: 'CodeAct: Select Python Environment',
-      placeHolder: `Code runs with ${current.label} (${current.python})`,
+      placeHolder: `Code runs with ${forDisplay(`${current.label} (${current.python})`, { line: true })}`,
       matchOnDescription: true,
     });
     if (!pick) return;
@@ -291,6 +292,6 @@ export class PythonEnvironments implements vscode.Disposable {
 /** Said once per change: the interpreter is another now, and the Python sessions start over with it. */
 export function announcePythonChange(env: PythonEnv): void {
   void vscode.window.showInformationMessage(
-    `CodeAct: code now runs with ${env.label} (${env.python}): ${env.reason}. The next run starts new Python sessions with it; the variables of the current ones are gone.`,
+    `CodeAct: code now runs with ${forDisplay(env.label, { line: true })} (${forDisplay(env.python, { line: true })}): ${forDisplay(env.reason)}. The next run starts new Python sessions with it; the variables of the current ones are gone.`,
   );
 }

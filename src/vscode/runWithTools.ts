@@ -13,6 +13,7 @@ import { hoverParts, inlineSummary } from './inlineResult';
 import type { CodeActController } from './controller';
 import { folderOf } from './settings';
 import { showUntrusted } from './trust';
+import { forDisplay } from '../common/untrusted';
 
 const PYTHON_DOCS: vscode.DocumentSelector = [
   { language: 'python', scheme: 'file' },
@@ -156,7 +157,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
     let item: CodeInterpreterCallItem;
     try {
       item = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${target.label}`, cancellable: false },
+        { location: vscode.ProgressLocation.Window, title: `CodeAct: running ${forDisplay(target.label, { line: true })}`, cancellable: false },
         (progress) => {
           if (this.current?.key === key) this.current.progress = progress;
           // The file's own workspace folder: its settings, tools and runtime (a file in no folder: the chat's).
@@ -167,7 +168,7 @@ export class InlineResults implements vscode.Disposable, vscode.HoverProvider, v
         },
       );
     } catch (err) {
-      void vscode.window.showErrorMessage(`CodeAct: ${(err as Error).message}`);
+      void vscode.window.showErrorMessage(`CodeAct: ${forDisplay((err as Error).message)}`);
       return undefined;
     } finally {
       this.current = undefined;

@@ -13,6 +13,7 @@ import type { Runtime } from '../core/runtime/types';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
 import type { Log } from './controller.apis';
 import type { CodeActSettings } from './settings';
+import { forDisplay } from '../common/untrusted';
 
 /** The session of a Run with Tools document: its own, apart from the chat's. */
 export function documentSessionId(uri: string): string {
@@ -89,7 +90,7 @@ export class RuntimeCache {
       log: (l) => this.deps.log.info(l),
       onWarning: (m) => {
         this.deps.log.warn(m);
-        this.deps.apis.showWarningMessage(`CodeAct: ${m}`);
+        this.deps.apis.showWarningMessage(`CodeAct: ${forDisplay(m)}`);
       },
     });
     // Keyed by the config itself: a new interpreter, token (hashed in the key) or tool the sandbox keeps

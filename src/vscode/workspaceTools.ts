@@ -15,6 +15,7 @@ import type { LmToolApis } from './lmToolSource.apis';
 import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
 import { ChangeCache } from './changeCache';
+import { forDisplay } from '../common/untrusted';
 
 interface WorkspaceToolsDeps {
   apis: Pick<ControllerApis, 'showWarningMessage' | 'executeCommand'>;
@@ -79,7 +80,7 @@ export class WorkspaceTools {
       const ready = set.tools.length ? ` (${set.tools.length} ready)` : '';
       const what = set.errors.length === 1 ? 'A tool in codeact.tools is broken' : `${set.errors.length} tools in codeact.tools are broken`;
       void this.deps.apis
-        .showWarningMessage(`CodeAct: ${what} and unavailable${ready}. ${formatDeclarationError(set.errors[0])}`, 'Open Settings', 'Show Log')
+        .showWarningMessage(`CodeAct: ${what} and unavailable${ready}. ${forDisplay(formatDeclarationError(set.errors[0]))}`, 'Open Settings', 'Show Log')
         .then((a) => {
           if (a === 'Open Settings') void this.deps.apis.executeCommand('workbench.action.openWorkspaceSettingsFile');
           if (a === 'Show Log') this.deps.log.show();

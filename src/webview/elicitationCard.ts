@@ -1,7 +1,7 @@
 /**
  * A form an MCP server asked the person to fill in (elicitation), inside the card of the execution whose
- * tool call caused it. Everything in it is the server's text, already bounded and with its invisible
- * characters revealed by the host, and is set as text (never HTML). Accept posts the values as typed
+ * tool call caused it. Everything in it is the server's text, bounded by the host, drawn through ./reveal
+ * (invisible characters as marker boxes; names, titles and labels as one line) and set as text (never HTML). Accept posts the values as typed
  * (numbers and booleans turned into values); the host checks them against the requested schema and, when
  * they do not pass, shows the same form again with a problem under each field (the inputs keep what was
  * typed). Decline and Cancel post only the action.
@@ -11,6 +11,8 @@ import type { ElicitationView } from '../common/transcript';
 import { h, uid } from './dom';
 import { icon } from './icons';
 import { attentionHead, textButton, type ViewContext } from './viewKit';
+import { revealed, revealedPlain, setRevealed } from './reveal';
+import { lineBreaksShown } from '../common/untrusted';
 
 const OUTCOME: Record<string, string> = {
   accept: 'Sent to the server',
@@ -41,13 +43,13 @@ export class ElicitationCard {
       'span',
       { class: 'elicitation-title', id: titleId },
       'The ',
-      h('span', { class: 'elicitation-server', text: form.server }),
+      h('span', { class: 'elicitation-server' }, revealed(form.server, { line: true })),
       ' asks for input',
     );
     const head = attentionHead({ headClass: 'elicitation-head', iconClass: 'elicit-icon', icon: 'person', title, badge: 'Input needed' });
     const body = h('div', { class: 'elicitation-body' });
-    if (view.tool) body.append(h('p', { class: 'elicitation-from' }, 'While running the tool ', h('code', { text: view.tool })));
-    body.append(h('p', { class: 'elicitation-message', text: form.message }));
+    if (view.tool) body.append(h('p', { class: 'elicitation-from' }, 'While running the tool ', h('code', null, revealed(view.tool, { line: true }))));
+    body.append(h('p', { class: 'elicitation-message' }, revealed(form.message)));
     if (form.messageClipped)
       body.append(
         h('p', { class: 'elicitation-note', role: 'note' }, icon('info'), h('span', { text: "The server's message is longer; CodeAct shows its start." })),
@@ -79,7 +81,7 @@ export class ElicitationCard {
     );
     this.outcome = h('div', { class: 'approval-outcome', role: 'status', hidden: true });
     this.el = h('section', { class: 'elicitation', 'data-elicitation-id': view.id, 'aria-labelledby': titleId }, head, body, this.actions, this.outcome);
-    if (view.status === 'open') ctx.announce(`Input needed: the ${form.server} asks for input`);
+    if (view.status === 'open') ctx.announce(`Input needed: the ${revealedPlain(form.server, { line: true })} asks for input`);
   }
 
   private fieldRow(field: ElicitField): HTMLElement {
@@ -88,10 +90,10 @@ export class ElicitationCard {
     const label = h(
       'label',
       { for: id, class: 'elicit-label' },
-      h('span', { text: field.title }),
+      h('span', null, revealed(field.title, { line: true })),
       field.required ? h('span', { class: 'elicit-required', text: ' *', title: 'Required', 'aria-label': 'required' }) : null,
     );
-    const desc = field.description ? h('p', { class: 'elicit-desc', id: `${id}-desc`, text: field.description }) : null;
+    const desc = field.description ? h('p', { class: 'elicit-desc', id: `${id}-desc` }, revealed(field.description)) : null;
     const described = [desc ? `${id}-desc` : '', `${id}-problem`].filter(Boolean).join(' ');
     const common = { id, 'aria-describedby': described, 'aria-required': field.required ? 'true' : undefined, name: field.key };
     let control: Control;
@@ -104,7 +106,7 @@ export class ElicitationCard {
     } else if (field.kind === 'enum') {
       const select = h('select', common);
       if (!(field.required && field.default !== undefined)) select.append(h('option', { value: '', text: field.required ? 'Choose…' : '(none)' }));
-      for (const o of field.options ?? []) select.append(h('option', { value: o.value, text: o.label }));
+      for (const o of field.options ?? []) select.append(h('option', { value: o.value, text: revealedPlain(o.label, { line: true }) }));
       select.value = typeof field.default === 'string' ? field.default : '';
       control = { field, read: () => select.value, problem, inputs: [select] };
       row.append(label, desc ?? '', select, problem);
@@ -113,7 +115,7 @@ export class ElicitationCard {
       const boxes = (field.options ?? []).map((o) => {
         const box = h('input', { type: 'checkbox', value: o.value, name: field.key });
         box.checked = chosen.has(o.value);
-        return { box, el: h('label', { class: 'elicit-choice' }, box, h('span', { text: o.label })) };
+        return { box, el: h('label', { class: 'elicit-choice' }, box, h('span', null, revealed(o.label, { line: true }))) };
       });
       const group = h('div', { class: 'elicit-choices', role: 'group', id, 'aria-describedby': described }, ...boxes.map((b) => b.el));
       control = { field, read: () => boxes.filter((b) => b.box.checked).map((b) => b.box.value), problem, inputs: boxes.map((b) => b.box) };
@@ -179,11 +181,11 @@ export class ElicitationCard {
       for (const c of this.controls) {
         const p = problems[c.field.key];
         c.problem.hidden = !p;
-        c.problem.textContent = p ? `${c.field.title} ${p}.` : '';
+        setRevealed(c.problem, p ? `${lineBreaksShown(c.field.title, { line: true })} ${p}.` : '');
         for (const i of c.inputs) i.setAttribute('aria-invalid', p ? 'true' : 'false');
       }
       this.formProblem.hidden = !problems[''];
-      this.formProblem.textContent = problems[''] ?? '';
+      setRevealed(this.formProblem, problems[''] ?? '');
       if (v.problems && Object.keys(v.problems).length) {
         this.sent = false;
         this.setEnabled(true);

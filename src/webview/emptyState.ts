@@ -3,6 +3,7 @@ import type { BrokenToolSummary, HostCommand, HostState, ToolSummary } from '../
 import { h } from './dom';
 import { icon, type IconName } from './icons';
 import { button } from './viewKit';
+import { revealed } from './reveal';
 
 interface EmptyStateActions {
   command(command: HostCommand): void;
@@ -143,7 +144,7 @@ function toolsStep(tools: ToolSummary[], broken: BrokenToolSummary[], actions: E
     h('summary', { text: broken.length === 1 ? `Why is ${label(broken[0])} broken?` : `Why are ${broken.length} tools broken?` }),
   );
   const list = h('ul');
-  for (const b of broken) list.append(h('li', null, h('code', { text: label(b) }), h('span', { text: ` ${b.message}` })));
+  for (const b of broken) list.append(h('li', null, h('code', null, revealed(label(b), { line: true })), h('span', null, revealed(` ${b.message}`))));
   why.append(list);
   li.querySelector('.step-text')?.append(why);
   return li;

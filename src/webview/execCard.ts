@@ -61,12 +61,12 @@ class ToolCallRow {
       this.outcome = h('span', { class: 'discovery-outcome' });
       what = [
         h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }),
-        h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject)), this.outcome),
+        h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject, { line: true })), this.outcome),
       ];
     } else {
       // Invisible and bidirectional characters in a tool's name or arguments show as <U+…> boxes.
       what = [
-        h('span', { class: 'tool-name', title: revealedPlain(call.name) }, revealed(call.name)),
+        h('span', { class: 'tool-name', title: revealedPlain(call.name, { line: true }) }, revealed(call.name, { line: true })),
         h('span', { class: 'tool-args' }, revealed(`(${argsPreview(call.arguments)})`)),
       ];
     }
@@ -117,7 +117,7 @@ class ToolCallRow {
     this.body.textContent = '';
     this.body.append(h('div', { class: 'kv-label', text: 'Arguments' }), renderJson(c.arguments ?? null, { expandDepth: 2 }));
     if (c.status === 'error') {
-      this.body.append(h('div', { class: 'kv-label error', text: 'Error' }), h('pre', { class: 'tool-error', text: c.error ?? 'Unknown error' }));
+      this.body.append(h('div', { class: 'kv-label error', text: 'Error' }), h('pre', { class: 'tool-error' }, revealed(c.error ?? 'Unknown error')));
     } else if (c.status === 'ok') {
       this.body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(c.output ?? null, { expandDepth: 2 }));
     } else if (c.status === 'running') {
@@ -299,7 +299,7 @@ export class ExecRenderer implements ItemRenderer {
           ),
         );
       }
-      if (x.tool) this.badges.append(h('span', { class: 'badge subtool', title: 'Provider tool', text: x.tool }));
+      if (x.tool) this.badges.append(h('span', { class: 'badge subtool', title: 'Provider tool' }, revealed(x.tool, { line: true })));
       if (x.containerId) this.badges.append(h('span', { class: 'badge container', title: `Container ${x.containerId}`, text: shortId(x.containerId) }));
       // It ran as a cell of an open notebook: the badge shows that cell.
       const nb = x.notebook;
@@ -426,7 +426,12 @@ export class ExecRenderer implements ItemRenderer {
           'div',
           { class: 'error-title' },
           icon('error'),
-          h('span', null, h('span', { class: 'error-type', text: e.type }), h('span', { class: 'error-message', text: e.message ? `: ${e.message}` : '' })),
+          h(
+            'span',
+            null,
+            h('span', { class: 'error-type' }, revealed(e.type, { line: true })),
+            h('span', { class: 'error-message' }, revealed(e.message ? `: ${e.message}` : '')),
+          ),
         ),
       );
       if (e.line) box.append(h('div', { class: 'error-line-ref', text: `at line ${e.line} of the code` }));

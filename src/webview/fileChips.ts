@@ -8,6 +8,7 @@ import type { FileOutput } from '../common/events';
 import type { WebviewToHost } from '../common/protocol';
 import { h, setText } from './dom';
 import { icon } from './icons';
+import { revealed, revealedPlain, setRevealed } from './reveal';
 
 interface FileEnv {
   post(message: WebviewToHost): void;
@@ -62,7 +63,9 @@ function actionButton(label: string, iconName: 'external' | 'save' | 'copy', onC
 
 /** One chip. */
 function renderChip(f: FileOutput, env: FileEnv): HTMLElement {
-  const name = fileName(f);
+  const raw = fileName(f);
+  /** For attributes (tooltips, labels): one line, invisible characters as markers; the chip's text draws them as boxes. */
+  const name = revealedPlain(raw, { line: true });
   const note = typeof f.note === 'string' && f.note ? f.note.slice(0, 500) : undefined;
   const details = [f.bytes !== undefined ? formatSize(f.bytes) : '', fileType(f)].filter(Boolean).join(' · ');
   const actions = h('div', { class: 'file-actions' });
@@ -86,11 +89,16 @@ function renderChip(f: FileOutput, env: FileEnv): HTMLElement {
     'div',
     { class: 'file-chip', 'data-kind': kind, role: 'group', 'aria-label': `File ${name}` },
     h('span', { class: 'file-icon', 'aria-hidden': 'true' }, icon('file')),
-    h('span', { class: 'file-meta' }, h('span', { class: 'file-name', text: name, title: f.path ?? name }), h('span', { class: 'file-detail', text: details })),
+    h(
+      'span',
+      { class: 'file-meta' },
+      h('span', { class: 'file-name', title: f.path ? revealedPlain(f.path, { line: true }) : name }, revealed(raw, { line: true })),
+      h('span', { class: 'file-detail', text: details }),
+    ),
     actions,
   );
   const why = note ?? (kind === 'unavailable' ? 'This file could not be copied out of the sandbox.' : undefined);
-  if (why) chip.append(h('div', { class: 'file-note' }, icon('warning'), h('span', { text: why })));
+  if (why) chip.append(h('div', { class: 'file-note' }, icon('warning'), h('span', null, revealed(why))));
   return chip;
 }
 
@@ -131,7 +139,7 @@ export class FileChips {
       note = h('span');
       chip.append(h('div', { class: 'file-note' }, icon('warning'), note));
     }
-    note.textContent = message;
+    setRevealed(note, message);
     return true;
   }
 }

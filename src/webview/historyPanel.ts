@@ -3,6 +3,7 @@ import type { ConversationSummary, WebviewToHost } from '../common/protocol';
 import { h, relativeTime } from './dom';
 import { icon } from './icons';
 import { button, toolbarButton } from './viewKit';
+import { revealed } from './reveal';
 
 export class HistoryPanel {
   readonly el: HTMLElement;
@@ -85,7 +86,7 @@ export class HistoryPanel {
             this.close();
           },
         },
-        h('span', { class: 'history-name', text: c.title || 'Untitled' }),
+        h('span', { class: 'history-name' }, revealed(c.title || 'Untitled', { line: true })),
         h('span', {
           class: 'history-meta',
           text: [relativeTime(c.updatedAt), `${c.turns} ${c.turns === 1 ? 'turn' : 'turns'}`, c.model].filter(Boolean).join(' · '),

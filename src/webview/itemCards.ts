@@ -100,7 +100,7 @@ export class ApprovalRenderer implements ItemRenderer {
     const isInstall = item.approvalKind === 'install';
     if (isCode) title.append('Review the code before it runs');
     else if (isInstall) title.append(...installTitle(item));
-    else title.append('Allow ', h('code', null, revealed(item.name ?? 'tool')), ' to run?');
+    else title.append('Allow ', h('code', null, revealed(item.name ?? 'tool', { line: true })), ' to run?');
     const head = attentionHead({ headClass: 'card-head', iconClass: 'shield', icon: 'shield', title, badge: 'Approval needed' });
     const body = h('div', { class: 'approval-body' });
     if (isCode) {
@@ -116,7 +116,9 @@ export class ApprovalRenderer implements ItemRenderer {
     } else if (isInstall) {
       body.append(...installBody(item));
     } else {
-      body.append(h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', null, revealed(item.name ?? '')), ' with these arguments:'));
+      body.append(
+        h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', null, revealed(item.name ?? '', { line: true })), ' with these arguments:'),
+      );
       body.append(...invisibleNotice(argumentsText(item.arguments), 'arguments'));
       body.append(...argumentsTree(item.arguments ?? null));
     }
@@ -145,7 +147,7 @@ export class ApprovalRenderer implements ItemRenderer {
           ? 'Approval needed: review the code before it runs'
           : isInstall
             ? 'Approval needed: install packages'
-            : `Approval needed: allow the tool ${revealedPlain(item.name ?? '')}`,
+            : `Approval needed: allow the tool ${revealedPlain(item.name ?? '', { line: true })}`,
       );
   }
 
@@ -265,7 +267,7 @@ export class FunctionRenderer implements ItemRenderer {
     this.body = h('div', { class: 'tool-body' });
     this.el = h(
       'section',
-      { class: 'card function-call', 'aria-label': `Function call ${revealedPlain(item.name)}` },
+      { class: 'card function-call', 'aria-label': `Function call ${revealedPlain(item.name, { line: true })}` },
       h(
         'details',
         { class: 'tool-details' },
@@ -275,7 +277,7 @@ export class FunctionRenderer implements ItemRenderer {
           h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
           this.statusEl,
           icon('tools'),
-          h('span', { class: 'tool-name' }, revealed(item.name)),
+          h('span', { class: 'tool-name' }, revealed(item.name, { line: true })),
           this.args,
         ),
         this.body,
@@ -341,7 +343,7 @@ export class EditorRenderer implements ItemRenderer {
     if (it.error)
       body.append(
         h('div', { class: 'kv-label error', text: 'Error' }),
-        h('pre', { class: 'tool-error', text: `${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}` }),
+        h('pre', { class: 'tool-error' }, revealed(`${it.error.code}${it.error.message ? `: ${it.error.message}` : ''}`)),
       );
     else if (it.result !== undefined) body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(it.result, { expandDepth: 1 }));
     this.el.append(h('details', { class: 'tool-details' }, summary, body));
@@ -355,7 +357,7 @@ export class ErrorRenderer implements ItemRenderer {
     this.el = h(
       'section',
       { class: 'card error-card', role: 'alert', 'data-code': item.code ?? '' },
-      h('div', { class: 'error-title' }, icon('error'), h('span', { class: 'error-message', text: item.message })),
+      h('div', { class: 'error-title' }, icon('error'), h('span', { class: 'error-message' }, revealed(item.message))),
       h('div', { class: 'error-actions' }, ...errorActions(item, turn, ctx)),
     );
   }

@@ -7,6 +7,7 @@
 import type { NotebookTargetState, WebviewToHost } from '../common/protocol';
 import { h } from './dom';
 import { icon } from './icons';
+import { revealed, revealedPlain } from './reveal';
 
 export class NotebookTargetBar {
   readonly el: HTMLElement;
@@ -23,7 +24,7 @@ export class NotebookTargetBar {
     this.el.textContent = '';
     this.el.hidden = !state;
     if (!state) return;
-    const name = h('span', { class: 'notebook-name', text: state.name, title: state.uri });
+    const name = h('span', { class: 'notebook-name', title: revealedPlain(state.uri, { line: true }) }, revealed(state.name, { line: true }));
     const button = (label: string, title: string, message: WebviewToHost) =>
       h('button', { class: 'chip-button', type: 'button', title, onclick: () => this.post(message) }, h('span', { text: label }));
     this.el.dataset.state = !state.codeact ? 'other-kernel' : state.on ? 'on' : 'off';

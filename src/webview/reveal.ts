@@ -6,6 +6,7 @@
  * it; what is copied or sent (Copy, Insert, Run) is still the text as it was.
  */
 import { findInvisible, revealInvisible, type InvisibleMark } from '../common/invisibleChars';
+import { forDisplay, lineBreaksShown, type ShowOptions } from '../common/untrusted';
 
 export { countInvisible } from '../common/invisibleChars';
 
@@ -24,8 +25,12 @@ function markElement(m: InvisibleMark): HTMLElement {
 /** Marks of one text drawn as styled boxes; past them the markers are plain text (a bounded DOM). */
 const STYLED_MARKS = 1_000;
 
-/** `text` as DOM: the text itself when it has nothing to reveal, else text nodes and marker boxes. */
-export function revealed(text: string): string | DocumentFragment {
+/**
+ * `text` as DOM: the text itself when it has nothing to reveal, else text nodes and marker boxes.
+ * `{ line: true }` for a name, a title or a label: its line breaks are shown as `⏎` (../common/untrusted).
+ */
+export function revealed(raw: string, options?: ShowOptions): string | DocumentFragment {
+  const text = lineBreaksShown(raw, options);
   const marks = findInvisible(text, STYLED_MARKS + 1);
   if (!marks.length) return text;
   const frag = document.createDocumentFragment();
@@ -40,9 +45,9 @@ export function revealed(text: string): string | DocumentFragment {
 }
 
 /** Sets `el`'s text to `text`, revealed. */
-export function setRevealed(el: Element, text: string): void {
+export function setRevealed(el: Element, text: string, options?: ShowOptions): void {
   el.textContent = '';
-  el.append(revealed(text));
+  el.append(revealed(text, options));
 }
 
 const ATTR_ESCAPE = /[&<>"']/g;
@@ -64,5 +69,5 @@ export function revealHtml(html: string): string {
   return out + html.slice(at);
 }
 
-/** For attributes (title, aria-label) and announcements, which cannot hold a styled box. */
-export const revealedPlain = revealInvisible;
+/** For attributes (title, aria-label) and announcements, which cannot hold a styled box: ../common/untrusted's forDisplay. */
+export const revealedPlain = forDisplay;

@@ -6,6 +6,7 @@
 import type { VariablesMessage } from '../common/protocol';
 import { h, setText } from './dom';
 import { icon } from './icons';
+import { revealed, revealedPlain } from './reveal';
 
 export class VariablesView {
   readonly toggle: HTMLButtonElement;
@@ -127,10 +128,10 @@ export class VariablesView {
         h(
           'tr',
           { 'data-name': v.name },
-          h('td', { class: 'var-name', text: v.name, title: v.name }),
+          h('td', { class: 'var-name', title: revealedPlain(v.name, { line: true }) }, revealed(v.name, { line: true })),
           // "pandas.core.frame.DataFrame" shows as "DataFrame" (the full name in the tooltip), as in Jupyter's viewer.
-          h('td', { class: 'var-type', text: shortType(v.type), title: v.type }),
-          h('td', { class: 'var-summary', text: summary, title: summary }),
+          h('td', { class: 'var-type', title: revealedPlain(v.type, { line: true }) }, revealed(shortType(v.type), { line: true })),
+          h('td', { class: 'var-summary', title: revealedPlain(summary, { line: true }) }, revealed(summary, { line: true })),
         ),
       );
     }

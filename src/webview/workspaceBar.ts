@@ -8,6 +8,7 @@
 import type { HostState, WebviewToHost } from '../common/protocol';
 import { h } from './dom';
 import { icon } from './icons';
+import { revealed, revealedPlain } from './reveal';
 
 export class WorkspaceBar {
   readonly el: HTMLElement;
@@ -38,7 +39,11 @@ export class WorkspaceBar {
             'span',
             { class: 'workspace-text' },
             /^python\b/i.test(python.label) ? null : h('span', { class: 'workspace-label', text: 'Python ' }),
-            h('span', { class: 'workspace-name', text: python.label, title: `${python.path} (${python.source})` }),
+            h(
+              'span',
+              { class: 'workspace-name', title: revealedPlain(`${python.path} (${python.source})`, { line: true }) },
+              revealed(python.label, { line: true }),
+            ),
           ),
           h(
             'button',
@@ -66,7 +71,7 @@ export class WorkspaceBar {
     select.disabled = busy;
     if (gone || !ws.folder) select.append(h('option', { value: '', text: gone ? 'Continue in…' : 'Pick a folder', disabled: true, selected: true }));
     for (const f of ws.folders) {
-      const option = h('option', { value: f.path, text: f.name, title: f.path });
+      const option = h('option', { value: f.path, text: revealedPlain(f.name, { line: true }), title: revealedPlain(f.path, { line: true }) });
       if (!gone && f.path === ws.folder?.path) option.selected = true;
       select.append(option);
     }
@@ -81,7 +86,7 @@ export class WorkspaceBar {
         h(
           'span',
           { class: 'workspace-text' },
-          h('span', { class: 'workspace-name', text: ws.folder!.name, title: ws.folder!.path }),
+          h('span', { class: 'workspace-name', title: revealedPlain(ws.folder!.path, { line: true }) }, revealed(ws.folder!.name, { line: true })),
           h('span', { text: ' is not open in this window.' }),
         ),
         select,

@@ -266,12 +266,12 @@ describe('codeact human output: displays and files in order with the text', () =
     assert.equal(lines[200], '…[9800 more displays not shown]');
   });
 
-  it('strips control sequences from display text and file names', () => {
+  it("strips control sequences from display text; a file name's control characters are shown as markers", () => {
     const print = humanPrinter();
     const got = capture(() => {
       print({ type: 'codeact.output.display', item_id: 'exec_1', output: { type: 'display', data: { 'text/plain': 'a\x1b]0;owned\x07b\x1b[2J' } } });
       print({ type: 'response.output_item.done', item: exec([{ type: 'file', filename: 'x\x1b[1Ay.txt', path: '/tmp/x' }]) });
     });
-    assert.equal(got.stdout, 'ab\n[file xy.txt]\n');
+    assert.equal(got.stdout, 'ab\n[file x<U+001B>[1Ay.txt]\n');
   });
 });

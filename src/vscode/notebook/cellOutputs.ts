@@ -14,9 +14,9 @@ import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, StreamName }
 import { capDisplayImages, mimeText } from '../../common/displays';
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { clip, formatElapsed } from '../../common/format';
-import { revealInvisible } from '../../common/invisibleChars';
 import { publicMetadata } from '../../common/notebook';
 import { fileLabel } from '../../common/outputLabels';
+import { forDisplay } from '../../common/untrusted';
 
 export const STDOUT_MIME = 'application/vnd.code.notebook.stdout';
 export const STDERR_MIME = 'application/vnd.code.notebook.stderr';
@@ -77,7 +77,7 @@ function displayItems(d: DisplayOutput): OutputItemData[] {
 
 /** A code span that holds `text` whatever backticks it has, on one line, its invisible characters shown. */
 export function codeSpan(text: string): string {
-  const flat = revealInvisible(text).replace(/\r?\n/g, '⏎');
+  const flat = forDisplay(text, { line: true });
   const longest = Math.max(0, ...(flat.match(/`+/g) ?? []).map((r) => r.length));
   const fence = '`'.repeat(longest + 1);
   const pad = flat.startsWith('`') || flat.endsWith('`') || flat.startsWith(' ') ? ' ' : '';
@@ -108,11 +108,11 @@ export function toolCallsOutput(calls: readonly CallLine[], more: number): Outpu
   const md = [`**Managed tools** · ${total} call${total === 1 ? '' : 's'}`, ''];
   const plain = [`Managed tools: ${total} call${total === 1 ? '' : 's'}`];
   for (const c of calls) {
-    const outcome = c.status === 'running' ? 'running…' : c.status === 'ok' ? 'ok' : `failed: ${clip(revealInvisible(c.error ?? ''), ARGS_CHARS)}`;
+    const outcome = c.status === 'running' ? 'running…' : c.status === 'ok' ? 'ok' : `failed: ${clip(forDisplay(c.error), ARGS_CHARS)}`;
     const took = c.durationMs !== undefined ? ` · ${formatElapsed(c.durationMs)}` : '';
     const mark = c.status === 'ok' ? '✓' : c.status === 'error' ? '✗' : '…';
     md.push(`- ${mark} ${codeSpan(c.name)} ${codeSpan(c.args)}${took} · ${c.status === 'error' ? codeSpan(outcome) : outcome}`);
-    plain.push(`${mark} ${revealInvisible(c.name)}(${revealInvisible(c.args)})${took} · ${outcome}`);
+    plain.push(`${mark} ${forDisplay(c.name, { line: true })}(${forDisplay(c.args, { line: true })})${took} · ${outcome}`);
   }
   if (more > 0) {
     md.push(`- … and ${more} more`);
@@ -226,7 +226,7 @@ export class CellOutputWriter {
     for (const o of item.outputs) {
       if (o.type === 'file')
         void this.append({
-          items: [{ mime: 'text/plain', data: utf8(`[file ${fileLabel(o)}${o.note ? `: ${o.note}` : ''}]`) }],
+          items: [{ mime: 'text/plain', data: utf8(`[file ${forDisplay(fileLabel(o), { line: true })}${o.note ? `: ${forDisplay(o.note)}` : ''}]`) }],
           metadata: { outputType: 'display_data', metadata: {} },
         });
     }

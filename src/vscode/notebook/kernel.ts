@@ -14,6 +14,7 @@ import type { CodeActController } from '../controller';
 import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type FinishedCell, type NotebookTurn } from './agentTarget';
 import type { CellOutputData, OutputItemData } from './cellOutputs';
 import { NotebookKernels, type CellBatch, type CellExecution } from './kernelRunner';
+import { forDisplay } from '../../common/untrusted';
 
 const CONTROLLER_ID = 'codeact-kernel';
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -161,7 +162,9 @@ export class CodeActNotebookKernel implements vscode.Disposable {
     if (!nb) return void vscode.window.showInformationMessage('CodeAct: open a notebook that runs on the CodeAct kernel first.');
     const session = this.kernels.for(nb.uri.toString(), nameOf(nb));
     await session.restart();
-    void vscode.window.showInformationMessage(`CodeAct: the Python session of ${nameOf(nb)} was restarted; its variables are gone.`);
+    void vscode.window.showInformationMessage(
+      `CodeAct: the Python session of ${forDisplay(nameOf(nb), { line: true })} was restarted; its variables are gone.`,
+    );
   }
 
   // ---- the agent in the open notebook ---------------------------------------------------------
@@ -199,7 +202,7 @@ export class CodeActNotebookKernel implements vscode.Disposable {
     }
     const index = nb.getCells().findIndex((c) => codeactMeta(c)?.item_id === itemId);
     const editor = await vscode.window.showNotebookDocument(nb, { preserveFocus: false });
-    if (index < 0) return void vscode.window.showInformationMessage(`CodeAct: that cell is no longer in ${nameOf(nb)}.`);
+    if (index < 0) return void vscode.window.showInformationMessage(`CodeAct: that cell is no longer in ${forDisplay(nameOf(nb), { line: true })}.`);
     const range = new vscode.NotebookRange(index, index + 1);
     editor.selections = [range];
     editor.revealRange(range, vscode.NotebookEditorRevealType.InCenterIfOutsideViewport);
