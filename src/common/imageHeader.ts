@@ -21,9 +21,9 @@
 export const DEFAULT_MAX_IMAGE_PIXELS = 40_000_000;
 
 /** The setting that raises the cap, as the notes name it. */
-export const MAX_IMAGE_PIXELS_SETTING = 'codeact.outputs.maxImageMegapixels';
+const MAX_IMAGE_PIXELS_SETTING = 'codeact.outputs.maxImageMegapixels';
 
-export interface PixelSize {
+interface PixelSize {
   width: number;
   height: number;
 }
@@ -229,7 +229,7 @@ function megapixels(pixels: number): string {
 }
 
 /** The note that stands where an image over the cap would have been. */
-export function imageCapNote(mime: string, header: ImageHeader | undefined, maxPixels: number): string {
+function imageCapNote(mime: string, header: ImageHeader | undefined, maxPixels: number): string {
   const kind = mime.startsWith('image/') ? mime.slice(6).toUpperCase() : mime;
   if (!header) {
     return (

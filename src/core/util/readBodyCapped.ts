@@ -16,7 +16,7 @@ export class BodyTooLarge extends Error {
   }
 }
 
-export interface CapOptions {
+interface CapOptions {
   /** Most bytes: of the whole body, or of each event when `perEvent`. */
   cap: number;
   /** The error for a body (or event) past the cap. */

@@ -113,7 +113,7 @@ export interface ErrorContext {
 
 /** Turns anything thrown by an SDK or a stream into a `ProviderError`. */
 /** The most of one hosted sandbox file downloaded: the providers' own limit for a file (512 MB). */
-export const MAX_HOSTED_FILE_BYTES = 512 * 1024 * 1024;
+const MAX_HOSTED_FILE_BYTES = 512 * 1024 * 1024;
 
 /** A downloaded file's bytes, read within `maxBytes` as they stream (see readBodyCapped). */
 export async function readHostedFile(res: Response, provider: ProviderId, name: string, maxBytes = MAX_HOSTED_FILE_BYTES): Promise<Uint8Array> {
