@@ -125,7 +125,7 @@ async function emptyDir(dir: string, walk: Walk): Promise<string[]> {
  * Removes `root` and everything in it. Rejects, after removing all it could, with an error that
  * lists the first few entries that would not go.
  */
-async function removeTree(root: string): Promise<void> {
+export async function removeTree(root: string): Promise<void> {
   try {
     // The common case: the code left nothing behind.
     await fsp.rmdir(root);
