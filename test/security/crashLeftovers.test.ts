@@ -76,12 +76,13 @@ describe('security: nothing left behind after a crash', function () {
     });
     const before = processesWithCmdline(mark).length;
     assert.ok(before >= 2, `expected the tool and the server running, found ${before}`);
-    const killedRun = readdirSync(tmp).filter((n) => n.startsWith(`codeact-guest-${cli!.pid}-`));
-    assert.equal(killedRun.length, 1, `the CLI's guest folder is named after it: ${readdirSync(tmp).join(', ')}`);
+    const atKill = readdirSync(tmp);
     cli.kill('SIGKILL');
     // A bounded poll for the deaths (the kernel delivers them asynchronously), not a pause.
     await waitFor(() => processesWithCmdline(mark).length === 0, { timeoutMs: 20_000, what: 'the tool and the server to die with the CLI' }).catch(() => {});
     assert.deepEqual(processesWithCmdline(mark), [], 'orphans of the killed CLI');
+    const killedRun = atKill.filter((n) => n.startsWith(`codeact-guest-${cli!.pid}-`));
+    assert.equal(killedRun.length, 1, `the CLI's guest folder is named after it: ${atKill.join(', ')}`);
 
     // Folders that are not the killed run's: a live process's, another user's, a symbolic link.
     const dead = cli.pid!;
