@@ -14,13 +14,25 @@
  * and python3 is found: otherwise the program is spawned directly, so "command not found", "permission
  * denied" and the other spawn errors are Node's own, exactly as before.
  */
-import { spawn, type ChildProcessWithoutNullStreams, type SpawnOptionsWithoutStdio } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams, type SpawnOptionsWithoutStdio } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import * as path from 'node:path';
+import type { Writable } from 'node:stream';
 
-/** The launcher. argv: host pid, deadline in seconds (0: none), the program's file, then the program's argv. */
+/**
+ * The launcher. argv: host pid, deadline in seconds (0: none). On fd 3: the program's file, then its
+ * argv, each ended by a NUL (so the launcher's own command line does not repeat the program's).
+ */
 const LAUNCHER = String.raw`import ctypes, os, signal, sys
-host, limit, exe, argv = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
+host, limit = int(sys.argv[1]), float(sys.argv[2])
+spec = b''
+while True:
+    chunk = os.read(3, 65536)
+    if not chunk:
+        break
+    spec += chunk
+os.close(3)
+exe, *argv = spec.split(b'\0')[:-1]
 libc = ctypes.CDLL(None, use_errno=True)
 me = os.getpid()
 def tree():
@@ -81,7 +93,7 @@ if pid == 0:
             os._exit(137)
         os.execve(exe, argv, env)
     except OSError as e:
-        os.write(2, ('codeact: could not start %r: %s\n' % (argv[0], e.strerror)).encode())
+        os.write(2, b'codeact: could not start ' + argv[0] + b': ' + (e.strerror or '').encode() + b'\n')
     os._exit(127)
 if limit > 0:
     signal.setitimer(signal.ITIMER_REAL, limit)
@@ -96,7 +108,10 @@ if os.WIFSIGNALED(status):
     sig = os.WTERMSIG(status)
     import resource
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    signal.signal(sig, signal.SIG_DFL)
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
     os.kill(me, sig)
     os._exit(128 + sig)
 os._exit(os.waitstatus_to_exitcode(status))
@@ -107,10 +122,25 @@ const LAUNCHER_GRACE_S = 2;
 
 let python: string | null | undefined;
 
-/** The python3 the launcher runs with (found once per host process), or null. */
+/**
+ * The python3 the launcher runs with (found once per host process), or null. Its real executable, not a
+ * shim (pyenv's adds variables to the environment the program would inherit).
+ */
 function launcherPython(): string | null {
   if (python !== undefined) return python;
-  python = process.platform === 'linux' ? (executableOnPath('python3', process.cwd(), process.env.PATH ?? '/usr/bin:/bin') ?? null) : null;
+  python = null;
+  const found = process.platform === 'linux' ? executableOnPath('python3', process.cwd(), `/usr/bin:/bin:${process.env.PATH ?? ''}`) : undefined;
+  if (!found) return python;
+  try {
+    const real = execFileSync(found, ['-I', '-S', '-c', 'import sys; print(sys.executable)'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    }).trim();
+    if (real && isExecutableFile(real)) python = real;
+  } catch {
+    // No usable python3: programs are spawned directly.
+  }
   return python;
 }
 
@@ -154,5 +184,11 @@ export function spawnGuarded(
   const exe = py && !args.some((a) => a.includes('\0')) ? executableOnPath(program, options.cwd, options.env.PATH ?? '') : undefined;
   if (!py || !exe) return spawn(program, args, opts);
   const limit = timeoutMs ? timeoutMs / 1000 + LAUNCHER_GRACE_S : 0;
-  return spawn(py, ['-I', '-S', '-c', LAUNCHER, String(process.pid), String(limit), exe, program, ...args], opts);
+  const child = spawn(py, ['-I', '-S', '-c', LAUNCHER, String(process.pid), String(limit)], { ...opts, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+  const spec = child.stdio[3] as Writable | null;
+  if (spec) {
+    spec.on('error', () => {});
+    spec.end([exe, program, ...args].map((a) => a + '\0').join(''));
+  }
+  return child as ChildProcessWithoutNullStreams;
 }
