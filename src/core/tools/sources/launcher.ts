@@ -123,14 +123,16 @@ const LAUNCHER_GRACE_S = 2;
 let python: string | null | undefined;
 
 /**
- * The python3 the launcher runs with (found once per host process), or null. Its real executable, not a
- * shim (pyenv's adds variables to the environment the program would inherit).
+ * The python3 the launcher runs with (found once per host process), or null: the system's, else the one
+ * on PATH, by its real executable rather than a shim (pyenv's adds variables to the environment the
+ * program would inherit). A failed probe is not remembered (it may be a passing shortage of descriptors).
  */
 function launcherPython(): string | null {
   if (python !== undefined) return python;
-  python = null;
-  const found = process.platform === 'linux' ? executableOnPath('python3', process.cwd(), `/usr/bin:/bin:${process.env.PATH ?? ''}`) : undefined;
-  if (!found) return python;
+  if (process.platform !== 'linux') return (python = null);
+  for (const p of ['/usr/bin/python3', '/bin/python3']) if (isExecutableFile(p)) return (python = p);
+  const found = executableOnPath('python3', process.cwd(), process.env.PATH ?? '');
+  if (!found) return (python = null);
   try {
     const real = execFileSync(found, ['-I', '-S', '-c', 'import sys; print(sys.executable)'], {
       encoding: 'utf8',
@@ -139,9 +141,9 @@ function launcherPython(): string | null {
     }).trim();
     if (real && isExecutableFile(real)) python = real;
   } catch {
-    // No usable python3: programs are spawned directly.
+    // No usable python3 now: this program is spawned directly.
   }
-  return python;
+  return python ?? null;
 }
 
 function isExecutableFile(p: string): boolean {
@@ -185,7 +187,7 @@ export function spawnGuarded(
   if (!py || !exe) return spawn(program, args, opts);
   const limit = timeoutMs ? timeoutMs / 1000 + LAUNCHER_GRACE_S : 0;
   const child = spawn(py, ['-I', '-S', '-c', LAUNCHER, String(process.pid), String(limit)], { ...opts, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
-  const spec = child.stdio[3] as Writable | null;
+  const spec = child.stdio?.[3] as Writable | null | undefined;
   if (spec) {
     spec.on('error', () => {});
     spec.end([exe, program, ...args].map((a) => a + '\0').join(''));
