@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { processesWithCmdline } from '../src/core/util/processTree';
+import { waitFor } from '../test/support/wait';
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'dist', 'cli.js');
@@ -22,14 +23,12 @@ export interface KillFigures {
   kill_errors: string[];
 }
 
-async function until(test: () => boolean, maxMs: number): Promise<boolean> {
-  const deadline = Date.now() + maxMs;
-  while (!test()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return true;
-}
+/** Whether `test` came to hold within `maxMs` (a bounded poll). */
+const until = (test: () => boolean, maxMs: number): Promise<boolean> =>
+  waitFor(test, { timeoutMs: maxMs }).then(
+    () => true,
+    () => false,
+  );
 
 export async function soakKills(count: number, sandbox: string, mark: string): Promise<KillFigures> {
   const figures: KillFigures = { kills: 0, kills_by_phase: {}, orphans_after_kills: 0, temp_leftovers_after_kills: 0, kill_errors: [] };
