@@ -1,9 +1,14 @@
 /**
- * Soak test (run by hand, not in CI): `npm run soak -- --runs 1000 [--sandbox auto|bubblewrap|none]`.
+ * Soak test (run by hand, not in CI): `npm run soak -- --runs 1000 [--kills 20] [--sandbox auto|bubblewrap|none]`.
  * Mixed runs against the local guest: half one-shot, half in six sessions (at most four alive, so
  * sessions are evicted and come back), guests forked from a warm zygote, with tool-call-heavy runs and
  * calls to a real stdio MCP server. Reports orphans left, host file descriptors, memory growth and
  * unexpected outcomes, as JSON.
+ *
+ * Then the kills (scripts/soakKills.ts, needs the built CLI: `node esbuild.mjs`): `--kills` times, a
+ * child CLI runs code that starts a command tool, a stdio MCP server and a daemon, and is killed with
+ * SIGKILL at a random point; a last CLI start sweeps what they left. Reported: orphans and leftover
+ * temporary folders after the kills (both must be 0).
  */
 import { readdirSync } from 'node:fs';
 import * as path from 'node:path';
@@ -15,10 +20,12 @@ import { disposeDefaultMcpPool } from '../src/core/tools/sources/mcp/pool';
 import { LocalRuntime } from '../src/core/runtime/local/localRuntime';
 import { processesWithCmdline } from '../src/core/util/processTree';
 import type { SandboxSetting } from '../src/core/runtime/local/sandbox';
+import { soakKills } from './soakKills';
 
 const argv = process.argv.slice(2);
 const arg = (name: string, fallback: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : fallback);
 const RUNS = Number(arg('--runs', '1000'));
+const KILLS = Math.min(200, Number(arg('--kills', '20')));
 const SANDBOX = arg('--sandbox', 'auto') as SandboxSetting;
 const MARK = `codeact-soak-${process.pid}`;
 
@@ -89,6 +96,7 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 1000));
   gc();
   const end = { fds: fds(), rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed };
+  const kills = await soakKills(KILLS, SANDBOX, `${MARK}-kills`);
   const orphans = processesWithCmdline(MARK);
   const report = {
     runs: RUNS,
@@ -101,9 +109,10 @@ async function main(): Promise<void> {
     host_heap_growth_mb: Math.round(((end.heap - start.heap) / 1048576) * 10) / 10,
     errors: errors.length,
     first_errors: errors.slice(0, 5),
+    ...kills,
   };
   process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-  process.exit(orphans.length || errors.length ? 1 : 0);
+  process.exit(orphans.length || errors.length || kills.orphans_after_kills || kills.temp_leftovers_after_kills ? 1 : 0);
 }
 
 main().catch((e) => {

@@ -5,11 +5,11 @@
  * no absolute path, no NUL), a depth and length cap, never an overwrite, and a total size past which the
  * oldest executions' copies are removed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { FileOutput } from '../../common/events';
+import { ownTempDir } from './local/tempFolders';
 
 const MAX_DEPTH = 8;
 const MAX_COMPONENT = 200;
@@ -78,7 +78,7 @@ export class ArtifactStore {
 
   private rootDir(): string {
     if (!this.root) {
-      this.root = mkdtempSync(path.join(tmpdir(), 'codeact-files-'));
+      this.root = ownTempDir('files');
       const root = this.root;
       process.once('exit', () => rmSync(root, { recursive: true, force: true }));
     }

@@ -229,6 +229,22 @@ export function killMarkedNow(name: string, value: string): void {
   for (const pid of doomed) signal(pid, 'SIGKILL');
 }
 
+/**
+ * When `pid` started (field 22 of /proc/PID/stat: clock ticks since boot), as a string; undefined when it
+ * is not running (or is a zombie) or off Linux. With the pid it names one process for good: a reused pid
+ * has another start time.
+ */
+export function startTimeOf(pid: number): string | undefined {
+  if (!isLinux) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' ? undefined : fields[19];
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether `pid` is a live process (a zombie counts as gone). */
 export function isAlive(pid: number): boolean {
   if (isLinux) {

@@ -6,8 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import discoverySource from './codeact_discovery.py';
 import displaySource from './codeact_display.py';
@@ -25,6 +24,7 @@ import outputsSource from './codeact_outputs.py';
 import procSource from './codeact_proc.py';
 import valuesSource from './codeact_values.py';
 import zygoteSource from './codeact_zygote.py';
+import { ownTempDir } from '../local/tempFolders';
 
 const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_lib.py': libSource,
@@ -77,7 +77,7 @@ let dir: string | undefined;
  */
 export function guestDir(): string {
   if (dir) return dir;
-  const made = mkdtempSync(path.join(tmpdir(), 'codeact-guest-'));
+  const made = ownTempDir('guest');
   chmodSync(made, 0o700);
   for (const [name, text] of Object.entries(GUEST_FILES)) writeFileSync(path.join(made, name), text, { mode: 0o600 });
   chmodSync(made, 0o500);

@@ -10,11 +10,11 @@
  * project files (uv.toml, pyproject.toml) from it, so it must hold nothing the sandboxed code could write.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import { killTree } from '../../util/processTree';
 import { isUnder } from '../../util/paths';
+import { ownTempDir } from '../local/tempFolders';
 
 /** Characters of output streamed to the card at most; the rest is counted, not shown. */
 const MAX_STREAMED = 256 * 1024;
@@ -41,7 +41,7 @@ export interface InstallerOutcome {
 
 /** An empty folder only this user can enter, outside `workspace`: the installer's working directory. */
 function privateCwd(workspace: string | undefined): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-install-'));
+  const dir = ownTempDir('install');
   const real = realpathSync(dir);
   if (workspace && (isUnder(real, workspace) || isUnder(real, realpathSync(workspace)))) {
     rmSync(dir, { recursive: true, force: true });

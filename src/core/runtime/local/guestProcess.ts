@@ -5,9 +5,6 @@
  * Python process: KeyboardInterrupt in the user's code) and kill (the whole process tree).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { createRunCgroup, wrapJoin, type RunCgroup } from './cgroup';
 import { hostPidOf, killByMarker, killTree } from '../../util/processTree';
@@ -16,6 +13,7 @@ import { sendSeccompProgram } from './seccomp';
 import type { WorkdirCleaner } from './workdirCleanup';
 import { releasePlaceholders } from './workspaceMount';
 import { randomToken } from '../../util/ids';
+import { ownTempDir } from './tempFolders';
 
 export interface GuestExit {
   code: number | null;
@@ -65,7 +63,7 @@ interface ColdLaunch {
 
 /** A host folder for a guest without a sandbox: empty, private, removed with the guest. */
 export function makeHostWorkdir(): string {
-  return mkdtempSync(path.join(tmpdir(), 'codeact-run-'));
+  return ownTempDir('run');
 }
 
 export function newMarker(): string {

@@ -108,7 +108,11 @@ async function emptyDir(dir: string, walk: Walk): Promise<string[]> {
       // empty it from there (a rename only needs the old path to fit in PATH_MAX).
       const moved = path.join(walk.root, `${RESCUE_PREFIX}${randomToken(8)}`);
       try {
-        await fsp.rename(child, moved);
+        // Moving a folder to another parent rewrites its "..": it needs write permission itself.
+        await fsp.rename(child, moved).catch(async (e: unknown) => {
+          if (code(e) !== 'EACCES' || !(await openUp(child))) throw e;
+          await fsp.rename(child, moved);
+        });
         child = moved;
       } catch (e) {
         walk.fail(`${child.slice(0, 120)}…`, e);
@@ -125,7 +129,7 @@ async function emptyDir(dir: string, walk: Walk): Promise<string[]> {
  * Removes `root` and everything in it. Rejects, after removing all it could, with an error that
  * lists the first few entries that would not go.
  */
-async function removeTree(root: string): Promise<void> {
+export async function removeTree(root: string): Promise<void> {
   try {
     // The common case: the code left nothing behind.
     await fsp.rmdir(root);

@@ -8,8 +8,7 @@
  * connections (protocol, stdout, stderr), each opened with a one-time token the host made for that
  * fork, to a socket of that fork's own that is gone before the guest runs code (forkSocket.ts).
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
@@ -22,6 +21,7 @@ import type { WorkdirCleaner } from './workdirCleanup';
 import { randomToken } from '../../util/ids';
 import { CodeActError } from '../../util/errors';
 import { ForkSocket } from './forkSocket';
+import { ownTempDir } from './tempFolders';
 
 interface ZygoteOptions {
   python: PythonInfo;
@@ -71,7 +71,7 @@ export class Zygote {
   plan?: LaunchPlan;
 
   private constructor(private readonly o: ZygoteOptions) {
-    this.socketDir = mkdtempSync(path.join(tmpdir(), 'codeact-zygote-'));
+    this.socketDir = ownTempDir('zygote');
     // Write and search, no read: no guest can list the forks' sockets (forkSocket.ts).
     chmodSync(this.socketDir, 0o300);
   }

@@ -6,12 +6,15 @@
  * Nothing a call starts outlives it: the program runs in its own process group with a marker in its
  * environment ({@link TOOL_MARKER}), and when it exits (or times out, or is stopped) its group and every
  * process still carrying the marker are killed, background children, `setsid` and double forks included.
+ * The program runs under the launcher (./launcher.ts): it dies with the host, and its timeout holds
+ * even when the host cannot act.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as path from 'node:path';
 import type { CommandSource } from '../../../common/tools';
 import { killTree } from '../../util/processTree';
 import { randomToken } from '../../util/ids';
+import { spawnGuarded } from './launcher';
 import { commandEnv, reapProcesses, spawnFailure, tail } from './processes';
 
 /** The environment variable that marks every process a tool call starts (value: one per call). */
@@ -36,12 +39,7 @@ export function runCommandTool(toolName: string, source: CommandSource, args: un
       new Error(`Tool "${toolName}" could not start ${JSON.stringify(program)}: ${spawnFailure(program, cwd, e, 'command')}.`);
     let child: ChildProcessWithoutNullStreams;
     try {
-      child = spawn(program, rest, {
-        cwd,
-        env: { ...commandEnv(source.env, options.hostEnv ?? process.env), [TOOL_MARKER]: marker },
-        stdio: ['pipe', 'pipe', 'pipe'],
-        detached: process.platform !== 'win32',
-      });
+      child = spawnGuarded(program, rest, { cwd, env: { ...commandEnv(source.env, options.hostEnv ?? process.env), [TOOL_MARKER]: marker } }, timeoutMs);
     } catch (e) {
       // Invalid arguments (a NUL byte), or a failure Node reports at once.
       return reject(cannotStart(e));

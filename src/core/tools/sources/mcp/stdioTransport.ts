@@ -1,14 +1,16 @@
 /**
  * The stdio transport of MCP servers: the server runs in the workspace with exactly the environment it
  * is given, in its own process group, marked ({@link MCP_SERVER_MARKER}) so that everything it starts can
- * be found and killed when the connection closes.
+ * be found and killed when the connection closes. It runs under the launcher (../launcher.ts), so it
+ * dies with the host too.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { randomToken } from '../../../util/ids';
 import { descendantsOf, killMarkedNow, killTree } from '../../../util/processTree';
+import { spawnGuarded } from '../launcher';
 import { reapProcesses } from '../processes';
 import { LineBuffer, MCP_MAX_MESSAGE_BYTES } from './list';
 
@@ -91,13 +93,7 @@ export class StdioServerTransport implements Transport {
       let spawned = false;
       let child: ChildProcessWithoutNullStreams;
       try {
-        child = spawn(program, args, {
-          cwd: this.spec.cwd,
-          env: { ...this.spec.env, [MCP_SERVER_MARKER]: this.marker },
-          stdio: ['pipe', 'pipe', 'pipe'],
-          detached: process.platform !== 'win32',
-          windowsHide: true,
-        });
+        child = spawnGuarded(program, args, { cwd: this.spec.cwd, env: { ...this.spec.env, [MCP_SERVER_MARKER]: this.marker }, windowsHide: true });
       } catch (e) {
         return reject(e);
       }

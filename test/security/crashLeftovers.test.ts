@@ -1,0 +1,126 @@
+/**
+ * Nothing left behind after a crash (issue 32, point 6). The built CLI is killed with SIGKILL while a
+ * managed command tool and a stdio MCP server run: both die with it. A hung tool whose host is frozen
+ * still ends at its timeout. The temporary folders of the killed run are swept by the next start, and
+ * nobody else's: not a live process's, not another user's, not a symbolic link (nor what it points to).
+ */
+import * as assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { processesWithCmdline, startTimeOf } from '../../src/core/util/processTree';
+import { CLI, ROOT, TEST_HOME, runCli } from '../support/cli';
+import { waitFor } from '../support/wait';
+import { TESTER } from './support/asUser';
+
+const MCP_SERVER = path.join(ROOT, 'test/fixtures/mcp/server.mjs');
+
+/** A workspace declaring a command tool that sleeps (its argv carries `mark`) and a stdio MCP server (tagged with `mark`). */
+function workspace(mark: string, timeoutMs: number): string {
+  const ws = mkdtempSync(path.join(tmpdir(), 'codeact-crash-ws-'));
+  mkdirSync(path.join(ws, '.vscode'));
+  const tools = [
+    { name: 'hang', command: { argv: ['python3', '-c', 'import time; time.sleep(600)', `${mark}-tool`], timeoutMs } },
+    { name: 'echo', mcp: { command: [process.execPath, MCP_SERVER, `--tag=${mark}-mcp`], tool: 'echo_text' }, inputSchema: { type: 'object' } },
+  ];
+  writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': tools }));
+  return ws;
+}
+
+/** The built CLI running `code`, with its own temporary folder `tmp`. */
+function startCli(ws: string, tmp: string, code: string): ChildProcess {
+  const child = spawn(process.execPath, [CLI, 'run', '-', '--workspace', ws], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', TMPDIR: tmp },
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  child.stdin!.end(code);
+  return child;
+}
+
+const RUN_BOTH = 'await call_tool("echo", text="up")\nawait call_tool("hang")\nreturn 1\n';
+
+describe('security: nothing left behind after a crash', function () {
+  this.timeout(120_000);
+  if (process.platform !== 'linux') {
+    it('skipped: counting processes needs /proc (Linux)', function () {
+      this.skip();
+    });
+    return;
+  }
+  const cleanup: string[] = [];
+  let cli: ChildProcess | undefined;
+  let mark = '';
+  afterEach(() => {
+    try {
+      cli?.kill('SIGKILL');
+    } catch {}
+    for (const pid of processesWithCmdline(mark)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    for (const dir of cleanup.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('SIGKILL of the CLI while a command tool and a stdio MCP server run: 0 orphans after; the next start sweeps its temp folders, nobody else’s', async () => {
+    mark = `codeact-crash-${process.pid}-${Date.now()}`;
+    const ws = workspace(mark, 600_000);
+    const tmp = mkdtempSync(path.join(tmpdir(), 'codeact-crash-tmp-'));
+    cleanup.push(ws, tmp);
+    cli = startCli(ws, tmp, RUN_BOTH);
+    await waitFor(() => processesWithCmdline(`${mark}-tool`).length > 0 && processesWithCmdline(`${mark}-mcp`).length > 0, {
+      timeoutMs: 60_000,
+      what: 'the command tool and the MCP server to run',
+    });
+    const before = processesWithCmdline(mark).length;
+    assert.ok(before >= 2, `expected the tool and the server running, found ${before}`);
+    const atKill = readdirSync(tmp);
+    cli.kill('SIGKILL');
+    // A bounded poll for the deaths (the kernel delivers them asynchronously), not a pause.
+    await waitFor(() => processesWithCmdline(mark).length === 0, { timeoutMs: 20_000, what: 'the tool and the server to die with the CLI' }).catch(() => {});
+    assert.deepEqual(processesWithCmdline(mark), [], 'orphans of the killed CLI');
+    const killedRun = atKill.filter((n) => n.startsWith(`codeact-guest-${cli!.pid}-`));
+    assert.equal(killedRun.length, 1, `the CLI's guest folder is named after it: ${atKill.join(', ')}`);
+
+    // Folders that are not the killed run's: a live process's, another user's, a symbolic link.
+    const dead = cli.pid!;
+    const live = path.join(tmp, `codeact-files-${process.pid}-${startTimeOf(process.pid)}-live00`);
+    const theirs = path.join(tmp, `codeact-run-${dead}-1-their0`);
+    const outside = mkdtempSync(path.join(tmpdir(), 'codeact-crash-target-'));
+    cleanup.push(outside);
+    writeFileSync(path.join(outside, 'keep.txt'), 'keep');
+    const link = path.join(tmp, `codeact-run-${dead}-1-link00`);
+    const stale = path.join(tmp, `codeact-run-${dead}-1-stale0`);
+    for (const d of [live, theirs, stale]) mkdirSync(d);
+    for (const d of [live, theirs]) writeFileSync(path.join(d, 'f'), 'x');
+    chownSync(theirs, TESTER.uid, TESTER.gid);
+    symlinkSync(outside, link);
+    // Inside a stale folder of ours, a link out: removed as a link, its target untouched.
+    symlinkSync(outside, path.join(stale, 'out'));
+
+    const next = await runCli(['run', '-', '--workspace', ws], { TMPDIR: tmp }, 'return 1\n');
+    assert.equal(next.code, 0, next.stderr);
+    const left = readdirSync(tmp);
+    for (const name of killedRun) assert.ok(!left.includes(name), `the killed run's ${name} was swept`);
+    assert.ok(!left.some((n) => n.includes(`-${dead}-`) && !['their0', 'link00'].some((s) => n.endsWith(s))), `stale folders left: ${left.join(', ')}`);
+    assert.ok(existsSync(path.join(live, 'f')), "a live process's folder is untouched");
+    assert.ok(existsSync(path.join(theirs, 'f')), "another user's folder is untouched");
+    assert.ok(left.includes(path.basename(link)) && existsSync(path.join(outside, 'keep.txt')), 'the symbolic link and what it points to are untouched');
+  });
+
+  it('a hung command tool whose host is frozen still ends at its timeout', async () => {
+    mark = `codeact-frozen-${process.pid}-${Date.now()}`;
+    const ws = workspace(mark, 1_000);
+    const tmp = mkdtempSync(path.join(tmpdir(), 'codeact-crash-tmp-'));
+    cleanup.push(ws, tmp);
+    cli = startCli(ws, tmp, 'await call_tool("hang")\nreturn 1\n');
+    await waitFor(() => processesWithCmdline(`${mark}-tool`).length > 0, { timeoutMs: 60_000, what: 'the command tool to run' });
+    // The host can no longer act on the timeout: only the launcher can.
+    cli.kill('SIGSTOP');
+    await waitFor(() => processesWithCmdline(`${mark}-tool`).length === 0, { timeoutMs: 30_000, what: 'the hung tool to end' }).catch(() => {});
+    assert.deepEqual(processesWithCmdline(`${mark}-tool`), [], 'the hung tool outlived its timeout');
+    cli.kill('SIGKILL');
+  });
+});
