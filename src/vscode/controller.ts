@@ -307,13 +307,23 @@ export class CodeActController {
       this.staleSession = id;
       notice = SESSION_GONE_NOTICE;
     }
+    // What reading the file skipped or recovered (a damaged record, a damaged first line), said with it.
+    if (conversation.notices.length) notice = [...conversation.notices, ...(notice ? [notice] : [])].join(' ');
     this.fireState();
     void this.refreshVariables();
     return { conversation, notice };
   }
 
   listConversations(): ConversationSummary[] {
-    return this.store.list().map((c) => ({ id: c.id, title: c.title, updatedAt: c.updatedAt, turns: c.turns, provider: c.provider, model: c.model }));
+    return this.store.list().map((c) => ({
+      id: c.id,
+      // A damaged file is still listed, saying so (opening it says what was recovered, or why it cannot be read).
+      title: c.damaged ? `${c.title} (damaged: ${c.damaged})` : c.title,
+      updatedAt: c.updatedAt,
+      turns: c.turns,
+      provider: c.provider,
+      model: c.model,
+    }));
   }
 
   deleteConversation(id: string): void {
