@@ -65,7 +65,9 @@ export function readTranscript(file: string): string {
   try {
     if (size === 0) throw new TranscriptFileError(`${file} is empty (zero bytes): no conversation was saved in it. Delete it or move it aside.`);
     if (size > MAX_TRANSCRIPT_BYTES) {
-      throw new TranscriptFileError(`${file} is ${Math.round(size / 1048576)} MiB, over the ${MAX_TRANSCRIPT_BYTES / 1048576} MiB CodeAct reads for one conversation. Start a new conversation.`);
+      throw new TranscriptFileError(
+        `${file} is ${Math.round(size / 1048576)} MiB, over the ${MAX_TRANSCRIPT_BYTES / 1048576} MiB CodeAct reads for one conversation. Start a new conversation.`,
+      );
     }
     return readAt(fd, size, 0).toString('utf8');
   } finally {

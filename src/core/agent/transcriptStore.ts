@@ -72,7 +72,8 @@ export class TranscriptStore {
     let meta = parsed.meta;
     const notices = parsed.notices;
     if (!meta) {
-      if (!parsed.events.length && !parsed.items.length) throw new TranscriptFileError(`${file} is not a CodeAct conversation (no record in it parses). Move it aside.`);
+      if (!parsed.events.length && !parsed.items.length)
+        throw new TranscriptFileError(`${file} is not a CodeAct conversation (no record in it parses). Move it aside.`);
       meta = recoveredMeta(id, parsed.events, file);
       notices.unshift(`The first line of ${file} (the conversation's title and settings) is damaged; it was recovered from the turns.`);
     }
@@ -181,11 +182,20 @@ export class Conversation {
     try {
       const r = appendRecords(this.file, text, !!o.durable);
       if (r.repaired) {
-        this.notices.push(`The last record of ${this.file} was cut off (a crash or a full disk); its ${r.repaired.bytes} bytes are kept in ${r.repaired.aside}.`);
+        this.notices.push(
+          `The last record of ${this.file} was cut off (a crash or a full disk); its ${r.repaired.bytes} bytes are kept in ${r.repaired.aside}.`,
+        );
       }
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      const why = code === 'ENOSPC' ? 'the disk is full' : code === 'EDQUOT' ? 'the disk quota is used up' : code ? `${code}: ${(e as Error).message}` : (e as Error).message;
+      const why =
+        code === 'ENOSPC'
+          ? 'the disk is full'
+          : code === 'EDQUOT'
+            ? 'the disk quota is used up'
+            : code
+              ? `${code}: ${(e as Error).message}`
+              : (e as Error).message;
       this.failure = {
         file: this.file,
         message: `This turn was not saved: writing ${this.file} failed (${why}). The turns before it are kept. Free some space; the next turn is saved again.`,
@@ -229,7 +239,9 @@ function parseLines(text: string, file: string) {
   const firstBad = bad[0] === 1 ? bad.slice(1) : bad;
   if (firstBad.length) {
     const shown = firstBad.slice(0, 5).join(', ') + (firstBad.length > 5 ? ', …' : '');
-    notices.push(`${firstBad.length} damaged record${firstBad.length > 1 ? 's' : ''} in ${file} (line ${shown}) ${firstBad.length > 1 ? 'were' : 'was'} skipped; the rest of the conversation is kept.`);
+    notices.push(
+      `${firstBad.length} damaged record${firstBad.length > 1 ? 's' : ''} in ${file} (line ${shown}) ${firstBad.length > 1 ? 'were' : 'was'} skipped; the rest of the conversation is kept.`,
+    );
   }
   return { meta, events, items, patches, notices };
 }
@@ -268,7 +280,8 @@ function listed(file: string, id: string): ListedConversation {
         break;
       } catch {}
     }
-    if (!events.length && !/^\{"t":\d+,"(event|item)":/m.test(whole)) throw new TranscriptFileError(`${file} is not a CodeAct conversation (its first line does not parse). Move it aside.`);
+    if (!events.length && !/^\{"t":\d+,"(event|item)":/m.test(whole))
+      throw new TranscriptFileError(`${file} is not a CodeAct conversation (its first line does not parse). Move it aside.`);
     meta = recoveredMeta(id, events, file);
     damaged = `its first line (title and settings) is damaged; continuing it recovers them from its turns (${file})`;
   }

@@ -33,7 +33,7 @@ function modeFor(target: string, o: AtomicOptions): number | undefined {
 
 /** Writes all of `bytes` at the file's position (a short write goes on). */
 export function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
 }
 
 /**
@@ -71,7 +71,11 @@ export function writeFileAtomicSync(target: string, data: string | Uint8Array | 
 export async function writeFileAtomic(target: string, data: Uint8Array | { copyOf: string }, o: AtomicOptions = {}): Promise<void> {
   const tmp = tempBeside(target);
   let mode = o.mode;
-  if (mode === undefined) mode = await stat(target).then((s) => s.mode & 0o7777, () => undefined);
+  if (mode === undefined)
+    mode = await stat(target).then(
+      (s) => s.mode & 0o7777,
+      () => undefined,
+    );
   const out = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode ?? 0o644);
   try {
     try {
