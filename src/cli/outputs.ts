@@ -13,7 +13,7 @@ import { mimeText, rasterImage } from '../common/displays';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { fileName, filesOf } from '../common/outputLabels';
 import { sanitizeTerminal } from '../common/terminal';
-import { writeAll, writeFileAtomicSync } from '../core/util/atomicFile';
+import { writeAll, writeFirstFree } from '../core/util/atomicFile';
 import { UsageError } from './workspace';
 
 /** The help text of `--outputs` and of what `--json` prints for rich outputs (run and chat). */
@@ -216,19 +216,21 @@ export class OutputSaver {
   /** Creates the first free name of `wanted`, `wanted-2`, `wanted-3`… (never an existing file) and writes it. */
   private claim(wanted: string, write: (fd: number) => void): string | { reason: string } {
     const [stem, ext] = splitName(wanted.slice(0, MAX_NAME));
-    for (let i = 1; i <= MAX_SUFFIX; i++) {
-      const name = i === 1 ? stem + ext : `${stem}-${i}${ext}`;
-      const target = path.join(this.dir, name);
-      try {
-        // Written under a temporary name and linked to the final one only when whole (never over an existing file).
-        writeFileAtomicSync(target, write, { mode: 0o644, exclusive: true });
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        return { reason: `cannot write ${name} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
-      }
-      return name;
+    const names = Array.from({ length: MAX_SUFFIX }, (_, i) => (i === 0 ? stem + ext : `${stem}-${i + 1}${ext}`));
+    try {
+      // Written once under a temporary name, then linked to the first free name only when whole (never over a file).
+      return path.basename(
+        writeFirstFree(
+          names.map((n) => path.join(this.dir, n)),
+          write,
+          { mode: 0o644, exclusive: true },
+        ),
+      );
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return { reason: `${MAX_SUFFIX} files named like ${stem}${ext} exist already` };
+      return { reason: `cannot write ${names[0]} (${code ?? (e as Error).message})` };
     }
-    return { reason: `${MAX_SUFFIX} files named like ${stem}${ext} exist already` };
   }
 }
 

@@ -41,6 +41,15 @@ export function writeAll(fd: number, bytes: Uint8Array): void {
  * existing `target` is an EEXIST error and is left as it was.
  */
 export function writeFileAtomicSync(target: string, data: string | Uint8Array | ((fd: number) => void), o: AtomicOptions = {}): void {
+  writeFirstFree([target], data, o);
+}
+
+/**
+ * Writes the data once, then gives it the first of `targets` that does not exist (never replacing a file)
+ * and returns it; none free is an EEXIST error. Without `exclusive` in `o`, the first target is replaced.
+ */
+export function writeFirstFree(targets: string[], data: string | Uint8Array | ((fd: number) => void), o: AtomicOptions = {}): string {
+  const target = targets[0];
   const tmp = tempBeside(target);
   const mode = modeFor(target, o);
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode ?? 0o644);
@@ -53,10 +62,21 @@ export function writeFileAtomicSync(target: string, data: string | Uint8Array | 
     } finally {
       closeSync(fd);
     }
-    if (o.exclusive) {
-      linkSync(tmp, target);
+    if (!o.exclusive && targets.length === 1) {
+      renameSync(tmp, target);
+      return target;
+    }
+    for (const name of targets) {
+      try {
+        linkSync(tmp, name);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw e;
+      }
       unlinkSync(tmp);
-    } else renameSync(tmp, target);
+      return name;
+    }
+    throw Object.assign(new Error(`EEXIST: ${targets.length > 1 ? 'every name' : 'the name'} is taken: ${target}`), { code: 'EEXIST' });
   } catch (e) {
     try {
       unlinkSync(tmp);
