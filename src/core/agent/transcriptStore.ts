@@ -32,7 +32,7 @@ interface ConversationMeta {
 }
 
 /** A conversation as the store lists it: its meta, when it last changed, how many turns it has. */
-interface ListedConversation extends ConversationMeta {
+export interface ListedConversation extends ConversationMeta {
   updatedAt: number;
   turns: number;
   /** Why the file is not whole (its first line damaged, or it cannot be read at all) and what to do. */
