@@ -16,7 +16,7 @@ import { ToolGateway } from '../core/gateway/gateway';
 import { cliAsking } from './approvalPrompt';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
-import { isTurnMarker, runChatTurn } from '../core/turn/turns';
+import { isTurnMarker, runChatTurn, STORE_FAILED } from '../core/turn/turns';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveMcpTools } from '../core/tools/sources/mcp/source';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
@@ -74,7 +74,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     else
       for (const c of list)
         process.stdout.write(
-          `${c.id}  ${new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')}  ${forTerminal(`${c.provider ?? ''}/${c.model ?? ''}`, { line: true })}  ${forTerminal(c.title, { line: true })}\n`,
+          `${c.id}  ${new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')}  ${forTerminal(`${c.provider ?? ''}/${c.model ?? ''}`, { line: true })}  ${forTerminal(c.title, { line: true })}${c.damaged ? `  [damaged: ${forTerminal(c.damaged, { line: true })}]` : ''}\n`,
         );
     return 0;
   }
@@ -85,6 +85,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
   if (values.continue) {
     if (!store.exists(values.continue)) throw new UsageError(`No conversation "${values.continue}" in ${store.dir} (see codeact chat --list).`);
     conversation = store.open(values.continue);
+    // What reading it skipped or recovered is said before the turn (on stderr, also with --json).
+    for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);
   }
   const meta = conversation?.meta;
   const ws = openWorkspace(values.workspace ?? meta?.workspace, {
@@ -121,12 +123,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
         if (!isTurnMarker(e)) process.stdout.write(JSON.stringify(e) + '\n');
       }
     : chatPrinter();
-  const print: (e: TranscriptEvent) => void = !saver
-    ? printEvent
-    : (e) => {
-        printEvent(e);
-        if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') saveAndReport(saver, e.item, !!values.json);
-      };
+  const print = (e: TranscriptEvent) => {
+    printEvent(e);
+    // The human printer leaves errors to the end of the turn; a turn that is not being saved is said at once.
+    if (!values.json && e.type === 'error' && e.code === STORE_FAILED) process.stderr.write(`codeact: ${forTerminal(e.message)}\n`);
+    if (saver && e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') saveAndReport(saver, e.item, !!values.json);
+  };
   // Where this turn's events start in the conversation (for the usage report at the end).
   const turnStart = convo.events.length;
   // Approvals, code review, installs and MCP forms are asked in turn on the terminal (./approvalPrompt).

@@ -5,13 +5,14 @@
  * loopback redirect. `codeact mcp list` and `codeact mcp sign-out [URL | --all]` manage what is kept.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { forTerminal } from '../common/untrusted';
 import { configDir } from '../core/config/folderTrust';
 import { readConfigFile } from '../core/config/workspaceFile';
 import { McpSignInError, signedInMcpServers, signOutMcpServer, type McpAuthHost } from '../core/tools/sources/mcp/auth';
 import type { McpSecretStore } from '../core/tools/sources/mcp/authStore';
+import { writeFileAtomicSync } from '../core/util/atomicFile';
 import { terminalQuestions, type TerminalQuestions } from './terminalQuestions';
 import { parse, UsageError } from './workspace';
 
@@ -37,19 +38,7 @@ export function fileSecretStore(file: string = cliAuthFile()): McpSecretStore {
   };
   const write = (data: Record<string, string>) => {
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    const tmp = `${file}.${process.pid}.tmp`;
-    try {
-      writeFileSync(tmp, JSON.stringify(data, null, 2) + '\n', { mode: 0o600 });
-      chmodSync(tmp, 0o600);
-      renameSync(tmp, file);
-    } catch (e) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        /* not written */
-      }
-      throw e;
-    }
+    writeFileAtomicSync(file, JSON.stringify(data, null, 2) + '\n', { mode: 0o600 });
   };
   return {
     get: async (k) => {

@@ -6,13 +6,14 @@
  * suffix is added: `exec-2-out-2.csv`). A file that could not be copied out of the sandbox (a `note`, or no
  * host path) is listed as not saved, with the reason.
  */
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseDataUrl } from '../common/dataUrl';
 import { mimeText, rasterImage } from '../common/displays';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { fileName, filesOf } from '../common/outputLabels';
 import { forDisplay, forTerminal } from '../common/untrusted';
+import { writeAll, writeFirstFree } from '../core/util/atomicFile';
 import { UsageError } from './workspace';
 
 /** The help text of `--outputs` and of what `--json` prints for rich outputs (run and chat). */
@@ -215,27 +216,21 @@ export class OutputSaver {
   /** Creates the first free name of `wanted`, `wanted-2`, `wanted-3`… (never an existing file) and writes it. */
   private claim(wanted: string, write: (fd: number) => void): string | { reason: string } {
     const [stem, ext] = splitName(wanted.slice(0, MAX_NAME));
-    for (let i = 1; i <= MAX_SUFFIX; i++) {
-      const name = i === 1 ? stem + ext : `${stem}-${i}${ext}`;
-      const target = path.join(this.dir, name);
-      let fd: number;
-      try {
-        fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        return { reason: `cannot write ${name} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
-      }
-      try {
-        write(fd);
-      } catch (e) {
-        closeSync(fd);
-        rmSync(target, { force: true });
-        return { reason: `cannot write ${name} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
-      }
-      closeSync(fd);
-      return name;
+    const names = Array.from({ length: MAX_SUFFIX }, (_, i) => (i === 0 ? stem + ext : `${stem}-${i + 1}${ext}`));
+    try {
+      // Written once under a temporary name, then linked to the first free name only when whole (never over a file).
+      return path.basename(
+        writeFirstFree(
+          names.map((n) => path.join(this.dir, n)),
+          write,
+          { mode: 0o644, exclusive: true },
+        ),
+      );
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return { reason: `${MAX_SUFFIX} files named like ${stem}${ext} exist already` };
+      return { reason: `cannot write ${names[0]} (${code ?? (e as Error).message})` };
     }
-    return { reason: `${MAX_SUFFIX} files named like ${stem}${ext} exist already` };
   }
 }
 
@@ -246,10 +241,6 @@ function notCopyable(f: FileOutput, hostPaths: boolean): string | undefined {
   if (f.path && hostPaths) return undefined;
   if (f.file_id || f.container_id) return "it is in the provider's container (not downloaded)";
   return 'no copy on this machine';
-}
-
-function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
 }
 
 /** Most names listed in the "saved …" line. */

@@ -17,7 +17,7 @@ import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
 import { downloadHostedFile, providerFor } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE, ranLocalCode } from './conversationMemory';
+import { ConversationMemory, conversationSummary, openedNotice, REOPENED_NOTE, ranLocalCode } from './conversationMemory';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
 import { WorkspaceTools } from './workspaceTools';
@@ -294,8 +294,8 @@ export class CodeActController {
   }
 
   /**
-   * Opens a conversation from history. A conversation whose code ran in a session that is gone says so
-   * (the returned `notice`), and the model is told on the next turn, so neither relies on variables that
+   * Opens a conversation from history. A conversation whose code ran in a session that is gone, or whose file
+   * had damaged records, says so (the returned `notice`), and the model is told on the next turn, so neither relies on variables that
    * no longer exist.
    */
   openConversation(id: string): { conversation: Conversation; notice?: string } {
@@ -303,18 +303,16 @@ export class CodeActController {
     const conversation = this.store.open(id);
     this.setConversation(conversation);
     this.variables.shown = undefined;
-    let notice: string | undefined;
-    if (ranLocalCode(conversation) && !this.runtimes.of(id)?.sessions.has(id)) {
-      this.staleSession = id;
-      notice = SESSION_GONE_NOTICE;
-    }
+    const gone = ranLocalCode(conversation) && !this.runtimes.of(id)?.sessions.has(id);
+    if (gone) this.staleSession = id;
+    const notice = openedNotice(conversation, gone);
     this.fireState();
     void this.refreshVariables();
     return { conversation, notice };
   }
 
   listConversations(): ConversationSummary[] {
-    return this.store.list().map((c) => ({ id: c.id, title: c.title, updatedAt: c.updatedAt, turns: c.turns, provider: c.provider, model: c.model }));
+    return this.store.list().map(conversationSummary);
   }
 
   deleteConversation(id: string): void {

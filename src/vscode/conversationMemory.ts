@@ -4,9 +4,9 @@
  * was open, and the conversation each Run with Tools document writes into. A turn the reload cut off is
  * closed as interrupted, so the transcript says so instead of showing it running forever.
  */
-import type { TranscriptScroll } from '../common/protocol';
+import type { ConversationSummary, TranscriptScroll } from '../common/protocol';
 import type { TranscriptEvent } from '../common/transcript';
-import type { Conversation, TranscriptStore } from '../core/agent/transcriptStore';
+import type { Conversation, ListedConversation, TranscriptStore } from '../core/agent/transcriptStore';
 import { INTERRUPTED_MESSAGE } from '../core/turn/turns';
 import type { Memento } from './controller.apis';
 
@@ -56,7 +56,7 @@ export class ConversationMemory {
       const convo = this.store.open(id);
       for (const e of unfinishedTurns(convo.events)) convo.appendEvent(e);
       convo.flush();
-      if (ranLocalCode(convo)) this.notice = SESSION_GONE_NOTICE;
+      this.notice = openedNotice(convo, ranLocalCode(convo));
       return convo;
     } catch {
       return undefined;
@@ -108,4 +108,15 @@ function unfinishedTurns(events: readonly TranscriptEvent[]): TranscriptEvent[] 
     else if (e.type === 'codeact.turn.ended') open.delete(e.turn_id);
   }
   return [...open].map((turnId) => ({ type: 'codeact.turn.ended', turn_id: turnId, status: 'stopped', interrupted: true, message: INTERRUPTED_MESSAGE }));
+}
+
+/** A stored conversation as the panel's history list shows it; a damaged one is listed, saying so (opening it says more). */
+export function conversationSummary(c: ListedConversation): ConversationSummary {
+  const title = c.damaged ? `${c.title} (damaged: ${c.damaged})` : c.title;
+  return { id: c.id, title, updatedAt: c.updatedAt, turns: c.turns, provider: c.provider, model: c.model };
+}
+
+/** What opening a conversation says: what reading its file skipped or recovered, and that its Python session is gone. */
+export function openedNotice(c: Conversation, sessionGone: boolean): string | undefined {
+  return [...c.notices, ...(sessionGone ? [SESSION_GONE_NOTICE] : [])].join(' ') || undefined;
 }

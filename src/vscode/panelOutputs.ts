@@ -6,12 +6,13 @@
  * checked (type, base64, size) before anything is written.
  */
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS, imageHeader } from '../common/imageHeader';
 import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
+import { writeFileAtomic } from '../core/util/atomicFile';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
@@ -78,7 +79,7 @@ export class PanelOutputs {
     const dir = join(this.tempRoot, createHash('sha256').update(buf).digest('hex').slice(0, 16));
     const file = join(dir, safeName(m.name));
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    await writeFile(file, buf, { mode: 0o600 });
+    await writeFileAtomic(file, buf, { mode: 0o600 });
     // The image preview shows raster images by itself; SVG would open as its XML text.
     await this.deps.apis.openFile(file, m.mime === 'image/svg+xml' ? IMAGE_PREVIEW : undefined);
     return file;
@@ -94,7 +95,7 @@ export class PanelOutputs {
       filters: IMAGE_FILTERS[m.mime],
     });
     if (!target) return undefined;
-    await writeFile(target, buf);
+    await writeFileAtomic(target, buf);
     return target;
   }
 
@@ -120,7 +121,7 @@ export class PanelOutputs {
     const folder = this.deps.apis.workspaceFolder();
     const target = await this.deps.apis.showSaveDialog({ title: `Save ${f.name} to the Workspace`, defaultPath: folder ? join(folder, f.name) : f.name });
     if (!target) return undefined;
-    if (resolve(target) !== resolve(f.path)) await copyFile(f.path, target);
+    if (resolve(target) !== resolve(f.path)) await writeFileAtomic(target, { copyOf: f.path });
     return target;
   }
 

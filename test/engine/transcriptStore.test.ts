@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { TranscriptStore, titleFrom } from '../../src/core/agent/transcriptStore';
@@ -49,6 +50,78 @@ describe('transcript store', () => {
     c.appendItems([{ type: 'message', id: 'u1', role: 'user', text: 'kept' }]);
     appendFileSync(c.file, '{"t":1,"item":{"type":"mess');
     assert.equal(store.open(c.id).history.length, 1);
+  });
+
+  it('keeps a torn last line aside and cuts it off before the next append, so the next record is whole', () => {
+    const store = new TranscriptStore(dir);
+    const c = store.create({ title: 't' });
+    c.appendItems([{ type: 'message', id: 'u1', role: 'user', text: 'kept' }]);
+    appendFileSync(c.file, '{"t":1,"item":{"type":"mess');
+    const again = store.open(c.id);
+    assert.match(again.notices.join(' '), /1 damaged record .* \(line 3\) was skipped/);
+    again.appendItems([{ type: 'message', id: 'u2', role: 'user', text: 'next' }]);
+    assert.match(again.notices.join(' '), /last record .* was cut off .* its 27 bytes are kept in /);
+    const aside = readdirSync(dir).filter((n) => n.includes('.torn-'));
+    assert.equal(readFileSync(path.join(dir, aside[0]), 'utf8'), '{"t":1,"item":{"type":"mess');
+    assert.deepEqual(
+      store.open(c.id).history.map((i) => i.id),
+      ['u1', 'u2'],
+    );
+    assert.deepEqual(store.open(c.id).notices, []);
+  });
+
+  it('says which records in the middle it skipped (open() returns the notice)', () => {
+    const store = new TranscriptStore(dir);
+    const c = store.create({ title: 't' });
+    c.appendItems([{ type: 'message', id: 'u1', role: 'user', text: 'a' }]);
+    appendFileSync(c.file, 'not json\n');
+    c.appendItems([{ type: 'message', id: 'u2', role: 'user', text: 'b' }]);
+    const again = store.open(c.id);
+    assert.deepEqual(
+      again.history.map((i) => i.id),
+      ['u1', 'u2'],
+    );
+    assert.equal(again.notices.length, 1);
+    assert.match(again.notices[0], /1 damaged record in .* \(line 3\) was skipped/);
+  });
+
+  it('a write that fails part way (the disk fills) is cut back to the last whole record and said once', function () {
+    const mnt = mkdtempSync(path.join(tmpdir(), 'codeact-store-full-'));
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status !== 0) {
+      rmSync(mnt, { recursive: true, force: true });
+      console.log('  cannot mount a tmpfs here: skipping the partial-write test');
+      return this.skip();
+    }
+    try {
+      const store = new TranscriptStore(mnt);
+      const c = store.create({ title: 't' });
+      c.appendItems([{ type: 'message', id: 'u1', role: 'user', text: 'kept' }]);
+      const before = statSync(c.file).size;
+      // Fill the disk, then free one page: the next record (32 KiB) is written in part, then ENOSPC.
+      writeFileSync(path.join(mnt, 'page'), Buffer.alloc(4096));
+      try {
+        writeFileSync(path.join(mnt, 'filler'), Buffer.alloc(1 << 20));
+      } catch (e) {
+        assert.equal((e as NodeJS.ErrnoException).code, 'ENOSPC');
+      }
+      rmSync(path.join(mnt, 'page'));
+      c.appendItems([{ type: 'message', id: 'u2', role: 'user', text: 'x'.repeat(32 * 1024) }]);
+      assert.equal(statSync(c.file).size, before, 'cut back to the size before the write');
+      const failure = c.takeFailure();
+      assert.match(failure!.message, /This turn was not saved: writing .* failed \(the disk is full\)/);
+      assert.equal(c.takeFailure(), undefined, 'said once');
+      rmSync(path.join(mnt, 'filler'));
+      const again = store.open(c.id);
+      assert.deepEqual(again.notices, []);
+      again.appendItems([{ type: 'message', id: 'u3', role: 'user', text: 'after' }]);
+      assert.deepEqual(
+        store.open(c.id).history.map((i) => i.id),
+        ['u1', 'u3'],
+      );
+    } finally {
+      spawnSync('umount', [mnt]);
+      rmSync(mnt, { recursive: true, force: true });
+    }
   });
 
   it('refuses ids that could escape the folder', () => {

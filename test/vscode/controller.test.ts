@@ -1,4 +1,7 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
 import { UntrustedWorkspaceError } from '../../src/vscode/controller';
 import { callTool, harness, lmToolDecl, type Harness } from './fakes';
@@ -260,6 +263,39 @@ describe('vscode controller (fake seams)', () => {
       convo.flush();
       assert.equal(h.controller.openConversation(convo.id).notice, undefined);
       assert.equal((await h.controller.hostState()).conversationId, convo.id);
+    });
+
+    it('a damaged conversation stays in the history list saying so; reopening one says which records were skipped; a FIFO does not block', async () => {
+      h = harness();
+      await h.controller.runCode('a = 1', 'first');
+      const convo = h.controller.currentConversation!;
+      h.controller.newConversation();
+      const lines = readFileSync(convo.file, 'utf8').trimEnd().split('\n');
+      lines.splice(2, 0, '{"t":1,"event":{"ty');
+      lines[0] = '{"meta":{"id":';
+      writeFileSync(convo.file, lines.join('\n') + '\n');
+      execFileSync('mkfifo', [path.join(h.controller.store.dir, 'c_fifo.jsonl')]);
+      const listed = h.controller.listConversations();
+      assert.match(listed.find((c) => c.id === convo.id)!.title, /^first \(damaged: its first line/);
+      assert.match(listed.find((c) => c.id === 'c_fifo')!.title, /damaged: .* is a FIFO/);
+      const { notice } = h.controller.openConversation(convo.id);
+      assert.match(notice!, /The first line of .* is damaged; it was recovered from the turns\. 1 damaged record in .* \(line 3\) was skipped/);
+      assert.throws(() => h.controller.openConversation('c_fifo'), /is a FIFO \(named pipe\), not a conversation/);
+    });
+
+    it('a turn that cannot be saved is said in the panel (an error event: where and why)', async () => {
+      h = harness();
+      await h.controller.runCode('a = 1', 'first');
+      const convo = h.controller.currentConversation!;
+      const errors: string[] = [];
+      h.controller.onEvent((e) => e.type === 'error' && errors.push(`${e.code}: ${e.message}`));
+      // The file is replaced by a folder: every write fails (as on a full disk), and the turn still runs.
+      rmSync(convo.file);
+      mkdirSync(convo.file);
+      const item = await h.controller.runCode('b = 2', 'second');
+      assert.equal(item.status, 'completed');
+      assert.equal(errors.length, 1, errors.join('\n'));
+      assert.match(errors[0], /^store_failed: This turn was not saved: writing .* failed \(.* is a folder, not a conversation/);
     });
 
     it('deleting the open conversation leaves it; deleting another keeps the open one; clearing history leaves everything', async () => {

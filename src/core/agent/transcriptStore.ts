@@ -1,15 +1,22 @@
 /**
  * Conversations persisted as JSON lines in a storage folder: one file per conversation, a `meta`
  * line first, then every event as it happened and every history item (with the provider's replay
- * data) as it was finished. A conversation can be listed, reopened, continued and deleted; a crash
- * loses at most the last few hundred milliseconds.
+ * data) as it was finished. A conversation can be listed, reopened, continued and deleted. The file I/O
+ * (./transcriptFile.ts) appends whole records or nothing, repairs a torn tail and reads only regular files
+ * within a cap; a record that does not parse is skipped with a notice, never silently. Events are written
+ * in batches (200 ms), turn boundaries and history items at once, and a turn's start and end are fsynced.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { clip } from '../../common/format';
 import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
+import { writeFileAtomicSync } from '../util/atomicFile';
 import { randomToken } from '../util/ids';
+import { appendRecords, readTranscript, readTranscriptHead, TranscriptFileError } from './transcriptFile';
+
+/** How much of each file the history list reads (its meta line, turns and patches within it). */
+const LIST_SCAN_BYTES = 8 * 1024 * 1024;
 
 interface ConversationMeta {
   id: string;
@@ -25,9 +32,11 @@ interface ConversationMeta {
 }
 
 /** A conversation as the store lists it: its meta, when it last changed, how many turns it has. */
-interface ListedConversation extends ConversationMeta {
+export interface ListedConversation extends ConversationMeta {
   updatedAt: number;
   turns: number;
+  /** Why the file is not whole (its first line damaged, or it cannot be read at all) and what to do. */
+  damaged?: string;
 }
 
 type Line =
@@ -47,7 +56,7 @@ export class TranscriptStore {
     mkdirSync(this.dir, { recursive: true });
     const id = meta.id ?? `c_${new Date().toISOString().slice(0, 10).replace(/-/g, '')}_${randomToken(5)}`;
     const full: ConversationMeta = { ...meta, id, createdAt: Date.now() };
-    writeFileSync(this.file(id), JSON.stringify({ meta: full }) + '\n', { flag: 'wx' });
+    writeFileAtomicSync(this.file(id), JSON.stringify({ meta: full }) + '\n', { mode: 0o600, exclusive: true });
     return new Conversation(this.file(id), full, [], []);
   }
 
@@ -58,48 +67,40 @@ export class TranscriptStore {
   open(id: string): Conversation {
     const file = this.file(id);
     if (!existsSync(file)) throw new Error(`No conversation "${id}" in ${this.dir}. List them with "codeact chat --list".`);
-    let meta: ConversationMeta | undefined;
-    const events: TranscriptEvent[] = [];
-    const items: ConversationItem[] = [];
-    for (const raw of readFileSync(file, 'utf8').split('\n')) {
-      if (!raw.trim()) continue;
-      let line: Line;
-      try {
-        line = JSON.parse(raw);
-      } catch {
-        continue; // a torn last line after a crash
-      }
-      if ('meta' in line) meta = line.meta;
-      else if ('event' in line) events.push(line.event);
-      else if ('item' in line) items.push(line.item);
-      else if ('patch' in line && meta) meta = { ...meta, ...line.patch };
+    const text = readTranscript(file);
+    const parsed = parseLines(text, file);
+    let meta = parsed.meta;
+    const notices = parsed.notices;
+    if (!meta) {
+      if (!parsed.events.length && !parsed.items.length)
+        throw new TranscriptFileError(`${file} is not a CodeAct conversation (no record in it parses). Move it aside.`);
+      meta = recoveredMeta(id, parsed.events, file);
+      notices.unshift(`The first line of ${file} (the conversation's title and settings) is damaged; it was recovered from the turns.`);
     }
-    if (!meta) throw new Error(`${file} is not a CodeAct transcript (no meta line).`);
-    return new Conversation(file, meta, events, items);
+    for (const patch of parsed.patches) meta = { ...meta, ...patch };
+    const convo = new Conversation(file, meta, parsed.events, parsed.items);
+    convo.notices.push(...notices);
+    return convo;
   }
 
-  /** The conversations, newest first. Reads each file's meta line and counts its turns without parsing the rest. */
+  /**
+   * The conversations, newest first. Reads at most LIST_SCAN_BYTES of each regular file: its meta line
+   * (or, when that is damaged, its first prompt), its patches and turns; a file that cannot be read is
+   * listed as damaged with why.
+   */
   list(): ListedConversation[] {
     if (!existsSync(this.dir)) return [];
     const out: ListedConversation[] = [];
     for (const name of readdirSync(this.dir)) {
-      if (!name.endsWith('.jsonl') || !ID_PATTERN.test(name.slice(0, -6))) continue;
+      const id = name.slice(0, -6);
+      if (!name.endsWith('.jsonl') || !ID_PATTERN.test(id)) continue;
+      const file = path.join(this.dir, name);
       try {
-        const file = path.join(this.dir, name);
-        const text = readFileSync(file, 'utf8');
-        const first = JSON.parse(text.slice(0, text.indexOf('\n') >>> 0)) as { meta?: ConversationMeta };
-        if (!first.meta) continue;
-        let meta = first.meta;
-        for (const m of text.matchAll(/^\{"t":\d+,"patch":(.*)\}$/gm)) {
-          try {
-            meta = { ...meta, ...(JSON.parse(m[1]) as Partial<ConversationMeta>) };
-          } catch {}
-        }
-        // Every turn has a start marker (chat, Run with Tools, failed or stopped ones too); older files only their prompts.
-        const started = (text.match(/"event":\{"type":"codeact\.turn\.started"/g) ?? []).length;
-        const turns = started || (text.match(/"item":\{"type":"message","id":"[^"]*","role":"user"/g) ?? []).length;
-        out.push({ ...meta, updatedAt: statSync(file).mtimeMs, turns });
-      } catch {}
+        out.push(listed(file, id));
+      } catch (e) {
+        const why = e instanceof TranscriptFileError ? e.message : `${file} cannot be read (${(e as Error).message}).`;
+        out.push({ id, title: '(damaged)', createdAt: 0, updatedAt: 0, turns: 0, damaged: why });
+      }
     }
     return out.sort((a, b) => b.updatedAt - a.updatedAt);
   }
@@ -114,9 +115,20 @@ export class TranscriptStore {
   }
 }
 
+/** Why the conversation stopped being saved: which file, and the error (ENOSPC, EIO…), in plain words. */
+export interface StoreFailure {
+  file: string;
+  message: string;
+}
+
 export class Conversation {
   private pending: string[] = [];
   private timer?: NodeJS.Timeout;
+  /** What reading the file found and skipped or repaired, said to the person (the CLI and the panel show them). */
+  readonly notices: string[] = [];
+  /** Set when a write failed: nothing more is written by this process (the next run appends again). */
+  failure?: StoreFailure;
+  private failureSeen = false;
 
   constructor(
     readonly file: string,
@@ -152,18 +164,140 @@ export class Conversation {
   }
 
   private write(line: Line): void {
+    if (this.failure) return;
     this.pending.push(JSON.stringify(line));
     this.timer ??= setTimeout(() => this.flush(), 200);
   }
 
-  flush(): void {
+  /**
+   * Writes what is pending, whole records or nothing (`durable`: fsynced, for a turn's start and end).
+   * Never throws: a failed write sets `failure` (see takeFailure) and stops this process's writes.
+   */
+  flush(o: { durable?: boolean } = {}): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (!this.pending.length) return;
+    if (!this.pending.length || this.failure) return;
     const text = this.pending.join('\n') + '\n';
     this.pending = [];
-    appendFileSync(this.file, text);
+    try {
+      const r = appendRecords(this.file, text, !!o.durable);
+      if (r.repaired) {
+        this.notices.push(
+          `The last record of ${this.file} was cut off (a crash or a full disk); its ${r.repaired.bytes} bytes are kept in ${r.repaired.aside}.`,
+        );
+      }
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const why =
+        code === 'ENOSPC'
+          ? 'the disk is full'
+          : code === 'EDQUOT'
+            ? 'the disk quota is used up'
+            : code
+              ? `${code}: ${(e as Error).message}`
+              : (e as Error).message;
+      this.failure = {
+        file: this.file,
+        message: `This turn was not saved: writing ${this.file} failed (${why}). The turns before it are kept. Free some space; the next turn is saved again.`,
+      };
+    }
   }
+
+  /** The write failure, once (so a host says it one time). */
+  takeFailure(): StoreFailure | undefined {
+    if (!this.failure || this.failureSeen) return undefined;
+    this.failureSeen = true;
+    return this.failure;
+  }
+}
+
+/** Parses the file's lines: a bad record is skipped and counted (a torn last line too), never silently. */
+function parseLines(text: string, file: string) {
+  let meta: ConversationMeta | undefined;
+  const events: TranscriptEvent[] = [];
+  const items: ConversationItem[] = [];
+  const patches: Partial<ConversationMeta>[] = [];
+  const notices: string[] = [];
+  const bad: number[] = [];
+  const lines = text.split('\n');
+  lines.forEach((raw, i) => {
+    if (!raw.trim()) return;
+    let line: Line;
+    try {
+      line = JSON.parse(raw);
+    } catch {
+      bad.push(i + 1);
+      return;
+    }
+    if (!line || typeof line !== 'object') bad.push(i + 1);
+    else if ('meta' in line && i === 0) meta = line.meta;
+    else if ('event' in line) events.push(line.event);
+    else if ('item' in line) items.push(line.item);
+    else if ('patch' in line) patches.push(line.patch);
+    else bad.push(i + 1);
+  });
+  const firstBad = bad[0] === 1 ? bad.slice(1) : bad;
+  if (firstBad.length) {
+    const shown = firstBad.slice(0, 5).join(', ') + (firstBad.length > 5 ? ', …' : '');
+    notices.push(
+      `${firstBad.length} damaged record${firstBad.length > 1 ? 's' : ''} in ${file} (line ${shown}) ${firstBad.length > 1 ? 'were' : 'was'} skipped; the rest of the conversation is kept.`,
+    );
+  }
+  return { meta, events, items, patches, notices };
+}
+
+/** A conversation's meta when its first line is damaged: its id, and a title from its first prompt. */
+function recoveredMeta(id: string, events: TranscriptEvent[], file: string): ConversationMeta {
+  const started = events.find((e) => e.type === 'codeact.turn.started');
+  const prompt = started && 'prompt' in started && typeof started.prompt === 'string' ? started.prompt : '';
+  const s = started as { provider?: string; model?: string } | undefined;
+  return {
+    id,
+    title: titleFrom(prompt || path.basename(file)),
+    createdAt: 0,
+    ...(s?.provider ? { provider: s.provider } : {}),
+    ...(s?.model ? { model: s.model } : {}),
+  };
+}
+
+/** One file as the history list shows it, from its first LIST_SCAN_BYTES. */
+function listed(file: string, id: string): ListedConversation {
+  const { text, size } = readTranscriptHead(file, LIST_SCAN_BYTES);
+  // The last line in the scanned part may be cut by the scan itself: only whole lines are looked at.
+  const whole = size > text.length ? text.slice(0, text.lastIndexOf('\n') + 1) : text;
+  const nl = whole.indexOf('\n');
+  let meta: ConversationMeta | undefined;
+  let damaged: string | undefined;
+  try {
+    const first = JSON.parse(nl < 0 ? whole : whole.slice(0, nl)) as { meta?: ConversationMeta };
+    meta = first && typeof first === 'object' && first.meta && typeof first.meta.title === 'string' ? first.meta : undefined;
+  } catch {}
+  if (!meta) {
+    const events: TranscriptEvent[] = [];
+    for (const m of whole.matchAll(/^\{"t":\d+,"event":(\{"type":"codeact\.turn\.started".*)\}$/gm)) {
+      try {
+        events.push(JSON.parse(m[1]) as TranscriptEvent);
+        break;
+      } catch {}
+    }
+    if (!events.length && !/^\{"t":\d+,"(event|item)":/m.test(whole))
+      throw new TranscriptFileError(`${file} is not a CodeAct conversation (its first line does not parse). Move it aside.`);
+    meta = recoveredMeta(id, events, file);
+    damaged = `its first line (title and settings) is damaged; continuing it recovers them from its turns (${file})`;
+  }
+  for (const m of whole.matchAll(/^\{"t":\d+,"patch":(.*)\}$/gm)) {
+    try {
+      meta = { ...meta, ...(JSON.parse(m[1]) as Partial<ConversationMeta>) };
+    } catch {}
+  }
+  // Every turn has a start marker (chat, Run with Tools, failed or stopped ones too); older files only their prompts.
+  const started = (whole.match(/"event":\{"type":"codeact\.turn\.started"/g) ?? []).length;
+  const turns = started || (whole.match(/"item":\{"type":"message","id":"[^"]*","role":"user"/g) ?? []).length;
+  let updatedAt = 0;
+  try {
+    updatedAt = statSync(file).mtimeMs;
+  } catch {}
+  return { ...meta, id, updatedAt, turns, ...(damaged ? { damaged } : {}) };
 }
 
 /** A short title from the first prompt. */

@@ -13,7 +13,8 @@
  * is. (VS Code's Workspace Trust is the window's: one answer for the workspace file and all its folders.)
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
+import { writeFileAtomicSync } from '../util/atomicFile';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { readConfigFile, settingsPath } from './workspaceFile';
@@ -70,10 +71,7 @@ export function listTrusted(): TrustEntry[] {
 function save(entries: TrustEntry[]): void {
   const dir = configDir();
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const tmp = `${storePath()}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify({ folders: entries }, null, 2) + '\n', { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, storePath());
+  writeFileAtomicSync(storePath(), JSON.stringify({ folders: entries }, null, 2) + '\n', { mode: 0o600 });
 }
 
 export function trustFolder(folder: string): TrustEntry {

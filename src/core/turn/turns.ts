@@ -31,15 +31,27 @@ export function isTurnMarker(e: TranscriptEvent): e is TurnStarted | TurnEnded {
   return e.type === 'codeact.turn.started' || e.type === 'codeact.turn.ended';
 }
 
-/** Saves each event in the conversation (if the turn has one) and tells the host's listener. */
+/** The error event that tells the person the turn was not saved (where and why); told, never saved itself. */
+export const STORE_FAILED = 'store_failed';
+
+/**
+ * Saves each event in the conversation (if the turn has one) and tells the host's listener. A turn's start
+ * and end are written at once and fsynced; a failed write is told once, as an `error` event (STORE_FAILED).
+ */
 function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): Emit {
-  return (e) => {
-    convo?.appendEvent(e);
+  const tell = (e: TranscriptEvent) => {
     try {
       onEvent?.(e);
     } catch {
       // A listener's bug must not break the turn.
     }
+  };
+  return (e) => {
+    convo?.appendEvent(e);
+    if (isTurnMarker(e)) convo?.flush({ durable: true });
+    tell(e);
+    const failure = convo?.takeFailure();
+    if (failure) tell({ type: 'error', message: failure.message, code: STORE_FAILED });
   };
 }
 

@@ -1,0 +1,120 @@
+/**
+ * Damaged and strange conversation files through the built CLI: a torn last line, a bad record in the
+ * middle, a damaged first line, a zero-byte file, a folder, a FIFO and a symbolic link to /dev/zero, each
+ * with `--list` and `--continue`. Nothing hangs (the FIFO test ends), nothing is hidden or deleted, every
+ * refusal says what the file is and what to do.
+ */
+import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { runCli } from '../support/cli';
+import { startServerFor } from '../support/wire/harness';
+import type { WireServer } from '../support/wire/server';
+import { turn } from '../support/wire/turn';
+
+const KEY = { ANTHROPIC_API_KEY: 'sk-ant-test' };
+
+describe('codeact chat: damaged and strange conversation files', function () {
+  this.timeout(90_000);
+  let storage: string;
+  let server: WireServer;
+  beforeEach(async () => {
+    storage = mkdtempSync(path.join(tmpdir(), 'codeact-damage-'));
+    server = await startServerFor('anthropic');
+  });
+  afterEach(async () => {
+    rmSync(storage, { recursive: true, force: true });
+    await server.close();
+  });
+
+  /** One saved turn; returns its id and file. */
+  async function saved(): Promise<{ id: string; file: string }> {
+    server.push(turn().text('Noted: the code word is "plum".'));
+    const r = await runCli(
+      ['chat', 'Remember the code word plum.', '--provider', 'anthropic', '--model', 'claude-sonnet-4-6', '--base-url', server.url, '--storage', storage],
+      KEY,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const id = /\[(c_[A-Za-z0-9_]+)\]/.exec(r.stderr)![1];
+    return { id, file: path.join(storage, `${id}.jsonl`) };
+  }
+
+  function continued(id: string) {
+    server.push(turn().text('The code word is plum.'));
+    return runCli(['chat', 'What was the code word?', '--continue', id, '--base-url', server.url, '--storage', storage], KEY);
+  }
+
+  function wholeLines(file: string): void {
+    const text = readFileSync(file, 'utf8');
+    assert.ok(text.endsWith('\n'), 'ends with a whole record');
+    for (const l of text.trimEnd().split('\n')) JSON.parse(l);
+  }
+
+  it('a torn last line is kept aside, cut off before the next turn, and the next prompt is saved whole', async () => {
+    const { id, file } = await saved();
+    appendFileSync(file, '{"t":1,"item":{"type":"mess');
+    const r = await continued(id);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /damaged record/);
+    wholeLines(file);
+    const aside = readdirSync(storage).filter((n) => n.startsWith(`${id}.jsonl.torn-`));
+    assert.equal(aside.length, 1, 'the torn tail is kept beside the file');
+    assert.equal(readFileSync(path.join(storage, aside[0]), 'utf8'), '{"t":1,"item":{"type":"mess');
+    assert.match(readFileSync(file, 'utf8'), /What was the code word\?/);
+    assert.match(JSON.stringify(server.turns[1].body.messages), /Remember the code word plum/);
+  });
+
+  it('a bad record in the middle is skipped with a notice, not silently', async () => {
+    const { id, file } = await saved();
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    lines.splice(2, 0, '{"t":1,"event":{"type":"respo#garbage');
+    writeFileSync(file, lines.join('\n') + '\n');
+    const r = await continued(id);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /1 damaged record in .* \(line 3\) was skipped/);
+  });
+
+  it('a damaged first line: still listed as damaged, and --continue recovers it from its turns', async () => {
+    const { id, file } = await saved();
+    const lines = readFileSync(file, 'utf8').split('\n');
+    lines[0] = '{"meta":{"id":"' + id + '","tit\u0000';
+    writeFileSync(file, lines.join('\n'));
+    const list = await runCli(['chat', '--list', '--storage', storage]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, new RegExp(`${id} .*Remember the code word plum\\..*damaged: its first line`));
+    const r = await continued(id);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /first line .* is damaged; it was recovered/);
+    assert.match(JSON.stringify(server.turns[1].body.messages), /Remember the code word plum/);
+  });
+
+  it('a zero-byte file, a folder, a FIFO and a symbolic link to /dev/zero: listed as damaged, refused clearly by --continue, no hang', async () => {
+    const { id } = await saved();
+    writeFileSync(path.join(storage, 'c_zero.jsonl'), '');
+    mkdirSync(path.join(storage, 'c_folder.jsonl'));
+    execFileSync('mkfifo', [path.join(storage, 'c_fifo.jsonl')]);
+    symlinkSync('/dev/zero', path.join(storage, 'c_zerodev.jsonl'));
+    const list = await runCli(['chat', '--list', '--storage', storage, '--json']);
+    assert.equal(list.code, 0, list.stderr);
+    const listed = JSON.parse(list.stdout) as Array<{ id: string; damaged?: string }>;
+    assert.deepEqual(listed.map((c) => c.id).sort(), ['c_fifo', 'c_folder', 'c_zero', 'c_zerodev', id].sort());
+    const why = Object.fromEntries(listed.map((c) => [c.id, c.damaged]));
+    assert.equal(why[id], undefined);
+    assert.match(why.c_zero!, /empty \(zero bytes\)/);
+    assert.match(why.c_folder!, /is a folder/);
+    assert.match(why.c_fifo!, /is a FIFO/);
+    assert.match(why.c_zerodev!, /symbolic link/);
+    const expected: Record<string, RegExp> = { c_zero: /empty \(zero bytes\)/, c_folder: /is a folder/, c_fifo: /is a FIFO/, c_zerodev: /symbolic link/ };
+    for (const [bad, message] of Object.entries(expected)) {
+      const r = await runCli(
+        ['chat', 'hi', '--continue', bad, '--provider', 'anthropic', '--model', 'claude-sonnet-4-6', '--base-url', server.url, '--storage', storage],
+        KEY,
+      );
+      assert.equal(r.code, 2, `${bad}: ${r.stderr}`);
+      assert.match(r.stderr, message, bad);
+      assert.doesNotMatch(r.stderr, /unexpected error|    at /, 'no stack trace');
+    }
+  });
+});
