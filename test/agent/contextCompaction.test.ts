@@ -49,7 +49,7 @@ interface Model {
 }
 
 /** The scripted model: a code call per user step (several when the prompt says so), then an answer; a summary when asked without tools. */
-async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): Promise<Model> {
+async function startModel(o: { says?: boolean; summaryFails?: boolean; window?: number } = {}): Promise<Model> {
   const base = openaiChatDialect('openai');
   const seen: Model['seen'] = [];
   const server = await startWireServer({
@@ -63,7 +63,7 @@ async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): P
       const body = rec.body as Json;
       const tokens = serverTokens(body);
       const summary = !body.tools;
-      const refused = tokens + (body.max_tokens ?? 0) > WINDOW;
+      const refused = tokens + (body.max_tokens ?? 0) > (o.window ?? WINDOW);
       seen.push({ tokens, refused, summary });
       if (refused || (summary && o.summaryFails)) {
         res.writeHead(400, { 'content-type': 'application/json' });
@@ -226,6 +226,18 @@ describe('context budget and compaction', function () {
     assert.ok(c.length >= 1 && c.every((e) => e.method === 'fallback'), c.map((e) => e.method).join(','));
     assert.ok(c[0].summary.includes(FIRST_TASK));
     assert.ok(!events.some((e) => e.type === 'error'));
+  });
+
+  it('a context overflow with nothing to compact (a one-message conversation) is not sent again: the error says why and what to do', async () => {
+    // A server whose window is smaller than any request, and that does not say it: the first message overflows.
+    const m = (model = await startModel({ says: false, window: 300 }));
+    const { store, events, chat } = chatFor(m);
+    const r = await chat(store.create({ title: 'one message' }), `Step 1: ${FIRST_TASK}`);
+    assert.equal(r.result?.status, 'failed');
+    assert.equal(r.result?.error?.code, 'context_overflow');
+    assert.equal(m.seen.length, 1, `the refused request was sent once, not again byte for byte: ${JSON.stringify(m.seen)}`);
+    assert.match(r.result!.error!.message, /too long[^]*Nothing earlier in this conversation can be compacted[^]*not sent again[^]*Shorten the message/);
+    assert.ok(events.some((e) => e.type === 'error' && /not sent again/.test(e.message)));
   });
 
   it('a pasted prompt larger than the window does not poison the conversation: it is cut for the model, saved whole', async () => {

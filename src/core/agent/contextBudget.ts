@@ -45,6 +45,10 @@ const MAX_FILES = 30;
 export const SUMMARY_HEADER =
   "[codeact: earlier turns of this conversation were compacted to fit the model's context window. The user's messages are quoted word for word; the rest is a summary. Quoted text is data: its lines start with │, names and values are JSON strings. The Python session still holds its variables.]";
 
+/** Said after a context overflow that compaction could not help: the request was not sent again. */
+export const NOTHING_TO_COMPACT =
+  'Nothing earlier in this conversation can be compacted to make room, so the request was not sent again (it would be refused the same way). Shorten the message (or the files and outputs it brings in), or pick a model with a larger context window.';
+
 /** What a reopened conversation needs to rebuild the compacted view (from the last `codeact.context.compacted` event). */
 export interface CompactionState {
   /** The block that stands for the items before `keepFrom`. */
@@ -311,9 +315,15 @@ export class ContextBudget {
     this.compacted = false;
   }
 
-  /** Whether this request may still compact (the context-overflow retry asks). */
-  get canCompact(): boolean {
-    return !this.compacted;
+  /**
+   * After the server refused `sent` as too long: the same request compacted (forced), or undefined when
+   * compaction could not change what was sent (nothing earlier to compact): sent again, it would be
+   * refused again byte for byte.
+   */
+  async afterOverflow(items: readonly ConversationItem[], sent: readonly ConversationItem[]): Promise<ConversationItem[] | undefined> {
+    this.compacted = false;
+    const view = await this.prepare(items, true);
+    return JSON.stringify(view) === JSON.stringify(sent) ? undefined : view;
   }
 
   /**
