@@ -216,7 +216,7 @@ export class AgentLoop {
             emit: (e) => this.emit(e),
           }));
     const maxTurns = this.options.maxTurns ?? 12;
-    const budget = await this.contextBudget(system, tools);
+    const budget = await this.contextBudget(system, tools, state);
     // A context overflow the server reports: one compaction and one retry of that request, no more, and only
     // when the compaction changed the request (the compacted history to send).
     let overflowRetry: ConversationItem[] | undefined;
@@ -299,7 +299,7 @@ export class AgentLoop {
   }
 
   /** The context budget of this run's requests (./contextBudget); none when no window is known. */
-  private contextBudget(system: string, tools: ModelTool[]): Promise<ContextBudget | undefined> {
+  private contextBudget(system: string, tools: ModelTool[], state: RunState): Promise<ContextBudget | undefined> {
     const o = this.options;
     return budgetFor({
       provider: o.provider,
@@ -313,7 +313,11 @@ export class AgentLoop {
       turnId: o.turnId,
       toolNames: o.gateway.names(),
       signal: o.signal,
-      emit: (e) => this.emit(e),
+      emit: (e) => {
+        // A summary request is a model request: its usage counts in the run's total (and, by the event, in the turn's and the conversation's).
+        if (e.type === 'codeact.context.compacted' && e.usage) state.countRequest(e.usage);
+        this.emit(e);
+      },
       variables: async () => (o.sessionId && this.persistent ? o.runtime.sessions.variables(o.sessionId) : null),
     });
   }
