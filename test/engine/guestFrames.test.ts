@@ -118,7 +118,9 @@ describe('guest frames: the GuestFrame union against the real guest over fd 3', 
       assert.equal(patched.displays.length, 1);
       assert.equal(patched.stdout.replace(/\u0000codeact-display:[^\u0000]*\u0000/g, ''), 'twice\n');
       // The builtins module itself (len, print): the guest's modules bound theirs at import.
-      const builtins = await h.run('import builtins\nkept = (builtins.len, builtins.print)\nbuiltins.len = lambda *a: 0\nbuiltins.print = None\n[1, 2, 3]', { files });
+      const builtins = await h.run('import builtins\nkept = (builtins.len, builtins.print)\nbuiltins.len = lambda *a: 0\nbuiltins.print = None\n[1, 2, 3]', {
+        files,
+      });
       assert.deepEqual(builtins.complete.value, [1, 2, 3], JSON.stringify(builtins.complete));
       await h.run('builtins.len, builtins.print = kept', { files });
       // The session goes on: a tool call and its result (frames both ways), the variables.

@@ -418,7 +418,10 @@ describe('mcp tools', function () {
     const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { item: { value: unknown } };
     const said = String(last.item.value);
     assert.doesNotMatch(said, /No managed tools are declared/);
-    assert.match(said, /The tool "nope" is declared but could not be loaded[^]*codeact\.tools\[0\] \(nope\): the MCP server .* has no tool "multiply"\. Its tools: add, /);
+    assert.match(
+      said,
+      /The tool "nope" is declared but could not be loaded[^]*codeact\.tools\[0\] \(nope\): the MCP server .* has no tool "multiply"\. Its tools: add, /,
+    );
     assert.deepEqual(ours(), []);
   });
 });
