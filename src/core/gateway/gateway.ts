@@ -254,7 +254,8 @@ export class ToolGateway {
           .join(', ')}${broken.length > 20 ? ` and ${broken.length - 20} more` : ''} (calling one says why).`
       : '';
     if (allowed.length) return `Unknown tool "${name}". Allowed tools: ${allowed.join(', ')}.${notLoaded}`;
-    if (unusable.length) return `Unknown tool "${name}". No managed tool could be loaded: ${unusable.length} declaration${unusable.length === 1 ? '' : 's'} in codeact.tools failed.${notLoaded}`;
+    if (unusable.length)
+      return `Unknown tool "${name}". No managed tool could be loaded: ${unusable.length} declaration${unusable.length === 1 ? '' : 's'} in codeact.tools failed.${notLoaded}`;
     return `Unknown tool "${name}". No managed tools are declared (codeact.tools in .vscode/settings.json).`;
   }
 
