@@ -316,11 +316,7 @@ export class ContextBudget {
     this.compacted = false;
   }
 
-  /**
-   * After the server refused `sent` as too long: the same request compacted (forced), or undefined when
-   * compaction could not change what was sent (nothing earlier to compact): sent again, it would be
-   * refused again byte for byte.
-   */
+  /** After the server refused `sent` as too long: the request compacted (forced), or undefined when that changed nothing (sent again, it would be refused again). */
   async afterOverflow(items: readonly ConversationItem[], sent: readonly ConversationItem[]): Promise<ConversationItem[] | undefined> {
     this.compacted = false;
     const view = await this.prepare(items, true);
