@@ -48,7 +48,7 @@ export async function benchContext(): Promise<Record<string, unknown>> {
       reserve: 1024,
       fixedTokens: 1500,
       toolNames: [],
-      summarize: async () => 'Decisions: keep going.',
+      summarize: async () => ({ text: 'Decisions: keep going.' }),
       variables: async () => null,
       emit: (e) => e.type === 'codeact.context.compacted' && onCompacted?.(),
     });

@@ -141,7 +141,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
       config,
       provider: () => createProvider(providerConfigFrom(config, undefined)),
       runtime,
-      gateway: new ToolGateway(ws.toolSet.tools, asking.gateway),
+      gateway: new ToolGateway(ws.toolSet.tools, { ...asking.gateway, unusable: ws.toolSet.errors }),
       // Hosted code runs in the provider's sandbox, where it cannot be stopped before it runs.
       ...(config.mode !== 'hosted' && asking.beforeRun ? { agent: { beforeRun: asking.beforeRun } } : {}),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),

@@ -48,7 +48,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     reportDeclarationErrors(ws.toolSet);
     // Approvals, code review, installs and MCP forms are asked in turn on the terminal (./approvalPrompt).
     const asking = cliAsking(ws.config, { dir: ws.dir, trusted: ws.trust.trusted });
-    const gateway = new ToolGateway(ws.toolSet.tools, asking.gateway);
+    const gateway = new ToolGateway(ws.toolSet.tools, { ...asking.gateway, unusable: ws.toolSet.errors });
     // The same code turn as Run with Tools; with no transcript to save, its markers are not printed either.
     const { item } = await runCodeTurn({
       code,

@@ -219,7 +219,7 @@ export interface ContextUsage {
  * deterministic one (the summary request failed). The saved conversation keeps every item: this event is
  * the boundary. `summary` is the text the model now reads in place of the older turns ('' for stand-ins);
  * `kept_turns` how many recent steps stay verbatim. `keep_from`/`stand_ins_to` (item ids) let a reopened
- * conversation rebuild the same view.
+ * conversation rebuild the same view. `usage` is the summary request's (absent when none was made or it failed).
  */
 export interface ContextCompacted {
   type: 'codeact.context.compacted';
@@ -233,6 +233,8 @@ export interface ContextCompacted {
   keep_from?: string;
   /** Tool results before this item are stand-ins. */
   stand_ins_to?: string;
+  /** The summary request's usage: a model request too, counted in the turn's and the conversation's totals. */
+  usage?: Usage;
 }
 
 /** A session of the local runtime started fresh or ended (idle, evicted, restarted, crashed, closed). */

@@ -67,7 +67,14 @@ export function totalsText(t: UsageTotals): string {
   return parts.join(' · ');
 }
 
-/** Sums the `response.completed` usage of `events` (of one turn, or a whole conversation), priced per turn's model. */
+/** The usage a model request reported in `e`: a response (`response.completed`), or a compaction's summary request (`codeact.context.compacted`). */
+export function usageOfEvent(e: { type: string }): Usage | undefined {
+  if (e.type === 'response.completed') return (e as { response?: { usage?: Usage } }).response?.usage;
+  if (e.type === 'codeact.context.compacted') return (e as { usage?: Usage }).usage;
+  return undefined;
+}
+
+/** Sums the usage of every model request of `events` (of one turn, or a whole conversation: responses and summary requests), priced per turn's model. */
 export function totalsOfEvents(events: readonly { type: string }[], provider?: string, model?: string): { totals: UsageTotals; context?: ContextUsage } {
   const totals = emptyTotals();
   let context: ContextUsage | undefined;
@@ -78,10 +85,11 @@ export function totalsOfEvents(events: readonly { type: string }[], provider?: s
       const t = e as { provider?: string; model?: string };
       p = t.provider ?? provider;
       m = t.model ?? model;
-    } else if (e.type === 'response.completed') {
-      const u = (e as { response?: { usage?: Usage } }).response?.usage;
-      if (u) addUsage(totals, u, p, m);
     } else if (e.type === 'codeact.context.usage') context = e as ContextUsage;
+    else {
+      const u = usageOfEvent(e);
+      if (u) addUsage(totals, u, p, m);
+    }
   }
   return { totals, ...(context ? { context } : {}) };
 }

@@ -105,7 +105,10 @@ export class WorkspaceTools {
    */
   async gateway(modal = false, folder: string | undefined = this.deps.workspaceFolder()): Promise<ToolGateway> {
     const s = this.deps.settings(folder);
-    return new ToolGateway((await this.resolvedTools(folder)).tools, {
+    const resolved = await this.resolvedTools(folder);
+    return new ToolGateway(resolved.tools, {
+      // A declaration that could not be loaded: a call of it says which and why.
+      unusable: resolved.errors,
       approver: (req) => this.deps.approvals.approveTool(req, modal),
       elicitor: this.deps.approvals.elicitations.elicitor(modal),
       policyOverride: this.deps.approvals.policyOverride(s.alwaysAllow),

@@ -16,6 +16,8 @@ import type { ContextCompacted, ContextUsage } from '../../src/common/events';
 import type { TranscriptEvent } from '../../src/common/transcript';
 import { ContextBudget, SUMMARY_HEADER, cutPoints } from '../../src/core/agent/contextBudget';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
+import { buildTranscript } from '../../src/common/transcript/reducer';
+import { usageSummary } from '../../src/common/usage';
 import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { createProvider } from '../../src/core/providers/factory';
@@ -49,7 +51,7 @@ interface Model {
 }
 
 /** The scripted model: a code call per user step (several when the prompt says so), then an answer; a summary when asked without tools. */
-async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): Promise<Model> {
+async function startModel(o: { says?: boolean; summaryFails?: boolean; window?: number } = {}): Promise<Model> {
   const base = openaiChatDialect('openai');
   const seen: Model['seen'] = [];
   const server = await startWireServer({
@@ -63,7 +65,7 @@ async function startModel(o: { says?: boolean; summaryFails?: boolean } = {}): P
       const body = rec.body as Json;
       const tokens = serverTokens(body);
       const summary = !body.tools;
-      const refused = tokens + (body.max_tokens ?? 0) > WINDOW;
+      const refused = tokens + (body.max_tokens ?? 0) > (o.window ?? WINDOW);
       seen.push({ tokens, refused, summary });
       if (refused || (summary && o.summaryFails)) {
         res.writeHead(400, { 'content-type': 'application/json' });
@@ -206,6 +208,34 @@ describe('context budget and compaction', function () {
     assert.ok(last.includes(FIRST_TASK));
   });
 
+  it("the summary requests' tokens count: in the turn's and the conversation's totals of the panel, the CLI and --json", async () => {
+    const m = (model = await startModel());
+    const { store, events, chat } = chatFor(m);
+    const convo = store.create({ title: 'counted' });
+    const r = await chat(convo, `Step 1: ${FIRST_TASK} Do it in 16 runs.`);
+    assert.equal(r.result?.status, 'completed', JSON.stringify(r.error));
+    const summaries = m.seen.filter((s) => s.summary && !s.refused);
+    assert.ok(summaries.length >= 1, 'the turn made a summary request');
+    // What the server billed: every request it answered (usage: its token count in, 40 out).
+    const answered = m.seen.filter((s) => !s.refused);
+    const billed = { input: answered.reduce((n, s) => n + s.tokens, 0), output: 40 * answered.length };
+    const compacted = compactions(events).filter((e) => e.method === 'summary');
+    assert.equal(compacted.length, summaries.length);
+    assert.ok(compacted.every((e) => e.usage?.output_tokens === 40));
+    // The CLI's end line and --json (codeact.usage.summary), from the saved conversation.
+    const saved = store.open(convo.id);
+    const summary = usageSummary(convo.id, saved.events, 0);
+    assert.deepEqual([summary.turn.input_tokens, summary.turn.output_tokens], [billed.input, billed.output]);
+    assert.deepEqual([summary.conversation.input_tokens, summary.conversation.output_tokens], [billed.input, billed.output]);
+    // The panel: the turn's footer and the conversation's sum.
+    const view = buildTranscript(saved.events);
+    const t = view.turns[view.turns.length - 1];
+    assert.deepEqual([t.usage?.input_tokens, t.usage?.output_tokens], [billed.input, billed.output]);
+    assert.deepEqual([view.usage?.input_tokens, view.usage?.output_tokens], [billed.input, billed.output]);
+    // The agent's own result.
+    assert.deepEqual([r.result?.usage.total.input_tokens, r.result?.usage.total.output_tokens], [billed.input, billed.output]);
+  });
+
   it('a context overflow the server reports compacts and retries once; the conversation goes on, and the summary request failing falls back', async () => {
     // The server does not say its window: the setting (32k) is wrong, so the server refuses first.
     const m = (model = await startModel({ says: false, summaryFails: true }));
@@ -226,6 +256,18 @@ describe('context budget and compaction', function () {
     assert.ok(c.length >= 1 && c.every((e) => e.method === 'fallback'), c.map((e) => e.method).join(','));
     assert.ok(c[0].summary.includes(FIRST_TASK));
     assert.ok(!events.some((e) => e.type === 'error'));
+  });
+
+  it('a context overflow with nothing to compact (a one-message conversation) is not sent again: the error says why and what to do', async () => {
+    // A server whose window is smaller than any request, and that does not say it: the first message overflows.
+    const m = (model = await startModel({ says: false, window: 300 }));
+    const { store, events, chat } = chatFor(m);
+    const r = await chat(store.create({ title: 'one message' }), `Step 1: ${FIRST_TASK}`);
+    assert.equal(r.result?.status, 'failed');
+    assert.equal(r.result?.error?.code, 'context_overflow');
+    assert.equal(m.seen.length, 1, `the refused request was sent once, not again byte for byte: ${JSON.stringify(m.seen)}`);
+    assert.match(r.result!.error!.message, /too long[^]*Nothing earlier in this conversation can be compacted[^]*not sent again[^]*Shorten the message/);
+    assert.ok(events.some((e) => e.type === 'error' && /not sent again/.test(e.message)));
   });
 
   it('a pasted prompt larger than the window does not poison the conversation: it is cut for the model, saved whole', async () => {
@@ -328,7 +370,7 @@ describe('context budget and compaction', function () {
       reserve: 1024,
       fixedTokens: 100,
       toolNames: [],
-      summarize: async () => '',
+      summarize: async () => ({ text: '' }),
       variables: async () => null,
       emit: () => {},
     });

@@ -96,6 +96,44 @@ describe('guest frames: the GuestFrame union against the real guest over fd 3', 
     assert.ok(g.received.some((f) => f.t === 'complete' && f.ok === false) && g.received.some((f) => f.t === 'complete' && f.ok === true));
   });
 
+  it("code that replaces json.dumps, len, print, isinstance or str (in its namespace, on the json module, or on builtins) leaves the guest's replies whole", async () => {
+    const h = await startGuest();
+    try {
+      const files = { max_bytes: 1 << 20, max_total: 1 << 20, max_count: 10 };
+      // The code's own names: its namespace is not the guest's module globals.
+      const shadowed = await h.run(
+        'import json\nprint("once")\nlen = lambda *a: 0\nprint = None\nisinstance = str = None\ndumps = json = None\n{"a": [1, 2]}',
+        { files },
+      );
+      assert.equal(shadowed.complete.ok, true, JSON.stringify(shadowed.complete));
+      assert.deepEqual(shadowed.complete.value, { a: [1, 2] });
+      assert.equal(shadowed.stdout, 'once\n');
+      // The json module itself, monkeypatched: the guest holds its own references, bound at import.
+      const patched = await h.run(
+        'import json as j\nj.dumps = j.loads = j.JSONEncoder = j.JSONDecoder = None\ndel print, len, isinstance, str\nprint("twice")\ndisplay({"shown": 1})\n{"b": 3}',
+        { files },
+      );
+      assert.equal(patched.complete.ok, true, JSON.stringify(patched.complete));
+      assert.deepEqual(patched.complete.value, { b: 3 });
+      assert.equal(patched.displays.length, 1);
+      assert.equal(patched.stdout.replace(/\u0000codeact-display:[^\u0000]*\u0000/g, ''), 'twice\n');
+      // The builtins module itself (len, print): the guest's modules bound theirs at import.
+      const builtins = await h.run('import builtins\nkept = (builtins.len, builtins.print)\nbuiltins.len = lambda *a: 0\nbuiltins.print = None\n[1, 2, 3]', {
+        files,
+      });
+      assert.deepEqual(builtins.complete.value, [1, 2, 3], JSON.stringify(builtins.complete));
+      await h.run('builtins.len, builtins.print = kept', { files });
+      // The session goes on: a tool call and its result (frames both ways), the variables.
+      const started = await h.start('r = await call_tool("lookup", q=1)\nr', { tools: true });
+      const call = await h.frame((f) => f.t === 'tool_call' && f.args?.q === 1);
+      h.send({ t: 'tool_result', id: call.id, ok: true, value: { found: 'yes' } });
+      assert.deepEqual((await started.done).complete.value, { found: 'yes' });
+      assert.ok((await h.vars()).variables.some((v: { name: string }) => v.name === 'r'));
+    } finally {
+      await h.close();
+    }
+  });
+
   it('the edge refuses a frame that is not JSON, not an object, or of a kind the union does not name', () => {
     assert.deepEqual(checkFrame<GuestFrame>('{"t":', GUEST_FRAME_FIELDS), { wrong: 'a malformed frame', json: false });
     assert.deepEqual(checkFrame<GuestFrame>('null', GUEST_FRAME_FIELDS), { wrong: 'a malformed frame', json: true });

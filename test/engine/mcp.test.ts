@@ -405,4 +405,23 @@ describe('mcp tools', function () {
     assert.equal(last.item.value, 3);
     assert.deepEqual(ours(), []);
   });
+
+  it('a declared tool that could not be loaded is named to the code with why (not "Unknown tool … No managed tools are declared"), in the CLI', function () {
+    mkdirSync(path.join(ws, '.vscode'));
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [decl('nope', 'multiply')] }));
+    const r = spawnSync(process.execPath, [CLI, 'run', '-', '--json', '--sandbox', 'none', '--trust-workspace', '--workspace', ws], {
+      cwd: root,
+      input: 'try:\n    await call_tool("nope", a=1)\nexcept RuntimeError as e:\n    return str(e)\n',
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    const last = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { item: { value: unknown } };
+    const said = String(last.item.value);
+    assert.doesNotMatch(said, /No managed tools are declared/);
+    assert.match(
+      said,
+      /The tool "nope" is declared but could not be loaded[^]*codeact\.tools\[0\] \(nope\): the MCP server .* has no tool "multiply"\. Its tools: add, /,
+    );
+    assert.deepEqual(ours(), []);
+  });
 });

@@ -94,6 +94,48 @@ describe('MCP OAuth sign-in', () => {
     assert.deepEqual(server.grants, ['authorization_code', 'refresh_token', 'authorization_code']);
   });
 
+  describe('a 403 insufficient_scope (scope step-up)', () => {
+    const SCOPE = 'tools files:write';
+    /** The server refuses any signed-in request with 403 insufficient_scope until a sign-in asked for files:write (`always`: for ever). */
+    const scoped = async (always: boolean) => {
+      await server.close();
+      const asked = () => server.authorizeRequests.some((q) => (q.get('scope') ?? '').split(' ').includes('files:write'));
+      server = await startOAuthMcpServer({
+        answer: (req, res) => {
+          if (req.method !== 'POST' || !req.url?.startsWith('/mcp') || !req.headers.authorization || (asked() && !always)) return false;
+          const challenge = `Bearer error="insufficient_scope", scope="${SCOPE}", resource_metadata="${server.origin}/.well-known/oauth-protected-resource/mcp"`;
+          res.writeHead(403, { 'content-type': 'application/json', 'www-authenticate': challenge }).end('{"error":"insufficient_scope"}');
+          return true;
+        },
+      });
+    };
+
+    it('signs in again asking for the scope the server named, and the call goes through', async () => {
+      await scoped(false);
+      const h = host();
+      const result = await pool(h.host).callTool({ kind: 'http', url: server.url }, 'add', { a: 40, b: 2 });
+      assert.deepEqual(result.structuredContent, { sum: 42 });
+      assert.equal(h.prompts.length, 2, 'the first sign-in, then the step-up');
+      assert.deepEqual((server.authorizeRequests[1].get('scope') ?? '').split(' ').sort(), ['files:write', 'tools']);
+    });
+
+    it('when the server still refuses, says the scope, that the step-up sign-in ran, and what to do (never "call the tool again")', async () => {
+      await scoped(true);
+      const h = host();
+      const err = await pool(h.host)
+        .callTool({ kind: 'http', url: server.url }, 'add', { a: 1, b: 2 })
+        .then(
+          () => assert.fail('the call went through'),
+          (e: Error) => e.message,
+        );
+      assert.match(err, /needs the OAuth scope "tools files:write" for this \(HTTP 403 insufficient_scope\)/);
+      assert.match(err, /CodeAct signed in again asking for it \(scope step-up\), and the server still refuses/);
+      assert.match(err, /ask the server's administrator to grant it; sign out first[^]*codeact mcp sign-out http:/);
+      assert.doesNotMatch(err, /Call the tool again|refused the sign-in/);
+      assert.ok(h.prompts.length <= 2, `at most the sign-in and one step-up: ${h.prompts.length}`);
+    });
+  });
+
   it('refreshes an access token that expired (by expires_in) before sending it', async () => {
     const h = host();
     const spec: McpServerSpec = { kind: 'http', url: server.url };

@@ -7,7 +7,8 @@
  * re-renders the whole transcript). Output panes keep only a bounded tail; the host keeps the full text.
  */
 import type { TranscriptEvent } from './events';
-import { addUsage, emptyTotals, type UsageTotals } from '../usage';
+import type { Usage } from '../items';
+import { addUsage, emptyTotals, usageOfEvent, type UsageTotals } from '../usage';
 import {
   approvalKey,
   compactionKey,
@@ -217,17 +218,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
     case 'response.completed': {
       const turn = ctx.turnForNewItem();
       turn.responses++;
-      const usage = event.response.usage;
-      if (usage) {
-        // (A turn saved before cached tokens and costs were counted goes on from its sums.)
-        const was = turn.usage;
-        const sum: UsageTotals =
-          was?.unpriced !== undefined
-            ? (was as UsageTotals)
-            : { ...emptyTotals(), input_tokens: was?.input_tokens || 0, output_tokens: was?.output_tokens || 0, total_tokens: was?.total_tokens || 0 };
-        turn.usage = addUsage(sum, usage, turn.provider, turn.model);
-        model.usage = addUsage(model.usage ?? emptyTotals(), usage, turn.provider, turn.model);
-      }
+      countUsage(model, turn, usageOfEvent(event));
       for (const key of turn.itemKeys) {
         const item = model.items[key];
         if (item && item.kind === 'message' && !item.done) {
@@ -264,6 +255,8 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         rev: 1,
       };
       ctx.addItem(turn, view);
+      // The summary request is a model request: its tokens and cost count in the turn's and the conversation's.
+      if (countUsage(model, turn, usageOfEvent(event))) ctx.turnChanged(turn);
       break;
     }
     case 'codeact.context.usage': {
@@ -291,6 +284,20 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
 }
 
 /** Retry notices go once the retries are over (a response arrived, or the turn ended). */
+/** Adds one model request's usage to its turn's and the conversation's sums; whether there was any. */
+function countUsage(model: TranscriptModel, turn: TurnView, usage: Usage | undefined): boolean {
+  if (!usage) return false;
+  // (A turn saved before cached tokens and costs were counted goes on from its sums.)
+  const was = turn.usage;
+  const sum: UsageTotals =
+    was?.unpriced !== undefined
+      ? (was as UsageTotals)
+      : { ...emptyTotals(), input_tokens: was?.input_tokens || 0, output_tokens: was?.output_tokens || 0, total_tokens: was?.total_tokens || 0 };
+  turn.usage = addUsage(sum, usage, turn.provider, turn.model);
+  model.usage = addUsage(model.usage ?? emptyTotals(), usage, turn.provider, turn.model);
+  return true;
+}
+
 function endRetries(ctx: Ctx, model: TranscriptModel, turn: TurnView): void {
   for (const key of turn.itemKeys) {
     const item = model.items[key];

@@ -29,7 +29,7 @@ import { ToolDispatcher } from '../runtime/toolDispatcher';
 import type { BeforeRun, Runtime } from '../runtime/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocol, type AgentProtocol, type TextTurn } from './textProtocol';
-import { budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
+import { NOTHING_TO_COMPACT, budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
 import { executionImages, executionSummary, toolResultText, withinPixelCap } from './executionResult';
 import { CodeStreams } from './codeStreams';
 import { TurnRetries, type RetryPolicy, type Sleep } from './retries';
@@ -216,9 +216,11 @@ export class AgentLoop {
             emit: (e) => this.emit(e),
           }));
     const maxTurns = this.options.maxTurns ?? 12;
-    const budget = await this.contextBudget(system, tools);
-    // A context overflow the server reports: one compaction and one retry of that request, no more.
-    let overflowRetry = false;
+    const budget = await this.contextBudget(system, tools, state);
+    // A context overflow the server reports: one compaction and one retry of that request, no more, and only
+    // when the compaction changed the request (the compacted history to send).
+    let overflowRetry: ConversationItem[] | undefined;
+    let overflowed = false;
 
     for (let turn = 1; turn <= maxTurns; turn++) {
       if (signal?.aborted) return this.cancelled(state);
@@ -226,8 +228,12 @@ export class AgentLoop {
       let view: ConversationItem[] = [];
       try {
         const all = state.all();
-        budget?.nextRequest();
-        view = budget ? await budget.prepare(all, overflowRetry) : all;
+        if (overflowRetry) view = overflowRetry;
+        else {
+          budget?.nextRequest();
+          view = budget ? await budget.prepare(all) : all;
+        }
+        overflowRetry = undefined;
         const request: TurnRequest = {
           model: this.options.model,
           system,
@@ -249,10 +255,14 @@ export class AgentLoop {
           turn--;
           continue;
         }
-        if (err instanceof ProviderError && err.code === 'context_overflow' && budget && !overflowRetry && !err.partial?.items.length) {
-          overflowRetry = true;
-          turn--;
-          continue;
+        if (err instanceof ProviderError && err.code === 'context_overflow' && budget && !overflowed && !err.partial?.items.length) {
+          overflowed = true;
+          overflowRetry = await budget.afterOverflow(state.all(), view);
+          if (overflowRetry) {
+            turn--;
+            continue;
+          }
+          return this.end(state, 'failed', err.code, `${err.message} ${NOTHING_TO_COMPACT}`);
         }
         if (err instanceof ProviderError) {
           // Everything received before the error is kept.
@@ -263,7 +273,7 @@ export class AgentLoop {
         if (signal?.aborted) return this.cancelled(state);
         return this.end(state, 'failed', 'internal', `Unexpected error: ${(err as Error).message}`);
       }
-      overflowRetry = false;
+      overflowed = false;
       let again = false;
       if (this.textTurn) {
         const step = this.textTurn.finish(result);
@@ -289,7 +299,7 @@ export class AgentLoop {
   }
 
   /** The context budget of this run's requests (./contextBudget); none when no window is known. */
-  private contextBudget(system: string, tools: ModelTool[]): Promise<ContextBudget | undefined> {
+  private contextBudget(system: string, tools: ModelTool[], state: RunState): Promise<ContextBudget | undefined> {
     const o = this.options;
     return budgetFor({
       provider: o.provider,
@@ -303,7 +313,11 @@ export class AgentLoop {
       turnId: o.turnId,
       toolNames: o.gateway.names(),
       signal: o.signal,
-      emit: (e) => this.emit(e),
+      emit: (e) => {
+        // A summary request is a model request: its usage counts in the run's total (and, by the event, in the turn's and the conversation's).
+        if (e.type === 'codeact.context.compacted' && e.usage) state.countRequest(e.usage);
+        this.emit(e);
+      },
       variables: async () => (o.sessionId && this.persistent ? o.runtime.sessions.variables(o.sessionId) : null),
     });
   }

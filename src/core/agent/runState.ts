@@ -62,6 +62,11 @@ export class RunState {
     return ++this.executions;
   }
 
+  /** Counts the usage of a model request that is no turn of its own (a compaction's summary) in the total. */
+  countRequest(usage: Usage): void {
+    this.total = addUsage(this.total, usage);
+  }
+
   /** Adds a finished turn (its items, usage and container); returns the turn's answer text. */
   addTurn(result: TurnResult): string {
     this.items.push(...result.items);

@@ -13,7 +13,7 @@ import { ToolDiscovery } from './discovery/toolDiscovery';
 import { ARGUMENT_LIMITS, measureShape, preview, type ShapeLimits } from './limits';
 import { MAX_VALUE_DEPTH } from '../../common/jsonShape';
 import { BudgetExceeded, compileSchema, type Validator } from './schema';
-import type { ManagedTool } from './toolSet';
+import { formatDeclarationError, type DeclarationError, type ManagedTool } from './toolSet';
 import { CodeActError } from '../util/errors';
 import { pausedTime } from '../util/timeout';
 import type { ElicitationPrompt, Elicitor } from '../../common/elicitation';
@@ -91,6 +91,11 @@ export interface GatewayOptions {
   installUnavailable?: string;
   /** How many call summaries {@link ToolGateway.records} keeps (the newest); default {@link MAX_RECORDS}. */
   maxRecords?: number;
+  /**
+   * The declarations that could not be loaded (the tool set's `errors`: a server that refused the sign-in or
+   * lacks the tool, a declaration that does not validate): a call of one of them says which and why.
+   */
+  unusable?: readonly DeclarationError[];
 }
 
 export class ToolError extends CodeActError {
@@ -233,17 +238,31 @@ export class ToolGateway {
     this.options.log?.(`tool ${name} ${ok ? 'ok' : 'error'} in ${rec.duration_ms} ms${error ? `: ${rec.error}` : ''}`);
   }
 
+  /** Why `name` cannot be called: its declaration could not be loaded (which, and why), or no declaration has it. */
+  private unknownTool(name: string): string {
+    const unusable = this.options.unusable ?? [];
+    const own = unusable.filter((e) => e.name === name);
+    if (own.length) {
+      return `The tool "${name}" is declared but could not be loaded, so it cannot be called in this run: ${own.map(formatDeclarationError).join(' ')} Fix what it says (in codeact.tools in .vscode/settings.json, or on the server), then run again.`;
+    }
+    const allowed = this.names();
+    const broken = unusable.filter((e) => e.name);
+    const notLoaded = broken.length
+      ? ` Declared but not loaded: ${broken
+          .slice(0, 20)
+          .map((e) => `"${e.name}"`)
+          .join(', ')}${broken.length > 20 ? ` and ${broken.length - 20} more` : ''} (calling one says why).`
+      : '';
+    if (allowed.length) return `Unknown tool "${name}". Allowed tools: ${allowed.join(', ')}.${notLoaded}`;
+    if (unusable.length)
+      return `Unknown tool "${name}". No managed tool could be loaded: ${unusable.length} declaration${unusable.length === 1 ? '' : 's'} in codeact.tools failed.${notLoaded}`;
+    return `Unknown tool "${name}". No managed tools are declared (codeact.tools in .vscode/settings.json).`;
+  }
+
   private async run(request: ToolCallRequest, signal: AbortSignal, facts: CallFacts): Promise<unknown> {
     const name = typeof request.name === 'string' ? request.name : String(request.name);
     const entry = this.entries.get(name);
-    if (!entry) {
-      const allowed = this.names();
-      throw new ToolError(
-        `Unknown tool "${name}". ` +
-          (allowed.length ? `Allowed tools: ${allowed.join(', ')}.` : 'No managed tools are declared (codeact.tools in .vscode/settings.json).'),
-        'unknown_tool',
-      );
-    }
+    if (!entry) throw new ToolError(this.unknownTool(name), 'unknown_tool');
     const args = request.arguments;
     if (!args || typeof args !== 'object' || Array.isArray(args)) {
       throw new ToolError(`Invalid arguments for "${name}": $ must be an object of keyword arguments.`, 'invalid_arguments');

@@ -39,14 +39,15 @@ What the code gets:
 """
 import difflib
 import inspect
-import json
 import keyword
 import sys
 import types
+from json import loads as _json_loads  # bound at import: the code may replace json.loads
 
 try:  # in the guest library, its frames are ours and never shown in a user's traceback
     import codeact_lib as _lib
     _lib.own_file(sys._getframe().f_code.co_filename)
+    _lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
 except ImportError:
     pass
 
@@ -204,7 +205,7 @@ def _module_getattr(names):
 def install(namespace, call_tool, catalog):
     """Defines `search_tools` and `describe_tool` in `namespace` and registers the `tools` module."""
     if isinstance(catalog, (bytes, str)):
-        catalog = json.loads(catalog)
+        catalog = _json_loads(catalog)
     if not isinstance(catalog, dict) or catalog.get("version") != CATALOG_FORMAT or not isinstance(catalog.get("tools"), list):
         raise ValueError("tool catalogue: expected {'version': %d, 'tools': [...]}" % CATALOG_FORMAT)
     reserved = dict(DEFAULT_RESERVED)

@@ -20,7 +20,9 @@ import os
 import sys
 
 import codeact_lib as _lib
-from codeact_values import compact_json
+from codeact_values import compact_json, own_builtins
+
+own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
 
 _lib.own_file(sys._getframe().f_code.co_filename)
 

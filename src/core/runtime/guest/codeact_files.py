@@ -8,6 +8,10 @@ visited (the rest are skipped, silently), hidden entries and __pycache__ left al
 import os
 import stat
 
+from codeact_values import own_builtins
+
+own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
+
 MAX_DEPTH = 4
 MAX_VISIT = 2000
 FILES_DEFAULTS = {"max_bytes": 10 << 20, "max_total": 20 << 20, "max_count": 50}

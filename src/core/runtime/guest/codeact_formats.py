@@ -13,6 +13,10 @@ imported them (sys.modules says so).
 """
 import sys
 
+from codeact_values import own_builtins
+
+own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
+
 TEXT_LIMIT = 100_000  # characters of text/plain
 MAX_MIMES = 32
 BINARY = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "application/pdf"))

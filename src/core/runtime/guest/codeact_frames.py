@@ -13,6 +13,8 @@ import codeact_files as files
 import codeact_lib as lib
 import codeact_output as output
 
+lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
+
 
 class RichOutputs:
     def __init__(self, chan, root, max_frame, is_main):

@@ -72,10 +72,11 @@ import codeact_output as output  # noqa: E402
 import codeact_outputs as kept  # noqa: E402
 import codeact_proc as proc  # noqa: E402
 
+lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
+
 for _f in (__file__, output.__file__, proc.__file__, frames.__file__, frames.files.__file__):
     lib.own_file(_f)
     lib.own_file(os.path.abspath(_f))
-json = None  # loaded after the first frame (it is needed then anyway)
 
 
 def _close_inherited_fds(keep):
@@ -93,22 +94,16 @@ def _close_inherited_fds(keep):
                 pass
 
 
-_SCAN = None
-
-
 def _decode(line):
     """One frame (a line of JSON from the host). The scanner alone is about three times as fast as
     json.loads on bytes; a line with anything after its value goes through json.loads, which says why."""
-    global _SCAN
-    if _SCAN is None:
-        _SCAN = json.JSONDecoder().scan_once
     text = line.decode("utf-8", "surrogatepass")
     try:
-        value, end = _SCAN(text, 0)
+        value, end = lib.scan_json(text, 0)
     except StopIteration:
         end = -1
     if end != len(text):
-        return json.loads(text)
+        return lib.loads(text)
     return value
 
 
@@ -453,8 +448,6 @@ def _forked_child_exit(exc):
 
 def serve(chan, first=None):
     """Runs a guest on an open channel: init, then runs until the host is done with it."""
-    global json
-    json = json or __import__("json")
     init = first if first is not None else chan.read_blocking()
     if init is None:
         return 0

@@ -15,6 +15,8 @@ import sys
 
 import codeact_lib as _lib
 
+_lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
+
 _lib.own_file(sys._getframe().f_code.co_filename)
 BACKEND = "module://codeact_mpl"
 _WATCH = {}

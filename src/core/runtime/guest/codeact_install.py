@@ -19,6 +19,7 @@ import sys
 try:  # in the guest library, its frames are ours and never shown in a user's traceback
     import codeact_lib as _lib
     _lib.own_file(sys._getframe().f_code.co_filename)
+    _lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
 except ImportError:
     pass
 

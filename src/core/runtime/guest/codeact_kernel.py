@@ -21,7 +21,6 @@ the library's, exactly as in the local guest; this file adds what only a kernel 
 import asyncio
 import base64
 import itertools
-import json
 import os
 import signal
 import sys
@@ -30,6 +29,8 @@ import time
 import codeact_display as display
 import codeact_files as files
 import codeact_lib as lib
+
+lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
 
 RESULT_MIME = "application/vnd.codeact.result+json"
 lib.own_file(sys._getframe().f_code.co_filename)
@@ -123,7 +124,7 @@ async def call_tool(name, _arguments=None, /, **kwargs):
     call_id = str(next(_call_ids))
     fut = loop.create_future()
     run.waiting[call_id] = fut
-    run.new.append('{"id":%s,"name":%s,"arguments":%s}' % (json.dumps(call_id), json.dumps(name, ensure_ascii=False), encoded))
+    run.new.append('{"id":%s,"name":%s,"arguments":%s}' % (lib.dumps(call_id), lib.dumps(name, ensure_ascii=False), encoded))
     _schedule(run, loop)
     try:
         return await fut
@@ -191,7 +192,7 @@ def _request(prompt, seq):
             if value == "\x04":
                 raise EOFError("the host closed the tool channel")
             try:
-                data = json.loads(value)
+                data = lib.loads(value)
             except ValueError:
                 continue
             if isinstance(data, dict) and (data.get("cancelled") or data.get("seq") == seq):
@@ -210,7 +211,7 @@ def _flush(run, loop):
     hold = _hold_budget(loop)
     run.seq += 1
     frame = '{"run":%s,"seq":%d,"calls":[%s],"hold_ms":%s}' % (
-        json.dumps(run.id), run.seq, ",".join(calls), "null" if hold is None else hold)
+        lib.dumps(run.id), run.seq, ",".join(calls), "null" if hold is None else hold)
     try:
         data = _request(_prefix + frame, run.seq)
     except BaseException as exc:  # never let KeyboardInterrupt escape into the event loop
@@ -276,7 +277,7 @@ async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
     source = base64.b64decode(source_b64).decode("utf-8", "surrogatepass")
     if isinstance(options, str):
         try:
-            options = json.loads(options)
+            options = lib.loads(options)
         except ValueError:
             options = None
     options = options if isinstance(options, dict) else {}

@@ -38,8 +38,10 @@ def own_file(filename):
 
 
 # Values that leave the process live in their own module (part of this library's surface).
-from codeact_values import compact_json, encode_value, prepare_call, variables  # noqa: E402,F401
+from codeact_values import compact_json, dumps, encode_value, loads, own_builtins, prepare_call, scan_json, variables  # noqa: E402,F401
 import codeact_values as _values  # noqa: E402
+
+own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
 
 own_file(_values.prepare_call.__code__.co_filename)
 

@@ -7,6 +7,10 @@ each run the end token follows the output on both streams (see codeact_guest.py)
 import os
 import sys
 
+from codeact_values import own_builtins
+
+own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
+
 class _CappedRaw:
     """fd 1 or 2 under the output buffer: past the run's cap (plus a little, so the host sees the
     overflow and marks the truncation) nothing more is written, only counted."""

@@ -7,6 +7,9 @@ Jupyter kernel); they live here, in the session's memory, under the run's execut
 "execution" of its result). Bounded: at most `max_total` characters in all and MAX_RUNS runs; the oldest
 runs' output goes first, and asking for it then says so. A new session (a restart) starts empty.
 """
+from codeact_values import loads as _loads, own_builtins
+
+own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
 
 STREAMS = ("stdout", "stderr")
 MAX_RUNS = 1000
@@ -84,8 +87,7 @@ def keep_frame(frame):
 def keep_encoded(data):
     """The host's silent cell in a Jupyter kernel: the same frame, as base64 of its JSON."""
     import base64
-    import json
-    keep_frame(json.loads(base64.b64decode(data).decode("utf-8", "surrogatepass")))
+    keep_frame(_loads(base64.b64decode(data).decode("utf-8", "surrogatepass")))
 
 
 def install(namespace, hidden, own_file):

@@ -6,6 +6,10 @@ the zygote.
 """
 import os
 
+from codeact_values import own_builtins
+
+own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
+
 # Set when this guest is a child subreaper that kills its orphans at the end of a one-shot run.
 SUBREAPER = False
 SUBREAPER_SET = False

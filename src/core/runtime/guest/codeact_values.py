@@ -6,7 +6,45 @@
 - variables: a summary of the namespace (name, type, short repr or shape) that never runs user code.
 
 Part of codeact_lib (which re-exports these); both runtimes load it with the library.
+
+The guest's own references, bound at import (before any code of the user's runs): the JSON encoders and
+decoder here (`dumps`, `loads`, `compact_json`, `encode_value`), and the builtins of every guest module
+(`own_builtins`). Code that replaces `json.dumps`, `len` or `print` in its namespace, or on the modules
+themselves (`import json; json.dumps = None`), leaves the guest's replies whole.
 """
+import builtins as _builtins
+from json import JSONDecoder as _JSONDecoder, JSONEncoder as _JSONEncoder
+
+
+def own_builtins(module_globals):
+    """Binds every builtin a guest module uses in its own globals, at import: a later `builtins.len = …`
+    (or `print`, `isinstance`, `str`…) by the code changes nothing the module calls."""
+    for name, value in vars(_builtins).items():
+        if not name.startswith("_"):
+            module_globals.setdefault(name, value)
+
+
+own_builtins(globals())
+
+# Encoders with the options the guest uses, and a decoder, made once here (json.dumps with options builds
+# a new encoder every call, from the json module's names of the moment).
+_VALUE_ENCODER = _JSONEncoder(ensure_ascii=False, allow_nan=False)
+_COMPACT_ENCODER = _JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = _JSONEncoder()
+_DECODER = _JSONDecoder()
+scan_json = _DECODER.scan_once
+
+
+def dumps(value, ensure_ascii=True):
+    """json.dumps(value) (or with ensure_ascii=False), with the guest's own encoder."""
+    return (_ASCII_ENCODER if ensure_ascii else _VALUE_ENCODER).encode(value)
+
+
+def loads(text):
+    """json.loads(text) for str or UTF-8 bytes, with the guest's own decoder."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "surrogatepass")
+    return _DECODER.decode(text)
 
 # Deepest nesting of lists and dicts in a returned value (the host's MAX_VALUE_DEPTH, as for tool results).
 MAX_DEPTH = 128
@@ -38,7 +76,6 @@ def encode_value(value, implicit, max_bytes):
     A last expression (implicit) that is not JSON is shown, as a notebook shows it, and the value is
     null; an explicit `return` of such a value is an error that says how to fix it. A value nested
     deeper than MAX_DEPTH, or over max_bytes, is an error either way."""
-    import json
     if value is None:
         return "ok", "null"
     try:
@@ -50,7 +87,7 @@ def encode_value(value, implicit, max_bytes):
             f"The return value is nested deeper than {MAX_DEPTH} levels (lists and dicts inside one another); "
             f"the limit is {MAX_DEPTH}. Return a flatter value: a summary, the first levels, or a file path.")}
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = _VALUE_ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         if implicit:
             return "display", value
@@ -75,20 +112,8 @@ def encode_value(value, implicit, max_bytes):
     return "ok", text
 
 
-_ENCODER = None
-
-
-def _compact_encoder():
-    """One JSON encoder for call arguments (json.dumps with options builds a new encoder every call)."""
-    global _ENCODER
-    if _ENCODER is None:
-        import json
-        _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _ENCODER
-
-
 def compact_json(value):
-    return _compact_encoder().encode(value)
+    return _COMPACT_ENCODER.encode(value)
 
 
 def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
@@ -104,7 +129,7 @@ def prepare_call(name, arguments, kwargs, max_bytes, tools_enabled=True):
     args = dict(arguments or {})
     args.update(kwargs)
     try:
-        encoded = _compact_encoder().encode(args)
+        encoded = _COMPACT_ENCODER.encode(args)
     except (TypeError, ValueError, RecursionError) as exc:
         raise TypeError(f"call_tool({name!r}): the arguments are not JSON-serialisable: {exc}") from None
     size = len(encoded) if encoded.isascii() else len(encoded.encode("utf-8", "surrogatepass"))

@@ -158,7 +158,16 @@ export class McpOAuthProvider implements OAuthClientProvider {
     await this.save();
   }
 
+  /** A scope the server said a request needs (a 403 insufficient_scope, ./scopeStepUp): every sign-in asks for it too. */
+  wantScope?: () => string | undefined;
+
   redirectToAuthorization(url: URL): void {
+    const want = this.wantScope?.();
+    if (want) {
+      const asked = new Set((url.searchParams.get('scope') ?? '').split(' ').filter(Boolean));
+      for (const s of want.split(' ').filter(Boolean)) asked.add(s);
+      url.searchParams.set('scope', [...asked].join(' '));
+    }
     // Opening waits for completeSignIn: the user's act, never the SDK's.
     this.pendingUrl = url;
   }

@@ -2,6 +2,7 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { raceAbort } from '../../../util/abort';
+import { tail } from '../processes';
 
 /** A failure of the connection itself (HTTP, a socket, a server that went away), not an answer of the server. */
 export function isTransportFailure(e: unknown): boolean {
@@ -25,4 +26,10 @@ export function describeFetchError(e: Error | undefined): string {
 /** `p`, or a timeout error once `signal` aborts. */
 export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   return raceAbort(p, signal, () => new McpError(ErrorCode.RequestTimeout, 'aborted'));
+}
+
+/** The tail of what a stdio server wrote to stderr, as a part of a message ('' when nothing). */
+export function stderrPart(stdio: { stderr: string } | undefined): string {
+  const text = stdio?.stderr ?? '';
+  return text.trim() ? `\nstderr:\n${tail(text)}` : '';
 }

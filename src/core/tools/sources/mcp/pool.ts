@@ -12,12 +12,13 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ElicitationAnswer, ElicitationPrompt } from '../../../../common/elicitation';
 import { raceAbort } from '../../../util/abort';
-import { abortable, describeFetchError, isTransportFailure } from './failures';
+import { abortable, describeFetchError, isTransportFailure, stderrPart } from './failures';
 import { RunClock, waitAtMost, withTimeout } from '../../../util/timeout';
 import { answerElicitation, type ElicitingCall } from './elicitation';
 import { CODEACT_VERSION } from '../../../util/version';
-import { spawnFailure, tail } from '../processes';
+import { spawnFailure } from '../processes';
 import { McpOAuthProvider, McpSignInProblem, McpSignInRequired, type McpAuthHost } from './auth';
+import { ScopeStepUps } from './scopeStepUp';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
 import { StdioServerTransport, type McpFloodLimits } from './stdioTransport';
@@ -113,6 +114,7 @@ export class McpClientPool {
   }
 
   private signIns = 0;
+  private readonly scopes = new ScopeStepUps();
 
   /** Changes with every sign-in and sign-out: a host that caches tool listings lists again when it changed. */
   get authGeneration(): number {
@@ -260,11 +262,9 @@ export class McpClientPool {
       this.processes.add(conn.stdio);
       this.updateExitHook();
     } else {
-      const fetch = cappedFetch({ label, url: spec.url }, (e) => {
-        conn.tooLarge ??= e;
-        void client.close();
-      });
-      if (this.options.auth) conn.auth = await McpOAuthProvider.open(this.options.auth, spec, label);
+      const capped = cappedFetch({ label, url: spec.url }, (e) => void ((conn.tooLarge ??= e), client.close()));
+      const fetch = this.scopes.fetch(key, capped, () => conn.auth);
+      if (this.options.auth) (conn.auth = await McpOAuthProvider.open(this.options.auth, spec, label)).wantScope = () => this.scopes.scope(key);
       // An expired access token is refreshed before it is sent (a server's 401 would also do it).
       if (conn.auth?.expired)
         await auth(conn.auth, { serverUrl: spec.url, fetchFn: fetch }).catch((e) =>
@@ -299,7 +299,7 @@ export class McpClientPool {
         () => new McpError(ErrorCode.RequestTimeout, 'the handshake timed out'),
       );
     } catch (e) {
-      if (e instanceof UnauthorizedError && conn.auth?.needsSignIn && !lifetime.aborted && attempt === 0) {
+      if (e instanceof UnauthorizedError && conn.auth?.needsSignIn && !lifetime.aborted && (attempt === 0 || (attempt === 1 && this.scopes.pending(key)))) {
         // The server wants OAuth: the SDK found its authorization server and made the authorization URL.
         try {
           await this.completeSignIn(conn, interactive, lifetime);
@@ -336,6 +336,7 @@ export class McpClientPool {
       throw new McpSignInProblem(`could not sign in to the ${label}: ${(e as Error)?.message ?? String(e)}`);
     }
     this.signIns++;
+    this.scopes.signedIn(conn.key);
     this.options.log?.(`signed in to ${label}`);
   }
 
@@ -407,16 +408,13 @@ export class McpClientPool {
     this.exitHookInstalled = want;
   }
 
-  private stderrPart(conn: Connection): string {
-    const text = conn.stdio?.stderr ?? '';
-    return text.trim() ? `\nstderr:\n${tail(text)}` : '';
-  }
-
   private startError(conn: Connection, e: unknown, lifetime: AbortSignal): Error {
     const err = e as NodeJS.ErrnoException;
     const { label, spec } = conn;
     if (lifetime.aborted) return new Error(`could not use the ${label}: the MCP connections were closed while it started.`);
     if (conn.tooLarge) return new Error(`could not use the ${label}: ${conn.tooLarge.message}`);
+    const scope = this.scopes.refusal(e, conn);
+    if (scope) return new Error(`could not use the ${label}: ${scope}`);
     if (spec.kind === 'stdio' && (err?.syscall?.startsWith('spawn') || (typeof err?.code === 'string' && err.code.startsWith('ERR_INVALID_ARG')))) {
       return new Error(`could not start the ${label}: ${spawnFailure(spec.argv[0], spec.cwd, err, 'mcp.command')}.`);
     }
@@ -426,7 +424,7 @@ export class McpClientPool {
           (spec.kind === 'stdio'
             ? 'Check that the command starts an MCP server on stdio (not HTTP), and that it logs to stderr only.'
             : 'Check that the URL is a streamable HTTP MCP endpoint.') +
-          this.stderrPart(conn),
+          stderrPart(conn.stdio),
       );
     }
     const exit = conn.stdio?.exit;
@@ -434,12 +432,12 @@ export class McpClientPool {
       const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
       return new Error(
         `could not start the ${label}: it exited during startup (${how}).` +
-          (this.stderrPart(conn) || ' It wrote nothing to stderr. Check that the command starts an MCP server on stdio.'),
+          (stderrPart(conn.stdio) || ' It wrote nothing to stderr. Check that the command starts an MCP server on stdio.'),
       );
     }
     if (spec.kind === 'http')
       return new Error(`could not reach the ${label}: ${describeFetchError(err)}. Check "mcp.url" in codeact.tools and that the server is running.`);
-    return new Error(`could not start the ${label}: ${err?.message ?? String(e)}.${this.stderrPart(conn)}`);
+    return new Error(`could not start the ${label}: ${err?.message ?? String(e)}.${stderrPart(conn.stdio)}`);
   }
 
   private callError(conn: Connection, what: string, e: unknown, signal: AbortSignal | undefined, timeoutMs: number, isList = false): Error {
@@ -452,14 +450,15 @@ export class McpClientPool {
       conn.closed = true;
       if (this.entries.get(conn.key)?.conn === conn) this.entries.delete(conn.key);
       void this.closeConnection(conn);
-      return new Error(`failed: the ${conn.label} refused the sign-in (${e.message}). Call the tool again to sign in again.`);
+      const scoped = this.scopes.refusal(e, conn);
+      return new Error(`failed: ${scoped ?? `the ${conn.label} refused the sign-in (${e.message}). Call the tool again to sign in again.`}`);
     }
     if (conn.stdio?.fatal) return new Error(`failed: the connection to the ${conn.label} was dropped: ${conn.stdio.fatal}.`);
     const exit = conn.stdio?.exit;
     if (exit || (e instanceof McpError && e.code === ErrorCode.ConnectionClosed)) {
       const how = exit ? (exit.signal ? ` (killed by ${exit.signal})` : ` (exit code ${exit.code})`) : '';
       return new Error(
-        `failed: the ${conn.label} closed the connection${how} while ${isList ? 'listing its tools' : `running "${what}"`}.${this.stderrPart(conn)}`,
+        `failed: the ${conn.label} closed the connection${how} while ${isList ? 'listing its tools' : `running "${what}"`}.${stderrPart(conn.stdio)}`,
       );
     }
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
