@@ -165,7 +165,7 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     // The model read the notebook with the prompt: the cells with their indexes, and a digest of their outputs.
     const first = JSON.stringify(e2e.wire.requests.slice(requestsBefore).find((r) => r.body?.messages)?.body ?? {});
     assert.match(first, /works in the user's open notebook \\"analysis\.ipynb\\"/);
-    assert.match(first, /\[0\] code, ran as \[1\]\\norders = \[3, 5, 8\]/);
+    assert.match(first, /\[0\] code, ran as \[1\]\\n│ orders = \[3, 5, 8\]/);
     assert.match(first, /warehouse: Lyon/);
     // Two cells after the selected cell (index 3), in order; the failing cell moved down.
     await nb.waitForCellCount(7);
