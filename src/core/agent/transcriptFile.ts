@@ -11,7 +11,7 @@ import { CodeActError } from '../util/errors';
 import { writeAll, writeFileAtomicSync } from '../util/atomicFile';
 
 /** The largest conversation file read (a conversation past it is refused, said clearly). */
-export const MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024;
+const MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024;
 
 /** A stored conversation that cannot be read: what it is and what to do. */
 export class TranscriptFileError extends CodeActError {

@@ -116,7 +116,7 @@ export class TranscriptStore {
 }
 
 /** Why the conversation stopped being saved: which file, and the error (ENOSPC, EIO…), in plain words. */
-export interface StoreFailure {
+interface StoreFailure {
   file: string;
   message: string;
 }

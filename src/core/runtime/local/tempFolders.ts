@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import { startTimeOf } from '../../util/processTree';
 import { removeTree } from './workdirCleanup';
 
-export type TempKind = 'guest' | 'files' | 'run' | 'zygote' | 'install';
+type TempKind = 'guest' | 'files' | 'run' | 'zygote' | 'install';
 
 const OWNED = /^codeact-(?:guest|files|run|zygote|install)-(\d{1,10})-(\d{1,20})-[A-Za-z0-9]{6}$/;
 
@@ -32,7 +32,7 @@ export function ownTempDir(kind: TempKind): string {
  * Removes the stale temporary folders of dead CodeAct processes of this user in `root` (default: the
  * temporary folder), and resolves to those it removed. Never rejects: a folder that will not go stays.
  */
-export async function sweepStaleTempFolders(root = tmpdir()): Promise<string[]> {
+async function sweepStaleTempFolders(root = tmpdir()): Promise<string[]> {
   if (process.platform !== 'linux' || typeof process.getuid !== 'function') return [];
   const uid = process.getuid();
   const removed: string[] = [];
