@@ -10,6 +10,8 @@ import * as path from 'node:path';
 import type { TranscriptEvent } from '../common/transcript';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
+import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
+import { recoverInterrupted } from '../core/agent/turnJournal';
 import { providerConfigFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { cliAsking } from './approvalPrompt';
@@ -44,8 +46,8 @@ function defaultStorage(): string {
 const CONTINUED_NOTE =
   'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
 
-export async function chatCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse({
+function parseChat(argv: string[]) {
+  return parse({
     args: argv,
     options: {
       provider: { type: 'string', short: 'p' },
@@ -61,6 +63,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
       ...RUNTIME_FLAGS,
     },
   });
+}
+
+type ChatValues = ReturnType<typeof parseChat>['values'];
+
+export async function chatCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseChat(argv);
   if (values.help) {
     process.stdout.write(CHAT_USAGE + '\n');
     return 0;
@@ -81,10 +89,30 @@ export async function chatCommand(argv: string[]): Promise<number> {
   const prompt = positionals[0];
 
   let conversation: Conversation | undefined;
+  // The conversation is this process's until the command ends (another one is told it is open here).
+  let release: (() => void) | undefined;
   if (values.continue) {
     if (!store.exists(values.continue)) throw new UsageError(`No conversation "${values.continue}" in ${store.dir} (see codeact chat --list).`);
     conversation = store.open(values.continue);
+    try {
+      release = holdConversation(conversation.id, conversation.file);
+    } catch (e) {
+      if (!(e instanceof ConversationBusyError)) throw e;
+      process.stderr.write(`codeact: ${e.message}\n`);
+      return 1;
+    }
+    // A turn a crash cut off is closed as interrupted, its completed steps kept (core/agent/turnJournal).
+    if (recoverInterrupted(conversation).length && !values.json)
+      process.stderr.write(`${conversation.id}: the last turn was interrupted (CodeAct ended while it ran); what completed is kept.\n`);
   }
+  try {
+    return await chatIn(store, conversation, prompt, values);
+  } finally {
+    release?.();
+  }
+}
+
+async function chatIn(store: TranscriptStore, conversation: Conversation | undefined, prompt: string, values: ChatValues): Promise<number> {
   const meta = conversation?.meta;
   const ws = openWorkspace(values.workspace ?? meta?.workspace, {
     flags: values,

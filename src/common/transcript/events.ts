@@ -34,5 +34,9 @@ export interface TurnEnded {
   interrupted?: boolean;
 }
 
-/** What the transcript store persists and the panel reduces: the event vocabulary plus turn markers. */
-export type TranscriptEvent = CodeActEvent | TurnStarted | TurnEnded;
+/**
+ * What the transcript store persists and the panel reduces: the event vocabulary plus turn markers. A saved
+ * event carries the turn it belongs to (`turn_id`), so the panel and the export group by it even when two
+ * processes wrote the conversation.
+ */
+export type TranscriptEvent = (CodeActEvent & { turn_id?: string }) | TurnStarted | TurnEnded;
