@@ -113,7 +113,12 @@ export function recoverInterrupted(convo: Conversation, message = CRASHED_MESSAG
   if (isChat && convo.history.length) {
     const answered = new Set(convo.history.flatMap((i) => (i.type === 'function_call_output' ? [i.call_id] : [])));
     const lost = convo.history.flatMap((i) => (i.type === 'function_call' && !answered.has(i.call_id) ? [lostOutput(i)] : []));
-    const note: MessageItem = { type: 'message', id: newId('msg_note'), role: 'assistant', text: interruptedNote(streamedText(convo.events.slice(startedAt.get(last)))) };
+    const note: MessageItem = {
+      type: 'message',
+      id: newId('msg_note'),
+      role: 'assistant',
+      text: interruptedNote(streamedText(convo.events.slice(startedAt.get(last)))),
+    };
     convo.appendItems([...lost, note]);
   }
   for (const turnId of open) {
