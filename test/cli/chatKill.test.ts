@@ -187,6 +187,14 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     const first = await runCli(['chat', 'Hi.', ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws]);
     assert.equal(first.code, 0, first.stderr);
     const id = conversationId();
+    // Every saved event names its turn (the panel and the export group by it).
+    const events = transcript()
+      .split('\n')
+      .filter((l) => l.includes('"event":'))
+      .map((l) => JSON.parse(l).event);
+    assert.ok(events.length > 2);
+    assert.deepEqual(new Set(events.map((e) => e.turn_id)).size, 1, JSON.stringify(events));
+    assert.ok(events.every((e) => typeof e.turn_id === 'string'));
     server.push(fault.noResponse());
     const holder = start(['Take your time.', '--continue', id]);
     await waitFor(() => server.turns.length === 2, { what: 'the first process to be in its turn' });
