@@ -17,6 +17,14 @@ import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { waitFor } from '../support/wait';
 
+/** A message of an OpenAI-compatible request, as the wire server received it. */
+interface ChatMessage {
+  role: string;
+  content?: unknown;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+}
+
 const MODEL = ['--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b'];
 
 describe('codeact chat killed mid-turn, then --continue', function () {
@@ -92,7 +100,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
   }
 
   /** Continues the conversation with one more prompt (answered "Done."); returns the messages the model was sent. */
-  async function continueIt(): Promise<{ messages: any[]; stderr: string }> {
+  async function continueIt(): Promise<{ messages: ChatMessage[]; stderr: string }> {
     const asked = server.turns.length;
     server.push(turn().text('Done.'));
     const r = await runCli(['chat', 'And now?', '--continue', conversationId(), ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws]);
@@ -102,14 +110,14 @@ describe('codeact chat killed mid-turn, then --continue', function () {
   }
 
   /** The tool messages (results) of the history, and whether every call has one. */
-  function results(messages: any[]): string[] {
-    const calls = messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c: any) => c.id) : []));
+  function results(messages: ChatMessage[]): string[] {
+    const calls = messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
     const answered = messages.filter((m) => m.role === 'tool');
     assert.deepEqual(answered.map((m) => m.tool_call_id).sort(), [...calls].sort(), 'every call in the history has its result');
     return answered.map((m) => String(m.content));
   }
 
-  function assertClosed(messages: any[], streamed?: string): void {
+  function assertClosed(messages: ChatMessage[], streamed?: string): void {
     const note = messages.filter((m) => m.role === 'assistant' && /this turn was interrupted/.test(String(m.content)));
     assert.equal(note.length, 1, JSON.stringify(messages));
     if (streamed) assert.match(String(note[0].content), new RegExp(streamed));
@@ -159,7 +167,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     await kill(child);
     const { messages } = await continueIt();
     assert.deepEqual(
-      messages.flatMap((m) => (m.tool_calls ?? []).map((c: any) => c.function.name)),
+      messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.function.name)),
       ['slow_lookup'],
     );
     const out = results(messages);
@@ -173,7 +181,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     await waitFor(() => server.turns.length === 2, { what: 'the request after the execution' });
     await kill(child);
     const { messages } = await continueIt();
-    const code = messages.flatMap((m) => (m.tool_calls ?? []).map((c: any) => JSON.parse(c.function.arguments).code));
+    const code = messages.flatMap((m) => (m.tool_calls ?? []).map((c) => JSON.parse(c.function.arguments).code));
     assert.deepEqual(code, ['return 6 * 7']);
     const out = results(messages);
     assert.equal(out.length, 1);
