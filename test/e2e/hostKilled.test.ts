@@ -2,7 +2,8 @@
  * The extension host killed (SIGKILL) in the middle of a chat turn, in a real VS Code (code-server) driven in
  * headless Chromium: one execution had completed, the next was running (its code printed a line, then
  * slept: the kill waits for its output on screen, not a clock). After a reload the conversation reopens with the
- * completed execution's card and result, and the cut-off turn closed and marked interrupted.
+ * completed execution's card and result, and the cut-off turn closed and marked interrupted; the next
+ * request gives the model that execution's result, "result lost" for the cut-off call, and a note.
  *
  * Skips with one line when code-server or Chromium is missing.
  */
@@ -76,5 +77,19 @@ describe('e2e: the extension host killed mid-turn', function () {
     assert.match(text, /kept-result-42/);
     assert.match(text, /first step done/);
     await e2e.wb.screenshot('60-host-killed-interrupted');
+
+    // The model's history kept the completed execution and its result, the cut-off call answered "result lost", and a note.
+    e2e.wire.push(turn().text('Done.'));
+    await e2e.panel.send('And now?');
+    assert.equal(await e2e.panel.waitForTurn(1, ['completed'], UI), 'completed', await e2e.panel.text());
+    const messages = e2e.wire.turns.at(-1)!.body.messages as { role: string; content?: string }[];
+    const tool = messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+    assert.equal(tool.length, 2, JSON.stringify(messages));
+    assert.match(tool[0], /kept-result-42/);
+    assert.match(tool[1], /Result lost/);
+    assert.ok(
+      messages.some((m) => m.role === 'assistant' && /this turn was interrupted/.test(String(m.content))),
+      JSON.stringify(messages),
+    );
   });
 });
