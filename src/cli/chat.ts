@@ -11,6 +11,8 @@ import type { TranscriptEvent } from '../common/transcript';
 import { forTerminal } from '../common/untrusted';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
+import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
+import { recoverInterrupted } from '../core/agent/turnJournal';
 import { providerConfigFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { cliAsking } from './approvalPrompt';
@@ -45,8 +47,8 @@ function defaultStorage(): string {
 const CONTINUED_NOTE =
   'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
 
-export async function chatCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse({
+function parseChat(argv: string[]) {
+  return parse({
     args: argv,
     options: {
       provider: { type: 'string', short: 'p' },
@@ -62,6 +64,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
       ...RUNTIME_FLAGS,
     },
   });
+}
+
+type ChatValues = ReturnType<typeof parseChat>['values'];
+
+export async function chatCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseChat(argv);
   if (values.help) {
     process.stdout.write(CHAT_USAGE + '\n');
     return 0;
@@ -82,12 +90,32 @@ export async function chatCommand(argv: string[]): Promise<number> {
   const prompt = positionals[0];
 
   let conversation: Conversation | undefined;
+  // The conversation is this process's until the command ends (another one is told it is open here).
+  let release: (() => void) | undefined;
   if (values.continue) {
     if (!store.exists(values.continue)) throw new UsageError(`No conversation "${values.continue}" in ${store.dir} (see codeact chat --list).`);
     conversation = store.open(values.continue);
+    try {
+      release = holdConversation(conversation.id, conversation.file);
+    } catch (e) {
+      if (!(e instanceof ConversationBusyError)) throw e;
+      process.stderr.write(`codeact: ${forTerminal(e.message)}\n`);
+      return 1;
+    }
     // What reading it skipped or recovered is said before the turn (on stderr, also with --json).
     for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);
+    // A turn a crash cut off is closed as interrupted, its completed steps kept (core/agent/turnJournal).
+    if (recoverInterrupted(conversation).length && !values.json)
+      process.stderr.write(`${forTerminal(conversation.id, { line: true })}: the last turn was interrupted (CodeAct ended while it ran); what completed is kept.\n`);
   }
+  try {
+    return await chatIn(store, conversation, prompt, values);
+  } finally {
+    release?.();
+  }
+}
+
+async function chatIn(store: TranscriptStore, conversation: Conversation | undefined, prompt: string, values: ChatValues): Promise<number> {
   const meta = conversation?.meta;
   const ws = openWorkspace(values.workspace ?? meta?.workspace, {
     flags: values,

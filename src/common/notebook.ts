@@ -16,7 +16,7 @@ import type { CodeInterpreterCallItem, ContextCompacted } from './events';
 import { formatCount } from './format';
 import { fileLabel } from './outputLabels';
 import { setupCode, setupMarkdown, type RecordedCall } from './notebookSetup';
-import type { TranscriptEvent } from './transcript';
+import { eventsByTurn, type TranscriptEvent } from './transcript';
 
 /** Most bytes of recorded tool results kept in a notebook; later results are left out (their calls say so). */
 const MAX_RECORDED_BYTES = 4 * 1024 * 1024;
@@ -54,7 +54,8 @@ export function conversationToNotebook(events: readonly TranscriptEvent[], optio
   }
   // Where the latest prompt's cell is, while nothing followed it: a compaction before the turn's first request goes above it.
   let promptAt = -1;
-  for (const e of events) {
+  // Grouped by turn: two processes that wrote one conversation never put one turn's code under the other's prompt.
+  for (const e of eventsByTurn(events)) {
     if (e.type === 'codeact.turn.started') {
       promptAt = cells.length;
       cells.push({ cell_type: 'markdown', id: id(), metadata: { codeact: { role: 'user', source: e.source } }, source: lines(`**You:** ${e.prompt}`) });

@@ -17,7 +17,7 @@ import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
 import { downloadHostedFile, providerFor } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory, conversationSummary, openedNotice, REOPENED_NOTE, ranLocalCode } from './conversationMemory';
+import { ConversationMemory, conversationSummary, openedNotice, REOPENED_NOTE, ranLocalCode, closeInterrupted } from './conversationMemory';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
 import { WorkspaceTools } from './workspaceTools';
@@ -300,7 +300,7 @@ export class CodeActController {
    */
   openConversation(id: string): { conversation: Conversation; notice?: string } {
     this.leaveConversation();
-    const conversation = this.store.open(id);
+    const conversation = closeInterrupted(this.store.open(id));
     this.setConversation(conversation);
     this.variables.shown = undefined;
     const gone = ranLocalCode(conversation) && !this.runtimes.of(id)?.sessions.has(id);

@@ -5,8 +5,9 @@
  * closed as interrupted, so the transcript says so instead of showing it running forever.
  */
 import type { ConversationSummary, TranscriptScroll } from '../common/protocol';
-import type { TranscriptEvent } from '../common/transcript';
 import type { Conversation, ListedConversation, TranscriptStore } from '../core/agent/transcriptStore';
+import { heldHere, holdConversation } from '../core/agent/conversationLock';
+import { recoverInterrupted } from '../core/agent/turnJournal';
 import { INTERRUPTED_MESSAGE } from '../core/turn/turns';
 import type { Memento } from './controller.apis';
 
@@ -54,8 +55,7 @@ export class ConversationMemory {
     if (!id || !this.store.exists(id)) return undefined;
     try {
       const convo = this.store.open(id);
-      for (const e of unfinishedTurns(convo.events)) convo.appendEvent(e);
-      convo.flush();
+      closeInterrupted(convo);
       this.notice = openedNotice(convo, ranLocalCode(convo));
       return convo;
     } catch {
@@ -100,14 +100,25 @@ export class ConversationMemory {
   }
 }
 
-/** End markers for the turns of a transcript that started and never ended (the host went away under them). */
-function unfinishedTurns(events: readonly TranscriptEvent[]): TranscriptEvent[] {
-  const open = new Set<string>();
-  for (const e of events) {
-    if (e.type === 'codeact.turn.started') open.add(e.turn_id);
-    else if (e.type === 'codeact.turn.ended') open.delete(e.turn_id);
+/**
+ * Closes a turn the host's going away left running (no end marker): marked interrupted, its completed steps
+ * kept for the model with a note, calls without a result answered "result lost" (core/agent/turnJournal).
+ * Not while another process holds the conversation: its turn is running, not cut off.
+ */
+export function closeInterrupted(convo: Conversation): Conversation {
+  if (heldHere(convo.file)) return convo;
+  let release: (() => void) | undefined;
+  try {
+    release = holdConversation(convo.id, convo.file);
+  } catch {
+    return convo;
   }
-  return [...open].map((turnId) => ({ type: 'codeact.turn.ended', turn_id: turnId, status: 'stopped', interrupted: true, message: INTERRUPTED_MESSAGE }));
+  try {
+    recoverInterrupted(convo, INTERRUPTED_MESSAGE);
+  } finally {
+    release();
+  }
+  return convo;
 }
 
 /** A stored conversation as the panel's history list shows it; a damaged one is listed, saying so (opening it says more). */

@@ -34,5 +34,31 @@ export interface TurnEnded {
   interrupted?: boolean;
 }
 
-/** What the transcript store persists and the panel reduces: the event vocabulary plus turn markers. */
-export type TranscriptEvent = CodeActEvent | TurnStarted | TurnEnded;
+/**
+ * What the transcript store persists and the panel reduces: the event vocabulary plus turn markers. A saved
+ * event carries the turn it belongs to (`turn_id`), so the panel and the export group by it even when two
+ * processes wrote the conversation.
+ */
+export type TranscriptEvent = (CodeActEvent & { turn_id?: string }) | TurnStarted | TurnEnded;
+
+/**
+ * The events in turn order: each turn's events together, after its start marker, in the order the turns
+ * started. Events of two processes writing one conversation interleave in the file; `turn_id` puts each
+ * back with its turn. An event without one (older transcripts) stays with the events before it.
+ */
+export function eventsByTurn(events: readonly TranscriptEvent[]): TranscriptEvent[] {
+  const groups = new Map<string, TranscriptEvent[]>();
+  const order: TranscriptEvent[][] = [];
+  let current: TranscriptEvent[] = [];
+  order.push(current);
+  for (const e of events) {
+    if (e.type === 'codeact.turn.started') {
+      current = [];
+      groups.set(e.turn_id, current);
+      order.push(current);
+    }
+    const own = e.turn_id !== undefined ? groups.get(e.turn_id) : undefined;
+    (own ?? current).push(e);
+  }
+  return order.flat();
+}

@@ -43,7 +43,7 @@ export function buildTranscript(events: readonly TranscriptEvent[]): TranscriptM
  * so newer hosts can talk to older panels.
  */
 export function applyEvent(model: TranscriptModel, event: TranscriptEvent): TranscriptChange[] {
-  const ctx = new Ctx(model);
+  const ctx = new Ctx(model, event.type === 'codeact.turn.started' || event.type === 'codeact.turn.ended' ? undefined : event.turn_id);
   model.events++;
   switch (event.type) {
     case 'codeact.turn.started': {
@@ -210,7 +210,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       // A session that ended (idle, evicted, restarted, crashed) or a reopened conversation: said where
       // the conversation is, not as a turn of its own.
       if (event.state !== 'ended') break;
-      const turn = currentTurn(model) ?? model.turns[model.turns.length - 1] ?? ctx.turnForNewItem();
+      const turn = ctx.owner ?? currentTurn(model) ?? model.turns[model.turns.length - 1] ?? ctx.turnForNewItem();
       const view: NoticeView = { kind: 'notice', key: `n:${++model.serial}`, turnId: turn.id, level: 'warning', text: event.message, rev: 1 };
       ctx.addItem(turn, view);
       break;

@@ -14,13 +14,22 @@ import {
   type TranscriptChange,
   type TranscriptModel,
   type TurnView,
+  findTurn,
 } from './model';
 import { takeItemDisplays } from './displayList';
 import { appendOutput, emptyTail } from './outputTail';
 
 export class Ctx {
   readonly changes: TranscriptChange[] = [];
-  constructor(private readonly model: TranscriptModel) {}
+  /** The turn the event names (a saved event carries `turn_id`): its items go there, whatever runs last. */
+  readonly owner?: TurnView;
+
+  constructor(
+    private readonly model: TranscriptModel,
+    turnId?: string,
+  ) {
+    if (turnId) this.owner = findTurn(model, turnId);
+  }
 
   turnChanged(turn: TurnView): void {
     turn.rev++;
@@ -41,6 +50,7 @@ export class Ctx {
 
   /** The turn new items go to: the running turn, else an implicit one (reopened if it was the last). */
   turnForNewItem(): TurnView {
+    if (this.owner) return this.owner;
     const model = this.model;
     const last = model.turns[model.turns.length - 1];
     if (last && last.status === 'running') return last;
@@ -71,8 +81,8 @@ export class Ctx {
   private current(key: string): ItemView | undefined {
     const view = this.lookup(key);
     if (!view) return undefined;
-    const last = this.model.turns[this.model.turns.length - 1];
-    if (last && !last.implicit && last.status === 'running' && view.turnId !== last.id) return undefined;
+    const last = this.owner ?? this.model.turns[this.model.turns.length - 1];
+    if (last && !last.implicit && (last === this.owner || last.status === 'running') && view.turnId !== last.id) return undefined;
     return view;
   }
 

@@ -93,6 +93,8 @@ export interface AgentOptions {
   onEvent?: (event: CodeActEvent) => void;
   /** Injected for tests; defaults to a timer that the signal cancels. */
   sleep?: Sleep;
+  /** Saves the run's items the moment each is final (the turn journal: ./turnJournal). */
+  journal?: (items: ConversationItem[]) => void;
 }
 
 export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], schemasInline = true): string {
@@ -188,7 +190,7 @@ export class AgentLoop {
   /** Runs one user prompt to a final answer. `history` holds the earlier items of the conversation. */
   async run(history: ConversationItem[], prompt: string): Promise<AgentResult> {
     const { provider, signal } = this.options;
-    const state = new RunState(history, prompt, this.options.hosted?.containerId ?? null);
+    const state = new RunState(history, prompt, this.options.hosted?.containerId ?? null, this.options.journal);
 
     if (this.mode === 'hosted' && !provider.capabilities.hostedCode) {
       return this.end(
@@ -266,7 +268,7 @@ export class AgentLoop {
         }
         if (err instanceof ProviderError) {
           // Everything received before the error is kept.
-          if (err.partial?.items.length) state.items.push(...(this.textTurn ? this.textTurn.partial(err.partial.items) : err.partial.items));
+          if (err.partial?.items.length) state.append(...(this.textTurn ? this.textTurn.partial(err.partial.items) : err.partial.items));
           if (err.code === 'aborted' || signal?.aborted) return this.cancelled(state);
           return this.end(state, 'failed', err.code, err.message);
         }
@@ -286,8 +288,15 @@ export class AgentLoop {
         if (result.stopReason === 'pause_turn' || again) continue;
         return state.result('completed');
       }
-      const outputs = await Promise.all(result.functionCalls.map((call) => this.runFunctionCall(state, call)));
-      state.items.push(...outputs);
+      // Each output is saved as its call finishes; the history keeps them in the calls' order.
+      const outputs = await Promise.all(
+        result.functionCalls.map(async (call) => {
+          const output = await this.runFunctionCall(state, call);
+          state.save([output]);
+          return output;
+        }),
+      );
+      state.append(...outputs);
       if (signal?.aborted) return this.cancelled(state);
     }
     return this.end(

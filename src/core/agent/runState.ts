@@ -43,10 +43,32 @@ export class RunState {
     readonly history: ConversationItem[],
     prompt: string,
     public containerId: string | null,
+    /** Saves items the moment they are final (./turnJournal): the prompt, each response's items, each output. */
+    private readonly journal?: (items: ConversationItem[]) => void,
   ) {
     this.executions = countExecutions(history);
     const user: MessageItem = { type: 'message', id: newId('msg_user'), role: 'user', text: prompt };
-    this.items.push(user);
+    this.append(user);
+  }
+
+  /** Items saved ahead of `append` (an output saved as its call finished, while others still run). */
+  private readonly saved = new Set<ConversationItem>();
+
+  /** Appends items to the run (and saves those not saved yet). */
+  append(...items: ConversationItem[]): void {
+    this.items.push(...items);
+    const unsaved = items.filter((i) => !this.saved.has(i));
+    if (unsaved.length) this.save(unsaved);
+  }
+
+  /** Saves a finished item now; it is appended (in its place) later. */
+  save(items: ConversationItem[]): void {
+    for (const i of items) this.saved.add(i);
+    try {
+      this.journal?.(items);
+    } catch {
+      // A failed save is the store's to report; the run goes on.
+    }
   }
 
   /** The conversation as the next request sees it, before any compaction. */
@@ -69,7 +91,7 @@ export class RunState {
 
   /** Adds a finished turn (its items, usage and container); returns the turn's answer text. */
   addTurn(result: TurnResult): string {
-    this.items.push(...result.items);
+    this.append(...result.items);
     if (result.usage) {
       this.turns.push(result.usage);
       this.total = addUsage(this.total, result.usage);

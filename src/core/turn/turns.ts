@@ -11,6 +11,8 @@ import type { CodeInterpreterCallItem, RuntimeKind } from '../../common/events';
 import type { TranscriptEvent, TurnEnded, TurnEndStatus, TurnSource, TurnStarted } from '../../common/transcript';
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
+import { ConversationBusyError, holdConversation } from '../agent/conversationLock';
+import { repairHistory } from '../agent/turnJournal';
 import { compactionStateFrom } from '../agent/contextBudget';
 import { hostedOptionsFrom, imageBudgetFrom, runtimeKindOf } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
@@ -35,10 +37,11 @@ export function isTurnMarker(e: TranscriptEvent): e is TurnStarted | TurnEnded {
 export const STORE_FAILED = 'store_failed';
 
 /**
- * Saves each event in the conversation (if the turn has one) and tells the host's listener. A turn's start
+ * Saves each event in the conversation (if the turn has one), marked with the turn it belongs to (so two
+ * writers' events are never shown under each other's prompts), and tells the host's listener. A turn's start
  * and end are written at once and fsynced; a failed write is told once, as an `error` event (STORE_FAILED).
  */
-function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): Emit {
+function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): Emit & { turnId?: string } {
   const tell = (e: TranscriptEvent) => {
     try {
       onEvent?.(e);
@@ -46,18 +49,25 @@ function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): 
       // A listener's bug must not break the turn.
     }
   };
-  return (e) => {
-    convo?.appendEvent(e);
+  const emit: Emit & { turnId?: string } = (e) => {
+    convo?.appendEvent(emit.turnId && !isTurnMarker(e) ? { ...e, turn_id: emit.turnId } : e);
     if (isTurnMarker(e)) convo?.flush({ durable: true });
     tell(e);
     const failure = convo?.takeFailure();
     if (failure) tell({ type: 'error', message: failure.message, code: STORE_FAILED });
   };
+  return emit;
+}
+
+/** Holds the conversation for the turn (./conversationLock); undefined when the turn has none. */
+function hold(convo: Conversation | undefined): (() => void) | undefined {
+  return convo ? holdConversation(convo.id, convo.file) : undefined;
 }
 
 /** Starts a turn (its marker, now) and returns how it ends: with its status, or as interrupted when the host is going away. */
-function startTurn(emit: Emit, start: Omit<TurnStarted, 'type' | 'turn_id' | 'started_at'>, interrupted: (() => boolean) | undefined) {
+function startTurn(emit: ReturnType<typeof emitterOf>, start: Omit<TurnStarted, 'type' | 'turn_id' | 'started_at'>, interrupted: (() => boolean) | undefined) {
   const turnId = newId('turn');
+  emit.turnId = turnId;
   const started = Date.now();
   emit({ type: 'codeact.turn.started', turn_id: turnId, ...start, started_at: started });
   const end = (status: TurnEndStatus, message?: string) => {
@@ -106,6 +116,29 @@ interface ChatTurnResult {
 }
 
 export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
+  const convo = o.conversation;
+  let release: () => void;
+  try {
+    release = holdConversation(convo.id, convo.file);
+  } catch (err) {
+    // Open in another process: nothing of this turn is written into it.
+    return refused(err, o.onEvent);
+  }
+  try {
+    return await chatTurn(o);
+  } finally {
+    release();
+  }
+}
+
+/** A turn that could not hold its conversation: the error to the listener, nothing saved. */
+function refused(err: unknown, onEvent: Emit | undefined): ChatTurnResult {
+  if (!(err instanceof ConversationBusyError)) throw err;
+  emitterOf(undefined, onEvent)({ type: 'error', message: err.message, code: err.code });
+  return { turnId: newId('turn'), error: { message: err.message, code: err.code } };
+}
+
+async function chatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
   const { conversation: convo, config } = o;
   const emit = emitterOf(convo, o.onEvent);
   const runtimeKind: RuntimeKind = runtimeKindOf(config);
@@ -140,10 +173,13 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       turnId,
       signal: o.signal,
       onEvent: emit,
+      // Each item is saved the moment it is final, so a crash keeps every completed step (../agent/turnJournal).
+      journal: (items) => convo.appendItems(items),
       ...(o.agent ?? {}),
     });
-    const result = await agent.run(convo.history, o.prompt);
-    convo.appendItems(result.items);
+    const result = await agent.run(repairHistory(convo.history), o.prompt);
+    // Outputs were saved as they finished: the history keeps them in the calls' order, as the run did.
+    convo.history.splice(0, convo.history.length, ...repairHistory(convo.history));
     const containerId = recovery.containerAfter(result.containerId);
     const expired = recovery.expired;
     const saved: unknown[] = Array.isArray(convo.meta.expiredContainers) ? convo.meta.expiredContainers : [];
@@ -187,6 +223,15 @@ interface CodeTurnResult {
 
 /** Runs code once in the runtime, as a turn: its markers around the execution's events, its status from the item. */
 export async function runCodeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
+  const release = hold(o.conversation);
+  try {
+    return await codeTurn(o);
+  } finally {
+    release?.();
+  }
+}
+
+async function codeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
   const emit = emitterOf(o.conversation, o.onEvent);
   const runtime = typeof o.runtime === 'function' ? await o.runtime() : o.runtime;
   const { turnId, end } = startTurn(emit, { prompt: o.label, source: o.source, runtime: runtime.kind }, o.interrupted);
