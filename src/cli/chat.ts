@@ -106,7 +106,9 @@ export async function chatCommand(argv: string[]): Promise<number> {
     for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);
     // A turn a crash cut off is closed as interrupted, its completed steps kept (core/agent/turnJournal).
     if (recoverInterrupted(conversation).length && !values.json)
-      process.stderr.write(`${forTerminal(conversation.id, { line: true })}: the last turn was interrupted (CodeAct ended while it ran); what completed is kept.\n`);
+      process.stderr.write(
+        `${forTerminal(conversation.id, { line: true })}: the last turn was interrupted (CodeAct ended while it ran); what completed is kept.\n`,
+      );
   }
   try {
     return await chatIn(store, conversation, prompt, values);

@@ -63,7 +63,16 @@ export function holdConversation(id: string, transcript: string): () => void {
         writeFileSync(file, String(process.pid), { flag: 'wx' });
         break;
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw e;
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'EEXIST' && code !== undefined) {
+          // The lock cannot be written (a full disk, a read-only folder): the turn still runs, and the store
+          // says itself that it could not save; a half-made lock file is not left to pass for an owner.
+          try {
+            rmSync(file, { force: true });
+          } catch {}
+          break;
+        }
+        if (attempt > 2) throw e;
         const owner = lockOwner(transcript);
         if (owner !== undefined) throw new ConversationBusyError(id, owner);
         // Stale (its process is gone) or ours from before: taken over.
