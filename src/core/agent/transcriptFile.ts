@@ -59,8 +59,8 @@ function readAt(fd: number, length: number, position: number): Buffer {
   return buf.subarray(0, got);
 }
 
-/** A whole stored conversation's text, checked (regular, not empty, within the cap). */
-export function readTranscript(file: string): string {
+/** A whole stored conversation's text, checked (regular, not empty, within the cap), and its size in bytes. */
+export function readTranscript(file: string): { text: string; size: number } {
   const { fd, size } = openChecked(file, constants.O_RDONLY);
   try {
     if (size === 0) throw new TranscriptFileError(`${file} is empty (zero bytes): no conversation was saved in it. Delete it or move it aside.`);
@@ -69,7 +69,8 @@ export function readTranscript(file: string): string {
         `${file} is ${Math.round(size / 1048576)} MiB, over the ${MAX_TRANSCRIPT_BYTES / 1048576} MiB CodeAct reads for one conversation. Start a new conversation.`,
       );
     }
-    return readAt(fd, size, 0).toString('utf8');
+    const buf = readAt(fd, size, 0);
+    return { text: buf.toString('utf8'), size: buf.length };
   } finally {
     closeSync(fd);
   }
@@ -86,9 +87,31 @@ export function readTranscriptHead(file: string, max: number): { text: string; s
   }
 }
 
-/** What an append did beyond writing: the torn tail it kept aside. */
+/**
+ * The whole records another process appended after byte `from` (what a Conversation has not seen), and where
+ * they end; a torn last line is left for later. Undefined when the file did not grow (or shrank: a repair).
+ */
+export function readTranscriptAfter(file: string, from: number, to?: number): { text: string; end: number } | undefined {
+  const opened = openChecked(file, constants.O_RDONLY);
+  const fd = opened.fd;
+  const size = to === undefined ? opened.size : Math.min(to, opened.size);
+  try {
+    if (size <= from) return undefined;
+    if (size > MAX_TRANSCRIPT_BYTES)
+      throw new TranscriptFileError(`${file} grew over the ${MAX_TRANSCRIPT_BYTES / 1048576} MiB CodeAct reads for one conversation.`);
+    const buf = readAt(fd, size - from, from);
+    const whole = buf.lastIndexOf(0x0a) + 1;
+    return whole ? { text: buf.subarray(0, whole).toString('utf8'), end: from + whole } : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** What an append did beyond writing: the torn tail it kept aside; where the records were written (bytes). */
 interface AppendResult {
   repaired?: { aside: string; bytes: number };
+  start: number;
+  size: number;
 }
 
 /**
@@ -97,8 +120,8 @@ interface AppendResult {
  */
 export function appendRecords(file: string, text: string, durable: boolean): AppendResult {
   const { fd, size: before } = openChecked(file, constants.O_RDWR | constants.O_APPEND);
-  const result: AppendResult = {};
   let size = before;
+  const result: AppendResult = { start: size, size };
   try {
     if (size > 0 && readAt(fd, 1, size - 1)[0] !== 0x0a) {
       // Find the last newline (backwards, a chunk at a time): everything after it is the torn record.
@@ -119,8 +142,11 @@ export function appendRecords(file: string, text: string, durable: boolean): App
       size = keep;
     }
     try {
-      writeAll(fd, Buffer.from(text, 'utf8'));
+      const bytes = Buffer.from(text, 'utf8');
+      result.start = size;
+      writeAll(fd, bytes);
       if (durable) fsyncSync(fd);
+      result.size = size + bytes.length;
     } catch (e) {
       try {
         ftruncateSync(fd, size);

@@ -13,7 +13,7 @@ import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
 import { writeFileAtomicSync } from '../util/atomicFile';
 import { randomToken } from '../util/ids';
-import { appendRecords, readTranscript, readTranscriptHead, TranscriptFileError } from './transcriptFile';
+import { appendRecords, readTranscript, readTranscriptAfter, readTranscriptHead, TranscriptFileError } from './transcriptFile';
 
 /** How much of each file the history list reads (its meta line, turns and patches within it). */
 const LIST_SCAN_BYTES = 8 * 1024 * 1024;
@@ -56,8 +56,9 @@ export class TranscriptStore {
     mkdirSync(this.dir, { recursive: true });
     const id = meta.id ?? `c_${new Date().toISOString().slice(0, 10).replace(/-/g, '')}_${randomToken(5)}`;
     const full: ConversationMeta = { ...meta, id, createdAt: Date.now() };
-    writeFileAtomicSync(this.file(id), JSON.stringify({ meta: full }) + '\n', { mode: 0o600, exclusive: true });
-    return new Conversation(this.file(id), full, [], []);
+    const first = JSON.stringify({ meta: full }) + '\n';
+    writeFileAtomicSync(this.file(id), first, { mode: 0o600, exclusive: true });
+    return new Conversation(this.file(id), full, [], [], Buffer.byteLength(first));
   }
 
   exists(id: string): boolean {
@@ -67,7 +68,7 @@ export class TranscriptStore {
   open(id: string): Conversation {
     const file = this.file(id);
     if (!existsSync(file)) throw new Error(`No conversation "${id}" in ${this.dir}. List them with "codeact chat --list".`);
-    const text = readTranscript(file);
+    const { text, size } = readTranscript(file);
     const parsed = parseLines(text, file);
     let meta = parsed.meta;
     const notices = parsed.notices;
@@ -78,7 +79,7 @@ export class TranscriptStore {
       notices.unshift(`The first line of ${file} (the conversation's title and settings) is damaged; it was recovered from the turns.`);
     }
     for (const patch of parsed.patches) meta = { ...meta, ...patch };
-    const convo = new Conversation(file, meta, parsed.events, parsed.items);
+    const convo = new Conversation(file, meta, parsed.events, parsed.items, size);
     convo.notices.push(...notices);
     return convo;
   }
@@ -135,7 +136,38 @@ export class Conversation {
     public meta: ConversationMeta,
     readonly events: TranscriptEvent[],
     readonly history: ConversationItem[],
+    /** How much of the file this object has read or written (bytes): what lies beyond, another process wrote. */
+    private seen = 0,
   ) {}
+
+  /**
+   * Takes in what another process appended since this object last read or wrote the file (a `codeact chat
+   * --continue` while the panel had the conversation open), so the next turn's history has it. Call it while
+   * holding the conversation (./conversationLock). Returns the events taken in, for the host to show.
+   */
+  catchUp(): TranscriptEvent[] {
+    this.flush();
+    if (this.failure) return [];
+    let tail: ReturnType<typeof readTranscriptAfter>;
+    try {
+      tail = readTranscriptAfter(this.file, this.seen);
+    } catch {
+      return [];
+    }
+    return tail ? this.takeIn(tail) : [];
+  }
+
+  /** Records another process wrote (whole lines), added to what this object holds. */
+  private takeIn(tail: { text: string; end: number }): TranscriptEvent[] {
+    this.seen = tail.end;
+    // A leading empty line: the first record is not read as the file's meta line.
+    const parsed = parseLines(`\n${tail.text}`, this.file);
+    for (const patch of parsed.patches) this.meta = { ...this.meta, ...patch };
+    this.events.push(...parsed.events);
+    this.history.push(...parsed.items);
+    if (parsed.notices.length) this.notices.push(`Damaged records another process appended to ${this.file} were skipped.`);
+    return parsed.events;
+  }
 
   get id(): string {
     return this.meta.id;
@@ -181,6 +213,15 @@ export class Conversation {
     this.pending = [];
     try {
       const r = appendRecords(this.file, text, !!o.durable);
+      // Records another process wrote between this object's last read and this write (outside a turn: a
+      // turn holds the conversation) are taken in now, so catchUp never reads ours again.
+      if (r.start > this.seen) {
+        try {
+          const theirs = readTranscriptAfter(this.file, this.seen, r.start);
+          if (theirs) this.takeIn(theirs);
+        } catch {}
+      }
+      this.seen = r.size;
       if (r.repaired) {
         this.notices.push(
           `The last record of ${this.file} was cut off (a crash or a full disk); its ${r.repaired.bytes} bytes are kept in ${r.repaired.aside}.`,

@@ -42,13 +42,7 @@ export const STORE_FAILED = 'store_failed';
  * and end are written at once and fsynced; a failed write is told once, as an `error` event (STORE_FAILED).
  */
 function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): Emit & { turnId?: string } {
-  const tell = (e: TranscriptEvent) => {
-    try {
-      onEvent?.(e);
-    } catch {
-      // A listener's bug must not break the turn.
-    }
-  };
+  const tell = (e: TranscriptEvent) => tellListener(onEvent, e);
   const emit: Emit & { turnId?: string } = (e) => {
     convo?.appendEvent(emit.turnId && !isTurnMarker(e) ? { ...e, turn_id: emit.turnId } : e);
     if (isTurnMarker(e)) convo?.flush({ durable: true });
@@ -59,9 +53,24 @@ function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): 
   return emit;
 }
 
-/** Holds the conversation for the turn (./conversationLock); undefined when the turn has none. */
-function hold(convo: Conversation | undefined): (() => void) | undefined {
-  return convo ? holdConversation(convo.id, convo.file) : undefined;
+/**
+ * Holds the conversation for the turn (../agent/conversationLock); undefined when the turn has none. What
+ * another process appended meanwhile (a `codeact chat --continue` while the panel had it open) is taken in
+ * first, so the turn's history has it, and shown to the listener as it was saved.
+ */
+function hold(convo: Conversation | undefined, onEvent: Emit | undefined): (() => void) | undefined {
+  if (!convo) return undefined;
+  const release = holdConversation(convo.id, convo.file);
+  for (const e of convo.catchUp()) tellListener(onEvent, e);
+  return release;
+}
+
+function tellListener(onEvent: Emit | undefined, e: TranscriptEvent): void {
+  try {
+    onEvent?.(e);
+  } catch {
+    // A listener's bug must not break the turn.
+  }
 }
 
 /** Starts a turn (its marker, now) and returns how it ends: with its status, or as interrupted when the host is going away. */
@@ -119,7 +128,7 @@ export async function runChatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
   const convo = o.conversation;
   let release: () => void;
   try {
-    release = holdConversation(convo.id, convo.file);
+    release = hold(convo, o.onEvent)!;
   } catch (err) {
     // Open in another process: nothing of this turn is written into it.
     return refused(err, o.onEvent);
@@ -223,7 +232,7 @@ interface CodeTurnResult {
 
 /** Runs code once in the runtime, as a turn: its markers around the execution's events, its status from the item. */
 export async function runCodeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
-  const release = hold(o.conversation);
+  const release = hold(o.conversation, o.onEvent);
   try {
     return await codeTurn(o);
   } finally {
