@@ -40,7 +40,7 @@ export function heldHere(transcript: string): boolean {
 }
 
 /** The pid holding the conversation's lock, when it is another live process. */
-export function lockOwner(transcript: string): number | undefined {
+function lockOwner(transcript: string): number | undefined {
   let pid: number;
   try {
     pid = Number.parseInt(readFileSync(lockFileOf(transcript), 'utf8'), 10);

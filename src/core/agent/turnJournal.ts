@@ -18,17 +18,17 @@ import { newId } from '../util/ids';
 import type { Conversation } from './transcriptStore';
 
 /** What the person reads on a turn the process running it did not live to end. */
-export const CRASHED_MESSAGE = 'Interrupted: CodeAct ended (killed, crashed or VS Code closed) while this turn ran. What completed before is kept.';
+const CRASHED_MESSAGE = 'Interrupted: CodeAct ended (killed, crashed or VS Code closed) while this turn ran. What completed before is kept.';
 
 /** The output of a call whose result was never saved. */
-export const RESULT_LOST =
+const RESULT_LOST =
   'Result lost: CodeAct ended (it was killed or crashed) while this call ran, so its result was never recorded. The call may or may not have taken effect; check before repeating it.';
 
 /** Characters of the cut-off answer the note quotes back. */
 const PARTIAL_MAX = 4000;
 
 /** The note the model reads after an interrupted turn. */
-export function interruptedNote(partial: string): string {
+function interruptedNote(partial: string): string {
   return (
     '[CodeAct note: this turn was interrupted: the process running it ended before the turn finished. The steps above completed; ' +
     'anything after them was lost.' +
