@@ -338,8 +338,10 @@ export class OutputPane {
       v.lineNodes.push(...frag.childNodes);
       v.el.append(frag);
     }
-    if (b.text.length > settled) {
-      const frag = draw(b.text.length, { ...v.budget });
+    // The unsettled end, drawn until the next paint (a half of a surrogate pair waits for the other).
+    const end = b.text.length - (settled < b.text.length && isHighSurrogate(b.text.charCodeAt(b.text.length - 1)) ? 1 : 0);
+    if (end > settled) {
+      const frag = draw(end, { ...v.budget });
       v.shown = settled;
       v.openNodes = Array.from(frag.childNodes);
       v.el.append(frag);
@@ -450,3 +452,5 @@ function installDocumentHandlers(): void {
     e.preventDefault();
   });
 }
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;
