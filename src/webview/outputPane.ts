@@ -11,6 +11,11 @@
  * selection inside one pane (or Ctrl+A in the focused pane, then copy) gives the text of every line in
  * between, shown or not; "Copy output" copies all of it. The model keeps the tail of the output; the whole
  * of it is behind "Open full output".
+ *
+ * Invisible and bidirectional characters are drawn as marker boxes (./outputNodes), and a selection still
+ * copies the text as the code wrote it. What is in the DOM for good is never drawn again: a paint draws
+ * what came since the last, and redraws only the end of the open line that may still change (a run of
+ * one invisible character, half a surrogate pair) or that a carriage return overwrote.
  */
 import type { StreamName } from '../common/events';
 import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, tailSlice, type OutputTail } from '../common/transcript';
