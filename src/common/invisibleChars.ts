@@ -211,6 +211,16 @@ export function findInvisible(text: string, max = Number.POSITIVE_INFINITY): Inv
   return out;
 }
 
+/**
+ * The marks of `text` between `from` and `to` (indexes in `text`), read as a part of the whole: the
+ * character before `from` counts as it does in {@link findInvisible} of all of `text`.
+ */
+export function findInvisibleIn(text: string, from: number, to: number): InvisibleMark[] {
+  const out: InvisibleMark[] = [];
+  scan(text.slice(from, to), (run) => void out.push(mark({ ...run, index: run.index + from })), previousCodePoint(text, from));
+  return out;
+}
+
 /** Does `text` hold a character that {@link revealInvisible} would show as a marker? */
 export function hasInvisible(text: string): boolean {
   let found = false;
@@ -268,6 +278,20 @@ export function splitInvisible(text: string): Array<string | InvisibleMark> {
 const HOLD_MAX = 64 * 1024;
 
 /**
+ * Where the settled part of a stream's `text` (so far) ends, given its last mark: what comes after may
+ * still change with the next chunk. That is a trailing high surrogate (its pair may follow) and a
+ * trailing run of one invisible character (it may go on; a run of 64 K code units or more is settled and
+ * shown in more than one marker).
+ */
+export function settledEnd(text: string, last: { index: number; length: number } | undefined): number {
+  let stop = text.length;
+  const c = text.charCodeAt(stop - 1);
+  if (c >= 0xd800 && c <= 0xdbff) stop--;
+  if (last && last.index + last.length === stop && stop - last.index < HOLD_MAX) stop = last.index;
+  return stop;
+}
+
+/**
  * {@link revealInvisible} for a stream (the code as the model writes it): the character before each chunk
  * is remembered, and a chunk that ends inside a surrogate pair or in a run of one invisible character
  * keeps that end for the next chunk, so the result is the same however the text is cut (a run longer
@@ -279,12 +303,9 @@ export class InvisibleRevealer {
 
   write(chunk: string): string {
     const text = this.held + chunk;
-    let stop = text.length;
-    const last = text.charCodeAt(stop - 1);
-    if (last >= 0xd800 && last <= 0xdbff) stop--;
     let tail: Run | undefined;
-    scan(text.slice(0, stop), (run) => void (tail = run), this.prev);
-    if (tail && tail.index + tail.length === stop && stop - tail.index < HOLD_MAX) stop = tail.index;
+    scan(text, (run) => void (tail = run), this.prev);
+    const stop = settledEnd(text, tail);
     const { out } = reveal(text, this.prev, stop);
     this.held = text.slice(stop);
     if (stop > 0) this.prev = previousCodePoint(text, stop);

@@ -8,6 +8,10 @@
  * The notebook opens and runs in a plain Jupyter kernel: when its code calls managed tools or ends with
  * `return`, a Markdown cell says what the cells need and a first code cell provides it (./notebookSetup):
  * `call_tool` answering with the results recorded in the conversation, and top-level `return`.
+ *
+ * The outputs are kept as data, as the code wrote them (invisible and bidirectional characters included,
+ * as in the transcript and the `--json` events): a file is not a screen. CodeAct shows them with markers
+ * wherever it draws them (the panel, a CodeAct kernel's cells: ../vscode/notebook/cellOutputs).
  */
 import { base64ToText, parseDataUrl } from './dataUrl';
 import { capDisplayImages, mimeText } from './displays';

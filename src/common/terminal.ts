@@ -25,8 +25,15 @@ export class TerminalSanitizer {
   private state: State = 'text';
   private csi = '';
 
-  /** `colours`: the colours in force, shared by the sanitizers of the streams that reach one terminal. */
-  constructor(readonly colours = new SgrState()) {}
+  /**
+   * `colours`: the colours in force, shared by the sanitizers of the streams that reach one terminal.
+   * `carriageReturns`: a carriage return passes (for a renderer that redraws the line itself, as a
+   * notebook's stream output does, never for a terminal).
+   */
+  constructor(
+    readonly colours = new SgrState(),
+    private readonly carriageReturns = false,
+  ) {}
 
   /** The safe part of `chunk`; an unfinished sequence at its end is held (or dropped) for the next chunk. */
   write(chunk: string): string {
@@ -40,7 +47,7 @@ export class TerminalSanitizer {
       const c = chunk.charCodeAt(i);
       switch (this.state) {
         case 'text':
-          if ((c >= 0x20 && c < 0x7f) || c > 0x9f || c === 0x0a || c === 0x09) {
+          if ((c >= 0x20 && c < 0x7f) || c > 0x9f || c === 0x0a || c === 0x09 || (c === 0x0d && this.carriageReturns)) {
             if (runStart < 0) runStart = i;
             continue;
           }

@@ -13,6 +13,8 @@
  *   for them: a traceback, a hosted sandbox's logs, a display's text). Safe colours pass (./terminal,
  *   ./sgr), every other control sequence and control character (bare CR and backspace too) is removed,
  *   invisible and bidirectional characters are shown as markers.
+ * - `{ carriageReturns: true }` of the two: the code's own output for a renderer that draws colours and
+ *   carriage returns itself (a notebook's stream and error outputs): the same, but a carriage return passes.
  * - {@link forDisplay}: plain text in VS Code (dialogs, notifications, quick inputs, notebook outputs) and
  *   the panel's attributes and announcements: the same markers. The panel's DOM draws them as styled
  *   boxes through ../webview/reveal, which is built on the same classifier.
@@ -87,14 +89,17 @@ const SGR = /\x1b\[[0-9;:]*m/g;
  *   bidirectional characters shown as markers between the colours. `colours`: the colours in force,
  *   shared by the streams that reach one terminal.
  * - `{ plain: true }`: any other stream (the model's answer): {@link forTerminal}, chunk by chunk.
+ *
+ * `carriageReturns` (with `colours`): a carriage return passes, for a renderer that redraws the line
+ * itself (a notebook's stream output), never for a terminal.
  */
 export class TerminalStream {
   private readonly clean: TerminalSanitizer | undefined;
   /** The end of the last chunk, held for the next: a high surrogate, or (plain) a CR that may start CR LF. */
   private held = '';
 
-  constructor(options: { colours: SgrState } | { plain: true }) {
-    this.clean = 'colours' in options ? new TerminalSanitizer(options.colours) : undefined;
+  constructor(options: { colours: SgrState; carriageReturns?: boolean } | { plain: true }) {
+    this.clean = 'colours' in options ? new TerminalSanitizer(options.colours, options.carriageReturns === true) : undefined;
   }
 
   write(chunk: string): string {
@@ -130,7 +135,7 @@ function revealBetweenColours(text: string): string {
 }
 
 /** One whole text of the code's output (a traceback, a hosted sandbox's logs) as {@link TerminalStream} shows it. */
-export function forTerminalOutput(text: string, colours = new SgrState()): string {
-  const stream = new TerminalStream({ colours });
+export function forTerminalOutput(text: string, colours = new SgrState(), options: { carriageReturns?: boolean } = {}): string {
+  const stream = new TerminalStream({ colours, ...options });
   return stream.write(text) + stream.end();
 }

@@ -3,7 +3,8 @@
  * tested in plain mocha): the after-line text ("✓ 42 · 1 image · 12 ms") and the hover's parts: the images
  * the code showed (data-URL markdown images, sized down to 320×200 px, within a byte budget), stdout, stderr,
  * the files it wrote, the value and the error. Untrusted text only ever goes in code blocks; an image goes in only as
- * base64 we checked, so nothing from the code can add a link, HTML or a command to the hover.
+ * base64 we checked, so nothing from the code can add a link, HTML or a command to the hover. That text, and the
+ * after-line text, show invisible and bidirectional characters as markers (`<U+202E>`: ../common/untrusted).
  */
 import { parseDataUrl, textToBase64 } from '../common/dataUrl';
 import { imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
@@ -11,6 +12,7 @@ import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../common/imageHeade
 import { logsOf, type CodeInterpreterCallItem } from '../common/events';
 import { clip, formatElapsed } from '../common/format';
 import { approxBytes, fileLabel, filesOf, outputCountsLabel } from '../common/outputLabels';
+import { forDisplay } from '../common/untrusted';
 
 /** Widest an image is drawn in the hover, in CSS pixels (VS Code's hover is ~500 px wide). */
 const HOVER_IMAGE_WIDTH = 320;
@@ -32,10 +34,10 @@ export function inlineSummary(item: CodeInterpreterCallItem): string {
   let head: string;
   if (item.status === 'completed') {
     const v = item.value === null || item.value === undefined ? '' : JSON.stringify(item.value);
-    head = v ? `✓ ${clip(v, 78)}` : '✓';
+    head = v ? `✓ ${forDisplay(clip(v, 78), { line: true })}` : '✓';
   } else {
     const e = item.error;
-    head = `✗ ${e?.type ?? 'Error'}: ${(e?.message ?? '').split('\n')[0].slice(0, 100)}`;
+    head = `✗ ${forDisplay(e?.type ?? 'Error', { line: true })}: ${forDisplay((e?.message ?? '').split('\n')[0].slice(0, 100), { line: true })}`;
   }
   const rest = [counts, took].filter(Boolean).join(' · ');
   if (!rest) return head;
@@ -132,7 +134,8 @@ function imageMarkdown(item: CodeInterpreterCallItem, maxPixels: number): string
 export function hoverParts(item: CodeInterpreterCallItem, maxImagePixels = DEFAULT_MAX_IMAGE_PIXELS): HoverPart[] {
   const parts: HoverPart[] = [];
   const md = (text: string) => parts.push({ kind: 'markdown', text });
-  const code = (text: string, language = 'text') => parts.push({ kind: 'code', text, language });
+  // Every code block holds text from outside.
+  const code = (text: string, language = 'text') => parts.push({ kind: 'code', text: forDisplay(text), language });
   const took = item.duration_ms === undefined ? '' : ` · ${formatElapsed(item.duration_ms)}`;
   const sandbox = item.sandbox ? ` (${item.sandbox.kind})` : '';
   const counts = outputCountsLabel(item);

@@ -33,6 +33,8 @@ export interface Block {
   spans: Span[];
   /** Bumped on every change (views compare it). */
   rev: number;
+  /** Bumped each time the open line is overwritten (a bare carriage return): what a view drew of it is gone. */
+  cut: number;
 }
 
 /** Lines a block takes on screen at least (its complete lines, and the open one if it has text). */
@@ -178,7 +180,7 @@ export class OutputLines {
     while (pos < text.length) {
       let b = this.last;
       if (!b || b.done >= BLOCK_LINES) {
-        b = { text: '', open: 0, done: 0, spans: [], rev: 0 };
+        b = { text: '', open: 0, done: 0, spans: [], rev: 0, cut: 0 };
         this.blocks.push(b);
       }
       // Take text up to the newline that fills the block, or all of it.
@@ -220,6 +222,7 @@ export class OutputLines {
     b.spans = b.spans.filter((sp) => sp.start < b.open);
     for (const sp of b.spans) if (sp.end > b.open) sp.end = b.open;
     b.rev++;
+    b.cut++;
   }
 }
 

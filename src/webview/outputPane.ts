@@ -11,11 +11,18 @@
  * selection inside one pane (or Ctrl+A in the focused pane, then copy) gives the text of every line in
  * between, shown or not; "Copy output" copies all of it. The model keeps the tail of the output; the whole
  * of it is behind "Open full output".
+ *
+ * Invisible and bidirectional characters are drawn as marker boxes (./outputNodes), and a selection still
+ * copies the text as the code wrote it. What is in the DOM for good is never drawn again: a paint draws
+ * what came since the last, and redraws only the end of the open line that may still change (a run of
+ * one invisible character, half a surrogate pair) or that a carriage return overwrote.
  */
 import type { StreamName } from '../common/events';
 import { OUTPUT_TAIL_MAX_CHARS, OUTPUT_TAIL_MAX_LINES, tailSlice, type OutputTail } from '../common/transcript';
 import { OutputLines, blockLines, type Block } from './ansiLines';
 import { StickToBottom } from './scrollAnchor';
+import { drawText, textOffset, STYLED_MARKS, type MarkBudget } from './outputNodes';
+import { findInvisibleIn, settledEnd } from '../common/invisibleChars';
 
 /** Rows a pane shows at most (styles.css sets its max-height to this many line heights). */
 const OUTPUT_ROWS = 16;
@@ -25,10 +32,18 @@ interface BlockView {
   el: HTMLElement;
   rendered: boolean;
   rev: number;
-  /** Characters of complete lines in the DOM. */
+  /** Characters of the text in the DOM for good (complete lines, and the settled part of the open line). */
   shown: number;
-  /** Nodes of the open (unfinished) line in the DOM. */
+  /** The open line's start when last painted, its settled nodes (gone if a carriage return overwrites it). */
+  lineStart: number;
+  lineNodes: Node[];
+  /** `block.cut` when last painted. */
+  cut: number;
+  /** Nodes of the end of the open line that may still change (./outputNodes: a marker's run, a surrogate pair). */
   openNodes: Node[];
+  /** Marker boxes the block may still draw, and could when the open line started. */
+  budget: MarkBudget;
+  lineBudget: number;
   visible: boolean;
   /** Watched by the observers (only while the pane is scrolled up: at the bottom, the tail is shown anyway). */
   observed: boolean;
@@ -154,8 +169,8 @@ export class OutputPane {
 
   /** The plain text between two DOM points of this pane (a selection), with the lines not shown in between. */
   textBetween(startNode: Node, startOffset: number, endNode: Node, endOffset: number): string {
-    const a = this.position(startNode, startOffset);
-    const b = this.position(endNode, endOffset);
+    const a = this.position(startNode, startOffset, true);
+    const b = this.position(endNode, endOffset, false);
     const blocks = this.lines.blocks;
     if (a.i > b.i || (a.i === b.i && a.o >= b.o)) return '';
     let out = '';
@@ -246,7 +261,23 @@ export class OutputPane {
   private create(b: Block, append = true): BlockView {
     const el = document.createElement('div');
     el.className = 'out-blk';
-    const v: BlockView = { block: b, el, rendered: false, rev: -1, shown: 0, openNodes: [], visible: false, observed: false, pinned: false, height: '' };
+    const v: BlockView = {
+      block: b,
+      el,
+      rendered: false,
+      rev: -1,
+      shown: 0,
+      lineStart: 0,
+      lineNodes: [],
+      cut: b.cut,
+      openNodes: [],
+      budget: { styled: STYLED_MARKS },
+      lineBudget: STYLED_MARKS,
+      visible: false,
+      observed: false,
+      pinned: false,
+      height: '',
+    };
     this.views.set(b, v);
     this.byEl.set(el, v);
     this.setHeight(v);
@@ -261,29 +292,64 @@ export class OutputPane {
     if (v.rendered) this.ro.observe(v.el);
   }
 
-  /** Adds what the block gained since it was last painted (complete lines are never painted twice). */
+  /**
+   * Adds what the block gained since it was last painted: text in the DOM for good is never drawn twice,
+   * so a long line streamed in many chunks costs its length, not its length times its chunks.
+   */
   private paint(v: BlockView): void {
     const b = v.block;
     if (!v.rendered) {
       v.el.textContent = '';
       v.el.style.height = '';
       v.height = '';
-      v.shown = 0;
+      v.shown = v.lineStart = 0;
+      v.lineNodes = [];
       v.openNodes = [];
+      v.cut = b.cut;
+      v.budget = { styled: STYLED_MARKS };
+      v.lineBudget = STYLED_MARKS;
       v.rendered = true;
       if (v.observed) this.ro.observe(v.el);
     }
     for (const node of v.openNodes) node.parentNode?.removeChild(node);
-    if (v.shown < b.open) {
-      v.el.append(nodes(b, v.shown, b.open));
-      v.shown = b.open;
+    v.openNodes = [];
+    if (v.cut !== b.cut) {
+      // A carriage return overwrote the open line: what was drawn of it from where it started goes.
+      for (const node of v.lineNodes) node.parentNode?.removeChild(node);
+      v.lineNodes = [];
+      v.shown = v.lineStart;
+      v.budget.styled = v.lineBudget;
+      v.cut = b.cut;
     }
-    if (b.text.length > b.open) {
-      const frag = nodes(b, b.open, b.text.length);
+    const marks = findInvisibleIn(b.text, v.shown, b.text.length);
+    const settled = settledEnd(b.text, marks[marks.length - 1]);
+    let m = 0;
+    const draw = (to: number, budget = v.budget): DocumentFragment => {
+      const from = m;
+      while (m < marks.length && marks[m].index < to) m++;
+      const frag = drawText(b, v.shown, to, marks.slice(from, m), budget);
+      v.shown = to;
+      return frag;
+    };
+    if (v.shown < b.open) {
+      // Lines completed: drawn for good; the open line starts anew.
+      v.el.append(draw(b.open));
+      v.lineStart = b.open;
+      v.lineNodes = [];
+      v.lineBudget = v.budget.styled;
+    }
+    if (v.shown < settled) {
+      const frag = draw(settled);
+      v.lineNodes.push(...frag.childNodes);
+      v.el.append(frag);
+    }
+    // The unsettled end, drawn until the next paint (a half of a surrogate pair waits for the other).
+    const end = b.text.length - (settled < b.text.length && isHighSurrogate(b.text.charCodeAt(b.text.length - 1)) ? 1 : 0);
+    if (end > settled) {
+      const frag = draw(end, { ...v.budget });
+      v.shown = settled;
       v.openNodes = Array.from(frag.childNodes);
       v.el.append(frag);
-    } else {
-      v.openNodes = [];
     }
     v.rev = b.rev;
   }
@@ -292,6 +358,7 @@ export class OutputPane {
     this.ro.unobserve(v.el);
     v.rendered = false;
     v.openNodes = [];
+    v.lineNodes = [];
     v.el.textContent = '';
     this.setHeight(v);
   }
@@ -335,8 +402,8 @@ export class OutputPane {
     return el ? this.byEl.get(el) : undefined;
   }
 
-  /** A DOM point of this pane as (block index, character offset in the block's text). */
-  private position(node: Node, offset: number): { i: number; o: number } {
+  /** A DOM point of this pane as (block index, character offset in the block's text); `start`: a selection's start. */
+  private position(node: Node, offset: number, start: boolean): { i: number; o: number } {
     const blocks = this.lines.blocks;
     const last = blocks.length - 1;
     const end = { i: last, o: last >= 0 ? blocks[last].text.length : 0 };
@@ -351,32 +418,8 @@ export class OutputPane {
     if (!v) return end;
     const i = blocks.indexOf(v.block);
     if (i < 0) return { i: 0, o: 0 };
-    const r = document.createRange();
-    r.setStart(v.el, 0);
-    r.setEnd(node, offset);
-    return { i, o: r.toString().length };
+    return { i, o: textOffset(v.el, v.block.text, node, offset, start) };
   }
-}
-
-/** The nodes of `b.text` from `from` to `to`: plain text as text nodes, one span per styled range. */
-function nodes(b: Block, from: number, to: number): DocumentFragment {
-  const frag = document.createDocumentFragment();
-  let pos = from;
-  for (const sp of b.spans) {
-    if (sp.end <= pos) continue;
-    if (sp.start >= to) break;
-    if (sp.start > pos) frag.append(document.createTextNode(b.text.slice(pos, sp.start)));
-    const end = Math.min(sp.end, to);
-    const span = document.createElement('span');
-    if (sp.cls) span.className = sp.cls;
-    if (sp.css?.color) span.style.color = sp.css.color;
-    if (sp.css?.background) span.style.backgroundColor = sp.css.background;
-    span.textContent = b.text.slice(Math.max(sp.start, pos), end);
-    frag.append(span);
-    pos = end;
-  }
-  if (pos < to) frag.append(document.createTextNode(b.text.slice(pos, to)));
-  return frag;
 }
 
 function paneAt(node: Node | null): OutputPane | undefined {
@@ -414,3 +457,5 @@ function installDocumentHandlers(): void {
     e.preventDefault();
   });
 }
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;

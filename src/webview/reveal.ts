@@ -14,7 +14,8 @@ function markClass(m: InvisibleMark): string {
   return m.kind === 'bidi' ? 'uc-mark uc-bidi' : 'uc-mark';
 }
 
-function markElement(m: InvisibleMark): HTMLElement {
+/** One marker box. */
+export function markElement(m: InvisibleMark): HTMLElement {
   const el = document.createElement('span');
   el.className = markClass(m);
   el.title = m.title;

@@ -5,7 +5,7 @@
 import * as assert from 'node:assert/strict';
 import type { CodeInterpreterCallItem } from '../../src/common/events';
 import { forDisplay, forTerminal, forTerminalOutput, SgrState, TerminalStream } from '../../src/common/untrusted';
-import { CellOutputWriter, type CellOutputData, type OutputItemData } from '../../src/vscode/notebook/cellOutputs';
+import { CellOutputWriter, ERROR_MIME, STDERR_MIME, STDOUT_MIME, type CellOutputData, type OutputItemData } from '../../src/vscode/notebook/cellOutputs';
 
 const HOSTILE = 'A\x1b]0;pwned\x07B\rC\bD\u202eE\u200bF\x1b[2J\x9b1;1H\x1bP1$r\x1b\\G';
 
@@ -54,6 +54,44 @@ describe('security: src/common/untrusted.ts', () => {
     for (const [a, b] of cuts(text)) {
       const s = new TerminalStream({ plain: true });
       assert.equal(s.write(a) + s.write(b) + s.end(), whole, `cut at ${a.length}`);
+    }
+  });
+
+  it("a notebook cell's stream and error outputs: markers for invisible and bidi characters, colours and carriage returns pass, however the chunks are cut", async () => {
+    const out = '\x1b[31mred\x1b[0m 10%\r\u202e\u{E0041}x\u200bz\u200b\x1b]0;pwned\x07\b.\n';
+    const shown = '\x1b[31mred\x1b[0m 10%\r<U+202E><U+E0041>x<U+200B>z<U+200B>.\n';
+    const decode = (items: OutputItemData[]) => items.map((i) => new TextDecoder().decode(i.data)).join('');
+    for (const [a, b] of cuts(out)) {
+      const outputs: CellOutputData[] = [];
+      const sink = {
+        clearOutput: async () => void outputs.splice(0),
+        appendOutput: async (o: CellOutputData) => outputs.push({ items: [...o.items], metadata: o.metadata }) - 1,
+        appendOutputItems: async (h: number, items: OutputItemData[]) => void outputs[h].items.push(...items),
+        replaceOutputItems: async (h: number, items: OutputItemData[]) => void (outputs[h] = { items: [...items] }),
+      };
+      const writer = new CellOutputWriter(sink, () => 1);
+      for (const part of [a, b]) writer.onEvent({ type: 'codeact.output.delta', item_id: 'ci_1', stream: 'stdout', delta: part });
+      writer.onEvent({ type: 'codeact.output.delta', item_id: 'ci_1', stream: 'stderr', delta: 'warn\u2067ing\n' });
+      const error = { type: 'Value\u202eError', message: 'bad \u202evalue', traceback: '\x1b[31mValueError\x1b[0m: bad \u202evalue\n' };
+      await writer.finish({
+        type: 'code_interpreter_call',
+        id: 'ci_1',
+        status: 'failed',
+        code: '',
+        runtime: 'local',
+        outputs: [],
+        error,
+      } as unknown as CodeInterpreterCallItem);
+      const of = (mime: string) => decode(outputs.flatMap((o) => o.items.filter((i) => i.mime === mime)));
+      assert.equal(of(STDOUT_MIME), shown, `cut at ${a.length}`);
+      assert.equal(of(STDERR_MIME), 'warn<U+2067>ing\n');
+      const err = JSON.parse(of(ERROR_MIME)) as { name: string; message: string; stack: string };
+      assert.deepEqual(err, { name: 'Value<U+202E>Error', message: 'bad <U+202E>value', stack: '\x1b[31mValueError\x1b[0m: bad <U+202E>value\n' });
+      const saved = outputs.at(-1)?.metadata?.originalError as { ename: string; evalue: string; traceback: string[] };
+      assert.deepEqual(
+        [saved.ename, saved.evalue, saved.traceback],
+        ['Value<U+202E>Error', 'bad <U+202E>value', ['\x1b[31mValueError\x1b[0m: bad <U+202E>value']],
+      );
     }
   });
 

@@ -147,6 +147,29 @@ describe('Run with Tools: the inline mark and hover of a run with images', () =>
     assert.deepEqual(files, { kind: 'code', text: '[x](command:evil).csv, 10 bytes', language: 'text' });
   });
 
+  it('the mark and every code block of the hover show invisible and bidi characters as markers (stdout, stderr, files, value, error)', () => {
+    const ok = exec(
+      [
+        { type: 'logs', logs: 'out \u202eput\n' },
+        { type: 'logs', stream: 'stderr', logs: 'warn\u200bing\n' },
+        { type: 'file', filename: 'a\u2067b.csv', bytes: 1 },
+      ],
+      {
+        value: 'v\u202e1',
+      },
+    );
+    assert.equal(inlineSummary(ok), '✓ "v<U+202E>1" · 1 file · 12 ms');
+    const codes = (parts: HoverPart[]) => parts.filter((p) => p.kind === 'code').map((p) => p.text);
+    assert.deepEqual(codes(hoverParts(ok)), ['out <U+202E>put\n', 'warn<U+200B>ing\n', 'a<U+2067>b.csv, 1 byte', '"v<U+202E>1"']);
+    const failed = exec([], {
+      status: 'failed',
+      value: undefined,
+      error: { type: 'Value\u202eError', message: 'bad \u200bvalue', traceback: 'Traceback\nValueError: bad \u200bvalue\n' },
+    });
+    assert.equal(inlineSummary(failed), '✗ Value<U+202E>Error: bad <U+200B>value · 12 ms');
+    assert.deepEqual(codes(hoverParts(failed)), ['Traceback\nValueError: bad <U+200B>value\n']);
+  });
+
   it('files are listed with their size and, when not copied out, why', () => {
     const parts = hoverParts(
       exec([{ type: 'file', filename: 'out.csv', bytes: 1234 }, { type: 'file', filename: 'big.bin', bytes: 5e7, note: 'over the cap' } as CodeOutput]),

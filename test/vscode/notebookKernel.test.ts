@@ -191,6 +191,26 @@ describe('notebook kernel: cells in a CodeAct session on real python3', function
     assert.equal(cell.outputs.at(-1)?.metadata?.outputType, 'error');
   });
 
+  it('shows a cell that prints U+202E and U+200B with markers, in its stream outputs and its traceback; colours pass', async () => {
+    const cell = new RecordedCell();
+    const code = [
+      'import sys',
+      'print("total: abc\\u202edef\\u200b")',
+      'print("\\x1b[31mred\\x1b[0m \\u2067x", file=sys.stderr)',
+      'raise ValueError("bad \\u202evalue")',
+      '',
+    ].join('\n');
+    await kernels.for('file:///ws/m.ipynb', 'm.ipynb').execute(code, cell);
+    assert.equal(cell.ended?.success, false);
+    assert.equal(cell.textOf(STDOUT_MIME), 'total: abc<U+202E>def<U+200B>\n');
+    assert.equal(cell.textOf(STDERR_MIME), '\x1b[31mred\x1b[0m <U+2067>x\n');
+    const err = JSON.parse(cell.textOf(ERROR_MIME)) as { name: string; message: string; stack: string };
+    assert.equal(err.message, 'bad <U+202E>value');
+    assert.match(err.stack, /ValueError: bad <U\+202E>value/);
+    const all = cell.outputs.flatMap((o) => [...o.items.map((i) => text(i.data)), JSON.stringify(o.metadata ?? {})]).join('\n');
+    assert.ok(!/[\u202e\u200b\u2067]/.test(all), 'no invisible character reaches the cell or what the notebook saves');
+  });
+
   it('stops a Run All at the failing cell, as Jupyter does; a cell run on its own afterwards runs', async () => {
     const nb = kernels.for('file:///ws/f.ipynb', 'f.ipynb');
     const batch = {};

@@ -9,6 +9,11 @@
  * `NotebookCellExecution`), so the tests run it in plain Node. Output metadata follows VS Code's ipynb
  * serializer (`outputType`, `metadata`, `executionCount`), so saving writes display_data, execute_result,
  * stream and error outputs, and reopening brings them back.
+ *
+ * The code's stdout, stderr and traceback are text from outside: they reach the cell through
+ * ../../common/untrusted's TerminalStream (`carriageReturns`: VS Code's renderer draws colours and redraws a
+ * line itself), so an invisible or bidirectional character shows as its marker (`<U+202E>`) and no escape
+ * sequence but a safe colour passes. What the cell holds is what it shows, and a saved notebook keeps that.
  */
 import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, StreamName } from '../../common/events';
 import { capDisplayImages, mimeText } from '../../common/displays';
@@ -16,7 +21,7 @@ import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { clip, formatElapsed } from '../../common/format';
 import { publicMetadata } from '../../common/notebook';
 import { fileLabel } from '../../common/outputLabels';
-import { forDisplay } from '../../common/untrusted';
+import { forDisplay, forTerminalOutput, SgrState, TerminalStream } from '../../common/untrusted';
 
 export const STDOUT_MIME = 'application/vnd.code.notebook.stdout';
 export const STDERR_MIME = 'application/vnd.code.notebook.stderr';
@@ -124,17 +129,21 @@ export function toolCallsOutput(calls: readonly CallLine[], more: number): Outpu
   ];
 }
 
+/** A whole text of the code's output (a traceback) as a cell shows it: see the module's comment. */
+const shownOutput = (text: string) => forTerminalOutput(text, new SgrState(), { carriageReturns: true });
+
 /** The error output of a failed execution: VS Code's error renderer shows the traceback (the user's lines). */
 function errorOutput(item: CodeInterpreterCallItem): CellOutputData | undefined {
   const e = item.error;
   if (!e) return undefined;
   // Stop or Interrupt: said as a notebook says it.
-  const name = e.type === 'Cancelled' ? 'Interrupted' : e.type;
-  const stack = e.traceback ?? `${name}: ${e.message}`;
+  const name = forDisplay(e.type === 'Cancelled' ? 'Interrupted' : e.type, { line: true });
+  const message = shownOutput(e.message);
+  const stack = e.traceback !== undefined ? shownOutput(e.traceback) : `${name}: ${message}`;
   const traceback = stack.replace(/\n$/, '').split('\n');
   return {
-    items: [{ mime: ERROR_MIME, data: utf8(JSON.stringify({ name, message: e.message, stack })) }],
-    metadata: { outputType: 'error', originalError: { output_type: 'error', ename: name, evalue: e.message, traceback } },
+    items: [{ mime: ERROR_MIME, data: utf8(JSON.stringify({ name, message, stack })) }],
+    metadata: { outputType: 'error', originalError: { output_type: 'error', ename: name, evalue: message, traceback } },
   };
 }
 
@@ -145,6 +154,8 @@ function errorOutput(item: CodeInterpreterCallItem): CellOutputData | undefined 
 export class CellOutputWriter {
   private chain: Promise<unknown> = Promise.resolve();
   private pendingStream?: { stream: StreamName; text: string };
+  /** Each stream's sanitiser (it holds a cut escape sequence or surrogate pair for the next chunk). */
+  private readonly clean: Partial<Record<StreamName, TerminalStream>> = {};
   private flushTimer?: ReturnType<typeof setTimeout>;
   private lastStream?: { stream: StreamName; handle: Promise<number> };
   /** display_id -> its output, for updates. */
@@ -212,12 +223,14 @@ export class CellOutputWriter {
   async finish(item: CodeInterpreterCallItem): Promise<void> {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
+    this.endStreams();
     this.flushStream();
     this.writeCalls();
     if (!this.live) {
       for (const o of item.outputs) {
         if (o.type === 'logs') {
           if (o.logs) this.stream(o.stream === 'stderr' ? 'stderr' : 'stdout', o.logs);
+          this.endStreams();
           this.flushStream();
         } else if (o.type === 'display') this.display(o, false);
       }
@@ -249,11 +262,25 @@ export class CellOutputWriter {
     return this.then(() => this.sink.appendOutput(output));
   }
 
-  private stream(stream: StreamName, text: string): void {
+  private stream(stream: StreamName, raw: string): void {
+    const clean = (this.clean[stream] ??= new TerminalStream({ colours: new SgrState(), carriageReturns: true }));
+    const text = clean.write(raw);
     if (this.pendingStream && this.pendingStream.stream !== stream) this.flushStream();
     if (this.pendingStream) this.pendingStream.text += text;
     else this.pendingStream = { stream, text };
     this.flushSoon();
+  }
+
+  /** The end of the streams: what their sanitisers hold (half of a surrogate pair cut off) is written. */
+  private endStreams(): void {
+    for (const name of Object.keys(this.clean) as StreamName[]) {
+      const rest = this.clean[name]!.end();
+      delete this.clean[name];
+      if (!rest) continue;
+      if (this.pendingStream && this.pendingStream.stream !== name) this.flushStream();
+      if (this.pendingStream) this.pendingStream.text += rest;
+      else this.pendingStream = { stream: name, text: rest };
+    }
   }
 
   private flushSoon(): void {
