@@ -76,8 +76,17 @@ export function growRevealed(el: Element, text: string): void {
     if (text.length === old.length) return;
     const rest = revealed(text.slice(old.length));
     const last = el.lastChild;
-    if (typeof rest === 'string' && last instanceof Text) last.appendData(rest);
-    else el.append(rest);
+    if (typeof rest === 'string') {
+      if (last instanceof Text) last.appendData(rest);
+      else el.append(rest);
+      return;
+    }
+    // The text before the first marker joins the last text node.
+    if (last instanceof Text && rest.firstChild instanceof Text) {
+      last.appendData(rest.firstChild.data);
+      rest.firstChild.remove();
+    }
+    el.append(rest);
     return;
   }
   setRevealed(el, text);

@@ -97,10 +97,19 @@ describe('text from outside shows its invisible characters as marker boxes in ev
     await p.page.locator('.msg.assistant .md-live-text').waitFor();
     await assertBoxes(p, '.msg.assistant .md-frozen p', 2);
     await assertBoxes(p, '.msg.assistant .md-live-text');
-    // It grows in place: the new part is revealed too.
+    // It grows in place: the nodes already drawn stay (no redraw of what was shown), the new part is revealed
+    // too, and only the marked characters are elements of their own (text, box, text, box, text, box, …).
+    await p.page.evaluate(() => {
+      (window as unknown as { firstLive?: Node }).firstLive = document.querySelector('.msg.assistant .md-live-text')?.firstChild ?? undefined;
+    });
     await p.sendEvents([ev.text('m1', ` more ${BAD}`)]);
     await p.page.waitForFunction(() => document.querySelector('.msg.assistant .md-live-text')?.textContent?.includes('more'));
     await assertBoxes(p, '.msg.assistant .md-live-text', 2);
+    const live = await p.page.evaluate(() => {
+      const el = document.querySelector('.msg.assistant .md-live-text')!;
+      return { same: el.firstChild === (window as unknown as { firstLive?: Node }).firstLive, nodes: el.childNodes.length };
+    });
+    assert.deepEqual(live, { same: true, nodes: 9 });
     // A message that opens with a code fence streams it as plain code.
     await p.sendEvents([ev.text('m0', `\`\`\`python\nprint("${BAD}")`)]);
     await p.page.locator('.msg.assistant .md-live-code code').waitFor();
