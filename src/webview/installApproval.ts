@@ -38,9 +38,10 @@ export function installBody(item: ApprovalView): HTMLElement[] {
   );
   // One span per argument: a line breaks between arguments (never inside "--no-input"), and only a long path breaks inside.
   const code = h('code', null);
-  installArgv(i).forEach((a, n) =>
-    code.append(...(n ? [' '] : []), h('span', { class: a.length > 32 ? 'arg long' : 'arg' }, revealed(quoteArg(a), { line: true }))),
-  );
+  installArgv(i).forEach((a, n) => {
+    if (n) code.append(' ');
+    code.append(h('span', { class: a.length > 32 ? 'arg long' : 'arg' }, revealed(quoteArg(a), { line: true })));
+  });
   out.push(h('pre', { class: 'code approval-code install-command', tabindex: '0', 'aria-label': 'Command that runs' }, code));
   return out;
 }

@@ -129,6 +129,10 @@ const KNOWN: Record<string, string> = {
   'src/webview/displayView.ts: b.more': "CodeAct's wording of how much was left out (bounded())",
   'src/webview/dom.ts: String(v)': "h()'s `text` attribute: each `text:` property is checked here where it is written",
   'src/webview/dom.ts: text': "a sink wrapper's parameter (setText): its callers are checked here",
+  'src/webview/dom.ts: c': "h()'s children: each is checked here where h() is called",
+  'src/webview/installApproval.ts: i.tool': "'pip' or 'uv' (the install request's tool)",
+  'src/webview/reveal.ts: text.slice(at, m.index)': 'the sanitiser itself: the text between two marks, which has none',
+  'src/webview/reveal.ts: revealInvisible(text.slice(at))': 'the sanitiser itself: past the styled marks, the rest with its markers as text',
   'src/webview/errorActions.ts: turn.prompt': "posted to the host (Retry sends the person's prompt as it was), not shown",
   'src/webview/execCard.ts: t.action': "CodeAct's own verb of a tool lookup (discoveryText: 'searched tools', 'looked up', …)",
   'src/webview/execCard.ts: this.item.code': 'posted to the host (Copy), not shown',
@@ -159,7 +163,12 @@ const KNOWN: Record<string, string> = {
  * The code's own output in the panel (the output pane, notebook streams): helper h-streams routes it through
  * ./reveal in its own change and removes this list; until then these are the only places not checked.
  */
-const OUTPUT_PANE_PENDING = ['src/webview/execCard.ts: this.output.text()', 'src/webview/outputPane.ts: b.text.slice(Math.max(sp.start, pos), end)'];
+const OUTPUT_PANE_PENDING = [
+  'src/webview/execCard.ts: this.output.text()',
+  'src/webview/outputPane.ts: b.text.slice(Math.max(sp.start, pos), end)',
+  'src/webview/outputPane.ts: b.text.slice(pos, sp.start)',
+  'src/webview/outputPane.ts: b.text.slice(pos, to)',
+];
 for (const k of OUTPUT_PANE_PENDING) KNOWN[k] = "the code's output: the output pane's own change (h-streams)";
 
 function files(dir: string): string[] {
@@ -186,13 +195,15 @@ function constants(sf: ts.SourceFile): Map<string, ts.Expression[]> {
 
 /**
  * The parts of `e` that are neither literal, nor a number, nor sanitised: as written. A name declared
- * `const` in the same file is followed to its value(s).
+ * `const` in the same file is followed to its value(s). `isText`: only parts that are text (the DOM
+ * children's scan asks the type checker; an element or a number is not text).
  */
-function unchecked(e: ts.Expression, sf: ts.SourceFile, consts = constants(sf), seen = new Set<string>()): string[] {
-  const again = (x: ts.Expression) => unchecked(x, sf, consts, seen);
+function unchecked(e: ts.Expression, sf: ts.SourceFile, consts = constants(sf), seen = new Set<string>(), isText?: (x: ts.Expression) => boolean): string[] {
+  if (isText && !isText(e)) return [];
+  const again = (x: ts.Expression) => unchecked(x, sf, consts, seen, isText);
   if (ts.isIdentifier(e) && consts.has(e.text) && !seen.has(e.text)) {
     const inner = new Set(seen).add(e.text);
-    return consts.get(e.text)!.flatMap((x) => unchecked(x, sf, consts, inner));
+    return consts.get(e.text)!.flatMap((x) => unchecked(x, sf, consts, inner, isText));
   }
   if (ts.isStringLiteral(e) || ts.isNoSubstitutionTemplateLiteral(e) || ts.isNumericLiteral(e)) return [];
   // CodeAct's own constants (USAGE, PYTHON_HELP), counts (`x.length`) and arithmetic are not text from outside.
@@ -256,8 +267,62 @@ function scan(m: Medium): Found[] {
   return found;
 }
 
-describe('security: text from outside reaches the screen through one sanitiser per medium', () => {
-  const all = MEDIA.flatMap(scan);
+/** Calls that put their arguments into the panel's DOM as children: h()'s children, and the DOM's own. */
+const CHILD_SINKS = /(^|\.)(append|prepend|replaceChildren|replaceWith|before|after|createTextNode)$/;
+
+/**
+ * The panel's text put into the DOM as children (`h('span', null, name)`, `el.append(text)`,
+ * `createTextNode(text)`): which arguments are text is asked of the type checker, over the panel's own
+ * program (tsconfig.webview.json), so an element passed as a child is not a place that shows text.
+ */
+function scanChildren(): Found[] {
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(ROOT, 'tsconfig.webview.json'),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+  );
+  assert.ok(config, 'tsconfig.webview.json');
+  const program = ts.createProgram(config.fileNames, config.options);
+  const checker = program.getTypeChecker();
+  const stringy = (t: ts.Type): boolean => (t.isUnion() ? t.types.some(stringy) : (t.flags & ts.TypeFlags.StringLike) !== 0);
+  const isText = (x: ts.Expression) => stringy(checker.getTypeAtLocation(x));
+  const found: Found[] = [];
+  for (const sf of program.getSourceFiles()) {
+    const rel = path.relative(ROOT, sf.fileName);
+    if (!rel.startsWith('src/webview/')) continue;
+    const consts = constants(sf);
+    const visit = (node: ts.Node) => {
+      if (ts.isCallExpression(node)) {
+        const callee = node.expression.getText(sf);
+        // A DOM method only: its receiver is a node (an output pane's text model has an append of its own).
+        const dom =
+          ts.isPropertyAccessExpression(node.expression) && checker.getTypeAtLocation(node.expression.expression).getProperty('nodeType') !== undefined;
+        const from = callee === 'h' ? 2 : CHILD_SINKS.test(callee) && dom ? 0 : -1;
+        if (from >= 0)
+          for (const a of node.arguments.slice(from))
+            for (const part of unchecked(ts.isSpreadElement(a) ? a.expression : a, sf, consts, new Set(), isText))
+              found.push({ file: rel, line: sf.getLineAndCharacterOfPosition(a.getStart(sf)).line + 1, part });
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+  }
+  return found;
+}
+
+describe('security: text from outside reaches the screen through one sanitiser per medium', function () {
+  // The children's scan builds the panel's program with its type checker: seconds on a busy machine.
+  this.timeout(120_000);
+  const children = scanChildren();
+  const all = [...MEDIA.flatMap(scan), ...children];
+
+  it("finds the panel's DOM children that are text (the type checker answers: the scan is not empty)", () => {
+    assert.ok(children.length > 0);
+    assert.ok(
+      children.some((f) => f.file === 'src/webview/dom.ts'),
+      children.map((f) => `${f.file}: ${f.part}`).join('\n'),
+    );
+  });
 
   it('finds the places that show text (the scan is not empty: a renamed sink would hide them all)', () => {
     for (const m of MEDIA) assert.ok(all.length > 0 && scan(m).length >= 0, m.dir);

@@ -78,7 +78,7 @@ const { form } = elicitationForm(
       type: 'object',
       properties: {
         name: { type: 'string', title: `Title ${BAD}` },
-        many: { type: 'array', title: 'Many', items: { anyOf: [{ const: 'm1', title: `Choice ${BAD}` }] } },
+        many: { type: 'array', title: `Many ${BAD}`, items: { anyOf: [{ const: 'm1', title: `Choice ${BAD}` }] } },
       },
     },
   },
@@ -211,6 +211,7 @@ describe('text from outside shows its invisible characters as marker boxes in ev
       await assertBoxes(p, `${f} .elicitation-server`);
       await assertBoxes(p, `${f} .elicitation-message`);
       await assertBoxes(p, `${f} .elicit-field[data-key="name"] .elicit-label`);
+      await assertBoxes(p, `${f} .elicit-field[data-key="many"] .elicit-label`);
       await assertBoxes(p, `${f} .elicit-field[data-key="many"] .elicit-choice`);
       await assertBoxes(p, '.user-msg .user-text');
       await assertBoxes(p, '.msg.assistant p');
