@@ -9,8 +9,9 @@ import { PROTOCOL_VERSION, type ConversationSummary, type HostState, type HostTo
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../common/imageHeader';
 import { applyEvent, buildTranscript, createTranscript, findTurn, isBusy, type TranscriptEvent, type TranscriptModel } from '../common/transcript';
 import { Composer } from './composer';
-import { h, setText, toggle } from './dom';
+import { h, toggle } from './dom';
 import { renderEmptyState } from './emptyState';
+import { revealedPlain, updateRevealed } from './reveal';
 import { FrameLoop, IdleQueue } from './frameLoop';
 import { HistoryPanel } from './historyPanel';
 import { showNotice } from './notices';
@@ -391,8 +392,9 @@ export class App {
   }
 
   private renderChrome(): void {
-    setText(this.titleEl, this.title || 'CodeAct');
-    this.titleEl.title = this.title || 'CodeAct';
+    // The conversation's title comes from its first prompt, the model or a saved file: outside text.
+    updateRevealed(this.titleEl, this.title || 'CodeAct', { line: true });
+    this.titleEl.title = revealedPlain(this.title || 'CodeAct', { line: true });
     this.composer.renderPicker();
     this.renderEmptyState();
     this.updateBusy();

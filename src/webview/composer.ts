@@ -6,6 +6,7 @@
 import type { HostState, WebviewToHost } from '../common/protocol';
 import { h, toggle } from './dom';
 import { icon } from './icons';
+import { revealedPlain, updateRevealed } from './reveal';
 import type { TranscriptModel } from '../common/transcript';
 import { ContextMeter } from './contextMeter';
 import { NotebookTargetBar } from './notebookTarget';
@@ -138,12 +139,12 @@ export class Composer {
   }
 
   /** The status line; with the transcript, the context meter too. */
-  setStatus(text: string, model?: TranscriptModel): void {
+  setStatus(status: string, model?: TranscriptModel): void {
     if (model) this.meter.update(model);
-    if (text === this.lastStatus) return;
-    this.lastStatus = text;
-    this.statusEl.textContent = text;
-    toggle(this.statusEl, 'visible', Boolean(text));
+    if (status === this.lastStatus) return;
+    this.lastStatus = status;
+    this.statusEl.textContent = status;
+    toggle(this.statusEl, 'visible', Boolean(status));
   }
 
   setInput(text: string, send: boolean): void {
@@ -178,11 +179,15 @@ export class Composer {
     } else {
       this.providerSelect.disabled = false;
       this.modelSelect.disabled = false;
-      for (const p of providers) this.providerSelect.append(h('option', { value: p.id, text: p.hasKey ? p.label : `${p.label} (no key)` }));
+      // An <option> holds plain text: an endpoint's label, a server's model ids and names show their markers as text.
+      for (const p of providers)
+        this.providerSelect.append(h('option', { value: p.id, text: `${revealedPlain(p.label, { line: true })}${p.hasKey ? '' : ' (no key)'}` }));
       const current = providers.find((p) => p.id === host?.provider) ?? providers[0];
       this.providerSelect.value = current.id;
-      for (const m of current.models) this.modelSelect.append(h('option', { value: m.id, text: m.label ?? m.id, title: m.detail ?? '' }));
-      if (host?.model && !current.models.some((m) => m.id === host.model)) this.modelSelect.append(h('option', { value: host.model, text: host.model }));
+      for (const m of current.models)
+        this.modelSelect.append(h('option', { value: m.id, text: revealedPlain(m.label ?? m.id, { line: true }), title: revealedPlain(m.detail ?? '') }));
+      if (host?.model && !current.models.some((m) => m.id === host.model))
+        this.modelSelect.append(h('option', { value: host.model, text: revealedPlain(host.model, { line: true }) }));
       if (host?.model) this.modelSelect.value = host.model;
       if (!current.models.length && !host?.model) {
         this.modelSelect.append(h('option', { value: '', text: 'No model' }));
@@ -198,12 +203,12 @@ export class Composer {
   /** The compact picker: the model's name (none at the narrowest), the full provider and model in its tooltip. */
   private renderCompactPicker(host: HostState | undefined): void {
     const provider = host?.providers.find((p) => p.id === host.provider) ?? host?.providers[0];
-    const model = host?.model ?? '';
-    const full = provider ? `${provider.label}${provider.hasKey ? '' : ' (no key)'} · ${model || 'no model'}` : 'No provider';
-    this.pickerLabel.textContent = model || 'Model';
+    const model = revealedPlain(host?.model ?? '', { line: true });
+    const full = provider ? `${revealedPlain(provider.label, { line: true })}${provider.hasKey ? '' : ' (no key)'} · ${model || 'no model'}` : 'No provider';
+    updateRevealed(this.pickerLabel, host?.model || 'Model', { line: true });
     this.pickerButton.title = `${full}. Click to change the provider and model.`;
     this.pickerButton.setAttribute('aria-label', `Provider and model: ${full}. Change`);
-    this.providerSelect.title = provider ? `Provider: ${provider.label}` : '';
+    this.providerSelect.title = provider ? `Provider: ${revealedPlain(provider.label, { line: true })}` : '';
     this.modelSelect.title = model ? `Model: ${model}` : '';
   }
 
@@ -214,9 +219,11 @@ export class Composer {
     this.toolsButton.textContent = '';
     this.toolsButton.append(icon('tools'), h('span', { text: String(tools.length) }));
     if (broken.length) this.toolsButton.append(icon('warning'), h('span', { class: 'broken-count', text: String(broken.length) }));
-    const names = tools.map((t) => t.name).join(', ');
+    const names = tools.map((t) => revealedPlain(t.name, { line: true })).join(', ');
     const ready = tools.length ? `${tools.length} ${tools.length === 1 ? 'tool' : 'tools'} ready: ${names}` : 'No managed tools ready';
-    const wrong = broken.map((b) => `${b.name ?? `codeact.tools[${b.index}]`} is broken: ${b.message}`).join('\n');
+    const wrong = broken
+      .map((b) => `${b.name === undefined ? `codeact.tools[${b.index}]` : revealedPlain(b.name, { line: true })} is broken: ${revealedPlain(b.message)}`)
+      .join('\n');
     this.toolsButton.title = `${ready}.${broken.length ? `\n${wrong}` : ''}\nClick to edit codeact.tools.`;
     this.toolsButton.setAttribute('aria-label', `${ready}${broken.length ? `, ${broken.length} broken` : ''}. Edit tools.`);
     toggle(this.toolsButton, 'warn', tools.length === 0 || broken.length > 0);

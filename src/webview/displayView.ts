@@ -13,6 +13,7 @@ import { displayImage, renderImage, type ImageEnv } from './imageOutput';
 import { decorateMarkdown } from './itemCards';
 import { renderJson } from './jsonTree';
 import { renderMarkdownFragment } from './markdown';
+import { revealed } from './reveal';
 
 /** Characters of a text output shown (markdown, LaTeX, plain text); the rest is counted. */
 const DISPLAY_TEXT_CAP = 100_000;
@@ -28,25 +29,26 @@ export function isImageDisplay(d: DisplayOutput): boolean {
 const ANSI = /\u001b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\u001b[@-Z\\-_]/g;
 
 /** Text within the caps, and what was left out. */
-function bounded(text: string): { text: string; more: string } {
+function bounded(text: string): { head: string; more: string } {
   let shown = text.length > DISPLAY_TEXT_CAP ? text.slice(0, DISPLAY_TEXT_CAP) : text;
   let lines = 0;
   let i = shown.indexOf('\n');
   while (i >= 0 && ++lines < DISPLAY_LINE_CAP) i = shown.indexOf('\n', i + 1);
   const byLines = i >= 0 && i + 1 < shown.length;
   if (byLines) shown = shown.slice(0, i + 1);
-  if (shown.length === text.length) return { text, more: '' };
+  if (shown.length === text.length) return { head: text, more: '' };
   if (byLines) {
     const rest = countNewlines(text.slice(shown.length)) + (text.endsWith('\n') ? 0 : 1);
-    return { text: shown, more: `${formatCount(rest)} more ${rest === 1 ? 'line' : 'lines'} not shown` };
+    return { head: shown, more: `${formatCount(rest)} more ${rest === 1 ? 'line' : 'lines'} not shown` };
   }
   const rest = text.length - shown.length;
-  return { text: shown, more: `${formatCount(rest)} more ${rest === 1 ? 'character' : 'characters'} not shown` };
+  return { head: shown, more: `${formatCount(rest)} more ${rest === 1 ? 'character' : 'characters'} not shown` };
 }
 
 function textBlock(text: string, cls: string): HTMLElement {
   const b = bounded(text.replace(ANSI, ''));
-  const pre = h('pre', { class: cls, tabindex: '0', text: b.text });
+  // The code's text: invisible and bidirectional characters as marker boxes (./reveal).
+  const pre = h('pre', { class: cls, tabindex: '0' }, revealed(b.head));
   return b.more ? h('div', null, pre, h('div', { class: 'html-more', text: b.more })) : pre;
 }
 
@@ -58,7 +60,9 @@ export function renderDisplay(shown: DisplayOutput, n: number, env: ImageEnv): H
   const wrap = h('div', { class: `display${d.result ? ' display-result' : ''}`, 'data-mime': mime ?? 'none' });
   if (mime === undefined) {
     const types = Object.keys(d.data).slice(0, 5).join(', ');
-    wrap.append(h('div', { class: 'display-note', text: types ? `An output of a type the panel cannot show (${types}).` : 'An empty output.' }));
+    wrap.append(
+      h('div', { class: 'display-note' }, types ? revealed(`An output of a type the panel cannot show (${types}).`, { line: true }) : 'An empty output.'),
+    );
     return wrap;
   }
   if (mime.startsWith('image/')) {
@@ -75,7 +79,7 @@ export function renderDisplay(shown: DisplayOutput, n: number, env: ImageEnv): H
   else if (mime === 'text/markdown') {
     const b = bounded(text);
     const md = h('div', { class: 'md display-md' });
-    const frag = renderMarkdownFragment(b.text);
+    const frag = renderMarkdownFragment(b.head);
     decorateMarkdown(frag);
     md.append(frag);
     wrap.append(md);

@@ -119,7 +119,8 @@ export class ElicitationCard {
       });
       const group = h('div', { class: 'elicit-choices', role: 'group', id, 'aria-describedby': described }, ...boxes.map((b) => b.el));
       control = { field, read: () => boxes.filter((b) => b.box.checked).map((b) => b.box.value), problem, inputs: boxes.map((b) => b.box) };
-      row.append(h('span', { class: 'elicit-label' }, label.textContent ?? ''), desc ?? '', group, problem);
+      // The label's own nodes (the title with its marker boxes, the required mark): a group has no <label for>.
+      row.append(h('span', { class: 'elicit-label' }, ...Array.from(label.childNodes)), desc ?? '', group, problem);
     } else {
       const numeric = field.kind === 'number' || field.kind === 'integer';
       const input = h('input', {

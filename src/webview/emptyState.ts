@@ -3,7 +3,7 @@ import type { BrokenToolSummary, HostCommand, HostState, ToolSummary } from '../
 import { h } from './dom';
 import { icon, type IconName } from './icons';
 import { button } from './viewKit';
-import { revealed } from './reveal';
+import { revealed, revealedPlain } from './reveal';
 
 interface EmptyStateActions {
   command(command: HostCommand): void;
@@ -26,7 +26,8 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
       'li',
       { class: `step${done ? ' done' : ''}` },
       h('span', { class: 'step-icon', 'aria-hidden': 'true' }, icon(done ? 'pass' : iconName)),
-      h('div', { class: 'step-text' }, h('div', { class: 'step-title', text: title }), h('div', { class: 'step-detail', text: detail })),
+      // A step names the provider, the model and the tools (an endpoint's label, a server's model id, MCP tool names): markers as boxes.
+      h('div', { class: 'step-text' }, h('div', { class: 'step-title' }, revealed(title)), h('div', { class: 'step-detail' }, revealed(detail))),
       action,
     );
 
@@ -67,10 +68,11 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
   el.append(
     h('div', { class: 'hero', 'aria-hidden': 'true' }, icon('sparkle')),
     h('h1', { class: 'empty-title', text: 'Put your tools to work' }),
-    h('p', {
-      class: 'empty-lede',
-      text: `The model writes Python that calls only the managed tools of this workspace, runs it ${runtime}, and shows every step here.`,
-    }),
+    h(
+      'p',
+      { class: 'empty-lede' },
+      revealed(`The model writes Python that calls only the managed tools of this workspace, runs it ${runtime}, and shows every step here.`),
+    ),
     steps,
   );
   if (!trusted) {
@@ -94,13 +96,12 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
   const ex = h('div', { class: 'examples', role: 'group', 'aria-label': 'Example prompts' });
   for (const e of examplePrompts(trusted ? tools : []))
     ex.append(
-      h('button', {
-        class: 'example',
-        type: 'button',
-        text: e.text,
-        title: e.title,
-        onclick: () => actions.example(e.text),
-      }),
+      // It names the workspace's tools; the prompt it puts in the composer is the text as it is.
+      h(
+        'button',
+        { class: 'example', type: 'button', title: e.title === undefined ? undefined : revealedPlain(e.title), onclick: () => actions.example(e.prompt) },
+        revealed(e.prompt),
+      ),
     );
   el.append(
     h('div', { class: 'examples-label', text: 'Try' }),
@@ -141,7 +142,7 @@ function toolsStep(tools: ToolSummary[], broken: BrokenToolSummary[], actions: E
   const why = h(
     'details',
     { class: 'broken-tools' },
-    h('summary', { text: broken.length === 1 ? `Why is ${label(broken[0])} broken?` : `Why are ${broken.length} tools broken?` }),
+    h('summary', null, revealed(broken.length === 1 ? `Why is ${label(broken[0])} broken?` : `Why are ${broken.length} tools broken?`)),
   );
   const list = h('ul');
   for (const b of broken) list.append(h('li', null, h('code', null, revealed(label(b), { line: true })), h('span', null, revealed(` ${b.message}`))));
@@ -155,16 +156,16 @@ function label(b: BrokenToolSummary): string {
 }
 
 /** Example prompts about the workspace's own tools (or about plain Python when it has none). */
-function examplePrompts(tools: ToolSummary[]): { text: string; title?: string }[] {
-  if (!tools.length) return [{ text: 'What could managed tools do in this workspace?' }, { text: 'Write Python that lists the 10 largest files here' }];
+function examplePrompts(tools: ToolSummary[]): { prompt: string; title?: string }[] {
+  if (!tools.length) return [{ prompt: 'What could managed tools do in this workspace?' }, { prompt: 'Write Python that lists the 10 largest files here' }];
   const names = tools.map((t) => t.name);
   const list = names.length <= 4 ? joinAnd(names) : `${names.slice(0, 3).join(', ')} and the other ${names.length - 3}`;
-  const out: { text: string; title?: string }[] = [{ text: `What can you do with ${list}?` }];
+  const out: { prompt: string; title?: string }[] = [{ prompt: `What can you do with ${list}?` }];
   const [first, second] = tools;
-  out.push({ text: `Call ${first.name} once and explain what it returns`, title: first.description });
+  out.push({ prompt: `Call ${first.name} once and explain what it returns`, title: first.description });
   if (second)
     out.push({
-      text: `Use ${first.name} and ${second.name} together to answer a real question`,
+      prompt: `Use ${first.name} and ${second.name} together to answer a real question`,
       title: [first, second].map((t) => `${t.name}: ${t.description ?? ''}`).join('\n'),
     });
   return out;

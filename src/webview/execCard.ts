@@ -272,7 +272,7 @@ export class ExecRenderer implements ItemRenderer {
         h('span', { text: waiting ? 'Waiting for approval' : STATUS_TEXT[x.status] }),
       );
       if (x.status === 'done' || x.status === 'failed')
-        this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${x.error.type}` : ''}`);
+        this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${revealedPlain(x.error.type, { line: true })}` : ''}`);
     }
     const badgeKey = `${x.runtime}|${x.sandbox?.kind}|${x.sandbox?.network}|${x.tool}|${x.containerId}|${x.notebook?.uri}`;
     if (badgeKey !== this.badgeKey) {
@@ -281,26 +281,35 @@ export class ExecRenderer implements ItemRenderer {
       if (x.runtime) {
         const b = h(
           'span',
-          { class: `badge runtime runtime-${x.runtime}`, title: `Runtime: ${RUNTIME_LABEL[x.runtime] ?? x.runtime}` },
+          { class: `badge runtime runtime-${x.runtime}`, title: `Runtime: ${RUNTIME_LABEL[x.runtime] ?? revealedPlain(x.runtime, { line: true })}` },
           icon(RUNTIME_ICON[x.runtime] ?? 'terminal'),
-          h('span', { text: x.runtime }),
+          // From the transcript (a saved conversation may say anything): markers as boxes.
+          h('span', null, revealed(x.runtime, { line: true })),
         );
         this.badges.append(b);
       }
       if (x.sandbox) {
         const sb = x.sandbox;
-        const title = `Sandbox: ${sb.kind}${sb.network === false ? ', no network' : sb.network ? ', network allowed' : ''}`;
+        const title = `Sandbox: ${revealedPlain(sb.kind, { line: true })}${sb.network === false ? ', no network' : sb.network ? ', network allowed' : ''}`;
         this.badges.append(
           h(
             'span',
             { class: `badge sandbox sandbox-${sb.kind}`, title },
             icon(sb.kind === 'none' ? 'warning' : 'box'),
-            h('span', { text: sb.kind === 'none' ? 'no sandbox' : sb.kind }),
+            h('span', null, sb.kind === 'none' ? 'no sandbox' : revealed(sb.kind, { line: true })),
           ),
         );
       }
       if (x.tool) this.badges.append(h('span', { class: 'badge subtool', title: 'Provider tool' }, revealed(x.tool, { line: true })));
-      if (x.containerId) this.badges.append(h('span', { class: 'badge container', title: `Container ${x.containerId}`, text: shortId(x.containerId) }));
+      // The provider's container id and the notebook's file name are outside text.
+      if (x.containerId)
+        this.badges.append(
+          h(
+            'span',
+            { class: 'badge container', title: `Container ${revealedPlain(x.containerId, { line: true })}` },
+            revealed(shortId(x.containerId), { line: true }),
+          ),
+        );
       // It ran as a cell of an open notebook: the badge shows that cell.
       const nb = x.notebook;
       if (nb) {
@@ -308,9 +317,15 @@ export class ExecRenderer implements ItemRenderer {
         this.badges.append(
           h(
             'button',
-            { class: 'badge notebook-cell', type: 'button', title: `Show this cell in ${nb.name}`, 'aria-label': `Show the cell in ${nb.name}`, onclick: open },
+            {
+              class: 'badge notebook-cell',
+              type: 'button',
+              title: `Show this cell in ${revealedPlain(nb.name, { line: true })}`,
+              'aria-label': `Show the cell in ${revealedPlain(nb.name, { line: true })}`,
+              onclick: open,
+            },
             icon('notebook'),
-            h('span', { text: `cell in ${nb.name}` }),
+            h('span', null, 'cell in ', revealed(nb.name, { line: true })),
           ),
         );
       }

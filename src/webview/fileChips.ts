@@ -93,7 +93,8 @@ function renderChip(f: FileOutput, env: FileEnv): HTMLElement {
       'span',
       { class: 'file-meta' },
       h('span', { class: 'file-name', title: f.path ? revealedPlain(f.path, { line: true }) : name }, revealed(raw, { line: true })),
-      h('span', { class: 'file-detail', text: details }),
+      // The size is CodeAct's; the type may be the provider's MIME type (outside text).
+      h('span', { class: 'file-detail' }, revealed(details, { line: true })),
     ),
     actions,
   );

@@ -3,7 +3,7 @@ import type { ConversationSummary, WebviewToHost } from '../common/protocol';
 import { h, relativeTime } from './dom';
 import { icon } from './icons';
 import { button, toolbarButton } from './viewKit';
-import { revealed } from './reveal';
+import { revealed, revealedPlain } from './reveal';
 
 export class HistoryPanel {
   readonly el: HTMLElement;
@@ -87,13 +87,19 @@ export class HistoryPanel {
           },
         },
         h('span', { class: 'history-name' }, revealed(c.title || 'Untitled', { line: true })),
-        h('span', {
-          class: 'history-meta',
-          text: [relativeTime(c.updatedAt), `${c.turns} ${c.turns === 1 ? 'turn' : 'turns'}`, c.model].filter(Boolean).join(' · '),
-        }),
+        // The model's id comes from a saved conversation: markers as boxes.
+        h(
+          'span',
+          { class: 'history-meta' },
+          revealed([relativeTime(c.updatedAt), `${c.turns} ${c.turns === 1 ? 'turn' : 'turns'}`, c.model].filter(Boolean).join(' · '), { line: true }),
+        ),
       );
-      const exp = toolbarButton('notebook', `Export “${c.title}” as notebook`, () => this.post({ type: 'exportNotebook', conversationId: c.id }));
-      const del = toolbarButton('trash', `Delete “${c.title}”`, () => this.post({ type: 'history.delete', conversationId: c.id }));
+      const exp = toolbarButton('notebook', `Export “${revealedPlain(c.title, { line: true })}” as notebook`, () =>
+        this.post({ type: 'exportNotebook', conversationId: c.id }),
+      );
+      const del = toolbarButton('trash', `Delete “${revealedPlain(c.title, { line: true })}”`, () =>
+        this.post({ type: 'history.delete', conversationId: c.id }),
+      );
       this.historyList.append(h('li', { class: `history-item${current ? ' current' : ''}` }, open, h('span', { class: 'history-actions' }, exp, del)));
     }
     // The host confirms (a modal) before it deletes anything.

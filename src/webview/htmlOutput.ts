@@ -9,6 +9,7 @@
  */
 import DOMPurify from 'dompurify';
 import { formatCount, h } from './dom';
+import { revealTextNodes } from './reveal';
 
 /** Body rows rendered per table. */
 const HTML_ROW_CAP = 200;
@@ -236,6 +237,8 @@ export function lazyHtmlOutput(html: string): HTMLElement {
 function renderHtmlOutput(html: string): HTMLElement {
   const { fragment, cut } = sanitizeHtml(html);
   const box = h('div', { class: 'html-output', tabindex: '0', role: 'group', 'aria-label': 'HTML output' });
+  // The code's words in its HTML: invisible and bidirectional characters as marker boxes (./reveal).
+  revealTextNodes(fragment);
   box.append(fragment);
   if (cut) box.append(h('div', { class: 'html-more', text: 'The rest of this output is not shown (it is too large).' }));
   return box;

@@ -21,14 +21,14 @@ export function installBody(item: ApprovalView): HTMLElement[] {
   if (!i) return [h('p', { class: 'desc', text: 'The code asks to install packages.' })];
   const out: HTMLElement[] = [];
   if (i.create_venv) {
-    out.push(h('p', { class: 'approval-warning', role: 'note' }, icon('warning'), h('span', { text: venvSentence(i) })));
+    out.push(h('p', { class: 'approval-warning', role: 'note' }, icon('warning'), h('span', null, revealed(venvSentence(i)))));
   }
   out.push(
     h(
       'p',
       { class: 'desc' },
       `The code asks to install ${i.packages.length === 1 ? 'this package' : 'these packages'} with ${i.tool} into `,
-      h('strong', null, i.environment),
+      h('strong', null, revealed(i.environment, { line: true })),
       ':',
     ),
   );
@@ -38,7 +38,10 @@ export function installBody(item: ApprovalView): HTMLElement[] {
   );
   // One span per argument: a line breaks between arguments (never inside "--no-input"), and only a long path breaks inside.
   const code = h('code', null);
-  installArgv(i).forEach((a, n) => code.append(...(n ? [' '] : []), h('span', { class: a.length > 32 ? 'arg long' : 'arg', text: quoteArg(a) })));
+  installArgv(i).forEach((a, n) => {
+    if (n) code.append(' ');
+    code.append(h('span', { class: a.length > 32 ? 'arg long' : 'arg' }, revealed(quoteArg(a), { line: true })));
+  });
   out.push(h('pre', { class: 'code approval-code install-command', tabindex: '0', 'aria-label': 'Command that runs' }, code));
   return out;
 }

@@ -4,7 +4,7 @@ import { argsPreview, h, setText, toggle, uid } from './dom';
 import { highlight } from './highlight';
 import { icon, spinner } from './icons';
 import { expandAll, renderJson } from './jsonTree';
-import { countInvisible, revealed, revealedPlain, setRevealed } from './reveal';
+import { countInvisible, revealed, revealedPlain, setRevealed, updateRevealed } from './reveal';
 import { StreamingMarkdown } from './markdown';
 import { errorActions } from './errorActions';
 import { installActions, installBody, installTitle } from './installApproval';
@@ -313,7 +313,7 @@ export class FunctionRenderer implements ItemRenderer {
       }
       this.body.append(
         h('div', { class: `kv-label${f.isError ? ' error' : ''}`, text: f.isError ? 'Error' : 'Result' }),
-        typeof out === 'string' ? h('pre', { class: 'plain', text: out }) : renderJson(out, { expandDepth: 2 }),
+        typeof out === 'string' ? h('pre', { class: 'plain' }, revealed(out)) : renderJson(out, { expandDepth: 2 }),
       );
     }
   }
@@ -368,7 +368,8 @@ export class NoticeRenderer implements ItemRenderer {
   readonly el: HTMLElement;
   private readonly text: HTMLElement;
   constructor(item: NoticeView) {
-    this.text = h('span', { class: 'notice-text', text: item.text });
+    // A notice may quote outside text (a provider's error, a file or folder name): markers as boxes.
+    this.text = h('span', { class: 'notice-text' }, revealed(item.text));
     this.el = h(
       'div',
       { class: `notice-line ${item.level}${item.retry ? ' retry' : ''}`, role: 'status' },
@@ -380,7 +381,7 @@ export class NoticeRenderer implements ItemRenderer {
   sync(raw: ItemView): void {
     // A retry notice counts the attempts in place, and goes once the retries are over.
     const n = raw as NoticeView;
-    setText(this.text, n.text);
+    updateRevealed(this.text, n.text);
     this.el.hidden = !!n.done;
   }
 }

@@ -8,6 +8,7 @@ import DOMPurify from 'dompurify';
 import { h } from './dom';
 import { GrowingText } from './growingText';
 import { highlight, escapeHtml } from './highlight';
+import { growRevealed, revealTextNodes } from './reveal';
 
 const md: MarkdownIt = new MarkdownIt({
   html: false,
@@ -46,7 +47,10 @@ DOMPurify.setConfig({
 
 /** Sanitised DOM for a markdown string (no second HTML parse: DOMPurify hands over its own fragment). */
 export function renderMarkdownFragment(text: string): DocumentFragment {
-  return DOMPurify.sanitize(md.render(text)) as unknown as DocumentFragment;
+  const frag = DOMPurify.sanitize(md.render(text)) as unknown as DocumentFragment;
+  // The model's (or the code's) words: invisible and bidirectional characters as marker boxes (./reveal).
+  revealTextNodes(frag);
+  return frag;
 }
 
 /**
@@ -182,7 +186,7 @@ export class StreamingMarkdown extends GrowingText {
         wrap.append(pre);
         this.live.replaceChildren(wrap);
       }
-      setGrowingText(codeEl, code);
+      growRevealed(codeEl, code);
     } else {
       let p = wasFence ? null : this.live.querySelector('.md-live-text');
       if (!p) {
@@ -190,22 +194,8 @@ export class StreamingMarkdown extends GrowingText {
         p.className = 'md-live-text';
         this.live.replaceChildren(p);
       }
-      setGrowingText(p, tail);
+      growRevealed(p, tail);
     }
     this.liveText = tail;
   }
-}
-
-/** Sets an element's text; when the new text only extends the old one, its one text node grows in place. */
-function setGrowingText(el: Element, text: string): void {
-  const node = el.firstChild;
-  if (node instanceof Text && el.childNodes.length === 1) {
-    const old = node.data;
-    if (text === old) return;
-    if (text.startsWith(old)) {
-      node.appendData(text.slice(old.length));
-      return;
-    }
-  }
-  el.textContent = text;
 }

@@ -37,10 +37,14 @@ export class NotebookTargetBar {
           name,
           h('span', { text: ' is not on the CodeAct kernel: the agent cannot see the variables of another kernel.' }),
         ),
-        button('Use CodeAct kernel', `Select the CodeAct kernel for ${state.name}, so the agent works in it (the other kernel's variables do not carry over)`, {
-          type: 'notebook.useKernel',
-          uri: state.uri,
-        }),
+        button(
+          'Use CodeAct kernel',
+          `Select the CodeAct kernel for ${revealedPlain(state.name, { line: true })}, so the agent works in it (the other kernel's variables do not carry over)`,
+          {
+            type: 'notebook.useKernel',
+            uri: state.uri,
+          },
+        ),
       );
       return;
     }
@@ -48,7 +52,7 @@ export class NotebookTargetBar {
       this.el.append(
         icon('notebook'),
         h('span', { class: 'notebook-text' }, h('span', { text: 'Working in ' }), name),
-        button('Stop working here', `Turns stop adding cells to ${state.name}; code runs in the chat's own session`, {
+        button('Stop working here', `Turns stop adding cells to ${revealedPlain(state.name, { line: true })}; code runs in the chat's own session`, {
           type: 'notebook.target',
           uri: state.uri,
           on: false,
@@ -58,7 +62,7 @@ export class NotebookTargetBar {
       this.el.append(
         icon('notebook'),
         h('span', { class: 'notebook-text' }, name, h('span', { text: ' is open; turns do not work in it.' })),
-        button('Work in notebook', `Turns add their code as cells of ${state.name} and run them on its session`, {
+        button('Work in notebook', `Turns add their code as cells of ${revealedPlain(state.name, { line: true })} and run them on its session`, {
           type: 'notebook.target',
           uri: state.uri,
           on: true,

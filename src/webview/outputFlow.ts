@@ -11,6 +11,7 @@ import { formatCount, h, setText } from './dom';
 import { isImageDisplay, renderDisplay } from './displayView';
 import type { ImageEnv } from './imageOutput';
 import { OutputPane } from './outputPane';
+import { revealed } from './reveal';
 
 interface Shown {
   el: HTMLElement;
@@ -87,7 +88,7 @@ export class OutputFlow {
       try {
         el = renderDisplay(d.output, image, this.env);
       } catch (err) {
-        el = h('div', { class: 'display display-note', text: `This output could not be shown: ${err instanceof Error ? err.message : String(err)}` });
+        el = h('div', { class: 'display display-note' }, revealed(`This output could not be shown: ${err instanceof Error ? err.message : String(err)}`));
       }
       el.dataset.display = String(i);
       if (s) s.el.replaceWith(el);

@@ -19,6 +19,7 @@ import type { IdleQueue } from './frameLoop';
 import { icon, spinner } from './icons';
 import { ApprovalRenderer, EditorRenderer, ErrorRenderer, FunctionRenderer, MessageRenderer, NoticeRenderer } from './itemCards';
 import type { ItemRenderer, ViewContext } from './viewKit';
+import { revealed, revealedPlain } from './reveal';
 
 // ---- turn -----------------------------------------------------------------------------------------
 
@@ -43,7 +44,7 @@ class TurnRenderer {
         'div',
         { class: `user-msg${turn.source === 'run_with_tools' ? ' run' : ''}` },
         h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(turn.source === 'run_with_tools' ? 'play' : 'person')),
-        h('div', { class: 'user-body' }, h('div', { class: 'who', text: label }), h('div', { class: 'user-text', text: turn.prompt })),
+        h('div', { class: 'user-body' }, h('div', { class: 'who', text: label }), h('div', { class: 'user-text' }, revealed(turn.prompt))),
       );
       body.append(bubble);
     }
@@ -90,9 +91,10 @@ class TurnRenderer {
     }
     // The model and the duration are words of their own: a narrow footer wraps between them, never inside one.
     const meta = [turn.model, turn.durationMs !== undefined ? formatElapsed(turn.durationMs) : ''].filter((x): x is string => !!x);
-    if (meta.join('') !== this.metaEl.textContent) {
+    // The model's id comes from the provider's server or a saved conversation: markers as boxes.
+    if (meta.map((m) => revealedPlain(m)).join('') !== this.metaEl.textContent) {
       this.metaEl.textContent = '';
-      for (const m of meta) this.metaEl.append(h('span', { class: 'meta-part', text: m }));
+      for (const m of meta) this.metaEl.append(h('span', { class: 'meta-part' }, revealed(m, { line: true })));
     }
   }
 }

@@ -6,7 +6,7 @@
 import type { VariablesMessage } from '../common/protocol';
 import { h, setText } from './dom';
 import { icon } from './icons';
-import { revealed, revealedPlain } from './reveal';
+import { revealed, revealedPlain, updateRevealed } from './reveal';
 
 export class VariablesView {
   readonly toggle: HTMLButtonElement;
@@ -81,9 +81,12 @@ export class VariablesView {
     this.last = msg;
     const n = msg.variables.length;
     setText(this.countEl, n ? String(msg.total > n ? `${n}+` : n) : '');
-    this.toggle.title = n ? `Session variables: ${msg.total} in ${msg.label ?? 'the session'}` : 'Session variables';
-    setText(this.labelEl, msg.label ?? '');
-    this.labelEl.title = msg.label ?? '';
+    // The session's label names a notebook or a folder: outside text.
+    this.toggle.title = n
+      ? `Session variables: ${msg.total} in ${msg.label === undefined ? 'the session' : revealedPlain(msg.label, { line: true })}`
+      : 'Session variables';
+    updateRevealed(this.labelEl, msg.label ?? '', { line: true });
+    this.labelEl.title = revealedPlain(msg.label ?? '', { line: true });
     this.body.textContent = '';
     if (!n) {
       this.body.append(h('p', { class: 'variables-empty', text: msg.note ?? 'No variables yet.' }));

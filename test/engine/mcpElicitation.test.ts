@@ -120,13 +120,13 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
       assert.deepEqual(text(await pool.callTool(spec(), 'ask', { form: 'profile' })), { action: 'decline' });
     });
 
-    it("the server's text is bounded and its invisible characters revealed; a form with too many fields is refused without asking", async () => {
+    it("the server's text is bounded, its characters kept for each host's sanitiser (the panel draws them as boxes); a form with too many fields is refused without asking", async () => {
       let prompt: ElicitationPrompt | undefined;
       await pool.callTool(spec(), 'ask', { form: 'tricky' }, { elicit: async (p) => ((prompt = p), { action: 'decline' }) });
       assert.ok(prompt!.message.length <= ELICITATION_LIMITS.maxMessageChars + 20, `${prompt!.message.length} characters`);
       assert.equal(prompt!.messageClipped, true);
-      assert.match(prompt!.message, /^Pay <U\+202E>attention<U\+202C> x/);
-      assert.equal(prompt!.fields[0].title, 'O<U+200B>k');
+      assert.match(prompt!.message, /^Pay \u202eattention\u202c x/);
+      assert.equal(prompt!.fields[0].title, 'O\u200bk');
       let asked = false;
       const r = await pool.callTool(spec(), 'ask', { form: 'huge' }, { elicit: async () => ((asked = true), { action: 'decline' }) });
       assert.equal(asked, false);

@@ -20,7 +20,7 @@ const SANITISERS = new Set(['forTerminal', 'forTerminalOutput', 'forDisplay', 'r
 /** Wrappers that add CodeAct's own styling around what they are given: safe when what they are given is. */
 const WRAPPERS = new Set(['dim', 'red', 'green', 'plain', 'indent']);
 /** Calls that return a number or CodeAct's own wording of one. */
-const NUMBERS = new Set(['formatCount', 'formatElapsed', 'Math.round', 'formatSize', 'relativeTime']);
+const NUMBERS = new Set(['formatCount', 'formatElapsed', 'Math.round', 'formatSize', 'relativeTime', 'formatTokens', 'formatCost']);
 /** A stream's sanitiser (TerminalStream): `clean.stdout.write(x)`, `text.write(x)`, `….end()`. */
 const STREAMS = /^(clean\.(stdout|stderr)|text)\.(write|end)$/;
 
@@ -50,7 +50,14 @@ const MEDIA: Medium[] = [
     // elicitQuickInput); a quick pick's or input box's title, prompt and placeholder.
     args: (callee) => (/showQuickPick$/.test(callee) ? [1] : [0]),
   },
-  { dir: 'src/webview', sinks: /^(announce|ctx\.announce|this\.ctx\.announce)$/, assigns: /^(textContent)$/, textProps: /^(text)$/ },
+  {
+    dir: 'src/webview',
+    // The announcers, ./dom's setText and the composer's status line set an element's text too.
+    sinks: /^(announce|ctx\.announce|this\.ctx\.announce|this\.announce|setText|this\.setStatus|this\.composer\.setStatus)$/,
+    args: (callee) => (callee === 'setText' ? [1] : [0]),
+    assigns: /^(textContent)$/,
+    textProps: /^(text)$/,
+  },
 ];
 
 /**
@@ -110,80 +117,51 @@ const KNOWN: Record<string, string> = {
   'src/vscode/trust.ts: untrustedMessage(what)': "CodeAct's own wording",
   'src/webview/execCard.ts: this.output.text()':
     '"Copy output" puts the output on the clipboard as the code wrote it (as every Copy in the panel does), not on the screen; the pane shows it with markers (outputNodes.ts)',
+  // The panel: each place read one by one; what shows text from outside goes through ./reveal.
+  'src/webview/app.ts: text': "a sink wrapper's parameter (the panel's announce): its callers (ctx.announce) are checked here",
+  'src/webview/app.ts: this.model.turns.find((x) => x.id === c.id)':
+    "resolved by name only: announce's parameter `t` is not this const (its callers are checked)",
+  "src/webview/app.ts: action.closest('.md-code')?.querySelector('pre')?.textContent": 'posted to the host (the clipboard, the editor), not shown',
+  'src/webview/app.ts: statusText(this.model, Boolean(this.host?.busy))':
+    "CodeAct's wording; each outside part (a tool's or function's name) goes through revealedPlain (panelStatus.ts)",
+  'src/webview/compactionCard.ts: METHOD_TEXT[item.method]': "CodeAct's own table of compaction methods",
+  'src/webview/composer.ts: status': "a sink wrapper's parameter (setStatus): its callers are checked here",
+  'src/webview/composer.ts: String(tools.length)': 'a count',
+  'src/webview/composer.ts: String(broken.length)': 'a count',
+  'src/webview/displayView.ts: b.more': "CodeAct's wording of how much was left out (bounded())",
+  'src/webview/dom.ts: String(v)': "h()'s `text` attribute: each `text:` property is checked here where it is written",
+  'src/webview/dom.ts: text': "a sink wrapper's parameter (setText): its callers are checked here",
+  'src/webview/dom.ts: c': "h()'s children: each is checked here where h() is called",
+  'src/webview/installApproval.ts: i.tool': "'pip' or 'uv' (the install request's tool)",
+  'src/webview/reveal.ts: text.slice(at, m.index)': 'the sanitiser itself: the text between two marks, which has none',
+  'src/webview/reveal.ts: revealInvisible(text.slice(at))': 'the sanitiser itself: past the styled marks, the rest with its markers as text',
+  'src/webview/errorActions.ts: turn.prompt': "posted to the host (Retry sends the person's prompt as it was), not shown",
+  'src/webview/execCard.ts: t.action': "CodeAct's own verb of a tool lookup (discoveryText: 'searched tools', 'looked up', …)",
+  'src/webview/execCard.ts: this.item.code': 'posted to the host (Copy), not shown',
+  'src/webview/execCard.ts: STATUS_TEXT[x.status]': "CodeAct's own table of statuses",
+  'src/webview/execCard.ts: String(i)': 'a line number of the gutter',
+  'src/webview/execCard.ts: toolsSectionLabel(x.tools)': "CodeAct's wording of counts (discoveryCall.ts)",
+  'src/webview/execCard.ts: e.line': 'a line number',
+  'src/webview/execCard.ts: check?.note': "CodeAct's wording of an image's size against the cap (common/imageHeader)",
+  'src/webview/execCard.ts: n': "the image's number in the execution",
+  'src/webview/fileChips.ts: label': "a sink wrapper's parameter (actionButton): its callers pass CodeAct's own labels",
+  "src/webview/itemCards.ts: /language-([\\w-]+)/.exec(pre.querySelector('code')?.className ?? '')?.[1]":
+    'matched by [\\w-]+: ASCII letters, digits, _ and - only',
+  "src/webview/itemCards.ts: parts.join(' and ')": "CodeAct's wording of counts",
+  'src/webview/itemCards.ts: what': "'code' or 'arguments'",
+  'src/webview/jsonTree.ts: String(value)': 'a number or a boolean (a string goes through revealed)',
+  'src/webview/jsonTree.ts: summaryText(value as object)': "CodeAct's wording of a count (Array(3), {2 keys})",
+  'src/webview/jsonTree.ts: count(remaining)': 'a count',
+  'src/webview/notebookTarget.ts: label': "a sink wrapper's parameter (button): its callers pass CodeAct's own labels",
+  'src/webview/outputNodes.ts: m.marker': 'the marker itself (<U+202E>): ASCII made by common/invisibleChars',
+  'src/webview/outputNodes.ts: b.text.slice(pos, end)': "the output pane's sanitiser itself: the text up to the next mark (findInvisibleIn), which has none",
+  'src/webview/reveal.ts: m.marker': 'the marker itself (<U+202E>): ASCII made by common/invisibleChars',
+  'src/webview/variablesView.ts: String(msg.total > n ? `${n}+` : n)': 'a count',
+  'src/webview/variablesView.ts: msg.note': "the host's own sentences (src/vscode/sessionVariables.ts)",
+  'src/webview/viewKit.ts: label':
+    "a sink wrapper's parameter (button, textButton): callers pass CodeAct's own labels (literals, errorActions' labels, the host's notice actions)",
+  'src/webview/viewKit.ts: o.badge': "CodeAct's own words ('Approval needed', 'Input needed')",
 };
-
-/**
- * The panel's places not yet looked at one by one: some show CodeAct's own text, some show text from
- * outside (tool errors, variables, notices, folder names) without markers. They are listed so that no
- * new one can appear; the list only shrinks, each entry moving to {@link KNOWN} or to ./reveal.
- */
-const PANEL_PENDING = [
-  'src/webview/app.ts: text',
-  "src/webview/app.ts: action.closest('.md-code')?.querySelector('pre')?.textContent",
-  'src/webview/composer.ts: this.input.value.trim()',
-  'src/webview/composer.ts: this.history.older(el.value)',
-  'src/webview/composer.ts: this.history.newer()',
-  'src/webview/composer.ts: p.label',
-  'src/webview/composer.ts: m.label',
-  'src/webview/composer.ts: m.id',
-  'src/webview/composer.ts: host.model',
-  "src/webview/composer.ts: model || 'Model'",
-  'src/webview/composer.ts: String(tools.length)',
-  'src/webview/composer.ts: String(broken.length)',
-  'src/webview/displayView.ts: shown',
-  'src/webview/displayView.ts: b.text',
-  'src/webview/displayView.ts: b.more',
-  "src/webview/displayView.ts: Object.keys(d.data).slice(0, 5).join(', ')",
-  'src/webview/dom.ts: String(v)',
-  'src/webview/dom.ts: text',
-  'src/webview/emptyState.ts: detail',
-  'src/webview/emptyState.ts: provider?.label',
-  'src/webview/emptyState.ts: e.text',
-  'src/webview/emptyState.ts: label(broken[0])',
-  "src/webview/emptyState.ts: h('ul')",
-  'src/webview/emptyState.ts: joinAnd(names)',
-  "src/webview/emptyState.ts: names.slice(0, 3).join(', ')",
-  'src/webview/emptyState.ts: first.name',
-  'src/webview/emptyState.ts: second.name',
-  'src/webview/errorActions.ts: turn.prompt',
-  'src/webview/execCard.ts: t.action',
-  'src/webview/execCard.ts: this.item.code',
-  'src/webview/execCard.ts: STATUS_TEXT[x.status]',
-  'src/webview/execCard.ts: x.error.type',
-  'src/webview/execCard.ts: x.runtime',
-  'src/webview/execCard.ts: check?.note',
-  'src/webview/execCard.ts: n',
-  'src/webview/execCard.ts: sb.kind',
-  'src/webview/execCard.ts: shortId(x.containerId)',
-  'src/webview/execCard.ts: nb.name',
-  'src/webview/execCard.ts: String(i)',
-  'src/webview/execCard.ts: e.line',
-  'src/webview/fileChips.ts: label',
-  "src/webview/fileChips.ts: [f.bytes !== undefined ? formatSize(f.bytes) : '', fileType(f)].filter(Boolean).join(' · ')",
-  "src/webview/historyPanel.ts: [relativeTime(c.updatedAt), `${c.turns} ${c.turns === 1 ? 'turn' : 'turns'}`, c.model].filter(Boolean).join(' · ')",
-  'src/webview/installApproval.ts: venvSentence(i)',
-  'src/webview/installApproval.ts: quoteArg(a)',
-  "src/webview/itemCards.ts: /language-([\\w-]+)/.exec(pre.querySelector('code')?.className ?? '')?.[1]",
-  'src/webview/itemCards.ts: what',
-  "src/webview/itemCards.ts: parts.join(' and ')",
-  'src/webview/itemCards.ts: out',
-  'src/webview/itemCards.ts: item.text',
-  'src/webview/jsonTree.ts: String(value)',
-  'src/webview/jsonTree.ts: summaryText(value as object)',
-  'src/webview/jsonTree.ts: count(remaining)',
-  'src/webview/markdown.ts: finalText',
-  'src/webview/markdown.ts: this.text',
-  'src/webview/notebookTarget.ts: label',
-  'src/webview/outputFlow.ts: err.message',
-  'src/webview/outputFlow.ts: String(err)',
-  'src/webview/reveal.ts: m.marker',
-  'src/webview/transcriptView.ts: turn.prompt',
-  'src/webview/transcriptView.ts: m',
-  'src/webview/variablesView.ts: msg.note',
-  'src/webview/viewKit.ts: label',
-  'src/webview/viewKit.ts: o.badge',
-];
-for (const k of PANEL_PENDING) KNOWN[k] = 'the panel: not yet checked one by one (the list only shrinks)';
 
 function files(dir: string): string[] {
   const out: string[] = [];
@@ -209,13 +187,15 @@ function constants(sf: ts.SourceFile): Map<string, ts.Expression[]> {
 
 /**
  * The parts of `e` that are neither literal, nor a number, nor sanitised: as written. A name declared
- * `const` in the same file is followed to its value(s).
+ * `const` in the same file is followed to its value(s). `isText`: only parts that are text (the DOM
+ * children's scan asks the type checker; an element or a number is not text).
  */
-function unchecked(e: ts.Expression, sf: ts.SourceFile, consts = constants(sf), seen = new Set<string>()): string[] {
-  const again = (x: ts.Expression) => unchecked(x, sf, consts, seen);
+function unchecked(e: ts.Expression, sf: ts.SourceFile, consts = constants(sf), seen = new Set<string>(), isText?: (x: ts.Expression) => boolean): string[] {
+  if (isText && !isText(e)) return [];
+  const again = (x: ts.Expression) => unchecked(x, sf, consts, seen, isText);
   if (ts.isIdentifier(e) && consts.has(e.text) && !seen.has(e.text)) {
     const inner = new Set(seen).add(e.text);
-    return consts.get(e.text)!.flatMap((x) => unchecked(x, sf, consts, inner));
+    return consts.get(e.text)!.flatMap((x) => unchecked(x, sf, consts, inner, isText));
   }
   if (ts.isStringLiteral(e) || ts.isNoSubstitutionTemplateLiteral(e) || ts.isNumericLiteral(e)) return [];
   // CodeAct's own constants (USAGE, PYTHON_HELP), counts (`x.length`) and arithmetic are not text from outside.
@@ -279,8 +259,62 @@ function scan(m: Medium): Found[] {
   return found;
 }
 
-describe('security: text from outside reaches the screen through one sanitiser per medium', () => {
-  const all = MEDIA.flatMap(scan);
+/** Calls that put their arguments into the panel's DOM as children: h()'s children, and the DOM's own. */
+const CHILD_SINKS = /(^|\.)(append|prepend|replaceChildren|replaceWith|before|after|createTextNode)$/;
+
+/**
+ * The panel's text put into the DOM as children (`h('span', null, name)`, `el.append(text)`,
+ * `createTextNode(text)`): which arguments are text is asked of the type checker, over the panel's own
+ * program (tsconfig.webview.json), so an element passed as a child is not a place that shows text.
+ */
+function scanChildren(): Found[] {
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(ROOT, 'tsconfig.webview.json'),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+  );
+  assert.ok(config, 'tsconfig.webview.json');
+  const program = ts.createProgram(config.fileNames, config.options);
+  const checker = program.getTypeChecker();
+  const stringy = (t: ts.Type): boolean => (t.isUnion() ? t.types.some(stringy) : (t.flags & ts.TypeFlags.StringLike) !== 0);
+  const isText = (x: ts.Expression) => stringy(checker.getTypeAtLocation(x));
+  const found: Found[] = [];
+  for (const sf of program.getSourceFiles()) {
+    const rel = path.relative(ROOT, sf.fileName);
+    if (!rel.startsWith('src/webview/')) continue;
+    const consts = constants(sf);
+    const visit = (node: ts.Node) => {
+      if (ts.isCallExpression(node)) {
+        const callee = node.expression.getText(sf);
+        // A DOM method only: its receiver is a node (an output pane's text model has an append of its own).
+        const dom =
+          ts.isPropertyAccessExpression(node.expression) && checker.getTypeAtLocation(node.expression.expression).getProperty('nodeType') !== undefined;
+        const from = callee === 'h' ? 2 : CHILD_SINKS.test(callee) && dom ? 0 : -1;
+        if (from >= 0)
+          for (const a of node.arguments.slice(from))
+            for (const part of unchecked(ts.isSpreadElement(a) ? a.expression : a, sf, consts, new Set(), isText))
+              found.push({ file: rel, line: sf.getLineAndCharacterOfPosition(a.getStart(sf)).line + 1, part });
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+  }
+  return found;
+}
+
+describe('security: text from outside reaches the screen through one sanitiser per medium', function () {
+  // The children's scan builds the panel's program with its type checker: seconds on a busy machine.
+  this.timeout(120_000);
+  const children = scanChildren();
+  const all = [...MEDIA.flatMap(scan), ...children];
+
+  it("finds the panel's DOM children that are text (the type checker answers: the scan is not empty)", () => {
+    assert.ok(children.length > 0);
+    assert.ok(
+      children.some((f) => f.file === 'src/webview/dom.ts'),
+      children.map((f) => `${f.file}: ${f.part}`).join('\n'),
+    );
+  });
 
   it('finds the places that show text (the scan is not empty: a renamed sink would hide them all)', () => {
     for (const m of MEDIA) assert.ok(all.length > 0 && scan(m).length >= 0, m.dir);

@@ -1,7 +1,7 @@
 /**
  * `elicitation/create` from an MCP server (form mode): the server asks the person for a few values while
  * one of its tools runs. The request is untrusted input: the form is bounded ({@link ELICITATION_LIMITS}),
- * its text is made safe to show (cut, invisible characters revealed), and the answer is checked against
+ * its text is cut to length, and the answer is checked against
  * the requested schema with the gateway's validator (gateway/schema) before it goes back; an answer that
  * does not pass is shown to the person again, field by field, and never sent.
  *
@@ -59,9 +59,13 @@ export interface ElicitingCall {
 type FormParams = Extract<ElicitRequest['params'], { requestedSchema: unknown }>;
 type PropertySchema = FormParams['requestedSchema']['properties'][string];
 
-/** `text` as the form shows it: clipped, its invisible characters revealed. */
+/**
+ * `text` cut to what the form shows. Its characters stay as the server sent them: each host shows them
+ * through the sanitiser of its medium (the CLI's forTerminal, VS Code's forDisplay, the panel's marker
+ * boxes, ../../../../webview/reveal), so the panel can draw each invisible character as a box of its own.
+ */
 function shown(text: string, max: number): { text: string; clipped: boolean } {
-  return { text: revealInvisible(clip(text, max)), clipped: text.length > max };
+  return { text: clip(text, max), clipped: text.length > max };
 }
 
 const label = (s: string) => shown(s, ELICITATION_LIMITS.maxLabelChars).text;
@@ -99,9 +103,13 @@ export function elicitationForm(params: FormParams, server: string): { form: Eli
     const options = choices(p);
     if (options) {
       if (options.length > L.maxOptions)
-        throw new ElicitationRefused(`CodeAct does not show this form: the field "${field.title}" has ${options.length} choices, more than ${L.maxOptions}.`);
+        throw new ElicitationRefused(
+          `CodeAct does not show this form: the field "${revealInvisible(field.title)}" has ${options.length} choices, more than ${L.maxOptions}.`,
+        );
       if (options.some((o) => o.value.length > L.maxValueChars))
-        throw new ElicitationRefused(`CodeAct does not show this form: a choice of "${field.title}" is longer than ${L.maxValueChars} characters.`);
+        throw new ElicitationRefused(
+          `CodeAct does not show this form: a choice of "${revealInvisible(field.title)}" is longer than ${L.maxValueChars} characters.`,
+        );
       field.kind = p.type === 'array' ? 'multi' : 'enum';
       field.options = options;
     } else if (p.type === 'boolean' || p.type === 'number' || p.type === 'integer') {
