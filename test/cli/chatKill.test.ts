@@ -190,6 +190,54 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     assertClosed(messages);
   });
 
+  it('killed while the compaction summary request is in flight: the history is whole, nothing in the file is damaged', async () => {
+    // An 8k window (7,168 tokens usable, compaction at 5,376): the first turn's prompt and answer use about 4,000;
+    // the second turn's code returns about 850 more, so its next request compacts, and stand-ins cannot help
+    // (the bulk is the first turn's messages): the summary request goes out, and the server holds it.
+    const settings = path.join(ws, '.vscode', 'settings.json');
+    const tools = JSON.parse(readFileSync(settings, 'utf8')) as Record<string, unknown>;
+    writeFileSync(settings, JSON.stringify({ ...tools, 'codeact.openaiCompatible.contextWindow': 8192 }));
+    const prompt = `Keep these notes: ${'note '.repeat(1400)}`;
+    const answer = `Kept: ${'kept '.repeat(1400)}`;
+    server.push(turn().text(answer));
+    const first = await runCli(['chat', prompt, ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws]);
+    assert.equal(first.code, 0, first.stderr);
+    server.push(turn().call('execute_tool_code', { code: "return 'y' * 3000" }), fault.noResponse());
+    const child = start(['Make it longer.', '--continue', conversationId()]);
+    await waitFor(() => server.turns.length === 3, { what: 'the compaction summary request' });
+    const summary = server.turns[2].body as { messages: ChatMessage[]; tools?: unknown[] };
+    assert.ok(!summary.tools?.length, 'the request held is the summary request (no tools)');
+    assert.match(String(summary.messages.at(-1)?.content), /Keep these notes/);
+    await kill(child);
+    const before = transcript();
+    // The continuation's window is large, so its request carries the whole history rather than a summary of it.
+    writeFileSync(settings, JSON.stringify(tools));
+    const { messages, stderr } = await continueIt();
+    assert.match(stderr, /the last turn was interrupted/);
+    assert.doesNotMatch(stderr, /damaged|skipped/i);
+    assert.deepEqual(
+      messages.filter((m) => m.role === 'user').map((m) => String(m.content).slice(0, 17)),
+      ['Keep these notes:', 'Make it longer.', 'And now?'],
+    );
+    assert.equal(messages.filter((m) => m.role === 'user')[0].content, prompt, 'the first prompt word for word');
+    assert.equal(messages.find((m) => m.role === 'assistant' && String(m.content).startsWith('Kept:'))?.content, answer);
+    const out = results(messages);
+    assert.equal(out.length, 1);
+    assert.ok(out[0].includes('y'.repeat(3000)), 'the completed execution keeps its result');
+    assert.doesNotMatch(out[0], /Result lost/);
+    assertClosed(messages);
+    // Nothing in the file is damaged: every line is a whole record, and what the killed run wrote is still there.
+    const after = transcript();
+    assert.ok(after.startsWith(before), 'the continuation only appended');
+    for (const line of after.split('\n').slice(0, -1)) JSON.parse(line);
+    assert.ok(after.endsWith('\n'));
+    assert.deepEqual(
+      readdirSync(storage).filter((f) => !f.endsWith('.jsonl') && !f.endsWith('.lock')),
+      [],
+      'no torn or damaged copies',
+    );
+  });
+
   it('two processes on one conversation: the second is told it is open elsewhere and writes nothing', async () => {
     server.push(turn().text('Hello.'));
     const first = await runCli(['chat', 'Hi.', ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws]);
