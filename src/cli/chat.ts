@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import type { TranscriptEvent } from '../common/transcript';
 import { forTerminal } from '../common/untrusted';
 import { usageSummary, usageSummaryText } from '../common/usage';
-import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
+import { repairDamaged, TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
 import { recoverInterrupted } from '../core/agent/turnJournal';
 import { providerConfigFrom } from '../core/config/engine';
@@ -102,7 +102,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
       process.stderr.write(`codeact: ${forTerminal(e.message)}\n`);
       return 1;
     }
-    // What reading it skipped or recovered is said before the turn (on stderr, also with --json).
+    // A damaged file is kept as it was beside a repaired copy; what reading it skipped, recovered or kept is said before the turn (on stderr, also with --json).
+    repairDamaged(conversation);
     for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);
     // A turn a crash cut off is closed as interrupted, its completed steps kept (core/agent/turnJournal).
     if (recoverInterrupted(conversation).length && !values.json)

@@ -5,6 +5,7 @@
  * checked by `parseWebviewMessage` before anything acts on it.
  */
 import * as vscode from 'vscode';
+import { saveToUri } from './saveToUri';
 import { logsOf } from '../common/events';
 import { createEventBatcher, timerScheduler, type EventBatcher } from '../common/eventBatcher';
 import { parseWebviewMessage } from '../common/protocolCheck';
@@ -263,7 +264,7 @@ class PanelController implements vscode.Disposable {
           title: 'Save the file from the sandbox',
         });
         if (!target) return;
-        await vscode.workspace.fs.writeFile(target, bytes);
+        await saveToUri(vscode.workspace.fs, target, bytes);
         await vscode.commands.executeCommand('vscode.open', target);
         return;
       }
@@ -363,7 +364,7 @@ export async function exportNotebook(controller: CodeActController, conversation
     model: convo.meta.model,
     maxImagePixels: controller.settings.maxImagePixels,
   });
-  await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(nb, null, 1) + '\n'));
+  await saveToUri(vscode.workspace.fs, target, new TextEncoder().encode(JSON.stringify(nb, null, 1) + '\n'));
   const open = await vscode.window.showInformationMessage(`CodeAct: exported to ${vscode.workspace.asRelativePath(target)}.`, 'Open');
   if (open) await vscode.commands.executeCommand('vscode.openWith', target, 'jupyter-notebook').then(undefined, () => vscode.window.showTextDocument(target));
 }

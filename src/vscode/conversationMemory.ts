@@ -5,7 +5,7 @@
  * closed as interrupted, so the transcript says so instead of showing it running forever.
  */
 import type { ConversationSummary, TranscriptScroll } from '../common/protocol';
-import type { Conversation, ListedConversation, TranscriptStore } from '../core/agent/transcriptStore';
+import { repairDamaged, type Conversation, type ListedConversation, type TranscriptStore } from '../core/agent/transcriptStore';
 import { heldHere, holdConversation } from '../core/agent/conversationLock';
 import { recoverInterrupted } from '../core/agent/turnJournal';
 import { INTERRUPTED_MESSAGE } from '../core/turn/turns';
@@ -103,6 +103,7 @@ export class ConversationMemory {
 /**
  * Closes a turn the host's going away left running (no end marker): marked interrupted, its completed steps
  * kept for the model with a note, calls without a result answered "result lost" (core/agent/turnJournal).
+ * A damaged file is first kept as it was beside a repaired copy (core/agent/transcriptStore: repairDamaged).
  * Not while another process holds the conversation: its turn is running, not cut off.
  */
 export function closeInterrupted(convo: Conversation): Conversation {
@@ -114,6 +115,7 @@ export function closeInterrupted(convo: Conversation): Conversation {
     return convo;
   }
   try {
+    repairDamaged(convo);
     recoverInterrupted(convo, INTERRUPTED_MESSAGE);
   } finally {
     release();

@@ -4,6 +4,7 @@
  * result), a "result lost" output for each call the kill cut off, and a note that the turn was interrupted;
  * the transcript closes the turn as interrupted. Each kill waits for a barrier (a line in the transcript, a
  * marker file the code or the tool writes, the next request arriving), never a clock.
+ * Killed during compaction (its summary request held, or the compacted request held): the history is whole.
  * Two processes on one conversation: the second is told it is open elsewhere, and writes nothing into it.
  */
 import * as assert from 'node:assert/strict';
@@ -129,6 +130,26 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     assert.equal(ended.filter((e) => e.interrupted === true).length, 1, 'the cut-off turn is closed as interrupted');
   }
 
+  const NOTES = `Keep these notes: ${'note '.repeat(1400)}`;
+  const KEPT = `Kept: ${'kept '.repeat(1400)}`;
+
+  /**
+   * An 8k window (7,168 tokens usable, compaction at 5,376) and a first turn whose prompt and answer use about
+   * 4,000 tokens: the second turn's code returns about 850 more, so its next request compacts, and stand-ins
+   * cannot help (the bulk is the first turn's messages): a summary request goes out. Returns a function that
+   * puts the settings back (the default window).
+   */
+  async function compactingConversation(): Promise<() => void> {
+    const settings = path.join(ws, '.vscode', 'settings.json');
+    const saved = readFileSync(settings, 'utf8');
+    writeFileSync(settings, JSON.stringify({ ...JSON.parse(saved), 'codeact.openaiCompatible.contextWindow': 8192 }));
+    server.push(turn().text(KEPT));
+    const first = await runCli(['chat', NOTES, ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws]);
+    assert.equal(first.code, 0, first.stderr);
+    server.push(turn().call('execute_tool_code', { code: "return 'y' * 3000" }));
+    return () => writeFileSync(settings, saved);
+  }
+
   it('killed while the model streams its answer: the prompt and the text streamed so far reach the model, with the note', async () => {
     server.push(fault.silence(turn().text('Partial answer so far', { chunks: ['Partial ', 'answer so far'] }), 3));
     const child = start(['What is the total?']);
@@ -187,6 +208,63 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     assert.equal(out.length, 1);
     assert.match(out[0], /42/);
     assert.doesNotMatch(out[0], /Result lost/);
+    assertClosed(messages);
+  });
+
+  it('killed while the compaction summary request is in flight: the history is whole, nothing in the file is damaged', async () => {
+    const largeWindow = await compactingConversation();
+    server.push(fault.noResponse());
+    const child = start(['Make it longer.', '--continue', conversationId()]);
+    await waitFor(() => server.turns.length === 3, { what: 'the compaction summary request' });
+    const summary = server.turns[2].body as { messages: ChatMessage[]; tools?: unknown[] };
+    assert.ok(!summary.tools?.length, 'the request held is the summary request (no tools)');
+    assert.match(String(summary.messages.at(-1)?.content), /Keep these notes/);
+    await kill(child);
+    const before = transcript();
+    // The continuation's window is large, so its request carries the whole history rather than a summary of it.
+    largeWindow();
+    const { messages, stderr } = await continueIt();
+    assert.match(stderr, /the last turn was interrupted/);
+    assert.doesNotMatch(stderr, /damaged|skipped/i);
+    assert.deepEqual(
+      messages.filter((m) => m.role === 'user').map((m) => String(m.content).slice(0, 17)),
+      ['Keep these notes:', 'Make it longer.', 'And now?'],
+    );
+    assert.equal(messages.filter((m) => m.role === 'user')[0].content, NOTES, 'the first prompt word for word');
+    assert.equal(messages.find((m) => m.role === 'assistant' && String(m.content).startsWith('Kept:'))?.content, KEPT);
+    const out = results(messages);
+    assert.equal(out.length, 1);
+    assert.ok(out[0].includes('y'.repeat(3000)), 'the completed execution keeps its result');
+    assert.doesNotMatch(out[0], /Result lost/);
+    assertClosed(messages);
+    // Nothing in the file is damaged: every line is a whole record, and what the killed run wrote is still there.
+    const after = transcript();
+    assert.ok(after.startsWith(before), 'the continuation only appended');
+    for (const line of after.split('\n').slice(0, -1)) JSON.parse(line);
+    assert.ok(after.endsWith('\n'));
+    assert.deepEqual(
+      readdirSync(storage).filter((f) => !f.endsWith('.jsonl') && !f.endsWith('.lock')),
+      [],
+      'no torn or damaged copies',
+    );
+  });
+
+  it('killed after compaction, while the compacted request is held: --continue rebuilds the compacted view, every call with its result', async () => {
+    await compactingConversation();
+    server.push(turn().text('The notes, summarised.'), fault.noResponse());
+    const child = start(['Make it longer.', '--continue', conversationId()]);
+    await waitFor(() => server.turns.length === 4 && transcript().includes('"codeact.context.compacted"'), { what: 'the compacted request' });
+    await kill(child);
+    // The same small window: the continuation sends the compacted view (no second summary request).
+    const { messages } = await continueIt();
+    const users = messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+    assert.equal(users.length, 2, JSON.stringify(users));
+    assert.ok(users[0].startsWith('[codeact: earlier turns of this conversation were compacted'), users[0].slice(0, 200));
+    assert.match(users[0], /The notes, summarised\./);
+    assert.ok(users[0].endsWith('Make it longer.'), 'the kept step follows the summary');
+    const out = results(messages);
+    assert.equal(out.length, 1);
+    assert.ok(out[0].includes('y'.repeat(3000)), 'the execution before the compaction keeps its result');
     assertClosed(messages);
   });
 

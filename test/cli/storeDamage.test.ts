@@ -61,26 +61,64 @@ describe('codeact chat: damaged and strange conversation files', function () {
     wholeLines(file);
     const aside = readdirSync(storage).filter((n) => n.startsWith(`${id}.jsonl.torn-`));
     assert.equal(aside.length, 1, 'the torn tail is kept beside the file');
+    assert.deepEqual(
+      readdirSync(storage).filter((n) => n.includes('.damaged-')),
+      [],
+      'a torn tail alone is no damage to copy',
+    );
     assert.equal(readFileSync(path.join(storage, aside[0]), 'utf8'), '{"t":1,"item":{"type":"mess');
     assert.match(readFileSync(file, 'utf8'), /What was the code word\?/);
     assert.match(JSON.stringify(server.turns[1].body.messages), /Remember the code word plum/);
   });
 
-  it('a bad record in the middle is skipped with a notice, not silently', async () => {
+  /** The file as it was, kept beside the repaired copy (`ID.jsonl.damaged-TIME`), named in `stderr`; the repaired copy is whole. */
+  function keptBeside(id: string, file: string, original: string, stderr: string): void {
+    const aside = readdirSync(storage).filter((n) => n.startsWith(`${id}.jsonl.damaged-`));
+    assert.equal(aside.length, 1, 'the damaged file is kept beside the repaired copy');
+    assert.equal(readFileSync(path.join(storage, aside[0]), 'utf8'), original, 'kept byte for byte');
+    assert.ok(stderr.includes(`kept as it was in ${path.join(storage, aside[0])}; the conversation goes on in a repaired copy`), stderr);
+    wholeLines(file);
+    assert.ok(JSON.parse(readFileSync(file, 'utf8').split('\n')[0]).meta, 'the repaired copy starts with its meta line');
+    // Every whole record of the original is in the repaired copy as it was, in order.
+    const repaired = readFileSync(file, 'utf8').split('\n');
+    const good = original.split('\n').filter((l) => {
+      try {
+        return !!JSON.parse(l) && !('meta' in JSON.parse(l));
+      } catch {
+        return false;
+      }
+    });
+    assert.deepEqual(
+      repaired.filter((l) => good.includes(l)),
+      good,
+    );
+  }
+
+  it('a bad record in the middle is skipped with a notice, not silently; the file is kept as it was beside a repaired copy', async () => {
     const { id, file } = await saved();
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
     lines.splice(2, 0, '{"t":1,"event":{"type":"respo#garbage');
-    writeFileSync(file, lines.join('\n') + '\n');
+    const original = lines.join('\n') + '\n';
+    writeFileSync(file, original);
     const r = await continued(id);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /1 damaged record in .* \(line 3\) was skipped/);
+    keptBeside(id, file, original, r.stderr);
+    assert.doesNotMatch(readFileSync(file, 'utf8'), /garbage/);
+    assert.match(readFileSync(file, 'utf8'), /What was the code word\?/);
+    // Said once: the next run reads a whole file.
+    const again = await continued(id);
+    assert.equal(again.code, 0, again.stderr);
+    assert.doesNotMatch(again.stderr, /damaged/);
+    assert.equal(readdirSync(storage).filter((n) => n.includes('.damaged-')).length, 1);
   });
 
-  it('a damaged first line: still listed as damaged, and --continue recovers it from its turns', async () => {
+  it('a damaged first line: still listed as damaged; --continue recovers it from its turns and keeps the file as it was beside a repaired copy', async () => {
     const { id, file } = await saved();
     const lines = readFileSync(file, 'utf8').split('\n');
     lines[0] = '{"meta":{"id":"' + id + '","tit\u0000';
-    writeFileSync(file, lines.join('\n'));
+    const original = lines.join('\n');
+    writeFileSync(file, original);
     const list = await runCli(['chat', '--list', '--storage', storage]);
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, new RegExp(`${id} .*Remember the code word plum\\..*damaged: its first line`));
@@ -88,6 +126,11 @@ describe('codeact chat: damaged and strange conversation files', function () {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /first line .* is damaged; it was recovered/);
     assert.match(JSON.stringify(server.turns[1].body.messages), /Remember the code word plum/);
+    keptBeside(id, file, original, r.stderr);
+    // The repaired copy is listed whole, under the title recovered from its first prompt.
+    const after = await runCli(['chat', '--list', '--storage', storage]);
+    assert.match(after.stdout, new RegExp(`${id} .*Remember the code word plum\\.`));
+    assert.doesNotMatch(after.stdout, /damaged/);
   });
 
   it('a zero-byte file, a folder, a FIFO and a symbolic link to /dev/zero: listed as damaged, refused clearly by --continue, no hang', async () => {

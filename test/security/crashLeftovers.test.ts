@@ -123,4 +123,33 @@ describe('security: nothing left behind after a crash', function () {
     assert.deepEqual(processesWithCmdline(`${mark}-tool`), [], 'the hung tool outlived its timeout');
     cli.kill('SIGKILL');
   });
+
+  it('SIGKILL of a host while the package installer (pip, uv) runs: the installer dies with it', async () => {
+    mark = `codeact-pip-${process.pid}-${Date.now()}`;
+    const dir = mkdtempSync(path.join(tmpdir(), 'codeact-crash-pip-'));
+    cleanup.push(dir);
+    // A host (one node process: tsx's require hook, not its CLI, which runs the script in a child) that runs the
+    // installer as install_packages does (runInstaller); the "installer" hangs, its argv marked.
+    const script = path.join(dir, 'host.ts');
+    writeFileSync(
+      script,
+      [
+        `import { runInstaller } from ${JSON.stringify(path.join(ROOT, 'src/core/runtime/install/pipRun'))};`,
+        `void runInstaller({ argv: ['python3', '-c', 'import time; time.sleep(600)', ${JSON.stringify(mark)}], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },`,
+        `  timeoutMs: 600_000, signal: new AbortController().signal, onOutput: () => {} });`,
+      ].join('\n'),
+    );
+    cli = spawn(process.execPath, ['--require', path.join(ROOT, 'node_modules/tsx/dist/cjs/index.cjs'), script], {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+      stdio: 'ignore',
+    });
+    await waitFor(() => processesWithCmdline(mark).length > 0, { timeoutMs: 60_000, what: 'the installer to run' });
+    const host = cli;
+    const gone = new Promise((r) => host.once('exit', r));
+    cli.kill('SIGKILL');
+    await gone;
+    await waitFor(() => processesWithCmdline(mark).length === 0, { timeoutMs: 20_000, what: 'the installer to die with its host' }).catch(() => {});
+    assert.deepEqual(processesWithCmdline(mark), [], 'the installer outlived its host');
+  });
 });

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
 import { UntrustedWorkspaceError } from '../../src/vscode/controller';
@@ -273,13 +273,22 @@ describe('vscode controller (fake seams)', () => {
       const lines = readFileSync(convo.file, 'utf8').trimEnd().split('\n');
       lines.splice(2, 0, '{"t":1,"event":{"ty');
       lines[0] = '{"meta":{"id":';
-      writeFileSync(convo.file, lines.join('\n') + '\n');
+      const original = lines.join('\n') + '\n';
+      writeFileSync(convo.file, original);
       execFileSync('mkfifo', [path.join(h.controller.store.dir, 'c_fifo.jsonl')]);
       const listed = h.controller.listConversations();
       assert.match(listed.find((c) => c.id === convo.id)!.title, /^first \(damaged: its first line/);
       assert.match(listed.find((c) => c.id === 'c_fifo')!.title, /damaged: .* is a FIFO/);
       const { notice } = h.controller.openConversation(convo.id);
       assert.match(notice!, /The first line of .* is damaged; it was recovered from the turns\. 1 damaged record in .* \(line 3\) was skipped/);
+      // The file as it was is kept beside the repaired copy, and the panel says where; the list then shows it whole.
+      const kept = path.join(
+        h.controller.store.dir,
+        readdirSync(h.controller.store.dir).find((n) => n.startsWith(`${convo.id}.jsonl.damaged-`))!,
+      );
+      assert.equal(readFileSync(kept, 'utf8'), original);
+      assert.ok(notice!.includes(`The damaged file is kept as it was in ${kept}; the conversation goes on in a repaired copy`), notice);
+      assert.equal(h.controller.listConversations().find((c) => c.id === convo.id)!.title, 'first');
       assert.throws(() => h.controller.openConversation('c_fifo'), /is a FIFO \(named pipe\), not a conversation/);
     });
 

@@ -13,6 +13,7 @@
  */
 import type { AttachedImage, CodeActEvent, FunctionCallOutputItem } from '../../common/events';
 import type { ToolGateway } from '../gateway/gateway';
+import { noManagedTools, type DeclarationError } from '../gateway/toolSet';
 import { ProviderError } from '../providers/shared/errors';
 import {
   DEFAULT_IMAGE_BUDGET,
@@ -97,7 +98,7 @@ export interface AgentOptions {
   journal?: (items: ConversationItem[]) => void;
 }
 
-export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], schemasInline = true): string {
+export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], schemasInline = true, unusable: readonly DeclarationError[] = []): string {
   const lines = ["You are CodeAct, a coding agent inside the user's editor. You act by writing Python code that runs for real."];
   if (mode === 'toolCode') {
     lines.push(
@@ -108,7 +109,7 @@ export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], s
           ? "Read each tool's input and output schema in the function description and pass exactly the arguments it asks for."
           : 'Look tools up with search_tools and describe_tool (see the function description) and pass exactly the arguments they ask for.'),
       !toolNames.length
-        ? 'No managed tools are declared in this workspace.'
+        ? noManagedTools(unusable)
         : schemasInline
           ? `Managed tools available: ${toolNames.join(', ')}.`
           : `${toolNames.length} managed tools are available; the ${EXECUTE_TOOL_CODE} description lists them by source.`,
@@ -159,6 +160,7 @@ export class AgentLoop {
       inlineLimit: this.options.inlineToolLimit,
       seesImages: this.seesImages(),
       installs: this.options.gateway.installs,
+      unusable: this.options.gateway.unusable(),
     };
     if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed, ctx));
     if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
@@ -203,7 +205,12 @@ export class AgentLoop {
     const tools = this.modelTools();
     let system =
       this.options.system ??
-      defaultSystemInstruction(this.mode, this.options.gateway.names(), listsSchemasInline(this.options.gateway.tools(), this.options.inlineToolLimit));
+      defaultSystemInstruction(
+        this.mode,
+        this.options.gateway.names(),
+        listsSchemasInline(this.options.gateway.tools(), this.options.inlineToolLimit),
+        this.options.gateway.unusable(),
+      );
     if (this.options.sessionNote) system += `\n${this.options.sessionNote}`;
     const proto = (this.text =
       this.mode === 'hosted'

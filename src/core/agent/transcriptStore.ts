@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { clip } from '../../common/format';
 import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
-import { writeFileAtomicSync } from '../util/atomicFile';
+import { writeFileAtomicSync, writeFirstFree } from '../util/atomicFile';
 import { randomToken } from '../util/ids';
 import { appendRecords, readTranscript, readTranscriptAfter, readTranscriptHead, TranscriptFileError } from './transcriptFile';
 
@@ -81,6 +81,7 @@ export class TranscriptStore {
     for (const patch of parsed.patches) meta = { ...meta, ...patch };
     const convo = new Conversation(file, meta, parsed.events, parsed.items, size);
     convo.notices.push(...notices);
+    convo.damaged = parsed.damaged;
     return convo;
   }
 
@@ -127,6 +128,8 @@ export class Conversation {
   private timer?: NodeJS.Timeout;
   /** What reading the file found and skipped or repaired, said to the person (the CLI and the panel show them). */
   readonly notices: string[] = [];
+  /** Reading found damage (bad records, a damaged first line): see repairDamaged. */
+  damaged = false;
   /** Set when a write failed: nothing more is written by this process (the next run appends again). */
   failure?: StoreFailure;
   private failureSeen = false;
@@ -252,7 +255,39 @@ export class Conversation {
   }
 }
 
-/** Parses the file's lines: a bad record is skipped and counted (a torn last line too), never silently. */
+/**
+ * Keeps a damaged conversation (records that do not parse, a damaged first line) as it was, beside it as
+ * `ID.jsonl.damaged-TIME`, and goes on in a repaired copy under its name: the first line (recovered when
+ * damaged), then every whole record as it was, byte for byte; a torn last line stays at the end for the
+ * next append to keep aside (./transcriptFile). Nothing is deleted, and the damage is said once, not at
+ * every reopening. Call it only while holding the conversation (./conversationLock). Returns the notice.
+ */
+export function repairDamaged(convo: Conversation): string | undefined {
+  if (!convo.damaged) return undefined;
+  convo.damaged = false;
+  let notice: string;
+  try {
+    const original = readTranscript(convo.file);
+    const parsed = parseLines(original, convo.file);
+    if (!parsed.damaged) return undefined;
+    const first = parsed.meta ? [] : [JSON.stringify({ meta: recoveredMeta(convo.id, parsed.events, convo.file) })];
+    const repaired = [...first, ...parsed.whole].join('\n') + '\n' + parsed.torn;
+    const stamp = `${convo.file}.damaged-${Date.now()}`;
+    const aside = writeFirstFree([stamp, `${stamp}-${randomToken(4)}`], original, { mode: 0o600, exclusive: true });
+    writeFileAtomicSync(convo.file, repaired, { mode: 0o600 });
+    notice = `The damaged file is kept as it was in ${aside}; the conversation goes on in a repaired copy (whole records only) in ${convo.file}.`;
+  } catch (e) {
+    notice = `The damaged file ${convo.file} could not be repaired (${(e as Error).message}); it is left as it is and read around the damage.`;
+  }
+  convo.notices.push(notice);
+  return notice;
+}
+
+/**
+ * Parses the file's lines: a bad record is skipped and counted (a torn last line too), never silently.
+ * `whole` holds the lines of the records that parse, as they are; `torn`, a last line without its newline;
+ * `damaged`, whether anything but such a tail is bad (or the first line is no meta line).
+ */
 function parseLines(text: string, file: string) {
   let meta: ConversationMeta | undefined;
   const events: TranscriptEvent[] = [];
@@ -260,7 +295,9 @@ function parseLines(text: string, file: string) {
   const patches: Partial<ConversationMeta>[] = [];
   const notices: string[] = [];
   const bad: number[] = [];
+  const whole: string[] = [];
   const lines = text.split('\n');
+  const torn = lines[lines.length - 1];
   lines.forEach((raw, i) => {
     if (!raw.trim()) return;
     let line: Line;
@@ -270,13 +307,15 @@ function parseLines(text: string, file: string) {
       bad.push(i + 1);
       return;
     }
-    if (!line || typeof line !== 'object') bad.push(i + 1);
+    if (!line || typeof line !== 'object') return void bad.push(i + 1);
     else if ('meta' in line && i === 0) meta = line.meta;
     else if ('event' in line) events.push(line.event);
     else if ('item' in line) items.push(line.item);
     else if ('patch' in line) patches.push(line.patch);
-    else bad.push(i + 1);
+    else return void bad.push(i + 1);
+    if (i < lines.length - 1) whole.push(raw);
   });
+  const damaged = !meta || bad.some((n) => n < lines.length || !torn);
   const firstBad = bad[0] === 1 ? bad.slice(1) : bad;
   if (firstBad.length) {
     const shown = firstBad.slice(0, 5).join(', ') + (firstBad.length > 5 ? ', …' : '');
@@ -284,7 +323,7 @@ function parseLines(text: string, file: string) {
       `${firstBad.length} damaged record${firstBad.length > 1 ? 's' : ''} in ${file} (line ${shown}) ${firstBad.length > 1 ? 'were' : 'was'} skipped; the rest of the conversation is kept.`,
     );
   }
-  return { meta, events, items, patches, notices };
+  return { meta, events, items, patches, notices, whole, torn, damaged };
 }
 
 /** A conversation's meta when its first line is damaged: its id, and a title from its first prompt. */

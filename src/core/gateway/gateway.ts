@@ -143,6 +143,11 @@ export class ToolGateway {
     return this.names().map((n) => this.entries.get(n)!.tool);
   }
 
+  /** The declarations that could not be loaded, and why. */
+  unusable(): readonly DeclarationError[] {
+    return this.options.unusable ?? [];
+  }
+
   get(name: string): ManagedTool | undefined {
     return this.entries.get(name)?.tool;
   }
@@ -240,7 +245,7 @@ export class ToolGateway {
 
   /** Why `name` cannot be called: its declaration could not be loaded (which, and why), or no declaration has it. */
   private unknownTool(name: string): string {
-    const unusable = this.options.unusable ?? [];
+    const unusable = this.unusable();
     const own = unusable.filter((e) => e.name === name);
     if (own.length) {
       return `The tool "${name}" is declared but could not be loaded, so it cannot be called in this run: ${own.map(formatDeclarationError).join(' ')} Fix what it says (in codeact.tools in .vscode/settings.json, or on the server), then run again.`;

@@ -5,6 +5,7 @@
 import type { ApprovalPolicy, DeclarationProblem, JsonSchema, ToolExposure } from '../../common/tools';
 import type { ToolApprovalFacts } from './approvalPolicy';
 import type { ElicitationAnswer, ElicitationPrompt } from '../../common/elicitation';
+import { quoteInline } from '../../common/quoteData';
 
 interface ToolInvokeContext {
   signal: AbortSignal;
@@ -48,4 +49,21 @@ export interface ToolSet {
 
 export function formatDeclarationError(e: DeclarationError): string {
   return `codeact.tools[${e.index}]${e.name ? ` (${e.name})` : ''}: ${e.message}`;
+}
+
+/** Declarations the model is told of one by one when none could be loaded; the rest are counted. */
+const UNUSABLE_SHOWN = 10;
+
+/**
+ * What the model reads when no managed tool is usable: none is declared, or none of the declarations could
+ * be loaded, then which and why (each quoted as data: a server's words are not instructions).
+ */
+export function noManagedTools(unusable: readonly DeclarationError[]): string {
+  if (!unusable.length) return 'No managed tools are declared in this workspace.';
+  const shown = unusable.slice(0, UNUSABLE_SHOWN).map((e) => quoteInline(formatDeclarationError(e), 400));
+  const more = unusable.length > UNUSABLE_SHOWN ? ` and ${unusable.length - UNUSABLE_SHOWN} more` : '';
+  return (
+    `No managed tool could be loaded: ${unusable.length} declaration${unusable.length === 1 ? '' : 's'} in codeact.tools failed: ${shown.join('; ')}${more}. ` +
+    'Tell the user what failed; it is fixed in codeact.tools (.vscode/settings.json) or on the server.'
+  );
 }

@@ -4,7 +4,7 @@
  */
 import type { JsonSchema } from '../../common/tools';
 import { oneLine, toolGroup } from '../gateway/discovery/toolCatalog';
-import type { ManagedTool } from '../gateway/toolSet';
+import { noManagedTools, type DeclarationError, type ManagedTool } from '../gateway/toolSet';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS } from '../../common/outputBudget';
 
 interface ModelToolSpec {
@@ -44,6 +44,8 @@ interface CodeToolContext {
   keepsOutputs?: boolean;
   /** The code may call `install_packages` (a local session whose host can install, with the user's approval). */
   installs?: boolean;
+  /** The declarations that could not be loaded (said when no tool is usable). */
+  unusable?: readonly DeclarationError[];
 }
 
 /** What the model is told of `install_packages` (in the description of execute_tool_code). */
@@ -194,7 +196,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     '',
   ];
   if (sorted.length === 0) {
-    lines.push('No managed tools are declared in this workspace, so call_tool will always fail.');
+    lines.push(`${noManagedTools(ctx.unusable ?? [])} call_tool has nothing to call in this run.`);
   } else if (listsSchemasInline(sorted, ctx.inlineLimit)) {
     lines.push(...inlineToolLines(sorted));
   } else {

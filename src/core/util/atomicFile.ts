@@ -17,9 +17,14 @@ interface AtomicOptions {
   exclusive?: boolean;
 }
 
+/** A hidden temporary name for a file to be named `base` (in the same folder). */
+export function tempNameFor(base: string): string {
+  return `.${base.slice(0, 100)}.${process.pid}.${randomToken(6)}.tmp`;
+}
+
 /** A hidden temporary name beside `target`. */
 function tempBeside(target: string): string {
-  return path.join(path.dirname(target), `.${path.basename(target).slice(0, 100)}.${process.pid}.${randomToken(6)}.tmp`);
+  return path.join(path.dirname(target), tempNameFor(path.basename(target)));
 }
 
 function modeFor(target: string, o: AtomicOptions): number | undefined {

@@ -2,19 +2,20 @@
  * Runs the installer (pip or uv, and `python -m venv`) outside the sandbox: its output streams to
  * `onOutput` (at most {@link MAX_STREAMED} characters, then one note), a head and a tail of it are kept to
  * tell what failed, it has a timeout, and the signal (Stop) kills its whole process tree (pip's build
- * subprocesses too).
+ * subprocesses too). It starts through the tools' launcher (core/util/launcher), so it dies with
+ * the host (a SIGKILL, a crash) and its timeout holds even when the host cannot act on it.
  *
  * Its working directory is an empty folder of its own, made by the host for this run (mkdtemp, 0700, in the
  * host's temporary folder, never inside the workspace) and removed afterwards: `python -m pip` puts its
  * working directory first on sys.path, and pip and uv resolve relative names ("x.whl", "./pkg") and read
  * project files (uv.toml, pyproject.toml) from it, so it must hold nothing the sandboxed code could write.
  */
-import { spawn } from 'node:child_process';
 import { realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { killTree } from '../../util/processTree';
 import { isUnder } from '../../util/paths';
 import { ownTempDir } from '../local/tempFolders';
+import { spawnGuarded } from '../../util/launcher';
 
 /** Characters of output streamed to the card at most; the rest is counted, not shown. */
 const MAX_STREAMED = 256 * 1024;
@@ -69,7 +70,10 @@ function runIn(o: InstallerRun, cwd: string): Promise<InstallerOutcome> {
     let streamed = 0;
     let noted = false;
     let ended: string | undefined;
-    const child = spawn(o.argv[0], o.argv.slice(1), { cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const env = Object.fromEntries(Object.entries(o.env).filter((e): e is [string, string] => e[1] !== undefined));
+    const child = spawnGuarded(o.argv[0], o.argv.slice(1), { cwd, env }, o.timeoutMs);
+    child.stdin.on('error', () => {});
+    child.stdin.end();
     const keep = (text: string) => {
       if (head.length < KEEP) head += text.slice(0, KEEP - head.length);
       tail = (tail + text).slice(-KEEP);

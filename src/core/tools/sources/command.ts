@@ -6,7 +6,7 @@
  * Nothing a call starts outlives it: the program runs in its own process group with a marker in its
  * environment ({@link TOOL_MARKER}), and when it exits (or times out, or is stopped) its group and every
  * process still carrying the marker are killed, background children, `setsid` and double forks included.
- * The program runs under the launcher (./launcher.ts): it dies with the host, and its timeout holds
+ * The program runs under the launcher (core/util/launcher.ts): it dies with the host, and its timeout holds
  * even when the host cannot act.
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import type { CommandSource } from '../../../common/tools';
 import { killTree } from '../../util/processTree';
 import { randomToken } from '../../util/ids';
-import { spawnGuarded } from './launcher';
+import { spawnGuarded } from '../../util/launcher';
 import { commandEnv, reapProcesses, spawnFailure, tail } from './processes';
 
 /** The environment variable that marks every process a tool call starts (value: one per call). */

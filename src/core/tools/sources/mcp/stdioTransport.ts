@@ -1,7 +1,7 @@
 /**
  * The stdio transport of MCP servers: the server runs in the workspace with exactly the environment it
  * is given, in its own process group, marked ({@link MCP_SERVER_MARKER}) so that everything it starts can
- * be found and killed when the connection closes. It runs under the launcher (../launcher.ts), so it
+ * be found and killed when the connection closes. It runs under the launcher (core/util/launcher.ts), so it
  * dies with the host too.
  */
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -10,7 +10,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { randomToken } from '../../../util/ids';
 import { descendantsOf, killMarkedNow, killTree } from '../../../util/processTree';
-import { spawnGuarded } from '../launcher';
+import { spawnGuarded } from '../../../util/launcher';
 import { reapProcesses } from '../processes';
 import { LineBuffer, MCP_MAX_MESSAGE_BYTES } from './list';
 

@@ -1,5 +1,6 @@
 /**
- * Starts the programs of `command` tools and stdio MCP servers through a tiny launcher, so that nothing
+ * Starts the programs of `command` tools, stdio MCP servers and the package installer (pip, uv) through a
+ * tiny launcher, so that nothing
  * of theirs outlives the host even when the host is killed (SIGKILL, a crash, an OOM kill), and a call's
  * timeout holds even when the host cannot act on it (frozen, or its event loop blocked).
  *
