@@ -59,8 +59,8 @@ function readAt(fd: number, length: number, position: number): Buffer {
   return buf.subarray(0, got);
 }
 
-/** A whole stored conversation's text, checked (regular, not empty, within the cap), and its size in bytes. */
-export function readTranscript(file: string): { text: string; size: number } {
+/** A whole stored conversation's text, checked (regular, not empty, within the cap), and its bytes as they are. */
+export function readTranscript(file: string): { text: string; size: number; bytes: Buffer } {
   const { fd, size } = openChecked(file, constants.O_RDONLY);
   try {
     if (size === 0) throw new TranscriptFileError(`${file} is empty (zero bytes): no conversation was saved in it. Delete it or move it aside.`);
@@ -70,7 +70,7 @@ export function readTranscript(file: string): { text: string; size: number } {
       );
     }
     const buf = readAt(fd, size, 0);
-    return { text: buf.toString('utf8'), size: buf.length };
+    return { text: buf.toString('utf8'), size: buf.length, bytes: buf };
   } finally {
     closeSync(fd);
   }

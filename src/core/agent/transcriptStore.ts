@@ -160,6 +160,11 @@ export class Conversation {
     return tail ? this.takeIn(tail) : [];
   }
 
+  /** The file was rewritten whole (repairDamaged) from what this object holds: `size` bytes are known. */
+  rewritten(size: number): void {
+    this.seen = size;
+  }
+
   /** Records another process wrote (whole lines), added to what this object holds. */
   private takeIn(tail: { text: string; end: number }): TranscriptEvent[] {
     this.seen = tail.end;
@@ -267,14 +272,17 @@ export function repairDamaged(convo: Conversation): string | undefined {
   convo.damaged = false;
   let notice: string;
   try {
-    const original = readTranscript(convo.file);
-    const parsed = parseLines(original, convo.file);
+    // What another process appended since it was opened is taken in first: the copy is written from the file.
+    convo.catchUp();
+    const { text, bytes: original } = readTranscript(convo.file);
+    const parsed = parseLines(text, convo.file);
     if (!parsed.damaged) return undefined;
     const first = parsed.meta ? [] : [JSON.stringify({ meta: recoveredMeta(convo.id, parsed.events, convo.file) })];
     const repaired = [...first, ...parsed.whole].join('\n') + '\n' + parsed.torn;
     const stamp = `${convo.file}.damaged-${Date.now()}`;
     const aside = writeFirstFree([stamp, `${stamp}-${randomToken(4)}`], original, { mode: 0o600, exclusive: true });
     writeFileAtomicSync(convo.file, repaired, { mode: 0o600 });
+    convo.rewritten(Buffer.byteLength(repaired));
     notice = `The damaged file is kept as it was in ${aside}; the conversation goes on in a repaired copy (whole records only) in ${convo.file}.`;
   } catch (e) {
     notice = `The damaged file ${convo.file} could not be repaired (${(e as Error).message}); it is left as it is and read around the damage.`;
