@@ -33,9 +33,7 @@ const r2 = (x: number) => Math.round(x * 100) / 100;
 async function once(guarded: boolean): Promise<number> {
   const options = { cwd: tmpdir(), env: { PATH: '/usr/bin:/bin' } };
   const t0 = performance.now();
-  const child = guarded
-    ? spawnGuarded('true', [], options, 30_000)
-    : spawn('true', [], { ...options, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const child = guarded ? spawnGuarded('true', [], options, 30_000) : spawn('true', [], { ...options, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   const code = await new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', resolve);
