@@ -7,11 +7,13 @@
  *   group, through spawnGuarded and through a plain spawn; ratio_launcher_to_direct_spawn.
  * - launcher_cpu_ms_per_call, direct_cpu_ms_per_call: the CPU time the children used (user + system, from
  *   the host's cutime and cstime, which count every reaped descendant), per call.
+ * - python_floor_cpu_ms_per_call: the same for `python3 -I -S -c pass` (the interpreter the launcher runs
+ *   on, doing nothing): what is left of the launcher's cost above it is its own script.
  * - command_tool_call_ms_p50: a whole call of a `command` tool through the gateway (schema check, the
  *   launcher, stdin, stdout, the record), the figure a person sees.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { ToolGateway } from '../src/core/gateway/gateway';
 import { loadTools } from '../src/core/tools/declarations';
@@ -30,15 +32,18 @@ function childrenCpuMs(): number {
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const r2 = (x: number) => Math.round(x * 100) / 100;
 
-async function once(guarded: boolean): Promise<number> {
+const SYSTEM_PYTHON = '/usr/bin/python3';
+
+async function once(guarded: boolean, argv = ['true']): Promise<number> {
   const options = { cwd: tmpdir(), env: { PATH: '/usr/bin:/bin' } };
   const t0 = performance.now();
-  const child = guarded ? spawnGuarded('true', [], options, 30_000) : spawn('true', [], { ...options, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const [program, ...args] = argv;
+  const child = guarded ? spawnGuarded(program, args, options, 30_000) : spawn(program, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   const code = await new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', resolve);
   });
-  if (code !== 0) throw new Error(`true exited with ${code} (${guarded ? 'launcher' : 'direct'})`);
+  if (code !== 0) throw new Error(`${program} exited with ${code} (${guarded ? 'launcher' : 'direct'})`);
   return performance.now() - t0;
 }
 
@@ -57,6 +62,13 @@ export async function benchLauncher(): Promise<Record<string, number>> {
     }
   }
 
+  let floor: number | undefined;
+  if (existsSync(SYSTEM_PYTHON)) {
+    const c0 = childrenCpuMs();
+    for (let i = 0; i < RUNS; i++) await once(false, [SYSTEM_PYTHON, '-I', '-S', '-c', 'pass']);
+    floor = (childrenCpuMs() - c0) / RUNS;
+  }
+
   const set = loadTools([{ name: 'noop', command: ['true'] }], { workspace: tmpdir() });
   if (set.errors.length) throw new Error(set.errors[0].message);
   const gw = new ToolGateway(set.tools);
@@ -73,6 +85,7 @@ export async function benchLauncher(): Promise<Record<string, number>> {
     ratio_launcher_to_direct_spawn: r2(p50(times.launcher) / p50(times.direct)),
     launcher_cpu_ms_per_call: r2(cpu.launcher / RUNS),
     direct_cpu_ms_per_call: r2(cpu.direct / RUNS),
+    ...(floor === undefined ? {} : { python_floor_cpu_ms_per_call: r2(floor) }),
     command_tool_call_ms_p50: r2(p50(calls)),
   };
 }
