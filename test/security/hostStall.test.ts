@@ -115,7 +115,8 @@ describe('security: the host cannot be stalled', function () {
       const wide: Record<string, number> = {};
       for (let i = 0; i < 100_000; i++) wide[`k${i}`] = i;
       const tool = settingsTool({ type: 'object', additionalProperties: { type: 'string', pattern: '^[a-z]+$' } });
-      const r = await charged('100,000 keys', () => call(tool, 'victim', countedObject(wide, reads)));
+      const args = countedObject(wide, reads);
+      const r = await charged('100,000 keys', () => call(tool, 'victim', args));
       assert.match(String(r.error), /refused before validation: more than 20,000 keys and array items in total \(the key-count cap\)/);
       assert.ok(reads.n <= READS_BOUND, `the arguments were read ${reads.n} times`);
       assert.equal(r.units, 0, 'the arguments were validated');
