@@ -2,7 +2,7 @@
  * `npm run bench`: performance figures of the engine, printed as one JSON object.
  * Floors from the same run sit next to the figures they bound, so ratios mean something on a noisy machine.
  *
- * Options: --only local|sandbox|sessions|jupyter|webview|tools|display|context (repeatable), --runs N.
+ * Options: --only local|sandbox|sessions|jupyter|webview|tools|display|context|launcher (repeatable), --runs N.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -294,6 +294,7 @@ async function main(): Promise<void> {
   if (want('tools')) await optional(out, 'tools', 'tools.ts', 'benchTools');
   if (want('display')) await optional(out, 'display', 'display.ts', 'benchDisplay');
   if (want('context')) await optional(out, 'context', 'context.ts', 'benchContext');
+  if (want('launcher')) await optional(out, 'launcher', 'launcher.ts', 'benchLauncher');
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
 }
 

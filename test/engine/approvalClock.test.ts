@@ -163,8 +163,9 @@ function approvalSuite(name: string, make: () => Promise<{ runtime: Runtime; ses
       assert.deepEqual(item.value, { sent: 'hi' });
       assert.ok(wall > 2500, `the run waited for the approval (${Math.round(wall)} ms)`);
       const done = events.find((e): e is ToolCallCompleted => e.type === 'codeact.tool_call.completed')!;
-      assert.ok(done.duration_ms >= 40 && done.duration_ms < 1000, `the call took ${done.duration_ms} ms of its own, not the 2.5 s wait`);
-      assert.ok(gateway.records[0].duration_ms < 1000, `the gateway's record leaves the wait out too (${gateway.records[0].duration_ms} ms)`);
+      // Bounded by the wait itself, not by the machine's speed: with the 2.5 s wait in it, the figure would be over 2.5 s.
+      assert.ok(done.duration_ms >= 40 && done.duration_ms < 2500, `the call took ${done.duration_ms} ms of its own, not the 2.5 s wait`);
+      assert.ok(gateway.records[0].duration_ms < 2500, `the gateway's record leaves the wait out too (${gateway.records[0].duration_ms} ms)`);
     });
 
     it("the clock only pauses: after the answer the code's own time counts again, and the timeout still stops it", async () => {

@@ -1,7 +1,10 @@
 /**
  * No input can stall the host. Schemas (from settings and from MCP servers) and
- * arguments (from generated code) are hostile here; each attack runs while the event-loop lag is
- * measured (see ./lag.ts), and must end with a clear answer, never a stall.
+ * arguments (from generated code) are hostile here; each attack must end with a clear answer, never a stall.
+ * The bounds are proven by counted work, never by the clock (a busy CI machine must not decide an outcome):
+ * the validation units charged (unitsSpent), the reads of the arguments' properties (getters that count),
+ * and the caps named in the answers. The event-loop lag of each attack is measured and printed
+ * (see ./lag.ts) as a figure to compare, not asserted.
  */
 import * as assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,7 +18,7 @@ import type { JsonSchema } from '../../src/common/tools';
 import { processesWithCmdline } from '../../src/core/util/processTree';
 import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
-import { LAG_BOUND_MS, withLag } from './lag';
+import { withLag } from './lag';
 
 const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');
 const tag = `--tag=codeact-stall-test-${process.pid}-${Date.now()}`;
@@ -23,6 +26,20 @@ const tag = `--tag=codeact-stall-test-${process.pid}-${Date.now()}`;
 let n = 0;
 const call = (gw: ToolGateway, name: string, args: unknown) =>
   gw.call({ itemId: 'item', callId: `call-${++n}`, name, arguments: args }, new AbortController().signal);
+
+/** An object whose properties count their reads (in `reads.n`). */
+function countedObject(props: Record<string, unknown>, reads: { n: number }): Record<string, unknown> {
+  const o = {};
+  for (const [k, value] of Object.entries(props)) Object.defineProperty(o, k, { enumerable: true, get: () => (reads.n++, value) });
+  return o;
+}
+
+/** The validation units an attack was charged (counted, see budget.ts), with its answer and its logged lag. */
+async function charged<T>(label: string, attack: () => Promise<T>) {
+  const before = unitsSpent();
+  const r = await withLag(label, attack);
+  return { ...r, units: unitsSpent() - before };
+}
 
 describe('security: the host cannot be stalled', function () {
   this.timeout(60_000);
@@ -38,56 +55,78 @@ describe('security: the host cannot be stalled', function () {
   }
 
   describe('JSON Schema patterns run in linear time', () => {
-    it('an evil pattern (^(a+)+$) against "aaaa…!" is answered at once, not after minutes', async () => {
+    /** RE2 (linear in the input) refuses what only a backtracking engine can run: proof that patterns run on it. */
+    const LINEAR_ENGINE = /cannot be used: .*Patterns run on a linear-time engine \(RE2 syntax\)/;
+
+    it('an evil pattern (^(a+)+$) against "aaaa…!" is answered at once, not after minutes: it runs on RE2, charged by its length', async () => {
+      // Checked first: on a backtracking engine the call below would never return.
+      assert.throws(() => compileSchema({ type: 'string', pattern: '^(a+)\\1$' }), LINEAR_ENGINE);
       const gw = settingsTool({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } });
-      const r = await withLag('^(a+)+$ against 20,000 "a" and "!"', () => call(gw, 'victim', { s: 'a'.repeat(20_000) + '!' }));
+      const r = await charged('^(a+)+$ against 20,000 "a" and "!"', () => call(gw, 'victim', { s: 'a'.repeat(20_000) + '!' }));
       assert.match(String(r.error), /Invalid arguments for "victim": \$\.s must match pattern "\^\(a\+\)\+\$"/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      // Each test of the pattern is charged (length + 1) × program size, the NFA's worst case: linear, within the budget.
+      assert.ok(r.units >= 20_001 && r.units <= VALIDATION_BUDGET * 1.25, `the check was charged ${r.units} units`);
     });
 
     it('a string too long to check against its pattern within the budget is refused, not checked', async () => {
       const gw = settingsTool({ type: 'object', properties: { s: { type: 'string', pattern: '^[ab]*a[ab]{200}b{10}$' } } });
-      const r = await withLag('a 1 MB string against a 217-instruction pattern', () => call(gw, 'victim', { s: 'ab'.repeat(500_000) }));
+      const r = await charged('a 1 MB string against a 217-instruction pattern', () => call(gw, 'victim', { s: 'ab'.repeat(500_000) }));
       assert.match(
         String(r.error),
         /arguments for "victim" are too costly to check against its input schema: the check would take more than the validation budget/,
       );
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      // Refused before the pattern ran: its cost (1,000,001 characters × 217 instructions) was never charged.
+      assert.ok(r.units < VALIDATION_BUDGET, `${r.units} units were charged: the pattern ran before the refusal`);
     });
 
     it('patternProperties and propertyNames use the same engine', async () => {
+      assert.throws(() => compileSchema({ type: 'object', patternProperties: { '^(a)\\1$': {} } }), LINEAR_ENGINE);
+      assert.throws(() => compileSchema({ type: 'object', propertyNames: { pattern: '^(?=b)' } }), LINEAR_ENGINE);
       const gw = settingsTool({ type: 'object', patternProperties: { '^(a+)+$': { type: 'number' } }, propertyNames: { pattern: '^(b|b)+$' } });
       const key = 'a'.repeat(5_000) + '!';
-      const r = await withLag('evil patternProperties and propertyNames', () => call(gw, 'victim', { [key]: 'x' }));
+      const r = await charged('evil patternProperties and propertyNames', () => call(gw, 'victim', { [key]: 'x' }));
       assert.match(String(r.error), /must match pattern "\^\(b\|b\)\+\$"/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      assert.ok(r.units >= 5_002 && r.units <= VALIDATION_BUDGET * 1.25, `the check was charged ${r.units} units`);
     });
   });
 
   describe('arguments are capped before validation, and the error names the cap', () => {
     const gw = () => settingsTool({ $defs: { n: { type: 'object', properties: { a: { $ref: '#/$defs/n' } } } }, $ref: '#/$defs/n' });
+    /**
+     * Counted: the reads of the arguments' properties (every object counts them) and the validation units.
+     * The cap check stops at the cap: a few hundred reads at most (the record's short preview included),
+     * and no validation at all; without the cap, the walk or the validation reads all 100,000.
+     */
+    const READS_BOUND = 300;
 
     it('depth: 100,000 nested objects', async () => {
+      const reads = { n: 0 };
       let deep: Record<string, unknown> = {};
-      for (let i = 0; i < 100_000; i++) deep = { a: deep };
-      const r = await withLag('100,000 levels of nesting', () => call(gw(), 'victim', deep));
+      for (let i = 0; i < 100_000; i++) deep = countedObject({ a: deep }, reads);
+      const tool = gw();
+      const r = await charged('100,000 levels of nesting', () => call(tool, 'victim', deep));
       assert.match(String(r.error), /Arguments for "victim" are refused before validation: nesting deeper than 64 levels \(the depth cap\)/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      assert.ok(reads.n <= READS_BOUND, `the arguments were read ${reads.n} times`);
+      assert.equal(r.units, 0, 'the arguments were validated');
     });
 
     it('key count: 100,000 keys', async () => {
+      const reads = { n: 0 };
       const wide: Record<string, number> = {};
       for (let i = 0; i < 100_000; i++) wide[`k${i}`] = i;
       const tool = settingsTool({ type: 'object', additionalProperties: { type: 'string', pattern: '^[a-z]+$' } });
-      const r = await withLag('100,000 keys', () => call(tool, 'victim', wide));
+      const args = countedObject(wide, reads);
+      const r = await charged('100,000 keys', () => call(tool, 'victim', args));
       assert.match(String(r.error), /refused before validation: more than 20,000 keys and array items in total \(the key-count cap\)/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      assert.ok(reads.n <= READS_BOUND, `the arguments were read ${reads.n} times`);
+      assert.equal(r.units, 0, 'the arguments were validated');
     });
 
     it('size: a 4 MiB string', async () => {
-      const r = await withLag('a 4 MiB argument', () => call(gw(), 'victim', { a: {}, blob: 'x'.repeat(4 * 1024 * 1024) }));
+      const tool = gw();
+      const r = await charged('a 4 MiB argument', () => call(tool, 'victim', { a: {}, blob: 'x'.repeat(4 * 1024 * 1024) }));
       assert.match(String(r.error), /refused before validation: larger than 1 MiB as JSON \(the size cap\)/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
+      assert.equal(r.units, 0, 'the arguments were validated');
     });
   });
 
@@ -266,20 +305,19 @@ describe('security: the host cannot be stalled', function () {
     });
 
     it('a server that paginates forever: listing stops at the page limit', async () => {
+      // Counted: the answer names the page count it stopped at (the lag is printed, not asserted).
       const r = await withLag('tools/list paginating forever', () => pool.listTools(spec('--paginate-forever')));
       assert.match(String(r.error), /has more than 50 pages of tools \(tools\/list kept returning a nextCursor\); CodeAct stops listing there/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
     });
 
     it('a slow server that paginates forever: listing stops at its deadline', async () => {
       const slow = new McpClientPool({ listLimits: { timeoutMs: 1_000, maxPages: 10_000 } });
       try {
-        const t0 = Date.now();
+        // 10,000 pages 50 ms apart would take minutes: the answer that names the 1 s deadline is the proof.
         await assert.rejects(
           slow.listTools(spec('--paginate-forever', '--page-delay=50')),
           /listing the tools of the MCP server .* took longer than 1 s, the deadline for all its pages/,
         );
-        assert.ok(Date.now() - t0 < 10_000);
       } finally {
         await slow.dispose();
       }
@@ -291,13 +329,11 @@ describe('security: the host cannot be stalled', function () {
         String(r.error),
         /the connection to the MCP server .* was dropped: it sent a message over CodeAct's limits: a message (has more than 50,000 objects and arrays|is longer than 4 MiB)/,
       );
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
     });
 
     it('a server that lists 20,000 tools in one page, under the message caps: refused before any tool is parsed', async () => {
       const r = await withLag('one page of 20,000 tools (about 1 MB)', () => pool.listTools(spec('--tools=20000')));
       assert.match(String(r.error), /lists more than 1,000 tools, CodeAct's limit for one server/);
-      assert.ok(r.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r.lagMs} ms`);
     });
 
     it('a server whose pages add up to too many tools: refused at the tool limit', async () => {
@@ -314,13 +350,15 @@ describe('security: the host cannot be stalled', function () {
       );
       assert.deepEqual(set.errors, []);
       const gw = new ToolGateway(set.tools);
-      const r1 = await withLag('the server\'s inputSchema against 20,000 "a" and "!"', () => call(gw, 'evil', { s: 'a'.repeat(20_000) + '!' }));
+      const r1 = await charged('the server\'s inputSchema against 20,000 "a" and "!"', () => call(gw, 'evil', { s: 'a'.repeat(20_000) + '!' }));
       assert.match(String(r1.error), /\$\.s must match pattern "\^\(a\+\)\+\$"/);
-      assert.ok(r1.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r1.lagMs} ms`);
+      // Counted: charged for what it looked at (RE2, linear), within the budget.
+      assert.ok(r1.units >= 20_001 && r1.units <= VALIDATION_BUDGET * 1.25, `the input check was charged ${r1.units} units`);
       // The server answers with structuredContent that the SDK checks against the evil outputSchema.
-      const r2 = await withLag('the server\'s outputSchema against its own 50,000 "a" and "!"', () => call(gw, 'evil', {}));
+      const r2 = await charged('the server\'s outputSchema against its own 50,000 "a" and "!"', () => call(gw, 'evil', {}));
       assert.match(String(r2.error), /Tool "evil" failed: .*(output schema|too costly|validation budget)/);
-      assert.ok(r2.lagMs < LAG_BOUND_MS, `the event loop stalled for ${r2.lagMs} ms`);
+      // Refused within the budget (the NFA's worst case for 50,001 characters is over it: refused before it runs).
+      assert.ok(r2.units <= VALIDATION_BUDGET * 1.25, `the output check was charged ${r2.units} units`);
     });
   });
 });

@@ -133,11 +133,10 @@ describe('security: HTTP tools', function () {
 
   it('a timeout while reading the body names the tool and its timeoutMs', async () => {
     const t = tool({ url: `http://127.0.0.1:${a.port}/stall`, allowedHosts: ['127.0.0.1'], timeoutMs: 500 });
-    const t0 = Date.now();
+    // The server never ends the body: only the tool's own timeout (named in the answer) can end the call.
     await assert.rejects(
       invoke(t),
       /^Error: Tool "h": timed out after 0\.5 s reading the response from 127\.0\.0\.1:\d+ \(its timeoutMs is 500; raise it in the declaration/,
     );
-    assert.ok(Date.now() - t0 < 5_000);
   });
 });

@@ -1,11 +1,9 @@
 /**
  * Event-loop lag while an attack runs: a 5 ms ticker records the longest gap between its ticks, minus
- * the 5 ms it asked for. A synchronous stall of N ms shows as a gap of about N ms. The attacks in the
- * security tests assert this stays under {@link LAG_BOUND_MS}: the issue's target is about 50 ms, and the
- * bound allows for the shared 2-core machine these tests run on (other test suites, GC pauses). A real
- * stall (seconds, or minutes) is far above it; the measured figure is printed so it can be compared.
+ * the 5 ms it asked for. A synchronous stall of N ms shows as a gap of about N ms. The figure is printed
+ * so it can be compared; no test passes or fails on it (a busy machine's clock must not decide an
+ * outcome): the security tests prove their bounds by counting work (units charged, reads, caps named).
  */
-export const LAG_BOUND_MS = 250;
 
 export async function withLag<T>(label: string, attack: () => Promise<T>): Promise<{ value?: T; error?: Error; lagMs: number }> {
   let last = performance.now();

@@ -225,7 +225,8 @@ export class ToolGateway {
       ok,
       argument_bytes: Math.max(0, facts.argumentBytes),
       result_bytes: facts.resultBytes,
-      arguments_preview: preview(request.arguments, SUMMARY_TEXT, facts.argumentBytes < 0 ? undefined : facts.argumentBytes),
+      // The measured size lets a small value be serialised whole; a refused value's size is only a lower bound.
+      arguments_preview: preview(request.arguments, SUMMARY_TEXT, facts.argumentBytes < 0 || facts.argumentsCapped ? undefined : facts.argumentBytes),
       duration_ms: Math.round((performance.now() - facts.t0 - facts.waitedMs) * 100) / 100,
       started_at: facts.startedAt,
       ended_at: Date.now(),
@@ -275,6 +276,7 @@ export class ToolGateway {
     const shape = measureShape(args, this.argumentLimits);
     facts.argumentBytes = shape.bytes;
     if (shape.problem) {
+      facts.argumentsCapped = true;
       throw new ToolError(
         `Arguments for "${name}" are refused before validation: ${shape.problem}. Pass less data in one call (split it across several calls), or flatten it.`,
         'invalid_arguments',
@@ -353,11 +355,15 @@ export class ToolGateway {
   }
 }
 
-/** What a call's record needs to know. `argumentBytes` is -1 until the arguments were measured. */
+/**
+ * What a call's record needs to know. `argumentBytes` is -1 until the arguments were measured; when they
+ * passed a cap it is only a lower bound (the measure stopped there), and `argumentsCapped` says so.
+ */
 interface CallFacts {
   startedAt: number;
   t0: number;
   argumentBytes: number;
+  argumentsCapped?: boolean;
   resultBytes: number;
   waitedMs: number;
 }
