@@ -1,5 +1,5 @@
 /**
- * Command tools (and stdio MCP servers) start through a python3 launcher (src/core/tools/sources/launcher.ts:
+ * Command tools (and stdio MCP servers) start through a python3 launcher (src/core/util/launcher.ts:
  * the program dies with the host, its timeout holds when the host cannot act). What that costs per call,
  * against the same program started directly, interleaved in ONE run:
  *
@@ -17,7 +17,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { ToolGateway } from '../src/core/gateway/gateway';
 import { loadTools } from '../src/core/tools/declarations';
-import { spawnGuarded } from '../src/core/tools/sources/launcher';
+import { spawnGuarded } from '../src/core/util/launcher';
 
 const RUNS = 40;
 const TICK_MS = 1000 / 100; // USER_HZ: cutime and cstime are in clock ticks of 1/100 s on Linux
