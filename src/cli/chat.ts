@@ -100,8 +100,11 @@ export async function chatCommand(argv: string[]): Promise<number> {
     } catch (e) {
       if (!(e instanceof ConversationBusyError)) throw e;
       process.stderr.write(`codeact: ${forTerminal(e.message)}\n`);
+      if (values.json) process.stdout.write(JSON.stringify({ type: 'error', message: e.message, code: e.code }) + '\n');
       return 1;
     }
+    // What another process wrote between reading the file and holding it (its turn ending) is read first.
+    conversation.catchUp();
     // A damaged file is kept as it was beside a repaired copy; what reading it skipped, recovered or kept is said before the turn (on stderr, also with --json).
     repairDamaged(conversation);
     for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);

@@ -115,6 +115,8 @@ export function closeInterrupted(convo: Conversation): Conversation {
     return convo;
   }
   try {
+    // What another process wrote between reading the file and holding it (its turn ending) is read first.
+    convo.catchUp();
     repairDamaged(convo);
     recoverInterrupted(convo, INTERRUPTED_MESSAGE);
   } finally {

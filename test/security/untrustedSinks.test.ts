@@ -78,6 +78,8 @@ const KNOWN: Record<string, string> = {
   "src/cli/chat.ts: new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')": "CodeAct's own text, ids or numbers",
   'src/cli/chat.ts: conversation!.id': "CodeAct's own text, ids or numbers",
   'src/cli/chat.ts: JSON.stringify(e)': '--json: machine output, the events as they are (README: scripts read it)',
+  "src/cli/chat.ts: JSON.stringify({ type: 'error', message: e.message, code: e.code })":
+    '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/chat.ts: JSON.stringify(summary)': '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/chat.ts: convo.id': "CodeAct's own text, ids or numbers",
   'src/cli/chat.ts: result.status': "CodeAct's own text, ids or numbers",

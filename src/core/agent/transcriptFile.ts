@@ -29,7 +29,7 @@ function kindOf(st: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevi
 const MOVE_ASIDE = 'CodeAct reads only regular files there: move it out of the conversations folder.';
 
 /** Opens a stored conversation for reading or appending, refusing what is not a regular file. Returns its fd and size. */
-function openChecked(file: string, flags: number): { fd: number; size: number } {
+function openChecked(file: string, flags: number): { fd: number; size: number; ino: number } {
   let fd: number;
   try {
     fd = openSync(file, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -45,7 +45,7 @@ function openChecked(file: string, flags: number): { fd: number; size: number } 
     closeSync(fd);
     throw new TranscriptFileError(`${file} is ${kindOf(st)}, not a conversation. ${MOVE_ASIDE}`);
   }
-  return { fd, size: st.size };
+  return { fd, size: st.size, ino: st.ino };
 }
 
 function readAt(fd: number, length: number, position: number): Buffer {
@@ -59,9 +59,9 @@ function readAt(fd: number, length: number, position: number): Buffer {
   return buf.subarray(0, got);
 }
 
-/** A whole stored conversation's text, checked (regular, not empty, within the cap), and its bytes as they are. */
-export function readTranscript(file: string): { text: string; size: number; bytes: Buffer } {
-  const { fd, size } = openChecked(file, constants.O_RDONLY);
+/** A whole stored conversation's text, checked (regular, not empty, within the cap), its bytes as they are, and its inode. */
+export function readTranscript(file: string): { text: string; bytes: Buffer; ino: number } {
+  const { fd, size, ino } = openChecked(file, constants.O_RDONLY);
   try {
     if (size === 0) throw new TranscriptFileError(`${file} is empty (zero bytes): no conversation was saved in it. Delete it or move it aside.`);
     if (size > MAX_TRANSCRIPT_BYTES) {
@@ -70,7 +70,7 @@ export function readTranscript(file: string): { text: string; size: number; byte
       );
     }
     const buf = readAt(fd, size, 0);
-    return { text: buf.toString('utf8'), size: buf.length, bytes: buf };
+    return { text: buf.toString('utf8'), bytes: buf, ino };
   } finally {
     closeSync(fd);
   }
@@ -112,6 +112,8 @@ interface AppendResult {
   repaired?: { aside: string; bytes: number };
   start: number;
   size: number;
+  /** The inode written to: another than the one read means the file was replaced meanwhile (a repair). */
+  ino: number;
 }
 
 /**
@@ -119,9 +121,9 @@ interface AppendResult {
  * file back to its size before it (then throws). `durable`: fsync before returning.
  */
 export function appendRecords(file: string, text: string, durable: boolean): AppendResult {
-  const { fd, size: before } = openChecked(file, constants.O_RDWR | constants.O_APPEND);
+  const { fd, size: before, ino } = openChecked(file, constants.O_RDWR | constants.O_APPEND);
   let size = before;
-  const result: AppendResult = { start: size, size };
+  const result: AppendResult = { start: size, size, ino };
   try {
     if (size > 0 && readAt(fd, 1, size - 1)[0] !== 0x0a) {
       // Find the last newline (backwards, a chunk at a time): everything after it is the torn record.

@@ -13,6 +13,7 @@ import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
 import { writeFileAtomicSync, writeFirstFree } from '../util/atomicFile';
 import { randomToken } from '../util/ids';
+import { heldElsewhere, heldHere } from './conversationLock';
 import { appendRecords, readTranscript, readTranscriptAfter, readTranscriptHead, TranscriptFileError } from './transcriptFile';
 
 /** How much of each file the history list reads (its meta line, turns and patches within it). */
@@ -58,7 +59,7 @@ export class TranscriptStore {
     const full: ConversationMeta = { ...meta, id, createdAt: Date.now() };
     const first = JSON.stringify({ meta: full }) + '\n';
     writeFileAtomicSync(this.file(id), first, { mode: 0o600, exclusive: true });
-    return new Conversation(this.file(id), full, [], [], Buffer.byteLength(first));
+    return new Conversation(this.file(id), full, [], [], { seen: Buffer.byteLength(first), ino: statSync(this.file(id)).ino });
   }
 
   exists(id: string): boolean {
@@ -68,7 +69,7 @@ export class TranscriptStore {
   open(id: string): Conversation {
     const file = this.file(id);
     if (!existsSync(file)) throw new Error(`No conversation "${id}" in ${this.dir}. List them with "codeact chat --list".`);
-    const { text, size } = readTranscript(file);
+    const { text, bytes, ino } = readTranscript(file);
     const parsed = parseLines(text, file);
     let meta = parsed.meta;
     const notices = parsed.notices;
@@ -79,7 +80,7 @@ export class TranscriptStore {
       notices.unshift(`The first line of ${file} (the conversation's title and settings) is damaged; it was recovered from the turns.`);
     }
     for (const patch of parsed.patches) meta = { ...meta, ...patch };
-    const convo = new Conversation(file, meta, parsed.events, parsed.items, size);
+    const convo = new Conversation(file, meta, parsed.events, parsed.items, { seen: wholeEnd(bytes), ino });
     convo.notices.push(...notices);
     convo.damaged = parsed.damaged;
     return convo;
@@ -139,9 +140,21 @@ export class Conversation {
     public meta: ConversationMeta,
     readonly events: TranscriptEvent[],
     readonly history: ConversationItem[],
-    /** How much of the file this object has read or written (bytes): what lies beyond, another process wrote. */
-    private seen = 0,
-  ) {}
+    at: { seen: number; ino: number } = { seen: 0, ino: -1 },
+  ) {
+    this.seen = at.seen;
+    this.ino = at.ino;
+  }
+
+  /**
+   * How much of the file this object has read or written (bytes, whole records only: a last line still
+   * being written, or torn, is not counted): what lies beyond, another process wrote.
+   */
+  private seen: number;
+  /** The file's inode as this object knows it: another one means it was replaced whole (repairDamaged). */
+  private ino: number;
+  /** This object's last write went into a file replaced since it was read: read it whole again. */
+  private replaced = false;
 
   /**
    * Takes in what another process appended since this object last read or wrote the file (a `codeact chat
@@ -153,6 +166,7 @@ export class Conversation {
     if (this.failure) return [];
     let tail: ReturnType<typeof readTranscriptAfter>;
     try {
+      if (this.replaced || statSync(this.file).ino !== this.ino) return this.reload();
       tail = readTranscriptAfter(this.file, this.seen);
     } catch {
       return [];
@@ -160,9 +174,28 @@ export class Conversation {
     return tail ? this.takeIn(tail) : [];
   }
 
-  /** The file was rewritten whole (repairDamaged) from what this object holds: `size` bytes are known. */
-  rewritten(size: number): void {
-    this.seen = size;
+  /**
+   * The file was replaced whole (another process repaired it): its history and events are read again in
+   * full, as the model's history must be the file's. Nothing new is returned to show (the panel keeps what
+   * it shows; reopening the conversation shows the file).
+   */
+  private reload(): TranscriptEvent[] {
+    const { text, bytes, ino } = readTranscript(this.file);
+    const parsed = parseLines(text, this.file);
+    let meta = parsed.meta ?? this.meta;
+    for (const patch of parsed.patches) meta = { ...meta, ...patch };
+    this.meta = meta;
+    this.events.splice(0, this.events.length, ...parsed.events);
+    this.history.splice(0, this.history.length, ...parsed.items);
+    this.rewritten(wholeEnd(bytes), ino);
+    return [];
+  }
+
+  /** The file was (re)written whole from what this object holds: its whole records end at `seen`, in inode `ino`. */
+  rewritten(seen: number, ino: number): void {
+    this.seen = seen;
+    this.ino = ino;
+    this.replaced = false;
   }
 
   /** Records another process wrote (whole lines), added to what this object holds. */
@@ -217,19 +250,28 @@ export class Conversation {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (!this.pending.length || this.failure) return;
+    if (!heldHere(this.file) && heldElsewhere(this.file)) {
+      // Another process's turn is writing: ours wait (no repair of its record in progress, no interleaving).
+      this.timer = setTimeout(() => this.flush(), 1000);
+      this.timer.unref?.();
+      return;
+    }
     const text = this.pending.join('\n') + '\n';
     this.pending = [];
     try {
       const r = appendRecords(this.file, text, !!o.durable);
-      // Records another process wrote between this object's last read and this write (outside a turn: a
-      // turn holds the conversation) are taken in now, so catchUp never reads ours again.
-      if (r.start > this.seen) {
-        try {
-          const theirs = readTranscriptAfter(this.file, this.seen, r.start);
-          if (theirs) this.takeIn(theirs);
-        } catch {}
+      if (r.ino !== this.ino) this.replaced = true;
+      else {
+        // Records another process wrote between this object's last read and this write (outside a turn: a
+        // turn holds the conversation) are taken in now, so catchUp never reads ours again.
+        if (r.start > this.seen) {
+          try {
+            const theirs = readTranscriptAfter(this.file, this.seen, r.start);
+            if (theirs) this.takeIn(theirs);
+          } catch {}
+        }
+        this.seen = r.size;
       }
-      this.seen = r.size;
       if (r.repaired) {
         this.notices.push(
           `The last record of ${this.file} was cut off (a crash or a full disk); its ${r.repaired.bytes} bytes are kept in ${r.repaired.aside}.`,
@@ -282,7 +324,7 @@ export function repairDamaged(convo: Conversation): string | undefined {
     const stamp = `${convo.file}.damaged-${Date.now()}`;
     const aside = writeFirstFree([stamp, `${stamp}-${randomToken(4)}`], original, { mode: 0o600, exclusive: true });
     writeFileAtomicSync(convo.file, repaired, { mode: 0o600 });
-    convo.rewritten(Buffer.byteLength(repaired));
+    convo.rewritten(Buffer.byteLength(repaired) - Buffer.byteLength(parsed.torn), statSync(convo.file).ino);
     notice = `The damaged file is kept as it was in ${aside}; the conversation goes on in a repaired copy (whole records only) in ${convo.file}.`;
   } catch (e) {
     notice = `The damaged file ${convo.file} could not be repaired (${(e as Error).message}); it is left as it is and read around the damage.`;
@@ -332,6 +374,11 @@ function parseLines(text: string, file: string) {
     );
   }
   return { meta, events, items, patches, notices, whole, torn, damaged };
+}
+
+/** Where the whole records of `bytes` end (after its last newline): a last line without one is not yet whole. */
+function wholeEnd(bytes: Buffer): number {
+  return bytes.lastIndexOf(0x0a) + 1;
 }
 
 /** A conversation's meta when its first line is damaged: its id, and a title from its first prompt. */

@@ -99,13 +99,15 @@ function streamedText(events: readonly TranscriptEvent[]): string {
  * Closes the turns of a reopened conversation that started and never ended (the process under them died),
  * and saves what that says: the end markers (interrupted), "result lost" outputs for calls without a result,
  * and the note to the model. Returns the turns closed. Call it only while holding the conversation
- * (./conversationLock): a turn another live process runs is not interrupted.
+ * (./conversationLock): a turn another live process runs is not interrupted; nor is one in `running` (the
+ * turns this process runs now).
  */
-export function recoverInterrupted(convo: Conversation, message = CRASHED_MESSAGE): string[] {
+export function recoverInterrupted(convo: Conversation, message = CRASHED_MESSAGE, running?: ReadonlySet<string>): string[] {
   const open: string[] = [];
   const startedAt = new Map<string, number>();
   convo.events.forEach((e, i) => {
     if (e.type === 'codeact.turn.started') {
+      if (running?.has(e.turn_id)) return;
       open.push(e.turn_id);
       startedAt.set(e.turn_id, i);
     } else if (e.type === 'codeact.turn.ended') open.splice(open.indexOf(e.turn_id) >>> 0, open.includes(e.turn_id) ? 1 : 0);
@@ -115,7 +117,12 @@ export function recoverInterrupted(convo: Conversation, message = CRASHED_MESSAG
   const chat = convo.events[startedAt.get(last)!];
   // A chat turn's history: outputs for calls the crash left without one, then the note to the model.
   const isChat = chat.type === 'codeact.turn.started' && chat.source !== 'run_with_tools' && chat.source !== 'lm_tool';
-  if (isChat && convo.history.length) {
+  if (isChat) {
+    // The prompt is saved when the run begins; a crash before that (while a session started) lost it.
+    const lastUser = [...convo.history].reverse().find((i) => i.type === 'message' && i.role === 'user');
+    const prompt = chat.type === 'codeact.turn.started' ? chat.prompt : '';
+    if (prompt && (!lastUser || lastUser.type !== 'message' || lastUser.text !== prompt))
+      convo.appendItems([{ type: 'message', id: newId('msg_user'), role: 'user', text: prompt }]);
     const answered = new Set(convo.history.flatMap((i) => (i.type === 'function_call_output' ? [i.call_id] : [])));
     const lost = convo.history.flatMap((i) => (i.type === 'function_call' && !answered.has(i.call_id) ? [lostOutput(i)] : []));
     const note: MessageItem = {

@@ -12,7 +12,7 @@ import type { TranscriptEvent, TurnEnded, TurnEndStatus, TurnSource, TurnStarted
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../agent/conversationLock';
-import { repairHistory } from '../agent/turnJournal';
+import { recoverInterrupted, repairHistory } from '../agent/turnJournal';
 import { compactionStateFrom } from '../agent/contextBudget';
 import { hostedOptionsFrom, imageBudgetFrom, runtimeKindOf } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
@@ -62,8 +62,15 @@ function hold(convo: Conversation | undefined, onEvent: Emit | undefined): (() =
   if (!convo) return undefined;
   const release = holdConversation(convo.id, convo.file);
   for (const e of convo.catchUp()) tellListener(onEvent, e);
+  // A turn another process left open (it died while this one had the conversation open) is closed now, right
+  // after its steps, not later after this turn's; the listener sees it closed.
+  const from = convo.events.length;
+  if (recoverInterrupted(convo, undefined, running).length) for (const e of convo.events.slice(from)) tellListener(onEvent, e);
   return release;
 }
+
+/** The turns this process runs now (never closed as interrupted by a turn that starts beside them). */
+const running = new Set<string>();
 
 function tellListener(onEvent: Emit | undefined, e: TranscriptEvent): void {
   try {
@@ -76,10 +83,12 @@ function tellListener(onEvent: Emit | undefined, e: TranscriptEvent): void {
 /** Starts a turn (its marker, now) and returns how it ends: with its status, or as interrupted when the host is going away. */
 function startTurn(emit: ReturnType<typeof emitterOf>, start: Omit<TurnStarted, 'type' | 'turn_id' | 'started_at'>, interrupted: (() => boolean) | undefined) {
   const turnId = newId('turn');
+  running.add(turnId);
   emit.turnId = turnId;
   const started = Date.now();
   emit({ type: 'codeact.turn.started', turn_id: turnId, ...start, started_at: started });
   const end = (status: TurnEndStatus, message?: string) => {
+    running.delete(turnId);
     const cutOff = status !== 'completed' && interrupted?.();
     emit({
       type: 'codeact.turn.ended',
