@@ -189,7 +189,16 @@ export class NotebookDriver {
       );
       const exact = labels.indexOf(label);
       if (exact >= 0) {
-        await rows.nth(exact).click();
+        // A hover left open over the picker (a row's long description, the toolbar's tooltip) takes the click:
+        // the mouse goes away first and the hover is let close.
+        await this.page.mouse.move(0, 0);
+        await this.page
+          .locator('.context-view .hover-contents')
+          .first()
+          .waitFor({ state: 'hidden', timeout: this.wb.wait(5_000) })
+          .catch(() => undefined);
+        // At the row's top left corner: a description's hover opens below the label, never over it.
+        await rows.nth(exact).click({ position: { x: 4, y: 4 } });
         await quick.waitFor({ state: 'hidden', timeout: this.wb.wait(10_000) }).catch(() => undefined);
         let shown = '';
         await waitUntil(
