@@ -10,9 +10,9 @@ import * as path from 'node:path';
 import type { TranscriptEvent } from '../common/transcript';
 import { forTerminal } from '../common/untrusted';
 import { usageSummary, usageSummaryText } from '../common/usage';
-import { repairDamaged, TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
+import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
-import { recoverInterrupted } from '../core/agent/turnJournal';
+import { settleHeld } from '../core/agent/turnJournal';
 import { providerConfigFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { cliAsking } from './approvalPrompt';
@@ -103,13 +103,12 @@ export async function chatCommand(argv: string[]): Promise<number> {
       if (values.json) process.stdout.write(JSON.stringify({ type: 'error', message: e.message, code: e.code }) + '\n');
       return 1;
     }
-    // What another process wrote between reading the file and holding it (its turn ending) is read first.
-    conversation.catchUp();
-    // A damaged file is kept as it was beside a repaired copy; what reading it skipped, recovered or kept is said before the turn (on stderr, also with --json).
-    repairDamaged(conversation);
+    // What another process wrote meanwhile is read, a damaged file kept beside a repaired copy, and a turn a
+    // crash cut off closed as interrupted, its completed steps kept (core/agent/turnJournal).
+    const { closed } = settleHeld(conversation);
+    // What reading it skipped, recovered or kept is said before the turn (on stderr, also with --json).
     for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);
-    // A turn a crash cut off is closed as interrupted, its completed steps kept (core/agent/turnJournal).
-    if (recoverInterrupted(conversation).length && !values.json)
+    if (closed.length && !values.json)
       process.stderr.write(
         `${forTerminal(conversation.id, { line: true })}: the last turn was interrupted (CodeAct ended while it ran); what completed is kept.\n`,
       );

@@ -5,9 +5,9 @@
  * closed as interrupted, so the transcript says so instead of showing it running forever.
  */
 import type { ConversationSummary, TranscriptScroll } from '../common/protocol';
-import { repairDamaged, type Conversation, type ListedConversation, type TranscriptStore } from '../core/agent/transcriptStore';
+import type { Conversation, ListedConversation, TranscriptStore } from '../core/agent/transcriptStore';
 import { heldHere, holdConversation } from '../core/agent/conversationLock';
-import { recoverInterrupted } from '../core/agent/turnJournal';
+import { settleHeld } from '../core/agent/turnJournal';
 import { INTERRUPTED_MESSAGE } from '../core/turn/turns';
 import type { Memento } from './controller.apis';
 
@@ -115,10 +115,7 @@ export function closeInterrupted(convo: Conversation): Conversation {
     return convo;
   }
   try {
-    // What another process wrote between reading the file and holding it (its turn ending) is read first.
-    convo.catchUp();
-    repairDamaged(convo);
-    recoverInterrupted(convo, INTERRUPTED_MESSAGE);
+    settleHeld(convo, INTERRUPTED_MESSAGE);
   } finally {
     release();
   }

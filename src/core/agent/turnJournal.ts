@@ -15,7 +15,7 @@ import type { TranscriptEvent, TurnEnded } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
 import { quoteInline } from '../../common/quoteData';
 import { newId } from '../util/ids';
-import type { Conversation } from './transcriptStore';
+import { repairDamaged, type Conversation } from './transcriptStore';
 
 /** What the person reads on a turn the process running it did not live to end. */
 const CRASHED_MESSAGE = 'Interrupted: CodeAct ended (killed, crashed or VS Code closed) while this turn ran. What completed before is kept.';
@@ -102,7 +102,7 @@ function streamedText(events: readonly TranscriptEvent[]): string {
  * (./conversationLock): a turn another live process runs is not interrupted; nor is one in `running` (the
  * turns this process runs now).
  */
-export function recoverInterrupted(convo: Conversation, message = CRASHED_MESSAGE, running?: ReadonlySet<string>): string[] {
+function recoverInterrupted(convo: Conversation, message = CRASHED_MESSAGE, running?: ReadonlySet<string>): string[] {
   const open: string[] = [];
   const startedAt = new Map<string, number>();
   convo.events.forEach((e, i) => {
@@ -139,4 +139,18 @@ export function recoverInterrupted(convo: Conversation, message = CRASHED_MESSAG
   }
   convo.flush({ durable: true });
   return open;
+}
+
+/**
+ * What a process does once it holds a conversation (./conversationLock), before it writes: takes in what
+ * another process wrote meanwhile, keeps a damaged file beside a repaired copy, and closes the turns nobody
+ * runs any more (not those in `running`, this process's own). Returns the turns closed, and the events to
+ * show: those taken in, then the closing markers.
+ */
+export function settleHeld(convo: Conversation, message?: string, running?: ReadonlySet<string>): { closed: string[]; shown: TranscriptEvent[] } {
+  const taken = convo.catchUp();
+  repairDamaged(convo);
+  const from = convo.events.length;
+  const closed = recoverInterrupted(convo, message, running);
+  return { closed, shown: [...taken, ...convo.events.slice(from)] };
 }

@@ -12,7 +12,7 @@ import type { TranscriptEvent, TurnEnded, TurnEndStatus, TurnSource, TurnStarted
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../agent/conversationLock';
-import { recoverInterrupted, repairHistory } from '../agent/turnJournal';
+import { repairHistory, settleHeld } from '../agent/turnJournal';
 import { compactionStateFrom } from '../agent/contextBudget';
 import { hostedOptionsFrom, imageBudgetFrom, runtimeKindOf } from '../config/engine';
 import type { EngineConfig } from '../config/resolve';
@@ -61,11 +61,9 @@ function emitterOf(convo: Conversation | undefined, onEvent: Emit | undefined): 
 function hold(convo: Conversation | undefined, onEvent: Emit | undefined): (() => void) | undefined {
   if (!convo) return undefined;
   const release = holdConversation(convo.id, convo.file);
-  for (const e of convo.catchUp()) tellListener(onEvent, e);
   // A turn another process left open (it died while this one had the conversation open) is closed now, right
   // after its steps, not later after this turn's; the listener sees it closed.
-  const from = convo.events.length;
-  if (recoverInterrupted(convo, undefined, running).length) for (const e of convo.events.slice(from)) tellListener(onEvent, e);
+  for (const e of settleHeld(convo, undefined, running).shown) tellListener(onEvent, e);
   return release;
 }
 
