@@ -123,6 +123,8 @@ describe("sandbox: a folder's venv runs as the venv", function () {
       chmodSync(workspace, 0o777);
       const code = `${CHECK('alphapkg').replace('return out', '')}\nopen(${JSON.stringify(path.join(workspace, 'made.txt'))}, "w").write("ok")\nout["workspace"] = "written"\nreturn out`;
       for (const zygote of [false, true]) {
+        // Independent of an earlier run (another user's) that may have failed before removing its file.
+        rmSync(path.join(workspace, 'made.txt'), { force: true });
         const o = await runInChild(code, { python: withSystem.python, sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace }, zygote }, user);
         assert.equal(o.item.status, 'completed', JSON.stringify(o.item.error));
         assert.equal(o.item.sandbox?.workspace, 'readwrite');

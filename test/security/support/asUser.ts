@@ -9,7 +9,7 @@
  */
 import * as assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeInterpreterCallItem } from '../../../src/common/events';
@@ -49,6 +49,18 @@ export interface ChildOutcome {
 }
 
 /**
+ * The children's cache folder (XDG_CACHE_HOME), one per user and kept between children: the runtime builds
+ * matplotlib's font cache there in a background process that may outlive the child by seconds, so it must
+ * not be in the child's own folder (removed when the child ends).
+ */
+function cacheFor(user?: { uid: number; gid: number }): string {
+  const dir = path.join(tmpdir(), `codeact-test-cache-${user?.uid ?? process.getuid?.() ?? 'me'}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (user) chownSync(dir, user.uid, user.gid);
+  return dir;
+}
+
+/**
  * Runs a TypeScript `script` (tsx, with the repository's imports) in a child Node process, as `user` when
  * given, with `input` as its JSON argument, and returns the JSON of its last line of stdout. The child gets a
  * folder of its own (its cwd and HOME), readable by that user, and a minimal environment.
@@ -65,7 +77,7 @@ export async function runScriptInChild<T>(script: string, input: unknown, user?:
       [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), '--require', path.join(REPO, 'test/support/pyText.cjs'), file, JSON.stringify(input)],
       {
         cwd: dir,
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir() },
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: tmpdir(), XDG_CACHE_HOME: cacheFor(user) },
         stdio: ['ignore', 'pipe', 'pipe'],
         ...(user ?? {}),
       },
@@ -78,8 +90,8 @@ export async function runScriptInChild<T>(script: string, input: unknown, user?:
     assert.equal(status, 0, `${what} failed:\n${err.slice(-4000)}${out.slice(-2000)}`);
     return JSON.parse(out.trim().split('\n').pop()!) as T;
   } finally {
-    // The child's last processes (its zygote and guests, ending after it) may still be removing their own
-    // folders in here: retry on ENOTEMPTY rather than fail the test in its cleanup.
+    // Nothing of the child's writes here once it has ended (its background font-cache build writes to
+    // cacheFor); the retries only cover a guest's last moments.
     rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   }
 }
