@@ -34,6 +34,9 @@ const TEXT = [['a build (dist/)', /['"`/]dist\/[\w.]+\.js/]];
 
 const IMPORT = /^\s*(import|export)\s+(?!type\b)[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|\brequire\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
+/** Every import, type-only ones too (a test of a type's users names the module it checks). */
+const IMPORT_ANY = /^\s*(?:import|export)\s+[^'"]*?from\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|\brequire\(\s*['"]([^'"]+)['"]\s*\)/gm;
+
 function resolveLocal(from, spec) {
   const base = resolve(dirname(from), spec);
   return [base, `${base}.ts`, `${base}.mjs`, `${base}.cjs`, join(base, 'index.ts')].find((c) => existsSync(c) && statSync(c).isFile());
@@ -60,6 +63,22 @@ export function needsOf(file, seen = new Set()) {
   }
   if (rel.startsWith('test/e2e/') && !needs.has('code-server')) needs.set('code-server', `${rel} is under test/e2e`);
   return needs;
+}
+
+/** The src modules `file` imports, directly or through the test helpers it imports (root-relative, with extension). */
+export function srcImportsOf(file, seen = new Set()) {
+  const out = new Set();
+  if (seen.has(file)) return out;
+  seen.add(file);
+  for (const m of readFileSync(file, 'utf8').matchAll(IMPORT_ANY)) {
+    const spec = m[1] ?? m[2] ?? m[3];
+    const local = spec.startsWith('.') ? resolveLocal(file, spec) : undefined;
+    if (!local) continue;
+    const rel = relative(ROOT, local);
+    if (rel.startsWith('src/')) out.add(rel);
+    else if (rel.startsWith('test/')) for (const s of srcImportsOf(local, seen)) out.add(s);
+  }
+  return out;
 }
 
 export function testFiles(dir = join(ROOT, 'test')) {
