@@ -57,7 +57,7 @@ export interface McpOAuthConfig {
  * here; the compiler then asks for its row in {@link TOOL_SOURCE_INFO} and its descriptor in `TOOL_SOURCES`
  * (core/tools/toolSources.ts).
  */
-export interface ToolSourceFields {
+interface ToolSourceFields {
   command?: CommandSource | string[];
   http?: HttpSource;
   mcp?: McpSource;

@@ -9,7 +9,7 @@ import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { needsResolving, resolveGeneration, resolveTools } from '../core/tools/toolSources';
 import { installOptionsFrom } from '../core/config/install';
 import type { Approvals } from './approvals';
-import { lmToolSource } from './lmToolSource';
+import { declaresLmTool, lmToolSource } from './lmToolSource';
 import type { LmToolApis } from './lmToolSource.apis';
 import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
@@ -57,9 +57,7 @@ export class WorkspaceTools {
 
   /** What of the registered language-model tools a folder's tool set depends on ('' when it declares no lmTool). */
   private lmKey(ws: string): string {
-    const decls = this.deps.settings(ws || undefined).tools;
-    const usesLm = Array.isArray(decls) && decls.some((d) => !!d && typeof d === 'object' && 'lmTool' in d);
-    return usesLm ? JSON.stringify(this.deps.lmTools.tools().map((t) => t.name)) : '';
+    return declaresLmTool(this.deps.settings(ws || undefined).tools) ? JSON.stringify(this.deps.lmTools.tools().map((t) => t.name)) : '';
   }
 
   private load(ws: string | undefined): ToolSet {

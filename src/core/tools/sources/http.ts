@@ -81,7 +81,7 @@ interface HostRule {
 }
 
 /** Reads an `allowedHosts` entry: `[scheme://]host[:port]`, host possibly `*.example.com`. Undefined when it is not one. */
-export function parseHostRule(entry: string): HostRule | undefined {
+function parseHostRule(entry: string): HostRule | undefined {
   const m = /^(?:(https?):\/\/)?(\*\.[a-z0-9.-]+|\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?\/?$/i.exec(entry.trim());
   if (!m) return undefined;
   const port = m[3] === undefined ? undefined : String(Number(m[3]));
