@@ -96,7 +96,7 @@ export const TOOL_SOURCE_KINDS = Object.keys(TOOL_SOURCE_INFO) as ToolSourceKind
 export const TOOL_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 
 /**
- * A program a tool runs on the host, as its source kind declares it (core/tools/declarations.ts): the sandbox
+ * A program a tool runs on the host, as its source kind declares it (its descriptor's `launches` in core/tools/toolSources.ts): the sandbox
  * keeps what it runs inside the workspace read-only (core/runtime/local/hostFiles.ts).
  */
 export interface HostLaunch {
