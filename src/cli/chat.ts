@@ -20,7 +20,7 @@ import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
 import { isTurnMarker, runChatTurn, STORE_FAILED } from '../core/turn/turns';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
-import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { resolveTools } from '../core/tools/toolSources';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { chatPrinter } from './print';
 import { openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
@@ -132,7 +132,7 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   const config = ws.config;
   if (!config.model) throw new UsageError('--model is required (for example gpt-5, claude-sonnet-4-6, gemini-3-flash-preview, or a local model name).');
   // MCP tools without a declared description or schema get them from their servers, so the model sees them.
-  ws.toolSet = await resolveMcpTools(ws.toolSet);
+  ws.toolSet = await resolveTools(ws.toolSet);
   reportDeclarationErrors(ws.toolSet);
   // Executions are numbered through the conversation (a continued one goes on from its earlier executions).
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;

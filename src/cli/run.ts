@@ -4,7 +4,7 @@ import type { CodeActEvent } from '../common/events';
 import { ToolGateway } from '../core/gateway/gateway';
 import { cliAsking } from './approvalPrompt';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
-import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { resolveTools } from '../core/tools/toolSources';
 import { isTurnMarker, runCodeTurn } from '../core/turn/turns';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
@@ -44,7 +44,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const print = values.json ? (e: CodeActEvent) => process.stdout.write(JSON.stringify(e) + '\n') : humanPrinter();
   try {
     // MCP tools get their descriptions and schemas from their servers, as in the extension and chat.
-    ws.toolSet = await resolveMcpTools(ws.toolSet);
+    ws.toolSet = await resolveTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
     // Approvals, code review, installs and MCP forms are asked in turn on the terminal (./approvalPrompt).
     const asking = cliAsking(ws.config, { dir: ws.dir, trusted: ws.trust.trusted });

@@ -3,7 +3,7 @@ import { forTerminal } from '../common/untrusted';
 import { settingsPath } from '../core/config/workspaceFile';
 import { formatDeclarationError } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
-import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { resolveTools } from '../core/tools/toolSources';
 import { dim, red } from './print';
 import { openWorkspace, parse, UsageError } from './workspace';
 
@@ -27,7 +27,7 @@ export async function toolsCommand(argv: string[]): Promise<number> {
   // MCP tools: ask their servers for descriptions and schemas, and report servers that fail.
   let toolSet = ws.toolSet;
   try {
-    toolSet = await resolveMcpTools(ws.toolSet);
+    toolSet = await resolveTools(ws.toolSet);
   } finally {
     await disposeDefaultMcpPool();
   }

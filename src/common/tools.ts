@@ -52,24 +52,51 @@ export interface McpOAuthConfig {
   scope?: string;
 }
 
-export interface ToolDeclaration {
-  name: string;
-  description?: string;
-  inputSchema?: JsonSchema;
-  outputSchema?: JsonSchema;
+/**
+ * The sources a managed tool can come from: one field of a declaration each. A new kind of source is a field
+ * here; the compiler then asks for its row in {@link TOOL_SOURCE_INFO} and its descriptor in `TOOL_SOURCES`
+ * (core/tools/toolSources.ts).
+ */
+interface ToolSourceFields {
   command?: CommandSource | string[];
   http?: HttpSource;
   mcp?: McpSource;
   lmTool?: string;
+}
+
+/** The kind of a tool's source: the name of its field in a declaration. */
+export type ToolSourceKind = keyof ToolSourceFields;
+
+export interface ToolDeclaration extends ToolSourceFields {
+  name: string;
+  description?: string;
+  inputSchema?: JsonSchema;
+  outputSchema?: JsonSchema;
   approval?: ApprovalPolicy;
   expose?: ToolExposure;
 }
 
+/** What is said of a source kind where its tools are listed. */
+interface ToolSourceInfo {
+  /** The heading of its tools in the tool catalogue, when a tool has no group of its own (core/gateway/discovery/toolCatalog.ts). */
+  group: string;
+}
+
+/** One row per source kind, in the order a declaration's sources are named in messages. */
+export const TOOL_SOURCE_INFO: Record<ToolSourceKind, ToolSourceInfo> = {
+  command: { group: 'command tools' },
+  http: { group: 'HTTP tools' },
+  mcp: { group: 'MCP tools' },
+  lmTool: { group: 'VS Code language-model tools' },
+};
+
+/** Every source kind, in the catalogue's order. */
+export const TOOL_SOURCE_KINDS = Object.keys(TOOL_SOURCE_INFO) as ToolSourceKind[];
+
 export const TOOL_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-export const TOOL_SOURCES = ['command', 'http', 'mcp', 'lmTool'] as const;
 
 /**
- * A program a tool runs on the host, as its source kind declares it (core/tools/declarations.ts): the sandbox
+ * A program a tool runs on the host, as its source kind declares it (its descriptor's `launches` in core/tools/toolSources.ts): the sandbox
  * keeps what it runs inside the workspace read-only (core/runtime/local/hostFiles.ts).
  */
 export interface HostLaunch {

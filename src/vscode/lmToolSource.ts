@@ -6,6 +6,11 @@ import type { ManagedTool } from '../core/gateway/toolSet';
 import type { ToolDeclaration } from '../common/tools';
 import type { LmToolApis } from './lmToolSource.apis';
 
+/** Some of the declarations (codeact.tools, as written) uses a language-model tool: the tool set then depends on which are registered. */
+export function declaresLmTool(decls: unknown): boolean {
+  return Array.isArray(decls) && decls.some((d) => !!d && typeof d === 'object' && 'lmTool' in d);
+}
+
 /** A managed tool backed by a language-model tool another extension registered, or why there is none. */
 export function lmToolSource(decl: ToolDeclaration, defaultApproval: 'auto' | 'ask' | 'deny', lm: LmToolApis): ManagedTool | string {
   const name = decl.lmTool!;

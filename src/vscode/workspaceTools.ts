@@ -6,11 +6,10 @@
 import { toolSetFrom } from '../core/config/engine';
 import { ToolGateway } from '../core/gateway/gateway';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
-import { defaultMcpPool } from '../core/tools/sources/mcp/pool';
-import { resolveMcpTools } from '../core/tools/sources/mcp/source';
+import { needsResolving, resolveGeneration, resolveTools } from '../core/tools/toolSources';
 import { installOptionsFrom } from '../core/config/install';
 import type { Approvals } from './approvals';
-import { lmToolSource } from './lmToolSource';
+import { declaresLmTool, lmToolSource } from './lmToolSource';
 import type { LmToolApis } from './lmToolSource.apis';
 import type { Log, ControllerApis } from './controller.apis';
 import type { CodeActSettings } from './settings';
@@ -36,7 +35,7 @@ interface WorkspaceToolsDeps {
 export class WorkspaceTools {
   /** Per folder: the broken declarations last warned about (warned once each). */
   private readonly warned = new Map<string, string>();
-  private mcpResolved?: { key: string; set: Promise<ToolSet> };
+  private resolved?: { key: string; set: Promise<ToolSet> };
   /** Per folder: its tool set, loaded once per change of the settings or trust ({@link invalidate}) or of the language-model tools it uses. */
   private readonly sets = new ChangeCache<string, { lm: string; set: ToolSet }>((ws) => ({ lm: this.lmKey(ws), set: this.load(ws || undefined) }));
 
@@ -58,9 +57,7 @@ export class WorkspaceTools {
 
   /** What of the registered language-model tools a folder's tool set depends on ('' when it declares no lmTool). */
   private lmKey(ws: string): string {
-    const decls = this.deps.settings(ws || undefined).tools;
-    const usesLm = Array.isArray(decls) && decls.some((d) => !!d && typeof d === 'object' && 'lmTool' in d);
-    return usesLm ? JSON.stringify(this.deps.lmTools.tools().map((t) => t.name)) : '';
+    return declaresLmTool(this.deps.settings(ws || undefined).tools) ? JSON.stringify(this.deps.lmTools.tools().map((t) => t.name)) : '';
   }
 
   private load(ws: string | undefined): ToolSet {
@@ -68,10 +65,7 @@ export class WorkspaceTools {
     // In an untrusted workspace VS Code already hides workspace values of restricted settings; without
     // trust no tool runs at all.
     if (!this.deps.trusted() || !ws) return { tools: [], errors: [] };
-    const set = toolSetFrom(s, ws, {
-      resolveExternal: (decl, source) =>
-        source === 'lmTool' ? lmToolSource(decl, s.defaultApproval, this.deps.lmTools) : `"${source}" tools are not available here`,
-    });
+    const set = toolSetFrom(s, ws, { lmTools: (decl) => lmToolSource(decl, s.defaultApproval, this.deps.lmTools) });
     const key = JSON.stringify(set.errors);
     if (set.errors.length && key !== this.warned.get(ws ?? '')) {
       if (this.warned.size > 64) this.warned.clear();
@@ -89,14 +83,14 @@ export class WorkspaceTools {
     return set;
   }
 
-  /** The managed tools with MCP servers' descriptions and schemas filled in (cached per codeact.tools value). */
+  /** The managed tools after the async phase (MCP servers' descriptions and schemas filled in), cached per codeact.tools value. */
   private async resolvedTools(folder: string | undefined): Promise<ToolSet> {
     const set = this.toolSet(folder);
-    if (!set.tools.some((t) => t.source === 'mcp')) return set;
+    if (!needsResolving(set)) return set;
     // A sign-in (or sign-out) of an MCP server lists the tools again.
-    const key = JSON.stringify([folder, this.deps.settings(folder).tools, defaultMcpPool().authGeneration]);
-    if (this.mcpResolved?.key !== key) this.mcpResolved = { key, set: resolveMcpTools(set) };
-    return this.mcpResolved.set;
+    const key = JSON.stringify([folder, this.deps.settings(folder).tools, resolveGeneration()]);
+    if (this.resolved?.key !== key) this.resolved = { key, set: resolveTools(set) };
+    return this.resolved.set;
   }
 
   /**

@@ -13,20 +13,19 @@ import type { Runtime } from '../../src/core/runtime/types';
 import { pausedTime, RunClock } from '../../src/core/util/timeout';
 import { findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
 import { sleep } from '../support/wait';
+import { managedTool } from '../support/managedTool';
 
 function noteTool(): ManagedTool {
-  return {
+  return managedTool({
     name: 'send_note',
     description: 'Sends a note.',
     inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
     approval: 'ask',
-    expose: 'code',
-    source: 'test',
     invoke: async (args) => {
       await sleep(50);
       return { sent: args.text };
     },
-  };
+  });
 }
 
 /** An approver that takes `ms` to say yes, as a person reading the card would. */

@@ -2,17 +2,9 @@ import * as assert from 'node:assert/strict';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { compileSchema, toJsonPath } from '../../src/core/gateway/schema';
+import { managedTool } from '../support/managedTool';
 
-const base = (over: Partial<ManagedTool>): ManagedTool => ({
-  name: 't',
-  description: '',
-  inputSchema: { type: 'object' },
-  approval: 'auto',
-  expose: 'code',
-  source: 'test',
-  invoke: async () => 'ok',
-  ...over,
-});
+const base = (over: Partial<ManagedTool>): ManagedTool => managedTool({ invoke: async () => 'ok', ...over });
 const call = (gw: ToolGateway, name: string, args: unknown) =>
   gw.call({ itemId: 'i', callId: `c-${Math.random()}`, name, arguments: args }, new AbortController().signal);
 

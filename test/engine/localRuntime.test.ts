@@ -11,18 +11,10 @@ import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import type { ExecuteOptions } from '../../src/core/runtime/types';
 import { sleep, waitFor } from '../support/wait';
 import { daemonLines } from '../support/daemons';
+import { managedTool } from '../support/managedTool';
 
 function tool(name: string, invoke: ManagedTool['invoke'], extra: Partial<ManagedTool> = {}): ManagedTool {
-  return {
-    name,
-    description: `${name} tool`,
-    inputSchema: { type: 'object' },
-    approval: 'auto',
-    expose: 'code',
-    source: 'test',
-    invoke,
-    ...extra,
-  };
+  return managedTool({ name, description: `${name} tool`, invoke, ...extra });
 }
 
 async function run(

@@ -22,12 +22,13 @@ import { resolvePython } from '../../src/core/runtime/local/python';
 import { resolvePythonEnv } from '../../src/core/runtime/local/pythonEnv';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { planWorkspaceMount, releasePlaceholders } from '../../src/core/runtime/local/workspaceMount';
-import { hostLaunches } from '../../src/core/tools/declarations';
-import { TOOL_SOURCES } from '../../src/common/tools';
+import { hostLaunches, TOOL_SOURCES } from '../../src/core/tools/toolSources';
+import { TOOL_SOURCE_KINDS, type ToolSourceKind } from '../../src/common/tools';
+import { hostRunPathsFrom } from '../../src/core/config/engine';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { runCli } from '../support/cli';
 import { makeWheel, SYSTEM_PYTHON } from '../support/wheels';
-import { cannotSwitchUser, runScriptInChild, TESTER } from './support/asUser';
+import { cannotSwitchUser, runInChild, runScriptInChild, TESTER } from './support/asUser';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const EROFS = 30;
@@ -269,7 +270,59 @@ describe('what runs on the host is declared by each tool source kind and by the 
       { tool: 'cmd', argv: ['python3', 'tools/a.py'], cwd: 'sub' },
       { tool: 'stdio', argv: ['node', 'servers/s.js'] },
     ]);
-    assert.deepEqual(TOOL_SOURCES, ['command', 'http', 'mcp', 'lmTool'], 'a new kind is added here and must declare its hostLaunch');
+    assert.deepEqual(Object.keys(TOOL_SOURCES), ['command', 'http', 'mcp', 'lmTool'], 'a new kind is added here and must declare its launches');
+  });
+
+  it("in a readwrite workspace, real bubblewrap: a kind's program is read-only because its descriptor's launches name it (a kind made to launch one gets it protected)", async function () {
+    this.timeout(120_000);
+    const why = await probeBubblewrap();
+    if (why) {
+      console.log(`      skipped: ${why}`);
+      return this.skip();
+    }
+    // One declaration of every kind, each naming a file in a folder of its own (the compiler asks for a row per kind).
+    const files: Record<ToolSourceKind, string> = { command: 'cmd/run.py', http: 'web/fetch.py', mcp: 'srv/server.py', lmTool: 'lm/tool.py' };
+    const declarations: Record<ToolSourceKind, Record<string, unknown>> = {
+      command: { name: 'cmd', command: ['python3', files.command] },
+      http: { name: 'web', http: { url: `https://example.com/${files.http}`, allowedHosts: ['example.com'] } },
+      mcp: { name: 'srv', mcp: { command: ['python3', files.mcp], tool: 'x' } },
+      lmTool: { name: 'lm', lmTool: files.lmTool },
+    };
+    const ws = path.join(root, 'kinds');
+    for (const f of [...Object.values(files), 'free/notes.txt']) {
+      mkdirSync(path.dirname(path.join(ws, f)), { recursive: true });
+      writeFileSync(path.join(ws, f), 'print("host")\n');
+    }
+    const code = `import os\nout = {}\nfor k, f in ${JSON.stringify({ ...files, free: 'free/notes.txt' })}.items():\n    try:\n        open(os.path.join(${JSON.stringify(ws)}, f), "w").write("pwned")\n        out[k] = "ok"\n    except OSError as e:\n        out[k] = e.errno\nout`;
+    const user: Record<string, unknown> = { 'sandbox.mountWorkspace': 'readwrite', tools: TOOL_SOURCE_KINDS.map((k) => declarations[k]) };
+    const { config } = resolveEngineConfig((k) => (k in user ? { user: user[k] } : undefined), { trusted: true });
+    const attempt = async () => {
+      const o = await runInChild(code, {
+        sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws, hostRunPaths: hostRunPathsFrom(config, ws) },
+      });
+      assert.equal(o.item.status, 'completed', JSON.stringify(o.item.error));
+      assert.equal(o.item.sandbox?.workspace, 'readwrite', o.warnings.join('\n'));
+      return o.item.value as Record<string, unknown>;
+    };
+    // What each descriptor says it launches is exactly what is read-only; everything else is written.
+    const expected = (launching: (k: ToolSourceKind) => boolean) => ({
+      ...Object.fromEntries(TOOL_SOURCE_KINDS.map((k) => [k, launching(k) ? EROFS : 'ok'])),
+      free: 'ok',
+    });
+    const launches = (k: ToolSourceKind) => TOOL_SOURCES[k].launches(declarations[k]) !== undefined;
+    assert.deepEqual(await attempt(), expected(launches));
+    assert.deepEqual(TOOL_SOURCE_KINDS.filter(launches), ['command', 'mcp']);
+    // A kind that starts a program on the host says so in its descriptor, and only there: the sandbox follows.
+    const http = TOOL_SOURCES.http.launches;
+    TOOL_SOURCES.http.launches = (d) => ({ argv: ['python3', String((d.http as { url: string }).url).replace('https://example.com/', '')] });
+    try {
+      assert.deepEqual(
+        await attempt(),
+        expected((k) => k === 'http' || launches(k)),
+      );
+    } finally {
+      TOOL_SOURCES.http.launches = http;
+    }
   });
 
   it('a codeact.python.path in the folder that does not exist yet gets a read-only placeholder, as .venv and venv do', () => {

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { hostRunPathsFrom } from '../../src/core/config/engine';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { toolHostPaths } from '../../src/core/runtime/local/hostFiles';
-import { hostLaunches } from '../../src/core/tools/declarations';
+import { hostLaunches } from '../../src/core/tools/toolSources';
 import { RuntimeCache } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, resolved } from '../vscode/fakes';
 import { cannotSwitchUser, runInChild, TESTER } from './support/asUser';

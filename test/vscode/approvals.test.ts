@@ -4,9 +4,10 @@ import type { ApprovalRequest } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { Approvals, NO_ANSWER } from '../../src/vscode/approvals';
 import { FakeApprovalsApis, FakeLog, FakeRuntime } from './fakes';
+import { managedTool } from '../support/managedTool';
 
 function tool(name: string): ManagedTool {
-  return { name, description: '', inputSchema: { type: 'object' }, approval: 'ask', expose: 'code', source: 'command', invoke: async () => null };
+  return managedTool({ name, approval: 'ask', source: 'command' });
 }
 
 function request(name: string, signal = new AbortController().signal): ApprovalRequest {

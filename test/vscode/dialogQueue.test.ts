@@ -9,6 +9,7 @@ import type { ElicitationAnswer, ElicitationPrompt } from '../../src/common/elic
 import type { TranscriptEvent } from '../../src/common/transcript';
 import type { ApprovalRequest } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
+import { managedTool } from '../support/managedTool';
 import { Approvals } from '../../src/vscode/approvals';
 import type { ApprovalsApis } from '../../src/vscode/approvals.apis';
 import type { ElicitInputApis } from '../../src/vscode/elicitQuickInput';
@@ -56,7 +57,7 @@ class HeldDialogs implements ApprovalsApis {
 }
 
 function tool(name: string): ManagedTool {
-  return { name, description: '', inputSchema: { type: 'object' }, approval: 'ask', expose: 'code', source: 'command', invoke: async () => null };
+  return managedTool({ name, approval: 'ask', source: 'command' });
 }
 
 function request(name: string, signal = new AbortController().signal): ApprovalRequest {

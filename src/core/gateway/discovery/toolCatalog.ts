@@ -8,7 +8,7 @@
  * - `oneLine`, `toolGroup`: the short listing `execute_tool_code` shows above the inline limit.
  */
 import { clip } from '../../../common/format';
-import type { JsonSchema } from '../../../common/tools';
+import { TOOL_SOURCE_INFO, type JsonSchema, type ToolSourceKind } from '../../../common/tools';
 import type { ManagedTool } from '../toolSet';
 
 interface CatalogParam {
@@ -85,10 +85,7 @@ export function oneLine(description: string | undefined, max = 100): string {
 /** Where a tool comes from, as a group heading: its group (an MCP tool's server), or its kind of source. */
 export function toolGroup(tool: ManagedTool): string {
   if (tool.group) return tool.group;
-  if (tool.source === 'mcp') return 'MCP tools';
-  return (
-    ({ command: 'command tools', http: 'HTTP tools', lmTool: 'VS Code language-model tools' } as Record<string, string>)[tool.source] ?? `${tool.source} tools`
-  );
+  return Object.hasOwn(TOOL_SOURCE_INFO, tool.source) ? TOOL_SOURCE_INFO[tool.source as ToolSourceKind].group : `${tool.source} tools`;
 }
 
 type Schema = Record<string, unknown>;

@@ -1,7 +1,7 @@
 /**
  * The files in the workspace that run on the host: the local runtime's interpreter when it lies there, and
- * for each tool whose source kind declares a program it launches (`hostLaunch` of each kind in
- * core/tools/declarations.ts: a `command` tool, a stdio `mcp` server), its program (looked up on PATH when it is a bare name) and every argument that
+ * for each tool whose source kind declares a program it launches (`launches` of each kind's descriptor in
+ * core/tools/toolSources.ts: a `command` tool, a stdio `mcp` server), its program (looked up on PATH when it is a bare name) and every argument that
  * names a path inside the workspace, resolved from the folder the tool runs in. With
  * `codeact.sandbox.mountWorkspace: "readwrite"` the sandbox keeps them read-only (workspaceMount.ts):
  * otherwise code could rewrite `tools/inventory.py` and then call the tool, and the rewrite would run
@@ -53,7 +53,7 @@ export function onPath(name: string, cwd: string, envPath: string): string | und
 
 /**
  * The paths inside `workspace` that the tools run on the host, sorted, without duplicates: from what each
- * tool's source kind declares it launches (`hostLaunches` in core/tools/declarations.ts).
+ * tool's source kind declares it launches (`launches` of its descriptor, read by `hostLaunches` in core/tools/toolSources.ts).
  */
 export function toolHostPaths(launches: readonly HostLaunch[], workspace: string, envPath = process.env.PATH ?? ''): HostRunFile[] {
   const out = new Map<string, HostRunFile>();

@@ -28,6 +28,19 @@ interface CommandRunOptions {
   hostEnv?: NodeJS.ProcessEnv;
 }
 
+/** A declaration's `command` (an argv array, or an object with `argv`) as a source, or what is wrong with it. */
+export function commandSource(raw: unknown): CommandSource | string {
+  const src = Array.isArray(raw) ? { argv: raw } : raw;
+  if (!src || typeof src !== 'object') return '"command" must be an argv array or an object with "argv"';
+  const c = src as CommandSource;
+  if (!Array.isArray(c.argv) || c.argv.length === 0 || !c.argv.every((a) => typeof a === 'string')) {
+    return '"command" needs a non-empty argv array of strings, for example ["python3", "tools/search.py"]';
+  }
+  if (c.env !== undefined && (!Array.isArray(c.env) || !c.env.every((e) => typeof e === 'string'))) return '"command.env" must list environment variable names';
+  if (c.timeoutMs !== undefined && !(typeof c.timeoutMs === 'number' && c.timeoutMs > 0)) return '"command.timeoutMs" must be a positive number';
+  return c;
+}
+
 export function runCommandTool(toolName: string, source: CommandSource, args: unknown, options: CommandRunOptions): Promise<unknown> {
   const timeoutMs = source.timeoutMs ?? COMMAND_DEFAULTS.timeoutMs;
   const cap = source.maxOutputBytes ?? COMMAND_DEFAULTS.maxOutputBytes;

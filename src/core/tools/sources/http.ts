@@ -18,6 +18,20 @@ interface HttpRunOptions {
   hostEnv?: NodeJS.ProcessEnv;
 }
 
+/** Says what is wrong with a declaration's `http` object, each thing on its own. */
+export function checkHttpSource(h: HttpSource | undefined, say: (reason: string) => void): void {
+  if (!h || typeof h !== 'object') return say('"http" must be an object');
+  if (typeof h.url !== 'string' || !/^https?:\/\//.test(h.url)) say('"http.url" must be an http(s) URL template');
+  if (!Array.isArray(h.allowedHosts) || h.allowedHosts.length === 0 || !h.allowedHosts.every((x) => typeof x === 'string')) {
+    say('"http.allowedHosts" must list the hosts the tool may reach');
+  } else {
+    const bad = h.allowedHosts.filter((x) => !parseHostRule(x));
+    if (bad.length)
+      say(`"http.allowedHosts" entries must be [http(s)://]host[:port] (host may be *.example.com), not ${bad.map((b) => JSON.stringify(b)).join(', ')}`);
+  }
+  if (h.method !== undefined && !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(h.method)) say('"http.method" must be GET, POST, PUT, PATCH or DELETE');
+}
+
 /** Expands `{name}` from the arguments (URL-encoded); returns the URL and the arguments left over. */
 function expandUrl(template: string, args: Record<string, unknown>): { url: string; rest: Record<string, unknown> } {
   const rest = { ...args };
@@ -67,7 +81,7 @@ interface HostRule {
 }
 
 /** Reads an `allowedHosts` entry: `[scheme://]host[:port]`, host possibly `*.example.com`. Undefined when it is not one. */
-export function parseHostRule(entry: string): HostRule | undefined {
+function parseHostRule(entry: string): HostRule | undefined {
   const m = /^(?:(https?):\/\/)?(\*\.[a-z0-9.-]+|\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?\/?$/i.exec(entry.trim());
   if (!m) return undefined;
   const port = m[3] === undefined ? undefined : String(Number(m[3]));

@@ -22,7 +22,7 @@ import { ScopeStepUps } from './scopeStepUp';
 import { boundedSchemaValidator, cappedFetch, listAllTools, listTimeout, MCP_LIST_LIMITS, McpListLimitError, type McpListLimits } from './list';
 import type { McpCallResult } from './result';
 import { StdioServerTransport, type McpFloodLimits } from './stdioTransport';
-import { mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
+import { isHttpServer, isStdioServer, mcpServerLabel, missingToolMessage, serverKey, type McpHttpServerSpec, type McpServerSpec } from './serverSpec';
 export { mcpServerLabel, missingToolMessage, serverKey, type McpServerSpec } from './serverSpec';
 
 const MCP_DEFAULTS = { connectTimeoutMs: 30_000, callTimeoutMs: 60_000, closeGraceMs: 1_000 };
@@ -149,7 +149,7 @@ export class McpClientPool {
   /** Closes the connections to the HTTP server at `url` (after a sign-out: the next use signs in again). */
   async closeServer(url: string): Promise<void> {
     this.signIns++;
-    const entries = [...this.entries.entries()].filter(([, e]) => e.spec.kind === 'http' && e.spec.url === url);
+    const entries = [...this.entries.entries()].filter(([, e]) => isHttpServer(e.spec) && e.spec.url === url);
     for (const [key] of entries) this.entries.delete(key);
     await Promise.allSettled(entries.map(async ([, e]) => this.closeConnection(await e.promise)));
   }
@@ -256,7 +256,7 @@ export class McpClientPool {
       answerElicitation(request.params, { server: label, calls: [...conn.calls], signal: extra.signal, log: this.options.log }),
     );
     let transport: Transport;
-    if (spec.kind === 'stdio') {
+    if (isStdioServer(spec)) {
       conn.stdio = new StdioServerTransport(spec, this.closeGraceMs, this.options.floodLimits);
       transport = conn.stdio;
       this.processes.add(conn.stdio);
@@ -415,13 +415,13 @@ export class McpClientPool {
     if (conn.tooLarge) return new Error(`could not use the ${label}: ${conn.tooLarge.message}`);
     const scope = this.scopes.refusal(e, conn);
     if (scope) return new Error(`could not use the ${label}: ${scope}`);
-    if (spec.kind === 'stdio' && (err?.syscall?.startsWith('spawn') || (typeof err?.code === 'string' && err.code.startsWith('ERR_INVALID_ARG')))) {
+    if (isStdioServer(spec) && (err?.syscall?.startsWith('spawn') || (typeof err?.code === 'string' && err.code.startsWith('ERR_INVALID_ARG')))) {
       return new Error(`could not start the ${label}: ${spawnFailure(spec.argv[0], spec.cwd, err, 'mcp.command')}.`);
     }
     if (e instanceof McpError && e.code === ErrorCode.RequestTimeout) {
       return new Error(
         `could not start the ${label}: it did not complete the MCP handshake within ${this.connectTimeoutMs / 1000} s. ` +
-          (spec.kind === 'stdio'
+          (isStdioServer(spec)
             ? 'Check that the command starts an MCP server on stdio (not HTTP), and that it logs to stderr only.'
             : 'Check that the URL is a streamable HTTP MCP endpoint.') +
           stderrPart(conn.stdio),
@@ -435,7 +435,7 @@ export class McpClientPool {
           (stderrPart(conn.stdio) || ' It wrote nothing to stderr. Check that the command starts an MCP server on stdio.'),
       );
     }
-    if (spec.kind === 'http')
+    if (isHttpServer(spec))
       return new Error(`could not reach the ${label}: ${describeFetchError(err)}. Check "mcp.url" in codeact.tools and that the server is running.`);
     return new Error(`could not start the ${label}: ${err?.message ?? String(e)}.${stderrPart(conn.stdio)}`);
   }
@@ -473,7 +473,7 @@ export class McpClientPool {
       conn.closed = true;
       if (this.entries.get(conn.key)?.conn === conn) this.entries.delete(conn.key);
       void this.closeConnection(conn);
-      const msg = conn.spec.kind === 'http' ? describeFetchError(e as Error) : ((e as Error)?.message ?? String(e));
+      const msg = isHttpServer(conn.spec) ? describeFetchError(e as Error) : ((e as Error)?.message ?? String(e));
       return new Error(`failed: ${isList ? `could not list the tools of the ${conn.label}` : `could not reach the ${conn.label}`}: ${msg}.`);
     }
     return new Error(`failed: the ${conn.label} answered ${isList ? 'tools/list' : `"${what}"`} with an error: ${e.message.replace(/^MCP error -?\d+: /, '')}`);

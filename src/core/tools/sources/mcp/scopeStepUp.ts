@@ -11,7 +11,7 @@ import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/a
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { McpOAuthProvider } from './auth';
-import type { McpServerSpec } from './serverSpec';
+import { isHttpServer, type McpServerSpec } from './serverSpec';
 
 interface Need {
   scope: string;
@@ -61,7 +61,7 @@ export class ScopeStepUps {
   /** What to say of a failure `e` of the server `conn`: for a 403 after it named a missing scope; undefined otherwise. */
   refusal(e: unknown, conn: { key: string; label: string; spec: McpServerSpec }): string | undefined {
     const n = this.needs.get(conn.key);
-    if (!n || !(e instanceof StreamableHTTPError && e.code === 403) || conn.spec.kind !== 'http') return undefined;
+    if (!n || !(e instanceof StreamableHTTPError && e.code === 403) || !isHttpServer(conn.spec)) return undefined;
     const { label, spec } = conn;
     const scope = n.scope ? `the OAuth scope "${n.scope}"` : 'an OAuth scope it did not name';
     if (!n.signedIn) {

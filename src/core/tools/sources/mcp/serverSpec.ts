@@ -15,6 +15,16 @@ export interface McpHttpServerSpec {
   oauth?: McpOAuthConfig;
 }
 
+/** The server is a program this host starts, spoken to on its stdin and stdout. */
+export function isStdioServer(spec: McpServerSpec): spec is StdioServerSpec {
+  return spec.kind === 'stdio';
+}
+
+/** The server is a streamable HTTP endpoint, reached and never started (it may ask for a sign-in). */
+export function isHttpServer(spec: McpServerSpec): spec is McpHttpServerSpec {
+  return spec.kind === 'http';
+}
+
 /** A short human name of the server, safe to show (no environment, no URL query). */
 export function mcpServerLabel(spec: McpServerSpec): string {
   if (spec.kind === 'http') {
