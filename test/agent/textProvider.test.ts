@@ -11,6 +11,7 @@ import type { CodeStreamEntry } from '../../src/core/agent/codeStreams';
 import { TurnRetries, type Fallback } from '../../src/core/agent/retries';
 import { TextProtocolProvider, forgetToolRejections } from '../../src/core/agent/textProtocol';
 import { ToolGateway } from '../../src/core/gateway/gateway';
+import { PROVIDER_CATALOG } from '../../src/core/providers/shared/catalog';
 import { ProviderError } from '../../src/core/providers/shared/errors';
 import type { Provider } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
@@ -29,8 +30,8 @@ function lines(events: readonly CodeActEvent[]): string[] {
     return ` ${ids.get(v)}`;
   };
   return events.map((e) => {
-    const r = e as Record<string, any>;
-    const item = r.item as Record<string, any> | undefined;
+    const r = e as unknown as Record<string, unknown>;
+    const item = r.item as Record<string, unknown> | undefined;
     let line = e.type + (item ? `:${item.type}${id(item.id)}${item.call_id ? id(item.call_id) : ''}` : '') + id(r.item_id);
     if (item?.item_id) line += ` of${id(item.item_id)}`;
     for (const k of ['delta', 'text', 'arguments', 'code', 'status', 'runtime', 'name', 'message']) {
@@ -89,6 +90,27 @@ describe('the text protocol is a provider wrapper', function () {
       assert.equal(code.join(''), 'print(6 * 7)');
     } finally {
       await server.close();
+    }
+  });
+
+  it("asks the facts of the provider it wraps, and probes without tools only for a third-party server (the catalogue's firstParty)", () => {
+    for (const info of PROVIDER_CATALOG) {
+      const inner: Provider = {
+        id: info.id,
+        capabilities: { functionTools: true, hostedCode: false },
+        streamTurn: () => Promise.reject(new Error('not sent')),
+        contextWindow: (model) => (model === MODEL ? 4096 : undefined),
+        seesImages: (model) => model === MODEL,
+      };
+      const wrapper = new TextProtocolProvider(inner, { model: MODEL, runtime: 'local', register: () => {} });
+      assert.equal(wrapper.contextWindow?.(MODEL), 4096);
+      assert.equal(wrapper.seesImages?.(MODEL), true);
+      assert.equal(wrapper.servedContextWindow, undefined);
+      const notices: CodeActEvent[] = [];
+      const bare = new ProviderError({ code: 'bad_request', status: 400, message: 'Bad request', provider: info.id });
+      const step = wrapper.fallback(bare, (e) => notices.push(e));
+      assert.deepEqual(step, info.firstParty ? { again: false, error: bare } : { again: true, maxAttempts: 1 }, info.id);
+      assert.equal(notices.length, info.firstParty ? 0 : 1, info.id);
     }
   });
 

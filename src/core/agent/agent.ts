@@ -133,8 +133,6 @@ export class AgentLoop {
   private readonly retries: TurnRetries;
   /** The code cards of the response being streamed. */
   private readonly streams: CodeStreams;
-  /** Where the current run sends its turns: the provider, or the text protocol's wrapper of it. */
-  private turns!: TurnProvider;
 
   constructor(private readonly options: AgentOptions) {
     this.mode = options.mode ?? 'toolCode';
@@ -212,7 +210,8 @@ export class AgentLoop {
         this.options.gateway.unusable(),
       );
     if (this.options.sessionNote) system += `\n${this.options.sessionNote}`;
-    this.turns =
+    // Where this run sends its turns: the provider, or the text protocol's wrapper of it.
+    const turns: TurnProvider =
       this.mode === 'hosted'
         ? provider
         : new TextProtocolProvider(provider, {
@@ -251,7 +250,7 @@ export class AgentLoop {
           maxOutputTokens: this.options.maxOutputTokens,
           images: this.images,
         };
-        result = await this.streamTurn(request);
+        result = await this.streamTurn(turns, request);
         budget?.observe(view, result.usage?.input_tokens);
       } catch (err) {
         if (err instanceof ProviderError && err.code === 'context_overflow' && budget && !overflowed && !err.partial?.items.length) {
@@ -333,16 +332,16 @@ export class AgentLoop {
   }
 
   /** One model turn, with retries and the provider's fallback: each attempt streams a fresh response (its own code cards). */
-  private streamTurn(request: TurnRequest): Promise<TurnResult> {
+  private streamTurn(turns: TurnProvider, request: TurnRequest): Promise<TurnResult> {
     return this.retries.run(
       () => {
         this.streams.reset();
-        return this.turns.streamTurn(request, (e) => this.onProviderEvent(e));
+        return turns.streamTurn(request, (e) => this.onProviderEvent(e));
       },
       {
         maxAttempts: this.retries.policy.maxAttempts,
         signal: request.signal,
-        fallback: (err) => this.turns.fallback?.(err, (e) => this.emit(e)),
+        fallback: (err) => turns.fallback?.(err, (e) => this.emit(e)),
         // Code cards opened while the failed response streamed will never run: close them.
         failed: (err) => {
           const aborted = err instanceof ProviderError && err.code === 'aborted';

@@ -18,6 +18,7 @@
  * with ids minted here (providers and local servers repeat theirs).
  */
 import type { CodeActEvent, RuntimeKind } from '../../common/events';
+import { providerInfo } from '../providers/shared/catalog';
 import { ProviderError } from '../providers/shared/errors';
 import { errorText, worthProbing } from '../providers/shared/toolsRejection';
 import type { EmitFn, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/shared/types';
@@ -50,9 +51,12 @@ function detailOf(err: ProviderError): string {
   return err.detail ? `: ${err.detail.split('\n')[0].slice(0, 300)}` : '';
 }
 
-/** An OpenAI-compatible server's rejection that may be about `tools` without saying so (./providers/shared/toolsRejection). */
+/**
+ * A third-party server's rejection that may be about `tools` without saying so (./providers/shared/toolsRejection):
+ * first-party APIs say what they reject; a server of unknown make (FastAPI, llama.cpp) may not.
+ */
 function probeWorthy(err: ProviderError): boolean {
-  if (err.provider !== 'openai-compatible' || (err.code !== 'bad_request' && err.code !== 'server')) return false;
+  if (providerInfo(err.provider).firstParty || (err.code !== 'bad_request' && err.code !== 'server')) return false;
   return worthProbing(err.status, errorText(err.detail ?? '', err.cause));
 }
 
@@ -157,7 +161,13 @@ export class TextProtocolProvider implements TurnProvider {
     }
     const codeTool = codeToolOf(request.tools);
     const turn = new TextTurn({ runtime: this.o.runtime, codeTool, emit, register: this.o.register });
-    const text: TurnRequest = { ...request, tools: [], toolChoice: undefined, system: textSystemInstruction(codeTool, this.o.system), history: toTextHistory(request.history) };
+    const text: TurnRequest = {
+      ...request,
+      tools: [],
+      toolChoice: undefined,
+      system: textSystemInstruction(codeTool, this.o.system),
+      history: toTextHistory(request.history),
+    };
     let result: TurnResult;
     try {
       result = await this.inner.streamTurn(text, (e) => {
