@@ -14,7 +14,7 @@ import { CodeFenceScanner, type FenceSegment } from './codeFence';
 import type { CodeStreamEntry } from './codeStreams';
 import { randomToken } from '../util/ids';
 
-export interface TextTurnOptions {
+interface TextTurnOptions {
   runtime: RuntimeKind;
   /** The code tool the model would have been offered (`execute_tool_code` or `execute_code`). */
   codeTool: ModelTool | undefined;
