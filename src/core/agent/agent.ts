@@ -8,8 +8,9 @@
  * retryably is tried again (./retries); what a run gathers is its RunState (./runState). A function the model
  * calls directly is announced and timed by the runtime's ToolDispatcher, as a call from the code is.
  *
- * A model without function calling gets the text protocol instead (./textProtocol): it writes
- * ```python blocks, which run through the same path as an `execute_tool_code` call.
+ * A model without function calling gets the text protocol instead (./textProtocol): a provider wrapper,
+ * chosen once per run, so its ```python blocks come back as `execute_tool_code` calls and run through the
+ * same path.
  */
 import type { AttachedImage, CodeActEvent, FunctionCallOutputItem } from '../../common/events';
 import type { ToolGateway } from '../gateway/gateway';
@@ -29,11 +30,11 @@ import {
 import { ToolDispatcher } from '../runtime/toolDispatcher';
 import type { BeforeRun, Runtime } from '../runtime/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
-import { TextProtocol, type AgentProtocol, type TextTurn } from './textProtocol';
+import { TextProtocolProvider, type AgentProtocol } from './textProtocol';
 import { NOTHING_TO_COMPACT, budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
 import { executionImages, executionSummary, toolResultText, withinPixelCap } from './executionResult';
 import { CodeStreams } from './codeStreams';
-import { TurnRetries, type RetryPolicy, type Sleep } from './retries';
+import { TurnRetries, type RetryPolicy, type Sleep, type TurnProvider } from './retries';
 import { RunState, type AgentResult, type AgentStatus } from './runState';
 import { newId } from '../util/ids';
 
@@ -132,9 +133,6 @@ export class AgentLoop {
   private readonly retries: TurnRetries;
   /** The code cards of the response being streamed. */
   private readonly streams: CodeStreams;
-  /** The text protocol of the current run, and its state for the current response. */
-  private text?: TextProtocol;
-  private textTurn?: TextTurn;
 
   constructor(private readonly options: AgentOptions) {
     this.mode = options.mode ?? 'toolCode';
@@ -212,18 +210,17 @@ export class AgentLoop {
         this.options.gateway.unusable(),
       );
     if (this.options.sessionNote) system += `\n${this.options.sessionNote}`;
-    const proto = (this.text =
+    // Where this run sends its turns: the provider, or the text protocol's wrapper of it.
+    const turns: TurnProvider =
       this.mode === 'hosted'
-        ? undefined
-        : new TextProtocol({
-            provider,
+        ? provider
+        : new TextProtocolProvider(provider, {
             model: this.options.model,
             protocol: this.options.protocol,
             runtime: this.options.runtime.kind,
             system: this.options.system,
-            codeTool: tools.find((t) => t.name === EXECUTE_TOOL_CODE || t.name === EXECUTE_CODE),
-            emit: (e) => this.emit(e),
-          }));
+            register: this.streams.register,
+          });
     const maxTurns = this.options.maxTurns ?? 12;
     const budget = await this.contextBudget(system, tools, state);
     // A context overflow the server reports: one compaction and one retry of that request, no more, and only
@@ -253,17 +250,9 @@ export class AgentLoop {
           maxOutputTokens: this.options.maxOutputTokens,
           images: this.images,
         };
-        // The one retry without tools (a probe) is one attempt: no retries of its own.
-        result = await this.streamTurn(proto?.active ? proto.request(request) : request, proto?.probingTools ? 1 : this.retries.policy.maxAttempts);
-        proto?.succeeded();
+        result = await this.streamTurn(turns, request);
         budget?.observe(view, result.usage?.input_tokens);
-      } catch (caught) {
-        const err = proto?.probeFailed(caught) ?? caught;
-        // A server that rejects `tools`: the same turn again, in text form.
-        if (proto?.switchOnRejection(err)) {
-          turn--;
-          continue;
-        }
+      } catch (err) {
         if (err instanceof ProviderError && err.code === 'context_overflow' && budget && !overflowed && !err.partial?.items.length) {
           overflowed = true;
           overflowRetry = await budget.afterOverflow(state.all(), view);
@@ -275,7 +264,7 @@ export class AgentLoop {
         }
         if (err instanceof ProviderError) {
           // Everything received before the error is kept.
-          if (err.partial?.items.length) state.append(...(this.textTurn ? this.textTurn.partial(err.partial.items) : err.partial.items));
+          if (err.partial?.items.length) state.append(...err.partial.items);
           if (err.code === 'aborted' || signal?.aborted) return this.cancelled(state);
           return this.end(state, 'failed', err.code, err.message);
         }
@@ -283,16 +272,10 @@ export class AgentLoop {
         return this.end(state, 'failed', 'internal', `Unexpected error: ${(err as Error).message}`);
       }
       overflowed = false;
-      let again = false;
-      if (this.textTurn) {
-        const step = this.textTurn.finish(result);
-        result = { ...result, items: step.items, functionCalls: step.calls };
-        again = step.again;
-      }
       state.addTurn(result);
 
       if (result.functionCalls.length === 0) {
-        if (result.stopReason === 'pause_turn' || again) continue;
+        if (result.stopReason === 'pause_turn') continue;
         return state.result('completed');
       }
       // Each output is saved as its call finishes; the history keeps them in the calls' order.
@@ -348,17 +331,17 @@ export class AgentLoop {
     return this.end(state, 'cancelled', 'cancelled', 'Stopped by the user.');
   }
 
-  /** One model turn, with retries: each attempt streams a fresh response (its own code cards and text-protocol state). */
-  private streamTurn(request: TurnRequest, maxAttempts: number): Promise<TurnResult> {
+  /** One model turn, with retries and the provider's fallback: each attempt streams a fresh response (its own code cards). */
+  private streamTurn(turns: TurnProvider, request: TurnRequest): Promise<TurnResult> {
     return this.retries.run(
       () => {
         this.streams.reset();
-        this.textTurn = this.text?.active ? this.text.turn(this.streams.register) : undefined;
-        return this.options.provider.streamTurn(request, (e) => this.onProviderEvent(e));
+        return turns.streamTurn(request, (e) => this.onProviderEvent(e));
       },
       {
-        maxAttempts,
+        maxAttempts: this.retries.policy.maxAttempts,
         signal: request.signal,
+        fallback: (err) => turns.fallback?.(err, (e) => this.emit(e)),
         // Code cards opened while the failed response streamed will never run: close them.
         failed: (err) => {
           const aborted = err instanceof ProviderError && err.code === 'aborted';
@@ -373,7 +356,6 @@ export class AgentLoop {
 
   /** Passes provider events through; a code tool's argument deltas also fill its code card. */
   private onProviderEvent(e: CodeActEvent): void {
-    if (this.textTurn?.handle(e)) return;
     this.emit(e);
     if (this.mode !== 'hosted') this.streams.observe(e);
   }

@@ -33,12 +33,16 @@ export class CodeStreams {
     this.entries.set(itemId, entry);
   };
 
-  /** After a provider event is passed on: a code tool's call opens its card, and its argument deltas become code deltas. */
+  /**
+   * After a provider event is passed on: a code tool's call opens its card (unless registered: the text
+   * protocol opens its own), and its argument deltas become code deltas.
+   */
   observe(e: CodeActEvent): void {
     if (
       e.type === 'response.output_item.added' &&
       e.item.type === 'function_call' &&
       e.item.id &&
+      !this.entries.has(e.item.id) &&
       (e.item.name === EXECUTE_TOOL_CODE || e.item.name === EXECUTE_CODE)
     ) {
       // The code card of this call: an execution item of its own, with an id of ours.

@@ -1,10 +1,12 @@
 /**
  * Retries of one model turn: a retryable provider failure (one that received nothing yet) waits with
  * exponential backoff and jitter, or as long as the server asked, and says so in a `codeact.retry` event.
+ * When every attempt failed, a provider wrapper may send the turn again in another form (its fallback: the
+ * text protocol's, after a server rejected `tools`), with attempts of its own.
  */
 import type { CodeActEvent } from '../../common/events';
 import { ProviderError } from '../providers/shared/errors';
-import type { ProviderId } from '../providers/shared/types';
+import type { EmitFn, Provider, ProviderId } from '../providers/shared/types';
 
 export interface RetryPolicy {
   maxAttempts: number;
@@ -13,6 +15,15 @@ export interface RetryPolicy {
 }
 
 const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8000 };
+
+/** After a turn's attempts all failed: send it again (with this many attempts; default the policy's), or fail with `error`. */
+export type Fallback = { again: true; maxAttempts?: number } | { again: false; error: unknown };
+
+/** A provider the agent loop sends its turns to: the provider itself, or a wrapper with a fallback (./textProtocol). */
+export interface TurnProvider extends Provider {
+  /** Decides what follows a turn whose attempts all failed with `err`; says why on `emit`. */
+  fallback?(err: unknown, emit: EmitFn): Fallback;
+}
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
@@ -49,8 +60,29 @@ export class TurnRetries {
     this.sleep = o.sleep ?? defaultSleep;
   }
 
-  /** Runs `attempt` until it succeeds, or throws its last error; `failed` hears of every failed attempt first. */
-  async run<T>(attempt: () => Promise<T>, o: { maxAttempts: number; signal?: AbortSignal; failed: (err: unknown) => void }): Promise<T> {
+  /**
+   * Runs `attempt` until it succeeds, or throws its last error; `failed` hears of every failed attempt first.
+   * When every attempt failed, `fallback` may ask for the turn again (unless the user stopped it): the
+   * attempts start over.
+   */
+  async run<T>(
+    attempt: () => Promise<T>,
+    o: { maxAttempts: number; signal?: AbortSignal; failed: (err: unknown) => void; fallback?: (err: unknown) => Fallback | undefined },
+  ): Promise<T> {
+    let maxAttempts = o.maxAttempts;
+    for (;;) {
+      try {
+        return await this.attempts(attempt, { ...o, maxAttempts });
+      } catch (err) {
+        const next: Fallback = o.fallback?.(err) ?? { again: false, error: err };
+        if (!next.again) throw next.error;
+        if (o.signal?.aborted) throw err;
+        maxAttempts = next.maxAttempts ?? this.policy.maxAttempts;
+      }
+    }
+  }
+
+  private async attempts<T>(attempt: () => Promise<T>, o: { maxAttempts: number; signal?: AbortSignal; failed: (err: unknown) => void }): Promise<T> {
     const { maxAttempts, signal } = o;
     // Failures by code, for errors that allow fewer retries than the policy (a stalled stream: once).
     const failures = new Map<string, number>();

@@ -1,10 +1,12 @@
 /**
  * Text-protocol CodeAct, as in the CodeAct paper and smolagents' CodeAgent: for models without
- * function calling. The request carries no `tools`; the system prompt asks for one fenced ```python
- * block per message; the block is recognised while it streams in (./codeFence) and shown as a code card
- * exactly as a streamed `execute_tool_code` call; the agent loop then runs it as that call (same
- * runtime, gateway, approvals and sessions); its result goes back as an "Observation:" message
- * (./textHistory). A message without a block is the final answer.
+ * function calling. It is a Provider that wraps the real one, so the agent loop sees function calls
+ * either way. The request it sends carries no `tools`: the code tool becomes the text system prompt, which
+ * asks for one fenced ```python block per message; the block is recognised while it streams in
+ * (./textTurn, ./codeFence) and shown as a code card exactly as a streamed `execute_tool_code` call; the
+ * response comes back as a call of that tool, which the agent loop runs as any other (same runtime,
+ * gateway, approvals and sessions); its result goes back as an "Observation:" message (./textHistory).
+ * A message without a block is the final answer.
  *
  * Used when `protocol` is "text" (a manual choice for every provider), when an OpenAI-compatible
  * model is configured with `supportsTools: false`, or after a server rejected `tools`. A rejection is
@@ -15,16 +17,16 @@
  * `function_call` of the code tool with the code, its `function_call_output`. Events are the same too,
  * with ids minted here (providers and local servers repeat theirs).
  */
-import type { CodeActEvent, FunctionCallItem, FunctionCallOutputItem, MessageItem, RuntimeKind } from '../../common/events';
-import { notRunItem } from '../runtime/execution';
+import type { CodeActEvent, RuntimeKind } from '../../common/events';
+import { providerInfo } from '../providers/shared/catalog';
 import { ProviderError } from '../providers/shared/errors';
 import { errorText, worthProbing } from '../providers/shared/toolsRejection';
-import type { ConversationItem, FunctionCallRequest, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/shared/types';
+import type { EmitFn, ModelTool, Provider, TurnRequest, TurnResult } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
-import { CodeFenceScanner, type FenceSegment } from './codeFence';
 import type { CodeStreamEntry } from './codeStreams';
+import type { Fallback, TurnProvider } from './retries';
 import { observationText, toTextHistory } from './textHistory';
-import { randomToken } from '../util/ids';
+import { TextTurn } from './textTurn';
 
 export type AgentProtocol = 'tools' | 'text';
 
@@ -49,9 +51,12 @@ function detailOf(err: ProviderError): string {
   return err.detail ? `: ${err.detail.split('\n')[0].slice(0, 300)}` : '';
 }
 
-/** An OpenAI-compatible server's rejection that may be about `tools` without saying so (./providers/shared/toolsRejection). */
+/**
+ * A third-party server's rejection that may be about `tools` without saying so (./providers/shared/toolsRejection):
+ * first-party APIs say what they reject; a server of unknown make (FastAPI, llama.cpp) may not.
+ */
 function probeWorthy(err: ProviderError): boolean {
-  if (err.provider !== 'openai-compatible' || (err.code !== 'bad_request' && err.code !== 'server')) return false;
+  if (providerInfo(err.provider).firstParty || (err.code !== 'bad_request' && err.code !== 'server')) return false;
   return worthProbing(err.status, errorText(err.detail ?? '', err.cause));
 }
 
@@ -93,47 +98,111 @@ function textSystemInstruction(codeTool: ModelTool | undefined, system?: string)
   return [head, '', ...rules, ...how].join('\n');
 }
 
-// ---- one run ---------------------------------------------------------------------------------------
+// ---- the wrapper ----------------------------------------------------------------------------------
 
 interface TextProtocolOptions {
-  provider: Provider;
   model: string;
   protocol?: AgentProtocol;
   runtime: RuntimeKind;
-  /** The code tool the model would have been offered (`execute_tool_code` or `execute_code`). */
-  codeTool: ModelTool | undefined;
   /** The caller's replacement for the default system instruction, if any. */
   system?: string;
-  emit: (e: CodeActEvent) => void;
+  /** Keys a block's code card by its function-call item id (the agent loop's CodeStreams.register). */
+  register: (itemId: string, entry: CodeStreamEntry) => void;
 }
 
-/** The text protocol for one agent run: whether it is on, the request in text form, and per-turn state. */
-export class TextProtocol {
-  active: boolean;
+/** The code tool of a request (`execute_tool_code` or `execute_code`), which the text protocol stands in for. */
+function codeToolOf(tools: readonly ModelTool[]): ModelTool | undefined {
+  return tools.find((t) => t.name === EXECUTE_TOOL_CODE || t.name === EXECUTE_CODE);
+}
 
-  constructor(private readonly o: TextProtocolOptions) {
-    const configuredOff = o.provider.supportsTools?.(o.model) === false;
-    this.active = o.protocol === 'text' || configuredOff || rejectedTools(o.provider, o.model);
+/**
+ * The provider of one agent run, in text form when the text protocol is on: whether it is on, the request
+ * in text form, each response back as function calls, and the switch after a server rejected `tools`.
+ */
+export class TextProtocolProvider implements TurnProvider {
+  private active: boolean;
+  readonly supportsTools?: Provider['supportsTools'];
+  readonly contextWindow?: Provider['contextWindow'];
+  readonly servedContextWindow?: Provider['servedContextWindow'];
+  readonly seesImages?: Provider['seesImages'];
+  readonly downloadFile?: Provider['downloadFile'];
+
+  constructor(
+    private readonly inner: Provider,
+    private readonly o: TextProtocolOptions,
+  ) {
+    const configuredOff = inner.supportsTools?.(o.model) === false;
+    this.active = o.protocol === 'text' || configuredOff || rejectedTools(inner, o.model);
+    this.supportsTools = inner.supportsTools?.bind(inner);
+    this.contextWindow = inner.contextWindow?.bind(inner);
+    this.servedContextWindow = inner.servedContextWindow?.bind(inner);
+    this.seesImages = inner.seesImages?.bind(inner);
+    this.downloadFile = inner.downloadFile?.bind(inner);
   }
 
-  /** The request in text form: no tools, the text system prompt, the history as plain messages. */
-  request(req: TurnRequest): TurnRequest {
-    return { ...req, tools: [], toolChoice: undefined, system: textSystemInstruction(this.o.codeTool, this.o.system), history: toTextHistory(req.history) };
+  get id(): Provider['id'] {
+    return this.inner.id;
+  }
+
+  get capabilities(): Provider['capabilities'] {
+    return this.inner.capabilities;
   }
 
   /**
-   * After a failed request: when the server rejected `tools`, remembers it, says so once, and switches
-   * to the text protocol. When it rejected the request without saying why (a 400, 422 or 500 not
-   * clearly about something else) before any request of this run with tools succeeded, sends the same
-   * turn once without tools: a probe, confirmed by `succeeded` or undone by `probeFailed`. At most one
-   * probe a run. Returns true when the turn should be sent again, in text form.
+   * One attempt of a turn. In text form: the request without tools, the text system prompt and the history
+   * as plain messages; the response's events and items rewritten (./textTurn), its block as the call to
+   * run, and a block the output token limit cut off as a turn that is not over (`pause_turn`).
    */
-  switchOnRejection(err: unknown): boolean {
+  async streamTurn(request: TurnRequest, emit: EmitFn): Promise<TurnResult> {
+    if (!this.active) {
+      const result = await this.inner.streamTurn(request, emit);
+      this.succeeded();
+      return result;
+    }
+    const codeTool = codeToolOf(request.tools);
+    const turn = new TextTurn({ runtime: this.o.runtime, codeTool, emit, register: this.o.register });
+    const text: TurnRequest = {
+      ...request,
+      tools: [],
+      toolChoice: undefined,
+      system: textSystemInstruction(codeTool, this.o.system),
+      history: toTextHistory(request.history),
+    };
+    let result: TurnResult;
+    try {
+      result = await this.inner.streamTurn(text, (e) => {
+        if (!turn.handle(e)) emit(e);
+      });
+    } catch (err) {
+      throw turn.failed(err);
+    }
+    this.succeeded();
+    const step = turn.finish(result);
+    return { ...result, items: step.items, functionCalls: step.calls, ...(step.again ? { stopReason: 'pause_turn' as const } : {}) };
+  }
+
+  /**
+   * After a turn's attempts all failed. When the server rejected `tools`: remembers it, says so once, and
+   * sends the turn again in text form. When it rejected the request without saying why (a 400, 422 or 500
+   * not clearly about something else) before any request of this run with tools succeeded: sends the same
+   * turn once without tools, a probe, confirmed when it succeeds; when it fails too, it is back to function
+   * calling and the error is the first one (tools were not the problem), saying that the retry failed.
+   * At most one probe a run.
+   */
+  fallback(err: unknown, emit: EmitFn): Fallback {
+    const error = this.probeFailed(err) ?? err;
+    if (!this.switchOnRejection(error, emit)) return { again: false, error };
+    // The one retry without tools (a probe) is one attempt: no retries of its own.
+    return { again: true, ...(this.probing ? { maxAttempts: 1 } : {}) };
+  }
+
+  private switchOnRejection(err: unknown, emit: EmitFn): boolean {
     if (this.active || !(err instanceof ProviderError)) return false;
     if (err.code === 'tools_unsupported') {
       this.active = true;
-      remember(this.o.provider, this.o.model, err.detail ?? err.message);
+      remember(this.inner, this.o.model, err.detail ?? err.message);
       this.notice(
+        emit,
         err,
         `"${this.o.model}" does not accept tools (function calling)${detailOf(err)}. Continuing without tools: the model writes its code in a \`\`\`python block ` +
           'and CodeAct runs it (the text protocol). This is remembered for this model until CodeAct restarts',
@@ -145,6 +214,7 @@ export class TextProtocol {
     this.probing = err;
     this.active = true;
     this.notice(
+      emit,
       err,
       `"${this.o.model}" rejected the request with tools${detailOf(err)}${err.status ? ` (HTTP ${err.status})` : ''}. Trying this turn once without tools: ` +
         'if that works, CodeAct continues with the text protocol (the model writes its code in a ```python block and CodeAct runs it) and remembers it for this model until CodeAct restarts',
@@ -152,26 +222,18 @@ export class TextProtocol {
     return true;
   }
 
-  /** True while the current turn is the one retry without tools. */
-  get probingTools(): boolean {
-    return this.probing !== undefined;
-  }
-
   /** After a turn succeeded: a probe without tools is confirmed (remembered); a turn with tools proves the server takes them. */
-  succeeded(): void {
+  private succeeded(): void {
     if (this.probing) {
-      remember(this.o.provider, this.o.model, this.probing.detail ?? this.probing.message);
+      remember(this.inner, this.o.model, this.probing.detail ?? this.probing.message);
       this.probing = undefined;
     } else if (!this.active) {
       this.toolsAccepted = true;
     }
   }
 
-  /**
-   * After the retry without tools failed too: back to function calling, and the error to report is the
-   * first one (tools were not the problem), saying that the retry failed. Undefined when no probe ran.
-   */
-  probeFailed(err: unknown): ProviderError | undefined {
+  /** After the retry without tools failed too: the first error, saying that the retry failed. Undefined when no probe ran. */
+  private probeFailed(err: unknown): ProviderError | undefined {
     const first = this.probing;
     if (!first) return undefined;
     this.probing = undefined;
@@ -194,8 +256,8 @@ export class TextProtocol {
   private probing?: ProviderError;
   private toolsAccepted = false;
 
-  private notice(err: ProviderError, text: string): void {
-    this.o.emit({
+  private notice(emit: (e: CodeActEvent) => void, err: ProviderError, text: string): void {
+    emit({
       type: 'codeact.retry',
       attempt: 1,
       delay_ms: 0,
@@ -203,234 +265,4 @@ export class TextProtocol {
       message: `${text}; set codeact.agent.protocol to "text" (or codeact.openaiCompatible.supportsTools to false) to skip the first attempt.`,
     });
   }
-
-  /** State of one streamed response (a new one for every attempt). `register` keys the code card by its function-call item id. */
-  turn(register: (itemId: string, entry: CodeStreamEntry) => void): TextTurn {
-    return new TextTurn(this.o, register);
-  }
-}
-
-function hex(): string {
-  return randomToken(8);
-}
-
-/** One streamed response in text form: rewrites its events and, at the end, its items. */
-export class TextTurn {
-  private readonly scanner = new CodeFenceScanner();
-  /** Provider item id -> our id (providers and local servers repeat ids across responses). */
-  private readonly ids = new Map<string, string>();
-  /** Our item id -> the prose shown for it. */
-  private readonly prose = new Map<string, string>();
-  private readonly finished = new Set<string>();
-  private current?: string;
-  private blockItem?: string;
-  private readonly callId = `call_${hex()}`;
-  private readonly fcId = `fc_${hex()}`;
-  readonly execId = `exec_${hex()}`;
-  private readonly entry: CodeStreamEntry;
-  private callDone = false;
-
-  constructor(
-    private readonly o: TextProtocolOptions,
-    register: (itemId: string, entry: CodeStreamEntry) => void,
-  ) {
-    const scanner = this.scanner;
-    this.entry = {
-      extractor: {
-        get value() {
-          return scanner.code;
-        },
-      },
-      execId: this.execId,
-    };
-    this.register = () => register(this.fcId, this.entry);
-  }
-
-  private readonly register: () => void;
-
-  private get toolName(): string {
-    return this.o.codeTool?.name ?? EXECUTE_TOOL_CODE;
-  }
-
-  private ours(id: string): string {
-    let mine = this.ids.get(id);
-    if (!mine) {
-      mine = `msg_${hex()}`;
-      this.ids.set(id, mine);
-    }
-    return mine;
-  }
-
-  /** Handles a provider event; returns false for events it leaves to the caller (function calls). */
-  handle(e: CodeActEvent): boolean {
-    const emit = this.o.emit;
-    switch (e.type) {
-      case 'response.reasoning_text.delta':
-      case 'response.reasoning_text.done':
-        emit({ ...e, item_id: this.ours(e.item_id) });
-        return true;
-      case 'response.output_text.delta':
-        this.text(this.ours(e.item_id), e.delta);
-        return true;
-      case 'response.output_text.done':
-        this.textDone(this.ours(e.item_id));
-        return true;
-      case 'response.output_item.added':
-      case 'response.output_item.done': {
-        if (e.item.type === 'reasoning') {
-          emit({ ...e, item: { ...e.item, id: this.ours(e.item.id) } });
-          return true;
-        }
-        if (e.item.type !== 'message') return false;
-        const id = this.ours(e.item.id);
-        if (e.item.thinking) emit({ ...e, item: { ...e.item, id } });
-        else if (e.type === 'response.output_item.done') {
-          this.textDone(id);
-          const text = this.prose.get(id);
-          if (text) emit({ type: 'response.output_item.done', item: { ...e.item, id, text } });
-        }
-        return true;
-      }
-      default:
-        return false;
-    }
-  }
-
-  private text(id: string, delta: string): void {
-    if (this.current !== id) {
-      const out: FenceSegment[] = [];
-      if (this.current) this.scanner.boundary(out);
-      this.apply(out);
-      this.current = id;
-    }
-    const out: FenceSegment[] = [];
-    this.scanner.push(delta, out);
-    this.apply(out);
-  }
-
-  private textDone(id: string): void {
-    if (this.finished.has(id)) return;
-    this.finished.add(id);
-    if (this.current === id) {
-      const out: FenceSegment[] = [];
-      this.scanner.boundary(out);
-      this.apply(out);
-      this.current = undefined;
-    }
-    const text = this.prose.get(id);
-    if (text) this.o.emit({ type: 'response.output_text.done', item_id: id, text });
-  }
-
-  private apply(segments: FenceSegment[]): void {
-    const emit = this.o.emit;
-    for (const s of segments) {
-      if (s.kind === 'prose') {
-        const id = this.current!;
-        const before = this.prose.get(id) ?? '';
-        const text = before ? s.text : s.text.replace(/^\n+/, '');
-        if (!text) continue;
-        this.prose.set(id, before + text);
-        emit({ type: 'response.output_text.delta', item_id: id, delta: text });
-      } else if (s.kind === 'open') {
-        this.blockItem = this.current;
-        this.register();
-        emit({
-          type: 'response.output_item.added',
-          item: { type: 'function_call', id: this.fcId, call_id: this.callId, name: this.toolName, arguments: '', status: 'in_progress' },
-        });
-        emit({ type: 'response.code_interpreter_call.in_progress', item_id: this.execId, runtime: this.o.runtime });
-      } else if (s.kind === 'code') {
-        emit({ type: 'response.code_interpreter_call_code.delta', item_id: this.execId, delta: s.text });
-      } else {
-        this.closeCall();
-      }
-    }
-  }
-
-  private callItem(): FunctionCallItem {
-    return {
-      type: 'function_call',
-      id: this.fcId,
-      call_id: this.callId,
-      name: this.toolName,
-      arguments: JSON.stringify({ code: this.scanner.code }),
-      status: 'completed',
-    };
-  }
-
-  private closeCall(): void {
-    if (this.callDone) return;
-    this.callDone = true;
-    const item = this.callItem();
-    this.o.emit({ type: 'response.function_call_arguments.done', item_id: this.fcId, call_id: this.callId, name: item.name, arguments: item.arguments! });
-    this.o.emit({ type: 'response.output_item.done', item });
-  }
-
-  /** Our items for a failed response's partial items (prose only; an open code card is closed by the caller). */
-  partial(items: ConversationItem[]): ConversationItem[] {
-    return this.rewrite(items, false);
-  }
-
-  private rewrite(items: ConversationItem[], withCall: boolean): ConversationItem[] {
-    const out: ConversationItem[] = [];
-    let placed = !withCall;
-    for (const item of items) {
-      if (item.type !== 'message' || item.role !== 'assistant') {
-        out.push(stripReplay(item));
-        continue;
-      }
-      const id = this.ours(item.id);
-      if (item.thinking) out.push({ ...stripReplay(item), id } as MessageItem);
-      else {
-        const text = this.prose.get(id);
-        if (text) out.push({ type: 'message', id, role: 'assistant', text });
-      }
-      if (!placed && id === this.blockItem) {
-        out.push(this.callItem());
-        placed = true;
-      }
-    }
-    if (!placed) out.push(this.callItem());
-    return out;
-  }
-
-  /**
-   * The response's items in stored form, and the code call to run. A block the output token limit cut
-   * off is not run: the model is told so in an observation, and `again` asks for another turn.
-   */
-  finish(result: TurnResult): { items: ConversationItem[]; calls: FunctionCallRequest[]; again: boolean } {
-    for (const id of this.prose.keys()) this.textDone(id);
-    const out: FenceSegment[] = [];
-    this.scanner.finish(out);
-    this.apply(out);
-    if (!this.scanner.opened) return { items: this.rewrite(result.items, false), calls: result.functionCalls, again: false };
-    this.closeCall();
-    const items = this.rewrite(result.items, true);
-    const call: FunctionCallRequest = { call_id: this.callId, name: this.toolName, arguments: JSON.stringify({ code: this.scanner.code }), item_id: this.fcId };
-    if (this.scanner.closed || result.stopReason !== 'max_tokens') return { items, calls: [call], again: false };
-    const message = 'The code block was cut off by the output token limit before its closing ```, so it did not run. Write shorter code.';
-    this.notRun(message);
-    const output: FunctionCallOutputItem = {
-      type: 'function_call_output',
-      id: `out_${hex()}`,
-      item_id: this.fcId,
-      call_id: this.callId,
-      name: this.toolName,
-      output: JSON.stringify({ error: message }),
-      is_error: true,
-    };
-    this.o.emit({ type: 'response.output_item.done', item: output });
-    return { items: [...items, output], calls: [], again: true };
-  }
-
-  private notRun(message: string): void {
-    this.entry.settled = true;
-    notRunItem(this.o.emit, { itemId: this.execId, code: this.scanner.code, runtime: this.o.runtime, error: { type: 'NotRun', message } });
-  }
-}
-
-function stripReplay(item: ConversationItem): ConversationItem {
-  if (!('replay' in item)) return item;
-  const { replay: _replay, ...rest } = item;
-  return rest as ConversationItem;
 }

@@ -136,8 +136,8 @@ export interface FunctionCallRequest {
 
 /**
  * Why the model stopped. `tool_use`: function calls to run. `pause_turn`: Anthropic paused a long
- * server-tool turn; send the history back unchanged to let it continue. `max_tokens`: output cut by
- * the token limit.
+ * server-tool turn (or the text protocol's block was cut off, ../../agent/textProtocol); send the history
+ * back to let it continue. `max_tokens`: output cut by the token limit.
  */
 export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'pause_turn' | 'refusal' | 'content_filter' | 'other';
 
