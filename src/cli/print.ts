@@ -138,8 +138,31 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         out(`${atLineStart ? '' : '\n'}${reset}${e.kind === 'discovery' ? dim(toolLine) : toolLine}`);
         break;
       }
-      default:
-        // The other events print nothing (chatPrinter prints a chat's text and code).
+      // The other events print nothing here (chatPrinter prints a chat's text and code): ../common/eventTraits `printed`.
+      case 'response.output_text.delta':
+      case 'response.output_text.done':
+      case 'response.reasoning_text.delta':
+      case 'response.reasoning_text.done':
+      case 'response.code_interpreter_call.in_progress':
+      case 'response.code_interpreter_call_code.delta':
+      case 'response.code_interpreter_call_code.done':
+      case 'response.code_interpreter_call.interpreting':
+      case 'response.code_interpreter_call.completed':
+      case 'response.output_item.added':
+      case 'response.function_call_arguments.delta':
+      case 'response.function_call_arguments.done':
+      case 'codeact.approval.requested':
+      case 'codeact.approval.resolved':
+      case 'codeact.elicitation.requested':
+      case 'codeact.elicitation.resolved':
+      case 'codeact.retry':
+      case 'codeact.session':
+      case 'codeact.context.usage':
+      case 'codeact.context.compacted':
+      case 'codeact.notebook.cell':
+      case 'codeact.usage.summary':
+      case 'response.completed':
+      case 'error':
         break;
     }
   };
@@ -211,12 +234,32 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         // The boundary, said once; the saved conversation keeps every turn (and the summary).
         process.stderr.write(`${plain()}${dim(compactedLine(e))}\n`);
         break;
+      case 'codeact.output.delta':
+      case 'codeact.output.display':
+      case 'codeact.tool_call.started':
+      case 'codeact.tool_call.completed':
+        base(e);
+        break;
+      // Not printed in a chat (../common/eventTraits `printed`); errors are said at the end of the turn.
+      case 'response.reasoning_text.delta':
+      case 'response.reasoning_text.done':
+      case 'response.code_interpreter_call.interpreting':
+      case 'response.code_interpreter_call.completed':
+      case 'response.output_item.added':
+      case 'response.function_call_arguments.delta':
+      case 'response.function_call_arguments.done':
+      case 'codeact.approval.requested':
+      case 'codeact.approval.resolved':
+      case 'codeact.elicitation.requested':
+      case 'codeact.elicitation.resolved':
+      case 'codeact.context.usage':
+      case 'codeact.notebook.cell':
+      case 'codeact.usage.summary':
+      case 'response.completed':
       case 'error':
       case 'codeact.turn.started':
       case 'codeact.turn.ended':
         break;
-      default:
-        base(e);
     }
   };
 }
