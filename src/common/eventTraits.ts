@@ -10,7 +10,7 @@ import type { TranscriptEvent } from './transcript/events';
 /** Every event type: the vocabulary (./events) and the two turn markers (./transcript/events). */
 export type EventType = TranscriptEvent['type'];
 
-export interface EventTraits {
+interface EventTraits {
   /**
    * A piece of a longer text (it has `item_id` and `delta`): the panel's batcher appends adjacent ones of
    * one item into one event (./eventBatcher).
