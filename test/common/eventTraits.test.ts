@@ -13,6 +13,7 @@ import { EVENT_TRAITS, isTurnMarker, traitsOf, type EventType } from '../../src/
 import type { EventsMessage } from '../../src/common/protocol';
 import { applyEvent, buildTranscript, type TranscriptEvent, type TranscriptModel } from '../../src/common/transcript';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
+import { captureOutput } from '../support/captureOutput';
 
 type Sample<T extends EventType> = Extract<TranscriptEvent, { type: T }>;
 
@@ -94,19 +95,10 @@ function inTurn(type: EventType): TranscriptEvent {
   return isTurnMarker(e) ? e : { ...e, turn_id: 'T1' };
 }
 
+/** Everything `fn` writes, on stdout and stderr. */
 function capture(fn: () => void): string {
-  const written: string[] = [];
-  const o = process.stdout.write.bind(process.stdout);
-  const e = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((s: string) => (written.push(String(s)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((s: string) => (written.push(String(s)), true)) as typeof process.stderr.write;
-  try {
-    fn();
-  } finally {
-    process.stdout.write = o;
-    process.stderr.write = e;
-  }
-  return written.join('');
+  const { stdout, stderr } = captureOutput(fn);
+  return stdout + stderr;
 }
 
 const withoutCount = (m: TranscriptModel) => JSON.stringify({ ...m, events: 0 });
