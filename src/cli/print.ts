@@ -9,6 +9,7 @@
  * `<U+202E>` markers (../common/invisibleChars).
  */
 import { parseDataUrl } from '../common/dataUrl';
+import { isTurnMarker, traitsOf, type EventsWith } from '../common/eventTraits';
 import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
 import type { CodeActEvent, CodeInterpreterCallItem, ContextCompacted, DisplayOutput, ImageOutput } from '../common/events';
 import { clip, formatCount } from '../common/format';
@@ -138,8 +139,32 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         out(`${atLineStart ? '' : '\n'}${reset}${e.kind === 'discovery' ? dim(toolLine) : toolLine}`);
         break;
       }
-      default:
-        // The other events print nothing (chatPrinter prints a chat's text and code).
+      // The other events print nothing here (../common/eventTraits `printed`): chatPrinter prints a chat's text
+      // and code; errors are said at the end of a turn.
+      case 'response.output_text.delta':
+      case 'response.output_text.done':
+      case 'response.reasoning_text.delta':
+      case 'response.reasoning_text.done':
+      case 'response.code_interpreter_call.in_progress':
+      case 'response.code_interpreter_call_code.delta':
+      case 'response.code_interpreter_call_code.done':
+      case 'response.code_interpreter_call.interpreting':
+      case 'response.code_interpreter_call.completed':
+      case 'response.output_item.added':
+      case 'response.function_call_arguments.delta':
+      case 'response.function_call_arguments.done':
+      case 'codeact.approval.requested':
+      case 'codeact.approval.resolved':
+      case 'codeact.elicitation.requested':
+      case 'codeact.elicitation.resolved':
+      case 'codeact.retry':
+      case 'codeact.session':
+      case 'codeact.context.usage':
+      case 'codeact.context.compacted':
+      case 'codeact.notebook.cell':
+      case 'codeact.usage.summary':
+      case 'response.completed':
+      case 'error':
         break;
     }
   };
@@ -162,6 +187,11 @@ function compactedLine(e: ContextCompacted): string {
   return `── ${e.method === 'stand-ins' ? 'Earlier tool results shortened' : 'Earlier turns summarised'} (${formatCount(Number(e.before_tokens) || 0)} → ${formatCount(Number(e.after_tokens) || 0)} tokens; the last ${kept === 1 ? 'step stays' : `${kept} steps stay`} verbatim) ──`;
 }
 
+/** The events a chat prints its own way (their traits say `printed: 'chat'`). */
+function printedInChatOnly(e: TranscriptEvent): e is EventsWith<'printed', 'chat'> {
+  return traitsOf(e.type)?.printed === 'chat';
+}
+
 /** A chat: the answer, the code as the model writes it, the result of each run; reasoning is not printed. */
 export function chatPrinter(): (e: TranscriptEvent) => void {
   const base = humanPrinter();
@@ -169,6 +199,21 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
   const text = new TerminalStream({ plain: true });
   let code = new InvisibleRevealer();
   return (e) => {
+    // The turn's markers print nothing; what a chat does not print its own way is printed as `codeact run` does.
+    if (isTurnMarker(e)) return;
+    if (!printedInChatOnly(e)) {
+      base(e);
+      if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
+        const it = e.item;
+        process.stdout.write(
+          plain() +
+            (it.status === 'completed'
+              ? dim(`⇒ ${shown(JSON.stringify(it.value ?? null).slice(0, 300))}\n\n`)
+              : `✗ ${shown(`${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}`)}\n\n`),
+        );
+      }
+      return;
+    }
     switch (e.type) {
       case 'response.output_text.delta':
         if (!e.thinking) process.stdout.write(text.write(e.delta));
@@ -189,18 +234,6 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         if (inCode) process.stdout.write(dim(forTerminal(code.end()) + (e.code.endsWith('\n') ? '```\n' : '\n```\n')));
         inCode = false;
         break;
-      case 'response.output_item.done':
-        if (e.item.type === 'code_interpreter_call') {
-          const it = e.item;
-          base(e);
-          process.stdout.write(
-            plain() +
-              (it.status === 'completed'
-                ? dim(`⇒ ${shown(JSON.stringify(it.value ?? null).slice(0, 300))}\n\n`)
-                : `✗ ${shown(`${it.error?.type ?? 'Error'}: ${it.error?.message ?? ''}`)}\n\n`),
-          );
-        }
-        break;
       case 'codeact.retry':
         process.stderr.write(`${forTerminal(e.message)}\n`);
         break;
@@ -211,12 +244,6 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         // The boundary, said once; the saved conversation keeps every turn (and the summary).
         process.stderr.write(`${plain()}${dim(compactedLine(e))}\n`);
         break;
-      case 'error':
-      case 'codeact.turn.started':
-      case 'codeact.turn.ended':
-        break;
-      default:
-        base(e);
     }
   };
 }

@@ -2,11 +2,13 @@
  * Host-side batching of transcript events for the chat panel: append-only, coalesced, at most one post
  * per frame. Pure: the post function and the scheduler are injected.
  *
- * Adjacent deltas for the same item (text, code, output of the same stream, function arguments) are merged
- * into one event, so a model streaming a token at a time or a program printing a line at a time costs one
- * message per frame, not one per token. Order across items is preserved exactly.
+ * Adjacent deltas for the same item (text, code, output of the same stream, function arguments: the types
+ * whose traits say `delta`, ./eventTraits) are merged into one event, so a model streaming a token at a time
+ * or a program printing a line at a time costs one message per frame, not one per token. Order across items
+ * is preserved exactly.
  */
 import type { EventsMessage } from './protocol';
+import { isDelta, type EventsWith } from './eventTraits';
 import type { TranscriptEvent } from './transcript';
 
 /** Runs `flush` later (once); may return a function that cancels it. */
@@ -57,27 +59,7 @@ export function timerScheduler(ms = 16): FrameScheduler {
   };
 }
 
-type Delta = Extract<
-  TranscriptEvent,
-  {
-    type:
-      | 'response.output_text.delta'
-      | 'response.reasoning_text.delta'
-      | 'response.code_interpreter_call_code.delta'
-      | 'codeact.output.delta'
-      | 'response.function_call_arguments.delta';
-  }
->;
-
-function isDelta(e: TranscriptEvent): e is Delta {
-  return (
-    e.type === 'response.output_text.delta' ||
-    e.type === 'response.reasoning_text.delta' ||
-    e.type === 'response.code_interpreter_call_code.delta' ||
-    e.type === 'codeact.output.delta' ||
-    e.type === 'response.function_call_arguments.delta'
-  );
-}
+type Delta = EventsWith<'delta', true>;
 
 /** True when `b` can be appended to `a` as one delta. */
 export function canCoalesce(a: TranscriptEvent, b: TranscriptEvent): boolean {

@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, DisplayOutput, FileOutput } from '../../src/common/events';
 import { OutputSaver, safeFileName, saveReportLines } from '../../src/cli/outputs';
 import { displayTerminalText, humanPrinter } from '../../src/cli/print';
+import { captureOutput as capture } from '../support/captureOutput';
 import { pngBase64, pngBytes } from '../support/png';
 
 const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>';
@@ -23,22 +24,6 @@ const png = (w: number, h: number): DisplayOutput => ({
   type: 'display',
   data: { 'image/png': pngBase64(w, h), 'text/plain': '<Figure size 640x480 with 1 Axes>' },
 });
-
-/** What `fn` writes on stdout and stderr (the writes of this process are captured meanwhile). */
-function capture(fn: () => void): { stdout: string; stderr: string } {
-  const got = { stdout: '', stderr: '' };
-  const out = process.stdout.write.bind(process.stdout);
-  const err = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((s: string) => ((got.stdout += s), true)) as typeof process.stdout.write;
-  process.stderr.write = ((s: string) => ((got.stderr += s), true)) as typeof process.stderr.write;
-  try {
-    fn();
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
-  }
-  return got;
-}
 
 describe('codeact --outputs: saving images and files', () => {
   let dir: string;

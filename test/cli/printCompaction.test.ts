@@ -1,23 +1,8 @@
 /** The human chat printer says where the conversation was compacted (stderr), and --json's filter lets the context events through unchanged. */
 import * as assert from 'node:assert/strict';
 import { chatPrinter } from '../../src/cli/print';
+import { captureOutput as capture } from '../support/captureOutput';
 import { COMPACTED } from '../support/contextEvents';
-
-function capture(fn: () => void): { out: string; err: string } {
-  const out: string[] = [];
-  const err: string[] = [];
-  const o = process.stdout.write.bind(process.stdout);
-  const e = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((s: string) => (out.push(String(s)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((s: string) => (err.push(String(s)), true)) as typeof process.stderr.write;
-  try {
-    fn();
-  } finally {
-    process.stdout.write = o;
-    process.stderr.write = e;
-  }
-  return { out: out.join(''), err: err.join('') };
-}
 
 describe('codeact chat printer: compaction', () => {
   it('prints one line at the boundary, on stderr, and nothing of the summary on stdout', () => {
@@ -26,9 +11,9 @@ describe('codeact chat printer: compaction', () => {
       print(COMPACTED);
       print({ type: 'codeact.context.usage', used_tokens: 5210, window_tokens: 8192, compact_at_tokens: 6144 });
     });
-    assert.equal(r.out, '');
-    assert.equal(r.err, '── Earlier turns summarised (6,900 → 2,100 tokens; the last step stays verbatim) ──\n');
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, '── Earlier turns summarised (6,900 → 2,100 tokens; the last step stays verbatim) ──\n');
     const s = capture(() => print({ ...COMPACTED, method: 'stand-ins', summary: '', kept_turns: 3 }));
-    assert.equal(s.err, '── Earlier tool results shortened (6,900 → 2,100 tokens; the last 3 steps stay verbatim) ──\n');
+    assert.equal(s.stderr, '── Earlier tool results shortened (6,900 → 2,100 tokens; the last 3 steps stay verbatim) ──\n');
   });
 });

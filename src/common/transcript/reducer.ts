@@ -6,6 +6,7 @@
  * place; it returns which turns and items changed so a renderer can update only those (the webview never
  * re-renders the whole transcript). Output panes keep only a bounded tail; the host keeps the full text.
  */
+import { isTurnMarker, notShownInPanel } from '../eventTraits';
 import type { TranscriptEvent } from './events';
 import type { Usage } from '../items';
 import { addUsage, emptyTotals, usageOfEvent, type UsageTotals } from '../usage';
@@ -40,10 +41,11 @@ export function buildTranscript(events: readonly TranscriptEvent[]): TranscriptM
 
 /**
  * Applies one event to the model, in place, and returns what changed. Unknown event types are ignored,
- * so newer hosts can talk to older panels.
+ * so newer hosts can talk to older panels; a known one has a case here unless its traits (../eventTraits)
+ * say the panel does not show it.
  */
 export function applyEvent(model: TranscriptModel, event: TranscriptEvent): TranscriptChange[] {
-  const ctx = new Ctx(model, event.type === 'codeact.turn.started' || event.type === 'codeact.turn.ended' ? undefined : event.turn_id);
+  const ctx = new Ctx(model, isTurnMarker(event) ? undefined : event.turn_id);
   model.events++;
   switch (event.type) {
     case 'codeact.turn.started': {
@@ -278,6 +280,8 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       break;
     }
     default:
+      // A known type only when its traits say the panel does not show it (the compiler checks), or a newer host's.
+      notShownInPanel(event);
       break;
   }
   return ctx.changes;

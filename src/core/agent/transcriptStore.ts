@@ -8,6 +8,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { traitsOf } from '../../common/eventTraits';
 import { clip } from '../../common/format';
 import type { TranscriptEvent } from '../../common/transcript';
 import type { ConversationItem } from '../providers/shared/types';
@@ -216,9 +217,10 @@ export class Conversation {
 
   appendEvent(event: TranscriptEvent): void {
     this.events.push(event);
-    // Live output is kept in memory for the panel, but not written: the finished item carries the same
-    // (capped) stdout, stderr and displays, so the file would hold every output (every image) twice.
-    if (event.type === 'codeact.output.delta' || event.type === 'codeact.output.display') return;
+    // Live output is kept in memory for the panel, but not written (its traits say not `persisted`): the
+    // finished item carries the same (capped) stdout, stderr and displays, so the file would hold every
+    // output (every image) twice.
+    if (traitsOf(event.type)?.persisted === false) return;
     this.write({ t: Date.now(), event });
   }
 

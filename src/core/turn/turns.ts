@@ -8,7 +8,8 @@
  *   with the tools.
  */
 import type { CodeInterpreterCallItem, RuntimeKind } from '../../common/events';
-import type { TranscriptEvent, TurnEnded, TurnEndStatus, TurnSource, TurnStarted } from '../../common/transcript';
+import { isTurnMarker } from '../../common/eventTraits';
+import type { TranscriptEvent, TurnEndStatus, TurnSource, TurnStarted } from '../../common/transcript';
 import { AgentLoop, type AgentResult, type AgentOptions } from '../agent/agent';
 import type { Conversation } from '../agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../agent/conversationLock';
@@ -28,10 +29,8 @@ export const INTERRUPTED_MESSAGE = 'Interrupted: VS Code reloaded or closed whil
 
 type Emit = (e: TranscriptEvent) => void;
 
-/** A turn's own markers (not of the event vocabulary: a listener that takes only the vocabulary skips them). */
-export function isTurnMarker(e: TranscriptEvent): e is TurnStarted | TurnEnded {
-  return e.type === 'codeact.turn.started' || e.type === 'codeact.turn.ended';
-}
+/** A turn's own markers (their traits, ../../common/eventTraits), for the hosts that run turns. */
+export { isTurnMarker };
 
 /** The error event that tells the person the turn was not saved (where and why); told, never saved itself. */
 export const STORE_FAILED = 'store_failed';
