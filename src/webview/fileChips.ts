@@ -33,8 +33,8 @@ function fileName(f: FileOutput): string {
 /** "CSV", "PNG image", or the extension in capitals. */
 function fileType(f: FileOutput): string {
   const mime = f.mime_type?.split(';')[0].trim().toLowerCase();
-  const label = mime && mimeLabel(mime);
-  if (label) return label;
+  const known = mime && mimeLabel(mime);
+  if (known) return known;
   const ext = /\.([A-Za-z0-9]{1,10})$/.exec(fileName(f))?.[1];
   if (ext) return ext.toUpperCase();
   return mime && mime !== 'application/octet-stream' ? mime : 'File';
