@@ -148,10 +148,7 @@ export class OutputSaver {
     for (const f of filesOf(item)) {
       files++;
       const inline = f.url ? parseDataUrl(f.url) : undefined;
-      const name =
-        f.filename || f.path || (f.file_id && !inline)
-          ? fileName(f)
-          : `file-${files}${inline ? (dotExtension(inline.mime) ?? '.bin') : ''}`;
+      const name = f.filename || f.path || (f.file_id && !inline) ? fileName(f) : `file-${files}${inline ? (dotExtension(inline.mime) ?? '.bin') : ''}`;
       const why = inline ? undefined : notCopyable(f, hostPaths);
       if (why) report.unsaved.push({ kind: 'file', name, reason: why });
       else if (full()) report.unsaved.push({ kind: 'file', name, reason: `over ${MAX_SAVED_PER_EXECUTION} outputs in one execution` });

@@ -75,7 +75,11 @@ describe('MIME catalogue', () => {
         const row: { panel?: number; model?: { rank: number }; notebook?: { rank: number } } = MIME_TYPES[m];
         return place === 'panel' ? row.panel : row[place]?.rank;
       });
-      assert.deepEqual(ranks, ranked.map((_, i) => i + 1), place);
+      assert.deepEqual(
+        ranks,
+        ranked.map((_, i) => i + 1),
+        place,
+      );
     }
     for (const m of rankedFor('model')) assert.ok(MIME_TYPES[m].value !== 'binary' || isVision(m), `the model reads ${m} only as a vision image`);
   });
@@ -105,7 +109,16 @@ describe('MIME catalogue', () => {
       'application/json',
       'text/html',
     ]);
-    assert.deepEqual(rankedFor('notebook'), ['image/png', 'image/jpeg', 'image/svg+xml', 'image/gif', 'text/html', 'text/markdown', 'text/plain', 'application/json']);
+    assert.deepEqual(rankedFor('notebook'), [
+      'image/png',
+      'image/jpeg',
+      'image/svg+xml',
+      'image/gif',
+      'text/html',
+      'text/markdown',
+      'text/plain',
+      'application/json',
+    ]);
     assert.deepEqual(VISION_MIMES, ['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
     assert.deepEqual(PANEL_IMAGE_MIMES, ['image/svg+xml', 'image/png', 'image/jpeg', 'image/gif', 'image/webp']);
     assert.ok(!isPanelImage('image/bmp') && !isVision('image/bmp') && isRaster('image/bmp'));
