@@ -72,7 +72,7 @@ describe('MIME catalogue', () => {
     for (const place of ['panel', 'model', 'notebook'] as MimePlace[]) {
       const ranked = rankedFor(place);
       const ranks = ranked.map((m) => {
-        const row: { panel?: number; model?: { rank: number }; notebook?: { rank: number } } = MIME_TYPES[m];
+        const row: { value: string; panel?: number; model?: { rank: number }; notebook?: { rank: number } } = MIME_TYPES[m];
         return place === 'panel' ? row.panel : row[place]?.rank;
       });
       assert.deepEqual(
