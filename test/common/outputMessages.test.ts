@@ -4,9 +4,10 @@
  * catalogue's extension when the page gives none.
  */
 import assert from 'node:assert/strict';
-import { parseOutputMessage } from '../../src/common/outputMessages';
+import { parseOutputMessage, type ImageMessage } from '../../src/common/outputMessages';
 
-const open = (mime: string, data: string, name?: string) => parseOutputMessage({ type: 'image.open', mime, data, ...(name === undefined ? {} : { name }) });
+const open = (mime: string, data: string, name?: string) =>
+  parseOutputMessage({ type: 'image.open', mime, data, ...(name === undefined ? {} : { name }) }) as ImageMessage | undefined;
 
 describe('panel image messages', () => {
   it('take the image types the panel draws, raster as base64 and SVG as text', () => {
