@@ -9,7 +9,8 @@
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseDataUrl } from '../common/dataUrl';
-import { mimeText, rasterImage } from '../common/displays';
+import { displayImageOf } from '../common/displays';
+import { extensionOf, isBinary, mimeInfo } from '../common/mimeTypes';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { fileName, filesOf } from '../common/outputLabels';
 import { forDisplay, forTerminal } from '../common/untrusted';
@@ -35,23 +36,11 @@ const MAX_NAME = 120;
 /** Most suffixes tried for a free name. */
 const MAX_SUFFIX = 1000;
 
-const EXTENSIONS: Record<string, string> = {
-  'image/png': '.png',
-  'image/jpeg': '.jpg',
-  'image/gif': '.gif',
-  'image/webp': '.webp',
-  'image/bmp': '.bmp',
-  'image/svg+xml': '.svg',
-};
-
-/** Extensions of the files a hosted sandbox sends inline (Gemini), by type. */
-const FILE_EXTENSIONS: Record<string, string> = {
-  'text/csv': '.csv',
-  'text/plain': '.txt',
-  'text/html': '.html',
-  'application/json': '.json',
-  'application/pdf': '.pdf',
-};
+/** `.png`: the extension of a type the catalogue knows (../common/mimeTypes), with its dot. */
+function dotExtension(mime: string): string | undefined {
+  const ext = extensionOf(mime);
+  return ext ? `.${ext}` : undefined;
+}
 
 interface SavedOutput {
   kind: 'image' | 'file';
@@ -134,14 +123,12 @@ export class OutputSaver {
       if (o.type !== 'display' && o.type !== 'image') continue;
       let image: { mime: string; bytes: Buffer } | { reason: string } | undefined;
       if (o.type === 'display') {
-        const raster = rasterImage(o);
-        const svg = raster ? undefined : mimeText(o.data['image/svg+xml']);
-        if (raster) image = { mime: raster.mime, bytes: Buffer.from(raster.data, 'base64') };
-        else if (svg !== undefined) image = { mime: 'image/svg+xml', bytes: Buffer.from(svg, 'utf8') };
+        const shown = displayImageOf(o);
+        if (shown) image = { mime: shown.mime, bytes: Buffer.from(shown.data, isBinary(shown.mime) ? 'base64' : 'utf8') };
       } else {
         const url = parseDataUrl(o.url);
         if (!url) image = { reason: 'a remote URL, not downloaded' };
-        else if (!EXTENSIONS[url.mime]) image = { reason: `an unsupported type (${url.mime})` };
+        else if (!mimeInfo(url.mime)?.image) image = { reason: `an unsupported type (${url.mime})` };
         else image = { mime: url.mime, bytes: Buffer.from(url.base64, 'base64') };
       }
       if (!image) continue;
@@ -150,7 +137,7 @@ export class OutputSaver {
       else if (full()) report.unsaved.push({ kind: 'image', name: label, reason: `over ${MAX_SAVED_PER_EXECUTION} outputs in one execution` });
       else {
         const bytes = image.bytes;
-        const saved = this.claim(`exec-${n}-image-${images}${EXTENSIONS[image.mime]}`, (fd) => writeAll(fd, bytes));
+        const saved = this.claim(`exec-${n}-image-${images}${dotExtension(image.mime)}`, (fd) => writeAll(fd, bytes));
         if (typeof saved === 'string') report.saved.push({ kind: 'image', name: saved, bytes: bytes.length });
         else report.unsaved.push({ kind: 'image', name: label, reason: saved.reason });
       }
@@ -161,10 +148,7 @@ export class OutputSaver {
     for (const f of filesOf(item)) {
       files++;
       const inline = f.url ? parseDataUrl(f.url) : undefined;
-      const name =
-        f.filename || f.path || (f.file_id && !inline)
-          ? fileName(f)
-          : `file-${files}${inline ? (FILE_EXTENSIONS[inline.mime] ?? EXTENSIONS[inline.mime] ?? '.bin') : ''}`;
+      const name = f.filename || f.path || (f.file_id && !inline) ? fileName(f) : `file-${files}${inline ? (dotExtension(inline.mime) ?? '.bin') : ''}`;
       const why = inline ? undefined : notCopyable(f, hostPaths);
       if (why) report.unsaved.push({ kind: 'file', name, reason: why });
       else if (full()) report.unsaved.push({ kind: 'file', name, reason: `over ${MAX_SAVED_PER_EXECUTION} outputs in one execution` });

@@ -10,7 +10,8 @@
  */
 import { parseDataUrl } from '../common/dataUrl';
 import { isTurnMarker, traitsOf, type EventsWith } from '../common/eventTraits';
-import { displayModelText, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
+import { displayImageOf, displayModelText, imageSize, sizeLabel } from '../common/displays';
+import { imageTypeName, mimeText, modelTextOf, rankedFor } from '../common/mimeTypes';
 import type { CodeActEvent, CodeInterpreterCallItem, ContextCompacted, DisplayOutput, ImageOutput } from '../common/events';
 import { clip, formatCount } from '../common/format';
 import { fileLabel, filesOf } from '../common/outputLabels';
@@ -46,6 +47,8 @@ export function warn(message: string): void {
 /** Longest text of one display on a terminal (characters, lines); images are never printed, only named. */
 const DISPLAY_CHARS = 2000;
 const DISPLAY_LINES = 40;
+/** The types whose text or JSON the model reads (a terminal shows them rather than "[HTML output]"). */
+const MODEL_READS = rankedFor('model').filter((m) => modelTextOf(m) === 'text' || modelTextOf(m) === 'json');
 /** Most displays of one execution printed; the rest are counted. */
 const MAX_DISPLAYS_PRINTED = 200;
 
@@ -56,8 +59,8 @@ const MAX_DISPLAYS_PRINTED = 200;
 export function displayTerminalText(d: DisplayOutput): string {
   const data = d && typeof d.data === 'object' && d.data !== null ? d.data : {};
   const bundle: DisplayOutput = { ...d, data };
-  if (rasterImage(bundle) || mimeText(data['image/svg+xml']) !== undefined) return displayModelText({ ...bundle, summary: undefined });
-  const hasText = !!bundle.summary || ['text/markdown', 'text/plain', 'text/latex', 'application/json'].some((m) => data[m] !== undefined);
+  if (displayImageOf(bundle)) return displayModelText({ ...bundle, summary: undefined });
+  const hasText = !!bundle.summary || MODEL_READS.some((m) => data[m] !== undefined);
   if (!hasText && mimeText(data['text/html']) !== undefined) return '[HTML output]';
   const text = displayModelText(bundle, DISPLAY_CHARS);
   const lines = text.split('\n');
@@ -69,10 +72,7 @@ function imageOutputText(o: ImageOutput): string {
   const url = parseDataUrl(o.url);
   if (!url) return `[image at ${clip(String(o.url), 200)}]`;
   const size = sizeLabel(imageSize(url.mime, url.base64));
-  return `[image${size ? ` ${size}` : ''}, ${url.mime
-    .replace(/^image\//, '')
-    .replace(/\+xml$/, '')
-    .toUpperCase()}]`;
+  return `[image${size ? ` ${size}` : ''}, ${imageTypeName(url.mime)}]`;
 }
 
 /** The code's output as it comes (text, displays named), one line per tool call, and the files it wrote. */

@@ -5,62 +5,35 @@
  * export and the providers' history builders all use them).
  */
 import { checkImagePixels, imageSize } from './imageHeader';
+import { bestFor, imageTypeName, mimeText, modelTextOf, VISION_MIMES, type PanelImageMime, type VisionMime } from './mimeTypes';
 import { headTail, partNote } from './outputBudget';
 import type { CodeInterpreterCallItem, CodeOutput, DisplayOutput } from './events';
-
-/** Raster image types a browser and the vision models take. */
-export const RASTER_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
-
-/** What the panel can draw, richest first (Jupyter's order, less what it cannot draw safely). */
-const PANEL_MIME_ORDER = [
-  'text/html',
-  'text/markdown',
-  'image/svg+xml',
-  'image/png',
-  'image/jpeg',
-  'image/gif',
-  'image/webp',
-  'text/latex',
-  'application/json',
-  'text/plain',
-] as const;
 
 function isDisplay(o: CodeOutput): o is DisplayOutput {
   return o.type === 'display';
 }
 
-/** The text of a MIME value: a string, or Jupyter's list of lines. */
-export function mimeText(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join('');
-  return undefined;
-}
-
-/** The first type of `order` the bundle has a usable value for. */
-export function preferredMime(data: Record<string, unknown>, order: readonly string[] = PANEL_MIME_ORDER): string | undefined {
-  for (const mime of order) {
-    if (!(mime in data)) continue;
-    const v = data[mime];
-    if (mime === 'application/json' || mime.endsWith('+json')) {
-      if (v !== undefined) return mime;
-    } else if (mimeText(v) !== undefined) return mime;
-  }
-  return undefined;
-}
-
 interface RasterImage {
-  mime: (typeof RASTER_MIMES)[number];
+  mime: VisionMime;
   /** Base64, no whitespace. */
   data: string;
 }
 
 /** The raster image of a display (PNG first), if it has one. */
 export function rasterImage(d: DisplayOutput): RasterImage | undefined {
-  for (const mime of RASTER_MIMES) {
+  for (const mime of VISION_MIMES) {
     const v = mimeText(d.data[mime]);
     if (v) return { mime, data: v.replace(/\s+/g, '') };
   }
   return undefined;
+}
+
+/** The image of a display: its raster image (base64), else its SVG (the text, perhaps empty). */
+export function displayImageOf(d: DisplayOutput): { mime: PanelImageMime; data: string } | undefined {
+  const raster = rasterImage(d);
+  if (raster) return raster;
+  const svg = mimeText(d.data['image/svg+xml']);
+  return svg === undefined ? undefined : { mime: 'image/svg+xml', data: svg };
 }
 
 /** A data URL for the image of a display: raster, else SVG (shown as an image, never as inline SVG). */
@@ -132,29 +105,29 @@ function capped(text: string, cap: number): string {
  */
 export function displayModelText(d: DisplayOutput, cap = MODEL_TEXT_CAP): string {
   if (typeof d.summary === 'string' && d.summary) return capped(d.summary, cap);
-  const raster = rasterImage(d);
-  if (raster) {
-    const size = sizeLabel(imageSize(raster.mime, raster.data));
-    return `[image${size ? ` ${size}` : ''}, ${raster.mime.slice(6).toUpperCase()}]`;
+  const mime = bestFor('model', d.data);
+  const how = mime && modelTextOf(mime);
+  if (!mime || !how) {
+    const types = Object.keys(d.data).slice(0, 5);
+    return `[a display of ${types.length ? types.join(', ') : 'no data'}]`;
   }
-  if (mimeText(d.data['image/svg+xml']) !== undefined) return '[SVG image]';
-  for (const mime of ['text/markdown', 'text/plain', 'text/latex']) {
-    const t = mimeText(d.data[mime]);
-    if (t !== undefined) return capped(t, cap);
+  const value = d.data[mime];
+  if (how === 'image') {
+    const data = mimeText(value)!.replace(/\s+/g, '');
+    const size = sizeLabel(imageSize(mime, data));
+    return `[image${size ? ` ${size}` : ''}, ${imageTypeName(mime)}]`;
   }
-  const json = d.data['application/json'];
-  if (json !== undefined) {
+  if (how === 'text') return capped(mimeText(value)!, cap);
+  if (how === 'json') {
     let text: string;
     try {
-      text = JSON.stringify(json);
+      text = JSON.stringify(value);
     } catch {
-      text = String(json);
+      text = String(value);
     }
     return capped(text ?? 'null', cap);
   }
-  if (mimeText(d.data['text/html']) !== undefined) return '[HTML output shown to the user]';
-  const types = Object.keys(d.data).slice(0, 5);
-  return `[a display of ${types.length ? types.join(', ') : 'no data'}]`;
+  return how;
 }
 
 /** The displays of an execution, in order. */
@@ -167,7 +140,7 @@ export function imageCount(item: CodeInterpreterCallItem): number {
   let n = 0;
   for (const o of item.outputs ?? []) {
     if (o.type === 'image') n++;
-    else if (o.type === 'display' && (rasterImage(o) || mimeText(o.data['image/svg+xml']) !== undefined)) n++;
+    else if (o.type === 'display' && displayImageOf(o)) n++;
   }
   return n;
 }

@@ -28,7 +28,7 @@ interface PixelSize {
   height: number;
 }
 
-type ImageFormat = 'PNG' | 'JPEG' | 'GIF' | 'WebP' | 'BMP';
+export type ImageFormat = 'PNG' | 'JPEG' | 'GIF' | 'WebP' | 'BMP';
 
 interface ImageHeader extends PixelSize {
   format: ImageFormat;

@@ -23,11 +23,10 @@ export interface ImageOutput {
 /**
  * A rich output of our own runtimes (the local guest and Jupyter): one display of the IPython display
  * protocol, as Jupyter's `display_data` and `execute_result` messages carry it: `display()`, a plot, the
- * last expression of the code when it is not JSON. `data` maps MIME types to their content: text types
- * (`text/plain`, `text/html`, `text/markdown`, `text/latex`, `image/svg+xml`) as strings, binary types
- * (`image/png`, `image/jpeg`, `image/gif`, `image/webp`) as base64 without a `data:` prefix, JSON types
- * (`application/json`, `*+json`) as JSON values. Readers pick the richest type they can show safely
- * (src/common/displays.ts).
+ * last expression of the code when it is not JSON. `data` maps MIME types to their content as the MIME
+ * catalogue (./mimeTypes) says: text types (`text/plain`, `text/html`, `image/svg+xml`, …) as strings, binary
+ * types (`image/png`, …) as base64 without a `data:` prefix, JSON types (`application/json`, `*+json`) as
+ * JSON values. Readers pick the richest type their place ranks (`bestFor`, ./mimeTypes; ./displays).
  */
 export interface DisplayOutput {
   type: 'display';

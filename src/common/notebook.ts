@@ -14,7 +14,8 @@
  * wherever it draws them (the panel, a CodeAct kernel's cells: ../vscode/notebook/cellOutputs).
  */
 import { base64ToText, parseDataUrl } from './dataUrl';
-import { capDisplayImages, mimeText } from './displays';
+import { capDisplayImages } from './displays';
+import { isNbformatJson, isText, mimeText } from './mimeTypes';
 import { DEFAULT_MAX_IMAGE_PIXELS } from './imageHeader';
 import type { CodeInterpreterCallItem, ContextCompacted } from './events';
 import { formatCount } from './format';
@@ -161,9 +162,6 @@ function codeCell(item: CodeInterpreterCallItem, cellId: string, count: number, 
   return { cell_type: 'code', id: cellId, metadata, source: lines(code), execution_count: count, outputs };
 }
 
-/** nbformat's JSON MIME types (any JSON value); every other type holds text (a string or a list of lines). */
-const JSON_MIME = /^application\/(?:[^/]*\+)?json$/;
-
 /**
  * A display's MIME bundle as nbformat keeps it: JSON types as they are, text types as lists of lines,
  * base64 as one string; a value of the wrong shape is left out. Undefined when nothing is left.
@@ -172,13 +170,13 @@ function bundleData(data: unknown): Record<string, unknown> | undefined {
   if (!data || typeof data !== 'object' || Array.isArray(data)) return undefined;
   const out: Record<string, unknown> = {};
   for (const [mime, value] of Object.entries(data as Record<string, unknown>)) {
-    if (JSON_MIME.test(mime)) {
+    if (isNbformatJson(mime)) {
       if (value !== undefined) out[mime] = value;
       continue;
     }
     const text = mimeText(value);
     if (text === undefined) continue;
-    out[mime] = mime.startsWith('text/') || mime === 'image/svg+xml' ? lines(text) : text;
+    out[mime] = isText(mime) ? lines(text) : text;
   }
   return Object.keys(out).length ? out : undefined;
 }
@@ -201,9 +199,9 @@ export function publicMetadata(metadata: unknown): Record<string, unknown> {
 function imageData(url: string): Record<string, unknown> {
   const parsed = parseDataUrl(url);
   if (!parsed || !parsed.mime.startsWith('image/')) return { 'text/plain': [`<image at ${String(url).slice(0, 500)}>`] };
-  if (parsed.mime === 'image/svg+xml') {
+  if (isText(parsed.mime)) {
     const svg = base64ToText(parsed.base64);
-    return svg === undefined ? { 'text/plain': ['<image>'] } : { 'image/svg+xml': lines(svg), 'text/plain': ['<image>'] };
+    return svg === undefined ? { 'text/plain': ['<image>'] } : { [parsed.mime]: lines(svg), 'text/plain': ['<image>'] };
   }
   return { [parsed.mime]: parsed.base64, 'text/plain': ['<image>'] };
 }

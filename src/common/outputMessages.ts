@@ -5,9 +5,10 @@
  * base64, sizes, a file name without a path.
  */
 
-/** Image types an image message may carry (raster as base64, SVG as its text). */
-const IMAGE_MIMES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'] as const;
-export type ImageMime = (typeof IMAGE_MIMES)[number];
+import { extensionOf, isBinary, isPanelImage, type PanelImageMime } from './mimeTypes';
+
+/** Image types an image message may carry (raster as base64, SVG as its text): the ones the panel draws. */
+export type ImageMime = PanelImageMime;
 /** Characters of image data a message may carry (a display is capped at a few MB by the host). */
 const MAX_IMAGE_CHARS = 48 * 1024 * 1024;
 /** A default file name the page may suggest: `plot-3.png`. */
@@ -49,11 +50,11 @@ export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | L
     case 'image.open':
     case 'image.save': {
       const { mime, data } = m;
-      if (typeof mime !== 'string' || !(IMAGE_MIMES as readonly string[]).includes(mime)) return undefined;
+      if (typeof mime !== 'string' || !isPanelImage(mime)) return undefined;
       if (typeof data !== 'string' || !data || data.length > MAX_IMAGE_CHARS) return undefined;
-      if (mime !== 'image/svg+xml' && !BASE64.test(data)) return undefined;
-      const name = typeof m.name === 'string' && IMAGE_NAME.test(m.name) ? m.name : `image.${mime === 'image/svg+xml' ? 'svg' : mime.slice(6)}`;
-      return { type: m.type, mime: mime as ImageMime, data, name };
+      if (isBinary(mime) && !BASE64.test(data)) return undefined;
+      const name = typeof m.name === 'string' && IMAGE_NAME.test(m.name) ? m.name : `image.${extensionOf(mime)}`;
+      return { type: m.type, mime, data, name };
     }
     case 'file.open':
     case 'file.save':

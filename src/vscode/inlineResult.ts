@@ -7,7 +7,8 @@
  * after-line text, show invisible and bidirectional characters as markers (`<U+202E>`: ../common/untrusted).
  */
 import { parseDataUrl, textToBase64 } from '../common/dataUrl';
-import { imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
+import { displayImageOf, imageSize, sizeLabel } from '../common/displays';
+import { isBinary } from '../common/mimeTypes';
 import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../common/imageHeader';
 import { logsOf, type CodeInterpreterCallItem } from '../common/events';
 import { clip, formatElapsed } from '../common/format';
@@ -61,11 +62,9 @@ function imagesOf(item: CodeInterpreterCallItem, maxPixels: number): Array<Hover
     let width: number | undefined;
     let height: number | undefined;
     if (o.type === 'display') {
-      const raster = rasterImage(o);
-      const svg = raster ? undefined : mimeText(o.data['image/svg+xml']);
-      if (raster) [mime, base64] = [raster.mime, raster.data];
-      else if (svg !== undefined) [mime, base64] = ['image/svg+xml', textToBase64(svg)];
-      else continue;
+      const shown = displayImageOf(o);
+      if (!shown) continue;
+      [mime, base64] = [shown.mime, isBinary(shown.mime) ? shown.data : textToBase64(shown.data)];
       // The display's own width (a HiDPI plot says half its pixel width), else the image's.
       const meta = (o.metadata?.[mime] ?? {}) as { width?: unknown; height?: unknown };
       if (typeof meta.width === 'number' && meta.width > 0) width = meta.width;
@@ -80,7 +79,7 @@ function imagesOf(item: CodeInterpreterCallItem, maxPixels: number): Array<Hover
       [mime, base64] = [url.mime, url.base64];
     } else continue;
     if (o.type === 'display') n++;
-    const size = mime === 'image/svg+xml' ? undefined : imageSize(mime, base64);
+    const size = imageSize(mime, base64);
     const label = `image ${n}${sizeLabel(size) ? `, ${sizeLabel(size)}` : ''}`;
     if (!BASE64.test(base64) || !/^image\/[a-z0-9.+-]+$/.test(mime)) {
       out.push({ label, note: 'not a valid image' });

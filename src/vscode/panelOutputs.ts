@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS, imageHeader } from '../common/imageHeader';
+import { imageTypeName, isBinary, isRaster, MIME_TYPES, type PanelImageMime } from '../common/mimeTypes';
 import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
 import { writeFileAtomic } from '../core/util/atomicFile';
 import type { PanelOutputsApis } from './panelOutputs.apis';
@@ -18,16 +19,11 @@ import type { PanelOutputsApis } from './panelOutputs.apis';
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
 const MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 
-const IMAGE_FILTERS: Record<string, Record<string, string[]>> = {
-  'image/png': { 'PNG image': ['png'] },
-  'image/jpeg': { 'JPEG image': ['jpg', 'jpeg'] },
-  'image/gif': { 'GIF image': ['gif'] },
-  'image/webp': { 'WebP image': ['webp'] },
-  'image/svg+xml': { 'SVG image': ['svg'] },
-};
-
-/** The format ../common/imageHeader reads from the bytes of each raster type the panel sends. */
-const FORMAT: Record<string, string> = { 'image/png': 'PNG', 'image/jpeg': 'JPEG', 'image/gif': 'GIF', 'image/webp': 'WebP' };
+/** The save dialog's filter for an image type: its label and extensions ("JPEG image": jpg, jpeg). */
+function imageFilter(mime: PanelImageMime): Record<string, string[]> {
+  const row = MIME_TYPES[mime];
+  return { [row.label]: [...row.extensions] };
+}
 
 /** VS Code's image preview (the built-in media preview): SVG opens as text unless asked for it. */
 export const IMAGE_PREVIEW = 'imagePreview.previewEditor';
@@ -61,11 +57,12 @@ export class PanelOutputs {
 
   /** The image's bytes, checked. */
   private bytes(m: ImageMessage): Buffer {
-    const buf = m.mime === 'image/svg+xml' ? Buffer.from(m.data, 'utf8') : Buffer.from(m.data, 'base64');
+    const binary = isBinary(m.mime);
+    const buf = Buffer.from(m.data, binary ? 'base64' : 'utf8');
     if (!buf.length) throw new Error('The image is empty.');
     if (buf.length > MAX_IMAGE_BYTES) throw new Error(`The image is over ${MAX_IMAGE_BYTES / 1024 / 1024} MB.`);
-    if (m.mime === 'image/svg+xml' ? !/<svg[\s>]/i.test(buf.subarray(0, 65536).toString('utf8')) : imageHeader(buf)?.format !== FORMAT[m.mime]) {
-      throw new Error(`That is not a ${m.mime === 'image/svg+xml' ? 'SVG' : m.mime.slice(6).toUpperCase()} image.`);
+    if (binary ? imageHeader(buf)?.format !== MIME_TYPES[m.mime].image.format : !/<svg[\s>]/i.test(buf.subarray(0, 65536).toString('utf8'))) {
+      throw new Error(`That is not a ${imageTypeName(m.mime)} image.`);
     }
     return buf;
   }
@@ -81,7 +78,7 @@ export class PanelOutputs {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(file, buf, { mode: 0o600 });
     // The image preview shows raster images by itself; SVG would open as its XML text.
-    await this.deps.apis.openFile(file, m.mime === 'image/svg+xml' ? IMAGE_PREVIEW : undefined);
+    await this.deps.apis.openFile(file, isRaster(m.mime) ? undefined : IMAGE_PREVIEW);
     return file;
   }
 
@@ -92,7 +89,7 @@ export class PanelOutputs {
     const target = await this.deps.apis.showSaveDialog({
       title: 'Save Image',
       defaultPath: folder ? join(folder, safeName(m.name)) : safeName(m.name),
-      filters: IMAGE_FILTERS[m.mime],
+      filters: imageFilter(m.mime),
     });
     if (!target) return undefined;
     await writeFileAtomic(target, buf);

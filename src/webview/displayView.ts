@@ -1,11 +1,12 @@
 /**
  * One rich output of an execution, drawn with the richest MIME type the panel can draw safely
- * (`preferredMime`, `PANEL_MIME_ORDER`): HTML through the strict sanitiser (./htmlOutput), markdown through
+ * (`bestFor('panel', …)`, the panel's ranks in ../common/mimeTypes): HTML through the strict sanitiser (./htmlOutput), markdown through
  * the messages' pipeline (./markdown), images as `<img>` (./imageOutput), LaTeX and plain text as text, JSON
  * in the JSON tree. Every text is bounded.
  */
 import type { DisplayOutput } from '../common/events';
-import { capDisplayImages, mimeText, preferredMime } from '../common/displays';
+import { capDisplayImages } from '../common/displays';
+import { bestFor, isJson, isPanelImage, mimeText } from '../common/mimeTypes';
 import { countNewlines } from '../common/transcript';
 import { formatCount, h } from './dom';
 import { lazyHtmlOutput } from './htmlOutput';
@@ -22,8 +23,8 @@ const DISPLAY_LINE_CAP = 500;
 
 /** Whether a display draws as an image (the execution counts its images for their default names). */
 export function isImageDisplay(d: DisplayOutput): boolean {
-  const mime = preferredMime(d.data);
-  return mime !== undefined && mime.startsWith('image/');
+  const mime = bestFor('panel', d.data);
+  return mime !== undefined && isPanelImage(mime);
 }
 
 const ANSI = /\u001b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\u001b[@-Z\\-_]/g;
@@ -56,7 +57,7 @@ function textBlock(text: string, cls: string): HTMLElement {
 export function renderDisplay(shown: DisplayOutput, n: number, env: ImageEnv): HTMLElement {
   // Each image's header within the pixel cap before an <img> (or the full-size view) can decode it.
   const d = capDisplayImages(shown, env.maxImagePixels());
-  const mime = preferredMime(d.data);
+  const mime = bestFor('panel', d.data);
   const wrap = h('div', { class: `display${d.result ? ' display-result' : ''}`, 'data-mime': mime ?? 'none' });
   if (mime === undefined) {
     const types = Object.keys(d.data).slice(0, 5).join(', ');
@@ -65,12 +66,12 @@ export function renderDisplay(shown: DisplayOutput, n: number, env: ImageEnv): H
     );
     return wrap;
   }
-  if (mime.startsWith('image/')) {
+  if (isPanelImage(mime)) {
     const img = displayImage(d);
     if (img) wrap.append(renderImage(d, img, n, env));
     return wrap;
   }
-  if (mime === 'application/json') {
+  if (isJson(mime)) {
     wrap.append(renderJson(d.data[mime], { expandDepth: 1 }));
     return wrap;
   }

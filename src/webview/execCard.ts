@@ -10,6 +10,7 @@ import { discoveryText, toolsSectionLabel } from './discoveryCall';
 import { formatElapsed } from '../common/format';
 import { parseDataUrl } from '../common/dataUrl';
 import { checkImagePixels } from '../common/imageHeader';
+import { isRaster, rasterFormatList } from '../common/mimeTypes';
 import { argsPreview, formatCount, h, setText, toggle, uid } from './dom';
 import { IncrementalHighlighter } from './highlight';
 import { icon, spinner, type IconName } from './icons';
@@ -478,11 +479,11 @@ function shortId(id: string): string {
  */
 function hostedImage(url: string, n: number, maxPixels: number): HTMLElement {
   const parsed = parseDataUrl(url);
-  const raster = parsed && /^image\/(png|jpeg|gif|webp|bmp)$/.test(parsed.mime) ? parsed : undefined;
+  const raster = parsed && isRaster(parsed.mime) ? parsed : undefined;
   const check = raster ? checkImagePixels(raster.mime, raster.base64, maxPixels) : undefined;
   if (!check?.ok) {
     const note =
-      check?.note ?? `[codeact: image ${n} was not shown: it is not a PNG, JPEG, GIF, WebP or BMP data URL, so its size cannot be read before it decodes.]`;
+      check?.note ?? `[codeact: image ${n} was not shown: it is not a ${rasterFormatList()} data URL, so its size cannot be read before it decodes.]`;
     return h('div', { class: 'display-note exec-image-note', text: note });
   }
   return h('figure', { class: 'exec-image' }, h('img', { src: url, alt: `Image ${n} produced by the code`, loading: 'lazy' }));

@@ -5,6 +5,7 @@
  * copied out says why (`note`), and one whose session ended says so once the host finds it gone.
  */
 import type { FileOutput } from '../common/events';
+import { mimeLabel } from '../common/mimeTypes';
 import type { WebviewToHost } from '../common/protocol';
 import { h, setText } from './dom';
 import { icon } from './icons';
@@ -29,26 +30,11 @@ function fileName(f: FileOutput): string {
   return (f.filename && baseName(f.filename)) || (f.path && baseName(f.path)) || f.file_id || 'file';
 }
 
-const MIME_LABEL: Record<string, string> = {
-  'text/csv': 'CSV',
-  'application/json': 'JSON',
-  'text/plain': 'Text',
-  'text/html': 'HTML',
-  'text/markdown': 'Markdown',
-  'application/pdf': 'PDF',
-  'application/zip': 'ZIP',
-  'image/png': 'PNG image',
-  'image/jpeg': 'JPEG image',
-  'image/gif': 'GIF image',
-  'image/svg+xml': 'SVG image',
-  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'Excel workbook',
-  'application/vnd.apache.parquet': 'Parquet',
-};
-
 /** "CSV", "PNG image", or the extension in capitals. */
 function fileType(f: FileOutput): string {
   const mime = f.mime_type?.split(';')[0].trim().toLowerCase();
-  if (mime && MIME_LABEL[mime]) return MIME_LABEL[mime];
+  const known = mime && mimeLabel(mime);
+  if (known) return known;
   const ext = /\.([A-Za-z0-9]{1,10})$/.exec(fileName(f))?.[1];
   if (ext) return ext.toUpperCase();
   return mime && mime !== 'application/octet-stream' ? mime : 'File';

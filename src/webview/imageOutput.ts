@@ -5,7 +5,8 @@
  * and opens VS Code's image preview); its toolbar copies it (the clipboard of the page, as PNG) and saves it.
  */
 import type { DisplayOutput } from '../common/events';
-import { displayImageUrl, imageSize, mimeText, rasterImage, sizeLabel } from '../common/displays';
+import { displayImageOf, displayImageUrl, imageSize, sizeLabel } from '../common/displays';
+import { extensionOf, imageTypeName, isRaster } from '../common/mimeTypes';
 import type { ImageMime } from '../common/outputMessages';
 import type { WebviewToHost } from '../common/protocol';
 import { h } from './dom';
@@ -29,16 +30,13 @@ interface DisplayImage {
 export function displayImage(d: DisplayOutput): DisplayImage | undefined {
   const url = displayImageUrl(d);
   if (!url) return undefined;
-  const raster = rasterImage(d);
-  if (raster) return { mime: raster.mime, data: raster.data, url };
-  return { mime: 'image/svg+xml', data: mimeText(d.data['image/svg+xml']) ?? '', url };
+  const img = displayImageOf(d);
+  return img && { ...img, url };
 }
-
-const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'image/svg+xml': 'svg' };
 
 /** "plot-3.png": the default name of the n-th image of an execution. */
 function imageFileName(n: number, mime: string): string {
-  return `plot-${n}.${EXT[mime] ?? 'png'}`;
+  return `plot-${n}.${extensionOf(mime) ?? 'png'}`;
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v > 0 && v < 100_000 ? Math.round(v) : undefined);
@@ -48,7 +46,7 @@ function displaySize(d: DisplayOutput, img: DisplayImage): { width: number; heig
   const meta = d.metadata?.[img.mime];
   const mw = meta && typeof meta === 'object' ? num((meta as { width?: unknown }).width) : undefined;
   const mh = meta && typeof meta === 'object' ? num((meta as { height?: unknown }).height) : undefined;
-  const own = img.mime === 'image/svg+xml' ? svgSize(img.data) : imageSize(img.mime, img.data);
+  const own = isRaster(img.mime) ? imageSize(img.mime, img.data) : svgSize(img.data);
   if (mw && mh) return { width: mw, height: mh };
   if (own && own.width > 0 && own.height > 0) {
     if (mw) return { width: mw, height: Math.round((own.height * mw) / own.width) };
@@ -91,7 +89,7 @@ async function pngBlob(img: DisplayImage): Promise<Blob> {
   const hgt = el.naturalHeight || el.height;
   const canvas = document.createElement('canvas');
   // SVG is drawn at twice its size, so the copy stays sharp.
-  const scale = img.mime === 'image/svg+xml' ? 2 : 1;
+  const scale = isRaster(img.mime) ? 1 : 2;
   canvas.width = Math.max(1, Math.min(8192, w * scale));
   canvas.height = Math.max(1, Math.min(8192, hgt * scale));
   canvas.getContext('2d')?.drawImage(el, 0, 0, canvas.width, canvas.height);
@@ -108,7 +106,7 @@ async function copyImage(img: DisplayImage): Promise<void> {
 /** The figure of an image display, with its toolbar. `n`: the how-many-th image of its execution (for names). */
 export function renderImage(d: DisplayOutput, img: DisplayImage, n: number, env: ImageEnv): HTMLElement {
   const size = displaySize(d, img);
-  const kind = img.mime === 'image/svg+xml' ? 'SVG' : img.mime.slice(6).toUpperCase();
+  const kind = imageTypeName(img.mime);
   const label = `Image ${n}${size ? `, ${sizeLabel(size)}` : ''} ${kind}`;
   const el = h('img', {
     src: img.url,

@@ -162,6 +162,29 @@ describe('codeact --outputs: saving images and files', () => {
     assert.equal(readFileSync(path.join(dir, 'exec-1-file-2.csv'), 'utf8'), 'x,y\n');
   });
 
+  it('names inline files and hosted images by the MIME catalogue’s extension; an image type it does not know is not saved', () => {
+    const b64 = (text: string) => Buffer.from(text).toString('base64');
+    const inline = (mime: string) => ({ type: 'file' as const, mime_type: mime, url: `data:${mime};base64,${b64('x')}` });
+    const report = new OutputSaver(dir).save(
+      exec(
+        [
+          { type: 'image', url: `data:image/bmp;base64,${b64('BM')}` },
+          { type: 'image', url: `data:image/tiff;base64,${b64('II*')}` },
+          inline('application/json'),
+          inline('text/markdown'),
+          inline('image/jpeg'),
+          inline('application/x-thing'),
+        ],
+        { runtime: 'gemini' },
+      ),
+    );
+    assert.deepEqual(report.unsaved, [{ kind: 'image', name: 'image 2', reason: 'an unsupported type (image/tiff)' }]);
+    assert.deepEqual(
+      report.saved.map((s) => s.name),
+      ['exec-1-image-1.bmp', 'exec-1-file-1.json', 'exec-1-file-2.md', 'exec-1-file-3.jpg', 'exec-1-file-4.bin'],
+    );
+  });
+
   it('an execution with nothing to save writes nothing and says nothing', () => {
     const report = new OutputSaver(dir).save(
       exec([

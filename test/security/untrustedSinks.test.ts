@@ -146,6 +146,7 @@ const KNOWN: Record<string, string> = {
   'src/webview/execCard.ts: e.line': 'a line number',
   'src/webview/execCard.ts: check?.note': "CodeAct's wording of an image's size against the cap (common/imageHeader)",
   'src/webview/execCard.ts: n': "the image's number in the execution",
+  'src/webview/execCard.ts: rasterFormatList()': "CodeAct's own list of the raster formats whose size it reads (common/mimeTypes)",
   'src/webview/fileChips.ts: label': "a sink wrapper's parameter (actionButton): its callers pass CodeAct's own labels",
   "src/webview/itemCards.ts: /language-([\\w-]+)/.exec(pre.querySelector('code')?.className ?? '')?.[1]":
     'matched by [\\w-]+: ASCII letters, digits, _ and - only',

@@ -97,4 +97,21 @@ describe('notebook outputs: the pixel cap', () => {
     assert.deepEqual(Object.keys(later.view()[0]), ['text/plain']);
     assert.match(String(later.view()[0]['text/plain']), NOTE);
   });
+
+  it('writes each value as the MIME catalogue says: binary types as their bytes, text as UTF-8, JSON types as their JSON', async () => {
+    const cell = new Cell();
+    const w = new CellOutputWriter(cell, () => 1);
+    const pdf = Buffer.from('%PDF-1.4 x');
+    w.onEvent({
+      type: 'codeact.output.display',
+      item_id: 'exec_1',
+      output: display({ 'application/pdf': pdf.toString('base64'), 'application/vnd.x+json': { a: 1 }, 'image/svg+xml': ['<svg', '/>'], 'text/plain': 'doc' }),
+    });
+    await w.finish(item([]));
+    const items = new Map(cell.outputs[0].items.map((i) => [i.mime, Buffer.from(i.data).toString('utf8')]));
+    assert.equal(items.get('application/pdf'), '%PDF-1.4 x');
+    assert.equal(items.get('application/vnd.x+json'), '{"a":1}');
+    assert.equal(items.get('image/svg+xml'), '<svg/>');
+    assert.equal(items.get('text/plain'), 'doc');
+  });
 });

@@ -489,6 +489,31 @@ describe('notebook cell outputs and digest', () => {
     const long = notebookDigest([{ kind: 'code', source: 'y = 1\n'.repeat(20_000), outputs: [] }]);
     assert.ok(long.length <= 16_000, `bounded: ${long.length}`);
   });
+
+  it("names a cell's images and HTML in the digest's order and reads its markdown, else its plain text, else its JSON", () => {
+    const item = (mime: string, text?: string) => ({ mime, bytes: 10, ...(text === undefined ? {} : { text }) });
+    const digestOf = (items: ReturnType<typeof item>[]) =>
+      notebookDigest([{ kind: 'code', source: 'x', executionOrder: 1, outputs: [{ items }] }])
+        .split('│ ')
+        .pop();
+    const all = [
+      item('text/html', '<b>x</b>'),
+      item('image/gif'),
+      item('image/webp'),
+      item('image/svg+xml', '<svg/>'),
+      item('application/json', '{"a":1}'),
+      item('image/jpeg'),
+      item('text/plain', 'plain'),
+      item('image/png'),
+      item('text/markdown', '**md**'),
+    ];
+    assert.equal(digestOf(all), '[image (image/png), image (image/jpeg), image (image/svg+xml), image (image/gif), HTML] **md**');
+    assert.equal(
+      digestOf(all.filter((i) => i.mime !== 'text/markdown')),
+      '[image (image/png), image (image/jpeg), image (image/svg+xml), image (image/gif), HTML] plain',
+    );
+    assert.equal(digestOf([item('application/json', '{"a":1}'), item('image/webp')]), '{"a":1}');
+  });
 });
 
 describe('notebook kernel on the Jupyter runtime (codeact.runtime "jupyter", a real jupyter-server)', function () {

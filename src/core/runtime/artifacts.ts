@@ -9,6 +9,7 @@ import { rmSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { FileOutput } from '../../common/events';
+import { mimeOfExtension } from '../../common/mimeTypes';
 import { ownTempDir } from './local/tempFolders';
 
 const MAX_DEPTH = 8;
@@ -16,44 +17,9 @@ const MAX_COMPONENT = 200;
 /** What all copies of one runtime may take on disk before the oldest executions' copies go. */
 const DEFAULT_STORE_BYTES = 512 * 1024 * 1024;
 
-const MIME_BY_EXT: Record<string, string> = {
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  gif: 'image/gif',
-  webp: 'image/webp',
-  svg: 'image/svg+xml',
-  bmp: 'image/bmp',
-  csv: 'text/csv',
-  tsv: 'text/tab-separated-values',
-  txt: 'text/plain',
-  log: 'text/plain',
-  md: 'text/markdown',
-  json: 'application/json',
-  jsonl: 'application/x-ndjson',
-  html: 'text/html',
-  htm: 'text/html',
-  xml: 'application/xml',
-  yaml: 'application/yaml',
-  yml: 'application/yaml',
-  py: 'text/x-python',
-  ipynb: 'application/x-ipynb+json',
-  pdf: 'application/pdf',
-  zip: 'application/zip',
-  gz: 'application/gzip',
-  parquet: 'application/vnd.apache.parquet',
-  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-  xls: 'application/vnd.ms-excel',
-  pkl: 'application/octet-stream',
-  npy: 'application/octet-stream',
-  sqlite: 'application/vnd.sqlite3',
-  db: 'application/vnd.sqlite3',
-};
-
-/** The MIME type of a file name, by its extension (application/octet-stream when unknown). */
+/** The MIME type of a file name, by its extension (../../common/mimeTypes; application/octet-stream when unknown). */
 function mimeOfName(name: string): string {
-  const ext = path.extname(name).slice(1).toLowerCase();
-  return MIME_BY_EXT[ext] ?? 'application/octet-stream';
+  return mimeOfExtension(path.extname(name).slice(1)) ?? 'application/octet-stream';
 }
 
 /** A relative path from untrusted input, made safe, or undefined when it cannot be. */

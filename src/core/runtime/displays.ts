@@ -6,6 +6,7 @@
 import { capDisplayImages } from '../../common/displays';
 import type { DisplayOutput } from '../../common/events';
 import { formatBytes } from '../../common/format';
+import { isJson } from '../../common/mimeTypes';
 
 /** Caps of the files the code wrote, copied out after each execution (RuntimeLimits carries them). */
 interface FileLimits {
@@ -63,16 +64,16 @@ export function normaliseDisplay(raw: {
   for (const [mime, value] of Object.entries(data as Record<string, unknown>)) {
     if (types >= MAX_TYPES) break;
     if (!MIME.test(mime)) continue;
-    const isJson = mime === 'application/json' || mime.endsWith('+json');
+    const json = isJson(mime);
     if (typeof value === 'string') {
       out[mime] = value;
       bytes += value.length;
-    } else if (Array.isArray(value) && !isJson && value.length <= 100_000 && value.every((v) => typeof v === 'string')) {
+    } else if (Array.isArray(value) && !json && value.length <= 100_000 && value.every((v) => typeof v === 'string')) {
       // Jupyter's list-of-lines form of a text value.
       const text = value.join('');
       out[mime] = text;
       bytes += text.length;
-    } else if (isJson && value !== undefined) {
+    } else if (json && value !== undefined) {
       out[mime] = value;
       bytes += jsonSize(value);
     } else continue;

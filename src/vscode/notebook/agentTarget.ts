@@ -10,6 +10,7 @@
 import type { CodeInterpreterCallItem } from '../../common/events';
 import { headTail, partNote } from '../../common/outputBudget';
 import { quoteBlock, quoteInline } from '../../common/quoteData';
+import { notebookAs, rankedFor } from '../../common/mimeTypes';
 import { afterReview, announceDone, cancelledError, executionItem } from '../../core/runtime/execution';
 import type { ExecuteOptions, ExecuteRequest, Runtime } from '../../core/runtime/types';
 import { newId } from '../../core/util/ids';
@@ -171,9 +172,12 @@ function outputText(o: DigestOutput): string {
   const stream = by.get(STDOUT_MIME) ?? by.get(STDERR_MIME);
   if (stream) return o.items.map((i) => i.text ?? '').join('');
   const kinds: string[] = [];
-  for (const mime of ['image/png', 'image/jpeg', 'image/svg+xml', 'image/gif', 'text/html'])
-    if (by.has(mime)) kinds.push(mime === 'text/html' ? 'HTML' : `image (${mime})`);
-  const text = by.get('text/markdown')?.text ?? by.get('text/plain')?.text ?? by.get('application/json')?.text;
+  let text: string | undefined;
+  for (const mime of rankedFor('notebook')) {
+    const as = notebookAs(mime);
+    if (as === 'text') text ??= by.get(mime)?.text;
+    else if (by.has(mime)) kinds.push(as === 'HTML' ? 'HTML' : `image (${mime})`);
+  }
   return [kinds.length ? `[${kinds.join(', ')}]` : '', text ?? ''].filter(Boolean).join(' ');
 }
 

@@ -16,7 +16,8 @@
  * sequence but a safe colour passes. What the cell holds is what it shows, and a saved notebook keeps that.
  */
 import type { CodeActEvent, CodeInterpreterCallItem, DisplayOutput, StreamName } from '../../common/events';
-import { capDisplayImages, mimeText } from '../../common/displays';
+import { capDisplayImages } from '../../common/displays';
+import { isBinary, isNbformatJson, mimeText } from '../../common/mimeTypes';
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { clip, formatElapsed } from '../../common/format';
 import { publicMetadata } from '../../common/notebook';
@@ -60,22 +61,17 @@ function base64Bytes(b64: string): Uint8Array {
   return new Uint8Array(Buffer.from(b64, 'base64'));
 }
 
-/** nbformat's JSON MIME types hold any JSON value; the rest hold text. */
-const JSON_MIME = /^application\/(?:[^/]*\+)?json$/;
-/** Binary types: base64 in the bundle, bytes in the cell. */
-const BINARY_MIME = /^image\/(?:png|jpeg|gif|webp|bmp)$/;
-
 /** A display's bundle as output items; values of the wrong shape are left out. */
 function displayItems(d: DisplayOutput): OutputItemData[] {
   const items: OutputItemData[] = [];
   for (const [mime, value] of Object.entries(d.data ?? {})) {
-    if (JSON_MIME.test(mime)) {
+    if (isNbformatJson(mime)) {
       if (value !== undefined) items.push({ mime, data: utf8(JSON.stringify(value)) });
       continue;
     }
     const text = mimeText(value);
     if (text === undefined) continue;
-    items.push({ mime, data: BINARY_MIME.test(mime) ? base64Bytes(text.replace(/\s+/g, '')) : utf8(text) });
+    items.push({ mime, data: isBinary(mime) ? base64Bytes(text.replace(/\s+/g, '')) : utf8(text) });
   }
   return items;
 }

@@ -12,9 +12,10 @@ import * as vscode from 'vscode';
 import type { NotebookTargetState } from '../../common/protocol';
 import type { CodeActController } from '../controller';
 import { notebookNote, notebookTurnRuntime, otherKernelNote, type DigestCell, type FinishedCell, type NotebookTurn } from './agentTarget';
-import type { CellOutputData, OutputItemData } from './cellOutputs';
+import { ERROR_MIME, STDERR_MIME, STDOUT_MIME, type CellOutputData, type OutputItemData } from './cellOutputs';
 import { NotebookKernels, type CellBatch, type CellExecution } from './kernelRunner';
 import { forDisplay } from '../../common/untrusted';
+import { isJson, isText } from '../../common/mimeTypes';
 
 const CONTROLLER_ID = 'codeact-kernel';
 const NOTEBOOK_TYPE = 'jupyter-notebook';
@@ -60,13 +61,16 @@ function codeactMeta(cell: vscode.NotebookCell): Record<string, unknown> | undef
   return m && typeof m === 'object' ? (m as Record<string, unknown>) : undefined;
 }
 
+/** VS Code's own stream and error items: text, as the text and JSON types of the MIME catalogue are. */
+const NOTEBOOK_TEXT: readonly string[] = [STDOUT_MIME, STDERR_MIME, ERROR_MIME];
+
 /** A cell as the model reads it (./agentTarget's digest). */
 function digestCell(cell: vscode.NotebookCell): DigestCell {
   const outputs = cell.outputs.map((o) => ({
     items: o.items.map((i) => ({
       mime: i.mime,
       bytes: i.data.byteLength,
-      text: /^(text\/|application\/(vnd\.code\.notebook\.(stdout|stderr|error)|json))/.test(i.mime) ? decoder.decode(i.data.subarray(0, 64 * 1024)) : undefined,
+      text: isText(i.mime) || isJson(i.mime) || NOTEBOOK_TEXT.includes(i.mime) ? decoder.decode(i.data.subarray(0, 64 * 1024)) : undefined,
     })),
   }));
   return {

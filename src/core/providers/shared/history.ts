@@ -8,7 +8,8 @@ import { fenceFor, jsonData, quoteBlock, quoteInline, quoteName } from '../../..
 import type { AttachedImage, FunctionCallItem, FunctionCallOutputItem, OutputItem } from '../../../common/events';
 import { modelSeesImages, providerInfo } from './catalog';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type ProviderId, type TurnRequest } from './types';
-import { RASTER_MIMES, base64Bytes, displayModelText, sizeLabel } from '../../../common/displays';
+import { base64Bytes, displayModelText, sizeLabel } from '../../../common/displays';
+import { imageTypeName, isVision } from '../../../common/mimeTypes';
 import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../../../common/imageHeader';
 
 /**
@@ -111,7 +112,7 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** An image a provider will take: a raster type and base64 data (a saved transcript may hold anything). */
 function validImage(img: unknown): img is AttachedImage {
   const i = img as AttachedImage | undefined;
-  return !!i && typeof i.data === 'string' && i.data.length > 0 && (RASTER_MIMES as readonly string[]).includes(i.mime_type) && BASE64.test(i.data);
+  return !!i && typeof i.data === 'string' && i.data.length > 0 && isVision(i.mime_type) && BASE64.test(i.data);
 }
 
 /** "640×480 " when the image says its size in whole pixels, else "". */
@@ -127,7 +128,7 @@ function sourceOf(img: AttachedImage): string {
 
 /** "640×480 PNG" (or "PNG" when the size is unknown). */
 function imageLabel(img: AttachedImage): string {
-  return `${sizeOf(img)}${img.mime_type.slice(6).toUpperCase()}`;
+  return `${sizeOf(img)}${imageTypeName(img.mime_type)}`;
 }
 
 function imagesOf(item: ConversationItem): AttachedImage[] {

@@ -19,7 +19,14 @@ own_builtins(globals())  # the guest's own builtins, bound at import (codeact_va
 
 TEXT_LIMIT = 100_000  # characters of text/plain
 MAX_MIMES = 32
-BINARY = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "application/pdf"))
+# The binary types (base64 in a bundle): the rows of src/common/mimeTypes.ts whose value is binary
+# (test/common/mimeTypes.test.ts checks that both say the same).
+BINARY = frozenset((
+    "image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "application/pdf",
+    "application/zip", "application/gzip", "application/vnd.apache.parquet",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "application/vnd.ms-excel",
+    "application/vnd.sqlite3", "application/octet-stream",
+))
 RASTER = ("image/png", "image/jpeg")
 REPR_METHODS = (
     ("_repr_html_", "text/html"),
