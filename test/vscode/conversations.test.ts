@@ -59,7 +59,7 @@ describe('vscode conversations (fake seams)', () => {
           store,
           memory,
           folders: { forNewConversation: () => '/work/a', reset: () => void f.resets++ },
-          settingsFor: () => ({ provider: 'openai', model: 'gpt-test', mode: 'local' }),
+          settingsFor: () => ({ provider: 'openai', model: 'gpt-test', mode: 'code' }),
           busy: () => f.busy,
           sessions: () => ({ has: (id) => f.live.has(id), close: async (id) => void (f.closed.push(id), f.live.delete(id)) }),
           variables: f.variables,
