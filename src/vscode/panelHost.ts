@@ -32,7 +32,7 @@ export interface PanelHostDeps {
 }
 
 /** The handler of each message the page may send: exhaustive, so a new message type is a compile error until it has one. */
-export type PanelHandlers = { [K in WebviewToHost['type']]: (m: WebviewToHost & { type: K }) => unknown };
+type PanelHandlers = { [K in WebviewToHost['type']]: (m: WebviewToHost & { type: K }) => unknown };
 
 /** The page's own commands (HostCommand): each the one VS Code command it maps to; the page never names arbitrary ones. */
 function hostCommands(apis: PanelHostApis): Record<HostCommand, (setting?: string) => PromiseLike<unknown>> {

@@ -72,10 +72,9 @@ function rig(values: Record<string, unknown> = {}): Rig {
   const apis = new FakePanelHostApis();
   const posted: HostToWebview[] = [];
   const asked: unknown[][] = [];
-  const file = async (what: string, m: unknown) => {
+  const file = async (what: string, m: unknown): Promise<void> => {
     asked.push([what, m]);
     if (r.fileError) throw r.fileError;
-    return undefined;
   };
   const notebooks: PanelHostDeps['notebooks'] = {
     turn: () => undefined,
@@ -84,10 +83,10 @@ function rig(values: Record<string, unknown> = {}): Rig {
     revealCell: async (uri, itemId) => void asked.push(['revealCell', uri, itemId]),
   };
   const outputs: PanelHostDeps['outputs'] = {
-    openImage: (m) => file('openImage', m),
-    saveImage: (m) => file('saveImage', m),
+    openImage: async (m) => (await file('openImage', m), '/tmp/plot-1.png'),
+    saveImage: async (m) => (await file('saveImage', m), undefined),
     openFile: (m) => file('openFile', m),
-    saveFile: (m) => file('saveFile', m),
+    saveFile: async (m) => (await file('saveFile', m), undefined),
     copyPath: (m) => file('copyPath', m),
   };
   const host = new PanelHost({
@@ -115,6 +114,8 @@ function rig(values: Record<string, unknown> = {}): Rig {
 
 describe('vscode panel host (fake seams)', () => {
   let r: Rig;
+  /** The open conversation (a call: never narrowed by an earlier assertion). */
+  const current = () => r.h.controller.currentConversation;
   afterEach(async () => {
     r?.host.dispose();
     await r?.h.controller.shutdown();
@@ -130,7 +131,7 @@ describe('vscode panel host (fake seams)', () => {
   it("ready: the host state, the transcript, the input Ask left waiting; then the turn's events in batches", async () => {
     r = rig();
     r.host.setInput('Which orders are late?', true);
-    assert.deepEqual(r.posted, [], 'nothing goes to a page that is not ready');
+    assert.deepEqual([...r.posted], [], 'nothing goes to a page that is not ready');
     await r.send({ type: 'ready', protocol: 1, seq: 0 });
     const [init] = r.of('init');
     assert.equal(init.state.trusted, true);
@@ -143,7 +144,7 @@ describe('vscode panel host (fake seams)', () => {
     r.posted.length = 0;
     await r.h.controller.runCode('x = 1', 'first run');
     await tick();
-    const convo = r.h.controller.currentConversation!;
+    const convo = current()!;
     const [reset] = r.of('reset');
     assert.equal(reset.conversationId, convo.id, 'a new conversation resets the page');
     const streamed = [...reset.events, ...r.of('events').flatMap((b) => b.events)].map((e) => e.type);
@@ -155,7 +156,7 @@ describe('vscode panel host (fake seams)', () => {
     const last = r.of('events').at(-1)!;
     r.posted.length = 0;
     await r.send({ type: 'resync', seq: last.seq - 1, conversationId: convo.id, epoch: reset.epoch });
-    assert.deepEqual(r.posted, [last]);
+    assert.deepEqual([...r.posted], [last]);
     r.posted.length = 0;
     await r.send({ type: 'resync', seq: last.seq, conversationId: convo.id, epoch: 'another host' });
     assert.deepEqual(
@@ -174,23 +175,23 @@ describe('vscode panel host (fake seams)', () => {
     ]);
     await r.send({ type: 'runCode', code: 'x = 1' });
     assert.deepEqual(r.apis.calls, [['showUntrusted', 'Running code with tools']]);
-    assert.equal(r.h.controller.currentConversation, undefined);
+    assert.equal(current(), undefined);
     assert.equal(r.h.runtimes.built.length, 0);
   });
 
   it('history: the list, reopening says a gone session, delete; clear asks first and a refusal deletes nothing', async () => {
     r = rig();
     await r.h.controller.runCode('a = 1', 'first');
-    const first = r.h.controller.currentConversation!.id;
+    const first = current()!.id;
     await r.send({ type: 'newConversation' });
-    assert.equal(r.h.controller.currentConversation, undefined);
+    assert.equal(current(), undefined);
     await r.send({ type: 'history.list' });
     assert.deepEqual(
       r.of('history')[0].conversations.map((c) => c.id),
       [first],
     );
     await r.send({ type: 'history.open', conversationId: first });
-    assert.equal(r.h.controller.currentConversation?.id, first);
+    assert.equal(current()?.id, first);
     assert.match(r.of('notice')[0].message, /reopened: its earlier Python session is gone/);
 
     r.posted.length = 0;
@@ -201,20 +202,20 @@ describe('vscode panel host (fake seams)', () => {
     r.apis.confirmAnswer = true;
     await r.send({ type: 'history.clear' });
     assert.deepEqual(r.of('history')[1].conversations, []);
-    assert.equal(r.h.controller.currentConversation, undefined);
+    assert.equal(current(), undefined);
 
     await r.h.controller.runCode('b = 1', 'second');
-    const second = r.h.controller.currentConversation!.id;
+    const second = current()!.id;
     await r.send({ type: 'history.delete', conversationId: second });
     assert.deepEqual(r.of('history').at(-1)!.conversations, []);
-    assert.equal(r.h.controller.currentConversation, undefined);
+    assert.equal(current(), undefined);
   });
 
   it('a malformed message is logged and ignored; a failing handler is logged and shown; no session to restart is said', async () => {
     r = rig();
     await r.send({ type: 'send' });
     await r.send({ type: 'nonsense' });
-    assert.deepEqual(r.posted, []);
+    assert.deepEqual([...r.posted], []);
     assert.equal(r.h.log.lines.filter((l) => l.startsWith('warn panel: ignored a malformed message')).length, 2);
     await r.send({ type: 'openFullOutput', itemId: 'exec_gone' });
     assert.deepEqual(r.of('notice'), [{ type: 'notice', level: 'error', message: 'That output is no longer available.' }]);
@@ -280,7 +281,7 @@ describe('vscode panel host (fake seams)', () => {
       r.asked.map((a) => a[0]),
       ['setTarget', 'useKernel', 'revealCell', 'openImage', 'saveImage', 'openFile'],
     );
-    assert.deepEqual(r.posted, [], 'nothing failed');
+    assert.deepEqual([...r.posted], [], 'nothing failed');
 
     r.h.apis.workspaceFolders = [
       { name: 'a', path: '/work/a' },
@@ -308,7 +309,7 @@ describe('vscode panel host (fake seams)', () => {
     await r.send({ type: 'exportNotebook' });
     assert.deepEqual(r.apis.calls, [['showInformationMessage', 'CodeAct: there is no conversation to export yet.']]);
     await r.h.controller.runCode('x = 1', 'Late orders: Q3 / EU!');
-    const convo = r.h.controller.currentConversation!;
+    const convo = current()!;
     r.apis.calls.length = 0;
     await r.send({ type: 'exportNotebook', conversationId: convo.id });
     assert.deepEqual(r.apis.names, ['saveAs'], 'cancelled: nothing written or said');
