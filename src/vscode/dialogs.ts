@@ -6,15 +6,12 @@ import { conversationToNotebook } from '../common/notebook';
 import type { CodeActController } from './controller';
 import type { PanelHostApis } from './panelHost.apis';
 
-/** The confirmation before every conversation is deleted (the panel's history view and CodeAct: Clear History). */
-export const CLEAR_HISTORY = { message: 'Delete every CodeAct conversation?', button: 'Delete All' } as const;
-
 /** Restart Session found no live session (the panel's notice; the command's toast says it after "CodeAct: "). */
 export const NO_SESSION_TO_RESTART = 'There was no live session to restart: the next run starts a new one.';
 
-/** Asks, then deletes every conversation. Resolves with whether it did. */
-export async function clearHistory(controller: Pick<CodeActController, 'clearHistory'>, apis: Pick<PanelHostApis, 'confirm'>): Promise<boolean> {
-  if (!(await apis.confirm(CLEAR_HISTORY.message, CLEAR_HISTORY.button))) return false;
+/** Asks, then deletes every conversation (the panel's history view and CodeAct: Clear History). Resolves with whether it did. */
+export async function clearHistory(controller: Pick<CodeActController, 'clearHistory'>, apis: Pick<PanelHostApis, 'showWarningMessage'>): Promise<boolean> {
+  if (!(await apis.showWarningMessage('Delete every CodeAct conversation?', { modal: true }, 'Delete All'))) return false;
   controller.clearHistory();
   return true;
 }

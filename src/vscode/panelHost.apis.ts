@@ -37,8 +37,8 @@ export interface PanelHostApis {
   /** A URI as the person reads it: relative to its workspace folder. */
   relativePath(uri: string): string;
   openExternal(href: string): PromiseLike<unknown>;
-  /** A modal warning with one button: whether the person pressed it. */
-  confirm(message: string, button: string): PromiseLike<boolean>;
+  /** A warning (`modal`: a dialog): the button pressed, or undefined when dismissed. */
+  showWarningMessage(message: string, options: { modal: boolean }, ...items: string[]): PromiseLike<string | undefined>;
   showInformationMessage(message: string, ...items: string[]): PromiseLike<string | undefined>;
   /** The Workspace Trust refusal, with "Manage Workspace Trust" (./trust). */
   showUntrusted(what: string): void;
@@ -84,7 +84,7 @@ export const vscodePanelHostApis: PanelHostApis = {
   },
   relativePath: (uri) => vscode.workspace.asRelativePath(vscode.Uri.parse(uri)),
   openExternal: (href) => vscode.env.openExternal(vscode.Uri.parse(href)),
-  confirm: async (message, button) => (await vscode.window.showWarningMessage(message, { modal: true }, button)) === button,
+  showWarningMessage: (message, options, ...items) => vscode.window.showWarningMessage(message, options, ...items),
   showInformationMessage: (message, ...items) => vscode.window.showInformationMessage(message, ...items),
   showUntrusted,
 };

@@ -345,8 +345,8 @@ export function callTool(name: string, args: Record<string, unknown> = {}): Scri
 /** The panel host's seam (src/vscode/panelHost.apis.ts): every call recorded, dialogs answered by script. */
 export class FakePanelHostApis implements PanelHostApis {
   readonly calls: unknown[][] = [];
-  /** The modal confirmation's answer. */
-  confirmAnswer = false;
+  /** The warning's answer (a modal confirmation's button, or undefined: dismissed). */
+  warningAnswer: Answer;
   /** The Save As dialog's answer (undefined: cancelled); what was written there. */
   saveTarget: string | undefined = undefined;
   readonly saved: Array<{ options: SaveAsOptions; bytes: Uint8Array }> = [];
@@ -387,9 +387,9 @@ export class FakePanelHostApis implements PanelHostApis {
     this.calls.push(['openExternal', href]);
     return true;
   }
-  async confirm(message: string, button: string): Promise<boolean> {
-    this.calls.push(['confirm', message, button]);
-    return this.confirmAnswer;
+  async showWarningMessage(message: string, options: { modal: boolean }, ...items: string[]): Promise<string | undefined> {
+    this.calls.push(['showWarningMessage', message, options, ...items]);
+    return answer(this.warningAnswer, message, items);
   }
   async showInformationMessage(message: string, ...items: string[]): Promise<string | undefined> {
     this.calls.push(['showInformationMessage', message, ...items]);

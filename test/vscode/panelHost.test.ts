@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type { HostToWebview, WebviewToHost } from '../../src/common/protocol';
 import { parseWebviewMessage } from '../../src/common/protocolCheck';
-import { CLEAR_HISTORY, NO_SESSION_TO_RESTART } from '../../src/vscode/dialogs';
+import { NO_SESSION_TO_RESTART } from '../../src/vscode/dialogs';
 import { PanelHost, type PanelHostDeps } from '../../src/vscode/panelHost';
 import { FileGoneError } from '../../src/vscode/panelOutputs';
 import { MANAGE_TRUST, untrustedMessage } from '../../src/vscode/untrusted';
@@ -196,10 +196,10 @@ describe('vscode panel host (fake seams)', () => {
 
     r.posted.length = 0;
     await r.send({ type: 'history.clear' });
-    assert.deepEqual(r.apis.calls, [['confirm', CLEAR_HISTORY.message, CLEAR_HISTORY.button]]);
+    assert.deepEqual(r.apis.calls, [['showWarningMessage', 'Delete every CodeAct conversation?', { modal: true }, 'Delete All']]);
     assert.equal(r.h.controller.listConversations().length, 1, 'declined: nothing deleted');
     assert.equal(r.of('history')[0].conversations.length, 1);
-    r.apis.confirmAnswer = true;
+    r.apis.warningAnswer = 'Delete All';
     await r.send({ type: 'history.clear' });
     assert.deepEqual(r.of('history')[1].conversations, []);
     assert.equal(current(), undefined);
