@@ -6,7 +6,8 @@
 import * as vscode from 'vscode';
 import { PROVIDER_CATALOG, providerInfo } from '../core/providers/shared/catalog';
 import type { ChatPanels } from './chatPanel';
-import { exportNotebook } from './chatPanel';
+import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
+import { vscodePanelHostApis } from './panelHost.apis';
 import type { CodeActController } from './controller';
 import type { McpSignIn } from './mcpAuth';
 import type { CodeActNotebookKernel } from './notebook/kernel';
@@ -86,9 +87,7 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
       } else id = live[0]?.id;
     }
     const had = await controller.restartSession(id);
-    void vscode.window.showInformationMessage(
-      had ? 'CodeAct: the Python session was restarted; its variables are gone.' : 'CodeAct: there was no live session; the next run starts a new one.',
-    );
+    void vscode.window.showInformationMessage(had ? 'CodeAct: the Python session was restarted; its variables are gone.' : `CodeAct: ${NO_SESSION_TO_RESTART}`);
   });
   command('codeact.setApiKey', async () => {
     const provider = await secrets.promptForKey();
@@ -116,9 +115,8 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
         })
       : m.label;
     if (!model) return;
+    await vscodePanelHostApis.saveModel(p.id, model);
     const c = vscode.workspace.getConfiguration('codeact');
-    await c.update('provider', p.id, vscode.ConfigurationTarget.Global);
-    await c.update('model', model, vscode.ConfigurationTarget.Global);
     // codeact.baseUrl is the setting's older name, still read (core/config/keys.ts).
     if (p.id === 'openai-compatible' && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
       const url = await vscode.window.showInputBox({
@@ -135,11 +133,8 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
   command('codeact.selectPythonEnvironment', () => pythonEnvs.select());
   command('codeact.showLog', () => log.show());
   command('codeact.newConversation', () => controller.newConversation());
-  command('codeact.exportNotebook', () => exportNotebook(controller));
-  command('codeact.clearHistory', async () => {
-    const ok = await vscode.window.showWarningMessage('Delete every CodeAct conversation?', { modal: true }, 'Delete All');
-    if (ok) controller.clearHistory();
-  });
+  command('codeact.exportNotebook', () => exportNotebook(controller, vscodePanelHostApis));
+  command('codeact.clearHistory', () => clearHistory(controller, vscodePanelHostApis));
   command('codeact.showTools', async () => {
     const { tools, errors } = controller.toolSet();
     const refused = controller.trustGate('Using workspace tools');

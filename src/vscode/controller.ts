@@ -1,7 +1,7 @@
 /**
- * The extension's controller: the current conversation and its transcript, switching conversations, the variables
- * view, the turns (core/turn: prompts as chat turns, code as code turns), with stop, and the one trust gate. Its parts:
- * ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
+ * The extension's controller: it composes the parts and runs the turns (core/turn: prompts as chat turns, code as
+ * code turns), with stop, the variables view and the one trust gate. Its parts: ./conversations (the open one,
+ * history, a document's), ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
  */
 import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
@@ -17,7 +17,8 @@ import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
 import { downloadHostedFile, providerFor } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory, conversationSummary, openedNotice, REOPENED_NOTE, ranLocalCode, closeInterrupted } from './conversationMemory';
+import { ConversationMemory } from './conversationMemory';
+import { Conversations, type RunDocument } from './conversations';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
 import { WorkspaceTools } from './workspaceTools';
@@ -35,22 +36,20 @@ export { UntrustedWorkspaceError };
 
 /** What a front door adds to a turn: its listener (the vocabulary, no turn markers) and VS Code's cancellation. */
 type TurnExtras = { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken };
-type RunDocument = { uri: string; name: string; folder?: string };
 type RunExtras = TurnExtras & { document?: RunDocument };
 
 export class CodeActController {
   readonly store: TranscriptStore;
   readonly log: Log;
-  private conversation?: Conversation;
   private readonly events = new Emitter<TranscriptEvent>((err) => this.log.error(`event listener failed: ${(err as Error).message}`));
   private readonly stateChanged = new Emitter<void>((err) => this.log.error(`state listener failed: ${(err as Error).message}`));
   private readonly variables: VariablesTracker;
-  /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
-  private staleSession?: string;
   private readonly turn = new TurnSlot();
   /** VS Code is closing or reloading: a turn stopped now was interrupted, not stopped by the user. */
   private closing = false;
   readonly memory: ConversationMemory;
+  /** The open conversation, the history, a document's conversation (./conversations). */
+  private readonly conversations: Conversations;
   private readonly outputs = new RecentOutputs();
   private readonly apis: ControllerApis;
   private readonly secrets: ControllerDeps['secrets'];
@@ -117,15 +116,22 @@ export class CodeActController {
       refreshVariables: () => void this.refreshVariables(),
     });
     this.memory = new ConversationMemory(this.store, deps.workspaceState);
-    // The conversation open before a reload or a restart comes back (its variables do not).
-    this.conversation = this.memory.restoreOpen();
-    if (this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
+    this.conversations = new Conversations({
+      store: this.store,
+      memory: this.memory,
+      folders: this.folders,
+      settingsFor: (f) => this.settingsFor(f),
+      busy: () => this.turn.busy,
+      sessions: (id) => this.runtimes.of(id)?.sessions,
+      variables: this.variables,
+      changed: () => this.fireState(),
+      refreshVariables: () => void this.refreshVariables(),
+    });
   }
 
-  /** The open conversation changes: remembered across reloads. */
-  private setConversation(conversation: Conversation | undefined): void {
-    this.conversation = conversation;
-    this.memory.rememberOpen(conversation?.id);
+  /** The open conversation (./conversations). */
+  private get conversation(): Conversation | undefined {
+    return this.conversations.current;
   }
 
   // ---- state ----------------------------------------------------------------------------------
@@ -224,7 +230,7 @@ export class CodeActController {
   /** The person picked a folder in the panel's bar: the chat's turns run there (a fresh session: the model is told). */
   pickFolder(folder: string): void {
     if (this.turn.busy) throw new Error('Stop the running turn before changing its folder (CodeAct: Stop).');
-    if (this.folders.pick(folder) && this.conversation && ranLocalCode(this.conversation)) this.staleSession = this.conversation.id;
+    if (this.folders.pick(folder)) this.conversations.sessionMoved();
     this.fireState();
   }
 
@@ -250,85 +256,25 @@ export class CodeActController {
     this.events.fire(e);
   }
 
-  private ensureConversation(title: string): Conversation {
-    return this.conversation ?? this.switchTo(this.createConversation(title));
-  }
-
-  private createConversation(title: string, folder = this.folders.forNewConversation()): Conversation {
-    const s = this.settingsFor(folder);
-    return this.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: folder });
-  }
-
-  private switchTo(conversation: Conversation): Conversation {
-    this.setConversation(conversation);
-    this.fireState();
-    return conversation;
-  }
-
-  /** A running turn writes into its conversation: no switching under it. A document's run keeps the chat's session. */
-  private leaveConversation(keepSession = false): void {
-    if (this.turn.busy) throw new Error('Stop the running turn before switching conversations (CodeAct: Stop).');
-    const old = this.conversation;
-    old?.flush();
-    // A conversation's Jupyter kernel goes when the conversation is left.
-    if (old && !keepSession) void this.runtimes.of(old.id)?.sessions.close(old.id);
-    this.variables.shown = undefined;
-    this.staleSession = undefined;
-  }
-
   newConversation(): void {
-    this.leaveConversation();
-    this.setConversation(undefined);
-    this.folders.reset();
-    this.fireState();
+    this.conversations.startNew();
   }
 
-  /** A Run with Tools document's conversation, named after it (never whichever chat is open), opened for the panel. */
-  private documentConversation(doc: RunDocument): Conversation {
-    const known = this.memory.documentConversation(doc.uri);
-    if (known && known === this.conversation?.id) return this.conversation;
-    this.leaveConversation(true);
-    const convo = known && this.store.exists(known) ? this.store.open(known) : this.createConversation(doc.name, doc.folder);
-    this.memory.rememberDocument(doc.uri, convo.id);
-    return this.switchTo(convo);
-  }
-
-  /**
-   * Opens a conversation from history. A conversation whose code ran in a session that is gone, or whose file
-   * had damaged records, says so (the returned `notice`), and the model is told on the next turn, so neither relies on variables that
-   * no longer exist.
-   */
+  /** Opens a conversation from history; `notice`: what the panel says about it (./conversations). */
   openConversation(id: string): { conversation: Conversation; notice?: string } {
-    this.leaveConversation();
-    const conversation = closeInterrupted(this.store.open(id));
-    this.setConversation(conversation);
-    this.variables.shown = undefined;
-    const gone = ranLocalCode(conversation) && !this.runtimes.of(id)?.sessions.has(id);
-    if (gone) this.staleSession = id;
-    const notice = openedNotice(conversation, gone);
-    this.fireState();
-    void this.refreshVariables();
-    return { conversation, notice };
+    return this.conversations.reopen(id);
   }
 
   listConversations(): ConversationSummary[] {
-    return this.store.list().map(conversationSummary);
+    return this.conversations.list();
   }
 
   deleteConversation(id: string): void {
-    if (this.conversation?.id === id) {
-      this.leaveConversation();
-      this.setConversation(undefined);
-    }
-    this.store.delete(id);
-    this.fireState();
+    this.conversations.delete(id);
   }
 
   clearHistory(): void {
-    this.leaveConversation();
-    this.setConversation(undefined);
-    this.store.clear();
-    this.fireState();
+    this.conversations.clear();
   }
 
   fullOutput(itemId: string): CodeInterpreterCallItem | undefined {
@@ -399,7 +345,7 @@ export class CodeActController {
     this.requireTrust('Running code', 'prompt', folder);
     const s = this.settingsFor(folder);
     const signal = this.begin(titleFrom(prompt), extra?.token);
-    const convo = this.ensureConversation(prompt);
+    const convo = this.conversations.ensure(prompt);
     try {
       const turn = await runChatTurn({
         conversation: convo,
@@ -412,13 +358,13 @@ export class CodeActController {
         runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : (extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id))),
         agent: { beforeRun: s.mode === 'hosted' ? undefined : this.approvals.beforeRun(this.settingsFor(folder).reviewCode) },
         gateway: await this.tools.gateway(false, folder),
-        sessionNote: [this.staleSession === convo.id ? REOPENED_NOTE : '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
+        sessionNote: [this.conversations.sessionNote(convo.id) ?? '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
         signal,
         onEvent: this.relay(extra?.onEvent),
       });
       const result = turn.result;
       if (result) {
-        if (this.staleSession === convo.id) this.staleSession = undefined;
+        this.conversations.ran(convo.id);
         this.variables.ranChat(convo);
         if (extra?.notebook?.session) this.variables.shown = extra.notebook.session;
         if (result.error && result.status !== 'cancelled') this.log.warn(`turn failed: ${result.error.code}: ${result.error.message}`);
@@ -441,9 +387,9 @@ export class CodeActController {
     // A document runs in its own folder (with that folder's settings and tools); other code in the chat's.
     const folder = extra?.document?.folder ?? this.folders.require();
     // A document's runs go to its own conversation (switched to before the run starts: never under a running one).
-    const docConvo = extra?.document && !this.turn.busy ? this.documentConversation(extra.document) : undefined;
+    const docConvo = extra?.document && !this.turn.busy ? this.conversations.ofDocument(extra.document) : undefined;
     const signal = this.begin(label, extra?.token);
-    const convo = docConvo ?? this.ensureConversation(label);
+    const convo = docConvo ?? this.conversations.ensure(label);
     const s = this.settingsFor(folder);
     // A document's runs share the document's own session (# %% cells build on one another); the rest, the chat's.
     const sessionId = extra?.document ? documentSessionId(extra.document.uri) : convo.id;

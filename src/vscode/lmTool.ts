@@ -7,7 +7,7 @@ import { logsOf, type CodeActEvent } from '../common/events';
 import { executionSummary } from '../core/agent/agent';
 import { displayModelText, displaysOf } from '../common/displays';
 import type { CodeActController } from './controller';
-import { untrustedMessage } from './trust';
+import { untrustedMessage } from './untrusted';
 
 interface ToolInput {
   code: string;

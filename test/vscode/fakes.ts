@@ -18,6 +18,7 @@ import type { RuntimeCacheApis } from '../../src/vscode/runtimeCache.apis';
 import { Emitter } from '../../src/common/emitter';
 import { CodeActController } from '../../src/vscode/controller';
 import type { Log, ControllerApis } from '../../src/vscode/controller.apis';
+import type { PanelHostApis, SaveAsOptions } from '../../src/vscode/panelHost.apis';
 
 /** `codeact.<key>` values as the user set them, resolved by the one policy. */
 export function resolved(values: Record<string, unknown>, trusted: boolean): ResolvedConfig {
@@ -339,4 +340,66 @@ export function callTool(name: string, args: Record<string, unknown> = {}): Scri
     );
     return { value };
   };
+}
+
+/** The panel host's seam (src/vscode/panelHost.apis.ts): every call recorded, dialogs answered by script. */
+export class FakePanelHostApis implements PanelHostApis {
+  readonly calls: unknown[][] = [];
+  /** The warning's answer (a modal confirmation's button, or undefined: dismissed). */
+  warningAnswer: Answer;
+  /** The Save As dialog's answer (undefined: cancelled); what was written there. */
+  saveTarget: string | undefined = undefined;
+  readonly saved: Array<{ options: SaveAsOptions; bytes: Uint8Array }> = [];
+  infoAnswer: Answer;
+
+  async executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    this.calls.push(['executeCommand', command, ...args]);
+    return undefined;
+  }
+  async saveModel(provider: string, model: string): Promise<void> {
+    this.calls.push(['saveModel', provider, model]);
+  }
+  async writeClipboard(text: string): Promise<void> {
+    this.calls.push(['writeClipboard', text]);
+  }
+  async insertCode(code: string): Promise<void> {
+    this.calls.push(['insertCode', code]);
+  }
+  async openText(content: string, language: string): Promise<void> {
+    this.calls.push(['openText', content, language]);
+  }
+  async withProgress<T>(title: string, task: () => PromiseLike<T>): Promise<T> {
+    this.calls.push(['withProgress', title]);
+    return task();
+  }
+  async saveAs(options: SaveAsOptions, bytes: () => Uint8Array): Promise<string | undefined> {
+    this.calls.push(['saveAs', options.title]);
+    if (this.saveTarget) this.saved.push({ options, bytes: bytes() });
+    return this.saveTarget;
+  }
+  async openUri(uri: string, viewType?: string): Promise<void> {
+    this.calls.push(['openUri', uri, ...(viewType ? [viewType] : [])]);
+  }
+  relativePath(uri: string): string {
+    return uri.replace(/^file:\/\/\/work\//, '');
+  }
+  async openExternal(href: string): Promise<boolean> {
+    this.calls.push(['openExternal', href]);
+    return true;
+  }
+  async showWarningMessage(message: string, options: { modal: boolean }, ...items: string[]): Promise<string | undefined> {
+    this.calls.push(['showWarningMessage', message, options, ...items]);
+    return answer(this.warningAnswer, message, items);
+  }
+  async showInformationMessage(message: string, ...items: string[]): Promise<string | undefined> {
+    this.calls.push(['showInformationMessage', message, ...items]);
+    return answer(this.infoAnswer, message, items);
+  }
+  showUntrusted(what: string): void {
+    this.calls.push(['showUntrusted', what]);
+  }
+  /** The names of the calls made, in order. */
+  get names(): string[] {
+    return this.calls.map((c) => String(c[0]));
+  }
 }

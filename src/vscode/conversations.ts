@@ -1,0 +1,157 @@
+/**
+ * The chat's conversations: the open one (remembered across reloads, restored at start), opening one from
+ * the history, leaving one (its Jupyter kernel goes), a Run with Tools document's own conversation, and the
+ * history's list, delete and clear. A conversation reopened without its Python session is "stale" until a
+ * turn runs in it: the model is told once (`REOPENED_NOTE`). No `vscode` import: the controller composes it.
+ */
+import type { ConversationSummary } from '../common/protocol';
+import { titleFrom, type Conversation, type TranscriptStore } from '../core/agent/transcriptStore';
+import type { RuntimeSessions } from '../core/runtime/types';
+import { closeInterrupted, conversationSummary, openedNotice, ranLocalCode, REOPENED_NOTE, type ConversationMemory } from './conversationMemory';
+import type { CodeActSettings } from './settings';
+
+/** A Run with Tools document: its URI (the key of its conversation), its name (the title) and its folder. */
+export interface RunDocument {
+  uri: string;
+  name: string;
+  folder?: string;
+}
+
+export interface ConversationsDeps {
+  store: TranscriptStore;
+  memory: ConversationMemory;
+  /** The folder a new conversation takes, and the reset of the person's pick when one starts. */
+  folders: { forNewConversation(): string | undefined; reset(): void };
+  settingsFor(folder: string | undefined): Pick<CodeActSettings, 'provider' | 'model' | 'mode'>;
+  /** A turn runs (it writes into the open conversation: no switching under it). */
+  busy(): boolean;
+  /** The live sessions of a session id's runtime (none: no runtime has it). */
+  sessions(id: string): Pick<RuntimeSessions, 'has' | 'close'> | undefined;
+  /** The variables view: the session it shows (cleared when the conversation changes). */
+  variables: { shown?: { id: string; label: string } };
+  /** The open conversation changed: the panel's state is stale. */
+  changed(): void;
+  refreshVariables(): void;
+}
+
+export const BUSY_SWITCH = 'Stop the running turn before switching conversations (CodeAct: Stop).';
+
+export class Conversations {
+  private open?: Conversation;
+  /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
+  private stale?: string;
+
+  constructor(private readonly deps: ConversationsDeps) {
+    // The conversation open before a reload or a restart comes back (its variables do not).
+    this.open = deps.memory.restoreOpen();
+    if (this.open && ranLocalCode(this.open)) this.stale = this.open.id;
+  }
+
+  get current(): Conversation | undefined {
+    return this.open;
+  }
+
+  /** The open conversation changes: remembered across reloads. */
+  private set(conversation: Conversation | undefined): void {
+    this.open = conversation;
+    this.deps.memory.rememberOpen(conversation?.id);
+  }
+
+  /** The open conversation, or a new one titled from the prompt or run label. */
+  ensure(title: string): Conversation {
+    return this.open ?? this.switchTo(this.create(title));
+  }
+
+  private create(title: string, folder = this.deps.folders.forNewConversation()): Conversation {
+    const s = this.deps.settingsFor(folder);
+    return this.deps.store.create({ title: titleFrom(title), provider: s.provider, model: s.model, mode: s.mode, workspace: folder });
+  }
+
+  private switchTo(conversation: Conversation): Conversation {
+    this.set(conversation);
+    this.deps.changed();
+    return conversation;
+  }
+
+  /** A running turn writes into its conversation: no switching under it. A document's run keeps the chat's session. */
+  private leave(keepSession = false): void {
+    if (this.deps.busy()) throw new Error(BUSY_SWITCH);
+    const old = this.open;
+    old?.flush();
+    // A conversation's Jupyter kernel goes when the conversation is left.
+    if (old && !keepSession) void this.deps.sessions(old.id)?.close(old.id);
+    this.deps.variables.shown = undefined;
+    this.stale = undefined;
+  }
+
+  /** The next turn starts a new conversation (in the folder the person picks next, or the active editor's). */
+  startNew(): void {
+    this.leave();
+    this.set(undefined);
+    this.deps.folders.reset();
+    this.deps.changed();
+  }
+
+  /** A Run with Tools document's conversation, named after it (never whichever chat is open), opened for the panel. */
+  ofDocument(doc: RunDocument): Conversation {
+    const known = this.deps.memory.documentConversation(doc.uri);
+    if (known && known === this.open?.id) return this.open;
+    this.leave(true);
+    const convo = known && this.deps.store.exists(known) ? this.deps.store.open(known) : this.create(doc.name, doc.folder);
+    this.deps.memory.rememberDocument(doc.uri, convo.id);
+    return this.switchTo(convo);
+  }
+
+  /**
+   * Opens a conversation from history. A conversation whose code ran in a session that is gone, or whose file
+   * had damaged records, says so (the returned `notice`), and the model is told on the next turn, so neither relies on variables that
+   * no longer exist.
+   */
+  reopen(id: string): { conversation: Conversation; notice?: string } {
+    this.leave();
+    const conversation = closeInterrupted(this.deps.store.open(id));
+    this.set(conversation);
+    this.deps.variables.shown = undefined;
+    const gone = ranLocalCode(conversation) && !this.deps.sessions(id)?.has(id);
+    if (gone) this.stale = id;
+    const notice = openedNotice(conversation, gone);
+    this.deps.changed();
+    this.deps.refreshVariables();
+    return { conversation, notice };
+  }
+
+  list(): ConversationSummary[] {
+    return this.deps.store.list().map(conversationSummary);
+  }
+
+  delete(id: string): void {
+    if (this.open?.id === id) {
+      this.leave();
+      this.set(undefined);
+    }
+    this.deps.store.delete(id);
+    this.deps.changed();
+  }
+
+  clear(): void {
+    this.leave();
+    this.set(undefined);
+    this.deps.store.clear();
+    this.deps.changed();
+  }
+
+  /** The chat's session moved (another folder): the open conversation's variables are gone, the model is told. */
+  sessionMoved(): void {
+    if (this.open && ranLocalCode(this.open)) this.stale = this.open.id;
+  }
+
+  /** What the model is told on a turn in this conversation about its session (none: nothing to say). */
+  sessionNote(id: string): string | undefined {
+    return this.stale === id ? REOPENED_NOTE : undefined;
+  }
+
+  /** A turn ran in the conversation: its session is the live one now. */
+  ran(id: string): void {
+    if (this.stale === id) this.stale = undefined;
+  }
+}

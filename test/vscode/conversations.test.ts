@@ -1,0 +1,185 @@
+/**
+ * The chat's conversations on their own (src/vscode/conversations.ts), over a real transcript store and fakes
+ * of the rest: restored at start, reopened from the history with what the person and the model are told,
+ * left (the session closed, never under a running turn), a document's own conversation, delete and clear.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { TranscriptStore, type Conversation } from '../../src/core/agent/transcriptStore';
+import { ConversationMemory, REOPENED_NOTE } from '../../src/vscode/conversationMemory';
+import { BUSY_SWITCH, Conversations, type ConversationsDeps } from '../../src/vscode/conversations';
+
+/** A conversation whose code ran in a local session (its variables die with the session). */
+function ranCode(store: TranscriptStore, title: string): Conversation {
+  const convo = store.create({ title });
+  convo.appendEvent({
+    type: 'response.output_item.done',
+    item: { type: 'code_interpreter_call', id: 'exec_1', status: 'completed', code: 'a = 1', runtime: 'local', outputs: [] },
+  });
+  convo.flush();
+  return convo;
+}
+
+interface Fixture {
+  conversations: Conversations;
+  store: TranscriptStore;
+  state: Map<string, unknown>;
+  live: Set<string>;
+  closed: string[];
+  changed: number;
+  refreshed: number;
+  resets: number;
+  busy: boolean;
+  variables: ConversationsDeps['variables'];
+  build(): Conversations;
+}
+
+describe('vscode conversations (fake seams)', () => {
+  let dir: string;
+  let f: Fixture;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'codeact-conversations-'));
+    const store = new TranscriptStore(path.join(dir, 'store'));
+    const state = new Map<string, unknown>();
+    const memory = new ConversationMemory(store, { get: <T>(k: string) => state.get(k) as T, update: async (k, v) => void state.set(k, v) });
+    f = {
+      store,
+      state,
+      live: new Set(),
+      closed: [],
+      changed: 0,
+      refreshed: 0,
+      resets: 0,
+      busy: false,
+      variables: {},
+      build: () =>
+        new Conversations({
+          store,
+          memory,
+          folders: { forNewConversation: () => '/work/a', reset: () => void f.resets++ },
+          settingsFor: () => ({ provider: 'openai', model: 'gpt-test', mode: 'code' }),
+          busy: () => f.busy,
+          sessions: () => ({ has: (id) => f.live.has(id), close: async (id) => void (f.closed.push(id), f.live.delete(id)) }),
+          variables: f.variables,
+          changed: () => void f.changed++,
+          refreshVariables: () => void f.refreshed++,
+        }),
+      conversations: undefined as never,
+    };
+    f.conversations = f.build();
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('the open conversation is remembered and comes back at start; one whose code ran tells the model its session is gone, until a turn runs', () => {
+    const c = f.conversations;
+    assert.equal(c.current, undefined);
+    const made = c.ensure('Which orders are late?');
+    assert.equal(made.meta.title, 'Which orders are late?');
+    assert.equal(made.meta.workspace, '/work/a', 'a new conversation takes the folder for new ones');
+    assert.equal(made.meta.model, 'gpt-test');
+    assert.equal(c.ensure('another prompt'), made, 'the open one is kept');
+    assert.equal(f.state.get('codeact.openConversation'), made.id);
+    assert.equal(c.sessionNote(made.id), undefined, 'a new conversation has nothing to be told');
+
+    const old = ranCode(f.store, 'ran code');
+    f.state.set('codeact.openConversation', old.id);
+    const restored = f.build();
+    assert.equal(restored.current?.id, old.id);
+    assert.equal(restored.sessionNote(old.id), REOPENED_NOTE);
+    restored.ran(old.id);
+    assert.equal(restored.sessionNote(old.id), undefined);
+  });
+
+  it('reopening from the history leaves the open one (its session closed), says a gone session to the person and the model; a live one says nothing', () => {
+    const c = f.conversations;
+    const first = ranCode(f.store, 'first');
+    const open = c.ensure('open');
+    f.variables.shown = { id: 'doc_x', label: 'x.py' };
+    const { conversation, notice } = c.reopen(first.id);
+    assert.equal(conversation.id, first.id);
+    assert.equal(c.current?.id, first.id);
+    assert.deepEqual(f.closed, [open.id], "the left conversation's session is closed");
+    assert.equal(f.variables.shown, undefined, 'the variables view shows the reopened conversation');
+    assert.match(notice ?? '', /reopened: its earlier Python session is gone/);
+    assert.equal(c.sessionNote(first.id), REOPENED_NOTE);
+    assert.equal(f.state.get('codeact.openConversation'), first.id);
+    assert.ok(f.refreshed > 0 && f.changed > 0);
+
+    c.startNew();
+    assert.equal(c.current, undefined);
+    assert.equal(f.resets, 1, "a new conversation resets the folder bar's pick");
+    assert.equal(c.sessionNote(first.id), undefined, 'leaving forgets what the model was to be told');
+    f.live.add(first.id);
+    const again = c.reopen(first.id);
+    assert.equal(again.notice, undefined, 'its session lives: nothing to say');
+    assert.equal(c.sessionNote(first.id), undefined);
+  });
+
+  it('never switches under a running turn', () => {
+    const c = f.conversations;
+    const open = c.ensure('open');
+    const other = f.store.create({ title: 'other' });
+    other.flush();
+    f.busy = true;
+    assert.throws(() => c.reopen(other.id), { message: BUSY_SWITCH });
+    assert.throws(() => c.startNew(), { message: BUSY_SWITCH });
+    assert.throws(() => c.delete(open.id), { message: BUSY_SWITCH });
+    assert.throws(() => c.clear(), { message: BUSY_SWITCH });
+    assert.equal(c.current?.id, open.id);
+    assert.deepEqual(
+      c
+        .list()
+        .map((s) => s.id)
+        .sort(),
+      [open.id, other.id].sort(),
+    );
+  });
+
+  it("a document's runs go to its own conversation, named after it, kept across runs; the chat's session stays alive", () => {
+    const c = f.conversations;
+    const chat = c.ensure('chat');
+    const doc = { uri: 'file:///work/b/report.py', name: 'report.py', folder: '/work/b' };
+    const mine = c.ofDocument(doc);
+    assert.notEqual(mine.id, chat.id);
+    assert.equal(mine.meta.title, 'report.py');
+    assert.equal(mine.meta.workspace, '/work/b', "the document's folder, not the chat's");
+    assert.deepEqual(f.closed, [], "the chat's session is kept");
+    assert.equal(c.ofDocument(doc), mine, 'the same conversation while it is open');
+    c.reopen(chat.id);
+    assert.equal(c.ofDocument(doc).id, mine.id, 'and after another was opened');
+  });
+
+  it('pick another folder: a conversation whose code ran tells the model its session moved', () => {
+    const c = f.conversations;
+    const chat = c.ensure('chat only');
+    c.sessionMoved();
+    assert.equal(c.sessionNote(chat.id), undefined, 'no code ran: nothing was lost');
+    const ran = ranCode(f.store, 'ran');
+    f.live.add(ran.id);
+    c.reopen(ran.id);
+    c.sessionMoved();
+    assert.equal(c.sessionNote(ran.id), REOPENED_NOTE);
+  });
+
+  it('delete leaves the open conversation only when it is the one deleted; clear leaves everything', () => {
+    const c = f.conversations;
+    const first = c.ensure('first');
+    const second = f.store.create({ title: 'second' });
+    second.flush();
+    c.delete(second.id);
+    assert.equal(c.current?.id, first.id);
+    assert.deepEqual(
+      c.list().map((s) => s.id),
+      [first.id],
+    );
+    c.delete(first.id);
+    assert.equal(c.current, undefined);
+    assert.equal(f.state.get('codeact.openConversation'), undefined);
+    c.ensure('third');
+    c.clear();
+    assert.equal(c.current, undefined);
+    assert.deepEqual(c.list(), []);
+  });
+});
