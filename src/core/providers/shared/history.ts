@@ -10,6 +10,7 @@ import { modelSeesImages, providerInfo } from './catalog';
 import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type ProviderId, type TurnRequest } from './types';
 import { RASTER_MIMES, base64Bytes, displayModelText, sizeLabel } from '../../../common/displays';
 import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../../../common/imageHeader';
+import { runtimeInfo } from '../../../common/runtimes';
 
 /**
  * A neutral text rendering of a hosted item another provider produced (for cross-provider history).
@@ -47,7 +48,7 @@ export function foreignItemText(item: OutputItem): string | undefined {
 
 /** True for code items run by our own runtimes: their result reaches the model as a function_call_output. */
 export function isLocalRuntimeItem(item: OutputItem): boolean {
-  return item.type === 'code_interpreter_call' && (item.runtime === 'local' || item.runtime === 'jupyter');
+  return item.type === 'code_interpreter_call' && runtimeInfo(item.runtime)?.ours === true;
 }
 
 type HistorySegment = { kind: 'replay'; turn: string; parts: unknown[] } | { kind: 'item'; item: ConversationItem };
