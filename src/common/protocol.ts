@@ -17,7 +17,7 @@
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
 import type { CodeMode } from './runtimes';
 import type { FileMissingMessage, ImageMessage, LocalFileMessage } from './outputMessages';
-import type { DeclarationProblem } from './tools';
+import type { DeclarationProblem, ToolSourceKind } from './tools';
 import type { TranscriptEvent } from './transcript';
 
 export const PROTOCOL_VERSION = 1;
@@ -44,7 +44,7 @@ export interface ToolSummary {
   name: string;
   description?: string;
   approval?: 'auto' | 'ask' | 'deny';
-  source?: 'command' | 'http' | 'mcp' | 'lmTool';
+  source?: ToolSourceKind;
 }
 
 /** A `codeact.tools` declaration that is broken and unavailable, and why (the panel can say "3 tools ready, 1 broken"). */

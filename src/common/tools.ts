@@ -67,6 +67,8 @@ export interface ToolDeclaration {
 
 export const TOOL_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 export const TOOL_SOURCES = ['command', 'http', 'mcp', 'lmTool'] as const;
+/** The kind of a managed tool's source (a declaration's `command`, `http`, `mcp` or `lmTool`). */
+export type ToolSourceKind = (typeof TOOL_SOURCES)[number];
 
 /**
  * A program a tool runs on the host, as its source kind declares it (core/tools/declarations.ts): the sandbox
