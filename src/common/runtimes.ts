@@ -92,7 +92,7 @@ export const RUNTIMES = {
   jupyter: {
     label: 'Jupyter',
     icon: 'notebook',
-    // The server's files: today's servers are reached from this host and share its disk.
+    // A run's files are copied to this host through the server's contents API (core/runtime/jupyter/kernelFiles.ts).
     hostPaths: true,
     ours: true,
     hostPython: false,
