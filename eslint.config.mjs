@@ -2,6 +2,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
+import codeact from './scripts/eslint/noKindComparison.mjs';
 
 /** Layers point one way: common <- core <- vscode / cli, and webview <- common. */
 const layerRules = [
@@ -127,12 +128,37 @@ export const ALLOWANCES = {
   ],
   '@typescript-eslint/switch-exhaustiveness-check': [],
   '@typescript-eslint/no-floating-promises': [],
+  // Rooms other parts of issue 33 restructure: the agent loop and the text protocol, the panel host, the
+  // providers' error chain and key commands, the tool sources.
+  'codeact/no-kind-comparison': [
+    'src/core/agent/agent.ts',
+    'src/core/agent/textProtocol.ts',
+    'src/core/providers/gemini/gemini.ts',
+    'src/core/providers/shared/errors.ts',
+    'src/vscode/chatPanel.ts',
+    'src/vscode/commands.ts',
+    'src/vscode/controller.ts',
+    'src/vscode/workspaceTools.ts',
+  ],
+};
+
+/**
+ * The kinds whose names only their owners compare (`codeact/no-kind-comparison`): a type alias -> the files
+ * that own it, the first one declaring it. Elsewhere code reads a fact of the kind's catalogue.
+ */
+export const KIND_OWNERS = {
+  RuntimeKind: ['src/common/runtimes.ts'],
+  ConfiguredRuntime: ['src/common/runtimes.ts'],
+  CodeMode: ['src/common/runtimes.ts'],
+  ProviderId: ['src/core/providers/shared/catalog.ts', 'src/core/providers/registry.ts'],
+  ToolSourceKind: ['src/common/tools.ts', 'src/core/tools/toolSources.ts'],
 };
 
 /** The rules that need type information (the project service builds a program per tsconfig). */
 const TYPED_RULES = {
   '@typescript-eslint/no-floating-promises': 'error',
   '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+  'codeact/no-kind-comparison': ['error', { root: import.meta.dirname, kinds: KIND_OWNERS }],
 };
 
 /** For the lint tests that lint made-up files the programs do not hold: the same config without type information. */
@@ -203,8 +229,11 @@ export default tseslint.config(
     // The globals src/common may use are declared for tsconfig.common.json alone (the others have DOM or Node).
     ignores: ['src/types/common/**'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    plugins: { codeact },
     rules: TYPED_RULES,
   },
+  // Tests and scripts may name kinds (what they check is the code's behaviour, not its structure).
+  { files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'], rules: { 'codeact/no-kind-comparison': 'off' } },
   {
     files: ['**/*.cjs', '**/*.mjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },

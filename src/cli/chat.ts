@@ -24,6 +24,7 @@ import { resolveTools } from '../core/tools/toolSources';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { chatPrinter } from './print';
 import { openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
+import { MODES } from '../common/runtimes';
 
 const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
          [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--max-turns N]
@@ -176,7 +177,7 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
       runtime,
       gateway: new ToolGateway(ws.toolSet.tools, { ...asking.gateway, unusable: ws.toolSet.errors }),
       // Hosted code runs in the provider's sandbox, where it cannot be stopped before it runs.
-      ...(config.mode !== 'hosted' && asking.beforeRun ? { agent: { beforeRun: asking.beforeRun } } : {}),
+      ...(MODES[config.mode].ourRuntime && asking.beforeRun ? { agent: { beforeRun: asking.beforeRun } } : {}),
       ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
       signal: controller.signal,
       onEvent: print,

@@ -16,6 +16,7 @@ import { fileName, filesOf } from '../common/outputLabels';
 import { forDisplay, forTerminal } from '../common/untrusted';
 import { writeAll, writeFirstFree } from '../core/util/atomicFile';
 import { UsageError } from './workspace';
+import { runtimeInfo } from '../common/runtimes';
 
 /** The help text of `--outputs` and of what `--json` prints for rich outputs (run and chat). */
 export const OUTPUTS_HELP = `--outputs DIR: save the images the code showed (exec-N-image-K.png, .jpg, .svg…) and the files it wrote
@@ -143,7 +144,7 @@ export class OutputSaver {
       }
     }
     // Our runtimes give host paths; a hosted sandbox's path (if any) is inside its container, never read here.
-    const hostPaths = item.runtime === 'local' || item.runtime === 'jupyter';
+    const hostPaths = runtimeInfo(item.runtime)?.hostPaths === true;
     let files = 0;
     for (const f of filesOf(item)) {
       files++;

@@ -18,6 +18,7 @@ import { fileLabel, filesOf } from '../common/outputLabels';
 import { InvisibleRevealer } from '../common/invisibleChars';
 import type { TranscriptEvent } from '../common/transcript';
 import { forTerminal, forTerminalOutput, SgrState, TerminalStream } from '../common/untrusted';
+import { runtimeInfo } from '../common/runtimes';
 
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 export const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[22m` : s);
@@ -109,7 +110,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
         displays.delete(it.id);
         if (shown > MAX_DISPLAYS_PRINTED) line(dim(`…[${shown - MAX_DISPLAYS_PRINTED} more displays not shown]`));
         // Hosted sandboxes send their output with the finished item: print it in order.
-        if (it.runtime !== 'local' && it.runtime !== 'jupyter') {
+        if (!runtimeInfo(it.runtime)?.ours) {
           let printed = 0;
           for (const o of it.outputs) {
             if (o.type === 'logs')

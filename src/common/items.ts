@@ -2,7 +2,10 @@
  * The items of the event vocabulary (./events): what a turn produces — code executions with their outputs,
  * messages, function calls and their results — and the usage they cost. Pure data: no Node, no `vscode`.
  */
-export type RuntimeKind = 'local' | 'jupyter' | 'openai' | 'anthropic' | 'gemini';
+import type { RuntimeKind } from './runtimes';
+
+/** Where a code item ran; its facts are in ./runtimes. */
+export type { RuntimeKind };
 
 export type StreamName = 'stdout' | 'stderr';
 

@@ -15,8 +15,9 @@
  *    and the host answers as for `ready`.
  */
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
+import type { CodeMode } from './runtimes';
 import type { FileMissingMessage, ImageMessage, LocalFileMessage } from './outputMessages';
-import type { DeclarationProblem } from './tools';
+import type { DeclarationProblem, ToolSourceKind } from './tools';
 import type { TranscriptEvent } from './transcript';
 
 export const PROTOCOL_VERSION = 1;
@@ -43,7 +44,7 @@ export interface ToolSummary {
   name: string;
   description?: string;
   approval?: 'auto' | 'ask' | 'deny';
-  source?: 'command' | 'http' | 'mcp' | 'lmTool';
+  source?: ToolSourceKind;
 }
 
 /** A `codeact.tools` declaration that is broken and unavailable, and why (the panel can say "3 tools ready, 1 broken"). */
@@ -73,7 +74,8 @@ export interface HostState {
   model?: string;
   /** `local` | `jupyter` for client-side execution; a provider kind for its hosted sandbox. */
   runtime?: RuntimeKind;
-  mode?: 'local' | 'hosted';
+  /** codeact.mode: whether the code runs on our runtime or in the provider's sandbox (common/runtimes.ts). */
+  mode?: CodeMode;
   tools: ToolSummary[];
   /** Declarations of codeact.tools that are broken, with what to fix (absent or empty: none). */
   brokenTools?: BrokenToolSummary[];

@@ -10,6 +10,7 @@ import { heldHere, holdConversation } from '../core/agent/conversationLock';
 import { settleHeld } from '../core/agent/turnJournal';
 import { INTERRUPTED_MESSAGE } from '../core/turn/turns';
 import type { Memento } from './controller.apis';
+import { isLocalRuntimeItem } from '../core/providers/shared/history';
 
 const OPEN_KEY = 'codeact.openConversation';
 const DOCUMENTS_KEY = 'codeact.documentConversations';
@@ -27,9 +28,7 @@ const SESSION_GONE_NOTICE =
 
 /** Whether code of the conversation ran in a session of ours (local or Jupyter), whose variables a restart loses. */
 export function ranLocalCode(conversation: Conversation): boolean {
-  return conversation.events.some(
-    (e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.item.runtime === 'local' || e.item.runtime === 'jupyter'),
-  );
+  return conversation.events.some((e) => e.type === 'response.output_item.done' && isLocalRuntimeItem(e.item));
 }
 
 export class ConversationMemory {

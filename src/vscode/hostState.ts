@@ -5,7 +5,7 @@ import type { PythonEnv } from '../core/runtime/local/pythonEnv';
 import type { ToolSet } from '../core/gateway/toolSet';
 import type { ProviderId } from '../core/providers/shared/types';
 import { PROVIDER_CATALOG } from '../core/providers/shared/catalog';
-import { runtimeKindOf } from '../core/config/engine';
+import { runtimeKindOf } from '../common/runtimes';
 import type { CodeActSettings } from './settings';
 
 interface HostStateInputs {
@@ -45,7 +45,7 @@ export async function hostStateOf(x: HostStateInputs): Promise<HostState> {
     provider: s.provider,
     model: s.model,
     runtime: runtimeKindOf(s),
-    mode: s.mode === 'hosted' ? 'hosted' : 'local',
+    mode: s.mode,
     tools,
     brokenTools,
     trusted: x.trusted,

@@ -16,6 +16,7 @@ import { pythonStateOf } from './hostState';
 import { ChangeCache } from './changeCache';
 import { resolveSettings } from './settings';
 import { forDisplay } from '../common/untrusted';
+import { configuredRuntime, MODES } from '../common/runtimes';
 
 const PYTHON_EXTENSION = 'ms-python.python';
 /** The longest wait for the Python extension to activate or resolve an environment. */
@@ -139,7 +140,8 @@ export class PythonEnvironments implements vscode.Disposable {
       return;
     }
     const s = resolveSettings(this.folder()).config;
-    const local = s.runtime === 'local' && s.mode !== 'hosted';
+    // The status item names the interpreter only where code runs on it.
+    const local = MODES[s.mode].ourRuntime && configuredRuntime(s.runtime).hostPython;
     this.item.text = `$(symbol-namespace) ${env.label}`;
     const md = new vscode.MarkdownString(undefined, true);
     md.appendMarkdown('**CodeAct runs Python with**\n\n');

@@ -14,6 +14,7 @@ import type { RuntimeCacheApis } from './runtimeCache.apis';
 import type { Log } from './controller.apis';
 import type { CodeActSettings } from './settings';
 import { forDisplay } from '../common/untrusted';
+import { configuredRuntime } from '../common/runtimes';
 
 /** The session of a Run with Tools document: its own, apart from the chat's. */
 export function documentSessionId(uri: string): string {
@@ -77,7 +78,7 @@ export class RuntimeCache {
       if (this.sessionFolders.size > MAX_SESSIONS) this.sessionFolders.delete(this.sessionFolders.keys().next().value!);
     }
     const s = this.deps.settings(folder);
-    const token = s.runtime === 'jupyter' ? await this.deps.jupyterToken() : undefined;
+    const token = configuredRuntime(s.runtime).token ? await this.deps.jupyterToken() : undefined;
     // The interpreter as resolved for the folder (setting, Python extension, .venv, python3).
     const python = this.deps.apis.pythonEnv?.(folder, s.python)?.python;
     // A warm zygote forks each session's guest, and the next one is started ahead of need.

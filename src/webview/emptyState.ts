@@ -1,5 +1,6 @@
 /** The empty state: what the panel needs before the first turn (key, model, tools, trust), and example prompts. */
 import type { BrokenToolSummary, HostCommand, HostState, ToolSummary } from '../common/protocol';
+import { MODES, ourRuntimeOf } from '../common/runtimes';
 import { h } from './dom';
 import { icon, type IconName } from './icons';
 import { button } from './viewKit';
@@ -31,12 +32,7 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
       action,
     );
 
-  const runtime =
-    host?.mode === 'hosted'
-      ? `in the ${provider?.label ?? 'provider'} sandbox`
-      : host?.runtime === 'jupyter'
-        ? 'on your Jupyter kernel'
-        : 'in a local Python sandbox';
+  const runtime = host?.mode && MODES[host.mode]?.ourRuntime === false ? `in the ${provider?.label ?? 'provider'} sandbox` : ourRuntimeOf(host?.runtime).where;
   const steps = h(
     'ol',
     { class: 'steps', 'aria-label': 'Setup' },

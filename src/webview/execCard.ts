@@ -13,7 +13,8 @@ import { checkImagePixels } from '../common/imageHeader';
 import { isRaster, rasterFormatList } from '../common/mimeTypes';
 import { argsPreview, formatCount, h, setText, toggle, uid } from './dom';
 import { IncrementalHighlighter } from './highlight';
-import { icon, spinner, type IconName } from './icons';
+import { icon, spinner } from './icons';
+import { runtimeInfo } from '../common/runtimes';
 import { renderJson } from './jsonTree';
 import { revealed, revealedPlain, setRevealed } from './reveal';
 import { FileChips } from './fileChips';
@@ -22,16 +23,6 @@ import { OutputPane } from './outputPane';
 import { StickToBottom } from './scrollAnchor';
 import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
 import { ElicitationCard } from './elicitationCard';
-
-const RUNTIME_LABEL: Record<string, string> = {
-  local: 'Local Python',
-  jupyter: 'Jupyter',
-  openai: 'OpenAI sandbox',
-  anthropic: 'Anthropic sandbox',
-  gemini: 'Gemini sandbox',
-};
-
-const RUNTIME_ICON: Record<string, IconName> = { local: 'terminal', jupyter: 'notebook', openai: 'cloud', anthropic: 'cloud', gemini: 'cloud' };
 
 const STATUS_TEXT: Record<string, string> = { writing: 'Writing code', running: 'Running', done: 'Done', failed: 'Failed', stopped: 'Stopped' };
 
@@ -280,10 +271,11 @@ export class ExecRenderer implements ItemRenderer {
       this.badgeKey = badgeKey;
       this.badges.textContent = '';
       if (x.runtime) {
+        const known = runtimeInfo(x.runtime);
         const b = h(
           'span',
-          { class: `badge runtime runtime-${x.runtime}`, title: `Runtime: ${RUNTIME_LABEL[x.runtime] ?? revealedPlain(x.runtime, { line: true })}` },
-          icon(RUNTIME_ICON[x.runtime] ?? 'terminal'),
+          { class: `badge runtime runtime-${x.runtime}`, title: `Runtime: ${known?.label ?? revealedPlain(x.runtime, { line: true })}` },
+          icon(known?.icon ?? 'terminal'),
           // From the transcript (a saved conversation may say anything): markers as boxes.
           h('span', null, revealed(x.runtime, { line: true })),
         );

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ESLint } from 'eslint';
@@ -45,5 +45,39 @@ describe('lint allowances (eslint.config.mjs ALLOWANCES)', function () {
     for (const rule of ['@typescript-eslint/no-floating-promises', '@typescript-eslint/switch-exhaustiveness-check', '@typescript-eslint/no-explicit-any']) {
       assert.ok(rules.has(rule), `${rule}: ${JSON.stringify(r.messages)}`);
     }
+  });
+
+  it("codeact/no-kind-comparison fires on a kind's name compared outside its owner, never in the owner nor on other strings", async () => {
+    const eslint = new ESLint({ cwd: root });
+    const rule = 'codeact/no-kind-comparison';
+    const body = [
+      "type Where = 'local' | 'hosted';",
+      'export function f(k: RuntimeKind, m: CodeMode, s: string, w: Where, o?: RuntimeKind): number {',
+      "  if (k === 'jupyter') return 1;",
+      '  switch (m) {',
+      "    case 'hosted':",
+      '      return 2;',
+      '    default:',
+      '  }',
+      "  if (o !== 'local' && o !== 'jupyter') return 3;",
+      "  if (s === 'jupyter' || w === 'local' || 'hosted' === w) return 4;",
+      '  return 0;',
+      '}',
+    ];
+    /** The lines the rule reports in `head` + body, linted as `filePath`. */
+    const reported = async (filePath: string, head: string) => {
+      const [r] = await eslint.lintText(`${head}\n${body.join('\n')}\n`, { filePath: path.join(root, filePath) });
+      assert.deepEqual(
+        r.messages.filter((m) => m.fatal),
+        [],
+      );
+      const first = head.split('\n').length + 1;
+      return r.messages.filter((m) => m.ruleId === rule).map((m) => m.line - first + 1);
+    };
+    // Outside the owner: the kind compared, switched on, and narrowed (o after its first comparison); never a
+    // plain string nor another union that shares a name ('local' of Where).
+    assert.deepEqual(await reported('src/cli/print.ts', "import type { CodeMode, RuntimeKind } from '../common/runtimes';"), [3, 5, 9, 9]);
+    // The owning module compares its own kinds (the text is the module's own, with the same code added).
+    assert.deepEqual(await reported('src/common/runtimes.ts', readFileSync(path.join(root, 'src/common/runtimes.ts'), 'utf8')), []);
   });
 });

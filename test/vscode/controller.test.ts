@@ -404,7 +404,7 @@ describe('vscode controller (fake seams)', () => {
       assert.equal(s.providers.find((p) => p.id === 'openai')?.hasKey, true);
       assert.equal(s.providers.find((p) => p.id === 'anthropic')?.hasKey, false);
       assert.deepEqual(s.tools, [{ name: 'search', description: 'the search tool', approval: 'ask', source: 'lmTool' }]);
-      assert.deepEqual([s.trusted, s.busy, s.mode, s.runtime, s.conversationId], [true, false, 'local', 'local', undefined]);
+      assert.deepEqual([s.trusted, s.busy, s.mode, s.runtime, s.conversationId], [true, false, 'toolCode', 'local', undefined]);
     });
 
     it("hostState carries the pixel cap (codeact.outputs.maxImageMegapixels, in pixels) for the panel's own check", async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { SessionChanged } from '../../src/common/events';
 import { runtimeConfigKey } from '../../src/core/runtime/factory';
+import { CONFIGURED_RUNTIMES, configuredRuntime } from '../../src/common/runtimes';
 import { RuntimeCache, documentSessionId } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, resolved } from './fakes';
 
@@ -113,6 +114,14 @@ describe('vscode runtime cache (fake seams)', () => {
     assert.notEqual(await cache.get(), b);
     assert.equal(apis.built.length, 3);
     assert.ok(state.tokenReads >= 3);
+  });
+
+  it('reads the runtime token only for a runtime whose catalogue row says its connection takes one', async () => {
+    for (const runtime of CONFIGURED_RUNTIMES) {
+      const { cache, state } = setup({ runtime, 'jupyter.serverURL': 'http://127.0.0.1:8888' });
+      await cache.get();
+      assert.equal(state.tokenReads > 0, configuredRuntime(runtime).token, runtime);
+    }
   });
 
   it('passes warnings to the log and a toast, and session events to the session', async () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { WebviewToHost } from '../../src/common/protocol';
 import { OUTPUT_TAIL_MAX_LINES } from '../../src/common/transcript';
+import { RUNTIMES } from '../../src/common/runtimes';
 import { PanelPage } from './support/browser';
 import { DEMO_CODE, demoTurn, ev, hostState } from './support/fixtures';
 import { usePanelBrowser } from './support/panelBrowser';
@@ -51,6 +52,23 @@ describe('chat panel in headless Chromium', function () {
     await p.page.screenshot({ path: join(ARTIFACTS, 'webview-empty-dark.png') });
     assert.deepEqual(p.errors, []);
     assert.deepEqual(await p.cspViolations(), []);
+    await p.page.close();
+  });
+
+  it("names where the code runs from the runtime catalogue: the empty state's sentence and the card's badge", async () => {
+    const p = await open();
+    const empty = p.page.locator('.empty-state');
+    await p.send({ type: 'init', protocol: 1, state: hostState({ runtime: 'jupyter' }) });
+    assert.match(await empty.innerText(), new RegExp(`runs it ${RUNTIMES.jupyter.where}`));
+    await p.send({ type: 'state', state: { runtime: 'local' } });
+    assert.match(await empty.innerText(), /runs it in a local Python sandbox/);
+    await p.send({ type: 'state', state: { mode: 'hosted', provider: 'anthropic', runtime: 'anthropic' } });
+    assert.match(await empty.innerText(), /runs it in the Anthropic sandbox/);
+    await p.sendEvents([ev.turn('t', 'hi'), ev.codeStart('c', 'jupyter')]);
+    const badge = p.page.locator('.card.exec .badge.runtime');
+    assert.equal(await badge.getAttribute('title'), `Runtime: ${RUNTIMES.jupyter.label}`);
+    assert.equal(await badge.innerText(), 'jupyter');
+    assert.deepEqual(p.errors, []);
     await p.page.close();
   });
 

@@ -3,7 +3,7 @@
  * options, the provider's, and the tool set. What differs between the hosts (where the Jupyter token
  * and the API key come from, how warnings are shown) is passed in.
  */
-import type { RuntimeKind, SessionChanged } from '../../common/events';
+import type { SessionChanged } from '../../common/events';
 import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
@@ -31,15 +31,6 @@ interface RuntimeHost {
   onWarning?: (message: string) => void;
   log?: (line: string) => void;
   onSessionEvent?: (e: SessionChanged) => void;
-}
-
-/**
- * Where the configuration's code runs: the provider's own sandbox in hosted mode (an OpenAI-compatible
- * server has none: its code would run locally), else the runtime setting's.
- */
-export function runtimeKindOf(config: Pick<EngineConfig, 'mode' | 'provider' | 'runtime'>): RuntimeKind {
-  if (config.mode !== 'hosted') return config.runtime;
-  return config.provider === 'openai-compatible' ? 'local' : config.provider;
 }
 
 export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): RuntimeConfig {

@@ -1,11 +1,13 @@
 /**
  * The gateway's `install_packages` for a host (the extension and the CLI alike): an installer for the local
- * runtime's interpreter, or the reason there is none (the Jupyter runtime, hosted mode, no one to approve).
+ * runtime's interpreter, or the reason there is none (a runtime that does not install, such as Jupyter's; hosted
+ * mode; no one to approve).
  */
 import type { EngineConfig } from './resolve';
 import { runtimeConfigFrom } from './engine';
 import type { GatewayOptions } from '../gateway/gateway';
 import { packageInstaller, type InstallApprover } from '../runtime/install/installer';
+import { configuredRuntime, MODES } from '../../common/runtimes';
 
 interface InstallHost {
   /** The folder is trusted (Workspace Trust, `codeact trust`): without it nothing is installed. */
@@ -21,16 +23,6 @@ interface InstallHost {
   log?(line: string): void;
 }
 
-/**
- * Why the Jupyter runtime has no install_packages: the kernel's Python is the Jupyter server's, which may run
- * on another machine whose environment and network the host cannot see, so "pip outside the sandbox, into
- * the session's environment" has no meaning there. Its code runs unsandboxed in the kernel, where the user
- * installs as they do in any notebook.
- */
-export const JUPYTER_INSTALL_UNAVAILABLE =
-  "install_packages is not available on the Jupyter runtime: the kernel runs in the Jupyter server's own Python environment (possibly on another machine), " +
-  'which CodeAct does not manage. Ask the user to install the package into that kernel\'s environment (for example "%pip install name" in a notebook on that kernel).';
-
 const UNTRUSTED =
   'install_packages needs a trusted folder (Workspace Trust in VS Code, `codeact trust` for the CLI): this one is not. Ask the user to trust it, or to install the packages.';
 
@@ -39,9 +31,11 @@ const NO_APPROVER =
   "install_packages needs the user's approval, and nobody can approve it here (no terminal to ask in). Ask the user to install the packages, or to run CodeAct interactively.";
 
 export function installOptionsFrom(config: EngineConfig, host: InstallHost): Pick<GatewayOptions, 'installer' | 'installUnavailable'> {
-  if (config.mode === 'hosted')
+  if (!MODES[config.mode].ourRuntime)
     return { installUnavailable: "install_packages is not available in hosted mode: the provider's sandbox has its own environment." };
-  if (config.runtime === 'jupyter') return { installUnavailable: JUPYTER_INSTALL_UNAVAILABLE };
+  // Only a runtime the catalogue says installs (into the host's interpreter it runs) gets an installer.
+  const installs = configuredRuntime(config.runtime).installs;
+  if (installs !== true) return { installUnavailable: installs.unavailable };
   if (!host.trusted) return { installUnavailable: UNTRUSTED };
   if (config.defaultApproval === 'deny')
     return { installUnavailable: 'install_packages is off: codeact.approval.default is "deny". Ask the user to install the packages.' };

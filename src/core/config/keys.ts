@@ -18,6 +18,7 @@ import {
   OPENAI_CONTAINER_MEMORY,
   PROVIDER_IDS,
 } from '../providers/shared/catalog';
+import { CODE_MODES, CONFIGURED_RUNTIMES } from '../../common/runtimes';
 
 type SettingType = 'string' | 'number' | 'boolean' | 'array' | 'object';
 type SettingTrust = 'any' | 'trusted' | 'user';
@@ -39,8 +40,9 @@ export const SETTINGS = {
   // A first-party provider's base URL only from user settings or a flag (see resolve.ts). "baseURL", not
   // "baseUrl": VS Code's Settings editor builds the label from the key, and this one reads "Base URL".
   baseURL: { type: 'string', default: '', trust: 'trusted' },
-  mode: { type: 'string', default: 'toolCode', enum: ['toolCode', 'hosted', 'code'], trust: 'any' },
-  runtime: { type: 'string', default: 'local', enum: ['local', 'jupyter'], trust: 'trusted' },
+  // The modes and our runtimes of the catalogue (common/runtimes.ts).
+  mode: { type: 'string', default: 'toolCode', enum: CODE_MODES, trust: 'any' },
+  runtime: { type: 'string', default: 'local', enum: CONFIGURED_RUNTIMES, trust: 'trusted' },
   // Unset by default: the folder's Python environment is then found (core/runtime/local/pythonEnv.ts).
   'python.path': { type: 'string', default: '', trust: 'trusted' },
   'python.preload': { type: 'array', default: [], trust: 'trusted' },

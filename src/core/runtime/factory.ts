@@ -8,11 +8,10 @@ import type { Runtime, RuntimeLimits } from './types';
 import { CodeActError } from '../util/errors';
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../common/canonicalJson';
-
-type RuntimeSetting = 'local' | 'jupyter';
+import { CONFIGURED_RUNTIMES, type ConfiguredRuntime } from '../../common/runtimes';
 
 export interface RuntimeConfig {
-  runtime: RuntimeSetting;
+  runtime: ConfiguredRuntime;
   local?: LocalRuntimeOptions;
   jupyter?: { url?: string; token?: string; kernelName?: string; sessionPolicy?: 'conversation' | 'execution'; log?: (line: string) => void };
   limits?: Partial<RuntimeLimits>;
@@ -37,8 +36,10 @@ export class RuntimeConfigError extends CodeActError {
   }
 }
 
-export async function createRuntime(config: RuntimeConfig): Promise<Runtime> {
-  if (config.runtime === 'jupyter') {
+/** How each runtime of ours is built (a new row of common/runtimes.ts needs its builder here). */
+const BUILDERS: Record<ConfiguredRuntime, (config: RuntimeConfig) => Promise<Runtime>> = {
+  local: async (config) => new LocalRuntime({ ...(config.local ?? {}), limits: { ...(config.local?.limits ?? {}), ...(config.limits ?? {}) } }),
+  jupyter: async (config) => {
     const url = config.jupyter?.url;
     if (!url) {
       throw new RuntimeConfigError(
@@ -47,7 +48,11 @@ export async function createRuntime(config: RuntimeConfig): Promise<Runtime> {
     }
     const { JupyterRuntime } = await import('./jupyter/jupyterRuntime');
     return new JupyterRuntime({ ...config.jupyter, url, limits: config.limits });
-  }
-  if (config.runtime !== 'local') throw new RuntimeConfigError(`codeact.runtime must be "local" or "jupyter", not "${String(config.runtime)}".`);
-  return new LocalRuntime({ ...(config.local ?? {}), limits: { ...(config.local?.limits ?? {}), ...(config.limits ?? {}) } });
+  },
+};
+
+export async function createRuntime(config: RuntimeConfig): Promise<Runtime> {
+  if (!Object.hasOwn(BUILDERS, config.runtime))
+    throw new RuntimeConfigError(`codeact.runtime must be ${CONFIGURED_RUNTIMES.map((r) => `"${r}"`).join(' or ')}, not "${String(config.runtime)}".`);
+  return BUILDERS[config.runtime](config);
 }

@@ -6,6 +6,7 @@ import type { JsonSchema } from '../../common/tools';
 import { oneLine, toolGroup } from '../gateway/discovery/toolCatalog';
 import { noManagedTools, type DeclarationError, type ManagedTool } from '../gateway/toolSet';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS } from '../../common/outputBudget';
+import { ourRuntimeOf, type RuntimeKind } from '../../common/runtimes';
 
 interface ModelToolSpec {
   name: string;
@@ -30,7 +31,8 @@ function schemaText(schema: JsonSchema | undefined): string {
 }
 
 interface CodeToolContext {
-  runtime?: 'local' | 'jupyter' | string;
+  /** Where the code runs; what the model is told of it is the runtime's (common/runtimes.ts). Default: the local guest. */
+  runtime?: RuntimeKind;
   /** Runs of this conversation share one session (a local Python session or a Jupyter kernel). */
   persistent?: boolean;
   maxConcurrency?: number;
@@ -135,10 +137,7 @@ function discoveryLines(count: number): string[] {
 
 function stateSentence(ctx: CodeToolContext): string {
   if (!ctx.persistent) return 'Each run starts from scratch: no variables, files or installs survive between runs.';
-  return ctx.runtime === 'jupyter'
-    ? 'Runs share one Jupyter kernel per conversation: variables, imports and functions from earlier runs are still defined.'
-    : 'Runs of this conversation share one Python session: variables, imports, functions and files in the working directory from earlier runs are still there. ' +
-        "If the session was restarted, the run's stderr starts with a [codeact] note saying that earlier variables are gone.";
+  return ourRuntimeOf(ctx.runtime).model.state;
 }
 
 /** What reaches the user (and the model) besides the printed output and the value. */
@@ -168,8 +167,7 @@ function budgetSentence(ctx: CodeToolContext): string {
 }
 
 function where(ctx: CodeToolContext): string {
-  if (ctx.runtime === 'jupyter') return 'in a Jupyter kernel';
-  return ctx.persistent ? "in this conversation's isolated Python session" : 'in a fresh, isolated process';
+  return ourRuntimeOf(ctx.runtime).model.place(!!ctx.persistent);
 }
 
 export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext = {}): ModelToolSpec {
@@ -186,9 +184,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     '',
     'Conventions: top-level `await` and `return` work. `return` a JSON-serialisable value (dict, list, str, number,',
     'bool, None) as the result; print() only what a person should read. ' + stateSentence(ctx),
-    ctx.runtime === 'jupyter'
-      ? 'The kernel may have no network access.'
-      : `The working directory ${ctx.persistent ? 'is a private folder of the session' : 'is an empty temporary folder'}; there may be no network.`,
+    ourRuntimeOf(ctx.runtime).model.network(!!ctx.persistent),
     outputsSentence(ctx),
     budgetSentence(ctx),
     ...(ctx.installs ? [INSTALL_SENTENCE] : []),

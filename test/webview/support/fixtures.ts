@@ -94,7 +94,7 @@ export function hostState(overrides: Partial<HostState> = {}): HostState {
     provider: 'openai',
     model: 'gpt-5-mini',
     runtime: 'local',
-    mode: 'local',
+    mode: 'toolCode',
     tools: [
       { name: 'list_orders', description: 'Orders of a customer', approval: 'auto', source: 'command' },
       { name: 'get_order', description: 'One order', approval: 'auto', source: 'http' },

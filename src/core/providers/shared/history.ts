@@ -11,6 +11,7 @@ import { DEFAULT_IMAGE_BUDGET, type ConversationItem, type ImageBudget, type Pro
 import { base64Bytes, displayModelText, sizeLabel } from '../../../common/displays';
 import { imageTypeName, isVision } from '../../../common/mimeTypes';
 import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../../../common/imageHeader';
+import { runtimeInfo } from '../../../common/runtimes';
 
 /**
  * A neutral text rendering of a hosted item another provider produced (for cross-provider history).
@@ -48,7 +49,7 @@ export function foreignItemText(item: OutputItem): string | undefined {
 
 /** True for code items run by our own runtimes: their result reaches the model as a function_call_output. */
 export function isLocalRuntimeItem(item: OutputItem): boolean {
-  return item.type === 'code_interpreter_call' && (item.runtime === 'local' || item.runtime === 'jupyter');
+  return item.type === 'code_interpreter_call' && runtimeInfo(item.runtime)?.ours === true;
 }
 
 type HistorySegment = { kind: 'replay'; turn: string; parts: unknown[] } | { kind: 'item'; item: ConversationItem };
