@@ -3,6 +3,7 @@
  * code turns), with stop, the variables view and the one trust gate. Its parts: ./conversations (the open one,
  * history, a document's), ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
  */
+import { MODES } from '../common/runtimes';
 import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
@@ -330,7 +331,7 @@ export class CodeActController {
    * a prompt needs one too, unless hosted mode runs its code at the provider. Undefined: allowed.
    */
   trustGate(what: string, turn: 'code' | 'prompt' = 'code', folder = this.folders.current().folder): UntrustedWorkspaceError | undefined {
-    if (this.trusted || (turn === 'prompt' && this.settingsFor(folder).mode === 'hosted')) return undefined;
+    if (this.trusted || (turn === 'prompt' && !MODES[this.settingsFor(folder).mode].ourRuntime)) return undefined;
     return new UntrustedWorkspaceError(what);
   }
 
@@ -355,8 +356,9 @@ export class CodeActController {
         provider: () => providerFor(s, (p) => this.secrets.apiKey(p)),
         interrupted: () => this.closing,
         // Hosted mode runs code in the provider's sandbox; the local runtime object is never started there.
-        runtime: async () => (s.mode === 'hosted' ? new LocalRuntime() : (extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id))),
-        agent: { beforeRun: s.mode === 'hosted' ? undefined : this.approvals.beforeRun(this.settingsFor(folder).reviewCode) },
+        runtime: async () =>
+          !MODES[s.mode].ourRuntime ? new LocalRuntime() : (extra?.notebook?.wrap ?? ((r) => r))(await this.runtimes.get(folder, convo.id)),
+        agent: { beforeRun: !MODES[s.mode].ourRuntime ? undefined : this.approvals.beforeRun(this.settingsFor(folder).reviewCode) },
         gateway: await this.tools.gateway(false, folder),
         sessionNote: [this.conversations.sessionNote(convo.id) ?? '', extra?.notebook?.note ?? ''].filter(Boolean).join('\n') || undefined,
         signal,

@@ -5,6 +5,7 @@
  * (a new message does not compile until its row is written). VS Code is reached through ./panelHost.apis, so
  * test/vscode/ runs a page's messages in plain Node.
  */
+import { MODES } from '../common/runtimes';
 import { logsOf } from '../common/events';
 import { createEventBatcher, timerScheduler, type EventBatcher, type FrameScheduler } from '../common/eventBatcher';
 import { parseWebviewMessage } from '../common/protocolCheck';
@@ -193,7 +194,7 @@ export class PanelHost {
           this.post({ type: 'notice', level: 'warning', message: untrustedMessage(refused.what), actions: [{ label: MANAGE_TRUST, command: 'manageTrust' }] });
           return;
         }
-        await s.send(m.text, 'chat', s.settings.mode === 'hosted' ? undefined : { notebook: notebooks.turn() });
+        await s.send(m.text, 'chat', !MODES[s.settings.mode].ourRuntime ? undefined : { notebook: notebooks.turn() });
       },
       'notebook.target': (m) => notebooks.setTarget(m.uri, m.on),
       'notebook.useKernel': (m) => notebooks.useKernel(m.uri),

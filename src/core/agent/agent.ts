@@ -13,6 +13,7 @@
  * same path.
  */
 import type { AttachedImage, CodeActEvent, FunctionCallOutputItem } from '../../common/events';
+import { MODES, type CodeMode } from '../../common/runtimes';
 import type { ToolGateway } from '../gateway/gateway';
 import { noManagedTools, type DeclarationError } from '../gateway/toolSet';
 import { ProviderError } from '../providers/shared/errors';
@@ -41,7 +42,33 @@ import { newId } from '../util/ids';
 export { executionSummary };
 export type { AgentResult } from './runState';
 
-type AgentMode = 'toolCode' | 'hosted' | 'code';
+type AgentMode = CodeMode;
+
+/** What the system instruction says of each mode's way to run code (a new mode is asked for its line here). */
+const MODE_INSTRUCTIONS: Record<AgentMode, (toolNames: string[], schemasInline: boolean, unusable: readonly DeclarationError[]) => string[]> = {
+  toolCode: (toolNames, schemasInline, unusable) => [
+    `Use the ${EXECUTE_TOOL_CODE} function: write one Python script that does the whole job, calling the workspace's managed tools with ` +
+      '`await call_tool(name, **arguments)`, looping, filtering and aggregating in Python, and `return` a compact JSON result. ' +
+      'Run independent tool calls concurrently with asyncio.gather. ' +
+      (schemasInline
+        ? "Read each tool's input and output schema in the function description and pass exactly the arguments it asks for."
+        : 'Look tools up with search_tools and describe_tool (see the function description) and pass exactly the arguments they ask for.'),
+    !toolNames.length
+      ? noManagedTools(unusable)
+      : schemasInline
+        ? `Managed tools available: ${toolNames.join(', ')}.`
+        : `${toolNames.length} managed tools are available; the ${EXECUTE_TOOL_CODE} description lists them by source.`,
+  ],
+  code: () => [`Use the ${EXECUTE_CODE} function to compute, parse and check things in Python; \`return\` a compact JSON result.`],
+  hosted: () => ['Use your code execution sandbox to compute, analyse data and produce files.'],
+};
+
+/** The function each mode gives the model to run code with (none: the provider's sandbox runs it), and its spec. */
+const MODE_CODE_TOOL: Record<AgentMode, { name: string; spec: typeof executeToolCodeSpec } | undefined> = {
+  toolCode: { name: EXECUTE_TOOL_CODE, spec: executeToolCodeSpec },
+  code: { name: EXECUTE_CODE, spec: (_tools, ctx) => executeCodeSpec(ctx) },
+  hosted: undefined,
+};
 
 export interface AgentOptions {
   provider: Provider;
@@ -101,25 +128,7 @@ export interface AgentOptions {
 
 export function defaultSystemInstruction(mode: AgentMode, toolNames: string[], schemasInline = true, unusable: readonly DeclarationError[] = []): string {
   const lines = ["You are CodeAct, a coding agent inside the user's editor. You act by writing Python code that runs for real."];
-  if (mode === 'toolCode') {
-    lines.push(
-      `Use the ${EXECUTE_TOOL_CODE} function: write one Python script that does the whole job, calling the workspace's managed tools with ` +
-        '`await call_tool(name, **arguments)`, looping, filtering and aggregating in Python, and `return` a compact JSON result. ' +
-        'Run independent tool calls concurrently with asyncio.gather. ' +
-        (schemasInline
-          ? "Read each tool's input and output schema in the function description and pass exactly the arguments it asks for."
-          : 'Look tools up with search_tools and describe_tool (see the function description) and pass exactly the arguments they ask for.'),
-      !toolNames.length
-        ? noManagedTools(unusable)
-        : schemasInline
-          ? `Managed tools available: ${toolNames.join(', ')}.`
-          : `${toolNames.length} managed tools are available; the ${EXECUTE_TOOL_CODE} description lists them by source.`,
-    );
-  } else if (mode === 'code') {
-    lines.push(`Use the ${EXECUTE_CODE} function to compute, parse and check things in Python; \`return\` a compact JSON result.`);
-  } else {
-    lines.push('Use your code execution sandbox to compute, analyse data and produce files.');
-  }
+  lines.push(...MODE_INSTRUCTIONS[mode](toolNames, schemasInline, unusable));
   lines.push(
     'If a run fails, read the error and traceback, fix the code and try again; do not repeat a failing call unchanged.',
     'Do not invent results: base your answer on what the code returned. When you are done, answer concisely in Markdown, ' +
@@ -160,8 +169,8 @@ export class AgentLoop {
       installs: this.options.gateway.installs,
       unusable: this.options.gateway.unusable(),
     };
-    if (this.mode === 'toolCode') tools.push(executeToolCodeSpec(managed, ctx));
-    if (this.mode === 'code') tools.push(executeCodeSpec(ctx));
+    const codeTool = MODE_CODE_TOOL[this.mode];
+    if (codeTool) tools.push(codeTool.spec(managed, ctx));
     for (const t of managed) if (t.expose === 'direct' || t.expose === 'both') tools.push(directToolSpec(t));
     return tools;
   }
@@ -192,7 +201,7 @@ export class AgentLoop {
     const { provider, signal } = this.options;
     const state = new RunState(history, prompt, this.options.hosted?.containerId ?? null, this.options.journal);
 
-    if (this.mode === 'hosted' && !provider.capabilities.hostedCode) {
+    if (!MODES[this.mode].ourRuntime && !provider.capabilities.hostedCode) {
       return this.end(
         state,
         'failed',
@@ -211,16 +220,15 @@ export class AgentLoop {
       );
     if (this.options.sessionNote) system += `\n${this.options.sessionNote}`;
     // Where this run sends its turns: the provider, or the text protocol's wrapper of it.
-    const turns: TurnProvider =
-      this.mode === 'hosted'
-        ? provider
-        : new TextProtocolProvider(provider, {
-            model: this.options.model,
-            protocol: this.options.protocol,
-            runtime: this.options.runtime.kind,
-            system: this.options.system,
-            register: this.streams.register,
-          });
+    const turns: TurnProvider = !MODES[this.mode].ourRuntime
+      ? provider
+      : new TextProtocolProvider(provider, {
+          model: this.options.model,
+          protocol: this.options.protocol,
+          runtime: this.options.runtime.kind,
+          system: this.options.system,
+          register: this.streams.register,
+        });
     const maxTurns = this.options.maxTurns ?? 12;
     const budget = await this.contextBudget(system, tools, state);
     // A context overflow the server reports: one compaction and one retry of that request, no more, and only
@@ -245,7 +253,7 @@ export class AgentLoop {
           system,
           history: view,
           tools,
-          hosted: this.mode === 'hosted' ? { enabled: true, ...(this.options.hosted ?? {}), containerId: state.containerId } : undefined,
+          hosted: !MODES[this.mode].ourRuntime ? { enabled: true, ...(this.options.hosted ?? {}), containerId: state.containerId } : undefined,
           signal,
           maxOutputTokens: this.options.maxOutputTokens,
           images: this.images,
@@ -357,7 +365,7 @@ export class AgentLoop {
   /** Passes provider events through; a code tool's argument deltas also fill its code card. */
   private onProviderEvent(e: CodeActEvent): void {
     this.emit(e);
-    if (this.mode !== 'hosted') this.streams.observe(e);
+    if (MODES[this.mode].ourRuntime) this.streams.observe(e);
   }
 
   private async runFunctionCall(state: RunState, call: FunctionCallRequest): Promise<FunctionCallOutputItem> {
@@ -391,8 +399,7 @@ export class AgentLoop {
       return fail(`The arguments of ${call.name} were not a valid JSON object: ${call.arguments.slice(0, 200)}`);
     }
     if (call.name === EXECUTE_TOOL_CODE || call.name === EXECUTE_CODE) {
-      const allowed = (call.name === EXECUTE_TOOL_CODE && this.mode === 'toolCode') || (call.name === EXECUTE_CODE && this.mode === 'code');
-      if (!allowed) return fail(`${call.name} is not available in this mode.`);
+      if (MODE_CODE_TOOL[this.mode]?.name !== call.name) return fail(`${call.name} is not available in this mode.`);
       if (typeof args.code !== 'string') return fail(`${call.name} needs a "code" string argument.`);
       const withTools = call.name === EXECUTE_TOOL_CODE;
       const { execId, announced } = this.streams.claim(call.item_id, args.code);
