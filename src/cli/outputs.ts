@@ -14,7 +14,7 @@ import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { fileName, filesOf } from '../common/outputLabels';
 import { forDisplay, forTerminal } from '../common/untrusted';
 import { writeAll, writeFirstFree } from '../core/util/atomicFile';
-import { UsageError } from './workspace';
+import { UsageError } from './args';
 
 /** The help text of `--outputs` and of what `--json` prints for rich outputs (run and chat). */
 export const OUTPUTS_HELP = `--outputs DIR: save the images the code showed (exec-N-image-K.png, .jpg, .svg…) and the files it wrote

@@ -108,6 +108,89 @@ interface ValueOfType {
 /** The value a setting holds once resolved: one of its allowed values, else a value of its type. */
 export type SettingValue<K extends SettingName> = (typeof SETTINGS)[K] extends { enum: readonly (infer E)[] } ? E : ValueOfType[(typeof SETTINGS)[K]['type']];
 
+/** The CLI commands whose flags set settings. */
+export type FlagCommand = 'run' | 'chat';
+
+/**
+ * A setting's command-line flag: `--name` (and `-short`) in the commands listed. Its value is read as the
+ * setting's type (a number flag must be a number) and checked like any other layer: enum, minimum and
+ * maximum (resolve.ts), its errors naming the flag. The usage shows `--name ARG`; an enum's values stand
+ * for ARG and a boolean flag takes none. `help`: a line under the usage of each command that takes it.
+ */
+export interface SettingFlag {
+  name: string;
+  short?: string;
+  arg?: string;
+  commands: readonly FlagCommand[];
+  help?: string;
+}
+
+type FlagOf<S> = S extends { type: 'array' | 'object' }
+  ? null
+  : S extends { enum: readonly string[] } | { type: 'boolean' }
+    ? Omit<SettingFlag, 'arg'> | null
+    : (SettingFlag & { arg: string }) | null;
+
+/**
+ * Each setting's CLI flag, or null: one row per setting (the compiler asks for a new setting's), in the
+ * order the usage lists them. The CLI's options, usage and flag -> setting mapping are made from it.
+ */
+export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTINGS)[K]> } = {
+  provider: { name: 'provider', short: 'p', commands: ['chat'] },
+  model: { name: 'model', short: 'm', arg: 'M', commands: ['chat'] },
+  baseURL: { name: 'base-url', arg: 'URL', commands: ['chat'] },
+  mode: { name: 'mode', commands: ['chat'] },
+  'agent.protocol': {
+    name: 'protocol',
+    commands: ['chat'],
+    help: '--protocol text: the model writes ```python blocks instead of calling functions (models without function calling).',
+  },
+  maxTurns: { name: 'max-turns', arg: 'N', commands: ['chat'] },
+  'session.policy': { name: 'session', commands: ['chat'] },
+  timeoutSeconds: { name: 'timeout', short: 't', arg: 'SECONDS', commands: ['run', 'chat'] },
+  'sandbox.kind': { name: 'sandbox', commands: ['run', 'chat'] },
+  'python.path': {
+    name: 'python',
+    arg: 'PATH',
+    commands: ['run', 'chat'],
+    help: "Python: --python (or codeact.python.path; one inside the folder only in a trusted folder), else the folder's .venv or venv (a trusted folder), else python3.",
+  },
+  runtime: { name: 'runtime', commands: ['run', 'chat'] },
+  'jupyter.serverURL': { name: 'jupyter-url', arg: 'URL', commands: ['run', 'chat'], help: 'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.' },
+  'jupyter.kernelName': { name: 'jupyter-kernel', arg: 'NAME', commands: ['run', 'chat'] },
+  tools: null,
+  'python.preload': null,
+  'python.installArgs': null,
+  'session.idleMinutes': null,
+  'session.maxAlive': null,
+  'modelStream.firstByteTimeoutSeconds': null,
+  'modelStream.idleTimeoutSeconds': null,
+  'toolDiscovery.inlineLimit': null,
+  'approval.default': null,
+  'approval.reviewCode': null,
+  'approval.alwaysAllow': null,
+  'sandbox.network': null,
+  'sandbox.mountWorkspace': null,
+  'sandbox.limits': null,
+  'jupyter.sessionPolicy': null,
+  'openaiCompatible.supportsTools': null,
+  'openaiCompatible.contextWindow': null,
+  'openaiCompatible.contextWindows': null,
+  'openaiCompatible.visionModels': null,
+  'outputs.maxDisplayMB': null,
+  'outputs.maxExecutionMB': null,
+  'outputs.maxImageMegapixels': null,
+  'context.compactAt': null,
+  'outputs.modelChars': null,
+  'plots.highDPI': null,
+  'toolCalls.maxPerRun': null,
+  'vision.maxImages': null,
+  'vision.maxMB': null,
+  'hosted.memoryLimit': null,
+  'hosted.anthropicToolVersion': null,
+  inlineResults: null,
+};
+
 /**
  * Older keys still read (the value moved): old -> new. A layer (user, workspace, folder) that sets the
  * new key wins over the same layer's old key; either way the new key's policy applies.
