@@ -10,7 +10,7 @@ import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
 import { parse, UsageError } from './args';
 import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
-import { CONFIG_ERRORS, openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom } from './workspace';
+import { openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom } from './workspace';
 
 /** `codeact run …` and its options, the setting flags from core/config/keys.ts (`lead`: "Usage: " or the indent). */
 export function runSynopsis(lead: string): string {
@@ -70,7 +70,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     });
     if (!values.json) printItemResult(item);
     if (saver) saveAndReport(saver, item, !!values.json);
-    if (item.status !== 'completed' && CONFIG_ERRORS.has(item.error?.type ?? '')) return 2;
+    // The setup (a setting, the machine) failed, not the code: as a configuration error, exit 2.
+    if (item.status !== 'completed' && item.error?.category) return 2;
     return item.status === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);

@@ -153,14 +153,3 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
     throw e;
   }
 }
-
-/** Errors that mean the setup is wrong, not the code: exit 2. */
-export const CONFIG_ERRORS = new Set([
-  'PythonNotFoundError',
-  'SandboxUnavailableError',
-  'JupyterAuthError',
-  'JupyterUnreachable',
-  'JupyterKernelNotFound',
-  'JupyterConfigError',
-  'JupyterNotFound',
-]);
