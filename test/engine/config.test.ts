@@ -38,6 +38,12 @@ describe('configuration: keys.ts and package.json', () => {
     }
   });
 
+  it('are each read by the one resolver (a setting keys.ts adds has a field of EngineConfig)', () => {
+    const { origins } = resolveEngineConfig(() => undefined, { trusted: true });
+    assert.deepEqual(Object.keys(origins).sort(), Object.keys(SETTINGS).sort());
+    assert.ok(Object.values(origins).every((o) => o === 'default'));
+  });
+
   it('restrict in untrusted workspaces exactly the settings the policy guards', () => {
     assert.deepEqual([...pkg.capabilities.untrustedWorkspaces.restrictedConfigurations].sort(), restrictedKeys().sort());
   });
