@@ -23,21 +23,28 @@ import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveTools } from '../core/tools/toolSources';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { chatPrinter } from './print';
-import { openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
+import { parse, UsageError } from './args';
+import { commandOptions, flagUsage, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
+import { openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom } from './workspace';
 import { MODES } from '../common/runtimes';
 
-const CHAT_USAGE = `Usage: codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M
-         [--base-url URL] [--mode toolCode|hosted|code] [--protocol tools|text] [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--max-turns N]
-         [--continue SESSION] [--runtime local|jupyter] [--jupyter-url URL] [--timeout SECONDS]
-         [--sandbox auto|bubblewrap|none] [--python PATH] [--session conversation|run]
-         [--storage DIR] [--outputs DIR] [--trust-workspace] [--json]
+/** `codeact chat "<prompt>" --provider P --model M`, and its options: the setting flags from core/config/keys.ts. */
+export const CHAT_SYNOPSIS = `codeact chat "<prompt>" ${flagUsage('provider')} ${flagUsage('model')}`;
+
+export const CHAT_USAGE = `${wrapUsage(
+  `Usage: ${CHAT_SYNOPSIS}`,
+  [
+    ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'],
+    settingFlagsUsage('chat', ['provider', 'model']),
+    ['[--outputs DIR]', '[--trust-workspace]', '[--json]'],
+  ],
+  9,
+)}
        codeact chat --list [--storage DIR]
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
-(OpenAI-compatible servers usually need none). The Jupyter token comes from CODEACT_JUPYTER_TOKEN.
---protocol text: the model writes \`\`\`python blocks instead of calling functions (models without function calling).
-${PYTHON_HELP}
-${OUTPUTS_HELP}`;
+(OpenAI-compatible servers usually need none).
+${[...settingFlagsHelp('chat'), OUTPUTS_HELP].join('\n')}`;
 
 function defaultStorage(): string {
   if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
@@ -48,23 +55,15 @@ function defaultStorage(): string {
 const CONTINUED_NOTE =
   'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
 
+export const CHAT_OPTIONS = commandOptions('chat', {
+  continue: { type: 'string', short: 'c' },
+  storage: { type: 'string' },
+  list: { type: 'boolean' },
+  ...RUNTIME_FLAGS,
+} as const);
+
 function parseChat(argv: string[]) {
-  return parse({
-    args: argv,
-    options: {
-      provider: { type: 'string', short: 'p' },
-      model: { type: 'string', short: 'm' },
-      'base-url': { type: 'string' },
-      mode: { type: 'string' },
-      protocol: { type: 'string' },
-      'max-turns': { type: 'string' },
-      continue: { type: 'string', short: 'c' },
-      session: { type: 'string' },
-      storage: { type: 'string' },
-      list: { type: 'boolean' },
-      ...RUNTIME_FLAGS,
-    },
-  });
+  return parse({ args: argv, options: CHAT_OPTIONS });
 }
 
 type ChatValues = ReturnType<typeof parseChat>['values'];

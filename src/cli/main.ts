@@ -13,18 +13,17 @@ import { forTerminal } from '../common/untrusted';
 import { errorCategory } from '../core/util/errors';
 import { CODEACT_VERSION } from '../core/util/version';
 import { configureDefaultMcpAuth } from '../core/tools/sources/mcp/pool';
-import { chatCommand } from './chat';
+import { CHAT_SYNOPSIS, chatCommand } from './chat';
 import { cliMcpAuthHost, mcpCommand } from './mcpAuth';
-import { runCommand } from './run';
+import { runCommand, runSynopsis } from './run';
 import { toolsCommand } from './tools';
 import { trustCommand } from './trust';
-import { UsageError } from './workspace';
+import { UsageError } from './args';
 
 const USAGE = `Usage:
-  codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]
-              [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]
+${runSynopsis('  ')}
   codeact tools [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--trust-workspace] [--json]
-  codeact chat "<prompt>" --provider openai|anthropic|gemini|openai-compatible --model M [options]
+  ${CHAT_SYNOPSIS} [options]
   codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list
   codeact mcp list | codeact mcp sign-out URL|--all
   codeact --help | --version

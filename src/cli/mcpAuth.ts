@@ -14,7 +14,7 @@ import { McpSignInError, signedInMcpServers, signOutMcpServer, type McpAuthHost 
 import type { McpSecretStore } from '../core/tools/sources/mcp/authStore';
 import { writeFileAtomicSync } from '../core/util/atomicFile';
 import { terminalQuestions, type TerminalQuestions } from './terminalQuestions';
-import { parse, UsageError } from './workspace';
+import { parse, UsageError } from './args';
 
 /** The CLI's sign-in file. */
 function cliAuthFile(): string {

@@ -15,7 +15,7 @@ import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
 import { fileName, filesOf } from '../common/outputLabels';
 import { forDisplay, forTerminal } from '../common/untrusted';
 import { writeAll, writeFirstFree } from '../core/util/atomicFile';
-import { UsageError } from './workspace';
+import { UsageError } from './args';
 import { runtimeInfo } from '../common/runtimes';
 
 /** The help text of `--outputs` and of what `--json` prints for rich outputs (run and chat). */

@@ -8,19 +8,24 @@ import { resolveTools } from '../core/tools/toolSources';
 import { isTurnMarker, runCodeTurn } from '../core/turn/turns';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
-import { CONFIG_ERRORS, openWorkspace, parse, PYTHON_HELP, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, UsageError } from './workspace';
+import { parse, UsageError } from './args';
+import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
+import { openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom } from './workspace';
 
-const RUN_USAGE =
-  'Usage: codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--timeout SECONDS] [--sandbox auto|bubblewrap|none] [--python PATH]\n' +
-  '                   [--runtime local|jupyter] [--jupyter-url URL] [--jupyter-kernel NAME] [--outputs DIR] [--trust-workspace] [--json]\n' +
-  'The Jupyter token comes from CODEACT_JUPYTER_TOKEN.\n' +
-  `${PYTHON_HELP}\n` +
-  OUTPUTS_HELP;
+/** `codeact run …` and its options, the setting flags from core/config/keys.ts (`lead`: "Usage: " or the indent). */
+export function runSynopsis(lead: string): string {
+  const first = `${lead}codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]`;
+  return wrapUsage(first, [settingFlagsUsage('run'), ['[--outputs DIR]', '[--trust-workspace]', '[--json]']], lead.length + 'codeact run '.length);
+}
+
+export const RUN_OPTIONS = commandOptions('run', RUNTIME_FLAGS);
+
+export const RUN_USAGE = [runSynopsis('Usage: '), ...settingFlagsHelp('run'), OUTPUTS_HELP].join('\n');
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({
     args: argv,
-    options: RUNTIME_FLAGS,
+    options: RUN_OPTIONS,
   });
   if (values.help) {
     process.stdout.write(RUN_USAGE + '\n');
@@ -65,7 +70,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     });
     if (!values.json) printItemResult(item);
     if (saver) saveAndReport(saver, item, !!values.json);
-    if (item.status !== 'completed' && CONFIG_ERRORS.has(item.error?.type ?? '')) return 2;
+    // The setup (a setting, the machine) failed, not the code: as a configuration error, exit 2.
+    if (item.status !== 'completed' && item.error?.category) return 2;
     return item.status === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);

@@ -5,7 +5,8 @@ import { formatDeclarationError } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveTools } from '../core/tools/toolSources';
 import { dim, red } from './print';
-import { openWorkspace, parse, UsageError } from './workspace';
+import { parse, UsageError } from './args';
+import { openWorkspace } from './workspace';
 
 export async function toolsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({

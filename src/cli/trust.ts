@@ -8,7 +8,7 @@ import { restrictedKeys } from '../core/config/keys';
 import { codeactSetting, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
 import { isCodeWorkspaceFile, readCodeWorkspace } from '../core/config/codeWorkspace';
 import { forTerminal } from '../common/untrusted';
-import { parse, UsageError } from './workspace';
+import { parse, UsageError } from './args';
 
 const TRUST_USAGE = `Usage: codeact trust [DIR]            trust DIR (default: the current folder) with its settings as they are now
        codeact trust FILE.code-workspace   trust a workspace file's own settings, as they are now

@@ -7,7 +7,6 @@
  */
 import { statSync } from 'node:fs';
 import * as path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { runtimeConfigFrom, toolSetFrom } from '../core/config/engine';
 import { folderTrust, type TrustState } from '../core/config/folderTrust';
 import { describeIgnored, resolveEngineConfig, WORKSPACE_FILE_UNTRUSTED, type EngineConfig, type Ignored } from '../core/config/resolve';
@@ -19,11 +18,8 @@ import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { warn } from './print';
-import { CodeActError } from '../core/util/errors';
-
-export class UsageError extends CodeActError {
-  readonly category = 'usage' as const;
-}
+import { UsageError } from './args';
+import { flagFor, flagSettings } from './flags';
 
 interface Workspace {
   /** The folder the command works in (with a `.code-workspace` file: the folder picked from it). */
@@ -36,46 +32,15 @@ interface Workspace {
   toolSet: ToolSet;
 }
 
-/** Flags that set a setting: flag name -> setting key and how to read its value. */
-const FLAG_SETTINGS: Record<string, { key: string; kind: 'string' | 'number' }> = {
-  provider: { key: 'provider', kind: 'string' },
-  model: { key: 'model', kind: 'string' },
-  'base-url': { key: 'baseURL', kind: 'string' },
-  mode: { key: 'mode', kind: 'string' },
-  protocol: { key: 'agent.protocol', kind: 'string' },
-  'max-turns': { key: 'maxTurns', kind: 'number' },
-  runtime: { key: 'runtime', kind: 'string' },
-  'jupyter-url': { key: 'jupyter.serverURL', kind: 'string' },
-  'jupyter-kernel': { key: 'jupyter.kernelName', kind: 'string' },
-  timeout: { key: 'timeoutSeconds', kind: 'number' },
-  sandbox: { key: 'sandbox.kind', kind: 'string' },
-  python: { key: 'python.path', kind: 'string' },
-  session: { key: 'session.policy', kind: 'string' },
-};
-
-/** The flags `codeact run` and `codeact chat` share: where the code runs, and the output format. */
+/** The flags `codeact run` and `codeact chat` share that are not settings: where the code runs, and the output format. */
 export const RUNTIME_FLAGS = {
   workspace: { type: 'string', short: 'w' },
   folder: { type: 'string' },
-  timeout: { type: 'string', short: 't' },
-  sandbox: { type: 'string' },
-  python: { type: 'string' },
-  runtime: { type: 'string' },
-  'jupyter-url': { type: 'string' },
-  'jupyter-kernel': { type: 'string' },
   'trust-workspace': { type: 'boolean' },
   outputs: { type: 'string', short: 'o' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-export function parse<T extends ParseArgsConfig['options']>(config: { args: string[]; options: T }) {
-  try {
-    return parseArgs({ args: config.args, options: config.options, allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-}
 
 interface OpenOptions {
   /** Flag values (as parsed) that set settings. */
@@ -118,14 +83,7 @@ export function openWorkspace(dir: string | undefined, o: OpenOptions = {}): Wor
   const ws = target.ws;
   const folder = readWorkspaceSettings(ws);
   const user = readUserSettings();
-  const flags: Record<string, unknown> = {};
-  for (const [flag, raw] of Object.entries(o.flags ?? {})) {
-    const spec = FLAG_SETTINGS[flag];
-    if (!spec || raw === undefined) continue;
-    if (spec.kind === 'number' && !(typeof raw === 'string' && raw.trim() && Number.isFinite(Number(raw))))
-      throw new UsageError(`--${flag} must be a number, not ${JSON.stringify(raw)}.`);
-    flags[spec.key] = spec.kind === 'number' ? Number(raw) : raw;
-  }
+  const flags = flagSettings(o.flags ?? {});
   const override = o.trustOverride || process.env.CODEACT_TRUST_WORKSPACE === '1';
   const trust = folderTrust(ws, override);
   // A .code-workspace file's settings are trusted on their own (core/config/folderTrust.ts).
@@ -139,8 +97,7 @@ export function openWorkspace(dir: string | undefined, o: OpenOptions = {}): Wor
   const { config, ignored } = resolveEngineConfig(withFallback, { trusted: trust.trusted, workspaceTrusted: fileTrust?.trusted });
   const bad = ignored.find((i) => i.origin === 'flag');
   if (bad) {
-    const flag = Object.entries(FLAG_SETTINGS).find(([, s]) => `codeact.${s.key}` === bad.key)?.[0];
-    throw new UsageError(`${flag ? `--${flag}` : bad.key} ${bad.reason}.`);
+    throw new UsageError(`${flagFor(bad.key) ?? bad.key} ${bad.reason}.`);
   }
   const codeWorkspace = target.file && fileTrust ? { file: target.file.file, folder: target.name!, trust: fileTrust } : undefined;
   if (!o.quiet) reportIgnored(ws, trust, ignored, codeWorkspace);
@@ -196,18 +153,3 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
     throw e;
   }
 }
-
-/** How the interpreter is chosen (core/runtime/local/pythonEnv.ts), for the usage texts. */
-export const PYTHON_HELP =
-  "Python: --python (or codeact.python.path; one inside the folder only in a trusted folder), else the folder's .venv or venv (a trusted folder), else python3.";
-
-/** Errors that mean the setup is wrong, not the code: exit 2. */
-export const CONFIG_ERRORS = new Set([
-  'PythonNotFoundError',
-  'SandboxUnavailableError',
-  'JupyterAuthError',
-  'JupyterUnreachable',
-  'JupyterKernelNotFound',
-  'JupyterConfigError',
-  'JupyterNotFound',
-]);

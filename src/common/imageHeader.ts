@@ -17,7 +17,7 @@
  * header walk reads.
  */
 
-/** The default of codeact.outputs.maxImageMegapixels, in pixels (src/core/config/keys.ts; a test checks they agree). */
+/** The default of codeact.outputs.maxImageMegapixels, in pixels (src/core/config/keys.ts reads it here). */
 export const DEFAULT_MAX_IMAGE_PIXELS = 40_000_000;
 
 /** The setting that raises the cap, as the notes name it. */

@@ -70,6 +70,11 @@ export interface ExecutionError {
   traceback?: string;
   /** The 1-based line of the user's code where the error was raised, when known. */
   line?: number;
+  /**
+   * Set when the host's setup failed, not the code: `config` (a setting: a URL, a kernel name, a token) or
+   * `environment` (something the machine lacks: Python, bubblewrap, a reachable server). The CLI exits 2.
+   */
+  category?: 'config' | 'environment';
 }
 
 export type CodeCallStatus = 'in_progress' | 'interpreting' | 'completed' | 'failed' | 'incomplete';

@@ -9,7 +9,7 @@
  * that text.
  */
 
-/** Default of codeact.outputs.modelChars. */
+/** The default of codeact.outputs.modelChars (src/core/config/keys.ts reads it here). */
 export const DEFAULT_OUTPUT_CHARS = 20_000;
 /** The smallest budget a setting may give (room for a note and a little text on each side). */
 export const MIN_OUTPUT_CHARS = 1000;

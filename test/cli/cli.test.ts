@@ -81,6 +81,9 @@ describe('codeact CLI', function () {
     assert.match(codeact(['run', 'no-such-file.py']).stderr, /Cannot read no-such-file\.py: no such file/);
     assert.match(codeact(['run', '-', '--timeout', 'soon'], '1').stderr, /--timeout must be a number, not "soon"/);
     assert.equal(codeact(['frobnicate']).code, 2);
+    const noPython = codeact(['run', '-', '--python', '/nonexistent/python3'], 'return 1');
+    assert.equal(noPython.code, 2, 'a run whose setup failed (no Python) is a configuration error');
+    assert.match(noPython.stderr, /Python was not found/);
     const ws = mkdtempSync(path.join(tmpdir(), 'codeact-cli-'));
     try {
       mkdirSync(path.join(ws, '.vscode'));

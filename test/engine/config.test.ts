@@ -38,6 +38,24 @@ describe('configuration: keys.ts and package.json', () => {
     }
   });
 
+  it('are each resolved under the one policy, and read by their key (a setting keys.ts adds needs nothing in resolve.ts)', () => {
+    const defaults = resolveEngineConfig(() => undefined, { trusted: true });
+    assert.deepEqual(Object.keys(defaults.origins).sort(), Object.keys(SETTINGS).sort());
+    assert.ok(Object.values(defaults.origins).every((o) => o === 'default'));
+    assert.deepEqual(Object.keys(defaults.config.settings).sort(), Object.keys(SETTINGS).sort());
+    for (const [key, spec] of Object.entries(SETTINGS)) assert.deepEqual(defaults.config.settings[key as keyof typeof SETTINGS], spec.default, key);
+    // A value from a layer, and one the policy refuses, under the key as under the field.
+    const { config, ignored } = resolveEngineConfig(
+      (k) => ({ 'session.maxAlive': { user: 9 }, 'sandbox.kind': { folder: 'none' }, 'plots.highDPI': { user: 'yes' } })[k],
+      { trusted: false },
+    );
+    assert.equal(config.settings['session.maxAlive'], 9);
+    assert.equal(config.sessionMaxAlive, 9);
+    assert.equal(config.settings['sandbox.kind'], 'auto');
+    assert.equal(config.settings['plots.highDPI'], false);
+    assert.deepEqual(ignored.map((i) => i.key).sort(), ['codeact.plots.highDPI', 'codeact.sandbox.kind']);
+  });
+
   it('restrict in untrusted workspaces exactly the settings the policy guards', () => {
     assert.deepEqual([...pkg.capabilities.untrustedWorkspaces.restrictedConfigurations].sort(), restrictedKeys().sort());
   });

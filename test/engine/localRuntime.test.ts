@@ -340,5 +340,6 @@ describe('local runtime: source size', () => {
     const { item } = await run(rt, 'return 1');
     assert.equal(item.error?.type, 'PythonNotFoundError');
     assert.match(item.error!.message, /codeact\.python/);
+    assert.equal(item.error?.category, 'environment', 'the setup failed, not the code');
   });
 });

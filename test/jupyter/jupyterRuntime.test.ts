@@ -524,6 +524,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       const item = await rt.execute({ code: '1' });
       assert.equal(item.status, 'failed');
       assert.equal(item.error?.type, 'JupyterAuthError');
+      assert.equal(item.error?.category, 'config');
       assert.match(item.error?.message ?? '', /refused the token \(HTTP 403\)/);
       assert.match(item.error?.message ?? '', /CODEACT_JUPYTER_TOKEN/);
       assert.match(item.error?.message ?? '', /CodeAct: Set Jupyter Token/);
@@ -535,6 +536,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       const rt = runtime({ url: `http://127.0.0.1:${port}/` });
       const item = await rt.execute({ code: '1' });
       assert.equal(item.error?.type, 'JupyterUnreachable');
+      assert.equal(item.error?.category, 'environment');
       assert.match(item.error?.message ?? '', /Cannot reach the Jupyter server at http:\/\/127\.0\.0\.1:\d+\/ \(ECONNREFUSED\)/);
       assert.match(item.error?.message ?? '', /codeact\.jupyter\.serverURL/);
     });
@@ -543,6 +545,7 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       const rt = runtime({ kernelName: 'no-such-kernel' });
       const item = await rt.execute({ code: '1' });
       assert.equal(item.error?.type, 'JupyterKernelNotFound');
+      assert.equal(item.error?.category, 'config');
       assert.match(item.error?.message ?? '', /no kernel named "no-such-kernel" \(it has: .*python3/);
     });
 

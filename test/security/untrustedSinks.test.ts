@@ -98,6 +98,12 @@ const KNOWN: Record<string, string> = {
   'src/cli/print.ts: JSON.stringify(args.get(e.call_id) ?? {})': 'resolved by name only: the arguments are shown through shown() (forTerminal)',
   'src/cli/print.ts: new TerminalStream({ plain: true })': "resolved by name only: the model's text stream is a TerminalStream",
   'src/cli/print.ts: compactedLine(e)': "CodeAct's wording of token counts",
+  "src/cli/chat.ts: wrapUsage( `Usage: ${CHAT_SYNOPSIS}`, [ ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'], settingFlagsUsage('chat', ['provider', 'model']), ['[--outputs DIR]', '[--trust-workspace]', '[--json]'], ], 9, )":
+    "CodeAct's usage text, its setting flags from core/config/keys.ts (SETTING_FLAGS)",
+  "src/cli/chat.ts: [...settingFlagsHelp('chat'), OUTPUTS_HELP].join('\\n')": "CodeAct's help lines, from core/config/keys.ts (SETTING_FLAGS)",
+  "src/cli/main.ts: runSynopsis(' ')": "CodeAct's usage text, its setting flags from core/config/keys.ts (SETTING_FLAGS)",
+  "src/cli/run.ts: [runSynopsis('Usage: '), ...settingFlagsHelp('run'), OUTPUTS_HELP].join('\\n')":
+    "CodeAct's usage text and help lines, from core/config/keys.ts (SETTING_FLAGS)",
   'src/cli/run.ts: JSON.stringify(e)': '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/tools.ts: JSON.stringify({ workspace: ws.dir, trusted: ws.trust.trusted, tools: sorted.map((t) => ({ name: t.name, description: t.description, source: t.source, approval: t.approval, expose: t.expose, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null, })), errors, })':
     '--json: machine output, the events as they are (README: scripts read it)',

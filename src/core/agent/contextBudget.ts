@@ -19,11 +19,10 @@ import type { Usage } from '../../common/items';
 import { headTail } from '../../common/outputBudget';
 import { GUTTER, jsonData, quoteBlock, quoteInline, quoteName } from '../../common/quoteData';
 import { contextWindowOf } from '../providers/shared/catalog';
+import { SETTINGS } from '../config/keys';
 import type { ConversationItem, ModelTool, Provider } from '../providers/shared/types';
 import { newId } from '../util/ids';
 
-/** Default of codeact.context.compactAt: the share of the usable window where compaction starts. */
-const DEFAULT_COMPACT_AT = 0.75;
 /** Characters per token in the estimate (real tokenizers give 3.5–4 for prose; code and JSON fewer). */
 const CHARS_PER_TOKEN = 3.5;
 /** What one attached image is counted as. */
@@ -264,7 +263,7 @@ export class ContextBudget {
   }
 
   get compactAtTokens(): number {
-    return Math.floor(this.usable * Math.min(0.95, Math.max(0.1, this.o.compactAt ?? DEFAULT_COMPACT_AT)));
+    return Math.floor(this.usable * Math.min(0.95, Math.max(0.1, this.o.compactAt ?? SETTINGS['context.compactAt'].default)));
   }
 
   private key(s: CompactionState = this.state): string {

@@ -105,7 +105,15 @@ export interface EngineConfig {
   inlineResults: boolean;
   /** The raw `codeact.tools` declarations (loadTools checks them one by one). */
   tools: unknown;
+  /**
+   * Every setting's resolved value under its key, as keys.ts types it: what code reads for a setting that has
+   * no field above (`config.settings['x.y']`). The fields above are the same values, named and in their units.
+   */
+  settings: SettingValues;
 }
+
+/** Every setting's value once resolved, by key. */
+type SettingValues = { readonly [K in SettingName]: SettingValue<K> };
 
 export interface ResolvedConfig {
   config: EngineConfig;
@@ -144,6 +152,7 @@ function typeError(key: SettingKey, value: unknown): string | undefined {
 export function resolveEngineConfig(read: SettingsReader, options: ResolveOptions): ResolvedConfig {
   const ignored: Ignored[] = [];
   const origins = {} as Record<SettingName, Origin>;
+  const values = {} as Record<SettingName, unknown>;
 
   /** The value of one key under the policy; `allow` may refuse a layer for a reason of its own. */
   const pick = <K extends SettingName>(name: K, allow?: (origin: Origin, value: unknown) => string | undefined): SettingValue<K> => {
@@ -175,10 +184,17 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
         continue;
       }
       origins[name] = origin;
+      values[name] = value;
       return value as SettingValue<K>;
     }
     origins[name] = 'default';
+    values[name] = spec.default;
     return spec.default as SettingValue<K>;
+  };
+  /** The settings no field above reads, under the policy every setting has; then all of them by key. */
+  const everySetting = (): SettingValues => {
+    for (const name of Object.keys(SETTINGS) as SettingName[]) if (!(name in origins)) pick(name);
+    return values as SettingValues;
   };
 
   const provider = pick('provider');
@@ -257,6 +273,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     anthropicToolVersion: pick('hosted.anthropicToolVersion'),
     inlineResults: pick('inlineResults'),
     tools: pick('tools'),
+    settings: everySetting(),
   };
   config.toolsDeclaredIn = origins.tools === 'folder' || origins.tools === 'workspace' ? 'folder' : 'user';
   return { config, origins, ignored };

@@ -18,6 +18,7 @@ import type {
 import { formatBytes, formatDuration } from '../../common/format';
 import { MAX_VALUE_DEPTH, measureShape } from '../../common/jsonShape';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from './types';
+import { errorCategory } from '../util/errors';
 import { newId } from '../util/ids';
 
 /**
@@ -104,6 +105,15 @@ export function timeoutError(timeoutMs: number, inFlight: number): ExecutionErro
       (inFlight ? `, with ${inFlight} tool call(s) still in flight` : '') +
       '. Make it faster, or raise the timeout (CLI: --timeout SECONDS; settings: codeact.timeoutSeconds).',
   };
+}
+
+/**
+ * The category of a run's error when what was thrown says the host's setup failed, not the code: a setting
+ * (`config`) or the machine (`environment`). Spread into the ExecutionError.
+ */
+export function setupCategory(err: unknown): Pick<ExecutionError, 'category'> {
+  const category = errorCategory(err);
+  return category === 'config' || category === 'environment' ? { category } : {};
 }
 
 /** The code's own error as the guest or kernel sent it, checked field by field (it is untrusted input). */

@@ -145,6 +145,16 @@ export interface RuntimeLimits {
 /** Largest protocol frame a guest or kernel may send the host (a call_tool's arguments), unless configured. */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
+/** The sandbox's resource limits unless configured: the default of codeact.sandbox.limits (config/keys.ts reads it here). */
+export const DEFAULT_SANDBOX_LIMITS = {
+  memory: '2g',
+  cpuSeconds: 300,
+  processes: 256,
+  fileSize: '256m',
+  openFiles: 1024,
+} as const;
+
+/** The limits of a run unless configured; the defaults of codeact.timeoutSeconds, toolCalls.maxPerRun, outputs.max*MB and plots.highDPI (config/keys.ts reads them here). */
 export const DEFAULT_LIMITS: RuntimeLimits = {
   maxSourceBytes: 64 * 1024,
   maxOutputBytes: 1024 * 1024,

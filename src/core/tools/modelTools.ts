@@ -54,8 +54,8 @@ interface CodeToolContext {
 const INSTALL_SENTENCE =
   'A missing package: `await install_packages(["name", "other>=2"])` installs it into the session\'s Python once the user approves (names and versions only); then import it.';
 
-/** Default of codeact.toolDiscovery.inlineLimit. */
-const DEFAULT_INLINE_LIMIT = 20;
+/** The default of codeact.toolDiscovery.inlineLimit (src/core/config/keys.ts reads it here). */
+export const DEFAULT_INLINE_LIMIT = 20;
 /**
  * Token budget of the tool listing: above it the schemas are left out even under the inline limit, and
  * the short listing shortens its descriptions to stay within it.

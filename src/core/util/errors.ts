@@ -11,7 +11,7 @@
  * - `tool`: a managed tool call was refused or failed (see `ToolError.code`);
  * - `runtime`: the runtime (guest, kernel, sandbox) failed.
  */
-type ErrorCategory = 'usage' | 'config' | 'environment' | 'cancelled' | 'timeout' | 'provider' | 'tool' | 'runtime';
+export type ErrorCategory = 'usage' | 'config' | 'environment' | 'cancelled' | 'timeout' | 'provider' | 'tool' | 'runtime';
 
 /** The base of our errors: each says its category. */
 export abstract class CodeActError extends Error {

@@ -83,7 +83,7 @@ export interface ImageBudget {
   maxPixels?: number;
 }
 
-/** The defaults of codeact.vision.maxImages and maxMB (src/core/config/keys.ts; a test checks they agree). */
+/** The defaults of codeact.vision.maxImages and maxMB (src/core/config/keys.ts reads them here). */
 export const DEFAULT_IMAGE_BUDGET: ImageBudget = { maxImages: 6, maxBytes: 8 * 1024 * 1024 };
 
 /** Hosted code execution in the provider's own sandbox. */

@@ -20,7 +20,7 @@ export interface StreamBounds {
   idleMs: number;
 }
 
-/** The defaults of codeact.modelStream.* (src/core/config/keys.ts; a test checks they agree). */
+/** The defaults of codeact.modelStream.* (src/core/config/keys.ts reads them here). */
 export const DEFAULT_STREAM_BOUNDS: StreamBounds = { firstByteMs: 60_000, idleMs: 90_000 };
 
 /** Why a watchdog stopped a turn. */

@@ -9,17 +9,37 @@
  */
 import { ServerConnection, type Kernel, type KernelAPI } from '@jupyterlab/services';
 import WebSocket from 'ws';
-import { CodeActError, errorCategory } from '../../util/errors';
+import { CodeActError, errorCategory, type ErrorCategory } from '../../util/errors';
 import { htmlToText, isHtml } from '../../../common/htmlText';
 import { formatBytes, overCap } from '../../../common/format';
 import { readBodyOrThrow, readBodyPrefix } from '../../util/readBodyCapped';
 import { hubUserOf, isStoppedServerAnswer, rewriteHubUserPath, stoppedMessage, type HubUser } from './hub';
 
-/** An error of the Jupyter runtime with a category that becomes `ExecutionError.type`. */
+/**
+ * The Jupyter runtime's errors, each with its category: a setting the server cannot work with (`config`), a
+ * server that cannot be reached (`environment`: the CLI exits 2 for both), or a failure of the run (`runtime`).
+ */
+const JUPYTER_ERRORS = {
+  JupyterConfigError: 'config',
+  JupyterAuthError: 'config',
+  JupyterNotFound: 'config',
+  JupyterKernelNotFound: 'config',
+  JupyterUnreachable: 'environment',
+  JupyterServerError: 'runtime',
+  JupyterHubServerStopped: 'runtime',
+  JupyterTimeout: 'runtime',
+  JupyterBootstrapError: 'runtime',
+  JupyterConnectionLost: 'runtime',
+  JupyterResponseTooLarge: 'runtime',
+  JupyterClosed: 'runtime',
+  KernelDied: 'runtime',
+} as const satisfies Record<string, ErrorCategory>;
+
+/** An error of the Jupyter runtime: its type becomes `ExecutionError.type`, its category says who is at fault. */
 export class JupyterError extends CodeActError {
-  readonly category = 'runtime' as const;
+  readonly category: ErrorCategory;
   constructor(
-    readonly type: string,
+    readonly type: keyof typeof JUPYTER_ERRORS,
     message: string,
     readonly status?: number,
     /** The low-level cause (ECONNREFUSED, ENOTFOUND…), for network errors. */
@@ -27,6 +47,7 @@ export class JupyterError extends CodeActError {
   ) {
     super(message);
     this.name = type;
+    this.category = JUPYTER_ERRORS[type];
   }
 }
 

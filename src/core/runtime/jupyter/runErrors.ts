@@ -3,13 +3,13 @@
  * other failure of the machinery, each with what was kept and what the next run does.
  */
 import type { ExecutionError } from '../../../common/events';
-import { cancelledError, completionError, type Completion } from '../execution';
+import { cancelledError, completionError, setupCategory, type Completion } from '../execution';
 import { JupyterError } from './connection';
 import { hubUserOf, spawnUrl, stoppedWhileRunning } from './hub';
 import { isCancellation } from '../../util/errors';
 
 export function toExecutionError(err: unknown): ExecutionError {
-  if (err instanceof JupyterError) return { type: err.type, message: err.message };
+  if (err instanceof JupyterError) return { type: err.type, message: err.message, ...setupCategory(err) };
   const e = err as Error;
   if (isCancellation(err)) return cancelledError();
   return { type: 'JupyterError', message: e?.message ?? String(err) };

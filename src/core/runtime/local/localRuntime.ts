@@ -16,7 +16,7 @@
  */
 import { ArtifactStore } from '../artifacts';
 import type { CodeInterpreterCallItem, ExecutionError, SessionChanged } from '../../../common/events';
-import { afterReview, announceDone, executionItem, openExecution, safeEmit } from '../execution';
+import { afterReview, announceDone, executionItem, openExecution, safeEmit, setupCategory } from '../execution';
 import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { settleCgroups } from './cgroup';
 import { GuestLauncher, type GuestLaunchOptions } from './guestLauncher';
@@ -89,7 +89,7 @@ export class LocalRuntime implements Runtime {
     try {
       session = sessionId ? await this.sessions.session(sessionId) : await this.launcher.oneShot();
     } catch (err) {
-      return refuse({ type: (err as Error).name || 'LaunchError', message: (err as Error).message });
+      return refuse({ type: (err as Error).name || 'LaunchError', message: (err as Error).message, ...setupCategory(err) });
     }
     const notice = sessionId ? this.sessions.takeNotice(sessionId) : undefined;
     try {

@@ -18,6 +18,7 @@ import { isUnder } from '../../util/paths';
 import { planWorkspaceMount, type HostRunFile, type WorkspaceMount } from './workspaceMount';
 import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCache';
 import { CodeActError } from '../../util/errors';
+import { DEFAULT_SANDBOX_LIMITS } from '../types';
 import { BWRAP_NOT_FOUND, NOT_LINUX, diagnoseUserns, fallbackWarning, unavailableMessage, type UsernsDiagnosis, type UsernsHost } from './usernsDiagnosis';
 
 /** The descriptor bwrap reads the seccomp program from (stdio index 4 of the launch). */
@@ -57,14 +58,6 @@ export interface SandboxOptions {
   /** Where the diagnosis of a failing bubblewrap looks (usernsDiagnosis.ts; default: this machine). */
   host?: UsernsHost;
 }
-
-const DEFAULT_SANDBOX_LIMITS: Required<SandboxLimits> = {
-  memory: '2g',
-  cpuSeconds: 300,
-  processes: 256,
-  fileSize: '256m',
-  openFiles: 1024,
-};
 
 export interface LaunchPlan {
   command: string;
