@@ -112,7 +112,7 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
     const model = m.custom
       ? await vscode.window.showInputBox({
           title: 'Model id',
-          prompt: `The exact model id ${p.id === 'openai-compatible' ? 'your server serves (ollama list)' : 'of the provider'}`,
+          prompt: `The exact model id ${providerInfo(p.id).modelIdFrom}`,
         })
       : m.label;
     if (!model) return;
@@ -120,7 +120,7 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
     await c.update('provider', p.id, vscode.ConfigurationTarget.Global);
     await c.update('model', model, vscode.ConfigurationTarget.Global);
     // codeact.baseUrl is the setting's older name, still read (core/config/keys.ts).
-    if (p.id === 'openai-compatible' && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
+    if (providerInfo(p.id).localServer && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
       const url = await vscode.window.showInputBox({
         title: 'Server URL',
         value: 'http://localhost:11434/v1',

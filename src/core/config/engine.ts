@@ -4,6 +4,7 @@
  * and the API key come from, how warnings are shown) is passed in.
  */
 import type { RuntimeKind, SessionChanged } from '../../common/events';
+import { providerInfo } from '../../common/providers';
 import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
@@ -38,7 +39,7 @@ interface RuntimeHost {
  */
 export function runtimeKindOf(config: Pick<EngineConfig, 'mode' | 'provider' | 'runtime'>): RuntimeKind {
   if (config.mode !== 'hosted') return config.runtime;
-  return config.provider === 'openai-compatible' ? 'local' : config.provider;
+  return providerInfo(config.provider).hostedSandbox ?? 'local';
 }
 
 export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): RuntimeConfig {
