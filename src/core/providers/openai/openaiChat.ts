@@ -12,6 +12,7 @@ import { ProviderError, toolsUnsupportedError } from '../shared/errors';
 import { modelSeesImages } from '../shared/catalog';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, turnContext, type StreamMachine } from '../shared/runStream';
+import type { ErrorClassifier } from '../shared/errorReading';
 import type { StreamBounds } from '../shared/watchdog';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
@@ -19,6 +20,8 @@ import { readBodyCapped } from '../../util/readBodyCapped';
 
 interface CompatibleOptions {
   baseURL: string;
+  /** Reads the OpenAI SDK's errors (the registry's). */
+  errors: ErrorClassifier;
   supportsTools: boolean;
   contextWindow?: number;
   models: Record<string, CompatibleModelSettings>;
@@ -47,6 +50,10 @@ export class OpenAICompatibleProvider implements Provider {
     readonly client: OpenAI,
     readonly options: CompatibleOptions,
   ) {}
+
+  private get source() {
+    return { provider: this.id, errors: this.options.errors, baseURL: this.options.baseURL };
+  }
 
   supportsTools(model: string): boolean {
     return this.options.models[model]?.supportsTools ?? this.options.supportsTools;
@@ -91,7 +98,7 @@ export class OpenAICompatibleProvider implements Provider {
       });
     }
     if (req.tools.length > 0 && !this.supportsTools(req.model)) {
-      throw toolsUnsupportedError(turnContext('openai-compatible', req, this.options.baseURL), `the model is configured with supportsTools: false`);
+      throw toolsUnsupportedError(turnContext(this.source, req), `the model is configured with supportsTools: false`);
     }
     const body = this.buildRequest(req);
     const window = this.contextWindow(req.model);
@@ -111,7 +118,7 @@ export class OpenAICompatibleProvider implements Provider {
     const open = async (signal: AbortSignal): Promise<AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>> =>
       await this.client.chat.completions.create(body as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming, { signal });
     return runStream(
-      { provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl', bounds: this.options.bounds },
+      { ...this.source, idPrefix: 'chatcmpl', bounds: this.options.bounds },
       req,
       emit,
       open,

@@ -69,7 +69,7 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
     try {
       return await downloadOpenAIContainerFile(this.client, file.container_id, file.file_id, options, file.filename);
     } catch (err) {
-      throw toProviderError(err, { provider: 'openai', baseURL: this.baseURL, signal: options.signal });
+      throw toProviderError(err, { provider: this.id, errors: this.errors, baseURL: this.baseURL, signal: options.signal });
     }
   }
 }

@@ -4,6 +4,7 @@
  * catalogue's answer to which models see images.
  */
 import { modelSeesImages } from './catalog';
+import type { ErrorClassifier } from './errorReading';
 import { runStream } from './runStream';
 import type { StreamBounds } from './watchdog';
 import type { EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from './types';
@@ -13,6 +14,8 @@ export abstract class FirstPartyProvider<Client> implements Provider {
 
   constructor(
     readonly client: Client,
+    /** Reads its SDK's errors (the registry's). */
+    protected readonly errors: ErrorClassifier,
     protected readonly baseURL?: string,
     protected readonly bounds?: Partial<StreamBounds>,
   ) {}
@@ -36,7 +39,7 @@ export abstract class FirstPartyProvider<Client> implements Provider {
     open: (signal: AbortSignal) => Promise<AsyncIterable<E>>,
     machineFor: MachineFor<E>,
   ): Promise<TurnResult> {
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix, bounds: this.bounds }, req, emit, open, machineFor);
+    return runStream({ provider: this.id, errors: this.errors, baseURL: this.baseURL, idPrefix, bounds: this.bounds }, req, emit, open, machineFor);
   }
 }
 
