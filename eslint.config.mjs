@@ -91,7 +91,6 @@ export const CORE_ZONES = {
  */
 export const ALLOWANCES = {
   '@typescript-eslint/no-explicit-any': [
-    'src/core/providers/shared/emit.ts',
     'test/agent/contextCompaction.test.ts',
     'test/agent/outputBudget.test.ts',
     'test/agent/vision.test.ts',
