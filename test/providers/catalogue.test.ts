@@ -82,7 +82,12 @@ describe('providers: the catalogue is complete and says what the code does', () 
       assert.match(e.message, PROVIDERS[id].localServer ? local : other, `${id}: ${e.message}`);
     };
     for (const id of PROVIDER_IDS) {
-      check(id, { status: 401, message: '401 bad key' }, /^The server at http:\/\/127\.0\.0\.1:8000\/v1 rejected the API key/, /^[A-Z][\w-]+ rejected the API key/);
+      check(
+        id,
+        { status: 401, message: '401 bad key' },
+        /^The server at http:\/\/127\.0\.0\.1:8000\/v1 rejected the API key/,
+        /^[A-Z][\w-]+ rejected the API key/,
+      );
       check(id, { status: 404, message: '404 no such model' }, /lists its models at http:\/\/127\.0\.0\.1:8000\/v1\/models/, /the codeact\.model setting/);
       check(id, new Error('connect ECONNREFUSED 127.0.0.1:8000'), /\(is the server running\?\)/, /the base URL, then try again/);
       const stalled = streamStalled({ provider: id, baseURL: 'http://127.0.0.1:8000/v1' }, { kind: 'first_byte', ms: 60_000, events: 0 });

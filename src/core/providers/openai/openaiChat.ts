@@ -117,13 +117,7 @@ export class OpenAICompatibleProvider implements Provider {
     // since OpenAI-compatible servers add fields of their own (reasoning_content, …) to the SDK's chunk shape.
     const open = async (signal: AbortSignal): Promise<AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>> =>
       await this.client.chat.completions.create(body as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming, { signal });
-    return runStream(
-      { ...this.source, idPrefix: 'chatcmpl', bounds: this.options.bounds },
-      req,
-      emit,
-      open,
-      (turn) => new ChatState(emit, turn),
-    );
+    return runStream({ ...this.source, idPrefix: 'chatcmpl', bounds: this.options.bounds }, req, emit, open, (turn) => new ChatState(emit, turn));
   }
 }
 

@@ -6,7 +6,6 @@
  */
 import type { ProviderId } from '../../../common/providers';
 
-
 export {
   PROVIDER_CATALOG,
   PROVIDER_IDS,

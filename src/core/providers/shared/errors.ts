@@ -257,8 +257,8 @@ function fromStatus(said: SdkErrorReading, err: unknown, ctx: ErrorContext): Pro
   }
   if (status === 404 || kind === 'not_found') {
     const hint = local
-        ? ` Check the model name (the server lists its models at ${ctx.baseURL ?? '<base URL>'}/models) and that the base URL ends with /v1.`
-        : ' Check the model name: the codeact.model setting (--model on the command line).';
+      ? ` Check the model name (the server lists its models at ${ctx.baseURL ?? '<base URL>'}/models) and that the base URL ends with /v1.`
+      : ' Check the model name: the codeact.model setting (--model on the command line).';
     return new ProviderError({
       ...base,
       code: 'unknown_model',
