@@ -3,7 +3,7 @@
  * whole body, `{type: 'error', error: {type, message}}`, whose inner type is Anthropic's word; the wait
  * comes from the `retry-after` headers.
  */
-import { detailFromMessage, kindOf, pageText, retryAfterHeader, statusOf, type ErrorClassifier, type SdkErrorKind } from '../shared/errorReading';
+import { detailFromMessage, kindOf, pageText, retryAfterHeader, statusOf, typeWord, type ErrorClassifier, type SdkErrorKind } from '../shared/errorReading';
 
 const WORDS: Readonly<Record<string, SdkErrorKind>> = {
   authentication_error: 'auth',
@@ -29,10 +29,7 @@ export const anthropicErrors: ErrorClassifier = {
     const status = statusOf(err);
     const body = objectAt(err, 'error');
     const inner = objectAt(body, 'error');
-    const type =
-      typeof inner?.type === 'string'
-        ? inner.type
-        : body && (typeof body.type === 'string' && body.type !== 'error' ? body.type : typeof body.code === 'string' ? body.code : undefined);
+    const type = typeof inner?.type === 'string' ? inner.type : typeWord(body);
     if (status === undefined && !type) return undefined;
     const message = typeof inner?.message === 'string' ? inner.message : body?.message;
     const detail = typeof message === 'string' ? pageText(message, err) : detailFromMessage(err);

@@ -3,7 +3,7 @@
  * SDK error's `error` (`{message, type, code}`), its type (else its code) is OpenAI's word, and the wait
  * comes from the `retry-after` headers. The OpenAI-compatible servers speak through this SDK too.
  */
-import { detailFromMessage, kindOf, pageText, retryAfterHeader, statusOf, type ErrorClassifier, type SdkErrorKind } from '../shared/errorReading';
+import { detailFromMessage, kindOf, pageText, retryAfterHeader, statusOf, typeWord, type ErrorClassifier, type SdkErrorKind } from '../shared/errorReading';
 
 const WORDS: Readonly<Record<string, SdkErrorKind>> = {
   invalid_api_key: 'auth',
@@ -21,7 +21,7 @@ export const openaiErrors: ErrorClassifier = {
   read(err) {
     const status = statusOf(err);
     const body = bodyOf(err);
-    const type = body && (typeof body.type === 'string' && body.type !== 'error' ? body.type : typeof body.code === 'string' ? body.code : undefined);
+    const type = typeWord(body);
     if (status === undefined && !type) return undefined;
     const detail = typeof body?.message === 'string' ? pageText(body.message, err) : detailFromMessage(err);
     return { status, detail, kind: kindOf(WORDS, type), tooLong: TOO_LONG.test(detail), retryAfterMs: retryAfterHeader(err) };

@@ -89,6 +89,12 @@ export function retryAfterHeader(err: unknown): number | undefined {
   return undefined;
 }
 
+/** The error word of a Stainless SDK's error object (`{type, code}`): its type (never the envelope's `error`), else its code. */
+export function typeWord(o: { type?: unknown; code?: unknown } | undefined): string | undefined {
+  if (typeof o?.type === 'string' && o.type !== 'error') return o.type;
+  return typeof o?.code === 'string' ? o.code : undefined;
+}
+
 /** The kind an SDK's vocabulary gives `type` (own words only: never a prototype's). */
 export function kindOf(words: Readonly<Record<string, SdkErrorKind>>, type: string | undefined): SdkErrorKind | undefined {
   return type !== undefined && Object.prototype.hasOwnProperty.call(words, type) ? words[type] : undefined;
