@@ -90,7 +90,7 @@ describe('providers: the catalogue is complete and says what the code does', () 
       );
       check(id, { status: 404, message: '404 no such model' }, /lists its models at http:\/\/127\.0\.0\.1:8000\/v1\/models/, /the codeact\.model setting/);
       check(id, new Error('connect ECONNREFUSED 127.0.0.1:8000'), /\(is the server running\?\)/, /the base URL, then try again/);
-      const stalled = streamStalled({ provider: id, baseURL: 'http://127.0.0.1:8000/v1' }, { kind: 'first_byte', ms: 60_000, events: 0 });
+      const stalled = streamStalled({ provider: id, baseURL: 'http://127.0.0.1:8000/v1' }, { kind: 'first_byte', ms: 60_000 });
       assert.equal(/a local server may first load the model/.test(stalled.message), PROVIDERS[id].localServer, id);
     }
   });

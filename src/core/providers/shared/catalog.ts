@@ -6,17 +6,7 @@
  */
 import type { ProviderId } from '../../../common/providers';
 
-export {
-  PROVIDER_CATALOG,
-  PROVIDER_IDS,
-  PROVIDERS,
-  findProvider,
-  providerInfo,
-  secretKeyName,
-  whoStarting,
-  type ProviderId,
-  type ProviderInfo,
-} from '../../../common/providers';
+export { PROVIDER_CATALOG, PROVIDER_IDS, providerInfo, secretKeyName, whoStarting, type ProviderId, type ProviderInfo } from '../../../common/providers';
 
 // ---- hosted sandboxes -----------------------------------------------------------------------------
 
