@@ -10,7 +10,7 @@ import type { RuntimeKind } from './items';
 export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
 
 /** The runtime kind of a provider's hosted sandbox: the provider's own id. */
-type HostedRuntime = Extract<RuntimeKind, ProviderId>;
+export type HostedRuntime = Extract<RuntimeKind, ProviderId>;
 
 /** List prices of one model, in US dollars per million tokens. */
 export interface ModelPrice {

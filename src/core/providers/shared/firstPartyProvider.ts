@@ -4,13 +4,15 @@
  * catalogue's answer to which models see images.
  */
 import { modelSeesImages } from './catalog';
+import type { HostedRuntime } from '../../../common/providers';
 import type { ErrorClassifier } from './errorReading';
 import { runStream } from './runStream';
 import type { StreamBounds } from './watchdog';
 import type { EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from './types';
 
 export abstract class FirstPartyProvider<Client> implements Provider {
-  abstract readonly id: 'openai' | 'anthropic' | 'gemini';
+  /** A provider with a hosted sandbox of its own (the catalogue's `hostedSandbox`), whose runtime kind is its id. */
+  abstract readonly id: HostedRuntime;
 
   constructor(
     readonly client: Client,
