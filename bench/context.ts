@@ -10,6 +10,7 @@
  */
 import { ContextBudget } from '../src/core/agent/contextBudget';
 import { OpenAICompatibleProvider } from '../src/core/providers/openai/openaiChat';
+import { openaiErrors } from '../src/core/providers/openai/openaiErrors';
 import type { ConversationItem } from '../src/core/providers/shared/types';
 
 const TURNS = 500;
@@ -41,7 +42,13 @@ const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length
 const r2 = (x: number) => Math.round(x * 100) / 100;
 
 export async function benchContext(): Promise<Record<string, unknown>> {
-  const provider = new OpenAICompatibleProvider({} as never, { baseURL: 'http://127.0.0.1:1/v1', supportsTools: true, models: {}, streamUsage: true });
+  const provider = new OpenAICompatibleProvider({} as never, {
+    baseURL: 'http://127.0.0.1:1/v1',
+    errors: openaiErrors,
+    supportsTools: true,
+    models: {},
+    streamUsage: true,
+  });
   const budget = (window: number, onCompacted?: () => void) =>
     new ContextBudget({
       window,

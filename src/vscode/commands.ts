@@ -111,14 +111,14 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
     const model = m.custom
       ? await vscode.window.showInputBox({
           title: 'Model id',
-          prompt: `The exact model id ${p.id === 'openai-compatible' ? 'your server serves (ollama list)' : 'of the provider'}`,
+          prompt: `The exact model id ${providerInfo(p.id).modelIdFrom}`,
         })
       : m.label;
     if (!model) return;
     await vscodePanelHostApis.saveModel(p.id, model);
     const c = vscode.workspace.getConfiguration('codeact');
     // codeact.baseUrl is the setting's older name, still read (core/config/keys.ts).
-    if (p.id === 'openai-compatible' && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
+    if (providerInfo(p.id).localServer && !c.get<string>('baseURL') && !c.get<string>('baseUrl')) {
       const url = await vscode.window.showInputBox({
         title: 'Server URL',
         value: 'http://localhost:11434/v1',

@@ -1,6 +1,7 @@
 /** The empty state: what the panel needs before the first turn (key, model, tools, trust), and example prompts. */
 import type { BrokenToolSummary, HostCommand, HostState, ToolSummary } from '../common/protocol';
 import { MODES, ourRuntimeOf } from '../common/runtimes';
+import { findProvider } from '../common/providers';
 import { h } from './dom';
 import { icon, type IconName } from './icons';
 import { button } from './viewKit';
@@ -15,7 +16,7 @@ interface EmptyStateActions {
 export function renderEmptyState(el: HTMLElement, host: HostState | undefined, actions: EmptyStateActions): void {
   const provider = host?.providers.find((p) => p.id === host.provider) ?? host?.providers[0];
   const hasKey = Boolean(provider?.hasKey);
-  const localServer = provider?.id === 'openai-compatible';
+  const keyOptional = findProvider(provider?.id)?.keyOptional;
   const hasModel = Boolean(host?.model);
   const tools = host?.tools ?? [];
   const broken = host?.brokenTools ?? [];
@@ -39,13 +40,13 @@ export function renderEmptyState(el: HTMLElement, host: HostState | undefined, a
     step(
       hasKey,
       'key',
-      localServer
+      keyOptional
         ? 'No API key needed'
         : hasKey
           ? `API key for ${provider?.label ?? 'the provider'} is set`
           : `Set an API key${provider ? ` for ${provider.label}` : ''}`,
-      localServer
-        ? 'OpenAI-compatible servers such as Ollama, vLLM and llama.cpp usually need none; set one with Set API Key… if yours does.'
+      keyOptional
+        ? keyOptional
         : hasKey
           ? 'Kept in VS Code SecretStorage (or read from the environment); never written to settings or logs.'
           : 'Keys go to VS Code SecretStorage. An environment variable works too.',

@@ -3,6 +3,7 @@
  * src/core/providers/shared/errors.ts, and the agent's own): what fixes this failure, and nothing else.
  * Retry sends the turn's prompt again; Open Settings goes to the exact setting; Show Log is always there.
  */
+import { findProvider } from '../common/providers';
 import type { ErrorView, TurnView } from '../common/transcript';
 import type { IconName } from './icons';
 import { textButton, type ViewContext } from './viewKit';
@@ -18,7 +19,7 @@ const TRANSIENT = new Set(['rate_limit', 'server', 'stream_cut', 'malformed_stre
 
 export function errorActions(item: ErrorView, turn: TurnView | undefined, ctx: ViewContext): HTMLButtonElement[] {
   const code = item.code ?? '';
-  const local = turn?.provider === 'openai-compatible';
+  const local = findProvider(turn?.provider)?.localServer === true;
   const setting = (label: string, id: string): Action => ({
     label: `Open Settings: ${label}`,
     icon: 'gear',

@@ -118,6 +118,7 @@ const KNOWN: Record<string, string> = {
   'src/vscode/dialogs.ts: apis.relativePath(target)': 'the path the person picked in the save dialog',
   'src/vscode/commands.ts: providerInfo(provider).label': "CodeAct's own provider table",
   'src/vscode/commands.ts: providerInfo(p.id).label': "CodeAct's own provider table",
+  'src/vscode/commands.ts: providerInfo(p.id).modelIdFrom': "CodeAct's own provider table",
   'src/vscode/controller.apis.ts: message': "a sink wrapper's parameter: its callers are checked here",
   'src/vscode/mcpAuth.apis.ts: m': "a sink wrapper's parameter: its callers are checked here",
   'src/vscode/panelHost.apis.ts: message': "a sink wrapper's parameter: its callers are checked here",

@@ -1,10 +1,15 @@
 /**
- * The provider registry: the catalogue (./catalog: ids, labels, keys, default models) and how to build
- * each adapter. The SDK is loaded lazily, so starting the extension or the CLI loads none of them; SDK
+ * The provider registry: the catalogue (./shared/catalog: ids, labels, keys, default models) and how to
+ * build each adapter, with the error classifier of its SDK (one per SDK: the OpenAI SDK's serves OpenAI and
+ * the OpenAI-compatible servers). The SDK is loaded lazily, so starting the extension or the CLI loads none of them; SDK
  * retries are off (the agent loop retries); stream parse failures become ProviderErrors with the detail,
  * never SDK console output.
  */
 import { AnthropicProvider } from './anthropic/anthropic';
+import { anthropicErrors } from './anthropic/anthropicErrors';
+import { geminiErrors } from './gemini/geminiErrors';
+import { openaiErrors } from './openai/openaiErrors';
+import type { ErrorClassifier } from './shared/errorReading';
 import { PROVIDER_IDS, providerInfo, type ProviderInfo } from './shared/catalog';
 import { GeminiProvider } from './gemini/gemini';
 import { OpenAICompatibleProvider } from './openai/openaiChat';
@@ -15,8 +20,18 @@ import { tappedFetch, type StreamBounds } from './shared/watchdog';
 export { PROVIDER_IDS };
 
 interface ProviderEntry extends ProviderInfo {
+  /** Reads the errors of the provider's SDK; the adapter gets it at creation. */
+  errors: ErrorClassifier;
   create(config: ProviderConfig, apiKey: string | undefined): Promise<Provider>;
 }
+
+/** Each provider's SDK, by the classifier of its errors. */
+const SDK_ERRORS: Record<ProviderId, ErrorClassifier> = {
+  openai: openaiErrors,
+  anthropic: anthropicErrors,
+  gemini: geminiErrors,
+  'openai-compatible': openaiErrors,
+};
 
 /** A streamed turn's bounds from the configuration (shared/watchdog: unset means the default). */
 function boundsOf(config: ProviderConfig): Partial<StreamBounds> {
@@ -41,12 +56,12 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
   openai: async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
     const client = new OpenAI(stainlessOptions(config, apiKey));
-    return new OpenAIResponsesProvider(client, config.baseURL, boundsOf(config));
+    return new OpenAIResponsesProvider(client, SDK_ERRORS.openai, config.baseURL, boundsOf(config));
   },
   anthropic: async (config, apiKey) => {
     const { default: Anthropic } = await import('@anthropic-ai/sdk');
     const client = new Anthropic(stainlessOptions(config, apiKey));
-    return new AnthropicProvider(client, config.baseURL, boundsOf(config));
+    return new AnthropicProvider(client, SDK_ERRORS.anthropic, config.baseURL, boundsOf(config));
   },
   gemini: async (config, apiKey) => {
     const { GoogleGenAI } = await import('@google/genai');
@@ -59,7 +74,7 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
         fetch: tappedFetch(),
       },
     });
-    return new GeminiProvider(client, config.baseURL, boundsOf(config));
+    return new GeminiProvider(client, SDK_ERRORS.gemini, config.baseURL, boundsOf(config));
   },
   'openai-compatible': async (config, apiKey) => {
     const { default: OpenAI } = await import('openai');
@@ -68,6 +83,7 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
     const client = new OpenAI({ ...stainlessOptions(config, apiKey ?? 'not-needed'), baseURL });
     return new OpenAICompatibleProvider(client, {
       baseURL,
+      errors: SDK_ERRORS['openai-compatible'],
       supportsTools: config.supportsTools ?? true,
       contextWindow: config.contextWindow,
       models: config.models ?? {},
@@ -79,5 +95,5 @@ const FACTORIES: Record<ProviderId, ProviderEntry['create']> = {
 };
 
 export function providerEntry(id: ProviderId): ProviderEntry {
-  return { ...providerInfo(id), create: FACTORIES[id] };
+  return { ...providerInfo(id), errors: SDK_ERRORS[id], create: FACTORIES[id] };
 }

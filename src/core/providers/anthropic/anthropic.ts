@@ -55,7 +55,7 @@ export class AnthropicProvider extends FirstPartyProvider<Anthropic> {
       const res = await this.client.beta.files.download(file.file_id, { betas: [FILES_BETA] }, { signal: options.signal });
       return { bytes: await readHostedFile(res, 'anthropic', filename ?? file.file_id, options.maxBytes), filename, mimeType };
     } catch (err) {
-      throw toProviderError(err, { provider: 'anthropic', baseURL: this.baseURL, signal: options.signal });
+      throw toProviderError(err, { provider: this.id, errors: this.errors, baseURL: this.baseURL, signal: options.signal });
     }
   }
 }

@@ -15,7 +15,11 @@ import {
   publicItem,
   replayOnlyItem,
   tokenUsage,
-  type Json,
+  asNumber,
+  asObject,
+  asString,
+  objectsOf,
+  type JsonObject,
   type TurnItems,
 } from '../shared/emit';
 import { JsonStringFieldExtractor } from '../shared/partialJson';
@@ -27,13 +31,13 @@ import { newId } from '../../util/ids';
 type BlockState =
   | { kind: 'text'; slot: number; text: TextStream; citations: unknown[] }
   | { kind: 'thinking'; slot: number; text: TextStream; signature: string }
-  | { kind: 'tool_use'; slot: number; fc: FunctionCallStream; json: string; block: Json }
-  | { kind: 'code'; slot: number; code: HostedCodeStream; json: string; extractor: JsonStringFieldExtractor; block: Json; input?: Json }
-  | { kind: 'editor'; slot: number; json: string; block: Json; input?: Json }
-  | { kind: 'server_other'; slot: number; json: string; block: Json; input?: Json }
-  | { kind: 'other'; slot: number; block: Json };
+  | { kind: 'tool_use'; slot: number; fc: FunctionCallStream; json: string; block: JsonObject }
+  | { kind: 'code'; slot: number; code: HostedCodeStream; json: string; extractor: JsonStringFieldExtractor; block: JsonObject; input?: JsonObject }
+  | { kind: 'editor'; slot: number; json: string; block: JsonObject; input?: JsonObject }
+  | { kind: 'server_other'; slot: number; json: string; block: JsonObject; input?: JsonObject }
+  | { kind: 'other'; slot: number; block: JsonObject };
 
-export class AnthropicState implements StreamMachine<Json> {
+export class AnthropicState implements StreamMachine<unknown> {
   responseId: string | undefined;
   private model?: string;
   private containerId?: string;
@@ -78,30 +82,36 @@ export class AnthropicState implements StreamMachine<Json> {
     };
   }
 
-  onEvent(ev: Json): void {
+  onEvent(event: unknown): void {
+    const ev = asObject(event) ?? {};
+    // Anthropic numbers every block; a missing index is one key, as the events of one block share it.
+    const index = asNumber(ev.index) ?? -1;
     switch (ev.type) {
       case 'message_start': {
-        const m = ev.message ?? {};
-        this.responseId = m.id ?? this.responseId;
-        this.model = m.model ?? this.model;
-        this.addUsage(m.usage);
-        if (m.container?.id) this.containerId = m.container.id;
+        const m = asObject(ev.message) ?? {};
+        this.responseId = asString(m.id) ?? this.responseId;
+        this.model = asString(m.model) ?? this.model;
+        this.addUsage(asObject(m.usage));
+        const containerId = asString(asObject(m.container)?.id);
+        if (containerId) this.containerId = containerId;
         return;
       }
       case 'content_block_start':
-        this.start(ev.index, ev.content_block ?? {});
+        this.start(index, asObject(ev.content_block) ?? {});
         return;
       case 'content_block_delta':
-        this.delta(ev.index, ev.delta ?? {});
+        this.delta(index, asObject(ev.delta) ?? {});
         return;
       case 'content_block_stop':
-        this.stop(ev.index);
+        this.stop(index);
         return;
       case 'message_delta': {
-        if (ev.delta?.stop_reason) this.stopReason = ev.delta.stop_reason;
-        const c = ev.delta?.container;
-        if (c && typeof c === 'object' && c.id) this.containerId = c.id;
-        this.addUsage(ev.usage);
+        const d = asObject(ev.delta);
+        const stop = asString(d?.stop_reason);
+        if (stop) this.stopReason = stop;
+        const containerId = asString(asObject(d?.container)?.id);
+        if (containerId) this.containerId = containerId;
+        this.addUsage(asObject(ev.usage));
         return;
       }
       case 'message_stop':
@@ -112,43 +122,48 @@ export class AnthropicState implements StreamMachine<Json> {
     }
   }
 
-  private addUsage(u: Json | undefined): void {
+  private addUsage(u: JsonObject | undefined): void {
     if (!u) return;
-    const input = (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
+    const cacheRead = asNumber(u.cache_read_input_tokens);
+    const input = (asNumber(u.input_tokens) ?? 0) + (asNumber(u.cache_creation_input_tokens) ?? 0) + (cacheRead ?? 0);
     if (input > this.inputTokens) this.inputTokens = input;
-    if (typeof u.cache_read_input_tokens === 'number' && u.cache_read_input_tokens > this.cachedTokens) this.cachedTokens = u.cache_read_input_tokens;
-    if (typeof u.output_tokens === 'number') this.outputTokens = u.output_tokens;
+    if (cacheRead !== undefined && cacheRead > this.cachedTokens) this.cachedTokens = cacheRead;
+    const output = asNumber(u.output_tokens);
+    if (output !== undefined) this.outputTokens = output;
   }
 
-  private start(index: number, block: Json): void {
-    const type: string = block.type ?? '';
+  private start(index: number, block: JsonObject): void {
+    const type = asString(block.type) ?? '';
     if (type.endsWith('_tool_result') && typeof block.tool_use_id === 'string') {
-      this.result(index, block);
+      this.result(index, block, type, block.tool_use_id);
       return;
     }
     let st: BlockState | undefined;
     const slot = this.turn.reserve(() => (st && (st.kind === 'text' || st.kind === 'thinking') ? st.text.snapshot() : undefined));
     switch (type) {
       case 'text': {
-        st = { kind: 'text', slot, text: new TextStream(this.emit), citations: [...(block.citations ?? [])] };
-        if (block.text) st.text.delta(block.text);
+        st = { kind: 'text', slot, text: new TextStream(this.emit), citations: Array.isArray(block.citations) ? [...(block.citations as unknown[])] : [] };
+        const text = asString(block.text);
+        if (text) st.text.delta(text);
         break;
       }
       case 'thinking': {
-        st = { kind: 'thinking', slot, text: new TextStream(this.emit, true), signature: block.signature ?? '' };
-        if (block.thinking) st.text.delta(block.thinking);
+        st = { kind: 'thinking', slot, text: new TextStream(this.emit, true), signature: asString(block.signature) ?? '' };
+        const thinking = asString(block.thinking);
+        if (thinking) st.text.delta(thinking);
         break;
       }
       case 'tool_use': {
-        const id = block.id ?? newId('toolu');
-        st = { kind: 'tool_use', slot, fc: new FunctionCallStream(this.emit, id, block.name ?? ''), json: '', block };
+        const id = asString(block.id) ?? newId('toolu');
+        st = { kind: 'tool_use', slot, fc: new FunctionCallStream(this.emit, id, asString(block.name) ?? ''), json: '', block };
         st.fc.start();
         break;
       }
       case 'server_tool_use': {
-        const id = block.id ?? newId('srvtoolu');
-        const name: string = block.name ?? '';
-        const hasInput = block.input && typeof block.input === 'object' && Object.keys(block.input).length > 0;
+        const id = asString(block.id) ?? newId('srvtoolu');
+        const name = asString(block.name) ?? '';
+        const given = asObject(block.input);
+        const input = given && Object.keys(given).length > 0 ? given : undefined;
         if (name === 'code_execution' || name === 'bash_code_execution') {
           const field = name === 'code_execution' ? 'code' : 'command';
           st = {
@@ -160,15 +175,15 @@ export class AnthropicState implements StreamMachine<Json> {
             block,
           };
           st.code.start();
-          if (hasInput) {
-            st.input = block.input;
-            const v = block.input[field] ?? block.input.code ?? block.input.command;
+          if (input) {
+            st.input = input;
+            const v = input[field] ?? input.code ?? input.command;
             if (typeof v === 'string') st.code.delta(v);
           }
         } else if (name === 'text_editor_code_execution') {
-          st = { kind: 'editor', slot, json: '', block, input: hasInput ? block.input : undefined };
+          st = { kind: 'editor', slot, json: '', block, input };
         } else {
-          st = { kind: 'server_other', slot, json: '', block, input: hasInput ? block.input : undefined };
+          st = { kind: 'server_other', slot, json: '', block, input };
         }
         this.pending.set(id, { index, state: st });
         break;
@@ -180,7 +195,7 @@ export class AnthropicState implements StreamMachine<Json> {
     this.blocks.set(index, st);
   }
 
-  private delta(index: number, d: Json): void {
+  private delta(index: number, d: JsonObject): void {
     const st = this.blocks.get(index);
     if (!st) return;
     switch (d.type) {
@@ -220,7 +235,7 @@ export class AnthropicState implements StreamMachine<Json> {
     switch (st.kind) {
       case 'text': {
         const msg = st.text.finish({ annotations: st.citations });
-        const block: Json = { type: 'text', text: msg.text };
+        const block: JsonObject = { type: 'text', text: msg.text };
         if (st.citations.length > 0) block.citations = st.citations;
         this.turn.fill(st.slot, { ...msg, replay: this.turn.replay([{ index, data: block }]) });
         return;
@@ -231,8 +246,9 @@ export class AnthropicState implements StreamMachine<Json> {
         return;
       }
       case 'tool_use': {
-        const item = st.fc.finish(st.json || (st.block.input && Object.keys(st.block.input).length > 0 ? JSON.stringify(st.block.input) : '{}'));
-        const block: Json = { type: 'tool_use', id: st.fc.callId, name: st.fc.name, input: parseObject(item.arguments ?? '{}') };
+        const input = asObject(st.block.input);
+        const item = st.fc.finish(st.json || (input && Object.keys(input).length > 0 ? JSON.stringify(input) : '{}'));
+        const block: JsonObject = { type: 'tool_use', id: st.fc.callId, name: st.fc.name, input: parseObject(item.arguments ?? '{}') };
         if (st.block.caller) block.caller = st.block.caller;
         this.turn.functionCalls.push(st.fc.request());
         this.turn.fill(st.slot, { ...item, replay: this.turn.replay([{ index, data: block }]) });
@@ -256,22 +272,22 @@ export class AnthropicState implements StreamMachine<Json> {
     }
   }
 
-  private useBlock(index: number, st: BlockState): { index: number; data: Json } {
-    const b = (st as { block: Json }).block;
-    const block: Json = { type: 'server_tool_use', id: b.id, name: b.name, input: (st as { input?: Json }).input ?? {} };
+  private useBlock(index: number, st: BlockState): { index: number; data: JsonObject } {
+    const b = (st as { block: JsonObject }).block;
+    const block: JsonObject = { type: 'server_tool_use', id: b.id, name: b.name, input: (st as { input?: JsonObject }).input ?? {} };
     if (b.caller) block.caller = b.caller;
     return { index, data: block };
   }
 
   /** A `*_tool_result` block: finishes the server tool call it answers. */
-  private result(index: number, block: Json): void {
-    const p = this.pending.get(block.tool_use_id);
-    if (p) this.pending.delete(block.tool_use_id);
-    const content: Json = block.content ?? {};
+  private result(index: number, block: JsonObject, type: string, toolUseId: string): void {
+    const p = this.pending.get(toolUseId);
+    if (p) this.pending.delete(toolUseId);
+    const content = asObject(block.content) ?? {};
     if (!p) {
       // A result whose call came in an earlier response (after pause_turn).
-      if (/code_execution/.test(block.type)) {
-        const code = new HostedCodeStream(this.emit, 'anthropic', block.type.replace(/_tool_result$/, ''));
+      if (/code_execution/.test(type)) {
+        const code = new HostedCodeStream(this.emit, 'anthropic', type.replace(/_tool_result$/, ''));
         const item = code.finish({ ...this.codeResult(content), container_id: this.containerId });
         this.turn.add({ ...item, replay: this.turn.replay([{ index, data: block }]) });
       } else {
@@ -293,18 +309,18 @@ export class AnthropicState implements StreamMachine<Json> {
     }
   }
 
-  private codeResult(c: Json): { status: 'completed' | 'failed'; outputs: CodeOutput[]; exit_code: number | null; error: ExecutionError | null } {
+  private codeResult(c: JsonObject): { status: 'completed' | 'failed'; outputs: CodeOutput[]; exit_code: number | null; error: ExecutionError | null } {
     const outputs: CodeOutput[] = [];
-    const type: string = c.type ?? '';
+    const type = asString(c.type) ?? '';
     if (type.endsWith('_tool_result_error')) {
       const code = String(c.error_code ?? 'error');
-      return { status: 'failed', outputs, exit_code: null, error: { type: code, message: c.error_message ?? describeToolError(code) } };
+      return { status: 'failed', outputs, exit_code: null, error: { type: code, message: asString(c.error_message) ?? describeToolError(code) } };
     }
     const stdout = typeof c.stdout === 'string' ? c.stdout : '';
     const stderr = typeof c.stderr === 'string' ? c.stderr : '';
     if (stdout) outputs.push({ type: 'logs', logs: stdout });
     if (stderr) outputs.push({ type: 'logs', logs: stderr, stream: 'stderr' });
-    for (const f of (Array.isArray(c.content) ? c.content : []) as Json[]) {
+    for (const f of objectsOf(c.content)) {
       if (typeof f.file_id === 'string') {
         const file: FileOutput = { type: 'file', file_id: f.file_id };
         outputs.push(file);
@@ -321,8 +337,8 @@ export class AnthropicState implements StreamMachine<Json> {
     return { status: failed ? 'failed' : 'completed', outputs, exit_code: rc, error };
   }
 
-  private editorItem(input: Json, c: Json): TextEditorItem {
-    const type: string = c.type ?? '';
+  private editorItem(input: JsonObject, c: JsonObject): TextEditorItem {
+    const type = asString(c.type) ?? '';
     const item: TextEditorItem = {
       type: 'text_editor_call',
       id: newId('edit'),
@@ -335,7 +351,7 @@ export class AnthropicState implements StreamMachine<Json> {
     if (typeof input.path === 'string') item.path = input.path;
     if (type.endsWith('_tool_result_error')) {
       item.status = 'failed';
-      item.error = { code: String(c.error_code ?? 'error'), message: c.error_message ?? describeToolError(String(c.error_code ?? '')) };
+      item.error = { code: String(c.error_code ?? 'error'), message: asString(c.error_message) ?? describeToolError(String(c.error_code ?? '')) };
     } else {
       item.result = c;
     }

@@ -9,7 +9,21 @@
  */
 import type { GenerateContentParameters, GenerateContentResponse, GoogleGenAI } from '@google/genai';
 import type { AttachedImage, CodeCallStatus, CodeInterpreterCallItem, CodeOutput, ExecutionError } from '../../../common/events';
-import { FunctionCallStream, HostedCodeStream, TextStream, errorFromTraceback, replayOnlyItem, tokenUsage, type Json, type TurnItems } from '../shared/emit';
+import {
+  FunctionCallStream,
+  HostedCodeStream,
+  TextStream,
+  asNumber,
+  asObject,
+  asString,
+  at,
+  errorFromTraceback,
+  objectsOf,
+  replayOnlyItem,
+  tokenUsage,
+  type JsonObject,
+  type TurnItems,
+} from '../shared/emit';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { requestImages, writeHistory } from '../shared/history';
 import type { StreamMachine } from '../shared/runStream';
@@ -19,13 +33,13 @@ import { newId } from '../../util/ids';
 export class GeminiProvider extends FirstPartyProvider<GoogleGenAI> {
   readonly id = 'gemini' as const;
 
-  buildRequest(req: TurnRequest): { model: string; contents: Json[]; config: Json } {
-    const tools: Json[] = [];
+  buildRequest(req: TurnRequest): { model: string; contents: GeminiContent[]; config: JsonObject } {
+    const tools: JsonObject[] = [];
     if (req.tools.length > 0) {
       tools.push({ functionDeclarations: req.tools.map((t) => ({ name: t.name, description: t.description, parametersJsonSchema: t.parameters })) });
     }
     if (req.hosted?.enabled) tools.push({ codeExecution: {} });
-    const config: Json = {
+    const config: JsonObject = {
       automaticFunctionCalling: { disable: true },
       automaticContinuation: false,
     };
@@ -71,7 +85,7 @@ interface OpenCode {
 }
 
 /** The stream state machine of one Gemini turn: parts, each arriving whole, grouped into items. */
-class GeminiState implements StreamMachine<Json> {
+class GeminiState implements StreamMachine<unknown> {
   responseId: string | undefined;
   private model?: string;
   private usage?: TurnResult['usage'];
@@ -117,26 +131,29 @@ class GeminiState implements StreamMachine<Json> {
     return { stopReason, rawStopReason: fr ?? this.blocked, usage: this.usage, model: this.model };
   }
 
-  onEvent(c: Json): void {
+  onEvent(chunk: unknown): void {
+    const c = asObject(chunk) ?? {};
     this.chunks++;
-    this.responseId ??= c.responseId;
-    this.model ??= c.modelVersion;
-    const u = c.usageMetadata;
+    this.responseId ??= asString(c.responseId);
+    this.model ??= asString(c.modelVersion);
+    const u = asObject(c.usageMetadata);
     if (u) {
-      const input = (u.promptTokenCount ?? 0) + (u.toolUsePromptTokenCount ?? 0);
-      const output = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
-      this.usage = tokenUsage(input, output, u.totalTokenCount, u.cachedContentTokenCount);
+      const count = (key: string): number => asNumber(u[key]) ?? 0;
+      const input = count('promptTokenCount') + count('toolUsePromptTokenCount');
+      const output = count('candidatesTokenCount') + count('thoughtsTokenCount');
+      this.usage = tokenUsage(input, output, asNumber(u.totalTokenCount), u.cachedContentTokenCount);
     }
-    if (c.promptFeedback?.blockReason) this.blocked = c.promptFeedback.blockReason;
-    const cand: Json | undefined = Array.isArray(c.candidates) ? c.candidates.find((x: Json) => (x.index ?? 0) === 0) : undefined;
+    const blockReason = asString(at(c, 'promptFeedback')?.blockReason);
+    if (blockReason) this.blocked = blockReason;
+    const cand = objectsOf(c.candidates).find((x) => (x.index ?? 0) === 0);
     if (!cand) return;
-    this.finished = !!cand.finishReason;
-    if (cand.finishReason) this.finishReason = cand.finishReason;
-    const parts: Json[] = Array.isArray(cand.content?.parts) ? cand.content.parts : [];
-    for (const part of parts) this.part(part);
+    const finishReason = asString(cand.finishReason);
+    this.finished = !!finishReason;
+    if (finishReason) this.finishReason = finishReason;
+    for (const part of objectsOf(at(cand, 'content')?.parts)) this.part(part);
   }
 
-  private part(part: Json): void {
+  private part(part: JsonObject): void {
     const index = this.seq++;
     const rp: ReplayPart = { index, data: part };
     if (typeof part.text === 'string' && !part.functionCall && !part.executableCode && !part.codeExecutionResult && !part.inlineData) {
@@ -159,7 +176,7 @@ class GeminiState implements StreamMachine<Json> {
     if (part.functionCall) {
       this.closeText();
       this.closeCode();
-      const fc: Json = part.functionCall;
+      const fc = asObject(part.functionCall) ?? {};
       const id = typeof fc.id === 'string' && fc.id ? fc.id : newId('call');
       const stream = new FunctionCallStream(this.emit, id, String(fc.name ?? ''));
       stream.start();
@@ -174,7 +191,7 @@ class GeminiState implements StreamMachine<Json> {
     if (part.executableCode) {
       this.closeText();
       this.closeCode();
-      const ec: Json = part.executableCode;
+      const ec = asObject(part.executableCode) ?? {};
       const code = String(ec.code ?? '');
       const thought = part.thought === true;
       const parts = [rp];
@@ -207,7 +224,7 @@ class GeminiState implements StreamMachine<Json> {
     }
     if (part.codeExecutionResult) {
       this.closeText();
-      const r: Json = part.codeExecutionResult;
+      const r = asObject(part.codeExecutionResult) ?? {};
       if (!this.code) {
         // A result without its code: an item of its own.
         const stream = new HostedCodeStream(this.emit, 'gemini');
@@ -241,7 +258,7 @@ class GeminiState implements StreamMachine<Json> {
     }
     if (part.inlineData) {
       this.closeText();
-      const d: Json = part.inlineData;
+      const d = asObject(part.inlineData) ?? {};
       const mime = String(d.mimeType ?? 'application/octet-stream');
       const url = `data:${mime};base64,${String(d.data ?? '')}`;
       if (this.code) {
@@ -304,9 +321,9 @@ class GeminiState implements StreamMachine<Json> {
 }
 
 /** The history as Gemini `contents` (model parts echoed verbatim, function results as functionResponse). */
-function toGeminiContents(req: TurnRequest): Json[] {
-  const contents: Json[] = [];
-  const push = (role: 'user' | 'model', parts: Json[]): void => {
+function toGeminiContents(req: TurnRequest): GeminiContent[] {
+  const contents: GeminiContent[] = [];
+  const push = (role: 'user' | 'model', parts: JsonObject[]): void => {
     if (parts.length === 0) return;
     const last = contents[contents.length - 1];
     if (last && last.role === role) last.parts.push(...parts);
@@ -318,8 +335,8 @@ function toGeminiContents(req: TurnRequest): Json[] {
     if (item.type !== 'function_call') continue;
     let id: string | undefined;
     if (item.replay?.provider === 'gemini') {
-      const raw = item.replay.parts.map((p) => p.data as Json).find((d) => d?.functionCall);
-      id = raw?.functionCall?.id;
+      const raw = objectsOf(item.replay.parts.map((p) => p.data)).find((d) => d.functionCall);
+      id = asString(at(raw, 'functionCall')?.id);
     }
     calls.set(item.call_id, { name: item.name, id });
     if (item.id) calls.set(item.id, { name: item.name, id });
@@ -328,7 +345,7 @@ function toGeminiContents(req: TurnRequest): Json[] {
   writeHistory(
     req.history,
     {
-      replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(parts as Json[])) },
+      replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(objectsOf(parts))) },
       user: (text, images) => push('user', [{ text }, ...inlineParts(images)]),
       assistant: (text) => push('model', [{ text }]),
       call: (item) => {
@@ -340,7 +357,7 @@ function toGeminiContents(req: TurnRequest): Json[] {
       },
       output: (item) => {
         const call = (item.item_id ? calls.get(item.item_id) : undefined) ?? calls.get(item.call_id);
-        const fr: Json = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
+        const fr: JsonObject = { name: item.name ?? call?.name ?? 'unknown', response: item.is_error ? { error: item.output } : { output: item.output } };
         if (call?.id) fr.id = call.id;
         if (item.images?.length && inResponse) fr.parts = inlineParts(item.images);
         // Older models: the images as inline parts of the same user turn, after its function responses.
@@ -351,15 +368,20 @@ function toGeminiContents(req: TurnRequest): Json[] {
   );
   if (!inResponse) {
     for (const c of contents) {
-      if (c.role === 'user' && c.parts.some((p: Json) => p.functionResponse))
-        c.parts.sort((a: Json, b: Json) => Number(!!b.functionResponse) - Number(!!a.functionResponse));
+      if (c.role === 'user' && c.parts.some((p) => p.functionResponse)) c.parts.sort((a, b) => Number(!!b.functionResponse) - Number(!!a.functionResponse));
     }
   }
   return contents;
 }
 
+/** One turn of `contents`: its parts as they are sent (replayed ones as the API sent them). */
+interface GeminiContent {
+  role: 'user' | 'model';
+  parts: JsonObject[];
+}
+
 /** Inline-data parts of images (`{inlineData: {mimeType, data}}`, the shape of Part and FunctionResponsePart alike). */
-function inlineParts(images: AttachedImage[] | undefined): Json[] {
+function inlineParts(images: AttachedImage[] | undefined): JsonObject[] {
   return (images ?? []).map((img) => ({ inlineData: { mimeType: img.mime_type, data: img.data } }));
 }
 
@@ -373,8 +395,8 @@ function functionResponseTakesParts(model: string): boolean {
 }
 
 /** Merges neighbouring text parts (same `thought`, no signatures); drops thought summaries without signature. */
-function mergeParts(parts: Json[]): Json[] {
-  const out: Json[] = [];
+function mergeParts(parts: JsonObject[]): JsonObject[] {
+  const out: JsonObject[] = [];
   for (const p of parts) {
     const isText = typeof p.text === 'string' && Object.keys(p).every((k) => k === 'text' || k === 'thought' || k === 'thoughtSignature');
     if (isText && p.thought === true && !p.thoughtSignature) continue;

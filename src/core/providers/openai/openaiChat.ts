@@ -7,11 +7,12 @@
  */
 import type OpenAI from 'openai';
 import type { AttachedImage } from '../../../common/events';
-import { FunctionCallStream, TextStream, tokenUsage, type Json, type TurnItems } from '../shared/emit';
+import { FunctionCallStream, TextStream, asNumber, asObject, asString, at, objectsOf, tokenUsage, type JsonObject, type TurnItems } from '../shared/emit';
 import { ProviderError, toolsUnsupportedError } from '../shared/errors';
 import { modelSeesImages } from '../shared/catalog';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
 import { runStream, turnContext, type StreamMachine } from '../shared/runStream';
+import type { ErrorClassifier } from '../shared/errorReading';
 import type { StreamBounds } from '../shared/watchdog';
 import type { CompatibleModelSettings, EmitFn, Provider, ProviderCapabilities, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
@@ -19,6 +20,8 @@ import { readBodyCapped } from '../../util/readBodyCapped';
 
 interface CompatibleOptions {
   baseURL: string;
+  /** Reads the OpenAI SDK's errors (the registry's). */
+  errors: ErrorClassifier;
   supportsTools: boolean;
   contextWindow?: number;
   models: Record<string, CompatibleModelSettings>;
@@ -48,6 +51,10 @@ export class OpenAICompatibleProvider implements Provider {
     readonly options: CompatibleOptions,
   ) {}
 
+  private get source() {
+    return { provider: this.id, errors: this.options.errors, baseURL: this.options.baseURL };
+  }
+
   supportsTools(model: string): boolean {
     return this.options.models[model]?.supportsTools ?? this.options.supportsTools;
   }
@@ -71,8 +78,8 @@ export class OpenAICompatibleProvider implements Provider {
     return window;
   }
 
-  buildRequest(req: TurnRequest): Json {
-    const body: Json = { model: req.model, messages: toChatMessages(req, this.options.visionModels), stream: true };
+  buildRequest(req: TurnRequest): JsonObject {
+    const body: JsonObject = { model: req.model, messages: toChatMessages(req, this.options.visionModels), stream: true };
     if (req.tools.length > 0) {
       body.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
       if (req.toolChoice && req.toolChoice !== 'auto') body.tool_choice = req.toolChoice;
@@ -91,7 +98,7 @@ export class OpenAICompatibleProvider implements Provider {
       });
     }
     if (req.tools.length > 0 && !this.supportsTools(req.model)) {
-      throw toolsUnsupportedError(turnContext('openai-compatible', req, this.options.baseURL), `the model is configured with supportsTools: false`);
+      throw toolsUnsupportedError(turnContext(this.source, req), `the model is configured with supportsTools: false`);
     }
     const body = this.buildRequest(req);
     const window = this.contextWindow(req.model);
@@ -110,18 +117,12 @@ export class OpenAICompatibleProvider implements Provider {
     // since OpenAI-compatible servers add fields of their own (reasoning_content, …) to the SDK's chunk shape.
     const open = async (signal: AbortSignal): Promise<AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>> =>
       await this.client.chat.completions.create(body as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming, { signal });
-    return runStream(
-      { provider: this.id, baseURL: this.options.baseURL, idPrefix: 'chatcmpl', bounds: this.options.bounds },
-      req,
-      emit,
-      open,
-      (turn) => new ChatState(emit, turn),
-    );
+    return runStream({ ...this.source, idPrefix: 'chatcmpl', bounds: this.options.bounds }, req, emit, open, (turn) => new ChatState(emit, turn));
   }
 }
 
 /** The stream state machine of one Chat Completions turn: reasoning, text and tool calls by index. */
-class ChatState implements StreamMachine<Json> {
+class ChatState implements StreamMachine<unknown> {
   responseId: string | undefined;
   private model: string | undefined;
   private usage: TurnResult['usage'];
@@ -139,17 +140,23 @@ class ChatState implements StreamMachine<Json> {
     if (this.thinking) this.turn.fill(this.thinking.slot, this.thinking.s.finish());
   }
 
-  onEvent(chunk: Json): void {
+  onEvent(ev: unknown): void {
     const { emit, turn } = this;
-    this.responseId ??= chunk.id || undefined;
-    this.model ??= chunk.model || undefined;
-    if (chunk.usage) {
-      const u = chunk.usage;
-      this.usage = tokenUsage(u.prompt_tokens ?? 0, u.completion_tokens ?? 0, u.total_tokens, u.prompt_tokens_details?.cached_tokens);
+    const chunk = asObject(ev) ?? {};
+    this.responseId ??= asString(chunk.id) || undefined;
+    this.model ??= asString(chunk.model) || undefined;
+    const u = asObject(chunk.usage);
+    if (u) {
+      this.usage = tokenUsage(
+        asNumber(u.prompt_tokens) ?? 0,
+        asNumber(u.completion_tokens) ?? 0,
+        asNumber(u.total_tokens),
+        at(u, 'prompt_tokens_details')?.cached_tokens,
+      );
     }
-    const choice: Json | undefined = Array.isArray(chunk.choices) ? chunk.choices.find((c: Json) => (c.index ?? 0) === 0) : undefined;
+    const choice = objectsOf(chunk.choices).find((c) => (c.index ?? 0) === 0);
     if (!choice) return;
-    const delta: Json = choice.delta ?? {};
+    const delta = asObject(choice.delta) ?? {};
     const reasoning = delta.reasoning_content ?? delta.reasoning;
     if (typeof reasoning === 'string' && reasoning) {
       if (!this.thinking) {
@@ -168,20 +175,22 @@ class ChatState implements StreamMachine<Json> {
     }
     if (Array.isArray(delta.tool_calls)) {
       this.finishThinking();
-      delta.tool_calls.forEach((tc: Json, pos: number) => {
+      delta.tool_calls.forEach((v: unknown, pos: number) => {
+        const tc = asObject(v) ?? {};
         const idx = typeof tc.index === 'number' ? tc.index : pos;
         let c = this.calls.get(idx);
         if (!c) {
           const callId = typeof tc.id === 'string' && tc.id ? tc.id : newId('call');
-          c = { fc: new FunctionCallStream(emit, callId, tc.function?.name ?? ''), slot: turn.reserve() };
+          c = { fc: new FunctionCallStream(emit, callId, asString(at(tc, 'function')?.name) ?? ''), slot: turn.reserve() };
           this.calls.set(idx, c);
           c.fc.start();
         }
-        const args = tc.function?.arguments;
+        const args = at(tc, 'function')?.arguments;
         if (typeof args === 'string' && args) c.fc.delta(args);
       });
     }
-    if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    const finish = asString(choice.finish_reason);
+    if (finish) this.finishReason = finish;
   }
 
   get complete(): boolean {
@@ -210,11 +219,11 @@ class ChatState implements StreamMachine<Json> {
  * message holds text only, so the images of tool results (for a model marked as seeing images) follow the
  * run of tool messages as one `role:"user"` message of `image_url` parts.
  */
-function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Json[] {
-  const messages: Json[] = [];
+function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): JsonObject[] {
+  const messages: JsonObject[] = [];
   if (req.system) messages.push({ role: 'system', content: req.system });
-  let assistant: { content: string; tool_calls: Json[] } | undefined;
-  let toolImages: Json[] = [];
+  let assistant: { content: string; tool_calls: JsonObject[] } | undefined;
+  let toolImages: JsonObject[] = [];
   const flushImages = (): void => {
     if (!toolImages.length) return;
     messages.push({ role: 'user', content: toolImages });
@@ -222,7 +231,7 @@ function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Jso
   };
   const flushAssistant = (): void => {
     if (!assistant) return;
-    const m: Json = { role: 'assistant', content: assistant.content || null };
+    const m: JsonObject = { role: 'assistant', content: assistant.content || null };
     if (assistant.tool_calls.length > 0) m.tool_calls = assistant.tool_calls;
     messages.push(m);
     assistant = undefined;
@@ -231,7 +240,7 @@ function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Jso
     flushImages();
     flushAssistant();
   };
-  const open = (): { content: string; tool_calls: Json[] } => {
+  const open = (): { content: string; tool_calls: JsonObject[] } => {
     flushImages();
     return (assistant ??= { content: '', tool_calls: [] });
   };
@@ -275,7 +284,7 @@ function toChatMessages(req: TurnRequest, visionModels?: readonly string[]): Jso
   return messages;
 }
 
-function imageUrlParts(images: AttachedImage[]): Json[] {
+function imageUrlParts(images: AttachedImage[]): JsonObject[] {
   return images.map((img) => ({ type: 'image_url', image_url: { url: imageDataUrl(img) } }));
 }
 
@@ -287,7 +296,7 @@ const SERVED_TTL_MS = 10 * 60_000;
 const PROBE_TIMEOUT_MS = 1500;
 const PROBE_MAX_BYTES = 1 << 20;
 
-async function probeJson(url: string, init: RequestInit, signal?: AbortSignal): Promise<Json | undefined> {
+async function probeJson(url: string, init: RequestInit, signal?: AbortSignal): Promise<JsonObject | undefined> {
   const timeout = AbortSignal.timeout(PROBE_TIMEOUT_MS);
   const res = await fetch(url, { ...init, signal: signal ? AbortSignal.any([signal, timeout]) : timeout, redirect: 'error' });
   if (!res.ok || !res.body) {
@@ -295,7 +304,7 @@ async function probeJson(url: string, init: RequestInit, signal?: AbortSignal): 
     return undefined;
   }
   const bytes = await readBodyCapped(res.body, PROBE_MAX_BYTES);
-  return bytes && (JSON.parse(bytes.toString('utf8')) as Json);
+  return bytes && asObject(JSON.parse(bytes.toString('utf8')));
 }
 
 const validWindow = (n: unknown): number | undefined => (typeof n === 'number' && Number.isInteger(n) && n >= 256 && n <= 100_000_000 ? n : undefined);
@@ -305,7 +314,7 @@ export async function servedWindow(baseURL: string, model: string, signal?: Abor
   const root = baseURL.replace(/\/+$/, '').replace(/\/v1$/, '');
   if (!/^https?:\/\//.test(root)) return undefined;
   const props = await probeJson(`${root}/props`, { method: 'GET' }, signal).catch(() => undefined);
-  const llama = validWindow(props?.default_generation_settings?.n_ctx) ?? validWindow(props?.n_ctx);
+  const llama = validWindow(at(props, 'default_generation_settings')?.n_ctx) ?? validWindow(props?.n_ctx);
   if (llama) return llama;
   const show = await probeJson(
     `${root}/api/show`,
@@ -315,7 +324,7 @@ export async function servedWindow(baseURL: string, model: string, signal?: Abor
   if (!show) return undefined;
   const numCtx = typeof show.parameters === 'string' ? /(?:^|\n)\s*num_ctx\s+(\d+)/.exec(show.parameters)?.[1] : undefined;
   if (numCtx) return validWindow(Number(numCtx));
-  const info = show.model_info && typeof show.model_info === 'object' ? (show.model_info as Json) : {};
+  const info = show.model_info && typeof show.model_info === 'object' ? (show.model_info as JsonObject) : {};
   for (const [k, v] of Object.entries(info).slice(0, 500)) if (k.endsWith('.context_length')) return validWindow(v);
   return undefined;
 }

@@ -7,7 +7,20 @@
  */
 import type OpenAI from 'openai';
 import type { AttachedImage, CodeOutput, FileOutput, MessageItem } from '../../../common/events';
-import { FunctionCallStream, HostedCodeStream, TextStream, asString, replayOnlyItem, tokenUsage, type Json, type TurnItems } from '../shared/emit';
+import {
+  FunctionCallStream,
+  HostedCodeStream,
+  TextStream,
+  asNumber,
+  asObject,
+  asString,
+  at,
+  objectsOf,
+  replayOnlyItem,
+  tokenUsage,
+  type JsonObject,
+  type TurnItems,
+} from '../shared/emit';
 import { ProviderError, readHostedFile, toProviderError, type ErrorContext } from '../shared/errors';
 import { FirstPartyProvider } from '../shared/firstPartyProvider';
 import { imageDataUrl, requestImages, writeHistory } from '../shared/history';
@@ -18,8 +31,8 @@ import { newId } from '../../util/ids';
 export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
   readonly id = 'openai' as const;
 
-  buildRequest(req: TurnRequest): Json {
-    const tools: Json[] = req.tools.map((t) => ({
+  buildRequest(req: TurnRequest): JsonObject {
+    const tools: JsonObject[] = req.tools.map((t) => ({
       type: 'function',
       name: t.name,
       description: t.description,
@@ -29,7 +42,7 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
     const include: string[] = [];
     if (req.hosted?.enabled) {
       const h = req.hosted;
-      const container: string | Json = h.containerId
+      const container: string | JsonObject = h.containerId
         ? h.containerId
         : {
             type: 'auto',
@@ -39,7 +52,7 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
       tools.push({ type: 'code_interpreter', container });
       include.push('code_interpreter_call.outputs');
     }
-    const body: Json = { model: req.model, input: toResponsesInput(req), stream: true };
+    const body: JsonObject = { model: req.model, input: toResponsesInput(req), stream: true };
     if (req.system) body.instructions = req.system;
     if (tools.length > 0) {
       body.tools = tools;
@@ -69,7 +82,7 @@ export class OpenAIResponsesProvider extends FirstPartyProvider<OpenAI> {
     try {
       return await downloadOpenAIContainerFile(this.client, file.container_id, file.file_id, options, file.filename);
     } catch (err) {
-      throw toProviderError(err, { provider: 'openai', baseURL: this.baseURL, signal: options.signal });
+      throw toProviderError(err, { provider: this.id, errors: this.errors, baseURL: this.baseURL, signal: options.signal });
     }
   }
 }
@@ -101,7 +114,7 @@ interface SlotState {
 }
 
 /** The stream state machine of one Responses turn: output items by index, hosted code, the final response. */
-class ResponsesState implements StreamMachine<Json> {
+class ResponsesState implements StreamMachine<unknown> {
   responseId: string | undefined;
   private model?: string;
   private usage?: TurnResult['usage'];
@@ -121,7 +134,7 @@ class ResponsesState implements StreamMachine<Json> {
     return { stopReason: this.stopReason, rawStopReason: this.rawStop, usage: this.usage, containerId: this.containerId ?? null, model: this.model };
   }
 
-  private state(ev: Json): SlotState | undefined {
+  private state(ev: JsonObject): SlotState | undefined {
     if (typeof ev.output_index === 'number') {
       const s = this.byIndex.get(ev.output_index);
       if (s) return s;
@@ -132,17 +145,20 @@ class ResponsesState implements StreamMachine<Json> {
     return undefined;
   }
 
-  onEvent(ev: Json): void {
+  onEvent(event: unknown): void {
     const ctx = this.ctx;
+    const ev = asObject(event) ?? {};
     switch (ev.type) {
       case 'response.created':
       case 'response.in_progress':
-      case 'response.queued':
-        this.responseId = ev.response?.id ?? this.responseId;
-        this.model = ev.response?.model ?? this.model;
+      case 'response.queued': {
+        const response = asObject(ev.response);
+        this.responseId = asString(response?.id) ?? this.responseId;
+        this.model = asString(response?.model) ?? this.model;
         return;
+      }
       case 'response.output_item.added':
-        this.added(ev.output_index, ev.item);
+        this.added(asNumber(ev.output_index), asObject(ev.item));
         return;
       case 'response.output_text.delta':
       case 'response.refusal.delta': {
@@ -153,7 +169,8 @@ class ResponsesState implements StreamMachine<Json> {
       case 'response.output_text.annotation.added': {
         const s = this.state(ev);
         if (s) (s.annotations ??= []).push(ev.annotation);
-        if (ev.annotation) this.fileFromAnnotation(ev.annotation);
+        const annotation = asObject(ev.annotation);
+        if (annotation) this.fileFromAnnotation(annotation);
         return;
       }
       case 'response.reasoning_summary_text.delta': {
@@ -195,14 +212,14 @@ class ResponsesState implements StreamMachine<Json> {
         this.state(ev)?.code?.completed();
         return;
       case 'response.output_item.done':
-        this.done(ev.output_index, ev.item);
+        this.done(asNumber(ev.output_index), asObject(ev.item));
         return;
       case 'response.completed':
       case 'response.incomplete':
-        this.completed(ev.response);
+        this.completed(asObject(ev.response));
         return;
       case 'response.failed': {
-        const e = ev.response?.error ?? {};
+        const e = at(ev, 'response', 'error') ?? {};
         throw toProviderError({ error: { type: e.code ?? 'server_error', message: e.message ?? 'The response failed.' } }, ctx);
       }
       case 'error':
@@ -212,8 +229,8 @@ class ResponsesState implements StreamMachine<Json> {
     }
   }
 
-  private added(index: number, item: Json): void {
-    if (!item || typeof index !== 'number') return;
+  private added(index: number | undefined, item: JsonObject | undefined): void {
+    if (!item || index === undefined) return;
     const s: SlotState = { kind: 'other', slot: -1, providerId: typeof item.id === 'string' ? item.id : undefined };
     s.slot = this.turn.reserve(() => s.text?.snapshot());
     switch (item.type) {
@@ -226,14 +243,14 @@ class ResponsesState implements StreamMachine<Json> {
         break;
       case 'function_call':
         s.kind = 'function_call';
-        s.fc = new FunctionCallStream(this.emit, item.call_id ?? item.id ?? newId('call'), item.name ?? '');
+        s.fc = new FunctionCallStream(this.emit, asString(item.call_id) ?? asString(item.id) ?? newId('call'), asString(item.name) ?? '');
         s.fc.start();
         if (item.arguments) s.fc.delta(String(item.arguments));
         break;
       case 'code_interpreter_call':
         s.kind = 'code';
         s.code = new HostedCodeStream(this.emit, 'openai');
-        if (item.container_id) this.containerId = item.container_id;
+        if (asString(item.container_id)) this.containerId = asString(item.container_id);
         break;
       default:
         break;
@@ -241,24 +258,28 @@ class ResponsesState implements StreamMachine<Json> {
     this.byIndex.set(index, s);
   }
 
-  private done(index: number, item: Json): void {
-    if (!item) return;
+  private done(index: number | undefined, item: JsonObject | undefined): void {
+    if (!item || index === undefined) return;
     if (!this.byIndex.has(index)) this.added(index, item);
     const s = this.byIndex.get(index) as SlotState;
     const replay = this.turn.replay([{ index, data: item }]);
     switch (s.kind) {
       case 'message': {
-        const content: Json[] = Array.isArray(item.content) ? item.content : [];
+        const content = objectsOf(item.content);
         const text = content.map((c) => (c.type === 'output_text' ? (c.text ?? '') : c.type === 'refusal' ? (c.refusal ?? '') : '')).join('');
-        const annotations = content.flatMap((c) => (Array.isArray(c.annotations) ? c.annotations : []));
-        for (const a of annotations) this.fileFromAnnotation(a);
+        const annotations = content.flatMap((c): unknown[] => (Array.isArray(c.annotations) ? c.annotations : []));
+        for (const a of annotations) {
+          const annotation = asObject(a);
+          if (annotation) this.fileFromAnnotation(annotation);
+        }
         const msg: MessageItem = (s.text as TextStream).finish({ finalText: text, annotations: annotations.length ? annotations : s.annotations });
         this.turn.fill(s.slot, { ...msg, replay });
         return;
       }
       case 'reasoning': {
-        const summary: Json[] = Array.isArray(item.summary) ? item.summary : [];
-        const text = summary.map((p) => p.text ?? '').join('\n\n');
+        const text = objectsOf(item.summary)
+          .map((p) => p.text ?? '')
+          .join('\n\n');
         if (!s.text && !text) {
           this.turn.fill(s.slot, replayOnlyItem(replay));
           return;
@@ -278,20 +299,21 @@ class ResponsesState implements StreamMachine<Json> {
         const code = s.code as HostedCodeStream;
         if (typeof item.code === 'string') code.codeDone(item.code);
         const outputs: CodeOutput[] = [];
-        for (const o of (Array.isArray(item.outputs) ? item.outputs : []) as Json[]) {
+        const containerId = asString(item.container_id);
+        for (const o of objectsOf(item.outputs)) {
           if (o.type === 'logs') outputs.push({ type: 'logs', logs: String(o.logs ?? '') });
           else if (o.type === 'image') outputs.push({ type: 'image', url: String(o.url ?? '') });
-          else if (o.type === 'files' && Array.isArray(o.files)) {
-            for (const f of o.files as Json[]) {
-              const file: FileOutput = { type: 'file', file_id: f.file_id, container_id: item.container_id ?? undefined, mime_type: f.mime_type ?? undefined };
+          else if (o.type === 'files') {
+            for (const f of objectsOf(o.files)) {
+              const file: FileOutput = { type: 'file', file_id: asString(f.file_id), container_id: containerId, mime_type: asString(f.mime_type) };
               outputs.push(file);
               this.turn.addFile(file);
             }
           }
         }
-        if (item.container_id) this.containerId = item.container_id;
+        if (containerId) this.containerId = containerId;
         const status = item.status === 'failed' ? 'failed' : item.status === 'incomplete' ? 'incomplete' : 'completed';
-        const ci = code.finish({ status, outputs, container_id: item.container_id ?? null, exit_code: null });
+        const ci = code.finish({ status, outputs, container_id: containerId ?? null, exit_code: null });
         this.turn.fill(s.slot, { ...ci, replay });
         return;
       }
@@ -302,8 +324,8 @@ class ResponsesState implements StreamMachine<Json> {
     }
   }
 
-  private fileFromAnnotation(a: Json): void {
-    if (a?.type !== 'container_file_citation' && a?.type !== 'file_citation' && a?.type !== 'file_path') return;
+  private fileFromAnnotation(a: JsonObject): void {
+    if (a.type !== 'container_file_citation' && a.type !== 'file_citation' && a.type !== 'file_path') return;
     this.turn.addFile({
       type: 'file',
       file_id: asString(a.file_id),
@@ -312,19 +334,26 @@ class ResponsesState implements StreamMachine<Json> {
     });
   }
 
-  private completed(response: Json | undefined): void {
+  private completed(response: JsonObject | undefined): void {
     this.complete = true;
     if (!response) return;
-    this.responseId = response.id ?? this.responseId;
-    this.model = response.model ?? this.model;
-    const u = response.usage;
-    if (u) this.usage = tokenUsage(u.input_tokens ?? 0, u.output_tokens ?? 0, u.total_tokens, u.input_tokens_details?.cached_tokens);
+    this.responseId = asString(response.id) ?? this.responseId;
+    this.model = asString(response.model) ?? this.model;
+    const u = asObject(response.usage);
+    if (u) {
+      this.usage = tokenUsage(
+        asNumber(u.input_tokens) ?? 0,
+        asNumber(u.output_tokens) ?? 0,
+        asNumber(u.total_tokens),
+        at(u, 'input_tokens_details')?.cached_tokens,
+      );
+    }
     if (response.status === 'incomplete') {
-      const reason = response.incomplete_details?.reason;
+      const reason = asString(at(response, 'incomplete_details')?.reason);
       this.rawStop = reason ?? 'incomplete';
       this.stopReason = reason === 'max_output_tokens' ? 'max_tokens' : reason === 'content_filter' ? 'content_filter' : 'other';
     } else {
-      this.rawStop = response.status;
+      this.rawStop = asString(response.status);
     }
   }
 }
@@ -336,12 +365,12 @@ function numericCode(code: unknown): number | undefined {
 }
 
 /** The history as Responses `input` items. */
-function toResponsesInput(req: TurnRequest): Json[] {
-  const input: Json[] = [];
+function toResponsesInput(req: TurnRequest): JsonObject[] {
+  const input: JsonObject[] = [];
   writeHistory(
     req.history,
     {
-      replay: { provider: 'openai', write: (parts) => parts.forEach((raw) => input.push(cleanReplayItem(raw as Json))) },
+      replay: { provider: 'openai', write: (parts) => objectsOf(parts).forEach((raw) => input.push(cleanReplayItem(raw))) },
       user: (text, images) => input.push({ role: 'user', content: images?.length ? [{ type: 'input_text', text }, ...inputImages(images)] : text }),
       assistant: (text) => input.push({ role: 'assistant', content: text }),
       call: (item) => input.push({ type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments ?? '{}' }),
@@ -359,13 +388,13 @@ function toResponsesInput(req: TurnRequest): Json[] {
 }
 
 /** Responses `input_image` parts, as data URLs. */
-function inputImages(images: AttachedImage[]): Json[] {
+function inputImages(images: AttachedImage[]): JsonObject[] {
   return images.map((img) => ({ type: 'input_image', image_url: imageDataUrl(img), detail: 'auto' }));
 }
 
 /** Output items sent back as input: drop fields that are output-only. */
-function cleanReplayItem(raw: Json): Json {
-  const item: Json = { ...raw };
+function cleanReplayItem(raw: JsonObject): JsonObject {
+  const item: JsonObject = { ...raw };
   if (item.type === 'function_call' || item.type === 'reasoning') delete item.status;
   return item;
 }

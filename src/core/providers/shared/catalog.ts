@@ -1,87 +1,12 @@
 /**
- * The providers, once: id, label, where their key comes from, their default models and base URL, whether
- * they are first-party (their key must never go to a server a workspace chose), and their hosted
- * sandboxes' options. Pure data, so error messages, settings (config/keys.ts) and both hosts use it;
- * ./registry adds how to build each adapter.
+ * The providers' facts that only the engine reads: which models see images, context windows, and the
+ * hosted sandboxes' options. The facts the panel and the CLI read too (ids, labels, keys, default models,
+ * local server, hosted sandbox, prices) are in src/common/providers.ts, re-exported here; ./registry adds
+ * how to build each adapter and read its SDK's errors.
  */
+import type { ProviderId } from '../../../common/providers';
 
-export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
-
-export interface ProviderInfo {
-  id: ProviderId;
-  /** For pickers and messages: "OpenAI". */
-  label: string;
-  /** In a sentence: "the OpenAI-compatible server". */
-  who: string;
-  /** Environment variables its key is read from, in order (never OPENAI_API_KEY for a third-party server). */
-  keyEnv: readonly string[];
-  /** Needs a key (a local OpenAI-compatible server usually does not). */
-  needsKey: boolean;
-  /** A first-party provider: its base URL only from the user's settings or a flag. */
-  firstParty: boolean;
-  defaultModels: readonly string[];
-  /** The largest image its API takes, in base64 characters (larger ones are never attached: the request would fail). */
-  maxImageBase64?: number;
-  /** The server asked when no base URL is set (unset: the SDK's own). */
-  defaultBaseURL?: string;
-}
-
-export const PROVIDER_CATALOG: readonly ProviderInfo[] = [
-  {
-    id: 'openai',
-    label: 'OpenAI',
-    who: 'OpenAI',
-    keyEnv: ['OPENAI_API_KEY'],
-    needsKey: true,
-    firstParty: true,
-    defaultModels: ['gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-4.1'],
-  },
-  {
-    id: 'anthropic',
-    label: 'Anthropic',
-    who: 'Anthropic',
-    keyEnv: ['ANTHROPIC_API_KEY'],
-    needsKey: true,
-    firstParty: true,
-    defaultModels: ['claude-sonnet-4-6', 'claude-opus-4-1', 'claude-haiku-4-5'],
-    // "image exceeds 5 MB maximum": the API counts the base64 text.
-    maxImageBase64: 5 * 1024 * 1024,
-  },
-  {
-    id: 'gemini',
-    label: 'Gemini',
-    who: 'Gemini',
-    keyEnv: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
-    needsKey: true,
-    firstParty: true,
-    defaultModels: ['gemini-3-flash-preview', 'gemini-3-pro-preview', 'gemini-2.5-pro', 'gemini-2.5-flash'],
-  },
-  {
-    id: 'openai-compatible',
-    label: 'OpenAI-compatible',
-    who: 'the OpenAI-compatible server',
-    // Never OPENAI_API_KEY: a local or third-party server must not receive the user's OpenAI key.
-    keyEnv: ['OPENAI_COMPATIBLE_API_KEY'],
-    needsKey: false,
-    firstParty: false,
-    defaultModels: ['qwen2.5-coder:7b', 'llama3.1:8b', 'gpt-oss:20b'],
-    // Ollama's.
-    defaultBaseURL: 'http://127.0.0.1:11434/v1',
-  },
-];
-
-export const PROVIDER_IDS: readonly ProviderId[] = PROVIDER_CATALOG.map((p) => p.id);
-
-/** Where VS Code's secret storage keeps the provider's key. */
-export function secretKeyName(id: ProviderId): string {
-  return `codeact.apiKey.${id}`;
-}
-
-/** The provider named at the start of a sentence: "The OpenAI-compatible server rejected…". */
-export function whoStarting(id: ProviderId): string {
-  const who = providerInfo(id).who;
-  return who[0].toUpperCase() + who.slice(1);
-}
+export { PROVIDER_CATALOG, PROVIDER_IDS, providerInfo, secretKeyName, whoStarting, type ProviderId, type ProviderInfo } from '../../../common/providers';
 
 // ---- hosted sandboxes -----------------------------------------------------------------------------
 
@@ -134,29 +59,24 @@ function baseModel(model: string): string {
  * (`codeact.openaiCompatible.visionModels`; `"*"` for all; none by default).
  */
 export function modelSeesImages(provider: ProviderId, model: string, compatibleVisionModels: readonly string[] = []): boolean {
-  const m = baseModel(model);
-  switch (provider) {
-    case 'openai':
-      return OPENAI_VISION.test(m) && !OPENAI_TEXT_ONLY.test(m);
-    case 'anthropic':
-      return m.startsWith('claude-') && !ANTHROPIC_TEXT_ONLY.test(m);
-    case 'gemini':
-      return !GEMINI_TEXT_ONLY.test(m);
-    case 'openai-compatible':
-      return compatibleVisionModels.some((v) => v === '*' || v === model || v.trim().toLowerCase() === model.trim().toLowerCase());
-  }
+  return SEES_IMAGES[provider](baseModel(model), model, compatibleVisionModels);
 }
 
-export function providerInfo(id: ProviderId): ProviderInfo {
-  const p = PROVIDER_CATALOG.find((c) => c.id === id);
-  if (!p) throw new Error(`Unknown provider "${String(id)}": use one of ${PROVIDER_IDS.join(', ')}.`);
-  return p;
-}
+/** Per provider: whether the normalised model id `m` (`model` as set) sees images. */
+const SEES_IMAGES: Record<ProviderId, (m: string, model: string, listed: readonly string[]) => boolean> = {
+  openai: (m) => OPENAI_VISION.test(m) && !OPENAI_TEXT_ONLY.test(m),
+  anthropic: (m) => m.startsWith('claude-') && !ANTHROPIC_TEXT_ONLY.test(m),
+  gemini: (m) => !GEMINI_TEXT_ONLY.test(m),
+  'openai-compatible': (_m, model, listed) => listed.some((v) => v === '*' || v === model || v.trim().toLowerCase() === model.trim().toLowerCase()),
+};
 
 // ---- context windows ----------------------------------------------------------------------------
 
-/** Context windows of first-party models, in tokens (as the providers document them; the longest prefix wins). */
-const WINDOWS: Record<'openai' | 'anthropic' | 'gemini', readonly [RegExp, number][]> = {
+/**
+ * Context windows of first-party models, in tokens (as the providers document them; the first match
+ * wins). None for an OpenAI-compatible server: its settings and the server say.
+ */
+const WINDOWS: Record<ProviderId, readonly [RegExp, number][] | undefined> = {
   openai: [
     [/^gpt-5/, 400_000],
     [/^gpt-4\.1/, 1_047_576],
@@ -171,11 +91,11 @@ const WINDOWS: Record<'openai' | 'anthropic' | 'gemini', readonly [RegExp, numbe
     [/^gemini-1\.0/, 32_760],
     [/./, 1_048_576],
   ],
+  'openai-compatible': undefined,
 };
 
 /** The context window of a first-party model (undefined for an OpenAI-compatible server: its settings and the server say). */
 export function contextWindowOf(provider: ProviderId, model: string): number | undefined {
-  if (provider === 'openai-compatible') return undefined;
   const m = baseModel(model);
-  return WINDOWS[provider].find(([re]) => re.test(m))?.[1];
+  return WINDOWS[provider]?.find(([re]) => re.test(m))?.[1];
 }

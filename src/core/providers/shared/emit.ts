@@ -318,9 +318,32 @@ export function tokenUsage(input: number, output: number, total?: number, cached
   return usage;
 }
 
-/** Loosely typed JSON object access for SDK payloads. */
-export type Json = Record<string, any>;
+/** A JSON object an SDK or a server sent (or one we send): each field is unknown until read through the helpers below. */
+export type JsonObject = Record<string, unknown>;
 
 export function asString(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
+}
+
+export function asNumber(v: unknown): number | undefined {
+  return typeof v === 'number' ? v : undefined;
+}
+
+/** The value as a JSON object (not an array, not null), or undefined. */
+export function asObject(v: unknown): JsonObject | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as JsonObject) : undefined;
+}
+
+/** The objects of an array value, in order (anything else in it, or a value that is no array: none). */
+export function objectsOf(v: unknown): JsonObject[] {
+  const out: JsonObject[] = [];
+  if (Array.isArray(v)) for (const x of v as unknown[]) if (asObject(x)) out.push(x as JsonObject);
+  return out;
+}
+
+/** The object at a path of fields (`at(chunk, 'usage', 'prompt_tokens_details')`), or undefined. */
+export function at(v: unknown, ...path: string[]): JsonObject | undefined {
+  let o = asObject(v);
+  for (const key of path) o = asObject(o?.[key]);
+  return o;
 }

@@ -1,15 +1,15 @@
 /**
- * Provider errors, normalised: every SDK error (OpenAI, Anthropic, Gemini), HTTP status, stream
- * failure and abort becomes a `ProviderError` with a `code`, a `retryable` flag and a message that says
- * what happened and what to do.
+ * Provider errors, normalised: every SDK error (read by that SDK's classifier, ./errorReading), HTTP
+ * status, stream failure and abort becomes a `ProviderError` with a `code`, a `retryable` flag and a
+ * message that says what happened and what to do.
  */
 import { providerInfo, whoStarting } from './catalog';
+import { messageOf, type ErrorClassifier, type SdkErrorReading } from './errorReading';
 import { overCap } from '../../../common/format';
 import { readBodyOrThrow } from '../../util/readBodyCapped';
 import type { ConversationItem, ProviderId } from './types';
 import type { Stall } from './watchdog';
 import { formatDuration } from '../../../common/format';
-import { htmlToText, isHtml } from '../../../common/htmlText';
 import { CodeActError, isCancellation } from '../../util/errors';
 import { errorText, rejectsTools } from './toolsRejection';
 
@@ -102,6 +102,8 @@ export function missingKeyError(provider: ProviderId): ProviderError {
 
 export interface ErrorContext {
   provider: ProviderId;
+  /** Reads the errors of the provider's SDK (the registry hands it to the adapter); unset, no error is read as the provider's answer. */
+  errors?: ErrorClassifier;
   model?: string;
   baseURL?: string;
   signal?: AbortSignal;
@@ -139,12 +141,8 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
   if (ctx.signal?.aborted || isCancellation(err)) {
     return new ProviderError({ code: 'aborted', provider: ctx.provider, message: 'Stopped: the request was cancelled.', cause: err, retryable: false });
   }
-  const status = statusOf(err);
-  const detail = detailOf(err);
-  const errType = typeOf(err);
-  if (status !== undefined || errType) {
-    return fromStatus(status, detail, errType, err, ctx);
-  }
+  const said = ctx.errors?.read(err);
+  if (said) return fromStatus(said, err, ctx);
   if (
     err instanceof SyntaxError ||
     /JSON|Unexpected token|Unexpected end of JSON|Incomplete JSON segment|exception parsing stream chunk/i.test(messageOf(err))
@@ -173,7 +171,7 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
     return new ProviderError({
       code: 'server',
       provider: ctx.provider,
-      message: `Could not reach ${providerInfo(ctx.provider).who}${where} (${short(text.trim())}). Check the network and the base URL${ctx.provider === 'openai-compatible' ? ' (is the server running?)' : ''}, then try again.`,
+      message: `Could not reach ${providerInfo(ctx.provider).who}${where} (${short(text.trim())}). Check the network and the base URL${providerInfo(ctx.provider).localServer ? ' (is the server running?)' : ''}, then try again.`,
       detail: text.trim(),
       cause: err,
     });
@@ -209,7 +207,7 @@ export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
   const message =
     stall.kind === 'first_byte'
       ? `The model did not start answering: ${label}${where} sent no response within ${secs} of the request. ` +
-        `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer${ctx.provider === 'openai-compatible' ? ' (a local server may first load the model)' : ''}.`
+        `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
       : (stall.events === 0
           ? `The model stopped sending for ${secs} after the response started: ${label} sent its headers and then nothing, so CodeAct closed the request. `
           : `The model stopped sending for ${secs} after its last event (${stall.events} event${stall.events === 1 ? '' : 's'} in): ${label} sent nothing more, so CodeAct closed the request. What arrived before is kept. `) +
@@ -217,33 +215,28 @@ export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
   return new ProviderError({ code: 'stream_stalled', provider: ctx.provider, message, retryLimit: 1 });
 }
 
-function fromStatus(status: number | undefined, detail: string, errType: string | undefined, err: unknown, ctx: ErrorContext): ProviderError {
+/** The provider's answer (what its SDK's classifier read), as the ProviderError that says what to do. */
+function fromStatus(said: SdkErrorReading, err: unknown, ctx: ErrorContext): ProviderError {
+  const { status, detail, kind, retryAfterMs } = said;
   const p = ctx.provider;
+  const local = providerInfo(p).localServer;
   const label = whoStarting(p);
   const d = detail ? `: ${short(detail).replace(/[.\s]+$/, '')}` : '';
   const http = status !== undefined ? ` (HTTP ${status})` : '';
   const base = { provider: p, status, detail, cause: err };
-  const retryAfterMs = retryAfterOf(err, detail);
-  const type = errType ?? '';
 
-  if (
-    status === 401 ||
-    type === 'authentication_error' ||
-    type === 'UNAUTHENTICATED' ||
-    type === 'invalid_api_key' ||
-    /API key not valid|API_KEY_INVALID/i.test(detail)
-  ) {
-    const who = p === 'openai-compatible' ? `The server at ${ctx.baseURL ?? 'the base URL'}` : label;
+  if (status === 401 || kind === 'auth') {
+    const who = local ? `The server at ${ctx.baseURL ?? 'the base URL'}` : label;
     return new ProviderError({ ...base, code: 'auth', message: `${who} rejected the API key${http}${d}. ${keyHint(p)}, then try again.` });
   }
-  if (status === 403 || type === 'permission_error' || type === 'PERMISSION_DENIED') {
+  if (status === 403 || kind === 'forbidden') {
     return new ProviderError({
       ...base,
       code: 'auth',
       message: `${label} refused access${http}${d}. The API key lacks permission for this model or feature; check the key's project/workspace, or ${keyHint(p).replace(/^Set/, 'set')}.`,
     });
   }
-  if (status === 429 || type === 'rate_limit_error' || type === 'RESOURCE_EXHAUSTED' || type === 'rate_limit_exceeded') {
+  if (status === 429 || kind === 'rate_limit') {
     const when = retryAfterMs !== undefined ? ` The provider asks to wait ${Math.ceil(retryAfterMs / 1000)} s.` : '';
     return new ProviderError({
       ...base,
@@ -252,35 +245,27 @@ function fromStatus(status: number | undefined, detail: string, errType: string 
       message: `${label} is rate-limiting requests${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.`,
     });
   }
-  if (isContextOverflow(status, detail, type)) {
+  if (status === 413 || kind === 'too_long' || said.tooLong) {
     return new ProviderError({
       ...base,
       code: 'context_overflow',
       message: `The conversation is too long for ${ctx.model ? `"${ctx.model}"` : 'the model'}'s context window${http}${d}. Start a new conversation, or shorten the prompt or the tool outputs.`,
     });
   }
-  if (ctx.provider === 'openai-compatible' && ctx.withTools !== false && rejectsTools(status, errorText(detail, err))) {
+  if (local && ctx.withTools !== false && rejectsTools(status, errorText(detail, err))) {
     return toolsUnsupportedError(ctx, detail, status, err);
   }
-  if (status === 404 || type === 'not_found_error' || type === 'NOT_FOUND' || type === 'model_not_found') {
-    const hint =
-      p === 'openai-compatible'
-        ? ` Check the model name (the server lists its models at ${ctx.baseURL ?? '<base URL>'}/models) and that the base URL ends with /v1.`
-        : ' Check the model name: the codeact.model setting (--model on the command line).';
+  if (status === 404 || kind === 'not_found') {
+    const hint = local
+      ? ` Check the model name (the server lists its models at ${ctx.baseURL ?? '<base URL>'}/models) and that the base URL ends with /v1.`
+      : ' Check the model name: the codeact.model setting (--model on the command line).';
     return new ProviderError({
       ...base,
       code: 'unknown_model',
       message: `${label} does not know the model ${ctx.model ? `"${ctx.model}"` : ''}${http}${d}.${hint}`,
     });
   }
-  if (
-    (status !== undefined && (status >= 500 || status === 408 || status === 409)) ||
-    type === 'overloaded_error' ||
-    type === 'api_error' ||
-    type === 'server_error' ||
-    type === 'UNAVAILABLE' ||
-    type === 'INTERNAL'
-  ) {
+  if ((status !== undefined && (status >= 500 || status === 408 || status === 409)) || kind === 'server') {
     return new ProviderError({
       ...base,
       code: 'server',
@@ -312,106 +297,6 @@ export function toolsUnsupportedError(ctx: ErrorContext, detail: string | undefi
       'CodeAct needs function calling to run code. Pick a model with tool support (for example qwen2.5-coder or llama3.1 on Ollama), ' +
       'start vLLM with --enable-auto-tool-choice --tool-call-parser <parser>, or llama-server with --jinja.',
   });
-}
-
-function isContextOverflow(status: number | undefined, detail: string, type: string): boolean {
-  if (status === 413 || type === 'request_too_large' || type === 'context_length_exceeded') return true;
-  return /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the (?:maximum|available context)|input token count.*exceeds|context size|reduce the length/i.test(
-    detail,
-  );
-}
-
-function statusOf(err: unknown): number | undefined {
-  if (!err || typeof err !== 'object') return undefined;
-  const s = (err as { status?: unknown }).status;
-  if (typeof s === 'number' && s >= 100) return s;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'number' && code >= 400 && code < 600) return code;
-  return undefined;
-}
-
-/** The provider's error type, when the SDK exposes it (stream errors have no HTTP status). */
-function typeOf(err: unknown): string | undefined {
-  if (!err || typeof err !== 'object') return undefined;
-  const e = (err as { error?: unknown }).error;
-  if (e && typeof e === 'object') {
-    const inner = (e as { error?: { type?: unknown } }).error;
-    if (inner && typeof inner.type === 'string') return inner.type; // Anthropic body {type:'error', error:{type}}
-    const t = (e as { type?: unknown; code?: unknown }).type;
-    if (typeof t === 'string' && t !== 'error') return t;
-    const c = (e as { code?: unknown }).code;
-    if (typeof c === 'string') return c;
-  }
-  const parsed = parseJsonDetail(messageOf(err));
-  if (parsed?.status) return parsed.status;
-  return undefined;
-}
-
-function parseJsonDetail(msg: string): { message?: string; status?: string; code?: number; raw?: Record<string, unknown> } | undefined {
-  const start = msg.indexOf('{');
-  if (start < 0) return undefined;
-  try {
-    const obj = JSON.parse(msg.slice(start)) as { error?: { message?: string; status?: string; code?: number } };
-    if (obj && typeof obj === 'object' && obj.error && typeof obj.error === 'object') return { ...obj.error, raw: obj as Record<string, unknown> };
-  } catch {}
-  return undefined;
-}
-
-function detailOf(err: unknown): string {
-  if (!err || typeof err !== 'object') return String(err ?? '');
-  const asText = (detail: string): string => textOfPage(detail, err);
-  const e = (err as { error?: unknown }).error;
-  if (e && typeof e === 'object') {
-    const inner = (e as { error?: { message?: unknown } }).error;
-    if (inner && typeof inner.message === 'string') return asText(inner.message);
-    const m = (e as { message?: unknown }).message;
-    if (typeof m === 'string') return asText(m);
-  }
-  const msg = messageOf(err);
-  const parsed = parseJsonDetail(msg);
-  if (parsed?.message) return asText(parsed.message);
-  // OpenAI/Anthropic SDK messages start with the status: "401 Incorrect API key provided".
-  return asText(msg.replace(/^\d{3}\s+/, '').replace(/^status code \(no body\)$/, ''));
-}
-
-/** An error page (a proxy's "502 Bad Gateway") as the text a person reads, not its markup (src/common/htmlText). */
-function textOfPage(detail: string, err: unknown): string {
-  return isHtml(detail, headerOf(err, 'content-type')) ? htmlToText(detail, 1000) : detail;
-}
-
-function headerOf(err: unknown, name: string): string | null | undefined {
-  const headers = (err as { headers?: unknown } | null)?.headers;
-  if (!headers) return undefined;
-  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name);
-  const v = (headers as Record<string, unknown>)[name];
-  return typeof v === 'string' ? v : undefined;
-}
-
-function retryAfterOf(err: unknown, detail: string): number | undefined {
-  const get = (name: string): string | null | undefined => headerOf(err, name);
-  const ms = get('retry-after-ms');
-  if (ms && Number.isFinite(Number(ms))) return Number(ms);
-  const ra = get('retry-after');
-  if (ra) {
-    const secs = Number(ra);
-    if (Number.isFinite(secs)) return secs * 1000;
-    const date = Date.parse(ra);
-    if (Number.isFinite(date)) return Math.max(0, date - Date.now());
-  }
-  // Gemini: google.rpc.RetryInfo {"retryDelay": "13s"} in the error details.
-  const m = /retryDelay"?\s*:\s*"(\d+(?:\.\d+)?)s"/.exec(`${detail} ${messageOf(err)}`);
-  if (m) return Math.round(Number(m[1]) * 1000);
-  return undefined;
-}
-
-function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  if (typeof err === 'string') return err;
-  try {
-    return JSON.stringify(err);
-  } catch {
-    return String(err);
-  }
 }
 
 function causeText(err: unknown): string {

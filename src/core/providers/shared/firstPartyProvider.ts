@@ -4,15 +4,20 @@
  * catalogue's answer to which models see images.
  */
 import { modelSeesImages } from './catalog';
+import type { HostedRuntime } from '../../../common/providers';
+import type { ErrorClassifier } from './errorReading';
 import { runStream } from './runStream';
 import type { StreamBounds } from './watchdog';
 import type { EmitFn, Provider, ProviderCapabilities, TurnRequest, TurnResult } from './types';
 
 export abstract class FirstPartyProvider<Client> implements Provider {
-  abstract readonly id: 'openai' | 'anthropic' | 'gemini';
+  /** A provider with a hosted sandbox of its own (the catalogue's `hostedSandbox`), whose runtime kind is its id. */
+  abstract readonly id: HostedRuntime;
 
   constructor(
     readonly client: Client,
+    /** Reads its SDK's errors (the registry's). */
+    protected readonly errors: ErrorClassifier,
     protected readonly baseURL?: string,
     protected readonly bounds?: Partial<StreamBounds>,
   ) {}
@@ -36,7 +41,7 @@ export abstract class FirstPartyProvider<Client> implements Provider {
     open: (signal: AbortSignal) => Promise<AsyncIterable<E>>,
     machineFor: MachineFor<E>,
   ): Promise<TurnResult> {
-    return runStream({ provider: this.id, baseURL: this.baseURL, idPrefix, bounds: this.bounds }, req, emit, open, machineFor);
+    return runStream({ provider: this.id, errors: this.errors, baseURL: this.baseURL, idPrefix, bounds: this.bounds }, req, emit, open, machineFor);
   }
 }
 

@@ -7,6 +7,7 @@
  */
 import { TurnItems } from './emit';
 import { ProviderError, streamCut, streamStalled, toProviderError, type ErrorContext } from './errors';
+import type { ErrorClassifier } from './errorReading';
 import { StreamWatchdog, type StreamBounds } from './watchdog';
 import type { EmitFn, ProviderId, StopReason, TurnRequest, TurnResult } from './types';
 import { newId } from '../../util/ids';
@@ -32,9 +33,11 @@ export interface StreamMachine<E> {
   };
 }
 
-/** Who streams: the provider, the base URL its client was given (for error messages), and the prefix of a generated response id when the provider sent none. */
+/** Who streams: the provider, its SDK's error classifier, the base URL its client was given (for error messages), and the prefix of a generated response id when the provider sent none. */
 interface StreamSource {
   provider: ProviderId;
+  /** Unset: no error is read as the provider's answer (a stream made up by a test). */
+  errors?: ErrorClassifier;
   baseURL?: string;
   idPrefix: string;
   /** The time-to-response and idle bounds (default DEFAULT_STREAM_BOUNDS). */
@@ -42,8 +45,9 @@ interface StreamSource {
 }
 
 /** The error context of a turn (also for the checks an adapter makes before it streams). */
-export function turnContext(provider: ProviderId, req: TurnRequest, baseURL?: string): ErrorContext {
-  return { provider, model: req.model, baseURL, signal: req.signal, withTools: (req.tools?.length ?? 0) > 0 };
+export function turnContext(source: Pick<StreamSource, 'provider' | 'errors' | 'baseURL'>, req: TurnRequest): ErrorContext {
+  const { provider, errors, baseURL } = source;
+  return { provider, errors, model: req.model, baseURL, signal: req.signal, withTools: (req.tools?.length ?? 0) > 0 };
 }
 
 function stopped(ctx: ErrorContext): ProviderError {
@@ -64,7 +68,7 @@ export async function runStream<E>(
   machineFor: (turn: TurnItems, ctx: ErrorContext) => StreamMachine<E>,
 ): Promise<TurnResult> {
   const o = { ...source, emit };
-  const ctx = turnContext(o.provider, req, o.baseURL);
+  const ctx = turnContext(source, req);
   const turn = new TurnItems(o.provider, newId('turn'));
   const machine = machineFor(turn, ctx);
   const dog = new StreamWatchdog(source.bounds, req.signal);
