@@ -30,8 +30,11 @@ import type { StreamMachine } from '../shared/runStream';
 import type { ConversationItem, EmitFn, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
 
+/** This family's provider id: the one name its replay data and its adapter carry. */
+const GEMINI = 'gemini' as const;
+
 export class GeminiProvider extends FirstPartyProvider<GoogleGenAI> {
-  readonly id = 'gemini' as const;
+  readonly id = GEMINI;
 
   buildRequest(req: TurnRequest): { model: string; contents: GeminiContent[]; config: JsonObject } {
     const tools: JsonObject[] = [];
@@ -334,7 +337,7 @@ function toGeminiContents(req: TurnRequest): GeminiContent[] {
   for (const item of req.history) {
     if (item.type !== 'function_call') continue;
     let id: string | undefined;
-    if (item.replay?.provider === 'gemini') {
+    if (item.replay?.provider === GEMINI) {
       const raw = objectsOf(item.replay.parts.map((p) => p.data)).find((d) => d.functionCall);
       id = asString(at(raw, 'functionCall')?.id);
     }
@@ -345,7 +348,7 @@ function toGeminiContents(req: TurnRequest): GeminiContent[] {
   writeHistory(
     req.history,
     {
-      replay: { provider: 'gemini', write: (parts) => push('model', mergeParts(objectsOf(parts))) },
+      replay: { provider: GEMINI, write: (parts) => push('model', mergeParts(objectsOf(parts))) },
       user: (text, images) => push('user', [{ text }, ...inlineParts(images)]),
       assistant: (text) => push('model', [{ text }]),
       call: (item) => {
