@@ -147,6 +147,31 @@ describe('the text protocol is a provider wrapper', function () {
       await runtime.dispose();
     }
   });
+
+  it("tells the model the session note in text form too (a reopened conversation's variables are gone)", async () => {
+    const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
+    const server = await startServerFor('openai-compatible', 'ollama');
+    try {
+      server.push(turn().text('Nothing to run.').with({ id: 'chatcmpl-repeat' }));
+      const note = 'NOTE: the Python session of this conversation is gone.';
+      const agent = new AgentLoop({
+        provider: await providerFor('openai-compatible', server),
+        model: MODEL,
+        runtime,
+        gateway: new ToolGateway([]),
+        protocol: 'text',
+        sessionNote: note,
+      });
+      const result = await agent.run([], 'What was x?');
+      assert.equal(result.status, 'completed', JSON.stringify(result.error));
+      const system = systemOf('openai-compatible', server.turns[0].body);
+      assert.match(system, /```python/, 'the text system prompt was sent');
+      assert.ok(system.includes(note), `the session note is in the text system prompt:\n${system}`);
+    } finally {
+      await server.close();
+      await runtime.dispose();
+    }
+  });
 });
 
 describe('the retries of a turn: the fallback step', () => {

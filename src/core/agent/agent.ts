@@ -227,6 +227,7 @@ export class AgentLoop {
           protocol: this.options.protocol,
           runtime: this.options.runtime.kind,
           system: this.options.system,
+          sessionNote: this.options.sessionNote,
           register: this.streams.register,
         });
     const maxTurns = this.options.maxTurns ?? 12;

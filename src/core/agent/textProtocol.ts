@@ -72,7 +72,7 @@ export function forgetToolRejections(): void {
 
 // ---- the system prompt -----------------------------------------------------------------------------
 
-function textSystemInstruction(codeTool: ModelTool | undefined, system?: string): string {
+function textSystemInstruction(codeTool: ModelTool | undefined, system?: string, sessionNote?: string): string {
   const rules = [
     'To run Python, write ONE fenced code block: a line ```python, the code, then a line ```. Then stop and wait.',
     'The code runs for real, and the next message, which starts with "Observation:", tells you what it printed, what it returned ' +
@@ -95,7 +95,7 @@ function textSystemInstruction(codeTool: ModelTool | undefined, system?: string)
   ];
   const head = system ?? "You are CodeAct, a coding agent inside the user's editor. You act by writing Python code that runs for real.";
   const how = codeTool ? ['', 'How your code runs:', codeTool.description] : [];
-  return [head, '', ...rules, ...how].join('\n');
+  return [head, '', ...rules, ...how, ...(sessionNote ? [sessionNote] : [])].join('\n');
 }
 
 // ---- the wrapper ----------------------------------------------------------------------------------
@@ -106,6 +106,8 @@ interface TextProtocolOptions {
   runtime: RuntimeKind;
   /** The caller's replacement for the default system instruction, if any. */
   system?: string;
+  /** Said to the model after the system prompt, as in function-calling form (the agent's `sessionNote`). */
+  sessionNote?: string;
   /** Keys a block's code card by its function-call item id (the agent loop's CodeStreams.register). */
   register: (itemId: string, entry: CodeStreamEntry) => void;
 }
@@ -165,7 +167,7 @@ export class TextProtocolProvider implements TurnProvider {
       ...request,
       tools: [],
       toolChoice: undefined,
-      system: textSystemInstruction(codeTool, this.o.system),
+      system: textSystemInstruction(codeTool, this.o.system, this.o.sessionNote),
       history: toTextHistory(request.history),
     };
     let result: TurnResult;
