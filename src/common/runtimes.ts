@@ -4,6 +4,7 @@
  * where their code runs. Both are exhaustive records: a new kind does not compile until its row is written.
  * Read the facts here instead of comparing a kind's name (the lint rule `codeact/no-kind-comparison`).
  */
+import { findProvider } from './providers';
 
 /** Where a code item ran: a runtime of ours (`codeact.runtime`) or a provider's hosted sandbox. */
 export type RuntimeKind = 'local' | 'jupyter' | 'openai' | 'anthropic' | 'gemini';
@@ -49,11 +50,12 @@ interface OurRuntimeInfo extends RuntimeFacts {
   model: RuntimeModelText;
 }
 
-/** A provider's hosted sandbox (`codeact.mode: hosted`): the provider runs the code and sends its output with the finished item. */
+/**
+ * A provider's hosted sandbox (`codeact.mode: hosted`): the provider runs the code and sends its output with the
+ * finished item. Which provider's it is, is said once, by the provider's row (`hostedSandbox` in ./providers).
+ */
 interface HostedRuntimeInfo extends RuntimeFacts {
   ours: false;
-  /** The provider (a ProviderId) whose sandbox it is. */
-  hostedBy: string;
 }
 
 export type RuntimeInfo = OurRuntimeInfo | HostedRuntimeInfo;
@@ -68,7 +70,7 @@ export const JUPYTER_INSTALL_UNAVAILABLE =
   "install_packages is not available on the Jupyter runtime: the kernel runs in the Jupyter server's own Python environment (possibly on another machine), " +
   'which CodeAct does not manage. Ask the user to install the package into that kernel\'s environment (for example "%pip install name" in a notebook on that kernel).';
 
-const hosted = (hostedBy: string, label: string) => ({ label, icon: 'cloud', hostPaths: false, ours: false, hostedBy }) as const;
+const hosted = (label: string) => ({ label, icon: 'cloud', hostPaths: false, ours: false }) as const;
 
 export const RUNTIMES = {
   local: {
@@ -105,9 +107,9 @@ export const RUNTIMES = {
       network: () => 'The kernel may have no network access.',
     },
   },
-  openai: hosted('openai', 'OpenAI sandbox'),
-  anthropic: hosted('anthropic', 'Anthropic sandbox'),
-  gemini: hosted('gemini', 'Gemini sandbox'),
+  openai: hosted('OpenAI sandbox'),
+  anthropic: hosted('Anthropic sandbox'),
+  gemini: hosted('Gemini sandbox'),
 } as const satisfies Record<RuntimeKind, RuntimeInfo>;
 
 /** The runtimes `codeact.runtime` chooses from: ours. */
@@ -164,9 +166,5 @@ export const CODE_MODES = Object.keys(MODES) as CodeMode[];
  */
 export function runtimeKindOf(config: { mode: CodeMode; provider: string; runtime: ConfiguredRuntime }): RuntimeKind {
   if (MODES[config.mode].ourRuntime) return config.runtime;
-  return KINDS.find((k) => hostedBy(RUNTIMES[k]) === config.provider) ?? 'local';
-}
-
-function hostedBy(info: RuntimeInfo): string | undefined {
-  return info.ours ? undefined : info.hostedBy;
+  return findProvider(config.provider)?.hostedSandbox ?? 'local';
 }

@@ -22,6 +22,7 @@ import {
   type RuntimeInfo,
   type RuntimeKind,
 } from '../../src/common/runtimes';
+import { PROVIDER_CATALOG } from '../../src/common/providers';
 import { OutputSaver } from '../../src/cli/outputs';
 import { humanPrinter } from '../../src/cli/print';
 import { installOptionsFrom } from '../../src/core/config/install';
@@ -162,7 +163,10 @@ describe('runtimes: one catalogue (common/runtimes.ts)', () => {
         for (const k of KINDS) {
           const r: RuntimeInfo = RUNTIMES[k];
           if (r.ours) continue;
-          assert.equal(runtimeKindOf({ mode, provider: r.hostedBy, runtime }), MODES[mode].ourRuntime ? runtime : k, `${mode} ${runtime} ${k}`);
+          // Whose sandbox it is, is said once: by the provider's row (no hosted runtime without its provider).
+          const hostedBy = PROVIDER_CATALOG.filter((p) => p.hostedSandbox === k);
+          assert.equal(hostedBy.length, 1, `${k} is the hosted sandbox of exactly one provider`);
+          assert.equal(runtimeKindOf({ mode, provider: hostedBy[0].id, runtime }), MODES[mode].ourRuntime ? runtime : k, `${mode} ${runtime} ${k}`);
         }
         // A provider without a hosted sandbox (an OpenAI-compatible server): its code would run locally.
         assert.equal(runtimeKindOf({ mode, provider: 'openai-compatible', runtime }), MODES[mode].ourRuntime ? runtime : 'local');
