@@ -54,7 +54,12 @@ const CASES: Record<ProviderId, Case[]> = {
     ['server_error', 'server', 'server'],
     ['api_error', 'server', 'server'],
     ['invalid_request_error', 'bad_request', undefined],
-  ]),
+  ]).concat(
+    // A server that fronts another provider's model (a proxy of Claude, Gemini's endpoint) says it in that one's words.
+    ...['prompt is too long: 210000 tokens > 200000 maximum', 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).'].map(
+      (message): Case => ({ say: `400 ${message}`, fault: () => fault.status(400, { message }), code: 'context_overflow', kind: undefined, status: 400 }),
+    ),
+  ),
   anthropic: [
     ...STREAM('anthropic', [
       ['overloaded_error', 'server', 'server'],

@@ -14,8 +14,13 @@ const WORDS: Readonly<Record<string, SdkErrorKind>> = {
   api_error: 'server',
 };
 
-/** How OpenAI and the OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio) say that a prompt is too long. */
-const TOO_LONG = /context[_ ]length|context window|maximum context|too many tokens|exceeds the (?:maximum|available context)|context size|reduce the length/i;
+/**
+ * How OpenAI and the OpenAI-compatible servers (vLLM, llama.cpp, Ollama, LM Studio) say that a prompt is too long,
+ * and the servers that front another provider's models (a proxy of Claude or Gemini, their OpenAI-compatible
+ * endpoints), which pass on that provider's words.
+ */
+const TOO_LONG =
+  /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the (?:maximum|available context)|input token count.*exceeds|context size|reduce the length/i;
 
 export const openaiErrors: ErrorClassifier = {
   read(err) {
