@@ -93,7 +93,7 @@ describe('the text protocol is a provider wrapper', function () {
     }
   });
 
-  it("asks the facts of the provider it wraps, and probes without tools only for a third-party server (the catalogue's firstParty)", () => {
+  it("asks the facts of the provider it wraps, and probes without tools only for a third-party server (the catalogue's localServer, as the error chain reads a rejection of tools)", () => {
     for (const info of PROVIDER_CATALOG) {
       const inner: Provider = {
         id: info.id,
@@ -109,8 +109,8 @@ describe('the text protocol is a provider wrapper', function () {
       const notices: CodeActEvent[] = [];
       const bare = new ProviderError({ code: 'bad_request', status: 400, message: 'Bad request', provider: info.id });
       const step = wrapper.fallback(bare, (e) => notices.push(e));
-      assert.deepEqual(step, info.firstParty ? { again: false, error: bare } : { again: true, maxAttempts: 1 }, info.id);
-      assert.equal(notices.length, info.firstParty ? 0 : 1, info.id);
+      assert.deepEqual(step, info.localServer ? { again: true, maxAttempts: 1 } : { again: false, error: bare }, info.id);
+      assert.equal(notices.length, info.localServer ? 1 : 0, info.id);
     }
   });
 

@@ -53,10 +53,11 @@ function detailOf(err: ProviderError): string {
 
 /**
  * A third-party server's rejection that may be about `tools` without saying so (./providers/shared/toolsRejection):
- * first-party APIs say what they reject; a server of unknown make (FastAPI, llama.cpp) may not.
+ * first-party APIs say what they reject; a server of unknown make (FastAPI, llama.cpp) may not. The catalogue's
+ * `localServer` says which, as for the shared error chain's reading of a rejection of `tools`.
  */
 function probeWorthy(err: ProviderError): boolean {
-  if (providerInfo(err.provider).firstParty || (err.code !== 'bad_request' && err.code !== 'server')) return false;
+  if (!providerInfo(err.provider).localServer || (err.code !== 'bad_request' && err.code !== 'server')) return false;
   return worthProbing(err.status, errorText(err.detail ?? '', err.cause));
 }
 
