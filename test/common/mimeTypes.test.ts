@@ -24,7 +24,9 @@ import {
   MIME_TYPES,
   mimeLabel,
   mimeOfExtension,
+  CLIPBOARD_IMAGE,
   PANEL_IMAGE_MIMES,
+  panelTextOf,
   rankedFor,
   rasterFormatList,
   VISION_MIMES,
@@ -123,6 +125,20 @@ describe('MIME catalogue', () => {
     assert.deepEqual(PANEL_IMAGE_MIMES, ['image/svg+xml', 'image/png', 'image/jpeg', 'image/gif', 'image/webp']);
     assert.ok(!isPanelImage('image/bmp') && !isVision('image/bmp') && isRaster('image/bmp'));
     assert.equal(rasterFormatList(), 'PNG, JPEG, GIF, WebP or BMP');
+  });
+
+  it('draws HTML, Markdown and LaTeX as the panel did, every other text type it ranks as plain text, and copies PNG as it is', () => {
+    const drawn = Object.fromEntries(
+      rankedFor('panel')
+        .filter((m) => panelTextOf(m) !== 'plain')
+        .map((m) => [m, panelTextOf(m)]),
+    );
+    assert.deepEqual(drawn, { 'text/html': 'html', 'text/markdown': 'markdown', 'text/latex': 'latex' });
+    for (const m of ALL) {
+      if ('panelText' in MIME_TYPES[m]) assert.ok(isText(m) && rankedFor('panel').includes(m), `${m}: the panel draws only a text type it ranks`);
+    }
+    assert.equal(CLIPBOARD_IMAGE, 'image/png');
+    assert.ok(isPanelImage(CLIPBOARD_IMAGE) && isRaster(CLIPBOARD_IMAGE), 'the clipboard’s type is a raster image the panel draws');
   });
 
   it('picks the best type per place, as the panel and the model did', () => {
