@@ -60,20 +60,24 @@ export function timerScheduler(ms = 16): FrameScheduler {
 }
 
 type Delta = EventsWith<'delta', true>;
+type DeltaOf<T extends Delta['type']> = Extract<Delta, { type: T }>;
+
+/**
+ * What else two adjacent deltas of one type and one item must share to be one piece, per delta type: a type
+ * whose traits say `delta` (./eventTraits) does not compile until its row is written here.
+ */
+const SAME_PIECE: { [T in Delta['type']]: (a: DeltaOf<T>, b: DeltaOf<T>) => boolean } = {
+  'response.output_text.delta': (a, b) => (a.thinking === true) === (b.thinking === true),
+  'response.reasoning_text.delta': () => true,
+  'response.code_interpreter_call_code.delta': () => true,
+  'response.function_call_arguments.delta': (a, b) => a.call_id === b.call_id,
+  'codeact.output.delta': (a, b) => a.stream === b.stream,
+};
 
 /** True when `b` can be appended to `a` as one delta. */
 export function canCoalesce(a: TranscriptEvent, b: TranscriptEvent): boolean {
   if (a.type !== b.type || !isDelta(a) || !isDelta(b) || a.item_id !== b.item_id) return false;
-  switch (a.type) {
-    case 'response.output_text.delta':
-      return (a.thinking === true) === ((b as typeof a).thinking === true);
-    case 'codeact.output.delta':
-      return a.stream === (b as typeof a).stream;
-    case 'response.function_call_arguments.delta':
-      return a.call_id === (b as typeof a).call_id;
-    default:
-      return true;
-  }
+  return (SAME_PIECE[a.type] as (a: Delta, b: Delta) => boolean)(a, b);
 }
 
 /** Merges adjacent deltas of a list (a pure helper; the batcher does the same incrementally). */

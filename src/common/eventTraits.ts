@@ -35,10 +35,15 @@ interface EventTraits {
   printed: 'run' | 'chat' | 'none';
   /** The panel's reducer (./transcript/reducer) shows it; `false`: the reducer passes it by. */
   panel: boolean;
+  /**
+   * It reports a model request's token usage, which the turn's and the conversation's totals count
+   * (./usage): in `response.usage` (`response`) or in its own `usage` (`event`). `false`: it reports none.
+   */
+  usage: false | 'response' | 'event';
 }
 
-const stream = { delta: true, persisted: true, turnMarker: false, panel: true } as const;
-const plain = { delta: false, persisted: true, turnMarker: false, panel: true } as const;
+const stream = { delta: true, persisted: true, turnMarker: false, panel: true, usage: false } as const;
+const plain = { delta: false, persisted: true, turnMarker: false, panel: true, usage: false } as const;
 
 /** The traits of every event type (the compiler asks for a row for each). */
 export const EVENT_TRAITS = {
@@ -66,10 +71,10 @@ export const EVENT_TRAITS = {
   'codeact.retry': { ...plain, printed: 'chat' },
   'codeact.session': { ...plain, printed: 'chat' },
   'codeact.context.usage': { ...plain, printed: 'none' },
-  'codeact.context.compacted': { ...plain, printed: 'chat' },
+  'codeact.context.compacted': { ...plain, usage: 'event', printed: 'chat' },
   'codeact.notebook.cell': { ...plain, printed: 'none' },
   'codeact.usage.summary': { ...plain, panel: false, printed: 'none' },
-  'response.completed': { ...plain, printed: 'none' },
+  'response.completed': { ...plain, usage: 'response', printed: 'none' },
   error: { ...plain, printed: 'none' },
   'codeact.turn.started': { ...plain, turnMarker: true, printed: 'none' },
   'codeact.turn.ended': { ...plain, turnMarker: true, printed: 'none' },
