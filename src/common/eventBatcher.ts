@@ -3,12 +3,12 @@
  * per frame. Pure: the post function and the scheduler are injected.
  *
  * Adjacent deltas for the same item (text, code, output of the same stream, function arguments: the types
- * whose traits say `delta`, ./eventTraits) are merged into one event, so a model streaming a token at a time
- * or a program printing a line at a time costs one message per frame, not one per token. Order across items
- * is preserved exactly.
+ * whose traits say `delta`, when they share what ./eventTraits' `SAME_PIECE` asks) are merged into one event,
+ * so a model streaming a token at a time or a program printing a line at a time costs one message per frame,
+ * not one per token. Order across items is preserved exactly.
  */
 import type { EventsMessage } from './protocol';
-import { isDelta, type EventsWith } from './eventTraits';
+import { isDelta, SAME_PIECE, type EventsWith } from './eventTraits';
 import type { TranscriptEvent } from './transcript';
 
 /** Runs `flush` later (once); may return a function that cancels it. */
@@ -60,19 +60,6 @@ export function timerScheduler(ms = 16): FrameScheduler {
 }
 
 type Delta = EventsWith<'delta', true>;
-type DeltaOf<T extends Delta['type']> = Extract<Delta, { type: T }>;
-
-/**
- * What else two adjacent deltas of one type and one item must share to be one piece, per delta type: a type
- * whose traits say `delta` (./eventTraits) does not compile until its row is written here.
- */
-const SAME_PIECE: { [T in Delta['type']]: (a: DeltaOf<T>, b: DeltaOf<T>) => boolean } = {
-  'response.output_text.delta': (a, b) => (a.thinking === true) === (b.thinking === true),
-  'response.reasoning_text.delta': () => true,
-  'response.code_interpreter_call_code.delta': () => true,
-  'response.function_call_arguments.delta': (a, b) => a.call_id === b.call_id,
-  'codeact.output.delta': (a, b) => a.stream === b.stream,
-};
 
 /** True when `b` can be appended to `a` as one delta. */
 export function canCoalesce(a: TranscriptEvent, b: TranscriptEvent): boolean {

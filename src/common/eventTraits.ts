@@ -13,7 +13,7 @@ export type EventType = TranscriptEvent['type'];
 interface EventTraits {
   /**
    * A piece of a longer text (it has `item_id` and `delta`): the panel's batcher appends adjacent ones of
-   * one item into one event (./eventBatcher).
+   * one item into one event (./eventBatcher), when they share what the type's {@link SAME_PIECE} asks.
    */
   delta: boolean;
   /**
@@ -85,6 +85,21 @@ type Table = typeof EVENT_TRAITS;
 type TypesWith<K extends keyof EventTraits, V> = { [T in EventType]: Table[T][K] extends V ? T : never }[EventType];
 /** The events whose trait `K` is `V`. */
 export type EventsWith<K extends keyof EventTraits, V> = Extract<TranscriptEvent, { type: TypesWith<K, V> }>;
+
+type DeltaType = TypesWith<'delta', true>;
+type DeltaOf<T extends DeltaType> = Extract<TranscriptEvent, { type: T }>;
+
+/**
+ * What else two adjacent deltas of one type and one item must share to be one piece, which the panel's
+ * batcher appends (./eventBatcher). A type whose row says `delta` does not compile until it is written here.
+ */
+export const SAME_PIECE: { [T in DeltaType]: (a: DeltaOf<T>, b: DeltaOf<T>) => boolean } = {
+  'response.output_text.delta': (a, b) => (a.thinking === true) === (b.thinking === true),
+  'response.reasoning_text.delta': () => true,
+  'response.code_interpreter_call_code.delta': () => true,
+  'response.function_call_arguments.delta': (a, b) => a.call_id === b.call_id,
+  'codeact.output.delta': (a, b) => a.stream === b.stream,
+};
 
 /** The traits of a type read from outside (a saved file, a newer host): undefined for a type this version does not know. */
 export function traitsOf(type: string): EventTraits | undefined {
