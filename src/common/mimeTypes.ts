@@ -192,6 +192,11 @@ export function isNbformatJson(mime: string): boolean {
   return /^application\/(?:[^/]*\+)?json$/.test(mime);
 }
 
+/** An image type of the display protocol, catalogued or not (any `image/` type). */
+export function isImage(mime: string): boolean {
+  return mime.startsWith('image/');
+}
+
 /** A text type: the catalogue's text types, and any other `text/` type. */
 export function isText(mime: string): boolean {
   const row = mimeInfo(mime);

@@ -12,6 +12,7 @@ import { displayModelText } from '../../src/common/displays';
 import { imageHeader } from '../../src/common/imageHeader';
 import {
   bestFor,
+  CLIPBOARD_IMAGE,
   extensionOf,
   imageTypeName,
   isBinary,
@@ -24,7 +25,6 @@ import {
   MIME_TYPES,
   mimeLabel,
   mimeOfExtension,
-  CLIPBOARD_IMAGE,
   PANEL_IMAGE_MIMES,
   panelTextOf,
   rankedFor,
