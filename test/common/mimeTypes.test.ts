@@ -16,6 +16,7 @@ import {
   extensionOf,
   imageTypeName,
   isBinary,
+  isImage,
   isJson,
   isNbformatJson,
   isPanelImage,
@@ -241,6 +242,9 @@ describe('MIME catalogue', () => {
     for (const m of ['image/png', 'application/json', 'application/x-unknown', 'image/tiff']) assert.ok(!isText(m), m);
     for (const m of ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/bmp']) assert.ok(isBinary(m), m);
     for (const m of ['image/svg+xml', 'text/plain', 'application/json', 'image/tiff']) assert.ok(!isBinary(m), m);
+    // An image is any image/ type, catalogued or not; every row with an image column is one.
+    for (const m of ['image/tiff', 'image/x-icon', ...ALL.filter((t) => 'image' in MIME_TYPES[t])]) assert.ok(isImage(m), m);
+    for (const m of ['text/plain', 'application/pdf', 'application/image']) assert.ok(!isImage(m), m);
     // nbformat's JSON rule is stricter than the display protocol's.
     assert.ok(isNbformatJson('application/vnd.plotly.v1+json') && isJson('application/vnd.plotly.v1+json'));
     assert.ok(!isNbformatJson('text/x+json') && isJson('text/x+json'));
