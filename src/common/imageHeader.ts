@@ -16,7 +16,6 @@
  * Pure: no Node, no DOM (atob is a global of both). Base64 is decoded block by block, only where the
  * header walk reads.
  */
-import { isImage, rasterFormatList } from './mimeTypes';
 
 /** The default of codeact.outputs.maxImageMegapixels, in pixels (src/core/config/keys.ts reads it here). */
 export const DEFAULT_MAX_IMAGE_PIXELS = 40_000_000;
@@ -231,11 +230,11 @@ function megapixels(pixels: number): string {
 
 /** The note that stands where an image over the cap would have been. */
 function imageCapNote(mime: string, header: ImageHeader | undefined, maxPixels: number): string {
-  const kind = isImage(mime) ? mime.slice(6).toUpperCase() : mime;
+  const kind = mime.startsWith('image/') ? mime.slice(6).toUpperCase() : mime;
   if (!header) {
     return (
       `[codeact: an image (${kind}) was not shown: its header does not say its size in a form CodeAct reads ` +
-      `(${rasterFormatList()}), so it was not decoded. Save it to a file and open it with a program you trust.]`
+      `(PNG, JPEG, GIF, WebP or BMP), so it was not decoded. Save it to a file and open it with a program you trust.]`
     );
   }
   const size = `${header.width.toLocaleString('en-US')}×${header.height.toLocaleString('en-US')}`;
