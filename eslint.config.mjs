@@ -140,6 +140,8 @@ export const KIND_OWNERS = {
   CodeMode: ['src/common/runtimes.ts'],
   ProviderId: ['src/common/providers.ts', 'src/core/providers/shared/catalog.ts', 'src/core/providers/registry.ts'],
   ToolSourceKind: ['src/common/tools.ts', 'src/core/tools/toolSources.ts'],
+  Mime: ['src/common/mimeTypes.ts'],
+  McpServerKind: ['src/core/tools/sources/mcp/serverSpec.ts'],
 };
 
 /** The rules that need type information (the project service builds a program per tsconfig). */

@@ -5,7 +5,7 @@
  * export and the providers' history builders all use them).
  */
 import { checkImagePixels, imageSize } from './imageHeader';
-import { bestFor, imageTypeName, mimeText, modelTextOf, VISION_MIMES, type PanelImageMime, type VisionMime } from './mimeTypes';
+import { bestFor, imageTypeName, isImage, mimeText, modelTextOf, VISION_MIMES, type PanelImageMime, type VisionMime } from './mimeTypes';
 import { headTail, partNote } from './outputBudget';
 import type { CodeInterpreterCallItem, CodeOutput, DisplayOutput } from './events';
 
@@ -65,7 +65,7 @@ export function capDisplayImages(d: DisplayOutput, maxPixels: number): DisplayOu
   let data: Record<string, unknown> | undefined;
   const notes: string[] = [];
   for (const [mime, value] of Object.entries(d.data)) {
-    if (!mime.startsWith('image/')) continue;
+    if (!isImage(mime)) continue;
     const text = mimeText(value);
     if (text === undefined) continue;
     const check = checkImagePixels(mime, text, maxPixels);
@@ -77,10 +77,10 @@ export function capDisplayImages(d: DisplayOutput, maxPixels: number): DisplayOu
   if (!data) return d;
   let metadata = d.metadata;
   if (metadata) {
-    metadata = Object.fromEntries(Object.entries(metadata).filter(([k]) => k in data! || !k.startsWith('image/')));
+    metadata = Object.fromEntries(Object.entries(metadata).filter(([k]) => k in data! || !isImage(k)));
     if (!Object.keys(metadata).length) metadata = undefined;
   }
-  if (!Object.keys(data).some((m) => m.startsWith('image/'))) data['text/plain'] = notes.join('\n');
+  if (!Object.keys(data).some(isImage)) data['text/plain'] = notes.join('\n');
   const out: DisplayOutput = { ...d, data };
   if (metadata) out.metadata = metadata;
   else delete out.metadata;

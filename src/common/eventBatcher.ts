@@ -3,12 +3,12 @@
  * per frame. Pure: the post function and the scheduler are injected.
  *
  * Adjacent deltas for the same item (text, code, output of the same stream, function arguments: the types
- * whose traits say `delta`, ./eventTraits) are merged into one event, so a model streaming a token at a time
- * or a program printing a line at a time costs one message per frame, not one per token. Order across items
- * is preserved exactly.
+ * whose traits say `delta`, when they share what ./eventTraits' `SAME_PIECE` asks) are merged into one event,
+ * so a model streaming a token at a time or a program printing a line at a time costs one message per frame,
+ * not one per token. Order across items is preserved exactly.
  */
 import type { EventsMessage } from './protocol';
-import { isDelta, type EventsWith } from './eventTraits';
+import { isDelta, SAME_PIECE, type EventsWith } from './eventTraits';
 import type { TranscriptEvent } from './transcript';
 
 /** Runs `flush` later (once); may return a function that cancels it. */
@@ -64,16 +64,7 @@ type Delta = EventsWith<'delta', true>;
 /** True when `b` can be appended to `a` as one delta. */
 export function canCoalesce(a: TranscriptEvent, b: TranscriptEvent): boolean {
   if (a.type !== b.type || !isDelta(a) || !isDelta(b) || a.item_id !== b.item_id) return false;
-  switch (a.type) {
-    case 'response.output_text.delta':
-      return (a.thinking === true) === ((b as typeof a).thinking === true);
-    case 'codeact.output.delta':
-      return a.stream === (b as typeof a).stream;
-    case 'response.function_call_arguments.delta':
-      return a.call_id === (b as typeof a).call_id;
-    default:
-      return true;
-  }
+  return (SAME_PIECE[a.type] as (a: Delta, b: Delta) => boolean)(a, b);
 }
 
 /** Merges adjacent deltas of a list (a pure helper; the batcher does the same incrementally). */

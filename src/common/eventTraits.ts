@@ -13,7 +13,7 @@ export type EventType = TranscriptEvent['type'];
 interface EventTraits {
   /**
    * A piece of a longer text (it has `item_id` and `delta`): the panel's batcher appends adjacent ones of
-   * one item into one event (./eventBatcher).
+   * one item into one event (./eventBatcher), when they share what the type's {@link SAME_PIECE} asks.
    */
   delta: boolean;
   /**
@@ -35,10 +35,15 @@ interface EventTraits {
   printed: 'run' | 'chat' | 'none';
   /** The panel's reducer (./transcript/reducer) shows it; `false`: the reducer passes it by. */
   panel: boolean;
+  /**
+   * It reports a model request's token usage, which the turn's and the conversation's totals count
+   * (./usage): in `response.usage` (`response`) or in its own `usage` (`event`). `false`: it reports none.
+   */
+  usage: false | 'response' | 'event';
 }
 
-const stream = { delta: true, persisted: true, turnMarker: false, panel: true } as const;
-const plain = { delta: false, persisted: true, turnMarker: false, panel: true } as const;
+const stream = { delta: true, persisted: true, turnMarker: false, panel: true, usage: false } as const;
+const plain = { delta: false, persisted: true, turnMarker: false, panel: true, usage: false } as const;
 
 /** The traits of every event type (the compiler asks for a row for each). */
 export const EVENT_TRAITS = {
@@ -66,10 +71,10 @@ export const EVENT_TRAITS = {
   'codeact.retry': { ...plain, printed: 'chat' },
   'codeact.session': { ...plain, printed: 'chat' },
   'codeact.context.usage': { ...plain, printed: 'none' },
-  'codeact.context.compacted': { ...plain, printed: 'chat' },
+  'codeact.context.compacted': { ...plain, usage: 'event', printed: 'chat' },
   'codeact.notebook.cell': { ...plain, printed: 'none' },
   'codeact.usage.summary': { ...plain, panel: false, printed: 'none' },
-  'response.completed': { ...plain, printed: 'none' },
+  'response.completed': { ...plain, usage: 'response', printed: 'none' },
   error: { ...plain, printed: 'none' },
   'codeact.turn.started': { ...plain, turnMarker: true, printed: 'none' },
   'codeact.turn.ended': { ...plain, turnMarker: true, printed: 'none' },
@@ -80,6 +85,21 @@ type Table = typeof EVENT_TRAITS;
 type TypesWith<K extends keyof EventTraits, V> = { [T in EventType]: Table[T][K] extends V ? T : never }[EventType];
 /** The events whose trait `K` is `V`. */
 export type EventsWith<K extends keyof EventTraits, V> = Extract<TranscriptEvent, { type: TypesWith<K, V> }>;
+
+type DeltaType = TypesWith<'delta', true>;
+type DeltaOf<T extends DeltaType> = Extract<TranscriptEvent, { type: T }>;
+
+/**
+ * What else two adjacent deltas of one type and one item must share to be one piece, which the panel's
+ * batcher appends (./eventBatcher). A type whose row says `delta` does not compile until it is written here.
+ */
+export const SAME_PIECE: { [T in DeltaType]: (a: DeltaOf<T>, b: DeltaOf<T>) => boolean } = {
+  'response.output_text.delta': (a, b) => (a.thinking === true) === (b.thinking === true),
+  'response.reasoning_text.delta': () => true,
+  'response.code_interpreter_call_code.delta': () => true,
+  'response.function_call_arguments.delta': (a, b) => a.call_id === b.call_id,
+  'codeact.output.delta': (a, b) => a.stream === b.stream,
+};
 
 /** The traits of a type read from outside (a saved file, a newer host): undefined for a type this version does not know. */
 export function traitsOf(type: string): EventTraits | undefined {

@@ -28,6 +28,8 @@ interface MimeInfo {
   image?: { format: ImageFormat | 'SVG'; vision?: true };
   /** The panel's rank: 1 is drawn first (Jupyter's order, less what the panel cannot draw safely). */
   panel?: number;
+  /** How the panel draws a text type it ranks: as HTML (sandboxed), as Markdown, or as LaTeX source; without it, as plain text. */
+  panelText?: 'html' | 'markdown' | 'latex';
   /** The model's rank (1 is read first) and what it reads. */
   model?: { rank: number; text: ModelText };
   /** The notebook digest's rank (1 first): named as an image or HTML, or read as its text. */
@@ -40,10 +42,19 @@ export const MIME_TYPES = {
     label: 'HTML',
     value: 'text',
     panel: 1,
+    panelText: 'html',
     model: { rank: 10, text: '[HTML output shown to the user]' },
     notebook: { rank: 5, as: 'HTML' },
   },
-  'text/markdown': { extensions: ['md'], label: 'Markdown', value: 'text', panel: 2, model: { rank: 6, text: 'text' }, notebook: { rank: 6, as: 'text' } },
+  'text/markdown': {
+    extensions: ['md'],
+    label: 'Markdown',
+    value: 'text',
+    panel: 2,
+    panelText: 'markdown',
+    model: { rank: 6, text: 'text' },
+    notebook: { rank: 6, as: 'text' },
+  },
   'image/svg+xml': {
     extensions: ['svg'],
     label: 'SVG image',
@@ -89,7 +100,7 @@ export const MIME_TYPES = {
     model: { rank: 4, text: 'image' },
   },
   'image/bmp': { extensions: ['bmp'], value: 'binary', image: { format: 'BMP' } },
-  'text/latex': { extensions: [], value: 'text', panel: 8, model: { rank: 8, text: 'text' } },
+  'text/latex': { extensions: [], value: 'text', panel: 8, panelText: 'latex', model: { rank: 8, text: 'text' } },
   'application/json': { extensions: ['json'], label: 'JSON', value: 'json', panel: 9, model: { rank: 9, text: 'json' }, notebook: { rank: 8, as: 'text' } },
   'text/plain': { extensions: ['txt', 'log'], label: 'Text', value: 'text', panel: 10, model: { rank: 7, text: 'text' }, notebook: { rank: 7, as: 'text' } },
   'application/pdf': { extensions: ['pdf'], label: 'PDF', value: 'binary' },
@@ -117,6 +128,9 @@ type Rows = typeof MIME_TYPES;
 export type VisionMime = { [K in Mime]: Rows[K] extends { image: { vision: true } } ? K : never }[Mime];
 /** The image types the panel draws (raster as base64, SVG as its text). */
 export type PanelImageMime = { [K in Mime]: Rows[K] extends { image: object; panel: number } ? K : never }[Mime];
+
+/** The image type every clipboard takes: the panel copies an image as it (drawing any other type on a canvas first). */
+export const CLIPBOARD_IMAGE = 'image/png' satisfies Mime;
 
 /** The places that rank types. */
 export type MimePlace = 'panel' | 'model' | 'notebook';
@@ -176,6 +190,11 @@ export function isJson(mime: string): boolean {
 /** nbformat's JSON types (its schema's `^application/(.*\+)?json$`): stricter than {@link isJson}; a notebook file keeps to it. */
 export function isNbformatJson(mime: string): boolean {
   return /^application\/(?:[^/]*\+)?json$/.test(mime);
+}
+
+/** An image type of the display protocol, catalogued or not (any `image/` type). */
+export function isImage(mime: string): boolean {
+  return mime.startsWith('image/');
 }
 
 /** A text type: the catalogue's text types, and any other `text/` type. */
@@ -239,6 +258,11 @@ export function rasterFormatList(): string {
 /** What the model reads for a display of the type (undefined: the model does not take it). */
 export function modelTextOf(mime: Mime): ModelText | undefined {
   return info(mime).model?.text;
+}
+
+/** How the panel draws a text type (`MimeInfo.panelText`): HTML, Markdown, LaTeX source or plain text. */
+export function panelTextOf(mime: Mime): 'html' | 'markdown' | 'latex' | 'plain' {
+  return info(mime).panelText ?? 'plain';
 }
 
 /** How the notebook digest reads the type (undefined: it does not). */

@@ -15,7 +15,7 @@
  */
 import { base64ToText, parseDataUrl } from './dataUrl';
 import { capDisplayImages } from './displays';
-import { isNbformatJson, isText, mimeText } from './mimeTypes';
+import { isImage, isNbformatJson, isText, mimeText } from './mimeTypes';
 import { DEFAULT_MAX_IMAGE_PIXELS } from './imageHeader';
 import type { CodeInterpreterCallItem, ContextCompacted } from './events';
 import { formatCount } from './format';
@@ -198,7 +198,7 @@ export function publicMetadata(metadata: unknown): Record<string, unknown> {
 /** A hosted sandbox's image as a MIME bundle: raster types as base64, SVG as text; a remote URL as text only. */
 function imageData(url: string): Record<string, unknown> {
   const parsed = parseDataUrl(url);
-  if (!parsed || !parsed.mime.startsWith('image/')) return { 'text/plain': [`<image at ${String(url).slice(0, 500)}>`] };
+  if (!parsed || !isImage(parsed.mime)) return { 'text/plain': [`<image at ${String(url).slice(0, 500)}>`] };
   if (isText(parsed.mime)) {
     const svg = base64ToText(parsed.base64);
     return svg === undefined ? { 'text/plain': ['<image>'] } : { [parsed.mime]: lines(svg), 'text/plain': ['<image>'] };

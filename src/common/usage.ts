@@ -4,6 +4,7 @@
  * (./prices), and the words that describe them ("5,210 of 8,192 tokens (64%); compaction at 75%").
  */
 import type { ContextUsage, Usage, UsageSummary, UsageTotalsShape } from './events';
+import { traitsOf } from './eventTraits';
 import { formatCount } from './format';
 import { costOf, formatCost, priceOf, PRICES_AS_OF } from './prices';
 
@@ -67,11 +68,11 @@ export function totalsText(t: UsageTotals): string {
   return parts.join(' · ');
 }
 
-/** The usage a model request reported in `e`: a response (`response.completed`), or a compaction's summary request (`codeact.context.compacted`). */
+/** The usage a model request reported in `e`, where its type's `usage` trait says (./eventTraits): a response's, or a compaction's summary request's. */
 export function usageOfEvent(e: { type: string }): Usage | undefined {
-  if (e.type === 'response.completed') return (e as { response?: { usage?: Usage } }).response?.usage;
-  if (e.type === 'codeact.context.compacted') return (e as { usage?: Usage }).usage;
-  return undefined;
+  const at = traitsOf(e.type)?.usage;
+  const carrier = e as { response?: { usage?: Usage }; usage?: Usage };
+  return at === 'response' ? carrier.response?.usage : at === 'event' ? carrier.usage : undefined;
 }
 
 /** Sums the usage of every model request of `events` (of one turn, or a whole conversation: responses and summary requests), priced per turn's model. */

@@ -8,7 +8,7 @@
  */
 import { parseDataUrl, textToBase64 } from '../common/dataUrl';
 import { displayImageOf, imageSize, sizeLabel } from '../common/displays';
-import { isBinary } from '../common/mimeTypes';
+import { isBinary, isImage } from '../common/mimeTypes';
 import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS } from '../common/imageHeader';
 import { logsOf, type CodeInterpreterCallItem } from '../common/events';
 import { clip, formatElapsed } from '../common/format';
@@ -72,7 +72,7 @@ function imagesOf(item: CodeInterpreterCallItem, maxPixels: number): Array<Hover
     } else if (o.type === 'image') {
       const url = parseDataUrl(o.url);
       n++;
-      if (!url || !url.mime.startsWith('image/')) {
+      if (!url || !isImage(url.mime)) {
         out.push({ label: `image ${n}`, note: 'at a remote address (not loaded here)' });
         continue;
       }

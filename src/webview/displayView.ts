@@ -6,7 +6,7 @@
  */
 import type { DisplayOutput } from '../common/events';
 import { capDisplayImages } from '../common/displays';
-import { bestFor, isJson, isPanelImage, mimeText } from '../common/mimeTypes';
+import { bestFor, isJson, isPanelImage, mimeText, panelTextOf } from '../common/mimeTypes';
 import { countNewlines } from '../common/transcript';
 import { formatCount, h } from './dom';
 import { lazyHtmlOutput } from './htmlOutput';
@@ -76,8 +76,9 @@ export function renderDisplay(shown: DisplayOutput, n: number, env: ImageEnv): H
     return wrap;
   }
   const text = mimeText(d.data[mime]) ?? '';
-  if (mime === 'text/html') wrap.append(lazyHtmlOutput(text));
-  else if (mime === 'text/markdown') {
+  const view = panelTextOf(mime);
+  if (view === 'html') wrap.append(lazyHtmlOutput(text));
+  else if (view === 'markdown') {
     const b = bounded(text);
     const md = h('div', { class: 'md display-md' });
     const frag = renderMarkdownFragment(b.head);
@@ -85,6 +86,6 @@ export function renderDisplay(shown: DisplayOutput, n: number, env: ImageEnv): H
     md.append(frag);
     wrap.append(md);
     if (b.more) wrap.append(h('div', { class: 'html-more', text: b.more }));
-  } else wrap.append(textBlock(text, mime === 'text/latex' ? 'display-text display-latex' : 'display-text'));
+  } else wrap.append(textBlock(text, view === 'latex' ? 'display-text display-latex' : 'display-text'));
   return wrap;
 }

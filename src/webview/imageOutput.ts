@@ -6,7 +6,7 @@
  */
 import type { DisplayOutput } from '../common/events';
 import { displayImageOf, displayImageUrl, imageSize, sizeLabel } from '../common/displays';
-import { extensionOf, imageTypeName, isRaster } from '../common/mimeTypes';
+import { CLIPBOARD_IMAGE, extensionOf, imageTypeName, isRaster } from '../common/mimeTypes';
 import type { ImageMime } from '../common/outputMessages';
 import type { WebviewToHost } from '../common/protocol';
 import { h } from './dom';
@@ -80,7 +80,7 @@ function base64Blob(b64: string, mime: string): Blob {
 
 /** The image as a PNG blob (the type every clipboard takes): PNG as it is, anything else drawn on a canvas. */
 async function pngBlob(img: DisplayImage): Promise<Blob> {
-  if (img.mime === 'image/png') return base64Blob(img.data, 'image/png');
+  if (img.mime === CLIPBOARD_IMAGE) return base64Blob(img.data, CLIPBOARD_IMAGE);
   // A fresh element: the one shown may not have loaded yet (it loads lazily).
   const el = new Image();
   el.src = img.url;
@@ -93,14 +93,14 @@ async function pngBlob(img: DisplayImage): Promise<Blob> {
   canvas.width = Math.max(1, Math.min(8192, w * scale));
   canvas.height = Math.max(1, Math.min(8192, hgt * scale));
   canvas.getContext('2d')?.drawImage(el, 0, 0, canvas.width, canvas.height);
-  return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('the image could not be drawn'))), 'image/png'));
+  return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('the image could not be drawn'))), CLIPBOARD_IMAGE));
 }
 
 /** Copies the image to the clipboard (the page's own: VS Code's clipboard API takes text only). */
 async function copyImage(img: DisplayImage): Promise<void> {
   if (typeof ClipboardItem === 'undefined' || !navigator.clipboard?.write) throw new Error('this window has no image clipboard');
   // The promise goes into the item: the clipboard is asked while the click still counts as the user's.
-  await navigator.clipboard.write([new ClipboardItem({ 'image/png': pngBlob(img) })]);
+  await navigator.clipboard.write([new ClipboardItem({ [CLIPBOARD_IMAGE]: pngBlob(img) })]);
 }
 
 /** The figure of an image display, with its toolbar. `n`: the how-many-th image of its execution (for names). */

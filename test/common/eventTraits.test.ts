@@ -12,6 +12,7 @@ import { createEventBatcher } from '../../src/common/eventBatcher';
 import { EVENT_TRAITS, isTurnMarker, traitsOf, type EventType } from '../../src/common/eventTraits';
 import type { EventsMessage } from '../../src/common/protocol';
 import { applyEvent, buildTranscript, type TranscriptEvent, type TranscriptModel } from '../../src/common/transcript';
+import { totalsOfEvents } from '../../src/common/usage';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { captureOutput } from '../support/captureOutput';
 
@@ -65,6 +66,7 @@ const SAMPLES: { [T in EventType]: Sample<T> } = {
     summary: 'earlier',
     kept_turns: 1,
     method: 'summary',
+    usage: { input_tokens: 40, output_tokens: 8, total_tokens: 48 },
   },
   'codeact.notebook.cell': { type: 'codeact.notebook.cell', item_id: 'x', notebook: 'file:///w/a.ipynb', name: 'a.ipynb' },
   'codeact.usage.summary': {
@@ -156,6 +158,17 @@ describe('event traits', () => {
       applyEvent(model, inTurn(type));
       assert.equal(turns(model) !== before, EVENT_TRAITS[type].turnMarker, type);
       assert.equal(isTurnMarker(SAMPLES[type]), EVENT_TRAITS[type].turnMarker, type);
+    }
+  });
+
+  it("usage: the totals count a model request's usage exactly in the types that report one, where the row says", () => {
+    for (const type of TYPES) {
+      const { totals } = totalsOfEvents([SAMPLES[type]]);
+      const at = EVENT_TRAITS[type].usage;
+      const sample = SAMPLES[type] as { response?: { usage?: { total_tokens: number } }; usage?: { total_tokens: number } };
+      const expected = at === 'response' ? sample.response?.usage?.total_tokens : at === 'event' ? sample.usage?.total_tokens : 0;
+      assert.ok(at === false || expected! > 0, `${type}: its sample reports usage`);
+      assert.equal(totals.total_tokens, expected, type);
     }
   });
 

@@ -12,9 +12,11 @@ import { displayModelText } from '../../src/common/displays';
 import { imageHeader } from '../../src/common/imageHeader';
 import {
   bestFor,
+  CLIPBOARD_IMAGE,
   extensionOf,
   imageTypeName,
   isBinary,
+  isImage,
   isJson,
   isNbformatJson,
   isPanelImage,
@@ -25,6 +27,7 @@ import {
   mimeLabel,
   mimeOfExtension,
   PANEL_IMAGE_MIMES,
+  panelTextOf,
   rankedFor,
   rasterFormatList,
   VISION_MIMES,
@@ -123,6 +126,20 @@ describe('MIME catalogue', () => {
     assert.deepEqual(PANEL_IMAGE_MIMES, ['image/svg+xml', 'image/png', 'image/jpeg', 'image/gif', 'image/webp']);
     assert.ok(!isPanelImage('image/bmp') && !isVision('image/bmp') && isRaster('image/bmp'));
     assert.equal(rasterFormatList(), 'PNG, JPEG, GIF, WebP or BMP');
+  });
+
+  it('draws HTML, Markdown and LaTeX as the panel did, every other text type it ranks as plain text, and copies PNG as it is', () => {
+    const drawn = Object.fromEntries(
+      rankedFor('panel')
+        .filter((m) => panelTextOf(m) !== 'plain')
+        .map((m) => [m, panelTextOf(m)]),
+    );
+    assert.deepEqual(drawn, { 'text/html': 'html', 'text/markdown': 'markdown', 'text/latex': 'latex' });
+    for (const m of ALL) {
+      if ('panelText' in MIME_TYPES[m]) assert.ok(isText(m) && rankedFor('panel').includes(m), `${m}: the panel draws only a text type it ranks`);
+    }
+    assert.equal(CLIPBOARD_IMAGE, 'image/png');
+    assert.ok(isPanelImage(CLIPBOARD_IMAGE) && isRaster(CLIPBOARD_IMAGE), 'the clipboard’s type is a raster image the panel draws');
   });
 
   it('picks the best type per place, as the panel and the model did', () => {
@@ -225,6 +242,9 @@ describe('MIME catalogue', () => {
     for (const m of ['image/png', 'application/json', 'application/x-unknown', 'image/tiff']) assert.ok(!isText(m), m);
     for (const m of ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/bmp']) assert.ok(isBinary(m), m);
     for (const m of ['image/svg+xml', 'text/plain', 'application/json', 'image/tiff']) assert.ok(!isBinary(m), m);
+    // An image is any image/ type, catalogued or not; every row with an image column is one.
+    for (const m of ['image/tiff', 'image/x-icon', ...ALL.filter((t) => 'image' in MIME_TYPES[t])]) assert.ok(isImage(m), m);
+    for (const m of ['text/plain', 'application/pdf', 'application/image']) assert.ok(!isImage(m), m);
     // nbformat's JSON rule is stricter than the display protocol's.
     assert.ok(isNbformatJson('application/vnd.plotly.v1+json') && isJson('application/vnd.plotly.v1+json'));
     assert.ok(!isNbformatJson('text/x+json') && isJson('text/x+json'));

@@ -12,6 +12,8 @@ import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/r
 import { cliSettingsReader, readSettingsFile } from '../../src/core/config/workspaceFile';
 import { vscodeReader } from '../../src/vscode/settingsReader';
 import { PROVIDER_IDS } from '../../src/core/providers/registry';
+import { DEFAULT_JUPYTER_SETTINGS } from '../../src/core/runtime/jupyter/kernelPool';
+import { DEFAULT_SESSIONS } from '../../src/core/runtime/local/sessionPool';
 
 const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));
 const contributed: Record<string, any> = pkg.contributes.configuration.properties;
@@ -36,6 +38,18 @@ describe('configuration: keys.ts and package.json', () => {
       assert.deepEqual(c.default, spec.default, `codeact.${key}: default`);
       assert.deepEqual(c.enum, 'enum' in spec ? spec.enum : undefined, `codeact.${key}: enum`);
     }
+  });
+
+  it("the defaults of codeact.session.* and codeact.jupyter.* are the runtimes' own (what a runtime built without the setting does)", () => {
+    assert.deepEqual(DEFAULT_SESSIONS, {
+      policy: SETTINGS['session.policy'].default,
+      idleMs: SETTINGS['session.idleMinutes'].default * 60_000,
+      maxAlive: SETTINGS['session.maxAlive'].default,
+    });
+    assert.deepEqual(DEFAULT_JUPYTER_SETTINGS, {
+      kernelName: SETTINGS['jupyter.kernelName'].default,
+      sessionPolicy: SETTINGS['jupyter.sessionPolicy'].default,
+    });
   });
 
   it('are each resolved under the one policy, and read by their key (a setting keys.ts adds needs nothing in resolve.ts)', () => {

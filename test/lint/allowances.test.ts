@@ -80,4 +80,44 @@ describe('lint allowances (eslint.config.mjs ALLOWANCES)', function () {
     // The owning module compares its own kinds (the text is the module's own, with the same code added).
     assert.deepEqual(await reported('src/common/runtimes.ts', readFileSync(path.join(root, 'src/common/runtimes.ts'), 'utf8')), []);
   });
+
+  it('codeact/no-kind-comparison covers every kind of KIND_OWNERS: a name compared outside its owners is reported, in each owner it is not', async () => {
+    const { KIND_OWNERS } = (await import(pathToFileURL(path.join(root, 'eslint.config.mjs')).href)) as { KIND_OWNERS: Record<string, string[]> };
+    /** A name of each kind (a new kind in KIND_OWNERS needs one here). */
+    const names: Record<string, string> = {
+      RuntimeKind: 'jupyter',
+      ConfiguredRuntime: 'local',
+      CodeMode: 'hosted',
+      ProviderId: 'openai-compatible',
+      ToolSourceKind: 'lmTool',
+      Mime: 'image/png',
+      McpServerKind: 'stdio',
+    };
+    assert.deepEqual(Object.keys(names).sort(), Object.keys(KIND_OWNERS).sort(), 'a name for each configured kind');
+    const eslint = new ESLint({ cwd: root });
+    /** The kinds the rule reports in `text` + a comparison of `kind`'s name, linted as `filePath`. */
+    const reported = async (filePath: string, kind: string, text = '') => {
+      let from = path.relative(path.dirname(filePath), KIND_OWNERS[kind][0]).replace(/\.ts$/, '');
+      if (!from.startsWith('.')) from = `./${from}`;
+      const probe = [
+        `import type { ${kind} as KindProbe } from '${from}';`,
+        `export function kindProbe(k: KindProbe): boolean {`,
+        `  return k === '${names[kind]}';`,
+        '}',
+      ].join('\n');
+      const [r] = await eslint.lintText(`${text}\n${probe}\n`, { filePath: path.join(root, filePath) });
+      assert.deepEqual(
+        r.messages.filter((m) => m.fatal),
+        [],
+      );
+      return r.messages.filter((m) => m.ruleId === 'codeact/no-kind-comparison').map((m) => m.message);
+    };
+    for (const [kind, owners] of Object.entries(KIND_OWNERS)) {
+      const outside = await reported('src/cli/print.ts', kind);
+      assert.equal(outside.length, 1, `${kind} compared in src/cli/print.ts: ${JSON.stringify(outside)}`);
+      assert.ok(outside[0].startsWith(`'${names[kind]}' is a ${kind}: compare its names only in ${owners.join(', ')};`), outside[0]);
+      // Each owner compares the kind's names (its own text, with the comparison added).
+      for (const owner of owners) assert.deepEqual(await reported(owner, kind, readFileSync(path.join(root, owner), 'utf8')), [], `${kind} in ${owner}`);
+    }
+  });
 });

@@ -193,6 +193,8 @@ describe('event batcher (host side)', () => {
     assert.equal((out[5] as { delta: string }).delta, 'op');
     assert.ok(!canCoalesce(ev.out('x', 'a'), ev.out('x', 'b', 'stderr')));
     assert.ok(!canCoalesce(ev.code('x', 'a'), ev.code('y', 'b')));
+    const args = (call_id: string): TranscriptEvent => ({ type: 'response.function_call_arguments.delta', item_id: 'f', call_id, delta: '{' });
+    assert.ok(canCoalesce(args('c1'), args('c1')) && !canCoalesce(args('c1'), args('c2')), 'the arguments of one call only');
   });
 
   it('does not mutate the caller’s events', () => {

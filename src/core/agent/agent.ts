@@ -14,6 +14,7 @@
  */
 import type { AttachedImage, CodeActEvent, FunctionCallOutputItem } from '../../common/events';
 import { MODES, type CodeMode } from '../../common/runtimes';
+import { SETTINGS } from '../config/keys';
 import type { ToolGateway } from '../gateway/gateway';
 import { noManagedTools, type DeclarationError } from '../gateway/toolSet';
 import { ProviderError } from '../providers/shared/errors';
@@ -230,7 +231,7 @@ export class AgentLoop {
           sessionNote: this.options.sessionNote,
           register: this.streams.register,
         });
-    const maxTurns = this.options.maxTurns ?? 12;
+    const maxTurns = this.options.maxTurns ?? SETTINGS.maxTurns.default;
     const budget = await this.contextBudget(system, tools, state);
     // A context overflow the server reports: one compaction and one retry of that request, no more, and only
     // when the compaction changed the request (the compacted history to send).

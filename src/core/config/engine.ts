@@ -5,8 +5,9 @@
  */
 import type { SessionChanged } from '../../common/events';
 import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
-import type { RuntimeConfig } from '../runtime/factory';
+import type { RuntimeConfig, RuntimeOptions } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
+import { CONFIGURED_RUNTIMES, type ConfiguredRuntime } from '../../common/runtimes';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools } from '../tools/declarations';
 import { hostLaunches, type DeclarationContext } from '../tools/toolSources';
@@ -33,11 +34,11 @@ interface RuntimeHost {
   onSessionEvent?: (e: SessionChanged) => void;
 }
 
-export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): RuntimeConfig {
-  const python = host.python ?? resolvePythonEnv({ folder: host.workspace, setting: config.python, trusted: host.trusted }).python;
-  return {
-    runtime: config.runtime,
-    local: {
+/** Each runtime's options, from the settings and the host (a new runtime of ours does not compile until it has its entry). */
+const RUNTIME_OPTIONS: { [K in ConfiguredRuntime]: (config: EngineConfig, host: RuntimeHost) => RuntimeOptions[K] } = {
+  local: (config, host) => {
+    const python = host.python ?? resolvePythonEnv({ folder: host.workspace, setting: config.python, trusted: host.trusted }).python;
+    return {
       python,
       sandbox: {
         kind: config.sandbox,
@@ -56,16 +57,21 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
       onWarning: host.onWarning,
       log: host.log,
       onSessionEvent: host.onSessionEvent,
-    },
-    jupyter: {
-      url: config.jupyterServerURL,
-      token: host.jupyterToken,
-      kernelName: config.jupyterKernel,
-      sessionPolicy: config.jupyterSessionPolicy,
-      log: host.log,
-    },
-    limits: runtimeLimitsFrom(config),
-  };
+    };
+  },
+  jupyter: (config, host) => ({
+    url: config.jupyterServerURL,
+    token: host.jupyterToken,
+    kernelName: config.jupyterKernel,
+    sessionPolicy: config.jupyterSessionPolicy,
+    log: host.log,
+  }),
+};
+
+/** What the factory (../runtime/factory.ts) builds the configured runtime from: every runtime's options, and the limits they share. */
+export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): RuntimeConfig {
+  const options = Object.fromEntries(CONFIGURED_RUNTIMES.map((r) => [r, RUNTIME_OPTIONS[r](config, host)])) as { [K in ConfiguredRuntime]: RuntimeOptions[K] };
+  return { runtime: config.runtime, ...options, limits: runtimeLimitsFrom(config) };
 }
 
 /**

@@ -28,6 +28,8 @@ import { DEFAULT_OUTPUT_CHARS } from '../../common/outputBudget';
 import { DEFAULT_IMAGE_BUDGET } from '../providers/shared/types';
 import { DEFAULT_STREAM_BOUNDS } from '../providers/shared/watchdog';
 import { DEFAULT_LIMITS, DEFAULT_SANDBOX_LIMITS } from '../runtime/types';
+import { DEFAULT_JUPYTER_SETTINGS } from '../runtime/jupyter/kernelPool';
+import { DEFAULT_SESSIONS } from '../runtime/local/sessionPool';
 import { DEFAULT_INLINE_LIMIT } from '../tools/modelTools';
 
 const MB = 1024 * 1024;
@@ -60,9 +62,9 @@ export const SETTINGS = {
   'python.preload': { type: 'array', default: [], trust: 'trusted' },
   // argv for pip (install_packages): from trusted settings only, never from the model.
   'python.installArgs': { type: 'array', default: [], trust: 'trusted' },
-  'session.policy': { type: 'string', default: 'conversation', enum: ['conversation', 'run'], trust: 'any' },
-  'session.idleMinutes': { type: 'number', default: 30, minimum: 0, trust: 'any' },
-  'session.maxAlive': { type: 'number', default: 4, minimum: 1, maximum: 64, trust: 'any' },
+  'session.policy': { type: 'string', default: DEFAULT_SESSIONS.policy, enum: ['conversation', 'run'], trust: 'any' },
+  'session.idleMinutes': { type: 'number', default: DEFAULT_SESSIONS.idleMs / 60_000, minimum: 0, trust: 'any' },
+  'session.maxAlive': { type: 'number', default: DEFAULT_SESSIONS.maxAlive, minimum: 1, maximum: 64, trust: 'any' },
   timeoutSeconds: { type: 'number', default: DEFAULT_LIMITS.timeoutMs / 1000, minimum: 1, trust: 'any' },
   // A model's streamed response: the wait for it to start, and the longest silence in it. "modelStream", not
   // "model.…": codeact.model is a string, and VS Code ignores keys nested under a string setting.
@@ -81,8 +83,8 @@ export const SETTINGS = {
   'sandbox.limits': { type: 'object', default: DEFAULT_SANDBOX_LIMITS, trust: 'trusted' },
   // "serverURL": the Settings editor reads it "Jupyter: Server URL" (the older "jupyter.url" read "Jupyter: Url").
   'jupyter.serverURL': { type: 'string', default: '', trust: 'trusted' },
-  'jupyter.kernelName': { type: 'string', default: 'python3', trust: 'trusted' },
-  'jupyter.sessionPolicy': { type: 'string', default: 'conversation', enum: ['conversation', 'execution'], trust: 'any' },
+  'jupyter.kernelName': { type: 'string', default: DEFAULT_JUPYTER_SETTINGS.kernelName, trust: 'trusted' },
+  'jupyter.sessionPolicy': { type: 'string', default: DEFAULT_JUPYTER_SETTINGS.sessionPolicy, enum: ['conversation', 'execution'], trust: 'any' },
   'openaiCompatible.supportsTools': { type: 'boolean', default: true, trust: 'any' },
   'openaiCompatible.contextWindow': { type: 'number', default: 32768, minimum: 1, trust: 'any' },
   // Per model, {model: tokens}: beats openaiCompatible.contextWindow for that model.

@@ -10,12 +10,17 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../../common/canonicalJson';
 import { CONFIGURED_RUNTIMES, type ConfiguredRuntime } from '../../common/runtimes';
 
-export interface RuntimeConfig {
-  runtime: ConfiguredRuntime;
-  local?: LocalRuntimeOptions;
-  jupyter?: { url?: string; token?: string; kernelName?: string; sessionPolicy?: 'conversation' | 'execution'; log?: (line: string) => void };
-  limits?: Partial<RuntimeLimits>;
+/**
+ * Each runtime's own options, under its name in {@link RuntimeConfig}. A new runtime of ours (common/runtimes.ts)
+ * does not compile until it has its entry here (`{}` when it has none) and in `RUNTIME_OPTIONS`
+ * (../config/engine.ts), which makes them from the settings.
+ */
+export interface RuntimeOptions {
+  local: LocalRuntimeOptions;
+  jupyter: { url?: string; token?: string; kernelName?: string; sessionPolicy?: 'conversation' | 'execution'; log?: (line: string) => void };
 }
+
+export type RuntimeConfig = { runtime: ConfiguredRuntime; limits?: Partial<RuntimeLimits> } & { [K in ConfiguredRuntime]?: RuntimeOptions[K] };
 
 /**
  * A stable key of what a runtime is built from: the config with its keys sorted and its callbacks left out,

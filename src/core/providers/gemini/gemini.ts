@@ -29,6 +29,7 @@ import { requestImages, writeHistory } from '../shared/history';
 import type { StreamMachine } from '../shared/runStream';
 import type { ConversationItem, EmitFn, ReplayPart, StopReason, TurnRequest, TurnResult } from '../shared/types';
 import { newId } from '../../util/ids';
+import { isImage } from '../../../common/mimeTypes';
 
 /** This family's provider id: the one name its replay data and its adapter carry. */
 const GEMINI = 'gemini' as const;
@@ -266,7 +267,7 @@ class GeminiState implements StreamMachine<unknown> {
       const url = `data:${mime};base64,${String(d.data ?? '')}`;
       if (this.code) {
         this.code.parts.push(rp);
-        this.code.outputs.push(mime.startsWith('image/') ? { type: 'image', url } : { type: 'file', mime_type: mime, url });
+        this.code.outputs.push(isImage(mime) ? { type: 'image', url } : { type: 'file', mime_type: mime, url });
         return;
       }
       this.stray(rp);

@@ -39,7 +39,7 @@ import {
 } from './connection';
 import { JupyterRun } from './jupyterRun';
 import { KernelHandle, waitForKernel } from './kernelHandle';
-import type { JupyterSessionPolicy, JupyterSettings, KernelPool } from './kernelPool';
+import { DEFAULT_JUPYTER_SETTINGS, type JupyterSessionPolicy, type JupyterSettings, type KernelPool } from './kernelPool';
 import { formatDuration } from '../../../common/format';
 
 export interface JupyterRuntimeOptions {
@@ -102,9 +102,9 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
 
   constructor(options: JupyterRuntimeOptions) {
     this.settings = {
-      kernelName: options.kernelName || 'python3',
+      kernelName: options.kernelName || DEFAULT_JUPYTER_SETTINGS.kernelName,
       kernelEnv: options.kernelEnv,
-      sessionPolicy: options.sessionPolicy ?? 'conversation',
+      sessionPolicy: options.sessionPolicy ?? DEFAULT_JUPYTER_SETTINGS.sessionPolicy,
       limits: { ...DEFAULT_LIMITS, ...(options.limits ?? {}) },
       idleShutdownMs: options.idleShutdownMs ?? 30 * 60_000,
       interruptGraceMs: options.interruptGraceMs ?? 3_000,

@@ -9,6 +9,7 @@ import { guestDirFor } from '../guest/sources';
 import type { RuntimeLimits } from '../types';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestHandle } from './guestProcess';
 import { GuestSession } from './guestSession';
+import { DEFAULT_SESSIONS } from './sessionPool';
 import { resolvePython } from './python';
 import { planLaunch, type SandboxOptions } from './sandbox';
 import { firstTimeShown } from './usernsDiagnosis';
@@ -201,7 +202,7 @@ export class GuestLauncher {
         sandbox: this.options.sandbox,
         preload: this.options.preload ?? [],
         useCgroups: this.options.cgroups !== false,
-        maxGuests: (this.options.maxAlive ?? 4) + 2,
+        maxGuests: (this.options.maxAlive ?? DEFAULT_SESSIONS.maxAlive) + 2,
         onWarning: (m) => this.options.onWarning?.(m),
         cleaner: this.cleaner,
       });

@@ -21,7 +21,7 @@ import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type Exec
 import { settleCgroups } from './cgroup';
 import { GuestLauncher, type GuestLaunchOptions } from './guestLauncher';
 import type { GuestSession } from './guestSession';
-import { SessionPool } from './sessionPool';
+import { DEFAULT_SESSIONS, SessionPool } from './sessionPool';
 import { newId } from '../../util/ids';
 
 type SessionPolicy = 'conversation' | 'run';
@@ -63,7 +63,7 @@ export class LocalRuntime implements Runtime {
   }
 
   get policy(): SessionPolicy {
-    return this.options.session ?? 'conversation';
+    return this.options.session ?? DEFAULT_SESSIONS.policy;
   }
 
   /** Listens to sessions starting fresh and ending. */

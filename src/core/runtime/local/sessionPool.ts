@@ -11,12 +11,19 @@ import { formatDuration } from '../../../common/format';
 import type { RuntimeSessions } from '../types';
 import type { GuestSession } from './guestSession';
 
+/**
+ * The local runtime's session defaults: its policy (./localRuntime), how long a session may sit idle, and how
+ * many stay alive. The settings `session.policy`, `session.idleMinutes` and `session.maxAlive` read them
+ * (../../config/keys.ts).
+ */
+export const DEFAULT_SESSIONS = { policy: 'conversation', idleMs: 30 * 60_000, maxAlive: 4 } as const;
+
 interface SessionPoolOptions {
   /** False with `session: "run"`: no session is kept (every run starts fresh). */
   persist: boolean;
-  /** A session ends after this long without a run; default 30 min; 0 = never. */
+  /** A session ends after this long without a run; default 30 min ({@link DEFAULT_SESSIONS}); 0 = never. */
   idleMs?: number;
-  /** At most this many sessions stay alive; default 4. */
+  /** At most this many sessions stay alive; default 4 ({@link DEFAULT_SESSIONS}). */
   maxAlive?: number;
   /** A started guest, ready for its first run. */
   launch(): Promise<GuestSession>;
@@ -105,7 +112,7 @@ export class SessionPool implements RuntimeSessions {
   /** A run of the session ended: its idle clock starts. */
   ran(id: string): void {
     const entry = this.entries.get(id);
-    const ms = this.o.idleMs ?? 30 * 60_000;
+    const ms = this.o.idleMs ?? DEFAULT_SESSIONS.idleMs;
     if (!entry || ms <= 0) return;
     clearTimeout(entry.idleTimer);
     entry.idleTimer = setTimeout(() => {
@@ -159,7 +166,7 @@ export class SessionPool implements RuntimeSessions {
 
   /** Makes room for one more session: the least recently used idle one goes. */
   private evictFor(id: string): void {
-    const max = Math.max(1, this.o.maxAlive ?? 4);
+    const max = Math.max(1, this.o.maxAlive ?? DEFAULT_SESSIONS.maxAlive);
     const alive = [...this.entries.values()].filter((e) => e.id !== id && e.session.alive);
     let excess = alive.length + 1 - max;
     for (const e of alive.filter((x) => !x.session.busy).sort((a, b) => a.session.lastUsed - b.session.lastUsed)) {

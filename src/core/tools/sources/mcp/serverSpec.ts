@@ -8,6 +8,8 @@ import type { McpOAuthConfig } from '../../../../common/tools';
 import type { StdioServerSpec } from './stdioTransport';
 
 export type McpServerSpec = StdioServerSpec | McpHttpServerSpec;
+/** How the server is reached: a program this host starts (`stdio`) or an HTTP endpoint. Only this module compares it. */
+export type McpServerKind = McpServerSpec['kind'];
 export interface McpHttpServerSpec {
   kind: 'http';
   url: string;
