@@ -5,7 +5,7 @@
  * src/core/providers/registry.ts). Pure data; core's own facts (vision, context windows, hosted tool
  * versions) are in src/core/providers/shared/catalog.ts, which re-exports these.
  */
-import type { RuntimeKind } from './items';
+import { MODES, type CodeMode, type ConfiguredRuntime, type RuntimeKind } from './runtimes';
 
 export type ProviderId = 'openai' | 'openai-compatible' | 'anthropic' | 'gemini';
 
@@ -172,4 +172,13 @@ export function secretKeyName(id: ProviderId): string {
 export function whoStarting(id: ProviderId): string {
   const who = providerInfo(id).who;
   return who[0].toUpperCase() + who.slice(1);
+}
+
+/**
+ * Where a configuration's code runs: the runtime setting's in a mode of ours; in hosted mode, the provider's
+ * own sandbox (a provider without one, an OpenAI-compatible server, has its code run locally).
+ */
+export function runtimeKindOf(config: { mode: CodeMode; provider: string; runtime: ConfiguredRuntime }): RuntimeKind {
+  if (MODES[config.mode].ourRuntime) return config.runtime;
+  return findProvider(config.provider)?.hostedSandbox ?? 'local';
 }

@@ -4,7 +4,6 @@
  * where their code runs. Both are exhaustive records: a new kind does not compile until its row is written.
  * Read the facts here instead of comparing a kind's name (the lint rule `codeact/no-kind-comparison`).
  */
-import { findProvider } from './providers';
 
 /** Where a code item ran: a runtime of ours (`codeact.runtime`) or a provider's hosted sandbox. */
 export type RuntimeKind = 'local' | 'jupyter' | 'openai' | 'anthropic' | 'gemini';
@@ -146,7 +145,7 @@ interface ModeInfo {
   /**
    * Its code runs on our runtime (codeact.runtime), so code review can stop it before it runs, install_packages
    * may be offered, and the folder's interpreter matters. Else the provider's hosted sandbox runs it before we
-   * see it, and its items carry the provider's runtime (`runtimeKindOf`).
+   * see it, and its items carry the provider's runtime (`runtimeKindOf` in ./providers).
    */
   ourRuntime: boolean;
 }
@@ -159,12 +158,3 @@ export const MODES: Readonly<Record<CodeMode, ModeInfo>> = {
 
 /** The values of `codeact.mode` (core/config/keys.ts). */
 export const CODE_MODES = Object.keys(MODES) as CodeMode[];
-
-/**
- * Where a configuration's code runs: the runtime setting's in a mode of ours; in hosted mode, the provider's
- * own sandbox (a provider without one, an OpenAI-compatible server, has its code run locally).
- */
-export function runtimeKindOf(config: { mode: CodeMode; provider: string; runtime: ConfiguredRuntime }): RuntimeKind {
-  if (MODES[config.mode].ourRuntime) return config.runtime;
-  return findProvider(config.provider)?.hostedSandbox ?? 'local';
-}

@@ -5,7 +5,7 @@ import type { PythonEnv } from '../core/runtime/local/pythonEnv';
 import type { ToolSet } from '../core/gateway/toolSet';
 import type { ProviderId } from '../core/providers/shared/types';
 import { PROVIDER_CATALOG } from '../core/providers/shared/catalog';
-import { runtimeKindOf } from '../common/runtimes';
+import { runtimeKindOf } from '../common/providers';
 import type { CodeActSettings } from './settings';
 
 interface HostStateInputs {

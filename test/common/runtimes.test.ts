@@ -16,13 +16,12 @@ import {
   configuredRuntime,
   ourRuntimeOf,
   runtimeInfo,
-  runtimeKindOf,
   type CodeMode,
   type ConfiguredRuntime,
   type RuntimeInfo,
   type RuntimeKind,
 } from '../../src/common/runtimes';
-import { PROVIDER_CATALOG } from '../../src/common/providers';
+import { PROVIDER_CATALOG, runtimeKindOf } from '../../src/common/providers';
 import { OutputSaver } from '../../src/cli/outputs';
 import { humanPrinter } from '../../src/cli/print';
 import { installOptionsFrom } from '../../src/core/config/install';

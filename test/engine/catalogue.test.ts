@@ -16,7 +16,7 @@ import {
   PROVIDER_IDS,
 } from '../../src/core/providers/shared/catalog';
 import { SETTINGS } from '../../src/core/config/keys';
-import { runtimeKindOf } from '../../src/common/runtimes';
+import { runtimeKindOf } from '../../src/common/providers';
 import { buildAnthropicRequest } from '../../src/core/providers/anthropic/anthropicRequest';
 import { createProvider } from '../../src/core/providers/factory';
 

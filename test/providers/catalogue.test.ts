@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { findProvider, PROVIDER_CATALOG, PROVIDER_IDS, PROVIDERS, type ProviderId } from '../../src/common/providers';
 import { priceOf } from '../../src/common/prices';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
-import { runtimeKindOf } from '../../src/common/runtimes';
+import { runtimeKindOf } from '../../src/common/providers';
 import { createProvider } from '../../src/core/providers/factory';
 import { providerEntry } from '../../src/core/providers/registry';
 import { contextWindowOf, providerInfo as coreProviderInfo } from '../../src/core/providers/shared/catalog';

@@ -16,7 +16,7 @@ import { ConversationBusyError, holdConversation } from '../agent/conversationLo
 import { repairHistory, settleHeld } from '../agent/turnJournal';
 import { compactionStateFrom } from '../agent/contextBudget';
 import { hostedOptionsFrom, imageBudgetFrom } from '../config/engine';
-import { runtimeKindOf } from '../../common/runtimes';
+import { runtimeKindOf } from '../../common/providers';
 import type { EngineConfig } from '../config/resolve';
 import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
