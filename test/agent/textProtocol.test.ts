@@ -14,6 +14,7 @@ import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/har
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { LOOP, messagesOf, orderDeskTools, systemOf, toolsOf } from '../support/textWire';
+import { REFUSALS } from '../../src/core/gateway/gateway';
 
 /** Every item id the events introduce must be unique (providers and local servers repeat theirs). */
 function assertUniqueItemIds(events: CodeActEvent[]): void {
@@ -115,7 +116,7 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
     assert.equal(execs.length, 2);
     assert.equal(execs[0].status, 'failed');
     assert.equal(execs[0].code, LOOP.failCode);
-    assert.match(execs[0].error!.message, /Invalid arguments for "check_inventory"/);
+    assert.ok(execs[0].error!.message.includes(REFUSALS.invalidArguments('check_inventory')), execs[0].error!.message);
     assert.equal(execs[1].status, 'completed');
     assert.equal(execs[1].value, 85);
     assert.equal(execs[1].code, LOOP.recoverCode);

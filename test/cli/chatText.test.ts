@@ -13,6 +13,7 @@ import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { messagesOf, toolsOf } from '../support/textWire';
+import { REFUSALS } from '../../src/core/gateway/gateway';
 
 const FAIL_CODE = 'r = await call_tool("check_inventory", sku="lamp")\nreturn r["on_hand"]';
 const RECOVER_CODE =
@@ -70,7 +71,7 @@ describe('codeact chat: text protocol', function () {
       ],
     );
     assert.equal(execs[1].value, 85);
-    assert.match(execs[0].error!.message, /Invalid arguments for "check_inventory"/);
+    assert.ok(execs[0].error!.message.includes(REFUSALS.invalidArguments('check_inventory')), execs[0].error!.message);
     for (const x of execs) {
       const streamed = events
         .filter((e) => e.type === 'response.code_interpreter_call_code.delta' && e.item_id === x.id)
