@@ -6,7 +6,8 @@
  * stay emitted.
  */
 import assert from 'node:assert/strict';
-import { ProviderError } from '../../src/core/providers/shared/errors';
+import { ProviderError, STREAM_MESSAGES } from '../../src/core/providers/shared/errors';
+import { providerInfo } from '../../src/common/providers';
 import { createProvider } from '../../src/core/providers/factory';
 import type { ProviderId } from '../../src/core/providers/shared/types';
 import { DEFAULT_MODELS, Recorder, providerFor, runFailingTurn, runTurn, startServerFor, userMessage } from '../support/wire/harness';
@@ -109,7 +110,7 @@ for (const p of PROVIDERS) {
       const { error, rec } = await runFailingTurn(provider, { history: [userMessage('hi')] });
       assert.equal(error.code, 'stream_cut');
       assert.equal(error.retryable, true);
-      assert.match(error.message, /cut before .* finished its response\. What arrived before the cut is kept/);
+      assert.ok(error.message.endsWith(STREAM_MESSAGES.cut(' cut', providerInfo(p).who)), error.message);
       const got = rec.text();
       assert.ok(got.length > 0 && 'The quick brown fox jumps over the lazy dog, twice.'.startsWith(got), `kept ${JSON.stringify(got)}`);
       assert.deepEqual(

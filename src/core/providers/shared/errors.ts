@@ -185,12 +185,30 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
   });
 }
 
-export function streamCut(ctx: ErrorContext, cause?: unknown, what = 'The connection was cut'): ProviderError {
+/** The wording of the stream and tool-support errors below, which the tests compare against. */
+export const STREAM_MESSAGES = {
+  /** The end of a cut stream's message; `what` says how it was cut. */
+  cut: (what: string, who: string) => `${what} before ${who} finished its response. What arrived before the cut is kept; try again.`,
+  connectionCut: 'The connection was cut',
+  noResponse: (server: string, secs: string) => `The model did not start answering: ${server} sent no response within ${secs} of the request. `,
+  headersOnly: (secs: string, who: string) =>
+    `The model stopped sending for ${secs} after the response started: ${who} sent its headers and then nothing, so CodeAct closed the request. `,
+  silentAfter: (secs: string, events: number, who: string) =>
+    `The model stopped sending for ${secs} after its last event (${events} event${events === 1 ? '' : 's'} in): ${who} sent nothing more, so CodeAct closed the request. What arrived before is kept. `,
+  firstByteFix: (secs: string) => `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer`,
+  idleFix: (secs: string) => `Try again, or raise codeact.modelStream.idleTimeoutSeconds (now ${secs}) if the model pauses longer.`,
+  toolsUnsupported: 'does not accept tools (function calling)',
+  toolSupportFix:
+    'CodeAct needs function calling to run code. Pick a model with tool support (for example qwen2.5-coder or llama3.1 on Ollama), ' +
+    'start vLLM with --enable-auto-tool-choice --tool-call-parser <parser>, or llama-server with --jinja.',
+};
+
+export function streamCut(ctx: ErrorContext, cause?: unknown, what = STREAM_MESSAGES.connectionCut): ProviderError {
   const label = providerInfo(ctx.provider).who;
   return new ProviderError({
     code: 'stream_cut',
     provider: ctx.provider,
-    message: `${what} before ${label} finished its response. What arrived before the cut is kept; try again.`,
+    message: STREAM_MESSAGES.cut(what, label),
     detail: cause !== undefined ? messageOf(cause) : undefined,
     cause,
   });
@@ -206,12 +224,9 @@ export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
   const where = ctx.baseURL ? ` at ${ctx.baseURL}` : '';
   const message =
     stall.kind === 'first_byte'
-      ? `The model did not start answering: ${label}${where} sent no response within ${secs} of the request. ` +
-        `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
-      : (stall.events === 0
-          ? `The model stopped sending for ${secs} after the response started: ${label} sent its headers and then nothing, so CodeAct closed the request. `
-          : `The model stopped sending for ${secs} after its last event (${stall.events} event${stall.events === 1 ? '' : 's'} in): ${label} sent nothing more, so CodeAct closed the request. What arrived before is kept. `) +
-        `Try again, or raise codeact.modelStream.idleTimeoutSeconds (now ${secs}) if the model pauses longer.`;
+      ? STREAM_MESSAGES.noResponse(`${label}${where}`, secs) +
+        `${STREAM_MESSAGES.firstByteFix(secs)}${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
+      : (stall.events === 0 ? STREAM_MESSAGES.headersOnly(secs, label) : STREAM_MESSAGES.silentAfter(secs, stall.events, label)) + STREAM_MESSAGES.idleFix(secs);
   return new ProviderError({ code: 'stream_stalled', provider: ctx.provider, message, retryLimit: 1 });
 }
 
@@ -293,9 +308,7 @@ export function toolsUnsupportedError(ctx: ErrorContext, detail: string | undefi
     detail,
     cause,
     message:
-      `${model}${where} does not accept tools (function calling)${detail ? `: ${short(detail)}` : ''}. ` +
-      'CodeAct needs function calling to run code. Pick a model with tool support (for example qwen2.5-coder or llama3.1 on Ollama), ' +
-      'start vLLM with --enable-auto-tool-choice --tool-call-parser <parser>, or llama-server with --jinja.',
+      `${model}${where} ${STREAM_MESSAGES.toolsUnsupported}${detail ? `: ${short(detail)}` : ''}. ${STREAM_MESSAGES.toolSupportFix}`,
   });
 }
 
