@@ -26,6 +26,7 @@ import { cassetteResponse, fixturesDir, loadCassette } from '../support/wire/cas
 import { DEFAULT_MODELS, providerFor, runFailingTurn, runTurn, startServerFor, userMessage } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, replay, turn } from '../support/wire/turn';
+import { retryNote } from '../../src/core/agent/retries';
 
 const PROVIDERS: ProviderId[] = ['openai', 'openai-compatible', 'anthropic', 'gemini'];
 const TEXT = 'The quick brown fox jumps over the lazy dog, twice.';
@@ -258,9 +259,10 @@ describe('agent loop: a stalled stream is retried at most once', function () {
     assert.equal(result.error?.code, 'stream_stalled');
     assert.ok(result.error?.message.startsWith(STREAM_MESSAGES.headersOnly('0.4 s', providerInfo('anthropic').who)), result.error?.message);
     assert.equal(server.turns.length, 2, 'the stall was retried once');
-    const retries = events.filter((e) => e.type === 'codeact.retry') as Array<{ message: string }>;
+    const retries = events.filter((e) => e.type === 'codeact.retry') as Array<{ message: string; delay_ms: number }>;
     assert.equal(retries.length, 1);
-    assert.match(retries[0].message, /The model stopped sending.*Retrying in .* \(attempt 2 of 2\)/);
+    assert.ok(retries[0].message.startsWith(STREAM_MESSAGES.headersOnly('0.4 s', providerInfo('anthropic').who)), retries[0].message);
+    assert.ok(retries[0].message.endsWith(` ${retryNote(retries[0].delay_ms, 2, 2)}`), retries[0].message);
   });
 
   it('one stall, then an answer: the retry answers', async () => {
