@@ -11,7 +11,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFil
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { TranscriptEvent } from '../../src/common/transcript';
-import { ConversationBusyError, holdConversation } from '../../src/core/agent/conversationLock';
+import { CONVERSATION_BUSY, ConversationBusyError, holdConversation } from '../../src/core/agent/conversationLock';
 import { repairDamaged, TranscriptStore, type Conversation } from '../../src/core/agent/transcriptStore';
 import type { ConversationItem } from '../../src/core/providers/shared/types';
 import { runCodeTurn } from '../../src/core/turn/turns';
@@ -151,7 +151,7 @@ describe('two processes on one conversation: the edges', () => {
     children.push(child);
     assert.throws(
       () => holdConversation(a.id, a.file),
-      (e: unknown) => e instanceof ConversationBusyError && e.message.includes(`pid ${child.pid}`) && e.message.includes(lock),
+      (e: unknown) => e instanceof ConversationBusyError && e.message === CONVERSATION_BUSY(a.id, child.pid!, lock),
     );
     // The panel writes outside a turn (a patch) while the CLI holds it: the write waits, nothing is appended.
     const size = readFileSync(a.file).length;

@@ -18,6 +18,7 @@ import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { waitFor } from '../support/wait';
 import { RESULT_LOST } from '../../src/core/agent/turnJournal';
+import { CONVERSATION_BUSY } from '../../src/core/agent/conversationLock';
 
 /** A message of an OpenAI-compatible request, as the wire server received it. */
 interface ChatMessage {
@@ -287,7 +288,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     await waitFor(() => server.turns.length === 2, { what: 'the first process to be in its turn' });
     const second = await runCli(['chat', 'Me too.', '--continue', id, ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws]);
     assert.equal(second.code, 1, second.stderr);
-    assert.ok(second.stderr.includes(`conversation ${id} is open in another process (pid ${holder.pid}); wait for it or continue a copy`), second.stderr);
+    assert.ok(second.stderr.includes(CONVERSATION_BUSY(id, holder.pid!, path.join(storage, `${id}.lock`))), second.stderr);
     assert.equal(server.turns.length, 2, 'the second process sent nothing to the model');
     assert.doesNotMatch(transcript(), /Me too/);
     // Its holder killed, the lock is stale: the next process continues, and the cut-off turn is closed.
