@@ -19,6 +19,7 @@ import { fault, turn } from '../support/wire/turn';
 import { waitFor } from '../support/wait';
 import { RESULT_LOST } from '../../src/core/agent/turnJournal';
 import { CONVERSATION_BUSY } from '../../src/core/agent/conversationLock';
+import { LAST_TURN_INTERRUPTED } from '../../src/cli/chat';
 
 /** A message of an OpenAI-compatible request, as the wire server received it. */
 interface ChatMessage {
@@ -158,7 +159,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     await waitFor(() => transcript().includes('answer so far'), { what: 'the streamed text in the transcript' });
     await kill(child);
     const { messages, stderr } = await continueIt();
-    assert.match(stderr, /the last turn was interrupted/);
+    assert.ok(stderr.includes(LAST_TURN_INTERRUPTED), stderr);
     assert.deepEqual(
       messages.filter((m) => m.role === 'user').map((m) => m.content),
       ['What is the total?', 'And now?'],
@@ -226,7 +227,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     // The continuation's window is large, so its request carries the whole history rather than a summary of it.
     largeWindow();
     const { messages, stderr } = await continueIt();
-    assert.match(stderr, /the last turn was interrupted/);
+    assert.ok(stderr.includes(LAST_TURN_INTERRUPTED), stderr);
     assert.doesNotMatch(stderr, /damaged|skipped/i);
     assert.deepEqual(
       messages.filter((m) => m.role === 'user').map((m) => String(m.content).slice(0, 17)),

@@ -6,6 +6,7 @@ import { buildTranscript, type ApprovalView, type TranscriptEvent } from '../../
 import { UntrustedWorkspaceError } from '../../src/vscode/controller';
 import { callTool, harness, lmToolDecl, type Harness } from './fakes';
 import { STORE_MESSAGES } from '../../src/core/agent/transcriptStore';
+import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -249,7 +250,7 @@ describe('vscode controller (fake seams)', () => {
       h.controller.newConversation();
       const reopened = h.controller.openConversation(first);
       assert.equal(reopened.conversation.id, first);
-      assert.match(reopened.notice ?? '', /reopened: its earlier Python session is gone/);
+      assert.ok((reopened.notice ?? '').includes(SESSION_GONE_NOTICE), reopened.notice ?? '');
       assert.equal(ranCodeEvents(h).length, 1, 'its transcript came back');
 
       // A runtime that still holds the session (say a kernel that outlived the switch): no notice.
