@@ -16,6 +16,7 @@ import { fault, turn } from '../support/wire/turn';
 import { LOOP, messagesOf, orderDeskTools, systemOf, toolsOf } from '../support/textWire';
 import { REFUSALS } from '../../src/core/gateway/gateway';
 import { STREAM_MESSAGES } from '../../src/core/providers/shared/errors';
+import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 /** Every item id the events introduce must be unique (providers and local servers repeat theirs). */
 function assertUniqueItemIds(events: CodeActEvent[]): void {
@@ -144,9 +145,9 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
       ['user', 'assistant', 'user'],
     );
     assert.equal(second[1].text, `I will check the lamp.\n\n\`\`\`python\n${LOOP.failCode}\n\`\`\``);
-    assert.match(second[2].text, /^Observation: the code failed with RuntimeError:\n│ Invalid arguments for "check_inventory"/);
+    assert.ok(second[2].text.startsWith(`${OBSERVATION.failed('RuntimeError')}\n│ ${REFUSALS.invalidArguments('check_inventory')}`), second[2].text);
     const third = messagesOf(provider, requests[2].body);
-    assert.match(third[4].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ LED Desk Lamp\nReturned value: 85/);
+    assert.ok(third[4].text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ LED Desk Lamp', OBSERVATION.returned('85')].join('\n')), third[4].text);
     // Stored as with function calling: prose, the code call, its output.
     assert.deepEqual(
       items.map((i) => i.type + (i.type === 'function_call_output' && i.is_error ? '!' : '')),

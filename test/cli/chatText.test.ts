@@ -15,6 +15,7 @@ import { fault, turn } from '../support/wire/turn';
 import { messagesOf, toolsOf } from '../support/textWire';
 import { REFUSALS } from '../../src/core/gateway/gateway';
 import { STREAM_MESSAGES } from '../../src/core/providers/shared/errors';
+import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 const FAIL_CODE = 'r = await call_tool("check_inventory", sku="lamp")\nreturn r["on_hand"]';
 const RECOVER_CODE =
@@ -91,7 +92,7 @@ describe('codeact chat: text protocol', function () {
     const texts = events.filter((e) => e.type === 'response.output_text.done').map((e) => (e as { text: string }).text);
     assert.deepEqual(texts, ['I will check the lamp.', 'Wrong SKU; searching first.', ANSWER]);
     const observation = messagesOf('openai-compatible', server.turns[3].body).at(-1)!.text;
-    assert.match(observation, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ Arc LED Desk Lamp\nReturned value: 85/);
+    assert.ok(observation.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ Arc LED Desk Lamp', OBSERVATION.returned('85')].join('\n')), observation);
 
     // The transcript holds the same items as with function calling, and the CLI can continue it:
     // the next process probes tools again (the memory lasts one process), then replays the conversation as text.
@@ -114,7 +115,7 @@ describe('codeact chat: text protocol', function () {
       ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user'],
     );
     assert.equal(replayed[1].text, `I will check the lamp.\n\n\`\`\`python\n${FAIL_CODE}\n\`\`\``);
-    assert.match(replayed[2].text, /^Observation: the code failed with RuntimeError/);
+    assert.ok(replayed[2].text.startsWith(OBSERVATION.failed('RuntimeError')), replayed[2].text);
   });
 
   it('--protocol text sends no tools from the first request and prints the code and the answer', async () => {
