@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DECLARATION_PROBLEMS } from '../../src/core/tools/declarations';
 import { formatDeclarationProblem } from '../../src/common/tools';
+import { SETTINGS_FILE_ERRORS } from '../../src/core/config/workspaceFile';
 
 const root = path.resolve(__dirname, '../..');
 const cli = path.join(root, 'dist', 'cli.js');
@@ -92,7 +93,8 @@ describe('codeact CLI', function () {
       writeFileSync(path.join(ws, '.vscode', 'settings.json'), '{ "codeact.tools": [ }');
       const r = codeact(['run', '-', '--workspace', ws], 'return 1');
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /settings\.json:1:\d+: .*Fix the JSON/);
+      assert.match(r.stderr, /settings\.json:1:\d+: /);
+      assert.ok(r.stderr.includes(`. ${SETTINGS_FILE_ERRORS.fixTheJson}`), r.stderr);
     } finally {
       rmSync(ws, { recursive: true, force: true });
     }

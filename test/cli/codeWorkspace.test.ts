@@ -14,6 +14,7 @@ import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/eve
 import { MAX_WORKSPACE_FOLDERS, pickWorkspaceFolder, readCodeWorkspace } from '../../src/core/config/codeWorkspace';
 import { runCli } from '../support/cli';
 import { IGNORED_SETTINGS } from '../../src/cli/workspace';
+import { SETTINGS_FILE_ERRORS } from '../../src/core/config/workspaceFile';
 
 const where = (folder: string, name = 'where_am_i') => ({
   name,
@@ -98,7 +99,7 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
       bad(JSON.stringify({ folders: Array.from({ length: MAX_WORKSPACE_FOLDERS + 1 }, (_, i) => ({ path: `f${i}` })) })),
       /lists 257 folders; CodeAct reads at most 256/,
     );
-    assert.throws(bad('{ "folders": [ { "path": "a" }'), /app\.code-workspace:1:\d+: .*Fix the JSON/);
+    assert.throws(bad('{ "folders": [ { "path": "a" }'), (e: Error) => /app\.code-workspace:1:\d+: /.test(e.message) && e.message.endsWith(SETTINGS_FILE_ERRORS.fixTheJson));
     assert.throws(() => readCodeWorkspace(path.join(root, 'missing.code-workspace')), /does not exist/);
   });
 
