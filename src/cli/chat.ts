@@ -111,10 +111,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     const { closed } = settleHeld(conversation);
     // What reading it skipped, recovered or kept is said before the turn (on stderr, also with --json).
     for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);
-    if (closed.length && !values.json)
-      process.stderr.write(
-        `${forTerminal(conversation.id, { line: true })}: ${LAST_TURN_INTERRUPTED}\n`,
-      );
+    if (closed.length && !values.json) process.stderr.write(`${forTerminal(conversation.id, { line: true })}: ${LAST_TURN_INTERRUPTED}\n`);
   }
   try {
     return await chatIn(store, conversation, prompt, values);

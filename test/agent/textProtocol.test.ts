@@ -147,7 +147,10 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
     assert.equal(second[1].text, `I will check the lamp.\n\n\`\`\`python\n${LOOP.failCode}\n\`\`\``);
     assert.ok(second[2].text.startsWith(`${OBSERVATION.failed('RuntimeError')}\n│ ${REFUSALS.invalidArguments('check_inventory')}`), second[2].text);
     const third = messagesOf(provider, requests[2].body);
-    assert.ok(third[4].text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ LED Desk Lamp', OBSERVATION.returned('85')].join('\n')), third[4].text);
+    assert.ok(
+      third[4].text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ LED Desk Lamp', OBSERVATION.returned('85')].join('\n')),
+      third[4].text,
+    );
     // Stored as with function calling: prose, the code call, its output.
     assert.deepEqual(
       items.map((i) => i.type + (i.type === 'function_call_output' && i.is_error ? '!' : '')),

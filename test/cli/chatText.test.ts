@@ -92,7 +92,10 @@ describe('codeact chat: text protocol', function () {
     const texts = events.filter((e) => e.type === 'response.output_text.done').map((e) => (e as { text: string }).text);
     assert.deepEqual(texts, ['I will check the lamp.', 'Wrong SKU; searching first.', ANSWER]);
     const observation = messagesOf('openai-compatible', server.turns[3].body).at(-1)!.text;
-    assert.ok(observation.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ Arc LED Desk Lamp', OBSERVATION.returned('85')].join('\n')), observation);
+    assert.ok(
+      observation.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ Arc LED Desk Lamp', OBSERVATION.returned('85')].join('\n')),
+      observation,
+    );
 
     // The transcript holds the same items as with function calling, and the CLI can continue it:
     // the next process probes tools again (the memory lasts one process), then replays the conversation as text.

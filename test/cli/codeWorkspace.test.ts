@@ -99,7 +99,10 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
       bad(JSON.stringify({ folders: Array.from({ length: MAX_WORKSPACE_FOLDERS + 1 }, (_, i) => ({ path: `f${i}` })) })),
       /lists 257 folders; CodeAct reads at most 256/,
     );
-    assert.throws(bad('{ "folders": [ { "path": "a" }'), (e: Error) => /app\.code-workspace:1:\d+: /.test(e.message) && e.message.endsWith(SETTINGS_FILE_ERRORS.fixTheJson));
+    assert.throws(
+      bad('{ "folders": [ { "path": "a" }'),
+      (e: Error) => /app\.code-workspace:1:\d+: /.test(e.message) && e.message.endsWith(SETTINGS_FILE_ERRORS.fixTheJson),
+    );
     assert.throws(() => readCodeWorkspace(path.join(root, 'missing.code-workspace')), /does not exist/);
   });
 
@@ -163,7 +166,10 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
       json(betaUntrusted).tools.map((t) => t.name),
       ['from_file'],
     );
-    assert.ok(betaUntrusted.stderr.includes(IGNORED_SETTINGS.ignoring('codeact.tools', path.join(beta, '.vscode', 'settings.json'), IGNORED_SETTINGS.notTrusted)), betaUntrusted.stderr);
+    assert.ok(
+      betaUntrusted.stderr.includes(IGNORED_SETTINGS.ignoring('codeact.tools', path.join(beta, '.vscode', 'settings.json'), IGNORED_SETTINGS.notTrusted)),
+      betaUntrusted.stderr,
+    );
     await cli(['trust', beta]);
     const betaTrusted = await cli(['tools', '--json', '--workspace', file, '--folder', 'Beta']);
     assert.deepEqual(

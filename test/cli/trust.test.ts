@@ -61,7 +61,9 @@ describe('codeact CLI: folder trust and the one settings policy', function () {
     const notices = untrusted.stderr.split('\n').filter((l) => l.includes('ignoring'));
     assert.equal(notices.length, 1, untrusted.stderr);
     assert.ok(
-      notices[0].includes(IGNORED_SETTINGS.ignoring('codeact.sandbox.kind, codeact.tools', path.join(dir, '.vscode', 'settings.json'), IGNORED_SETTINGS.notTrusted)),
+      notices[0].includes(
+        IGNORED_SETTINGS.ignoring('codeact.sandbox.kind, codeact.tools', path.join(dir, '.vscode', 'settings.json'), IGNORED_SETTINGS.notTrusted),
+      ),
       notices[0],
     );
     assert.ok(notices[0].includes(`codeact trust ${JSON.stringify(dir)}`), notices[0]);

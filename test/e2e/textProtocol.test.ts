@@ -81,7 +81,10 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
     assert.ok(third.at(-1)!.text.startsWith(OBSERVATION.failed('RuntimeError')), 'the failure went back as an observation');
     assert.ok(third.at(-1)!.text.includes(REFUSALS.invalidArguments('check_inventory')), third.at(-1)!.text);
     const fourth = messagesOf('openai-compatible', requests[3].body);
-    assert.ok(fourth.at(-1)!.text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ LMP-LED-010 Arc LED Desk Lamp Lyon'].join('\n')), fourth.at(-1)!.text);
+    assert.ok(
+      fourth.at(-1)!.text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ LMP-LED-010 Arc LED Desk Lamp Lyon'].join('\n')),
+      fourth.at(-1)!.text,
+    );
     assert.ok(fourth.at(-1)!.text.includes(`\n${OBSERVATION.returned('85')}`), fourth.at(-1)!.text);
 
     // The panel: one notice, two code cards (failed, then done) with their tool calls, and the answer.

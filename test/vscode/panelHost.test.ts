@@ -193,7 +193,7 @@ describe('vscode panel host (fake seams)', () => {
     );
     await r.send({ type: 'history.open', conversationId: first });
     assert.equal(current()?.id, first);
-    assert.ok((r.of('notice')[0].message).includes(SESSION_GONE_NOTICE), r.of('notice')[0].message);
+    assert.ok(r.of('notice')[0].message.includes(SESSION_GONE_NOTICE), r.of('notice')[0].message);
 
     r.posted.length = 0;
     await r.send({ type: 'history.clear' });

@@ -43,6 +43,7 @@ export const STORE_MESSAGES = {
     `${lines.length} damaged record${lines.length > 1 ? 's' : ''} in ${file} (line ${lines.slice(0, 5).join(', ') + (lines.length > 5 ? ', …' : '')}) ${lines.length > 1 ? 'were' : 'was'} skipped; the rest of the conversation is kept.`,
   firstLineRecovered: (file: string) => `The first line of ${file} (the conversation's title and settings) is damaged; it was recovered from the turns.`,
 };
+
 export interface ListedConversation extends ConversationMeta {
   updatedAt: number;
   turns: number;

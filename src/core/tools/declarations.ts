@@ -11,7 +11,6 @@ import { resolveTools, TOOL_SOURCES, type DeclarationContext } from './toolSourc
 
 const DEFAULT_INPUT_SCHEMA = { type: 'object', additionalProperties: false, properties: {} };
 
-
 /** The problems of a declaration's own fields (formatDeclarationProblem words them); the tests compare against these. */
 export const DECLARATION_PROBLEMS = {
   notAnObject: (shown: string): DeclarationProblem => ({
@@ -31,10 +30,17 @@ export const DECLARATION_PROBLEMS = {
     reason: `is declared twice (also at codeact.tools[${first}])`,
     fix: 'rename one of them',
   }),
-  noSource: { reason: 'The declaration has no source', fix: `give exactly one of ${TOOL_SOURCE_KINDS.map((s) => `"${s}"`).join(', ')}` } satisfies DeclarationProblem,
-  twoSources: (sources: readonly string[]): DeclarationProblem => ({ reason: `The declaration has two sources (${sources.join(' and ')})`, fix: 'keep exactly one' }),
+  noSource: {
+    reason: 'The declaration has no source',
+    fix: `give exactly one of ${TOOL_SOURCE_KINDS.map((s) => `"${s}"`).join(', ')}`,
+  } satisfies DeclarationProblem,
+  twoSources: (sources: readonly string[]): DeclarationProblem => ({
+    reason: `The declaration has two sources (${sources.join(' and ')})`,
+    fix: 'keep exactly one',
+  }),
   notText: (value: string): DeclarationProblem => ({ field: 'description', value, reason: 'is not text', fix: 'write the description as a string' }),
 };
+
 export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
   const errors: DeclarationError[] = [];
   const tools: ManagedTool[] = [];

@@ -226,7 +226,8 @@ export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
     stall.kind === 'first_byte'
       ? STREAM_MESSAGES.noResponse(`${label}${where}`, secs) +
         `${STREAM_MESSAGES.firstByteFix(secs)}${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
-      : (stall.events === 0 ? STREAM_MESSAGES.headersOnly(secs, label) : STREAM_MESSAGES.silentAfter(secs, stall.events, label)) + STREAM_MESSAGES.idleFix(secs);
+      : (stall.events === 0 ? STREAM_MESSAGES.headersOnly(secs, label) : STREAM_MESSAGES.silentAfter(secs, stall.events, label)) +
+        STREAM_MESSAGES.idleFix(secs);
   return new ProviderError({ code: 'stream_stalled', provider: ctx.provider, message, retryLimit: 1 });
 }
 
@@ -307,8 +308,7 @@ export function toolsUnsupportedError(ctx: ErrorContext, detail: string | undefi
     status,
     detail,
     cause,
-    message:
-      `${model}${where} ${STREAM_MESSAGES.toolsUnsupported}${detail ? `: ${short(detail)}` : ''}. ${STREAM_MESSAGES.toolSupportFix}`,
+    message: `${model}${where} ${STREAM_MESSAGES.toolsUnsupported}${detail ? `: ${short(detail)}` : ''}. ${STREAM_MESSAGES.toolSupportFix}`,
   });
 }
 
