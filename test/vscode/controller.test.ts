@@ -7,6 +7,7 @@ import { UntrustedWorkspaceError } from '../../src/vscode/controller';
 import { callTool, harness, lmToolDecl, type Harness } from './fakes';
 import { STORE_MESSAGES } from '../../src/core/agent/transcriptStore';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { noKeyMessage } from '../../src/vscode/providers';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -58,7 +59,7 @@ describe('vscode controller (fake seams)', () => {
         if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
       }
       assert.equal(h.apis.errors.length, 1);
-      assert.match(h.apis.errors[0].message, /^CodeAct: No API key for Anthropic/);
+      assert.ok(h.apis.errors[0].message.startsWith(`CodeAct: ${noKeyMessage('anthropic')}`), h.apis.errors[0].message);
       assert.deepEqual(h.apis.errors[0].items, ['Set API Key…']);
       await tick();
       assert.deepEqual(h.apis.ranCommands, ['codeact.setApiKey']);
