@@ -15,7 +15,7 @@ import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { LOOP, messagesOf, orderDeskTools, systemOf, toolsOf } from '../support/textWire';
 import { REFUSALS } from '../../src/core/gateway/gateway';
-import { STREAM_MESSAGES } from '../../src/core/providers/shared/errors';
+import { PROVIDER_MESSAGES } from '../../src/core/providers/shared/errors';
 import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 /** Every item id the events introduce must be unique (providers and local servers repeat theirs). */
@@ -202,7 +202,7 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
       assert.ok(toolsOf('openai-compatible', server.turns[0].body), 'the first request offered tools');
       const notices = events.filter((e) => e.type === 'codeact.retry');
       assert.equal(notices.length, 1);
-      assert.ok((notices[0] as { message: string }).message.includes(STREAM_MESSAGES.toolsUnsupported));
+      assert.ok((notices[0] as { message: string }).message.includes(PROVIDER_MESSAGES.toolsUnsupported));
       assert.match((notices[0] as { message: string }).message, /--jinja.*text protocol/s);
       assert.ok(!events.some((e) => e.type === 'error'), 'the turn did not fail');
       await assertLoop('openai-compatible', server, events, calls, result.items, 1);

@@ -12,7 +12,7 @@ import { runCli } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault } from '../support/wire/turn';
-import { STREAM_MESSAGES } from '../../src/core/providers/shared/errors';
+import { PROVIDER_MESSAGES } from '../../src/core/providers/shared/errors';
 import { providerInfo } from '../../src/common/providers';
 
 describe('codeact chat: a silent model server', function () {
@@ -35,9 +35,9 @@ describe('codeact chat: a silent model server', function () {
       { CODEACT_HOME: home },
     );
     assert.equal(r.code, 1, r.stderr);
-    assert.ok(r.stderr.includes(STREAM_MESSAGES.headersOnly('1 s', providerInfo('openai-compatible').who)), r.stderr);
-    assert.ok(r.stderr.includes(STREAM_MESSAGES.idleFix('1 s')), r.stderr);
-    assert.ok(!r.stderr.includes(STREAM_MESSAGES.connectionCut), r.stderr);
+    assert.ok(r.stderr.includes(PROVIDER_MESSAGES.headersOnly('1 s', providerInfo('openai-compatible').who)), r.stderr);
+    assert.ok(r.stderr.includes(PROVIDER_MESSAGES.idleFix('1 s')), r.stderr);
+    assert.ok(!r.stderr.includes(PROVIDER_MESSAGES.connectionCut), r.stderr);
     assert.equal(server.turns.length, 2, 'one retry, not four attempts');
   });
 });

@@ -14,7 +14,7 @@ import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { messagesOf, toolsOf } from '../support/textWire';
 import { REFUSALS } from '../../src/core/gateway/gateway';
-import { STREAM_MESSAGES } from '../../src/core/providers/shared/errors';
+import { PROVIDER_MESSAGES } from '../../src/core/providers/shared/errors';
 import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 const FAIL_CODE = 'r = await call_tool("check_inventory", sku="lamp")\nreturn r["on_hand"]';
@@ -111,7 +111,7 @@ describe('codeact chat: text protocol', function () {
     const more = await runCli(['chat', 'Sure?', '--continue', file.replace(/\.jsonl$/, ''), '--base-url', server.url, '--storage', storage]);
     assert.equal(more.code, 0, more.stderr);
     assert.match(more.stdout, /Yes, 85\./);
-    assert.ok(more.stderr.includes(STREAM_MESSAGES.toolsUnsupported), more.stderr);
+    assert.ok(more.stderr.includes(PROVIDER_MESSAGES.toolsUnsupported), more.stderr);
     const replayed = messagesOf('openai-compatible', server.turns[5].body);
     assert.deepEqual(
       replayed.map((m) => m.role),

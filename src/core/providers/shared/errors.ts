@@ -90,7 +90,7 @@ const DEFAULT_RETRYABLE: Record<ProviderErrorCode, boolean> = {
 const SET_KEY_COMMAND = 'CodeAct: Set API Key…';
 
 /** Where to set the key, for messages. */
-function keyHint(provider: ProviderId): string {
+export function keyHint(provider: ProviderId): string {
   const vars = providerInfo(provider).keyEnv.join(' or ');
   return `Set ${vars} in the environment (CLI), or run "${SET_KEY_COMMAND}" in VS Code`;
 }
@@ -185,8 +185,8 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
   });
 }
 
-/** The wording of the stream and tool-support errors below, which the tests compare against. */
-export const STREAM_MESSAGES = {
+/** The wording of the provider errors below (stalls, cuts, tool support, limits), which the tests compare against. */
+export const PROVIDER_MESSAGES = {
   /** The end of a cut stream's message; `what` says how it was cut. */
   cut: (what: string, who: string) => `${what} before ${who} finished its response. What arrived before the cut is kept; try again.`,
   connectionCut: 'The connection was cut',
@@ -197,18 +197,21 @@ export const STREAM_MESSAGES = {
     `The model stopped sending for ${secs} after its last event (${events} event${events === 1 ? '' : 's'} in): ${who} sent nothing more, so CodeAct closed the request. What arrived before is kept. `,
   firstByteFix: (secs: string) => `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer`,
   idleFix: (secs: string) => `Try again, or raise codeact.modelStream.idleTimeoutSeconds (now ${secs}) if the model pauses longer.`,
+  rateLimiting: 'is rate-limiting requests',
+  serverError: (http: string) => `had a server error${http}`,
+  usuallyTemporary: 'This is usually temporary: try again shortly.',
   toolsUnsupported: 'does not accept tools (function calling)',
   toolSupportFix:
     'CodeAct needs function calling to run code. Pick a model with tool support (for example qwen2.5-coder or llama3.1 on Ollama), ' +
     'start vLLM with --enable-auto-tool-choice --tool-call-parser <parser>, or llama-server with --jinja.',
 };
 
-export function streamCut(ctx: ErrorContext, cause?: unknown, what = STREAM_MESSAGES.connectionCut): ProviderError {
+export function streamCut(ctx: ErrorContext, cause?: unknown, what = PROVIDER_MESSAGES.connectionCut): ProviderError {
   const label = providerInfo(ctx.provider).who;
   return new ProviderError({
     code: 'stream_cut',
     provider: ctx.provider,
-    message: STREAM_MESSAGES.cut(what, label),
+    message: PROVIDER_MESSAGES.cut(what, label),
     detail: cause !== undefined ? messageOf(cause) : undefined,
     cause,
   });
@@ -224,10 +227,10 @@ export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
   const where = ctx.baseURL ? ` at ${ctx.baseURL}` : '';
   const message =
     stall.kind === 'first_byte'
-      ? STREAM_MESSAGES.noResponse(`${label}${where}`, secs) +
-        `${STREAM_MESSAGES.firstByteFix(secs)}${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
-      : (stall.events === 0 ? STREAM_MESSAGES.headersOnly(secs, label) : STREAM_MESSAGES.silentAfter(secs, stall.events, label)) +
-        STREAM_MESSAGES.idleFix(secs);
+      ? PROVIDER_MESSAGES.noResponse(`${label}${where}`, secs) +
+        `${PROVIDER_MESSAGES.firstByteFix(secs)}${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
+      : (stall.events === 0 ? PROVIDER_MESSAGES.headersOnly(secs, label) : PROVIDER_MESSAGES.silentAfter(secs, stall.events, label)) +
+        PROVIDER_MESSAGES.idleFix(secs);
   return new ProviderError({ code: 'stream_stalled', provider: ctx.provider, message, retryLimit: 1 });
 }
 
@@ -258,7 +261,7 @@ function fromStatus(said: SdkErrorReading, err: unknown, ctx: ErrorContext): Pro
       ...base,
       code: 'rate_limit',
       retryAfterMs,
-      message: `${label} is rate-limiting requests${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.`,
+      message: `${label} ${PROVIDER_MESSAGES.rateLimiting}${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.`,
     });
   }
   if (status === 413 || kind === 'too_long' || said.tooLong) {
@@ -286,7 +289,7 @@ function fromStatus(said: SdkErrorReading, err: unknown, ctx: ErrorContext): Pro
       ...base,
       code: 'server',
       retryAfterMs,
-      message: `${label} had a server error${http}${d}. This is usually temporary: try again shortly.`,
+      message: `${label} ${PROVIDER_MESSAGES.serverError(http)}${d}. ${PROVIDER_MESSAGES.usuallyTemporary}`,
     });
   }
   if (status === undefined && /stream|ended|terminated/i.test(detail)) {
@@ -308,7 +311,7 @@ export function toolsUnsupportedError(ctx: ErrorContext, detail: string | undefi
     status,
     detail,
     cause,
-    message: `${model}${where} ${STREAM_MESSAGES.toolsUnsupported}${detail ? `: ${short(detail)}` : ''}. ${STREAM_MESSAGES.toolSupportFix}`,
+    message: `${model}${where} ${PROVIDER_MESSAGES.toolsUnsupported}${detail ? `: ${short(detail)}` : ''}. ${PROVIDER_MESSAGES.toolSupportFix}`,
   });
 }
 
