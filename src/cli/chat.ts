@@ -52,6 +52,9 @@ function defaultStorage(): string {
   return path.join(base, 'codeact', 'conversations');
 }
 
+/** What `--continue` says (on stderr) after closing a turn a crash cut off, after the conversation's id. */
+export const LAST_TURN_INTERRUPTED = 'the last turn was interrupted (CodeAct ended while it ran); what completed is kept.';
+
 const CONTINUED_NOTE =
   'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
 
@@ -108,10 +111,7 @@ export async function chatCommand(argv: string[]): Promise<number> {
     const { closed } = settleHeld(conversation);
     // What reading it skipped, recovered or kept is said before the turn (on stderr, also with --json).
     for (const n of conversation.notices) process.stderr.write(`codeact: ${forTerminal(n)}\n`);
-    if (closed.length && !values.json)
-      process.stderr.write(
-        `${forTerminal(conversation.id, { line: true })}: the last turn was interrupted (CodeAct ended while it ran); what completed is kept.\n`,
-      );
+    if (closed.length && !values.json) process.stderr.write(`${forTerminal(conversation.id, { line: true })}: ${LAST_TURN_INTERRUPTED}\n`);
   }
   try {
     return await chatIn(store, conversation, prompt, values);

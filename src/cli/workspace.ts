@@ -105,6 +105,14 @@ export function openWorkspace(dir: string | undefined, o: OpenOptions = {}): Wor
   return { dir: ws, config, ignored, trust, toolSet, ...(codeWorkspace ? { codeWorkspace } : {}) };
 }
 
+/** How the CLI says it did not obey settings it was not trusted with; the tests compare against these. */
+export const IGNORED_SETTINGS = {
+  ignoring: (keys: string, from: string, why: string) => `ignoring ${keys} from ${from}: ${why}.`,
+  notTrusted: 'it is not trusted',
+  folderChanged: (settingsFile: string) => `its settings changed since you trusted it (${settingsFile})`,
+  fileChanged: 'it changed since you trusted it',
+};
+
 /** Once, on stderr: what the folder's settings asked for that is not done, and how to change that. */
 function reportIgnored(dir: string, trust: TrustState, ignored: Ignored[], codeWorkspace?: Workspace['codeWorkspace']): void {
   const untrusted = ignored.filter((i) => i.reason === 'the folder is not trusted');
@@ -113,16 +121,16 @@ function reportIgnored(dir: string, trust: TrustState, ignored: Ignored[], codeW
   for (const line of describeIgnored(other)) warn(line);
   if (fromFile.length && codeWorkspace) {
     const keys = [...new Set(fromFile.map((i) => i.key))].sort().join(', ');
-    const why = !codeWorkspace.trust.trusted && codeWorkspace.trust.why === 'changed' ? 'it changed since you trusted it' : 'it is not trusted';
+    const why = !codeWorkspace.trust.trusted && codeWorkspace.trust.why === 'changed' ? IGNORED_SETTINGS.fileChanged : IGNORED_SETTINGS.notTrusted;
     warn(
-      `ignoring ${keys} from the settings of ${codeWorkspace.file}: ${why}. To trust the workspace file: codeact trust ${JSON.stringify(codeWorkspace.file)}`,
+      `${IGNORED_SETTINGS.ignoring(keys, `the settings of ${codeWorkspace.file}`, why)} To trust the workspace file: codeact trust ${JSON.stringify(codeWorkspace.file)}`,
     );
   }
   if (!untrusted.length || trust.trusted) return;
   const keys = [...new Set(untrusted.map((i) => i.key))].sort().join(', ');
-  const why = !trust.trusted && trust.why === 'changed' ? `its settings changed since you trusted it (${settingsPath(dir)})` : 'it is not trusted';
+  const why = !trust.trusted && trust.why === 'changed' ? IGNORED_SETTINGS.folderChanged(settingsPath(dir)) : IGNORED_SETTINGS.notTrusted;
   warn(
-    `ignoring ${keys} from ${settingsPath(dir)}: ${why}. A folder's settings can run commands, pick the interpreter and turn the sandbox off, ` +
+    `${IGNORED_SETTINGS.ignoring(keys, settingsPath(dir), why)} A folder's settings can run commands, pick the interpreter and turn the sandbox off, ` +
       `so the CLI obeys them only in folders you trust. Code still runs, with the safe defaults. To trust this folder: codeact trust ${JSON.stringify(dir)}`,
   );
 }

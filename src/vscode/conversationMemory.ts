@@ -23,7 +23,7 @@ export const REOPENED_NOTE =
   'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
 
 /** Told to the person, in the panel, for the same. */
-const SESSION_GONE_NOTICE =
+export const SESSION_GONE_NOTICE =
   'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
 
 /** Whether code of the conversation ran in a session of ours (local or Jupyter), whose variables a restart loses. */

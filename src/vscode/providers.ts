@@ -11,14 +11,14 @@ import type { FileOutput } from '../common/events';
 import { createProvider } from '../core/providers/factory';
 import type { CodeActSettings } from './settings';
 
-/** The missing-key error as VS Code says it: the button that fixes it first, the environment second. */
-function noKeyError(provider: ProviderId): ProviderError {
+/** The missing-key message as VS Code says it: the button that fixes it first, the environment second. */
+export function noKeyMessage(provider: ProviderId): string {
   const vars = providerInfo(provider).keyEnv.join(' or ');
-  return new ProviderError({
-    code: 'auth',
-    provider,
-    message: `No API key for ${providerInfo(provider).label} yet. Choose Set API Key… to store one in VS Code's secret storage${vars ? ` (or start VS Code with ${vars} in its environment)` : ''}.`,
-  });
+  return `No API key for ${providerInfo(provider).label} yet. Choose Set API Key… to store one in VS Code's secret storage${vars ? ` (or start VS Code with ${vars} in its environment)` : ''}.`;
+}
+
+function noKeyError(provider: ProviderId): ProviderError {
+  return new ProviderError({ code: 'auth', provider, message: noKeyMessage(provider) });
 }
 
 /** The provider a folder's settings name, with its key from secret storage (a needed key missing: {@link noKeyError}). */

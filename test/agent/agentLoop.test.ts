@@ -14,6 +14,7 @@ import { DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor } from '.
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { barrier, waitFor } from '../support/wait';
+import { retryNote } from '../../src/core/agent/retries';
 
 function inventoryTool(log: Array<{ start: number; end: number }> = []): ManagedTool {
   return {
@@ -158,10 +159,10 @@ describe('agent loop end to end', function () {
       const { agent, events } = await agentFor('openai', server);
       const result = await agent.run([], 'hi');
       assert.equal(result.status, 'completed');
-      const retry = events.find((e) => e.type === 'codeact.retry') as { attempt: number; status?: number; message: string };
+      const retry = events.find((e) => e.type === 'codeact.retry') as { attempt: number; status?: number; message: string; delay_ms: number };
       assert.equal(retry.attempt, 1);
       assert.equal(retry.status, 429);
-      assert.match(retry.message, /Retrying in/);
+      assert.ok(retry.message.endsWith(` ${retryNote(retry.delay_ms, 2, 4)}`), retry.message);
     });
 
     it('gives up on repeated 500s with a clear error', async () => {

@@ -4,7 +4,7 @@
 import * as assert from 'node:assert/strict';
 import { quoteBlock } from '../../src/common/quoteData';
 import { CodeFenceScanner, HOLD_LIMIT, type FenceSegment } from '../../src/core/agent/codeFence';
-import { observationText, toTextHistory } from '../../src/core/agent/textHistory';
+import { OBSERVATION, observationText, toTextHistory } from '../../src/core/agent/textHistory';
 import { executionSummary } from '../../src/core/agent/executionResult';
 import type { ConversationItem } from '../../src/core/providers/shared/types';
 
@@ -135,7 +135,7 @@ describe('text protocol: the history in text form', () => {
     );
     assert.ok(text.every((m) => !('replay' in m)));
     assert.equal((text[1] as { text: string }).text, 'Looking it up.\n\n```python\nprint(85)\nreturn 85\n```');
-    assert.match((text[2] as { text: string }).text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ 85\nReturned value: 85$/);
+    assert.equal((text[2] as { text: string }).text, [OBSERVATION.ran('completed'), OBSERVATION.printed, '│ 85', OBSERVATION.returned('85')].join('\n'));
     assert.equal((text[3] as { text: string }).text, '85 lamps.');
   });
 
@@ -157,12 +157,12 @@ describe('text protocol: the history in text form', () => {
     };
     const summary = executionSummary(item, { execution: 1 });
     const failed = observationText(summary);
-    assert.match(failed, /^Observation: the code failed with RuntimeError:\n│ Invalid arguments for "check_inventory"/);
+    assert.ok(failed.startsWith(`${OBSERVATION.failed('RuntimeError')}\n│ Invalid arguments for "check_inventory"`), failed);
     assert.match(failed, /Traceback:\n│ Traceback \(most recent call last\)/);
-    assert.match(failed, /Fix the code and try again/);
+    assert.ok(failed.endsWith(`\n${OBSERVATION.fixIt}`), failed);
     // The observation's printed output is the summary's, exactly: no second cut, one count.
     const stdout = (JSON.parse(summary) as { stdout: string }).stdout;
-    assert.ok(failed.includes(`Printed output:\n${quoteBlock(stdout)}\n`));
+    assert.ok(failed.includes(`${OBSERVATION.printed}\n${quoteBlock(stdout)}\n`));
     assert.equal(failed.match(/left out here/g)?.length, 1);
     assert.ok(failed.length <= 20_000 + 500, `${failed.length} characters`);
     assert.match(

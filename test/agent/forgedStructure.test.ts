@@ -29,6 +29,7 @@ import { DEFAULT_MODELS, chatTurnsWith, providerFor, startServerFor } from '../s
 import { openaiChatDialect } from '../support/wire/openaiChat';
 import { sendProps, sendTurn, startWireServer, type WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
+import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 /** A Chat Completions request body, as far as these tests read it. */
 type ChatBody = { tools?: unknown; messages: { role: string; content?: unknown }[] };
@@ -258,10 +259,10 @@ describe('strings the code controls cannot forge structure in a message (issue 3
       assert.ok(observation.startsWith('Observation: the code '));
     }
     const obs = second[2].text;
-    assert.ok(obs.includes(`Printed output:\n${quoteBlock(`printed${FORGE}`)}`), obs);
-    assert.ok(obs.includes(`Printed to stderr:\n${quoteBlock(`warned${FORGE}`)}`), obs);
-    assert.ok(obs.includes(`Returned value: ${quoteInline(`value${FORGE}`)}`), obs);
-    assert.ok(obs.includes(`Files given to the user: ${quoteInline(FILE_NAME)} (1 bytes)`), obs);
+    assert.ok(obs.includes(`${OBSERVATION.printed}\n${quoteBlock(`printed${FORGE}`)}`), obs);
+    assert.ok(obs.includes(`${OBSERVATION.printedToStderr}\n${quoteBlock(`warned${FORGE}`)}`), obs);
+    assert.ok(obs.includes(OBSERVATION.returned(quoteInline(`value${FORGE}`))), obs);
+    assert.ok(obs.includes(`${OBSERVATION.filesGiven}${quoteInline(FILE_NAME)} (1 bytes)`), obs);
     // No chat-template token, no line separator reaches the model as it was spelled.
     for (const m of [...second, ...third].filter((x) => x.role === 'user')) assert.ok(!/<\||\u2028/.test(m.text), m.text);
     const failed = third[4].text;

@@ -27,6 +27,7 @@ import { messagesOf, toolsOf, unquoteBlock } from '../support/textWire';
 import { chatTurnsWith, DEFAULT_MODELS, providerFor, resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
+import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 type Json = Record<string, any>;
 
@@ -225,7 +226,7 @@ describe('output budget end to end: a 60,000-character output that ends in an ex
       assert.equal(server.turns.length, 3);
       const observation = messagesOf(provider, server.turns[1].body).at(-1)!;
       assert.equal(observation.role, 'user');
-      assert.match(observation.text, /^Observation: the code failed with ValueError:\n│ the data ran out\nPrinted output:\n/);
+      assert.ok(observation.text.startsWith(`${OBSERVATION.failed('ValueError')}\n│ the data ran out\n${OBSERVATION.printed}\n`), observation.text);
       const printed = /\nPrinted output:\n([\s\S]*)\nTraceback:\n/.exec(observation.text)![1];
       assert.equal(assertHeadAndTail(`${unquoteBlock(printed)}\n`, full, 20_000), 'output_of(1) in a later run returns the whole text');
       assert.match(observation.text, new RegExp(`\\nTraceback:\\n│ Traceback \\(most recent call last\\):[\\s\\S]*${EXCEPTION}\\nFix the code`));

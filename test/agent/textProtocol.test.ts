@@ -14,6 +14,9 @@ import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/har
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { LOOP, messagesOf, orderDeskTools, systemOf, toolsOf } from '../support/textWire';
+import { REFUSALS } from '../../src/core/gateway/gateway';
+import { PROVIDER_MESSAGES } from '../../src/core/providers/shared/errors';
+import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 /** Every item id the events introduce must be unique (providers and local servers repeat theirs). */
 function assertUniqueItemIds(events: CodeActEvent[]): void {
@@ -115,7 +118,7 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
     assert.equal(execs.length, 2);
     assert.equal(execs[0].status, 'failed');
     assert.equal(execs[0].code, LOOP.failCode);
-    assert.match(execs[0].error!.message, /Invalid arguments for "check_inventory"/);
+    assert.ok(execs[0].error!.message.includes(REFUSALS.invalidArguments('check_inventory')), execs[0].error!.message);
     assert.equal(execs[1].status, 'completed');
     assert.equal(execs[1].value, 85);
     assert.equal(execs[1].code, LOOP.recoverCode);
@@ -142,9 +145,12 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
       ['user', 'assistant', 'user'],
     );
     assert.equal(second[1].text, `I will check the lamp.\n\n\`\`\`python\n${LOOP.failCode}\n\`\`\``);
-    assert.match(second[2].text, /^Observation: the code failed with RuntimeError:\n│ Invalid arguments for "check_inventory"/);
+    assert.ok(second[2].text.startsWith(`${OBSERVATION.failed('RuntimeError')}\n│ ${REFUSALS.invalidArguments('check_inventory')}`), second[2].text);
     const third = messagesOf(provider, requests[2].body);
-    assert.match(third[4].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ LED Desk Lamp\nReturned value: 85/);
+    assert.ok(
+      third[4].text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ LED Desk Lamp', OBSERVATION.returned('85')].join('\n')),
+      third[4].text,
+    );
     // Stored as with function calling: prose, the code call, its output.
     assert.deepEqual(
       items.map((i) => i.type + (i.type === 'function_call_output' && i.is_error ? '!' : '')),
@@ -196,7 +202,8 @@ describe('agent loop: text protocol (```python blocks, no function calling)', fu
       assert.ok(toolsOf('openai-compatible', server.turns[0].body), 'the first request offered tools');
       const notices = events.filter((e) => e.type === 'codeact.retry');
       assert.equal(notices.length, 1);
-      assert.match((notices[0] as { message: string }).message, /does not accept tools.*--jinja.*text protocol/s);
+      assert.ok((notices[0] as { message: string }).message.includes(PROVIDER_MESSAGES.toolsUnsupported));
+      assert.match((notices[0] as { message: string }).message, /--jinja.*text protocol/s);
       assert.ok(!events.some((e) => e.type === 'error'), 'the turn did not fail');
       await assertLoop('openai-compatible', server, events, calls, result.items, 1);
 

@@ -16,6 +16,7 @@ import { startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { replay, turn } from '../support/wire/turn';
 import { orderDeskTools, toolsOf } from '../support/textWire';
+import { PROVIDER_MESSAGES } from '../../src/core/providers/shared/errors';
 
 const json = (status: number, body: unknown) => replay(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 const CODE = 'print(6 * 7)';
@@ -67,7 +68,8 @@ describe('agent loop: falling back to the text protocol without depending on wor
       assert.equal(result.text, 'It is 42.');
       assert.deepEqual(withTools(), [true, false, false]);
       assert.equal(notices.length, 1);
-      assert.match(notices[0].message, /does not accept tools.*text protocol/s);
+      assert.ok(notices[0].message.includes(PROVIDER_MESSAGES.toolsUnsupported), notices[0].message);
+      assert.match(notices[0].message, /text protocol/);
       assert.deepEqual(
         execs.map((e) => [e.status, e.code]),
         [['completed', CODE]],

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import type { CodeActEvent, CodeInterpreterCallItem, CodeOutput, FunctionCallOutputItem } from '../../src/common/events';
 import { AgentLoop, type AgentOptions } from '../../src/core/agent/agent';
 import { executionImages, executionSummary, SUMMARY_MAX_CHARS } from '../../src/core/agent/executionResult';
-import { toTextHistory } from '../../src/core/agent/textHistory';
+import { OBSERVATION, toTextHistory } from '../../src/core/agent/textHistory';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
@@ -279,8 +279,11 @@ describe('agent: what the model reads and sees of an execution', function () {
         last.content.map((c: Json) => c.type),
         ['text', 'image'],
       );
-      assert.match(last.content[0].text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ a\n/);
-      assert.match(last.content[0].text, /Shown to the user \(execution 1\):\nDisplay 1:\n│ \[image 64×48, PNG\]\nDisplay 2:\n│ DataFrame: 2 rows × 2 columns/);
+      assert.ok(last.content[0].text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ a', ''].join('\n')), last.content[0].text);
+      assert.ok(
+        last.content[0].text.includes([OBSERVATION.shown(1), 'Display 1:', '│ [image 64×48, PNG]', 'Display 2:', '│ DataFrame: 2 rows × 2 columns'].join('\n')),
+        last.content[0].text,
+      );
       assert.deepEqual(last.content[1].source, { type: 'base64', media_type: 'image/png', data: PNG[0] });
     });
 
@@ -300,8 +303,8 @@ describe('agent: what the model reads and sees of an execution', function () {
       await plain.agent.run([], 'plot');
       const text = server.turns[1].body.messages.at(-1).content;
       assert.equal(typeof text, 'string');
-      assert.match(text, /Shown to the user \(execution 1\):\nDisplay 1:\n│ \[image 32×24, PNG\]\nDisplay 2:\n│ \[image 20×10, PNG\]/);
-      assert.ok(!text.includes('Nothing was printed'), 'a run that only showed plots did show something');
+      assert.ok(text.includes([OBSERVATION.shown(1), 'Display 1:', '│ [image 32×24, PNG]', 'Display 2:', '│ [image 20×10, PNG]'].join('\n')), text);
+      assert.ok(!text.includes(OBSERVATION.nothing), 'a run that only showed plots did show something');
       assert.match(text, /\[2 images were shown to the user: 32×24 PNG, 20×10 PNG; this model cannot see images\]$/);
     });
   });

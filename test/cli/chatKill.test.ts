@@ -17,6 +17,9 @@ import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { waitFor } from '../support/wait';
+import { RESULT_LOST } from '../../src/core/agent/turnJournal';
+import { CONVERSATION_BUSY } from '../../src/core/agent/conversationLock';
+import { LAST_TURN_INTERRUPTED } from '../../src/cli/chat';
 
 /** A message of an OpenAI-compatible request, as the wire server received it. */
 interface ChatMessage {
@@ -156,7 +159,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     await waitFor(() => transcript().includes('answer so far'), { what: 'the streamed text in the transcript' });
     await kill(child);
     const { messages, stderr } = await continueIt();
-    assert.match(stderr, /the last turn was interrupted/);
+    assert.ok(stderr.includes(LAST_TURN_INTERRUPTED), stderr);
     assert.deepEqual(
       messages.filter((m) => m.role === 'user').map((m) => m.content),
       ['What is the total?', 'And now?'],
@@ -175,7 +178,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     const { messages } = await continueIt();
     const out = results(messages);
     assert.equal(out.length, 1);
-    assert.match(out[0], /Result lost/);
+    assert.ok(out[0].includes(RESULT_LOST), out[0]);
     assertClosed(messages);
   });
 
@@ -192,7 +195,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
       ['slow_lookup'],
     );
     const out = results(messages);
-    assert.match(out[0], /Result lost/);
+    assert.ok(out[0].includes(RESULT_LOST), out[0]);
     assertClosed(messages);
   });
 
@@ -207,7 +210,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     const out = results(messages);
     assert.equal(out.length, 1);
     assert.match(out[0], /42/);
-    assert.doesNotMatch(out[0], /Result lost/);
+    assert.ok(!out[0].includes(RESULT_LOST), out[0]);
     assertClosed(messages);
   });
 
@@ -224,7 +227,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     // The continuation's window is large, so its request carries the whole history rather than a summary of it.
     largeWindow();
     const { messages, stderr } = await continueIt();
-    assert.match(stderr, /the last turn was interrupted/);
+    assert.ok(stderr.includes(LAST_TURN_INTERRUPTED), stderr);
     assert.doesNotMatch(stderr, /damaged|skipped/i);
     assert.deepEqual(
       messages.filter((m) => m.role === 'user').map((m) => String(m.content).slice(0, 17)),
@@ -235,7 +238,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     const out = results(messages);
     assert.equal(out.length, 1);
     assert.ok(out[0].includes('y'.repeat(3000)), 'the completed execution keeps its result');
-    assert.doesNotMatch(out[0], /Result lost/);
+    assert.ok(!out[0].includes(RESULT_LOST), out[0]);
     assertClosed(messages);
     // Nothing in the file is damaged: every line is a whole record, and what the killed run wrote is still there.
     const after = transcript();
@@ -286,7 +289,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
     await waitFor(() => server.turns.length === 2, { what: 'the first process to be in its turn' });
     const second = await runCli(['chat', 'Me too.', '--continue', id, ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws]);
     assert.equal(second.code, 1, second.stderr);
-    assert.ok(second.stderr.includes(`conversation ${id} is open in another process (pid ${holder.pid}); wait for it or continue a copy`), second.stderr);
+    assert.ok(second.stderr.includes(CONVERSATION_BUSY(id, holder.pid!, path.join(storage, `${id}.lock`))), second.stderr);
     assert.equal(server.turns.length, 2, 'the second process sent nothing to the model');
     assert.doesNotMatch(transcript(), /Me too/);
     // Its holder killed, the lock is stale: the next process continues, and the cut-off turn is closed.

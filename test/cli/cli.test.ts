@@ -3,6 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { DECLARATION_PROBLEMS } from '../../src/core/tools/declarations';
+import { formatDeclarationProblem } from '../../src/common/tools';
+import { SETTINGS_FILE_ERRORS } from '../../src/core/config/workspaceFile';
 
 const root = path.resolve(__dirname, '../..');
 const cli = path.join(root, 'dist', 'cli.js');
@@ -90,7 +93,8 @@ describe('codeact CLI', function () {
       writeFileSync(path.join(ws, '.vscode', 'settings.json'), '{ "codeact.tools": [ }');
       const r = codeact(['run', '-', '--workspace', ws], 'return 1');
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /settings\.json:1:\d+: .*Fix the JSON/);
+      assert.match(r.stderr, /settings\.json:1:\d+: /);
+      assert.ok(r.stderr.includes(`. ${SETTINGS_FILE_ERRORS.fixTheJson}`), r.stderr);
     } finally {
       rmSync(ws, { recursive: true, force: true });
     }
@@ -114,8 +118,8 @@ describe('codeact CLI', function () {
       const r = codeact(['tools', '--workspace', ws]);
       assert.equal(r.code, 2);
       assert.match(r.stdout, /^good /m);
-      assert.match(r.stdout, /codeact\.tools\[1\] \(bad name\): "name": "bad name" is not a valid tool name\. Fix: start with a letter/);
-      assert.match(r.stdout, /codeact\.tools\[2\] \(x\): The declaration has no source\. Fix: give exactly one of/);
+      assert.ok(r.stdout.includes(`codeact.tools[1] (bad name): ${formatDeclarationProblem(DECLARATION_PROBLEMS.invalidName('"bad name"'))}`), r.stdout);
+      assert.ok(r.stdout.includes(`codeact.tools[2] (x): ${formatDeclarationProblem(DECLARATION_PROBLEMS.noSource)}`), r.stdout);
     } finally {
       rmSync(ws, { recursive: true, force: true });
     }

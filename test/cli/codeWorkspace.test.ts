@@ -13,6 +13,8 @@ import { pathToFileURL } from 'node:url';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/events';
 import { MAX_WORKSPACE_FOLDERS, pickWorkspaceFolder, readCodeWorkspace } from '../../src/core/config/codeWorkspace';
 import { runCli } from '../support/cli';
+import { IGNORED_SETTINGS } from '../../src/cli/workspace';
+import { SETTINGS_FILE_ERRORS } from '../../src/core/config/workspaceFile';
 
 const where = (folder: string, name = 'where_am_i') => ({
   name,
@@ -97,7 +99,10 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
       bad(JSON.stringify({ folders: Array.from({ length: MAX_WORKSPACE_FOLDERS + 1 }, (_, i) => ({ path: `f${i}` })) })),
       /lists 257 folders; CodeAct reads at most 256/,
     );
-    assert.throws(bad('{ "folders": [ { "path": "a" }'), /app\.code-workspace:1:\d+: .*Fix the JSON/);
+    assert.throws(
+      bad('{ "folders": [ { "path": "a" }'),
+      (e: Error) => /app\.code-workspace:1:\d+: /.test(e.message) && e.message.endsWith(SETTINGS_FILE_ERRORS.fixTheJson),
+    );
     assert.throws(() => readCodeWorkspace(path.join(root, 'missing.code-workspace')), /does not exist/);
   });
 
@@ -161,7 +166,10 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
       json(betaUntrusted).tools.map((t) => t.name),
       ['from_file'],
     );
-    assert.match(betaUntrusted.stderr, /ignoring codeact\.tools from .*beta\/\.vscode\/settings\.json: it is not trusted/);
+    assert.ok(
+      betaUntrusted.stderr.includes(IGNORED_SETTINGS.ignoring('codeact.tools', path.join(beta, '.vscode', 'settings.json'), IGNORED_SETTINGS.notTrusted)),
+      betaUntrusted.stderr,
+    );
     await cli(['trust', beta]);
     const betaTrusted = await cli(['tools', '--json', '--workspace', file, '--folder', 'Beta']);
     assert.deepEqual(
@@ -173,7 +181,7 @@ describe('codeact CLI: a .code-workspace file as --workspace', function () {
     writeFileSync(file, JSON.stringify({ folders: [{ path: 'alpha' }], settings: { 'codeact.tools': [where('changed', 'changed_tool')] } }));
     const changed = await cli(['tools', '--json', '--workspace', file]);
     assert.deepEqual(json(changed).tools, []);
-    assert.match(changed.stderr, /from the settings of .*app\.code-workspace: it changed since you trusted it/);
+    assert.ok(changed.stderr.includes(IGNORED_SETTINGS.ignoring('codeact.tools', `the settings of ${file}`, IGNORED_SETTINGS.fileChanged)), changed.stderr);
   });
 
   it('--workspace DIR keeps its meaning', async () => {

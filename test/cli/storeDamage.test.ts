@@ -13,6 +13,7 @@ import { runCli } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
+import { STORE_MESSAGES } from '../../src/core/agent/transcriptStore';
 
 const KEY = { ANTHROPIC_API_KEY: 'sk-ant-test' };
 
@@ -102,7 +103,7 @@ describe('codeact chat: damaged and strange conversation files', function () {
     writeFileSync(file, original);
     const r = await continued(id);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /1 damaged record in .* \(line 3\) was skipped/);
+    assert.ok(r.stderr.includes(STORE_MESSAGES.skipped(file, [3])), r.stderr);
     keptBeside(id, file, original, r.stderr);
     assert.doesNotMatch(readFileSync(file, 'utf8'), /garbage/);
     assert.match(readFileSync(file, 'utf8'), /What was the code word\?/);
@@ -124,7 +125,7 @@ describe('codeact chat: damaged and strange conversation files', function () {
     assert.match(list.stdout, new RegExp(`${id} .*Remember the code word plum\\..*damaged: its first line`));
     const r = await continued(id);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /first line .* is damaged; it was recovered/);
+    assert.ok(r.stderr.includes(STORE_MESSAGES.firstLineRecovered(file)), r.stderr);
     assert.match(JSON.stringify(server.turns[1].body.messages), /Remember the code word plum/);
     keptBeside(id, file, original, r.stderr);
     // The repaired copy is listed whole, under the title recovered from its first prompt.

@@ -11,6 +11,8 @@ import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/eve
 import { ROOT, runCli } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import { turn } from '../support/wire/turn';
+import { REFUSALS } from '../../src/core/gateway/gateway';
+import { IGNORED_SETTINGS } from '../../src/cli/workspace';
 
 const ECHO_TOOL = {
   name: 'echo',
@@ -55,10 +57,15 @@ describe('codeact CLI: folder trust and the one settings policy', function () {
 
     const untrusted = await cli(['run', '-', '--json', '--workspace', dir], code);
     assert.equal(untrusted.code, 0, untrusted.stderr);
-    assert.match(lastItem(untrusted.stdout).value as string, /Unknown tool "echo"/);
+    assert.ok((lastItem(untrusted.stdout).value as string).includes(REFUSALS.unknownTool('echo')));
     const notices = untrusted.stderr.split('\n').filter((l) => l.includes('ignoring'));
     assert.equal(notices.length, 1, untrusted.stderr);
-    assert.match(notices[0], /ignoring codeact\.sandbox\.kind, codeact\.tools from .*settings\.json: it is not trusted/);
+    assert.ok(
+      notices[0].includes(
+        IGNORED_SETTINGS.ignoring('codeact.sandbox.kind, codeact.tools', path.join(dir, '.vscode', 'settings.json'), IGNORED_SETTINGS.notTrusted),
+      ),
+      notices[0],
+    );
     assert.ok(notices[0].includes(`codeact trust ${JSON.stringify(dir)}`), notices[0]);
     const tools = await cli(['tools', '--json', '--workspace', dir]);
     assert.deepEqual(JSON.parse(tools.stdout).tools, []);
@@ -76,8 +83,8 @@ describe('codeact CLI: folder trust and the one settings policy', function () {
     // A changed settings file needs trust again.
     writeFileSync(path.join(dir, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [ECHO_TOOL, { ...ECHO_TOOL, name: 'echo2' }] }));
     const changed = await cli(['run', '-', '--json', '--workspace', dir], code);
-    assert.match(lastItem(changed.stdout).value as string, /Unknown tool "echo"/);
-    assert.match(changed.stderr, /its settings changed since you trusted it/);
+    assert.ok((lastItem(changed.stdout).value as string).includes(REFUSALS.unknownTool('echo')));
+    assert.ok(changed.stderr.includes(IGNORED_SETTINGS.folderChanged(path.join(dir, '.vscode', 'settings.json'))), changed.stderr);
     assert.match((await cli(['trust', '--list'])).stdout, /settings changed since: trust it again/);
 
     // --trust-workspace and CODEACT_TRUST_WORKSPACE=1 trust it for one command; --revoke forgets it.
@@ -143,6 +150,6 @@ describe('codeact CLI: folder trust and the one settings policy', function () {
     dirs.push(dir);
     const r = await cli(['run', '-', '--json', '--trust-workspace', '--sandbox', 'none', '--workspace', dir], 'await call_tool("say", text=42)');
     assert.equal(r.code, 1, r.stderr);
-    assert.match(lastItem(r.stdout).error!.message, /Invalid arguments for "say": \$\.text must be string/);
+    assert.ok(lastItem(r.stdout).error!.message.includes(`${REFUSALS.invalidArguments('say')} $.text must be string`), lastItem(r.stdout).error!.message);
   });
 });

@@ -16,6 +16,8 @@ import { execCards, noticeLines, wheelTo } from './support/execCards';
 import { useCodeServer } from './support/suite';
 import { throttle } from './support/throttle';
 import { makeWorkspace } from './support/workspace';
+import { REFUSALS } from '../../src/core/gateway/gateway';
+import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 /** UI conditions get at least a minute: the machine is small and shared. */
 const UI = 60_000;
@@ -76,11 +78,14 @@ describe('e2e: text protocol — a model whose server rejects tools, in the chat
       assert.equal(r.body.model, MODEL);
     }
     const third = messagesOf('openai-compatible', requests[2].body);
-    assert.match(third.at(-1)!.text, /^Observation: the code failed with RuntimeError/, 'the failure went back as an observation');
-    assert.match(third.at(-1)!.text, /Invalid arguments for "check_inventory"/);
+    assert.ok(third.at(-1)!.text.startsWith(OBSERVATION.failed('RuntimeError')), 'the failure went back as an observation');
+    assert.ok(third.at(-1)!.text.includes(REFUSALS.invalidArguments('check_inventory')), third.at(-1)!.text);
     const fourth = messagesOf('openai-compatible', requests[3].body);
-    assert.match(fourth.at(-1)!.text, /^Observation: the code ran \(completed\)\.\nPrinted output:\n│ LMP-LED-010 Arc LED Desk Lamp Lyon/);
-    assert.match(fourth.at(-1)!.text, /Returned value: 85/);
+    assert.ok(
+      fourth.at(-1)!.text.startsWith([OBSERVATION.ran('completed'), OBSERVATION.printed, '│ LMP-LED-010 Arc LED Desk Lamp Lyon'].join('\n')),
+      fourth.at(-1)!.text,
+    );
+    assert.ok(fourth.at(-1)!.text.includes(`\n${OBSERVATION.returned('85')}`), fourth.at(-1)!.text);
 
     // The panel: one notice, two code cards (failed, then done) with their tool calls, and the answer.
     const notices = await noticeLines(e2e.panel);

@@ -14,6 +14,7 @@ import { pausedTime, RunClock } from '../../src/core/util/timeout';
 import { findJupyterServer, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
 import { sleep } from '../support/wait';
 import { managedTool } from '../support/managedTool';
+import { REFUSALS } from '../../src/core/gateway/gateway';
 
 function noteTool(): ManagedTool {
   return managedTool({
@@ -120,16 +121,14 @@ describe('pausedTime: what a step spent waiting', () => {
 describe('an unanswered approval is not a deny', () => {
   it('the call fails saying nobody answered, and the record says no_answer, not denied', async () => {
     const gateway = new ToolGateway([noteTool()], { approver: async () => ({ unanswered: 'no answer: the run was stopped' }) });
-    await assert.rejects(
-      gateway.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal),
-      /The call to "send_note" did not run \(no answer: the run was stopped\)\./,
-    );
+    await assert.rejects(gateway.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal), {
+      message: REFUSALS.didNotRun('send_note', 'no answer: the run was stopped'),
+    });
     assert.equal(gateway.records[0].code, 'no_answer');
     const denied = new ToolGateway([noteTool()], { approver: async () => 'denied' });
-    await assert.rejects(
-      denied.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal),
-      /The user denied the call to "send_note"/,
-    );
+    await assert.rejects(denied.call({ itemId: 'exec_1', callId: 'exec_1:1', name: 'send_note', arguments: { text: 'hi' } }, new AbortController().signal), {
+      message: REFUSALS.userDenied('send_note'),
+    });
     assert.equal(denied.records[0].code, 'denied');
   });
 });

@@ -8,7 +8,7 @@ import { formatDeclarationProblem, type DeclarationProblem } from '../../src/com
 import { compileSchema, SchemaError } from '../../src/core/gateway/schema';
 import { closestType } from '../../src/core/gateway/schemaProblems';
 import { formatDeclarationError } from '../../src/core/gateway/toolSet';
-import { loadTools } from '../../src/core/tools/declarations';
+import { DECLARATION_PROBLEMS, loadTools } from '../../src/core/tools/declarations';
 
 /** Words of the validator that must never reach the user. */
 const RAW =
@@ -109,6 +109,15 @@ describe('declaration errors are actionable', () => {
       /"name": "good" is declared twice \(also at codeact\.tools\[0\]\)\. Fix: rename one of them\./,
     );
     assert.match(errorOf(7).text, /The declaration 7 is not an object\. Fix: write an object with "name"/);
+    // The wording above is the loader's one (DECLARATION_PROBLEMS), which the other tests compare against.
+    const cases: [unknown, DeclarationProblem][] = [
+      [{ name: '9 lives', command: ['true'] }, DECLARATION_PROBLEMS.invalidName('"9 lives"')],
+      [{ command: ['true'] }, DECLARATION_PROBLEMS.missingName],
+      [{ name: 'a', command: ['true'], description: 42 }, DECLARATION_PROBLEMS.notText('42')],
+      [{ name: 'a' }, DECLARATION_PROBLEMS.noSource],
+      [7, DECLARATION_PROBLEMS.notAnObject('7')],
+    ];
+    for (const [decl, problem] of cases) assert.ok(errorOf(decl).text.includes(formatDeclarationProblem(problem)), errorOf(decl).text);
   });
 
   it('lists every problem of one declaration, each a sentence of its own', () => {

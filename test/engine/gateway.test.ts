@@ -3,6 +3,7 @@ import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { compileSchema, toJsonPath } from '../../src/core/gateway/schema';
 import { managedTool } from '../support/managedTool';
+import { REFUSALS } from '../../src/core/gateway/gateway';
 
 const base = (over: Partial<ManagedTool>): ManagedTool => managedTool({ invoke: async () => 'ok', ...over });
 const call = (gw: ToolGateway, name: string, args: unknown) =>
@@ -53,7 +54,7 @@ describe('schema validation', () => {
 describe('tool gateway', () => {
   it('rejects unknown tools, naming the tool and the allowed names', async () => {
     const gw = new ToolGateway([base({ name: 'b' }), base({ name: 'a' })]);
-    await assert.rejects(call(gw, 'zzz', {}), /Unknown tool "zzz"\. Allowed tools: a, b\./);
+    await assert.rejects(call(gw, 'zzz', {}), { message: `${REFUSALS.unknownTool('zzz')} ${REFUSALS.allowedTools(['a', 'b'])}` });
     assert.equal(gw.records[0].ok, false);
   });
 
@@ -100,18 +101,18 @@ describe('tool gateway', () => {
     let ran = 0;
     const invoke = async () => ++ran;
     const gw = new ToolGateway([base({ name: 'd', approval: 'deny', invoke }), base({ name: 'q', approval: 'ask', invoke })], { policyOverride: () => 'auto' });
-    await assert.rejects(call(gw, 'd', {}), /denied by its approval policy/);
+    await assert.rejects(call(gw, 'd', {}), (e: Error) => e.message.startsWith(REFUSALS.deniedByPolicy('d')));
     assert.equal(await call(gw, 'q', {}), 1, 'the session override turned ask into auto for q');
     const asked: string[] = [];
     const gw2 = new ToolGateway([base({ name: 'q', approval: 'ask', invoke })], { approver: async (r) => (asked.push(r.tool.name), 'denied') });
-    await assert.rejects(call(gw2, 'q', {}), /The user denied the call to "q"/);
+    await assert.rejects(call(gw2, 'q', {}), { message: REFUSALS.userDenied('q') });
     assert.deepEqual(asked, ['q']);
     const gw3 = new ToolGateway([base({ name: 'q', approval: 'ask', invoke })]);
-    await assert.rejects(call(gw3, 'q', {}), /needs approval, and nobody can approve it here/);
+    await assert.rejects(call(gw3, 'q', {}), { message: REFUSALS.nobodyCanApprove('q') });
   });
 
   it('refuses arguments that are not an object', async () => {
     const gw = new ToolGateway([base({ name: 'a' })]);
-    await assert.rejects(call(gw, 'a', [1, 2]), /\$ must be an object/);
+    await assert.rejects(call(gw, 'a', [1, 2]), { message: REFUSALS.notKeywordArguments('a') });
   });
 });

@@ -6,8 +6,8 @@
 import * as assert from 'node:assert/strict';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
-import { loadTools } from '../../src/core/tools/declarations';
-import { DESCRIBE_TOOL, isDiscoveryCall, SEARCH_TOOLS, TOOL_CATALOG } from '../../src/common/tools';
+import { DECLARATION_PROBLEMS, loadTools } from '../../src/core/tools/declarations';
+import { DESCRIBE_TOOL, formatDeclarationProblem, isDiscoveryCall, SEARCH_TOOLS, TOOL_CATALOG } from '../../src/common/tools';
 import { ToolDiscovery } from '../../src/core/gateway/discovery/toolDiscovery';
 import { ToolDispatcher } from '../../src/core/runtime/toolDispatcher';
 import type { CodeActEvent } from '../../src/common/events';
@@ -195,10 +195,7 @@ describe('reserved discovery calls behind the gateway', () => {
   it('no declared tool can take a reserved name', () => {
     const set = loadTools([{ name: 'codeact.search_tools', command: ['true'] }], { workspace: '/tmp' });
     assert.equal(set.tools.length, 0);
-    assert.match(
-      set.errors[0].message,
-      /"name": "codeact\.search_tools" is not a valid tool name\. Fix: start with a letter and use only letters, digits, "_" and "-"/,
-    );
+    assert.equal(set.errors[0].message, formatDeclarationProblem(DECLARATION_PROBLEMS.invalidName('"codeact.search_tools"')));
     assert.equal(isDiscoveryCall('search_tools'), false);
     assert.equal(isDiscoveryCall(SEARCH_TOOLS), true);
   });

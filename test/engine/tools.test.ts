@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { loadTools } from '../../src/core/tools/declarations';
+import { DECLARATION_PROBLEMS, loadTools } from '../../src/core/tools/declarations';
+import { formatDeclarationProblem } from '../../src/common/tools';
 import { readWorkspaceSettings, codeactSetting } from '../../src/core/config/workspaceFile';
 import { executeToolCodeSpec } from '../../src/core/tools/modelTools';
 
@@ -35,10 +36,10 @@ describe('managed tool declarations', () => {
     );
     const byIndex = new Map(errors.map((e) => [e.index, e.message]));
     assert.deepEqual([...byIndex.keys()], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    assert.match(byIndex.get(1)!, /"name": "ok" is declared twice \(also at codeact\.tools\[0\]\)/);
-    assert.match(byIndex.get(2)!, /"name": "9bad name" is not a valid tool name\. Fix: start with a letter/);
-    assert.match(byIndex.get(3)!, /no source/);
-    assert.match(byIndex.get(4)!, /two sources \(command and http\)/);
+    assert.equal(byIndex.get(1), formatDeclarationProblem(DECLARATION_PROBLEMS.declaredTwice('"ok"', 0)));
+    assert.equal(byIndex.get(2), formatDeclarationProblem(DECLARATION_PROBLEMS.invalidName('"9bad name"')));
+    assert.ok(byIndex.get(3)!.includes(formatDeclarationProblem(DECLARATION_PROBLEMS.noSource)), byIndex.get(3));
+    assert.ok(byIndex.get(4)!.includes(formatDeclarationProblem(DECLARATION_PROBLEMS.twoSources(['command', 'http']))), byIndex.get(4));
     assert.match(byIndex.get(5)!, /In inputSchema, "type": "wat" is not a JSON Schema type/);
     assert.match(byIndex.get(6)!, /external \$ref/);
     assert.match(byIndex.get(7)!, /http\.url.*http\.allowedHosts/s);

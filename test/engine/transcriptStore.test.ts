@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { TranscriptStore, titleFrom } from '../../src/core/agent/transcriptStore';
+import { STORE_MESSAGES, TranscriptStore, titleFrom } from '../../src/core/agent/transcriptStore';
 
 describe('transcript store', () => {
   let dir: string;
@@ -58,7 +58,7 @@ describe('transcript store', () => {
     c.appendItems([{ type: 'message', id: 'u1', role: 'user', text: 'kept' }]);
     appendFileSync(c.file, '{"t":1,"item":{"type":"mess');
     const again = store.open(c.id);
-    assert.match(again.notices.join(' '), /1 damaged record .* \(line 3\) was skipped/);
+    assert.ok(again.notices.includes(STORE_MESSAGES.skipped(c.file, [3])), again.notices.join('\n'));
     again.appendItems([{ type: 'message', id: 'u2', role: 'user', text: 'next' }]);
     assert.match(again.notices.join(' '), /last record .* was cut off .* its 27 bytes are kept in /);
     const aside = readdirSync(dir).filter((n) => n.includes('.torn-'));
@@ -82,7 +82,7 @@ describe('transcript store', () => {
       ['u1', 'u2'],
     );
     assert.equal(again.notices.length, 1);
-    assert.match(again.notices[0], /1 damaged record in .* \(line 3\) was skipped/);
+    assert.equal(again.notices[0], STORE_MESSAGES.skipped(c.file, [3]));
   });
 
   it('a write that fails part way (the disk fills) is cut back to the last whole record and said once', function () {
@@ -108,7 +108,7 @@ describe('transcript store', () => {
       c.appendItems([{ type: 'message', id: 'u2', role: 'user', text: 'x'.repeat(32 * 1024) }]);
       assert.equal(statSync(c.file).size, before, 'cut back to the size before the write');
       const failure = c.takeFailure();
-      assert.match(failure!.message, /This turn was not saved: writing .* failed \(the disk is full\)/);
+      assert.equal(failure!.message, STORE_MESSAGES.notSaved(c.file, 'the disk is full'));
       assert.equal(c.takeFailure(), undefined, 'said once');
       rmSync(path.join(mnt, 'filler'));
       const again = store.open(c.id);

@@ -16,6 +16,7 @@ import { messagesOf, unquoteBlock } from '../support/textWire';
 import { resultsInRequest, startServerFor, wireAgent } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
+import { OBSERVATION } from '../../src/core/agent/textHistory';
 
 const available = !!findJupyterServer();
 if (!available) console.log(`  ${SKIP_MESSAGE}`);
@@ -86,7 +87,7 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     const result = await agent.run([], 'Load the data and tell me what went wrong.');
     assert.equal(result.status, 'completed', JSON.stringify(result.error));
     const observation = messagesOf('openai-compatible', server.turns[1].body).at(-1)!.text;
-    assert.match(observation, /^Observation: the code failed with ValueError:\n│ the data ran out\nPrinted output:\n/);
+    assert.ok(observation.startsWith(`${OBSERVATION.failed('ValueError')}\n│ the data ran out\n${OBSERVATION.printed}\n`), observation);
     const printed = /\nPrinted output:\n([\s\S]*)\nTraceback:\n/.exec(observation)![1];
     assert.equal(printed, quoteBlock(JSON.parse(stored(result.items)[0].output).stdout));
     assertHeadAndTail(`${unquoteBlock(printed)}\n`, full, 20_000);

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { EXECUTE_TOOL_CODE, providerFor, runFailingTurn, startServerFor, userMessage } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { replay } from '../support/wire/turn';
+import { PROVIDER_MESSAGES } from '../../src/core/providers/shared/errors';
 
 const json = (status: number, body: unknown) => replay(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 
@@ -41,7 +42,7 @@ describe('providers: OpenAI-compatible rejections of tools, whatever the wording
       assert.equal(error.code, 'tools_unsupported', error.message);
       assert.equal(error.status, status);
       assert.equal(error.retryable, false);
-      assert.match(error.message, /does not accept tools/);
+      assert.ok(error.message.includes(PROVIDER_MESSAGES.toolsUnsupported), error.message);
       assert.ok(error.message.includes(server.url), 'names the server');
       assert.equal(server.turns.length, 1);
     });

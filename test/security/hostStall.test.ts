@@ -19,6 +19,7 @@ import { processesWithCmdline } from '../../src/core/util/processTree';
 import { loadTools, loadToolsAsync } from '../../src/core/tools/declarations';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
 import { withLag } from './lag';
+import { REFUSALS } from '../../src/core/gateway/gateway';
 
 const hostile = path.resolve(__dirname, '../fixtures/mcp/hostile.mjs');
 const tag = `--tag=codeact-stall-test-${process.pid}-${Date.now()}`;
@@ -63,7 +64,7 @@ describe('security: the host cannot be stalled', function () {
       assert.throws(() => compileSchema({ type: 'string', pattern: '^(a+)\\1$' }), LINEAR_ENGINE);
       const gw = settingsTool({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } });
       const r = await charged('^(a+)+$ against 20,000 "a" and "!"', () => call(gw, 'victim', { s: 'a'.repeat(20_000) + '!' }));
-      assert.match(String(r.error), /Invalid arguments for "victim": \$\.s must match pattern "\^\(a\+\)\+\$"/);
+      assert.ok(String(r.error).includes(`${REFUSALS.invalidArguments('victim')} $.s must match pattern "^(a+)+$"`), String(r.error));
       // Each test of the pattern is charged (length + 1) × program size, the NFA's worst case: linear, within the budget.
       assert.ok(r.units >= 20_001 && r.units <= VALIDATION_BUDGET * 1.25, `the check was charged ${r.units} units`);
     });
@@ -286,7 +287,7 @@ describe('security: the host cannot be stalled', function () {
       const failed = gw.records.at(-1)!;
       assert.equal(failed.ok, false);
       assert.equal(failed.code, 'unknown_tool');
-      assert.match(failed.error!, /Unknown tool "nope"/);
+      assert.ok(failed.error!.includes(REFUSALS.unknownTool('nope')), failed.error);
     });
   });
 

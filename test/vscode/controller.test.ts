@@ -5,6 +5,9 @@ import * as path from 'node:path';
 import { buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
 import { UntrustedWorkspaceError } from '../../src/vscode/controller';
 import { callTool, harness, lmToolDecl, type Harness } from './fakes';
+import { STORE_MESSAGES } from '../../src/core/agent/transcriptStore';
+import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { noKeyMessage } from '../../src/vscode/providers';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -56,7 +59,7 @@ describe('vscode controller (fake seams)', () => {
         if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
       }
       assert.equal(h.apis.errors.length, 1);
-      assert.match(h.apis.errors[0].message, /^CodeAct: No API key for Anthropic/);
+      assert.ok(h.apis.errors[0].message.startsWith(`CodeAct: ${noKeyMessage('anthropic')}`), h.apis.errors[0].message);
       assert.deepEqual(h.apis.errors[0].items, ['Set API Key…']);
       await tick();
       assert.deepEqual(h.apis.ranCommands, ['codeact.setApiKey']);
@@ -248,7 +251,7 @@ describe('vscode controller (fake seams)', () => {
       h.controller.newConversation();
       const reopened = h.controller.openConversation(first);
       assert.equal(reopened.conversation.id, first);
-      assert.match(reopened.notice ?? '', /reopened: its earlier Python session is gone/);
+      assert.ok((reopened.notice ?? '').includes(SESSION_GONE_NOTICE), reopened.notice ?? '');
       assert.equal(ranCodeEvents(h).length, 1, 'its transcript came back');
 
       // A runtime that still holds the session (say a kernel that outlived the switch): no notice.
@@ -280,7 +283,7 @@ describe('vscode controller (fake seams)', () => {
       assert.match(listed.find((c) => c.id === convo.id)!.title, /^first \(damaged: its first line/);
       assert.match(listed.find((c) => c.id === 'c_fifo')!.title, /damaged: .* is a FIFO/);
       const { notice } = h.controller.openConversation(convo.id);
-      assert.match(notice!, /The first line of .* is damaged; it was recovered from the turns\. 1 damaged record in .* \(line 3\) was skipped/);
+      assert.ok(notice!.includes(`${STORE_MESSAGES.firstLineRecovered(convo.file)} ${STORE_MESSAGES.skipped(convo.file, [3])}`), notice);
       // The file as it was is kept beside the repaired copy, and the panel says where; the list then shows it whole.
       const kept = path.join(
         h.controller.store.dir,

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { TranscriptStore, type Conversation } from '../../src/core/agent/transcriptStore';
-import { ConversationMemory, REOPENED_NOTE } from '../../src/vscode/conversationMemory';
+import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 import { BUSY_SWITCH, Conversations, type ConversationsDeps } from '../../src/vscode/conversations';
 
 /** A conversation whose code ran in a local session (its variables die with the session). */
@@ -102,7 +102,7 @@ describe('vscode conversations (fake seams)', () => {
     assert.equal(c.current?.id, first.id);
     assert.deepEqual(f.closed, [open.id], "the left conversation's session is closed");
     assert.equal(f.variables.shown, undefined, 'the variables view shows the reopened conversation');
-    assert.match(notice ?? '', /reopened: its earlier Python session is gone/);
+    assert.ok((notice ?? '').includes(SESSION_GONE_NOTICE), notice ?? '');
     assert.equal(c.sessionNote(first.id), REOPENED_NOTE);
     assert.equal(f.state.get('codeact.openConversation'), first.id);
     assert.ok(f.refreshed > 0 && f.changed > 0);

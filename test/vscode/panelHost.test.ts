@@ -11,6 +11,7 @@ import { PanelHost, type PanelHostDeps } from '../../src/vscode/panelHost';
 import { FileGoneError } from '../../src/vscode/panelOutputs';
 import { MANAGE_TRUST, untrustedMessage } from '../../src/vscode/untrusted';
 import { FakePanelHostApis, harness, type Harness } from './fakes';
+import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 
 const tick = () => new Promise((r) => setImmediate(r));
 const PNG = 'iVBORw0KGgo=';
@@ -192,7 +193,7 @@ describe('vscode panel host (fake seams)', () => {
     );
     await r.send({ type: 'history.open', conversationId: first });
     assert.equal(current()?.id, first);
-    assert.match(r.of('notice')[0].message, /reopened: its earlier Python session is gone/);
+    assert.ok(r.of('notice')[0].message.includes(SESSION_GONE_NOTICE), r.of('notice')[0].message);
 
     r.posted.length = 0;
     await r.send({ type: 'history.clear' });

@@ -15,6 +15,11 @@ import * as path from 'node:path';
 import { randomToken } from '../util/ids';
 import { isAlive, startTimeOf } from '../util/processTree';
 
+/** What the person reads when the conversation is open in another live process. */
+export const CONVERSATION_BUSY = (conversationId: string, pid: number, lockFile: string) =>
+  `conversation ${conversationId} is open in another process (pid ${pid}); wait for it or continue a copy. ` +
+  `If no CodeAct process is using it, delete ${lockFile}.`;
+
 /** The conversation is open in another live process. */
 export class ConversationBusyError extends Error {
   readonly code = 'conversation_busy';
@@ -23,10 +28,7 @@ export class ConversationBusyError extends Error {
     readonly pid: number,
     readonly lockFile: string,
   ) {
-    super(
-      `conversation ${conversationId} is open in another process (pid ${pid}); wait for it or continue a copy. ` +
-        `If no CodeAct process is using it, delete ${lockFile}.`,
-    );
+    super(CONVERSATION_BUSY(conversationId, pid, lockFile));
   }
 }
 

@@ -8,6 +8,9 @@ import type { CodeActEvent } from '../../common/events';
 import { ProviderError } from '../providers/shared/errors';
 import type { EmitFn, Provider, ProviderId } from '../providers/shared/types';
 
+/** What a retry notice adds to the error it retries: the wait and the attempt that follows. */
+export const retryNote = (delayMs: number, attempt: number, of: number) => `Retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt} of ${of}).`;
+
 export interface RetryPolicy {
   maxAttempts: number;
   baseDelayMs: number;
@@ -105,7 +108,7 @@ export class TurnRetries {
           attempt: n,
           delay_ms: delay,
           status: pe.status,
-          message: `${pe.message} Retrying in ${(delay / 1000).toFixed(1)} s (attempt ${n + 1} of ${last}).`,
+          message: `${pe.message} ${retryNote(delay, n + 1, last)}`,
         });
         try {
           await this.sleep(delay, signal);

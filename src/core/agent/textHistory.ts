@@ -49,12 +49,25 @@ interface Summary {
   files?: unknown[];
 }
 
+/** The lines at the margin of an observation (ours; what the code wrote is quoted below them). The tests compare against these. */
+export const OBSERVATION = {
+  failed: (type: string) => `Observation: the code failed with ${type}:`,
+  ran: (status: string) => `Observation: the code ran (${status}).`,
+  printed: 'Printed output:',
+  printedToStderr: 'Printed to stderr:',
+  returned: (json: string) => `Returned value: ${json}`,
+  shown: (execution?: number) => `Shown to the user${execution !== undefined ? ` (execution ${execution})` : ''}:`,
+  filesGiven: 'Files given to the user: ',
+  fixIt: 'Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.',
+  nothing: '(Nothing was printed or returned: print() or return what you need to see.)',
+};
+
 /** The displays and files of a summary, as observation lines (the summary is within the output budget already); their text quoted as data. */
 function outputLines(s: Summary): string[] {
   const lines: string[] = [];
   const displays = Array.isArray(s.displays) ? s.displays.filter((d): d is string => typeof d === 'string') : [];
   if (displays.length) {
-    lines.push(`Shown to the user${typeof s.execution === 'number' ? ` (execution ${s.execution})` : ''}:`);
+    lines.push(OBSERVATION.shown(typeof s.execution === 'number' ? s.execution : undefined));
     displays.forEach((d, i) => lines.push(`Display ${i + 1}:`, quoteBlock(d)));
   }
   const files = Array.isArray(s.files) ? s.files : [];
@@ -64,7 +77,7 @@ function outputLines(s: Summary): string[] {
       const { name, bytes, note } = (f ?? {}) as { name?: unknown; bytes?: unknown; note?: unknown };
       return `${quoteInline(name ?? 'file')}${typeof bytes === 'number' ? ` (${bytes.toLocaleString('en-US')} bytes)` : ''}${typeof note === 'string' ? ` (note: ${quoteInline(note)})` : ''}`;
     });
-    lines.push(`Files given to the user: ${named.join(', ')}`);
+    lines.push(`${OBSERVATION.filesGiven}${named.join(', ')}`);
   }
   return lines;
 }
@@ -85,19 +98,19 @@ export function observationText(output: string, name = EXECUTE_TOOL_CODE): strin
   if (!CODE_TOOLS.has(name) || !s) return `Observation${CODE_TOOLS.has(name) ? '' : ` (${quoteName(name)})`}:\n${quoteBlock(output)}`;
   const lines: string[] = [];
   const err = typeof s.error === 'string' ? { type: 'Error', message: s.error } : s.error;
-  if (err) lines.push(`Observation: the code failed with ${quoteName(err.type ?? 'Error')}:`, quoteBlock(String(err.message ?? '')));
-  else lines.push(`Observation: the code ran (${quoteName(s.status ?? 'completed')}).`);
-  if (typeof s.stdout === 'string' && s.stdout) lines.push('Printed output:', quoteBlock(s.stdout));
-  if (typeof s.stderr === 'string' && s.stderr) lines.push('Printed to stderr:', quoteBlock(s.stderr));
+  if (err) lines.push(OBSERVATION.failed(quoteName(err.type ?? 'Error')), quoteBlock(String(err.message ?? '')));
+  else lines.push(OBSERVATION.ran(quoteName(s.status ?? 'completed')));
+  if (typeof s.stdout === 'string' && s.stdout) lines.push(OBSERVATION.printed, quoteBlock(s.stdout));
+  if (typeof s.stderr === 'string' && s.stderr) lines.push(OBSERVATION.printedToStderr, quoteBlock(s.stderr));
   if (!err && 'value' in s) {
     if (s.value_truncated && typeof s.value === 'string') lines.push('Returned value (its JSON, cut):', quoteBlock(s.value));
-    else lines.push(`Returned value: ${jsonData(s.value ?? null)}`);
+    else lines.push(OBSERVATION.returned(jsonData(s.value ?? null)));
   }
   lines.push(...outputLines(s));
   if (typeof s.images === 'number' && s.images) lines.push(`(${s.images} image${s.images === 1 ? '' : 's'} shown to the user.)`);
   if (typeof err?.traceback === 'string' && err.traceback) lines.push('Traceback:', quoteBlock(err.traceback));
-  if (err) lines.push('Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.');
-  else if (!s.stdout && s.value === null && !s.displays?.length) lines.push('(Nothing was printed or returned: print() or return what you need to see.)');
+  if (err) lines.push(OBSERVATION.fixIt);
+  else if (!s.stdout && s.value === null && !s.displays?.length) lines.push(OBSERVATION.nothing);
   return lines.join('\n');
 }
 

@@ -34,6 +34,16 @@ interface ConversationMeta {
 }
 
 /** A conversation as the store lists it: its meta, when it last changed, how many turns it has. */
+
+/** What the store tells the person about a damaged or unwritable file; the tests compare against these. */
+export const STORE_MESSAGES = {
+  notSaved: (file: string, why: string) =>
+    `This turn was not saved: writing ${file} failed (${why}). The turns before it are kept. Free some space; the next turn is saved again.`,
+  skipped: (file: string, lines: readonly number[]) =>
+    `${lines.length} damaged record${lines.length > 1 ? 's' : ''} in ${file} (line ${lines.slice(0, 5).join(', ') + (lines.length > 5 ? ', …' : '')}) ${lines.length > 1 ? 'were' : 'was'} skipped; the rest of the conversation is kept.`,
+  firstLineRecovered: (file: string) => `The first line of ${file} (the conversation's title and settings) is damaged; it was recovered from the turns.`,
+};
+
 export interface ListedConversation extends ConversationMeta {
   updatedAt: number;
   turns: number;
@@ -78,7 +88,7 @@ export class TranscriptStore {
       if (!parsed.events.length && !parsed.items.length)
         throw new TranscriptFileError(`${file} is not a CodeAct conversation (no record in it parses). Move it aside.`);
       meta = recoveredMeta(id, parsed.events, file);
-      notices.unshift(`The first line of ${file} (the conversation's title and settings) is damaged; it was recovered from the turns.`);
+      notices.unshift(STORE_MESSAGES.firstLineRecovered(file));
     }
     for (const patch of parsed.patches) meta = { ...meta, ...patch };
     const convo = new Conversation(file, meta, parsed.events, parsed.items, { seen: wholeEnd(bytes), ino });
@@ -291,7 +301,7 @@ export class Conversation {
               : (e as Error).message;
       this.failure = {
         file: this.file,
-        message: `This turn was not saved: writing ${this.file} failed (${why}). The turns before it are kept. Free some space; the next turn is saved again.`,
+        message: STORE_MESSAGES.notSaved(this.file, why),
       };
     }
   }
@@ -369,12 +379,7 @@ function parseLines(text: string, file: string) {
   });
   const damaged = !meta || bad.some((n) => n < lines.length || !torn);
   const firstBad = bad[0] === 1 ? bad.slice(1) : bad;
-  if (firstBad.length) {
-    const shown = firstBad.slice(0, 5).join(', ') + (firstBad.length > 5 ? ', …' : '');
-    notices.push(
-      `${firstBad.length} damaged record${firstBad.length > 1 ? 's' : ''} in ${file} (line ${shown}) ${firstBad.length > 1 ? 'were' : 'was'} skipped; the rest of the conversation is kept.`,
-    );
-  }
+  if (firstBad.length) notices.push(STORE_MESSAGES.skipped(file, firstBad));
   return { meta, events, items, patches, notices, whole, torn, damaged };
 }
 

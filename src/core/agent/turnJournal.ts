@@ -21,17 +21,20 @@ import { repairDamaged, type Conversation } from './transcriptStore';
 const CRASHED_MESSAGE = 'Interrupted: CodeAct ended (killed, crashed or VS Code closed) while this turn ran. What completed before is kept.';
 
 /** The output of a call whose result was never saved. */
-const RESULT_LOST =
+export const RESULT_LOST =
   'Result lost: CodeAct ended (it was killed or crashed) while this call ran, so its result was never recorded. The call may or may not have taken effect; check before repeating it.';
 
 /** Characters of the cut-off answer the note quotes back. */
 const PARTIAL_MAX = 4000;
 
+/** How the note the model reads after an interrupted turn begins. */
+export const INTERRUPTED_NOTE =
+  '[CodeAct note: this turn was interrupted: the process running it ended before the turn finished. The steps above completed; anything after them was lost.';
+
 /** The note the model reads after an interrupted turn. */
 function interruptedNote(partial: string): string {
   return (
-    '[CodeAct note: this turn was interrupted: the process running it ended before the turn finished. The steps above completed; ' +
-    'anything after them was lost.' +
+    INTERRUPTED_NOTE +
     // The cut-off text is the model's own, quoted as data (a JSON string) so it cannot start a line of the note.
     (partial ? ` The answer had begun with: ${quoteInline(partial, PARTIAL_MAX)}]` : ']')
   );

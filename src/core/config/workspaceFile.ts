@@ -98,6 +98,15 @@ function readGrown(fd: number, file: string, first: Buffer, maxBytes: number): B
   }
 }
 
+/** What a settings file that cannot be read is told as; the tests compare against these. */
+export const SETTINGS_FILE_ERRORS = {
+  notRegular: (file: string, kind: string) =>
+    `${file} is ${kind}, not a regular file; CodeAct reads settings only from regular files. Replace it with a JSON file, or remove it.`,
+  tooLarge: (file: string, mib: number) =>
+    `${file} is larger than ${mib} MiB, CodeAct's limit for a settings file. Make it smaller (move large tool schemas into fewer declarations).`,
+  fixTheJson: 'Fix the JSON in this file and try again.',
+};
+
 function notRegular(file: string, st: Stats): SettingsError {
   const kind = st.isFIFO()
     ? 'a named pipe (FIFO)'
@@ -108,15 +117,11 @@ function notRegular(file: string, st: Stats): SettingsError {
         : st.isSocket()
           ? 'a socket'
           : 'not a regular file';
-  return new SettingsError(
-    `${file} is ${kind}, not a regular file; CodeAct reads settings only from regular files. Replace it with a JSON file, or remove it.`,
-  );
+  return new SettingsError(SETTINGS_FILE_ERRORS.notRegular(file, kind));
 }
 
 function tooLarge(file: string, maxBytes: number): SettingsError {
-  return new SettingsError(
-    `${file} is larger than ${maxBytes / (1024 * 1024)} MiB, CodeAct's limit for a settings file. Make it smaller (move large tool schemas into fewer declarations).`,
-  );
+  return new SettingsError(SETTINGS_FILE_ERRORS.tooLarge(file, maxBytes / (1024 * 1024)));
 }
 
 export function readSettingsFile(file: string): Record<string, unknown> {
@@ -130,7 +135,7 @@ export function readSettingsFile(file: string): Record<string, unknown> {
     const before = text.slice(0, e.offset);
     const line = before.split('\n').length;
     const col = e.offset - before.lastIndexOf('\n');
-    throw new SettingsError(`${file}:${line}:${col}: ${printParseErrorCode(e.error)}. Fix the JSON in this file and try again.`);
+    throw new SettingsError(`${file}:${line}:${col}: ${printParseErrorCode(e.error)}. ${SETTINGS_FILE_ERRORS.fixTheJson}`);
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new SettingsError(`${file} must contain a JSON object.`);
   return value as Record<string, unknown>;

@@ -50,6 +50,19 @@ const MAX_RECORDS = 200;
 /** Caps on a tool's result, checked before it is serialised or validated (its size: `maxResultBytes`). */
 const RESULT_SHAPE = { maxDepth: MAX_VALUE_DEPTH, maxKeys: 250_000 };
 
+/** What the gateway tells the code when it refuses a call: one wording, which the tests compare against. */
+export const REFUSALS = {
+  unknownTool: (name: string) => `Unknown tool "${name}".`,
+  allowedTools: (names: readonly string[]) => `Allowed tools: ${names.join(', ')}.`,
+  invalidArguments: (name: string) => `Invalid arguments for "${name}":`,
+  notKeywordArguments: (name: string) => `${REFUSALS.invalidArguments(name)} $ must be an object of keyword arguments.`,
+  deniedByPolicy: (name: string) => `The tool "${name}" is denied by its approval policy`,
+  nobodyCanApprove: (name: string) =>
+    `The tool "${name}" needs approval, and nobody can approve it here. Run it in a terminal (the CLI then asks) or in VS Code, or set its "approval" to "auto".`,
+  didNotRun: (name: string, unanswered: string) => `The call to "${name}" did not run (${unanswered}).`,
+  userDenied: (name: string) => `The user denied the call to "${name}".`,
+};
+
 export interface ApprovalRequest {
   tool: ManagedTool;
   arguments: Record<string, unknown>;
@@ -259,10 +272,10 @@ export class ToolGateway {
           .map((e) => `"${e.name}"`)
           .join(', ')}${broken.length > 20 ? ` and ${broken.length - 20} more` : ''} (calling one says why).`
       : '';
-    if (allowed.length) return `Unknown tool "${name}". Allowed tools: ${allowed.join(', ')}.${notLoaded}`;
+    if (allowed.length) return `${REFUSALS.unknownTool(name)} ${REFUSALS.allowedTools(allowed)}${notLoaded}`;
     if (unusable.length)
-      return `Unknown tool "${name}". No managed tool could be loaded: ${unusable.length} declaration${unusable.length === 1 ? '' : 's'} in codeact.tools failed.${notLoaded}`;
-    return `Unknown tool "${name}". No managed tools are declared (codeact.tools in .vscode/settings.json).`;
+      return `${REFUSALS.unknownTool(name)} No managed tool could be loaded: ${unusable.length} declaration${unusable.length === 1 ? '' : 's'} in codeact.tools failed.${notLoaded}`;
+    return `${REFUSALS.unknownTool(name)} No managed tools are declared (codeact.tools in .vscode/settings.json).`;
   }
 
   private async run(request: ToolCallRequest, signal: AbortSignal, facts: CallFacts): Promise<unknown> {
@@ -271,7 +284,7 @@ export class ToolGateway {
     if (!entry) throw new ToolError(this.unknownTool(name), 'unknown_tool');
     const args = request.arguments;
     if (!args || typeof args !== 'object' || Array.isArray(args)) {
-      throw new ToolError(`Invalid arguments for "${name}": $ must be an object of keyword arguments.`, 'invalid_arguments');
+      throw new ToolError(REFUSALS.notKeywordArguments(name), 'invalid_arguments');
     }
     const shape = measureShape(args, this.argumentLimits);
     facts.argumentBytes = shape.bytes;
@@ -283,7 +296,7 @@ export class ToolGateway {
       );
     }
     const problems = validate(entry.input, args, `The arguments for "${name}" are too costly to check against its input schema`);
-    if (problems.length) throw new ToolError(`Invalid arguments for "${name}": ${problems.join('; ')}.`, 'invalid_arguments');
+    if (problems.length) throw new ToolError(`${REFUSALS.invalidArguments(name)} ${problems.join('; ')}.`, 'invalid_arguments');
 
     const { tool } = entry;
     // The one precedence table (gateway/approvalPolicy): the tool's facts, and the person's allowances now.
@@ -294,7 +307,7 @@ export class ToolGateway {
       throw new ToolError(
         decision.tightened
           ? `The tool "${name}" is denied: ${decision.because}. To allow it, declare it in your user settings, or change your codeact.approval.default.`
-          : `The tool "${name}" is denied by its approval policy (${decision.because}). Change "approval" in codeact.tools to allow it.`,
+          : `${REFUSALS.deniedByPolicy(name)} (${decision.because}). Change "approval" in codeact.tools to allow it.`,
         'denied',
       );
     }
@@ -304,7 +317,7 @@ export class ToolGateway {
         throw new ToolError(
           decision.tightened
             ? `The tool "${name}" needs approval (${decision.because}), and nobody can approve it here. Run it in a terminal (the CLI then asks) or in VS Code, or declare it in your user settings.`
-            : `The tool "${name}" needs approval, and nobody can approve it here. Run it in a terminal (the CLI then asks) or in VS Code, or set its "approval" to "auto".`,
+            : REFUSALS.nobodyCanApprove(name),
           'denied',
         );
       }
@@ -320,10 +333,10 @@ export class ToolGateway {
       }
       if (typeof answer === 'object') {
         this.options.log?.(`approval: ${name}: ${answer.unanswered}`);
-        throw new ToolError(`The call to "${name}" did not run (${answer.unanswered}).`, 'no_answer');
+        throw new ToolError(REFUSALS.didNotRun(name, answer.unanswered), 'no_answer');
       }
       this.options.log?.(`approval: ${name} ${answer} by the user`);
-      if (answer === 'denied') throw new ToolError(`The user denied the call to "${name}".`, 'denied');
+      if (answer === 'denied') throw new ToolError(REFUSALS.userDenied(name), 'denied');
     }
     if (signal.aborted) throw new ToolError('The run was stopped.', 'failed');
     // A form the tool's server asks the person to fill in waits like an approval: the clocks stop meanwhile.

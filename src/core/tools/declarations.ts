@@ -11,6 +11,36 @@ import { resolveTools, TOOL_SOURCES, type DeclarationContext } from './toolSourc
 
 const DEFAULT_INPUT_SCHEMA = { type: 'object', additionalProperties: false, properties: {} };
 
+/** The problems of a declaration's own fields (formatDeclarationProblem words them); the tests compare against these. */
+export const DECLARATION_PROBLEMS = {
+  notAnObject: (shown: string): DeclarationProblem => ({
+    reason: `The declaration ${shown} is not an object`,
+    fix: 'write an object with "name", "description", "inputSchema" and one source, for example {"name": "search", "command": ["python3", "tools/search.py"]}',
+  }),
+  missingName: { field: 'name', reason: 'is missing', fix: 'give the tool a name, for example "name": "search_orders"' } satisfies DeclarationProblem,
+  invalidName: (value: string): DeclarationProblem => ({
+    field: 'name',
+    value,
+    reason: 'is not a valid tool name',
+    fix: 'start with a letter and use only letters, digits, "_" and "-" (at most 64 characters), for example "search_orders"',
+  }),
+  declaredTwice: (value: string, first: number): DeclarationProblem => ({
+    field: 'name',
+    value,
+    reason: `is declared twice (also at codeact.tools[${first}])`,
+    fix: 'rename one of them',
+  }),
+  noSource: {
+    reason: 'The declaration has no source',
+    fix: `give exactly one of ${TOOL_SOURCE_KINDS.map((s) => `"${s}"`).join(', ')}`,
+  } satisfies DeclarationProblem,
+  twoSources: (sources: readonly string[]): DeclarationProblem => ({
+    reason: `The declaration has two sources (${sources.join(' and ')})`,
+    fix: 'keep exactly one',
+  }),
+  notText: (value: string): DeclarationProblem => ({ field: 'description', value, reason: 'is not text', fix: 'write the description as a string' }),
+};
+
 export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
   const errors: DeclarationError[] = [];
   const tools: ManagedTool[] = [];
@@ -23,32 +53,19 @@ export function loadTools(raw: unknown, ctx: DeclarationContext): ToolSet {
     const problems: DeclarationProblem[] = [];
     const say = (reason: string) => problems.push({ reason });
     if (!decl || typeof decl !== 'object' || Array.isArray(decl)) {
-      const reason = `The declaration ${clip(JSON.stringify(decl) ?? String(decl), 80)} is not an object`;
-      const fix =
-        'write an object with "name", "description", "inputSchema" and one source, for example {"name": "search", "command": ["python3", "tools/search.py"]}';
-      errors.push({ index, message: formatDeclarationProblem({ reason, fix }), problems: [{ reason, fix }] });
+      const problem = DECLARATION_PROBLEMS.notAnObject(clip(JSON.stringify(decl) ?? String(decl), 80));
+      errors.push({ index, message: formatDeclarationProblem(problem), problems: [problem] });
       return;
     }
     const d = decl as ToolDeclaration;
     const name = typeof d.name === 'string' ? d.name : undefined;
-    if (d.name === undefined) problems.push({ field: 'name', reason: 'is missing', fix: 'give the tool a name, for example "name": "search_orders"' });
-    else if (!name || !TOOL_NAME_PATTERN.test(name)) {
-      const fix = 'start with a letter and use only letters, digits, "_" and "-" (at most 64 characters), for example "search_orders"';
-      problems.push({ field: 'name', value: clip(JSON.stringify(d.name), 80), reason: 'is not a valid tool name', fix });
-    } else if (seen.has(name))
-      problems.push({
-        field: 'name',
-        value: JSON.stringify(name),
-        reason: `is declared twice (also at codeact.tools[${seen.get(name)}])`,
-        fix: 'rename one of them',
-      });
+    if (d.name === undefined) problems.push(DECLARATION_PROBLEMS.missingName);
+    else if (!name || !TOOL_NAME_PATTERN.test(name)) problems.push(DECLARATION_PROBLEMS.invalidName(clip(JSON.stringify(d.name), 80)));
+    else if (seen.has(name)) problems.push(DECLARATION_PROBLEMS.declaredTwice(JSON.stringify(name), seen.get(name)!));
     const sources = TOOL_SOURCE_KINDS.filter((s) => d[s] !== undefined);
-    const oneOf = TOOL_SOURCE_KINDS.map((s) => `"${s}"`).join(', ');
-    if (sources.length === 0) problems.push({ reason: 'The declaration has no source', fix: `give exactly one of ${oneOf}` });
-    if (sources.length > 1) problems.push({ reason: `The declaration has two sources (${sources.join(' and ')})`, fix: 'keep exactly one' });
-    if (d.description !== undefined && typeof d.description !== 'string') {
-      problems.push({ field: 'description', value: clip(JSON.stringify(d.description), 80), reason: 'is not text', fix: 'write the description as a string' });
-    }
+    if (sources.length === 0) problems.push(DECLARATION_PROBLEMS.noSource);
+    if (sources.length > 1) problems.push(DECLARATION_PROBLEMS.twoSources(sources));
+    if (d.description !== undefined && typeof d.description !== 'string') problems.push(DECLARATION_PROBLEMS.notText(clip(JSON.stringify(d.description), 80)));
     for (const key of ['inputSchema', 'outputSchema'] as const) {
       if (d[key] === undefined) continue;
       try {

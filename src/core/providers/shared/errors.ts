@@ -90,7 +90,7 @@ const DEFAULT_RETRYABLE: Record<ProviderErrorCode, boolean> = {
 const SET_KEY_COMMAND = 'CodeAct: Set API Key…';
 
 /** Where to set the key, for messages. */
-function keyHint(provider: ProviderId): string {
+export function keyHint(provider: ProviderId): string {
   const vars = providerInfo(provider).keyEnv.join(' or ');
   return `Set ${vars} in the environment (CLI), or run "${SET_KEY_COMMAND}" in VS Code`;
 }
@@ -185,12 +185,33 @@ export function toProviderError(err: unknown, ctx: ErrorContext): ProviderError 
   });
 }
 
-export function streamCut(ctx: ErrorContext, cause?: unknown, what = 'The connection was cut'): ProviderError {
+/** The wording of the provider errors below (stalls, cuts, tool support, limits), which the tests compare against. */
+export const PROVIDER_MESSAGES = {
+  /** The end of a cut stream's message; `what` says how it was cut. */
+  cut: (what: string, who: string) => `${what} before ${who} finished its response. What arrived before the cut is kept; try again.`,
+  connectionCut: 'The connection was cut',
+  noResponse: (server: string, secs: string) => `The model did not start answering: ${server} sent no response within ${secs} of the request. `,
+  headersOnly: (secs: string, who: string) =>
+    `The model stopped sending for ${secs} after the response started: ${who} sent its headers and then nothing, so CodeAct closed the request. `,
+  silentAfter: (secs: string, events: number, who: string) =>
+    `The model stopped sending for ${secs} after its last event (${events} event${events === 1 ? '' : 's'} in): ${who} sent nothing more, so CodeAct closed the request. What arrived before is kept. `,
+  firstByteFix: (secs: string) => `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer`,
+  idleFix: (secs: string) => `Try again, or raise codeact.modelStream.idleTimeoutSeconds (now ${secs}) if the model pauses longer.`,
+  rateLimiting: 'is rate-limiting requests',
+  serverError: (http: string) => `had a server error${http}`,
+  usuallyTemporary: 'This is usually temporary: try again shortly.',
+  toolsUnsupported: 'does not accept tools (function calling)',
+  toolSupportFix:
+    'CodeAct needs function calling to run code. Pick a model with tool support (for example qwen2.5-coder or llama3.1 on Ollama), ' +
+    'start vLLM with --enable-auto-tool-choice --tool-call-parser <parser>, or llama-server with --jinja.',
+};
+
+export function streamCut(ctx: ErrorContext, cause?: unknown, what = PROVIDER_MESSAGES.connectionCut): ProviderError {
   const label = providerInfo(ctx.provider).who;
   return new ProviderError({
     code: 'stream_cut',
     provider: ctx.provider,
-    message: `${what} before ${label} finished its response. What arrived before the cut is kept; try again.`,
+    message: PROVIDER_MESSAGES.cut(what, label),
     detail: cause !== undefined ? messageOf(cause) : undefined,
     cause,
   });
@@ -206,12 +227,10 @@ export function streamStalled(ctx: ErrorContext, stall: Stall): ProviderError {
   const where = ctx.baseURL ? ` at ${ctx.baseURL}` : '';
   const message =
     stall.kind === 'first_byte'
-      ? `The model did not start answering: ${label}${where} sent no response within ${secs} of the request. ` +
-        `Try again, or raise codeact.modelStream.firstByteTimeoutSeconds (now ${secs}) if the server needs longer${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
-      : (stall.events === 0
-          ? `The model stopped sending for ${secs} after the response started: ${label} sent its headers and then nothing, so CodeAct closed the request. `
-          : `The model stopped sending for ${secs} after its last event (${stall.events} event${stall.events === 1 ? '' : 's'} in): ${label} sent nothing more, so CodeAct closed the request. What arrived before is kept. `) +
-        `Try again, or raise codeact.modelStream.idleTimeoutSeconds (now ${secs}) if the model pauses longer.`;
+      ? PROVIDER_MESSAGES.noResponse(`${label}${where}`, secs) +
+        `${PROVIDER_MESSAGES.firstByteFix(secs)}${providerInfo(ctx.provider).localServer ? ' (a local server may first load the model)' : ''}.`
+      : (stall.events === 0 ? PROVIDER_MESSAGES.headersOnly(secs, label) : PROVIDER_MESSAGES.silentAfter(secs, stall.events, label)) +
+        PROVIDER_MESSAGES.idleFix(secs);
   return new ProviderError({ code: 'stream_stalled', provider: ctx.provider, message, retryLimit: 1 });
 }
 
@@ -242,7 +261,7 @@ function fromStatus(said: SdkErrorReading, err: unknown, ctx: ErrorContext): Pro
       ...base,
       code: 'rate_limit',
       retryAfterMs,
-      message: `${label} is rate-limiting requests${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.`,
+      message: `${label} ${PROVIDER_MESSAGES.rateLimiting}${http}${d}.${when} Wait a minute and try again, or check your plan's limits and quota.`,
     });
   }
   if (status === 413 || kind === 'too_long' || said.tooLong) {
@@ -270,7 +289,7 @@ function fromStatus(said: SdkErrorReading, err: unknown, ctx: ErrorContext): Pro
       ...base,
       code: 'server',
       retryAfterMs,
-      message: `${label} had a server error${http}${d}. This is usually temporary: try again shortly.`,
+      message: `${label} ${PROVIDER_MESSAGES.serverError(http)}${d}. ${PROVIDER_MESSAGES.usuallyTemporary}`,
     });
   }
   if (status === undefined && /stream|ended|terminated/i.test(detail)) {
@@ -292,10 +311,7 @@ export function toolsUnsupportedError(ctx: ErrorContext, detail: string | undefi
     status,
     detail,
     cause,
-    message:
-      `${model}${where} does not accept tools (function calling)${detail ? `: ${short(detail)}` : ''}. ` +
-      'CodeAct needs function calling to run code. Pick a model with tool support (for example qwen2.5-coder or llama3.1 on Ollama), ' +
-      'start vLLM with --enable-auto-tool-choice --tool-call-parser <parser>, or llama-server with --jinja.',
+    message: `${model}${where} ${PROVIDER_MESSAGES.toolsUnsupported}${detail ? `: ${short(detail)}` : ''}. ${PROVIDER_MESSAGES.toolSupportFix}`,
   });
 }
 
