@@ -12,7 +12,7 @@ import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/r
 import { cliSettingsReader, readSettingsFile } from '../../src/core/config/workspaceFile';
 import { vscodeReader } from '../../src/vscode/settingsReader';
 import { PROVIDER_IDS } from '../../src/core/providers/registry';
-import { DEFAULT_JUPYTER_SETTINGS } from '../../src/core/runtime/jupyter/kernelPool';
+import { DEFAULT_JUPYTER_SETTINGS } from '../../src/core/runtime/types';
 import { DEFAULT_SESSIONS } from '../../src/core/runtime/local/sessionPool';
 
 const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../package.json'), 'utf8'));

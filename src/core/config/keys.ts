@@ -27,8 +27,7 @@ import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { DEFAULT_OUTPUT_CHARS } from '../../common/outputBudget';
 import { DEFAULT_IMAGE_BUDGET } from '../providers/shared/types';
 import { DEFAULT_STREAM_BOUNDS } from '../providers/shared/watchdog';
-import { DEFAULT_LIMITS, DEFAULT_SANDBOX_LIMITS } from '../runtime/types';
-import { DEFAULT_JUPYTER_SETTINGS } from '../runtime/jupyter/kernelPool';
+import { DEFAULT_JUPYTER_SETTINGS, DEFAULT_LIMITS, DEFAULT_SANDBOX_LIMITS } from '../runtime/types';
 import { DEFAULT_SESSIONS } from '../runtime/local/sessionPool';
 import { DEFAULT_INLINE_LIMIT } from '../tools/modelTools';
 

@@ -145,6 +145,9 @@ export interface RuntimeLimits {
 /** Largest protocol frame a guest or kernel may send the host (a call_tool's arguments), unless configured. */
 export const DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
+/** The kernel and the session policy without a setting (`jupyter.kernelName`, `jupyter.sessionPolicy` read them: ../config/keys.ts). */
+export const DEFAULT_JUPYTER_SETTINGS = { kernelName: 'python3', sessionPolicy: 'conversation' } as const;
+
 /** The sandbox's resource limits unless configured: the default of codeact.sandbox.limits (config/keys.ts reads it here). */
 export const DEFAULT_SANDBOX_LIMITS = {
   memory: '2g',

@@ -18,6 +18,7 @@ import { ArtifactStore } from '../artifacts';
 import { KernelConnection } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem } from '../../../common/events';
 import {
+  DEFAULT_JUPYTER_SETTINGS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_FRAME_BYTES,
   type ExecuteOptions,
@@ -39,7 +40,7 @@ import {
 } from './connection';
 import { JupyterRun } from './jupyterRun';
 import { KernelHandle, waitForKernel } from './kernelHandle';
-import { DEFAULT_JUPYTER_SETTINGS, type JupyterSessionPolicy, type JupyterSettings, type KernelPool } from './kernelPool';
+import type { JupyterSessionPolicy, JupyterSettings, KernelPool } from './kernelPool';
 import { formatDuration } from '../../../common/format';
 
 export interface JupyterRuntimeOptions {

@@ -10,9 +10,6 @@ import type { ArtifactStore } from '../artifacts';
 
 export type JupyterSessionPolicy = 'conversation' | 'execution';
 
-/** The kernel and the session policy without a setting (`jupyter.kernelName`, `jupyter.sessionPolicy` read them: ../../config/keys.ts). */
-export const DEFAULT_JUPYTER_SETTINGS = { kernelName: 'python3', sessionPolicy: 'conversation' } as const satisfies Partial<JupyterSettings>;
-
 export interface JupyterSettings {
   kernelName: string;
   kernelEnv?: Record<string, string>;
