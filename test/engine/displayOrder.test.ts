@@ -15,7 +15,7 @@ import { DEFAULT_LIMITS } from '../../src/core/runtime/types';
 
 function newRun(): { run: GuestRun; events: CodeActEvent[] } {
   const events: CodeActEvent[] = [];
-  const run = new GuestRun(1, { code: '' }, { onEvent: (e) => events.push(e) }, DEFAULT_LIMITS, 'exec_t');
+  const run = new GuestRun(1, { code: '' }, { onEvent: (e) => events.push(e) }, DEFAULT_LIMITS, 'exec_t', 1000);
   return { run, events };
 }
 
@@ -70,7 +70,7 @@ describe('rich outputs on the local guest: order, caps, files (host side)', () =
     run.onOutput('stderr', Buffer.from(end(run)));
     assert.ok(run.ended.stdout && run.ended.stderr);
     run.endOutput();
-    const outputs = run.output.outputs();
+    const outputs = run.out.outputs();
     assert.deepEqual(
       outputs.map((o) => (o.type === 'logs' ? `logs:${o.logs}` : o.type === 'display' ? `display:${String(o.data['image/png'])}` : o.type)),
       ['logs:one\n', 'display:p1', 'logs:two\n', 'display:p2', 'logs:three\n'],
@@ -113,7 +113,7 @@ describe('rich outputs on the local guest: order, caps, files (host side)', () =
     run.onDisplay(2, { ...png('v2'), display_id: 'd1' }, { stdout: true, stderr: false }, true);
     assert.deepEqual(trace(events), ['out:x\n', 'display:v1', 'out:y\n', 'display:v2(update)']);
     run.endOutput();
-    const outputs = run.output.outputs().map((o) => (o.type === 'logs' ? o.logs : o.type === 'display' ? String(o.data['image/png']) : o.type));
+    const outputs = run.out.outputs().map((o) => (o.type === 'logs' ? o.logs : o.type === 'display' ? String(o.data['image/png']) : o.type));
     assert.deepEqual(outputs, ['x\n', 'v2', 'y\n']);
   });
 

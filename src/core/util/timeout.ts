@@ -25,13 +25,13 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, makeError: () =>
  * at most once, when the running time reaches `ms`.
  */
 /** The time and the timers a clock reads (replaced in tests, so that they need no real waiting). */
-interface ClockSource {
+export interface ClockSource {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
 
-const REAL_CLOCK: ClockSource = {
+export const REAL_CLOCK: ClockSource = {
   now: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),

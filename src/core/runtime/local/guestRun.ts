@@ -2,13 +2,12 @@
  * The state of one execution on a local guest: its output as it streams (capped, and cut at the run's end
  * token on stdout and stderr), its tool calls, its result or failure, and when it is over.
  */
-import type { CodeActEvent, DisplayOutput, ExecutionError, StreamName } from '../../../common/events';
-import { DisplayBudget } from '../displays';
-import { OutputCapture, safeEmit, type Completion } from '../execution';
+import type { DisplayOutput, ExecutionError, StreamName } from '../../../common/events';
+import type { Completion } from '../execution';
+import { RunSkeleton } from '../runSkeleton';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { randomToken } from '../../util/ids';
-import { RunClock } from '../../util/timeout';
 
 const MARKER_PREFIX = Buffer.from('\u0000codeact-');
 /** Digits of a display marker's sequence number, at most. */
@@ -110,15 +109,9 @@ interface StreamState {
 const MAX_HELD_BYTES = 4 * 1024 * 1024;
 
 /** One execution on a guest: its output (up to the end token of each stream), tool calls, result and failure. */
-export class GuestRun {
-  readonly itemId: string;
-  readonly emit: (event: CodeActEvent) => void;
-  readonly started = performance.now();
-  readonly output: OutputCapture;
+export class GuestRun extends RunSkeleton {
   readonly tools: ToolDispatcher;
   readonly toolAbort = new AbortController();
-  /** The run's timeout; it stops counting while the person decides an approval. */
-  readonly clock = new RunClock();
   readonly endToken = randomToken(12);
   private readonly streams: Record<StreamName, StreamState>;
   readonly ended: Record<StreamName, boolean> = { stdout: false, stderr: false };
@@ -129,7 +122,6 @@ export class GuestRun {
   /** The highest display sequence number a frame carried. */
   lastDisplaySeq = 0;
   private forced = false;
-  readonly displays: DisplayBudget;
   /** File frames still being written out (the item waits for them). */
   readonly fileWrites: Promise<unknown>[] = [];
   /** File frames that came (at most the limit). */
@@ -138,10 +130,7 @@ export class GuestRun {
   completion?: Completion;
   failure?: ExecutionError;
   lastCallId = 0;
-  finished = false;
   stateLost = false;
-  private resolveDone!: () => void;
-  readonly done = new Promise<void>((r) => (this.resolveDone = r));
 
   constructor(
     readonly runId: number,
@@ -149,11 +138,10 @@ export class GuestRun {
     readonly options: ExecuteOptions,
     limits: RuntimeLimits,
     itemId: string,
+    interruptGraceMs: number,
   ) {
-    this.itemId = itemId;
-    this.emit = safeEmit(options.onEvent);
-    this.output = new OutputCapture(limits.maxOutputBytes);
-    this.displays = new DisplayBudget(limits);
+    // The guest announces an update that replaced nothing as an update all the same (it is shown as new).
+    super(itemId, options, limits, () => interruptGraceMs, { announceUnmatchedUpdates: true });
     const stream = (): StreamState => ({ scanner: new MarkerScanner(this.endToken), queue: [], queued: 0, reached: 0 });
     this.streams = { stdout: stream(), stderr: stream() };
     this.tools = new ToolDispatcher({
@@ -199,7 +187,7 @@ export class GuestRun {
 
   /** A note of the host's own (a cap, a refused display), on stderr where the run's output stands. */
   note(text: string): void {
-    this.show('stderr', this.output.pushText('stderr', text));
+    this.out.note(text);
   }
 
   /** Takes what the streams hold and places displays whose turn it is, until nothing moves. */
@@ -236,15 +224,13 @@ export class GuestRun {
         this.onEnded?.();
       } else if (Buffer.isBuffer(p)) {
         st.queued -= p.length;
-        this.show(stream, this.output.pushBytes(stream, p));
+        this.out.bytes(stream, p);
       } else if (p.seq > st.reached) st.reached = p.seq;
     }
   }
 
   private place(frame: PendingDisplay): void {
-    if (!frame.display) return;
-    if (!this.output.pushDisplay(frame.display, frame.update) && frame.update) this.output.pushDisplay(frame.display);
-    this.emit({ type: 'codeact.output.display', item_id: this.itemId, output: frame.display, ...(frame.update ? { update: true } : {}) });
+    if (frame.display) this.out.place(frame.display, frame.update);
   }
 
   /** The code kept sending tool calls far past the run's limit (set by the session: it stops the guest). */
@@ -270,24 +256,17 @@ export class GuestRun {
     }
     for (const stream of ['stdout', 'stderr'] as const) {
       const st = this.streams[stream];
-      for (const p of st.queue) if (Buffer.isBuffer(p)) this.show(stream, this.output.pushBytes(stream, p));
+      for (const p of st.queue) if (Buffer.isBuffer(p)) this.out.bytes(stream, p);
       st.queue.length = 0;
       this.ended[stream] = true;
-      this.show(stream, this.output.end(stream));
+      this.out.end(stream);
     }
-    const closing = this.displays.summary();
-    if (closing) this.note(closing);
+    this.out.close();
   }
 
-  /** Streams text that the capture kept. */
-  private show(stream: StreamName, text: string): void {
-    if (text) this.emit({ type: 'codeact.output.delta', item_id: this.itemId, stream, delta: text });
-  }
-
-  finish(): void {
+  override finish(): void {
     if (this.finished) return;
-    this.finished = true;
+    super.finish();
     this.toolAbort.abort();
-    this.resolveDone();
   }
 }

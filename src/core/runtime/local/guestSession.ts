@@ -8,7 +8,7 @@
  * within the grace period is the guest killed, and the run says that the state is gone.
  */
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
-import { announceDone, cancelledError, completionError, executionItem, normaliseError, timeoutError, valueCompletion } from '../execution';
+import { cancelledError, completionError, normaliseError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import {
   checkFrame,
@@ -129,10 +129,11 @@ export class GuestSession {
    */
   async execute(request: ExecuteRequest, options: ExecuteOptions, itemId: string, notice?: string): Promise<CodeInterpreterCallItem> {
     const limits = this.o.limits;
-    const exec = new GuestRun(++this.runs, request, options, limits, itemId);
+    const exec = new GuestRun(++this.runs, request, options, limits, itemId, this.o.interruptGraceMs);
     exec.onToolFlood = (what) => {
       if (this.current === exec) this.violation(what);
     };
+    this.attachStop(exec);
     const previous = this.queue;
     let release!: () => void;
     this.queue = new Promise<void>((r) => (release = r));
@@ -170,11 +171,8 @@ export class GuestSession {
 
   private async runNow(exec: GuestRun): Promise<CodeInterpreterCallItem> {
     const { request, options } = exec;
-    const signal = options.signal;
-    const onAbort = () => this.stopRun(exec, cancelledError());
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const timeoutMs = request.timeoutMs ?? this.o.limits.timeoutMs;
-    exec.clock.start(timeoutMs, () => this.stopRun(exec, timeoutError(timeoutMs, exec.tools.inFlight)));
+    const unwatch = exec.watch(options.signal);
+    exec.startClock(request.timeoutMs ?? this.o.limits.timeoutMs);
     try {
       const l = this.o.limits;
       this.send({
@@ -193,30 +191,42 @@ export class GuestSession {
       return this.result(exec, error);
     } finally {
       exec.clock.stop();
-      signal?.removeEventListener('abort', onAbort);
+      unwatch();
     }
   }
 
-  /** Stop or timeout. A session interrupts and keeps its state if it can; a one-shot run is killed. */
-  private stopRun(exec: GuestRun, error: ExecutionError): void {
-    if (exec.finished || exec.failure) return;
-    exec.failure = error;
-    exec.toolAbort.abort();
-    if (!this.persistent) return this.kill('the run was stopped');
-    this.guest.interrupt();
-    const grace = setTimeout(() => {
-      if (exec.finished) return;
-      exec.stateLost = true;
-      const seconds = formatDuration(this.o.interruptGraceMs);
-      exec.failure = {
-        ...error,
-        message:
-          `${error.message.replace(/\.$/, '')}. The code did not respond to the interrupt within ${seconds}, ` +
-          'so its Python session was ended: variables from earlier runs are gone, and the next run starts a new session.',
-      };
-      this.kill('the code did not respond to an interrupt');
-    }, this.o.interruptGraceMs);
-    void exec.done.then(() => clearTimeout(grace));
+  /**
+   * How Stop and the timeout reach the guest (the run's skeleton decides when). A session interrupts and keeps
+   * its state if it can; a one-shot run is killed.
+   */
+  private attachStop(exec: GuestRun): void {
+    exec.attach({
+      get inFlight() {
+        return exec.tools.inFlight;
+      },
+      settled: () => !!exec.failure,
+      onStop: (error) => (exec.failure = error),
+      cancelTools: () => exec.toolAbort.abort(),
+      interrupt: () => {
+        if (!this.persistent) {
+          this.kill('the run was stopped');
+          return false;
+        }
+        this.guest.interrupt();
+        return true;
+      },
+      kill: (graceMs) => {
+        const error = exec.stopping!;
+        exec.stateLost = true;
+        exec.failure = {
+          ...error,
+          message:
+            `${error.message.replace(/\.$/, '')}. The code did not respond to the interrupt within ${formatDuration(graceMs)}, ` +
+            'so its Python session was ended: variables from earlier runs are gone, and the next run starts a new session.',
+        };
+        this.kill('the code did not respond to an interrupt');
+      },
+    });
   }
 
   /** The variables view of an idle session (null while it runs or when it is gone). */
@@ -321,7 +331,7 @@ export class GuestSession {
   private onExit(code: number | null, sig: NodeJS.Signals | null): void {
     const exec = this.current;
     if (exec && !exec.completion && !exec.failure) {
-      exec.failure = crashError(code, sig, exec.output.text('stderr'));
+      exec.failure = crashError(code, sig, exec.out.capture.text('stderr'));
       exec.stateLost = this.persistent;
     }
     const launchError = (this.guest as { launchError?: Error }).launchError;
@@ -383,9 +393,7 @@ export class GuestSession {
         if (!isInt(seq) || seq <= exec.lastDisplaySeq || seq > 1e9) return this.violation('a malformed display frame');
         const marks: unknown[] = Array.isArray(frame.marks) ? frame.marks : [];
         const update = frame.update === true;
-        const taken = exec.displays.take(frame, update);
-        if (!taken.ok && taken.note) exec.note(taken.note);
-        exec.onDisplay(seq, taken.ok ? taken.display : null, { stdout: marks[0] === true, stderr: marks[1] === true }, update);
+        exec.onDisplay(seq, exec.out.take(frame, update), { stdout: marks[0] === true, stderr: marks[1] === true }, update);
         return;
       }
       case 'file': {
@@ -427,16 +435,16 @@ export class GuestSession {
         data = undefined;
       } else exec.fileBytes += data.length;
     }
-    const index = exec.output.reserveFile();
+    const index = exec.out.capture.reserveFile();
     if (!data) {
-      exec.output.setFile(index, ArtifactStore.output(rel, size, undefined, note ?? 'its contents were not sent'));
+      exec.out.capture.setFile(index, ArtifactStore.output(rel, size, undefined, note ?? 'its contents were not sent'));
       return;
     }
     const bytes = data;
     exec.fileWrites.push(
       store.write(exec.itemId, rel, bytes).then(
-        (hostPath) => exec.output.setFile(index, ArtifactStore.output(rel, bytes.length, hostPath)),
-        (err: Error) => exec.output.setFile(index, ArtifactStore.output(rel, bytes.length, undefined, `it could not be copied out: ${err.message}`)),
+        (hostPath) => exec.out.capture.setFile(index, ArtifactStore.output(rel, bytes.length, hostPath)),
+        (err: Error) => exec.out.capture.setFile(index, ArtifactStore.output(rel, bytes.length, undefined, `it could not be copied out: ${err.message}`)),
       ),
     );
   }
@@ -459,23 +467,13 @@ export class GuestSession {
     const session: SessionInfo | undefined = this.sessionId
       ? { id: this.sessionId, execution: exec.runId, ...(exec.stateLost ? { state_lost: true } : {}) }
       : undefined;
-    const item = executionItem({
-      itemId: exec.itemId,
-      code: exec.request.code,
-      runtime: 'local',
-      outputs: exec.output.outputs(),
-      error,
-      completion: exec.completion,
-      startedAt: exec.started,
-      truncated: exec.output.truncated,
-      sandbox: this.guest.plan.info,
-    });
+    const item = exec.item(exec.request.code, { runtime: 'local', error, completion: exec.completion, sandbox: this.guest.plan.info });
     if (session) item.session = session;
     if (error) annotateLimit(item, this.guest.plan, this.guest.cgroup);
     // The session's later runs can read this one's whole output (output_of(n)).
     if (this.persistent && this.current === exec && this.alive && !exec.stateLost)
       this.send({ t: 'keep', ...keptOutput(item.outputs, exec.request.execution ?? exec.runId) });
-    return announceDone(exec.emit, item);
+    return exec.announce(item);
   }
 }
 
