@@ -15,7 +15,7 @@ import { REAL_CLOCK, RunClock, type ClockSource } from '../util/timeout';
 /** What one runtime does to stop its code; the skeleton decides when. */
 export interface RunProtocol {
   /** Tool calls of the run still in flight (the timeout's message counts them). */
-  readonly inFlight: number;
+  inFlight(): number;
   /** The run already has its outcome (a failure of its own): a stop changes nothing. */
   settled?(): boolean;
   /** The stop's error was just decided (before the tool calls are cancelled). */
@@ -174,7 +174,7 @@ export class RunSkeleton {
   stop(kind: 'cancel' | 'timeout', timeoutMs = 0): void {
     const p = this.protocol;
     if (this.finished || this.stopping || p?.settled?.()) return;
-    this.stopping = kind === 'timeout' ? timeoutError(timeoutMs, p?.inFlight ?? 0) : cancelledError();
+    this.stopping = kind === 'timeout' ? timeoutError(timeoutMs, p?.inFlight() ?? 0) : cancelledError();
     if (!p) return this.finish();
     p.onStop?.(this.stopping);
     p.cancelTools();

@@ -3,24 +3,14 @@
  * Stop and timeout (interrupt, then restart), and the failures of the connection and the kernel.
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError } from '../../../common/events';
-import {
-  announceDone,
-  cancelledError,
-  executionItem,
-  normaliseError,
-  openExecution,
-  safeEmit,
-  timeoutError,
-  valueCompletion,
-  type Completion,
-} from '../execution';
+import type { CodeInterpreterCallItem, ExecutionError } from '../../../common/events';
+import { normaliseError, openExecution, valueCompletion, type Completion } from '../execution';
+import { RunSkeleton } from '../runSkeleton';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { JupyterError } from './connection';
 import { RESULT_MIME, runCell } from './kernelBridge';
 import type { KernelHandle } from './kernelHandle';
 import type { KernelPool } from './kernelPool';
-import { RunOutput } from './runOutput';
 import { collectKernelFiles, reportedFiles, type ReportedFiles } from './kernelFiles';
 
 /** How long a finished run waits for the kernel's "idle" after its result and reply. */
@@ -30,31 +20,22 @@ import { formatDuration } from '../../../common/format';
 import { raceAbort } from '../../util/abort';
 import { ToolChannel } from './toolChannel';
 import { newId, randomToken } from '../../util/ids';
-import { RunClock } from '../../util/timeout';
 
 export class JupyterRun {
   readonly itemId: string;
-  private readonly started = performance.now();
   private readonly limits: RuntimeLimits;
   private readonly runId = randomToken(8);
-  private readonly emit: (event: CodeActEvent) => void;
-  private readonly output: RunOutput;
+  /** The item, its output, the clock, the shape of Stop and the timeout, the end. */
+  private readonly run: RunSkeleton;
   private handle?: KernelHandle;
   private future?: Kernel.IShellFuture<KernelMessage.IExecuteRequestMsg, KernelMessage.IExecuteReplyMsg>;
   private tools?: ToolChannel;
   private completion?: Completion;
   private kernelError?: ExecutionError;
   private failure?: ExecutionError;
-  private stopping?: ExecutionError;
   private stopNote = '';
   private needsRestart = false;
   private retriedBootstrap = false;
-  private finished = false;
-  private finish!: () => void;
-  private readonly done = new Promise<void>((r) => (this.finish = r));
-  /** The run's timeout; it stops counting while the person decides an approval. */
-  private readonly clock = new RunClock();
-  private graceTimer?: NodeJS.Timeout;
   private reconnectTimer?: NodeJS.Timeout;
   private resultTimer?: NodeJS.Timeout;
   private replied = false;
@@ -71,17 +52,29 @@ export class JupyterRun {
   ) {
     this.itemId = request.itemId ?? newId('exec');
     this.limits = runtime.settings.limits;
-    this.emit = safeEmit(options.onEvent);
-    this.output = new RunOutput(this.itemId, this.limits, this.emit);
+    this.run = new RunSkeleton(this.itemId, options, this.limits, () => runtime.settings.interruptGraceMs);
+    this.run.attach({
+      inFlight: () => this.tools?.inFlight ?? 0,
+      cancelTools: () => this.tools?.cancel(),
+      interrupt: () => this.interrupt(),
+      kill: (graceMs) => this.restartAfterFailedInterrupt(graceMs),
+    });
+  }
+
+  private get finished(): boolean {
+    return this.run.finished;
+  }
+
+  private get stopping(): ExecutionError | undefined {
+    return this.run.stopping;
   }
 
   async start(): Promise<CodeInterpreterCallItem> {
     const signal = this.options.signal;
-    const refused = openExecution(this.emit, this.request, this.itemId, 'jupyter', this.limits, signal);
+    const refused = openExecution(this.run.emit, this.request, this.itemId, 'jupyter', this.limits, signal);
     if (refused) return this.result(refused);
 
-    const onAbort = () => this.stop('cancel');
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const unwatch = this.run.watch(signal);
     const stopped = new AbortController(); // fires when this run is stopped before its code started
     let handle: KernelHandle | undefined;
     try {
@@ -101,7 +94,7 @@ export class JupyterRun {
         throw err;
       }
       handle = got.handle;
-      if (got.notice) this.output.onText('stderr', got.notice);
+      if (got.notice) this.run.out.text('stderr', got.notice);
       await handle.withLock(async () => {
         this.handle = handle;
         handle!.current = this;
@@ -112,7 +105,7 @@ export class JupyterRun {
           this.onStopBeforeStart = undefined;
           await this.runOn(handle!);
           await this.collectFiles(handle!);
-          if (this.completion && !this.needsRestart) await handle!.keepOutput(this.request.execution, this.output.outputs());
+          if (this.completion && !this.needsRestart) await handle!.keepOutput(this.request.execution, this.run.out.outputs());
         } finally {
           handle!.current = undefined;
           if (this.needsRestart) {
@@ -128,7 +121,7 @@ export class JupyterRun {
     } catch (err) {
       if (!this.stopping || !stopped.signal.aborted) this.failure ??= toExecutionError(err);
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      unwatch();
       this.cleanup();
     }
     const item = this.result(finalError({ stopping: this.stopping, stopNote: this.stopNote, failure: this.failure, completion: this.completion }));
@@ -138,12 +131,12 @@ export class JupyterRun {
 
   /** The files the run wrote, copied through the contents API (while the kernel is still this run's). */
   private async collectFiles(handle: KernelHandle): Promise<void> {
-    this.output.close();
+    this.run.out.close();
     const report = this.reported;
     const rest = this.runtime.rest;
     if (!report || !rest || this.stopping) return;
     try {
-      for (const f of await collectKernelFiles(rest, handle.id, report, this.limits, this.runtime.artifacts, this.itemId)) this.output.addFile(f);
+      for (const f of await collectKernelFiles(rest, handle.id, report, this.limits, this.runtime.artifacts, this.itemId)) this.run.out.capture.pushFile(f);
     } catch (err) {
       this.runtime.settings.log(`[codeact] copying the files of ${this.itemId} failed: ${(err as Error).message}`);
     }
@@ -163,10 +156,10 @@ export class JupyterRun {
       toolsEnabled: this.request.tools !== false,
       maxConcurrent: Math.max(1, this.limits.maxConcurrentToolCalls),
       maxTotal: this.limits.maxToolCallsPerRun,
-      note: (text) => this.output.onText('stderr', text),
+      note: (text) => this.run.out.note(text),
       maxFrameBytes: s.maxFrameBytes * 4,
-      pauseClock: () => this.clock.pause(),
-      emit: this.emit,
+      pauseClock: () => this.run.clock.pause(),
+      emit: this.run.emit,
       reply: (value, header) => {
         const send = () => {
           try {
@@ -194,10 +187,9 @@ export class JupyterRun {
     conn.connectionStatusChanged.connect(onConnection);
     try {
       this.send(conn);
-      const timeoutMs = this.request.timeoutMs ?? this.limits.timeoutMs;
-      this.clock.start(timeoutMs, () => this.stop('timeout', timeoutMs));
+      this.run.startClock(this.request.timeoutMs ?? this.limits.timeoutMs);
       if (conn.connectionStatus !== 'connected') this.onConnection(conn.connectionStatus);
-      await this.done;
+      await this.run.done;
     } finally {
       conn.statusChanged.disconnect(onStatus);
       conn.connectionStatusChanged.disconnect(onConnection);
@@ -293,15 +285,19 @@ export class JupyterRun {
     const type = msg.header.msg_type;
     const content = msg.content as Record<string, unknown>;
     switch (type) {
-      case 'stream':
-        this.output.onStream(content.name, String(content.text ?? ''));
+      case 'stream': {
+        const text = String(content.text ?? '');
+        // Jupyter Server drops output over its IOPub rate limits and says so in a stream message.
+        if (/^IOPub (data|message) rate exceeded\./.test(text)) this.run.out.markDropped();
+        this.run.out.text(content.name === 'stderr' ? 'stderr' : 'stdout', text);
         break;
+      }
       case 'display_data':
       case 'execute_result':
       case 'update_display_data': {
         const data = (content.data ?? {}) as Record<string, unknown>;
         if (data && typeof data === 'object' && RESULT_MIME in data) return this.onResult(data[RESULT_MIME]);
-        this.output.onDisplay(type, content);
+        this.onDisplay(type, content);
         break;
       }
       case 'status':
@@ -421,30 +417,43 @@ export class JupyterRun {
     }
   }
 
-  /** Stop (AbortSignal, closeSession) or timeout: interrupt, then restart if the interrupt does not take. */
-  stop(kind: 'cancel' | 'timeout', timeoutMs?: number): void {
-    if (this.finished || this.stopping) return;
-    const inFlight = this.tools?.inFlight ?? 0;
-    this.stopping = kind === 'timeout' ? timeoutError(timeoutMs ?? 0, inFlight) : cancelledError();
-    this.tools?.cancel();
+  /** A display_data, execute_result or update_display_data message's content, under the display caps. */
+  private onDisplay(kind: 'display_data' | 'execute_result' | 'update_display_data', content: Record<string, unknown>): void {
+    const update = kind === 'update_display_data';
+    const transient = content.transient as { display_id?: unknown } | undefined;
+    const display = this.run.out.take(
+      { data: content.data, metadata: content.metadata, display_id: transient?.display_id, ...(kind === 'execute_result' ? { result: true } : {}) },
+      update,
+    );
+    // An update of a display this run did not show (an earlier cell's) is shown where the run stands.
+    if (display) this.run.out.place(display, update);
+  }
+
+  /** Stop (AbortSignal, closeSession) or timeout: interrupt, then restart if the interrupt does not take (the skeleton's sequence). */
+  stop(kind: 'cancel' | 'timeout'): void {
+    this.run.stop(kind);
+  }
+
+  /** The kernel's side of a stop: a run that has not sent its code just ends; otherwise the server interrupts the kernel. */
+  private interrupt(): boolean | Promise<boolean> {
     if (!this.future || this.onStopBeforeStart) {
       this.onStopBeforeStart?.();
-      return this.finishNow();
+      this.finishNow();
+      return false;
     }
     const handle = this.handle!;
-    const rest = this.runtime.rest!;
-    const grace = this.runtime.settings.interruptGraceMs;
-    rest.interrupt(handle.id).then(
+    return this.runtime.rest!.interrupt(handle.id).then(
       () => {
-        if (this.finished) return;
+        if (this.finished) return false;
         this.stopNote = ' The kernel was interrupted; its variables are kept.';
-        this.graceTimer = setTimeout(() => this.restartAfterFailedInterrupt(grace), grace);
+        return true;
       },
       (err: Error) => {
-        if (this.finished) return;
+        if (this.finished) return false;
         handle.lostReason ??= 'the server stopped answering';
         this.stopNote = ` Interrupting the kernel failed: ${err.message}`;
         this.finishNow();
+        return false;
       },
     );
   }
@@ -465,32 +474,18 @@ export class JupyterRun {
 
   private finishNow(): void {
     if (this.finished) return;
-    this.finished = true;
+    this.run.finish();
     this.tools?.close();
-    this.finish();
   }
 
   private cleanup(): void {
-    this.finished = true;
-    this.clock.stop();
-    for (const timer of [this.graceTimer, this.reconnectTimer, this.resultTimer, this.idleTimer]) clearTimeout(timer);
+    this.run.finish();
+    for (const timer of [this.reconnectTimer, this.resultTimer, this.idleTimer]) clearTimeout(timer);
     this.tools?.close();
-    this.finish();
   }
 
   private result(error?: ExecutionError): CodeInterpreterCallItem {
-    this.output.close();
-    const item = executionItem({
-      itemId: this.itemId,
-      code: this.request.code,
-      runtime: 'jupyter',
-      containerId: this.handle?.id ?? null,
-      outputs: this.output.outputs(),
-      error,
-      completion: this.completion,
-      startedAt: this.started,
-      truncated: this.output.truncated,
-    });
-    return announceDone(this.emit, item);
+    const item = this.run.item(this.request.code, { runtime: 'jupyter', containerId: this.handle?.id ?? null, error, completion: this.completion });
+    return this.run.announce(item);
   }
 }

@@ -201,9 +201,7 @@ export class GuestSession {
    */
   private attachStop(exec: GuestRun): void {
     exec.attach({
-      get inFlight() {
-        return exec.tools.inFlight;
-      },
+      inFlight: () => exec.tools.inFlight,
       settled: () => !!exec.failure,
       onStop: (error) => (exec.failure = error),
       cancelTools: () => exec.toolAbort.abort(),
