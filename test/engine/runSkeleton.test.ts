@@ -11,36 +11,7 @@ import type { CodeActEvent, DisplayOutput, ExecutionError } from '../../src/comm
 import { GuestRun } from '../../src/core/runtime/local/guestRun';
 import { RunSkeleton, type RunProtocol } from '../../src/core/runtime/runSkeleton';
 import { DEFAULT_LIMITS, type RuntimeLimits } from '../../src/core/runtime/types';
-
-/** Time that moves only when the test says so. */
-function steppedTime() {
-  let now = 0;
-  let next = 1;
-  const timers = new Map<number, { at: number; fn: () => void }>();
-  return {
-    now: () => now,
-    setTimeout: (fn: () => void, ms: number) => {
-      timers.set(next, { at: now + ms, fn });
-      return next++;
-    },
-    clearTimeout: (h: unknown) => void timers.delete(h as number),
-    /** Moves the time on by `ms`, firing what falls due on the way, in order. */
-    advance(ms: number) {
-      const until = now + ms;
-      for (;;) {
-        const due = [...timers.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at)[0];
-        if (!due) break;
-        timers.delete(due[0]);
-        now = due[1].at;
-        due[1].fn();
-      }
-      now = until;
-    },
-    get pending() {
-      return timers.size;
-    },
-  };
-}
+import { manualClock } from '../support/manualClock';
 
 /** A protocol that records what the skeleton asked of it. */
 function fakeProtocol(interrupt: RunProtocol['interrupt'] = () => true) {
@@ -61,7 +32,7 @@ function fakeProtocol(interrupt: RunProtocol['interrupt'] = () => true) {
 
 function newSkeleton(limits: Partial<RuntimeLimits> = {}, announceUnmatchedUpdates = false) {
   const events: CodeActEvent[] = [];
-  const time = steppedTime();
+  const time = manualClock();
   const run = new RunSkeleton('exec_s', { onEvent: (e) => events.push(e) }, { ...DEFAULT_LIMITS, ...limits }, () => 500, { time, announceUnmatchedUpdates });
   return { run, events, time };
 }
