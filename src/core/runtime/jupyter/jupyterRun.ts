@@ -1,6 +1,8 @@
 /**
- * One execution on a Jupyter kernel: the events of the vocabulary, output caps, the tool channel,
- * Stop and timeout (interrupt, then restart), and the failures of the connection and the kernel.
+ * One execution on a Jupyter kernel, built on the run skeleton (../runSkeleton: the output and display caps,
+ * the clock, Stop and the timeout, the item): what is the kernel's is here: the IOPub messages, the reply and
+ * "idle", the tool channel, interrupting through the server then restarting, and the failures of the
+ * connection and the kernel.
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { CodeInterpreterCallItem, ExecutionError } from '../../../common/events';

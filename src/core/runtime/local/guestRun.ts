@@ -1,6 +1,7 @@
 /**
- * The state of one execution on a local guest: its output as it streams (capped, and cut at the run's end
- * token on stdout and stderr), its tool calls, its result or failure, and when it is over.
+ * The state of one execution on a local guest, built on the run skeleton (../runSkeleton: the output and
+ * display caps, the clock, Stop and the timeout, the item): what is the guest's is here: the markers that cut
+ * stdout and stderr at the run's end token and place each display, its tool calls, its result or failure.
  */
 import type { DisplayOutput, ExecutionError, StreamName } from '../../../common/events';
 import type { Completion } from '../execution';
