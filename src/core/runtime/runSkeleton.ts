@@ -32,7 +32,7 @@ export interface RunProtocol {
 }
 
 /** Stdout, stderr and displays of one run, as they are kept (under the caps) and announced. */
-export class RunOutputs {
+class RunOutputs {
   readonly capture: OutputCapture;
   private readonly budget: DisplayBudget;
   /** Output was dropped before it reached the host (a server's rate limit). */
