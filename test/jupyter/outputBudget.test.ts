@@ -102,13 +102,13 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     assert.equal(first.status, 'completed');
     // Stopped before it started: no cell of it reaches the kernel, so execution 1's output waits for the next one.
     const refused = await runtime.execute({ code: 'print("never")', sessionId, execution: 2 }, { signal: AbortSignal.abort() });
-    assert.equal(refused.status, "incomplete");
+    assert.equal(refused.status, 'incomplete');
     const stop = new AbortController();
     const stopped = await runtime.execute(
       { code: 'import time\nprint("before the stop", flush=True)\ntime.sleep(60)', sessionId, execution: 3 },
       { signal: stop.signal, onEvent: (e) => e.type === 'codeact.output.delta' && stop.abort() },
     );
-    assert.notEqual(stopped.status, "completed");
+    assert.notEqual(stopped.status, 'completed');
     const read = await runtime.execute({ code: 'return [output_of(1), output_of(3), last_output()]', sessionId, execution: 4 });
     assert.equal(read.status, 'completed', JSON.stringify(read.error));
     assert.deepEqual(read.value, ['one\n', 'before the stop\n', 'before the stop\n']);

@@ -30,11 +30,18 @@ export function bootstrapCell(nonce: string): string {
   return [
     'def __codeact_install():',
     '    import base64, json, sys, types',
+    // Set up again (a reconnect from a new process): the runs' kept output (output_of) carries over.
+    '    kept = sys.modules.get("codeact_outputs")',
     '    for name, filename, source in (' + KERNEL_MODULES.map(([name, filename, source]) => `("${name}", "${filename}", "${b64(source)}")`).join(', ') + '):',
     '        module = types.ModuleType(name)',
     '        module.__file__ = filename',
     '        sys.modules[name] = module',
     '        exec(compile(base64.b64decode(source).decode("utf-8"), filename, "exec"), module.__dict__)',
+    '    if kept is not None:',
+    '        try:',
+    '            sys.modules["codeact_outputs"].adopt(kept)',
+    '        except Exception:',
+    '            pass',
     `    sys.modules["__codeact__"].install(json.loads(base64.b64decode("${config}")))`,
     '__codeact_install()',
     'del __codeact_install',

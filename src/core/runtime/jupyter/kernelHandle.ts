@@ -227,6 +227,27 @@ export class KernelHandle {
     await this.bootstrap();
   }
 
+  /**
+   * Lets go of the kernel and leaves it running (its variables and kept output stay, for a later process to
+   * adopt): what no run carried yet is filed first; then only this connection closes.
+   */
+  async detach(): Promise<void> {
+    if (this.closed) return;
+    await withTimeout(
+      this.withLock(() => this.flushKept()),
+      15_000,
+      () => new Error('the kernel stayed busy'),
+    ).catch((err: Error) => this.host.settings.log(`[codeact] leaving kernel ${this.id} running: ${err.message}`));
+    this.closed = true;
+    this.lostReason ??= 'this process let go of it';
+    clearTimeout(this.idleTimer);
+    try {
+      if (!this.conn.isDisposed) withQuietConsole(this.host.settings.log, () => this.conn.dispose());
+    } catch {
+      // Already gone.
+    }
+  }
+
   shutdown(why: string): Promise<void> {
     this.shutdownPromise ??= (async () => {
       this.closed = true;
