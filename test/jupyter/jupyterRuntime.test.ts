@@ -500,12 +500,17 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
 
     it('a new runtime takes back the kernel an earlier one left running: its variables and kept output are there', async () => {
       const a = runtime();
-      const first = await a.execute({ code: 'x = 41\nprint("from A")', sessionId: 'back', execution: 1 });
+      const [first, notebook] = await Promise.all([
+        a.execute({ code: 'x = 41\nprint("from A")', sessionId: 'back', execution: 1 }),
+        a.execute({ code: '1', sessionId: 'nobody-remembers' }),
+      ]);
       assert.equal(first.status, 'completed', JSON.stringify(first.error));
       const id = a.sessions.handover!.idOf('back');
       assert.equal(id, first.container_id);
       await a.sessions.handover!.release(); // a reload: the process lets go, the kernel stays
-      assert.ok((await server.kernelIds()).includes(id!), 'the kernel is still on the server');
+      const left = await server.kernelIds();
+      assert.ok(left.includes(id!), 'the kernel is still on the server');
+      assert.ok(!left.includes(String(notebook.container_id)), 'a kernel whose id nobody took is shut down');
       const b = runtime();
       b.sessions.handover!.adopt('back', id!);
       assert.equal(b.sessions.handover!.idOf('back'), id, 'remembered until the next run takes it back');
@@ -523,7 +528,8 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
     it('a kernel that is gone (or an id that is not one) is said plainly, and a new kernel starts', async () => {
       const a = runtime();
       const first = await a.execute({ code: 'y = 1', sessionId: 'gone' });
-      const id = String(first.container_id);
+      const id = a.sessions.handover!.idOf('gone')!;
+      assert.equal(id, first.container_id);
       await a.sessions.handover!.release();
       const killer = runtime();
       killer.sessions.handover!.adopt('gone', id);
@@ -547,6 +553,8 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
     it('closing a conversation whose kernel was left running shuts that kernel down; so does taking it back after the idle time', async () => {
       const a = runtime();
       const [one, two] = await Promise.all([a.execute({ code: '1', sessionId: 'left1' }), a.execute({ code: '2', sessionId: 'left2' })]);
+      a.sessions.handover!.idOf('left1');
+      a.sessions.handover!.idOf('left2');
       await a.sessions.handover!.release();
       const b = runtime({ idleShutdownMs: 200 });
       b.sessions.handover!.adopt('left1', String(one.container_id));

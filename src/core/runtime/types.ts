@@ -106,7 +106,7 @@ export interface SessionHandover {
   idOf(sessionId: string): string | undefined;
   /** The session's next run takes back the one with this id, if it is still there (else it says so and starts anew). */
   adopt(sessionId: string, id: string): void;
-  /** Lets go of every session, left running for a later process to adopt, then disposes the runtime. */
+  /** Lets go of the sessions whose id was handed out (idOf), left running for a later process to adopt; the rest end with the runtime's dispose. */
   release(): Promise<void>;
 }
 

@@ -207,7 +207,8 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
       const pending = [...this.kernels.values()];
       this.kernels.clear();
       for (const handle of await Promise.all(pending.map((p) => p.catch(() => undefined)))) {
-        if (!handle || handle.closed) continue;
+        // Only a kernel whose id someone remembers can be taken back; the others (a notebook's, say) end.
+        if (!handle || handle.closed || !this.remembered.has(handle.sessionId!)) continue;
         await handle.detach();
         this.handles.delete(handle);
       }
@@ -217,8 +218,19 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
 
   /** The kernel id a conversation remembers: its kernel's, or the one it is to take back. */
   kernelIdOf(sessionId: string): string | undefined {
-    for (const h of this.handles) if (h.sessionId === sessionId && !h.closed) return h.id;
-    return this.leftRunning.get(sessionId);
+    let id = this.leftRunning.get(sessionId);
+    for (const h of this.handles) if (h.sessionId === sessionId && !h.closed) id = h.id;
+    if (id) this.remember(sessionId);
+    return id;
+  }
+
+  /** Sessions whose kernel id was handed out (release() leaves their kernels running), bounded. */
+  private readonly remembered = new Set<string>();
+
+  private remember(sessionId: string): void {
+    this.remembered.delete(sessionId);
+    this.remembered.add(sessionId);
+    if (this.remembered.size > MAX_LEFT) this.remembered.delete(this.remembered.values().next().value!);
   }
 
   /** The conversation's next run takes back this kernel (left running by an earlier process), if the server still has it. */
@@ -226,6 +238,7 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     if (this.kernels.has(sessionId) || this.settings.sessionPolicy !== 'conversation') return;
     this.leftRunning.delete(sessionId);
     this.leftRunning.set(sessionId, kernelId);
+    this.remember(sessionId);
     if (this.leftRunning.size > MAX_LEFT) this.leftRunning.delete(this.leftRunning.keys().next().value!);
   }
 

@@ -13,8 +13,9 @@ import { randomToken } from '../../util/ids';
 import type { CodeOutput } from '../../../common/events';
 import { keptOutput } from '../keptOutput';
 
-/** Runs whose output waits for a cell to carry it into the kernel, at most. */
+/** Runs whose output waits for a cell to carry it into the kernel, at most, and their size in all. */
 const MAX_TO_KEEP = 8;
+const MAX_KEEP_BYTES = 4 * 1024 * 1024;
 
 export class KernelHandle {
   readonly nonce = randomToken(16);
@@ -171,10 +172,14 @@ export class KernelHandle {
     if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed) return;
     this.toKeep.delete(n);
     this.toKeep.set(n, Buffer.from(JSON.stringify(keptOutput(outputs, n)), 'utf8').toString('base64'));
-    // Bounded: only runs whose cell never reached the kernel pile up here (the kernel keeps far fewer anyway).
-    for (const old of this.toKeep.keys()) {
-      if (this.toKeep.size <= MAX_TO_KEEP) break;
+    // Bounded: only runs whose cell never reached the kernel pile up here; one cell carries all of them, and a
+    // server takes WebSocket messages of limited size (Tornado's default: 10 MiB). The oldest go first.
+    let bytes = 0;
+    for (const data of this.toKeep.values()) bytes += data.length;
+    for (const [old, data] of this.toKeep) {
+      if (this.toKeep.size <= 1 || (this.toKeep.size <= MAX_TO_KEEP && bytes <= MAX_KEEP_BYTES)) break;
       this.toKeep.delete(old);
+      bytes -= data.length;
     }
   }
 
