@@ -101,7 +101,7 @@ export interface RuntimeSessions {
   readonly handover?: SessionHandover;
 }
 
-export interface SessionHandover {
+interface SessionHandover {
   /** The id to remember for a session (its kernel's), if it has one now or one waits to be taken back. */
   idOf(sessionId: string): string | undefined;
   /** The session's next run takes back the one with this id, if it is still there (else it says so and starts anew). */
