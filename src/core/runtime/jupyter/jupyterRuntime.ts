@@ -5,7 +5,8 @@
  * - One kernel per conversation (`sessionPolicy: "conversation"`, keyed by `ExecuteRequest.sessionId`)
  *   so later code builds on earlier state, or one kernel per execution (`"execution"`). Kernels are
  *   shut down by closeSession(), dispose(), after `idleShutdownMs` without a run, and (per-execution
- *   kernels) as soon as their run is over.
+ *   kernels) as soon as their run is over. release() leaves running the conversations' kernels whose id
+ *   was taken (sessions.handover), and a later runtime takes one back by that id (kernelHandover.ts).
  * - The code runs through a bridge module installed once per kernel (kernelBridge.ts): top-level
  *   `return` and `await`, the user's own line numbers, a JSON value, and `call_tool` routed to the
  *   host's handler over the stdin channel (toolChannel.ts explains the choice and the concurrency).
@@ -87,8 +88,8 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
 
   /**
    * A conversation's kernel (with the `conversation` policy), which keeps each run's whole output for its
-   * later runs (KernelHandle.keepOutput). Its variables are not read between runs, and it is never reported
-   * live; a restart counts as one that had state.
+   * later runs (KernelHandle.keepOutput) and can outlive this process (`handover`). Its variables are not read
+   * between runs, and it is never reported live; a restart counts as one that had state.
    */
   readonly sessions: RuntimeSessions = kernelSessions(this);
   /** Resolved settings (exposed for the runs of this module). */

@@ -1,6 +1,7 @@
 /**
  * One kernel on the server, as the Jupyter runtime holds it: its connection, the bridge install,
- * a lock so the runs of a conversation take turns, restart, idle timer and shutdown.
+ * a lock so the runs of a conversation take turns, the runs' output it keeps for output_of (carried in
+ * by the next run's cell), restart, idle timer, shutdown, and detach (left running for a later process).
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JupyterError, withQuietConsole } from './connection';
