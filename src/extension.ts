@@ -73,7 +73,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
 
 let active: CodeActController | undefined;
 
-/** Awaited by VS Code: kernels and MCP servers are shut down, not left behind. */
+/** Awaited by VS Code: a conversation's Jupyter kernel is left running for the next window; other sessions and MCP servers are shut down. */
 export function deactivate(): Promise<void> | undefined {
   return active?.shutdown();
 }

@@ -138,9 +138,12 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
   const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0 });
+  // A Jupyter kernel the last `codeact chat` left running is taken back by the first run (which says if it is gone).
+  const kernelBack = !!conversation && !!runtime.sessions.handover && typeof conversation.meta.kernelId === 'string';
   const continued =
     !!conversation &&
     runtime.sessions.persist &&
+    !kernelBack &&
     conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
   if (continued && !values.json) process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
 
@@ -205,8 +208,12 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await runtime.sessions.close(convo.id);
-    await runtime.dispose();
+    // A Jupyter kernel stays on its server for `--continue` (taken back within the idle time, else shut down then).
+    if (runtime.sessions.handover) await runtime.sessions.handover.release();
+    else {
+      await runtime.sessions.close(convo.id);
+      await runtime.dispose();
+    }
     await disposeDefaultMcpPool();
   }
 }

@@ -102,7 +102,9 @@ export const RUNTIMES = {
     token: true,
     model: {
       place: () => 'in a Jupyter kernel',
-      state: 'Runs share one Jupyter kernel per conversation: variables, imports and functions from earlier runs are still defined.',
+      state:
+        'Runs share one Jupyter kernel per conversation: variables, imports and functions from earlier runs are still defined, ' +
+        'also after VS Code reloads or the CLI continues the conversation (a run says so if the kernel was lost).',
       network: () => 'The kernel may have no network access.',
     },
   },

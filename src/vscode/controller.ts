@@ -431,7 +431,10 @@ export class CodeActController {
     return this.notebookRuns.end(sessionId, how);
   }
 
-  /** Stops what runs, saves the transcript, and shuts kernels and MCP servers down (awaited by deactivate). */
+  /**
+   * Stops what runs, saves the transcript, leaves the conversations' Jupyter kernels running for the next window
+   * (they take them back) and shuts the rest and MCP servers down (awaited by deactivate).
+   */
   async shutdown(): Promise<void> {
     this.approvals.expirePending(NO_ANSWER.closed);
     this.closing = true;
@@ -441,6 +444,6 @@ export class CodeActController {
     if (running) await Promise.race([running, new Promise<void>((resolve) => setTimeout(resolve, 1500).unref())]);
     this.conversation?.flush();
     this.facts.dispose();
-    await Promise.allSettled([this.runtimes.dispose(), disposeDefaultMcpPool()]);
+    await Promise.allSettled([this.runtimes.release(), disposeDefaultMcpPool()]);
   }
 }

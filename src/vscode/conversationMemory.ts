@@ -31,6 +31,11 @@ export function ranLocalCode(conversation: Conversation): boolean {
   return conversation.events.some((e) => e.type === 'response.output_item.done' && isLocalRuntimeItem(e.item));
 }
 
+/** A Jupyter kernel was left running for the conversation by an earlier window: its next run may take it back (or says it is gone). */
+export function mayComeBack(conversation: Conversation): boolean {
+  return typeof conversation.meta.kernelId === 'string' && conversation.meta.kernelId !== '';
+}
+
 export class ConversationMemory {
   /** Said once in the panel after a restored conversation's Python session turned out to be gone. */
   private notice?: string;
@@ -55,7 +60,7 @@ export class ConversationMemory {
     try {
       const convo = this.store.open(id);
       closeInterrupted(convo);
-      this.notice = openedNotice(convo, ranLocalCode(convo));
+      this.notice = openedNotice(convo, ranLocalCode(convo) && !mayComeBack(convo));
       return convo;
     } catch {
       return undefined;

@@ -7,7 +7,7 @@
 import type { ConversationSummary } from '../common/protocol';
 import { titleFrom, type Conversation, type TranscriptStore } from '../core/agent/transcriptStore';
 import type { RuntimeSessions } from '../core/runtime/types';
-import { closeInterrupted, conversationSummary, openedNotice, ranLocalCode, REOPENED_NOTE, type ConversationMemory } from './conversationMemory';
+import { closeInterrupted, conversationSummary, mayComeBack, openedNotice, ranLocalCode, REOPENED_NOTE, type ConversationMemory } from './conversationMemory';
 import type { CodeActSettings } from './settings';
 
 /** A Run with Tools document: its URI (the key of its conversation), its name (the title) and its folder. */
@@ -26,7 +26,7 @@ export interface ConversationsDeps {
   /** A turn runs (it writes into the open conversation: no switching under it). */
   busy(): boolean;
   /** The live sessions of a session id's runtime (none: no runtime has it). */
-  sessions(id: string): Pick<RuntimeSessions, 'has' | 'close'> | undefined;
+  sessions(id: string): Pick<RuntimeSessions, 'has' | 'close' | 'handover'> | undefined;
   /** The variables view: the session it shows (cleared when the conversation changes). */
   variables: { shown?: { id: string; label: string } };
   /** The open conversation changed: the panel's state is stale. */
@@ -42,9 +42,10 @@ export class Conversations {
   private stale?: string;
 
   constructor(private readonly deps: ConversationsDeps) {
-    // The conversation open before a reload or a restart comes back (its variables do not).
+    // The conversation open before a reload or a restart comes back (its variables do not, except in a Jupyter
+    // kernel left running for it: its next run takes it back, or says it is gone).
     this.open = deps.memory.restoreOpen();
-    if (this.open && ranLocalCode(this.open)) this.stale = this.open.id;
+    if (this.open && ranLocalCode(this.open) && !mayComeBack(this.open)) this.stale = this.open.id;
   }
 
   get current(): Conversation | undefined {
@@ -79,7 +80,10 @@ export class Conversations {
     const old = this.open;
     old?.flush();
     // A conversation's Jupyter kernel goes when the conversation is left.
-    if (old && !keepSession) void this.deps.sessions(old.id)?.close(old.id);
+    if (old && !keepSession) {
+      void this.deps.sessions(old.id)?.close(old.id);
+      if (mayComeBack(old)) old.update({ kernelId: null });
+    }
     this.deps.variables.shown = undefined;
     this.stale = undefined;
   }
@@ -112,7 +116,7 @@ export class Conversations {
     const conversation = closeInterrupted(this.deps.store.open(id));
     this.set(conversation);
     this.deps.variables.shown = undefined;
-    const gone = ranLocalCode(conversation) && !this.deps.sessions(id)?.has(id);
+    const gone = ranLocalCode(conversation) && !this.deps.sessions(id)?.has(id) && !mayComeBack(conversation);
     if (gone) this.stale = id;
     const notice = openedNotice(conversation, gone);
     this.deps.changed();
@@ -128,7 +132,7 @@ export class Conversations {
     if (this.open?.id === id) {
       this.leave();
       this.set(undefined);
-    }
+    } else endLeftSession(this.deps.store, id, this.deps.sessions(id));
     this.deps.store.delete(id);
     this.deps.changed();
   }
@@ -154,4 +158,18 @@ export class Conversations {
   ran(id: string): void {
     if (this.stale === id) this.stale = undefined;
   }
+}
+
+/** A deleted conversation's kernel left running by an earlier window is shut down (when this window has a runtime to ask). */
+function endLeftSession(store: TranscriptStore, id: string, sessions: Pick<RuntimeSessions, 'close' | 'handover'> | undefined): void {
+  if (!sessions?.handover || !store.exists(id)) return;
+  let kernelId: unknown;
+  try {
+    kernelId = store.open(id).meta.kernelId;
+  } catch {
+    return;
+  }
+  if (typeof kernelId !== 'string' || !kernelId) return;
+  sessions.handover.adopt(id, kernelId);
+  void sessions.close(id);
 }

@@ -129,4 +129,11 @@ export class RuntimeCache {
     this.cached.clear();
     await Promise.all(all.map((r) => r.dispose()));
   }
+
+  /** The extension goes (a reload, VS Code closing): sessions that can outlive it are left running for the next one, the rest end. */
+  async release(): Promise<void> {
+    const all = this.all();
+    this.cached.clear();
+    await Promise.all(all.map((r) => (r.sessions.handover ? r.sessions.handover.release() : r.dispose())));
+  }
 }

@@ -96,17 +96,15 @@ describe('CLI on the Jupyter runtime', function () {
     assert.match(r.stderr, /codeact\.jupyter\.serverURL|--jupyter-url/);
   });
 
-  it('codeact chat --runtime jupyter keeps one kernel per conversation, so later code builds on earlier state', async () => {
+  it('codeact chat --runtime jupyter keeps one kernel per conversation, so later code builds on earlier state, and --continue in a new process takes it back', async () => {
     const wire = await startServerFor('openai');
     const storage = mkdtempSync(path.join(tmpdir(), 'codeact-chat-j-'));
-    try {
-      wire.push(turn().call('execute_tool_code', { code: 'stock = await call_tool("check_inventory", sku="LMP-LED-010")\nreturn stock["on_hand"]' }));
-      wire.push(turn().call('execute_tool_code', { code: 'return stock["on_hand"] * 2' }));
-      wire.push(turn().text('Twice the stock is 170.'));
-      const r = await codeact(
+    const chat = (prompt: string, ...extra: string[]) =>
+      codeact(
         [
           'chat',
-          'Double the lamp stock',
+          prompt,
+          ...extra,
           '--provider',
           'openai',
           '--model',
@@ -125,6 +123,18 @@ describe('CLI on the Jupyter runtime', function () {
         ],
         { OPENAI_API_KEY: 'sk-test', CODEACT_JUPYTER_TOKEN: jupyter!.token },
       );
+    const itemsOf = (stdout: string) =>
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call')
+        .map((e) => e.item);
+    try {
+      wire.push(turn().call('execute_tool_code', { code: 'stock = await call_tool("check_inventory", sku="LMP-LED-010")\nreturn stock["on_hand"]' }));
+      wire.push(turn().call('execute_tool_code', { code: 'return stock["on_hand"] * 2' }));
+      wire.push(turn().text('Twice the stock is 170.'));
+      const r = await chat('Double the lamp stock');
       assert.equal(r.code, 0, r.stderr);
       const events = r.stdout
         .trim()
@@ -148,7 +158,18 @@ describe('CLI on the Jupyter runtime', function () {
         ],
       );
       assert.equal(items[0].container_id, items[1].container_id, 'both runs used the same kernel');
-      assert.deepEqual(await jupyter!.kernelIds(), [], 'the kernel was shut down when the CLI finished');
+      assert.deepEqual(await jupyter!.kernelIds(), [items[0].container_id], 'the kernel stays on the server for --continue');
+
+      const id = JSON.parse(r.stdout.trim().split('\n').at(-1)!).conversation_id as string;
+      wire.push(turn().call('execute_tool_code', { code: 'return [stock["on_hand"], output_of(2)]' }), turn().text('Still 85.'));
+      const again = await chat('And the stock now?', '--continue', id);
+      assert.equal(again.code, 0, again.stderr);
+      const [back] = itemsOf(again.stdout);
+      assert.equal(back.status, 'completed', JSON.stringify(back.error));
+      assert.deepEqual(back.value, [85, ''], 'the variable of the first process is there');
+      assert.equal(back.container_id, items[0].container_id, 'the same kernel');
+      assert.doesNotMatch(again.stderr, /new Python session/);
+      assert.ok(!JSON.stringify(wire.turns.at(-2)!.body).includes('continued in a new Python session'), 'the model is not told its variables are gone');
     } finally {
       await wire.close();
       rmSync(storage, { recursive: true, force: true });

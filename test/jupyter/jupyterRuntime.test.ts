@@ -498,6 +498,76 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       assert.equal(a.container_id, b.container_id);
     });
 
+    it('a new runtime takes back the kernel an earlier one left running: its variables and kept output are there', async () => {
+      const a = runtime();
+      const [first, notebook] = await Promise.all([
+        a.execute({ code: 'x = 41\nprint("from A")', sessionId: 'back', execution: 1 }),
+        a.execute({ code: '1', sessionId: 'nobody-remembers' }),
+      ]);
+      assert.equal(first.status, 'completed', JSON.stringify(first.error));
+      const id = a.sessions.handover!.idOf('back');
+      assert.equal(id, first.container_id);
+      await a.sessions.handover!.release(); // a reload: the process lets go, the kernel stays
+      const left = await server.kernelIds();
+      assert.ok(left.includes(id!), 'the kernel is still on the server');
+      assert.ok(!left.includes(String(notebook.container_id)), 'a kernel whose id nobody took is shut down');
+      const b = runtime();
+      b.sessions.handover!.adopt('back', id!);
+      assert.equal(b.sessions.handover!.idOf('back'), id, 'remembered until the next run takes it back');
+      const read = await b.execute({ code: 'return [x + 1, output_of(1)]', sessionId: 'back', execution: 2 });
+      assert.equal(read.status, 'completed', JSON.stringify(read.error));
+      assert.deepEqual(read.value, [42, 'from A\n']);
+      assert.equal(read.container_id, id);
+      assert.match(logsOf(read, 'stderr'), /Reconnected to this conversation's Jupyter kernel .*still defined/);
+      const tool = await b.execute({ code: 'return await call_tool("t")', sessionId: 'back' }, { onToolCall: async () => 'ok' });
+      assert.equal(tool.value, 'ok', JSON.stringify(tool.error));
+      await b.dispose(); // a plain dispose still shuts it down
+      assert.ok(!(await server.kernelIds()).includes(id!));
+    });
+
+    it('a kernel that is gone (or an id that is not one) is said plainly, and a new kernel starts', async () => {
+      const a = runtime();
+      const first = await a.execute({ code: 'y = 1', sessionId: 'gone' });
+      const id = a.sessions.handover!.idOf('gone')!;
+      assert.equal(id, first.container_id);
+      await a.sessions.handover!.release();
+      const killer = runtime();
+      killer.sessions.handover!.adopt('gone', id);
+      await killer.sessions.handover!.release(); // never ran: nothing taken back, nothing shut
+      assert.ok((await server.kernelIds()).includes(id));
+      await fetch(`${server.url}api/kernels/${id}`, { method: 'DELETE', headers: { Authorization: `token ${server.token}` } });
+      const b = runtime();
+      b.sessions.handover!.adopt('gone', id);
+      b.sessions.handover!.adopt('bad', '../../api/sessions');
+      const fresh = await b.execute({ code: 'return "y" in globals()', sessionId: 'gone' });
+      assert.equal(fresh.value, false);
+      assert.notEqual(fresh.container_id, id);
+      assert.match(
+        logsOf(fresh, 'stderr'),
+        /could not be taken back \(the server no longer has it: .*\); a new kernel was started, so variables from earlier runs are gone/,
+      );
+      const bad = await b.execute({ code: '1', sessionId: 'bad' });
+      assert.match(logsOf(bad, 'stderr'), /the id remembered for it is not a kernel id/);
+    });
+
+    it('closing a conversation whose kernel was left running shuts that kernel down; so does taking it back after the idle time', async () => {
+      const a = runtime();
+      const [one, two] = await Promise.all([a.execute({ code: '1', sessionId: 'left1' }), a.execute({ code: '2', sessionId: 'left2' })]);
+      a.sessions.handover!.idOf('left1');
+      a.sessions.handover!.idOf('left2');
+      await a.sessions.handover!.release();
+      const b = runtime({ idleShutdownMs: 200 });
+      b.sessions.handover!.adopt('left1', String(one.container_id));
+      await b.sessions.close('left1'); // the conversation was deleted in this process
+      assert.ok(!(await server.kernelIds()).includes(String(one.container_id)));
+      assert.equal(b.sessions.handover!.idOf('left1'), undefined);
+      await new Promise((r) => setTimeout(r, 1000)); // older than the idle time, by far
+      b.sessions.handover!.adopt('left2', String(two.container_id));
+      const next = await b.execute({ code: '1', sessionId: 'left2' });
+      assert.match(logsOf(next, 'stderr'), /it had no run for over .*, so it was shut down/);
+      assert.ok(!(await server.kernelIds()).includes(String(two.container_id)));
+    });
+
     it('closeSession shuts the kernel down', async () => {
       const rt = runtime();
       const a = await rt.execute({ code: '1', sessionId: 'c' });

@@ -96,6 +96,26 @@ if (!available) console.log(`  ${SKIP_MESSAGE}`);
     assert.deepEqual(JSON.parse(value), expectedFollowUp());
   });
 
+  it('the next run files the kept output before its code: a run that never reached the kernel loses nothing, a stopped run is kept', async () => {
+    const sessionId = 'kernel-budget-order';
+    const first = await runtime.execute({ code: 'print("one")', sessionId, execution: 1 });
+    assert.equal(first.status, 'completed');
+    // Stopped before it started: no cell of it reaches the kernel, so execution 1's output waits for the next one.
+    const refused = await runtime.execute({ code: 'print("never")', sessionId, execution: 2 }, { signal: AbortSignal.abort() });
+    assert.equal(refused.status, 'incomplete');
+    const stop = new AbortController();
+    const stopped = await runtime.execute(
+      { code: 'import time\nprint("before the stop", flush=True)\ntime.sleep(60)', sessionId, execution: 3 },
+      { signal: stop.signal, onEvent: (e) => e.type === 'codeact.output.delta' && stop.abort() },
+    );
+    assert.notEqual(stopped.status, 'completed');
+    const read = await runtime.execute({ code: 'return [output_of(1), output_of(3), last_output()]', sessionId, execution: 4 });
+    assert.equal(read.status, 'completed', JSON.stringify(read.error));
+    assert.deepEqual(read.value, ['one\n', 'before the stop\n', 'before the stop\n']);
+    const missing = await runtime.execute({ code: 'output_of(2)', sessionId, execution: 5 });
+    assert.match(missing.error?.message ?? '', /No output of execution 2 in this session; it keeps executions 1, 3, 4/);
+  });
+
   it('a kernel keeps the output of its own runs only: a restart starts empty, and output_of says why', async () => {
     const sessionId = 'kernel-budget-restart';
     const first = await runtime.execute({ code: 'print("kept")', sessionId, execution: 1 });

@@ -28,6 +28,7 @@ interface Fixture {
   state: Map<string, unknown>;
   live: Set<string>;
   closed: string[];
+  adopted: [string, string][];
   changed: number;
   refreshed: number;
   resets: number;
@@ -49,6 +50,7 @@ describe('vscode conversations (fake seams)', () => {
       state,
       live: new Set(),
       closed: [],
+      adopted: [],
       changed: 0,
       refreshed: 0,
       resets: 0,
@@ -61,7 +63,11 @@ describe('vscode conversations (fake seams)', () => {
           folders: { forNewConversation: () => '/work/a', reset: () => void f.resets++ },
           settingsFor: () => ({ provider: 'openai', model: 'gpt-test', mode: 'code' }),
           busy: () => f.busy,
-          sessions: () => ({ has: (id) => f.live.has(id), close: async (id) => void (f.closed.push(id), f.live.delete(id)) }),
+          sessions: () => ({
+            has: (id) => f.live.has(id),
+            close: async (id) => void (f.closed.push(id), f.live.delete(id)),
+            handover: { idOf: () => undefined, adopt: (id, kernel) => void f.adopted.push([id, kernel]), release: async () => {} },
+          }),
           variables: f.variables,
           changed: () => void f.changed++,
           refreshVariables: () => void f.refreshed++,
@@ -115,6 +121,25 @@ describe('vscode conversations (fake seams)', () => {
     const again = c.reopen(first.id);
     assert.equal(again.notice, undefined, 'its session lives: nothing to say');
     assert.equal(c.sessionNote(first.id), undefined);
+  });
+
+  it('a conversation whose Jupyter kernel was left running is not told its session is gone; leaving it forgets the kernel; deleting one ends its kernel', () => {
+    const kept = ranCode(f.store, 'kernel left running');
+    kept.update({ kernelId: 'k-1' });
+    f.state.set('codeact.openConversation', kept.id);
+    const memory = new ConversationMemory(f.store, { get: <T>(k: string) => f.state.get(k) as T, update: async () => {} });
+    assert.equal(memory.restoreOpen()?.id, kept.id);
+    assert.equal(memory.takeNotice(), undefined, 'nothing said to the person: the next run says whether the kernel came back');
+    const c = f.build();
+    assert.equal(c.sessionNote(kept.id), undefined, 'nor to the model');
+    c.startNew();
+    assert.deepEqual(f.closed, [kept.id]);
+    assert.equal(f.store.open(kept.id).meta.kernelId, null, 'its kernel was closed with it: not to be taken back');
+    const other = ranCode(f.store, 'another window left its kernel');
+    other.update({ kernelId: 'k-2' });
+    c.delete(other.id);
+    assert.deepEqual(f.adopted, [[other.id, 'k-2']]);
+    assert.deepEqual(f.closed, [kept.id, other.id], 'its kernel is shut down with it');
   });
 
   it('never switches under a running turn', () => {

@@ -146,6 +146,22 @@ describe('vscode runtime cache (fake seams)', () => {
     assert.notEqual(await cache.get(), a);
   });
 
+  it('release (the extension goes): a runtime whose sessions can outlive the window lets go of them, left running; the others are disposed', async () => {
+    const { apis, cache, state } = setup();
+    let released = 0;
+    apis.setup = (r) => {
+      if (apis.built.length === 0) Object.assign(r.sessions, { handover: { idOf: () => undefined, adopt: () => {}, release: async () => void released++ } });
+    };
+    await cache.get();
+    state.folder = '/other';
+    await cache.get();
+    await cache.release();
+    assert.equal(released, 1);
+    assert.equal(apis.built[0].disposed, 0, 'its kernels stay for the next window');
+    assert.equal(apis.built[1].disposed, 1);
+    assert.equal(cache.current, undefined);
+  });
+
   it("a document's session id is its own", () => {
     assert.equal(documentSessionId('file:///w/a.py'), 'doc:file:///w/a.py');
   });

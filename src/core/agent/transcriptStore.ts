@@ -29,6 +29,8 @@ interface ConversationMeta {
   mode?: string;
   workspace?: string;
   containerId?: string | null;
+  /** The conversation's session that outlives the process (its Jupyter kernel's id; runtime/types: SessionHandover). */
+  kernelId?: string | null;
   /** Hosted containers found expired: no request names them again (src/core/providers/shared/expiredContainer.ts). */
   expiredContainers?: string[];
 }

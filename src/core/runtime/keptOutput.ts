@@ -2,7 +2,7 @@
  * A run's whole output, kept by its session for the session's later runs: `output_of(n)` and
  * `last_output()` in the guest (guest/codeact_outputs.py). The host has the whole stdout and stderr of each
  * run (up to the runtime's output cap); after the run it sends them to the session, the local guest as a
- * "keep" frame and a Jupyter kernel as a silent cell. The session keeps them in memory, bounded: one run's
+ * "keep" frame, a Jupyter kernel with its next run's cell (KernelHandle.keepOutput: no request of its own). The session keeps them in memory, bounded: one run's
  * streams up to KEPT_RUN_CHARS each (beginning and end, as the model's copy), KEPT_TOTAL_CHARS in all.
  */
 import { logsOf, type CodeOutput } from '../../common/events';

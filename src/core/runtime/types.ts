@@ -93,6 +93,21 @@ export interface RuntimeSessions {
   close(sessionId: string): Promise<void>;
   /** Drops the session's state now (its process tree or kernel restarts); the next run starts fresh. Resolves whether one was alive. */
   restart(sessionId: string): Promise<boolean>;
+  /**
+   * Sessions that outlive this process (a Jupyter kernel): the id a conversation remembers, taking one back
+   * in a new process, and letting go of them all, left running, when this process goes (a reload, the CLI's
+   * exit). Absent: a session ends with the runtime.
+   */
+  readonly handover?: SessionHandover;
+}
+
+interface SessionHandover {
+  /** The id to remember for a session (its kernel's), if it has one now or one waits to be taken back. */
+  idOf(sessionId: string): string | undefined;
+  /** The session's next run takes back the one with this id, if it is still there (else it says so and starts anew). */
+  adopt(sessionId: string, id: string): void;
+  /** Lets go of the sessions whose id was handed out (idOf), left running for a later process to adopt; the rest end with the runtime's dispose. */
+  release(): Promise<void>;
 }
 
 /** The sessions of a runtime that keeps none: every run starts fresh. */

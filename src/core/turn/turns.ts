@@ -168,6 +168,7 @@ async function chatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
     const recovery = recoverExpiredContainers(await o.provider(), convo.meta.expiredContainers ?? [], emit);
     const provider = recovery.provider;
     const runtime = typeof o.runtime === 'function' ? await o.runtime() : o.runtime;
+    const session = sessionHandover(runtime, convo, convo.id);
     const agent = new AgentLoop({
       provider,
       model: config.model,
@@ -193,7 +194,7 @@ async function chatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       journal: (items) => convo.appendItems(items),
       ...(o.agent ?? {}),
     });
-    const result = await agent.run(repairHistory(convo.history), o.prompt);
+    const result = await agent.run(repairHistory(convo.history), o.prompt).finally(session);
     // Outputs were saved as they finished: the history keeps them in the calls' order, as the run did.
     convo.history.splice(0, convo.history.length, ...repairHistory(convo.history));
     const containerId = recovery.containerAfter(result.containerId);
@@ -253,10 +254,13 @@ async function codeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
   const { turnId, end } = startTurn(emit, { prompt: o.label, source: o.source, runtime: runtime.kind }, o.interrupted);
   try {
     const gateway = typeof o.gateway === 'function' ? await o.gateway() : o.gateway;
-    const item = await runtime.execute(
-      { code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) },
-      { signal: o.signal, onToolCall: gateway.handler, onEvent: emit, beforeRun: o.beforeRun },
-    );
+    const session = sessionHandover(runtime, o.conversation, o.sessionId);
+    const item = await runtime
+      .execute(
+        { code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) },
+        { signal: o.signal, onToolCall: gateway.handler, onEvent: emit, beforeRun: o.beforeRun },
+      )
+      .finally(session);
     end(item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed');
     return { turnId, item };
   } catch (err) {
@@ -266,4 +270,20 @@ async function codeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
   } finally {
     o.conversation?.flush();
   }
+}
+
+/**
+ * A session an earlier process left running for the conversation (its Jupyter kernel, by the id the
+ * conversation remembers) is taken back at its next run; returns what, once the runs are over, remembers the
+ * session's id now (none: forgotten). Only the conversation's own session (a document's run may use the chat's).
+ */
+function sessionHandover(runtime: Runtime, convo: Conversation | undefined, sessionId: string | undefined): () => void {
+  const handover = runtime.sessions.handover;
+  if (!handover || !convo || sessionId !== convo.id) return () => {};
+  const remembered = typeof convo.meta.kernelId === 'string' ? convo.meta.kernelId : undefined;
+  if (remembered) handover.adopt(convo.id, remembered);
+  return () => {
+    const now = handover.idOf(convo.id);
+    if (now !== remembered) convo.update({ kernelId: now ?? null });
+  };
 }

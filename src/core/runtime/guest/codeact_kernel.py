@@ -16,7 +16,9 @@ the library's, exactly as in the local guest; this file adds what only a kernel 
   so ipykernel's inline hook has nothing left to show;
 - the files the run made or changed in the kernel's working directory: result["files"] = [{path,
   size}] and result["cwd"] (the host fetches them through the Jupyter contents API);
-- call_tool over the kernel's stdin channel (see toolChannel.ts for the reasons and the frames).
+- call_tool over the kernel's stdin channel (see toolChannel.ts for the reasons and the frames);
+- output_of(n): each run's cell carries the whole output of the runs before it that the host has not
+  filed yet (run(keep=...)), so keeping a run's output costs no request of its own.
 """
 import asyncio
 import base64
@@ -269,11 +271,20 @@ def variables():
     publish_display_data({RESULT_MIME: {"vars": lib.variables(_ip.user_ns, hidden), "nonce": _config["nonce"]}}, metadata={})
 
 
-async def run(source_b64, run_id, tools, max_frame, max_value, options=None):
+async def run(source_b64, run_id, tools, max_frame, max_value, options=None, keep=()):
     """Runs one piece of user code. Returns None (so the cell displays nothing) and publishes the
     result as a display_data of RESULT_MIME. options (a dict, or its JSON text): {"display": {max_bytes,
-    max_total, max_count, hidpi}, "files": {max_count}}, as in the local guest's run frame."""
+    max_total, max_count, hidpi}, "files": {max_count}}, as in the local guest's run frame. keep: the
+    whole output of the kernel's earlier runs that the host has not filed here yet (base64 of a "keep"
+    frame each, codeact_outputs), filed first, so output_of(n) sees them, with no round trip of its own."""
     global _run
+    if keep:
+        import codeact_outputs
+        for data in keep:
+            try:
+                codeact_outputs.keep_encoded(data)
+            except Exception:  # a frame the host made; a bad one only loses that run's kept output
+                pass
     source = base64.b64decode(source_b64).decode("utf-8", "surrogatepass")
     if isinstance(options, str):
         try:

@@ -2,8 +2,8 @@
 
 The model reads each run's output within a budget: its beginning and its end, with a note in the middle
 that says how much was left out and where the rest is. The host sends every run's whole stdout and
-stderr, as it captured them, once the run is over (a "keep" frame in the local guest, a silent cell in a
-Jupyter kernel); they live here, in the session's memory, under the run's execution number (the
+stderr, as it captured them, once the run is over (a "keep" frame in the local guest; in a Jupyter kernel
+the next run's cell carries them, or a silent cell when the host lets go of a kernel it leaves running); they live here, in the session's memory, under the run's execution number (the
 "execution" of its result). Bounded: at most `max_total` characters in all and MAX_RUNS runs; the oldest
 runs' output goes first, and asking for it then says so. A new session (a restart) starts empty.
 """
@@ -85,9 +85,26 @@ def keep_frame(frame):
 
 
 def keep_encoded(data):
-    """The host's silent cell in a Jupyter kernel: the same frame, as base64 of its JSON."""
+    """In a Jupyter kernel: the same frame, as base64 of its JSON (the next run's cell, or a silent cell)."""
     import base64
     keep_frame(_loads(base64.b64decode(data).decode("utf-8", "surrogatepass")))
+
+
+def adopt(old):
+    """Takes over what the module this one replaces kept (the host set the kernel up again, for instance
+    after reconnecting to it from a new process), checked as untrusted."""
+    global _total, _forgotten
+    runs = getattr(old, "_runs", None)
+    if not isinstance(runs, dict):
+        return
+    for n, texts in list(runs.items())[-MAX_RUNS:]:
+        if isinstance(n, int) and not isinstance(n, bool) and isinstance(texts, tuple) and len(texts) == 2 \
+                and all(isinstance(t, str) for t in texts):
+            _runs[n] = texts
+            _total += len(texts[0]) + len(texts[1])
+    forgotten = getattr(old, "_forgotten", 0)
+    if isinstance(forgotten, int) and not isinstance(forgotten, bool):
+        _forgotten = max(_forgotten, forgotten)
 
 
 def install(namespace, hidden, own_file):

@@ -45,6 +45,8 @@ export class JupyterRun {
   private idle = false;
   private idleTimer?: NodeJS.Timeout;
   private reported?: ReportedFiles;
+  /** The earlier runs' output this run's cell carries into the kernel (KernelHandle.keepOutput). */
+  private carried: ReadonlyMap<number, string> = new Map();
   private probing = false;
 
   constructor(
@@ -107,7 +109,7 @@ export class JupyterRun {
           this.onStopBeforeStart = undefined;
           await this.runOn(handle!);
           await this.collectFiles(handle!);
-          if (this.completion && !this.needsRestart) await handle!.keepOutput(this.request.execution, this.run.out.outputs());
+          if (this.completion && !this.needsRestart) handle!.keepOutput(this.request.execution, this.run.out.outputs());
         } finally {
           handle!.current = undefined;
           if (this.needsRestart) {
@@ -207,9 +209,11 @@ export class JupyterRun {
   }
 
   private send(conn: Kernel.IKernelConnection): void {
+    this.carried = this.handle!.kept;
     const future = conn.requestExecute(
       {
         code: runCell(this.request.code, {
+          keep: [...this.carried.values()],
           runId: this.runId,
           tools: this.request.tools !== false,
           maxFrameBytes: this.runtime.settings.maxFrameBytes,
@@ -336,6 +340,7 @@ export class JupyterRun {
     } else {
       this.completion = { ok: false, error: normaliseError(r.error, stripAnsi) };
     }
+    this.handle!.delivered(this.carried);
     this.reported = reportedFiles(r as { cwd?: unknown; files?: unknown }, this.limits.maxFiles);
     if (this.idle) this.finishNow();
     else if (this.replied) this.finishWhenIdle();

@@ -5,7 +5,8 @@
  * - One kernel per conversation (`sessionPolicy: "conversation"`, keyed by `ExecuteRequest.sessionId`)
  *   so later code builds on earlier state, or one kernel per execution (`"execution"`). Kernels are
  *   shut down by closeSession(), dispose(), after `idleShutdownMs` without a run, and (per-execution
- *   kernels) as soon as their run is over.
+ *   kernels) as soon as their run is over. release() leaves running the conversations' kernels whose id
+ *   was taken (sessions.handover), and a later runtime takes one back by that id (kernelHandover.ts).
  * - The code runs through a bridge module installed once per kernel (kernelBridge.ts): top-level
  *   `return` and `await`, the user's own line numbers, a JSON value, and `call_tool` routed to the
  *   host's handler over the stdin channel (toolChannel.ts explains the choice and the concurrency).
@@ -41,6 +42,11 @@ import {
 import { JupyterRun } from './jupyterRun';
 import { KernelHandle, waitForKernel } from './kernelHandle';
 import type { JupyterSessionPolicy, JupyterSettings, KernelPool } from './kernelPool';
+import { leftKernel, type LeftKernel } from './kernelHandover';
+import type { KernelAPI } from '@jupyterlab/services';
+
+/** Conversations whose left-running kernel waits to be taken back, at most. */
+const MAX_LEFT = 256;
 import { formatDuration } from '../../../common/format';
 
 export interface JupyterRuntimeOptions {
@@ -82,8 +88,8 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
 
   /**
    * A conversation's kernel (with the `conversation` policy), which keeps each run's whole output for its
-   * later runs (KernelHandle.keepOutput). Its variables are not read between runs, and it is never reported
-   * live; a restart counts as one that had state.
+   * later runs (KernelHandle.keepOutput) and can outlive this process (`handover`). Its variables are not read
+   * between runs, and it is never reported live; a restart counts as one that had state.
    */
   readonly sessions: RuntimeSessions = kernelSessions(this);
   /** Resolved settings (exposed for the runs of this module). */
@@ -94,6 +100,8 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
   /** Session id -> its kernel (started or starting). */
   private readonly kernels = new Map<string, Promise<KernelHandle>>();
   private readonly expiredNotice = new Map<string, string>();
+  /** Session id -> the kernel an earlier process left running for it, taken back at its next run (SessionHandover). */
+  private readonly leftRunning = new Map<string, string>();
   private readonly handles = new Set<KernelHandle>();
   private readonly shutdowns = new Set<Promise<void>>();
   private readonly runs = new Set<JupyterRun>();
@@ -145,6 +153,11 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
   /** Shuts down the kernel of one conversation (its variables are gone). */
   async closeSession(sessionId: string): Promise<void> {
     this.expiredNotice.delete(sessionId);
+    const left = this.leftRunning.get(sessionId);
+    this.leftRunning.delete(sessionId);
+    // A kernel an earlier process left running for it goes too (leftKernel checks the id before any request).
+    if (left && (await leftKernel(this.rest!, { kernelName: this.settings.kernelName, idleShutdownMs: 0 }, left).catch(() => undefined))?.model)
+      await this.rest!.shutdown(left).catch((err: Error) => this.settings.log(`[codeact] could not shut down Jupyter kernel ${left}: ${err.message}`));
     const pending = this.kernels.get(sessionId);
     if (!pending) return;
     this.kernels.delete(sessionId);
@@ -188,6 +201,48 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     await Promise.allSettled([...this.shutdowns]);
   }
 
+  /** Lets go of every conversation's kernel, left running for a later process (SessionHandover.release), then disposes. */
+  async release(): Promise<void> {
+    if (!this.disposed) {
+      for (const run of this.runs) run.stop('cancel');
+      const pending = [...this.kernels.values()];
+      this.kernels.clear();
+      for (const handle of await Promise.all(pending.map((p) => p.catch(() => undefined)))) {
+        // Only a kernel whose id someone remembers can be taken back; the others (a notebook's, say) end.
+        if (!handle || handle.closed || !this.remembered.has(handle.sessionId!)) continue;
+        await handle.detach();
+        this.handles.delete(handle);
+      }
+    }
+    await this.dispose();
+  }
+
+  /** The kernel id a conversation remembers: its kernel's, or the one it is to take back. */
+  kernelIdOf(sessionId: string): string | undefined {
+    let id = this.leftRunning.get(sessionId);
+    for (const h of this.handles) if (h.sessionId === sessionId && !h.closed) id = h.id;
+    if (id) this.remember(sessionId);
+    return id;
+  }
+
+  /** Sessions whose kernel id was handed out (release() leaves their kernels running), bounded. */
+  private readonly remembered = new Set<string>();
+
+  private remember(sessionId: string): void {
+    this.remembered.delete(sessionId);
+    this.remembered.add(sessionId);
+    if (this.remembered.size > MAX_LEFT) this.remembered.delete(this.remembered.values().next().value!);
+  }
+
+  /** The conversation's next run takes back this kernel (left running by an earlier process), if the server still has it. */
+  adopt(sessionId: string, kernelId: string): void {
+    if (this.kernels.has(sessionId) || this.settings.sessionPolicy !== 'conversation') return;
+    this.leftRunning.delete(sessionId);
+    this.leftRunning.set(sessionId, kernelId);
+    this.remember(sessionId);
+    if (this.leftRunning.size > MAX_LEFT) this.leftRunning.delete(this.leftRunning.keys().next().value!);
+  }
+
   // ---- kernels ----------------------------------------------------------------------------------
 
   /** The kernel for a run, started when needed, plus a notice when earlier state was lost. */
@@ -215,7 +270,9 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     }
     notice ??= this.expiredNotice.get(sessionId);
     this.expiredNotice.delete(sessionId);
-    const starting = this.startKernel(sessionId);
+    const left = this.leftRunning.get(sessionId);
+    this.leftRunning.delete(sessionId);
+    const starting = this.startKernel(sessionId, left && !notice ? { id: left, said: (n) => (notice = n) } : undefined);
     this.kernels.set(sessionId, starting);
     try {
       return { handle: await starting, notice };
@@ -225,18 +282,37 @@ export class JupyterRuntime implements Runtime, KernelPool<KernelHandle> {
     }
   }
 
-  private startKernel(sessionId: string | undefined): Promise<KernelHandle> {
-    const p = this.startKernelNow(sessionId);
+  private startKernel(sessionId: string | undefined, left?: LeftKernel): Promise<KernelHandle> {
+    const p = left ? this.takeBack(sessionId!, left) : this.startKernelNow(sessionId);
     this.starting.add(p);
     const forget = () => this.starting.delete(p);
     p.then(forget, forget);
     return p;
   }
 
-  private async startKernelNow(sessionId: string | undefined): Promise<KernelHandle> {
+  /** The kernel an earlier process left running for this conversation, if it can be taken back; else a new one, saying why. */
+  private async takeBack(sessionId: string, left: LeftKernel): Promise<KernelHandle> {
+    const found = await leftKernel(this.rest!, this.settings, left.id);
+    if (found.model) {
+      try {
+        const handle = await this.startKernelNow(sessionId, found.model);
+        left.said(`[codeact] Reconnected to this conversation's Jupyter kernel (${left.id}): variables from earlier runs are still defined.\n`);
+        return handle;
+      } catch (err) {
+        found.gone = `reconnecting failed: ${(err as Error).message}`;
+      }
+    }
+    left.said(
+      `[codeact] The Jupyter kernel this conversation used before could not be taken back (${found.gone}); ` +
+        'a new kernel was started, so variables from earlier runs are gone.\n',
+    );
+    return this.startKernelNow(sessionId);
+  }
+
+  private async startKernelNow(sessionId: string | undefined, existing?: KernelAPI.IModel): Promise<KernelHandle> {
     const rest = this.rest!;
     const s = this.settings;
-    const model = await rest.startNew({ name: s.kernelName, ...(s.kernelEnv ? { env: s.kernelEnv } : {}) });
+    const model = existing ?? (await rest.startNew({ name: s.kernelName, ...(s.kernelEnv ? { env: s.kernelEnv } : {}) }));
     const conn = withQuietConsole(
       s.log,
       () =>
@@ -312,5 +388,10 @@ function kernelSessions(rt: JupyterRuntime): RuntimeSessions {
     },
     close: (id) => rt.closeSession(id),
     restart: async (id) => (await rt.restartSession(id), true),
+    handover: {
+      idOf: (id) => (persist() ? rt.kernelIdOf(id) : undefined),
+      adopt: (id, kernelId) => rt.adopt(id, kernelId),
+      release: () => rt.release(),
+    },
   };
 }

@@ -1,6 +1,7 @@
 /**
  * One kernel on the server, as the Jupyter runtime holds it: its connection, the bridge install,
- * a lock so the runs of a conversation take turns, restart, idle timer and shutdown.
+ * a lock so the runs of a conversation take turns, the runs' output it keeps for output_of (carried in
+ * by the next run's cell), restart, idle timer, shutdown, and detach (left running for a later process).
  */
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JupyterError, withQuietConsole } from './connection';
@@ -12,6 +13,10 @@ import { withTimeout } from '../../util/timeout';
 import { randomToken } from '../../util/ids';
 import type { CodeOutput } from '../../../common/events';
 import { keptOutput } from '../keptOutput';
+
+/** Runs whose output waits for a cell to carry it into the kernel, at most, and their size in all. */
+const MAX_TO_KEEP = 8;
+const MAX_KEEP_BYTES = 4 * 1024 * 1024;
 
 export class KernelHandle {
   readonly nonce = randomToken(16);
@@ -35,6 +40,7 @@ export class KernelHandle {
       if (status === 'autorestarting' || status === 'restarting' || status === 'starting') {
         this.bootstrapped = false;
         this.restarted = true;
+        this.toKeep.clear(); // a new session starts empty (codeact_outputs)
       }
       if (status === 'dead') this.lostReason ??= 'the kernel died';
     });
@@ -154,18 +160,49 @@ export class KernelHandle {
 
   /** Runs of this kernel so far (their number when the caller gives none, for output_of). */
   private runs = 0;
+  /** Finished runs' whole output not yet in the kernel: execution number -> base64 of its "keep" frame. */
+  private readonly toKeep = new Map<number, string>();
 
   /**
-   * Files a finished run's whole output in the kernel, for its later runs (`output_of(n)`, keptOutput.ts):
-   * a silent cell, awaited under the run's lock so that nothing else (an interrupt) can reach it. Only for
-   * a conversation's kernel that finished the run and is still connected; a failure is logged, never the run's.
+   * Files a finished run's whole output for the kernel's later runs (`output_of(n)`, keptOutput.ts): the next
+   * run's cell carries it into the kernel before its code (`kept`, then `delivered`), so it costs no request of
+   * its own. Only for a conversation's kernel that finished the run and is still connected.
    */
-  async keepOutput(execution: number | undefined, outputs: readonly CodeOutput[]): Promise<void> {
+  keepOutput(execution: number | undefined, outputs: readonly CodeOutput[]): void {
     const n = execution ?? ++this.runs;
-    if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed || this.conn.connectionStatus !== 'connected') return;
-    const data = Buffer.from(JSON.stringify(keptOutput(outputs, n)), 'utf8').toString('base64');
+    if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed) return;
+    this.toKeep.delete(n);
+    this.toKeep.set(n, Buffer.from(JSON.stringify(keptOutput(outputs, n)), 'utf8').toString('base64'));
+    // Bounded: only runs whose cell never reached the kernel pile up here; one cell carries all of them, and a
+    // server takes WebSocket messages of limited size (Tornado's default: 10 MiB). The oldest go first.
+    let bytes = 0;
+    for (const data of this.toKeep.values()) bytes += data.length;
+    for (const [old, data] of this.toKeep) {
+      if (this.toKeep.size <= 1 || (this.toKeep.size <= MAX_TO_KEEP && bytes <= MAX_KEEP_BYTES)) break;
+      this.toKeep.delete(old);
+      bytes -= data.length;
+    }
+  }
+
+  /** What the next run's cell carries into the kernel, in order. */
+  get kept(): ReadonlyMap<number, string> {
+    return new Map(this.toKeep);
+  }
+
+  /** The kernel ran a cell that carried these (its result came back): they are filed there. */
+  delivered(sent: ReadonlyMap<number, string>): void {
+    for (const [n, data] of sent) if (this.toKeep.get(n) === data) this.toKeep.delete(n);
+  }
+
+  /**
+   * Files what no run carried yet with a silent cell of its own, awaited (for a kernel left running when
+   * this process lets go of it: the conversation may come back to it). A failure is logged, never thrown.
+   */
+  async flushKept(): Promise<void> {
+    if (!this.toKeep.size || this.closed || !this.bootstrapped || this.conn.isDisposed || this.conn.connectionStatus !== 'connected') return;
+    const sent = this.kept;
     const future = this.conn.requestExecute({
-      code: `__import__("codeact_outputs").keep_encoded("${data}")`,
+      code: [...sent.values()].map((data) => `__import__("codeact_outputs").keep_encoded("${data}")`).join('\n'),
       silent: true,
       store_history: false,
       allow_stdin: false,
@@ -174,8 +211,9 @@ export class KernelHandle {
     try {
       const reply = await withTimeout(replyOf(future), 10_000, () => new Error('no reply within 10 s'));
       if (reply.content.status !== 'ok') throw new Error(`the kernel answered "${reply.content.status}"`);
+      this.delivered(sent);
     } catch (err) {
-      this.host.settings.log(`[codeact] could not keep the output of execution ${n} in kernel ${this.id}: ${(err as Error).message}`);
+      this.host.settings.log(`[codeact] could not keep the output of earlier runs in kernel ${this.id}: ${(err as Error).message}`);
     } finally {
       if (!future.isDisposed) future.dispose();
     }
@@ -185,6 +223,7 @@ export class KernelHandle {
   async restart(): Promise<void> {
     const s = this.host.settings;
     this.bootstrapped = false;
+    this.toKeep.clear();
     await withTimeout(
       this.conn.restart(),
       s.startTimeoutMs,
@@ -192,6 +231,27 @@ export class KernelHandle {
     );
     await waitForKernel(this.conn, s.startTimeoutMs, this.host.rest!.displayUrl);
     await this.bootstrap();
+  }
+
+  /**
+   * Lets go of the kernel and leaves it running (its variables and kept output stay, for a later process to
+   * adopt): what no run carried yet is filed first; then only this connection closes.
+   */
+  async detach(): Promise<void> {
+    if (this.closed) return;
+    await withTimeout(
+      this.withLock(() => this.flushKept()),
+      15_000,
+      () => new Error('the kernel stayed busy'),
+    ).catch((err: Error) => this.host.settings.log(`[codeact] leaving kernel ${this.id} running: ${err.message}`));
+    this.closed = true;
+    this.lostReason ??= 'this process let go of it';
+    clearTimeout(this.idleTimer);
+    try {
+      if (!this.conn.isDisposed) withQuietConsole(this.host.settings.log, () => this.conn.dispose());
+    } catch {
+      // Already gone.
+    }
   }
 
   shutdown(why: string): Promise<void> {
