@@ -249,8 +249,10 @@ class Jobs:
             job.result = {"ok": False, "error": {"type": "JobCrashed", "message": _exit_text(status)}}
         else:
             job.state = "done" if job.result.get("ok") else "failed"
-        job.done.set()
+        # The host hears of the end before wait_job returns it: a run that waited for a job completes after
+        # the job's frame, so the model's next step is told of it.
         self._send_end(job)
+        job.done.set()
 
     def _send_end(self, job):
         frame = {"t": "job", "job": job.number, "state": job.state, "seconds": job.seconds, "value": None, "error": None,
