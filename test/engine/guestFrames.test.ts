@@ -45,7 +45,11 @@ const SHAPES: { [K in GuestFrame['t']]: (f: WireFrame) => void } = {
     if (f.state === 'running') assert.ok(isInt(f.run), JSON.stringify(f));
     else
       assert.ok(
-        typeof f.seconds === 'number' && typeof f.tail === 'string' && isInt(f.bytes) && typeof f.cut === 'boolean' && (f.value === null || typeof f.value === 'string'),
+        typeof f.seconds === 'number' &&
+          typeof f.tail === 'string' &&
+          isInt(f.bytes) &&
+          typeof f.cut === 'boolean' &&
+          (f.value === null || typeof f.value === 'string'),
         JSON.stringify(f),
       );
   },

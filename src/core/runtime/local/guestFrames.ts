@@ -28,7 +28,16 @@ interface FileCaps {
 
 /** What the host sends a guest. */
 export type HostFrame =
-  | { t: 'init'; subreaper: boolean; limits: Record<string, number>; max_frame: number; max_value: number; max_concurrency: number; max_output: number; jobs: { max: number; max_seconds: number } }
+  | {
+      t: 'init';
+      subreaper: boolean;
+      limits: Record<string, number>;
+      max_frame: number;
+      max_value: number;
+      max_concurrency: number;
+      max_output: number;
+      jobs: { max: number; max_seconds: number };
+    }
   | { t: 'run'; run: number; code: string; tools: boolean; end: string; last: boolean; display: DisplayCaps; files: FileCaps; background?: true }
   | { t: 'tool_result'; id: number; ok: true; value: unknown }
   | { t: 'tool_result'; id: number; ok: false; error: string; limit?: true }

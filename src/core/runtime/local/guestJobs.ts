@@ -75,7 +75,8 @@ export class GuestJobs {
     const error = frame.error && typeof frame.error === 'object' ? (frame.error as { type?: unknown; message?: unknown }) : undefined;
     const tail = quote(frame.tail);
     let text: string;
-    if (state === 'done') text = `Background job ${job} finished after ${after}` + (typeof frame.value === 'string' ? `; its value: ${quote(frame.value)}` : '.');
+    if (state === 'done')
+      text = `Background job ${job} finished after ${after}` + (typeof frame.value === 'string' ? `; its value: ${quote(frame.value)}` : '.');
     else if (state === 'failed') text = `Background job ${job} failed after ${after}: ${quote(error?.type) || 'Error'}: ${quote(error?.message)}`;
     else if (state === 'timed_out')
       text = `Background job ${job} was stopped after ${after}: it reached its time limit of ${formatDuration(this.maxJobMs)} (codeact.jobs.maxMinutes).`;
