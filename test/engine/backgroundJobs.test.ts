@@ -55,7 +55,7 @@ for (const zygote of [false, true])
       assert.equal(end.state, 'done');
       const notes = await rt.sessions.takeJobNotes('s');
       assert.equal(notes.length, 1);
-      assert.match(notes[0].message, /^Background job 1 finished after .*; its value: \{"got":"go","x":5\}\nThe end of its output:\n[^]*line 120\n$/);
+      assert.match(notes[0].message, /^Background job 1 finished after .*; its value: \{"got":"go","x":5\}\nThe end of its output:\n[^]*line 120$/);
       assert.deepEqual(await rt.sessions.takeJobNotes('s'), [], 'each end is told once');
       // What the job assigned stayed in the job.
       assert.equal(ok(await run(rt, '"got" in globals()')), false);
@@ -84,8 +84,8 @@ for (const zygote of [false, true])
       assert.match(notes[0].message, /^Background job 1 was stopped after /);
     });
 
-    it('stops a job at its time limit, and refuses a job over the limit per session with a message that says what to do', async () => {
-      const rt = runtime({ limits: { maxJobs: 1, maxJobMs: 1500 } });
+    it('stops a job at its time limit, refuses a job over the limit per session with a message that says what to do, and cuts a long output honestly', async () => {
+      const rt = runtime({ limits: { maxJobs: 1, maxJobMs: 1500, maxOutputBytes: 8192 } });
       const mark = `codeact-job-child-${process.pid}-b${zygote}`;
       const timedOut = until(rt.onJob.bind(rt), (e: JobChanged) => e.state === 'timed_out', { timeoutMs: 60_000, what: 'the time limit' });
       ok(await run(rt, sleeper(mark), { background: true }));
@@ -98,8 +98,15 @@ for (const zygote of [false, true])
       const end = await timedOut;
       assert.match(end.message, /reached its time limit of 1\.5 s \(codeact\.jobs\.maxMinutes\)/);
       await waitFor(() => processesWithCmdline(mark).length === 0, { timeoutMs: 30_000, what: "the job's child to be gone" });
-      // The slot is free again.
-      assert.deepEqual(ok(await run(rt, '1', { background: true })), { job: 2, status: 'running' });
+      // The slot is free again. A job's output past the cap keeps its start and end, and says what was cut.
+      const long = until(rt.onJob.bind(rt), (e: JobChanged) => e.job === 2 && e.state !== 'running', { timeoutMs: 60_000, what: 'job 2 to end' });
+      assert.deepEqual(ok(await run(rt, 'for i in range(1, 2001):\n    print(f"line {i}")', { background: true })), { job: 2, status: 'running' });
+      const end2 = await long;
+      assert.equal(end2.output_cut, true);
+      assert.match(end2.message, /line 2000\n\(Its output passed the cap and its middle was cut; job_output\(2\) has its first and last part\.\)$/);
+      const text = ok(await run(rt, 'job_output(2)')) as string;
+      assert.ok(text.startsWith('line 1\nline 2\n') && text.endsWith('line 1999\nline 2000\n'), text.slice(0, 80));
+      assert.match(text, /\n\[codeact: [\d,]+ bytes of this job's output were cut here; its first and last 4,096 bytes are kept\]\n/);
     });
 
     it("ends a session's running jobs with it, and says so; a run without a session cannot start one", async () => {

@@ -25,6 +25,8 @@ import codeact_proc as proc
 lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeact_values)
 
 ENDED = ("done", "failed", "stopped", "timed_out")
+# Ended jobs whose output and result the session keeps (the oldest go first).
+_KEEP_ENDED = 32
 _TAIL_CHARS = 1500
 _VALUE_CHARS = 2000
 
@@ -253,6 +255,10 @@ class Jobs:
         # the job's frame, so the model's next step is told of it.
         self._send_end(job)
         job.done.set()
+        with self.lock:
+            ended = [n for n, j in self.table.items() if j.state in ENDED]
+            for n in ended[:-_KEEP_ENDED]:
+                del self.table[n]
 
     def _send_end(self, job):
         frame = {"t": "job", "job": job.number, "state": job.state, "seconds": job.seconds, "value": None, "error": None,
@@ -310,7 +316,9 @@ class Jobs:
         job = self.table.get(number) if isinstance(number, int) else None
         if job is None:
             known = ", ".join(str(n) for n in self.table) or "none yet"
-            raise LookupError(f"There is no background job {number!r} in this session (its jobs: {known}).")
+            gone = isinstance(number, int) and 0 < number <= self.count
+            raise LookupError(f"There is no background job {number!r} in this session (its jobs: {known})" +
+                              (f"; only the last {_KEEP_ENDED} ended jobs are kept." if gone else "."))
         return job
 
 
@@ -326,7 +334,7 @@ def _exit_text(status):
         return "the job's process could not be reaped"
     if os.WIFSIGNALED(status):
         return f"the job's process was killed by signal {os.WTERMSIG(status)} before it returned a result (out of memory?)"
-    return f"the job's process exited with code {os.waitstatus_to_exitcode(status)} before it returned a result"
+    return f"the job's process exited with code {os.WEXITSTATUS(status)} before it returned a result"
 
 
 def _write_all(fd, data):

@@ -21,12 +21,16 @@ export class GuestJobs {
   /** Running jobs: number -> the execution that started it. */
   private readonly running = new Map<number, string | undefined>();
   private readonly started = new Map<number, number>();
+  /** The highest job number the guest has started (numbers only grow). */
+  private last = 0;
   readonly changed = new Emitter<JobChanged>();
 
   constructor(
     private readonly sessionId: () => string,
     /** codeact.jobs.maxMinutes, as a note about a job stopped at its limit says it. */
     private readonly maxJobMs: number,
+    /** codeact.jobs.maxPerSession: a guest that reports far more running jobs is broken (the slack: an end frame may follow the next start). */
+    private readonly maxJobs: number,
   ) {}
 
   /** Jobs running now. */
@@ -39,7 +43,9 @@ export class GuestJobs {
     const job = frame.job;
     if (!isInt(job) || job < 1 || typeof frame.state !== 'string') return 'a malformed job frame';
     if (frame.state === 'running') {
-      if (this.running.has(job) || this.started.has(job)) return 'a job frame for a job already started';
+      if (job <= this.last) return 'a job frame for a job already started';
+      if (this.running.size >= this.maxJobs + 16) return 'more running jobs than codeact.jobs.maxPerSession allows';
+      this.last = job;
       this.running.set(job, itemId);
       this.started.set(job, performance.now());
       this.fire({ job, state: 'running', item_id: itemId, message: `Background job ${job} is running.` });
@@ -47,8 +53,10 @@ export class GuestJobs {
     }
     if (!ENDED.has(frame.state) || !this.running.has(job)) return 'a job frame for no running job';
     const itemOf = this.running.get(job);
+    const measured = (performance.now() - this.started.get(job)!) / 1000;
     this.running.delete(job);
-    const seconds = typeof frame.seconds === 'number' && frame.seconds >= 0 ? frame.seconds : (performance.now() - this.started.get(job)!) / 1000;
+    this.started.delete(job);
+    const seconds = typeof frame.seconds === 'number' && frame.seconds >= 0 && frame.seconds <= measured + 60 ? frame.seconds : measured;
     const state = frame.state as JobChanged['state'];
     const cut = frame.cut === true;
     this.fire({ job, state, item_id: itemOf, seconds, ...(cut ? { output_cut: true } : {}), message: this.note(job, state, seconds, frame, cut) });
@@ -58,8 +66,9 @@ export class GuestJobs {
   /** The session ended: each running job ended with it (its process tree is killed with the session's). */
   sessionEnded(reason: string): void {
     for (const [job, itemId] of [...this.running]) {
-      this.running.delete(job);
       const seconds = (performance.now() - this.started.get(job)!) / 1000;
+      this.running.delete(job);
+      this.started.delete(job);
       this.fire({
         job,
         state: 'ended',
@@ -73,7 +82,7 @@ export class GuestJobs {
   private note(job: number, state: JobChanged['state'], seconds: number, frame: JobFrame, cut: boolean): string {
     const after = formatElapsed(seconds * 1000);
     const error = frame.error && typeof frame.error === 'object' ? (frame.error as { type?: unknown; message?: unknown }) : undefined;
-    const tail = quote(frame.tail);
+    const tail = quote(frame.tail).replace(/\n+$/, '');
     let text: string;
     if (state === 'done')
       text = `Background job ${job} finished after ${after}` + (typeof frame.value === 'string' ? `; its value: ${quote(frame.value)}` : '.');

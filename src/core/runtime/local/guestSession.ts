@@ -66,7 +66,7 @@ export class GuestSession {
     readonly guest: GuestHandle,
     private readonly o: GuestSessionOptions,
   ) {
-    this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs);
+    this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs);
     this.frames = new FrameReader(o.maxFrameBytes, {
       frame: (line) => this.onFrame(line),
       violation: (what) => this.violation(what),
