@@ -56,7 +56,7 @@ export class GuestJobs {
     const measured = (performance.now() - this.started.get(job)!) / 1000;
     this.running.delete(job);
     this.started.delete(job);
-    const seconds = typeof frame.seconds === 'number' && frame.seconds >= 0 && frame.seconds <= measured + 60 ? frame.seconds : measured;
+    const seconds = typeof frame.seconds === 'number' && frame.seconds >= 0 && frame.seconds < 1e8 ? frame.seconds : measured;
     const state = frame.state as JobChanged['state'];
     const cut = frame.cut === true;
     this.fire({ job, state, item_id: itemOf, seconds, ...(cut ? { output_cut: true } : {}), message: this.note(job, state, seconds, frame, cut) });
