@@ -63,6 +63,27 @@ describe('background jobs through the agent loop', function () {
     });
   }
 
+  it('protocol "text": a block whose first line is `# background` starts a job, as the system instruction says', async () => {
+    const server = await startServerFor('openai-compatible', 'ollama');
+    try {
+      server.push(turn().text('Starting it.\n\n```python\n# background\n6 * 7\n```'), turn().text('Started.'));
+      const agent = new AgentLoop({
+        provider: await providerFor('openai-compatible', server),
+        model: DEFAULT_MODELS['openai-compatible'],
+        runtime,
+        gateway: new ToolGateway([]),
+        sessionId: 'jobs-text',
+        protocol: 'text',
+      });
+      const result = await agent.run([], 'Run it in the background.');
+      assert.equal(result.status, 'completed', JSON.stringify(result.error));
+      assert.match(JSON.stringify(server.turns[0].body), /make `# background` the first line of a block to run it as a background job/);
+      assert.match(JSON.stringify(server.turns[1].body), /\\"job\\":1,\\"status\\":\\"running\\"/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('on Jupyter the model is told plainly that there are no background jobs, and `background` is refused', async () => {
     const jupyter = new JupyterRuntime({ url: 'http://127.0.0.1:9/', token: 'unused' });
     try {
