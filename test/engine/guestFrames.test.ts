@@ -42,7 +42,7 @@ const SHAPES: { [K in GuestFrame['t']]: (f: WireFrame) => void } = {
   },
   job: (f) => {
     assert.ok(isInt(f.job) && typeof f.state === 'string', JSON.stringify(f));
-    if (f.state === 'running') assert.ok(isInt(f.run), JSON.stringify(f));
+    if (f.state === 'running') assert.ok(isInt(f.run) && isInt(f.pid), JSON.stringify(f));
     else
       assert.ok(
         typeof f.seconds === 'number' &&

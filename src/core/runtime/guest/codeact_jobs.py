@@ -7,7 +7,7 @@ reads (stdout and stderr interleaved as printed, kept up to a cap, head and tail
 what was cut). Stop and the job's time limit freeze and kill its whole process tree.
 
 Frames to the host (see codeact_guest.py):
-  {"t":"job","job":int,"state":"running","run":int}
+  {"t":"job","job":int,"state":"running","run":int,"pid":int}   (pid: in the guest's own namespace)
   {"t":"job","job":int,"state":"done"|"failed"|"stopped"|"timed_out","seconds":float,
    "value":str|null (its JSON, cut),"error":{"type","message"}|null,"tail":str,"bytes":int,"cut":bool}
 
@@ -151,7 +151,7 @@ class Jobs:
         job = Job(number, pid, code, out_r, res_r, self.max_output)
         with self.lock:
             self.table[number] = job
-        self.chan.send({"t": "job", "job": number, "state": "running", "run": run_id})
+        self.chan.send({"t": "job", "job": number, "state": "running", "run": run_id, "pid": pid})
         threading.Thread(target=self._watch, args=(job,), name=f"codeact-job-{number}", daemon=True).start()
         return {"ok": True, "value": lib.compact_json({"job": number, "status": "running"})}
 

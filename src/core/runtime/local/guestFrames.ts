@@ -81,6 +81,8 @@ export type GuestFrame =
       job: number;
       state: 'running' | 'done' | 'failed' | 'stopped' | 'timed_out';
       run?: number;
+      /** The job's process, in the guest's own namespace (a running job): what a Stop from the host would kill. */
+      pid?: number;
       seconds?: number;
       value?: string | null;
       error?: { type: string; message: string } | null;
@@ -116,7 +118,7 @@ export const GUEST_FRAME_FIELDS: { readonly [K in GuestFrame['t']]: ReadonlyArra
   file: ['run', 'path', 'size', 'data', 'note'],
   complete: ['run', 'ok', 'value', 'error', 'end', 'files'],
   vars: ['variables', 'total'],
-  job: ['job', 'state', 'run', 'seconds', 'value', 'error', 'tail', 'bytes', 'cut'],
+  job: ['job', 'state', 'run', 'pid', 'seconds', 'value', 'error', 'tail', 'bytes', 'cut'],
 };
 
 export const ZYGOTE_FRAME_FIELDS: { readonly [K in ZygoteFrame['t']]: ReadonlyArray<Exclude<keyof Extract<ZygoteFrame, { t: K }>, 't'>> } = {
