@@ -138,10 +138,15 @@ class Jobs:
         out = output.OUTPUT
         # What the foreground printed is flushed first, so the fork does not print it again; the flusher
         # thread is held off meanwhile (a fork must not copy its buffer's lock taken).
-        with (out.gate if out is not None else threading.Lock()):
-            lib.flush_std()
-            output.flush_output()
-            pid = os.fork()
+        try:
+            with (out.gate if out is not None else threading.Lock()):
+                lib.flush_std()
+                output.flush_output()
+                pid = os.fork()
+        except BaseException:  # no fork (the process limit): the run says why, and no pipe is left open
+            for fd in (out_r, out_w, res_r, res_w):
+                os.close(fd)
+            raise
         if pid == 0:
             os.close(out_r)
             os.close(res_r)
