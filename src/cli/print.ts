@@ -160,6 +160,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
       case 'codeact.elicitation.resolved':
       case 'codeact.retry':
       case 'codeact.session':
+      case 'codeact.job':
       case 'codeact.context.usage':
       case 'codeact.context.compacted':
       case 'codeact.notebook.cell':

@@ -247,6 +247,23 @@ export interface SessionChanged {
 }
 
 /**
+ * A background job of a local session (execute_tool_code with `background: true`) started or ended.
+ * `item_id`: the execution that started it; `message`: what the model is told of it at its next step.
+ */
+export interface JobChanged {
+  type: 'codeact.job';
+  session_id: string;
+  job: number;
+  state: 'running' | 'done' | 'failed' | 'stopped' | 'timed_out' | 'ended';
+  item_id?: string;
+  /** How long it ran (an ended job). */
+  seconds?: number;
+  /** Its output was longer than the cap: the middle was cut (job_output(n) says where). */
+  output_cut?: boolean;
+  message: string;
+}
+
+/**
  * Tokens and cost of the turn and of the whole conversation, and the window at the last request: what
  * `codeact chat --json` prints as its last line (the extension never emits it). Costs only where a price is
  * known (src/common/prices.ts, dated `prices_as_of`); `unpriced` counts the requests left out of `cost_usd`.
@@ -319,6 +336,7 @@ export type CodeActEvent =
   | ElicitationResolved
   | Retrying
   | SessionChanged
+  | JobChanged
   | UsageSummary
   | ResponseCompleted
   | ErrorEvent;

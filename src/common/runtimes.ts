@@ -42,6 +42,8 @@ interface OurRuntimeInfo extends RuntimeFacts {
    * the model reads it. Only a runtime that runs the host's interpreter may install: pip runs on this host.
    */
   installs: true | { unavailable: string };
+  /** Background jobs of a session (execute_tool_code's `background`): `true`, else why not, as the model reads it. */
+  jobs: true | { unavailable: string };
   /** Where it runs the code, for people (the panel's welcome: "runs it on your Jupyter kernel"). */
   where: string;
   /** Its connection takes the runtime token the host keeps (VS Code's SecretStorage, the CLI's CODEACT_JUPYTER_TOKEN). */
@@ -69,6 +71,11 @@ export const JUPYTER_INSTALL_UNAVAILABLE =
   "install_packages is not available on the Jupyter runtime: the kernel runs in the Jupyter server's own Python environment (possibly on another machine), " +
   'which CodeAct does not manage. Ask the user to install the package into that kernel\'s environment (for example "%pip install name" in a notebook on that kernel).';
 
+/** Why the Jupyter runtime runs no background jobs (this version), as the model reads it. */
+export const JUPYTER_JOBS_UNAVAILABLE =
+  'Background jobs are not available on the Jupyter runtime: every execution runs to its end before the conversation goes on. ' +
+  'Split long work into runs that each finish within the timeout.';
+
 const hosted = (label: string) => ({ label, icon: 'cloud', hostPaths: false, ours: false }) as const;
 
 export const RUNTIMES = {
@@ -79,6 +86,7 @@ export const RUNTIMES = {
     ours: true,
     hostPython: true,
     installs: true,
+    jobs: true,
     where: 'in a local Python sandbox',
     token: false,
     model: {
@@ -98,6 +106,7 @@ export const RUNTIMES = {
     ours: true,
     hostPython: false,
     installs: { unavailable: JUPYTER_INSTALL_UNAVAILABLE },
+    jobs: { unavailable: JUPYTER_JOBS_UNAVAILABLE },
     where: 'on your Jupyter kernel',
     token: true,
     model: {

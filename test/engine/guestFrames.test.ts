@@ -1,7 +1,7 @@
 /**
  * The guest wire's spec: the real guest (codeact_guest.py), driven over fd 3 with each frame the host sends
  * (init, run, tool_result, vars, keep), sends each kind of frame the GuestFrame union names (ready,
- * tool_call, display, file, complete ok and failed, vars), with the fields the union gives it and no others,
+ * tool_call, display, file, complete ok and failed, vars, job), with the fields the union gives it and no others,
  * and the host's edge (checkFrame) takes every one.
  */
 import * as assert from 'node:assert/strict';
@@ -39,6 +39,19 @@ const SHAPES: { [K in GuestFrame['t']]: (f: WireFrame) => void } = {
   vars: (f) => {
     assert.ok(Array.isArray(f.variables) && isInt(f.total));
     for (const v of f.variables) assert.ok(typeof v.name === 'string' && typeof v.type === 'string', JSON.stringify(v));
+  },
+  job: (f) => {
+    assert.ok(isInt(f.job) && typeof f.state === 'string', JSON.stringify(f));
+    if (f.state === 'running') assert.ok(isInt(f.run) && isInt(f.pid), JSON.stringify(f));
+    else
+      assert.ok(
+        typeof f.seconds === 'number' &&
+          typeof f.tail === 'string' &&
+          isInt(f.bytes) &&
+          typeof f.cut === 'boolean' &&
+          (f.value === null || typeof f.value === 'string'),
+        JSON.stringify(f),
+      );
   },
 };
 
@@ -81,6 +94,9 @@ describe('guest frames: the GuestFrame union against the real guest over fd 3', 
     assert.match((await g.run('print(output_of(7))')).stdout, /kept text/);
     const vars = await g.vars();
     assert.ok(vars.variables.some((v: { name: string }) => v.name === 'a'));
+    // A background job: started (its handle at once), then ended.
+    assert.deepEqual((await g.run('print("in the job")\n6 * 7', { background: true })).complete.value, { job: 1, status: 'running' });
+    await g.frame((f) => f.t === 'job' && f.state === 'done');
 
     const kinds = new Set<string>();
     for (const f of g.received) {

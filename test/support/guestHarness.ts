@@ -36,6 +36,8 @@ export interface RunOptions {
   /** `call_tool` defined in the run (default false; the test answers each tool_call with {@link GuestHarness.send}). */
   tools?: boolean;
   timeoutMs?: number;
+  /** A background job of the session (codeact_jobs.py): the run returns its handle at once. */
+  background?: boolean;
 }
 
 export interface HarnessOptions {
@@ -101,7 +103,7 @@ export class GuestHarness {
     this.child.stderr!.on('data', (b: Buffer) => ((this.err = Buffer.concat([this.err, b])), this.wake()));
     this.child.on('exit', () => ((this.exited = true), this.wake()));
     for (const s of [this.proto, this.child.stdout!, this.child.stderr!]) s.on('error', () => {});
-    this.send({ t: 'init', max_frame: o.maxFrameBytes ?? 16 << 20, max_output: 1 << 20, max_concurrency: 8 });
+    this.send({ t: 'init', max_frame: o.maxFrameBytes ?? 16 << 20, max_output: 1 << 20, max_concurrency: 8, jobs: { max: 2, max_seconds: 600 } });
   }
 
   private onProto(b: Buffer): void {
@@ -184,6 +186,7 @@ export class GuestHarness {
     const frame: Record<string, unknown> = { t: 'run', run, code, tools: o.tools ?? false, end, last: o.last ?? false };
     if (o.display) frame.display = o.display;
     if (o.files) frame.files = o.files;
+    if (o.background) frame.background = true;
     this.send(frame);
     const complete = await this.until(() => this.frames.find((f) => f.t === 'complete' && f.run === run), o.timeoutMs ?? 60_000, `run ${run}`);
     const cut = (b: Buffer, wrote: boolean) => {

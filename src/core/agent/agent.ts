@@ -12,7 +12,7 @@
  * chosen once per run, so its ```python blocks come back as `execute_tool_code` calls and run through the
  * same path.
  */
-import type { AttachedImage, CodeActEvent, FunctionCallOutputItem } from '../../common/events';
+import type { AttachedImage, CodeActEvent, FunctionCallOutputItem, JobChanged } from '../../common/events';
 import { MODES, type CodeMode } from '../../common/runtimes';
 import { SETTINGS } from '../config/keys';
 import type { ToolGateway } from '../gateway/gateway';
@@ -31,7 +31,7 @@ import {
 } from '../providers/shared/types';
 import { ToolDispatcher } from '../runtime/toolDispatcher';
 import type { BeforeRun, Runtime } from '../runtime/types';
-import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, listsSchemasInline } from '../tools/modelTools';
+import { EXECUTE_CODE, EXECUTE_TOOL_CODE, directToolSpec, executeCodeSpec, executeToolCodeSpec, jobsAvailable, listsSchemasInline } from '../tools/modelTools';
 import { TextProtocolProvider, type AgentProtocol } from './textProtocol';
 import { NOTHING_TO_COMPACT, budgetFor, type ContextBudget, type CompactionState } from './contextBudget';
 import { executionImages, executionSummary, toolResultText, withinPixelCap } from './executionResult';
@@ -243,6 +243,7 @@ export class AgentLoop {
       let result: TurnResult;
       let view: ConversationItem[] = [];
       try {
+        await this.tellJobs(state);
         const all = state.all();
         if (overflowRetry) view = overflowRetry;
         else {
@@ -305,6 +306,23 @@ export class AgentLoop {
       'max_turns',
       `Stopped after ${maxTurns} model turns without a final answer. Raise the limit (CLI: --max-turns; settings: codeact.maxTurns) or simplify the request.`,
     );
+  }
+
+  /**
+   * The session's background jobs that ended since the model's last step, said once before its next request
+   * (a user message of ours: every provider takes one after tool results). Only the runtime's word that a job
+   * ended makes one, so none claims a job finished while it runs.
+   */
+  private async tellJobs(state: RunState): Promise<void> {
+    const { runtime, sessionId } = this.options;
+    if (!sessionId || !this.persistent || !runtime.sessions.takeJobNotes) return;
+    let notes: JobChanged[];
+    try {
+      notes = await runtime.sessions.takeJobNotes(sessionId);
+    } catch {
+      return; // the notes stay with the runtime; the model hears of the job through wait_job or jobs()
+    }
+    if (notes.length) state.append({ type: 'message', id: newId('msg_user'), role: 'user', text: jobNotesText(notes) });
   }
 
   /** The context budget of this run's requests (./contextBudget); none when no window is known. */
@@ -404,6 +422,9 @@ export class AgentLoop {
       if (MODE_CODE_TOOL[this.mode]?.name !== call.name) return fail(`${call.name} is not available in this mode.`);
       if (typeof args.code !== 'string') return fail(`${call.name} needs a "code" string argument.`);
       const withTools = call.name === EXECUTE_TOOL_CODE;
+      const background = args.background === true;
+      const jobs = jobsAvailable({ runtime: runtime.kind, persistent: this.persistent });
+      if (background && jobs !== true) return fail(jobs.unavailable);
       const { execId, announced } = this.streams.claim(call.item_id, args.code);
       const execution = state.nextExecution();
       const item = await runtime.execute(
@@ -415,6 +436,7 @@ export class AgentLoop {
           tools: withTools,
           announced,
           execution,
+          ...(background ? { background } : {}),
         },
         { signal, onEvent: (e) => this.emit(e), onToolCall: withTools ? gateway.handler : undefined, beforeRun: this.options.beforeRun },
       );
@@ -438,4 +460,9 @@ export class AgentLoop {
     );
     return outcome.ok ? finish(toolResultText(call.name, outcome.value, this.options.outputChars)) : fail(outcome.error);
   }
+}
+
+/** What the model reads of background jobs that ended: one line of ours, then each job's note. */
+export function jobNotesText(notes: readonly JobChanged[]): string {
+  return `[codeact] Background job${notes.length === 1 ? '' : 's'} ended since your last step:\n\n${notes.map((n) => n.message).join('\n\n')}`;
 }

@@ -26,7 +26,7 @@ import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import type { CodeStreamEntry } from './codeStreams';
 import type { Fallback, TurnProvider } from './retries';
 import { observationText, toTextHistory } from './textHistory';
-import { TextTurn } from './textTurn';
+import { TEXT_BACKGROUND_LINE, TextTurn } from './textTurn';
 
 export type AgentProtocol = 'tools' | 'text';
 
@@ -96,6 +96,10 @@ function textSystemInstruction(codeTool: ModelTool | undefined, system?: string,
   ];
   const head = system ?? "You are CodeAct, a coding agent inside the user's editor. You act by writing Python code that runs for real.";
   const how = codeTool ? ['', 'How your code runs:', codeTool.description] : [];
+  // No arguments in the text form: a block runs in the background when its first line says so.
+  const params = codeTool?.parameters as { properties?: Record<string, unknown> } | undefined;
+  if (params?.properties?.background)
+    how.push(`In this text form there is no "background" argument: make \`${TEXT_BACKGROUND_LINE}\` the first line of a block to run it as a background job.`);
   return [head, '', ...rules, ...how, ...(sessionNote ? [sessionNote] : [])].join('\n');
 }
 

@@ -164,7 +164,7 @@ export class TextTurn {
       id: this.fcId,
       call_id: this.callId,
       name: this.toolName,
-      arguments: JSON.stringify({ code: this.scanner.code }),
+      arguments: textCallArguments(this.scanner.code),
       status: 'completed',
     };
   }
@@ -239,7 +239,7 @@ export class TextTurn {
     if (!this.scanner.opened) return { items: this.rewrite(result.items, false), calls: result.functionCalls, again: false };
     this.closeCall();
     const items = this.rewrite(result.items, true);
-    const call: FunctionCallRequest = { call_id: this.callId, name: this.toolName, arguments: JSON.stringify({ code: this.scanner.code }), item_id: this.fcId };
+    const call: FunctionCallRequest = { call_id: this.callId, name: this.toolName, arguments: textCallArguments(this.scanner.code), item_id: this.fcId };
     if (this.scanner.closed || result.stopReason !== 'max_tokens') return { items, calls: [call], again: false };
     const message = 'The code block was cut off by the output token limit before its closing ```, so it did not run. Write shorter code.';
     this.notRun(message);
@@ -266,4 +266,13 @@ function stripReplay(item: ConversationItem): ConversationItem {
   if (!('replay' in item)) return item;
   const { replay: _replay, ...rest } = item;
   return rest as ConversationItem;
+}
+
+/** The first line of a block that runs it as a background job, in the text form (the function form's `background`). */
+export const TEXT_BACKGROUND_LINE = '# background';
+
+/** A block's call arguments: its code, and `background` when its first line is {@link TEXT_BACKGROUND_LINE}. */
+function textCallArguments(code: string): string {
+  const first = code.split('\n', 1)[0].trim();
+  return JSON.stringify(first === TEXT_BACKGROUND_LINE ? { code, background: true } : { code });
 }

@@ -92,6 +92,9 @@ export function runtimeLimitsFrom(config: EngineConfig): Partial<RuntimeLimits> 
     maxImagePixels: config.maxImagePixels,
     // Tool calls per execution (codeact.toolCalls.maxPerRun).
     maxToolCallsPerRun: config.maxToolCallsPerRun,
+    // Background jobs of a local session (codeact.jobs.*).
+    maxJobs: config.maxJobs,
+    maxJobMs: config.maxJobMs,
   };
 }
 

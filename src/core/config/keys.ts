@@ -102,6 +102,9 @@ export const SETTINGS = {
   'plots.highDPI': { type: 'boolean', default: DEFAULT_LIMITS.hidpi, trust: 'any' },
   // Managed-tool calls one execution may make (the code's call_tool, however it sends them).
   'toolCalls.maxPerRun': { type: 'number', default: DEFAULT_LIMITS.maxToolCallsPerRun, minimum: 1, maximum: 100000, trust: 'any' },
+  // Background jobs of a local session (docs/design/backgroundJobs.md): running at once, and the time of one.
+  'jobs.maxPerSession': { type: 'number', default: DEFAULT_LIMITS.maxJobs, minimum: 0, maximum: 32, trust: 'any' },
+  'jobs.maxMinutes': { type: 'number', default: DEFAULT_LIMITS.maxJobMs / 60_000, minimum: 1, maximum: 10080, trust: 'any' },
   // What reaches a vision model in one request: the newest images up to these caps.
   'vision.maxImages': { type: 'number', default: DEFAULT_IMAGE_BUDGET.maxImages, minimum: 0, maximum: 100, trust: 'any' },
   'vision.maxMB': { type: 'number', default: DEFAULT_IMAGE_BUDGET.maxBytes / MB, minimum: 0, maximum: 64, trust: 'any' },
@@ -162,6 +165,8 @@ export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTIN
   },
   maxTurns: { name: 'max-turns', arg: 'N', commands: ['chat'] },
   'session.policy': { name: 'session', commands: ['chat'] },
+  'jobs.maxPerSession': { name: 'max-jobs', arg: 'N', commands: ['chat'], help: '--max-jobs 0 turns background jobs off.' },
+  'jobs.maxMinutes': { name: 'job-minutes', arg: 'MIN', commands: ['chat'] },
   timeoutSeconds: { name: 'timeout', short: 't', arg: 'SECONDS', commands: ['run', 'chat'] },
   'sandbox.kind': { name: 'sandbox', commands: ['run', 'chat'] },
   'python.path': {

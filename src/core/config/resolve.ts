@@ -97,6 +97,9 @@ export interface EngineConfig {
   plotsHighDPI: boolean;
   /** Managed-tool calls one execution may make. */
   maxToolCallsPerRun: number;
+  /** Background jobs one local session may run at once (0: none), and the total time of one. */
+  maxJobs: number;
+  maxJobMs: number;
   /** At most this many images, and bytes of images, in one request to a vision model. */
   visionMaxImages: number;
   visionMaxBytes: number;
@@ -267,6 +270,8 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     contextCompactAt: pick('context.compactAt'),
     plotsHighDPI: pick('plots.highDPI'),
     maxToolCallsPerRun: Math.floor(pick('toolCalls.maxPerRun')),
+    maxJobs: Math.floor(pick('jobs.maxPerSession')),
+    maxJobMs: Math.round(pick('jobs.maxMinutes') * 60_000),
     visionMaxImages: Math.floor(pick('vision.maxImages')),
     visionMaxBytes: Math.round(pick('vision.maxMB') * MB),
     hostedMemoryLimit: pick('hosted.memoryLimit'),

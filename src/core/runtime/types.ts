@@ -6,7 +6,7 @@
  * The local Python guest and a remote Jupyter kernel both implement it. Both keep state between the
  * executions of one session (`sessionId`) unless configured to start fresh each time.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, RuntimeKind, VariablesSummary } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, JobChanged, RuntimeKind, VariablesSummary } from '../../common/events';
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
@@ -47,6 +47,8 @@ export interface ExecuteRequest {
    * item (the agent loop streams the code while the model writes it); the runtime starts at `code.done`.
    */
   announced?: boolean;
+  /** Runs the code as a background job of the session (a fork of it): the item returns at once with its handle. */
+  background?: boolean;
   /**
    * The conversation's number of this execution, as the model is told ("execution": 3). A session that
    * keeps outputs (RuntimeSessions.keepsOutputs) files the run's whole output under it, for `output_of(3)`.
@@ -99,6 +101,11 @@ export interface RuntimeSessions {
    * exit). Absent: a session ends with the runtime.
    */
   readonly handover?: SessionHandover;
+  /**
+   * The background jobs of the session that ended since the last call, each once (what the model is told at
+   * its next step). Absent: the runtime runs no jobs.
+   */
+  takeJobNotes?(sessionId: string): Promise<JobChanged[]>;
 }
 
 interface SessionHandover {
@@ -155,6 +162,10 @@ export interface RuntimeLimits {
   hidpi: boolean;
   /** Largest image a display may show, in pixels from its header (codeact.outputs.maxImageMegapixels). */
   maxImagePixels: number;
+  /** Background jobs running at once in one session (codeact.jobs.maxPerSession; 0: none). */
+  maxJobs: number;
+  /** Total time of one background job, after which it is stopped (codeact.jobs.maxMinutes). */
+  maxJobMs: number;
 }
 
 /** Largest protocol frame a guest or kernel may send the host (a call_tool's arguments), unless configured. */
@@ -172,7 +183,7 @@ export const DEFAULT_SANDBOX_LIMITS = {
   openFiles: 1024,
 } as const;
 
-/** The limits of a run unless configured; the defaults of codeact.timeoutSeconds, toolCalls.maxPerRun, outputs.max*MB and plots.highDPI (config/keys.ts reads them here). */
+/** The limits of a run unless configured; the defaults of codeact.timeoutSeconds, toolCalls.maxPerRun, outputs.max*MB, plots.highDPI and jobs.* (config/keys.ts reads them here). */
 export const DEFAULT_LIMITS: RuntimeLimits = {
   maxSourceBytes: 64 * 1024,
   maxOutputBytes: 1024 * 1024,
@@ -188,4 +199,6 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxFiles: 50,
   hidpi: false,
   maxImagePixels: DEFAULT_MAX_IMAGE_PIXELS,
+  maxJobs: 4,
+  maxJobMs: 60 * 60_000,
 };

@@ -50,6 +50,34 @@ interface CodeToolContext {
   unusable?: readonly DeclarationError[];
 }
 
+/** What the model is told of background jobs (execute_tool_code's `background`), where a session runs them. */
+const JOBS_SENTENCE =
+  'Long work (minutes) can run in the background: pass `"background": true` and you get `{"job": n, "status": "running"}` at once while ' +
+  'the conversation and later runs go on. A job runs in a fork of the session taken when it starts: it sees every variable, but what it ' +
+  'assigns stays in the job, so `return` what you need. In later runs: `jobs()` lists them; `wait_job(n, timeout=60)` waits at most that ' +
+  'long and returns its status (running, done, failed, stopped, timed_out) with its value or error once it ended; `job_output(n)` is its ' +
+  'output so far (a long one keeps its start and end and says what was cut); `stop_job(n)` stops it and every process it started. ' +
+  'call_tool is not available inside a job. When a job ends, your next step is told so, once.';
+
+/** Where the conversation's session runs background jobs; else what the model is told instead. */
+export function jobsAvailable(ctx: Pick<CodeToolContext, 'runtime' | 'persistent'>): true | { unavailable: string } {
+  const jobs = ourRuntimeOf(ctx.runtime).jobs;
+  if (jobs !== true) return jobs;
+  return ctx.persistent ? true : { unavailable: 'Background jobs are not available here: each run starts from scratch, and a job needs a session.' };
+}
+
+/** The code tools' parameters: `background` only where jobs run. */
+function codeParameters(ctx: CodeToolContext): Record<string, unknown> {
+  if (jobsAvailable(ctx) !== true) return CODE_PARAMETERS;
+  const background = { type: 'boolean', description: 'Run as a background job of the session: returns its job number at once (see the description).' };
+  return { ...CODE_PARAMETERS, properties: { ...CODE_PARAMETERS.properties, background } };
+}
+
+function jobsSentence(ctx: CodeToolContext): string {
+  const jobs = jobsAvailable(ctx);
+  return jobs === true ? JOBS_SENTENCE : jobs.unavailable;
+}
+
 /** What the model is told of `install_packages` (in the description of execute_tool_code). */
 const INSTALL_SENTENCE =
   'A missing package: `await install_packages(["name", "other>=2"])` installs it into the session\'s Python once the user approves (names and versions only); then import it.';
@@ -188,6 +216,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
     outputsSentence(ctx),
     budgetSentence(ctx),
     ...(ctx.installs ? [INSTALL_SENTENCE] : []),
+    jobsSentence(ctx),
     'Prefer one script that does the whole job (loops, filtering, aggregation) over many small runs.',
     '',
   ];
@@ -198,7 +227,7 @@ export function executeToolCodeSpec(tools: ManagedTool[], ctx: CodeToolContext =
   } else {
     lines.push(...discoveryLines(sorted.length), ...compactToolLines(sorted));
   }
-  return { name: EXECUTE_TOOL_CODE, description: lines.join('\n'), parameters: CODE_PARAMETERS };
+  return { name: EXECUTE_TOOL_CODE, description: lines.join('\n'), parameters: codeParameters(ctx) };
 }
 
 export function executeCodeSpec(ctx: CodeToolContext = {}): ModelToolSpec {
@@ -211,8 +240,10 @@ export function executeCodeSpec(ctx: CodeToolContext = {}): ModelToolSpec {
       ' ' +
       outputsSentence(ctx) +
       ' ' +
-      budgetSentence(ctx),
-    parameters: CODE_PARAMETERS,
+      budgetSentence(ctx) +
+      ' ' +
+      jobsSentence(ctx),
+    parameters: codeParameters(ctx),
   };
 }
 

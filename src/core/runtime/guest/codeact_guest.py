@@ -15,8 +15,8 @@ Protocol: newline-delimited JSON frames on fd 3 (never stdout). The user's stdin
 and stderr are plain text the host captures live. Frames (field "t" is the type):
 
   host -> guest   {"t":"init","subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int,
-                   "max_output":int}
-                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,
+                   "max_output":int,"jobs":{"max":int,"max_seconds":num}}
+                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,"background"?:true,
                    "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str,"limit"?:true}
@@ -30,6 +30,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                   {"t":"complete","run":int,"ok":true,"value":json|null,"end":[bool,bool],"files":int}
                   {"t":"complete","run":int,"ok":false,"error":{type,message,traceback,line},"end":[bool,bool],"files":int}
                   {"t":"vars","variables":[...],"total":int}
+                  {"t":"job","job":int,"state":str,...}  (a background job started or ended: codeact_jobs.py)
 
 After each run the guest writes the run's `end` token to stdout and to stderr (flushed first), so the
 host knows that all the run's output has arrived before it reports the result; `end` in "complete"
@@ -275,7 +276,7 @@ class ToolBridge:
 
     async def call(self, name, arguments, kwargs):
         if os.getpid() != _MAIN_PID:
-            raise RuntimeError("call_tool is not available in a forked child process; call it from the main process")
+            raise RuntimeError("call_tool is not available in a forked child process or a background job (yet); call it from a foreground execution")
         name, _args, encoded = lib.prepare_call(name, arguments, kwargs, self.max_frame, self.enabled)
         run_id = self.run_id
         if run_id is None:
@@ -336,6 +337,9 @@ class Guest:
         self.namespace.update(call_tool=call_tool, display=display.display, install_packages=install_packages)
         self.hidden = {"call_tool", "display", "install_packages"}
         kept.install(self.namespace, self.hidden, lib.own_file)
+        import codeact_jobs
+        self.jobs = codeact_jobs.Jobs(chan, init.get("jobs"), int(init.get("max_output") or (1 << 20)), self.max_value)
+        self.jobs.install(self.namespace, self.hidden, lib.own_file)
 
     def serve(self):
         import signal
@@ -370,8 +374,11 @@ class Guest:
         shown = None
         try:
             compiled, error = lib.compile_checked(frame.get("code") or "", filename)
-            if error is not None:
-                result = {"ok": False, "error": error}
+            refused = self.jobs.refusal(not self.last) if frame.get("background") is True and error is None else None
+            if error is not None or refused:
+                result = {"ok": False, "error": error or {"type": "JobRefused", "message": refused, "traceback": "", "line": None}}
+            elif frame.get("background") is True:
+                result = self.jobs.start(self, compiled, filename, run_id, frame.get("code") or "")
             else:
                 self.bridge.run_id = run_id
                 if self.bridge.enabled and lib.may_use_discovery(compiled.source):
@@ -406,7 +413,7 @@ class Guest:
         if (self.last and proc.SUBREAPER) or self.interrupt.requested:
             # A one-shot run ends with everything it started; so does a run that was stopped (Stop, the
             # timeout), whose session keeps its variables but not the processes the code started.
-            proc.kill_descendants()
+            proc.kill_descendants(spare=self.jobs.pids())  # background jobs go on
             self.interrupt.requested = False
         result["files"] = self.rich.send_files()
         result["t"] = "complete"

@@ -55,17 +55,33 @@ class _Output:
         self.stderr = _Stderr(io.TextIOWrapper(io.BufferedWriter(_RawAdapter(self.raw[1]), 8192), encoding="utf-8", errors="backslashreplace", write_through=True), self.stdout)
         sys.stdout = self.stdout
         sys.stderr = self.stderr
-        t = threading.Thread(target=self._flush_loop, name="codeact-output", daemon=True)
-        t.start()
+        # Held by the flusher while it flushes, and by a background job's fork (codeact_jobs).
+        self.gate = threading.Lock()
+        self._start_flusher()
+
+    def _start_flusher(self):
+        import threading
+        threading.Thread(target=self._flush_loop, name="codeact-output", daemon=True).start()
 
     def _flush_loop(self):
         import time
         while True:
             time.sleep(0.01)
             try:
-                self.stdout.flush()
+                with self.gate:
+                    self.stdout.flush()
             except Exception:  # a closed or replaced stream: nothing to flush
                 pass
+
+    def after_fork(self):
+        """In a background job's fork: no cap here (the session keeps the job's output, head and tail),
+        a gate of its own, and a flusher thread again (threads do not survive a fork)."""
+        import threading
+        for r in self.raw:
+            r.count = 0
+            r.cap = 1 << 62
+        self.gate = threading.Lock()
+        self._start_flusher()
 
     def new_run(self):
         for r in self.raw:

@@ -41,9 +41,11 @@ def _has_children():
         return None
 
 
-def kill_descendants():
+def kill_descendants(spare=(), only=None):
     """Every process the code started (orphans of setsid() or a double fork were re-parented here: this
-    process is a child subreaper, or PID 1 of its namespace). Stop them all, then kill them."""
+    process is a child subreaper, or PID 1 of its namespace). Stop them all, then kill them.
+    `spare`: pids of children whose trees are left alone (background jobs, when a foreground run is
+    stopped); `only`: the pid of the one child whose tree alone is killed (a job that is stopped)."""
     import signal
     if _has_children() is False:
         # The common case, known without reading every process on the machine (hundreds on a desktop).
@@ -71,6 +73,13 @@ def kill_descendants():
             children.setdefault(ppid, []).append(pid)
         tree = []
         stack = [me]
+        if spare or only is not None:
+            stack = []
+            for c in children.get(me, ()):
+                own = _own_pid_in(c) if translate else c
+                if own not in spare and (only is None or own == only):
+                    tree.append(c)
+                    stack.append(c)
         while stack:
             for c in children.get(stack.pop(), ()):
                 tree.append(c)

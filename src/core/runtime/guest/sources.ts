@@ -16,6 +16,7 @@ import framesSource from './codeact_frames.py';
 import guestSource from './codeact_guest.py';
 import hooksSource from './codeact_hooks.py';
 import installSource from './codeact_install.py';
+import jobsSource from './codeact_jobs.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
 import mplSource from './codeact_mpl.py';
@@ -42,6 +43,7 @@ const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_files.py': filesSource,
   'codeact_frames.py': framesSource,
   'codeact_install.py': installSource,
+  'codeact_jobs.py': jobsSource,
 };
 
 /**

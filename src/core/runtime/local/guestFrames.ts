@@ -28,8 +28,17 @@ interface FileCaps {
 
 /** What the host sends a guest. */
 export type HostFrame =
-  | { t: 'init'; subreaper: boolean; limits: Record<string, number>; max_frame: number; max_value: number; max_concurrency: number; max_output: number }
-  | { t: 'run'; run: number; code: string; tools: boolean; end: string; last: boolean; display: DisplayCaps; files: FileCaps }
+  | {
+      t: 'init';
+      subreaper: boolean;
+      limits: Record<string, number>;
+      max_frame: number;
+      max_value: number;
+      max_concurrency: number;
+      max_output: number;
+      jobs: { max: number; max_seconds: number };
+    }
+  | { t: 'run'; run: number; code: string; tools: boolean; end: string; last: boolean; display: DisplayCaps; files: FileCaps; background?: true }
   | { t: 'tool_result'; id: number; ok: true; value: unknown }
   | { t: 'tool_result'; id: number; ok: false; error: string; limit?: true }
   | { t: 'vars' }
@@ -65,7 +74,22 @@ export type GuestFrame =
       end: [boolean, boolean];
       files: number;
     }
-  | { t: 'vars'; variables: Array<{ name: string; type: string; summary?: string; shape?: number[]; len?: number }>; total: number };
+  | { t: 'vars'; variables: Array<{ name: string; type: string; summary?: string; shape?: number[]; len?: number }>; total: number }
+  /** A background job started (`run`: the execution that started it) or ended (guest/codeact_jobs.py). */
+  | {
+      t: 'job';
+      job: number;
+      state: 'running' | 'done' | 'failed' | 'stopped' | 'timed_out';
+      run?: number;
+      /** The job's process, in the guest's own namespace (a running job): what a Stop from the host would kill. */
+      pid?: number;
+      seconds?: number;
+      value?: string | null;
+      error?: { type: string; message: string } | null;
+      tail?: string;
+      bytes?: number;
+      cut?: boolean;
+    };
 
 /** What the host sends the warm zygote (codeact_zygote.py). */
 export type ZygoteCommand =
@@ -94,6 +118,7 @@ export const GUEST_FRAME_FIELDS: { readonly [K in GuestFrame['t']]: ReadonlyArra
   file: ['run', 'path', 'size', 'data', 'note'],
   complete: ['run', 'ok', 'value', 'error', 'end', 'files'],
   vars: ['variables', 'total'],
+  job: ['job', 'state', 'run', 'pid', 'seconds', 'value', 'error', 'tail', 'bytes', 'cut'],
 };
 
 export const ZYGOTE_FRAME_FIELDS: { readonly [K in ZygoteFrame['t']]: ReadonlyArray<Exclude<keyof Extract<ZygoteFrame, { t: K }>, 't'>> } = {

@@ -30,6 +30,7 @@ import { ArtifactStore, safeRelativePath } from '../artifacts';
 import { displayOptions, fileOptions } from '../displays';
 import { keptOutput } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
+import { GuestJobs } from './guestJobs';
 
 interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -58,11 +59,14 @@ export class GuestSession {
   started: Promise<void> = Promise.resolve();
   /** Order of last use (a counter, not a clock: two runs can end in the same millisecond). */
   lastUsed = nextUse();
+  /** Its background jobs (./guestJobs). */
+  readonly jobs: GuestJobs;
 
   constructor(
     readonly guest: GuestHandle,
     private readonly o: GuestSessionOptions,
   ) {
+    this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs);
     this.frames = new FrameReader(o.maxFrameBytes, {
       frame: (line) => this.onFrame(line),
       violation: (what) => this.violation(what),
@@ -116,6 +120,7 @@ export class GuestSession {
       max_value: Math.min(this.o.limits.maxValueBytes, this.o.maxFrameBytes - 1024),
       max_concurrency: this.o.limits.maxConcurrentToolCalls,
       max_output: this.o.limits.maxOutputBytes,
+      jobs: { max: this.o.limits.maxJobs, max_seconds: this.o.limits.maxJobMs / 1000 },
     });
     return new Promise<void>((resolve, reject) => {
       if (this.dead) return reject(new Error(this.deathReason ?? 'the guest exited'));
@@ -184,6 +189,7 @@ export class GuestSession {
         last: !this.persistent,
         display: displayOptions(l),
         files: fileOptions(l, !!this.o.artifacts),
+        ...(request.background ? { background: true as const } : {}),
       });
       await exec.done;
       await Promise.allSettled(exec.fileWrites);
@@ -302,6 +308,7 @@ export class GuestSession {
     if (this.dead) return;
     this.dead = true;
     this.deathReason = reason;
+    this.jobs.sessionEnded(reason);
     this.ready?.reject(new Error(`The Python guest could not start: ${reason}`));
     this.ready = undefined;
     if (this.varsWaiter) {
@@ -393,6 +400,10 @@ export class GuestSession {
         const update = frame.update === true;
         exec.onDisplay(seq, exec.out.take(frame, update), { stdout: marks[0] === true, stderr: marks[1] === true }, update);
         return;
+      }
+      case 'job': {
+        const wrong = this.jobs.onFrame(frame, exec && frame.run === exec.runId ? exec.itemId : undefined);
+        return wrong ? this.violation(wrong) : undefined;
       }
       case 'file': {
         if (!exec || exec.completion || frame.run !== exec.runId) return;

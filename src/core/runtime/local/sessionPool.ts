@@ -5,7 +5,7 @@
  * (`codeact.session`), and the next run of that session is told that earlier variables are gone. The
  * guests come from the launcher (./guestLauncher).
  */
-import type { SessionChanged, VariablesSummary } from '../../../common/events';
+import type { JobChanged, SessionChanged, VariablesSummary } from '../../../common/events';
 import { Emitter } from '../../../common/emitter';
 import { formatDuration } from '../../../common/format';
 import type { RuntimeSessions } from '../types';
@@ -17,6 +17,12 @@ import type { GuestSession } from './guestSession';
  * (../../config/keys.ts).
  */
 export const DEFAULT_SESSIONS = { policy: 'conversation', idleMs: 30 * 60_000, maxAlive: 4 } as const;
+
+/** Ended jobs kept for the model's next step, per session (the oldest go first). */
+const MAX_JOB_NOTES = 20;
+
+/** A session that runs code or a background job is neither idle nor evicted. */
+const occupied = (s: GuestSession): boolean => s.busy || s.jobs.count > 0;
 
 interface SessionPoolOptions {
   /** False with `session: "run"`: no session is kept (every run starts fresh). */
@@ -42,6 +48,9 @@ export class SessionPool implements RuntimeSessions {
   /** What the next run of a session is told (its earlier state is gone, and why). */
   private readonly notices = new Map<string, string>();
   private readonly changed = new Emitter<SessionChanged>();
+  private readonly jobChanged = new Emitter<JobChanged>();
+  /** Background jobs that ended and that the model has not been told of yet, per session (the newest MAX_JOB_NOTES). */
+  private readonly jobNotes = new Map<string, JobChanged[]>();
   private closing = false;
 
   constructor(private readonly o: SessionPoolOptions) {}
@@ -58,6 +67,18 @@ export class SessionPool implements RuntimeSessions {
   /** Listens to sessions starting fresh and ending. */
   onSession(listener: (e: SessionChanged) => void): () => void {
     return this.changed.on(listener);
+  }
+
+  /** Listens to background jobs starting and ending (`codeact.job`). */
+  onJob(listener: (e: JobChanged) => void): () => void {
+    return this.jobChanged.on(listener);
+  }
+
+  /** The session's background jobs that ended since the last call, each once. */
+  async takeJobNotes(sessionId: string): Promise<JobChanged[]> {
+    const notes = this.jobNotes.get(sessionId) ?? [];
+    this.jobNotes.delete(sessionId);
+    return notes;
   }
 
   /** True while the session has a live guest. */
@@ -116,7 +137,7 @@ export class SessionPool implements RuntimeSessions {
     if (!entry || ms <= 0) return;
     clearTimeout(entry.idleTimer);
     entry.idleTimer = setTimeout(() => {
-      if (entry.session.busy) return this.ran(id);
+      if (occupied(entry.session)) return this.ran(id);
       this.end(id, 'idle', `The Python session ended after ${formatDuration(ms)} without a run: variables from earlier runs are gone.`, true);
     }, ms);
     entry.idleTimer.unref?.();
@@ -134,6 +155,14 @@ export class SessionPool implements RuntimeSessions {
     session.bind(id);
     const guest = session.guest;
     const entry: Entry = { id, session };
+    session.jobs.changed.on((e) => {
+      if (e.state !== 'running') {
+        const notes = this.jobNotes.get(id) ?? [];
+        notes.push(e);
+        this.jobNotes.set(id, notes.slice(-MAX_JOB_NOTES));
+      }
+      this.jobChanged.fire(e);
+    });
     session.onDeath((reason) => {
       if (this.entries.get(id) !== entry) return;
       this.entries.delete(id);
@@ -169,7 +198,7 @@ export class SessionPool implements RuntimeSessions {
     const max = Math.max(1, this.o.maxAlive ?? DEFAULT_SESSIONS.maxAlive);
     const alive = [...this.entries.values()].filter((e) => e.id !== id && e.session.alive);
     let excess = alive.length + 1 - max;
-    for (const e of alive.filter((x) => !x.session.busy).sort((a, b) => a.session.lastUsed - b.session.lastUsed)) {
+    for (const e of alive.filter((x) => !occupied(x.session)).sort((a, b) => a.session.lastUsed - b.session.lastUsed)) {
       if (excess <= 0) break;
       this.end(
         e.id,
