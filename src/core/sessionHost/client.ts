@@ -45,6 +45,8 @@ export class HostConnection {
   private constructor(
     private readonly socket: Socket,
     readonly welcome: Welcome,
+    /** Where the host is (its socket, token and name). */
+    readonly place: HostPlace,
   ) {
     this.live = new Set(welcome.live);
   }
@@ -78,7 +80,7 @@ export class HostConnection {
           if (m.type === 'refused') return fail(`the session host refused this client: ${m.message}`);
           if (m.type !== 'welcome') return fail(`the session host sent ${m.type} before its welcome`);
           settled = true;
-          conn = new HostConnection(socket, m);
+          conn = new HostConnection(socket, m, place);
           resolve(conn);
         },
         (why) => fail(`the session host sent ${why}`),
