@@ -137,12 +137,17 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   // Executions are numbered through the conversation (a continued one goes on from its earlier executions).
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
-  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0 });
-  const continued =
+  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0, sessionHost: true });
+  const ranCode =
     !!conversation &&
     runtime.sessions.persist &&
     conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
+  // With a session host (codeact.session.host), the conversation's session may still be alive there.
+  const live = !!conversation && runtime.sessions.has(conversation.id);
+  const continued = ranCode && !live;
   if (continued && !values.json) process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
+  if (ranCode && live && !values.json)
+    process.stderr.write(`${conversation!.id}: continuing in its live Python session; variables from the earlier runs are still there.\n`);
 
   const convo =
     conversation ?? store.create({ title: titleFrom(prompt), provider: config.provider, model: config.model, mode: config.mode, workspace: ws.dir });
@@ -205,7 +210,8 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await runtime.sessions.close(convo.id);
+    // A session host keeps the session for the next --continue (codeact sessions end ends it).
+    if (!runtime.sessions.outlivesClient) await runtime.sessions.close(convo.id);
     await runtime.dispose();
     await disposeDefaultMcpPool();
   }

@@ -198,7 +198,9 @@ export class HostConnection {
   close(why = 'this client closed its connection to the session host'): void {
     if (this.closedWith !== undefined) return;
     this.closedWith = why;
-    this.socket.destroy();
+    // What was sent (an `end`) still goes out; nothing more is read.
+    this.socket.removeAllListeners('data');
+    this.socket.destroySoon();
     for (const [rid, run] of this.runs) {
       for (const c of run.calls.values()) c.abort();
       run.resolve({ type: 'done', rid, item: null, error: why });
