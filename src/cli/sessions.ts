@@ -8,7 +8,7 @@ import { everyHost } from '../core/sessionHost/launch';
 import type { HostSessionInfo } from '../core/sessionHost/wire';
 import { parse, UsageError } from './args';
 
-export const SESSIONS_USAGE = `Usage: codeact sessions [--json]
+const SESSIONS_USAGE = `Usage: codeact sessions [--json]
        codeact sessions end ID|--all
 
 Lists the Python sessions kept by session hosts (codeact.session.host "auto", codeact chat --session-host auto):

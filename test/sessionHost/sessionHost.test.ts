@@ -15,7 +15,7 @@ import { PROVIDERS } from '../../src/common/providers';
 import { waitFor } from '../support/wait';
 
 const REPO = path.resolve(__dirname, '../..');
-export const HOST_ENTRY = path.join(REPO, 'dist', 'sessionHost.js');
+const HOST_ENTRY = path.join(REPO, 'dist', 'sessionHost.js');
 
 const alive = (pid: number) => {
   try {

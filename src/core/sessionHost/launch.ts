@@ -34,7 +34,7 @@ const KEPT_ENV = [
 ];
 
 /** The session host's environment: the kept variables of `env`, and the spec of what it serves. */
-export function hostEnv(env: NodeJS.ProcessEnv, spec: HostSpec): NodeJS.ProcessEnv {
+function hostEnv(env: NodeJS.ProcessEnv, spec: HostSpec): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   for (const k of KEPT_ENV) if (env[k] !== undefined) out[k] = env[k];
   // Under Electron (the extension host), process.execPath is Electron: it runs the script as Node with this.

@@ -21,7 +21,7 @@ import { sameToken } from './place';
 import { parseClientMessage, readLines, send, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
 
 /** What a run's tool call fails with when no client that takes tool calls is attached. */
-export const NO_CLIENT =
+const NO_CLIENT =
   'No CodeAct client is attached to this session (the window or CLI that started the run went away), so the tool was not called. The run goes on; tools work again once a client reattaches.';
 
 /** Longest wait for a connection's hello. */
@@ -29,15 +29,15 @@ const HELLO_MS = 10_000;
 /** Most connections at once. */
 const MAX_CONNECTIONS = 64;
 /** Bytes of events a session's journal keeps (the oldest go first). */
-export const JOURNAL_BYTES = 16 * 1024 * 1024;
+const JOURNAL_BYTES = 16 * 1024 * 1024;
 
 /** The runtime the host serves (a LocalRuntime). */
-export interface HostedRuntimeCore extends Runtime {
+interface HostedRuntimeCore extends Runtime {
   readonly sessions: RuntimeSessions;
   onSession(listener: (e: SessionChanged) => void): () => void;
 }
 
-export interface HostServerOptions {
+interface HostServerOptions {
   runtime: HostedRuntimeCore;
   token: string;
   workspace: string;

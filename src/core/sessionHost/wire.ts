@@ -16,10 +16,10 @@ import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../.
 import type { ExecuteRequest } from '../runtime/types';
 
 /** Largest line either side sends: a run's event or a tool's result (the guest's own frame bound is 16 MiB). */
-export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Questions about sessions a client may ask (`ask`). */
-export const ASKS = ['has', 'variables', 'close', 'restart', 'list'] as const;
+const ASKS = ['has', 'variables', 'close', 'restart', 'list'] as const;
 export type Ask = (typeof ASKS)[number];
 
 /** One live session as `list` reports it. */
