@@ -4,7 +4,7 @@
  */
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
@@ -161,6 +161,42 @@ describe('the session host', function () {
     );
   });
 
+  it("relays a run's tool calls to the client (its gateway answers), and fails them plainly once no client is attached", async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const b = await attach(options(ws));
+    const asked: unknown[] = [];
+    const item = await b.execute(
+      { code: 'r = await call_tool("double", n=21)\nreturn r["v"]', sessionId: 'conv-3' },
+      {
+        onToolCall: async (call) => {
+          asked.push(call.arguments);
+          return { v: (call.arguments as { n: number }).n * 2 };
+        },
+      },
+    );
+    assert.equal(item.status, 'completed', JSON.stringify(item.error));
+    assert.equal(item.value, 42);
+    assert.deepEqual(asked, [{ n: 21 }]);
+
+    const go = path.join(root, 'go-tools');
+    const code = [
+      'import os, asyncio',
+      'print("waiting", flush=True)',
+      `while not os.path.exists(${JSON.stringify(go)}): await asyncio.sleep(0.01)`,
+      'try:',
+      '    await call_tool("double", n=1)',
+      'except Exception as e:',
+      '    return str(e)',
+    ].join('\n');
+    const a = startClient(root, options(ws), code, 'conv-4');
+    await waitFor(() => a.lines.some((l) => l.out && String(l.out).includes('waiting')), { what: 'client A to start the run', timeoutMs: 90_000 });
+    await killed(a);
+    writeFileSync(go, '');
+    const watched = await b.watch('conv-4');
+    assert.equal(watched.item?.status, 'completed', JSON.stringify(watched.item?.error));
+    assert.match(String(watched.item?.value), /No CodeAct client is attached to this session/);
+  });
+
   it('starts one host when two clients attach at once, and ends it when idle (the host process exits)', async () => {
     const ws = mkdtempSync(path.join(root, 'ws-'));
     const o = options(ws, { idleMs: 300 });
@@ -193,11 +229,5 @@ describe('the session host', function () {
     for (const k of [...keys, 'CODEACT_JUPYTER_TOKEN']) assert.ok(!environ.includes(k), `${k} is in the host's environment`);
     assert.ok(!environ.includes('secret-'), 'a key value is in the host environment');
     assert.match(environ, /(^|\0)PATH=/);
-  });
-
-  it('keeps its folder private', () => {
-    const st = statSync(hostFolder(env));
-    assert.equal(st.mode & 0o777, 0o700);
-    chmodSync(hostFolder(env), 0o700);
   });
 });
