@@ -18,7 +18,7 @@ import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../.
 import type { ExecuteRequest, Runtime, RuntimeSessions, ToolCallRequest } from '../runtime/types';
 import { peerUid } from './peer';
 import { sameToken } from './place';
-import { parseClientMessage, readLines, send, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
+import { parseClientMessage, readLines, send, writeLine, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
 
 /** What a run's tool call fails with when no client that takes tool calls is attached. */
 const NO_CLIENT =
@@ -271,8 +271,10 @@ export class SessionHostServer {
     }
     const onEvent = (event: CodeActEvent) => {
       if (event.type === 'response.output_item.added' && event.item.type === 'code_interpreter_call') run.itemId = event.item.id;
-      if (journal) this.record(journal, event);
-      for (const l of run.listeners) send(l.conn.socket, { type: 'event', rid: l.rid, event });
+      // Serialized once: for the journal and for every listener.
+      const line = JSON.stringify(event);
+      if (journal) this.record(journal, line);
+      for (const l of run.listeners) writeLine(l.conn.socket, `{"type":"event","rid":${JSON.stringify(l.rid)},"event":${line}}\n`);
     };
     const finish = (done: { item: CodeInterpreterCallItem | null; error?: string }) => {
       this.running.delete(run);
@@ -297,8 +299,7 @@ export class SessionHostServer {
   }
 
   /** Keeps an event in the session's journal, dropping the oldest past {@link JOURNAL_BYTES}. */
-  private record(journal: Journal, event: CodeActEvent) {
-    const line = JSON.stringify(event);
+  private record(journal: Journal, line: string) {
     journal.events.push(line);
     journal.bytes += line.length;
     let drop = 0;
@@ -314,7 +315,7 @@ export class SessionHostServer {
     if (!journal) return send(conn.socket, { type: 'done', rid, item: null });
     if (conn.runs.has(rid)) return send(conn.socket, { type: 'done', rid, item: null, error: `a run with rid ${rid} is already going on` });
     // What the run printed so far, in order; then, in the same turn of the event loop, the live rest.
-    for (const line of journal.events) conn.socket.write(`{"type":"event","rid":${JSON.stringify(rid)},"event":${line}}\n`);
+    for (const line of journal.events) writeLine(conn.socket, `{"type":"event","rid":${JSON.stringify(rid)},"event":${line}}\n`);
     if (journal.done) return send(conn.socket, { type: 'done', rid, ...journal.done, ...(journal.dropped ? { dropped: journal.dropped } : {}) });
     journal.run.listeners.push({ conn, rid, tools });
     conn.runs.set(rid, journal.run);
@@ -356,7 +357,7 @@ export class SessionHostServer {
       this.disarmIdle();
       this.server.close();
       for (const run of this.running) run.controller.abort();
-      for (const c of this.conns) c.socket.destroy();
+      for (const c of this.conns) c.socket.destroySoon();
       try {
         await this.o.runtime.dispose();
       } finally {

@@ -56,8 +56,20 @@ export type HostMessage =
 
 /** Sends one message (dropped when the socket is gone: a client that went away misses it, the journal keeps it). */
 export function send(socket: Socket, message: ClientMessage | HostMessage): void {
+  writeLine(socket, JSON.stringify(message) + '\n');
+}
+
+/**
+ * Writes one line; the lines written in one turn of the event loop go out together (one write, not one per
+ * event of a run).
+ */
+export function writeLine(socket: Socket, line: string): void {
   if (socket.destroyed || !socket.writable) return;
-  socket.write(JSON.stringify(message) + '\n');
+  if (!socket.writableCorked) {
+    socket.cork();
+    process.nextTick(() => socket.uncork());
+  }
+  socket.write(line);
 }
 
 /**
