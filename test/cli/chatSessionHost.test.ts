@@ -13,15 +13,7 @@ import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 import { waitFor } from '../support/wait';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { isAlive as alive } from '../../src/core/util/processTree';
 
 describe('codeact chat with a session host', function () {
   this.timeout(120_000);

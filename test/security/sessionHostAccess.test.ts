@@ -14,6 +14,8 @@ import { attachSessionHost } from '../../src/core/sessionHost/launch';
 import { ensurePrivateFolder, hostFolder, HostFolderError, placeOf } from '../../src/core/sessionHost/place';
 import { SessionHostServer } from '../../src/core/sessionHost/server';
 import { cannotSwitchUser, TESTER } from './support/asUser';
+import { isAlive } from '../../src/core/util/processTree';
+import { waitFor } from '../support/wait';
 
 const ENTRY = path.resolve(__dirname, '../../dist/sessionHost.js');
 
@@ -54,14 +56,7 @@ describe('session host access', function () {
     const pid = host?.connection.welcome.pid;
     host?.connection.end();
     await host?.dispose();
-    for (let i = 0; pid && i < 600; i++) {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    if (pid) await waitFor(() => !isAlive(pid), { what: 'the session host to end', timeoutMs: 60_000 });
     rmSync(root, { recursive: true, force: true });
   });
 

@@ -13,18 +13,10 @@ import { attachSessionHost, type AttachOptions } from '../../src/core/sessionHos
 import { hostFolder, hostName, placeOf } from '../../src/core/sessionHost/place';
 import { PROVIDERS } from '../../src/common/providers';
 import { waitFor } from '../support/wait';
+import { isAlive as alive } from '../../src/core/util/processTree';
 
 const REPO = path.resolve(__dirname, '../..');
 const HOST_ENTRY = path.join(REPO, 'dist', 'sessionHost.js');
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** A client in its own process: attaches, runs `code` in `sessionId`, prints each output line and the host's pid as JSON lines, then waits to be killed. */
 const CLIENT = String.raw`

@@ -9,6 +9,7 @@ import { closeSync, openSync, readFileSync, unlinkSync, writeSync, chmodSync, ap
 import { LocalRuntime, type LocalRuntimeOptions } from '../runtime/local/localRuntime';
 import { ensurePrivateFolder, placeOf, writeToken, type HostPlace } from './place';
 import { SessionHostServer } from './server';
+import { isAlive } from '../util/processTree';
 
 /** What the client hands the host (JSON in its environment). */
 export interface HostSpec {
@@ -20,15 +21,6 @@ export interface HostSpec {
 }
 
 const MAX_LOG_BYTES = 1024 * 1024;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Takes the host's lock (a file holding our pid); false when a live host holds it. */
 function lock(place: HostPlace): boolean {
@@ -44,7 +36,7 @@ function lock(place: HostPlace): boolean {
       try {
         pid = Number(readFileSync(place.lock, 'utf8').trim());
       } catch {}
-      if (Number.isInteger(pid) && pid > 0 && alive(pid)) return false;
+      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) return false;
       try {
         unlinkSync(place.lock);
       } catch {}
