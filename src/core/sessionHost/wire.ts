@@ -59,16 +59,9 @@ export function send(socket: Socket, message: ClientMessage | HostMessage): void
   writeLine(socket, JSON.stringify(message) + '\n');
 }
 
-/**
- * Writes one line; the lines written in one turn of the event loop go out together (one write, not one per
- * event of a run).
- */
+/** Writes one line (already JSON and ended by a newline); dropped when the socket is gone. */
 export function writeLine(socket: Socket, line: string): void {
   if (socket.destroyed || !socket.writable) return;
-  if (!socket.writableCorked) {
-    socket.cork();
-    process.nextTick(() => socket.uncork());
-  }
   socket.write(line);
 }
 
