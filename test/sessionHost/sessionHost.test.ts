@@ -189,6 +189,28 @@ describe('the session host', function () {
     assert.match(String(watched.item?.value), /No CodeAct client is attached to this session/);
   });
 
+  it('replays the run going on, not the next one waiting its turn in the same session', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const b = await attach(options(ws));
+    const go = path.join(root, 'go-queued');
+    let printed = false;
+    const first = b.execute(
+      { code: `import os, time\nprint("first", flush=True)\nwhile not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\nreturn 1`, sessionId: 'conv-5' },
+      { onEvent: (e) => (printed ||= e.type === 'codeact.output.delta') },
+    );
+    await waitFor(() => printed, { what: 'the first run to print', timeoutMs: 90_000 });
+    const second = b.execute({ code: 'return 2', sessionId: 'conv-5' });
+    const c = await attach(options(ws));
+    const events: CodeActEvent[] = [];
+    const watching = c.watch('conv-5', { onEvent: (e) => events.push(e) });
+    writeFileSync(go, '');
+    const watched = await watching;
+    assert.equal(watched.item?.value, 1);
+    assert.ok(events.some((e) => e.type === 'codeact.output.delta' && e.delta.includes('first')));
+    assert.equal((await first).value, 1);
+    assert.equal((await second).value, 2);
+  });
+
   it('starts one host when two clients attach at once, and ends it when idle (the host process exits)', async () => {
     const ws = mkdtempSync(path.join(root, 'ws-'));
     const o = options(ws, { idleMs: 300 });

@@ -30,6 +30,8 @@ const HELLO_MS = 10_000;
 const MAX_CONNECTIONS = 64;
 /** Bytes of events a session's journal keeps (the oldest go first). */
 const JOURNAL_BYTES = 16 * 1024 * 1024;
+/** Runs of one session sent and not finished at once (one runs, the others wait their turn). */
+const MAX_PENDING_RUNS = 4;
 
 /** The runtime the host serves (a LocalRuntime). */
 interface HostedRuntimeCore extends Runtime {
@@ -87,7 +89,8 @@ interface Conn {
 export class SessionHostServer {
   private readonly conns = new Set<Conn>();
   private readonly running = new Set<Run>();
-  private readonly journals = new Map<string, Journal>();
+  /** Per session: its runs not yet finished (one runs, the others wait their turn), then its last finished one. */
+  private readonly journals = new Map<string, Journal[]>();
   private readonly info = new Map<string, HostSessionInfo>();
   private idleTimer: NodeJS.Timeout | undefined;
   private ending: Promise<void> | undefined;
@@ -257,6 +260,9 @@ export class SessionHostServer {
 
   private execute(conn: Conn, rid: string, request: ExecuteRequest) {
     if (conn.runs.has(rid)) return send(conn.socket, { type: 'done', rid, item: null, error: `a run with rid ${rid} is already going on` });
+    const pending = request.sessionId ? (this.journals.get(request.sessionId) ?? []).filter((j) => !j.done) : [];
+    if (pending.length >= MAX_PENDING_RUNS)
+      return send(conn.socket, { type: 'done', rid, item: null, error: `the session already has ${MAX_PENDING_RUNS} runs waiting; stop one or wait for it` });
     const run: Run = { sessionId: request.sessionId, controller: new AbortController(), listeners: [{ conn, rid, tools: true }], calls: new Map() };
     conn.runs.set(rid, run);
     this.running.add(run);
@@ -264,7 +270,7 @@ export class SessionHostServer {
     const sessionId = request.sessionId;
     const journal: Journal | undefined = sessionId ? { events: [], bytes: 0, dropped: 0, run } : undefined;
     if (sessionId && journal) {
-      this.journals.set(sessionId, journal);
+      this.journals.set(sessionId, [...pending, journal]);
       const now = Date.now();
       const info = this.info.get(sessionId) ?? { id: sessionId, workspace: this.o.workspace, startedAt: now, lastRunAt: now };
       this.info.set(sessionId, { ...info, lastRunAt: now, running: request.itemId });
@@ -278,7 +284,15 @@ export class SessionHostServer {
     };
     const finish = (done: { item: CodeInterpreterCallItem | null; error?: string }) => {
       this.running.delete(run);
-      if (journal) journal.done = done;
+      if (journal && sessionId) {
+        journal.done = done;
+        // The runs still to finish, and this one as the session's last finished run.
+        const list = this.journals.get(sessionId) ?? [];
+        this.journals.set(
+          sessionId,
+          list.filter((j) => !j.done || j === journal),
+        );
+      }
       for (const l of run.listeners) {
         send(l.conn.socket, { type: 'done', rid: l.rid, ...done, ...(journal?.dropped ? { dropped: journal.dropped } : {}) });
         l.conn.runs.delete(l.rid);
@@ -311,7 +325,9 @@ export class SessionHostServer {
   }
 
   private watch(conn: Conn, rid: string, sessionId: string, tools: boolean) {
-    const journal = this.journals.get(sessionId);
+    // The session's current run (the first not finished), else its last finished one.
+    const list = this.journals.get(sessionId) ?? [];
+    const journal = list.find((j) => !j.done) ?? list[list.length - 1];
     if (!journal) return send(conn.socket, { type: 'done', rid, item: null });
     if (conn.runs.has(rid)) return send(conn.socket, { type: 'done', rid, item: null, error: `a run with rid ${rid} is already going on` });
     // What the run printed so far, in order; then, in the same turn of the event loop, the live rest.
