@@ -16,7 +16,7 @@ import { waitFor } from '../support/wait';
 import { isAlive as alive } from '../../src/core/util/processTree';
 
 const REPO = path.resolve(__dirname, '../..');
-const HOST_ENTRY = path.join(REPO, 'dist', 'sessionHost.js');
+const HOST_ENTRY = path.join(REPO, 'dist/sessionHost.js');
 
 /** A client in its own process: attaches, runs `code` in `sessionId`, prints each output line and the host's pid as JSON lines, then waits to be killed. */
 const CLIENT = String.raw`
