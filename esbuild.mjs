@@ -33,6 +33,8 @@ const node = {
 const builds = [
   { ...node, entryPoints: { extension: 'src/extension.ts' }, outdir: 'dist' },
   { ...node, entryPoints: { cli: 'src/cli/main.ts' }, outdir: 'dist', banner: { js: '#!/usr/bin/env node' } },
+  // The session host (core/sessionHost), started detached by the CLI and the extension.
+  { ...node, entryPoints: { sessionHost: 'src/core/sessionHost/main.ts' }, outdir: 'dist' },
   // The engine as it ships, for `npm run bench` (not packaged).
   { ...node, entryPoints: { 'bench-engine': 'bench/engine.ts' }, outdir: 'dist', sourcemap: false },
   {

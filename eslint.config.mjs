@@ -84,6 +84,7 @@ export const CORE_ZONES = {
   config: ['util', 'providers', 'runtime', 'gateway', 'tools'],
   agent: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config'],
   turn: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent'],
+  sessionHost: ['util', 'runtime'],
 };
 
 /**

@@ -8,3 +8,4 @@ export { JupyterRuntime } from '../src/core/runtime/jupyter/jupyterRuntime';
 export { LocalRuntime } from '../src/core/runtime/local/localRuntime';
 export { resolvePython } from '../src/core/runtime/local/python';
 export { probeBubblewrap } from '../src/core/runtime/local/sandbox';
+export { attachSessionHost } from '../src/core/sessionHost/launch';

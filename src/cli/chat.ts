@@ -137,15 +137,20 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   // Executions are numbered through the conversation (a continued one goes on from its earlier executions).
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
-  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0 });
+  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0, sessionHost: true });
   // A Jupyter kernel the last `codeact chat` left running is taken back by the first run (which says if it is gone).
   const kernelBack = !!conversation && !!runtime.sessions.handover && typeof conversation.meta.kernelId === 'string';
-  const continued =
+  const ranCode =
     !!conversation &&
     runtime.sessions.persist &&
     !kernelBack &&
     conversation.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
+  // With a session host (codeact.session.host), the conversation's session may still be alive there.
+  const live = !!conversation && runtime.sessions.has(conversation.id);
+  const continued = ranCode && !live;
   if (continued && !values.json) process.stderr.write(`${conversation!.id}: continuing in a new Python session; variables from the earlier runs are gone.\n`);
+  if (ranCode && live && !values.json)
+    process.stderr.write(`${conversation!.id}: continuing in its live Python session; variables from the earlier runs are still there.\n`);
 
   const convo =
     conversation ?? store.create({ title: titleFrom(prompt), provider: config.provider, model: config.model, mode: config.mode, workspace: ws.dir });
@@ -208,10 +213,11 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    // A Jupyter kernel stays on its server for `--continue` (taken back within the idle time, else shut down then).
+    // A Jupyter kernel stays on its server for `--continue` (taken back within the idle time, else shut down then);
+    // a session host keeps the session for the next --continue (codeact sessions end ends it).
     if (runtime.sessions.handover) await runtime.sessions.handover.release();
     else {
-      await runtime.sessions.close(convo.id);
+      if (!runtime.sessions.outlivesClient) await runtime.sessions.close(convo.id);
       await runtime.dispose();
     }
     await disposeDefaultMcpPool();

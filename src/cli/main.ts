@@ -6,6 +6,7 @@
  *   codeact chat "<prompt>" --provider P --model M [options]
  *   codeact trust [DIR] | --revoke [DIR] | --list
  *   codeact mcp list | sign-out URL|--all
+ *   codeact sessions [--json] | end ID|--all
  *
  * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
  */
@@ -18,6 +19,7 @@ import { cliMcpAuthHost, mcpCommand } from './mcpAuth';
 import { runCommand, runSynopsis } from './run';
 import { toolsCommand } from './tools';
 import { trustCommand } from './trust';
+import { sessionsCommand } from './sessions';
 import { UsageError } from './args';
 
 const USAGE = `Usage:
@@ -26,6 +28,7 @@ ${runSynopsis('  ')}
   ${CHAT_SYNOPSIS} [options]
   codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list
   codeact mcp list | codeact mcp sign-out URL|--all
+  codeact sessions [--json] | codeact sessions end ID|--all
   codeact --help | --version
 
 A folder's .vscode/settings.json is obeyed in full only once the folder is trusted (codeact trust);
@@ -49,6 +52,8 @@ export async function main(argv: string[]): Promise<number> {
         return await trustCommand(rest);
       case 'mcp':
         return await mcpCommand(rest);
+      case 'sessions':
+        return await sessionsCommand(rest);
       case '--version':
       case '-v':
         process.stdout.write(`${CODEACT_VERSION}\n`);

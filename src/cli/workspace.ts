@@ -18,6 +18,8 @@ import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { warn } from './print';
+import { configuredRuntime } from '../common/runtimes';
+import { attachSessionHost } from '../core/sessionHost/launch';
 import { UsageError } from './args';
 import { flagFor, flagSettings } from './flags';
 
@@ -139,8 +141,16 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
   for (const e of toolSet.errors) warn(`${formatDeclarationError(e)} (this tool is unavailable)`);
 }
 
-/** The runtime the configuration asks for: the local guest (default) or a Jupyter kernel. */
-export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, extra: Partial<LocalRuntimeOptions> = {}): Promise<Runtime> {
+/**
+ * The runtime the configuration asks for: the local guest (default) or a Jupyter kernel. With `sessionHost`
+ * (codeact chat) and codeact.session.host "auto", a runtime whose sessions can live in a session host
+ * (common/runtimes.ts) attaches to this folder's host, starting it when none runs (core/sessionHost).
+ */
+export async function runtimeFrom(
+  ws: Workspace,
+  host: { longLived: boolean; sessionHost?: boolean },
+  extra: Partial<LocalRuntimeOptions> = {},
+): Promise<Runtime> {
   // A codeact.python.path (or --python) in the folder is the folder's code: an untrusted folder's is not run.
   const env = resolvePythonEnv({ folder: ws.dir, setting: ws.config.python, trusted: ws.trust.trusted });
   if (ws.config.python && env.source === 'system' && !extra.python)
@@ -154,6 +164,11 @@ export async function runtimeFrom(ws: Workspace, host: { longLived: boolean }, e
     log: () => {},
   });
   cfg.local = { ...cfg.local, ...extra };
+  const policy = ws.config.sessionPolicy;
+  if (host.sessionHost && ws.config.sessionHost === 'auto' && configuredRuntime(cfg.runtime).sessionHost && policy === 'conversation') {
+    const local = { ...cfg.local, limits: { ...(cfg.local?.limits ?? {}), ...(cfg.limits ?? {}) } };
+    return attachSessionHost({ workspace: ws.dir, local, idleMs: ws.config.sessionHostIdleMs });
+  }
   try {
     return await createRuntime(cfg);
   } catch (e) {

@@ -48,6 +48,8 @@ interface OurRuntimeInfo extends RuntimeFacts {
   where: string;
   /** Its connection takes the runtime token the host keeps (VS Code's SecretStorage, the CLI's CODEACT_JUPYTER_TOKEN). */
   token: boolean;
+  /** Its sessions can live in a session host that outlives the window or the CLI (codeact.session.host; core/sessionHost). */
+  sessionHost: boolean;
   model: RuntimeModelText;
 }
 
@@ -89,6 +91,7 @@ export const RUNTIMES = {
     jobs: true,
     where: 'in a local Python sandbox',
     token: false,
+    sessionHost: true,
     model: {
       place: (persistent) => (persistent ? "in this conversation's isolated Python session" : 'in a fresh, isolated process'),
       state:
@@ -109,6 +112,7 @@ export const RUNTIMES = {
     jobs: { unavailable: JUPYTER_JOBS_UNAVAILABLE },
     where: 'on your Jupyter kernel',
     token: true,
+    sessionHost: false,
     model: {
       place: () => 'in a Jupyter kernel',
       state:

@@ -65,6 +65,8 @@ describe('README: the lists of settings', () => {
     assert.deepEqual(named('`codeact.jupyter.serverURL` and `.kernelName`, `codeact.session.*`'), [
       'codeact.jupyter.kernelName',
       'codeact.jupyter.serverURL',
+      'codeact.session.host',
+      'codeact.session.hostIdleMinutes',
       'codeact.session.idleMinutes',
       'codeact.session.maxAlive',
       'codeact.session.policy',

@@ -64,6 +64,9 @@ export const SETTINGS = {
   'session.policy': { type: 'string', default: DEFAULT_SESSIONS.policy, enum: ['conversation', 'run'], trust: 'any' },
   'session.idleMinutes': { type: 'number', default: DEFAULT_SESSIONS.idleMs / 60_000, minimum: 0, trust: 'any' },
   'session.maxAlive': { type: 'number', default: DEFAULT_SESSIONS.maxAlive, minimum: 1, maximum: 64, trust: 'any' },
+  // The local runtime's sessions in a session host that outlives its client (core/sessionHost); "off" keeps them in this process.
+  'session.host': { type: 'string', default: 'off', enum: ['auto', 'off'], trust: 'user' },
+  'session.hostIdleMinutes': { type: 'number', default: DEFAULT_SESSIONS.idleMs / 60_000, minimum: 0, trust: 'user' },
   timeoutSeconds: { type: 'number', default: DEFAULT_LIMITS.timeoutMs / 1000, minimum: 1, trust: 'any' },
   // A model's streamed response: the wait for it to start, and the longest silence in it. "modelStream", not
   // "model.…": codeact.model is a string, and VS Code ignores keys nested under a string setting.
@@ -167,6 +170,11 @@ export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTIN
   'session.policy': { name: 'session', commands: ['chat'] },
   'jobs.maxPerSession': { name: 'max-jobs', arg: 'N', commands: ['chat'], help: '--max-jobs 0 turns background jobs off.' },
   'jobs.maxMinutes': { name: 'job-minutes', arg: 'MIN', commands: ['chat'] },
+  'session.host': {
+    name: 'session-host',
+    commands: ['chat'],
+    help: '--session-host auto: the Python session lives in a session host that outlives the command, so --continue finds its variables (codeact sessions lists them).',
+  },
   timeoutSeconds: { name: 'timeout', short: 't', arg: 'SECONDS', commands: ['run', 'chat'] },
   'sandbox.kind': { name: 'sandbox', commands: ['run', 'chat'] },
   'python.path': {
@@ -183,6 +191,7 @@ export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTIN
   'python.installArgs': null,
   'session.idleMinutes': null,
   'session.maxAlive': null,
+  'session.hostIdleMinutes': null,
   'modelStream.firstByteTimeoutSeconds': null,
   'modelStream.idleTimeoutSeconds': null,
   'toolDiscovery.inlineLimit': null,

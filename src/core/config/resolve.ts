@@ -58,6 +58,9 @@ export interface EngineConfig {
   sessionPolicy: SettingValue<'session.policy'>;
   sessionIdleMs: number;
   sessionMaxAlive: number;
+  /** codeact.session.host: the local sessions in a session host that outlives its client. */
+  sessionHost: SettingValue<'session.host'>;
+  sessionHostIdleMs: number;
   timeoutMs: number;
   /** A model's streamed response: the longest wait for it to start, and the longest silence in it. */
   modelFirstByteMs: number;
@@ -234,6 +237,8 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     sessionPolicy: pick('session.policy'),
     sessionIdleMs: pick('session.idleMinutes') * 60_000,
     sessionMaxAlive: Math.floor(pick('session.maxAlive')),
+    sessionHost: pick('session.host'),
+    sessionHostIdleMs: pick('session.hostIdleMinutes') * 60_000,
     timeoutMs: Math.round(pick('timeoutSeconds') * 1000),
     modelFirstByteMs: Math.round(pick('modelStream.firstByteTimeoutSeconds') * 1000),
     modelIdleMs: Math.round(pick('modelStream.idleTimeoutSeconds') * 1000),

@@ -87,6 +87,11 @@ export interface RuntimeSessions {
   readonly keepsOutputs: boolean;
   /** Its variables can be read between runs ({@link variables}); a Jupyter kernel's are not. */
   readonly readsVariables: boolean;
+  /**
+   * The sessions live in a session host that outlives this client (core/sessionHost): disposing the runtime
+   * leaves them alive, and a client that ends should not close them.
+   */
+  readonly outlivesClient?: boolean;
   /** True while the session holds live state. */
   has(sessionId: string): boolean;
   /** The session's variables, read without running user code (null when it has none, or while it runs). */

@@ -1,0 +1,167 @@
+/**
+ * The session host's protocol: one JSON object per line, each line at most {@link MAX_LINE_BYTES}, over a
+ * Unix socket. Every message a host reads is checked here field by field (a socket is untrusted input); a
+ * line that is too long, not JSON, or not a known message closes that connection, never the host.
+ *
+ * Client -> host: `hello` (the token; first, once), `execute` (a run), `tool_result` (the answer to a
+ * `tool_call`), `tool_pause` (the person is deciding an approval: the run's clock stops), `stop` (a run),
+ * `watch` (replay a session's current or last run, then its live rest), `ask` (has, variables, close,
+ * restart, list), `end` (the host ends).
+ * Host -> client: `welcome` (the host, its live sessions), `event` (a run's event), `tool_call`,
+ * `tool_cancel` (the run no longer waits for that call), `done` (a run's item), `reply` (to an `ask`),
+ * `sessions` (the live sessions changed), `session` (a session started or ended), `refused` (then it closes).
+ */
+import type { Socket } from 'node:net';
+import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../../common/events';
+import type { ExecuteRequest } from '../runtime/types';
+
+/** Largest line either side sends: a run's event or a tool's result (the guest's own frame bound is 16 MiB). */
+const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/** Questions about sessions a client may ask (`ask`). */
+const ASKS = ['has', 'variables', 'close', 'restart', 'list'] as const;
+export type Ask = (typeof ASKS)[number];
+
+/** One live session as `list` reports it. */
+export interface HostSessionInfo {
+  id: string;
+  workspace: string;
+  /** ms since the epoch. */
+  startedAt: number;
+  lastRunAt: number;
+  /** The item id of the run going on, if one is. */
+  running?: string;
+}
+
+export type ClientMessage =
+  | { type: 'hello'; token: string }
+  | { type: 'execute'; rid: string; request: ExecuteRequest }
+  | { type: 'tool_result'; rid: string; callId: string; ok: boolean; value?: unknown; message?: string }
+  | { type: 'tool_pause'; rid: string; callId: string; paused: boolean }
+  | { type: 'stop'; rid: string }
+  | { type: 'watch'; rid: string; sessionId: string; tools: boolean }
+  | { type: 'ask'; rid: string; ask: Ask; sessionId: string }
+  | { type: 'end' };
+
+export type HostMessage =
+  | { type: 'welcome'; pid: number; workspace: string; live: string[]; persist: boolean; keepsOutputs: boolean; readsVariables: boolean }
+  | { type: 'event'; rid: string; event: CodeActEvent }
+  | { type: 'tool_call'; rid: string; callId: string; itemId: string; name: string; arguments: unknown }
+  | { type: 'tool_cancel'; rid: string; callId: string }
+  | { type: 'done'; rid: string; item: CodeInterpreterCallItem | null; error?: string; dropped?: number }
+  | { type: 'reply'; rid: string; value?: unknown; error?: string }
+  | { type: 'sessions'; live: string[] }
+  | { type: 'session'; event: SessionChanged }
+  | { type: 'refused'; message: string };
+
+/** Sends one message (dropped when the socket is gone: a client that went away misses it, the journal keeps it). */
+export function send(socket: Socket, message: ClientMessage | HostMessage): void {
+  writeLine(socket, JSON.stringify(message) + '\n');
+}
+
+/** Writes one line (already JSON and ended by a newline); dropped when the socket is gone. */
+export function writeLine(socket: Socket, line: string): void {
+  if (socket.destroyed || !socket.writable) return;
+  socket.write(line);
+}
+
+/**
+ * Reads lines of JSON from a socket, each bounded: `onMessage` gets each parsed value, `onBad` the reason
+ * when a line is too long or not JSON (the caller closes the connection).
+ */
+export function readLines(socket: Socket, onMessage: (value: unknown) => void, onBad: (why: string) => void, max = MAX_LINE_BYTES): void {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let bad = false;
+  socket.on('data', (chunk: Buffer) => {
+    if (bad) return;
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl >= 0; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      start = nl + 1;
+      if (size + piece.length > max) return fail(`a message longer than ${max} bytes`);
+      const line = size ? Buffer.concat([...parts, piece]).toString('utf8') : piece.toString('utf8');
+      parts = [];
+      size = 0;
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        return fail('a message that is not JSON');
+      }
+      onMessage(value);
+      if (bad || socket.destroyed) return;
+    }
+    const rest = chunk.subarray(start);
+    if (size + rest.length > max) return fail(`a message longer than ${max} bytes`);
+    if (rest.length) {
+      parts.push(rest);
+      size += rest.length;
+    }
+  });
+  function fail(why: string) {
+    bad = true;
+    parts = [];
+    onBad(why);
+  }
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown, max: number): v is string => typeof v === 'string' && v.length <= max;
+const optStr = (v: unknown, max: number) => v === undefined || str(v, max);
+const optBool = (v: unknown) => v === undefined || typeof v === 'boolean';
+const optNum = (v: unknown) => v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= 0);
+const ID = 256;
+
+function checkRequest(r: unknown): ExecuteRequest | string {
+  if (!isObj(r)) return 'execute without a request';
+  if (!str(r.code, MAX_LINE_BYTES)) return 'execute without its code';
+  if (!optStr(r.itemId, ID) || !optStr(r.sessionId, ID)) return 'an itemId or sessionId that is not a short string';
+  if (!optNum(r.timeoutMs) || !optNum(r.execution)) return 'a timeoutMs or execution that is not a number';
+  if (!optBool(r.tools) || !optBool(r.announced)) return 'tools or announced that is not a boolean';
+  const { code, itemId, sessionId, timeoutMs, execution, tools, announced } = r;
+  return { code, itemId, sessionId, timeoutMs, execution, tools, announced } as ExecuteRequest;
+}
+
+/** A client's message, checked; a string says what is wrong with it. */
+export function parseClientMessage(v: unknown): ClientMessage | string {
+  if (!isObj(v) || typeof v.type !== 'string') return 'a message without a type';
+  if (v.type === 'hello') return str(v.token, 1024) ? { type: 'hello', token: v.token } : 'hello without a token';
+  if (v.type === 'end') return { type: 'end' };
+  if (!str(v.rid, 64)) return `${v.type.slice(0, 40)} without its rid`;
+  const rid = v.rid;
+  switch (v.type) {
+    case 'execute': {
+      const request = checkRequest(v.request);
+      return typeof request === 'string' ? request : { type: 'execute', rid, request };
+    }
+    case 'tool_result':
+      if (!str(v.callId, ID) || typeof v.ok !== 'boolean' || !optStr(v.message, MAX_LINE_BYTES)) return 'a tool_result without its callId, ok or message';
+      return { type: 'tool_result', rid, callId: v.callId, ok: v.ok, value: v.value, message: v.message };
+    case 'tool_pause':
+      if (!str(v.callId, ID) || typeof v.paused !== 'boolean') return 'a tool_pause without its callId or paused';
+      return { type: 'tool_pause', rid, callId: v.callId, paused: v.paused };
+    case 'stop':
+      return { type: 'stop', rid };
+    case 'watch':
+      if (!str(v.sessionId, ID) || typeof v.tools !== 'boolean') return 'a watch without its sessionId or tools';
+      return { type: 'watch', rid, sessionId: v.sessionId, tools: v.tools };
+    case 'ask':
+      if (!(ASKS as readonly unknown[]).includes(v.ask) || !str(v.sessionId, ID)) return 'an ask that is not one of ' + ASKS.join(', ');
+      return { type: 'ask', rid, ask: v.ask as Ask, sessionId: v.sessionId };
+    default:
+      return `an unknown message type "${v.type.slice(0, 40)}"`;
+  }
+}
+
+/** A host's message, checked for what the client reads (the host is ours, behind the token, but a line is still data). */
+export function parseHostMessage(v: unknown): HostMessage | string {
+  if (!isObj(v) || typeof v.type !== 'string') return 'a message without a type';
+  const known = ['welcome', 'event', 'tool_call', 'tool_cancel', 'done', 'reply', 'sessions', 'session', 'refused'];
+  if (!known.includes(v.type)) return `an unknown message type "${v.type.slice(0, 40)}"`;
+  if (v.type !== 'welcome' && v.type !== 'sessions' && v.type !== 'session' && v.type !== 'refused' && !str(v.rid, 64)) return `${v.type} without its rid`;
+  if ((v.type === 'tool_call' || v.type === 'tool_cancel') && !str(v.callId, ID)) return `${v.type} without its callId`;
+  if ((v.type === 'welcome' || v.type === 'sessions') && !(Array.isArray(v.live) && v.live.every((s) => str(s, ID))))
+    return `${v.type} without its live sessions`;
+  return v as HostMessage;
+}

@@ -1,0 +1,247 @@
+/**
+ * The session host (src/core/sessionHost): real host processes (the bundle's dist/sessionHost.js, so run
+ * `node esbuild.mjs` first), real python3 guests, real clients in other processes killed with SIGKILL.
+ */
+import * as assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { CodeActEvent } from '../../src/common/events';
+import type { HostedRuntime } from '../../src/core/sessionHost/client';
+import { attachSessionHost, type AttachOptions } from '../../src/core/sessionHost/launch';
+import { hostFolder, hostName, placeOf } from '../../src/core/sessionHost/place';
+import { PROVIDERS } from '../../src/common/providers';
+import { waitFor } from '../support/wait';
+import { isAlive as alive } from '../../src/core/util/processTree';
+
+const REPO = path.resolve(__dirname, '../..');
+const HOST_ENTRY = path.join(REPO, 'dist/sessionHost.js');
+
+/** A client in its own process: attaches, runs `code` in `sessionId`, prints each output line and the host's pid as JSON lines, then waits to be killed. */
+const CLIENT = String.raw`
+import { attachSessionHost } from '${REPO}/src/core/sessionHost/launch';
+(async () => {
+  const { options, code, sessionId } = JSON.parse(process.argv[2]);
+  const rt = await attachSessionHost(options);
+  console.log(JSON.stringify({ pid: rt.connection.welcome.pid }));
+  const item = await rt.execute({ code, sessionId, timeoutMs: 600_000 }, {
+    onEvent: (e) => { if (e.type === 'codeact.output.delta') console.log(JSON.stringify({ out: e.delta })); },
+  });
+  console.log(JSON.stringify({ item: item.status, value: item.value }));
+  setInterval(() => {}, 1 << 30);
+})();
+`;
+
+interface Client {
+  child: ChildProcess;
+  lines: Array<Record<string, unknown>>;
+}
+
+function startClient(dir: string, options: AttachOptions, code: string, sessionId: string): Client {
+  const file = path.join(dir, `client-${Math.random().toString(16).slice(2)}.ts`);
+  writeFileSync(file, CLIENT);
+  const child = spawn(
+    process.execPath,
+    // One process (tsx as a loader, not its CLI, which would leave the client running in a child of its own).
+    ['--require', path.join(REPO, 'test/support/pyText.cjs'), '--import', 'tsx', file, JSON.stringify({ options, code, sessionId })],
+    { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const client: Client = { child, lines: [] };
+  let buf = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    buf += d;
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      client.lines.push(JSON.parse(buf.slice(0, nl)) as Record<string, unknown>);
+      buf = buf.slice(nl + 1);
+    }
+  });
+  return client;
+}
+
+async function killed(c: Client) {
+  const exited = new Promise((r) => c.child.once('exit', r));
+  c.child.kill('SIGKILL');
+  await exited;
+}
+
+describe('the session host', function () {
+  this.timeout(120_000);
+  let root: string;
+  let env: NodeJS.ProcessEnv;
+  const opened: HostedRuntime[] = [];
+  const options = (workspace: string, extra: Partial<AttachOptions> = {}): AttachOptions => ({
+    workspace,
+    local: { sandbox: { kind: 'none' } },
+    idleMs: 10 * 60_000,
+    entry: HOST_ENTRY,
+    env,
+    ...extra,
+  });
+  const assertGone = (ws: string) => {
+    const place = placeOf(hostFolder(env), hostName(ws, { sandbox: { kind: 'none' } }));
+    for (const f of [place.socket, place.token, place.lock]) assert.ok(!existsSync(f), `${f} is left behind`);
+  };
+  const attach = async (o: AttachOptions) => {
+    const rt = await attachSessionHost(o);
+    opened.push(rt);
+    return rt;
+  };
+
+  before(function () {
+    if (!existsSync(HOST_ENTRY)) throw new Error(`${HOST_ENTRY} is missing: run node esbuild.mjs first`);
+    root = mkdtempSync(path.join(tmpdir(), 'codeact-host-'));
+    const runtimeDir = path.join(root, 'run');
+    mkdirSync(runtimeDir, { mode: 0o700 });
+    env = { ...process.env, XDG_RUNTIME_DIR: runtimeDir };
+  });
+  after(async () => {
+    // Every host this file started ends (asked), and its processes with it.
+    const pids = opened.map((r) => r.connection.welcome.pid);
+    for (const r of opened) {
+      r.connection.end();
+      await r.dispose();
+    }
+    await waitFor(() => pids.every((p) => !alive(p)), { what: 'the hosts to end', timeoutMs: 60_000 });
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('keeps a session when its client is killed: a second client reads the variable the first defined', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const a = startClient(root, options(ws), 'x = 41 + 1\nreturn x', 'conv-1');
+    await waitFor(() => a.lines.some((l) => 'item' in l), { what: 'client A to define x', timeoutMs: 90_000 });
+    const pid = a.lines[0].pid as number;
+    await killed(a);
+    assert.ok(alive(pid), 'the host outlives its client');
+    const b = await attach(options(ws));
+    assert.equal(b.connection.welcome.pid, pid, 'B attached to the same host');
+    assert.ok(b.sessions.has('conv-1'), 'the session is live');
+    const item = await b.execute({ code: 'return x', sessionId: 'conv-1' });
+    assert.equal(item.status, 'completed', JSON.stringify(item.error));
+    assert.equal(item.value, 42);
+  });
+
+  it('goes on with a run while no client is attached; a client that watches gets every line in order', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const go = path.join(root, 'go'); // the run waits for this file halfway (a barrier, not a clock)
+    const finished = path.join(root, 'finished');
+    const code = [
+      'import os, time',
+      'for i in range(1, 51): print(f"line {i}", flush=True)',
+      `while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)`,
+      'for i in range(51, 201): print(f"line {i}", flush=True)',
+      `open(${JSON.stringify(finished)}, "w").close()`,
+      'return "done"',
+    ].join('\n');
+    const a = startClient(root, options(ws), code, 'conv-2');
+    await waitFor(() => a.lines.some((l) => l.out && String(l.out).includes('line 50')), { what: 'client A to see line 50', timeoutMs: 90_000 });
+    await killed(a);
+    writeFileSync(go, '');
+    await waitFor(() => existsSync(finished), { what: 'the run to finish with no client', timeoutMs: 90_000 });
+    const b = await attach(options(ws));
+    const events: CodeActEvent[] = [];
+    const watched = await b.watch('conv-2', { onEvent: (e) => events.push(e) });
+    assert.equal(watched.item?.status, 'completed');
+    assert.equal(watched.item?.value, 'done');
+    const printed = events
+      .filter((e) => e.type === 'codeact.output.delta')
+      .map((e) => (e as { delta: string }).delta)
+      .join('');
+    assert.deepEqual(
+      printed.trim().split('\n'),
+      Array.from({ length: 200 }, (_, i) => `line ${i + 1}`),
+    );
+  });
+
+  it("relays a run's tool calls to the client (its gateway answers), and fails them plainly once no client is attached", async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const b = await attach(options(ws));
+    const asked: unknown[] = [];
+    const item = await b.execute(
+      { code: 'r = await call_tool("double", n=21)\nreturn r["v"]', sessionId: 'conv-3' },
+      {
+        onToolCall: async (call) => {
+          asked.push(call.arguments);
+          return { v: (call.arguments as { n: number }).n * 2 };
+        },
+      },
+    );
+    assert.equal(item.status, 'completed', JSON.stringify(item.error));
+    assert.equal(item.value, 42);
+    assert.deepEqual(asked, [{ n: 21 }]);
+
+    const go = path.join(root, 'go-tools');
+    const code = [
+      'import os, asyncio',
+      'print("waiting", flush=True)',
+      `while not os.path.exists(${JSON.stringify(go)}): await asyncio.sleep(0.01)`,
+      'try:',
+      '    await call_tool("double", n=1)',
+      'except Exception as e:',
+      '    return str(e)',
+    ].join('\n');
+    const a = startClient(root, options(ws), code, 'conv-4');
+    await waitFor(() => a.lines.some((l) => l.out && String(l.out).includes('waiting')), { what: 'client A to start the run', timeoutMs: 90_000 });
+    await killed(a);
+    writeFileSync(go, '');
+    const watched = await b.watch('conv-4');
+    assert.equal(watched.item?.status, 'completed', JSON.stringify(watched.item?.error));
+    assert.match(String(watched.item?.value), /No CodeAct client is attached to this session/);
+  });
+
+  it('replays the run going on, not the next one waiting its turn in the same session', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const b = await attach(options(ws));
+    const go = path.join(root, 'go-queued');
+    let printed = false;
+    const first = b.execute(
+      { code: `import os, time\nprint("first", flush=True)\nwhile not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\nreturn 1`, sessionId: 'conv-5' },
+      { onEvent: (e) => (printed ||= e.type === 'codeact.output.delta') },
+    );
+    await waitFor(() => printed, { what: 'the first run to print', timeoutMs: 90_000 });
+    const second = b.execute({ code: 'return 2', sessionId: 'conv-5' });
+    const c = await attach(options(ws));
+    const events: CodeActEvent[] = [];
+    const watching = c.watch('conv-5', { onEvent: (e) => events.push(e) });
+    writeFileSync(go, '');
+    const watched = await watching;
+    assert.equal(watched.item?.value, 1);
+    assert.ok(events.some((e) => e.type === 'codeact.output.delta' && e.delta.includes('first')));
+    assert.equal((await first).value, 1);
+    assert.equal((await second).value, 2);
+  });
+
+  it('starts one host when two clients attach at once, and ends it when idle (the host process exits)', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const o = options(ws, { idleMs: 300 });
+    const [one, two] = await Promise.all([attachSessionHost(o), attachSessionHost(o)]);
+    const pid = one.connection.welcome.pid;
+    assert.equal(two.connection.welcome.pid, pid, 'both clients reached the same host');
+    await one.dispose();
+    await two.dispose();
+    await waitFor(() => !alive(pid), { what: 'the idle host to exit', timeoutMs: 60_000 });
+    assertGone(ws);
+  });
+
+  it('ends when asked: its socket, token and lock are gone', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const rt = await attachSessionHost(options(ws));
+    const pid = rt.connection.welcome.pid;
+    rt.connection.end();
+    await waitFor(() => !alive(pid), { what: 'the host to exit', timeoutMs: 60_000 });
+    assertGone(ws);
+    await rt.dispose();
+  });
+
+  it('keeps provider keys out of its environment', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const keys = Object.values(PROVIDERS).flatMap((p) => p.keyEnv);
+    const withKeys = { ...env, ...Object.fromEntries(keys.map((k) => [k, `secret-${k}`])), CODEACT_JUPYTER_TOKEN: 'secret-jupyter' };
+    const rt = await attach(options(ws, { env: withKeys }));
+    const environ = readFileSync(`/proc/${rt.connection.welcome.pid}/environ`, 'utf8');
+    assert.ok(keys.length >= 4);
+    for (const k of [...keys, 'CODEACT_JUPYTER_TOKEN']) assert.ok(!environ.includes(k), `${k} is in the host's environment`);
+    assert.ok(!environ.includes('secret-'), 'a key value is in the host environment');
+    assert.match(environ, /(^|\0)PATH=/);
+  });
+});
