@@ -223,6 +223,23 @@ describe('the session host', function () {
     assertGone(ws);
   });
 
+  it('runs a background job through the host, and a later client is told once that it ended', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const a = await attach(options(ws));
+    const started = await a.execute({ code: 'print("job says hi")\n6 * 7', sessionId: 'conv-jobs', background: true });
+    assert.equal(started.status, 'completed', JSON.stringify(started.error));
+    assert.deepEqual(started.value, { job: 1, status: 'running' });
+    // wait_job returns once the guest has reaped the job (its note is made then).
+    const waited = await a.execute({ code: 'wait_job(1, timeout=60)', sessionId: 'conv-jobs' });
+    assert.equal(waited.status, 'completed', JSON.stringify(waited.error));
+    await a.dispose(); // a client going leaves the host and its sessions running
+    const b = await attach(options(ws));
+    let notes: Awaited<ReturnType<HostedRuntime['sessions']['takeJobNotes']>> = [];
+    await waitFor(async () => (notes = await b.sessions.takeJobNotes('conv-jobs')).length > 0, { what: 'the job note', timeoutMs: 60_000 });
+    assert.equal(notes.length, 1);
+    assert.match(notes[0].message, /^Background job 1 finished after .*; its value: 42\nThe end of its output:\njob says hi/);
+    assert.deepEqual(await b.sessions.takeJobNotes('conv-jobs'), [], 'each end is told once');
+  });
   it('ends when asked: its socket, token and lock are gone', async () => {
     const ws = mkdtempSync(path.join(root, 'ws-'));
     const rt = await attachSessionHost(options(ws));

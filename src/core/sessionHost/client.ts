@@ -6,7 +6,7 @@
  * attach to them (`watch`, and the next `execute` with the same session id).
  */
 import { connect, type Socket } from 'node:net';
-import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged, VariablesSummary } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, SessionChanged, VariablesSummary } from '../../common/events';
 import { afterReview, announceDone, executionItem, safeEmit } from '../runtime/execution';
 import type { ExecuteOptions, ExecuteRequest, Runtime, RuntimeSessions, ToolCallHandler } from '../runtime/types';
 import { CodeActError } from '../util/errors';
@@ -231,6 +231,11 @@ class HostedSessions implements RuntimeSessions {
   }
   async restart(sessionId: string): Promise<boolean> {
     return (await this.conn.ask('restart', sessionId)) === true;
+  }
+  /** The session's background jobs that ended since the last call (the host keeps them while no client is attached). */
+  async takeJobNotes(sessionId: string): Promise<JobChanged[]> {
+    const notes = await this.conn.ask('jobNotes', sessionId);
+    return Array.isArray(notes) ? (notes as JobChanged[]) : [];
   }
   async list(): Promise<HostSessionInfo[]> {
     return (await this.conn.ask('list', '')) as HostSessionInfo[];

@@ -255,6 +255,8 @@ export class SessionHostServer {
         return s.restart(id);
       case 'list':
         return this.live().map((k) => this.info.get(k)!);
+      case 'jobNotes':
+        return (await s.takeJobNotes?.(id)) ?? [];
     }
   }
 

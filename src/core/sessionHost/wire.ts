@@ -5,7 +5,7 @@
  *
  * Client -> host: `hello` (the token; first, once), `execute` (a run), `tool_result` (the answer to a
  * `tool_call`), `tool_pause` (the person is deciding an approval: the run's clock stops), `stop` (a run),
- * `watch` (replay a session's current or last run, then its live rest), `ask` (has, variables, close,
+ * `watch` (replay a session's current or last run, then its live rest), `ask` (has, variables, close, jobNotes,
  * restart, list), `end` (the host ends).
  * Host -> client: `welcome` (the host, its live sessions), `event` (a run's event), `tool_call`,
  * `tool_cancel` (the run no longer waits for that call), `done` (a run's item), `reply` (to an `ask`),
@@ -19,7 +19,7 @@ import type { ExecuteRequest } from '../runtime/types';
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Questions about sessions a client may ask (`ask`). */
-const ASKS = ['has', 'variables', 'close', 'restart', 'list'] as const;
+const ASKS = ['has', 'variables', 'close', 'restart', 'list', 'jobNotes'] as const;
 export type Ask = (typeof ASKS)[number];
 
 /** One live session as `list` reports it. */
@@ -118,9 +118,9 @@ function checkRequest(r: unknown): ExecuteRequest | string {
   if (!str(r.code, MAX_LINE_BYTES)) return 'execute without its code';
   if (!optStr(r.itemId, ID) || !optStr(r.sessionId, ID)) return 'an itemId or sessionId that is not a short string';
   if (!optNum(r.timeoutMs) || !optNum(r.execution)) return 'a timeoutMs or execution that is not a number';
-  if (!optBool(r.tools) || !optBool(r.announced)) return 'tools or announced that is not a boolean';
-  const { code, itemId, sessionId, timeoutMs, execution, tools, announced } = r;
-  return { code, itemId, sessionId, timeoutMs, execution, tools, announced } as ExecuteRequest;
+  if (!optBool(r.tools) || !optBool(r.announced) || !optBool(r.background)) return 'tools, announced or background that is not a boolean';
+  const { code, itemId, sessionId, timeoutMs, execution, tools, announced, background } = r;
+  return { code, itemId, sessionId, timeoutMs, execution, tools, announced, background } as ExecuteRequest;
 }
 
 /** A client's message, checked; a string says what is wrong with it. */
