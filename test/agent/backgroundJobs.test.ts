@@ -8,6 +8,7 @@ import type { ProviderId } from '../../src/core/providers/shared/types';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { ToolGateway } from '../../src/core/gateway/gateway';
 import { AgentLoop } from '../../src/core/agent/agent';
+import { JOBS_OFF } from '../../src/core/tools/modelTools';
 import { JupyterRuntime } from '../../src/core/runtime/jupyter/jupyterRuntime';
 import { DEFAULT_MODELS, providerFor, startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
@@ -108,6 +109,34 @@ describe('background jobs through the agent loop', function () {
       }
     } finally {
       await jupyter.dispose();
+    }
+  });
+
+  it('with codeact.jobs.maxPerSession 0 the model is not offered `background`, is told why, and a call with it is refused', async () => {
+    const local = new LocalRuntime({ limits: { maxJobs: 0 } });
+    try {
+      const server = await startServerFor('openai');
+      try {
+        server.push(turn().call('execute_tool_code', { code: '1', background: true }), turn().text('ok'));
+        const agent = new AgentLoop({
+          provider: await providerFor('openai', server),
+          model: DEFAULT_MODELS.openai,
+          runtime: local,
+          gateway: new ToolGateway([]),
+          sessionId: 'off',
+          maxJobs: 0,
+        });
+        const spec = agent.modelTools()[0];
+        assert.ok(spec.description.includes(JOBS_OFF), spec.description);
+        assert.equal((spec.parameters as { properties: Record<string, unknown> }).properties.background, undefined);
+        const result = await agent.run([], 'Go.');
+        assert.equal(result.status, 'completed', JSON.stringify(result.error));
+        assert.ok(JSON.stringify(server.turns[1].body).includes(JOBS_OFF), 'the refusal says why');
+      } finally {
+        await server.close();
+      }
+    } finally {
+      await local.dispose();
     }
   });
 });

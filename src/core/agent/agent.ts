@@ -90,6 +90,8 @@ export interface AgentOptions {
   sessionNote?: string;
   /** Whole-run timeout of each code execution. */
   executionTimeoutMs?: number;
+  /** Background jobs one session may run at once (codeact.jobs.maxPerSession); 0: the model is told they are off. */
+  maxJobs?: number;
   /** The runtime's bound on concurrent tool calls, as the model is told (default 8). */
   maxConcurrentToolCalls?: number;
   /**
@@ -169,6 +171,7 @@ export class AgentLoop {
       seesImages: this.seesImages(),
       installs: this.options.gateway.installs,
       unusable: this.options.gateway.unusable(),
+      maxJobs: this.options.maxJobs,
     };
     const codeTool = MODE_CODE_TOOL[this.mode];
     if (codeTool) tools.push(codeTool.spec(managed, ctx));
@@ -423,7 +426,7 @@ export class AgentLoop {
       if (typeof args.code !== 'string') return fail(`${call.name} needs a "code" string argument.`);
       const withTools = call.name === EXECUTE_TOOL_CODE;
       const background = args.background === true;
-      const jobs = jobsAvailable({ runtime: runtime.kind, persistent: this.persistent });
+      const jobs = jobsAvailable({ runtime: runtime.kind, persistent: this.persistent, maxJobs: this.options.maxJobs });
       if (background && jobs !== true) return fail(jobs.unavailable);
       const { execId, announced } = this.streams.claim(call.item_id, args.code);
       const execution = state.nextExecution();

@@ -48,6 +48,8 @@ interface CodeToolContext {
   installs?: boolean;
   /** The declarations that could not be loaded (said when no tool is usable). */
   unusable?: readonly DeclarationError[];
+  /** Background jobs one session may run at once (codeact.jobs.maxPerSession); 0 turns them off. Default: on. */
+  maxJobs?: number;
 }
 
 /** What the model is told of background jobs (execute_tool_code's `background`), where a session runs them. */
@@ -59,11 +61,15 @@ const JOBS_SENTENCE =
   'output so far (a long one keeps its start and end and says what was cut); `stop_job(n)` stops it and every process it started. ' +
   'call_tool is not available inside a job. When a job ends, your next step is told so, once.';
 
+/** What the model is told where the person turned background jobs off. */
+export const JOBS_OFF = 'Background jobs are turned off here (codeact.jobs.maxPerSession is 0): run long work in the foreground.';
+
 /** Where the conversation's session runs background jobs; else what the model is told instead. */
-export function jobsAvailable(ctx: Pick<CodeToolContext, 'runtime' | 'persistent'>): true | { unavailable: string } {
+export function jobsAvailable(ctx: Pick<CodeToolContext, 'runtime' | 'persistent' | 'maxJobs'>): true | { unavailable: string } {
   const jobs = ourRuntimeOf(ctx.runtime).jobs;
   if (jobs !== true) return jobs;
-  return ctx.persistent ? true : { unavailable: 'Background jobs are not available here: each run starts from scratch, and a job needs a session.' };
+  if (!ctx.persistent) return { unavailable: 'Background jobs are not available here: each run starts from scratch, and a job needs a session.' };
+  return ctx.maxJobs === 0 ? { unavailable: JOBS_OFF } : true;
 }
 
 /** The code tools' parameters: `background` only where jobs run. */

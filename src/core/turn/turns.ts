@@ -181,6 +181,7 @@ async function chatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       sessionId: convo.id,
       ...(o.sessionNote ? { sessionNote: o.sessionNote } : {}),
       executionTimeoutMs: config.timeoutMs,
+      maxJobs: config.maxJobs,
       hosted: hostedOptionsFrom(config, recovery.containerAfter(convo.meta.containerId)),
       images: imageBudgetFrom(config),
       outputChars: config.outputModelChars,
