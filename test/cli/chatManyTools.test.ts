@@ -63,7 +63,8 @@ describe('codeact chat with 300 MCP tools', function () {
     ]);
     assert.equal(r.code, 0, r.stderr);
     const description: string = server.turns[0].body.tools[0].function.description;
-    assert.ok(estimateTextTokens(description) <= COMPACT_TOKEN_BUDGET + 700, `${estimateTextTokens(description)} tokens`);
+    // The listing's budget, plus the fixed prose around it (~700 tokens, and ~130 for the background jobs paragraph).
+    assert.ok(estimateTextTokens(description) <= COMPACT_TOKEN_BUDGET + 830, `${estimateTextTokens(description)} tokens`);
     assert.match(description, /MCP server ".*manyTools\.mjs" \(300\):\n- accounting_approve_expense: Approve a submitted expense/);
     assert.match(description, /await search_tools\("what you need", limit=10\)/);
     const events = r.stdout

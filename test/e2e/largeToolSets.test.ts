@@ -196,7 +196,8 @@ describe('e2e: 300 tools — discovery in Run with Tools and in the chat panel',
       `      execute_tool_code's description for 300 tools: ${description.length} characters, about ${tokens} tokens (listing budget ${COMPACT_TOKEN_BUDGET})`,
     );
     // The budget is the listing's; about 800 tokens on top are the fixed text (how to run code, the session, outputs, installs).
-    assert.ok(tokens <= COMPACT_TOKEN_BUDGET + 800, `${tokens} tokens`);
+    // The listing's budget, plus the fixed prose around it (~130 tokens of it the background jobs paragraph).
+    assert.ok(tokens <= COMPACT_TOKEN_BUDGET + 930, `${tokens} tokens`);
     assert.match(description, /MCP server ".*manyTools\.mjs" \(300\):/);
     assert.match(description, /- k8s_rollback_deployment/);
     assert.match(description, /await search_tools\("what you need", limit=10\)/);

@@ -54,12 +54,11 @@ interface CodeToolContext {
 
 /** What the model is told of background jobs (execute_tool_code's `background`), where a session runs them. */
 const JOBS_SENTENCE =
-  'Long work (minutes) can run in the background: pass `"background": true` and you get `{"job": n, "status": "running"}` at once while ' +
-  'the conversation and later runs go on. A job runs in a fork of the session taken when it starts: it sees every variable, but what it ' +
-  'assigns stays in the job, so `return` what you need. In later runs: `jobs()` lists them; `wait_job(n, timeout=60)` waits at most that ' +
-  'long and returns its status (running, done, failed, stopped, timed_out) with its value or error once it ended; `job_output(n)` is its ' +
-  'output so far (a long one keeps its start and end and says what was cut); `stop_job(n)` stops it and every process it started. ' +
-  'call_tool is not available inside a job. When a job ends, your next step is told so, once.';
+  'Long work can run in the background: `"background": true` returns `{"job": n, "status": "running"}` at once, and the ' +
+  'conversation and later runs go on. A job is a fork of the session: it sees every variable, keeps what it assigns, and ' +
+  '`return`s its value. Later runs: `jobs()`, `wait_job(n, timeout=60)` (its status, then value or error), `job_output(n)` ' +
+  '(a long one keeps its start and end), `stop_job(n)` (with every process it started). No call_tool in a job. Your next ' +
+  'step is told once when a job ends.';
 
 /** What the model is told where the person turned background jobs off. */
 export const JOBS_OFF = 'Background jobs are turned off here (codeact.jobs.maxPerSession is 0): run long work in the foreground.';
