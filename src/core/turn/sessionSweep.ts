@@ -13,21 +13,21 @@ import type { TranscriptStore } from '../agent/transcriptStore';
 import type { Runtime } from '../runtime/types';
 
 /** Old conversations read per sweep, at most (the most recently written first). */
-export const SWEEP_READ = 32;
+const SWEEP_READ = 32;
 /** Left sessions asked about per sweep, at most. */
-export const SWEEP_MAX = 8;
+const SWEEP_MAX = 8;
 
 /** Stores being swept now (by folder): a second sweep of one waits for none and does nothing. */
 const sweeping = new Set<string>();
 
-export interface SweepOptions {
+interface SweepOptions {
   log(line: string): void;
   /** A conversation not to touch (the one open in the panel, whose next run takes its kernel back). */
   skip?(id: string): boolean;
 }
 
 /** What one sweep did: conversations whose session was ended, and those whose session was kept (busy, another kind). */
-export interface SweepResult {
+interface SweepResult {
   ended: string[];
   kept: string[];
 }
