@@ -5,8 +5,6 @@
  * hosted), and the answer streams to the terminal. Conversations are saved as JSON lines and can be
  * continued with --continue.
  */
-import { homedir } from 'node:os';
-import * as path from 'node:path';
 import type { TranscriptEvent } from '../common/transcript';
 import { forTerminal } from '../common/untrusted';
 import { usageSummary, usageSummaryText } from '../common/usage';
@@ -25,7 +23,7 @@ import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { chatPrinter } from './print';
 import { parse, UsageError } from './args';
 import { commandOptions, flagUsage, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
-import { openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom } from './workspace';
+import { defaultStorage, openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, sweepLeft } from './workspace';
 import { MODES } from '../common/runtimes';
 
 /** `codeact chat "<prompt>" --provider P --model M`, and its options: the setting flags from core/config/keys.ts. */
@@ -45,12 +43,6 @@ export const CHAT_USAGE = `${wrapUsage(
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
 (OpenAI-compatible servers usually need none).
 ${[...settingFlagsHelp('chat'), OUTPUTS_HELP].join('\n')}`;
-
-function defaultStorage(): string {
-  if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
-  const base = process.env.XDG_DATA_HOME || path.join(homedir(), '.local', 'share');
-  return path.join(base, 'codeact', 'conversations');
-}
 
 /** What `--continue` says (on stderr) after closing a turn a crash cut off, after the conversation's id. */
 export const LAST_TURN_INTERRUPTED = 'the last turn was interrupted (CodeAct ended while it ran); what completed is kept.';
@@ -138,6 +130,8 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
   const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0, sessionHost: true });
+  // Kernels earlier chats left running and never continued are shut down meanwhile (awaited before exit).
+  const swept = sweepLeft(store, runtime, conversation?.id);
   // A Jupyter kernel the last `codeact chat` left running is taken back by the first run (which says if it is gone).
   const kernelBack = !!conversation && !!runtime.sessions.handover && typeof conversation.meta.kernelId === 'string';
   const ranCode =
@@ -215,6 +209,7 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
     process.off('SIGTERM', onSignal);
     // A Jupyter kernel stays on its server for `--continue` (taken back within the idle time, else shut down then);
     // a session host keeps the session for the next --continue (codeact sessions end ends it).
+    await swept;
     if (runtime.sessions.handover) await runtime.sessions.handover.release();
     else {
       if (!runtime.sessions.outlivesClient) await runtime.sessions.close(convo.id);

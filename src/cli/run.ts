@@ -1,6 +1,7 @@
 /** `codeact run <file.py|->`: runs a file (or stdin) once, in a fresh guest, with the folder's managed tools. */
 import { readFileSync } from 'node:fs';
 import type { CodeActEvent } from '../common/events';
+import { TranscriptStore } from '../core/agent/transcriptStore';
 import { ToolGateway } from '../core/gateway/gateway';
 import { cliAsking } from './approvalPrompt';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
@@ -10,7 +11,7 @@ import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
 import { parse, UsageError } from './args';
 import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
-import { openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom } from './workspace';
+import { defaultStorage, openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, sweepLeft } from './workspace';
 
 /** `codeact run …` and its options, the setting flags from core/config/keys.ts (`lead`: "Usage: " or the indent). */
 export function runSynopsis(lead: string): string {
@@ -42,6 +43,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   const saver = outputSaverFrom(values.outputs);
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
   const runtime = await runtimeFrom(ws, { longLived: false });
+  // Kernels `codeact chat` left running and never continued are shut down meanwhile (awaited before exit).
+  const swept = sweepLeft(new TranscriptStore(defaultStorage()), runtime);
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   process.once('SIGINT', onSignal);
@@ -76,6 +79,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await swept;
     await runtime.dispose();
     await disposeDefaultMcpPool();
   }

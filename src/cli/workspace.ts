@@ -6,7 +6,10 @@
  * sandbox, server URLs) are ignored, and the CLI says so once, with the command that trusts the folder.
  */
 import { statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import * as path from 'node:path';
+import type { TranscriptStore } from '../core/agent/transcriptStore';
+import { sweepLeftSessions } from '../core/turn/sessionSweep';
 import { runtimeConfigFrom, toolSetFrom } from '../core/config/engine';
 import { folderTrust, type TrustState } from '../core/config/folderTrust';
 import { describeIgnored, resolveEngineConfig, WORKSPACE_FILE_UNTRUSTED, type EngineConfig, type Ignored } from '../core/config/resolve';
@@ -17,6 +20,7 @@ import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
 import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
+import { forTerminal } from '../common/untrusted';
 import { warn } from './print';
 import { configuredRuntime } from '../common/runtimes';
 import { attachSessionHost } from '../core/sessionHost/launch';
@@ -175,4 +179,20 @@ export async function runtimeFrom(
     if (e instanceof RuntimeConfigError) throw new UsageError(e.message);
     throw e;
   }
+}
+
+/** Where `codeact chat` keeps its conversations unless --storage says otherwise. */
+export function defaultStorage(): string {
+  if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
+  const base = process.env.XDG_DATA_HOME || path.join(homedir(), '.local', 'share');
+  return path.join(base, 'codeact', 'conversations');
+}
+
+/**
+ * Sessions earlier chats left running (Jupyter kernels) whose conversations were not continued within the idle
+ * time are ended (core/turn/sessionSweep), while the command goes on; what it did is said on stderr. `skip`: the
+ * conversation this command continues (its run takes its kernel back).
+ */
+export function sweepLeft(store: TranscriptStore, runtime: Runtime, skip?: string): Promise<unknown> {
+  return sweepLeftSessions(store, runtime, { log: (l) => process.stderr.write(`${forTerminal(l)}\n`), skip: (id) => id === skip });
 }

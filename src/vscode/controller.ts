@@ -13,6 +13,7 @@ import { LocalRuntime } from '../core/runtime/local/localRuntime';
 import type { ToolSet } from '../core/gateway/toolSet';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { isTurnMarker, runChatTurn, runCodeTurn } from '../core/turn/turns';
+import { sweepLeftSessions } from '../core/turn/sessionSweep';
 import { Approvals, NO_ANSWER, type PendingApprovalInfo } from './approvals';
 import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
@@ -87,6 +88,8 @@ export class CodeActController {
       workspaceFolder: () => this.folders.current().folder,
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
+      // Kernels left running for conversations not continued within the idle time end (not the open one's).
+      built: (rt) => void sweepLeftSessions(this.store, rt, { log: (l) => this.log.info(l), skip: (id) => id === this.conversation?.id }),
     });
     this.approvals = new Approvals({
       apis: deps.approvalsApis,

@@ -132,14 +132,16 @@ export class Conversations {
     if (this.open?.id === id) {
       this.leave();
       this.set(undefined);
-    } else endLeftSession(this.deps.store, id, this.deps.sessions(id));
+    } else endLeftSession(id, kernelIdOf(this.deps.store, id), this.deps.sessions(id));
     this.deps.store.delete(id);
     this.deps.changed();
   }
 
+  /** Every conversation goes, and with them the kernels earlier windows left running for them (as delete does). */
   clear(): void {
     this.leave();
     this.set(undefined);
+    for (const c of this.deps.store.list()) if (typeof c.kernelId === 'string' && c.kernelId) endLeftSession(c.id, c.kernelId, this.deps.sessions(c.id));
     this.deps.store.clear();
     this.deps.changed();
   }
@@ -160,16 +162,20 @@ export class Conversations {
   }
 }
 
-/** A deleted conversation's kernel left running by an earlier window is shut down (when this window has a runtime to ask). */
-function endLeftSession(store: TranscriptStore, id: string, sessions: Pick<RuntimeSessions, 'close' | 'handover'> | undefined): void {
-  if (!sessions?.handover || !store.exists(id)) return;
-  let kernelId: unknown;
+/** The kernel a stored conversation remembers (left running by an earlier window), if any. */
+function kernelIdOf(store: TranscriptStore, id: string): string | undefined {
+  if (!store.exists(id)) return undefined;
   try {
-    kernelId = store.open(id).meta.kernelId;
+    const kernelId = store.open(id).meta.kernelId;
+    return typeof kernelId === 'string' && kernelId ? kernelId : undefined;
   } catch {
-    return;
+    return undefined;
   }
-  if (typeof kernelId !== 'string' || !kernelId) return;
+}
+
+/** A deleted conversation's kernel left running by an earlier window is shut down (when this window has a runtime to ask). */
+function endLeftSession(id: string, kernelId: string | undefined, sessions: Pick<RuntimeSessions, 'close' | 'handover'> | undefined): void {
+  if (!sessions?.handover || !kernelId) return;
   sessions.handover.adopt(id, kernelId);
   void sessions.close(id);
 }

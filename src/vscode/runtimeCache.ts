@@ -37,6 +37,8 @@ interface RuntimeCacheDeps {
   log: Log;
   /** A session started fresh or ended. */
   onSessionEvent(e: SessionChanged): void;
+  /** A runtime was built (the sweep of sessions left running starts: core/turn/sessionSweep); not waited for. */
+  built?(runtime: Runtime): void;
 }
 
 export class RuntimeCache {
@@ -114,6 +116,7 @@ export class RuntimeCache {
     }
     const runtime = await this.deps.apis.createRuntime(config);
     this.cached.set(slot, { key, runtime });
+    this.deps.built?.(runtime);
     return runtime;
   }
 

@@ -3,11 +3,12 @@
  * against a real jupyter-server, with the token from CODEACT_JUPYTER_TOKEN.
  */
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { findJupyterServer, SKIP_MESSAGE, startJupyterServer, type JupyterServer } from '../support/jupyterServer';
 import { runCli } from '../support/cli';
+import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { startServerFor } from '../support/wire/harness';
 import { turn } from '../support/wire/turn';
 
@@ -96,7 +97,7 @@ describe('CLI on the Jupyter runtime', function () {
     assert.match(r.stderr, /codeact\.jupyter\.serverURL|--jupyter-url/);
   });
 
-  it('codeact chat --runtime jupyter keeps one kernel per conversation, so later code builds on earlier state, and --continue in a new process takes it back', async () => {
+  it('codeact chat --runtime jupyter keeps one kernel per conversation, so later code builds on earlier state, and --continue in a new process takes it back; the next chat shuts down one not continued within the idle time', async () => {
     const wire = await startServerFor('openai');
     const storage = mkdtempSync(path.join(tmpdir(), 'codeact-chat-j-'));
     const chat = (prompt: string, ...extra: string[]) =>
@@ -170,6 +171,16 @@ describe('CLI on the Jupyter runtime', function () {
       assert.equal(back.container_id, items[0].container_id, 'the same kernel');
       assert.doesNotMatch(again.stderr, /new Python session/);
       assert.ok(!JSON.stringify(wire.turns.at(-2)!.body).includes('continued in a new Python session'), 'the model is not told its variables are gone');
+
+      // Not continued within the idle time (its file dated back, no waiting): the next chat shuts the kernel down and the conversation forgets it.
+      const past = new Date(Date.now() - 2 * 3600_000);
+      utimesSync(path.join(storage, `${id}.jsonl`), past, past);
+      wire.push(turn().text('Hello.'));
+      const next = await chat('Hello');
+      assert.equal(next.code, 0, next.stderr);
+      assert.deepEqual(await jupyter!.kernelIds(), [], 'the kernel of the conversation not continued is shut down');
+      assert.match(next.stderr, new RegExp(`Shut down the session ${items[0].container_id} left running for conversation ${id}`));
+      assert.equal(new TranscriptStore(storage).open(id).meta.kernelId, null, 'and the conversation forgets it');
     } finally {
       await wire.close();
       rmSync(storage, { recursive: true, force: true });

@@ -66,7 +66,13 @@ describe('vscode conversations (fake seams)', () => {
           sessions: () => ({
             has: (id) => f.live.has(id),
             close: async (id) => void (f.closed.push(id), f.live.delete(id)),
-            handover: { idOf: () => undefined, adopt: (id, kernel) => void f.adopted.push([id, kernel]), release: async () => {} },
+            handover: {
+              idOf: () => undefined,
+              adopt: (id, kernel) => void f.adopted.push([id, kernel]),
+              release: async () => {},
+              idleMs: 0,
+              endLeft: async () => 'kept' as const,
+            },
           }),
           variables: f.variables,
           changed: () => void f.changed++,
@@ -140,6 +146,19 @@ describe('vscode conversations (fake seams)', () => {
     c.delete(other.id);
     assert.deepEqual(f.adopted, [[other.id, 'k-2']]);
     assert.deepEqual(f.closed, [kept.id, other.id], 'its kernel is shut down with it');
+  });
+
+  it('clear ends the kernels earlier windows left running for the conversations it deletes, as delete does', () => {
+    const c = f.conversations;
+    const open = c.ensure('open');
+    const left = ranCode(f.store, 'another window left its kernel');
+    left.update({ kernelId: 'k-3' });
+    const none = ranCode(f.store, 'no kernel left');
+    c.clear();
+    assert.deepEqual(f.adopted, [[left.id, 'k-3']], 'only the conversation that remembers a kernel');
+    assert.deepEqual(f.closed.sort(), [open.id, left.id].sort(), "the open one's session and the left kernel are shut down");
+    assert.ok(!f.closed.includes(none.id));
+    assert.deepEqual(c.list(), []);
   });
 
   it('never switches under a running turn', () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { SessionChanged } from '../../src/common/events';
 import { runtimeConfigKey } from '../../src/core/runtime/factory';
+import type { Runtime } from '../../src/core/runtime/types';
 import { CONFIGURED_RUNTIMES, configuredRuntime } from '../../src/common/runtimes';
 import { RuntimeCache, documentSessionId } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, resolved } from './fakes';
@@ -14,6 +15,7 @@ function setup(values: Record<string, unknown> = {}) {
   const log = new FakeLog();
   const state = { values, token: undefined as string | undefined, folder: '/ws' as string | undefined, tokenReads: 0 };
   const sessionEvents: SessionChanged[] = [];
+  const sweeps: Runtime[] = [];
   const cache = new RuntimeCache({
     apis,
     settings: () => resolved(state.values, true).config,
@@ -24,13 +26,14 @@ function setup(values: Record<string, unknown> = {}) {
     workspaceFolder: () => state.folder,
     log,
     onSessionEvent: (e) => sessionEvents.push(e),
+    built: (r) => void sweeps.push(r),
   });
-  return { apis, log, state, cache, sessionEvents };
+  return { apis, log, state, cache, sessionEvents, sweeps };
 }
 
 describe('vscode runtime cache (fake seams)', () => {
   it('builds nothing until asked, then one long-lived runtime for the workspace, reused while its settings stay', async () => {
-    const { apis, cache, state } = setup({ 'python.path': '/usr/bin/python3' });
+    const { apis, cache, state, sweeps } = setup({ 'python.path': '/usr/bin/python3' });
     assert.equal(cache.current, undefined);
     assert.equal(apis.built.length, 0);
     const a = await cache.get();
@@ -46,6 +49,7 @@ describe('vscode runtime cache (fake seams)', () => {
     state.values = { ...state.values, model: 'gpt-5-mini', 'approval.default': 'ask', 'approval.alwaysAllow': ['x'], tools: [] };
     assert.equal(await cache.get(), a);
     assert.equal(apis.built.length, 1);
+    assert.deepEqual(sweeps, [a], 'the sweep of left sessions starts once, when the runtime is built');
     assert.equal(state.tokenReads, 0, 'the Jupyter token is read only for the Jupyter runtime');
   });
 

@@ -6,7 +6,7 @@
  * within a cap; a record that does not parse is skipped with a notice, never silently. Events are written
  * in batches (200 ms), turn boundaries and history items at once, and a turn's start and end are fsynced.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync } from 'node:fs';
 import * as path from 'node:path';
 import { traitsOf } from '../../common/eventTraits';
 import { clip } from '../../common/format';
@@ -61,7 +61,8 @@ const ID_PATTERN = /^[A-Za-z0-9_-]{1,80}$/;
 export class TranscriptStore {
   constructor(readonly dir: string) {}
 
-  private file(id: string): string {
+  /** Where a conversation is stored (its lock is named after it: ./conversationLock). */
+  file(id: string): string {
     if (!ID_PATTERN.test(id)) throw new Error(`"${id}" is not a conversation id.`);
     return path.join(this.dir, `${id}.jsonl`);
   }
@@ -119,6 +120,39 @@ export class TranscriptStore {
       }
     }
     return out.sort((a, b) => b.updatedAt - a.updatedAt);
+  }
+
+  /**
+   * The conversations last written before `before` (ms since the epoch), the most recent of them first, at most
+   * `max` read (the sweep of left sessions, core/turn/sessionSweep); of the others only the file's date is looked at.
+   */
+  writtenBefore(before: number, max: number): ListedConversation[] {
+    if (!existsSync(this.dir)) return [];
+    const old: { id: string; file: string; at: number }[] = [];
+    for (const name of readdirSync(this.dir)) {
+      const id = name.slice(0, -6);
+      if (!name.endsWith('.jsonl') || !ID_PATTERN.test(id)) continue;
+      const file = path.join(this.dir, name);
+      try {
+        const at = statSync(file).mtimeMs;
+        if (at < before) old.push({ id, file, at });
+      } catch {}
+    }
+    const out: ListedConversation[] = [];
+    for (const o of old.sort((a, b) => b.at - a.at).slice(0, max)) {
+      try {
+        out.push(listed(o.file, o.id));
+      } catch {}
+    }
+    return out;
+  }
+
+  /** Changes a conversation's meta without making it newer (its place in the history stays): the sweep forgetting a left session. */
+  patchQuietly(id: string, patch: Partial<ConversationMeta>): void {
+    const file = this.file(id);
+    const { atime, mtime } = statSync(file);
+    appendRecords(file, JSON.stringify({ t: Date.now(), patch }) + '\n', false);
+    utimesSync(file, atime, mtime);
   }
 
   delete(id: string): void {

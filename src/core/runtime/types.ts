@@ -120,6 +120,14 @@ interface SessionHandover {
   adopt(sessionId: string, id: string): void;
   /** Lets go of the sessions whose id was handed out (idOf), left running for a later process to adopt; the rest end with the runtime's dispose. */
   release(): Promise<void>;
+  /** How long a left session may sit unused before it is ended (0: never); a record older than this is swept (core/turn/sessionSweep). */
+  readonly idleMs: number;
+  /**
+   * Ends a session an earlier process left running (by the id a conversation remembers) if it is still there, is
+   * this runtime's kind of session, and is idle (never a busy one): 'ended', 'gone' (nothing to end: forget the id),
+   * or 'kept' (busy, or another kind: remember it still). Rejects when the server cannot be asked.
+   */
+  endLeft(id: string): Promise<'ended' | 'gone' | 'kept'>;
 }
 
 /** The sessions of a runtime that keeps none: every run starts fresh. */

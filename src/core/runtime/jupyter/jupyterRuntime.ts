@@ -42,7 +42,7 @@ import {
 import { JupyterRun } from './jupyterRun';
 import { KernelHandle, waitForKernel } from './kernelHandle';
 import type { JupyterSessionPolicy, JupyterSettings, KernelPool } from './kernelPool';
-import { leftKernel, type LeftKernel } from './kernelHandover';
+import { endLeftKernel, leftKernel, type LeftKernel } from './kernelHandover';
 import type { KernelAPI } from '@jupyterlab/services';
 
 /** Conversations whose left-running kernel waits to be taken back, at most. */
@@ -392,6 +392,10 @@ function kernelSessions(rt: JupyterRuntime): RuntimeSessions {
       idOf: (id) => (persist() ? rt.kernelIdOf(id) : undefined),
       adopt: (id, kernelId) => rt.adopt(id, kernelId),
       release: () => rt.release(),
+      get idleMs() {
+        return persist() ? rt.settings.idleShutdownMs : 0;
+      },
+      endLeft: async (id) => (rt.rest ? endLeftKernel(rt.rest, rt.settings, id) : 'kept'),
     },
   };
 }

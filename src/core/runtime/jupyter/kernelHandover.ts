@@ -4,7 +4,8 @@
  * run reconnects to that kernel when the server still has it, is of the configured kernel spec, and has not
  * sat idle past the idle shutdown (then it is shut down now, as it would have been had the process stayed).
  * The id comes from a file: it is checked before any request, and a kernel that does not qualify is never
- * run in.
+ * run in. A kernel whose conversation was not continued within the idle time is ended by the sweep
+ * (endLeftKernel; core/turn/sessionSweep), when it is idle.
  */
 import type { KernelAPI } from '@jupyterlab/services';
 import { formatDuration } from '../../../common/format';
@@ -42,4 +43,18 @@ export async function leftKernel(
     return { gone: `it had no run for over ${formatDuration(s.idleShutdownMs)}, so it was shut down` };
   }
   return { model };
+}
+
+/**
+ * Ends a left kernel no conversation took back in time (core/turn/sessionSweep): only when the server still has
+ * it, it is of the configured kernel name and it is idle (a busy kernel is someone's run). 'gone': the server
+ * has no such kernel (the id can be forgotten); 'kept': it is busy or another kind of kernel.
+ */
+export async function endLeftKernel(rest: KernelRestClient, s: Pick<JupyterSettings, 'kernelName'>, id: string): Promise<'ended' | 'gone' | 'kept'> {
+  if (!KERNEL_ID.test(id)) return 'gone';
+  const model = await rest.getModel(id);
+  if (!model || model.id !== id) return 'gone';
+  if (model.name !== s.kernelName || model.execution_state !== 'idle') return 'kept';
+  await rest.shutdown(id);
+  return 'ended';
 }
