@@ -99,7 +99,7 @@ describe('e2e: the CodeAct notebook kernel and the agent in the open notebook', 
     const tool = await nb.outputs(3, {
       until: (o) => o.some((x) => x.kind === 'markdown' && /check_inventory/.test(x.text)) && o.some((x) => x.kind === 'stream'),
     });
-    assert.match(tool.find((o) => o.kind === 'markdown')!.text, /Managed tools · 1 call\s+✓ check_inventory \{"sku":"CHR-ERG-100"\} · \d+ ms · ok/);
+    assert.match(tool.find((o) => o.kind === 'markdown')!.text, /Managed tools · 1 call\s+✓ check_inventory \{"sku":"CHR-ERG-100"\} · (\d+ ms|[\d.]+ s) · ok/); // a busy machine takes over a second
     assert.match(tool.find((o) => o.kind === 'stream')!.text, /warehouse: Lyon/);
     const error = await nb.outputs(4, { until: (o) => o.some((x) => x.kind === 'error') });
     assert.match(error[0].text, /TypeError/);
