@@ -42,7 +42,7 @@ describe('background jobs through the agent loop', function () {
         });
         const tools = agent.modelTools()[0];
         assert.ok((tools.parameters as { properties: Record<string, unknown> }).properties.background, 'the local session offers background');
-        assert.match(tools.description, /pass `"background": true`/);
+        assert.match(tools.description, /`"background": true` returns `\{"job": n, "status": "running"\}` at once/);
         const result = await agent.run([], 'Run the job.');
         assert.equal(result.status, 'completed', JSON.stringify(result.error));
         const bodies = server.turns.map((t) => JSON.stringify(t.body));
