@@ -5,17 +5,16 @@
  * Options: --only local|sandbox|sessions|jupyter|webview|tools|display|context|launcher (repeatable), --runs N.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { ManagedTool } from '../src/core/gateway/toolSet';
 import type * as Engine from './engine';
+import { benchSessionHost } from './sessionHost';
 
 // The built engine (dist/bench-engine.js, made by `npm run bench`'s build step): the figures are the shipped code's.
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a built file, loaded at run time
-const { ToolGateway, LocalRuntime, resolvePython, probeBubblewrap, attachSessionHost } = require(
-  path.join(__dirname, '../dist/bench-engine.js'),
-) as typeof Engine;
+const engine = require(path.join(__dirname, '../dist/bench-engine.js')) as typeof Engine;
+const { ToolGateway, LocalRuntime, resolvePython, probeBubblewrap } = engine;
 type LocalRuntime = InstanceType<typeof Engine.LocalRuntime>;
 
 const argv = process.argv.slice(2);
@@ -232,27 +231,6 @@ async function timed(
   return p50(times);
 }
 
-/** The same warm session in a session host (core/sessionHost), its client here: the cost of the socket per execution. */
-async function throughHost(out: Record<string, unknown>, kind: 'none' | 'bubblewrap'): Promise<void> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-bench-host-'));
-  const rt = await attachSessionHost({
-    workspace: dir,
-    local: { sandbox: { kind } },
-    idleMs: 60_000,
-    entry: path.join(__dirname, '../dist/sessionHost.js'),
-    env: { ...process.env, XDG_RUNTIME_DIR: dir },
-  });
-  try {
-    await rt.execute({ code: 'return 1', sessionId: 'bench' });
-    out.exec_session_host_ms_p50 = r2(await timed(rt, 'return 1', Math.max(RUNS, 100), { sessionId: 'bench' }));
-    out.session_host_overhead_ms = r2((out.exec_session_host_ms_p50 as number) - (out.exec_session_ms_p50 as number));
-  } finally {
-    rt.connection.end();
-    await rt.dispose();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 /** Sessions and the warm zygote (issue 9): a warm session, a forked child with pandas preloaded, the same cold. */
 async function sessions(out: Record<string, unknown>): Promise<void> {
   const kind = (await probeBubblewrap()) ? 'none' : 'bubblewrap';
@@ -261,7 +239,7 @@ async function sessions(out: Record<string, unknown>): Promise<void> {
   await warm.execute({ code: 'return 1', sessionId: 'bench' });
   out.exec_session_ms_p50 = r2(await timed(warm, 'return 1', Math.max(RUNS, 100), { sessionId: 'bench' }));
   await warm.dispose();
-  await throughHost(out, kind);
+  await benchSessionHost(engine, out, kind, RUNS);
 
   const python = await pandasPython();
   if (!python) {

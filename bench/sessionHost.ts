@@ -1,0 +1,85 @@
+/**
+ * The session host's figures (issue 34), for `npm run bench -- --only sessions`:
+ * - `session_host_exec_overhead_ms`: what an execution costs more through the session host than on the direct
+ *   path (a LocalRuntime in this process), p50 of hosted minus p50 of direct, same warm session kind, same run.
+ *   Direct and hosted alternate (and swap order every round), so load on the machine hits both alike. Two codes:
+ *   a plain `return 1` and a small print (one stdout event more). Goal <= 0.2 ms.
+ * - `reattach_ms`: a new client attaches to a running host that keeps a session with variables, as after a
+ *   window reload: connect, token, peer check, the session's `has`, and its variables listing. Goal <= 300 ms.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type * as Engine from './engine';
+
+type Exec = { execute: InstanceType<typeof Engine.LocalRuntime>['execute'] };
+
+const p50 = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+};
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+
+async function once(rt: Exec, code: string): Promise<number> {
+  const t0 = performance.now();
+  const item = await rt.execute({ code, sessionId: 'bench' });
+  const ms = performance.now() - t0;
+  if (item.status !== 'completed') throw new Error(`bench run failed: ${JSON.stringify(item.error)}`);
+  return ms;
+}
+
+const CODES = { return: 'return 1', print: 'print("hello")\nreturn 1' } as const;
+
+export async function benchSessionHost(engine: typeof Engine, out: Record<string, unknown>, kind: 'none' | 'bubblewrap', runs: number): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-bench-host-'));
+  const attach = () =>
+    engine.attachSessionHost({
+      workspace: dir,
+      local: { sandbox: { kind } },
+      idleMs: 60_000,
+      entry: path.join(__dirname, '../dist/sessionHost.js'),
+      env: { ...process.env, XDG_RUNTIME_DIR: dir },
+    });
+  const direct = new engine.LocalRuntime({ sandbox: { kind } });
+  const hosted = await attach();
+  try {
+    for (const rt of [direct, hosted]) for (let i = 0; i < 20; i++) await once(rt, CODES.print);
+    const n = Math.max(runs, 200);
+    for (const [name, code] of Object.entries(CODES)) {
+      const d: number[] = [];
+      const h: number[] = [];
+      for (let i = 0; i < n; i++) {
+        if (i % 2) {
+          d.push(await once(direct, code));
+          h.push(await once(hosted, code));
+        } else {
+          h.push(await once(hosted, code));
+          d.push(await once(direct, code));
+        }
+      }
+      const suffix = name === 'return' ? '' : '_print';
+      out[`exec_session_direct${suffix}_ms_p50`] = r3(p50(d));
+      out[`exec_session_host${suffix}_ms_p50`] = r3(p50(h));
+      out[`session_host_exec_overhead${suffix}_ms`] = r3(p50(h) - p50(d));
+    }
+
+    // Reattach: the host keeps the session 'bench' with a few variables; each round is a new client.
+    await hosted.execute({ code: 'import math\nx = 42\nnames = ["a", "b", "c"]\ntable = {i: i * i for i in range(100)}\nreturn 1', sessionId: 'bench' });
+    const times: number[] = [];
+    for (let i = 0; i < Math.min(runs, 15); i++) {
+      const t0 = performance.now();
+      const again = await attach();
+      const has = again.sessions.has('bench');
+      const vars = await again.sessions.variables('bench');
+      times.push(performance.now() - t0);
+      await again.dispose();
+      if (!has || !vars?.variables.some((v) => v.name === 'x')) throw new Error(`reattach found no session or no x: ${JSON.stringify(vars)}`);
+    }
+    out.reattach_ms = r3(p50(times));
+  } finally {
+    await direct.dispose();
+    hosted.connection.end();
+    await hosted.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
