@@ -12,7 +12,7 @@ import type { ExecuteOptions, ExecuteRequest, Runtime, RuntimeSessions, ToolCall
 import { CodeActError } from '../util/errors';
 import { newId } from '../util/ids';
 import { readToken, type HostPlace } from './place';
-import { parseHostMessage, readLines, send, type Ask, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
+import { endSocket, parseHostMessage, readLines, send, type Ask, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
 
 /** The host cannot be reached, refused us, or went away. */
 export class SessionHostError extends CodeActError {
@@ -200,7 +200,7 @@ export class HostConnection {
     this.closedWith = why;
     // What was sent (an `end`) still goes out; nothing more is read.
     this.socket.removeAllListeners('data');
-    this.socket.destroySoon();
+    endSocket(this.socket);
     for (const [rid, run] of this.runs) {
       for (const c of run.calls.values()) c.abort();
       run.resolve({ type: 'done', rid, item: null, error: why });

@@ -18,7 +18,7 @@ import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../.
 import type { ExecuteRequest, Runtime, RuntimeSessions, ToolCallRequest } from '../runtime/types';
 import { peerUid } from './peer';
 import { sameToken } from './place';
-import { parseClientMessage, readLines, send, writeLine, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
+import { endSocket, parseClientMessage, readLines, send, writeEvent, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
 
 /** What a run's tool call fails with when no client that takes tool calls is attached. */
 const NO_CLIENT =
@@ -93,6 +93,8 @@ export class SessionHostServer {
   private readonly journals = new Map<string, Journal[]>();
   private readonly info = new Map<string, HostSessionInfo>();
   private idleTimer: NodeJS.Timeout | undefined;
+  /** The live sessions as last broadcast (joined), so an unchanged list is not sent again. */
+  private saidLive = '';
   private ending: Promise<void> | undefined;
   readonly server: Server;
   /** Resolves once the host has ended (idle, `end`, or {@link end}). */
@@ -105,7 +107,7 @@ export class SessionHostServer {
     o.runtime.onSession((e) => {
       if (e.state === 'ended' && !o.runtime.sessions.has(e.session_id)) this.info.delete(e.session_id);
       this.broadcast({ type: 'session', event: e });
-      this.broadcast({ type: 'sessions', live: this.live() });
+      this.liveChanged();
     });
     this.armIdle();
   }
@@ -116,6 +118,15 @@ export class SessionHostServer {
 
   private live(): string[] {
     return [...this.info.keys()].filter((id) => this.o.runtime.sessions.has(id));
+  }
+
+  /** Tells every client the live sessions, when they changed since it was last said (not after every run). */
+  private liveChanged() {
+    const live = this.live();
+    const said = live.join('\n');
+    if (said === this.saidLive) return;
+    this.saidLive = said;
+    this.broadcast({ type: 'sessions', live });
   }
 
   private broadcast(m: HostMessage) {
@@ -135,8 +146,7 @@ export class SessionHostServer {
     const refuse = (message: string) => {
       this.log(`refused a connection: ${message}`);
       send(socket, { type: 'refused', message });
-      socket.end();
-      socket.destroySoon();
+      endSocket(socket);
     };
     const hello = setTimeout(() => refuse('no hello in time'), HELLO_MS);
     socket.on('close', () => clearTimeout(hello));
@@ -249,7 +259,7 @@ export class SessionHostServer {
       case 'close':
         await s.close(id);
         this.info.delete(id);
-        this.broadcast({ type: 'sessions', live: this.live() });
+        this.liveChanged();
         return true;
       case 'restart':
         return s.restart(id);
@@ -282,7 +292,7 @@ export class SessionHostServer {
       // Serialized once: for the journal and for every listener.
       const line = JSON.stringify(event);
       if (journal) this.record(journal, line);
-      for (const l of run.listeners) writeLine(l.conn.socket, `{"type":"event","rid":${JSON.stringify(l.rid)},"event":${line}}\n`);
+      for (const l of run.listeners) writeEvent(l.conn.socket, `{"type":"event","rid":${JSON.stringify(l.rid)},"event":${line}}\n`);
     };
     const finish = (done: { item: CodeInterpreterCallItem | null; error?: string }) => {
       this.running.delete(run);
@@ -305,7 +315,7 @@ export class SessionHostServer {
         if (info) this.info.set(sessionId, { ...info, running: undefined, lastRunAt: Date.now() });
         if (!this.o.runtime.sessions.has(sessionId)) this.info.delete(sessionId);
       }
-      this.broadcast({ type: 'sessions', live: this.live() });
+      this.liveChanged();
       this.armIdle();
     };
     this.o.runtime.execute(request, { signal: run.controller.signal, onEvent, onToolCall: (call, signal) => this.toolCall(run, call, signal) }).then(
@@ -333,7 +343,7 @@ export class SessionHostServer {
     if (!journal) return send(conn.socket, { type: 'done', rid, item: null });
     if (conn.runs.has(rid)) return send(conn.socket, { type: 'done', rid, item: null, error: `a run with rid ${rid} is already going on` });
     // What the run printed so far, in order; then, in the same turn of the event loop, the live rest.
-    for (const line of journal.events) writeLine(conn.socket, `{"type":"event","rid":${JSON.stringify(rid)},"event":${line}}\n`);
+    for (const line of journal.events) writeEvent(conn.socket, `{"type":"event","rid":${JSON.stringify(rid)},"event":${line}}\n`);
     if (journal.done) return send(conn.socket, { type: 'done', rid, ...journal.done, ...(journal.dropped ? { dropped: journal.dropped } : {}) });
     journal.run.listeners.push({ conn, rid, tools });
     conn.runs.set(rid, journal.run);
@@ -375,7 +385,7 @@ export class SessionHostServer {
       this.disarmIdle();
       this.server.close();
       for (const run of this.running) run.controller.abort();
-      for (const c of this.conns) c.socket.destroySoon();
+      for (const c of this.conns) endSocket(c.socket);
       try {
         await this.o.runtime.dispose();
       } finally {

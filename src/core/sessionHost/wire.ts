@@ -54,15 +54,63 @@ export type HostMessage =
   | { type: 'session'; event: SessionChanged }
   | { type: 'refused'; message: string };
 
-/** Sends one message (dropped when the socket is gone: a client that went away misses it, the journal keeps it). */
-export function send(socket: Socket, message: ClientMessage | HostMessage): void {
-  writeLine(socket, JSON.stringify(message) + '\n');
+/**
+ * What a socket has yet to send. Lines go out together, in order, in one write: messages at the end of this tick
+ * of the event loop, a run's events at the latest {@link EVENT_DELAY_MS} later (sooner with the next message,
+ * or past {@link MAX_HELD_BYTES}). A short run's events and its `done` then cost the other side one wake-up,
+ * not one per line (syscalls that wake another process are most of what the host adds to a run).
+ */
+interface Held {
+  lines: string[];
+  bytes: number;
+  timer?: NodeJS.Timeout;
+  tick: boolean;
+}
+const held = new WeakMap<Socket, Held>();
+/** Longest a run's event waits to go out with what follows it (well under a frame of the panel). */
+const EVENT_DELAY_MS = 4;
+/** Held bytes past which they go out at the end of this tick. */
+const MAX_HELD_BYTES = 1024 * 1024;
+
+function hold(socket: Socket, line: string, soon: boolean): void {
+  if (socket.destroyed || !socket.writable) return;
+  let h = held.get(socket);
+  if (!h) held.set(socket, (h = { lines: [], bytes: 0, tick: false }));
+  h.lines.push(line);
+  h.bytes += line.length;
+  if (soon || h.bytes > MAX_HELD_BYTES) {
+    if (!h.tick) {
+      h.tick = true;
+      process.nextTick(flush, socket);
+    }
+  } else if (!h.timer && !h.tick) h.timer = setTimeout(flush, EVENT_DELAY_MS, socket);
 }
 
-/** Writes one line (already JSON and ended by a newline); dropped when the socket is gone. */
-export function writeLine(socket: Socket, line: string): void {
+/** Writes what `socket` holds now (dropped when the socket is gone). */
+function flush(socket: Socket): void {
+  const h = held.get(socket);
+  if (!h) return;
+  held.delete(socket);
+  clearTimeout(h.timer);
   if (socket.destroyed || !socket.writable) return;
-  socket.write(line);
+  socket.write(h.lines.length === 1 ? h.lines[0] : h.lines.join(''));
+}
+
+/** Sends one message at the end of this tick (dropped when the socket is gone: a client that went away misses it, the journal keeps it). */
+export function send(socket: Socket, message: ClientMessage | HostMessage): void {
+  hold(socket, JSON.stringify(message) + '\n', true);
+}
+
+/** Writes one line of a run's events: with what follows within {@link EVENT_DELAY_MS}, in order. */
+export function writeEvent(socket: Socket, line: string): void {
+  hold(socket, line, false);
+}
+
+/** Sends what the socket holds, then closes it once written. */
+export function endSocket(socket: Socket): void {
+  flush(socket);
+  socket.end();
+  socket.destroySoon();
 }
 
 /**
