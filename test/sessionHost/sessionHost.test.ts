@@ -5,6 +5,7 @@
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
@@ -119,6 +120,16 @@ describe('the session host', function () {
     const item = await b.execute({ code: 'return x', sessionId: 'conv-1' });
     assert.equal(item.status, 'completed', JSON.stringify(item.error));
     assert.equal(item.value, 42);
+  });
+
+  it('tells its clients the live sessions when they change, not after every run', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const rt = await attach(options(ws));
+    let lists = 0;
+    (rt.connection as unknown as { socket: Socket }).socket.on('data', (d: Buffer) => (lists += d.toString().split('"type":"sessions"').length - 1));
+    for (let i = 1; i <= 3; i++) assert.equal((await rt.execute({ code: `return ${i}`, sessionId: 'conv-live' })).value, i);
+    assert.ok(rt.sessions.has('conv-live'));
+    assert.equal(lists, 1, 'one list: when the session started');
   });
 
   it('goes on with a run while no client is attached; a client that watches gets every line in order', async () => {
