@@ -39,6 +39,8 @@ export class HostConnection {
   private readonly replies = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly sessionListeners = new Set<(e: SessionChanged) => void>();
   private closedWith: string | undefined;
+  /** Numbers this connection's runs and asks (a rid is unique per connection; no random bytes per run). */
+  private seq = 0;
   /** The host's live sessions, as it last said. */
   live: Set<string>;
 
@@ -156,7 +158,7 @@ export class HostConnection {
     message: { type: 'execute'; request: ExecuteRequest } | { type: 'watch'; sessionId: string; tools: boolean },
     o: { onEvent?: (e: CodeActEvent) => void; onToolCall?: ToolCallHandler; signal?: AbortSignal },
   ): Promise<Extract<HostMessage, { type: 'done' }>> {
-    const rid = newId('r', 6);
+    const rid = `r${++this.seq}`;
     return new Promise((resolve) => {
       if (this.closedWith !== undefined) return resolve({ type: 'done', rid, item: null, error: this.closedWith });
       const onAbort = () => send(this.socket, { type: 'stop', rid });
@@ -176,7 +178,7 @@ export class HostConnection {
   }
 
   ask(ask: Ask, sessionId: string): Promise<unknown> {
-    const rid = newId('q', 6);
+    const rid = `q${++this.seq}`;
     return new Promise((resolve, reject) => {
       if (this.closedWith !== undefined) return reject(new SessionHostError(this.closedWith));
       this.replies.set(rid, { resolve, reject });
