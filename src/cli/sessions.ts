@@ -1,8 +1,9 @@
 /**
  * `codeact sessions`: the Python sessions this user's session hosts keep alive (codeact.session.host "auto"),
- * with their conversation, folder, age and the run going on; `codeact sessions end ID|--all` ends one session,
- * or every host (and so every session, their process trees killed).
+ * with their conversation, folder, age, the run going on, memory (RSS of the guest's tree) and running jobs;
+ * `codeact sessions end ID|--all` ends one session, or every host (and so every session, their process trees killed).
  */
+import { approxBytes } from '../common/outputLabels';
 import { forTerminal } from '../common/untrusted';
 import { everyHost } from '../core/sessionHost/launch';
 import type { HostSessionInfo } from '../core/sessionHost/wire';
@@ -12,8 +13,8 @@ const SESSIONS_USAGE = `Usage: codeact sessions [--json]
        codeact sessions end ID|--all
 
 Lists the Python sessions kept by session hosts (codeact.session.host "auto", codeact chat --session-host auto):
-the conversation, its folder, its age and the run going on. "end ID" ends one session; "end --all" ends every
-session host of yours.`;
+the conversation, its folder, its age, the run going on, the memory of its process tree (resident, as ps shows it)
+and its background jobs running. "end ID" ends one session; "end --all" ends every session host of yours.`;
 
 const ago = (ms: number) => {
   const s = Math.max(0, Math.round(ms / 1000));
@@ -55,10 +56,14 @@ export async function sessionsCommand(argv: string[]): Promise<number> {
     else if (!rows.length) process.stdout.write('No live sessions.\n');
     else {
       const now = Date.now();
-      for (const r of rows)
+      for (const r of rows) {
+        const state = r.running ? `running ${forTerminal(r.running, { line: true })}` : `idle ${ago(now - r.lastRunAt)}`;
+        const memory = typeof r.memoryBytes === 'number' ? `  ${approxBytes(r.memoryBytes)}` : '';
+        const jobs = r.jobs ? `  ${r.jobs} background job${r.jobs === 1 ? '' : 's'} running` : '';
         process.stdout.write(
-          `${forTerminal(r.id, { line: true })}  ${forTerminal(r.workspace, { line: true })}  started ${ago(now - r.startedAt)} ago  ${r.running ? `running ${forTerminal(r.running, { line: true })}` : `idle ${ago(now - r.lastRunAt)}`}\n`,
+          `${forTerminal(r.id, { line: true })}  ${forTerminal(r.workspace, { line: true })}  started ${ago(now - r.startedAt)} ago  ${state}${memory}${jobs}\n`,
         );
+      }
     }
     return 0;
   } finally {

@@ -80,10 +80,14 @@ describe('codeact chat with a session host', function () {
 
     const listed = await runCli(['sessions', '--json'], env);
     assert.equal(listed.code, 0, listed.stderr);
-    const rows = JSON.parse(listed.stdout) as Array<{ id: string; workspace: string; host: number }>;
+    const rows = JSON.parse(listed.stdout) as Array<{ id: string; workspace: string; host: number; memoryBytes?: number; jobs?: number }>;
     const row = rows.find((r) => r.id === id);
     assert.ok(row, listed.stdout);
     assert.equal(row.workspace, path.join(root, 'ws'));
+    assert.ok(row.memoryBytes! > 1 << 20, `the guest's tree is measured: ${listed.stdout}`);
+    assert.equal(row.jobs, 0);
+    const text = await runCli(['sessions'], env);
+    assert.match(text.stdout, new RegExp(`^${id}  .*  idle \\d+ s  \\d+\\.\\d MB$`, 'm'), text.stdout);
 
     const ended = await runCli(['sessions', 'end', id], env);
     assert.equal(ended.code, 0, ended.stderr);

@@ -5,13 +5,13 @@
  */
 import * as assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { HostConnection, type HostedRuntime } from '../../src/core/sessionHost/client';
 import { attachSessionHost } from '../../src/core/sessionHost/launch';
-import { ensurePrivateFolder, hostFolder, HostFolderError, placeOf } from '../../src/core/sessionHost/place';
+import { ensurePrivateFolder, hostFolder, HostFolderError, hostName, placeOf, writeToken } from '../../src/core/sessionHost/place';
 import { SessionHostServer } from '../../src/core/sessionHost/server';
 import { cannotSwitchUser, TESTER } from './support/asUser';
 import { isAlive } from '../../src/core/util/processTree';
@@ -74,6 +74,32 @@ describe('session host access', function () {
     const other = await HostConnection.open(host.connection.place);
     assert.equal(other.welcome.pid, host.connection.welcome.pid);
     other.close();
+  });
+
+  it('refuses plainly when it cannot check who connects (no /usr/bin/python3): install python3, or turn the host off', async () => {
+    const ws = mkdtempSync(path.join(root, 'nopy-'));
+    const local = { sandbox: { kind: 'none' as const } };
+    const place = placeOf(ensurePrivateFolder(hostFolder(env)), hostName(ws, local));
+    writeFileSync(place.lock, String(process.pid)); // a host started by mistake would leave at once
+    const server = new SessionHostServer({
+      runtime: new LocalRuntime(local),
+      token: writeToken(place),
+      workspace: ws,
+      idleMs: 0,
+      peerPython: path.join(root, 'no-python3'),
+    });
+    await new Promise<void>((r) => server.server.listen(place.socket, r));
+    try {
+      const e = await attachSessionHost({ workspace: ws, local, idleMs: 0, entry: ENTRY, env, startMs: 10_000 }).then(
+        () => assert.fail('attached'),
+        (err: Error) => err,
+      );
+      assert.match(e.message, /refused this client: cannot read the caller's uid: .*no-python3 is missing/);
+      assert.match(e.message, /install python3 \(Debian: apt install python3\), or set codeact\.session\.host to "off"/);
+    } finally {
+      await server.end();
+      for (const f of [place.lock, place.token, place.socket]) rmSync(f, { force: true });
+    }
   });
 
   it('keeps its folder private, and refuses a planted symlink or another user’s folder', function () {

@@ -13,6 +13,7 @@ import type { HostedRuntime } from '../../src/core/sessionHost/client';
 import { attachSessionHost, type AttachOptions } from '../../src/core/sessionHost/launch';
 import { hostFolder, hostName, placeOf } from '../../src/core/sessionHost/place';
 import { PROVIDERS } from '../../src/common/providers';
+import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { waitFor } from '../support/wait';
 import { isAlive as alive } from '../../src/core/util/processTree';
 
@@ -251,6 +252,27 @@ describe('the session host', function () {
     assert.match(notes[0].message, /^Background job 1 finished after .*; its value: 42\nThe end of its output:\njob says hi/);
     assert.deepEqual(await b.sessions.takeJobNotes('conv-jobs'), [], 'each end is told once');
   });
+  for (const kind of ['none', 'bubblewrap'] as const)
+    it(`lists each session with the memory of its process tree and its running jobs (sandbox ${kind})`, async function () {
+      if (kind === 'bubblewrap' && (await probeBubblewrap())) this.skip();
+      const ws = mkdtempSync(path.join(root, 'ws-'));
+      const rt = await attach(options(ws, { local: { sandbox: { kind } } }));
+      const held = await rt.execute({ code: 'big = b"x" * (96 << 20)\nreturn len(big)', sessionId: 'conv-mem' });
+      assert.equal(held.status, 'completed', JSON.stringify(held.error));
+      await rt.execute({ code: 'return 1', sessionId: 'conv-small' });
+      const job = await rt.execute({ code: 'import time\nwhile True: time.sleep(0.05)', sessionId: 'conv-mem', background: true });
+      assert.deepEqual(job.value, { job: 1, status: 'running' }, JSON.stringify(job.error));
+      const row = async (id: string) => (await rt.sessions.list()).find((r) => r.id === id)!;
+      await waitFor(async () => (await row('conv-mem')).jobs === 1, { what: 'the job listed as running' });
+      const [mem, small] = [await row('conv-mem'), await row('conv-small')];
+      assert.ok(mem.memoryBytes! >= 96 << 20, `the tree holds the 96 MiB: ${mem.memoryBytes}`);
+      assert.ok(small.memoryBytes! > 1 << 20 && small.memoryBytes! < 96 << 20, `the other session's tree is its own: ${small.memoryBytes}`);
+      assert.equal(small.jobs, 0);
+      const stopped = await rt.execute({ code: 'stop_job(1)', sessionId: 'conv-mem' });
+      assert.equal(stopped.status, 'completed', JSON.stringify(stopped.error));
+      await waitFor(async () => (await row('conv-mem')).jobs === 0, { what: 'the job listed as ended', timeoutMs: 60_000 });
+    });
+
   it('ends when asked: its socket, token and lock are gone', async () => {
     const ws = mkdtempSync(path.join(root, 'ws-'));
     const rt = await attachSessionHost(options(ws));

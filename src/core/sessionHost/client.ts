@@ -17,7 +17,11 @@ import { endSocket, parseHostMessage, readLines, send, type Ask, type ClientMess
 /** The host cannot be reached, refused us, or went away. */
 export class SessionHostError extends CodeActError {
   readonly category = 'environment' as const;
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** A host answered and refused this client (starting another would not help). */
+    readonly refused = false,
+  ) {
     super(message);
     this.name = 'SessionHostError';
   }
@@ -59,12 +63,12 @@ export class HostConnection {
       const socket = connect(place.socket);
       let conn: HostConnection | undefined;
       let settled = false;
-      const fail = (message: string) => {
+      const fail = (message: string, refused = false) => {
         if (conn) return conn.close(message);
         if (settled) return;
         settled = true;
         socket.destroy();
-        reject(new SessionHostError(message));
+        reject(new SessionHostError(message, refused));
       };
       socket.on('error', (e: NodeJS.ErrnoException) => fail(`cannot reach the session host at ${place.socket}: ${e.code ?? e.message}`));
       socket.on('close', () => fail('the session host closed the connection'));
@@ -79,7 +83,7 @@ export class HostConnection {
           const m = parseHostMessage(v);
           if (typeof m === 'string') return fail(`the session host sent ${m}`);
           if (conn) return conn.handle(m);
-          if (m.type === 'refused') return fail(`the session host refused this client: ${m.message}`);
+          if (m.type === 'refused') return fail(`the session host refused this client: ${m.message}`, true);
           if (m.type !== 'welcome') return fail(`the session host sent ${m.type} before its welcome`);
           settled = true;
           conn = new HostConnection(socket, m, place);

@@ -69,8 +69,9 @@ export async function attachSessionHost(o: AttachOptions): Promise<HostedRuntime
   const place = placeOf(dir, name);
   try {
     return new HostedRuntime(await HostConnection.open(place));
-  } catch {
-    // none answers: start one
+  } catch (e) {
+    // A host answered and refused us (it cannot check who we are): another would not do better. Else none answers: start one.
+    if (e instanceof SessionHostError && e.refused) throw new SessionHostError(`${e.message}`, true);
   }
   const entry = o.entry ?? path.join(__dirname, 'sessionHost.js');
   if (!existsSync(entry))

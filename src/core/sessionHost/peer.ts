@@ -26,11 +26,14 @@ export function peerUid(socket: Socket, python = SYSTEM_PYTHON): Promise<number>
     child.stdout?.on('data', (d: Buffer) => {
       if (out.length < 64) out += d.toString();
     });
-    child.on('error', (e) => reject(new Error(`cannot read the caller's uid with ${python}: ${e.message}`)));
+    const help = `The session host checks who connects with ${python}: install python3 (Debian: apt install python3), or set codeact.session.host to "off".`;
+    child.on('error', (e: NodeJS.ErrnoException) =>
+      reject(new Error(`cannot read the caller's uid: ${e.code === 'ENOENT' ? `${python} is missing` : `${python} failed (${e.message})`}. ${help}`)),
+    );
     child.on('close', (code) => {
       const uid = Number(out.trim());
       if (code === 0 && /^\d+$/.test(out.trim())) resolve(uid);
-      else reject(new Error(`cannot read the caller's uid with ${python} (exit ${code})`));
+      else reject(new Error(`cannot read the caller's uid with ${python} (exit ${code}). ${help}`));
     });
   });
 }

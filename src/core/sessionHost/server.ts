@@ -16,6 +16,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../../common/events';
 import type { ExecuteRequest, Runtime, RuntimeSessions, ToolCallRequest } from '../runtime/types';
+import type { SessionUsage } from '../runtime/local/sessionPool';
+import { treeMemory } from './memory';
 import { peerUid } from './peer';
 import { sameToken } from './place';
 import { endSocket, parseClientMessage, readLines, send, writeEvent, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
@@ -35,7 +37,7 @@ const MAX_PENDING_RUNS = 4;
 
 /** The runtime the host serves (a LocalRuntime). */
 interface HostedRuntimeCore extends Runtime {
-  readonly sessions: RuntimeSessions;
+  readonly sessions: RuntimeSessions & { usage?(): Map<string, SessionUsage> };
   onSession(listener: (e: SessionChanged) => void): () => void;
 }
 
@@ -47,6 +49,8 @@ interface HostServerOptions {
   idleMs: number;
   /** The uid allowed to connect (default: this process's). */
   allowedUid?: number;
+  /** The interpreter that reads a caller's uid (default /usr/bin/python3, ./peer.ts). */
+  peerPython?: string;
   log?: (line: string) => void;
 }
 
@@ -151,7 +155,7 @@ export class SessionHostServer {
     const hello = setTimeout(() => refuse('no hello in time'), HELLO_MS);
     socket.on('close', () => clearTimeout(hello));
     const allowed = this.o.allowedUid ?? process.getuid?.() ?? -1;
-    peerUid(socket).then(
+    peerUid(socket, this.o.peerPython).then(
       (uid) => {
         if (uid !== allowed) return refuse(`this session host belongs to another user (uid ${allowed}); uid ${uid} may not attach`);
         socket.resume();
@@ -264,10 +268,20 @@ export class SessionHostServer {
       case 'restart':
         return s.restart(id);
       case 'list':
-        return this.live().map((k) => this.info.get(k)!);
+        return this.list();
       case 'jobNotes':
         return (await s.takeJobNotes?.(id)) ?? [];
     }
+  }
+
+  /** The live sessions, each with its memory and running jobs. */
+  private async list(): Promise<HostSessionInfo[]> {
+    const usage = this.o.runtime.sessions.usage?.() ?? new Map<string, SessionUsage>();
+    const memory = await treeMemory(new Map([...usage].map(([id, u]) => [id, u.root])));
+    return this.live().map((id) => {
+      const u = usage.get(id);
+      return { ...this.info.get(id)!, ...(memory.has(id) ? { memoryBytes: memory.get(id) } : {}), ...(u ? { jobs: u.jobs } : {}) };
+    });
   }
 
   private execute(conn: Conn, rid: string, request: ExecuteRequest) {

@@ -31,6 +31,10 @@ export interface HostSessionInfo {
   lastRunAt: number;
   /** The item id of the run going on, if one is. */
   running?: string;
+  /** Bytes resident in the session's process tree (VmRSS of the guest and its descendants), when it was found. */
+  memoryBytes?: number;
+  /** Its background jobs running now. */
+  jobs?: number;
 }
 
 export type ClientMessage =

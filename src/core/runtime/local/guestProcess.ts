@@ -20,8 +20,16 @@ export interface GuestExit {
   signal: NodeJS.Signals | null;
 }
 
+/**
+ * Where a guest's process tree is found from the host (to measure it): the host PID at its root, or, inside a
+ * sandbox's PID namespace, the host PID the namespace hangs under and the guest's PID in that namespace.
+ */
+export type GuestRoot = { pid: number } | { under: number; nsPid: number };
+
 export interface GuestHandle {
   readonly origin: 'cold' | 'zygote';
+  /** Where its process tree is (undefined before it started or where it cannot be known). */
+  readonly root?: GuestRoot;
   readonly proto: Duplex;
   readonly stdout: Readable;
   readonly stderr: Readable;
@@ -137,6 +145,10 @@ export class ColdGuest implements GuestHandle {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  get root(): GuestRoot | undefined {
+    return this.child.pid ? { pid: this.child.pid } : undefined;
   }
 
   setReportedPid(pid: number): void {

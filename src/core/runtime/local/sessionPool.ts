@@ -9,6 +9,7 @@ import type { JobChanged, SessionChanged, VariablesSummary } from '../../../comm
 import { Emitter } from '../../../common/emitter';
 import { formatDuration } from '../../../common/format';
 import type { RuntimeSessions } from '../types';
+import type { GuestRoot } from './guestProcess';
 import type { GuestSession } from './guestSession';
 
 /**
@@ -33,6 +34,12 @@ interface SessionPoolOptions {
   maxAlive?: number;
   /** A started guest, ready for its first run. */
   launch(): Promise<GuestSession>;
+}
+
+/** What `codeact sessions` shows of a live session beyond its ids: where its process tree is, its running jobs. */
+export interface SessionUsage {
+  root?: GuestRoot;
+  jobs: number;
 }
 
 interface Entry {
@@ -79,6 +86,13 @@ export class SessionPool implements RuntimeSessions {
     const notes = this.jobNotes.get(sessionId) ?? [];
     this.jobNotes.delete(sessionId);
     return notes;
+  }
+
+  /** Each live session's process tree (to measure its memory) and its running background jobs. */
+  usage(): Map<string, SessionUsage> {
+    const out = new Map<string, SessionUsage>();
+    for (const [id, e] of this.entries) if (e.session.alive) out.set(id, { root: e.session.guest.root, jobs: e.session.jobs.count });
+    return out;
   }
 
   /** True while the session has a live guest. */

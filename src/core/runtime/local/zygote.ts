@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
 import { checkFrame, isInt, sendFrame, ZYGOTE_FRAME_FIELDS, type Unchecked, type ZygoteCommand, type ZygoteFrame } from './guestFrames';
-import { ColdGuest, makeHostWorkdir, newMarker, type GuestExit, type GuestHandle } from './guestProcess';
+import { ColdGuest, makeHostWorkdir, newMarker, type GuestExit, type GuestHandle, type GuestRoot } from './guestProcess';
 import { killByMarker, killTree } from '../../util/processTree';
 import { minimalEnv, planLaunch, SANDBOX_WORKDIR, type LaunchPlan, type SandboxOptions } from './sandbox';
 import type { PythonInfo } from './python';
@@ -180,6 +180,11 @@ export class Zygote {
     p.socket?.close(true);
     if (p.hostWorkdir) void this.o.cleaner.remove(p.hostWorkdir);
     p.reject(new ZygoteError(message));
+  }
+
+  /** The host PID at the root of the zygote's tree (its sandbox's, when it has one). */
+  get hostPid(): number | undefined {
+    return this.proc?.pid;
   }
 
   signal(pid: number, sig: number): void {
@@ -376,6 +381,12 @@ export class ZygoteGuest implements GuestHandle {
 
   get alive(): boolean {
     return !this.gone;
+  }
+
+  get root(): GuestRoot | undefined {
+    if (!this.plan.pidNamespace) return { pid: this.pid };
+    const under = this.zygote.hostPid;
+    return under ? { under, nsPid: this.pid } : undefined;
   }
 
   onExited(exit: GuestExit): void {
