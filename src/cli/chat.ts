@@ -20,6 +20,7 @@ import { isTurnMarker, runChatTurn, STORE_FAILED } from '../core/turn/turns';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveTools } from '../core/tools/toolSources';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
+import { awaitEarlierRun } from './earlierRun';
 import { chatPrinter } from './print';
 import { parse, UsageError } from './args';
 import { commandOptions, flagUsage, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
@@ -169,6 +170,11 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   // Approvals, code review, installs and MCP forms are asked in turn on the terminal (./approvalPrompt).
   const asking = cliAsking(config, { dir: ws.dir, trusted: ws.trust.trusted });
   try {
+    // A run an earlier (killed) codeact chat left going in this live session: shown to its end, not waited behind silently.
+    if (live && !(await awaitEarlierRun(runtime, convo.id, controller.signal))) {
+      process.stderr.write('codeact: stopped; nothing was sent to the model.\n');
+      return 1;
+    }
     const turn = await runChatTurn({
       conversation: convo,
       prompt,

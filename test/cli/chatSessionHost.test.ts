@@ -4,11 +4,12 @@
  * after `codeact sessions end` a third process is told plainly that the session is gone.
  */
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
-import { runCli } from '../support/cli';
+import { CLI, ROOT, runCli, TEST_HOME } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
@@ -33,36 +34,75 @@ describe('codeact chat with a session host', function () {
     rmSync(root, { recursive: true, force: true });
   });
 
-  const chat = (prompt: string, extra: string[]) =>
-    runCli(
-      [
-        'chat',
-        prompt,
-        '--provider',
-        'openai-compatible',
-        '--model',
-        'qwen2.5-coder:7b',
-        '--base-url',
-        server.url,
-        '--storage',
-        path.join(root, 'store'),
-        '--workspace',
-        path.join(root, 'ws'),
-        '--sandbox',
-        'none',
-        '--session-host',
-        'auto',
-        '--json',
-        ...extra,
-      ],
-      env,
-    );
+  const chatArgs = (prompt: string, extra: string[], json = true) => [
+    'chat',
+    prompt,
+    '--provider',
+    'openai-compatible',
+    '--model',
+    'qwen2.5-coder:7b',
+    '--base-url',
+    server.url,
+    '--storage',
+    path.join(root, 'store'),
+    '--workspace',
+    path.join(root, 'ws'),
+    '--sandbox',
+    'none',
+    '--session-host',
+    'auto',
+    ...(json ? ['--json'] : []),
+    ...extra,
+  ];
+  const chat = (prompt: string, extra: string[]) => runCli(chatArgs(prompt, extra), env);
   const items = (stdout: string) =>
     stdout
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as CodeActEvent)
       .flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item] : []));
+
+  /** The CLI as runCli starts it, left running: its pid and what it printed so far. */
+  const started = (args: string[]) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const out = { stdout: '', stderr: '', code: undefined as number | null | undefined };
+    child.stdout.on('data', (d) => (out.stdout += d));
+    child.stderr.on('data', (d) => (out.stderr += d));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r((out.code = code))));
+    return { child, out, exited };
+  };
+
+  it('a continued chat shows the run a killed earlier chat left going, to its end, then goes on', async () => {
+    const go = path.join(root, 'go'); // the earlier run waits for this file (a barrier, not a clock)
+    const code = `import os, time\nprint("before the barrier", flush=True)\nwhile not os.path.exists(${JSON.stringify(go)}): time.sleep(0.05)\nprint("after the barrier")\nreturn 7`;
+    server.push(turn().call('execute_tool_code', { code }));
+    const first = started(chatArgs('Run the long one.', []));
+    const rows = async () => JSON.parse((await runCli(['sessions', '--json'], env)).stdout) as Array<{ id: string; running?: string }>;
+    let id = '';
+    await waitFor(async () => !!(id = (await rows()).find((r) => r.running)?.id ?? '') && first.out.stdout.includes('before the barrier'), {
+      what: 'the first chat to be running its code',
+      timeoutMs: 90_000,
+    });
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    server.push(turn().call('execute_tool_code', { code: 'return 6 * 7' }));
+    server.push(turn().text('Done.'));
+    const second = started(chatArgs('And now?', ['--continue', id], false));
+    await waitFor(() => /waiting for the run an earlier codeact chat left going; its output follows\. Ctrl\+C to stop it\./.test(second.out.stderr), {
+      what: 'the second chat to say it waits for the earlier run',
+      timeoutMs: 60_000,
+    });
+    await waitFor(() => second.out.stderr.includes('before the barrier'), { what: 'the earlier output replayed' });
+    writeFileSync(go, '');
+    assert.equal(await second.exited, 0, second.out.stderr);
+    assert.match(second.out.stderr, /before the barrier\nafter the barrier\n[^]*the earlier run finished\./);
+    assert.match(second.out.stdout, /42/);
+  });
 
   it('a second process continues in the live session; after sessions end, a third is told it is gone', async () => {
     server.push(turn().call('execute_tool_code', { code: 'x = 6 * 7\nreturn x' }));
