@@ -7,8 +7,9 @@
  * only processes under this host (the guests are its descendants) are read past their `stat`. Linux only;
  * elsewhere, and for a session whose tree is not found, no figure.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import type { GuestRoot } from '../runtime/local/guestProcess';
+import { procChildren } from '../util/processTree';
 
 /** Entries of /proc read at most (a machine with more processes gets figures from the first ones). */
 const MAX_PROCS = 65_536;
@@ -18,37 +19,6 @@ interface Proc {
   rssBytes: number;
   /** Its PIDs, the host's first, then in each nested PID namespace. */
   nsPids: number[];
-}
-
-/** Parent -> children of every process (the first {@link MAX_PROCS}). */
-async function childrenMap(): Promise<Map<number, number[]>> {
-  const children = new Map<number, number[]>();
-  let entries: string[];
-  try {
-    entries = await readdir('/proc');
-  } catch {
-    return children;
-  }
-  const pids = entries
-    .filter((e) => e.charCodeAt(0) >= 48 && e.charCodeAt(0) <= 57)
-    .slice(0, MAX_PROCS)
-    .map(Number);
-  for (let i = 0; i < pids.length; i += SLICE) {
-    await Promise.all(
-      pids.slice(i, i + SLICE).map(async (pid) => {
-        try {
-          const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
-          const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-          let list = children.get(ppid);
-          if (!list) children.set(ppid, (list = []));
-          list.push(pid);
-        } catch {
-          // gone meanwhile
-        }
-      }),
-    );
-  }
-  return children;
 }
 
 /** `root` and every process under it (a visited set: a PID reused mid-scan cannot loop). */
@@ -87,7 +57,7 @@ async function readProcs(pids: number[]): Promise<Map<number, Proc>> {
 export async function treeMemory(roots: Map<string, GuestRoot | undefined>, top = process.pid): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (process.platform !== 'linux' || ![...roots.values()].some(Boolean)) return out;
-  const children = await childrenMap();
+  const children = await procChildren(MAX_PROCS);
   const ours = subtree(children, top);
   const procs = await readProcs(ours);
   for (const [id, root] of roots) {

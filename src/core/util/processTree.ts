@@ -142,18 +142,23 @@ export function hostPidOf(root: number, nsPid: number): number | undefined {
   return undefined;
 }
 
-/** One pass over /proc without blocking: parent -> children, and the processes whose environment holds `needle`. */
-async function scanProc(needle: Buffer): Promise<{ children: Map<number, number[]>; marked: number[] }> {
+/**
+ * One pass over /proc without blocking: parent -> children of the first `max` processes, read in slices (a
+ * machine with thousands of processes does not open thousands of files at once); `each` is called for every
+ * process whose stat was read.
+ */
+export async function procChildren(max = Infinity, each?: (pid: number) => Promise<void>): Promise<Map<number, number[]>> {
   const children = new Map<number, number[]>();
-  const marked: number[] = [];
   let entries: string[];
   try {
     entries = await readdir('/proc');
   } catch {
-    return { children, marked };
+    return children;
   }
-  const pids = entries.filter((e) => e.charCodeAt(0) >= 48 && e.charCodeAt(0) <= 57).map(Number);
-  // In slices, so a machine with thousands of processes does not open thousands of files at once.
+  const pids = entries
+    .filter((e) => e.charCodeAt(0) >= 48 && e.charCodeAt(0) <= 57)
+    .slice(0, max)
+    .map(Number);
   for (let i = 0; i < pids.length; i += 64) {
     await Promise.all(
       pids.slice(i, i + 64).map(async (pid) => {
@@ -163,11 +168,20 @@ async function scanProc(needle: Buffer): Promise<{ children: Map<number, number[
           let list = children.get(ppid);
           if (!list) children.set(ppid, (list = []));
           list.push(pid);
-          if (pid !== process.pid && (await readFile(`/proc/${pid}/environ`)).indexOf(needle) >= 0) marked.push(pid);
+          await each?.(pid);
         } catch {}
       }),
     );
   }
+  return children;
+}
+
+/** One pass over /proc without blocking: parent -> children, and the processes whose environment holds `needle`. */
+async function scanProc(needle: Buffer): Promise<{ children: Map<number, number[]>; marked: number[] }> {
+  const marked: number[] = [];
+  const children = await procChildren(Infinity, async (pid) => {
+    if (pid !== process.pid && (await readFile(`/proc/${pid}/environ`)).indexOf(needle) >= 0) marked.push(pid);
+  });
   return { children, marked };
 }
 
