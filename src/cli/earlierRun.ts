@@ -4,7 +4,7 @@
  * says so, shows what that run printed (from its start, the host journals it) and the rest as it comes, and
  * goes on when it ends. Ctrl+C stops it (the host's Stop: its process tree is killed).
  */
-import { SgrState, TerminalStream } from '../common/untrusted';
+import { forTerminal, SgrState, TerminalStream } from '../common/untrusted';
 import type { Runtime } from '../core/runtime/types';
 import { HostedRuntime } from '../core/sessionHost/client';
 
@@ -13,18 +13,19 @@ export async function awaitEarlierRun(runtime: Runtime, sessionId: string, signa
   if (!(runtime instanceof HostedRuntime)) return true;
   const info = (await runtime.sessions.list()).find((s) => s.id === sessionId);
   if (!info?.running) return true;
-  process.stderr.write(`${sessionId}: waiting for the run an earlier codeact chat left going; its output follows. Ctrl+C to stop it.\n`);
+  const id = forTerminal(sessionId, { line: true });
+  process.stderr.write(`${id}: waiting for the run an earlier codeact chat left going; its output follows. Ctrl+C to stop it.\n`);
   const colours = new SgrState();
   const clean = { stdout: new TerminalStream({ colours }), stderr: new TerminalStream({ colours }) };
   const watched = await runtime.watch(sessionId, {
     signal,
     // On stderr, also with --json (whose stdout is this turn's events).
     onEvent: (e) => {
-      if (e.type === 'codeact.output.delta') process.stderr.write(clean[e.stream].write(e.delta));
+      if (e.type === 'codeact.output.delta') process.stderr.write(e.stream === 'stderr' ? clean.stderr.write(e.delta) : clean.stdout.write(e.delta));
     },
   });
   const status = watched.item?.status ?? 'ended';
   const cut = watched.dropped ? ` (${watched.dropped} of its earliest events were not kept)` : '';
-  process.stderr.write(`\n${sessionId}: the earlier run ${signal.aborted ? 'was stopped' : status === 'completed' ? 'finished' : status}${cut}.\n`);
+  process.stderr.write(`\n${id}: the earlier run ${signal.aborted ? 'was stopped' : status === 'completed' ? 'finished' : status}${cut}.\n`);
   return !signal.aborted;
 }
