@@ -4,6 +4,8 @@
  *   path (a LocalRuntime in this process), p50 of hosted minus p50 of direct, same warm session kind, same run.
  *   Direct and hosted alternate (and swap order every round), so load on the machine hits both alike. Two codes:
  *   a plain `return 1` and a small print (one stdout event more). Goal <= 0.2 ms.
+ * - `session_host_rtt_ms_p50`: one message to the host and its reply with no guest (the floor under the overhead:
+ *   a hosted run crosses the socket once each way).
  * - `reattach_ms`: a new client attaches to a running host that keeps a session with variables, as after a
  *   window reload: connect, token, peer check, the session's `has`, and its variables listing. Goal <= 300 ms.
  */
@@ -62,6 +64,15 @@ export async function benchSessionHost(engine: typeof Engine, out: Record<string
       out[`exec_session_host${suffix}_ms_p50`] = r3(p50(h));
       out[`session_host_exec_overhead${suffix}_ms`] = r3(p50(h) - p50(d));
     }
+
+    // The floor under the overhead: one message to the host and its reply, no guest (an `ask has`).
+    const rtt: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await hosted.connection.ask('has', 'bench');
+      rtt.push(performance.now() - t0);
+    }
+    out.session_host_rtt_ms_p50 = r3(p50(rtt));
 
     // Reattach: the host keeps the session 'bench' with a few variables; each round is a new client.
     await hosted.execute({ code: 'import math\nx = 42\nnames = ["a", "b", "c"]\ntable = {i: i * i for i in range(100)}\nreturn 1', sessionId: 'bench' });
