@@ -161,6 +161,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
       case 'codeact.retry':
       case 'codeact.session':
       case 'codeact.job':
+      case 'codeact.job.output':
       case 'codeact.context.usage':
       case 'codeact.context.compacted':
       case 'codeact.notebook.cell':

@@ -58,6 +58,7 @@ const SAMPLES: { [T in EventType]: Sample<T> } = {
   'codeact.retry': { type: 'codeact.retry', attempt: 1, delay_ms: 1000, status: 429, message: 'Rate limited; retrying in 1 s (attempt 2 of 4).' },
   'codeact.session': { type: 'codeact.session', session_id: 's1', state: 'ended', reason: 'idle', message: 'The Python session ended (idle).' },
   'codeact.job': { type: 'codeact.job', session_id: 's1', job: 1, state: 'done', item_id: 'x', seconds: 2, message: 'Background job 1 finished after 2.00 s.' },
+  'codeact.job.output': { type: 'codeact.job.output', session_id: 's1', job: 1, delta: 'line 1\n' },
   'codeact.context.usage': { type: 'codeact.context.usage', used_tokens: 10, window_tokens: 100, compact_at_tokens: 80 },
   'codeact.context.compacted': {
     type: 'codeact.context.compacted',

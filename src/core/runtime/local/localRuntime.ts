@@ -15,7 +15,7 @@
  * execution on one of them.
  */
 import { ArtifactStore } from '../artifacts';
-import type { CodeInterpreterCallItem, ExecutionError, JobChanged, SessionChanged } from '../../../common/events';
+import type { CodeInterpreterCallItem, ExecutionError, JobChanged, JobOutput, SessionChanged } from '../../../common/events';
 import { afterReview, announceDone, executionItem, openExecution, safeEmit, setupCategory } from '../execution';
 import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { settleCgroups } from './cgroup';
@@ -74,6 +74,11 @@ export class LocalRuntime implements Runtime {
   /** Listens to background jobs starting and ending (`codeact.job`: the panel's job strip, next round). */
   onJob(listener: (e: JobChanged) => void): () => void {
     return this.sessions.onJob(listener);
+  }
+
+  /** Listens to what running background jobs print (`codeact.job.output`: the panel's job strip and card). */
+  onJobOutput(listener: (e: JobOutput) => void): () => void {
+    return this.sessions.onJobOutput(listener);
   }
 
   execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
