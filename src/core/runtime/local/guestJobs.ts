@@ -92,7 +92,7 @@ export class GuestJobs {
       this.started.set(job, performance.now());
       if (isInt(frame.pid) && frame.pid > 0) this.pids.set(job, frame.pid);
       this.outputs.set(job, new KeptOutput());
-      this.fire({ job, state: 'running', item_id: itemId, message: `Background job ${job} is running.` });
+      this.fire({ job, state: 'running', item_id: itemId, started_at: Date.now(), message: `Background job ${job} is running.` });
       return undefined;
     }
     if (!ENDED.has(frame.state) || !this.running.has(job)) return 'a job frame for no running job';

@@ -36,6 +36,8 @@ export interface LocalRuntimeOptions extends GuestLaunchOptions {
   idleMs?: number;
   /** Sessions that start fresh or end (idle, evicted, restarted, crashed). */
   onSessionEvent?: (event: SessionChanged) => void;
+  /** Background jobs that start, print or end (the panel's job strip and cards). */
+  onJobEvent?: (event: JobChanged | JobOutput) => void;
 }
 
 export class LocalRuntime implements Runtime {
@@ -60,6 +62,10 @@ export class LocalRuntime implements Runtime {
       launch: () => this.launcher.fresh(true),
     });
     if (options.onSessionEvent) this.sessions.onSession(options.onSessionEvent);
+    if (options.onJobEvent) {
+      this.sessions.onJob(options.onJobEvent);
+      this.sessions.onJobOutput(options.onJobEvent);
+    }
   }
 
   get policy(): SessionPolicy {
@@ -71,7 +77,7 @@ export class LocalRuntime implements Runtime {
     return this.sessions.onSession(listener);
   }
 
-  /** Listens to background jobs starting and ending (`codeact.job`: the panel's job strip, next round). */
+  /** Listens to background jobs starting and ending (`codeact.job`). */
   onJob(listener: (e: JobChanged) => void): () => void {
     return this.sessions.onJob(listener);
   }
