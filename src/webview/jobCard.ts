@@ -9,7 +9,7 @@ import { outputText, runningJobs, type ItemView, type JobNotesView, type JobView
 import { h, setText } from './dom';
 import { icon, spinner } from './icons';
 import { revealed } from './reveal';
-import { textButton, type ItemRenderer, type ViewContext } from './viewKit';
+import { iconButton, textButton, type ItemRenderer, type ViewContext } from './viewKit';
 
 const STATUS_TEXT: Record<JobView['status'], string> = {
   running: 'Running',
@@ -23,7 +23,7 @@ const STATUS_TEXT: Record<JobView['status'], string> = {
 const STRIP_LINES = 2;
 
 const chipClass = (s: JobView['status']): string => (s === 'running' ? 'running' : s === 'done' ? 'done' : s === 'failed' ? 'failed' : 'stopped');
-const startedBy = (j: JobView): string => (j.itemId ? `started by execution ${j.itemId}` : 'started by an execution');
+const startedBy = (j: JobView): string => j.what ?? 'started by an earlier execution';
 
 export class JobRenderer implements ItemRenderer {
   readonly el: HTMLElement;
@@ -39,8 +39,7 @@ export class JobRenderer implements ItemRenderer {
     private item: JobView,
     ctx: ViewContext,
   ) {
-    this.stop = textButton('Stop', () => ctx.post({ type: 'stopJob', sessionId: this.item.sessionId, job: this.item.job }), 'secondary', 'stop');
-    this.stop.setAttribute('aria-label', `Stop background job ${item.job}`);
+    this.stop = iconButton('stop', `Stop background job ${item.job}`, () => ctx.post({ type: 'stopJob', sessionId: this.item.sessionId, job: this.item.job }));
     this.el = h(
       'section',
       { class: 'card job-card', 'data-job': String(item.job), 'data-session': item.sessionId, 'aria-label': `Background job ${item.job}` },
@@ -50,11 +49,11 @@ export class JobRenderer implements ItemRenderer {
         h('span', { class: 'card-icon', 'aria-hidden': 'true' }, icon('clock')),
         h('span', { class: 'job-title', text: `Background job ${item.job}` }),
         this.chip,
-        h('span', { class: 'job-origin', text: startedBy(item) }),
         h('span', { class: 'spacer' }),
         this.duration,
         this.stop,
       ),
+      h('div', { class: 'job-origin-line' }, h('code', { class: 'job-origin', title: startedBy(item), text: startedBy(item) })),
       this.out,
       this.note,
     );
@@ -78,7 +77,10 @@ export class JobRenderer implements ItemRenderer {
     setText(this.duration, j.seconds !== undefined ? formatElapsed(j.seconds * 1000) : '');
     // The output is the job's own (outside text): shown as text, never as markup.
     const text = outputText(j.output);
+    // Follows the latest line while the reader is at the bottom (as a terminal does).
+    const atEnd = this.out.scrollTop + this.out.clientHeight >= this.out.scrollHeight - 4;
     setText(this.out, text);
+    if (atEnd) this.out.scrollTop = this.out.scrollHeight;
     this.out.hidden = !text;
     this.note.textContent = '';
     if (j.status !== 'running' && j.message) this.note.append(revealed(j.message.split('\nThe end of its output:')[0]));
@@ -136,7 +138,7 @@ export class JobStrip {
             { class: 'job-row-head' },
             spinner(),
             h('span', { class: 'job-title', text: `Job ${j.job}` }),
-            h('span', { class: 'job-origin', text: startedBy(j) }),
+            h('code', { class: 'job-origin', title: startedBy(j), text: startedBy(j) }),
             elapsed,
             h('span', { class: 'spacer' }),
             stop,

@@ -65,6 +65,7 @@ export function applyJobEvent(ctx: Ctx, model: TranscriptModel, event: JobEvent)
 /** A new job card: after the execution that started it, else where the conversation is. */
 function open(ctx: Ctx, model: TranscriptModel, event: Extract<JobEvent, { type: 'codeact.job' }>, name: string): JobView {
   const started = event.item_id ? model.items[model.aliases[execKey(event.item_id)] ?? execKey(event.item_id)] : undefined;
+  const code = started?.kind === 'exec' ? started.code.split('\n').find((l) => l.trim()) : undefined;
   const turn: TurnView =
     (started && model.turns.find((t) => t.id === started.turnId)) ??
     ctx.owner ??
@@ -78,6 +79,7 @@ function open(ctx: Ctx, model: TranscriptModel, event: Extract<JobEvent, { type:
     sessionId: event.session_id,
     job: event.job,
     ...(event.item_id ? { itemId: event.item_id } : {}),
+    ...(code ? { what: code.trim().slice(0, 120) } : {}),
     status: 'running',
     output: emptyTail(),
     skipped: 0,

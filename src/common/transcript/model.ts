@@ -249,6 +249,8 @@ export interface JobView {
   job: number;
   /** The execution that started it. */
   itemId?: string;
+  /** What started it, as the person reads it: the first line of that execution's code (absent when unknown). */
+  what?: string;
   status: JobChanged['state'];
   /** When it started (ms since the epoch), when known. */
   startedAt?: number;
