@@ -14,8 +14,9 @@
  *   are killed); `end` ends it at once.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged } from '../../common/events';
 import type { ExecuteRequest, Runtime, RuntimeSessions, ToolCallRequest } from '../runtime/types';
+import { JobJournal } from './jobJournal';
 import { peerUid } from './peer';
 import { sameToken } from './place';
 import { parseClientMessage, readLines, send, writeLine, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
@@ -37,6 +38,8 @@ const MAX_PENDING_RUNS = 4;
 interface HostedRuntimeCore extends Runtime {
   readonly sessions: RuntimeSessions;
   onSession(listener: (e: SessionChanged) => void): () => void;
+  onJob(listener: (e: JobChanged) => void): () => void;
+  onJobOutput(listener: (e: JobOutput) => void): () => void;
 }
 
 interface HostServerOptions {
@@ -92,6 +95,8 @@ export class SessionHostServer {
   /** Per session: its runs not yet finished (one runs, the others wait their turn), then its last finished one. */
   private readonly journals = new Map<string, Journal[]>();
   private readonly info = new Map<string, HostSessionInfo>();
+  /** Background jobs' events per session, for a client that attaches later (./jobJournal). */
+  private readonly jobs = new JobJournal();
   private idleTimer: NodeJS.Timeout | undefined;
   private ending: Promise<void> | undefined;
   readonly server: Server;
@@ -107,6 +112,12 @@ export class SessionHostServer {
       this.broadcast({ type: 'session', event: e });
       this.broadcast({ type: 'sessions', live: this.live() });
     });
+    const onJob = (e: JobChanged | JobOutput) => {
+      this.jobs.record(e);
+      this.broadcast({ type: 'job', event: e });
+    };
+    o.runtime.onJob(onJob);
+    o.runtime.onJobOutput(onJob);
     this.armIdle();
   }
 
@@ -224,7 +235,7 @@ export class SessionHostServer {
       case 'watch':
         return this.watch(conn, m.rid, m.sessionId, m.tools);
       case 'ask':
-        this.ask(m.ask, m.sessionId).then(
+        this.ask(m.ask, m.sessionId, m.job).then(
           (value) => send(conn.socket, { type: 'reply', rid: m.rid, value }),
           (e: Error) => send(conn.socket, { type: 'reply', rid: m.rid, error: e.message }),
         );
@@ -239,7 +250,7 @@ export class SessionHostServer {
     }
   }
 
-  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string): Promise<unknown> {
+  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string, job?: number): Promise<unknown> {
     const s = this.o.runtime.sessions;
     switch (ask) {
       case 'has':
@@ -249,6 +260,7 @@ export class SessionHostServer {
       case 'close':
         await s.close(id);
         this.info.delete(id);
+        this.jobs.forget(id);
         this.broadcast({ type: 'sessions', live: this.live() });
         return true;
       case 'restart':
@@ -257,6 +269,12 @@ export class SessionHostServer {
         return this.live().map((k) => this.info.get(k)!);
       case 'jobNotes':
         return (await s.takeJobNotes?.(id)) ?? [];
+      case 'jobEvents':
+        return this.jobs.events(id);
+      case 'stopJob':
+        if (!s.stopJob) throw new Error('This runtime runs no background jobs.');
+        await s.stopJob(id, job ?? 0);
+        return true;
     }
   }
 
