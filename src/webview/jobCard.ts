@@ -53,7 +53,7 @@ export class JobRenderer implements ItemRenderer {
         this.duration,
         this.stop,
       ),
-      h('div', { class: 'job-origin-line' }, h('code', { class: 'job-origin', title: startedBy(item), text: startedBy(item) })),
+      h('div', { class: 'job-origin-line' }, h('span', { class: 'job-origin', title: startedBy(item), text: startedBy(item) })),
       this.out,
       this.note,
     );
@@ -138,7 +138,7 @@ export class JobStrip {
             { class: 'job-row-head' },
             spinner(),
             h('span', { class: 'job-title', text: `Job ${j.job}` }),
-            h('code', { class: 'job-origin', title: startedBy(j), text: startedBy(j) }),
+            h('span', { class: 'job-origin', title: startedBy(j), text: startedBy(j) }),
             elapsed,
             h('span', { class: 'spacer' }),
             stop,

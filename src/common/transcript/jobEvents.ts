@@ -98,6 +98,21 @@ function open(ctx: Ctx, model: TranscriptModel, event: Extract<JobEvent, { type:
   return view;
 }
 
+/**
+ * The jobs a saved conversation shows running (a start, no end): after VS Code closed or reloaded, their session
+ * is gone with them, and each gets an end that says so (else its card and the strip would say it runs forever).
+ */
+export function jobsLeftRunning(events: readonly TranscriptEvent[]): Array<{ session_id: string; job: number }> {
+  const open = new Map<string, { session_id: string; job: number }>();
+  for (const e of events)
+    if (e.type === 'codeact.job') {
+      const name = slot(e.session_id, e.job);
+      if (e.state === 'running') open.set(name, { session_id: e.session_id, job: e.job });
+      else open.delete(name);
+    }
+  return [...open.values()];
+}
+
 /** The jobs running now, oldest first (the job strip). */
 export function runningJobs(model: TranscriptModel): JobView[] {
   return (model.jobs ?? []).map((k) => model.items[k]).filter((v): v is JobView => v?.kind === 'job' && v.status === 'running');

@@ -10,7 +10,7 @@
 import type { JobChanged, JobOutput } from '../../common/events';
 
 /** Bytes of job events one session's journal keeps. */
-export const JOB_JOURNAL_BYTES = 8 * 1024 * 1024;
+const JOB_JOURNAL_BYTES = 8 * 1024 * 1024;
 /** Ended jobs whose start and end a session's journal keeps. */
 const ENDED_KEPT = 32;
 /** Sessions with a journal at once (the one not written to for longest goes first). */
