@@ -8,7 +8,7 @@ import { formatElapsed } from '../common/format';
 import { outputText, runningJobs, type ItemView, type JobNotesView, type JobView, type TranscriptModel } from '../common/transcript';
 import { h, setText } from './dom';
 import { icon, spinner } from './icons';
-import { revealed } from './reveal';
+import { revealed, updateRevealed } from './reveal';
 import { iconButton, textButton, type ItemRenderer, type ViewContext } from './viewKit';
 
 const STATUS_TEXT: Record<JobView['status'], string> = {
@@ -53,7 +53,7 @@ export class JobRenderer implements ItemRenderer {
         this.duration,
         this.stop,
       ),
-      h('div', { class: 'job-origin-line' }, h('span', { class: 'job-origin', title: startedBy(item), text: startedBy(item) })),
+      h('div', { class: 'job-origin-line' }, h('span', { class: 'job-origin', title: startedBy(item) }, revealed(startedBy(item), { line: true }))),
       this.out,
       this.note,
     );
@@ -79,7 +79,7 @@ export class JobRenderer implements ItemRenderer {
     const text = outputText(j.output);
     // Follows the latest line while the reader is at the bottom (as a terminal does).
     const atEnd = this.out.scrollTop + this.out.clientHeight >= this.out.scrollHeight - 4;
-    setText(this.out, text);
+    updateRevealed(this.out, text);
     if (atEnd) this.out.scrollTop = this.out.scrollHeight;
     this.out.hidden = !text;
     this.note.textContent = '';
@@ -138,7 +138,7 @@ export class JobStrip {
             { class: 'job-row-head' },
             spinner(),
             h('span', { class: 'job-title', text: `Job ${j.job}` }),
-            h('span', { class: 'job-origin', title: startedBy(j), text: startedBy(j) }),
+            h('span', { class: 'job-origin', title: startedBy(j) }, revealed(startedBy(j), { line: true })),
             elapsed,
             h('span', { class: 'spacer' }),
             stop,
@@ -151,7 +151,7 @@ export class JobStrip {
       }
       row.started = j.startedAt;
       const text = outputText(j.output).replace(/\n+$/, '').split('\n').slice(-STRIP_LINES).join('\n');
-      setText(row.last, text);
+      updateRevealed(row.last, text);
       row.last.hidden = !text;
     }
     this.el.hidden = jobs.length === 0;

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { JobChanged } from '../../src/common/events';
-import { applyEvent, createTranscript, runningJobs, type JobView, type TranscriptEvent } from '../../src/common/transcript';
+import { applyEvent, createTranscript, jobsLeftRunning, runningJobs, type JobView, type TranscriptEvent } from '../../src/common/transcript';
 import { PanelPage } from './support/browser';
 import { ev, hostState } from './support/fixtures';
 import { usePanelBrowser } from './support/panelBrowser';
@@ -102,6 +102,12 @@ describe('background jobs in the panel', function () {
     assert.equal(cards().length, 3);
     assert.equal(cards()[2].turnId, 't2');
     assert.equal(cards()[0].status, 'done', 'the earlier job 1 keeps its end');
+    // A conversation saved with jobs shown running (VS Code closed): those are the ones that get an end on reopen.
+    const saved = [...startedTurn(), job(1, 'done', { seconds: 120 }), job(1, 'running')];
+    assert.deepEqual(jobsLeftRunning(saved), [
+      { session_id: SESSION, job: 2 },
+      { session_id: SESSION, job: 1 },
+    ]);
   });
 
   it('shows the strip and the cards live, Stop posts stopJob, the end fills the card, the notes get their own card, and Show reveals the card', async () => {
