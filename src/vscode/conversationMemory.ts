@@ -131,6 +131,7 @@ export function closeInterrupted(convo: Conversation): Conversation {
           state: 'ended',
           message: `Background job ${job} ended with its Python session (VS Code closed or reloaded); its result is gone.`,
         });
+    convo.flush();
   } finally {
     release();
   }
