@@ -161,6 +161,8 @@ export function humanPrinter(): (e: CodeActEvent) => void {
       case 'codeact.retry':
       case 'codeact.session':
       case 'codeact.job':
+      case 'codeact.job.output':
+      case 'codeact.job.notes':
       case 'codeact.context.usage':
       case 'codeact.context.compacted':
       case 'codeact.notebook.cell':

@@ -70,8 +70,9 @@ export const EVENT_TRAITS = {
   'codeact.elicitation.resolved': { ...plain, printed: 'none' },
   'codeact.retry': { ...plain, printed: 'chat' },
   'codeact.session': { ...plain, printed: 'chat' },
-  // Next round: the panel's job strip and cards, and the CLI's line.
-  'codeact.job': { ...plain, panel: false, printed: 'none' },
+  'codeact.job': { ...plain, printed: 'none' },
+  'codeact.job.output': { ...plain, persisted: false, printed: 'none' },
+  'codeact.job.notes': { ...plain, printed: 'none' },
   'codeact.context.usage': { ...plain, printed: 'none' },
   'codeact.context.compacted': { ...plain, usage: 'event', printed: 'chat' },
   'codeact.notebook.cell': { ...plain, printed: 'none' },

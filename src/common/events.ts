@@ -260,7 +260,35 @@ export interface JobChanged {
   seconds?: number;
   /** Its output was longer than the cap: the middle was cut (job_output(n) says where). */
   output_cut?: boolean;
+  /** When it started (ms since the epoch; a running job's event): the panel's elapsed time. */
+  started_at?: number;
+  /**
+   * What it printed (stdout and stderr as printed), as the host kept it from its live output: whole, or its
+   * start and end with a line that says how much was cut between (an ended job; absent when it printed nothing).
+   */
+  output?: string;
   message: string;
+}
+
+/**
+ * What a running background job printed since its last piece (the panel's job strip and card). The guest sends
+ * a job's start whole, then samples it (at most a few KiB ten times a second); `skipped`: bytes left out just
+ * before this piece. Not saved: the job's end (`codeact.job`) carries its kept output.
+ */
+/** What the model was told before its next request of background jobs that ended (`text`: the note it read). */
+export interface JobNotesTold {
+  type: 'codeact.job.notes';
+  session_id: string;
+  jobs: number[];
+  text: string;
+}
+
+export interface JobOutput {
+  type: 'codeact.job.output';
+  session_id: string;
+  job: number;
+  delta: string;
+  skipped?: number;
 }
 
 /**
@@ -337,6 +365,8 @@ export type CodeActEvent =
   | Retrying
   | SessionChanged
   | JobChanged
+  | JobOutput
+  | JobNotesTold
   | UsageSummary
   | ResponseCompleted
   | ErrorEvent;

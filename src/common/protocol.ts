@@ -210,7 +210,15 @@ export type HostToWebview =
   | HistoryMessage
   | SetInputMessage
   | FocusInputMessage
-  | NoticeMessage;
+  | NoticeMessage
+  | RevealJobMessage;
+
+/** Scroll a background job's card into view (the notification's "Show"). */
+interface RevealJobMessage {
+  type: 'revealJob';
+  sessionId: string;
+  job: number;
+}
 
 // ---- webview -> host ----------------------------------------------------------------------------
 
@@ -352,6 +360,13 @@ interface RestartSessionMessage {
   sessionId?: string;
 }
 
+/** Stop a running background job of a session (the job strip's or card's Stop). */
+interface StopJobMessage {
+  type: 'stopJob';
+  sessionId: string;
+  job: number;
+}
+
 /** Read the variables view again. */
 interface VariablesRefreshMessage {
   type: 'variables.refresh';
@@ -406,6 +421,7 @@ export type WebviewToHost =
   | HistoryClearMessage
   | ExportNotebookMessage
   | RestartSessionMessage
+  | StopJobMessage
   | VariablesRefreshMessage
   | ScrolledMessage
   | NotebookMessage

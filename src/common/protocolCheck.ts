@@ -89,6 +89,10 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
       return { type: m.type };
     case 'restartSession':
       return isOptStr(m.sessionId, 4096) ? { type: 'restartSession', ...(m.sessionId ? { sessionId: m.sessionId as string } : {}) } : undefined;
+    case 'stopJob':
+      return isStr(m.sessionId, 4096) && Number.isSafeInteger(m.job) && (m.job as number) > 0
+        ? { type: 'stopJob', sessionId: m.sessionId, job: m.job as number }
+        : undefined;
     case 'selectModel':
       return isId(m.provider) && isId(m.model) ? { type: 'selectModel', provider: m.provider, model: m.model } : undefined;
     case 'command':
@@ -143,7 +147,19 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
   }
 }
 
-const HOST_TYPES: readonly string[] = ['init', 'state', 'events', 'reset', 'history', 'setInput', 'focusInput', 'notice', 'variables', 'file.missing'];
+const HOST_TYPES: readonly string[] = [
+  'init',
+  'state',
+  'events',
+  'reset',
+  'history',
+  'setInput',
+  'focusInput',
+  'notice',
+  'variables',
+  'file.missing',
+  'revealJob',
+];
 
 /** A cheap shape check the page runs on `message` events. */
 export function isHostMessage(raw: unknown): raw is HostToWebview {
@@ -166,6 +182,8 @@ export function isHostMessage(raw: unknown): raw is HostToWebview {
       return Array.isArray(raw.variables);
     case 'file.missing':
       return typeof raw.itemId === 'string' && typeof raw.path === 'string' && typeof raw.message === 'string';
+    case 'revealJob':
+      return typeof raw.sessionId === 'string' && Number.isSafeInteger(raw.job);
     default:
       return true;
   }

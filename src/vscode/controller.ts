@@ -4,7 +4,7 @@
  * history, a document's), ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
  */
 import { MODES } from '../common/runtimes';
-import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, JobChanged, JobOutput, SessionChanged } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
@@ -88,6 +88,7 @@ export class CodeActController {
       workspaceFolder: () => this.folders.current().folder,
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
+      onJobEvent: (e) => this.onJobEvent(e),
       // Kernels left running for conversations not continued within the idle time end (not the open one's).
       built: (rt) => void sweepLeftSessions(this.store, rt, { log: (l) => this.log.info(l), skip: (id) => id === this.conversation?.id }),
     });
@@ -197,6 +198,25 @@ export class CodeActController {
     this.log.info(`session ${e.session_id}: ${e.state}${e.reason ? ` (${e.reason})` : ''} ${e.message}`);
     if (e.state === 'ended' && (e.session_id === this.conversation?.id || this.runtimes.documentSessions.has(e.session_id))) this.emit(e);
     if (e.session_id === this.variables.shown?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
+  }
+
+  /**
+   * A background job of the open conversation started, printed or ended: its card and the job strip. Its start and
+   * end are saved in the conversation; what it prints is not (its end carries the output kept).
+   */
+  private onJobEvent(e: JobChanged | JobOutput): void {
+    if (e.type === 'codeact.job') this.log.info(`session ${e.session_id}: background job ${e.job} ${e.state}`);
+    if (e.session_id !== this.conversation?.id) return;
+    if (e.type === 'codeact.job') this.emit(e);
+    else this.notify(e);
+  }
+
+  /** Stops a running background job of a session (the panel's Stop): its whole process tree; rejects with why not. */
+  async stopJob(sessionId: string, job: number): Promise<void> {
+    const sessions = this.runtimes.of(sessionId)?.sessions;
+    if (!sessions?.stopJob) throw new Error(`Background job ${job} cannot be stopped: this runtime runs no background jobs.`);
+    await sessions.stopJob(sessionId, job);
+    this.log.info(`session ${sessionId}: background job ${job} stopped from the panel`);
   }
 
   onState(listener: () => void): Unsubscribe {

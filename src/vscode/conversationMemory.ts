@@ -11,6 +11,7 @@ import { settleHeld } from '../core/agent/turnJournal';
 import { INTERRUPTED_MESSAGE } from '../core/turn/turns';
 import type { Memento } from './controller.apis';
 import { isLocalRuntimeItem } from '../core/providers/shared/history';
+import { jobsLeftRunning } from '../common/transcript';
 
 const OPEN_KEY = 'codeact.openConversation';
 const DOCUMENTS_KEY = 'codeact.documentConversations';
@@ -120,6 +121,17 @@ export function closeInterrupted(convo: Conversation): Conversation {
   }
   try {
     settleHeld(convo, INTERRUPTED_MESSAGE);
+    // Background jobs shown running ended with the session that ran them (a kernel that may come back has none).
+    if (!mayComeBack(convo))
+      for (const { session_id, job } of jobsLeftRunning(convo.events))
+        convo.appendEvent({
+          type: 'codeact.job',
+          session_id,
+          job,
+          state: 'ended',
+          message: `Background job ${job} ended with its Python session (VS Code closed or reloaded); its result is gone.`,
+        });
+    convo.flush();
   } finally {
     release();
   }

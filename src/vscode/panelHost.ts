@@ -6,7 +6,7 @@
  * test/vscode/ runs a page's messages in plain Node.
  */
 import { MODES } from '../common/runtimes';
-import { logsOf } from '../common/events';
+import { logsOf, type JobChanged } from '../common/events';
 import { createEventBatcher, timerScheduler, type EventBatcher, type FrameScheduler } from '../common/eventBatcher';
 import { parseWebviewMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type HostCommand, type HostState, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
@@ -70,6 +70,7 @@ export class PanelHost {
       codeact.onEvent((e) => {
         if (this.batcher.conversationId !== codeact.currentConversation?.id) this.resetTranscript();
         else this.batcher.push(e);
+        if (e.type === 'codeact.job' && e.state !== 'running') this.jobEnded(e);
       }),
       codeact.onState(() => this.pushState().catch((e) => codeact.log.error(`panel: state update failed: ${(e as Error).message}`))),
       codeact.onVariables((v) => {
@@ -84,6 +85,16 @@ export class PanelHost {
           });
       }),
     ];
+  }
+
+  /** A job ended: a notification, whose "Show" brings its card into view. */
+  private jobEnded(e: JobChanged): void {
+    const text = forDisplay(e.message.split('\n')[0], { line: true });
+    void Promise.resolve(this.deps.apis.showInformationMessage(`CodeAct: ${text}`, 'Show')).then(async (pick) => {
+      if (pick !== 'Show') return;
+      await this.deps.apis.executeCommand('codeact.chat.focus'); // the panel's view (chatPanel.ts VIEW_ID)
+      this.post({ type: 'revealJob', sessionId: e.session_id, job: e.job });
+    });
   }
 
   private post(message: HostToWebview): void {
@@ -238,6 +249,13 @@ export class PanelHost {
       },
       restartSession: async (m) => {
         if (!(await s.restartSession(m.sessionId))) this.notice('info', NO_SESSION_TO_RESTART);
+      },
+      stopJob: async (m) => {
+        try {
+          await s.stopJob(m.sessionId, m.job);
+        } catch (err) {
+          this.notice('warning', (err as Error).message);
+        }
       },
       'variables.refresh': () => s.refreshVariables(),
       'history.delete': (m) => {

@@ -6,7 +6,7 @@
  * session ran in, and the Run with Tools documents' sessions. The runtime factory and VS Code's toast come
  * through ./runtimeCache.apis.
  */
-import type { SessionChanged } from '../common/events';
+import type { JobChanged, JobOutput, SessionChanged } from '../common/events';
 import { runtimeConfigFrom } from '../core/config/engine';
 import { runtimeConfigKey } from '../core/runtime/factory';
 import type { Runtime } from '../core/runtime/types';
@@ -37,6 +37,8 @@ interface RuntimeCacheDeps {
   log: Log;
   /** A session started fresh or ended. */
   onSessionEvent(e: SessionChanged): void;
+  /** A background job started, printed or ended. */
+  onJobEvent?(e: JobChanged | JobOutput): void;
   /** A runtime was built (the sweep of sessions left running starts: core/turn/sessionSweep); not waited for. */
   built?(runtime: Runtime): void;
 }
@@ -90,6 +92,7 @@ export class RuntimeCache {
       jupyterToken: token,
       longLived: true,
       onSessionEvent: (e) => this.deps.onSessionEvent(e),
+      onJobEvent: (e) => this.deps.onJobEvent?.(e),
       log: (l) => this.deps.log.info(l),
       onWarning: (m) => {
         this.deps.log.warn(m);

@@ -9,6 +9,7 @@ import { PROTOCOL_VERSION, type ConversationSummary, type HostState, type HostTo
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../common/imageHeader';
 import { applyEvent, buildTranscript, createTranscript, findTurn, isBusy, type TranscriptEvent, type TranscriptModel } from '../common/transcript';
 import { Composer } from './composer';
+import { JobStrip } from './jobCard';
 import { h, toggle } from './dom';
 import { renderEmptyState } from './emptyState';
 import { revealedPlain, updateRevealed } from './reveal';
@@ -56,6 +57,7 @@ export class App {
   private readonly jumpButton: HTMLButtonElement;
   private readonly liveRegion: HTMLElement;
   private readonly composer: Composer;
+  private readonly jobs: JobStrip;
   private readonly history: HistoryPanel;
   private readonly historyButton: HTMLButtonElement;
   private readonly variables: VariablesView;
@@ -151,7 +153,8 @@ export class App {
 
     root.textContent = '';
     root.removeAttribute('aria-busy');
-    root.append(header, this.variables.el, this.noticeArea, this.scroller, this.jumpButton, this.composer.el, this.history.el, this.liveRegion);
+    this.jobs = new JobStrip(ctx);
+    root.append(header, this.variables.el, this.noticeArea, this.scroller, this.jumpButton, this.jobs.el, this.composer.el, this.history.el, this.liveRegion);
 
     window.addEventListener('message', (e: MessageEvent) => this.onMessage(e.data));
     document.addEventListener('visibilitychange', () => {
@@ -232,6 +235,11 @@ export class App {
       case 'file.missing':
         this.view.fileMissing(this.model, msg.itemId, msg.path, msg.message);
         break;
+      case 'revealJob':
+        [...this.transcriptEl.querySelectorAll(`.job-card[data-job="${msg.job}"][data-session="${CSS.escape(msg.sessionId)}"]`)]
+          .pop()
+          ?.scrollIntoView({ block: 'center' });
+        break;
     }
   }
 
@@ -292,6 +300,7 @@ export class App {
     this.scroll.restoreTo(restorable(keep, this.model));
     this.view.renderAll(this.model, { around: this.scroll.restoringTurn });
     this.renderChrome();
+    this.jobs.render(this.model);
     // Saved a moment later: serialising a long conversation is work this task does not need to do.
     this.scheduleSave();
     if (!this.scroll.restoringTurn) this.scroll.toBottom();
@@ -329,6 +338,7 @@ export class App {
       if (turn) this.view.syncTurn(turn);
     }
     this.dirtyTurns.clear();
+    this.jobs.render(this.model);
     this.updateBusy();
     this.composer.setStatus(statusText(this.model, Boolean(this.host?.busy)), this.model);
     if (held) this.frames.schedule();

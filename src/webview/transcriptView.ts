@@ -20,6 +20,7 @@ import { icon, spinner } from './icons';
 import { ApprovalRenderer, EditorRenderer, ErrorRenderer, FunctionRenderer, MessageRenderer, NoticeRenderer } from './itemCards';
 import type { ItemRenderer, ViewContext } from './viewKit';
 import { revealed, revealedPlain } from './reveal';
+import { JobNotesRenderer, JobRenderer } from './jobCard';
 
 // ---- turn -----------------------------------------------------------------------------------------
 
@@ -274,6 +275,10 @@ export class TranscriptView {
         return new NoticeRenderer(item);
       case 'compaction':
         return new CompactionRenderer(item);
+      case 'job':
+        return new JobRenderer(item, this.ctx);
+      case 'jobNotes':
+        return new JobNotesRenderer(item);
     }
   }
 }

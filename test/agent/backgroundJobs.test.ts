@@ -33,12 +33,14 @@ describe('background jobs through the agent loop', function () {
           turn().text('The job is done.'),
           turn().text('Nothing new.'),
         );
+        const told: string[] = [];
         const agent = new AgentLoop({
           provider: await providerFor(provider, server),
           model: DEFAULT_MODELS[provider],
           runtime,
           gateway: new ToolGateway([]),
           sessionId,
+          onEvent: (e) => e.type === 'codeact.job.notes' && told.push(`${e.session_id} ${e.jobs.join()} ${e.text}`),
         });
         const tools = agent.modelTools()[0];
         assert.ok((tools.parameters as { properties: Record<string, unknown> }).properties.background, 'the local session offers background');
@@ -54,6 +56,9 @@ describe('background jobs through the agent loop', function () {
         assert.equal(bodies[3].split(NOTE).length - 1, 1, bodies[3].slice(-1500));
         assert.match(bodies[3], /its value: \{\\"got\\":\\"go\\"\}/);
         assert.match(bodies[3], /job says hi/);
+        // The panel's card of it: its own event (the conversation's own record, not a message of the person), once.
+        assert.equal(told.length, 1);
+        assert.ok(told[0].startsWith(`${sessionId} 1 [codeact] Background job ended since your last step:\n\n${NOTE}`), told[0]);
         // The next prompt's request has it once, in the history: it is not said again.
         const next = await agent.run(result.items, 'Anything else?');
         assert.equal(next.status, 'completed', JSON.stringify(next.error));

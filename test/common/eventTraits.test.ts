@@ -58,6 +58,8 @@ const SAMPLES: { [T in EventType]: Sample<T> } = {
   'codeact.retry': { type: 'codeact.retry', attempt: 1, delay_ms: 1000, status: 429, message: 'Rate limited; retrying in 1 s (attempt 2 of 4).' },
   'codeact.session': { type: 'codeact.session', session_id: 's1', state: 'ended', reason: 'idle', message: 'The Python session ended (idle).' },
   'codeact.job': { type: 'codeact.job', session_id: 's1', job: 1, state: 'done', item_id: 'x', seconds: 2, message: 'Background job 1 finished after 2.00 s.' },
+  'codeact.job.output': { type: 'codeact.job.output', session_id: 's1', job: 1, delta: 'line 1\n' },
+  'codeact.job.notes': { type: 'codeact.job.notes', session_id: 's1', jobs: [1], text: '[codeact] Background job ended since your last step:' },
   'codeact.context.usage': { type: 'codeact.context.usage', used_tokens: 10, window_tokens: 100, compact_at_tokens: 80 },
   'codeact.context.compacted': {
     type: 'codeact.context.compacted',
@@ -84,12 +86,13 @@ const SAMPLES: { [T in EventType]: Sample<T> } = {
 
 const TYPES = Object.keys(SAMPLES) as EventType[];
 
-/** A running turn T1 with what the samples answer: a function call, an approval and a form. */
+/** A running turn T1 with what the samples answer: a function call, an approval, a form and a running job. */
 const PRELUDE: TranscriptEvent[] = [
   { type: 'codeact.turn.started', turn_id: 'T1', prompt: 'first' },
   { type: 'response.output_item.added', item: { type: 'function_call', id: 'f1', call_id: 'c1', name: 'lookup', status: 'in_progress' } },
   { type: 'codeact.approval.requested', approval_id: 'a1', kind: 'tool', name: 'search', arguments: {} },
   { type: 'codeact.elicitation.requested', elicitation_id: 'el1', item_id: 'x', form: { server: 'srv', message: 'Which?', fields: [] } },
+  { type: 'codeact.job', session_id: 's1', job: 1, state: 'running', item_id: 'x', message: 'Background job 1 is running.' },
 ];
 
 /** The sample as a host saves and sends it: marked with its turn (markers name their own). */

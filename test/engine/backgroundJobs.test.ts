@@ -61,6 +61,68 @@ for (const zygote of [false, true])
       assert.equal(ok(await run(rt, '"got" in globals()')), false);
     });
 
+    it("streams a job's output to the host as it is printed (whole and in order), and its end carries the output kept", async () => {
+      const rt = runtime();
+      ok(await run(rt, 'import os\nos.mkfifo("gate2")'));
+      const pieces: string[] = [];
+      const off = rt.onJobOutput((e) => pieces.push(e.delta));
+      const ended = until(rt.onJob.bind(rt), (e: JobChanged) => e.state !== 'running', { timeoutMs: 60_000, what: 'the job to end' });
+      const job = "for i in range(1, 6):\n    print(f'line {i}', flush=True)\nopen('gate2').read()\nfor i in range(6, 121):\n    print(f'line {i}')";
+      ok(await run(rt, job, { background: true }));
+      // Live: the first five lines arrive while the job still waits at the gate (it cannot end before this run opens it).
+      await waitFor(() => pieces.join('').includes('line 5\n'), { timeoutMs: 60_000, what: 'the first lines while the job runs' });
+      ok(await run(rt, "open('gate2', 'w').write('go')"));
+      const end = await ended;
+      off();
+      const lines = Array.from({ length: 120 }, (_, i) => `line ${i + 1}`);
+      assert.deepEqual(pieces.join('').split('\n').filter(Boolean), lines);
+      assert.equal(end.output, lines.join('\n') + '\n');
+    });
+
+    it("bounds a job's live output: its start whole, then samples, with how much was left out and what the host cut", async () => {
+      const rt = runtime();
+      let sent = 0;
+      let skipped = 0;
+      let first = '';
+      const off = rt.onJobOutput((e) => {
+        if (!first) first = e.delta;
+        sent += e.delta.length;
+        skipped += e.skipped ?? 0;
+      });
+      const ended = until(rt.onJob.bind(rt), (e: JobChanged) => e.state !== 'running', { timeoutMs: 60_000, what: 'the job to end' });
+      ok(await run(rt, 'import sys\nsys.stdout.write("a" * (1 << 20) + "b" * (8 << 20) + "END")', { background: true }));
+      const end = await ended;
+      off();
+      assert.ok(first.startsWith('a'.repeat(1000)), 'its start comes whole');
+      assert.ok(sent < 2 << 20, `the host got ${sent} characters of 9 MiB`);
+      assert.ok(skipped > 6 << 20, `the guest said it left out ${skipped} bytes`);
+      assert.ok(end.output?.endsWith('bEND'), 'the kept output ends with the end');
+      assert.match(end.output ?? '', /^a{1000}[^]*\n\[codeact: [\d,]+ characters of this job's output were cut here\]\n/);
+      assert.ok((end.output?.length ?? 0) < 200_000);
+    });
+
+    it("Stop from the host kills the job's whole tree and says it was stopped; a pid the guest forged is refused", async () => {
+      const rt = runtime();
+      const mark = `codeact-job-child-${process.pid}-s${zygote}`;
+      const stoppedEvent = until(rt.onJob.bind(rt), (e: JobChanged) => e.job === 1 && e.state !== 'running', { timeoutMs: 60_000, what: 'the job to end' });
+      ok(await run(rt, sleeper(mark), { background: true }));
+      await waitFor(() => processesWithCmdline(mark).length === 1, { timeoutMs: 30_000, what: "the job's child process" });
+      await rt.sessions.stopJob('s', 1);
+      await waitFor(() => processesWithCmdline(mark).length === 0, { timeoutMs: 30_000, what: "the job's child to be gone" });
+      assert.equal((await stoppedEvent).state, 'stopped');
+      assert.match((await rt.sessions.takeJobNotes('s'))[0].message, /^Background job 1 was stopped after /);
+      await assert.rejects(rt.sessions.stopJob('s', 1), /There is no running background job 1 in this session/);
+      // The guest (untrusted) claims a job whose pid is its own process, then one whose pid is this test's process:
+      // neither is a child of the guest, so neither is killed.
+      const forge = (pid: string, job: number) =>
+        `import gc, os\nch = [o for o in gc.get_objects() if type(o).__name__ == "Channel"][0]\nch.send({"t": "job", "job": ${job}, "state": "running", "pid": ${pid}})`;
+      ok(await run(rt, forge('os.getpid()', 90)));
+      ok(await run(rt, forge(String(process.pid), 91)));
+      await assert.rejects(rt.sessions.stopJob('s', 90), /the process its guest reported \(\d+\) is not a child of this session's guest/);
+      await assert.rejects(rt.sessions.stopJob('s', 91), /is not a child of this session's guest/);
+      assert.equal(ok(await run(rt, '6 * 7')), 42, 'the session lives on');
+    });
+
     it("wait_job returns at its timeout while the job runs; a foreground Stop spares the job; stop_job kills the job's tree", async () => {
       const rt = runtime();
       const mark = `codeact-job-child-${process.pid}-a${zygote}`;

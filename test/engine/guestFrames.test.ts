@@ -1,7 +1,7 @@
 /**
  * The guest wire's spec: the real guest (codeact_guest.py), driven over fd 3 with each frame the host sends
  * (init, run, tool_result, vars, keep), sends each kind of frame the GuestFrame union names (ready,
- * tool_call, display, file, complete ok and failed, vars, job), with the fields the union gives it and no others,
+ * tool_call, display, file, complete ok and failed, vars, job, job_output), with the fields the union gives it and no others,
  * and the host's edge (checkFrame) takes every one.
  */
 import * as assert from 'node:assert/strict';
@@ -53,6 +53,7 @@ const SHAPES: { [K in GuestFrame['t']]: (f: WireFrame) => void } = {
         JSON.stringify(f),
       );
   },
+  job_output: (f) => assert.ok(isInt(f.job) && typeof f.data === 'string' && isInt(f.skipped), JSON.stringify(f)),
 };
 
 describe('guest frames: the GuestFrame union against the real guest over fd 3', function () {

@@ -8,14 +8,16 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { CodeActEvent } from '../../src/common/events';
+import type { CodeActEvent, JobChanged, JobOutput } from '../../src/common/events';
 import type { HostedRuntime } from '../../src/core/sessionHost/client';
 import { attachSessionHost, type AttachOptions } from '../../src/core/sessionHost/launch';
 import { hostFolder, hostName, placeOf } from '../../src/core/sessionHost/place';
 import { PROVIDERS } from '../../src/common/providers';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { waitFor } from '../support/wait';
-import { isAlive as alive } from '../../src/core/util/processTree';
+import { isAlive as alive, processesWithCmdline } from '../../src/core/util/processTree';
+
+const lines = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}\n`).join('');
 
 const REPO = path.resolve(__dirname, '../..');
 const HOST_ENTRY = path.join(REPO, 'dist/sessionHost.js');
@@ -272,6 +274,47 @@ describe('the session host', function () {
       assert.equal(stopped.status, 'completed', JSON.stringify(stopped.error));
       await waitFor(async () => (await row('conv-mem')).jobs === 0, { what: 'the job listed as ended', timeoutMs: 60_000 });
     });
+  it("journals a job's output for a client that attaches later (whole, in order, then live), and stops a job's tree when a client asks", async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const a = await attach(options(ws));
+    const sid = 'conv-job-journal';
+    assert.equal((await a.execute({ code: 'import os\nos.mkfifo("gate")', sessionId: sid })).status, 'completed');
+    const code =
+      "for i in range(1, 61):\n    print(f'line {i}', flush=True)\nopen('gate').read()\nfor i in range(61, 121):\n    print(f'line {i}', flush=True)";
+    assert.deepEqual((await a.execute({ code, sessionId: sid, background: true })).value, { job: 1, status: 'running' });
+    await a.dispose(); // the job goes on printing with no client attached
+    const b = await attach(options(ws));
+    const live: Array<JobChanged | JobOutput> = [];
+    b.onJob((e) => e.session_id === sid && live.push(e));
+    const text = (events: Array<JobChanged | JobOutput>) => events.map((e) => (e.type === 'codeact.job.output' ? e.delta : '')).join('');
+    let before: Array<JobChanged | JobOutput> = [];
+    await waitFor(async () => text((before = await b.sessions.jobEvents(sid))).includes('line 60\n'), {
+      what: 'the first 60 lines in the journal',
+      timeoutMs: 60_000,
+    });
+    assert.equal(before[0].type === 'codeact.job' && before[0].state, 'running');
+    assert.equal(text(before), lines(1, 60), 'what it printed while no client was attached, whole and in order');
+    // The gate opens: the rest comes live, then the end, which carries the whole output.
+    assert.equal((await b.execute({ code: "open('gate', 'w').write('go')", sessionId: sid })).status, 'completed');
+    await waitFor(() => live.some((e) => e.type === 'codeact.job' && e.state === 'done'), { what: "the job's end", timeoutMs: 60_000 });
+    assert.equal(text(live), lines(61, 120));
+    const end = live.find((e): e is JobChanged => e.type === 'codeact.job' && e.state === 'done')!;
+    assert.equal(end.output, lines(1, 120));
+    // Later, the journal holds its start and end only (the end carries the output).
+    assert.deepEqual(
+      (await b.sessions.jobEvents(sid)).map((e) => e.type === 'codeact.job' && e.state),
+      ['running', 'done'],
+    );
+    // Stop through the host: the job's tree is gone, and its end says stopped.
+    const mark = `codeact-host-job-${process.pid}`;
+    const sleeper = `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "${mark}"]).wait()`;
+    assert.deepEqual((await b.execute({ code: sleeper, sessionId: sid, background: true })).value, { job: 2, status: 'running' });
+    await waitFor(() => processesWithCmdline(mark).length === 1, { what: "the job's child", timeoutMs: 60_000 });
+    await b.sessions.stopJob(sid, 2);
+    await waitFor(() => processesWithCmdline(mark).length === 0, { what: "the job's child to be gone", timeoutMs: 60_000 });
+    await waitFor(() => live.some((e) => e.type === 'codeact.job' && e.job === 2 && e.state === 'stopped'), { what: 'job 2 stopped', timeoutMs: 60_000 });
+    await assert.rejects(b.sessions.stopJob(sid, 2), /There is no running background job 2 in this session/);
+  });
 
   it('ends when asked: its socket, token and lock are gone', async () => {
     const ws = mkdtempSync(path.join(root, 'ws-'));

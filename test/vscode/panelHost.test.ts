@@ -45,6 +45,7 @@ const SAMPLES: { [K in WebviewToHost['type']]: WebviewToHost & { type: K } } = {
   'history.clear': { type: 'history.clear' },
   exportNotebook: { type: 'exportNotebook' },
   restartSession: { type: 'restartSession' },
+  stopJob: { type: 'stopJob', sessionId: 'c_1', job: 2 },
   'variables.refresh': { type: 'variables.refresh' },
   'notebook.target': { type: 'notebook.target', uri: 'file:///work/a.ipynb', on: true },
   'notebook.useKernel': { type: 'notebook.useKernel', uri: 'file:///work/a.ipynb' },

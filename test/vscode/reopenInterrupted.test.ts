@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { buildTranscript } from '../../src/common/transcript';
+import { buildTranscript, runningJobs } from '../../src/common/transcript';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { ConversationMemory } from '../../src/vscode/conversationMemory';
 import { INTERRUPTED_NOTE, RESULT_LOST } from '../../src/core/agent/turnJournal';
@@ -54,5 +54,27 @@ describe('a conversation reopened after the extension host was killed mid-turn',
     assert.ok(String(history[4][2]).includes(RESULT_LOST), String(history[4][2]));
     assert.equal(history[5][0], 'message');
     assert.ok(String(history[5][2]).startsWith(INTERRUPTED_NOTE), String(history[5][2]));
+  });
+
+  it('ends the background jobs it shows running (their session went with the window), once, so no card or strip says they run', () => {
+    const store = new TranscriptStore(dir);
+    const convo = store.create({ title: 'Jobs' });
+    convo.appendEvent({ type: 'codeact.turn.started', turn_id: 'turn_1', prompt: 'Count', source: 'chat' });
+    convo.appendEvent({ type: 'codeact.job', session_id: convo.id, job: 1, state: 'running', message: 'Background job 1 is running.' });
+    convo.appendEvent({ type: 'codeact.job', session_id: convo.id, job: 2, state: 'running', message: 'Background job 2 is running.' });
+    convo.appendEvent({ type: 'codeact.job', session_id: convo.id, job: 2, state: 'done', seconds: 1, message: 'Background job 2 finished after 1.00 s.' });
+    convo.appendEvent({ type: 'codeact.turn.ended', turn_id: 'turn_1', status: 'completed' });
+    convo.flush();
+    const state = new Map<string, unknown>([['codeact.openConversation', convo.id]]);
+    const memory = new ConversationMemory(store, { get: (k: string) => state.get(k), update: async (k: string, v: unknown) => void state.set(k, v) } as never);
+    const reopened = memory.restoreOpen()!;
+    assert.deepEqual(runningJobs(buildTranscript(reopened.events)), []);
+    const ended = store.open(convo.id).events.filter((e) => e.type === 'codeact.job' && e.state === 'ended');
+    assert.deepEqual(
+      ended.map((e) => e.type === 'codeact.job' && [e.job, e.message]),
+      [[1, 'Background job 1 ended with its Python session (VS Code closed or reloaded); its result is gone.']],
+    );
+    memory.restoreOpen();
+    assert.equal(store.open(convo.id).events.filter((e) => e.type === 'codeact.job' && e.state === 'ended').length, 1, 'said once');
   });
 });

@@ -4,6 +4,7 @@
  */
 import type {
   ContextCompacted,
+  JobChanged,
   DisplayOutput,
   ExecutionError,
   FileOutput,
@@ -236,10 +237,48 @@ export interface CompactionView {
   rev: number;
 }
 
+/**
+ * A background job (`codeact.job`, `codeact.job.output`): the card in the turn whose execution started it, and
+ * a row of the job strip while it runs.
+ */
+export interface JobView {
+  kind: 'job';
+  key: string;
+  turnId: string;
+  sessionId: string;
+  job: number;
+  /** The execution that started it. */
+  itemId?: string;
+  /** What started it, as the person reads it: the first line of that execution's code (absent when unknown). */
+  what?: string;
+  status: JobChanged['state'];
+  /** When it started (ms since the epoch), when known. */
+  startedAt?: number;
+  /** How long it ran (an ended job). */
+  seconds?: number;
+  /** Its live output (a bounded tail; an ended job's is the output the host kept). */
+  output: OutputTail;
+  /** Bytes the guest left out of the live output (it printed faster than it is sent), or the host cut. */
+  skipped: number;
+  /** What the model is told of its end. */
+  message?: string;
+  rev: number;
+}
+
+/** What the model was told of jobs that ended (`codeact.job.notes`): a card of its own, not a message of the person. */
+export interface JobNotesView {
+  kind: 'jobNotes';
+  key: string;
+  turnId: string;
+  jobs: number[];
+  text: string;
+  rev: number;
+}
+
 /** The longest compaction summary the view model keeps. */
 export const MAX_SUMMARY_CHARS = 64 * 1024;
 
-export type ItemView = MessageView | ExecView | FunctionView | EditorView | ApprovalView | ErrorView | NoticeView | CompactionView;
+export type ItemView = MessageView | ExecView | FunctionView | EditorView | ApprovalView | ErrorView | NoticeView | CompactionView | JobView | JobNotesView;
 
 /** How full the context window was at the latest model request (`codeact.context.usage`). */
 interface ContextState {
@@ -260,6 +299,8 @@ export interface TranscriptModel {
   usage?: UsageTotals;
   /** The window at the latest model request (absent until the host reports one). */
   context?: ContextState;
+  /** Background jobs' cards in the order they started (keys into `items`; the strip shows the running ones). */
+  jobs?: string[];
   /** Events applied so far. */
   events: number;
   /** Counter for generated ids (implicit turns, errors, notices). */
@@ -297,6 +338,9 @@ export const functionKey = keyOf<string>('f');
 export const callAliasKey = keyOf<string>('c');
 /** A compaction's key, by its serial. */
 export const compactionKey = keyOf<number>('k');
+/** A background job's card, by its session, number and a serial (a restarted session numbers its jobs from 1 again). */
+export const jobKey = keyOf<string>('j');
+
 /** An approval's key, by its approval id. */
 export const approvalKey = keyOf<string>('a');
 

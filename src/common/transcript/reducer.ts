@@ -28,6 +28,7 @@ import {
   type TurnView,
 } from './model';
 import { applyExecEvent } from './execEvents';
+import { applyJobEvent } from './jobEvents';
 import { Ctx } from './reducerContext';
 
 /** Reduces a whole event list into a fresh model. */
@@ -217,6 +218,11 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       ctx.addItem(turn, view);
       break;
     }
+    case 'codeact.job':
+    case 'codeact.job.output':
+    case 'codeact.job.notes':
+      applyJobEvent(ctx, model, event);
+      break;
     case 'response.completed': {
       const turn = ctx.turnForNewItem();
       turn.responses++;

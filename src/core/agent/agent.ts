@@ -325,7 +325,11 @@ export class AgentLoop {
     } catch {
       return; // the notes stay with the runtime; the model hears of the job through wait_job or jobs()
     }
-    if (notes.length) state.append({ type: 'message', id: newId('msg_user'), role: 'user', text: jobNotesText(notes) });
+    if (!notes.length) return;
+    const text = jobNotesText(notes);
+    state.append({ type: 'message', id: newId('msg_user'), role: 'user', text });
+    // Its own card in the transcript (and its own record in the conversation), not a message of the person.
+    this.emit({ type: 'codeact.job.notes', session_id: sessionId, jobs: notes.map((n) => n.job), text });
   }
 
   /** The context budget of this run's requests (./contextBudget); none when no window is known. */

@@ -3,7 +3,7 @@
  * options, the provider's, and the tool set. What differs between the hosts (where the Jupyter token
  * and the API key come from, how warnings are shown) is passed in.
  */
-import type { SessionChanged } from '../../common/events';
+import type { JobChanged, JobOutput, SessionChanged } from '../../common/events';
 import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
 import type { RuntimeConfig, RuntimeOptions } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
@@ -32,6 +32,8 @@ interface RuntimeHost {
   onWarning?: (message: string) => void;
   log?: (line: string) => void;
   onSessionEvent?: (e: SessionChanged) => void;
+  /** Background jobs that start, print or end. */
+  onJobEvent?: (e: JobChanged | JobOutput) => void;
 }
 
 /** Each runtime's options, from the settings and the host (a new runtime of ours does not compile until it has its entry). */
@@ -57,6 +59,7 @@ const RUNTIME_OPTIONS: { [K in ConfiguredRuntime]: (config: EngineConfig, host: 
       onWarning: host.onWarning,
       log: host.log,
       onSessionEvent: host.onSessionEvent,
+      onJobEvent: host.onJobEvent,
     };
   },
   jupyter: (config, host) => ({

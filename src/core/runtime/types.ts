@@ -111,6 +111,11 @@ export interface RuntimeSessions {
    * its next step). Absent: the runtime runs no jobs.
    */
   takeJobNotes?(sessionId: string): Promise<JobChanged[]>;
+  /**
+   * Stops a running background job of the session (the panel's Stop): its whole process tree is killed, and its
+   * end comes as a `codeact.job` event (stopped). Rejects with a message that says why not. Absent: no jobs.
+   */
+  stopJob?(sessionId: string, job: number): Promise<void>;
 }
 
 interface SessionHandover {

@@ -6,7 +6,7 @@
  * attach to them (`watch`, and the next `execute` with the same session id).
  */
 import { connect, type Socket } from 'node:net';
-import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, SessionChanged, VariablesSummary } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged, VariablesSummary } from '../../common/events';
 import { afterReview, announceDone, executionItem, safeEmit } from '../runtime/execution';
 import type { ExecuteOptions, ExecuteRequest, Runtime, RuntimeSessions, ToolCallHandler } from '../runtime/types';
 import { CodeActError } from '../util/errors';
@@ -42,6 +42,7 @@ export class HostConnection {
   private readonly runs = new Map<string, Waiting>();
   private readonly replies = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly sessionListeners = new Set<(e: SessionChanged) => void>();
+  private readonly jobListeners = new Set<(e: JobChanged | JobOutput) => void>();
   private closedWith: string | undefined;
   /** Numbers this connection's runs and asks (a rid is unique per connection; no random bytes per run). */
   private seq = 0;
@@ -108,6 +109,9 @@ export class HostConnection {
         return;
       case 'session':
         for (const l of this.sessionListeners) l(m.event);
+        return;
+      case 'job':
+        for (const l of this.jobListeners) l(m.event);
         return;
       case 'event':
         this.runs.get(m.rid)?.onEvent?.(m.event);
@@ -181,18 +185,24 @@ export class HostConnection {
     });
   }
 
-  ask(ask: Ask, sessionId: string): Promise<unknown> {
+  ask(ask: Ask, sessionId: string, job?: number): Promise<unknown> {
     const rid = `q${++this.seq}`;
     return new Promise((resolve, reject) => {
       if (this.closedWith !== undefined) return reject(new SessionHostError(this.closedWith));
       this.replies.set(rid, { resolve, reject });
-      send(this.socket, { type: 'ask', rid, ask, sessionId });
+      send(this.socket, { type: 'ask', rid, ask, sessionId, ...(job !== undefined ? { job } : {}) });
     });
   }
 
   onSession(listener: (e: SessionChanged) => void): () => void {
     this.sessionListeners.add(listener);
     return () => this.sessionListeners.delete(listener);
+  }
+
+  /** Background jobs of the host's sessions that start, print or end. */
+  onJob(listener: (e: JobChanged | JobOutput) => void): () => void {
+    this.jobListeners.add(listener);
+    return () => this.jobListeners.delete(listener);
   }
 
   /** Asks the host to end (its sessions end). */
@@ -243,6 +253,15 @@ class HostedSessions implements RuntimeSessions {
     const notes = await this.conn.ask('jobNotes', sessionId);
     return Array.isArray(notes) ? (notes as JobChanged[]) : [];
   }
+  /** Stops a running background job of the session in the host (its whole tree); rejects with why not. */
+  async stopJob(sessionId: string, job: number): Promise<void> {
+    await this.conn.ask('stopJob', sessionId, job);
+  }
+  /** The session's background jobs so far, as the host journaled them: each running job's output whole and in order, and the ends (then `onJob` has the rest). */
+  async jobEvents(sessionId: string): Promise<Array<JobChanged | JobOutput>> {
+    const events = await this.conn.ask('jobEvents', sessionId);
+    return Array.isArray(events) ? (events as Array<JobChanged | JobOutput>) : [];
+  }
   async list(): Promise<HostSessionInfo[]> {
     return (await this.conn.ask('list', '')) as HostSessionInfo[];
   }
@@ -279,6 +298,11 @@ export class HostedRuntime implements Runtime {
 
   onSession(listener: (e: SessionChanged) => void): () => void {
     return this.connection.onSession(listener);
+  }
+
+  /** Background jobs that start, print or end in the host (replay what came before with `sessions.jobEvents`). */
+  onJob(listener: (e: JobChanged | JobOutput) => void): () => void {
+    return this.connection.onJob(listener);
   }
 
   /** Leaves the host and its sessions running. */

@@ -14,10 +14,11 @@
  *   are killed); `end` ends it at once.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged } from '../../common/events';
 import type { ExecuteRequest, Runtime, RuntimeSessions, ToolCallRequest } from '../runtime/types';
 import type { SessionUsage } from '../runtime/local/sessionPool';
 import { treeMemory } from './memory';
+import { JobJournal } from './jobJournal';
 import { peerUid } from './peer';
 import { sameToken } from './place';
 import { endSocket, parseClientMessage, readLines, send, writeEvent, type ClientMessage, type HostMessage, type HostSessionInfo } from './wire';
@@ -39,6 +40,8 @@ const MAX_PENDING_RUNS = 4;
 interface HostedRuntimeCore extends Runtime {
   readonly sessions: RuntimeSessions & { usage?(): Map<string, SessionUsage> };
   onSession(listener: (e: SessionChanged) => void): () => void;
+  onJob(listener: (e: JobChanged) => void): () => void;
+  onJobOutput(listener: (e: JobOutput) => void): () => void;
 }
 
 interface HostServerOptions {
@@ -96,6 +99,8 @@ export class SessionHostServer {
   /** Per session: its runs not yet finished (one runs, the others wait their turn), then its last finished one. */
   private readonly journals = new Map<string, Journal[]>();
   private readonly info = new Map<string, HostSessionInfo>();
+  /** Background jobs' events per session, for a client that attaches later (./jobJournal). */
+  private readonly jobs = new JobJournal();
   private idleTimer: NodeJS.Timeout | undefined;
   /** The live sessions as last broadcast (joined), so an unchanged list is not sent again. */
   private saidLive = '';
@@ -113,6 +118,12 @@ export class SessionHostServer {
       this.broadcast({ type: 'session', event: e });
       this.liveChanged();
     });
+    const onJob = (e: JobChanged | JobOutput) => {
+      this.jobs.record(e);
+      this.broadcast({ type: 'job', event: e });
+    };
+    o.runtime.onJob(onJob);
+    o.runtime.onJobOutput(onJob);
     this.armIdle();
   }
 
@@ -238,7 +249,7 @@ export class SessionHostServer {
       case 'watch':
         return this.watch(conn, m.rid, m.sessionId, m.tools);
       case 'ask':
-        this.ask(m.ask, m.sessionId).then(
+        this.ask(m.ask, m.sessionId, m.job).then(
           (value) => send(conn.socket, { type: 'reply', rid: m.rid, value }),
           (e: Error) => send(conn.socket, { type: 'reply', rid: m.rid, error: e.message }),
         );
@@ -253,7 +264,7 @@ export class SessionHostServer {
     }
   }
 
-  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string): Promise<unknown> {
+  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string, job?: number): Promise<unknown> {
     const s = this.o.runtime.sessions;
     switch (ask) {
       case 'has':
@@ -263,6 +274,7 @@ export class SessionHostServer {
       case 'close':
         await s.close(id);
         this.info.delete(id);
+        this.jobs.forget(id);
         this.liveChanged();
         return true;
       case 'restart':
@@ -271,6 +283,12 @@ export class SessionHostServer {
         return this.list();
       case 'jobNotes':
         return (await s.takeJobNotes?.(id)) ?? [];
+      case 'jobEvents':
+        return this.jobs.events(id);
+      case 'stopJob':
+        if (!s.stopJob) throw new Error('This runtime runs no background jobs.');
+        await s.stopJob(id, job ?? 0);
+        return true;
     }
   }
 

@@ -6,20 +6,21 @@
  * Client -> host: `hello` (the token; first, once), `execute` (a run), `tool_result` (the answer to a
  * `tool_call`), `tool_pause` (the person is deciding an approval: the run's clock stops), `stop` (a run),
  * `watch` (replay a session's current or last run, then its live rest), `ask` (has, variables, close, jobNotes,
- * restart, list), `end` (the host ends).
+ * restart, list, jobEvents, stopJob), `end` (the host ends).
  * Host -> client: `welcome` (the host, its live sessions), `event` (a run's event), `tool_call`,
  * `tool_cancel` (the run no longer waits for that call), `done` (a run's item), `reply` (to an `ask`),
- * `sessions` (the live sessions changed), `session` (a session started or ended), `refused` (then it closes).
+ * `sessions` (the live sessions changed), `session` (a session started or ended), `job` (a background job started,
+ * printed or ended), `refused` (then it closes).
  */
 import type { Socket } from 'node:net';
-import type { CodeActEvent, CodeInterpreterCallItem, SessionChanged } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged } from '../../common/events';
 import type { ExecuteRequest } from '../runtime/types';
 
 /** Largest line either side sends: a run's event or a tool's result (the guest's own frame bound is 16 MiB). */
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Questions about sessions a client may ask (`ask`). */
-const ASKS = ['has', 'variables', 'close', 'restart', 'list', 'jobNotes'] as const;
+const ASKS = ['has', 'variables', 'close', 'restart', 'list', 'jobNotes', 'jobEvents', 'stopJob'] as const;
 export type Ask = (typeof ASKS)[number];
 
 /** One live session as `list` reports it. */
@@ -44,7 +45,7 @@ export type ClientMessage =
   | { type: 'tool_pause'; rid: string; callId: string; paused: boolean }
   | { type: 'stop'; rid: string }
   | { type: 'watch'; rid: string; sessionId: string; tools: boolean }
-  | { type: 'ask'; rid: string; ask: Ask; sessionId: string }
+  | { type: 'ask'; rid: string; ask: Ask; sessionId: string; job?: number }
   | { type: 'end' };
 
 export type HostMessage =
@@ -56,6 +57,7 @@ export type HostMessage =
   | { type: 'reply'; rid: string; value?: unknown; error?: string }
   | { type: 'sessions'; live: string[] }
   | { type: 'session'; event: SessionChanged }
+  | { type: 'job'; event: JobChanged | JobOutput }
   | { type: 'refused'; message: string };
 
 /**
@@ -200,7 +202,8 @@ export function parseClientMessage(v: unknown): ClientMessage | string {
       return { type: 'watch', rid, sessionId: v.sessionId, tools: v.tools };
     case 'ask':
       if (!(ASKS as readonly unknown[]).includes(v.ask) || !str(v.sessionId, ID)) return 'an ask that is not one of ' + ASKS.join(', ');
-      return { type: 'ask', rid, ask: v.ask as Ask, sessionId: v.sessionId };
+      if (v.ask === 'stopJob' && !(Number.isSafeInteger(v.job) && (v.job as number) > 0)) return 'a stopJob without its job number';
+      return { type: 'ask', rid, ask: v.ask as Ask, sessionId: v.sessionId, ...(v.ask === 'stopJob' ? { job: v.job as number } : {}) };
     default:
       return `an unknown message type "${v.type.slice(0, 40)}"`;
   }
@@ -209,9 +212,9 @@ export function parseClientMessage(v: unknown): ClientMessage | string {
 /** A host's message, checked for what the client reads (the host is ours, behind the token, but a line is still data). */
 export function parseHostMessage(v: unknown): HostMessage | string {
   if (!isObj(v) || typeof v.type !== 'string') return 'a message without a type';
-  const known = ['welcome', 'event', 'tool_call', 'tool_cancel', 'done', 'reply', 'sessions', 'session', 'refused'];
+  const known = ['welcome', 'event', 'tool_call', 'tool_cancel', 'done', 'reply', 'sessions', 'session', 'job', 'refused'];
   if (!known.includes(v.type)) return `an unknown message type "${v.type.slice(0, 40)}"`;
-  if (v.type !== 'welcome' && v.type !== 'sessions' && v.type !== 'session' && v.type !== 'refused' && !str(v.rid, 64)) return `${v.type} without its rid`;
+  if (!['welcome', 'sessions', 'session', 'job', 'refused'].includes(v.type) && !str(v.rid, 64)) return `${v.type} without its rid`;
   if ((v.type === 'tool_call' || v.type === 'tool_cancel') && !str(v.callId, ID)) return `${v.type} without its callId`;
   if ((v.type === 'welcome' || v.type === 'sessions') && !(Array.isArray(v.live) && v.live.every((s) => str(s, ID))))
     return `${v.type} without its live sessions`;

@@ -142,6 +142,44 @@ export function hostPidOf(root: number, nsPid: number): number | undefined {
   return undefined;
 }
 
+/** A process's PID in its own, innermost PID namespace, and its parent's host PID (from /proc), or undefined. */
+function nsStatus(pid: number): { nsPid: number; ppid: number } | undefined {
+  try {
+    const lines = readFileSync(`/proc/${pid}/status`, 'latin1').split('\n');
+    const ids = (
+      lines
+        .find((l) => l.startsWith('NSpid:'))
+        ?.slice(6)
+        .trim()
+        .split(/\s+/) ?? []
+    ).map(Number);
+    const ppid = Number(
+      lines
+        .find((l) => l.startsWith('PPid:'))
+        ?.slice(5)
+        .trim(),
+    );
+    return ids.length ? { nsPid: ids[ids.length - 1], ppid } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The host PID of the process under `root` whose PID in its own, innermost namespace is `nsPid` and whose
+ * parent's is `parentNsPid` (a fork of that parent), when exactly one is; else undefined. A guest names
+ * processes in its own namespace: they are looked for only in its own tree, so a forged PID finds nothing,
+ * and an ambiguous one is not guessed.
+ */
+export function nsChildIn(root: number, parentNsPid: number, nsPid: number): number | undefined {
+  if (!isLinux || !Number.isSafeInteger(nsPid) || nsPid < 1 || nsPid === parentNsPid) return undefined;
+  const found = descendantsOf(root).filter((pid) => {
+    const me = nsStatus(pid);
+    return me?.nsPid === nsPid && nsStatus(me.ppid)?.nsPid === parentNsPid;
+  });
+  return found.length === 1 ? found[0] : undefined;
+}
+
 /**
  * One pass over /proc without blocking: parent -> children of the first `max` processes, read in slices (a
  * machine with thousands of processes does not open thousands of files at once); `each` is called for every

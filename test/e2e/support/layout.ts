@@ -26,7 +26,7 @@ export function narrowLayoutProblems(): string[] {
   if (scroller && scroller.scrollWidth > scroller.clientWidth + 1)
     out.push(`the transcript scrolls sideways (${scroller.scrollWidth} px of ${scroller.clientWidth})`);
   // Texts that end in "…" on purpose, with the whole text one click or one hover away.
-  const elided = '.tool-args, .json-preview, .conv-title, .history-name, .picker-label, .step-detail, .meta-part, .variables-source';
+  const elided = '.tool-args, .json-preview, .conv-title, .history-name, .picker-label, .step-detail, .meta-part, .variables-source, .job-origin';
   for (const el of Array.from(document.querySelectorAll('#app *'))) {
     if (!shown(el) || el.closest('svg, .sr-only')) continue;
     const c = container(el);

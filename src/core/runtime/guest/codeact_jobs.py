@@ -10,6 +10,8 @@ Frames to the host (see codeact_guest.py):
   {"t":"job","job":int,"state":"running","run":int,"pid":int}   (pid: in the guest's own namespace)
   {"t":"job","job":int,"state":"done"|"failed"|"stopped"|"timed_out","seconds":float,
    "value":str|null (its JSON, cut),"error":{"type","message"}|null,"tail":str,"bytes":int,"cut":bool}
+  {"t":"job_output","job":int,"data":str,"skipped":int}   (its output as printed, see _Live; `skipped`: bytes
+   left out just before `data`)
 
 The model's API in the session (no import): jobs(), wait_job(n, timeout=60), job_output(n), stop_job(n).
 """
@@ -29,6 +31,12 @@ ENDED = ("done", "failed", "stopped", "timed_out")
 _KEEP_ENDED = 32
 _TAIL_CHARS = 1500
 _VALUE_CHARS = 2000
+# Live output (_Live): a job's first _LIVE_HEAD bytes go to the host whole; past them at most _LIVE_TAIL bytes
+# of each interval of _LIVE_EVERY seconds (the rest is counted as skipped). So one job sends the host at most
+# about 40 KiB a second however much it prints, and never more than one frame an interval after its head.
+_LIVE_HEAD = 256 * 1024
+_LIVE_TAIL = 4096
+_LIVE_EVERY = 0.1
 
 
 class _Kept:
@@ -65,6 +73,64 @@ class _Kept:
                 f"{self.half:,} bytes are kept]\n" + tail.decode("utf-8", "backslashreplace"))
 
 
+class _Live:
+    """A job's output on its way to the host as `job_output` frames: whole up to _LIVE_HEAD bytes, then sampled."""
+
+    def __init__(self, chan, number):
+        import codecs
+        self.chan = chan
+        self.number = number
+        self.sent = 0  # bytes of the head sent or pending
+        self.head = bytearray()  # pending bytes of the head
+        self.tail = bytearray()  # pending bytes past the head (at most _LIVE_TAIL kept)
+        self.skipped = 0  # bytes past the head dropped since the last frame
+        self.last = 0.0
+        self.decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+
+    @property
+    def pending(self):
+        return bool(self.head or self.tail or self.skipped)
+
+    def add(self, chunk):
+        room = _LIVE_HEAD - self.sent
+        if room > 0:
+            self.head += chunk[:room]
+            self.sent += min(room, len(chunk))
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > _LIVE_TAIL:
+                self.skipped += len(self.tail) - _LIVE_TAIL
+                del self.tail[:len(self.tail) - _LIVE_TAIL]
+
+    def due(self):
+        """Seconds until the next frame may go (0: now); None when nothing waits."""
+        if not self.pending:
+            return None
+        return max(0.0, self.last + _LIVE_EVERY - time.monotonic())
+
+    def flush(self):
+        if self.head:
+            self._send(bytes(self.head), 0)
+            self.head.clear()
+        if self.tail or self.skipped:
+            if self.skipped:
+                self.decoder.reset()  # the bytes before this piece are gone: a character cut in two is dropped
+            self._send(bytes(self.tail), self.skipped)
+            self.tail.clear()
+            self.skipped = 0
+        self.last = time.monotonic()
+
+    def _send(self, data, skipped):
+        text = self.decoder.decode(data)
+        if not text and not skipped:
+            return
+        try:
+            self.chan.send({"t": "job_output", "job": self.number, "data": text, "skipped": skipped})
+        except Exception:
+            pass
+
+
 class Job:
     def __init__(self, number, pid, code, out_r, res_r, cap):
         self.number = number
@@ -75,6 +141,7 @@ class Job:
         self.started = time.monotonic()
         self.ended = None
         self.output = _Kept(cap)
+        self.live = None  # its _Live, set by Jobs.start
         self.state = "running"
         self.reason = None  # "stopped" | "timed_out": why the host or the model killed it
         self.result = None
@@ -154,6 +221,7 @@ class Jobs:
         os.close(out_w)
         os.close(res_w)
         job = Job(number, pid, code, out_r, res_r, self.max_output)
+        job.live = _Live(self.chan, number)
         with self.lock:
             self.table[number] = job
         self.chan.send({"t": "job", "job": number, "state": "running", "run": run_id, "pid": pid})
@@ -224,8 +292,12 @@ class Jobs:
                 job.reason = "timed_out"
                 self._kill(job)
                 left = 1.0
+            due = job.live.due()
+            if due == 0:
+                job.live.flush()
+                due = None
             try:
-                ready, _, _ = select.select(fds, [], [], max(0.05, left))
+                ready, _, _ = select.select(fds, [], [], max(0.05, left) if due is None else min(max(0.05, left), max(0.01, due)))
             except InterruptedError:
                 continue
             for fd in ready:
@@ -238,6 +310,7 @@ class Jobs:
                     os.close(fd)
                 elif fd == job.out_r:
                     job.output.add(chunk)
+                    job.live.add(chunk)
                 elif len(raw) <= self.max_value + 65536:
                     raw += chunk
         try:
@@ -257,7 +330,8 @@ class Jobs:
         else:
             job.state = "done" if job.result.get("ok") else "failed"
         # The host hears of the end before wait_job returns it: a run that waited for a job completes after
-        # the job's frame, so the model's next step is told of it.
+        # the job's frame, so the model's next step is told of it. Its last output goes first.
+        job.live.flush()
         self._send_end(job)
         job.done.set()
         with self.lock:

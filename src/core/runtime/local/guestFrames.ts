@@ -89,7 +89,9 @@ export type GuestFrame =
       tail?: string;
       bytes?: number;
       cut?: boolean;
-    };
+    }
+  /** What a running job printed since its last piece; `skipped`: bytes left out just before it (guest/codeact_jobs.py `_Live`). */
+  | { t: 'job_output'; job: number; data: string; skipped: number };
 
 /** What the host sends the warm zygote (codeact_zygote.py). */
 export type ZygoteCommand =
@@ -119,6 +121,7 @@ export const GUEST_FRAME_FIELDS: { readonly [K in GuestFrame['t']]: ReadonlyArra
   complete: ['run', 'ok', 'value', 'error', 'end', 'files'],
   vars: ['variables', 'total'],
   job: ['job', 'state', 'run', 'pid', 'seconds', 'value', 'error', 'tail', 'bytes', 'cut'],
+  job_output: ['job', 'data', 'skipped'],
 };
 
 export const ZYGOTE_FRAME_FIELDS: { readonly [K in ZygoteFrame['t']]: ReadonlyArray<Exclude<keyof Extract<ZygoteFrame, { t: K }>, 't'>> } = {

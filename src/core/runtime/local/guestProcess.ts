@@ -40,6 +40,10 @@ export interface GuestHandle {
   readonly alive: boolean;
   /** The PID the guest reported for itself (in its own PID namespace when sandboxed). */
   setReportedPid(pid: number): void;
+  /** The host PID at the root of the guest's process tree (every process it starts is under it), while it lives. */
+  treeRoot(): number | undefined;
+  /** The PID the guest reported for itself, if it did. */
+  readonly selfPid: number | undefined;
   /** SIGINT to the Python process: KeyboardInterrupt in the user's code, the process lives on. */
   interrupt(): void;
   /**
@@ -153,6 +157,14 @@ export class ColdGuest implements GuestHandle {
 
   setReportedPid(pid: number): void {
     this.reportedPid = pid;
+  }
+
+  get selfPid(): number | undefined {
+    return this.reportedPid;
+  }
+
+  treeRoot(): number | undefined {
+    return this.gone ? undefined : this.child.pid;
   }
 
   interrupt(): void {

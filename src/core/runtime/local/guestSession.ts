@@ -401,8 +401,9 @@ export class GuestSession {
         exec.onDisplay(seq, exec.out.take(frame, update), { stdout: marks[0] === true, stderr: marks[1] === true }, update);
         return;
       }
-      case 'job': {
-        const wrong = this.jobs.onFrame(frame, exec && frame.run === exec.runId ? exec.itemId : undefined);
+      case 'job':
+      case 'job_output': {
+        const wrong = this.jobs.onFrame(frame, exec && 'run' in frame && frame.run === exec.runId ? exec.itemId : undefined);
         return wrong ? this.violation(wrong) : undefined;
       }
       case 'file': {

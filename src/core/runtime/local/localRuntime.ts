@@ -15,7 +15,7 @@
  * execution on one of them.
  */
 import { ArtifactStore } from '../artifacts';
-import type { CodeInterpreterCallItem, ExecutionError, JobChanged, SessionChanged } from '../../../common/events';
+import type { CodeInterpreterCallItem, ExecutionError, JobChanged, JobOutput, SessionChanged } from '../../../common/events';
 import { afterReview, announceDone, executionItem, openExecution, safeEmit, setupCategory } from '../execution';
 import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
 import { settleCgroups } from './cgroup';
@@ -36,6 +36,8 @@ export interface LocalRuntimeOptions extends GuestLaunchOptions {
   idleMs?: number;
   /** Sessions that start fresh or end (idle, evicted, restarted, crashed). */
   onSessionEvent?: (event: SessionChanged) => void;
+  /** Background jobs that start, print or end (the panel's job strip and cards). */
+  onJobEvent?: (event: JobChanged | JobOutput) => void;
 }
 
 export class LocalRuntime implements Runtime {
@@ -60,6 +62,10 @@ export class LocalRuntime implements Runtime {
       launch: () => this.launcher.fresh(true),
     });
     if (options.onSessionEvent) this.sessions.onSession(options.onSessionEvent);
+    if (options.onJobEvent) {
+      this.sessions.onJob(options.onJobEvent);
+      this.sessions.onJobOutput(options.onJobEvent);
+    }
   }
 
   get policy(): SessionPolicy {
@@ -71,9 +77,14 @@ export class LocalRuntime implements Runtime {
     return this.sessions.onSession(listener);
   }
 
-  /** Listens to background jobs starting and ending (`codeact.job`: the panel's job strip, next round). */
+  /** Listens to background jobs starting and ending (`codeact.job`). */
   onJob(listener: (e: JobChanged) => void): () => void {
     return this.sessions.onJob(listener);
+  }
+
+  /** Listens to what running background jobs print (`codeact.job.output`: the panel's job strip and card). */
+  onJobOutput(listener: (e: JobOutput) => void): () => void {
+    return this.sessions.onJobOutput(listener);
   }
 
   execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {

@@ -5,7 +5,7 @@
  * (`codeact.session`), and the next run of that session is told that earlier variables are gone. The
  * guests come from the launcher (./guestLauncher).
  */
-import type { JobChanged, SessionChanged, VariablesSummary } from '../../../common/events';
+import type { JobChanged, JobOutput, SessionChanged, VariablesSummary } from '../../../common/events';
 import { Emitter } from '../../../common/emitter';
 import { formatDuration } from '../../../common/format';
 import type { RuntimeSessions } from '../types';
@@ -56,6 +56,7 @@ export class SessionPool implements RuntimeSessions {
   private readonly notices = new Map<string, string>();
   private readonly changed = new Emitter<SessionChanged>();
   private readonly jobChanged = new Emitter<JobChanged>();
+  private readonly jobOutput = new Emitter<JobOutput>();
   /** Background jobs that ended and that the model has not been told of yet, per session (the newest MAX_JOB_NOTES). */
   private readonly jobNotes = new Map<string, JobChanged[]>();
   private closing = false;
@@ -79,6 +80,18 @@ export class SessionPool implements RuntimeSessions {
   /** Listens to background jobs starting and ending (`codeact.job`). */
   onJob(listener: (e: JobChanged) => void): () => void {
     return this.jobChanged.on(listener);
+  }
+
+  /** Listens to what running background jobs print (`codeact.job.output`). */
+  onJobOutput(listener: (e: JobOutput) => void): () => void {
+    return this.jobOutput.on(listener);
+  }
+
+  /** Stops a running background job of the session: its whole process tree is killed (../guestJobs `stop`); rejects with why not. */
+  async stopJob(sessionId: string, job: number): Promise<void> {
+    const entry = this.entries.get(sessionId);
+    if (!entry?.session.alive) throw new Error(`The Python session ${sessionId} is not running, so it has no job ${job} to stop.`);
+    entry.session.jobs.stop(job, entry.session.guest);
   }
 
   /** The session's background jobs that ended since the last call, each once. */
@@ -177,6 +190,7 @@ export class SessionPool implements RuntimeSessions {
       }
       this.jobChanged.fire(e);
     });
+    session.jobs.output.on((e) => this.jobOutput.fire(e));
     session.onDeath((reason) => {
       if (this.entries.get(id) !== entry) return;
       this.entries.delete(id);

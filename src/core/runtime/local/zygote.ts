@@ -14,7 +14,7 @@ import type { Duplex, Readable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
 import { checkFrame, isInt, sendFrame, ZYGOTE_FRAME_FIELDS, type Unchecked, type ZygoteCommand, type ZygoteFrame } from './guestFrames';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestExit, type GuestHandle, type GuestRoot } from './guestProcess';
-import { killByMarker, killTree } from '../../util/processTree';
+import { descendantsOf, killByMarker, killTree } from '../../util/processTree';
 import { minimalEnv, planLaunch, SANDBOX_WORKDIR, type LaunchPlan, type SandboxOptions } from './sandbox';
 import type { PythonInfo } from './python';
 import type { WorkdirCleaner } from './workdirCleanup';
@@ -90,6 +90,14 @@ export class Zygote {
 
   get alive(): boolean {
     return !this.deadReason && !!this.proc?.alive;
+  }
+
+  /** The host PID of a process the zygote forked (`pid`: in the zygote's namespace when sandboxed), found under the zygote's tree. */
+  hostPidOf(pid: number): number | undefined {
+    const root = this.proc?.pid;
+    if (!root) return undefined;
+    const under = descendantsOf(root);
+    return this.plan?.pidNamespace ? hostPidIn(under, pid) : under.includes(pid) ? pid : undefined;
   }
 
   private async boot(): Promise<void> {
@@ -396,7 +404,15 @@ export class ZygoteGuest implements GuestHandle {
     this.resolveExit(exit);
   }
 
-  setReportedPid(): void {}
+  selfPid: number | undefined;
+
+  setReportedPid(pid: number): void {
+    this.selfPid = pid;
+  }
+
+  treeRoot(): number | undefined {
+    return this.gone ? undefined : this.zygote.hostPidOf(this.pid);
+  }
 
   interrupt(): void {
     if (!this.gone) this.zygote.signal(this.pid, 2);
