@@ -88,6 +88,7 @@ export class CodeActController {
       workspaceFolder: () => this.folders.current().folder,
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
+      trusted: () => this.trusted,
       // Kernels left running for conversations not continued within the idle time end (not the open one's).
       built: (rt) => void sweepLeftSessions(this.store, rt, { log: (l) => this.log.info(l), skip: (id) => id === this.conversation?.id }),
     });

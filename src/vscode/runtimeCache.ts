@@ -2,7 +2,9 @@
  * The extension's runtimes, one per workspace folder (its workspace mount and command tools' working
  * directory are the folder's): each built from that folder's settings on first need, reused while the
  * runtime config resolved from them stays the same (its key), rebuilt when it changed. At most
- * {@link MAX_FOLDER_RUNTIMES} live at once (the least recently used idle one goes). Also which runtime each
+ * {@link MAX_FOLDER_RUNTIMES} live at once (the least recently used idle one goes). With codeact.session.host
+ * "auto" a folder's runtime is an attachment to its session host (core/sessionHost), only in a trusted workspace,
+ * and letting it go leaves the host's sessions running (`release`, `dispose`). Also which runtime each
  * session ran in, and the Run with Tools documents' sessions. The runtime factory and VS Code's toast come
  * through ./runtimeCache.apis.
  */
@@ -15,6 +17,7 @@ import type { Log } from './controller.apis';
 import type { CodeActSettings } from './settings';
 import { forDisplay } from '../common/untrusted';
 import { configuredRuntime } from '../common/runtimes';
+import { UntrustedWorkspaceError } from './untrusted';
 
 /** The session of a Run with Tools document: its own, apart from the chat's. */
 export function documentSessionId(uri: string): string {
@@ -37,6 +40,8 @@ interface RuntimeCacheDeps {
   log: Log;
   /** A session started fresh or ended. */
   onSessionEvent(e: SessionChanged): void;
+  /** Workspace Trust, asked again before every attach to a session host (the host does not check trust itself). */
+  trusted(): boolean;
   /** A runtime was built (the sweep of sessions left running starts: core/turn/sessionSweep); not waited for. */
   built?(runtime: Runtime): void;
 }
@@ -89,6 +94,8 @@ export class RuntimeCache {
       python,
       jupyterToken: token,
       longLived: true,
+      // The conversations' sessions may live in a session host that outlives the window (codeact.session.host).
+      sessionHost: true,
       onSessionEvent: (e) => this.deps.onSessionEvent(e),
       log: (l) => this.deps.log.info(l),
       onWarning: (m) => {
@@ -99,6 +106,8 @@ export class RuntimeCache {
     // Keyed by the config itself: a new interpreter, token (hashed in the key) or tool the sandbox keeps
     // read-only (hostRunPaths) rebuilds the runtime; a setting it is not made of keeps it.
     const key = runtimeConfigKey(config);
+    // Every attach, a cached hosted runtime's too: its sessions run the folder's code.
+    if (config.sessionHost && !this.deps.trusted()) throw new UntrustedWorkspaceError('Attaching to a Python session');
     const had = this.cached.get(slot);
     if (had?.key === key) {
       this.cached.delete(slot);

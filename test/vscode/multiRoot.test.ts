@@ -183,6 +183,7 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
       workspaceFolder: () => '/f0',
       log: new FakeLog(),
       onSessionEvent: () => {},
+      trusted: () => true,
     });
     const a = await cache.get('/f0', 's0');
     for (let i = 1; i < MAX_FOLDER_RUNTIMES; i++) await cache.get(`/f${i}`, `s${i}`);

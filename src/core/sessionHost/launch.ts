@@ -12,6 +12,8 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { LocalRuntimeOptions } from '../runtime/local/localRuntime';
+import { createRuntime, type RuntimeConfig } from '../runtime/factory';
+import type { Runtime } from '../runtime/types';
 import { HostConnection, HostedRuntime, SessionHostError } from './client';
 import type { HostSpec } from './main';
 import { ensurePrivateFolder, hostFolder, hostName, hostNames, placeOf } from './place';
@@ -92,6 +94,20 @@ export async function attachSessionHost(o: AttachOptions): Promise<HostedRuntime
   throw new SessionHostError(
     `The session host did not start (${(last as Error)?.message ?? 'no answer'}); see ${place.log}, or set codeact.session.host to "off".`,
   );
+}
+
+/**
+ * The runtime a config asks for: attached to its folder's session host when the config chose one
+ * (core/config/engine.ts `sessionHostChoice`), else built in this process (../runtime/factory.ts). The host's
+ * session events go to the local options' `onSessionEvent`, as a runtime in this process would send them.
+ */
+export async function openRuntime(config: RuntimeConfig, o: Pick<AttachOptions, 'entry' | 'env'> = {}): Promise<Runtime> {
+  if (!config.sessionHost) return createRuntime(config);
+  const local = { ...(config.local ?? {}), limits: { ...(config.local?.limits ?? {}), ...(config.limits ?? {}) } };
+  const runtime = await attachSessionHost({ workspace: config.sessionHost.workspace, local, idleMs: config.sessionHost.idleMs, ...o });
+  const relay = config.local?.onSessionEvent;
+  if (relay) runtime.onSession(relay);
+  return runtime;
 }
 
 /** Connections to every session host of this user that answers (for listing and ending them). */
