@@ -63,6 +63,8 @@ export class CodeActController {
   private readonly notebookRuns: NotebookRuns;
   /** The workspace folder the chat's turns run in (the conversation's, the picked one, the active editor's). */
   readonly folders: ChatFolder;
+  /** The restored conversation reattached to its session when a session host kept it ({@link reattach}). */
+  private readonly restored: Promise<void>;
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;
 
@@ -132,6 +134,34 @@ export class CodeActController {
       changed: () => this.fireState(),
       refreshVariables: () => void this.refreshVariables(),
     });
+    this.restored = this.reattach();
+  }
+
+  /**
+   * A window that comes back (a reload, a crash of the extension host, VS Code reopened): the open conversation's
+   * session may still be alive in its folder's session host (codeact.session.host). Then it is not said to be gone,
+   * and the variables view shows its variables. Only a host already running is attached to, and only in a trusted
+   * workspace (asked by the runtime cache).
+   */
+  private async reattach(): Promise<void> {
+    const convo = this.conversation;
+    if (!convo || !this.conversations.isStale(convo.id) || !this.trusted) return;
+    try {
+      const runtime = await this.runtimes.live(this.folders.current().folder, convo.id);
+      if (!runtime?.sessions.has(convo.id)) return;
+      this.log.info(`conversation ${convo.id}: reattached to its live Python session`);
+      this.conversations.reattached(convo.id);
+      this.variables.ranChat(convo);
+      await this.refreshVariables();
+    } catch (e) {
+      this.log.warn(`conversation ${convo.id}: could not reattach to its session host: ${(e as Error).message}`);
+    }
+  }
+
+  /** What the panel says once about the conversation restored at start (after the reattach: gone or not). */
+  async restoredNotice(): Promise<string | undefined> {
+    await this.restored;
+    return this.memory.takeNotice();
   }
 
   /** The open conversation (./conversations). */

@@ -39,6 +39,8 @@ export function mayComeBack(conversation: Conversation): boolean {
 export class ConversationMemory {
   /** Said once in the panel after a restored conversation's Python session turned out to be gone. */
   private notice?: string;
+  /** The conversation restored at start (its notice is said again without "gone" when its session is found alive). */
+  private restored?: Conversation;
 
   constructor(
     private readonly store: TranscriptStore,
@@ -61,6 +63,7 @@ export class ConversationMemory {
       const convo = this.store.open(id);
       closeInterrupted(convo);
       this.notice = openedNotice(convo, ranLocalCode(convo) && !mayComeBack(convo));
+      this.restored = convo;
       return convo;
     } catch {
       return undefined;
@@ -75,6 +78,11 @@ export class ConversationMemory {
   scrollOf(id: string | undefined): TranscriptScroll | undefined {
     const v = this.state?.get<{ id?: string; scroll?: TranscriptScroll }>(SCROLL_KEY);
     return id && v?.id === id && v.scroll && typeof v.scroll.stuck === 'boolean' ? v.scroll : undefined;
+  }
+
+  /** The restored conversation's session is alive (in a session host): the notice does not say it is gone. */
+  sessionAlive(id: string): void {
+    if (this.restored?.id === id && this.notice !== undefined) this.notice = openedNotice(this.restored, false);
   }
 
   takeNotice(): string | undefined {

@@ -176,8 +176,8 @@ export class PanelHost {
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await this.states.initial(() => s.hostState()) });
         this.catchUp(m.seq, m.conversationId, m.epoch, m.full === true);
         void s.refreshVariables();
-        // A reload brought the conversation back, but not its Python session: said once.
-        const restored = s.memory.takeNotice();
+        // A reload brought the conversation back, but not its Python session (unless a session host kept it): said once.
+        const restored = await s.restoredNotice();
         if (restored) this.notice('info', restored);
         // (An untrusted workspace is shown by the page's own empty state, from HostState.trusted.)
         if (this.pendingInput) {

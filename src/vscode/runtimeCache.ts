@@ -10,7 +10,7 @@
  */
 import type { SessionChanged } from '../common/events';
 import { runtimeConfigFrom } from '../core/config/engine';
-import { runtimeConfigKey } from '../core/runtime/factory';
+import { runtimeConfigKey, type RuntimeConfig } from '../core/runtime/factory';
 import type { Runtime } from '../core/runtime/types';
 import type { RuntimeCacheApis } from './runtimeCache.apis';
 import type { Log } from './controller.apis';
@@ -84,25 +84,7 @@ export class RuntimeCache {
       this.sessionFolders.set(sessionId, slot);
       if (this.sessionFolders.size > MAX_SESSIONS) this.sessionFolders.delete(this.sessionFolders.keys().next().value!);
     }
-    const s = this.deps.settings(folder);
-    const token = configuredRuntime(s.runtime).token ? await this.deps.jupyterToken() : undefined;
-    // The interpreter as resolved for the folder (setting, Python extension, .venv, python3).
-    const python = this.deps.apis.pythonEnv?.(folder, s.python)?.python;
-    // A warm zygote forks each session's guest, and the next one is started ahead of need.
-    const config = runtimeConfigFrom(s, {
-      workspace: folder,
-      python,
-      jupyterToken: token,
-      longLived: true,
-      // The conversations' sessions may live in a session host that outlives the window (codeact.session.host).
-      sessionHost: true,
-      onSessionEvent: (e) => this.deps.onSessionEvent(e),
-      log: (l) => this.deps.log.info(l),
-      onWarning: (m) => {
-        this.deps.log.warn(m);
-        this.deps.apis.showWarningMessage(`CodeAct: ${forDisplay(m)}`);
-      },
-    });
+    const config = await this.configFor(folder);
     // Keyed by the config itself: a new interpreter, token (hashed in the key) or tool the sandbox keeps
     // read-only (hostRunPaths) rebuilds the runtime; a setting it is not made of keeps it.
     const key = runtimeConfigKey(config);
@@ -127,6 +109,39 @@ export class RuntimeCache {
     this.cached.set(slot, { key, runtime });
     this.deps.built?.(runtime);
     return runtime;
+  }
+
+  /** The runtime config of a folder's settings (what the runtime is built from, and its key). */
+  private async configFor(folder: string | undefined): Promise<RuntimeConfig> {
+    const s = this.deps.settings(folder);
+    const token = configuredRuntime(s.runtime).token ? await this.deps.jupyterToken() : undefined;
+    // The interpreter as resolved for the folder (setting, Python extension, .venv, python3).
+    const python = this.deps.apis.pythonEnv?.(folder, s.python)?.python;
+    // A warm zygote forks each session's guest, and the next one is started ahead of need.
+    return runtimeConfigFrom(s, {
+      workspace: folder,
+      python,
+      jupyterToken: token,
+      longLived: true,
+      // The conversations' sessions may live in a session host that outlives the window (codeact.session.host).
+      sessionHost: true,
+      onSessionEvent: (e) => this.deps.onSessionEvent(e),
+      log: (l) => this.deps.log.info(l),
+      onWarning: (m) => {
+        this.deps.log.warn(m);
+        this.deps.apis.showWarningMessage(`CodeAct: ${forDisplay(m)}`);
+      },
+    });
+  }
+
+  /**
+   * The folder's runtime when it is an attachment to a session host that is running (a window that comes back:
+   * its conversation's session may still be there), else undefined: no host is started to find out.
+   */
+  async live(folder: string | undefined, sessionId: string): Promise<Runtime | undefined> {
+    const config = await this.configFor(folder);
+    if (!config.sessionHost || !this.deps.trusted() || !this.deps.apis.hostRunning(config)) return undefined;
+    return this.get(folder, sessionId);
   }
 
   /** A folder left the workspace: its runtime goes. */

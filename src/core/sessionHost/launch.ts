@@ -60,13 +60,16 @@ export interface AttachOptions {
   startMs?: number;
 }
 
+/** The local options as the host gets them (what is JSON of them: its name is made from these). */
+const plainOptions = (local: LocalRuntimeOptions | undefined) => JSON.parse(JSON.stringify(local ?? {})) as LocalRuntimeOptions;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Connects to this workspace's session host, starting it when none answers. */
 export async function attachSessionHost(o: AttachOptions): Promise<HostedRuntime> {
   const env = o.env ?? process.env;
   const dir = ensurePrivateFolder(hostFolder(env));
-  const local = JSON.parse(JSON.stringify(o.local ?? {})) as LocalRuntimeOptions;
+  const local = plainOptions(o.local);
   const name = hostName(o.workspace, local);
   const place = placeOf(dir, name);
   try {
@@ -102,12 +105,29 @@ export async function attachSessionHost(o: AttachOptions): Promise<HostedRuntime
  * session events go to the local options' `onSessionEvent`, as a runtime in this process would send them.
  */
 export async function openRuntime(config: RuntimeConfig, o: Pick<AttachOptions, 'entry' | 'env'> = {}): Promise<Runtime> {
-  if (!config.sessionHost) return createRuntime(config);
-  const local = { ...(config.local ?? {}), limits: { ...(config.local?.limits ?? {}), ...(config.limits ?? {}) } };
-  const runtime = await attachSessionHost({ workspace: config.sessionHost.workspace, local, idleMs: config.sessionHost.idleMs, ...o });
+  const attach = attachOptionsOf(config);
+  if (!attach) return createRuntime(config);
+  const runtime = await attachSessionHost({ ...attach, ...o });
   const relay = config.local?.onSessionEvent;
   if (relay) runtime.onSession(relay);
   return runtime;
+}
+
+/** What attaching for a config takes (none: the config keeps its sessions in this process). */
+function attachOptionsOf(config: RuntimeConfig): Pick<AttachOptions, 'workspace' | 'local' | 'idleMs'> | undefined {
+  if (!config.sessionHost) return undefined;
+  const local = { ...(config.local ?? {}), limits: { ...(config.local?.limits ?? {}), ...(config.limits ?? {}) } };
+  return { workspace: config.sessionHost.workspace, local, idleMs: config.sessionHost.idleMs };
+}
+
+/**
+ * Whether the session host a config would attach to is there (its socket exists), without starting one: a
+ * window that comes back attaches only to a host that kept its sessions (a host started now would have none).
+ */
+export function hostRunning(config: RuntimeConfig, env: NodeJS.ProcessEnv = process.env): boolean {
+  const attach = attachOptionsOf(config);
+  if (!attach) return false;
+  return existsSync(placeOf(hostFolder(env), hostName(attach.workspace, plainOptions(attach.local))).socket);
 }
 
 /** Connections to every session host of this user that answers (for listing and ending them). */
