@@ -255,7 +255,7 @@ export class FakeRuntimeApis implements RuntimeCacheApis {
   }
   /** Whether a session host answers for the configs asked about. */
   hostUp = false;
-  hostRunning(): boolean {
+  hostRunning(_config?: RuntimeConfig): boolean {
     return this.hostUp;
   }
   /** The Python extension's selected interpreter of each folder (none: not installed). */
