@@ -466,13 +466,16 @@ export class CodeActController {
   }
 
   /**
-   * Stops what runs, saves the transcript, leaves the conversations' Jupyter kernels running for the next window
-   * (they take them back) and shuts the rest and MCP servers down (awaited by deactivate).
+   * Lets go of the session hosts (their sessions and a run going on stay for the next window), stops what runs
+   * here, saves the transcript, leaves the conversations' Jupyter kernels running for the next window (they take
+   * them back) and shuts the rest and MCP servers down (awaited by deactivate).
    */
   async shutdown(): Promise<void> {
     this.approvals.expirePending(NO_ANSWER.closed);
     this.closing = true;
     const running = this.turn.done;
+    // A run in a session host is let go of, not stopped: it goes on there, and the next window finds its session.
+    await this.runtimes.releaseHosted().catch((e: Error) => this.log.warn(`letting go of the session host failed: ${e.message}`));
     this.stop();
     // The stopped turn saves its end (as interrupted) first; VS Code gives deactivate a few seconds in all.
     if (running) await Promise.race([running, new Promise<void>((resolve) => setTimeout(resolve, 1500).unref())]);

@@ -157,6 +157,18 @@ export class RuntimeCache {
     await Promise.all(all.map((r) => r.dispose()));
   }
 
+  /**
+   * The extension goes: runtimes whose sessions live in a session host let go of them first, before the turn is
+   * stopped, so a run going on is left running there (not stopped) for the next window.
+   */
+  async releaseHosted(): Promise<void> {
+    for (const [slot, c] of [...this.cached]) {
+      if (!c.runtime.sessions.outlivesClient) continue;
+      this.cached.delete(slot);
+      await c.runtime.dispose();
+    }
+  }
+
   /** The extension goes (a reload, VS Code closing): sessions that can outlive it are left running for the next one, the rest end. */
   async release(): Promise<void> {
     const all = this.all();

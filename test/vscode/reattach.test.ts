@@ -5,12 +5,12 @@
  * conversations and workspace state.
  */
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { RuntimeConfig } from '../../src/core/runtime/factory';
 import type { Runtime } from '../../src/core/runtime/types';
-import type { HostedRuntime } from '../../src/core/sessionHost/client';
+import { RUN_LEFT_RUNNING, type HostedRuntime } from '../../src/core/sessionHost/client';
 import { everyHost, hostRunning, openRuntime } from '../../src/core/sessionHost/launch';
 import { isAlive } from '../../src/core/util/processTree';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
@@ -105,6 +105,30 @@ describe('the extension on the session host (real host and guests)', function ()
     assert.equal(read.status, 'completed', JSON.stringify(read.error));
     assert.equal(read.value, 42);
     assert.deepEqual(await hostPids(), [pid], 'the same host, no other started');
+  });
+
+  it('a reload while a run goes on lets go of it, not stops it: the card says so, and the next window reads what it assigned', async () => {
+    const work = path.join(dir, 'workspace');
+    const started = path.join(work, 'started');
+    const go = path.join(work, 'go');
+    const first = open();
+    // The run waits for a file the test writes (a barrier, bounded), then assigns y.
+    const code = `import os, time\nopen(${JSON.stringify(started)}, "w").close()\nfor _ in range(6000):\n    if os.path.exists(${JSON.stringify(go)}): break\n    time.sleep(0.05)\ny = 7\nprint("y assigned")`;
+    const running = first.controller.runCode(code, 'long run');
+    await waitFor(() => existsSync(started), { what: 'the run to start', timeoutMs: 60_000 });
+    const [pid] = await hostPids();
+    await first.controller.shutdown();
+    const item = await running;
+    assert.equal(item.status, 'failed');
+    assert.equal(item.error?.message, RUN_LEFT_RUNNING, 'the card says the run goes on');
+    assert.ok(isAlive(pid), 'the host still runs it');
+
+    writeFileSync(go, '');
+    const second = open();
+    assert.equal(await second.controller.restoredNotice(), undefined, 'the session is not said to be gone');
+    const read = await second.controller.runCode('return y', 'read y');
+    assert.equal(read.status, 'completed', JSON.stringify(read.error));
+    assert.equal(read.value, 7, 'the run went on to its end after the window let go');
   });
 
   it('a session truly gone (its host ended) is said plainly, and coming back starts no host to find out', async () => {
