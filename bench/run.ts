@@ -253,6 +253,40 @@ async function throughHost(out: Record<string, unknown>, kind: 'none' | 'bubblew
   }
 }
 
+/**
+ * `reattach_ms`: a window that comes back (a reload) to a conversation whose session lives in a session host, until
+ * its variables can be shown: attach (connect, the token, the caller's uid checked), the session found live, its
+ * variables read. The p50 of fresh attaches to one host holding a session with a variable.
+ */
+async function reattach(out: Record<string, unknown>, kind: 'none' | 'bubblewrap'): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'codeact-bench-reattach-'));
+  const options = {
+    workspace: dir,
+    local: { sandbox: { kind } },
+    idleMs: 60_000,
+    entry: path.join(__dirname, '../dist/sessionHost.js'),
+    env: { ...process.env, XDG_RUNTIME_DIR: dir },
+  };
+  const first = await attachSessionHost(options);
+  try {
+    await first.execute({ code: 'x = 42', sessionId: 'bench' });
+    const times: number[] = [];
+    for (let i = 0; i < Math.min(RUNS, 20); i++) {
+      const t0 = performance.now();
+      const rt = await attachSessionHost(options);
+      const vars = rt.sessions.has('bench') ? await rt.sessions.variables('bench') : null;
+      times.push(performance.now() - t0);
+      await rt.dispose();
+      if (!vars?.variables.some((v) => v.name === 'x')) throw new Error(`bench reattach: x not found: ${JSON.stringify(vars)}`);
+    }
+    out.reattach_ms = r2(p50(times));
+  } finally {
+    first.connection.end();
+    await first.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Sessions and the warm zygote (issue 9): a warm session, a forked child with pandas preloaded, the same cold. */
 async function sessions(out: Record<string, unknown>): Promise<void> {
   const kind = (await probeBubblewrap()) ? 'none' : 'bubblewrap';
@@ -262,6 +296,7 @@ async function sessions(out: Record<string, unknown>): Promise<void> {
   out.exec_session_ms_p50 = r2(await timed(warm, 'return 1', Math.max(RUNS, 100), { sessionId: 'bench' }));
   await warm.dispose();
   await throughHost(out, kind);
+  await reattach(out, kind);
 
   const python = await pandasPython();
   if (!python) {
