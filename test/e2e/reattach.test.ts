@@ -8,10 +8,9 @@
  * Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { REOPENED_NOTE, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 import { turn } from '../support/wire/turn';
-import { processesWith, waitUntil } from './support/procs';
+import { extensionHostsUnder, waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
 import { artifactPath } from './support/env';
 
@@ -19,23 +18,6 @@ const UI = 60_000;
 /** A run may start the session host and its guest: more than a UI wait. */
 const RUN = 120_000;
 const MODEL = 'qwen2.5-coder:7b';
-
-/** The parent pid of a process (from /proc). */
-function parentOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-}
-
-/** The extension hosts under this suite's code-server (other suites may run their own). */
-function extensionHostsUnder(server: number): number[] {
-  const under = (pid: number) => {
-    for (let p = pid; p > 1; p = parentOf(p)) if (p === server) return true;
-    return false;
-  };
-  return processesWith('--type=extensionHost')
-    .map((p) => p.pid)
-    .filter(under);
-}
 
 describe('e2e: the Python session survives a reload and a killed extension host', function () {
   this.timeout(900_000);
