@@ -85,7 +85,7 @@ export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): Runt
  * keeps sessions (the extension, `codeact chat`), in a folder, with codeact.session.host "auto", a runtime whose
  * sessions can live there (common/runtimes.ts `sessionHost`), and sessions kept per conversation.
  */
-export function sessionHostChoice(config: EngineConfig, host: Pick<RuntimeHost, 'sessionHost' | 'workspace'>): SessionHostChoice | undefined {
+function sessionHostChoice(config: EngineConfig, host: Pick<RuntimeHost, 'sessionHost' | 'workspace'>): SessionHostChoice | undefined {
   if (!host.sessionHost || !host.workspace || config.sessionHost !== 'auto') return undefined;
   if (!configuredRuntime(config.runtime).sessionHost || config.sessionPolicy !== 'conversation') return undefined;
   return { workspace: host.workspace, idleMs: config.sessionHostIdleMs };
