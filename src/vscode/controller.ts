@@ -19,7 +19,7 @@ import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
 import { downloadHostedFile, providerFor } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory } from './conversationMemory';
+import { ConversationMemory, openedNotice } from './conversationMemory';
 import { Conversations, type RunDocument } from './conversations';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
@@ -64,7 +64,7 @@ export class CodeActController {
   /** The workspace folder the chat's turns run in (the conversation's, the picked one, the active editor's). */
   readonly folders: ChatFolder;
   /** The restored conversation reattached to its session when a session host kept it ({@link reattach}). */
-  private readonly restored: Promise<void>;
+  private readonly restored: Promise<unknown>;
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;
 
@@ -143,18 +143,20 @@ export class CodeActController {
    * and the variables view shows its variables. Only a host already running is attached to, and only in a trusted
    * workspace (asked by the runtime cache).
    */
-  private async reattach(): Promise<void> {
+  private async reattach(): Promise<boolean> {
     const convo = this.conversation;
-    if (!convo || !this.conversations.isStale(convo.id) || !this.trusted) return;
+    if (!convo || !this.conversations.isStale(convo.id) || !this.trusted) return false;
     try {
       const runtime = await this.runtimes.live(this.folders.current().folder, convo.id);
-      if (!runtime?.sessions.has(convo.id)) return;
+      if (!runtime?.sessions.has(convo.id)) return false;
       this.log.info(`conversation ${convo.id}: reattached to its live Python session`);
       this.conversations.reattached(convo.id);
       this.variables.ranChat(convo);
       await this.refreshVariables();
+      return true;
     } catch (e) {
       this.log.warn(`conversation ${convo.id}: could not reattach to its session host: ${(e as Error).message}`);
+      return false;
     }
   }
 
@@ -295,9 +297,14 @@ export class CodeActController {
     this.conversations.startNew();
   }
 
-  /** Opens a conversation from history; `notice`: what the panel says about it (./conversations). */
-  openConversation(id: string): { conversation: Conversation; notice?: string } {
-    return this.conversations.reopen(id);
+  /**
+   * Opens a conversation from history; `notice`: what the panel says about it (./conversations). A session a
+   * running session host kept for it (another window's, `codeact chat`'s) is reattached: then it is not said to be gone.
+   */
+  async openConversation(id: string): Promise<{ conversation: Conversation; notice?: string }> {
+    const opened = this.conversations.reopen(id);
+    if (!(await this.reattach())) return opened;
+    return { conversation: opened.conversation, notice: openedNotice(opened.conversation, false) };
   }
 
   listConversations(): ConversationSummary[] {

@@ -232,8 +232,8 @@ export class PanelHost {
       openLink: (m) => apis.openExternal(m.href),
       newConversation: () => s.newConversation(),
       'history.list': history,
-      'history.open': (m) => {
-        const { notice } = s.openConversation(m.conversationId);
+      'history.open': async (m) => {
+        const { notice } = await s.openConversation(m.conversationId);
         if (notice) this.notice('info', notice);
       },
       restartSession: async (m) => {

@@ -131,6 +131,25 @@ describe('the extension on the session host (real host and guests)', function ()
     assert.equal(read.value, 7, 'the run went on to its end after the window let go');
   });
 
+  it('opening from history a conversation whose session a running host kept reattaches it (not said to be gone)', async () => {
+    const first = open();
+    assert.equal((await first.controller.runCode('x = 5', 'define x')).status, 'completed');
+    const id = first.controller.currentConversation!.id;
+    await first.controller.shutdown();
+    state.delete('codeact.openConversation');
+
+    const second = open();
+    assert.equal(second.controller.currentConversation, undefined, 'nothing open at start');
+    const { notice } = await second.controller.openConversation(id);
+    assert.equal(notice, undefined, `said: ${notice}`);
+    assert.deepEqual(
+      (await second.controller.refreshVariables()).summary?.variables.map((v) => v.name),
+      ['x'],
+    );
+    const read = await second.controller.runCode('return x', 'read x');
+    assert.equal(read.value, 5, JSON.stringify(read.error));
+  });
+
   it('a session truly gone (its host ended) is said plainly, and coming back starts no host to find out', async () => {
     const first = open();
     assert.equal((await first.controller.runCode('x = 1', 'define x')).status, 'completed');
