@@ -15,15 +15,14 @@ import { folderTrust, type TrustState } from '../core/config/folderTrust';
 import { describeIgnored, resolveEngineConfig, WORKSPACE_FILE_UNTRUSTED, type EngineConfig, type Ignored } from '../core/config/resolve';
 import { isCodeWorkspaceFile, pickWorkspaceFolder, readCodeWorkspace } from '../core/config/codeWorkspace';
 import { cliSettingsReader, readUserSettings, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
-import { createRuntime, RuntimeConfigError } from '../core/runtime/factory';
+import { RuntimeConfigError } from '../core/runtime/factory';
 import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
 import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { forTerminal } from '../common/untrusted';
 import { warn } from './print';
-import { configuredRuntime } from '../common/runtimes';
-import { attachSessionHost } from '../core/sessionHost/launch';
+import { openRuntime } from '../core/sessionHost/launch';
 import { UsageError } from './args';
 import { flagFor, flagSettings } from './flags';
 
@@ -148,7 +147,7 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
 /**
  * The runtime the configuration asks for: the local guest (default) or a Jupyter kernel. With `sessionHost`
  * (codeact chat) and codeact.session.host "auto", a runtime whose sessions can live in a session host
- * (common/runtimes.ts) attaches to this folder's host, starting it when none runs (core/sessionHost).
+ * attaches to this folder's host, starting it when none runs (core/config/engine.ts `sessionHostChoice`).
  */
 export async function runtimeFrom(
   ws: Workspace,
@@ -164,17 +163,13 @@ export async function runtimeFrom(
     trusted: ws.trust.trusted,
     jupyterToken: process.env.CODEACT_JUPYTER_TOKEN,
     longLived: host.longLived,
+    sessionHost: host.sessionHost,
     onWarning: warn,
     log: () => {},
   });
   cfg.local = { ...cfg.local, ...extra };
-  const policy = ws.config.sessionPolicy;
-  if (host.sessionHost && ws.config.sessionHost === 'auto' && configuredRuntime(cfg.runtime).sessionHost && policy === 'conversation') {
-    const local = { ...cfg.local, limits: { ...(cfg.local?.limits ?? {}), ...(cfg.limits ?? {}) } };
-    return attachSessionHost({ workspace: ws.dir, local, idleMs: ws.config.sessionHostIdleMs });
-  }
   try {
-    return await createRuntime(cfg);
+    return await openRuntime(cfg);
   } catch (e) {
     if (e instanceof RuntimeConfigError) throw new UsageError(e.message);
     throw e;

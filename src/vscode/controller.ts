@@ -19,7 +19,7 @@ import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
 import { downloadHostedFile, providerFor } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory } from './conversationMemory';
+import { ConversationMemory, endJobsLeftRunning, openedNotice } from './conversationMemory';
 import { Conversations, type RunDocument } from './conversations';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
@@ -63,6 +63,10 @@ export class CodeActController {
   private readonly notebookRuns: NotebookRuns;
   /** The workspace folder the chat's turns run in (the conversation's, the picked one, the active editor's). */
   readonly folders: ChatFolder;
+  /** The restored conversation reattached to its session when a session host kept it ({@link reattach}). */
+  private readonly restored: Promise<unknown>;
+  /** Conversations reattached whose jobs' journal is not replayed yet ({@link replayJobs}). */
+  private readonly replaying = new Set<string>();
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;
 
@@ -89,6 +93,7 @@ export class CodeActController {
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
       onJobEvent: (e) => this.onJobEvent(e),
+      trusted: () => this.trusted,
       // Kernels left running for conversations not continued within the idle time end (not the open one's).
       built: (rt) => void sweepLeftSessions(this.store, rt, { log: (l) => this.log.info(l), skip: (id) => id === this.conversation?.id }),
     });
@@ -132,6 +137,73 @@ export class CodeActController {
       changed: () => this.fireState(),
       refreshVariables: () => void this.refreshVariables(),
     });
+    this.restored = this.reattach();
+  }
+
+  /**
+   * A window that comes back (a reload, a crash of the extension host, VS Code reopened): the open conversation's
+   * session may still be alive in its folder's session host (codeact.session.host). Then it is not said to be gone,
+   * and the variables view shows its variables. Only a host already running is attached to, and only in a trusted
+   * workspace (asked by the runtime cache).
+   */
+  private async reattach(): Promise<boolean> {
+    const convo = this.conversation;
+    if (!convo || !this.conversations.isStale(convo.id) || !this.trusted) return this.gone(convo);
+    // Until the host's journal of its jobs is replayed (replayJobs), what they print live is in that journal too.
+    this.replaying.add(convo.id);
+    try {
+      const runtime = await this.runtimes.live(this.folders.current().folder, convo.id);
+      if (!runtime?.sessions.has(convo.id)) return this.gone(convo);
+      this.log.info(`conversation ${convo.id}: reattached to its live Python session`);
+      this.conversations.reattached(convo.id);
+      this.variables.ranChat(convo);
+      await this.refreshVariables();
+      return true;
+    } catch (e) {
+      this.log.warn(`conversation ${convo.id}: could not reattach to its session host: ${(e as Error).message}`);
+      return this.gone(convo);
+    }
+  }
+
+  /** Not reattached: a conversation whose session is gone shows its jobs ended with it (./conversationMemory). */
+  private gone(convo: Conversation | undefined): false {
+    if (!convo) return false;
+    this.replaying.delete(convo.id);
+    if (!this.conversations.isStale(convo.id)) return false;
+    const before = convo.events.length;
+    endJobsLeftRunning(convo);
+    // The panel may show the conversation already: the ends reach it as any event does.
+    for (const e of convo.events.slice(before)) this.notify(e);
+    return false;
+  }
+
+  /**
+   * After a reattach, once the panel shows the conversation: its background jobs as the session host journaled them
+   * while no window was attached (each running job's output whole and in order, the ends it missed), then live.
+   * Starts and ends the conversation already has are not said again.
+   */
+  async replayJobs(): Promise<void> {
+    await this.restored;
+    const convo = this.conversation;
+    if (!convo || !this.replaying.has(convo.id)) return;
+    try {
+      const events = (await this.runtimes.of(convo.id)?.sessions.jobEvents?.(convo.id)) ?? [];
+      const had = new Set(convo.events.map((e) => (e.type === 'codeact.job' ? `${e.session_id}:${e.job}:${e.state}` : '')));
+      this.replaying.delete(convo.id);
+      for (const e of events) {
+        if (e.type === 'codeact.job.output') this.notify(e);
+        else if (!had.has(`${e.session_id}:${e.job}:${e.state}`)) this.emit(e);
+      }
+    } catch (e) {
+      this.replaying.delete(convo.id);
+      this.log.warn(`conversation ${convo.id}: its background jobs could not be read from the session host: ${(e as Error).message}`);
+    }
+  }
+
+  /** What the panel says once about the conversation restored at start (after the reattach: gone or not). */
+  async restoredNotice(): Promise<string | undefined> {
+    await this.restored;
+    return this.memory.takeNotice();
   }
 
   /** The open conversation (./conversations). */
@@ -207,6 +279,8 @@ export class CodeActController {
   private onJobEvent(e: JobChanged | JobOutput): void {
     if (e.type === 'codeact.job') this.log.info(`session ${e.session_id}: background job ${e.job} ${e.state}`);
     if (e.session_id !== this.conversation?.id) return;
+    // Being replayed from the host's journal (replayJobs), which holds this piece too.
+    if (e.type === 'codeact.job.output' && this.replaying.has(e.session_id)) return;
     if (e.type === 'codeact.job') this.emit(e);
     else this.notify(e);
   }
@@ -284,9 +358,14 @@ export class CodeActController {
     this.conversations.startNew();
   }
 
-  /** Opens a conversation from history; `notice`: what the panel says about it (./conversations). */
-  openConversation(id: string): { conversation: Conversation; notice?: string } {
-    return this.conversations.reopen(id);
+  /**
+   * Opens a conversation from history; `notice`: what the panel says about it (./conversations). A session a
+   * running session host kept for it (another window's, `codeact chat`'s) is reattached: then it is not said to be gone.
+   */
+  async openConversation(id: string): Promise<{ conversation: Conversation; notice?: string }> {
+    const opened = this.conversations.reopen(id);
+    if (!(await this.reattach())) return opened;
+    return { conversation: opened.conversation, notice: openedNotice(opened.conversation, false) };
   }
 
   listConversations(): ConversationSummary[] {
@@ -455,13 +534,16 @@ export class CodeActController {
   }
 
   /**
-   * Stops what runs, saves the transcript, leaves the conversations' Jupyter kernels running for the next window
-   * (they take them back) and shuts the rest and MCP servers down (awaited by deactivate).
+   * Lets go of the session hosts (their sessions and a run going on stay for the next window), stops what runs
+   * here, saves the transcript, leaves the conversations' Jupyter kernels running for the next window (they take
+   * them back) and shuts the rest and MCP servers down (awaited by deactivate).
    */
   async shutdown(): Promise<void> {
     this.approvals.expirePending(NO_ANSWER.closed);
     this.closing = true;
     const running = this.turn.done;
+    // A run in a session host is let go of, not stopped: it goes on there, and the next window finds its session.
+    await this.runtimes.releaseHosted().catch((e: Error) => this.log.warn(`letting go of the session host failed: ${e.message}`));
     this.stop();
     // The stopped turn saves its end (as interrupted) first; VS Code gives deactivate a few seconds in all.
     if (running) await Promise.race([running, new Promise<void>((resolve) => setTimeout(resolve, 1500).unref())]);

@@ -40,6 +40,8 @@ export function mayComeBack(conversation: Conversation): boolean {
 export class ConversationMemory {
   /** Said once in the panel after a restored conversation's Python session turned out to be gone. */
   private notice?: string;
+  /** The conversation restored at start (its notice is said again without "gone" when its session is found alive). */
+  private restored?: Conversation;
 
   constructor(
     private readonly store: TranscriptStore,
@@ -62,6 +64,7 @@ export class ConversationMemory {
       const convo = this.store.open(id);
       closeInterrupted(convo);
       this.notice = openedNotice(convo, ranLocalCode(convo) && !mayComeBack(convo));
+      this.restored = convo;
       return convo;
     } catch {
       return undefined;
@@ -76,6 +79,11 @@ export class ConversationMemory {
   scrollOf(id: string | undefined): TranscriptScroll | undefined {
     const v = this.state?.get<{ id?: string; scroll?: TranscriptScroll }>(SCROLL_KEY);
     return id && v?.id === id && v.scroll && typeof v.scroll.stuck === 'boolean' ? v.scroll : undefined;
+  }
+
+  /** The restored conversation's session is alive (in a session host): the notice does not say it is gone. */
+  sessionAlive(id: string): void {
+    if (this.restored?.id === id && this.notice !== undefined) this.notice = openedNotice(this.restored, false);
   }
 
   takeNotice(): string | undefined {
@@ -112,6 +120,29 @@ export class ConversationMemory {
  * Not while another process holds the conversation: its turn is running, not cut off.
  */
 export function closeInterrupted(convo: Conversation): Conversation {
+  return whileHeld(convo, () => settleHeld(convo, INTERRUPTED_MESSAGE));
+}
+
+/**
+ * The conversation's session is gone (no session host kept it): the background jobs it shows running ended with
+ * it, said once and saved, so no card or strip says they run. Not called while a session host keeps the session:
+ * its jobs go on there, and the host's journal tells how they did.
+ */
+export function endJobsLeftRunning(convo: Conversation): Conversation {
+  return whileHeld(convo, () => {
+    for (const { session_id, job } of jobsLeftRunning(convo.events))
+      convo.appendEvent({
+        type: 'codeact.job',
+        session_id,
+        job,
+        state: 'ended',
+        message: `Background job ${job} ended with its Python session (VS Code closed or reloaded); its result is gone.`,
+      });
+  });
+}
+
+/** Changes a conversation no other process holds (one that does is running a turn), then saves it. */
+function whileHeld(convo: Conversation, change: () => void): Conversation {
   if (heldHere(convo.file)) return convo;
   let release: (() => void) | undefined;
   try {
@@ -120,17 +151,7 @@ export function closeInterrupted(convo: Conversation): Conversation {
     return convo;
   }
   try {
-    settleHeld(convo, INTERRUPTED_MESSAGE);
-    // Background jobs shown running ended with the session that ran them (a kernel that may come back has none).
-    if (!mayComeBack(convo))
-      for (const { session_id, job } of jobsLeftRunning(convo.events))
-        convo.appendEvent({
-          type: 'codeact.job',
-          session_id,
-          job,
-          state: 'ended',
-          message: `Background job ${job} ended with its Python session (VS Code closed or reloaded); its result is gone.`,
-        });
+    change();
     convo.flush();
   } finally {
     release();

@@ -156,6 +156,17 @@ export class Conversations {
     return this.stale === id ? REOPENED_NOTE : undefined;
   }
 
+  /** Whether the model would be told that the conversation's earlier session is gone. */
+  isStale(id: string): boolean {
+    return this.stale === id;
+  }
+
+  /** The conversation's session was found alive (a session host kept it across the reload): nothing is gone. */
+  reattached(id: string): void {
+    if (this.stale === id) this.stale = undefined;
+    this.deps.memory.sessionAlive(id);
+  }
+
   /** A turn ran in the conversation: its session is the live one now. */
   ran(id: string): void {
     if (this.stale === id) this.stale = undefined;

@@ -187,9 +187,11 @@ export class PanelHost {
         this.post({ type: 'init', protocol: PROTOCOL_VERSION, state: await this.states.initial(() => s.hostState()) });
         this.catchUp(m.seq, m.conversationId, m.epoch, m.full === true);
         void s.refreshVariables();
-        // A reload brought the conversation back, but not its Python session: said once.
-        const restored = s.memory.takeNotice();
+        // A reload brought the conversation back, but not its Python session (unless a session host kept it): said once.
+        const restored = await s.restoredNotice();
         if (restored) this.notice('info', restored);
+        // Jobs that went on in the session host while no window was attached: their output, whole and in order.
+        await s.replayJobs();
         // (An untrusted workspace is shown by the page's own empty state, from HostState.trusted.)
         if (this.pendingInput) {
           this.post({ type: 'setInput', ...this.pendingInput });
@@ -243,9 +245,11 @@ export class PanelHost {
       openLink: (m) => apis.openExternal(m.href),
       newConversation: () => s.newConversation(),
       'history.list': history,
-      'history.open': (m) => {
-        const { notice } = s.openConversation(m.conversationId);
+      'history.open': async (m) => {
+        const { notice } = await s.openConversation(m.conversationId);
         if (notice) this.notice('info', notice);
+        if (this.batcher.conversationId !== s.currentConversation?.id) this.resetTranscript();
+        await s.replayJobs();
       },
       restartSession: async (m) => {
         if (!(await s.restartSession(m.sessionId))) this.notice('info', NO_SESSION_TO_RESTART);

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { CLI, ROOT, runCli, TEST_HOME } from '../support/cli';
+import { CLI, ROOT, runCli, CLI_ENV } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
@@ -79,7 +79,7 @@ describe('codeact chat killed mid-turn, then --continue', function () {
   function start(args: string[]): ChildProcess {
     const child = spawn(process.execPath, [CLI, 'chat', ...args, ...MODEL, '--base-url', server.url, '--storage', storage, '--workspace', ws], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1' },
+      env: { ...CLI_ENV },
       stdio: 'ignore',
     });
     children.push(child);

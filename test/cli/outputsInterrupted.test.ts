@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { CLI, ROOT, TEST_HOME } from '../support/cli';
+import { CLI, ROOT, CLI_ENV } from '../support/cli';
 
 /** Under the local runtime's 10 MB copy-out limit; three of them, so the kill lands in a save. */
 const BYTES = 9 * 1024 * 1024;
@@ -23,7 +23,7 @@ describe('codeact run --outputs: a save killed midway', function () {
   it('leaves no file under the final name that is shorter than the output', async () => {
     const child = spawn(process.execPath, [CLI, 'run', '-', '--python', '/usr/bin/python3', '--outputs', out], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1' },
+      env: { ...CLI_ENV },
       stdio: ['pipe', 'ignore', 'ignore'],
     });
     await new Promise<void>((r) => child.stdin.end(CODE, () => r()));

@@ -8,31 +8,13 @@
  * Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { turn } from '../support/wire/turn';
-import { processesWith, waitUntil } from './support/procs';
+import { extensionHostsUnder, waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
 import { INTERRUPTED_NOTE, RESULT_LOST } from '../../src/core/agent/turnJournal';
 
 const UI = 60_000;
 const MODEL = 'qwen2.5-coder:7b';
-
-/** Whether `ancestor` is `pid` or above it. */
-function descendsFrom(pid: number, ancestor: number): boolean {
-  for (let p = pid; p > 1;) {
-    if (p === ancestor) return true;
-    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-    p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  }
-  return false;
-}
-
-/** The extension hosts of this suite's code-server (other suites may run their own beside it). */
-function extensionHostsUnder(server: number): number[] {
-  return processesWith('--type=extensionHost')
-    .map((p) => p.pid)
-    .filter((pid) => descendsFrom(pid, server));
-}
 
 describe('e2e: the extension host killed mid-turn', function () {
   this.timeout(600_000);

@@ -97,5 +97,7 @@ describe('extension manifest', () => {
     assert.match(ignore, /^dist\/\*\*\/\*\.map$/m);
     assert.doesNotMatch(ignore, /^!src/m);
     assert.doesNotMatch(ignore, /^!test/m);
+    // The session host the extension and the CLI start (codeact.session.host) is its own bundle.
+    assert.match(ignore, /^!dist\/sessionHost\.js$/m);
   });
 });

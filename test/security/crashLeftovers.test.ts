@@ -10,7 +10,7 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, sym
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { processesWithCmdline, startTimeOf } from '../../src/core/util/processTree';
-import { CLI, ROOT, TEST_HOME, runCli } from '../support/cli';
+import { CLI, ROOT, CLI_ENV, runCli } from '../support/cli';
 import { waitFor } from '../support/wait';
 import { TESTER } from './support/asUser';
 
@@ -32,7 +32,7 @@ function workspace(mark: string, timeoutMs: number): string {
 function startCli(ws: string, tmp: string, code: string): ChildProcess {
   const child = spawn(process.execPath, [CLI, 'run', '-', '--workspace', ws], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', TMPDIR: tmp },
+    env: { ...CLI_ENV, TMPDIR: tmp },
     stdio: ['pipe', 'ignore', 'ignore'],
   });
   child.stdin!.end(code);

@@ -169,6 +169,7 @@ describe('files that declared tools run on the host stay read-only in a writable
       workspaceFolder: () => '/ws',
       log: new FakeLog(),
       onSessionEvent: () => {},
+      trusted: () => true,
     });
     const a = await cache.get();
     assert.deepEqual(

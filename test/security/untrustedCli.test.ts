@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { CLI, ROOT, runCli, TEST_HOME } from '../support/cli';
+import { CLI, ROOT, runCli, CLI_ENV } from '../support/cli';
 
 const fixture = path.join(ROOT, 'test/fixtures/mcp/elicitServer.mjs');
 const SCRIPT = '/usr/bin/script';
@@ -100,7 +100,7 @@ describe('security: the CLI shows text from outside through one sanitiser', func
     const cmd = [process.execPath, CLI, 'run', path.join(ws, 'ask.py'), '--sandbox', 'none', '--workspace', ws].map((a) => `'${a}'`).join(' ');
     const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', TERM: 'dumb' },
+      env: { ...CLI_ENV, TERM: 'dumb' },
     });
     let out = '';
     child.stdout.on('data', (d) => (out += d));

@@ -4,13 +4,48 @@
  * CLI's user config (trust store, user settings) lives in a private folder, never the real user's.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { everyHost } from '../../src/core/sessionHost/launch';
+import { isAlive } from '../../src/core/util/processTree';
+import { waitFor } from './wait';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export const CLI = path.join(ROOT, 'dist', 'cli.js');
 export const TEST_HOME = mkdtempSync(path.join(tmpdir(), 'codeact-cli-home-'));
+/**
+ * The session hosts `codeact chat` starts (codeact.session.host is "auto" by default) live in this private
+ * folder (0700, as mkdtemp makes it), never the user's; they are ended when the test run ends (below).
+ */
+export const TEST_RUNTIME_DIR = mkdtempSync(path.join(tmpdir(), 'codeact-cli-run-'));
+
+/** The environment a CLI command of the tests runs with (plus its own). */
+export const CLI_ENV: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  CODEACT_HOME: TEST_HOME,
+  CODEACT_TRUST_WORKSPACE: '1',
+  XDG_RUNTIME_DIR: TEST_RUNTIME_DIR,
+};
+
+/** Ends every session host the CLI started for the tests, and waits for them to exit. */
+export async function endTestHosts(): Promise<void> {
+  const hosts = await everyHost({ XDG_RUNTIME_DIR: TEST_RUNTIME_DIR });
+  for (const h of hosts) h.end();
+  for (const h of hosts) h.close();
+  await waitFor(() => hosts.every((h) => !isAlive(h.welcome.pid)), { what: "the CLI's session hosts to end", timeoutMs: 60_000 });
+}
+
+// Root hooks of the mocha run: the hosts a test's commands started end with the test (a host outlives its
+// command by design, for 30 minutes), and the folder goes at the end.
+if (typeof afterEach === 'function') {
+  afterEach(async function () {
+    this.timeout(90_000);
+    await endTestHosts();
+  });
+  after(() => rmSync(TEST_RUNTIME_DIR, { recursive: true, force: true }));
+}
 
 export interface CliResult {
   code: number | null;
@@ -22,7 +57,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, input = '', 
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', ...env },
+      env: { ...CLI_ENV, ...env },
     });
     let stdout = '';
     let stderr = '';
@@ -58,7 +93,8 @@ export function runCliOnPty(args: string[], env: NodeJS.ProcessEnv = {}, user?: 
   const cmd = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   const child = spawn(SCRIPT, ['-qfec', cmd, '/dev/null'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, CODEACT_HOME: TEST_HOME, CODEACT_TRUST_WORKSPACE: '1', TERM: 'dumb', ...env },
+    // Another user cannot use this user's private folder: its hosts go to its own (/tmp/codeact-<uid>).
+    env: { ...CLI_ENV, ...(user ? { XDG_RUNTIME_DIR: undefined } : {}), TERM: 'dumb', ...env },
     ...(user ?? {}),
   });
   let out = '';

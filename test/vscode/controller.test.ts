@@ -249,7 +249,7 @@ describe('vscode controller (fake seams)', () => {
       await h.controller.runCode('a = 1', 'first');
       const first = h.controller.currentConversation!.id;
       h.controller.newConversation();
-      const reopened = h.controller.openConversation(first);
+      const reopened = await h.controller.openConversation(first);
       assert.equal(reopened.conversation.id, first);
       assert.ok((reopened.notice ?? '').includes(SESSION_GONE_NOTICE), reopened.notice ?? '');
       assert.equal(ranCodeEvents(h).length, 1, 'its transcript came back');
@@ -257,14 +257,14 @@ describe('vscode controller (fake seams)', () => {
       // A runtime that still holds the session (say a kernel that outlived the switch): no notice.
       h.controller.newConversation();
       h.runtimes.last!.live.add(first);
-      assert.equal(h.controller.openConversation(first).notice, undefined);
+      assert.equal((await h.controller.openConversation(first)).notice, undefined);
     });
 
     it('a conversation that never ran local code reopens without a notice', async () => {
       h = harness();
       const convo = h.controller.store.create({ title: 'chat only' });
       convo.flush();
-      assert.equal(h.controller.openConversation(convo.id).notice, undefined);
+      assert.equal((await h.controller.openConversation(convo.id)).notice, undefined);
       assert.equal((await h.controller.hostState()).conversationId, convo.id);
     });
 
@@ -282,7 +282,7 @@ describe('vscode controller (fake seams)', () => {
       const listed = h.controller.listConversations();
       assert.match(listed.find((c) => c.id === convo.id)!.title, /^first \(damaged: its first line/);
       assert.match(listed.find((c) => c.id === 'c_fifo')!.title, /damaged: .* is a FIFO/);
-      const { notice } = h.controller.openConversation(convo.id);
+      const { notice } = await h.controller.openConversation(convo.id);
       assert.ok(notice!.includes(`${STORE_MESSAGES.firstLineRecovered(convo.file)} ${STORE_MESSAGES.skipped(convo.file, [3])}`), notice);
       // The file as it was is kept beside the repaired copy, and the panel says where; the list then shows it whole.
       const kept = path.join(
@@ -292,7 +292,7 @@ describe('vscode controller (fake seams)', () => {
       assert.equal(readFileSync(kept, 'utf8'), original);
       assert.ok(notice!.includes(`The damaged file is kept as it was in ${kept}; the conversation goes on in a repaired copy`), notice);
       assert.equal(h.controller.listConversations().find((c) => c.id === convo.id)!.title, 'first');
-      assert.throws(() => h.controller.openConversation('c_fifo'), /is a FIFO \(named pipe\), not a conversation/);
+      await assert.rejects(h.controller.openConversation('c_fifo'), /is a FIFO \(named pipe\), not a conversation/);
     });
 
     it('a turn that cannot be saved is said in the panel (an error event: where and why)', async () => {
@@ -371,7 +371,7 @@ describe('vscode controller (fake seams)', () => {
         h.controller.liveSessions().map((s) => s.id),
         [convo.id],
       );
-      h.controller.openConversation(convo.id);
+      await h.controller.openConversation(convo.id);
       assert.equal(await h.controller.restartSession(), true, "the open conversation's by default");
       assert.deepEqual(h.controller.liveSessions(), []);
     });

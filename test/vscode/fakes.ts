@@ -17,7 +17,7 @@ import type { LmToolApis, LmToolInfo } from '../../src/vscode/lmToolSource.apis'
 import type { RuntimeCacheApis } from '../../src/vscode/runtimeCache.apis';
 import { Emitter } from '../../src/common/emitter';
 import { CodeActController } from '../../src/vscode/controller';
-import type { Log, ControllerApis } from '../../src/vscode/controller.apis';
+import type { Log, ControllerApis, Memento } from '../../src/vscode/controller.apis';
 import type { PanelHostApis, SaveAsOptions } from '../../src/vscode/panelHost.apis';
 
 /** `codeact.<key>` values as the user set them, resolved by the one policy. */
@@ -253,6 +253,11 @@ export class FakeRuntimeApis implements RuntimeCacheApis {
   showWarningMessage(message: string): void {
     this.toasts.push(message);
   }
+  /** Whether a session host answers for the configs asked about. */
+  hostUp = false;
+  hostRunning(_config?: RuntimeConfig): boolean {
+    return this.hostUp;
+  }
   /** The Python extension's selected interpreter of each folder (none: not installed). */
   readonly pythonExtension = new Map<string, string>();
   pythonEnv(folder: string | undefined, setting: string | undefined): PythonEnv {
@@ -291,12 +296,16 @@ export interface Harness {
 }
 
 /** A controller over fakes, with its conversations in a temporary folder. */
-export function harness(values: Record<string, unknown> = {}): Harness {
-  const dir = mkdtempSync(join(tmpdir(), 'codeact-vscode-test-'));
+export function harness(
+  values: Record<string, unknown> = {},
+  /** A window that comes back: the same folder, the conversations and the workspace state of an earlier one, its own runtime seam. */
+  o: { dir?: string; workspaceState?: Memento; runtimes?: FakeRuntimeApis } = {},
+): Harness {
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'codeact-vscode-test-'));
   const apis = new FakeControllerApis(join(dir, 'workspace'));
   apis.values = values;
   const approvals = new FakeApprovalsApis();
-  const runtimes = new FakeRuntimeApis();
+  const runtimes = o.runtimes ?? new FakeRuntimeApis();
   const lm = new FakeLmTools();
   const log = new FakeLog();
   const keysChanged = new Emitter<void>();
@@ -322,6 +331,7 @@ export function harness(values: Record<string, unknown> = {}): Harness {
     approvalsApis: approvals,
     runtimeApis: runtimes,
     lmTools: lm,
+    workspaceState: o.workspaceState,
   });
   return { controller, apis, approvals, runtimes, lm, log, secrets, dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -102,7 +102,7 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
     h.apis.editorFolder = alpha;
     assert.equal((await h.controller.hostState()).workspace?.folder?.path, alpha, 'a new conversation follows the editor');
     assert.deepEqual(await run(), { declared_in: 'alpha', cwd: alpha });
-    h.controller.openConversation(first);
+    await h.controller.openConversation(first);
     assert.equal((await h.controller.hostState()).workspace?.folder?.path, beta, "reopened: its own folder, not the editor's");
     assert.deepEqual(await run(), { declared_in: 'beta', cwd: beta });
     // Saved in the transcript's meta: a new window reads it back.
@@ -183,6 +183,7 @@ describe('vscode multi-root: per-folder settings, tools and runtime (fake seams,
       workspaceFolder: () => '/f0',
       log: new FakeLog(),
       onSessionEvent: () => {},
+      trusted: () => true,
     });
     const a = await cache.get('/f0', 's0');
     for (let i = 1; i < MAX_FOLDER_RUNTIMES; i++) await cache.get(`/f${i}`, `s${i}`);

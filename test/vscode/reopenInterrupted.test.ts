@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { buildTranscript, runningJobs } from '../../src/common/transcript';
 import { TranscriptStore } from '../../src/core/agent/transcriptStore';
-import { ConversationMemory } from '../../src/vscode/conversationMemory';
+import { ConversationMemory, endJobsLeftRunning } from '../../src/vscode/conversationMemory';
 import { INTERRUPTED_NOTE, RESULT_LOST } from '../../src/core/agent/turnJournal';
 
 describe('a conversation reopened after the extension host was killed mid-turn', () => {
@@ -56,7 +56,7 @@ describe('a conversation reopened after the extension host was killed mid-turn',
     assert.ok(String(history[5][2]).startsWith(INTERRUPTED_NOTE), String(history[5][2]));
   });
 
-  it('ends the background jobs it shows running (their session went with the window), once, so no card or strip says they run', () => {
+  it('ends the background jobs it shows running when their session went with the window, once, so no card or strip says they run', () => {
     const store = new TranscriptStore(dir);
     const convo = store.create({ title: 'Jobs' });
     convo.appendEvent({ type: 'codeact.turn.started', turn_id: 'turn_1', prompt: 'Count', source: 'chat' });
@@ -67,14 +67,17 @@ describe('a conversation reopened after the extension host was killed mid-turn',
     convo.flush();
     const state = new Map<string, unknown>([['codeact.openConversation', convo.id]]);
     const memory = new ConversationMemory(store, { get: (k: string) => state.get(k), update: async (k: string, v: unknown) => void state.set(k, v) } as never);
-    const reopened = memory.restoreOpen()!;
+    // Restoring alone ends none: a session host may keep the session, and its jobs go on there.
+    const restored = memory.restoreOpen()!;
+    assert.deepEqual(runningJobs(buildTranscript(restored.events)).map((j) => j.job), [1]);
+    const reopened = endJobsLeftRunning(restored);
     assert.deepEqual(runningJobs(buildTranscript(reopened.events)), []);
     const ended = store.open(convo.id).events.filter((e) => e.type === 'codeact.job' && e.state === 'ended');
     assert.deepEqual(
       ended.map((e) => e.type === 'codeact.job' && [e.job, e.message]),
       [[1, 'Background job 1 ended with its Python session (VS Code closed or reloaded); its result is gone.']],
     );
-    memory.restoreOpen();
+    endJobsLeftRunning(memory.restoreOpen()!);
     assert.equal(store.open(convo.id).events.filter((e) => e.type === 'codeact.job' && e.state === 'ended').length, 1, 'said once');
   });
 });

@@ -13,7 +13,7 @@ import { FakeLog, FakeRuntimeApis, resolved } from './fakes';
 function setup(values: Record<string, unknown> = {}) {
   const apis = new FakeRuntimeApis();
   const log = new FakeLog();
-  const state = { values, token: undefined as string | undefined, folder: '/ws' as string | undefined, tokenReads: 0 };
+  const state = { values, token: undefined as string | undefined, folder: '/ws' as string | undefined, tokenReads: 0, trusted: true };
   const sessionEvents: SessionChanged[] = [];
   const sweeps: Runtime[] = [];
   const cache = new RuntimeCache({
@@ -26,6 +26,7 @@ function setup(values: Record<string, unknown> = {}) {
     workspaceFolder: () => state.folder,
     log,
     onSessionEvent: (e) => sessionEvents.push(e),
+    trusted: () => state.trusted,
     built: (r) => void sweeps.push(r),
   });
   return { apis, log, state, cache, sessionEvents, sweeps };
@@ -164,6 +165,44 @@ describe('vscode runtime cache (fake seams)', () => {
     assert.equal(apis.built[0].disposed, 0, 'its kernels stay for the next window');
     assert.equal(apis.built[1].disposed, 1);
     assert.equal(cache.current, undefined);
+  });
+
+  it('with codeact.session.host "auto", a local runtime kept per conversation goes through the session host: the choice is part of the key', async () => {
+    const { apis, cache, state } = setup({ 'session.host': 'auto', 'session.hostIdleMinutes': 5 });
+    const a = await cache.get();
+    assert.deepEqual(apis.last!.config.sessionHost, { workspace: '/ws', idleMs: 5 * 60_000 });
+    state.values = { 'session.host': 'off' };
+    const b = await cache.get();
+    assert.notEqual(b, a, 'turning the host off rebuilds the runtime');
+    assert.equal(apis.last!.config.sessionHost, undefined);
+    for (const values of [
+      { 'session.host': 'auto', 'session.policy': 'run' },
+      { 'session.host': 'auto', runtime: 'jupyter', 'jupyter.serverURL': 'http://127.0.0.1:8888' },
+    ]) {
+      state.values = values;
+      await cache.get();
+      assert.equal(apis.last!.config.sessionHost, undefined, JSON.stringify(values));
+    }
+    state.values = { 'session.host': 'auto' };
+    state.folder = undefined;
+    await cache.get();
+    assert.equal(apis.last!.config.sessionHost, undefined, 'no folder, no host (a host is named by its folder)');
+  });
+
+  it('never attaches to a session host in an untrusted workspace, a cached attachment included', async () => {
+    const { apis, cache, state } = setup({ 'session.host': 'auto' });
+    state.trusted = false;
+    await assert.rejects(cache.get(), (e: Error) => e.name === 'UntrustedWorkspaceError' && /not trusted/.test(e.message));
+    assert.equal(apis.built.length, 0, 'nothing attached');
+    state.trusted = true;
+    const a = await cache.get();
+    state.trusted = false;
+    await assert.rejects(cache.get(), /not trusted/, 'asked again on every attach');
+    state.trusted = true;
+    assert.equal(await cache.get(), a);
+    state.values = { 'session.host': 'off' };
+    state.trusted = false;
+    assert.ok(await cache.get(), 'a runtime in this process is not an attach (the front doors gate running code)');
   });
 
   it("a document's session id is its own", () => {

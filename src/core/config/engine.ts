@@ -5,9 +5,9 @@
  */
 import type { JobChanged, JobOutput, SessionChanged } from '../../common/events';
 import type { ImageBudget, ProviderConfig } from '../providers/shared/types';
-import type { RuntimeConfig, RuntimeOptions } from '../runtime/factory';
+import type { RuntimeConfig, RuntimeOptions, SessionHostChoice } from '../runtime/factory';
 import type { RuntimeLimits } from '../runtime/types';
-import { CONFIGURED_RUNTIMES, type ConfiguredRuntime } from '../../common/runtimes';
+import { CONFIGURED_RUNTIMES, configuredRuntime, type ConfiguredRuntime } from '../../common/runtimes';
 import type { ToolSet } from '../gateway/toolSet';
 import { loadTools } from '../tools/declarations';
 import { hostLaunches, type DeclarationContext } from '../tools/toolSources';
@@ -34,6 +34,11 @@ interface RuntimeHost {
   onSessionEvent?: (e: SessionChanged) => void;
   /** Background jobs that start, print or end. */
   onJobEvent?: (e: JobChanged | JobOutput) => void;
+  /**
+   * The client keeps its conversations' sessions (the extension, `codeact chat`; not one-shot `codeact run`): with
+   * codeact.session.host "auto" they may live in a session host ({@link sessionHostChoice}).
+   */
+  sessionHost?: boolean;
 }
 
 /** Each runtime's options, from the settings and the host (a new runtime of ours does not compile until it has its entry). */
@@ -74,7 +79,19 @@ const RUNTIME_OPTIONS: { [K in ConfiguredRuntime]: (config: EngineConfig, host: 
 /** What the factory (../runtime/factory.ts) builds the configured runtime from: every runtime's options, and the limits they share. */
 export function runtimeConfigFrom(config: EngineConfig, host: RuntimeHost): RuntimeConfig {
   const options = Object.fromEntries(CONFIGURED_RUNTIMES.map((r) => [r, RUNTIME_OPTIONS[r](config, host)])) as { [K in ConfiguredRuntime]: RuntimeOptions[K] };
-  return { runtime: config.runtime, ...options, limits: runtimeLimitsFrom(config) };
+  const sessionHost = sessionHostChoice(config, host);
+  return { runtime: config.runtime, ...options, limits: runtimeLimitsFrom(config), ...(sessionHost ? { sessionHost } : {}) };
+}
+
+/**
+ * The one place that decides whether the sessions go through a session host (core/sessionHost): a client that
+ * keeps sessions (the extension, `codeact chat`), in a folder, with codeact.session.host "auto", a runtime whose
+ * sessions can live there (common/runtimes.ts `sessionHost`), and sessions kept per conversation.
+ */
+function sessionHostChoice(config: EngineConfig, host: Pick<RuntimeHost, 'sessionHost' | 'workspace'>): SessionHostChoice | undefined {
+  if (!host.sessionHost || !host.workspace || config.sessionHost !== 'auto') return undefined;
+  if (!configuredRuntime(config.runtime).sessionHost || config.sessionPolicy !== 'conversation') return undefined;
+  return { workspace: host.workspace, idleMs: config.sessionHostIdleMs };
 }
 
 /**

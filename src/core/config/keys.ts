@@ -65,7 +65,7 @@ export const SETTINGS = {
   'session.idleMinutes': { type: 'number', default: DEFAULT_SESSIONS.idleMs / 60_000, minimum: 0, trust: 'any' },
   'session.maxAlive': { type: 'number', default: DEFAULT_SESSIONS.maxAlive, minimum: 1, maximum: 64, trust: 'any' },
   // The local runtime's sessions in a session host that outlives its client (core/sessionHost); "off" keeps them in this process.
-  'session.host': { type: 'string', default: 'off', enum: ['auto', 'off'], trust: 'user' },
+  'session.host': { type: 'string', default: 'auto', enum: ['auto', 'off'], trust: 'user' },
   'session.hostIdleMinutes': { type: 'number', default: DEFAULT_SESSIONS.idleMs / 60_000, minimum: 0, trust: 'user' },
   timeoutSeconds: { type: 'number', default: DEFAULT_LIMITS.timeoutMs / 1000, minimum: 1, trust: 'any' },
   // A model's streamed response: the wait for it to start, and the longest silence in it. "modelStream", not
@@ -173,7 +173,7 @@ export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTIN
   'session.host': {
     name: 'session-host',
     commands: ['chat'],
-    help: '--session-host auto: the Python session lives in a session host that outlives the command, so --continue finds its variables (codeact sessions lists them).',
+    help: '--session-host off: the Python session ends with the command (default auto: it lives in a session host, so --continue finds its variables; codeact sessions lists them).',
   },
   timeoutSeconds: { name: 'timeout', short: 't', arg: 'SECONDS', commands: ['run', 'chat'] },
   'sandbox.kind': { name: 'sandbox', commands: ['run', 'chat'] },

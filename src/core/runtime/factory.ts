@@ -20,7 +20,16 @@ export interface RuntimeOptions {
   jupyter: { url?: string; token?: string; kernelName?: string; sessionPolicy?: 'conversation' | 'execution'; log?: (line: string) => void };
 }
 
-export type RuntimeConfig = { runtime: ConfiguredRuntime; limits?: Partial<RuntimeLimits> } & { [K in ConfiguredRuntime]?: RuntimeOptions[K] };
+/** Where the sessions live: in a session host that outlives its client (core/sessionHost/launch.ts `openRuntime`), named by this folder. */
+export interface SessionHostChoice {
+  workspace: string;
+  /** The host ends after this long with no client and no run (codeact.session.hostIdleMinutes); 0 = never. */
+  idleMs: number;
+}
+
+export type RuntimeConfig = { runtime: ConfiguredRuntime; limits?: Partial<RuntimeLimits>; sessionHost?: SessionHostChoice } & {
+  [K in ConfiguredRuntime]?: RuntimeOptions[K];
+};
 
 /**
  * A stable key of what a runtime is built from: the config with its keys sorted and its callbacks left out,

@@ -6,7 +6,7 @@
  * The local Python guest and a remote Jupyter kernel both implement it. Both keep state between the
  * executions of one session (`sessionId`) unless configured to start fresh each time.
  */
-import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, JobChanged, RuntimeKind, VariablesSummary } from '../../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, JobChanged, JobOutput, RuntimeKind, VariablesSummary } from '../../common/events';
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
@@ -116,6 +116,11 @@ export interface RuntimeSessions {
    * end comes as a `codeact.job` event (stopped). Rejects with a message that says why not. Absent: no jobs.
    */
   stopJob?(sessionId: string, job: number): Promise<void>;
+  /**
+   * The session's background jobs as a session host journaled them (each running job's output whole and in order,
+   * the starts and ends of the last ones), for a client that attaches later. Absent: the sessions live here.
+   */
+  jobEvents?(sessionId: string): Promise<Array<JobChanged | JobOutput>>;
 }
 
 interface SessionHandover {

@@ -267,10 +267,16 @@ class HostedSessions implements RuntimeSessions {
   }
 }
 
+/** What a run this client let go of while it ran (a window reload, VS Code closing) says: it is not over. */
+export const RUN_LEFT_RUNNING =
+  'This window let go of the run before it ended (a reload, or VS Code closing): it goes on in the session host, and its result is not known here. The next run in this session waits for it to end; what it assigned is then defined.';
+
 /** The local runtime, its guests in a session host. */
 export class HostedRuntime implements Runtime {
   readonly kind = 'local' as const;
   readonly sessions: HostedSessions;
+  /** This client let go of the host (dispose). */
+  private detached = false;
   constructor(readonly connection: HostConnection) {
     this.sessions = new HostedSessions(connection);
   }
@@ -281,8 +287,11 @@ export class HostedRuntime implements Runtime {
       const startedAt = performance.now();
       const done = await this.connection.run({ type: 'execute', request: { ...request, itemId } }, o);
       if (done.item) return done.item;
-      // The host went away (or this client was closed) before the run's end: said as the run's failure.
-      const error = { type: 'SessionHostError', message: `The session host did not finish the run: ${done.error ?? 'it sent no result'}.` };
+      // This client let go first (a reload): the run goes on in the host. Else the host went away before the run's end.
+      const error = {
+        type: 'SessionHostError',
+        message: this.detached ? RUN_LEFT_RUNNING : `The session host did not finish the run: ${done.error ?? 'it sent no result'}.`,
+      };
       return announceDone(safeEmit(o.onEvent), executionItem({ itemId, code: request.code, runtime: this.kind, outputs: [], error, startedAt }));
     });
   }
@@ -305,8 +314,9 @@ export class HostedRuntime implements Runtime {
     return this.connection.onJob(listener);
   }
 
-  /** Leaves the host and its sessions running. */
+  /** Leaves the host and its sessions running (a run going on too: its `execute` resolves with {@link RUN_LEFT_RUNNING}). */
   async dispose(): Promise<void> {
+    this.detached = true;
     this.connection.close();
   }
 }

@@ -12,6 +12,8 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { LocalRuntimeOptions } from '../runtime/local/localRuntime';
+import { createRuntime, type RuntimeConfig } from '../runtime/factory';
+import type { Runtime } from '../runtime/types';
 import { HostConnection, HostedRuntime, SessionHostError } from './client';
 import type { HostSpec } from './main';
 import { ensurePrivateFolder, hostFolder, hostName, hostNames, placeOf } from './place';
@@ -58,13 +60,16 @@ export interface AttachOptions {
   startMs?: number;
 }
 
+/** The local options as the host gets them (what is JSON of them: its name is made from these). */
+const plainOptions = (local: LocalRuntimeOptions | undefined) => JSON.parse(JSON.stringify(local ?? {})) as LocalRuntimeOptions;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Connects to this workspace's session host, starting it when none answers. */
 export async function attachSessionHost(o: AttachOptions): Promise<HostedRuntime> {
   const env = o.env ?? process.env;
   const dir = ensurePrivateFolder(hostFolder(env));
-  const local = JSON.parse(JSON.stringify(o.local ?? {})) as LocalRuntimeOptions;
+  const local = plainOptions(o.local);
   const name = hostName(o.workspace, local);
   const place = placeOf(dir, name);
   try {
@@ -93,6 +98,40 @@ export async function attachSessionHost(o: AttachOptions): Promise<HostedRuntime
   throw new SessionHostError(
     `The session host did not start (${(last as Error)?.message ?? 'no answer'}); see ${place.log}, or set codeact.session.host to "off".`,
   );
+}
+
+/**
+ * The runtime a config asks for: attached to its folder's session host when the config chose one
+ * (core/config/engine.ts `sessionHostChoice`), else built in this process (../runtime/factory.ts). The host's
+ * session and job events go to the local options' `onSessionEvent` and `onJobEvent`, as a runtime in this
+ * process would send them.
+ */
+export async function openRuntime(config: RuntimeConfig, o: Pick<AttachOptions, 'entry' | 'env'> = {}): Promise<Runtime> {
+  const attach = attachOptionsOf(config);
+  if (!attach) return createRuntime(config);
+  const runtime = await attachSessionHost({ ...attach, ...o });
+  const relay = config.local?.onSessionEvent;
+  if (relay) runtime.onSession(relay);
+  const jobs = config.local?.onJobEvent;
+  if (jobs) runtime.onJob(jobs);
+  return runtime;
+}
+
+/** What attaching for a config takes (none: the config keeps its sessions in this process). */
+function attachOptionsOf(config: RuntimeConfig): Pick<AttachOptions, 'workspace' | 'local' | 'idleMs'> | undefined {
+  if (!config.sessionHost) return undefined;
+  const local = { ...(config.local ?? {}), limits: { ...(config.local?.limits ?? {}), ...(config.limits ?? {}) } };
+  return { workspace: config.sessionHost.workspace, local, idleMs: config.sessionHost.idleMs };
+}
+
+/**
+ * Whether the session host a config would attach to is there (its socket exists), without starting one: a
+ * window that comes back attaches only to a host that kept its sessions (a host started now would have none).
+ */
+export function hostRunning(config: RuntimeConfig, env: NodeJS.ProcessEnv = process.env): boolean {
+  const attach = attachOptionsOf(config);
+  if (!attach) return false;
+  return existsSync(placeOf(hostFolder(env), hostName(attach.workspace, plainOptions(attach.local))).socket);
 }
 
 /** Connections to every session host of this user that answers (for listing and ending them). */

@@ -13,6 +13,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { ARTIFACTS, CODE_SERVER_ENTRY, ROOT } from './env';
+import { everyHost } from '../../../src/core/sessionHost/launch';
+import { isAlive } from '../../../src/core/util/processTree';
+import { waitFor } from '../../support/wait';
 
 // ---- packaging -------------------------------------------------------------------------------------
 
@@ -239,7 +242,10 @@ export class CodeServer {
       ...(opts.env ?? {}),
       XDG_CONFIG_HOME: join(dir, 'xdg-config'),
       XDG_DATA_HOME: join(dir, 'xdg-data'),
+      // The session hosts the extension starts (codeact.session.host "auto") live here, ended by `stop`.
+      XDG_RUNTIME_DIR: join(dir, 'run'),
     };
+    mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
 
     const common = ['--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
     for (const vsix of [...(opts.vsix ? [opts.vsix] : []), ...(opts.moreVsix ?? [])]) {
@@ -342,7 +348,21 @@ export class CodeServer {
     } catch {
       // logs are a convenience
     }
+    await this.endSessionHosts();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** The folder of the session hosts the extension started (they outlive the extension host, by design). */
+  get runtimeDir(): string {
+    return join(this.dir, 'run');
+  }
+
+  /** Ends every session host this server's extension started, and waits for them to exit. */
+  async endSessionHosts(): Promise<void> {
+    const hosts = await everyHost({ XDG_RUNTIME_DIR: this.runtimeDir }).catch(() => []);
+    for (const h of hosts) h.end();
+    for (const h of hosts) h.close();
+    await waitFor(() => hosts.every((h) => !isAlive(h.welcome.pid)), { what: 'the session hosts to end', timeoutMs: 60_000 });
   }
 }
 

@@ -23,6 +23,23 @@ export function processesWith(marker: string): Proc[] {
   return out;
 }
 
+/** Whether `ancestor` is `pid` or above it. */
+function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let p = pid; p > 1;) {
+    if (p === ancestor) return true;
+    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+    p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  }
+  return false;
+}
+
+/** The extension hosts of a code-server (its pid); other suites may run their own beside it. */
+export function extensionHostsUnder(server: number): number[] {
+  return processesWith('--type=extensionHost')
+    .map((p) => p.pid)
+    .filter((pid) => descendsFrom(pid, server));
+}
+
 /** Polls until `check` returns true, or throws `message` after `timeoutMs`. */
 export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, message: () => string, intervalMs = 100): Promise<void> {
   const deadline = Date.now() + timeoutMs;

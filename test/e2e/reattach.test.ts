@@ -1,0 +1,98 @@
+/**
+ * Sessions that outlive the window (codeact.session.host "auto", the default), in a real VS Code (code-server)
+ * driven in headless Chromium with a scripted model on loopback: the chat defines `x`; after a window reload the
+ * next execution reads `x` and the variables view shows it at once; after the extension host's process is killed
+ * (SIGKILL) and the window reopened, the same holds. Neither time is the conversation said to have lost its session,
+ * nor is the model told so. Screenshots 70-… go to test-artifacts/e2e/.
+ *
+ * Skips with one line when code-server or Chromium is missing.
+ */
+import assert from 'node:assert/strict';
+import { REOPENED_NOTE, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { turn } from '../support/wire/turn';
+import { extensionHostsUnder, waitUntil } from './support/procs';
+import { useCodeServer } from './support/suite';
+import { artifactPath } from './support/env';
+
+const UI = 60_000;
+/** A run may start the session host and its guest: more than a UI wait. */
+const RUN = 120_000;
+const MODEL = 'qwen2.5-coder:7b';
+
+describe('e2e: the Python session survives a reload and a killed extension host', function () {
+  this.timeout(900_000);
+  const e2e = useCodeServer({
+    name: 'reattach',
+    wire: ['openai-compatible', 'ollama'],
+    settings: (url) => ({ 'codeact.provider': 'openai-compatible', 'codeact.baseURL': url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 120 }),
+    minWaitMs: UI,
+  });
+
+  /** Back in the workbench after a reload: the panel open, its conversation's turns shown. */
+  const reopened = async (turns: number) => {
+    await e2e.wb.page.waitForSelector('.monaco-workbench', { timeout: UI });
+    if (!(await e2e.panel.sidebar.isVisible())) await e2e.wb.runCommand('CodeAct: Open Chat');
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => 0)) === turns,
+      UI,
+      () => `the conversation did not come back with its ${turns} turns`,
+      250,
+    );
+  };
+
+  /** The variables view shows `x` with `summary` (opened if closed). */
+  const showsX = async (summary: string) => {
+    await e2e.panel.openVariables(UI);
+    const rows = await e2e.panel.waitForVariables((r) => r.some((v) => v.name === 'x' && v.summary === summary), `x = ${summary}`, UI);
+    assert.deepEqual(
+      rows.find((r) => r.name === 'x'),
+      { name: 'x', type: 'int', summary },
+    );
+  };
+
+  /** The next turn's code reads `x`; the model's request carries no "session is gone" note. */
+  const readsX = async (turns: number, code: string, expected: RegExp) => {
+    e2e.wire.push(turn().call('execute_tool_code', { code }), turn().text('Read it.'));
+    await e2e.panel.send('Read x');
+    assert.equal(await e2e.panel.waitForTurn(turns, ['completed'], RUN), 'completed', await e2e.panel.text());
+    const text = await (await e2e.panel.turns()).last().innerText();
+    assert.doesNotMatch(text, /NameError/, text);
+    assert.match(text, expected);
+    const requests = e2e.wire.turns.slice(-2).map((t) => JSON.stringify(t.body));
+    for (const r of requests) assert.ok(!r.includes(REOPENED_NOTE), 'the model is not told its session is gone');
+  };
+
+  const noGoneNotice = async () => {
+    const notices = await e2e.panel.notices();
+    assert.ok(!notices.some((n) => n.text.includes(SESSION_GONE_NOTICE)), `said to be gone: ${JSON.stringify(notices)}`);
+  };
+
+  it('define x, reload the window: the variables view shows x at once, and the next execution reads it', async () => {
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    e2e.wire.push(turn().call('execute_tool_code', { code: 'x = 41 + 1\nprint("x is defined")' }), turn().text('Defined x.'));
+    await e2e.panel.send('Define x');
+    assert.equal(await e2e.panel.waitForTurn(0, ['completed'], RUN), 'completed', await e2e.panel.text());
+    await showsX('42');
+
+    await e2e.wb.page.reload();
+    await reopened(1);
+    await showsX('42');
+    await noGoneNotice();
+    await e2e.wb.screenshot('70-reattach-after-reload-dark');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('70b-reattach-after-reload-sidebar') });
+    await readsX(1, 'x = x + 1\nprint(f"x is now {x}")\nreturn x', /x is now 43/);
+  });
+
+  it('kill the extension host (SIGKILL), reopen: the same session, x still there', async () => {
+    const hosts = extensionHostsUnder(e2e.cs.proc.pid!);
+    assert.equal(hosts.length, 1, `one extension host under code-server: ${JSON.stringify(hosts)}`);
+    process.kill(hosts[0], 'SIGKILL');
+    await e2e.wb.page.reload();
+    await reopened(2);
+    await showsX('43');
+    await noGoneNotice();
+    await e2e.wb.screenshot('71-reattach-after-host-killed-dark');
+    await readsX(2, 'print(f"x is still {x}")\nreturn x * 2', /x is still 43/);
+  });
+});

@@ -1,0 +1,191 @@
+/**
+ * The extension on the session host (codeact.session.host "auto"): the controller over its fakes for VS Code,
+ * but a real session host (the bundle's dist/sessionHost.js: run `node esbuild.mjs` first) and real python3
+ * guests. A "reload" is the controller shut down (deactivate) and a new one made over the same folder,
+ * conversations and workspace state.
+ */
+import * as assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { RuntimeConfig } from '../../src/core/runtime/factory';
+import type { Runtime } from '../../src/core/runtime/types';
+import { RUN_LEFT_RUNNING, type HostedRuntime } from '../../src/core/sessionHost/client';
+import { everyHost, hostRunning, openRuntime } from '../../src/core/sessionHost/launch';
+import { isAlive } from '../../src/core/util/processTree';
+import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { RuntimeCache } from '../../src/vscode/runtimeCache';
+import { FakeLog, FakeRuntimeApis, harness, resolved, type Harness } from './fakes';
+import { waitFor } from '../support/wait';
+
+const HOST_ENTRY = path.resolve(__dirname, '../../dist/sessionHost.js');
+const SETTINGS = { 'session.host': 'auto', 'sandbox.kind': 'none' };
+
+/** The runtime seam of the extension (runtimeCache.apis.ts) with this test's host folder and program. */
+class HostApis extends FakeRuntimeApis {
+  readonly attached: HostedRuntime[] = [];
+  constructor(private readonly env: NodeJS.ProcessEnv) {
+    super();
+  }
+  override async createRuntime(config: RuntimeConfig): Promise<Runtime> {
+    const runtime = await openRuntime(config, { entry: HOST_ENTRY, env: this.env });
+    if ('connection' in runtime) this.attached.push(runtime as HostedRuntime);
+    return runtime;
+  }
+  override hostRunning(config: RuntimeConfig): boolean {
+    return hostRunning(config, this.env);
+  }
+}
+
+describe('the extension on the session host (real host and guests)', function () {
+  this.timeout(120_000);
+  let root: string;
+  let env: NodeJS.ProcessEnv;
+  let dir: string;
+  let state: Map<string, unknown>;
+  const windows: Harness[] = [];
+
+  /** A window over the one folder (the same conversations and workspace state as the earlier ones). */
+  const open = () => {
+    const h = harness(SETTINGS, {
+      dir,
+      workspaceState: { get: <T>(k: string) => state.get(k) as T, update: async (k, v) => void state.set(k, v) },
+      runtimes: new HostApis(env),
+    });
+    windows.push(h);
+    return h;
+  };
+  const hostPids = async () => {
+    const hosts = await everyHost(env);
+    for (const c of hosts) c.close();
+    return hosts.map((c) => c.welcome.pid);
+  };
+  const endHosts = async () => {
+    const hosts = await everyHost(env);
+    for (const c of hosts) c.end();
+    for (const c of hosts) c.close();
+    await waitFor(() => hosts.every((c) => !isAlive(c.welcome.pid)), { what: 'the session hosts to end', timeoutMs: 60_000 });
+  };
+
+  before(() => {
+    if (!existsSync(HOST_ENTRY)) throw new Error(`${HOST_ENTRY} is missing: run node esbuild.mjs first`);
+    root = mkdtempSync(path.join(tmpdir(), 'codeact-reattach-'));
+    mkdirSync(path.join(root, 'run'), { mode: 0o700 });
+    env = { ...process.env, XDG_RUNTIME_DIR: path.join(root, 'run') };
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(root, 'window-'));
+    mkdirSync(path.join(dir, 'workspace'));
+    state = new Map();
+  });
+  afterEach(async () => {
+    for (const h of windows.splice(0)) await h.controller.shutdown();
+    await endHosts();
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it('a reload reattaches the open conversation to its live session: not said to be gone, its variables shown, the next run reads x', async () => {
+    const first = open();
+    const defined = await first.controller.runCode('x = 41 + 1', 'define x');
+    assert.equal(defined.status, 'completed', JSON.stringify(defined.error));
+    const [pid] = await hostPids();
+    assert.ok(pid, 'the run went through a session host');
+    await first.controller.shutdown();
+    assert.ok(isAlive(pid), 'the host and its session outlive the window');
+
+    const second = open();
+    const notice = await second.controller.restoredNotice();
+    assert.equal(notice, undefined, `nothing is said to be gone: ${notice}`);
+    const vars = await second.controller.refreshVariables();
+    assert.deepEqual(
+      vars.summary?.variables.map((v) => [v.name, v.summary]),
+      [['x', '42']],
+    );
+    const read = await second.controller.runCode('return x', 'read x');
+    assert.equal(read.status, 'completed', JSON.stringify(read.error));
+    assert.equal(read.value, 42);
+    assert.deepEqual(await hostPids(), [pid], 'the same host, no other started');
+  });
+
+  it('a reload while a run goes on lets go of it, not stops it: the card says so, and the next window reads what it assigned', async () => {
+    const work = path.join(dir, 'workspace');
+    const started = path.join(work, 'started');
+    const go = path.join(work, 'go');
+    const first = open();
+    // The run waits for a file the test writes (a barrier, bounded), then assigns y.
+    const code = `import os, time\nopen(${JSON.stringify(started)}, "w").close()\nfor _ in range(6000):\n    if os.path.exists(${JSON.stringify(go)}): break\n    time.sleep(0.05)\ny = 7\nprint("y assigned")`;
+    const running = first.controller.runCode(code, 'long run');
+    await waitFor(() => existsSync(started), { what: 'the run to start', timeoutMs: 60_000 });
+    const [pid] = await hostPids();
+    await first.controller.shutdown();
+    const item = await running;
+    assert.equal(item.status, 'failed');
+    assert.equal(item.error?.message, RUN_LEFT_RUNNING, 'the card says the run goes on');
+    assert.ok(isAlive(pid), 'the host still runs it');
+
+    writeFileSync(go, '');
+    const second = open();
+    assert.equal(await second.controller.restoredNotice(), undefined, 'the session is not said to be gone');
+    const read = await second.controller.runCode('return y', 'read y');
+    assert.equal(read.status, 'completed', JSON.stringify(read.error));
+    assert.equal(read.value, 7, 'the run went on to its end after the window let go');
+  });
+
+  it('opening from history a conversation whose session a running host kept reattaches it (not said to be gone)', async () => {
+    const first = open();
+    assert.equal((await first.controller.runCode('x = 5', 'define x')).status, 'completed');
+    const id = first.controller.currentConversation!.id;
+    await first.controller.shutdown();
+    state.delete('codeact.openConversation');
+
+    const second = open();
+    assert.equal(second.controller.currentConversation, undefined, 'nothing open at start');
+    const { notice } = await second.controller.openConversation(id);
+    assert.equal(notice, undefined, `said: ${notice}`);
+    assert.deepEqual(
+      (await second.controller.refreshVariables()).summary?.variables.map((v) => v.name),
+      ['x'],
+    );
+    const read = await second.controller.runCode('return x', 'read x');
+    assert.equal(read.value, 5, JSON.stringify(read.error));
+  });
+
+  it('a session truly gone (its host ended) is said plainly, and coming back starts no host to find out', async () => {
+    const first = open();
+    assert.equal((await first.controller.runCode('x = 1', 'define x')).status, 'completed');
+    await first.controller.shutdown();
+    await endHosts();
+
+    const second = open();
+    const notice = await second.controller.restoredNotice();
+    assert.ok((notice ?? '').includes(SESSION_GONE_NOTICE), notice ?? '(no notice)');
+    assert.deepEqual(await hostPids(), [], 'no host was started by coming back');
+    const read = await second.controller.runCode('return x', 'read x');
+    assert.equal(read.status, 'failed', 'x is gone');
+    assert.match(read.error?.message ?? '', /x/);
+  });
+
+  it("an untrusted workspace never attaches, not even to a running host that has the conversation's session", async () => {
+    const first = open();
+    const convo = (await first.controller.runCode('x = 1', 'define x')) && first.controller.currentConversation!;
+    await first.controller.shutdown();
+    const apis = new HostApis(env);
+    let trusted = false;
+    const cache = new RuntimeCache({
+      apis,
+      settings: () => resolved(SETTINGS, true).config,
+      jupyterToken: async () => undefined,
+      workspaceFolder: () => path.join(dir, 'workspace'),
+      log: new FakeLog(),
+      onSessionEvent: () => {},
+      trusted: () => trusted,
+    });
+    assert.equal(await cache.live(path.join(dir, 'workspace'), convo.id), undefined);
+    await assert.rejects(cache.get(undefined, convo.id), /not trusted/);
+    assert.equal(apis.attached.length, 0, 'no connection was made');
+    trusted = true;
+    const runtime = await cache.live(path.join(dir, 'workspace'), convo.id);
+    assert.ok(runtime?.sessions.has(convo.id), 'trusted, the same cache attaches and finds the session');
+    await cache.release();
+  });
+});
