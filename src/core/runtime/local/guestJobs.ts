@@ -8,6 +8,7 @@ import type { JobChanged } from '../../../common/events';
 import { formatDuration, formatElapsed } from '../../../common/format';
 import { Emitter } from '../../../common/emitter';
 import { isInt, type GuestFrame, type Unchecked } from './guestFrames';
+import type { JobTools } from './jobTools';
 
 type JobFrame = Unchecked<Extract<GuestFrame, { t: 'job' }>>;
 
@@ -31,6 +32,8 @@ export class GuestJobs {
     private readonly maxJobMs: number,
     /** codeact.jobs.maxPerSession: a guest that reports far more running jobs is broken (the slack: an end frame may follow the next start). */
     private readonly maxJobs: number,
+    /** The jobs' tool calls (./jobTools). */
+    readonly tools?: JobTools,
   ) {}
 
   /** Jobs running now. */
@@ -38,8 +41,9 @@ export class GuestJobs {
     return this.running.size;
   }
 
-  /** A `job` frame; returns what is wrong with it, if anything. `itemId`: the execution of the frame's run, if it is the current one. */
-  onFrame(frame: JobFrame, itemId: string | undefined): string | undefined {
+  /** A `job` frame; returns what is wrong with it, if anything. `start`: the execution of the frame's run, if it is the current one. */
+  onFrame(frame: JobFrame, start: Parameters<JobTools['open']>[1]): string | undefined {
+    const itemId = start?.itemId;
     const job = frame.job;
     if (!isInt(job) || job < 1 || typeof frame.state !== 'string') return 'a malformed job frame';
     if (frame.state === 'running') {
@@ -48,6 +52,7 @@ export class GuestJobs {
       this.last = job;
       this.running.set(job, itemId);
       this.started.set(job, performance.now());
+      this.tools?.open(job, start);
       this.fire({ job, state: 'running', item_id: itemId, message: `Background job ${job} is running.` });
       return undefined;
     }
@@ -56,6 +61,7 @@ export class GuestJobs {
     const measured = (performance.now() - this.started.get(job)!) / 1000;
     this.running.delete(job);
     this.started.delete(job);
+    this.tools?.close(job);
     const seconds = typeof frame.seconds === 'number' && frame.seconds >= 0 && frame.seconds < 1e8 ? frame.seconds : measured;
     const state = frame.state as JobChanged['state'];
     const cut = frame.cut === true;
@@ -65,6 +71,7 @@ export class GuestJobs {
 
   /** The session ended: each running job ended with it (its process tree is killed with the session's). */
   sessionEnded(reason: string): void {
+    this.tools?.closeAll();
     for (const [job, itemId] of [...this.running]) {
       const seconds = (performance.now() - this.started.get(job)!) / 1000;
       this.running.delete(job);
