@@ -329,7 +329,14 @@ export class ToolGateway {
       let answer: ApprovalOutcome;
       try {
         const job = request.job === undefined ? {} : { job: request.job };
-        answer = await this.options.approver({ tool, arguments: args as Record<string, unknown>, itemId: request.itemId, callId: request.callId, signal, ...job });
+        answer = await this.options.approver({
+          tool,
+          arguments: args as Record<string, unknown>,
+          itemId: request.itemId,
+          callId: request.callId,
+          signal,
+          ...job,
+        });
       } finally {
         facts.waitedMs += performance.now() - asked;
         resume?.();

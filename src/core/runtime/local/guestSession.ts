@@ -10,17 +10,7 @@
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
 import { cancelledError, completionError, normaliseError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
-import {
-  checkFrame,
-  FrameReader,
-  GUEST_FRAME_FIELDS,
-  isInt,
-  normaliseVariables,
-  sendFrame,
-  sendLine,
-  type GuestFrame,
-  type HostFrame,
-} from './guestFrames';
+import { checkFrame, FrameReader, GUEST_FRAME_FIELDS, isInt, normaliseVariables, sendFrame, sendLine, type GuestFrame, type HostFrame } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
