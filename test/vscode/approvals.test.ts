@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
-import type { TranscriptEvent } from '../../src/common/transcript';
+import { approvalKey, buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
+import { DEMO_CODE, demoTurn } from '../webview/support/fixtures';
 import type { ApprovalRequest } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { Approvals, NO_ANSWER } from '../../src/vscode/approvals';
@@ -105,6 +106,24 @@ describe('vscode approvals (fake seams)', () => {
         ['codeact.approval.requested', 'codeact.approval.resolved'],
       );
       assert.equal(approvals.policyOverride([])(tool('lookup')), 'auto');
+    });
+
+    it("a background job's call says which job asks: on the card (with the code that started it), and in the dialog", async () => {
+      const { apis, approvals, events, lastId, state } = setup(true);
+      const pending = approvals.approveTool({ ...request('lookup'), itemId: 'ci_1', job: 2 });
+      await tick();
+      assert.equal((events[0] as { job?: number }).job, 2);
+      // The chat moved on: the card joins the newest turn, and says which job asks and where it came from.
+      const model = buildTranscript([...demoTurn('turn-1', 'ci_1'), ...demoTurn('turn-2', 'ci_2'), events[0]]);
+      const card = model.items[approvalKey(lastId())] as ApprovalView;
+      assert.equal(card.turnId, model.turns.at(-1)!.id);
+      assert.deepEqual([card.job, card.jobCode], [2, DEMO_CODE.split('\n')[0].trim()]);
+      approvals.resolve(lastId(), 'allow_once');
+      assert.equal(await pending, 'allowed');
+      state.panel = false;
+      apis.answers = ['Allow Once'];
+      assert.equal(await approvals.approveTool({ ...request('lookup'), job: 3 }), 'allowed');
+      assert.equal(apis.dialogs[0].message, 'CodeAct: Background job 3 asks: allow the tool "lookup"?');
     });
 
     it('an answer for an unknown card changes nothing; "deny" denies', async () => {

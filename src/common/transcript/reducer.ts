@@ -160,8 +160,13 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         status: 'pending',
         rev: 1,
       };
-      ctx.addItem(turn, view);
       const exec = event.item_id ? (ctx.lookup(execKey(event.item_id)) as ExecView | undefined) : undefined;
+      if (typeof event.job === 'number') {
+        view.job = event.job;
+        const first = exec?.kind === 'exec' ? exec.code.split('\n').find((l) => l.trim() && !/^#\s*background\s*$/.test(l.trim())) : undefined;
+        if (first) view.jobCode = first.trim().slice(0, 120);
+      }
+      ctx.addItem(turn, view);
       if (exec && exec.kind === 'exec') {
         exec.awaiting++;
         ctx.itemChanged(exec);
