@@ -270,9 +270,13 @@ export class Approvals {
     this.pending.get(approvalId)?.resolve({ decision, code });
   }
 
-  /** The run ends (Stop, the conversation closed) with approvals unanswered: each is recorded as expired, with why. */
+  /** The run ends (Stop, the conversation closed) with approvals unanswered: each is recorded as expired, with why (a job's only on close). */
   expirePending(reason: string): void {
-    for (const [, p] of this.pending) p.resolve({ decision: 'expired', reason });
+    for (const [, p] of this.pending) {
+      // A background job's question is not the stopped run's: it stays open until its job ends, or the window closes.
+      if (p.subject.job !== undefined && reason !== NO_ANSWER.closed) continue;
+      p.resolve({ decision: 'expired', reason });
+    }
   }
 
   /** With codeact.approval.reviewCode, the hook that shows the user the code before it runs (Run, Edit, Deny); none without. */
