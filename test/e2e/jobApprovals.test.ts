@@ -8,7 +8,7 @@
  * which job asks and the code that started it. Allowed, the job finishes, and its result reaches the model's next
  * request.
  *
- * Screenshots go to test-artifacts/e2e/ (96-…). Skips with one line when code-server or Chromium is missing.
+ * Screenshots go to test-artifacts/e2e/ (98-…). Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
 import { turn } from '../support/wire/turn';
@@ -54,7 +54,7 @@ describe('e2e: a background job asks for an approval after the chat moved on', f
     assert.match(text, /Background job 1 \(started by the code\s+import os, asyncio\s*\)/);
     assert.match(text, /ACME-42/);
     await card.scrollIntoViewIfNeeded();
-    const shot = await e2e.wb.screenshot('96-job-approval-after-the-chat-moved-on');
+    const shot = await e2e.wb.screenshot('98-job-approval-after-the-chat-moved-on');
     console.log(`      screenshot: ${shot}`);
     await e2e.panel.decide('Allow once');
 
@@ -66,7 +66,7 @@ describe('e2e: a background job asks for an approval after the chat moved on', f
     const later = e2e.wire.requests.slice(before).map((r) => r.rawBody);
     assert.ok(
       later.some((b) => /Background job 1 finished after [^"]*; its value: \\"NOTE-ACME-42-\d+\\"/.test(b)),
-      `no request after the approval told the model of the job's result:\n${later.map((b) => b.slice(-1500)).join('\n---\n')}`,
+      `no request after the approval told the model of the job's result:\n${later.map((b) => b.slice(Math.max(0, b.indexOf('Background job') - 200), b.indexOf('Background job') + 800)).join('\n---\n')}`,
     );
   });
 });

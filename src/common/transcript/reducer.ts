@@ -143,7 +143,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       break;
     }
     case 'codeact.approval.requested': {
-      const turn = ctx.turnForNewItem();
+      const turn = typeof event.job === 'number' ? ctx.turnForJobItem() : ctx.turnForNewItem();
       const key = approvalKey(event.approval_id);
       if (model.items[key]) break;
       const view: ApprovalView = {

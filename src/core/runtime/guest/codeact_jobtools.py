@@ -27,16 +27,43 @@ class JobProtocolError(Exception):
     """A job wrote what call_tool never writes: it is killed."""
 
 
-class Relay:
-    """The session's end of one job's socket: calls in (forwarded to the host), answers out."""
+class _End:
+    """One end of a job's socket: its fd, the job, the bounds, and what was read that is not a line yet."""
 
-    def __init__(self, chan, number, fd, max_concurrency, max_frame):
-        self.chan = chan
-        self.number = number
+    def __init__(self, fd, number, max_concurrency, max_frame):
         self.fd = fd
+        self.number = number
         self.max_concurrency = max(1, max_concurrency)
         self.max_frame = max_frame
         self.buf = bytearray()
+
+    def lines(self):
+        """The whole lines read so far (at most 10,000 at a time)."""
+        for _ in range(10_000):
+            nl = self.buf.find(b"\n")
+            if nl < 0:
+                return
+            line = bytes(self.buf[:nl])
+            del self.buf[:nl + 1]
+            yield line
+
+
+def _write_all(fd, data):
+    """Writes all of `data` (blocking); raises OSError when the other end is gone."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except InterruptedError:
+            continue
+
+
+class Relay(_End):
+    """The session's end of one job's socket: calls in (forwarded to the host), answers out."""
+
+    def __init__(self, chan, number, fd, max_concurrency, max_frame):
+        super().__init__(fd, number, max_concurrency, max_frame)
+        self.chan = chan
         self.in_flight = set()
         self.out = []
         self.cond = threading.Condition()
@@ -55,12 +82,7 @@ class Relay:
         if not chunk:
             return False
         self.buf += chunk
-        for _ in range(10_000):
-            nl = self.buf.find(b"\n")
-            if nl < 0:
-                break
-            line = bytes(self.buf[:nl])
-            del self.buf[:nl + 1]
+        for line in self.lines():
             self._forward(line)
         if len(self.buf) > self.max_frame:
             raise JobProtocolError(f"a line of {len(self.buf):,} bytes on its tool channel (the limit is {self.max_frame:,})")
@@ -110,14 +132,10 @@ class Relay:
                     if self.closed:
                         return
                     data = self.out.pop(0)
-                view = memoryview(data)
-                while view:
-                    try:
-                        view = view[os.write(self.fd, view):]
-                    except InterruptedError:
-                        continue
-                    except OSError:  # the job is gone
-                        return
+                try:
+                    _write_all(self.fd, data)
+                except OSError:  # the job is gone
+                    return
         finally:
             self._close_fd()
 
@@ -142,16 +160,12 @@ class Relay:
                 pass
 
 
-class JobCalls:
+class JobCalls(_End):
     """call_tool in the job: each call gets an id and a future, answers come back in any order."""
 
     def __init__(self, fd, number, enabled, max_concurrency, max_frame):
-        self.fd = fd
-        self.number = number
+        super().__init__(fd, number, max_concurrency, max_frame)
         self.enabled = enabled
-        self.max_concurrency = max(1, max_concurrency)
-        self.max_frame = max_frame
-        self.buf = bytearray()
         self.pending = {}
         self.next_id = 0
         self.loop = self.sem = None
@@ -175,12 +189,7 @@ class JobCalls:
             self.pending[call_id] = fut
             data = ('{"t":"tool_call","id":%d,"name":%s,"args":%s}\n' % (call_id, lib.compact_json(name), encoded)).encode("utf-8", "surrogatepass")
             try:
-                view = memoryview(data)
-                while view:
-                    try:
-                        view = view[os.write(self.fd, view):]
-                    except InterruptedError:
-                        continue
+                _write_all(self.fd, data)
                 return await fut
             except OSError:
                 raise RuntimeError(f"call_tool: background job {self.number} lost its channel to the session") from None
@@ -202,12 +211,8 @@ class JobCalls:
                     fut.set_exception(RuntimeError(self.gone))
             return
         self.buf += chunk
-        for _ in range(10_000):
-            nl = self.buf.find(b"\n")
-            if nl < 0:
-                break
-            frame = lib.loads(bytes(self.buf[:nl]).decode("utf-8", "surrogatepass"))
-            del self.buf[:nl + 1]
+        for line in self.lines():
+            frame = lib.loads(line.decode("utf-8", "surrogatepass"))
             fut = self.pending.pop(frame.get("id"), None) if isinstance(frame, dict) else None
             if fut is None or fut.done():
                 continue

@@ -15,7 +15,7 @@ import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
 import { formatDuration } from '../../../common/format';
-import { ArtifactStore } from '../artifacts';
+import type { ArtifactStore } from '../artifacts';
 import { displayOptions, fileOptions } from '../displays';
 import { keptOutput } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
