@@ -90,6 +90,22 @@ describe('call_tool from a background job (a local session)', function () {
     assert.deepEqual(done.value, { a: { sent: 'one' }, b: REFUSALS.userDenied('send_note') });
   });
 
+  it('a job that writes on its tool channel what call_tool never writes is killed, and its output says why', async () => {
+    // The job's end of its socket, found as untrusted code could find it: through call_tool's closure.
+    const raw = (line: string) =>
+      `import os\nfd = call_tool.__closure__[0].cell_contents.call.__self__.fd\nos.write(fd, ${line})\nimport time\ntime.sleep(600)`;
+    ok(await run(raw('b"not json\\n"'), { background: true }));
+    const malformed = await waitJob(1);
+    assert.equal(malformed.status, 'failed', JSON.stringify(malformed));
+    assert.match(String(ok(await run('job_output(1)'))), /background job 1 was killed: it wrote a malformed frame on its tool channel/);
+    ok(await run(raw('b"x" * (17 << 20)'), { background: true }));
+    assert.equal((await waitJob(2)).status, 'failed');
+    assert.match(
+      String(ok(await run('job_output(2)'))),
+      /background job 2 was killed: it wrote a line of [\d,]+ bytes on its tool channel \(the limit is [\d,]+\)/,
+    );
+  });
+
   it("stop_job settles the job's call still waiting for the person, and so does the session's end", async () => {
     ok(await run('await call_tool("send_note", text="never")', { background: true }));
     await waitFor(() => asked.length === 1, { timeoutMs: 60_000, what: "the job's approval" });
