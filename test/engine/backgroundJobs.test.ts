@@ -109,7 +109,7 @@ for (const zygote of [false, true])
       assert.match(text, /\n\[codeact: [\d,]+ bytes of this job's output were cut here; its first and last 4,096 bytes are kept\]\n/);
     });
 
-    it("ends a session's running jobs with it, and says so; call_tool in a job says it is not available; a run without a session cannot start one", async () => {
+    it("ends a session's running jobs with it, and says so; call_tool in a job started by a run without tools says so; a run without a session cannot start one", async () => {
       const rt = runtime();
       const mark = `codeact-job-child-${process.pid}-c${zygote}`;
       ok(await run(rt, sleeper(mark), { background: true }));
