@@ -126,6 +126,22 @@ describe('vscode approvals (fake seams)', () => {
       assert.equal(apis.dialogs[0].message, 'CodeAct: Background job 3 asks: allow the tool "lookup"?');
     });
 
+    it("Stop of a turn leaves a background job's approval open; closing the window expires it", async () => {
+      const { approvals } = setup(true);
+      const fromJob = approvals.approveTool({ ...request('lookup'), job: 1 });
+      const fromRun = approvals.approveTool(request('lookup'));
+      await tick();
+      approvals.expirePending(NO_ANSWER.stopped);
+      assert.deepEqual(await fromRun, { unanswered: NO_ANSWER.stopped });
+      assert.deepEqual(
+        approvals.pendingList().map((p) => p.name),
+        ['lookup'],
+        "the job's question still waits",
+      );
+      approvals.expirePending(NO_ANSWER.closed);
+      assert.deepEqual(await fromJob, { unanswered: NO_ANSWER.closed });
+    });
+
     it('an answer for an unknown card changes nothing; "deny" denies', async () => {
       const { approvals, lastId } = setup(true);
       const pending = approvals.approveTool(request('lookup'));
