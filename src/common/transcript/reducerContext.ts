@@ -304,7 +304,8 @@ export class Ctx {
       } else if (item.kind === 'message' && !item.done) {
         item.done = true;
         this.itemChanged(item);
-      } else if (item.kind === 'approval' && item.status === 'pending') {
+      } else if (item.kind === 'approval' && item.status === 'pending' && item.job === undefined) {
+        // (A background job's question outlives the turn it showed in: its job's end settles it.)
         item.status = 'expired';
         this.itemChanged(item);
       } else if (item.kind === 'function' && item.status === 'in_progress') {
