@@ -3,26 +3,17 @@
  * terminal: a call from a background job says which job asks; the code's own call says the code calls.
  */
 import * as assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
 import { cliAsking } from '../../src/cli/approvalPrompt';
-import { TerminalQuestions } from '../../src/cli/terminalQuestions';
 import { resolveEngineConfig } from '../../src/core/config/resolve';
 import type { ApprovalRequest } from '../../src/core/gateway/gateway';
 import { managedTool } from '../support/managedTool';
-
-function terminal() {
-  const input = Object.assign(new PassThrough(), { isTTY: true });
-  const output = new PassThrough();
-  let shown = '';
-  output.on('data', (c: Buffer) => (shown += c.toString()));
-  return { questions: new TerminalQuestions({ input, output }), input, shown: () => shown.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '') };
-}
+import { fakeTerminal } from '../support/fakeTerminal';
 
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe('cli: an approval asked by a background job', () => {
   it('says which job asks; the answer goes to that call', async () => {
-    const t = terminal();
+    const t = fakeTerminal();
     const config = resolveEngineConfig(() => undefined, { trusted: true }).config;
     const approver = cliAsking(config, { dir: process.cwd(), trusted: true }, t.questions).gateway.approver!;
     const request = (job?: number): ApprovalRequest => ({

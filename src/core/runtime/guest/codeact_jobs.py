@@ -385,11 +385,7 @@ def _exit_text(status):
 
 
 def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except InterruptedError:
-            continue
-        except OSError:
-            return
+    try:
+        jobtools.write_all(fd, data)
+    except OSError:  # nobody reads the result any more
+        return

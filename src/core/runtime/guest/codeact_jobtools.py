@@ -48,7 +48,7 @@ class _End:
             yield line
 
 
-def _write_all(fd, data):
+def write_all(fd, data):
     """Writes all of `data` (blocking); raises OSError when the other end is gone."""
     view = memoryview(data)
     while view:
@@ -133,7 +133,7 @@ class Relay(_End):
                         return
                     data = self.out.pop(0)
                 try:
-                    _write_all(self.fd, data)
+                    write_all(self.fd, data)
                 except OSError:  # the job is gone
                     return
         finally:
@@ -189,7 +189,7 @@ class JobCalls(_End):
             self.pending[call_id] = fut
             data = ('{"t":"tool_call","id":%d,"name":%s,"args":%s}\n' % (call_id, lib.compact_json(name), encoded)).encode("utf-8", "surrogatepass")
             try:
-                _write_all(self.fd, data)
+                write_all(self.fd, data)
                 return await fut
             except OSError:
                 raise RuntimeError(f"call_tool: background job {self.number} lost its channel to the session") from None
