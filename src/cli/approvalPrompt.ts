@@ -8,6 +8,7 @@
  * with its clear error, code under review does not run (the error says why), installs are refused, forms
  * are declined.
  */
+import { jobAsks } from '../common/tools';
 import { forTerminal } from '../common/untrusted';
 import type { EngineConfig } from '../core/config/resolve';
 import { installOptionsFrom } from '../core/config/install';
@@ -48,8 +49,9 @@ function toolApprover(questions: TerminalQuestions, session: Set<string>): Appro
         // A call asked while an earlier one was answered "for this session" runs without asking.
         if (session.has(req.tool.name)) return 'allowed';
         const args = JSON.stringify(req.arguments ?? {}, null, 2) ?? '{}';
+        const who = req.job === undefined ? 'The code calls' : `${jobAsks(req.job)} (it runs in the background of this session): it calls`;
         q.say(
-          `\n${q.shown(`The code calls the tool "${forTerminal(req.tool.name, { line: true })}", which needs your approval. Its arguments, all of them:`)}\n${q.shown(indent(args))}\n`,
+          `\n${q.shown(`${who} the tool "${forTerminal(req.tool.name, { line: true })}", which needs your approval. Its arguments, all of them:`)}\n${q.shown(indent(args))}\n`,
         );
         const a = await q.line('Allow once (y), allow for this session (s), or deny (n)? [n] ');
         if (q.cancelled) return { unanswered: STOPPED };

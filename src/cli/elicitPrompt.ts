@@ -15,6 +15,7 @@ import {
   type Elicitor,
 } from '../common/elicitation';
 import { forTerminal } from '../common/untrusted';
+import { jobAsks } from '../common/tools';
 import { shown } from './print';
 import { indent, terminalQuestions, type Asking, type TerminalQuestions } from './terminalQuestions';
 
@@ -26,7 +27,7 @@ const one = (s: unknown) => forTerminal(s, { line: true });
 
 export function terminalElicitor(questions: TerminalQuestions = terminalQuestions()): Elicitor {
   return (p) => {
-    const from = p.tool ? ` while running the tool "${one(p.tool)}"` : '';
+    const from = (p.tool ? ` while running the tool "${one(p.tool)}"` : '') + (p.job === undefined ? '' : ` (${jobAsks(p.job).toLowerCase()})`);
     if (!questions.interactive) {
       process.stderr.write(
         shown(

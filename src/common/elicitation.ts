@@ -62,6 +62,8 @@ export interface ElicitationPrompt extends ElicitationForm {
   /** The execution item and the tool call that caused it, when known. */
   itemId?: string;
   callId?: string;
+  /** The session's background job whose tool call caused it (call_tool in job n). */
+  job?: number;
   /** What was wrong with the previous answer, per field key ('' for the form as a whole). */
   problems?: Record<string, string>;
   /** The previous answer, to fill the form in again. */

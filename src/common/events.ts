@@ -142,6 +142,8 @@ interface ApprovalRequested {
   code?: string;
   /** For `kind: "install"` (the code's install_packages): everything the person approves, shown in full. */
   install?: InstallRequestInfo;
+  /** The session's background job whose `call_tool` asks (`item_id`: the execution that started the job). */
+  job?: number;
 }
 
 /** What an install_packages approval shows: the exact specs, where they go, and the pip arguments. */
@@ -183,6 +185,8 @@ interface ElicitationRequested {
   tool?: string;
   form: ElicitationForm;
   problems?: Record<string, string>;
+  /** The session's background job whose tool call asks (`item_id`: the execution that started the job). */
+  job?: number;
 }
 interface ElicitationResolved {
   type: 'codeact.elicitation.resolved';

@@ -118,6 +118,9 @@ export const RESERVED_CALLS = { search: SEARCH_TOOLS, describe: DESCRIBE_TOOL, c
 /** The reserved call of the guest's `install_packages` (see core/runtime/install): approved by the person, never a tool. */
 export const INSTALL_PACKAGES = 'codeact.install_packages';
 
+/** Who asks when a background job's `call_tool` needs the person (an approval, a form): one wording everywhere. */
+export const jobAsks = (job: number): string => `Background job ${job} asks`;
+
 /** True for a reserved discovery name (never a managed tool). */
 export function isDiscoveryCall(name: unknown): boolean {
   return typeof name === 'string' && name.startsWith('codeact.') && name !== INSTALL_PACKAGES;

@@ -5,6 +5,7 @@
  * bidirectional characters are shown as `<U+202E>` markers (the dialog would otherwise let them reorder
  * or hide text).
  */
+import { jobAsks } from '../common/tools';
 import { forDisplay } from '../common/untrusted';
 
 /** Characters of arguments and of code a dialog shows. */
@@ -72,11 +73,11 @@ interface ToolDialog {
   clipped: boolean;
 }
 
-/** The dialog asking for a tool call. */
-export function toolDialog(name: string, args: unknown): ToolDialog {
+/** The dialog asking for a tool call (`job`: a background job's call, said first). */
+export function toolDialog(name: string, args: unknown, job?: number): ToolDialog {
   const json = argumentsJson(args);
   const view = clipForDialog(json, DIALOG_ARGUMENT_CHARS);
-  const message = `CodeAct: allow the tool "${forDisplay(name, { line: true })}"?`;
+  const message = `CodeAct: ${job === undefined ? '' : `${jobAsks(job)}: `}allow the tool "${forDisplay(name, { line: true })}"?`;
   if (view.whole) return { message, detail: `Arguments:\n${view.shown}`, clipped: false };
   const total = args && typeof args === 'object' && !Array.isArray(args) ? Object.keys(args).length : 0;
   // The last argument the dialog starts may go on past its end: only those before it are shown in full.

@@ -39,6 +39,8 @@ interface ApprovalSubject {
   /** For `install`: the specs, the environment and the command line, all shown. */
   install?: InstallRequestInfo;
   itemId?: string;
+  /** The background job that asks (its call_tool), if not the execution itself. */
+  job?: number;
 }
 
 interface ApprovalAnswer {
@@ -116,7 +118,12 @@ export class Approvals {
    * cards (a notebook cell's call, which belongs to no conversation).
    */
   async approveTool(req: ApprovalRequest, modal = false): Promise<ApprovalOutcome> {
-    const { decision, reason } = await this.request({ kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId }, req.signal, modal);
+    const job = req.job === undefined ? {} : { job: req.job };
+    const { decision, reason } = await this.request(
+      { kind: 'tool', name: req.tool.name, arguments: req.arguments, itemId: req.itemId, ...job },
+      req.signal,
+      modal,
+    );
     if (decision === 'expired') return { unanswered: reason ?? NO_ANSWER.ended };
     if (decision === 'allow_session') this.sessionAllowed.add(req.tool.name);
     if (decision === 'allow_always') {
@@ -164,6 +171,7 @@ export class Approvals {
       arguments: what.arguments,
       code: what.code,
       ...(what.install ? { install: what.install } : {}),
+      ...(what.job === undefined ? {} : { job: what.job }),
     });
     const settled = new AbortController();
     const answered = new Promise<ApprovalAnswer>((resolve) =>
@@ -239,7 +247,7 @@ export class Approvals {
       const again = await apis.showWarningMessage('CodeAct: run this code? All of it is open in the editor.', { modal: false }, 'Run', 'Deny');
       return { decision: again === 'Run' ? 'allow_once' : 'deny' };
     }
-    const dialog = toolDialog(what.name ?? '', what.arguments);
+    const dialog = toolDialog(what.name ?? '', what.arguments, what.job);
     const pick = await apis.showWarningMessage(
       dialog.message,
       { modal: true, detail: dialog.detail },
@@ -262,9 +270,13 @@ export class Approvals {
     this.pending.get(approvalId)?.resolve({ decision, code });
   }
 
-  /** The run ends (Stop, the conversation closed) with approvals unanswered: each is recorded as expired, with why. */
+  /** The run ends (Stop, the conversation closed) with approvals unanswered: each is recorded as expired, with why (a job's only on close). */
   expirePending(reason: string): void {
-    for (const [, p] of this.pending) p.resolve({ decision: 'expired', reason });
+    for (const [, p] of this.pending) {
+      // A background job's question is not the stopped run's: it stays open until its job ends, or the window closes.
+      if (p.subject.job !== undefined && reason !== NO_ANSWER.closed) continue;
+      p.resolve({ decision: 'expired', reason });
+    }
   }
 
   /** With codeact.approval.reviewCode, the hook that shows the user the code before it runs (Run, Edit, Deny); none without. */

@@ -58,6 +58,7 @@ export class Elicitations {
         item_id: itemId,
         ...(p.callId ? { call_id: p.callId } : {}),
         ...(p.tool ? { tool: p.tool } : {}),
+        ...(p.job === undefined ? {} : { job: p.job }),
         form,
         ...(problems && Object.keys(problems).length ? { problems } : {}),
       });

@@ -13,6 +13,7 @@ import { icon } from './icons';
 import { attentionHead, textButton, type ViewContext } from './viewKit';
 import { revealed, revealedPlain, setRevealed } from './reveal';
 import { lineBreaksShown } from '../common/untrusted';
+import { jobAsks } from '../common/tools';
 
 const OUTCOME: Record<string, string> = {
   accept: 'Sent to the server',
@@ -48,7 +49,9 @@ export class ElicitationCard {
     );
     const head = attentionHead({ headClass: 'elicitation-head', iconClass: 'elicit-icon', icon: 'person', title, badge: 'Input needed' });
     const body = h('div', { class: 'elicitation-body' });
-    if (view.tool) body.append(h('p', { class: 'elicitation-from' }, 'While running the tool ', h('code', null, revealed(view.tool, { line: true }))));
+    const job = view.job === undefined ? '' : `${jobAsks(view.job)}. `;
+    if (view.tool) body.append(h('p', { class: 'elicitation-from' }, `${job}While running the tool `, h('code', null, revealed(view.tool, { line: true }))));
+    else if (job) body.append(h('p', { class: 'elicitation-from', text: job }));
     body.append(h('p', { class: 'elicitation-message' }, revealed(form.message)));
     if (form.messageClipped)
       body.append(

@@ -1,6 +1,7 @@
 /** The transcript's other items: markdown messages, approvals, direct function calls, editor calls, errors, notices. */
 import type { ApprovalView, EditorView, ErrorView, FunctionView, ItemView, MessageView, NoticeView, TurnView } from '../common/transcript';
 import { argsPreview, h, setText, toggle, uid } from './dom';
+import { jobAsks } from '../common/tools';
 import { highlight } from './highlight';
 import { icon, spinner } from './icons';
 import { expandAll, renderJson } from './jsonTree';
@@ -73,6 +74,13 @@ export class MessageRenderer implements ItemRenderer {
 
 // ---- approvals ------------------------------------------------------------------------------------
 
+/** Who calls: the code, or a background job of the session (and the code that started it, when its card is known). */
+function callerText(item: ApprovalView): Array<string | Node> {
+  if (item.job === undefined) return ['The code calls the managed tool '];
+  const from = item.jobCode ? [' (started by the code ', h('code', null, revealed(item.jobCode, { line: true })), ')'] : [];
+  return [`Background job ${item.job}`, ...from, ', which runs in the background while the chat goes on, calls the managed tool '];
+}
+
 const DECISION_TEXT: Record<string, string> = {
   allow_once: 'Allowed once',
   allow_session: 'Allowed for this session',
@@ -100,6 +108,7 @@ export class ApprovalRenderer implements ItemRenderer {
     const isInstall = item.approvalKind === 'install';
     if (isCode) title.append('Review the code before it runs');
     else if (isInstall) title.append(...installTitle(item));
+    else if (item.job !== undefined) title.append(`${jobAsks(item.job)}: allow `, h('code', null, revealed(item.name ?? 'tool', { line: true })), ' to run?');
     else title.append('Allow ', h('code', null, revealed(item.name ?? 'tool', { line: true })), ' to run?');
     const head = attentionHead({ headClass: 'card-head', iconClass: 'shield', icon: 'shield', title, badge: 'Approval needed' });
     const body = h('div', { class: 'approval-body' });
@@ -116,9 +125,7 @@ export class ApprovalRenderer implements ItemRenderer {
     } else if (isInstall) {
       body.append(...installBody(item));
     } else {
-      body.append(
-        h('p', { class: 'desc' }, 'The code calls the managed tool ', h('strong', null, revealed(item.name ?? '', { line: true })), ' with these arguments:'),
-      );
+      body.append(h('p', { class: 'desc' }, ...callerText(item), h('strong', null, revealed(item.name ?? '', { line: true })), ' with these arguments:'));
       body.append(...invisibleNotice(argumentsText(item.arguments), 'arguments'));
       body.append(...argumentsTree(item.arguments ?? null));
     }
@@ -147,7 +154,7 @@ export class ApprovalRenderer implements ItemRenderer {
           ? 'Approval needed: review the code before it runs'
           : isInstall
             ? 'Approval needed: install packages'
-            : `Approval needed: allow the tool ${revealedPlain(item.name ?? '', { line: true })}`,
+            : `Approval needed: ${item.job === undefined ? '' : `${jobAsks(item.job)}: `}allow the tool ${revealedPlain(item.name ?? '', { line: true })}`,
       );
   }
 

@@ -4,17 +4,8 @@
  * at once, and neither takes the line typed for the question after it.
  */
 import * as assert from 'node:assert/strict';
-import { PassThrough } from 'node:stream';
-import { TerminalQuestions, type Asking } from '../../src/cli/terminalQuestions';
-
-function terminal() {
-  const input = Object.assign(new PassThrough(), { isTTY: true });
-  const output = new PassThrough();
-  let shown = '';
-  output.on('data', (c: Buffer) => (shown += c.toString()));
-  // What a person reads: readline's cursor moves left out.
-  return { questions: new TerminalQuestions({ input, output }), input, shown: () => shown.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '') };
-}
+import type { Asking } from '../../src/cli/terminalQuestions';
+import { fakeTerminal } from '../support/fakeTerminal';
 
 /** A question that prints its name and returns the line typed for it ("(none)" when it ends without one). */
 const named = (name: string) => async (q: Asking) => {
@@ -26,7 +17,7 @@ const settle = () => new Promise((r) => setImmediate(r));
 
 describe('cli: the terminal questions, one at a time', () => {
   it('a question cancelled while it waits is never shown; one cancelled while shown ends; the next line goes to the next question', async () => {
-    const t = terminal();
+    const t = fakeTerminal();
     const first = new AbortController();
     const waiting = new AbortController();
     const a = t.questions.ask(first.signal, () => 'never asked', named('first'));
@@ -47,7 +38,7 @@ describe('cli: the terminal questions, one at a time', () => {
   });
 
   it('two questions asked at once: the second is shown only after the first is answered, and each gets its own line', async () => {
-    const t = terminal();
+    const t = fakeTerminal();
     const a = t.questions.ask(undefined, () => '', named('one'));
     const b = t.questions.ask(undefined, () => '', named('two'));
     await settle();

@@ -171,7 +171,7 @@ for (const zygote of [false, true])
       assert.match(text, /\n\[codeact: [\d,]+ bytes of this job's output were cut here; its first and last 4,096 bytes are kept\]\n/);
     });
 
-    it("ends a session's running jobs with it, and says so; call_tool in a job says it is not available; a run without a session cannot start one", async () => {
+    it("ends a session's running jobs with it, and says so; call_tool in a job started by a run without tools says so; a run without a session cannot start one", async () => {
       const rt = runtime();
       const mark = `codeact-job-child-${process.pid}-c${zygote}`;
       ok(await run(rt, sleeper(mark), { background: true }));
@@ -184,11 +184,11 @@ for (const zygote of [false, true])
         ['ended'],
       );
       assert.match(notes[0].message, /with its Python session \(it was closed\); its result is gone/);
-      // A new session numbers its jobs from 1. call_tool in a job raises an error that says so (its calls cannot reach the gateway yet).
+      // A new session numbers its jobs from 1. call_tool in a job started by a run that takes no tool calls says so.
       ok(await run(rt, 'await call_tool("anything")', { background: true, tools: true }));
       const failed = ok(await run(rt, 'wait_job(1, timeout=60)')) as { status: string; error: string };
       assert.equal(failed.status, 'failed');
-      assert.match(failed.error, /^RuntimeError: call_tool is not available in a forked child process or a background job \(yet\)/);
+      assert.match(failed.error, /^RuntimeError: No managed tools are available to this background job/);
       const oneShot = await rt.execute({ code: '1', background: true });
       assert.equal(oneShot.status, 'failed');
       assert.match(oneShot.error?.message ?? '', /Background jobs need a session/);

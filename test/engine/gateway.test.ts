@@ -58,6 +58,32 @@ describe('tool gateway', () => {
     assert.equal(gw.records[0].ok, false);
   });
 
+  it("a background job's call: the approver and a form the tool asks for are told which job asks; the code's own call names none", async () => {
+    const jobs: Array<[string, number | undefined]> = [];
+    const gw = new ToolGateway(
+      [
+        base({
+          name: 'ask_form',
+          approval: 'ask',
+          invoke: async (_a, o) => o.elicit?.({ id: 'f1', server: 'srv', message: 'Who?', fields: [], signal: o.signal, check: () => ({}) }, true),
+        }),
+      ],
+      {
+        approver: async (r) => (jobs.push(['approval', r.job]), 'allowed'),
+        elicitor: async (p) => (jobs.push(['form', p.job]), { action: 'decline' }),
+      },
+    );
+    const signal = new AbortController().signal;
+    assert.deepEqual(await gw.handler({ itemId: 'i', callId: 'i:job3.1', name: 'ask_form', arguments: {}, job: 3 }, signal), { action: 'decline' });
+    await gw.handler({ itemId: 'i', callId: 'i:1', name: 'ask_form', arguments: {} }, signal);
+    assert.deepEqual(jobs, [
+      ['approval', 3],
+      ['form', 3],
+      ['approval', undefined],
+      ['form', undefined],
+    ]);
+  });
+
   it('records name, argument preview and size, duration, ok and result size of each call', async () => {
     const gw = new ToolGateway([base({ name: 'echo', invoke: async (a) => a })]);
     assert.deepEqual(await call(gw, 'echo', { x: 1 }), { x: 1 });

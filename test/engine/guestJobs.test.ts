@@ -17,7 +17,7 @@ function jobs(maxJobs = 2): { jobs: GuestJobs; events: JobChanged[] } {
 describe('guest jobs: the host edge for job frames', () => {
   it('a start and an end make one running event and one note, with the execution that started it', () => {
     const { jobs: j, events } = jobs();
-    assert.equal(j.onFrame({ t: 'job', job: 1, state: 'running', run: 4 }, 'exec_4'), undefined);
+    assert.equal(j.onFrame({ t: 'job', job: 1, state: 'running', run: 4 }, { itemId: 'exec_4', options: {}, tools: true }), undefined);
     assert.equal(j.count, 1);
     const end = {
       t: 'job' as const,
@@ -60,8 +60,8 @@ describe('guest jobs: the host edge for job frames', () => {
 
   it("the session's end ends each running job once, and says its result is gone", () => {
     const { jobs: j, events } = jobs();
-    j.onFrame({ t: 'job', job: 1, state: 'running' }, 'x');
-    j.onFrame({ t: 'job', job: 2, state: 'running' }, 'y');
+    j.onFrame({ t: 'job', job: 1, state: 'running' }, { itemId: 'x', options: {}, tools: true });
+    j.onFrame({ t: 'job', job: 2, state: 'running' }, { itemId: 'y', options: {}, tools: true });
     j.onFrame({ t: 'job', job: 2, state: 'timed_out', seconds: 5400, tail: '', cut: true }, undefined);
     j.sessionEnded('it was idle');
     j.sessionEnded('it was idle');

@@ -65,6 +65,8 @@ const MEDIA: Medium[] = [
  * matches anything fails too (the list stays true).
  */
 const KNOWN: Record<string, string> = {
+  'src/webview/itemCards.ts: jobAsks(item.job)': "CodeAct's wording with a job number (the reducer keeps `job` only when it is a number)",
+  'src/webview/elicitationCard.ts: jobAsks(view.job)': "CodeAct's wording with a job number (the reducer keeps `job` only when it is a number)",
   'src/vscode/approvals.apis.ts: options.title': "a sink wrapper's parameter: its callers are checked here",
   'src/vscode/approvals.apis.ts: options.placeHolder': "a sink wrapper's parameter: its callers are checked here",
   'src/vscode/elicitQuickInput.ts: i': 'the index of the field (a number)',

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent, JobChanged, JobOutput } from '../../src/common/events';
+import type { ToolCallRequest } from '../../src/core/runtime/types';
 import type { HostedRuntime } from '../../src/core/sessionHost/client';
 import { attachSessionHost, type AttachOptions } from '../../src/core/sessionHost/launch';
 import { hostFolder, hostName, placeOf } from '../../src/core/sessionHost/place';
@@ -314,6 +315,36 @@ describe('the session host', function () {
     await waitFor(() => processesWithCmdline(mark).length === 0, { what: "the job's child to be gone", timeoutMs: 60_000 });
     await waitFor(() => live.some((e) => e.type === 'codeact.job' && e.job === 2 && e.state === 'stopped'), { what: 'job 2 stopped', timeoutMs: 60_000 });
     await assert.rejects(b.sessions.stopJob(sid, 2), /There is no running background job 2 in this session/);
+  });
+
+  it("relays a background job's tool call to a run of its session that takes tool calls, with the job's number; with none, it fails at once", async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const a = await attach(options(ws));
+    const seen: Array<number | undefined> = [];
+    const onToolCall = async (call: ToolCallRequest) => {
+      seen.push(call.job);
+      return { v: (call.arguments as { n: number }).n * 2 };
+    };
+    const gate = (n: number) => JSON.stringify(path.join(ws, `gate-${n}`));
+    const job = (n: number) =>
+      `import os, asyncio\nwhile not os.path.exists(${gate(n)}): await asyncio.sleep(0.01)\ntry:\n    r = await call_tool("double", n=${n})\nexcept Exception as e:\n    r = str(e)\nr`;
+    for (const n of [1, 2]) {
+      const started = await a.execute({ code: job(n), sessionId: 'conv-jt', background: true }, { onToolCall });
+      assert.deepEqual(started.value, { job: n, status: 'running' });
+    }
+    // Job 1 calls while no run of its session goes on: refused at once, in plain words.
+    writeFileSync(path.join(ws, 'gate-1'), '');
+    let notes: Awaited<ReturnType<HostedRuntime['sessions']['takeJobNotes']>> = [];
+    await waitFor(async () => (notes = await a.sessions.takeJobNotes('conv-jt')).length > 0, { what: "job 1's note", timeoutMs: 60_000 });
+    assert.match(
+      notes[0].message,
+      /^Background job 1 finished after .*; its value: "No CodeAct client takes this session's tool calls now, so background job 1's tool was not called/,
+    );
+    // Job 2 calls while a run of its session waits for it: that run's client answers, told which job asks.
+    const waited = await a.execute({ code: `open(${gate(2)}, "w").close()\nwait_job(2, timeout=60)`, sessionId: 'conv-jt' }, { onToolCall });
+    assert.equal(waited.status, 'completed', JSON.stringify(waited.error));
+    assert.deepEqual((waited.value as { value: unknown }).value, { v: 4 });
+    assert.deepEqual(seen, [2]);
   });
 
   it('ends when asked: its socket, token and lock are gone', async () => {

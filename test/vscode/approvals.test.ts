@@ -1,5 +1,6 @@
 import * as assert from 'node:assert/strict';
-import type { TranscriptEvent } from '../../src/common/transcript';
+import { approvalKey, buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
+import { DEMO_CODE, demoTurn } from '../webview/support/fixtures';
 import type { ApprovalRequest } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { Approvals, NO_ANSWER } from '../../src/vscode/approvals';
@@ -105,6 +106,45 @@ describe('vscode approvals (fake seams)', () => {
         ['codeact.approval.requested', 'codeact.approval.resolved'],
       );
       assert.equal(approvals.policyOverride([])(tool('lookup')), 'auto');
+    });
+
+    it("a background job's call says which job asks: on the card (with the code that started it), and in the dialog", async () => {
+      const { apis, approvals, events, lastId, state } = setup(true);
+      const pending = approvals.approveTool({ ...request('lookup'), itemId: 'ci_1', job: 2 });
+      await tick();
+      assert.equal((events[0] as { job?: number }).job, 2);
+      // The chat moved on: the card joins the newest turn, and says which job asks and where it came from.
+      const model = buildTranscript([...demoTurn('turn-1', 'ci_1'), ...demoTurn('turn-2', 'ci_2'), events[0]]);
+      const card = model.items[approvalKey(lastId())] as ApprovalView;
+      assert.equal(card.turnId, model.turns.at(-1)!.id);
+      assert.deepEqual([card.job, card.jobCode, card.status], [2, DEMO_CODE.split('\n')[0].trim(), 'pending']);
+      // Asked while a turn runs, it shows in that turn, and the turn's end leaves it waiting (its job's end settles it).
+      const during = demoTurn('turn-3', 'ci_3');
+      during.splice(during.length - 1, 0, { ...events[0], approval_id: 'appr_during' } as TranscriptEvent);
+      const later = buildTranscript([...demoTurn('turn-1', 'ci_1'), ...during]);
+      assert.equal((later.items[approvalKey('appr_during')] as ApprovalView).status, 'pending');
+      approvals.resolve(lastId(), 'allow_once');
+      assert.equal(await pending, 'allowed');
+      state.panel = false;
+      apis.answers = ['Allow Once'];
+      assert.equal(await approvals.approveTool({ ...request('lookup'), job: 3 }), 'allowed');
+      assert.equal(apis.dialogs[0].message, 'CodeAct: Background job 3 asks: allow the tool "lookup"?');
+    });
+
+    it("Stop of a turn leaves a background job's approval open; closing the window expires it", async () => {
+      const { approvals } = setup(true);
+      const fromJob = approvals.approveTool({ ...request('lookup'), job: 1 });
+      const fromRun = approvals.approveTool(request('lookup'));
+      await tick();
+      approvals.expirePending(NO_ANSWER.stopped);
+      assert.deepEqual(await fromRun, { unanswered: NO_ANSWER.stopped });
+      assert.deepEqual(
+        approvals.pendingList().map((p) => p.name),
+        ['lookup'],
+        "the job's question still waits",
+      );
+      approvals.expirePending(NO_ANSWER.closed);
+      assert.deepEqual(await fromJob, { unanswered: NO_ANSWER.closed });
     });
 
     it('an answer for an unknown card changes nothing; "deny" denies', async () => {

@@ -69,7 +69,10 @@ describe('a conversation reopened after the extension host was killed mid-turn',
     const memory = new ConversationMemory(store, { get: (k: string) => state.get(k), update: async (k: string, v: unknown) => void state.set(k, v) } as never);
     // Restoring alone ends none: a session host may keep the session, and its jobs go on there.
     const restored = memory.restoreOpen()!;
-    assert.deepEqual(runningJobs(buildTranscript(restored.events)).map((j) => j.job), [1]);
+    assert.deepEqual(
+      runningJobs(buildTranscript(restored.events)).map((j) => j.job),
+      [1],
+    );
     const reopened = endJobsLeftRunning(restored);
     assert.deepEqual(runningJobs(buildTranscript(reopened.events)), []);
     const ended = store.open(convo.id).events.filter((e) => e.type === 'codeact.job' && e.state === 'ended');

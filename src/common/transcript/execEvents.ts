@@ -74,7 +74,17 @@ export function applyExecEvent(ctx: Ctx, event: ExecEvent): void {
         open.rev++;
         break;
       }
-      list.push({ id: event.elicitation_id, tool: event.tool, callId: event.call_id, form: event.form, problems: event.problems, status: 'open', rev: 0 });
+      const job = typeof event.job === 'number' ? { job: event.job } : {};
+      list.push({
+        id: event.elicitation_id,
+        tool: event.tool,
+        callId: event.call_id,
+        ...job,
+        form: event.form,
+        problems: event.problems,
+        status: 'open',
+        rev: 0,
+      });
       const answered = list.findIndex((e) => e.status !== 'open');
       if (list.length > MAX_ELICITATIONS && answered >= 0) list.splice(answered, 1);
       break;

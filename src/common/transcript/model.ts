@@ -149,6 +149,8 @@ export interface ElicitationView {
   id: string;
   tool?: string;
   callId?: string;
+  /** The background job whose tool call asks. */
+  job?: number;
   form: ElicitationForm;
   /** What was wrong with the last answer, per field key ('' for the whole form). */
   problems?: Record<string, string>;
@@ -191,6 +193,9 @@ export interface ApprovalView {
   arguments?: unknown;
   code?: string;
   install?: InstallRequestInfo;
+  /** A background job's call asks: its number, and the first line of the code that started it (when that card is known). */
+  job?: number;
+  jobCode?: string;
   /** `expired`: nobody answered before the run or turn ended (`reason` says what happened, when known). */
   status: ApprovalStatus;
   decision?: 'allow_once' | 'allow_session' | 'allow_always' | 'deny';

@@ -144,7 +144,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       break;
     }
     case 'codeact.approval.requested': {
-      const turn = ctx.turnForNewItem();
+      const turn = typeof event.job === 'number' ? ctx.turnForJobItem() : ctx.turnForNewItem();
       const key = approvalKey(event.approval_id);
       if (model.items[key]) break;
       const view: ApprovalView = {
@@ -161,8 +161,13 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
         status: 'pending',
         rev: 1,
       };
-      ctx.addItem(turn, view);
       const exec = event.item_id ? (ctx.lookup(execKey(event.item_id)) as ExecView | undefined) : undefined;
+      if (typeof event.job === 'number') {
+        view.job = event.job;
+        const first = exec?.kind === 'exec' ? exec.code.split('\n').find((l) => l.trim() && !/^#\s*background\s*$/.test(l.trim())) : undefined;
+        if (first) view.jobCode = first.trim().slice(0, 120);
+      }
+      ctx.addItem(turn, view);
       if (exec && exec.kind === 'exec') {
         exec.awaiting++;
         ctx.itemChanged(exec);

@@ -66,6 +66,14 @@ export class Ctx {
   }
 
   /**
+   * The turn a background job's question goes to: the event's own turn, else the last turn as it is (a job may
+   * ask between turns: nothing is reopened or shown as working), else a new one.
+   */
+  turnForJobItem(): TurnView {
+    return this.owner ?? this.model.turns[this.model.turns.length - 1] ?? this.turnForNewItem();
+  }
+
+  /**
    * The view an item key names now: in transcripts saved before our ids were minted, a later turn may reuse a
    * provider's id (`exec_call_0` in turn 1 and in turn 2); its item then got a key of its own, which
    * `aliases` points the old key at.
@@ -296,7 +304,8 @@ export class Ctx {
       } else if (item.kind === 'message' && !item.done) {
         item.done = true;
         this.itemChanged(item);
-      } else if (item.kind === 'approval' && item.status === 'pending') {
+      } else if (item.kind === 'approval' && item.status === 'pending' && item.job === undefined) {
+        // (A background job's question outlives the turn it showed in: its job's end settles it.)
         item.status = 'expired';
         this.itemChanged(item);
       } else if (item.kind === 'function' && item.status === 'in_progress') {

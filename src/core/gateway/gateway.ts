@@ -69,6 +69,8 @@ export interface ApprovalRequest {
   itemId: string;
   callId: string;
   signal: AbortSignal;
+  /** The session's background job that asks (the call came from `call_tool` in job n), if not the execution itself. */
+  job?: number;
 }
 
 /**
@@ -326,7 +328,15 @@ export class ToolGateway {
       const asked = performance.now();
       let answer: ApprovalOutcome;
       try {
-        answer = await this.options.approver({ tool, arguments: args as Record<string, unknown>, itemId: request.itemId, callId: request.callId, signal });
+        const job = request.job === undefined ? {} : { job: request.job };
+        answer = await this.options.approver({
+          tool,
+          arguments: args as Record<string, unknown>,
+          itemId: request.itemId,
+          callId: request.callId,
+          signal,
+          ...job,
+        });
       } finally {
         facts.waitedMs += performance.now() - asked;
         resume?.();
@@ -345,7 +355,12 @@ export class ToolGateway {
     const elicit =
       elicitor &&
       ((prompt: ElicitationPrompt, attributed: boolean) =>
-        elicitor({ ...prompt, itemId: request.itemId, ...(attributed ? { tool: name, callId: request.callId } : {}) }));
+        elicitor({
+          ...prompt,
+          itemId: request.itemId,
+          ...(attributed ? { tool: name, callId: request.callId } : {}),
+          ...(request.job === undefined ? {} : { job: request.job }),
+        }));
     let output: unknown;
     try {
       output = await tool.invoke(args as Record<string, unknown>, { signal, callId: request.callId, pause: waits.pause, ...(elicit ? { elicit } : {}) });

@@ -53,6 +53,8 @@ interface ToolDispatcherOptions extends Required<Pick<ToolCallRequest, 'itemId' 
   note?: (text: string) => void;
   /** Calls kept coming {@link TOOL_FLOOD_MARGIN} past the limit (called once): the runtime stops the run. */
   onFlood?: (what: string) => void;
+  /** Before each call's number in its id (`<item id>:<prefix><n>`): a background job's calls (`job2.`) never take its run's ids. */
+  callPrefix?: string;
 }
 
 const ENDED: ToolOutcome = { ok: false, error: 'The run has ended.' };
@@ -183,7 +185,7 @@ export class ToolDispatcher {
     // `tools` module is plumbing and not shown at all.
     const discovery = isDiscoveryCall(name);
     const emit = name === TOOL_CATALOG ? () => {} : discovery ? (e: CodeActEvent) => this.o.emit({ ...e, kind: 'discovery' } as CodeActEvent) : this.o.emit;
-    const callId = `${itemId}:${++this.next}`;
+    const callId = `${itemId}:${this.o.callPrefix ?? ''}${++this.next}`;
     const started = performance.now();
     // Time spent waiting for the person (an approval) counts neither against the run's timeout nor in the call's duration.
     const { pause, pausedMs } = pausedTime(this.o.pauseClock);

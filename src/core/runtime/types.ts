@@ -24,6 +24,8 @@ export interface ToolCallRequest {
   pause?: () => () => void;
   /** The execution's event stream (the output an install streams into the card). */
   emit?: (event: CodeActEvent) => void;
+  /** The background job of the session that makes the call (local/jobTools), when not the execution itself. */
+  job?: number;
 }
 
 /**

@@ -153,7 +153,10 @@ export class HostConnection {
       return () => send(this.socket, { type: 'tool_pause', rid: m.rid, callId: m.callId, paused: false });
     };
     run
-      .onToolCall({ itemId: m.itemId, callId: m.callId, name: m.name, arguments: m.arguments, pause, emit: run.onEvent }, controller.signal)
+      .onToolCall(
+        { itemId: m.itemId, callId: m.callId, name: m.name, arguments: m.arguments, pause, emit: run.onEvent, ...(isJob(m.job) ? { job: m.job } : {}) },
+        controller.signal,
+      )
       .then(
         (value) => answer({ ok: true, value }),
         (e: Error) => answer({ ok: false, message: e?.message ?? String(e) }),
@@ -320,3 +323,6 @@ export class HostedRuntime implements Runtime {
     this.connection.close();
   }
 }
+
+/** A job number from the host's message (the host is ours, but its lines are checked all the same). */
+const isJob = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;

@@ -27,6 +27,10 @@ import { endSocket, parseClientMessage, readLines, send, writeEvent, type Client
 const NO_CLIENT =
   'No CodeAct client is attached to this session (the window or CLI that started the run went away), so the tool was not called. The run goes on; tools work again once a client reattaches.';
 
+/** What a background job's tool call fails with when no run of its session takes tool calls. */
+const NO_CLIENT_FOR_JOB = (job: number) =>
+  `No CodeAct client takes this session's tool calls now, so background job ${job}'s tool was not called: a job's call goes to a window or CLI while one of them runs code in this session or watches it.`;
+
 /** Longest wait for a connection's hello. */
 const HELLO_MS = 10_000;
 /** Most connections at once. */
@@ -342,6 +346,8 @@ export class SessionHostServer {
         l.conn.runs.delete(l.rid);
       }
       run.listeners = [];
+      // A background job's call this run took and no one answered (the run's own calls ended with it).
+      for (const [id, call] of run.calls) this.failCall(run, id, call, 'The run that took this tool call ended before it was answered.');
       if (sessionId) {
         const info = this.info.get(sessionId);
         if (info) this.info.set(sessionId, { ...info, running: undefined, lastRunAt: Date.now() });
@@ -381,9 +387,12 @@ export class SessionHostServer {
     conn.runs.set(rid, journal.run);
   }
 
-  private toolCall(run: Run, call: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
-    const to = run.listeners.find((l) => l.tools);
-    if (!to) return Promise.reject(new Error(NO_CLIENT));
+  private toolCall(started: Run, call: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
+    // A job's call outlives the run that started the job: it goes to any run of the session that takes tool calls.
+    const taker = (r: Run) => r.listeners.find((l) => l.tools);
+    const run = taker(started) || call.job === undefined ? started : [...this.running].find((r) => r.sessionId === started.sessionId && taker(r));
+    const to = run && taker(run);
+    if (!run || !to) return Promise.reject(new Error(call.job === undefined ? NO_CLIENT : NO_CLIENT_FOR_JOB(call.job)));
     return new Promise((resolve, reject) => {
       const entry: Call = { resolve, reject, pause: call.pause };
       run.calls.set(call.callId, entry);
@@ -393,7 +402,8 @@ export class SessionHostServer {
         this.failCall(run, call.callId, entry, 'The run was stopped.');
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      send(to.conn.socket, { type: 'tool_call', rid: to.rid, callId: call.callId, itemId: call.itemId, name: call.name, arguments: call.arguments });
+      const job = call.job === undefined ? {} : { job: call.job };
+      send(to.conn.socket, { type: 'tool_call', rid: to.rid, callId: call.callId, itemId: call.itemId, name: call.name, arguments: call.arguments, ...job });
     });
   }
 

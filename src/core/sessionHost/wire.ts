@@ -51,7 +51,8 @@ export type ClientMessage =
 export type HostMessage =
   | { type: 'welcome'; pid: number; workspace: string; live: string[]; persist: boolean; keepsOutputs: boolean; readsVariables: boolean }
   | { type: 'event'; rid: string; event: CodeActEvent }
-  | { type: 'tool_call'; rid: string; callId: string; itemId: string; name: string; arguments: unknown }
+  /** `job`: the call of the session's background job n (taken by a run of the session that takes tool calls). */
+  | { type: 'tool_call'; rid: string; callId: string; itemId: string; name: string; arguments: unknown; job?: number }
   | { type: 'tool_cancel'; rid: string; callId: string }
   | { type: 'done'; rid: string; item: CodeInterpreterCallItem | null; error?: string; dropped?: number }
   | { type: 'reply'; rid: string; value?: unknown; error?: string }

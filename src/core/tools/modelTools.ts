@@ -57,8 +57,8 @@ const JOBS_SENTENCE =
   'Long work can run in the background: `"background": true` returns `{"job": n, "status": "running"}` at once, and the ' +
   'conversation and later runs go on. A job is a fork of the session: it sees every variable, keeps what it assigns, and ' +
   '`return`s its value. Later runs: `jobs()`, `wait_job(n, timeout=60)` (its status, then value or error), `job_output(n)` ' +
-  '(a long one keeps its start and end), `stop_job(n)` (with every process it started). No call_tool in a job. Your next ' +
-  'step is told once when a job ends.';
+  '(a long one keeps its start and end), `stop_job(n)` (with every process it started). A job may `await call_tool(...)`; ' +
+  'an approval it needs waits for the person. Your next step is told once when a job ends.';
 
 /** What the model is told where the person turned background jobs off. */
 export const JOBS_OFF = 'Background jobs are turned off here (codeact.jobs.maxPerSession is 0): run long work in the foreground.';

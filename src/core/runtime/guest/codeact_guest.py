@@ -7,9 +7,7 @@ same file forks it (see `zygote`). Either way the guest then serves one of two w
   code started ends with it;
 - session: executions one after another in one namespace, so variables, imports, functions and open
   files live on from one to the next, until the host closes the session.
-
-A guest is started ahead of need: it applies its limits when the init frame comes and says it is
-ready, then waits for its first run.
+A guest is started ahead of need: it applies its limits at init, says it is ready, waits for a run.
 
 Protocol: newline-delimited JSON frames on fd 3 (never stdout). The user's stdin is /dev/null; stdout
 and stderr are plain text the host captures live. Frames (field "t" is the type):
@@ -19,11 +17,11 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                   {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,"background"?:true,
                    "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
-                  {"t":"tool_result","id":int,"ok":true,"value":any} | {"t":"tool_result","id":int,"ok":false,"error":str,"limit"?:true}
+                  {"t":"tool_result","id":int,"ok":true,"value":any,"job"?:int} | {...,"ok":false,"error":str,"limit"?:true}
                   {"t":"vars"}                       (between runs: the variables view)
                   {"t":"keep","n":int,"stdout":str,"stderr":str,"max_total":int}  (after a run: codeact_outputs)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
-                  {"t":"tool_call","run":int,"id":int,"name":str,"args":object}
+                  {"t":"tool_call","run":int,"id":int,"name":str,"args":object}  (a background job's: "job":int, no run)
                   {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},
                    "result"?:true,"display_id"?:str,"update"?:true,"summary"?:str}
                   {"t":"file","run":int,"path":str,"size":int,"data":base64|null,"note"?:str}
@@ -55,8 +53,8 @@ Rich outputs (codeact_display, codeact_frames):
   top folder first) is a "file" frame, sent before "complete", whose `data` is null with a `note` when
   it is over max_bytes or the run's max_total; "complete" says how many file frames were sent.
 
-The compile step, execution, tracebacks, values and call_tool checks are in codeact_lib.py, shared
-with the Jupyter runtime. Start-up cost matters for a cold run: only cheap modules load up front.
+Compiling, running, tracebacks, values, call_tool checks: codeact_lib.py, shared with Jupyter.
+Start-up cost matters for a cold run: only cheap modules load up front.
 """
 import os
 import sys
@@ -263,7 +261,8 @@ class ToolBridge:
             if line is None:
                 break
             frame = _decode(line)
-            if frame.get("t") != "tool_result":
+            if frame.get("t") != "tool_result" or "job" in frame:
+                self.job_reply(frame)  # a background job's answer (codeact_jobtools)
                 continue
             fut = self.pending.pop(frame.get("id"), None)
             if fut is None or fut.done():
@@ -276,7 +275,7 @@ class ToolBridge:
 
     async def call(self, name, arguments, kwargs):
         if os.getpid() != _MAIN_PID:
-            raise RuntimeError("call_tool is not available in a forked child process or a background job (yet); call it from a foreground execution")
+            raise RuntimeError("call_tool is not available in a process the code forked; call it from the session or a background job")
         name, _args, encoded = lib.prepare_call(name, arguments, kwargs, self.max_frame, self.enabled)
         run_id = self.run_id
         if run_id is None:
@@ -340,6 +339,7 @@ class Guest:
         import codeact_jobs
         self.jobs = codeact_jobs.Jobs(chan, init.get("jobs"), int(init.get("max_output") or (1 << 20)), self.max_value)
         self.jobs.install(self.namespace, self.hidden, lib.own_file)
+        self.bridge.job_reply = self.jobs.reply
 
     def serve(self):
         import signal
@@ -361,6 +361,8 @@ class Guest:
                 self.chan.send({"t": "vars", **lib.variables(self.namespace, self.hidden)})
             elif kind == "keep":
                 kept.keep_frame(frame)
+            elif kind == "tool_result":
+                self.jobs.reply(frame)
 
     def run(self, frame):
         run_id = int(frame.get("run") or 0)

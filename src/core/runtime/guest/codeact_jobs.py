@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 
+import codeact_jobtools as jobtools
 import codeact_lib as lib
 import codeact_output as output
 import codeact_proc as proc
@@ -146,6 +147,7 @@ class Job:
         self.reason = None  # "stopped" | "timed_out": why the host or the model killed it
         self.result = None
         self.done = threading.Event()
+        self.relay = None  # its tool calls (codeact_jobtools.Relay)
 
     @property
     def seconds(self):
@@ -175,6 +177,8 @@ class Jobs:
         self.table = {}
         self.count = 0
         self.lock = threading.Lock()
+        self.session_pid = os.getpid()
+        self.waker = jobtools.Waker()  # wakes wait_job when a job ends (codeact_jobtools.wait_routing)
 
     def pids(self):
         return {j.pid for j in self.table.values() if j.state == "running"}
@@ -200,6 +204,7 @@ class Jobs:
         import signal
         out_r, out_w = os.pipe()
         res_r, res_w = os.pipe()
+        tools_r, tools_w = jobtools.open_pair()
         self.count += 1
         number = self.count
         out = output.OUTPUT
@@ -211,24 +216,27 @@ class Jobs:
                 output.flush_output()
                 pid = os.fork()
         except BaseException:  # no fork (the process limit): the run says why, and no pipe is left open
-            for fd in (out_r, out_w, res_r, res_w):
+            for fd in (out_r, out_w, res_r, res_w, tools_r, tools_w):
                 os.close(fd)
             raise
         if pid == 0:
             os.close(out_r)
             os.close(res_r)
-            self._child(guest, compiled, filename, out_w, res_w, signal)
+            os.close(tools_r)
+            self._child(guest, compiled, filename, out_w, res_w, signal, (number, tools_w))
         os.close(out_w)
         os.close(res_w)
+        os.close(tools_w)
         job = Job(number, pid, code, out_r, res_r, self.max_output)
         job.live = _Live(self.chan, number)
+        job.relay = jobtools.Relay(self.chan, number, tools_r, guest.bridge.max_concurrency, guest.bridge.max_frame)
         with self.lock:
             self.table[number] = job
         self.chan.send({"t": "job", "job": number, "state": "running", "run": run_id, "pid": pid})
         threading.Thread(target=self._watch, args=(job,), name=f"codeact-job-{number}", daemon=True).start()
         return {"ok": True, "value": lib.compact_json({"job": number, "status": "running"})}
 
-    def _child(self, guest, compiled, filename, out_w, res_w, signal):
+    def _child(self, guest, compiled, filename, out_w, res_w, signal, tools):
         me = os.getpid()
         result = None
         try:
@@ -240,6 +248,7 @@ class Jobs:
             except OSError:
                 pass
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            jobtools.in_child(guest, tools[0], tools[1], [j.relay.fd for j in self.table.values() if j.relay is not None])
             proc.set_subreaper(True)  # its orphans come back to it; it dies with the guest
             if output.OUTPUT is not None:
                 output.OUTPUT.after_fork()
@@ -297,10 +306,13 @@ class Jobs:
                 job.live.flush()
                 due = None
             try:
-                ready, _, _ = select.select(fds, [], [], max(0.05, left) if due is None else min(max(0.05, left), max(0.01, due)))
+                ready, _, _ = select.select(fds + self._tool_fds(job), [], [], max(0.05, left) if due is None else min(max(0.05, left), max(0.01, due)))
             except InterruptedError:
                 continue
             for fd in ready:
+                if job.relay is not None and fd == job.relay.fd:
+                    self._on_tools(job)
+                    continue
                 try:
                     chunk = os.read(fd, 65536)
                 except InterruptedError:
@@ -318,6 +330,7 @@ class Jobs:
         except ChildProcessError:
             status = None
         job.ended = time.monotonic()
+        self._close_tools(job)
         try:
             job.result = lib.loads(raw.decode("utf-8", "surrogatepass")) if raw else None
         except Exception:
@@ -334,6 +347,7 @@ class Jobs:
         job.live.flush()
         self._send_end(job)
         job.done.set()
+        self.waker.wake()
         with self.lock:
             ended = [n for n, j in self.table.items() if j.state in ENDED]
             for n in ended[:-_KEEP_ENDED]:
@@ -352,6 +366,30 @@ class Jobs:
         except Exception:
             pass
 
+    def _tool_fds(self, job):
+        relay = job.relay
+        return [relay.fd] if relay is not None and not relay.closed and not relay.eof else []
+
+    def _on_tools(self, job):
+        """The job wrote on its tool channel (codeact_jobtools): its calls go to the host."""
+        try:
+            if not job.relay.on_readable():
+                job.relay.eof = True
+        except jobtools.JobProtocolError as exc:
+            job.relay.eof = True
+            job.output.add(f"\n[codeact: background job {job.number} was killed: it wrote {exc}]\n".encode())
+            self._kill(job)
+
+    def _close_tools(self, job):
+        if job.relay is not None:
+            job.relay.close()
+
+    def reply(self, frame):
+        """A host frame for a job (from the session's main thread): a tool call's answer goes to its job."""
+        job = self.table.get(frame.get("job")) if frame.get("t") == "tool_result" else None
+        if job is not None and job.state == "running" and job.relay is not None:
+            job.relay.reply(frame)
+
     def _kill(self, job):
         proc.kill_descendants(only=job.pid)
 
@@ -365,8 +403,9 @@ class Jobs:
         return job.info()
 
     def install(self, namespace, hidden, own_file):
-        own_file(__file__)
-        own_file(os.path.abspath(__file__))
+        for f in (__file__, jobtools.__file__):
+            own_file(f)
+            own_file(os.path.abspath(f))
         jobs = self
 
         def jobs_list():
@@ -376,7 +415,10 @@ class Jobs:
         def wait_job(job, timeout=60):
             """Waits up to `timeout` seconds for background job `job`; returns its status (and value or error when it ended)."""
             j = jobs._get(job)
-            j.done.wait(max(0.0, float(timeout)))
+            if os.getpid() == jobs.session_pid:  # the host's answers to the jobs' tool calls are routed meanwhile
+                jobtools.wait_routing(jobs.chan, jobs, j.done, float(timeout), jobs.waker)
+            else:
+                j.done.wait(max(0.0, float(timeout)))
             return j.info()
 
         def job_output(job):
@@ -417,11 +459,7 @@ def _exit_text(status):
 
 
 def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except InterruptedError:
-            continue
-        except OSError:
-            return
+    try:
+        jobtools.write_all(fd, data)
+    except OSError:  # nobody reads the result any more
+        return

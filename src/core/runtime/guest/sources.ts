@@ -17,6 +17,7 @@ import guestSource from './codeact_guest.py';
 import hooksSource from './codeact_hooks.py';
 import installSource from './codeact_install.py';
 import jobsSource from './codeact_jobs.py';
+import jobToolsSource from './codeact_jobtools.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
 import mplSource from './codeact_mpl.py';
@@ -44,6 +45,7 @@ const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_frames.py': framesSource,
   'codeact_install.py': installSource,
   'codeact_jobs.py': jobsSource,
+  'codeact_jobtools.py': jobToolsSource,
 };
 
 /**

@@ -39,8 +39,8 @@ export type HostFrame =
       jobs: { max: number; max_seconds: number };
     }
   | { t: 'run'; run: number; code: string; tools: boolean; end: string; last: boolean; display: DisplayCaps; files: FileCaps; background?: true }
-  | { t: 'tool_result'; id: number; ok: true; value: unknown }
-  | { t: 'tool_result'; id: number; ok: false; error: string; limit?: true }
+  | { t: 'tool_result'; id: number; ok: true; value: unknown; job?: number }
+  | { t: 'tool_result'; id: number; ok: false; error: string; limit?: true; job?: number }
   | { t: 'vars' }
   | { t: 'keep'; n: number; stdout: string; stderr: string; max_total: number };
 
@@ -48,7 +48,8 @@ export type HostFrame =
 export type GuestFrame =
   /** After init; the pid in the guest's own namespace. */
   | { t: 'ready'; pid: number }
-  | { t: 'tool_call'; run: number; id: number; name: string; args: unknown }
+  /** `job`: a background job's call (guest/codeact_jobtools.py; no `run`), answered with the same `job`. */
+  | { t: 'tool_call'; run?: number; id: number; name: string; args: unknown; job?: number }
   /** In order with the output: `marks` says which of stdout and stderr carry its marker; seq 1, 2, … per run. */
   | {
       t: 'display';
@@ -115,7 +116,7 @@ export type Unchecked<F extends { t: string }> = F extends unknown ? { t: F['t']
 /** The fields of each kind of frame a guest sends, as the union says (the frame-spec test holds the guest to them). */
 export const GUEST_FRAME_FIELDS: { readonly [K in GuestFrame['t']]: ReadonlyArray<Exclude<keyof Extract<GuestFrame, { t: K }>, 't'>> } = {
   ready: ['pid'],
-  tool_call: ['run', 'id', 'name', 'args'],
+  tool_call: ['run', 'id', 'name', 'args', 'job'],
   display: ['run', 'seq', 'marks', 'data', 'metadata', 'result', 'display_id', 'update', 'summary'],
   file: ['run', 'path', 'size', 'data', 'note'],
   complete: ['run', 'ok', 'value', 'error', 'end', 'files'],

@@ -10,6 +10,7 @@ import { Emitter } from '../../../common/emitter';
 import { killTree, nsChildIn } from '../../util/processTree';
 import { isInt, type GuestFrame, type Unchecked } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
+import type { JobTools } from './jobTools';
 
 type JobFrame = Unchecked<Extract<GuestFrame, { t: 'job' }>>;
 type OutputFrame = Unchecked<Extract<GuestFrame, { t: 'job_output' }>>;
@@ -72,6 +73,8 @@ export class GuestJobs {
     private readonly maxJobMs: number,
     /** codeact.jobs.maxPerSession: a guest that reports far more running jobs is broken (the slack: an end frame may follow the next start). */
     private readonly maxJobs: number,
+    /** The jobs' tool calls (./jobTools). */
+    readonly tools?: JobTools,
   ) {}
 
   /** Jobs running now. */
@@ -79,9 +82,10 @@ export class GuestJobs {
     return this.running.size;
   }
 
-  /** A `job` or `job_output` frame; returns what is wrong with it, if anything. `itemId`: the execution of the frame's run, if it is the current one. */
-  onFrame(frame: JobFrame | OutputFrame, itemId: string | undefined): string | undefined {
+  /** A `job` or `job_output` frame; returns what is wrong with it, if anything. `start`: the execution of the frame's run, if it is the current one. */
+  onFrame(frame: JobFrame | OutputFrame, start: Parameters<JobTools['open']>[1]): string | undefined {
     if (frame.t === 'job_output') return this.onOutput(frame);
+    const itemId = start?.itemId;
     const job = frame.job;
     if (!isInt(job) || job < 1 || typeof frame.state !== 'string') return 'a malformed job frame';
     if (frame.state === 'running') {
@@ -92,6 +96,7 @@ export class GuestJobs {
       this.started.set(job, performance.now());
       if (isInt(frame.pid) && frame.pid > 0) this.pids.set(job, frame.pid);
       this.outputs.set(job, new KeptOutput());
+      this.tools?.open(job, start);
       this.fire({ job, state: 'running', item_id: itemId, started_at: Date.now(), message: `Background job ${job} is running.` });
       return undefined;
     }
@@ -99,6 +104,7 @@ export class GuestJobs {
     const itemOf = this.running.get(job);
     const measured = (performance.now() - this.started.get(job)!) / 1000;
     const output = this.forget(job)?.text();
+    this.tools?.close(job);
     const seconds = typeof frame.seconds === 'number' && frame.seconds >= 0 && frame.seconds < 1e8 ? frame.seconds : measured;
     // A job the host stopped dies by a signal: the guest reports it failed; it was stopped.
     const state = (this.stopping.delete(job) && frame.state === 'failed' ? 'stopped' : frame.state) as JobChanged['state'];
@@ -160,6 +166,7 @@ export class GuestJobs {
 
   /** The session ended: each running job ended with it (its process tree is killed with the session's). */
   sessionEnded(reason: string): void {
+    this.tools?.closeAll();
     for (const [job, itemId] of [...this.running]) {
       const seconds = (performance.now() - this.started.get(job)!) / 1000;
       const output = this.forget(job)?.text();

@@ -9,6 +9,9 @@ import { RunSkeleton } from '../runSkeleton';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { randomToken } from '../../util/ids';
+import { ArtifactStore, safeRelativePath } from '../artifacts';
+import { formatBytes } from '../../../common/format';
+import { isInt, type GuestFrame, type Unchecked } from './guestFrames';
 
 const MARKER_PREFIX = Buffer.from('\u0000codeact-');
 /** Digits of a display marker's sequence number, at most. */
@@ -263,6 +266,35 @@ export class GuestRun extends RunSkeleton {
       this.out.end(stream);
     }
     this.out.close();
+  }
+
+  /** A file the code wrote, copied to the host (within the caps), listed on the execution. */
+  onFile(frame: Unchecked<Extract<GuestFrame, { t: 'file' }>>, l: RuntimeLimits, store: ArtifactStore | undefined): void {
+    const rel = safeRelativePath(frame.path);
+    if (!store || !rel || this.filesSeen >= l.maxFiles) return;
+    this.filesSeen++;
+    const size = isInt(frame.size) && frame.size >= 0 ? frame.size : 0;
+    let note = typeof frame.note === 'string' && frame.note ? frame.note.slice(0, 300) : undefined;
+    let data: Buffer | undefined;
+    if (typeof frame.data === 'string') {
+      data = Buffer.from(frame.data, 'base64');
+      if (data.length > l.maxFileBytes || this.fileBytes + data.length > l.maxFilesTotalBytes) {
+        note = `too large to copy out (${formatBytes(data.length)}; the limit is ${formatBytes(l.maxFileBytes)} a file and ${formatBytes(l.maxFilesTotalBytes)} an execution)`;
+        data = undefined;
+      } else this.fileBytes += data.length;
+    }
+    const index = this.out.capture.reserveFile();
+    if (!data) {
+      this.out.capture.setFile(index, ArtifactStore.output(rel, size, undefined, note ?? 'its contents were not sent'));
+      return;
+    }
+    const bytes = data;
+    this.fileWrites.push(
+      store.write(this.itemId, rel, bytes).then(
+        (hostPath) => this.out.capture.setFile(index, ArtifactStore.output(rel, bytes.length, hostPath)),
+        (err: Error) => this.out.capture.setFile(index, ArtifactStore.output(rel, bytes.length, undefined, `it could not be copied out: ${err.message}`)),
+      ),
+    );
   }
 
   override finish(): void {

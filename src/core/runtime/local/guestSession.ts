@@ -10,27 +10,17 @@
 import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSummary } from '../../../common/events';
 import { cancelledError, completionError, normaliseError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
-import {
-  checkFrame,
-  FrameReader,
-  GUEST_FRAME_FIELDS,
-  isInt,
-  normaliseVariables,
-  sendFrame,
-  sendLine,
-  type GuestFrame,
-  type HostFrame,
-  type Unchecked,
-} from './guestFrames';
+import { checkFrame, FrameReader, GUEST_FRAME_FIELDS, isInt, normaliseVariables, sendFrame, sendLine, type GuestFrame, type HostFrame } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
 import { GuestRun } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
-import { formatBytes, formatDuration } from '../../../common/format';
-import { ArtifactStore, safeRelativePath } from '../artifacts';
+import { formatDuration } from '../../../common/format';
+import type { ArtifactStore } from '../artifacts';
 import { displayOptions, fileOptions } from '../displays';
 import { keptOutput } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
 import { GuestJobs } from './guestJobs';
+import { JobTools } from './jobTools';
 
 interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -66,7 +56,8 @@ export class GuestSession {
     readonly guest: GuestHandle,
     private readonly o: GuestSessionOptions,
   ) {
-    this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs);
+    const jobTools = new JobTools(o.limits, (line) => !this.dead && sendLine(this.guest.proto, line));
+    this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs, jobTools);
     this.frames = new FrameReader(o.maxFrameBytes, {
       frame: (line) => this.onFrame(line),
       violation: (what) => this.violation(what),
@@ -403,15 +394,21 @@ export class GuestSession {
       }
       case 'job':
       case 'job_output': {
-        const wrong = this.jobs.onFrame(frame, exec && 'run' in frame && frame.run === exec.runId ? exec.itemId : undefined);
+        const start =
+          exec && 'run' in frame && frame.run === exec.runId ? { itemId: exec.itemId, options: exec.options, tools: exec.request.tools !== false } : undefined;
+        const wrong = this.jobs.onFrame(frame, start);
         return wrong ? this.violation(wrong) : undefined;
       }
       case 'file': {
         if (!exec || exec.completion || frame.run !== exec.runId) return;
-        this.onFile(exec, frame);
+        exec.onFile(frame, this.o.limits, this.o.artifacts);
         return;
       }
       case 'tool_call': {
+        if (frame.job !== undefined) {
+          const wrong = this.jobs.tools!.onCall(frame);
+          return wrong ? this.violation(wrong) : undefined;
+        }
         const id = frame.id;
         if (!exec || exec.completion || frame.run !== exec.runId) return this.violation('a tool call for no running code');
         if (!isInt(id) || id <= exec.lastCallId || typeof frame.name !== 'string') return this.violation('a malformed tool call');
@@ -426,37 +423,6 @@ export class GuestSession {
         return;
       }
     }
-  }
-
-  /** A file the code wrote, copied to the host (within the caps), listed on the execution. */
-  private onFile(exec: GuestRun, frame: Unchecked<Extract<GuestFrame, { t: 'file' }>>): void {
-    const l = this.o.limits;
-    const store = this.o.artifacts;
-    const rel = safeRelativePath(frame.path);
-    if (!store || !rel || exec.filesSeen >= l.maxFiles) return;
-    exec.filesSeen++;
-    const size = isInt(frame.size) && frame.size >= 0 ? frame.size : 0;
-    let note = typeof frame.note === 'string' && frame.note ? frame.note.slice(0, 300) : undefined;
-    let data: Buffer | undefined;
-    if (typeof frame.data === 'string') {
-      data = Buffer.from(frame.data, 'base64');
-      if (data.length > l.maxFileBytes || exec.fileBytes + data.length > l.maxFilesTotalBytes) {
-        note = `too large to copy out (${formatBytes(data.length)}; the limit is ${formatBytes(l.maxFileBytes)} a file and ${formatBytes(l.maxFilesTotalBytes)} an execution)`;
-        data = undefined;
-      } else exec.fileBytes += data.length;
-    }
-    const index = exec.out.capture.reserveFile();
-    if (!data) {
-      exec.out.capture.setFile(index, ArtifactStore.output(rel, size, undefined, note ?? 'its contents were not sent'));
-      return;
-    }
-    const bytes = data;
-    exec.fileWrites.push(
-      store.write(exec.itemId, rel, bytes).then(
-        (hostPath) => exec.out.capture.setFile(index, ArtifactStore.output(rel, bytes.length, hostPath)),
-        (err: Error) => exec.out.capture.setFile(index, ArtifactStore.output(rel, bytes.length, undefined, `it could not be copied out: ${err.message}`)),
-      ),
-    );
   }
 
   /** A run is over when its end token has come through stdout and stderr (or could not be written). */
