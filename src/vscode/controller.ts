@@ -4,7 +4,7 @@
  * history, a document's), ./runtimeCache, ./approvals, ./workspaceTools. VS Code is reached only through the `*.apis.ts` seams.
  */
 import { MODES } from '../common/runtimes';
-import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, JobChanged, JobOutput, SessionChanged } from '../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, FileOutput, SessionChanged } from '../common/events';
 import type { ConversationSummary, HostState } from '../common/protocol';
 import type { TranscriptEvent, TurnSource } from '../common/transcript';
 import type { AgentResult } from '../core/agent/agent';
@@ -19,7 +19,8 @@ import { hostStateOf } from './hostState';
 import { HostFacts } from './hostStateCache';
 import { downloadHostedFile, providerFor } from './providers';
 import { RuntimeCache, documentSessionId } from './runtimeCache';
-import { ConversationMemory, endJobsLeftRunning, openedNotice } from './conversationMemory';
+import { ConversationMemory, openedNotice } from './conversationMemory';
+import { Reattacher } from './reattach';
 import { Conversations, type RunDocument } from './conversations';
 import type { CodeActSettings } from './settings';
 import { VariablesTracker, type SessionVariables } from './sessionVariables';
@@ -63,10 +64,9 @@ export class CodeActController {
   private readonly notebookRuns: NotebookRuns;
   /** The workspace folder the chat's turns run in (the conversation's, the picked one, the active editor's). */
   readonly folders: ChatFolder;
-  /** The restored conversation reattached to its session when a session host kept it ({@link reattach}). */
+  /** The restored conversation reattached to its session when a session host kept it (./reattach). */
   private readonly restored: Promise<unknown>;
-  /** Conversations reattached whose jobs' journal is not replayed yet ({@link replayJobs}). */
-  private readonly replaying = new Set<string>();
+  private readonly reattacher: Reattacher;
   /** Set by the panel: can it show approval cards right now? */
   panelVisible: () => boolean = () => false;
 
@@ -92,7 +92,7 @@ export class CodeActController {
       workspaceFolder: () => this.folders.current().folder,
       log: this.log,
       onSessionEvent: (e) => this.onSessionEvent(e),
-      onJobEvent: (e) => this.onJobEvent(e),
+      onJobEvent: (e) => this.reattacher.onJobEvent(e),
       trusted: () => this.trusted,
       // Kernels left running for conversations not continued within the idle time end (not the open one's).
       built: (rt) => void sweepLeftSessions(this.store, rt, { log: (l) => this.log.info(l), skip: (id) => id === this.conversation?.id }),
@@ -137,67 +137,24 @@ export class CodeActController {
       changed: () => this.fireState(),
       refreshVariables: () => void this.refreshVariables(),
     });
-    this.restored = this.reattach();
+    this.reattacher = new Reattacher({
+      conversation: () => this.conversation,
+      conversations: this.conversations,
+      trusted: () => this.trusted,
+      runtimes: this.runtimes,
+      folder: () => this.folders.current().folder,
+      log: this.log,
+      variables: this.variables,
+      refreshVariables: () => this.refreshVariables(),
+      notify: (e) => this.notify(e),
+      emit: (e) => this.emit(e),
+    });
+    this.restored = this.reattacher.reattach();
   }
 
-  /**
-   * A window that comes back (a reload, a crash of the extension host, VS Code reopened): the open conversation's
-   * session may still be alive in its folder's session host (codeact.session.host). Then it is not said to be gone,
-   * and the variables view shows its variables. Only a host already running is attached to, and only in a trusted
-   * workspace (asked by the runtime cache).
-   */
-  private async reattach(): Promise<boolean> {
-    const convo = this.conversation;
-    if (!convo || !this.conversations.isStale(convo.id) || !this.trusted) return this.gone(convo);
-    // Until the host's journal of its jobs is replayed (replayJobs), what they print live is in that journal too.
-    this.replaying.add(convo.id);
-    try {
-      const runtime = await this.runtimes.live(this.folders.current().folder, convo.id);
-      if (!runtime?.sessions.has(convo.id)) return this.gone(convo);
-      this.log.info(`conversation ${convo.id}: reattached to its live Python session`);
-      this.conversations.reattached(convo.id);
-      this.variables.ranChat(convo);
-      await this.refreshVariables();
-      return true;
-    } catch (e) {
-      this.log.warn(`conversation ${convo.id}: could not reattach to its session host: ${(e as Error).message}`);
-      return this.gone(convo);
-    }
-  }
-
-  /** Not reattached: a conversation whose session is gone shows its jobs ended with it (./conversationMemory). */
-  private gone(convo: Conversation | undefined): false {
-    if (!convo) return false;
-    this.replaying.delete(convo.id);
-    if (!this.conversations.isStale(convo.id)) return false;
-    const before = convo.events.length;
-    endJobsLeftRunning(convo);
-    // The panel may show the conversation already: the ends reach it as any event does.
-    for (const e of convo.events.slice(before)) this.notify(e);
-    return false;
-  }
-
-  /**
-   * After a reattach, once the panel shows the conversation: its background jobs as the session host journaled them
-   * while no window was attached (each running job's output whole and in order, the ends it missed), then live.
-   * Starts and ends the conversation already has are not said again.
-   */
-  async replayJobs(): Promise<void> {
-    await this.restored;
-    const convo = this.conversation;
-    if (!convo || !this.replaying.has(convo.id)) return;
-    try {
-      const events = (await this.runtimes.of(convo.id)?.sessions.jobEvents?.(convo.id)) ?? [];
-      const had = new Set(convo.events.map((e) => (e.type === 'codeact.job' ? `${e.session_id}:${e.job}:${e.state}` : '')));
-      this.replaying.delete(convo.id);
-      for (const e of events) {
-        if (e.type === 'codeact.job.output') this.notify(e);
-        else if (!had.has(`${e.session_id}:${e.job}:${e.state}`)) this.emit(e);
-      }
-    } catch (e) {
-      this.replaying.delete(convo.id);
-      this.log.warn(`conversation ${convo.id}: its background jobs could not be read from the session host: ${(e as Error).message}`);
-    }
+  /** After a reattach, once the panel shows the conversation: its jobs as the session host journaled them (./reattach). */
+  replayJobs(): Promise<void> {
+    return this.reattacher.replayJobs(this.restored);
   }
 
   /** What the panel says once about the conversation restored at start (after the reattach: gone or not). */
@@ -272,25 +229,9 @@ export class CodeActController {
     if (e.session_id === this.variables.shown?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
   }
 
-  /**
-   * A background job of the open conversation started, printed or ended: its card and the job strip. Its start and
-   * end are saved in the conversation; what it prints is not (its end carries the output kept).
-   */
-  private onJobEvent(e: JobChanged | JobOutput): void {
-    if (e.type === 'codeact.job') this.log.info(`session ${e.session_id}: background job ${e.job} ${e.state}`);
-    if (e.session_id !== this.conversation?.id) return;
-    // Being replayed from the host's journal (replayJobs), which holds this piece too.
-    if (e.type === 'codeact.job.output' && this.replaying.has(e.session_id)) return;
-    if (e.type === 'codeact.job') this.emit(e);
-    else this.notify(e);
-  }
-
   /** Stops a running background job of a session (the panel's Stop): its whole process tree; rejects with why not. */
-  async stopJob(sessionId: string, job: number): Promise<void> {
-    const sessions = this.runtimes.of(sessionId)?.sessions;
-    if (!sessions?.stopJob) throw new Error(`Background job ${job} cannot be stopped: this runtime runs no background jobs.`);
-    await sessions.stopJob(sessionId, job);
-    this.log.info(`session ${sessionId}: background job ${job} stopped from the panel`);
+  stopJob(sessionId: string, job: number): Promise<void> {
+    return this.reattacher.stopJob(sessionId, job);
   }
 
   onState(listener: () => void): Unsubscribe {
@@ -364,7 +305,7 @@ export class CodeActController {
    */
   async openConversation(id: string): Promise<{ conversation: Conversation; notice?: string }> {
     const opened = this.conversations.reopen(id);
-    if (!(await this.reattach())) return opened;
+    if (!(await this.reattacher.reattach())) return opened;
     return { conversation: opened.conversation, notice: openedNotice(opened.conversation, false) };
   }
 

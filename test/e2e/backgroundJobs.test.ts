@@ -1,7 +1,8 @@
 /**
  * Background jobs in a real VS Code (code-server) driven in headless Chromium, with a scripted model on loopback:
  * the model starts a 120-second job printing a numbered line every second; the person chats about something else
- * while it runs (the job strip shows it above the composer); a second job is stopped from the strip and its process
+ * while it runs (the job strip shows it above the composer) and reloads the window in the middle (the job goes on in
+ * the session host; its card comes back whole); a second job is stopped from the strip and its process
  * tree is gone; every one of the 120 lines is in the first job's card, in order; its end is a notification; and the
  * model's next request is told of both ends. Screenshots of the strip and the cards in four themes and a narrow sidebar.
  *
@@ -53,7 +54,33 @@ describe('e2e: background jobs — the job strip, the job card, Stop, the notifi
     await e2e.panel.send('What is the capital of France?');
     assert.equal(await e2e.panel.waitForTurn(1, ['completed'], UI), 'completed');
     assert.ok(!JSON.stringify(e2e.wire.turns.at(-1)!.body).includes('Background job 1 finished'), 'no request says the job ended before it did');
-    // (After merging s-attach, the lead reloads the window here: `await e2e.wb.page.reload()`, then waits for the strip again.)
+
+    // The window reloads in the middle: the job goes on in the session host; the card comes back with everything it
+    // printed meanwhile, whole and in order (the host's journal), then goes on live.
+    const lastLine = async () => Math.max(0, ...[...(await (await cardOf(1)).innerText()).matchAll(/line (\d+)/g)].map((m) => Number(m[1])));
+    const seen = await lastLine();
+    await e2e.wb.page.reload();
+    await e2e.wb.page.waitForSelector('.monaco-workbench', { timeout: UI });
+    if (!(await e2e.panel.sidebar.isVisible())) await e2e.wb.runCommand('CodeAct: Open Chat');
+    await waitUntil(
+      async () => (await e2e.panel.turnCount().catch(() => 0)) === 2,
+      UI,
+      () => 'the conversation did not come back with its 2 turns',
+      250,
+    );
+    await waitUntil(
+      async () => (await lastLine().catch(() => 0)) > seen + 1,
+      UI,
+      () => `after the reload, job 1's card never went past line ${seen + 1}`,
+      250,
+    );
+    const since = (await (await cardOf(1)).locator('pre.job-output').innerText()).trim().split('\n');
+    assert.deepEqual(
+      since,
+      Array.from({ length: since.length }, (_, i) => `line ${i + 1}`),
+      'after the reload the card shows every line from the first, in order',
+    );
+    assert.match(await (await stripRow(1)).innerText(), /line \d+/, 'the strip shows the job running again');
 
     // A second job, stopped from the strip: its whole process tree goes.
     e2e.wire.push(turn().call('execute_tool_code', { code: SLEEPER, background: true }), turn().text('Job 2 started.'));
