@@ -49,9 +49,10 @@ export class JobRenderer implements ItemRenderer {
         h('span', { class: 'card-icon', 'aria-hidden': 'true' }, icon('clock')),
         h('span', { class: 'job-title', text: `Background job ${item.job}` }),
         this.chip,
+        // Beside the status it stops (a narrow card wraps the duration, not the button, to a line of its own).
+        this.stop,
         h('span', { class: 'spacer' }),
         this.duration,
-        this.stop,
       ),
       h('div', { class: 'job-origin-line' }, h('span', { class: 'job-origin', title: startedBy(item) }, revealed(startedBy(item), { line: true }))),
       this.out,
