@@ -319,7 +319,7 @@ describe('the session host', function () {
     await assert.rejects(b.sessions.stopJob(sid, 2), /There is no running background job 2 in this session/);
   });
 
-  it("relays a background job's tool call to a run of its session that takes tool calls, with the job's number; with none, it fails at once", async () => {
+  it("relays a background job's tool call with the job's number: to a run of its session that takes tool calls, else to the client that started it while attached; with none, it fails at once", async () => {
     const ws = mkdtempSync(path.join(root, 'ws-'));
     const a = await attach(options(ws));
     const seen: Array<number | undefined> = [];
@@ -330,23 +330,31 @@ describe('the session host', function () {
     const gate = (n: number) => JSON.stringify(path.join(ws, `gate-${n}`));
     const job = (n: number) =>
       `import os, asyncio\nwhile not os.path.exists(${gate(n)}): await asyncio.sleep(0.01)\ntry:\n    r = await call_tool("double", n=${n})\nexcept Exception as e:\n    r = str(e)\nr`;
-    for (const n of [1, 2]) {
+    for (const n of [1, 2, 3]) {
       const started = await a.execute({ code: job(n), sessionId: 'conv-jt', background: true }, { onToolCall });
       assert.deepEqual(started.value, { job: n, status: 'running' });
     }
-    // Job 1 calls while no run of its session goes on: refused at once, in plain words.
+    type Notes = Awaited<ReturnType<HostedRuntime['sessions']['takeJobNotes']>>;
+    // Job 3 calls while no run goes on: the client that started it (still attached) answers, told which job asks.
+    writeFileSync(path.join(ws, 'gate-3'), '');
+    let notes: Notes = [];
+    await waitFor(async () => (notes = await a.sessions.takeJobNotes('conv-jt')).length > 0, { what: "job 3's note", timeoutMs: 60_000 });
+    assert.match(notes[0].message, /^Background job 3 finished after .*; its value: \{"v": ?6\}/);
+    assert.deepEqual(seen, [3]);
+    // That client goes; another attaches but runs nothing: job 1's call is refused at once, in plain words.
+    await a.dispose();
+    const b = await attach(options(ws));
     writeFileSync(path.join(ws, 'gate-1'), '');
-    let notes: Awaited<ReturnType<HostedRuntime['sessions']['takeJobNotes']>> = [];
-    await waitFor(async () => (notes = await a.sessions.takeJobNotes('conv-jt')).length > 0, { what: "job 1's note", timeoutMs: 60_000 });
+    await waitFor(async () => (notes = await b.sessions.takeJobNotes('conv-jt')).length > 0, { what: "job 1's note", timeoutMs: 60_000 });
     assert.match(
       notes[0].message,
       /^Background job 1 finished after .*; its value: "No CodeAct client takes this session's tool calls now, so background job 1's tool was not called/,
     );
-    // Job 2 calls while a run of its session waits for it: that run's client answers, told which job asks.
-    const waited = await a.execute({ code: `open(${gate(2)}, "w").close()\nwait_job(2, timeout=60)`, sessionId: 'conv-jt' }, { onToolCall });
+    // Job 2 calls while a run of its session waits for it: that run's client answers.
+    const waited = await b.execute({ code: `open(${gate(2)}, "w").close()\nwait_job(2, timeout=60)`, sessionId: 'conv-jt' }, { onToolCall });
     assert.equal(waited.status, 'completed', JSON.stringify(waited.error));
     assert.deepEqual((waited.value as { value: unknown }).value, { v: 4 });
-    assert.deepEqual(seen, [2]);
+    assert.deepEqual(seen, [3, 2]);
   });
 
   it('ends when asked: its socket, token and lock are gone', async () => {

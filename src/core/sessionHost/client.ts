@@ -40,6 +40,8 @@ interface Waiting {
 /** One authenticated connection to a host. */
 export class HostConnection {
   private readonly runs = new Map<string, Waiting>();
+  /** Ended runs that took tool calls, by rid: their background jobs' calls still come to them (at most 16, as the host keeps). */
+  private readonly homes = new Map<string, Waiting>();
   private readonly replies = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly sessionListeners = new Set<(e: SessionChanged) => void>();
   private readonly jobListeners = new Set<(e: JobChanged | JobOutput) => void>();
@@ -119,11 +121,15 @@ export class HostConnection {
       case 'tool_call':
         return this.toolCall(m);
       case 'tool_cancel':
-        this.runs.get(m.rid)?.calls.get(m.callId)?.abort();
+        (this.runs.get(m.rid) ?? this.homes.get(m.rid))?.calls.get(m.callId)?.abort();
         return;
       case 'done': {
         const run = this.runs.get(m.rid);
         this.runs.delete(m.rid);
+        if (run?.onToolCall) {
+          this.homes.set(m.rid, run);
+          if (this.homes.size > 16) this.homes.delete(this.homes.keys().next().value!);
+        }
         run?.resolve(m);
         return;
       }
@@ -142,7 +148,7 @@ export class HostConnection {
   }
 
   private toolCall(m: Extract<HostMessage, { type: 'tool_call' }>) {
-    const run = this.runs.get(m.rid);
+    const run = this.runs.get(m.rid) ?? this.homes.get(m.rid);
     const answer = (r: Omit<Extract<ClientMessage, { type: 'tool_result' }>, 'type' | 'rid' | 'callId'>) =>
       send(this.socket, { type: 'tool_result', rid: m.rid, callId: m.callId, ...r });
     if (!run?.onToolCall) return answer({ ok: false, message: 'This client does not take tool calls.' });

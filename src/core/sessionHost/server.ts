@@ -29,7 +29,7 @@ const NO_CLIENT =
 
 /** What a background job's tool call fails with when no run of its session takes tool calls. */
 const NO_CLIENT_FOR_JOB = (job: number) =>
-  `No CodeAct client takes this session's tool calls now, so background job ${job}'s tool was not called: a job's call goes to a window or CLI while one of them runs code in this session or watches it.`;
+  `No CodeAct client takes this session's tool calls now, so background job ${job}'s tool was not called: a job's call goes to the window or CLI that started it while it stays attached, or to one that runs code in this session or watches it.`;
 
 /** Longest wait for a connection's hello. */
 const HELLO_MS = 10_000;
@@ -80,6 +80,8 @@ interface Run {
   controller: AbortController;
   listeners: Listener[];
   calls: Map<string, Call>;
+  /** After its end: the client that took its tool calls, which its background jobs' calls go to when no run of the session takes them. */
+  home?: Listener;
 }
 
 interface Journal {
@@ -95,7 +97,12 @@ interface Conn {
   authed: boolean;
   /** Runs this connection listens to, by its rid. */
   runs: Map<string, Run>;
+  /** Ended runs whose tool calls it took, by rid: their jobs' calls come to it (at most {@link MAX_HOMES}). */
+  homes: Map<string, Run>;
 }
+
+/** Ended runs per connection whose background jobs' tool calls it still takes. */
+const MAX_HOMES = 16;
 
 export class SessionHostServer {
   private readonly conns = new Set<Conn>();
@@ -158,7 +165,7 @@ export class SessionHostServer {
       socket.destroy();
       return;
     }
-    const conn: Conn = { socket, authed: false, runs: new Map() };
+    const conn: Conn = { socket, authed: false, runs: new Map(), homes: new Map() };
     this.conns.add(conn);
     this.disarmIdle();
     socket.on('close', () => this.gone(conn));
@@ -212,6 +219,11 @@ export class SessionHostServer {
       if (!run.listeners.some((l) => l.tools)) for (const [id, call] of run.calls) this.failCall(run, id, call, NO_CLIENT);
     }
     conn.runs.clear();
+    for (const run of conn.homes.values()) {
+      run.home = undefined;
+      for (const [id, call] of run.calls) this.failCall(run, id, call, NO_CLIENT);
+    }
+    conn.homes.clear();
     this.armIdle();
   }
 
@@ -228,7 +240,7 @@ export class SessionHostServer {
       case 'execute':
         return this.execute(conn, m.rid, m.request);
       case 'tool_result': {
-        const run = conn.runs.get(m.rid);
+        const run = conn.runs.get(m.rid) ?? conn.homes.get(m.rid);
         const call = run?.calls.get(m.callId);
         if (!run || !call) return;
         run.calls.delete(m.callId);
@@ -238,7 +250,7 @@ export class SessionHostServer {
         return;
       }
       case 'tool_pause': {
-        const call = conn.runs.get(m.rid)?.calls.get(m.callId);
+        const call = (conn.runs.get(m.rid) ?? conn.homes.get(m.rid))?.calls.get(m.callId);
         if (!call) return;
         if (m.paused && !call.resume) call.resume = call.pause?.();
         else if (!m.paused && call.resume) {
@@ -345,6 +357,18 @@ export class SessionHostServer {
         send(l.conn.socket, { type: 'done', rid: l.rid, ...done, ...(journal?.dropped ? { dropped: journal.dropped } : {}) });
         l.conn.runs.delete(l.rid);
       }
+      // Its jobs' calls go on coming to the client that took its own (while it stays attached).
+      const home = run.listeners.find((l) => l.tools);
+      if (home) {
+        run.home = home;
+        home.conn.homes.delete(home.rid);
+        home.conn.homes.set(home.rid, run);
+        if (home.conn.homes.size > MAX_HOMES) {
+          const [oldest, old] = home.conn.homes.entries().next().value!;
+          home.conn.homes.delete(oldest);
+          old.home = undefined;
+        }
+      }
       run.listeners = [];
       // A background job's call this run took and no one answered (the run's own calls ended with it).
       for (const [id, call] of run.calls) this.failCall(run, id, call, 'The run that took this tool call ended before it was answered.');
@@ -390,15 +414,21 @@ export class SessionHostServer {
   private toolCall(started: Run, call: ToolCallRequest, signal: AbortSignal): Promise<unknown> {
     // A job's call outlives the run that started the job: it goes to any run of the session that takes tool calls.
     const taker = (r: Run) => r.listeners.find((l) => l.tools);
-    const run = taker(started) || call.job === undefined ? started : [...this.running].find((r) => r.sessionId === started.sessionId && taker(r));
-    const to = run && taker(run);
+    let run = taker(started) || call.job === undefined ? started : [...this.running].find((r) => r.sessionId === started.sessionId && taker(r));
+    let to = run && taker(run);
+    // None: the client that ran the job's own run takes it, while attached (its home).
+    if (!to && call.job !== undefined && started.home && this.conns.has(started.home.conn)) {
+      run = started;
+      to = started.home;
+    }
     if (!run || !to) return Promise.reject(new Error(call.job === undefined ? NO_CLIENT : NO_CLIENT_FOR_JOB(call.job)));
     return new Promise((resolve, reject) => {
       const entry: Call = { resolve, reject, pause: call.pause };
       run.calls.set(call.callId, entry);
       const onAbort = () => {
         if (!run.calls.has(call.callId)) return;
-        for (const l of run.listeners) send(l.conn.socket, { type: 'tool_cancel', rid: l.rid, callId: call.callId });
+        for (const l of run.listeners.length ? run.listeners : run.home ? [run.home] : [])
+          send(l.conn.socket, { type: 'tool_cancel', rid: l.rid, callId: call.callId });
         this.failCall(run, call.callId, entry, 'The run was stopped.');
       };
       signal.addEventListener('abort', onAbort, { once: true });
