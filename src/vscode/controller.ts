@@ -154,6 +154,8 @@ export class CodeActController {
 
   /** After a reattach, once the panel shows the conversation: its jobs as the session host journaled them (./reattach). */
   replayJobs(): Promise<void> {
+    // And a run an earlier window let go of, watched to its end (not awaited: it may run long).
+    void this.reattacher.watchLeftRun(this.restored);
     return this.reattacher.replayJobs(this.restored);
   }
 
