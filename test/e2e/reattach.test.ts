@@ -3,12 +3,17 @@
  * driven in headless Chromium with a scripted model on loopback: the chat defines `x`; after a window reload the
  * next execution reads `x` and the variables view shows it at once; after the extension host's process is killed
  * (SIGKILL) and the window reopened, the same holds. Neither time is the conversation said to have lost its session,
- * nor is the model told so. Screenshots 70-… go to test-artifacts/e2e/.
+ * nor is the model told so. A run printing numbered lines across a reload shows every line in its card, and the
+ * model's next request is told how it ended. Screenshots 70-… go to test-artifacts/e2e/.
  *
  * Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { REOPENED_NOTE, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { RUN_ENDED_NOTE } from '../../src/vscode/reattach';
+import { execCards } from './support/execCards';
 import { turn } from '../support/wire/turn';
 import { extensionHostsUnder, waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
@@ -94,5 +99,47 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     await noGoneNotice();
     await e2e.wb.screenshot('71-reattach-after-host-killed-dark');
     await readsX(2, 'print(f"x is still {x}")\nreturn x * 2', /x is still 43/);
+  });
+
+  it("a run printing numbered lines across a reload shows every line in its card, and the model's next request is told how it ended", async () => {
+    if (!(await e2e.panel.sidebar.isVisible())) await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    const turns = await e2e.panel.turnCount();
+    // Lines 1-5 before the reload; 6-10 once the test writes the file (a barrier, bounded), after the window is back.
+    const go = join(e2e.ws.folder, 'replay-go');
+    const wait = `for _ in range(2400):\n    if os.path.exists(${JSON.stringify(go)}): break\n    time.sleep(0.05)\n`;
+    const count = (a: number, b: number) => `for i in range(${a}, ${b}):\n    print(f"line {i}", flush=True)\n`;
+    e2e.wire.push(turn().call('execute_tool_code', { code: `import os, time\n${count(1, 6)}${wait}${count(6, 11)}return "counted"` }));
+    await e2e.panel.send('Count to 10');
+    const card = async () => (await execCards(e2e.panel, turns).catch(() => [])).at(-1);
+    await waitUntil(
+      async () => /line 5/.test((await card())?.output ?? ''),
+      RUN,
+      () => 'the run never printed line 5',
+      250,
+    );
+
+    await e2e.wb.page.reload();
+    await reopened(turns + 1);
+    writeFileSync(go, '');
+    let last: Awaited<ReturnType<typeof card>>;
+    await waitUntil(
+      async () => (last = await card())?.status === 'done',
+      RUN,
+      () => `the card never showed the run's end: ${JSON.stringify(last)}`,
+      250,
+    );
+    await e2e.wb.screenshot('72-reattach-run-replayed-dark');
+    assert.deepEqual(
+      (await card())!.output.trim().split('\n'),
+      Array.from({ length: 10 }, (_, i) => `line ${i + 1}`),
+      'every line in the card, in order, once',
+    );
+    e2e.wire.push(turn().text('It counted to 10.'));
+    await e2e.panel.send('Did it finish?');
+    assert.equal(await e2e.panel.waitForTurn(turns + 1, ['completed'], RUN), 'completed', await e2e.panel.text());
+    const told = JSON.stringify(e2e.wire.turns.at(-1)!.body);
+    assert.ok(told.includes(RUN_ENDED_NOTE), 'the model is told how the run left running ended');
+    assert.match(told, /counted/);
   });
 });
