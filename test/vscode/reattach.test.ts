@@ -15,7 +15,7 @@ import { everyHost, hostRunning, openRuntime } from '../../src/core/sessionHost/
 import { isAlive } from '../../src/core/util/processTree';
 import { buildTranscript, type ExecView, type TranscriptEvent } from '../../src/common/transcript';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
-import { RUN_ENDED_NOTE } from '../../src/vscode/reattach';
+import { RUN_ENDED_NOTE, runLeftRunning } from '../../src/vscode/reattach';
 import { RuntimeCache } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, harness, resolved, type Harness } from './fakes';
 import { waitFor } from '../support/wait';
@@ -40,6 +40,35 @@ class HostApis extends FakeRuntimeApis {
     return hostRunning(config, this.env);
   }
 }
+
+describe('the run a window left running (runLeftRunning)', () => {
+  const item = (id: string, extra: object = {}) => ({
+    type: 'code_interpreter_call' as const,
+    id,
+    status: 'interpreting' as const,
+    code: 'x',
+    runtime: 'local' as const,
+    outputs: [],
+    ...extra,
+  });
+  const added = (id: string): TranscriptEvent => ({ type: 'response.output_item.added', item: item(id) });
+  const done = (id: string, message?: string): TranscriptEvent => ({
+    type: 'response.output_item.done',
+    item: item(id, { status: message ? 'failed' : 'completed', ...(message ? { error: { type: 'SessionHostError', message } } : {}) }),
+  });
+  it('is the last execution when a reload let go of it, or a crash cut it off before its end; none when it ended', () => {
+    assert.equal(runLeftRunning([added('a'), done('a'), added('b'), done('b', RUN_LEFT_RUNNING)])?.id, 'b', 'let go of by a reload');
+    assert.equal(
+      runLeftRunning([added('a'), done('a'), added('b'), { type: 'codeact.turn.ended', turn_id: 't', status: 'stopped', interrupted: true }])?.id,
+      'b',
+      'cut off by a crash',
+    );
+    assert.equal(runLeftRunning([added('a'), done('a', RUN_LEFT_RUNNING), added('b'), done('b')]), undefined, 'an earlier one is not watched: the last ended');
+    assert.equal(runLeftRunning([added('a'), done('a', 'NameError')]), undefined, 'a failed run ended');
+    assert.equal(runLeftRunning([added('a'), done('a', RUN_LEFT_RUNNING), done('a')]), undefined, 'its end came later');
+    assert.equal(runLeftRunning([]), undefined);
+  });
+});
 
 describe('the extension on the session host (real host and guests)', function () {
   this.timeout(120_000);
