@@ -148,6 +148,7 @@ export class CodeActController {
       refreshVariables: () => this.refreshVariables(),
       notify: (e) => this.notify(e),
       emit: (e) => this.emit(e),
+      toolHandler: async () => (await this.tools.gateway(false, this.folders.current().folder)).handler,
     });
     this.restored = this.reattacher.reattach();
   }

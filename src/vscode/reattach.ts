@@ -5,11 +5,12 @@
  * the host kept is replayed (what they printed while no window was attached, whole and in order). And the open
  * conversation's background jobs as they start, print and end, and Stop of one.
  */
-import type { CodeInterpreterCallItem, JobChanged, JobOutput } from '../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput } from '../common/events';
 import type { TranscriptEvent } from '../common/transcript';
 import { executionSummary } from '../core/agent/executionResult';
 import { RUN_LEFT_RUNNING } from '../core/sessionHost/client';
 import type { Conversation } from '../core/agent/transcriptStore';
+import type { ToolCallHandler } from '../core/runtime/types';
 import type { Log } from './controller.apis';
 import { endJobsLeftRunning } from './conversationMemory';
 import type { Conversations } from './conversations';
@@ -31,6 +32,8 @@ interface ReattachDeps {
   notify(e: TranscriptEvent): void;
   /** An event saved in the open conversation and sent to the panel. */
   emit(e: TranscriptEvent): void;
+  /** Takes the managed-tool calls of a run of the chat's folder (its gateway: approvals and keys stay here). */
+  toolHandler(): Promise<ToolCallHandler>;
 }
 
 /** How the model's next turn is told the end of a run a reload let go of (the run's summary follows). */
@@ -38,7 +41,14 @@ export const RUN_ENDED_NOTE = 'Note: the execution left running when the window 
 /** Characters of its output the note carries at most (the card has it all). */
 const NOTE_OUTPUT_CHARS = 2000;
 /** What of a watched run reaches its card (its code and start the card has). */
-const SHOWN = new Set<string>(['codeact.output.delta', 'codeact.output.display', 'codeact.tool_call.started', 'codeact.tool_call.completed']);
+const SHOWN = new Set<string>([
+  'codeact.output.delta',
+  'codeact.output.display',
+  'codeact.tool_call.started',
+  'codeact.tool_call.completed',
+  'codeact.elicitation.requested',
+  'codeact.elicitation.resolved',
+]);
 
 /**
  * The conversation's last execution, when its end was not known: the window let go of it while it ran (a reload),
@@ -146,7 +156,10 @@ export class Reattacher {
     let ended = false;
     try {
       // Only this run's own events reach its card (the host watches the session's current run, or its last one).
-      const done = await runtime.watch(convo.id, { onEvent: (e) => void ('item_id' in e && e.item_id === left.id && SHOWN.has(e.type) && show(e)) });
+      // Its tool calls (and its session's background jobs') come here again, as they did to the window that started it.
+      const onToolCall = this.d.trusted() ? await this.d.toolHandler() : undefined;
+      const onEvent = (e: CodeActEvent) => void ('item_id' in e && e.item_id === left.id && SHOWN.has(e.type) && show(e));
+      const done = await runtime.watch(convo.id, { onEvent, onToolCall });
       if (done.item?.id !== left.id)
         return this.d.log.info(`conversation ${convo.id}: the run left running (${left.id}) is not its session's last in the host`);
       ended = true;

@@ -173,8 +173,16 @@ describe('the extension on the session host (real host and guests)', function ()
     const wait = (f: string) => `for _ in range(6000):\n    if os.path.exists(${JSON.stringify(f)}): break\n    time.sleep(0.05)\n`;
     const lines = (a: number, b: number) => `for i in range(${a}, ${b}):\n    print(f"line {i}", flush=True)\n`;
     const touch = (f: string) => `open(${JSON.stringify(f)}, "w").close()\n`;
-    // Lines 1-3 while the first window watches; 4-6 while no window is attached; 7-9 while the second one watches.
-    const code = `import os, time\n${lines(1, 4)}${touch(started)}${wait(go1)}${lines(4, 7)}${touch(mid)}${wait(go2)}${lines(7, 10)}return 7`;
+    // Lines 1-3 while the first window watches; 4-6 while no window is attached; 7-9 while the second one watches,
+    // which takes its tool call too.
+    const code = `import os, time\n${lines(1, 4)}${touch(started)}${wait(go1)}${lines(4, 7)}${touch(mid)}${wait(go2)}${lines(7, 10)}r = await call_tool("seven")\nreturn r["n"]`;
+    const seven = {
+      name: 'seven',
+      description: 'Says 7.',
+      command: ['python3', '-c', 'import json, sys; json.dump({"n": 7}, sys.stdout)'],
+      inputSchema: { type: 'object' },
+      approval: 'auto',
+    };
     const first = open();
     const running = first.controller.runCode(code, 'long run');
     await waitFor(() => existsSync(started), { what: 'the run to start', timeoutMs: 60_000 });
@@ -186,7 +194,7 @@ describe('the extension on the session host (real host and guests)', function ()
 
     const server = await startOpenAIChatServer();
     try {
-      const second = open({ provider: 'openai-compatible', baseURL: server.url, model: 'm' });
+      const second = open({ provider: 'openai-compatible', baseURL: server.url, model: 'm', tools: [seven] });
       const events: TranscriptEvent[] = [];
       second.controller.onEvent((e) => events.push(e));
       assert.equal(await second.controller.restoredNotice(), undefined);
@@ -201,8 +209,12 @@ describe('the extension on the session host (real host and guests)', function ()
       await waitFor(() => card()?.status === 'done', { what: 'the run to end in its card', timeoutMs: 60_000 });
       const expected = Array.from({ length: 9 }, (_, i) => `line ${i + 1}\n`).join('');
       assert.equal(text(), expected, 'every line, in order, once');
-      assert.equal(card()?.value, 7);
-      assert.equal(card()?.error, undefined);
+      assert.equal(card()?.error, undefined, JSON.stringify(card()?.error));
+      assert.equal(card()?.value, 7, 'its tool call was taken by the window watching it');
+      assert.deepEqual(
+        card()?.tools.map((t) => [t.name, t.status]),
+        [['seven', 'ok']],
+      );
       const reopened = buildTranscript(second.controller.currentConversation!.events).items;
       const savedCard = Object.values(reopened).find((i): i is ExecView => i.kind === 'exec' && i.id === left.id);
       assert.equal(savedCard?.status, 'done', 'its end is saved in the conversation');
