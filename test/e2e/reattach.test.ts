@@ -100,7 +100,7 @@ describe('e2e: the Python session survives a reload and a killed extension host'
   });
 
   it("a run printing numbered lines across a reload shows every line in its card, and the model's next request is told how it ended", async () => {
-    if (!(await e2e.panel.sidebar.isVisible())) await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.wb.runCommand('CodeAct: Open Chat');
     await e2e.panel.frame(UI);
     const turns = await e2e.panel.turnCount();
     // The scenario of the issue, shorter: a numbered line every half second (the guest cannot see a file of the test's:
