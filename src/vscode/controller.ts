@@ -148,12 +148,15 @@ export class CodeActController {
       refreshVariables: () => this.refreshVariables(),
       notify: (e) => this.notify(e),
       emit: (e) => this.emit(e),
+      toolHandler: async () => (await this.tools.gateway(false, this.folders.current().folder)).handler,
     });
     this.restored = this.reattacher.reattach();
   }
 
   /** After a reattach, once the panel shows the conversation: its jobs as the session host journaled them (./reattach). */
   replayJobs(): Promise<void> {
+    // And a run an earlier window let go of, watched to its end (not awaited: it may run long).
+    void this.reattacher.watchLeftRun(this.restored);
     return this.reattacher.replayJobs(this.restored);
   }
 

@@ -36,10 +36,15 @@ export interface ConversationsDeps {
 
 export const BUSY_SWITCH = 'Stop the running turn before switching conversations (CodeAct: Stop).';
 
+/** Run ends kept for a conversation's next turn at most. */
+const MAX_ENDED_NOTES = 3;
+
 export class Conversations {
   private open?: Conversation;
   /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
   private stale?: string;
+  /** Ends of runs the model was not told, by conversation ({@link runEndedNote}). */
+  private readonly endedNotes = new Map<string, string[]>();
 
   constructor(private readonly deps: ConversationsDeps) {
     // The conversation open before a reload or a restart comes back (its variables do not, except in a Jupyter
@@ -151,9 +156,21 @@ export class Conversations {
     if (this.open && ranLocalCode(this.open)) this.stale = this.open.id;
   }
 
-  /** What the model is told on a turn in this conversation about its session (none: nothing to say). */
+  /**
+   * What the model is told on a turn in this conversation about its session (none: nothing to say). A run's end
+   * noted with {@link runEndedNote} is said once: taken here.
+   */
   sessionNote(id: string): string | undefined {
-    return this.stale === id ? REOPENED_NOTE : undefined;
+    const ended = this.endedNotes.get(id);
+    this.endedNotes.delete(id);
+    return [this.stale === id ? REOPENED_NOTE : '', ...(ended ?? [])].filter(Boolean).join('\n') || undefined;
+  }
+
+  /** Said to the model once, on the conversation's next turn: how a run it was not told the end of ended (./reattach). */
+  runEndedNote(id: string, note: string): void {
+    const notes = this.endedNotes.get(id) ?? [];
+    // Bounded: the last few (a run left running per reload at most).
+    this.endedNotes.set(id, [...notes, note].slice(-MAX_ENDED_NOTES));
   }
 
   /** Whether the model would be told that the conversation's earlier session is gone. */

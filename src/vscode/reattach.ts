@@ -5,9 +5,12 @@
  * the host kept is replayed (what they printed while no window was attached, whole and in order). And the open
  * conversation's background jobs as they start, print and end, and Stop of one.
  */
-import type { JobChanged, JobOutput } from '../common/events';
+import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput } from '../common/events';
 import type { TranscriptEvent } from '../common/transcript';
+import { executionSummary } from '../core/agent/executionResult';
+import { RUN_LEFT_RUNNING } from '../core/sessionHost/client';
 import type { Conversation } from '../core/agent/transcriptStore';
+import type { ToolCallHandler } from '../core/runtime/types';
 import type { Log } from './controller.apis';
 import { endJobsLeftRunning } from './conversationMemory';
 import type { Conversations } from './conversations';
@@ -29,11 +32,43 @@ interface ReattachDeps {
   notify(e: TranscriptEvent): void;
   /** An event saved in the open conversation and sent to the panel. */
   emit(e: TranscriptEvent): void;
+  /** Takes the managed-tool calls of a run of the chat's folder (its gateway: approvals and keys stay here). */
+  toolHandler(): Promise<ToolCallHandler>;
+}
+
+/** How the model's next turn is told the end of a run a reload let go of (the run's summary follows). */
+export const RUN_ENDED_NOTE = 'Note: the execution left running when the window reloaded (or VS Code closed) has finished:';
+/** Characters of its output the note carries at most (the card has it all). */
+const NOTE_OUTPUT_CHARS = 2000;
+/** What of a watched run reaches its card (its code and start the card has). */
+const SHOWN = new Set<string>([
+  'codeact.output.delta',
+  'codeact.output.display',
+  'codeact.tool_call.started',
+  'codeact.tool_call.completed',
+  'codeact.elicitation.requested',
+  'codeact.elicitation.resolved',
+]);
+
+/**
+ * The conversation's last execution, when its end was not known: the window let go of it while it ran (a reload),
+ * or the window went before its end was saved (a crash). Undefined when it ended.
+ */
+export function runLeftRunning(events: readonly TranscriptEvent[]): CodeInterpreterCallItem | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    if ((e.type !== 'response.output_item.added' && e.type !== 'response.output_item.done') || e.item.type !== 'code_interpreter_call') continue;
+    if (e.type === 'response.output_item.added' || e.item.error?.message === RUN_LEFT_RUNNING) return e.item;
+    return undefined;
+  }
+  return undefined;
 }
 
 export class Reattacher {
   /** Conversations reattached whose jobs' journal is not replayed yet ({@link replayJobs}): their live output is in it. */
   readonly replaying = new Set<string>();
+  /** Runs left running by an earlier window, being watched to their end ({@link watchLeftRun}), by item id. */
+  private readonly watching = new Set<string>();
 
   constructor(private readonly d: ReattachDeps) {}
 
@@ -94,6 +129,50 @@ export class Reattacher {
     } catch (e) {
       this.replaying.delete(convo.id);
       this.d.log.warn(`conversation ${convo.id}: its background jobs could not be read from the session host: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * After a reattach, once the panel shows the conversation: its last execution, if this window's predecessor let go of
+   * it while it ran (a reload: {@link RUN_LEFT_RUNNING}) or was cut off before its end (a crash), is watched in the
+   * session host. Its card runs again and gets what it printed, whole and in order (the host's journal: while no
+   * window was attached, then live); its end fills the card and is saved, and the model's next turn is told it once.
+   * Not awaited by the panel: the run may go on for long.
+   */
+  async watchLeftRun(restored: Promise<unknown>): Promise<void> {
+    await restored;
+    const convo = this.d.conversation();
+    const left = convo && runLeftRunning(convo.events);
+    const runtime = left && this.d.runtimes.of(convo.id);
+    if (!convo || !left || !runtime?.watch || !runtime.sessions.has(convo.id) || this.watching.has(left.id)) return;
+    this.watching.add(left.id);
+    let shown = false;
+    const show = (e: TranscriptEvent) => {
+      // The card runs again once the host has shown the run is ours (the panel only: its saved end comes with the run's).
+      if (!shown) this.d.notify({ type: 'response.output_item.added', item: { ...left, status: 'interpreting', error: undefined, outputs: [] } });
+      shown = true;
+      this.d.notify(e);
+    };
+    let ended = false;
+    try {
+      // Only this run's own events reach its card (the host watches the session's current run, or its last one).
+      // Its tool calls (and its session's background jobs') come here again, as they did to the window that started it.
+      const onToolCall = this.d.trusted() ? await this.d.toolHandler() : undefined;
+      const onEvent = (e: CodeActEvent) => void ('item_id' in e && e.item_id === left.id && SHOWN.has(e.type) && show(e));
+      const done = await runtime.watch(convo.id, { onEvent, onToolCall });
+      if (done.item?.id !== left.id)
+        return this.d.log.info(`conversation ${convo.id}: the run left running (${left.id}) is not its session's last in the host`);
+      ended = true;
+      this.d.log.info(`conversation ${convo.id}: the run left running when the window reloaded ended (${done.item.status})`);
+      // Saved in the open conversation (another one opened meanwhile gets the note only).
+      if (this.d.conversation()?.id === convo.id) this.d.emit({ type: 'response.output_item.done', item: done.item });
+      this.d.conversations.runEndedNote(convo.id, `${RUN_ENDED_NOTE} ${executionSummary(done.item, { outputChars: NOTE_OUTPUT_CHARS })}`);
+    } catch (e) {
+      this.d.log.warn(`conversation ${convo.id}: the run left running could not be watched in the session host: ${(e as Error).message}`);
+    } finally {
+      this.watching.delete(left.id);
+      // Shown running and then not seen to end (the host went away): the card as it was saved, not running.
+      if (shown && !ended) this.d.notify({ type: 'response.output_item.done', item: left.status === 'failed' ? left : { ...left, status: 'incomplete' } });
     }
   }
 

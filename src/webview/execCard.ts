@@ -150,7 +150,8 @@ export class ExecRenderer implements ItemRenderer {
   private badgeKey = '';
   private images = 0;
   private valueShown = false;
-  private errorShown = false;
+  /** The error box shown, and which error it shows (a later end may replace it). */
+  private errorShown?: { key: string; box: HTMLElement };
   private truncShown = false;
   private item: ExecView;
 
@@ -424,8 +425,13 @@ export class ExecRenderer implements ItemRenderer {
         ),
       );
     }
+    // A later end replaces an earlier one (a run a reload let go of, then watched to its end): its error box goes.
+    if (this.errorShown && this.errorShown.key !== errorKey(x.error)) {
+      this.errorShown.box.remove();
+      for (const ln of Array.from(this.gutter.children)) ln.classList.remove('error-line');
+      this.errorShown = undefined;
+    }
     if (x.error && !this.errorShown) {
-      this.errorShown = true;
       const e = x.error;
       const box = h(
         'div',
@@ -450,6 +456,7 @@ export class ExecRenderer implements ItemRenderer {
         box.append(h('details', { class: 'traceback-details', open: true }, h('summary', null, h('span', { text: 'Traceback' })), tb.el));
       }
       this.extras.append(box);
+      this.errorShown = { key: errorKey(e), box };
       if (e.line) {
         const ln = this.gutter.children[e.line - 1];
         ln?.classList.add('error-line');
@@ -459,6 +466,11 @@ export class ExecRenderer implements ItemRenderer {
       this.truncShown = true;
     }
   }
+}
+
+/** Which error a card shows (none: ''). */
+function errorKey(e: ExecView['error']): string {
+  return e ? `${e.type}\n${e.line ?? ''}\n${e.message ?? ''}` : '';
 }
 
 function shortId(id: string): string {

@@ -3,12 +3,15 @@
  * driven in headless Chromium with a scripted model on loopback: the chat defines `x`; after a window reload the
  * next execution reads `x` and the variables view shows it at once; after the extension host's process is killed
  * (SIGKILL) and the window reopened, the same holds. Neither time is the conversation said to have lost its session,
- * nor is the model told so. Screenshots 70-… go to test-artifacts/e2e/.
+ * nor is the model told so. A run printing numbered lines across a reload shows every line in its card, and the
+ * model's next request is told how it ended. Screenshots 70-… go to test-artifacts/e2e/.
  *
  * Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
 import { REOPENED_NOTE, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { RUN_ENDED_NOTE } from '../../src/vscode/reattach';
+import { execCards } from './support/execCards';
 import { turn } from '../support/wire/turn';
 import { extensionHostsUnder, waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
@@ -94,5 +97,49 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     await noGoneNotice();
     await e2e.wb.screenshot('71-reattach-after-host-killed-dark');
     await readsX(2, 'print(f"x is still {x}")\nreturn x * 2', /x is still 43/);
+  });
+
+  it("a run printing numbered lines across a reload shows every line in its card, and the model's next request is told how it ended", async () => {
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    const turns = await e2e.panel.turnCount();
+    // The scenario of the issue, shorter: a numbered line every half second (the guest cannot see a file of the test's:
+    // its /tmp is its own). The reload comes after line 3; what it prints until the window is back comes from the
+    // session host's journal, the rest live (or all of it from the journal, if the window takes longer).
+    e2e.wire.push(
+      turn().call('execute_tool_code', {
+        code: 'import time\nfor i in range(1, 31):\n    print(f"line {i}", flush=True)\n    time.sleep(0.5)\nreturn "counted"',
+      }),
+    );
+    await e2e.panel.send('Count to 30');
+    const card = async () => (await execCards(e2e.panel, turns).catch(() => [])).at(-1);
+    await waitUntil(
+      async () => /line 3/.test((await card())?.output ?? ''),
+      RUN,
+      () => 'the run never printed line 3',
+      250,
+    );
+
+    await e2e.wb.page.reload();
+    await reopened(turns + 1);
+    let last: Awaited<ReturnType<typeof card>>;
+    await waitUntil(
+      async () => (last = await card())?.status === 'done',
+      RUN,
+      () => `the card never showed the run's end: ${JSON.stringify(last)}`,
+      250,
+    );
+    await e2e.wb.screenshot('72-reattach-run-replayed-dark');
+    assert.deepEqual(
+      (await card())!.output.trim().split('\n'),
+      Array.from({ length: 30 }, (_, i) => `line ${i + 1}`),
+      'every line in the card, in order, once',
+    );
+    e2e.wire.push(turn().text('It counted to 30.'));
+    await e2e.panel.send('Did it finish?');
+    assert.equal(await e2e.panel.waitForTurn(turns + 1, ['completed'], RUN), 'completed', await e2e.panel.text());
+    const told = JSON.stringify(e2e.wire.turns.at(-1)!.body);
+    assert.ok(told.includes(RUN_ENDED_NOTE), 'the model is told how the run left running ended');
+    assert.match(told, /counted/);
   });
 });

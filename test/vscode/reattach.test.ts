@@ -13,10 +13,14 @@ import type { Runtime } from '../../src/core/runtime/types';
 import { RUN_LEFT_RUNNING, type HostedRuntime } from '../../src/core/sessionHost/client';
 import { everyHost, hostRunning, openRuntime } from '../../src/core/sessionHost/launch';
 import { isAlive } from '../../src/core/util/processTree';
+import { buildTranscript, type ExecView, type TranscriptEvent } from '../../src/common/transcript';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { RUN_ENDED_NOTE, runLeftRunning } from '../../src/vscode/reattach';
 import { RuntimeCache } from '../../src/vscode/runtimeCache';
 import { FakeLog, FakeRuntimeApis, harness, resolved, type Harness } from './fakes';
 import { waitFor } from '../support/wait';
+import { startOpenAIChatServer } from '../support/wire/openaiChat';
+import { turn } from '../support/wire/turn';
 
 const HOST_ENTRY = path.resolve(__dirname, '../../dist/sessionHost.js');
 const SETTINGS = { 'session.host': 'auto', 'sandbox.kind': 'none' };
@@ -37,6 +41,35 @@ class HostApis extends FakeRuntimeApis {
   }
 }
 
+describe('the run a window left running (runLeftRunning)', () => {
+  const item = (id: string, extra: object = {}) => ({
+    type: 'code_interpreter_call' as const,
+    id,
+    status: 'interpreting' as const,
+    code: 'x',
+    runtime: 'local' as const,
+    outputs: [],
+    ...extra,
+  });
+  const added = (id: string): TranscriptEvent => ({ type: 'response.output_item.added', item: item(id) });
+  const done = (id: string, message?: string): TranscriptEvent => ({
+    type: 'response.output_item.done',
+    item: item(id, { status: message ? 'failed' : 'completed', ...(message ? { error: { type: 'SessionHostError', message } } : {}) }),
+  });
+  it('is the last execution when a reload let go of it, or a crash cut it off before its end; none when it ended', () => {
+    assert.equal(runLeftRunning([added('a'), done('a'), added('b'), done('b', RUN_LEFT_RUNNING)])?.id, 'b', 'let go of by a reload');
+    assert.equal(
+      runLeftRunning([added('a'), done('a'), added('b'), { type: 'codeact.turn.ended', turn_id: 't', status: 'stopped', interrupted: true }])?.id,
+      'b',
+      'cut off by a crash',
+    );
+    assert.equal(runLeftRunning([added('a'), done('a', RUN_LEFT_RUNNING), added('b'), done('b')]), undefined, 'an earlier one is not watched: the last ended');
+    assert.equal(runLeftRunning([added('a'), done('a', 'NameError')]), undefined, 'a failed run ended');
+    assert.equal(runLeftRunning([added('a'), done('a', RUN_LEFT_RUNNING), done('a')]), undefined, 'its end came later');
+    assert.equal(runLeftRunning([]), undefined);
+  });
+});
+
 describe('the extension on the session host (real host and guests)', function () {
   this.timeout(120_000);
   let root: string;
@@ -46,12 +79,15 @@ describe('the extension on the session host (real host and guests)', function ()
   const windows: Harness[] = [];
 
   /** A window over the one folder (the same conversations and workspace state as the earlier ones). */
-  const open = () => {
-    const h = harness(SETTINGS, {
-      dir,
-      workspaceState: { get: <T>(k: string) => state.get(k) as T, update: async (k, v) => void state.set(k, v) },
-      runtimes: new HostApis(env),
-    });
+  const open = (settings: Record<string, unknown> = {}) => {
+    const h = harness(
+      { ...SETTINGS, ...settings },
+      {
+        dir,
+        workspaceState: { get: <T>(k: string) => state.get(k) as T, update: async (k, v) => void state.set(k, v) },
+        runtimes: new HostApis(env),
+      },
+    );
     windows.push(h);
     return h;
   };
@@ -129,6 +165,72 @@ describe('the extension on the session host (real host and guests)', function ()
     const read = await second.controller.runCode('return y', 'read y');
     assert.equal(read.status, 'completed', JSON.stringify(read.error));
     assert.equal(read.value, 7, 'the run went on to its end after the window let go');
+  });
+
+  it("a run going on across a reload is replayed into its card (whole, in order, then live), its end fills the card and is saved, and the model's next request is told its result once", async () => {
+    const work = path.join(dir, 'workspace');
+    const [started, mid, go1, go2] = ['started', 'mid', 'go1', 'go2'].map((f) => path.join(work, f));
+    const wait = (f: string) => `for _ in range(6000):\n    if os.path.exists(${JSON.stringify(f)}): break\n    time.sleep(0.05)\n`;
+    const lines = (a: number, b: number) => `for i in range(${a}, ${b}):\n    print(f"line {i}", flush=True)\n`;
+    const touch = (f: string) => `open(${JSON.stringify(f)}, "w").close()\n`;
+    // Lines 1-3 while the first window watches; 4-6 while no window is attached; 7-9 while the second one watches,
+    // which takes its tool call too.
+    const code = `import os, time\n${lines(1, 4)}${touch(started)}${wait(go1)}${lines(4, 7)}${touch(mid)}${wait(go2)}${lines(7, 10)}r = await call_tool("seven")\nreturn r["n"]`;
+    const seven = {
+      name: 'seven',
+      description: 'Says 7.',
+      command: ['python3', '-c', 'import json, sys; json.dump({"n": 7}, sys.stdout)'],
+      inputSchema: { type: 'object' },
+      approval: 'auto',
+    };
+    const first = open();
+    const running = first.controller.runCode(code, 'long run');
+    await waitFor(() => existsSync(started), { what: 'the run to start', timeoutMs: 60_000 });
+    await first.controller.shutdown();
+    const left = await running;
+    assert.equal(left.error?.message, RUN_LEFT_RUNNING);
+    writeFileSync(go1, '');
+    await waitFor(() => existsSync(mid), { what: 'the run to print while no window is attached', timeoutMs: 60_000 });
+
+    const server = await startOpenAIChatServer();
+    try {
+      const second = open({ provider: 'openai-compatible', baseURL: server.url, model: 'm', tools: [seven] });
+      const events: TranscriptEvent[] = [];
+      second.controller.onEvent((e) => events.push(e));
+      assert.equal(await second.controller.restoredNotice(), undefined);
+      const saved = [...second.controller.currentConversation!.events];
+      const card = () => Object.values(buildTranscript([...saved, ...events]).items).find((i): i is ExecView => i.kind === 'exec' && i.id === left.id);
+      const text = () => (card()?.output.chunks ?? []).map((c) => c.text).join('');
+      assert.equal(card()?.status, 'failed', 'the card says the run was let go of');
+      await second.controller.replayJobs();
+      await waitFor(() => text().includes('line 6'), { what: 'what the run printed while no window was attached', timeoutMs: 60_000 });
+      assert.equal(card()?.status, 'running', 'the card runs again');
+      writeFileSync(go2, '');
+      await waitFor(() => card()?.status === 'done', { what: 'the run to end in its card', timeoutMs: 60_000 });
+      const expected = Array.from({ length: 9 }, (_, i) => `line ${i + 1}\n`).join('');
+      assert.equal(text(), expected, 'every line, in order, once');
+      assert.equal(card()?.error, undefined, JSON.stringify(card()?.error));
+      assert.equal(card()?.value, 7, 'its tool call was taken by the window watching it');
+      assert.deepEqual(
+        card()?.tools.map((t) => [t.name, t.status]),
+        [['seven', 'ok']],
+      );
+      const reopened = buildTranscript(second.controller.currentConversation!.events).items;
+      const savedCard = Object.values(reopened).find((i): i is ExecView => i.kind === 'exec' && i.id === left.id);
+      assert.equal(savedCard?.status, 'done', 'its end is saved in the conversation');
+      assert.equal(savedCard?.value, 7);
+
+      server.push(turn().text('It finished.'), turn().text('Nothing more.'));
+      await second.controller.send('Did it finish?');
+      await second.controller.send('And now?');
+      const [told, next] = server.turns.map((t) => JSON.stringify(t.body));
+      assert.ok(told.includes(RUN_ENDED_NOTE), told);
+      assert.match(told, /\\"value\\":7/);
+      assert.match(told, /line 9/);
+      assert.ok(!next.includes(RUN_ENDED_NOTE), 'told once');
+    } finally {
+      await server.close();
+    }
   });
 
   it('opening from history a conversation whose session a running host kept reattaches it (not said to be gone)', async () => {

@@ -263,6 +263,29 @@ describe('chat panel in headless Chromium', function () {
     await p.page.close();
   });
 
+  it('a card a reload let go of runs again when watched, and its real end replaces the earlier error', async () => {
+    const p = await open({ width: 560, height: 900 });
+    await p.send({ type: 'init', protocol: 1, state: hostState() });
+    const code = 'for i in range(2):\n    print(i)\nreturn 7\n';
+    const left = { id: 'c', code, status: 'failed' as const, error: { type: 'SessionHostError', message: 'This window let go of the run.' } };
+    await p.sendEvents([ev.turn('t', 'count'), ev.codeStart('c'), ev.codeDone('c', code), ev.itemDone(left), ev.turnEnd('t', 'stopped')]);
+    const card = p.page.locator('.card.exec');
+    assert.match(await card.locator('.exec-error').innerText(), /let go of the run/);
+    await p.sendEvents([
+      { type: 'response.output_item.added', item: { type: 'code_interpreter_call', id: 'c', status: 'interpreting', code, runtime: 'local', outputs: [] } },
+      ev.out('c', '0\n1\n'),
+    ]);
+    assert.equal(await card.getAttribute('data-status'), 'running');
+    assert.equal(await card.locator('.exec-error').count(), 0, 'its earlier end was not one');
+    await p.sendEvents([ev.itemDone({ id: 'c', code, value: 7, outputs: [{ type: 'logs', logs: '0\n1\n' }] })]);
+    assert.equal(await card.getAttribute('data-status'), 'done');
+    assert.equal(await card.locator('.exec-error').count(), 0);
+    assert.match(await card.locator('.result-section').innerText(), /7/);
+    assert.equal((await card.locator('pre.output').innerText()).trim(), '0\n1');
+    assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
   it('a model that stopped sending offers Retry and the stream timeouts', async () => {
     const p = await open({ width: 560, height: 700 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });

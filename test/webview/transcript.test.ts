@@ -121,6 +121,38 @@ describe('transcript reducer', () => {
     assert.equal(m.turns[0].status, 'stopped');
   });
 
+  it('a card closed as left running (a reload) runs again, takes the output it missed, and its real end replaces the earlier one', () => {
+    const m = createTranscript();
+    applyEvent(m, ev.turn('t', 'go'));
+    applyEvent(m, ev.codeStart('c1'));
+    applyEvent(m, ev.interpreting('c1'));
+    applyEvent(m, ev.itemDone({ id: 'c1', status: 'failed', code: 'long()', error: { type: 'SessionHostError', message: 'left running' } }));
+    applyEvent(m, ev.turnEnd('t', 'completed'));
+    assert.equal(exec(m, 'c1').status, 'failed');
+    applyEvent(m, {
+      type: 'response.output_item.added',
+      item: { type: 'code_interpreter_call', id: 'c1', status: 'interpreting', code: 'long()', runtime: 'local', outputs: [] },
+    });
+    assert.equal(exec(m, 'c1').status, 'running');
+    assert.equal(exec(m, 'c1').error, undefined, 'its earlier end was not one');
+    applyEvent(m, ev.out('c1', 'line 1\n'));
+    applyEvent(m, ev.out('c1', 'line 2\n'));
+    applyEvent(m, ev.itemDone({ id: 'c1', code: 'long()', value: 7, outputs: [{ type: 'logs', logs: 'line 1\nline 2\n' }] }));
+    const x = exec(m, 'c1');
+    assert.equal(x.status, 'done');
+    assert.equal(x.error, undefined);
+    assert.equal(x.value, 7);
+    assert.equal(outputText(x.output, 'stdout'), 'line 1\nline 2\n', 'the live output, not doubled by the final logs');
+    // Saved without the live part (the conversation reopened): the second end replaces the first.
+    const saved = buildTranscript([
+      ev.turn('t', 'go'),
+      ev.itemDone({ id: 'c1', status: 'failed', code: 'long()', error: { type: 'SessionHostError', message: 'left running' } }),
+      ev.turnEnd('t', 'completed'),
+      ev.itemDone({ id: 'c1', code: 'long()', value: 7 }),
+    ]);
+    assert.deepEqual([exec(saved, 'c1').status, exec(saved, 'c1').error, exec(saved, 'c1').value], ['done', undefined, 7]);
+  });
+
   it('adds the final item logs as output when nothing streamed live (hosted sandboxes)', () => {
     const m = createTranscript();
     applyEvent(m, ev.codeStart('h1', 'openai'));

@@ -204,7 +204,11 @@ export class Ctx {
     if (item.container_id !== undefined) exec.containerId = item.container_id;
     if (item.code && (done || item.code.length >= exec.code.length)) exec.code = item.code;
     if (!done) {
-      if (item.status === 'interpreting') exec.status = 'running';
+      if (item.status === 'interpreting') {
+        exec.status = 'running';
+        // A run a window let go of (a reload) and the next one watches again: it runs, its earlier end was not one.
+        exec.error = undefined;
+      }
       this.itemChanged(exec);
       return;
     }
@@ -213,7 +217,8 @@ export class Ctx {
     if (item.duration_ms !== undefined) exec.durationMs = item.duration_ms;
     if (item.truncated) exec.truncated = true;
     // A stopped run (status "incomplete") is shown as stopped, not as an error with a null result.
-    if (item.error && item.status !== 'incomplete') exec.error = item.error;
+    // (A later end replaces an earlier one: a run left running when a window reloaded, then watched to its end.)
+    exec.error = item.error && item.status !== 'incomplete' ? item.error : undefined;
     if (item.value !== undefined && item.status === 'completed') {
       exec.hasValue = true;
       exec.value = item.value;

@@ -162,7 +162,26 @@ export interface Runtime {
    * an item with `status: "failed"` and an `error`); rejects only for misuse of the API.
    */
   execute(request: ExecuteRequest, options?: ExecuteOptions): Promise<CodeInterpreterCallItem>;
+  /**
+   * A runtime whose runs outlive their client (a session host): what a session's current run printed so far, in
+   * order, then its live rest, until it ends (or its last finished run's events); resolves with its item (null: no run).
+   */
+  watch?(sessionId: string, o?: WatchOptions): Promise<WatchedRun>;
   dispose(): Promise<void>;
+}
+
+/** Who watches a run ({@link Runtime.watch}); `signal` stops the run itself, not only the watching. */
+export interface WatchOptions {
+  onEvent?: (e: CodeActEvent) => void;
+  onToolCall?: ToolCallHandler;
+  signal?: AbortSignal;
+}
+
+/** How a watched run ended: its item, and how many of its oldest events its journal had dropped. */
+export interface WatchedRun {
+  item: CodeInterpreterCallItem | null;
+  dropped: number;
+  error?: string;
 }
 
 /** Limits shared by the runtimes, with the defaults of the engine. */

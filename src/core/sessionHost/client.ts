@@ -8,7 +8,7 @@
 import { connect, type Socket } from 'node:net';
 import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged, VariablesSummary } from '../../common/events';
 import { afterReview, announceDone, executionItem, safeEmit } from '../runtime/execution';
-import type { ExecuteOptions, ExecuteRequest, Runtime, RuntimeSessions, ToolCallHandler } from '../runtime/types';
+import type { ExecuteOptions, ExecuteRequest, Runtime, RuntimeSessions, ToolCallHandler, WatchedRun, WatchOptions } from '../runtime/types';
 import { CodeActError } from '../util/errors';
 import { newId } from '../util/ids';
 import { readToken, type HostPlace } from './place';
@@ -309,7 +309,7 @@ export class HostedRuntime implements Runtime {
    * What a session's current run printed so far, in order, then its live rest, until it ends (or its last
    * finished run's events). Resolves with its item, or null when the session has no run.
    */
-  async watch(sessionId: string, o: { onEvent?: (e: CodeActEvent) => void; onToolCall?: ToolCallHandler; signal?: AbortSignal } = {}) {
+  async watch(sessionId: string, o: WatchOptions = {}): Promise<WatchedRun> {
     const done = await this.connection.run({ type: 'watch', sessionId, tools: !!o.onToolCall }, o);
     return { item: done.item, dropped: done.dropped ?? 0, error: done.error };
   }
