@@ -241,14 +241,22 @@ def in_child(guest, number, fd, others):
 
 
 class Waker:
-    """A pipe the jobs' watch threads write a byte to when a job ends, so wait_job's select wakes at once."""
+    """A pipe the jobs' watch threads write a byte to when a job ends, so wait_job's select wakes at once. Made on
+    first use in the guest, never in the zygote: a pipe made there would be shared by every guest forked from it."""
 
     def __init__(self):
-        self.r, self.w = os.pipe()
-        os.set_blocking(self.r, False)
-        os.set_blocking(self.w, False)
+        self.r = self.w = None
+
+    def ensure(self):
+        if self.w is None:
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            self.r, self.w = r, w
 
     def wake(self):
+        if self.w is None:  # no wait_job yet: it checks `done` before it waits
+            return
         try:
             os.write(self.w, b"x")
         except OSError:  # full: a wake is pending anyway
@@ -270,6 +278,7 @@ def wait_routing(chan, jobs, done, timeout, waker):
     deadline = time.monotonic() + max(0.0, timeout)
     if threading.current_thread() is not threading.main_thread() or chan is None:
         return done.wait(max(0.0, timeout))
+    waker.ensure()
     while not done.is_set():
         if not _route_buffered(chan, jobs):
             return done.wait(max(0.0, deadline - time.monotonic()))
