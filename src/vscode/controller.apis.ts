@@ -43,6 +43,8 @@ export interface ControllerApis extends FolderApis {
   folderOfUri?(uri: string): string | undefined;
   showWarningMessage(message: string, ...items: string[]): PromiseLike<string | undefined>;
   showErrorMessage(message: string, ...items: string[]): PromiseLike<string | undefined>;
+  /** A notification that needs no answer. */
+  showInformationMessage(message: string): void;
   executeCommand(command: string, ...args: unknown[]): PromiseLike<unknown>;
 }
 
@@ -68,6 +70,7 @@ export const vscodeControllerApis: ControllerApis = {
   },
   showWarningMessage: (message, ...items) => vscode.window.showWarningMessage(message, ...items),
   showErrorMessage: (message, ...items) => vscode.window.showErrorMessage(message, ...items),
+  showInformationMessage: (message) => void vscode.window.showInformationMessage(message),
   executeCommand: (command, ...args) => vscode.commands.executeCommand(command, ...args),
 };
 

@@ -149,6 +149,7 @@ export class CodeActController {
       notify: (e) => this.notify(e),
       emit: (e) => this.emit(e),
       toolHandler: async () => (await this.tools.gateway(false, this.folders.current().folder)).handler,
+      inform: (m) => this.apis.showInformationMessage(m),
     });
     this.restored = this.reattacher.reattach();
   }

@@ -4,6 +4,7 @@
  * history's list, delete and clear. A conversation reopened without its Python session is "stale" until a
  * turn runs in it: the model is told once (`REOPENED_NOTE`). No `vscode` import: the controller composes it.
  */
+import type { JobChanged } from '../common/events';
 import type { ConversationSummary } from '../common/protocol';
 import { titleFrom, type Conversation, type TranscriptStore } from '../core/agent/transcriptStore';
 import type { RuntimeSessions } from '../core/runtime/types';
@@ -182,6 +183,20 @@ export class Conversations {
   reattached(id: string): void {
     if (this.stale === id) this.stale = undefined;
     this.deps.memory.sessionAlive(id);
+  }
+
+  /**
+   * A background job of a conversation that is not the open one started or ended (its session lives on in a
+   * session host, or ended as the chat left it): saved in that conversation's file, so opening it later shows the
+   * job as it is, not running forever. Returns the conversation's title; none when it is the open one (saved
+   * through the panel's events) or not stored here.
+   */
+  saveJobEvent(e: JobChanged): string | undefined {
+    if (e.session_id === this.open?.id || !this.deps.store.exists(e.session_id)) return undefined;
+    const convo = this.deps.store.open(e.session_id);
+    convo.appendEvent(e);
+    convo.flush();
+    return convo.meta.title;
   }
 
   /** A turn ran in the conversation: its session is the live one now. */

@@ -7,6 +7,7 @@
  */
 import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput } from '../common/events';
 import type { TranscriptEvent } from '../common/transcript';
+import { forDisplay } from '../common/untrusted';
 import { executionSummary } from '../core/agent/executionResult';
 import { RUN_LEFT_RUNNING } from '../core/sessionHost/client';
 import type { Conversation } from '../core/agent/transcriptStore';
@@ -34,6 +35,8 @@ interface ReattachDeps {
   emit(e: TranscriptEvent): void;
   /** Takes the managed-tool calls of a run of the chat's folder (its gateway: approvals and keys stay here). */
   toolHandler(): Promise<ToolCallHandler>;
+  /** A notification (the end of a job of a conversation that is not open). */
+  inform(message: string): void;
 }
 
 /** How the model's next turn is told the end of a run a reload let go of (the run's summary follows). */
@@ -182,11 +185,23 @@ export class Reattacher {
    */
   onJobEvent(e: JobChanged | JobOutput): void {
     if (e.type === 'codeact.job') this.d.log.info(`session ${e.session_id}: background job ${e.job} ${e.state}`);
-    if (e.session_id !== this.d.conversation()?.id) return;
+    if (e.session_id !== this.d.conversation()?.id) return e.type === 'codeact.job' ? this.elsewhere(e) : undefined;
     // Being replayed from the host's journal (replayJobs), which holds this piece too.
     if (e.type === 'codeact.job.output' && this.replaying.has(e.session_id)) return;
     if (e.type === 'codeact.job') this.d.emit(e);
     else this.d.notify(e);
+  }
+
+  /** A job of a conversation that is not open: its start or end saved there, and its end said in a notification. */
+  private elsewhere(e: JobChanged): void {
+    try {
+      const title = this.d.conversations.saveJobEvent(e);
+      if (title === undefined || e.state === 'running') return;
+      const what = forDisplay(e.message.split('\n')[0], { line: true });
+      this.d.inform(`CodeAct: ${what} (conversation "${forDisplay(title, { line: true })}")`);
+    } catch (err) {
+      this.d.log.warn(`session ${e.session_id}: background job ${e.job} ${e.state} could not be saved in its conversation: ${(err as Error).message}`);
+    }
   }
 
   /** Stops a running background job of a session (the panel's Stop): its whole process tree; rejects with why not. */

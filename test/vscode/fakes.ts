@@ -94,6 +94,7 @@ export class FakeControllerApis implements ControllerApis {
   editorFolder?: string;
   readonly warnings: Array<{ message: string; items: string[] }> = [];
   readonly errors: Array<{ message: string; items: string[] }> = [];
+  readonly infos: string[] = [];
   readonly commands: unknown[][] = [];
   warningAnswer: Answer;
   errorAnswer: Answer;
@@ -121,6 +122,9 @@ export class FakeControllerApis implements ControllerApis {
   async showWarningMessage(message: string, ...items: string[]): Promise<string | undefined> {
     this.warnings.push({ message, items });
     return answer(this.warningAnswer, message, items);
+  }
+  showInformationMessage(message: string): void {
+    this.infos.push(message);
   }
   async showErrorMessage(message: string, ...items: string[]): Promise<string | undefined> {
     this.errors.push({ message, items });

@@ -13,7 +13,8 @@ import type { Runtime } from '../../src/core/runtime/types';
 import { RUN_LEFT_RUNNING, type HostedRuntime } from '../../src/core/sessionHost/client';
 import { everyHost, hostRunning, openRuntime } from '../../src/core/sessionHost/launch';
 import { isAlive } from '../../src/core/util/processTree';
-import { buildTranscript, type ExecView, type TranscriptEvent } from '../../src/common/transcript';
+import { buildTranscript, type ExecView, type JobView, type TranscriptEvent } from '../../src/common/transcript';
+import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 import { RUN_ENDED_NOTE, runLeftRunning } from '../../src/vscode/reattach';
 import { RuntimeCache } from '../../src/vscode/runtimeCache';
@@ -250,6 +251,37 @@ describe('the extension on the session host (real host and guests)', function ()
     );
     const read = await second.controller.runCode('return x', 'read x');
     assert.equal(read.value, 5, JSON.stringify(read.error));
+  });
+
+  it("a background job of a conversation the chat left ends in that conversation's file (not running forever when opened again), and a notification says so", async () => {
+    const server = await startOpenAIChatServer();
+    try {
+      const first = open({ provider: 'openai-compatible', baseURL: server.url, model: 'm' });
+      const sleeper = 'import time\nwhile True:\n    time.sleep(0.05)';
+      server.push(turn().call('execute_tool_code', { code: sleeper, background: true }), turn().text('Started.'));
+      await first.controller.send('Start the sleeper');
+      const id = first.controller.currentConversation!.id;
+      const jobs = (events: readonly TranscriptEvent[]) => {
+        const t = buildTranscript(events);
+        return (t.jobs ?? []).map((k) => t.items[k] as JobView).map((j) => [j.job, j.status]);
+      };
+      assert.deepEqual(jobs(first.controller.currentConversation!.events), [[1, 'running']]);
+
+      // A new conversation: the left one's session ends, and its job with it, while another conversation is open.
+      first.controller.newConversation();
+      const store = new TranscriptStore(path.join(dir, 'conversations'));
+      await waitFor(() => jobs(store.open(id).events)[0]?.[1] !== 'running', { what: "the job's end saved in its conversation", timeoutMs: 60_000 });
+      const [ended] = jobs(store.open(id).events);
+      assert.equal(ended[0], 1);
+      assert.notEqual(ended[1], 'running');
+      const apis = first.apis as unknown as { infos: string[] };
+      assert.equal(apis.infos.length, 1, apis.infos.join('\n'));
+      assert.match(apis.infos[0], /^CodeAct: Background job 1 .*\(conversation "Start the sleeper"\)$/);
+      const { conversation } = await first.controller.openConversation(id);
+      assert.deepEqual(jobs(conversation.events), [ended], 'opened again, it shows the job ended, once');
+    } finally {
+      await server.close();
+    }
   });
 
   it('a session truly gone (its host ended) is said plainly, and coming back starts no host to find out', async () => {
