@@ -293,6 +293,19 @@ export interface JobOutput {
   job: number;
   delta: string;
   skipped?: number;
+  /** A managed-tool call of the job (`delta` is then empty): when it starts, and when it ends (the job's card lists them). */
+  tool?: JobToolCall;
+}
+
+/** A background job's call of a managed tool, as its card shows it (a run's are `codeact.tool_call.*` events of its card). */
+export interface JobToolCall {
+  call_id: string;
+  name: string;
+  status: 'running' | 'ok' | 'error';
+  arguments?: unknown;
+  output?: unknown;
+  error?: string;
+  duration_ms?: number;
 }
 
 /**

@@ -3,122 +3,27 @@
  * its bottom while the model writes), the managed-tool timeline, live output (a virtualised pane), images,
  * files, the returned value and the error with its traceback.
  */
-import type { ExecView, ItemView, ToolCallView } from '../common/transcript';
+import type { ExecView, ItemView } from '../common/transcript';
 import { countNewlines } from '../common/transcript';
-import { isDiscoveryCall } from '../common/tools';
-import { discoveryText, toolsSectionLabel } from './discoveryCall';
 import { formatElapsed } from '../common/format';
 import { parseDataUrl } from '../common/dataUrl';
 import { checkImagePixels } from '../common/imageHeader';
 import { isRaster, rasterFormatList } from '../common/mimeTypes';
-import { argsPreview, formatCount, h, setText, toggle, uid } from './dom';
+import { formatCount, h, setText, toggle, uid } from './dom';
 import { IncrementalHighlighter } from './highlight';
 import { icon, spinner } from './icons';
 import { runtimeInfo } from '../common/runtimes';
 import { renderJson } from './jsonTree';
-import { revealed, revealedPlain, setRevealed } from './reveal';
+import { revealed, revealedPlain } from './reveal';
 import { FileChips } from './fileChips';
 import { OutputFlow } from './outputFlow';
 import { OutputPane } from './outputPane';
 import { StickToBottom } from './scrollAnchor';
 import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
 import { ElicitationCard } from './elicitationCard';
+import { ToolCallList } from './toolCallRow';
 
 const STATUS_TEXT: Record<string, string> = { writing: 'Writing code', running: 'Running', done: 'Done', failed: 'Failed', stopped: 'Stopped' };
-
-class ToolCallRow {
-  readonly el: HTMLLIElement;
-  private readonly details: HTMLDetailsElement;
-  private readonly statusIcon: HTMLElement;
-  private readonly duration: HTMLElement;
-  private readonly body: HTMLElement;
-  private lastRev = -1;
-  private bodyRev = -1;
-  private call: ToolCallView;
-
-  /** A discovery call (search_tools, describe_tool): a quieter row that never looks like a tool that ran. */
-  private readonly discovery: boolean;
-  private readonly outcome: HTMLElement | undefined;
-  private outcomeText = '';
-
-  constructor(call: ToolCallView) {
-    this.call = call;
-    this.discovery = isDiscoveryCall(call.name);
-    this.statusIcon = h('span', { class: 'tool-status' });
-    this.duration = h('span', { class: 'tool-duration' });
-    this.body = h('div', { class: 'tool-body' });
-    let what: HTMLElement[];
-    if (this.discovery) {
-      const t = discoveryText(call);
-      this.outcome = h('span', { class: 'discovery-outcome' });
-      what = [
-        h('span', { class: 'discovery-action', text: t.subject ? `${t.action}:` : t.action }),
-        h('span', { class: 'discovery-what' }, h('span', { class: 'discovery-subject' }, revealed(t.subject, { line: true })), this.outcome),
-      ];
-    } else {
-      // Invisible and bidirectional characters in a tool's name or arguments show as <U+…> boxes.
-      what = [
-        h('span', { class: 'tool-name', title: revealedPlain(call.name, { line: true }) }, revealed(call.name, { line: true })),
-        h('span', { class: 'tool-args' }, revealed(`(${argsPreview(call.arguments)})`)),
-      ];
-    }
-    this.details = h(
-      'details',
-      { class: 'tool-details' },
-      h(
-        'summary',
-        null,
-        h('span', { class: 'chevron', 'aria-hidden': 'true' }, icon('chevron')),
-        this.statusIcon,
-        ...what,
-        h('span', { class: 'spacer' }),
-        this.duration,
-      ),
-      this.body,
-    );
-    this.details.addEventListener('toggle', () => {
-      if (this.details.open) this.renderBody();
-    });
-    this.el = h('li', { class: this.discovery ? 'tool-call discovery' : 'tool-call', 'data-name': call.name }, this.details);
-  }
-
-  sync(call: ToolCallView): void {
-    this.call = call;
-    if (call.rev === this.lastRev) return;
-    this.lastRev = call.rev;
-    this.el.dataset.status = call.status;
-    this.statusIcon.textContent = '';
-    const label =
-      call.status === 'running' ? 'running' : call.status === 'ok' ? (this.discovery ? 'done' : 'succeeded') : call.status === 'error' ? 'failed' : 'stopped';
-    // A finished lookup gets a magnifier, not the green tick of a tool that ran.
-    const done = this.discovery ? 'search' : 'pass';
-    this.statusIcon.append(call.status === 'running' ? spinner(label) : icon(call.status === 'ok' ? done : call.status === 'error' ? 'error' : 'stop', label));
-    if (this.outcome) {
-      const t = discoveryText(call);
-      if (t.outcome !== this.outcomeText) setRevealed(this.outcome, (this.outcomeText = t.outcome));
-      if (t.title) this.outcome.title = revealedPlain(t.title);
-    }
-    setText(this.duration, call.durationMs !== undefined ? formatElapsed(call.durationMs) : '');
-    if (this.details.open) this.renderBody();
-  }
-
-  private renderBody(): void {
-    if (this.bodyRev === this.call.rev) return;
-    this.bodyRev = this.call.rev;
-    const c = this.call;
-    this.body.textContent = '';
-    this.body.append(h('div', { class: 'kv-label', text: 'Arguments' }), renderJson(c.arguments ?? null, { expandDepth: 2 }));
-    if (c.status === 'error') {
-      this.body.append(h('div', { class: 'kv-label error', text: 'Error' }), h('pre', { class: 'tool-error' }, revealed(c.error ?? 'Unknown error')));
-    } else if (c.status === 'ok') {
-      this.body.append(h('div', { class: 'kv-label', text: 'Result' }), renderJson(c.output ?? null, { expandDepth: 2 }));
-    } else if (c.status === 'running') {
-      this.body.append(h('div', { class: 'kv-label muted', text: 'Waiting for the result…' }));
-    } else {
-      this.body.append(h('div', { class: 'kv-label muted', text: 'Stopped before it returned.' }));
-    }
-  }
-}
 
 export class ExecRenderer implements ItemRenderer {
   readonly el: HTMLElement;
@@ -130,10 +35,7 @@ export class ExecRenderer implements ItemRenderer {
   private readonly gutter: HTMLElement;
   private readonly codePre: HTMLElement;
   private readonly code: IncrementalHighlighter;
-  private readonly toolsSection: HTMLElement;
-  private readonly toolsLabel: HTMLElement;
-  private readonly toolsList: HTMLOListElement;
-  private readonly toolRows = new Map<string, ToolCallRow>();
+  private readonly tools = new ToolCallList('Tool calls made by the code');
   private readonly outputSection: HTMLElement;
   private readonly outputBanner: HTMLElement;
   private bannerText: HTMLElement | undefined;
@@ -191,15 +93,6 @@ export class ExecRenderer implements ItemRenderer {
     this.codeStick = new StickToBottom(this.codeWrap, { slack: 12 });
     if (item.status !== 'writing') this.codeStick.setActive(false);
 
-    this.toolsLabel = h('span', { text: 'Tool calls' });
-    this.toolsList = h('ol', { class: 'tool-list', 'aria-label': 'Tool calls made by the code' });
-    this.toolsSection = h(
-      'div',
-      { class: 'section tools-section', hidden: true },
-      h('div', { class: 'section-label' }, icon('tools'), this.toolsLabel),
-      this.toolsList,
-    );
-
     this.output = new OutputFlow(ctx);
     this.outputBanner = h('div', { class: 'output-banner', hidden: true });
     this.outputSection = h(
@@ -223,7 +116,7 @@ export class ExecRenderer implements ItemRenderer {
       { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId },
       head,
       this.codeWrap,
-      this.toolsSection,
+      this.tools.el,
       this.elicitBox,
       this.outputSection,
       this.extras,
@@ -360,18 +253,7 @@ export class ExecRenderer implements ItemRenderer {
   }
 
   private syncTools(x: ExecView): void {
-    if (!x.tools.length) return;
-    this.toolsSection.hidden = false;
-    for (const call of x.tools) {
-      let row = this.toolRows.get(call.callId);
-      if (!row) {
-        row = new ToolCallRow(call);
-        this.toolRows.set(call.callId, row);
-        this.toolsList.append(row.el);
-      }
-      row.sync(call);
-    }
-    setText(this.toolsLabel, toolsSectionLabel(x.tools));
+    this.tools.sync(x.tools);
   }
 
   private syncOutput(x: ExecView): void {

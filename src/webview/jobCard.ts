@@ -9,6 +9,7 @@ import { outputText, runningJobs, type ItemView, type JobNotesView, type JobView
 import { h, setText } from './dom';
 import { icon, spinner } from './icons';
 import { revealed, updateRevealed } from './reveal';
+import { ToolCallList } from './toolCallRow';
 import { iconButton, textButton, type ItemRenderer, type ViewContext } from './viewKit';
 
 const STATUS_TEXT: Record<JobView['status'], string> = {
@@ -31,6 +32,7 @@ export class JobRenderer implements ItemRenderer {
   private readonly duration = h('span', { class: 'duration' });
   private readonly out = h('pre', { class: 'job-output', tabindex: '0', 'aria-label': 'Job output' });
   private readonly note = h('div', { class: 'job-note' });
+  private readonly tools = new ToolCallList('Tool calls made by the job');
   private readonly stop: HTMLButtonElement;
   private lastRev = -1;
   private lastStatus = '';
@@ -55,6 +57,7 @@ export class JobRenderer implements ItemRenderer {
         this.duration,
       ),
       h('div', { class: 'job-origin-line' }, h('span', { class: 'job-origin', title: startedBy(item) }, revealed(startedBy(item), { line: true }))),
+      this.tools.el,
       this.out,
       this.note,
     );
@@ -76,6 +79,7 @@ export class JobRenderer implements ItemRenderer {
       this.stop.hidden = j.status !== 'running';
     }
     setText(this.duration, j.seconds !== undefined ? formatElapsed(j.seconds * 1000) : '');
+    this.tools.sync(j.tools ?? []);
     // The output is the job's own (outside text): shown as text, never as markup.
     const text = outputText(j.output);
     // Follows the latest line while the reader is at the bottom (as a terminal does).

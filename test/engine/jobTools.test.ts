@@ -5,7 +5,7 @@
  * the session's end settle a call still waiting for the person.
  */
 import assert from 'node:assert/strict';
-import type { CodeInterpreterCallItem } from '../../src/common/events';
+import type { CodeInterpreterCallItem, JobToolCall } from '../../src/common/events';
 import { REFUSALS, ToolGateway, type ApprovalOutcome, type ApprovalRequest } from '../../src/core/gateway/gateway';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import type { ExecuteRequest } from '../../src/core/runtime/types';
@@ -59,9 +59,23 @@ describe('call_tool from a background job (a local session)', function () {
   it("calls a command tool and gets its result; an unknown tool is refused by the gateway, in the job's own error", async () => {
     const code =
       'r = await call_tool("upper", text="from job")\ntry:\n    await call_tool("no_such_tool")\nexcept RuntimeError as e:\n    err = str(e)\n{"r": r, "err": err}';
+    const tools: JobToolCall[] = [];
+    const off = rt.onJobOutput((e) => void (e.session_id === `s${session}` && e.job === 1 && e.tool && tools.push(e.tool)));
     assert.deepEqual(ok(await run(code, { background: true })), { job: 1, status: 'running' });
     const done = await waitJob(1);
+    off();
     assert.equal(done.status, 'done', JSON.stringify(done));
+    // Its card lists its calls: each one's start, then its end (the result, or the gateway's refusal).
+    assert.deepEqual(
+      tools.map((t) => [t.name, t.status, t.status === 'running' ? t.arguments : t.status === 'ok' ? t.output : t.error?.slice(0, 20)]),
+      [
+        ['upper', 'running', { text: 'from job' }],
+        ['upper', 'ok', { up: 'FROM JOB' }],
+        ['no_such_tool', 'running', {}],
+        ['no_such_tool', 'error', REFUSALS.unknownTool('no_such_tool').slice(0, 20)],
+      ],
+    );
+    assert.equal(new Set(tools.map((t) => t.call_id)).size, 2, 'one id per call');
     const value = done.value as { r: unknown; err: string };
     assert.deepEqual(value.r, { up: 'FROM JOB' });
     assert.ok(value.err.startsWith(REFUSALS.unknownTool('no_such_tool')), value.err);

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { JobChanged } from '../../src/common/events';
+import type { JobChanged, JobToolCall } from '../../src/common/events';
 import { applyEvent, createTranscript, jobsLeftRunning, runningJobs, type JobView, type TranscriptEvent } from '../../src/common/transcript';
 import { PanelPage } from './support/browser';
 import { ev, hostState } from './support/fixtures';
@@ -32,6 +32,7 @@ const out = (n: number, delta: string, skipped?: number): TranscriptEvent => ({
   delta,
   ...(skipped ? { skipped } : {}),
 });
+const tool = (n: number, t: JobToolCall): TranscriptEvent => ({ type: 'codeact.job.output', session_id: SESSION, job: n, delta: '', tool: t });
 const lines = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}\n`).join('');
 
 /** A turn whose execution starts job 1 (printing lines 1-5 so far) and job 2. */
@@ -82,7 +83,32 @@ describe('background jobs in the panel', function () {
       runningJobs(m).map((j) => j.job),
       [1, 2],
     );
+    // Its calls of managed tools: a row each, its start then its end; one still waiting at the job's end never returns.
+    applyEvent(m, tool(1, { call_id: 'c1', name: 'lookup', status: 'running', arguments: { q: 1 } }));
+    applyEvent(m, tool(1, { call_id: 'c2', name: 'send', status: 'running', arguments: {} }));
+    applyEvent(m, tool(1, { call_id: 'c1', name: 'lookup', status: 'ok', output: { n: 7 }, duration_ms: 12 }));
+    for (let i = 0; i < 60; i++) applyEvent(m, tool(2, { call_id: `k${i}`, name: 'ping', status: 'error', error: 'no' }));
+    assert.deepEqual(
+      cards()[0].tools?.map((t) => [t.callId, t.name, t.status, t.output, t.durationMs]),
+      [
+        ['c1', 'lookup', 'ok', { n: 7 }, 12],
+        ['c2', 'send', 'running', undefined, undefined],
+      ],
+    );
+    assert.equal(cards()[1].tools?.length, 50, 'the last 50 calls of a job are kept');
+    assert.equal(cards()[1].tools?.[0].callId, 'k10');
+    assert.equal(
+      cards()[0]
+        .output.chunks.map((c) => c.text)
+        .join(''),
+      lines(1, 120),
+      'a call is not output',
+    );
     applyEvent(m, job(1, 'done', { seconds: 120, output: lines(1, 120) }));
+    assert.deepEqual(
+      cards()[0].tools?.map((t) => t.status),
+      ['ok', 'stopped'],
+    );
     applyEvent(m, out(1, 'after its end\n'));
     assert.equal(cards()[0].status, 'done');
     assert.equal(
@@ -134,6 +160,22 @@ describe('background jobs in the panel', function () {
       { type: 'stopJob', sessionId: SESSION, job: 2 },
       { type: 'stopJob', sessionId: SESSION, job: 2 },
     ]);
+    // Its tool calls: a row each on its card (name, arguments, status), opened to read the result.
+    await p.sendEvents([
+      tool(1, { call_id: 'c1', name: 'lookup', status: 'running', arguments: { q: 'orders' } }),
+      tool(1, { call_id: 'c1', name: 'lookup', status: 'ok', output: { rows: 3 }, duration_ms: 41 }),
+      tool(1, { call_id: 'c2', name: 'send_note', status: 'running', arguments: { text: 'hi' } }),
+    ]);
+    await p.whenIdle();
+    const calls = card1.locator('.tool-list .tool-call');
+    assert.equal(await calls.count(), 2);
+    assert.equal(await calls.nth(0).getAttribute('data-status'), 'ok');
+    assert.match(await calls.nth(0).innerText(), /lookup[^]*orders/);
+    assert.equal(await calls.nth(1).getAttribute('data-status'), 'running');
+    await calls.nth(0).locator('summary').click();
+    await calls.nth(0).locator('.tool-body .kv-label', { hasText: 'Result' }).waitFor({ timeout: 30_000 });
+    assert.match(await calls.nth(0).locator('.tool-body').innerText(), /Result[^]*"rows": 3/i);
+    assert.match(await card1.locator('.tools-section .section-label').innerText(), /^Tool calls · 2$/i);
     await p.page.screenshot({ path: join(ARTIFACTS, 'webview-jobs-running-dark.png') });
     // The ends: the strip empties, each card says how it ended.
     await p.sendEvents([

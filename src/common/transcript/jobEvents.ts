@@ -3,6 +3,7 @@
  * output (`codeact.job`, `codeact.job.output`), and the card of what the model was told of jobs that ended
  * (`codeact.job.notes`). The job strip reads `model.jobs`.
  */
+import type { JobToolCall } from '../events';
 import type { TranscriptEvent } from './events';
 import { currentTurn, execKey, jobKey, type JobNotesView, type JobView, type TranscriptModel, type TurnView } from './model';
 import { appendOutput, emptyTail } from './outputTail';
@@ -12,6 +13,8 @@ type JobEvent = Extract<TranscriptEvent, { type: 'codeact.job' | 'codeact.job.ou
 
 /** Job cards the model remembers in `jobs` (the oldest ended ones leave the list; their cards stay in their turns). */
 const MAX_JOBS_LISTED = 64;
+/** A job card's tool calls kept (the last ones). */
+const JOB_TOOLS_KEPT = 50;
 /** Characters of a job's output its card holds (a tail; the end event's kept output replaces it). */
 const JOB_TAIL_CHARS = 256 * 1024;
 
@@ -34,6 +37,7 @@ export function applyJobEvent(ctx: Ctx, model: TranscriptModel, event: JobEvent)
   let view = known?.kind === 'job' ? known : undefined;
   if (event.type === 'codeact.job.output') {
     if (!view || view.status !== 'running') return;
+    if (event.tool) return jobToolCall(ctx, view, event.tool);
     if (event.skipped) view.skipped += event.skipped;
     appendOutput(
       view.output,
@@ -51,6 +55,12 @@ export function applyJobEvent(ctx: Ctx, model: TranscriptModel, event: JobEvent)
     if (typeof event.started_at === 'number') view.startedAt = event.started_at;
   } else {
     view.status = event.state;
+    // A call still waiting when the job ended never returns to it.
+    for (const c of view.tools ?? [])
+      if (c.status === 'running') {
+        c.status = 'stopped';
+        c.rev++;
+      }
     if (typeof event.seconds === 'number') view.seconds = event.seconds;
     view.message = event.message;
     if (typeof event.output === 'string') {
@@ -59,6 +69,26 @@ export function applyJobEvent(ctx: Ctx, model: TranscriptModel, event: JobEvent)
       appendOutput(view.output, 'stdout', event.output, Infinity, JOB_TAIL_CHARS);
     }
   }
+  ctx.itemChanged(view);
+}
+
+/** A job's call of a managed tool started or ended: a row of its card (the oldest go past {@link JOB_TOOLS_KEPT}). */
+function jobToolCall(ctx: Ctx, view: JobView, t: JobToolCall): void {
+  if (typeof t.call_id !== 'string' || typeof t.name !== 'string') return;
+  const tools = (view.tools ??= []);
+  let row = tools.find((c) => c.callId === t.call_id);
+  if (!row) {
+    row = { callId: t.call_id, name: t.name, arguments: t.arguments, status: 'running', rev: 0 };
+    tools.push(row);
+    if (tools.length > JOB_TOOLS_KEPT) tools.splice(0, tools.length - JOB_TOOLS_KEPT);
+  }
+  if (t.status !== 'running') {
+    row.status = t.status === 'ok' ? 'ok' : 'error';
+    if (t.status === 'ok') row.output = t.output;
+    else row.error = typeof t.error === 'string' ? t.error : 'Unknown error';
+    if (typeof t.duration_ms === 'number') row.durationMs = t.duration_ms;
+  }
+  row.rev++;
   ctx.itemChanged(view);
 }
 

@@ -265,6 +265,8 @@ export interface JobView {
   output: OutputTail;
   /** Bytes the guest left out of the live output (it printed faster than it is sent), or the host cut. */
   skipped: number;
+  /** Its calls of managed tools while it runs (the last ones; not saved: a reopened conversation's card has none). */
+  tools?: ToolCallView[];
   /** What the model is told of its end. */
   message?: string;
   rev: number;

@@ -32,7 +32,8 @@ export class JobJournal {
     this.sessions.delete(e.session_id);
     this.sessions.set(e.session_id, (s ??= { entries: [], bytes: 0 }));
     if (this.sessions.size > MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
-    const bytes = e.type === 'codeact.job.output' ? e.delta.length + 64 : 256 + e.message.length + (e.output?.length ?? 0);
+    const bytes =
+      e.type === 'codeact.job.output' ? e.delta.length + 64 + (e.tool ? JSON.stringify(e.tool).length : 0) : 256 + e.message.length + (e.output?.length ?? 0);
     s.entries.push({ job: e.job, event: e, bytes });
     s.bytes += bytes;
     if (e.type === 'codeact.job' && e.state !== 'running') {

@@ -56,7 +56,11 @@ export class GuestSession {
     readonly guest: GuestHandle,
     private readonly o: GuestSessionOptions,
   ) {
-    const jobTools = new JobTools(o.limits, (line) => !this.dead && sendLine(this.guest.proto, line));
+    const jobTools = new JobTools(
+      o.limits,
+      (line) => !this.dead && sendLine(this.guest.proto, line),
+      (job, tool) => this.jobs.output.fire({ type: 'codeact.job.output', session_id: this.sessionId ?? '', job, delta: '', tool }),
+    );
     this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs, jobTools);
     this.frames = new FrameReader(o.maxFrameBytes, {
       frame: (line) => this.onFrame(line),

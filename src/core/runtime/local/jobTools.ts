@@ -8,6 +8,7 @@
  * `maxConcurrentToolCalls` at once). A job's calls are settled when it ends (Stop, its time limit, the end of
  * its code) or when its session ends: an approval still open then expires, and no answer is sent.
  */
+import type { CodeActEvent, JobToolCall } from '../../../common/events';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, RuntimeLimits, ToolCallHandler } from '../types';
 import { isInt, type GuestFrame, type Unchecked } from './guestFrames';
@@ -23,6 +24,14 @@ interface JobLine {
 /** What a job's call gets when the job was started by no run whose calls the host can take (a frame of no current run). */
 const NO_HANDLER = 'No managed tools are available to this background job (the execution that started it takes no tool calls).';
 
+/** A job's call as its card shows it, from the dispatcher's start or end of the call (other events: none). */
+function jobToolCall(e: CodeActEvent): JobToolCall | undefined {
+  if (e.type === 'codeact.tool_call.started') return { call_id: e.call_id, name: e.name, status: 'running', arguments: e.arguments };
+  if (e.type !== 'codeact.tool_call.completed') return undefined;
+  const end = e.error !== undefined ? { status: 'error' as const, error: e.error } : { status: 'ok' as const, output: e.output };
+  return { call_id: e.call_id, name: e.name, ...end, duration_ms: e.duration_ms };
+}
+
 export class JobTools {
   private readonly jobs = new Map<number, JobLine>();
 
@@ -30,6 +39,8 @@ export class JobTools {
     private readonly limits: RuntimeLimits,
     /** Sends one line to the guest (already JSON). */
     private readonly sendLine: (line: string) => void,
+    /** A call of a job started or ended (its card lists them). */
+    private readonly onTool: (job: number, tool: JobToolCall) => void = () => {},
   ) {}
 
   /**
@@ -43,8 +54,11 @@ export class JobTools {
     const withJob: ToolCallHandler | undefined = handler && ((request, signal) => handler({ ...request, job }, signal));
     const dispatcher = new ToolDispatcher({
       itemId: start?.itemId ?? `job-${job}`,
-      // The job's calls are not events of the execution that started it (its card is closed); the gateway records them.
-      emit: () => {},
+      // The job's calls are not events of the execution that started it (its card is closed): its own card lists them.
+      emit: (e) => {
+        const tool = jobToolCall(e);
+        if (tool) this.onTool(job, tool);
+      },
       handler: withJob ?? (() => Promise.reject(new Error(NO_HANDLER))),
       enabled: start?.tools !== false,
       maxConcurrent: this.limits.maxConcurrentToolCalls,
