@@ -44,8 +44,6 @@ export class Conversations {
   private open?: Conversation;
   /** A reopened conversation whose earlier variables are gone: the model is told on the next turn. */
   private stale?: string;
-  /** Ends of runs the model was not told, by conversation ({@link runEndedNote}). */
-  private readonly endedNotes = new Map<string, string[]>();
 
   constructor(private readonly deps: ConversationsDeps) {
     // The conversation open before a reload or a restart comes back (its variables do not, except in a Jupyter
@@ -162,16 +160,26 @@ export class Conversations {
    * noted with {@link runEndedNote} is said once: taken here.
    */
   sessionNote(id: string): string | undefined {
-    const ended = this.endedNotes.get(id);
-    this.endedNotes.delete(id);
+    const convo = this.stored(id);
+    const ended = convo?.meta.endedNotes?.filter((n) => typeof n === 'string');
+    if (ended?.length) convo!.update({ endedNotes: null });
     return [this.stale === id ? REOPENED_NOTE : '', ...(ended ?? [])].filter(Boolean).join('\n') || undefined;
   }
 
-  /** Said to the model once, on the conversation's next turn: how a run it was not told the end of ended (./reattach). */
+  /**
+   * Said to the model once, on the conversation's next turn: how a run it was not told the end of ended (./reattach).
+   * Kept in the conversation's file, so another reload before that turn does not lose it.
+   */
   runEndedNote(id: string, note: string): void {
-    const notes = this.endedNotes.get(id) ?? [];
+    const convo = this.stored(id);
     // Bounded: the last few (a run left running per reload at most).
-    this.endedNotes.set(id, [...notes, note].slice(-MAX_ENDED_NOTES));
+    convo?.update({ endedNotes: [...(convo.meta.endedNotes ?? []), note].slice(-MAX_ENDED_NOTES) });
+  }
+
+  /** The conversation by its id: the open one, else from the store (none when it is not stored here). */
+  private stored(id: string): Conversation | undefined {
+    if (this.open?.id === id) return this.open;
+    return this.deps.store.exists(id) ? this.deps.store.open(id) : undefined;
   }
 
   /** Whether the model would be told that the conversation's earlier session is gone. */
@@ -192,8 +200,8 @@ export class Conversations {
    * through the panel's events) or not stored here.
    */
   saveJobEvent(e: JobChanged): string | undefined {
-    if (e.session_id === this.open?.id || !this.deps.store.exists(e.session_id)) return undefined;
-    const convo = this.deps.store.open(e.session_id);
+    const convo = e.session_id === this.open?.id ? undefined : this.stored(e.session_id);
+    if (!convo) return undefined;
     convo.appendEvent(e);
     convo.flush();
     return convo.meta.title;

@@ -168,7 +168,7 @@ describe('the extension on the session host (real host and guests)', function ()
     assert.equal(read.value, 7, 'the run went on to its end after the window let go');
   });
 
-  it("a run going on across a reload is replayed into its card (whole, in order, then live), its end fills the card and is saved, and the model's next request is told its result once", async () => {
+  it("a run going on across a reload is replayed into its card (whole, in order, then live), its end fills the card and is saved, and the model's next request is told its result once, even after another reload", async () => {
     const work = path.join(dir, 'workspace');
     const [started, mid, go1, go2] = ['started', 'mid', 'go1', 'go2'].map((f) => path.join(work, f));
     const wait = (f: string) => `for _ in range(6000):\n    if os.path.exists(${JSON.stringify(f)}): break\n    time.sleep(0.05)\n`;
@@ -221,9 +221,13 @@ describe('the extension on the session host (real host and guests)', function ()
       assert.equal(savedCard?.status, 'done', 'its end is saved in the conversation');
       assert.equal(savedCard?.value, 7);
 
+      // Another reload before the next turn: the note is kept in the conversation, not lost with the window.
+      await second.controller.shutdown();
+      const third = open({ provider: 'openai-compatible', baseURL: server.url, model: 'm', tools: [seven] });
+      assert.equal(await third.controller.restoredNotice(), undefined);
       server.push(turn().text('It finished.'), turn().text('Nothing more.'));
-      await second.controller.send('Did it finish?');
-      await second.controller.send('And now?');
+      await third.controller.send('Did it finish?');
+      await third.controller.send('And now?');
       const [told, next] = server.turns.map((t) => JSON.stringify(t.body));
       assert.ok(told.includes(RUN_ENDED_NOTE), told);
       assert.match(told, /\\"value\\":7/);

@@ -33,6 +33,8 @@ interface ConversationMeta {
   kernelId?: string | null;
   /** Hosted containers found expired: no request names them again (src/core/providers/shared/expiredContainer.ts). */
   expiredContainers?: string[];
+  /** Ends of runs the model was not told yet (a run a reload let go of): said once, on its next turn (src/vscode/reattach.ts). */
+  endedNotes?: string[] | null;
 }
 
 /** A conversation as the store lists it: its meta, when it last changed, how many turns it has. */
