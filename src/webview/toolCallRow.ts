@@ -11,7 +11,7 @@ import { icon, spinner } from './icons';
 import { renderJson } from './jsonTree';
 import { revealed, revealedPlain, setRevealed } from './reveal';
 
-export class ToolCallRow {
+class ToolCallRow {
   readonly el: HTMLLIElement;
   private readonly details: HTMLDetailsElement;
   private readonly statusIcon: HTMLElement;
