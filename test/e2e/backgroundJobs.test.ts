@@ -3,7 +3,7 @@
  * the model starts a 120-second job printing a numbered line every second; the person chats about something else
  * while it runs (the job strip shows it above the composer) and reloads the window in the middle (the job goes on in
  * the session host; its card comes back whole); a second job is stopped from the strip and its process
- * tree is gone; every one of the 120 lines is in the first job's card, in order; its end is a notification; and the
+ * tree is gone (its managed-tool call a row of its card first); every one of the 120 lines is in the first job's card, in order; its end is a notification; and the
  * model's next request is told of both ends. Screenshots of the strip and the cards in four themes and a narrow sidebar.
  *
  * Skips with one line when code-server or Chromium is missing.
@@ -21,7 +21,7 @@ const MODEL = 'qwen2.5-coder:7b';
 const LINES = 120;
 const COUNT = `import time\nfor i in range(1, ${LINES + 1}):\n    print(f"line {i}", flush=True)\n    time.sleep(1)\n"counted"`;
 const MARK = `codeact-e2e-job-${process.pid}`;
-const SLEEPER = `import subprocess, sys\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)", "${MARK}"]).wait()`;
+const SLEEPER = `import subprocess, sys\nfound = await call_tool("search_catalog", query="chair")\nprint(f"found {len(found)} chairs", flush=True)\nsubprocess.Popen([sys.executable, "-c", "import time; time.sleep(900)", "${MARK}"]).wait()`;
 
 describe('e2e: background jobs — the job strip, the job card, Stop, the notification, the model told', function () {
   this.timeout(900_000);
@@ -93,6 +93,17 @@ describe('e2e: background jobs — the job strip, the job card, Stop, the notifi
       250,
     );
     await (await stripRow(2)).waitFor({ state: 'visible', timeout: UI });
+    // Its managed-tool call is a row of its card, as on an execution's card.
+    const call = (await cardOf(2)).locator('li.tool-call[data-name="search_catalog"]');
+    await call.waitFor({ state: 'visible', timeout: UI });
+    await waitUntil(
+      async () => (await call.getAttribute('data-status')) === 'ok',
+      UI,
+      () => "job 2's tool call never showed ok",
+      250,
+    );
+    // (A narrow sidebar shows the arguments in the call's details only.)
+    assert.equal(await call.locator('.tool-args').textContent(), '(query="chair")');
     await e2e.wb.screenshot('70-jobs-strip-dark');
     for (const theme of THEMES.slice(1)) {
       await applyTheme(e2e.panel, theme);
