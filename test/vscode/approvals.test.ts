@@ -117,7 +117,7 @@ describe('vscode approvals (fake seams)', () => {
       const model = buildTranscript([...demoTurn('turn-1', 'ci_1'), ...demoTurn('turn-2', 'ci_2'), events[0]]);
       const card = model.items[approvalKey(lastId())] as ApprovalView;
       assert.equal(card.turnId, model.turns.at(-1)!.id);
-      assert.deepEqual([card.job, card.jobCode, card.status], [2, DEMO_CODE.split('\n')[0].trim(), 'pending']);
+      assert.deepEqual([card.job, card.jobCode, card.status], [2, 'orders = await call_tool("list_orders", customer="ACME", status="open")', 'pending']);
       // Asked while a turn runs, it shows in that turn, and the turn's end leaves it waiting (its job's end settles it).
       const during = demoTurn('turn-3', 'ci_3');
       during.splice(during.length - 1, 0, { ...events[0], approval_id: 'appr_during' } as TranscriptEvent);

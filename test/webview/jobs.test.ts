@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { JobChanged, JobToolCall } from '../../src/common/events';
-import { applyEvent, createTranscript, jobsLeftRunning, runningJobs, type JobView, type TranscriptEvent } from '../../src/common/transcript';
+import { applyEvent, createTranscript, jobCodeLine, jobsLeftRunning, runningJobs, type JobView, type TranscriptEvent } from '../../src/common/transcript';
 import { PanelPage } from './support/browser';
 import { ev, hostState } from './support/fixtures';
 import { usePanelBrowser } from './support/panelBrowser';
@@ -72,6 +72,13 @@ describe('background jobs in the panel', function () {
         [2, 'ci_2', 't1', 'running'],
       ],
     );
+    assert.deepEqual(
+      cards().map((c) => c.what),
+      ['for i in range(1, 121):', 'subprocess.run(["sleep", "600"])'],
+      'what started it: the first line that does something (not an import)',
+    );
+    assert.equal(jobCodeLine('# background\nimport os\n\n# comment\nos.system("x")'), 'os.system("x")');
+    assert.equal(jobCodeLine('# background\nimport os'), 'import os', 'only imports: the first line, not the marker');
     assert.equal(m.turns[0].itemKeys.indexOf(cards()[0].key), m.turns[0].itemKeys.indexOf('x:ci_1') + 1, 'right after the execution that started it');
     assert.equal(
       cards()[0]

@@ -7,4 +7,4 @@ export * from './events';
 export * from './model';
 export * from './outputTail';
 export { applyEvent, buildTranscript } from './reducer';
-export { jobsLeftRunning, runningJobs } from './jobEvents';
+export { jobCodeLine, jobsLeftRunning, runningJobs } from './jobEvents';

@@ -92,10 +92,20 @@ function jobToolCall(ctx: Ctx, view: JobView, t: JobToolCall): void {
   ctx.itemChanged(view);
 }
 
+/**
+ * What started a job, as the person reads it on its card, its strip row and an approval it asks: the first line of
+ * its code that does something (not blank, a comment such as `# background`, or an import), else its first line.
+ */
+export function jobCodeLine(code: string): string | undefined {
+  const lines = code.split('\n', 200).map((l) => l.trim());
+  const line = lines.find((l) => l && !l.startsWith('#') && !/^(import|from)\s/.test(l)) ?? lines.find((l) => l && !/^#\s*background$/.test(l));
+  return line?.slice(0, 120);
+}
+
 /** A new job card: after the execution that started it, else where the conversation is. */
 function open(ctx: Ctx, model: TranscriptModel, event: Extract<JobEvent, { type: 'codeact.job' }>, name: string): JobView {
   const started = event.item_id ? model.items[model.aliases[execKey(event.item_id)] ?? execKey(event.item_id)] : undefined;
-  const code = started?.kind === 'exec' ? started.code.split('\n').find((l) => l.trim()) : undefined;
+  const code = started?.kind === 'exec' ? jobCodeLine(started.code) : undefined;
   const turn: TurnView =
     (started && model.turns.find((t) => t.id === started.turnId)) ??
     ctx.owner ??
@@ -109,7 +119,7 @@ function open(ctx: Ctx, model: TranscriptModel, event: Extract<JobEvent, { type:
     sessionId: event.session_id,
     job: event.job,
     ...(event.item_id ? { itemId: event.item_id } : {}),
-    ...(code ? { what: code.trim().slice(0, 120) } : {}),
+    ...(code ? { what: code } : {}),
     status: 'running',
     output: emptyTail(),
     skipped: 0,

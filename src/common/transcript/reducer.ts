@@ -28,7 +28,7 @@ import {
   type TurnView,
 } from './model';
 import { applyExecEvent } from './execEvents';
-import { applyJobEvent } from './jobEvents';
+import { applyJobEvent, jobCodeLine } from './jobEvents';
 import { Ctx } from './reducerContext';
 
 /** Reduces a whole event list into a fresh model. */
@@ -164,8 +164,8 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
       const exec = event.item_id ? (ctx.lookup(execKey(event.item_id)) as ExecView | undefined) : undefined;
       if (typeof event.job === 'number') {
         view.job = event.job;
-        const first = exec?.kind === 'exec' ? exec.code.split('\n').find((l) => l.trim() && !/^#\s*background\s*$/.test(l.trim())) : undefined;
-        if (first) view.jobCode = first.trim().slice(0, 120);
+        const first = exec?.kind === 'exec' ? jobCodeLine(exec.code) : undefined;
+        if (first) view.jobCode = first;
       }
       ctx.addItem(turn, view);
       if (exec && exec.kind === 'exec') {
