@@ -51,7 +51,7 @@ describe('e2e: a background job asks for an approval after the chat moved on', f
     const card = await e2e.panel.waitForApproval(RUN);
     const text = await card.innerText();
     assert.match(text, /Background job 1 asks: allow\s+send_note\s+to run\?/);
-    assert.match(text, /Background job 1 \(started by the code\s+import os, asyncio\s*\)/);
+    assert.match(text, /Background job 1 \(started by the code\s+while not os\.path\.exists\("go-job"\):\s*\)/);
     assert.match(text, /ACME-42/);
     await card.scrollIntoViewIfNeeded();
     const shot = await e2e.wb.screenshot('98-job-approval-after-the-chat-moved-on');
