@@ -67,6 +67,12 @@ export function detachRun(
   return { job, item };
 }
 
+/** Tells the run's card it can be sent to the background (a session's run, jobs on, not itself a job's start). */
+export function offerDetach(exec: GuestRun, sessionId: string | undefined, limits: RuntimeLimits): void {
+  if (!sessionId || limits.maxJobs <= 0 || exec.request.background) return;
+  exec.emit({ type: 'response.code_interpreter_call.interpreting', item_id: exec.itemId, detach: { session_id: sessionId, max_jobs: limits.maxJobs } });
+}
+
 /** The run sent to the background is over: its end is the job's (unless its session ended first). */
 export function detachedEnded(exec: GuestRun, item: CodeInterpreterCallItem, jobs: GuestJobs): void {
   const d = exec.detached!;

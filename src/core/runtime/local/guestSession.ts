@@ -21,7 +21,7 @@ import { keptOutput } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
 import { GuestJobs } from './guestJobs';
 import { JobTools } from './jobTools';
-import { detachedEnded, detachRun, waitedNote, type Detached } from './detach';
+import { detachedEnded, detachRun, offerDetach, waitedNote, type Detached } from './detach';
 
 interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -154,6 +154,7 @@ export class GuestSession {
       this.lastUsed = nextUse();
       this.current = exec;
       if (notice) exec.onOutput('stderr', Buffer.from(notice));
+      offerDetach(exec, this.sessionId, this.o.limits);
       const waited = waitedNote(this.lastDetached, since);
       if (waited) exec.note(waited);
       running = true;
