@@ -60,7 +60,8 @@ describe('a running execution sent to the background (local session)', function 
     rt.onJobOutput((e) => e.job === 2 && pieces.push(e.delta));
     const started = until(rt.onJob.bind(rt), (e: JobChanged) => e.job === 2 && e.state === 'running', { timeoutMs: 60_000, what: 'job 2 to start' });
     const ended = until(rt.onJob.bind(rt), (e: JobChanged) => e.job === 2 && e.state !== 'running', { timeoutMs: 60_000, what: 'job 2 to end' });
-    const code = "for i in range(1, 4):\n    print(f'line {i}', flush=True)\nawait call_tool('gate')\nfor i in range(4, 7):\n    print(f'line {i}', flush=True)\n'the end'";
+    const code =
+      "for i in range(1, 4):\n    print(f'line {i}', flush=True)\nawait call_tool('gate')\nfor i in range(4, 7):\n    print(f'line {i}', flush=True)\n'the end'";
     const foreground = run(code, { itemId: 'exec-a' }, g.handler);
     await g.reached;
     await assert.rejects(rt.sessions.detach('s', 'exec-other'), /not running in this session/);
@@ -83,7 +84,13 @@ describe('a running execution sent to the background (local session)', function 
     assert.equal(end.state, 'done');
     assert.match(end.message, /^Background job 2 \(execution \d+, sent to the background\) finished after .*; its value: "the end"$/);
     assert.match(end.output ?? '', /line 1\nline 2\nline 3\n[^]*line 4\nline 5\nline 6\n/);
-    assert.equal(pieces.join('').match(/line \d/g)?.join(','), 'line 4,line 5,line 6');
+    assert.equal(
+      pieces
+        .join('')
+        .match(/line \d/g)
+        ?.join(','),
+      'line 4,line 5,line 6',
+    );
     const after = await next;
     assert.equal(ok(after), 7);
     assert.match(textOf(after), /waited [^"]* for background job 2 \(a run sent to the background\) to finish/);
@@ -96,7 +103,7 @@ describe('a running execution sent to the background (local session)', function 
     assert.deepEqual(ok(await run('2', { background: true })), { job: 3, status: 'running' });
   });
 
-  it("Stop of the job interrupts the run and kills what it started; the session lives on; jobs turned off refuse it", async () => {
+  it('Stop of the job interrupts the run and kills what it started; the session lives on; jobs turned off refuse it', async () => {
     const rt = runtime();
     const mark = `codeact-detached-child-${process.pid}`;
     const ended = until(rt.onJob.bind(rt), (e: JobChanged) => e.job === 1 && e.state !== 'running', { timeoutMs: 60_000, what: 'job 1 to end' });

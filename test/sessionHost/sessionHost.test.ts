@@ -329,7 +329,10 @@ describe('the session host', function () {
     a.onJob((e) => e.session_id === sid && live.push(e));
     const seen: string[] = [];
     const code = `for i in range(1, 4):\n    print(f'line {i}', flush=True)\nopen(${JSON.stringify(fifo)}).read()\nfor i in range(4, 7):\n    print(f'line {i}', flush=True)\n'the end'`;
-    const foreground = a.execute({ code, sessionId: sid, itemId: 'exec-h' }, { onEvent: (e) => void (e.type === 'codeact.output.delta' && seen.push(e.delta)) });
+    const foreground = a.execute(
+      { code, sessionId: sid, itemId: 'exec-h' },
+      { onEvent: (e) => void (e.type === 'codeact.output.delta' && seen.push(e.delta)) },
+    );
     await waitFor(() => seen.join('').includes('line 3\n'), { what: 'the first lines', timeoutMs: 60_000 });
     assert.equal(await a.sessions.detach(sid, 'exec-h'), 1);
     const item = await foreground;
@@ -349,7 +352,10 @@ describe('the session host', function () {
       (await a.sessions.jobEvents(sid)).map((e) => e.type === 'codeact.job' && `${e.job} ${e.state}`),
       ['1 running', '1 done'],
     );
-    assert.deepEqual((await a.sessions.takeJobNotes(sid)).map((n) => n.job), [1]);
+    assert.deepEqual(
+      (await a.sessions.takeJobNotes(sid)).map((n) => n.job),
+      [1],
+    );
     assert.deepEqual((await a.execute({ code: '1', sessionId: sid, background: true })).value, { job: 2, status: 'running' });
   });
 
