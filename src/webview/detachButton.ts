@@ -1,7 +1,8 @@
 /**
  * "Keep running in background" on a running execution card (issue 34): a local session's run goes on as a
  * background job of its session (core/runtime/local/detach.ts), and the model's step goes on. Shown only while the
- * card runs and its runtime offered it (`ExecView.detach`: a local session, jobs on); the host says why not otherwise.
+ * card runs, its runtime offered it (`ExecView.detach`: a local session, jobs on) and its session has room for one
+ * more job (`full`); the host says why not otherwise.
  */
 import type { ExecView } from '../common/transcript';
 import { textButton, type ViewContext } from './viewKit';
@@ -31,7 +32,7 @@ export function detachButton(ctx: ViewContext, item: () => ExecView): HTMLButton
 
 /** Shown while the card runs and its run can be sent to the background. */
 export function syncDetachButton(b: HTMLButtonElement, x: ExecView): void {
-  const show = x.status === 'running' && !!x.detach && x.detach.maxJobs > 0;
+  const show = x.status === 'running' && !!x.detach && x.detach.maxJobs > 0 && !x.detach.full;
   if (b.hidden === show) b.hidden = !show;
   if (!show) b.disabled = false;
 }

@@ -194,16 +194,23 @@ describe('background jobs in the panel', function () {
     assert.equal(await button('ci_8').count(), 0, 'a run that did not offer it (a Jupyter kernel) has no button');
     assert.ok(await button('ci_9').isVisible());
     assert.match((await button('ci_9').getAttribute('title')) ?? '', /background job of its session/);
+    // The session runs as many jobs as it may (4): no room for one more, no button; one ends, it is back.
+    await p.sendEvents([1, 2, 3, 4].map((n) => job(n, 'running', { item_id: 'ci_8', started_at: Date.now() })));
+    await p.whenIdle();
+    assert.ok(await button('ci_9').isHidden(), 'the session has no room for one more job');
+    await p.sendEvents([job(4, 'done', { seconds: 1 })]);
+    await p.whenIdle();
+    assert.ok(await button('ci_9').isVisible());
     await button('ci_9').focus();
     await p.page.keyboard.press('Enter');
     assert.deepEqual(
       (await p.posted()).filter((m) => m.type === 'detachRun'),
       [{ type: 'detachRun', sessionId: SESSION, itemId: 'ci_9' }],
     );
-    await p.sendEvents([ev.completed('ci_9'), job(3, 'running', { item_id: 'ci_9', started_at: Date.now() })]);
+    await p.sendEvents([ev.completed('ci_9'), job(5, 'running', { item_id: 'ci_9', started_at: Date.now() })]);
     await p.whenIdle();
     assert.ok(await button('ci_9').isHidden(), 'the card is no longer running');
-    assert.ok(await p.page.locator('.job-card[data-job="3"]').isVisible());
+    assert.ok(await p.page.locator('.job-card[data-job="5"]').isVisible());
     assert.deepEqual(p.errors, []);
     await p.page.close();
   });

@@ -142,7 +142,7 @@ export interface ExecView {
   /** Forms its tools' MCP servers asked the person to fill in (`codeact.elicitation.*`). */
   elicitations?: ElicitationView[];
   /** While it runs, the person may send it to the background as a job of this session (at most `maxJobs` running). */
-  detach?: { sessionId: string; maxJobs: number };
+  detach?: { sessionId: string; maxJobs: number; /** The session runs `maxJobs` jobs now: no room for one more. */ full?: boolean };
   rev: number;
 }
 
