@@ -59,6 +59,8 @@ interface CodeDone {
 interface CodeInterpreting {
   type: 'response.code_interpreter_call.interpreting';
   item_id: string;
+  /** The run can be sent to the background ("Keep running in background": a local session's run, jobs on). */
+  detach?: { session_id: string; max_jobs: number };
 }
 interface CodeCompleted {
   type: 'response.code_interpreter_call.completed';

@@ -367,6 +367,13 @@ interface StopJobMessage {
   job: number;
 }
 
+/** "Keep running in background": the running execution `itemId` of the session goes on as a background job. */
+interface DetachRunMessage {
+  type: 'detachRun';
+  sessionId: string;
+  itemId: string;
+}
+
 /** Read the variables view again. */
 interface VariablesRefreshMessage {
   type: 'variables.refresh';
@@ -422,6 +429,7 @@ export type WebviewToHost =
   | ExportNotebookMessage
   | RestartSessionMessage
   | StopJobMessage
+  | DetachRunMessage
   | VariablesRefreshMessage
   | ScrolledMessage
   | NotebookMessage

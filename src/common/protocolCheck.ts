@@ -93,6 +93,8 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
       return isStr(m.sessionId, 4096) && Number.isSafeInteger(m.job) && (m.job as number) > 0
         ? { type: 'stopJob', sessionId: m.sessionId, job: m.job as number }
         : undefined;
+    case 'detachRun':
+      return isStr(m.sessionId, 4096) && isStr(m.itemId, 4096) ? { type: 'detachRun', sessionId: m.sessionId, itemId: m.itemId } : undefined;
     case 'selectModel':
       return isId(m.provider) && isId(m.model) ? { type: 'selectModel', provider: m.provider, model: m.model } : undefined;
     case 'command':

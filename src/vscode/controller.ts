@@ -233,10 +233,11 @@ export class CodeActController {
     if (e.session_id === this.variables.shown?.id || e.session_id === this.conversation?.id) void this.refreshVariables();
   }
 
-  /** Stops a running background job of a session (the panel's Stop): its whole process tree; rejects with why not. */
+  /** Stops a running background job of a session (the panel's Stop), or sends a running execution to the background (detachRun: its job number); rejects with why not. */
   stopJob(sessionId: string, job: number): Promise<void> {
     return this.reattacher.stopJob(sessionId, job);
   }
+  detachRun = (sessionId: string, itemId: string): Promise<number> => this.reattacher.detach(sessionId, itemId);
 
   onState(listener: () => void): Unsubscribe {
     return this.stateChanged.on(listener);

@@ -261,6 +261,13 @@ export class PanelHost {
           this.notice('warning', (err as Error).message);
         }
       },
+      detachRun: async (m) => {
+        try {
+          await s.detachRun(m.sessionId, m.itemId);
+        } catch (err) {
+          this.notice('warning', (err as Error).message);
+        }
+      },
       'variables.refresh': () => s.refreshVariables(),
       'history.delete': (m) => {
         s.deleteConversation(m.conversationId);

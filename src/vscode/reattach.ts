@@ -204,6 +204,15 @@ export class Reattacher {
     }
   }
 
+  /** "Keep running in background" (the panel's button on a running card): the execution goes on as a job; its number. */
+  async detach(sessionId: string, itemId: string): Promise<number> {
+    const sessions = this.d.runtimes.of(sessionId)?.sessions;
+    if (!sessions?.detach) throw new Error('This execution cannot be sent to the background: its runtime cannot do that.');
+    const job = await sessions.detach(sessionId, itemId);
+    this.d.log.info(`session ${sessionId}: execution ${itemId} sent to the background as job ${job}`);
+    return job;
+  }
+
   /** Stops a running background job of a session (the panel's Stop): its whole process tree; rejects with why not. */
   async stopJob(sessionId: string, job: number): Promise<void> {
     const sessions = this.d.runtimes.of(sessionId)?.sessions;

@@ -22,6 +22,7 @@ import { StickToBottom } from './scrollAnchor';
 import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
 import { ElicitationCard } from './elicitationCard';
 import { ToolCallList } from './toolCallRow';
+import { detachButton, syncDetachButton } from './detachButton';
 
 const STATUS_TEXT: Record<string, string> = { writing: 'Writing code', running: 'Running', done: 'Done', failed: 'Failed', stopped: 'Stopped' };
 
@@ -56,6 +57,7 @@ export class ExecRenderer implements ItemRenderer {
   private errorShown?: { key: string; box: HTMLElement };
   private truncShown = false;
   private item: ExecView;
+  private readonly detachBtn: HTMLButtonElement;
 
   constructor(
     item: ExecView,
@@ -73,6 +75,7 @@ export class ExecRenderer implements ItemRenderer {
       iconButton('insert', 'Insert into editor', () => this.ctx.post({ type: 'insertCode', code: this.item.code })),
       iconButton('debugRerun', 'Run again with tools', () => this.ctx.post({ type: 'runCode', code: this.item.code, itemId: this.item.id })),
     );
+    actions.prepend((this.detachBtn = detachButton(ctx, () => this.item)));
     const head = h(
       'header',
       { class: 'card-head' },
@@ -160,6 +163,7 @@ export class ExecRenderer implements ItemRenderer {
       if (x.status === 'done' || x.status === 'failed')
         this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${revealedPlain(x.error.type, { line: true })}` : ''}`);
     }
+    syncDetachButton(this.detachBtn, x);
     const badgeKey = `${x.runtime}|${x.sandbox?.kind}|${x.sandbox?.network}|${x.tool}|${x.containerId}|${x.notebook?.uri}`;
     if (badgeKey !== this.badgeKey) {
       this.badgeKey = badgeKey;

@@ -3,7 +3,7 @@
  * `node esbuild.mjs` first), real python3 guests, real clients in other processes killed with SIGKILL.
  */
 import * as assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -317,6 +317,46 @@ describe('the session host', function () {
     await waitFor(() => processesWithCmdline(mark).length === 0, { what: "the job's child to be gone", timeoutMs: 60_000 });
     await waitFor(() => live.some((e) => e.type === 'codeact.job' && e.job === 2 && e.state === 'stopped'), { what: 'job 2 stopped', timeoutMs: 60_000 });
     await assert.rejects(b.sessions.stopJob(sid, 2), /There is no running background job 2 in this session/);
+  });
+
+  it('sends a running execution to the background through the host: its call resolves, the host journals the rest as the job, the next run waits, forks number past it', async () => {
+    const ws = mkdtempSync(path.join(root, 'ws-'));
+    const a = await attach(options(ws));
+    const sid = 'conv-detach';
+    const fifo = path.join(ws, 'gate-detach');
+    execFileSync('mkfifo', [fifo]);
+    const live: Array<JobChanged | JobOutput> = [];
+    a.onJob((e) => e.session_id === sid && live.push(e));
+    const seen: string[] = [];
+    const code = `for i in range(1, 4):\n    print(f'line {i}', flush=True)\nopen(${JSON.stringify(fifo)}).read()\nfor i in range(4, 7):\n    print(f'line {i}', flush=True)\n'the end'`;
+    const foreground = a.execute(
+      { code, sessionId: sid, itemId: 'exec-h' },
+      { onEvent: (e) => void (e.type === 'codeact.output.delta' && seen.push(e.delta)) },
+    );
+    await waitFor(() => seen.join('').includes('line 3\n'), { what: 'the first lines', timeoutMs: 60_000 });
+    assert.equal(await a.sessions.detach(sid, 'exec-h'), 1);
+    const item = await foreground;
+    assert.equal(item.status, 'completed');
+    assert.match(JSON.stringify(item.outputs), /line 3\\n[^]*it goes on as background job 1/);
+    const next = a.execute({ code: '7', sessionId: sid });
+    writeFileSync(fifo, 'go'); // the run, blocked at the gate, goes on
+    await waitFor(() => live.some((e) => e.type === 'codeact.job' && e.state === 'done'), { what: "job 1's end", timeoutMs: 60_000 });
+    const end = live.find((e): e is JobChanged => e.type === 'codeact.job' && e.state === 'done')!;
+    assert.equal(end.job, 1);
+    assert.match(end.message, /^Background job 1 \(execution \d+, sent to the background\) finished after .*; its value: "the end"$/);
+    assert.equal(end.output, lines(1, 6));
+    const after = await next;
+    assert.equal(after.value, 7);
+    assert.match(JSON.stringify(after.outputs), /waited .* for background job 1 \(a run sent to the background\) to finish/);
+    assert.deepEqual(
+      (await a.sessions.jobEvents(sid)).map((e) => e.type === 'codeact.job' && `${e.job} ${e.state}`),
+      ['1 running', '1 done'],
+    );
+    assert.deepEqual(
+      (await a.sessions.takeJobNotes(sid)).map((n) => n.job),
+      [1],
+    );
+    assert.deepEqual((await a.execute({ code: '1', sessionId: sid, background: true })).value, { job: 2, status: 'running' });
   });
 
   it("relays a background job's tool call with the job's number: to a run of its session that takes tool calls, else to the client that started it while attached; with none, it fails at once", async () => {

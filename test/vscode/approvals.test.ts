@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { approvalKey, buildTranscript, type ApprovalView, type TranscriptEvent } from '../../src/common/transcript';
-import { DEMO_CODE, demoTurn } from '../webview/support/fixtures';
+import { demoTurn } from '../webview/support/fixtures';
 import type { ApprovalRequest } from '../../src/core/gateway/gateway';
 import type { ManagedTool } from '../../src/core/gateway/toolSet';
 import { Approvals, NO_ANSWER } from '../../src/vscode/approvals';

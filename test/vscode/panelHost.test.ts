@@ -46,6 +46,7 @@ const SAMPLES: { [K in WebviewToHost['type']]: WebviewToHost & { type: K } } = {
   exportNotebook: { type: 'exportNotebook' },
   restartSession: { type: 'restartSession' },
   stopJob: { type: 'stopJob', sessionId: 'c_1', job: 2 },
+  detachRun: { type: 'detachRun', sessionId: 'c_1', itemId: 'exec_1' },
   'variables.refresh': { type: 'variables.refresh' },
   'notebook.target': { type: 'notebook.target', uri: 'file:///work/a.ipynb', on: true },
   'notebook.useKernel': { type: 'notebook.useKernel', uri: 'file:///work/a.ipynb' },

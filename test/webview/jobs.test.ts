@@ -224,6 +224,46 @@ describe('background jobs in the panel', function () {
     await p.page.close();
   });
 
+  it('"Keep running in background" shows on a running card that offers it (keyboard reachable), posts detachRun, and leaves with the run', async () => {
+    const p = await PanelPage.open(ui.browser, ui.dark.url);
+    await p.send({ type: 'init', protocol: 1, state: hostState() });
+    const offer: TranscriptEvent = { type: 'response.code_interpreter_call.interpreting', item_id: 'ci_9', detach: { session_id: SESSION, max_jobs: 4 } };
+    await p.sendEvents([
+      ev.turn('t9', 'Train the model'),
+      ev.codeStart('ci_8', 'jupyter'),
+      ev.codeDone('ci_8', 'train()'),
+      ev.interpreting('ci_8'),
+      ev.codeStart('ci_9', 'local'),
+      ev.codeDone('ci_9', 'train()'),
+      ev.interpreting('ci_9'),
+      offer,
+    ]);
+    await p.whenIdle();
+    const button = (id: string) => p.page.locator(`[data-item-id="${id}"]`).getByRole('button', { name: 'Keep running in background' });
+    assert.equal(await button('ci_8').count(), 0, 'a run that did not offer it (a Jupyter kernel) has no button');
+    assert.ok(await button('ci_9').isVisible());
+    assert.match((await button('ci_9').getAttribute('title')) ?? '', /background job of its session/);
+    // The session runs as many jobs as it may (4): no room for one more, no button; one ends, it is back.
+    await p.sendEvents([1, 2, 3, 4].map((n) => job(n, 'running', { item_id: 'ci_8', started_at: Date.now() })));
+    await p.whenIdle();
+    assert.ok(await button('ci_9').isHidden(), 'the session has no room for one more job');
+    await p.sendEvents([job(4, 'done', { seconds: 1 })]);
+    await p.whenIdle();
+    assert.ok(await button('ci_9').isVisible());
+    await button('ci_9').focus();
+    await p.page.keyboard.press('Enter');
+    assert.deepEqual(
+      (await p.posted()).filter((m) => m.type === 'detachRun'),
+      [{ type: 'detachRun', sessionId: SESSION, itemId: 'ci_9' }],
+    );
+    await p.sendEvents([ev.completed('ci_9'), job(5, 'running', { item_id: 'ci_9', started_at: Date.now() })]);
+    await p.whenIdle();
+    assert.ok(await button('ci_9').isHidden(), 'the card is no longer running');
+    assert.ok(await p.page.locator('.job-card[data-job="5"]').isVisible());
+    assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
   it('looks finished in the dark and light themes and in a 260 px sidebar', async () => {
     const shots: [string, string, { width: number; height: number }][] = [
       ['webview-jobs-strip-dark.png', ui.dark.url, { width: 520, height: 900 }],

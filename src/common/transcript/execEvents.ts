@@ -42,6 +42,8 @@ export function applyExecEvent(ctx: Ctx, event: ExecEvent): void {
       exec.codeDone = true;
       break;
     case 'response.code_interpreter_call.interpreting':
+      if (event.detach && typeof event.detach.session_id === 'string')
+        exec.detach = { sessionId: event.detach.session_id, maxJobs: Number(event.detach.max_jobs) || 0 };
       running(exec);
       break;
     case 'response.code_interpreter_call.completed':

@@ -153,6 +153,24 @@ export function jobsLeftRunning(events: readonly TranscriptEvent[]): Array<{ ses
   return [...open.values()];
 }
 
+/**
+ * The running cards that offer "Keep running in background" (ExecView.detach): whether their session has room for
+ * one more job now (after a job starts or ends, or a card offers it). Only the last turns can hold a running card.
+ */
+export function syncDetachOffers(ctx: Ctx, model: TranscriptModel): void {
+  const running = new Map<string, number>();
+  for (const j of runningJobs(model)) running.set(j.sessionId, (running.get(j.sessionId) ?? 0) + 1);
+  for (const turn of model.turns.slice(-2))
+    for (const key of turn.itemKeys) {
+      const x = model.items[key];
+      if (x?.kind !== 'exec' || !x.detach || x.status !== 'running') continue;
+      const full = (running.get(x.detach.sessionId) ?? 0) >= x.detach.maxJobs;
+      if (full === !!x.detach.full) continue;
+      x.detach = { ...x.detach, full };
+      ctx.itemChanged(x);
+    }
+}
+
 /** The jobs running now, oldest first (the job strip). */
 export function runningJobs(model: TranscriptModel): JobView[] {
   return (model.jobs ?? []).map((k) => model.items[k]).filter((v): v is JobView => v?.kind === 'job' && v.status === 'running');

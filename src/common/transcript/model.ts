@@ -141,6 +141,8 @@ export interface ExecView {
   notebook?: { uri: string; name: string };
   /** Forms its tools' MCP servers asked the person to fill in (`codeact.elicitation.*`). */
   elicitations?: ElicitationView[];
+  /** While it runs, the person may send it to the background as a job of this session (at most `maxJobs` running). */
+  detach?: { sessionId: string; maxJobs: number; /** The session runs `maxJobs` jobs now: no room for one more. */ full?: boolean };
   rev: number;
 }
 

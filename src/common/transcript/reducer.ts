@@ -28,7 +28,7 @@ import {
   type TurnView,
 } from './model';
 import { applyExecEvent } from './execEvents';
-import { applyJobEvent, jobCodeLine } from './jobEvents';
+import { applyJobEvent, jobCodeLine, syncDetachOffers } from './jobEvents';
 import { Ctx } from './reducerContext';
 
 /** Reduces a whole event list into a fresh model. */
@@ -121,6 +121,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
     case 'codeact.elicitation.requested':
     case 'codeact.elicitation.resolved':
       applyExecEvent(ctx, event);
+      if (event.type === 'response.code_interpreter_call.interpreting' && event.detach) syncDetachOffers(ctx, model);
       break;
     case 'response.output_item.added':
     case 'response.output_item.done':
@@ -227,6 +228,7 @@ export function applyEvent(model: TranscriptModel, event: TranscriptEvent): Tran
     case 'codeact.job.output':
     case 'codeact.job.notes':
       applyJobEvent(ctx, model, event);
+      if (event.type === 'codeact.job') syncDetachOffers(ctx, model);
       break;
     case 'response.completed': {
       const turn = ctx.turnForNewItem();

@@ -136,6 +136,9 @@ export class RunSkeleton {
   private protocol?: RunProtocol;
   private graceTimer?: unknown;
 
+  /** Where the run's events go: the caller's onEvent, or (a run sent to the background) wherever {@link redirect} says. */
+  private sink: (event: CodeActEvent) => void;
+
   constructor(
     readonly itemId: string,
     options: Pick<ExecuteOptions, 'onEvent'>,
@@ -144,13 +147,19 @@ export class RunSkeleton {
     private readonly interruptGraceMs: () => number,
     extra: { announceUnmatchedUpdates?: boolean; time?: ClockSource } = {},
   ) {
-    this.emit = safeEmit(options.onEvent);
+    this.sink = safeEmit(options.onEvent);
+    this.emit = (event) => this.sink(event);
     this.out = new RunOutputs(itemId, limits, this.emit, extra.announceUnmatchedUpdates);
     this.time = extra.time ?? REAL_CLOCK;
     this.clock = new RunClock(this.time);
   }
 
   private readonly time: ClockSource;
+
+  /** From now on the run's events go to `sink` (a run sent to the background: its output becomes a job's). */
+  redirect(sink: (event: CodeActEvent) => void): void {
+    this.sink = safeEmit(sink);
+  }
 
   /** How this run's code is stopped (before Stop or the timeout can act on it). */
   attach(protocol: RunProtocol): void {

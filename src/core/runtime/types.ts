@@ -123,6 +123,11 @@ export interface RuntimeSessions {
    * the starts and ends of the last ones), for a client that attaches later. Absent: the sessions live here.
    */
   jobEvents?(sessionId: string): Promise<Array<JobChanged | JobOutput>>;
+  /**
+   * "Keep running in background": the session's running execution `itemId` goes on as a background job (its
+   * execute() resolves now, saying so); resolves with the job's number, rejects with why not. Absent: not possible.
+   */
+  detach?(sessionId: string, itemId: string): Promise<number>;
 }
 
 interface SessionHandover {

@@ -194,12 +194,12 @@ export class HostConnection {
     });
   }
 
-  ask(ask: Ask, sessionId: string, job?: number): Promise<unknown> {
+  ask(ask: Ask, sessionId: string, job?: number, itemId?: string): Promise<unknown> {
     const rid = `q${++this.seq}`;
     return new Promise((resolve, reject) => {
       if (this.closedWith !== undefined) return reject(new SessionHostError(this.closedWith));
       this.replies.set(rid, { resolve, reject });
-      send(this.socket, { type: 'ask', rid, ask, sessionId, ...(job !== undefined ? { job } : {}) });
+      send(this.socket, { type: 'ask', rid, ask, sessionId, ...(job !== undefined ? { job } : {}), ...(itemId !== undefined ? { itemId } : {}) });
     });
   }
 
@@ -265,6 +265,10 @@ class HostedSessions implements RuntimeSessions {
   /** Stops a running background job of the session in the host (its whole tree); rejects with why not. */
   async stopJob(sessionId: string, job: number): Promise<void> {
     await this.conn.ask('stopJob', sessionId, job);
+  }
+  /** Sends the session's running execution `itemId` to the background in the host; resolves with its job number. */
+  async detach(sessionId: string, itemId: string): Promise<number> {
+    return (await this.conn.ask('detach', sessionId, undefined, itemId)) as number;
   }
   /** The session's background jobs so far, as the host journaled them: each running job's output whole and in order, and the ends (then `onJob` has the rest). */
   async jobEvents(sessionId: string): Promise<Array<JobChanged | JobOutput>> {

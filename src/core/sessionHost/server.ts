@@ -265,7 +265,7 @@ export class SessionHostServer {
       case 'watch':
         return this.watch(conn, m.rid, m.sessionId, m.tools);
       case 'ask':
-        this.ask(m.ask, m.sessionId, m.job).then(
+        this.ask(m.ask, m.sessionId, m.job, m.itemId).then(
           (value) => send(conn.socket, { type: 'reply', rid: m.rid, value }),
           (e: Error) => send(conn.socket, { type: 'reply', rid: m.rid, error: e.message }),
         );
@@ -280,7 +280,7 @@ export class SessionHostServer {
     }
   }
 
-  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string, job?: number): Promise<unknown> {
+  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string, job?: number, itemId?: string): Promise<unknown> {
     const s = this.o.runtime.sessions;
     switch (ask) {
       case 'has':
@@ -305,6 +305,9 @@ export class SessionHostServer {
         if (!s.stopJob) throw new Error('This runtime runs no background jobs.');
         await s.stopJob(id, job ?? 0);
         return true;
+      case 'detach':
+        if (!s.detach) throw new Error('This runtime cannot send a run to the background.');
+        return s.detach(id, itemId ?? '');
     }
   }
 

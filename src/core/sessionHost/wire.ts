@@ -20,7 +20,7 @@ import type { ExecuteRequest } from '../runtime/types';
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Questions about sessions a client may ask (`ask`). */
-const ASKS = ['has', 'variables', 'close', 'restart', 'list', 'jobNotes', 'jobEvents', 'stopJob'] as const;
+const ASKS = ['has', 'variables', 'close', 'restart', 'list', 'jobNotes', 'jobEvents', 'stopJob', 'detach'] as const;
 export type Ask = (typeof ASKS)[number];
 
 /** One live session as `list` reports it. */
@@ -45,7 +45,7 @@ export type ClientMessage =
   | { type: 'tool_pause'; rid: string; callId: string; paused: boolean }
   | { type: 'stop'; rid: string }
   | { type: 'watch'; rid: string; sessionId: string; tools: boolean }
-  | { type: 'ask'; rid: string; ask: Ask; sessionId: string; job?: number }
+  | { type: 'ask'; rid: string; ask: Ask; sessionId: string; job?: number; itemId?: string }
   | { type: 'end' };
 
 export type HostMessage =
@@ -204,7 +204,15 @@ export function parseClientMessage(v: unknown): ClientMessage | string {
     case 'ask':
       if (!(ASKS as readonly unknown[]).includes(v.ask) || !str(v.sessionId, ID)) return 'an ask that is not one of ' + ASKS.join(', ');
       if (v.ask === 'stopJob' && !(Number.isSafeInteger(v.job) && (v.job as number) > 0)) return 'a stopJob without its job number';
-      return { type: 'ask', rid, ask: v.ask as Ask, sessionId: v.sessionId, ...(v.ask === 'stopJob' ? { job: v.job as number } : {}) };
+      if (v.ask === 'detach' && !str(v.itemId, ID)) return 'a detach without its itemId';
+      return {
+        type: 'ask',
+        rid,
+        ask: v.ask as Ask,
+        sessionId: v.sessionId,
+        ...(v.ask === 'stopJob' ? { job: v.job as number } : {}),
+        ...(v.ask === 'detach' ? { itemId: v.itemId as string } : {}),
+      };
     default:
       return `an unknown message type "${v.type.slice(0, 40)}"`;
   }

@@ -69,6 +69,13 @@ export class RunClock {
     };
   }
 
+  /** Stops the clock and starts it anew with another limit (a run sent to the background takes a job's). */
+  restart(ms: number, onTimeout: () => void): void {
+    this.stop();
+    this.state = 'idle';
+    this.start(ms, onTimeout);
+  }
+
   stop(): void {
     this.state = 'over';
     if (this.timer) this.clock.clearTimeout(this.timer);

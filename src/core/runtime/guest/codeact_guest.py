@@ -14,7 +14,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
 
   host -> guest   {"t":"init","subreaper":bool,"limits":{...},"max_frame":int,"max_value":int,"max_concurrency":int,
                    "max_output":int,"jobs":{"max":int,"max_seconds":num}}
-                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,"background"?:true,
+                  {"t":"run","run":int,"code":str,"tools":bool,"end":str,"last":bool,"background"?:true,"job_floor"?:int,
                    "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any,"job"?:int} | {...,"ok":false,"error":str,"limit"?:true}
@@ -351,6 +351,9 @@ class Guest:
             kind = frame.get("t")
             if kind == "run":
                 self.last = frame.get("last") is True
+                floor = frame.get("job_floor")
+                if isinstance(floor, int) and not isinstance(floor, bool) and floor > self.jobs.count:
+                    self.jobs.count = floor  # numbers the host took (runs sent to the background): forks skip them
                 if not self.last and not proc.SUBREAPER_SET:
                     # A session: Stop kills what a stopped run started, orphans included.
                     proc.set_subreaper(proc.SUBREAPER)

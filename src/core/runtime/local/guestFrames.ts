@@ -38,7 +38,18 @@ export type HostFrame =
       max_output: number;
       jobs: { max: number; max_seconds: number };
     }
-  | { t: 'run'; run: number; code: string; tools: boolean; end: string; last: boolean; display: DisplayCaps; files: FileCaps; background?: true }
+  | {
+      t: 'run';
+      run: number;
+      code: string;
+      tools: boolean;
+      end: string;
+      last: boolean;
+      display: DisplayCaps;
+      files: FileCaps;
+      background?: true;
+      job_floor?: number;
+    }
   | { t: 'tool_result'; id: number; ok: true; value: unknown; job?: number }
   | { t: 'tool_result'; id: number; ok: false; error: string; limit?: true; job?: number }
   | { t: 'vars' }

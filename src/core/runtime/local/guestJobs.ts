@@ -61,7 +61,9 @@ export class GuestJobs {
   private readonly outputs = new Map<number, KeptOutput>();
   /** Jobs the host stopped: their end is said as stopped (the guest sees only a process killed by a signal). */
   private readonly stopping = new Set<number>();
-  /** The highest job number the guest has started (numbers only grow). */
+  /** Running jobs that are runs the person sent to the background (not forks): number -> how to stop it. */
+  private readonly detached = new Map<number, () => void>();
+  /** The highest job number taken, by the guest or by a run sent to the background (numbers only grow). */
   private last = 0;
   readonly changed = new Emitter<JobChanged>();
   /** What running jobs print, as it comes. */
@@ -75,7 +77,10 @@ export class GuestJobs {
     private readonly maxJobs: number,
     /** The jobs' tool calls (./jobTools). */
     readonly tools?: JobTools,
-  ) {}
+  ) {
+    // A job's call of a managed tool started or ended: a row of its card.
+    tools?.calls.on(({ job, tool }) => this.output.fire({ type: 'codeact.job.output', session_id: this.sessionId(), job, delta: '', tool }));
+  }
 
   /** Jobs running now. */
   get count(): number {
@@ -132,9 +137,49 @@ export class GuestJobs {
     return undefined;
   }
 
+  /** The highest job number taken so far: the guest numbers its next fork past it (the `run` frame's `job_floor`). */
+  get floor(): number {
+    return this.last;
+  }
+
+  /**
+   * A run of the session the person sent to the background: it takes the next job number (the guest's forks skip
+   * it: see {@link floor}) and is announced as a running job; `stop` stops it as Stop stops a run.
+   */
+  adopt(itemId: string, startedMs: number, outputSoFar: string, stop: () => void): number {
+    const job = ++this.last;
+    this.running.set(job, itemId);
+    this.started.set(job, startedMs);
+    this.detached.set(job, stop);
+    const kept = new KeptOutput();
+    if (outputSoFar) kept.add(outputSoFar, 0);
+    this.outputs.set(job, kept);
+    const startedAt = Date.now() - (performance.now() - startedMs);
+    this.fire({ job, state: 'running', item_id: itemId, started_at: startedAt, message: `Background job ${job} (a run sent to the background) is running.` });
+    return job;
+  }
+
+  /** What a run sent to the background printed. */
+  detachedOutput(job: number, text: string): void {
+    const kept = this.outputs.get(job);
+    if (!kept || !this.detached.has(job) || !text) return;
+    kept.add(text, 0);
+    this.output.fire({ type: 'codeact.job.output', session_id: this.sessionId(), job, delta: text });
+  }
+
+  /** A run sent to the background ended (unless its session ended first: then it was said ended with it). */
+  detachedEnded(job: number, state: Exclude<JobChanged['state'], 'running' | 'ended'>, message: (after: string) => string): void {
+    if (!this.detached.has(job) || !this.running.has(job)) return;
+    const itemOf = this.running.get(job);
+    const seconds = (performance.now() - this.started.get(job)!) / 1000;
+    const output = this.forget(job)?.text();
+    this.fire({ job, state, item_id: itemOf, seconds, ...(output ? { output } : {}), message: message(formatElapsed(seconds * 1000)) });
+  }
+
   /** A job is over: its entries go; returns its kept output. */
   private forget(job: number): KeptOutput | undefined {
     const kept = this.outputs.get(job);
+    this.detached.delete(job);
     this.running.delete(job);
     this.started.delete(job);
     this.pids.delete(job);
@@ -151,6 +196,9 @@ export class GuestJobs {
   stop(job: number, guest: Pick<GuestHandle, 'treeRoot' | 'selfPid'>): void {
     const nsPid = this.pids.get(job);
     if (!this.running.has(job)) throw new Error(`There is no running background job ${job} in this session.`);
+    // A run sent to the background is stopped as Stop stops a run (interrupt, then its process tree is killed).
+    const detached = this.detached.get(job);
+    if (detached) return detached();
     const root = guest.treeRoot();
     const self = guest.selfPid;
     if (!root || self === undefined)
@@ -168,6 +216,7 @@ export class GuestJobs {
   sessionEnded(reason: string): void {
     this.tools?.closeAll();
     for (const [job, itemId] of [...this.running]) {
+      const detached = this.detached.has(job);
       const seconds = (performance.now() - this.started.get(job)!) / 1000;
       const output = this.forget(job)?.text();
       this.stopping.delete(job);
@@ -177,7 +226,9 @@ export class GuestJobs {
         state: 'ended',
         item_id: itemId,
         seconds,
-        message: `Background job ${job} was ended after ${formatElapsed(seconds * 1000)} with its Python session (${reason}); its result is gone.`,
+        message:
+          `Background job ${job}${detached ? ' (a run sent to the background)' : ''} was ended after ${formatElapsed(seconds * 1000)} ` +
+          `with its Python session (${reason}); its result is gone.`,
       });
     }
   }

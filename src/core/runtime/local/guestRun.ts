@@ -3,7 +3,8 @@
  * display caps, the clock, Stop and the timeout, the item): what is the guest's is here: the markers that cut
  * stdout and stderr at the run's end token and place each display, its tool calls, its result or failure.
  */
-import type { DisplayOutput, ExecutionError, StreamName } from '../../../common/events';
+import type { CodeInterpreterCallItem, DisplayOutput, ExecutionError, StreamName } from '../../../common/events';
+import type { Detached } from './detach';
 import type { Completion } from '../execution';
 import { RunSkeleton } from '../runSkeleton';
 import { ToolDispatcher } from '../toolDispatcher';
@@ -135,6 +136,19 @@ export class GuestRun extends RunSkeleton {
   failure?: ExecutionError;
   lastCallId = 0;
   stateLost = false;
+  /** Sent to the background by the person (./detach): its job. */
+  detached?: Detached;
+  /** Unhooks the caller's Stop (a run sent to the background no longer heeds the turn's Stop). */
+  unwatch?: () => void;
+  private resolveDetached!: (item: CodeInterpreterCallItem) => void;
+  /** Settles with the item its caller gets when the run is sent to the background. */
+  readonly detachedItem = new Promise<CodeInterpreterCallItem>((r) => (this.resolveDetached = r));
+
+  /** The run was sent to the background: its caller gets `item` now. */
+  handOver(item: CodeInterpreterCallItem): void {
+    this.unwatch?.();
+    this.resolveDetached(item);
+  }
 
   constructor(
     readonly runId: number,

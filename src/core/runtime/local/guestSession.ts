@@ -21,6 +21,7 @@ import { keptOutput } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
 import { GuestJobs } from './guestJobs';
 import { JobTools } from './jobTools';
+import { detachedEnded, detachRun, offerDetach, waitedNote, type Detached } from './detach';
 
 interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -56,11 +57,7 @@ export class GuestSession {
     readonly guest: GuestHandle,
     private readonly o: GuestSessionOptions,
   ) {
-    const jobTools = new JobTools(
-      o.limits,
-      (line) => !this.dead && sendLine(this.guest.proto, line),
-      (job, tool) => this.jobs.output.fire({ type: 'codeact.job.output', session_id: this.sessionId ?? '', job, delta: '', tool }),
-    );
+    const jobTools = new JobTools(o.limits, (line) => !this.dead && sendLine(this.guest.proto, line));
     this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs, jobTools);
     this.frames = new FrameReader(o.maxFrameBytes, {
       frame: (line) => this.onFrame(line),
@@ -139,6 +136,9 @@ export class GuestSession {
     this.queue = new Promise<void>((r) => (release = r));
     const signal = options.signal;
     let myTurn = false;
+    /** The run is under way: its end (not this call's return: it may be sent to the background) gives the turn on. */
+    let running = false;
+    const since = performance.now();
     try {
       if (signal?.aborted) return this.result(exec, cancelledError(true));
       await waitOrAbort(previous, signal);
@@ -154,24 +154,48 @@ export class GuestSession {
       this.lastUsed = nextUse();
       this.current = exec;
       if (notice) exec.onOutput('stderr', Buffer.from(notice));
-      return await this.runNow(exec);
+      offerDetach(exec, this.sessionId, this.o.limits);
+      const waited = waitedNote(this.lastDetached, since);
+      if (waited) exec.note(waited);
+      running = true;
+      const run = this.runNow(exec).finally(() => this.endTurn(exec, release));
+      return await Promise.race([run, exec.detachedItem]);
     } finally {
-      if (myTurn) {
-        if (this.current === exec) this.current = undefined;
-        this.busy = false;
-        this.lastUsed = nextUse();
-        release();
-      } else {
-        // Stopped while waiting: the run before this one may still be going. The next run's turn comes
-        // when that one ends, never earlier.
-        void previous.then(release);
-      }
+      // A run under way gives the turn on at its end. Stopped while waiting: the run before this one may still
+      // be going; the next run's turn comes when that one ends, never earlier.
+      if (!running && myTurn) this.endTurn(exec, release);
+      else if (!running) void previous.then(release);
     }
+  }
+
+  private endTurn(exec: GuestRun, release: () => void): void {
+    if (this.current === exec) this.current = undefined;
+    this.busy = false;
+    this.lastUsed = nextUse();
+    release();
+  }
+
+  /** The last run sent to the background (the next execution says how long it waited for it). */
+  private lastDetached?: Detached;
+
+  /**
+   * "Keep running in background" (./detach): the running execution `itemId` goes on as a background job; its
+   * execute() call resolves now. Returns the job's number; throws with why not.
+   */
+  detach(itemId: string): number {
+    const exec = this.current;
+    if (!exec || exec.itemId !== itemId) throw new Error('This execution is not running in this session now.');
+    if (!this.persistent || !this.sessionId) throw new Error('Only a run of a session can go on in the background.');
+    const session: SessionInfo = { id: this.sessionId, execution: exec.request.execution ?? exec.runId };
+    const { job, item } = detachRun(exec, this.jobs, this.o.limits, session, this.guest.plan.info);
+    this.lastDetached = exec.detached;
+    exec.handOver(item);
+    return job;
   }
 
   private async runNow(exec: GuestRun): Promise<CodeInterpreterCallItem> {
     const { request, options } = exec;
-    const unwatch = exec.watch(options.signal);
+    const unwatch = (exec.unwatch = exec.watch(options.signal));
     exec.startClock(request.timeoutMs ?? this.o.limits.timeoutMs);
     try {
       const l = this.o.limits;
@@ -185,11 +209,15 @@ export class GuestSession {
         display: displayOptions(l),
         files: fileOptions(l, !!this.o.artifacts),
         ...(request.background ? { background: true as const } : {}),
+        // Job numbers the host took (runs sent to the background): the guest's next fork is numbered past them.
+        ...(this.jobs.floor ? { job_floor: this.jobs.floor } : {}),
       });
       await exec.done;
       await Promise.allSettled(exec.fileWrites);
       const error = exec.failure ?? completionError(exec.completion);
-      return this.result(exec, error);
+      const item = this.result(exec, error);
+      if (exec.detached) detachedEnded(exec, item, this.jobs);
+      return item;
     } finally {
       exec.clock.stop();
       unwatch();

@@ -9,6 +9,7 @@
  * its code) or when its session ends: an approval still open then expires, and no answer is sent.
  */
 import type { CodeActEvent, JobToolCall } from '../../../common/events';
+import { Emitter } from '../../../common/emitter';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, RuntimeLimits, ToolCallHandler } from '../types';
 import { isInt, type GuestFrame, type Unchecked } from './guestFrames';
@@ -34,13 +35,13 @@ function jobToolCall(e: CodeActEvent): JobToolCall | undefined {
 
 export class JobTools {
   private readonly jobs = new Map<number, JobLine>();
+  /** A call of a job started or ended (its card lists them: ./guestJobs). */
+  readonly calls = new Emitter<{ job: number; tool: JobToolCall }>();
 
   constructor(
     private readonly limits: RuntimeLimits,
     /** Sends one line to the guest (already JSON). */
     private readonly sendLine: (line: string) => void,
-    /** A call of a job started or ended (its card lists them). */
-    private readonly onTool: (job: number, tool: JobToolCall) => void = () => {},
   ) {}
 
   /**
@@ -57,7 +58,7 @@ export class JobTools {
       // The job's calls are not events of the execution that started it (its card is closed): its own card lists them.
       emit: (e) => {
         const tool = jobToolCall(e);
-        if (tool) this.onTool(job, tool);
+        if (tool) this.calls.fire({ job, tool });
       },
       handler: withJob ?? (() => Promise.reject(new Error(NO_HANDLER))),
       enabled: start?.tools !== false,

@@ -94,6 +94,13 @@ export class SessionPool implements RuntimeSessions {
     entry.session.jobs.stop(job, entry.session.guest);
   }
 
+  /** Sends the session's running execution `itemId` to the background (../detach); resolves with its job number. */
+  async detach(sessionId: string, itemId: string): Promise<number> {
+    const entry = this.entries.get(sessionId);
+    if (!entry?.session.alive) throw new Error(`The Python session ${sessionId} is not running, so it has no execution to send to the background.`);
+    return entry.session.detach(itemId);
+  }
+
   /** The session's background jobs that ended since the last call, each once. */
   async takeJobNotes(sessionId: string): Promise<JobChanged[]> {
     const notes = this.jobNotes.get(sessionId) ?? [];
