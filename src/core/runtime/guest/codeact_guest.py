@@ -18,8 +18,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                    "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any,"job"?:int} | {...,"ok":false,"error":str,"limit"?:true}
-                  {"t":"vars"}                       (between runs: the variables view)
-                  {"t":"keep","n":int,"stdout":str,"stderr":str,"max_total":int}  (after a run: codeact_outputs)
+                  {"t":"vars"} (between runs)  {"t":"keep","n":int,"stdout":str,"stderr":str,"max_total":int} (after one)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}  (a background job's: "job":int, no run)
                   {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},
@@ -351,9 +350,7 @@ class Guest:
             kind = frame.get("t")
             if kind == "run":
                 self.last = frame.get("last") is True
-                floor = frame.get("job_floor")
-                if isinstance(floor, int) and not isinstance(floor, bool) and floor > self.jobs.count:
-                    self.jobs.count = floor  # numbers the host took (runs sent to the background): forks skip them
+                self.jobs.skip_to(frame.get("job_floor"))
                 if not self.last and not proc.SUBREAPER_SET:
                     # A session: Stop kills what a stopped run started, orphans included.
                     proc.set_subreaper(proc.SUBREAPER)

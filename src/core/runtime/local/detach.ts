@@ -11,15 +11,7 @@ import { formatElapsed } from '../../../common/format';
 import { executionItem } from '../execution';
 import type { RuntimeLimits } from '../types';
 import type { GuestJobs } from './guestJobs';
-import type { GuestRun } from './guestRun';
-
-/** A run sent to the background, as the session remembers it until the next execution has waited for it. */
-export interface Detached {
-  job: number;
-  /** performance.now() when it was sent to the background, and when it ended. */
-  at: number;
-  endedAt?: number;
-}
+import type { Detached, GuestRun } from './guestRun';
 
 /**
  * Sends the running execution `exec` to the background as the session's next job number; returns the item its

@@ -4,12 +4,19 @@
  * stdout and stderr at the run's end token and place each display, its tool calls, its result or failure.
  */
 import type { CodeInterpreterCallItem, DisplayOutput, ExecutionError, StreamName } from '../../../common/events';
-import type { Detached } from './detach';
 import type { Completion } from '../execution';
 import { RunSkeleton } from '../runSkeleton';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { randomToken } from '../../util/ids';
+
+/** A run sent to the background (./detach), as the session remembers it until the next execution has waited for it. */
+export interface Detached {
+  job: number;
+  /** performance.now() when it was sent to the background, and when it ended. */
+  at: number;
+  endedAt?: number;
+}
 import { ArtifactStore, safeRelativePath } from '../artifacts';
 import { formatBytes } from '../../../common/format';
 import { isInt, type GuestFrame, type Unchecked } from './guestFrames';

@@ -12,7 +12,7 @@ import { cancelledError, completionError, normaliseError, valueCompletion } from
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { checkFrame, FrameReader, GUEST_FRAME_FIELDS, isInt, normaliseVariables, sendFrame, sendLine, type GuestFrame, type HostFrame } from './guestFrames';
 import type { GuestHandle } from './guestProcess';
-import { GuestRun } from './guestRun';
+import { GuestRun, type Detached } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
 import { formatDuration } from '../../../common/format';
 import type { ArtifactStore } from '../artifacts';
@@ -21,7 +21,7 @@ import { keptOutput } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
 import { GuestJobs } from './guestJobs';
 import { JobTools } from './jobTools';
-import { detachedEnded, detachRun, offerDetach, waitedNote, type Detached } from './detach';
+import { detachedEnded, detachRun, offerDetach, waitedNote } from './detach';
 
 interface GuestSessionOptions {
   limits: RuntimeLimits;
