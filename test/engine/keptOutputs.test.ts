@@ -35,6 +35,34 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
   const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
   after(() => runtime.dispose());
 
+  it("wakes the guest once per run: nothing is written to it between runs; the last run's output goes in the next run's write", async () => {
+    const sessionId = 'kept-one-write';
+    await runtime.execute({ code: 'print("first")', sessionId, execution: 1 });
+    const entries = (runtime.sessions as unknown as { entries: Map<string, { session: { guest: { proto: { write(chunk: unknown): boolean } } } }> }).entries;
+    const proto = entries.get(sessionId)!.session.guest.proto;
+    const writes: string[] = [];
+    const write = proto.write.bind(proto);
+    proto.write = (chunk: unknown) => (writes.push(String(chunk)), write(chunk));
+    for (let n = 2; n <= 4; n++) {
+      const before = writes.length;
+      const item = await runtime.execute({ code: `print("run ${n}")\nreturn output_of(${n - 1})`, sessionId, execution: n });
+      assert.equal(item.value, `run ${n - 1}\n`.replace('run 1', 'first'));
+      // One write went out for this run: the keep frame of the run before, then the run frame, and nothing after the result.
+      assert.equal(writes.length - before, 1, writes.slice(before).join('|'));
+      const frames = writes[writes.length - 1]
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { t: string; n?: number });
+      assert.deepEqual(
+        frames.map((f) => [f.t, f.n]),
+        [
+          ['keep', n - 1],
+          ['run', undefined],
+        ],
+      );
+    }
+  });
+
   it("a later run reads an earlier run's whole stdout and stderr; the names stay out of the variables view", async () => {
     const sessionId = 'kept-basic';
     const first = await runtime.execute({ code: 'import sys\nprint("out " * 10000)\nprint("err " * 5000, file=sys.stderr)\nx = 1', sessionId, execution: 5 });

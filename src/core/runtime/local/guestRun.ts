@@ -120,6 +120,9 @@ interface StreamState {
 /** Bytes a stream may hold back while it waits for a display frame; past it, the order gives way. */
 const MAX_HELD_BYTES = 4 * 1024 * 1024;
 
+/** Why a run's tool calls are cancelled when it ends: made once (an abort without a reason makes a DOMException, stack and all, every run). */
+const RUN_ENDED = new DOMException('The run ended.', 'AbortError');
+
 /** One execution on a guest: its output (up to the end token of each stream), tool calls, result and failure. */
 export class GuestRun extends RunSkeleton {
   readonly tools: ToolDispatcher;
@@ -321,6 +324,6 @@ export class GuestRun extends RunSkeleton {
   override finish(): void {
     if (this.finished) return;
     super.finish();
-    this.toolAbort.abort();
+    this.toolAbort.abort(RUN_ENDED);
   }
 }

@@ -17,7 +17,7 @@ import { annotateLimit, crashError } from './guestErrors';
 import { formatDuration } from '../../../common/format';
 import type { ArtifactStore } from '../artifacts';
 import { displayOptions, fileOptions } from '../displays';
-import { keptOutput } from '../keptOutput';
+import { keepFrame } from '../keptOutput';
 import { Emitter } from '../../../common/emitter';
 import { GuestJobs } from './guestJobs';
 import { JobTools } from './jobTools';
@@ -177,6 +177,8 @@ export class GuestSession {
 
   /** The last run sent to the background (the next execution says how long it waited for it). */
   private lastDetached?: Detached;
+  /** The last run's "keep" frame (output_of(n)): goes with the next run, one write (no wake of the guest before a result). */
+  private keepNext?: () => string;
 
   /**
    * "Keep running in background" (./detach): the running execution `itemId` goes on as a background job; its
@@ -258,8 +260,7 @@ export class GuestSession {
 
   /** The variables view of an idle session (null while it runs or when it is gone). */
   variables(timeoutMs = 5000): Promise<VariablesSummary | null> {
-    if (!this.alive || this.busy || !this.persistent) return Promise.resolve(null);
-    if (this.varsWaiter) return Promise.resolve(null);
+    if (!this.alive || this.busy || !this.persistent || this.varsWaiter) return Promise.resolve(null);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.varsWaiter = undefined;
@@ -352,8 +353,7 @@ export class GuestSession {
       then();
     };
     const timer = setTimeout(once, 500);
-    stream.once('end', once);
-    stream.once('close', once);
+    for (const e of ['end', 'close']) stream.once(e, once);
   }
 
   private onExit(code: number | null, sig: NodeJS.Signals | null): void {
@@ -372,7 +372,9 @@ export class GuestSession {
   }
 
   private send(frame: HostFrame): void {
-    sendFrame(this.guest.proto, frame);
+    if (frame.t !== 'run' || !this.keepNext) return sendFrame(this.guest.proto, frame);
+    sendLine(this.guest.proto, `${this.keepNext()}\n${JSON.stringify(frame)}`);
+    this.keepNext = undefined;
   }
 
   private violation(what: string): void {
@@ -480,7 +482,7 @@ export class GuestSession {
     if (error) annotateLimit(item, this.guest.plan, this.guest.cgroup);
     // The session's later runs can read this one's whole output (output_of(n)).
     if (this.persistent && this.current === exec && this.alive && !exec.stateLost)
-      this.send({ t: 'keep', ...keptOutput(item.outputs, exec.request.execution ?? exec.runId) });
+      this.keepNext = keepFrame(item.outputs, exec.request.execution ?? exec.runId);
     return exec.announce(item);
   }
 }
