@@ -18,7 +18,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                    "display":{"max_bytes":int,"max_total":int,"max_count":int,"hidpi":bool},
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any,"job"?:int} | {...,"ok":false,"error":str,"limit"?:true}
-                  {"t":"vars"} (between runs)  {"t":"keep","n":int,"stdout":str,"stderr":str,"max_total":int} (after one)
+                  {"t":"vars"} (between runs)  {"t":"keep","n":int,"stdout":str,"stderr":str,"max_total":int} (a run's, with the next run)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}  (a background job's: "job":int, no run)
                   {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},

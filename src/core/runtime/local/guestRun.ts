@@ -9,6 +9,9 @@ import { RunSkeleton } from '../runSkeleton';
 import { ToolDispatcher } from '../toolDispatcher';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { randomToken } from '../../util/ids';
+import { ArtifactStore, safeRelativePath } from '../artifacts';
+import { formatBytes } from '../../../common/format';
+import { isInt, type GuestFrame, type Unchecked } from './guestFrames';
 
 /** A run sent to the background (./detach), as the session remembers it until the next execution has waited for it. */
 export interface Detached {
@@ -17,9 +20,6 @@ export interface Detached {
   at: number;
   endedAt?: number;
 }
-import { ArtifactStore, safeRelativePath } from '../artifacts';
-import { formatBytes } from '../../../common/format';
-import { isInt, type GuestFrame, type Unchecked } from './guestFrames';
 
 const MARKER_PREFIX = Buffer.from('\u0000codeact-');
 /** Digits of a display marker's sequence number, at most. */
