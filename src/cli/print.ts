@@ -19,6 +19,7 @@ import { InvisibleRevealer } from '../common/invisibleChars';
 import type { TranscriptEvent } from '../common/transcript';
 import { forTerminal, forTerminalOutput, SgrState, TerminalStream } from '../common/untrusted';
 import { runtimeInfo } from '../common/runtimes';
+import { describeChange, formatChangeCount, type FilesChanged } from '../common/rewind';
 
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 export const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[22m` : s);
@@ -124,6 +125,7 @@ export function humanPrinter(): (e: CodeActEvent) => void {
           const note = f.note;
           line(dim(`[file ${forTerminal(fileLabel(f), { line: true })}${note ? `: ${forTerminal(note)}` : ''}]`));
         }
+        for (const l of changeLines(it.changes)) line(dim(forTerminal(l, { line: true })));
         break;
       }
       case 'codeact.tool_call.started':
@@ -250,4 +252,18 @@ export function chatPrinter(): (e: TranscriptEvent) => void {
         break;
     }
   };
+}
+
+/** Changes printed at most per execution. */
+const MAX_CHANGES_PRINTED = 20;
+
+/** "[3 files changed: created side.txt, changed out.csv, deleted data.csv]" lines of an execution's workspace changes. */
+function changeLines(c: FilesChanged | undefined): string[] {
+  if (!c || (!c.changes.length && !c.incomplete)) return [];
+  const lines = c.changes.length ? [`[${formatChangeCount(c.changes.length)}]`] : [];
+  for (const ch of c.changes.slice(0, MAX_CHANGES_PRINTED))
+    lines.push(`  ${describeChange(ch)}${ch.notRestorable ? ` (cannot be reverted: ${ch.notRestorable})` : ''}`);
+  if (c.changes.length > MAX_CHANGES_PRINTED) lines.push(`  …[${c.changes.length - MAX_CHANGES_PRINTED} more]`);
+  if (c.incomplete) lines.push(`[not every change is listed: ${c.incomplete}]`);
+  return lines;
 }

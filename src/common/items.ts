@@ -3,6 +3,7 @@
  * messages, function calls and their results — and the usage they cost. Pure data: no Node, no `vscode`.
  */
 import type { RuntimeKind } from './runtimes';
+import type { FilesChanged } from './rewind';
 
 /** Where a code item ran; its facts are in ./runtimes. */
 export type { RuntimeKind };
@@ -133,6 +134,8 @@ export interface CodeInterpreterCallItem {
   /** Set when stdout or stderr went over its cap. */
   truncated?: boolean;
   session?: SessionInfo;
+  /** What the code changed in the workspace (local runtime, workspace mounted `readwrite`): the card's "N files changed". */
+  changes?: FilesChanged;
 }
 
 export interface TextEditorItem {

@@ -42,10 +42,30 @@ export interface FileMissingMessage {
   message: string;
 }
 
+/**
+ * A workspace file an execution's code changed (its card's "N files changed"): show what it changed in VS Code's
+ * diff editor (`changes.diff`), or put the files back as they were before it ran (`changes.revert`: `paths`, or
+ * all of them). The host acts only on paths the execution's changeset lists.
+ */
+export type ChangeMessage = { type: 'changes.diff'; itemId: string; path: string } | { type: 'changes.revert'; itemId: string; paths?: string[] };
+
+/** Host -> page: what a revert put back (`reverted`) and what it could not; the card marks its rows. */
+export interface ChangesRevertedMessage {
+  type: 'changes.reverted';
+  itemId: string;
+  reverted: string[];
+  failed: { path: string; why: string }[];
+}
+
+/** Paths one revert message may name. */
+const MAX_REVERT_PATHS = 10_000;
+
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
+const isPath = (p: unknown): p is string => typeof p === 'string' && p.length > 0 && p.length <= 4096;
+
 /** Checks an output message from the page (`m.type` is one of theirs); undefined when it is malformed. */
-export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | LocalFileMessage | undefined {
+export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | LocalFileMessage | ChangeMessage | undefined {
   switch (m.type) {
     case 'image.open':
     case 'image.save': {
@@ -63,6 +83,16 @@ export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | L
       if (typeof itemId !== 'string' || !itemId || itemId.length > 512) return undefined;
       if (typeof path !== 'string' || !path || path.length > 4096) return undefined;
       return { type: m.type, itemId, path };
+    }
+    case 'changes.diff':
+    case 'changes.revert': {
+      const { itemId } = m;
+      if (typeof itemId !== 'string' || !itemId || itemId.length > 512) return undefined;
+      if (m.type === 'changes.diff') return isPath(m.path) ? { type: 'changes.diff', itemId, path: m.path } : undefined;
+      if (m.paths === undefined) return { type: 'changes.revert', itemId };
+      return Array.isArray(m.paths) && m.paths.length <= MAX_REVERT_PATHS && m.paths.every(isPath)
+        ? { type: 'changes.revert', itemId, paths: m.paths }
+        : undefined;
     }
     default:
       return undefined;

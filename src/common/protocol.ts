@@ -16,7 +16,7 @@
  */
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
 import type { CodeMode } from './runtimes';
-import type { FileMissingMessage, ImageMessage, LocalFileMessage } from './outputMessages';
+import type { ChangeMessage, ChangesRevertedMessage, FileMissingMessage, ImageMessage, LocalFileMessage } from './outputMessages';
 import type { DeclarationProblem, ToolSourceKind } from './tools';
 import type { TranscriptEvent } from './transcript';
 
@@ -203,6 +203,7 @@ export interface VariablesMessage {
 export type HostToWebview =
   | VariablesMessage
   | FileMissingMessage
+  | ChangesRevertedMessage
   | InitMessage
   | StateMessage
   | EventsMessage
@@ -420,6 +421,7 @@ export type WebviewToHost =
   | OpenFileMessage
   | ImageMessage
   | LocalFileMessage
+  | ChangeMessage
   | OpenLinkMessage
   | NewConversationMessage
   | HistoryListMessage

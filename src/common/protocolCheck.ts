@@ -132,6 +132,8 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'file.open':
     case 'file.save':
     case 'file.copyPath':
+    case 'changes.diff':
+    case 'changes.revert':
       return parseOutputMessage(m);
     case 'openLink':
       return isStr(m.href, 8192) && /^(https?:|mailto:)/i.test(m.href) ? { type: 'openLink', href: m.href } : undefined;
@@ -160,6 +162,7 @@ const HOST_TYPES: readonly string[] = [
   'notice',
   'variables',
   'file.missing',
+  'changes.reverted',
   'revealJob',
 ];
 
@@ -184,6 +187,8 @@ export function isHostMessage(raw: unknown): raw is HostToWebview {
       return Array.isArray(raw.variables);
     case 'file.missing':
       return typeof raw.itemId === 'string' && typeof raw.path === 'string' && typeof raw.message === 'string';
+    case 'changes.reverted':
+      return typeof raw.itemId === 'string' && Array.isArray(raw.reverted) && Array.isArray(raw.failed);
     case 'revealJob':
       return typeof raw.sessionId === 'string' && Number.isSafeInteger(raw.job);
     default:

@@ -6,7 +6,7 @@
  */
 import * as vscode from 'vscode';
 import { PanelOutputs } from './panelOutputs';
-import { vscodePanelOutputsApis } from './panelOutputs.apis';
+import { registerBeforeDocuments, vscodePanelOutputsApis } from './panelOutputs.apis';
 import type { CodeActController } from './controller';
 import type { CodeActNotebookKernel } from './notebook/kernel';
 import { PanelHost } from './panelHost';
@@ -80,7 +80,9 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
       apis: { ...vscodePanelOutputsApis, workspaceFolder: () => codeact.folders.current().folder },
       execution: (id) => codeact.fullOutput(id),
       maxImagePixels: () => codeact.settings.maxImagePixels,
+      runtimeOf: (sessionId) => codeact.runtimes.of(sessionId),
     });
+    this.disposables.push(registerBeforeDocuments((itemId, path) => this.outputs.beforeText(itemId, path)));
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {

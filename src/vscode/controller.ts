@@ -58,7 +58,7 @@ export class CodeActController {
   private readonly secrets: ControllerDeps['secrets'];
   /** Settings and key presence, resolved when they change (./hostStateCache). */
   private readonly facts: HostFacts;
-  private readonly runtimes: RuntimeCache;
+  readonly runtimes: RuntimeCache;
   readonly approvals: Approvals;
   private readonly tools: WorkspaceTools;
   private readonly notebookRuns: NotebookRuns;

@@ -24,7 +24,7 @@ import { MANAGE_TRUST, untrustedMessage } from './untrusted';
 export interface PanelHostDeps {
   codeact: CodeActController;
   notebooks: Pick<CodeActNotebookKernel, 'turn' | 'setTarget' | 'useKernel' | 'revealCell'>;
-  outputs: Pick<PanelOutputs, 'openImage' | 'saveImage' | 'openFile' | 'saveFile' | 'copyPath'>;
+  outputs: Pick<PanelOutputs, 'openImage' | 'saveImage' | 'openFile' | 'saveFile' | 'copyPath' | 'diffChange' | 'revertChanges'>;
   apis: PanelHostApis;
   /** Posts a message to the page. */
   post(message: HostToWebview): void;
@@ -242,6 +242,19 @@ export class PanelHost {
       'file.open': fileAction((m) => outputs.openFile(m)),
       'file.save': fileAction((m) => outputs.saveFile(m)),
       'file.copyPath': fileAction((m) => outputs.copyPath(m)),
+      'changes.diff': (m) => outputs.diffChange(m),
+      'changes.revert': async (m) => {
+        const done = await outputs.revertChanges(m);
+        if (!done) return;
+        this.post({ type: 'changes.reverted', itemId: m.itemId, reverted: [...done.written, ...done.removed], failed: done.failed });
+        const n = done.written.length + done.removed.length;
+        if (done.failed.length)
+          this.notice(
+            'warning',
+            `Reverted ${n} file${n === 1 ? '' : 's'}; ${done.failed.length} could not be: ${done.failed.map((f) => `${f.path} (${f.why})`).join('; ')}`,
+          );
+        else this.notice('info', `Reverted ${n} file${n === 1 ? '' : 's'} to before the execution.`);
+      },
       openLink: (m) => apis.openExternal(m.href),
       newConversation: () => s.newConversation(),
       'history.list': history,

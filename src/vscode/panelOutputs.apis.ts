@@ -21,7 +21,35 @@ export interface PanelOutputsApis {
   writeClipboard(text: string): PromiseLike<void>;
   /** The chat's workspace folder, where saving suggests to put things. */
   workspaceFolder(): string | undefined;
+  /** Asks the person (a modal warning) to confirm `action`; true when they chose it. */
+  confirm(message: string, detail: string, action: string): PromiseLike<boolean>;
+  /**
+   * VS Code's diff editor: left, a file's bytes before execution `itemId` (`before`: its path in the changeset;
+   * undefined: it did not exist), right, the file now (`after`: a host path; undefined: it is gone).
+   */
+  diff(itemId: string, before: string | undefined, after: string | undefined, title: string): PromiseLike<void>;
 }
+
+/** The scheme of the read-only documents that show a file as it was before an execution (`codeact-before:/<path>?item=<id>`). */
+export const BEFORE_SCHEME = 'codeact-before';
+
+/** Serves {@link BEFORE_SCHEME} documents from `read(itemId, path)` (path '' with no item: an empty document). */
+export function registerBeforeDocuments(read: (itemId: string, path: string) => Promise<string>): vscode.Disposable {
+  return vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, {
+    provideTextDocumentContent: async (uri) => {
+      const itemId = new URLSearchParams(uri.query).get('item');
+      if (!itemId) return '';
+      try {
+        return await read(itemId, uri.path.replace(/^\//, ''));
+      } catch (err) {
+        return `(${(err as Error).message})`;
+      }
+    },
+  });
+}
+
+const beforeUri = (itemId: string | undefined, rel: string) =>
+  vscode.Uri.from({ scheme: BEFORE_SCHEME, path: `/${rel}`, query: itemId ? `item=${encodeURIComponent(itemId)}` : '' });
 
 export const vscodePanelOutputsApis: PanelOutputsApis = {
   showSaveDialog: async (o) => {
@@ -39,4 +67,11 @@ export const vscodePanelOutputsApis: PanelOutputsApis = {
   },
   writeClipboard: (text) => vscode.env.clipboard.writeText(text),
   workspaceFolder: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+  confirm: async (message, detail, action) => (await vscode.window.showWarningMessage(message, { modal: true, detail }, action)) === action,
+  diff: async (itemId, before, after, title) => {
+    const rel = before ?? after ?? 'file';
+    const left = before !== undefined ? beforeUri(itemId, before) : beforeUri(undefined, rel);
+    const right = after !== undefined ? vscode.Uri.file(after) : beforeUri(undefined, rel);
+    await vscode.commands.executeCommand('vscode.diff', left, right, title, { preview: true });
+  },
 };

@@ -6,7 +6,8 @@
  * checked (type, base64, size) before anything is written.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
@@ -14,6 +15,9 @@ import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS, imageHeader } from '../comm
 import { imageTypeName, isBinary, isRaster, MIME_TYPES, type PanelImageMime } from '../common/mimeTypes';
 import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
 import { writeFileAtomic } from '../core/util/atomicFile';
+import { describeChange, type FileChange, type FilesChanged } from '../common/rewind';
+import { blobPath } from '../core/runtime/rewind/fileStore';
+import type { RevertOutcome, Runtime } from '../core/runtime/types';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
@@ -46,7 +50,13 @@ interface PanelOutputsDeps {
   tempRoot?: string;
   /** codeact.outputs.maxImageMegapixels, in pixels: the full-size view opens no image over it (default DEFAULT_MAX_IMAGE_PIXELS). */
   maxImagePixels?(): number;
+  /** The runtime a session ran in (a revert goes to it). */
+  runtimeOf?(sessionId: string | undefined): Pick<Runtime, 'revertChanges'> | undefined;
 }
+
+/** Largest earlier version of a file the diff view shows (bigger ones say so). */
+const MAX_BEFORE_BYTES = 8 * 1024 * 1024;
+const DIGEST = /^[0-9a-f]{64}$/;
 
 export class PanelOutputs {
   private readonly tempRoot: string;
@@ -100,8 +110,10 @@ export class PanelOutputs {
   private async file(m: LocalFileMessage): Promise<{ path: string; name: string }> {
     const item = this.deps.execution(m.itemId);
     const listed = item?.outputs.find((o): o is FileOutput => o.type === 'file' && typeof o.path === 'string' && o.path === m.path);
-    if (!listed || !isAbsolute(m.path)) throw new Error('That file is not one this execution wrote.');
-    const name = safeName(listed.filename ?? basename(m.path));
+    // Or a workspace file its code created or changed (the card's "N files changed").
+    const changed = !listed && item?.changes?.changes.some((c) => c.kind !== 'deleted' && join(item.changes!.root, c.path) === m.path);
+    if ((!listed && !changed) || !isAbsolute(m.path)) throw new Error('That file is not one this execution wrote.');
+    const name = safeName(listed?.filename ?? basename(m.path));
     const st = await stat(m.path).catch(() => undefined);
     if (!st?.isFile()) throw new FileGoneError(m.path, name);
     return { path: m.path, name };
@@ -125,6 +137,65 @@ export class PanelOutputs {
   async copyPath(m: LocalFileMessage): Promise<void> {
     const f = await this.file(m);
     await this.deps.apis.writeClipboard(f.path);
+  }
+
+  /** Execution `itemId`'s changeset and its change of `path` (a path it lists, as itself or as a rename's old name). */
+  private change(itemId: string, path: string): { changes: FilesChanged; change: FileChange } {
+    const changes = this.deps.execution(itemId)?.changes;
+    const change = changes?.changes.find((c) => c.path === path || c.from === path);
+    if (!changes || !change) throw new Error('That file is not one this execution changed.');
+    return { changes, change };
+  }
+
+  /** The card's Diff: the file before the execution against the file now, in VS Code's diff editor. */
+  async diffChange(m: { itemId: string; path: string }): Promise<void> {
+    const { changes, change } = this.change(m.itemId, m.path);
+    const before = change.kind === 'created' ? undefined : (change.from ?? change.path);
+    const after = change.kind === 'deleted' ? undefined : join(changes.root, change.path);
+    await this.deps.apis.diff(m.itemId, before, after, `${basename(change.path)} (before the execution ↔ now)`);
+  }
+
+  /** The text of `path` as it was before execution `itemId` (the diff view's left side), from the rewind store. */
+  async beforeText(itemId: string, path: string): Promise<string> {
+    const { changes, change } = this.change(itemId, path);
+    if (change.notRestorable) return `(The earlier content of this file was not kept: ${change.notRestorable}.)`;
+    const digest = change.before?.digest;
+    if (!changes.store || !digest || !DIGEST.test(digest)) return '(The earlier content of this file was not kept.)';
+    const fh = await open(blobPath(changes.store, digest), constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
+    if (!fh) return '(The earlier content of this file is no longer kept: the window or session host that kept it has ended.)';
+    try {
+      const { size } = await fh.stat();
+      if (size > MAX_BEFORE_BYTES) return `(The earlier content is ${size.toLocaleString('en-US')} bytes: too large to show here.)`;
+      const bytes = Buffer.alloc(size);
+      const { bytesRead } = await fh.read(bytes, 0, size, 0);
+      const text = bytes.subarray(0, bytesRead);
+      return text.includes(0) ? `(A binary file of ${bytesRead.toLocaleString('en-US')} bytes.)` : text.toString('utf8');
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /**
+   * The card's Revert: after the person confirms, the files (`paths` of the execution's changeset, or all) go back
+   * as they were before it ran, in the runtime that kept them. Resolves with what was done (undefined: not confirmed).
+   */
+  async revertChanges(m: { itemId: string; paths?: string[] }): Promise<RevertOutcome | undefined> {
+    const item = this.deps.execution(m.itemId);
+    const all = item?.changes?.changes ?? [];
+    const chosen = m.paths ? all.filter((c) => m.paths!.includes(c.path)) : all;
+    if (!item || !chosen.length) throw new Error('Those files are not ones this execution changed.');
+    const runtime = this.deps.runtimeOf?.(item.session?.id);
+    if (!runtime?.revertChanges) throw new Error('The runtime that ran this execution is gone, so its changes cannot be reverted any more.');
+    const n = chosen.length;
+    const listed = chosen.slice(0, 10).map((c) => `• ${describeChange(c)}`);
+    if (n > 10) listed.push(`• …and ${n - 10} more`);
+    const ok = await this.deps.apis.confirm(
+      `Revert ${n === 1 ? `${chosen[0].from ?? chosen[0].path}` : `${n} files`} to before this execution?`,
+      `${listed.join('\n')}\n\nFiles it created are removed; the others get their earlier content back. Changes made to them since are lost.`,
+      'Revert',
+    );
+    if (!ok) return undefined;
+    return runtime.revertChanges(m.itemId, [...new Set(chosen.flatMap((c) => (c.from ? [c.from, c.path] : [c.path])))]);
   }
 
   /** Removes the temporary images. */

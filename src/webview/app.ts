@@ -235,6 +235,9 @@ export class App {
       case 'file.missing':
         this.view.fileMissing(this.model, msg.itemId, msg.path, msg.message);
         break;
+      case 'changes.reverted':
+        this.view.changesReverted(this.model, msg.itemId, msg.reverted, msg.failed);
+        break;
       case 'revealJob':
         [...this.transcriptEl.querySelectorAll(`.job-card[data-job="${msg.job}"][data-session="${CSS.escape(msg.sessionId)}"]`)]
           .pop()

@@ -16,6 +16,7 @@ import { runtimeInfo } from '../common/runtimes';
 import { renderJson } from './jsonTree';
 import { revealed, revealedPlain } from './reveal';
 import { FileChips } from './fileChips';
+import { ChangesList } from './changesList';
 import { OutputFlow } from './outputFlow';
 import { OutputPane } from './outputPane';
 import { StickToBottom } from './scrollAnchor';
@@ -42,6 +43,7 @@ export class ExecRenderer implements ItemRenderer {
   private bannerText: HTMLElement | undefined;
   private readonly output: OutputFlow;
   private readonly files: FileChips;
+  private readonly changes: ChangesList;
   private readonly extras: HTMLElement;
   /** Forms the code's tools' MCP servers asked for, in the order they came. */
   private readonly elicitBox = h('div', { class: 'elicitations' });
@@ -113,7 +115,8 @@ export class ExecRenderer implements ItemRenderer {
       this.output.el,
     );
     this.files = new FileChips({ post: (m) => this.ctx.post(m), itemId: () => this.item.id });
-    this.extras = h('div', { class: 'extras' }, this.files.el);
+    this.changes = new ChangesList({ post: (m) => this.ctx.post(m), itemId: () => this.item.id });
+    this.extras = h('div', { class: 'extras' }, this.files.el, this.changes.el);
     this.el = h(
       'section',
       { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId },
@@ -286,6 +289,11 @@ export class ExecRenderer implements ItemRenderer {
     this.output.first.el.dataset.totalLines = String(x.output.totalLines);
   }
 
+  /** A revert of the execution's workspace changes ended. */
+  changesReverted(reverted: readonly string[], failed: readonly { path: string; why: string }[]): void {
+    this.changes.markReverted(reverted, failed);
+  }
+
   /** The host found one of the execution's files gone. */
   fileMissing(path: string, message: string): void {
     this.files.markMissing(path, message);
@@ -299,6 +307,7 @@ export class ExecRenderer implements ItemRenderer {
       this.images = x.images.length;
     }
     this.files.sync(x.files);
+    this.changes.sync(x.changes);
     // A returned None says nothing (a notebook shows nothing for it either); the model still gets it.
     if (x.hasValue && x.value !== null && !this.valueShown) {
       this.valueShown = true;

@@ -179,6 +179,13 @@ export class TranscriptView {
     if (r instanceof ExecRenderer) r.fileMissing(path, message);
   }
 
+  /** A revert of an execution's workspace changes ended: its card marks the rows. */
+  changesReverted(model: TranscriptModel, itemId: string, reverted: readonly string[], failed: readonly { path: string; why: string }[]): void {
+    const key = execKey(itemId);
+    const r = this.items.get(model.aliases[key] ?? key);
+    if (r instanceof ExecRenderer) r.changesReverted(reverted, failed);
+  }
+
   syncItem(item: ItemView): void {
     this.items.get(item.key)?.sync(item);
   }

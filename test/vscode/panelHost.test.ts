@@ -37,6 +37,8 @@ const SAMPLES: { [K in WebviewToHost['type']]: WebviewToHost & { type: K } } = {
   'file.open': { type: 'file.open', itemId: 'exec_1', path: '/tmp/out.csv' },
   'file.save': { type: 'file.save', itemId: 'exec_1', path: '/tmp/out.csv' },
   'file.copyPath': { type: 'file.copyPath', itemId: 'exec_1', path: '/tmp/out.csv' },
+  'changes.diff': { type: 'changes.diff', itemId: 'exec_1', path: 'out.csv' },
+  'changes.revert': { type: 'changes.revert', itemId: 'exec_1', paths: ['out.csv'] },
   openLink: { type: 'openLink', href: 'https://example.com/' },
   newConversation: { type: 'newConversation' },
   'history.list': { type: 'history.list' },
@@ -91,6 +93,8 @@ function rig(values: Record<string, unknown> = {}): Rig {
     openFile: (m) => file('openFile', m),
     saveFile: async (m) => (await file('saveFile', m), undefined),
     copyPath: (m) => file('copyPath', m),
+    diffChange: (m) => file('diffChange', m),
+    revertChanges: async (m) => (await file('revertChanges', m), { written: ['out.csv'], removed: [], failed: [] }),
   };
   const host = new PanelHost({
     codeact: h.controller,

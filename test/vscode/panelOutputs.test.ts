@@ -37,6 +37,17 @@ class FakeOutputsApis implements PanelOutputsApis {
   workspaceFolder(): string | undefined {
     return this.folder;
   }
+  readonly confirms: string[] = [];
+  /** What the confirmation answers. */
+  confirmAnswer = true;
+  async confirm(message: string): Promise<boolean> {
+    this.confirms.push(message);
+    return this.confirmAnswer;
+  }
+  readonly diffs: Array<[string, string | undefined, string | undefined]> = [];
+  async diff(itemId: string, before: string | undefined, after: string | undefined): Promise<void> {
+    this.diffs.push([itemId, before, after]);
+  }
 }
 
 describe('panel output actions on the host (fake seams, real files)', () => {

@@ -18,6 +18,7 @@ import type {
 import type { UsageTotals } from '../usage';
 import type { TurnSource } from './events';
 import type { ElicitationForm } from '../elicitation';
+import type { FilesChanged } from '../rewind';
 
 // ---- view model -----------------------------------------------------------------------------------
 
@@ -134,6 +135,8 @@ export interface ExecView {
   durationMs?: number;
   /** The runtime cut stdout or stderr at its cap. */
   truncated: boolean;
+  /** What its code changed in the workspace ("N files changed"). */
+  changes?: FilesChanged;
   tools: ToolCallView[];
   /** Pending approvals that refer to this execution. */
   awaiting: number;

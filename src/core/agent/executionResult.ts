@@ -11,6 +11,7 @@ import { DEFAULT_IMAGE_BUDGET, type ImageBudget } from '../providers/shared/type
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS, headTail, partNote, shareBudget } from '../../common/outputBudget';
 import { jsonData, quoteName } from '../../common/quoteData';
+import { describeChange } from '../../common/rewind';
 
 /** Largest tool result text, unless the output budget asks for more (the value and displays give way first). */
 export const SUMMARY_MAX_CHARS = 60_000;
@@ -49,6 +50,19 @@ function fileEntries(files: FileOutput[]): unknown[] {
   });
   if (files.length > MAX_FILES) out.push(`[${files.length - MAX_FILES} more files]`);
   return out;
+}
+
+/** Changes listed at most to the model (the panel lists them all). */
+const MAX_CHANGES = 50;
+
+/** What the code changed in the workspace, as the model reads it: one line per file (bounded), and what cannot be reverted. */
+function changedFiles(item: CodeInterpreterCallItem): string[] | undefined {
+  const c = item.changes;
+  if (!c || (!c.changes.length && !c.incomplete)) return undefined;
+  const lines = c.changes.slice(0, MAX_CHANGES).map((ch) => describeChange(ch) + (ch.notRestorable ? ` (cannot be reverted: ${ch.notRestorable})` : ''));
+  if (c.changes.length > MAX_CHANGES) lines.push(`[${c.changes.length - MAX_CHANGES} more changes, listed to the user]`);
+  if (c.incomplete) lines.push(`[not every change is listed: ${c.incomplete}]`);
+  return lines;
 }
 
 interface SummaryContext {
@@ -124,6 +138,8 @@ export function executionSummary(item: CodeInterpreterCallItem, ctx: SummaryCont
   if (images) summary.images = images;
   const files = item.outputs.filter((o): o is FileOutput => o.type === 'file');
   if (files.length) summary.files = fileEntries(files);
+  const changed = changedFiles(item);
+  if (changed) summary.workspace_changes = changed;
   // A last bound on the JSON text (escaping can make it longer than the characters it holds). One line:
   // line separators and "<|" inside the strings are escapes too (../../common/quoteData).
   const limit = Math.max(SUMMARY_MAX_CHARS, 3 * budget);

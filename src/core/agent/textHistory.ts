@@ -47,6 +47,8 @@ interface Summary {
   execution?: number;
   displays?: unknown[];
   files?: unknown[];
+  /** What the code changed in the workspace, one line each (see executionSummary). */
+  workspace_changes?: unknown[];
 }
 
 /** The lines at the margin of an observation (ours; what the code wrote is quoted below them). The tests compare against these. */
@@ -58,6 +60,7 @@ export const OBSERVATION = {
   returned: (json: string) => `Returned value: ${json}`,
   shown: (execution?: number) => `Shown to the user${execution !== undefined ? ` (execution ${execution})` : ''}:`,
   filesGiven: 'Files given to the user: ',
+  workspaceChanged: 'Workspace files the code changed:',
   fixIt: 'Fix the code and try again (do not repeat a failing call unchanged), or answer without a code block if it cannot be done.',
   nothing: '(Nothing was printed or returned: print() or return what you need to see.)',
 };
@@ -79,6 +82,8 @@ function outputLines(s: Summary): string[] {
     });
     lines.push(`${OBSERVATION.filesGiven}${named.join(', ')}`);
   }
+  const changes = Array.isArray(s.workspace_changes) ? s.workspace_changes.filter((c): c is string => typeof c === 'string') : [];
+  if (changes.length) lines.push(OBSERVATION.workspaceChanged, quoteBlock(changes.join('\n')));
   return lines;
 }
 

@@ -65,6 +65,7 @@ const RUNTIME_OPTIONS: { [K in ConfiguredRuntime]: (config: EngineConfig, host: 
       log: host.log,
       onSessionEvent: host.onSessionEvent,
       onJobEvent: host.onJobEvent,
+      rewind: config.rewind,
     };
   },
   jupyter: (config, host) => ({

@@ -27,7 +27,7 @@ import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { DEFAULT_OUTPUT_CHARS } from '../../common/outputBudget';
 import { DEFAULT_IMAGE_BUDGET } from '../providers/shared/types';
 import { DEFAULT_STREAM_BOUNDS } from '../providers/shared/watchdog';
-import { DEFAULT_JUPYTER_SETTINGS, DEFAULT_LIMITS, DEFAULT_SANDBOX_LIMITS } from '../runtime/types';
+import { DEFAULT_JUPYTER_SETTINGS, DEFAULT_LIMITS, DEFAULT_REWIND_BUDGETS, DEFAULT_SANDBOX_LIMITS } from '../runtime/types';
 import { DEFAULT_SESSIONS } from '../runtime/local/sessionPool';
 import { DEFAULT_INLINE_LIMIT } from '../tools/modelTools';
 
@@ -108,6 +108,10 @@ export const SETTINGS = {
   // Background jobs of a local session (docs/design/backgroundJobs.md): running at once, and the time of one.
   'jobs.maxPerSession': { type: 'number', default: DEFAULT_LIMITS.maxJobs, minimum: 0, maximum: 32, trust: 'any' },
   'jobs.maxMinutes': { type: 'number', default: DEFAULT_LIMITS.maxJobMs / 60_000, minimum: 1, maximum: 10080, trust: 'any' },
+  // What each run changed in a workspace mounted readwrite (core/runtime/rewind): on or off, and the store's budgets.
+  'rewind.trackChanges': { type: 'boolean', default: true, trust: 'any' },
+  'rewind.storeMB': { type: 'number', default: DEFAULT_REWIND_BUDGETS.storeBytes / MB, minimum: 0, maximum: 1048576, trust: 'any' },
+  'rewind.maxFileMB': { type: 'number', default: DEFAULT_REWIND_BUDGETS.maxFileBytes / MB, minimum: 0, maximum: 1048576, trust: 'any' },
   // What reaches a vision model in one request: the newest images up to these caps.
   'vision.maxImages': { type: 'number', default: DEFAULT_IMAGE_BUDGET.maxImages, minimum: 0, maximum: 100, trust: 'any' },
   'vision.maxMB': { type: 'number', default: DEFAULT_IMAGE_BUDGET.maxBytes / MB, minimum: 0, maximum: 64, trust: 'any' },
@@ -213,6 +217,9 @@ export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTIN
   'outputs.modelChars': null,
   'plots.highDPI': null,
   'toolCalls.maxPerRun': null,
+  'rewind.trackChanges': null,
+  'rewind.storeMB': null,
+  'rewind.maxFileMB': null,
   'vision.maxImages': null,
   'vision.maxMB': null,
   'hosted.memoryLimit': null,

@@ -103,6 +103,8 @@ export interface EngineConfig {
   /** Background jobs one local session may run at once (0: none), and the total time of one. */
   maxJobs: number;
   maxJobMs: number;
+  /** What each run changed in a writable workspace is kept (codeact.rewind.*): off, or the store's budgets in bytes. */
+  rewind: false | { storeBytes: number; maxFileBytes: number };
   /** At most this many images, and bytes of images, in one request to a vision model. */
   visionMaxImages: number;
   visionMaxBytes: number;
@@ -277,6 +279,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     maxToolCallsPerRun: Math.floor(pick('toolCalls.maxPerRun')),
     maxJobs: Math.floor(pick('jobs.maxPerSession')),
     maxJobMs: Math.round(pick('jobs.maxMinutes') * 60_000),
+    rewind: pick('rewind.trackChanges') && { storeBytes: Math.round(pick('rewind.storeMB') * MB), maxFileBytes: Math.round(pick('rewind.maxFileMB') * MB) },
     visionMaxImages: Math.floor(pick('vision.maxImages')),
     visionMaxBytes: Math.round(pick('vision.maxMB') * MB),
     hostedMemoryLimit: pick('hosted.memoryLimit'),

@@ -172,7 +172,20 @@ export interface Runtime {
    * order, then its live rest, until it ends (or its last finished run's events); resolves with its item (null: no run).
    */
   watch?(sessionId: string, o?: WatchOptions): Promise<WatchedRun>;
+  /**
+   * Puts the workspace files execution `itemId` changed (its item's `changes`; `paths` of them, or all) back as
+   * they were before it ran; what was done, path by path. Rejects with why not (a run going on, the execution
+   * too old, no changes tracked here).
+   */
+  revertChanges?(itemId: string, paths?: readonly string[]): Promise<RevertOutcome>;
   dispose(): Promise<void>;
+}
+
+/** What {@link Runtime.revertChanges} did: files written back, files removed (the run had made them), and those it could not. */
+export interface RevertOutcome {
+  written: string[];
+  removed: string[];
+  failed: { path: string; why: string }[];
 }
 
 /** Who watches a run ({@link Runtime.watch}); `signal` stops the run itself, not only the watching. */
@@ -233,6 +246,9 @@ export const DEFAULT_SANDBOX_LIMITS = {
 } as const;
 
 /** The limits of a run unless configured; the defaults of codeact.timeoutSeconds, toolCalls.maxPerRun, outputs.max*MB, plots.highDPI and jobs.* (config/keys.ts reads them here). */
+/** What the rewind store keeps of a writable workspace unless settings say otherwise (../runtime/rewind). */
+export const DEFAULT_REWIND_BUDGETS = { storeBytes: 2048 * 1024 * 1024, maxFileBytes: 100 * 1024 * 1024, maxFiles: 20_000 } as const;
+
 export const DEFAULT_LIMITS: RuntimeLimits = {
   maxSourceBytes: 64 * 1024,
   maxOutputBytes: 1024 * 1024,

@@ -8,7 +8,7 @@
 import { connect, type Socket } from 'node:net';
 import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged, VariablesSummary } from '../../common/events';
 import { afterReview, announceDone, executionItem, safeEmit } from '../runtime/execution';
-import type { ExecuteOptions, ExecuteRequest, Runtime, RuntimeSessions, ToolCallHandler, WatchedRun, WatchOptions } from '../runtime/types';
+import type { ExecuteOptions, ExecuteRequest, RevertOutcome, Runtime, RuntimeSessions, ToolCallHandler, WatchedRun, WatchOptions } from '../runtime/types';
 import { CodeActError } from '../util/errors';
 import { newId } from '../util/ids';
 import { readToken, type HostPlace } from './place';
@@ -194,12 +194,20 @@ export class HostConnection {
     });
   }
 
-  ask(ask: Ask, sessionId: string, job?: number, itemId?: string): Promise<unknown> {
+  ask(ask: Ask, sessionId: string, job?: number, itemId?: string, paths?: readonly string[]): Promise<unknown> {
     const rid = `q${++this.seq}`;
     return new Promise((resolve, reject) => {
       if (this.closedWith !== undefined) return reject(new SessionHostError(this.closedWith));
       this.replies.set(rid, { resolve, reject });
-      send(this.socket, { type: 'ask', rid, ask, sessionId, ...(job !== undefined ? { job } : {}), ...(itemId !== undefined ? { itemId } : {}) });
+      send(this.socket, {
+        type: 'ask',
+        rid,
+        ask,
+        sessionId,
+        ...(job !== undefined ? { job } : {}),
+        ...(itemId !== undefined ? { itemId } : {}),
+        ...(paths !== undefined ? { paths: [...paths] } : {}),
+      });
     });
   }
 
@@ -325,6 +333,11 @@ export class HostedRuntime implements Runtime {
   /** Background jobs that start, print or end in the host (replay what came before with `sessions.jobEvents`). */
   onJob(listener: (e: JobChanged | JobOutput) => void): () => void {
     return this.connection.onJob(listener);
+  }
+
+  /** Puts back the workspace files an execution changed, in the host (the card's Revert); rejects with why not. */
+  async revertChanges(itemId: string, paths?: readonly string[]): Promise<RevertOutcome> {
+    return (await this.connection.ask('revert', '', undefined, itemId, paths)) as RevertOutcome;
   }
 
   /** Leaves the host and its sessions running (a run going on too: its `execute` resolves with {@link RUN_LEFT_RUNNING}). */

@@ -265,7 +265,7 @@ export class SessionHostServer {
       case 'watch':
         return this.watch(conn, m.rid, m.sessionId, m.tools);
       case 'ask':
-        this.ask(m.ask, m.sessionId, m.job, m.itemId).then(
+        this.ask(m.ask, m.sessionId, m.job, m.itemId, m.paths).then(
           (value) => send(conn.socket, { type: 'reply', rid: m.rid, value }),
           (e: Error) => send(conn.socket, { type: 'reply', rid: m.rid, error: e.message }),
         );
@@ -280,7 +280,7 @@ export class SessionHostServer {
     }
   }
 
-  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string, job?: number, itemId?: string): Promise<unknown> {
+  private async ask(ask: Extract<ClientMessage, { type: 'ask' }>['ask'], id: string, job?: number, itemId?: string, paths?: string[]): Promise<unknown> {
     const s = this.o.runtime.sessions;
     switch (ask) {
       case 'has':
@@ -308,6 +308,9 @@ export class SessionHostServer {
       case 'detach':
         if (!s.detach) throw new Error('This runtime cannot send a run to the background.');
         return s.detach(id, itemId ?? '');
+      case 'revert':
+        if (!this.o.runtime.revertChanges) throw new Error('This runtime keeps no workspace changes.');
+        return this.o.runtime.revertChanges(itemId ?? '', paths);
     }
   }
 

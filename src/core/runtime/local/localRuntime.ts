@@ -17,12 +17,24 @@
 import { ArtifactStore } from '../artifacts';
 import type { CodeInterpreterCallItem, ExecutionError, JobChanged, JobOutput, SessionChanged } from '../../../common/events';
 import { afterReview, announceDone, executionItem, openExecution, safeEmit, setupCategory } from '../execution';
-import { DEFAULT_LIMITS, DEFAULT_MAX_FRAME_BYTES, type ExecuteOptions, type ExecuteRequest, type Runtime, type RuntimeLimits } from '../types';
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_FRAME_BYTES,
+  DEFAULT_REWIND_BUDGETS,
+  type ExecuteOptions,
+  type ExecuteRequest,
+  type Runtime,
+  type RuntimeLimits,
+  type RevertOutcome,
+} from '../types';
 import { settleCgroups } from './cgroup';
 import { GuestLauncher, type GuestLaunchOptions } from './guestLauncher';
 import type { GuestSession } from './guestSession';
 import { DEFAULT_SESSIONS, SessionPool } from './sessionPool';
 import { newId } from '../../util/ids';
+import type { CodeActEvent } from '../../../common/events';
+import { WorkspaceChanges } from '../rewind/workspaceChanges';
+import type { StoreBudgets } from '../rewind/fileStore';
 
 type SessionPolicy = 'conversation' | 'run';
 
@@ -38,6 +50,11 @@ export interface LocalRuntimeOptions extends GuestLaunchOptions {
   onSessionEvent?: (event: SessionChanged) => void;
   /** Background jobs that start, print or end (the panel's job strip and cards). */
   onJobEvent?: (event: JobChanged | JobOutput) => void;
+  /**
+   * What each run changed in a workspace mounted `readwrite` (its item's `changes`): on unless `false`;
+   * the store's budgets (codeact.rewind.*).
+   */
+  rewind?: false | Partial<StoreBudgets>;
 }
 
 export class LocalRuntime implements Runtime {
@@ -47,6 +64,8 @@ export class LocalRuntime implements Runtime {
   private readonly launcher: GuestLauncher;
   /** Copies of the files the code wrote, for the user (removed when the runtime is disposed). */
   readonly artifacts = new ArtifactStore();
+  /** The writable workspace's changes, once a session mounts it `readwrite` (../rewind). */
+  private changes: WorkspaceChanges | undefined;
 
   constructor(private readonly options: LocalRuntimeOptions = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
@@ -108,12 +127,42 @@ export class LocalRuntime implements Runtime {
       return refuse({ type: (err as Error).name || 'LaunchError', message: (err as Error).message, ...setupCategory(err) });
     }
     const notice = sessionId ? this.sessions.takeNotice(sessionId) : undefined;
+    const changes = this.changesOf(session);
     try {
-      return await session.execute(request, options, itemId, notice);
+      if (!changes) return await session.execute(request, options, itemId, notice);
+      await changes.ready();
+      // The run's end waits for its changeset: the card and the model get it on the item.
+      const held: CodeActEvent[] = [];
+      const onEvent = (e: CodeActEvent) => (isEnd(e, itemId) ? held.push(e) : emit(e));
+      const item = await session.execute(request, { ...options, onEvent }, itemId, notice);
+      try {
+        item.changes = await changes.after(itemId);
+      } finally {
+        for (const e of held) emit(e);
+      }
+      return item;
     } finally {
       if (!sessionId) await this.launcher.endOneShot(session);
       else this.sessions.ran(sessionId);
     }
+  }
+
+  /** Puts back the workspace files an execution changed (its card's Revert); rejects with why not. */
+  async revertChanges(itemId: string, paths?: readonly string[]): Promise<RevertOutcome> {
+    if (!this.changes) throw new Error('No workspace changes are tracked here (the workspace is not mounted readwrite, or CodeAct restarted since).');
+    return this.changes.revert(itemId, paths);
+  }
+
+  /** The tracker of the workspace's changes when this session's sandbox mounts it writable (and rewind is on). */
+  private changesOf(session: GuestSession): WorkspaceChanges | undefined {
+    const plan = session.guest.plan;
+    if (this.options.rewind === false || plan.info.workspace !== 'readwrite' || !plan.workspacePath) return undefined;
+    if (this.changes?.root !== plan.workspacePath) {
+      void this.changes?.dispose();
+      const budgets = { ...DEFAULT_REWIND_BUDGETS, ...(this.options.rewind ?? {}) };
+      this.changes = new WorkspaceChanges(plan.workspacePath, budgets, this.options.log);
+    }
+    return this.changes;
   }
 
   /** Resolves once the guest started ahead of need (with prestart) is ready. For benchmarks and tests. */
@@ -126,5 +175,11 @@ export class LocalRuntime implements Runtime {
     await this.launcher.dispose();
     await settleCgroups();
     this.artifacts.dispose();
+    await this.changes?.dispose();
   }
 }
+
+/** The events that end run `itemId` (held until its changeset is on the item). */
+const isEnd = (e: CodeActEvent, itemId: string): boolean =>
+  (e.type === 'response.code_interpreter_call.completed' && e.item_id === itemId) ||
+  (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId);

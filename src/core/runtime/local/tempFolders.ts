@@ -15,9 +15,9 @@ import * as path from 'node:path';
 import { startTimeOf } from '../../util/processTree';
 import { removeTree } from './workdirCleanup';
 
-type TempKind = 'guest' | 'files' | 'run' | 'zygote' | 'install';
+type TempKind = 'guest' | 'files' | 'run' | 'zygote' | 'install' | 'rewind';
 
-const OWNED = /^codeact-(?:guest|files|run|zygote|install)-(\d{1,10})-(\d{1,20})-[A-Za-z0-9]{6}$/;
+const OWNED = /^codeact-(?:guest|files|run|zygote|install|rewind)-(\d{1,10})-(\d{1,20})-[A-Za-z0-9]{6}$/;
 
 let swept: Promise<string[]> | undefined;
 

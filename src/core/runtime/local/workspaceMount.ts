@@ -35,7 +35,7 @@ import { VENV_DIRS } from './pythonEnv';
 export type WorkspaceMount = 'none' | 'readonly' | 'readwrite';
 
 /** Top-level names kept read-only inside a writable workspace. */
-const PROTECTED_NAMES = ['.git', '.vscode', '.codeact', ...VENV_DIRS] as const;
+export const PROTECTED_NAMES = ['.git', '.vscode', '.codeact', ...VENV_DIRS] as const;
 
 interface WorkspaceView {
   /** bwrap options that mount the workspace. */

@@ -29,6 +29,11 @@ export interface Manifest {
   incomplete?: string; // set when the scan stopped early: says what is not tracked
 }
 
+/** Where a store in folder `dir` keeps the bytes of `digest` (sha256 hex; check it is one first). */
+export function blobPath(dir: string, digest: string): string {
+  return path.join(dir, 'blobs', digest.slice(0, 2), digest);
+}
+
 export interface StoreBudgets {
   storeBytes: number;
   maxFileBytes: number;
@@ -383,7 +388,7 @@ export class FileStore {
   }
 
   private blobPath(digest: string): string {
-    return path.join(this.dir, 'blobs', digest.slice(0, 2), digest);
+    return blobPath(this.dir, digest);
   }
 
   private ready(): Promise<void> {

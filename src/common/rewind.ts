@@ -1,0 +1,53 @@
+/**
+ * What an execution's code changed in the files it can write (issue 35, rewind): the changeset the card
+ * shows ("4 files changed") and the model reads. Pure data, shared by core, the CLI and the webview.
+ */
+
+/** One file's content and mode as the store keeps it (`digest`: sha256 hex of the bytes, null when not kept). */
+export interface FileVersion {
+  digest: string | null;
+  mode: number;
+  size: number;
+}
+
+/** What happened to one file, by its path relative to the tracked root (forward slashes). */
+export interface FileChange {
+  path: string;
+  kind: 'created' | 'changed' | 'deleted' | 'renamed' | 'mode';
+  /** `renamed`: the old path (a deletion and a creation of the same content seen in one scan). */
+  from?: string;
+  before?: FileVersion;
+  after?: FileVersion;
+  /** Why this change cannot be reverted (its earlier content was not kept): too large, over the store's budget, unreadable. */
+  notRestorable?: string;
+}
+
+/** An execution's changeset, on its item (`changes`) and in its `codeact.files.changed` event. */
+export interface FilesChanged {
+  /** The folder on this machine the paths are relative to (the workspace). */
+  root: string;
+  /** The folder of the store that keeps the files' earlier bytes (by digest: the diff view reads them there). */
+  store?: string;
+  changes: FileChange[];
+  /** Set when the changeset is not complete (more files than tracked, a scan that failed): says why. */
+  incomplete?: string;
+}
+
+const KIND_WORDS: Record<FileChange['kind'], string> = {
+  created: 'created',
+  changed: 'changed',
+  deleted: 'deleted',
+  renamed: 'renamed',
+  mode: 'mode changed',
+};
+
+/** "1 file changed" / "4 files changed" (any kind of change counts). */
+export function formatChangeCount(n: number): string {
+  return `${n} file${n === 1 ? '' : 's'} changed`;
+}
+
+/** One line per change for a person or the model: "created out/side.txt", "renamed a.csv → b.csv". */
+export function describeChange(c: FileChange): string {
+  if (c.kind === 'renamed' && c.from) return `renamed ${c.from} → ${c.path}`;
+  return `${KIND_WORDS[c.kind]} ${c.path}`;
+}

@@ -1,0 +1,108 @@
+/**
+ * "N files changed" in a real VS Code (code-server) driven in headless Chromium, with a scripted model on
+ * loopback and the workspace mounted `readwrite` in bubblewrap: the model's code creates a file, changes
+ * one and deletes one (the last through a subprocess); the card lists exactly those three, Open shows the
+ * new file in an editor, the model's next request has the same list, and every text meets WCAG AA in the
+ * dark, light and both high contrast themes (screenshots of each) and nothing sticks out at 240 px.
+ *
+ * Skips with one line when code-server, Chromium or bubblewrap is missing.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
+import { turn } from '../support/wire/turn';
+import { textContrast } from './support/contrast';
+import { artifactPath } from './support/env';
+import { narrowLayoutProblems } from './support/layout';
+import { useCodeServer } from './support/suite';
+import { THEMES, applyTheme } from './support/themes';
+
+const UI = 60_000;
+const MODEL = 'qwen2.5-coder:7b';
+
+describe('e2e: what the code changed in the workspace — "3 files changed" on the card, Open, and the model told', function () {
+  this.timeout(600_000);
+  const e2e = useCodeServer({
+    name: 'workspaceChanges',
+    wire: ['openai-compatible', 'ollama'],
+    settings: (url) => ({
+      'codeact.provider': 'openai-compatible',
+      'codeact.baseURL': url,
+      'codeact.model': MODEL,
+      'codeact.sandbox.kind': 'bubblewrap',
+      'codeact.sandbox.mountWorkspace': 'readwrite',
+    }),
+    minWaitMs: UI,
+  });
+
+  before(async function () {
+    const reason = await probeBubblewrap();
+    if (reason) {
+      console.log(`      skipped: ${reason}`);
+      this.skip();
+    }
+  });
+
+  it('lists the created, changed and deleted files on the card; Open shows the new file; the model reads the list', async () => {
+    const ws = e2e.ws.folder;
+    const code =
+      `import os, subprocess, sys\nW = ${JSON.stringify(ws)}\n` +
+      `open(W + "/data/summary.txt", "w").write("3 customers\\n")\n` +
+      `open(W + "/data/inventory.json", "a").write("\\n")\n` +
+      `subprocess.run([sys.executable, "-c", "import os; os.remove('data/customers.json')"], cwd=W, check=True)\n` +
+      `"written"`;
+    await e2e.wb.runCommand('CodeAct: Open Chat');
+    await e2e.panel.frame(UI);
+    e2e.wire.push(turn().call('execute_tool_code', { code }), turn().text('Wrote the summary and tidied the data folder.'));
+    await e2e.panel.send('Summarise the customers into data/summary.txt and remove the customer file.');
+    assert.equal(await e2e.panel.waitForTurn(0, ['completed'], UI), 'completed', await e2e.panel.text());
+    assert.ok(existsSync(join(ws, 'data', 'summary.txt')) && !existsSync(join(ws, 'data', 'customers.json')), 'the code ran in the workspace');
+
+    const frame = await e2e.panel.frame();
+    const section = frame.locator('.card.exec').last().locator('.changes-section');
+    await section.waitFor({ state: 'visible', timeout: UI });
+    assert.equal((await section.locator('summary').innerText()).trim(), '3 files changed');
+    const rows = await section
+      .locator('li.change')
+      .evaluateAll((els) => els.map((el) => `${el.className.replace(/^change change-/, '')} ${el.querySelector('.change-path')!.textContent}`));
+    assert.deepEqual(rows, ['deleted data/customers.json', 'changed data/inventory.json', 'created data/summary.txt']);
+    assert.equal(await section.locator('li.change-deleted button').count(), 0, 'a deleted file has no Open');
+
+    // The model's next request has the same list with the result.
+    const told = JSON.stringify(e2e.wire.turns.at(-1)!.body);
+    assert.match(told, /workspace_changes[^]*deleted data\/customers\.json[^]*changed data\/inventory\.json[^]*created data\/summary\.txt/);
+
+    await e2e.panel.scrollTo('section.card.exec .changes-section');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('95-workspace-changes-dark') });
+
+    await section.locator('li.change-created').getByRole('button', { name: 'Open' }).click();
+    await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'summary.txt' }).first().waitFor({ timeout: UI });
+    await e2e.wb.closeActiveEditor();
+  });
+
+  it('in every theme its texts meet WCAG AA; at 240 px nothing sticks out', async () => {
+    const failures: string[] = [];
+    for (const theme of THEMES) {
+      await applyTheme(e2e.panel, theme);
+      const f = await e2e.panel.frame();
+      const bad = (await f.evaluate(textContrast)).filter((s) => s.ratio < s.needed && /change/.test(s.what));
+      if (bad.length) failures.push(`${theme.label}:\n${bad.map((s) => `${s.what}: ${s.ratio}:1 (${s.fg} on ${s.bg}, needs ${s.needed}:1)`).join('\n')}`);
+      await e2e.panel.scrollTo('section.card.exec .changes-section');
+      await e2e.panel.sidebar.screenshot({ path: artifactPath(`96-workspace-changes-${theme.slug}`) });
+    }
+    await applyTheme(e2e.panel, THEMES[0]);
+    assert.deepEqual(failures, [], `texts below WCAG AA contrast:\n${failures.join('\n\n')}`);
+
+    const before = await e2e.wb.sidebarWidth();
+    await e2e.wb.setSidebarWidth(240);
+    try {
+      const f = await e2e.panel.frame();
+      await e2e.panel.scrollTo('section.card.exec .changes-section');
+      assert.deepEqual(await f.evaluate(narrowLayoutProblems), []);
+      await e2e.panel.sidebar.screenshot({ path: artifactPath('97-workspace-changes-narrow') });
+    } finally {
+      await e2e.wb.setSidebarWidth(before);
+    }
+  });
+});
