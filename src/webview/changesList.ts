@@ -116,6 +116,8 @@ export class ChangesList {
       if (!row || row.dataset.reverted) continue;
       row.dataset.reverted = 'true';
       row.querySelector('button[aria-label^="Revert"]')?.remove();
+      // A file the code made is gone once reverted: nothing to open.
+      if (row.classList.contains('change-created')) row.querySelector('button[aria-label^="Open"]')?.remove();
       row.querySelector('.change-actions')?.prepend(h('span', { class: 'change-reverted' }, icon('check'), h('span', { text: 'Reverted' })));
     }
     for (const f of failed) {

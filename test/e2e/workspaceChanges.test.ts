@@ -2,13 +2,15 @@
  * "N files changed" in a real VS Code (code-server) driven in headless Chromium, with a scripted model on
  * loopback and the workspace mounted `readwrite` in bubblewrap: the model's code creates a file, changes
  * one and deletes one (the last through a subprocess); the card lists exactly those three, Open shows the
- * new file in an editor, the model's next request has the same list, and every text meets WCAG AA in the
- * dark, light and both high contrast themes (screenshots of each) and nothing sticks out at 240 px.
+ * new file in an editor, Diff opens VS Code's diff editor, Revert (after the person confirms) removes the new
+ * file and Revert All puts the other two back byte for byte; the model's next request has the same list, and
+ * every text meets WCAG AA in the dark, light and both high contrast themes (screenshots of each) and nothing
+ * sticks out at 240 px.
  *
  * Skips with one line when code-server, Chromium or bubblewrap is missing.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { turn } from '../support/wire/turn';
@@ -20,6 +22,7 @@ import { THEMES, applyTheme } from './support/themes';
 
 const UI = 60_000;
 const MODEL = 'qwen2.5-coder:7b';
+const EXAMPLE = join(__dirname, '..', '..', 'examples', 'orders');
 
 describe('e2e: what the code changed in the workspace — "3 files changed" on the card, Open, and the model told', function () {
   this.timeout(600_000);
@@ -62,12 +65,16 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     const frame = await e2e.panel.frame();
     const section = frame.locator('.card.exec').last().locator('.changes-section');
     await section.waitFor({ state: 'visible', timeout: UI });
-    assert.equal((await section.locator('summary').innerText()).trim(), '3 files changed');
+    assert.equal(await section.locator('summary > span').first().textContent(), '3 files changed');
     const rows = await section
       .locator('li.change')
       .evaluateAll((els) => els.map((el) => `${el.className.replace(/^change change-/, '')} ${el.querySelector('.change-path')!.textContent}`));
     assert.deepEqual(rows, ['deleted data/customers.json', 'changed data/inventory.json', 'created data/summary.txt']);
-    assert.equal(await section.locator('li.change-deleted button').count(), 0, 'a deleted file has no Open');
+    assert.deepEqual(
+      await section.locator('li.change-deleted button').evaluateAll((els) => els.map((b) => b.textContent)),
+      ['Diff', 'Revert'],
+      'a deleted file has Diff and Revert, no Open',
+    );
 
     // The model's next request has the same list with the result.
     const told = JSON.stringify(e2e.wire.turns.at(-1)!.body);
@@ -76,9 +83,57 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     await e2e.panel.scrollTo('section.card.exec .changes-section');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('95-workspace-changes-dark') });
 
-    await section.locator('li.change-created').getByRole('button', { name: 'Open' }).click();
+    await section.locator('li.change-created').getByRole('button', { name: /^Open/ }).click();
     await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'summary.txt' }).first().waitFor({ timeout: UI });
     await e2e.wb.closeActiveEditor();
+
+    // Diff: the file before the execution against the file now, in VS Code's diff editor.
+    await section
+      .locator('li.change-changed')
+      .getByRole('button', { name: /^Compare/ })
+      .click();
+    await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'inventory.json (before the execution' }).first().waitFor({ timeout: UI });
+    // Both sides drawn: the earlier text (the store's copy) on the left, the file now on the right.
+    const diff = e2e.wb.page.locator('.monaco-diff-editor').first();
+    await diff.locator('.editor.original .view-lines', { hasText: 'on_hand' }).waitFor({ timeout: UI });
+    await diff.locator('.editor.modified .view-lines', { hasText: 'on_hand' }).waitFor({ timeout: UI });
+    await e2e.wb.screenshot('95b-workspace-changes-diff');
+    await e2e.wb.closeActiveEditor();
+  });
+
+  it('Revert puts one file back after the person confirms; Revert All the rest, byte for byte', async () => {
+    const ws = e2e.ws.folder;
+    const frame = await e2e.panel.frame();
+    const section = frame.locator('.card.exec').last().locator('.changes-section');
+    const confirm = async () => {
+      const dialog = e2e.wb.page.locator('.monaco-dialog-box').filter({ hasText: 'to before this execution?' });
+      await dialog.waitFor({ state: 'visible', timeout: UI });
+      await e2e.wb.screenshot('98-workspace-changes-confirm');
+      await dialog.getByRole('button', { name: 'Revert', exact: true }).click();
+    };
+
+    await section
+      .locator('li.change-created')
+      .getByRole('button', { name: /^Revert/ })
+      .click();
+    await confirm();
+    await section.locator('li.change-created[data-reverted]').waitFor({ timeout: UI });
+    assert.ok(!existsSync(join(ws, 'data', 'summary.txt')), 'the file the code made is gone');
+    assert.deepEqual(
+      await section.locator('li.change-created button').evaluateAll((els) => els.map((b) => b.textContent)),
+      ['Diff'],
+      'a reverted new file has nothing to open or revert',
+    );
+    assert.ok(!existsSync(join(ws, 'data', 'customers.json')), 'the others are not reverted yet');
+
+    await section.getByRole('button', { name: /^Revert every file/ }).click();
+    await confirm();
+    await section.locator('li.change-deleted[data-reverted]').waitFor({ timeout: UI });
+    await section.locator('li.change-changed[data-reverted]').waitFor({ timeout: UI });
+    for (const f of ['customers.json', 'inventory.json'])
+      assert.deepEqual(readFileSync(join(ws, 'data', f)), readFileSync(join(EXAMPLE, 'data', f)), `${f} is back byte for byte`);
+    await e2e.panel.scrollTo('section.card.exec .changes-section');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('99-workspace-changes-reverted') });
   });
 
   it('in every theme its texts meet WCAG AA; at 240 px nothing sticks out', async () => {
