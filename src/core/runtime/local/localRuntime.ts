@@ -134,10 +134,13 @@ export class LocalRuntime implements Runtime {
       // The run's end waits for its changeset: the card and the model get it on the item.
       const held: CodeActEvent[] = [];
       const onEvent = (e: CodeActEvent) => (isEnd(e, itemId) ? held.push(e) : emit(e));
-      const item = await session.execute(request, { ...options, onEvent }, itemId, notice);
+      let item: CodeInterpreterCallItem | undefined;
       try {
-        item.changes = await changes.after(itemId);
+        item = await session.execute(request, { ...options, onEvent }, itemId, notice);
       } finally {
+        // Always after a ready(): the workspace's count of runs going on comes down, and the ends go out.
+        const found = await changes.after(itemId).catch((e: Error) => ({ root: changes.root, changes: [], incomplete: `the scan failed (${e.message})` }));
+        if (item) item.changes = found;
         for (const e of held) emit(e);
       }
       return item;

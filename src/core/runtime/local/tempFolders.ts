@@ -19,12 +19,16 @@ type TempKind = 'guest' | 'files' | 'run' | 'zygote' | 'install' | 'rewind';
 
 const OWNED = /^codeact-(?:guest|files|run|zygote|install|rewind)-(\d{1,10})-(\d{1,20})-[A-Za-z0-9]{6}$/;
 
-let swept: Promise<string[]> | undefined;
+/** The folders swept so far (each once per process). */
+const swept = new Map<string, Promise<string[]>>();
 
-/** A new private temporary folder of `kind`, named after this process; the first one starts the sweep. */
-export function ownTempDir(kind: TempKind): string {
-  const dir = mkdtempSync(path.join(tmpdir(), `codeact-${kind}-${process.pid}-${startTimeOf(process.pid) ?? 0}-`));
-  swept ??= sweepStaleTempFolders();
+/**
+ * A new private folder of `kind` in `root` (default: the temporary folder), named after this process; the first
+ * one in a root starts the sweep of that root.
+ */
+export function ownTempDir(kind: TempKind, root = tmpdir()): string {
+  const dir = mkdtempSync(path.join(root, `codeact-${kind}-${process.pid}-${startTimeOf(process.pid) ?? 0}-`));
+  if (!swept.has(root)) swept.set(root, sweepStaleTempFolders(root));
   return dir;
 }
 

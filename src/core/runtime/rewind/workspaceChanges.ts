@@ -8,12 +8,16 @@
  *   writes land in whichever scan sees them.
  * - The names the sandbox keeps read-only (.git, .vscode, .codeact, the venvs: ../local/workspaceMount)
  *   are not scanned: the code cannot write them.
- * - The store is a private folder of this process (removed when the runtime ends; a killed process's is
- *   swept by the next one, ../local/tempFolders), bounded by its budgets: a file that could not be kept
+ * - The store is a private folder of this process in the user's cache folder (removed when the runtime ends; a
+ *   killed process's is swept by the next one, ../local/tempFolders), bounded by its budgets: a file that could not be kept
  *   is named in the changeset as not restorable, never skipped silently.
  */
+import { chmodSync, mkdirSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import * as path from 'node:path';
 import type { FilesChanged } from '../../../common/rewind';
 import type { RevertOutcome } from '../types';
+import { isUnder } from '../../util/paths';
 import { ownTempDir } from '../local/tempFolders';
 import { removeTree } from '../local/workdirCleanup';
 import { PROTECTED_NAMES } from '../local/workspaceMount';
@@ -23,6 +27,25 @@ import { FileStore, type FileEntry, type Manifest, type StoreBudgets } from './f
 
 /** Executions whose changes can be reverted (the newest; an older one says it is too old). */
 const MAX_REVERTIBLE = 200;
+
+/**
+ * Where the stores go: the user's cache folder (`$XDG_CACHE_HOME/codeact/rewind`, else `~/.cache/…`), made 0700,
+ * not the temporary folder (often a tmpfs in memory, and a store may hold gigabytes); the temporary folder when
+ * the cache folder cannot be made.
+ */
+function storeRoot(workspace: string): string {
+  const cache = process.env.XDG_CACHE_HOME && path.isAbsolute(process.env.XDG_CACHE_HOME) ? process.env.XDG_CACHE_HOME : path.join(homedir(), '.cache');
+  const root = path.join(cache, 'codeact', 'rewind');
+  // Never inside the workspace (a home folder opened as one): the code could write the copies, and scans would copy them.
+  if (isUnder(root, workspace)) return tmpdir();
+  try {
+    mkdirSync(root, { recursive: true, mode: 0o700 });
+    chmodSync(root, 0o700);
+    return root;
+  } catch {
+    return tmpdir();
+  }
+}
 
 export class WorkspaceChanges {
   private readonly dir: string;
@@ -43,7 +66,7 @@ export class WorkspaceChanges {
     budgets: StoreBudgets = DEFAULT_REWIND_BUDGETS,
     private readonly log?: (line: string) => void,
   ) {
-    this.dir = ownTempDir('rewind');
+    this.dir = ownTempDir('rewind', storeRoot(root));
     this.store = new FileStore(this.dir, budgets);
   }
 
