@@ -97,6 +97,8 @@ describe('what the code changed in a readwrite workspace (rewind, first slice)',
     assert.deepEqual(kinds(one.changes?.changes), ['created out.csv']);
     assert.equal(one.changes?.root, ws);
 
+    // The person edits a file between the turns: not the code's change, so turn 2 does not list it.
+    writeFileSync(path.join(ws, 'mine.txt'), 'my notes\n');
     events.length = 0;
     const two = await run(TURN_2);
     assert.equal(two.status, 'completed', JSON.stringify(two.error));
@@ -137,6 +139,7 @@ describe('what the code changed in a readwrite workspace (rewind, first slice)',
     assert.equal(readFileSync(path.join(ws, 'data.csv'), 'utf8'), dataBefore);
     assert.ok(!existsSync(path.join(ws, 'side.txt')));
     assert.equal(readFileSync(path.join(ws, 'out.csv'), 'utf8'), dataBefore, 'out.csv is as turn 1 wrote it');
+    assert.equal(readFileSync(path.join(ws, 'mine.txt'), 'utf8'), 'my notes\n', "the person's file is not touched");
     // The revert is not the next run's change; the untouched big file is still untouched.
     const four = await run('return 1');
     assert.deepEqual(four.changes?.changes, []);

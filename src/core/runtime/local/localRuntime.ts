@@ -80,6 +80,11 @@ export class LocalRuntime implements Runtime {
       maxAlive: options.maxAlive,
       launch: () => this.launcher.fresh(true),
     });
+    // A workspace mounted readwrite: its first copy starts now, while the model writes the first code.
+    const sb = options.sandbox;
+    if (options.rewind !== false && sb?.mountWorkspace === 'readwrite' && sb.workspace && sb.kind !== 'none') {
+      void this.track(sb.workspace).warm();
+    }
     if (options.onSessionEvent) this.sessions.onSession(options.onSessionEvent);
     if (options.onJobEvent) {
       this.sessions.onJob(options.onJobEvent);
@@ -160,11 +165,14 @@ export class LocalRuntime implements Runtime {
   private changesOf(session: GuestSession): WorkspaceChanges | undefined {
     const plan = session.guest.plan;
     if (this.options.rewind === false || plan.info.workspace !== 'readwrite' || !plan.workspacePath) return undefined;
-    if (this.changes?.root !== plan.workspacePath) {
-      void this.changes?.dispose();
-      const budgets = { ...DEFAULT_REWIND_BUDGETS, ...(this.options.rewind ?? {}) };
-      this.changes = new WorkspaceChanges(plan.workspacePath, budgets, this.options.log);
-    }
+    return this.changes?.root === plan.workspacePath ? this.changes : this.track(plan.workspacePath);
+  }
+
+  /** Starts tracking the changes of the workspace at `root` (the one before it, if any, ends). */
+  private track(root: string): WorkspaceChanges {
+    void this.changes?.dispose();
+    const budgets = { ...DEFAULT_REWIND_BUDGETS, ...(this.options.rewind || {}) };
+    this.changes = new WorkspaceChanges(root, budgets, this.options.log);
     return this.changes;
   }
 

@@ -52,7 +52,6 @@ export class WorkspaceChanges {
   private readonly store: FileStore;
   private last: Manifest | undefined;
   private failed: string | undefined;
-  private baseline: Promise<void> | undefined;
   /** The scans, one after the other. */
   private queue: Promise<unknown> = Promise.resolve();
   /** Runs between {@link ready} and {@link after}: a revert waits for none to be going on. */
@@ -76,20 +75,33 @@ export class WorkspaceChanges {
     return next;
   }
 
-  /** A run starts: resolves once the workspace's files before the first run are kept (the first run waits for it; later ones do not). */
+  /** Keeps the workspace's files now, ahead of the first run (the runtime starts): that run then copies only what changed since. */
+  warm(): Promise<void> {
+    return this.serial(() => (this.last ? Promise.resolve() : this.rescan()));
+  }
+
+  /**
+   * A run starts: the workspace is scanned first, so what changed since the last run (the person's own edits)
+   * is kept as the state before this one and is not counted as its change; the first run waits for the first
+   * copy. With another run of the workspace going on, only the first copy is waited for (its writes stay its own).
+   */
   ready(): Promise<void> {
-    this.running++;
-    this.baseline ??= this.serial(async () => {
-      const t = performance.now();
-      try {
-        this.last = await this.store.scan(this.root, undefined, PROTECTED_NAMES);
-        this.log?.(`rewind: kept the workspace's ${Object.keys(this.last.files).length} files in ${Math.round(performance.now() - t)} ms`);
-      } catch (e) {
-        this.failed = `the workspace could not be read before the run (${(e as Error).message})`;
-        this.log?.(`rewind: ${this.failed}`);
-      }
-    });
-    return this.baseline;
+    const alone = this.running++ === 0;
+    return this.serial(() => (!this.last || alone ? this.rescan() : Promise.resolve()));
+  }
+
+  private async rescan(): Promise<void> {
+    const t = performance.now();
+    const first = !this.last;
+    try {
+      this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
+      this.failed = undefined;
+      if (first) this.log?.(`rewind: kept the workspace's ${Object.keys(this.last.files).length} files in ${Math.round(performance.now() - t)} ms`);
+    } catch (e) {
+      // A run after a failed scan compares with the last good one.
+      if (first) this.failed = `the workspace could not be read before the run (${(e as Error).message})`;
+      this.log?.(`rewind: the workspace could not be read (${(e as Error).message})`);
+    }
   }
 
   /** Execution `itemId` ended (after {@link ready}): what changed since the last scan (it, and any background job of the workspace). */
