@@ -31,7 +31,7 @@ export interface PanelOutputsApis {
 }
 
 /** The scheme of the read-only documents that show a file as it was before an execution (`codeact-before:/<path>?item=<id>`). */
-export const BEFORE_SCHEME = 'codeact-before';
+const BEFORE_SCHEME = 'codeact-before';
 
 /** Serves {@link BEFORE_SCHEME} documents from `read(itemId, path)` (path '' with no item: an empty document). */
 export function registerBeforeDocuments(read: (itemId: string, path: string) => Promise<string>): vscode.Disposable {
