@@ -16,6 +16,7 @@ import { imageTypeName, isBinary, isRaster, MIME_TYPES, type PanelImageMime } fr
 import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
 import { writeFileAtomic } from '../core/util/atomicFile';
 import { describeChange, type FileChange, type FilesChanged } from '../common/rewind';
+import { forDisplay } from '../common/untrusted';
 import { blobPath } from '../core/runtime/rewind/fileStore';
 import type { RevertOutcome, Runtime } from '../core/runtime/types';
 import type { PanelOutputsApis } from './panelOutputs.apis';
@@ -152,7 +153,8 @@ export class PanelOutputs {
     const { changes, change } = this.change(m.itemId, m.path);
     const before = change.kind === 'created' ? undefined : (change.from ?? change.path);
     const after = change.kind === 'deleted' ? undefined : join(changes.root, change.path);
-    await this.deps.apis.diff(m.itemId, before, after, `${basename(change.path)} (before the execution ↔ now)`);
+    // A file name is the code's: its invisible characters shown, on one line.
+    await this.deps.apis.diff(m.itemId, before, after, `${forDisplay(basename(change.path), { line: true })} (before the execution ↔ now)`);
   }
 
   /** The text of `path` as it was before execution `itemId` (the diff view's left side), from the rewind store. */
@@ -182,15 +184,18 @@ export class PanelOutputs {
   async revertChanges(m: { itemId: string; paths?: string[] }): Promise<RevertOutcome | undefined> {
     const item = this.deps.execution(m.itemId);
     const all = item?.changes?.changes ?? [];
-    const chosen = m.paths ? all.filter((c) => m.paths!.includes(c.path)) : all;
-    if (!item || !chosen.length) throw new Error('Those files are not ones this execution changed.');
+    const named = m.paths ? all.filter((c) => m.paths!.includes(c.path)) : all;
+    if (!item || !named.length) throw new Error('Those files are not ones this execution changed.');
+    // A change whose earlier content was not kept is left as it is (its row says so).
+    const chosen = named.filter((c) => !c.notRestorable);
+    if (!chosen.length) throw new Error(`That cannot be reverted: ${named[0].notRestorable}.`);
     const runtime = this.deps.runtimeOf?.(item.session?.id);
     if (!runtime?.revertChanges) throw new Error('The runtime that ran this execution is gone, so its changes cannot be reverted any more.');
     const n = chosen.length;
-    const listed = chosen.slice(0, 10).map((c) => `• ${describeChange(c)}`);
+    const listed = chosen.slice(0, 10).map((c) => `• ${forDisplay(describeChange(c), { line: true })}`);
     if (n > 10) listed.push(`• …and ${n - 10} more`);
     const ok = await this.deps.apis.confirm(
-      `Revert ${n === 1 ? `${chosen[0].from ?? chosen[0].path}` : `${n} files`} to before this execution?`,
+      `Revert ${n === 1 ? forDisplay(chosen[0].from ?? chosen[0].path, { line: true }) : `${n} files`} to before this execution?`,
       `${listed.join('\n')}\n\nFiles it created are removed; the others get their earlier content back. Changes made to them since are lost.`,
       'Revert',
     );

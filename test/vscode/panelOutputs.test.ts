@@ -189,3 +189,69 @@ describe('panel output actions on the host (fake seams, real files)', () => {
     assert.deepEqual([apis.opened, apis.dialogs, apis.clipboard], [[], [], []]);
   });
 });
+
+describe("an execution's workspace changes on the host: Diff's earlier text, Revert after the person confirms", () => {
+  let root = '';
+  let apis: FakeOutputsApis;
+  const reverts: Array<[string, readonly string[] | undefined]> = [];
+  const digest = 'a'.repeat(64);
+  const item = (): CodeInterpreterCallItem => ({
+    type: 'code_interpreter_call',
+    id: 'x1',
+    status: 'completed',
+    code: '…',
+    runtime: 'local',
+    outputs: [],
+    session: { id: 's1', execution: 2 },
+    changes: {
+      root: join(root, 'ws'),
+      store: join(root, 'store'),
+      changes: [
+        { path: 'a.txt', kind: 'changed', before: { digest, mode: 0o644, size: 6 }, after: { digest: 'b'.repeat(64), mode: 0o644, size: 3 } },
+        { path: 'big.bin', kind: 'changed', notRestorable: 'larger than the 100 MB limit' },
+        { path: 'new.csv', kind: 'renamed', from: 'old.csv', before: { digest, mode: 0o644, size: 6 }, after: { digest, mode: 0o644, size: 6 } },
+      ],
+    },
+  });
+  let outputs: PanelOutputs;
+
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'codeact-changes-host-'));
+    mkdirSync(join(root, 'store', 'blobs', 'aa'), { recursive: true });
+    writeFileSync(join(root, 'store', 'blobs', 'aa', digest), 'before');
+    apis = new FakeOutputsApis(undefined);
+    reverts.length = 0;
+    const it = item();
+    outputs = new PanelOutputs({
+      apis,
+      execution: (id) => (id === 'x1' ? it : undefined),
+      runtimeOf: (sessionId) =>
+        sessionId === 's1' ? { revertChanges: async (id, paths) => (reverts.push([id, paths]), { written: [], removed: [], failed: [] }) } : undefined,
+    });
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('reads the earlier text from the store for the diff, and says so when it was not kept', async () => {
+    assert.equal(await outputs.beforeText('x1', 'a.txt'), 'before');
+    assert.match(await outputs.beforeText('x1', 'big.bin'), /not kept: larger than the 100 MB limit/);
+    await assert.rejects(outputs.beforeText('x1', '../../etc/passwd'), /not one this execution changed/);
+    await outputs.diffChange({ itemId: 'x1', path: 'new.csv' });
+    assert.deepEqual(apis.diffs, [['x1', 'old.csv', join(root, 'ws', 'new.csv')]]);
+  });
+
+  it('reverts only listed files, a rename by both its names, and nothing when the person cancels', async () => {
+    apis.confirmAnswer = false;
+    assert.equal(await outputs.revertChanges({ itemId: 'x1', paths: ['new.csv'] }), undefined);
+    assert.deepEqual(reverts, []);
+    apis.confirmAnswer = true;
+    await outputs.revertChanges({ itemId: 'x1', paths: ['new.csv'] });
+    assert.deepEqual(reverts, [['x1', ['old.csv', 'new.csv']]]);
+    assert.match(apis.confirms[1], /^Revert old\.csv to before this execution\?$/);
+    await assert.rejects(outputs.revertChanges({ itemId: 'x1', paths: ['/etc/passwd'] }), /not ones this execution changed/);
+    assert.equal(reverts.length, 1);
+    // Revert All leaves out what cannot be reverted.
+    await outputs.revertChanges({ itemId: 'x1' });
+    assert.deepEqual(reverts[1], ['x1', ['a.txt', 'old.csv', 'new.csv']]);
+    await assert.rejects(outputs.revertChanges({ itemId: 'x1', paths: ['big.bin'] }), /cannot be reverted: larger than the 100 MB limit/);
+  });
+});
