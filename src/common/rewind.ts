@@ -46,8 +46,11 @@ export function formatChangeCount(n: number): string {
   return `${n} file${n === 1 ? '' : 's'} changed`;
 }
 
-/** One line per change for a person or the model: "created out/side.txt", "renamed a.csv → b.csv". */
-export function describeChange(c: FileChange): string {
-  if (c.kind === 'renamed' && c.from) return `renamed ${c.from} → ${c.path}`;
-  return `${KIND_WORDS[c.kind]} ${c.path}`;
+/**
+ * One line per change for a person or the model: "created out/side.txt", "renamed a.csv → b.csv". The paths are
+ * the code's: `show` makes them safe for where the line goes (the caller's sanitiser; as they are by default).
+ */
+export function describeChange(c: FileChange, show: (path: string) => string = (p) => p): string {
+  if (c.kind === 'renamed' && c.from) return `renamed ${show(c.from)} → ${show(c.path)}`;
+  return `${KIND_WORDS[c.kind] ?? 'changed'} ${show(c.path)}`;
 }

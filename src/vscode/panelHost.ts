@@ -246,14 +246,12 @@ export class PanelHost {
       'changes.revert': async (m) => {
         const done = await outputs.revertChanges(m);
         if (!done) return;
-        this.post({ type: 'changes.reverted', itemId: m.itemId, reverted: [...done.written, ...done.removed], failed: done.failed });
-        const n = done.written.length + done.removed.length;
-        if (done.failed.length)
-          this.notice(
-            'warning',
-            `Reverted ${n} file${n === 1 ? '' : 's'}; ${done.failed.length} could not be: ${done.failed.map((f) => `${f.path} (${f.why})`).join('; ')}`,
-          );
-        else this.notice('info', `Reverted ${n} file${n === 1 ? '' : 's'} to before the execution.`);
+        this.post({ type: 'changes.reverted', itemId: m.itemId, ...done });
+        const n = done.reverted.length;
+        const files = (k: number) => `${k} file${k === 1 ? '' : 's'}`;
+        // The rows say which and why; the notice only counts (file names are the code's).
+        if (done.failed.length) this.notice('warning', `Reverted ${files(n)}; ${files(done.failed.length)} could not be reverted: the card says why.`);
+        else this.notice('info', `Reverted ${files(n)} to before the execution.`);
       },
       openLink: (m) => apis.openExternal(m.href),
       newConversation: () => s.newConversation(),

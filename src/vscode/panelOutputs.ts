@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, open, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { CodeInterpreterCallItem, FileOutput } from '../common/events';
@@ -18,7 +18,7 @@ import { writeFileAtomic } from '../core/util/atomicFile';
 import { describeChange, type FileChange, type FilesChanged } from '../common/rewind';
 import { forDisplay } from '../common/untrusted';
 import { blobPath } from '../core/runtime/rewind/fileStore';
-import type { RevertOutcome, Runtime } from '../core/runtime/types';
+import type { Runtime } from '../core/runtime/types';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
@@ -53,6 +53,12 @@ interface PanelOutputsDeps {
   maxImagePixels?(): number;
   /** The runtime a session ran in (a revert goes to it). */
   runtimeOf?(sessionId: string | undefined): Pick<Runtime, 'revertChanges'> | undefined;
+}
+
+/** What a revert did, by the card's rows: the files back as they were (or already so), and those that could not be. */
+export interface Reverted {
+  reverted: string[];
+  failed: { path: string; why: string }[];
 }
 
 /** Largest earlier version of a file the diff view shows (bigger ones say so). */
@@ -152,7 +158,9 @@ export class PanelOutputs {
   async diffChange(m: { itemId: string; path: string }): Promise<void> {
     const { changes, change } = this.change(m.itemId, m.path);
     const before = change.kind === 'created' ? undefined : (change.from ?? change.path);
-    const after = change.kind === 'deleted' ? undefined : join(changes.root, change.path);
+    // The file now, when it is still a plain file (not a link the code put there since).
+    const now = change.kind === 'deleted' ? undefined : join(changes.root, change.path);
+    const after = now && (await lstat(now).catch(() => undefined))?.isFile() ? now : undefined;
     // A file name is the code's: its invisible characters shown, on one line.
     await this.deps.apis.diff(m.itemId, before, after, `${forDisplay(basename(change.path), { line: true })} (before the execution ↔ now)`);
   }
@@ -163,10 +171,13 @@ export class PanelOutputs {
     if (change.notRestorable) return `(The earlier content of this file was not kept: ${change.notRestorable}.)`;
     const digest = change.before?.digest;
     if (!changes.store || !digest || !DIGEST.test(digest)) return '(The earlier content of this file was not kept.)';
-    const fh = await open(blobPath(changes.store, digest), constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
+    // The store's folder is the item's (a saved conversation may say anything): no link followed, no FIFO waited on.
+    const fh = await open(blobPath(changes.store, digest), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined);
     if (!fh) return '(The earlier content of this file is no longer kept: the window or session host that kept it has ended.)';
     try {
-      const { size } = await fh.stat();
+      const st = await fh.stat();
+      if (!st.isFile()) return '(The earlier content of this file is no longer kept.)';
+      const { size } = st;
       if (size > MAX_BEFORE_BYTES) return `(The earlier content is ${size.toLocaleString('en-US')} bytes: too large to show here.)`;
       const bytes = Buffer.alloc(size);
       const { bytesRead } = await fh.read(bytes, 0, size, 0);
@@ -181,10 +192,11 @@ export class PanelOutputs {
    * The card's Revert: after the person confirms, the files (`paths` of the execution's changeset, or all) go back
    * as they were before it ran, in the runtime that kept them. Resolves with what was done (undefined: not confirmed).
    */
-  async revertChanges(m: { itemId: string; paths?: string[] }): Promise<RevertOutcome | undefined> {
+  async revertChanges(m: { itemId: string; paths?: string[] }): Promise<Reverted | undefined> {
     const item = this.deps.execution(m.itemId);
     const all = item?.changes?.changes ?? [];
-    const named = m.paths ? all.filter((c) => m.paths!.includes(c.path)) : all;
+    const asked = m.paths && new Set(m.paths);
+    const named = asked ? all.filter((c) => asked.has(c.path)) : all;
     if (!item || !named.length) throw new Error('Those files are not ones this execution changed.');
     // A change whose earlier content was not kept is left as it is (its row says so).
     const chosen = named.filter((c) => !c.notRestorable);
@@ -200,7 +212,17 @@ export class PanelOutputs {
       'Revert',
     );
     if (!ok) return undefined;
-    return runtime.revertChanges(m.itemId, [...new Set(chosen.flatMap((c) => (c.from ? [c.from, c.path] : [c.path])))]);
+    const done = await runtime.revertChanges(m.itemId, [...new Set(chosen.flatMap((c) => (c.from ? [c.from, c.path] : [c.path])))]);
+    // By the card's rows (a rename's row is its new name: a failure of its old one is the row's too).
+    const failedWhy = new Map(done.failed.map((f) => [f.path, f.why]));
+    const failed: Reverted['failed'] = [];
+    const reverted: string[] = [];
+    for (const c of chosen) {
+      const why = failedWhy.get(c.path) ?? (c.from !== undefined ? failedWhy.get(c.from) : undefined);
+      if (why !== undefined) failed.push({ path: c.path, why });
+      else reverted.push(c.path);
+    }
+    return { reverted, failed };
   }
 
   /** Removes the temporary images. */

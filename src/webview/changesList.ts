@@ -41,6 +41,8 @@ export class ChangesList {
   private readonly note: HTMLElement;
   private readonly revertAll: HTMLButtonElement;
   private readonly rows = new Map<string, HTMLElement>();
+  /** Paths reverted so far (rows past the drawn ones too). */
+  private readonly reverted = new Set<string>();
   private shown: FilesChanged | undefined;
 
   constructor(private readonly env: ChangesEnv) {
@@ -62,6 +64,8 @@ export class ChangesList {
   }
 
   private row(c: FileChange, root: string): HTMLElement {
+    // The kind is one of ours (a saved conversation may say anything).
+    const kind: FileChange['kind'] = Object.hasOwn(KIND_LABEL, c.kind) ? c.kind : 'changed';
     const name = revealedPlain(c.path, { line: true });
     const post = (m: WebviewToHost) => this.env.post(m);
     const itemId = this.env.itemId();
@@ -70,16 +74,15 @@ export class ChangesList {
       { class: 'change-actions' },
       action('Diff', 'search', `Compare ${name} before the execution with now`, () => post({ type: 'changes.diff', itemId, path: c.path })),
     );
-    if (c.kind !== 'deleted')
-      actions.append(action('Open', 'external', `Open ${name}`, () => post({ type: 'file.open', itemId, path: hostPath(root, c.path) })));
+    if (kind !== 'deleted') actions.append(action('Open', 'external', `Open ${name}`, () => post({ type: 'file.open', itemId, path: hostPath(root, c.path) })));
     if (!c.notRestorable)
       actions.append(action('Revert', 'history', `Revert ${name} to before the execution`, () => post({ type: 'changes.revert', itemId, paths: [c.path] })));
     const el = h(
       'li',
-      { class: `change change-${c.kind}`, 'data-path': c.path, title: revealedPlain(describeChange(c), { line: true }) },
-      h('span', { class: 'change-kind', 'aria-hidden': 'true' }, KIND_LABEL[c.kind]),
-      h('span', { class: 'change-path' }, revealed(c.kind === 'renamed' && c.from ? `${c.from} → ${c.path}` : c.path, { line: true })),
-      h('span', { class: 'sr-only' }, ` ${c.kind}`),
+      { class: `change change-${kind}`, title: revealedPlain(describeChange(c), { line: true }) },
+      h('span', { class: 'change-kind', 'aria-hidden': 'true' }, KIND_LABEL[kind]),
+      h('span', { class: 'change-path' }, revealed(kind === 'renamed' && c.from ? `${c.from} → ${c.path}` : c.path, { line: true })),
+      h('span', { class: 'sr-only' }, ` ${kind}`),
       actions,
     );
     if (c.notRestorable) el.append(h('div', { class: 'change-note' }, icon('warning'), h('span', null, 'Cannot be reverted: ', revealed(c.notRestorable))));
@@ -112,6 +115,7 @@ export class ChangesList {
   /** A revert ended: its rows say "Reverted" (their Revert goes), or why not. */
   markReverted(reverted: readonly string[], failed: readonly { path: string; why: string }[]): void {
     for (const path of reverted) {
+      this.reverted.add(path);
       const row = this.rows.get(path);
       if (!row || row.dataset.reverted) continue;
       row.dataset.reverted = 'true';
@@ -124,6 +128,6 @@ export class ChangesList {
       const row = this.rows.get(f.path);
       if (row) row.append(h('div', { class: 'change-note' }, icon('warning'), h('span', null, 'Not reverted: ', revealed(f.why))));
     }
-    if (this.shown && this.shown.changes.every((c) => c.notRestorable || this.rows.get(c.path)?.dataset.reverted)) this.revertAll.hidden = true;
+    if (this.shown && this.shown.changes.every((c) => c.notRestorable || this.reverted.has(c.path))) this.revertAll.hidden = true;
   }
 }

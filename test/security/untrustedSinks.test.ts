@@ -65,6 +65,12 @@ const MEDIA: Medium[] = [
  * matches anything fails too (the list stays true).
  */
 const KNOWN: Record<string, string> = {
+  'src/vscode/panelOutputs.apis.ts: message': "a sink wrapper's parameter: its callers are checked here",
+  'src/webview/changesList.ts: label': "an action's label: CodeAct's own words (Diff, Open, Revert, Revert All)",
+  'src/webview/changesList.ts: formatChangeCount(n)': "CodeAct's wording with a count",
+  'src/webview/changesList.ts: KIND_LABEL[kind]': "CodeAct's own letter for a kind checked against KIND_LABEL",
+  'src/webview/changesList.ts: c.kind': "one of CodeAct's kinds: a kind not in KIND_LABEL is shown as 'changed'",
+  "src/webview/changesList.ts: (n - MAX_ROWS).toLocaleString('en-US')": 'a number',
   'src/webview/itemCards.ts: jobAsks(item.job)': "CodeAct's wording with a job number (the reducer keeps `job` only when it is a number)",
   'src/webview/elicitationCard.ts: jobAsks(view.job)': "CodeAct's wording with a job number (the reducer keeps `job` only when it is a number)",
   'src/vscode/approvals.apis.ts: options.title': "a sink wrapper's parameter: its callers are checked here",

@@ -94,7 +94,7 @@ function rig(values: Record<string, unknown> = {}): Rig {
     saveFile: async (m) => (await file('saveFile', m), undefined),
     copyPath: (m) => file('copyPath', m),
     diffChange: (m) => file('diffChange', m),
-    revertChanges: async (m) => (await file('revertChanges', m), { written: ['out.csv'], removed: [], failed: [] }),
+    revertChanges: async (m) => (await file('revertChanges', m), { reverted: ['out.csv'], failed: [] }),
   };
   const host = new PanelHost({
     codeact: h.controller,

@@ -6,7 +6,7 @@
  * the pixel cap opened full size.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CodeInterpreterCallItem } from '../../src/common/events';
@@ -219,6 +219,8 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
     root = mkdtempSync(join(tmpdir(), 'codeact-changes-host-'));
     mkdirSync(join(root, 'store', 'blobs', 'aa'), { recursive: true });
     writeFileSync(join(root, 'store', 'blobs', 'aa', digest), 'before');
+    mkdirSync(join(root, 'ws'));
+    writeFileSync(join(root, 'ws', 'new.csv'), 'now');
     apis = new FakeOutputsApis(undefined);
     reverts.length = 0;
     const it = item();
@@ -237,6 +239,11 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
     await assert.rejects(outputs.beforeText('x1', '../../etc/passwd'), /not one this execution changed/);
     await outputs.diffChange({ itemId: 'x1', path: 'new.csv' });
     assert.deepEqual(apis.diffs, [['x1', 'old.csv', join(root, 'ws', 'new.csv')]]);
+    // The file now replaced by a link (the code's, after the run): the diff's right side is empty, the link not followed.
+    rmSync(join(root, 'ws', 'new.csv'));
+    symlinkSync('/etc/passwd', join(root, 'ws', 'new.csv'));
+    await outputs.diffChange({ itemId: 'x1', path: 'new.csv' });
+    assert.deepEqual(apis.diffs[1], ['x1', 'old.csv', undefined]);
   });
 
   it('reverts only listed files, a rename by both its names, and nothing when the person cancels', async () => {

@@ -10,7 +10,7 @@ import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
 import { DEFAULT_IMAGE_BUDGET, type ImageBudget } from '../providers/shared/types';
 import { EXECUTE_CODE, EXECUTE_TOOL_CODE } from '../tools/modelTools';
 import { DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS, headTail, partNote, shareBudget } from '../../common/outputBudget';
-import { jsonData, quoteName } from '../../common/quoteData';
+import { jsonData, quoteInline, quoteName } from '../../common/quoteData';
 import { describeChange } from '../../common/rewind';
 
 /** Largest tool result text, unless the output budget asks for more (the value and displays give way first). */
@@ -52,6 +52,9 @@ function fileEntries(files: FileOutput[]): unknown[] {
   return out;
 }
 
+/** A path the code chose, for the model: as it is when it is plainly a path, else a JSON string (no line break or marker of its own). */
+const pathForModel = (p: string): string => (/^[\w@+,=.-][\w@+,=. /-]{0,400}$/.test(p) ? p : quoteInline(p, 400));
+
 /** Changes listed at most to the model (the panel lists them all). */
 const MAX_CHANGES = 50;
 
@@ -59,9 +62,11 @@ const MAX_CHANGES = 50;
 function changedFiles(item: CodeInterpreterCallItem): string[] | undefined {
   const c = item.changes;
   if (!c || (!c.changes.length && !c.incomplete)) return undefined;
-  const lines = c.changes.slice(0, MAX_CHANGES).map((ch) => describeChange(ch) + (ch.notRestorable ? ` (cannot be reverted: ${ch.notRestorable})` : ''));
+  const lines = c.changes
+    .slice(0, MAX_CHANGES)
+    .map((ch) => describeChange(ch, pathForModel) + (ch.notRestorable ? ` (cannot be reverted: ${quoteInline(ch.notRestorable, 300)})` : ''));
   if (c.changes.length > MAX_CHANGES) lines.push(`[${c.changes.length - MAX_CHANGES} more changes, listed to the user]`);
-  if (c.incomplete) lines.push(`[not every change is listed: ${c.incomplete}]`);
+  if (c.incomplete) lines.push(`[not every change is listed: ${quoteInline(c.incomplete, 300)}]`);
   return lines;
 }
 

@@ -135,7 +135,8 @@ export class LocalRuntime implements Runtime {
     const changes = this.changesOf(session);
     try {
       if (!changes) return await session.execute(request, options, itemId, notice);
-      await changes.ready();
+      // The first copy of a large workspace can take a while: Stop does not wait for it (the run then stops at once).
+      await abortable(changes.ready(), options.signal);
       // The run's end waits for its changeset: the card and the model get it on the item.
       const held: CodeActEvent[] = [];
       const onEvent = (e: CodeActEvent) => (isEnd(e, itemId) ? held.push(e) : emit(e));
@@ -194,3 +195,17 @@ export class LocalRuntime implements Runtime {
 const isEnd = (e: CodeActEvent, itemId: string): boolean =>
   (e.type === 'response.code_interpreter_call.completed' && e.item_id === itemId) ||
   (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId);
+
+/** Resolves when `p` does, or at once when `signal` aborts (what `p` does afterwards is not waited for). */
+function abortable(p: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    p.then(done, done);
+  });
+}

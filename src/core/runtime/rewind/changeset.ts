@@ -24,7 +24,8 @@ function notRestorable(b: FileEntry): string {
  * The changes from `before` to `after`, sorted by path: created, changed (bytes), mode (permissions
  * only), deleted; a deletion and a creation with the same kept digest are one `renamed` (`from` the old
  * path). A change whose earlier bytes were not kept carries `notRestorable` (the reason). When `after` is
- * incomplete, a path it lacks may simply not have been reached, so it is not reported as deleted.
+ * incomplete, a path it lacks may simply not have been reached, so it is not reported as deleted; when `before`
+ * is, a path it lacks is not reported as created.
  */
 export function diffManifests(before: Manifest, after: Manifest): FileChange[] {
   const out: FileChange[] = [];
@@ -39,18 +40,26 @@ export function diffManifests(before: Manifest, after: Manifest): FileChange[] {
     const kind = contentDiffers(b, a) ? 'changed' : (b.mode & 0o7777) !== (a.mode & 0o7777) ? 'mode' : null;
     if (kind) out.push({ path: p, kind, before: version(b), after: version(a) });
   }
-  for (const [p, a] of Object.entries(after.files)) if (!entryOf(before.files, p)) created.push({ path: p, kind: 'created', after: version(a) });
+  // When the scan before stopped early, a path it lacks may simply not have been reached: not reported as created
+  // (a revert would remove a file the run never made).
+  if (!before.incomplete)
+    for (const [p, a] of Object.entries(after.files)) if (!entryOf(before.files, p)) created.push({ path: p, kind: 'created', after: version(a) });
 
   // Renames: each deletion pairs with the first unpaired creation of the same kept content.
-  const byDigest = new Map<string, FileChange[]>();
+  // (Linear: each digest's creations in order, and the next one not yet paired.)
+  const byDigest = new Map<string, { list: FileChange[]; next: number }>();
   for (const c of created.sort(byPath)) {
     const d = c.after!.digest;
-    if (d !== null) byDigest.set(d, [...(byDigest.get(d) ?? []), c]);
+    if (d === null) continue;
+    const slot = byDigest.get(d);
+    if (slot) slot.list.push(c);
+    else byDigest.set(d, { list: [c], next: 0 });
   }
   const paired = new Set<FileChange>();
   for (const del of deleted.sort(byPath)) {
     const d = del.before!.digest;
-    const match = d !== null ? byDigest.get(d)?.find((c) => !paired.has(c)) : undefined;
+    const slot = d !== null ? byDigest.get(d) : undefined;
+    const match = slot && slot.next < slot.list.length ? slot.list[slot.next++] : undefined;
     if (match) {
       paired.add(match);
       out.push({ path: match.path, kind: 'renamed', from: del.path, before: del.before, after: match.after });

@@ -10,7 +10,7 @@
  * walk or a restore; elsewhere each folder is checked with lstat just before use.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { constants, existsSync, lstatSync, promises as fsp } from 'node:fs';
+import { constants, existsSync, promises as fsp } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import * as path from 'node:path';
 
@@ -111,15 +111,6 @@ function lstatOrNull(p: string): Promise<BigIntStats | null> {
   return fsp.lstat(p, { bigint: true }).catch((e: unknown) => (code(e) === 'ENOENT' ? null : Promise.reject(e as Error)));
 }
 
-/** lstat without waiting for the thread pool; null when it is gone or cannot be read. */
-function lstatNow(p: string): BigIntStats | null {
-  try {
-    return lstatSync(p, { bigint: true, throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
-
 const code = (e: unknown): string => (e as NodeJS.ErrnoException)?.code ?? String(e);
 const formatBytes = (n: number): string => (n >= 1 << 20 ? `${Math.round(n / (1 << 20))} MB` : `${n} bytes`);
 
@@ -194,9 +185,8 @@ export class FileStore {
   private async visit(dir: Dir, rel: string, name: string, st: ScanState, subdirs: { name: string; lst: BigIntStats }[]): Promise<void> {
     if (st.stop) return;
     if (!dir.fh && !(await isDir(dir.path))) return;
-    // One lstat per file on every scan: synchronous (a few µs; a thread-pool round trip costs ten times that), and
-    // the walk yields to the event loop between batches of at most 64 names.
-    const lst = lstatNow(at(dir, name));
+    // Asynchronous: a slow or stuck file system (NFS, FUSE) must not stall the extension host.
+    const lst = await lstatOrNull(at(dir, name)).catch(() => null);
     if (!lst) return; // gone since the folder was read
     if (lst.isDirectory()) return void subdirs.push({ name, lst });
     if (!lst.isFile()) return; // links, FIFOs, sockets, devices: never opened (not tracked in this slice)
@@ -208,7 +198,12 @@ export class FileStore {
       st.files[rel + name] = old;
       return;
     }
-    const entry = await this.keep(at(dir, name), lst);
+    let entry = await this.keep(at(dir, name), lst);
+    if (!entry) {
+      // Replaced between the lstat and the open (an atomic write: a new file renamed over it): look once more.
+      const again = await lstatOrNull(at(dir, name)).catch(() => null);
+      if (again?.isFile()) entry = (await this.keep(at(dir, name), again)) ?? { ...keyOf(again), why: 'it changed while it was being read' };
+    }
     if (entry) st.files[rel + name] = entry;
     else st.count--;
   }
@@ -352,7 +347,7 @@ export class FileStore {
 
   /** Writes the blob into a new temporary file beside `name`, with the recorded mode and mtime, then renames it over. */
   private async writeFrom(blob: string, d: Dir, name: string, want: FileEntry): Promise<{ why: string } | null> {
-    const tmpName = `.${name.slice(0, 200)}.codeact-${randomBytes(6).toString('hex')}`;
+    const tmpName = `.codeact-restore-${randomBytes(6).toString('hex')}`; // not the file's name: a long one would not fit
     const src = await fsp.open(blob, READ_FLAGS);
     let ok = false;
     try {

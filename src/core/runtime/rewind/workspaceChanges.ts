@@ -12,8 +12,8 @@
  *   killed process's is swept by the next one, ../local/tempFolders), bounded by its budgets: a file that could not be kept
  *   is named in the changeset as not restorable, never skipped silently.
  */
-import { chmodSync, mkdirSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
+import { homedir, hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { FilesChanged } from '../../../common/rewind';
 import type { RevertOutcome } from '../types';
@@ -35,13 +35,22 @@ const MAX_REVERTIBLE = 200;
  */
 function storeRoot(workspace: string): string {
   const cache = process.env.XDG_CACHE_HOME && path.isAbsolute(process.env.XDG_CACHE_HOME) ? process.env.XDG_CACHE_HOME : path.join(homedir(), '.cache');
-  const root = path.join(cache, 'codeact', 'rewind');
-  // Never inside the workspace (a home folder opened as one): the code could write the copies, and scans would copy them.
-  if (isUnder(root, workspace)) return tmpdir();
+  // A folder per machine: a home folder shared over NFS holds other machines' stores, which this one's sweep
+  // (by pid and start time) must not take for dead ones.
+  const root = path.join(
+    cache,
+    'codeact',
+    'rewind',
+    hostname()
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .slice(0, 64) || 'host',
+  );
   try {
     mkdirSync(root, { recursive: true, mode: 0o700 });
     chmodSync(root, 0o700);
-    return root;
+    // Never inside the workspace (a home folder opened as one, a cache folder linked into it): the code could
+    // write the copies, and scans would copy them.
+    return isUnder(realpathSync(root), realpathSync(workspace)) ? tmpdir() : root;
   } catch {
     return tmpdir();
   }
@@ -138,7 +147,8 @@ export class WorkspaceChanges {
       const before = this.befores.get(itemId);
       if (!before || !this.last) throw new Error('The changes of that execution are no longer kept (only the newest executions can be reverted).');
       const targets = paths ? paths.filter((p) => before.has(p)) : [...before.keys()];
-      const to: Manifest = { files: {} };
+      // No prototype: a file named __proto__ is an entry like any other.
+      const to: Manifest = { files: Object.create(null) as Manifest['files'] };
       for (const p of targets) {
         const e = before.get(p);
         if (e) to.files[p] = e;
