@@ -4,7 +4,7 @@
  * `__proto__`, a long multi-byte name, a scan cut short by the file budget, a revert while a run goes on.
  */
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { diffManifests } from '../../src/core/runtime/rewind/changeset';
@@ -79,6 +79,20 @@ describe('rewind: what a run changed in a folder, and reverting it (no guest)', 
     const done = await tracker.revert('x1');
     assert.equal(done.written.length + done.removed.length, 400);
     assert.ok(existsSync(file('old7')) && !existsSync(file('new7')));
+  });
+
+  it('a revert removes the folders the run made, and keeps the ones that were there before, empty ones too', async () => {
+    mkdirSync(file('results/plots'), { recursive: true });
+    tracker = new WorkspaceChanges(ws, BUDGETS);
+    await run(tracker, 'x1', () => {
+      writeFileSync(file('results/plots/a.png'), 'png');
+      mkdirSync(file('out/deep'), { recursive: true });
+      writeFileSync(file('out/deep/x.txt'), 'x');
+    });
+    const done = await tracker.revert('x1');
+    assert.deepEqual(done.removed, ['out/deep/x.txt', 'results/plots/a.png']);
+    assert.ok(existsSync(file('results/plots')), 'the empty folder the person had stays');
+    assert.ok(!existsSync(file('out')), 'the folder the run made goes');
   });
 
   it('diffManifests: with the scan before incomplete, a path it lacks is not created; with the one after, not deleted', () => {

@@ -26,6 +26,7 @@ export interface FileEntry {
 
 export interface Manifest {
   files: Record<string, FileEntry>; // by path relative to the scanned root, '/' separators
+  dirs?: string[]; // the folders the scan saw (relative, '/' separators): a restore never removes one of them
   incomplete?: string; // set when the scan stopped early: says what is not tracked
 }
 
@@ -124,6 +125,7 @@ function keyOf(st: BigIntStats): FileEntry {
 
 type ScanState = {
   files: Record<string, FileEntry>;
+  dirs: string[];
   prev: Record<string, FileEntry>;
   skip: Set<string>;
   count: number;
@@ -149,10 +151,10 @@ export class FileStore {
   /** Stats every regular file under root and keeps (hashes and copies) those whose stat key differs from `prev`. */
   async scan(root: string, prev?: Manifest, skip: readonly string[] = []): Promise<Manifest> {
     await this.ready();
-    const st: ScanState = { files: Object.create(null) as Record<string, FileEntry>, prev: prev?.files ?? {}, skip: new Set(skip), count: 0, entries: 0 };
+    const st: ScanState = { files: Object.create(null) as Record<string, FileEntry>, dirs: [], prev: prev?.files ?? {}, skip: new Set(skip), count: 0, entries: 0 };
     const top = await openDir(root, root, await hasProcFd());
     await this.walk(top, '', 0, st).finally(() => closeDir(top));
-    return st.incomplete ? { files: st.files, incomplete: st.incomplete } : { files: st.files };
+    return st.incomplete ? { files: st.files, dirs: st.dirs, incomplete: st.incomplete } : { files: st.files, dirs: st.dirs };
   }
 
   private async walk(dir: Dir, rel: string, depth: number, st: ScanState): Promise<void> {
@@ -188,7 +190,10 @@ export class FileStore {
     // Asynchronous: a slow or stuck file system (NFS, FUSE) must not stall the extension host.
     const lst = await lstatOrNull(at(dir, name)).catch(() => null);
     if (!lst) return; // gone since the folder was read
-    if (lst.isDirectory()) return void subdirs.push({ name, lst });
+    if (lst.isDirectory()) {
+      st.dirs.push(rel + name);
+      return void subdirs.push({ name, lst });
+    }
     if (!lst.isFile()) return; // links, FIFOs, sockets, devices: never opened (not tracked in this slice)
     if (st.count >= this.budgets.maxFiles) return halt(st, `more than ${this.budgets.maxFiles} files: the rest are not tracked`);
     st.count++;
@@ -276,6 +281,7 @@ export class FileStore {
     const res: RestoreOutcome = { written: [], removed: [], failed: [] };
     const kept = new Set<string>();
     for (const p of Object.keys(to.files)) for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) kept.add(p.slice(0, i));
+    for (const d of to.dirs ?? []) kept.add(d);
     const useFd = await hasProcFd();
     const top = await openDir(root, root, useFd).catch((e: unknown) => code(e));
     if (typeof top === 'string') return { ...res, failed: paths.map((p) => ({ path: p, why: `the folder ${root} could not be opened (${top})` })) };

@@ -23,7 +23,7 @@ import { removeTree } from '../local/workdirCleanup';
 import { PROTECTED_NAMES } from '../local/workspaceMount';
 import { DEFAULT_REWIND_BUDGETS } from '../types';
 import { diffManifests } from './changeset';
-import { FileStore, type FileEntry, type Manifest, type StoreBudgets } from './fileStore';
+import { entryOf, FileStore, type FileEntry, type Manifest, type StoreBudgets } from './fileStore';
 
 /** Executions whose changes can be reverted (the newest; an older one says it is too old). */
 const MAX_REVERTIBLE = 200;
@@ -65,8 +65,8 @@ export class WorkspaceChanges {
   private queue: Promise<unknown> = Promise.resolve();
   /** Runs between {@link ready} and {@link after}: a revert waits for none to be going on. */
   private running = 0;
-  /** Per execution (newest last): each path it changed, as it was before (null: it did not exist). */
-  private readonly befores = new Map<string, Map<string, FileEntry | null>>();
+  /** Per execution (newest last): each path it changed, as it was before (null: it did not exist), and the folders above them that existed. */
+  private readonly befores = new Map<string, { files: Map<string, FileEntry | null>; dirs: string[] }>();
 
   constructor(
     /** The workspace folder on this machine. */
@@ -126,9 +126,13 @@ export class WorkspaceChanges {
       }
       const changes = diffManifests(this.last, next);
       const before = new Map<string, FileEntry | null>();
-      for (const c of changes) for (const p of c.from ? [c.from, c.path] : [c.path]) before.set(p, this.last.files[p] ?? null);
+      for (const c of changes) for (const p of c.from ? [c.from, c.path] : [c.path]) before.set(p, entryOf(this.last.files, p) ?? null);
       if (before.size) {
-        this.befores.set(itemId, before);
+        // The folders above the changed files that existed before the run (empty ones too): a revert keeps them.
+        const had = new Set(this.last.dirs ?? []);
+        const dirs = new Set<string>();
+        for (const p of before.keys()) for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) if (had.has(p.slice(0, i))) dirs.add(p.slice(0, i));
+        this.befores.set(itemId, { files: before, dirs: [...dirs] });
         if (this.befores.size > MAX_REVERTIBLE) this.befores.delete(this.befores.keys().next().value!);
       }
       this.last = next;
@@ -146,11 +150,11 @@ export class WorkspaceChanges {
       if (this.running > 0) throw new Error('Code is running in this workspace: revert once it has ended.');
       const before = this.befores.get(itemId);
       if (!before || !this.last) throw new Error('The changes of that execution are no longer kept (only the newest executions can be reverted).');
-      const targets = paths ? paths.filter((p) => before.has(p)) : [...before.keys()];
+      const targets = paths ? paths.filter((p) => before.files.has(p)) : [...before.files.keys()];
       // No prototype: a file named __proto__ is an entry like any other.
-      const to: Manifest = { files: Object.create(null) as Manifest['files'] };
+      const to: Manifest = { files: Object.create(null) as Manifest['files'], dirs: before.dirs };
       for (const p of targets) {
-        const e = before.get(p);
+        const e = before.files.get(p);
         if (e) to.files[p] = e;
       }
       const done = await this.store.restore(this.root, to, targets);
