@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, w
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { diffManifests } from '../../src/core/runtime/rewind/changeset';
+import { FileStore } from '../../src/core/runtime/rewind/fileStore';
 import { WorkspaceChanges } from '../../src/core/runtime/rewind/workspaceChanges';
 
 const BUDGETS = { storeBytes: 64 << 20, maxFileBytes: 16 << 20, maxFiles: 1000 };
@@ -93,6 +94,22 @@ describe('rewind: what a run changed in a folder, and reverting it (no guest)', 
     assert.deepEqual(done.removed, ['out/deep/x.txt', 'results/plots/a.png']);
     assert.ok(existsSync(file('results/plots')), 'the empty folder the person had stays');
     assert.ok(!existsSync(file('out')), 'the folder the run made goes');
+  });
+
+  it('files with the same bytes copied at once count once against the store budget', async () => {
+    for (let i = 0; i < 16; i++) writeFileSync(file(`same${i}`), Buffer.alloc(1 << 20, 1));
+    const dir = mkdtempSync(path.join(tmpdir(), 'codeact-store-'));
+    try {
+      const store = new FileStore(dir, { ...BUDGETS, storeBytes: 3 << 20 });
+      const first = await store.scan(ws);
+      assert.ok(Object.values(first.files).every((e) => e.digest !== null));
+      writeFileSync(file('other'), Buffer.alloc(3 << 19, 2)); // 1.5 MB: fits beside the one 1 MB blob
+      const next = await store.scan(ws, first);
+      assert.notEqual(next.files.other.digest, null, next.files.other.why);
+      assert.equal(await store.size(), (1 << 20) + (3 << 19));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('diffManifests: with the scan before incomplete, a path it lacks is not created; with the one after, not deleted', () => {

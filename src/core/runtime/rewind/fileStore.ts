@@ -151,7 +151,14 @@ export class FileStore {
   /** Stats every regular file under root and keeps (hashes and copies) those whose stat key differs from `prev`. */
   async scan(root: string, prev?: Manifest, skip: readonly string[] = []): Promise<Manifest> {
     await this.ready();
-    const st: ScanState = { files: Object.create(null) as Record<string, FileEntry>, dirs: [], prev: prev?.files ?? {}, skip: new Set(skip), count: 0, entries: 0 };
+    const st: ScanState = {
+      files: Object.create(null) as Record<string, FileEntry>,
+      dirs: [],
+      prev: prev?.files ?? {},
+      skip: new Set(skip),
+      count: 0,
+      entries: 0,
+    };
     const top = await openDir(root, root, await hasProcFd());
     await this.walk(top, '', 0, st).finally(() => closeDir(top));
     return st.incomplete ? { files: st.files, dirs: st.dirs, incomplete: st.incomplete } : { files: st.files, dirs: st.dirs };
@@ -257,7 +264,6 @@ export class FileStore {
   private async put(fh: fsp.FileHandle, copy: boolean, max: number, size: number): Promise<string | null> {
     const tmp = path.join(this.dir, 'tmp', `${process.pid}-${randomBytes(8).toString('hex')}`);
     const out = copy ? await fsp.open(tmp, NEW_FLAGS, 0o600) : null;
-    let renamed = false;
     try {
       const got = await hashCopy(fh, out, max, size);
       const blob = got && this.blobPath(got.digest);
@@ -265,14 +271,17 @@ export class FileStore {
         await out.close();
         if (!this.shards.has(got.digest.slice(0, 2))) await fsp.mkdir(path.dirname(blob), { recursive: true, mode: 0o700 });
         this.shards.add(got.digest.slice(0, 2));
-        await fsp.rename(tmp, blob);
-        renamed = true;
-        this.used = (this.used ?? 0) + got.total;
+        // link, not rename: of files with the same bytes copied at once, only the first becomes the blob (and is counted).
+        const made = await fsp.link(tmp, blob).then(
+          () => true,
+          (e: unknown) => (code(e) === 'EEXIST' ? false : Promise.reject(e as Error)),
+        );
+        if (made) this.used = (this.used ?? 0) + got.total;
       }
       return got?.digest ?? null;
     } finally {
       await out?.close().catch(() => undefined);
-      if (out && !renamed) await fsp.unlink(tmp).catch(() => undefined);
+      if (out) await fsp.unlink(tmp).catch(() => undefined); // the blob is its own link
     }
   }
 
