@@ -38,7 +38,7 @@ const nextUse = () => ++uses;
 export class GuestSession {
   private runs = 0;
   private current?: GuestRun;
-  private queue: Promise<void> = Promise.resolve();
+  queue: Promise<void> = Promise.resolve(); // settles when the runs sent so far end (one sent to the background too)
   private readonly frames: FrameReader;
   private ready?: { resolve: () => void; reject: (e: Error) => void };
   private varsWaiter?: { resolve: (v: VariablesSummary) => void; timer: NodeJS.Timeout };

@@ -135,7 +135,10 @@ export class LocalRuntime implements Runtime {
     const changes = this.changesOf(session);
     try {
       if (!changes) return await session.execute(request, options, itemId, notice);
-      // The first copy of a large workspace can take a while: Stop does not wait for it (the run then stops at once).
+      // The scan before waits for the session's runs before this one (a run sent to the background writes until it
+      // ends: its files are its own, not this run's). The first copy of a large workspace can take a while: Stop
+      // does not wait for either (the run then stops at once).
+      await abortable(session.queue, options.signal);
       await abortable(changes.ready(), options.signal);
       // The run's end waits for its changeset: the card and the model get it on the item.
       const held: CodeActEvent[] = [];
