@@ -56,7 +56,7 @@ interface PanelOutputsDeps {
 }
 
 /** What a revert did, by the card's rows: the files back as they were (or already so), and those that could not be. */
-export interface Reverted {
+interface Reverted {
   reverted: string[];
   failed: { path: string; why: string }[];
 }
