@@ -338,7 +338,13 @@ describe('the session host', function () {
     const item = await foreground;
     assert.equal(item.status, 'completed');
     assert.match(JSON.stringify(item.outputs), /line 3\\n[^]*it goes on as background job 1/);
-    const next = a.execute({ code: '7', sessionId: sid });
+    const next = a.execute({ code: '7', sessionId: sid, itemId: 'exec-next' });
+    // The next run has reached the host (it waits for the job) before the gate opens: else, on a busy machine, the job
+    // could end before the run is even sent, and it would have nothing to wait for.
+    await waitFor(async () => (await a.sessions.list()).some((s) => s.id === sid && s.running === 'exec-next'), {
+      what: 'the next run to reach the host',
+      timeoutMs: 60_000,
+    });
     writeFileSync(fifo, 'go'); // the run, blocked at the gate, goes on
     await waitFor(() => live.some((e) => e.type === 'codeact.job' && e.state === 'done'), { what: "job 1's end", timeoutMs: 60_000 });
     const end = live.find((e): e is JobChanged => e.type === 'codeact.job' && e.state === 'done')!;
