@@ -1,7 +1,7 @@
 /**
  * The guest wire's spec: the real guest (codeact_guest.py), driven over fd 3 with each frame the host sends
- * (init, run, tool_result, vars, keep), sends each kind of frame the GuestFrame union names (ready,
- * tool_call, display, file, complete ok and failed, vars, job, job_output), with the fields the union gives it and no others,
+ * (init, run, tool_result, vars, keep, checkpoint, restore), sends each kind of frame the GuestFrame union names (ready,
+ * tool_call, display, file, complete ok and failed, vars, job, job_output, checkpointed, restored), with the fields the union gives it and no others,
  * and the host's edge (checkFrame) takes every one.
  */
 import * as assert from 'node:assert/strict';
@@ -54,6 +54,17 @@ const SHAPES: { [K in GuestFrame['t']]: (f: WireFrame) => void } = {
       );
   },
   job_output: (f) => assert.ok(isInt(f.job) && typeof f.data === 'string' && isInt(f.skipped), JSON.stringify(f)),
+  checkpointed: (f) => {
+    assert.ok(typeof f.id === 'string' && typeof f.ok === 'boolean' && typeof f.ms === 'number' && Array.isArray(f.held), JSON.stringify(f));
+    for (const h of f.held) assert.ok(typeof h[0] === 'string' && isInt(h[1]), JSON.stringify(f));
+    if (!f.ok) assert.equal(typeof f.error, 'string');
+  },
+  restored: (f) => {
+    assert.ok(typeof f.id === 'string' && typeof f.ok === 'boolean', JSON.stringify(f));
+    if (f.ok) assert.ok(isInt(f.pid) && Array.isArray(f.held), JSON.stringify(f));
+    else assert.equal(typeof f.error, 'string');
+    if ('kept' in f) assert.equal(typeof f.kept, 'string');
+  },
 };
 
 describe('guest frames: the GuestFrame union against the real guest over fd 3', function () {
@@ -98,6 +109,17 @@ describe('guest frames: the GuestFrame union against the real guest over fd 3', 
     // A background job: started (its handle at once), then ended.
     assert.deepEqual((await g.run('print("in the job")\n6 * 7', { background: true })).complete.value, { job: 1, status: 'running' });
     await g.frame((f) => f.t === 'job' && f.state === 'done');
+    // A checkpoint (checkpoint), a change, then back to it (restore) with a redo point kept; one refused.
+    g.send({ t: 'checkpoint', id: 'c1' });
+    assert.equal((await g.frame((f) => f.t === 'checkpointed' && f.id === 'c1')).ok, true);
+    await g.run('later = 1');
+    g.send({ t: 'restore', id: 'c1', keep: 'c2' });
+    const back = await g.frame((f) => f.t === 'restored' && f.id === 'c1');
+    assert.equal(back.ok, true, JSON.stringify(back));
+    assert.equal(back.kept, 'c2');
+    assert.match((await g.run('print("later" in globals(), a)')).stdout, /^False \{'found': 'yes'\}/);
+    g.send({ t: 'restore', id: 'c1', keep: null });
+    assert.equal((await g.frame((f) => f.t === 'restored' && f.id === 'c1' && f.ok === false)).ok, false, 'c1 was used up by the first restore');
 
     const kinds = new Set<string>();
     for (const f of g.received) {

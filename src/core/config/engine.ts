@@ -66,6 +66,7 @@ const RUNTIME_OPTIONS: { [K in ConfiguredRuntime]: (config: EngineConfig, host: 
       onSessionEvent: host.onSessionEvent,
       onJobEvent: host.onJobEvent,
       rewind: config.rewind,
+      checkpoints: config.checkpoints,
     };
   },
   jupyter: (config, host) => ({

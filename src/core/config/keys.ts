@@ -112,6 +112,9 @@ export const SETTINGS = {
   'rewind.trackChanges': { type: 'boolean', default: true, trust: 'any' },
   'rewind.storeMB': { type: 'number', default: DEFAULT_REWIND_BUDGETS.storeBytes / MB, minimum: 0, maximum: 1048576, trust: 'any' },
   'rewind.maxFileMB': { type: 'number', default: DEFAULT_REWIND_BUDGETS.maxFileBytes / MB, minimum: 0, maximum: 1048576, trust: 'any' },
+  // Checkpoints of a session's Python state before each run (core/runtime/local/checkpoints): how many, and their memory.
+  'rewind.maxCheckpoints': { type: 'number', default: 10, minimum: 0, maximum: 100, trust: 'any' },
+  'rewind.memoryMB': { type: 'number', default: 1024, minimum: 0, maximum: 1048576, trust: 'any' },
   // What reaches a vision model in one request: the newest images up to these caps.
   'vision.maxImages': { type: 'number', default: DEFAULT_IMAGE_BUDGET.maxImages, minimum: 0, maximum: 100, trust: 'any' },
   'vision.maxMB': { type: 'number', default: DEFAULT_IMAGE_BUDGET.maxBytes / MB, minimum: 0, maximum: 64, trust: 'any' },
@@ -220,6 +223,8 @@ export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTIN
   'rewind.trackChanges': null,
   'rewind.storeMB': null,
   'rewind.maxFileMB': null,
+  'rewind.maxCheckpoints': null,
+  'rewind.memoryMB': null,
   'vision.maxImages': null,
   'vision.maxMB': null,
   'hosted.memoryLimit': null,

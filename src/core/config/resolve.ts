@@ -105,6 +105,8 @@ export interface EngineConfig {
   maxJobMs: number;
   /** What each run changed in a writable workspace is kept (codeact.rewind.*): off, or the store's budgets in bytes. */
   rewind: false | { storeBytes: number; maxFileBytes: number };
+  /** Checkpoints of a session's Python state before each run (codeact.rewind.maxCheckpoints, memoryMB); max 0: none. */
+  checkpoints: { max: number; memoryBytes: number };
   /** At most this many images, and bytes of images, in one request to a vision model. */
   visionMaxImages: number;
   visionMaxBytes: number;
@@ -280,6 +282,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     maxJobs: Math.floor(pick('jobs.maxPerSession')),
     maxJobMs: Math.round(pick('jobs.maxMinutes') * 60_000),
     rewind: pick('rewind.trackChanges') && { storeBytes: Math.round(pick('rewind.storeMB') * MB), maxFileBytes: Math.round(pick('rewind.maxFileMB') * MB) },
+    checkpoints: { max: Math.floor(pick('rewind.maxCheckpoints')), memoryBytes: Math.round(pick('rewind.memoryMB') * MB) },
     visionMaxImages: Math.floor(pick('vision.maxImages')),
     visionMaxBytes: Math.round(pick('vision.maxMB') * MB),
     hostedMemoryLimit: pick('hosted.memoryLimit'),

@@ -178,6 +178,12 @@ export interface Runtime {
    * too old, no changes tracked here).
    */
   revertChanges?(itemId: string, paths?: readonly string[]): Promise<RevertOutcome>;
+  /**
+   * "Rewind to here": the session's Python state and the workspace files the code changed go back to how they
+   * were before execution `point` (a run's item id, or a redo point an earlier rewind returned). Rejects when
+   * neither can be.
+   */
+  rewind?(point: string): Promise<RewindOutcome>;
   dispose(): Promise<void>;
 }
 
@@ -186,6 +192,13 @@ export interface RevertOutcome {
   written: string[];
   removed: string[];
   failed: { path: string; why: string }[];
+}
+
+/** What {@link Runtime.rewind} did: each part restored, or why not; `redo` gives back the state before the rewind. */
+export interface RewindOutcome {
+  python: { restored: true } | { restored: false; why: string };
+  files: RevertOutcome | { why: string };
+  redo?: string;
 }
 
 /** Who watches a run ({@link Runtime.watch}); `signal` stops the run itself, not only the watching. */

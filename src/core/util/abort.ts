@@ -25,3 +25,21 @@ export function raceAbort<T>(promise: Promise<T>, signal?: AbortSignal, makeErro
     );
   });
 }
+
+/** Resolves when `p` settles, or at once when `signal` aborts (what `p` does afterwards is not waited for). */
+export function settledOrAborted(p: Promise<unknown>, signal?: AbortSignal): Promise<void> {
+  if (!signal)
+    return p.then(
+      () => undefined,
+      () => undefined,
+    );
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    p.then(done, done);
+  });
+}

@@ -19,6 +19,7 @@ and stderr are plain text the host captures live. Frames (field "t" is the type)
                    "files":{"max_bytes":int,"max_total":int,"max_count":int}}
                   {"t":"tool_result","id":int,"ok":true,"value":any,"job"?:int} | {...,"ok":false,"error":str,"limit"?:true}
                   {"t":"vars"} (between runs)  {"t":"keep","n":int,"stdout":str,"stderr":str,"max_total":int} (a run's, with the next run)
+                  {"t":"checkpoint"|"drop"|"restore",...} (between runs: codeact_checkpoint.py)
   guest -> host   {"t":"ready","pid":int}            (after init; the pid in the guest's own namespace)
                   {"t":"tool_call","run":int,"id":int,"name":str,"args":object}  (a background job's: "job":int, no run)
                   {"t":"display","run":int,"seq":int,"marks":[bool,bool],"data":{mime:value},"metadata":{...},
@@ -75,21 +76,6 @@ lib.own_builtins(globals())  # the guest's own builtins, bound at import (codeac
 for _f in (__file__, output.__file__, proc.__file__, frames.__file__, frames.files.__file__):
     lib.own_file(_f)
     lib.own_file(os.path.abspath(_f))
-
-
-def _close_inherited_fds(keep):
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:
-        os.closerange(max(keep) + 1, 1024)
-        return
-    for name in names:
-        fd = int(name)
-        if fd > 2 and fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def _decode(line):
@@ -339,6 +325,18 @@ class Guest:
         self.jobs = codeact_jobs.Jobs(chan, init.get("jobs"), int(init.get("max_output") or (1 << 20)), self.max_value)
         self.jobs.install(self.namespace, self.hidden, lib.own_file)
         self.bridge.job_reply = self.jobs.reply
+        import codeact_checkpoint
+        self.checkpoints = codeact_checkpoint.Checkpoints(self)
+
+    def after_restore(self):
+        """This process was a checkpoint and now serves the session (codeact_checkpoint): what a fork does not copy."""
+        global _MAIN_PID
+        _MAIN_PID = self.jobs.session_pid = os.getpid()
+        self.loop = self.bridge.loop = self.bridge.poller = None
+        if output.OUTPUT is not None:
+            output.OUTPUT.restart_flusher()
+        if proc.SUBREAPER_SET:
+            proc.set_subreaper(proc.SUBREAPER)
 
     def serve(self):
         import signal
@@ -363,6 +361,8 @@ class Guest:
                 kept.keep_frame(frame)
             elif kind == "tool_result":
                 self.jobs.reply(frame)
+            elif kind in ("checkpoint", "drop", "restore"):
+                self.checkpoints.handle(frame)
 
     def run(self, frame):
         run_id = int(frame.get("run") or 0)
@@ -415,7 +415,7 @@ class Guest:
         if (self.last and proc.SUBREAPER) or self.interrupt.requested:
             # A one-shot run ends with everything it started; so does a run that was stopped (Stop, the
             # timeout), whose session keeps its variables but not the processes the code started.
-            proc.kill_descendants(spare=self.jobs.pids())  # background jobs go on
+            proc.kill_descendants(spare=self.jobs.pids() | self.checkpoints.pids())  # background jobs and checkpoints stay
             self.interrupt.requested = False
         result["files"] = self.rich.send_files()
         result["t"] = "complete"
@@ -485,7 +485,7 @@ def serve(chan, first=None):
 
 
 def main():
-    _close_inherited_fds({PROTO_FD})
+    proc.close_inherited_fds({PROTO_FD})
     os.set_inheritable(PROTO_FD, False)
     return serve(Channel(PROTO_FD))
 

@@ -83,6 +83,12 @@ class _Output:
         self.gate = threading.Lock()
         self._start_flusher()
 
+    def restart_flusher(self):
+        """In a checkpoint that now serves the session (codeact_checkpoint): the flusher did not survive the fork."""
+        import threading
+        self.gate = threading.Lock()
+        self._start_flusher()
+
     def new_run(self):
         for r in self.raw:
             r.count = 0

@@ -106,6 +106,21 @@ def kill_descendants(spare=(), only=None):
             pass
 
 
+def close_inherited_fds(keep):
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        os.closerange(max(keep) + 1, 1024)
+        return
+    for name in names:
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def load_libc():
     import ctypes
     return ctypes.CDLL(None, use_errno=True)

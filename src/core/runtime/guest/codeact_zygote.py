@@ -331,7 +331,7 @@ def _stage2(req, w, guest, ns):
     fd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(fd, 0)
     os.close(fd)
-    guest._close_inherited_fds({3})
+    guest.proc.close_inherited_fds({3})
     os.set_inheritable(3, False)
     guest._MAIN_PID = os.getpid()
     guest.json = json

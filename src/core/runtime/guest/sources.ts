@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import checkpointSource from './codeact_checkpoint.py';
 import discoverySource from './codeact_discovery.py';
 import displaySource from './codeact_display.py';
 import filesSource from './codeact_files.py';
@@ -18,6 +19,7 @@ import hooksSource from './codeact_hooks.py';
 import installSource from './codeact_install.py';
 import jobsSource from './codeact_jobs.py';
 import jobToolsSource from './codeact_jobtools.py';
+import keeperSource from './codeact_keeper.py';
 import kernelSource from './codeact_kernel.py';
 import libSource from './codeact_lib.py';
 import mplSource from './codeact_mpl.py';
@@ -46,6 +48,8 @@ const GUEST_FILES: Readonly<Record<string, string>> = {
   'codeact_install.py': installSource,
   'codeact_jobs.py': jobsSource,
   'codeact_jobtools.py': jobToolsSource,
+  'codeact_checkpoint.py': checkpointSource,
+  'codeact_keeper.py': keeperSource,
 };
 
 /**

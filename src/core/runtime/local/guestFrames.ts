@@ -53,7 +53,11 @@ export type HostFrame =
   | { t: 'tool_result'; id: number; ok: true; value: unknown; job?: number }
   | { t: 'tool_result'; id: number; ok: false; error: string; limit?: true; job?: number }
   | { t: 'vars' }
-  | { t: 'keep'; n: number; stdout: string; stderr: string; max_total: number };
+  | { t: 'keep'; n: number; stdout: string; stderr: string; max_total: number }
+  /** Checkpoints of the session's Python state (guest/codeact_checkpoint.py), between runs. */
+  | { t: 'checkpoint'; id: string }
+  | { t: 'drop'; id: string }
+  | { t: 'restore'; id: string; keep: string | null };
 
 /** What a guest sends the host. */
 export type GuestFrame =
@@ -103,7 +107,11 @@ export type GuestFrame =
       cut?: boolean;
     }
   /** What a running job printed since its last piece; `skipped`: bytes left out just before it (guest/codeact_jobs.py `_Live`). */
-  | { t: 'job_output'; job: number; data: string; skipped: number };
+  | { t: 'job_output'; job: number; data: string; skipped: number }
+  /** A checkpoint was taken (or why not); `held`: every checkpoint kept, oldest first, with its unshared memory in bytes. */
+  | { t: 'checkpointed'; id: string; ok: boolean; error?: string; ms: number; held: Array<[string, number]> }
+  /** From the process that serves the session after a restore (`pid`: its own, in the guest's namespace), or why not. */
+  | { t: 'restored'; id: string; ok: boolean; error?: string; pid?: number; kept?: string; held?: Array<[string, number]> };
 
 /** What the host sends the warm zygote (codeact_zygote.py). */
 export type ZygoteCommand =
@@ -134,6 +142,8 @@ export const GUEST_FRAME_FIELDS: { readonly [K in GuestFrame['t']]: ReadonlyArra
   vars: ['variables', 'total'],
   job: ['job', 'state', 'run', 'pid', 'seconds', 'value', 'error', 'tail', 'bytes', 'cut'],
   job_output: ['job', 'data', 'skipped'],
+  checkpointed: ['id', 'ok', 'error', 'ms', 'held'],
+  restored: ['id', 'ok', 'error', 'pid', 'kept', 'held'],
 };
 
 export const ZYGOTE_FRAME_FIELDS: { readonly [K in ZygoteFrame['t']]: ReadonlyArray<Exclude<keyof Extract<ZygoteFrame, { t: K }>, 't'>> } = {

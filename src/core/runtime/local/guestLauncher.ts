@@ -8,6 +8,7 @@ import type { ArtifactStore } from '../artifacts';
 import { guestDirFor } from '../guest/sources';
 import type { RuntimeLimits } from '../types';
 import { ColdGuest, makeHostWorkdir, newMarker, type GuestHandle } from './guestProcess';
+import type { CheckpointBudget } from './checkpoints';
 import { GuestSession } from './guestSession';
 import { DEFAULT_SESSIONS } from './sessionPool';
 import { resolvePython } from './python';
@@ -53,7 +54,7 @@ export class GuestLauncher {
 
   constructor(
     private readonly options: GuestLaunchOptions,
-    private readonly session: { limits: RuntimeLimits; maxFrameBytes: number; artifacts: ArtifactStore },
+    private readonly session: { limits: RuntimeLimits; maxFrameBytes: number; artifacts: ArtifactStore; checkpoints?: CheckpointBudget },
   ) {
     this.cleaner = new WorkdirCleaner((m) => {
       options.log?.(m);

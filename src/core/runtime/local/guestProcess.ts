@@ -156,6 +156,8 @@ export class ColdGuest implements GuestHandle {
   }
 
   setReportedPid(pid: number): void {
+    // A rewind hands the session to another process (./checkpoints): its host PID is looked up again.
+    if (pid !== this.reportedPid) this.hostPid = undefined;
     this.reportedPid = pid;
   }
 
@@ -216,4 +218,18 @@ export class ColdGuest implements GuestHandle {
     return this.releasing;
   }
   private releasing?: Promise<void>;
+}
+
+/** Calls `then` once `stream` has ended (or at once if it has), or after half a second at most. */
+export function whenDrained(stream: NodeJS.ReadableStream & { destroyed?: boolean; readableEnded?: boolean }, then: () => void): void {
+  if (stream.destroyed || stream.readableEnded) return then();
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    then();
+  };
+  const timer = setTimeout(once, 500);
+  for (const e of ['end', 'close']) stream.once(e, once);
 }

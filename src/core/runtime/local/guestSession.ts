@@ -11,7 +11,7 @@ import type { CodeInterpreterCallItem, ExecutionError, SessionInfo, VariablesSum
 import { cancelledError, completionError, normaliseError, valueCompletion } from '../execution';
 import type { ExecuteOptions, ExecuteRequest, RuntimeLimits } from '../types';
 import { checkFrame, FrameReader, GUEST_FRAME_FIELDS, isInt, normaliseVariables, sendFrame, sendLine, type GuestFrame, type HostFrame } from './guestFrames';
-import type { GuestHandle } from './guestProcess';
+import { whenDrained, type GuestHandle } from './guestProcess';
 import { GuestRun, type Detached } from './guestRun';
 import { annotateLimit, crashError } from './guestErrors';
 import { formatDuration } from '../../../common/format';
@@ -22,6 +22,8 @@ import { Emitter } from '../../../common/emitter';
 import { GuestJobs } from './guestJobs';
 import { JobTools } from './jobTools';
 import { detachedEnded, detachRun, offerDetach, waitedNote } from './detach';
+import { GuestCheckpoints, type CheckpointBudget } from './checkpoints';
+import { settledOrAborted } from '../../util/abort';
 
 interface GuestSessionOptions {
   limits: RuntimeLimits;
@@ -30,6 +32,8 @@ interface GuestSessionOptions {
   maxFrameBytes: number;
   /** How long an interrupt may take before the guest is killed (sessions only). */
   interruptGraceMs: number;
+  /** Checkpoints of a session's Python state (./checkpoints); none without. */
+  checkpoints?: CheckpointBudget;
 }
 
 let uses = 0;
@@ -52,6 +56,8 @@ export class GuestSession {
   lastUsed = nextUse();
   /** Its background jobs (./guestJobs). */
   readonly jobs: GuestJobs;
+  /** Its checkpoints (./checkpoints): the Python state before each run, for a rewind. */
+  readonly checkpoints: GuestCheckpoints;
 
   constructor(
     readonly guest: GuestHandle,
@@ -59,6 +65,7 @@ export class GuestSession {
   ) {
     const jobTools = new JobTools(o.limits, (line) => !this.dead && sendLine(this.guest.proto, line));
     this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs, jobTools);
+    this.checkpoints = new GuestCheckpoints((f) => !this.dead && sendFrame(this.guest.proto, f), o.checkpoints ?? { max: 0, memoryBytes: 0 });
     this.frames = new FrameReader(o.maxFrameBytes, {
       frame: (line) => this.onFrame(line),
       violation: (what) => this.violation(what),
@@ -71,7 +78,7 @@ export class GuestSession {
     for (const s of [guest.proto, guest.stdout, guest.stderr]) s.resume();
     // The exit is noticed on another channel than the guest's last frames (a signal, or the zygote's
     // socket): read what the protocol channel still holds before deciding the guest died mid-run.
-    void guest.exited.then((exit) => this.whenDrained(guest.proto, () => this.onExit(exit.code, exit.signal)));
+    void guest.exited.then((exit) => whenDrained(guest.proto, () => this.onExit(exit.code, exit.signal)));
   }
 
   get alive(): boolean {
@@ -99,10 +106,7 @@ export class GuestSession {
     this.sessionId = sessionId;
   }
 
-  /**
-   * Sends init (limits, frame sizes); resolves when the guest is ready for its first run. A guest started
-   * ahead of need has done this before anyone asks for it.
-   */
+  /** Sends init (limits, frame sizes); resolves when the guest is ready for its first run (a guest started ahead of need did it earlier). */
   start(limits: Record<string, number>, subreaper: boolean): Promise<void> {
     this.send({
       t: 'init',
@@ -120,10 +124,7 @@ export class GuestSession {
     });
   }
 
-  /**
-   * Runs one execution (after the ones before it), whose opening the caller has announced
-   * (openExecution). Never rejects for failures of the code.
-   */
+  /** Runs one execution (after the ones before it), whose opening the caller has announced (openExecution); never rejects for the code's failures. */
   async execute(request: ExecuteRequest, options: ExecuteOptions, itemId: string, notice?: string): Promise<CodeInterpreterCallItem> {
     const limits = this.o.limits;
     const exec = new GuestRun(++this.runs, request, options, limits, itemId, this.o.interruptGraceMs);
@@ -141,7 +142,7 @@ export class GuestSession {
     const since = performance.now();
     try {
       if (signal?.aborted) return this.result(exec, cancelledError(true));
-      await waitOrAbort(previous, signal);
+      await settledOrAborted(previous, signal);
       myTurn = true;
       if (signal?.aborted) return this.result(exec, cancelledError(true));
       if (!this.alive) {
@@ -180,10 +181,7 @@ export class GuestSession {
   /** The last run's "keep" frame (output_of(n)): goes with the next run, one write (no wake of the guest before a result). */
   private keepNext?: () => string;
 
-  /**
-   * "Keep running in background" (./detach): the running execution `itemId` goes on as a background job; its
-   * execute() call resolves now. Returns the job's number; throws with why not.
-   */
+  /** "Keep running in background" (./detach): the running execution goes on as a background job, its execute() resolves now; the job's number, or throws why not. */
   detach(itemId: string): number {
     const exec = this.current;
     if (!exec || exec.itemId !== itemId) throw new Error('This execution is not running in this session now.');
@@ -201,6 +199,8 @@ export class GuestSession {
     exec.startClock(request.timeoutMs ?? this.o.limits.timeoutMs);
     try {
       const l = this.o.limits;
+      const checkpoint = this.persistent && this.checkpoints.beforeRun(exec.itemId);
+      if (checkpoint) this.send(checkpoint);
       this.send({
         t: 'run',
         run: exec.runId,
@@ -258,6 +258,21 @@ export class GuestSession {
     });
   }
 
+  /** Runs `work` in the session's turn: after the runs sent so far; runs sent meanwhile wait for it. */
+  async inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const previous = this.queue;
+    let release!: () => void;
+    this.queue = new Promise<void>((r) => (release = r));
+    await previous;
+    return work().finally(release);
+  }
+
+  /** Why the session cannot be rewound now, if it cannot. */
+  get rewindRefusal(): string | undefined {
+    if (!this.alive) return `The Python session has ended (${this.deathReason ?? 'its process exited'}).`;
+    return this.jobs.count ? 'A background job is running in this session: stop it or wait for it, then rewind.' : undefined;
+  }
+
   /** The variables view of an idle session (null while it runs or when it is gone). */
   variables(timeoutMs = 5000): Promise<VariablesSummary | null> {
     if (!this.alive || this.busy || !this.persistent || this.varsWaiter) return Promise.resolve(null);
@@ -271,10 +286,7 @@ export class GuestSession {
     });
   }
 
-  /**
-   * Ends a one-shot session after its run: a clean end needs no search for stray processes. True when
-   * it was clean (the run completed, and the guest killed what it started before reporting).
-   */
+  /** Ends a one-shot session after its run; true when clean (the run completed, the guest killed what it started): no search for strays. */
   end(): boolean {
     if (this.dead) return false;
     const clean = !this.persistent && this.lastCompleted;
@@ -333,6 +345,7 @@ export class GuestSession {
     this.dead = true;
     this.deathReason = reason;
     this.jobs.sessionEnded(reason);
+    this.checkpoints.ended(reason);
     this.ready?.reject(new Error(`The Python guest could not start: ${reason}`));
     this.ready = undefined;
     if (this.varsWaiter) {
@@ -341,19 +354,6 @@ export class GuestSession {
       this.varsWaiter = undefined;
     }
     this.died.fire(reason);
-  }
-
-  private whenDrained(stream: NodeJS.ReadableStream & { destroyed?: boolean; readableEnded?: boolean }, then: () => void): void {
-    if (stream.destroyed || stream.readableEnded) return then();
-    let done = false;
-    const once = () => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      then();
-    };
-    const timer = setTimeout(once, 500);
-    for (const e of ['end', 'close']) stream.once(e, once);
   }
 
   private onExit(code: number | null, sig: NodeJS.Signals | null): void {
@@ -426,6 +426,11 @@ export class GuestSession {
         exec.onDisplay(seq, exec.out.take(frame, update), { stdout: marks[0] === true, stderr: marks[1] === true }, update);
         return;
       }
+      case 'checkpointed':
+      case 'restored': {
+        const wrong = this.checkpoints.onFrame(frame);
+        return wrong ? this.violation(wrong) : undefined;
+      }
       case 'job':
       case 'job_output': {
         const start =
@@ -481,20 +486,14 @@ export class GuestSession {
     if (session) item.session = session;
     if (error) annotateLimit(item, this.guest.plan, this.guest.cgroup);
     // The session's later runs can read this one's whole output (output_of(n)).
-    if (this.persistent && this.current === exec && this.alive && !exec.stateLost)
+    if (this.persistent && this.current === exec && this.alive && !exec.stateLost) {
       this.keepNext = keepFrame(item.outputs, exec.request.execution ?? exec.runId);
+      const checkpoint = this.checkpoints.afterRun(); // the state for the next run, kept now (with output_of(n))
+      if (checkpoint) {
+        sendLine(this.guest.proto, `${this.keepNext()}\n${JSON.stringify(checkpoint)}`);
+        this.keepNext = undefined;
+      }
+    }
     return exec.announce(item);
   }
-}
-
-function waitOrAbort(p: Promise<void>, signal?: AbortSignal): Promise<void> {
-  if (!signal) return p;
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    signal.addEventListener('abort', done, { once: true });
-    void p.then(done);
-  });
 }

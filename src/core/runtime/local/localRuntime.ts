@@ -26,15 +26,18 @@ import {
   type Runtime,
   type RuntimeLimits,
   type RevertOutcome,
+  type RewindOutcome,
 } from '../types';
 import { settleCgroups } from './cgroup';
 import { GuestLauncher, type GuestLaunchOptions } from './guestLauncher';
 import type { GuestSession } from './guestSession';
 import { DEFAULT_SESSIONS, SessionPool } from './sessionPool';
 import { newId } from '../../util/ids';
+import { settledOrAborted } from '../../util/abort';
 import type { CodeActEvent } from '../../../common/events';
 import { WorkspaceChanges } from '../rewind/workspaceChanges';
 import type { StoreBudgets } from '../rewind/fileStore';
+import { DEFAULT_CHECKPOINT_BUDGET, type CheckpointBudget } from './checkpoints';
 
 type SessionPolicy = 'conversation' | 'run';
 
@@ -55,6 +58,8 @@ export interface LocalRuntimeOptions extends GuestLaunchOptions {
    * the store's budgets (codeact.rewind.*).
    */
   rewind?: false | Partial<StoreBudgets>;
+  /** Checkpoints of each session's Python state before its runs (./checkpoints); default 10 and 1 GiB; max 0: none. */
+  checkpoints?: Partial<CheckpointBudget>;
 }
 
 export class LocalRuntime implements Runtime {
@@ -73,6 +78,7 @@ export class LocalRuntime implements Runtime {
       limits: this.limits,
       maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
       artifacts: this.artifacts,
+      checkpoints: { ...DEFAULT_CHECKPOINT_BUDGET, ...(options.checkpoints ?? {}) },
     });
     this.sessions = new SessionPool({
       persist: this.policy === 'conversation',
@@ -138,8 +144,8 @@ export class LocalRuntime implements Runtime {
       // The scan before waits for the session's runs before this one (a run sent to the background writes until it
       // ends: its files are its own, not this run's). The first copy of a large workspace can take a while: Stop
       // does not wait for either (the run then stops at once).
-      await abortable(session.queue, options.signal);
-      await abortable(changes.ready(), options.signal);
+      await settledOrAborted(session.queue, options.signal);
+      await settledOrAborted(changes.ready(), options.signal);
       // The run's end waits for its changeset: the card and the model get it on the item.
       const held: CodeActEvent[] = [];
       const onEvent = (e: CodeActEvent) => (isEnd(e, itemId) ? held.push(e) : emit(e));
@@ -163,6 +169,43 @@ export class LocalRuntime implements Runtime {
   async revertChanges(itemId: string, paths?: readonly string[]): Promise<RevertOutcome> {
     if (!this.changes) throw new Error('No workspace changes are tracked here (the workspace is not mounted readwrite, or CodeAct restarted since).');
     return this.changes.revert(itemId, paths);
+  }
+
+  /**
+   * "Rewind to here" (issue 35): the session that ran `point` gets its Python state from before it back
+   * (./checkpoints), and the workspace files the code changed since go back as they were; a redo point keeps
+   * both as they are now. Each part says why when it cannot be done; rejects when neither can.
+   */
+  async rewind(point: string): Promise<RewindOutcome> {
+    const session = this.sessions.list().find((s) => s.checkpoints.has(point));
+    const changes = this.changes;
+    if (!session && !changes?.has(point))
+      throw new Error('That execution is not part of a session this runtime still has (it ended, or CodeAct restarted since).');
+    const work = async (): Promise<RewindOutcome> => {
+      const refusal = session?.rewindRefusal;
+      if (refusal && !changes?.has(point)) throw new Error(refusal);
+      let python: RewindOutcome['python'] = { restored: false, why: refusal ?? 'the execution ran in no session of this runtime' };
+      const redo = newId('redo');
+      let redone = false;
+      if (session && !refusal) {
+        try {
+          const r = await session.checkpoints.restore(point, redo);
+          session.guest.setReportedPid(r.pid);
+          python = { restored: true };
+          redone = !!r.redo;
+        } catch (e) {
+          python = { restored: false, why: (e as Error).message };
+        }
+      }
+      let files: RewindOutcome['files'] = { why: 'the workspace is not mounted readwrite, so the code could not change its files' };
+      if (changes?.has(point)) {
+        files = await changes.rewindTo(point, redo).catch((e: Error) => ({ why: e.message }));
+        redone ||= !('why' in files);
+      }
+      if (!python.restored && 'why' in files) throw new Error(python.why);
+      return { python, files, ...(redone ? { redo } : {}) };
+    };
+    return session ? session.inTurn(work) : work();
   }
 
   /** The tracker of the workspace's changes when this session's sandbox mounts it writable (and rewind is on). */
@@ -198,17 +241,3 @@ export class LocalRuntime implements Runtime {
 const isEnd = (e: CodeActEvent, itemId: string): boolean =>
   (e.type === 'response.code_interpreter_call.completed' && e.item_id === itemId) ||
   (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && e.item.id === itemId);
-
-/** Resolves when `p` does, or at once when `signal` aborts (what `p` does afterwards is not waited for). */
-function abortable(p: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    signal.addEventListener('abort', done, { once: true });
-    p.then(done, done);
-  });
-}

@@ -108,6 +108,11 @@ export class SessionPool implements RuntimeSessions {
     return notes;
   }
 
+  /** The live sessions. */
+  list(): GuestSession[] {
+    return [...this.entries.values()].map((e) => e.session).filter((s) => s.alive);
+  }
+
   /** Each live session's process tree (to measure its memory) and its running background jobs. */
   usage(): Map<string, SessionUsage> {
     const out = new Map<string, SessionUsage>();

@@ -67,6 +67,8 @@ export class WorkspaceChanges {
   private running = 0;
   /** Per execution (newest last): each path it changed, as it was before (null: it did not exist), and the folders above them that existed. */
   private readonly befores = new Map<string, { files: Map<string, FileEntry | null>; dirs: string[] }>();
+  /** Every execution scanned after (and each redo point), oldest first: the points a rewind can go back to. */
+  private readonly points: string[] = [];
 
   constructor(
     /** The workspace folder on this machine. */
@@ -133,8 +135,9 @@ export class WorkspaceChanges {
         const dirs = new Set<string>();
         for (const p of before.keys()) for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) if (had.has(p.slice(0, i))) dirs.add(p.slice(0, i));
         this.befores.set(itemId, { files: before, dirs: [...dirs] });
-        if (this.befores.size > MAX_REVERTIBLE) this.befores.delete(this.befores.keys().next().value!);
+        if (this.befores.size > MAX_REVERTIBLE) this.forget(this.befores.keys().next().value!);
       }
+      this.addPoint(itemId);
       this.last = next;
       return { root: this.root, store: this.dir, changes, ...(next.incomplete ? { incomplete: next.incomplete } : {}) };
     });
@@ -160,6 +163,63 @@ export class WorkspaceChanges {
       const done = await this.store.restore(this.root, to, targets);
       this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
       this.log?.(`rewind: reverted execution ${itemId}: ${done.written.length} written, ${done.removed.length} removed, ${done.failed.length} failed`);
+      return done;
+    });
+  }
+
+  private addPoint(point: string): void {
+    this.points.push(point);
+    if (this.points.length > 5 * MAX_REVERTIBLE) this.points.shift();
+  }
+
+  /** The oldest kept changes go: neither they nor any point before them can be rewound to. */
+  private forget(oldest: string): void {
+    this.befores.delete(oldest);
+    const at = this.points.indexOf(oldest);
+    if (at >= 0) this.points.splice(0, at + 1);
+  }
+
+  /** Whether the workspace as it was before execution (or redo point) `point` can be brought back. */
+  has(point: string): boolean {
+    return this.points.includes(point);
+  }
+
+  /**
+   * "Rewind to here": every file the code changed from execution `point` on goes back as it was before it (one it made
+   * is removed). `redo`: first keep those files as they are now, as a point to rewind to. Rejects during a run.
+   */
+  rewindTo(point: string, redo?: string): Promise<RevertOutcome> {
+    return this.serial(async () => {
+      if (this.running > 0) throw new Error('Code is running in this workspace: rewind once it has ended.');
+      const at = this.points.indexOf(point);
+      if (at < 0 || !this.last) throw new Error('The workspace files from before that execution are no longer kept.');
+      // The earliest record of each path from `point` on is how it was then.
+      const want = new Map<string, FileEntry | null>();
+      const dirs = new Set<string>();
+      for (const p of this.points.slice(at)) {
+        const before = this.befores.get(p);
+        for (const [file, entry] of before?.files ?? []) if (!want.has(file)) want.set(file, entry);
+        for (const d of before?.dirs ?? []) dirs.add(d);
+      }
+      // The person may have changed files since the last run: what is there now is what a redo gives back.
+      this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
+      if (redo && want.size) {
+        const now = this.last;
+        const had = new Set(now.dirs ?? []);
+        const keep = new Map<string, FileEntry | null>();
+        const above = new Set<string>();
+        for (const file of want.keys()) {
+          keep.set(file, entryOf(now.files, file) ?? null);
+          for (let i = file.indexOf('/'); i >= 0; i = file.indexOf('/', i + 1)) if (had.has(file.slice(0, i))) above.add(file.slice(0, i));
+        }
+        this.befores.set(redo, { files: keep, dirs: [...above] });
+      }
+      const to: Manifest = { files: Object.create(null) as Manifest['files'], dirs: [...dirs] };
+      for (const [file, entry] of want) if (entry) to.files[file] = entry;
+      const done = await this.store.restore(this.root, to, [...want.keys()]);
+      if (redo) this.addPoint(redo);
+      this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
+      this.log?.(`rewind: files to before ${point}: ${done.written.length} written, ${done.removed.length} removed, ${done.failed.length} failed`);
       return done;
     });
   }

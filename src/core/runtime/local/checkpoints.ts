@@ -1,0 +1,191 @@
+/**
+ * Checkpoints of a session's Python state (issue 35, rewind): the host's side of guest/codeact_checkpoint.py.
+ *
+ * - The state before each run is kept as a paused copy-on-write fork of the session. It is taken right after the
+ *   run before ends (off the next run's path: it overlaps the model's next request); the first run of a session
+ *   has one taken just before it.
+ * - Budgets (codeact.rewind.maxCheckpoints, codeact.rewind.memoryMB): after each checkpoint the guest reports the
+ *   unshared memory of every one it holds; the oldest give way first, and each run whose state went says why.
+ * - Rewind to run X: the fork of the state before X wakes and serves the session (its variables, imports and
+ *   figures as they were); the state just before the rewind is kept first, as a point to redo to. The woken fork
+ *   is consumed, so a fresh checkpoint of the restored state takes its place for every point that named it.
+ *
+ * Ids are ours ('ckp-N'); the points a caller names are run item ids, and the redo points minted here.
+ */
+import type { HostFrame, GuestFrame, Unchecked } from './guestFrames';
+import { isInt } from './guestFrames';
+import { formatBytes } from '../../../common/format';
+
+export interface CheckpointBudget {
+  /** Checkpoints kept per session (0: none are taken). */
+  max: number;
+  /** The most unshared memory they may hold together. */
+  memoryBytes: number;
+}
+
+export const DEFAULT_CHECKPOINT_BUDGET: CheckpointBudget = { max: 10, memoryBytes: 1024 << 20 };
+
+export interface Restored {
+  /** The pid of the process that serves the session now (in the guest's namespace). */
+  pid: number;
+  /** The redo point asked for, when the state just before this rewind could be kept. */
+  redo?: string;
+}
+
+type Pending = { id: string; resolve: (r: Restored) => void; reject: (e: Error) => void };
+
+export class GuestCheckpoints {
+  /** Held by the guest, oldest first: id → unshared bytes. */
+  private readonly held = new Map<string, number>();
+  /** Point (a run's item id, or a redo point) → the checkpoint of the state before it. */
+  private readonly points = new Map<string, string>();
+  /** Why a checkpoint is not (or no longer) there. */
+  private readonly gone = new Map<string, string>();
+  /** A checkpoint of the state now, taken after the last run, for the next one. */
+  private fresh?: string;
+  private pending?: Pending;
+  private seq = 0;
+  /** The last fork's time in the guest (ms), for the bench. */
+  lastMs?: number;
+
+  constructor(
+    private readonly send: (frame: HostFrame) => void,
+    private readonly budget: CheckpointBudget,
+  ) {}
+
+  get enabled(): boolean {
+    return this.budget.max > 0;
+  }
+
+  /** The unshared memory the checkpoints hold, and how many. */
+  get usage(): { count: number; bytes: number } {
+    let bytes = 0;
+    for (const b of this.held.values()) bytes += b;
+    return { count: this.held.size, bytes };
+  }
+
+  /** Run `itemId` is about to go: the checkpoint frame to send first, unless the last run's is fresh. */
+  beforeRun(itemId: string): HostFrame | undefined {
+    if (!this.enabled) return undefined;
+    if (this.fresh) {
+      this.points.set(itemId, this.fresh);
+      this.fresh = undefined;
+      return undefined;
+    }
+    const id = this.mint();
+    this.points.set(itemId, id);
+    return { t: 'checkpoint', id };
+  }
+
+  /** A run ended and its session lives on: the frame that keeps the state now for the next run. */
+  afterRun(): HostFrame | undefined {
+    if (!this.enabled || this.fresh) return undefined;
+    this.fresh = this.mint();
+    return { t: 'checkpoint', id: this.fresh };
+  }
+
+  /** Whether `point` names a run of this session (kept or not). */
+  has(point: string): boolean {
+    return this.points.has(point);
+  }
+
+  /** Why the state before `point` cannot be restored, or undefined when it can. */
+  unavailable(point: string): string | undefined {
+    const id = this.points.get(point);
+    if (!id) return 'no checkpoint was taken before it';
+    if (this.held.has(id)) return undefined;
+    return this.gone.get(id) ?? 'its checkpoint is still being taken';
+  }
+
+  /**
+   * Wakes the state before `point`; the caller holds the session's turn (no run is going on). `redo`: a point
+   * that will name the state just before this rewind, when it can be kept.
+   */
+  restore(point: string, redo?: string): Promise<Restored> {
+    const why = this.unavailable(point);
+    if (why) return Promise.reject(new Error(`The Python state before that execution cannot be restored: ${why}.`));
+    if (this.pending) return Promise.reject(new Error('A rewind of this session is already under way.'));
+    const id = this.points.get(point)!;
+    const keep = this.mint();
+    return new Promise<Restored>((resolve, reject) => {
+      this.pending = { id, resolve, reject };
+      this.send({ t: 'restore', id, keep: redo ? keep : null });
+    }).then((r) => {
+      this.held.delete(id);
+      this.fresh = undefined;
+      // The woken fork is the session now: a new checkpoint of this state stands for every point that named it.
+      const again = this.mint();
+      for (const [p, c] of this.points) if (c === id) this.points.set(p, again);
+      this.send({ t: 'checkpoint', id: again });
+      this.fresh = again;
+      if (r.redo && redo) {
+        this.points.set(redo, r.redo);
+        return { pid: r.pid, redo };
+      }
+      return { pid: r.pid };
+    });
+  }
+
+  /** The session ended: a rewind waiting for its answer fails. */
+  ended(reason: string): void {
+    this.pending?.reject(new Error(`The Python session ended (${reason}).`));
+    this.pending = undefined;
+    for (const id of this.held.keys()) this.gone.set(id, `the session ended (${reason})`);
+    this.held.clear();
+  }
+
+  /** A checkpoint frame from the guest; returns what was wrong with it, if anything. */
+  onFrame(frame: Unchecked<Extract<GuestFrame, { t: 'checkpointed' | 'restored' }>>): string | undefined {
+    if (typeof frame.id !== 'string') return 'a checkpoint frame without an id';
+    if (frame.t === 'checkpointed') {
+      if (typeof frame.ms === 'number') this.lastMs = frame.ms;
+      if (frame.ok !== true) this.gone.set(frame.id, typeof frame.error === 'string' ? `it was not taken: ${frame.error.slice(0, 300)}` : 'it was not taken');
+      return this.update(frame.held);
+    }
+    const pending = this.pending;
+    if (!pending || pending.id !== frame.id) return 'an unexpected restored frame';
+    this.pending = undefined;
+    if (frame.ok !== true || !isInt(frame.pid)) {
+      pending.reject(
+        new Error(`The Python state could not be restored: ${typeof frame.error === 'string' ? frame.error.slice(0, 300) : 'the guest did not say why'}.`),
+      );
+      return undefined;
+    }
+    const wrong = this.update(frame.held);
+    pending.resolve({ pid: frame.pid, ...(typeof frame.kept === 'string' ? { redo: frame.kept } : {}) });
+    return wrong;
+  }
+
+  /** The guest's list of what it holds; then the oldest give way while over a budget. */
+  private update(held: unknown): string | undefined {
+    if (held === undefined) return undefined;
+    if (!Array.isArray(held) || held.length > 1000) return 'a malformed checkpoint list';
+    const now = new Map<string, number>();
+    for (const h of held) {
+      if (!Array.isArray(h) || typeof h[0] !== 'string' || !isInt(h[1])) return 'a malformed checkpoint list';
+      now.set(h[0], h[1] as number);
+    }
+    for (const id of this.held.keys()) if (!now.has(id)) this.gone.set(id, this.gone.get(id) ?? 'the guest no longer holds it');
+    this.held.clear();
+    for (const [id, bytes] of now) this.held.set(id, bytes);
+    let { count, bytes } = this.usage;
+    for (const [id, size] of this.held) {
+      if (count <= this.budget.max && bytes <= this.budget.memoryBytes) break;
+      this.gone.set(
+        id,
+        count > this.budget.max
+          ? `it was dropped to keep ${this.budget.max} checkpoints (codeact.rewind.maxCheckpoints)`
+          : `it was dropped to keep checkpoints under ${formatBytes(this.budget.memoryBytes)} of memory (codeact.rewind.memoryMB)`,
+      );
+      this.held.delete(id);
+      this.send({ t: 'drop', id });
+      count--;
+      bytes -= size;
+    }
+    return undefined;
+  }
+
+  private mint(): string {
+    return `ckp-${++this.seq}`;
+  }
+}
