@@ -6,7 +6,11 @@
  * continued with --continue.
  */
 import type { TranscriptEvent } from '../common/transcript';
+import type { CodeInterpreterCallItem } from '../common/events';
+import type { Runtime } from '../core/runtime/types';
 import { forTerminal } from '../common/untrusted';
+import { formatChangeCount } from '../common/rewind';
+import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
@@ -40,6 +44,9 @@ export const CHAT_USAGE = `${wrapUsage(
   9,
 )}
        codeact chat --list [--storage DIR]
+       codeact chat --continue SESSION --list         (its executions: the points --rewind goes back to)
+       codeact chat --continue SESSION --rewind N "<prompt>"
+                    (the Python session and the workspace files back to before execution N, then the prompt)
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
 (OpenAI-compatible servers usually need none).
@@ -55,6 +62,7 @@ export const CHAT_OPTIONS = commandOptions('chat', {
   continue: { type: 'string', short: 'c' },
   storage: { type: 'string' },
   list: { type: 'boolean' },
+  rewind: { type: 'string' },
   ...RUNTIME_FLAGS,
 } as const);
 
@@ -71,6 +79,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const store = new TranscriptStore(values.storage ?? defaultStorage());
+  if (values.list && values.continue) return listPoints(store, values.continue, !!values.json);
+  if (values.rewind !== undefined && !values.continue) throw new UsageError('--rewind needs --continue SESSION (the conversation to rewind).');
   if (values.list) {
     const list = store.list();
     if (values.json) process.stdout.write(JSON.stringify(list) + '\n');
@@ -175,6 +185,8 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
       process.stderr.write('codeact: stopped; nothing was sent to the model.\n');
       return 1;
     }
+    const rewound = values.rewind !== undefined ? await rewindTo(convo, runtime, values.rewind, live, !!values.json) : undefined;
+    if (rewound === null) return 1;
     const turn = await runChatTurn({
       conversation: convo,
       prompt,
@@ -185,7 +197,7 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
       gateway: new ToolGateway(ws.toolSet.tools, { ...asking.gateway, unusable: ws.toolSet.errors }),
       // Hosted code runs in the provider's sandbox, where it cannot be stopped before it runs.
       ...(MODES[config.mode].ourRuntime && asking.beforeRun ? { agent: { beforeRun: asking.beforeRun } } : {}),
-      ...(continued ? { sessionNote: CONTINUED_NOTE } : {}),
+      ...(continued || rewound ? { sessionNote: [continued ? CONTINUED_NOTE : '', rewound ?? ''].filter(Boolean).join('\n') } : {}),
       signal: controller.signal,
       onEvent: print,
     });
@@ -222,5 +234,63 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
       await runtime.dispose();
     }
     await disposeDefaultMcpPool();
+  }
+}
+
+/** The executions of a conversation, numbered as `--rewind N` names them. */
+function executionsOf(convo: Conversation): CodeInterpreterCallItem[] {
+  const out: CodeInterpreterCallItem[] = [];
+  for (const e of convo.events) if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') out.push(e.item);
+  return out;
+}
+
+/** `--continue ID --list`: the points of a conversation (its executions), as `--rewind N` numbers them. */
+function listPoints(store: TranscriptStore, id: string, json: boolean): number {
+  if (!store.exists(id)) throw new UsageError(`No conversation "${id}" in ${store.dir} (see codeact chat --list).`);
+  const items = executionsOf(store.open(id));
+  if (json) {
+    const points = items.map((it, i) => ({
+      n: i + 1,
+      id: it.id,
+      status: it.status,
+      session: it.session?.id ?? null,
+      changes: it.changes?.changes.length ?? 0,
+    }));
+    process.stdout.write(JSON.stringify(points) + '\n');
+  } else if (!items.length) process.stdout.write('No executions in this conversation yet: nothing to rewind to.\n');
+  else
+    for (const [i, it] of items.entries()) {
+      const first = it.code.split('\n').find((l: string) => l.trim()) ?? '';
+      const changed = it.changes?.changes.length ? `  ${formatChangeCount(it.changes.changes.length)}` : '';
+      const where = it.session && it.runtime === 'local' ? '' : '  (no checkpoint: not a local session)';
+      process.stdout.write(`${String(i + 1).padStart(3)}  ${it.status.padEnd(10)} ${forTerminal(first.slice(0, 70), { line: true })}${changed}${where}\n`);
+    }
+  return 0;
+}
+
+/**
+ * `--rewind N`: the conversation's live session and the workspace files go back to before its execution N (the
+ * runtime's checkpoints); what was done is said on stderr, and what the model is told is returned (null: failed).
+ */
+async function rewindTo(convo: Conversation, runtime: Runtime, n: string, live: boolean, json: boolean): Promise<string | null> {
+  const items = executionsOf(convo);
+  const at = Number(n);
+  if (!Number.isSafeInteger(at) || at < 1 || at > items.length)
+    throw new UsageError(`--rewind takes an execution number from 1 to ${items.length} (see --list).`);
+  const fail = (message: string) => {
+    process.stderr.write(`codeact: ${forTerminal(message)}\n`);
+    if (json) process.stdout.write(JSON.stringify({ type: 'error', message, code: 'rewind' }) + '\n');
+    return null;
+  };
+  if (!runtime.rewind) return fail('This runtime keeps no checkpoints (only the local Python runtime does); nothing was rewound.');
+  if (!live)
+    return fail("This conversation's Python session is gone (it ended, or its session host did), so it cannot be rewound; nothing was sent to the model.");
+  try {
+    const outcome = await runtime.rewind(items[at - 1].id);
+    if (json) process.stdout.write(JSON.stringify({ type: 'codeact.rewound', execution: at, ...outcome }) + '\n');
+    else process.stderr.write(`${convo.id}: rewound to before execution ${at}. ${rewoundLines(outcome, (t) => forTerminal(t, { line: true })).join(' ')}\n`);
+    return rewindNote(outcome, `before execution ${at}`);
+  } catch (e) {
+    return fail(`${(e as Error).message} Nothing was sent to the model.`);
   }
 }

@@ -57,6 +57,27 @@ export interface ChangesRevertedMessage {
   failed: { path: string; why: string }[];
 }
 
+/**
+ * "Rewind to here" on an execution's card (issue 35): the session's Python state and the workspace files go back to
+ * before it (`exec.rewind`); `redo`: instead, the point a rewind from this card returned (back to the state before it).
+ */
+export interface RewindMessage {
+  type: 'exec.rewind';
+  itemId: string;
+  redo?: string;
+}
+
+/** Host -> page: what a rewind from a card did, said on that card; `redo`: the point its Redo button names. */
+export interface RewoundMessage {
+  type: 'exec.rewound';
+  itemId: string;
+  /** A redo was done (not a rewind). */
+  redone: boolean;
+  /** One line per part: the Python state, the files. */
+  lines: string[];
+  redo?: string;
+}
+
 /** Paths one revert message may name. */
 const MAX_REVERT_PATHS = 10_000;
 
@@ -65,7 +86,7 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const isPath = (p: unknown): p is string => typeof p === 'string' && p.length > 0 && p.length <= 4096;
 
 /** Checks an output message from the page (`m.type` is one of theirs); undefined when it is malformed. */
-export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | LocalFileMessage | ChangeMessage | undefined {
+export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | LocalFileMessage | ChangeMessage | RewindMessage | undefined {
   switch (m.type) {
     case 'image.open':
     case 'image.save': {
@@ -93,6 +114,12 @@ export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | L
       return Array.isArray(m.paths) && m.paths.length <= MAX_REVERT_PATHS && m.paths.every(isPath)
         ? { type: 'changes.revert', itemId, paths: m.paths }
         : undefined;
+    }
+    case 'exec.rewind': {
+      const { itemId, redo } = m;
+      if (typeof itemId !== 'string' || !itemId || itemId.length > 512) return undefined;
+      if (redo === undefined) return { type: 'exec.rewind', itemId };
+      return typeof redo === 'string' && redo && redo.length <= 256 ? { type: 'exec.rewind', itemId, redo } : undefined;
     }
     default:
       return undefined;

@@ -16,7 +16,15 @@
  */
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
 import type { CodeMode } from './runtimes';
-import type { ChangeMessage, ChangesRevertedMessage, FileMissingMessage, ImageMessage, LocalFileMessage } from './outputMessages';
+import type {
+  ChangeMessage,
+  ChangesRevertedMessage,
+  FileMissingMessage,
+  ImageMessage,
+  LocalFileMessage,
+  RewindMessage,
+  RewoundMessage,
+} from './outputMessages';
 import type { DeclarationProblem, ToolSourceKind } from './tools';
 import type { TranscriptEvent } from './transcript';
 
@@ -204,6 +212,7 @@ export type HostToWebview =
   | VariablesMessage
   | FileMissingMessage
   | ChangesRevertedMessage
+  | RewoundMessage
   | InitMessage
   | StateMessage
   | EventsMessage
@@ -422,6 +431,7 @@ export type WebviewToHost =
   | ImageMessage
   | LocalFileMessage
   | ChangeMessage
+  | RewindMessage
   | OpenLinkMessage
   | NewConversationMessage
   | HistoryListMessage

@@ -134,6 +134,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'file.copyPath':
     case 'changes.diff':
     case 'changes.revert':
+    case 'exec.rewind':
       return parseOutputMessage(m);
     case 'openLink':
       return isStr(m.href, 8192) && /^(https?:|mailto:)/i.test(m.href) ? { type: 'openLink', href: m.href } : undefined;
@@ -163,6 +164,7 @@ const HOST_TYPES: readonly string[] = [
   'variables',
   'file.missing',
   'changes.reverted',
+  'exec.rewound',
   'revealJob',
 ];
 
@@ -189,6 +191,8 @@ export function isHostMessage(raw: unknown): raw is HostToWebview {
       return typeof raw.itemId === 'string' && typeof raw.path === 'string' && typeof raw.message === 'string';
     case 'changes.reverted':
       return typeof raw.itemId === 'string' && Array.isArray(raw.reverted) && Array.isArray(raw.failed);
+    case 'exec.rewound':
+      return typeof raw.itemId === 'string' && Array.isArray(raw.lines) && raw.lines.every((l) => typeof l === 'string');
     case 'revealJob':
       return typeof raw.sessionId === 'string' && Number.isSafeInteger(raw.job);
     default:

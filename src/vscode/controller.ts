@@ -196,6 +196,12 @@ export class CodeActController {
     return this.conversation;
   }
 
+  /** Said to the model once, at the open conversation's next turn (a rewind the person did in the panel). */
+  noteForModel(note: string): void {
+    const convo = this.conversation;
+    if (convo) this.conversations.noteForNextTurn(convo.id, note);
+  }
+
   onEvent(listener: (e: TranscriptEvent) => void): Unsubscribe {
     return this.events.on(listener);
   }

@@ -157,7 +157,7 @@ export class Conversations {
 
   /**
    * What the model is told on a turn in this conversation about its session (none: nothing to say). A run's end
-   * noted with {@link runEndedNote} is said once: taken here.
+   * noted with {@link noteForNextTurn} is said once: taken here.
    */
   sessionNote(id: string): string | undefined {
     const convo = this.stored(id);
@@ -167,10 +167,10 @@ export class Conversations {
   }
 
   /**
-   * Said to the model once, on the conversation's next turn: how a run it was not told the end of ended (./reattach).
-   * Kept in the conversation's file, so another reload before that turn does not lose it.
+   * Said to the model once, on the conversation's next turn: how a run it was not told the end of ended (./reattach),
+   * a rewind the person did (../panelOutputs). Kept in the conversation's file, so a reload before that turn does not lose it.
    */
-  runEndedNote(id: string, note: string): void {
+  noteForNextTurn(id: string, note: string): void {
     const convo = this.stored(id);
     // Bounded: the last few (a run left running per reload at most).
     convo?.update({ endedNotes: [...(convo.meta.endedNotes ?? []), note].slice(-MAX_ENDED_NOTES) });

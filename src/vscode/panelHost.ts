@@ -24,7 +24,7 @@ import { MANAGE_TRUST, untrustedMessage } from './untrusted';
 export interface PanelHostDeps {
   codeact: CodeActController;
   notebooks: Pick<CodeActNotebookKernel, 'turn' | 'setTarget' | 'useKernel' | 'revealCell'>;
-  outputs: Pick<PanelOutputs, 'openImage' | 'saveImage' | 'openFile' | 'saveFile' | 'copyPath' | 'diffChange' | 'revertChanges'>;
+  outputs: Pick<PanelOutputs, 'openImage' | 'saveImage' | 'openFile' | 'saveFile' | 'copyPath' | 'diffChange' | 'revertChanges' | 'rewind'>;
   apis: PanelHostApis;
   /** Posts a message to the page. */
   post(message: HostToWebview): void;
@@ -252,6 +252,15 @@ export class PanelHost {
         // The rows say which and why; the notice only counts (file names are the code's).
         if (done.failed.length) this.notice('warning', `Reverted ${files(n)}; ${files(done.failed.length)} could not be reverted: the card says why.`);
         else this.notice('info', `Reverted ${files(n)} to before the execution.`);
+      },
+      'exec.rewind': async (m) => {
+        const done = await outputs.rewind(m);
+        if (!done) return;
+        s.noteForModel(done.note);
+        const redo = done.outcome.redo;
+        this.post({ type: 'exec.rewound', itemId: m.itemId, redone: done.redone, lines: done.lines, ...(redo ? { redo } : {}) });
+        const partly = !done.outcome.python.restored || 'why' in done.outcome.files;
+        this.notice(partly ? 'warning' : 'info', `${done.redone ? 'Redone' : 'Rewound'}: ${done.lines.join(' ')}`);
       },
       openLink: (m) => apis.openExternal(m.href),
       newConversation: () => s.newConversation(),

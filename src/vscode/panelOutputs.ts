@@ -18,7 +18,8 @@ import { writeFileAtomic } from '../core/util/atomicFile';
 import { describeChange, type FileChange, type FilesChanged } from '../common/rewind';
 import { forDisplay } from '../common/untrusted';
 import { blobPath } from '../core/runtime/rewind/fileStore';
-import type { Runtime } from '../core/runtime/types';
+import type { RewindOutcome, Runtime } from '../core/runtime/types';
+import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
@@ -51,8 +52,18 @@ interface PanelOutputsDeps {
   tempRoot?: string;
   /** codeact.outputs.maxImageMegapixels, in pixels: the full-size view opens no image over it (default DEFAULT_MAX_IMAGE_PIXELS). */
   maxImagePixels?(): number;
-  /** The runtime a session ran in (a revert goes to it). */
-  runtimeOf?(sessionId: string | undefined): Pick<Runtime, 'revertChanges'> | undefined;
+  /** The runtime a session ran in (a revert or a rewind goes to it). */
+  runtimeOf?(sessionId: string | undefined): Pick<Runtime, 'revertChanges' | 'rewind'> | undefined;
+}
+
+/** What a rewind from a card did: the runtime's outcome, whether it was a redo, what the card and the model are told. */
+export interface Rewound {
+  outcome: RewindOutcome;
+  redone: boolean;
+  /** For the card: one line per part (the Python state, the files), file names shown safely. */
+  lines: string[];
+  /** For the model, at its next step (../core/agent/rewindNote). */
+  note: string;
 }
 
 /** What a revert did, by the card's rows: the files back as they were (or already so), and those that could not be. */
@@ -223,6 +234,38 @@ export class PanelOutputs {
       else reverted.push(c.path);
     }
     return { reverted, failed };
+  }
+
+  /** Redo points given to the page, by the card that got each (the page may name one back only from that card). */
+  private readonly redos = new Map<string, string>();
+
+  /**
+   * The card's "Rewind to here" (or its Redo: `redo`, a point an earlier rewind from that card returned): after the
+   * person confirms, the session's Python state and the workspace files go back (../core/runtime/local/checkpoints).
+   * Resolves with what was done (undefined: not confirmed); rejects when neither part could be.
+   */
+  async rewind(m: { itemId: string; redo?: string }): Promise<Rewound | undefined> {
+    const item = this.deps.execution(m.itemId);
+    if (!item?.session) throw new Error('That execution ran in no session of this conversation, so there is nothing to rewind to.');
+    if (m.redo !== undefined && this.redos.get(m.redo) !== m.itemId) throw new Error('That redo is no longer available.');
+    const runtime = this.deps.runtimeOf?.(item.session.id);
+    if (!runtime?.rewind)
+      throw new Error('The runtime that ran this execution keeps no checkpoints (only the local Python runtime does), or its session is gone.');
+    const ok = await this.deps.apis.confirm(
+      m.redo ? 'Redo: go back to the state just before the rewind?' : 'Rewind the code to before this execution?',
+      m.redo
+        ? 'The Python session and the workspace files go back to how they were just before you rewound. The model is told at its next step.'
+        : "The Python session's variables, imports and open figures go back to how they were before this execution ran, and the " +
+            'workspace files the code changed from then on are put back. The conversation stays as it is; the model is told at its next step.\n\n' +
+            'Not undone: calls to managed tools, network requests, files outside the workspace, processes still running.',
+      m.redo ? 'Redo' : 'Rewind',
+    );
+    if (!ok) return undefined;
+    const outcome = await runtime.rewind(m.redo ?? m.itemId);
+    if (m.redo) this.redos.delete(m.redo);
+    if (outcome.redo) this.redos.set(outcome.redo, m.itemId);
+    const what = m.redo ? 'the state just before its last rewind (a redo)' : `before execution ${item.session.execution}`;
+    return { outcome, redone: !!m.redo, lines: rewoundLines(outcome, (t) => forDisplay(t, { line: true })), note: rewindNote(outcome, what) };
   }
 
   /** Removes the temporary images. */

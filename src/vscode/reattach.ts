@@ -169,7 +169,7 @@ export class Reattacher {
       this.d.log.info(`conversation ${convo.id}: the run left running when the window reloaded ended (${done.item.status})`);
       // Saved in the open conversation (another one opened meanwhile gets the note only).
       if (this.d.conversation()?.id === convo.id) this.d.emit({ type: 'response.output_item.done', item: done.item });
-      this.d.conversations.runEndedNote(convo.id, `${RUN_ENDED_NOTE} ${executionSummary(done.item, { outputChars: NOTE_OUTPUT_CHARS })}`);
+      this.d.conversations.noteForNextTurn(convo.id, `${RUN_ENDED_NOTE} ${executionSummary(done.item, { outputChars: NOTE_OUTPUT_CHARS })}`);
     } catch (e) {
       this.d.log.warn(`conversation ${convo.id}: the run left running could not be watched in the session host: ${(e as Error).message}`);
     } finally {

@@ -238,6 +238,9 @@ export class App {
       case 'changes.reverted':
         this.view.changesReverted(this.model, msg.itemId, msg.reverted, msg.failed);
         break;
+      case 'exec.rewound':
+        this.view.rewound(this.model, msg);
+        break;
       case 'revealJob':
         [...this.transcriptEl.querySelectorAll(`.job-card[data-job="${msg.job}"][data-session="${CSS.escape(msg.sessionId)}"]`)]
           .pop()

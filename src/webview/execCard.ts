@@ -17,6 +17,8 @@ import { renderJson } from './jsonTree';
 import { revealed, revealedPlain } from './reveal';
 import { FileChips } from './fileChips';
 import { ChangesList } from './changesList';
+import { RewindControls } from './rewindControls';
+import type { RewoundMessage } from '../common/outputMessages';
 import { OutputFlow } from './outputFlow';
 import { OutputPane } from './outputPane';
 import { StickToBottom } from './scrollAnchor';
@@ -60,6 +62,7 @@ export class ExecRenderer implements ItemRenderer {
   private truncShown = false;
   private item: ExecView;
   private readonly detachBtn: HTMLButtonElement;
+  private readonly rewind: RewindControls;
 
   constructor(
     item: ExecView,
@@ -78,6 +81,8 @@ export class ExecRenderer implements ItemRenderer {
       iconButton('debugRerun', 'Run again with tools', () => this.ctx.post({ type: 'runCode', code: this.item.code, itemId: this.item.id })),
     );
     actions.prepend((this.detachBtn = detachButton(ctx, () => this.item)));
+    this.rewind = new RewindControls(ctx, () => this.item);
+    actions.append(this.rewind.button);
     const head = h(
       'header',
       { class: 'card-head' },
@@ -116,7 +121,7 @@ export class ExecRenderer implements ItemRenderer {
     );
     this.files = new FileChips({ post: (m) => this.ctx.post(m), itemId: () => this.item.id });
     this.changes = new ChangesList({ post: (m) => this.ctx.post(m), itemId: () => this.item.id });
-    this.extras = h('div', { class: 'extras' }, this.files.el, this.changes.el);
+    this.extras = h('div', { class: 'extras' }, this.files.el, this.changes.el, this.rewind.note);
     this.el = h(
       'section',
       { class: 'card exec', 'data-item-id': item.id, 'aria-labelledby': titleId },
@@ -167,6 +172,7 @@ export class ExecRenderer implements ItemRenderer {
         this.ctx.announce(x.status === 'done' ? 'Code finished' : `Code failed${x.error ? `: ${revealedPlain(x.error.type, { line: true })}` : ''}`);
     }
     syncDetachButton(this.detachBtn, x);
+    this.rewind.sync(x);
     const badgeKey = `${x.runtime}|${x.sandbox?.kind}|${x.sandbox?.network}|${x.tool}|${x.containerId}|${x.notebook?.uri}`;
     if (badgeKey !== this.badgeKey) {
       this.badgeKey = badgeKey;
@@ -292,6 +298,11 @@ export class ExecRenderer implements ItemRenderer {
   /** A revert of the execution's workspace changes ended. */
   changesReverted(reverted: readonly string[], failed: readonly { path: string; why: string }[]): void {
     this.changes.markReverted(reverted, failed);
+  }
+
+  /** A rewind (or redo) from this card was done. */
+  rewound(m: RewoundMessage): void {
+    this.rewind.rewound(m);
   }
 
   /** The host found one of the execution's files gone. */

@@ -9,6 +9,7 @@
  * position meanwhile: heldPosition.ts; scroll anchoring keeps a following view still), so a 500-turn conversation never blocks the page for long. Offscreen turns cost
  * no style, layout or paint (`content-visibility: auto` on their bodies).
  */
+import type { RewoundMessage } from '../common/outputMessages';
 import { execKey, findTurn, type ItemView, type TranscriptModel, type TurnView } from '../common/transcript';
 import { formatElapsed } from '../common/format';
 import { formatCount, formatTokens, h, setText } from './dom';
@@ -184,6 +185,12 @@ export class TranscriptView {
     const key = execKey(itemId);
     const r = this.items.get(model.aliases[key] ?? key);
     if (r instanceof ExecRenderer) r.changesReverted(reverted, failed);
+  }
+
+  rewound(model: TranscriptModel, m: RewoundMessage): void {
+    const key = execKey(m.itemId);
+    const r = this.items.get(model.aliases[key] ?? key);
+    if (r instanceof ExecRenderer) r.rewound(m);
   }
 
   syncItem(item: ItemView): void {

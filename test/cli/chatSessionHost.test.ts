@@ -147,4 +147,31 @@ describe('codeact chat with a session host', function () {
     await runCli(['sessions', 'end', '--all'], env);
     await waitFor(() => !alive(row.host), { what: 'the session host to end', timeoutMs: 60_000 });
   });
+
+  it('--continue ID --list numbers its executions; --rewind N brings the session back to before execution N and tells the model', async () => {
+    server.push(turn().call('execute_tool_code', { code: 'x = 1\nreturn x' }));
+    server.push(turn().text('x is 1.'));
+    const first = await chat('Set x to 1.', []);
+    assert.equal(first.code, 0, first.stderr);
+    const id = JSON.parse(first.stdout.trim().split('\n').pop()!).conversation_id as string;
+    server.push(turn().call('execute_tool_code', { code: 'x = 2\ny = "later"\nreturn x' }));
+    server.push(turn().text('x is 2.'));
+    assert.equal((await chat('Now 2.', ['--continue', id])).code, 0);
+
+    const listed = await runCli(['chat', '--continue', id, '--list', '--storage', path.join(root, 'store')], env);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^ {2}1 {2}completed +x = 1\n {2}2 {2}completed +x = 2\n$/);
+
+    server.push(turn().call('execute_tool_code', { code: 'return [x, "y" in globals()]' }));
+    server.push(turn().text('x is 1 again.'));
+    const back = await runCli(chatArgs('What is x?', ['--continue', id, '--rewind', '2'], false), env);
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(back.stderr, new RegExp(`${id}: rewound to before execution 2\\. Python state restored\\. Files not restored: `));
+    assert.match(back.stdout, /⇒ \[1, ?false\]/, `x as execution 1 left it, y gone: ${back.stdout}${back.stderr}`);
+    assert.match(JSON.stringify(server.turns[server.turns.length - 2].body), /The user rewound the code to before execution 2\./);
+
+    const wrong = await runCli(chatArgs('Again?', ['--continue', id, '--rewind', '9']), env);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /--rewind takes an execution number from 1 to 3/);
+  });
 });

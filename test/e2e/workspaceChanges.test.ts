@@ -4,8 +4,9 @@
  * one and deletes one (the last through a subprocess); the card lists exactly those three, Open shows the
  * new file in an editor, Diff opens VS Code's diff editor, Revert (after the person confirms) removes the new
  * file and Revert All puts the other two back byte for byte; the model's next request has the same list, and
- * every text meets WCAG AA in the dark, light and both high contrast themes (screenshots of each) and nothing
- * sticks out at 240 px.
+ * "Rewind to here" on the next card puts the Python state and the files back (after the person confirms), the
+ * model's next request says so, and Redo brings them back; every text meets WCAG AA in the dark, light and both high
+ * contrast themes (screenshots of each) and nothing sticks out at 240 px.
  *
  * Skips with one line when code-server, Chromium or bubblewrap is missing.
  */
@@ -136,12 +137,68 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     await e2e.panel.sidebar.screenshot({ path: artifactPath('99-workspace-changes-reverted') });
   });
 
+  it('Rewind to here puts the Python state and the files back after the person confirms; Redo brings them back; the model is told', async () => {
+    const ws = e2e.ws.folder;
+    const inventory = join(ws, 'data', 'inventory.json');
+    const original = readFileSync(inventory);
+    const code =
+      `import os\nW = ${JSON.stringify(ws)}\nmarker = "turn 2"\n` +
+      `open(W + "/data/summary.txt", "w").write("again\\n")\nos.remove(W + "/data/inventory.json")\n"done"`;
+    e2e.wire.push(turn().call('execute_tool_code', { code }), turn().text('Rewrote the summary and removed the inventory.'));
+    await e2e.panel.send('Write the summary again and remove the inventory file.');
+    assert.equal(await e2e.panel.waitForTurn(1, ['completed'], UI), 'completed', await e2e.panel.text());
+    assert.ok(!existsSync(inventory) && existsSync(join(ws, 'data', 'summary.txt')));
+
+    const frame = await e2e.panel.frame();
+    const card = frame.locator('.card.exec').last();
+    const confirm = async (title: RegExp, action: string, shot?: string) => {
+      const dialog = e2e.wb.page.locator('.monaco-dialog-box').filter({ hasText: title });
+      await dialog.waitFor({ state: 'visible', timeout: UI });
+      if (shot) await e2e.wb.screenshot(shot);
+      await dialog.getByRole('button', { name: action, exact: true }).click();
+    };
+    await card.hover();
+    await card.locator('button.rewind-here').click();
+    await confirm(/Rewind the code to before this execution\?/, 'Rewind', '100-rewind-confirm');
+    const note = card.locator('.rewound-note');
+    await note.waitFor({ state: 'visible', timeout: UI });
+    assert.equal(
+      (await note.locator('.rewound-text').textContent())?.trim(),
+      'Rewound to before this execution. Python state restored. Files: 1 file put back, 1 file removed.',
+    );
+    assert.deepEqual(readFileSync(inventory), original, 'inventory.json is back byte for byte');
+    assert.ok(!existsSync(join(ws, 'data', 'summary.txt')), 'summary.txt is gone (the first card reverted it before turn 2)');
+    await e2e.panel.scrollTo('section.card.exec:last-of-type .rewound-note');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('101-rewind-done-dark') });
+    await applyTheme(
+      e2e.panel,
+      THEMES.find((t) => t.slug === 'light')!,
+    );
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('101-rewind-done-light') });
+    await applyTheme(e2e.panel, THEMES[0]);
+
+    // The model's next request says what was rewound; its code finds the variable gone.
+    e2e.wire.push(turn().call('execute_tool_code', { code: '"marker" in globals()' }), turn().text('The marker is gone.'));
+    await e2e.panel.send('Is the marker still there?');
+    assert.equal(await e2e.panel.waitForTurn(2, ['completed'], UI), 'completed', await e2e.panel.text());
+    const told = JSON.stringify(e2e.wire.turns.at(-2)!.body);
+    assert.match(told, /The user rewound the code to before execution 2\.[^]*Python state: restored/);
+    const result = JSON.stringify(e2e.wire.turns.at(-1)!.body);
+    assert.ok(result.includes('\\"value\\":false'), `the variable set by the rewound execution is gone: ${result.slice(-600)}`);
+
+    // Redo: the state just before the rewind.
+    await card.locator('.rewound-note').getByRole('button', { name: 'Redo' }).click();
+    await confirm(/Redo: go back to the state just before the rewind\?/, 'Redo');
+    await card.locator('.rewound-text', { hasText: /^Redone\./ }).waitFor({ timeout: UI });
+    assert.ok(!existsSync(inventory) && readFileSync(join(ws, 'data', 'summary.txt'), 'utf8') === 'again\n', 'turn 2 files are back');
+  });
+
   it('in every theme its texts meet WCAG AA; at 240 px nothing sticks out', async () => {
     const failures: string[] = [];
     for (const theme of THEMES) {
       await applyTheme(e2e.panel, theme);
       const f = await e2e.panel.frame();
-      const bad = (await f.evaluate(textContrast)).filter((s) => s.ratio < s.needed && /change/.test(s.what));
+      const bad = (await f.evaluate(textContrast)).filter((s) => s.ratio < s.needed && /change|rewound/.test(s.what));
       if (bad.length) failures.push(`${theme.label}:\n${bad.map((s) => `${s.what}: ${s.ratio}:1 (${s.fg} on ${s.bg}, needs ${s.needed}:1)`).join('\n')}`);
       await e2e.panel.scrollTo('section.card.exec .changes-section');
       await e2e.panel.sidebar.screenshot({ path: artifactPath(`96-workspace-changes-${theme.slug}`) });

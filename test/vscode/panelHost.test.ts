@@ -39,6 +39,7 @@ const SAMPLES: { [K in WebviewToHost['type']]: WebviewToHost & { type: K } } = {
   'file.copyPath': { type: 'file.copyPath', itemId: 'exec_1', path: '/tmp/out.csv' },
   'changes.diff': { type: 'changes.diff', itemId: 'exec_1', path: 'out.csv' },
   'changes.revert': { type: 'changes.revert', itemId: 'exec_1', paths: ['out.csv'] },
+  'exec.rewind': { type: 'exec.rewind', itemId: 'exec_1' },
   openLink: { type: 'openLink', href: 'https://example.com/' },
   newConversation: { type: 'newConversation' },
   'history.list': { type: 'history.list' },
@@ -95,6 +96,16 @@ function rig(values: Record<string, unknown> = {}): Rig {
     copyPath: (m) => file('copyPath', m),
     diffChange: (m) => file('diffChange', m),
     revertChanges: async (m) => (await file('revertChanges', m), { reverted: ['out.csv'], failed: [] }),
+    rewind: async (m) => {
+      await file('rewind', m);
+      const outcome = { python: { restored: true as const }, files: { written: ['out.csv'], removed: [], failed: [] }, redo: 'redo_1' };
+      return {
+        outcome,
+        redone: false,
+        lines: ['Python state restored.', 'Files: 1 file put back.'],
+        note: '[codeact] The user rewound the code to before execution 2.',
+      };
+    },
   };
   const host = new PanelHost({
     codeact: h.controller,
@@ -296,6 +307,19 @@ describe('vscode panel host (fake seams)', () => {
     ];
     await r.send(SAMPLES['workspace.folder']);
     assert.equal(r.h.controller.folders.current().folder, '/work/b');
+  });
+
+  it('Rewind to here: the card is told what was done (with its redo point), a notice says it, and the model is told at its next turn', async () => {
+    r = rig();
+    await r.h.controller.runCode('a = 1', 'first');
+    const convo = current()!;
+    await r.send(SAMPLES['exec.rewind']);
+    assert.deepEqual(r.asked.at(-1), ['rewind', SAMPLES['exec.rewind']]);
+    assert.deepEqual(r.of('exec.rewound'), [
+      { type: 'exec.rewound', itemId: 'exec_1', redone: false, lines: ['Python state restored.', 'Files: 1 file put back.'], redo: 'redo_1' },
+    ]);
+    assert.match(r.of('notice')[0].message, /^Rewound: Python state restored\. Files: 1 file put back\.$/);
+    assert.deepEqual(convo.meta.endedNotes, ['[codeact] The user rewound the code to before execution 2.'], 'kept for the next turn (a reload keeps it)');
   });
 
   it("a hosted file: downloaded under a progress note, saved where the person says in the chat's folder, then opened; cancelled, nothing opens", async () => {

@@ -137,6 +137,8 @@ export interface ExecView {
   truncated: boolean;
   /** What its code changed in the workspace ("N files changed"). */
   changes?: FilesChanged;
+  /** It ran in a local Python session, which keeps checkpoints: the card offers "Rewind to here" (the host says if it is gone). */
+  rewindable?: boolean;
   tools: ToolCallView[];
   /** Pending approvals that refer to this execution. */
   awaiting: number;

@@ -53,7 +53,8 @@ function fileEntries(files: FileOutput[]): unknown[] {
 }
 
 /** A path the code chose, for the model: as it is when it is plainly a path, else a JSON string (no line break or marker of its own). */
-const pathForModel = (p: string): string => (/^[\w@+,=.-][\w@+,=. /-]{0,400}$/.test(p) ? p : quoteInline(p, 400));
+/** A path the code wrote, for the model: as it is when plainly a path, else a JSON string. */
+export const pathForModel = (p: string): string => (/^[\w@+,=.-][\w@+,=. /-]{0,400}$/.test(p) ? p : quoteInline(p, 400));
 
 /** Changes listed at most to the model (the panel lists them all). */
 const MAX_CHANGES = 50;

@@ -8,7 +8,17 @@
 import { connect, type Socket } from 'node:net';
 import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged, VariablesSummary } from '../../common/events';
 import { afterReview, announceDone, executionItem, safeEmit } from '../runtime/execution';
-import type { ExecuteOptions, ExecuteRequest, RevertOutcome, Runtime, RuntimeSessions, ToolCallHandler, WatchedRun, WatchOptions } from '../runtime/types';
+import type {
+  ExecuteOptions,
+  ExecuteRequest,
+  RevertOutcome,
+  RewindOutcome,
+  Runtime,
+  RuntimeSessions,
+  ToolCallHandler,
+  WatchedRun,
+  WatchOptions,
+} from '../runtime/types';
 import { CodeActError } from '../util/errors';
 import { newId } from '../util/ids';
 import { readToken, type HostPlace } from './place';
@@ -338,6 +348,10 @@ export class HostedRuntime implements Runtime {
   /** Puts back the workspace files an execution changed, in the host (the card's Revert); rejects with why not. */
   async revertChanges(itemId: string, paths?: readonly string[]): Promise<RevertOutcome> {
     return (await this.connection.ask('revert', '', undefined, itemId, paths)) as RevertOutcome;
+  }
+
+  async rewind(point: string): Promise<RewindOutcome> {
+    return (await this.connection.ask('rewind', '', undefined, point)) as RewindOutcome;
   }
 
   /** Leaves the host and its sessions running (a run going on too: its `execute` resolves with {@link RUN_LEFT_RUNNING}). */

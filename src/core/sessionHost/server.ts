@@ -311,6 +311,9 @@ export class SessionHostServer {
       case 'revert':
         if (!this.o.runtime.revertChanges) throw new Error('This runtime keeps no workspace changes.');
         return this.o.runtime.revertChanges(itemId ?? '', paths);
+      case 'rewind':
+        if (!this.o.runtime.rewind) throw new Error('This runtime keeps no checkpoints.');
+        return this.o.runtime.rewind(itemId ?? '');
     }
   }
 

@@ -197,7 +197,9 @@ export class LocalRuntime implements Runtime {
           python = { restored: false, why: (e as Error).message };
         }
       }
-      let files: RewindOutcome['files'] = { why: 'the workspace is not mounted readwrite, so the code could not change its files' };
+      let files: RewindOutcome['files'] = {
+        why: 'workspace files are tracked only when the sandbox mounts the workspace readwrite (codeact.sandbox.mountWorkspace)',
+      };
       if (changes?.has(point)) {
         files = await changes.rewindTo(point, redo).catch((e: Error) => ({ why: e.message }));
         redone ||= !('why' in files);
