@@ -29,7 +29,7 @@ import { chatPrinter } from './print';
 import { parse, UsageError } from './args';
 import { commandOptions, flagUsage, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
 import { defaultStorage, openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, sweepLeft } from './workspace';
-import { MODES } from '../common/runtimes';
+import { keepsCheckpoints, MODES } from '../common/runtimes';
 
 /** `codeact chat "<prompt>" --provider P --model M`, and its options: the setting flags from core/config/keys.ts. */
 export const CHAT_SYNOPSIS = `codeact chat "<prompt>" ${flagUsage('provider')} ${flagUsage('model')}`;
@@ -262,7 +262,7 @@ function listPoints(store: TranscriptStore, id: string, json: boolean): number {
     for (const [i, it] of items.entries()) {
       const first = it.code.split('\n').find((l: string) => l.trim()) ?? '';
       const changed = it.changes?.changes.length ? `  ${formatChangeCount(it.changes.changes.length)}` : '';
-      const where = it.session && it.runtime === 'local' ? '' : '  (no checkpoint: not a local session)';
+      const where = it.session && keepsCheckpoints(it.runtime) ? '' : '  (no checkpoint: not a local Python session)';
       process.stdout.write(`${String(i + 1).padStart(3)}  ${it.status.padEnd(10)} ${forTerminal(first.slice(0, 70), { line: true })}${changed}${where}\n`);
     }
   return 0;

@@ -50,6 +50,8 @@ interface OurRuntimeInfo extends RuntimeFacts {
   token: boolean;
   /** Its sessions can live in a session host that outlives the window or the CLI (codeact.session.host; core/sessionHost). */
   sessionHost: boolean;
+  /** Its sessions keep checkpoints of their Python state, for "Rewind to here" (core/runtime/local/checkpoints). */
+  checkpoints: boolean;
   model: RuntimeModelText;
 }
 
@@ -92,6 +94,7 @@ export const RUNTIMES = {
     where: 'in a local Python sandbox',
     token: false,
     sessionHost: true,
+    checkpoints: true,
     model: {
       place: (persistent) => (persistent ? "in this conversation's isolated Python session" : 'in a fresh, isolated process'),
       state:
@@ -113,6 +116,8 @@ export const RUNTIMES = {
     where: 'on your Jupyter kernel',
     token: true,
     sessionHost: false,
+    // A kernel's state cannot be copied: Jupyter has no fork of a kernel.
+    checkpoints: false,
     model: {
       place: () => 'in a Jupyter kernel',
       state:
@@ -133,6 +138,12 @@ const KINDS = Object.keys(RUNTIMES) as RuntimeKind[];
 
 /** The values of `codeact.runtime` (core/config/keys.ts), in the catalogue's order. */
 export const CONFIGURED_RUNTIMES: readonly ConfiguredRuntime[] = KINDS.filter((k): k is ConfiguredRuntime => RUNTIMES[k].ours);
+
+/** Whether a run of this kind, in a session, can be rewound to (its session keeps checkpoints). */
+export function keepsCheckpoints(kind: string | undefined): boolean {
+  const info = runtimeInfo(kind);
+  return !!info && info.ours && info.checkpoints;
+}
 
 /** A runtime's facts; undefined for a kind this version does not know (a saved conversation may say anything). */
 export function runtimeInfo(kind: string | undefined): RuntimeInfo | undefined {

@@ -1,4 +1,5 @@
 /** The reducer's working context for one event: it creates and finds items, and records what changed. */
+import { keepsCheckpoints } from '../runtimes';
 import type { CodeInterpreterCallItem, FileOutput, FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputItem, TextEditorItem } from '../events';
 import {
   CODE_TOOL_NAMES,
@@ -217,7 +218,7 @@ export class Ctx {
     if (item.duration_ms !== undefined) exec.durationMs = item.duration_ms;
     if (item.truncated) exec.truncated = true;
     if (item.changes) exec.changes = item.changes;
-    if (item.session && item.runtime === 'local' && !item.session.state_lost) exec.rewindable = true;
+    if (item.session && keepsCheckpoints(item.runtime) && !item.session.state_lost) exec.rewindable = true;
     // A stopped run (status "incomplete") is shown as stopped, not as an error with a null result.
     // (A later end replaces an earlier one: a run left running when a window reloaded, then watched to its end.)
     exec.error = item.error && item.status !== 'incomplete' ? item.error : undefined;
