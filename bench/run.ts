@@ -2,7 +2,7 @@
  * `npm run bench`: performance figures of the engine, printed as one JSON object.
  * Floors from the same run sit next to the figures they bound, so ratios mean something on a noisy machine.
  *
- * Options: --only local|sandbox|sessions|jupyter|webview|tools|display|context|launcher (repeatable), --runs N.
+ * Options: --only local|sandbox|sessions|jupyter|webview|tools|display|context|launcher|rewind (repeatable), --runs N.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -239,6 +239,11 @@ async function sessions(out: Record<string, unknown>): Promise<void> {
   await warm.execute({ code: 'return 1', sessionId: 'bench' });
   out.exec_session_ms_p50 = r2(await timed(warm, 'return 1', Math.max(RUNS, 100), { sessionId: 'bench' }));
   await warm.dispose();
+  // The same without checkpoints (codeact.rewind.maxCheckpoints 0): what keeping one per run costs a small session.
+  const bare = new LocalRuntime({ sandbox: { kind }, checkpoints: { max: 0 } });
+  await bare.execute({ code: 'return 1', sessionId: 'bench' });
+  out.exec_session_no_checkpoints_ms_p50 = r2(await timed(bare, 'return 1', Math.max(RUNS, 100), { sessionId: 'bench' }));
+  await bare.dispose();
   await benchSessionHost(engine, out, kind, RUNS);
 
   const python = await pandasPython();
@@ -304,6 +309,7 @@ async function main(): Promise<void> {
   if (want('display')) await optional(out, 'display', 'display.ts', 'benchDisplay');
   if (want('context')) await optional(out, 'context', 'context.ts', 'benchContext');
   if (want('launcher')) await optional(out, 'launcher', 'launcher.ts', 'benchLauncher');
+  if (want('rewind')) await optional(out, 'rewind', 'rewind.ts', 'benchRewind');
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
 }
 

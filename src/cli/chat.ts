@@ -263,7 +263,9 @@ function listPoints(store: TranscriptStore, id: string, json: boolean): number {
       const first = it.code.split('\n').find((l: string) => l.trim()) ?? '';
       const changed = it.changes?.changes.length ? `  ${formatChangeCount(it.changes.changes.length)}` : '';
       const where = it.session && keepsCheckpoints(it.runtime) ? '' : '  (no checkpoint: not a local Python session)';
-      process.stdout.write(`${String(i + 1).padStart(3)}  ${it.status.padEnd(10)} ${forTerminal(first.slice(0, 70), { line: true })}${changed}${where}\n`);
+      process.stdout.write(
+        `${String(i + 1).padStart(3)}  ${forTerminal(it.status.padEnd(10), { line: true })} ${forTerminal(first.slice(0, 70), { line: true })}${changed}${where}\n`,
+      );
     }
   return 0;
 }

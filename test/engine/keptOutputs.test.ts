@@ -35,31 +35,60 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
   const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
   after(() => runtime.dispose());
 
-  it("wakes the guest once per run: nothing is written to it between runs; the last run's output goes in the next run's write", async () => {
-    const sessionId = 'kept-one-write';
-    await runtime.execute({ code: 'print("first")', sessionId, execution: 1 });
-    const entries = (runtime.sessions as unknown as { entries: Map<string, { session: { guest: { proto: { write(chunk: unknown): boolean } } } }> }).entries;
+  /** The writes the host makes to a session's guest, from now on. */
+  const watchWrites = (rt: LocalRuntime, sessionId: string): string[] => {
+    const entries = (rt.sessions as unknown as { entries: Map<string, { session: { guest: { proto: { write(chunk: unknown): boolean } } } }> }).entries;
     const proto = entries.get(sessionId)!.session.guest.proto;
     const writes: string[] = [];
     const write = proto.write.bind(proto);
     proto.write = (chunk: unknown) => (writes.push(String(chunk)), write(chunk));
+    return writes;
+  };
+  const kinds = (write: string) =>
+    write
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { t: string; n?: number })
+      .map((f) => [f.t, f.n]);
+
+  it("without checkpoints, wakes the guest once per run: nothing is written to it between runs; the last run's output goes in the next run's write", async () => {
+    const bare = new LocalRuntime({ sandbox: { kind: 'auto' }, checkpoints: { max: 0 } });
+    try {
+      const sessionId = 'kept-one-write';
+      await bare.execute({ code: 'print("first")', sessionId, execution: 1 });
+      const writes = watchWrites(bare, sessionId);
+      for (let n = 2; n <= 4; n++) {
+        const before = writes.length;
+        const item = await bare.execute({ code: `print("run ${n}")\nreturn output_of(${n - 1})`, sessionId, execution: n });
+        assert.equal(item.value, `run ${n - 1}\n`.replace('run 1', 'first'));
+        // One write went out for this run: the keep frame of the run before, then the run frame, and nothing after the result.
+        assert.equal(writes.length - before, 1, writes.slice(before).join('|'));
+        assert.deepEqual(kinds(writes[writes.length - 1]), [
+          ['keep', n - 1],
+          ['run', undefined],
+        ]);
+      }
+    } finally {
+      await bare.dispose();
+    }
+  });
+
+  it("with checkpoints (the default), one write after each result (the run's kept output, then its checkpoint) and the next run frame alone", async () => {
+    const sessionId = 'kept-checkpoint-write';
+    await runtime.execute({ code: 'print("first")', sessionId, execution: 1 });
+    const writes = watchWrites(runtime, sessionId);
     for (let n = 2; n <= 4; n++) {
       const before = writes.length;
       const item = await runtime.execute({ code: `print("run ${n}")\nreturn output_of(${n - 1})`, sessionId, execution: n });
-      assert.equal(item.value, `run ${n - 1}\n`.replace('run 1', 'first'));
-      // One write went out for this run: the keep frame of the run before, then the run frame, and nothing after the result.
-      assert.equal(writes.length - before, 1, writes.slice(before).join('|'));
-      const frames = writes[writes.length - 1]
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { t: string; n?: number });
-      assert.deepEqual(
-        frames.map((f) => [f.t, f.n]),
+      assert.equal(item.value, `run ${n - 1}\n`.replace('run 1', 'first'), 'the checkpoint holds the kept output of the run before it');
+      // The run frame, then (after its result) the keep frame and the checkpoint in one write.
+      assert.deepEqual(writes.slice(before).map(kinds), [
+        [['run', undefined]],
         [
-          ['keep', n - 1],
-          ['run', undefined],
+          ['keep', n],
+          ['checkpoint', undefined],
         ],
-      );
+      ]);
     }
   });
 

@@ -260,7 +260,8 @@ describe('local sessions: the warm zygote', function () {
             code: 'import importlib.util\nreturn importlib.util.find_spec("numpy") is not None',
           })
         ).value === true;
-      const rt = new LocalRuntime({ python, sandbox: { kind }, preload: hasNumpy ? ['random', 'numpy'] : ['random'] });
+      // No checkpoints: their sockets are the guest's own descriptors, and this looks for inherited ones.
+      const rt = new LocalRuntime({ python, sandbox: { kind }, preload: hasNumpy ? ['random', 'numpy'] : ['random'], checkpoints: { max: 0 } });
       try {
         const code = [
           'import os, random, sys, threading',

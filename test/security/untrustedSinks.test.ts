@@ -89,6 +89,16 @@ const KNOWN: Record<string, string> = {
   'src/cli/earlierRun.ts: watched.item?.status': "CodeAct's own text, ids or numbers",
   'src/cli/earlierRun.ts: watched.dropped': "CodeAct's own text, ids or numbers",
   'src/cli/chat.ts: JSON.stringify(list)': '--json: machine output, the events as they are (README: scripts read it)',
+  'src/cli/chat.ts: JSON.stringify(points)': '--json: machine output, the events as they are (README: scripts read it)',
+  "src/cli/chat.ts: JSON.stringify({ type: 'error', message, code: 'rewind' })": '--json: machine output, the events as they are (README: scripts read it)',
+  "src/cli/chat.ts: JSON.stringify({ type: 'codeact.rewound', execution: at, ...outcome })":
+    '--json: machine output, the events as they are (README: scripts read it)',
+  'src/cli/chat.ts: String(i + 1).padStart(3)': 'a number',
+  'src/cli/chat.ts: Number(n)': "a number (the person's own --rewind argument, checked to be an execution number)",
+  'src/cli/chat.ts: formatChangeCount(it.changes.changes.length)': "CodeAct's wording with a count",
+  "src/cli/chat.ts: rewoundLines(outcome, (t) => forTerminal(t, { line: true })).join(' ')":
+    "CodeAct's wording; the code's file names and reasons in it go through forTerminal (core/agent/rewindNote's `show`)",
+  "src/webview/rewindControls.ts: m.lines.join(' ')": "the host's lines (vscode/panelOutputs): CodeAct's wording, the code's names in them through forDisplay",
   'src/cli/chat.ts: c.id': "CodeAct's own text, ids or numbers",
   "src/cli/chat.ts: new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')": "CodeAct's own text, ids or numbers",
   'src/cli/chat.ts: conversation!.id': "CodeAct's own text, ids or numbers",

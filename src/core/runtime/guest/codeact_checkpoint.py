@@ -1,6 +1,7 @@
 """CodeAct guest: checkpoints of a session's Python state (issue 35, rewind), as paused forks.
 
-  host -> guest   {"t":"checkpoint","id":str}        between runs: keep the state as it is now
+  host -> guest   {"t":"checkpoint","id":str,"measure"?:true}   between runs: keep the state as it is now (measure:
+                                                     read every checkpoint's memory; else each is -1, not read)
                   {"t":"drop","id":str}              forget one (the paused fork exits)
                   {"t":"restore","id":str,"keep":str|null}   go back to one; keep: a checkpoint of the state now first (redo)
   guest -> host   {"t":"checkpointed","id":str,"ok":bool,"error"?:str,"ms":num,"held":[[id,uss],...]}
@@ -55,7 +56,7 @@ class Checkpoints:
         kind = frame.get("t")
         cid = str(frame.get("id") or "")
         if kind == "checkpoint":
-            self._take(cid)
+            self._take(cid, frame.get("measure") is True)
         elif kind == "drop":
             self._drop(cid)
         elif kind == "restore":
@@ -63,7 +64,7 @@ class Checkpoints:
 
     # -- taking one ------------------------------------------------------------------------------
 
-    def _take(self, cid):
+    def _take(self, cid, measure):
         t0 = time.perf_counter()
         why = self.refusal() if cid and cid not in self.held else ("no id" if not cid else "the id is taken")
         if why is None:
@@ -73,7 +74,7 @@ class Checkpoints:
             except OSError as exc:
                 why = f"the fork failed ({exc.strerror or exc})"
         ms = round((time.perf_counter() - t0) * 1000, 3)
-        frame = {"t": "checkpointed", "id": cid, "ok": why is None, "ms": ms, "held": self._usage()}
+        frame = {"t": "checkpointed", "id": cid, "ok": why is None, "ms": ms, "held": self._usage() if measure else [[c, -1] for c in self.held]}
         if why is not None:
             frame["error"] = why
         self.guest.chan.send(frame)
@@ -85,8 +86,8 @@ class Checkpoints:
         live, paused = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out = output.OUTPUT
         try:
-            # The flusher thread is held off: a fork must not copy its buffer's lock taken.
-            with (out.gate if out is not None else contextlib.nullcontext()):
+            # The flusher thread and the jobs' watchers are held off: a fork must not copy a lock one of them holds.
+            with (out.gate if out is not None else contextlib.nullcontext()), self.guest.chan.lock, self.guest.jobs.lock:
                 output_flush()
                 output.flush_output()
                 pid = os.fork()
@@ -104,6 +105,8 @@ class Checkpoints:
 
     def _pause(self, sock):
         """In the fork: let go of everything the host watches, then wait to be woken or dropped."""
+        import signal
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Stop meant for the session is not this copy's
         for other, _pid in self.held.values():
             other.close()
         self.held = {}
@@ -133,20 +136,25 @@ class Checkpoints:
                 except OSError:
                     os._exit(0)
                 continue
-            self._wake(sock, msg, fds)
+            try:
+                self._wake(sock, msg, fds)
+            except BaseException:
+                os._exit(1)  # never a half-woken copy on the session's channel: the live session goes on
             return
 
     def _usage(self):
+        """Each checkpoint's unshared memory, asked of the paused fork itself (its /proc is its own to read). One
+        that does not answer within 2 s is dropped."""
         out = []
         for cid, (s, _pid) in list(self.held.items()):
             try:
                 s.sendall(b"uss")
                 s.settimeout(2.0)
-                n = int(s.recv(64) or b"0")
-            except (OSError, ValueError):
-                n = 0
-            finally:
+                n = int(s.recv(64))
                 s.settimeout(None)
+            except (OSError, ValueError):
+                self._drop(cid)
+                continue
             out.append([cid, n])
         return out
 
@@ -179,27 +187,39 @@ class Checkpoints:
                 kept = keep
             except OSError:
                 pass
-        sock = self.held.pop(cid)[0]
+        sock, target_pid = self.held.pop(cid)
         first = self.keeper_w is None
-        keeper_r = None
+        keeper_r = keeper_w = None
         if first:
-            keeper_r, self.keeper_w = os.pipe()
+            keeper_r, keeper_w = os.pipe()
         ids = list(self.held)
-        fds = [self.guest.chan.fd, 1, 2, self.keeper_w] + [self.held[i][0].fileno() for i in ids]
+        fds = [self.guest.chan.fd, 1, 2, keeper_w if first else self.keeper_w] + [self.held[i][0].fileno() for i in ids]
         pids = [self.held[i][1] for i in ids]
         chan = self.guest.chan
         msg = json.dumps({"id": cid, "kept": kept, "ids": ids, "pids": pids, "buf": bytes(chan.buf).decode("latin1")}).encode()
         output_flush()
+        woken = 0
+        timed_out = False
         try:
             socket.send_fds(sock, [msg], fds)
-            reply = sock.recv(64)  # the woken fork's pid, once it has the channels
-        except OSError as exc:
-            self.guest.chan.send({"t": "restored", "id": cid, "ok": False, "error": f"the checkpoint did not answer ({exc})"})
-            return
-        woken = int(reply or b"0")
+            sock.settimeout(30.0)
+            woken = int(sock.recv(64) or b"0")  # the woken fork's pid, once it has the channels
+        except TimeoutError:
+            timed_out = True
+        except (OSError, ValueError):
+            pass
         if not woken:
-            self.guest.chan.send({"t": "restored", "id": cid, "ok": False, "error": "the checkpoint exited instead of waking"})
+            # It did not take over: it must never (two processes on one channel), and this process goes on serving.
+            if timed_out:
+                _kill(target_pid)
+            sock.close()
+            if first:
+                os.close(keeper_r)
+                os.close(keeper_w)
+            self.guest.chan.send({"t": "restored", "id": cid, "ok": False, "error": "the checkpoint did not wake (it exited, or did not answer within 30 s)"})
             return
+        if first:
+            self.keeper_w = keeper_w
         # From here on the woken fork serves the session; this process goes.
         os.write(self.keeper_w, f"{woken}\n".encode())
         if first:
@@ -223,6 +243,8 @@ class Checkpoints:
             self.held[str(cid)] = (socket.socket(fileno=fd), int(pid))
         self.guest.chan.buf = bytearray(str(info.get("buf") or "").encode("latin1"))
         self.guest.chan.scanned = 0
+        import signal
+        signal.signal(signal.SIGINT, self.guest.interrupt.handler)
         self.guest.after_restore()
         sock.sendall(str(os.getpid()).encode())
         sock.close()
@@ -230,6 +252,15 @@ class Checkpoints:
         if info.get("kept"):
             frame["kept"] = str(info["kept"])
         self.guest.chan.send(frame)
+
+
+def _kill(pid):
+    import signal
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (OSError, ChildProcessError):
+        pass
 
 
 def output_flush():

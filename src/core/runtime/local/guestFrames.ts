@@ -55,7 +55,7 @@ export type HostFrame =
   | { t: 'vars' }
   | { t: 'keep'; n: number; stdout: string; stderr: string; max_total: number }
   /** Checkpoints of the session's Python state (guest/codeact_checkpoint.py), between runs. */
-  | { t: 'checkpoint'; id: string }
+  | { t: 'checkpoint'; id: string; measure?: true }
   | { t: 'drop'; id: string }
   | { t: 'restore'; id: string; keep: string | null };
 
@@ -108,7 +108,7 @@ export type GuestFrame =
     }
   /** What a running job printed since its last piece; `skipped`: bytes left out just before it (guest/codeact_jobs.py `_Live`). */
   | { t: 'job_output'; job: number; data: string; skipped: number }
-  /** A checkpoint was taken (or why not); `held`: every checkpoint kept, oldest first, with its unshared memory in bytes. */
+  /** A checkpoint was taken (or why not); `held`: every checkpoint kept, oldest first, with its unshared memory in bytes (-1: not read this time). */
   | { t: 'checkpointed'; id: string; ok: boolean; error?: string; ms: number; held: Array<[string, number]> }
   /** From the process that serves the session after a restore (`pid`: its own, in the guest's namespace), or why not. */
   | { t: 'restored'; id: string; ok: boolean; error?: string; pid?: number; kept?: string; held?: Array<[string, number]> };
