@@ -198,8 +198,7 @@ export class CodeActController {
 
   /** Said to the model once, at the open conversation's next turn (a rewind the person did in the panel). */
   noteForModel(note: string): void {
-    const convo = this.conversation;
-    if (convo) this.conversations.noteForNextTurn(convo.id, note);
+    if (this.conversation) this.conversations.noteForNextTurn(this.conversation.id, note);
   }
 
   onEvent(listener: (e: TranscriptEvent) => void): Unsubscribe {
@@ -310,10 +309,7 @@ export class CodeActController {
     this.conversations.startNew();
   }
 
-  /**
-   * Opens a conversation from history; `notice`: what the panel says about it (./conversations). A session a
-   * running session host kept for it (another window's, `codeact chat`'s) is reattached: then it is not said to be gone.
-   */
+  /** Opens a conversation from history (`notice`: what the panel says); a session a running session host kept for it is reattached, not said gone. */
   async openConversation(id: string): Promise<{ conversation: Conversation; notice?: string }> {
     const opened = this.conversations.reopen(id);
     if (!(await this.reattacher.reattach())) return opened;
@@ -380,10 +376,7 @@ export class CodeActController {
     this.turn.abort();
   }
 
-  /**
-   * The one trust gate (the front doors only render its refusal): code runs only in a trusted workspace;
-   * a prompt needs one too, unless hosted mode runs its code at the provider. Undefined: allowed.
-   */
+  /** The one trust gate (the doors render its refusal): code runs only in a trusted workspace, a prompt too unless hosted mode runs it. Undefined: allowed. */
   trustGate(what: string, turn: 'code' | 'prompt' = 'code', folder = this.folders.current().folder): UntrustedWorkspaceError | undefined {
     if (this.trusted || (turn === 'prompt' && !MODES[this.settingsFor(folder).mode].ourRuntime)) return undefined;
     return new UntrustedWorkspaceError(what);

@@ -57,7 +57,7 @@ interface PanelOutputsDeps {
 }
 
 /** What a rewind from a card did: the runtime's outcome, whether it was a redo, what the card and the model are told. */
-export interface Rewound {
+interface Rewound {
   outcome: RewindOutcome;
   redone: boolean;
   /** For the card: one line per part (the Python state, the files), file names shown safely. */

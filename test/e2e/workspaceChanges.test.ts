@@ -168,7 +168,7 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     );
     assert.deepEqual(readFileSync(inventory), original, 'inventory.json is back byte for byte');
     assert.ok(!existsSync(join(ws, 'data', 'summary.txt')), 'summary.txt is gone (the first card reverted it before turn 2)');
-    await e2e.panel.scrollTo('section.card.exec:last-of-type .rewound-note');
+    await e2e.panel.scrollTo('.rewound-note:not([hidden])');
     await e2e.panel.sidebar.screenshot({ path: artifactPath('101-rewind-done-dark') });
     await applyTheme(
       e2e.panel,
@@ -187,9 +187,11 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     assert.ok(result.includes('\\"value\\":false'), `the variable set by the rewound execution is gone: ${result.slice(-600)}`);
 
     // Redo: the state just before the rewind.
-    await card.locator('.rewound-note').getByRole('button', { name: 'Redo' }).click();
+    // (The card rewound is no longer the last one: the note is found by itself.)
+    const rewoundNote = frame.locator('.rewound-note:not([hidden])');
+    await rewoundNote.getByRole('button', { name: 'Redo' }).click();
     await confirm(/Redo: go back to the state just before the rewind\?/, 'Redo');
-    await card.locator('.rewound-text', { hasText: /^Redone\./ }).waitFor({ timeout: UI });
+    await rewoundNote.locator('.rewound-text', { hasText: /^Redone\./ }).waitFor({ timeout: UI });
     assert.ok(!existsSync(inventory) && readFileSync(join(ws, 'data', 'summary.txt'), 'utf8') === 'again\n', 'turn 2 files are back');
   });
 

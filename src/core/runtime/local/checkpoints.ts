@@ -25,7 +25,7 @@ export interface CheckpointBudget {
 
 export const DEFAULT_CHECKPOINT_BUDGET: CheckpointBudget = { max: 10, memoryBytes: 1024 << 20 };
 
-export interface Restored {
+interface Restored {
   /** The pid of the process that serves the session now (in the guest's namespace). */
   pid: number;
   /** The redo point asked for, when the state just before this rewind could be kept. */
