@@ -196,9 +196,9 @@ export class CodeActController {
     return this.conversation;
   }
 
-  /** Said to the model once, at the open conversation's next turn (a rewind the person did in the panel). */
-  noteForModel(note: string): void {
-    if (this.conversation) this.conversations.noteForNextTurn(this.conversation.id, note);
+  /** Said to the model once, at conversation `id`'s next turn (default: the open one's; a rewind the person did in the panel). */
+  noteForModel(note: string, id = this.conversation?.id): void {
+    if (id) this.conversations.noteForNextTurn(id, note);
   }
 
   onEvent(listener: (e: TranscriptEvent) => void): Unsubscribe {

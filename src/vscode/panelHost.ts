@@ -254,9 +254,12 @@ export class PanelHost {
         else this.notice('info', `Reverted ${files(n)} to before the execution.`);
       },
       'exec.rewind': async (m) => {
+        // The model would go on building on the state the rewind changes under it.
+        if (s.busy) throw new Error('Wait for the turn to end (or stop it), then rewind.');
+        const conversation = s.currentConversation?.id;
         const done = await outputs.rewind(m);
         if (!done) return;
-        s.noteForModel(done.note);
+        s.noteForModel(done.note, conversation);
         const redo = done.outcome.redo;
         this.post({ type: 'exec.rewound', itemId: m.itemId, redone: done.redone, lines: done.lines, ...(redo ? { redo } : {}) });
         const partly = !done.outcome.python.restored || 'why' in done.outcome.files;

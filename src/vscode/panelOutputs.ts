@@ -254,9 +254,9 @@ export class PanelOutputs {
     const ok = await this.deps.apis.confirm(
       m.redo ? 'Redo: go back to the state just before the rewind?' : 'Rewind the code to before this execution?',
       m.redo
-        ? 'The Python session and the workspace files go back to how they were just before you rewound. The model is told at its next step.'
+        ? 'The Python session and the workspace files go back to how they were just before you rewound. The model is told when you next send a message.'
         : "The Python session's variables, imports and open figures go back to how they were before this execution ran, and the " +
-            'workspace files the code changed from then on are put back. The conversation stays as it is; the model is told at its next step.\n\n' +
+            'workspace files the code changed from then on are put back. The conversation stays as it is; the model is told when you next send a message.\n\n' +
             'Not undone: calls to managed tools, network requests, files outside the workspace, processes still running.',
       m.redo ? 'Redo' : 'Rewind',
     );

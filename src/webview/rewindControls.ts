@@ -47,6 +47,9 @@ export class RewindControls {
   /** The host did a rewind (or a redo) from this card. */
   rewound(m: RewoundMessage): void {
     setText(this.text, `${m.redone ? 'Redone' : 'Rewound to before this execution'}. ${m.lines.join(' ')}`);
+    // After a redo, the point offered is the rewound state again.
+    setText(this.redo.querySelector('span')!, m.redone ? 'Rewind again' : 'Redo');
+    this.redo.title = m.redone ? 'Go back to the state before this execution again' : 'Go back to the state just before this rewind';
     this.redoPoint = m.redo;
     this.redo.hidden = !m.redo;
     this.note.hidden = false;

@@ -185,6 +185,36 @@ for (const zygote of [false, true]) {
       assert.deepEqual((await run('return n')).value, 3);
     });
 
+    it('drops the oldest checkpoints even when a process the code forked holds their sockets; the runs go on', async () => {
+      const ws = makeWorkspace();
+      dirs.push(ws);
+      const { rt, run } = start(ws, { checkpoints: { max: 2 } });
+      // The forked child keeps copies of every descriptor the session had then (the checkpoints' sockets too).
+      const forked = await run('import os, time\nchild = os.fork()\nif child == 0:\n    time.sleep(600)\n    os._exit(0)\nreturn child > 0');
+      assert.equal(forked.value, true, JSON.stringify(forked.error));
+      const items = [];
+      for (let i = 1; i <= 4; i++) {
+        const item = await run(`n = ${i}\nreturn n`);
+        assert.equal(item.value, i, `run ${i} after the drops: ${JSON.stringify(item.error)}`);
+        items.push(item);
+      }
+      assert.deepEqual((await rt.rewind(items[3].id)).python, { restored: true });
+      assert.deepEqual((await run('return n')).value, 3);
+      await run('os.kill(child, 9)');
+    });
+
+    it('a checkpoint frame the code forges on the channel ends the session as a protocol violation, saying so', async () => {
+      const ws = makeWorkspace();
+      dirs.push(ws);
+      const { run } = start(ws);
+      await run('x = 1');
+      const forged = await run(
+        'import os\nos.write(3, b\'{"t":"checkpointed","id":"ckp-999","ok":true,"ms":1,"held":[["ckp-999",1]]}\\n\')\nimport time\ntime.sleep(5)',
+      );
+      assert.equal(forged.status, 'failed');
+      assert.match(forged.error?.message ?? '', /an unexpected checkpointed frame/);
+    });
+
     it('refuses a checkpoint while a thread the code started runs, and says why', async () => {
       const ws = makeWorkspace();
       dirs.push(ws);

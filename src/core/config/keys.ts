@@ -113,7 +113,7 @@ export const SETTINGS = {
   'rewind.storeMB': { type: 'number', default: DEFAULT_REWIND_BUDGETS.storeBytes / MB, minimum: 0, maximum: 1048576, trust: 'any' },
   'rewind.maxFileMB': { type: 'number', default: DEFAULT_REWIND_BUDGETS.maxFileBytes / MB, minimum: 0, maximum: 1048576, trust: 'any' },
   // Checkpoints of a session's Python state before each run (core/runtime/local/checkpoints): how many, and their memory.
-  'rewind.maxCheckpoints': { type: 'number', default: 10, minimum: 0, maximum: 100, trust: 'any' },
+  'rewind.maxCheckpoints': { type: 'number', default: 10, minimum: 0, maximum: 50, trust: 'any' },
   'rewind.memoryMB': { type: 'number', default: 1024, minimum: 0, maximum: 1048576, trust: 'any' },
   // What reaches a vision model in one request: the newest images up to these caps.
   'vision.maxImages': { type: 'number', default: DEFAULT_IMAGE_BUDGET.maxImages, minimum: 0, maximum: 100, trust: 'any' },

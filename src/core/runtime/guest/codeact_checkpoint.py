@@ -42,6 +42,12 @@ class Checkpoints:
     def pids(self):
         return {pid for _s, pid in self.held.values()}
 
+    def forget_in_child(self):
+        """In a process forked from the session (a background job): the checkpoints' sockets are not its own."""
+        for sock, _pid in self.held.values():
+            sock.close()
+        self.held = {}
+
     def refusal(self):
         if self.guest.jobs.running():
             return "a background job was running (a job is a process of its own, which a checkpoint cannot hold)"
@@ -123,7 +129,7 @@ class Checkpoints:
             self.keeper_w = None
         while True:
             try:
-                msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 64)
+                msg, fds, _flags, _addr = socket.recv_fds(sock, 1 << 16, 64)  # 4 channels + at most 50 checkpoints + the redo point
             except InterruptedError:
                 continue
             except BaseException:
@@ -163,10 +169,9 @@ class Checkpoints:
         if held is None:
             return
         held[0].close()
-        try:
-            os.waitpid(held[1], 0)  # a child of this process: reaped here (else the keeper reaps it)
-        except ChildProcessError:
-            pass
+        # Killed, not waited for: a process the code forked may hold a copy of the socket, so the paused fork would
+        # never read its end. A child of this process is reaped here; one re-parented to the keeper, there.
+        _kill(held[1])
 
     # -- restoring -------------------------------------------------------------------------------
 
@@ -199,23 +204,24 @@ class Checkpoints:
         msg = json.dumps({"id": cid, "kept": kept, "ids": ids, "pids": pids, "buf": bytes(chan.buf).decode("latin1")}).encode()
         output_flush()
         woken = 0
-        timed_out = False
+        # No other thread of this process writes on the channel from here: the woken fork owns it once it answers.
+        self.guest.chan.lock.acquire()
         try:
             socket.send_fds(sock, [msg], fds)
             sock.settimeout(30.0)
             woken = int(sock.recv(64) or b"0")  # the woken fork's pid, once it has the channels
-        except TimeoutError:
-            timed_out = True
         except (OSError, ValueError):
             pass
         if not woken:
+            self.guest.chan.lock.release()
             # It did not take over: it must never (two processes on one channel), and this process goes on serving.
-            if timed_out:
-                _kill(target_pid)
+            _kill(target_pid)
             sock.close()
             if first:
                 os.close(keeper_r)
                 os.close(keeper_w)
+            if kept:
+                self._drop(kept)
             self.guest.chan.send({"t": "restored", "id": cid, "ok": False, "error": "the checkpoint did not wake (it exited, or did not answer within 30 s)"})
             return
         if first:
@@ -237,6 +243,9 @@ class Checkpoints:
             if fd not in (self.guest.chan.fd, 1, 2):
                 os.close(fd)
         os.set_inheritable(self.guest.chan.fd, False)
+        # Never passed on to a program the code runs (recvmsg gives inheritable descriptors).
+        for fd in (keeper_w, *others):
+            os.set_inheritable(fd, False)
         self.keeper_w = keeper_w
         self.held = {}
         for cid, fd, pid in zip(info.get("ids") or [], others, info.get("pids") or []):
@@ -258,8 +267,11 @@ def _kill(pid):
     import signal
     try:
         os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return
+    try:
         os.waitpid(pid, 0)
-    except (OSError, ChildProcessError):
+    except ChildProcessError:
         pass
 
 
@@ -299,8 +311,9 @@ def _become_keeper(keeper_r, active):
     try:
         os.execv(sys.executable, [sys.executable, "-S", "-E", "-B", os.path.join(here, "codeact_keeper.py"), str(keeper_r), str(active)])
     except OSError:
-        # No exec: stay, do nothing, and reap until the session ends (same duty, more memory).
-        pass
+        # No exec: the same duty from here (more memory), holding nothing but the pipe.
+        import codeact_proc
+        codeact_proc.close_inherited_fds({keeper_r})
     import runpy
     sys.argv = ["codeact_keeper.py", str(keeper_r), str(active)]
     runpy.run_path(os.path.join(here, "codeact_keeper.py"), run_name="__main__")

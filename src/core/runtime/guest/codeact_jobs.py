@@ -252,6 +252,7 @@ class Jobs:
                 os.close(guest.chan.fd)  # a job never speaks on the session's channel
             except OSError:
                 pass
+            guest.checkpoints.forget_in_child()  # nor holds the session's checkpoints open
             signal.signal(signal.SIGINT, signal.default_int_handler)
             jobtools.in_child(guest, tools[0], tools[1], [j.relay.fd for j in self.table.values() if j.relay is not None])
             proc.set_subreaper(True)  # its orphans come back to it; it dies with the guest

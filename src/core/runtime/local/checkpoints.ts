@@ -32,6 +32,8 @@ interface Restored {
   redo?: string;
 }
 
+const RESTORE_TIMEOUT_MS = 120_000;
+
 type Pending = { id: string; resolve: (r: Restored) => void; reject: (e: Error) => void };
 
 export class GuestCheckpoints {
@@ -44,6 +46,10 @@ export class GuestCheckpoints {
   /** A checkpoint of the state now, taken after the last run, for the next one. */
   private fresh?: string;
   private pending?: Pending;
+  /** Checkpoint frames sent whose answer has not come: the only ids a `checkpointed` frame may name. */
+  private readonly awaiting = new Set<string>();
+  /** The session ended: nothing more is asked of it. */
+  private closed?: string;
   private seq = 0;
   /** The last fork's time in the guest (ms), for the bench. */
   lastMs?: number;
@@ -51,6 +57,8 @@ export class GuestCheckpoints {
   constructor(
     private readonly send: (frame: HostFrame) => void,
     private readonly budget: CheckpointBudget,
+    /** A rewind got no answer: the session is ended (its state is unknown). */
+    private readonly stuck?: () => void,
   ) {}
 
   get enabled(): boolean {
@@ -67,12 +75,13 @@ export class GuestCheckpoints {
   /** Run `itemId` is about to go: the checkpoint frame to send first, unless the last run's is fresh. */
   beforeRun(itemId: string): HostFrame | undefined {
     if (!this.enabled) return undefined;
-    if (this.fresh) {
+    // The last run's checkpoint, unless it was refused (a job was running then: it may have ended since).
+    if (this.fresh && !this.gone.has(this.fresh)) {
       this.points.set(itemId, this.fresh);
       this.fresh = undefined;
       return undefined;
     }
-    const id = this.mint();
+    const id = this.ask();
     this.points.set(itemId, id);
     return { t: 'checkpoint', id };
   }
@@ -80,7 +89,7 @@ export class GuestCheckpoints {
   /** A run ended and its session lives on: the frame that keeps the state now for the next run. */
   afterRun(): HostFrame | undefined {
     if (!this.enabled || this.fresh) return undefined;
-    this.fresh = this.mint();
+    this.fresh = this.ask();
     return { t: 'checkpoint', id: this.fresh, ...(this.measureNow() ? { measure: true as const } : {}) };
   }
 
@@ -110,24 +119,43 @@ export class GuestCheckpoints {
    * that will name the state just before this rewind, when it can be kept.
    */
   restore(point: string, redo?: string): Promise<Restored> {
+    if (this.closed) return Promise.reject(new Error(`The Python session has ended (${this.closed}).`));
     const why = this.unavailable(point);
     if (why) return Promise.reject(new Error(`The Python state before that execution cannot be restored: ${why}.`));
     if (this.pending) return Promise.reject(new Error('A rewind of this session is already under way.'));
     const id = this.points.get(point)!;
     const keep = this.mint();
     return new Promise<Restored>((resolve, reject) => {
-      this.pending = { id, resolve, reject };
+      // The guest answers within 30 s (its wait for the woken fork) plus its reads of the checkpoints' memory.
+      const timer = setTimeout(() => {
+        if (this.pending?.id !== id) return;
+        this.pending = undefined;
+        reject(new Error('The Python session did not answer the rewind within 2 minutes; it was ended.'));
+        this.stuck?.();
+      }, RESTORE_TIMEOUT_MS);
+      this.pending = {
+        id,
+        resolve: (r) => (clearTimeout(timer), resolve(r)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      };
       this.send({ t: 'restore', id, keep: redo ? keep : null });
     }).then((r) => {
       this.held.delete(id);
+      // The state just before the rewind: the guest's copy made for it, else the one taken after the last run (the same
+      // state: nothing ran since). One of them is enough.
+      let before = r.redo;
+      if (this.fresh && this.held.has(this.fresh)) {
+        if (before) this.drop(this.fresh, 'the session was rewound');
+        else before = this.fresh;
+      }
       this.fresh = undefined;
       // The woken fork is the session now: a new checkpoint of this state stands for every point that named it.
-      const again = this.mint();
+      const again = this.ask();
       for (const [p, c] of this.points) if (c === id) this.points.set(p, again);
       this.send({ t: 'checkpoint', id: again });
       this.fresh = again;
-      if (r.redo && redo) {
-        this.points.set(redo, r.redo);
+      if (before && redo) {
+        this.points.set(redo, before);
         return { pid: r.pid, redo };
       }
       return { pid: r.pid };
@@ -136,9 +164,10 @@ export class GuestCheckpoints {
 
   /** The session ended: a rewind waiting for its answer fails. */
   ended(reason: string): void {
+    this.closed = reason;
     this.pending?.reject(new Error(`The Python session ended (${reason}).`));
     this.pending = undefined;
-    for (const id of this.held.keys()) this.gone.set(id, `the session ended (${reason})`);
+    for (const id of this.held.keys()) this.forget(id, `the session ended (${reason})`);
     this.held.clear();
   }
 
@@ -146,8 +175,10 @@ export class GuestCheckpoints {
   onFrame(frame: Unchecked<Extract<GuestFrame, { t: 'checkpointed' | 'restored' }>>): string | undefined {
     if (typeof frame.id !== 'string') return 'a checkpoint frame without an id';
     if (frame.t === 'checkpointed') {
+      // Only an answer to a checkpoint asked for (the guest's code could write frames of its own).
+      if (!this.awaiting.delete(frame.id)) return 'an unexpected checkpointed frame';
       if (typeof frame.ms === 'number') this.lastMs = frame.ms;
-      if (frame.ok !== true) this.gone.set(frame.id, typeof frame.error === 'string' ? `it was not taken: ${frame.error.slice(0, 300)}` : 'it was not taken');
+      if (frame.ok !== true) this.forget(frame.id, typeof frame.error === 'string' ? `it was not taken: ${frame.error.slice(0, 300)}` : 'it was not taken');
       return this.update(frame.held);
     }
     const pending = this.pending;
@@ -170,24 +201,22 @@ export class GuestCheckpoints {
     if (!Array.isArray(held) || held.length > 1000) return 'a malformed checkpoint list';
     const now = new Map<string, number>();
     for (const h of held) {
-      if (!Array.isArray(h) || typeof h[0] !== 'string' || !isInt(h[1]) || (h[1] as number) < -1) return 'a malformed checkpoint list';
+      if (!Array.isArray(h) || typeof h[0] !== 'string' || !this.minted(h[0]) || !isInt(h[1]) || (h[1] as number) < -1) return 'a malformed checkpoint list';
       // -1: not read this time; the last figure stands (a new one holds next to nothing).
       now.set(h[0], (h[1] as number) < 0 ? (this.held.get(h[0]) ?? 0) : (h[1] as number));
     }
-    for (const id of this.held.keys()) if (!now.has(id)) this.gone.set(id, this.gone.get(id) ?? 'the guest no longer holds it');
+    for (const id of this.held.keys()) if (!now.has(id)) this.forget(id, this.gone.get(id) ?? 'the guest no longer holds it');
     this.held.clear();
     for (const [id, bytes] of now) this.held.set(id, bytes);
     let { count, bytes } = this.usage;
     for (const [id, size] of this.held) {
       if (count <= this.budget.max && bytes <= this.budget.memoryBytes) break;
-      this.gone.set(
+      this.drop(
         id,
         count > this.budget.max
           ? `it was dropped to keep ${this.budget.max} checkpoints (codeact.rewind.maxCheckpoints)`
           : `it was dropped to keep checkpoints under ${formatBytes(this.budget.memoryBytes)} of memory (codeact.rewind.memoryMB)`,
       );
-      this.held.delete(id);
-      this.send({ t: 'drop', id });
       count--;
       bytes -= size;
     }
@@ -196,5 +225,31 @@ export class GuestCheckpoints {
 
   private mint(): string {
     return `ckp-${++this.seq}`;
+  }
+
+  /** A new id, asked of the guest (its `checkpointed` answer is expected). */
+  private ask(): string {
+    const id = this.mint();
+    this.awaiting.add(id);
+    return id;
+  }
+
+  /** Whether `id` is one of ours. */
+  private minted(id: string): boolean {
+    const m = /^ckp-(\d{1,9})$/.exec(id);
+    return !!m && Number(m[1]) <= this.seq;
+  }
+
+  /** The guest lets go of checkpoint `id`; `why` is what a rewind to it says. */
+  private drop(id: string, why: string): void {
+    this.forget(id, why);
+    this.held.delete(id);
+    this.send({ t: 'drop', id });
+  }
+
+  /** Why `id` is gone (the last 1,000 reasons are kept). */
+  private forget(id: string, why: string): void {
+    this.gone.set(id, why);
+    if (this.gone.size > 1000) this.gone.delete(this.gone.keys().next().value!);
   }
 }

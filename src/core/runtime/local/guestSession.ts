@@ -65,7 +65,8 @@ export class GuestSession {
   ) {
     const jobTools = new JobTools(o.limits, (line) => !this.dead && sendLine(this.guest.proto, line));
     this.jobs = new GuestJobs(() => this.sessionId ?? '', o.limits.maxJobMs, o.limits.maxJobs, jobTools);
-    this.checkpoints = new GuestCheckpoints((f) => !this.dead && sendFrame(this.guest.proto, f), o.checkpoints ?? { max: 0, memoryBytes: 0 });
+    const stuck = () => this.kill('it did not answer a rewind');
+    this.checkpoints = new GuestCheckpoints((f) => !this.dead && sendFrame(this.guest.proto, f), o.checkpoints ?? { max: 0, memoryBytes: 0 }, stuck);
     this.frames = new FrameReader(o.maxFrameBytes, {
       frame: (line) => this.onFrame(line),
       violation: (what) => this.violation(what),

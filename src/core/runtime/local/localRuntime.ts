@@ -182,12 +182,16 @@ export class LocalRuntime implements Runtime {
     if (!session && !changes?.has(point))
       throw new Error('That execution is not part of a session this runtime still has (it ended, or CodeAct restarted since).');
     const work = async (): Promise<RewindOutcome> => {
+      // A job running (or the session gone meanwhile) refuses the whole rewind: the files alone would move under it.
       const refusal = session?.rewindRefusal;
-      if (refusal && !changes?.has(point)) throw new Error(refusal);
-      let python: RewindOutcome['python'] = { restored: false, why: refusal ?? 'the execution ran in no session of this runtime' };
+      if (refusal) throw new Error(refusal);
+      let python: RewindOutcome['python'] = {
+        restored: false,
+        why: 'its Python session has ended, or keeps no checkpoints (codeact.rewind.maxCheckpoints)',
+      };
       const redo = newId('redo');
       let redone = false;
-      if (session && !refusal) {
+      if (session) {
         try {
           const r = await session.checkpoints.restore(point, redo);
           session.guest.setReportedPid(r.pid);
@@ -198,7 +202,9 @@ export class LocalRuntime implements Runtime {
         }
       }
       let files: RewindOutcome['files'] = {
-        why: 'workspace files are tracked only when the sandbox mounts the workspace readwrite (codeact.sandbox.mountWorkspace)',
+        why: changes
+          ? 'the workspace files from before that execution are no longer kept'
+          : 'workspace files are tracked only when the sandbox mounts the workspace readwrite (codeact.sandbox.mountWorkspace)',
       };
       if (changes?.has(point)) {
         files = await changes.rewindTo(point, redo).catch((e: Error) => ({ why: e.message }));
