@@ -3,14 +3,17 @@
  * VS Code 1.100) driven in headless Chromium, with a scripted model on loopback (OpenAI Chat Completions, the
  * `openai-compatible` provider).
  *
- * Turn 1 starts a background job that waits for a file, then calls `send_note` (approval "ask"). Turn 2 is about
- * something else; its code makes the file. The job's approval card then appears in the newest turn, and says
+ * Turn 1 starts a background job that waits for a file in the workspace (mounted read-only), then calls `send_note`
+ * (approval "ask"). Turn 2 is about something else. Once it has ended, the test makes the file (so the job's call comes
+ * between runs, whatever the machine's speed). The job's approval card then appears in the newest turn, and says
  * which job asks and the code that started it. Allowed, the job finishes, and its result reaches the model's next
  * request.
  *
  * Screenshots go to test-artifacts/e2e/ (98-…). Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { turn } from '../support/wire/turn';
 import { useCodeServer } from './support/suite';
 
@@ -18,8 +21,8 @@ const UI = 60_000;
 const RUN = 120_000;
 const MODEL = 'qwen2.5-coder:7b';
 
-const JOB = `import os, asyncio
-while not os.path.exists("go-job"):
+const job = (ws: string) => `import os, asyncio
+while not os.path.exists(${JSON.stringify(`${ws}/go-job`)}):
     await asyncio.sleep(0.05)
 note = await call_tool("send_note", customer_id="ACME-42", text="Your quote is ready.")
 note["note_id"]`;
@@ -29,7 +32,13 @@ describe('e2e: a background job asks for an approval after the chat moved on', f
   const e2e = useCodeServer({
     name: 'jobApprovals',
     wire: ['openai-compatible', 'ollama'],
-    settings: (url) => ({ 'codeact.provider': 'openai-compatible', 'codeact.baseURL': url, 'codeact.model': MODEL, 'codeact.timeoutSeconds': 90 }),
+    settings: (url) => ({
+      'codeact.provider': 'openai-compatible',
+      'codeact.baseURL': url,
+      'codeact.model': MODEL,
+      'codeact.timeoutSeconds': 90,
+      'codeact.sandbox.mountWorkspace': 'readonly',
+    }),
     minWaitMs: UI,
   });
 
@@ -37,21 +46,22 @@ describe('e2e: a background job asks for an approval after the chat moved on', f
     await e2e.wb.runCommand('CodeAct: Open Chat');
     await e2e.panel.frame(UI);
     e2e.wire.push(
-      turn().call('execute_tool_code', { code: JOB, background: true }, { id: 'call_job' }),
+      turn().call('execute_tool_code', { code: job(e2e.ws.folder), background: true }, { id: 'call_job' }),
       turn().text('I started the note in the background (job 1).'),
     );
     await e2e.panel.send('Send ACME-42 a note that their quote is ready, in the background.');
     assert.equal(await e2e.panel.waitForTurn(0, ['completed'], RUN), 'completed', await e2e.panel.text());
 
-    // The chat moves on; this turn's code lets the job go on to its tool call.
-    e2e.wire.push(turn().call('execute_tool_code', { code: 'open("go-job", "w").close()\n6 * 7' }, { id: 'call_other' }), turn().text('6 × 7 is 42.'));
+    // The chat moves on; once its turn has ended, the job may go on to its tool call.
+    e2e.wire.push(turn().call('execute_tool_code', { code: '6 * 7' }, { id: 'call_other' }), turn().text('6 × 7 is 42.'));
     await e2e.panel.send('Meanwhile, what is 6 times 7?');
     assert.equal(await e2e.panel.waitForTurn(1, ['completed'], RUN), 'completed', await e2e.panel.text());
+    writeFileSync(join(e2e.ws.folder, 'go-job'), '');
 
     const card = await e2e.panel.waitForApproval(RUN);
     const text = await card.innerText();
     assert.match(text, /Background job 1 asks: allow\s+send_note\s+to run\?/);
-    assert.match(text, /Background job 1 \(started by the code\s+while not os\.path\.exists\("go-job"\):\s*\)/);
+    assert.match(text, /Background job 1 \(started by the code\s+while not os\.path\.exists\("[^"]*\/go-job"\):\s*\)/);
     assert.match(text, /ACME-42/);
     await card.scrollIntoViewIfNeeded();
     const shot = await e2e.wb.screenshot('98-job-approval-after-the-chat-moved-on');

@@ -81,6 +81,7 @@ export class GuestCheckpoints {
       this.fresh = undefined;
       return undefined;
     }
+    this.fresh = undefined;
     const id = this.ask();
     this.points.set(itemId, id);
     return { t: 'checkpoint', id };
