@@ -17,18 +17,7 @@ import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { attachSessionHost } from '../../src/core/sessionHost/launch';
 import { cannotSwitchUser, runScriptInChild, TESTER } from '../security/support/asUser';
 import { DEBIAN_PYTHON } from '../support/guestHarness';
-
-/** The two turns of the issue's scenario, as code (WS is the workspace). */
-const TURN_1 = `import pandas as pd
-df = pd.read_csv(WS + "/data.csv")
-df.to_csv(WS + "/out.csv", index=False)
-return list(df.shape)`;
-const TURN_2 = `import os, subprocess, sys
-df = df.drop(columns=["b"])
-df.to_csv(WS + "/out.csv", index=False)
-os.remove(WS + "/data.csv")
-subprocess.run([sys.executable, "-c", "open('side.txt', 'w').write('from a subprocess')"], cwd=WS, check=True)
-return list(df.shape)`;
+import { TURN_1, TURN_2 } from '../support/rewindScenario';
 
 /** Runs the scenario in `ws` and returns what each run's item says (shared by the root test and the child as tester). */
 const SCENARIO = String.raw`

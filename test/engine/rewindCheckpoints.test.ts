@@ -18,18 +18,8 @@ import { LocalRuntime, type LocalRuntimeOptions } from '../../src/core/runtime/l
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { cannotSwitchUser, runScriptInChild, TESTER } from '../security/support/asUser';
 import { DEBIAN_PYTHON } from '../support/guestHarness';
+import { DATA, TURN_1, TURN_2 } from '../support/rewindScenario';
 
-const TURN_1 = `import pandas as pd
-df = pd.read_csv(WS + "/data.csv")
-df.to_csv(WS + "/out.csv", index=False)
-return list(df.shape)`;
-const TURN_2 = `import os, subprocess, sys
-df = df.drop(columns=["b"])
-df.to_csv(WS + "/out.csv", index=False)
-os.remove(WS + "/data.csv")
-subprocess.run([sys.executable, "-c", "open('side.txt', 'w').write('from a subprocess')"], cwd=WS, check=True)
-return list(df.shape)`;
-const DATA = 'a,b,c\n1,2,3\n4,5,6\n';
 const OUT_1 = DATA;
 const OUT_2 = 'a,c\n1,3\n4,6\n';
 
