@@ -7,10 +7,11 @@
  */
 import type { TranscriptEvent } from '../common/transcript';
 import type { CodeInterpreterCallItem } from '../common/events';
-import type { Runtime } from '../core/runtime/types';
+import type { RewindOutcome, Runtime } from '../core/runtime/types';
 import { forTerminal } from '../common/untrusted';
 import { formatChangeCount } from '../common/rewind';
 import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
+import { conversationRewindNote, cutConversation, turnOfExecution, type ConversationCut } from '../core/agent/conversationRewind';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
@@ -45,8 +46,9 @@ export const CHAT_USAGE = `${wrapUsage(
 )}
        codeact chat --list [--storage DIR]
        codeact chat --continue SESSION --list         (its executions: the points --rewind goes back to)
-       codeact chat --continue SESSION --rewind N "<prompt>"
-                    (the Python session and the workspace files back to before execution N, then the prompt)
+       codeact chat --continue SESSION --rewind N [--only code|conversation] "<prompt>"
+                    (the Python session and the workspace files back to before execution N, and the
+                    conversation to before the turn it ran in, its later turns kept as a branch; then the prompt)
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
 (OpenAI-compatible servers usually need none).
@@ -63,6 +65,7 @@ export const CHAT_OPTIONS = commandOptions('chat', {
   storage: { type: 'string' },
   list: { type: 'boolean' },
   rewind: { type: 'string' },
+  only: { type: 'string' },
   ...RUNTIME_FLAGS,
 } as const);
 
@@ -81,6 +84,8 @@ export async function chatCommand(argv: string[]): Promise<number> {
   const store = new TranscriptStore(values.storage ?? defaultStorage());
   if (values.list && values.continue) return listPoints(store, values.continue, !!values.json);
   if (values.rewind !== undefined && !values.continue) throw new UsageError('--rewind needs --continue SESSION (the conversation to rewind).');
+  if (values.only !== undefined && (values.rewind === undefined || !['code', 'conversation'].includes(values.only)))
+    throw new UsageError('--only goes with --rewind N and is "code" (the conversation stays) or "conversation" (the code stays).');
   if (values.list) {
     const list = store.list();
     if (values.json) process.stdout.write(JSON.stringify(list) + '\n');
@@ -176,7 +181,7 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
     if (saver && e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') saveAndReport(saver, e.item, !!values.json);
   };
   // Where this turn's events start in the conversation (for the usage report at the end).
-  const turnStart = convo.events.length;
+  let turnStart = convo.events.length;
   // Approvals, code review, installs and MCP forms are asked in turn on the terminal (./approvalPrompt).
   const asking = cliAsking(config, { dir: ws.dir, trusted: ws.trust.trusted });
   try {
@@ -185,8 +190,9 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
       process.stderr.write('codeact: stopped; nothing was sent to the model.\n');
       return 1;
     }
-    const rewound = values.rewind !== undefined ? await rewindTo(convo, runtime, values.rewind, live, !!values.json) : undefined;
+    const rewound = values.rewind !== undefined ? await rewindTo(store, convo, runtime, values, live) : undefined;
     if (rewound === null) return 1;
+    turnStart = convo.events.length;
     const turn = await runChatTurn({
       conversation: convo,
       prompt,
@@ -272,11 +278,14 @@ function listPoints(store: TranscriptStore, id: string, json: boolean): number {
 
 /**
  * `--rewind N`: the conversation's live session and the workspace files go back to before its execution N (the
- * runtime's checkpoints); what was done is said on stderr, and what the model is told is returned (null: failed).
+ * runtime's checkpoints), and the conversation to before the turn that execution ran in (its turns from there on
+ * kept as a branch: core/agent/conversationRewind); `--only` does one of the two. What was done is said on stderr,
+ * and what the model is told is returned (null: failed, nothing sent).
  */
-async function rewindTo(convo: Conversation, runtime: Runtime, n: string, live: boolean, json: boolean): Promise<string | null> {
+async function rewindTo(store: TranscriptStore, convo: Conversation, runtime: Runtime, values: ChatValues, live: boolean): Promise<string | null> {
+  const json = !!values.json;
   const items = executionsOf(convo);
-  const at = Number(n);
+  const at = Number(values.rewind);
   if (!Number.isSafeInteger(at) || at < 1 || at > items.length)
     throw new UsageError(`--rewind takes an execution number from 1 to ${items.length} (see --list).`);
   const fail = (message: string) => {
@@ -284,15 +293,38 @@ async function rewindTo(convo: Conversation, runtime: Runtime, n: string, live: 
     if (json) process.stdout.write(JSON.stringify({ type: 'error', message, code: 'rewind' }) + '\n');
     return null;
   };
-  if (!runtime.rewind) return fail('This runtime keeps no checkpoints (only the local Python runtime does); nothing was rewound.');
-  if (!live)
-    return fail("This conversation's Python session is gone (it ended, or its session host did), so it cannot be rewound; nothing was sent to the model.");
+  const code = values.only !== 'conversation';
+  const turnId = values.only !== 'code' ? turnOfExecution(convo.events, items[at - 1].id) : undefined;
+  if (values.only !== 'code' && !turnId)
+    return fail(`Execution ${at} is in no turn of this conversation's file, so the conversation cannot be rewound; nothing was.`);
+  if (code && !runtime.rewind)
+    return fail(
+      'This runtime keeps no checkpoints (only the local Python runtime does); nothing was rewound. --only conversation rewinds the conversation alone.',
+    );
+  if (code && !live)
+    return fail(
+      "This conversation's Python session is gone (it ended, or its session host did), so its code cannot be rewound; nothing was, and nothing was sent to the model. --only conversation rewinds the conversation alone.",
+    );
+  let outcome: RewindOutcome | undefined;
   try {
-    const outcome = await runtime.rewind(items[at - 1].id);
-    if (json) process.stdout.write(JSON.stringify({ type: 'codeact.rewound', execution: at, ...outcome }) + '\n');
-    else process.stderr.write(`${convo.id}: rewound to before execution ${at}. ${rewoundLines(outcome, (t) => forTerminal(t, { line: true })).join(' ')}\n`);
-    return rewindNote(outcome, `before execution ${at}`);
+    if (code) outcome = await runtime.rewind!(items[at - 1].id);
   } catch (e) {
     return fail(`${(e as Error).message} Nothing was sent to the model.`);
   }
+  let cut: ConversationCut | undefined;
+  try {
+    if (turnId) cut = cutConversation(store, convo, turnId);
+  } catch (e) {
+    return fail(`${outcome ? 'The code was rewound, but the conversation could not be: ' : ''}${(e as Error).message} Nothing was sent to the model.`);
+  }
+  const said = [
+    outcome ? rewoundLines(outcome, (t) => forTerminal(t, { line: true })).join(' ') : '',
+    cut
+      ? `The conversation is back to before turn ${cut.turn}; its ${cut.removed} later turn${cut.removed === 1 ? ' is' : 's are'} kept as ${cut.branchId} (codeact chat --continue ${cut.branchId}).`
+      : '',
+  ];
+  if (json) process.stdout.write(JSON.stringify({ type: 'codeact.rewound', execution: at, ...(outcome ?? {}), ...(cut ? { conversation: cut } : {}) }) + '\n');
+  else process.stderr.write(`${convo.id}: rewound to before execution ${at}. ${said.filter(Boolean).join(' ')}\n`);
+  const note = outcome ? rewindNote(outcome, `before execution ${at}`) : undefined;
+  return cut ? conversationRewindNote(cut, note) : note!;
 }

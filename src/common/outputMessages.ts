@@ -67,6 +67,15 @@ export interface RewindMessage {
   redo?: string;
 }
 
+/**
+ * "Rewind to here" on a turn's message: the conversation goes back to before the turn, and the code (where its
+ * runtime keeps checkpoints) to before the turn's first execution; the person chooses which (`turn.rewind`).
+ */
+export interface TurnRewindMessage {
+  type: 'turn.rewind';
+  turnId: string;
+}
+
 /** Host -> page: what a rewind from a card did, said on that card; `redo`: the point its Redo button names. */
 export interface RewoundMessage {
   type: 'exec.rewound';
@@ -86,7 +95,9 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const isPath = (p: unknown): p is string => typeof p === 'string' && p.length > 0 && p.length <= 4096;
 
 /** Checks an output message from the page (`m.type` is one of theirs); undefined when it is malformed. */
-export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | LocalFileMessage | ChangeMessage | RewindMessage | undefined {
+export function parseOutputMessage(
+  m: Record<string, unknown>,
+): ImageMessage | LocalFileMessage | ChangeMessage | RewindMessage | TurnRewindMessage | undefined {
   switch (m.type) {
     case 'image.open':
     case 'image.save': {
@@ -121,6 +132,8 @@ export function parseOutputMessage(m: Record<string, unknown>): ImageMessage | L
       if (redo === undefined) return { type: 'exec.rewind', itemId };
       return typeof redo === 'string' && redo && redo.length <= 256 ? { type: 'exec.rewind', itemId, redo } : undefined;
     }
+    case 'turn.rewind':
+      return typeof m.turnId === 'string' && m.turnId && m.turnId.length <= 512 ? { type: 'turn.rewind', turnId: m.turnId } : undefined;
     default:
       return undefined;
   }

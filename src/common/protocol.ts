@@ -24,6 +24,7 @@ import type {
   LocalFileMessage,
   RewindMessage,
   RewoundMessage,
+  TurnRewindMessage,
 } from './outputMessages';
 import type { DeclarationProblem, ToolSourceKind } from './tools';
 import type { TranscriptEvent } from './transcript';
@@ -432,6 +433,7 @@ export type WebviewToHost =
   | LocalFileMessage
   | ChangeMessage
   | RewindMessage
+  | TurnRewindMessage
   | OpenLinkMessage
   | NewConversationMessage
   | HistoryListMessage

@@ -135,6 +135,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'changes.diff':
     case 'changes.revert':
     case 'exec.rewind':
+    case 'turn.rewind':
       return parseOutputMessage(m);
     case 'openLink':
       return isStr(m.href, 8192) && /^(https?:|mailto:)/i.test(m.href) ? { type: 'openLink', href: m.href } : undefined;

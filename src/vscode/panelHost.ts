@@ -11,6 +11,15 @@ import { createEventBatcher, timerScheduler, type EventBatcher, type FrameSchedu
 import { parseWebviewMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type HostCommand, type HostState, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { forDisplay } from '../common/untrusted';
+import {
+  branchTitle,
+  conversationRewindNote,
+  cutConversation,
+  firstExecution,
+  turnAt,
+  turnOfExecution,
+  type ConversationCut,
+} from '../core/agent/conversationRewind';
 import { randomToken } from '../core/util/ids';
 import type { CodeActController } from './controller';
 import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
@@ -110,6 +119,55 @@ export class PanelHost {
     if (this.batcher.conversationId !== this.codeact.currentConversation?.id) this.resetTranscript();
     const state = await this.states.changed(() => this.codeact.hostState());
     if (state) this.post({ type: 'state', state });
+  }
+
+  /**
+   * "Rewind to here" from an execution's card (`itemId`; `redo`: its Redo) or a turn's message (`turnId`): the person
+   * chooses the code, the conversation or both (./panelOutputs); the conversation is cut back to before the turn
+   * (core/agent/conversationRewind), the page shown it, the turn's prompt put back in the chat box; the model is told.
+   */
+  private async rewind(m: { itemId?: string; redo?: string; turnId?: string }): Promise<void> {
+    const s = this.codeact;
+    // The model would go on building on the state the rewind changes under it.
+    if (s.busy) throw new Error('Wait for the turn to end (or stop it), then rewind.');
+    const convo = s.currentConversation;
+    const turnId = m.turnId ?? (convo && m.itemId && m.redo === undefined ? turnOfExecution(convo.events, m.itemId) : undefined);
+    const at = convo && turnId ? turnAt(convo.events, turnId) : undefined;
+    if (m.turnId && !at) throw new Error('That turn is no longer in this conversation.');
+    // From a turn: the code goes back to before its first execution.
+    const itemId = m.itemId ?? (convo && turnId ? firstExecution(convo.events, turnId) : undefined);
+    const done = await this.deps.outputs.rewind(
+      { itemId: itemId ?? '', ...(m.redo !== undefined ? { redo: m.redo } : {}) },
+      at && convo ? { ...at, branchTitle: branchTitle(convo.meta.title), ...(m.turnId ? { fromTurn: true } : {}) } : undefined,
+    );
+    if (!done) return;
+    let cut: ConversationCut | undefined;
+    let notCut: string | undefined;
+    if (done.conversation && convo && turnId)
+      try {
+        cut = cutConversation(s.store, convo, turnId);
+      } catch (e) {
+        notCut = (e as Error).message;
+      }
+    const note = cut ? conversationRewindNote(cut, done.note) : done.note;
+    if (note) s.noteForModel(note, convo?.id);
+    const code = done.outcome ? done.lines.join(' ') : '';
+    if (cut) {
+      // The page shows the conversation as it is now; the prompt of the turn gone back before is in the chat box again.
+      this.resetTranscript();
+      this.setInput(cut.prompt);
+      const turns = `${cut.removed} turn${cut.removed === 1 ? '' : 's'}`;
+      const where = `the ${turns} from there on ${cut.removed === 1 ? 'is' : 'are'} kept in History as "${forDisplay(cut.branchTitle, { line: true })}".`;
+      this.notice('info', `Rewound the conversation to before turn ${cut.turn}; ${where}${code ? ` Code: ${code}` : ''}`);
+      return;
+    }
+    if (done.outcome && itemId) {
+      const redo = done.outcome.redo;
+      this.post({ type: 'exec.rewound', itemId, redone: done.redone, lines: done.lines, ...(redo ? { redo } : {}) });
+    }
+    const partly = notCut !== undefined || (done.outcome && (!done.outcome.python.restored || 'why' in done.outcome.files));
+    const said = notCut !== undefined ? ` The conversation was not rewound: ${notCut}` : '';
+    this.notice(partly ? 'warning' : 'info', `${done.redone ? 'Redone' : 'Rewound'}: ${code}${said}`);
   }
 
   /** The whole transcript of the open conversation (`reset`), numbered from `seq`. */
@@ -253,18 +311,8 @@ export class PanelHost {
         if (done.failed.length) this.notice('warning', `Reverted ${files(n)}; ${files(done.failed.length)} could not be reverted: the card says why.`);
         else this.notice('info', `Reverted ${files(n)} to before the execution.`);
       },
-      'exec.rewind': async (m) => {
-        // The model would go on building on the state the rewind changes under it.
-        if (s.busy) throw new Error('Wait for the turn to end (or stop it), then rewind.');
-        const conversation = s.currentConversation?.id;
-        const done = await outputs.rewind(m);
-        if (!done) return;
-        s.noteForModel(done.note, conversation);
-        const redo = done.outcome.redo;
-        this.post({ type: 'exec.rewound', itemId: m.itemId, redone: done.redone, lines: done.lines, ...(redo ? { redo } : {}) });
-        const partly = !done.outcome.python.restored || 'why' in done.outcome.files;
-        this.notice(partly ? 'warning' : 'info', `${done.redone ? 'Redone' : 'Rewound'}: ${done.lines.join(' ')}`);
-      },
+      'exec.rewind': (m) => this.rewind(m),
+      'turn.rewind': (m) => this.rewind({ turnId: m.turnId }),
       openLink: (m) => apis.openExternal(m.href),
       newConversation: () => s.newConversation(),
       'history.list': history,

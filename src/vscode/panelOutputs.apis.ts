@@ -23,6 +23,8 @@ export interface PanelOutputsApis {
   workspaceFolder(): string | undefined;
   /** Asks the person (a modal warning) to confirm `action`; true when they chose it. */
   confirm(message: string, detail: string, action: string): PromiseLike<boolean>;
+  /** Asks the person (a modal warning) to choose one of `actions`; undefined when they cancelled. */
+  choose(message: string, detail: string, actions: readonly string[]): PromiseLike<string | undefined>;
   /**
    * VS Code's diff editor: left, a file's bytes before execution `itemId` (`before`: its path in the changeset;
    * undefined: it did not exist), right, the file now (`after`: a host path; undefined: it is gone).
@@ -68,6 +70,7 @@ export const vscodePanelOutputsApis: PanelOutputsApis = {
   writeClipboard: (text) => vscode.env.clipboard.writeText(text),
   workspaceFolder: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
   confirm: async (message, detail, action) => (await vscode.window.showWarningMessage(message, { modal: true, detail }, action)) === action,
+  choose: (message, detail, actions) => vscode.window.showWarningMessage(message, { modal: true, detail }, ...actions),
   diff: async (itemId, before, after, title) => {
     const rel = before ?? after ?? 'file';
     const left = before !== undefined ? beforeUri(itemId, before) : beforeUri(undefined, rel);

@@ -56,15 +56,30 @@ interface PanelOutputsDeps {
   runtimeOf?(sessionId: string | undefined): Pick<Runtime, 'revertChanges' | 'rewind'> | undefined;
 }
 
-/** What a rewind from a card did: the runtime's outcome, whether it was a redo, what the card and the model are told. */
+/** What a rewind of the conversation would do (the dialog says it): the turn it goes back to before, and the branch's title. */
+export interface RewindTurn {
+  turn: number;
+  prompt: string;
+  branchTitle: string;
+  /** Asked from the turn's message (not an execution's card): the code goes back to before the turn's first execution. */
+  fromTurn?: boolean;
+}
+
+/** What a rewind from a card did: which parts, the runtime's outcome, whether it was a redo, what the card and the model are told. */
 interface Rewound {
-  outcome: RewindOutcome;
+  /** Whether the conversation is to be cut back too (the caller does it: it holds the conversation). */
+  conversation: boolean;
+  /** The code's rewind (none: the conversation only). */
+  outcome?: RewindOutcome;
   redone: boolean;
   /** For the card: one line per part (the Python state, the files), file names shown safely. */
   lines: string[];
-  /** For the model, at its next step (../core/agent/rewindNote). */
-  note: string;
+  /** For the model, at its next step (../core/agent/rewindNote): what the code's rewind did. */
+  note?: string;
 }
+
+/** The rewind dialog's choices (issue 35: code and conversation, code only, conversation only). */
+const REWIND_CHOICES = { both: 'Code and Conversation', code: 'Code Only', conversation: 'Conversation Only' } as const;
 
 /** What a revert did, by the card's rows: the files back as they were (or already so), and those that could not be. */
 interface Reverted {
@@ -240,32 +255,63 @@ export class PanelOutputs {
   private readonly redos = new Map<string, string>();
 
   /**
-   * The card's "Rewind to here" (or its Redo: `redo`, a point an earlier rewind from that card returned): after the
-   * person confirms, the session's Python state and the workspace files go back (../core/runtime/local/checkpoints).
-   * Resolves with what was done (undefined: not confirmed); rejects when neither part could be.
+   * The card's "Rewind to here" (or its Redo: `redo`, a point an earlier rewind from that card returned). The person
+   * chooses what goes back: the code (the session's Python state and the workspace files, ../core/runtime/local/
+   * checkpoints), the conversation (to before `turn`, the turn the execution ran in; the caller cuts it), or both; a
+   * redo is of the code only. Resolves with what was done (undefined: cancelled); rejects when nothing could be.
    */
-  async rewind(m: { itemId: string; redo?: string }): Promise<Rewound | undefined> {
+  async rewind(m: { itemId: string; redo?: string }, turn?: RewindTurn): Promise<Rewound | undefined> {
     const item = this.deps.execution(m.itemId);
-    if (!item?.session) throw new Error('That execution ran in no session of this conversation, so there is nothing to rewind to.');
     if (m.redo !== undefined && this.redos.get(m.redo) !== m.itemId) throw new Error('That redo is no longer available.');
-    const runtime = this.deps.runtimeOf?.(item.session.id);
-    if (!runtime?.rewind)
-      throw new Error('The runtime that ran this execution keeps no checkpoints (only the local Python runtime does), or its session is gone.');
-    const ok = await this.deps.apis.confirm(
-      m.redo ? 'Redo: go back to the state just before the rewind?' : 'Rewind the code to before this execution?',
+    const runtime = item?.session ? this.deps.runtimeOf?.(item.session.id) : undefined;
+    const noCode = !item?.session
+      ? turn?.fromTurn
+        ? 'this turn ran no code in a session.'
+        : 'That execution ran in no session of this conversation, so there is no code state to rewind to.'
+      : !runtime?.rewind
+        ? 'The runtime that ran this execution keeps no checkpoints (only the local Python runtime does), or its session is gone.'
+        : undefined;
+    if (noCode && (m.redo !== undefined || !turn)) throw new Error(noCode);
+    const before = turn?.fromTurn ? "this turn's first execution" : 'this execution';
+    const code =
+      `Code: the Python session's variables, imports and open figures go back to how they were before ${before} ran, and the ` +
+      'workspace files the code changed from then on are put back.';
+    const said = turn ? forDisplay(turn.prompt.length > 80 ? `${turn.prompt.slice(0, 79)}…` : turn.prompt, { line: true }) : '';
+    const convo = turn
+      ? `Conversation: it goes back to before your message "${said}" (turn ${turn.turn}); that turn and the ones after it are kept in ` +
+        `History as "${forDisplay(turn.branchTitle, { line: true })}", and your message is put back in the chat box.`
+      : '';
+    const choices = m.redo
+      ? ['Redo']
+      : [...(!noCode && turn ? [REWIND_CHOICES.both] : []), ...(!noCode ? [REWIND_CHOICES.code] : []), ...(turn ? [REWIND_CHOICES.conversation] : [])];
+    const chosen = await this.deps.apis.choose(
+      m.redo ? 'Redo: go back to the state just before the rewind?' : `Rewind to before this ${turn?.fromTurn ? 'message' : 'execution'}?`,
       m.redo
         ? 'The Python session and the workspace files go back to how they were just before you rewound. The model is told when you next send a message.'
-        : "The Python session's variables, imports and open figures go back to how they were before this execution ran, and the " +
-            'workspace files the code changed from then on are put back. The conversation stays as it is; the model is told when you next send a message.\n\n' +
-            'Not undone: calls to managed tools, network requests, files outside the workspace, processes still running.',
-      m.redo ? 'Redo' : 'Rewind',
+        : [
+            noCode ? `The code cannot be rewound: ${noCode}` : code,
+            convo,
+            'The model is told what was rewound when you next send a message.',
+            noCode ? '' : 'Not undone: calls to managed tools, network requests, files outside the workspace, processes still running.',
+          ]
+            .filter(Boolean)
+            .join('\n\n'),
+      choices,
     );
-    if (!ok) return undefined;
-    const outcome = await runtime.rewind(m.redo ?? m.itemId);
+    if (!chosen || !choices.includes(chosen)) return undefined;
+    const conversation = chosen === REWIND_CHOICES.both || chosen === REWIND_CHOICES.conversation;
+    if (chosen === REWIND_CHOICES.conversation) return { conversation, redone: false, lines: [] };
+    const outcome = await runtime!.rewind!(m.redo ?? m.itemId);
     if (m.redo) this.redos.delete(m.redo);
     if (outcome.redo) this.redos.set(outcome.redo, m.itemId);
-    const what = m.redo ? 'the state just before its last rewind (a redo)' : `before execution ${item.session.execution}`;
-    return { outcome, redone: !!m.redo, lines: rewoundLines(outcome, (t) => forDisplay(t, { line: true })), note: rewindNote(outcome, what) };
+    const what = m.redo ? 'the state just before its last rewind (a redo)' : `before execution ${item!.session!.execution}`;
+    return {
+      conversation,
+      outcome,
+      redone: !!m.redo,
+      lines: rewoundLines(outcome, (t) => forDisplay(t, { line: true })),
+      note: rewindNote(outcome, what),
+    };
   }
 
   /** Removes the temporary images. */

@@ -19,11 +19,13 @@ import { ExecRenderer } from './execCard';
 import type { IdleQueue } from './frameLoop';
 import { icon, spinner } from './icons';
 import { ApprovalRenderer, EditorRenderer, ErrorRenderer, FunctionRenderer, MessageRenderer, NoticeRenderer } from './itemCards';
-import type { ItemRenderer, ViewContext } from './viewKit';
+import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
 import { revealed, revealedPlain } from './reveal';
 import { JobNotesRenderer, JobRenderer } from './jobCard';
 
 // ---- turn -----------------------------------------------------------------------------------------
+
+const REWIND_TITLE = 'Rewind to here: back to before this message (you choose the conversation, the code, or both)';
 
 class TurnRenderer {
   readonly el: HTMLElement;
@@ -35,18 +37,22 @@ class TurnRenderer {
   private readonly metaEl: HTMLElement;
   private lastRev = -1;
   private lastStatus = '';
+  /** "Rewind to here" on the message, offered once the turn has ended. */
+  private readonly rewind?: HTMLButtonElement;
 
-  constructor(turn: TurnView, index: number) {
+  constructor(turn: TurnView, index: number, ctx: ViewContext) {
     this.el = h('article', { class: 'turn', 'data-turn-id': turn.id, 'aria-label': `Turn ${index + 1}` });
     const body = (this.body = h('div', { class: 'turn-body' }));
     this.el.append(body);
     if (turn.prompt !== undefined) {
       const label = turn.source === 'run_with_tools' ? 'Run with Tools' : 'You';
+      this.rewind = iconButton('history', REWIND_TITLE, () => ctx.post({ type: 'turn.rewind', turnId: turn.id }), 'turn-rewind');
+      this.rewind.hidden = true;
       const bubble = h(
         'div',
         { class: `user-msg${turn.source === 'run_with_tools' ? ' run' : ''}` },
         h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(turn.source === 'run_with_tools' ? 'play' : 'person')),
-        h('div', { class: 'user-body' }, h('div', { class: 'who', text: label }), h('div', { class: 'user-text' }, revealed(turn.prompt))),
+        h('div', { class: 'user-body' }, h('div', { class: 'who', text: label }), this.rewind, h('div', { class: 'user-text' }, revealed(turn.prompt))),
       );
       body.append(bubble);
     }
@@ -71,6 +77,7 @@ class TurnRenderer {
       this.lastStatus = turn.status;
       this.statusEl.textContent = '';
       this.el.dataset.status = turn.status;
+      if (this.rewind) this.rewind.hidden = turn.status === 'running';
       if (turn.status === 'running') this.statusEl.append(spinner(), h('span', { text: 'Working…' }));
       // The reason is said once, in the turn's error card; the footer names the outcome.
       else if (turn.interrupted) this.statusEl.append(icon('warning'), h('span', { text: 'Interrupted by a reload' }));
@@ -150,7 +157,7 @@ export class TranscriptView {
   /** Creates the view of a new turn (appended at the end). */
   addTurn(model: TranscriptModel, turn: TurnView): void {
     if (this.turns.has(turn.id) || this.pending.has(turn.id)) return;
-    const r = new TurnRenderer(turn, model.turns[model.turns.length - 1] === turn ? model.turns.length - 1 : model.turns.indexOf(turn));
+    const r = new TurnRenderer(turn, model.turns[model.turns.length - 1] === turn ? model.turns.length - 1 : model.turns.indexOf(turn), this.ctx);
     this.turns.set(turn.id, r);
     this.root.append(r.el);
   }
@@ -253,7 +260,7 @@ export class TranscriptView {
   /** The view of a whole turn with its items, in their current state. */
   private build(model: TranscriptModel, turn: TurnView, index: number): HTMLElement {
     this.pending.delete(turn.id);
-    const r = new TurnRenderer(turn, index);
+    const r = new TurnRenderer(turn, index, this.ctx);
     this.turns.set(turn.id, r);
     for (const key of turn.itemKeys) {
       const item = model.items[key];

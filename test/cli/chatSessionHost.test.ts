@@ -168,10 +168,23 @@ describe('codeact chat with a session host', function () {
     assert.equal(back.code, 0, back.stderr);
     assert.match(back.stderr, new RegExp(`${id}: rewound to before execution 2\\. Python state restored\\. Files not restored: `));
     assert.match(back.stdout, /⇒ \[1, ?false\]/, `x as execution 1 left it, y gone: ${back.stdout}${back.stderr}`);
-    assert.match(JSON.stringify(server.turns[server.turns.length - 2].body), /The user rewound the code to before execution 2\./);
+    const told = JSON.stringify(server.turns[server.turns.length - 2].body);
+    assert.match(
+      told,
+      /The user rewound the conversation to before their message \\"Now 2\.\\" \(turn 2\): 1 turn was taken out of this conversation\.\\n\[codeact\] The user rewound the code to before execution 2\./,
+    );
+    assert.ok(!told.includes('x is 2.'), 'the turn rewound away is not in the history sent');
+    const branch = /kept as (\S+) \(codeact chat --continue \1\)/.exec(back.stderr)?.[1];
+    assert.ok(branch, back.stderr);
+    const points = (who: string) => runCli(['chat', '--continue', who, '--list', '--json', '--storage', path.join(root, 'store')], env);
+    assert.equal(JSON.parse((await points(id)).stdout).length, 2, 'execution 1 and the one after the rewind');
+    assert.equal(JSON.parse((await points(branch)).stdout).length, 2, 'the branch keeps the conversation as it was');
 
     const wrong = await runCli(chatArgs('Again?', ['--continue', id, '--rewind', '9']), env);
     assert.equal(wrong.code, 2);
-    assert.match(wrong.stderr, /--rewind takes an execution number from 1 to 3/);
+    assert.match(wrong.stderr, /--rewind takes an execution number from 1 to 2/);
+    const only = await runCli(chatArgs('Again?', ['--continue', id, '--rewind', '1', '--only', 'files']), env);
+    assert.equal(only.code, 2);
+    assert.match(only.stderr, /--only goes with --rewind N and is "code" \(the conversation stays\) or "conversation"/);
   });
 });

@@ -159,7 +159,7 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     };
     await card.hover();
     await card.locator('button.rewind-here').click();
-    await confirm(/Rewind the code to before this execution\?/, 'Rewind', '100-rewind-confirm');
+    await confirm(/Rewind to before this execution\?/, 'Code Only', '100-rewind-confirm');
     const note = card.locator('.rewound-note');
     await note.waitFor({ state: 'visible', timeout: UI });
     assert.equal(
@@ -193,6 +193,27 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     await confirm(/Redo: go back to the state just before the rewind\?/, 'Redo');
     await rewoundNote.locator('.rewound-text', { hasText: /^Redone\./ }).waitFor({ timeout: UI });
     assert.ok(!existsSync(inventory) && readFileSync(join(ws, 'data', 'summary.txt'), 'utf8') === 'again\n', 'turn 2 files are back');
+
+    // The conversation, from the last turn's message: the turn leaves the panel, its prompt is back in the chat box,
+    // the whole conversation is kept in History, and the model's next request has neither the turn nor its answer.
+    const turns = frame.locator('.turn');
+    assert.equal(await turns.count(), 3);
+    const message = turns.last().locator('.user-msg');
+    await message.hover();
+    await message.locator('button.turn-rewind').click();
+    await confirm(/Rewind to before this message\?/, 'Conversation Only', '102-rewind-conversation-confirm');
+    await frame
+      .locator('.notice', { hasText: /Rewound the conversation to before turn 3; the 1 turn from there on is kept in History as ".*\(before rewind\)"/ })
+      .waitFor({ timeout: UI });
+    assert.equal(await turns.count(), 2);
+    assert.equal(await frame.locator('textarea.prompt-input').inputValue(), 'Is the marker still there?');
+    await e2e.panel.sidebar.screenshot({ path: artifactPath('102-rewind-conversation-dark') });
+    e2e.wire.push(turn().text('Nothing ran since.'));
+    await e2e.panel.send('What changed?');
+    assert.equal(await e2e.panel.waitForTurn(2, ['completed'], UI), 'completed', await e2e.panel.text());
+    const after = JSON.stringify(e2e.wire.turns.at(-1)!.body);
+    assert.match(after, /The user rewound the conversation to before their message \\"Is the marker still there\?\\" \(turn 3\)[^]*NOT rewound/);
+    assert.ok(!after.includes('The marker is gone.'), 'the turn rewound away is not in the history sent');
   });
 
   it('in every theme its texts meet WCAG AA; at 240 px nothing sticks out', async () => {

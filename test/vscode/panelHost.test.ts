@@ -8,7 +8,7 @@ import type { HostToWebview, WebviewToHost } from '../../src/common/protocol';
 import { parseWebviewMessage } from '../../src/common/protocolCheck';
 import { NO_SESSION_TO_RESTART } from '../../src/vscode/dialogs';
 import { PanelHost, type PanelHostDeps } from '../../src/vscode/panelHost';
-import { FileGoneError } from '../../src/vscode/panelOutputs';
+import { FileGoneError, type RewindTurn } from '../../src/vscode/panelOutputs';
 import { MANAGE_TRUST, untrustedMessage } from '../../src/vscode/untrusted';
 import { FakePanelHostApis, harness, type Harness } from './fakes';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
@@ -40,6 +40,7 @@ const SAMPLES: { [K in WebviewToHost['type']]: WebviewToHost & { type: K } } = {
   'changes.diff': { type: 'changes.diff', itemId: 'exec_1', path: 'out.csv' },
   'changes.revert': { type: 'changes.revert', itemId: 'exec_1', paths: ['out.csv'] },
   'exec.rewind': { type: 'exec.rewind', itemId: 'exec_1' },
+  'turn.rewind': { type: 'turn.rewind', turnId: 'turn_1' },
   openLink: { type: 'openLink', href: 'https://example.com/' },
   newConversation: { type: 'newConversation' },
   'history.list': { type: 'history.list' },
@@ -68,6 +69,10 @@ interface Rig {
   asked: unknown[][];
   /** The output actions throw this for a file (default: none). */
   fileError?: Error;
+  /** What the rewind dialogs were told of the turn a conversation rewind goes back before. */
+  rewindTurns: RewindTurn[];
+  /** The person chose to rewind the conversation too (default: the code only). */
+  conversationToo?: boolean;
   send(m: unknown): Promise<void>;
   /** The posted messages of a type. */
   of<T extends HostToWebview['type']>(type: T): Array<HostToWebview & { type: T }>;
@@ -96,10 +101,13 @@ function rig(values: Record<string, unknown> = {}): Rig {
     copyPath: (m) => file('copyPath', m),
     diffChange: (m) => file('diffChange', m),
     revertChanges: async (m) => (await file('revertChanges', m), { reverted: ['out.csv'], failed: [] }),
-    rewind: async (m) => {
+    rewind: async (m, turn) => {
       await file('rewind', m);
+      if (turn) r.rewindTurns.push(turn);
+      if (r.conversationToo) return { conversation: true, redone: false, lines: [] };
       const outcome = { python: { restored: true as const }, files: { written: ['out.csv'], removed: [], failed: [] }, redo: 'redo_1' };
       return {
+        conversation: false,
         outcome,
         redone: false,
         lines: ['Python state restored.', 'Files: 1 file put back.'],
@@ -124,6 +132,7 @@ function rig(values: Record<string, unknown> = {}): Rig {
     host,
     posted,
     asked,
+    rewindTurns: [],
     send: (m) => host.onMessage(m),
     of: (type) => posted.filter((m) => m.type === type) as never,
   };
@@ -314,12 +323,62 @@ describe('vscode panel host (fake seams)', () => {
     await r.h.controller.runCode('a = 1', 'first');
     const convo = current()!;
     await r.send(SAMPLES['exec.rewind']);
-    assert.deepEqual(r.asked.at(-1), ['rewind', SAMPLES['exec.rewind']]);
+    assert.deepEqual(r.asked.at(-1), ['rewind', { itemId: 'exec_1' }]);
     assert.deepEqual(r.of('exec.rewound'), [
       { type: 'exec.rewound', itemId: 'exec_1', redone: false, lines: ['Python state restored.', 'Files: 1 file put back.'], redo: 'redo_1' },
     ]);
     assert.match(r.of('notice')[0].message, /^Rewound: Python state restored\. Files: 1 file put back\.$/);
     assert.deepEqual(convo.meta.endedNotes, ['[codeact] The user rewound the code to before execution 2.'], 'kept for the next turn (a reload keeps it)');
+  });
+
+  it('Rewind to here, the conversation too: it is cut back to before the turn (the rest kept as a branch), the page shows it, the prompt is back', async () => {
+    r = rig();
+    await r.send(SAMPLES.ready);
+    await r.h.controller.runCode('a = 1', 'first');
+    await r.h.controller.runCode('a = 2', 'second');
+    const convo = current()!;
+    const itemId = convo.events.flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item.id] : []))[1];
+    r.conversationToo = true;
+    await r.send({ type: 'exec.rewind', itemId });
+    assert.equal(r.rewindTurns.length, 1);
+    assert.deepEqual({ ...r.rewindTurns[0], prompt: '' }, { turn: 2, prompt: '', branchTitle: `${convo.meta.title} (before rewind)` });
+    assert.equal(current(), convo, 'the same conversation, cut back');
+    assert.equal(convo.events.filter((e) => e.type === 'codeact.turn.started').length, 1);
+    const reset = r.of('reset').at(-1)!;
+    assert.equal(reset.conversationId, convo.id);
+    assert.equal(reset.events.filter((e) => e.type === 'codeact.turn.started').length, 1, 'the page shows the cut conversation');
+    assert.deepEqual(r.of('setInput').at(-1), { type: 'setInput', text: r.rewindTurns[0].prompt, send: false });
+    assert.deepEqual(r.of('exec.rewound'), [], 'the card went with its turn');
+    assert.match(
+      r.of('notice').at(-1)!.message,
+      /^Rewound the conversation to before turn 2; the 1 turn from there on is kept in History as ".* \(before rewind\)"\.$/,
+    );
+    const branch = r.h.controller.store.list().find((c) => c.id !== convo.id)!;
+    assert.equal(branch.turns, 2, 'the whole conversation is kept as the branch');
+    assert.match(
+      convo.meta.endedNotes!.at(-1)!,
+      /^\[codeact\] The user rewound the conversation to before their message .* \(turn 2\): 1 turn was taken out .*NOT rewound/,
+    );
+  });
+
+  it("Rewind to here on a turn's message: the code from the turn's first execution, the conversation from before the turn", async () => {
+    r = rig();
+    await r.send(SAMPLES.ready);
+    await r.h.controller.runCode('a = 1', 'first');
+    await r.h.controller.runCode('a = 2', 'second');
+    const convo = current()!;
+    const starts = convo.events.flatMap((e) => (e.type === 'codeact.turn.started' ? [e.turn_id] : []));
+    const execs = convo.events.flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item.id] : []));
+    r.conversationToo = true;
+    await r.send({ type: 'turn.rewind', turnId: starts[0] });
+    assert.deepEqual(r.asked.at(-1), ['rewind', { itemId: execs[0] }]);
+    assert.equal(r.rewindTurns[0].turn, 1);
+    assert.equal(r.rewindTurns[0].fromTurn, true);
+    assert.equal(convo.events.filter((e) => e.type === 'codeact.turn.started').length, 0, 'back to before the first turn');
+    await assert.rejects(
+      async () => r.host.handlers['turn.rewind']({ type: 'turn.rewind', turnId: starts[1] }),
+      /That turn is no longer in this conversation\./,
+    );
   });
 
   it("a hosted file: downloaded under a progress note, saved where the person says in the chat's folder, then opened; cancelled, nothing opens", async () => {

@@ -44,6 +44,14 @@ class FakeOutputsApis implements PanelOutputsApis {
     this.confirms.push(message);
     return this.confirmAnswer;
   }
+  /** The choice dialogs: their message, detail and buttons. */
+  readonly choices: Array<[string, string, readonly string[]]> = [];
+  /** What the choice dialog answers (undefined: cancelled). */
+  choice: string | undefined;
+  async choose(message: string, detail: string, actions: readonly string[]): Promise<string | undefined> {
+    this.choices.push([message, detail, actions]);
+    return this.choice;
+  }
   readonly diffs: Array<[string, string | undefined, string | undefined]> = [];
   async diff(itemId: string, before: string | undefined, after: string | undefined): Promise<void> {
     this.diffs.push([itemId, before, after]);
@@ -214,8 +222,12 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
     },
   });
   let outputs: PanelOutputs;
+  /** Whether the session's runtime keeps checkpoints (a rewind of the code can be offered). */
+  let checkpoints = true;
+  const rewinds: string[] = [];
 
   beforeEach(() => {
+    rewinds.length = 0;
     root = mkdtempSync(join(tmpdir(), 'codeact-changes-host-'));
     mkdirSync(join(root, 'store', 'blobs', 'aa'), { recursive: true });
     writeFileSync(join(root, 'store', 'blobs', 'aa', digest), 'before');
@@ -228,7 +240,14 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
       apis,
       execution: (id) => (id === 'x1' ? it : undefined),
       runtimeOf: (sessionId) =>
-        sessionId === 's1' ? { revertChanges: async (id, paths) => (reverts.push([id, paths]), { written: [], removed: [], failed: [] }) } : undefined,
+        sessionId === 's1'
+          ? {
+              revertChanges: async (id, paths) => (reverts.push([id, paths]), { written: [], removed: [], failed: [] }),
+              ...(checkpoints
+                ? { rewind: async (point) => (rewinds.push(point), { python: { restored: true as const }, files: { written: [], removed: [], failed: [] } }) }
+                : {}),
+            }
+          : undefined,
     });
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
@@ -260,5 +279,51 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
     await outputs.revertChanges({ itemId: 'x1' });
     assert.deepEqual(reverts[1], ['x1', ['a.txt', 'old.csv', 'new.csv']]);
     await assert.rejects(outputs.revertChanges({ itemId: 'x1', paths: ['big.bin'] }), /cannot be reverted: larger than the 100 MB limit/);
+  });
+
+  it('Rewind to here offers code and conversation, code only, conversation only; does only what was chosen; a cancel does nothing', async () => {
+    const turn = { turn: 3, prompt: 'Drop the columns\nand save', branchTitle: 'Orders (before rewind)' };
+    assert.equal(await outputs.rewind({ itemId: 'x1' }, turn), undefined, 'cancelled');
+    const [message, detail, actions] = apis.choices[0];
+    assert.equal(message, 'Rewind to before this execution?');
+    assert.deepEqual(actions, ['Code and Conversation', 'Code Only', 'Conversation Only']);
+    assert.match(detail, /^Code: the Python session's variables, imports and open figures go back/);
+    assert.match(
+      detail,
+      /Conversation: it goes back to before your message "Drop the columns\u21b5?.*and save" \(turn 3\); that turn and the ones after it are kept in History as "Orders \(before rewind\)"/,
+    );
+    assert.match(detail, /Not undone: calls to managed tools/);
+    assert.deepEqual(rewinds, []);
+
+    apis.choice = 'Conversation Only';
+    assert.deepEqual(await outputs.rewind({ itemId: 'x1' }, turn), { conversation: true, redone: false, lines: [] });
+    assert.deepEqual(rewinds, [], 'the code is left as it is');
+    apis.choice = 'Code Only';
+    const code = await outputs.rewind({ itemId: 'x1' }, turn);
+    assert.equal(code?.conversation, false);
+    assert.match(code!.note!, /before execution 2/);
+    apis.choice = 'Code and Conversation';
+    assert.equal((await outputs.rewind({ itemId: 'x1' }, turn))?.conversation, true);
+    assert.deepEqual(rewinds, ['x1', 'x1']);
+  });
+
+  it('without checkpoints only the conversation is offered, saying why the code cannot be; with neither, it says so', async () => {
+    checkpoints = false;
+    try {
+      const fresh = new PanelOutputs({
+        apis,
+        execution: () => item(),
+        runtimeOf: () => ({ revertChanges: async () => ({ written: [], removed: [], failed: [] }) }),
+      });
+      apis.choice = 'Code Only';
+      assert.equal(await fresh.rewind({ itemId: 'x1' }, { turn: 1, prompt: 'p', branchTitle: 'b' }), undefined, 'a button not offered is no answer');
+      const [, detail, actions] = apis.choices.at(-1)!;
+      assert.deepEqual(actions, ['Conversation Only']);
+      assert.match(detail, /^The code cannot be rewound: The runtime that ran this execution keeps no checkpoints/);
+      await assert.rejects(fresh.rewind({ itemId: 'x1' }), /keeps no checkpoints/);
+      assert.deepEqual(rewinds, []);
+    } finally {
+      checkpoints = true;
+    }
   });
 });

@@ -263,6 +263,31 @@ describe('chat panel in headless Chromium', function () {
     await p.page.close();
   });
 
+  it("offers Rewind to here on an ended turn's message (not while it runs), on hover or keyboard focus, and posts the turn", async () => {
+    const p = await open({ width: 560, height: 700 });
+    await p.send({ type: 'init', protocol: 1, state: hostState() });
+    await p.sendEvents([ev.turn('t1', 'Load the orders'), ev.text('m1', 'Loaded.'), ev.textDone('m1', 'Loaded.'), ev.turn('t2', 'Drop the columns')]);
+    const rewind = (turn: string) => p.page.locator(`.turn[data-turn-id="${turn}"] .user-msg button.turn-rewind`);
+    assert.equal(await rewind('t1').count(), 1);
+    assert.ok(await rewind('t2').isHidden(), 'not while its turn runs');
+    await p.sendEvents([ev.turnEnd('t2')]);
+    const button = rewind('t2');
+    await button.waitFor({ state: 'attached' });
+    assert.equal(await button.getAttribute('aria-label'), 'Rewind to here: back to before this message (you choose the conversation, the code, or both)');
+    const opacity = () => button.evaluate((b) => getComputedStyle(b).opacity);
+    assert.equal(await opacity(), '0', 'out of the way until the message is hovered');
+    await p.page.locator('.turn[data-turn-id="t2"] .user-text').hover();
+    assert.equal(await opacity(), '1');
+    await button.click();
+    assert.deepEqual(last(await p.posted(), 'turn.rewind'), { type: 'turn.rewind', turnId: 't2' });
+    await p.page.mouse.move(0, 0);
+    await button.focus();
+    await p.page.keyboard.press('Enter');
+    assert.equal((await p.posted()).filter((m) => m.type === 'turn.rewind').length, 2);
+    assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
   it('a card a reload let go of runs again when watched, and its real end replaces the earlier error', async () => {
     const p = await open({ width: 560, height: 900 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });

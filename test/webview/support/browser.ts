@@ -241,11 +241,15 @@ export class PanelPage {
       `(async (msgs) => {
         const probe = ${probe ? `() => { ${probe} }` : 'null'};
         const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+        const idle = () => (window.codeact && window.codeact.app && window.codeact.app.whenIdle ? window.codeact.app.whenIdle() : undefined);
         const out = [];
         for (const m of msgs) {
           await frame();
           window.postMessage(m, '*');
-          if (probe) { await new Promise((r) => setTimeout(r, 0)); await frame(); await frame(); out.push(probe()); }
+          // Measured once the panel has drawn the batch: on a busy machine a render can spill into a later
+          // frame (or its fallback timer), and a probe in between would read layout the browser has not yet
+          // anchored, not a frame anyone saw.
+          if (probe) { await new Promise((r) => setTimeout(r, 0)); await idle(); await frame(); await frame(); out.push(probe()); }
         }
         await new Promise((r) => setTimeout(r, 0));
         await frame();
