@@ -1,7 +1,7 @@
 /**
- * "Rewind to here" on a finished execution card of a local Python session (issue 35): the host asks the person to
- * confirm, then the session's Python state and the workspace files go back to before this execution
- * (core/runtime/local/checkpoints). What was done is said on the card, with Redo (back to the state just before the
+ * "Rewind to here" on a finished execution card of a local Python session (issue 35): the host asks the person what
+ * goes back: the session's Python state and the workspace files to before this execution (core/runtime/local/
+ * checkpoints), the conversation to before its turn (core/agent/conversationRewind), or both. What was done is said on the card, with Redo (back to the state just before the
  * rewind) while the host offers it.
  */
 import type { RewoundMessage } from '../common/outputMessages';
@@ -10,7 +10,7 @@ import { h, setText } from './dom';
 import { icon } from './icons';
 import { iconButton, textButton, type ViewContext } from './viewKit';
 
-const TITLE = 'Rewind to here: the Python session and the workspace files go back to how they were before this execution ran';
+const TITLE = 'Rewind to here: back to before this execution (you choose the code, the conversation, or both)';
 
 export class RewindControls {
   /** The card's header button. */
