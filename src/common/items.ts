@@ -113,6 +113,16 @@ export interface VariablesSummary {
   variables: VariableInfo[];
   /** How many there are in all (the list is capped). */
   total: number;
+  /** What the session's checkpoints hold (a local session that keeps them: issue 35), against their budgets. */
+  checkpoints?: CheckpointUsage;
+}
+
+/** How many checkpoints a session holds and their unshared memory, against codeact.rewind.maxCheckpoints and memoryMB. */
+export interface CheckpointUsage {
+  count: number;
+  bytes: number;
+  max: number;
+  budgetBytes: number;
 }
 
 export interface CodeInterpreterCallItem {

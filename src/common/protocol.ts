@@ -15,6 +15,7 @@
  *    and the host answers as for `ready`.
  */
 import type { ApprovalDecision, FileOutput, RuntimeKind, StreamName, VariableInfo } from './events';
+import type { CheckpointUsage } from './items';
 import type { CodeMode } from './runtimes';
 import type {
   ChangeMessage,
@@ -207,6 +208,8 @@ export interface VariablesMessage {
   total: number;
   /** Why the list is empty (no session yet, runs start fresh, busy). */
   note?: string;
+  /** What the session's rewind checkpoints hold (a local session that keeps them). */
+  checkpoints?: CheckpointUsage;
 }
 
 export type HostToWebview =

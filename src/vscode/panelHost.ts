@@ -91,6 +91,7 @@ export class PanelHost {
             variables: v.summary?.variables ?? [],
             total: v.summary?.total ?? 0,
             ...(v.note ? { note: v.note } : {}),
+            ...(v.summary?.checkpoints ? { checkpoints: v.summary.checkpoints } : {}),
           });
       }),
     ];

@@ -4,6 +4,7 @@
  * A toggle in the header shows the count; the section restarts the session on request.
  */
 import type { VariablesMessage } from '../common/protocol';
+import { approxBytes } from '../common/outputLabels';
 import { h, setText } from './dom';
 import { icon } from './icons';
 import { revealed, revealedPlain, updateRevealed } from './reveal';
@@ -89,7 +90,7 @@ export class VariablesView {
     this.labelEl.title = revealedPlain(msg.label ?? '', { line: true });
     this.body.textContent = '';
     if (!n) {
-      this.body.append(h('p', { class: 'variables-empty', text: msg.note ?? 'No variables yet.' }));
+      this.body.append(h('p', { class: 'variables-empty', text: msg.note ?? 'No variables yet.' }), ...checkpointsLine(msg));
       return;
     }
     const table = h('table', { class: 'variables-table' });
@@ -141,7 +142,22 @@ export class VariablesView {
     table.append(tbody);
     this.body.append(table);
     if (msg.total > n) this.body.append(h('p', { class: 'variables-empty', text: `${msg.total - n} more not shown.` }));
+    this.body.append(...checkpointsLine(msg));
   }
+}
+
+/** What the session's rewind checkpoints hold, against their budgets (none: the session keeps none). */
+function checkpointsLine(msg: VariablesMessage): HTMLElement[] {
+  const c = msg.checkpoints;
+  if (!c) return [];
+  const line = h('p', {
+    class: 'variables-checkpoints',
+    text: `Rewind checkpoints: ${c.count} of ${c.max} · ${approxBytes(c.bytes)} of ${approxBytes(c.budgetBytes)}`,
+  });
+  line.title =
+    'Copies of the Python state before each execution, for "Rewind to here". The memory is what each holds on its own ' +
+    '(pages the session changed since); the oldest give way first (codeact.rewind.maxCheckpoints, codeact.rewind.memoryMB).';
+  return [line];
 }
 
 /** "pandas.core.frame.DataFrame" -> "DataFrame" (the view shows the full name in the tooltip). */

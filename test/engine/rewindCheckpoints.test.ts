@@ -167,6 +167,10 @@ for (const zygote of [false, true]) {
       const { rt, run } = start(ws, { checkpoints: { max: 2 } });
       const items = [];
       for (let i = 1; i <= 4; i++) items.push(await run(`n = ${i}\nreturn n`));
+      // The variables view shows what they hold against the budgets.
+      const held = (await rt.sessions.variables('s'))?.checkpoints;
+      assert.deepEqual({ ...held, bytes: 0 }, { count: 2, max: 2, budgetBytes: 1024 << 20, bytes: 0 });
+      assert.ok(held!.bytes >= 0 && held!.bytes < 1024 << 20);
       const old = await rt.rewind(items[0].id);
       assert.equal(old.python.restored, false);
       assert.match((old.python as { why: string }).why, /dropped to keep 2 checkpoints \(codeact\.rewind\.maxCheckpoints\)/);

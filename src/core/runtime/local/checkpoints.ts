@@ -15,6 +15,7 @@
 import type { HostFrame, GuestFrame, Unchecked } from './guestFrames';
 import { isInt } from './guestFrames';
 import { formatBytes } from '../../../common/format';
+import type { CheckpointUsage } from '../../../common/items';
 
 export interface CheckpointBudget {
   /** Checkpoints kept per session (0: none are taken). */
@@ -63,6 +64,11 @@ export class GuestCheckpoints {
 
   get enabled(): boolean {
     return this.budget.max > 0;
+  }
+
+  /** What the checkpoints hold against their budgets (the variables view shows it); none when they are off. */
+  get report(): CheckpointUsage | undefined {
+    return this.enabled ? { ...this.usage, max: this.budget.max, budgetBytes: this.budget.memoryBytes } : undefined;
   }
 
   /** The unshared memory the checkpoints hold, and how many. */

@@ -128,7 +128,9 @@ export class SessionPool implements RuntimeSessions {
   /** The session's variables (null when it has none, or while it runs). */
   async variables(sessionId: string): Promise<VariablesSummary | null> {
     const entry = this.entries.get(sessionId);
-    return entry ? entry.session.variables() : null;
+    const summary = entry ? await entry.session.variables() : null;
+    const checkpoints = entry?.session.checkpoints.report;
+    return summary && checkpoints ? { ...summary, checkpoints } : summary;
   }
 
   /** Ends a session (its process tree is killed); the next run of it starts fresh. */
