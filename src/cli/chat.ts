@@ -40,7 +40,7 @@ export const CHAT_USAGE = `${wrapUsage(
   [
     ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'],
     settingFlagsUsage('chat', ['provider', 'model']),
-    ['[--outputs DIR]', '[--trust-workspace]', '[--json]'],
+    ['[--outputs DIR]', '[--trust-workspace]', '[--json]', '[--verbose]'],
   ],
   9,
 )}
@@ -145,7 +145,7 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   // Executions are numbered through the conversation (a continued one goes on from its earlier executions).
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
-  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0, sessionHost: true });
+  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0, sessionHost: true, verbose: values.verbose });
   // Kernels earlier chats left running and never continued are shut down meanwhile (awaited before exit).
   const swept = sweepLeft(store, runtime, conversation?.id);
   // A Jupyter kernel the last `codeact chat` left running is taken back by the first run (which says if it is gone).

@@ -28,7 +28,9 @@ export const OUTPUTS_HELP = `--outputs DIR: save the images the code showed (exe
   outputs hold the same {"type":"display",…} outputs and {"type":"file","filename","path"?,"mime_type","bytes",
   "note"?} for the files the code wrote ("path": a copy that lasts as long as the command; "note": why there
   is none), and {"type":"image","url"} for a hosted sandbox's images. With --json and --outputs, the lines
-  that say where they were saved go to stderr.`;
+  that say where they were saved go to stderr.
+--verbose: the runtime's log on stderr, the full detail behind a warning among it (for a missing sandbox: where
+  it looked, and every fix).`;
 
 /** Most outputs saved for one execution; the rest are listed as not saved. */
 const MAX_SAVED_PER_EXECUTION = 1000;

@@ -46,6 +46,11 @@ export function warn(message: string): void {
   process.stderr.write(`${plain()}${red('warning:')} ${forTerminal(message)}\n`);
 }
 
+/** A line of the runtime's log on stderr (`--verbose`): the detail behind a warning, the warm process starting. */
+export function logLine(message: string): void {
+  process.stderr.write(`${plain()}${dim('log:')} ${forTerminal(message)}\n`);
+}
+
 /** Longest text of one display on a terminal (characters, lines); images are never printed, only named. */
 const DISPLAY_CHARS = 2000;
 const DISPLAY_LINES = 40;

@@ -16,7 +16,11 @@ import { defaultStorage, openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, 
 /** `codeact run …` and its options, the setting flags from core/config/keys.ts (`lead`: "Usage: " or the indent). */
 export function runSynopsis(lead: string): string {
   const first = `${lead}codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]`;
-  return wrapUsage(first, [settingFlagsUsage('run'), ['[--outputs DIR]', '[--trust-workspace]', '[--json]']], lead.length + 'codeact run '.length);
+  return wrapUsage(
+    first,
+    [settingFlagsUsage('run'), ['[--outputs DIR]', '[--trust-workspace]', '[--json]', '[--verbose]']],
+    lead.length + 'codeact run '.length,
+  );
 }
 
 export const RUN_OPTIONS = commandOptions('run', RUNTIME_FLAGS);
@@ -42,7 +46,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   }
   const saver = outputSaverFrom(values.outputs);
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
-  const runtime = await runtimeFrom(ws, { longLived: false });
+  const runtime = await runtimeFrom(ws, { longLived: false, verbose: values.verbose });
   // Kernels `codeact chat` left running and never continued are shut down meanwhile (awaited before exit).
   const swept = sweepLeft(new TranscriptStore(defaultStorage()), runtime);
   const controller = new AbortController();

@@ -21,7 +21,7 @@ import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { forTerminal } from '../common/untrusted';
-import { warn } from './print';
+import { logLine, warn } from './print';
 import { openRuntime } from '../core/sessionHost/launch';
 import { UsageError } from './args';
 import { flagFor, flagSettings } from './flags';
@@ -37,12 +37,13 @@ interface Workspace {
   toolSet: ToolSet;
 }
 
-/** The flags `codeact run` and `codeact chat` share that are not settings: where the code runs, and the output format. */
+/** The flags `codeact run` and `codeact chat` share that are not settings: where the code runs, the output format, the log. */
 export const RUNTIME_FLAGS = {
   workspace: { type: 'string', short: 'w' },
   folder: { type: 'string' },
   'trust-workspace': { type: 'boolean' },
   outputs: { type: 'string', short: 'o' },
+  verbose: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -151,7 +152,7 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
  */
 export async function runtimeFrom(
   ws: Workspace,
-  host: { longLived: boolean; sessionHost?: boolean },
+  host: { longLived: boolean; sessionHost?: boolean; verbose?: boolean },
   extra: Partial<LocalRuntimeOptions> = {},
 ): Promise<Runtime> {
   // A codeact.python.path (or --python) in the folder is the folder's code: an untrusted folder's is not run.
@@ -165,7 +166,8 @@ export async function runtimeFrom(
     longLived: host.longLived,
     sessionHost: host.sessionHost,
     onWarning: warn,
-    log: () => {},
+    // --verbose: the runtime's log (a warning's full detail among it) on stderr.
+    log: host.verbose ? logLine : () => {},
   });
   cfg.local = { ...cfg.local, ...extra };
   try {

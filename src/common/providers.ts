@@ -25,6 +25,13 @@ export interface ModelPrice {
 /** The date of the price lists below (standard tier, prompts up to 200k tokens). */
 export const PRICES_AS_OF = '2026-12-01';
 
+/**
+ * The date of the model lists below (each provider's `defaultModels`: its newest first-party models CodeAct
+ * knows, the pickers' suggestions) and of which models are known not to see images (core's catalog.ts). The
+ * pickers and the README show it; any other model id can still be typed.
+ */
+export const MODELS_AS_OF = '2026-12-04';
+
 export interface ProviderInfo {
   id: ProviderId;
   /** For pickers and messages: "OpenAI". */
@@ -44,6 +51,7 @@ export interface ProviderInfo {
   localServer: boolean;
   /** The runtime kind of its own hosted sandbox (hosted mode runs code there); unset: it has none, and hosted mode runs code locally. */
   hostedSandbox?: HostedRuntime;
+  /** The models the pickers suggest, the first one the default (as of MODELS_AS_OF). */
   defaultModels: readonly string[];
   /** The largest image its API takes, in base64 characters (larger ones are never attached: the request would fail). */
   maxImageBase64?: number;
@@ -92,7 +100,7 @@ const ROWS: Record<ProviderId, ProviderRow> = {
     firstParty: true,
     localServer: false,
     hostedSandbox: 'anthropic',
-    defaultModels: ['claude-sonnet-4-6', 'claude-opus-4-1', 'claude-haiku-4-5'],
+    defaultModels: ['claude-sonnet-4-6', 'claude-opus-4-5', 'claude-haiku-4-5'],
     // "image exceeds 5 MB maximum": the API counts the base64 text.
     maxImageBase64: 5 * 1024 * 1024,
     prices: {

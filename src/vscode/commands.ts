@@ -5,6 +5,7 @@
  */
 import * as vscode from 'vscode';
 import { PROVIDER_CATALOG, providerInfo } from '../core/providers/shared/catalog';
+import { MODELS_AS_OF } from '../common/providers';
 import type { ChatPanels } from './chatPanel';
 import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
 import { vscodePanelHostApis } from './panelHost.apis';
@@ -106,7 +107,10 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
       description: m === current.model ? 'current' : undefined,
     }));
     items.push({ label: 'Other model…', custom: true, alwaysShow: true });
-    const m = await vscode.window.showQuickPick(items, { title: 'CodeAct: Select Model (2/2)', placeHolder: `A ${providerInfo(p.id).label} model` });
+    const { label, firstParty } = providerInfo(p.id);
+    // A first-party list is dated: newer models come as "Other model…" until the list learns them.
+    const placeHolder = firstParty ? `A ${label} model (the list as of ${MODELS_AS_OF}; Other model… takes any id)` : `A ${label} model`;
+    const m = await vscode.window.showQuickPick(items, { title: 'CodeAct: Select Model (2/2)', placeHolder });
     if (!m) return;
     const model = m.custom
       ? await vscode.window.showInputBox({

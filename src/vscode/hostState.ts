@@ -5,7 +5,7 @@ import type { PythonEnv } from '../core/runtime/local/pythonEnv';
 import type { ToolSet } from '../core/gateway/toolSet';
 import type { ProviderId } from '../core/providers/shared/types';
 import { PROVIDER_CATALOG } from '../core/providers/shared/catalog';
-import { runtimeKindOf } from '../common/providers';
+import { MODELS_AS_OF, runtimeKindOf } from '../common/providers';
 import type { CodeActSettings } from './settings';
 
 interface HostStateInputs {
@@ -21,11 +21,14 @@ interface HostStateInputs {
 export async function hostStateOf(x: HostStateInputs): Promise<HostState> {
   const s = x.settings;
   const providers: ProviderChoice[] = await Promise.all(
-    PROVIDER_CATALOG.map(async ({ id, label, defaultModels }) => ({
+    PROVIDER_CATALOG.map(async ({ id, label, defaultModels, firstParty }) => ({
       id,
       label,
       hasKey: await x.hasKey(id),
-      models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...defaultModels])].map((m) => ({ id: m })),
+      models: [...new Set([...(id === s.provider && s.model ? [s.model] : []), ...defaultModels])].map((m) =>
+        // A first-party model of the catalogue says when the list was made (a local server's are examples).
+        firstParty && defaultModels.includes(m) ? { id: m, detail: `${label}'s models as CodeAct lists them on ${MODELS_AS_OF}` } : { id: m },
+      ),
     })),
   );
   const tools: ToolSummary[] = x.toolSet.tools.map((t) => ({

@@ -4,7 +4,9 @@
  * folder laid out like /proc/sys, the container marks in a folder laid out like /, a PATH without bwrap,
  * and a bwrap that fails the way the real one does on such a host (it prints the real bwrap's error).
  * The probe spawns it, usernsDiagnosis.ts reads the files, and planLaunch turns it into the strict
- * setting's error and `auto`'s warning. `auto` warns once per process, however many runtimes are built.
+ * setting's error and `auto`'s warning. `auto`'s warning is two lines (what is missing; the one command,
+ * for this system by its os-release), its full detail goes to the log; it warns once per process, however
+ * many runtimes are built.
  */
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,7 +16,14 @@ import * as path from 'node:path';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { resolvePython, type PythonInfo } from '../../src/core/runtime/local/python';
 import { planLaunch, SandboxUnavailableError, type SandboxOptions } from '../../src/core/runtime/local/sandbox';
-import { apparmorProfile, DEVCONTAINER_RUN_ARGS, diagnoseUserns, type UsernsHost } from '../../src/core/runtime/local/usernsDiagnosis';
+import {
+  apparmorProfile,
+  DEVCONTAINER_RUN_ARGS,
+  diagnoseUserns,
+  fallbackWarning,
+  installCommand,
+  type UsernsHost,
+} from '../../src/core/runtime/local/usernsDiagnosis';
 
 // bwrap's own words (bubblewrap 0.8, bubblewrap.c) on each kind of host.
 const UID_MAP = 'bwrap: setting up uid map: Permission denied';
@@ -71,6 +80,10 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
     const plan = await planLaunch(python, dir, { role: 'guest', marker: 'x', workdir: dir }, { ...sandbox, kind: 'auto' });
     assert.equal(plan.info.kind, 'none', '`auto` falls back to the hardened process');
     assert.ok(plan.warning, 'and says why');
+    // The first screen: two lines, without the PATH searched; everything else is in the detail, for the log.
+    assert.ok(plan.warning.split('\n').length <= 2, plan.warning);
+    assert.doesNotMatch(plan.warning, /PATH/);
+    assert.match(plan.warningDetail ?? '', /^Why code runs without a sandbox: /);
     return plan.warning;
   }
 
@@ -97,7 +110,7 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
     const warning = await autoWarning(sandbox);
     assert.match(
       warning,
-      /^Code runs without a sandbox: AppArmor restricts unprivileged user namespaces .*API keys included\. Let bwrap alone create user namespaces: .*Or set codeact\.sandbox\.kind to "none" to silence this warning\.$/s,
+      /^Code runs without a sandbox: AppArmor restricts unprivileged user namespaces on this machine \(kernel\.apparmor_restrict_unprivileged_userns = 1\)\. .*API keys included\.\nTo isolate it, let bwrap alone create user namespaces: printf '[^']*' \| sudo tee \/etc\/apparmor\.d\/bwrap && sudo apparmor_parser -r \/etc\/apparmor\.d\/bwrap \(or set codeact\.sandbox\.kind to "none" to silence this warning\)$/,
     );
   });
 
@@ -196,10 +209,58 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
       'sudo apk add bubblewrap',
     ])
       assert.ok(msg.includes(cmd), cmd);
+    // No os-release here: the generic line.
     assert.match(
       await autoWarning(gone),
-      /^Code runs without a sandbox: bubblewrap \(bwrap\) is not installed: .*Install bubblewrap to isolate it \(Debian\/Ubuntu: sudo apt-get install bubblewrap;/,
+      /^Code runs without a sandbox: bubblewrap \(bwrap\) is not installed\. .*\nTo isolate it, install the "bubblewrap" package with your system's package manager \(or set/,
     );
+  });
+
+  it('bubblewrap missing on Debian: two lines, the second `sudo apt install bubblewrap`, without the PATH; the detail keeps it', async () => {
+    const { host, base } = fakeHost({});
+    mkdirSync(path.join(host.rootDir!, 'etc'));
+    writeFileSync(
+      path.join(host.rootDir!, 'etc', 'os-release'),
+      'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n',
+    );
+    const empty = path.join(base, 'empty');
+    mkdirSync(empty);
+    const debian: UsernsHost = { ...host, env: { PATH: `${empty}:/nowhere/bin` }, uid: 1000 };
+    const d = diagnoseUserns('bubblewrap (bwrap) is not installed', 'bwrap', debian);
+    const expected = [
+      "Code runs without a sandbox: bubblewrap (bwrap) is not installed. It can read your files, use the network, and read this process's environment through /proc, API keys included.",
+      'To isolate it: sudo apt install bubblewrap (or set codeact.sandbox.kind to "none" to silence this warning)',
+    ];
+    assert.deepEqual(fallbackWarning(d).split('\n'), expected);
+    assert.doesNotMatch(fallbackWarning(d), /PATH|nowhere/);
+    assert.ok(d.detected.includes(`no "bwrap" on PATH (${empty}:/nowhere/bin)`), d.detected);
+    // Through the launch: the same two lines; the detail, for the log, says where it looked.
+    const sandbox: SandboxOptions = { bwrapPath: path.join(empty, 'bwrap'), host: debian, mplCache: null };
+    assert.deepEqual((await autoWarning(sandbox)).split('\n'), expected);
+    const plan = await planLaunch(python, dir, { role: 'guest', marker: 'x', workdir: dir }, { ...sandbox, kind: 'auto' });
+    assert.match(
+      plan.warningDetail!,
+      new RegExp(`is not installed: there is no ${path.join(empty, 'bwrap')}\\. Install bubblewrap to isolate it \\(Debian/Ubuntu`),
+    );
+  });
+
+  it("the install command comes from os-release's ID, then ID_LIKE; root needs no sudo; an unknown system gets none", () => {
+    const host = (osRelease: string | undefined, uid = 1000, where = 'etc'): UsernsHost => {
+      const root = path.join(dir, `root-${++n}`);
+      mkdirSync(path.join(root, where), { recursive: true });
+      if (osRelease !== undefined) writeFileSync(path.join(root, where, 'os-release'), osRelease);
+      return { rootDir: root, uid };
+    };
+    assert.equal(installCommand(host('ID=ubuntu\nID_LIKE=debian\n')), 'sudo apt install bubblewrap');
+    assert.equal(installCommand(host('ID=linuxmint\nID_LIKE="ubuntu debian"\n')), 'sudo apt install bubblewrap');
+    assert.equal(installCommand(host('ID="fedora"\n')), 'sudo dnf install bubblewrap');
+    assert.equal(installCommand(host('ID="rocky"\nID_LIKE="rhel centos fedora"\n')), 'sudo dnf install bubblewrap');
+    assert.equal(installCommand(host('ID="opensuse-tumbleweed"\nID_LIKE="opensuse suse"\n')), 'sudo zypper install bubblewrap');
+    assert.equal(installCommand(host('ID=arch\n')), 'sudo pacman -S bubblewrap');
+    assert.equal(installCommand(host('ID=alpine\n', 0)), 'apk add bubblewrap');
+    assert.equal(installCommand(host('ID=debian\n', 1000, 'usr/lib')), 'sudo apt install bubblewrap', '/usr/lib/os-release when /etc has none');
+    assert.equal(installCommand(host('ID=nixos\n')), undefined);
+    assert.equal(installCommand(host(undefined)), undefined);
   });
 
   it('WSL 1 (no namespaces at all): says so and how to move to WSL 2; WSL 2 is not taken for it', async () => {
@@ -245,6 +306,13 @@ describe('bubblewrap diagnosis: each restriction named, with its fix', function 
     assert.equal(fallback.length, 1, warnings.join('\n'));
     assert.match(fallback[0], /AppArmor restricts unprivileged user namespaces .*kernel\.apparmor_restrict_unprivileged_userns = 1/);
     assert.ok(logged.includes(fallback[0]), 'the second runtime logs it');
+    // The detail, with the fix the warning leaves out, is logged with the warning.
+    assert.ok(
+      logged.some(
+        (l) => l.startsWith('Why code runs without a sandbox: AppArmor') && l.includes('sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0'),
+      ),
+      logged.join('\n'),
+    );
   });
 });
 

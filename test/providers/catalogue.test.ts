@@ -5,7 +5,9 @@
  * error messages speak of a local server by the fact, not by the name.
  */
 import assert from 'node:assert/strict';
-import { findProvider, PROVIDER_CATALOG, PROVIDER_IDS, PROVIDERS, type ProviderId } from '../../src/common/providers';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { findProvider, MODELS_AS_OF, PROVIDER_CATALOG, PROVIDER_IDS, PROVIDERS, type ProviderId } from '../../src/common/providers';
 import { priceOf } from '../../src/common/prices';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { runtimeKindOf } from '../../src/common/providers';
@@ -73,6 +75,17 @@ describe('providers: the catalogue is complete and says what the code does', () 
         assert.equal(priceOf(id, model) !== undefined, !p.localServer, `${id} ${model}`);
         assert.equal(contextWindowOf(id, model) !== undefined, !p.localServer, `${id} ${model}`);
       }
+    }
+  });
+
+  it("the model lists are dated, and the README's table shows each first-party list, in order, with the date", () => {
+    assert.match(MODELS_AS_OF, /^20\d\d-\d\d-\d\d$/);
+    const lines = readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8').split('\n');
+    const header = lines.find((l) => l.startsWith('| provider | key | models CodeAct lists'));
+    assert.ok(header?.includes(`as of ${MODELS_AS_OF}`), header);
+    for (const p of PROVIDER_CATALOG.filter((x) => x.firstParty)) {
+      const row = lines.find((l) => l.startsWith(`| \`${p.id}\` `));
+      assert.equal(row?.split('|')[3].trim(), p.defaultModels.map((m) => `\`${m}\``).join(', '), p.id);
     }
   });
 

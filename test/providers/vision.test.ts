@@ -2,7 +2,8 @@
  * The images an execution showed go back to a model that sees them, inside the tool result, in each
  * provider's own shape, through the official SDKs (asserted on the request body at the loopback wire);
  * the budget of a request keeps the newest ones and turns the older ones into a short text; a model that
- * cannot see images is told in text what the user was shown.
+ * cannot see images is told in text what the user was shown. A first-party model sees images unless the
+ * catalogue lists it as text-only (a new name does from its first day); a local server's, by its setting.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -135,6 +136,25 @@ describe('providers: images in tool results (vision)', () => {
       ]);
     });
   }
+
+  it('a first-party model newer than the catalogue gets the images; the same name on an OpenAI-compatible server without the setting does not', async () => {
+    const [call, out] = executionTurn(1, [attached(DATA[0], 11, 7, 1)]);
+    const budget = { maxImages: 6, maxBytes: 1e7 };
+    for (const [provider, model] of [
+      ['openai', 'gpt-7'],
+      ['anthropic', 'claude-opus-9'],
+      ['gemini', 'gemini-4-pro'],
+    ] as const) {
+      const body = await send(provider, [userMessage('plot'), call, out], budget, model);
+      assert.deepEqual(toolResults(provider, body), [{ text: OUTPUT(1), images: [DATA[0]] }], `${provider} ${model}`);
+      await server.close();
+    }
+    const local = await send('openai-compatible', [userMessage('plot'), call, out], budget, 'gpt-7');
+    assert.deepEqual(
+      toolResults('openai-compatible', local).map((r) => r.images),
+      [[]],
+    );
+  });
 
   it('anthropic: tool_result content is the text block, then base64 image blocks', async () => {
     const [call, out] = executionTurn(1, [attached(DATA[0], 11, 7, 1)]);
@@ -401,6 +421,7 @@ describe('providers: which models see images (the catalogue)', () => {
     ['anthropic', 'claude-3-haiku-20240307', true],
     ['anthropic', 'claude-opus-4-1', true],
     ['anthropic', 'claude-2.1', false],
+    ['anthropic', 'claude-3-5-sonnet-20241022', true],
     ['anthropic', 'claude-instant-1.2', false],
     ['gemini', 'gemini-3-flash-preview', true],
     ['gemini', 'gemini-2.5-pro', true],
@@ -414,6 +435,33 @@ describe('providers: which models see images (the catalogue)', () => {
   for (const [provider, model, sees] of cases) {
     it(`${provider} ${model}: ${sees ? 'sees images' : 'text only'}`, () => assert.equal(modelSeesImages(provider, model), sees));
   }
+
+  it('a first-party model the catalogue has not heard of sees images; one it lists as text-only does not; a local server needs the setting', () => {
+    const unknown: [ProviderId, string][] = [
+      ['openai', 'gpt-7'],
+      ['openai', 'gpt-6.5-mini-2027-03-01'],
+      ['openai', 'o9-pro'],
+      ['anthropic', 'claude-opus-9'],
+      ['anthropic', 'claude-sonnet-5-2'],
+      ['gemini', 'gemini-4-pro'],
+      ['gemini', 'models/gemini-5-flash-exp'],
+    ];
+    for (const [provider, model] of unknown) assert.equal(modelSeesImages(provider, model), true, `${provider} ${model}`);
+    const listed: [ProviderId, string][] = [
+      ['openai', 'o3-mini-2025-01-31'],
+      ['openai', 'gpt-4-0613'],
+      ['openai', 'gpt-7-realtime'],
+      ['openai', 'text-embedding-3-large'],
+      ['anthropic', 'claude-2'],
+      ['gemini', 'text-embedding-004'],
+    ];
+    for (const [provider, model] of listed) assert.equal(modelSeesImages(provider, model), false, `${provider} ${model}`);
+    // A model of an OpenAI-compatible server, whatever its name (a first-party one too): only by the setting.
+    for (const model of ['gpt-7', 'claude-opus-9', 'gemini-4-pro', 'qwen2.5vl:7b']) {
+      assert.equal(modelSeesImages('openai-compatible', model), false, model);
+      assert.equal(modelSeesImages('openai-compatible', model, [model]), true, model);
+    }
+  });
 
   it('openai-compatible: only the models the setting lists, or all with "*"', () => {
     assert.equal(modelSeesImages('openai-compatible', 'llava:13b', ['qwen2.5vl:7b', 'llava:13b']), true);

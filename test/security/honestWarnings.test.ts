@@ -44,9 +44,22 @@ describe('security: honest warnings', function () {
     const bin = path.join(ws, 'bin');
     mkdirSync(bin);
     symlinkSync(realpathSync(execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()), path.join(bin, 'python3'));
-    const r = await runCli(['run', file, '--workspace', ws, '--sandbox', 'auto', '--json'], { PATH: bin, OPENAI_API_KEY: CANARY });
-    assert.match(r.stderr, /Code runs without a sandbox: .*read this process's environment through \/proc, API keys included/);
-    assert.match(r.stderr, /Install bubblewrap to isolate it \(Debian\/Ubuntu: sudo apt-get install bubblewrap/);
+    const r = await runCli(['run', file, '--workspace', ws, '--sandbox', 'auto', '--json', '--verbose'], { PATH: bin, OPENAI_API_KEY: CANARY });
+    // Two lines: what is missing and what the code can do, then the one command (this system's, from os-release).
+    const lines = r.stderr.split('\n');
+    const at = lines.findIndex((l) => l.startsWith('warning: Code runs without a sandbox: '));
+    assert.ok(at >= 0, r.stderr);
+    assert.match(
+      lines[at],
+      /^warning: Code runs without a sandbox: bubblewrap \(bwrap\) is not installed\. .*read this process's environment through \/proc, API keys included\.$/,
+    );
+    assert.match(lines[at + 1], /^To isolate it[:,] .*bubblewrap/);
+    assert.doesNotMatch(lines.slice(at, at + 2).join('\n'), /PATH/);
+    // --verbose: the full detail in the log, the PATH searched and every system's command among it.
+    assert.ok(
+      lines.some((l) => l.startsWith('log: Why code runs without a sandbox: ') && l.includes(`on PATH (${bin})`) && l.includes('sudo dnf install bubblewrap')),
+      r.stderr,
+    );
     // What it says is true: the code found the key in the CLI's own environment.
     assert.match(r.stdout, /"value":\{"found":[1-9]/, r.stdout + r.stderr);
   });

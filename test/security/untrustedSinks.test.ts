@@ -123,7 +123,7 @@ const KNOWN: Record<string, string> = {
   'src/cli/print.ts: JSON.stringify(args.get(e.call_id) ?? {})': 'resolved by name only: the arguments are shown through shown() (forTerminal)',
   'src/cli/print.ts: new TerminalStream({ plain: true })': "resolved by name only: the model's text stream is a TerminalStream",
   'src/cli/print.ts: compactedLine(e)': "CodeAct's wording of token counts",
-  "src/cli/chat.ts: wrapUsage( `Usage: ${CHAT_SYNOPSIS}`, [ ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'], settingFlagsUsage('chat', ['provider', 'model']), ['[--outputs DIR]', '[--trust-workspace]', '[--json]'], ], 9, )":
+  "src/cli/chat.ts: wrapUsage( `Usage: ${CHAT_SYNOPSIS}`, [ ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'], settingFlagsUsage('chat', ['provider', 'model']), ['[--outputs DIR]', '[--trust-workspace]', '[--json]', '[--verbose]'], ], 9, )":
     "CodeAct's usage text, its setting flags from core/config/keys.ts (SETTING_FLAGS)",
   "src/cli/chat.ts: [...settingFlagsHelp('chat'), OUTPUTS_HELP].join('\\n')": "CodeAct's help lines, from core/config/keys.ts (SETTING_FLAGS)",
   "src/cli/main.ts: runSynopsis(' ')": "CodeAct's usage text, its setting flags from core/config/keys.ts (SETTING_FLAGS)",

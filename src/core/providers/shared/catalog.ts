@@ -1,10 +1,10 @@
 /**
- * The providers' facts that only the engine reads: which models see images, context windows, and the
+ * The providers' facts that only the engine reads: which models do not see images, context windows, and the
  * hosted sandboxes' options. The facts the panel and the CLI read too (ids, labels, keys, default models,
  * local server, hosted sandbox, prices) are in src/common/providers.ts, re-exported here; ./registry adds
  * how to build each adapter and read its SDK's errors.
  */
-import type { ProviderId } from '../../../common/providers';
+import { providerInfo, type ProviderId } from '../../../common/providers';
 
 export { PROVIDER_CATALOG, PROVIDER_IDS, providerInfo, secretKeyName, whoStarting, type ProviderId, type ProviderInfo } from '../../../common/providers';
 
@@ -33,14 +33,34 @@ export const DEFAULT_OPENAI_CONTAINER_MEMORY: OpenAIContainerMemory = '1g';
 
 // ---- which models see images ----------------------------------------------------------------------
 
-/** OpenAI models that take image input (ids as the API names them; fine-tunes by their base model). */
-const OPENAI_VISION = /^(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-4-turbo|gpt-4-vision|gpt-[5-9]|o1|o3|o4|computer-use)/;
-/** OpenAI models of those families that are text-only, or not chat models at all. */
-const OPENAI_TEXT_ONLY = /^(o1-mini|o1-preview|o3-mini)|-(audio|realtime|transcribe|tts|search)(-|$)|^gpt-4-turbo-preview|^gpt-4-\d{4}-preview/;
-/** Claude models before Claude 3 are text-only; every Claude 3 and later sees images. */
-const ANTHROPIC_TEXT_ONLY = /^claude-(2|instant)/;
-/** Gemini models that are text-only (embeddings, the attributed-QA model, Gemini 1.0 Pro). */
-const GEMINI_TEXT_ONLY = /embedding|^aqa$|^gemini-(1\.0-)?pro(-\d+)?$|^gemini-1\.0-pro-(\d+|latest)$/;
+/**
+ * First-party models known NOT to see images (text-only, or not chat models at all), as patterns on the
+ * normalised id, as of MODELS_AS_OF (../../../common/providers.ts). Every other model of a first-party
+ * provider is taken to see images: current models do, so a new one gets them from its first day, without
+ * waiting for a pattern to learn its name. An OpenAI-compatible server is not first-party: its setting
+ * decides (`codeact.openaiCompatible.visionModels`), and its list is empty.
+ */
+const TEXT_ONLY: Record<ProviderId, readonly RegExp[]> = {
+  openai: [
+    // GPT-3.5 and the first GPT-4 models (gpt-4, -0613, -32k, the -preview turbos before gpt-4-turbo).
+    /^gpt-3\.5/,
+    /^gpt-4(-\d{4})?$/,
+    /^gpt-4-32k/,
+    /^gpt-4-\d{4}-preview$/,
+    /^gpt-4-turbo-preview$/,
+    // The first small reasoning models.
+    /^(o1-mini|o1-preview|o3-mini)/,
+    // Speech, realtime and search variants of chat models.
+    /-(audio|realtime|transcribe|tts|search)(-|$)/,
+    // Not chat models.
+    /^(text-embedding|text-moderation|omni-moderation|babbage|davinci|whisper|tts-|dall-e|gpt-image|sora)/,
+  ],
+  // Claude models before Claude 3; every Claude 3 and later sees images.
+  anthropic: [/^claude-([12](\.\d+)?|instant)(-|$)/],
+  // Embeddings, the attributed-QA model, Gemini 1.0 Pro.
+  gemini: [/embedding/, /^aqa$/, /^gemini-(1\.0-)?pro(-\d+)?$/, /^gemini-1\.0-pro-(\d+|latest)$/],
+  'openai-compatible': [],
+};
 
 /** Normalised model id: lower case, without `models/` (Gemini) or a fine-tune's `ft:` prefix and suffix. */
 function baseModel(model: string): string {
@@ -53,22 +73,19 @@ function baseModel(model: string): string {
 }
 
 /**
- * Whether `model` of `provider` can see images, the one place this is decided: first-party models by
- * family (OpenAI gpt-4o, 4.1, 4.5, 5 and later, o1, o3, o4; every Claude 3 and later; every Gemini), less
- * the known text-only ones; a model of an OpenAI-compatible server only when the setting lists it
- * (`codeact.openaiCompatible.visionModels`; `"*"` for all; none by default).
+ * Whether `model` of `provider` can see images, the one place this is decided: a first-party model does
+ * unless TEXT_ONLY lists it (a model named after the list was made is taken to see them); a model of an
+ * OpenAI-compatible server only when the setting lists it (`codeact.openaiCompatible.visionModels`; `"*"`
+ * for all; none by default).
  */
 export function modelSeesImages(provider: ProviderId, model: string, compatibleVisionModels: readonly string[] = []): boolean {
-  return SEES_IMAGES[provider](baseModel(model), model, compatibleVisionModels);
+  if (providerInfo(provider).firstParty) {
+    const m = baseModel(model);
+    return !TEXT_ONLY[provider].some((re) => re.test(m));
+  }
+  const wanted = model.trim().toLowerCase();
+  return compatibleVisionModels.some((v) => v === '*' || v === model || v.trim().toLowerCase() === wanted);
 }
-
-/** Per provider: whether the normalised model id `m` (`model` as set) sees images. */
-const SEES_IMAGES: Record<ProviderId, (m: string, model: string, listed: readonly string[]) => boolean> = {
-  openai: (m) => OPENAI_VISION.test(m) && !OPENAI_TEXT_ONLY.test(m),
-  anthropic: (m) => m.startsWith('claude-') && !ANTHROPIC_TEXT_ONLY.test(m),
-  gemini: (m) => !GEMINI_TEXT_ONLY.test(m),
-  'openai-compatible': (_m, model, listed) => listed.some((v) => v === '*' || v === model || v.trim().toLowerCase() === model.trim().toLowerCase()),
-};
 
 // ---- context windows ----------------------------------------------------------------------------
 
@@ -91,7 +108,7 @@ const WINDOWS: Record<ProviderId, readonly [RegExp, number][] | undefined> = {
     [/^gemini-1\.0/, 32_760],
     [/./, 1_048_576],
   ],
-  'openai-compatible': undefined,
+  'openai-compatible': [],
 };
 
 /** The context window of a first-party model (undefined for an OpenAI-compatible server: its settings and the server say). */

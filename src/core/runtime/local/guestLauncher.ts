@@ -12,7 +12,7 @@ import type { CheckpointBudget } from './checkpoints';
 import { GuestSession } from './guestSession';
 import { DEFAULT_SESSIONS } from './sessionPool';
 import { resolvePython } from './python';
-import { planLaunch, type SandboxOptions } from './sandbox';
+import { planLaunch, type LaunchPlan, type SandboxOptions } from './sandbox';
 import { firstTimeShown } from './usernsDiagnosis';
 import { WorkdirCleaner } from './workdirCleanup';
 import { Zygote, ZygoteGuest } from './zygote';
@@ -180,7 +180,7 @@ export class GuestLauncher {
     const marker = newMarker();
     // The host folder is made only for a launch without a sandbox.
     const plan = await planLaunch(python, guestDirFor(python.executable), { role: 'guest', marker, workdir: makeHostWorkdir }, this.options.sandbox);
-    this.warnOnce(plan.warning, plan.info.kind === 'none');
+    this.warnOnce(plan);
     return new ColdGuest({ plan, role: 'guest', marker, hostWorkdir: plan.hostWorkdir, useCgroups: this.options.cgroups !== false, cleaner: this.cleaner });
   }
 
@@ -207,7 +207,7 @@ export class GuestLauncher {
         onWarning: (m) => this.options.onWarning?.(m),
         cleaner: this.cleaner,
       });
-      this.warnOnce(z.plan?.warning, z.plan?.info.kind === 'none');
+      this.warnOnce(z.plan);
       this.options.log?.(`warm Python process ready${this.options.preload?.length ? ` (preloaded ${this.options.preload.join(', ')})` : ''}`);
       return z;
     })().catch((err) => {
@@ -219,14 +219,18 @@ export class GuestLauncher {
   }
 
   /**
-   * A launch's warning, once per runtime; the fallback to no sandbox (`perProcess`) once per process (an
-   * extension session, a CLI run), however many runtimes the settings build: later ones only log it.
+   * A launch's warning, once per runtime, its detail to the log; the fallback to no sandbox once per process
+   * (an extension session, a CLI run), however many runtimes the settings build: later ones only log it.
    */
-  private warnOnce(warning: string | undefined, perProcess: boolean): void {
+  private warnOnce(plan: LaunchPlan | undefined): void {
+    const warning = plan?.warning;
     if (!warning || this.warned) return;
     this.warned = true;
-    if (perProcess && !firstTimeShown(warning)) this.options.log?.(warning);
-    else this.options.onWarning?.(warning);
+    if (plan.info.kind === 'none' && !firstTimeShown(warning)) this.options.log?.(warning);
+    else {
+      this.options.onWarning?.(warning);
+      if (plan.warningDetail) this.options.log?.(plan.warningDetail);
+    }
   }
 
   private logOnce(line: string): void {

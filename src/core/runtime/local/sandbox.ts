@@ -19,7 +19,16 @@ import { planWorkspaceMount, type HostRunFile, type WorkspaceMount } from './wor
 import { FONT_PATHS, matplotlibCacheDir, prebuildMatplotlibCache } from './mplCache';
 import { CodeActError } from '../../util/errors';
 import { DEFAULT_SANDBOX_LIMITS } from '../types';
-import { BWRAP_NOT_FOUND, NOT_LINUX, diagnoseUserns, fallbackWarning, unavailableMessage, type UsernsDiagnosis, type UsernsHost } from './usernsDiagnosis';
+import {
+  BWRAP_NOT_FOUND,
+  NOT_LINUX,
+  diagnoseUserns,
+  fallbackDetail,
+  fallbackWarning,
+  unavailableMessage,
+  type UsernsDiagnosis,
+  type UsernsHost,
+} from './usernsDiagnosis';
 
 /** The descriptor bwrap reads the seccomp program from (stdio index 4 of the launch). */
 export const SECCOMP_FD = 4;
@@ -73,6 +82,8 @@ export interface LaunchPlan {
   treeLimits: { pids: number; memoryBytes: number };
   /** One-time warning to show the user (sandbox unavailable, falling back). */
   warning?: string;
+  /** The warning's full detail, for the log (what was looked at, every fix). */
+  warningDetail?: string;
   /** The code's working directory, as the guest sees it. */
   workdir: string;
   /** Zygote: the socket path as the guests see it. */
@@ -265,6 +276,7 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
     options = { ...options, mplCache: dir ?? null };
   }
   let warning: string | undefined;
+  let warningDetail: string | undefined;
   if (kind === 'sandbox-exec') {
     throw new SandboxUnavailableError('codeact.sandbox.kind "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
   }
@@ -273,6 +285,7 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
     if (!probe.diagnosis) return bwrapPlan(python, guestDir, request, options, probe.seccomp);
     if (kind === 'bubblewrap') throw new SandboxUnavailableError(unavailableMessage(probe.diagnosis));
     warning = fallbackWarning(probe.diagnosis);
+    warningDetail = fallbackDetail(probe.diagnosis);
   }
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, false);
   const workdir = typeof request.workdir === 'function' ? request.workdir() : request.workdir;
@@ -289,6 +302,7 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
     rlimits,
     treeLimits,
     warning,
+    warningDetail,
     workdir,
     hostWorkdir: typeof request.workdir === 'function' ? workdir : undefined,
     socketPath: request.socketDir ? path.join(request.socketDir, SOCKET_NAME) : undefined,

@@ -5,6 +5,10 @@
  * `kernel.unprivileged_userns_clone`, `user.max_user_namespaces`), the marks of a container (/.dockerenv,
  * /run/.containerenv, /proc/1/cgroup, the `container` variable), PATH, and bwrap's own error text.
  *
+ * Each diagnosis has a full form (what was found, every fix: the strict setting's error and the log) and a
+ * brief one (what is missing, and the one command that fixes it on this system: `auto`'s two-line warning).
+ * The command that installs bubblewrap comes from /etc/os-release (`installCommand`).
+ *
  * Every place it looks is injectable (`UsernsHost`), so tests lay out a fake /proc in a folder. Files are
  * read bounded, and only regular ones (opened without blocking): a FIFO there does not hang the extension host.
  */
@@ -22,6 +26,8 @@ export interface UsernsHost {
   rootDir?: string;
   /** PATH and `container`. */
   env?: Record<string, string | undefined>;
+  /** The user id (0: commands without sudo; default: this process's). */
+  uid?: number;
 }
 
 export interface UsernsDiagnosis {
@@ -30,6 +36,10 @@ export interface UsernsDiagnosis {
   detected: string;
   /** What to do: exact commands, as sentences. */
   fix: string;
+  /** What is missing, in a short clause: no PATH, no bwrap error text (the first screen; `detected` has the detail). */
+  brief: string;
+  /** The one thing to do, ending in its command, without a final period (the first screen; `fix` has every choice). */
+  next: string;
 }
 
 /** Where bubblewrap does not exist (macOS, Windows). */
@@ -37,6 +47,8 @@ export const NOT_LINUX: UsernsDiagnosis = {
   cause: 'unknown',
   detected: 'bubblewrap is Linux-only',
   fix: 'To isolate it here, run code on a remote Jupyter runtime or in a provider\'s hosted sandbox (codeact.mode: "hosted").',
+  brief: 'bubblewrap is Linux-only',
+  next: 'To isolate it here, run code on a remote Jupyter runtime or in a provider\'s hosted sandbox (codeact.mode: "hosted")',
 };
 
 /** The reason the launch probe gives when the program is not there (spawn's ENOENT). */
@@ -66,6 +78,45 @@ const INSTALL_BWRAP =
   'Install bubblewrap to isolate it (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora/RHEL: sudo dnf install bubblewrap; ' +
   'openSUSE: sudo zypper install bubblewrap; Arch: sudo pacman -S bubblewrap; Alpine: sudo apk add bubblewrap; ' +
   'in a dev container, install it in the image, e.g. RUN apt-get update && apt-get install -y bubblewrap).';
+
+/** The package manager's command by os-release ID (or ID_LIKE), without sudo. */
+const INSTALLERS: Readonly<Record<string, string>> = {
+  debian: 'apt install bubblewrap',
+  ubuntu: 'apt install bubblewrap',
+  fedora: 'dnf install bubblewrap',
+  rhel: 'dnf install bubblewrap',
+  centos: 'dnf install bubblewrap',
+  suse: 'zypper install bubblewrap',
+  opensuse: 'zypper install bubblewrap',
+  arch: 'pacman -S bubblewrap',
+  alpine: 'apk add bubblewrap',
+  gentoo: 'emerge sys-apps/bubblewrap',
+  void: 'xbps-install bubblewrap',
+};
+
+/** Where no os-release names a known system. */
+const INSTALL_GENERIC = 'To isolate it, install the "bubblewrap" package with your system\'s package manager';
+
+/**
+ * The command that installs bubblewrap on this system, from /etc/os-release (or /usr/lib/os-release): its ID,
+ * then each of ID_LIKE ("sudo apt install bubblewrap" on Debian, Ubuntu and their derivatives). Undefined
+ * where none is known. Without sudo for root.
+ */
+export function installCommand(host: UsernsHost = {}): string | undefined {
+  const root = host.rootDir ?? '/';
+  const text = readSmall(path.join(root, 'etc/os-release'), 16 * 1024) ?? readSmall(path.join(root, 'usr/lib/os-release'), 16 * 1024) ?? '';
+  const field = (name: string) => {
+    const m = new RegExp(`^${name}=(.*)$`, 'm').exec(text);
+    return (m?.[1] ?? '')
+      .trim()
+      .replace(/^(["'])(.*)\1$/, '$2')
+      .toLowerCase();
+  };
+  const ids = [field('ID'), ...field('ID_LIKE').split(/\s+/)].filter(Boolean);
+  const found = ids.map((id) => (Object.prototype.hasOwnProperty.call(INSTALLERS, id) ? INSTALLERS[id] : undefined)).find((c) => c !== undefined);
+  if (!found) return undefined;
+  return (host.uid ?? process.getuid?.()) === 0 ? found : `sudo ${found}`;
+}
 
 /** The flags a dev container needs for bubblewrap, each for the layer of Docker that refuses it. */
 export const DEVCONTAINER_RUN_ARGS = [
@@ -148,7 +199,14 @@ function containerDiagnosis(where: string, bwrapError: string): UsernsDiagnosis 
       `Start the container with the privileges bubblewrap needs: in .devcontainer/devcontainer.json, "runArgs": ${JSON.stringify(DEVCONTAINER_RUN_ARGS)} ` +
       '(docker run takes the same flags: seccomp=unconfined lets it create namespaces, apparmor=unconfined lets it mount, systempaths=unconfined unmasks /proc so it can mount a new one), ' +
       'or "--privileged" (broader: every capability and the host\'s devices); then rebuild the container (Dev Containers: Rebuild Container).',
+    brief: `CodeAct runs in ${where.replace(/ \([^)]*\)$/, '')} that does not let bubblewrap create its namespaces`,
+    next: `To isolate it, add to .devcontainer/devcontainer.json and rebuild the container: "runArgs": ${JSON.stringify(DEVCONTAINER_RUN_ARGS)}`,
   };
+}
+
+/** The one command that writes and loads the AppArmor profile letting `real` (bwrap) alone create user namespaces. */
+function apparmorCommand(real: string): string {
+  return `printf '${apparmorProfile(real).replace(/\n/g, '\\n')}' | sudo tee /etc/apparmor.d/bwrap && sudo apparmor_parser -r /etc/apparmor.d/bwrap`;
 }
 
 function apparmorDiagnosis(real: string, error: string): UsernsDiagnosis {
@@ -159,11 +217,13 @@ function apparmorDiagnosis(real: string, error: string): UsernsDiagnosis {
       `the default on Ubuntu 23.10 and later), so bubblewrap cannot set up its sandbox (${error})`,
     fix:
       `Let bwrap alone create user namespaces: write the AppArmor profile /etc/apparmor.d/bwrap and load it, in one command: ` +
-      `printf '${apparmorProfile(real).replace(/\n/g, '\\n')}' | sudo tee /etc/apparmor.d/bwrap && sudo apparmor_parser -r /etc/apparmor.d/bwrap ` +
+      `${apparmorCommand(real)} ` +
       '(any program run through bwrap can then create user namespaces). ' +
       "Or lift the restriction for every program (weaker: it gives the kernel's user-namespace attack surface back to all of them): " +
       `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, and to keep it after a reboot: ` +
       `echo 'kernel.apparmor_restrict_unprivileged_userns = 0' | sudo tee ${PERSIST}.`,
+    brief: 'AppArmor restricts unprivileged user namespaces on this machine (kernel.apparmor_restrict_unprivileged_userns = 1)',
+    next: `To isolate it, let bwrap alone create user namespaces: ${apparmorCommand(real)}`,
   };
 }
 
@@ -186,7 +246,14 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
       : bwrapPath.includes('/')
         ? `there is no ${bwrapPath}`
         : `no "${bwrapPath}" on PATH (${(env.PATH ?? '').slice(0, 300)})`;
-    return { cause: 'bwrap-missing', detected: `bubblewrap (bwrap) is not installed: ${where}`, fix: INSTALL_BWRAP };
+    const command = installCommand(host);
+    return {
+      cause: 'bwrap-missing',
+      detected: `bubblewrap (bwrap) is not installed: ${where}`,
+      fix: INSTALL_BWRAP,
+      brief: 'bubblewrap (bwrap) is not installed',
+      next: command ? `To isolate it: ${command}` : INSTALL_GENERIC,
+    };
   }
   const option = /Unknown option (\S+)/.exec(error);
   if (option) {
@@ -194,6 +261,8 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
       cause: 'bwrap-old',
       detected: `this bubblewrap (${found}) is too old: it does not know ${option[1]}`,
       fix: 'Install bubblewrap 0.8 or later (Debian 12, Ubuntu 24.04, Fedora 38 and later ship it).',
+      brief: 'this bubblewrap is too old (0.8 or later is needed)',
+      next: `To isolate it, install bubblewrap 0.8 or later (Debian 12, Ubuntu 24.04, Fedora 38 and later ship it)${installCommand(host) ? `: ${installCommand(host)}` : ''}`,
     };
   }
   const masked = PROC_REFUSED.test(error) ? maskedProcPaths(procRoot) : [];
@@ -203,6 +272,8 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
       cause: 'wsl1',
       detected: `this is WSL 1, which has no Linux namespaces (${error})`,
       fix: 'Convert the distribution to WSL 2, in Windows: wsl --set-version <distribution> 2 (wsl -l -v lists them), then reopen the folder in WSL.',
+      brief: 'this is WSL 1, which has no Linux namespaces',
+      next: 'To isolate it, convert the distribution to WSL 2 (wsl -l -v lists them), in Windows: wsl --set-version <distribution> 2',
     };
   }
   const container =
@@ -228,6 +299,8 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
       fix:
         'Allow them: sudo sysctl -w kernel.unprivileged_userns_clone=1, and to keep it after a reboot: ' +
         `echo 'kernel.unprivileged_userns_clone = 1' | sudo tee ${PERSIST} (every program can then create user namespaces).`,
+      brief: 'this kernel does not let unprivileged users create user namespaces (kernel.unprivileged_userns_clone = 0)',
+      next: 'To isolate it, allow them: sudo sysctl -w kernel.unprivileged_userns_clone=1',
     };
   }
   if (max === 0 || /ENOSPC/.test(error)) {
@@ -241,6 +314,11 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
         'Allow them: sudo sysctl -w user.max_user_namespaces=15000, and to keep it after a reboot: ' +
         `echo 'user.max_user_namespaces = 15000' | sudo tee ${PERSIST}` +
         (container ? " (on the container's host, or in the user namespace the container runs in)." : '.'),
+      brief:
+        max === 0
+          ? 'user namespaces are switched off here (user.max_user_namespaces = 0)'
+          : `no more user namespaces may be created here (user.max_user_namespaces = ${max ?? 'unknown'})`,
+      next: `To isolate it, allow them${container ? " on the container's host" : ''}: sudo sysctl -w user.max_user_namespaces=15000`,
     };
   }
   if (container) return containerDiagnosis(container, error);
@@ -248,15 +326,26 @@ export function diagnoseUserns(bwrapError: string, bwrapPath = 'bwrap', host: Us
     cause: 'unknown',
     detected: `bubblewrap failed: ${error}`,
     fix: `Run it yourself to see more: ${real} --unshare-all --unshare-user --ro-bind / / /usr/bin/true.`,
+    brief: `bubblewrap failed (${error.length > 160 ? `${error.slice(0, 159)}…` : error})`,
+    next: `To see why, run: ${real} --unshare-all --unshare-user --ro-bind / / /usr/bin/true`,
   };
 }
 
-/** The one-time warning of `auto` when it falls back to the unsandboxed process. */
+/**
+ * The one-time warning of `auto` when it falls back to the unsandboxed process, in two lines: what is
+ * missing and what that lets the code do; the one command that fixes it. The same text in the panel's
+ * notification and on the CLI's stderr; {@link fallbackDetail} is the full diagnosis, for the log.
+ */
 export function fallbackWarning(d: UsernsDiagnosis): string {
   return (
-    `Code runs without a sandbox: ${d.detected}. It can read your files, use the network, and read this process's environment through /proc, API keys included. ` +
-    `${d.fix} Or set codeact.sandbox.kind to "none" to silence this warning.`
+    `Code runs without a sandbox: ${d.brief}. It can read your files, use the network, and read this process's environment through /proc, API keys included.\n` +
+    `${d.next} (or set codeact.sandbox.kind to "none" to silence this warning)`
   );
+}
+
+/** Everything the diagnosis found and every fix, for the log (the CLI's --verbose, the CodeAct output channel). */
+export function fallbackDetail(d: UsernsDiagnosis): string {
+  return `Why code runs without a sandbox: ${d.detected}. ${d.fix}`;
 }
 
 /** The error of `bubblewrap` (the strict setting) when bubblewrap cannot run. */
