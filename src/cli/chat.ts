@@ -11,7 +11,7 @@ import type { RewindOutcome, Runtime } from '../core/runtime/types';
 import { forTerminal } from '../common/untrusted';
 import { formatChangeCount } from '../common/rewind';
 import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
-import { conversationRewindNote, cutConversation, turnOfExecution, type ConversationCut } from '../core/agent/conversationRewind';
+import { conversationRewindNote, cutConversation, firstExecution, turnOfExecution, turnsWere, type ConversationCut } from '../core/agent/conversationRewind';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
@@ -305,9 +305,12 @@ async function rewindTo(store: TranscriptStore, convo: Conversation, runtime: Ru
     return fail(
       "This conversation's Python session is gone (it ended, or its session host did), so its code cannot be rewound; nothing was, and nothing was sent to the model. --only conversation rewinds the conversation alone.",
     );
+  // With the conversation, the code goes back to where the conversation does: before the turn's first execution.
+  const first = turnId ? firstExecution(convo.events, turnId) : undefined;
+  const point = code && first ? items.findIndex((it) => it.id === first) + 1 || at : at;
   let outcome: RewindOutcome | undefined;
   try {
-    if (code) outcome = await runtime.rewind!(items[at - 1].id);
+    if (code) outcome = await runtime.rewind!(items[point - 1].id);
   } catch (e) {
     return fail(`${(e as Error).message} Nothing was sent to the model.`);
   }
@@ -315,16 +318,24 @@ async function rewindTo(store: TranscriptStore, convo: Conversation, runtime: Ru
   try {
     if (turnId) cut = cutConversation(store, convo, turnId);
   } catch (e) {
-    return fail(`${outcome ? 'The code was rewound, but the conversation could not be: ' : ''}${(e as Error).message} Nothing was sent to the model.`);
+    if (!outcome) return fail(`${(e as Error).message} Nothing was sent to the model.`);
+    // The code is rewound already: the turn goes on, and the model is told what was done.
+    process.stderr.write(
+      `codeact: the code was rewound, but the conversation could not be (${forTerminal((e as Error).message, { line: true })}); it goes on uncut.\n`,
+    );
   }
   const said = [
     outcome ? rewoundLines(outcome, (t) => forTerminal(t, { line: true })).join(' ') : '',
     cut
-      ? `The conversation is back to before turn ${cut.turn}; its ${cut.removed} later turn${cut.removed === 1 ? ' is' : 's are'} kept as ${cut.branchId} (codeact chat --continue ${cut.branchId}).`
+      ? `The conversation is back to before turn ${cut.turn}; from there on, ${turnsWere(cut.removed, 'is')} kept as ${cut.branchId} (codeact chat --continue ${cut.branchId}).`
       : '',
   ];
-  if (json) process.stdout.write(JSON.stringify({ type: 'codeact.rewound', execution: at, ...(outcome ?? {}), ...(cut ? { conversation: cut } : {}) }) + '\n');
-  else process.stderr.write(`${convo.id}: rewound to before execution ${at}. ${said.filter(Boolean).join(' ')}\n`);
-  const note = outcome ? rewindNote(outcome, `before execution ${at}`) : undefined;
+  const where = `before execution ${code ? point : at}${point !== at && code ? ` (the first of execution ${at}'s turn)` : ''}`;
+  if (json)
+    process.stdout.write(
+      JSON.stringify({ type: 'codeact.rewound', execution: code ? point : at, ...(outcome ?? {}), ...(cut ? { conversation: cut } : {}) }) + '\n',
+    );
+  else process.stderr.write(`${convo.id}: rewound to ${where}. ${said.filter(Boolean).join(' ')}\n`);
+  const note = outcome ? rewindNote(outcome, `before execution ${point}`) : undefined;
   return cut ? conversationRewindNote(cut, note) : note!;
 }

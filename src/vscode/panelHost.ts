@@ -16,10 +16,13 @@ import {
   conversationRewindNote,
   cutConversation,
   firstExecution,
+  isMessage,
   turnAt,
   turnOfExecution,
+  turnsWere,
   type ConversationCut,
 } from '../core/agent/conversationRewind';
+import { holdConversation } from '../core/agent/conversationLock';
 import { randomToken } from '../core/util/ids';
 import type { CodeActController } from './controller';
 import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
@@ -135,40 +138,53 @@ export class PanelHost {
     const turnId = m.turnId ?? (convo && m.itemId && m.redo === undefined ? turnOfExecution(convo.events, m.itemId) : undefined);
     const at = convo && turnId ? turnAt(convo.events, turnId) : undefined;
     if (m.turnId && !at) throw new Error('That turn is no longer in this conversation.');
+    const first = convo && turnId ? firstExecution(convo.events, turnId) : undefined;
     // From a turn: the code goes back to before its first execution.
-    const itemId = m.itemId ?? (convo && turnId ? firstExecution(convo.events, turnId) : undefined);
-    const done = await this.deps.outputs.rewind(
-      { itemId: itemId ?? '', ...(m.redo !== undefined ? { redo: m.redo } : {}) },
-      at && convo ? { ...at, branchTitle: branchTitle(convo.meta.title), ...(m.turnId ? { fromTurn: true } : {}) } : undefined,
-    );
-    if (!done) return;
-    let cut: ConversationCut | undefined;
-    let notCut: string | undefined;
-    if (done.conversation && convo && turnId)
-      try {
-        cut = cutConversation(s.store, convo, turnId);
-      } catch (e) {
-        notCut = (e as Error).message;
+    const itemId = m.itemId ?? first;
+    // The conversation is this window's while it is cut (a `codeact chat --continue` of it is refused meanwhile).
+    let release: (() => void) | undefined;
+    try {
+      const done = await this.deps.outputs.rewind(
+        { itemId: itemId ?? '', ...(m.redo !== undefined ? { redo: m.redo } : {}) },
+        at && convo
+          ? { ...at, branchTitle: branchTitle(convo.meta.title), ...(first ? { firstExecution: first } : {}), ...(m.turnId ? { fromTurn: true } : {}) }
+          : undefined,
+        (conversation) => {
+          if (s.busy) throw new Error('A turn started while you chose; nothing was rewound. Rewind again once it ends.');
+          // Another process holding it (a turn of `codeact chat`) refuses the rewind before anything changes.
+          if (conversation && convo) release = holdConversation(convo.id, convo.file);
+        },
+      );
+      if (!done) return;
+      let cut: ConversationCut | undefined;
+      let notCut: string | undefined;
+      if (done.conversation && convo && turnId)
+        try {
+          cut = cutConversation(s.store, convo, turnId);
+        } catch (e) {
+          notCut = (e as Error).message;
+        }
+      const note = cut ? conversationRewindNote(cut, done.note) : done.note;
+      if (note) s.noteForModel(note, convo?.id);
+      const code = done.outcome ? done.lines.join(' ') : '';
+      const partly = notCut !== undefined || (done.outcome && (!done.outcome.python.restored || 'why' in done.outcome.files));
+      if (cut) {
+        // The page shows the conversation as it is now; a message of the turn gone back before is in the chat box again.
+        this.resetTranscript();
+        if (isMessage(cut.source)) this.setInput(cut.prompt);
+        const where = `${turnsWere(cut.removed, 'is')} kept in History as "${forDisplay(cut.branchTitle, { line: true })}".`;
+        this.notice(partly ? 'warning' : 'info', `Rewound the conversation to before turn ${cut.turn}; from there on, ${where}${code ? ` Code: ${code}` : ''}`);
+        return;
       }
-    const note = cut ? conversationRewindNote(cut, done.note) : done.note;
-    if (note) s.noteForModel(note, convo?.id);
-    const code = done.outcome ? done.lines.join(' ') : '';
-    if (cut) {
-      // The page shows the conversation as it is now; the prompt of the turn gone back before is in the chat box again.
-      this.resetTranscript();
-      this.setInput(cut.prompt);
-      const turns = `${cut.removed} turn${cut.removed === 1 ? '' : 's'}`;
-      const where = `the ${turns} from there on ${cut.removed === 1 ? 'is' : 'are'} kept in History as "${forDisplay(cut.branchTitle, { line: true })}".`;
-      this.notice('info', `Rewound the conversation to before turn ${cut.turn}; ${where}${code ? ` Code: ${code}` : ''}`);
-      return;
+      if (done.outcome && itemId) {
+        const redo = done.outcome.redo;
+        this.post({ type: 'exec.rewound', itemId, redone: done.redone, lines: done.lines, ...(redo ? { redo } : {}) });
+      }
+      const said = notCut !== undefined ? ` The conversation was not rewound: ${notCut}` : '';
+      this.notice(partly ? 'warning' : 'info', `${done.redone ? 'Redone' : 'Rewound'}: ${code}${said}`);
+    } finally {
+      release?.();
     }
-    if (done.outcome && itemId) {
-      const redo = done.outcome.redo;
-      this.post({ type: 'exec.rewound', itemId, redone: done.redone, lines: done.lines, ...(redo ? { redo } : {}) });
-    }
-    const partly = notCut !== undefined || (done.outcome && (!done.outcome.python.restored || 'why' in done.outcome.files));
-    const said = notCut !== undefined ? ` The conversation was not rewound: ${notCut}` : '';
-    this.notice(partly ? 'warning' : 'info', `${done.redone ? 'Redone' : 'Rewound'}: ${code}${said}`);
   }
 
   /** The whole transcript of the open conversation (`reset`), numbered from `seq`. */

@@ -20,6 +20,9 @@ import { forDisplay } from '../common/untrusted';
 import { blobPath } from '../core/runtime/rewind/fileStore';
 import type { RewindOutcome, Runtime } from '../core/runtime/types';
 import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
+import { isMessage } from '../core/agent/conversationRewind';
+import { clip } from '../common/format';
+import type { TurnSource } from '../common/transcript';
 import type { PanelOutputsApis } from './panelOutputs.apis';
 
 /** An image decodes to at most this many bytes (the runtimes cap a display at a few MB). */
@@ -63,6 +66,10 @@ export interface RewindTurn {
   branchTitle: string;
   /** Asked from the turn's message (not an execution's card): the code goes back to before the turn's first execution. */
   fromTurn?: boolean;
+  /** Where the turn came from: a person's message is put back in the chat box; a Run with Tools label is not. */
+  source?: TurnSource;
+  /** The turn's first execution (its item id): with the conversation, the code goes back to before it. */
+  firstExecution?: string;
 }
 
 /** What a rewind from a card did: which parts, the runtime's outcome, whether it was a redo, what the card and the model are told. */
@@ -260,7 +267,7 @@ export class PanelOutputs {
    * checkpoints), the conversation (to before `turn`, the turn the execution ran in; the caller cuts it), or both; a
    * redo is of the code only. Resolves with what was done (undefined: cancelled); rejects when nothing could be.
    */
-  async rewind(m: { itemId: string; redo?: string }, turn?: RewindTurn): Promise<Rewound | undefined> {
+  async rewind(m: { itemId: string; redo?: string }, turn?: RewindTurn, ready?: (conversation: boolean) => void): Promise<Rewound | undefined> {
     const item = this.deps.execution(m.itemId);
     if (m.redo !== undefined && this.redos.get(m.redo) !== m.itemId) throw new Error('That redo is no longer available.');
     const runtime = item?.session ? this.deps.runtimeOf?.(item.session.id) : undefined;
@@ -272,20 +279,25 @@ export class PanelOutputs {
         ? 'The runtime that ran this execution keeps no checkpoints (only the local Python runtime does), or its session is gone.'
         : undefined;
     if (noCode && (m.redo !== undefined || !turn)) throw new Error(noCode);
-    const before = turn?.fromTurn ? "this turn's first execution" : 'this execution';
+    // With the conversation, the code goes back to where the conversation does: before the turn's first execution.
+    const first = turn?.firstExecution && turn.firstExecution !== m.itemId ? this.deps.execution(turn.firstExecution) : undefined;
     const code =
-      `Code: the Python session's variables, imports and open figures go back to how they were before ${before} ran, and the ` +
-      'workspace files the code changed from then on are put back.';
-    const said = turn ? forDisplay(turn.prompt.length > 80 ? `${turn.prompt.slice(0, 79)}…` : turn.prompt, { line: true }) : '';
+      `Code: the Python session's variables, imports and open figures go back to how they were before ${turn?.fromTurn ? "this turn's first execution" : 'this execution'} ` +
+      'ran, and the workspace files the code changed from then on are put back.' +
+      (first?.session && !noCode
+        ? ` With the conversation, the code goes back to before the turn's first execution (execution ${first.session.execution}).`
+        : '');
+    const message = turn && isMessage(turn.source);
+    const said = turn ? `${message ? 'your message' : 'the run'} "${forDisplay(clip(turn.prompt, 80), { line: true })}"` : '';
     const convo = turn
-      ? `Conversation: it goes back to before your message "${said}" (turn ${turn.turn}); that turn and the ones after it are kept in ` +
-        `History as "${forDisplay(turn.branchTitle, { line: true })}", and your message is put back in the chat box.`
+      ? `Conversation: it goes back to before ${said} (turn ${turn.turn}); that turn and the ones after it are kept in History as ` +
+        `"${forDisplay(turn.branchTitle, { line: true })}"${message ? ', and your message is put back in the chat box' : ''}.`
       : '';
     const choices = m.redo
       ? ['Redo']
       : [...(!noCode && turn ? [REWIND_CHOICES.both] : []), ...(!noCode ? [REWIND_CHOICES.code] : []), ...(turn ? [REWIND_CHOICES.conversation] : [])];
     const chosen = await this.deps.apis.choose(
-      m.redo ? 'Redo: go back to the state just before the rewind?' : `Rewind to before this ${turn?.fromTurn ? 'message' : 'execution'}?`,
+      m.redo ? 'Redo: go back to the state just before the rewind?' : `Rewind to before this ${turn?.fromTurn ? (message ? 'message' : 'run') : 'execution'}?`,
       m.redo
         ? 'The Python session and the workspace files go back to how they were just before you rewound. The model is told when you next send a message.'
         : [
@@ -300,11 +312,14 @@ export class PanelOutputs {
     );
     if (!chosen || !choices.includes(chosen)) return undefined;
     const conversation = chosen === REWIND_CHOICES.both || chosen === REWIND_CHOICES.conversation;
+    // Things may have moved while the person chose (a turn started): the caller says whether to go on.
+    ready?.(conversation);
     if (chosen === REWIND_CHOICES.conversation) return { conversation, redone: false, lines: [] };
-    const outcome = await runtime!.rewind!(m.redo ?? m.itemId);
+    const target = chosen === REWIND_CHOICES.both && first?.session ? first : item!;
+    const outcome = await runtime!.rewind!(m.redo ?? target.id);
     if (m.redo) this.redos.delete(m.redo);
     if (outcome.redo) this.redos.set(outcome.redo, m.itemId);
-    const what = m.redo ? 'the state just before its last rewind (a redo)' : `before execution ${item!.session!.execution}`;
+    const what = m.redo ? 'the state just before its last rewind (a redo)' : `before execution ${target.session!.execution}`;
     return {
       conversation,
       outcome,

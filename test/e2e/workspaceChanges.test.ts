@@ -203,7 +203,7 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     await message.locator('button.turn-rewind').click();
     await confirm(/Rewind to before this message\?/, 'Conversation Only', '102-rewind-conversation-confirm');
     await frame
-      .locator('.notice', { hasText: /Rewound the conversation to before turn 3; the 1 turn from there on is kept in History as ".*\(before rewind\)"/ })
+      .locator('.notice', { hasText: /Rewound the conversation to before turn 3; from there on, 1 turn is kept in History as ".*\(before rewind\)"/ })
       .waitFor({ timeout: UI });
     assert.equal(await turns.count(), 2);
     assert.equal(await frame.locator('textarea.prompt-input').inputValue(), 'Is the marker still there?');

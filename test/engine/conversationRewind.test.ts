@@ -29,7 +29,14 @@ describe('conversation rewind (cut back, the rest kept as a branch)', () => {
   it('cuts the conversation back to before a turn; the whole one is kept as a branch in the history; the next history is the cut one', () => {
     const store = new TranscriptStore(dir);
     const c = store.create({ title: 'Orders', provider: 'openai', model: 'gpt-5' });
-    for (const n of [1, 2, 3]) turn(c, n);
+    turn(c, 1);
+    // Job 1 starts in turn 1 and job 2 in turn 2; both end later, saved without a turn (the session's events).
+    c.appendEvent({ type: 'codeact.job', session_id: c.id, job: 1, state: 'running', message: 'job 1 started', turn_id: 't1' });
+    turn(c, 2);
+    c.appendEvent({ type: 'codeact.job', session_id: c.id, job: 2, state: 'running', message: 'job 2 started', turn_id: 't2' });
+    c.appendEvent({ type: 'codeact.job', session_id: c.id, job: 1, state: 'done', message: 'job 1 done' });
+    c.appendEvent({ type: 'codeact.job', session_id: c.id, job: 2, state: 'done', message: 'job 2 done' });
+    turn(c, 3);
     c.update({ containerId: 'cntr_1' });
     const before = readFileSync(c.file, 'utf8');
     assert.equal(turnOfExecution(c.events, 'x2'), 't2');
@@ -47,6 +54,14 @@ describe('conversation rewind (cut back, the rest kept as a branch)', () => {
       ['t1'],
     );
     assert.equal(c.meta.containerId, 'cntr_1', 'the meta patched after the cut is kept');
+    assert.deepEqual(
+      c.events.filter((e) => e.type === 'codeact.job').map((e) => [(e as { job: number }).job, (e as { state: string }).state]),
+      [
+        [1, 'running'],
+        [1, 'done'],
+      ],
+      "a kept turn's job keeps its end; the job of a turn cut away goes with it",
+    );
     const again = store.open(c.id);
     assert.deepEqual(
       again.history.map((i) => i.id),
@@ -80,7 +95,7 @@ describe('conversation rewind (cut back, the rest kept as a branch)', () => {
     );
   });
 
-  it('changes nothing when the turn is not in the conversation; a torn last line stays out of both copies', () => {
+  it('changes nothing when the turn is not in the conversation; a torn last line stays at the end of the branch only', () => {
     const store = new TranscriptStore(dir);
     const c = store.create({ title: 'T' });
     for (const n of [1, 2]) turn(c, n);
@@ -90,12 +105,15 @@ describe('conversation rewind (cut back, the rest kept as a branch)', () => {
     assert.equal(store.list().length, 1, 'no branch was made');
 
     appendFileSync(c.file, '{"t":1,"item":{"type":"mess');
-    const cut = cutConversation(store, c, 't2');
-    assert.ok(!readFileSync(c.file, 'utf8').includes('"mess\n'));
-    assert.ok(
-      readFileSync(store.file(cut.branchId), 'utf8')
-        .split('\n')
-        .every((l) => !l || JSON.parse(l)),
+    const cut = cutConversation(store, c, 't1');
+    assert.ok(!readFileSync(c.file, 'utf8').includes('"mess'), 'the cut conversation is whole records only');
+    // The branch ends with the torn bytes, which its next append keeps aside (the store's rule for a torn tail).
+    assert.ok(readFileSync(store.file(cut.branchId), 'utf8').endsWith('\n{"t":1,"item":{"type":"mess'));
+    const branch = store.open(cut.branchId);
+    branch.appendItems([{ type: 'message', id: 'later', role: 'user', text: 'later' }]);
+    assert.deepEqual(
+      store.open(cut.branchId).history.map((i) => i.id),
+      ['u1', 'm1', 'u2', 'm2', 'later'],
     );
   });
 
@@ -104,11 +122,16 @@ describe('conversation rewind (cut back, the rest kept as a branch)', () => {
     assert.equal(
       conversationRewindNote(cut, undefined),
       '[codeact] The user rewound the conversation to before their message "Drop the columns" (turn 2): 2 turns were taken out of this conversation. ' +
-        'The Python session and the workspace files were NOT rewound: variables, imports and files that code made are still there.',
+        'The Python session and the workspace files were not rewound with it.',
     );
     assert.match(
       conversationRewindNote({ ...cut, removed: 1 }, 'The user rewound the code to before execution 3.'),
       /1 turn was taken out.*\nThe user rewound the code/s,
+    );
+    // A Run with Tools turn's prompt is a label of what ran, not the user's words.
+    assert.match(
+      conversationRewindNote({ ...cut, prompt: 'orders.py, lines 3-20', source: 'run_with_tools' }, undefined),
+      /to before the run "orders\.py, lines 3-20" \(turn 2\)/,
     );
   });
 });

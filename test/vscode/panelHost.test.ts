@@ -73,6 +73,8 @@ interface Rig {
   rewindTurns: RewindTurn[];
   /** The person chose to rewind the conversation too (default: the code only). */
   conversationToo?: boolean;
+  /** Happens while the rewind dialog is open. */
+  whileChoosing?: () => void;
   send(m: unknown): Promise<void>;
   /** The posted messages of a type. */
   of<T extends HostToWebview['type']>(type: T): Array<HostToWebview & { type: T }>;
@@ -101,9 +103,11 @@ function rig(values: Record<string, unknown> = {}): Rig {
     copyPath: (m) => file('copyPath', m),
     diffChange: (m) => file('diffChange', m),
     revertChanges: async (m) => (await file('revertChanges', m), { reverted: ['out.csv'], failed: [] }),
-    rewind: async (m, turn) => {
+    rewind: async (m, turn, ready) => {
       await file('rewind', m);
       if (turn) r.rewindTurns.push(turn);
+      r.whileChoosing?.();
+      ready?.(!!r.conversationToo);
       if (r.conversationToo) return { conversation: true, redone: false, lines: [] };
       const outcome = { python: { restored: true as const }, files: { written: ['out.csv'], removed: [], failed: [] }, redo: 'redo_1' };
       return {
@@ -335,13 +339,19 @@ describe('vscode panel host (fake seams)', () => {
     r = rig();
     await r.send(SAMPLES.ready);
     await r.h.controller.runCode('a = 1', 'first');
-    await r.h.controller.runCode('a = 2', 'second');
+    await r.h.controller.runCode('a = 2', 'second', 'chat');
     const convo = current()!;
     const itemId = convo.events.flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item.id] : []))[1];
     r.conversationToo = true;
     await r.send({ type: 'exec.rewind', itemId });
     assert.equal(r.rewindTurns.length, 1);
-    assert.deepEqual({ ...r.rewindTurns[0], prompt: '' }, { turn: 2, prompt: '', branchTitle: `${convo.meta.title} (before rewind)` });
+    assert.deepEqual(r.rewindTurns[0], {
+      turn: 2,
+      prompt: 'second',
+      source: 'chat',
+      branchTitle: `${convo.meta.title} (before rewind)`,
+      firstExecution: itemId,
+    });
     assert.equal(current(), convo, 'the same conversation, cut back');
     assert.equal(convo.events.filter((e) => e.type === 'codeact.turn.started').length, 1);
     const reset = r.of('reset').at(-1)!;
@@ -351,14 +361,34 @@ describe('vscode panel host (fake seams)', () => {
     assert.deepEqual(r.of('exec.rewound'), [], 'the card went with its turn');
     assert.match(
       r.of('notice').at(-1)!.message,
-      /^Rewound the conversation to before turn 2; the 1 turn from there on is kept in History as ".* \(before rewind\)"\.$/,
+      /^Rewound the conversation to before turn 2; from there on, 1 turn is kept in History as ".* \(before rewind\)"\.$/,
     );
     const branch = r.h.controller.store.list().find((c) => c.id !== convo.id)!;
     assert.equal(branch.turns, 2, 'the whole conversation is kept as the branch');
     assert.match(
       convo.meta.endedNotes!.at(-1)!,
-      /^\[codeact\] The user rewound the conversation to before their message .* \(turn 2\): 1 turn was taken out .*NOT rewound/,
+      /^\[codeact\] The user rewound the conversation to before their message "second" \(turn 2\): 1 turn was taken out .*were not rewound with it\.$/,
     );
+  });
+
+  it('a turn that starts while the person chooses: nothing is rewound, no branch is made, and it says so', async () => {
+    r = rig();
+    await r.h.controller.runCode('a = 1', 'first', 'chat');
+    const convo = current()!;
+    const slot = (r.h.controller as unknown as { turn: { begin(label: string): AbortSignal; end(): void } }).turn;
+    r.conversationToo = true;
+    r.whileChoosing = () => void slot.begin('another turn');
+    try {
+      await assert.rejects(
+        async () => r.host.handlers['exec.rewind']({ type: 'exec.rewind', itemId: 'exec_1' }),
+        /A turn started while you chose; nothing was rewound\./,
+      );
+    } finally {
+      slot.end();
+    }
+    assert.equal(convo.events.filter((e) => e.type === 'codeact.turn.started').length, 1);
+    assert.equal(r.h.controller.store.list().length, 1, 'no branch');
+    assert.equal(convo.meta.endedNotes, undefined, 'the model is told of nothing');
   });
 
   it("Rewind to here on a turn's message: the code from the turn's first execution, the conversation from before the turn", async () => {
@@ -375,6 +405,7 @@ describe('vscode panel host (fake seams)', () => {
     assert.equal(r.rewindTurns[0].turn, 1);
     assert.equal(r.rewindTurns[0].fromTurn, true);
     assert.equal(convo.events.filter((e) => e.type === 'codeact.turn.started').length, 0, 'back to before the first turn');
+    assert.deepEqual(r.of('setInput'), [], "a Run with Tools turn's label is not put in the chat box");
     await assert.rejects(
       async () => r.host.handlers['turn.rewind']({ type: 'turn.rewind', turnId: starts[1] }),
       /That turn is no longer in this conversation\./,

@@ -222,8 +222,6 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
     },
   });
   let outputs: PanelOutputs;
-  /** Whether the session's runtime keeps checkpoints (a rewind of the code can be offered). */
-  let checkpoints = true;
   const rewinds: string[] = [];
 
   beforeEach(() => {
@@ -238,14 +236,13 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
     const it = item();
     outputs = new PanelOutputs({
       apis,
-      execution: (id) => (id === 'x1' ? it : undefined),
+      // x0: the first execution of x1's turn.
+      execution: (id) => (id === 'x1' ? it : id === 'x0' ? { ...it, id: 'x0', session: { id: 's1', execution: 1 } } : undefined),
       runtimeOf: (sessionId) =>
         sessionId === 's1'
           ? {
               revertChanges: async (id, paths) => (reverts.push([id, paths]), { written: [], removed: [], failed: [] }),
-              ...(checkpoints
-                ? { rewind: async (point) => (rewinds.push(point), { python: { restored: true as const }, files: { written: [], removed: [], failed: [] } }) }
-                : {}),
+              rewind: async (point) => (rewinds.push(point), { python: { restored: true as const }, files: { written: [], removed: [], failed: [] } }),
             }
           : undefined,
     });
@@ -305,11 +302,26 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
     apis.choice = 'Code and Conversation';
     assert.equal((await outputs.rewind({ itemId: 'x1' }, turn))?.conversation, true);
     assert.deepEqual(rewinds, ['x1', 'x1']);
+    // With the conversation, the code goes back to where the conversation does: the turn's first execution.
+    const both = await outputs.rewind({ itemId: 'x1' }, { ...turn, firstExecution: 'x0' });
+    assert.deepEqual(rewinds.at(-1), 'x0');
+    assert.match(both!.note!, /before execution 1\./);
+    assert.match(apis.choices.at(-1)![1], /With the conversation, the code goes back to before the turn's first execution \(execution 1\)\./);
+    apis.choice = 'Code Only';
+    await outputs.rewind({ itemId: 'x1' }, { ...turn, firstExecution: 'x0' });
+    assert.deepEqual(rewinds.at(-1), 'x1', 'the code alone goes back to before this execution');
+    // Things moved while the person chose: nothing is done.
+    await assert.rejects(
+      outputs.rewind({ itemId: 'x1' }, turn, () => {
+        throw new Error('a turn started');
+      }),
+      /a turn started/,
+    );
+    assert.equal(rewinds.length, 4);
   });
 
   it('without checkpoints only the conversation is offered, saying why the code cannot be; with neither, it says so', async () => {
-    checkpoints = false;
-    try {
+    {
       const fresh = new PanelOutputs({
         apis,
         execution: () => item(),
@@ -321,9 +333,13 @@ describe("an execution's workspace changes on the host: Diff's earlier text, Rev
       assert.deepEqual(actions, ['Conversation Only']);
       assert.match(detail, /^The code cannot be rewound: The runtime that ran this execution keeps no checkpoints/);
       await assert.rejects(fresh.rewind({ itemId: 'x1' }), /keeps no checkpoints/);
-      assert.deepEqual(rewinds, []);
-    } finally {
-      checkpoints = true;
+      // A Run with Tools turn: its label is "the run", and nothing goes to the chat box.
+      await fresh.rewind({ itemId: 'x1' }, { turn: 1, prompt: 'orders.py, lines 3-20', source: 'run_with_tools', branchTitle: 'b', fromTurn: true });
+      assert.equal(apis.choices.at(-1)![0], 'Rewind to before this run?');
+      assert.match(
+        apis.choices.at(-1)![1],
+        /before the run "orders\.py, lines 3-20" \(turn 1\); that turn and the ones after it are kept in History as "b"\.\n/,
+      );
     }
   });
 });

@@ -7,7 +7,7 @@
  * nothing: the original is whole until the cut copy replaces it, and the branch then holds it.
  */
 import { clip } from '../../common/format';
-import type { TranscriptEvent } from '../../common/transcript';
+import type { TranscriptEvent, TurnSource } from '../../common/transcript';
 import { writeFileAtomicSync } from '../util/atomicFile';
 import { randomToken } from '../util/ids';
 import { holdConversation } from './conversationLock';
@@ -19,9 +19,10 @@ export interface ConversationCut {
   /** The conversation the whole one was kept as (its turns from the cut on included). */
   branchId: string;
   branchTitle: string;
-  /** The turn it went back to before: its number (from 1) and its prompt (the person may send it again). */
+  /** The turn it went back to before: its number (from 1), its prompt (the person may send it again), and where it came from. */
   turn: number;
   prompt: string;
+  source?: TurnSource;
   /** How many turns were cut (they are in the branch). */
   removed: number;
 }
@@ -53,15 +54,20 @@ export function branchTitle(title: string): string {
   return clip(`${title} (before rewind)`, 80);
 }
 
-/** Turn `turnId` of the conversation: its number (from 1) and its prompt; undefined when it is not there. */
-export function turnAt(events: readonly TranscriptEvent[], turnId: string): { turn: number; prompt: string } | undefined {
+/** Turn `turnId` of the conversation: its number (from 1), its prompt and source; undefined when it is not there. */
+export function turnAt(events: readonly TranscriptEvent[], turnId: string): { turn: number; prompt: string; source?: TurnSource } | undefined {
   let n = 0;
   for (const e of events)
     if (e.type === 'codeact.turn.started') {
       n++;
-      if (e.turn_id === turnId) return { turn: n, prompt: e.prompt };
+      if (e.turn_id === turnId) return { turn: n, prompt: e.prompt, ...(e.source ? { source: e.source } : {}) };
     }
   return undefined;
+}
+
+/** Whether a turn's prompt is a person's message (to send again), not a label of what was run (Run with Tools: "orders.py, lines 3-20"). */
+export function isMessage(source: TurnSource | undefined): boolean {
+  return source !== 'run_with_tools' && source !== 'lm_tool';
 }
 
 /**
@@ -77,8 +83,8 @@ export function cutConversation(store: TranscriptStore, convo: Conversation, tur
     if (convo.failure) throw new Error(`The conversation cannot be rewound: ${convo.failure.message}`);
     const { text } = readTranscript(convo.file);
     const lines = text.split('\n');
-    // Only whole lines: a torn last one (a crash) stays out of both copies.
-    lines.pop();
+    // Only whole lines are cut: a torn last one (a crash) stays at the end of the branch, where its next append keeps it aside.
+    const torn = lines.pop() ?? '';
     const records = lines.map((l): Record | undefined => {
       try {
         const r = JSON.parse(l) as unknown;
@@ -92,7 +98,7 @@ export function cutConversation(store: TranscriptStore, convo: Conversation, tur
     if (at === undefined) throw new Error('That turn is not in the conversation (it was rewound away already, or the file changed); nothing was changed.');
     const first = records[0]?.meta;
     if (!first) throw new Error(`The first line of ${convo.file} is damaged; reopen the conversation (it is repaired then), then rewind.`);
-    const started = records[at]!.event as { prompt?: unknown };
+    const started = records[at]!.event as { prompt?: unknown; source?: TurnSource };
     const prompt = typeof started.prompt === 'string' ? started.prompt : '';
     const title = branchTitle(convo.meta.title);
     const branchId = `${convo.id.slice(0, 60)}_b${randomToken(5)}`;
@@ -101,26 +107,60 @@ export function cutConversation(store: TranscriptStore, convo: Conversation, tur
     const branch = [JSON.stringify({ meta: branchMeta }), ...lines.slice(1)].join('\n') + '\n';
     // Later patches go on applying to the branch's meta too: its id and title are said again last.
     const branchPatch = JSON.stringify({ t: Date.now(), patch: { title, kernelId: null, containerId: null, endedNotes: null } });
-    writeFileAtomicSync(store.file(branchId), branch + branchPatch + '\n', { mode: 0o600, exclusive: true });
-    // After the cut: the meta's patches, and events of earlier turns another process wrote meanwhile (their turn_id).
-    const earlier = new Set(starts.filter((i) => i < at).map((i) => (records[i]!.event as { turn_id?: string }).turn_id));
-    const keep = (r: Record | undefined) => r?.patch !== undefined || (r?.event?.turn_id !== undefined && earlier.has(r.event.turn_id));
+    writeFileAtomicSync(store.file(branchId), branch + branchPatch + '\n' + torn, { mode: 0o600, exclusive: true });
+    const keep = keptAfterCut(records.slice(0, at));
     const kept = [...lines.slice(0, at), ...lines.slice(at).filter((_, k) => keep(records[at + k]))];
-    writeFileAtomicSync(convo.file, kept.join('\n') + '\n', { mode: 0o600 });
+    try {
+      writeFileAtomicSync(convo.file, kept.join('\n') + '\n', { mode: 0o600 });
+    } catch (e) {
+      // The conversation is as it was: no branch of it is left either.
+      store.delete(branchId);
+      throw new Error(
+        `The conversation could not be rewound: writing ${convo.file} failed (${(e as Error).message}); it is as it was. Free some space, then rewind again.`,
+      );
+    }
     // The object reads the file it now is (a new inode: read whole again), so the next turn's history is the cut one.
     convo.catchUp();
-    return { branchId, branchTitle: title, turn: starts.indexOf(at) + 1, prompt, removed: starts.filter((i) => i >= at).length };
+    const source = started.source ? { source: started.source } : {};
+    return { branchId, branchTitle: title, turn: starts.indexOf(at) + 1, prompt, ...source, removed: starts.filter((i) => i >= at).length };
   } finally {
     release();
   }
 }
 
+/**
+ * After the cut: the meta's patches; events of earlier turns another process wrote meanwhile (their turn_id); and
+ * the session's and its jobs' events, which carry no turn (a job of a kept turn that ended later, a restart).
+ */
+function keptAfterCut(before: readonly (Record | undefined)[]): (r: Record | undefined) => boolean {
+  const turns = new Set<unknown>();
+  const jobs = new Set<unknown>();
+  for (const b of before) {
+    const e = b?.event as { type?: string; turn_id?: unknown; job?: unknown } | undefined;
+    if (e?.type === 'codeact.turn.started') turns.add(e.turn_id);
+    else if (e?.type === 'codeact.job') jobs.add(e.job);
+  }
+  return (r) => {
+    if (r?.patch !== undefined) return true;
+    const e = r?.event as { type?: string; turn_id?: unknown; job?: unknown } | undefined;
+    if (!e) return false;
+    if (e.turn_id !== undefined) return turns.has(e.turn_id);
+    // A job's later events when it started before the cut; the session's own (a restart, a loss).
+    return e.type === 'codeact.session' || (e.type === 'codeact.job' && jobs.has(e.job));
+  };
+}
+
+/** "1 turn was" / "3 turns were". */
+export function turnsWere(n: number, verb: 'was' | 'is' = 'was'): string {
+  const plural = verb === 'was' ? 'were' : 'are';
+  return `${n} turn${n === 1 ? '' : 's'} ${n === 1 ? verb : plural}`;
+}
+
 /** What the model is told at its next request after a conversation rewind (`code`: what the code rewind did, if one was done). */
 export function conversationRewindNote(cut: ConversationCut, code: string | undefined): string {
-  const said = clip(cut.prompt.replace(/\s+/g, ' ').trim(), 120);
-  const head =
-    `[codeact] The user rewound the conversation to before their message ${JSON.stringify(said)} (turn ${cut.turn}): ` +
-    `${cut.removed} turn${cut.removed === 1 ? ' was' : 's were'} taken out of this conversation.`;
+  const said = JSON.stringify(clip(cut.prompt.replace(/\s+/g, ' ').trim(), 120));
+  const what = isMessage(cut.source) ? `their message ${said}` : `the run ${said}`;
+  const head = `[codeact] The user rewound the conversation to before ${what} (turn ${cut.turn}): ${turnsWere(cut.removed)} taken out of this conversation.`;
   if (code) return `${head}\n${code}`;
-  return `${head} The Python session and the workspace files were NOT rewound: variables, imports and files that code made are still there.`;
+  return `${head} The Python session and the workspace files were not rewound with it.`;
 }
