@@ -158,6 +158,8 @@ export interface ResetMessage {
   events: TranscriptEvent[];
   /** Where the page last said it was scrolled in this conversation (a reload comes back there). */
   scroll?: TranscriptScroll;
+  /** Show its end, wherever the page was (the conversation was rewound: the place it was at may be gone). */
+  toEnd?: boolean;
   /** The host's numbering of `seq` (see `EventBatcherOptions.epoch`): the page says it back in `ready` and `resync`. */
   epoch?: string;
 }

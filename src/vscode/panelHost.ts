@@ -169,8 +169,10 @@ export class PanelHost {
       const code = done.outcome ? done.lines.join(' ') : '';
       const partly = notCut !== undefined || (done.outcome && (!done.outcome.python.restored || 'why' in done.outcome.files));
       if (cut) {
-        // The page shows the conversation as it is now; a message of the turn gone back before is in the chat box again.
-        this.resetTranscript();
+        // The page shows the conversation as it is now, at its end (the turn it was at may be gone); a message of the
+        // turn gone back before is in the chat box again.
+        if (convo) s.memory.rememberScroll(convo.id, { stuck: true });
+        this.resetTranscript(true);
         if (isMessage(cut.source)) this.setInput(cut.prompt);
         const where = `${turnsWere(cut.removed, 'is')} kept in History as "${forDisplay(cut.branchTitle, { line: true })}".`;
         this.notice(partly ? 'warning' : 'info', `Rewound the conversation to before turn ${cut.turn}; from there on, ${where}${code ? ` Code: ${code}` : ''}`);
@@ -188,7 +190,7 @@ export class PanelHost {
   }
 
   /** The whole transcript of the open conversation (`reset`), numbered from `seq`. */
-  private postReset(seq: number): void {
+  private postReset(seq: number, toEnd = false): void {
     const convo = this.codeact.currentConversation;
     this.post({
       type: 'reset',
@@ -197,13 +199,13 @@ export class PanelHost {
       seq,
       events: convo ? [...convo.events] : [],
       epoch: this.batcher.epoch,
-      ...this.scrollOf(convo?.id),
+      ...(toEnd ? { toEnd } : this.scrollOf(convo?.id)),
     });
   }
 
-  private resetTranscript(): void {
+  private resetTranscript(toEnd = false): void {
     this.batcher.reset(this.codeact.currentConversation?.id, 0);
-    this.postReset(0);
+    this.postReset(0, toEnd);
   }
 
   /** The batches the page missed, or the whole transcript (`reset`) when they are gone or the page asks for it all. */

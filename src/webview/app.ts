@@ -213,7 +213,7 @@ export class App {
         break;
       case 'reset':
         this.epoch = msg.epoch;
-        this.reset(msg.events, msg.seq, msg.conversationId, msg.title, msg.scroll);
+        this.reset(msg.events, msg.seq, msg.conversationId, msg.title, msg.scroll, msg.toEnd);
         break;
       case 'history':
         this.conversations = msg.conversations;
@@ -294,8 +294,8 @@ export class App {
     this.scheduleSave();
   }
 
-  private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string, hostScroll?: ScrollPosition): void {
-    const keep = this.scroll.placeToKeep(conversationId !== undefined && conversationId === this.conversationId, hostScroll);
+  private reset(events: TranscriptEvent[], seq: number, conversationId?: string, title?: string, hostScroll?: ScrollPosition, toEnd = false): void {
+    const keep = toEnd ? undefined : this.scroll.placeToKeep(conversationId !== undefined && conversationId === this.conversationId, hostScroll);
     this.model = buildTranscript(events.filter((e) => e && typeof (e as { type?: unknown }).type === 'string'));
     this.seq = seq;
     this.partial = false;

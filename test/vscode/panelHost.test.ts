@@ -356,6 +356,7 @@ describe('vscode panel host (fake seams)', () => {
     assert.equal(convo.events.filter((e) => e.type === 'codeact.turn.started').length, 1);
     const reset = r.of('reset').at(-1)!;
     assert.equal(reset.conversationId, convo.id);
+    assert.equal(reset.toEnd, true, 'shown at its end (the turn the page was at may be gone)');
     assert.equal(reset.events.filter((e) => e.type === 'codeact.turn.started').length, 1, 'the page shows the cut conversation');
     assert.deepEqual(r.of('setInput').at(-1), { type: 'setInput', text: r.rewindTurns[0].prompt, send: false });
     assert.deepEqual(r.of('exec.rewound'), [], 'the card went with its turn');
