@@ -152,7 +152,7 @@ function checkpointsLine(msg: VariablesMessage): HTMLElement[] {
   if (!c) return [];
   const line = h('p', {
     class: 'variables-checkpoints',
-    text: `Rewind checkpoints: ${c.count} of ${c.max} · ${approxBytes(c.bytes)} of ${approxBytes(c.budgetBytes)}`,
+    text: `Rewind checkpoints: ${c.count} of ${c.max} · ${c.bytes < 1 << 20 ? 'under 1 MB' : approxBytes(c.bytes)} of ${approxBytes(c.budgetBytes)}`,
   });
   line.title =
     'Copies of the Python state before each execution, for "Rewind to here". The memory is what each holds on its own ' +

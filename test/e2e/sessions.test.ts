@@ -117,7 +117,7 @@ describe('e2e: sessions — # %% cells build on one another; the variables view;
     assert.equal(badge, String(rows.length), 'the badge counts the variables');
     // What the session's rewind checkpoints hold, against their budgets (codeact.rewind.*).
     const held = (await e2e.panel.frame()).locator('section.variables-panel .variables-checkpoints');
-    assert.match((await held.textContent({ timeout: UI })) ?? '', /^Rewind checkpoints: [1-9]\d* of 10 · [\d.]+ (bytes?|KB|MB) of 1\.0 GB$/);
+    assert.match((await held.textContent({ timeout: UI })) ?? '', /^Rewind checkpoints: [1-9]\d* of 10 · (under 1 MB|[\d.]+ MB) of 1\.0 GB$/);
     const head = await e2e.panel.variablesHeader();
     assert.deepEqual(head, { title: 'Variables', source: FILE, buttons: ['Refresh variables', 'Restart session'] }, "the section names the document's session");
     await (await e2e.panel.frame()).locator('section.variables-panel').scrollIntoViewIfNeeded();
