@@ -37,12 +37,6 @@ interface StickOptions {
   stuck?: boolean;
   /** Called when the stuck state changes. */
   onChange?: (stuck: boolean) => void;
-  /**
-   * The scroller's content: when it grows while the view follows the bottom, the view goes there before the frame
-   * is painted (a ResizeObserver), also where scroll anchoring does not act (at scroll offset 0, when the content
-   * first outgrows the view).
-   */
-  content?: HTMLElement;
 }
 
 export class StickToBottom {
@@ -82,13 +76,6 @@ export class StickToBottom {
       if (this.active && this.stuckNow) this.scroller.scrollTop = BOTTOM;
     });
     this.ro.observe(scroller);
-    if (options.content) {
-      const grown = new ResizeObserver(() => {
-        if (this.active && this.stuckNow && !this.userScrolling()) this.scroller.scrollTop = BOTTOM;
-      });
-      grown.observe(options.content);
-      this.cleanup.push(() => grown.disconnect());
-    }
 
     const intent = () => {
       this.intentUntil = performance.now() + INTENT_MS;

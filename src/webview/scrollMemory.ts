@@ -49,7 +49,7 @@ export class ScrollMemory {
     private readonly host: ScrollMemoryHost,
   ) {
     scroller.addEventListener('scroll', () => this.onScroll(), { passive: true });
-    this.stick = new StickToBottom(scroller, { slack: 48, stuck: !saved, content: transcript, onChange: (stuck) => this.onStickChange(stuck) });
+    this.stick = new StickToBottom(scroller, { slack: 48, stuck: !saved, onChange: (stuck) => this.onStickChange(stuck) });
     this.restore = new HeldPosition(scroller, transcript, this.stick, view, () => this.measureWhenSettled());
     this.restore.set(saved);
   }
