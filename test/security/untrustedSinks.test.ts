@@ -91,13 +91,14 @@ const KNOWN: Record<string, string> = {
   'src/cli/chat.ts: JSON.stringify(list)': '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/chat.ts: JSON.stringify(points)': '--json: machine output, the events as they are (README: scripts read it)',
   "src/cli/chat.ts: JSON.stringify({ type: 'error', message, code: 'rewind' })": '--json: machine output, the events as they are (README: scripts read it)',
-  "src/cli/chat.ts: JSON.stringify({ type: 'codeact.rewound', execution: at, ...outcome })":
+  "src/cli/chat.ts: JSON.stringify({ type: 'codeact.rewound', execution: code ? point : at, ...(outcome ?? {}), ...(cut ? { conversation: cut } : {}) })":
     '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/chat.ts: String(i + 1).padStart(3)': 'a number',
-  'src/cli/chat.ts: Number(n)': "a number (the person's own --rewind argument, checked to be an execution number)",
+  'src/cli/chat.ts: Number(values.rewind)': "a number (the person's own --rewind argument, checked to be an execution number)",
+  'src/cli/chat.ts: items.findIndex((it) => it.id === first) + 1 || at': 'a number (an execution number)',
   'src/cli/chat.ts: formatChangeCount(it.changes.changes.length)': "CodeAct's wording with a count",
-  "src/cli/chat.ts: rewoundLines(outcome, (t) => forTerminal(t, { line: true })).join(' ')":
-    "CodeAct's wording; the code's file names and reasons in it go through forTerminal (core/agent/rewindNote's `show`)",
+  "src/cli/chat.ts: said.filter(Boolean).join(' ')":
+    "CodeAct's wording; the code's file names and reasons in it go through forTerminal (core/agent/rewindNote's `show`); the turn's number and the branch's id are ours",
   "src/webview/rewindControls.ts: m.lines.join(' ')": "the host's lines (vscode/panelOutputs): CodeAct's wording, the code's names in them through forDisplay",
   'src/cli/chat.ts: c.id': "CodeAct's own text, ids or numbers",
   "src/cli/chat.ts: new Date(c.updatedAt).toISOString().slice(0, 16).replace('T', ' ')": "CodeAct's own text, ids or numbers",
@@ -200,6 +201,10 @@ const KNOWN: Record<string, string> = {
   'src/webview/outputNodes.ts: b.text.slice(pos, end)': "the output pane's sanitiser itself: the text up to the next mark (findInvisibleIn), which has none",
   'src/webview/reveal.ts: m.marker': 'the marker itself (<U+202E>): ASCII made by common/invisibleChars',
   'src/webview/variablesView.ts: String(msg.total > n ? `${n}+` : n)': 'a count',
+  'src/webview/variablesView.ts: c.count': 'a count',
+  'src/webview/variablesView.ts: c.max': 'a count (a setting, checked by the resolver)',
+  'src/webview/variablesView.ts: approxBytes(c.bytes)': 'a size',
+  'src/webview/variablesView.ts: approxBytes(c.budgetBytes)': 'a size',
   'src/webview/variablesView.ts: msg.note': "the host's own sentences (src/vscode/sessionVariables.ts)",
   'src/webview/viewKit.ts: label':
     "a sink wrapper's parameter (button, textButton): callers pass CodeAct's own labels (literals, errorActions' labels, the host's notice actions)",
