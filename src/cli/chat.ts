@@ -11,7 +11,7 @@ import type { RewindOutcome, Runtime } from '../core/runtime/types';
 import { forTerminal } from '../common/untrusted';
 import { formatChangeCount } from '../common/rewind';
 import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
-import { conversationRewindNote, cutConversation, firstExecution, turnOfExecution, turnsWere, type ConversationCut } from '../core/agent/conversationRewind';
+import { conversationRewindNote, cutConversation, turnAt, turnOfExecution, turnsWere, type ConversationCut } from '../core/agent/conversationRewind';
 import { usageSummary, usageSummaryText } from '../common/usage';
 import { TranscriptStore, titleFrom, type Conversation } from '../core/agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../core/agent/conversationLock';
@@ -306,7 +306,7 @@ async function rewindTo(store: TranscriptStore, convo: Conversation, runtime: Ru
       "This conversation's Python session is gone (it ended, or its session host did), so its code cannot be rewound; nothing was, and nothing was sent to the model. --only conversation rewinds the conversation alone.",
     );
   // With the conversation, the code goes back to where the conversation does: before the turn's first execution.
-  const first = turnId ? firstExecution(convo.events, turnId) : undefined;
+  const first = turnId ? turnAt(convo.events, turnId)?.firstExecution : undefined;
   const point = code && first ? items.findIndex((it) => it.id === first) + 1 || at : at;
   let outcome: RewindOutcome | undefined;
   try {

@@ -15,7 +15,6 @@ import {
   branchTitle,
   conversationRewindNote,
   cutConversation,
-  firstExecution,
   isMessage,
   turnAt,
   turnOfExecution,
@@ -138,7 +137,7 @@ export class PanelHost {
     const turnId = m.turnId ?? (convo && m.itemId && m.redo === undefined ? turnOfExecution(convo.events, m.itemId) : undefined);
     const at = convo && turnId ? turnAt(convo.events, turnId) : undefined;
     if (m.turnId && !at) throw new Error('That turn is no longer in this conversation.');
-    const first = convo && turnId ? firstExecution(convo.events, turnId) : undefined;
+    const first = at?.firstExecution;
     // From a turn: the code goes back to before its first execution.
     const itemId = m.itemId ?? first;
     // The conversation is this window's while it is cut (a `codeact chat --continue` of it is refused meanwhile).
@@ -146,9 +145,7 @@ export class PanelHost {
     try {
       const done = await this.deps.outputs.rewind(
         { itemId: itemId ?? '', ...(m.redo !== undefined ? { redo: m.redo } : {}) },
-        at && convo
-          ? { ...at, branchTitle: branchTitle(convo.meta.title), ...(first ? { firstExecution: first } : {}), ...(m.turnId ? { fromTurn: true } : {}) }
-          : undefined,
+        at && convo ? { ...at, branchTitle: branchTitle(convo.meta.title), ...(m.turnId ? { fromTurn: true } : {}) } : undefined,
         (conversation) => {
           if (s.busy) throw new Error('A turn started while you chose; nothing was rewound. Rewind again once it ends.');
           // Another process holding it (a turn of `codeact chat`) refuses the rewind before anything changes.

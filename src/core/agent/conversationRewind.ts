@@ -39,30 +39,33 @@ export function turnOfExecution(events: readonly TranscriptEvent[], itemId: stri
   return undefined;
 }
 
-/** The first execution of turn `turnId` (the id of its item), from the conversation's events; undefined when it ran none. */
-export function firstExecution(events: readonly TranscriptEvent[], turnId: string): string | undefined {
-  let turn: string | undefined;
-  for (const e of events) {
-    if (e.type === 'codeact.turn.started') turn = e.turn_id;
-    else if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.turn_id ?? turn) === turnId) return e.item.id;
-  }
-  return undefined;
-}
-
 /** The title of the branch a rewind keeps the whole conversation as. */
 export function branchTitle(title: string): string {
   return clip(`${title} (before rewind)`, 80);
 }
 
-/** Turn `turnId` of the conversation: its number (from 1), its prompt and source; undefined when it is not there. */
-export function turnAt(events: readonly TranscriptEvent[], turnId: string): { turn: number; prompt: string; source?: TurnSource } | undefined {
+/** A turn as a rewind names it: its number (from 1), prompt and source, and its first execution (the id of its item). */
+interface TurnPoint {
+  turn: number;
+  prompt: string;
+  source?: TurnSource;
+  firstExecution?: string;
+}
+
+/** Turn `turnId` of the conversation, in one pass over its events; undefined when it is not there. */
+export function turnAt(events: readonly TranscriptEvent[], turnId: string): TurnPoint | undefined {
   let n = 0;
-  for (const e of events)
+  let found: TurnPoint | undefined;
+  let current: string | undefined;
+  for (const e of events) {
     if (e.type === 'codeact.turn.started') {
-      n++;
-      if (e.turn_id === turnId) return { turn: n, prompt: e.prompt, ...(e.source ? { source: e.source } : {}) };
-    }
-  return undefined;
+      current = e.turn_id;
+      if (!found) n++;
+      if (e.turn_id === turnId) found = { turn: n, prompt: e.prompt, ...(e.source ? { source: e.source } : {}) };
+    } else if (found && e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' && (e.turn_id ?? current) === turnId)
+      return { ...found, firstExecution: e.item.id };
+  }
+  return found;
 }
 
 /** Whether a turn's prompt is a person's message (to send again), not a label of what was run (Run with Tools: "orders.py, lines 3-20"). */
