@@ -3,7 +3,10 @@
  * - `session_host_exec_overhead_ms`: what an execution costs more through the session host than on the direct
  *   path (a LocalRuntime in this process), p50 of hosted minus p50 of direct, same warm session kind, same run.
  *   Direct and hosted alternate (and swap order every round), so load on the machine hits both alike. Two codes:
- *   a plain `return 1` and a small print (one stdout event more). Goal <= 0.2 ms.
+ *   a plain `return 1` and a small print (one stdout event more). Goal <= 0.2 ms. Both paths keep no checkpoints: a
+ *   checkpoint is the guest's work, the same on both paths, and the page copies it brings to the next run (about
+ *   20 ms on this VM, `exec_session_ms_p50` against `exec_session_no_checkpoints_ms_p50`) vary by more than the 0.2 ms
+ *   measured here. `session_host_exec_overhead_checkpoints_ms` is the same difference with them on, for reference.
  * - `session_host_rtt_after_idle_ms_p50`: the same after 2 ms of idle before each message (what a run pays: back to
  *   back, the round trip is cheaper than it ever is between two runs).
  * - `session_host_rtt_ms_p50`: one message to the host and its reply with no guest (the floor under the overhead:
@@ -34,37 +37,55 @@ async function once(rt: Exec, code: string): Promise<number> {
 
 const CODES = { return: 'return 1', print: 'print("hello")\nreturn 1' } as const;
 
+/** Runs `code` n times on each, alternating (and swapping order every round): p50 of each. */
+async function paired(direct: Exec, hosted: Exec, code: string, n: number): Promise<{ direct: number; hosted: number }> {
+  const d: number[] = [];
+  const h: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (i % 2) {
+      d.push(await once(direct, code));
+      h.push(await once(hosted, code));
+    } else {
+      h.push(await once(hosted, code));
+      d.push(await once(direct, code));
+    }
+  }
+  return { direct: p50(d), hosted: p50(h) };
+}
+
 export async function benchSessionHost(engine: typeof Engine, out: Record<string, unknown>, kind: 'none' | 'bubblewrap', runs: number): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'codeact-bench-host-'));
-  const attach = () =>
+  const attach = (checkpoints: boolean) =>
     engine.attachSessionHost({
       workspace: dir,
-      local: { sandbox: { kind } },
+      local: { sandbox: { kind }, ...(checkpoints ? {} : { checkpoints: { max: 0 } }) },
       idleMs: 60_000,
       entry: path.join(__dirname, '../dist/sessionHost.js'),
       env: { ...process.env, XDG_RUNTIME_DIR: dir },
     });
-  const direct = new engine.LocalRuntime({ sandbox: { kind } });
-  const hosted = await attach();
+  const direct = new engine.LocalRuntime({ sandbox: { kind }, checkpoints: { max: 0 } });
+  const hosted = await attach(false);
   try {
     for (const rt of [direct, hosted]) for (let i = 0; i < 20; i++) await once(rt, CODES.print);
     const n = Math.max(runs, 200);
     for (const [name, code] of Object.entries(CODES)) {
-      const d: number[] = [];
-      const h: number[] = [];
-      for (let i = 0; i < n; i++) {
-        if (i % 2) {
-          d.push(await once(direct, code));
-          h.push(await once(hosted, code));
-        } else {
-          h.push(await once(hosted, code));
-          d.push(await once(direct, code));
-        }
-      }
+      const t = await paired(direct, hosted, code, n);
       const suffix = name === 'return' ? '' : '_print';
-      out[`exec_session_direct${suffix}_ms_p50`] = r3(p50(d));
-      out[`exec_session_host${suffix}_ms_p50`] = r3(p50(h));
-      out[`session_host_exec_overhead${suffix}_ms`] = r3(p50(h) - p50(d));
+      out[`exec_session_direct${suffix}_ms_p50`] = r3(t.direct);
+      out[`exec_session_host${suffix}_ms_p50`] = r3(t.hosted);
+      out[`session_host_exec_overhead${suffix}_ms`] = r3(t.hosted - t.direct);
+    }
+    // The same with checkpoints on both paths (the default), for reference: the page copies dominate.
+    const directCp = new engine.LocalRuntime({ sandbox: { kind } });
+    const hostedCp = await attach(true);
+    try {
+      for (const rt of [directCp, hostedCp]) await once(rt, CODES.return);
+      const t = await paired(directCp, hostedCp, CODES.return, Math.min(n, 100));
+      out.session_host_exec_overhead_checkpoints_ms = r3(t.hosted - t.direct);
+    } finally {
+      await directCp.dispose();
+      hostedCp.connection.end();
+      await hostedCp.dispose();
     }
 
     // The floor under the overhead: one message to the host and its reply, no guest (an `ask has`).
@@ -90,7 +111,7 @@ export async function benchSessionHost(engine: typeof Engine, out: Record<string
     const times: number[] = [];
     for (let i = 0; i < Math.min(runs, 15); i++) {
       const t0 = performance.now();
-      const again = await attach();
+      const again = await attach(false);
       const has = again.sessions.has('bench');
       const vars = await again.sessions.variables('bench');
       times.push(performance.now() - t0);
