@@ -5,7 +5,7 @@
  *   codeact tools [--workspace DIR] [--json]
  *   codeact chat "<prompt>" --provider P --model M [options]
  *   codeact trust [DIR] | --revoke [DIR] | --list
- *   codeact mcp list | sign-out URL|--all
+ *   codeact mcp serve | list | sign-out URL|--all
  *   codeact sessions [--json] | end ID|--all
  *
  * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
@@ -27,6 +27,7 @@ ${runSynopsis('  ')}
   codeact tools [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--trust-workspace] [--json]
   ${CHAT_SYNOPSIS} [options]
   codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list
+  codeact mcp serve [--workspace DIR] [options]   (CodeAct as an MCP server on stdio)
   codeact mcp list | codeact mcp sign-out URL|--all
   codeact sessions [--json] | codeact sessions end ID|--all
   codeact --help | --version

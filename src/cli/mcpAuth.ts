@@ -4,6 +4,7 @@
  * authorization URL on stderr and opens it in a browser when there is a desktop, then waits for the
  * loopback redirect. `codeact mcp list` and `codeact mcp sign-out [URL | --all]` manage what is kept.
  */
+import { mcpServeCommand } from './mcpServe';
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
@@ -105,11 +106,13 @@ export function cliMcpAuthHost(
   };
 }
 
-const MCP_USAGE = `Usage: codeact mcp list                  the MCP servers you are signed in to
+const MCP_USAGE = `Usage: codeact mcp serve [options]         CodeAct as an MCP server on stdio (codeact mcp serve --help)
+       codeact mcp list                  the MCP servers you are signed in to
        codeact mcp sign-out URL|--all    forget the tokens and client registration of a server (or all)`;
 
-/** `codeact mcp list`, `codeact mcp sign-out URL|--all`. */
+/** `codeact mcp serve …` (./mcpServe), `codeact mcp list`, `codeact mcp sign-out URL|--all`. */
 export async function mcpCommand(argv: string[], secrets: McpSecretStore = fileSecretStore()): Promise<number> {
+  if (argv[0] === 'serve') return mcpServeCommand(argv.slice(1));
   const { values, positionals } = parse({
     args: argv,
     options: { all: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },

@@ -1,0 +1,93 @@
+/**
+ * `codeact mcp serve`: CodeAct as an MCP server on stdio (core/mcpServer), for another agent to run Python in a
+ * live, sandboxed session of the folder with its managed tools. The folder, its settings and their trust are read
+ * as `codeact run` reads them; in a folder that is not trusted nothing runs (each code tool says how to trust it).
+ * stdout is the protocol's alone: every warning goes to stderr.
+ */
+import { imageBudgetFrom } from '../core/config/engine';
+import { installOptionsFrom } from '../core/config/install';
+import { allowancesOverride } from '../core/gateway/approvalPolicy';
+import { ToolGateway } from '../core/gateway/gateway';
+import { codeActMcpServer } from '../core/mcpServer/server';
+import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
+import { resolveTools } from '../core/tools/toolSources';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { parse, UsageError } from './args';
+import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
+import { openWorkspace, reportDeclarationErrors, runtimeFrom } from './workspace';
+
+const SERVE_FLAGS = {
+  workspace: { type: 'string', short: 'w' },
+  folder: { type: 'string' },
+  'trust-workspace': { type: 'boolean' },
+  verbose: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const SERVE_OPTIONS = commandOptions('run', SERVE_FLAGS);
+
+function serveSynopsis(lead: string): string {
+  return wrapUsage(
+    `${lead}codeact mcp serve [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]`,
+    [settingFlagsUsage('run'), ['[--trust-workspace]', '[--verbose]']],
+    lead.length + 'codeact mcp serve '.length,
+  );
+}
+
+const SERVE_USAGE = [
+  serveSynopsis('Usage: '),
+  'An MCP server on stdio: execute_tool_code and execute_code run Python in one live, sandboxed session per',
+  "MCP session, with the folder's managed tools (approvals are asked through the client's elicitation);",
+  'list_variables and restart_session manage it. For example, in Claude Code:',
+  '  claude mcp add codeact -- codeact mcp serve --workspace /path/to/project',
+  ...settingFlagsHelp('run'),
+].join('\n');
+
+export async function mcpServeCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse({ args: argv, options: SERVE_OPTIONS });
+  if (values.help) {
+    process.stdout.write(SERVE_USAGE + '\n');
+    return 0;
+  }
+  if (positionals.length) throw new UsageError(`codeact mcp serve takes no arguments (got "${positionals[0]}"); the folder is --workspace DIR.`);
+  const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
+  const runtime = await runtimeFrom(ws, { longLived: true, verbose: values.verbose });
+  try {
+    ws.toolSet = await resolveTools(ws.toolSet);
+    reportDeclarationErrors(ws.toolSet);
+    const refusal = ws.trust.trusted
+      ? undefined
+      : `This folder (${ws.dir}) is not trusted, so CodeAct runs no code in it for an MCP client. ` +
+        `To trust it: codeact trust ${JSON.stringify(ws.dir)} (or start the server with --trust-workspace), then restart the server.`;
+    const server = codeActMcpServer({
+      runtime,
+      gateway: (asking) =>
+        new ToolGateway(ws.toolSet.tools, {
+          approver: asking.approver,
+          policyOverride: allowancesOverride(ws.config.alwaysAllow, asking.session),
+          unusable: ws.toolSet.errors,
+          ...installOptionsFrom(ws.config, { trusted: ws.trust.trusted, folder: ws.dir }),
+        }),
+      timeoutMs: ws.config.timeoutMs,
+      outputChars: ws.config.outputModelChars,
+      images: imageBudgetFrom(ws.config),
+      maxJobs: ws.config.maxJobs,
+      inlineLimit: ws.config.toolsInlineLimit,
+      reviewCode: ws.config.reviewCode,
+      refusal,
+    });
+    const closed = new Promise<void>((resolve) => {
+      server.onclose = resolve;
+      process.stdin.once('end', resolve);
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await server.connect(new StdioServerTransport());
+    await closed;
+    await server.close().catch(() => {});
+    return 0;
+  } finally {
+    await runtime.dispose();
+    await disposeDefaultMcpPool();
+  }
+}

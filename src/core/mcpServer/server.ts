@@ -1,0 +1,188 @@
+/**
+ * CodeAct as an MCP server (issue 36): another agent (Claude Code, Codex, Gemini CLI, VS Code's agent) runs
+ * Python in a live, sandboxed, stateful session of the workspace, whose code reaches the workspace's managed
+ * tools only through the gateway (schemas, limits, approvals, deny wins). One session per MCP session.
+ *
+ * Tools: `execute_tool_code` and `execute_code` (the descriptions the panel's model reads, core/tools/modelTools),
+ * `list_variables` and `restart_session`. A result is the text the panel's model reads of the execution
+ * (core/agent/executionResult) and its images as MCP image content, within the vision budgets. While code runs,
+ * each chunk of output is a progress notification (when the call asked for progress); cancelling the call stops
+ * the run and its whole process tree.
+ *
+ * Approvals and code review are asked of the person through the client's elicitation (./asking). In a folder that
+ * is not trusted nothing runs: every code tool says so and how to trust it.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CodeActEvent } from '../../common/events';
+import { jobNotesText } from '../agent/agent';
+import { executionImages, executionSummary, withinPixelCap } from '../agent/executionResult';
+import type { ToolGateway } from '../gateway/gateway';
+import type { ImageBudget } from '../providers/shared/types';
+import type { Runtime } from '../runtime/types';
+import { EXECUTE_CODE, EXECUTE_TOOL_CODE, executeCodeSpec, executeToolCodeSpec, jobsAvailable } from '../tools/modelTools';
+import { newId } from '../util/ids';
+import { CODEACT_VERSION } from '../util/version';
+import { McpAsking, type Asked } from './asking';
+
+const LIST_VARIABLES = 'list_variables';
+const RESTART_SESSION = 'restart_session';
+
+/** The longest code one call may send (a bound before any work). */
+const MAX_CODE_CHARS = 1_000_000;
+/** Progress notifications one call sends at most (output chunks beyond it are in the result only). */
+const MAX_PROGRESS = 2000;
+/** The longest progress message (a chunk of output is cut to it). */
+const PROGRESS_CHARS = 500;
+
+interface McpServerOptions {
+  runtime: Runtime;
+  /** The gateway of this MCP session's code, built with the approver the door gives (./asking). */
+  gateway: (asking: McpAsking) => ToolGateway;
+  /** Whole-run timeout of each execution (codeact.timeoutSeconds). */
+  timeoutMs: number;
+  /** The output budget of a result (codeact.outputs.modelChars). */
+  outputChars?: number;
+  /** Images in one result (codeact.vision.*, codeact.outputs.maxImageMegapixels). */
+  images: ImageBudget;
+  /** codeact.jobs.maxPerSession (0: off). */
+  maxJobs?: number;
+  /** codeact.toolDiscovery.inlineLimit. */
+  inlineLimit?: number;
+  /** codeact.approval.reviewCode: the person sees each execution's code before it runs. */
+  reviewCode?: boolean;
+  /** Set when the folder is not trusted: every code tool refuses with it and nothing runs. */
+  refusal?: string;
+  /** How long an approval waits for the person (default ./asking DEFAULT_ANSWER_MS). */
+  answerMs?: number;
+}
+
+/** The MCP server of one MCP session (connect it to a transport). `sessionId`: our id of its Python session. */
+export function codeActMcpServer(o: McpServerOptions, sessionId = newId('mcp')): Server {
+  const server = new Server({ name: 'codeact', version: CODEACT_VERSION }, { capabilities: { tools: {} } });
+  const calls = new Map<string, Asked>();
+  const asking = new McpAsking(server, (itemId) => calls.get(itemId), o.answerMs);
+  const gateway = o.gateway(asking);
+  const { runtime } = o;
+  const persistent = runtime.sessions.persist;
+  let executions = 0;
+
+  const ctx = () => ({
+    runtime: runtime.kind,
+    persistent,
+    keepsOutputs: runtime.sessions.keepsOutputs,
+    outputChars: o.outputChars,
+    inlineLimit: o.inlineLimit,
+    seesImages: o.images.maxImages > 0,
+    installs: gateway.installs,
+    unusable: gateway.unusable(),
+    maxJobs: o.maxJobs,
+  });
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const specs = [executeToolCodeSpec(gateway.tools(), ctx()), executeCodeSpec(ctx())];
+    const tools: Tool[] = specs.map((s) => ({ name: s.name, description: s.description, inputSchema: s.parameters as Tool['inputSchema'] }));
+    tools.push(
+      {
+        name: LIST_VARIABLES,
+        description: "The variables of this MCP session's Python session (names, types, short values, shapes), read without running any code.",
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: RESTART_SESSION,
+        description: "Restarts this MCP session's Python session: every variable, import and background job is gone; the next code starts fresh.",
+        inputSchema: { type: 'object', properties: {} },
+        annotations: { destructiveHint: true },
+      },
+    );
+    return { tools };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const { name } = request.params;
+    const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+    if (name === LIST_VARIABLES) return listVariables();
+    if (name === RESTART_SESSION) {
+      if (o.refusal) return failed(o.refusal);
+      const was = await runtime.sessions.restart(sessionId);
+      return text(
+        was
+          ? 'The Python session was restarted: its variables, imports and background jobs are gone.'
+          : 'There was no live Python session; the next code starts fresh.',
+      );
+    }
+    if (name !== EXECUTE_TOOL_CODE && name !== EXECUTE_CODE)
+      return failed(
+        `Unknown tool "${String(name).slice(0, 100)}". This server has ${EXECUTE_TOOL_CODE}, ${EXECUTE_CODE}, ${LIST_VARIABLES} and ${RESTART_SESSION}.`,
+      );
+    if (o.refusal) return failed(o.refusal);
+    const code = args.code;
+    if (typeof code !== 'string' || !code.trim()) return failed(`${name} needs a non-empty "code" string argument.`);
+    if (code.length > MAX_CODE_CHARS)
+      return failed(`The code is too long (${code.length.toLocaleString('en-US')} characters; at most ${MAX_CODE_CHARS.toLocaleString('en-US')}).`);
+    const background = args.background === true;
+    if (background) {
+      const jobs = jobsAvailable({ runtime: runtime.kind, persistent, maxJobs: o.maxJobs });
+      if (jobs !== true) return failed(jobs.unavailable);
+    }
+    const withTools = name === EXECUTE_TOOL_CODE;
+    const itemId = newId('exec');
+    const execution = ++executions;
+    calls.set(itemId, { relatedRequestId: extra.requestId, signal: extra.signal });
+    const progress = progressOf(extra);
+    try {
+      const item = await runtime.execute(
+        { code, itemId, sessionId, timeoutMs: o.timeoutMs, tools: withTools, execution, ...(background ? { background } : {}) },
+        { signal: extra.signal, onEvent: progress, onToolCall: withTools ? gateway.handler : undefined, ...(o.reviewCode ? { beforeRun: asking.review } : {}) },
+      );
+      const seen = withinPixelCap(item, o.images.maxPixels);
+      const summary = executionSummary(seen, {
+        execution,
+        outputChars: o.outputChars,
+        kept: runtime.sessions.keepsOutputs && !item.session?.state_lost,
+        installs: withTools && gateway.installs,
+      });
+      const notes = (await runtime.sessions.takeJobNotes?.(sessionId)) ?? [];
+      const content: CallToolResult['content'] = [{ type: 'text', text: notes.length ? `${jobNotesText(notes)}\n\n${summary}` : summary }];
+      for (const img of executionImages(seen, `execution ${execution}`, o.images)) content.push({ type: 'image', data: img.data, mimeType: img.mime_type });
+      return { content, ...(item.status !== 'completed' ? { isError: true } : {}) };
+    } finally {
+      calls.delete(itemId);
+    }
+  });
+
+  async function listVariables(): Promise<CallToolResult> {
+    if (!runtime.sessions.readsVariables) return text(`This runtime (${runtime.kind}) does not list variables; run code that prints them instead.`);
+    if (!runtime.sessions.has(sessionId)) return text('No Python session yet: nothing has run in this MCP session (or it was restarted).');
+    const summary = await runtime.sessions.variables(sessionId);
+    if (!summary) return text('The variables cannot be read while code runs; ask again once it ends.');
+    return text(JSON.stringify(summary, null, 1));
+  }
+
+  /** Output as progress notifications, for a call that asked for them (bounded in count and size). */
+  function progressOf(extra: { _meta?: { progressToken?: string | number }; sendNotification: (n: never) => Promise<void> }) {
+    const token = extra._meta?.progressToken;
+    if (token === undefined) return undefined;
+    let sent = 0;
+    return (e: CodeActEvent) => {
+      if (sent >= MAX_PROGRESS) return;
+      let message: string | undefined;
+      if (e.type === 'codeact.output.delta') message = e.delta.trim() ? e.delta : undefined;
+      else if (e.type === 'codeact.tool_call.started') message = `calling ${e.name}`;
+      if (!message) return;
+      sent++;
+      void extra
+        .sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: sent, message: message.slice(0, PROGRESS_CHARS) },
+        } as never)
+        .catch(() => {});
+    };
+  }
+
+  return server;
+}
+
+const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
+const failed = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }], isError: true });

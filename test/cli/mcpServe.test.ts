@@ -1,0 +1,158 @@
+/**
+ * `codeact mcp serve` (issue 36, point 1): the built CLI as an MCP server on stdio, driven by the official MCP
+ * SDK client, with real Python, real command tools and real matplotlib. State lives across calls; a plot is image
+ * content; output arrives as progress while the code runs; cancelling a call stops its run and the session goes
+ * on; a tool whose policy is `ask` is asked through elicitation (and refused, saying why, when the client cannot
+ * be asked); an untrusted folder runs nothing.
+ */
+import * as assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, type CallToolResult, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CLI, CLI_ENV } from '../support/cli';
+
+/** A command tool that says it ran, with its argument. */
+const tool = (name: string, approval: 'auto' | 'ask') => ({
+  name,
+  approval,
+  description: `Says it ran (${name}).`,
+  command: ['python3', '-c', `import json, sys; a = json.load(sys.stdin); print(json.dumps({"ran": ${JSON.stringify(name)}, "x": a.get("x")}))`],
+  inputSchema: { type: 'object', properties: { x: { type: 'string' } } },
+});
+
+const textOf = (r: unknown) =>
+  ((r as CallToolResult).content ?? [])
+    .filter((c) => c.type === 'text')
+    .map((c) => (c as { text: string }).text)
+    .join('\n');
+
+describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
+  this.timeout(120_000);
+  let ws: string;
+  const clients: Client[] = [];
+
+  before(function () {
+    if (!existsSync(CLI)) this.skip();
+    ws = mkdtempSync(path.join(tmpdir(), 'codeact-mcp-serve-'));
+    mkdirSync(path.join(ws, '.vscode'));
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [tool('note_auto', 'auto'), tool('note_ask', 'ask')] }));
+  });
+  after(() => rmSync(ws, { recursive: true, force: true }));
+  afterEach(async () => {
+    for (const c of clients.splice(0)) await c.close().catch(() => {});
+  });
+
+  async function connect(o: { elicit?: (r: ElicitRequest) => Promise<unknown>; env?: NodeJS.ProcessEnv } = {}): Promise<Client> {
+    const client = new Client({ name: 'codeact-test', version: '1.0.0' }, { capabilities: o.elicit ? { elicitation: {} } : {} });
+    if (o.elicit) client.setRequestHandler(ElicitRequestSchema, o.elicit as never);
+    const env = { ...CLI_ENV, ...o.env } as Record<string, string>;
+    for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', 'serve', '--workspace', ws, '--python', '/usr/bin/python3'],
+        env,
+        stderr: 'pipe',
+      }),
+    );
+    clients.push(client);
+    return client;
+  }
+
+  const run = (c: Client, code: string, extra: Record<string, unknown> = {}, options = {}) =>
+    c.callTool({ name: 'execute_tool_code', arguments: { code, ...extra } }, undefined, options) as Promise<CallToolResult>;
+
+  it('lists its tools, keeps state across calls, lists variables, restarts, and returns a plot as an image', async () => {
+    const c = await connect();
+    const { tools } = await c.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['execute_code', 'execute_tool_code', 'list_variables', 'restart_session']);
+    const etc = tools.find((t) => t.name === 'execute_tool_code')!;
+    assert.match(etc.description ?? '', /note_auto/);
+    assert.match(etc.description ?? '', /call_tool/);
+
+    assert.equal((await run(c, 'x = 41')).isError, undefined);
+    const r = await run(c, 'return x + 1');
+    assert.match(textOf(r), /42/);
+    const vars = textOf(await c.callTool({ name: 'list_variables', arguments: {} }));
+    assert.match(vars, /"name": "x"/);
+
+    const plot = await run(c, 'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()');
+    const image = plot.content.find((p) => p.type === 'image') as { data: string; mimeType: string } | undefined;
+    assert.ok(image, `no image in ${JSON.stringify(plot.content).slice(0, 500)}`);
+    assert.equal(image.mimeType, 'image/png');
+    assert.equal(Buffer.from(image.data, 'base64').subarray(1, 4).toString(), 'PNG');
+
+    assert.match(textOf(await c.callTool({ name: 'restart_session', arguments: {} })), /restarted/);
+    const gone = await run(c, 'return x');
+    assert.equal(gone.isError, true);
+    assert.match(textOf(gone), /NameError/);
+  });
+
+  it('sends output as progress while the code runs, and a cancelled call stops its run while the session goes on', async () => {
+    const c = await connect();
+    await run(c, 'y = 7');
+    const messages: string[] = [];
+    const controller = new AbortController();
+    const call = run(
+      c,
+      'import time\nprint("ready", flush=True)\ntime.sleep(600)',
+      {},
+      {
+        signal: controller.signal,
+        onprogress: (p: { message?: string }) => {
+          messages.push(p.message ?? '');
+          if (p.message?.includes('ready')) controller.abort();
+        },
+      },
+    );
+    await assert.rejects(call, /abort/i);
+    assert.ok(
+      messages.some((m) => m.includes('ready')),
+      JSON.stringify(messages),
+    );
+    // The session is alive and not busy: the next call runs at once and sees y (a run still sleeping would hold it).
+    assert.match(textOf(await run(c, 'return y * 6')), /42/);
+  });
+
+  it('asks a tool whose policy is ask through elicitation, with its arguments, and obeys the answer', async () => {
+    const asked: string[] = [];
+    let answer = 'allow';
+    const c = await connect({
+      elicit: async (req) => {
+        asked.push(String(req.params.message));
+        return { action: 'accept', content: { decision: answer } };
+      },
+    });
+    const call = 'try:\n    return await call_tool("note_ask", x="hello")\nexcept Exception as e:\n    return "refused: " + str(e)';
+    assert.match(textOf(await run(c, call)), /"ran":"note_ask"/);
+    assert.equal(asked.length, 1);
+    assert.match(asked[0], /"note_ask"/);
+    assert.match(asked[0], /"x": "hello"/); // the arguments, all of them, as the person reads them
+    answer = 'deny';
+    assert.match(textOf(await run(c, call)), /refused: .*denied/i);
+    // An auto tool is not asked about.
+    assert.match(textOf(await run(c, 'return await call_tool("note_auto", x="a")')), /"ran":"note_auto"/);
+    assert.equal(asked.length, 2);
+  });
+
+  it('refuses a tool that needs approval when the client cannot be asked (no elicitation), saying why', async () => {
+    const c = await connect();
+    const r = await run(c, 'try:\n    return await call_tool("note_ask", x="hello")\nexcept Exception as e:\n    return "refused: " + str(e)');
+    assert.match(textOf(r), /refused: .*does not support elicitation/);
+    assert.doesNotMatch(textOf(r), /"ran"/);
+  });
+
+  it('runs nothing in a folder that is not trusted, and says how to trust it', async () => {
+    const c = await connect({ env: { CODEACT_TRUST_WORKSPACE: undefined } });
+    const marker = path.join(ws, 'ran.txt');
+    const r = await run(c, `open(${JSON.stringify(marker)}, "w").write("x")`);
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /not trusted/);
+    assert.match(textOf(r), /codeact trust/);
+    assert.equal(existsSync(marker), false);
+    assert.equal((await c.callTool({ name: 'restart_session', arguments: {} })).isError, true);
+  });
+});
