@@ -8,6 +8,7 @@ import { imageBudgetFrom } from '../core/config/engine';
 import { installOptionsFrom } from '../core/config/install';
 import { allowancesOverride } from '../core/gateway/approvalPolicy';
 import { ToolGateway } from '../core/gateway/gateway';
+import { serveMcpHttp } from '../core/mcpServer/http';
 import { codeActMcpServer } from '../core/mcpServer/server';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveTools } from '../core/tools/toolSources';
@@ -21,6 +22,8 @@ const SERVE_FLAGS = {
   folder: { type: 'string' },
   'trust-workspace': { type: 'boolean' },
   verbose: { type: 'boolean' },
+  http: { type: 'boolean' },
+  port: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -28,7 +31,7 @@ const SERVE_OPTIONS = commandOptions('run', SERVE_FLAGS);
 
 function serveSynopsis(lead: string): string {
   return wrapUsage(
-    `${lead}codeact mcp serve [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]`,
+    `${lead}codeact mcp serve [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--http [--port N]]`,
     [settingFlagsUsage('run'), ['[--trust-workspace]', '[--verbose]']],
     lead.length + 'codeact mcp serve '.length,
   );
@@ -40,6 +43,8 @@ const SERVE_USAGE = [
   "MCP session, with the folder's managed tools (approvals are asked through the client's elicitation);",
   'list_variables and restart_session manage it. For example, in Claude Code:',
   '  claude mcp add codeact -- codeact mcp serve --workspace /path/to/project',
+  '--http serves Streamable HTTP on 127.0.0.1 instead (--port N; default: a free port), with a bearer token',
+  'made for this start: both are printed on stderr. Ctrl+C ends the server and its sessions.',
   ...settingFlagsHelp('run'),
 ].join('\n');
 
@@ -50,6 +55,9 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length) throw new UsageError(`codeact mcp serve takes no arguments (got "${positionals[0]}"); the folder is --workspace DIR.`);
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (values.port !== undefined && !values.http) throw new UsageError('--port goes with --http.');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port takes a port number (0-65535), not "${values.port}".`);
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
   const runtime = await runtimeFrom(ws, { longLived: true, verbose: values.verbose });
   try {
@@ -59,7 +67,7 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       ? undefined
       : `This folder (${ws.dir}) is not trusted, so CodeAct runs no code in it for an MCP client. ` +
         `To trust it: codeact trust ${JSON.stringify(ws.dir)} (or start the server with --trust-workspace), then restart the server.`;
-    const server = codeActMcpServer({
+    const door: Parameters<typeof codeActMcpServer>[0] = {
       runtime,
       gateway: (asking) =>
         new ToolGateway(ws.toolSet.tools, {
@@ -75,12 +83,23 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       inlineLimit: ws.config.toolsInlineLimit,
       reviewCode: ws.config.reviewCode,
       refusal,
+    };
+    const stopped = new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
     });
+    if (values.http) {
+      const http = await serveMcpHttp(door, port);
+      process.stderr.write(`CodeAct MCP server (Streamable HTTP): ${http.url}\nAuthorization: Bearer ${http.token}\n`);
+      await stopped;
+      await http.close();
+      return 0;
+    }
+    const server = codeActMcpServer(door);
     const closed = new Promise<void>((resolve) => {
       server.onclose = resolve;
       process.stdin.once('end', resolve);
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
+      void stopped.then(resolve);
     });
     await server.connect(new StdioServerTransport());
     await closed;

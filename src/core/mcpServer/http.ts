@@ -1,0 +1,123 @@
+/**
+ * The MCP door on Streamable HTTP (issue 36, point 1): loopback only, a bearer token made per start, one MCP
+ * server (./server) and one Python session per MCP session.
+ *
+ * Every request is checked before any MCP work: the path (`/mcp`), the Host header (a loopback name with this
+ * port: a web page that rebinds a DNS name to 127.0.0.1 is refused), an Origin if there is one (loopback
+ * only), and the token (compared in constant time). A request that fails gets 401, 403 or 404 and nothing
+ * else. At most {@link MAX_SESSIONS} MCP sessions live at once; a request that would start another gets 503.
+ * A session ends when its client deletes it, or when the server closes; its Python session ends with it.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Runtime } from '../runtime/types';
+import { newId, randomToken } from '../util/ids';
+import { codeActMcpServer } from './server';
+
+/** MCP sessions one server keeps at once. */
+const MAX_SESSIONS = 16;
+const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+type DoorOptions = Parameters<typeof codeActMcpServer>[0] & { runtime: Runtime };
+
+interface McpHttpServer {
+  /** Where clients connect: http://127.0.0.1:PORT/mcp */
+  readonly url: string;
+  /** The bearer token of this start. */
+  readonly token: string;
+  /** MCP sessions live now. */
+  readonly sessions: number;
+  close(): Promise<void>;
+}
+
+export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpServer> {
+  const token = randomToken(32);
+  const expected = Buffer.from(`Bearer ${token}`);
+  const live = new Map<string, { transport: StreamableHTTPServerTransport; python: string }>();
+  let bound = 0;
+
+  const refuse = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+  };
+
+  const allowed = (req: IncomingMessage): { status: number; message: string } | undefined => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname !== '/mcp') return { status: 404, message: 'Not found: the MCP endpoint is /mcp.' };
+    const host = req.headers.host ?? '';
+    const name = host.replace(/:\d+$/, '');
+    if (!LOOPBACK_NAMES.has(name) || host !== `${name}:${bound}`)
+      return { status: 403, message: 'Forbidden: this server answers only on loopback, by its own address.' };
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      let oh = '';
+      try {
+        oh = new URL(origin).hostname;
+      } catch {
+        /* not a URL: refused below */
+      }
+      if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(oh)) return { status: 403, message: 'Forbidden: a request from a web page of another origin.' };
+    }
+    const auth = Buffer.from(String(req.headers.authorization ?? ''));
+    if (auth.length !== expected.length || !timingSafeEqual(auth, expected))
+      return { status: 401, message: 'Unauthorized: send the token this server printed at start (Authorization: Bearer …).' };
+    return undefined;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const no = allowed(req);
+    if (no) return refuse(res, no.status, no.message, no.status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+    const sid = req.headers['mcp-session-id'];
+    if (typeof sid === 'string') {
+      const s = live.get(sid);
+      if (!s) return refuse(res, 404, 'This MCP session is gone (it ended, or the server restarted): start a new one.');
+      return s.transport.handleRequest(req, res);
+    }
+    if (req.method !== 'POST') return refuse(res, 400, 'Bad request: start a session with an initialize request (POST).');
+    if (live.size >= MAX_SESSIONS) return refuse(res, 503, `This server holds ${MAX_SESSIONS} MCP sessions already: end one (DELETE) and try again.`);
+    const python = newId('mcp');
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomToken(16),
+      onsessioninitialized: (id) => {
+        live.set(id, { transport, python });
+      },
+    });
+    const server = codeActMcpServer(o, python);
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      if (id) live.delete(id);
+      void o.runtime.sessions.close(python).catch(() => {});
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+    // Not an initialize (the transport refused it): nothing of it is kept.
+    if (!transport.sessionId) await server.close().catch(() => {});
+  };
+
+  const http: HttpServer = createServer((req, res) => {
+    handle(req, res).catch((e) => {
+      if (!res.headersSent) refuse(res, 500, `Internal error: ${e instanceof Error ? e.message : String(e)}`.slice(0, 300));
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(port, '127.0.0.1', () => resolve());
+  });
+  bound = (http.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${bound}/mcp`,
+    token,
+    get sessions() {
+      return live.size;
+    },
+    async close() {
+      for (const s of [...live.values()]) await s.transport.close().catch(() => {});
+      live.clear();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * `codeact mcp serve --http` (issue 36, points 1 and 5): the built CLI serving Streamable HTTP on loopback, driven
+ * by the official MCP SDK client and by raw HTTP. Each MCP session has its own Python session, whose state lives
+ * from call to call; no token (or a wrong one), another Host (DNS rebinding), another Origin or another path gets
+ * nothing; the server listens on 127.0.0.1 only.
+ */
+import * as assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { networkInterfaces, tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CLI, CLI_ENV } from '../support/cli';
+import { waitFor } from '../support/wait';
+
+const textOf = (r: unknown) => ((r as CallToolResult).content ?? []).map((c) => (c as { text?: string }).text ?? '').join('\n');
+
+/** One raw HTTP request to the server: its status. */
+function raw(url: string, headers: Record<string, string>, body = '{}', host?: string): Promise<number> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: host ?? u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const INIT = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+});
+
+describe('codeact mcp serve --http: Streamable HTTP on loopback with a token', function () {
+  this.timeout(120_000);
+  let ws: string;
+  let child: ChildProcess;
+  let url = '';
+  let token = '';
+  const clients: Client[] = [];
+
+  before(async function () {
+    if (!existsSync(CLI)) this.skip();
+    ws = mkdtempSync(path.join(tmpdir(), 'codeact-mcp-http-'));
+    child = spawn(process.execPath, [CLI, 'mcp', 'serve', '--http', '--workspace', ws, '--python', '/usr/bin/python3'], {
+      env: CLI_ENV,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    await waitFor(() => /Authorization: Bearer \S+\n/.test(err), { what: "the server's address and token on stderr", timeoutMs: 60_000 });
+    url = /Streamable HTTP\): (\S+)/.exec(err)![1];
+    token = /Authorization: Bearer (\S+)/.exec(err)![1];
+  });
+  after(async () => {
+    for (const c of clients) await c.close().catch(() => {});
+    child?.kill('SIGTERM');
+    if (child) await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    if (ws) rmSync(ws, { recursive: true, force: true });
+  });
+
+  async function connect(): Promise<Client> {
+    const client = new Client({ name: 'codeact-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    clients.push(client);
+    return client;
+  }
+  const run = (c: Client, code: string) => c.callTool({ name: 'execute_tool_code', arguments: { code } });
+
+  it('listens on 127.0.0.1 only', async () => {
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const other = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal);
+    if (other) await assert.rejects(raw(url, { authorization: `Bearer ${token}` }, INIT, other.address), /ECONNREFUSED/);
+  });
+
+  it('gives each MCP session its own Python session, whose state lives from call to call', async () => {
+    const a = await connect();
+    const b = await connect();
+    await run(a, 'x = "from a"');
+    await run(b, 'x = "from b"');
+    assert.match(textOf(await run(a, 'return x')), /from a/);
+    assert.match(textOf(await run(b, 'return x')), /from b/);
+    assert.match(textOf(await a.callTool({ name: 'list_variables', arguments: {} })), /"name": "x"/);
+  });
+
+  it('answers nothing without the token, with a wrong one, for another Host or Origin, or on another path', async () => {
+    assert.equal(await raw(url, {}, INIT), 401);
+    assert.equal(await raw(url, { authorization: `Bearer ${token}x` }, INIT), 401);
+    assert.equal(await raw(url, { authorization: `Bearer ${token.slice(0, -1)}` }, INIT), 401);
+    const port = new URL(url).port;
+    assert.equal(await raw(url, { authorization: `Bearer ${token}`, host: `evil.example:${port}` }, INIT), 403);
+    assert.equal(await raw(url, { authorization: `Bearer ${token}`, origin: 'https://evil.example' }, INIT), 403);
+    assert.equal(await raw(url.replace(/\/mcp$/, '/other'), { authorization: `Bearer ${token}` }, INIT), 404);
+    // The same request with the token and the server's own Host is answered.
+    assert.equal(await raw(url, { authorization: `Bearer ${token}` }, INIT), 200);
+  });
+});
