@@ -49,6 +49,8 @@ export class GuestCheckpoints {
   private pending?: Pending;
   /** Checkpoint frames sent whose answer has not come: the only ids a `checkpointed` frame may name. */
   private readonly awaiting = new Set<string>();
+  /** Rewinds waiting for every checkpoint asked for to be answered (so the budgets' drops are decided). */
+  private settling: Array<() => void> = [];
   /** The session ended: nothing more is asked of it. */
   private closed?: string;
   private seq = 0;
@@ -125,7 +127,34 @@ export class GuestCheckpoints {
    * Wakes the state before `point`; the caller holds the session's turn (no run is going on). `redo`: a point
    * that will name the state just before this rewind, when it can be kept.
    */
-  restore(point: string, redo?: string): Promise<Restored> {
+  async restore(point: string, redo?: string): Promise<Restored> {
+    // A checkpoint still being taken (the one after the last run) may push an older one out of the budget: what can
+    // be restored is decided once every checkpoint asked for has answered, the same however fast the guest forks.
+    await this.settled();
+    return this.restoreNow(point, redo);
+  }
+
+  /** Resolves once no checkpoint answer is outstanding (or the session ended; at most RESTORE_TIMEOUT_MS). */
+  private settled(): Promise<void> {
+    if (!this.awaiting.size || this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, RESTORE_TIMEOUT_MS);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.settling.push(done);
+    });
+  }
+
+  private wakeSettled(): void {
+    if (this.awaiting.size && !this.closed) return;
+    const waiting = this.settling;
+    this.settling = [];
+    for (const w of waiting) w();
+  }
+
+  private restoreNow(point: string, redo?: string): Promise<Restored> {
     if (this.closed) return Promise.reject(new Error(`The Python session has ended (${this.closed}).`));
     const why = this.unavailable(point);
     if (why) return Promise.reject(new Error(`The Python state before that execution cannot be restored: ${why}.`));
@@ -176,6 +205,7 @@ export class GuestCheckpoints {
     this.pending = undefined;
     for (const id of this.held.keys()) this.forget(id, `the session ended (${reason})`);
     this.held.clear();
+    this.wakeSettled();
   }
 
   /** A checkpoint frame from the guest; returns what was wrong with it, if anything. */
@@ -186,7 +216,9 @@ export class GuestCheckpoints {
       if (!this.awaiting.delete(frame.id)) return 'an unexpected checkpointed frame';
       if (typeof frame.ms === 'number') this.lastMs = frame.ms;
       if (frame.ok !== true) this.forget(frame.id, typeof frame.error === 'string' ? `it was not taken: ${frame.error.slice(0, 300)}` : 'it was not taken');
-      return this.update(frame.held);
+      const wrong = this.update(frame.held);
+      this.wakeSettled();
+      return wrong;
     }
     const pending = this.pending;
     if (!pending || pending.id !== frame.id) return 'an unexpected restored frame';
