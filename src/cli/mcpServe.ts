@@ -58,8 +58,20 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
   const port = values.port === undefined ? 0 : Number(values.port);
   if (values.port !== undefined && !values.http) throw new UsageError('--port goes with --http.');
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port takes a port number (0-65535), not "${values.port}".`);
+  // One way to stop, armed before anything starts: the first SIGINT or SIGTERM ends the server and its sessions; a
+  // second one exits at once.
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals > 1) process.exit(130);
+    stop();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
-  const runtime = await runtimeFrom(ws, { longLived: true, verbose: values.verbose });
+  // In a folder that is not trusted nothing runs: no guest is started ahead of need either.
+  const runtime = await runtimeFrom(ws, { longLived: ws.trust.trusted, verbose: values.verbose });
   try {
     ws.toolSet = await resolveTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
@@ -84,10 +96,7 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       reviewCode: ws.config.reviewCode,
       refusal,
     };
-    const stopped = new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    if (signals) return 0;
     if (values.http) {
       const http = await serveMcpHttp(door, port);
       process.stderr.write(`CodeAct MCP server (Streamable HTTP): ${http.url}\nAuthorization: Bearer ${http.token}\n`);
@@ -96,9 +105,12 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       return 0;
     }
     const server = codeActMcpServer(door);
+    // The client went away: stdin ended or closed, or stdout cannot be written (EPIPE).
     const closed = new Promise<void>((resolve) => {
       server.onclose = resolve;
       process.stdin.once('end', resolve);
+      process.stdin.once('close', resolve);
+      process.stdout.once('error', resolve);
       void stopped.then(resolve);
     });
     await server.connect(new StdioServerTransport());
@@ -108,5 +120,7 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
   } finally {
     await runtime.dispose();
     await disposeDefaultMcpPool();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }

@@ -12,7 +12,10 @@ import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, type CallToolResult, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import { spawn } from 'node:child_process';
 import { CLI, CLI_ENV } from '../support/cli';
+import { isAlive } from '../../src/core/util/processTree';
+import { waitFor } from '../support/wait';
 
 /** A command tool that says it ran, with its argument. */
 const tool = (name: string, approval: 'auto' | 'ask') => ({
@@ -154,5 +157,27 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     assert.match(textOf(r), /codeact trust/);
     assert.equal(existsSync(marker), false);
     assert.equal((await c.callTool({ name: 'restart_session', arguments: {} })).isError, true);
+  });
+
+  it('exits when its client closes stdin, and leaves no Python behind', async () => {
+    // No sandbox, so that the pid the code reads is the host's (in bubblewrap it is the sandbox's own).
+    const child = spawn(process.execPath, [CLI, 'mcp', 'serve', '--workspace', ws, '--python', '/usr/bin/python3', '--sandbox', 'none'], {
+      env: CLI_ENV,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const send = (m: unknown) => child.stdin.write(JSON.stringify(m) + '\n');
+    send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute_tool_code', arguments: { code: 'import os\nreturn os.getpid()' } } });
+    await waitFor(() => out.includes('"id":2'), { what: 'the answer to the call', timeoutMs: 60_000 });
+    const answer = JSON.parse(out.split('\n').find((l) => l.includes('"id":2'))!) as { result: CallToolResult };
+    const pid = Number(/"value":(\d+)/.exec(textOf(answer.result))?.[1]);
+    assert.ok(pid > 0 && isAlive(pid), textOf(answer.result));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.stdin.end();
+    assert.equal(await exited, 0);
+    await waitFor(() => !isAlive(pid), { what: "the session's Python to end", timeoutMs: 30_000 });
   });
 });

@@ -9,6 +9,7 @@
  * when the tool call that asked is cancelled.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { revealInvisible } from '../../common/invisibleChars';
 import { jobAsks } from '../../common/tools';
 import type { ApprovalOutcome, Approver } from '../gateway/gateway';
 import type { BeforeRun } from '../runtime/types';
@@ -45,19 +46,22 @@ export class McpAsking {
     private readonly answerMs = DEFAULT_ANSWER_MS,
   ) {}
 
+  /** The client answers forms (MCP elicitation, form mode). */
   private canAsk(): boolean {
-    return !!this.server.getClientCapabilities()?.elicitation;
+    return !!this.server.getClientCapabilities()?.elicitation?.form;
   }
 
   readonly approver: Approver = async (req): Promise<ApprovalOutcome> => {
     const name = req.tool.name;
     if (this.session.has(name)) return 'allowed';
     if (!this.canAsk()) return { unanswered: MCP_ASKING.noElicitation(`The tool "${name}"`) };
-    const args = JSON.stringify(req.arguments ?? {}, null, 2) ?? '{}';
+    // Invisible and bidirectional characters, line separators and control characters are shown as <U+XXXX>: what the
+    // person reads is what the tool gets, and no argument can start a line or reorder the text around it.
+    const args = revealInvisible(JSON.stringify(req.arguments ?? {}, null, 2) ?? '{}');
     if (args.length > MAX_SHOWN_CHARS) return { unanswered: MCP_ASKING.tooLong(`The call's arguments`) };
     const who = req.job === undefined ? 'The code calls' : `${jobAsks(req.job)} (it runs in the background of this session): it calls`;
     const answer = await this.ask(
-      `${who} the tool "${name}", which needs your approval. Its arguments, all of them:\n\n${args}`,
+      `${who} the tool "${revealInvisible(name)}", which needs your approval. Its arguments, all of them:\n\n${args}`,
       {
         decision: {
           type: 'string',
@@ -83,7 +87,7 @@ export class McpAsking {
     if (!this.canAsk()) return refuse(MCP_ASKING.noElicitation('The code (codeact.approval.reviewCode)'));
     if (request.code.length > MAX_SHOWN_CHARS) return refuse(`It did not run: ${MCP_ASKING.tooLong('The code')}.`);
     const answer = await this.ask(
-      `The code below asks to run (codeact.approval.reviewCode). All of it:\n\n${request.code}`,
+      `The code below asks to run (codeact.approval.reviewCode). All of it (invisible characters shown as <U+XXXX>):\n\n${revealInvisible(request.code)}`,
       { decision: { type: 'string', title: 'Your answer', enum: ['run', 'deny'], enumNames: ['Run', 'Deny'] } },
       request.itemId,
       signal,

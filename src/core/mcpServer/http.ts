@@ -14,12 +14,15 @@ import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Runtime } from '../runtime/types';
 import { newId, randomToken } from '../util/ids';
 import { codeActMcpServer } from './server';
 
 /** MCP sessions one server keeps at once. */
 const MAX_SESSIONS = 16;
+/** The largest POST body read (a message of 1,000,000 characters of code fits, JSON-escaped). */
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
 const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 type DoorOptions = Parameters<typeof codeActMcpServer>[0] & { runtime: Runtime };
@@ -48,6 +51,8 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
   const expected = Buffer.from(`Bearer ${token}`);
   const live = new Map<string, Live>();
   let bound = 0;
+  /** Sessions whose initialize is being answered (counted against the limit with the live ones). */
+  let starting = 0;
   /** Orders the sessions' use (a counter, not a clock). */
   let clock = 0;
 
@@ -92,6 +97,15 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const no = allowed(req);
     if (no) return refuse(res, no.status, no.message, no.status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+    // A POST's body is read here (bounded), so its requests are known: a client that goes away before their answer
+    // cancels them (the run stops), and only an initialize can start a session.
+    let body: unknown;
+    if (req.method === 'POST') {
+      const read = await readBody(req);
+      if (read === 'too large') return refuse(res, 413, `Payload too large: at most ${MAX_BODY_BYTES} bytes.`);
+      if (read === 'not JSON') return refuse(res, 400, 'Parse error: the body is not JSON.');
+      body = read.json;
+    }
     const sid = req.headers['mcp-session-id'];
     if (typeof sid === 'string') {
       const s = live.get(sid);
@@ -99,15 +113,24 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
       s.used = ++clock;
       if (req.method === 'POST') {
         s.busy++;
+        const ids = requestIds(body);
         res.once('close', () => {
           s.busy--;
           s.used = ++clock;
+          if (res.writableFinished) return;
+          for (const requestId of ids)
+            s.transport.onmessage?.({
+              jsonrpc: '2.0',
+              method: 'notifications/cancelled',
+              params: { requestId, reason: 'the client went away before the answer' },
+            });
         });
       }
-      return s.transport.handleRequest(req, res);
+      return s.transport.handleRequest(req, res, body);
     }
-    if (req.method !== 'POST') return refuse(res, 400, 'Bad request: start a session with an initialize request (POST).');
-    if (live.size >= MAX_SESSIONS && !(await giveWay()))
+    if (req.method !== 'POST' || !(Array.isArray(body) ? body.some(isInitializeRequest) : isInitializeRequest(body)))
+      return refuse(res, 400, 'Bad request: start a session with an initialize request (POST), or send its Mcp-Session-Id.');
+    if (live.size + starting >= MAX_SESSIONS && !(await giveWay()))
       return refuse(res, 503, `This server's ${MAX_SESSIONS} MCP sessions are all busy: end one (DELETE), or try again once a call ends.`);
     const python = newId('mcp');
     const transport = new StreamableHTTPServerTransport({
@@ -122,9 +145,14 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
       if (id) live.delete(id);
       void o.runtime.sessions.close(python).catch(() => {});
     };
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
-    // Not an initialize (the transport refused it): nothing of it is kept.
+    starting++;
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    } finally {
+      starting--;
+    }
+    // Not taken as an initialize (the transport refused it): nothing of it is kept.
     if (!transport.sessionId) await server.close().catch(() => {});
   };
 
@@ -152,4 +180,37 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
   };
+}
+
+/** The body of a POST, read up to MAX_BODY_BYTES, as JSON. */
+function readBody(req: IncomingMessage): Promise<{ json: unknown } | 'too large' | 'not JSON'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) over = true;
+      else chunks.push(c);
+    });
+    req.on('error', () => resolve('not JSON'));
+    req.on('end', () => {
+      if (over) return resolve('too large');
+      try {
+        resolve({ json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+      } catch {
+        resolve('not JSON');
+      }
+    });
+  });
+}
+
+/** The ids of the requests (not notifications or responses) in a JSON-RPC message or batch. */
+function requestIds(body: unknown): Array<string | number> {
+  const ids: Array<string | number> = [];
+  for (const m of Array.isArray(body) ? body : [body]) {
+    const msg = m as { method?: unknown; id?: unknown } | null;
+    if (msg && typeof msg.method === 'string' && (typeof msg.id === 'string' || typeof msg.id === 'number')) ids.push(msg.id);
+  }
+  return ids;
 }
