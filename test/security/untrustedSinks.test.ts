@@ -81,6 +81,10 @@ const KNOWN: Record<string, string> = {
   'src/vscode/elicitQuickInput.ts: elicitFieldHint(f)': "CodeAct's wording of the field's kind and numeric range",
   'src/vscode/secrets.ts: whoStarting(picked)': "CodeAct's own provider table",
   "src/vscode/secrets.ts: providerInfo(picked).keyEnv.join(' or ') || 'no key'": "CodeAct's own provider table",
+  "src/cli/mcpServe.ts: [ serveSynopsis('Usage: '), 'An MCP server on stdio: execute_tool_code and execute_code run Python in one live, sandboxed session per', \"MCP session, with the folder's managed tools (approvals are asked through the client's elicitation);\", 'list_variables and restart_session manage it. For example, in Claude Code:', ' claude mcp add codeact -- codeact mcp serve --workspace /path/to/project', '--http serves Streamable HTTP on 127.0.0.1 instead (--port N; default: a free port), with a bearer token', 'made for this start: both are printed on stderr. Ctrl+C ends the server and its sessions.', ...settingFlagsHelp('run'), ].join('\\n')":
+    "CodeAct's own help text (its synopsis from the setting flags' table)",
+  'src/cli/mcpServe.ts: http.url': "the MCP server's own address: http://127.0.0.1, the port the kernel gave it, /mcp",
+  'src/cli/mcpServe.ts: http.token': "the MCP server's own bearer token: random hex made at start",
   'src/cli/sessions.ts: JSON.stringify(rows)': '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/sessions.ts: ago(now - r.startedAt)': "CodeAct's own text, ids or numbers",
   'src/cli/sessions.ts: ago(now - r.lastRunAt)': "CodeAct's own text, ids or numbers",
