@@ -218,6 +218,12 @@ describe('the session host', function () {
     const c = await attach(options(ws));
     const events: CodeActEvent[] = [];
     const watching = c.watch('conv-5', { onEvent: (e) => events.push(e) });
+    // The first run ends only once the watch has it (its replay brings "first"): else the watch could come after the
+    // first run's end and take the second, waiting its turn.
+    await waitFor(() => events.some((e) => e.type === 'codeact.output.delta' && e.delta.includes('first')), {
+      what: 'the watch to replay the first run',
+      timeoutMs: 90_000,
+    });
     writeFileSync(go, '');
     const watched = await watching;
     assert.equal(watched.item?.value, 1);
