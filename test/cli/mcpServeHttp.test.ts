@@ -7,7 +7,7 @@
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { type ClientRequest, type IncomingMessage, request } from 'node:http';
 import { networkInterfaces, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -23,23 +23,33 @@ async function raw(url: string, headers: Record<string, string>, body = '{}', ho
   return (await rawFull(url, headers, body, host)).status;
 }
 
+/** A POST to the server's MCP path (or another Host name), with MCP's content headers and these. */
+function post(url: string, headers: Record<string, string>, onResponse: (res: IncomingMessage) => void, host?: string): ClientRequest {
+  const u = new URL(url);
+  return request(
+    {
+      host: host ?? u.hostname,
+      port: u.port,
+      path: u.pathname,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    },
+    onResponse,
+  );
+}
+
 /** One raw HTTP request: its status and the MCP session id it was given. */
 function rawFull(url: string, headers: Record<string, string>, body = '{}', host?: string): Promise<{ status: number; session?: string }> {
-  const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: host ?? u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-      },
+    const req = post(
+      url,
+      headers,
       (res) => {
         res.resume();
         const session = res.headers['mcp-session-id'];
         resolve({ status: res.statusCode ?? 0, ...(typeof session === 'string' ? { session } : {}) });
       },
+      host,
     );
     req.on('error', reject);
     req.end(body);
@@ -150,45 +160,25 @@ describe('codeact mcp serve --http: Streamable HTTP on loopback with a token', f
     // The long call prints "ready" (it comes as progress on the call's stream: the run is under way); then the client
     // drops the connection.
     await new Promise<void>((resolve, reject) => {
-      const u = new URL(url);
-      const req = request(
-        {
-          host: u.hostname,
-          port: u.port,
-          path: u.pathname,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-        },
-        (res) => {
-          let seen = '';
-          res.on('data', (d) => {
-            seen += d;
-            if (!seen.includes('ready')) return;
-            req.destroy();
-            resolve();
-          });
-        },
-      );
+      const req = post(url, headers, (res) => {
+        let seen = '';
+        res.on('data', (d) => {
+          seen += d;
+          if (!seen.includes('ready')) return;
+          req.destroy();
+          resolve();
+        });
+      });
       req.on('error', (e) => (req.destroyed ? undefined : reject(e)));
       req.end(call(2, 'import time\nprint("ready", flush=True)\ntime.sleep(600)'));
     });
     // Were the sleep still running, this call would wait for it (the session runs one thing at a time).
     const next = await new Promise<string>((resolve, reject) => {
-      const u = new URL(url);
-      const req = request(
-        {
-          host: u.hostname,
-          port: u.port,
-          path: u.pathname,
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-        },
-        (res) => {
-          let body = '';
-          res.on('data', (d) => (body += d));
-          res.on('end', () => resolve(body));
-        },
-      );
+      const req = post(url, headers, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve(body));
+      });
       req.on('error', reject);
       req.end(call(3, 'return 6 * 7'));
     });
