@@ -86,6 +86,7 @@ export const CORE_ZONES = {
   turn: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent'],
   sessionHost: ['util', 'runtime'],
   mcpServer: ['util', 'providers', 'runtime', 'gateway', 'tools', 'agent'],
+  acpAgent: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent', 'turn'],
 };
 
 /**

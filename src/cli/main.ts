@@ -6,6 +6,7 @@
  *   codeact chat "<prompt>" --provider P --model M [options]
  *   codeact trust [DIR] | --revoke [DIR] | --list
  *   codeact mcp serve | list | sign-out URL|--all
+ *   codeact acp [--provider P] [--model M] [options]   (an ACP agent on stdio)
  *   codeact sessions [--json] | end ID|--all
  *
  * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
@@ -14,6 +15,7 @@ import { forTerminal } from '../common/untrusted';
 import { errorCategory } from '../core/util/errors';
 import { CODEACT_VERSION } from '../core/util/version';
 import { configureDefaultMcpAuth } from '../core/tools/sources/mcp/pool';
+import { ACP_SYNOPSIS, acpCommand } from './acp';
 import { CHAT_SYNOPSIS, chatCommand } from './chat';
 import { cliMcpAuthHost, mcpCommand } from './mcpAuth';
 import { runCommand, runSynopsis } from './run';
@@ -29,6 +31,7 @@ ${runSynopsis('  ')}
   codeact trust [DIR] | codeact trust --revoke [DIR] | codeact trust --list
   codeact mcp serve [--workspace DIR] [options]   (CodeAct as an MCP server on stdio)
   codeact mcp list | codeact mcp sign-out URL|--all
+  ${ACP_SYNOPSIS}   (CodeAct as an ACP agent on stdio, for editors)
   codeact sessions [--json] | codeact sessions end ID|--all
   codeact --help | --version
 
@@ -53,6 +56,8 @@ export async function main(argv: string[]): Promise<number> {
         return await trustCommand(rest);
       case 'mcp':
         return await mcpCommand(rest);
+      case 'acp':
+        return await acpCommand(rest);
       case 'sessions':
         return await sessionsCommand(rest);
       case '--version':

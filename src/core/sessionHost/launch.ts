@@ -61,7 +61,16 @@ export interface AttachOptions {
 }
 
 /** The local options as the host gets them (what is JSON of them: its name is made from these). */
-const plainOptions = (local: LocalRuntimeOptions | undefined) => JSON.parse(JSON.stringify(local ?? {})) as LocalRuntimeOptions;
+/**
+ * The options as the host gets them and is named by: JSON-able (callbacks left out), without `zygote` and `prestart`
+ * (a host always forks its guests from a warm zygote and starts one ahead, main.ts). A client that would run guests
+ * cold (`codeact chat`) and one that keeps them warm (the extension, `codeact mcp serve`, `codeact acp`) then share
+ * the folder's host, and one's conversation goes on in the other with its session.
+ */
+function plainOptions(local: LocalRuntimeOptions | undefined): LocalRuntimeOptions {
+  const { zygote: _zygote, prestart: _prestart, ...rest } = local ?? {};
+  return JSON.parse(JSON.stringify(rest)) as LocalRuntimeOptions;
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

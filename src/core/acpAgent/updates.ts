@@ -1,0 +1,176 @@
+/**
+ * A turn's events as ACP `session/update`s (core/acpAgent/agent.ts): the model's text as message chunks (its
+ * thinking as thought chunks), each execution as one `execute` tool call (its code as the model writes it, then its
+ * output as it comes,
+ * then its result as the model reads it, its images, and the files its code changed as the call's locations), and
+ * each managed-tool call its code made as a tool call of its own.
+ *
+ * Bounded before any work: the live output kept per execution is its last {@link LIVE_CHARS} characters, and a
+ * burst of output goes out as one update per {@link LIVE_MS} (an update replaces the call's whole content).
+ */
+import * as path from 'node:path';
+import type { SessionUpdate, ToolCallContent, ToolCallLocation } from '@agentclientprotocol/sdk';
+import type { CodeInterpreterCallItem } from '../../common/events';
+import type { TranscriptEvent } from '../../common/transcript';
+import { formatChangeCount } from '../../common/rewind';
+import { executionImages, executionSummary, withinPixelCap } from '../agent/executionResult';
+import type { ImageBudget } from '../providers/shared/types';
+
+/** The live output an execution's tool call shows (its tail; the result has what the model reads). */
+const LIVE_CHARS = 32_000;
+/** Output that comes within this many ms goes out as one update. */
+const LIVE_MS = 50;
+/** Files named as an execution's locations, at most (the count says the rest). */
+const MAX_LOCATIONS = 200;
+
+interface Execution {
+  code: string;
+  out: string;
+  timer?: NodeJS.Timeout;
+}
+
+interface UpdateOptions {
+  /** The folder the changed files' paths are relative to. */
+  folder: string;
+  /** codeact.outputs.modelChars: the result's budget. */
+  outputChars?: number;
+  images?: ImageBudget;
+}
+
+const text = (t: string): ToolCallContent => ({ type: 'content', content: { type: 'text', text: t } });
+const fenced = (t: string, lang = '') => {
+  // A fence longer than any run of backticks in the text, so the text cannot close it.
+  const longest = Math.max(2, ...(t.match(/`+/g) ?? []).map((r) => r.length));
+  const fence = '`'.repeat(longest + 1);
+  return `${fence}${lang}\n${t}${t.endsWith('\n') ? '' : '\n'}${fence}`;
+};
+
+/** Turns one turn's events into session updates, in order; `end` sends what is still held. */
+export class AcpUpdates {
+  private readonly executions = new Map<string, Execution>();
+  /** Managed-tool calls shown (their ids), so a completion without a start is not shown alone. */
+  private readonly calls = new Set<string>();
+
+  constructor(
+    private readonly send: (update: SessionUpdate) => void,
+    private readonly o: UpdateOptions,
+  ) {}
+
+  on(e: TranscriptEvent): void {
+    switch (e.type) {
+      case 'response.output_text.delta':
+        if (e.delta) this.send({ sessionUpdate: e.thinking ? 'agent_thought_chunk' : 'agent_message_chunk', content: { type: 'text', text: e.delta } });
+        return;
+      // An execution starts (as the model begins to write it, or as a hosted item): one tool call.
+      case 'response.code_interpreter_call.in_progress':
+        return this.start(e.item_id, '');
+      case 'response.output_item.added':
+        if (e.item.type === 'code_interpreter_call') this.start(e.item.id, e.item.code ?? '');
+        return;
+      // The code streams in as the model writes it (coalesced as the output is).
+      case 'response.code_interpreter_call_code.delta': {
+        const x = this.executions.get(e.item_id);
+        if (!x) return;
+        x.code += e.delta;
+        x.timer ??= setTimeout(() => this.live(e.item_id), LIVE_MS);
+        return;
+      }
+      case 'response.code_interpreter_call_code.done': {
+        const x = this.executions.get(e.item_id);
+        if (!x) return;
+        clearTimeout(x.timer);
+        x.timer = undefined;
+        x.code = e.code;
+        this.send({ sessionUpdate: 'tool_call_update', toolCallId: e.item_id, rawInput: { code: e.code }, content: [text(fenced(e.code, 'python'))] });
+        return;
+      }
+      case 'response.code_interpreter_call.interpreting':
+        if (this.executions.has(e.item_id)) this.send({ sessionUpdate: 'tool_call_update', toolCallId: e.item_id, status: 'in_progress' });
+        return;
+      case 'codeact.output.delta': {
+        const x = this.executions.get(e.item_id);
+        if (!x) return;
+        x.out = (x.out + e.delta).slice(-LIVE_CHARS);
+        x.timer ??= setTimeout(() => this.live(e.item_id), LIVE_MS);
+        return;
+      }
+      case 'codeact.tool_call.started':
+        if (e.kind === 'discovery') return;
+        this.calls.add(`${e.item_id}/${e.call_id}`);
+        this.send({
+          sessionUpdate: 'tool_call',
+          toolCallId: `${e.item_id}/${e.call_id}`,
+          title: `call_tool("${e.name}")`,
+          kind: 'other',
+          status: 'in_progress',
+          rawInput: e.arguments,
+        });
+        return;
+      case 'codeact.tool_call.completed': {
+        const id = `${e.item_id}/${e.call_id}`;
+        if (!this.calls.delete(id)) return;
+        this.send({
+          sessionUpdate: 'tool_call_update',
+          toolCallId: id,
+          status: e.error === undefined ? 'completed' : 'failed',
+          ...(e.error === undefined ? { rawOutput: e.output } : { rawOutput: { error: e.error }, content: [text(e.error)] }),
+        });
+        return;
+      }
+      case 'response.output_item.done':
+        if (e.item.type === 'code_interpreter_call') this.done(e.item);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private start(id: string, code: string) {
+    if (this.executions.has(id)) return;
+    this.executions.set(id, { code, out: '' });
+    this.send({ sessionUpdate: 'tool_call', toolCallId: id, title: 'Run Python', kind: 'execute', status: 'pending', rawInput: { code } });
+  }
+
+  /** Sends what is held (an execution's output not yet shown). */
+  end(): void {
+    for (const id of this.executions.keys()) this.live(id);
+  }
+
+  /** The execution's code and its output so far. */
+  private live(id: string) {
+    const x = this.executions.get(id);
+    if (!x?.timer) return;
+    clearTimeout(x.timer);
+    x.timer = undefined;
+    this.send({ sessionUpdate: 'tool_call_update', toolCallId: id, content: [text(fenced(x.code, 'python')), ...(x.out ? [text(fenced(x.out))] : [])] });
+  }
+
+  private done(done: CodeInterpreterCallItem) {
+    const item = this.o.images ? withinPixelCap(done, this.o.images.maxPixels) : done;
+    const x = this.executions.get(item.id);
+    if (x?.timer) clearTimeout(x.timer);
+    this.executions.delete(item.id);
+    const content: ToolCallContent[] = [text(fenced(item.code, 'python')), text(executionSummary(item, { outputChars: this.o.outputChars }))];
+    for (const img of executionImages(item, 'this execution', this.o.images))
+      content.push({ type: 'content', content: { type: 'image', data: img.data, mimeType: img.mime_type } });
+    const changes = item.changes?.changes ?? [];
+    const root = item.changes?.root ?? this.o.folder;
+    const locations: ToolCallLocation[] = changes
+      .filter((c) => c.kind !== 'deleted')
+      .slice(0, MAX_LOCATIONS)
+      .map((c) => ({ path: path.join(root, ...c.path.split('/')) }));
+    if (changes.length) {
+      const lines = changes.slice(0, MAX_LOCATIONS).map((c) => `${c.kind} ${c.path}${c.from ? ` (from ${c.from})` : ''}`);
+      if (changes.length > MAX_LOCATIONS) lines.push(`and ${changes.length - MAX_LOCATIONS} more`);
+      content.push(text(`${formatChangeCount(changes.length)}:\n${lines.join('\n')}`));
+    }
+    this.send({
+      sessionUpdate: 'tool_call_update',
+      toolCallId: item.id,
+      status: item.status === 'completed' ? 'completed' : 'failed',
+      content,
+      ...(locations.length ? { locations } : {}),
+      rawOutput: { status: item.status, ...(item.error ? { error: item.error } : {}), ...(changes.length ? { changes } : {}) },
+    });
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * `codeact acp` (issue 36, point 2): the built CLI as an ACP agent on stdio, driven by a client built on the
+ * official `@agentclientprotocol/sdk`, against a scripted model on loopback (the OpenAI-compatible wire), with
+ * real Python, a real command tool and real files. A full turn streams the model's text and shows the execution as
+ * a tool call with its code, live output, result and the file it wrote; the tool's approval is a permission request
+ * answered by the client; cancel stops a run mid-way and the session takes the next prompt; an untrusted folder
+ * gets no session; the conversation is one `codeact chat --continue` can go on with.
+ */
+import * as assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { client, ndJsonStream, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk';
+import { CLI, CLI_ENV, runCli } from '../support/cli';
+import { startServerFor } from '../support/wire/harness';
+import type { WireServer } from '../support/wire/server';
+import { turn } from '../support/wire/turn';
+import { waitFor } from '../support/wait';
+
+const tool = {
+  name: 'note',
+  approval: 'ask',
+  description: 'Keeps a note.',
+  command: ['python3', '-c', 'import json, sys; a = json.load(sys.stdin); print(json.dumps({"kept": a.get("x")}))'],
+  inputSchema: { type: 'object', properties: { x: { type: 'string' } } },
+};
+
+type Asked = RequestPermissionRequest;
+type Answer = (r: Asked) => Promise<{ outcome: { outcome: 'selected'; optionId: string } | { outcome: 'cancelled' } }>;
+
+describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
+  this.timeout(120_000);
+  let ws: string;
+  let storage: string;
+  let server: WireServer;
+  const children: ChildProcess[] = [];
+
+  before(function () {
+    if (!existsSync(CLI)) this.skip();
+  });
+  beforeEach(async () => {
+    ws = mkdtempSync(path.join(tmpdir(), 'codeact-acp-'));
+    storage = mkdtempSync(path.join(tmpdir(), 'codeact-acp-store-'));
+    mkdirSync(path.join(ws, '.vscode'));
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.tools': [tool], 'codeact.sandbox.mountWorkspace': 'readwrite' }));
+    server = await startServerFor('openai-compatible', 'ollama');
+  });
+  afterEach(async () => {
+    for (const c of children.splice(0)) {
+      c.stdin?.end();
+      if (c.exitCode === null) await new Promise((r) => c.once('exit', r));
+    }
+    await server.close();
+    rmSync(ws, { recursive: true, force: true });
+    rmSync(storage, { recursive: true, force: true });
+  });
+
+  /** Starts `codeact acp` and runs `op` on a connected client; every update and permission request is kept. */
+  async function withAgent<T>(
+    op: (ctx: ClientContext, seen: { updates: SessionNotification[]; asked: Asked[] }) => Promise<T>,
+    o: { answer?: Answer; env?: NodeJS.ProcessEnv } = {},
+  ): Promise<{ value: T; stderr: string; exit: Promise<number | null> }> {
+    const env = { ...CLI_ENV, ...o.env } as Record<string, string>;
+    for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'acp',
+        '--provider',
+        'openai-compatible',
+        '--model',
+        'qwen2.5-coder:7b',
+        '--base-url',
+        server.url,
+        '--storage',
+        storage,
+        '--python',
+        '/usr/bin/python3',
+      ],
+      { env, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    children.push(child);
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const seen = { updates: [] as SessionNotification[], asked: [] as Asked[] };
+    const app = client({ name: 'codeact-test' })
+      .onNotification('session/update', ({ params }) => {
+        seen.updates.push(params);
+      })
+      .onRequest('session/request_permission', async ({ params }) => {
+        seen.asked.push(params);
+        return o.answer ? await o.answer(params) : { outcome: { outcome: 'cancelled' } };
+      });
+    const stream = ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
+    const value = await app.connectWith(stream, async (ctx) => {
+      const init = await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+      assert.equal(init.protocolVersion, 1);
+      assert.equal(init.agentInfo?.name, 'codeact');
+      return op(ctx, seen);
+    });
+    child.stdin!.end();
+    return { value, stderr, exit };
+  }
+
+  const updatesOf = (seen: { updates: SessionNotification[] }, kind: string) => seen.updates.map((n) => n.update).filter((u) => u.sessionUpdate === kind);
+  const textOfContent = (u: object) =>
+    (((u as { content?: unknown }).content as { type: string; content?: { type: string; text?: string } }[] | undefined) ?? [])
+      .map((c) => (c.type === 'content' && c.content?.type === 'text' ? c.content.text : ''))
+      .join('\n');
+
+  it('a full turn: the execution as a tool call with its code, live output, result and file; the approval asked; the text streamed', async () => {
+    const code = [
+      'print("step one", flush=True)',
+      `open(${JSON.stringify(ws)} + "/out.csv", "w").write("a,b\\n1,2\\n")`,
+      'r = await call_tool("note", x="keep \\u202e this")',
+      'kept = r["kept"]',
+      'return kept',
+    ].join('\n');
+    server.push(turn().call('execute_tool_code', { code }));
+    server.push(turn().text('I kept the note and wrote out.csv.'));
+    const { value, exit } = await withAgent(
+      async (ctx, seen) => {
+        const session = await ctx.buildSession(ws).start();
+        const r = await session.prompt('Keep a note and write out.csv.');
+        return { stop: r.stopReason, sessionId: session.sessionId, seen };
+      },
+      { answer: async () => ({ outcome: { outcome: 'selected', optionId: 'allow' } }) },
+    );
+    assert.equal(await exit, 0);
+    const { stop, sessionId, seen } = value;
+    assert.equal(stop, 'end_turn');
+    // The model's text, streamed as message chunks.
+    const said = updatesOf(seen, 'agent_message_chunk')
+      .map((u) => (u as { content: { text: string } }).content.text)
+      .join('');
+    assert.equal(said, 'I kept the note and wrote out.csv.');
+    // The execution: one `execute` tool call, pending, then its code, running, and its result.
+    const calls = updatesOf(seen, 'tool_call') as { toolCallId: string; kind?: string; title: string }[];
+    const exec = calls.find((c) => c.kind === 'execute');
+    assert.ok(exec, JSON.stringify(calls));
+    const ofExec = (updatesOf(seen, 'tool_call_update') as { toolCallId: string; status?: string; content?: unknown; locations?: { path: string }[] }[]).filter(
+      (u) => u.toolCallId === exec.toolCallId,
+    );
+    assert.ok(ofExec.some((u) => u.status === 'in_progress'));
+    assert.ok(
+      ofExec.some((u) => textOfContent(u).includes('print("step one"')),
+      'the code is shown',
+    );
+    const last = ofExec[ofExec.length - 1];
+    assert.equal(last.status, 'completed');
+    assert.match(textOfContent(last), /step one/);
+    assert.match(textOfContent(last), /keep/);
+    assert.deepEqual(
+      last.locations?.map((l) => l.path),
+      [path.join(ws, 'out.csv')],
+    );
+    assert.match(textOfContent(last), /1 file changed:\ncreated out\.csv/);
+    assert.equal(readFileSync(path.join(ws, 'out.csv'), 'utf8'), 'a,b\n1,2\n');
+    // The managed tool's call is a tool call of its own, and its approval was asked with every argument, the
+    // invisible character shown.
+    assert.ok(calls.some((c) => c.title === 'call_tool("note")'));
+    assert.equal(seen.asked.length, 1);
+    const q = seen.asked[0];
+    assert.equal(q.sessionId, sessionId);
+    assert.equal(q.toolCall.toolCallId, exec.toolCallId);
+    assert.deepEqual(
+      q.options.map((o) => [o.optionId, o.kind]),
+      [
+        ['allow', 'allow_once'],
+        ['allow_session', 'allow_always'],
+        ['deny', 'reject_once'],
+      ],
+    );
+    assert.match(textOfContent(q.toolCall), /the tool "note".*\n\n\{\n {2}"x": "keep <U\+202E> this"\n\}/s);
+    // The conversation is saved where codeact chat finds it.
+    const list = await runCli(['chat', '--list', '--json', '--storage', storage]);
+    const listed = JSON.parse(list.stdout) as { id: string; title: string }[];
+    assert.deepEqual(
+      listed.map((c) => [c.id, c.title]),
+      [[sessionId, 'Keep a note and write out.csv.']],
+    );
+    // codeact chat --continue goes on with it, in its live Python session (the session host kept it).
+    server.push(turn().call('execute_tool_code', { code: 'return kept[:4]' }));
+    server.push(turn().text('It says keep.'));
+    const more = await runCli(
+      ['chat', '--continue', sessionId, 'What did you keep?', '--base-url', server.url, '--storage', storage, '--json', '--python', '/usr/bin/python3'],
+      {},
+      '',
+      ws,
+    );
+    assert.equal(more.code, 0, more.stderr);
+    assert.match(more.stdout, /"value":"keep"/);
+  });
+
+  it('a denied approval reaches the code; cancel stops a run mid-way, and the session takes the next prompt', async () => {
+    server.push(
+      turn().call('execute_tool_code', { code: 'try:\n    await call_tool("note", x="a")\nexcept Exception as e:\n    print("refused:", e)\nreturn 1' }),
+    );
+    server.push(turn().text('Denied.'));
+    server.push(
+      turn().call('execute_tool_code', { code: 'import subprocess, time\nsubprocess.Popen(["sleep", "600"])\nprint("ready", flush=True)\ntime.sleep(600)' }),
+    );
+    server.push(turn().call('execute_tool_code', { code: 'return 6 * 7' }));
+    server.push(turn().text('It is 42.'));
+    const { value } = await withAgent(
+      async (ctx, seen) => {
+        const session = await ctx.buildSession(ws).start();
+        const denied = await session.prompt('Try the note.');
+        const deniedOut = textOfContent((updatesOf(seen, 'tool_call_update') as { status?: string }[]).filter((u) => u.status).pop()!);
+        const prompt = session.prompt('Sleep.');
+        await waitFor(() => updatesOf(seen, 'tool_call_update').map(textOfContent).join('\n').includes('ready'), {
+          what: 'the live output "ready"',
+          timeoutMs: 60_000,
+        });
+        await ctx.notify('session/cancel', { sessionId: session.sessionId });
+        const cancelled = await prompt;
+        const next = await session.prompt('And 6 * 7?');
+        return { denied: denied.stopReason, deniedOut, cancelled: cancelled.stopReason, next: next.stopReason, text: seen };
+      },
+      { answer: async () => ({ outcome: { outcome: 'selected', optionId: 'deny' } }) },
+    );
+    assert.equal(value.denied, 'end_turn');
+    assert.match(value.deniedOut, /refused:.*denied/i);
+    assert.equal(value.cancelled, 'cancelled');
+    assert.equal(value.next, 'end_turn');
+    const said = updatesOf(value.text, 'agent_message_chunk')
+      .map((u) => (u as { content: { text: string } }).content.text)
+      .join('');
+    assert.equal(said, 'Denied.It is 42.');
+    // The model was asked three times after the first: the cancelled run's turn asked it nothing more.
+    assert.equal(server.turns.length, 5);
+  });
+
+  it('an untrusted folder gets no session, saying how to trust it; nothing runs', async () => {
+    const { value } = await withAgent(
+      async (ctx) => {
+        try {
+          await ctx.buildSession(ws).start();
+          return 'started';
+        } catch (e) {
+          return (e as Error).message;
+        }
+      },
+      { env: { CODEACT_TRUST_WORKSPACE: undefined } },
+    );
+    assert.match(value, /is not trusted, so CodeAct runs no code in it/);
+    assert.match(value, /codeact trust/);
+    assert.equal(server.requests.length, 0);
+  });
+});
