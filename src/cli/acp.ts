@@ -23,7 +23,6 @@ import { defaultStorage, openWorkspace, reportDeclarationErrors, runtimeFrom } f
 
 const ACP_OPTIONS = commandOptions('chat', {
   storage: { type: 'string' },
-  'trust-workspace': { type: 'boolean' },
   verbose: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const);
@@ -31,7 +30,7 @@ const ACP_OPTIONS = commandOptions('chat', {
 export const ACP_SYNOPSIS = 'codeact acp [--provider P] [--model M] [options]';
 
 const ACP_USAGE = [
-  wrapUsage(`Usage: ${ACP_SYNOPSIS}`, [settingFlagsUsage('chat'), ['[--storage DIR]', '[--trust-workspace]', '[--verbose]']], 'Usage: codeact acp '.length),
+  wrapUsage(`Usage: ${ACP_SYNOPSIS}`, [settingFlagsUsage('chat'), ['[--storage DIR]', '[--verbose]']], 'Usage: codeact acp '.length),
   'An ACP agent on stdio, for an editor that hosts agents over the Agent Client Protocol. Each session works in',
   "its folder (the cwd the editor gives), with that folder's settings, managed tools and trust: a folder that is",
   "not trusted gets no session (codeact trust DIR). Approvals, installs and code review are the editor's permission",
@@ -60,19 +59,22 @@ export async function acpCommand(argv: string[]): Promise<number> {
   process.on('SIGTERM', onSignal);
 
   const open = async (cwd: string): Promise<AcpFolder> => {
-    const ws = openWorkspace(cwd, { flags: values, trustOverride: values['trust-workspace'] });
+    const ws = openWorkspace(cwd, { flags: values });
+    const untrusted =
+      `This folder (${ws.dir}) is not trusted, so CodeAct runs no code in it. ` +
+      `To trust it: codeact trust ${JSON.stringify(ws.dir)}, then start a new session.`;
+    // Nothing is started for a folder that is not trusted (no session host, no tools' servers).
+    if (!ws.trust.trusted) throw new Error(untrusted);
     const config = ws.config;
     if (!config.model) throw new Error("No model is set: start codeact acp with --model (or set codeact.model in the folder's or your user settings).");
     ws.toolSet = await resolveTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
-    const runtime = await runtimeFrom(ws, { longLived: ws.trust.trusted, sessionHost: true, verbose: values.verbose });
+    const runtime = await runtimeFrom(ws, { longLived: true, sessionHost: true, verbose: values.verbose });
     return {
       dir: ws.dir,
       config,
       trusted: ws.trust.trusted,
-      untrusted:
-        `This folder (${ws.dir}) is not trusted, so CodeAct runs no code in it. ` +
-        `To trust it: codeact trust ${JSON.stringify(ws.dir)} (or start the agent with --trust-workspace), then start a new session.`,
+      untrusted,
       runtime,
       gateway: (asking) =>
         new ToolGateway(ws.toolSet.tools, {

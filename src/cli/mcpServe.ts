@@ -24,14 +24,18 @@ const SERVE_FLAGS = {
   verbose: { type: 'boolean' },
   http: { type: 'boolean' },
   port: { type: 'string' },
+  'keep-session': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 const SERVE_OPTIONS = commandOptions('run', SERVE_FLAGS);
 
+/** What `--keep-session` takes: a name that is safe in a session id and on a terminal. */
+const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
 function serveSynopsis(lead: string): string {
   return wrapUsage(
-    `${lead}codeact mcp serve [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--http [--port N]]`,
+    `${lead}codeact mcp serve [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]] [--http [--port N]] [--keep-session NAME]`,
     [settingFlagsUsage('run'), ['[--trust-workspace]', '[--verbose]']],
     lead.length + 'codeact mcp serve '.length,
   );
@@ -45,6 +49,8 @@ const SERVE_USAGE = [
   '  claude mcp add codeact -- codeact mcp serve --workspace /path/to/project',
   '--http serves Streamable HTTP on 127.0.0.1 instead (--port N; default: a free port), with a bearer token',
   'made for this start: both are printed on stderr. Ctrl+C ends the server and its sessions.',
+  "--keep-session NAME: every MCP session runs in the one Python session NAME, kept in the folder's session host",
+  'when the server ends: the next server with that name finds its variables (codeact sessions end mcp-NAME ends it).',
   ...settingFlagsHelp('run'),
 ].join('\n');
 
@@ -58,6 +64,11 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
   const port = values.port === undefined ? 0 : Number(values.port);
   if (values.port !== undefined && !values.http) throw new UsageError('--port goes with --http.');
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port takes a port number (0-65535), not "${values.port}".`);
+  if (values['keep-session'] !== undefined && !SESSION_NAME.test(values['keep-session']))
+    throw new UsageError(
+      `--keep-session takes a name of letters, digits, ".", "_" and "-" (at most 64, starting with a letter or digit), not "${values['keep-session']}".`,
+    );
+  const session = values['keep-session'] === undefined ? undefined : `mcp-${values['keep-session']}`;
   // One way to stop, armed before anything starts: the first SIGINT or SIGTERM ends the server and its sessions; a
   // second one exits at once.
   let stop!: () => void;
@@ -71,7 +82,12 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
   process.on('SIGTERM', onSignal);
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
   // In a folder that is not trusted nothing runs: no guest is started ahead of need either.
-  const runtime = await runtimeFrom(ws, { longLived: ws.trust.trusted, verbose: values.verbose });
+  // A named session lives in the folder's session host (as codeact chat's do), so it outlives this server.
+  const runtime = await runtimeFrom(ws, { longLived: ws.trust.trusted, sessionHost: !!session && ws.trust.trusted, verbose: values.verbose });
+  if (session && ws.trust.trusted && !runtime.sessions.outlivesClient)
+    process.stderr.write(
+      `codeact: --keep-session ${values['keep-session']}: this runtime keeps no session after the server ends (codeact.session.host is "off", or the runtime is not local); its MCP sessions share it while the server runs.\n`,
+    );
   try {
     ws.toolSet = await resolveTools(ws.toolSet);
     reportDeclarationErrors(ws.toolSet);
@@ -95,6 +111,7 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       inlineLimit: ws.config.toolsInlineLimit,
       reviewCode: ws.config.reviewCode,
       refusal,
+      ...(session ? { session } : {}),
     };
     if (signals) return 0;
     if (values.http) {

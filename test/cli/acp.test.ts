@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk';
-import { CLI, CLI_ENV, runCli } from '../support/cli';
+import { everyHost } from '../../src/core/sessionHost/launch';
+import { CLI, CLI_ENV, runCli, TEST_RUNTIME_DIR } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
@@ -158,15 +159,21 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
       last.locations?.map((l) => l.path),
       [path.join(ws, 'out.csv')],
     );
-    assert.match(textOfContent(last), /1 file changed:\ncreated out\.csv/);
+    assert.match(textOfContent(last), /1 file changed:\n`{3,}\ncreated out\.csv\n`{3,}/);
     assert.equal(readFileSync(path.join(ws, 'out.csv'), 'utf8'), 'a,b\n1,2\n');
     // The managed tool's call is a tool call of its own, and its approval was asked with every argument, the
     // invisible character shown.
-    assert.ok(calls.some((c) => c.title === 'call_tool("note")'));
+    const note = calls.find((c) => c.title === 'call_tool("note")');
+    assert.ok(note, JSON.stringify(calls));
     assert.equal(seen.asked.length, 1);
     const q = seen.asked[0];
     assert.equal(q.sessionId, sessionId);
-    assert.equal(q.toolCall.toolCallId, exec.toolCallId);
+    // The question is shown on the call it is about; that call ends under its own title again.
+    assert.equal(q.toolCall.toolCallId, note.toolCallId);
+    const noteEnd = (updatesOf(seen, 'tool_call_update') as { toolCallId: string; status?: string; title?: string }[])
+      .filter((u) => u.toolCallId === note.toolCallId)
+      .pop();
+    assert.deepEqual([noteEnd?.status, noteEnd?.title], ['completed', 'call_tool("note")']);
     assert.deepEqual(
       q.options.map((o) => [o.optionId, o.kind]),
       [
@@ -202,7 +209,9 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
     );
     server.push(turn().text('Denied.'));
     server.push(
-      turn().call('execute_tool_code', { code: 'import subprocess, time\nsubprocess.Popen(["sleep", "600"])\nprint("ready", flush=True)\ntime.sleep(600)' }),
+      turn().call('execute_tool_code', {
+        code: 'import subprocess, time\np = subprocess.Popen(["sleep", "600"])\nprint("ready", p.pid, flush=True)\ntime.sleep(600)',
+      }),
     );
     server.push(turn().call('execute_tool_code', { code: 'return 6 * 7' }));
     server.push(turn().text('It is 42.'));
@@ -212,7 +221,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
         const denied = await session.prompt('Try the note.');
         const deniedOut = textOfContent((updatesOf(seen, 'tool_call_update') as { status?: string }[]).filter((u) => u.status).pop()!);
         const prompt = session.prompt('Sleep.');
-        await waitFor(() => updatesOf(seen, 'tool_call_update').map(textOfContent).join('\n').includes('ready'), {
+        await waitFor(() => /ready \d+/.test(updatesOf(seen, 'tool_call_update').map(textOfContent).join('\n')), {
           what: 'the live output "ready"',
           timeoutMs: 60_000,
         });
@@ -231,8 +240,10 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
       .map((u) => (u as { content: { text: string } }).content.text)
       .join('');
     assert.equal(said, 'Denied.It is 42.');
-    // The model was asked three times after the first: the cancelled run's turn asked it nothing more.
+    // The cancelled run's turn asked the model nothing more: its next request is the next prompt's.
     assert.equal(server.turns.length, 5);
+    assert.match(server.turns[3].rawBody, /And 6 \* 7\?/);
+    assert.doesNotMatch(server.turns[2].rawBody, /And 6 \* 7\?/);
   });
 
   it('an untrusted folder gets no session, saying how to trust it; nothing runs', async () => {
@@ -250,5 +261,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
     assert.match(value, /is not trusted, so CodeAct runs no code in it/);
     assert.match(value, /codeact trust/);
     assert.equal(server.requests.length, 0);
+    // Nothing was started for it: no session host.
+    assert.deepEqual(await everyHost({ XDG_RUNTIME_DIR: TEST_RUNTIME_DIR }), []);
   });
 });

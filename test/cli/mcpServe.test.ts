@@ -13,9 +13,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, type CallToolResult, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import { spawn } from 'node:child_process';
-import { CLI, CLI_ENV } from '../support/cli';
+import { CLI, CLI_ENV, ROOT, runCli } from '../support/cli';
+import { ensureNode22, onNode22 } from '../support/conformanceSuite';
 import { isAlive } from '../../src/core/util/processTree';
 import { waitFor } from '../support/wait';
+
+/** The MCP Inspector's command (its launcher: `--cli` runs its CLI). */
+const INSPECTOR = path.join(ROOT, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
 
 /** A command tool that says it ran, with its argument. */
 const tool = (name: string, approval: 'auto' | 'ask') => ({
@@ -179,5 +183,34 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     child.stdin.end();
     assert.equal(await exited, 0);
     await waitFor(() => !isAlive(pid), { what: "the session's Python to end", timeoutMs: 30_000 });
+  });
+
+  it('--keep-session NAME: the MCP Inspector CLI calls execute_tool_code through two servers in turn, and the second reads what the first defined', async function () {
+    this.timeout(300_000);
+    await ensureNode22();
+    // The Inspector starts each server itself, with only the environment it is given (-e): the test's config folder,
+    // its session hosts' folder, and trust for the folder.
+    const env = ['CODEACT_HOME', 'XDG_RUNTIME_DIR', 'CODEACT_TRUST_WORKSPACE'].flatMap((k) => ['-e', `${k}=${CLI_ENV[k]}`]);
+    const server = [process.execPath, CLI, 'mcp', 'serve', '--workspace', ws, '--python', '/usr/bin/python3', '--keep-session', 'demo'];
+    const inspector = (...args: string[]) => onNode22([INSPECTOR, '--cli', ...env, ...server, ...args], 120_000, ws);
+    const listed = await inspector('--method', 'tools/list');
+    assert.equal(listed.code, 0, listed.out);
+    assert.match(listed.out, /"name": "execute_tool_code"/);
+    const first = await inspector('--method', 'tools/call', '--tool-name', 'execute_tool_code', '--tool-arg', 'code=x = 41\nreturn x');
+    assert.equal(first.code, 0, first.out);
+    assert.match(first.out, /\\"value\\":41/);
+    // Another server process, another MCP session: the same Python session, kept in the folder's session host.
+    const second = await inspector('--method', 'tools/call', '--tool-name', 'execute_tool_code', '--tool-arg', 'code=return x + 1');
+    assert.equal(second.code, 0, second.out);
+    assert.match(second.out, /\\"value\\":42/);
+    // It is the session host's session mcp-demo, which codeact sessions ends.
+    const sessions = await runCli(['sessions', '--json']);
+    assert.ok(
+      (JSON.parse(sessions.stdout) as { id: string }[]).some((x) => x.id === 'mcp-demo'),
+      sessions.stdout,
+    );
+    assert.equal((await runCli(['sessions', 'end', 'mcp-demo'])).code, 0);
+    const third = await inspector('--method', 'tools/call', '--tool-name', 'execute_tool_code', '--tool-arg', 'code=return x');
+    assert.match(third.out, /NameError/);
   });
 });

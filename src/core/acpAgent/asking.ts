@@ -5,11 +5,12 @@
  * carries everything it is about (every argument, all the code, the exact install command), with invisible and
  * bidirectional characters shown as <U+XXXX>, so the person approves only what they can read.
  *
- * The question names the execution's tool call (the client shows it there). A client that never answers does not
+ * A tool's question names that call's own tool call; code review and installs name the execution's (its title and
+ * input are put back when it ends). A client that never answers does not
  * hold the agent: the question ends after `answerMs` as no answer, or when the run is stopped; a question the
  * client cancels is no answer either, never a "deny" by the person.
  */
-import type { PermissionOption, RequestPermissionRequest, RequestPermissionResponse, ToolCallUpdate } from '@agentclientprotocol/sdk';
+import type { AgentContext, PermissionOption, RequestPermissionRequest, RequestPermissionResponse, ToolCallUpdate } from '@agentclientprotocol/sdk';
 import { installDialog } from '../../common/installCommand';
 import { revealInvisible } from '../../common/invisibleChars';
 import { jobAsks } from '../../common/tools';
@@ -32,6 +33,14 @@ const ACP_ASKING = {
 
 /** Asks the client one permission request; the option chosen, or why there is none. */
 type RequestPermission = (request: RequestPermissionRequest, signal: AbortSignal) => Promise<RequestPermissionResponse>;
+
+/**
+ * How a question goes to the client: a stopped run or the question's time cancels it, and the wait ends at once
+ * (without `stopWaitingOnCancel` the SDK would go on waiting for the client's answer, which may never come).
+ */
+export function permissionRequester(client: AgentContext): RequestPermission {
+  return (request, signal) => client.request('session/request_permission', request, { cancellationSignal: signal, stopWaitingOnCancel: true });
+}
 
 const ALLOW: PermissionOption = { optionId: 'allow', name: 'Allow once', kind: 'allow_once' };
 const ALLOW_SESSION: PermissionOption = { optionId: 'allow_session', name: 'Allow for this session', kind: 'allow_always' };
@@ -57,7 +66,8 @@ export class AcpAsking {
     const who = req.job === undefined ? 'The code calls' : `${jobAsks(req.job)} (it runs in the background of this session): it calls`;
     const answer = await this.ask(
       {
-        toolCallId: req.itemId,
+        // The call's own tool call (./updates shows each managed-tool call as one), not the execution's.
+        toolCallId: `${req.itemId}/${req.callId}`,
         title: `Allow the tool "${revealInvisible(name)}"?`,
         content: [said(`${who} the tool "${revealInvisible(name)}", which needs your approval. Its arguments, all of them:\n\n${args}`)],
         rawInput: req.arguments ?? {},

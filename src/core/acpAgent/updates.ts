@@ -38,9 +38,14 @@ interface UpdateOptions {
 }
 
 const text = (t: string): ToolCallContent => ({ type: 'content', content: { type: 'text', text: t } });
+/** `t` in a code fence longer than any run of backticks in it, so the text cannot close it (or be read as markdown). */
 const fenced = (t: string, lang = '') => {
-  // A fence longer than any run of backticks in the text, so the text cannot close it.
-  const longest = Math.max(2, ...(t.match(/`+/g) ?? []).map((r) => r.length));
+  let longest = 2;
+  let run = 0;
+  for (let i = 0; i < t.length; i++) {
+    run = t.charCodeAt(i) === 96 ? run + 1 : 0;
+    if (run > longest) longest = run;
+  }
   const fence = '`'.repeat(longest + 1);
   return `${fence}${lang}\n${t}${t.endsWith('\n') ? '' : '\n'}${fence}`;
 };
@@ -50,6 +55,7 @@ export class AcpUpdates {
   private readonly executions = new Map<string, Execution>();
   /** Managed-tool calls shown (their ids), so a completion without a start is not shown alone. */
   private readonly calls = new Set<string>();
+  private ended = false;
 
   constructor(
     private readonly send: (update: SessionUpdate) => void,
@@ -57,6 +63,7 @@ export class AcpUpdates {
   ) {}
 
   on(e: TranscriptEvent): void {
+    if (this.ended) return;
     switch (e.type) {
       case 'response.output_text.delta':
         if (e.delta) this.send({ sessionUpdate: e.thinking ? 'agent_thought_chunk' : 'agent_message_chunk', content: { type: 'text', text: e.delta } });
@@ -109,11 +116,13 @@ export class AcpUpdates {
       case 'codeact.tool_call.completed': {
         const id = `${e.item_id}/${e.call_id}`;
         if (!this.calls.delete(id)) return;
+        // Its title again: an approval asked about it showed its question there.
         this.send({
           sessionUpdate: 'tool_call_update',
           toolCallId: id,
+          title: `call_tool("${e.name}")`,
           status: e.error === undefined ? 'completed' : 'failed',
-          ...(e.error === undefined ? { rawOutput: e.output } : { rawOutput: { error: e.error }, content: [text(e.error)] }),
+          ...(e.error === undefined ? { rawOutput: e.output, content: [] } : { rawOutput: { error: e.error }, content: [text(fenced(e.error))] }),
         });
         return;
       }
@@ -131,9 +140,20 @@ export class AcpUpdates {
     this.send({ sessionUpdate: 'tool_call', toolCallId: id, title: 'Run Python', kind: 'execute', status: 'pending', rawInput: { code } });
   }
 
-  /** Sends what is held (an execution's output not yet shown). */
+  /**
+   * The turn is over: what is held goes out, and what is still open (an execution the model was writing when the turn
+   * was stopped, a tool call that never ended) ends as failed. Nothing is sent after.
+   */
   end(): void {
-    for (const id of this.executions.keys()) this.live(id);
+    if (this.ended) return;
+    for (const [id, x] of this.executions) {
+      this.live(id);
+      this.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed', title: 'Run Python', rawInput: { code: x.code } });
+    }
+    for (const id of this.calls) this.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed' });
+    this.executions.clear();
+    this.calls.clear();
+    this.ended = true;
   }
 
   /** The execution's code and its output so far. */
@@ -150,7 +170,7 @@ export class AcpUpdates {
     const x = this.executions.get(item.id);
     if (x?.timer) clearTimeout(x.timer);
     this.executions.delete(item.id);
-    const content: ToolCallContent[] = [text(fenced(item.code, 'python')), text(executionSummary(item, { outputChars: this.o.outputChars }))];
+    const content: ToolCallContent[] = [text(fenced(item.code, 'python')), text(fenced(executionSummary(item, { outputChars: this.o.outputChars }), 'json'))];
     for (const img of executionImages(item, 'this execution', this.o.images))
       content.push({ type: 'content', content: { type: 'image', data: img.data, mimeType: img.mime_type } });
     const changes = item.changes?.changes ?? [];
@@ -162,11 +182,14 @@ export class AcpUpdates {
     if (changes.length) {
       const lines = changes.slice(0, MAX_LOCATIONS).map((c) => `${c.kind} ${c.path}${c.from ? ` (from ${c.from})` : ''}`);
       if (changes.length > MAX_LOCATIONS) lines.push(`and ${changes.length - MAX_LOCATIONS} more`);
-      content.push(text(`${formatChangeCount(changes.length)}:\n${lines.join('\n')}`));
+      content.push(text(`${formatChangeCount(changes.length)}:\n${fenced(lines.join('\n'))}`));
     }
+    // Its title and input again: a review or an install asked about it showed its question there.
     this.send({
       sessionUpdate: 'tool_call_update',
       toolCallId: item.id,
+      title: 'Run Python',
+      rawInput: { code: item.code },
       status: item.status === 'completed' ? 'completed' : 'failed',
       content,
       ...(locations.length ? { locations } : {}),

@@ -132,7 +132,8 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
       return refuse(res, 400, 'Bad request: start a session with an initialize request (POST), or send its Mcp-Session-Id.');
     if (live.size + starting >= MAX_SESSIONS && !(await giveWay()))
       return refuse(res, 503, `This server's ${MAX_SESSIONS} MCP sessions are all busy: end one (DELETE), or try again once a call ends.`);
-    const python = newId('mcp');
+    // Its own Python session, ended with it; or the server's named one (--keep-session), shared and kept.
+    const python = o.session ?? newId('mcp');
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomToken(16),
       onsessioninitialized: (id) => {
@@ -143,7 +144,7 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
     transport.onclose = () => {
       const id = transport.sessionId;
       if (id) live.delete(id);
-      void o.runtime.sessions.close(python).catch(() => {});
+      if (!o.session) void o.runtime.sessions.close(python).catch(() => {});
     };
     starting++;
     try {

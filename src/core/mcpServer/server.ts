@@ -55,10 +55,15 @@ interface McpServerOptions {
   refusal?: string;
   /** How long an approval waits for the person (default ./asking DEFAULT_ANSWER_MS). */
   answerMs?: number;
+  /**
+   * `codeact mcp serve --keep-session NAME`: every MCP session runs in this one Python session, which outlives them (and
+   * the server, in the folder's session host): the next server with the same name finds its variables.
+   */
+  session?: string;
 }
 
 /** The MCP server of one MCP session (connect it to a transport). `sessionId`: our id of its Python session. */
-export function codeActMcpServer(o: McpServerOptions, sessionId = newId('mcp')): Server {
+export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? newId('mcp')): Server {
   const server = new Server({ name: 'codeact', version: CODEACT_VERSION }, { capabilities: { tools: {} } });
   const calls = new Map<string, Asked>();
   const asking = new McpAsking(server, (itemId) => calls.get(itemId), o.answerMs);
