@@ -21,7 +21,7 @@ import { ToolGateway } from '../core/gateway/gateway';
 import { cliAsking } from './approvalPrompt';
 import { ProviderError } from '../core/providers/shared/errors';
 import { createProvider } from '../core/providers/factory';
-import { isTurnMarker, runChatTurn, STORE_FAILED } from '../core/turn/turns';
+import { CONTINUED_NOTE, isTurnMarker, runChatTurn, STORE_FAILED } from '../core/turn/turns';
 import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveTools } from '../core/tools/toolSources';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
@@ -56,9 +56,6 @@ ${[...settingFlagsHelp('chat'), OUTPUTS_HELP].join('\n')}`;
 
 /** What `--continue` says (on stderr) after closing a turn a crash cut off, after the conversation's id. */
 export const LAST_TURN_INTERRUPTED = 'the last turn was interrupted (CodeAct ended while it ran); what completed is kept.';
-
-const CONTINUED_NOTE =
-  'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
 
 export const CHAT_OPTIONS = commandOptions('chat', {
   continue: { type: 'string', short: 'c' },

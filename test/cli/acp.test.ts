@@ -101,6 +101,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
       const init = await ctx.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
       assert.equal(init.protocolVersion, 1);
       assert.equal(init.agentInfo?.name, 'codeact');
+      assert.equal(init.agentCapabilities?.loadSession, true);
       return op(ctx, seen);
     });
     child.stdin!.end();
@@ -244,6 +245,60 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
     assert.equal(server.turns.length, 5);
     assert.match(server.turns[3].rawBody, /And 6 \* 7\?/);
     assert.doesNotMatch(server.turns[2].rawBody, /And 6 \* 7\?/);
+  });
+
+  it('session/load: a codeact chat conversation opens in the editor, replayed, and goes on in its live Python session', async () => {
+    server.push(turn().call('execute_tool_code', { code: 'y = 7\nreturn y' }));
+    server.push(turn().text('y is 7.'));
+    const chat = await runCli([
+      'chat',
+      'Set y.',
+      '--provider',
+      'openai-compatible',
+      '--model',
+      'qwen2.5-coder:7b',
+      '--base-url',
+      server.url,
+      '--storage',
+      storage,
+      '--workspace',
+      ws,
+      '--json',
+      '--python',
+      '/usr/bin/python3',
+    ]);
+    assert.equal(chat.code, 0, chat.stderr);
+    const id = (JSON.parse(chat.stdout.trim().split('\n').pop()!) as { conversation_id: string }).conversation_id;
+    server.push(turn().call('execute_tool_code', { code: 'return y * 6' }));
+    server.push(turn().text('It is 42.'));
+    const { value } = await withAgent(async (ctx, seen) => {
+      await ctx.request('session/load', { sessionId: id, cwd: ws, mcpServers: [] });
+      const replayed = seen.updates.splice(0);
+      const r = await ctx.request('session/prompt', { sessionId: id, prompt: [{ type: 'text', text: 'Times six?' }] });
+      return { replayed, stop: r.stopReason, after: seen.updates };
+    });
+    // What the conversation said and ran, replayed in order: the prompt, the execution with its code and result, the answer.
+    const kinds = value.replayed.map((n) => n.update.sessionUpdate);
+    assert.equal(kinds[0], 'user_message_chunk');
+    assert.equal((value.replayed[0].update as { content: { text: string } }).content.text, 'Set y.');
+    const execDone = value.replayed.map((n) => n.update).filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'completed');
+    assert.equal(execDone.length, 1);
+    assert.match(textOfContent(execDone[0]), /y = 7/);
+    assert.equal(
+      value.replayed
+        .map((n) => n.update)
+        .filter((u) => u.sessionUpdate === 'agent_message_chunk')
+        .map((u) => (u as { content: { text: string } }).content.text)
+        .join(''),
+      'y is 7.',
+    );
+    assert.ok(kinds.indexOf('tool_call') < kinds.indexOf('agent_message_chunk'));
+    // It goes on where it was: y is still defined, and the model was not told of a new session.
+    assert.equal(value.stop, 'end_turn');
+    const last = value.after.map((n) => n.update).filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'completed');
+    assert.match(textOfContent(last[last.length - 1]), /"value":42/);
+    assert.doesNotMatch(server.turns[2].rawBody, /new Python session/);
+    assert.match(server.turns[2].rawBody, /Set y\./);
   });
 
   it('an untrusted folder gets no session, saying how to trust it; nothing runs', async () => {

@@ -9,10 +9,22 @@
  *   providers, settings and gateway as `codeact chat`. What the turn does streams as `session/update`s
  *   (./updates): the model's text, each execution as a tool call with its code, live output, result and the files
  *   it changed.
+ * - `session/load` reopens a conversation of the store (of this agent, of `codeact chat`, of the panel) by its id: what
+ *   it said and ran is replayed as updates, and it goes on in its live Python session when the folder's session host
+ *   kept it (else the model is told the session is new, as `codeact chat --continue` tells it).
  * - Approvals, installs and code review are permission requests (./asking).
  * - `session/cancel` stops the turn (the run's whole process tree with it); the prompt answers `cancelled`.
  */
-import { agent, PROTOCOL_VERSION, RequestError, type AgentApp, type ContentBlock, type PromptResponse, type SessionUpdate } from '@agentclientprotocol/sdk';
+import {
+  agent,
+  PROTOCOL_VERSION,
+  RequestError,
+  type AgentApp,
+  type AgentContext,
+  type ContentBlock,
+  type PromptResponse,
+  type SessionUpdate,
+} from '@agentclientprotocol/sdk';
 import * as path from 'node:path';
 import type { TranscriptEvent } from '../../common/transcript';
 import { MODES } from '../../common/runtimes';
@@ -22,7 +34,7 @@ import type { EngineConfig } from '../config/resolve';
 import type { ToolGateway } from '../gateway/gateway';
 import type { Provider } from '../providers/shared/types';
 import type { Runtime } from '../runtime/types';
-import { runChatTurn } from '../turn/turns';
+import { CONTINUED_NOTE, runChatTurn } from '../turn/turns';
 import { CODEACT_VERSION } from '../util/version';
 import { AcpAsking, permissionRequester } from './asking';
 import { AcpUpdates } from './updates';
@@ -66,6 +78,8 @@ interface Session {
   used: number;
   /** The turn going on: how to stop it, and its end. */
   turn?: { controller: AbortController; done: Promise<unknown> };
+  /** Said to the model at the next turn (a reopened conversation whose Python session is gone). */
+  note?: string;
 }
 
 /** A session's title until its first prompt names it. */
@@ -112,11 +126,45 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
     return sessions.size + opening < MAX_SESSIONS;
   };
 
+  /** Opens the folder of `cwd` and makes (or reopens) the session's conversation in it; its id. */
+  const openSession = async (cwd: string, client: AgentContext, conversation: (folder: AcpFolder) => Conversation): Promise<string> => {
+    if (!path.isAbsolute(cwd)) throw RequestError.invalidParams(undefined, `cwd must be an absolute path (got "${cwd.slice(0, 200)}")`);
+    if (!(await room()))
+      throw new RequestError(-32603, `This agent's ${MAX_SESSIONS} sessions all have a prompt running; cancel one, or close one (session/close).`);
+    opening++;
+    let folder: AcpFolder;
+    try {
+      folder = await o.open(cwd);
+    } catch (e) {
+      opening--;
+      throw new RequestError(-32603, (e as Error).message);
+    }
+    try {
+      // The host refuses an untrusted folder before opening anything; a folder opened untrusted all the same gets no session.
+      if (!folder.trusted) throw new Error(folder.untrusted);
+      const convo = conversation(folder);
+      // Its questions and updates go to the client that made it.
+      const asking = new AcpAsking(convo.id, permissionRequester(client), o.answerMs);
+      const notify = (update: SessionUpdate) =>
+        void client.notify('session/update', { sessionId: convo.id, update }).catch((e: Error) => o.log?.(`session/update: ${e.message}`));
+      // A conversation that ran code whose Python session is gone is told so at its next turn (as codeact chat does).
+      const ranCode = convo.events.some((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call');
+      const lost = ranCode && folder.runtime.sessions.persist && !folder.runtime.sessions.has(convo.id);
+      sessions.set(convo.id, { convo, folder, asking, notify, used: ++clock, ...(lost ? { note: CONTINUED_NOTE } : {}) });
+      return convo.id;
+    } catch (e) {
+      await folder.dispose().catch(() => {});
+      throw e instanceof RequestError ? e : new RequestError(-32603, (e as Error).message);
+    } finally {
+      opening--;
+    }
+  };
+
   const app = agent({ name: 'codeact' })
     .onRequest('initialize', () => ({
       protocolVersion: PROTOCOL_VERSION,
       agentCapabilities: {
-        loadSession: false,
+        loadSession: true,
         promptCapabilities: { image: false, audio: false, embeddedContext: true },
         sessionCapabilities: { close: {} },
       },
@@ -124,34 +172,31 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
       authMethods: [],
     }))
     .onRequest('session/new', async ({ params, client }) => {
-      if (!path.isAbsolute(params.cwd)) throw RequestError.invalidParams(undefined, `cwd must be an absolute path (got "${params.cwd.slice(0, 200)}")`);
-      if (!(await room()))
-        throw new RequestError(-32603, `This agent's ${MAX_SESSIONS} sessions all have a prompt running; cancel one, or close one (session/close).`);
-      opening++;
-      let folder: AcpFolder;
-      try {
-        folder = await o.open(params.cwd);
-      } catch (e) {
-        opening--;
-        throw new RequestError(-32603, (e as Error).message);
-      }
-      try {
-        // The host refuses an untrusted folder before opening anything; a folder opened untrusted all the same gets no session.
-        if (!folder.trusted) throw new Error(folder.untrusted);
+      const id = await openSession(params.cwd, client, (folder) => {
         const { config } = folder;
-        const convo = o.store.create({ title: NEW_TITLE, provider: config.provider, model: config.model, mode: config.mode, workspace: folder.dir });
-        // Its questions and updates go to the client that made it.
-        const asking = new AcpAsking(convo.id, permissionRequester(client), o.answerMs);
-        const notify = (update: SessionUpdate) =>
-          void client.notify('session/update', { sessionId: convo.id, update }).catch((e: Error) => o.log?.(`session/update: ${e.message}`));
-        sessions.set(convo.id, { convo, folder, asking, notify, used: ++clock });
-        return { sessionId: convo.id };
-      } catch (e) {
-        await folder.dispose().catch(() => {});
-        throw new RequestError(-32603, (e as Error).message);
-      } finally {
-        opening--;
-      }
+        return o.store.create({ title: NEW_TITLE, provider: config.provider, model: config.model, mode: config.mode, workspace: folder.dir });
+      });
+      return { sessionId: id };
+    })
+    // An earlier conversation (of this agent, of `codeact chat` or of the panel) opened in the editor: what it said and
+    // ran is replayed as updates, then it goes on, in its live Python session when the folder's session host kept it.
+    .onRequest('session/load', async ({ params, client }) => {
+      if (sessions.has(params.sessionId)) throw RequestError.invalidRequest(undefined, 'That session is open already.');
+      if (!o.store.exists(params.sessionId)) throw RequestError.sessionNotFound(params.sessionId.slice(0, 100));
+      await openSession(params.cwd, client, (folder) => {
+        const convo = o.store.open(params.sessionId);
+        const replay = new AcpUpdates(
+          (update) => void client.notify('session/update', { sessionId: convo.id, update }).catch((e: Error) => o.log?.(`session/update: ${e.message}`)),
+          { folder: folder.dir, outputChars: folder.config.outputModelChars },
+        );
+        for (const e of convo.events) {
+          if (e.type === 'codeact.turn.started') replay.user(e.prompt);
+          else replay.on(e);
+        }
+        replay.end();
+        return convo;
+      });
+      return {};
     })
     .onRequest('session/prompt', async ({ params, signal }): Promise<PromptResponse> => {
       const s = sessions.get(params.sessionId);
@@ -180,9 +225,11 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
           gateway: folder.gateway(asking),
           // Hosted code runs in the provider's sandbox, where it cannot be stopped before it runs.
           ...(MODES[folder.config.mode].ourRuntime && folder.config.reviewCode ? { agent: { beforeRun: asking.review } } : {}),
+          ...(s.note ? { sessionNote: s.note } : {}),
           signal: controller.signal,
           onEvent: (e: TranscriptEvent) => updates.on(e),
         });
+        if (turn.result) s.note = undefined;
         if (controller.signal.aborted) return { stopReason: 'cancelled' };
         const result = turn.result;
         if (!result) throw new RequestError(-32603, turn.error?.message ?? 'The turn failed before the model answered.');

@@ -140,6 +140,11 @@ export class AcpUpdates {
     this.send({ sessionUpdate: 'tool_call', toolCallId: id, title: 'Run Python', kind: 'execute', status: 'pending', rawInput: { code } });
   }
 
+  /** A person's prompt, as it is replayed (session/load). */
+  user(text: string): void {
+    if (!this.ended && text) this.send({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text } });
+  }
+
   /**
    * The turn is over: what is held goes out, and what is still open (an execution the model was writing when the turn
    * was stopped, a tool call that never ended) ends as failed. Nothing is sent after.

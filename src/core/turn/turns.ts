@@ -33,6 +33,10 @@ type Emit = (e: TranscriptEvent) => void;
 /** A turn's own markers (their traits, ../../common/eventTraits), for the hosts that run turns. */
 export { isTurnMarker };
 
+/** What the model is told when a conversation that ran code goes on in a new Python session (its earlier one is gone). */
+export const CONTINUED_NOTE =
+  'Note: this conversation is being continued in a new Python session: variables, imports and files from the code above no longer exist; recreate what you need.';
+
 /** The error event that tells the person the turn was not saved (where and why); told, never saved itself. */
 export const STORE_FAILED = 'store_failed';
 
