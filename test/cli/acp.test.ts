@@ -118,10 +118,12 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
     const code = [
       'print("step one", flush=True)',
       `open(${JSON.stringify(ws)} + "/out.csv", "w").write("a,b\\n1,2\\n")`,
+      `open(${JSON.stringify(ws)} + "/notes.txt", "w").write("new\\n")`,
       'r = await call_tool("note", x="keep \\u202e this")',
       'kept = r["kept"]',
       'return kept',
     ].join('\n');
+    writeFileSync(path.join(ws, 'notes.txt'), 'old\n');
     server.push(turn().call('execute_tool_code', { code }));
     server.push(turn().text('I kept the note and wrote out.csv.'));
     const { value, exit } = await withAgent(
@@ -156,12 +158,17 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
     assert.equal(last.status, 'completed');
     assert.match(textOfContent(last), /step one/);
     assert.match(textOfContent(last), /keep/);
-    assert.deepEqual(
-      last.locations?.map((l) => l.path),
-      [path.join(ws, 'out.csv')],
-    );
-    assert.match(textOfContent(last), /1 file changed:\n`{3,}\ncreated out\.csv\n`{3,}/);
+    assert.deepEqual(last.locations?.map((l) => l.path).sort(), [path.join(ws, 'notes.txt'), path.join(ws, 'out.csv')]);
+    assert.match(textOfContent(last), /2 files changed:\n`{3,}\n(created out\.csv\nchanged notes\.txt|changed notes\.txt\ncreated out\.csv)\n`{3,}/);
     assert.equal(readFileSync(path.join(ws, 'out.csv'), 'utf8'), 'a,b\n1,2\n');
+    // The new file as a diff, which the editor shows as one.
+    assert.deepEqual(
+      (last.content as { type: string; path?: string }[]).filter((c) => c.type === 'diff').sort((a, b) => a.path!.localeCompare(b.path!)),
+      [
+        { type: 'diff', path: path.join(ws, 'notes.txt'), oldText: 'old\n', newText: 'new\n' },
+        { type: 'diff', path: path.join(ws, 'out.csv'), oldText: null, newText: 'a,b\n1,2\n' },
+      ],
+    );
     // The managed tool's call is a tool call of its own, and its approval was asked with every argument, the
     // invisible character shown.
     const note = calls.find((c) => c.title === 'call_tool("note")');

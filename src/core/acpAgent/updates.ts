@@ -1,13 +1,13 @@
 /**
  * A turn's events as ACP `session/update`s (core/acpAgent/agent.ts): the model's text as message chunks (its
- * thinking as thought chunks), each execution as one `execute` tool call (its code as the model writes it, then its
- * output as it comes,
- * then its result as the model reads it, its images, and the files its code changed as the call's locations), and
- * each managed-tool call its code made as a tool call of its own.
+ * thinking as thought chunks); each execution as one `execute` tool call: its code as the model writes it, its output
+ * as it comes, then its result as the model reads it, its images, and the files its code changed as the call's
+ * locations (small text files also as diffs); each managed-tool call its code made as a tool call of its own.
  *
  * Bounded before any work: the live output kept per execution is its last {@link LIVE_CHARS} characters, and a
  * burst of output goes out as one update per {@link LIVE_MS} (an update replaces the call's whole content).
  */
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import * as path from 'node:path';
 import type { SessionUpdate, ToolCallContent, ToolCallLocation } from '@agentclientprotocol/sdk';
 import type { CodeInterpreterCallItem } from '../../common/events';
@@ -15,6 +15,7 @@ import type { TranscriptEvent } from '../../common/transcript';
 import { formatChangeCount } from '../../common/rewind';
 import { executionImages, executionSummary, withinPixelCap } from '../agent/executionResult';
 import type { ImageBudget } from '../providers/shared/types';
+import { blobPath } from '../runtime/rewind/fileStore';
 
 /** The live output an execution's tool call shows (its tail; the result has what the model reads). */
 const LIVE_CHARS = 32_000;
@@ -22,6 +23,30 @@ const LIVE_CHARS = 32_000;
 const LIVE_MS = 50;
 /** Files named as an execution's locations, at most (the count says the rest). */
 const MAX_LOCATIONS = 200;
+/** Files an execution's result shows as diffs, at most, and the largest text shown as one (either side). */
+const MAX_DIFFS = 20;
+const MAX_DIFF_BYTES = 64 * 1024;
+const SHA256 = /^[0-9a-f]{64}$/;
+
+/**
+ * The text of a small regular file: no link followed, no FIFO waited on, read only up to {@link MAX_DIFF_BYTES}
+ * (the size is checked first); undefined when it is not one, is binary (a NUL byte), or is larger.
+ */
+function smallText(file: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_DIFF_BYTES) return undefined;
+    const buf = Buffer.alloc(st.size);
+    const bytes = buf.subarray(0, readSync(fd, buf, 0, st.size, 0));
+    return bytes.includes(0) ? undefined : bytes.toString('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
 
 interface Execution {
   code: string;
@@ -184,6 +209,7 @@ export class AcpUpdates {
       .filter((c) => c.kind !== 'deleted')
       .slice(0, MAX_LOCATIONS)
       .map((c) => ({ path: path.join(root, ...c.path.split('/')) }));
+    content.push(...diffs(item.changes, root));
     if (changes.length) {
       const lines = changes.slice(0, MAX_LOCATIONS).map((c) => `${c.kind} ${c.path}${c.from ? ` (from ${c.from})` : ''}`);
       if (changes.length > MAX_LOCATIONS) lines.push(`and ${changes.length - MAX_LOCATIONS} more`);
@@ -201,4 +227,31 @@ export class AcpUpdates {
       rawOutput: { status: item.status, ...(item.error ? { error: item.error } : {}), ...(changes.length ? { changes } : {}) },
     });
   }
+}
+
+/**
+ * The small text files an execution created or changed, as ACP diffs (the editor shows them as such): the earlier
+ * text from the rewind store that kept it, the new text from the file now. A file that is not a small text file, or
+ * whose earlier text was not kept, is left to the list of changes.
+ */
+function diffs(changes: CodeInterpreterCallItem['changes'], root: string): ToolCallContent[] {
+  const out: ToolCallContent[] = [];
+  for (const c of changes?.changes ?? []) {
+    if (out.length >= MAX_DIFFS) break;
+    if (c.kind !== 'created' && c.kind !== 'changed') continue;
+    const file = path.join(root, ...c.path.split('/'));
+    const rel = path.relative(root, file);
+    if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+    const newText = smallText(file);
+    if (newText === undefined) continue;
+    let oldText: string | null = null;
+    if (c.kind === 'changed') {
+      const digest = c.before?.digest;
+      const kept = changes?.store && digest && SHA256.test(digest) ? smallText(blobPath(changes.store, digest)) : undefined;
+      if (kept === undefined) continue;
+      oldText = kept;
+    }
+    out.push({ type: 'diff', path: file, oldText, newText });
+  }
+  return out;
 }
