@@ -58,8 +58,12 @@ export async function acpCommand(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  const open = async (cwd: string): Promise<AcpFolder> => {
-    const ws = openWorkspace(cwd, { flags: values });
+  const open = async (cwd: string, earlier?: { provider?: string; model?: string; mode?: string }): Promise<AcpFolder> => {
+    // A reopened conversation keeps its provider, model and mode unless a flag says otherwise (as codeact chat --continue).
+    const ws = openWorkspace(cwd, {
+      flags: values,
+      ...(earlier ? { fallback: { provider: earlier.provider, model: earlier.model, mode: earlier.mode } } : {}),
+    });
     const untrusted =
       `This folder (${ws.dir}) is not trusted, so CodeAct runs no code in it. ` +
       `To trust it: codeact trust ${JSON.stringify(ws.dir)}, then start a new session.`;

@@ -86,7 +86,7 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
   const runtime = await runtimeFrom(ws, { longLived: ws.trust.trusted, sessionHost: !!session && ws.trust.trusted, verbose: values.verbose });
   if (session && ws.trust.trusted && !runtime.sessions.outlivesClient)
     process.stderr.write(
-      `codeact: --keep-session ${values['keep-session']}: this runtime keeps no session after the server ends (codeact.session.host is "off", or the runtime is not local); its MCP sessions share it while the server runs.\n`,
+      `codeact: --keep-session ${values['keep-session']}: this runtime keeps no session after the server ends (the runtime is not local, codeact.session.host is "off", or sessions are per run); its MCP sessions share it while the server runs.\n`,
     );
   try {
     ws.toolSet = await resolveTools(ws.toolSet);

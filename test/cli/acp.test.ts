@@ -279,7 +279,22 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
     server.push(turn().call('execute_tool_code', { code: 'return y * 6' }));
     server.push(turn().text('It is 42.'));
     const { value } = await withAgent(async (ctx, seen) => {
+      // An id the store does not have, and the right id from another folder: refused, nothing replayed.
+      await assert.rejects(ctx.request('session/load', { sessionId: 'c_20260101_0000000000', cwd: ws, mcpServers: [] }), /not found/i);
+      await assert.rejects(
+        ctx.request('session/load', { sessionId: id, cwd: storage, mcpServers: [] }),
+        /This conversation works in .*: load it with that folder as cwd/,
+      );
+      assert.equal(seen.updates.length, 0);
       await ctx.request('session/load', { sessionId: id, cwd: ws, mcpServers: [] });
+      // The replay comes before the answer; its last update is the answer's text.
+      const said = () =>
+        seen.updates
+          .map((n) => n.update)
+          .filter((u) => u.sessionUpdate === 'agent_message_chunk')
+          .map((u) => (u as { content: { text: string } }).content.text)
+          .join('');
+      await waitFor(() => said() === 'y is 7.', { what: 'the replayed answer', timeoutMs: 30_000 });
       const replayed = seen.updates.splice(0);
       const r = await ctx.request('session/prompt', { sessionId: id, prompt: [{ type: 'text', text: 'Times six?' }] });
       return { replayed, stop: r.stopReason, after: seen.updates };
@@ -299,7 +314,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
         .join(''),
       'y is 7.',
     );
-    assert.ok(kinds.indexOf('tool_call') < kinds.indexOf('agent_message_chunk'));
+    assert.ok(kinds.indexOf('tool_call') > 0 && kinds.indexOf('tool_call') < kinds.indexOf('agent_message_chunk'), kinds.join());
     // It goes on where it was: y is still defined, and the model was not told of a new session.
     assert.equal(value.stop, 'end_turn');
     const last = value.after.map((n) => n.update).filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'completed');

@@ -25,6 +25,7 @@ import {
   type PromptResponse,
   type SessionUpdate,
 } from '@agentclientprotocol/sdk';
+import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import type { TranscriptEvent } from '../../common/transcript';
 import { MODES } from '../../common/runtimes';
@@ -55,12 +56,30 @@ export interface AcpFolder {
 
 interface AcpAgentOptions {
   store: TranscriptStore;
-  /** Opens the folder at an absolute path (its settings, tools, trust and runtime); throws saying what is wrong. */
-  open: (cwd: string) => Promise<AcpFolder>;
+  /**
+   * Opens the folder at an absolute path (its settings, tools, trust and runtime); throws saying what is wrong. A
+   * reopened conversation's provider, model and mode apply unless the agent's flags say otherwise.
+   */
+  open: (cwd: string, earlier?: { provider?: string; model?: string; mode?: string }) => Promise<AcpFolder>;
   /** How long a permission request waits for the person (default ./asking). */
   answerMs?: number;
   /** Where the door's own problems are said (stderr: stdout is the protocol's). */
   log?: (line: string) => void;
+}
+
+/** The turns of a reopened conversation replayed to the editor, at most (the latest). */
+const MAX_REPLAYED_TURNS = 50;
+
+/** The same folder, links resolved (else as written, resolved). */
+function sameFolder(a: string, b: string): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  return real(a) === real(b);
 }
 
 /** The longest prompt one `session/prompt` may carry (a bound before any work). */
@@ -103,6 +122,45 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
   const sessions = new Map<string, Session>();
   /** Sessions being opened (counted against {@link MAX_SESSIONS} with the open ones). */
   let opening = 0;
+  /** Conversations being loaded (a second load of one waits for nothing: it is refused). */
+  const loading = new Set<string>();
+
+  /**
+   * A reopened conversation as updates: its last {@link MAX_REPLAYED_TURNS} turns (the count of the earlier ones
+   * said), each prompt as the person's message, runs of text merged into one chunk, executions whole.
+   */
+  const replay = (convo: Conversation, s: Session) => {
+    const updates = new AcpUpdates(s.notify, { folder: s.folder.dir, outputChars: s.folder.config.outputModelChars, replay: true });
+    const events = convo.events;
+    const starts = events.flatMap((e, i) => (e.type === 'codeact.turn.started' ? [i] : []));
+    const from = starts.length > MAX_REPLAYED_TURNS ? starts[starts.length - MAX_REPLAYED_TURNS] : 0;
+    if (from)
+      s.notify({
+        sessionUpdate: 'agent_message_chunk',
+        content: { type: 'text', text: `(${starts.length - MAX_REPLAYED_TURNS} earlier turns of this conversation are not shown here.)\n\n` },
+      });
+    let text: { delta: string; thinking: boolean; item_id: string } | undefined;
+    const flush = () => {
+      if (text) updates.on({ type: 'response.output_text.delta', item_id: text.item_id, delta: text.delta, ...(text.thinking ? { thinking: true } : {}) });
+      text = undefined;
+    };
+    for (let i = from; i < events.length; i++) {
+      const e = events[i];
+      if (e.type === 'response.output_text.delta') {
+        if (text && text.thinking === !!e.thinking) text.delta += e.delta;
+        else {
+          flush();
+          text = { delta: e.delta, thinking: !!e.thinking, item_id: e.item_id };
+        }
+        continue;
+      }
+      flush();
+      if (e.type === 'codeact.turn.started') updates.user(e.prompt);
+      else updates.on(e);
+    }
+    flush();
+    updates.end();
+  };
 
   const close = async (id: string) => {
     const s = sessions.get(id);
@@ -127,14 +185,19 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
   };
 
   /** Opens the folder of `cwd` and makes (or reopens) the session's conversation in it; its id. */
-  const openSession = async (cwd: string, client: AgentContext, conversation: (folder: AcpFolder) => Conversation): Promise<string> => {
+  const openSession = async (
+    cwd: string,
+    client: AgentContext,
+    conversation: (folder: AcpFolder) => Conversation,
+    earlier?: Conversation['meta'],
+  ): Promise<string> => {
     if (!path.isAbsolute(cwd)) throw RequestError.invalidParams(undefined, `cwd must be an absolute path (got "${cwd.slice(0, 200)}")`);
     if (!(await room()))
       throw new RequestError(-32603, `This agent's ${MAX_SESSIONS} sessions all have a prompt running; cancel one, or close one (session/close).`);
     opening++;
     let folder: AcpFolder;
     try {
-      folder = await o.open(cwd);
+      folder = await o.open(cwd, earlier);
     } catch (e) {
       opening--;
       throw new RequestError(-32603, (e as Error).message);
@@ -181,21 +244,21 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
     // An earlier conversation (of this agent, of `codeact chat` or of the panel) opened in the editor: what it said and
     // ran is replayed as updates, then it goes on, in its live Python session when the folder's session host kept it.
     .onRequest('session/load', async ({ params, client }) => {
-      if (sessions.has(params.sessionId)) throw RequestError.invalidRequest(undefined, 'That session is open already.');
-      if (!o.store.exists(params.sessionId)) throw RequestError.sessionNotFound(params.sessionId.slice(0, 100));
-      await openSession(params.cwd, client, (folder) => {
-        const convo = o.store.open(params.sessionId);
-        const replay = new AcpUpdates(
-          (update) => void client.notify('session/update', { sessionId: convo.id, update }).catch((e: Error) => o.log?.(`session/update: ${e.message}`)),
-          { folder: folder.dir, outputChars: folder.config.outputModelChars },
-        );
-        for (const e of convo.events) {
-          if (e.type === 'codeact.turn.started') replay.user(e.prompt);
-          else replay.on(e);
-        }
-        replay.end();
-        return convo;
-      });
+      const id = params.sessionId;
+      if (sessions.has(id) || loading.has(id)) throw RequestError.invalidRequest(undefined, 'That session is open already.');
+      if (!o.store.exists(id)) throw RequestError.sessionNotFound(id.slice(0, 100));
+      loading.add(id);
+      try {
+        const convo = o.store.open(id);
+        // It goes on in its own folder (its session host, settings and rewind points are there), with its provider and model.
+        const home = convo.meta.workspace;
+        if (typeof home === 'string' && !sameFolder(home, params.cwd))
+          throw RequestError.invalidParams(undefined, `This conversation works in ${home}: load it with that folder as cwd.`);
+        await openSession(params.cwd, client, () => convo, convo.meta);
+        replay(convo, sessions.get(id)!);
+      } finally {
+        loading.delete(id);
+      }
       return {};
     })
     .onRequest('session/prompt', async ({ params, signal }): Promise<PromptResponse> => {
@@ -229,7 +292,8 @@ export function codeActAcpAgent(o: AcpAgentOptions): { app: AgentApp; end: () =>
           signal: controller.signal,
           onEvent: (e: TranscriptEvent) => updates.on(e),
         });
-        if (turn.result) s.note = undefined;
+        // Said once the model has read it (a turn that failed before its answer says it again next time).
+        if (turn.result?.status === 'completed' || turn.result?.status === 'max_turns') s.note = undefined;
         if (controller.signal.aborted) return { stopReason: 'cancelled' };
         const result = turn.result;
         if (!result) throw new RequestError(-32603, turn.error?.message ?? 'The turn failed before the model answered.');

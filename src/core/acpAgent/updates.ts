@@ -57,6 +57,8 @@ interface Execution {
 interface UpdateOptions {
   /** The folder the changed files' paths are relative to. */
   folder: string;
+  /** A conversation replayed (session/load): no diffs read (each is a read of the store), and code is sent once, whole. */
+  replay?: boolean;
   /** codeact.outputs.modelChars: the result's budget. */
   outputChars?: number;
   images?: ImageBudget;
@@ -102,7 +104,7 @@ export class AcpUpdates {
       // The code streams in as the model writes it (coalesced as the output is).
       case 'response.code_interpreter_call_code.delta': {
         const x = this.executions.get(e.item_id);
-        if (!x) return;
+        if (!x || this.o.replay) return;
         x.code += e.delta;
         x.timer ??= setTimeout(() => this.live(e.item_id), LIVE_MS);
         return;
@@ -154,6 +156,9 @@ export class AcpUpdates {
       case 'response.output_item.done':
         if (e.item.type === 'code_interpreter_call') this.done(e.item);
         return;
+      // A turn that ended (replayed: an interrupted one) leaves nothing open under the turns after it.
+      case 'codeact.turn.ended':
+        return this.closeOpen();
       default:
         return;
     }
@@ -176,6 +181,12 @@ export class AcpUpdates {
    */
   end(): void {
     if (this.ended) return;
+    this.closeOpen();
+    this.ended = true;
+  }
+
+  /** What is still open ends as failed (what was held of it goes out first). */
+  private closeOpen() {
     for (const [id, x] of this.executions) {
       this.live(id);
       this.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed', title: 'Run Python', rawInput: { code: x.code } });
@@ -183,7 +194,6 @@ export class AcpUpdates {
     for (const id of this.calls) this.send({ sessionUpdate: 'tool_call_update', toolCallId: id, status: 'failed' });
     this.executions.clear();
     this.calls.clear();
-    this.ended = true;
   }
 
   /** The execution's code and its output so far. */
@@ -209,7 +219,7 @@ export class AcpUpdates {
       .filter((c) => c.kind !== 'deleted')
       .slice(0, MAX_LOCATIONS)
       .map((c) => ({ path: path.join(root, ...c.path.split('/')) }));
-    content.push(...diffs(item.changes, root));
+    if (!this.o.replay) content.push(...diffs(item.changes, root));
     if (changes.length) {
       const lines = changes.slice(0, MAX_LOCATIONS).map((c) => `${c.kind} ${c.path}${c.from ? ` (from ${c.from})` : ''}`);
       if (changes.length > MAX_LOCATIONS) lines.push(`and ${changes.length - MAX_LOCATIONS} more`);
@@ -230,27 +240,25 @@ export class AcpUpdates {
 }
 
 /**
- * The small text files an execution created or changed, as ACP diffs (the editor shows them as such): the earlier
- * text from the rewind store that kept it, the new text from the file now. A file that is not a small text file, or
- * whose earlier text was not kept, is left to the list of changes.
+ * The small text files an execution created or changed, as ACP diffs (the editor shows them as such): both sides
+ * from the rewind store that kept them when the run ended (its earlier and its new bytes, by digest), never from the
+ * workspace now, which the code may have changed since, or made a link to elsewhere. A file that is not a small text
+ * file, or whose bytes were not kept, is left to the list of changes.
  */
 function diffs(changes: CodeInterpreterCallItem['changes'], root: string): ToolCallContent[] {
   const out: ToolCallContent[] = [];
+  const store = changes?.store;
+  if (!store) return out;
+  const kept = (digest: string | null | undefined) => (digest && SHA256.test(digest) ? smallText(blobPath(store, digest)) : undefined);
   for (const c of changes?.changes ?? []) {
     if (out.length >= MAX_DIFFS) break;
     if (c.kind !== 'created' && c.kind !== 'changed') continue;
     const file = path.join(root, ...c.path.split('/'));
     const rel = path.relative(root, file);
-    if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) continue;
-    const newText = smallText(file);
-    if (newText === undefined) continue;
-    let oldText: string | null = null;
-    if (c.kind === 'changed') {
-      const digest = c.before?.digest;
-      const kept = changes?.store && digest && SHA256.test(digest) ? smallText(blobPath(changes.store, digest)) : undefined;
-      if (kept === undefined) continue;
-      oldText = kept;
-    }
+    if (!rel || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) continue;
+    const newText = kept(c.after?.digest);
+    const oldText = c.kind === 'created' ? null : kept(c.before?.digest);
+    if (newText === undefined || oldText === undefined) continue;
     out.push({ type: 'diff', path: file, oldText, newText });
   }
   return out;

@@ -70,7 +70,9 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
   const gateway = o.gateway(asking);
   const { runtime } = o;
   const persistent = runtime.sessions.persist;
-  let executions = 0;
+  // Executions are numbered per Python session (the guest keeps each run's output under its number): a shared one
+  // (--keep-session) numbers them across the server's MCP sessions.
+  const executions = o.session ? sharedCount(o.session) : { n: 0 };
 
   const ctx = () => ({
     runtime: runtime.kind,
@@ -96,7 +98,9 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
       },
       {
         name: RESTART_SESSION,
-        description: "Restarts this MCP session's Python session: every variable, import and background job is gone; the next code starts fresh.",
+        description: o.session
+          ? `Restarts the Python session that every MCP session of this server shares (${o.session}): every variable, import and background job is gone, a run another MCP session has going too; the next code starts fresh.`
+          : "Restarts this MCP session's Python session: every variable, import and background job is gone; the next code starts fresh.",
         inputSchema: { type: 'object', properties: {} },
         annotations: { destructiveHint: true },
       },
@@ -133,7 +137,7 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
     }
     const withTools = name === EXECUTE_TOOL_CODE;
     const itemId = newId('exec');
-    const execution = ++executions;
+    const execution = ++executions.n;
     calls.set(itemId, { relatedRequestId: extra.requestId, signal: extra.signal });
     const progress = progressOf(extra);
     try {
@@ -187,6 +191,14 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
   }
 
   return server;
+}
+
+/** The execution counters of the shared (named) Python sessions of this process, by name. */
+const shared = new Map<string, { n: number }>();
+function sharedCount(name: string): { n: number } {
+  let c = shared.get(name);
+  if (!c) shared.set(name, (c = { n: 0 }));
+  return c;
 }
 
 const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
