@@ -18,6 +18,7 @@ import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveTools } from '../core/tools/toolSources';
 import { forTerminal } from '../common/untrusted';
 import { parse, UsageError } from './args';
+import { armStopSignals } from './stopSignals';
 import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
 import { defaultStorage, openWorkspace, reportDeclarationErrors, runtimeFrom } from './workspace';
 
@@ -47,16 +48,8 @@ export async function acpCommand(argv: string[]): Promise<number> {
   }
   if (positionals.length) throw new UsageError(`codeact acp takes no arguments (got "${positionals[0]}"); each session's folder is the cwd the editor gives.`);
   const log = (line: string) => process.stderr.write(`codeact: ${forTerminal(line)}\n`);
-  // The first SIGINT or SIGTERM ends the agent and its sessions' runs; a second one exits at once.
-  let signals = 0;
-  let stop!: () => void;
-  const stopped = new Promise<void>((resolve) => (stop = resolve));
-  const onSignal = () => {
-    if (++signals > 1) process.exit(130);
-    stop();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  // One way to stop, armed before anything starts (a second signal exits at once).
+  const signals = armStopSignals();
 
   const open = async (cwd: string, earlier?: { provider?: string; model?: string; mode?: string }): Promise<AcpFolder> => {
     // A reopened conversation keeps its provider, model and mode unless a flag says otherwise (as codeact chat --continue).
@@ -98,13 +91,12 @@ export async function acpCommand(argv: string[]): Promise<number> {
   );
   try {
     // The editor went away (stdin ended: the connection closes), or a signal.
-    await Promise.race([connection.closed, stopped, new Promise((resolve) => process.stdout.once('error', resolve))]);
+    await Promise.race([connection.closed, signals.stopped, new Promise((resolve) => process.stdout.once('error', resolve))]);
     return 0;
   } finally {
     connection.close();
     await door.end();
     await disposeDefaultMcpPool();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.disarm();
   }
 }

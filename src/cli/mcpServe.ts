@@ -14,6 +14,7 @@ import { disposeDefaultMcpPool } from '../core/tools/sources/mcp/pool';
 import { resolveTools } from '../core/tools/toolSources';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { parse, UsageError } from './args';
+import { armStopSignals } from './stopSignals';
 import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
 import { openWorkspace, reportDeclarationErrors, runtimeFrom } from './workspace';
 
@@ -69,17 +70,8 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       `--keep-session takes a name of letters, digits, ".", "_" and "-" (at most 64, starting with a letter or digit), not "${values['keep-session']}".`,
     );
   const session = values['keep-session'] === undefined ? undefined : `mcp-${values['keep-session']}`;
-  // One way to stop, armed before anything starts: the first SIGINT or SIGTERM ends the server and its sessions; a
-  // second one exits at once.
-  let stop!: () => void;
-  const stopped = new Promise<void>((resolve) => (stop = resolve));
-  let signals = 0;
-  const onSignal = () => {
-    if (++signals > 1) process.exit(130);
-    stop();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  // One way to stop, armed before anything starts (a second signal exits at once).
+  const signals = armStopSignals();
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
   // In a folder that is not trusted nothing runs: no guest is started ahead of need either.
   // A named session lives in the folder's session host (as codeact chat's do), so it outlives this server.
@@ -113,11 +105,11 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       refusal,
       ...(session ? { session } : {}),
     };
-    if (signals) return 0;
+    if (signals.signalled) return 0;
     if (values.http) {
       const http = await serveMcpHttp(door, port);
       process.stderr.write(`CodeAct MCP server (Streamable HTTP): ${http.url}\nAuthorization: Bearer ${http.token}\n`);
-      await stopped;
+      await signals.stopped;
       await http.close();
       return 0;
     }
@@ -128,7 +120,7 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       process.stdin.once('end', resolve);
       process.stdin.once('close', resolve);
       process.stdout.once('error', resolve);
-      void stopped.then(resolve);
+      void signals.stopped.then(resolve);
     });
     await server.connect(new StdioServerTransport());
     await closed;
@@ -137,7 +129,6 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
   } finally {
     await runtime.dispose();
     await disposeDefaultMcpPool();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.disarm();
   }
 }

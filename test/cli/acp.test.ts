@@ -37,6 +37,19 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
   let storage: string;
   let server: WireServer;
   const children: ChildProcess[] = [];
+  /** The model, the store and the interpreter every command of these tests uses (the scripted model on loopback). */
+  const common = () => [
+    '--provider',
+    'openai-compatible',
+    '--model',
+    'qwen2.5-coder:7b',
+    '--base-url',
+    server.url,
+    '--storage',
+    storage,
+    '--python',
+    '/usr/bin/python3',
+  ];
 
   before(function () {
     if (!existsSync(CLI)) this.skip();
@@ -65,24 +78,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
   ): Promise<{ value: T; stderr: string; exit: Promise<number | null> }> {
     const env = { ...CLI_ENV, ...o.env } as Record<string, string>;
     for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-    const child = spawn(
-      process.execPath,
-      [
-        CLI,
-        'acp',
-        '--provider',
-        'openai-compatible',
-        '--model',
-        'qwen2.5-coder:7b',
-        '--base-url',
-        server.url,
-        '--storage',
-        storage,
-        '--python',
-        '/usr/bin/python3',
-      ],
-      { env, stdio: ['pipe', 'pipe', 'pipe'] },
-    );
+    const child = spawn(process.execPath, [CLI, 'acp', ...common()], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     children.push(child);
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += d));
@@ -201,12 +197,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
     // codeact chat --continue goes on with it, in its live Python session (the session host kept it).
     server.push(turn().call('execute_tool_code', { code: 'return kept[:4]' }));
     server.push(turn().text('It says keep.'));
-    const more = await runCli(
-      ['chat', '--continue', sessionId, 'What did you keep?', '--base-url', server.url, '--storage', storage, '--json', '--python', '/usr/bin/python3'],
-      {},
-      '',
-      ws,
-    );
+    const more = await runCli(['chat', '--continue', sessionId, 'What did you keep?', ...common(), '--json'], {}, '', ws);
     assert.equal(more.code, 0, more.stderr);
     assert.match(more.stdout, /"value":"keep"/);
   });
@@ -257,23 +248,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
   it('session/load: a codeact chat conversation opens in the editor, replayed, and goes on in its live Python session', async () => {
     server.push(turn().call('execute_tool_code', { code: 'y = 7\nreturn y' }));
     server.push(turn().text('y is 7.'));
-    const chat = await runCli([
-      'chat',
-      'Set y.',
-      '--provider',
-      'openai-compatible',
-      '--model',
-      'qwen2.5-coder:7b',
-      '--base-url',
-      server.url,
-      '--storage',
-      storage,
-      '--workspace',
-      ws,
-      '--json',
-      '--python',
-      '/usr/bin/python3',
-    ]);
+    const chat = await runCli(['chat', 'Set y.', ...common(), '--workspace', ws, '--json']);
     assert.equal(chat.code, 0, chat.stderr);
     const id = (JSON.parse(chat.stdout.trim().split('\n').pop()!) as { conversation_id: string }).conversation_id;
     server.push(turn().call('execute_tool_code', { code: 'return y * 6' }));
