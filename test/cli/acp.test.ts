@@ -19,6 +19,7 @@ import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
 import { waitFor } from '../support/wait';
+import { processesWithCmdline } from '../../src/core/util/processTree';
 
 const tool = {
   name: 'note',
@@ -203,13 +204,14 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
   });
 
   it('a denied approval reaches the code; cancel stops a run mid-way, and the session takes the next prompt', async () => {
+    const sleeper = `codeact-acp-sleeper-${process.pid}`;
     server.push(
       turn().call('execute_tool_code', { code: 'try:\n    await call_tool("note", x="a")\nexcept Exception as e:\n    print("refused:", e)\nreturn 1' }),
     );
     server.push(turn().text('Denied.'));
     server.push(
       turn().call('execute_tool_code', {
-        code: 'import subprocess, time\np = subprocess.Popen(["sleep", "600"])\nprint("ready", p.pid, flush=True)\ntime.sleep(600)',
+        code: `import subprocess, sys, time\np = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "${sleeper}"])\nprint("ready", p.pid, flush=True)\ntime.sleep(600)`,
       }),
     );
     server.push(turn().call('execute_tool_code', { code: 'return 6 * 7' }));
@@ -226,6 +228,8 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
         });
         await ctx.notify('session/cancel', { sessionId: session.sessionId });
         const cancelled = await prompt;
+        // Stop kills what the run started: its subprocess is gone, not left running in the session.
+        await waitFor(() => processesWithCmdline(sleeper).length === 0, { what: "the run's subprocess to be killed", timeoutMs: 30_000 });
         const next = await session.prompt('And 6 * 7?');
         return { denied: denied.stopReason, deniedOut, cancelled: cancelled.stopReason, next: next.stopReason, text: seen };
       },
