@@ -19,11 +19,7 @@ const SCROLL_KEY = 'codeact.openConversationScroll';
 /** Documents remembered at most (the least recently run go first). */
 const MAX_DOCUMENTS = 50;
 
-/** Told to the model on the next turn of a conversation whose Python session is gone. */
-export const REOPENED_NOTE =
-  'Note: this conversation was reopened from history. Its earlier Python session is gone: variables, imports and files from the code above no longer exist; recreate what you need.';
-
-/** Told to the person, in the panel, for the same. */
+/** Told to the person, in the panel, when a reopened conversation's Python session is gone (the model gets core/turn's CONTINUED_NOTE). */
 export const SESSION_GONE_NOTICE =
   'This conversation was reopened: its earlier Python session is gone, so variables from earlier runs are not defined. Code you run now starts a new session.';
 

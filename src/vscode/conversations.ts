@@ -2,13 +2,14 @@
  * The chat's conversations: the open one (remembered across reloads, restored at start), opening one from
  * the history, leaving one (its Jupyter kernel goes), a Run with Tools document's own conversation, and the
  * history's list, delete and clear. A conversation reopened without its Python session is "stale" until a
- * turn runs in it: the model is told once (`REOPENED_NOTE`). No `vscode` import: the controller composes it.
+ * turn runs in it: the model is told once (`CONTINUED_NOTE`). No `vscode` import: the controller composes it.
  */
+import { CONTINUED_NOTE } from '../core/turn/turns';
 import type { JobChanged } from '../common/events';
 import type { ConversationSummary } from '../common/protocol';
 import { titleFrom, type Conversation, type TranscriptStore } from '../core/agent/transcriptStore';
 import type { RuntimeSessions } from '../core/runtime/types';
-import { closeInterrupted, conversationSummary, mayComeBack, openedNotice, ranLocalCode, REOPENED_NOTE, type ConversationMemory } from './conversationMemory';
+import { closeInterrupted, conversationSummary, mayComeBack, openedNotice, ranLocalCode, type ConversationMemory } from './conversationMemory';
 import type { CodeActSettings } from './settings';
 
 /** A Run with Tools document: its URI (the key of its conversation), its name (the title) and its folder. */
@@ -163,7 +164,7 @@ export class Conversations {
     const convo = this.stored(id);
     const ended = convo?.meta.endedNotes?.filter((n) => typeof n === 'string');
     if (ended?.length) convo!.update({ endedNotes: null });
-    return [this.stale === id ? REOPENED_NOTE : '', ...(ended ?? [])].filter(Boolean).join('\n') || undefined;
+    return [this.stale === id ? CONTINUED_NOTE : '', ...(ended ?? [])].filter(Boolean).join('\n') || undefined;
   }
 
   /**

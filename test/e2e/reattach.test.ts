@@ -9,7 +9,8 @@
  * Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
-import { REOPENED_NOTE, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { CONTINUED_NOTE } from '../../src/core/turn/turns';
+import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 import { RUN_ENDED_NOTE } from '../../src/vscode/reattach';
 import { execCards } from './support/execCards';
 import { turn } from '../support/wire/turn';
@@ -62,7 +63,7 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     assert.doesNotMatch(text, /NameError/, text);
     assert.match(text, expected);
     const requests = e2e.wire.turns.slice(-2).map((t) => JSON.stringify(t.body));
-    for (const r of requests) assert.ok(!r.includes(REOPENED_NOTE), 'the model is not told its session is gone');
+    for (const r of requests) assert.ok(!r.includes(CONTINUED_NOTE), 'the model is not told its session is gone');
   };
 
   const noGoneNotice = async () => {

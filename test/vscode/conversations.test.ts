@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { TranscriptStore, type Conversation } from '../../src/core/agent/transcriptStore';
-import { ConversationMemory, REOPENED_NOTE, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
+import { CONTINUED_NOTE } from '../../src/core/turn/turns';
+import { ConversationMemory, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 import { BUSY_SWITCH, Conversations, type ConversationsDeps } from '../../src/vscode/conversations';
 
 /** A conversation whose code ran in a local session (its variables die with the session). */
@@ -99,7 +100,7 @@ describe('vscode conversations (fake seams)', () => {
     f.state.set('codeact.openConversation', old.id);
     const restored = f.build();
     assert.equal(restored.current?.id, old.id);
-    assert.equal(restored.sessionNote(old.id), REOPENED_NOTE);
+    assert.equal(restored.sessionNote(old.id), CONTINUED_NOTE);
     restored.ran(old.id);
     assert.equal(restored.sessionNote(old.id), undefined);
   });
@@ -115,7 +116,7 @@ describe('vscode conversations (fake seams)', () => {
     assert.deepEqual(f.closed, [open.id], "the left conversation's session is closed");
     assert.equal(f.variables.shown, undefined, 'the variables view shows the reopened conversation');
     assert.ok((notice ?? '').includes(SESSION_GONE_NOTICE), notice ?? '');
-    assert.equal(c.sessionNote(first.id), REOPENED_NOTE);
+    assert.equal(c.sessionNote(first.id), CONTINUED_NOTE);
     assert.equal(f.state.get('codeact.openConversation'), first.id);
     assert.ok(f.refreshed > 0 && f.changed > 0);
 
@@ -204,7 +205,7 @@ describe('vscode conversations (fake seams)', () => {
     f.live.add(ran.id);
     c.reopen(ran.id);
     c.sessionMoved();
-    assert.equal(c.sessionNote(ran.id), REOPENED_NOTE);
+    assert.equal(c.sessionNote(ran.id), CONTINUED_NOTE);
   });
 
   it('delete leaves the open conversation only when it is the one deleted; clear leaves everything', () => {
