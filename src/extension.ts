@@ -10,6 +10,7 @@ import { registerCommands } from './vscode/commands';
 import type { CodeActController } from './vscode/controller';
 import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
 import { registerMcpSignIn } from './vscode/mcpAuth';
+import { registerMcpDefinitions } from './vscode/mcpDefinition';
 import { vscodeMcpSignInApis } from './vscode/mcpAuth.apis';
 import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
@@ -45,6 +46,12 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
     new ApprovalStatusBar(controller),
     registerLanguageModelTool(controller),
     registerChatParticipant(controller, context),
+    registerMcpDefinitions({
+      cli: vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath,
+      storage: context.globalStorageUri.fsPath,
+      packageJSON: context.extension.packageJSON as Parameters<typeof registerMcpDefinitions>[0]['packageJSON'],
+      log,
+    }),
   );
   const pythonEnvs = new PythonEnvironments(log, () => controller.folders.current().folder);
   context.subscriptions.push(

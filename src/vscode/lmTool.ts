@@ -5,6 +5,8 @@
 import * as vscode from 'vscode';
 import { logsOf, type CodeActEvent } from '../common/events';
 import { executionSummary } from '../core/agent/agent';
+import { executionImages, withinPixelCap } from '../core/agent/executionResult';
+import { imageBudgetFrom } from '../core/config/engine';
 import { displayModelText, displaysOf } from '../common/displays';
 import type { CodeActController } from './controller';
 import { untrustedMessage } from './untrusted';
@@ -36,11 +38,22 @@ export function registerLanguageModelTool(controller: CodeActController): vscode
       const code = String(options.input?.code ?? '');
       if (!code.trim()) throw new Error('execute_tool_code needs a non-empty "code" string.');
       const item = await controller.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
-      return new vscode.LanguageModelToolResult([
-        new vscode.LanguageModelTextPart(executionSummary(item, { outputChars: controller.settings.outputModelChars })),
-      ]);
+      const budget = imageBudgetFrom(controller.settings);
+      const seen = withinPixelCap(item, budget.maxPixels);
+      const parts: vscode.LanguageModelTextPart[] = [
+        new vscode.LanguageModelTextPart(executionSummary(seen, { outputChars: controller.settings.outputModelChars })),
+      ];
+      // Its images as data parts, where this VS Code has them (newer than the claimed 1.100); the summary names them either way.
+      const data = dataPart();
+      if (data) for (const img of executionImages(seen, 'this execution', budget)) parts.push(data.image(Buffer.from(img.data, 'base64'), img.mime_type));
+      return new vscode.LanguageModelToolResult(parts);
     },
   });
+}
+
+/** `vscode.LanguageModelDataPart` (newer VS Code; the claimed minimum, 1.100, has none): images in a tool's result. */
+function dataPart(): { image(data: Uint8Array, mime: string): vscode.LanguageModelTextPart } | undefined {
+  return (vscode as unknown as { LanguageModelDataPart?: { image(data: Uint8Array, mime: string): vscode.LanguageModelTextPart } }).LanguageModelDataPart;
 }
 
 export function registerChatParticipant(controller: CodeActController, context: vscode.ExtensionContext): vscode.Disposable {

@@ -124,4 +124,21 @@ describe('codeact CLI', function () {
       rmSync(ws, { recursive: true, force: true });
     }
   });
+
+  it("reads the user settings from $CODEACT_USER_SETTINGS when it is set (the extension's, for the MCP server VS Code starts)", () => {
+    const ws = mkdtempSync(path.join(tmpdir(), 'codeact-cli-'));
+    try {
+      const file = path.join(ws, 'extension-user-settings.json');
+      writeFileSync(file, JSON.stringify({ 'codeact.tools': [{ name: 'from_vscode_user', command: ['true'] }] }));
+      const names = (env: NodeJS.ProcessEnv) => {
+        const r = codeact(['tools', '--workspace', ws, '--json'], undefined, env);
+        assert.equal(r.code, 0, r.stderr);
+        return (JSON.parse(r.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
+      };
+      assert.deepEqual(names({ ...baseEnv, CODEACT_USER_SETTINGS: file }), ['from_vscode_user']);
+      assert.deepEqual(names(baseEnv), [], "without it, the CLI's own user settings ($CODEACT_HOME/settings.json)");
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
 });

@@ -31,8 +31,12 @@ export function readWorkspaceSettings(workspace: string): Record<string, unknown
   return readSettingsFile(settingsPath(workspace));
 }
 
-/** The user's CLI settings: `$CODEACT_HOME/settings.json`, or `$XDG_CONFIG_HOME/codeact/settings.json` (`~/.config/codeact/…`). */
+/**
+ * The user's CLI settings: `$CODEACT_HOME/settings.json`, or `$XDG_CONFIG_HOME/codeact/settings.json` (`~/.config/codeact/…`).
+ * `$CODEACT_USER_SETTINGS` names another file: the extension's user-level settings, for the MCP server VS Code starts.
+ */
 function userSettingsPath(): string {
+  if (process.env.CODEACT_USER_SETTINGS) return process.env.CODEACT_USER_SETTINGS;
   const dir = process.env.CODEACT_HOME || path.join(process.env.XDG_CONFIG_HOME || path.join(homedir(), '.config'), 'codeact');
   return path.join(dir, 'settings.json');
 }
