@@ -316,7 +316,14 @@ export class NotebookDriver {
     if (!box) throw new Error('the notebook cell list is not visible');
     await waitUntil(
       async () => {
-        const r = await row.boundingBox().catch(() => null);
+        // Read without waiting: a row the virtualized list has not drawn is absent, and a locator's boundingBox()
+        // would wait Playwright's default 30 s for it before giving null.
+        const r = await row
+          .evaluateAll((els) => {
+            const b = els[0]?.getBoundingClientRect();
+            return b ? { y: b.y, height: b.height } : null;
+          })
+          .catch(() => null);
         if (r && r.y < box.y + box.height - 40 && r.y + r.height > box.y + 10) return true;
         // Which way: the drawn rows' indexes say whether the cell is above or below them.
         const drawn = await this.editor
