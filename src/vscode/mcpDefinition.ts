@@ -6,7 +6,8 @@
  * are written to a file the server reads instead of the CLI's own user settings.
  *
  * `vscode.lm.registerMcpServerDefinitionProvider` arrived in VS Code 1.101; the extension claims 1.100, so it is
- * looked up at run time and, where it is missing, nothing is registered and the log says how to add the server by hand.
+ * looked up at run time and, where it is missing or refuses the provider (1.100 has it, but wants another contribution
+ * point and throws), nothing is registered and the log says how to add the server by hand.
  */
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -15,7 +16,7 @@ import * as vscode from 'vscode';
 /** The provider id, as package.json's `contributes.mcpServerDefinitionProviders` declares it. */
 const MCP_PROVIDER_ID = 'codeact.mcp';
 
-/** The parts of VS Code ≥ 1.101's API this uses (the claimed minimum, 1.100, has neither). */
+/** The parts of VS Code ≥ 1.101's API this uses (1.100 has both, but its function throws: see below). */
 interface McpServerApi {
   registerMcpServerDefinitionProvider(
     id: string,
@@ -80,9 +81,21 @@ export function registerMcpDefinitions(o: McpDefinitionContext): vscode.Disposab
       });
     },
   };
+  let registration: vscode.Disposable;
+  try {
+    registration = api.lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, provider);
+  } catch (err) {
+    // VS Code 1.100 has the function but wants the provider under another contribution point
+    // (`modelContextServerCollections`) and throws: the extension goes on without it, as where it is missing.
+    changed.dispose();
+    o.log.info(
+      `VS Code ${vscode.version} did not take CodeAct's MCP server (${(err as Error).message}): to use CodeAct from its agent, add \`codeact mcp serve\` to .vscode/mcp.json (README: "Use CodeAct from other agents").`,
+    );
+    return new vscode.Disposable(() => {});
+  }
   const disposables = [
     changed,
-    api.lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, provider),
+    registration,
     vscode.workspace.onDidGrantWorkspaceTrust(() => changed.fire()),
     vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
     vscode.workspace.onDidChangeConfiguration((e) => {
