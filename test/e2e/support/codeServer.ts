@@ -12,7 +12,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
-import { ARTIFACTS, CODE_SERVER_ENTRY, ROOT } from './env';
+import { ARTIFACTS, CODE_SERVER_CURRENT, CODE_SERVER_ENTRY, ROOT } from './env';
 import { everyHost } from '../../../src/core/sessionHost/launch';
 import { isAlive } from '../../../src/core/util/processTree';
 import { waitFor } from '../../support/wait';
@@ -129,6 +129,8 @@ export interface CodeServerOptions {
   env?: Record<string, string>;
   /** A name for the log folder under test-artifacts/e2e/logs. */
   name?: string;
+  /** Which code-server: the oldest engine package.json claims (default), or the current release on its own Node. */
+  release?: 'minimum' | 'current';
 }
 
 /** Settings every e2e instance starts with: no welcome page, no telemetry, no update checks, trust on. */
@@ -221,7 +223,8 @@ export class CodeServer {
 
   /** Installs the .vsix (and `moreVsix`) with code-server's own `--install-extension`, then starts the server. */
   static async start(opts: CodeServerOptions): Promise<CodeServer> {
-    if (!existsSync(CODE_SERVER_ENTRY)) throw new Error(`code-server is not installed at ${CODE_SERVER_ENTRY}: run scripts/setup-code-server.sh`);
+    const { entry, node } = opts.release === 'current' ? CODE_SERVER_CURRENT : { entry: CODE_SERVER_ENTRY, node: process.execPath };
+    if (!existsSync(entry)) throw new Error(`code-server is not installed at ${entry}: run scripts/setup-code-server.sh`);
     const dir = mkdtempSync(join(tmpdir(), 'codeact-e2e-cs-'));
     const userData = join(dir, 'user-data');
     const extensions = join(dir, 'extensions');
@@ -249,7 +252,7 @@ export class CodeServer {
 
     const common = ['--config', config, '--user-data-dir', userData, '--extensions-dir', extensions];
     for (const vsix of [...(opts.vsix ? [opts.vsix] : []), ...(opts.moreVsix ?? [])]) {
-      const inst = spawnSync(process.execPath, [CODE_SERVER_ENTRY, ...common, '--install-extension', vsix, '--force'], {
+      const inst = spawnSync(node, [entry, ...common, '--install-extension', vsix, '--force'], {
         env,
         encoding: 'utf8',
         timeout: 120_000,
@@ -262,9 +265,9 @@ export class CodeServer {
 
     const port = await freePort();
     const proc = spawn(
-      process.execPath,
+      node,
       [
-        CODE_SERVER_ENTRY,
+        entry,
         ...common,
         '--auth',
         'none',

