@@ -12,6 +12,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { vscodeReader } from './settingsReader';
 
 /** The provider id, as package.json's `contributes.mcpServerDefinitionProviders` declares it. */
 const MCP_PROVIDER_ID = 'codeact.mcp';
@@ -114,10 +115,11 @@ export function registerMcpDefinitions(o: McpDefinitionContext): vscode.Disposab
 
 /** The user-level `codeact.*` values (what the User settings say, not a folder's), as the CLI's user settings file. */
 function writeUserSettings(file: string, keys: readonly string[]): void {
-  const config = vscode.workspace.getConfiguration('codeact');
+  // The user layer as the one resolver reads it (./settingsReader), not a reading of its own.
+  const read = vscodeReader(vscode.workspace.getConfiguration('codeact'));
   const out: Record<string, unknown> = {};
   for (const key of keys) {
-    const value = config.inspect(key)?.globalValue;
+    const value = read(key)?.user;
     if (value !== undefined) out[`codeact.${key}`] = value;
   }
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
