@@ -1,6 +1,6 @@
 /**
  * An approval waits for the person, and the editor says the same duration as its hover
- * (point 8), in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium.
+ * (point 8), in a real VS Code (code-server 4.139 = VS Code 1.139, the current release) driven in headless Chromium.
  *
  * "Run with Tools" runs a cell that calls `send_note` (approval "ask") with a 3 s timeout. While the card waits,
  * the editor's inline status, the cell's CodeLens and the status bar say so; the person answers after the 3 s

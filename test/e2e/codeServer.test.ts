@@ -1,5 +1,5 @@
 /**
- * The packaged extension in a real VS Code (code-server 4.100.3 = VS Code 1.100), driven in headless
+ * The packaged extension in a real VS Code (code-server 4.139 = VS Code 1.139, the current release), driven in headless
  * Chromium like a user would: the command palette, the chat view, approval cards, Stop, Run with Tools
  * and Workspace Trust. The model is a loopback wire server speaking the OpenAI Chat Completions
  * streaming format (the `openai-compatible` provider, as with Ollama or vLLM); the code really runs in

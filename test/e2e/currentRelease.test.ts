@@ -2,12 +2,13 @@
  * The packaged extension on the current VS Code release (code-server 4.139 = VS Code 1.139, on Node 24 from the npm
  * registry; scripts/setup-code-server.sh), where the features newer than the claimed minimum (1.100) live: VS Code
  * lists CodeAct among its MCP servers (the extension's definition provider), and a person can start it from there.
- * The rest of the e2e suites run on the claimed minimum. Skips with one line when that release is not installed.
+ * The other suites run on this release too (and minimumRelease.test.ts on the claimed minimum). Skips with one line when
+ * that release is not installed.
  */
 import assert from 'node:assert/strict';
 import type { Browser, Locator } from 'playwright-core';
 import { CodeServer, packageExtension } from './support/codeServer';
-import { skipUnlessCurrentRelease } from './support/env';
+import { skipUnlessE2E } from './support/env';
 import { processesWith, waitUntil } from './support/procs';
 import { Workbench, launchChromium } from './support/workbench';
 import { makeWorkspace, type Workspace } from './support/workspace';
@@ -20,10 +21,10 @@ describe('e2e: the current VS Code release', function () {
   let wb: Workbench;
 
   before(async function () {
-    skipUnlessCurrentRelease(this);
+    skipUnlessE2E(this, 'current');
     const vsix = await packageExtension();
     ws = makeWorkspace();
-    // Trusted as a whole (this release's start-up trust prompt shows as a banner, not the dialog the 1.100 suites answer).
+    // Trusted as a whole, as the desktop launcher's --disable-workspace-trust does.
     cs = await CodeServer.start({
       vsix,
       workspace: ws.folder,

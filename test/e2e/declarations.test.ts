@@ -1,5 +1,5 @@
 /**
- * Declaration errors are actionable, in a real VS Code (code-server 4.100.3 = VS Code 1.100)
+ * Declaration errors are actionable, in a real VS Code (code-server 4.139 = VS Code 1.139, the current release)
  * driven in headless Chromium: a workspace whose `codeact.tools` has one broken entry (`"type": "objekt"` in its
  * inputSchema). VS Code's notification, the "Managed Tools" list and the log name the tool, the field, the bad
  * value, why, and the fix; the validator's own wording never shows; the other tools stay ready.

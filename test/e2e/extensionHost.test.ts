@@ -35,7 +35,9 @@ describe("e2e: the in-VS-Code suite in code-server's extension host", function (
       workspace: ws.folder,
       // The desktop launcher passes --disable-workspace-trust; this is the same.
       settings: { 'security.workspace.trust.enabled': false },
-      env: { CODEACT_E2E_WORKSPACE: ws.folder },
+      // VS Code 1.139's web workbench takes the payload's extensionDevelopmentPath/extensionTestsPath only with the
+      // server's --enable-smoke-test-driver (code-server 4.139 reads it from VSCODE_OPTIONS; 4.100 ignores it).
+      env: { CODEACT_E2E_WORKSPACE: ws.folder, VSCODE_OPTIONS: 'enable-smoke-test-driver' },
       name: 'extension-host-suite',
     });
     browser = await launchChromium();

@@ -1,5 +1,5 @@
 /**
- * install_packages end to end in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven
+ * install_packages end to end in a real VS Code (code-server 4.139 = VS Code 1.139, the current release) driven
  * in headless Chromium. The folder has a `.venv` made in the test (Debian's python3 -m venv
  * --system-site-packages) and codeact.python.installArgs points pip at a folder with one wheel made in the test
  * (`--no-index --find-links DIR`: offline). A scripted model (a loopback OpenAI-compatible server) runs code that

@@ -1,6 +1,6 @@
 /**
- * A background job asks for an approval after the chat has moved on, in a real VS Code (code-server 4.100.3 =
- * VS Code 1.100) driven in headless Chromium, with a scripted model on loopback (OpenAI Chat Completions, the
+ * A background job asks for an approval after the chat has moved on, in a real VS Code (code-server 4.139 =
+ * VS Code 1.139, the current release) driven in headless Chromium, with a scripted model on loopback (OpenAI Chat Completions, the
  * `openai-compatible` provider).
  *
  * Turn 1 starts a background job that waits for a file in the workspace (mounted read-only), then calls `send_note`

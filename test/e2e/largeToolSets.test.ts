@@ -1,5 +1,5 @@
 /**
- * A workspace with 300 managed tools in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in
+ * A workspace with 300 managed tools in a real VS Code (code-server 4.139 = VS Code 1.139, the current release) driven in
  * headless Chromium. The tools are those of a real stdio MCP server (test/fixtures/mcp/manyTools.mjs,
  * schemas from its tools/list). Above the inline limit the model is shown names only, and the code finds
  * what it needs itself: `await search_tools(query)`, `await describe_tool(name)`, and `from tools import …`

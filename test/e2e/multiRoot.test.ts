@@ -1,5 +1,5 @@
 /**
- * Multi-root workspaces in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in
+ * Multi-root workspaces in a real VS Code (code-server 4.139 = VS Code 1.139, the current release) driven in
  * headless Chromium: a `.code-workspace` with two folders, alpha and beta, each declaring its own
  * `where_am_i` command tool in its folder settings (a script of the folder's own that says its name and its
  * working directory). The panel's folder bar picks the folder of a chat turn; a new conversation takes the

@@ -1,5 +1,5 @@
 /**
- * The CodeAct notebook kernel in a real VS Code (code-server 4.100.3 = VS Code 1.100, its notebook editor and ipynb support, in
+ * The CodeAct notebook kernel in a real VS Code (code-server 4.139 = VS Code 1.139, the current release, its notebook editor and ipynb support, in
  * headless Chromium), on the default runtime (the local guest: Debian's /usr/bin/python3 with matplotlib
  * and pandas, bubblewrap when present), with examples/orders' managed tools:
  * - a workspace notebook selected to the CodeAct kernel and run with Run All: print, plot, DataFrame (from
@@ -22,21 +22,10 @@ import { NotebookDriver, type CellOutput } from './support/notebook';
 import { waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
 import { THEMES, applyTheme } from './support/themes';
-import { makeWorkspaceWith } from './support/workspace';
+import { makeWorkspaceWith, notebook } from './support/workspace';
 
 const UI = 60_000;
 const MODEL = 'qwen2.5-coder:7b';
-
-const cell = (source: string) => ({
-  cell_type: 'code',
-  id: `c${Math.random().toString(36).slice(2, 10)}`,
-  metadata: {},
-  source: source.split(/(?<=\n)/),
-  execution_count: null,
-  outputs: [],
-});
-const notebook = (sources: string[]) =>
-  JSON.stringify({ nbformat: 4, nbformat_minor: 5, metadata: { language_info: { name: 'python' } }, cells: sources.map(cell) }, null, 1);
 
 const ANALYSIS = [
   'orders = [3, 5, 8]\nprint("orders:", len(orders))',

@@ -1,5 +1,5 @@
 /**
- * An exported conversation opens in VS Code's own notebook editor (code-server = VS Code 1.100, its built-in
+ * An exported conversation opens in VS Code's own notebook editor (code-server = VS Code 1.139, its built-in
  * ipynb support and renderers, in headless Chromium) with its plot, its table and its text as they were:
  * the cells keep the whole display bundle (display_data / execute_result with image/png and text/html).
  *
@@ -117,7 +117,7 @@ describe('e2e: an exported notebook opens in VS Code with its plots and tables',
       .first()
       .click({ timeout: e2e.wb.wait(20_000) });
     await page
-      .locator('.notebook-editor:visible')
+      .locator('.notebookOverlay.notebook-editor:visible')
       .first()
       .waitFor({ state: 'visible', timeout: e2e.wb.wait(UI) });
     const frame = await outputsFrame();

@@ -1,6 +1,6 @@
 /**
- * The panel and editor as a demanding user sees them, in a real VS Code (code-server 4.100.3 =
- * VS Code 1.100) driven in headless Chromium, with the OpenAI provider pointed at a loopback Responses server
+ * The panel and editor as a demanding user sees them, in a real VS Code (code-server 4.139 =
+ * VS Code 1.139, the current release) driven in headless Chromium, with the OpenAI provider pointed at a loopback Responses server
  * and no API key to start with:
  *   - point 8: the empty state's tools and examples come from the workspace, the walkthrough's tools step is
  *     done, and there is one "new conversation" button; point 5: a broken declaration is counted and said;

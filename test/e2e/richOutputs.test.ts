@@ -1,6 +1,6 @@
 /**
  * The panel renders rich outputs and file chips, in a real
- * VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium, on the real local guest (Debian's
+ * VS Code (code-server 4.139 = VS Code 1.139, the current release) driven in headless Chromium, on the real local guest (Debian's
  * /usr/bin/python3 with matplotlib and pandas, bubblewrap when present). A scripted model (a loopback
  * OpenAI-compatible server) asks to run code that prints, shows a bar chart with plt.show(), a DataFrame, an
  * SVG, and writes a CSV; the card shows them in that order, in the four themes (every text at WCAG AA) and at

@@ -1,5 +1,5 @@
 /**
- * "Run with Tools" on `# %%` cells that plot, in a real VS Code (code-server = VS Code 1.100) driven in
+ * "Run with Tools" on `# %%` cells that plot, in a real VS Code (code-server = VS Code 1.139) driven in
  * headless Chromium, on the Jupyter runtime (a real jupyter-server) and on the local guest (bubblewrap,
  * Debian's python3 with matplotlib and pandas): the inline result says "1 image" / "2 images" / "1 image,
  * 2 files", and its hover draws the plot first (a data-URL image of VS Code's hover markdown, sized down to

@@ -1,5 +1,5 @@
 /**
- * Sessions in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium: a
+ * Sessions in a real VS Code (code-server 4.139 = VS Code 1.139, the current release) driven in headless Chromium: a
  * Python file with two `# %%` cells, run one after the other with "Run with Tools". The second cell
  * uses what the first defined and shows its value inline; the chat panel's "Session variables" view
  * lists the variables; "CodeAct: Restart Session" ends the session, and the second cell then fails

@@ -1,6 +1,6 @@
 /**
- * The settings titles read 'CodeAct: Base URL', in a real VS Code (code-server 4.100.3 =
- * VS Code 1.100) driven in headless Chromium. VS Code's Settings editor builds a setting's label from its key
+ * The settings titles read 'CodeAct: Base URL', in a real VS Code (code-server 4.139 =
+ * VS Code 1.139, the current release) driven in headless Chromium. VS Code's Settings editor builds a setting's label from its key
  * alone (it splits camelCase and upper-cases a short list of acronyms without "url"; a per-setting `title` is
  * not read for extensions), so the setting is `codeact.baseURL`: "Base URL", where `codeact.baseUrl` read
  * "Base Url". The user's settings here hold only the old key, `codeact.baseUrl`, which must still be read.

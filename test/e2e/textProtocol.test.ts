@@ -1,5 +1,5 @@
 /**
- * The text protocol in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in headless Chromium:
+ * The text protocol in a real VS Code (code-server 4.139 = VS Code 1.139, the current release) driven in headless Chromium:
  * an OpenAI-compatible server (a loopback wire server in Ollama's dialect, reached by the real OpenAI
  * SDK) rejects `tools` for the model. The chat panel says so once and goes on without tools: the model
  * writes ```python blocks that stream into code cards and run in the extension's local Python runtime

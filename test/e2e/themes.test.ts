@@ -1,6 +1,6 @@
 /**
- * The chat panel narrow, light and high-contrast, in a real VS Code (code-server 4.100.3
- * = VS Code 1.100) driven in headless Chromium. A conversation with code, tool calls, output, a result, an
+ * The chat panel narrow, light and high-contrast, in a real VS Code (code-server 4.139
+ * = VS Code 1.139, the current release) driven in headless Chromium. A conversation with code, tool calls, output, a result, an
  * answer with code and a table, an approval and an error card is read in Dark Modern, Light Modern and both
  * High Contrast themes (switched through the `workbench.colorTheme` setting): every text and badge must meet
  * WCAG AA contrast, computed from the rendered styles. At VS Code's narrowest sidebar (170 px) and at 240 px

@@ -1,5 +1,5 @@
 /**
- * Turns never collide, in a real VS Code (code-server 4.100.3 = VS Code 1.100) driven in
+ * Turns never collide, in a real VS Code (code-server 4.139 = VS Code 1.139, the current release) driven in
  * headless Chromium. The model is a scripted loopback server speaking the OpenAI Chat Completions streaming
  * format (the `openai-compatible` provider, as Ollama or vLLM) that names every tool call `call_0`, turn after
  * turn, as local servers do. Turn 1's card keeps its code, tool calls, output and result after turn 2, and

@@ -6,7 +6,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** A part a test may need, and the import specifiers (resolved, relative to the root) that mean it. */
 const PARTS = [

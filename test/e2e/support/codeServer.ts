@@ -1,5 +1,5 @@
 /**
- * The packaged extension in a real VS Code: code-server 4.100.3 (VS Code 1.100's server and web
+ * The packaged extension in a real VS Code: code-server (by default the current release, 4.139 = VS Code 1.139; the minimum is 4.100.3 = VS Code 1.100: its server and web
  * workbench), started on 127.0.0.1 with a temporary user-data and extensions folder.
  *
  *   const vsix = await packageExtension();              // esbuild --production + vsce, in a copy of the repo
@@ -12,7 +12,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
-import { ARTIFACTS, CODE_SERVER_CURRENT, CODE_SERVER_ENTRY, ROOT } from './env';
+import { ARTIFACTS, CODE_SERVERS, DEFAULT_RELEASE, ROOT, type Release } from './env';
 import { everyHost } from '../../../src/core/sessionHost/launch';
 import { isAlive } from '../../../src/core/util/processTree';
 import { waitFor } from '../../support/wait';
@@ -129,14 +129,20 @@ export interface CodeServerOptions {
   env?: Record<string, string>;
   /** A name for the log folder under test-artifacts/e2e/logs. */
   name?: string;
-  /** Which code-server: the oldest engine package.json claims (default), or the current release on its own Node. */
-  release?: 'minimum' | 'current';
+  /** Which code-server: the current release on its own Node (DEFAULT_RELEASE), or the oldest engine package.json claims. */
+  release?: Release;
 }
 
 /** Settings every e2e instance starts with: no welcome page, no telemetry, no update checks, trust on. */
 export const BASE_SETTINGS: Record<string, unknown> = {
   'security.workspace.trust.enabled': true,
+  // VS Code 1.13x no longer asks at start-up by default ("never": a banner): the suites answer the dialog as a user would.
+  'security.workspace.trust.startupPrompt': 'once',
   'workbench.startupEditor': 'none',
+  // VS Code 1.13x opens the Settings editor and others as modal editors ("some"), which no tab closes and F1 cannot reach.
+  'workbench.editor.useModal': 'off',
+  // VS Code 1.13x opens its own Chat in the secondary side bar of every workspace.
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
   'workbench.tips.enabled': false,
   'workbench.enableExperiments': false,
   'telemetry.telemetryLevel': 'off',
@@ -223,7 +229,7 @@ export class CodeServer {
 
   /** Installs the .vsix (and `moreVsix`) with code-server's own `--install-extension`, then starts the server. */
   static async start(opts: CodeServerOptions): Promise<CodeServer> {
-    const { entry, node } = opts.release === 'current' ? CODE_SERVER_CURRENT : { entry: CODE_SERVER_ENTRY, node: process.execPath };
+    const { entry, node } = CODE_SERVERS[opts.release ?? DEFAULT_RELEASE];
     if (!existsSync(entry)) throw new Error(`code-server is not installed at ${entry}: run scripts/setup-code-server.sh`);
     const dir = mkdtempSync(join(tmpdir(), 'codeact-e2e-cs-'));
     const userData = join(dir, 'user-data');

@@ -1,10 +1,10 @@
 /**
- * Page object of VS Code 1.100's notebook editor in code-server (the tests say what a user does, this file
+ * Page object of VS Code's notebook editor (1.100 and 1.139) in code-server (the tests say what a user does, this file
  * knows the DOM): open a workspace .ipynb, pick its kernel, run cells, read their states and outputs,
  * interrupt, undo, save, close and reopen.
  *
- * What the DOM looks like (checked on code-server 4.100.3 in headless Chromium):
- * - The active notebook is the one `.notebook-editor:visible` (notebook widgets live in an overlay, NOT inside
+ * What the DOM looks like (checked on code-server 4.100.3 and 4.139.1 in headless Chromium):
+ * - The active notebook is the one `.notebookOverlay.notebook-editor:visible` (1.139 has other `.notebook-editor`s; notebook widgets live in an overlay, NOT inside
  *   `.editor-group-container`; editors of background tabs stay in the DOM, hidden).
  * - Cells are rows of a virtualized monaco list (`.cell-list-container .monaco-list-row[data-index=i]`, each
  *   with `aria-setsize` = the cell count): only the rows on screen exist, so reading cell i scrolls to it first
@@ -66,7 +66,7 @@ export class NotebookDriver {
 
   /** The active notebook editor. */
   get editor(): Locator {
-    return this.page.locator('.notebook-editor:visible').first();
+    return this.page.locator('.notebookOverlay.notebook-editor:visible').first();
   }
 
   private get list(): Locator {

@@ -10,7 +10,7 @@ import type { WireServer } from '../../support/wire/server';
 import { ChatPanel } from './chatPanel';
 import { CodeServer, packageExtension } from './codeServer';
 import { Editor } from './editor';
-import { skipUnlessE2E } from './env';
+import { skipUnlessE2E, type Release } from './env';
 import { Workbench, launchChromium } from './workbench';
 import { makeWorkspace, type Workspace } from './workspace';
 
@@ -53,6 +53,8 @@ export interface CodeServerSuiteOptions {
   setup?: (suite: CodeServerSuite) => Promise<void>;
   /** Runs after a failed test's screenshot: more to print about the failure. */
   onFailure?: (suite: CodeServerSuite) => Promise<void>;
+  /** Which code-server release; DEFAULT_RELEASE (the current one) by default. */
+  release?: Release;
 }
 
 /** A suite without a model server: the user settings, if any, are fixed. */
@@ -81,7 +83,7 @@ export function useCodeServer(options: ModelSuiteOptions | NoModelSuiteOptions):
   let proxy: ModelProxy | undefined;
   let browser: Browser | undefined;
   before(async function () {
-    skipUnlessE2E(this);
+    skipUnlessE2E(this, options.release);
     this.timeout(300_000);
     const vsix = await packageExtension();
     suite.ws = (options.workspace ?? makeWorkspace)();
@@ -93,7 +95,15 @@ export function useCodeServer(options: ModelSuiteOptions | NoModelSuiteOptions):
     } else {
       settings = options.settings;
     }
-    suite.cs = await CodeServer.start({ vsix, moreVsix: options.moreVsix?.(), workspace: suite.ws.folder, settings, env: options.env, name: options.name });
+    suite.cs = await CodeServer.start({
+      vsix,
+      moreVsix: options.moreVsix?.(),
+      workspace: suite.ws.folder,
+      settings,
+      env: options.env,
+      name: options.name,
+      release: options.release,
+    });
     browser = await launchChromium();
     suite.wb = await Workbench.open(browser, suite.cs.folderUrl);
     suite.wb.minWaitMs = options.minWaitMs;

@@ -69,3 +69,16 @@ export function makeWorkspaceWith(files: Record<string, string>): Workspace {
   for (const [name, text] of Object.entries(files)) writeFileSync(join(ws.folder, name), text);
   return ws;
 }
+
+/** The text of a .ipynb (nbformat 4.5, Python) whose code cells are `sources`, none run yet. */
+export function notebook(sources: string[]): string {
+  const cell = (source: string) => ({
+    cell_type: 'code',
+    id: `c${Math.random().toString(36).slice(2, 10)}`,
+    metadata: {},
+    source: source.split(/(?<=\n)/),
+    execution_count: null,
+    outputs: [],
+  });
+  return JSON.stringify({ nbformat: 4, nbformat_minor: 5, metadata: { language_info: { name: 'python' } }, cells: sources.map(cell) }, null, 1);
+}
