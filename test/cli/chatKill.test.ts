@@ -18,6 +18,7 @@ import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
 import { waitFor } from '../support/wait';
 import { RESULT_LOST } from '../../src/core/agent/turnJournal';
+import { startTimeOf } from '../../src/core/util/processTree';
 import { CONVERSATION_BUSY } from '../../src/core/agent/conversationLock';
 import { LAST_TURN_INTERRUPTED } from '../../src/cli/chat';
 
@@ -38,7 +39,12 @@ describe('codeact chat killed mid-turn, then --continue', function () {
   let ws: string;
   let server: WireServer;
   const children: ChildProcess[] = [];
-  const markerPids: string[] = [];
+  /** The processes the markers named, with their start times when seen. */
+  const leftovers: { pid: number; start: string | undefined }[] = [];
+  const remember = (marker: string) => {
+    const pid = Number(readFileSync(marker, 'utf8'));
+    leftovers.push({ pid, start: startTimeOf(pid) });
+  };
 
   beforeEach(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'codeact-kill-'));
@@ -66,9 +72,11 @@ describe('codeact chat killed mid-turn, then --continue', function () {
   afterEach(async () => {
     for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     // What the killed CLI left running (the code's process, the hung tool): the reaper's part, not this test's.
-    for (const m of markerPids.splice(0)) {
+    for (const { pid, start } of leftovers.splice(0)) {
+      // Only what still is that process (a pid that ended may be another suite's by now).
+      if (start === undefined || startTimeOf(pid) !== start) continue;
       try {
-        process.kill(Number(readFileSync(m, 'utf8')), 'SIGKILL');
+        process.kill(pid, 'SIGKILL');
       } catch {}
     }
     await server.close();
@@ -171,11 +179,11 @@ describe('codeact chat killed mid-turn, then --continue', function () {
 
   it('killed while code runs: the call gets a "result lost" output', async () => {
     const marker = path.join(dir, 'code.marker');
-    markerPids.push(marker);
     const code = `import os, time\nopen(${JSON.stringify(marker)}, 'w').write(str(os.getpid()))\ntime.sleep(600)`;
     server.push(turn().call('execute_tool_code', { code }));
     const child = start(['Run the slow job.', '--sandbox', 'none']);
     await waitFor(() => existsSync(marker) && readFileSync(marker, 'utf8').length > 0, { what: 'the code to start' });
+    remember(marker);
     await kill(child);
     const { messages } = await continueIt();
     const out = results(messages);
@@ -186,10 +194,10 @@ describe('codeact chat killed mid-turn, then --continue', function () {
 
   it('killed during a tool call: the call gets a "result lost" output', async () => {
     const marker = path.join(dir, 'tool.marker');
-    markerPids.push(marker);
     server.push(turn().call('slow_lookup', {}));
     const child = start(['Look it up.']);
     await waitFor(() => existsSync(marker) && readFileSync(marker, 'utf8').length > 0, { what: 'the tool to start' });
+    remember(marker);
     await kill(child);
     const { messages } = await continueIt();
     assert.deepEqual(

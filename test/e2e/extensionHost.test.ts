@@ -55,7 +55,24 @@ describe("e2e: the in-VS-Code suite in code-server's extension host", function (
       if (inSuite && text.trim()) lines.push(text);
     });
     await page.goto(cs.developmentUrl(extension, join(__dirname, 'electron', 'index.cjs')));
-    const [, code] = await cs.waitForLog(/Extension Host Process exited with code: (\d+)/, 150_000);
+    // The suite invokes the language-model tool outside a chat: VS Code asks with the tool's confirmation, which
+    // shows the code. The person reads it and says yes.
+    let asked = '';
+    let exited = false;
+    const answer = (async () => {
+      const dialog = page.locator('.monaco-dialog-box').filter({ hasText: 'CodeAct: run Python with managed tools?' });
+      while (!exited && !asked) {
+        if (await dialog.isVisible().catch(() => false)) {
+          asked = await dialog.innerText();
+          await dialog
+            .getByRole('button', { name: /^(Yes|Allow|Continue|Run)$/ })
+            .first()
+            .click();
+        } else await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    const [, code] = await cs.waitForLog(/Extension Host Process exited with code: (\d+)/, 150_000).finally(() => (exited = true));
+    await answer;
     const report = lines.join('\n');
     console.log(
       report
@@ -66,6 +83,7 @@ describe("e2e: the in-VS-Code suite in code-server's extension host", function (
     assert.equal(code, '0', `the extension host suite failed:\n${report}`);
     assert.match(report, /passing/);
     assert.doesNotMatch(report, /failing/);
+    if (/✔[^\n]*returns the code's plot as an image part/.test(report)) assert.match(asked, /plt\.plot\(\[1, 3, 2\]\)/, 'the person was shown the code');
   });
 });
 

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { turn } from '../support/wire/turn';
-import { extensionHostsUnder, waitUntil } from './support/procs';
+import { killExtensionHosts, waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
 import { INTERRUPTED_NOTE, RESULT_LOST } from '../../src/core/agent/turnJournal';
 
@@ -35,9 +35,7 @@ describe('e2e: the extension host killed mid-turn', function () {
     await e2e.panel.send('Run the two steps');
     // The barrier: the second step's output, on screen (it runs, and sleeps).
     await e2e.panel.waitForText(/second step started/, UI);
-    const hosts = extensionHostsUnder(e2e.cs.proc.pid!);
-    assert.equal(hosts.length, 1, `one extension host under code-server: ${JSON.stringify(hosts)}`);
-    process.kill(hosts[0], 'SIGKILL');
+    killExtensionHosts(e2e.cs.proc.pid!);
 
     await e2e.wb.page.reload();
     await e2e.wb.page.waitForSelector('.monaco-workbench', { timeout: UI });

@@ -319,12 +319,12 @@ describe('local runtime: source size', () => {
     const rt = new LocalRuntime({ python: '/nonexistent/python3' });
     const code = '#'.repeat(64 * 1024) + '\n';
     assert.equal(Buffer.byteLength(code), 64 * 1024 + 1);
-    const before = readdirSync(tmpdir()).filter((f: string) => f.startsWith('codeact-run-')).length;
+    const before = readdirSync(tmpdir()).filter((f: string) => f.startsWith(`codeact-run-${process.pid}-`)).length;
     const { item } = await run(rt, code);
     assert.equal(item.status, 'failed');
     assert.equal(item.error?.type, 'SourceTooLarge');
     assert.match(item.error!.message, /65,537 bytes; the limit is 64 KiB/);
-    const after = readdirSync(tmpdir()).filter((f: string) => f.startsWith('codeact-run-')).length;
+    const after = readdirSync(tmpdir()).filter((f: string) => f.startsWith(`codeact-run-${process.pid}-`)).length;
     assert.equal(after, before);
   });
 

@@ -10,11 +10,12 @@
  * refuses a checkpoint and says why. As root and as the unprivileged user.
  */
 import * as assert from 'node:assert/strict';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
 import { LocalRuntime, type LocalRuntimeOptions } from '../../src/core/runtime/local/localRuntime';
+import { descendantsOf } from '../../src/core/util/processTree';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { cannotSwitchUser, runScriptInChild, TESTER } from '../security/support/asUser';
 import { DEBIAN_PYTHON } from '../support/guestHarness';
@@ -31,16 +32,15 @@ function makeWorkspace(root = tmpdir()): string {
 
 const read = (ws: string, f: string) => (existsSync(path.join(ws, f)) ? readFileSync(path.join(ws, f), 'utf8') : null);
 
-/** Processes still running the keeper (a session's first process after its first rewind). */
+/** Processes of this test process still running the keeper (a session's first process after its first rewind). */
 function keepers(): number[] {
-  const out: number[] = [];
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
+  return descendantsOf(process.pid).filter((p) => {
     try {
-      if (readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('codeact_keeper.py')) out.push(Number(p));
-    } catch {}
-  }
-  return out;
+      return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('codeact_keeper.py');
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Polls `check` until it holds (counted tries, generous: the machine may be busy). */

@@ -6,7 +6,7 @@
  */
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { processesWithCmdline, startTimeOf } from '../../src/core/util/processTree';
@@ -128,7 +128,19 @@ describe('security: nothing left behind after a crash', function () {
     cli.kill('SIGSTOP');
     // Its launcher's deadline is 3 s away (the call's 1 s and the grace); a busy machine gets a generous budget.
     await waitFor(() => processesWithCmdline(`${mark}-tool`).length === 0, { timeoutMs: 90_000, what: 'the hung tool to end' }).catch(() => {});
-    assert.deepEqual(processesWithCmdline(`${mark}-tool`), [], 'the hung tool outlived its timeout');
+    const left = processesWithCmdline(`${mark}-tool`);
+    // What a failure needs to be understood: each one's state and parent, and the parent's command line.
+    const about = (pid: number) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+        const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const parent = readFileSync(`/proc/${ppid}/cmdline`, 'latin1').replace(/\0/g, ' ').slice(0, 160);
+        return `pid ${pid} state ${state}, parent ${ppid} (${ppid === String(cli!.pid) ? 'the frozen host' : parent})`;
+      } catch (err) {
+        return `pid ${pid}: ${(err as Error).message}`;
+      }
+    };
+    assert.deepEqual(left, [], `the hung tool outlived its timeout: ${left.map(about).join('; ')}`);
     cli.kill('SIGKILL');
   });
 

@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { isAlive } from '../../src/core/util/processTree';
+import { isAlive, startTimeOf } from '../../src/core/util/processTree';
 import { runCommandTool } from '../../src/core/tools/sources/command';
 import { McpClientPool, type McpServerSpec } from '../../src/core/tools/sources/mcp/pool';
 import { sleep } from '../support/wait';
@@ -43,8 +43,13 @@ async function pidsIn(dir: string, names: string[]): Promise<number[]> {
     if (Date.now() > deadline) throw new Error(`the fixture did not write ${names.join(', ')}`);
     await sleep(20);
   }
-  return names.map((n) => Number(readFileSync(path.join(dir, n), 'utf8')));
+  const pids = names.map((n) => Number(readFileSync(path.join(dir, n), 'utf8')));
+  for (const pid of pids) startOf.set(pid, startTimeOf(pid));
+  return pids;
 }
+
+/** Each pid's start time when the fixture's file was read: a pid that ended and was reused is someone else's. */
+const startOf = new Map<number, string | undefined>();
 
 describe('security: tool processes die with their owner', function () {
   this.timeout(60_000);
@@ -62,10 +67,14 @@ describe('security: tool processes die with their owner', function () {
   });
   afterEach(() => {
     for (const pid of started) {
+      // Only what still is the process the fixture started (other suites may run beside this one).
+      const start = startOf.get(pid);
+      if (start === undefined || startTimeOf(pid) !== start) continue;
       try {
         process.kill(pid, 'SIGKILL');
       } catch {}
     }
+    startOf.clear();
     rmSync(dir, { recursive: true, force: true });
   });
 

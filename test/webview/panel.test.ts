@@ -410,7 +410,8 @@ describe('chat panel in headless Chromium', function () {
     const batches = await p.sendEvents(demoTurn(), 1000);
     const seq = batches[batches.length - 1].seq;
     await p.page.locator('.prompt-input').fill('draft that should survive');
-    await p.page.waitForTimeout(1300); // the page saves its state at most once a second
+    // The page saves its state at most once a second: wait until the draft is in it.
+    await p.page.waitForFunction(() => (sessionStorage.getItem('__state') ?? '').includes('draft that should survive'), undefined, { timeout: 30_000 });
     await p.page.reload();
     await p.page.waitForSelector('.card.exec');
     assert.deepEqual((await p.posted())[0], { type: 'ready', protocol: 1, seq, conversationId: 'conv-1' });

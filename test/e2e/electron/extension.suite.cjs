@@ -37,6 +37,22 @@ describe('CodeAct inside VS Code', function () {
     );
   });
 
+  it("the execute_tool_code language-model tool returns the code's plot as an image part", async function () {
+    if (typeof vscode.LanguageModelDataPart !== 'function') {
+      console.log(`      VS Code ${vscode.version} has no LanguageModelDataPart: the tool's result is text only`);
+      this.skip();
+    }
+    // Outside a chat VS Code asks the person with the tool's confirmation (the host test answers it in the page).
+    const code = 'import matplotlib.pyplot as plt\nplt.figure(figsize=(3, 2))\nplt.plot([1, 3, 2])\nplt.show()\nprint("plotted")';
+    const result = await vscode.lm.invokeTool('execute_tool_code', { input: { code }, toolInvocationToken: undefined });
+    const images = result.content.filter((p) => p instanceof vscode.LanguageModelDataPart && p.mimeType.startsWith('image/'));
+    const texts = result.content.filter((p) => p instanceof vscode.LanguageModelTextPart).map((p) => p.value);
+    assert.equal(images.length, 1, `one image part: ${result.content.map((p) => p.constructor.name).join(', ')}`);
+    assert.equal(images[0].mimeType, 'image/png');
+    assert.deepEqual([...images[0].data.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'PNG bytes');
+    assert.match(texts.join('\n'), /plotted/);
+  });
+
   it('reads the managed tools of the workspace (trusted)', () => {
     assert.equal(vscode.workspace.isTrusted, true);
     const tools = vscode.workspace.getConfiguration('codeact').get('tools');

@@ -269,27 +269,39 @@ export class CodeServer {
       }
     }
 
-    const port = await freePort();
-    const proc = spawn(
-      node,
-      [
-        entry,
-        ...common,
-        '--auth',
-        'none',
-        '--bind-addr',
-        `127.0.0.1:${port}`,
-        '--disable-telemetry',
-        '--disable-update-check',
-        '--disable-getting-started-override',
-        '--disable-proxy',
-        opts.workspace,
-      ],
-      { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const cs = new CodeServer(proc, port, dir, opts.workspace, opts.name ?? `cs-${port}`);
-    await cs.waitListening();
-    return cs;
+    // A port found free may be taken before code-server binds it (another suite runs beside this one): try another.
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const proc = spawn(
+        node,
+        [
+          entry,
+          ...common,
+          '--auth',
+          'none',
+          '--bind-addr',
+          `127.0.0.1:${port}`,
+          '--disable-telemetry',
+          '--disable-update-check',
+          '--disable-getting-started-override',
+          '--disable-proxy',
+          opts.workspace,
+        ],
+        { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      const cs = new CodeServer(proc, port, dir, opts.workspace, opts.name ?? `cs-${port}`);
+      try {
+        await cs.waitListening();
+        return cs;
+      } catch (err) {
+        if (attempt >= 3 || !/EADDRINUSE|address already in use/i.test(cs.output)) throw err;
+        try {
+          process.kill(-proc.pid!, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
   }
 
   private async waitListening(): Promise<void> {

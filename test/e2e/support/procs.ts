@@ -40,6 +40,17 @@ export function extensionHostsUnder(server: number): number[] {
     .filter((pid) => descendsFrom(pid, server));
 }
 
+/**
+ * SIGKILLs every extension host of a code-server (its pid), as a crash would; returns how many. A window that
+ * reloaded or reconnected on a busy machine may have its next host beside the one ending, so all of them go.
+ */
+export function killExtensionHosts(server: number): number {
+  const hosts = extensionHostsUnder(server);
+  if (!hosts.length) throw new Error(`no extension host runs under code-server ${server}`);
+  for (const pid of hosts) process.kill(pid, 'SIGKILL');
+  return hosts.length;
+}
+
 /** Polls until `check` returns true, or throws `message` after `timeoutMs`. */
 export async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, message: () => string, intervalMs = 100): Promise<void> {
   const deadline = Date.now() + timeoutMs;

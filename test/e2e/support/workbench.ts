@@ -110,6 +110,11 @@ export class Workbench {
     // them again until the click lands.
     await waitUntil(
       async () => {
+        // Something took the focus and closed the palette (a notification, a dialog, a busy window): open it again.
+        if (!(await this.quickInput.isVisible().catch(() => false))) {
+          await this.page.keyboard.press('F1');
+          await this.filterPalette(title, this.wait(5_000));
+        }
         const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
         const exact = labels.indexOf(title);
         return rows
