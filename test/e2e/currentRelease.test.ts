@@ -14,7 +14,7 @@ import { Workbench, launchChromium } from './support/workbench';
 import { makeWorkspace, type Workspace } from './support/workspace';
 
 describe('e2e: the current VS Code release', function () {
-  this.timeout(300_000);
+  this.timeout(600_000);
   let ws: Workspace | undefined;
   let cs: CodeServer | undefined;
   let browser: Browser | undefined;
@@ -47,9 +47,25 @@ describe('e2e: the current VS Code release', function () {
 
   it("activates; VS Code lists CodeAct among its MCP servers, and started from there it runs the extension's codeact mcp serve", async () => {
     assert.ok(await wb.hasCommand('CodeAct: Open Chat', wb.wait(60_000)), "the extension's commands never arrived (activation failed?)");
-    await wb.runCommand('MCP: List Servers');
+    // Opening the list asks the extensions for their MCP servers (VS Code activates CodeAct for it). A list opened
+    // before VS Code has read CodeAct's contribution shows none: a person closes it and opens it again.
     const server = rows().filter({ hasText: 'CodeAct' }).filter({ hasNotText: 'Add Server' });
-    await server.first().waitFor({ state: 'visible', timeout: wb.wait(60_000) });
+    await waitUntil(
+      async () => {
+        await wb.dismissQuickInput();
+        await wb.runCommand('MCP: List Servers');
+        return server
+          .first()
+          .waitFor({ state: 'visible', timeout: 15_000 })
+          .then(
+            () => true,
+            () => false,
+          );
+      },
+      wb.wait(180_000),
+      () => `VS Code never listed CodeAct among its MCP servers:\n${cs!.extensionHostLogs().slice(-3000)}`,
+      0,
+    );
     await wb.screenshot('current-release-mcp-servers');
     assert.match(await server.first().innerText(), /CodeAct[\s\S]*Stopped/, 'listed, not started yet');
     // The person picks it and starts it.
