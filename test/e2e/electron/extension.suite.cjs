@@ -42,12 +42,12 @@ describe('CodeAct inside VS Code', function () {
       console.log(`      VS Code ${vscode.version} has no LanguageModelDataPart: the tool's result is text only`);
       this.skip();
     }
-    // Outside a chat VS Code asks the person with the tool's confirmation (the host test answers it in the page).
+    // Outside a chat VS Code asks the person with the tool's confirmation (an extension test run confirms it by itself).
     const code = 'import matplotlib.pyplot as plt\nplt.figure(figsize=(3, 2))\nplt.plot([1, 3, 2])\nplt.show()\nprint("plotted")';
     const result = await vscode.lm.invokeTool('execute_tool_code', { input: { code }, toolInvocationToken: undefined });
     const images = result.content.filter((p) => p instanceof vscode.LanguageModelDataPart && p.mimeType.startsWith('image/'));
     const texts = result.content.filter((p) => p instanceof vscode.LanguageModelTextPart).map((p) => p.value);
-    assert.equal(images.length, 1, `one image part: ${result.content.map((p) => p.constructor.name).join(', ')}`);
+    assert.equal(images.length, 1, `one image part: ${JSON.stringify(result.content.map((p) => p.value ?? p.mimeType))}`);
     assert.equal(images[0].mimeType, 'image/png');
     assert.deepEqual([...images[0].data.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'PNG bytes');
     assert.match(texts.join('\n'), /plotted/);
