@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, ndJsonStream, type ClientContext, type RequestPermissionRequest, type SessionNotification } from '@agentclientprotocol/sdk';
 import { everyHost } from '../../src/core/sessionHost/launch';
-import { CLI, CLI_ENV, runCli, TEST_RUNTIME_DIR } from '../support/cli';
+import { CLI, CLI_ENV, runCli, scriptedModel, TEST_RUNTIME_DIR } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
@@ -39,18 +39,7 @@ describe('codeact acp: CodeAct as an ACP agent on stdio', function () {
   let server: WireServer;
   const children: ChildProcess[] = [];
   /** The model, the store and the interpreter every command of these tests uses (the scripted model on loopback). */
-  const common = () => [
-    '--provider',
-    'openai-compatible',
-    '--model',
-    'qwen2.5-coder:7b',
-    '--base-url',
-    server.url,
-    '--storage',
-    storage,
-    '--python',
-    '/usr/bin/python3',
-  ];
+  const common = () => [...scriptedModel(server.url, storage), '--python', '/usr/bin/python3'];
 
   before(function () {
     if (!existsSync(CLI)) this.skip();

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
-import { runCli } from '../support/cli';
+import { runCli, scriptedModel } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { fault, turn } from '../support/wire/turn';
@@ -29,21 +29,7 @@ describe('codeact chat', function () {
     server = await startServerFor('openai-compatible', 'ollama');
     server.push(turn().call('execute_tool_code', { code: 'r = await call_tool("check_inventory", sku="LMP-LED-010")\nreturn r["on_hand"]' }));
     server.push(turn().text('85 lamps are on hand.'));
-    const r = await codeact([
-      'chat',
-      'How many LED lamps?',
-      '--provider',
-      'openai-compatible',
-      '--model',
-      'qwen2.5-coder:7b',
-      '--base-url',
-      server.url,
-      '--workspace',
-      'examples/orders',
-      '--storage',
-      storage,
-      '--json',
-    ]);
+    const r = await codeact(['chat', 'How many LED lamps?', ...scriptedModel(server.url, storage), '--workspace', 'examples/orders', '--json']);
     assert.equal(r.code, 0, r.stderr);
     const events = r.stdout
       .trim()

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent } from '../../src/common/events';
-import { CLI, ROOT, runCli, TEST_HOME } from '../support/cli';
+import { CLI, ROOT, runCli, scriptedModel, TEST_HOME } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
@@ -37,14 +37,7 @@ describe('codeact chat with a session host', function () {
   const chatArgs = (prompt: string, extra: string[], json = true) => [
     'chat',
     prompt,
-    '--provider',
-    'openai-compatible',
-    '--model',
-    'qwen2.5-coder:7b',
-    '--base-url',
-    server.url,
-    '--storage',
-    path.join(root, 'store'),
+    ...scriptedModel(server.url, path.join(root, 'store')),
     '--workspace',
     path.join(root, 'ws'),
     '--sandbox',

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { UsageSummary } from '../../src/common/events';
-import { runCli } from '../support/cli';
+import { runCli, scriptedModel } from '../support/cli';
 import { startServerFor } from '../support/wire/harness';
 import type { WireServer } from '../support/wire/server';
 import { turn } from '../support/wire/turn';
@@ -76,18 +76,7 @@ describe('codeact chat: tokens and cost at the end', function () {
         .text('Hi.')
         .with({ usage: { input: 1234, output: 56 } }),
     );
-    const human = await runCli([
-      'chat',
-      'Hi',
-      '--provider',
-      'openai-compatible',
-      '--model',
-      'qwen2.5-coder:7b',
-      '--base-url',
-      server.url,
-      '--storage',
-      storage,
-    ]);
+    const human = await runCli(['chat', 'Hi', ...scriptedModel(server.url, storage)]);
     assert.equal(human.code, 0, human.stderr);
     assert.match(
       human.stderr,
@@ -99,19 +88,7 @@ describe('codeact chat: tokens and cost at the end', function () {
         .text('Hi.')
         .with({ usage: { input: 10, output: 5 } }),
     );
-    const json = await runCli([
-      'chat',
-      'Hi',
-      '--provider',
-      'openai-compatible',
-      '--model',
-      'qwen2.5-coder:7b',
-      '--base-url',
-      server.url,
-      '--storage',
-      storage,
-      '--json',
-    ]);
+    const json = await runCli(['chat', 'Hi', ...scriptedModel(server.url, storage), '--json']);
     const summary = JSON.parse(json.stdout.trim().split('\n').at(-1)!) as UsageSummary;
     assert.equal(summary.type, 'codeact.usage.summary');
     assert.equal(summary.turn.cost_usd, undefined);

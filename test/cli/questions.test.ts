@@ -8,7 +8,7 @@ import * as assert from 'node:assert/strict';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { CLI, ROOT, runCli, runCliOnPty, SCRIPT } from '../support/cli';
+import { CLI, ROOT, runCli, runCliOnPty, SCRIPT, scriptedModel } from '../support/cli';
 import { waitFor } from '../support/wait';
 import { startServerFor } from '../support/wire/harness';
 import { turn } from '../support/wire/turn';
@@ -175,23 +175,7 @@ describe('codeact run and chat: one question at a time on the terminal', functio
         turn().call('execute_tool_code', { code: `import asyncio\n${ONE}\nra, rb = await asyncio.gather(one("a"), one("b"))\nreturn {"a": ra, "b": rb}\n` }),
       );
       server.push(turn().text('Done.'));
-      const cli = runCliOnPty([
-        'chat',
-        'Call a and b.',
-        '--provider',
-        'openai-compatible',
-        '--model',
-        'qwen2.5-coder:7b',
-        '--base-url',
-        server.url,
-        '--workspace',
-        ws,
-        '--storage',
-        storage,
-        '--sandbox',
-        'none',
-        '--json',
-      ]);
+      const cli = runCliOnPty(['chat', 'Call a and b.', ...scriptedModel(server.url, storage), '--workspace', ws, '--sandbox', 'none', '--json']);
       try {
         await cli.expect('The code below asks to run (codeact.approval.reviewCode is on).');
         assert.equal(count(cli.output, ASKED), 0, 'no tool is asked about before the code may run');

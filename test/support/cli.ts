@@ -47,6 +47,11 @@ if (typeof afterEach === 'function') {
   after(() => rmSync(TEST_RUNTIME_DIR, { recursive: true, force: true }));
 }
 
+/** The flags of a `codeact chat` or `codeact acp` that talks to the scripted local model on loopback (`url`) and keeps its conversations in `storage`. */
+export function scriptedModel(url: string, storage: string): string[] {
+  return ['--provider', 'openai-compatible', '--model', 'qwen2.5-coder:7b', '--base-url', url, '--storage', storage];
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;
