@@ -9,6 +9,7 @@ import * as assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, type CallToolResult, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -52,7 +53,7 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     for (const c of clients.splice(0)) await c.close().catch(() => {});
   });
 
-  async function connect(o: { elicit?: (r: ElicitRequest) => Promise<unknown>; env?: NodeJS.ProcessEnv } = {}): Promise<Client> {
+  async function connect(o: { elicit?: (r: ElicitRequest) => Promise<unknown>; env?: NodeJS.ProcessEnv; workspace?: string } = {}): Promise<Client> {
     const client = new Client({ name: 'codeact-test', version: '1.0.0' }, { capabilities: o.elicit ? { elicitation: {} } : {} });
     if (o.elicit) client.setRequestHandler(ElicitRequestSchema, o.elicit as never);
     const env = { ...CLI_ENV, ...o.env } as Record<string, string>;
@@ -60,7 +61,7 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [CLI, 'mcp', 'serve', '--workspace', ws, '--python', '/usr/bin/python3'],
+        args: [CLI, 'mcp', 'serve', '--workspace', o.workspace ?? ws, '--python', '/usr/bin/python3'],
         env,
         stderr: 'pipe',
       }),
@@ -96,6 +97,32 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     const gone = await run(c, 'return x');
     assert.equal(gone.isError, true);
     assert.match(textOf(gone), /NameError/);
+  });
+
+  it('links the files its code created or changed in the workspace (MCP resource links); a deleted one is only listed', async () => {
+    const folder = mkdtempSync(path.join(tmpdir(), 'codeact-mcp-links-'));
+    try {
+      mkdirSync(path.join(folder, '.vscode'));
+      writeFileSync(path.join(folder, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.sandbox.mountWorkspace': 'readwrite' }));
+      writeFileSync(path.join(folder, 'old.csv'), 'a\n1\n');
+      writeFileSync(path.join(folder, 'gone.txt'), 'bye\n');
+      mkdirSync(path.join(folder, 'out'));
+      const c = await connect({ workspace: folder });
+      const at = (f: string) => JSON.stringify(path.join(folder, f));
+      const r = await run(
+        c,
+        [`open(${at('out/report.txt')}, "w").write("hi")`, `open(${at('old.csv')}, "a").write("2\\n")`, 'import os', `os.remove(${at('gone.txt')})`].join('\n'),
+      );
+      assert.equal(r.isError, undefined, textOf(r));
+      const links = r.content.filter((p) => p.type === 'resource_link') as { uri: string; name: string; description?: string; mimeType?: string }[];
+      assert.deepEqual(links.map((l) => [l.name, l.uri, l.description, l.mimeType]).sort(), [
+        ['old.csv', pathToFileURL(path.join(folder, 'old.csv')).href, 'changed by this execution', 'text/csv'],
+        ['out/report.txt', pathToFileURL(path.join(folder, 'out', 'report.txt')).href, 'created by this execution', 'text/plain'],
+      ]);
+      assert.match(textOf(r), /gone\.txt/, 'the deleted file is in the list of changes');
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('sends output as progress while the code runs, and a cancelled call stops its run while the session goes on', async () => {

@@ -5,16 +5,20 @@
  *
  * Tools: `execute_tool_code` and `execute_code` (the descriptions the panel's model reads, core/tools/modelTools),
  * `list_variables` and `restart_session`. A result is the text the panel's model reads of the execution
- * (core/agent/executionResult) and its images as MCP image content, within the vision budgets. While code runs,
+ * (core/agent/executionResult), its images as MCP image content, within the vision budgets, and the files its code
+ * created or changed in the workspace as resource links. While code runs,
  * each chunk of output is a progress notification (when the call asked for progress); cancelling the call stops
  * the run and its whole process tree.
  *
  * Approvals and code review are asked of the person through the client's elicitation (./asking). In a folder that
  * is not trusted nothing runs: every code tool says so and how to trust it.
  */
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { CodeActEvent } from '../../common/events';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ResourceLink, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CodeActEvent, CodeInterpreterCallItem } from '../../common/events';
+import { mimeOfExtension } from '../../common/mimeTypes';
 import { jobNotesText } from '../agent/agent';
 import { executionImages, executionSummary, withinPixelCap } from '../agent/executionResult';
 import type { ToolGateway } from '../gateway/gateway';
@@ -28,6 +32,8 @@ import { McpAsking, type Asked } from './asking';
 const LIST_VARIABLES = 'list_variables';
 const RESTART_SESSION = 'restart_session';
 
+/** Files a result links at most (the text lists the changes, with their count). */
+const MAX_FILE_LINKS = 50;
 /** The longest code one call may send (a bound before any work). */
 const MAX_CODE_CHARS = 1_000_000;
 /** Progress notifications one call sends at most (output chunks beyond it are in the result only). */
@@ -155,6 +161,7 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
       const notes = (await runtime.sessions.takeJobNotes?.(sessionId)) ?? [];
       const content: CallToolResult['content'] = [{ type: 'text', text: notes.length ? `${jobNotesText(notes)}\n\n${summary}` : summary }];
       for (const img of executionImages(seen, `execution ${execution}`, o.images)) content.push({ type: 'image', data: img.data, mimeType: img.mime_type });
+      content.push(...fileLinks(item));
       return { content, ...(item.status !== 'completed' ? { isError: true } : {}) };
     } finally {
       calls.delete(itemId);
@@ -199,6 +206,35 @@ function sharedCount(name: string): { n: number } {
   let c = shared.get(name);
   if (!c) shared.set(name, (c = { n: 0 }));
   return c;
+}
+
+/**
+ * The files the execution's code created or changed in the workspace, as MCP resource links the client can open
+ * (`file:` URIs under the workspace root; deleted files are only in the text's list of changes). At most
+ * MAX_FILE_LINKS: the text's list says how many there were.
+ */
+function fileLinks(item: CodeInterpreterCallItem): ResourceLink[] {
+  const c = item.changes;
+  if (!c) return [];
+  const root = path.resolve(c.root);
+  const links: ResourceLink[] = [];
+  for (const change of c.changes) {
+    if (links.length >= MAX_FILE_LINKS) break;
+    if (change.kind === 'deleted') continue;
+    const file = path.resolve(root, ...change.path.split('/'));
+    // Only a path inside the workspace (a changeset from a damaged or strange store could say anything).
+    const rel = path.relative(root, file);
+    if (!rel || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) continue;
+    const mime = mimeOfExtension(path.extname(file).slice(1));
+    links.push({
+      type: 'resource_link',
+      uri: pathToFileURL(file).href,
+      name: change.path,
+      description: `${change.kind} by this execution`,
+      ...(mime ? { mimeType: mime } : {}),
+    });
+  }
+  return links;
 }
 
 const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
