@@ -18,6 +18,7 @@ import { CLI, CLI_ENV, ROOT, runCli } from '../support/cli';
 import { ensureNode22, onNode22 } from '../support/conformanceSuite';
 import { isAlive } from '../../src/core/util/processTree';
 import { waitFor } from '../support/wait';
+import { makeVenv, makeWheel } from '../support/wheels';
 
 /** The MCP Inspector's command (its launcher: `--cli` runs its CLI). */
 const INSPECTOR = path.join(ROOT, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
@@ -53,7 +54,9 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     for (const c of clients.splice(0)) await c.close().catch(() => {});
   });
 
-  async function connect(o: { elicit?: (r: ElicitRequest) => Promise<unknown>; env?: NodeJS.ProcessEnv; workspace?: string } = {}): Promise<Client> {
+  async function connect(
+    o: { elicit?: (r: ElicitRequest) => Promise<unknown>; env?: NodeJS.ProcessEnv; workspace?: string; python?: string } = {},
+  ): Promise<Client> {
     const client = new Client({ name: 'codeact-test', version: '1.0.0' }, { capabilities: o.elicit ? { elicitation: {} } : {} });
     if (o.elicit) client.setRequestHandler(ElicitRequestSchema, o.elicit as never);
     const env = { ...CLI_ENV, ...o.env } as Record<string, string>;
@@ -61,7 +64,7 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [CLI, 'mcp', 'serve', '--workspace', o.workspace ?? ws, '--python', '/usr/bin/python3'],
+        args: [CLI, 'mcp', 'serve', '--workspace', o.workspace ?? ws, '--python', o.python ?? '/usr/bin/python3'],
         env,
         stderr: 'pipe',
       }),
@@ -170,6 +173,42 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     // An auto tool is not asked about.
     assert.match(textOf(await run(c, 'return await call_tool("note_auto", x="a")')), /"ran":"note_auto"/);
     assert.equal(asked.length, 2);
+  });
+
+  it('install_packages: asked through elicitation with the exact command, then the next code imports it; no elicitation, no install', async () => {
+    // Not under /tmp: the sandbox gives the guest a /tmp of its own, which would hide the folder's .venv.
+    const parent = mkdtempSync(path.join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'codeact-mcp-install-'));
+    try {
+      const folder = path.join(parent, 'project');
+      const wheels = path.join(parent, 'wheels');
+      mkdirSync(path.join(folder, '.vscode'), { recursive: true });
+      makeWheel(wheels, 'codeact-demo-pkg', '1.0', 'VALUE = 42');
+      const python = makeVenv(path.join(folder, '.venv'));
+      writeFileSync(path.join(folder, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.python.installArgs': ['--no-index', '--find-links', wheels] }));
+      const install = 'r = await install_packages(["codeact-demo-pkg==1.0"])\nprint(r["message"])';
+
+      const mute = await connect({ workspace: folder, python });
+      assert.match(textOf(await run(mute, install)), /cannot ask them \(it does not support elicitation\)/);
+
+      const asked: string[] = [];
+      const c = await connect({
+        workspace: folder,
+        python,
+        elicit: async (req) => {
+          asked.push(String(req.params.message));
+          return { action: 'accept', content: { decision: 'install' } };
+        },
+      });
+      const r = await run(c, install);
+      assert.equal(r.isError, undefined, textOf(r));
+      assert.equal(asked.length, 1);
+      assert.match(asked[0], /codeact-demo-pkg==1\.0/);
+      assert.match(asked[0], /pip install/);
+      assert.ok(asked[0].includes(path.join(folder, '.venv')), asked[0]);
+      assert.match(textOf(await run(c, 'import codeact_demo_pkg\nreturn codeact_demo_pkg.VALUE')), /42/);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 
   it('refuses a tool that needs approval when the client cannot be asked (no elicitation), saying why', async () => {

@@ -1,7 +1,8 @@
 /**
  * What the MCP door asks the person (core/mcpServer/server.ts), through the client's MCP elicitation: a managed
- * tool whose policy is `ask` (Allow once, Allow for this session, Deny) and, under codeact.approval.reviewCode, the
- * code itself before it runs. The question carries everything asked about (the tool's arguments, all of them;
+ * tool whose policy is `ask` (Allow once, Allow for this session, Deny), an install of packages (install_packages:
+ * what, where, the exact command; Install or Don't) and, under codeact.approval.reviewCode, the code itself before
+ * it runs. The question carries everything asked about (the tool's arguments, all of them;
  * the code, all of it), so the person approves only what they can read.
  *
  * A client that does not support elicitation cannot ask anyone: the call is refused, saying why (never allowed).
@@ -12,6 +13,9 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { revealInvisible } from '../../common/invisibleChars';
 import { jobAsks } from '../../common/tools';
 import type { ApprovalOutcome, Approver } from '../gateway/gateway';
+import { installDialog } from '../../common/installCommand';
+import { installInfo } from '../runtime/install/approvalText';
+import type { InstallApprover } from '../runtime/install/installer';
 import type { BeforeRun } from '../runtime/types';
 
 /** How long a question waits for the person by default (the run's clock is paused meanwhile). */
@@ -94,6 +98,29 @@ export class McpAsking {
     );
     if (typeof answer === 'string') return refuse(`It did not run: ${answer}.`);
     return answer.decision === 'run' ? { code: request.code } : refuse('The person denied running this code.');
+  };
+
+  /** install_packages: what is installed, where, and the exact command (all of it); Install or Don't. */
+  readonly install: InstallApprover = async (req) => {
+    if (!this.canAsk()) return { unanswered: MCP_ASKING.noElicitation('install_packages') };
+    const dialog = installDialog(installInfo(req));
+    const shown = revealInvisible(`${dialog.message}\n\n${dialog.detail}`);
+    if (shown.length > MAX_SHOWN_CHARS) return { unanswered: MCP_ASKING.tooLong('The install') };
+    const answer = await this.ask(
+      shown,
+      {
+        decision: {
+          type: 'string',
+          title: 'Your answer',
+          enum: ['install', 'deny'],
+          enumNames: [req.createVenv ? 'Create .venv and install' : 'Install', "Don't install"],
+        },
+      },
+      req.itemId,
+      req.signal,
+    );
+    if (typeof answer === 'string') return { unanswered: answer };
+    return answer.decision === 'install' ? 'allowed' : 'denied';
   };
 
   /** One form with one required choice; the chosen values, or why there is no answer. */
