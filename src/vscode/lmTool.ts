@@ -1,6 +1,6 @@
 /**
- * VS Code's own agent: the `execute_tool_code` language-model tool (with a confirmation that shows the
- * code) and the `@codeact` chat participant. Both run the same engine and stream the same events.
+ * VS Code's own agent: the `execute_tool_code` language-model tool (with a confirmation that shows all the
+ * code, ./lmToolReview) and the `@codeact` chat participant. Both run the same engine and stream the same events.
  */
 import * as vscode from 'vscode';
 import { logsOf, type CodeActEvent } from '../common/events';
@@ -9,6 +9,7 @@ import { executionImages, withinPixelCap } from '../core/agent/executionResult';
 import { imageBudgetFrom } from '../core/config/engine';
 import { displayModelText, displaysOf } from '../common/displays';
 import type { CodeActController } from './controller';
+import { confirmationMarkdown, tooLongToReview } from './lmToolReview';
 import { untrustedMessage } from './untrusted';
 
 interface ToolInput {
@@ -20,13 +21,13 @@ export function registerLanguageModelTool(controller: CodeActController): vscode
   return vscode.lm.registerTool<ToolInput>('execute_tool_code', {
     prepareInvocation(options) {
       const code = String(options.input?.code ?? '');
-      const tools =
-        controller
-          .toolSet()
-          .tools.map((t) => `\`${t.name}\``)
-          .join(', ') || 'none declared';
-      const md = new vscode.MarkdownString(`Run this Python with the workspace's managed tools (${tools})?\n\n`);
-      md.appendCodeblock(code.length > 6000 ? code.slice(0, 6000) + '\n# …' : code, 'python');
+      // All of the code, as it will run: a person approves only what they can read (too long: it will not run).
+      const md = new vscode.MarkdownString(
+        confirmationMarkdown(
+          code,
+          controller.toolSet().tools.map((t) => t.name),
+        ),
+      );
       return {
         invocationMessage: 'Running Python with managed tools',
         confirmationMessages: { title: 'CodeAct: run Python with managed tools?', message: md },
@@ -37,6 +38,8 @@ export function registerLanguageModelTool(controller: CodeActController): vscode
       if (refused) throw new Error(untrustedMessage(refused.what));
       const code = String(options.input?.code ?? '');
       if (!code.trim()) throw new Error('execute_tool_code needs a non-empty "code" string.');
+      const tooLong = tooLongToReview(code);
+      if (tooLong) throw new Error(tooLong);
       const item = await controller.runCode(code, 'Language model tool: execute_tool_code', 'lm_tool', { token });
       const budget = imageBudgetFrom(controller.settings);
       const seen = withinPixelCap(item, budget.maxPixels);
