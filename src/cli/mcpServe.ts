@@ -45,7 +45,7 @@ function serveSynopsis(lead: string): string {
 const SERVE_USAGE = [
   serveSynopsis('Usage: '),
   'An MCP server on stdio: execute_tool_code and execute_code run Python in one live, sandboxed session per',
-  "MCP session, with the folder's managed tools (approvals and installs are asked through the client's elicitation);",
+  "MCP session, with the folder's managed tools (approvals are asked through the client's elicitation);",
   'list_variables and restart_session manage it. For example, in Claude Code:',
   '  claude mcp add codeact -- codeact mcp serve --workspace /path/to/project',
   '--http serves Streamable HTTP on 127.0.0.1 instead (--port N; default: a free port), with a bearer token',
