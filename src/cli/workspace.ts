@@ -6,8 +6,8 @@
  * sandbox, server URLs) are ignored, and the CLI says so once, with the command that trusts the folder.
  */
 import { statSync } from 'node:fs';
-import { homedir } from 'node:os';
 import * as path from 'node:path';
+import { cliConversationsDir } from '../core/agent/conversationCopy';
 import type { TranscriptStore } from '../core/agent/transcriptStore';
 import { sweepLeftSessions } from '../core/turn/sessionSweep';
 import { runtimeConfigFrom, toolSetFrom } from '../core/config/engine';
@@ -178,12 +178,8 @@ export async function runtimeFrom(
   }
 }
 
-/** Where `codeact chat` keeps its conversations unless --storage says otherwise. */
-export function defaultStorage(): string {
-  if (process.env.CODEACT_HOME) return path.join(process.env.CODEACT_HOME, 'conversations');
-  const base = process.env.XDG_DATA_HOME || path.join(homedir(), '.local', 'share');
-  return path.join(base, 'codeact', 'conversations');
-}
+/** Where `codeact chat` keeps its conversations unless --storage says otherwise (the panel continues them from there). */
+export const defaultStorage = (): string => cliConversationsDir();
 
 /**
  * Sessions earlier chats left running (Jupyter kernels) whose conversations were not continued within the idle

@@ -49,3 +49,14 @@ export function formatCount(n: number): string {
   for (let i = s.length; i > 0; i -= 3) out = s.slice(Math.max(0, i - 3), i) + (out ? ',' + out : '');
   return (n < 0 ? '-' : '') + out;
 }
+
+/** When something happened, as a person says it: "just now", "5 min ago", "3 h ago", "2 d ago", else the date. */
+export function relativeTime(ms: number, now = Date.now()): string {
+  const d = Math.max(0, now - ms);
+  if (d < 60_000) return 'just now';
+  if (d < 3_600_000) return `${Math.floor(d / 60_000)} min ago`;
+  if (d < 86_400_000) return `${Math.floor(d / 3_600_000)} h ago`;
+  const days = Math.floor(d / 86_400_000);
+  if (days < 7) return `${days} d ago`;
+  return new Date(ms).toLocaleDateString();
+}

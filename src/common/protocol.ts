@@ -364,6 +364,11 @@ interface HistoryClearMessage {
   type: 'history.clear';
 }
 
+/** Continue a conversation of `codeact chat` or an ACP editor (the host's picker: CodeAct: Continue a Conversation from the CLI or ACP…). */
+interface HistoryFromCliMessage {
+  type: 'history.fromCli';
+}
+
 /** Export a conversation (the current one when absent) as a Jupyter notebook; the host asks where to save. */
 interface ExportNotebookMessage {
   type: 'exportNotebook';
@@ -445,6 +450,7 @@ export type WebviewToHost =
   | HistoryOpenMessage
   | HistoryDeleteMessage
   | HistoryClearMessage
+  | HistoryFromCliMessage
   | ExportNotebookMessage
   | RestartSessionMessage
   | StopJobMessage

@@ -84,6 +84,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'newConversation':
     case 'history.list':
     case 'history.clear':
+    case 'history.fromCli':
     case 'variables.refresh':
     case 'python.select':
       return { type: m.type };

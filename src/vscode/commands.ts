@@ -9,6 +9,7 @@ import { MODELS_AS_OF } from '../common/providers';
 import type { ChatPanels } from './chatPanel';
 import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
 import { vscodePanelHostApis } from './panelHost.apis';
+import { continueCliConversation } from './continueConversation';
 import type { CodeActController } from './controller';
 import type { McpSignIn } from './mcpAuth';
 import type { CodeActNotebookKernel } from './notebook/kernel';
@@ -137,6 +138,7 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
   command('codeact.selectPythonEnvironment', () => pythonEnvs.select());
   command('codeact.showLog', () => log.show());
   command('codeact.newConversation', () => controller.newConversation());
+  command('codeact.continueCliConversation', () => continueCliConversation(controller, () => panels.reveal()));
   command('codeact.exportNotebook', () => exportNotebook(controller, vscodePanelHostApis));
   command('codeact.clearHistory', () => clearHistory(controller, vscodePanelHostApis));
   command('codeact.showTools', async () => {

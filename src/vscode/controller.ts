@@ -309,9 +309,9 @@ export class CodeActController {
     this.conversations.startNew();
   }
 
-  /** Opens a conversation from history (`notice`: what the panel says); a session a running session host kept for it is reattached, not said gone. */
-  async openConversation(id: string): Promise<{ conversation: Conversation; notice?: string }> {
-    const opened = this.conversations.reopen(id);
+  /** Opens a conversation from history, or `from` another store (`notice`: what the panel says); a session a running session host kept for it is reattached, not said gone. */
+  async openConversation(id: string, from?: { store: TranscriptStore; replace: boolean }): Promise<{ conversation: Conversation; notice?: string }> {
+    const opened = from ? this.conversations.continueFrom(from.store, id, from.replace) : this.conversations.reopen(id);
     if (!(await this.reattacher.reattach())) return opened;
     return { conversation: opened.conversation, notice: openedNotice(opened.conversation, false) };
   }

@@ -7,6 +7,7 @@
 import { CONTINUED_NOTE } from '../core/turn/turns';
 import type { JobChanged } from '../common/events';
 import type { ConversationSummary } from '../common/protocol';
+import { copyConversation } from '../core/agent/conversationCopy';
 import { titleFrom, type Conversation, type TranscriptStore } from '../core/agent/transcriptStore';
 import type { RuntimeSessions } from '../core/runtime/types';
 import { closeInterrupted, conversationSummary, mayComeBack, openedNotice, ranLocalCode, type ConversationMemory } from './conversationMemory';
@@ -127,6 +128,23 @@ export class Conversations {
     this.deps.changed();
     this.deps.refreshVariables();
     return { conversation, notice };
+  }
+
+  /**
+   * Continues a conversation of another store (`codeact chat`, `codeact acp`: core/agent/conversationCopy): copied
+   * here under its id, replacing this store's earlier copy when `replace`, then opened as from the history. When
+   * that earlier copy is the open conversation, its Python session stays: it is the same session.
+   */
+  continueFrom(from: TranscriptStore, id: string, replace: boolean): { conversation: Conversation; notice?: string } {
+    if (this.deps.busy()) throw new Error(BUSY_SWITCH);
+    const same = this.open?.id === id;
+    if (same) this.open!.flush();
+    copyConversation(from, this.deps.store, id, { replace });
+    if (same) {
+      this.leave(true);
+      this.set(undefined);
+    }
+    return this.reopen(id);
   }
 
   list(): ConversationSummary[] {

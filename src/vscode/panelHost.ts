@@ -364,6 +364,7 @@ export class PanelHost {
         await clearHistory(s, apis);
         history();
       },
+      'history.fromCli': () => apis.executeCommand('codeact.continueCliConversation'),
       exportNotebook: (m) => exportNotebook(s, apis, m.conversationId),
       webviewError: (m) => s.log.error(`panel: ${m.message}`),
     };

@@ -48,16 +48,6 @@ export function formatTokens(n: number): string {
   return `${Math.round(n / 1000)}k`;
 }
 
-export function relativeTime(ms: number, now = Date.now()): string {
-  const d = Math.max(0, now - ms);
-  if (d < 60_000) return 'just now';
-  if (d < 3_600_000) return `${Math.floor(d / 60_000)} min ago`;
-  if (d < 86_400_000) return `${Math.floor(d / 3_600_000)} h ago`;
-  const days = Math.floor(d / 86_400_000);
-  if (days < 7) return `${days} d ago`;
-  return new Date(ms).toLocaleDateString();
-}
-
 /** A short one-line preview of a JSON-ish value (the bounded one of a tool call's arguments is core/gateway/limits' `preview`). */
 export function valuePreview(value: unknown, max = 80): string {
   let s: string;

@@ -1,6 +1,7 @@
 /** The conversation history dialog: saved conversations to reopen, export or delete, and "Clear history…". */
 import type { ConversationSummary, WebviewToHost } from '../common/protocol';
-import { h, relativeTime } from './dom';
+import { relativeTime } from '../common/format';
+import { h } from './dom';
 import { icon } from './icons';
 import { button, toolbarButton } from './viewKit';
 import { revealed, revealedPlain } from './reveal';
@@ -69,8 +70,20 @@ export class HistoryPanel {
       this.historyList.append(h('li', { class: 'history-empty', text: 'Loading…' }));
       return;
     }
+    // Conversations of `codeact chat` and ACP editors are the host's to list (its picker).
+    const fromCli = button(
+      'From the terminal…',
+      'terminal',
+      () => {
+        this.post({ type: 'history.fromCli' });
+        this.close();
+      },
+      'button secondary',
+      'Continue a conversation of codeact chat or an ACP editor in this workspace',
+    );
     if (!list.length) {
       this.historyList.append(h('li', { class: 'history-empty', text: 'No saved conversations yet. Each conversation is saved when its first turn ends.' }));
+      foot.append(fromCli);
       return;
     }
     for (const c of list) {
@@ -104,6 +117,6 @@ export class HistoryPanel {
     }
     // The host confirms (a modal) before it deletes anything.
     const clear = button('Clear history…', 'trash', () => this.post({ type: 'history.clear' }), 'button secondary', 'Delete every saved conversation');
-    foot.append(clear);
+    foot.append(fromCli, clear);
   }
 }

@@ -9,6 +9,7 @@
  * Skips with one line when code-server or Chromium is missing.
  */
 import assert from 'node:assert/strict';
+import * as path from 'node:path';
 import { CONTINUED_NOTE } from '../../src/core/turn/turns';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 import { RUN_ENDED_NOTE } from '../../src/vscode/reattach';
@@ -17,6 +18,7 @@ import { turn } from '../support/wire/turn';
 import { killExtensionHosts, waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
 import { artifactPath } from './support/env';
+import { runCli } from '../support/cli';
 
 const UI = 60_000;
 /** A run may start the session host and its guest: more than a UI wait. */
@@ -140,5 +142,50 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     const told = JSON.stringify(e2e.wire.turns.at(-1)!.body);
     assert.ok(told.includes(RUN_ENDED_NOTE), 'the model is told how the run left running ended');
     assert.match(told, /counted/);
+  });
+
+  it('a conversation `codeact chat` had in this folder continues in the panel with its Python session: its turn shown, its variable there', async () => {
+    // The CLI as a person runs it in the folder: its store and session hosts are where the extension looks (the same XDG folders).
+    const env = {
+      CODEACT_HOME: '',
+      XDG_DATA_HOME: path.join(e2e.cs.dir, 'xdg-data'),
+      XDG_CONFIG_HOME: path.join(e2e.cs.dir, 'xdg-config'),
+      XDG_RUNTIME_DIR: path.join(e2e.cs.dir, 'run'),
+    };
+    e2e.wire.push(turn().call('execute_tool_code', { code: 'from_cli = 6 * 7\nprint("defined in the terminal")' }), turn().text('Defined it.'));
+    const chat = await runCli(
+      ['chat', 'Define from_cli in the terminal', '--provider', 'openai-compatible', '--model', MODEL, '--base-url', e2e.wire.url],
+      env,
+      '',
+      e2e.ws.folder,
+    );
+    assert.equal(chat.code, 0, chat.stderr);
+    assert.match(chat.stdout, /defined in the terminal/);
+
+    await e2e.wb.runCommand('CodeAct: Continue a Conversation from the CLI or ACP');
+    await waitUntil(
+      () => e2e.wb.answerQuickPick(/Continue a Conversation from the CLI/, 'Define from_cli in the terminal'),
+      UI,
+      () => 'the picker never listed the conversation of codeact chat',
+      250,
+    );
+    await e2e.panel.frame(UI);
+    await reopened(1);
+    await e2e.panel.openVariables(UI);
+    const rows = await e2e.panel.waitForVariables((r) => r.some((v) => v.name === 'from_cli'), 'from_cli', UI);
+    assert.deepEqual(
+      rows.find((r) => r.name === 'from_cli'),
+      { name: 'from_cli', type: 'int', summary: '42' },
+    );
+    await noGoneNotice();
+    await e2e.wb.screenshot('73-continued-from-cli-dark');
+    e2e.wire.push(turn().call('execute_tool_code', { code: 'print(f"from the panel: {from_cli + 1}")' }), turn().text('Read it.'));
+    await e2e.panel.send('Read from_cli');
+    assert.equal(await e2e.panel.waitForTurn(1, ['completed'], RUN), 'completed', await e2e.panel.text());
+    const text = await (await e2e.panel.turns()).last().innerText();
+    assert.match(text, /from the panel: 43/);
+    const request = JSON.stringify(e2e.wire.turns.at(-2)!.body);
+    assert.ok(!request.includes(CONTINUED_NOTE), 'the model is not told its session is gone');
+    assert.match(request, /Define from_cli in the terminal/, "the model's history has the CLI's turn");
   });
 });

@@ -4,9 +4,10 @@
  * left (the session closed, never under a running turn), a document's own conversation, delete and clear.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { conversationsOfFolders } from '../../src/core/agent/conversationCopy';
 import { TranscriptStore, type Conversation } from '../../src/core/agent/transcriptStore';
 import { CONTINUED_NOTE } from '../../src/core/turn/turns';
 import { ConversationMemory, SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
@@ -226,5 +227,73 @@ describe('vscode conversations (fake seams)', () => {
     c.clear();
     assert.equal(c.current, undefined);
     assert.deepEqual(c.list(), []);
+  });
+
+  it("continues a conversation of the CLI's store: copied whole under its id and opened; refused while another process has it; an earlier copy replaced only when asked, the open one keeping its session", () => {
+    const cli = new TranscriptStore(path.join(dir, 'cli'));
+    const theirs = ranCode(cli, 'from codeact chat');
+    theirs.update({ workspace: '/work/a' });
+    theirs.flush();
+    const before = readFileSync(theirs.file);
+    // A last line still being written is not a record: it is left out of the copy.
+    appendFileSync(theirs.file, '{"t":1,"event":{"type":"codeact.');
+    const c = f.conversations;
+    const open = c.ensure('open');
+    f.live.add(theirs.id);
+    const { conversation, notice } = c.continueFrom(cli, theirs.id, false);
+    assert.equal(conversation.id, theirs.id);
+    assert.equal(c.current?.id, theirs.id);
+    assert.deepEqual(readFileSync(f.store.file(theirs.id)), before, 'the whole records, as they were');
+    assert.equal(notice, undefined, 'its session lives: nothing to say');
+    assert.deepEqual(f.closed, [open.id]);
+    assert.deepEqual(
+      c
+        .list()
+        .map((x) => x.id)
+        .sort(),
+      [open.id, theirs.id].sort(),
+    );
+    assert.ok(cli.exists(theirs.id), "the CLI's file stays");
+
+    // Already here: an error unless replacing; replacing the open one keeps its session.
+    assert.throws(() => c.continueFrom(cli, theirs.id, false), /already in/);
+    truncateSync(theirs.file, before.length);
+    theirs.appendEvent({ type: 'codeact.turn.started', turn_id: 't2', prompt: 'and then' } as never);
+    theirs.flush();
+    c.continueFrom(cli, theirs.id, true);
+    assert.deepEqual(f.closed, [open.id], 'the same session: not closed');
+    assert.ok(
+      c.current?.events.some((e) => 'turn_id' in e && e.turn_id === 't2'),
+      "the CLI's later turn is in the panel's copy",
+    );
+
+    // Held by another live process (this test's parent): refused, saying by which and which lock.
+    const other = ranCode(cli, 'open in an ACP editor');
+    writeFileSync(other.file.replace(/\.jsonl$/, '.lock'), String(process.ppid));
+    assert.throws(
+      () => c.continueFrom(cli, other.id, false),
+      (e: Error) => e.message.includes(`pid ${process.ppid}`),
+    );
+    assert.equal(f.store.exists(other.id), false);
+    assert.equal(c.current?.id, theirs.id, 'nothing changed');
+
+    // A running turn: no switching.
+    f.busy = true;
+    assert.throws(() => c.continueFrom(cli, theirs.id, true), new RegExp(BUSY_SWITCH.slice(0, 20)));
+  });
+
+  it("lists the CLI's conversations of the workspace's folders only (by real path), damaged ones left out", () => {
+    const cli = new TranscriptStore(path.join(dir, 'cli'));
+    const a = path.join(dir, 'a');
+    mkdirSync(a);
+    symlinkSync(a, path.join(dir, 'a-link'));
+    const here = cli.create({ title: 'here', workspace: path.join(dir, 'a-link') });
+    cli.create({ title: 'elsewhere', workspace: path.join(dir, 'b') });
+    cli.create({ title: 'no folder' });
+    writeFileSync(path.join(cli.dir, 'c_bad.jsonl'), 'not json\n');
+    assert.deepEqual(
+      conversationsOfFolders(cli, [{ name: 'a', path: a }]).map((x) => [x.id, x.folderName]),
+      [[here.id, 'a']],
+    );
   });
 });

@@ -47,6 +47,7 @@ const SAMPLES: { [K in WebviewToHost['type']]: WebviewToHost & { type: K } } = {
   'history.open': { type: 'history.open', conversationId: 'c_1' },
   'history.delete': { type: 'history.delete', conversationId: 'c_1' },
   'history.clear': { type: 'history.clear' },
+  'history.fromCli': { type: 'history.fromCli' },
   exportNotebook: { type: 'exportNotebook' },
   restartSession: { type: 'restartSession' },
   stopJob: { type: 'stopJob', sessionId: 'c_1', job: 2 },
@@ -288,6 +289,7 @@ describe('vscode panel host (fake seams)', () => {
       'insertCode',
       'openLink',
       'python.select',
+      'history.fromCli',
       'notebook.target',
       'notebook.useKernel',
       'notebook.reveal',
@@ -305,6 +307,7 @@ describe('vscode panel host (fake seams)', () => {
       ['insertCode', 'x = 1'],
       ['openExternal', 'https://example.com/'],
       ['executeCommand', 'codeact.selectPythonEnvironment'],
+      ['executeCommand', 'codeact.continueCliConversation'],
       ['executeCommand', 'workbench.action.openSettings', '@ext:codeact.codeact'],
       ['executeCommand', 'workbench.action.openWalkthrough', 'codeact.codeact#codeact.gettingStarted', false],
     ]);

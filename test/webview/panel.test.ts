@@ -499,6 +499,10 @@ describe('chat panel in headless Chromium', function () {
       .click();
     assert.deepEqual(last(await p.posted(), 'history.open'), { type: 'history.open', conversationId: 'conv-0' });
     assert.equal(await dialog.isVisible(), false);
+    await p.page.getByRole('button', { name: 'Conversation history' }).click();
+    await dialog.getByRole('button', { name: 'From the terminal…' }).click();
+    assert.deepEqual(last(await p.posted(), 'history.fromCli'), { type: 'history.fromCli' }, "the host's picker lists codeact chat's conversations");
+    assert.equal(await dialog.isVisible(), false);
     await p.page.getByRole('button', { name: 'Export as notebook (.ipynb)' }).click();
     assert.deepEqual(last(await p.posted(), 'exportNotebook'), { type: 'exportNotebook', conversationId: 'conv-1' });
     await p.page.getByRole('button', { name: 'New conversation' }).click();

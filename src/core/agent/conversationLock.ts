@@ -148,6 +148,13 @@ function rmQuiet(file: string): void {
 
 /** Whether another live process holds the conversation now (its writes go first; ours wait). */
 export function heldElsewhere(transcript: string): boolean {
-  const content = readLock(lockFileOf(transcript));
-  return content !== undefined && liveOwner(content) !== undefined;
+  return heldBy(transcript) !== undefined;
+}
+
+/** The other live process that holds the conversation now, and its lock file; none when no other does. */
+export function heldBy(transcript: string): { pid: number; lockFile: string } | undefined {
+  const lockFile = lockFileOf(transcript);
+  const content = readLock(lockFile);
+  const pid = content === undefined ? undefined : liveOwner(content);
+  return pid === undefined ? undefined : { pid, lockFile };
 }
