@@ -85,7 +85,7 @@ export const CORE_ZONES = {
   agent: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config'],
   turn: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent'],
   sessionHost: ['util', 'runtime'],
-  mcpServer: ['util', 'providers', 'runtime', 'gateway', 'tools', 'agent'],
+  mcpServer: ['util', 'providers', 'runtime', 'gateway', 'tools', 'agent', 'turn'],
   acpAgent: ['util', 'providers', 'runtime', 'gateway', 'tools', 'config', 'agent', 'turn'],
 };
 

@@ -4,6 +4,7 @@
  * as `codeact run` reads them; in a folder that is not trusted nothing runs (each code tool says how to trust it).
  * stdout is the protocol's alone: every warning goes to stderr.
  */
+import { TranscriptStore } from '../core/agent/transcriptStore';
 import { imageBudgetFrom } from '../core/config/engine';
 import { installOptionsFrom } from '../core/config/install';
 import { allowancesOverride } from '../core/gateway/approvalPolicy';
@@ -16,7 +17,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { parse, UsageError } from './args';
 import { armStopSignals } from './stopSignals';
 import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
-import { openWorkspace, reportDeclarationErrors, runtimeFrom } from './workspace';
+import { defaultStorage, openWorkspace, reportDeclarationErrors, runtimeFrom } from './workspace';
 
 const SERVE_FLAGS = {
   workspace: { type: 'string', short: 'w' },
@@ -104,6 +105,8 @@ export async function mcpServeCommand(argv: string[]): Promise<number> {
       reviewCode: ws.config.reviewCode,
       refusal,
       ...(session ? { session } : {}),
+      // Each MCP session is kept as a conversation of codeact chat's store: the panel and `codeact chat --continue` go on with it.
+      ...(ws.trust.trusted ? { transcript: { store: new TranscriptStore(defaultStorage()), workspace: ws.dir } } : {}),
     };
     if (signals.signalled) return 0;
     if (values.http) {

@@ -11,17 +11,25 @@
  */
 import type { RewoundMessage } from '../common/outputMessages';
 import { execKey, findTurn, type ItemView, type TranscriptModel, type TurnView } from '../common/transcript';
+import type { TurnSource } from '../common/transcript/events';
 import { formatElapsed } from '../common/format';
 import { formatCount, formatTokens, h, setText } from './dom';
 import { formatCost, PRICES_AS_OF } from '../common/prices';
 import { CompactionRenderer } from './compactionCard';
 import { ExecRenderer } from './execCard';
 import type { IdleQueue } from './frameLoop';
-import { icon, spinner } from './icons';
+import { icon, spinner, type IconName } from './icons';
 import { ApprovalRenderer, EditorRenderer, ErrorRenderer, FunctionRenderer, MessageRenderer, NoticeRenderer } from './itemCards';
 import { iconButton, type ItemRenderer, type ViewContext } from './viewKit';
 import { revealed, revealedPlain } from './reveal';
 import { JobNotesRenderer, JobRenderer } from './jobCard';
+
+/** How a turn's prompt is headed, by who started the turn (its source). */
+const ASKERS: Partial<Record<TurnSource, { label: string; icon: IconName; run?: boolean }>> & { chat: { label: string; icon: IconName } } = {
+  chat: { label: 'You', icon: 'person' },
+  run_with_tools: { label: 'Run with Tools', icon: 'play', run: true },
+  mcp: { label: 'MCP client', icon: 'tools', run: true },
+};
 
 // ---- turn -----------------------------------------------------------------------------------------
 
@@ -45,13 +53,16 @@ class TurnRenderer {
     const body = (this.body = h('div', { class: 'turn-body' }));
     this.el.append(body);
     if (turn.prompt !== undefined) {
-      const label = turn.source === 'run_with_tools' ? 'Run with Tools' : 'You';
+      // Who asked: the person, Run with Tools, or another agent through CodeAct's MCP server (never shown as "You").
+      // (A source read from a file is data: only ASKERS' own keys pick a heading.)
+      const asker = (turn.source && Object.prototype.hasOwnProperty.call(ASKERS, turn.source) ? ASKERS[turn.source] : undefined) ?? ASKERS.chat;
+      const label = asker.label;
       this.rewind = iconButton('history', REWIND_TITLE, () => ctx.post({ type: 'turn.rewind', turnId: turn.id }), 'turn-rewind');
       this.rewind.hidden = true;
       const bubble = h(
         'div',
-        { class: `user-msg${turn.source === 'run_with_tools' ? ' run' : ''}` },
-        h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(turn.source === 'run_with_tools' ? 'play' : 'person')),
+        { class: `user-msg${asker.run ? ' run' : ''}` },
+        h('div', { class: 'avatar', 'aria-hidden': 'true' }, icon(asker.icon)),
         h('div', { class: 'user-body' }, h('div', { class: 'who', text: label }), this.rewind, h('div', { class: 'user-text' }, revealed(turn.prompt))),
       );
       body.append(bubble);

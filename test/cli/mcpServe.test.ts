@@ -6,7 +6,7 @@
  * be asked); an untrusted folder runs nothing.
  */
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -14,7 +14,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, type CallToolResult, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
 import { spawn } from 'node:child_process';
-import { CLI, CLI_ENV, ROOT, runCli } from '../support/cli';
+import { CLI, CLI_ENV, ROOT, runCli, scriptedModel } from '../support/cli';
+import { startServerFor } from '../support/wire/harness';
+import { turn } from '../support/wire/turn';
+import { TranscriptStore } from '../../src/core/agent/transcriptStore';
 import { ensureNode22, onNode22 } from '../support/conformanceSuite';
 import { isAlive } from '../../src/core/util/processTree';
 import { waitFor } from '../support/wait';
@@ -55,7 +58,7 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
   });
 
   async function connect(
-    o: { elicit?: (r: ElicitRequest) => Promise<unknown>; env?: NodeJS.ProcessEnv; workspace?: string; python?: string } = {},
+    o: { elicit?: (r: ElicitRequest) => Promise<unknown>; env?: NodeJS.ProcessEnv; workspace?: string; python?: string; args?: string[] } = {},
   ): Promise<Client> {
     const client = new Client({ name: 'codeact-test', version: '1.0.0' }, { capabilities: o.elicit ? { elicitation: {} } : {} });
     if (o.elicit) client.setRequestHandler(ElicitRequestSchema, o.elicit as never);
@@ -64,7 +67,7 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [CLI, 'mcp', 'serve', '--workspace', o.workspace ?? ws, '--python', o.python ?? '/usr/bin/python3'],
+        args: [CLI, 'mcp', 'serve', '--workspace', o.workspace ?? ws, '--python', o.python ?? '/usr/bin/python3', ...(o.args ?? [])],
         env,
         stderr: 'pipe',
       }),
@@ -278,5 +281,60 @@ describe('codeact mcp serve: CodeAct as an MCP server on stdio', function () {
     assert.equal((await runCli(['sessions', 'end', 'mcp-demo'])).code, 0);
     const third = await inspector('--method', 'tools/call', '--tool-name', 'execute_tool_code', '--tool-arg', 'code=return x');
     assert.match(third.out, /NameError/);
+  });
+
+  it("keeps each MCP session as a conversation of codeact chat's store, an execution a turn of it; `codeact chat --continue` goes on with a kept session's", async () => {
+    const store = new TranscriptStore(path.join(CLI_ENV.CODEACT_HOME!, 'conversations'));
+    const before = new Set(store.list().map((x) => x.id));
+    const c = await connect();
+    await run(c, 'kept_a = 20');
+    assert.match(textOf(await run(c, 'print(kept_a + 1)')), /21/);
+    await c.close();
+    const made = store.list().filter((x) => !before.has(x.id));
+    assert.equal(made.length, 1, JSON.stringify(made));
+    assert.equal(made[0].title, 'codeact-test (MCP)');
+    assert.equal(realpathSync(made[0].workspace!), realpathSync(ws));
+    const events = store.open(made[0].id).events;
+    assert.deepEqual(
+      events.flatMap((e) => (e.type === 'codeact.turn.started' ? [[e.source, e.prompt]] : [])),
+      [
+        ['mcp', 'codeact-test: execute_tool_code'],
+        ['mcp', 'codeact-test: execute_tool_code'],
+      ],
+    );
+    assert.deepEqual(
+      events.flatMap((e) => (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call' ? [e.item.code] : [])),
+      ['kept_a = 20', 'print(kept_a + 1)'],
+    );
+    assert.deepEqual(
+      events.flatMap((e) => (e.type === 'codeact.turn.ended' ? [e.status] : [])),
+      ['completed', 'completed'],
+    );
+
+    // A kept Python session (--keep-session NAME) is the conversation mcp-NAME: codeact chat goes on with it, variables and all.
+    const k = await connect({ args: ['--keep-session', 'chatted'] });
+    await run(k, 'shared_v = 7');
+    await k.close();
+    assert.ok(store.exists('mcp-chatted'));
+    const model = await startServerFor('openai-compatible', 'ollama');
+    try {
+      model.push(turn().call('execute_tool_code', { code: 'print(f"six times: {shared_v * 6}")' }), turn().text('It is 42.'));
+      const chat = await runCli([
+        'chat',
+        'What is shared_v times six?',
+        ...scriptedModel(model.url, store.dir),
+        '--workspace',
+        ws,
+        '--python',
+        '/usr/bin/python3',
+        '--continue',
+        'mcp-chatted',
+      ]);
+      assert.equal(chat.code, 0, chat.stderr);
+      assert.match(chat.stdout, /six times: 42/);
+      assert.doesNotMatch(chat.stdout + chat.stderr, /NameError/);
+    } finally {
+      await model.close();
+    }
   });
 });

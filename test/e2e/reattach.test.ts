@@ -18,7 +18,10 @@ import { turn } from '../support/wire/turn';
 import { killExtensionHosts, waitUntil } from './support/procs';
 import { useCodeServer } from './support/suite';
 import { artifactPath } from './support/env';
-import { runCli } from '../support/cli';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CLI, CLI_ENV, runCli } from '../support/cli';
 
 const UI = 60_000;
 /** A run may start the session host and its guest: more than a UI wait. */
@@ -46,14 +49,28 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     );
   };
 
-  /** The variables view shows `x` with `summary` (opened if closed). */
-  const showsX = async (summary: string) => {
+  /** The variables view shows the int `name` with `summary` (opened if closed). */
+  const shows = async (name: string, summary: string) => {
     await e2e.panel.openVariables(UI);
-    const rows = await e2e.panel.waitForVariables((r) => r.some((v) => v.name === 'x' && v.summary === summary), `x = ${summary}`, UI);
+    const rows = await e2e.panel.waitForVariables((r) => r.some((v) => v.name === name && v.summary === summary), `${name} = ${summary}`, UI);
     assert.deepEqual(
-      rows.find((r) => r.name === 'x'),
-      { name: 'x', type: 'int', summary },
+      rows.find((r) => r.name === name),
+      { name, type: 'int', summary },
     );
+  };
+  const showsX = (summary: string) => shows('x', summary);
+
+  /** "CodeAct: Continue a Conversation from the CLI or ACP…", picking the row that contains `row`: the panel shows its one turn. */
+  const continueFromPicker = async (row: string) => {
+    await e2e.wb.runCommand('CodeAct: Continue a Conversation from the CLI or ACP');
+    await waitUntil(
+      () => e2e.wb.answerQuickPick(/Continue a Conversation from the CLI/, row),
+      UI,
+      () => `the picker never listed "${row}"`,
+      250,
+    );
+    await e2e.panel.frame(UI);
+    await reopened(1);
   };
 
   /** The next turn's code reads `x`; the model's request carries no "session is gone" note. */
@@ -67,6 +84,14 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     const requests = e2e.wire.turns.slice(-2).map((t) => JSON.stringify(t.body));
     for (const r of requests) assert.ok(!r.includes(CONTINUED_NOTE), 'the model is not told its session is gone');
   };
+
+  /** The CLI as a person runs it in the folder: its store and session hosts are where the extension looks (the same XDG folders). */
+  const cliEnv = () => ({
+    CODEACT_HOME: '',
+    XDG_DATA_HOME: path.join(e2e.cs.dir, 'xdg-data'),
+    XDG_CONFIG_HOME: path.join(e2e.cs.dir, 'xdg-config'),
+    XDG_RUNTIME_DIR: path.join(e2e.cs.dir, 'run'),
+  });
 
   const noGoneNotice = async () => {
     const notices = await e2e.panel.notices();
@@ -145,13 +170,7 @@ describe('e2e: the Python session survives a reload and a killed extension host'
   });
 
   it('a conversation `codeact chat` had in this folder continues in the panel with its Python session: its turn shown, its variable there', async () => {
-    // The CLI as a person runs it in the folder: its store and session hosts are where the extension looks (the same XDG folders).
-    const env = {
-      CODEACT_HOME: '',
-      XDG_DATA_HOME: path.join(e2e.cs.dir, 'xdg-data'),
-      XDG_CONFIG_HOME: path.join(e2e.cs.dir, 'xdg-config'),
-      XDG_RUNTIME_DIR: path.join(e2e.cs.dir, 'run'),
-    };
+    const env = cliEnv();
     e2e.wire.push(turn().call('execute_tool_code', { code: 'from_cli = 6 * 7\nprint("defined in the terminal")' }), turn().text('Defined it.'));
     const chat = await runCli(
       ['chat', 'Define from_cli in the terminal', '--provider', 'openai-compatible', '--model', MODEL, '--base-url', e2e.wire.url],
@@ -162,21 +181,8 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     assert.equal(chat.code, 0, chat.stderr);
     assert.match(chat.stdout, /defined in the terminal/);
 
-    await e2e.wb.runCommand('CodeAct: Continue a Conversation from the CLI or ACP');
-    await waitUntil(
-      () => e2e.wb.answerQuickPick(/Continue a Conversation from the CLI/, 'Define from_cli in the terminal'),
-      UI,
-      () => 'the picker never listed the conversation of codeact chat',
-      250,
-    );
-    await e2e.panel.frame(UI);
-    await reopened(1);
-    await e2e.panel.openVariables(UI);
-    const rows = await e2e.panel.waitForVariables((r) => r.some((v) => v.name === 'from_cli'), 'from_cli', UI);
-    assert.deepEqual(
-      rows.find((r) => r.name === 'from_cli'),
-      { name: 'from_cli', type: 'int', summary: '42' },
-    );
+    await continueFromPicker('Define from_cli in the terminal');
+    await shows('from_cli', '42');
     await noGoneNotice();
     await e2e.wb.screenshot('73-continued-from-cli-dark');
     e2e.wire.push(turn().call('execute_tool_code', { code: 'print(f"from the panel: {from_cli + 1}")' }), turn().text('Read it.'));
@@ -187,5 +193,32 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     const request = JSON.stringify(e2e.wire.turns.at(-2)!.body);
     assert.ok(!request.includes(CONTINUED_NOTE), 'the model is not told its session is gone');
     assert.match(request, /Define from_cli in the terminal/, "the model's history has the CLI's turn");
+  });
+
+  it("an MCP client's kept session (codeact mcp serve --keep-session) continues in the panel: its execution shown as the client's, its variable there", async () => {
+    const client = new Client({ name: 'Claude Code', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', 'serve', '--workspace', e2e.ws.folder, '--keep-session', 'e2e'],
+        env: { ...(CLI_ENV as Record<string, string>), ...cliEnv() },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const r = (await client.callTool({ name: 'execute_tool_code', arguments: { code: 'from_mcp = 5\nprint("set by the MCP client")' } })) as CallToolResult;
+      assert.ok(!r.isError, JSON.stringify(r.content));
+    } finally {
+      await client.close();
+    }
+    await continueFromPicker('Claude Code (MCP)');
+    const turnText = await (await e2e.panel.turns()).last().innerText();
+    assert.match(turnText, /MCP client/);
+    assert.match(turnText, /Claude Code: execute_tool_code/);
+    assert.match(turnText, /set by the MCP client/);
+    assert.doesNotMatch(turnText, /\bYou\b/, 'the client asked, not the person');
+    await shows('from_mcp', '5');
+    await noGoneNotice();
+    await e2e.wb.screenshot('74-continued-from-mcp-dark');
   });
 });

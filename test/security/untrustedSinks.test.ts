@@ -71,6 +71,7 @@ const KNOWN: Record<string, string> = {
   'src/webview/changesList.ts: KIND_LABEL[kind]': "CodeAct's own letter for a kind checked against KIND_LABEL",
   'src/webview/changesList.ts: c.kind': "one of CodeAct's kinds: a kind not in KIND_LABEL is shown as 'changed'",
   "src/webview/changesList.ts: (n - MAX_ROWS).toLocaleString('en-US')": 'a number',
+  'src/webview/transcriptView.ts: asker.label': "who asked, CodeAct's own heading from ASKERS (You, Run with Tools, MCP client), picked by the turn's source",
   'src/webview/itemCards.ts: jobAsks(item.job)': "CodeAct's wording with a job number (the reducer keeps `job` only when it is a number)",
   'src/webview/elicitationCard.ts: jobAsks(view.job)': "CodeAct's wording with a job number (the reducer keeps `job` only when it is a number)",
   'src/vscode/approvals.apis.ts: options.title': "a sink wrapper's parameter: its callers are checked here",

@@ -72,6 +72,23 @@ describe('chat panel in headless Chromium', function () {
     await p.page.close();
   });
 
+  it("heads each turn's prompt with who asked: you, Run with Tools, or an MCP client (never as you)", async () => {
+    const p = await open();
+    await p.sendEvents([
+      ev.turn('a', 'Which orders are late?', { source: 'chat' }),
+      ev.turnEnd('a'),
+      ev.turn('b', 'orders.py, lines 3-20', { source: 'run_with_tools' }),
+      ev.turnEnd('b'),
+      ev.turn('c', 'Claude Code: execute_tool_code', { source: 'mcp' }),
+      ev.turnEnd('c'),
+    ]);
+    const who = await p.page.locator('.turn .user-msg .who').allInnerTexts();
+    assert.deepEqual(who, ['You', 'Run with Tools', 'MCP client']);
+    assert.match(await p.page.locator('.turn').nth(2).innerText(), /Claude Code: execute_tool_code/);
+    assert.deepEqual(p.errors, []);
+    await p.page.close();
+  });
+
   it('renders a streamed turn: code card, tool timeline, ANSI output, image, result, markdown answer, usage', async () => {
     const p = await open({ width: 560, height: 1700 });
     await p.send({ type: 'init', protocol: 1, state: hostState() });

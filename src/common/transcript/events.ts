@@ -4,7 +4,7 @@ import type { CodeActEvent, RuntimeKind } from '../events';
 // ---- turn markers ---------------------------------------------------------------------------------
 
 /** Where a turn came from. */
-export type TurnSource = 'chat' | 'run_with_tools' | 'lm_tool' | 'participant' | 'cli' | 'acp';
+export type TurnSource = 'chat' | 'run_with_tools' | 'lm_tool' | 'participant' | 'cli' | 'acp' | 'mcp';
 
 /** Starts a turn: the user's prompt (or what was run) and the model it goes to. */
 export interface TurnStarted {

@@ -18,6 +18,10 @@ import { pathToFileURL } from 'node:url';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ResourceLink, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../common/events';
+import type { TranscriptEvent } from '../../common/transcript';
+import { heldBy } from '../agent/conversationLock';
+import { titleFrom, type Conversation, type TranscriptStore } from '../agent/transcriptStore';
+import { runCodeTurn } from '../turn/turns';
 import { mimeOfExtension } from '../../common/mimeTypes';
 import { jobNotesText } from '../agent/agent';
 import { executionImages, executionSummary, withinPixelCap } from '../agent/executionResult';
@@ -66,6 +70,12 @@ interface McpServerOptions {
    * the server, in the folder's session host): the next server with the same name finds its variables.
    */
   session?: string;
+  /**
+   * Where each MCP session is kept as a conversation (`codeact chat`'s store; its folder): every execution a code
+   * turn of it, under the Python session's id, so the panel (CodeAct: Continue a Conversation from the CLI or ACP…)
+   * and `codeact chat --continue ID` can go on with it. None: nothing is kept.
+   */
+  transcript?: { store: TranscriptStore; workspace: string };
 }
 
 /** The MCP server of one MCP session (connect it to a transport). `sessionId`: our id of its Python session. */
@@ -147,10 +157,21 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
     calls.set(itemId, { relatedRequestId: extra.requestId, signal: extra.signal });
     const progress = progressOf(extra);
     try {
-      const item = await runtime.execute(
-        { code, itemId, sessionId, timeoutMs: o.timeoutMs, tools: withTools, execution, ...(background ? { background } : {}) },
-        { signal: extra.signal, onEvent: progress, onToolCall: withTools ? gateway.handler : undefined, ...(o.reviewCode ? { beforeRun: asking.review } : {}) },
-      );
+      // One turn lifecycle for every door: the execution is a code turn of this MCP session's conversation (if kept).
+      const { item } = await runCodeTurn({
+        source: 'mcp',
+        runtime,
+        conversation: conversation(),
+        code,
+        label: `${clientName()}: ${name}`,
+        gateway,
+        timeoutMs: o.timeoutMs,
+        sessionId,
+        signal: extra.signal,
+        onEvent: progress as ((e: TranscriptEvent) => void) | undefined,
+        ...(o.reviewCode ? { beforeRun: asking.review } : {}),
+        request: { itemId, tools: withTools, execution, ...(background ? { background } : {}) },
+      });
       const seen = withinPixelCap(item, o.images.maxPixels);
       const summary = executionSummary(seen, {
         execution,
@@ -167,6 +188,31 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
       calls.delete(itemId);
     }
   });
+
+  /** The client as it named itself (outside text: kept as data, shown through each medium's sanitiser). */
+  function clientName(): string {
+    const n = server.getClientVersion()?.name;
+    return typeof n === 'string' && n.trim() ? n.trim().slice(0, 80) : 'MCP client';
+  }
+
+  /**
+   * This MCP session's conversation, made at its first execution; a shared session's (--keep-session) is one per
+   * process, found again by its name, and goes on in the file an earlier server made.
+   */
+  let own: Conversation | undefined;
+  function conversation(): Conversation | undefined {
+    const t = o.transcript;
+    if (!t) return undefined;
+    try {
+      const meta = () => ({ title: titleFrom(`${clientName()} (MCP)`), workspace: t.workspace });
+      const convo = o.session ? sharedConversation(t.store, sessionId, meta) : (own ??= t.store.create({ ...meta(), id: sessionId }));
+      // Open in another process now (`codeact chat --continue` of a shared session): this run is not kept, it still runs.
+      return heldBy(convo.file) ? undefined : convo;
+    } catch {
+      // Not kept (a full disk, a damaged file, a name that is no conversation id): the execution runs all the same.
+      return undefined;
+    }
+  }
 
   async function listVariables(): Promise<CallToolResult> {
     if (!runtime.sessions.readsVariables) return text(`This runtime (${runtime.kind}) does not list variables; run code that prints them instead.`);
@@ -198,6 +244,17 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
   }
 
   return server;
+}
+
+/** The conversations of the shared (named) Python sessions of this process, by id: one object per file, which their MCP sessions write through. */
+const sharedConversations = new Map<string, Conversation>();
+function sharedConversation(store: TranscriptStore, id: string, meta: () => { title: string; workspace: string }): Conversation {
+  let c = sharedConversations.get(id);
+  if (!c) {
+    c = store.exists(id) ? store.open(id) : store.create({ ...meta(), id });
+    sharedConversations.set(id, c);
+  }
+  return c;
 }
 
 /** The execution counters of the shared (named) Python sessions of this process, by name. */

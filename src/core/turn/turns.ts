@@ -22,7 +22,7 @@ import type { ToolGateway } from '../gateway/gateway';
 import { ProviderError } from '../providers/shared/errors';
 import { recoverExpiredContainers } from '../providers/shared/expiredContainer';
 import type { Provider } from '../providers/shared/types';
-import type { BeforeRun, Runtime } from '../runtime/types';
+import type { BeforeRun, ExecuteRequest, Runtime } from '../runtime/types';
 import { newId } from '../util/ids';
 
 /** What a turn the host's going away cut off (VS Code reloading or closing) says it was: the same for every kind of turn. */
@@ -236,6 +236,8 @@ interface CodeTurnOptions extends TurnOptions {
   sessionId?: string;
   /** Sees the code before it runs (code review): it may edit it, or refuse it with an error. */
   beforeRun?: BeforeRun;
+  /** More of the request (an MCP client's call: its item id, whether `call_tool` exists, its number, in the background). */
+  request?: Pick<ExecuteRequest, 'itemId' | 'tools' | 'execution' | 'background'>;
 }
 
 interface CodeTurnResult {
@@ -262,8 +264,8 @@ async function codeTurn(o: CodeTurnOptions): Promise<CodeTurnResult> {
     const session = sessionHandover(runtime, o.conversation, o.sessionId);
     const item = await runtime
       .execute(
-        { code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}) },
-        { signal: o.signal, onToolCall: gateway.handler, onEvent: emit, beforeRun: o.beforeRun },
+        { code: o.code, timeoutMs: o.timeoutMs, ...(o.sessionId !== undefined ? { sessionId: o.sessionId } : {}), ...o.request },
+        { signal: o.signal, onToolCall: o.request?.tools === false ? undefined : gateway.handler, onEvent: emit, beforeRun: o.beforeRun },
       )
       .finally(session);
     end(item.status === 'completed' ? 'completed' : item.error?.type === 'Cancelled' ? 'stopped' : 'failed');
