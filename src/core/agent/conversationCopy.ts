@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { writeFileAtomicSync } from '../util/atomicFile';
 import { ConversationBusyError, heldBy } from './conversationLock';
 import { readTranscript } from './transcriptFile';
-import type { ListedConversation, TranscriptStore } from './transcriptStore';
+import { wholeEnd, type ListedConversation, type TranscriptStore } from './transcriptStore';
 
 /**
  * Where `codeact chat`, `codeact acp` and `codeact run` keep their conversations unless --storage says otherwise:
@@ -33,7 +33,7 @@ export function copyConversation(from: TranscriptStore, to: TranscriptStore, id:
   const owner = heldBy(source);
   if (owner) throw new ConversationBusyError(id, owner.pid, owner.lockFile);
   const { bytes } = readTranscript(source);
-  const whole = bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1);
+  const whole = bytes.subarray(0, wholeEnd(bytes));
   if (!whole.length) throw new Error(`${source} has no whole record yet: nothing to continue.`);
   if (!o.replace && to.exists(id)) throw new Error(`conversation ${id} is already in ${to.dir}.`);
   mkdirSync(to.dir, { recursive: true });

@@ -422,7 +422,7 @@ function parseLines(text: string, file: string) {
 }
 
 /** Where the whole records of `bytes` end (after its last newline): a last line without one is not yet whole. */
-function wholeEnd(bytes: Buffer): number {
+export function wholeEnd(bytes: Buffer): number {
   return bytes.lastIndexOf(0x0a) + 1;
 }
 
