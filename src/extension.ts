@@ -11,6 +11,7 @@ import type { CodeActController } from './vscode/controller';
 import { registerChatParticipant, registerLanguageModelTool } from './vscode/lmTool';
 import { registerMcpSignIn } from './vscode/mcpAuth';
 import { registerMcpDefinitions } from './vscode/mcpDefinition';
+import { PanelShare } from './vscode/mcpShare';
 import { vscodeMcpSignInApis } from './vscode/mcpAuth.apis';
 import { InlineResults } from './vscode/runWithTools';
 import { Secrets } from './vscode/secrets';
@@ -37,6 +38,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
   active = controller;
   const panels = new ChatPanels(context, controller, notebooks);
   const inline = new InlineResults(controller);
+  const share = new PanelShare(controller, context.workspaceState, log);
   context.subscriptions.push(
     log,
     built,
@@ -51,7 +53,9 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
       storage: context.globalStorageUri.fsPath,
       packageJSON: context.extension.packageJSON as Parameters<typeof registerMcpDefinitions>[0]['packageJSON'],
       log,
+      share,
     }),
+    share,
   );
   const pythonEnvs = new PythonEnvironments(log, () => controller.folders.current().folder);
   context.subscriptions.push(
@@ -70,7 +74,7 @@ export function activate(context: vscode.ExtensionContext): CodeActApi {
     }),
   );
 
-  registerCommands(context, { log, controller, secrets, panels, inline, notebooks, mcpSignIn, pythonEnvs });
+  registerCommands(context, { log, controller, secrets, panels, inline, notebooks, mcpSignIn, pythonEnvs, share });
 
   void vscode.commands.executeCommand('setContext', 'codeact.running', false);
   const activationMs = Math.round((performance.now() - t0) * 100) / 100;

@@ -12,6 +12,7 @@ import { vscodePanelHostApis } from './panelHost.apis';
 import { continueCliConversation } from './continueConversation';
 import type { CodeActController } from './controller';
 import type { McpSignIn } from './mcpAuth';
+import type { PanelShare } from './mcpShare';
 import type { CodeActNotebookKernel } from './notebook/kernel';
 import type { PythonEnvironments } from './pythonEnv';
 import type { InlineResults } from './runWithTools';
@@ -30,10 +31,11 @@ interface CommandTargets {
   notebooks: CodeActNotebookKernel;
   mcpSignIn: McpSignIn;
   pythonEnvs: PythonEnvironments;
+  share: PanelShare;
 }
 
 export function registerCommands(context: vscode.ExtensionContext, t: CommandTargets): void {
-  const { log, controller, secrets, panels, inline, notebooks, mcpSignIn, pythonEnvs } = t;
+  const { log, controller, secrets, panels, inline, notebooks, mcpSignIn, pythonEnvs, share } = t;
   // VS Code passes a command whatever its caller gave: each handler names what it expects.
   const command = <A extends unknown[]>(id: string, fn: (...args: A) => unknown) =>
     context.subscriptions.push(
@@ -139,6 +141,7 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
   command('codeact.showLog', () => log.show());
   command('codeact.newConversation', () => controller.newConversation());
   command('codeact.continueCliConversation', () => continueCliConversation(controller, () => panels.reveal()));
+  command('codeact.mcp.chooseAgentSession', (choice?: unknown) => share.choose(choice));
   command('codeact.exportNotebook', () => exportNotebook(controller, vscodePanelHostApis));
   command('codeact.clearHistory', () => clearHistory(controller, vscodePanelHostApis));
   command('codeact.showTools', async () => {

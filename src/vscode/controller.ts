@@ -39,7 +39,7 @@ export { UntrustedWorkspaceError };
 
 /** What a front door adds to a turn: its listener (the vocabulary, no turn markers) and VS Code's cancellation. */
 type TurnExtras = { onEvent?: (e: CodeActEvent) => void; token?: CancellationToken };
-type RunExtras = TurnExtras & { document?: RunDocument };
+type RunExtras = TurnExtras & { document?: RunDocument; request?: Parameters<typeof runCodeTurn>[0]['request'] };
 
 export class CodeActController {
   readonly store: TranscriptStore;
@@ -60,7 +60,7 @@ export class CodeActController {
   private readonly facts: HostFacts;
   readonly runtimes: RuntimeCache;
   readonly approvals: Approvals;
-  private readonly tools: WorkspaceTools;
+  readonly tools: WorkspaceTools;
   private readonly notebookRuns: NotebookRuns;
   /** The workspace folder the chat's turns run in (the conversation's, the picked one, the active editor's). */
   readonly folders: ChatFolder;
@@ -459,6 +459,7 @@ export class CodeActController {
         signal,
         interrupted: () => this.closing,
         onEvent: this.relay(extra?.onEvent),
+        request: extra?.request,
       });
       const why = item.error ? ` (${item.error.type}: ${item.error.message.split('\n')[0]})` : '';
       this.log.info(`run "${label}": ${item.status}${why} in ${item.duration_ms} ms`);

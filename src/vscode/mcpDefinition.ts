@@ -5,6 +5,9 @@
  * folder's `.vscode/settings.json` (read by the CLI as by the panel) and the user-level `codeact.*` values, which
  * are written to a file the server reads instead of the CLI's own user settings.
  *
+ * When the person chose to share the panel's open conversation with VS Code's agent (./mcpShare), the definition is
+ * instead one MCP server on loopback HTTP in this extension host, whose runs are turns of that conversation.
+ *
  * `vscode.lm.registerMcpServerDefinitionProvider` arrived in VS Code 1.101; the extension claims 1.100, so it is
  * looked up at run time and, where it is missing or refuses the provider (1.100 has it, but wants another contribution
  * point and throws), nothing is registered and the log says how to add the server by hand.
@@ -12,6 +15,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import type { PanelShare } from './mcpShare';
 import { vscodeReader } from './settingsReader';
 
 /** The provider id, as package.json's `contributes.mcpServerDefinitionProviders` declares it. */
@@ -21,15 +25,17 @@ const MCP_PROVIDER_ID = 'codeact.mcp';
 interface McpServerApi {
   registerMcpServerDefinitionProvider(
     id: string,
-    provider: { onDidChangeMcpServerDefinitions: vscode.Event<void>; provideMcpServerDefinitions(): unknown[] },
+    provider: { onDidChangeMcpServerDefinitions: vscode.Event<void>; provideMcpServerDefinitions(): Promise<unknown[]> },
   ): vscode.Disposable;
 }
 type StdioDefinition = new (label: string, command: string, args: string[], env: Record<string, string>, version: string) => { cwd?: vscode.Uri };
+type HttpDefinition = new (label: string, uri: vscode.Uri, headers: Record<string, string>, version: string) => unknown;
 
-function mcpApi(): { lm: McpServerApi; Stdio: StdioDefinition } | undefined {
+function mcpApi(): { lm: McpServerApi; Stdio: StdioDefinition; Http?: HttpDefinition } | undefined {
   const lm = vscode.lm as unknown as Partial<McpServerApi> | undefined;
-  const Stdio = (vscode as unknown as { McpStdioServerDefinition?: StdioDefinition }).McpStdioServerDefinition;
-  return lm?.registerMcpServerDefinitionProvider && Stdio ? { lm: lm as McpServerApi, Stdio } : undefined;
+  const api = vscode as unknown as { McpStdioServerDefinition?: StdioDefinition; McpHttpServerDefinition?: HttpDefinition };
+  const Stdio = api.McpStdioServerDefinition;
+  return lm?.registerMcpServerDefinitionProvider && Stdio ? { lm: lm as McpServerApi, Stdio, Http: api.McpHttpServerDefinition } : undefined;
 }
 
 /** What a definition needs to know that is not VS Code's. */
@@ -41,6 +47,8 @@ interface McpDefinitionContext {
   /** The extension's package.json: its version, and the settings it declares. */
   packageJSON: { version?: string; contributes?: { configuration?: { properties?: Record<string, unknown> } } };
   log: vscode.LogOutputChannel;
+  /** The person's choice of session for VS Code's agent (./mcpShare). */
+  share?: PanelShare;
 }
 
 /** One `codeact mcp serve` per trusted local folder; nothing while the workspace is not trusted. */
@@ -60,10 +68,20 @@ export function registerMcpDefinitions(o: McpDefinitionContext): vscode.Disposab
   const version = String(o.packageJSON.version ?? '');
   const provider = {
     onDidChangeMcpServerDefinitions: changed.event,
-    provideMcpServerDefinitions: () => {
+    provideMcpServerDefinitions: async () => {
       if (!vscode.workspace.isTrusted) return [];
       const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file');
       if (!folders.length) return [];
+      if (o.share?.active && api.Http) {
+        try {
+          const s = await o.share.start();
+          return [new api.Http('CodeAct: panel conversation', vscode.Uri.parse(s.url), { Authorization: `Bearer ${s.token}` }, version)];
+        } catch (err) {
+          o.log.warn(
+            `CodeAct MCP server: the server sharing the panel's conversation did not start (${(err as Error).message}); VS Code's agent gets sessions of its own.`,
+          );
+        }
+      }
       try {
         writeUserSettings(settingsFile, keys);
       } catch (err) {
@@ -98,6 +116,7 @@ export function registerMcpDefinitions(o: McpDefinitionContext): vscode.Disposab
     changed,
     registration,
     vscode.workspace.onDidGrantWorkspaceTrust(() => changed.fire()),
+    ...(o.share ? [o.share.onDidChange(() => changed.fire())] : []),
     vscode.workspace.onDidChangeWorkspaceFolders(() => changed.fire()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       // A server reads its settings when it starts: the file follows, and VS Code is told the definition may have changed.

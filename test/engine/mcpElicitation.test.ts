@@ -263,10 +263,16 @@ describe('MCP elicitation and per-request cancellation, against a real MCP serve
     });
 
     it('a handshake past its deadline fails saying so, without cancelling initialize', async () => {
-      const quick = new McpClientPool({ connectTimeoutMs: 300 });
+      // The deadline may fire before a busy machine has even started the server: a long close grace lets
+      // it start, read what was sent (initialize, then the end of its stdin) and log both, whatever the load.
+      const quick = new McpClientPool({ connectTimeoutMs: 300, closeGraceMs: 45_000 });
       try {
         await assert.rejects(quick.callTool(spec({ MCP_HOLD_INIT: '1' }), 'echo', { text: 'hi' }), /did not complete the MCP handshake within 0.3 s/);
         await until((l) => l.some((m) => m.event === 'stdin-end'), 'its stdin closing');
+        assert.ok(
+          logged().some((m) => m.method === 'initialize'),
+          'the server read the initialize request',
+        );
         assert.deepEqual(cancelled(), []);
       } finally {
         await quick.dispose();

@@ -119,14 +119,17 @@ describe('security: nothing left behind after a crash', function () {
   it('a hung command tool whose host is frozen still ends at its timeout', async function () {
     this.timeout(240_000);
     mark = `codeact-frozen-${process.pid}-${Date.now()}`;
-    const ws = workspace(mark, 1_000);
+    // The call's timeout is long enough that the host is frozen before it acts on it, however slowly a busy machine
+    // lets this test see the tool start: a host stopped in the middle of its own kill (its SIGSTOP of the launcher sent,
+    // its SIGKILL not) would leave the launcher stopped too, which is not what this test is about.
+    const ws = workspace(mark, 15_000);
     const tmp = mkdtempSync(path.join(tmpdir(), 'codeact-crash-tmp-'));
     cleanup.push(ws, tmp);
     cli = startCli(ws, tmp, 'await call_tool("hang")\nreturn 1\n');
     await waitFor(() => processesWithCmdline(`${mark}-tool`).length > 0, { timeoutMs: 60_000, what: 'the command tool to run' });
     // The host can no longer act on the timeout: only the launcher can.
     cli.kill('SIGSTOP');
-    // Its launcher's deadline is 3 s away (the call's 1 s and the grace); a busy machine gets a generous budget.
+    // Its launcher's deadline is 17 s after the start (the call's 15 s and the grace); a busy machine gets a generous budget.
     await waitFor(() => processesWithCmdline(`${mark}-tool`).length === 0, { timeoutMs: 90_000, what: 'the hung tool to end' }).catch(() => {});
     const left = processesWithCmdline(`${mark}-tool`);
     // What a failure needs to be understood: each one's state and parent, and the parent's command line.

@@ -144,7 +144,7 @@ export async function serveMcpHttp(o: DoorOptions, port = 0): Promise<McpHttpSer
     transport.onclose = () => {
       const id = transport.sessionId;
       if (id) live.delete(id);
-      if (!o.session) void o.runtime.sessions.close(python).catch(() => {});
+      if (!o.session && !o.shared) void o.runtime.sessions.close(python).catch(() => {});
     };
     starting++;
     try {

@@ -76,6 +76,22 @@ interface McpServerOptions {
    * and `codeact chat --continue ID` can go on with it. None: nothing is kept.
    */
   transcript?: { store: TranscriptStore; workspace: string };
+  /**
+   * Runs go to another door's Python session instead of one of this server's (VS Code's agent sharing the panel's open
+   * conversation, issue 36 point 3): that door runs them as its own turns, with its approvals and its transcript, and the
+   * person sees them there. `restart_session` is not offered (the person restarts it where it lives).
+   */
+  shared?: SharedSession;
+}
+
+/** Another door's Python session that this server's runs go to (McpServerOptions.shared). */
+export interface SharedSession {
+  /** What it is, for the tools' descriptions and refusals: "the CodeAct panel's open conversation". */
+  readonly what: string;
+  /** Runs one execution there; rejects with why it cannot (a turn already runs there, the folder is not trusted). */
+  run(code: string, o: { tools: boolean; background?: boolean; signal: AbortSignal; onEvent?: (e: CodeActEvent) => void }): Promise<CodeInterpreterCallItem>;
+  /** The runtime and Python session its runs go to now; undefined while there is none. */
+  where(): { runtime: Runtime; sessionId: string } | undefined;
 }
 
 /** The MCP server of one MCP session (connect it to a transport). `sessionId`: our id of its Python session. */
@@ -84,7 +100,7 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
   const calls = new Map<string, Asked>();
   const asking = new McpAsking(server, (itemId) => calls.get(itemId), o.answerMs);
   const gateway = o.gateway(asking);
-  const { runtime } = o;
+  const { runtime, shared } = o;
   const persistent = runtime.sessions.persist;
   // Executions are numbered per Python session (the guest keeps each run's output under its number): a shared one
   // (--keep-session) numbers them across the server's MCP sessions.
@@ -104,23 +120,25 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const specs = [executeToolCodeSpec(gateway.tools(), ctx()), executeCodeSpec(ctx())];
-    const tools: Tool[] = specs.map((s) => ({ name: s.name, description: s.description, inputSchema: s.parameters as Tool['inputSchema'] }));
-    tools.push(
-      {
-        name: LIST_VARIABLES,
-        description: "The variables of this MCP session's Python session (names, types, short values, shapes), read without running any code.",
-        inputSchema: { type: 'object', properties: {} },
-        annotations: { readOnlyHint: true },
-      },
-      {
+    const sharing = shared ? `\n\nThe code runs in the Python session of ${shared.what}, which the person sees and uses too.` : '';
+    const tools: Tool[] = specs.map((s) => ({ name: s.name, description: s.description + sharing, inputSchema: s.parameters as Tool['inputSchema'] }));
+    tools.push({
+      name: LIST_VARIABLES,
+      description: shared
+        ? `The variables of the Python session of ${shared.what} (names, types, short values, shapes), read without running any code.`
+        : "The variables of this MCP session's Python session (names, types, short values, shapes), read without running any code.",
+      inputSchema: { type: 'object', properties: {} },
+      annotations: { readOnlyHint: true },
+    });
+    if (!shared)
+      tools.push({
         name: RESTART_SESSION,
         description: o.session
           ? `Restarts the Python session that every MCP session of this server shares (${o.session}): every variable, import and background job is gone, a run another MCP session has going too; the next code starts fresh.`
           : "Restarts this MCP session's Python session: every variable, import and background job is gone; the next code starts fresh.",
         inputSchema: { type: 'object', properties: {} },
         annotations: { destructiveHint: true },
-      },
-    );
+      });
     return { tools };
   });
 
@@ -130,6 +148,7 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
     if (name === LIST_VARIABLES) return listVariables();
     if (name === RESTART_SESSION) {
       if (o.refusal) return failed(o.refusal);
+      if (shared) return failed(`This server runs code in ${shared.what}: the person restarts its Python session there.`);
       const was = await runtime.sessions.restart(sessionId);
       return text(
         was
@@ -153,35 +172,47 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
     }
     const withTools = name === EXECUTE_TOOL_CODE;
     const itemId = newId('exec');
-    const execution = ++executions.n;
+    // A shared session's runs are numbered by the door that runs them (for its own model's output_of): none is promised here.
+    const execution = shared ? undefined : ++executions.n;
     calls.set(itemId, { relatedRequestId: extra.requestId, signal: extra.signal });
     const progress = progressOf(extra);
     try {
-      // One turn lifecycle for every door: the execution is a code turn of this MCP session's conversation (if kept).
-      const { item } = await runCodeTurn({
-        source: 'mcp',
-        runtime,
-        conversation: conversation(),
-        code,
-        label: `${clientName()}: ${name}`,
-        gateway,
-        timeoutMs: o.timeoutMs,
-        sessionId,
-        signal: extra.signal,
-        onEvent: progress as ((e: TranscriptEvent) => void) | undefined,
-        ...(o.reviewCode ? { beforeRun: asking.review } : {}),
-        request: { itemId, tools: withTools, execution, ...(background ? { background } : {}) },
-      });
+      let item: CodeInterpreterCallItem;
+      if (shared) {
+        try {
+          item = await shared.run(code, { tools: withTools, signal: extra.signal, onEvent: progress, ...(background ? { background } : {}) });
+        } catch (e) {
+          return failed(`Nothing ran: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      } else {
+        // One turn lifecycle for every door: the execution is a code turn of this MCP session's conversation (if kept).
+        ({ item } = await runCodeTurn({
+          source: 'mcp',
+          runtime,
+          conversation: conversation(),
+          code,
+          label: `${clientName()}: ${name}`,
+          gateway,
+          timeoutMs: o.timeoutMs,
+          sessionId,
+          signal: extra.signal,
+          onEvent: progress as ((e: TranscriptEvent) => void) | undefined,
+          ...(o.reviewCode ? { beforeRun: asking.review } : {}),
+          request: { itemId, tools: withTools, execution, ...(background ? { background } : {}) },
+        }));
+      }
       const seen = withinPixelCap(item, o.images.maxPixels);
       const summary = executionSummary(seen, {
         execution,
         outputChars: o.outputChars,
-        kept: runtime.sessions.keepsOutputs && !item.session?.state_lost,
+        kept: !shared && runtime.sessions.keepsOutputs && !item.session?.state_lost,
         installs: withTools && gateway.installs,
       });
-      const notes = (await runtime.sessions.takeJobNotes?.(sessionId)) ?? [];
+      // A shared session's job notes are its own door's (told to its model at its next step).
+      const notes = shared ? [] : ((await runtime.sessions.takeJobNotes?.(sessionId)) ?? []);
       const content: CallToolResult['content'] = [{ type: 'text', text: notes.length ? `${jobNotesText(notes)}\n\n${summary}` : summary }];
-      for (const img of executionImages(seen, `execution ${execution}`, o.images)) content.push({ type: 'image', data: img.data, mimeType: img.mime_type });
+      for (const img of executionImages(seen, execution ? `execution ${execution}` : 'this execution', o.images))
+        content.push({ type: 'image', data: img.data, mimeType: img.mime_type });
       content.push(...fileLinks(item));
       return { content, ...(item.status !== 'completed' ? { isError: true } : {}) };
     } finally {
@@ -215,9 +246,14 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
   }
 
   async function listVariables(): Promise<CallToolResult> {
-    if (!runtime.sessions.readsVariables) return text(`This runtime (${runtime.kind}) does not list variables; run code that prints them instead.`);
-    if (!runtime.sessions.has(sessionId)) return text('No Python session yet: nothing has run in this MCP session (or it was restarted).');
-    const summary = await runtime.sessions.variables(sessionId);
+    const at = shared ? shared.where() : { runtime, sessionId };
+    const none = shared
+      ? `No Python session yet: nothing has run in ${shared.what} (or it was restarted).`
+      : 'No Python session yet: nothing has run in this MCP session (or it was restarted).';
+    if (!at) return text(none);
+    if (!at.runtime.sessions.readsVariables) return text(`This runtime (${at.runtime.kind}) does not list variables; run code that prints them instead.`);
+    if (!at.runtime.sessions.has(at.sessionId)) return text(none);
+    const summary = await at.runtime.sessions.variables(at.sessionId);
     if (!summary) return text('The variables cannot be read while code runs; ask again once it ends.');
     return text(JSON.stringify(summary, null, 1));
   }
@@ -258,10 +294,10 @@ function sharedConversation(store: TranscriptStore, id: string, meta: () => { ti
 }
 
 /** The execution counters of the shared (named) Python sessions of this process, by name. */
-const shared = new Map<string, { n: number }>();
+const sharedCounts = new Map<string, { n: number }>();
 function sharedCount(name: string): { n: number } {
-  let c = shared.get(name);
-  if (!c) shared.set(name, (c = { n: 0 }));
+  let c = sharedCounts.get(name);
+  if (!c) sharedCounts.set(name, (c = { n: 0 }));
   return c;
 }
 

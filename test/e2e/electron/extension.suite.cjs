@@ -53,6 +53,36 @@ describe('CodeAct inside VS Code', function () {
     assert.match(texts.join('\n'), /plotted/);
   });
 
+  it("VS Code's agent, given the panel's open conversation, runs its code there through CodeAct's MCP server (VS Code's own MCP client)", async function () {
+    if (typeof vscode.McpHttpServerDefinition !== 'function') {
+      console.log(`      VS Code ${vscode.version} has no HTTP MCP server definitions: its agent gets sessions of its own`);
+      this.skip();
+    }
+    this.timeout(120_000);
+    await vscode.commands.executeCommand('codeact.mcp.chooseAgentSession', 'panel');
+    try {
+      // VS Code starts the definition it was given (the extension host's loopback server, with its token) and lists its tools.
+      let tool;
+      for (let i = 0; i < 60 && !tool; i++) {
+        await Promise.resolve(vscode.commands.executeCommand('workbench.mcp.startServer', '*', { waitForLiveTools: true })).catch(() => {});
+        tool = vscode.lm.tools.find((t) => t.name !== 'execute_tool_code' && /execute_tool_code$/.test(t.name));
+        if (!tool) await new Promise((r) => setTimeout(r, 1000));
+      }
+      assert.ok(tool, `VS Code never listed the shared server's execute_tool_code: ${vscode.lm.tools.map((t) => t.name).join(', ')}`);
+      const viaMcp = await vscode.lm.invokeTool(tool.name, {
+        input: { code: 'shared_by_agent = 7\nreturn shared_by_agent * 6' },
+        toolInvocationToken: undefined,
+      });
+      const text = viaMcp.content.map((p) => p.value ?? '').join('\n');
+      assert.match(text, /42/, text);
+      // The panel's own door (the language-model tool runs in the panel's open conversation) finds what the agent defined.
+      const viaPanel = await vscode.lm.invokeTool('execute_tool_code', { input: { code: 'return shared_by_agent + 1' }, toolInvocationToken: undefined });
+      assert.match(viaPanel.content.map((p) => p.value ?? '').join('\n'), /\b8\b/);
+    } finally {
+      await vscode.commands.executeCommand('codeact.mcp.chooseAgentSession', 'own');
+    }
+  });
+
   it('reads the managed tools of the workspace (trusted)', () => {
     assert.equal(vscode.workspace.isTrusted, true);
     const tools = vscode.workspace.getConfiguration('codeact').get('tools');
