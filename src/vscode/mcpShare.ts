@@ -68,7 +68,7 @@ export class PanelShare implements vscode.Disposable {
     this.changed.fire();
     void vscode.window.showInformationMessage(
       choice === 'panel'
-        ? "VS Code's agent now runs its CodeAct code in the panel's open conversation (VS Code restarts the CodeAct MCP server when it next uses it)."
+        ? "VS Code's agent now runs its CodeAct code in the panel's open conversation: VS Code lists that server as “CodeAct: panel conversation” (MCP: List Servers)."
         : "VS Code's agent now runs its CodeAct code in Python sessions of its own.",
     );
   }
