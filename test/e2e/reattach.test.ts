@@ -10,6 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
+import { CODE_RAN_NOTE } from '../../src/core/turn/codeTurnNotes';
 import { CONTINUED_NOTE } from '../../src/core/turn/turns';
 import { SESSION_GONE_NOTICE } from '../../src/vscode/conversationMemory';
 import { RUN_ENDED_NOTE } from '../../src/vscode/reattach';
@@ -220,5 +221,15 @@ describe('e2e: the Python session survives a reload and a killed extension host'
     await shows('from_mcp', '5');
     await noGoneNotice();
     await e2e.wb.screenshot('74-continued-from-mcp-dark');
+    // The panel's model did not ask for that run (it is not in its history): its next turn is told of it, as data.
+    e2e.wire.push(turn().text('The MCP client set from_mcp to 5.'));
+    await e2e.panel.send('What did the MCP client do?');
+    assert.equal(await e2e.panel.waitForTurn(1, ['completed'], RUN), 'completed', await e2e.panel.text());
+    const body = e2e.wire.turns.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+    const system = String(body.messages.find((m) => m.role === 'system')?.content);
+    assert.ok(system.includes(CODE_RAN_NOTE), `the model is told that code ran outside its requests: ${system.slice(-1500)}`);
+    const run = system.split('\n').find((l) => l.startsWith('{"by":"Claude Code: execute_tool_code"'));
+    assert.ok(run, system.slice(-1500));
+    assert.match((JSON.parse(run) as { code: string }).code, /from_mcp = 5/);
   });
 });

@@ -15,6 +15,7 @@ import type { Conversation } from '../agent/transcriptStore';
 import { ConversationBusyError, holdConversation } from '../agent/conversationLock';
 import { repairHistory, settleHeld } from '../agent/turnJournal';
 import { compactionStateFrom } from '../agent/contextBudget';
+import { codeRanNote } from './codeTurnNotes';
 import { hostedOptionsFrom, imageBudgetFrom } from '../config/engine';
 import { runtimeKindOf } from '../../common/providers';
 import type { EngineConfig } from '../config/resolve';
@@ -173,6 +174,8 @@ async function chatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
     const provider = recovery.provider;
     const runtime = typeof o.runtime === 'function' ? await o.runtime() : o.runtime;
     const session = sessionHandover(runtime, convo, convo.id);
+    // Code that ran in the session outside the model's requests since its last turn: not in its history, so told.
+    const sessionNote = [o.sessionNote, codeRanNote(convo.events, turnId)].filter(Boolean).join('\n') || undefined;
     const agent = new AgentLoop({
       provider,
       model: config.model,
@@ -183,7 +186,7 @@ async function chatTurn(o: ChatTurnOptions): Promise<ChatTurnResult> {
       inlineToolLimit: config.toolsInlineLimit,
       maxTurns: config.maxTurns,
       sessionId: convo.id,
-      ...(o.sessionNote ? { sessionNote: o.sessionNote } : {}),
+      ...(sessionNote ? { sessionNote } : {}),
       executionTimeoutMs: config.timeoutMs,
       maxJobs: config.maxJobs,
       hosted: hostedOptionsFrom(config, recovery.containerAfter(convo.meta.containerId)),
