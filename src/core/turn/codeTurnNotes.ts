@@ -39,15 +39,16 @@ export function codeRanNote(events: readonly TranscriptEvent[], turnId?: string)
       turns.set(e.turn_id, e.prompt);
     } else if (e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call') {
       const id = (e as { turn_id?: string }).turn_id;
-      if (id) items.set(id, [...(items.get(id) ?? []), e.item]);
+      if (id) (items.get(id) ?? items.set(id, []).get(id)!).push(e.item);
     }
   }
-  const runs: string[] = [];
-  for (const [id, label] of turns) {
-    for (const item of items.get(id) ?? []) runs.push(runNote(label, item)); // newest first, as collected
-  }
+  // Newest first, as collected; only the runs told are summarised (however many ran).
+  const runs = [...turns].flatMap(([id, label]) => (items.get(id) ?? []).map((item) => ({ label, item })));
   if (!runs.length) return undefined;
-  const told = runs.slice(0, MAX_TOLD).reverse();
+  const told = runs
+    .slice(0, MAX_TOLD)
+    .reverse()
+    .map((r) => runNote(r.label, r.item));
   const count = runs.length > told.length ? ` (the last ${told.length} of ${runs.length})` : '';
   return [`${CODE_RAN_NOTE}${count}`, ...told].join('\n');
 }
