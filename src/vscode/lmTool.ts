@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import { logsOf, type CodeActEvent } from '../common/events';
 import { executionSummary } from '../core/agent/agent';
-import { executionImages, withinPixelCap } from '../core/agent/executionResult';
+import { executionImages, sessionContext, withinPixelCap } from '../core/agent/executionResult';
 import { imageBudgetFrom } from '../core/config/engine';
 import { displayModelText, displaysOf } from '../common/displays';
 import type { CodeActController } from './controller';
@@ -44,7 +44,7 @@ export function registerLanguageModelTool(controller: CodeActController): vscode
       const budget = imageBudgetFrom(controller.settings);
       const seen = withinPixelCap(item, budget.maxPixels);
       const parts: vscode.LanguageModelTextPart[] = [
-        new vscode.LanguageModelTextPart(executionSummary(seen, { outputChars: controller.settings.outputModelChars })),
+        new vscode.LanguageModelTextPart(executionSummary(seen, { outputChars: controller.settings.outputModelChars, ...sessionContext(seen) })),
       ];
       // Its images as data parts, where this VS Code has them (newer than the claimed 1.100); the summary names them either way.
       const data = dataPart();

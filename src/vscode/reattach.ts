@@ -8,7 +8,7 @@
 import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput } from '../common/events';
 import type { TranscriptEvent } from '../common/transcript';
 import { forDisplay } from '../common/untrusted';
-import { executionSummary } from '../core/agent/executionResult';
+import { executionSummary, sessionContext } from '../core/agent/executionResult';
 import { RUN_LEFT_RUNNING } from '../core/sessionHost/client';
 import type { Conversation } from '../core/agent/transcriptStore';
 import type { ToolCallHandler } from '../core/runtime/types';
@@ -169,7 +169,10 @@ export class Reattacher {
       this.d.log.info(`conversation ${convo.id}: the run left running when the window reloaded ended (${done.item.status})`);
       // Saved in the open conversation (another one opened meanwhile gets the note only).
       if (this.d.conversation()?.id === convo.id) this.d.emit({ type: 'response.output_item.done', item: done.item });
-      this.d.conversations.noteForNextTurn(convo.id, `${RUN_ENDED_NOTE} ${executionSummary(done.item, { outputChars: NOTE_OUTPUT_CHARS })}`);
+      this.d.conversations.noteForNextTurn(
+        convo.id,
+        `${RUN_ENDED_NOTE} ${executionSummary(done.item, { outputChars: NOTE_OUTPUT_CHARS, ...sessionContext(done.item) })}`,
+      );
     } catch (e) {
       this.d.log.warn(`conversation ${convo.id}: the run left running could not be watched in the session host: ${(e as Error).message}`);
     } finally {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeInterpreterCallItem } from '../../src/common/events';
 import type { TranscriptEvent } from '../../src/common/transcript';
-import { TranscriptStore } from '../../src/core/agent/transcriptStore';
+import { TranscriptStore, type Conversation } from '../../src/core/agent/transcriptStore';
 import { providerConfigFrom } from '../../src/core/config/engine';
 import { resolveEngineConfig, type SettingLayers } from '../../src/core/config/resolve';
 import { ToolGateway } from '../../src/core/gateway/gateway';
@@ -17,6 +17,7 @@ import { createProvider } from '../../src/core/providers/factory';
 import { noSessions, type ExecuteOptions, type ExecuteRequest, type Runtime } from '../../src/core/runtime/types';
 import { INTERRUPTED_MESSAGE, isTurnMarker, runChatTurn, runCodeTurn } from '../../src/core/turn/turns';
 import { CODE_RAN_NOTE } from '../../src/core/turn/codeTurnNotes';
+import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
 import { startOpenAIChatServer } from '../support/wire/openaiChat';
 import { turn } from '../support/wire/turn';
 
@@ -51,6 +52,22 @@ const untilStopped = (_r: ExecuteRequest, o?: ExecuteOptions) =>
   new Promise<Partial<CodeInterpreterCallItem>>((resolve) =>
     o!.signal!.addEventListener('abort', () => resolve({ status: 'failed', error: { type: 'Cancelled', message: 'Stopped.' } })),
   );
+
+/** A chat turn of `convo` with an openai-compatible model at `url` (a wire server), its code run by `runtime`. */
+function chatOver(url: string, convo: Conversation, runtime: Runtime) {
+  const layers: Record<string, SettingLayers> = { provider: { user: 'openai-compatible' }, model: { user: 'm' }, baseURL: { user: url } };
+  const config = resolveEngineConfig((k) => layers[k], { trusted: true }).config;
+  return (prompt: string) =>
+    runChatTurn({
+      conversation: convo,
+      prompt,
+      source: 'chat',
+      config,
+      provider: async () => createProvider(providerConfigFrom(config, 'test-key')),
+      runtime,
+      gateway: new ToolGateway([]),
+    });
+}
 
 describe('the turn lifecycle (chat and code turns)', () => {
   let dir: string;
@@ -226,22 +243,54 @@ describe('the turn lifecycle (chat and code turns)', () => {
     assert.deepEqual(last && [last.type, 'interrupted' in last, 'message' in last], ['codeact.turn.ended', false, false]);
   });
 
+  it('one number per execution of a Python session, whichever door ran it: the model is told the number its output is kept under', async function () {
+    this.timeout(120_000);
+    const convo = store.create({ title: 'numbers' });
+    const server = await startOpenAIChatServer();
+    const runtime = new LocalRuntime({ sandbox: { kind: 'auto' } });
+    try {
+      const chat = chatOver(server.url, convo, runtime);
+      const results = () =>
+        server.turns.flatMap((t) =>
+          (t.body as { messages: Array<{ role: string; content: unknown }> }).messages
+            .filter((m) => m.role === 'tool')
+            .map((m) => JSON.parse(String(m.content)) as { execution?: number; value?: unknown }),
+        );
+      server.push(turn().call('execute_tool_code', { code: 'print("chat one")' }), turn().text('ran'));
+      await chat('run one');
+      // Run with Tools in the same session: the chat's history does not hold it, so its count lags one behind.
+      await runCodeTurn({
+        conversation: convo,
+        code: 'print("code turn")',
+        label: 'orders.py',
+        source: 'run_with_tools',
+        runtime,
+        gateway: new ToolGateway([]),
+        timeoutMs: 60_000,
+        sessionId: convo.id,
+      });
+      server.push(turn().call('execute_tool_code', { code: 'return [output_of(1), output_of(2)]' }), turn().text('read'));
+      await chat('read them');
+      const note = String((server.turns[2].body as { messages: Array<{ role: string; content: string }> }).messages.find((m) => m.role === 'system')?.content);
+      const told = JSON.parse(note.split('\n').find((l) => l.startsWith('{"by":'))!) as { by: string; result: { execution?: number } };
+      assert.deepEqual([told.by, told.result.execution], ['orders.py', 2], 'the code turn is told with its number');
+      const last = results().at(-1)!;
+      assert.deepEqual(
+        [last.execution, last.value],
+        [3, ['chat one\n', 'code turn\n']],
+        'the chat is told 3 (not its own count, 2), and both outputs are where their numbers say',
+      );
+    } finally {
+      await runtime.dispose();
+      await server.close();
+    }
+  });
+
   it("the next chat turn's model is told, once, the code that ran outside its requests (code turns are not in its history), as JSON data", async () => {
     const convo = store.create({ title: 'shared' });
     const server = await startOpenAIChatServer();
     try {
-      const layers: Record<string, SettingLayers> = { provider: { user: 'openai-compatible' }, model: { user: 'm' }, baseURL: { user: server.url } };
-      const config = resolveEngineConfig((k) => layers[k], { trusted: true }).config;
-      const chat = (prompt: string) =>
-        runChatTurn({
-          conversation: convo,
-          prompt,
-          source: 'chat',
-          config,
-          provider: async () => createProvider(providerConfigFrom(config, 'test-key')),
-          runtime: new ScriptRuntime(async () => ({})),
-          gateway: new ToolGateway([]),
-        });
+      const chat = chatOver(server.url, convo, new ScriptRuntime(async () => ({})));
       const codeTurn = (label: string, code: string, logs: string) =>
         runCodeTurn({
           conversation: convo,

@@ -116,6 +116,20 @@ describe('kept outputs: output_of(n) and last_output() in a local session', func
     );
   });
 
+  it('one numbering per session, whichever door runs: a run without a number (a code turn) takes the next, a chat whose count lags gets the one after; each item says the number its output is kept under', async () => {
+    const sessionId = 'kept-doors';
+    const chat1 = await runtime.execute({ code: 'print("chat one")', sessionId, execution: 1 });
+    const turn = await runtime.execute({ code: 'print("code turn")', sessionId }); // Run with Tools: no number of its own
+    const chat2 = await runtime.execute({ code: 'print("chat two")', sessionId, execution: 2 }); // the chat counted only its own
+    assert.deepEqual(
+      [chat1, turn, chat2].map((i) => i.session?.execution),
+      [1, 2, 3],
+    );
+    const read = await runtime.execute({ code: 'return [output_of(1), output_of(2), output_of(3)]', sessionId, execution: 3 });
+    assert.deepEqual(read.value, ['chat one\n', 'code turn\n', 'chat two\n']);
+    assert.equal(read.session?.execution, 4);
+  });
+
   it("a session keeps at most KEPT_TOTAL_CHARS: the oldest runs' output goes first, and asking for it says so", async () => {
     const sessionId = 'kept-total';
     // Each run prints 1 MiB (the output cap of a run); nine of them are over the 8 MiB a session keeps.

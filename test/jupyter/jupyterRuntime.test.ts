@@ -498,6 +498,20 @@ function collect(): { events: CodeActEvent[]; onEvent: (e: CodeActEvent) => void
       assert.equal(a.container_id, b.container_id);
     });
 
+    it('one number per execution of a kernel, whichever door runs: a run without one takes the next, a lagging count gets the one after', async () => {
+      const rt = runtime();
+      const chat1 = await rt.execute({ code: 'print("chat one")', sessionId: 'num', execution: 1 });
+      const turn = await rt.execute({ code: 'print("code turn")', sessionId: 'num' });
+      const chat2 = await rt.execute({ code: 'print("chat two")', sessionId: 'num', execution: 2 });
+      assert.deepEqual(
+        [chat1, turn, chat2].map((i) => i.session?.execution),
+        [1, 2, 3],
+      );
+      const read = await rt.execute({ code: 'return [output_of(1), output_of(2), output_of(3)]', sessionId: 'num', execution: 3 });
+      assert.equal(read.status, 'completed', JSON.stringify(read.error));
+      assert.deepEqual([read.value, read.session?.execution], [['chat one\n', 'code turn\n', 'chat two\n'], 4]);
+    });
+
     it('a new runtime takes back the kernel an earlier one left running: its variables and kept output are there', async () => {
       const a = runtime();
       const [first, notebook] = await Promise.all([

@@ -449,13 +449,15 @@ export class AgentLoop {
       );
       // What the model reads and sees of it: no image over the pixel cap (the runtimes cap too; this is the request's own check).
       const seen = withinPixelCap(item, this.images.maxPixels);
+      // The number its session gave it (a run of another door may have taken the one this conversation counted).
+      const told = item.session?.execution ?? execution;
       const summary = executionSummary(seen, {
-        execution,
+        execution: told,
         outputChars: this.options.outputChars,
         kept: this.keepsOutputs && !item.session?.state_lost,
         installs: withTools && gateway.installs,
       });
-      return finish(summary, item.status !== 'completed', executionImages(seen, `execution ${execution}`, this.images));
+      return finish(summary, item.status !== 'completed', executionImages(seen, `execution ${told}`, this.images));
     }
     const tool = gateway.get(call.name);
     if (!tool || (tool.expose !== 'direct' && tool.expose !== 'both')) return fail(`Unknown function "${call.name}".`);

@@ -102,6 +102,15 @@ function whereToRead(stream: 'stdout' | 'stderr', ctx: SummaryContext): string {
 }
 
 /**
+ * What an item's own session says of it, for a summary told outside the conversation's own count (a code turn, the
+ * language-model tool, a run that ended while no window watched): its number there, and that its output is kept.
+ */
+export function sessionContext(item: CodeInterpreterCallItem): { execution?: number; kept?: boolean } {
+  const s = item.session;
+  return s ? { execution: s.execution, kept: !s.state_lost } : {};
+}
+
+/**
  * What the model reads back from a code execution. Always a JSON object that starts with `{"status":`.
  * The printed output, stderr, the error, the displays' text and the value share one budget
  * (ctx.outputChars); a part over its share keeps its beginning and its end (outputBudget.ts).

@@ -202,8 +202,9 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
         }));
       }
       const seen = withinPixelCap(item, o.images.maxPixels);
+      const told = shared ? undefined : (item.session?.execution ?? execution); // its session's number for it
       const summary = executionSummary(seen, {
-        execution,
+        execution: told,
         outputChars: o.outputChars,
         kept: !shared && runtime.sessions.keepsOutputs && !item.session?.state_lost,
         installs: withTools && gateway.installs,
@@ -211,7 +212,7 @@ export function codeActMcpServer(o: McpServerOptions, sessionId = o.session ?? n
       // A shared session's job notes are its own door's (told to its model at its next step).
       const notes = shared ? [] : ((await runtime.sessions.takeJobNotes?.(sessionId)) ?? []);
       const content: CallToolResult['content'] = [{ type: 'text', text: notes.length ? `${jobNotesText(notes)}\n\n${summary}` : summary }];
-      for (const img of executionImages(seen, execution ? `execution ${execution}` : 'this execution', o.images))
+      for (const img of executionImages(seen, told ? `execution ${told}` : 'this execution', o.images))
         content.push({ type: 'image', data: img.data, mimeType: img.mime_type });
       content.push(...fileLinks(item));
       return { content, ...(item.status !== 'completed' ? { isError: true } : {}) };

@@ -8,7 +8,7 @@
 import type { CodeInterpreterCallItem } from '../../common/events';
 import { headTail, omittedText } from '../../common/outputBudget';
 import type { TranscriptEvent } from '../../common/transcript';
-import { executionSummary } from '../agent/executionResult';
+import { executionSummary, sessionContext } from '../agent/executionResult';
 
 /** Code turns told of at most (the newest; the note says how many there were). */
 const MAX_TOLD = 5;
@@ -55,5 +55,6 @@ export function codeRanNote(events: readonly TranscriptEvent[], turnId?: string)
 
 function runNote(label: string, item: CodeInterpreterCallItem): string {
   const code = headTail(item.code ?? '', CODE_CHARS, (o) => `\n… ${omittedText(o)} of the code left out …\n`);
-  return JSON.stringify({ by: label.slice(0, 200), code, result: JSON.parse(executionSummary(item, { outputChars: OUTPUT_CHARS })) as unknown });
+  const result = executionSummary(item, { outputChars: OUTPUT_CHARS, ...sessionContext(item) });
+  return JSON.stringify({ by: label.slice(0, 200), code, result: JSON.parse(result) as unknown });
 }

@@ -116,6 +116,15 @@ export class Workbench {
           await this.filterPalette(title, this.wait(5_000));
         }
         const labels = await rows.evaluateAll((els) => els.map((e) => (e.querySelector('.label-name') as HTMLElement | null)?.innerText.trim() ?? ''));
+        // The palette is open but no longer lists it (its text was replaced, or it reopened in another mode): type it again.
+        const typed = await this.quickInput
+          .locator('input.input')
+          .inputValue({ timeout: 1_000 })
+          .catch(() => '');
+        if (!labels.length || typed !== `>${title}`) {
+          await this.filterPalette(title, this.wait(5_000));
+          return false;
+        }
         const exact = labels.indexOf(title);
         return rows
           .nth(exact >= 0 ? exact : 0)

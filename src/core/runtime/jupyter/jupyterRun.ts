@@ -35,6 +35,7 @@ export class JupyterRun {
   private completion?: Completion;
   private kernelError?: ExecutionError;
   private failure?: ExecutionError;
+  private number = 0; // its kernel's number for it (KernelHandle.number); 0 when its output was not kept (the item names none)
   private stopNote = '';
   private needsRestart = false;
   private retriedBootstrap = false;
@@ -77,7 +78,6 @@ export class JupyterRun {
     const signal = this.options.signal;
     const refused = openExecution(this.run.emit, this.request, this.itemId, 'jupyter', this.limits, signal);
     if (refused) return this.result(refused);
-
     const unwatch = this.run.watch(signal);
     const stopped = new AbortController(); // fires when this run is stopped before its code started
     let handle: KernelHandle | undefined;
@@ -107,9 +107,10 @@ export class JupyterRun {
           if (!handle!.bootstrapped) await raceAbort(handle!.bootstrap(), stopped.signal);
           if (this.stopping) return;
           this.onStopBeforeStart = undefined;
+          this.number = handle!.number(this.request.execution);
           await this.runOn(handle!);
           await this.collectFiles(handle!);
-          if (this.completion && !this.needsRestart) handle!.keepOutput(this.request.execution, this.run.out.outputs());
+          if (!(this.completion && !this.needsRestart && handle!.keepOutput(this.number, this.run.out.outputs()))) this.number = 0;
         } finally {
           handle!.current = undefined;
           if (this.needsRestart) {
@@ -493,6 +494,7 @@ export class JupyterRun {
 
   private result(error?: ExecutionError): CodeInterpreterCallItem {
     const item = this.run.item(this.request.code, { runtime: 'jupyter', containerId: this.handle?.id ?? null, error, completion: this.completion });
+    if (this.number && this.handle?.sessionId) item.session = { id: this.handle.sessionId, execution: this.number };
     return this.run.announce(item);
   }
 }

@@ -158,19 +158,23 @@ export class KernelHandle {
     this.bootstrapped = true;
   }
 
-  /** Runs of this kernel so far (their number when the caller gives none, for output_of). */
-  private runs = 0;
+  /** The last execution's number: one numbering per kernel, whichever door ran it (output_of(n), the model, the card). */
+  private numbered = 0;
+
+  /** The next execution's number: the caller's (a chat counts its history) unless a run of another door took it. */
+  number(hint: number | undefined): number {
+    return (this.numbered = Math.max(hint ?? 0, this.numbered + 1));
+  }
   /** Finished runs' whole output not yet in the kernel: execution number -> base64 of its "keep" frame. */
   private readonly toKeep = new Map<number, string>();
 
   /**
    * Files a finished run's whole output for the kernel's later runs (`output_of(n)`, keptOutput.ts): the next
    * run's cell carries it into the kernel before its code (`kept`, then `delivered`), so it costs no request of
-   * its own. Only for a conversation's kernel that finished the run and is still connected.
+   * its own. Only for a conversation's kernel that finished the run and is still connected (false: not kept).
    */
-  keepOutput(execution: number | undefined, outputs: readonly CodeOutput[]): void {
-    const n = execution ?? ++this.runs;
-    if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed) return;
+  keepOutput(n: number, outputs: readonly CodeOutput[]): boolean {
+    if (!this.sessionId || this.closed || !this.bootstrapped || this.lostReason || this.conn.isDisposed) return false;
     this.toKeep.delete(n);
     this.toKeep.set(n, Buffer.from(JSON.stringify(keptOutput(outputs, n)), 'utf8').toString('base64'));
     // Bounded: only runs whose cell never reached the kernel pile up here; one cell carries all of them, and a
@@ -182,6 +186,7 @@ export class KernelHandle {
       this.toKeep.delete(old);
       bytes -= data.length;
     }
+    return true;
   }
 
   /** What the next run's cell carries into the kernel, in order. */

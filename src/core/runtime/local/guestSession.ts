@@ -41,6 +41,7 @@ const nextUse = () => ++uses;
 
 export class GuestSession {
   private runs = 0;
+  private numbered = 0; // the last execution's number: one numbering per session, whichever door ran it
   private current?: GuestRun;
   queue: Promise<void> = Promise.resolve(); // settles when the runs sent so far end (one sent to the background too)
   private readonly frames: FrameReader;
@@ -86,11 +87,6 @@ export class GuestSession {
     return !this.dead && this.guest.alive;
   }
 
-  /** Executions so far. */
-  get count(): number {
-    return this.runs;
-  }
-
   onDeath(listener: (reason: string) => void): () => void {
     return this.died.on(listener);
   }
@@ -128,6 +124,8 @@ export class GuestSession {
   /** Runs one execution (after the ones before it), whose opening the caller has announced (openExecution); never rejects for the code's failures. */
   async execute(request: ExecuteRequest, options: ExecuteOptions, itemId: string, notice?: string): Promise<CodeInterpreterCallItem> {
     const limits = this.o.limits;
+    // Its number (the card's, output_of(n)'s, the model's): the caller's (a chat counts its history) unless taken.
+    request = { ...request, execution: (this.numbered = Math.max(request.execution ?? 0, this.numbered + 1)) };
     const exec = new GuestRun(++this.runs, request, options, limits, itemId, this.o.interruptGraceMs);
     exec.onToolFlood = (what) => {
       if (this.current === exec) this.violation(what);
@@ -187,7 +185,7 @@ export class GuestSession {
     const exec = this.current;
     if (!exec || exec.itemId !== itemId) throw new Error('This execution is not running in this session now.');
     if (!this.persistent || !this.sessionId) throw new Error('Only a run of a session can go on in the background.');
-    const session: SessionInfo = { id: this.sessionId, execution: exec.request.execution ?? exec.runId };
+    const session: SessionInfo = { id: this.sessionId, execution: exec.request.execution! };
     const { job, item } = detachRun(exec, this.jobs, this.o.limits, session, this.guest.plan.info);
     this.lastDetached = exec.detached;
     exec.handOver(item);
@@ -481,14 +479,14 @@ export class GuestSession {
   private result(exec: GuestRun, error?: ExecutionError): CodeInterpreterCallItem {
     if (!exec.finished) exec.finish();
     const session: SessionInfo | undefined = this.sessionId
-      ? { id: this.sessionId, execution: exec.runId, ...(exec.stateLost ? { state_lost: true } : {}) }
+      ? { id: this.sessionId, execution: exec.request.execution!, ...(exec.stateLost ? { state_lost: true } : {}) }
       : undefined;
     const item = exec.item(exec.request.code, { runtime: 'local', error, completion: exec.completion, sandbox: this.guest.plan.info });
     if (session) item.session = session;
     if (error) annotateLimit(item, this.guest.plan, this.guest.cgroup);
     // The session's later runs can read this one's whole output (output_of(n)).
     if (this.persistent && this.current === exec && this.alive && !exec.stateLost) {
-      this.keepNext = keepFrame(item.outputs, exec.request.execution ?? exec.runId);
+      this.keepNext = keepFrame(item.outputs, exec.request.execution!);
       const checkpoint = this.checkpoints.afterRun(); // the state for the next run, kept now (with output_of(n))
       if (checkpoint) {
         sendLine(this.guest.proto, `${this.keepNext()}\n${JSON.stringify(checkpoint)}`);
