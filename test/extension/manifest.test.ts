@@ -41,6 +41,18 @@ describe('extension manifest', () => {
     assert.equal(pkg.contributes.walkthroughs[0].steps.length, 4);
   });
 
+  it("binds Ask Agent with Tools to Ctrl+Alt+J, leaving VS Code's own Ctrl+Alt+I (Open Chat) and ⌘⌥I (developer tools) alone", () => {
+    const keys = pkg.contributes.keybindings as { command: string; key: string; mac?: string; when?: string }[];
+    const ask = keys.find((k) => k.command === 'codeact.askWithTools');
+    assert.ok(ask, 'Ask Agent with Tools has a keybinding');
+    assert.equal(ask.key, 'ctrl+alt+j');
+    assert.equal(ask.mac, 'cmd+alt+j');
+    for (const k of keys) {
+      assert.notEqual(k.key, 'ctrl+alt+i', `${k.command} hides VS Code's Open Chat`);
+      assert.notEqual(k.mac, 'cmd+alt+i', `${k.command} hides the developer tools on macOS`);
+    }
+  });
+
   it('runs on the remote side (Remote-SSH, WSL, dev containers): a workspace extension, its webview loading only through asWebviewUri', () => {
     // The guest, bubblewrap, the workspace's files and tools are on the remote machine: so is the extension host that runs them.
     assert.deepEqual(pkg.extensionKind, ['workspace']);
