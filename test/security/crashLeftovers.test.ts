@@ -138,7 +138,17 @@ describe('security: nothing left behind after a crash', function () {
         const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
         const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         const parent = readFileSync(`/proc/${ppid}/cmdline`, 'latin1').replace(/\0/g, ' ').slice(0, 160);
-        return `pid ${pid} state ${state}, parent ${ppid} (${ppid === String(cli!.pid) ? 'the frozen host' : parent})`;
+        // The parent's state and signals (stopped by a half-done kill of the host's, or running with its alarm pending).
+        const signals = (p: string) => {
+          try {
+            const status = readFileSync(`/proc/${p}/status`, 'latin1');
+            const wchan = readFileSync(`/proc/${p}/wchan`, 'latin1');
+            return `${status.match(/^(State|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt):.*$/gm)?.join(', ')}, wchan ${wchan}`;
+          } catch (err) {
+            return (err as Error).message;
+          }
+        };
+        return `pid ${pid} state ${state} [${signals(String(pid))}], parent ${ppid} (${ppid === String(cli!.pid) ? 'the frozen host' : parent.slice(0, 40)}) [${signals(ppid)}]`;
       } catch (err) {
         return `pid ${pid}: ${(err as Error).message}`;
       }

@@ -8,7 +8,7 @@
  * host dies (PR_SET_PDEATHSIG), checks the host is still its parent, becomes the subreaper of what the
  * program starts (so `setsid` and double forks stay in its tree), forks the program in its own process
  * group with the exact argv and environment it was given, and waits. When the host dies, or the deadline
- * passes, it freezes and kills the whole tree, its group included. When the program exits, what it left
+ * passes (it waits with sigtimedwait, not a signal handler), it freezes and kills the whole tree, its group included. When the program exits, what it left
  * running is killed and the launcher exits with the program's status (or dies of the program's signal).
  *
  * The launcher is used only when the program resolves, as the host's spawn would, to an executable file,
@@ -94,7 +94,6 @@ def end(*_):
         os.killpg(me, signal.SIGKILL)
     os._exit(137)
 signal.signal(signal.SIGTERM, end)
-signal.signal(signal.SIGALRM, end)
 prctl(36, 1, 0, 0, 0)
 prctl(1, signal.SIGTERM, 0, 0, 0)
 if os.getppid() != host:
@@ -116,13 +115,27 @@ if pid == 0:
     except OSError as e:
         os.write(2, b'codeact: could not start ' + argv[0] + b': ' + (e.strerror or '').encode() + b'\n')
     os._exit(127)
-if limit > 0:
-    signal.setitimer(signal.ITIMER_REAL, limit)
+# The wait takes its signals itself (blocked, then sigtimedwait): the deadline and the host's death never depend
+# on a Python handler running at the right moment.
+import time
+deadline = time.monotonic() + limit
+waited = (signal.SIGCHLD, signal.SIGTERM)
+signal.pthread_sigmask(signal.SIG_BLOCK, waited)
 while True:
-    w, status = os.waitpid(-1, 0)
+    w, status = os.waitpid(-1, os.WNOHANG)
     if w == pid:
         break
-signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    if w:
+        continue
+    if limit > 0:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            end()
+        got = signal.sigtimedwait(waited, left)
+    else:
+        got = signal.sigwaitinfo(waited)
+    if got is not None and got.si_signo == signal.SIGTERM:
+        end()
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 kill_tree()
 if os.WIFSIGNALED(status):
@@ -131,6 +144,7 @@ if os.WIFSIGNALED(status):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     try:
         signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (sig,))
     except (OSError, ValueError):
         pass
     os.kill(me, sig)
