@@ -21,6 +21,7 @@ import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
 import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { forTerminal } from '../common/untrusted';
+import { configuredRuntime } from '../common/runtimes';
 import { logLine, warn } from './print';
 import { openRuntime } from '../core/sessionHost/launch';
 import { UsageError } from './args';
@@ -170,6 +171,13 @@ export async function runtimeFrom(
     log: host.verbose ? logLine : () => {},
   });
   cfg.local = { ...cfg.local, ...extra };
+  // Review mode needs someone to keep or revert the staged writes: the panel does, the CLI cannot yet.
+  if (configuredRuntime(cfg.runtime).hostPaths && cfg.local?.reviewWrites && cfg.local.sandbox?.mountWorkspace === 'readwrite') {
+    throw new UsageError(
+      'codeact.sandbox.reviewWrites is on for this folder, and the CLI cannot show the staged writes for review yet: ' +
+        'run the code in VS Code, or turn review mode off (or set codeact.sandbox.mountWorkspace to "readonly") for the CLI.',
+    );
+  }
   try {
     return await openRuntime(cfg);
   } catch (e) {

@@ -88,6 +88,8 @@ export interface SandboxInfo {
   seccomp?: boolean;
   /** bubblewrap: how the workspace is mounted (`readwrite` can fall back to `readonly`, with a warning). */
   workspace?: 'none' | 'readonly' | 'readwrite';
+  /** Review mode: the code's writes to the workspace are staged, and reach it only when kept. */
+  staged?: boolean;
 }
 
 /** The session an execution ran in (local sessions keep their globals from one execution to the next). */

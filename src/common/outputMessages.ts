@@ -47,14 +47,19 @@ export interface FileMissingMessage {
  * diff editor (`changes.diff`), or put the files back as they were before it ran (`changes.revert`: `paths`, or
  * all of them). The host acts only on paths the execution's changeset lists.
  */
-export type ChangeMessage = { type: 'changes.diff'; itemId: string; path: string } | { type: 'changes.revert'; itemId: string; paths?: string[] };
+export type ChangeMessage =
+  | { type: 'changes.diff'; itemId: string; path: string }
+  | { type: 'changes.revert'; itemId: string; paths?: string[] }
+  /** Review mode: put staged changes of the execution (`paths`, or all) into the workspace. */
+  | { type: 'changes.keep'; itemId: string; paths?: string[] };
 
-/** Host -> page: what a revert put back (`reverted`) and what it could not; the card marks its rows. */
+/** Host -> page: what a revert put back (`reverted`) and what it could not; the card marks its rows. `kept`: a Keep's (review mode). */
 export interface ChangesRevertedMessage {
   type: 'changes.reverted';
   itemId: string;
   reverted: string[];
   failed: { path: string; why: string }[];
+  kept?: boolean;
 }
 
 /**
@@ -117,14 +122,13 @@ export function parseOutputMessage(
       return { type: m.type, itemId, path };
     }
     case 'changes.diff':
-    case 'changes.revert': {
+    case 'changes.revert':
+    case 'changes.keep': {
       const { itemId } = m;
       if (typeof itemId !== 'string' || !itemId || itemId.length > 512) return undefined;
       if (m.type === 'changes.diff') return isPath(m.path) ? { type: 'changes.diff', itemId, path: m.path } : undefined;
-      if (m.paths === undefined) return { type: 'changes.revert', itemId };
-      return Array.isArray(m.paths) && m.paths.length <= MAX_REVERT_PATHS && m.paths.every(isPath)
-        ? { type: 'changes.revert', itemId, paths: m.paths }
-        : undefined;
+      if (m.paths === undefined) return { type: m.type, itemId };
+      return Array.isArray(m.paths) && m.paths.length <= MAX_REVERT_PATHS && m.paths.every(isPath) ? { type: m.type, itemId, paths: m.paths } : undefined;
     }
     case 'exec.rewind': {
       const { itemId, redo } = m;

@@ -135,6 +135,7 @@ export function parseWebviewMessage(raw: unknown): WebviewToHost | undefined {
     case 'file.copyPath':
     case 'changes.diff':
     case 'changes.revert':
+    case 'changes.keep':
     case 'exec.rewind':
     case 'turn.rewind':
       return parseOutputMessage(m);
@@ -192,7 +193,9 @@ export function isHostMessage(raw: unknown): raw is HostToWebview {
     case 'file.missing':
       return typeof raw.itemId === 'string' && typeof raw.path === 'string' && typeof raw.message === 'string';
     case 'changes.reverted':
-      return typeof raw.itemId === 'string' && Array.isArray(raw.reverted) && Array.isArray(raw.failed);
+      return (
+        typeof raw.itemId === 'string' && Array.isArray(raw.reverted) && Array.isArray(raw.failed) && (raw.kept === undefined || typeof raw.kept === 'boolean')
+      );
     case 'exec.rewound':
       return typeof raw.itemId === 'string' && Array.isArray(raw.lines) && raw.lines.every((l) => typeof l === 'string');
     case 'revealJob':

@@ -31,6 +31,8 @@ export interface FilesChanged {
   changes: FileChange[];
   /** Set when the changeset is not complete (more files than tracked, a scan that failed): says why. */
   incomplete?: string;
+  /** Review mode: these changes are staged in the code's view (`root`), not in the workspace until kept. */
+  staged?: boolean;
 }
 
 const KIND_WORDS: Record<FileChange['kind'], string> = {

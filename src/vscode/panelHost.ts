@@ -35,7 +35,7 @@ import { MANAGE_TRUST, untrustedMessage } from './untrusted';
 export interface PanelHostDeps {
   codeact: CodeActController;
   notebooks: Pick<CodeActNotebookKernel, 'turn' | 'setTarget' | 'useKernel' | 'revealCell'>;
-  outputs: Pick<PanelOutputs, 'openImage' | 'saveImage' | 'openFile' | 'saveFile' | 'copyPath' | 'diffChange' | 'revertChanges' | 'rewind'>;
+  outputs: Pick<PanelOutputs, 'openImage' | 'saveImage' | 'openFile' | 'saveFile' | 'copyPath' | 'diffChange' | 'revertChanges' | 'keepChanges' | 'rewind'>;
   apis: PanelHostApis;
   /** Posts a message to the page. */
   post(message: HostToWebview): void;
@@ -326,6 +326,15 @@ export class PanelHost {
         // The rows say which and why; the notice only counts (file names are the code's).
         if (done.failed.length) this.notice('warning', `Reverted ${files(n)}; ${files(done.failed.length)} could not be reverted: the card says why.`);
         else this.notice('info', `Reverted ${files(n)} to before the execution.`);
+      },
+      'changes.keep': async (m) => {
+        const done = await outputs.keepChanges(m);
+        if (!done) return;
+        this.post({ type: 'changes.reverted', itemId: m.itemId, ...done, kept: true });
+        const n = done.reverted.length;
+        const files = (k: number) => `${k} file${k === 1 ? '' : 's'}`;
+        if (done.failed.length) this.notice('warning', `Kept ${files(n)} in the workspace; ${files(done.failed.length)} could not be kept: the card says why.`);
+        else this.notice('info', `Kept ${files(n)} in the workspace.`);
       },
       'exec.rewind': (m) => this.rewind(m),
       'turn.rewind': (m) => this.rewind({ turnId: m.turnId }),

@@ -18,7 +18,7 @@ import { writeFileAtomic } from '../core/util/atomicFile';
 import { describeChange, type FileChange, type FilesChanged } from '../common/rewind';
 import { forDisplay } from '../common/untrusted';
 import { blobPath } from '../core/runtime/rewind/fileStore';
-import type { RewindOutcome, Runtime } from '../core/runtime/types';
+import type { RevertOutcome, RewindOutcome, Runtime } from '../core/runtime/types';
 import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
 import { isMessage } from '../core/agent/conversationRewind';
 import { clip } from '../common/format';
@@ -56,7 +56,7 @@ interface PanelOutputsDeps {
   /** codeact.outputs.maxImageMegapixels, in pixels: the full-size view opens no image over it (default DEFAULT_MAX_IMAGE_PIXELS). */
   maxImagePixels?(): number;
   /** The runtime a session ran in (a revert or a rewind goes to it). */
-  runtimeOf?(sessionId: string | undefined): Pick<Runtime, 'revertChanges' | 'rewind'> | undefined;
+  runtimeOf?(sessionId: string | undefined): Pick<Runtime, 'revertChanges' | 'rewind' | 'staged'> | undefined;
 }
 
 /** What a rewind of the conversation would do (the dialog says it): the turn it goes back to before, and the branch's title. */
@@ -195,7 +195,9 @@ export class PanelOutputs {
     const now = change.kind === 'deleted' ? undefined : join(changes.root, change.path);
     const after = now && (await lstat(now).catch(() => undefined))?.isFile() ? now : undefined;
     // A file name is the code's: its invisible characters shown, on one line.
-    await this.deps.apis.diff(m.itemId, before, after, `${forDisplay(basename(change.path), { line: true })} (before the execution ↔ now)`);
+    // Review mode: the right side is the code's staged version, not the workspace's file.
+    const right = changes.staged ? 'staged' : 'now';
+    await this.deps.apis.diff(m.itemId, before, after, `${forDisplay(basename(change.path), { line: true })} (before the execution ↔ ${right})`);
   }
 
   /** The text of `path` as it was before execution `itemId` (the diff view's left side), from the rewind store. */
@@ -221,41 +223,57 @@ export class PanelOutputs {
     }
   }
 
-  /**
-   * The card's Revert: after the person confirms, the files (`paths` of the execution's changeset, or all) go back
-   * as they were before it ran, in the runtime that kept them. Resolves with what was done (undefined: not confirmed).
-   */
-  async revertChanges(m: { itemId: string; paths?: string[] }): Promise<Reverted | undefined> {
+  /** The changes of execution `itemId` that `paths` name (default: all of them); throws when none. */
+  private changesNamed(m: { itemId: string; paths?: string[] }): { item: CodeInterpreterCallItem; named: FileChange[] } {
     const item = this.deps.execution(m.itemId);
     const all = item?.changes?.changes ?? [];
     const asked = m.paths && new Set(m.paths);
     const named = asked ? all.filter((c) => asked.has(c.path)) : all;
     if (!item || !named.length) throw new Error('Those files are not ones this execution changed.');
+    return { item, named };
+  }
+
+  /**
+   * The card's Revert: after the person confirms, the files (`paths` of the execution's changeset, or all) go back
+   * as they were before it ran, in the runtime that kept them. Resolves with what was done (undefined: not confirmed).
+   */
+  async revertChanges(m: { itemId: string; paths?: string[] }): Promise<Reverted | undefined> {
+    const { item, named } = this.changesNamed(m);
     // A change whose earlier content was not kept is left as it is (its row says so).
     const chosen = named.filter((c) => !c.notRestorable);
     if (!chosen.length) throw new Error(`That cannot be reverted: ${named[0].notRestorable}.`);
     const runtime = this.deps.runtimeOf?.(item.session?.id);
     if (!runtime?.revertChanges) throw new Error('The runtime that ran this execution is gone, so its changes cannot be reverted any more.');
     const n = chosen.length;
-    const listed = chosen.slice(0, 10).map((c) => `• ${forDisplay(describeChange(c), { line: true })}`);
-    if (n > 10) listed.push(`• …and ${n - 10} more`);
     const ok = await this.deps.apis.confirm(
       `Revert ${n === 1 ? forDisplay(chosen[0].from ?? chosen[0].path, { line: true }) : `${n} files`} to before this execution?`,
-      `${listed.join('\n')}\n\nFiles it created are removed; the others get their earlier content back. Changes made to them since are lost.`,
+      `${listOf(chosen)}\n\nFiles it created are removed; the others get their earlier content back. Changes made to them since are lost.`,
       'Revert',
     );
     if (!ok) return undefined;
-    const done = await runtime.revertChanges(m.itemId, [...new Set(chosen.flatMap((c) => (c.from ? [c.from, c.path] : [c.path])))]);
-    // By the card's rows (a rename's row is its new name: a failure of its old one is the row's too).
-    const failedWhy = new Map(done.failed.map((f) => [f.path, f.why]));
-    const failed: Reverted['failed'] = [];
-    const reverted: string[] = [];
-    for (const c of chosen) {
-      const why = failedWhy.get(c.path) ?? (c.from !== undefined ? failedWhy.get(c.from) : undefined);
-      if (why !== undefined) failed.push({ path: c.path, why });
-      else reverted.push(c.path);
-    }
-    return { reverted, failed };
+    return byRows(chosen, await runtime.revertChanges(m.itemId, pathsOf(chosen)));
+  }
+
+  /**
+   * Review mode's Keep: after the person confirms, the staged changes (`paths` of the execution's changeset, or all)
+   * go into the workspace as the code's view has them now. Resolves with what was done (undefined: not confirmed).
+   */
+  async keepChanges(m: { itemId: string; paths?: string[] }): Promise<Reverted | undefined> {
+    const { item, named } = this.changesNamed(m);
+    if (!item.changes?.staged) throw new Error('Those changes were not staged: they are in the workspace already.');
+    const runtime = this.deps.runtimeOf?.(item.session?.id);
+    if (!runtime?.staged)
+      throw new Error(
+        "The runtime that staged these changes is gone, so they can no longer be kept from here (CodeAct's log names the folder that holds them).",
+      );
+    const n = named.length;
+    const ok = await this.deps.apis.confirm(
+      `Keep ${n === 1 ? forDisplay(named[0].path, { line: true }) : `${n} files`} in the workspace?`,
+      `${listOf(named)}\n\nThe workspace gets these files as the code's view has them now; files the code deleted are removed.`,
+      'Keep',
+    );
+    if (!ok) return undefined;
+    return byRows(named, await runtime.staged.keep(pathsOf(named)));
   }
 
   /** Redo points given to the page, by the card that got each (the page may name one back only from that card). */
@@ -341,4 +359,27 @@ function safeName(name: string): string {
     .replace(/[^\w.-]+/g, '_')
     .replace(/^\.+/, '');
   return base.slice(0, 100) || 'image';
+}
+
+/** The lines a confirmation lists (ten at most, then a count). */
+function listOf(changes: readonly FileChange[]): string {
+  const listed = changes.slice(0, 10).map((c) => `• ${forDisplay(describeChange(c), { line: true })}`);
+  if (changes.length > 10) listed.push(`• …and ${changes.length - 10} more`);
+  return listed.join('\n');
+}
+
+/** Every path the changes touch (a rename's old name too). */
+const pathsOf = (changes: readonly FileChange[]): string[] => [...new Set(changes.flatMap((c) => (c.from ? [c.from, c.path] : [c.path])))];
+
+/** What a revert or a keep did, by the card's rows (a rename's row is its new name: a failure of its old one is the row's too). */
+function byRows(changes: readonly FileChange[], done: RevertOutcome): Reverted {
+  const failedWhy = new Map(done.failed.map((f) => [f.path, f.why]));
+  const failed: Reverted['failed'] = [];
+  const reverted: string[] = [];
+  for (const c of changes) {
+    const why = failedWhy.get(c.path) ?? (c.from !== undefined ? failedWhy.get(c.from) : undefined);
+    if (why !== undefined) failed.push({ path: c.path, why });
+    else reverted.push(c.path);
+  }
+  return { reverted, failed };
 }

@@ -236,7 +236,7 @@ export class App {
         this.view.fileMissing(this.model, msg.itemId, msg.path, msg.message);
         break;
       case 'changes.reverted':
-        this.view.changesReverted(this.model, msg.itemId, msg.reverted, msg.failed);
+        this.view.changesReverted(this.model, msg.itemId, msg.reverted, msg.failed, msg.kept === true);
         break;
       case 'exec.rewound':
         this.view.rewound(this.model, msg);

@@ -4,6 +4,9 @@
  * diff editor: the file before the execution against the file now), Open (a file that exists) and Revert
  * (back as it was before the execution; the host asks the person first), and Revert All. A change whose
  * earlier content was not kept says it cannot be reverted; a changeset that is not complete says why.
+ *
+ * Review mode (`changes.staged`): the changes are in the code's view only. Each row also has Keep (into the
+ * workspace, after the host's confirmation), the summary Keep All; the label says how many are still staged.
  */
 import { describeChange, formatChangeCount, type FileChange, type FilesChanged } from '../common/rewind';
 import type { WebviewToHost } from '../common/protocol';
@@ -40,27 +43,50 @@ export class ChangesList {
   private readonly list: HTMLElement;
   private readonly note: HTMLElement;
   private readonly revertAll: HTMLButtonElement;
+  private readonly keepAll: HTMLButtonElement;
   private readonly rows = new Map<string, HTMLElement>();
   /** Paths reverted so far (rows past the drawn ones too). */
   private readonly reverted = new Set<string>();
+  /** Review mode: paths kept into the workspace so far. */
+  private readonly kept = new Set<string>();
   private shown: FilesChanged | undefined;
 
   constructor(private readonly env: ChangesEnv) {
     this.label = h('span');
     this.list = h('ul', { class: 'change-list' });
     this.note = h('div', { class: 'change-note', hidden: true });
+    // Staged: only what is still staged (a kept file's revert would stage it again).
     this.revertAll = action('Revert All', 'history', 'Revert every file this execution changed to before it ran', () =>
-      this.env.post({ type: 'changes.revert', itemId: this.env.itemId() }),
+      this.env.post({ type: 'changes.revert', itemId: this.env.itemId(), ...(this.shown?.staged ? { paths: this.pending() } : {}) }),
     );
-    // Inside the summary: the click reverts, it does not fold the list.
-    this.revertAll.addEventListener('click', (e) => e.preventDefault());
+    this.keepAll = action('Keep All', 'check', 'Keep every staged file of this execution in the workspace', () =>
+      this.env.post({ type: 'changes.keep', itemId: this.env.itemId(), paths: this.pending() }),
+    );
+    this.keepAll.hidden = true;
+    // Inside the summary: the click reverts or keeps, it does not fold the list.
+    for (const b of [this.revertAll, this.keepAll]) b.addEventListener('click', (e) => e.preventDefault());
     this.el = h(
       'details',
       { class: 'section changes-section', hidden: true },
-      h('summary', { class: 'section-label' }, icon('edit'), this.label, h('span', { class: 'spacer' }), this.revertAll),
+      h('summary', { class: 'section-label' }, icon('edit'), this.label, h('span', { class: 'spacer' }), this.keepAll, this.revertAll),
       this.list,
       this.note,
     );
+  }
+
+  /** The paths not yet kept or reverted (review mode). */
+  private pending(): string[] {
+    return (this.shown?.changes ?? []).filter((c) => !this.kept.has(c.path) && !this.reverted.has(c.path)).map((c) => c.path);
+  }
+
+  /** "3 files changed", and in review mode where they are. */
+  private labelText(): string {
+    const changes = this.shown?.changes ?? [];
+    if (!changes.length) return 'Workspace changes';
+    if (!this.shown?.staged) return formatChangeCount(changes.length);
+    const left = this.pending().length;
+    const where = left === changes.length ? 'staged, not in the workspace yet' : left ? `${left} still staged` : 'reviewed';
+    return `${formatChangeCount(changes.length)} · ${where}`;
   }
 
   private row(c: FileChange, root: string): HTMLElement {
@@ -75,6 +101,8 @@ export class ChangesList {
       action('Diff', 'search', `Compare ${name} before the execution with now`, () => post({ type: 'changes.diff', itemId, path: c.path })),
     );
     if (kind !== 'deleted') actions.append(action('Open', 'external', `Open ${name}`, () => post({ type: 'file.open', itemId, path: hostPath(root, c.path) })));
+    if (this.shown?.staged)
+      actions.append(action('Keep', 'check', `Keep ${name} in the workspace`, () => post({ type: 'changes.keep', itemId, paths: [c.path] })));
     if (!c.notRestorable)
       actions.append(action('Revert', 'history', `Revert ${name} to before the execution`, () => post({ type: 'changes.revert', itemId, paths: [c.path] })));
     const el = h(
@@ -94,8 +122,9 @@ export class ChangesList {
     this.shown = changes;
     const n = changes.changes.length;
     this.el.hidden = n === 0 && !changes.incomplete;
-    setText(this.label, n ? formatChangeCount(n) : 'Workspace changes');
+    setText(this.label, this.labelText());
     this.revertAll.hidden = !changes.changes.some((c) => !c.notRestorable);
+    this.keepAll.hidden = !changes.staged || !n;
     this.rows.clear();
     this.list.replaceChildren(
       ...changes.changes.slice(0, MAX_ROWS).map((c) => {
@@ -112,22 +141,27 @@ export class ChangesList {
     if (n && n <= 8) (this.el as HTMLDetailsElement).open = true;
   }
 
-  /** A revert ended: its rows say "Reverted" (their Revert goes), or why not. */
-  markReverted(reverted: readonly string[], failed: readonly { path: string; why: string }[]): void {
+  /** A revert (or, `kept`, a keep) ended: its rows say "Reverted" or "Kept" (their Revert and Keep go), or why not. */
+  markReverted(reverted: readonly string[], failed: readonly { path: string; why: string }[], kept = false): void {
     for (const path of reverted) {
-      this.reverted.add(path);
+      (kept ? this.kept : this.reverted).add(path);
       const row = this.rows.get(path);
       if (!row || row.dataset.reverted) continue;
-      row.dataset.reverted = 'true';
-      row.querySelector('button[aria-label^="Revert"]')?.remove();
+      row.dataset.reverted = kept ? 'kept' : 'true';
+      for (const b of row.querySelectorAll('button[aria-label^="Revert"], button[aria-label^="Keep"]')) b.remove();
       // A file the code made is gone once reverted: nothing to open.
-      if (row.classList.contains('change-created')) row.querySelector('button[aria-label^="Open"]')?.remove();
-      row.querySelector('.change-actions')?.prepend(h('span', { class: 'change-reverted' }, icon('check'), h('span', { text: 'Reverted' })));
+      if (!kept && row.classList.contains('change-created')) row.querySelector('button[aria-label^="Open"]')?.remove();
+      row.querySelector('.change-actions')?.prepend(h('span', { class: 'change-reverted' }, icon('check'), h('span', { text: kept ? 'Kept' : 'Reverted' })));
     }
     for (const f of failed) {
       const row = this.rows.get(f.path);
-      if (row) row.append(h('div', { class: 'change-note' }, icon('warning'), h('span', null, 'Not reverted: ', revealed(f.why))));
+      if (row) row.append(h('div', { class: 'change-note' }, icon('warning'), h('span', null, kept ? 'Not kept: ' : 'Not reverted: ', revealed(f.why))));
     }
-    if (this.shown && this.shown.changes.every((c) => c.notRestorable || this.reverted.has(c.path))) this.revertAll.hidden = true;
+    const settled = (c: FileChange) => this.reverted.has(c.path) || this.kept.has(c.path);
+    if (this.shown && this.shown.changes.every((c) => c.notRestorable || settled(c))) this.revertAll.hidden = true;
+    if (this.shown?.staged) {
+      if (this.shown.changes.every(settled)) this.keepAll.hidden = true;
+      setText(this.label, this.labelText());
+    }
   }
 }

@@ -295,9 +295,9 @@ export class ExecRenderer implements ItemRenderer {
     this.output.first.el.dataset.totalLines = String(x.output.totalLines);
   }
 
-  /** A revert of the execution's workspace changes ended. */
-  changesReverted(reverted: readonly string[], failed: readonly { path: string; why: string }[]): void {
-    this.changes.markReverted(reverted, failed);
+  /** A revert (or, `kept`, a keep in review mode) of the execution's workspace changes ended. */
+  changesReverted(reverted: readonly string[], failed: readonly { path: string; why: string }[], kept = false): void {
+    this.changes.markReverted(reverted, failed, kept);
   }
 
   /** A rewind (or redo) from this card was done. */

@@ -199,10 +199,10 @@ export class TranscriptView {
   }
 
   /** A revert of an execution's workspace changes ended: its card marks the rows. */
-  changesReverted(model: TranscriptModel, itemId: string, reverted: readonly string[], failed: readonly { path: string; why: string }[]): void {
+  changesReverted(model: TranscriptModel, itemId: string, reverted: readonly string[], failed: readonly { path: string; why: string }[], kept = false): void {
     const key = execKey(itemId);
     const r = this.items.get(model.aliases[key] ?? key);
-    if (r instanceof ExecRenderer) r.changesReverted(reverted, failed);
+    if (r instanceof ExecRenderer) r.changesReverted(reverted, failed, kept);
   }
 
   rewound(model: TranscriptModel, m: RewoundMessage): void {

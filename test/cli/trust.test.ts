@@ -4,7 +4,7 @@
  * differently in the CLI than in the extension before the one resolver.
  */
 import * as assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { CodeActEvent, CodeInterpreterCallItem } from '../../src/common/events';
@@ -49,6 +49,16 @@ describe('codeact CLI: folder trust and the one settings policy', function () {
   // Each command gets a private config folder and no blanket trust.
   const cli = (args: string[], input = '', env: Record<string, string> = {}) =>
     runCli(args, { CODEACT_HOME: home, CODEACT_TRUST_WORKSPACE: '', ...env }, input);
+
+  it('refuses to run a trusted folder with review mode on (the CLI cannot show the staged writes yet), saying what to do; nothing is written', async () => {
+    const dir = folder({ 'codeact.sandbox.mountWorkspace': 'readwrite', 'codeact.sandbox.reviewWrites': true });
+    dirs.push(dir);
+    assert.equal((await cli(['trust', dir])).code, 0);
+    const r = await cli(['run', '-', '--workspace', dir], 'open("x.txt", "w").write("1")\nreturn 1');
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /codeact\.sandbox\.reviewWrites is on for this folder, and the CLI cannot show the staged writes for review yet/);
+    assert.ok(!existsSync(path.join(dir, 'x.txt')), 'no code ran');
+  });
 
   it("obeys an untrusted folder's safe settings only, says once what it ignored and how to trust it; codeact trust makes it count until the file changes", async () => {
     const dir = folder({ 'codeact.tools': [ECHO_TOOL], 'codeact.sandbox.kind': 'none', 'codeact.timeoutSeconds': 30 });

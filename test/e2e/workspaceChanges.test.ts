@@ -15,9 +15,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
 import { turn } from '../support/wire/turn';
-import { textContrast } from './support/contrast';
+import { answerDialog, changesCode, checkChangesLook, checkInventoryDiff } from './support/changesLook';
 import { artifactPath } from './support/env';
-import { narrowLayoutProblems } from './support/layout';
 import { useCodeServer } from './support/suite';
 import { THEMES, applyTheme } from './support/themes';
 
@@ -50,12 +49,7 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
 
   it('lists the created, changed and deleted files on the card; Open shows the new file; the model reads the list', async () => {
     const ws = e2e.ws.folder;
-    const code =
-      `import os, subprocess, sys\nW = ${JSON.stringify(ws)}\n` +
-      `open(W + "/data/summary.txt", "w").write("3 customers\\n")\n` +
-      `open(W + "/data/inventory.json", "a").write("\\n")\n` +
-      `subprocess.run([sys.executable, "-c", "import os; os.remove('data/customers.json')"], cwd=W, check=True)\n` +
-      `"written"`;
+    const code = changesCode(ws);
     await e2e.wb.runCommand('CodeAct: Open Chat');
     await e2e.panel.frame(UI);
     e2e.wire.push(turn().call('execute_tool_code', { code }), turn().text('Wrote the summary and tidied the data folder.'));
@@ -89,29 +83,14 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
     await e2e.wb.closeActiveEditor();
 
     // Diff: the file before the execution against the file now, in VS Code's diff editor.
-    await section
-      .locator('li.change-changed')
-      .getByRole('button', { name: /^Compare/ })
-      .click();
-    await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'inventory.json (before the execution' }).first().waitFor({ timeout: UI });
-    // Both sides drawn: the earlier text (the store's copy) on the left, the file now on the right.
-    const diff = e2e.wb.page.locator('.monaco-diff-editor').first();
-    await diff.locator('.editor.original .view-lines', { hasText: 'on_hand' }).waitFor({ timeout: UI });
-    await diff.locator('.editor.modified .view-lines', { hasText: 'on_hand' }).waitFor({ timeout: UI });
-    await e2e.wb.screenshot('95b-workspace-changes-diff');
-    await e2e.wb.closeActiveEditor();
+    await checkInventoryDiff(e2e, section, '95b-workspace-changes-diff');
   });
 
   it('Revert puts one file back after the person confirms; Revert All the rest, byte for byte', async () => {
     const ws = e2e.ws.folder;
     const frame = await e2e.panel.frame();
     const section = frame.locator('.card.exec').last().locator('.changes-section');
-    const confirm = async () => {
-      const dialog = e2e.wb.page.locator('.monaco-dialog-box').filter({ hasText: 'to before this execution?' });
-      await dialog.waitFor({ state: 'visible', timeout: UI });
-      await e2e.wb.screenshot('98-workspace-changes-confirm');
-      await dialog.getByRole('button', { name: 'Revert', exact: true }).click();
-    };
+    const confirm = () => answerDialog(e2e, /to before this execution\?/, 'Revert', '98-workspace-changes-confirm');
 
     await section
       .locator('li.change-created')
@@ -151,12 +130,7 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
 
     const frame = await e2e.panel.frame();
     const card = frame.locator('.card.exec').last();
-    const confirm = async (title: RegExp, action: string, shot?: string) => {
-      const dialog = e2e.wb.page.locator('.monaco-dialog-box').filter({ hasText: title });
-      await dialog.waitFor({ state: 'visible', timeout: UI });
-      if (shot) await e2e.wb.screenshot(shot);
-      await dialog.getByRole('button', { name: action, exact: true }).click();
-    };
+    const confirm = (title: RegExp, action: string, shot?: string) => answerDialog(e2e, title, action, shot);
     await card.hover();
     await card.locator('button.rewind-here').click();
     await confirm(/Rewind to before this execution\?/, 'Code Only', '100-rewind-confirm');
@@ -222,27 +196,6 @@ describe('e2e: what the code changed in the workspace — "3 files changed" on t
   });
 
   it('in every theme its texts meet WCAG AA; at 240 px nothing sticks out', async () => {
-    const failures: string[] = [];
-    for (const theme of THEMES) {
-      await applyTheme(e2e.panel, theme);
-      const f = await e2e.panel.frame();
-      const bad = (await f.evaluate(textContrast)).filter((s) => s.ratio < s.needed && /change|rewound/.test(s.what));
-      if (bad.length) failures.push(`${theme.label}:\n${bad.map((s) => `${s.what}: ${s.ratio}:1 (${s.fg} on ${s.bg}, needs ${s.needed}:1)`).join('\n')}`);
-      await e2e.panel.scrollTo('section.card.exec .changes-section');
-      await e2e.panel.sidebar.screenshot({ path: artifactPath(`96-workspace-changes-${theme.slug}`) });
-    }
-    await applyTheme(e2e.panel, THEMES[0]);
-    assert.deepEqual(failures, [], `texts below WCAG AA contrast:\n${failures.join('\n\n')}`);
-
-    const before = await e2e.wb.sidebarWidth();
-    await e2e.wb.setSidebarWidth(240);
-    try {
-      const f = await e2e.panel.frame();
-      await e2e.panel.scrollTo('section.card.exec .changes-section');
-      assert.deepEqual(await f.evaluate(narrowLayoutProblems), []);
-      await e2e.panel.sidebar.screenshot({ path: artifactPath('97-workspace-changes-narrow') });
-    } finally {
-      await e2e.wb.setSidebarWidth(before);
-    }
+    await checkChangesLook(e2e, /change|rewound/, '96-workspace-changes', '97-workspace-changes-narrow');
   });
 });

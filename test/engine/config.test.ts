@@ -241,6 +241,15 @@ describe('configuration: one resolver for both hosts', () => {
     assert.deepEqual(resolve({ 'approval.alwaysAllow': { workspace: ['rm_rf'], user: ['search'] } }).config.alwaysAllow, ['search']);
   });
 
+  it('lets a trusted workspace turn review mode on, never off when yours has it on, and an untrusted one neither', () => {
+    assert.equal(resolve({ 'sandbox.reviewWrites': { workspace: true } }).config.reviewWrites, true);
+    const off = resolve({ 'sandbox.reviewWrites': { user: true, workspace: false } });
+    assert.equal(off.config.reviewWrites, true);
+    assert.match(off.ignored[0].reason, /may turn review mode on, never off when your own setting has it on/);
+    assert.equal(resolve({ 'sandbox.reviewWrites': { workspace: true } }, false).config.reviewWrites, false);
+    assert.equal(resolve({}).config.reviewWrites, false);
+  });
+
   it("ignores an untrusted workspace's restricted settings and keeps the rest", () => {
     const r = resolve({ 'sandbox.kind': { workspace: 'none', user: 'bubblewrap' }, tools: { workspace: [{ name: 'x' }] }, model: { workspace: 'm' } }, false);
     assert.equal(r.config.sandbox, 'bubblewrap');

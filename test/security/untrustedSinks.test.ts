@@ -66,8 +66,8 @@ const MEDIA: Medium[] = [
  */
 const KNOWN: Record<string, string> = {
   'src/vscode/panelOutputs.apis.ts: message': "a sink wrapper's parameter: its callers are checked here",
-  'src/webview/changesList.ts: label': "an action's label: CodeAct's own words (Diff, Open, Revert, Revert All)",
-  'src/webview/changesList.ts: formatChangeCount(n)': "CodeAct's wording with a count",
+  'src/webview/changesList.ts: label': "an action's label: CodeAct's own words (Diff, Open, Keep, Revert, Keep All, Revert All)",
+  'src/webview/changesList.ts: this.labelText()': "CodeAct's wording with counts (formatChangeCount, and in review mode how many are still staged)",
   'src/webview/changesList.ts: KIND_LABEL[kind]': "CodeAct's own letter for a kind checked against KIND_LABEL",
   'src/webview/changesList.ts: c.kind': "one of CodeAct's kinds: a kind not in KIND_LABEL is shown as 'changed'",
   "src/webview/changesList.ts: (n - MAX_ROWS).toLocaleString('en-US')": 'a number',

@@ -39,6 +39,7 @@ const SAMPLES: { [K in WebviewToHost['type']]: WebviewToHost & { type: K } } = {
   'file.copyPath': { type: 'file.copyPath', itemId: 'exec_1', path: '/tmp/out.csv' },
   'changes.diff': { type: 'changes.diff', itemId: 'exec_1', path: 'out.csv' },
   'changes.revert': { type: 'changes.revert', itemId: 'exec_1', paths: ['out.csv'] },
+  'changes.keep': { type: 'changes.keep', itemId: 'exec_1', paths: ['out.csv'] },
   'exec.rewind': { type: 'exec.rewind', itemId: 'exec_1' },
   'turn.rewind': { type: 'turn.rewind', turnId: 'turn_1' },
   openLink: { type: 'openLink', href: 'https://example.com/' },
@@ -104,6 +105,7 @@ function rig(values: Record<string, unknown> = {}): Rig {
     copyPath: (m) => file('copyPath', m),
     diffChange: (m) => file('diffChange', m),
     revertChanges: async (m) => (await file('revertChanges', m), { reverted: ['out.csv'], failed: [] }),
+    keepChanges: async (m) => (await file('keepChanges', m), { reverted: ['out.csv'], failed: [] }),
     rewind: async (m, turn, ready) => {
       await file('rewind', m);
       if (turn) r.rewindTurns.push(turn);

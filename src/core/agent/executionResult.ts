@@ -68,6 +68,8 @@ function changedFiles(item: CodeInterpreterCallItem): string[] | undefined {
     .map((ch) => describeChange(ch, pathForModel) + (ch.notRestorable ? ` (cannot be reverted: ${quoteInline(ch.notRestorable, 300)})` : ''));
   if (c.changes.length > MAX_CHANGES) lines.push(`[${c.changes.length - MAX_CHANGES} more changes, listed to the user]`);
   if (c.incomplete) lines.push(`[not every change is listed: ${quoteInline(c.incomplete, 300)}]`);
+  if (c.staged && c.changes.length)
+    lines.push("[staged for the user's review: your later code sees these changes, the workspace has them only once the user keeps them]");
   return lines;
 }
 

@@ -67,6 +67,7 @@ const RUNTIME_OPTIONS: { [K in ConfiguredRuntime]: (config: EngineConfig, host: 
       onJobEvent: host.onJobEvent,
       rewind: config.rewind,
       checkpoints: config.checkpoints,
+      reviewWrites: config.reviewWrites,
     };
   },
   jupyter: (config, host) => ({

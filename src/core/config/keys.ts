@@ -82,6 +82,8 @@ export const SETTINGS = {
   'sandbox.kind': { type: 'string', default: 'auto', enum: ['auto', 'bubblewrap', 'none'], trust: 'trusted' },
   'sandbox.network': { type: 'boolean', default: false, trust: 'trusted' },
   'sandbox.mountWorkspace': { type: 'string', default: 'none', enum: ['none', 'readonly', 'readwrite'], trust: 'trusted' },
+  // A workspace may turn review mode on, never off below your own setting (see resolve.ts).
+  'sandbox.reviewWrites': { type: 'boolean', default: false, trust: 'trusted' },
   'sandbox.limits': { type: 'object', default: DEFAULT_SANDBOX_LIMITS, trust: 'trusted' },
   // "serverURL": the Settings editor reads it "Jupyter: Server URL" (the older "jupyter.url" read "Jupyter: Url").
   'jupyter.serverURL': { type: 'string', default: '', trust: 'trusted' },
@@ -207,6 +209,7 @@ export const SETTING_FLAGS: { readonly [K in SettingName]: FlagOf<(typeof SETTIN
   'approval.alwaysAllow': null,
   'sandbox.network': null,
   'sandbox.mountWorkspace': null,
+  'sandbox.reviewWrites': null,
   'sandbox.limits': null,
   'jupyter.sessionPolicy': null,
   'openaiCompatible.supportsTools': null,

@@ -76,6 +76,8 @@ export interface EngineConfig {
   sandbox: SettingValue<'sandbox.kind'>;
   sandboxNetwork: boolean;
   mountWorkspace: SettingValue<'sandbox.mountWorkspace'>;
+  /** codeact.sandbox.reviewWrites: a `readwrite` workspace gets the code's writes only when the person keeps them. */
+  reviewWrites: boolean;
   limits: { memory?: string; cpuSeconds?: number; processes?: number; fileSize?: string; openFiles?: number };
   /** codeact.jupyter.serverURL (unset: none). */
   jupyterServerURL?: string;
@@ -215,6 +217,7 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
   );
   const userApproval = read('approval.default')?.user;
   const userReview = read('approval.reviewCode')?.user;
+  const userReviewWrites = read('sandbox.reviewWrites')?.user;
   const looser = (origin: Origin, value: unknown, user: unknown, order: (v: unknown) => number) =>
     (origin === 'folder' || origin === 'workspace') && user !== undefined && order(value) < order(user)
       ? 'a workspace may make approvals stricter than your own setting, never looser'
@@ -255,6 +258,11 @@ export function resolveEngineConfig(read: SettingsReader, options: ResolveOption
     sandbox: pick('sandbox.kind'),
     sandboxNetwork: pick('sandbox.network'),
     mountWorkspace: pick('sandbox.mountWorkspace'),
+    reviewWrites: pick('sandbox.reviewWrites', (o, v) =>
+      (o === 'folder' || o === 'workspace') && userReviewWrites === true && v !== true
+        ? 'a workspace may turn review mode on, never off when your own setting has it on'
+        : undefined,
+    ),
     limits: limitsRaw as EngineConfig['limits'],
     jupyterServerURL: pick('jupyter.serverURL') || undefined,
     jupyterKernel: pick('jupyter.kernelName') || 'python3',

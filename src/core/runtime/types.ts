@@ -8,6 +8,7 @@
  */
 import type { CodeActEvent, CodeInterpreterCallItem, ExecutionError, JobChanged, JobOutput, RuntimeKind, VariablesSummary } from '../../common/events';
 import { DEFAULT_MAX_IMAGE_PIXELS } from '../../common/imageHeader';
+import type { FilesChanged } from '../../common/rewind';
 
 /** What the runtime asks of the host when the code calls `await call_tool(name, **args)`. */
 export interface ToolCallRequest {
@@ -184,7 +185,19 @@ export interface Runtime {
    * neither can be.
    */
   rewind?(point: string): Promise<RewindOutcome>;
+  /** Review mode (codeact.sandbox.reviewWrites): the code's writes staged for the person, kept or discarded. */
+  readonly staged?: StagedChanges;
   dispose(): Promise<void>;
+}
+
+/**
+ * Review mode: the changes staged in the code's view of the workspace (`list`), put into the workspace as they are
+ * there (`keep`), or put back as the workspace has them (`discard`); `paths` default to all of them.
+ */
+export interface StagedChanges {
+  list(): Promise<FilesChanged>;
+  keep(paths?: readonly string[]): Promise<RevertOutcome>;
+  discard(paths?: readonly string[]): Promise<RevertOutcome>;
 }
 
 /** What {@link Runtime.revertChanges} did: files written back, files removed (the run had made them), and those it could not. */

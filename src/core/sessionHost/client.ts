@@ -7,6 +7,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import type { CodeActEvent, CodeInterpreterCallItem, JobChanged, JobOutput, SessionChanged, VariablesSummary } from '../../common/events';
+import type { FilesChanged } from '../../common/rewind';
 import { afterReview, announceDone, executionItem, safeEmit } from '../runtime/execution';
 import type {
   ExecuteOptions,
@@ -15,6 +16,7 @@ import type {
   RewindOutcome,
   Runtime,
   RuntimeSessions,
+  StagedChanges,
   ToolCallHandler,
   WatchedRun,
   WatchOptions,
@@ -353,6 +355,13 @@ export class HostedRuntime implements Runtime {
   async rewind(point: string): Promise<RewindOutcome> {
     return (await this.connection.ask('rewind', '', undefined, point)) as RewindOutcome;
   }
+
+  /** Review mode, in the host (which says when it is off). */
+  readonly staged: StagedChanges = {
+    list: async () => (await this.connection.ask('staged', '')) as FilesChanged,
+    keep: async (paths) => (await this.connection.ask('keep', '', undefined, undefined, paths)) as RevertOutcome,
+    discard: async (paths) => (await this.connection.ask('discard', '', undefined, undefined, paths)) as RevertOutcome,
+  };
 
   /** Leaves the host and its sessions running (a run going on too: its `execute` resolves with {@link RUN_LEFT_RUNNING}). */
   async dispose(): Promise<void> {

@@ -314,6 +314,13 @@ export class SessionHostServer {
       case 'rewind':
         if (!this.o.runtime.rewind) throw new Error('This runtime keeps no checkpoints.');
         return this.o.runtime.rewind(itemId ?? '');
+      case 'staged':
+      case 'keep':
+      case 'discard': {
+        const staged = this.o.runtime.staged;
+        if (!staged) throw new Error('Review mode (codeact.sandbox.reviewWrites) is off here: the code writes the workspace itself.');
+        return ask === 'staged' ? staged.list() : staged[ask](paths);
+      }
     }
   }
 

@@ -6,7 +6,7 @@
  * Client -> host: `hello` (the token; first, once), `execute` (a run), `tool_result` (the answer to a
  * `tool_call`), `tool_pause` (the person is deciding an approval: the run's clock stops), `stop` (a run),
  * `watch` (replay a session's current or last run, then its live rest), `ask` (has, variables, close, jobNotes,
- * restart, list, jobEvents, stopJob, detach, revert, rewind), `end` (the host ends).
+ * restart, list, jobEvents, stopJob, detach, revert, rewind, and review mode's staged, keep, discard), `end` (the host ends).
  * Host -> client: `welcome` (the host, its live sessions), `event` (a run's event), `tool_call`,
  * `tool_cancel` (the run no longer waits for that call), `done` (a run's item), `reply` (to an `ask`),
  * `sessions` (the live sessions changed), `session` (a session started or ended), `job` (a background job started,
@@ -20,7 +20,24 @@ import type { ExecuteRequest } from '../runtime/types';
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Questions about sessions a client may ask (`ask`). */
-const ASKS = ['has', 'variables', 'close', 'restart', 'list', 'jobNotes', 'jobEvents', 'stopJob', 'detach', 'revert', 'rewind'] as const;
+const ASKS = [
+  'has',
+  'variables',
+  'close',
+  'restart',
+  'list',
+  'jobNotes',
+  'jobEvents',
+  'stopJob',
+  'detach',
+  'revert',
+  'rewind',
+  'staged',
+  'keep',
+  'discard',
+] as const;
+/** The asks that may name workspace paths (a revert's; review mode's keep and discard). */
+const WITH_PATHS: readonly string[] = ['revert', 'keep', 'discard'];
 /** Paths one `revert` may name, at most. */
 const MAX_REVERT_PATHS = 100_000;
 export type Ask = (typeof ASKS)[number];
@@ -207,8 +224,12 @@ export function parseClientMessage(v: unknown): ClientMessage | string {
       if (!(ASKS as readonly unknown[]).includes(v.ask) || !str(v.sessionId, ID)) return 'an ask that is not one of ' + ASKS.join(', ');
       if (v.ask === 'stopJob' && !(Number.isSafeInteger(v.job) && (v.job as number) > 0)) return 'a stopJob without its job number';
       if ((v.ask === 'detach' || v.ask === 'revert' || v.ask === 'rewind') && !str(v.itemId, ID)) return `a ${v.ask} without its itemId`;
-      if (v.ask === 'revert' && v.paths !== undefined && !(Array.isArray(v.paths) && v.paths.length <= MAX_REVERT_PATHS && v.paths.every((p) => str(p, 4096))))
-        return 'a revert whose paths are not a list of paths';
+      if (
+        WITH_PATHS.includes(v.ask as string) &&
+        v.paths !== undefined &&
+        !(Array.isArray(v.paths) && v.paths.length <= MAX_REVERT_PATHS && v.paths.every((p) => str(p, 4096)))
+      )
+        return `a ${v.ask} whose paths are not a list of paths`;
       return {
         type: 'ask',
         rid,
@@ -216,7 +237,7 @@ export function parseClientMessage(v: unknown): ClientMessage | string {
         sessionId: v.sessionId,
         ...(v.ask === 'stopJob' ? { job: v.job as number } : {}),
         ...(v.ask === 'detach' || v.ask === 'revert' || v.ask === 'rewind' ? { itemId: v.itemId as string } : {}),
-        ...(v.ask === 'revert' && v.paths !== undefined ? { paths: v.paths as string[] } : {}),
+        ...(WITH_PATHS.includes(v.ask as string) && v.paths !== undefined ? { paths: v.paths as string[] } : {}),
       };
     default:
       return `an unknown message type "${v.type.slice(0, 40)}"`;

@@ -27,6 +27,7 @@ import {
   type RuntimeLimits,
   type RevertOutcome,
   type RewindOutcome,
+  type StagedChanges,
 } from '../types';
 import { settleCgroups } from './cgroup';
 import { GuestLauncher, type GuestLaunchOptions } from './guestLauncher';
@@ -38,6 +39,7 @@ import type { CodeActEvent } from '../../../common/events';
 import { WorkspaceChanges } from '../rewind/workspaceChanges';
 import type { StoreBudgets } from '../rewind/fileStore';
 import { DEFAULT_CHECKPOINT_BUDGET, type CheckpointBudget } from './checkpoints';
+import { StagedWorkspace } from './stagedWorkspace';
 
 type SessionPolicy = 'conversation' | 'run';
 
@@ -60,6 +62,11 @@ export interface LocalRuntimeOptions extends GuestLaunchOptions {
   rewind?: false | Partial<StoreBudgets>;
   /** Checkpoints of each session's Python state before its runs (./checkpoints); default 10 and 1 GiB; max 0: none. */
   checkpoints?: Partial<CheckpointBudget>;
+  /**
+   * Review mode (codeact.sandbox.reviewWrites): with the workspace mounted `readwrite`, the code's writes are staged
+   * (./stagedWorkspace) and reach the workspace only through {@link LocalRuntime.staged}'s keep.
+   */
+  reviewWrites?: boolean;
 }
 
 export class LocalRuntime implements Runtime {
@@ -71,9 +78,27 @@ export class LocalRuntime implements Runtime {
   readonly artifacts = new ArtifactStore();
   /** The writable workspace's changes, once a session mounts it `readwrite` (../rewind). */
   private changes: WorkspaceChanges | undefined;
+  /** Review mode: where the code's writes are staged. */
+  private readonly stage: StagedWorkspace | undefined;
+  /** Review mode: the staged changes, kept into the workspace or discarded (undefined: the code writes the workspace itself). */
+  readonly staged: StagedChanges | undefined;
 
   constructor(private readonly options: LocalRuntimeOptions = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
+    const sb = options.sandbox;
+    if (options.reviewWrites && sb?.mountWorkspace === 'readwrite' && sb.workspace) {
+      const stage = (this.stage = new StagedWorkspace(sb.workspace, options.log));
+      options = { ...options, sandbox: { ...sb, stage } };
+      const tracker = async () => {
+        const root = stage.merged(await stage.pid());
+        return this.changes?.root === root ? this.changes : this.track(root, stage.workspace);
+      };
+      this.staged = {
+        list: async () => (await tracker()).staged(),
+        keep: async (paths) => (await tracker()).settle('keep', paths),
+        discard: async (paths) => (await tracker()).settle('discard', paths),
+      };
+    }
     this.launcher = new GuestLauncher(options, {
       limits: this.limits,
       maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
@@ -87,8 +112,13 @@ export class LocalRuntime implements Runtime {
       launch: () => this.launcher.fresh(true),
     });
     // A workspace mounted readwrite: its first copy starts now, while the model writes the first code.
-    const sb = options.sandbox;
-    if (options.rewind !== false && sb?.mountWorkspace === 'readwrite' && sb.workspace && sb.kind !== 'none') {
+    if (this.stage && sb?.kind !== 'none') {
+      const stage = this.stage;
+      void stage.pid().then(
+        (pid) => this.track(stage.merged(pid), stage.workspace).warm(),
+        () => undefined,
+      );
+    } else if (!this.stage && options.rewind !== false && sb?.mountWorkspace === 'readwrite' && sb.workspace && sb.kind !== 'none') {
       void this.track(sb.workspace).warm();
     }
     if (options.onSessionEvent) this.sessions.onSession(options.onSessionEvent);
@@ -138,7 +168,7 @@ export class LocalRuntime implements Runtime {
       return refuse({ type: (err as Error).name || 'LaunchError', message: (err as Error).message, ...setupCategory(err) });
     }
     const notice = sessionId ? this.sessions.takeNotice(sessionId) : undefined;
-    const changes = this.changesOf(session);
+    const changes = await this.changesOf(session);
     try {
       if (!changes) return await session.execute(request, options, itemId, notice);
       // The scan before waits for the session's runs before this one (a run sent to the background writes until it
@@ -216,18 +246,26 @@ export class LocalRuntime implements Runtime {
     return session ? session.inTurn(work) : work();
   }
 
-  /** The tracker of the workspace's changes when this session's sandbox mounts it writable (and rewind is on). */
-  private changesOf(session: GuestSession): WorkspaceChanges | undefined {
+  /**
+   * The tracker of the workspace's changes when this session's sandbox mounts it writable (and rewind is on); in
+   * review mode, always, of the code's view of it (the staged writes are listed and kept from there).
+   */
+  private async changesOf(session: GuestSession): Promise<WorkspaceChanges | undefined> {
     const plan = session.guest.plan;
-    if (this.options.rewind === false || plan.info.workspace !== 'readwrite' || !plan.workspacePath) return undefined;
+    if (plan.info.workspace !== 'readwrite' || !plan.workspacePath) return undefined;
+    if (plan.info.staged && this.stage) {
+      const root = this.stage.merged(await this.stage.pid());
+      return this.changes?.root === root ? this.changes : this.track(root, this.stage.workspace);
+    }
+    if (this.options.rewind === false) return undefined;
     return this.changes?.root === plan.workspacePath ? this.changes : this.track(plan.workspacePath);
   }
 
-  /** Starts tracking the changes of the workspace at `root` (the one before it, if any, ends). */
-  private track(root: string): WorkspaceChanges {
+  /** Starts tracking the changes the code makes in `root` (the one before it, if any, ends); `workspace`: review mode's. */
+  private track(root: string, workspace?: string): WorkspaceChanges {
     void this.changes?.dispose();
     const budgets = { ...DEFAULT_REWIND_BUDGETS, ...(this.options.rewind || {}) };
-    this.changes = new WorkspaceChanges(root, budgets, this.options.log);
+    this.changes = new WorkspaceChanges(root, budgets, this.options.log, workspace);
     return this.changes;
   }
 
@@ -242,6 +280,7 @@ export class LocalRuntime implements Runtime {
     await settleCgroups();
     this.artifacts.dispose();
     await this.changes?.dispose();
+    this.stage?.dispose();
   }
 }
 

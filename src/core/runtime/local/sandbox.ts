@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { SandboxInfo } from '../../../common/events';
 import type { PythonInfo } from './python';
+import { STAGE_NEEDS_SANDBOX, type StagedWorkspace } from './stagedWorkspace';
 import { buildSeccompFilter, hostSeccompArch, seccompBwrapArgs, sendSeccompProgram, type SeccompArch } from './seccomp';
 import { isUnder } from '../../util/paths';
 import { planWorkspaceMount, type HostRunFile, type WorkspaceMount } from './workspaceMount';
@@ -66,6 +67,8 @@ export interface SandboxOptions {
   hostRunPaths?: HostRunFile[];
   /** Where the diagnosis of a failing bubblewrap looks (usernsDiagnosis.ts; default: this machine). */
   host?: UsernsHost;
+  /** Review mode (./stagedWorkspace): a `readwrite` workspace's sandboxes start inside its namespaces, where the workspace is an overlay. */
+  stage?: Pick<StagedWorkspace, 'pid' | 'enter'>;
 }
 
 export interface LaunchPlan {
@@ -280,10 +283,14 @@ export async function planLaunch(python: PythonInfo, guestDir: string, request: 
   if (kind === 'sandbox-exec') {
     throw new SandboxUnavailableError('codeact.sandbox.kind "sandbox-exec" (macOS) is not implemented yet. Use "auto" or "none".');
   }
+  // Review mode stages writes inside the sandbox: without one they would reach the workspace unreviewed.
+  const staged = options.stage && options.mountWorkspace === 'readwrite' ? options.stage : undefined;
+  if (staged && kind === 'none') throw new SandboxUnavailableError(STAGE_NEEDS_SANDBOX);
   if (kind === 'auto' || kind === 'bubblewrap') {
     const probe = await probeSandbox(options.bwrapPath, options.host);
-    if (!probe.diagnosis) return bwrapPlan(python, guestDir, request, options, probe.seccomp);
+    if (!probe.diagnosis) return bwrapPlan(python, guestDir, request, options, probe.seccomp, staged && (await staged.pid()));
     if (kind === 'bubblewrap') throw new SandboxUnavailableError(unavailableMessage(probe.diagnosis));
+    if (staged) throw new SandboxUnavailableError(`${STAGE_NEEDS_SANDBOX} ${unavailableMessage(probe.diagnosis)}`);
     warning = fallbackWarning(probe.diagnosis);
     warningDetail = fallbackDetail(probe.diagnosis);
   }
@@ -355,13 +362,21 @@ function keepUserns(zygote: boolean, seccomp: boolean): boolean {
   return zygote && seccomp && process.getuid?.() === 0;
 }
 
-function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest, options: SandboxOptions, seccompUnavailable: string | null): LaunchPlan {
+/** `stagePid`: review mode's helper (./stagedWorkspace), whose namespaces the sandbox starts in. */
+function bwrapPlan(
+  python: PythonInfo,
+  guestDir: string,
+  request: LaunchRequest,
+  options: SandboxOptions,
+  noSeccomp: string | null,
+  stagePid?: number,
+): LaunchPlan {
   const network = options.network === true;
   const zygote = request.role === 'zygote';
   const { rlimits, shown, treeLimits } = limitsFor(options.limits, true);
   const size = String(rlimits.fsize);
   const arch = hostSeccompArch();
-  const useSeccomp = options.seccomp !== false && !seccompUnavailable && !!arch;
+  const useSeccomp = options.seccomp !== false && !noSeccomp && !!arch;
   // The zygote creates a PID and mount namespace for each guest, so its own filter lets unshare and mount
   // through; each guest stacks the strict filter on itself before user code runs (codeact_zygote.py).
   const seccomp = useSeccomp ? filterFor(arch, zygote) : undefined;
@@ -426,7 +441,7 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   let workspace: WorkspaceMount = 'none';
   const ws = options.mountWorkspace ?? 'none';
   if (ws !== 'none' && options.workspace && existsSync(options.workspace) && statSync(options.workspace).isDirectory()) {
-    const view = planWorkspaceMount(options.workspace, ws, !!seccomp, options.hostRunPaths);
+    const view = planWorkspaceMount(options.workspace, ws, !!seccomp, options.hostRunPaths, !!stagePid);
     args.push(...view.args);
     warning = view.warning;
     placeholders = view.placeholders.length ? view.placeholders : undefined;
@@ -449,14 +464,16 @@ function bwrapPlan(python: PythonInfo, guestDir: string, request: LaunchRequest,
   for (const [k, v] of Object.entries(minimalEnv(SANDBOX_WORKDIR, guestEnv))) args.push('--setenv', k, v);
   if (seccomp) args.push(...seccompBwrapArgs(SECCOMP_FD));
   args.push('--', python.executable, ...guestArgs(GUEST_MOUNT));
+  const enter = stagePid && options.stage ? options.stage.enter(stagePid) : [];
+  const bwrap = options.bwrapPath ?? 'bwrap';
   return {
-    command: options.bwrapPath ?? 'bwrap',
-    args,
+    command: enter.length ? enter[0] : bwrap,
+    args: enter.length ? [...enter.slice(1), bwrap, ...args] : args,
     env: {},
     guestEnv,
     // bwrap's own working directory on the host does not matter (the guest starts in SANDBOX_WORKDIR).
     cwd: typeof request.workdir === 'string' ? request.workdir : tmpdir(),
-    info: { kind: 'bubblewrap', network, limits: shown, seccomp: !!seccomp, workspace },
+    info: { kind: 'bubblewrap', network, limits: shown, seccomp: !!seccomp, workspace, ...(enter.length && workspace === 'readwrite' ? { staged: true } : {}) },
     pidNamespace: true,
     rlimits,
     treeLimits,

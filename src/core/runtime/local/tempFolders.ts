@@ -15,7 +15,8 @@ import * as path from 'node:path';
 import { startTimeOf } from '../../util/processTree';
 import { removeTree } from './workdirCleanup';
 
-type TempKind = 'guest' | 'files' | 'run' | 'zygote' | 'install' | 'rewind';
+/** `stage` (review mode's staged writes) is never swept: what a killed process staged and nobody kept stays. */
+type TempKind = 'guest' | 'files' | 'run' | 'zygote' | 'install' | 'rewind' | 'stage';
 
 const OWNED = /^codeact-(?:guest|files|run|zygote|install|rewind)-(\d{1,10})-(\d{1,20})-[A-Za-z0-9]{6}$/;
 

@@ -243,7 +243,12 @@ function statOrUndefined(p: string): Stats | undefined {
  * declared tools run on the host, kept read-only in a writable workspace (or, where one cannot be
  * protected, the whole workspace is read-only, with a warning).
  */
-export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setuidGuard: boolean, hostRun: HostRunFile[] = []): WorkspaceView {
+/**
+ * `staged`: review mode (./stagedWorkspace), where `dir` is the overlay in the sandbox's namespaces: the code's writes
+ * reach the workspace only when kept, and never under the protected names (their changes are not listed, so not kept),
+ * so none of them needs a read-only bind or a placeholder in the workspace.
+ */
+export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setuidGuard: boolean, hostRun: HostRunFile[] = [], staged = false): WorkspaceView {
   const held: string[] = [];
   const readOnly = (warning?: string): WorkspaceView => {
     // Placeholders made before the fallback was decided are given back.
@@ -259,6 +264,7 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
     );
   }
   const args = ['--bind', dir, dir];
+  if (staged) return { args, mode: 'readwrite', placeholders: [] };
   const real = realpathSync(dir);
   try {
     for (const name of PROTECTED_NAMES) {

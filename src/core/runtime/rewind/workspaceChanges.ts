@@ -12,12 +12,9 @@
  *   killed process's is swept by the next one, ../local/tempFolders), bounded by its budgets: a file that could not be kept
  *   is named in the changeset as not restorable, never skipped silently.
  */
-import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
-import { homedir, hostname, tmpdir } from 'node:os';
-import * as path from 'node:path';
-import type { FilesChanged } from '../../../common/rewind';
+import type { FileChange, FilesChanged } from '../../../common/rewind';
 import type { RevertOutcome } from '../types';
-import { isUnder } from '../../util/paths';
+import { cacheFolder } from './storeRoot';
 import { ownTempDir } from '../local/tempFolders';
 import { removeTree } from '../local/workdirCleanup';
 import { PROTECTED_NAMES } from '../local/workspaceMount';
@@ -27,34 +24,6 @@ import { entryOf, FileStore, type FileEntry, type Manifest, type StoreBudgets } 
 
 /** Executions whose changes can be reverted (the newest; an older one says it is too old). */
 const MAX_REVERTIBLE = 200;
-
-/**
- * Where the stores go: the user's cache folder (`$XDG_CACHE_HOME/codeact/rewind`, else `~/.cache/…`), made 0700,
- * not the temporary folder (often a tmpfs in memory, and a store may hold gigabytes); the temporary folder when
- * the cache folder cannot be made.
- */
-function storeRoot(workspace: string): string {
-  const cache = process.env.XDG_CACHE_HOME && path.isAbsolute(process.env.XDG_CACHE_HOME) ? process.env.XDG_CACHE_HOME : path.join(homedir(), '.cache');
-  // A folder per machine: a home folder shared over NFS holds other machines' stores, which this one's sweep
-  // (by pid and start time) must not take for dead ones.
-  const root = path.join(
-    cache,
-    'codeact',
-    'rewind',
-    hostname()
-      .replace(/[^A-Za-z0-9._-]/g, '_')
-      .slice(0, 64) || 'host',
-  );
-  try {
-    mkdirSync(root, { recursive: true, mode: 0o700 });
-    chmodSync(root, 0o700);
-    // Never inside the workspace (a home folder opened as one, a cache folder linked into it): the code could
-    // write the copies, and scans would copy them.
-    return isUnder(realpathSync(root), realpathSync(workspace)) ? tmpdir() : root;
-  } catch {
-    return tmpdir();
-  }
-}
 
 export class WorkspaceChanges {
   private readonly dir: string;
@@ -70,13 +39,18 @@ export class WorkspaceChanges {
   /** Every execution scanned after (and each redo point), oldest first: the points a rewind can go back to. */
   private readonly points: string[] = [];
 
+  /** Review mode: the workspace itself, as last scanned (what Keep copies into, what Discard puts back). */
+  private real: Manifest | undefined;
+
   constructor(
-    /** The workspace folder on this machine. */
+    /** The folder the code writes, on this machine: the workspace, or in review mode the code's view of it (../local/stagedWorkspace). */
     readonly root: string,
     budgets: StoreBudgets = DEFAULT_REWIND_BUDGETS,
     private readonly log?: (line: string) => void,
+    /** Review mode: the workspace the staged writes reach only when kept. */
+    readonly workspace?: string,
   ) {
-    this.dir = ownTempDir('rewind', storeRoot(root));
+    this.dir = ownTempDir('rewind', cacheFolder('rewind', root));
     this.store = new FileStore(this.dir, budgets);
   }
 
@@ -139,7 +113,13 @@ export class WorkspaceChanges {
       }
       this.addPoint(itemId);
       this.last = next;
-      return { root: this.root, store: this.dir, changes, ...(next.incomplete ? { incomplete: next.incomplete } : {}) };
+      return {
+        root: this.root,
+        store: this.dir,
+        changes,
+        ...(next.incomplete ? { incomplete: next.incomplete } : {}),
+        ...(this.workspace ? { staged: true } : {}),
+      };
     });
   }
 
@@ -220,6 +200,55 @@ export class WorkspaceChanges {
       if (redo) this.addPoint(redo);
       this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
       this.log?.(`rewind: files to before ${point}: ${done.written.length} written, ${done.removed.length} removed, ${done.failed.length} failed`);
+      return done;
+    });
+  }
+
+  /** Review mode: what the code's view holds that the workspace does not (the staged changes), both scanned now. */
+  staged(): Promise<FilesChanged> {
+    return this.serial(async () => {
+      const { changes, incomplete } = await this.stagedNow();
+      return { root: this.root, store: this.dir, changes, staged: true, ...(incomplete ? { incomplete } : {}) };
+    });
+  }
+
+  private async stagedNow(): Promise<{ changes: FileChange[]; real: Manifest; view: Manifest; incomplete?: string }> {
+    if (!this.workspace) throw new Error('Review mode is off: the code writes the workspace itself.');
+    const view = (this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES));
+    const real = (this.real = await this.store.scan(this.workspace, this.real, PROTECTED_NAMES));
+    const incomplete = view.incomplete ?? real.incomplete;
+    return { changes: diffManifests(real, view), real, view, ...(incomplete ? { incomplete } : {}) };
+  }
+
+  /**
+   * Review mode: `paths` (default: every staged change) go into the workspace as the code's view has them now (a
+   * file the code deleted is removed there), or with `discard` the code's view gets the workspace's back. Paths that
+   * are not staged changes are left alone. Rejects while a run is going on.
+   */
+  settle(how: 'keep' | 'discard', paths?: readonly string[]): Promise<RevertOutcome> {
+    return this.serial(async () => {
+      if (this.running > 0) throw new Error(`Code is running in this workspace: ${how} its changes once it has ended.`);
+      const { changes, real, view } = await this.stagedNow();
+      const asked = paths && new Set(paths);
+      const targets = [
+        ...new Set(
+          changes
+            .filter((c) => !asked || asked.has(c.path) || (c.from !== undefined && asked.has(c.from)))
+            .flatMap((c) => (c.from !== undefined ? [c.from, c.path] : [c.path])),
+        ),
+      ];
+      const [from, into] = how === 'keep' ? [view, this.workspace!] : [real, this.root];
+      const to: Manifest = { files: Object.create(null) as Manifest['files'], dirs: from.dirs };
+      for (const p of targets) {
+        const e = entryOf(from.files, p);
+        if (e) to.files[p] = e;
+      }
+      const done = await this.store.restore(into, to, targets);
+      if (how === 'keep') this.real = await this.store.scan(this.workspace!, this.real, PROTECTED_NAMES);
+      else this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
+      this.log?.(
+        `review mode: ${how === 'keep' ? 'kept' : 'discarded'} ${done.written.length + done.removed.length} of ${targets.length} staged files, ${done.failed.length} failed`,
+      );
       return done;
     });
   }
