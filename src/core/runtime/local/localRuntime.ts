@@ -39,7 +39,7 @@ import type { CodeActEvent } from '../../../common/events';
 import { WorkspaceChanges } from '../rewind/workspaceChanges';
 import type { StoreBudgets } from '../rewind/fileStore';
 import { DEFAULT_CHECKPOINT_BUDGET, type CheckpointBudget } from './checkpoints';
-import { StagedWorkspace } from './stagedWorkspace';
+import { neverKept, StagedWorkspace } from './stagedWorkspace';
 
 type SessionPolicy = 'conversation' | 'run';
 
@@ -265,7 +265,8 @@ export class LocalRuntime implements Runtime {
   private track(root: string, workspace?: string): WorkspaceChanges {
     void this.changes?.dispose();
     const budgets = { ...DEFAULT_REWIND_BUDGETS, ...(this.options.rewind || {}) };
-    this.changes = new WorkspaceChanges(root, budgets, this.options.log, workspace);
+    const hostRun = this.options.sandbox?.hostRunPaths;
+    this.changes = new WorkspaceChanges(root, budgets, this.options.log, workspace, () => (workspace ? neverKept(workspace, hostRun) : []));
     return this.changes;
   }
 

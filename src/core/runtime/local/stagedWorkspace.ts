@@ -24,6 +24,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { ownTempDir } from './tempFolders';
 import { cacheFolder } from '../rewind/storeRoot';
+import type { HostRunFile } from './workspaceMount';
 
 /** The helper: argv workspace, upper, work, host pid. Prints "ready" once the overlay is mounted, then waits for its stdin to close. */
 const HELPER = String.raw`import os, sys, ctypes
@@ -71,6 +72,22 @@ export const STAGE_NEEDS_SANDBOX =
 /** The system's python3 (never one on PATH, which a workspace could steer) and nsenter. */
 const SYSTEM_PYTHON = ['/usr/bin/python3', '/bin/python3'];
 const NSENTER = ['/usr/bin/nsenter', '/bin/nsenter'];
+
+/**
+ * The workspace paths (relative, forward slashes) review mode never keeps from the code's view: what declared tools
+ * run on the host, with the folder of a program and the first folder of a missing one (those that exist are
+ * read-only to the code anyway; a missing one gets no placeholder in review mode, ./workspaceMount).
+ */
+export function neverKept(workspace: string, hostRun: readonly HostRunFile[] = []): string[] {
+  const out: string[] = [];
+  for (const f of hostRun) {
+    const rel = path.relative(workspace, f.path);
+    if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+    const parts = rel.split(path.sep);
+    out.push((f.placeholder ? parts.slice(0, 1) : f.program && parts.length > 1 ? parts.slice(0, -1) : parts).join('/'));
+  }
+  return out;
+}
 
 export class StagedWorkspace {
   /** The folder that holds the upper layer (the staged files) and overlay's work folder. */

@@ -244,9 +244,10 @@ function statOrUndefined(p: string): Stats | undefined {
  * protected, the whole workspace is read-only, with a warning).
  */
 /**
- * `staged`: review mode (./stagedWorkspace), where `dir` is the overlay in the sandbox's namespaces: the code's writes
- * reach the workspace only when kept, and never under the protected names (their changes are not listed, so not kept),
- * so none of them needs a read-only bind or a placeholder in the workspace.
+ * `staged`: review mode (./stagedWorkspace), where `dir` is the overlay in the sandbox's namespaces. What exists is
+ * protected as always (what the host runs stays read-only, so a Keep All cannot carry a changed tool script in), but
+ * no placeholder is made in the workspace: the workspace sees no write before Keep, and a protected name the code
+ * creates in its view is never listed, so never kept.
  */
 export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setuidGuard: boolean, hostRun: HostRunFile[] = [], staged = false): WorkspaceView {
   const held: string[] = [];
@@ -264,7 +265,6 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
     );
   }
   const args = ['--bind', dir, dir];
-  if (staged) return { args, mode: 'readwrite', placeholders: [] };
   const real = realpathSync(dir);
   try {
     for (const name of PROTECTED_NAMES) {
@@ -277,7 +277,7 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
         );
       }
       if (!st) {
-        if (!holdPlaceholder(p)) continue;
+        if (staged || !holdPlaceholder(p)) continue;
         held.push(p);
       }
       args.push('--ro-bind', p, p);
@@ -296,7 +296,7 @@ export function planWorkspaceMount(dir: string, requested: WorkspaceMount, setui
       if (!isUnder(f.path, dir) || f.path === dir) continue;
       const top = path.join(dir, path.relative(dir, f.path).split(path.sep)[0]);
       if (f.placeholder && !lstatOrUndefined(top)) {
-        if (!bound.has(top) && holdPlaceholder(top)) {
+        if (!staged && !bound.has(top) && holdPlaceholder(top)) {
           held.push(top);
           bound.add(top);
           args.push('--ro-bind', top, top);

@@ -49,6 +49,8 @@ export class WorkspaceChanges {
     private readonly log?: (line: string) => void,
     /** Review mode: the workspace the staged writes reach only when kept. */
     readonly workspace?: string,
+    /** Review mode: paths (and folders) never kept from the code's view (what the host runs: ../local/stagedWorkspace `neverKept`). */
+    private readonly neverKept: () => readonly string[] = () => [],
   ) {
     this.dir = ownTempDir('rewind', cacheFolder('rewind', root));
     this.store = new FileStore(this.dir, budgets);
@@ -238,12 +240,20 @@ export class WorkspaceChanges {
         ),
       ];
       const [from, into] = how === 'keep' ? [view, this.workspace!] : [real, this.root];
+      const guarded = how === 'keep' ? this.neverKept() : [];
+      const refused = targets.filter((p) => guarded.some((g) => p === g || p.startsWith(`${g}/`)));
       const to: Manifest = { files: Object.create(null) as Manifest['files'], dirs: from.dirs };
       for (const p of targets) {
         const e = entryOf(from.files, p);
         if (e) to.files[p] = e;
       }
-      const done = await this.store.restore(into, to, targets);
+      const done = await this.store.restore(
+        into,
+        to,
+        targets.filter((p) => !refused.includes(p)),
+      );
+      for (const p of refused)
+        done.failed.push({ path: p, why: 'a declared tool runs it on the host, so it is not kept from the code: read it and copy it yourself' });
       if (how === 'keep') this.real = await this.store.scan(this.workspace!, this.real, PROTECTED_NAMES);
       else this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
       this.log?.(
