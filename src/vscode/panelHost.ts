@@ -28,7 +28,7 @@ import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
 import { StatePosts } from './hostStateCache';
 import type { CodeActNotebookKernel } from './notebook/kernel';
 import type { PanelHostApis } from './panelHost.apis';
-import { FileGoneError, type PanelOutputs } from './panelOutputs';
+import { FileGoneError, type PanelOutputs, type Reverted } from './panelOutputs';
 import { MANAGE_TRUST, untrustedMessage } from './untrusted';
 
 /** What a page's host reaches: the controller, the notebook kernel, the output actions, VS Code, and the page. */
@@ -122,6 +122,17 @@ export class PanelHost {
     if (this.batcher.conversationId !== this.codeact.currentConversation?.id) this.resetTranscript();
     const state = await this.states.changed(() => this.codeact.hostState());
     if (state) this.post({ type: 'state', state });
+  }
+
+  /** Tells the card what a Revert or Keep did, and the person how many files it did it to (the rows say which and why: file names are the code's). */
+  private settled(itemId: string, done: Reverted | undefined, verb: 'revert' | 'keep') {
+    if (!done) return;
+    this.post({ type: 'changes.reverted', itemId, ...done, ...(verb === 'keep' ? { kept: true } : {}) });
+    const files = (k: number) => `${k} file${k === 1 ? '' : 's'}`;
+    const [did, where, could] = verb === 'keep' ? ['Kept', ' in the workspace', 'kept'] : ['Reverted', ' to before the execution', 'reverted'];
+    if (done.failed.length)
+      this.notice('warning', `${did} ${files(done.reverted.length)}${verb === 'keep' ? where : ''}; ${files(done.failed.length)} could not be ${could}: the card says why.`);
+    else this.notice('info', `${did} ${files(done.reverted.length)}${where}.`);
   }
 
   /**
@@ -317,25 +328,8 @@ export class PanelHost {
       'file.save': fileAction((m) => outputs.saveFile(m)),
       'file.copyPath': fileAction((m) => outputs.copyPath(m)),
       'changes.diff': (m) => outputs.diffChange(m),
-      'changes.revert': async (m) => {
-        const done = await outputs.revertChanges(m);
-        if (!done) return;
-        this.post({ type: 'changes.reverted', itemId: m.itemId, ...done });
-        const n = done.reverted.length;
-        const files = (k: number) => `${k} file${k === 1 ? '' : 's'}`;
-        // The rows say which and why; the notice only counts (file names are the code's).
-        if (done.failed.length) this.notice('warning', `Reverted ${files(n)}; ${files(done.failed.length)} could not be reverted: the card says why.`);
-        else this.notice('info', `Reverted ${files(n)} to before the execution.`);
-      },
-      'changes.keep': async (m) => {
-        const done = await outputs.keepChanges(m);
-        if (!done) return;
-        this.post({ type: 'changes.reverted', itemId: m.itemId, ...done, kept: true });
-        const n = done.reverted.length;
-        const files = (k: number) => `${k} file${k === 1 ? '' : 's'}`;
-        if (done.failed.length) this.notice('warning', `Kept ${files(n)} in the workspace; ${files(done.failed.length)} could not be kept: the card says why.`);
-        else this.notice('info', `Kept ${files(n)} in the workspace.`);
-      },
+      'changes.revert': async (m) => this.settled(m.itemId, await outputs.revertChanges(m), 'revert'),
+      'changes.keep': async (m) => this.settled(m.itemId, await outputs.keepChanges(m), 'keep'),
       'exec.rewind': (m) => this.rewind(m),
       'turn.rewind': (m) => this.rewind({ turnId: m.turnId }),
       openLink: (m) => apis.openExternal(m.href),

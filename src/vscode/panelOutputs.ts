@@ -89,7 +89,7 @@ interface Rewound {
 const REWIND_CHOICES = { both: 'Code and Conversation', code: 'Code Only', conversation: 'Conversation Only' } as const;
 
 /** What a revert did, by the card's rows: the files back as they were (or already so), and those that could not be. */
-interface Reverted {
+export interface Reverted {
   reverted: string[];
   failed: { path: string; why: string }[];
 }

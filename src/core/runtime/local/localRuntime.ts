@@ -89,14 +89,10 @@ export class LocalRuntime implements Runtime {
     if (options.reviewWrites && sb?.mountWorkspace === 'readwrite' && sb.workspace) {
       const stage = (this.stage = new StagedWorkspace(sb.workspace, options.log));
       options = { ...options, sandbox: { ...sb, stage } };
-      const tracker = async () => {
-        const root = stage.merged(await stage.pid());
-        return this.changes?.root === root ? this.changes : this.track(root, stage.workspace);
-      };
       this.staged = {
-        list: async () => (await tracker()).staged(),
-        keep: async (paths) => (await tracker()).settle('keep', paths),
-        discard: async (paths) => (await tracker()).settle('discard', paths),
+        list: async () => (await this.stagedTracker(stage)).staged(),
+        keep: async (paths) => (await this.stagedTracker(stage)).settle('keep', paths),
+        discard: async (paths) => (await this.stagedTracker(stage)).settle('discard', paths),
       };
     }
     this.launcher = new GuestLauncher(options, {
@@ -253,12 +249,15 @@ export class LocalRuntime implements Runtime {
   private async changesOf(session: GuestSession): Promise<WorkspaceChanges | undefined> {
     const plan = session.guest.plan;
     if (plan.info.workspace !== 'readwrite' || !plan.workspacePath) return undefined;
-    if (plan.info.staged && this.stage) {
-      const root = this.stage.merged(await this.stage.pid());
-      return this.changes?.root === root ? this.changes : this.track(root, this.stage.workspace);
-    }
+    if (plan.info.staged && this.stage) return this.stagedTracker(this.stage);
     if (this.options.rewind === false) return undefined;
     return this.changes?.root === plan.workspacePath ? this.changes : this.track(plan.workspacePath);
+  }
+
+  /** Review mode's tracker: of the code's view of the workspace, through the stage's helper (which must be alive). */
+  private async stagedTracker(stage: StagedWorkspace): Promise<WorkspaceChanges> {
+    const root = stage.merged(await stage.pid());
+    return this.changes?.root === root ? this.changes : this.track(root, stage.workspace);
   }
 
   /** Starts tracking the changes the code makes in `root` (the one before it, if any, ends); `workspace`: review mode's. */
