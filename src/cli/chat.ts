@@ -29,7 +29,9 @@ import { awaitEarlierRun } from './earlierRun';
 import { chatPrinter } from './print';
 import { parse, UsageError } from './args';
 import { commandOptions, flagUsage, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
-import { defaultStorage, openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, sweepLeft } from './workspace';
+import { reviewStaged, STAGED_HELP, stagedChoice } from './stagedReview';
+import { terminalQuestions } from './terminalQuestions';
+import { defaultStorage, openWorkspace, reportDeclarationErrors, reviewsWrites, RUNTIME_FLAGS, runtimeFrom, sweepLeft } from './workspace';
 import { keepsCheckpoints, MODES } from '../common/runtimes';
 
 /** `codeact chat "<prompt>" --provider P --model M`, and its options: the setting flags from core/config/keys.ts. */
@@ -40,7 +42,7 @@ export const CHAT_USAGE = `${wrapUsage(
   [
     ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'],
     settingFlagsUsage('chat', ['provider', 'model']),
-    ['[--outputs DIR]', '[--trust-workspace]', '[--json]', '[--verbose]'],
+    ['[--outputs DIR]', '[--staged keep|revert]', '[--trust-workspace]', '[--json]', '[--verbose]'],
   ],
   9,
 )}
@@ -52,7 +54,7 @@ export const CHAT_USAGE = `${wrapUsage(
 
 Keys come from OPENAI_API_KEY, ANTHROPIC_API_KEY, and GEMINI_API_KEY or GOOGLE_API_KEY
 (OpenAI-compatible servers usually need none).
-${[...settingFlagsHelp('chat'), OUTPUTS_HELP].join('\n')}`;
+${[...settingFlagsHelp('chat'), OUTPUTS_HELP, STAGED_HELP].join('\n')}`;
 
 /** What `--continue` says (on stderr) after closing a turn a crash cut off, after the conversation's id. */
 export const LAST_TURN_INTERRUPTED = 'the last turn was interrupted (CodeAct ended while it ran); what completed is kept.';
@@ -142,7 +144,15 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
   // Executions are numbered through the conversation (a continued one goes on from its earlier executions).
   const earlier = conversation?.events.filter((e) => e.type === 'response.output_item.done' && e.item.type === 'code_interpreter_call').length ?? 0;
   const saver = outputSaverFrom(values.outputs, earlier + 1);
-  const runtime = await runtimeFrom(ws, { longLived: config.preload.length > 0, sessionHost: true, verbose: values.verbose });
+  // Review mode's staged writes are settled after the turn: by --staged, else at the terminal (./stagedReview).
+  const staged = stagedChoice(values.staged);
+  const questions = terminalQuestions();
+  const runtime = await runtimeFrom(ws, {
+    longLived: config.preload.length > 0,
+    sessionHost: true,
+    verbose: values.verbose,
+    reviews: !!staged || questions.interactive,
+  });
   // Kernels earlier chats left running and never continued are shut down meanwhile (awaited before exit).
   const swept = sweepLeft(store, runtime, conversation?.id);
   // A Jupyter kernel the last `codeact chat` left running is taken back by the first run (which says if it is gone).
@@ -205,6 +215,8 @@ async function chatIn(store: TranscriptStore, conversation: Conversation | undef
       onEvent: print,
     });
     const result = turn.result;
+    // What the turn's code staged (and what an earlier chat left staged), before the summary.
+    if (reviewsWrites(ws)) await reviewStaged(runtime, { choice: staged, questions, json: values.json, signal: controller.signal });
     if (!result) {
       // The provider could not be built (no key, a bad URL) or failed outright: a configuration error.
       process.stderr.write(`codeact: ${forTerminal(turn.error?.message)}\n`);

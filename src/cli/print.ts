@@ -265,7 +265,7 @@ const MAX_CHANGES_PRINTED = 20;
 /** "[3 files changed: created side.txt, changed out.csv, deleted data.csv]" lines of an execution's workspace changes. */
 function changeLines(c: FilesChanged | undefined): string[] {
   if (!c || (!c.changes.length && !c.incomplete)) return [];
-  const lines = c.changes.length ? [`[${formatChangeCount(c.changes.length)}]`] : [];
+  const lines = c.changes.length ? [`[${formatChangeCount(c.changes.length)}${c.staged ? ' · staged, not in the workspace yet' : ''}]`] : [];
   for (const ch of c.changes.slice(0, MAX_CHANGES_PRINTED))
     lines.push(`  ${describeChange(ch)}${ch.notRestorable ? ` (cannot be reverted: ${ch.notRestorable})` : ''}`);
   if (c.changes.length > MAX_CHANGES_PRINTED) lines.push(`  …[${c.changes.length - MAX_CHANGES_PRINTED} more]`);

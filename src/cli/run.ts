@@ -10,22 +10,24 @@ import { isTurnMarker, runCodeTurn } from '../core/turn/turns';
 import { OUTPUTS_HELP, outputSaverFrom, saveAndReport } from './outputs';
 import { humanPrinter, printItemResult } from './print';
 import { parse, UsageError } from './args';
+import { reviewStaged, STAGED_HELP, stagedChoice } from './stagedReview';
+import { terminalQuestions } from './terminalQuestions';
 import { commandOptions, settingFlagsHelp, settingFlagsUsage, wrapUsage } from './flags';
-import { defaultStorage, openWorkspace, reportDeclarationErrors, RUNTIME_FLAGS, runtimeFrom, sweepLeft } from './workspace';
+import { defaultStorage, openWorkspace, reportDeclarationErrors, reviewsWrites, RUNTIME_FLAGS, runtimeFrom, sweepLeft } from './workspace';
 
 /** `codeact run …` and its options, the setting flags from core/config/keys.ts (`lead`: "Usage: " or the indent). */
 export function runSynopsis(lead: string): string {
   const first = `${lead}codeact run <file.py|-> [--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]`;
   return wrapUsage(
     first,
-    [settingFlagsUsage('run'), ['[--outputs DIR]', '[--trust-workspace]', '[--json]', '[--verbose]']],
+    [settingFlagsUsage('run'), ['[--outputs DIR]', '[--staged keep|revert]', '[--trust-workspace]', '[--json]', '[--verbose]']],
     lead.length + 'codeact run '.length,
   );
 }
 
 export const RUN_OPTIONS = commandOptions('run', RUNTIME_FLAGS);
 
-export const RUN_USAGE = [runSynopsis('Usage: '), ...settingFlagsHelp('run'), OUTPUTS_HELP].join('\n');
+export const RUN_USAGE = [runSynopsis('Usage: '), ...settingFlagsHelp('run'), OUTPUTS_HELP, STAGED_HELP].join('\n');
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse({
@@ -46,7 +48,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   }
   const saver = outputSaverFrom(values.outputs);
   const ws = openWorkspace(values.workspace, { flags: values, trustOverride: values['trust-workspace'], folder: values.folder });
-  const runtime = await runtimeFrom(ws, { longLived: false, verbose: values.verbose });
+  // Review mode's staged writes are settled after the run: by --staged, else at the terminal (./stagedReview).
+  const staged = stagedChoice(values.staged);
+  const questions = terminalQuestions();
+  const runtime = await runtimeFrom(ws, { longLived: false, verbose: values.verbose, reviews: !!staged || questions.interactive });
   // Kernels `codeact chat` left running and never continued are shut down meanwhile (awaited before exit).
   const swept = sweepLeft(new TranscriptStore(defaultStorage()), runtime);
   const controller = new AbortController();
@@ -77,6 +82,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     });
     if (!values.json) printItemResult(item);
     if (saver) saveAndReport(saver, item, !!values.json);
+    if (reviewsWrites(ws)) await reviewStaged(runtime, { choice: staged, questions, json: values.json, signal: controller.signal });
     // The setup (a setting, the machine) failed, not the code: as a configuration error, exit 2.
     if (item.status !== 'completed' && item.error?.category) return 2;
     return item.status === 'completed' ? 0 : 1;

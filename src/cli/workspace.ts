@@ -44,6 +44,7 @@ export const RUNTIME_FLAGS = {
   folder: { type: 'string' },
   'trust-workspace': { type: 'boolean' },
   outputs: { type: 'string', short: 'o' },
+  staged: { type: 'string' },
   verbose: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -153,7 +154,13 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
  */
 export async function runtimeFrom(
   ws: Workspace,
-  host: { longLived: boolean; sessionHost?: boolean; verbose?: boolean },
+  host: {
+    longLived: boolean;
+    sessionHost?: boolean;
+    verbose?: boolean;
+    /** This command settles review mode's staged writes (at a terminal, or --staged); false: it could at a terminal. */
+    reviews?: boolean;
+  },
   extra: Partial<LocalRuntimeOptions> = {},
 ): Promise<Runtime> {
   // A codeact.python.path (or --python) in the folder is the folder's code: an untrusted folder's is not run.
@@ -171,11 +178,15 @@ export async function runtimeFrom(
     log: host.verbose ? logLine : () => {},
   });
   cfg.local = { ...cfg.local, ...extra };
-  // Review mode needs someone to keep or revert the staged writes: the panel does, the CLI cannot yet.
-  if (configuredRuntime(cfg.runtime).hostPaths && cfg.local?.reviewWrites && cfg.local.sandbox?.mountWorkspace === 'readwrite') {
+  // Review mode needs someone to keep or revert the staged writes (./stagedReview): before any code runs, a command
+  // that cannot says so.
+  if (reviewsWrites(ws) && host.reviews !== true) {
     throw new UsageError(
-      'codeact.sandbox.reviewWrites is on for this folder, and the CLI cannot show the staged writes for review yet: ' +
-        'run the code in VS Code, or turn review mode off (or set codeact.sandbox.mountWorkspace to "readonly") for the CLI.',
+      "codeact.sandbox.reviewWrites is on for this folder, so the code's writes to the workspace are staged for review, " +
+        (host.reviews === false
+          ? 'and stdin is not a terminal to ask about them: pass --staged keep or --staged revert, run it at a terminal, '
+          : 'and this command cannot show them for review: run the code in VS Code or with codeact run or codeact chat, ') +
+        'or turn review mode off (or set codeact.sandbox.mountWorkspace to "readonly").',
     );
   }
   try {
@@ -184,6 +195,11 @@ export async function runtimeFrom(
     if (e instanceof RuntimeConfigError) throw new UsageError(e.message);
     throw e;
   }
+}
+
+/** Review mode is on for this folder: the local runtime stages the code's writes to its readwrite workspace (./stagedReview). */
+export function reviewsWrites(ws: Workspace): boolean {
+  return !!(configuredRuntime(ws.config.runtime).hostPaths && ws.config.reviewWrites && ws.config.mountWorkspace === 'readwrite');
 }
 
 /** Where `codeact chat` keeps its conversations unless --storage says otherwise (the panel continues them from there). */

@@ -56,3 +56,27 @@ export function describeChange(c: FileChange, show: (path: string) => string = (
   if (c.kind === 'renamed' && c.from) return `renamed ${show(c.from)} → ${show(c.path)}`;
   return `${KIND_WORDS[c.kind] ?? 'changed'} ${show(c.path)}`;
 }
+
+/** Every path the changes touch (a rename's old name too): what a keep or a revert of them names. */
+export function changePaths(changes: readonly FileChange[]): string[] {
+  return [...new Set(changes.flatMap((c) => (c.from ? [c.from, c.path] : [c.path])))];
+}
+
+/** What a revert or a keep did, by the changes' rows: the files done (or already so), and those that could not be, with why. */
+export interface SettledRows {
+  reverted: string[];
+  failed: { path: string; why: string }[];
+}
+
+/** {@link SettledRows} from a runtime's outcome (a rename's row is its new name: a failure of its old one is the row's too). */
+export function settledRows(changes: readonly FileChange[], done: { failed: readonly { path: string; why: string }[] }): SettledRows {
+  const failedWhy = new Map(done.failed.map((f) => [f.path, f.why]));
+  const failed: SettledRows['failed'] = [];
+  const reverted: string[] = [];
+  for (const c of changes) {
+    const why = failedWhy.get(c.path) ?? (c.from !== undefined ? failedWhy.get(c.from) : undefined);
+    if (why !== undefined) failed.push({ path: c.path, why });
+    else reverted.push(c.path);
+  }
+  return { reverted, failed };
+}

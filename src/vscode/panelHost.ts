@@ -11,6 +11,7 @@ import { createEventBatcher, timerScheduler, type EventBatcher, type FrameSchedu
 import { parseWebviewMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type HostCommand, type HostState, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { forDisplay } from '../common/untrusted';
+import type { SettledRows } from '../common/rewind';
 import {
   branchTitle,
   conversationRewindNote,
@@ -28,7 +29,7 @@ import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
 import { StatePosts } from './hostStateCache';
 import type { CodeActNotebookKernel } from './notebook/kernel';
 import type { PanelHostApis } from './panelHost.apis';
-import { FileGoneError, type PanelOutputs, type Reverted } from './panelOutputs';
+import { FileGoneError, type PanelOutputs } from './panelOutputs';
 import { MANAGE_TRUST, untrustedMessage } from './untrusted';
 
 /** What a page's host reaches: the controller, the notebook kernel, the output actions, VS Code, and the page. */
@@ -125,13 +126,16 @@ export class PanelHost {
   }
 
   /** Tells the card what a Revert or Keep did, and the person how many files it did it to (the rows say which and why: file names are the code's). */
-  private settled(itemId: string, done: Reverted | undefined, verb: 'revert' | 'keep') {
+  private settled(itemId: string, done: SettledRows | undefined, verb: 'revert' | 'keep') {
     if (!done) return;
     this.post({ type: 'changes.reverted', itemId, ...done, ...(verb === 'keep' ? { kept: true } : {}) });
     const files = (k: number) => `${k} file${k === 1 ? '' : 's'}`;
     const [did, where, could] = verb === 'keep' ? ['Kept', ' in the workspace', 'kept'] : ['Reverted', ' to before the execution', 'reverted'];
     if (done.failed.length)
-      this.notice('warning', `${did} ${files(done.reverted.length)}${verb === 'keep' ? where : ''}; ${files(done.failed.length)} could not be ${could}: the card says why.`);
+      this.notice(
+        'warning',
+        `${did} ${files(done.reverted.length)}${verb === 'keep' ? where : ''}; ${files(done.failed.length)} could not be ${could}: the card says why.`,
+      );
     else this.notice('info', `${did} ${files(done.reverted.length)}${where}.`);
   }
 

@@ -15,10 +15,10 @@ import { checkImagePixels, DEFAULT_MAX_IMAGE_PIXELS, imageHeader } from '../comm
 import { imageTypeName, isBinary, isRaster, MIME_TYPES, type PanelImageMime } from '../common/mimeTypes';
 import type { ImageMessage, LocalFileMessage } from '../common/outputMessages';
 import { writeFileAtomic } from '../core/util/atomicFile';
-import { describeChange, type FileChange, type FilesChanged } from '../common/rewind';
+import { changePaths, describeChange, settledRows, type FileChange, type FilesChanged, type SettledRows } from '../common/rewind';
 import { forDisplay } from '../common/untrusted';
 import { blobPath } from '../core/runtime/rewind/fileStore';
-import type { RevertOutcome, RewindOutcome, Runtime } from '../core/runtime/types';
+import type { RewindOutcome, Runtime } from '../core/runtime/types';
 import { rewindNote, rewoundLines } from '../core/agent/rewindNote';
 import { isMessage } from '../core/agent/conversationRewind';
 import { clip } from '../common/format';
@@ -87,12 +87,6 @@ interface Rewound {
 
 /** The rewind dialog's choices (issue 35: code and conversation, code only, conversation only). */
 const REWIND_CHOICES = { both: 'Code and Conversation', code: 'Code Only', conversation: 'Conversation Only' } as const;
-
-/** What a revert did, by the card's rows: the files back as they were (or already so), and those that could not be. */
-export interface Reverted {
-  reverted: string[];
-  failed: { path: string; why: string }[];
-}
 
 /** Largest earlier version of a file the diff view shows (bigger ones say so). */
 const MAX_BEFORE_BYTES = 8 * 1024 * 1024;
@@ -237,7 +231,7 @@ export class PanelOutputs {
    * The card's Revert: after the person confirms, the files (`paths` of the execution's changeset, or all) go back
    * as they were before it ran, in the runtime that kept them. Resolves with what was done (undefined: not confirmed).
    */
-  async revertChanges(m: { itemId: string; paths?: string[] }): Promise<Reverted | undefined> {
+  async revertChanges(m: { itemId: string; paths?: string[] }): Promise<SettledRows | undefined> {
     const { item, named } = this.changesNamed(m);
     // A change whose earlier content was not kept is left as it is (its row says so).
     const chosen = named.filter((c) => !c.notRestorable);
@@ -251,14 +245,14 @@ export class PanelOutputs {
       'Revert',
     );
     if (!ok) return undefined;
-    return byRows(chosen, await runtime.revertChanges(m.itemId, pathsOf(chosen)));
+    return settledRows(chosen, await runtime.revertChanges(m.itemId, changePaths(chosen)));
   }
 
   /**
    * Review mode's Keep: after the person confirms, the staged changes (`paths` of the execution's changeset, or all)
    * go into the workspace as the code's view has them now. Resolves with what was done (undefined: not confirmed).
    */
-  async keepChanges(m: { itemId: string; paths?: string[] }): Promise<Reverted | undefined> {
+  async keepChanges(m: { itemId: string; paths?: string[] }): Promise<SettledRows | undefined> {
     const { item, named } = this.changesNamed(m);
     if (!item.changes?.staged) throw new Error('Those changes were not staged: they are in the workspace already.');
     const runtime = this.deps.runtimeOf?.(item.session?.id);
@@ -273,7 +267,7 @@ export class PanelOutputs {
       'Keep',
     );
     if (!ok) return undefined;
-    return byRows(named, await runtime.staged.keep(pathsOf(named)));
+    return settledRows(named, await runtime.staged.keep(changePaths(named)));
   }
 
   /** Redo points given to the page, by the card that got each (the page may name one back only from that card). */
@@ -366,20 +360,4 @@ function listOf(changes: readonly FileChange[]): string {
   const listed = changes.slice(0, 10).map((c) => `• ${forDisplay(describeChange(c), { line: true })}`);
   if (changes.length > 10) listed.push(`• …and ${changes.length - 10} more`);
   return listed.join('\n');
-}
-
-/** Every path the changes touch (a rename's old name too). */
-const pathsOf = (changes: readonly FileChange[]): string[] => [...new Set(changes.flatMap((c) => (c.from ? [c.from, c.path] : [c.path])))];
-
-/** What a revert or a keep did, by the card's rows (a rename's row is its new name: a failure of its old one is the row's too). */
-function byRows(changes: readonly FileChange[], done: RevertOutcome): Reverted {
-  const failedWhy = new Map(done.failed.map((f) => [f.path, f.why]));
-  const failed: Reverted['failed'] = [];
-  const reverted: string[] = [];
-  for (const c of changes) {
-    const why = failedWhy.get(c.path) ?? (c.from !== undefined ? failedWhy.get(c.from) : undefined);
-    if (why !== undefined) failed.push({ path: c.path, why });
-    else reverted.push(c.path);
-  }
-  return { reverted, failed };
 }

@@ -50,13 +50,16 @@ describe('codeact CLI: folder trust and the one settings policy', function () {
   const cli = (args: string[], input = '', env: Record<string, string> = {}) =>
     runCli(args, { CODEACT_HOME: home, CODEACT_TRUST_WORKSPACE: '', ...env }, input);
 
-  it('refuses to run a trusted folder with review mode on (the CLI cannot show the staged writes yet), saying what to do; nothing is written', async () => {
+  it('refuses to run a trusted folder with review mode on when no one can review the staged writes (no terminal, no --staged), saying what to do; nothing is written', async () => {
     const dir = folder({ 'codeact.sandbox.mountWorkspace': 'readwrite', 'codeact.sandbox.reviewWrites': true });
     dirs.push(dir);
     assert.equal((await cli(['trust', dir])).code, 0);
     const r = await cli(['run', '-', '--workspace', dir], 'open("x.txt", "w").write("1")\nreturn 1');
     assert.equal(r.code, 2, r.stderr);
-    assert.match(r.stderr, /codeact\.sandbox\.reviewWrites is on for this folder, and the CLI cannot show the staged writes for review yet/);
+    assert.match(
+      r.stderr,
+      /codeact\.sandbox\.reviewWrites is on for this folder, .*and stdin is not a terminal to ask about them: pass --staged keep or --staged revert/,
+    );
     assert.ok(!existsSync(path.join(dir, 'x.txt')), 'no code ran');
   });
 

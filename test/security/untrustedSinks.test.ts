@@ -132,12 +132,18 @@ const KNOWN: Record<string, string> = {
   'src/cli/print.ts: JSON.stringify(args.get(e.call_id) ?? {})': 'resolved by name only: the arguments are shown through shown() (forTerminal)',
   'src/cli/print.ts: new TerminalStream({ plain: true })': "resolved by name only: the model's text stream is a TerminalStream",
   'src/cli/print.ts: compactedLine(e)': "CodeAct's wording of token counts",
-  "src/cli/chat.ts: wrapUsage( `Usage: ${CHAT_SYNOPSIS}`, [ ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'], settingFlagsUsage('chat', ['provider', 'model']), ['[--outputs DIR]', '[--trust-workspace]', '[--json]', '[--verbose]'], ], 9, )":
+  "src/cli/chat.ts: wrapUsage( `Usage: ${CHAT_SYNOPSIS}`, [ ['[--workspace DIR|FILE.code-workspace [--folder NAME|PATH]]', '[--continue SESSION]', '[--storage DIR]'], settingFlagsUsage('chat', ['provider', 'model']), ['[--outputs DIR]', '[--staged keep|revert]', '[--trust-workspace]', '[--json]', '[--verbose]'], ], 9, )":
     "CodeAct's usage text, its setting flags from core/config/keys.ts (SETTING_FLAGS)",
-  "src/cli/chat.ts: [...settingFlagsHelp('chat'), OUTPUTS_HELP].join('\\n')": "CodeAct's help lines, from core/config/keys.ts (SETTING_FLAGS)",
+  "src/cli/chat.ts: [...settingFlagsHelp('chat'), OUTPUTS_HELP, STAGED_HELP].join('\\n')": "CodeAct's help lines, from core/config/keys.ts (SETTING_FLAGS)",
   "src/cli/main.ts: runSynopsis(' ')": "CodeAct's usage text, its setting flags from core/config/keys.ts (SETTING_FLAGS)",
-  "src/cli/run.ts: [runSynopsis('Usage: '), ...settingFlagsHelp('run'), OUTPUTS_HELP].join('\\n')":
+  "src/cli/run.ts: [runSynopsis('Usage: '), ...settingFlagsHelp('run'), OUTPUTS_HELP, STAGED_HELP].join('\\n')":
     "CodeAct's usage text and help lines, from core/config/keys.ts (SETTING_FLAGS)",
+  'src/cli/stagedReview.ts: text':
+    "a sink wrapper's parameter (err): its callers pass CodeAct's lines, the code's paths and reasons through shown() (forTerminal)",
+  'src/cli/stagedReview.ts: c': 'resolved by name only: a change is shown through line(), describeChange with shown() (forTerminal) on its paths',
+  'src/cli/stagedReview.ts: line(c)': 'describeChange with shown() (forTerminal) on the paths',
+  'src/cli/stagedReview.ts: q': 'resolved by name only: the question (Asking), not text',
+  "src/cli/stagedReview.ts: JSON.stringify({ type: 'codeact.staged', ...out })": '--json: machine output, the paths as they are (README: scripts read it)',
   'src/cli/run.ts: JSON.stringify(e)': '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/tools.ts: JSON.stringify({ workspace: ws.dir, trusted: ws.trust.trusted, tools: sorted.map((t) => ({ name: t.name, description: t.description, source: t.source, approval: t.approval, expose: t.expose, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null, })), errors, })':
     '--json: machine output, the events as they are (README: scripts read it)',
