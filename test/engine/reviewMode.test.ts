@@ -181,6 +181,48 @@ describe('review mode: the code’s writes are staged until kept (real bubblewra
     }
   });
 
+  it('files larger than the rewind store keeps are kept and reverted straight from the other side, byte for byte', async function () {
+    if (noBwrap) this.skip();
+    const ws = workspace();
+    const MB = 1 << 20;
+    // The workspace's own large file, which the code changes.
+    const before = Buffer.alloc(2 * MB, 7);
+    writeFileSync(path.join(ws, 'large.bin'), before);
+    const rt = new LocalRuntime({
+      sandbox: { kind: 'bubblewrap', mountWorkspace: 'readwrite', workspace: ws },
+      reviewWrites: true,
+      rewind: { maxFileBytes: MB },
+    });
+    try {
+      const code = [
+        'import os, random',
+        `os.chdir(${JSON.stringify(ws)})`,
+        'random.seed(3)',
+        'open("big.bin", "wb").write(random.randbytes(3 << 20))',
+        'open("large.bin", "ab").write(b"more")',
+        'return os.path.getsize("big.bin")',
+      ].join('\n');
+      const item = await rt.execute({ code, sessionId: 's1', timeoutMs: 60_000 });
+      assert.ok(!item.error, JSON.stringify(item.error));
+      assert.equal(item.value, 3 * MB);
+      const listed = await rt.staged!.list();
+      assert.deepEqual(lines(listed.changes), ['changed large.bin', 'created big.bin']);
+      const view = readFileSync(path.join(listed.root, 'big.bin'));
+      const kept = await rt.staged!.keep(['big.bin']);
+      assert.deepEqual(kept, { written: ['big.bin'], removed: [], failed: [] });
+      assert.ok(readFileSync(path.join(ws, 'big.bin')).equals(view), 'the kept file has the bytes the code wrote');
+      assert.equal(view.length, 3 * MB);
+      const discarded = await rt.staged!.discard(['large.bin']);
+      assert.deepEqual(discarded, { written: ['large.bin'], removed: [], failed: [] });
+      const again = await rt.execute({ code: `return os.path.getsize(${JSON.stringify(path.join(ws, 'large.bin'))})`, sessionId: 's1', timeoutMs: 60_000 });
+      assert.equal(again.value, 2 * MB, "the code sees the workspace's file again");
+      assert.ok(readFileSync(path.join(ws, 'large.bin')).equals(before), "the workspace's file is untouched");
+      assert.deepEqual((await rt.staged!.list()).changes, []);
+    } finally {
+      await rt.dispose();
+    }
+  });
+
   it('once its helper ends, no code runs (its writes would reach the workspace unreviewed), and the workspace is untouched', async function () {
     if (noBwrap) this.skip();
     const ws = workspace();

@@ -115,7 +115,8 @@ function lstatOrNull(p: string): Promise<BigIntStats | null> {
 const code = (e: unknown): string => (e as NodeJS.ErrnoException)?.code ?? String(e);
 const formatBytes = (n: number): string => (n >= 1 << 20 ? `${Math.round(n / (1 << 20))} MB` : `${n} bytes`);
 
-function sameKey(a: FileEntry, b: FileEntry): boolean {
+/** The same file, unchanged: its inode, size, times and mode as before. */
+export function sameKey(a: FileEntry, b: FileEntry): boolean {
   return a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs && a.mode === b.mode;
 }
 
@@ -285,8 +286,12 @@ export class FileStore {
     }
   }
 
-  /** Makes `paths` under root what `to` says, touching nothing else. Never throws for one path: it is in `failed`. */
-  async restore(root: string, to: Manifest, paths: readonly string[]): Promise<RestoreOutcome> {
+  /**
+   * Makes `paths` under root what `to` says, touching nothing else. Never throws for one path: it is in `failed`.
+   * `source`: where a file the store holds no copy of (too large, the store full) is copied from instead, if it is
+   * still the one `to` lists (review mode: the code's view, or the workspace).
+   */
+  async restore(root: string, to: Manifest, paths: readonly string[], source?: string): Promise<RestoreOutcome> {
     const res: RestoreOutcome = { written: [], removed: [], failed: [] };
     const kept = new Set<string>();
     for (const p of Object.keys(to.files)) for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) kept.add(p.slice(0, i));
@@ -296,7 +301,9 @@ export class FileStore {
     if (typeof top === 'string') return { ...res, failed: paths.map((p) => ({ path: p, why: `the folder ${root} could not be opened (${top})` })) };
     try {
       await eachLimit([...new Set(paths)], PARALLEL, async (rel) => {
-        const did = await this.restoreOne(top, rel, entryOf(to.files, rel), kept).catch((e: unknown) => ({ why: `it could not be restored (${code(e)})` }));
+        const did = await this.restoreOne(top, rel, entryOf(to.files, rel), kept, source).catch((e: unknown) => ({
+          why: `it could not be restored (${code(e)})`,
+        }));
         if (did === 'written') res.written.push(rel);
         else if (did === 'removed') res.removed.push(rel);
         else if (did !== 'same') res.failed.push({ path: rel, why: did.why });
@@ -309,13 +316,63 @@ export class FileStore {
     return res;
   }
 
-  private async restoreOne(top: Dir, rel: string, want: FileEntry | undefined, kept: Set<string>): Promise<'written' | 'removed' | 'same' | { why: string }> {
+  private async restoreOne(
+    top: Dir,
+    rel: string,
+    want: FileEntry | undefined,
+    kept: Set<string>,
+    source?: string,
+  ): Promise<'written' | 'removed' | 'same' | { why: string }> {
     const parts = rel.split('/');
     if (path.isAbsolute(rel) || rel.includes('\0') || rel.includes('\\') || parts.some((s) => s === '' || s === '.' || s === '..'))
       return { why: 'not a plain relative path' };
-    if (want && want.digest === null) return { why: want.why ?? 'its content was not kept' };
+    // Not in the store (too large, the store full): from `source` itself, when given and it is still the file listed.
+    const direct = want && want.digest === null && source ? await this.openUnder(source, parts) : null;
+    if (direct && !sameKey(keyOf(await direct.stat({ bigint: true })), want!)) {
+      await direct.close();
+      return { why: 'it changed since it was listed: look at the changes again' };
+    }
+    if (want && want.digest === null && !direct) return { why: want.why ?? 'its content was not kept' };
     const blob = want?.digest && DIGEST.test(want.digest) ? this.blobPath(want.digest) : null;
-    if (want && !(blob && (await exists(blob)))) return { why: 'its content is no longer in the rewind store' };
+    if (want && !direct && !(blob && (await exists(blob)))) return { why: 'its content is no longer in the rewind store' };
+    try {
+      return await this.restoreInto(top, parts, want, kept, direct ?? blob);
+    } finally {
+      await direct?.close();
+    }
+  }
+
+  /** Opens `parts` under `root` to read, following no link on the way (its folders, nor itself); null when it is not there so. */
+  private async openUnder(root: string, parts: string[]): Promise<fsp.FileHandle | null> {
+    if (!(await hasProcFd())) return null; // the walk could not be made safe
+    const chain: Dir[] = [];
+    try {
+      chain.push(await openDir(root, root, true));
+      for (const part of parts.slice(0, -1)) {
+        const d = chain[chain.length - 1];
+        const lst = await lstatOrNull(at(d, part));
+        if (!lst?.isDirectory()) return null;
+        chain.push(await openDir(at(d, part), path.join(d.path, part), true, lst));
+      }
+      const fh = await fsp.open(at(chain[chain.length - 1], parts[parts.length - 1]), READ_FLAGS);
+      if ((await fh.stat()).isFile()) return fh;
+      await fh.close();
+      return null;
+    } catch {
+      return null;
+    } finally {
+      for (const d of chain) await closeDir(d);
+    }
+  }
+
+  /** `restoreOne` past its checks: the file written from `from` (a blob's path, or an open file), or removed. */
+  private async restoreInto(
+    top: Dir,
+    parts: string[],
+    want: FileEntry | undefined,
+    kept: Set<string>,
+    from: string | fsp.FileHandle | null,
+  ): Promise<'written' | 'removed' | 'same' | { why: string }> {
     const chain: Dir[] = [top];
     try {
       for (let i = 0; i < parts.length - 1; i++) {
@@ -345,7 +402,7 @@ export class FileStore {
       }
       if (now?.isDirectory()) return { why: 'a folder is there now' };
       if (now && sameKey(keyOf(now), want)) return 'same';
-      return (await this.writeFrom(blob!, d, name, want)) ?? 'written';
+      return (await this.writeFrom(from!, d, name, want)) ?? 'written';
     } finally {
       for (const d of chain.slice(1)) await closeDir(d);
     }
@@ -360,15 +417,21 @@ export class FileStore {
     }
   }
 
-  /** Writes the blob into a new temporary file beside `name`, with the recorded mode and mtime, then renames it over. */
-  private async writeFrom(blob: string, d: Dir, name: string, want: FileEntry): Promise<{ why: string } | null> {
+  /**
+   * Writes the blob (or the open file `from`, checked unchanged after the copy) into a new temporary file beside
+   * `name`, with the recorded mode and mtime, then renames it over.
+   */
+  private async writeFrom(from: string | fsp.FileHandle, d: Dir, name: string, want: FileEntry): Promise<{ why: string } | null> {
     const tmpName = `.codeact-restore-${randomBytes(6).toString('hex')}`; // not the file's name: a long one would not fit
-    const src = await fsp.open(blob, READ_FLAGS);
+    const src = typeof from === 'string' ? await fsp.open(from, READ_FLAGS) : from;
     let ok = false;
     try {
       const out = await fsp.open(at(d, tmpName), NEW_FLAGS, 0o600);
       try {
-        if ((await hashCopy(src, out, Infinity, want.size))?.digest !== want.digest) return { why: 'the kept copy is damaged' };
+        const got = await hashCopy(src, out, Infinity, want.size);
+        if (typeof from !== 'string') {
+          if (got?.total !== want.size || !sameKey(keyOf(await src.stat({ bigint: true })), want)) return { why: 'it changed while it was being copied' };
+        } else if (got?.digest !== want.digest) return { why: 'the kept copy is damaged' };
         await out.chmod(want.mode & 0o1777); // no setuid/setgid bits
         const mtime = Number(BigInt(want.mtimeNs) / 1000n) / 1e6;
         await out.utimes(mtime, mtime);
@@ -380,7 +443,7 @@ export class FileStore {
       ok = true;
       return null;
     } finally {
-      await src.close();
+      if (typeof from === 'string') await src.close();
       if (!ok) await fsp.unlink(at(d, tmpName)).catch(() => undefined);
     }
   }

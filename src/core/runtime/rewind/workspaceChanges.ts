@@ -20,7 +20,7 @@ import { removeTree } from '../local/workdirCleanup';
 import { PROTECTED_NAMES } from '../local/workspaceMount';
 import { DEFAULT_REWIND_BUDGETS } from '../types';
 import { diffManifests } from './changeset';
-import { entryOf, FileStore, type FileEntry, type Manifest, type StoreBudgets } from './fileStore';
+import { entryOf, FileStore, sameKey, type FileEntry, type Manifest, type StoreBudgets } from './fileStore';
 
 /** Executions whose changes can be reverted (the newest; an older one says it is too old). */
 const MAX_REVERTIBLE = 200;
@@ -41,6 +41,11 @@ export class WorkspaceChanges {
 
   /** Review mode: the workspace itself, as last scanned (what Keep copies into, what Discard puts back). */
   private real: Manifest | undefined;
+  /**
+   * Review mode: files copied across whole by Keep or Discard (too large for the store, so never hashed), by path:
+   * both sides' keys right after. While both stay so, they hold the same bytes, and are not a staged change.
+   */
+  private readonly copiedAcross = new Map<string, { real: FileEntry; view: FileEntry }>();
 
   constructor(
     /** The folder the code writes, on this machine: the workspace, or in review mode the code's view of it (../local/stagedWorkspace). */
@@ -219,7 +224,14 @@ export class WorkspaceChanges {
     const view = (this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES));
     const real = (this.real = await this.store.scan(this.workspace, this.real, PROTECTED_NAMES));
     const incomplete = view.incomplete ?? real.incomplete;
-    return { changes: diffManifests(real, view), real, view, ...(incomplete ? { incomplete } : {}) };
+    const same = (p: string) => {
+      const k = this.copiedAcross.get(p);
+      const r = entryOf(real.files, p);
+      const v = entryOf(view.files, p);
+      return !!(k && r && v && sameKey(k.real, r) && sameKey(k.view, v));
+    };
+    const changes = diffManifests(real, view).filter((c) => c.kind !== 'changed' || !same(c.path));
+    return { changes, real, view, ...(incomplete ? { incomplete } : {}) };
   }
 
   /**
@@ -247,15 +259,22 @@ export class WorkspaceChanges {
         const e = entryOf(from.files, p);
         if (e) to.files[p] = e;
       }
+      // A file too large for the store is copied straight from the other side.
       const done = await this.store.restore(
         into,
         to,
         targets.filter((p) => !refused.includes(p)),
+        how === 'keep' ? this.root : this.workspace,
       );
       for (const p of refused)
         done.failed.push({ path: p, why: 'a declared tool runs it on the host, so it is not kept from the code: read it and copy it yourself' });
       if (how === 'keep') this.real = await this.store.scan(this.workspace!, this.real, PROTECTED_NAMES);
       else this.last = await this.store.scan(this.root, this.last, PROTECTED_NAMES);
+      for (const p of done.written) {
+        const r = entryOf(this.real!.files, p);
+        const v = entryOf(this.last!.files, p);
+        if (entryOf(from.files, p)?.digest === null && r && v) this.copiedAcross.set(p, { real: r, view: v });
+      }
       this.log?.(
         `review mode: ${how === 'keep' ? 'kept' : 'discarded'} ${done.written.length + done.removed.length} of ${targets.length} staged files, ${done.failed.length} failed`,
       );
