@@ -8,6 +8,7 @@
  *   codeact mcp serve | list | sign-out URL|--all
  *   codeact acp [--provider P] [--model M] [options]   (an ACP agent on stdio)
  *   codeact sessions [--json] | end ID|--all
+ *   codeact review [PATH...] [--staged keep|revert]   (review mode's staged writes)
  *
  * Exit codes: 0 success, 1 the code (or the model) failed or timed out, 2 usage or configuration errors.
  */
@@ -22,6 +23,7 @@ import { runCommand, runSynopsis } from './run';
 import { toolsCommand } from './tools';
 import { trustCommand } from './trust';
 import { sessionsCommand } from './sessions';
+import { reviewCommand } from './review';
 import { UsageError } from './args';
 
 const USAGE = `Usage:
@@ -33,6 +35,7 @@ ${runSynopsis('  ')}
   codeact mcp list | codeact mcp sign-out URL|--all
   ${ACP_SYNOPSIS}   (CodeAct as an ACP agent on stdio, for editors)
   codeact sessions [--json] | codeact sessions end ID|--all
+  codeact review [PATH...] [--workspace DIR] [--staged keep|revert] [--json]   (review mode's staged writes)
   codeact --help | --version
 
 A folder's .vscode/settings.json is obeyed in full only once the folder is trusted (codeact trust);
@@ -60,6 +63,8 @@ export async function main(argv: string[]): Promise<number> {
         return await acpCommand(rest);
       case 'sessions':
         return await sessionsCommand(rest);
+      case 'review':
+        return await reviewCommand(rest);
       case '--version':
       case '-v':
         process.stdout.write(`${CODEACT_VERSION}\n`);

@@ -5,8 +5,9 @@
  * stderr and settled:
  * - `--staged keep` or `--staged revert` settles all of it without asking (no terminal needed);
  * - else, at a terminal, the person keeps all of it (k), reverts all of it (r) or answers file by file (o). Where
- *   the session outlives the command (a session host: `codeact chat`), Enter leaves it staged, and the next
- *   command in the folder lists it again; elsewhere the staged writes end with the command, so Enter asks again.
+ *   the session outlives the command (a session host: `codeact chat`, `codeact review`), Enter leaves it staged,
+ *   and `codeact review` or the next chat in the folder lists it again; elsewhere the staged writes end with the
+ *   command, so Enter asks again.
  * A command that can do neither refuses to run before any code does (./workspace.ts `runtimeFrom`).
  * The paths are the code's: printed through the terminal sanitiser.
  */
@@ -49,7 +50,16 @@ const line = (c: FileChange) => describeChange(c, (p) => shown(p, { line: true }
  */
 export async function reviewStaged(
   runtime: Runtime,
-  o: { choice?: StagedChoice; questions: TerminalQuestions; json?: boolean; signal?: AbortSignal },
+  o: {
+    choice?: StagedChoice;
+    questions: TerminalQuestions;
+    json?: boolean;
+    signal?: AbortSignal;
+    /** List them and leave them staged (`codeact review` with no one to ask). */
+    listOnly?: boolean;
+    /** Only these files (as listed; a rename by either name). */
+    paths?: readonly string[];
+  },
 ): Promise<StagedReview | undefined> {
   const staged = runtime.staged;
   if (!staged) return undefined;
@@ -61,6 +71,12 @@ export async function reviewStaged(
     err(`codeact: the staged writes could not be listed: ${shown((e as Error).message, { line: true })}`);
     return undefined;
   }
+  if (o.paths) {
+    const asked = new Set(o.paths);
+    const unknown = o.paths.filter((p) => !changes.some((c) => c.path === p || c.from === p));
+    if (unknown.length) err(`Not staged: ${unknown.map((p) => shown(p, { line: true })).join(', ')}`);
+    changes = changes.filter((c) => asked.has(c.path) || (c.from !== undefined && asked.has(c.from)));
+  }
   if (!changes.length) return undefined;
   const canLeave = !!runtime.sessions.outlivesClient;
   const listed = changes.slice(0, MAX_LISTED).map((c) => `  ${line(c)}`);
@@ -70,7 +86,7 @@ export async function reviewStaged(
   let keep: FileChange[] = [];
   let revert: FileChange[] = [];
   if (o.choice) (o.choice === 'keep' ? keep : revert).push(...changes);
-  else {
+  else if (!o.listOnly) {
     const answer = await o.questions.ask(
       o.signal,
       () => null,
@@ -104,8 +120,8 @@ export async function reviewStaged(
   if (out.left.length)
     err(
       canLeave
-        ? `${files(out.left.length)} left staged: the code still sees ${out.left.length === 1 ? 'it' : 'them'}, the workspace does not; the next codeact chat in this folder asks again.`
-        : `${files(out.left.length)} not kept: ${out.left.length === 1 ? 'it' : 'they'} never reached the workspace, and ended with this run.`,
+        ? `${files(out.left.length)} left staged: the code still sees ${out.left.length === 1 ? 'it' : 'them'}, the workspace does not; codeact review (or the next codeact chat in this folder) asks again.`
+        : `${files(out.left.length)} not kept: ${out.left.length === 1 ? 'it' : 'they'} never reached the workspace, and ended with this command.`,
     );
   if (o.json) process.stdout.write(JSON.stringify({ type: 'codeact.staged', ...out }) + '\n');
   return out;

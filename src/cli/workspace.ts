@@ -15,7 +15,7 @@ import { folderTrust, type TrustState } from '../core/config/folderTrust';
 import { describeIgnored, resolveEngineConfig, WORKSPACE_FILE_UNTRUSTED, type EngineConfig, type Ignored } from '../core/config/resolve';
 import { isCodeWorkspaceFile, pickWorkspaceFolder, readCodeWorkspace } from '../core/config/codeWorkspace';
 import { cliSettingsReader, readUserSettings, readWorkspaceSettings, settingsPath } from '../core/config/workspaceFile';
-import { RuntimeConfigError } from '../core/runtime/factory';
+import { RuntimeConfigError, type RuntimeConfig } from '../core/runtime/factory';
 import type { LocalRuntimeOptions } from '../core/runtime/local/localRuntime';
 import { resolvePythonEnv } from '../core/runtime/local/pythonEnv';
 import type { Runtime } from '../core/runtime/types';
@@ -23,7 +23,7 @@ import { formatDeclarationError, type ToolSet } from '../core/gateway/toolSet';
 import { forTerminal } from '../common/untrusted';
 import { configuredRuntime } from '../common/runtimes';
 import { logLine, warn } from './print';
-import { openRuntime } from '../core/sessionHost/launch';
+import { hostRunning, openRuntime } from '../core/sessionHost/launch';
 import { UsageError } from './args';
 import { flagFor, flagSettings } from './flags';
 
@@ -152,17 +152,38 @@ export function reportDeclarationErrors(toolSet: ToolSet): void {
  * (codeact chat) and codeact.session.host "auto", a runtime whose sessions can live in a session host
  * attaches to this folder's host, starting it when none runs (core/config/engine.ts `sessionHostChoice`).
  */
-export async function runtimeFrom(
-  ws: Workspace,
-  host: {
-    longLived: boolean;
-    sessionHost?: boolean;
-    verbose?: boolean;
-    /** This command settles review mode's staged writes (at a terminal, or --staged); false: it could at a terminal. */
-    reviews?: boolean;
-  },
-  extra: Partial<LocalRuntimeOptions> = {},
-): Promise<Runtime> {
+export async function runtimeFrom(ws: Workspace, host: RuntimeHostFlags, extra: Partial<LocalRuntimeOptions> = {}): Promise<Runtime> {
+  return opened(() => openRuntime(runtimeConfigFor(ws, host, extra)));
+}
+
+/** The runtime of this folder's session host when one runs (`codeact review`: none is started), else undefined. */
+export async function liveHostRuntime(ws: Workspace, verbose?: boolean): Promise<Runtime | undefined> {
+  return opened(async () => {
+    const cfg = runtimeConfigFor(ws, { longLived: false, sessionHost: true, verbose, reviews: true }, {});
+    return hostRunning(cfg) ? openRuntime(cfg) : undefined;
+  });
+}
+
+/** A runtime config the settings make that cannot work is a usage error (exit 2). */
+async function opened<T>(open: () => Promise<T>): Promise<T> {
+  try {
+    return await open();
+  } catch (e) {
+    if (e instanceof RuntimeConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+}
+
+interface RuntimeHostFlags {
+  longLived: boolean;
+  sessionHost?: boolean;
+  verbose?: boolean;
+  /** This command settles review mode's staged writes (at a terminal, or --staged); false: it could at a terminal. */
+  reviews?: boolean;
+}
+
+/** The runtime config of {@link runtimeFrom}, refused (UsageError) when review mode is on and no one can review. */
+function runtimeConfigFor(ws: Workspace, host: RuntimeHostFlags, extra: Partial<LocalRuntimeOptions>): RuntimeConfig {
   // A codeact.python.path (or --python) in the folder is the folder's code: an untrusted folder's is not run.
   const env = resolvePythonEnv({ folder: ws.dir, setting: ws.config.python, trusted: ws.trust.trusted });
   if (ws.config.python && env.source === 'system' && !extra.python)
@@ -189,12 +210,7 @@ export async function runtimeFrom(
         'or turn review mode off (or set codeact.sandbox.mountWorkspace to "readonly").',
     );
   }
-  try {
-    return await openRuntime(cfg);
-  } catch (e) {
-    if (e instanceof RuntimeConfigError) throw new UsageError(e.message);
-    throw e;
-  }
+  return cfg;
 }
 
 /** Review mode is on for this folder: the local runtime stages the code's writes to its readwrite workspace (./stagedReview). */

@@ -33,9 +33,12 @@ export interface FilesChanged {
   incomplete?: string;
   /** Review mode: these changes are staged in the code's view (`root`), not in the workspace until kept. */
   staged?: boolean;
+  /** Review mode's list of everything staged (`Runtime.staged.list`): the workspace folder they would reach. */
+  workspace?: string;
 }
 
-const KIND_WORDS: Record<FileChange['kind'], string> = {
+/** A change's kind in words: "created", "mode changed"… */
+export const CHANGE_KIND_WORDS: Record<FileChange['kind'], string> = {
   created: 'created',
   changed: 'changed',
   deleted: 'deleted',
@@ -54,7 +57,7 @@ export function formatChangeCount(n: number): string {
  */
 export function describeChange(c: FileChange, show: (path: string) => string = (p) => p): string {
   if (c.kind === 'renamed' && c.from) return `renamed ${show(c.from)} → ${show(c.path)}`;
-  return `${KIND_WORDS[c.kind] ?? 'changed'} ${show(c.path)}`;
+  return `${CHANGE_KIND_WORDS[c.kind] ?? 'changed'} ${show(c.path)}`;
 }
 
 /** Every path the changes touch (a rename's old name too): what a keep or a revert of them names. */

@@ -11,6 +11,7 @@ import type { CodeActController } from './controller';
 import type { CodeActNotebookKernel } from './notebook/kernel';
 import { PanelHost } from './panelHost';
 import { vscodePanelHostApis } from './panelHost.apis';
+import type { StagedSettled } from './stagedReview';
 import { buildWebviewHtml, createNonce } from './webviewHtml';
 
 export const VIEW_ID = 'codeact.chat';
@@ -49,6 +50,10 @@ class PanelController implements vscode.Disposable {
 
   setInput(text: string, send = false): void {
     this.host.setInput(text, send);
+  }
+
+  stagedSettled(e: StagedSettled): void {
+    this.host.stagedSettled(e);
   }
 
   dispose(): void {
@@ -130,6 +135,12 @@ export class ChatPanels implements vscode.Disposable, vscode.WebviewViewProvider
       localResourceRoots: [vscode.Uri.joinPath(this.context.extensionUri, 'dist'), vscode.Uri.joinPath(this.context.extensionUri, 'media')],
     });
     this.adoptPanel(panel);
+  }
+
+  /** Files kept or reverted by Review Staged Changes: each page marks the rows of its cards that list them. */
+  stagedSettled(e: StagedSettled): void {
+    this.view?.controller.stagedSettled(e);
+    this.panel?.controller.stagedSettled(e);
   }
 
   /** Puts text in the input box of the visible page (Ask Agent with Tools…). */

@@ -10,6 +10,7 @@ import type { ChatPanels } from './chatPanel';
 import { clearHistory, exportNotebook, NO_SESSION_TO_RESTART } from './dialogs';
 import { vscodePanelHostApis } from './panelHost.apis';
 import { continueCliConversation } from './continueConversation';
+import { reviewStagedChanges } from './stagedReview';
 import type { CodeActController } from './controller';
 import type { McpSignIn } from './mcpAuth';
 import type { PanelShare } from './mcpShare';
@@ -141,6 +142,13 @@ export function registerCommands(context: vscode.ExtensionContext, t: CommandTar
   command('codeact.showLog', () => log.show());
   command('codeact.newConversation', () => controller.newConversation());
   command('codeact.continueCliConversation', () => continueCliConversation(controller, () => panels.reveal()));
+  command('codeact.reviewStaged', () =>
+    reviewStagedChanges(
+      controller.runtimes.all(),
+      (l) => log.info(l),
+      (e) => panels.stagedSettled(e),
+    ),
+  );
   command('codeact.mcp.chooseAgentSession', (choice?: unknown) => share.choose(choice));
   command('codeact.exportNotebook', () => exportNotebook(controller, vscodePanelHostApis));
   command('codeact.clearHistory', () => clearHistory(controller, vscodePanelHostApis));

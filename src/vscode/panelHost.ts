@@ -12,6 +12,7 @@ import { parseWebviewMessage } from '../common/protocolCheck';
 import { PROTOCOL_VERSION, type HostCommand, type HostState, type HostToWebview, type TranscriptScroll, type WebviewToHost } from '../common/protocol';
 import { forDisplay } from '../common/untrusted';
 import type { SettledRows } from '../common/rewind';
+import type { StagedSettled } from './stagedReview';
 import {
   branchTitle,
   conversationRewindNote,
@@ -137,6 +138,17 @@ export class PanelHost {
         `${did} ${files(done.reverted.length)}${verb === 'keep' ? where : ''}; ${files(done.failed.length)} could not be ${could}: the card says why.`,
       );
     else this.notice('info', `${did} ${files(done.reverted.length)}${where}.`);
+  }
+
+  /** Files Review Staged Changes kept or reverted: each card of this conversation that lists one as staged shows it so. */
+  stagedSettled(e: StagedSettled): void {
+    if (!this.ready) return;
+    const rows = new Set(e.done.reverted);
+    for (const ev of this.codeact.currentConversation?.events ?? []) {
+      if (ev.type !== 'response.output_item.done' || ev.item.type !== 'code_interpreter_call' || !ev.item.changes?.staged) continue;
+      const reverted = ev.item.changes.changes.filter((c) => rows.has(c.path)).map((c) => c.path);
+      if (reverted.length) this.post({ type: 'changes.reverted', itemId: ev.item.id, reverted, failed: [], ...(e.verb === 'keep' ? { kept: true } : {}) });
+    }
   }
 
   /**

@@ -53,6 +53,15 @@ export function registerBeforeDocuments(read: (itemId: string, path: string) => 
 const beforeUri = (itemId: string | undefined, rel: string) =>
   vscode.Uri.from({ scheme: BEFORE_SCHEME, path: `/${rel}`, query: itemId ? `item=${encodeURIComponent(itemId)}` : '' });
 
+/**
+ * VS Code's diff editor between two files on this machine (`before`, `after`: host paths; undefined: none, an empty
+ * side), for review mode's staged files: the workspace's version and the code's.
+ */
+export async function stagedDiff(before: string | undefined, after: string | undefined, rel: string, title: string): Promise<void> {
+  const side = (p: string | undefined) => (p !== undefined ? vscode.Uri.file(p) : beforeUri(undefined, rel));
+  await vscode.commands.executeCommand('vscode.diff', side(before), side(after), title, { preview: true });
+}
+
 export const vscodePanelOutputsApis: PanelOutputsApis = {
   showSaveDialog: async (o) => {
     const uri = await vscode.window.showSaveDialog({

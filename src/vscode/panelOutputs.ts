@@ -356,7 +356,7 @@ function safeName(name: string): string {
 }
 
 /** The lines a confirmation lists (ten at most, then a count). */
-function listOf(changes: readonly FileChange[]): string {
+export function listOf(changes: readonly FileChange[]): string {
   const listed = changes.slice(0, 10).map((c) => `• ${forDisplay(describeChange(c), { line: true })}`);
   if (changes.length > 10) listed.push(`• …and ${changes.length - 10} more`);
   return listed.join('\n');

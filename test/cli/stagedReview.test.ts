@@ -6,7 +6,7 @@
  * without --staged, nothing runs.
  */
 import * as assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { probeBubblewrap } from '../../src/core/runtime/local/sandbox';
@@ -52,6 +52,21 @@ describe('codeact run and chat in review mode (staged writes)', function () {
       .filter((l) => l.type === 'response.output_item.done')
       .map((l) => l.item as { type: string; value?: unknown; changes?: { staged?: boolean } })
       .find((i) => i.type === 'code_interpreter_call');
+
+  it('codeact review starts no session host: with none for the folder it says nothing is staged there; with review mode off it says so', async () => {
+    const env = { XDG_RUNTIME_DIR: path.join(root, 'run') };
+    mkdirSync(env.XDG_RUNTIME_DIR, { mode: 0o700 });
+    const none = await runCli(['review', '--workspace', ws, '--json'], env);
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stderr, /No session host runs for this folder, so nothing is staged there/);
+    assert.deepEqual(lines(none.stdout), [{ type: 'codeact.staged', kept: [], reverted: [], failed: [], left: [] }]);
+    const hosts = path.join(env.XDG_RUNTIME_DIR, 'codeact'); // core/sessionHost/place.ts hostFolder
+    assert.deepEqual(existsSync(hosts) ? readdirSync(hosts).filter((n) => n.endsWith('.sock') || n.endsWith('.log')) : [], [], 'no host was started');
+    writeFileSync(path.join(ws, '.vscode', 'settings.json'), JSON.stringify({ 'codeact.sandbox.mountWorkspace': 'readwrite' }));
+    const off = await runCli(['review', '--workspace', ws], env);
+    assert.equal(off.code, 2);
+    assert.match(off.stderr, /Review mode is off for this folder/);
+  });
 
   it('without a terminal and without --staged nothing runs, saying what to do', async () => {
     const r = await runCli(['run', path.join(root, 'write.py'), '--workspace', ws]);
@@ -121,56 +136,78 @@ describe('codeact run and chat in review mode (staged writes)', function () {
     });
     after(() => server.close());
 
-    (existsSync(SCRIPT) ? it : it.skip)('Enter leaves the writes staged (the code still sees them); the next chat keeps them with --staged keep', async () => {
-      mkdirSync(path.join(root, 'run'), { mode: 0o700 });
-      // This test's own session host (its folder under root), ended before root is removed.
-      const env = { XDG_RUNTIME_DIR: path.join(root, 'run'), OPENAI_COMPATIBLE_API_KEY: 'sk-test' };
-      const args = (prompt: string, extra: string[]) => [
-        'chat',
-        prompt,
-        ...scriptedModel(server.url, path.join(root, 'store')),
-        '--workspace',
-        ws,
-        '--session-host',
-        'auto',
-        ...extra,
-      ];
-      try {
-        server.push(turn().call('execute_tool_code', { code }));
-        server.push(turn().text('Written.'));
-        const cli = runCliOnPty(args('Write the files.', []), env);
-        let id = '';
+    (existsSync(SCRIPT) ? it : it.skip)(
+      'Enter leaves the writes staged (the code still sees them); codeact review lists them and keeps one by name; the next chat keeps the rest',
+      async () => {
+        mkdirSync(path.join(root, 'run'), { mode: 0o700 });
+        // This test's own session host (its folder under root), ended before root is removed.
+        const env = { XDG_RUNTIME_DIR: path.join(root, 'run'), OPENAI_COMPATIBLE_API_KEY: 'sk-test' };
+        const args = (prompt: string, extra: string[]) => [
+          'chat',
+          prompt,
+          ...scriptedModel(server.url, path.join(root, 'store')),
+          '--workspace',
+          ws,
+          '--session-host',
+          'auto',
+          ...extra,
+        ];
         try {
-          await cli.expect('[3 files staged by the code, not in the workspace yet]');
-          await cli.expect('; Enter leaves them staged? ', '');
-          assert.equal(await cli.exited, 0, cli.output);
-          assert.match(cli.output, /3 files left staged: the code still sees them, the workspace does not; the next codeact chat in this folder asks again\./);
-          id = /\[([^\]\s]+)\] completed/.exec(cli.output)?.[1] ?? '';
-          assert.ok(id, cli.output);
-        } finally {
-          cli.kill();
-        }
-        assert.deepEqual(inWs(), ['c.txt']);
+          server.push(turn().call('execute_tool_code', { code }));
+          server.push(turn().text('Written.'));
+          const cli = runCliOnPty(args('Write the files.', []), env);
+          let id = '';
+          try {
+            await cli.expect('[3 files staged by the code, not in the workspace yet]');
+            await cli.expect('; Enter leaves them staged? ', '');
+            assert.equal(await cli.exited, 0, cli.output);
+            assert.match(
+              cli.output,
+              /3 files left staged: the code still sees them, the workspace does not; codeact review \(or the next codeact chat in this folder\) asks again\./,
+            );
+            id = /\[([^\]\s]+)\] completed/.exec(cli.output)?.[1] ?? '';
+            assert.ok(id, cli.output);
+          } finally {
+            cli.kill();
+          }
+          assert.deepEqual(inWs(), ['c.txt']);
 
-        server.push(turn().call('execute_tool_code', { code: `import os\nreturn sorted(os.listdir(${JSON.stringify(ws)}))` }));
-        server.push(turn().text('Listed.'));
-        const next = await runCli(args('List them.', ['--continue', id, '--staged', 'keep', '--json']), env);
-        assert.equal(next.code, 0, next.stderr);
-        assert.deepEqual(codeItem(next.stdout)?.value, ['.vscode', 'a.txt', 'b.txt', 'c.txt']);
-        assert.deepEqual(
-          lines(next.stdout).find((l) => l.type === 'codeact.staged'),
-          {
-            type: 'codeact.staged',
-            kept: ['a.txt', 'b.txt', 'c.txt'],
-            reverted: [],
-            failed: [],
-            left: [],
-          },
-        );
-        assert.deepEqual(inWs(), ['a.txt', 'b.txt', 'c.txt']);
-      } finally {
-        await runCli(['sessions', 'end', '--all'], env);
-      }
-    });
+          // codeact review, with no one to ask: listed, left as they are.
+          const listed = await runCli(['review', '--workspace', ws], env);
+          assert.equal(listed.code, 0, listed.stderr);
+          assert.match(
+            listed.stderr,
+            /\[3 files staged by the code, not in the workspace yet\]\n {2}created a\.txt\n {2}created b\.txt\n {2}changed c\.txt\n3 files left staged/,
+          );
+          assert.deepEqual(inWs(), ['c.txt']);
+          // One of them, kept by name.
+          const one = await runCli(['review', 'a.txt', '--workspace', ws, '--staged', 'keep', '--json'], env);
+          assert.equal(one.code, 0, one.stderr);
+          assert.deepEqual(lines(one.stdout), [{ type: 'codeact.staged', kept: ['a.txt'], reverted: [], failed: [], left: [] }]);
+          assert.deepEqual(inWs(), ['a.txt', 'c.txt']);
+          assert.equal(readFileSync(path.join(ws, 'c.txt'), 'utf8'), 'old');
+
+          server.push(turn().call('execute_tool_code', { code: `import os\nreturn sorted(os.listdir(${JSON.stringify(ws)}))` }));
+          server.push(turn().text('Listed.'));
+          const next = await runCli(args('List them.', ['--continue', id, '--staged', 'keep', '--json']), env);
+          assert.equal(next.code, 0, next.stderr);
+          assert.deepEqual(codeItem(next.stdout)?.value, ['.vscode', 'a.txt', 'b.txt', 'c.txt']);
+          assert.deepEqual(
+            lines(next.stdout).find((l) => l.type === 'codeact.staged'),
+            {
+              type: 'codeact.staged',
+              kept: ['b.txt', 'c.txt'],
+              reverted: [],
+              failed: [],
+              left: [],
+            },
+          );
+          assert.deepEqual(inWs(), ['a.txt', 'b.txt', 'c.txt']);
+          assert.equal(readFileSync(path.join(ws, 'c.txt'), 'utf8'), 'new');
+        } finally {
+          await runCli(['sessions', 'end', '--all'], env);
+        }
+      },
+    );
   });
 });

@@ -5,7 +5,8 @@
  * changed · staged, not in the workspace yet" with Keep on each row and Keep All; the model is told the changes are
  * staged. Keep (after the person confirms) puts one file in the workspace, Revert gives the code back a deleted one,
  * Keep All the rest; the label counts what is still staged, then says "reviewed". Every text meets WCAG AA in the
- * dark, light and both high contrast themes (screenshots of each) and nothing sticks out at 240 px.
+ * dark, light and both high contrast themes (screenshots of each) and nothing sticks out at 240 px. CodeAct: Review
+ * Staged Changes… lists what two runs staged in one quick pick and keeps them all; both cards then say kept.
  *
  * Skips with one line when code-server, Chromium or bubblewrap is missing.
  */
@@ -142,5 +143,66 @@ describe('e2e: review mode — the code’s writes are staged on its card until 
 
   it('in every theme its texts meet WCAG AA; at 240 px nothing sticks out', async () => {
     await checkChangesLook(e2e, /change/, '105-review-kept', '106-review-narrow');
+  });
+
+  it('Review Staged Changes lists what every run staged, in one place; Keep All puts it in the workspace after the person confirms; each card says kept', async () => {
+    const ws = e2e.ws.folder;
+    const write = (name: string, text: string) => ({ code: `open(${JSON.stringify(join(ws, 'data', name))}, "w").write(${JSON.stringify(text)})` });
+    e2e.wire.push(
+      turn().call('execute_tool_code', write('first.txt', 'one\n')),
+      turn().call('execute_tool_code', write('second.txt', 'two\n')),
+      turn().text('Wrote two notes.'),
+    );
+    await e2e.panel.send('Write two notes.');
+    assert.equal(await e2e.panel.waitForTurn(2, ['completed'], UI), 'completed', await e2e.panel.text());
+    assert.ok(!existsSync(join(ws, 'data', 'first.txt')) && !existsSync(join(ws, 'data', 'second.txt')), 'both are only staged');
+
+    await e2e.wb.runCommand('CodeAct: Review Staged Changes…');
+    const pick = e2e.wb.quickInput;
+    await pick.locator('.quick-input-title', { hasText: 'Review Staged Changes (2 files not in the workspace yet)' }).waitFor({ timeout: UI });
+    const rows = await pick.locator('.monaco-list-row:visible .label-name').evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.trim()));
+    // (the separator's label is a row of its own in some VS Code versions)
+    assert.deepEqual(
+      rows.filter((r) => r !== 'Staged files'),
+      ['Keep All in the Workspace', 'Revert All', 'data/first.txt', 'data/second.txt'],
+    );
+    await e2e.wb.screenshot('107-review-staged-changes');
+    // One file: its Diff, the workspace's side (none: it is new) against the code's staged text.
+    assert.ok(await e2e.wb.answerQuickPick(/Review Staged Changes/, 'data/first.txt'));
+    await pick.locator('.quick-input-title', { hasText: 'created data/first.txt' }).waitFor({ timeout: UI });
+    assert.ok(await e2e.wb.answerQuickPick(/created data\/first\.txt/, 'Diff'));
+    await e2e.wb.page.locator('.tabs-container .tab', { hasText: 'first.txt (workspace ↔ staged)' }).first().waitFor({ timeout: UI });
+    await e2e.wb.page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'one' }).first().waitFor({ timeout: UI });
+    // No hover over the text (the breadcrumbs' tooltip of the folder clicked last).
+    await e2e.wb.page.mouse.move(900, 600);
+    await e2e.wb.page.keyboard.press('Escape');
+    await e2e.wb.page
+      .locator('.monaco-hover:visible, .workbench-hover:visible')
+      .first()
+      .waitFor({ state: 'hidden', timeout: 5_000 })
+      .catch(() => undefined);
+    await e2e.wb.screenshot('107a-review-staged-diff');
+    await e2e.wb.closeActiveEditor();
+    assert.ok(!existsSync(join(ws, 'data', 'first.txt')), 'a diff keeps nothing');
+
+    await e2e.wb.runCommand('CodeAct: Review Staged Changes…');
+    await pick.locator('.quick-input-title', { hasText: 'Review Staged Changes (2 files not in the workspace yet)' }).waitFor({ timeout: UI });
+    assert.ok(await e2e.wb.answerQuickPick(/Review Staged Changes/, 'Keep All in the Workspace'));
+    await answerDialog(e2e, /Keep 2 files in the workspace\?/, 'Keep', '107b-review-staged-keep-all');
+    await e2e.wb.waitForNotification(/Kept 2 files in the workspace\./, UI);
+    assert.equal(readFileSync(join(ws, 'data', 'first.txt'), 'utf8'), 'one\n');
+    assert.equal(readFileSync(join(ws, 'data', 'second.txt'), 'utf8'), 'two\n');
+    const frame = await e2e.panel.frame();
+    const cards = frame.locator('.card.exec');
+    for (const i of [-2, -1]) {
+      const section = cards.nth((await cards.count()) + i).locator('.changes-section');
+      await section.locator('li.change-created[data-reverted="kept"]').waitFor({ timeout: UI });
+      assert.equal(await section.locator('summary > span').first().textContent(), '1 file changed · reviewed');
+    }
+
+    // Nothing is left: the command says so.
+    await e2e.wb.clearNotifications();
+    await e2e.wb.runCommand('CodeAct: Review Staged Changes…');
+    await e2e.wb.waitForNotification(/nothing is staged\. Every change the code made is kept or reverted\./, UI);
   });
 });

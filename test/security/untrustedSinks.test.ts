@@ -144,6 +144,16 @@ const KNOWN: Record<string, string> = {
   'src/cli/stagedReview.ts: line(c)': 'describeChange with shown() (forTerminal) on the paths',
   'src/cli/stagedReview.ts: q': 'resolved by name only: the question (Asking), not text',
   "src/cli/stagedReview.ts: JSON.stringify({ type: 'codeact.staged', ...out })": '--json: machine output, the paths as they are (README: scripts read it)',
+  "src/cli/review.ts: JSON.stringify({ type: 'codeact.staged', kept: [], reverted: [], failed: [], left: [] })":
+    "--json: machine output, CodeAct's own empty record",
+  'src/vscode/stagedReview.ts: files(n)': 'a count of files in words',
+  'src/vscode/stagedReview.ts: files(chosen.length)': 'a count of files in words',
+  'src/vscode/stagedReview.ts: files(done.reverted.length)': 'a count of files in words',
+  'src/vscode/stagedReview.ts: files(done.failed.length)': 'a count of files in words',
+  'src/vscode/stagedReview.ts: shownPath(chosen[0])': "the code's path through forDisplay (shownPath)",
+  'src/vscode/stagedReview.ts: describeChange(c, (p) => forDisplay(p, { line: true }))': 'describeChange with forDisplay on the paths',
+  "src/vscode/stagedReview.ts: done.failed .slice(0, 3) .map((f) => `${forDisplay(f.path, { line: true })} (${forDisplay(f.why, { line: true })})`) .join('; ')":
+    'each path and reason through forDisplay',
   'src/cli/run.ts: JSON.stringify(e)': '--json: machine output, the events as they are (README: scripts read it)',
   'src/cli/tools.ts: JSON.stringify({ workspace: ws.dir, trusted: ws.trust.trusted, tools: sorted.map((t) => ({ name: t.name, description: t.description, source: t.source, approval: t.approval, expose: t.expose, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null, })), errors, })':
     '--json: machine output, the events as they are (README: scripts read it)',

@@ -312,6 +312,12 @@ export class HostedRuntime implements Runtime {
   private detached = false;
   constructor(readonly connection: HostConnection) {
     this.sessions = new HostedSessions(connection);
+    if (connection.welcome.staged)
+      this.staged = {
+        list: async () => (await connection.ask('staged', '')) as FilesChanged,
+        keep: async (paths) => (await connection.ask('keep', '', undefined, undefined, paths)) as RevertOutcome,
+        discard: async (paths) => (await connection.ask('discard', '', undefined, undefined, paths)) as RevertOutcome,
+      };
   }
 
   execute(request: ExecuteRequest, options: ExecuteOptions = {}): Promise<CodeInterpreterCallItem> {
@@ -356,12 +362,8 @@ export class HostedRuntime implements Runtime {
     return (await this.connection.ask('rewind', '', undefined, point)) as RewindOutcome;
   }
 
-  /** Review mode, in the host (which says when it is off). */
-  readonly staged: StagedChanges = {
-    list: async () => (await this.connection.ask('staged', '')) as FilesChanged,
-    keep: async (paths) => (await this.connection.ask('keep', '', undefined, undefined, paths)) as RevertOutcome,
-    discard: async (paths) => (await this.connection.ask('discard', '', undefined, undefined, paths)) as RevertOutcome,
-  };
+  /** Review mode, in the host: there when the host's runtime stages the code's writes (its welcome says so). */
+  readonly staged: StagedChanges | undefined;
 
   /** Leaves the host and its sessions running (a run going on too: its `execute` resolves with {@link RUN_LEFT_RUNNING}). */
   async dispose(): Promise<void> {

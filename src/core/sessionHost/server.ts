@@ -200,6 +200,7 @@ export class SessionHostServer {
                 persist: s.persist,
                 keepsOutputs: s.keepsOutputs,
                 readsVariables: s.readsVariables,
+                ...(this.o.runtime.staged ? { staged: true } : {}),
               });
             }
             this.handle(conn, m);

@@ -68,7 +68,17 @@ export type ClientMessage =
   | { type: 'end' };
 
 export type HostMessage =
-  | { type: 'welcome'; pid: number; workspace: string; live: string[]; persist: boolean; keepsOutputs: boolean; readsVariables: boolean }
+  | {
+      type: 'welcome';
+      pid: number;
+      workspace: string;
+      live: string[];
+      persist: boolean;
+      keepsOutputs: boolean;
+      readsVariables: boolean;
+      /** Review mode is on in the host (its runtime stages the code's writes: `staged` asks work). */
+      staged?: boolean;
+    }
   | { type: 'event'; rid: string; event: CodeActEvent }
   /** `job`: the call of the session's background job n (taken by a run of the session that takes tool calls). */
   | { type: 'tool_call'; rid: string; callId: string; itemId: string; name: string; arguments: unknown; job?: number }

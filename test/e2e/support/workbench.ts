@@ -90,7 +90,7 @@ export class Workbench {
 
   // ---- commands -------------------------------------------------------------------------------
 
-  private get quickInput(): Locator {
+  get quickInput(): Locator {
     return this.page.locator('.quick-input-widget');
   }
 

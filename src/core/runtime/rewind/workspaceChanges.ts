@@ -215,7 +215,7 @@ export class WorkspaceChanges {
   staged(): Promise<FilesChanged> {
     return this.serial(async () => {
       const { changes, incomplete } = await this.stagedNow();
-      return { root: this.root, store: this.dir, changes, staged: true, ...(incomplete ? { incomplete } : {}) };
+      return { root: this.root, workspace: this.workspace, store: this.dir, changes, staged: true, ...(incomplete ? { incomplete } : {}) };
     });
   }
 
