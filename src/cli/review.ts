@@ -50,6 +50,7 @@ export async function reviewCommand(argv: string[]): Promise<number> {
       listOnly: !choice && !questions.interactive,
       ...(positionals.length ? { paths: positionals } : {}),
     });
+    if (done === null) return 1; // it said why
     if (!done) {
       process.stderr.write('Nothing is staged in this folder.\n');
       if (values.json) process.stdout.write(JSON.stringify({ type: 'codeact.staged', kept: [], reverted: [], failed: [], left: [] }) + '\n');

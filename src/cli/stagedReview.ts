@@ -45,8 +45,8 @@ const line = (c: FileChange) => describeChange(c, (p) => shown(p, { line: true }
 
 /**
  * Lists what the runtime has staged and settles it (`choice`, else the person at the terminal). Resolves with
- * what was done, or undefined when nothing was staged. What was said goes to stderr; with `json`, a
- * `{"type":"codeact.staged",…}` line to stdout as well.
+ * what was done, undefined when nothing was staged, or null when the list could not be read (said on stderr).
+ * What was said goes to stderr; with `json`, a `{"type":"codeact.staged",…}` line to stdout as well.
  */
 export async function reviewStaged(
   runtime: Runtime,
@@ -60,7 +60,7 @@ export async function reviewStaged(
     /** Only these files (as listed; a rename by either name). */
     paths?: readonly string[];
   },
-): Promise<StagedReview | undefined> {
+): Promise<StagedReview | undefined | null> {
   const staged = runtime.staged;
   if (!staged) return undefined;
   const err = (text: string) => process.stderr.write(`${plain()}${text}\n`);
@@ -69,7 +69,7 @@ export async function reviewStaged(
     changes = (await staged.list()).changes;
   } catch (e) {
     err(`codeact: the staged writes could not be listed: ${shown((e as Error).message, { line: true })}`);
-    return undefined;
+    return null;
   }
   if (o.paths) {
     const asked = new Set(o.paths);

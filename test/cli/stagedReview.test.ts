@@ -204,6 +204,24 @@ describe('codeact run and chat in review mode (staged writes)', function () {
           );
           assert.deepEqual(inWs(), ['a.txt', 'b.txt', 'c.txt']);
           assert.equal(readFileSync(path.join(ws, 'c.txt'), 'utf8'), 'new');
+
+          // The host's overlay helper killed: review says the list cannot be read (not that nothing is staged), exit 1.
+          const cmdline = (pid: string) => {
+            try {
+              return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+            } catch {
+              return [];
+            }
+          };
+          const helpers = readdirSync('/proc').filter(
+            (n) => /^\d+$/.test(n) && cmdline(n).includes(ws) && cmdline(n).some((a) => a.includes('codeact-stage-')),
+          );
+          assert.equal(helpers.length, 1, 'one overlay helper for the folder');
+          process.kill(Number(helpers[0]), 'SIGKILL');
+          const broken = await runCli(['review', '--workspace', ws], env);
+          assert.equal(broken.code, 1, broken.stderr);
+          assert.match(broken.stderr, /codeact: the staged writes could not be listed: /);
+          assert.doesNotMatch(broken.stderr, /Nothing is staged/);
         } finally {
           await runCli(['sessions', 'end', '--all'], env);
         }
